@@ -1,0 +1,594 @@
+"""The low-level client session: one connection, both eras, typed calls for every method.
+
+Era detection (``mode="auto"``): probe with ``server/discover``; a ``DiscoverResult`` or a modern error
+(-32020/-32021/-32022) means the server is modern; anything else (another error, a timeout) means legacy, and the
+session falls back to ``initialize``. The fallback never keys on one error code (spec, stdio transport page).
+
+Server→client requests (handshake era) and ``InputRequiredResult`` rounds (modern era) are answered by the same
+handlers: ``roots``, ``sampling_handler``, ``elicitation_handler``. A capability is declared only when its handler
+is given, and calls the server did not declare are refused locally with :class:`CapabilityNotSupported`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
+
+from .. import __version__
+from ..engine import Peer, ProgressCallback, RequestContext
+from ..protocol import versions
+from ..protocol.errors import (
+    HEADER_MISMATCH,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    CapabilityNotSupported,
+    ConnectionClosed,
+    InvalidParams,
+    MCPError,
+    MethodNotFound,
+    RequestTimeout,
+)
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import (
+    CallToolResult,
+    CompleteResult,
+    CreateMessageResult,
+    DiscoverResult,
+    ElicitResult,
+    GetPromptResult,
+    InitializeResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ListToolsResult,
+    ReadResourceResult,
+    Root,
+)
+from ..protocol.versions import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    Features,
+)
+
+if TYPE_CHECKING:
+    from ..transports.base import Connection
+
+logger = logging.getLogger("mcpkit.client")
+
+RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
+SamplingHandler = Callable[[JSONDict], Any]  # params -> CreateMessageResult | dict (sync or async)
+ElicitationHandler = Callable[[JSONDict], Any]  # params -> ElicitResult | dict (sync or async)
+LoggingHandler = Callable[[JSONDict], Any]
+NotificationCallback = Callable[[str, JSONDict | None], Any]
+
+MODERN_ERROR_CODES = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
+
+# client -> server methods and the server capability (and sub-flag) each needs
+SERVER_CAPABILITY_FOR: dict[str, tuple[str, str | None]] = {
+    "tools/list": ("tools", None),
+    "tools/call": ("tools", None),
+    "resources/list": ("resources", None),
+    "resources/templates/list": ("resources", None),
+    "resources/read": ("resources", None),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts", None),
+    "prompts/get": ("prompts", None),
+    "logging/setLevel": ("logging", None),
+    "completion/complete": ("completions", None),
+}
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def _as_dict(value: Any) -> JSONDict:
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"handler returned {type(value).__name__}, expected a dict or an MCP model")
+
+
+class ClientSession:
+    """One MCP client connection over any :class:`~mcpkit.transports.base.Connection`.
+
+    Use as an async context manager: entering starts the reader and negotiates the era and version.
+
+    Args:
+        conn: the transport connection.
+        mode: "auto" (probe ``server/discover``, fall back to ``initialize``), "handshake" or "modern".
+        protocol_version: pin a revision (implies its era); default: the latest of the chosen era.
+        client_info: our ``Implementation`` info.
+        roots: a list of roots (URIs or objects) or a callable returning one; declares the ``roots`` capability.
+        sampling_handler: answers ``sampling/createMessage``; declares ``sampling``.
+        sampling_tools: the sampling handler accepts ``tools``/``toolChoice`` (declares ``sampling.tools``).
+        elicitation_handler: answers ``elicitation/create``; declares ``elicitation`` (form, and URL when
+            ``elicitation_url`` is true).
+        logging_handler: receives ``notifications/message`` params.
+        notification_handler: receives every other notification ``(method, params)``.
+        timeout: default per-request timeout in seconds.
+        discover_timeout: how long the ``server/discover`` probe may take before falling back.
+        max_input_rounds: bound on ``InputRequiredResult`` retries for one call.
+    """
+
+    def __init__(
+        self,
+        conn: Connection,
+        *,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        client_info: JSONDict | None = None,
+        roots: RootsProvider | None = None,
+        sampling_handler: SamplingHandler | None = None,
+        sampling_tools: bool = False,
+        elicitation_handler: ElicitationHandler | None = None,
+        elicitation_url: bool = True,
+        logging_handler: LoggingHandler | None = None,
+        notification_handler: NotificationCallback | None = None,
+        log_level: str | None = None,
+        timeout: float | None = 60.0,
+        discover_timeout: float = 5.0,
+        max_input_rounds: int = 8,
+        experimental: JSONDict | None = None,
+    ) -> None:
+        if mode not in ("auto", "handshake", "modern"):
+            raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
+        if protocol_version is not None:
+            if not versions.is_supported(protocol_version):
+                raise ValueError(f"unsupported protocol version {protocol_version!r}")
+            mode = "modern" if versions.is_modern(protocol_version) else "handshake"
+        self.conn = conn
+        self.mode = mode
+        self.pinned_version = protocol_version
+        self.client_info = client_info or {"name": "mcpkit", "version": __version__}
+        self._roots = roots
+        self.sampling_handler = sampling_handler
+        self.sampling_tools = sampling_tools
+        self.elicitation_handler = elicitation_handler
+        self.elicitation_url = elicitation_url
+        self.logging_handler = logging_handler
+        self.notification_handler = notification_handler
+        self.log_level = log_level
+        self.discover_timeout = discover_timeout
+        self.max_input_rounds = max_input_rounds
+        self.experimental = experimental
+        self.peer = Peer(
+            conn,
+            request_handler=self._on_request,
+            notification_handler=self._on_notification,
+            batch_policy=lambda: True,
+            default_timeout=timeout,
+            name="client",
+        )
+        self.protocol_version: str | None = None
+        self.features: Features | None = None
+        self.server_capabilities: JSONDict = {}
+        self.server_info: JSONDict | None = None
+        self.instructions: str | None = None
+        self.server_versions: list[str] = []
+        self._reader: asyncio.Task[None] | None = None
+        self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> ClientSession:
+        self._reader = asyncio.get_running_loop().create_task(self.peer.run(self.conn.receive, drain_timeout=1.0))
+        try:
+            await self.connect()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.peer.close("client closed")
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+
+    @property
+    def modern(self) -> bool:
+        return self.features is not None and self.features.modern
+
+    def capabilities(self, feats: Features | None = None) -> JSONDict:
+        """The client capabilities we declare (only what has a handler)."""
+        caps: JSONDict = {}
+        modern = feats.modern if feats is not None else self.mode == "modern"
+        if self._roots is not None:
+            caps["roots"] = {} if modern else {"listChanged": True}
+        if self.sampling_handler is not None:
+            sampling: JSONDict = {}
+            if self.sampling_tools:
+                sampling["tools"] = {}
+            caps["sampling"] = sampling
+        if self.elicitation_handler is not None:
+            elicitation: JSONDict = {"form": {}}
+            if self.elicitation_url:
+                elicitation["url"] = {}
+            caps["elicitation"] = elicitation
+        if self.experimental:
+            caps["experimental"] = self.experimental
+        return caps
+
+    async def connect(self) -> None:
+        """Negotiate the era and the protocol version."""
+        if self.mode in ("auto", "modern"):
+            version = self.pinned_version or versions.LATEST
+            try:
+                result = await self._discover(version, timeout=self.discover_timeout if self.mode == "auto" else None)
+            except MCPError as exc:
+                if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
+                    supported = exc.data.get("supported") or []
+                    mine = [v for v in supported if v in versions.MODERN_VERSIONS]
+                    if mine:
+                        await self._use_modern(await self._discover(max(mine), timeout=None), max(mine))
+                        return
+                if self.mode == "modern" or exc.code in MODERN_ERROR_CODES:
+                    raise
+            except (TimeoutError, RequestTimeout):
+                if self.mode == "modern":
+                    raise
+            else:
+                if isinstance(result.get("supportedVersions"), list) and version in result["supportedVersions"]:
+                    await self._use_modern(result, version)
+                    return
+                if self.mode == "modern":
+                    raise MCPError(f"server does not support {version}: {result.get('supportedVersions')}")
+        await self._initialize()
+
+    async def _discover(self, version: str, timeout: float | None) -> JSONDict:
+        return await self.peer.request("server/discover", {"_meta": self._modern_meta(version)}, timeout=timeout)
+
+    async def _use_modern(self, result: JSONDict, version: str) -> None:
+        self.protocol_version = version
+        self.features = versions.features(version)
+        d = DiscoverResult.model_validate(result)
+        self.server_capabilities = d.capabilities
+        self.server_versions = d.supported_versions
+        self.instructions = d.instructions
+        meta = result.get("_meta") or {}
+        info = meta.get(versions.META_SERVER_INFO)
+        self.server_info = info if isinstance(info, dict) else None
+
+    async def _initialize(self) -> None:
+        requested = self.pinned_version or versions.LATEST_HANDSHAKE
+        feats = versions.features(requested)
+        params = {
+            "protocolVersion": requested,
+            "capabilities": self.capabilities(feats),
+            "clientInfo": self.client_info,
+        }
+        raw = await self.peer.request("initialize", params)
+        result = InitializeResult.model_validate(raw)
+        if result.protocol_version not in versions.HANDSHAKE_VERSIONS:
+            # We cannot speak what the server answered: disconnect (spec SHOULD).
+            await self.aclose()
+            raise MCPError(
+                f"server answered protocol version {result.protocol_version!r}, which this client does not support"
+            )
+        self.protocol_version = result.protocol_version
+        self.features = versions.features(result.protocol_version)
+        self.server_capabilities = result.capabilities
+        self.server_info = result.server_info.dump()
+        self.instructions = result.instructions
+        await self.peer.notify("notifications/initialized")
+
+    def _modern_meta(self, version: str) -> JSONDict:
+        meta: JSONDict = {
+            META_PROTOCOL_VERSION: version,
+            META_CLIENT_CAPABILITIES: self.capabilities(versions.features(version)),
+            META_CLIENT_INFO: self.client_info,
+        }
+        if self.log_level is not None:
+            meta[META_LOG_LEVEL] = self.log_level
+        return meta
+
+    # ------------------------------------------------------------------ requests
+
+    def _check_capability(self, method: str) -> None:
+        need = SERVER_CAPABILITY_FOR.get(method)
+        if need is None or self.features is None:
+            return
+        cap, flag = need
+        if cap == "completions" and not self.features.completions_capability:
+            return  # 2024-11-05 had no completions capability flag
+        value = self.server_capabilities.get(cap)
+        if not isinstance(value, dict):
+            raise CapabilityNotSupported(
+                f"the server did not declare the {cap!r} capability, so {method!r} is not sent"
+            )
+        if flag is not None and not value.get(flag):
+            raise CapabilityNotSupported(f"the server did not declare {cap}.{flag}, so {method!r} is not sent")
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONDict:
+        """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered)."""
+        if self.features is None:
+            raise ConnectionClosed("not connected")
+        self._check_capability(method)
+        if not self.features.modern:
+            return await self.peer.request(method, params, timeout=timeout, on_progress=on_progress)
+        base = dict(params) if params else {}
+        user_meta = base.get("_meta")
+        meta = self._modern_meta(self.features.version)
+        if isinstance(user_meta, dict):
+            meta = {**user_meta, **meta}
+        base["_meta"] = meta
+        for _ in range(self.max_input_rounds + 1):
+            result = await self.peer.request(method, base, timeout=timeout, on_progress=on_progress)
+            rtype = result.get("resultType", "complete")
+            if rtype == "complete":
+                return result
+            if rtype != "input_required":
+                raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")
+            base = dict(base)
+            base.pop("inputResponses", None)
+            base.pop("requestState", None)
+            requests = result.get("inputRequests")
+            if isinstance(requests, dict) and requests:
+                base["inputResponses"] = await self._answer_input_requests(requests)
+            if "requestState" in result:
+                base["requestState"] = result["requestState"]
+        raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
+
+    async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
+        async def answer(key: str, req: Any) -> tuple[str, JSONDict]:
+            if not isinstance(req, dict) or not isinstance(req.get("method"), str):
+                raise MCPError(f"malformed input request {key!r}")
+            return key, await self._serve_client_request(req["method"], req.get("params") or {})
+
+        pairs = await asyncio.gather(*(answer(k, v) for k, v in requests.items()))
+        return dict(pairs)
+
+    async def _serve_client_request(self, method: str, params: JSONDict) -> JSONDict:
+        if method == "roots/list":
+            if self._roots is None:
+                raise MethodNotFound("Method not found: roots/list (this client has no roots)")
+            return {"roots": await self._roots_list()}
+        if method == "sampling/createMessage":
+            if self.sampling_handler is None:
+                raise MethodNotFound("Method not found: sampling/createMessage (sampling not supported)")
+            if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
+                raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
+            result = _as_dict(await _maybe_await(self.sampling_handler(params)))
+            return CreateMessageResult.model_validate(result).dump()
+        if method == "elicitation/create":
+            if self.elicitation_handler is None:
+                raise MethodNotFound("Method not found: elicitation/create (elicitation not supported)")
+            mode = params.get("mode", "form")
+            if mode == "url" and not self.elicitation_url:
+                raise InvalidParams("URL-mode elicitation is not supported by this client")
+            result = _as_dict(await _maybe_await(self.elicitation_handler(params)))
+            return ElicitResult.model_validate(result).dump()
+        raise MethodNotFound(f"Method not found: {method}")
+
+    async def _roots_list(self) -> list[JSONDict]:
+        source = self._roots
+        items = await _maybe_await(source()) if callable(source) else source
+        out: list[JSONDict] = []
+        for item in items or []:
+            if isinstance(item, str):
+                out.append({"uri": item})
+            else:
+                out.append(_as_dict(item))
+        return out
+
+    async def _on_request(self, rc: RequestContext) -> JSONDict:
+        if rc.method == "ping":
+            return {}
+        return await self._serve_client_request(rc.method, rc.params or {})
+
+    async def _on_notification(self, method: str, params: JSONDict | None) -> None:
+        if params is not None:
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
+                queue = self._listen_queues.get(meta[META_SUBSCRIPTION_ID])
+                if queue is not None:
+                    with contextlib.suppress(asyncio.QueueFull):
+                        queue.put_nowait((method, params))
+                    return
+        if method == "notifications/message" and self.logging_handler is not None:
+            await _maybe_await(self.logging_handler(params or {}))
+            return
+        if self.notification_handler is not None:
+            await _maybe_await(self.notification_handler(method, params))
+
+    # ------------------------------------------------------------------ typed calls
+
+    async def ping(self, *, timeout: float | None = 10.0) -> None:
+        """Ping the server (handshake era; in 2026-07-28, where ping was removed, ``server/discover``)."""
+        if self.features is not None and self.features.modern:
+            await self.request("server/discover", {}, timeout=timeout)
+            return
+        await self.peer.request("ping", None, timeout=timeout)
+
+    async def discover(self) -> DiscoverResult:
+        if self.features is None or not self.features.modern:
+            raise CapabilityNotSupported("server/discover exists only in protocol 2026-07-28")
+        return DiscoverResult.model_validate(await self.request("server/discover", {}))
+
+    async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
+        return ListToolsResult.model_validate(await self.request("tools/list", _cursor(cursor)))
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        meta: JSONDict | None = None,
+    ) -> CallToolResult:
+        params: JSONDict = {"name": name, "arguments": arguments or {}}
+        if meta:
+            params["_meta"] = meta
+        raw = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        return CallToolResult.model_validate(raw)
+
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        return ListResourcesResult.model_validate(await self.request("resources/list", _cursor(cursor)))
+
+    async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
+        return ListResourceTemplatesResult.model_validate(
+            await self.request("resources/templates/list", _cursor(cursor))
+        )
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        return ReadResourceResult.model_validate(await self.request("resources/read", {"uri": uri}))
+
+    async def subscribe_resource(self, uri: str) -> None:
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe_resource(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
+        return ListPromptsResult.model_validate(await self.request("prompts/list", _cursor(cursor)))
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
+        params: JSONDict = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return GetPromptResult.model_validate(await self.request("prompts/get", params))
+
+    async def complete(
+        self, ref: JSONDict, argument_name: str, value: str, context_arguments: dict[str, str] | None = None
+    ) -> CompleteResult:
+        params: JSONDict = {"ref": ref, "argument": {"name": argument_name, "value": value}}
+        if context_arguments and self.features is not None and self.features.completion_context:
+            params["context"] = {"arguments": context_arguments}
+        return CompleteResult.model_validate(await self.request("completion/complete", params))
+
+    async def set_logging_level(self, level: str) -> None:
+        """``logging/setLevel`` (handshake era). In 2026-07-28 the level rides on every request's ``_meta``."""
+        if self.features is not None and self.features.modern:
+            self.log_level = level
+            return
+        await self.request("logging/setLevel", {"level": level})
+
+    async def send_roots_list_changed(self) -> None:
+        """Tell the server our roots changed (handshake era; 2026-07-28 has no such notification)."""
+        if self.features is None or self.features.modern or self._roots is None:
+            return
+        await self.peer.notify("notifications/roots/list_changed")
+
+    def set_roots(self, roots: RootsProvider) -> Awaitable[None]:
+        """Replace the roots and notify the server (``notifications/roots/list_changed``)."""
+        self._roots = roots
+        return self.send_roots_list_changed()
+
+    @contextlib.asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        maxsize: int = 1024,
+    ) -> AsyncIterator[Subscription]:
+        """``subscriptions/listen`` (2026-07-28): yields a :class:`Subscription` to iterate notifications."""
+        if self.features is None or not self.features.modern:
+            raise CapabilityNotSupported("subscriptions/listen exists only in protocol 2026-07-28")
+        filt: JSONDict = {}
+        if tools:
+            filt["toolsListChanged"] = True
+        if prompts:
+            filt["promptsListChanged"] = True
+        if resources:
+            filt["resourcesListChanged"] = True
+        if resource_uris:
+            filt["resourceSubscriptions"] = list(resource_uris)
+        rid = self.peer.next_id()
+        queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
+        self._listen_queues[rid] = queue
+        params = {"notifications": filt, "_meta": self._modern_meta(self.features.version)}
+        task = asyncio.get_running_loop().create_task(
+            self.peer.request("subscriptions/listen", params, timeout=None, request_id=rid)
+        )
+        sub = Subscription(rid, queue, task)
+        try:
+            await sub._wait_ack()
+            yield sub
+        finally:
+            self._listen_queues.pop(rid, None)
+            if not task.done():
+                task.cancel()  # sends notifications/cancelled for the listen request
+            with contextlib.suppress(BaseException):
+                await task
+
+
+class Subscription:
+    """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``."""
+
+    def __init__(self, sub_id: int, queue: asyncio.Queue[tuple[str, JSONDict] | None], task: asyncio.Task[JSONDict]):
+        self.id = sub_id
+        self._queue = queue
+        self._task = task
+        self.acknowledged: JSONDict = {}
+
+    async def _wait_ack(self, timeout: float = 30.0) -> None:
+        get = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if get in done:
+            item = get.result()
+            if item is not None and item[0] == "notifications/subscriptions/acknowledged":
+                self.acknowledged = item[1].get("notifications") or {}
+                return
+            raise MCPError(f"expected notifications/subscriptions/acknowledged first, got {item!r}")
+        get.cancel()
+        if self._task in done:
+            self._task.result()  # raises the server's error
+            raise MCPError("the subscription ended before it was acknowledged")
+        raise RequestTimeout("subscriptions/listen", timeout)
+
+    async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
+        """The next notification on this stream."""
+        item = await asyncio.wait_for(self._queue.get(), timeout)
+        if item is None:
+            raise StopAsyncIteration
+        return item
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, JSONDict]:
+        get = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({get, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if get in done:
+            item = get.result()
+            if item is None:
+                raise StopAsyncIteration
+            return item
+        get.cancel()
+        raise StopAsyncIteration  # the server ended the subscription
+
+
+def _cursor(cursor: str | None) -> JSONDict | None:
+    return {"cursor": cursor} if cursor is not None else None

@@ -1,0 +1,585 @@
+"""The engine: one peer class shared by client and server.
+
+A :class:`Peer` knows JSON-RPC messages, not bytes on a socket: a transport hands it framed payloads and gives it
+an :class:`Outbox` to write to. It correlates ids, runs incoming requests concurrently (one task each), enforces
+timeouts, propagates cancellation both ways, tracks progress tokens, and answers batches. What a request *means*
+is decided by the ``request_handler`` (the server or client layer above).
+
+Ordering guarantee: a handler's notifications are written before its response, because both go through the same
+outbox and the response is written only after the handler returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from types import EllipsisType
+from typing import Any, Protocol
+
+from .protocol import jsonrpc
+from .protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidRequest,
+    MCPError,
+    ParseError,
+    RequestTimeout,
+    error_from_response,
+)
+from .protocol.jsonrpc import (
+    Batch,
+    ErrorResponse,
+    Invalid,
+    JSONDict,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+
+logger = logging.getLogger("mcpkit.engine")
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+RequestHandler = Callable[["RequestContext"], Awaitable[JSONDict]]
+NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
+BatchPolicy = Callable[[], bool]
+
+
+class Outbox(Protocol):
+    """Where a peer writes encoded messages. Transports implement it (stdio pipe, SSE stream, ...)."""
+
+    async def send(self, data: bytes) -> None: ...
+
+
+class FrameTooLarge(Exception):
+    """Raised by a transport's receive() when a frame exceeds the configured maximum size."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message larger than the {limit}-byte limit")
+        self.limit = limit
+
+
+class _Pending:
+    __slots__ = ("deadline_max", "future", "last_progress", "method", "on_progress", "out", "timeout", "timer")
+
+    def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
+        self.future = future
+        self.method = method
+        self.on_progress = on_progress
+        self.last_progress: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.timeout: float | None = None
+        self.deadline_max: float | None = None
+        self.out: Outbox | None = None
+
+
+class RequestContext:
+    """One incoming request being handled: its id, method, params, and the channel to answer on.
+
+    Handlers use it to send notifications related to the request (they leave before the response), report
+    progress (only while the request is active, strictly increasing, only if the requester asked for it) and
+    send requests back to the requester on the same channel.
+    """
+
+    __slots__ = (
+        "_last_progress",
+        "cancelled",
+        "done",
+        "id",
+        "method",
+        "out",
+        "params",
+        "peer",
+        "sink",
+        "state",
+        "task",
+    )
+
+    def __init__(self, peer: Peer, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> None:
+        self.peer = peer
+        self.id = id
+        self.method = method
+        self.params = params
+        self.out = out
+        self.cancelled = False
+        self.done = False
+        self._last_progress: float | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.state: Any = None  # free slot for the layer above (server session, era, ...)
+        self.sink: list[bytes] | None = None  # batch members collect their response here instead of sending it
+
+    @property
+    def meta(self) -> JSONDict | None:
+        p = self.params
+        if p is None:
+            return None
+        m = p.get("_meta")
+        return m if type(m) is dict else None
+
+    @property
+    def progress_token(self) -> str | int | None:
+        m = self.meta
+        if m is None:
+            return None
+        tok = m.get("progressToken")
+        return tok if type(tok) in (str, int) else None
+
+    async def notify(self, method: str, params: JSONDict | None = None) -> None:
+        """Send a notification related to this request (on the request's own channel)."""
+        await self.out.send(jsonrpc.encode_notification(method, params))
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` if the requester asked for progress and the request is still active.
+
+        Returns False (and sends nothing) when there is no token, the request is finished, or ``progress`` does
+        not increase: the spec requires strictly increasing values for active requests only.
+        """
+        token = self.progress_token
+        if token is None or self.done or self.cancelled:
+            return False
+        if self._last_progress is not None and progress <= self._last_progress:
+            return False
+        self._last_progress = progress
+        params: JSONDict = {"progressToken": token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.out.send(jsonrpc.encode_notification("notifications/progress", params))
+        return True
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONDict:
+        """Send a request back to the requester, on the channel of this request."""
+        return await self.peer.request(method, params, timeout=timeout, on_progress=on_progress, out=self.out)
+
+
+class Peer:
+    """A JSON-RPC peer: outgoing request correlation and incoming request dispatch over one outbox.
+
+    Args:
+        outbox: default channel for outgoing messages.
+        request_handler: called with a :class:`RequestContext` for every incoming request; returns the result
+            dict or raises :class:`MCPError`.
+        notification_handler: called for incoming notifications other than the ones the engine handles itself
+            (``notifications/cancelled`` and ``notifications/progress``).
+        batch_policy: returns True when incoming batches are accepted right now (era/revision dependent).
+        default_timeout: seconds before an outgoing request times out (None: never).
+        max_timeout: the hard cap when progress notifications extend a timeout.
+        max_concurrency: bound on concurrently running incoming requests (backpressure on the reader).
+    """
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        *,
+        request_handler: RequestHandler,
+        notification_handler: NotificationHandler | None = None,
+        batch_policy: BatchPolicy | None = None,
+        default_timeout: float | None = 60.0,
+        max_timeout: float | None = 600.0,
+        max_concurrency: int = 256,
+        name: str = "peer",
+    ) -> None:
+        self.outbox = outbox
+        self.request_handler = request_handler
+        self.notification_handler = notification_handler
+        self.batch_policy = batch_policy
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.name = name
+        self._next_id = 0
+        self._pending: dict[RequestId, _Pending] = {}
+        self._inflight: dict[RequestId, RequestContext] = {}
+        self._slots = asyncio.Semaphore(max_concurrency)
+        self._closed: BaseException | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ outgoing
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    async def notify(self, method: str, params: JSONDict | None = None, *, out: Outbox | None = None) -> None:
+        """Send a notification."""
+        if self._closed is not None:
+            raise ConnectionClosed(f"{self.name}: connection closed")
+        await (out or self.outbox).send(jsonrpc.encode_notification(method, params))
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = True,
+        out: Outbox | None = None,
+        request_id: RequestId | None = None,
+    ) -> JSONDict:
+        """Send a request and wait for its result.
+
+        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` after sending
+        ``notifications/cancelled`` on timeout, :class:`ConnectionClosed` if the connection ends first.
+        Cancelling the awaiting task sends ``notifications/cancelled`` (never for ``initialize``).
+        """
+        if self._closed is not None:
+            raise ConnectionClosed(f"{self.name}: connection closed")
+        rid = request_id if request_id is not None else self.next_id()
+        if rid in self._pending:
+            raise ValueError(f"request id {rid!r} is already in flight")
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[JSONDict] = loop.create_future()
+        pending = _Pending(fut, method, on_progress)
+        if on_progress is not None:
+            # The request id doubles as the progress token: unique among our active requests by construction.
+            params = dict(params) if params else {}
+            meta = params.get("_meta")
+            params["_meta"] = {**meta, "progressToken": rid} if isinstance(meta, dict) else {"progressToken": rid}
+        if isinstance(timeout, EllipsisType):
+            timeout = self.default_timeout
+        self._pending[rid] = pending
+        pending.out = out
+        try:
+            if timeout is not None:
+                t = float(timeout)
+                pending.timeout = t if reset_timeout_on_progress else None
+                if self.max_timeout is not None:
+                    pending.deadline_max = loop.time() + max(self.max_timeout, t)
+                pending.timer = loop.call_later(t, self._expire, rid)
+            await (out or self.outbox).send(jsonrpc.encode_request(rid, method, params))
+            return await fut
+        except TimeoutError:
+            await self._send_cancel(rid, method, f"timed out after {timeout}s", out)
+            raise RequestTimeout(method, float(timeout or 0)) from None
+        except asyncio.CancelledError:
+            if not fut.done():
+                await self._send_cancel(rid, method, "cancelled by the caller", out)
+            raise
+        finally:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            self._pending.pop(rid, None)
+
+    def _expire(self, rid: RequestId) -> None:
+        pending = self._pending.get(rid)
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(TimeoutError())
+
+    async def _send_cancel(self, rid: RequestId, method: str, reason: str, out: Outbox | None) -> None:
+        if method == "initialize" or self._closed is not None:
+            return  # initialize MUST NOT be cancelled
+        with contextlib.suppress(Exception):
+            await asyncio.shield(
+                (out or self.outbox).send(
+                    jsonrpc.encode_notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+                )
+            )
+
+    # ------------------------------------------------------------------ incoming
+
+    async def run(self, receive: Callable[[], Awaitable[bytes | None]], *, drain_timeout: float = 30.0) -> None:
+        """Read and dispatch messages until ``receive`` returns None (end of input).
+
+        At end of input, outgoing requests fail (no response can arrive any more), then every request already
+        received is finished and answered (bounded by ``drain_timeout``) before returning.
+        """
+        try:
+            while True:
+                try:
+                    data = await receive()
+                except FrameTooLarge as exc:
+                    await self._send_error(None, InvalidRequest(str(exc)).to_error(), self.outbox)
+                    continue
+                if data is None:
+                    break
+                await self.receive_bytes(data)
+        finally:
+            self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
+            await self.drain(drain_timeout)
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for running incoming requests to finish (then cancel what is left)."""
+        tasks = [t for t in self._tasks if not t.done()]
+        if not tasks:
+            return
+        _, left = await asyncio.wait(tasks, timeout=timeout)
+        for t in left:
+            t.cancel()
+        if left:
+            await asyncio.wait(left, timeout=5.0)
+
+    async def receive_bytes(self, data: bytes, out: Outbox | None = None) -> None:
+        """Dispatch one framed payload. Requests are started as tasks; the call returns without awaiting them."""
+        out = out or self.outbox
+        try:
+            msg = jsonrpc.parse(data)
+        except ParseError as exc:
+            await self._send_error(None, exc.to_error(), out)
+            return
+        await self.receive_parsed(msg, out)
+
+    async def receive_parsed(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
+        t = type(msg)
+        if t is Request:
+            await self._start_request(msg, out)  # type: ignore[arg-type]
+        elif t is Response or t is ErrorResponse:
+            self._on_response(msg)  # type: ignore[arg-type]
+        elif t is Notification:
+            await self._on_notification(msg)  # type: ignore[arg-type]
+        elif t is Batch:
+            await self._on_batch(msg, out)  # type: ignore[arg-type]
+        else:
+            inv: Invalid = msg  # type: ignore[assignment]
+            if not inv.is_response:
+                await self._send_error(inv.id, inv.error(), out)
+            else:
+                logger.warning("%s: dropped an invalid response: %s", self.name, inv.reason)
+
+    async def handle(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
+        """Dispatch a parsed payload and return only when every request in it has been answered on ``out``.
+
+        Used by request-scoped transports (an HTTP POST): when this returns, the response stream can end.
+        """
+        if type(msg) is Request:
+            ctx = self._admit(msg, out)  # type: ignore[arg-type]
+            if ctx is not None:
+                await self._run_request(ctx)
+            return
+        if type(msg) is Batch:
+            await self._on_batch(msg, out, wait=True)  # type: ignore[arg-type]
+            return
+        await self.receive_parsed(msg, out)
+
+    def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
+        if req.id in self._inflight:
+            # Never cross wires: refuse the duplicate, the original keeps running.
+            self._spawn(
+                self._send_error(
+                    req.id,
+                    InvalidRequest(f"request id {req.id!r} is already in use by a request in progress").to_error(),
+                    out,
+                )
+            )
+            return None
+        ctx = RequestContext(self, req.id, req.method, req.params, out)
+        self._inflight[req.id] = ctx
+        return ctx
+
+    async def _start_request(self, req: Request, out: Outbox) -> None:
+        ctx = self._admit(req, out)
+        if ctx is None:
+            return
+        await self._slots.acquire()
+        task = asyncio.get_running_loop().create_task(self._run_request(ctx, release=True))
+        ctx.task = task
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_request(self, ctx: RequestContext, release: bool = False) -> None:
+        if ctx.task is None:
+            ctx.task = asyncio.current_task()  # type: ignore[assignment]
+        try:
+            try:
+                result = await self.request_handler(ctx)
+            except asyncio.CancelledError:
+                if ctx.cancelled:
+                    return  # cancelled by the requester: no response (spec)
+                raise
+            except MCPError as exc:
+                ctx.done = True
+                await self._reply(ctx, jsonrpc.encode_error(ctx.id, exc.to_error()))
+                return
+            except Exception:
+                ctx.done = True
+                logger.exception("%s: handler for %r failed", self.name, ctx.method)
+                await self._reply(ctx, jsonrpc.encode_error(ctx.id, InternalError().to_error()))
+                return
+            ctx.done = True
+            if not ctx.cancelled:
+                await self._reply(ctx, jsonrpc.encode_result(ctx.id, result))
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
+        finally:
+            ctx.done = True
+            if self._inflight.get(ctx.id) is ctx:
+                del self._inflight[ctx.id]
+            if release:
+                self._slots.release()
+
+    @staticmethod
+    async def _reply(ctx: RequestContext, data: bytes) -> None:
+        if ctx.sink is not None:
+            ctx.sink.append(data)
+        else:
+            await ctx.out.send(data)
+
+    async def _send_error(self, rid: RequestId | None, error: JSONDict, out: Outbox) -> None:
+        try:
+            await out.send(jsonrpc.encode_error(rid, error))
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: could not send error: %s", self.name, exc)
+
+    def _on_response(self, msg: Response | ErrorResponse) -> None:
+        if msg.id is None:
+            logger.warning("%s: peer reported an error for an unreadable request: %s", self.name, msg.error)  # type: ignore[union-attr]
+            return
+        pending = self._pending.get(msg.id)
+        if pending is None or pending.future.done():
+            return  # late answer to a cancelled or timed-out request: ignored (spec)
+        if type(msg) is Response:
+            pending.future.set_result(msg.result)  # type: ignore[union-attr]
+        else:
+            pending.future.set_exception(error_from_response(msg.error))  # type: ignore[union-attr]
+
+    async def _on_notification(self, msg: Notification) -> None:
+        method = msg.method
+        params = msg.params
+        if method == "notifications/cancelled":
+            rid = params.get("requestId") if params else None
+            ctx = self._inflight.get(rid) if type(rid) in (str, int) else None  # type: ignore[arg-type]
+            if ctx is not None and ctx.method != "initialize" and not ctx.done:
+                ctx.cancelled = True
+                if ctx.task is not None:
+                    ctx.task.cancel()
+            # unknown or finished requests: ignored (spec allows it)
+            if self.notification_handler is not None:
+                await self._notify_handler(method, params)
+            return
+        if method == "notifications/progress" and params is not None:
+            self._on_progress(params)
+            return
+        if self.notification_handler is not None:
+            await self._notify_handler(method, params)
+
+    async def _notify_handler(self, method: str, params: JSONDict | None) -> None:
+        assert self.notification_handler is not None
+        try:
+            await self.notification_handler(method, params)
+        except Exception:
+            logger.exception("%s: notification handler for %r failed", self.name, method)
+
+    def _on_progress(self, params: JSONDict) -> None:
+        token = params.get("progressToken")
+        progress = params.get("progress")
+        if type(token) not in (str, int) or not isinstance(progress, (int, float)) or isinstance(progress, bool):
+            return
+        pending = self._pending.get(token)  # type: ignore[arg-type]
+        if pending is None or pending.future.done():
+            return  # progress for an unknown or finished request: ignored
+        if pending.last_progress is not None and progress <= pending.last_progress:
+            return  # progress MUST increase; a non-increasing value is dropped
+        pending.last_progress = float(progress)
+        if pending.timeout is not None and pending.timer is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + pending.timeout
+            if pending.deadline_max is not None:
+                deadline = min(deadline, pending.deadline_max)
+            pending.timer.cancel()
+            pending.timer = loop.call_at(deadline, self._expire, token)  # type: ignore[arg-type]
+        if pending.on_progress is not None:
+            total = params.get("total")
+            message = params.get("message")
+            try:
+                r = pending.on_progress(
+                    float(progress),
+                    float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                    message if isinstance(message, str) else None,
+                )
+                if inspect.isawaitable(r):
+                    self._spawn(r)
+            except Exception:
+                logger.exception("%s: progress callback failed", self.name)
+
+    async def _on_batch(self, batch: Batch, out: Outbox, wait: bool = False) -> None:
+        if self.batch_policy is None or not self.batch_policy():
+            err = InvalidRequest("batches are not supported in this protocol revision").to_error()
+            await self._send_error(None, err, out)
+            return
+        responses: list[bytes] = []
+        contexts: list[RequestContext] = []
+        for item in batch:
+            t = type(item)
+            if t is Request:
+                req: Request = item  # type: ignore[assignment]
+                if req.method == "initialize":
+                    err = InvalidRequest("initialize MUST NOT be part of a batch").to_error()
+                    responses.append(jsonrpc.encode_error(req.id, err))
+                    continue
+                ctx = self._admit(req, out)
+                if ctx is not None:
+                    ctx.sink = responses
+                    contexts.append(ctx)
+            elif t is Invalid:
+                inv: Invalid = item  # type: ignore[assignment]
+                if not inv.is_response:
+                    responses.append(jsonrpc.encode_error(inv.id, inv.error()))
+            else:
+                await self.receive_parsed(item, out)
+
+        async def finish() -> None:
+            if contexts:
+                await asyncio.gather(*(self._run_request(c) for c in contexts))
+            # Notifications from batched handlers leave as they come; the responses leave as one array.
+            if responses:
+                await out.send(b"[" + b",".join(responses) + b"]")
+
+        if wait:
+            await finish()
+        else:
+            self._spawn(finish())
+
+    def _spawn(self, aw: Awaitable[Any]) -> None:
+        async def runner() -> None:
+            await aw
+
+        task = asyncio.get_running_loop().create_task(runner())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # ------------------------------------------------------------------ shutdown
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+
+    async def close(self, reason: str = "closed") -> None:
+        """Fail outgoing requests, cancel running handlers, refuse further sends."""
+        if self._closed is not None:
+            return
+        self._closed = ConnectionClosed(f"{self.name}: {reason}")
+        self._fail_pending(self._closed)
+        for ctx in list(self._inflight.values()):
+            if ctx.task is not None and not ctx.task.done():
+                ctx.task.cancel()
+        tasks = [t for t in self._tasks if not t.done()]
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+
+    def inflight_count(self) -> int:
+        return len(self._inflight)
+
+    def pending_count(self) -> int:
+        return len(self._pending)
+
+
+def monotonic() -> float:
+    return time.monotonic()

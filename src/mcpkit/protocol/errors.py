@@ -1,0 +1,188 @@
+"""JSON-RPC and MCP error codes of every revision, as typed exceptions.
+
+An :class:`MCPError` raised by a handler becomes a JSON-RPC error response; an error response received from a
+peer becomes the matching subclass, so callers can ``except ResourceNotFound`` whatever revision is spoken.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002  # 2024-11-05 .. 2025-11-25; 2026-07-28 uses INVALID_PARAMS
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25 only
+HEADER_MISMATCH = -32020  # 2026-07-28
+MISSING_REQUIRED_CLIENT_CAPABILITY = -32021  # 2026-07-28
+UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28
+
+
+class MCPError(Exception):
+    """An error that travels as a JSON-RPC error object: ``code``, ``message`` and optional ``data``."""
+
+    code: ClassVar[int] = INTERNAL_ERROR
+    default_message: ClassVar[str] = "Internal error"
+
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        self.data = data
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+        super().__init__(self.message)
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` member for this exception."""
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+class ParseError(MCPError):
+    """-32700: the bytes were not valid JSON."""
+
+    code = PARSE_ERROR
+    default_message = "Parse error"
+
+
+class InvalidRequest(MCPError):
+    """-32600: valid JSON, but not a valid JSON-RPC request."""
+
+    code = INVALID_REQUEST
+    default_message = "Invalid Request"
+
+
+class MethodNotFound(MCPError):
+    """-32601: the method does not exist or is not available (e.g. capability not declared)."""
+
+    code = METHOD_NOT_FOUND
+    default_message = "Method not found"
+
+
+class InvalidParams(MCPError):
+    """-32602: the params are invalid (unknown tool, missing argument, bad cursor, ...)."""
+
+    code = INVALID_PARAMS
+    default_message = "Invalid params"
+
+
+class InternalError(MCPError):
+    """-32603: the receiver failed while handling the request."""
+
+    code = INTERNAL_ERROR
+    default_message = "Internal error"
+
+
+class ResourceNotFound(MCPError):
+    """-32002 (handshake era): the resource does not exist. Sent as -32602 in the modern era."""
+
+    code = RESOURCE_NOT_FOUND
+    default_message = "Resource not found"
+
+    def __init__(self, uri: str, message: str | None = None) -> None:
+        super().__init__(message or f"Resource not found: {uri}", {"uri": uri})
+        self.uri = uri
+
+
+class URLElicitationRequired(MCPError):
+    """-32042 (2025-11-25 only): the request needs the user to complete URL elicitations first."""
+
+    code = URL_ELICITATION_REQUIRED
+    default_message = "URL elicitation required"
+
+
+class HeaderMismatch(MCPError):
+    """-32020 (2026-07-28): an HTTP header disagrees with the body, or a required header is missing."""
+
+    code = HEADER_MISMATCH
+    default_message = "Header mismatch"
+
+
+class MissingRequiredClientCapability(MCPError):
+    """-32021 (2026-07-28): handling the request needs a capability the client did not declare."""
+
+    code = MISSING_REQUIRED_CLIENT_CAPABILITY
+    default_message = "Missing required client capability"
+
+    def __init__(self, required: dict[str, Any], message: str | None = None) -> None:
+        names = ", ".join(sorted(required))
+        super().__init__(message or f"Missing required client capability: {names}", {"requiredCapabilities": required})
+
+
+class UnsupportedProtocolVersion(MCPError):
+    """-32022 (2026-07-28): the requested protocol version is not supported; ``data`` lists what is."""
+
+    code = UNSUPPORTED_PROTOCOL_VERSION
+    default_message = "Unsupported protocol version"
+
+    def __init__(self, requested: Any, supported: list[str], message: str | None = None) -> None:
+        super().__init__(
+            message or f"Unsupported protocol version: {requested!r}",
+            {"supported": list(supported), "requested": requested},
+        )
+
+
+class RequestTimeout(TimeoutError):
+    """Local error: no response arrived in time. A ``notifications/cancelled`` was sent to the peer."""
+
+    def __init__(self, method: str, timeout: float) -> None:
+        super().__init__(f"request {method!r} timed out after {timeout:g}s")
+        self.method = method
+        self.timeout = timeout
+
+
+class ConnectionClosed(ConnectionError):
+    """Local error: the connection closed before the response arrived."""
+
+
+class CapabilityNotSupported(RuntimeError):
+    """Local error: the peer did not declare the capability this call needs, so the call was not sent."""
+
+
+_BY_CODE: dict[int, type[MCPError]] = {
+    cls.code: cls
+    for cls in (
+        ParseError,
+        InvalidRequest,
+        MethodNotFound,
+        InvalidParams,
+        InternalError,
+        URLElicitationRequired,
+        HeaderMismatch,
+    )
+}
+
+
+def error_from_response(error: Any) -> MCPError:
+    """Build the typed exception for an ``error`` member received from a peer (tolerant of malformed ones)."""
+    if not isinstance(error, dict):
+        return InternalError(f"malformed error object: {error!r}")
+    code = error.get("code")
+    message = error.get("message")
+    data = error.get("data")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return InternalError(f"malformed error object: {error!r}")
+    msg = message if isinstance(message, str) else ""
+    if code == RESOURCE_NOT_FOUND:
+        uri = data.get("uri", "") if isinstance(data, dict) else ""
+        exc: MCPError = ResourceNotFound(str(uri), msg)
+        exc.data = data
+        return exc
+    if code == MISSING_REQUIRED_CLIENT_CAPABILITY:
+        exc = MCPError(msg, data, code=code)
+        exc.__class__ = MissingRequiredClientCapability
+        return exc
+    if code == UNSUPPORTED_PROTOCOL_VERSION:
+        exc = MCPError(msg, data, code=code)
+        exc.__class__ = UnsupportedProtocolVersion
+        return exc
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        return MCPError(msg, data, code=code)
+    return cls(msg, data)

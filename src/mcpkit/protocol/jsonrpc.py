@@ -1,0 +1,201 @@
+"""JSON-RPC 2.0 envelope: parse bytes into messages and encode messages into bytes (orjson, no I/O).
+
+The classes are deliberately plain (``__slots__``, no validation beyond the envelope): this is the hot path.
+MCP-level validation of ``params`` happens once, in the handler that owns the method.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+from .errors import INVALID_REQUEST, PARSE_ERROR
+
+RequestId: TypeAlias = str | int
+JSONDict: TypeAlias = dict[str, Any]
+
+_dumps = orjson.dumps
+_loads = orjson.loads
+
+
+class Request:
+    """A request: has an ``id`` and expects exactly one response."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: RequestId, method: str, params: JSONDict | None = None) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+
+    def to_dict(self) -> JSONDict:
+        d: JSONDict = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
+        if self.params is not None:
+            d["params"] = self.params
+        return d
+
+    def __repr__(self) -> str:
+        return f"Request(id={self.id!r}, method={self.method!r}, params={self.params!r})"
+
+
+class Notification:
+    """A one-way message: no ``id``, never answered."""
+
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: JSONDict | None = None) -> None:
+        self.method = method
+        self.params = params
+
+    def to_dict(self) -> JSONDict:
+        d: JSONDict = {"jsonrpc": "2.0", "method": self.method}
+        if self.params is not None:
+            d["params"] = self.params
+        return d
+
+    def __repr__(self) -> str:
+        return f"Notification(method={self.method!r}, params={self.params!r})"
+
+
+class Response:
+    """A successful response."""
+
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: JSONDict) -> None:
+        self.id = id
+        self.result = result
+
+    def to_dict(self) -> JSONDict:
+        return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
+
+    def __repr__(self) -> str:
+        return f"Response(id={self.id!r}, result={self.result!r})"
+
+
+class ErrorResponse:
+    """An error response; ``id`` is None when the request's id could not be read."""
+
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: RequestId | None, error: JSONDict) -> None:
+        self.id = id
+        self.error = error
+
+    def to_dict(self) -> JSONDict:
+        return {"jsonrpc": "2.0", "id": self.id, "error": self.error}
+
+    def __repr__(self) -> str:
+        return f"ErrorResponse(id={self.id!r}, error={self.error!r})"
+
+
+class Invalid:
+    """Valid JSON that is not a valid JSON-RPC message. ``id`` is the request id when one could be read."""
+
+    __slots__ = ("id", "is_response", "reason")
+
+    def __init__(self, id: RequestId | None, reason: str, is_response: bool = False) -> None:
+        self.id = id
+        self.reason = reason
+        self.is_response = is_response
+
+    def error(self) -> JSONDict:
+        return {"code": INVALID_REQUEST, "message": f"Invalid Request: {self.reason}"}
+
+    def __repr__(self) -> str:
+        return f"Invalid(id={self.id!r}, reason={self.reason!r})"
+
+
+Message: TypeAlias = "Request | Notification | Response | ErrorResponse"
+Parsed: TypeAlias = "Message | Invalid"
+
+
+class Batch(list[Parsed]):
+    """The items of a JSON-RPC batch, in order."""
+
+
+def _valid_id(value: object) -> bool:
+    t = type(value)
+    return t is str or t is int
+
+
+def classify(obj: object) -> Parsed:
+    """Turn one decoded JSON value into a message, or an :class:`Invalid` saying what is wrong."""
+    if type(obj) is not dict:
+        return Invalid(None, "a message must be a JSON object")
+    rid = obj.get("id")
+    if obj.get("jsonrpc") != "2.0":
+        return Invalid(rid if _valid_id(rid) else None, 'missing or wrong "jsonrpc": must be "2.0"')
+    method = obj.get("method")
+    params = obj.get("params")
+    if method is not None or ("result" not in obj and "error" not in obj):
+        if type(method) is not str:
+            return Invalid(rid if _valid_id(rid) else None, '"method" must be a string')
+        if params is not None and type(params) is not dict:
+            return Invalid(rid if _valid_id(rid) else None, '"params" must be an object')
+        if "id" not in obj:
+            return Notification(method, params)
+        if not _valid_id(rid):
+            return Invalid(None, '"id" must be a string or an integer (not null)')
+        return Request(rid, method, params)  # type: ignore[arg-type]
+    has_result = "result" in obj
+    has_error = "error" in obj
+    if has_result and has_error:
+        return Invalid(rid if _valid_id(rid) else None, "a response has either result or error", True)
+    if has_result:
+        if not _valid_id(rid):
+            return Invalid(None, '"id" must be a string or an integer', True)
+        result = obj["result"]
+        if type(result) is not dict:
+            return Invalid(rid, '"result" must be an object', True)
+        return Response(rid, result)  # type: ignore[arg-type]
+    error = obj["error"]
+    if type(error) is not dict or type(error.get("code")) is not int or type(error.get("message")) is not str:
+        return Invalid(rid if _valid_id(rid) else None, '"error" needs an integer code and a string message', True)
+    return ErrorResponse(rid if _valid_id(rid) else None, error)  # type: ignore[arg-type]
+
+
+def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
+    """Parse one framed message (or batch). Raises :class:`~mcpkit.protocol.errors.ParseError` on bad JSON."""
+    try:
+        obj = _loads(data)
+    except orjson.JSONDecodeError as exc:
+        from .errors import ParseError
+
+        raise ParseError(f"Parse error: {exc}") from None
+    if type(obj) is list:
+        if not obj:
+            return Invalid(None, "an empty batch")
+        return Batch(classify(item) for item in obj)
+    return classify(obj)
+
+
+def encode(msg: Message | JSONDict | list[Any]) -> bytes:
+    """Serialize a message (or a raw dict / batch list) to compact UTF-8 JSON with no newlines."""
+    if isinstance(msg, (dict, list)):
+        return _dumps(msg)
+    return _dumps(msg.to_dict())
+
+
+def encode_request(id: RequestId, method: str, params: JSONDict | None) -> bytes:
+    if params is None:
+        return _dumps({"jsonrpc": "2.0", "id": id, "method": method})
+    return _dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+
+
+def encode_notification(method: str, params: JSONDict | None) -> bytes:
+    if params is None:
+        return _dumps({"jsonrpc": "2.0", "method": method})
+    return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def encode_result(id: RequestId, result: JSONDict) -> bytes:
+    return _dumps({"jsonrpc": "2.0", "id": id, "result": result})
+
+
+def encode_error(id: RequestId | None, error: JSONDict) -> bytes:
+    return _dumps({"jsonrpc": "2.0", "id": id, "error": error})
+
+
+PARSE_ERROR_OBJECT: Final[JSONDict] = {"code": PARSE_ERROR, "message": "Parse error"}

@@ -1,0 +1,87 @@
+"""Per-era wire shaping of outgoing results: one function, driven by :class:`~.versions.Features`.
+
+Handlers produce one neutral result dict; :func:`shape_result` adapts it to the revision of the request:
+the modern era gets ``resultType``, cache hints and ``_meta`` server info; the handshake era gets none of them,
+plus the seed rulings for 2024-11-05/2025-03-26 sessions (DESIGN.md section 3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .versions import META_SERVER_INFO, Features
+
+LIST_RESULT_KEYS: dict[str, str] = {
+    "tools/list": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "prompts/list": "prompts",
+}
+CACHEABLE_METHODS = frozenset(
+    ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover")
+)
+MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
+
+
+def shape_result(
+    method: str,
+    result: dict[str, Any],
+    feats: Features,
+    server_info: dict[str, Any] | None = None,
+    *,
+    ttl_ms: int = 0,
+    cache_scope: str = "private",
+) -> dict[str, Any]:
+    """Return ``result`` shaped for the revision ``feats`` (mutates and returns the same dict)."""
+    if feats.result_type:
+        result.setdefault("resultType", "complete")
+        if method in CACHEABLE_METHODS and result.get("resultType") == "complete":
+            result.setdefault("ttlMs", ttl_ms)
+            result.setdefault("cacheScope", cache_scope)
+        if server_info is not None:
+            meta = result.get("_meta")
+            if meta is None:
+                result["_meta"] = {META_SERVER_INFO: server_info}
+            elif META_SERVER_INFO not in meta:
+                result["_meta"] = {**meta, META_SERVER_INFO: server_info}
+        if method in LIST_RESULT_KEYS and not result.get("nextCursor"):
+            result.pop("nextCursor", None)
+        elif method == "tools/call" and result.get("resultType") == "complete":
+            result.setdefault("isError", False)
+        return result
+    for key in MODERN_ONLY_KEYS:
+        result.pop(key, None)
+    meta = result.get("_meta")
+    if meta is not None and META_SERVER_INFO in meta:
+        meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+        if meta:
+            result["_meta"] = meta
+        else:
+            del result["_meta"]
+    if method in LIST_RESULT_KEYS:
+        if feats.always_next_cursor:
+            if not result.get("nextCursor"):
+                result["nextCursor"] = ""
+        elif not result.get("nextCursor"):
+            result.pop("nextCursor", None)
+    elif method == "tools/call":
+        result.setdefault("isError", False)  # always sent (DESIGN.md ruling), never required on receipt
+        if feats.always_structured_content and result.get("structuredContent") is None:
+            result["structuredContent"] = {}
+    return result
+
+
+def strip_modern_meta(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Drop the modern-era per-request ``_meta`` keys (for handing params to era-neutral handlers)."""
+    if not params:
+        return params
+    meta = params.get("_meta")
+    if not meta:
+        return params
+    rest = {k: v for k, v in meta.items() if not k.startswith("io.modelcontextprotocol/")}
+    out = dict(params)
+    if rest:
+        out["_meta"] = rest
+    else:
+        del out["_meta"]
+    return out

@@ -1,0 +1,383 @@
+"""MCP data types of every revision (pydantic v2).
+
+One model per concept, covering the union of all revisions: fields a revision lacks are simply absent (None) on
+the wire for that revision. Attribute names are snake_case; the wire names (camelCase) are the aliases, so
+``model_dump(by_alias=True, exclude_none=True)`` (see :func:`dump`) yields the wire form. Unknown fields are kept
+(``extra="allow"``): no revision forbids them, and a newer peer's fields must survive a round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+Role: TypeAlias = Literal["user", "assistant"]
+LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
+class MCPModel(BaseModel):
+    """Base of every MCP type: camelCase on the wire, snake_case in Python, unknown fields preserved."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", serialize_by_alias=True)
+
+    def dump(self) -> dict[str, Any]:
+        """The wire form: camelCase keys, None fields omitted."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+Meta = Annotated[dict[str, Any] | None, Field(alias="_meta")]
+
+
+def dump(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
+    """Wire form of a model (dicts pass through unchanged)."""
+    if isinstance(model, dict):
+        return model
+    return model.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+# ---------------------------------------------------------------------------------------------- basics
+
+
+class Icon(MCPModel):
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+
+class Implementation(MCPModel):
+    name: str
+    version: str
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list[Icon] | None = None
+
+
+class Annotations(MCPModel):
+    audience: list[Role] | None = None
+    priority: float | None = None
+    last_modified: str | None = None
+
+
+# ---------------------------------------------------------------------------------------------- content
+
+
+class TextContent(MCPModel):
+    type: Literal["text"] = "text"
+    text: str
+    annotations: Annotations | None = None
+    meta: Meta = None
+
+
+class ImageContent(MCPModel):
+    type: Literal["image"] = "image"
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+    meta: Meta = None
+
+
+class AudioContent(MCPModel):
+    type: Literal["audio"] = "audio"
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+    meta: Meta = None
+
+
+class TextResourceContents(MCPModel):
+    uri: str
+    mime_type: str | None = None
+    text: str
+    meta: Meta = None
+
+
+class BlobResourceContents(MCPModel):
+    uri: str
+    mime_type: str | None = None
+    blob: str
+    meta: Meta = None
+
+
+ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
+
+
+class EmbeddedResource(MCPModel):
+    type: Literal["resource"] = "resource"
+    resource: TextResourceContents | BlobResourceContents
+    annotations: Annotations | None = None
+    meta: Meta = None
+
+
+class ResourceLink(MCPModel):
+    type: Literal["resource_link"] = "resource_link"
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    icons: list[Icon] | None = None
+    annotations: Annotations | None = None
+    meta: Meta = None
+
+
+class ToolUseContent(MCPModel):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: dict[str, Any]
+    meta: Meta = None
+
+
+class ToolResultContent(MCPModel):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: list[ContentBlock] = Field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool | None = None
+    meta: Meta = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource, Field(discriminator="type")
+]
+SamplingContent: TypeAlias = Annotated[
+    TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent, Field(discriminator="type")
+]
+
+# ---------------------------------------------------------------------------------------------- tools
+
+
+class ToolAnnotations(MCPModel):
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+class Tool(MCPModel):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    output_schema: dict[str, Any] | None = None
+    annotations: ToolAnnotations | None = None
+    icons: list[Icon] | None = None
+    meta: Meta = None
+
+
+class CallToolResult(MCPModel):
+    content: list[ContentBlock] = Field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+    meta: Meta = None
+
+
+class ListToolsResult(MCPModel):
+    tools: list[Tool]
+    next_cursor: str | None = None
+    meta: Meta = None
+
+
+# ---------------------------------------------------------------------------------------------- resources
+
+
+class Resource(MCPModel):
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
+    meta: Meta = None
+
+
+class ResourceTemplate(MCPModel):
+    uri_template: str
+    name: str = ""
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
+    meta: Meta = None
+
+
+class ListResourcesResult(MCPModel):
+    resources: list[Resource]
+    next_cursor: str | None = None
+    meta: Meta = None
+
+
+class ListResourceTemplatesResult(MCPModel):
+    resource_templates: list[ResourceTemplate]
+    next_cursor: str | None = None
+    meta: Meta = None
+
+
+class ReadResourceResult(MCPModel):
+    contents: list[TextResourceContents | BlobResourceContents]
+    meta: Meta = None
+
+
+# ---------------------------------------------------------------------------------------------- prompts
+
+
+class PromptArgument(MCPModel):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool | None = None
+
+
+class Prompt(MCPModel):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
+    meta: Meta = None
+
+
+class PromptMessage(MCPModel):
+    role: Role
+    content: ContentBlock
+
+
+class GetPromptResult(MCPModel):
+    description: str | None = None
+    messages: list[PromptMessage]
+    meta: Meta = None
+
+
+class ListPromptsResult(MCPModel):
+    prompts: list[Prompt]
+    next_cursor: str | None = None
+    meta: Meta = None
+
+
+# ---------------------------------------------------------------------------------------------- completion
+
+
+class Completion(MCPModel):
+    values: list[str]
+    total: int | None = None
+    has_more: bool | None = None
+
+
+class CompleteResult(MCPModel):
+    completion: Completion
+    meta: Meta = None
+
+
+class PromptReference(MCPModel):
+    type: Literal["ref/prompt"] = "ref/prompt"
+    name: str
+    title: str | None = None
+
+
+class ResourceTemplateReference(MCPModel):
+    type: Literal["ref/resource"] = "ref/resource"
+    uri: str
+
+
+# ---------------------------------------------------------------------------------------------- client features
+
+
+class Root(MCPModel):
+    uri: str
+    name: str | None = None
+    meta: Meta = None
+
+
+class ListRootsResult(MCPModel):
+    roots: list[Root]
+    meta: Meta = None
+
+
+class ModelHint(MCPModel):
+    name: str | None = None
+
+
+class ModelPreferences(MCPModel):
+    hints: list[ModelHint] | None = None
+    cost_priority: float | None = None
+    speed_priority: float | None = None
+    intelligence_priority: float | None = None
+
+
+class SamplingMessage(MCPModel):
+    role: Role
+    content: SamplingContent | list[SamplingContent]
+    meta: Meta = None
+
+
+class CreateMessageRequestParams(MCPModel):
+    messages: list[SamplingMessage]
+    model_preferences: ModelPreferences | None = None
+    system_prompt: str | None = None
+    include_context: Literal["none", "thisServer", "allServers"] | None = None
+    temperature: float | None = None
+    max_tokens: int
+    stop_sequences: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: dict[str, Any] | None = None
+    meta: Meta = None
+
+
+class CreateMessageResult(MCPModel):
+    role: Role = "assistant"
+    content: SamplingContent | list[SamplingContent]
+    model: str
+    stop_reason: str | None = "endTurn"
+    meta: Meta = None
+
+
+class ElicitRequestParams(MCPModel):
+    mode: Literal["form", "url"] | None = None
+    message: str
+    requested_schema: dict[str, Any] | None = None
+    url: str | None = None
+    elicitation_id: str | None = None
+    meta: Meta = None
+
+
+class ElicitResult(MCPModel):
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+    meta: Meta = None
+
+
+# ---------------------------------------------------------------------------------------------- lifecycle
+
+
+class InitializeResult(MCPModel):
+    protocol_version: str
+    capabilities: dict[str, Any]
+    server_info: Implementation
+    instructions: str | None = None
+    meta: Meta = None
+
+
+class DiscoverResult(MCPModel):
+    supported_versions: list[str]
+    capabilities: dict[str, Any]
+    instructions: str | None = None
+    ttl_ms: int | None = None
+    cache_scope: str | None = None
+    meta: Meta = None
+
+
+class LoggingMessageParams(MCPModel):
+    level: LoggingLevel
+    logger: str | None = None
+    data: Any = None

@@ -1,0 +1,137 @@
+"""The protocol revisions and their differences: the ONE place that knows what each revision allows.
+
+Everything else asks :func:`features` (or the :class:`Features` of a session) instead of comparing version
+strings, so adding a revision means editing this file only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+V2024_11_05 = "2024-11-05"
+V2025_03_26 = "2025-03-26"
+V2025_06_18 = "2025-06-18"
+V2025_11_25 = "2025-11-25"
+V2026_07_28 = "2026-07-28"
+
+HANDSHAKE_VERSIONS: tuple[str, ...] = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
+MODERN_VERSIONS: tuple[str, ...] = (V2026_07_28,)
+ALL_VERSIONS: tuple[str, ...] = HANDSHAKE_VERSIONS + MODERN_VERSIONS
+LATEST_HANDSHAKE = V2025_11_25
+LATEST = V2026_07_28
+
+# Reserved _meta keys of the modern era.
+META_PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+META_CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
+META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
+META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
+META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+
+
+class Era(Enum):
+    """Handshake era (initialize + sessions) or modern era (stateless, per-request ``_meta``)."""
+
+    HANDSHAKE = "handshake"
+    MODERN = "modern"
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """What one protocol revision allows. Read it, never compare version strings elsewhere."""
+
+    version: str
+    era: Era
+    batches: bool  # JSON-RPC batches on the wire (2025-03-26 only)
+    audio: bool  # AudioContent
+    tool_annotations: bool
+    completions_capability: bool  # the `completions` server capability exists
+    progress_message: bool
+    structured_output: bool  # Tool.outputSchema / CallToolResult.structuredContent
+    resource_links: bool
+    elicitation: bool
+    titles: bool
+    completion_context: bool
+    protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
+    icons: bool
+    url_elicitation: bool
+    sampling_tools: bool
+    sse_polling: bool  # priming events / retry (SEP-1699)
+    streamable_http: bool
+    # seed rulings for the sessions the seeds describe (DESIGN.md section 3)
+    always_next_cursor: bool  # nextCursor "" at the end of every list
+    always_structured_content: bool  # structuredContent {} on every tools/call result
+    # modern era
+    result_type: bool
+    cacheable_results: bool
+    input_required: bool  # InputRequiredResult instead of server->client requests
+    listen: bool  # subscriptions/listen instead of resources/subscribe and the GET stream
+    ping: bool
+    set_level: bool
+    resource_not_found_code: int
+
+    @property
+    def modern(self) -> bool:
+        return self.era is Era.MODERN
+
+
+def _make(version: str) -> Features:
+    i = ALL_VERSIONS.index(version)
+    modern = version in MODERN_VERSIONS
+
+    def at_least(v: str) -> bool:
+        return i >= ALL_VERSIONS.index(v)
+
+    return Features(
+        version=version,
+        era=Era.MODERN if modern else Era.HANDSHAKE,
+        batches=version == V2025_03_26,
+        audio=at_least(V2025_03_26),
+        tool_annotations=at_least(V2025_03_26),
+        completions_capability=at_least(V2025_03_26),
+        progress_message=at_least(V2025_03_26),
+        structured_output=at_least(V2025_06_18),
+        resource_links=at_least(V2025_06_18),
+        elicitation=at_least(V2025_06_18),
+        titles=at_least(V2025_06_18),
+        completion_context=at_least(V2025_06_18),
+        protocol_version_header=at_least(V2025_06_18),
+        icons=at_least(V2025_11_25),
+        url_elicitation=at_least(V2025_11_25),
+        sampling_tools=at_least(V2025_11_25),
+        sse_polling=at_least(V2025_11_25),
+        streamable_http=at_least(V2025_03_26),
+        always_next_cursor=version in (V2024_11_05, V2025_03_26),
+        always_structured_content=version in (V2024_11_05, V2025_03_26),
+        result_type=modern,
+        cacheable_results=modern,
+        input_required=modern,
+        listen=modern,
+        ping=not modern,
+        set_level=not modern,
+        resource_not_found_code=-32602 if modern else -32002,
+    )
+
+
+_FEATURES: dict[str, Features] = {v: _make(v) for v in ALL_VERSIONS}
+
+
+def features(version: str) -> Features:
+    """The :class:`Features` of a supported revision (KeyError for an unknown one)."""
+    return _FEATURES[version]
+
+
+def is_supported(version: object) -> bool:
+    return isinstance(version, str) and version in _FEATURES
+
+
+def is_modern(version: str) -> bool:
+    return version in MODERN_VERSIONS
+
+
+def negotiate_handshake(requested: str, supported: tuple[str, ...] = HANDSHAKE_VERSIONS) -> str:
+    """Server side of initialize: echo a supported version, else answer our latest handshake revision."""
+    if requested in supported:
+        return requested
+    return max(supported)

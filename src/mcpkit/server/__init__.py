@@ -1,0 +1,1 @@
+"""Server side: the low-level :class:`Server` and the high-level decorator API."""

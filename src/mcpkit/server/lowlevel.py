@@ -1,0 +1,796 @@
+"""The low-level server: method → handler, capabilities derived from what is registered, both eras.
+
+One :class:`Server` holds the handlers and the things shared by every connection (capabilities, the
+``requestState`` sealer, live sessions and ``subscriptions/listen`` streams for notification fan-out). Each
+connection gets a :class:`ServerSession` with its own engine :class:`~mcpkit.engine.Peer`.
+
+Era is decided per request: a request whose ``params._meta`` carries ``io.modelcontextprotocol/protocolVersion``
+(or ``server/discover``) takes the stateless modern path; anything else belongs to the handshake session of its
+connection (``initialize`` first).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import weakref
+from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel
+
+from ..engine import Outbox, Peer, RequestContext
+from ..protocol import versions
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    ResourceNotFound,
+    UnsupportedProtocolVersion,
+)
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.shaping import shape_result
+from ..protocol.types import LOG_LEVELS
+from ..protocol.versions import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    META_SUBSCRIPTION_ID,
+    Features,
+)
+from .request_state import RequestStateSealer, request_digest
+
+if TYPE_CHECKING:
+    from ..transports.base import Connection
+
+logger = logging.getLogger("mcpkit.server")
+
+Handler = Callable[["ServerRequestContext", JSONDict], Awaitable[JSONDict | BaseModel]]
+F = TypeVar("F", bound=Callable[..., Any])
+
+# server -> client request methods and the client capability each needs
+CLIENT_CAPABILITY_FOR = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+# methods that exist only in the handshake era / only in the modern era
+HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
+MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
+MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
+
+
+def level_index(level: str) -> int:
+    try:
+        return LOG_LEVELS.index(level)
+    except ValueError:
+        return 0
+
+
+class InputRequired(Exception):
+    """Raised inside a modern-era handler that needs client input: becomes an ``InputRequiredResult``."""
+
+    def __init__(self, requests: dict[str, JSONDict]) -> None:
+        super().__init__("input required")
+        self.requests = requests
+
+
+class ServerRequestContext:
+    """Everything a handler may need about the request it is handling, in either era.
+
+    ``ask`` is the era-portable way to get input from the client (elicitation, sampling, roots): a
+    server→client request in the handshake era, an ``InputRequiredResult`` round trip in the modern era.
+    """
+
+    __slots__ = (
+        "_answers",
+        "_ask_counter",
+        "client_capabilities",
+        "client_info",
+        "features",
+        "log_level",
+        "principal",
+        "rc",
+        "server",
+        "session",
+    )
+
+    def __init__(
+        self,
+        server: Server,
+        session: ServerSession | None,
+        rc: RequestContext,
+        feats: Features,
+        client_capabilities: JSONDict,
+        client_info: JSONDict | None,
+        log_level: str | None,
+    ) -> None:
+        self.server = server
+        self.session = session
+        self.rc = rc
+        self.features = feats
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self._answers: dict[str, JSONDict] = {}
+        self._ask_counter = 0
+        self.principal: str | None = None
+
+    # --- request facts
+    @property
+    def request_id(self) -> str | int:
+        return self.rc.id
+
+    @property
+    def method(self) -> str:
+        return self.rc.method
+
+    @property
+    def params(self) -> JSONDict:
+        return self.rc.params or {}
+
+    @property
+    def meta(self) -> JSONDict:
+        return self.rc.meta or {}
+
+    @property
+    def protocol_version(self) -> str:
+        return self.features.version
+
+    @property
+    def modern(self) -> bool:
+        return self.features.modern
+
+    @property
+    def cancelled(self) -> bool:
+        return self.rc.cancelled
+
+    # --- outgoing, related to this request
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Progress for this request (sent only if the client asked for it, strictly increasing)."""
+        return await self.rc.report_progress(progress, total, message if self.features.progress_message else None)
+
+    async def notify(self, method: str, params: JSONDict | None = None) -> None:
+        await self.rc.notify(method, params)
+
+    def log_enabled(self, level: str) -> bool:
+        if "logging" not in self.server.capabilities(self.features):
+            return False
+        if self.features.modern:
+            # 2026-07-28: no log notifications unless this request asked for them with _meta logLevel.
+            return self.log_level is not None and level_index(level) >= level_index(self.log_level)
+        threshold = self.session.log_level if self.session is not None else None
+        return threshold is None or level_index(level) >= level_index(threshold)
+
+    async def log(self, level: str, data: Any, logger_name: str | None = None) -> bool:
+        """Send ``notifications/message`` if logging is enabled at ``level`` for this request/session."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}")
+        if not self.log_enabled(level):
+            return False
+        params: JSONDict = {"level": level, "data": data}
+        if logger_name is not None:
+            params["logger"] = logger_name
+        await self.rc.notify("notifications/message", params)
+        return True
+
+    def has_client_capability(self, name: str) -> bool:
+        return isinstance(self.client_capabilities.get(name), dict)
+
+    async def ask(self, method: str, params: JSONDict, *, timeout: float | None = None) -> JSONDict:
+        """Ask the client for input (``elicitation/create``, ``sampling/createMessage`` or ``roots/list``)."""
+        cap = CLIENT_CAPABILITY_FOR.get(method)
+        if cap is None:
+            raise ValueError(f"{method!r} is not a server-to-client request")
+        if not self.has_client_capability(cap):
+            if self.features.modern:
+                raise MissingRequiredClientCapability({cap: {}})
+            raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
+        if cap == "elicitation" and params.get("mode") == "url":
+            elicitation = self.client_capabilities.get("elicitation") or {}
+            if not isinstance(elicitation, dict) or "url" not in elicitation:
+                if self.features.modern:
+                    raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
+                raise CapabilityNotSupported("the client did not declare URL-mode elicitation")
+        if self.features.modern:
+            return self._ask_modern(method, params)
+        assert self.session is not None
+        await self.session.wait_initialized()
+        return await self.rc.request(
+            method, params, timeout=timeout if timeout is not None else self.server.request_timeout
+        )
+
+    def _ask_modern(self, method: str, params: JSONDict) -> JSONDict:
+        if self.rc.method not in INPUT_REQUIRED_METHODS:
+            raise RuntimeError(f"client input can only be requested while handling {sorted(INPUT_REQUIRED_METHODS)}")
+        self._ask_counter += 1
+        key = f"{method.split('/')[0]}-{self._ask_counter}"
+        answer = self._answers.get(key)
+        if answer is not None:
+            return answer
+        raise InputRequired({key: {"method": method, "params": params}})
+
+    async def elicit(self, message: str, requested_schema: JSONDict) -> JSONDict:
+        return await self.ask("elicitation/create", {"message": message, "requestedSchema": requested_schema})
+
+    async def sample(self, params: JSONDict) -> JSONDict:
+        return await self.ask("sampling/createMessage", params)
+
+    async def list_roots(self) -> JSONDict:
+        return await self.ask("roots/list", {})
+
+
+class _Listener:
+    """One ``subscriptions/listen`` stream (modern era)."""
+
+    __slots__ = ("filter", "queue", "sub_id", "uris")
+
+    def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
+        self.filter = agreed
+        self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
+        self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
+        self.sub_id = sub_id
+
+    def offer(self, method: str, params: JSONDict) -> None:
+        try:
+            self.queue.put_nowait((method, params))
+        except asyncio.QueueFull:
+            logger.warning("subscription %r: slow listener, dropped %s", self.sub_id, method)
+
+
+_LIST_CHANGED_FILTER = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+
+
+class Server:
+    """A low-level MCP server: register handlers per method, serve any transport, both eras.
+
+    Args:
+        name, version, title, description, website_url, icons: the server's ``Implementation`` info.
+        instructions: optional instructions for the client.
+        versions: protocol revisions served (default: all five).
+        request_state_keys: HMAC keys for ``requestState`` (share them between workers).
+        request_timeout: default timeout for server→client requests (handshake era).
+        listen_queue_size: bound of each ``subscriptions/listen`` stream's queue.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[JSONDict] | None = None,
+        instructions: str | None = None,
+        versions: Iterable[str] = versions.ALL_VERSIONS,
+        request_state_keys: list[bytes] | None = None,
+        request_timeout: float = 300.0,
+        listen_queue_size: int = 256,
+        logging_enabled: bool = True,
+    ) -> None:
+        self.name = name
+        self.version = version
+        info: JSONDict = {"name": name, "version": version}
+        if title:
+            info["title"] = title
+        if description:
+            info["description"] = description
+        if website_url:
+            info["websiteUrl"] = website_url
+        if icons:
+            info["icons"] = icons
+        self.info = info
+        self.instructions = instructions
+        vs = tuple(v for v in versions)
+        for v in vs:
+            if not versions_is_supported(v):
+                raise ValueError(f"unknown protocol version {v!r}")
+        self.handshake_versions = tuple(v for v in vs if v in versions_mod().HANDSHAKE_VERSIONS)
+        self.modern_versions = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
+        self.request_state = RequestStateSealer(request_state_keys)
+        self.request_timeout = request_timeout
+        self.listen_queue_size = listen_queue_size
+        self.logging_enabled = logging_enabled
+        self.experimental: JSONDict = {}
+        self.extensions: JSONDict = {}
+        self.resource_subscriptions = True
+        self._handlers: dict[str, Handler] = {}
+        self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}
+        self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._listeners: set[_Listener] = set()
+        self._caps_cache: dict[str, JSONDict] = {}
+
+    # ------------------------------------------------------------------ registration
+
+    def handler(self, method: str) -> Callable[[F], F]:
+        """Decorator: register ``async def handler(ctx, params) -> dict`` for ``method``."""
+
+        def register(fn: F) -> F:
+            self.set_handler(method, fn)
+            return fn
+
+        return register
+
+    def set_handler(self, method: str, fn: Handler) -> None:
+        self._handlers[method] = fn
+        self._caps_cache.clear()
+
+    def remove_handler(self, method: str) -> None:
+        self._handlers.pop(method, None)
+        self._caps_cache.clear()
+
+    def has_handler(self, method: str) -> bool:
+        return method in self._handlers
+
+    def notification_handler(self, method: str) -> Callable[[F], F]:
+        """Decorator: ``async def handler(session, params)`` for an incoming notification."""
+
+        def register(fn: F) -> F:
+            self._notification_handlers[method] = fn
+            return fn
+
+        return register
+
+    def capabilities(self, feats: Features) -> JSONDict:
+        """The server capabilities, derived from the registered handlers, shaped for a revision."""
+        cached = self._caps_cache.get(feats.version)
+        if cached is not None:
+            return cached
+        h = self._handlers
+        caps: JSONDict = {}
+        if "tools/list" in h or "tools/call" in h:
+            caps["tools"] = {"listChanged": True}
+        if "resources/list" in h or "resources/read" in h or "resources/templates/list" in h:
+            res: JSONDict = {"listChanged": True}
+            if self.resource_subscriptions:
+                res["subscribe"] = True
+            caps["resources"] = res
+        if "prompts/list" in h or "prompts/get" in h:
+            caps["prompts"] = {"listChanged": True}
+        if self.logging_enabled:
+            caps["logging"] = {}
+        if "completion/complete" in h and feats.completions_capability:
+            caps["completions"] = {}
+        if self.experimental:
+            caps["experimental"] = self.experimental
+        if self.extensions and feats.modern:
+            caps["extensions"] = self.extensions
+        self._caps_cache[feats.version] = caps
+        return caps
+
+    @property
+    def supported_versions(self) -> list[str]:
+        """Every revision served, newest first (modern ones lead)."""
+        return sorted(self.modern_versions, reverse=True) + sorted(self.handshake_versions, reverse=True)
+
+    def method_allowed(self, method: str, feats: Features) -> bool:
+        if feats.modern:
+            return method not in HANDSHAKE_ONLY
+        return method not in MODERN_ONLY
+
+    # ------------------------------------------------------------------ dispatch (shared by both eras)
+
+    async def dispatch(
+        self,
+        rc: RequestContext,
+        session: ServerSession | None,
+        feats: Features,
+        client_caps: JSONDict,
+        client_info: JSONDict | None,
+        log_level: str | None,
+    ) -> JSONDict:
+        method = rc.method
+        params = rc.params or {}
+        sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
+        if feats.modern and ("requestState" in params or "inputResponses" in params):
+            self._load_answers(sctx, method, params)
+        handler = self._handlers.get(method)
+        try:
+            if handler is None:
+                builtin = _BUILTINS.get(method)
+                if builtin is None or not self.method_allowed(method, feats):
+                    raise MethodNotFound(f"Method not found: {method}")
+                result: JSONDict | BaseModel = await builtin(self, sctx, params)
+            else:
+                if not self.method_allowed(method, feats):
+                    raise MethodNotFound(f"Method not found: {method}")
+                result = await handler(sctx, params)
+        except InputRequired as ir:
+            if method not in INPUT_REQUIRED_METHODS:
+                raise
+            result = self._input_required(sctx, method, params, ir)
+        except ResourceNotFound as exc:
+            if feats.modern:
+                raise InvalidParams(exc.message, exc.data) from None
+            raise
+        if isinstance(result, BaseModel):
+            result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return shape_result(method, result, feats, self.info if feats.modern else None)
+
+    def _load_answers(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> None:
+        answers: dict[str, JSONDict] = {}
+        token = params.get("requestState")
+        if token is not None:
+            state = self.request_state.open(token)
+            if state.get("m") != method or state.get("d") != request_digest(method, params):
+                raise InvalidParams("invalid requestState: it belongs to a different request")
+            if state.get("p") != sctx.principal:
+                raise InvalidParams("invalid requestState: it belongs to a different principal")
+            prior = state.get("a") or {}
+            if isinstance(prior, dict):
+                answers.update(prior)
+        responses = params.get("inputResponses")
+        if responses is not None:
+            if not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values()):
+                raise InvalidParams("inputResponses must be an object of result objects")
+            answers.update(responses)
+        sctx._answers = answers
+
+    def _input_required(self, sctx: ServerRequestContext, method: str, params: JSONDict, ir: InputRequired) -> JSONDict:
+        if len(sctx._answers) >= MAX_INPUT_ROUNDS_STATE:
+            raise InvalidRequest("too many input rounds for one request")
+        state = self.request_state.seal(
+            {"m": method, "d": request_digest(method, params), "a": sctx._answers, "p": sctx.principal}
+        )
+        return {"resultType": "input_required", "inputRequests": ir.requests, "requestState": state}
+
+    def modern_context(self, rc: RequestContext) -> tuple[Features, JSONDict, JSONDict | None, str | None]:
+        """Validate the per-request ``_meta`` of a modern request; return (features, caps, client info, level)."""
+        meta = rc.meta
+        version = meta.get(META_PROTOCOL_VERSION) if meta else None
+        if not isinstance(version, str):
+            raise InvalidParams(f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request")
+        if version not in self.modern_versions:
+            raise UnsupportedProtocolVersion(version, self.supported_versions)
+        assert meta is not None
+        caps = meta.get(META_CLIENT_CAPABILITIES)
+        if not isinstance(caps, dict):
+            raise InvalidParams(f"missing _meta {META_CLIENT_CAPABILITIES!r}: required on every 2026-07-28 request")
+        info = meta.get(META_CLIENT_INFO)
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            raise InvalidParams(f"invalid log level {level!r}")
+        return versions.features(version), caps, info if isinstance(info, dict) else None, level
+
+    async def dispatch_modern(self, rc: RequestContext, session: ServerSession | None) -> JSONDict:
+        """Handle one stateless 2026-07-28 request (used by every transport)."""
+        if rc.sink is not None:
+            raise InvalidRequest("JSON-RPC batches are not allowed in protocol 2026-07-28")
+        if not self.modern_versions:
+            raise MethodNotFound(f"Method not found: {rc.method}")
+        feats, caps, info, level = self.modern_context(rc)
+        return await self.dispatch(rc, session, feats, caps, info, level)
+
+    # ------------------------------------------------------------------ notification fan-out
+
+    def register_session(self, session: ServerSession) -> None:
+        self._sessions.add(session)
+
+    @property
+    def sessions(self) -> list[ServerSession]:
+        return list(self._sessions)
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras."""
+        method = f"notifications/{kind}/list_changed"
+        for session in list(self._sessions):
+            if session.initialized and not session.closed:
+                with contextlib.suppress(Exception):
+                    await session.notify(method)
+        key = _LIST_CHANGED_FILTER[kind]
+        for listener in list(self._listeners):
+            if listener.filter.get(key):
+                listener.offer(method, {})
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the subscribers of ``uri`` that it changed, in both eras."""
+        for session in list(self._sessions):
+            if uri in session.subscriptions and not session.closed:
+                with contextlib.suppress(Exception):
+                    await session.notify("notifications/resources/updated", {"uri": uri})
+        for listener in list(self._listeners):
+            if uri in listener.uris:
+                listener.offer("notifications/resources/updated", {"uri": uri})
+
+    async def close_listeners(self) -> None:
+        """End every ``subscriptions/listen`` stream gracefully (server shutdown)."""
+        for listener in list(self._listeners):
+            with contextlib.suppress(asyncio.QueueFull):
+                listener.queue.put_nowait(None)
+
+    # ------------------------------------------------------------------ serving
+
+    def create_session(self, outbox: Outbox, **peer_options: Any) -> ServerSession:
+        """A session for one connection; feed it with ``session.peer`` (``run`` or ``handle``)."""
+        return ServerSession(self, outbox, **peer_options)
+
+    async def serve(self, conn: Connection, **peer_options: Any) -> None:
+        """Serve one connection until its input ends."""
+        session = self.create_session(conn, **peer_options)
+        try:
+            await session.peer.run(conn.receive)
+        finally:
+            session.closed = True
+            await conn.close()
+
+    async def run_stdio_async(self, **transport_options: Any) -> None:
+        from ..transports.stdio import StdioServerTransport
+
+        transport = StdioServerTransport(**transport_options)
+        await transport.start()
+        await self.serve(transport)
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Run the server (blocking). ``transport``: "stdio" (default); HTTP transports plug in when installed."""
+        if transport == "stdio":
+            asyncio.run(self.run_stdio_async(**options))
+            return
+        from ..transports import serve_transport  # type: ignore[attr-defined]
+
+        serve_transport(self, transport, **options)
+
+
+def versions_mod() -> Any:
+    return versions
+
+
+def versions_is_supported(v: str) -> bool:
+    return versions.is_supported(v)
+
+
+class ServerSession:
+    """One connection to a client: the engine peer plus handshake-era state."""
+
+    def __init__(self, server: Server, outbox: Outbox, **peer_options: Any) -> None:
+        self.server = server
+        self.version: str | None = None
+        self.features: Features | None = None
+        self.client_capabilities: JSONDict = {}
+        self.client_info: JSONDict | None = None
+        self.initialized = False
+        self._initialized_event: asyncio.Event | None = None
+        self.log_level: str | None = None
+        self.subscriptions: set[str] = set()
+        self.state: dict[str, Any] = {}
+        self.closed = False
+        self.peer = Peer(
+            outbox,
+            request_handler=self._on_request,
+            notification_handler=self._on_notification,
+            batch_policy=self._batch_policy,
+            name=f"server:{server.name}",
+            **peer_options,
+        )
+        server.register_session(self)
+
+    def _batch_policy(self) -> bool:
+        # Batches are accepted in handshake-era sessions (DESIGN.md ruling); modern requests inside a batch are
+        # refused one by one in dispatch_modern.
+        return True
+
+    async def wait_initialized(self, timeout: float = 10.0) -> None:
+        """Server→client requests wait for ``notifications/initialized`` (only ping and logging may go before)."""
+        if self.initialized:
+            return
+        if self._initialized_event is None:
+            self._initialized_event = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._initialized_event.wait(), timeout)
+        except TimeoutError:
+            raise CapabilityNotSupported("the client has not sent notifications/initialized") from None
+
+    async def notify(self, method: str, params: JSONDict | None = None) -> None:
+        """Send a notification on the session's own channel (not related to a request)."""
+        await self.peer.notify(method, params)
+
+    async def request(self, method: str, params: JSONDict | None = None, **kw: Any) -> JSONDict:
+        """A server→client request outside any client request (handshake era)."""
+        if self.features is None or self.features.modern:
+            raise RuntimeError("server-to-client requests need an initialized handshake-era session")
+        cap = CLIENT_CAPABILITY_FOR.get(method)
+        if cap is not None and not isinstance(self.client_capabilities.get(cap), dict):
+            raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
+        if method != "ping":
+            await self.wait_initialized()
+        return await self.peer.request(method, params, **kw)
+
+    async def log(self, level: str, data: Any, logger_name: str | None = None) -> bool:
+        """Session-level log message (respects ``logging/setLevel``)."""
+        if self.features is None or self.features.modern or "logging" not in self.server.capabilities(self.features):
+            return False
+        if self.log_level is not None and level_index(level) < level_index(self.log_level):
+            return False
+        params: JSONDict = {"level": level, "data": data}
+        if logger_name is not None:
+            params["logger"] = logger_name
+        await self.peer.notify("notifications/message", params)
+        return True
+
+    async def _on_request(self, rc: RequestContext) -> JSONDict:
+        server = self.server
+        method = rc.method
+        if method in MODERN_ONLY or (rc.params is not None and _has_modern_meta(rc.params)):
+            return await server.dispatch_modern(rc, self)
+        if method == "initialize":
+            return self._initialize(rc)
+        feats = self.features
+        if feats is None:
+            if method == "ping":
+                return {}
+            raise InvalidRequest(
+                "not initialized: send initialize first (or, for protocol 2026-07-28, "
+                f"put {META_PROTOCOL_VERSION!r} in params._meta)"
+            )
+        return await server.dispatch(rc, self, feats, self.client_capabilities, self.client_info, None)
+
+    def _initialize(self, rc: RequestContext) -> JSONDict:
+        server = self.server
+        if rc.sink is not None:
+            raise InvalidRequest("initialize MUST NOT be part of a batch")
+        if not server.handshake_versions:
+            raise MethodNotFound(
+                "Method not found: initialize. This server speaks only protocol " + ", ".join(server.modern_versions),
+                {"supported": server.supported_versions},
+            )
+        p = rc.params or {}
+        requested = p.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise InvalidParams("initialize: protocolVersion must be a string")
+        caps = p.get("capabilities", {})
+        if not isinstance(caps, dict):
+            raise InvalidParams("initialize: capabilities must be an object")
+        info = p.get("clientInfo")
+        if info is not None and not isinstance(info, dict):
+            raise InvalidParams("initialize: clientInfo must be an object")
+        if self.version is not None:
+            raise InvalidRequest("already initialized")
+        version = versions.negotiate_handshake(requested, server.handshake_versions)
+        feats = versions.features(version)
+        self.version = version
+        self.features = feats
+        self.client_capabilities = caps
+        self.client_info = info
+        result: JSONDict = {
+            "protocolVersion": version,
+            "capabilities": server.capabilities(feats),
+            "serverInfo": server.info,
+        }
+        if server.instructions:
+            result["instructions"] = server.instructions
+        return result
+
+    async def _on_notification(self, method: str, params: JSONDict | None) -> None:
+        if method == "notifications/initialized":
+            if self.version is not None:
+                self.initialized = True
+                if self._initialized_event is not None:
+                    self._initialized_event.set()
+            return
+        handler = self.server._notification_handlers.get(method)
+        if handler is not None:
+            await handler(self, params)
+
+
+def _has_modern_meta(params: JSONDict) -> bool:
+    meta = params.get("_meta")
+    return type(meta) is dict and META_PROTOCOL_VERSION in meta
+
+
+# ---------------------------------------------------------------------------------------------- built-in methods
+
+
+async def _ping(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    return {}
+
+
+async def _set_level(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    if "logging" not in server.capabilities(ctx.features):
+        raise MethodNotFound("Method not found: logging/setLevel (logging is not enabled)")
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise InvalidParams(f"invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
+    assert ctx.session is not None
+    ctx.session.log_level = level
+    return {}
+
+
+def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDict) -> str:
+    res = server.capabilities(ctx.features).get("resources")
+    if not isinstance(res, dict) or not res.get("subscribe"):
+        raise MethodNotFound("Method not found: resources do not support subscriptions")
+    uri = params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("uri must be a non-empty string")
+    return uri
+
+
+async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    uri = _subscription_uri(server, ctx, params)
+    assert ctx.session is not None
+    if len(ctx.session.subscriptions) >= 10_000:
+        raise InvalidRequest("too many subscriptions on this session")
+    ctx.session.subscriptions.add(uri)
+    return {}
+
+
+async def _unsubscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    uri = _subscription_uri(server, ctx, params)
+    assert ctx.session is not None
+    ctx.session.subscriptions.discard(uri)
+    return {}
+
+
+async def _discover(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    result: JSONDict = {
+        "supportedVersions": server.supported_versions,
+        "capabilities": server.capabilities(ctx.features),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    requested = params.get("notifications", {})
+    if not isinstance(requested, dict):
+        raise InvalidParams("notifications must be an object")
+    caps = server.capabilities(ctx.features)
+    agreed: JSONDict = {}
+    for kind, key in _LIST_CHANGED_FILTER.items():
+        if requested.get(key) is True and isinstance(caps.get(kind), dict) and caps[kind].get("listChanged"):
+            agreed[key] = True
+    uris = requested.get("resourceSubscriptions")
+    if uris is not None:
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise InvalidParams("resourceSubscriptions must be an array of strings")
+        if len(uris) > 10_000:
+            raise InvalidParams("too many resourceSubscriptions")
+        res = caps.get("resources")
+        if isinstance(res, dict) and res.get("subscribe"):
+            agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    sub_id = ctx.request_id
+    listener = _Listener(agreed, sub_id, server.listen_queue_size)
+    server._listeners.add(listener)
+    try:
+        await ctx.rc.notify(
+            "notifications/subscriptions/acknowledged",
+            {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": agreed},
+        )
+        while True:
+            item = await listener.queue.get()
+            if item is None:
+                break
+            method, nparams = item
+            await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
+    finally:
+        server._listeners.discard(listener)
+    return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
+
+
+_BUILTINS: dict[str, Callable[[Server, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
+    "ping": _ping,
+    "logging/setLevel": _set_level,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "server/discover": _discover,
+    "subscriptions/listen": _listen,
+}
+
+__all__ = [
+    "MCPError",
+    "InputRequired",
+    "Server",
+    "ServerRequestContext",
+    "ServerSession",
+]

@@ -1,0 +1,317 @@
+"""stdio transport: newline-delimited JSON-RPC over a child process's stdin/stdout.
+
+Server side (:class:`StdioServerTransport`): reads stdin, writes stdout. Before anything else it moves the real
+stdout to a private file descriptor and points fd 1 at stderr, so a stray ``print`` in user code lands on stderr
+instead of corrupting the protocol stream.
+
+Client side (:class:`StdioClientTransport`): spawns the server in its own process group, reads its stdout,
+keeps the last lines of its stderr for the caller, and on close: closes stdin, waits, SIGTERM, waits, SIGKILL,
+and always reaps the child (no orphans, no zombies).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shlex
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from ..engine import FrameTooLarge
+from ..protocol.errors import ConnectionClosed
+from .base import DEFAULT_MAX_MESSAGE_SIZE
+
+logger = logging.getLogger("mcpkit.stdio")
+
+_WRITE_HIGH_WATER = 1024 * 1024
+
+
+async def read_frame(reader: asyncio.StreamReader, limit: int) -> bytes | None:
+    """Read one newline-delimited frame; None at end of input; :class:`FrameTooLarge` for an oversized line
+    (which is skipped up to its newline, so the stream stays in sync and memory stays bounded)."""
+    while True:
+        try:
+            line = await reader.readuntil(b"\n")
+        except asyncio.IncompleteReadError as exc:
+            rest = exc.partial.strip()
+            return rest if rest else None
+        except asyncio.LimitOverrunError as exc:
+            await _skip_line(reader, exc.consumed)
+            raise FrameTooLarge(limit) from None
+        if len(line) > limit + 1:
+            raise FrameTooLarge(limit)
+        stripped = line.strip()
+        if stripped:
+            return stripped
+
+
+async def _skip_line(reader: asyncio.StreamReader, consumed: int) -> None:
+    while True:
+        if consumed:
+            await reader.readexactly(consumed)
+        try:
+            await reader.readuntil(b"\n")
+            return
+        except asyncio.LimitOverrunError as exc:
+            consumed = exc.consumed
+        except asyncio.IncompleteReadError:
+            return
+
+
+class _FlowControl(asyncio.Protocol):
+    def __init__(self) -> None:
+        self._paused = False
+        self._waiter: asyncio.Future[None] | None = None
+        self.closed = False
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.resume_writing()
+
+    async def drain(self) -> None:
+        if self._paused:
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+
+class StdioServerTransport:
+    """The server end of stdio: read requests from stdin, write messages to stdout.
+
+    Args:
+        max_message_size: longest accepted line in bytes; longer lines are answered with an error and skipped.
+        guard_stdout: redirect fd 1 to stderr after taking a private copy for the protocol (recommended).
+    """
+
+    def __init__(
+        self,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        guard_stdout: bool = True,
+        stdin: IO[bytes] | None = None,
+        stdout: IO[bytes] | None = None,
+    ) -> None:
+        self.max_message_size = max_message_size
+        self._guard = guard_stdout
+        self._stdin = stdin
+        self._stdout = stdout
+        self._reader: asyncio.StreamReader | None = None
+        self._write_transport: asyncio.WriteTransport | None = None
+        self._flow: _FlowControl | None = None
+        self._blocking_out: IO[bytes] | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        stdin = self._stdin if self._stdin is not None else sys.stdin.buffer
+        if self._stdout is not None:
+            out_fd = self._stdout.fileno()
+        else:
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()
+            out_fd = os.dup(1)
+            if self._guard:
+                os.dup2(2, 1)  # stray writes to fd 1 (print, C extensions) now go to stderr
+        self._reader = asyncio.StreamReader(limit=self.max_message_size + 1)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), stdin)  # type: ignore[arg-type]
+        out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
+        try:
+            flow = _FlowControl()
+            transport, _ = await loop.connect_write_pipe(lambda: flow, out_file)
+            self._flow = flow
+            self._write_transport = transport
+        except ValueError:
+            # stdout is a regular file: asyncio cannot watch it, but writes to files never block for long.
+            self._blocking_out = out_file
+
+    async def receive(self) -> bytes | None:
+        assert self._reader is not None, "start() first"
+        return await read_frame(self._reader, self.max_message_size)
+
+    async def send(self, data: bytes) -> None:
+        if self._closed:
+            raise ConnectionClosed("stdout is closed")
+        if self._write_transport is not None:
+            if self._flow is not None and self._flow.closed:
+                raise ConnectionClosed("stdout is closed")
+            self._write_transport.write(data + b"\n")
+            if self._write_transport.get_write_buffer_size() > _WRITE_HIGH_WATER and self._flow is not None:
+                await self._flow.drain()
+        elif self._blocking_out is not None:
+            self._blocking_out.write(data + b"\n")
+        else:
+            raise ConnectionClosed("transport not started")
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._write_transport is not None:
+            if self._flow is not None and not self._flow.closed:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self._flow.drain(), 5.0)
+            self._write_transport.close()
+        if self._blocking_out is not None:
+            with contextlib.suppress(Exception):
+                self._blocking_out.flush()
+
+
+@dataclass
+class StdioServer:
+    """How to launch a stdio MCP server: a command line (string, shell-split) or an argv list.
+
+    ``env`` entries are added to the current environment (set a value to None to remove a variable).
+    ``stderr`` is ``"capture"`` (kept in a bounded buffer, readable via ``transport.stderr_lines``),
+    ``"inherit"`` (goes to our stderr) or ``"devnull"``.
+    """
+
+    command: str | Sequence[str]
+    env: Mapping[str, str | None] | None = None
+    cwd: str | None = None
+    stderr: str = "capture"
+    on_stderr: Callable[[str], Any] | None = None
+    shutdown_timeout: float = 2.0
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    stderr_lines: int = 1000
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def argv(self) -> list[str]:
+        if isinstance(self.command, str):
+            return shlex.split(self.command)
+        return list(self.command)
+
+
+class StdioClientTransport:
+    """The client end of stdio: spawns the server and talks to it over its stdin/stdout."""
+
+    def __init__(self, server: StdioServer) -> None:
+        self.server = server
+        self.process: asyncio.subprocess.Process | None = None
+        self.stderr_lines: deque[str] = deque(maxlen=server.stderr_lines)
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        argv = self.server.argv
+        if not argv:
+            raise ValueError("empty command line")
+        env = dict(os.environ)
+        for k, v in (self.server.env or {}).items():
+            if v is None:
+                env.pop(k, None)
+            else:
+                env[k] = v
+        stderr: int | None
+        if self.server.stderr == "inherit":
+            stderr = None
+        elif self.server.stderr == "devnull":
+            stderr = asyncio.subprocess.DEVNULL
+        else:
+            stderr = asyncio.subprocess.PIPE
+        self.process = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            env=env,
+            cwd=self.server.cwd,
+            start_new_session=True,  # own process group: close() can signal the whole tree
+            limit=self.server.max_message_size + 1,
+        )
+        if self.process.stderr is not None:
+            self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr(self.process.stderr))
+
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        while True:
+            try:
+                line = await stream.readline()
+            except ValueError:  # an over-long stderr line: keep going
+                continue
+            except Exception:
+                return
+            if not line:
+                return
+            text = line.decode("utf-8", "replace").rstrip("\n")
+            self.stderr_lines.append(text)
+            if self.server.on_stderr is not None:
+                try:
+                    self.server.on_stderr(text)
+                except Exception:
+                    logger.exception("stderr callback failed")
+
+    @property
+    def stderr_text(self) -> str:
+        return "\n".join(self.stderr_lines)
+
+    async def receive(self) -> bytes | None:
+        assert self.process is not None and self.process.stdout is not None, "start() first"
+        return await read_frame(self.process.stdout, self.server.max_message_size)
+
+    async def send(self, data: bytes) -> None:
+        proc = self.process
+        if self._closed or proc is None or proc.stdin is None or proc.stdin.is_closing():
+            raise ConnectionClosed("the server's stdin is closed")
+        proc.stdin.write(data + b"\n")
+        transport = proc.stdin.transport
+        if transport.get_write_buffer_size() > _WRITE_HIGH_WATER:  # type: ignore[attr-defined]
+            try:
+                await proc.stdin.drain()
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionClosed(f"the server's stdin is closed: {exc}") from None
+
+    async def close(self) -> None:
+        """Close stdin, wait; SIGTERM the process group, wait; SIGKILL; always reap."""
+        if self._closed:
+            return
+        self._closed = True
+        proc = self.process
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(Exception):
+                proc.stdin.close()
+        t = self.server.shutdown_timeout
+        if not await self._wait(t):
+            self._signal(signal.SIGTERM)
+            if not await self._wait(t):
+                self._signal(signal.SIGKILL)
+                await self._wait(None)
+        else:
+            # The server exited; its group may still hold grandchildren that inherited our pipes.
+            self._signal(signal.SIGTERM)
+        if self._stderr_task is not None:
+            try:
+                await asyncio.wait_for(self._stderr_task, 1.0)
+            except (TimeoutError, Exception):
+                self._stderr_task.cancel()
+
+    async def _wait(self, timeout: float | None) -> bool:
+        assert self.process is not None
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _signal(self, sig: int) -> None:
+        assert self.process is not None
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, sig)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
