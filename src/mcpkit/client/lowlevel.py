@@ -231,7 +231,13 @@ class ClientSession:
         return caps
 
     async def connect(self) -> None:
-        """Negotiate the era and the protocol version."""
+        """Negotiate the era and the protocol version (and tell the transport, which may need it for headers)."""
+        await self._negotiate()
+        hook = getattr(self.conn, "set_protocol_version", None)
+        if hook is not None and self.protocol_version is not None:
+            hook(self.protocol_version)
+
+    async def _negotiate(self) -> None:
         if self.mode in ("auto", "modern"):
             version = self.pinned_version or versions.LATEST
             try:

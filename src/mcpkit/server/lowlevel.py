@@ -532,13 +532,14 @@ class Server:
         await self.serve(transport)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
-        """Run the server (blocking). ``transport``: "stdio" (default); HTTP transports plug in when installed."""
+        """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http]);
+        ``options`` go to the transport (``host``, ``port``, ...)."""
         if transport == "stdio":
             asyncio.run(self.run_stdio_async(**options))
             return
-        from ..transports import serve_transport  # type: ignore[attr-defined]
+        from ..transports.http import serve
 
-        serve_transport(self, transport, **options)
+        serve(self, transport, **options)
 
 
 def versions_mod() -> Any:
