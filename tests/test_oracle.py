@@ -306,3 +306,18 @@ def test_validate_def_checks_named_types() -> None:
         validate_def({"inputSchema": {"type": "object"}}, "2025-06-18", "Tool")
     with pytest.raises(AssertionError, match="no type"):
         validate_def({}, "2025-06-18", "NoSuchType")
+
+
+@pytest.mark.parametrize("rev", ("2025-11-25", MODERN))
+def test_mcp_types_second_opinion_runs_for_the_revisions_it_models(rev: str) -> None:
+    from oracle import _mcp_types_check
+
+    _mcp_types_check(tools_call_request(rev), rev, "client", None)
+    bad = tools_call_request(rev)
+    bad["params"]["name"] = 5
+    with pytest.raises(AssertionError, match="mcp-types"):
+        _mcp_types_check(bad, rev, "client", None)
+    listing = tools_list_response(rev)
+    listing["result"]["tools"] = [{"name": "x"}]
+    with pytest.raises(AssertionError, match="mcp-types"):
+        _mcp_types_check(listing, rev, "server", "tools/list")
