@@ -1,0 +1,122 @@
+// Data shared by ts_server.mjs and ts_server_v2.mjs (no SDK imports): the "everything"
+// surface of DESIGN.md section 4, sized for client tests.
+
+export const SERVER_INSTRUCTIONS = 'Interop test server mirroring mcpkit examples/everything.py (tools echo, add, slow, fail, sample, ask_name, roots, touch, add_tool, log, image, stats).';
+
+export const STATIC_COUNT = 100;
+export const PAGE_SIZE = 10;
+export const ITEM_IDS = Array.from({ length: 20 }, (_, i) => String(i + 1));
+export const GREET_STYLES = ['formal', 'friendly', 'funny'];
+export const LOG_LEVELS = ['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency'];
+
+// 1x1 transparent PNG.
+export const PNG_1X1 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==';
+
+export function staticUri(n) {
+    return `mcpkit://static/${n}`;
+}
+
+/** resources/list entry for static resource n (odd: text/plain, even: binary). */
+export function staticResource(n) {
+    const text = n % 2 === 1;
+    return {
+        uri: staticUri(n),
+        name: `static-${n}`,
+        mimeType: text ? 'text/plain' : 'application/octet-stream',
+        description: text ? `text resource ${n}` : `binary resource ${n}`
+    };
+}
+
+export function staticContents(n) {
+    const uri = staticUri(n);
+    if (n % 2 === 1) return { uri, mimeType: 'text/plain', text: `static resource ${n}` };
+    return { uri, mimeType: 'application/octet-stream', blob: Buffer.from(`binary resource ${n}`).toString('base64') };
+}
+
+/** Cursor = base64 of the next offset. Returns {resources, nextCursor?} or throws on a bad cursor. */
+export function staticPage(cursor, extra = []) {
+    let offset = 0;
+    if (cursor !== undefined && cursor !== null) {
+        offset = Number.parseInt(Buffer.from(String(cursor), 'base64').toString('utf8'), 10);
+        if (!Number.isInteger(offset) || offset < 0 || offset > STATIC_COUNT) {
+            const e = new Error(`invalid cursor: ${cursor}`);
+            e.code = -32602;
+            throw e;
+        }
+    }
+    const resources = [];
+    if (offset === 0) resources.push(...extra);
+    for (let n = offset + 1; n <= Math.min(offset + PAGE_SIZE, STATIC_COUNT); n++) resources.push(staticResource(n));
+    const next = offset + PAGE_SIZE;
+    const page = { resources };
+    if (next < STATIC_COUNT) page.nextCursor = Buffer.from(String(next)).toString('base64');
+    return page;
+}
+
+export const COUNTER_URI = 'mcpkit://counter';
+export const ITEM_TEMPLATE = 'mcpkit://items/{id}';
+
+/** Process-wide state: shared by every session of an HTTP server. */
+export const state = { counter: 0, completedSlow: 0, cancelledSlow: 0, calls: 0 };
+
+export function greetText(name, style) {
+    switch (style) {
+        case 'formal':
+            return `Good day, ${name}.`;
+        case 'funny':
+            return `Ahoy, ${name}, you magnificent creature!`;
+        default:
+            return `Hello, ${name}!`;
+    }
+}
+
+export function completeFrom(values, prefix) {
+    const p = prefix ?? '';
+    return values.filter((v) => v.startsWith(p));
+}
+
+export const ASK_NAME_SCHEMA = {
+    type: 'object',
+    properties: { name: { type: 'string', description: 'Your name' } },
+    required: ['name']
+};
+
+/** Parse --http/--port/--host/--stdio style args shared by both servers. */
+export function serverArgs(argv) {
+    const o = { http: false, port: 0, host: '127.0.0.1', path: '/mcp', json: false };
+    for (let i = 0; i < argv.length; i++) {
+        const a = argv[i];
+        if (a === '--http') o.http = true;
+        else if (a === '--stdio') o.http = false;
+        else if (a === '--port') o.port = Number(argv[++i]);
+        else if (a === '--host') o.host = argv[++i];
+        else if (a === '--path') o.path = argv[++i];
+        else if (a === '--json-response') o.json = true;
+        else if (a === '--stateless') o.stateless = true;
+        else if (a === '--legacy') o.legacy = argv[++i];
+        else if (a === '--help') o.help = true;
+        else throw new Error(`unknown argument: ${a}`);
+    }
+    return o;
+}
+
+/** Read a node IncomingMessage body as parsed JSON (undefined for an empty body). */
+export async function readJsonBody(req) {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const text = Buffer.concat(chunks).toString('utf8');
+    if (!text) return undefined;
+    try {
+        return JSON.parse(text);
+    } catch {
+        return { __unparseable: text };
+    }
+}
+
+/** After listen(): announce the URL as one JSON line on stdout (tests read it to learn the port). */
+export function announce(server, path) {
+    const addr = server.address();
+    const url = `http://${addr.address}:${addr.port}${path}`;
+    process.stdout.write(JSON.stringify({ listening: url, port: addr.port }) + '\n');
+    process.stderr.write(`listening on ${url}\n`);
+}

@@ -1,0 +1,385 @@
+#!/usr/bin/env node
+// MCP "everything" test server built on the official TypeScript SDK v2 (@modelcontextprotocol/server 2.x).
+// Serves both eras from one factory: 2026-07-28 (server/discover, per-request envelope,
+// input_required round trips, subscriptions/listen) and the 2025 handshake era (the SDK's legacy
+// shim turns input_required into real server->client requests).
+// stdio by default (serveStdio); --http [--port N] serves http://127.0.0.1:N/mcp through
+// createMcpHandler (modern per-request; legacy traffic stateless by default, or
+// --legacy sessionful for a sessionful 2025 Streamable HTTP leg, or --legacy reject).
+// See README.md in this directory.
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import * as z from 'zod';
+import {
+    completable,
+    createMcpHandler,
+    inputRequired,
+    inputResponse,
+    isLegacyRequest,
+    McpServer,
+    ProtocolError,
+    ResourceTemplate,
+    WebStandardStreamableHTTPServerTransport
+} from '@modelcontextprotocol/server';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import {
+    announce,
+    ASK_NAME_SCHEMA,
+    completeFrom,
+    COUNTER_URI,
+    GREET_STYLES,
+    greetText,
+    ITEM_IDS,
+    ITEM_TEMPLATE,
+    LOG_LEVELS,
+    PNG_1X1,
+    serverArgs,
+    SERVER_INSTRUCTIONS,
+    STATIC_COUNT,
+    staticContents,
+    staticPage,
+    staticUri,
+    state
+} from './_fixtures.mjs';
+
+const opts = serverArgs(process.argv.slice(2));
+if (opts.help) {
+    process.stderr.write('usage: ts_server_v2.mjs [--stdio | --http [--port N] [--host H] [--path /mcp] [--legacy stateless|sessionful|reject] [--json-response]]\n');
+    process.exit(0);
+}
+
+/** Live legacy instances (stdio, or sessionful HTTP) for resources/updated fan-out: {mcp, subscriptions}. */
+const liveLegacy = new Set();
+/** Tools added at run time by add_tool; every new instance registers them too. */
+const dynamicTools = new Set();
+/** Set once the HTTP handler exists: publishes onto subscriptions/listen streams. */
+let httpNotify;
+/** stdio instances (either era): change notifications route through their channel. */
+const stdioInstances = new Set();
+
+function text(t) {
+    return { content: [{ type: 'text', text: t }] };
+}
+
+function registerDynamic(mcp, name) {
+    try {
+        mcp.registerTool(name, { description: `dynamic tool ${name}` }, async () => text(`I am ${name}`));
+        return true;
+    } catch {
+        return false; // already registered on this instance
+    }
+}
+
+async function announceToolsChanged(origin, name) {
+    httpNotify?.toolsChanged();
+    // Other live instances (sessionful legacy HTTP) learn the tool too; McpServer then emits
+    // notifications/tools/list_changed on their connection.
+    for (const e of [...liveLegacy, ...stdioInstances]) if (e.mcp !== origin) registerDynamic(e.mcp, name);
+}
+
+async function announceResourceUpdated(uri) {
+    httpNotify?.resourceUpdated(uri);
+    for (const e of stdioInstances) {
+        // Legacy stdio honours resources/subscribe; on a modern stdio connection the entry
+        // rewrites this notification onto the matching subscriptions/listen streams.
+        if (e.era === 'modern' || e.subscriptions.has(uri)) await e.mcp.server.sendResourceUpdated({ uri }).catch(() => {});
+    }
+    for (const e of liveLegacy) {
+        if (!stdioInstances.has(e) && e.subscriptions.has(uri)) await e.mcp.server.sendResourceUpdated({ uri }).catch(() => {});
+    }
+}
+
+function buildServer(era) {
+    const mcp = new McpServer(
+        { name: 'ts-interop-server-v2', version: '2.4' },
+        {
+            capabilities: {
+                logging: {},
+                completions: {},
+                resources: { subscribe: true, listChanged: true },
+                tools: { listChanged: true },
+                prompts: { listChanged: true }
+            },
+            instructions: SERVER_INSTRUCTIONS
+        }
+    );
+    const entry = { mcp, era, subscriptions: new Set() };
+
+    // ---- tools ----
+    mcp.registerTool('echo', { description: 'Echo the text back', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => text(t));
+
+    mcp.registerTool(
+        'add',
+        {
+            description: 'Add two integers',
+            inputSchema: z.object({ a: z.number().int(), b: z.number().int() }),
+            outputSchema: z.object({ result: z.number().int() })
+        },
+        async ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }], structuredContent: { result: a + b } })
+    );
+
+    mcp.registerTool(
+        'slow',
+        {
+            description: 'Sleep steps x delay_ms, reporting progress when asked; stops when cancelled',
+            inputSchema: z.object({ steps: z.number().int().min(0).default(5), delay_ms: z.number().int().min(0).default(100) })
+        },
+        async ({ steps, delay_ms }, ctx) => {
+            const signal = ctx.mcpReq.signal;
+            const token = ctx.mcpReq._meta?.progressToken;
+            for (let i = 1; i <= steps; i++) {
+                await new Promise((resolve) => {
+                    const t = setTimeout(resolve, delay_ms);
+                    signal.addEventListener('abort', () => {
+                        clearTimeout(t);
+                        resolve();
+                    }, { once: true });
+                });
+                if (signal.aborted) {
+                    state.cancelledSlow++;
+                    process.stderr.write(`slow: cancelled at step ${i}\n`);
+                    throw new ProtocolError(-32603, 'cancelled');
+                }
+                if (token !== undefined) {
+                    await ctx.mcpReq.notify({
+                        method: 'notifications/progress',
+                        params: { progressToken: token, progress: i, total: steps, message: `step ${i}/${steps}` }
+                    });
+                }
+            }
+            state.completedSlow++;
+            return text(`done after ${steps} steps`);
+        }
+    );
+
+    mcp.registerTool('fail', { description: 'Always fails with isError: true' }, async () => ({
+        content: [{ type: 'text', text: 'this tool always fails' }],
+        isError: true
+    }));
+
+    // sample / ask_name / roots are written once as multi-round-trip handlers: on 2026-07-28 the
+    // client fulfils input_required; on the 2025 era the SDK's shim sends real requests.
+    mcp.registerTool('sample', { description: "Ask the client's LLM (sampling/createMessage)", inputSchema: z.object({ prompt: z.string() }) }, async ({ prompt }, ctx) => {
+        const r = inputResponse(ctx.mcpReq.inputResponses, 'sample');
+        if (r.kind === 'sampling') {
+            const c = r.result.content;
+            return text(c?.type === 'text' ? c.text : JSON.stringify(c));
+        }
+        return inputRequired({
+            inputRequests: { sample: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 }) }
+        });
+    });
+
+    mcp.registerTool('ask_name', { description: 'Elicit {name} from the user' }, async (ctx) => {
+        const r = inputResponse(ctx.mcpReq.inputResponses, 'name');
+        if (r.kind === 'elicit') {
+            if (r.action === 'accept' && r.content?.name !== undefined) return text(`Hello, ${r.content.name}!`);
+            return text(`elicitation ${r.action}`);
+        }
+        return inputRequired({ inputRequests: { name: inputRequired.elicit({ message: 'What is your name?', requestedSchema: ASK_NAME_SCHEMA }) } });
+    });
+
+    mcp.registerTool('roots', { description: "List the client's roots" }, async (ctx) => {
+        const r = inputResponse(ctx.mcpReq.inputResponses, 'roots');
+        if (r.kind === 'roots') return text(JSON.stringify(r.roots));
+        return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+    });
+
+    mcp.registerTool(
+        'touch',
+        { description: 'Change a subscribable resource (mcpkit://counter)', inputSchema: z.object({ uri: z.string().default(COUNTER_URI) }) },
+        async ({ uri }) => {
+            state.counter++;
+            await announceResourceUpdated(uri);
+            return text(`counter=${state.counter}`);
+        }
+    );
+
+    mcp.registerTool('add_tool', { description: 'Register a tool at run time (tools/list_changed)', inputSchema: z.object({ name: z.string() }) }, async ({ name }) => {
+        if (dynamicTools.has(name)) return text(`exists ${name}`);
+        dynamicTools.add(name);
+        registerDynamic(mcp, name); // McpServer emits notifications/tools/list_changed for this instance
+        await announceToolsChanged(mcp, name);
+        return text(`added ${name}`);
+    });
+
+    mcp.registerTool(
+        'log',
+        {
+            description: 'Emit a log message (notifications/message), honouring the requested log level',
+            inputSchema: z.object({ level: z.enum(LOG_LEVELS).default('info'), message: z.string() })
+        },
+        async ({ level, message }, ctx) => {
+            await ctx.mcpReq.log(level, message, 'ts-server-v2');
+            return text(`logged ${level}`);
+        }
+    );
+
+    mcp.registerTool('image', { description: 'Return a 1x1 PNG' }, async () => ({ content: [{ type: 'image', data: PNG_1X1, mimeType: 'image/png' }] }));
+
+    mcp.registerTool('stats', { description: 'Process-wide counters (slow completed/cancelled, counter)' }, async () => ({
+        content: [{ type: 'text', text: JSON.stringify(state) }],
+        structuredContent: { ...state }
+    }));
+
+    for (const name of dynamicTools) registerDynamic(mcp, name);
+
+    // ---- resources ----
+    for (let n = 1; n <= STATIC_COUNT; n++) {
+        mcp.registerResource(`static-${n}`, staticUri(n), {}, async () => ({ contents: [staticContents(n)] }));
+    }
+    mcp.registerResource('counter', COUNTER_URI, { mimeType: 'text/plain', description: 'subscribable; changed by touch' }, async (uri) => ({
+        contents: [{ uri: uri.href, mimeType: 'text/plain', text: String(state.counter) }]
+    }));
+    mcp.registerResource(
+        'item',
+        new ResourceTemplate(ITEM_TEMPLATE, { list: undefined, complete: { id: (value) => completeFrom(ITEM_IDS, value) } }),
+        { mimeType: 'application/json', description: 'JSON item by id' },
+        async (uri, { id }) => ({ contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify({ id, name: `item ${id}` }) }] })
+    );
+    // Paginated listing (10 a page) replaces McpServer's single-page list.
+    mcp.server.setRequestHandler('resources/list', async (req) => {
+        try {
+            return staticPage(req.params?.cursor, [{ uri: COUNTER_URI, name: 'counter', mimeType: 'text/plain' }]);
+        } catch (e) {
+            throw new ProtocolError(-32602, e.message);
+        }
+    });
+    if (era === 'legacy') {
+        mcp.server.setRequestHandler('resources/subscribe', async (req) => {
+            entry.subscriptions.add(req.params.uri);
+            return {};
+        });
+        mcp.server.setRequestHandler('resources/unsubscribe', async (req) => {
+            entry.subscriptions.delete(req.params.uri);
+            return {};
+        });
+    }
+
+    // ---- prompts ----
+    mcp.registerPrompt('simple', { description: 'A prompt without arguments' }, async () => ({
+        messages: [{ role: 'user', content: { type: 'text', text: 'This is a simple prompt.' } }]
+    }));
+    mcp.registerPrompt(
+        'greet',
+        {
+            description: 'Greet someone; style completes to formal/friendly/funny',
+            argsSchema: z.object({ name: z.string(), style: completable(z.string(), (value) => completeFrom(GREET_STYLES, value)).optional() })
+        },
+        async ({ name, style }) => ({ messages: [{ role: 'user', content: { type: 'text', text: greetText(name, style) } }] })
+    );
+    mcp.registerPrompt('with_resource', { description: 'Embeds static resource n', argsSchema: z.object({ n: z.string() }) }, async ({ n }) => ({
+        messages: [{ role: 'user', content: { type: 'resource', resource: staticContents(Number(n)) } }]
+    }));
+
+    return entry;
+}
+
+// ---- node:http <-> fetch bridge (the SDK's HTTP entry is web-standard Request -> Response) ----
+async function toWebRequest(req, res) {
+    const chunks = [];
+    if (req.method !== 'GET' && req.method !== 'HEAD') for await (const c of req) chunks.push(c);
+    const headers = new Headers();
+    for (const [k, v] of Object.entries(req.headers)) {
+        if (Array.isArray(v)) v.forEach((x) => headers.append(k, x));
+        else if (v !== undefined) headers.set(k, v);
+    }
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    return new Request(`http://${req.headers.host ?? `${opts.host}:${opts.port}`}${req.url}`, {
+        method: req.method,
+        headers,
+        body: chunks.length ? Buffer.concat(chunks) : undefined,
+        signal: ac.signal,
+        duplex: 'half'
+    });
+}
+
+async function sendWebResponse(res, response) {
+    const headers = {};
+    response.headers.forEach((v, k) => (headers[k] = v));
+    res.writeHead(response.status, headers);
+    if (!response.body) {
+        res.end();
+        return;
+    }
+    const reader = response.body.getReader();
+    res.on('close', () => reader.cancel().catch(() => {}));
+    try {
+        for (;;) {
+            const { done, value } = await reader.read();
+            if (done) break;
+            res.write(value);
+        }
+    } catch {
+        /* client went away */
+    }
+    res.end();
+}
+
+if (!opts.http) {
+    serveStdio(async ({ era }) => {
+        const entry = buildServer(era);
+        stdioInstances.add(entry);
+        entry.mcp.server.onclose = () => stdioInstances.delete(entry);
+        return entry.mcp;
+    }, { onerror: (e) => process.stderr.write(`serveStdio: ${e?.message ?? e}\n`) });
+} else {
+    const legacyMode = opts.legacy ?? 'stateless';
+    const handler = createMcpHandler(async ({ era }) => buildServer(era).mcp, {
+        legacy: legacyMode === 'stateless' ? 'stateless' : 'reject',
+        responseMode: opts.json ? 'json' : 'auto',
+        onerror: (e) => process.stderr.write(`mcp handler: ${e?.message ?? e}\n`)
+    });
+    httpNotify = handler.notify;
+
+    // Optional sessionful 2025 leg, routed with the SDK's own classifier.
+    const sessions = new Map();
+    async function sessionfulLegacy(request) {
+        const sid = request.headers.get('mcp-session-id');
+        let transport = sid ? sessions.get(sid) : undefined;
+        if (!transport) {
+            if (sid) return Response.json({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' }, id: null }, { status: 404 });
+            const entry = buildServer('legacy');
+            transport = new WebStandardStreamableHTTPServerTransport({
+                sessionIdGenerator: () => randomUUID(),
+                enableJsonResponse: opts.json,
+                onsessioninitialized: (id) => sessions.set(id, transport)
+            });
+            transport.onclose = () => {
+                if (transport.sessionId) sessions.delete(transport.sessionId);
+                liveLegacy.delete(entry);
+            };
+            liveLegacy.add(entry);
+            await entry.mcp.connect(transport);
+        }
+        return transport.handleRequest(request);
+    }
+
+    const http = createServer(async (req, res) => {
+        try {
+            const url = new URL(req.url, 'http://localhost');
+            if (url.pathname !== opts.path) {
+                res.writeHead(404).end('not found');
+                return;
+            }
+            const request = await toWebRequest(req, res);
+            let response;
+            if (legacyMode === 'sessionful' && (await isLegacyRequest(request))) response = await sessionfulLegacy(request);
+            else response = await handler.fetch(request);
+            await sendWebResponse(res, response);
+        } catch (e) {
+            process.stderr.write(`http error: ${e?.stack ?? e}\n`);
+            if (!res.headersSent) res.writeHead(500).end(String(e));
+        }
+    });
+    http.listen(opts.port, opts.host, () => announce(http, opts.path));
+    const stop = async () => {
+        await handler.close().catch(() => {});
+        for (const t of sessions.values()) await t.close().catch(() => {});
+        http.close();
+        process.exit(0);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+}
