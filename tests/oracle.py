@@ -203,6 +203,9 @@ def _union_members(revision: str, union: str) -> list[str]:
     node = defs.get(union)
     if node is None:
         return []
+    if "anyOf" not in node and "const" in node.get("properties", {}).get("method", {}):
+        # A one-member "union" (2026-07-28: ClientNotification = CancelledNotification) is generated inline.
+        return [union]
     return [alt["$ref"].rsplit("/", 1)[-1] for alt in node.get("anyOf", []) if "$ref" in alt]
 
 

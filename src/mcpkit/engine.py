@@ -268,7 +268,8 @@ class Peer:
             await self._send_cancel(rid, method, f"timed out after {timeout}s", out)
             raise RequestTimeout(method, float(timeout or 0)) from None
         except asyncio.CancelledError:
-            if not fut.done():
+            # Cancelling the awaiting task also cancels `fut`; a future that already holds an answer needs no cancel.
+            if fut.cancelled() or not fut.done():
                 await self._send_cancel(rid, method, "cancelled by the caller", out)
             raise
         finally:

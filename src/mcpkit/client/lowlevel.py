@@ -123,6 +123,8 @@ class ClientSession:
         timeout: default per-request timeout in seconds.
         discover_timeout: how long the ``server/discover`` probe may take before falling back.
         max_input_rounds: bound on ``InputRequiredResult`` retries for one call.
+        keepalive: seconds between health-check pings (handshake era; None disables). When a ping goes
+            unanswered for ``keepalive_timeout`` seconds, the connection is closed and calls fail fast.
     """
 
     def __init__(
@@ -144,6 +146,8 @@ class ClientSession:
         discover_timeout: float = 5.0,
         max_input_rounds: int = 8,
         experimental: JSONDict | None = None,
+        keepalive: float | None = None,
+        keepalive_timeout: float = 10.0,
     ) -> None:
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
@@ -181,6 +185,10 @@ class ClientSession:
         self.instructions: str | None = None
         self.server_versions: list[str] = []
         self._reader: asyncio.Task[None] | None = None
+        self.keepalive = keepalive
+        self.keepalive_timeout = keepalive_timeout
+        self._keepalive_task: asyncio.Task[None] | None = None
+        self.closed_reason: str | None = None
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -192,12 +200,29 @@ class ClientSession:
         except BaseException:
             await self.aclose()
             raise
+        if self.keepalive and self.features is not None and self.features.ping:
+            self._keepalive_task = asyncio.get_running_loop().create_task(self._keepalive_loop(self.keepalive))
         return self
+
+    async def _keepalive_loop(self, interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.peer.request("ping", None, timeout=self.keepalive_timeout)
+            except (RequestTimeout, ConnectionClosed, MCPError) as exc:
+                self.closed_reason = f"keepalive ping failed: {exc}"
+                logger.warning("closing the connection: %s", self.closed_reason)
+                await self.peer.close(self.closed_reason)
+                with contextlib.suppress(Exception):
+                    await self.conn.close()
+                return
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
     async def aclose(self) -> None:
+        if self._keepalive_task is not None:
+            self._keepalive_task.cancel()
         await self.peer.close("client closed")
         with contextlib.suppress(Exception):
             await self.conn.close()
@@ -218,13 +243,15 @@ class ClientSession:
             caps["roots"] = {} if modern else {"listChanged": True}
         if self.sampling_handler is not None:
             sampling: JSONDict = {}
-            if self.sampling_tools:
+            if self.sampling_tools and (feats is None or feats.sampling_tools):
                 sampling["tools"] = {}
             caps["sampling"] = sampling
-        if self.elicitation_handler is not None:
-            elicitation: JSONDict = {"form": {}}
-            if self.elicitation_url:
-                elicitation["url"] = {}
+        if self.elicitation_handler is not None and (feats is None or feats.elicitation):
+            elicitation: JSONDict = {}
+            if feats is None or feats.url_elicitation:
+                elicitation["form"] = {}
+                if self.elicitation_url:
+                    elicitation["url"] = {}
             caps["elicitation"] = elicitation
         if self.experimental:
             caps["experimental"] = self.experimental

@@ -192,6 +192,14 @@ class ServerRequestContext:
             if self.features.modern:
                 raise MissingRequiredClientCapability({cap: {}})
             raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
+        if cap == "elicitation" and not self.features.elicitation:
+            raise CapabilityNotSupported(f"elicitation does not exist in protocol {self.features.version}")
+        if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
+            sampling = self.client_capabilities.get("sampling") or {}
+            if not self.features.sampling_tools or not isinstance(sampling, dict) or "tools" not in sampling:
+                if self.features.modern:
+                    raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
+                raise CapabilityNotSupported("the client did not declare sampling.tools")
         if cap == "elicitation" and params.get("mode") == "url":
             elicitation = self.client_capabilities.get("elicitation") or {}
             if not isinstance(elicitation, dict) or "url" not in elicitation:
@@ -537,7 +545,7 @@ class Server:
         if transport == "stdio":
             asyncio.run(self.run_stdio_async(**options))
             return
-        from ..transports.http import serve
+        from ..transports.http import serve  # type: ignore[import-not-found,unused-ignore]
 
         serve(self, transport, **options)
 

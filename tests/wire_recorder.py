@@ -1,0 +1,44 @@
+"""Record every message crossing a memory pair and validate it against the official wire types (tests/oracle.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from oracle import validate_message
+
+
+class WireRecorder:
+    """Use as the ``tap`` of ``create_memory_pair``; ``validate(revision)`` checks every recorded message."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, Any]] = []
+
+    def __call__(self, direction: str, data: bytes) -> None:
+        self.messages.append((direction, orjson.loads(data)))
+
+    def validate(self, revision: str, *, skip_probe: bool = True) -> int:
+        """Validate each message; returns how many were checked. The era probe (server/discover and its
+        answer, sent before the revision is known) is skipped for handshake revisions."""
+        methods: dict[tuple[str, Any], str] = {}
+        checked = 0
+        for direction, msg in self.messages:
+            sender = "client" if direction == "client->server" else "server"
+            items = msg if isinstance(msg, list) else [msg]
+            for item in items:
+                if "method" in item and "id" in item:
+                    methods[(sender, item["id"])] = item["method"]
+            first = items[0] if items else {}
+            if "method" in first:
+                method = first["method"]
+                request_method = None
+            else:
+                other = "server" if sender == "client" else "client"
+                request_method = methods.get((other, first.get("id")))
+                method = request_method
+            if skip_probe and method == "server/discover" and revision != "2026-07-28":
+                continue
+            validate_message(msg, revision, sender=sender, request_method=request_method)  # type: ignore[arg-type]
+            checked += 1
+        return checked
