@@ -1,0 +1,1 @@
+"""Command-line interface (click; rich only for client output)."""

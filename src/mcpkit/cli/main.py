@@ -1,0 +1,175 @@
+"""The ``mcpkit`` command line.
+
+``mcpkit run path/to/server.py[:app]`` serves an MCP server (stdio by default, or ``--transport http|sse|ws``).
+Client commands (``tools``, ``call``, ``read``, ...) live in :mod:`mcpkit.cli.client_commands`.
+Heavy imports (rich, httpx, uvicorn) happen inside the commands that need them, so ``mcpkit run`` starts fast.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import click
+
+from .. import __version__
+
+DEFAULT_APP_NAMES = ("app", "mcp", "server")
+
+
+class LoadError(click.ClickException):
+    """A user-facing error while loading the server module (exit code 2)."""
+
+    exit_code = 2
+
+
+def _is_server(obj: Any) -> bool:
+    from ..server.lowlevel import Server
+
+    return isinstance(obj, Server)
+
+
+def load_module(path: str) -> ModuleType:
+    """Import a Python file as a module, with clear errors for a missing file or a broken module."""
+    file = Path(path)
+    if file.is_dir():
+        candidate = file / "server.py"
+        if not candidate.is_file():
+            raise LoadError(f"{path} is a directory without a server.py")
+        file = candidate
+    if not file.is_file():
+        raise LoadError(f"no such file: {path}")
+    if file.suffix != ".py":
+        raise LoadError(f"{path} is not a Python file (.py)")
+    module_name = f"mcpkit_user_{file.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        raise LoadError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    parent = str(file.resolve().parent)
+    if parent not in sys.path:
+        sys.path.insert(0, parent)  # let the server import its sibling modules
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        raise LoadError(f"syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}\n  {(exc.text or '').rstrip()}") from None
+    except SystemExit:
+        raise LoadError(f"{path} called sys.exit() while being imported") from None
+    except Exception as exc:
+        tb = "".join(traceback.format_exception(exc)[-6:])
+        raise LoadError(f"{path} failed while being imported: {type(exc).__name__}: {exc}\n{tb}") from None
+    return module
+
+
+def load_server(spec: str) -> Any:
+    """Find the server object in ``path.py[:name]``: the named object, else ``app``/``mcp``/``server``, else the
+    only Server instance in the module."""
+    path, _, name = spec.partition(":")
+    if not name and len(path) > 2 and path[1] == ":" and path[0].isalpha():  # C:\\ style path: keep it whole
+        path, name = spec, ""
+    module = load_module(path)
+    if name:
+        obj: Any = module
+        for part in name.split("."):
+            if not hasattr(obj, part):
+                raise LoadError(f"{path} has no object named {name!r}")
+            obj = getattr(obj, part)
+        if callable(obj) and not _is_server(obj):
+            obj = obj()  # a factory
+        if not _is_server(obj):
+            raise LoadError(f"{path}:{name} is a {type(obj).__name__}, not an mcpkit server")
+        return obj
+    for candidate in DEFAULT_APP_NAMES:
+        obj = getattr(module, candidate, None)
+        if obj is not None and _is_server(obj):
+            return obj
+    found = [v for v in vars(module).values() if _is_server(v)]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise LoadError(f"{path} defines no mcpkit server (looked for {', '.join(DEFAULT_APP_NAMES)} or any Server)")
+    raise LoadError(f"{path} defines several servers; pick one with {path}:NAME")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcpkit")
+def cli() -> None:
+    """mcpkit: build, run, inspect and check MCP servers."""
+
+
+@cli.command()
+@click.argument("target")
+@click.option(
+    "--transport",
+    "-t",
+    type=click.Choice(["stdio", "http", "sse", "ws"]),
+    default="stdio",
+    show_default=True,
+    help="stdio, Streamable HTTP (/mcp), legacy HTTP+SSE (/sse) or WebSocket (/ws).",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
+@click.option("--port", "-p", type=int, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
+@click.option("--path", default=None, help="Endpoint path for Streamable HTTP (default /mcp).")
+@click.option("--stateless", is_flag=True, help="Streamable HTTP: no sessions in the handshake era.")
+@click.option("--json-response", is_flag=True, help="Streamable HTTP: answer with JSON instead of SSE when possible.")
+@click.option("--log-level", default="warning", show_default=True, help="Server-side logging level (to stderr).")
+def run(
+    target: str,
+    transport: str,
+    host: str,
+    port: int,
+    path: str | None,
+    stateless: bool,
+    json_response: bool,
+    log_level: str,
+) -> None:
+    """Serve the MCP server defined in TARGET (path/to/server.py[:object])."""
+    import logging
+
+    # Our own logs go to stderr only, through a handler on the "mcpkit" logger (never the root logger).
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    lib_logger = logging.getLogger("mcpkit")
+    lib_logger.addHandler(handler)
+    lib_logger.setLevel(log_level.upper())
+    server = load_server(target)
+    if transport == "stdio":
+        server.run()
+        return
+    options: dict[str, Any] = {"host": host, "port": port}
+    if path:
+        options["path"] = path
+    if stateless:
+        options["stateless"] = True
+    if json_response:
+        options["json_response"] = True
+    try:
+        server.run(transport, **options)
+    except ModuleNotFoundError as exc:
+        raise click.ClickException(f"the {transport} transport needs mcpkit[http]: {exc}") from None
+
+
+def _register_optional() -> None:
+    for module in ("client_commands", "check_command", "inspector_command"):
+        try:
+            mod = importlib.import_module(f"{__package__}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.endswith(module):
+                continue
+            raise
+        mod.register(cli)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``mcpkit`` command."""
+    _register_optional()
+    cli.main(args=argv, prog_name="mcpkit")
+
+
+if __name__ == "__main__":
+    main()
