@@ -57,7 +57,8 @@ def load_module(path: str) -> ModuleType:
     try:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
-        raise LoadError(f"syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}\n  {(exc.text or '').rstrip()}") from None
+        code = (exc.text or "").rstrip()
+        raise LoadError(f"syntax error in {exc.filename}, line {exc.lineno}: {exc.msg}\n  {code}") from None
     except SystemExit:
         raise LoadError(f"{path} called sys.exit() while being imported") from None
     except Exception as exc:
