@@ -1,0 +1,394 @@
+"""Legacy HTTP+SSE transport (protocol 2024-11-05), server side: one plain ASGI callable, no framework.
+
+Mounting::
+
+    from mcpkit.transports.http.sse import LegacySSEEndpoint
+    sse = LegacySSEEndpoint(server, messages_path="/messages")
+    # Route GET /sse, POST /messages and POST /message to ``sse`` (it dispatches on the HTTP method), or route
+    # explicitly to ``sse.handle_stream`` (GET) and ``sse.handle_post`` (POST). ``sse`` alone is also a complete
+    # ASGI app (it answers the lifespan protocol), which is how the tests serve it.
+
+``LegacySSEEndpoint(server, *, messages_path="/messages", max_body=4 MiB, queue_size=256, stall_timeout=30.0,
+keepalive=15.0, max_sessions=None, allowed_origins=None, allowed_hosts=None, check_request=None, **peer_options)``
+
+Wire rules (2024-11-05 transport page, DESIGN.md section 3):
+
+* ``GET`` opens ``text/event-stream``; its FIRST event is ``event: endpoint`` whose data is the POST URI,
+  ``<root_path><messages_path>?session_id=<32 hex chars from a CSPRNG>``. Every server message (responses
+  included: this transport has a single stream) follows as ``event: message``. ``: keepalive`` comments go out
+  when the stream is idle. The session (one :class:`~mcpkit.server.lowlevel.ServerSession`) lives exactly as long
+  as this stream: when the client disconnects, the session is closed and its id answers 404.
+* ``POST ...?session_id=<id>`` with one JSON-RPC message (a batch is passed on to the engine, which applies the
+  DESIGN.md batch ruling): ``202 Accepted`` once dispatched; the answer travels on the stream. No ``session_id``
+  → 400; unknown or ended session → 404; body over ``max_body`` → 413; a body that is not JSON → 400 whose body is
+  the JSON-RPC parse error (-32700, id null), and the same error is also sent on the stream (the official SDK
+  client treats any non-2xx as a failed send, and a stream reader sees the error where answers arrive).
+* ``Origin`` (when present) must be a localhost origin or one of ``allowed_origins``; ``Host`` must be a localhost
+  name or one of ``allowed_hosts`` (DNS-rebinding protection, 403 either way). Pass ``"*"`` to disable a check.
+  ``check_request(scope) -> (status, reason) | None`` replaces both checks (to share one policy with the
+  Streamable HTTP app).
+* Bounded memory: each session has a bounded queue (``queue_size`` messages). A writer that finds it full waits
+  up to ``stall_timeout`` seconds for the reader, then the session is dropped (its stream ends), so a slow or
+  stuck SSE reader cannot grow server memory or stall notification fan-out for everyone else.
+
+Shutdown: uvicorn waits for open streaming responses; call ``await sse.aclose()`` (or give uvicorn
+``timeout_graceful_shutdown``) to end every stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from ...protocol import jsonrpc
+from ...protocol.errors import ConnectionClosed, ParseError
+from ..base import DEFAULT_MAX_MESSAGE_SIZE
+
+if TYPE_CHECKING:
+    from ...server.lowlevel import Server, ServerSession
+
+logger = logging.getLogger("mcpkit.sse")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+RequestCheck = Callable[[Scope], "tuple[int, str] | None"]
+
+LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+# ---------------------------------------------------------------- shared ASGI helpers (also used by ws.py)
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of a request header (``name`` lower-case), decoded as latin-1."""
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _hostname(authority: str) -> str:
+    """``host[:port]`` → lower-case host (IPv6 keeps its brackets)."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        end = authority.find("]")
+        return authority[: end + 1] if end != -1 else authority
+    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
+
+
+def make_request_check(
+    allowed_origins: Iterable[str] | str | None = None, allowed_hosts: Iterable[str] | str | None = None
+) -> RequestCheck:
+    """The default DNS-rebinding policy: ``Origin`` (if sent) and ``Host`` must be local unless allowed.
+
+    ``allowed_origins``: exact origins (``"https://app.example"``) accepted besides localhost ones; ``"*"`` = any.
+    ``allowed_hosts``: host names (with or without port) accepted besides localhost; ``"*"`` = any.
+    A request without ``Origin`` is not from a browser page and passes the Origin check.
+    """
+    any_origin = allowed_origins == "*"
+    any_host = allowed_hosts == "*"
+    origins = set() if any_origin or allowed_origins is None else {o.rstrip("/").lower() for o in allowed_origins}
+    hosts = set() if any_host or allowed_hosts is None else {h.lower() for h in allowed_hosts}
+
+    def check(scope: Scope) -> tuple[int, str] | None:
+        if not any_host:
+            host = header(scope, b"host")
+            if host is None:
+                return 403, "missing Host header"
+            h = host.strip().lower()
+            name = _hostname(h)
+            if name not in LOCAL_HOSTNAMES and h not in hosts and name not in hosts:
+                return 403, "Host header not allowed"
+        if not any_origin:
+            origin = header(scope, b"origin")
+            if origin is not None:
+                o = origin.strip().rstrip("/").lower()
+                if o not in origins:
+                    parts = urlsplit(o)
+                    if parts.scheme not in ("http", "https") or _hostname(parts.netloc) not in LOCAL_HOSTNAMES:
+                        return 403, "Origin not allowed"
+        return None
+
+    return check
+
+
+async def respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    *,
+    content_type: bytes = b"text/plain; charset=utf-8",
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Send a complete small response."""
+    hdrs = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request body, or None when it exceeds ``limit`` bytes (declared or streamed)."""
+    declared = header(scope, b"content-length")
+    if declared is not None:
+        try:
+            if int(declared) > limit:
+                return None
+        except ValueError:
+            pass
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        if chunk:
+            chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:
+    """Answer the ASGI lifespan protocol so an endpoint can be served alone."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            with contextlib.suppress(Exception):
+                await on_shutdown()
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class BoundedOutbox:
+    """A session's outgoing queue: bounded; a writer that stays blocked ``stall_timeout`` seconds kills the session.
+
+    ``on_stall`` is called once when that happens (the transport ends the connection).
+    """
+
+    __slots__ = ("closed", "on_stall", "queue", "stall_timeout")
+
+    def __init__(self, maxsize: int, stall_timeout: float, on_stall: Callable[[], None]) -> None:
+        self.queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize)
+        self.stall_timeout = stall_timeout
+        self.on_stall = on_stall
+        self.closed = False
+
+    async def send(self, data: bytes) -> None:
+        if self.closed:
+            raise ConnectionClosed("the connection is closed")
+        try:
+            self.queue.put_nowait(data)
+        except asyncio.QueueFull:
+            try:
+                await asyncio.wait_for(self.queue.put(data), self.stall_timeout)
+            except TimeoutError:
+                if not self.closed:
+                    self.closed = True
+                    logger.warning(
+                        "dropping a connection whose reader is stuck (queue full for %ss)", self.stall_timeout
+                    )
+                    self.on_stall()
+                raise ConnectionClosed("the peer is not reading; connection dropped") from None
+        if self.closed:
+            raise ConnectionClosed("the connection is closed")
+
+
+# ---------------------------------------------------------------- the legacy SSE endpoint
+
+
+class _SSEStream:
+    __slots__ = ("id", "outbox", "session", "task")
+
+    def __init__(self, sid: str, outbox: BoundedOutbox) -> None:
+        self.id = sid
+        self.outbox = outbox
+        self.session: ServerSession | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    def abort(self) -> None:
+        self.outbox.closed = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+
+def sse_event(event: bytes, data: bytes) -> bytes:
+    """Encode one SSE event (data split on line breaks, as the SSE format requires)."""
+    if b"\n" in data or b"\r" in data:
+        lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        return b"event: " + event + b"\n" + b"".join(b"data: " + ln + b"\n" for ln in lines) + b"\n"
+    return b"event: " + event + b"\ndata: " + data + b"\n\n"
+
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+class LegacySSEEndpoint:
+    """The 2024-11-05 HTTP+SSE transport as an ASGI callable (see the module docstring for the rules)."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        messages_path: str = "/messages",
+        max_body: int = DEFAULT_MAX_MESSAGE_SIZE,
+        queue_size: int = 256,
+        stall_timeout: float = 30.0,
+        keepalive: float = 15.0,
+        max_sessions: int | None = None,
+        allowed_origins: Iterable[str] | str | None = None,
+        allowed_hosts: Iterable[str] | str | None = None,
+        check_request: RequestCheck | None = None,
+        **peer_options: Any,
+    ) -> None:
+        if "://" in messages_path or "?" in messages_path or "#" in messages_path:
+            raise ValueError("messages_path must be a path such as '/messages'")
+        self.server = server
+        self.messages_path = "/" + messages_path.lstrip("/")
+        self.max_body = max_body
+        self.queue_size = queue_size
+        self.stall_timeout = stall_timeout
+        self.keepalive = keepalive
+        self.max_sessions = max_sessions
+        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.peer_options = peer_options
+        self._streams: dict[str, _SSEStream] = {}
+
+    @property
+    def session_count(self) -> int:
+        return len(self._streams)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await lifespan(receive, send, self.aclose)
+            return
+        if kind != "http":
+            raise RuntimeError(f"LegacySSEEndpoint cannot serve {kind!r} connections")
+        method = scope["method"]
+        if method == "GET":
+            await self.handle_stream(scope, receive, send)
+        elif method == "POST":
+            await self.handle_post(scope, receive, send)
+        else:
+            await respond(send, 405, b"Method Not Allowed", headers=[(b"allow", b"GET, POST")])
+
+    async def aclose(self) -> None:
+        """End every open stream (and so every session)."""
+        for stream in list(self._streams.values()):
+            stream.abort()
+
+    # ------------------------------------------------------------------ GET: the stream
+
+    async def handle_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = self.check_request(scope)
+        if refused is not None:
+            await respond(send, refused[0], refused[1].encode())
+            return
+        if self.max_sessions is not None and len(self._streams) >= self.max_sessions:
+            await respond(send, 503, b"too many sessions", headers=[(b"retry-after", b"5")])
+            return
+        sid = secrets.token_hex(16)
+        stream = _SSEStream(sid, BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort()))
+        session = self.server.create_session(stream.outbox, **self.peer_options)
+        stream.session = session
+        self._streams[sid] = stream
+        root = scope.get("root_path", "").rstrip("/")
+        endpoint = quote(root + self.messages_path) + "?session_id=" + sid
+        watcher = asyncio.get_running_loop().create_task(_wait_disconnect(receive))
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+            await send(
+                {"type": "http.response.body", "body": sse_event(b"endpoint", endpoint.encode()), "more_body": True}
+            )
+            stream.task = asyncio.get_running_loop().create_task(self._pump(stream, send))
+            await asyncio.wait((watcher, stream.task), return_when=asyncio.FIRST_COMPLETED)
+        except (OSError, _Disconnected):
+            pass
+        finally:
+            self._streams.pop(sid, None)
+            stream.outbox.closed = True
+            session.closed = True
+            for task in (watcher, stream.task):
+                if task is not None and not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+            await session.peer.close("SSE stream closed")
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            logger.debug("SSE session %s ended", sid)
+
+    async def _pump(self, stream: _SSEStream, send: Send) -> None:
+        queue = stream.outbox.queue
+        while True:
+            try:
+                data = await asyncio.wait_for(queue.get(), self.keepalive)
+            except TimeoutError:
+                await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
+                continue
+            await send({"type": "http.response.body", "body": sse_event(b"message", data), "more_body": True})
+
+    # ------------------------------------------------------------------ POST: one message
+
+    async def handle_post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refused = self.check_request(scope)
+        if refused is not None:
+            await respond(send, refused[0], refused[1].encode())
+            return
+        query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+        ids = query.get("session_id") or query.get("sessionId")
+        if not ids:
+            await respond(send, 400, b"session_id is required")
+            return
+        stream = self._streams.get(ids[0])
+        if stream is None or stream.session is None or stream.outbox.closed:
+            await respond(send, 404, b"Could not find session")
+            return
+        try:
+            body = await read_body(scope, receive, self.max_body)
+        except _Disconnected:
+            return
+        if body is None:
+            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
+            return
+        try:
+            msg = jsonrpc.parse(body)
+        except ParseError as exc:
+            error = jsonrpc.encode_error(None, exc.to_error())
+            await respond(send, 400, error, content_type=b"application/json")
+            with contextlib.suppress(Exception):
+                await stream.outbox.send(error)
+            return
+        try:
+            await stream.session.peer.receive_parsed(msg, stream.outbox)
+        except ConnectionClosed:
+            await respond(send, 404, b"Could not find session")
+            return
+        await respond(send, 202, b"Accepted")
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
