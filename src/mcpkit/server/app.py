@@ -1,0 +1,558 @@
+"""``MCPKit``: the high-level server. Decorate functions; they become tools, resources and prompts.
+
+    from mcpkit import MCPKit, Context
+
+    app = MCPKit("demo", version="1.0.0")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        '''Add two numbers.'''
+        return a + b
+
+    @app.resource("demo://greeting/{name}")
+    def greeting(name: str) -> str:
+        return f"Hello, {name}!"
+
+    @app.prompt
+    def review(code: str) -> str:
+        return f"Please review:\\n{code}"
+
+    if __name__ == "__main__":
+        app.run()        # stdio; app.run("http", port=8000) for Streamable HTTP
+
+``MCPKit`` is a :class:`~mcpkit.server.lowlevel.Server`, so every transport serves it and both protocol eras
+work. Functions may be sync (run in a worker thread, off the event loop) or async. Everything can be added and
+removed while serving; clients are told (``notifications/*/list_changed``, in both eras).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, TypeVar, overload
+
+from pydantic import BaseModel
+
+from ..protocol import types as t
+from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
+from ..protocol.jsonrpc import JSONDict
+from .completions import Completer, completion_result, run_completer
+from .context import Context
+from .lowlevel import InputRequired, Server, ServerRequestContext
+from .pagination import Paginator
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .tools import Tool, ToolError, internal_error_message
+from .uri_template import UriTemplate
+
+logger = logging.getLogger("mcpkit.server.app")
+
+F = TypeVar("F", bound=Callable[..., Any])
+Lifespan = Callable[["MCPKit"], contextlib.AbstractAsyncContextManager[Any]] | Callable[["MCPKit"], AsyncIterator[Any]]
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+_LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
+
+
+class MCPKit(Server):
+    """A high-level MCP server.
+
+    Args:
+        name, version: the server's name and version (``serverInfo``).
+        instructions: optional instructions for clients.
+        lifespan: ``async with lifespan(app) as state:`` runs around serving (once while any connection is
+            served, shared by every session); ``state`` is :attr:`lifespan_state` (``ctx.lifespan_state``).
+            An ``@asynccontextmanager`` function or a plain async generator function.
+        page_size: items per page of every list (default 50), or a mapping such as ``{"resources": 10}``
+            (keys: tools, resources, resource_templates, prompts; missing keys use 50).
+        cursor_key: HMAC key for list cursors (share it between workers behind one endpoint).
+        **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        instructions: str | None = None,
+        lifespan: Lifespan | None = None,
+        page_size: int | Mapping[str, int] = 50,
+        cursor_key: bytes | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(name, version, instructions=instructions, **options)
+        self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: dict[str, ResourceTemplate] = {}
+        self._prompts: dict[str, Prompt] = {}
+        self._completers: dict[tuple[str, str, str], Completer] = {}
+        if isinstance(page_size, int):
+            sizes = dict.fromkeys(_LIST_KINDS, page_size)
+        else:
+            unknown = set(page_size) - set(_LIST_KINDS)
+            if unknown:
+                raise ValueError(f"page_size: unknown lists {sorted(unknown)}; use {', '.join(_LIST_KINDS)}")
+            sizes = {k: page_size.get(k, 50) for k in _LIST_KINDS}
+        if any(v < 1 for v in sizes.values()):
+            raise ValueError("page_size must be at least 1")
+        self.page_sizes = sizes
+        self._paginator = Paginator(cursor_key)
+        self._lifespan = lifespan
+        self.lifespan_state: Any = None
+        self._lifespan_users = 0
+        self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._lifespan_lock: asyncio.Lock | None = None
+        self._lifespan_loop: asyncio.AbstractEventLoop | None = None
+        self._pending_changes: set[str] = set()
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ================================================================== tools
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONDict | t.ToolAnnotations | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        structured_output: bool | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def tool(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a function as a tool: ``@app.tool`` or ``@app.tool(name=..., title=..., annotations=...)``.
+
+        The input schema comes from the type hints (descriptions from the docstring's ``Args:`` section or
+        ``Annotated[..., Field(description=...)]``), the output schema from the return annotation.
+        """
+        if fn is not None:
+            self.add_tool(fn, **options)
+            return fn
+
+        def register(f: F) -> F:
+            self.add_tool(f, **options)
+            return f
+
+        return register
+
+    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
+        """Register (or replace) a tool, at any time. Connected clients get ``tools/list_changed``."""
+        tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
+        if not _TOOL_NAME.match(tool.name):
+            logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
+        self._tools[tool.name] = tool
+        if not self.has_handler("tools/call"):
+            self.set_handler("tools/list", self._list_tools)
+            self.set_handler("tools/call", self._call_tool)
+        self._changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Remove a tool (KeyError if there is none). Connected clients get ``tools/list_changed``."""
+        del self._tools[name]
+        self._changed("tools")
+
+    def get_tool(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    @property
+    def tools(self) -> list[Tool]:
+        return list(self._tools.values())
+
+    async def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        page, cursor = self._paginator.page(
+            "tools", list(self._tools.values()), params, self.page_sizes["tools"], _name
+        )
+        return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor)
+
+    async def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("tools/call: name must be a string")
+        tool = self._tools.get(name)
+        if tool is None:
+            raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams("tools/call: arguments must be an object")
+        return await tool.call(arguments, Context(self, ctx), ctx.features)
+
+    # ================================================================== resources
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: JSONDict | BaseModel | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        completions: dict[str, Completer] | None = None,
+    ) -> Callable[[F], F]:
+        """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
+        whose variables are the function's arguments (``@app.resource("items://{id}")``)."""
+
+        def register(fn: F) -> F:
+            self.add_resource(
+                uri,
+                fn,
+                name=name,
+                title=title,
+                description=description,
+                mime_type=mime_type,
+                size=size,
+                annotations=annotations,
+                icons=icons,
+                meta=meta,
+                completions=completions,
+            )
+            return fn
+
+        return register
+
+    def add_resource(
+        self,
+        uri: str,
+        source: Callable[..., Any] | str | bytes,
+        *,
+        completions: dict[str, Completer] | None = None,
+        size: int | None = None,
+        **options: Any,
+    ) -> Resource | ResourceTemplate:
+        """Register a resource at any time: ``source`` is a function, or fixed text/bytes for a static URI.
+        Connected clients get ``resources/list_changed``."""
+        item: Resource | ResourceTemplate
+        if UriTemplate.is_template(uri):
+            if not callable(source):
+                raise TypeError(f"resource template {uri!r} needs a function")
+            item = ResourceTemplate(uri, source, completions=completions, **options)
+            self._templates[uri] = item
+            if item.completions:
+                self._enable_completion()
+        else:
+            if completions:
+                raise ValueError(f"static resource {uri!r} has no arguments to complete")
+            if callable(source):
+                item = Resource(uri, source, size=size, **options)
+            else:
+                item = Resource(uri, content=source, size=size, **options)
+            self._resources[uri] = item
+        if not self.has_handler("resources/read"):
+            self.set_handler("resources/list", self._list_resources)
+            self.set_handler("resources/templates/list", self._list_templates)
+            self.set_handler("resources/read", self._read_resource)
+        self._changed("resources")
+        return item
+
+    def remove_resource(self, uri: str) -> None:
+        """Remove a static resource or a template by its URI (KeyError if none)."""
+        if uri in self._resources:
+            del self._resources[uri]
+        else:
+            del self._templates[uri]
+        self._changed("resources")
+
+    @property
+    def resources(self) -> list[Resource]:
+        return list(self._resources.values())
+
+    @property
+    def resource_templates(self) -> list[ResourceTemplate]:
+        return list(self._templates.values())
+
+    async def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        items = list(self._resources.values())
+        page, cursor = self._paginator.page("resources", items, params, self.page_sizes["resources"], _uri)
+        return _list_result("resources", [r.definition(ctx.features) for r in page], cursor)
+
+    async def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        items = list(self._templates.values())
+        size = self.page_sizes["resource_templates"]
+        page, cursor = self._paginator.page("resource_templates", items, params, size, _template_uri)
+        return _list_result("resourceTemplates", [r.definition(ctx.features) for r in page], cursor)
+
+    async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri:
+            raise InvalidParams("resources/read: uri must be a non-empty string")
+        return {"contents": await self.read_resource_contents(uri, Context(self, ctx))}
+
+    async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:
+        """Read one of this app's resources (what ``resources/read`` answers); ResourceNotFound if none."""
+        try:
+            static = self._resources.get(uri)
+            if static is not None:
+                return await static.read(ctx)
+            for template in self._templates.values():
+                variables = template.match(uri)
+                if variables is not None:
+                    return await template.read(uri, variables, ctx)
+        except (MCPError, InputRequired):
+            raise
+        except ToolError as exc:
+            raise InternalError(str(exc)) from None
+        except Exception as exc:
+            raise InternalError(internal_error_message(f"resource {uri!r}", exc)) from None
+        raise ResourceNotFound(uri)
+
+    # ================================================================== prompts
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(
+        self,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        completions: dict[str, Completer] | None = None,
+    ) -> Callable[[F], F]: ...
+
+    def prompt(self, fn: Any = None, /, **options: Any) -> Any:
+        """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``."""
+        if fn is not None:
+            self.add_prompt(fn, **options)
+            return fn
+
+        def register(f: F) -> F:
+            self.add_prompt(f, **options)
+            return f
+
+        return register
+
+    def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
+        """Register (or replace) a prompt at any time. Connected clients get ``prompts/list_changed``."""
+        prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        self._prompts[prompt.name] = prompt
+        if not self.has_handler("prompts/get"):
+            self.set_handler("prompts/list", self._list_prompts)
+            self.set_handler("prompts/get", self._get_prompt)
+        if prompt.completions:
+            self._enable_completion()
+        self._changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Remove a prompt (KeyError if none). Connected clients get ``prompts/list_changed``."""
+        del self._prompts[name]
+        self._changed("prompts")
+
+    @property
+    def prompts(self) -> list[Prompt]:
+        return list(self._prompts.values())
+
+    async def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        page, cursor = self._paginator.page(
+            "prompts", list(self._prompts.values()), params, self.page_sizes["prompts"], _name
+        )
+        return _list_result("prompts", [p.definition(ctx.features) for p in page], cursor)
+
+    async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("prompts/get: name must be a string")
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            raise InvalidParams(f"Unknown prompt: {name!r}", {"name": name})
+        arguments = params.get("arguments") or {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams("prompts/get: arguments must be an object")
+        try:
+            return await prompt.render(arguments, Context(self, ctx), ctx.features)
+        except (MCPError, InputRequired):
+            raise
+        except Exception as exc:
+            raise InternalError(internal_error_message(f"prompt {name!r}", exc)) from None
+
+    # ================================================================== completion
+
+    def completion(
+        self, *, argument: str, prompt: str | None = None, template: str | None = None
+    ) -> Callable[[F], F]:
+        """Register a completer for a prompt argument or a template variable::
+
+            @app.completion(prompt="greet", argument="style")
+            def styles(value: str, context: dict[str, str]) -> list[str]: ...
+
+        The function gets what the user typed and (optionally) the other arguments already chosen; it returns
+        the candidate values, most relevant first (at most 100 are sent). Static choices can also be given
+        with ``completions={"arg": [...]}`` on ``@app.prompt``/``@app.resource``, and ``Literal``/``Enum``
+        arguments complete automatically.
+        """
+        if (prompt is None) == (template is None):
+            raise ValueError("give exactly one of prompt= or template=")
+        key = ("ref/prompt", prompt, argument) if prompt is not None else ("ref/resource", template, argument)
+
+        def register(fn: F) -> F:
+            self._completers[(key[0], str(key[1]), key[2])] = fn
+            self._enable_completion()
+            return fn
+
+        return register
+
+    def _enable_completion(self) -> None:
+        if not self.has_handler("completion/complete"):
+            self.set_handler("completion/complete", self._complete)
+
+    async def _complete(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise InvalidParams("completion/complete: ref and argument must be objects")
+        arg_name = argument.get("name")
+        value = argument.get("value", "")
+        if not isinstance(arg_name, str) or not isinstance(value, str):
+            raise InvalidParams("completion/complete: argument.name and argument.value must be strings")
+        context_args: dict[str, str] = {}
+        context = params.get("context")
+        if isinstance(context, dict) and isinstance(context.get("arguments"), dict):
+            context_args = {str(k): str(v) for k, v in context["arguments"].items()}
+        kind = ref.get("type")
+        completer: Completer | None
+        if kind == "ref/prompt":
+            name = ref.get("name")
+            prompt = self._prompts.get(name) if isinstance(name, str) else None
+            if prompt is None:
+                raise InvalidParams(f"Unknown prompt: {name!r}")
+            if arg_name not in {p.name for p in prompt.info.params}:
+                raise InvalidParams(f"prompt {name!r} has no argument {arg_name!r}")
+            completer = self._completers.get((kind, prompt.name, arg_name)) or prompt.completions.get(arg_name)
+        elif kind == "ref/resource":
+            uri = ref.get("uri")
+            if not isinstance(uri, str):
+                raise InvalidParams("ref/resource needs a uri")
+            template = self._templates.get(uri)
+            if template is None:
+                if uri in self._resources:
+                    return completion_result([])  # a static resource has nothing to complete
+                raise InvalidParams(f"Unknown resource template: {uri!r}")
+            if arg_name not in template.template.variables:
+                raise InvalidParams(f"resource template {uri!r} has no variable {arg_name!r}")
+            completer = self._completers.get((kind, uri, arg_name)) or template.completions.get(arg_name)
+        else:
+            raise InvalidParams(f"unknown completion reference type {kind!r}")
+        if completer is None:
+            return completion_result([])
+        try:
+            values = await run_completer(completer, value, context_args)
+        except MCPError:
+            raise
+        except Exception as exc:
+            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc)) from None
+        return completion_result(values)
+
+    # ================================================================== change notifications
+
+    def _changed(self, kind: str) -> None:
+        """Coalesce list changes made in one loop iteration into one notification per list."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # not serving (yet): nobody to tell
+        if kind in self._pending_changes:
+            return
+        self._pending_changes.add(kind)
+        task = loop.create_task(self._flush_change(kind))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _flush_change(self, kind: str) -> None:
+        await asyncio.sleep(0)
+        self._pending_changes.discard(kind)
+        try:
+            await self.notify_list_changed(kind)
+        except Exception:
+            logger.exception("could not send %s list_changed", kind)
+
+    # ================================================================== lifespan and serving
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[MCPKit]:
+        """Hold the lifespan open (entered by the first user, exited by the last). Transports wrap serving in
+        it; use it yourself to serve the app from custom code."""
+        await self._enter_lifespan()
+        try:
+            yield self
+        finally:
+            await self._exit_lifespan()
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._lifespan_lock is None or self._lifespan_loop is not loop:
+            self._lifespan_lock = asyncio.Lock()
+            self._lifespan_loop = loop
+        return self._lifespan_lock
+
+    async def _enter_lifespan(self) -> None:
+        if self._lifespan is None:
+            return
+        async with self._lock():
+            if self._lifespan_users == 0:
+                factory: Any = self._lifespan
+                if inspect.isasyncgenfunction(factory):
+                    factory = contextlib.asynccontextmanager(factory)
+                cm = factory(self)
+                self.lifespan_state = await cm.__aenter__()
+                self._lifespan_cm = cm
+            self._lifespan_users += 1
+
+    async def _exit_lifespan(self) -> None:
+        if self._lifespan is None:
+            return
+        async with self._lock():
+            self._lifespan_users -= 1
+            if self._lifespan_users == 0 and self._lifespan_cm is not None:
+                cm, self._lifespan_cm = self._lifespan_cm, None
+                try:
+                    await cm.__aexit__(None, None, None)
+                finally:
+                    self.lifespan_state = None
+
+    async def serve(self, conn: Any, **peer_options: Any) -> None:
+        """Serve one connection (memory, stdio, ...) inside the app's lifespan."""
+        async with self.running():
+            await super().serve(conn, **peer_options)
+
+
+def _name(item: Tool | Prompt) -> str:
+    return item.name
+
+
+def _uri(item: Resource) -> str:
+    return item.uri
+
+
+def _template_uri(item: ResourceTemplate) -> str:
+    return item.uri_template
+
+
+def _list_result(key: str, items: list[JSONDict], cursor: str | None) -> JSONDict:
+    result: JSONDict = {key: items}
+    if cursor is not None:
+        result["nextCursor"] = cursor
+    return result
+
+
+__all__ = ["Context", "MCPKit", "ToolError"]

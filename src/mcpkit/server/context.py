@@ -1,0 +1,291 @@
+"""``Context``: what a tool, resource or prompt function can ask of the request it is serving.
+
+Declare a parameter annotated ``Context`` (any name, ``Context | None = None`` works too) and it is injected::
+
+    @app.tool
+    async def slow(steps: int, ctx: Context) -> str:
+        for i in range(steps):
+            await ctx.report_progress(i + 1, steps)
+        await ctx.info("done")
+        return "ok"
+
+Everything works in both eras through the same call: ``elicit``, ``sample`` and ``list_roots`` are server→client
+requests in a handshake-era session and ``InputRequiredResult`` round trips in the 2026-07-28 era (there the
+function is run again from the start once the client has answered, so do side effects after the questions).
+Context methods are coroutines: use them from ``async def`` functions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from ..protocol.types import CreateMessageResult, Root
+
+if TYPE_CHECKING:
+    from .app import MCPKit
+    from .lowlevel import ServerRequestContext
+
+JSONDict = dict[str, Any]
+T = TypeVar("T")
+
+_PRIMITIVE_KEYS = frozenset(
+    {
+        *("type", "title", "description", "default", "enum", "enumNames", "oneOf", "anyOf", "items", "format"),
+        *("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "pattern"),
+    }
+)
+
+
+@dataclasses.dataclass(slots=True)
+class ElicitationResult(Generic[T]):
+    """The user's answer: ``action`` is ``"accept"``, ``"decline"`` or ``"cancel"``.
+
+    ``content`` is the raw answer (accept only); ``data`` is it validated into the pydantic model you asked with
+    (or the same dict when you passed a JSON Schema).
+    """
+
+    action: str
+    content: JSONDict | None = None
+    data: T | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+class Context:
+    """The request being served (injected by annotation into tools, resources and prompts)."""
+
+    __slots__ = ("_app", "_ctx", "_modern_state")
+
+    def __init__(self, app: MCPKit, ctx: ServerRequestContext) -> None:
+        self._app = app
+        self._ctx = ctx
+        self._modern_state: JSONDict | None = None
+
+    # ------------------------------------------------------------------ facts about the request
+
+    @property
+    def app(self) -> MCPKit:
+        return self._app
+
+    @property
+    def request_context(self) -> ServerRequestContext:
+        """The low-level request context (escape hatch)."""
+        return self._ctx
+
+    @property
+    def request_id(self) -> str | int:
+        return self._ctx.request_id
+
+    @property
+    def method(self) -> str:
+        return self._ctx.method
+
+    @property
+    def meta(self) -> JSONDict:
+        """The request's ``params._meta`` (progress token, reserved modern-era keys, your own keys)."""
+        return self._ctx.meta
+
+    @property
+    def progress_token(self) -> str | int | None:
+        token = self._ctx.meta.get("progressToken")
+        return token if isinstance(token, (str, int)) else None
+
+    @property
+    def protocol_version(self) -> str:
+        return self._ctx.protocol_version
+
+    @property
+    def modern(self) -> bool:
+        """True for a stateless 2026-07-28 request, False inside a handshake-era session."""
+        return self._ctx.modern
+
+    @property
+    def client_info(self) -> JSONDict | None:
+        return self._ctx.client_info
+
+    @property
+    def client_capabilities(self) -> JSONDict:
+        return self._ctx.client_capabilities
+
+    @property
+    def cancelled(self) -> bool:
+        return self._ctx.cancelled
+
+    @property
+    def lifespan_state(self) -> Any:
+        """What the app's lifespan yielded (shared by every session), None without a lifespan."""
+        return self._app.lifespan_state
+
+    @property
+    def session_state(self) -> JSONDict:
+        """A dict for per-client state.
+
+        Handshake era: one dict per session, stable across every call of that session.
+        2026-07-28: the protocol has no session and forbids inferring one from the connection, so this is a fresh
+        dict per request. Keep cross-call state behind an explicit handle your tools return and accept (the
+        spec's "stateful tools" pattern), or in :attr:`lifespan_state`.
+        """
+        session = self._ctx.session
+        if self._ctx.modern or session is None:
+            if self._modern_state is None:
+                self._modern_state = {}
+            return self._modern_state
+        return session.state
+
+    # ------------------------------------------------------------------ progress and logging
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Report progress (sent only if the client asked for it with a progress token; must increase)."""
+        return await self._ctx.report_progress(progress, total, message)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Send a log message to the client if its level (setLevel / per-request ``_meta``) lets it through."""
+        return await self._ctx.log(level, data, logger)
+
+    async def debug(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("debug", data, logger)
+
+    async def info(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("info", data, logger)
+
+    async def notice(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("notice", data, logger)
+
+    async def warning(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("warning", data, logger)
+
+    async def error(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("error", data, logger)
+
+    async def critical(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("critical", data, logger)
+
+    async def alert(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("alert", data, logger)
+
+    async def emergency(self, data: Any, logger: str | None = None) -> bool:
+        return await self.log("emergency", data, logger)
+
+    # ------------------------------------------------------------------ asking the client
+
+    async def elicit(
+        self, message: str, schema: type[T] | JSONDict, *, timeout: float | None = None
+    ) -> ElicitationResult[T]:
+        """Ask the user for structured input (form mode). ``schema``: a flat pydantic model or a JSON Schema."""
+        model: type[BaseModel] | None = None
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            model = schema
+            requested = elicitation_schema(schema)
+        elif isinstance(schema, dict):
+            requested = schema
+        else:
+            raise TypeError("schema must be a pydantic model class or a JSON Schema dict")
+        raw = await self._ctx.ask(
+            "elicitation/create", {"message": message, "requestedSchema": requested}, timeout=timeout
+        )
+        action = raw.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"invalid elicitation action {action!r}")
+        content = raw.get("content") if action == "accept" else None
+        if content is not None and not isinstance(content, dict):
+            content = None
+        data: Any = content
+        if model is not None and content is not None:
+            data = model.model_validate(content)
+        return ElicitationResult(action, content, data)
+
+    async def sample(
+        self,
+        messages: str | Sequence[str | JSONDict | BaseModel],
+        *,
+        max_tokens: int = 1024,
+        system_prompt: str | None = None,
+        temperature: float | None = None,
+        stop_sequences: list[str] | None = None,
+        model_preferences: JSONDict | BaseModel | None = None,
+        include_context: str | None = None,
+        metadata: JSONDict | None = None,
+        tools: list[JSONDict] | None = None,
+        tool_choice: JSONDict | None = None,
+        timeout: float | None = None,
+    ) -> CreateMessageResult:
+        """Ask the client's LLM. ``messages``: a string (one user message) or a list of strings / messages."""
+        if isinstance(messages, str):
+            messages = [messages]
+        wire: list[JSONDict] = []
+        for m in messages:
+            if isinstance(m, str):
+                wire.append({"role": "user", "content": {"type": "text", "text": m}})
+            elif isinstance(m, BaseModel):
+                wire.append(m.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            else:
+                wire.append(m)
+        params: JSONDict = {"messages": wire, "maxTokens": max_tokens}
+        if system_prompt is not None:
+            params["systemPrompt"] = system_prompt
+        if temperature is not None:
+            params["temperature"] = temperature
+        if stop_sequences:
+            params["stopSequences"] = stop_sequences
+        if model_preferences is not None:
+            params["modelPreferences"] = (
+                model_preferences.model_dump(by_alias=True, exclude_none=True, mode="json")
+                if isinstance(model_preferences, BaseModel)
+                else model_preferences
+            )
+        if include_context is not None:
+            params["includeContext"] = include_context
+        if metadata is not None:
+            params["metadata"] = metadata
+        if tools is not None:
+            params["tools"] = tools
+        if tool_choice is not None:
+            params["toolChoice"] = tool_choice
+        raw = await self._ctx.ask("sampling/createMessage", params, timeout=timeout)
+        return CreateMessageResult.model_validate(raw)
+
+    async def list_roots(self, *, timeout: float | None = None) -> list[Root]:
+        """The client's roots (``roots/list``)."""
+        raw = await self._ctx.ask("roots/list", {}, timeout=timeout)
+        return [Root.model_validate(r) for r in raw.get("roots") or []]
+
+    async def read_resource(self, uri: str) -> list[JSONDict]:
+        """Read one of this app's resources (the ``contents`` list, wire form)."""
+        return await self._app.read_resource_contents(uri, self)
+
+
+def elicitation_schema(model: type[BaseModel]) -> JSONDict:
+    """The restricted, flat JSON Schema elicitation accepts, from a pydantic model of primitive fields."""
+    from .schema import json_schema_of
+
+    full = json_schema_of(model)
+    defs = full.get("$defs") or {}
+    props: JSONDict = {}
+    for name, prop in (full.get("properties") or {}).items():
+        if "$ref" in prop:
+            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
+        if "anyOf" in prop:  # Optional[X]: keep X
+            non_null = [p for p in prop["anyOf"] if p.get("type") != "null"]
+            if len(non_null) == 1:
+                prop = {**non_null[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
+        kept = {k: v for k, v in prop.items() if k in _PRIMITIVE_KEYS}
+        if kept.get("type") not in ("string", "number", "integer", "boolean", "array"):
+            if "enum" in kept:
+                kept.setdefault("type", "string")
+            else:
+                raise TypeError(f"elicitation field {name!r} must be a string, number, integer, boolean or enum")
+        props[name] = kept
+    schema: JSONDict = {"type": "object", "properties": props}
+    required = full.get("required")
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+__all__ = ["Context", "ElicitationResult", "elicitation_schema"]

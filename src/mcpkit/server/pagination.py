@@ -1,0 +1,89 @@
+"""Opaque, tamper-proof list cursors.
+
+A cursor is ``base64url(json) + "." + HMAC`` over the list it belongs to, the offset of the next page and the
+key of the last item sent. Anything that does not verify is an invalid cursor (-32602), so a forged, truncated
+or foreign cursor can never crash the server or index out of range. When the list changed between pages, the
+next page resumes after the last item the client saw (if it still exists) instead of trusting the offset.
+
+Per DESIGN.md: a ``cursor`` of ``""`` is an empty last page (2024-11-05/2025-03-26 sessions end their lists
+with ``nextCursor: ""``, and a client that sends it back must not get the first page again).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import orjson
+
+from ..protocol.errors import InvalidParams
+
+T = TypeVar("T")
+_MAX_CURSOR = 1024
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Paginator:
+    """Slice lists into pages with sealed cursors. ``key`` (bytes) lets several workers share cursors."""
+
+    def __init__(self, key: bytes | None = None) -> None:
+        self._key = key or os.urandom(32)
+
+    def _sign(self, body: str) -> str:
+        return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest()[:16])
+
+    def encode(self, kind: str, offset: int, last: str) -> str:
+        body = _b64(orjson.dumps([kind, offset, last]))
+        return f"{body}.{self._sign(body)}"
+
+    def decode(self, kind: str, cursor: Any) -> tuple[int, str]:
+        if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR:
+            raise InvalidParams("invalid cursor")
+        body, _, sig = cursor.partition(".")
+        if not sig or not hmac.compare_digest(sig, self._sign(body) if body.isascii() else ""):
+            raise InvalidParams("invalid cursor")
+        try:
+            k, offset, last = orjson.loads(_unb64(body))
+        except Exception:
+            raise InvalidParams("invalid cursor") from None
+        if k != kind or not isinstance(offset, int) or offset < 0 or not isinstance(last, str):
+            raise InvalidParams("invalid cursor: it belongs to a different list")
+        return offset, last
+
+    def page(
+        self, kind: str, items: Sequence[T], params: dict[str, Any], page_size: int, key: Callable[[T], str]
+    ) -> tuple[list[T], str | None]:
+        """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end)."""
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            if cursor == "":
+                return [], None
+            offset, last = self.decode(kind, cursor)
+            start = offset
+            if not (0 < offset <= len(items) and key(items[offset - 1]) == last):
+                # the list changed since: resume after the last item the client saw, if it is still there
+                for i, item in enumerate(items):
+                    if key(item) == last:
+                        start = i + 1
+                        break
+                start = min(start, len(items))
+        end = start + page_size
+        chunk = list(items[start:end])
+        if end < len(items) and chunk:
+            return chunk, self.encode(kind, end, key(chunk[-1]))
+        return chunk, None
+
+
+__all__ = ["Paginator"]

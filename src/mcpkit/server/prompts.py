@@ -1,0 +1,159 @@
+"""Prompts: a function whose arguments are the prompt's arguments and whose return value is its messages.
+
+Return a ``str`` (one user message), a :class:`Message` (``Message.user(...)``, ``Message.assistant(...)``), a
+dict, or a list of those. A message's content may be a string, an :class:`~mcpkit.server.tools.Image` /
+:class:`~mcpkit.server.tools.Audio`, resource contents (embedded), a resource link or any content block.
+Arguments arrive as strings on the wire; annotate them (``int``, ``Literal[...]``) and they are converted and
+checked. A ``Literal``/``Enum`` argument completes automatically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from ..protocol import types as t
+from ..protocol.errors import InvalidParams
+from ..protocol.versions import Features
+from .completions import Completer
+from .schema import FunctionInfo, format_validation_error, literal_choices
+from .tools import downgrade_content, to_content
+
+if TYPE_CHECKING:
+    from .context import Context
+
+JSONDict = dict[str, Any]
+
+
+class Message:
+    """One prompt message: ``Message.user("text")``, ``Message.assistant(Image(png))``."""
+
+    __slots__ = ("content", "role")
+
+    def __init__(self, role: str, content: Any) -> None:
+        if role not in ("user", "assistant"):
+            raise ValueError("role must be 'user' or 'assistant'")
+        self.role = role
+        self.content = content
+
+    @classmethod
+    def user(cls, content: Any) -> Message:
+        return cls("user", content)
+
+    @classmethod
+    def assistant(cls, content: Any) -> Message:
+        return cls("assistant", content)
+
+    def to_wire(self) -> list[JSONDict]:
+        blocks = to_content(self.content)
+        return [{"role": self.role, "content": b} for b in blocks]
+
+
+def to_messages(value: Any) -> list[JSONDict]:
+    """Convert a prompt function's return value into ``messages`` (wire form)."""
+    if isinstance(value, Message):
+        return value.to_wire()
+    if isinstance(value, t.PromptMessage):
+        return [value.dump()]
+    if isinstance(value, dict) and "role" in value and "content" in value:
+        content = value["content"]
+        if isinstance(content, dict):
+            return [value]
+        return Message(value["role"], content).to_wire()
+    if isinstance(value, (list, tuple)):
+        out: list[JSONDict] = []
+        for v in value:
+            out.extend(to_messages(v) if isinstance(v, (Message, t.PromptMessage, dict)) else Message.user(v).to_wire())
+        return out
+    return Message.user(value).to_wire()
+
+
+class Prompt:
+    """A registered prompt."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        completions: dict[str, Completer] | None = None,
+    ) -> None:
+        self.name = name or fn.__name__
+        self.fn = fn
+        self.info = FunctionInfo(fn, name=self.name)
+        self.title = title
+        self.description = description if description is not None else self.info.description
+        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.meta = meta
+        self.completions: dict[str, Completer] = {}
+        names = {p.name for p in self.info.params}
+        for p in self.info.params:
+            choices = literal_choices(p.annotation)
+            if choices:
+                self.completions[p.name] = choices
+        if completions:
+            unknown = sorted(set(completions) - names)
+            if unknown:
+                raise ValueError(f"prompt {self.name!r}: completions for unknown arguments {unknown}")
+            self.completions.update(completions)
+        self._defs: dict[str, JSONDict] = {}
+
+    def definition(self, feats: Features) -> JSONDict:
+        cached = self._defs.get(feats.version)
+        if cached is not None:
+            return cached
+        d: JSONDict = {"name": self.name}
+        if self.title and feats.titles:
+            d["title"] = self.title
+        if self.description:
+            d["description"] = self.description
+        args: list[JSONDict] = []
+        for p in self.info.params:
+            a: JSONDict = {"name": p.name, "required": p.required}
+            if p.description:
+                a["description"] = p.description
+            args.append(a)
+        if args:
+            d["arguments"] = args
+        if self.icons and feats.icons:
+            d["icons"] = self.icons
+        if self.meta and feats.titles:
+            d["_meta"] = self.meta
+        self._defs[feats.version] = d
+        return d
+
+    async def render(self, arguments: dict[str, Any], ctx: Context | None, feats: Features) -> JSONDict:
+        """``prompts/get``: check the arguments (-32602 when required ones are missing), run, convert."""
+        missing = [p.name for p in self.info.params if p.required and p.name not in arguments]
+        if missing:
+            raise InvalidParams(f"prompt {self.name!r}: missing required arguments: {', '.join(missing)}")
+        try:
+            kwargs = self.info.validate(arguments)
+        except ValidationError as exc:
+            raise InvalidParams(format_validation_error(exc, f"prompt {self.name!r}")) from None
+        if self.info.context_param is not None:
+            kwargs[self.info.context_param] = ctx
+        if self.info.is_async:
+            value = await self.fn(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.fn, **kwargs)
+            if inspect.isawaitable(value):
+                value = await value
+        messages = to_messages(value)
+        for m in messages:
+            m["content"] = downgrade_content([m["content"]], feats)[0]
+        result: JSONDict = {"messages": messages}
+        if self.description:
+            result["description"] = self.description
+        return result
+
+
+__all__ = ["Message", "Prompt", "to_messages"]

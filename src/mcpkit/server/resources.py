@@ -1,0 +1,261 @@
+"""Resources: static ones (a URI → a function or fixed content) and RFC 6570 templates (variables → arguments).
+
+What a resource function returns becomes ``contents`` (see :func:`to_contents`): ``str`` → text, ``bytes`` →
+base64 ``blob``, resource contents models/dicts as is, a list of those, anything else → JSON text. ``mimeType``
+is always sent: the one you gave, else guessed from the return annotation (``str`` → ``text/plain``,
+``bytes`` → ``application/octet-stream``, objects → ``application/json``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..protocol import types as t
+from ..protocol.errors import ResourceNotFound
+from ..protocol.versions import Features
+from .completions import Completer
+from .schema import FunctionInfo, literal_choices, unwrap_optional
+from .tools import _json_text
+from .uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from .context import Context
+
+JSONDict = dict[str, Any]
+
+
+def mime_for_annotation(annotation: Any) -> str:
+    tp, _ = unwrap_optional(annotation)
+    if tp is bytes or tp is bytearray:
+        return "application/octet-stream"
+    if tp in (str, inspect.Signature.empty, Any):
+        return "text/plain"
+    return "application/json"
+
+
+def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
+    """Convert a resource function's return value into ``contents`` (wire form, ``mimeType`` always set)."""
+    if isinstance(value, str):
+        return [{"uri": uri, "mimeType": mime_type or "text/plain", "text": value}]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        blob = base64.b64encode(bytes(value)).decode("ascii")
+        return [{"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": blob}]
+    if isinstance(value, (t.TextResourceContents, t.BlobResourceContents)):
+        d = value.dump()
+        d.setdefault("mimeType", mime_type or ("text/plain" if "text" in d else "application/octet-stream"))
+        return [d]
+    if isinstance(value, dict) and "uri" in value and ("text" in value or "blob" in value):
+        d = dict(value)
+        d.setdefault("mimeType", mime_type or ("text/plain" if "text" in d else "application/octet-stream"))
+        return [d]
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(
+            isinstance(v, (t.TextResourceContents, t.BlobResourceContents))
+            or (isinstance(v, dict) and "uri" in v and ("text" in v or "blob" in v))
+            for v in value
+        )
+    ):
+        out: list[JSONDict] = []
+        for v in value:
+            out.extend(to_contents(v, uri, mime_type))
+        return out
+    return [{"uri": uri, "mimeType": mime_type or "application/json", "text": _json_text(value)}]
+
+
+async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) -> Any:
+    if is_async:
+        return await fn(**kwargs)
+    result = await asyncio.to_thread(fn, **kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class _ResourceBase:
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: str | None,
+        description: str | None,
+        mime_type: str | None,
+        annotations: JSONDict | BaseModel | None,
+        icons: Sequence[JSONDict | t.Icon] | None,
+        meta: JSONDict | None,
+    ) -> None:
+        self.name = name
+        self.title = title
+        self.description = description
+        self.mime_type = mime_type
+        self.annotations = t.dump(annotations) if annotations is not None else None
+        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.meta = meta
+        self._defs: dict[str, JSONDict] = {}
+
+    def _common(self, d: JSONDict, feats: Features) -> JSONDict:
+        if self.title and feats.titles:
+            d["title"] = self.title
+        if self.description:
+            d["description"] = self.description
+        if self.mime_type:
+            d["mimeType"] = self.mime_type
+        if self.annotations:
+            d["annotations"] = self.annotations
+        if self.icons and feats.icons:
+            d["icons"] = self.icons
+        if self.meta and feats.titles:
+            d["_meta"] = self.meta
+        return d
+
+
+class Resource(_ResourceBase):
+    """A static resource: one URI, read by calling ``fn`` (or serving fixed ``content``)."""
+
+    def __init__(
+        self,
+        uri: str,
+        fn: Callable[..., Any] | None = None,
+        *,
+        content: str | bytes | None = None,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        size: int | None = None,
+        annotations: JSONDict | BaseModel | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+    ) -> None:
+        if (fn is None) == (content is None):
+            raise ValueError("a resource needs exactly one of a function or content")
+        self.uri = uri
+        self.fn = fn
+        self.content = content
+        self.info: FunctionInfo | None = None
+        if fn is not None:
+            self.info = FunctionInfo(fn, name=name or fn.__name__)
+            required = [p.name for p in self.info.params if p.required]
+            if required:
+                raise ValueError(f"static resource {uri!r}: its function takes required arguments {required}")
+            if mime_type is None:
+                mime_type = mime_for_annotation(self.info.return_annotation)
+            if description is None:
+                description = self.info.description
+        else:
+            assert content is not None
+            if mime_type is None:
+                mime_type = "text/plain" if isinstance(content, str) else "application/octet-stream"
+            if size is None:
+                size = len(content.encode()) if isinstance(content, str) else len(content)
+        super().__init__(
+            name=name or (fn.__name__ if fn is not None else uri),
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+        )
+        self.size = size
+
+    def definition(self, feats: Features) -> JSONDict:
+        cached = self._defs.get(feats.version)
+        if cached is None:
+            d: JSONDict = {"uri": self.uri, "name": self.name}
+            self._common(d, feats)
+            if self.size is not None:
+                d["size"] = self.size
+            cached = self._defs[feats.version] = d
+        return cached
+
+    async def read(self, ctx: Context | None) -> list[JSONDict]:
+        if self.fn is None:
+            return to_contents(self.content, self.uri, self.mime_type)
+        assert self.info is not None
+        kwargs: dict[str, Any] = {}
+        if self.info.context_param is not None:
+            kwargs[self.info.context_param] = ctx
+        value = await _call(self.fn, self.info.is_async, kwargs)
+        return to_contents(value, self.uri, self.mime_type)
+
+
+class ResourceTemplate(_ResourceBase):
+    """A parameterized resource: its URI template's variables become the function's arguments."""
+
+    def __init__(
+        self,
+        uri_template: str,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: JSONDict | BaseModel | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        completions: dict[str, Completer] | None = None,
+    ) -> None:
+        self.template = UriTemplate(uri_template)
+        self.uri_template = uri_template
+        self.fn = fn
+        self.info = FunctionInfo(fn, name=name or fn.__name__)
+        variables = set(self.template.variables)
+        params = {p.name for p in self.info.params}
+        missing = [p.name for p in self.info.params if p.required and p.name not in variables]
+        if missing:
+            raise ValueError(f"resource template {uri_template!r}: arguments {missing} are not template variables")
+        extra = sorted(variables - params)
+        if extra:
+            raise ValueError(f"resource template {uri_template!r}: variables {extra} are not function arguments")
+        self.completions: dict[str, Completer] = {}
+        for p in self.info.params:
+            choices = literal_choices(p.annotation)
+            if choices:
+                self.completions[p.name] = choices
+        if completions:
+            unknown = sorted(set(completions) - variables)
+            if unknown:
+                raise ValueError(f"resource template {uri_template!r}: completions for unknown variables {unknown}")
+            self.completions.update(completions)
+        super().__init__(
+            name=name or fn.__name__,
+            title=title,
+            description=description if description is not None else self.info.description,
+            mime_type=mime_type or mime_for_annotation(self.info.return_annotation),
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+        )
+
+    def definition(self, feats: Features) -> JSONDict:
+        cached = self._defs.get(feats.version)
+        if cached is None:
+            d: JSONDict = {"uriTemplate": self.uri_template, "name": self.name}
+            cached = self._defs[feats.version] = self._common(d, feats)
+        return cached
+
+    def match(self, uri: str) -> dict[str, str] | None:
+        return self.template.match(uri)
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+        try:
+            kwargs = self.info.validate(variables)
+        except ValidationError:
+            # the URI has the template's shape but not a valid value (e.g. a non-number id): no such resource
+            raise ResourceNotFound(uri) from None
+        if self.info.context_param is not None:
+            kwargs[self.info.context_param] = ctx
+        value = await _call(self.fn, self.info.is_async, kwargs)
+        return to_contents(value, uri, self.mime_type)
+
+
+__all__ = ["Resource", "ResourceTemplate", "mime_for_annotation", "to_contents"]

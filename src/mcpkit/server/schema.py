@@ -1,0 +1,375 @@
+"""From a Python function to MCP schemas: arguments (type hints + docstring) and the return annotation.
+
+``FunctionInfo.of(fn)`` inspects the signature once (cheap, at decoration time); the pydantic model and the
+JSON Schemas are built lazily on first use, so importing a server with many tools stays fast.
+
+* Input: one pydantic model per function (``extra="forbid"``: unknown arguments are errors the model can act
+  on), JSON Schema 2020-12 with ``$defs`` kept at the root so every ``$ref`` resolves, without the noise of
+  auto-generated titles. Parameter descriptions come from ``Annotated[..., Field(description=...)]`` or the
+  docstring (Google ``Args:``, Sphinx ``:param x:`` and NumPy ``Parameters`` styles).
+* A parameter annotated with :class:`~mcpkit.server.context.Context` (or ``Context | None``) is injected and
+  never appears in the schema.
+* Output: see :class:`ReturnInfo`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any, Literal, Union, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import CoreSchema
+
+JSONDict = dict[str, Any]
+
+
+class _Schema(GenerateJsonSchema):
+    """2020-12 JSON Schema without the auto-generated per-field titles."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> Any:
+        out = super().generate(schema, mode)
+        if isinstance(out, dict):
+            out.pop("title", None)
+        return out
+
+
+def json_schema_of(adapter: TypeAdapter[Any] | type[BaseModel], mode: JsonSchemaMode = "validation") -> JSONDict:
+    if isinstance(adapter, TypeAdapter):
+        return adapter.json_schema(schema_generator=_Schema, mode=mode)
+    return adapter.model_json_schema(schema_generator=_Schema, mode=mode)
+
+
+# ---------------------------------------------------------------------------------------------- docstrings
+
+_GOOGLE_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+_SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:]+\s)?(\w+)\s*:\s*(.*)$")
+_NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
+
+
+@dataclasses.dataclass(slots=True)
+class Docstring:
+    summary: str | None
+    params: dict[str, str]
+
+
+def parse_docstring(doc: str | None) -> Docstring:
+    """Split a docstring into its description and per-parameter descriptions."""
+    if not doc:
+        return Docstring(None, {})
+    lines = inspect.cleandoc(doc).splitlines()
+    params: dict[str, str] = {}
+    summary: list[str] = []
+    section: str | None = None
+    current: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        sphinx = _SPHINX_PARAM.match(line)
+        if sphinx:
+            current = sphinx.group(1)
+            params[current] = sphinx.group(2).strip()
+            section = "sphinx"
+            i += 1
+            continue
+        if line.strip().startswith(":") and section == "sphinx":
+            current = None
+            i += 1
+            continue
+        g = _GOOGLE_SECTION.match(line)
+        if g:
+            section = "args" if g.group(1).lower() in ("args", "arguments", "parameters", "params") else "other"
+            current = None
+            i += 1
+            continue
+        if i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and line.strip():
+            name = line.strip().lower()
+            section = "numpy" if name in ("parameters", "params", "arguments") else "other"
+            current = None
+            i += 2
+            continue
+        if section is None:
+            summary.append(line)
+        elif section == "args":
+            m = re.match(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line) if line[:1].isspace() else None
+            indent = len(line) - len(line.lstrip())
+            if m and (current is None or indent <= _arg_indent(lines, i)):
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(2).strip()
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+            elif not line.strip():
+                current = None if not line[:1].isspace() else current
+        elif section == "numpy":
+            if line and not line[:1].isspace():
+                current = line.split(":")[0].strip().lstrip("*")
+                params[current] = ""
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+        elif section == "sphinx" and current and line.strip():
+            params[current] = (params[current] + " " + line.strip()).strip()
+        i += 1
+    text = "\n".join(summary).strip()
+    return Docstring(text or None, params)
+
+
+def _arg_indent(lines: list[str], i: int) -> int:
+    # the indentation of the first argument line of the current Args section
+    j = i
+    while j > 0 and not _GOOGLE_SECTION.match(lines[j - 1]):
+        j -= 1
+    for line in lines[j:]:
+        if line.strip():
+            return len(line) - len(line.lstrip())
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------- types
+
+
+def unwrap_optional(tp: Any) -> tuple[Any, bool]:
+    """``X | None`` -> (X, True)."""
+    origin = get_origin(tp)
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if len(args) < len(get_args(tp)):
+            if len(args) == 1:
+                return args[0], True
+            return Union[tuple(args)], True  # noqa: UP007
+    return tp, False
+
+
+def literal_choices(tp: Any) -> list[str] | None:
+    """The string choices of a ``Literal[...]`` or a str ``Enum`` annotation (for automatic completion)."""
+    tp, _ = unwrap_optional(tp)
+    if get_origin(tp) is typing.Annotated:
+        tp = get_args(tp)[0]
+    if get_origin(tp) is Literal:
+        values = [v for v in get_args(tp) if isinstance(v, str)]
+        return values or None
+    import enum
+
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return [str(m.value) for m in tp]
+    return None
+
+
+def _is_context(tp: Any) -> bool:
+    from .context import Context
+
+    tp, _ = unwrap_optional(tp)
+    return isinstance(tp, type) and issubclass(tp, Context)
+
+
+@dataclasses.dataclass(slots=True)
+class Param:
+    name: str
+    annotation: Any
+    default: Any  # inspect.Parameter.empty when required
+    description: str | None
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+class FunctionInfo:
+    """What a decorated function takes: its parameters (minus the injected Context) and their schema."""
+
+    def __init__(self, fn: Callable[..., Any], *, name: str) -> None:
+        self.fn = fn
+        self.name = name
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004
+        )
+        sig = inspect.signature(fn)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:  # unresolvable forward references: fall back to the raw annotations
+            hints = {k: v.annotation for k, v in sig.parameters.items()}
+            hints["return"] = sig.return_annotation
+        self.doc = parse_docstring(inspect.getdoc(fn))
+        self.context_param: str | None = None
+        self.params: list[Param] = []
+        for p in sig.parameters.values():
+            if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                continue
+            ann = hints.get(p.name, Any)
+            if ann is inspect.Parameter.empty:
+                ann = Any
+            if _is_context(ann):
+                self.context_param = p.name
+                continue
+            if p.name.startswith("_"):
+                raise ValueError(f"{name}: parameter {p.name!r} starts with '_' (not allowed in an MCP schema)")
+            self.params.append(Param(p.name, ann, p.default, self.doc.params.get(p.name)))
+        ret = hints.get("return", sig.return_annotation)
+        self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
+
+    @property
+    def description(self) -> str | None:
+        return self.doc.summary
+
+    @cached_property
+    def model(self) -> type[BaseModel]:
+        fields: dict[str, Any] = {}
+        for p in self.params:
+            default = ... if p.required else p.default
+            if p.description is not None and not _has_description(p.annotation):
+                fields[p.name] = (p.annotation, Field(default, description=p.description))
+            else:
+                fields[p.name] = (p.annotation, default)
+        model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+            f"{_camel(self.name)}Arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+            **fields,
+        )
+        return model
+
+    @cached_property
+    def input_schema(self) -> JSONDict:
+        schema = json_schema_of(self.model)
+        schema.setdefault("properties", {})
+        schema["type"] = "object"
+        if not self.params:
+            schema["additionalProperties"] = False
+        return schema
+
+    def validate(self, arguments: JSONDict) -> dict[str, Any]:
+        """Validated keyword arguments (raises pydantic ``ValidationError``)."""
+        inst = self.model.model_validate(arguments)
+        return {p.name: getattr(inst, p.name) for p in self.params}
+
+
+def _has_description(annotation: Any) -> bool:
+    if get_origin(annotation) is typing.Annotated:
+        for meta in get_args(annotation)[1:]:
+            if getattr(meta, "description", None):
+                return True
+    return False
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", name) if part) or "Tool"
+
+
+def format_validation_error(exc: ValidationError, what: str) -> str:
+    """A message a model can act on: which argument, what was wrong, what was received."""
+    problems: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(x) for x in err.get("loc", ())) or "(arguments)"
+        kind = err.get("type")
+        if kind == "extra_forbidden":
+            problems.append(f"unexpected argument {loc!r}")
+        elif kind == "missing":
+            problems.append(f"missing required argument {loc!r}")
+        else:
+            got = err.get("input")
+            shown = repr(got)
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+            problems.append(f"{loc}: {err.get('msg')} (got {shown})")
+    return f"Invalid arguments for {what}: " + "; ".join(problems)
+
+
+# ---------------------------------------------------------------------------------------------- return values
+
+
+class ReturnInfo:
+    """How a tool's return annotation maps to ``outputSchema`` and ``structuredContent``.
+
+    * no annotation, ``Any``, ``None``, ``str``, ``bytes``, content types, ``CallToolResult``: no output schema
+      (``-> str`` sends the text once, as text content only);
+    * a pydantic model, dataclass, TypedDict or ``dict[str, X]``: its object schema, structured content as is;
+    * anything else (``int``, ``float``, ``bool``, ``list[X]``, unions, ...): wrapped as ``{"result": value}``.
+    """
+
+    def __init__(self, annotation: Any, *, structured: bool | None = None) -> None:
+        self.annotation = annotation
+        self.wrap = False
+        self.adapter: TypeAdapter[Any] | None = None
+        if structured is False or _is_unstructured(annotation):
+            return
+        tp = annotation
+        if get_origin(tp) is typing.Annotated:
+            tp = get_args(tp)[0]
+        self.wrap = not _is_object_type(tp)
+        self.adapter = TypeAdapter(annotation)
+
+    @property
+    def structured(self) -> bool:
+        return self.adapter is not None
+
+    @cached_property
+    def output_schema(self) -> JSONDict | None:
+        if self.adapter is None:
+            return None
+        inner = json_schema_of(self.adapter, mode="serialization")
+        if not self.wrap:
+            inner.setdefault("type", "object")
+            return inner
+        defs = inner.pop("$defs", None)
+        schema: JSONDict = {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+        if defs:
+            schema["$defs"] = defs  # "#/$defs/..." refs still resolve from the root
+        return schema
+
+    def structure(self, value: Any) -> Any:
+        """The ``structuredContent`` for ``value`` (validated against the annotation)."""
+        assert self.adapter is not None
+        data = self.adapter.dump_python(self.adapter.validate_python(value), mode="json", by_alias=True)
+        return {"result": data} if self.wrap else data
+
+
+def _is_unstructured(annotation: Any) -> bool:
+    from ..protocol import types as t
+    from .tools import Audio, Image
+
+    if annotation in (inspect.Signature.empty, Any, None, type(None), str, bytes, bytearray):
+        return True
+    tp, _ = unwrap_optional(annotation)
+    if tp in (str, bytes):
+        return True
+    content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
+    if isinstance(tp, type) and issubclass(tp, (*content, t.CallToolResult)):
+        return True
+    origin = get_origin(tp)
+    if origin in (list, tuple, typing.Sequence, Union, types.UnionType):
+        args = get_args(tp)
+        if any(isinstance(a, type) and issubclass(a, content) for a in args):
+            return True
+    return False
+
+
+def _is_object_type(tp: Any) -> bool:
+    if isinstance(tp, type):
+        if issubclass(tp, BaseModel) or dataclasses.is_dataclass(tp):
+            return True
+        if typing.is_typeddict(tp):
+            return True
+    origin = get_origin(tp)
+    if origin is dict:
+        args = get_args(tp)
+        return not args or args[0] is str
+    return False
+
+
+__all__ = [
+    "Docstring",
+    "FunctionInfo",
+    "Param",
+    "ReturnInfo",
+    "format_validation_error",
+    "json_schema_of",
+    "literal_choices",
+    "parse_docstring",
+]

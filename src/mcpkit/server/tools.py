@@ -1,0 +1,324 @@
+"""Tools: a Python function, its schemas, and the conversion of whatever it returns into a ``CallToolResult``.
+
+Return values (see :func:`to_content`): ``str`` → text; ``bytes`` → an image/audio block when the bytes say so,
+else an embedded blob; :class:`Image`/:class:`Audio` helpers; MCP content models or dicts; resource contents
+(embedded); :class:`ResourceLink`; a list of any of these; a ``CallToolResult`` (model or dict) as is; anything
+else → its JSON as text (plus ``structuredContent`` when the return annotation asks for it, see
+:class:`~mcpkit.server.schema.ReturnInfo`).
+
+Errors: invalid or unknown arguments and exceptions come back as ``isError: true`` results (the model can read
+them and retry); a :class:`ToolError` message reaches the client verbatim; any other exception is logged here
+with an error id and the client sees only that id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import logging
+import mimetypes
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from ..protocol import types as t
+from ..protocol.errors import MCPError, MissingRequiredClientCapability
+from ..protocol.versions import Features
+from .lowlevel import InputRequired
+from .schema import FunctionInfo, ReturnInfo, format_validation_error
+
+if TYPE_CHECKING:
+    from .context import Context
+
+logger = logging.getLogger("mcpkit.server.tools")
+JSONDict = dict[str, Any]
+
+_CONTENT_MODELS = (t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
+_CONTENT_TYPES = frozenset(("text", "image", "audio", "resource", "resource_link"))
+
+
+class ToolError(Exception):
+    """Raise it in a tool to return ``isError: true`` with this message, sent to the client verbatim."""
+
+
+class _Media:
+    kind = "image"
+    default_mime = "image/png"
+
+    def __init__(
+        self,
+        data: bytes | None = None,
+        *,
+        path: str | Path | None = None,
+        mime_type: str | None = None,
+        annotations: JSONDict | t.Annotations | None = None,
+    ) -> None:
+        if (data is None) == (path is None):
+            raise ValueError(f"{type(self).__name__}: give exactly one of data= or path=")
+        if path is not None:
+            p = Path(path)
+            data = p.read_bytes()
+            mime_type = mime_type or mimetypes.guess_type(p.name)[0]
+        assert data is not None
+        self.data = bytes(data)
+        self.mime_type = mime_type or sniff_mime(self.data) or self.default_mime
+        self.annotations = annotations
+
+    def to_content(self) -> JSONDict:
+        block: JSONDict = {
+            "type": self.kind,
+            "data": base64.b64encode(self.data).decode("ascii"),
+            "mimeType": self.mime_type,
+        }
+        if self.annotations is not None:
+            block["annotations"] = t.dump(self.annotations)
+        return block
+
+
+class Image(_Media):
+    """An image to return from a tool or a prompt: ``Image(png_bytes)`` or ``Image(path="chart.png")``."""
+
+
+class Audio(_Media):
+    """Audio to return from a tool or a prompt: ``Audio(wav_bytes)`` or ``Audio(path="clip.wav")``."""
+
+    kind = "audio"
+    default_mime = "audio/wav"
+
+
+def sniff_mime(data: bytes) -> str | None:
+    """The MIME type of common image/audio formats from their magic bytes."""
+    head = data[:16]
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3"):
+        return "audio/mpeg"
+    if head.startswith(b"OggS"):
+        return "audio/ogg"
+    if head.startswith(b"fLaC"):
+        return "audio/flac"
+    return None
+
+
+def _json_text(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(by_alias=True, exclude_none=True)
+    return orjson.dumps(value, default=_default).decode()
+
+
+def _default(obj: Any) -> Any:
+    if isinstance(obj, BaseModel):
+        return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    if isinstance(obj, bytes):
+        return base64.b64encode(obj).decode("ascii")
+    return str(obj)
+
+
+def _is_content_like(value: Any) -> bool:
+    if isinstance(value, (str, bytes, _Media, *_CONTENT_MODELS, t.TextResourceContents, t.BlobResourceContents)):
+        return True
+    return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
+
+
+def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDict]:
+    """Convert a function's return value into a list of content blocks (wire form)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        mime = sniff_mime(data)
+        if mime is not None:
+            return [(Image if mime.startswith("image/") else Audio)(data, mime_type=mime).to_content()]
+        return [
+            {
+                "type": "resource",
+                "resource": {
+                    "uri": blob_uri,
+                    "mimeType": "application/octet-stream",
+                    "blob": base64.b64encode(data).decode("ascii"),
+                },
+            }
+        ]
+    if isinstance(value, _Media):
+        return [value.to_content()]
+    if isinstance(value, _CONTENT_MODELS):
+        return [value.dump()]
+    if isinstance(value, (t.TextResourceContents, t.BlobResourceContents)):
+        return [{"type": "resource", "resource": value.dump()}]
+    if isinstance(value, dict) and value.get("type") in _CONTENT_TYPES:
+        return [value]
+    if isinstance(value, (list, tuple)) and value and all(_is_content_like(v) for v in value):
+        out: list[JSONDict] = []
+        for v in value:
+            out.extend(to_content(v, blob_uri=blob_uri))
+        return out
+    return [{"type": "text", "text": _json_text(value)}]
+
+
+def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]:
+    """Replace content a revision does not know (audio before 2025-03-26, resource links before 2025-06-18)."""
+    if feats.audio and feats.resource_links:
+        return blocks
+    out: list[JSONDict] = []
+    for b in blocks:
+        kind = b.get("type")
+        if kind == "audio" and not feats.audio:
+            out.append(
+                {"type": "text", "text": f"[audio content ({b.get('mimeType')}) not supported by {feats.version}]"}
+            )
+        elif kind == "resource_link" and not feats.resource_links:
+            out.append({"type": "text", "text": f"Resource: {b.get('uri')} ({b.get('name')})"})
+        else:
+            out.append(b)
+    return out
+
+
+def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
+    if value is None:
+        return None
+    return t.dump(value)
+
+
+class Tool:
+    """A registered tool: the function, its definition and how to call it."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONDict | t.ToolAnnotations | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        self.name = name or fn.__name__
+        if not self.name:
+            raise ValueError("a tool needs a name")
+        self.fn = fn
+        self.info = FunctionInfo(fn, name=self.name)
+        self.title = title
+        self.description = description if description is not None else (self.info.description or "")
+        self.annotations = _dump_annotations(annotations)
+        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.meta = meta
+        self._structured_output = structured_output
+        self._returns: ReturnInfo | None = None
+        self._defs: dict[str, JSONDict] = {}
+
+    @property
+    def returns(self) -> ReturnInfo:
+        if self._returns is None:
+            self._returns = ReturnInfo(self.info.return_annotation, structured=self._structured_output)
+        return self._returns
+
+    @property
+    def input_schema(self) -> JSONDict:
+        return self.info.input_schema
+
+    @property
+    def output_schema(self) -> JSONDict | None:
+        return self.returns.output_schema
+
+    def definition(self, feats: Features) -> JSONDict:
+        """The ``Tool`` object for ``tools/list``, shaped for the revision (cached per revision)."""
+        cached = self._defs.get(feats.version)
+        if cached is not None:
+            return cached
+        d: JSONDict = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        annotations = dict(self.annotations) if self.annotations else {}
+        if self.title:
+            if feats.titles:
+                d["title"] = self.title
+            else:
+                annotations.setdefault("title", self.title)
+        if feats.structured_output and self.output_schema is not None:
+            d["outputSchema"] = self.output_schema
+        if annotations and feats.tool_annotations:
+            d["annotations"] = annotations
+        if self.icons and feats.icons:
+            d["icons"] = self.icons
+        if self.meta and feats.titles:
+            d["_meta"] = self.meta
+        self._defs[feats.version] = d
+        return d
+
+    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
+        """Validate the arguments and call the function (sync functions run in a worker thread)."""
+        kwargs = self.info.validate(arguments)
+        if self.info.context_param is not None:
+            kwargs[self.info.context_param] = ctx
+        if self.info.is_async:
+            return await self.fn(**kwargs)
+        result = await asyncio.to_thread(self.fn, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+        """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results."""
+        try:
+            value = await self.run(arguments, ctx)
+        except ValidationError as exc:
+            return error_result(format_validation_error(exc, f"tool {self.name!r}"))
+        except ToolError as exc:
+            return error_result(str(exc))
+        except (InputRequired, MissingRequiredClientCapability):
+            raise  # protocol signals: an InputRequiredResult / -32021, not tool failures
+        except MCPError as exc:
+            return error_result(exc.message)
+        except Exception as exc:
+            return error_result(internal_error_message(f"tool {self.name!r}", exc))
+        try:
+            return self.build_result(value, feats)
+        except Exception as exc:
+            return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc))
+
+    def build_result(self, value: Any, feats: Features) -> JSONDict:
+        if isinstance(value, t.CallToolResult):
+            result = value.dump()
+        elif isinstance(value, dict) and isinstance(value.get("content"), list) and not self.returns.structured:
+            result = dict(value)
+        else:
+            returns = self.returns
+            if returns.structured and not _is_content_like(value):
+                structured = returns.structure(value)
+                content = [{"type": "text", "text": _json_text(structured)}]
+                result = {"content": content, "structuredContent": structured, "isError": False}
+            else:
+                result = {"content": to_content(value, blob_uri=f"mcpkit://tools/{self.name}/result"), "isError": False}
+        result["content"] = downgrade_content(result.get("content") or [], feats)
+        return result
+
+
+def error_result(message: str) -> JSONDict:
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def internal_error_message(what: str, exc: BaseException) -> str:
+    """Log ``exc`` with a fresh error id; return the sanitized message the client may see."""
+    error_id = uuid.uuid4().hex[:12]
+    logger.error("%s failed (error id %s)", what, error_id, exc_info=exc)
+    return f"Error in {what}: an internal error occurred (error id {error_id}). The details are in the server log."
+
+
+__all__ = ["Audio", "Image", "Tool", "ToolError", "downgrade_content", "error_result", "sniff_mime", "to_content"]
