@@ -15,7 +15,7 @@ from pydantic.alias_generators import to_camel
 
 Role: TypeAlias = Literal["user", "assistant"]
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
-LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+from .versions import LOG_LEVELS as LOG_LEVELS  # noqa: E402
 
 
 class MCPModel(BaseModel):

@@ -30,6 +30,9 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
+LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+
 class Era(Enum):
     """Handshake era (initialize + sessions) or modern era (stateless, per-request ``_meta``)."""
 

@@ -18,8 +18,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import BaseModel
-
 from ..engine import Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
@@ -34,8 +32,8 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.shaping import shape_result
-from ..protocol.types import LOG_LEVELS
 from ..protocol.versions import (
+    LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -46,11 +44,13 @@ from ..protocol.versions import (
 from .request_state import RequestStateSealer, request_digest
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from ..transports.base import Connection
 
 logger = logging.getLogger("mcpkit.server")
 
-Handler = Callable[["ServerRequestContext", JSONDict], Awaitable[JSONDict | BaseModel]]
+Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
 F = TypeVar("F", bound=Callable[..., Any])
 
 # server -> client request methods and the client capability each needs
@@ -422,7 +422,8 @@ class Server:
             if feats.modern:
                 raise InvalidParams(exc.message, exc.data) from None
             raise
-        if isinstance(result, BaseModel):
+        if not isinstance(result, dict):
+            # A pydantic model (checked by duck typing so importing the server does not import pydantic).
             result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         return shape_result(method, result, feats, self.info if feats.modern else None)
 
@@ -545,7 +546,7 @@ class Server:
         if transport == "stdio":
             asyncio.run(self.run_stdio_async(**options))
             return
-        from ..transports.http import serve  # type: ignore[import-not-found,unused-ignore]
+        from ..transports.http import serve  # type: ignore[attr-defined,import-not-found,unused-ignore]
 
         serve(self, transport, **options)
 
