@@ -107,6 +107,7 @@ class MCPKit(Server):
         self._lifespan_lock: asyncio.Lock | None = None
         self._lifespan_loop: asyncio.AbstractEventLoop | None = None
         self._pending_changes: set[str] = set()
+        self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     # ================================================================== tools
@@ -466,10 +467,14 @@ class MCPKit(Server):
     # ================================================================== change notifications
 
     def _changed(self, kind: str) -> None:
-        """Coalesce list changes made in one loop iteration into one notification per list."""
+        """Coalesce list changes made in one loop iteration into one notification per list. Safe to call from
+        a sync tool (worker thread): the change is handed to the serving loop."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
+            serving = self._serving_loop
+            if serving is not None and serving.is_running():
+                serving.call_soon_threadsafe(self._changed, kind)
             return  # not serving (yet): nobody to tell
         if kind in self._pending_changes:
             return
@@ -492,6 +497,7 @@ class MCPKit(Server):
     async def running(self) -> AsyncIterator[MCPKit]:
         """Hold the lifespan open (entered by the first user, exited by the last). Transports wrap serving in
         it; use it yourself to serve the app from custom code."""
+        self._serving_loop = asyncio.get_running_loop()
         await self._enter_lifespan()
         try:
             yield self

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from ..protocol.errors import CapabilityNotSupported
 from ..protocol.types import CreateMessageResult, Root
 
 if TYPE_CHECKING:
@@ -178,6 +179,8 @@ class Context:
         self, message: str, schema: type[T] | JSONDict, *, timeout: float | None = None
     ) -> ElicitationResult[T]:
         """Ask the user for structured input (form mode). ``schema``: a flat pydantic model or a JSON Schema."""
+        if not self._ctx.features.elicitation:
+            raise CapabilityNotSupported(f"elicitation does not exist in protocol {self._ctx.protocol_version}")
         model: type[BaseModel] | None = None
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             model = schema

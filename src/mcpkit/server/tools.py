@@ -27,7 +27,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from ..protocol import types as t
-from ..protocol.errors import MCPError, MissingRequiredClientCapability
+from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.versions import Features
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, format_validation_error
@@ -286,6 +286,8 @@ class Tool:
             raise  # protocol signals: an InputRequiredResult / -32021, not tool failures
         except MCPError as exc:
             return error_result(exc.message)
+        except CapabilityNotSupported as exc:  # the client cannot do what the tool asked (sampling, roots, ...)
+            return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
         except Exception as exc:
             return error_result(internal_error_message(f"tool {self.name!r}", exc))
         try:
