@@ -370,7 +370,8 @@ async def test_get_prompts(mode: str) -> None:
         r = (await cs.get_prompt("with_resource", {"n": "3"})).dump()
         embedded = r["messages"][0]["content"]
         assert embedded["type"] == "resource"
-        assert embedded["resource"] == {"uri": "mcpkit://static/3", "mimeType": "text/plain", "text": "Static resource 3"}
+        expected = {"uri": "mcpkit://static/3", "mimeType": "text/plain", "text": "Static resource 3"}
+        assert embedded["resource"] == expected
         r = (await cs.get_prompt("with_image")).dump()
         assert r["messages"][0]["content"]["type"] == "image"
         assert r["messages"][0]["content"]["mimeType"] == "image/png"
