@@ -396,17 +396,18 @@ class Client:
     async def _explain_start_failure(self, opened: OpenedTarget, exc: BaseException) -> BaseException | None:
         if opened.stdio is None or not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
             return None
+        if isinstance(exc, (TimeoutError, RequestTimeout)):
+            # (closing the session has already stopped the process: its exit code would be our own signal)
+            return ServerStartError(
+                f"the server {opened.target.description!r} did not complete initialization within "
+                f"{self.connect_timeout}s",
+                stderr=opened.stderr,
+            )
         if await opened.process_exited(wait=1.0):
             return ServerStartError(
                 f"the server {opened.target.description!r} exited before the connection was established",
                 stderr=opened.stderr,
                 returncode=opened.returncode,
-            )
-        if isinstance(exc, (TimeoutError, RequestTimeout)):
-            return ServerStartError(
-                f"the server {opened.target.description!r} did not complete initialization within "
-                f"{self.connect_timeout}s",
-                stderr=opened.stderr,
             )
         return ServerStartError(f"lost the connection to {opened.target.description!r}: {exc}", stderr=opened.stderr)
 

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
@@ -215,6 +216,13 @@ def parse_target(
     return t
 
 
+def _python_script(argv: list[str]) -> list[str]:
+    """``server.py --flag`` runs with this Python when the script is not executable itself."""
+    if argv and argv[0].endswith(".py") and os.path.isfile(argv[0]) and not os.access(argv[0], os.X_OK):
+        return [sys.executable, *argv]
+    return argv
+
+
 def _parse(target: Any) -> Target:
     if isinstance(target, Target):
         return target
@@ -240,14 +248,14 @@ def _parse(target: Any) -> Target:
             if not Path(s).is_file():
                 raise ServerNotFound(f"server file not found: {s}")
             return Target(STDIO, stdio=StdioServer([sys.executable, s]))
-        return Target(STDIO, stdio=StdioServer(s))
+        return Target(STDIO, stdio=StdioServer(_python_script(shlex.split(s))))
     if isinstance(target, Mapping):
         return _from_entry(target, name=None, base_dir=None)
     if isinstance(target, Sequence) and not isinstance(target, (bytes, bytearray)):
         argv = [str(a) for a in target]
         if not argv:
             raise TargetError("empty command line")
-        return Target(STDIO, stdio=StdioServer(argv))
+        return Target(STDIO, stdio=StdioServer(_python_script(argv)))
     if _is_server_object(target):
         return Target(MEMORY, server=target)
     if _is_connection(target):

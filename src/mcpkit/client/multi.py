@@ -1,0 +1,233 @@
+"""Several servers behind one namespace: ``MultiClient({"fs": "npx server-fs /tmp", "web": "https://..."})``.
+
+Tools and prompts are exposed as ``<server><separator><name>`` (default separator ``"__"``, which is valid in every
+LLM tool-name alphabet; ``"."`` also works). Resources keep their URIs; the client remembers which server listed
+each one.
+
+Isolation: servers connect concurrently; one that fails to start, times out, or dies later is recorded in
+:attr:`MultiClient.errors` and skipped, and every call that fans out (``list_tools``...) reports per-server errors
+instead of failing as a whole. A call routed to a broken server raises :class:`ServerUnavailable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from ..protocol.errors import ConnectionClosed, MCPError
+from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+from .client import Client, ToolResult
+from .targets import load_config
+
+__all__ = ["MultiClient", "ServerUnavailable"]
+
+
+class ServerUnavailable(ConnectionError):
+    """The named server is not connected (it failed to start or died); ``.cause`` is the original error."""
+
+    def __init__(self, name: str, cause: BaseException | None) -> None:
+        self.name = name
+        self.cause = cause
+        super().__init__(f"server {name!r} is unavailable" + (f": {cause}" if cause is not None else ""))
+
+
+def _fatal(exc: BaseException) -> bool:
+    """Errors after which the server's connection is considered dead (not a mere MCP error answer)."""
+    return isinstance(exc, (ConnectionError, OSError)) and not isinstance(exc, MCPError)
+
+
+class MultiClient:
+    """A client for many servers at once.
+
+    Args:
+        servers: ``{name: target}`` (any :class:`Client` target), an ``{"mcpServers": {...}}`` document, or the
+            path of an ``mcp.json`` file.
+        separator: joins server and tool/prompt names (default ``"__"``).
+        connect_timeout: per-server bound on connecting.
+        **client_options: passed to every :class:`Client` (handlers, timeout, ...).
+    """
+
+    def __init__(
+        self,
+        servers: Mapping[str, Any] | str,
+        *,
+        separator: str = "__",
+        connect_timeout: float | None = 30.0,
+        **client_options: Any,
+    ) -> None:
+        if isinstance(servers, str):
+            servers = load_config(servers)
+        elif "mcpServers" in servers and isinstance(servers["mcpServers"], Mapping):
+            servers = servers["mcpServers"]
+        if not separator:
+            raise ValueError("separator must not be empty")
+        for name in servers:
+            if separator in name:
+                raise ValueError(f"server name {name!r} contains the separator {separator!r}")
+        self.targets: dict[str, Any] = dict(servers)
+        self.separator = separator
+        self.connect_timeout = connect_timeout
+        self.client_options = client_options
+        self.clients: dict[str, Client] = {}
+        self.errors: dict[str, BaseException] = {}
+        self._resource_owner: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> MultiClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def connect(self) -> None:
+        """Connect every server concurrently; failures go to :attr:`errors`."""
+        await asyncio.gather(*(self._connect_one(name) for name in self.targets if name not in self.clients))
+
+    async def _connect_one(self, name: str) -> None:
+        opts = {"connect_timeout": self.connect_timeout, **self.client_options}
+        try:
+            client = Client(self.targets[name], **opts)
+            await client.connect()
+        except Exception as exc:
+            self.errors[name] = exc
+            return
+        self.errors.pop(name, None)
+        self.clients[name] = client
+
+    async def reconnect(self, name: str) -> bool:
+        """Try to (re)connect one server; True when it is connected afterwards."""
+        old = self.clients.pop(name, None)
+        if old is not None:
+            with contextlib.suppress(Exception):
+                await old.aclose()
+        await self._connect_one(name)
+        return name in self.clients
+
+    async def aclose(self) -> None:
+        clients = list(self.clients.values())
+        self.clients.clear()
+        await asyncio.gather(*(c.aclose() for c in clients), return_exceptions=True)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.targets)
+
+    def client(self, name: str) -> Client:
+        """The :class:`Client` of one server (raises :class:`ServerUnavailable` when it is not connected)."""
+        c = self.clients.get(name)
+        if c is None:
+            if name not in self.targets:
+                raise KeyError(f"no server named {name!r} (have: {', '.join(self.targets)})")
+            raise ServerUnavailable(name, self.errors.get(name))
+        return c
+
+    def _mark_dead(self, name: str, exc: BaseException) -> None:
+        self.errors[name] = exc
+        client = self.clients.pop(name, None)
+        if client is not None:
+            task = asyncio.get_running_loop().create_task(client.aclose())
+            task.add_done_callback(lambda t: t.exception() if not t.cancelled() else None)
+
+    # ------------------------------------------------------------------ names
+
+    def qualify(self, server: str, name: str) -> str:
+        return f"{server}{self.separator}{name}"
+
+    def split(self, qualified: str) -> tuple[str, str]:
+        """``"a__tool"`` -> ``("a", "tool")`` (the longest matching server name wins)."""
+        best: str | None = None
+        for name in self.targets:
+            prefix = name + self.separator
+            if qualified.startswith(prefix) and (best is None or len(name) > len(best)):
+                best = name
+        if best is None:
+            raise KeyError(f"{qualified!r} does not start with a server name and {self.separator!r}")
+        return best, qualified[len(best) + len(self.separator) :]
+
+    # ------------------------------------------------------------------ fan-out
+
+    async def _fan_out(self, op: Any) -> dict[str, Any]:
+        names = list(self.clients)
+
+        async def one(name: str) -> Any:
+            return await op(self.clients[name])
+
+        results = await asyncio.gather(*(one(n) for n in names), return_exceptions=True)
+        out: dict[str, Any] = {}
+        for name, res in zip(names, results, strict=True):
+            if isinstance(res, BaseException):
+                if isinstance(res, asyncio.CancelledError):
+                    raise res
+                if _fatal(res):
+                    self._mark_dead(name, res)
+                else:
+                    self.errors[name] = res
+                continue
+            if name in self.errors and name in self.clients:
+                self.errors.pop(name, None)
+            out[name] = res
+        return out
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool of every reachable server, names qualified; per-server failures land in :attr:`errors`."""
+        per = await self._fan_out(lambda c: c.list_tools())
+        tools: list[Tool] = []
+        for server, items in per.items():
+            for t in items:
+                tools.append(t.model_copy(update={"name": self.qualify(server, t.name)}))
+        return tools
+
+    async def call_tool(self, qualified: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> ToolResult:
+        server, name = self.split(qualified)
+        client = self.client(server)
+        try:
+            return await client.call_tool(name, arguments, **kw)
+        except Exception as exc:
+            if _fatal(exc):
+                self._mark_dead(server, exc)
+                raise ServerUnavailable(server, exc) from exc
+            raise
+
+    async def list_prompts(self) -> list[Prompt]:
+        per = await self._fan_out(lambda c: c.list_prompts())
+        return [p.model_copy(update={"name": self.qualify(s, p.name)}) for s, items in per.items() for p in items]
+
+    async def get_prompt(self, qualified: str, arguments: Mapping[str, Any] | None = None) -> GetPromptResult:
+        server, name = self.split(qualified)
+        return await self.client(server).get_prompt(name, arguments)
+
+    async def list_resources(self) -> list[tuple[str, Resource]]:
+        """``(server, resource)`` pairs; the owner of each URI is remembered for :meth:`read_resource`."""
+        per = await self._fan_out(lambda c: c.list_resources())
+        out: list[tuple[str, Resource]] = []
+        for server, items in per.items():
+            for r in items:
+                self._resource_owner.setdefault(r.uri, server)
+                out.append((server, r))
+        return out
+
+    async def read_resource(self, uri: str, *, server: str | None = None) -> ReadResourceResult:
+        """Read from ``server``, else from the server that listed ``uri``, else from the first that can."""
+        if server is None:
+            server = self._resource_owner.get(uri)
+        if server is not None:
+            return await self.client(server).read_resource(uri)
+        last: BaseException | None = None
+        for client in list(self.clients.values()):
+            try:
+                return await client.read_resource(uri)
+            except Exception as exc:
+                last = exc
+        raise MCPError(f"no connected server could read {uri!r}" + (f": {last}" if last else ""))
+
+    async def ping(self) -> dict[str, float | BaseException]:
+        """Round-trip time per server, or the error that server gave (never raises for one server)."""
+        out: dict[str, float | BaseException] = {}
+        per = await self._fan_out(lambda c: c.ping())
+        for name in self.targets:
+            out[name] = per[name] if name in per else self.errors.get(name, ConnectionClosed("not connected"))
+        return out

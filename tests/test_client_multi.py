@@ -1,0 +1,80 @@
+"""MultiClient: several real servers (in-process and stdio subprocesses) behind one namespace; a broken server is
+isolated and reported per server."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpkit.client.multi import MultiClient, ServerUnavailable
+from mcpkit.client.targets import ServerNotFound, ServerStartError
+from test_client_server import build_server
+
+SERVER = str(Path(__file__).with_name("test_client_server.py"))
+
+
+async def test_one_namespace_over_two_servers() -> None:
+    async with MultiClient({"a": build_server(), "b": [sys.executable, SERVER]}) as mc:
+        assert mc.errors == {}
+        tools = await mc.list_tools()
+        names = {t.name for t in tools}
+        assert {"a__echo", "b__echo", "a__add", "b__t11"} <= names and len(tools) == 52
+        assert (await mc.call_tool("b__echo", {"text": "via b"})).text == "via b"
+        assert (await mc.call_tool("a__add", {"a": 1, "b": 1})).data == {"sum": 2}
+        prompts = await mc.list_prompts()
+        assert {"a__greet", "b__plain"} <= {p.name for p in prompts}
+        got = await mc.get_prompt("b__greet", {"name": "Bo"})
+        assert "Bo" in got.messages[0].content.text  # type: ignore[union-attr]
+        pairs = await mc.list_resources()
+        assert {s for s, _ in pairs} == {"a", "b"}
+        assert (await mc.read_resource("mcpkit://text/1")).contents[0].text == "text number 1"  # type: ignore[union-attr]
+        pings = await mc.ping()
+        assert set(pings) == {"a", "b"} and all(isinstance(v, float) for v in pings.values())
+
+
+async def test_failing_servers_do_not_take_down_the_others(tmp_path: Path) -> None:
+    targets = {
+        "good": build_server(),
+        "missing": "no-such-mcp-server-binary --stdio",
+        "crash": [sys.executable, SERVER, "--crash"],
+    }
+    async with MultiClient(targets, separator=".", connect_timeout=10) as mc:
+        assert set(mc.clients) == {"good"}
+        assert isinstance(mc.errors["missing"], ServerNotFound)
+        assert isinstance(mc.errors["crash"], ServerStartError)
+        assert "told to crash" in str(mc.errors["crash"])
+        tools = await mc.list_tools()
+        assert tools and all(t.name.startswith("good.") for t in tools)
+        with pytest.raises(ServerUnavailable, match="crash"):
+            await mc.call_tool("crash.echo", {"text": "x"})
+        with pytest.raises(KeyError):
+            await mc.call_tool("nobody.echo")
+        pings = await mc.ping()
+        assert isinstance(pings["good"], float) and isinstance(pings["missing"], ServerNotFound)
+
+
+async def test_a_server_dying_mid_session_is_isolated() -> None:
+    async with MultiClient({"a": build_server(), "b": [sys.executable, SERVER]}) as mc:
+        proc = mc.clients["b"]._opened.stdio.process  # type: ignore[union-attr]
+        assert proc is not None
+        proc.kill()
+        await proc.wait()
+        tools = await mc.list_tools()
+        assert tools and {t.name.split("__")[0] for t in tools} == {"a"}
+        assert "b" in mc.errors and "b" not in mc.clients
+        assert (await mc.call_tool("a__echo", {"text": "alive"})).text == "alive"
+        assert await mc.reconnect("b")  # a fresh process
+        assert (await mc.call_tool("b__echo", {"text": "back"})).text == "back"
+
+
+async def test_mcp_json_document(tmp_path: Path) -> None:
+    config = {"mcpServers": {"one": {"command": sys.executable, "args": [SERVER]},
+                             "two": {"command": sys.executable, "args": [SERVER], "env": {"X": "1"}}}}
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps(config))
+    async with MultiClient(str(path)) as mc:
+        assert set(mc.clients) == {"one", "two"}
+        assert (await mc.call_tool("two__echo", {"text": "2"})).text == "2"
