@@ -1,0 +1,233 @@
+"""WebSocket transport (a custom transport, DESIGN.md section 3), server side: one plain ASGI callable.
+
+Mounting::
+
+    from mcpkit.transports.http.ws import WebSocketEndpoint
+    ws = WebSocketEndpoint(server)
+    # route the "websocket" scope at /ws to ``ws``; serve with uvicorn and pass ``**ws.uvicorn_options()``
+    # (ping interval/timeout and the frame size limit live in the ASGI server: ASGI cannot send pings).
+    # ``ws`` alone is also a complete ASGI app (it answers the lifespan protocol and 404s plain HTTP).
+
+``WebSocketEndpoint(server, *, max_message=4 MiB, ping_interval=20.0, ping_timeout=20.0, queue_size=256,
+stall_timeout=30.0, require_subprotocol=True, allowed_origins=None, allowed_hosts=None, check_request=None,
+**peer_options)``
+
+Rules:
+
+* Subprotocol ``mcp``: a client that offers it gets it. A client that offers none, or only others, is refused
+  before the upgrade (HTTP 403) unless ``require_subprotocol=False`` (then it is accepted without a subprotocol).
+  The official TypeScript SDK's WebSocket client offers ``mcp``; so does ours.
+* ``Origin``/``Host`` are checked before the upgrade (the same policy as the SSE endpoint; refused → HTTP 403).
+* One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
+  text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
+  the frame reaches us); a stuck reader (outgoing queue full for ``stall_timeout`` s) → 1008; shutdown → 1001.
+  Text that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection stays open.
+* One :class:`~mcpkit.server.lowlevel.ServerSession` per connection, so both eras work: handshake-era sessions
+  (``initialize`` …) and modern-era requests carrying ``params._meta`` protocol version go through the same peer.
+  The session ends, cleanly, whenever the connection closes (any code, from either side).
+* Keep-alive: uvicorn sends pings every ``ping_interval`` s and drops a peer whose pong is ``ping_timeout`` s
+  late (``uvicorn_options()``); it also answers client pings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from ...protocol import jsonrpc
+from ...protocol.errors import ConnectionClosed, ParseError
+from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .sse import BoundedOutbox, Receive, RequestCheck, Scope, Send, lifespan, make_request_check, respond
+
+if TYPE_CHECKING:
+    from ...server.lowlevel import Server
+
+logger = logging.getLogger("mcpkit.ws")
+
+SUBPROTOCOL = "mcp"
+
+CLOSE_NORMAL = 1000
+CLOSE_GOING_AWAY = 1001
+CLOSE_UNSUPPORTED_DATA = 1003
+CLOSE_INVALID_PAYLOAD = 1007
+CLOSE_POLICY_VIOLATION = 1008
+CLOSE_TOO_BIG = 1009
+
+
+class _Close(Exception):
+    def __init__(self, code: int, reason: str) -> None:
+        super().__init__(reason)
+        self.code = code
+        self.reason = reason
+
+
+class _Connection:
+    __slots__ = ("closing", "outbox", "reader", "writer")
+
+    def __init__(self, outbox: BoundedOutbox) -> None:
+        self.outbox = outbox
+        self.closing: tuple[int, str] | None = None
+        self.reader: asyncio.Task[None] | None = None
+        self.writer: asyncio.Task[None] | None = None
+
+    def abort(self, code: int, reason: str) -> None:
+        if self.closing is None:
+            self.closing = (code, reason)
+        self.outbox.closed = True
+        for task in (self.reader, self.writer):
+            if task is not None and not task.done():
+                task.cancel()
+
+
+class WebSocketEndpoint:
+    """The MCP WebSocket transport as an ASGI callable (see the module docstring for the rules)."""
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        max_message: int = DEFAULT_MAX_MESSAGE_SIZE,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        queue_size: int = 256,
+        stall_timeout: float = 30.0,
+        require_subprotocol: bool = True,
+        allowed_origins: Iterable[str] | str | None = None,
+        allowed_hosts: Iterable[str] | str | None = None,
+        check_request: RequestCheck | None = None,
+        **peer_options: Any,
+    ) -> None:
+        self.server = server
+        self.max_message = max_message
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.queue_size = queue_size
+        self.stall_timeout = stall_timeout
+        self.require_subprotocol = require_subprotocol
+        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.peer_options = peer_options
+        self._connections: set[_Connection] = set()
+
+    def uvicorn_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``uvicorn.Config`` that carry this endpoint's keep-alive and size settings.
+
+        The frame limit given to uvicorn is slightly above ``max_message`` so that an oversized message reaches
+        this endpoint and is refused with 1009 and a reason; anything far larger is cut by uvicorn (also 1009).
+        """
+        return {
+            "ws": "websockets-sansio",
+            "ws_max_size": self.max_message + 64 * 1024,
+            "ws_ping_interval": self.ping_interval,
+            "ws_ping_timeout": self.ping_timeout,
+        }
+
+    @property
+    def connection_count(self) -> int:
+        return len(self._connections)
+
+    async def aclose(self) -> None:
+        """Close every connection with 1001 (going away)."""
+        for conn in list(self._connections):
+            conn.abort(CLOSE_GOING_AWAY, "server shutting down")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "websocket":
+            await self.handle(scope, receive, send)
+        elif kind == "lifespan":
+            await lifespan(receive, send, self.aclose)
+        elif kind == "http":
+            await respond(
+                send, 426, b"this endpoint speaks WebSocket (subprotocol mcp)", headers=[(b"upgrade", b"websocket")]
+            )
+        else:
+            raise RuntimeError(f"WebSocketEndpoint cannot serve {kind!r} connections")
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        first = await receive()
+        if first["type"] != "websocket.connect":
+            return
+        if self.check_request(scope) is not None:
+            await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})  # before accept: HTTP 403
+            return
+        offered = [str(p).strip() for p in scope.get("subprotocols", ())]
+        if SUBPROTOCOL in offered:
+            await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
+        elif self.require_subprotocol:
+            await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})
+            return
+        else:
+            await send({"type": "websocket.accept"})
+
+        conn = _Connection(BoundedOutbox(self.queue_size, self.stall_timeout, lambda: None))
+        conn.outbox.on_stall = lambda: conn.abort(CLOSE_POLICY_VIOLATION, "client is not reading")
+        session = self.server.create_session(conn.outbox, **self.peer_options)
+        self._connections.add(conn)
+        loop = asyncio.get_running_loop()
+        conn.reader = loop.create_task(self._read(conn, receive, session.peer))
+        conn.writer = loop.create_task(self._write(conn, send))
+        peer_closed = False
+        try:
+            await asyncio.wait((conn.reader, conn.writer), return_when=asyncio.FIRST_COMPLETED)
+            for task in (conn.reader, conn.writer):
+                if task.done() and not task.cancelled():
+                    exc = task.exception()
+                    if isinstance(exc, _Close):
+                        conn.closing = conn.closing or (exc.code, exc.reason)
+                    elif isinstance(exc, _PeerClosed):
+                        peer_closed = True
+                    elif exc is not None and not isinstance(exc, OSError):
+                        logger.error("WebSocket connection failed", exc_info=exc)
+                        conn.closing = conn.closing or (1011, "internal error")
+        finally:
+            self._connections.discard(conn)
+            conn.outbox.closed = True
+            session.closed = True
+            for task in (conn.reader, conn.writer):
+                if not task.done():
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+            await session.peer.close("WebSocket closed")
+            if not peer_closed:
+                code, reason = conn.closing or (CLOSE_NORMAL, "")
+                with contextlib.suppress(Exception):
+                    await send({"type": "websocket.close", "code": code, "reason": reason})
+
+    async def _read(self, conn: _Connection, receive: Receive, peer: Any) -> None:
+        limit = self.max_message
+        while True:
+            message = await receive()
+            kind = message["type"]
+            if kind == "websocket.disconnect":
+                raise _PeerClosed
+            if kind != "websocket.receive":
+                continue
+            text = message.get("text")
+            if text is None:
+                raise _Close(CLOSE_UNSUPPORTED_DATA, "binary frames are not supported; send JSON-RPC as text")
+            if len(text) > limit or (len(text) * 4 > limit and len(text.encode()) > limit):
+                raise _Close(CLOSE_TOO_BIG, f"message larger than {limit} bytes")
+            try:
+                msg = jsonrpc.parse(text)
+            except ParseError as exc:
+                await conn.outbox.send(jsonrpc.encode_error(None, exc.to_error()))
+                continue
+            try:
+                await peer.receive_parsed(msg, conn.outbox)
+            except ConnectionClosed:
+                return
+
+    @staticmethod
+    async def _write(conn: _Connection, send: Send) -> None:
+        queue = conn.outbox.queue
+        while True:
+            data = await queue.get()
+            await send({"type": "websocket.send", "text": data.decode()})
+
+
+class _PeerClosed(Exception):
+    pass

@@ -1,0 +1,120 @@
+"""WebSocket transport (DESIGN.md section 3), client side, over the ``websockets`` library.
+
+``WebSocketClientTransport(url, *, headers=None, ping_interval=20.0, ping_timeout=20.0, open_timeout=10.0,
+max_message_size=4 MiB)`` is a :class:`~mcpkit.transports.base.Connection`::
+
+    async with WebSocketClientTransport("ws://127.0.0.1:8000/ws") as conn:
+        async with ClientSession(conn) as session:   # either era
+            ...
+
+It offers subprotocol ``mcp`` and refuses a server that does not select it. Each message is one text frame.
+``receive`` returns None once the connection has closed (the close code is kept in ``close_code``); a binary frame
+from the server is a protocol violation: the connection is closed with 1003. The ``websockets`` library sends
+pings every ``ping_interval`` s and closes the connection when a pong is ``ping_timeout`` s late; it closes with
+1009 when a message exceeds ``max_message_size``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed as WSConnectionClosed
+
+from ...protocol.errors import ConnectionClosed
+from ..base import DEFAULT_MAX_MESSAGE_SIZE
+
+logger = logging.getLogger("mcpkit.ws.client")
+
+SUBPROTOCOL = "mcp"
+
+
+class WebSocketClientTransport:
+    """The client end of the MCP WebSocket transport (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        open_timeout: float | None = 10.0,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        **connect_options: Any,
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.open_timeout = open_timeout
+        self.max_message_size = max_message_size
+        self.connect_options = connect_options
+        self.ws: ClientConnection | None = None
+        self._closed = False
+
+    async def __aenter__(self) -> WebSocketClientTransport:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        ws = await connect(
+            self.url,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            additional_headers=self.headers or None,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
+            open_timeout=self.open_timeout,
+            max_size=self.max_message_size,
+            **self.connect_options,
+        )
+        if ws.subprotocol != SUBPROTOCOL:
+            await ws.close(1002, "subprotocol mcp was not selected")
+            raise ConnectionError(f"{self.url}: the server did not select the {SUBPROTOCOL!r} subprotocol")
+        self.ws = ws
+
+    @property
+    def close_code(self) -> int | None:
+        return self.ws.close_code if self.ws is not None else None
+
+    @property
+    def close_reason(self) -> str | None:
+        return self.ws.close_reason if self.ws is not None else None
+
+    async def receive(self) -> bytes | None:
+        ws = self.ws
+        if ws is None:
+            return None
+        try:
+            message = await ws.recv()
+        except WSConnectionClosed:
+            return None
+        if isinstance(message, str):
+            return message.encode()
+        with contextlib.suppress(Exception):
+            await ws.close(1003, "binary frames are not supported")
+        logger.warning("%s sent a binary frame; connection closed", self.url)
+        return None
+
+    async def send(self, data: bytes) -> None:
+        ws = self.ws
+        if ws is None or self._closed:
+            raise ConnectionClosed("the WebSocket connection is closed")
+        try:
+            await ws.send(data, text=True)
+        except WSConnectionClosed as exc:
+            raise ConnectionClosed(f"the WebSocket connection is closed: {exc}") from None
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.ws is not None:
+            with contextlib.suppress(Exception):
+                await self.ws.close(1000)
