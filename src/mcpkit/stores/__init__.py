@@ -1,0 +1,45 @@
+"""Where state outlives one HTTP request: SSE events kept for replay, and handshake-session records.
+
+Both are protocols so a shared backend (Redis, ...) can replace the bounded in-memory defaults of
+:mod:`mcpkit.stores.memory` without touching the transports.
+
+* :class:`EventStore`: the Streamable HTTP server appends every SSE event it sends on a resumable stream
+  (``stream`` is an opaque key unique per stream, ``seq`` increases by one from 1) and replays the events after a
+  client's ``Last-Event-ID``. ``replay`` returns None when it cannot replay without a gap (unknown stream, or
+  events already evicted): the server then refuses the resumption rather than silently losing messages.
+* :class:`SessionStore`: the negotiated state of a handshake-era session (version, client capabilities and info,
+  log level, subscriptions) as a JSON-able dict, so another worker can restore a session it did not create.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from .memory import InMemoryEventStore, InMemorySessionStore
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    async def append(self, stream: str, seq: int, data: bytes) -> None:
+        """Keep event ``seq`` (1, 2, ...) of ``stream``."""
+        ...
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]] | None:
+        """The events of ``stream`` with ``seq > after``, in order; None if that cannot be done without a gap."""
+        ...
+
+    async def forget(self, prefix: str) -> None:
+        """Drop every stream whose key starts with ``prefix`` (a session ended)."""
+        ...
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None: ...
+
+    async def load(self, session_id: str) -> dict[str, Any] | None: ...
+
+    async def delete(self, session_id: str) -> None: ...
+
+
+__all__ = ["EventStore", "InMemoryEventStore", "InMemorySessionStore", "SessionStore"]

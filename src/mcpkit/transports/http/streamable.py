@@ -1,0 +1,1237 @@
+"""Streamable HTTP, server side: one plain ASGI endpoint serving both protocol eras, chosen per request.
+
+Handshake era (2025-03-26 … 2025-11-25): ``initialize`` creates a session (``Mcp-Session-Id`` from a CSPRNG);
+each POST runs ``session.peer.handle(message, out=<this POST's stream>)``; GET opens the session's standalone SSE
+stream (the session peer's outbox); DELETE ends the session; idle sessions expire. Modern era (2026-07-28): a
+request whose ``params._meta`` carries the protocol version is validated against the ``Mcp-*`` headers and run
+statelessly through ``server.dispatch_modern``; closing its response stream cancels it.
+
+Per request the answer is ``application/json`` when the handler's first message is its response, and
+``text/event-stream`` when the handler sends notifications or requests first (or always JSON with
+``json_response=True``). With an :class:`~mcpkit.stores.EventStore` the SSE streams of handshake sessions are
+resumable: event ids are ``<stream>_<seq>``, a priming event (id, empty data, ``retry:``) opens each stream for
+clients of 2025-11-25, and a GET with ``Last-Event-ID`` replays what followed on that stream and then continues it.
+
+Memory is bounded: request bodies (``max_body``, 413), sessions (``max_sessions``, 503; idle ones reclaimed),
+per-connection SSE queues (``queue_size``: a POST handler waits for a slow reader; the standalone stream of a
+reader that falls behind is closed, to be resumed from the event store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import logging
+import re
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...engine import Peer, RequestContext
+from ...protocol import jsonrpc, versions
+from ...protocol.errors import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ConnectionClosed,
+    ParseError,
+    UnsupportedProtocolVersion,
+)
+from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
+from ...protocol.types import LOG_LEVELS
+from ...protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
+from ...server.lowlevel import _BUILTINS, HANDSHAKE_ONLY
+from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .security import RequestCheck, make_request_check
+
+if TYPE_CHECKING:
+    from ...server.lowlevel import Server, ServerSession
+    from ...stores import EventStore
+
+logger = logging.getLogger("mcpkit.http")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
+
+MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+_JSON = b"application/json"
+_KEEPALIVE = b":\n\n"
+_WANTED = frozenset(
+    (
+        b"accept",
+        b"content-type",
+        b"content-length",
+        b"mcp-session-id",
+        b"mcp-protocol-version",
+        b"last-event-id",
+        b"mcp-method",
+        b"mcp-name",
+    )
+)
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SENTINEL_PREFIX = "=?base64?"
+_SENTINEL_SUFFIX = "?="
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_UNDECIDED, _JSON_MODE, _SSE_MODE = 0, 1, 2
+
+
+# ---------------------------------------------------------------------------------------------- header values
+
+
+def encode_header_value(value: str) -> str:
+    """A header-safe form of ``value``: as is when plain visible ASCII, else the ``=?base64?…?=`` sentinel."""
+    plain = (
+        value
+        and value == value.strip(" \t")
+        and all(0x20 <= ord(c) <= 0x7E for c in value)
+        and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
+    )
+    if plain:
+        return value
+    return _SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
+
+
+def decode_header_value(raw: str) -> str:
+    """Inverse of :func:`encode_header_value`; ValueError for characters a header value may not carry or a
+    malformed sentinel."""
+    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+        raise ValueError("header value contains characters outside visible ASCII")
+    if raw.startswith(_SENTINEL_PREFIX) and raw.endswith(_SENTINEL_SUFFIX) and len(raw) >= 11:
+        try:
+            return base64.b64decode(raw[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise ValueError("malformed base64 header value") from None
+    return raw
+
+
+def header_text(value: Any) -> str | None:
+    """The header form (before encoding) of a mirrored argument value; None when it is not mirrorable."""
+    if value is None:
+        return None
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str):
+        return value
+    return None
+
+
+def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
+    """The ``x-mcp-header`` annotations of a tool ``inputSchema``: lower-cased header name part → property path.
+
+    Raises ValueError when an annotation breaks a rule of the spec (empty or non-token name, duplicate
+    case-insensitively, non-primitive or ``number`` type, or not statically reachable through ``properties``).
+    """
+    found: dict[str, tuple[str, ...]] = {}
+
+    def walk(node: Any, path: tuple[str, ...], reachable: bool) -> None:
+        if isinstance(node, list):
+            for item in node:
+                walk(item, path, False)
+            return
+        if not isinstance(node, dict):
+            return
+        if "x-mcp-header" in node:
+            name = node["x-mcp-header"]
+            if not reachable or not path:
+                raise ValueError("x-mcp-header is only allowed on properties reachable through 'properties'")
+            if not isinstance(name, str) or not name or not _TOKEN.match(name):
+                raise ValueError(f"x-mcp-header {name!r} is not a valid header name token")
+            if node.get("type") not in ("string", "integer", "boolean"):
+                raise ValueError(f"x-mcp-header {name!r} must annotate a string, integer or boolean property")
+            key = name.lower()
+            if key in found:
+                raise ValueError(f"x-mcp-header {name!r} is used twice")
+            found[key] = path
+        for k, v in node.items():
+            if k == "properties" and isinstance(v, dict):
+                for pname, sub in v.items():
+                    walk(sub, (*path, str(pname)), reachable)
+            elif isinstance(v, (dict, list)):
+                walk(v, path, False)
+
+    walk(schema, (), True)
+    return found
+
+
+def _dig(arguments: Any, path: Sequence[str]) -> Any:
+    node = arguments
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    return node
+
+
+# ---------------------------------------------------------------------------------------------- ASGI helpers
+
+
+def _headers(scope: Scope) -> tuple[dict[bytes, str], dict[str, str] | None]:
+    """One pass over the request headers: the ones this transport reads, and the ``Mcp-Param-*`` ones."""
+    h: dict[bytes, str] = {}
+    params: dict[str, str] | None = None
+    for key, value in scope.get("headers", ()):
+        k = bytes(key).lower()
+        if k in _WANTED:
+            if k not in h:
+                h[k] = bytes(value).decode("latin-1")
+        elif k.startswith(b"mcp-param-"):
+            if params is None:
+                params = {}
+            params[k[10:].decode("latin-1")] = bytes(value).decode("latin-1")
+    return h, params
+
+
+def _accepts(accept: str | None) -> tuple[bool, bool]:
+    """(accepts application/json, accepts text/event-stream)."""
+    if not accept:
+        return False, False
+    js = sse = False
+    for part in accept.split(","):
+        mt = part.split(";", 1)[0].strip().lower()
+        if mt in ("application/json", "application/*", "*/*"):
+            js = True
+        if mt in ("text/event-stream", "text/*", "*/*"):
+            sse = True
+    return js, sse
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    content_type: bytes | None = _JSON,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    headers = [(b"content-length", str(len(body)).encode()), *extra]
+    if content_type is not None and body:
+        headers.append((b"content-type", content_type))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _unsupported_header(hv: str) -> bytes:
+    return _error_body(None, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {hv!r}")
+
+
+def _bad(code: int, message: str) -> bytes:
+    return _error_body(None, code, message)
+
+
+def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    err: JSONDict = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return jsonrpc.encode_error(rid, err)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
+    if declared is not None:
+        with contextlib.suppress(ValueError):
+            if int(declared) > limit:
+                raise _TooLarge
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        raise _Disconnected
+    body = message.get("body", b"")
+    if not message.get("more_body", False):
+        if len(body) > limit:
+            raise _TooLarge
+        return bytes(body)
+    chunks = [body]
+    size = len(body)
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
+    if event_id is None:
+        return b"event: message\ndata: " + data + b"\n\n"
+    return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
+
+
+class _NullOutbox:
+    async def send(self, data: bytes) -> None:
+        return None
+
+
+_NULL = _NullOutbox()
+
+
+# ---------------------------------------------------------------------------------------------- streams
+
+
+class _Conn:
+    """One open SSE response: a bounded queue the request's coroutine drains into ASGI ``send``."""
+
+    __slots__ = ("aborted", "ended", "last_seq", "queue")
+
+    def __init__(self, maxsize: int) -> None:
+        self.queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize)
+        self.ended = False
+        self.aborted = False
+        self.last_seq = 0
+
+    def end(self) -> None:
+        """Finish the response after what is queued (callable from sync code)."""
+        self.ended = True
+        if self.queue.empty():
+            self.queue.put_nowait(None)
+
+    def abort(self) -> None:
+        """Finish the response now, dropping what is queued (those events stay in the event store, if any)."""
+        self.ended = self.aborted = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
+
+class _Stream:
+    """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
+    between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
+
+    __slots__ = ("buf", "conn", "ep", "hs", "key", "mode", "no", "resumable", "rid", "seq", "waiter")
+
+    def __init__(self, ep: StreamableHTTPEndpoint, hs: _HTTPSession | None, no: int, mode: int = _UNDECIDED) -> None:
+        self.ep = ep
+        self.hs = hs
+        self.no = no
+        self.mode = mode
+        self.buf: list[bytes] = []
+        self.waiter: asyncio.Future[None] | None = None
+        self.conn: _Conn | None = None
+        self.seq = 0
+        self.resumable = hs is not None and ep.event_store is not None
+        self.key = f"{hs.id}/{no}" if hs is not None else ""
+        self.rid: Any = None
+
+    async def send(self, data: bytes) -> None:
+        mode = self.mode
+        if mode == _UNDECIDED:
+            self.buf.append(data)
+            w = self.waiter
+            if w is not None and not w.done():
+                w.set_result(None)
+            return
+        if mode == _JSON_MODE:
+            # JSON responses carry one message: the response. Anything else goes to the standalone stream.
+            if _is_response(data):
+                self.buf.append(data)
+            elif self.hs is not None:
+                await self.hs.send(data)
+            return
+        await self.emit(data)
+
+    async def record(self, data: bytes) -> tuple[int, bytes]:
+        """Number the event, keep it in the event store (resumable streams) and frame it."""
+        if self.resumable:
+            self.seq = seq = self.seq + 1
+            await self.ep.event_store.append(self.key, seq, data)  # type: ignore[union-attr]
+            return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
+        return 0, _sse_frame(data, None)
+
+    async def emit(self, data: bytes) -> None:
+        seq, frame = await self.record(data)
+        conn = self.conn
+        if conn is None or conn.ended:
+            if not self.resumable and _is_request(data):
+                raise ConnectionClosed("the client's stream is gone; the request cannot be delivered")
+            return
+        if self.no == 0 and self.hs is not None:
+            try:
+                conn.queue.put_nowait((seq, frame))
+            except asyncio.QueueFull:
+                logger.warning("session %s: standalone SSE reader too slow; closing its stream", self.hs.id[:8])
+                conn.abort()
+            return
+        await conn.queue.put((seq, frame))
+
+    def priming(self) -> bytes | None:
+        """The priming event of SEP-1699 (2025-11-25+ sessions with resumability): an id and empty data."""
+        hs = self.hs
+        if not self.resumable or hs is None:
+            return None
+        feats = hs.session.features
+        if feats is None or not feats.sse_polling:
+            return None
+        frame = b"id: " + f"{self.no}_{self.seq}".encode() + b"\n"
+        if self.ep.retry_interval is not None:
+            frame += b"retry: " + str(int(self.ep.retry_interval)).encode() + b"\n"
+        return frame + b"data: \n\n"
+
+    def close_connection(self, retry_ms: int | None = None) -> bool:
+        """Close the HTTP connection without ending the stream (SEP-1699 polling): the client reconnects with
+        ``Last-Event-ID`` after ``retry_ms``. Only for resumable streams; returns False otherwise."""
+        conn = self.conn
+        if conn is None or not self.resumable:
+            return False
+        ms = retry_ms if retry_ms is not None else self.ep.retry_interval
+        if ms is not None:
+            try:
+                conn.queue.put_nowait((0, b"retry: " + str(int(ms)).encode() + b"\n\n"))
+            except asyncio.QueueFull:
+                pass
+        conn.end()
+        self.conn = None
+        return True
+
+
+def _is_response(data: bytes) -> bool:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, list) or (isinstance(obj, dict) and "method" not in obj)
+
+
+def _is_request(data: bytes) -> bool:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(obj, dict) and "method" in obj and "id" in obj
+
+
+async def close_sse_stream(ctx: Any, retry_ms: int | None = None) -> bool:
+    """From inside a handler: close the client's connection to this request's SSE stream without ending the
+    stream (SEP-1699). The client resumes with ``Last-Event-ID``. ``ctx`` is a ServerRequestContext or engine
+    RequestContext. Returns False when the request is not on a resumable SSE stream."""
+    rc = getattr(ctx, "rc", ctx)
+    out = getattr(rc, "out", None)
+    if isinstance(out, _Stream):
+        return out.close_connection(retry_ms)
+    return False
+
+
+class _HTTPSession:
+    """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
+    request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
+
+    __slots__ = ("busy", "id", "last_seen", "live", "next_no", "session", "standalone")
+
+    def __init__(self, sid: str) -> None:
+        self.id = sid
+        self.session: ServerSession = None  # type: ignore[assignment]
+        self.last_seen = time.monotonic()
+        self.standalone: _Stream | None = None
+        self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
+        self.next_no = 0
+        self.busy = 0
+
+    async def send(self, data: bytes) -> None:
+        stream = self.standalone
+        if stream is None:
+            if _is_request(data):
+                raise ConnectionClosed("no standalone GET stream is open for server-initiated requests")
+            return
+        await stream.emit(data)
+
+
+# ---------------------------------------------------------------------------------------------- the endpoint
+
+
+class StreamableHTTPEndpoint:
+    """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
+
+    Args:
+        server: the low-level (or high-level) :class:`~mcpkit.server.lowlevel.Server`.
+        stateless: handshake-era requests need no session (no ``Mcp-Session-Id``; GET and DELETE → 405).
+        json_response: always answer requests with ``application/json`` (except ``subscriptions/listen``).
+        event_store: makes handshake-era SSE streams resumable (``Last-Event-ID``).
+        session_idle_timeout: seconds without a request after which a session is reclaimed.
+        max_sessions: open handshake sessions at most (503 beyond).
+        allowed_origins, allowed_hosts, check_request: DNS-rebinding policy (see :mod:`.security`).
+        max_body: largest accepted request body in bytes (413 beyond).
+        get_stream: offer the standalone GET stream (405 when False).
+        retry_interval: milliseconds sent as ``retry:`` with priming events and server-side closes.
+        keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
+        queue_size: bound of each SSE connection's queue.
+        tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
+            the server's ``tool_param_headers`` method if it has one.
+    """
+
+    def __init__(
+        self,
+        server: Server,
+        *,
+        stateless: bool = False,
+        json_response: bool = False,
+        event_store: EventStore | None = None,
+        session_idle_timeout: float = 1800.0,
+        max_sessions: int = 10_000,
+        allowed_origins: Iterable[str] | str | None = None,
+        allowed_hosts: Iterable[str] | str | None = None,
+        check_request: RequestCheck | None = None,
+        max_body: int = DEFAULT_MAX_MESSAGE_SIZE,
+        get_stream: bool = True,
+        retry_interval: int | None = None,
+        keepalive: float = 15.0,
+        queue_size: int = 256,
+        tool_headers: ToolHeaders | None = None,
+        **peer_options: Any,
+    ) -> None:
+        self.server = server
+        self.stateless = stateless
+        self.json_response = json_response
+        self.event_store = event_store
+        self.session_idle_timeout = session_idle_timeout
+        self.max_sessions = max_sessions
+        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.max_body = max_body
+        self.get_stream = get_stream
+        self.retry_interval = retry_interval
+        self.keepalive = keepalive
+        self.queue_size = queue_size
+        self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None)
+        self.peer_options = peer_options
+        self._sessions: dict[str, _HTTPSession] = {}
+        self._modern_peer: Peer | None = None
+        self._stateless_sessions: dict[str, ServerSession] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
+
+    # ------------------------------------------------------------------ public
+
+    @property
+    def session_count(self) -> int:
+        return len(self._sessions)
+
+    def session_ids(self) -> list[str]:
+        return list(self._sessions)
+
+    async def aclose(self) -> None:
+        """End every session and stream (server shutdown)."""
+        self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
+        for hs in list(self._sessions.values()):
+            await self._end_session(hs)
+        with contextlib.suppress(Exception):
+            await self.server.close_listeners()
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def expire_idle(self) -> int:
+        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many."""
+        deadline = time.monotonic() - self.session_idle_timeout
+        victims = [hs for hs in self._sessions.values() if hs.busy == 0 and hs.last_seen < deadline]
+        for hs in victims:
+            await self._end_session(hs)
+        return len(victims)
+
+    # ------------------------------------------------------------------ ASGI entry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
+        refused = self.check_request(scope)
+        if refused is not None:
+            status, reason = refused
+            await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
+            return
+        if self._sweeper is None and not self.stateless and not self._closing:
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+        method = scope["method"]
+        if method == "POST":
+            await self._post(scope, receive, send)
+        elif method == "GET":
+            await self._get(scope, receive, send)
+        elif method == "DELETE":
+            await self._delete(scope, send)
+        else:
+            await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE")])
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                with contextlib.suppress(Exception):
+                    await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _sweep(self) -> None:
+        interval = max(0.02, min(self.session_idle_timeout / 4, 30.0))
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.expire_idle()
+            except Exception:  # pragma: no cover - defensive: the sweeper must not die
+                logger.exception("session sweeper failed")
+
+    # ------------------------------------------------------------------ POST
+
+    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
+        h, params_h = _headers(scope)
+        js, sse = _accepts(h.get(b"accept"))
+        if not js or (not sse and not self.json_response):
+            await _respond(
+                send,
+                406,
+                _error_body(None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and "
+                            "text/event-stream"),
+            )
+            return
+        ctype = h.get(b"content-type", "")
+        if ctype.split(";", 1)[0].strip().lower() != "application/json":
+            await _respond(send, 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json"))
+            return
+        try:
+            body = await _read_body(receive, h.get(b"content-length"), self.max_body)
+        except _TooLarge:
+            await _respond(
+                send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {self.max_body} bytes")
+            )
+            return
+        except _Disconnected:
+            return
+        try:
+            msg = jsonrpc.parse(body)
+        except ParseError as exc:
+            await _respond(send, 400, _error_body(None, PARSE_ERROR, exc.message))
+            return
+        t = type(msg)
+        hv = h.get(b"mcp-protocol-version")
+        if t is Request or t is Notification:
+            m: Request = msg  # type: ignore[assignment]
+            p = m.params
+            meta = p.get("_meta") if p is not None else None
+            if (
+                (type(meta) is dict and META_PROTOCOL_VERSION in meta)
+                or m.method in MODERN_ONLY
+                or (hv is not None and versions.is_modern(hv))
+            ):
+                await self._post_modern(receive, send, h, params_h, m, t is Request)
+                return
+        elif t is Invalid:
+            inv: Invalid = msg  # type: ignore[assignment]
+            await _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
+            return
+        server = self.server
+        if not server.handshake_versions:
+            requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
+            err = UnsupportedProtocolVersion(requested, server.supported_versions)
+            await _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
+            return
+        if self.stateless:
+            await self._post_stateless(receive, send, h, msg)
+            return
+        sid = h.get(b"mcp-session-id")
+        new_session = False
+        if sid is None:
+            if t is not Request or msg.method != "initialize":  # type: ignore[union-attr]
+                await _respond(
+                    send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+                )
+                return
+            if len(self._sessions) >= self.max_sessions:
+                await _respond(
+                    send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), extra=[(b"retry-after", b"5")]
+                )
+                return
+            hs = self._new_session()
+            new_session = True
+        else:
+            found = self._sessions.get(sid)
+            if found is None:
+                await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
+                return
+            hs = found
+            if hv is not None and hv not in server.handshake_versions:
+                await _respond(send, 400, _unsupported_header(hv))
+                return
+        hs.last_seen = time.monotonic()
+        if not _has_requests(msg):
+            # notifications and responses only: 202, nothing else (responses resolve server->client requests)
+            await hs.session.peer.receive_parsed(msg, _NULL)
+            await _respond(send, 202)
+            return
+        extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
+        hs.next_no += 1
+        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
+        hs.busy += 1
+        task = asyncio.get_running_loop().create_task(self._run_handle(hs, msg, stream))
+        status = await self._answer(stream, task, None, receive, send, extra, new_session=new_session)
+        if new_session and status != 200:
+            await self._end_session(hs)
+
+    def _new_session(self) -> _HTTPSession:
+        sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
+        hs = _HTTPSession(sid)
+        hs.session = self.server.create_session(hs, **self.peer_options)
+        self._sessions[sid] = hs
+        return hs
+
+    async def _run_handle(self, hs: _HTTPSession, msg: Any, stream: _Stream) -> None:
+        if stream.resumable:
+            if hs.live is None:
+                hs.live = {}
+            hs.live[stream.no] = stream
+        try:
+            await hs.session.peer.handle(msg, stream)
+        finally:
+            hs.busy -= 1
+            hs.last_seen = time.monotonic()
+            if hs.live is not None:
+                hs.live.pop(stream.no, None)
+
+    async def _post_stateless(self, receive: Receive, send: Send, h: dict[bytes, str], msg: Any) -> None:
+        hv = h.get(b"mcp-protocol-version")
+        if hv is not None and hv not in self.server.handshake_versions:
+            await _respond(send, 400, _unsupported_header(hv))
+            return
+        version = hv or versions.V2025_03_26
+        if version not in self.server.handshake_versions:
+            version = max(self.server.handshake_versions)
+        t = type(msg)
+        if t is Request and msg.method == "initialize":
+            session = self.server.create_session(_NULL, **self.peer_options)  # answers initialize, then forgotten
+        else:
+            session = self._stateless_session(version)
+        if not _has_requests(msg):
+            await session.peer.receive_parsed(msg, _NULL)
+            await _respond(send, 202)
+            return
+        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
+        loop = asyncio.get_running_loop()
+        if t is Request:
+            # A detached run: concurrent clients may reuse request ids on this shared peer.
+            ctx = RequestContext(session.peer, msg.id, msg.method, msg.params, stream)
+            task = loop.create_task(session.peer._run_request(ctx))
+        else:
+            fresh = self._preinitialized(version)
+            task = loop.create_task(fresh.peer.handle(msg, stream))
+        await self._answer(stream, task, None, receive, send, [])
+
+    def _preinitialized(self, version: str) -> ServerSession:
+        session = self.server.create_session(_NULL, **self.peer_options)
+        session.version = version
+        session.features = versions.features(version)
+        session.initialized = True
+        return session
+
+    def _stateless_session(self, version: str) -> ServerSession:
+        session = self._stateless_sessions.get(version)
+        if session is None:
+            session = self._stateless_sessions[version] = self._preinitialized(version)
+        return session
+
+    # ------------------------------------------------------------------ modern era
+
+    async def _post_modern(
+        self,
+        receive: Receive,
+        send: Send,
+        h: dict[bytes, str],
+        params_h: dict[str, str] | None,
+        msg: Request,
+        is_request: bool,
+    ) -> None:
+        if not is_request:
+            await _respond(send, 202)  # no client notifications are defined over modern HTTP; accepted, ignored
+            return
+        refused = self._validate_modern(h, params_h, msg)
+        if refused is not None:
+            status, error = refused
+            await _respond(send, status, jsonrpc.encode_error(msg.id, error))
+            return
+        peer = self._modern_peer
+        if peer is None:
+            server = self.server
+
+            async def handler(rc: RequestContext) -> JSONDict:
+                return await server.dispatch_modern(rc, None)
+
+            peer = self._modern_peer = Peer(_NULL, request_handler=handler, name="server:http-modern")
+        listen = msg.method == "subscriptions/listen"
+        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response and not listen else _UNDECIDED)
+        ctx = RequestContext(peer, msg.id, msg.method, msg.params, stream)
+        task = asyncio.get_running_loop().create_task(peer._run_request(ctx))
+        ctx.task = task  # type: ignore[assignment]
+        await self._answer(stream, task, ctx, receive, send, [])
+
+    def _validate_modern(
+        self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
+    ) -> tuple[int, JSONDict] | None:
+        def mismatch(text: str) -> tuple[int, JSONDict]:
+            return 400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"}
+
+        params = msg.params or {}
+        meta = params.get("_meta")
+        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        hv = h.get(b"mcp-protocol-version")
+        if hv is None:
+            return mismatch("the MCP-Protocol-Version header is required")
+        if hv != body_version:
+            return mismatch(f"MCP-Protocol-Version header {hv!r} does not match the body's {body_version!r}")
+        server = self.server
+        if body_version not in server.modern_versions:
+            return 400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error()
+        method = msg.method
+        hm = h.get(b"mcp-method")
+        if hm is None:
+            return mismatch("the Mcp-Method header is required")
+        if hm != method:
+            return mismatch(f"Mcp-Method header {hm!r} does not match the body's method {method!r}")
+        if not self._implements(method):
+            return 404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
+        field = NAME_FIELD.get(method)
+        if field is not None:
+            raw = h.get(b"mcp-name")
+            if raw is None:
+                return mismatch("the Mcp-Name header is required for " + method)
+            try:
+                name = decode_header_value(raw)
+            except ValueError as exc:
+                return mismatch(f"Mcp-Name: {exc}")
+            if name != params.get(field):
+                return mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
+        assert isinstance(meta, dict)
+        if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
+            return 400, {
+                "code": INVALID_PARAMS,
+                "message": f"missing _meta {META_CLIENT_CAPABILITIES!r}: required on every 2026-07-28 request",
+            }
+        level = meta.get(META_LOG_LEVEL)
+        if level is not None and level not in LOG_LEVELS:
+            return 400, {"code": INVALID_PARAMS, "message": f"invalid log level {level!r}"}
+        if method == "tools/call" and self.tool_headers is not None and isinstance(params.get("name"), str):
+            spec = self.tool_headers(params["name"])
+            if spec:
+                problem = _check_param_headers(spec, params.get("arguments"), params_h or {})
+                if problem is not None:
+                    return mismatch(problem)
+        return None
+
+    def _implements(self, method: str) -> bool:
+        if method in HANDSHAKE_ONLY:
+            return False
+        return self.server.has_handler(method) or method in _BUILTINS
+
+    # ------------------------------------------------------------------ answering: JSON or SSE
+
+    async def _answer(
+        self,
+        stream: _Stream,
+        task: asyncio.Task[Any],
+        ctx: RequestContext | None,
+        receive: Receive,
+        send: Send,
+        extra: list[tuple[bytes, bytes]],
+        *,
+        new_session: bool = False,
+    ) -> int:
+        """Wait for the handler's first message (or its end), then answer with JSON or an SSE stream.
+
+        The decision relies on asyncio's ordering: the engine writes a response and returns from the handler in
+        one step, so when the first message wakes us and the task is already done, that message was the
+        response. ``ctx`` is set for modern requests, whose cancellation follows the client's disconnect.
+        """
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        loop = asyncio.get_running_loop()
+        watcher: asyncio.Task[None] | None = None
+        disconnected = False
+        if not task.done() and not (stream.buf and stream.mode == _UNDECIDED):
+            waiter = stream.waiter = loop.create_future()
+
+            def wake(_: Any) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            task.add_done_callback(wake)
+            timer: asyncio.TimerHandle | None = None
+            if ctx is not None:
+                # Watch for the client going away only once the handler takes a while: most answer at once.
+                def start_watcher() -> None:
+                    nonlocal watcher
+                    watcher = loop.create_task(_wait_disconnect(receive))
+                    watcher.add_done_callback(wake)
+
+                timer = loop.call_later(0.05, start_watcher)
+            try:
+                await waiter
+            finally:
+                task.remove_done_callback(wake)
+                if timer is not None:
+                    timer.cancel()
+            if watcher is not None and watcher.done():
+                disconnected = True
+        if stream.mode == _JSON_MODE and not task.done() and not disconnected:
+            # json_response: wait for the end; messages other than the response were routed elsewhere
+            waiter = loop.create_future()
+
+            def wake2(_: Any) -> None:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+            task.add_done_callback(wake2)
+            if watcher is not None:
+                watcher.add_done_callback(wake2)
+            await waiter
+            if watcher is not None and watcher.done():
+                disconnected = True
+        if disconnected:
+            self._cancel(ctx, task)
+            return 499
+        if task.done():
+            if watcher is not None:
+                watcher.cancel()
+            buf = stream.buf
+            if len(buf) == 1 or (stream.mode == _JSON_MODE and buf):
+                data = buf[-1]
+                status = 200
+                if b'"error"' in data:
+                    status = _error_status(data, ctx is not None, new_session)
+                    if status != 200 and new_session:
+                        extra = [e for e in extra if e[0] != b"mcp-session-id"]
+                await _respond(send, status, data, _JSON, extra)
+                return status
+            if not buf:
+                await _respond(send, 202, b"", None, extra)
+                return 202
+        # SSE
+        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+        conn = _Conn(self.queue_size)
+        stream.conn = conn
+        priming = stream.priming()
+        if priming is not None:
+            await send({"type": "http.response.body", "body": priming, "more_body": True})
+        buf = stream.buf
+        while buf:  # written directly: the handler may have queued more than the connection's queue holds
+            seq, frame = await stream.record(buf.pop(0))
+            await send({"type": "http.response.body", "body": frame, "more_body": True})
+            if seq:
+                conn.last_seq = seq
+        stream.mode = _SSE_MODE
+        if task.done():
+            conn.end()
+        else:
+            task.add_done_callback(lambda _: conn.end())
+        disconnected = await self._pump(conn, receive, send, watcher)
+        if stream.conn is conn:
+            stream.conn = None
+        if disconnected and ctx is not None:
+            self._cancel(ctx, task)
+        return 200
+
+    @staticmethod
+    def _cancel(ctx: RequestContext | None, task: asyncio.Task[Any]) -> None:
+        """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
+        if ctx is not None and not task.done():
+            ctx.cancelled = True
+            task.cancel()
+
+    async def _pump(
+        self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None
+    ) -> bool:
+        """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
+        loop = asyncio.get_running_loop()
+        queue = conn.queue
+        if watcher is None or watcher.done():
+            watcher = loop.create_task(_wait_disconnect(receive))
+
+        def on_disconnect(_: Any) -> None:
+            conn.abort()
+
+        watcher.add_done_callback(on_disconnect)
+        timer: asyncio.TimerHandle | None = None
+        keepalive = self.keepalive
+
+        def tick() -> None:
+            nonlocal timer
+            if queue.empty() and not conn.ended:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait((0, _KEEPALIVE))
+            timer = loop.call_later(keepalive, tick)
+
+        if keepalive and keepalive > 0:
+            timer = loop.call_later(keepalive, tick)
+        try:
+            while True:
+                if conn.ended and queue.empty():
+                    break
+                item = await queue.get()
+                if conn.aborted:
+                    break
+                if item is None:
+                    if conn.ended and queue.empty():
+                        break
+                    continue
+                seq, frame = item
+                if seq:
+                    if seq <= conn.last_seq:
+                        continue  # already sent during a replay
+                    conn.last_seq = seq
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+        except OSError:
+            return True
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if watcher.done():
+            return True
+        watcher.remove_done_callback(on_disconnect)
+        watcher.cancel()
+        with contextlib.suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return False
+
+    # ------------------------------------------------------------------ GET and DELETE
+
+    def _session_for(self, h: dict[bytes, str], verb: str) -> tuple[int, bytes] | _HTTPSession:
+        hv = h.get(b"mcp-protocol-version")
+        if hv is not None and versions.is_modern(hv):
+            return 405, b""
+        if self.stateless or not self.server.handshake_versions:
+            return 405, b""
+        sid = h.get(b"mcp-session-id")
+        if sid is None:
+            return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+        hs = self._sessions.get(sid)
+        if hs is None:
+            return 404, _error_body(None, INVALID_REQUEST, "Session not found")
+        if hv is not None and hv not in self.server.handshake_versions:
+            return 400, _unsupported_header(hv)
+        return hs
+
+    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
+        h, _ = _headers(scope)
+        if not self.get_stream:
+            await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
+            return
+        found = self._session_for(h, "GET")
+        if not isinstance(found, _HTTPSession):
+            status, body = found
+            await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
+            return
+        if not _accepts(h.get(b"accept"))[1]:
+            await _respond(send, 406, _bad(INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream"))
+            return
+        hs = found
+        hs.last_seen = time.monotonic()
+        last = h.get(b"last-event-id")
+        if last is not None:
+            await self._resume(hs, last, receive, send)
+            return
+        stream = hs.standalone
+        if stream is not None and stream.conn is not None:
+            await _respond(send, 409, _bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
+            return
+        if stream is None:
+            stream = hs.standalone = _Stream(self, hs, 0, _SSE_MODE)
+        await self._attach(hs, stream, None, receive, send)
+
+    async def _attach(
+        self, hs: _HTTPSession, stream: _Stream, replay: list[tuple[int, bytes]] | None, receive: Receive, send: Send
+    ) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        conn = _Conn(self.queue_size)
+        live = stream.no == 0 or (hs.live is not None and hs.live.get(stream.no) is stream)
+        if live:
+            stream.conn = conn  # new events queue up while the replay is written; duplicates are skipped by seq
+        hs.busy += 1
+        try:
+            if replay is None:
+                priming = stream.priming()
+                if priming is not None:
+                    await send({"type": "http.response.body", "body": priming, "more_body": True})
+            else:
+                for seq, data in replay:
+                    await send(
+                        {
+                            "type": "http.response.body",
+                            "body": _sse_frame(data, f"{stream.no}_{seq}".encode()),
+                            "more_body": True,
+                        }
+                    )
+                    conn.last_seq = seq
+            if not live:
+                conn.end()
+            await self._pump(conn, receive, send)
+        finally:
+            hs.busy -= 1
+            hs.last_seen = time.monotonic()
+            if stream.conn is conn:
+                stream.conn = None
+
+    async def _resume(self, hs: _HTTPSession, last: str, receive: Receive, send: Send) -> None:
+        store = self.event_store
+        no_s, _, seq_s = last.partition("_")
+        if store is None or not no_s.isdigit() or not seq_s.isdigit():
+            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
+            return
+        no, after = int(no_s), int(seq_s)
+        live = hs.live or {}
+        stream = hs.standalone if no == 0 else live.get(no)
+        if stream is not None and stream.conn is not None:
+            await _respond(send, 409, _error_body(None, INVALID_REQUEST, "Conflict: that stream is already connected"))
+            return
+        if stream is not None and stream.seq == after:
+            replay: list[tuple[int, bytes]] | None = []
+        else:
+            replay = await store.replay(f"{hs.id}/{no}", after)
+        if replay is None:
+            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
+            return
+        if stream is None:
+            if no == 0 or no > hs.next_no:
+                await _respond(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: unknown stream"))
+                return
+            stream = _Stream(self, hs, no, _SSE_MODE)  # finished stream: replay only
+        await self._attach(hs, stream, replay, receive, send)
+
+    async def _delete(self, scope: Scope, send: Send) -> None:
+        h, _ = _headers(scope)
+        found = self._session_for(h, "DELETE")
+        if not isinstance(found, _HTTPSession):
+            status, body = found
+            await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
+            return
+        await self._end_session(found)
+        await _respond(send, 200)
+
+    async def _end_session(self, hs: _HTTPSession) -> None:
+        if self._sessions.pop(hs.id, None) is None:
+            return
+        session = hs.session
+        session.closed = True
+        if hs.standalone is not None and hs.standalone.conn is not None:
+            hs.standalone.conn.end()
+            hs.standalone.conn = None
+        if hs.live:
+            for stream in hs.live.values():
+                if stream.conn is not None:
+                    stream.conn.end()
+        with contextlib.suppress(Exception):
+            await session.peer.close("session ended")
+        if self.event_store is not None:
+            with contextlib.suppress(Exception):
+                await self.event_store.forget(hs.id + "/")
+        hs.standalone = None
+        hs.live = None
+
+
+def _has_requests(msg: Any) -> bool:
+    t = type(msg)
+    if t is Request:
+        return True
+    if t is Batch:
+        for item in msg:
+            ti = type(item)
+            if ti is Request or (ti is Invalid and not item.is_response):
+                return True
+    return False
+
+
+def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return 200
+    if not isinstance(obj, dict):
+        return 200
+    err = obj.get("error")
+    if not isinstance(err, dict):
+        return 200
+    if new_session:
+        return 400  # a failed initialize: no session is created
+    if modern and err.get("code") in MODERN_400:
+        return 400
+    return 200
+
+
+def _check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
+    for name, path in spec.items():
+        key = name.lower()
+        value = _dig(arguments, path)
+        raw = given.get(key)
+        if value is None:
+            if raw is not None:
+                return f"Mcp-Param-{name} header sent but the argument is absent"
+            continue
+        if raw is None:
+            return f"the Mcp-Param-{name} header is required (argument {'.'.join(path)!r} is present)"
+        try:
+            text = decode_header_value(raw)
+        except ValueError as exc:
+            return f"Mcp-Param-{name}: {exc}"
+        if isinstance(value, bool):
+            ok = text == ("true" if value else "false")
+        elif isinstance(value, (int, float)):
+            try:
+                ok = float(text) == float(value)
+            except ValueError:
+                ok = False
+        else:
+            ok = text == value
+        if not ok:
+            return f"Mcp-Param-{name} header value {text!r} does not match body value {value!r}"
+    return None
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+__all__ = [
+    "StreamableHTTPEndpoint",
+    "close_sse_stream",
+    "decode_header_value",
+    "encode_header_value",
+    "header_text",
+    "param_headers_from_schema",
+]
