@@ -1,0 +1,1 @@
+"""The benchmark harness: driver, cases, contenders, report (see bench/run.py)."""

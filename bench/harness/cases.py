@@ -1,0 +1,597 @@
+"""The cases, grouped by the server process they can share, and the interleaved, bounded runner.
+
+A group starts one server for one contender and runs the selected cases of that group against it. Within
+a repetition every group visits the contenders in order, the next repetition in reverse (A B C, C B A, ...),
+so slow drift of the machine spreads over everyone. Every step has a wall-time bound; a contender that fails
+to start or answers wrongly gets n/a with its error and the run goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import orjson
+
+from . import driver, procs
+from .contenders import CLIENT_CONTENDERS, CLIENTS, SERVER_CONTENDERS, SERVERS, Contender
+
+START_TIMEOUT = 30.0
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Budget:
+    reps: int
+    seq_calls: int
+    seq_s: float
+    c32_calls: int
+    c32_s: float
+    big_calls: int
+    big_s: float
+    cold_spawns: int
+    http_seq_calls: int
+    http_seq_s: float
+    http_c32_calls: int
+    http_c32_s: float
+    sessions: int
+    client_calls: int
+    client_s: float
+    prime: bool
+    run_deadline_s: float
+
+
+FULL = Budget(
+    reps=5,
+    seq_calls=200_000,
+    seq_s=1.5,
+    c32_calls=400_000,
+    c32_s=1.5,
+    big_calls=2_000,
+    big_s=1.5,
+    cold_spawns=2,
+    http_seq_calls=100_000,
+    http_seq_s=1.5,
+    http_c32_calls=200_000,
+    http_c32_s=2.0,
+    sessions=300,
+    client_calls=100_000,
+    client_s=1.5,
+    prime=True,
+    run_deadline_s=12 * 60,
+)
+QUICK = Budget(
+    reps=1,
+    seq_calls=300,
+    seq_s=0.3,
+    c32_calls=600,
+    c32_s=0.3,
+    big_calls=10,
+    big_s=0.3,
+    cold_spawns=1,
+    http_seq_calls=200,
+    http_seq_s=0.3,
+    http_c32_calls=400,
+    http_c32_s=0.3,
+    sessions=20,
+    client_calls=300,
+    client_s=0.3,
+    prime=False,
+    run_deadline_s=170,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    group: str
+    title: str
+    unit: str
+    better: str  # "higher" | "lower"
+
+
+CASES: list[Case] = [
+    Case("stdio_seq", "stdio", "stdio, sequential tools/call", "calls/s", "higher"),
+    Case("stdio_c32", "stdio", "stdio, 32 in flight", "calls/s", "higher"),
+    Case("stdio_100k", "stdio", "stdio, 100 KB echo, sequential", "calls/s", "higher"),
+    Case("stdio_peak_rss", "stdio", "stdio, server peak RSS after the stdio cases", "MB", "lower"),
+    Case("cold_start", "cold", "cold start, spawn to initialize response", "ms", "lower"),
+    Case("http_seq", "http", "Streamable HTTP stateful, sequential", "calls/s", "higher"),
+    Case("http_c32", "http", "Streamable HTTP stateful, 32 concurrent", "calls/s", "higher"),
+    Case("http_modern", "http", "Streamable HTTP 2026-07-28 era, 32 concurrent", "calls/s", "higher"),
+    Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower"),
+    Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
+    Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
+]
+CASE_BY_ID = {c.id: c for c in CASES}
+GROUP_ORDER = ["stdio", "cold", "http", "http_stateless", "clients"]
+
+Metrics = dict[str, float]
+Outcome = dict[str, "Metrics | str"]  # case id -> metrics, or the error that made it n/a
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])  # utime + stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+async def _measured(pid: int, load: Callable[[], Awaitable[driver.LoadResult]], latency: bool) -> Metrics:
+    """Run a load and report rate, latency and CPU per call of the server and of this driver."""
+    t_server = _cpu_ticks(pid)
+    t_self = time.process_time()
+    res = await load()
+    d_self = time.process_time() - t_self
+    t_server2 = _cpu_ticks(pid)
+    if res.calls == 0:
+        raise driver.BenchError("no call completed in the time allowed")
+    out: Metrics = {"value": res.rate, "calls": float(res.calls)}
+    if latency:
+        out["p50_ms"] = res.pct_ms(50)
+        out["p99_ms"] = res.pct_ms(99)
+    if t_server is not None and t_server2 is not None:
+        out["server_cpu_us"] = (t_server2 - t_server) / CLK_TCK / res.calls * 1e6
+    out["driver_cpu_us"] = d_self / res.calls * 1e6
+    return out
+
+
+def _python() -> str:
+    return sys.executable
+
+
+async def _bounded(coro: Awaitable[Any], seconds: float, what: str) -> Any:
+    try:
+        return await asyncio.wait_for(coro, seconds)
+    except TimeoutError as exc:
+        raise driver.BenchError(f"{what}: no answer within {seconds:.0f}s") from exc
+
+
+def _explain(exc: BaseException, child: procs.Child | None) -> str:
+    msg = f"{type(exc).__name__}: {exc}" if not isinstance(exc, driver.BenchError) else str(exc)
+    if child is not None:
+        tail = child.stderr_tail()
+        if tail and (child.exited() or "connection lost" in msg or "closed" in msg or "start" in msg):
+            msg += f" [server stderr: {tail}]"
+    return msg[:700]
+
+
+async def _check_tools_stdio(conn: driver.StdioConn) -> None:
+    driver.check_tool_result(
+        await conn.request("tools/call", {"name": "echo", "arguments": {"text": "hello"}}), "hello"
+    )
+    res = await conn.request("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    driver.check_tool_result(res)
+    if res["content"][0].get("text") != "5" and (res.get("structuredContent") or {}).get("result") != 5:
+        raise driver.BenchError(f"add(2, 3) answered {str(res)[:200]}")
+
+
+# --------------------------------------------------------------------------------------------- groups
+
+
+async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    assert c.stdio_script is not None
+    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+    out: Outcome = {}
+    conn: driver.StdioConn | None = None
+    try:
+        assert child.proc.stdout is not None and child.proc.stdin is not None
+        conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
+        try:
+            await _bounded(conn.handshake(), START_TIMEOUT, "initialize")
+            await _bounded(_check_tools_stdio(conn), 10, "tools/call")
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        k = conn
+
+        async def echo(_: int) -> None:
+            await k.request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
+
+        await _bounded(driver.run_load(echo, concurrency=1, max_calls=200, max_seconds=2), 30, "warm-up")
+        if "stdio_seq" in cases:
+            out["stdio_seq"] = await _try(
+                child,
+                lambda: _measured(
+                    child.pid,
+                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.seq_calls, max_seconds=b.seq_s),
+                    True,
+                ),
+                b.seq_s + 30,
+            )
+        if "stdio_c32" in cases:
+            out["stdio_c32"] = await _try(
+                child,
+                lambda: _measured(
+                    child.pid,
+                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.c32_calls, max_seconds=b.c32_s),
+                    True,
+                ),
+                b.c32_s + 30,
+            )
+        if "stdio_100k" in cases:
+            big = "x" * 100_000
+            big_args = {"name": "echo", "arguments": {"text": big}}
+
+            async def echo_big(_: int) -> None:
+                driver.check_tool_result(await k.request("tools/call", big_args), big)
+
+            out["stdio_100k"] = await _try(
+                child,
+                lambda: _measured(
+                    child.pid,
+                    lambda: driver.run_load(echo_big, concurrency=1, max_calls=b.big_calls, max_seconds=b.big_s),
+                    True,
+                ),
+                b.big_s + 30,
+            )
+        if "stdio_peak_rss" in cases:
+            hwm = procs.peak_rss_kb(child.pid)
+            out["stdio_peak_rss"] = {"value": hwm / 1024} if hwm else "could not read /proc VmHWM"
+        return out
+    finally:
+        if conn is not None:
+            await conn.close()
+        await child.stop()
+
+
+async def _try(child: procs.Child | None, fn: Callable[[], Awaitable[Metrics]], limit: float) -> Metrics | str:
+    try:
+        return dict(await _bounded(fn(), limit, "load"))
+    except Exception as exc:
+        return _explain(exc, child)
+
+
+async def group_cold(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    assert c.stdio_script is not None
+    samples: list[float] = []
+    for _ in range(b.cold_spawns):
+        t0 = time.perf_counter()
+        child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+        conn: driver.StdioConn | None = None
+        try:
+            assert child.proc.stdout is not None and child.proc.stdin is not None
+            conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
+            await _bounded(conn.request("initialize", driver.initialize_params()), START_TIMEOUT, "initialize")
+            samples.append((time.perf_counter() - t0) * 1000)
+        except Exception as exc:
+            return {"cold_start": _explain(exc, child)}
+        finally:
+            if conn is not None:
+                await conn.close()
+            await child.stop()
+    return {"cold_start": {"value": statistics.median(samples), "min_ms": min(samples)}}
+
+
+async def _start_http(c: Contender, stateless: bool) -> tuple[procs.Child, int]:
+    assert c.http_script is not None
+    port = procs.free_port()
+    argv = [_python(), str(SERVERS / c.http_script), "http", str(port)] + (["stateless"] if stateless else [])
+    child = await procs.spawn(argv, stdio=False)
+    deadline = time.perf_counter() + START_TIMEOUT
+    while True:
+        if child.exited():
+            tail = child.stderr_tail()
+            await child.stop()
+            why = f" [server stderr: {tail}]" if tail else ""
+            raise driver.BenchError(f"server exited with {child.proc.returncode} before listening{why}")
+        try:
+            _, w = await asyncio.open_connection("127.0.0.1", port)
+            w.close()
+            return child, port
+        except OSError:
+            if time.perf_counter() > deadline:
+                tail = child.stderr_tail()
+                await child.stop()
+                why = f" [server stderr: {tail}]" if tail else ""
+                raise driver.BenchError(f"server not listening after {START_TIMEOUT:.0f}s{why}") from None
+            await asyncio.sleep(0.05)
+
+
+async def _http_check(m: driver.HttpMcp, conn: driver.HttpConn) -> None:
+    driver.check_tool_result(await m.call_tool(conn, "echo", {"text": "hello"}), "hello")
+    res = await m.call_tool(conn, "add", {"a": 2, "b": 3})
+    driver.check_tool_result(res)
+    if res["content"][0].get("text") != "5" and (res.get("structuredContent") or {}).get("result") != 5:
+        raise driver.BenchError(f"add(2, 3) answered {str(res)[:200]}")
+
+
+async def group_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    child: procs.Child | None = None
+    out: Outcome = {}
+    try:
+        try:
+            child, port = await _start_http(c, stateless=False)
+            m = driver.HttpMcp("127.0.0.1", port)
+            conn = m.conn()
+            await _bounded(m.initialize(conn), START_TIMEOUT, "initialize")
+            await _bounded(_http_check(m, conn), 10, "tools/call")
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        pid = child.pid
+        conns = [conn] + [m.conn() for _ in range(31)]
+
+        async def echo(w: int) -> None:
+            await m.call_tool(conns[w], "echo", {"text": "hello"})
+
+        await _bounded(driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3), 30, "warm-up")
+        if "http_seq" in cases:
+            out["http_seq"] = await _try(
+                child,
+                lambda: _measured(
+                    pid,
+                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.http_seq_calls, max_seconds=b.http_seq_s),
+                    True,
+                ),
+                b.http_seq_s + 30,
+            )
+        if "http_c32" in cases:
+            out["http_c32"] = await _try(
+                child,
+                lambda: _measured(
+                    pid,
+                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
+                    True,
+                ),
+                b.http_c32_s + 30,
+            )
+        for hc in conns:
+            await hc.close()
+        if "http_modern" in cases:
+            out["http_modern"] = await _try(child, lambda: _modern(pid, port, b), b.http_c32_s + 40)
+        if "http_session_mem" in cases:
+            out["http_session_mem"] = await _try(child, lambda: _session_mem(pid, port, b), 120)
+        return out
+    finally:
+        if child is not None:
+            await child.stop()
+
+
+async def _modern(pid: int, port: int, b: Budget) -> Metrics:
+    mm = driver.HttpMcp("127.0.0.1", port, era="modern")
+    conns = [mm.conn() for _ in range(32)]
+    try:
+        await _http_check(mm, conns[0])  # no handshake: the first request already carries _meta
+
+        async def echo(w: int) -> None:
+            await mm.call_tool(conns[w], "echo", {"text": "hello"})
+
+        await driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3)
+        return await _measured(
+            pid,
+            lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
+            True,
+        )
+    finally:
+        for hc in conns:
+            await hc.close()
+
+
+async def _session_mem(pid: int, port: int, b: Budget) -> Metrics:
+    """Open N handshake-era sessions (initialize + initialized), leave them idle, divide the RSS growth."""
+    conn = driver.HttpConn("127.0.0.1", port)
+    try:
+        # Settle: one session first so lazily built state is not charged to the N.
+        await driver.HttpMcp("127.0.0.1", port).initialize(conn)
+        await asyncio.sleep(0.3)
+        before = procs.rss_kb(pid)
+        for _ in range(b.sessions):
+            m = driver.HttpMcp("127.0.0.1", port)
+            await m.initialize(conn)
+            if m.session_id is None:
+                raise driver.BenchError("server issued no Mcp-Session-Id in stateful mode")
+        await asyncio.sleep(0.5)
+        after = procs.rss_kb(pid)
+        if before is None or after is None:
+            raise driver.BenchError("could not read server RSS")
+        return {"value": max(0.0, (after - before) / b.sessions), "sessions": float(b.sessions)}
+    finally:
+        await conn.close()
+
+
+async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    child: procs.Child | None = None
+    try:
+        try:
+            child, port = await _start_http(c, stateless=True)
+            m = driver.HttpMcp("127.0.0.1", port)
+            conns = [m.conn() for _ in range(32)]
+            await _bounded(m.initialize(conns[0]), START_TIMEOUT, "initialize")
+            await _bounded(_http_check(m, conns[0]), 10, "tools/call")
+        except Exception as exc:
+            return {"http_stateless": _explain(exc, child)}
+
+        async def echo(w: int) -> None:
+            await m.call_tool(conns[w], "echo", {"text": "hello"})
+
+        pid = child.pid
+        await _bounded(driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3), 30, "warm-up")
+        res = await _try(
+            child,
+            lambda: _measured(
+                pid,
+                lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
+                True,
+            ),
+            b.http_c32_s + 30,
+        )
+        for hc in conns:
+            await hc.close()
+        return {"http_stateless": res}
+    finally:
+        if child is not None:
+            await child.stop()
+
+
+async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    assert c.stdio_script is not None
+    argv = [
+        _python(),
+        str(CLIENTS / c.stdio_script),
+        str(b.client_calls),
+        str(b.client_s),
+        _python(),
+        str(SERVERS / "floor_stdio.py"),
+    ]
+    child = await procs.spawn(argv, stdio=True)
+    try:
+        assert child.proc.stdout is not None
+        try:
+            line = await _bounded(child.proc.stdout.readline(), START_TIMEOUT + b.client_s + 20, "client")
+            await _bounded(child.proc.wait(), 20, "client exit")
+            if not line:
+                raise driver.BenchError(f"client printed no result (exit {child.proc.returncode})")
+            data = orjson.loads(line)
+        except Exception as exc:
+            msg = _explain(exc, None)
+            tail = child.stderr_tail()
+            return {"client_seq": f"{msg} [client stderr: {tail}]" if tail else msg}
+        if not data.get("calls"):
+            return {"client_seq": "client completed no call"}
+        return {
+            "client_seq": {
+                "value": data["calls"] / data["seconds"],
+                "p50_ms": data["p50_ms"],
+                "p99_ms": data["p99_ms"],
+                "connect_ms": data["connect_s"] * 1000,
+            }
+        }
+    finally:
+        await child.stop()
+
+
+GROUPS: dict[str, tuple[Callable[[Contender, Budget, set[str]], Awaitable[Outcome]], str]] = {
+    # group -> (runner, which script of the contender it needs)
+    "stdio": (group_stdio, "stdio"),
+    "cold": (group_cold, "stdio"),
+    "http": (group_http, "http"),
+    "http_stateless": (group_http_stateless, "http"),
+    "clients": (group_clients, "stdio"),
+}
+
+
+def _group_limit(group: str, b: Budget) -> float:
+    base = START_TIMEOUT + 30
+    return {
+        "stdio": base + b.seq_s + b.c32_s + b.big_s + 100,
+        "cold": b.cold_spawns * (START_TIMEOUT + 10) + 10,
+        "http": base + b.http_seq_s + 2 * b.http_c32_s + 200,
+        "http_stateless": base + b.http_c32_s + 40,
+        "clients": base + b.client_s + 40,
+    }[group]
+
+
+# --------------------------------------------------------------------------------------------- runner
+
+
+async def prime(contenders: list[Contender], log: Callable[[str], None]) -> None:
+    """Start each server once and throw the figure away: bytecode caches and the page cache get warm
+    for everyone alike before anything is measured."""
+    for c in contenders:
+        if c.stdio_script is None:
+            continue
+        try:
+            await asyncio.wait_for(group_cold(c, QUICK, {"cold_start"}), START_TIMEOUT + 15)
+        except Exception as exc:
+            log(f"  prime {c.key}: {exc}")
+
+
+async def run_cases(
+    selected: list[str],
+    budget: Budget,
+    log: Callable[[str], None],
+    server_keys: list[str] | None = None,
+) -> dict[str, Any]:
+    servers = [c for c in SERVER_CONTENDERS if server_keys is None or c.key in server_keys]
+    by_group: dict[str, set[str]] = {}
+    for cid in selected:
+        by_group.setdefault(CASE_BY_ID[cid].group, set()).add(cid)
+    samples: dict[str, dict[str, list[Metrics]]] = {cid: {} for cid in selected}
+    errors: dict[str, dict[str, list[str]]] = {cid: {} for cid in selected}
+    dead: dict[tuple[str, str], str] = {}
+    t_start = time.perf_counter()
+    skipped_reps = 0
+    if budget.prime:
+        log("priming (one throw-away start of every server)")
+        await prime(servers, log)
+    for rep in range(budget.reps):
+        if time.perf_counter() - t_start > budget.run_deadline_s:
+            skipped_reps = budget.reps - rep
+            log(f"run deadline reached: skipping {skipped_reps} repetition(s)")
+            break
+        for group in GROUP_ORDER:
+            if group not in by_group:
+                continue
+            runner, needs = GROUPS[group]
+            pool = CLIENT_CONTENDERS if group == "clients" else servers
+            pool = [c for c in pool if (c.stdio_script if needs == "stdio" else c.http_script)]
+            order = pool if rep % 2 == 0 else list(reversed(pool))
+            for c in order:
+                cases = by_group[group]
+                t0 = time.perf_counter()
+                if (group, c.key) in dead:
+                    outcome: Outcome = {cid: dead[(group, c.key)] for cid in cases}
+                else:
+                    try:
+                        outcome = await asyncio.wait_for(runner(c, budget, cases), _group_limit(group, budget))
+                    except Exception as exc:
+                        outcome = {cid: f"{type(exc).__name__}: {exc}"[:500] for cid in cases}
+                    if outcome and all(isinstance(v, str) for v in outcome.values()):
+                        dead[(group, c.key)] = next(iter(outcome.values()))  # type: ignore[assignment]
+                for cid, res in outcome.items():
+                    if isinstance(res, str):
+                        errors[cid].setdefault(c.key, []).append(res)
+                    else:
+                        samples[cid].setdefault(c.key, []).append(res)
+                shown = ", ".join(
+                    f"{cid}=" + ("n/a" if isinstance(v, str) else f"{v['value']:.4g}")
+                    for cid, v in sorted(outcome.items())
+                )
+                log(f"rep {rep + 1}/{budget.reps} {group:<14} {c.key:<16} {time.perf_counter() - t0:5.1f}s  {shown}")
+    return summarise(selected, samples, errors, servers, skipped_reps)
+
+
+def summarise(
+    selected: list[str],
+    samples: dict[str, dict[str, list[Metrics]]],
+    errors: dict[str, dict[str, list[str]]],
+    servers: list[Contender],
+    skipped_reps: int,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {"cases": {}, "skipped_reps": skipped_reps}
+    for cid in selected:
+        case = CASE_BY_ID[cid]
+        pool = CLIENT_CONTENDERS if case.group == "clients" else servers
+        floor_key = next(c.key for c in pool if c.floor)
+        needs = GROUPS[case.group][1]
+        rows: dict[str, Any] = {}
+        for c in pool:
+            if not (c.stdio_script if needs == "stdio" else c.http_script):
+                continue
+            ss = samples[cid].get(c.key, [])
+            errs = errors[cid].get(c.key, [])
+            if not ss:
+                rows[c.key] = {"status": "n/a", "error": errs[0] if errs else "not run", "samples": []}
+                continue
+            keys = sorted({k for s in ss for k in s})
+            med = {k: statistics.median([s[k] for s in ss if k in s]) for k in keys}
+            rows[c.key] = {"status": "ok", "median": med, "samples": ss, "errors": errs}
+        floor = rows.get(floor_key)
+        fv = floor["median"]["value"] if floor and floor["status"] == "ok" else None
+        for row in rows.values():
+            if row["status"] == "ok" and fv:
+                v = row["median"]["value"]
+                if case.better == "higher":
+                    row["cost_vs_floor"] = fv / v if v > 0 else None
+                else:
+                    row["cost_vs_floor"] = v / fv if fv > 0 else None
+        out["cases"][cid] = {**asdict(case), "floor": floor_key, "contenders": rows}
+    return out

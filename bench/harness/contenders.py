@@ -1,0 +1,39 @@
+"""Who is measured. A contender is a plug-in script under bench/servers/ (or bench/clients/) following the
+command-line contract in servers/_serve.py (clients/_common.py); adding one is adding a script and a row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+SERVERS = BENCH / "servers"
+CLIENTS = BENCH / "clients"
+
+
+@dataclass(frozen=True)
+class Contender:
+    key: str
+    label: str
+    stdio_script: str | None
+    http_script: str | None
+    package: str | None  # distribution whose version the report shows
+    floor: bool = False
+
+
+SERVER_CONTENDERS: list[Contender] = [
+    Contender("floor", "floor (raw asyncio / raw ASGI + orjson)", "floor_stdio.py", "floor_asgi.py", None, True),
+    Contender("mcp", "mcp MCPServer", "mcp_high.py", "mcp_high.py", "mcp"),
+    Contender("mcp-lowlevel", "mcp low-level Server", "mcp_lowlevel.py", "mcp_lowlevel.py", "mcp"),
+    Contender("fastmcp", "fastmcp FastMCP", "fastmcp_server.py", "fastmcp_server.py", "fastmcp"),
+    Contender("mcpkit", "mcpkit MCPKit", "mcpkit_server.py", "mcpkit_server.py", "mcpkit"),
+    Contender("mcpkit-lowlevel", "mcpkit low-level Server", "mcpkit_lowlevel.py", None, "mcpkit"),
+]
+
+CLIENT_CONTENDERS: list[Contender] = [
+    Contender("raw", "raw client (bench driver)", "raw_client.py", None, None, True),
+    Contender("mcp", "mcp Client", "mcp_client.py", None, "mcp"),
+    Contender("fastmcp", "fastmcp Client", "fastmcp_client.py", None, "fastmcp"),
+    Contender("mcpkit", "mcpkit Client", "mcpkit_client.py", None, "mcpkit"),
+    Contender("mcpkit-session", "mcpkit ClientSession (low-level)", "mcpkit_session.py", None, "mcpkit"),
+]

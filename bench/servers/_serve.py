@@ -1,0 +1,57 @@
+"""The one uvicorn configuration every HTTP contender (and the ASGI floor) is served with, and the
+command line every server script shares:
+
+    python <server>.py                      stdio
+    python <server>.py http PORT            Streamable HTTP at http://127.0.0.1:PORT/mcp (stateful)
+    python <server>.py http PORT stateless  the same, stateless mode
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+UVICORN_CONFIG: dict[str, Any] = {
+    "host": "127.0.0.1",
+    "log_level": "warning",
+    "access_log": False,
+    "loop": "asyncio",
+    "http": "h11",
+    "ws": "none",
+    "lifespan": "on",
+    "timeout_keep_alive": 120,
+    "timeout_graceful_shutdown": 1,
+}
+
+
+def serve(app: Any, port: int) -> None:
+    import uvicorn
+
+    uvicorn.Server(uvicorn.Config(app, port=port, **UVICORN_CONFIG)).run()
+
+
+def main(
+    run_stdio: Callable[[], None],
+    make_asgi: Callable[[bool], Any | None] | None = None,
+    run_http: Callable[[int, bool], None] | None = None,
+) -> None:
+    """make_asgi(stateless) -> ASGI app served by serve(); when it is missing or returns None,
+    run_http(port, stateless) is the fallback for a framework that can only serve itself."""
+    args = sys.argv[1:]
+    mode = args[0] if args else "stdio"
+    if mode == "stdio":
+        run_stdio()
+        return
+    if mode != "http" or len(args) < 2:
+        raise SystemExit(f"usage: {sys.argv[0]} [stdio | http PORT [stateless]]")
+    port = int(args[1])
+    stateless = "stateless" in args[2:]
+    app = make_asgi(stateless) if make_asgi is not None else None
+    if app is not None:
+        serve(app, port)
+    elif run_http is not None:
+        print("bench: serving with the framework's own HTTP runner, not the shared uvicorn config", file=sys.stderr)
+        run_http(port, stateless)
+    else:
+        raise SystemExit("this contender has no HTTP transport")

@@ -1,0 +1,101 @@
+"""Floor for Streamable HTTP: a raw ASGI app (no framework) answering POST /mcp with JSON responses,
+issuing Mcp-Session-Id at initialize (stateful mode), accepting 2026-07-28 requests without a session.
+Served by the same uvicorn configuration as every contender (_serve.UVICORN_CONFIG).
+Usage: python floor_asgi.py http PORT [stateless]   (plain `python floor_asgi.py` runs the stdio floor)"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from _floor_core import HANDSHAKE_VERSIONS, handle
+from _serve import main
+
+JSON_HEADERS = [(b"content-type", b"application/json")]
+
+
+def make_app(stateless: bool) -> Any:
+    sessions: dict[str, dict[str, Any]] = {}
+
+    async def respond(send: Any, status: int, body: bytes = b"", headers: list[Any] | None = None) -> None:
+        hdrs = list(headers or [])
+        if body:
+            hdrs.extend(JSON_HEADERS)
+        hdrs.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": status, "headers": hdrs})
+        await send({"type": "http.response.body", "body": body})
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                event = await receive()
+                if event["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif event["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        if scope["path"] != "/mcp":
+            await respond(send, 404)
+            return
+        method = scope["method"]
+        sid: str | None = None
+        for k, v in scope["headers"]:
+            if k == b"mcp-session-id":
+                sid = v.decode("latin-1")
+        if method == "DELETE" and not stateless:
+            await respond(send, 200 if sessions.pop(sid or "", None) is not None else 404)
+            return
+        if method != "POST":
+            await respond(send, 405, headers=[(b"allow", b"POST")])
+            return
+        chunks = []
+        while True:
+            event = await receive()
+            chunks.append(event.get("body", b""))
+            if not event.get("more_body"):
+                break
+        try:
+            msg = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError:
+            err = b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}'
+            await respond(send, 400, err)
+            return
+        extra: list[Any] = []
+        is_init = isinstance(msg, dict) and msg.get("method") == "initialize"
+        params = msg.get("params") if isinstance(msg, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        modern = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
+        if not stateless and not is_init and not modern and sid not in sessions:
+            await respond(
+                send,
+                404 if sid else 400,
+                b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"missing or unknown session"}}',
+            )
+            return
+        resp = handle(msg)
+        if resp is None:
+            await respond(send, 202)
+            return
+        if is_init and not stateless and "result" in resp:
+            new_sid = uuid.uuid4().hex
+            version = resp["result"]["protocolVersion"]
+            sessions[new_sid] = {"protocolVersion": version if version in HANDSHAKE_VERSIONS else None}
+            extra.append((b"mcp-session-id", new_sid.encode()))
+        await respond(send, 200, orjson.dumps(resp), extra)
+
+    return app
+
+
+def _run_stdio() -> None:
+    import asyncio
+
+    from floor_stdio import main as stdio_main
+
+    asyncio.run(stdio_main())
+
+
+if __name__ == "__main__":
+    main(_run_stdio, make_app)
