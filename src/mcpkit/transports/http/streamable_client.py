@@ -1,0 +1,431 @@
+"""Streamable HTTP, client side (httpx): a :class:`~mcpkit.transports.base.Connection` for ClientSession.
+
+Every outgoing message is one POST. ``send`` returns once the server has answered with its status line: 202
+(nothing to read), ``application/json`` (the body goes to ``receive``), or ``text/event-stream`` (a background
+reader feeds ``receive`` and, when the connection drops before the response, resumes with ``Last-Event-ID`` after
+the server's ``retry:`` delay). Errors surface at once: a JSON-RPC error body becomes that error (so era detection
+sees modern error codes), a 404 for our session raises :class:`SessionExpired`, any other failure raises
+:class:`HTTPTransportError`.
+
+Headers: ``Mcp-Session-Id`` echoed after ``initialize``; ``MCP-Protocol-Version`` once negotiated (2025-06-18+),
+and on every modern request from its ``_meta``; ``Mcp-Method``, ``Mcp-Name`` and ``Mcp-Param-*`` for modern
+requests, the last mirrored from ``x-mcp-header`` annotations learnt from ``tools/list`` results (tools with
+invalid annotations are dropped from those results, as the spec requires). Handshake sessions open the standalone
+GET stream after negotiation (405 is fine) and send DELETE on close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+import orjson
+
+from ...protocol import versions
+from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
+from ...protocol.versions import META_PROTOCOL_VERSION
+from .streamable import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
+
+logger = logging.getLogger("mcpkit.http.client")
+
+ACCEPT = "application/json, text/event-stream"
+
+
+class SessionExpired(ConnectionClosed):
+    """The server answered 404 to our ``Mcp-Session-Id``: the session is gone; initialize a new one."""
+
+
+class HTTPTransportError(MCPError):
+    """The server answered an HTTP error without a JSON-RPC answer to our message."""
+
+    code = INVALID_REQUEST
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:300]}", {"status": status})
+        self.status = status
+
+
+class StreamableHTTPClientTransport:
+    """The client end of Streamable HTTP.
+
+    Args:
+        url: the MCP endpoint (``http://127.0.0.1:8000/mcp``).
+        headers: extra headers on every request (e.g. ``Authorization``).
+        timeout: connect/write timeout in seconds (reads are unbounded: SSE streams may idle).
+        client: an httpx.AsyncClient to use (not closed by us); default: our own.
+        auth: an httpx auth flow.
+        get_stream: open the standalone GET stream in handshake sessions.
+        max_reconnects: resumption attempts per stream before giving up.
+        reconnect_delay: seconds to wait before reconnecting when the server sent no ``retry:``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        client: httpx.AsyncClient | None = None,
+        auth: httpx.Auth | None = None,
+        get_stream: bool = True,
+        max_reconnects: int = 5,
+        reconnect_delay: float = 1.0,
+        inbox_size: int = 1024,
+    ) -> None:
+        self.url = url
+        self.extra_headers = dict(headers or {})
+        self._own_client = client is None
+        self.client = client or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None), auth=auth, follow_redirects=False
+        )
+        self.get_stream = get_stream
+        self.max_reconnects = max_reconnects
+        self.reconnect_delay = reconnect_delay
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self._version_header = False
+        self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._get_task: asyncio.Task[None] | None = None
+        self._tools_list_ids: set[Any] = set()
+        self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        self._closed = False
+
+    async def __aenter__(self) -> StreamableHTTPClientTransport:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ------------------------------------------------------------------ Connection
+
+    async def receive(self) -> bytes | None:
+        item = await self._inbox.get()
+        if item is None:
+            self._inbox.put_nowait(None)  # stay at end of input for any later caller
+        return item
+
+    def set_protocol_version(self, version: str) -> None:
+        """Called by ClientSession after negotiation: from now on send ``MCP-Protocol-Version`` (2025-06-18+)."""
+        self.protocol_version = version
+        feats = versions.features(version)
+        self._version_header = feats.protocol_version_header
+        if not feats.modern and self.session_id is not None and self.get_stream and self._get_task is None:
+            self._get_task = asyncio.get_running_loop().create_task(self._standalone())
+
+    async def send(self, data: bytes) -> None:
+        if self._closed:
+            raise ConnectionClosed("the HTTP transport is closed")
+        obj: Any = orjson.loads(data)
+        headers = self._headers(ACCEPT)
+        headers["content-type"] = "application/json"
+        rid: Any = None
+        method: str | None = None
+        if isinstance(obj, dict):
+            method = obj.get("method") if isinstance(obj.get("method"), str) else None
+            rid = obj.get("id") if method is not None else None
+            if method is not None:
+                self._message_headers(headers, method, obj.get("params"))
+                if method == "tools/list" and rid is not None:
+                    self._tools_list_ids.add(rid)
+        sent_session = self.session_id
+        try:
+            resp = await self.client.send(self.client.build_request("POST", self.url, content=data, headers=headers),
+                                          stream=True)
+        except httpx.HTTPError as exc:
+            raise ConnectionClosed(f"POST {self.url} failed: {exc}") from exc
+        status = resp.status_code
+        if status == 202:
+            await resp.aclose()
+            return
+        if 200 <= status < 300:
+            if method == "initialize":
+                sid = resp.headers.get("mcp-session-id")
+                if sid is not None:
+                    self.session_id = sid
+            ctype = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if ctype == "text/event-stream":
+                self._spawn(self._read_post_stream(resp, rid))
+                return
+            body = await resp.aread()
+            await resp.aclose()
+            if body:
+                await self._deliver(body)
+            return
+        body = await resp.aread()
+        await resp.aclose()
+        answer = _json_rpc_error(body)
+        answers_us = answer is not None and rid is not None and answer[0] == rid
+        if status == 404 and sent_session is not None and not answers_us:
+            if self.session_id == sent_session:
+                self.session_id = None
+            raise SessionExpired(f"session {sent_session[:8]}… is gone (HTTP 404)")
+        if answer is not None:
+            aid, error = answer
+            if rid is not None and aid == rid:
+                await self._deliver(body)  # the peer raises the typed error for the waiting request
+                return
+            raise error_from_response(error)
+        raise HTTPTransportError(status, body.decode("utf-8", "replace"))
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        tasks = [t for t in self._tasks if not t.done()]
+        if self._get_task is not None:
+            tasks.append(self._get_task)
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await t
+        if self.session_id is not None:
+            await self.terminate()
+        if self._own_client:
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
+        with contextlib.suppress(asyncio.QueueFull):
+            self._inbox.put_nowait(None)
+
+    async def terminate(self) -> None:
+        """DELETE the session (a 405 means the server does not let clients end sessions; that is fine)."""
+        sid = self.session_id
+        if sid is None:
+            return
+        self.session_id = None
+        headers = self._headers(None)
+        headers["mcp-session-id"] = sid
+        with contextlib.suppress(httpx.HTTPError):
+            await self.client.delete(self.url, headers=headers)
+
+    # ------------------------------------------------------------------ headers
+
+    def _headers(self, accept: str | None) -> dict[str, str]:
+        headers = dict(self.extra_headers)
+        if accept is not None:
+            headers["accept"] = accept
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self._version_header and self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        return headers
+
+    def _message_headers(self, headers: dict[str, str], method: str, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if not isinstance(version, str):
+            return
+        # a modern request: the headers mirror its body
+        headers["mcp-protocol-version"] = version
+        headers.pop("mcp-session-id", None)
+        headers["mcp-method"] = method
+        field = NAME_FIELD.get(method)
+        if field is not None and isinstance(params.get(field), str):
+            headers["mcp-name"] = encode_header_value(params[field])
+        if method == "tools/call":
+            spec = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
+            if spec:
+                args = params.get("arguments")
+                for name, path in spec.items():
+                    value: Any = args
+                    for key in path:
+                        value = value.get(key) if isinstance(value, dict) else None
+                    text = header_text(value)
+                    if text is not None:
+                        headers["mcp-param-" + name] = encode_header_value(text)
+
+    # ------------------------------------------------------------------ incoming
+
+    async def _deliver(self, data: bytes) -> None:
+        if self._tools_list_ids and b'"tools"' in data:
+            data = self._learn_tools(data)
+        await self._inbox.put(data)
+
+    def _learn_tools(self, data: bytes) -> bytes:
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return data
+        if not isinstance(obj, dict) or obj.get("id") not in self._tools_list_ids:
+            return data
+        self._tools_list_ids.discard(obj.get("id"))
+        result = obj.get("result")
+        tools = result.get("tools") if isinstance(result, dict) else None
+        if not isinstance(tools, list):
+            return data
+        kept = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                kept.append(tool)
+                continue
+            try:
+                spec = param_headers_from_schema(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", name, exc)
+                self._tool_headers.pop(name, None)
+                continue
+            if spec:
+                self._tool_headers[name] = spec
+            else:
+                self._tool_headers.pop(name, None)
+            kept.append(tool)
+        if len(kept) == len(tools):
+            return data
+        result["tools"] = kept
+        return orjson.dumps(obj)
+
+    async def _read_post_stream(self, resp: httpx.Response, rid: Any) -> None:
+        """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives."""
+        last_id: str | None = None
+        retry = self.reconnect_delay
+        attempts = 0
+        while True:
+            got = False
+            try:
+                async for ev in _events(resp):
+                    if "retry" in ev:
+                        with contextlib.suppress(ValueError):
+                            retry = int(ev["retry"]) / 1000
+                    if "id" in ev:
+                        last_id = ev["id"]
+                    data = ev.get("data")
+                    if data:
+                        raw = data.encode()
+                        if rid is not None and _answers(raw, rid):
+                            got = True
+                        await self._deliver(raw)
+                        attempts = 0
+            except httpx.HTTPError as exc:
+                logger.debug("SSE stream for %r broke: %s", rid, exc)
+            finally:
+                await resp.aclose()
+            if got or rid is None or self._closed:
+                return
+            if last_id is None or attempts >= self.max_reconnects or self.session_id is None:
+                await self._fail(rid, "the SSE stream ended before the response arrived")
+                return
+            attempts += 1
+            await asyncio.sleep(retry)
+            headers = self._headers("text/event-stream")
+            headers["last-event-id"] = last_id
+            try:
+                resp = await self.client.send(self.client.build_request("GET", self.url, headers=headers), stream=True)
+            except httpx.HTTPError:
+                continue
+            if resp.status_code != 200:
+                await resp.aclose()
+                await self._fail(rid, f"could not resume the SSE stream (HTTP {resp.status_code})")
+                return
+
+    async def _fail(self, rid: Any, message: str) -> None:
+        err = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message}}
+        await self._inbox.put(orjson.dumps(err))
+
+    async def _standalone(self) -> None:
+        """The standalone GET stream of a handshake session: server-initiated messages; reconnects with
+        ``Last-Event-ID`` after ``retry:`` while the session lives."""
+        last_id: str | None = None
+        retry = self.reconnect_delay
+        failures = 0
+        while not self._closed and self.session_id is not None:
+            headers = self._headers("text/event-stream")
+            if last_id is not None:
+                headers["last-event-id"] = last_id
+            try:
+                resp = await self.client.send(self.client.build_request("GET", self.url, headers=headers), stream=True)
+            except httpx.HTTPError:
+                failures += 1
+                if failures > self.max_reconnects:
+                    return
+                await asyncio.sleep(retry)
+                continue
+            if resp.status_code != 200:
+                await resp.aclose()
+                if resp.status_code == 400 and last_id is not None:
+                    last_id = None  # the server cannot replay: start over without resumption
+                    continue
+                return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
+            try:
+                async for ev in _events(resp):
+                    if "retry" in ev:
+                        with contextlib.suppress(ValueError):
+                            retry = int(ev["retry"]) / 1000
+                    if "id" in ev:
+                        last_id = ev["id"]
+                    if ev.get("data"):
+                        await self._deliver(ev["data"].encode())
+                    failures = 0
+            except httpx.HTTPError:
+                pass
+            finally:
+                await resp.aclose()
+            failures += 1
+            if failures > self.max_reconnects:
+                return
+            await asyncio.sleep(retry)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+
+def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
+    """(id, error) when ``body`` is a JSON-RPC error response."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(obj, dict) and obj.get("jsonrpc") == "2.0" and isinstance(obj.get("error"), dict):
+        return obj.get("id"), obj["error"]
+    return None
+
+
+def _answers(raw: bytes, rid: Any) -> bool:
+    if b'"method"' in raw and b'"result"' not in raw and b'"error"' not in raw:
+        return False
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    if isinstance(obj, list):
+        return any(isinstance(o, dict) and o.get("id") == rid and "method" not in o for o in obj)
+    return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
+
+
+async def _events(resp: httpx.Response) -> AsyncIterator[dict[str, str]]:
+    """SSE events of a response: dicts with ``data`` (lines joined), ``id``, ``event``, ``retry``."""
+    ev: dict[str, str] = {}
+    data: list[str] = []
+    async for line in resp.aiter_lines():
+        if not line:
+            if data or ev:
+                if data:
+                    ev["data"] = "\n".join(data)
+                yield ev
+            ev = {}
+            data = []
+            continue
+        if line.startswith(":"):
+            continue
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            data.append(value)
+        elif field in ("id", "event", "retry"):
+            ev[field] = value
+    if data:
+        ev["data"] = "\n".join(data)
+        yield ev
+
+
+__all__ = ["HTTPTransportError", "SessionExpired", "StreamableHTTPClientTransport"]
