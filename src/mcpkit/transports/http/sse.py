@@ -25,8 +25,8 @@ Wire rules (2024-11-05 transport page, DESIGN.md section 3):
   client treats any non-2xx as a failed send, and a stream reader sees the error where answers arrive).
 * ``Origin`` (when present) must be a localhost origin or one of ``allowed_origins``; ``Host`` must be a localhost
   name or one of ``allowed_hosts`` (DNS-rebinding protection, 403 either way). Pass ``"*"`` to disable a check.
-  ``check_request(scope) -> (status, reason) | None`` replaces both checks (to share one policy with the
-  Streamable HTTP app).
+  The policy is :func:`.security.make_request_check`; ``check_request(scope) -> (status, reason) | None``
+  replaces it (``create_app`` passes one policy to every route).
 * Bounded memory: each session has a bounded queue (``queue_size`` messages). A writer that finds it full waits
   up to ``stall_timeout`` seconds for the reader, then the session is dropped (its stream ends), so a slow or
   stuck SSE reader cannot grow server memory or stall notification fan-out for everyone else.
@@ -43,11 +43,12 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import parse_qs, quote
 
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .security import RequestCheck, make_request_check
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
@@ -58,12 +59,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-RequestCheck = Callable[[Scope], "tuple[int, str] | None"]
-
-LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
-# ---------------------------------------------------------------- shared ASGI helpers (also used by ws.py)
+# ---------------------------------------------------------------- small ASGI helpers (also used by ws.py)
 
 
 def header(scope: Scope, name: bytes) -> str | None:
@@ -72,51 +70,6 @@ def header(scope: Scope, name: bytes) -> str | None:
         if key == name:
             return bytes(value).decode("latin-1")
     return None
-
-
-def _hostname(authority: str) -> str:
-    """``host[:port]`` → lower-case host (IPv6 keeps its brackets)."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        end = authority.find("]")
-        return authority[: end + 1] if end != -1 else authority
-    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
-
-
-def make_request_check(
-    allowed_origins: Iterable[str] | str | None = None, allowed_hosts: Iterable[str] | str | None = None
-) -> RequestCheck:
-    """The default DNS-rebinding policy: ``Origin`` (if sent) and ``Host`` must be local unless allowed.
-
-    ``allowed_origins``: exact origins (``"https://app.example"``) accepted besides localhost ones; ``"*"`` = any.
-    ``allowed_hosts``: host names (with or without port) accepted besides localhost; ``"*"`` = any.
-    A request without ``Origin`` is not from a browser page and passes the Origin check.
-    """
-    any_origin = allowed_origins == "*"
-    any_host = allowed_hosts == "*"
-    origins = set() if any_origin or allowed_origins is None else {o.rstrip("/").lower() for o in allowed_origins}
-    hosts = set() if any_host or allowed_hosts is None else {h.lower() for h in allowed_hosts}
-
-    def check(scope: Scope) -> tuple[int, str] | None:
-        if not any_host:
-            host = header(scope, b"host")
-            if host is None:
-                return 403, "missing Host header"
-            h = host.strip().lower()
-            name = _hostname(h)
-            if name not in LOCAL_HOSTNAMES and h not in hosts and name not in hosts:
-                return 403, "Host header not allowed"
-        if not any_origin:
-            origin = header(scope, b"origin")
-            if origin is not None:
-                o = origin.strip().rstrip("/").lower()
-                if o not in origins:
-                    parts = urlsplit(o)
-                    if parts.scheme not in ("http", "https") or _hostname(parts.netloc) not in LOCAL_HOSTNAMES:
-                        return 403, "Origin not allowed"
-        return None
-
-    return check
 
 
 async def respond(

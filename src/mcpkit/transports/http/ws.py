@@ -40,7 +40,8 @@ from typing import TYPE_CHECKING, Any
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
-from .sse import BoundedOutbox, Receive, RequestCheck, Scope, Send, lifespan, make_request_check, respond
+from .security import RequestCheck, make_request_check
+from .sse import BoundedOutbox, Receive, Scope, Send, lifespan, respond
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server
