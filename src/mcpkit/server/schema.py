@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import logging
 import re
 import types
 import typing
@@ -23,11 +24,13 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any, Literal, Union, get_args, get_origin
 
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
 JSONDict = dict[str, Any]
+logger = logging.getLogger("mcpkit.server")
 
 
 class _Schema(GenerateJsonSchema):
@@ -211,7 +214,7 @@ class FunctionInfo:
                 continue
             if p.name.startswith("_"):
                 raise ValueError(f"{name}: parameter {p.name!r} starts with '_' (not allowed in an MCP schema)")
-            self.params.append(Param(p.name, ann, p.default, self.doc.params.get(p.name)))
+            self.params.append(Param(p.name, ann, p.default, self.doc.params.get(p.name) or _description_of(ann)))
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
 
@@ -250,12 +253,17 @@ class FunctionInfo:
         return {p.name: getattr(inst, p.name) for p in self.params}
 
 
-def _has_description(annotation: Any) -> bool:
+def _description_of(annotation: Any) -> str | None:
     if get_origin(annotation) is typing.Annotated:
         for meta in get_args(annotation)[1:]:
-            if getattr(meta, "description", None):
-                return True
-    return False
+            description = getattr(meta, "description", None)
+            if isinstance(description, str) and description:
+                return description
+    return None
+
+
+def _has_description(annotation: Any) -> bool:
+    return _description_of(annotation) is not None
 
 
 def _camel(name: str) -> str:
@@ -303,7 +311,13 @@ class ReturnInfo:
         if get_origin(tp) is typing.Annotated:
             tp = get_args(tp)[0]
         self.wrap = not _is_object_type(tp)
-        self.adapter = TypeAdapter(annotation)
+        try:
+            self.adapter = TypeAdapter(annotation)
+            self.output_schema  # noqa: B018 - build it now so a bad annotation fails here, not in tools/list
+        except Exception as exc:
+            logger.warning("no output schema for return annotation %r: %s", annotation, exc)
+            self.adapter = None
+            self.__dict__.pop("output_schema", None)
 
     @property
     def structured(self) -> bool:
@@ -354,7 +368,7 @@ def _is_object_type(tp: Any) -> bool:
     if isinstance(tp, type):
         if issubclass(tp, BaseModel) or dataclasses.is_dataclass(tp):
             return True
-        if typing.is_typeddict(tp):
+        if typing_extensions.is_typeddict(tp):
             return True
     origin = get_origin(tp)
     if origin is dict:

@@ -135,6 +135,14 @@ def _is_content_like(value: Any) -> bool:
     return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
 
 
+def is_content_value(value: Any) -> bool:
+    """A content object (not a plain str/bytes), or a non-empty list that holds one: sent as content even when
+    the return annotation is structured (``-> list[Any]`` returning images)."""
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_is_content_like(v) for v in value) and any(is_content_value(v) for v in value)
+    return _is_content_like(value) and not isinstance(value, (str, bytes))
+
+
 def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDict]:
     """Convert a function's return value into a list of content blocks (wire form)."""
     if value is None:
@@ -302,7 +310,7 @@ class Tool:
             result = dict(value)
         else:
             returns = self.returns
-            if returns.structured and not _is_content_like(value):
+            if returns.structured and not is_content_value(value):
                 structured = returns.structure(value)
                 content = [{"type": "text", "text": _json_text(structured)}]
                 result = {"content": content, "structuredContent": structured, "isError": False}
