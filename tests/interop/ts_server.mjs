@@ -193,11 +193,9 @@ function buildServer() {
     );
     // Paginated listing (10 a page) replaces McpServer's single-page list.
     mcp.server.setRequestHandler(ListResourcesRequestSchema, async (req) => {
-        try {
-            return staticPage(req.params?.cursor, [{ uri: COUNTER_URI, name: 'counter', mimeType: 'text/plain' }]);
-        } catch (e) {
-            throw new McpError(ErrorCode.InvalidParams, e.message);
-        }
+        // staticPage throws an Error carrying code -32602; a plain Error keeps the message unprefixed
+        // on the wire (McpError would prepend "MCP error -32602: " to it).
+        return staticPage(req.params?.cursor, [{ uri: COUNTER_URI, name: 'counter', mimeType: 'text/plain' }]);
     });
     mcp.server.setRequestHandler(SubscribeRequestSchema, async (req) => {
         subscriptions.add(req.params.uri);
