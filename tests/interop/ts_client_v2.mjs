@@ -153,6 +153,9 @@ function completeParams(step) {
 const adapter = {
     async call(op, step, o) {
         if (step.cacheMode) o.cacheMode = step.cacheMode;
+        // Manual multi-round-trip (2026-07-28): return InputRequiredResult as-is instead of
+        // auto-fulfilling; a later step can retry with inputResponses/requestState.
+        if (step.allowInputRequired) o.allowInputRequired = true;
         if (LISTS[op]) {
             // Without a cursor the v2 client walks every page itself and returns the aggregate
             // ("all" is therefore implied); with a cursor it fetches exactly that page.
@@ -162,6 +165,8 @@ const adapter = {
             case 'callTool': {
                 const params = { name: step.name, arguments: step.arguments ?? {} };
                 if (step._meta) params._meta = step._meta;
+                if (step.inputResponses) params.inputResponses = step.inputResponses;
+                if (step.requestState !== undefined) params.requestState = step.requestState;
                 return client.callTool(params, o);
             }
             case 'readResource':
