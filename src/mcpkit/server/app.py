@@ -188,6 +188,7 @@ class MCPKit(Server):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
+        self._serving_loop = asyncio.get_running_loop()  # lets a sync tool's add_tool() reach this loop
         return await tool.call(arguments, Context(self, ctx), ctx.features)
 
     # ================================================================== resources
@@ -503,6 +504,16 @@ class MCPKit(Server):
             yield self
         finally:
             await self._exit_lifespan()
+
+    async def startup(self) -> None:
+        """Enter the lifespan (counted: pair every call with :meth:`shutdown`). For transports that do not
+        serve through :meth:`serve`, e.g. an ASGI app's ``lifespan.startup``."""
+        self._serving_loop = asyncio.get_running_loop()
+        await self._enter_lifespan()
+
+    async def shutdown(self) -> None:
+        """Leave the lifespan entered by :meth:`startup` (the last one out runs its exit)."""
+        await self._exit_lifespan()
 
     def _lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()

@@ -48,10 +48,10 @@ class Paginator:
         return f"{body}.{self._sign(body)}"
 
     def decode(self, kind: str, cursor: Any) -> tuple[int, str]:
-        if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR:
+        if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR or not cursor.isascii():
             raise InvalidParams("invalid cursor")
         body, _, sig = cursor.partition(".")
-        if not sig or not hmac.compare_digest(sig, self._sign(body) if body.isascii() else ""):
+        if not sig or not hmac.compare_digest(sig, self._sign(body)):
             raise InvalidParams("invalid cursor")
         try:
             k, offset, last = orjson.loads(_unb64(body))

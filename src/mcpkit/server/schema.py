@@ -166,9 +166,14 @@ def literal_choices(tp: Any) -> list[str] | None:
     return None
 
 
+_CONTEXT_NAME = re.compile(r"^(?:Optional\[)?(?:[\w.]+\.)?Context(?:\]|\s*\|\s*None)?$")
+
+
 def _is_context(tp: Any) -> bool:
     from .context import Context
 
+    if isinstance(tp, str):  # an annotation that could not be resolved (e.g. Context imported locally)
+        return _CONTEXT_NAME.match(tp.strip()) is not None
     tp, _ = unwrap_optional(tp)
     return isinstance(tp, type) and issubclass(tp, Context)
 

@@ -45,7 +45,7 @@ class _Expression:
 class UriTemplate:
     """A parsed RFC 6570 (level 1-3) URI template."""
 
-    __slots__ = ("_groups", "_parts", "_query_names", "_regex", "template", "variables")
+    __slots__ = ("_flags", "_groups", "_parts", "_query_names", "_regex", "template", "variables")
 
     def __init__(self, template: str) -> None:
         self.template = template
@@ -71,6 +71,7 @@ class UriTemplate:
                     names.append(n)
         self.variables: tuple[str, ...] = tuple(names)
         self._groups: dict[str, str] = {}
+        self._flags: set[str] = set()  # groups holding ";name[=value]" (path-style parameters)
         self._query_names: tuple[str, ...] = ()
         self._regex = self._compile()
 
@@ -148,7 +149,10 @@ class UriTemplate:
             elif op == "/":
                 regex.extend(f"(?:/(?P<{group(n)}>[^/?#]*))?" for n in names)
             elif op == ";":
-                regex.extend(f"(?:;{re.escape(n)}(?:=(?P<{group(n)}>[^;/?#]*))?)?" for n in names)
+                for n in names:
+                    g = group(n)
+                    self._flags.add(g)
+                    regex.append(f"(?P<{g}>;{re.escape(n)}(?:=[^;/?#]*)?)?")
         if query:
             self._query_names = tuple(query)
             regex.append(r"(?:[?&](?P<q>[^#]*))?")
@@ -164,6 +168,8 @@ class UriTemplate:
         for g, name in self._groups.items():
             value = m.group(g)
             if value is not None:
+                if g in self._flags:
+                    value = value[len(name) + 1 :].removeprefix("=")
                 found[name] = unquote(value)
         if self._query_names:
             raw = m.group("q")
