@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -378,3 +379,24 @@ async def test_official_python_sdk_sse_client_against_our_server() -> None:
             r = await session.call_tool("slow", {"steps": 2})
             assert r.content[0].text == "done 2"  # type: ignore[union-attr]
         await eventually(lambda: endpoint.session_count == 0)
+
+
+@pytest.mark.req("A009")
+async def test_abandoned_streams_release_their_sessions() -> None:
+    """100 clients open a stream and go away: every session ends and nothing stays referenced."""
+    server = make_server()
+    endpoint = LegacySSEEndpoint(server)
+    async with serve(endpoint) as port, httpx.AsyncClient(limits=httpx.Limits(max_connections=None)) as client:
+        opened = []
+        for _ in range(100):
+            response = await client.send(client.build_request("GET", f"http://127.0.0.1:{port}/sse"), stream=True)
+            lines = response.aiter_lines()
+            assert (await lines.__anext__()) == "event: endpoint"
+            opened.append((response, lines))
+        assert endpoint.session_count == 100
+        assert len(server.sessions) == 100
+        for response, _ in opened:
+            await response.aclose()
+        await eventually(lambda: endpoint.session_count == 0)
+        # the last handlers may still be finishing; then nothing may keep a session alive
+        await eventually(lambda: gc.collect() >= 0 and len(server.sessions) == 0)

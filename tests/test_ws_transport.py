@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gc
 import os
 import struct
 from collections.abc import AsyncIterator
@@ -409,3 +410,21 @@ async def test_client_transport_keepalive_detects_a_dead_server() -> None:
         for w in accepted:
             w.close()
         srv.close()
+
+
+async def test_abandoned_connections_release_their_sessions() -> None:
+    server = make_server()
+    endpoint = WebSocketEndpoint(server)
+    async with serve(endpoint, **endpoint.uvicorn_options()) as port:
+        url = f"ws://127.0.0.1:{port}/ws"
+        sockets = [await connect(url, subprotocols=["mcp"]) for _ in range(50)]  # type: ignore[list-item]
+        await eventually(lambda: endpoint.connection_count == 50)
+        assert len(server.sessions) == 50
+        for i, ws in enumerate(sockets):
+            if i % 2:
+                await ws.close()
+            else:
+                ws.transport.abort()  # vanish without a close frame
+        await eventually(lambda: endpoint.connection_count == 0)
+        # the last handlers may still be finishing; then nothing may keep a session alive
+        await eventually(lambda: gc.collect() >= 0 and len(server.sessions) == 0)

@@ -274,6 +274,8 @@ class LegacySSEEndpoint:
                 {"type": "http.response.body", "body": sse_event(b"endpoint", endpoint.encode()), "more_body": True}
             )
             stream.task = asyncio.get_running_loop().create_task(self._pump(stream, send))
+            if stream.outbox.closed:  # aclose() ran while the stream was starting
+                stream.task.cancel()
             await asyncio.wait((watcher, stream.task), return_when=asyncio.FIRST_COMPLETED)
         except (OSError, _Disconnected):
             pass
@@ -287,6 +289,8 @@ class LegacySSEEndpoint:
                     with contextlib.suppress(BaseException):
                         await task
             await session.peer.close("SSE stream closed")
+            stream.session = None  # break the stream <-> session cycle: memory returns without a GC pass
+            stream.outbox.on_stall = _noop
             with contextlib.suppress(Exception):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             logger.debug("SSE session %s ended", sid)
@@ -338,6 +342,10 @@ class LegacySSEEndpoint:
             await respond(send, 404, b"Could not find session")
             return
         await respond(send, 202, b"Accepted")
+
+
+def _noop() -> None:
+    pass
 
 
 async def _wait_disconnect(receive: Receive) -> None:

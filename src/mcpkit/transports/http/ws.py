@@ -193,6 +193,8 @@ class WebSocketEndpoint:
                     with contextlib.suppress(BaseException):
                         await task
             await session.peer.close("WebSocket closed")
+            conn.outbox.on_stall = _noop  # break the connection <-> session cycle
+            conn.reader = conn.writer = None
             if not peer_closed:
                 code, reason = conn.closing or (CLOSE_NORMAL, "")
                 with contextlib.suppress(Exception):
@@ -231,4 +233,8 @@ class WebSocketEndpoint:
 
 
 class _PeerClosed(Exception):
+    pass
+
+
+def _noop() -> None:
     pass
