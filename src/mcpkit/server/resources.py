@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import inspect
+import types
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,12 +31,17 @@ if TYPE_CHECKING:
 JSONDict = dict[str, Any]
 
 
-def mime_for_annotation(annotation: Any) -> str:
+def mime_for_annotation(annotation: Any) -> str | None:
+    """The MIME type a return annotation implies (None when it cannot tell, e.g. ``str | bytes``)."""
     tp, _ = unwrap_optional(annotation)
     if tp is bytes or tp is bytearray:
         return "application/octet-stream"
     if tp in (str, inspect.Signature.empty, Any):
         return "text/plain"
+    if get_origin(tp) in (Union, types.UnionType):
+        return None
+    if isinstance(tp, type) and issubclass(tp, (t.TextResourceContents, t.BlobResourceContents)):
+        return None
     return "application/json"
 
 

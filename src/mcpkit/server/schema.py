@@ -26,6 +26,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
@@ -184,6 +185,7 @@ class Param:
     annotation: Any
     default: Any  # inspect.Parameter.empty when required
     description: str | None
+    field: FieldInfo | None = None  # ``x: int = Field(3, ge=1)`` in the signature
 
     @property
     def required(self) -> bool:
@@ -219,7 +221,13 @@ class FunctionInfo:
                 continue
             if p.name.startswith("_"):
                 raise ValueError(f"{name}: parameter {p.name!r} starts with '_' (not allowed in an MCP schema)")
-            self.params.append(Param(p.name, ann, p.default, self.doc.params.get(p.name) or _description_of(ann)))
+            default, field = p.default, None
+            if isinstance(default, FieldInfo):
+                field = default
+                required = field.is_required()
+                default = inspect.Parameter.empty if required else field.get_default(call_default_factory=True)
+            description = self.doc.params.get(p.name) or _description_of(ann) or (field and field.description)
+            self.params.append(Param(p.name, ann, default, description or None, field))
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
 
@@ -232,7 +240,11 @@ class FunctionInfo:
         fields: dict[str, Any] = {}
         for p in self.params:
             default = ... if p.required else p.default
-            if p.description is not None and not _has_description(p.annotation):
+            if p.field is not None:
+                if p.description and not p.field.description:
+                    p.field.description = p.description
+                fields[p.name] = (p.annotation, p.field)
+            elif p.description is not None and not _has_description(p.annotation):
                 fields[p.name] = (p.annotation, Field(default, description=p.description))
             else:
                 fields[p.name] = (p.annotation, default)

@@ -1,0 +1,83 @@
+"""A file-resources server: exposes one directory read-only and refuses anything outside it.
+
+    python examples/files.py /path/to/folder        # stdio; defaults to the current directory
+    FILES_ROOT=/path mcpkit run examples/files.py
+
+Each file is a resource at ``file:///<relative path>`` through the template ``file:///{+path}``; text files come
+back as text, everything else as a base64 blob. Paths that escape the root (``..``, absolute paths, symlinks
+pointing outside) are refused as "not found", never read.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+import sys
+from pathlib import Path
+
+from mcpkit import MCPKit, ToolError
+from mcpkit.protocol.errors import ResourceNotFound
+from mcpkit.protocol.types import ResourceLink
+
+MAX_BYTES = 5 * 1024 * 1024
+
+
+def create_app(root: str | os.PathLike[str]) -> MCPKit:
+    base = Path(root).resolve()
+    app = MCPKit("files", version="1.0.0", instructions=f"Read-only access to the files under {base}.")
+
+    def resolve(relative: str) -> Path:
+        """The path ``relative`` names inside ``base``; ValueError when it would leave the root."""
+        candidate = (base / relative.lstrip("/")).resolve()
+        if candidate != base and base not in candidate.parents:
+            raise ValueError(f"{relative!r} is outside the served directory")
+        return candidate
+
+    def file_uri(path: Path) -> str:
+        return "file:///" + path.relative_to(base).as_posix()
+
+    @app.resource("file:///{+path}", name="file")
+    def read_file(path: str) -> dict[str, str] | bytes:
+        """A file under the served directory (text, or a base64 blob when it is not UTF-8)."""
+        uri = f"file:///{path}"
+        try:
+            target = resolve(path)
+        except ValueError:
+            raise ResourceNotFound(uri) from None
+        if not target.is_file() or target.stat().st_size > MAX_BYTES:
+            raise ResourceNotFound(uri)
+        data = target.read_bytes()
+        mime = mimetypes.guess_type(target.name)[0]
+        try:
+            return {"uri": uri, "mimeType": mime or "text/plain", "text": data.decode("utf-8")}
+        except UnicodeDecodeError:
+            return data
+
+    @app.tool(annotations={"readOnlyHint": True})
+    def list_files(directory: str = "", pattern: str = "*") -> list[ResourceLink]:
+        """List files in a directory of the served tree, as resource links.
+
+        Args:
+            directory: A directory relative to the root ("" for the root itself).
+            pattern: A glob pattern such as "*.md".
+        """
+        try:
+            folder = resolve(directory)
+        except ValueError as exc:
+            raise ToolError(str(exc)) from None
+        if not folder.is_dir():
+            raise ToolError(f"{directory!r} is not a directory")
+        links = []
+        for p in sorted(folder.glob(pattern)):
+            if p.is_file() and (p.resolve() == base or base in p.resolve().parents):
+                mime = mimetypes.guess_type(p.name)[0] or "application/octet-stream"
+                links.append(ResourceLink(uri=file_uri(p), name=p.name, mime_type=mime, size=p.stat().st_size))
+        return links
+
+    return app
+
+
+app = create_app(sys.argv[1] if len(sys.argv) > 1 and __name__ == "__main__" else os.environ.get("FILES_ROOT", "."))
+
+if __name__ == "__main__":
+    app.run()
