@@ -178,10 +178,12 @@ async def open_session(http: httpx.AsyncClient, url: str, version: str = "2025-1
 
 
 def modern_body(method: str, params: dict[str, Any] | None = None, rid: int = 1, version: str = MODERN,
-                caps: dict[str, Any] | None = None) -> dict[str, Any]:
+                caps: dict[str, Any] | None = None, log_level: str | None = None) -> dict[str, Any]:
     p = dict(params or {})
     p["_meta"] = {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: caps or {},
                   META_CLIENT_INFO: {"name": "raw", "version": "0"}}
+    if log_level is not None:
+        p["_meta"]["io.modelcontextprotocol/logLevel"] = log_level
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
 
 

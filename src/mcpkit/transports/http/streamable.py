@@ -332,7 +332,7 @@ class _Stream:
     """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
     between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
 
-    __slots__ = ("buf", "conn", "ep", "hs", "key", "mode", "no", "resumable", "rid", "seq", "waiter")
+    __slots__ = ("buf", "conn", "ep", "finished", "hs", "key", "mode", "no", "resumable", "seq", "waiter")
 
     def __init__(self, ep: StreamableHTTPEndpoint, hs: _HTTPSession | None, no: int, mode: int = _UNDECIDED) -> None:
         self.ep = ep
@@ -345,7 +345,13 @@ class _Stream:
         self.seq = 0
         self.resumable = hs is not None and ep.event_store is not None
         self.key = f"{hs.id}/{no}" if hs is not None else ""
-        self.rid: Any = None
+        self.finished = False
+
+    def finish(self) -> None:
+        """The request is answered: end the open connection after what is queued."""
+        self.finished = True
+        if self.conn is not None:
+            self.conn.end()
 
     async def send(self, data: bytes) -> None:
         mode = self.mode
@@ -955,9 +961,9 @@ class StreamableHTTPEndpoint:
                 conn.last_seq = seq
         stream.mode = _SSE_MODE
         if task.done():
-            conn.end()
+            stream.finish()
         else:
-            task.add_done_callback(lambda _: conn.end())
+            task.add_done_callback(lambda _: stream.finish())
         disconnected = await self._pump(conn, receive, send, watcher)
         if stream.conn is conn:
             stream.conn = None
@@ -1077,8 +1083,10 @@ class StreamableHTTPEndpoint:
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
         conn = _Conn(self.queue_size)
-        live = stream.no == 0 or (hs.live is not None and hs.live.get(stream.no) is stream)
+        live = not stream.finished and (stream.no == 0 or (hs.live is not None and hs.live.get(stream.no) is stream))
         if live:
+            if stream.conn is not None:
+                stream.conn.abort()  # the client resumes, so it considers that connection dead
             stream.conn = conn  # new events queue up while the replay is written; duplicates are skipped by seq
         hs.busy += 1
         try:
@@ -1114,9 +1122,6 @@ class StreamableHTTPEndpoint:
         no, after = int(no_s), int(seq_s)
         live = hs.live or {}
         stream = hs.standalone if no == 0 else live.get(no)
-        if stream is not None and stream.conn is not None:
-            await _respond(send, 409, _error_body(None, INVALID_REQUEST, "Conflict: that stream is already connected"))
-            return
         if stream is not None and stream.seq == after:
             replay: list[tuple[int, bytes]] | None = []
         else:

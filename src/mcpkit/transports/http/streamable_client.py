@@ -257,9 +257,9 @@ class StreamableHTTPClientTransport:
             return data
         self._tools_list_ids.discard(obj.get("id"))
         result = obj.get("result")
-        tools = result.get("tools") if isinstance(result, dict) else None
-        if not isinstance(tools, list):
+        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
             return data
+        tools: list[Any] = result["tools"]
         kept = []
         for tool in tools:
             name = tool.get("name") if isinstance(tool, dict) else None
