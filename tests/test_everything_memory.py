@@ -162,12 +162,28 @@ async def test_cancel_slow_really_stops(mode: str) -> None:
 
 @pytest.mark.req("M076", "M077", "M078")
 async def test_sampling(mode: str) -> None:
-    async with connect(mode=mode) as (cs, _, rec):
+    sent: list[dict[str, object]] = []
+    tap = lambda d, b: sent.append(json.loads(b)) if d == "client->server" else None  # noqa: E731
+    async with connect(mode=mode, tap=tap) as (cs, _, rec):
+        assert "sampling" in cs.capabilities(cs.features)
         r = await cs.call_tool("sample", {"prompt": "What is 6 x 7?"})
         assert text_of(r) == "The answer is 42."
         (params,) = rec.sampling
         assert params["messages"] == [{"role": "user", "content": {"type": "text", "text": "What is 6 x 7?"}}]
         assert params["maxTokens"] == 200
+    # what the client answered, on the wire: a response (handshake) or an inputResponses entry (modern)
+    answers: list[object] = [m["result"] for m in sent if isinstance(m.get("result"), dict)]
+    for m in sent:
+        p = m.get("params")
+        if isinstance(p, dict) and isinstance(p.get("inputResponses"), dict):
+            answers.extend(p["inputResponses"].values())
+    (answer,) = [a for a in answers if isinstance(a, dict) and "model" in a]
+    assert answer == {
+        "role": "assistant",
+        "content": {"type": "text", "text": "The answer is 42."},
+        "model": "test-model",
+        "stopReason": "endTurn",
+    }
     async with connect(mode=mode, client_handlers=False) as (cs, _, _):
         if mode == "handshake":
             r = await cs.call_tool("sample", {"prompt": "x"})
