@@ -37,12 +37,14 @@ from typing import Any, TypeVar, overload
 
 from pydantic import BaseModel
 
+from ..engine import RequestContext
 from ..protocol import types as t
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.versions import Features
 from .completions import Completer, completion_result, run_completer
 from .context import Context
-from .lowlevel import InputRequired, Server, ServerRequestContext
+from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .pagination import Paginator
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
@@ -108,6 +110,7 @@ class MCPKit(Server):
         self._lifespan_loop: asyncio.AbstractEventLoop | None = None
         self._pending_changes: set[str] = set()
         self._serving_loop: asyncio.AbstractEventLoop | None = None
+        self._lazy_hold = False
         self._background: set[asyncio.Task[None]] = set()
 
     # ================================================================== tools
@@ -526,14 +529,17 @@ class MCPKit(Server):
         if self._lifespan is None:
             return
         async with self._lock():
-            if self._lifespan_users == 0:
-                factory: Any = self._lifespan
-                if inspect.isasyncgenfunction(factory):
-                    factory = contextlib.asynccontextmanager(factory)
-                cm = factory(self)
-                self.lifespan_state = await cm.__aenter__()
-                self._lifespan_cm = cm
-            self._lifespan_users += 1
+            await self._enter_locked()
+
+    async def _enter_locked(self) -> None:
+        if self._lifespan_users == 0:
+            factory: Any = self._lifespan
+            if inspect.isasyncgenfunction(factory):
+                factory = contextlib.asynccontextmanager(factory)
+            cm = factory(self)
+            self.lifespan_state = await cm.__aenter__()
+            self._lifespan_cm = cm
+        self._lifespan_users += 1
 
     async def _exit_lifespan(self) -> None:
         if self._lifespan is None:
@@ -546,6 +552,31 @@ class MCPKit(Server):
                     await cm.__aexit__(None, None, None)
                 finally:
                     self.lifespan_state = None
+
+    async def dispatch(
+        self,
+        rc: RequestContext,
+        session: ServerSession | None,
+        feats: Features,
+        client_caps: JSONDict,
+        client_info: JSONDict | None,
+        log_level: str | None,
+    ) -> JSONDict:
+        if self._lifespan is not None and self._lifespan_users == 0:
+            # served by a transport that did not enter the lifespan (e.g. an ASGI app): hold it from the first
+            # request until close_listeners() (server shutdown)
+            async with self._lock():
+                if self._lifespan_users == 0:
+                    self._serving_loop = asyncio.get_running_loop()
+                    await self._enter_locked()
+                    self._lazy_hold = True
+        return await super().dispatch(rc, session, feats, client_caps, client_info, log_level)
+
+    async def close_listeners(self) -> None:
+        await super().close_listeners()
+        if self._lazy_hold:
+            self._lazy_hold = False
+            await self.shutdown()
 
     async def serve(self, conn: Any, **peer_options: Any) -> None:
         """Serve one connection (memory, stdio, ...) inside the app's lifespan."""
