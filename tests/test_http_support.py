@@ -122,8 +122,10 @@ async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, An
     """Serve ``create_app(server, **options)`` on real uvicorn at 127.0.0.1:<port 0> inside this loop."""
     options.setdefault("sse", False)
     options.setdefault("ws", False)
+    wrap = options.pop("wrap", None)
     app = create_app(server, **options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+    served = wrap(app) if wrap is not None else app
+    config = uvicorn.Config(served, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=1)
     userver = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(userver.serve())

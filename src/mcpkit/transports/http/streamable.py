@@ -652,7 +652,7 @@ class StreamableHTTPEndpoint:
             m: Request = msg  # type: ignore[assignment]
             p = m.params
             meta = p.get("_meta") if p is not None else None
-            if (
+            if self.server.modern_versions and (
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
                 or (hv is not None and versions.is_modern(hv))

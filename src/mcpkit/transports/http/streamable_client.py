@@ -92,6 +92,7 @@ class StreamableHTTPClientTransport:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._get_task: asyncio.Task[None] | None = None
         self._tools_list_ids: set[Any] = set()
+        self._init_id: Any = None
         self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         self._closed = False
 
@@ -132,6 +133,8 @@ class StreamableHTTPClientTransport:
                 self._message_headers(headers, method, obj.get("params"))
                 if method == "tools/list" and rid is not None:
                     self._tools_list_ids.add(rid)
+                elif method == "initialize":
+                    self._init_id = rid
         sent_session = self.session_id
         try:
             resp = await self.client.send(self.client.build_request("POST", self.url, content=data, headers=headers),
@@ -244,9 +247,27 @@ class StreamableHTTPClientTransport:
     # ------------------------------------------------------------------ incoming
 
     async def _deliver(self, data: bytes) -> None:
+        if self._init_id is not None:
+            self._learn_version(data)
         if self._tools_list_ids and b'"tools"' in data:
             data = self._learn_tools(data)
         await self._inbox.put(data)
+
+    def _learn_version(self, data: bytes) -> None:
+        """The InitializeResult fixes the version: even ``notifications/initialized`` carries the header."""
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if not isinstance(obj, dict) or obj.get("id") != self._init_id:
+            return
+        self._init_id = None
+        result = obj.get("result")
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        if versions.is_supported(version):
+            assert isinstance(version, str)
+            self.protocol_version = version
+            self._version_header = versions.features(version).protocol_version_header
 
     def _learn_tools(self, data: bytes) -> bytes:
         try:
