@@ -310,6 +310,8 @@ class Client:
         experimental: JSONDict | None = None,
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
+        # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
+        self._legacy_fallback = self.target.kind == "http" and transport is None
         self._session_options: dict[str, Any] = {
             "mode": mode,
             "protocol_version": protocol_version,
@@ -374,6 +376,23 @@ class Client:
             await opened.aclose()
 
     async def _open(self) -> tuple[ClientSession, OpenedTarget]:
+        try:
+            return await self._open_once()
+        except Exception as exc:
+            status = getattr(exc, "status", None)
+            if not (self.target.kind == "http" and self._legacy_fallback and status in (400, 404, 405)):
+                raise
+        # Spec (transports, backwards compatibility): the POST of the first message failed with 400/404/405, so
+        # the server may be an old HTTP+SSE one: GET the same URL expecting an SSE stream with an endpoint event.
+        logger.info("%s answered HTTP %s: falling back to the legacy HTTP+SSE transport", self.target.url, status)
+        self.target.kind = "sse"
+        try:
+            return await self._open_once()
+        except BaseException:
+            self.target.kind = "http"
+            raise
+
+    async def _open_once(self) -> tuple[ClientSession, OpenedTarget]:
         opened = await open_target(self.target, **self.transport_options)
         session = self._new_session(opened.conn)
         try:
@@ -480,11 +499,11 @@ class Client:
     # ------------------------------------------------------------------ self-healing
 
     def _is_stale_session(self, exc: BaseException) -> bool:
-        if not self.target.is_http:
+        """A 404 for our session id, as the Streamable HTTP client transport reports it."""
+        if self.target.kind != "http":
             return False
-        if getattr(exc, "session_expired", False):
-            return True
-        return type(exc).__name__ in ("SessionExpired", "SessionNotFound") and not isinstance(exc, SessionExpired)
+        cls = type(exc)
+        return cls.__name__ == "SessionExpired" and cls.__module__.startswith("mcpkit.transports")
 
     async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
         session = self.session

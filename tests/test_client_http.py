@@ -1,0 +1,303 @@
+"""The high-level Client over the network: Streamable HTTP (both eras), the legacy HTTP+SSE fallback, WebSocket,
+stale-session self-healing, SSE resumption through the client, and npm server-everything over Streamable HTTP.
+
+Servers are real: mcpkit's ASGI app on uvicorn bound to 127.0.0.1 (port 0), and the Node reference server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+
+from mcpkit.client.client import Client, SessionExpired
+from mcpkit.protocol.errors import RequestTimeout
+from mcpkit.transports.http import create_app
+from test_client_server import build_server, state
+
+TESTS = Path(__file__).resolve().parent
+EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+PRELOAD = TESTS / "interop" / "localhost_preload.mjs"
+ERAS = ["handshake", "modern"]
+
+
+class Recorder:
+    """ASGI middleware that records every HTTP request: (method, path, headers, body)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        entry: list[Any] = [scope["method"], scope["path"], headers, b""]
+        self.requests.append(entry)  # type: ignore[arg-type]
+
+        async def recv() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                entry[3] += message.get("body", b"")
+            return message
+
+        await self.app(scope, recv, send)
+
+
+@contextlib.asynccontextmanager
+async def serving(server: Any, **options: Any) -> AsyncIterator[tuple[str, Any, Recorder]]:
+    app = create_app(server, **options)
+    rec = Recorder(app)
+    config = uvicorn.Config(rec, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=1)
+    userver = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    for _ in range(500):
+        if userver.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = userver.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", app, rec
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
+@pytest.fixture(autouse=True)
+def _reset_state() -> None:
+    state.update(cancelled=[], finished=[], counter=0, roots_changed=0)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_streamable_http_both_eras(mode: str) -> None:
+    async with serving(build_server()) as (base, _, _rec), \
+            Client(f"{base}/mcp", mode=mode, roots=["file:///h"], sampling_handler=lambda p: "http-llm",
+                          elicitation_handler=lambda p: {"name": "Ada"}) as c:
+        assert c.target.kind == "http"
+        assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
+        assert len(await c.list_tools()) == 26
+        assert (await c.call_tool("add", {"a": 1, "b": 2})).data == {"sum": 3}
+        assert json.loads((await c.call_tool("ask")).text)["content"]["name"] == "Ada"
+        assert "http-llm" in (await c.call_tool("sample")).text
+        assert "file:///h" in (await c.call_tool("roots")).text
+        seen: list[float] = []
+        await c.call_tool("slow", {"steps": 3, "delay": 0.01}, on_progress=lambda p, t, m: seen.append(p))
+        assert seen == [1.0, 2.0, 3.0]
+        assert await c.read_text("mcpkit://text/2") == "text number 2"
+        assert (await c.get_prompt("greet", {"name": "H"})).messages
+        # cancelling the awaiting task sends notifications/cancelled over HTTP and stops the handler
+        task = asyncio.create_task(c.call_tool("slow", {"steps": 50, "delay": 0.05}))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):
+            if state["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+        assert len(state["cancelled"]) == 1 and state["cancelled"][0] not in state["finished"]
+
+
+@pytest.mark.xfail(strict=True, reason="engine/HTTP client: Peer.request awaits outbox.send() before its timeout can "
+                   "fire, and StreamableHTTPClientTransport.send() waits for the response headers, which a server "
+                   "answering with JSON sends only when the handler is done: the timeout fires late and no "
+                   "notifications/cancelled reaches the server in time (reported to the lead)")
+@pytest.mark.parametrize("mode", ERAS)
+async def test_timeout_over_streamable_http_cancels_in_time(mode: str) -> None:
+    async with serving(build_server()) as (base, _, _rec), Client(f"{base}/mcp", mode=mode) as c:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(RequestTimeout):
+            await c.call_tool("slow", {"steps": 20, "delay": 0.1}, timeout=0.3)
+        assert loop.time() - start < 1.0
+        for _ in range(50):
+            if state["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+        assert state["cancelled"] and not state["finished"]
+
+
+@pytest.mark.req("M019", "M020", "M021", "M024", "M029", "S007")
+async def test_http_wire_rules_handshake() -> None:
+    async with serving(build_server()) as (base, app, rec):
+        async with Client(f"{base}/mcp", mode="handshake") as c:
+            await c.list_tools()
+            await c.call_tool("echo", {"text": "x"})
+            await asyncio.sleep(0.1)  # let the standalone GET stream open
+            assert app.streamable.session_count == 1
+        for _ in range(100):
+            if app.streamable.session_count == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert app.streamable.session_count == 0, " ".join(r[0] for r in rec.requests)  # DELETE sent
+    posts = [r for r in rec.requests if r[0] == "POST"]
+    assert posts and all(r[1] == "/mcp" for r in posts)
+    for _, _, headers, body in posts:
+        accept = {a.strip() for a in headers["accept"].split(",")}
+        assert {"application/json", "text/event-stream"} <= accept
+        msg = json.loads(body)
+        assert isinstance(msg, dict) and msg["jsonrpc"] == "2.0"  # one message per POST, never a batch
+    session_id = None
+    for method, _, headers, body in rec.requests:
+        if method == "POST" and json.loads(body).get("method") == "initialize":
+            assert "mcp-session-id" not in headers
+            continue
+        sid = headers.get("mcp-session-id")
+        assert sid, f"{method} without Mcp-Session-Id"
+        session_id = session_id or sid
+        assert sid == session_id
+        if method != "DELETE" and json.loads(body or b"{}").get("method") != "notifications/initialized":
+            assert headers.get("mcp-protocol-version") == "2025-11-25"
+    gets = [r for r in rec.requests if r[0] == "GET"]
+    assert gets and all("text/event-stream" in r[2]["accept"] for r in gets)
+    assert [r[0] for r in rec.requests][-1] == "DELETE"
+
+
+async def test_self_healing_after_the_server_forgets_the_session() -> None:
+    async with serving(build_server()) as (base, app, _rec), Client(f"{base}/mcp", mode="handshake") as c:
+        await c.list_tools()
+        first = app.streamable.session_ids()
+
+        async def forget() -> None:
+            for sid in app.streamable.session_ids():
+                await app.streamable._end_session(app.streamable._sessions[sid])
+
+        await forget()
+        # a safe request is retried once on a fresh session, transparently
+        assert len(await c.list_tools()) == 26
+        assert c.reconnects == 1 and app.streamable.session_ids() != first
+        # an idempotent tool (idempotentHint) is retried too
+        await forget()
+        assert (await c.call_tool("add", {"a": 2, "b": 2})).data == {"sum": 4}
+        assert c.reconnects == 2
+        # a tool that is neither read-only nor idempotent is NOT repeated: the caller is told, the session is
+        # already fresh for the next call
+        await forget()
+        with pytest.raises(SessionExpired, match="not safe to repeat"):
+            await c.call_tool("counter")
+        assert c.reconnects == 3
+        assert (await c.call_tool("counter")).text == "1"  # ran exactly once
+        assert state["counter"] == 1
+
+
+async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
+    async with serving(build_server()) as (base, app, _rec), \
+            Client(f"{base}/mcp", mode="handshake", reconnect=False) as c:
+        await c.list_tools()
+        for sid in app.streamable.session_ids():
+            await app.streamable._end_session(app.streamable._sessions[sid])
+        with pytest.raises(ConnectionError):
+            await c.list_tools()
+        assert c.reconnects == 0
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_legacy_sse_fallback(mode: str) -> None:
+    async with serving(build_server()) as (base, _, rec), \
+            Client(f"{base}/sse", mode=mode, elicitation_handler=lambda p: {"name": "Old"}) as c:
+        assert c.target.kind == "sse"  # the POST failed with 4xx, the client switched to HTTP+SSE
+        assert (await c.call_tool("echo", {"text": "legacy"})).text == "legacy"
+        assert "Old" in (await c.call_tool("ask")).text
+    first_post = next(r for r in rec.requests if r[0] == "POST")
+    assert first_post[1] == "/sse"
+    assert any(r[0] == "GET" and r[1] == "/sse" for r in rec.requests)
+
+
+async def test_forced_transports_and_websocket() -> None:
+    async with serving(build_server()) as (base, _, _rec):
+        async with Client(f"{base}/sse", transport="sse") as c:
+            assert (await c.call_tool("echo", {"text": "sse"})).text == "sse"
+        ws = base.replace("http://", "ws://") + "/ws"
+        for mode in ERAS:
+            async with Client(ws, mode=mode, sampling_handler=lambda p: "ws-llm") as c:
+                assert c.target.kind == "ws"
+                assert (await c.call_tool("echo", {"text": "ws"})).text == "ws"
+                assert "ws-llm" in (await c.call_tool("sample")).text
+
+
+async def test_sse_stream_resumption_through_the_client() -> None:
+    from mcpkit.stores import InMemoryEventStore
+    from test_http_support import make_server
+
+    logs: list[Any] = []
+    async with serving(make_server(), event_store=InMemoryEventStore(), retry_interval=100) as (base, _, rec), \
+            Client(f"{base}/mcp", mode="handshake", logging_handler=logs.append) as c:
+        r = await c.call_tool("polled", {"n": 6})
+        assert r.text == "polled 6"
+    assert [m["data"] for m in logs] == [f"event {i}" for i in range(6)]  # nothing lost across the drop
+    resumed = [r for r in rec.requests if r[0] == "GET" and "last-event-id" in r[2]]
+    assert resumed  # the dropped stream was resumed with Last-Event-ID
+
+
+# ---------------------------------------------------------------------------------------------- server-everything
+
+
+@contextlib.contextmanager
+def everything_http(node_bin: Path, mode: str) -> Any:
+    if not EVERYTHING.is_file():
+        pytest.skip("server-everything missing: run scripts/test.sh")
+    env = {**os.environ, "PORT": "0"}
+    proc = subprocess.Popen([str(node_bin), "--import", str(PRELOAD), str(EVERYTHING), mode],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        port = None
+        assert proc.stdout is not None
+        for _ in range(50):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("{") and '"port"' in line:
+                port = json.loads(line)["port"]
+                break
+        assert port, "server-everything did not announce its port"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.npm
+async def test_everything_over_streamable_http(node_bin: Path) -> None:
+    with everything_http(node_bin, "streamableHttp") as base:
+        async with Client(f"{base}/mcp", roots=["file:///e"], sampling_handler=lambda p: "via http",
+                          elicitation_handler=lambda p: {"action": "decline"}) as c:
+            assert c.protocol_version == "2025-11-25"
+            names = {t.name for t in await c.list_tools()}
+            assert {"echo", "get-sum", "trigger-sampling-request", "get-roots-list"} <= names
+            assert (await c.call_tool("echo", {"message": "h"})).text == "Echo: h"
+            assert (await c.call_tool("get-structured-content", {"location": "New York"})).validated
+            assert "via http" in (await c.call_tool("trigger-sampling-request", {"prompt": "x"})).text
+            assert "file:///e" in (await c.call_tool("get-roots-list")).text
+            assert "declined" in (await c.call_tool("trigger-elicitation-request")).text
+            seen: list[float] = []
+            await c.call_tool("trigger-long-running-operation", {"duration": 0.5, "steps": 2},
+                              on_progress=lambda p, t, m: seen.append(p))
+            assert seen == [1.0, 2.0]
+            assert len(await c.list_resources()) == 7
+            assert (await c.get_prompt("args-prompt", {"city": "Oslo"})).messages
+            await c.ping()
+
+
+@pytest.mark.npm
+async def test_everything_over_legacy_sse(node_bin: Path) -> None:
+    with everything_http(node_bin, "sse") as base:
+        async with Client(f"{base}/sse") as c:
+            assert c.target.kind == "sse"
+            assert (await c.call_tool("get-sum", {"a": 1, "b": 2})).text.endswith("is 3.")
+            assert len(await c.list_prompts()) == 4
