@@ -400,3 +400,53 @@ async def test_abandoned_streams_release_their_sessions() -> None:
         await eventually(lambda: endpoint.session_count == 0)
         # the last handlers may still be finishing; then nothing may keep a session alive
         await eventually(lambda: gc.collect() >= 0 and len(server.sessions) == 0)
+
+
+@pytest.mark.req("A005", "S002")
+async def test_every_message_on_the_stream_is_valid_2024_11_05() -> None:
+    """A raw 2024-11-05 session: each server message read off the SSE stream passes the official schema."""
+    from oracle import validate_message
+
+    requests = [
+        ("ping", None),
+        ("tools/list", {}),
+        ("tools/call", {"name": "echo", "arguments": {"text": "x"}}),
+        ("tools/call", {"name": "slow", "arguments": {"steps": 2}, "_meta": {"progressToken": "p"}}),
+    ]
+    async with (
+        sse_server() as (_, base),
+        httpx.AsyncClient(timeout=10) as client,
+        raw_stream(client, base + "/sse") as (stream, ep),
+    ):
+        url = base + ep
+        assert (await client.post(url, json=INIT)).status_code == 202
+        reply = await stream.next_message()
+        validate_message(reply, "2024-11-05", sender="server", request_method="initialize")
+        await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        seen: list[str] = []
+        for i, (method, params) in enumerate(requests, start=2):
+            msg: dict[str, Any] = {"jsonrpc": "2.0", "id": i, "method": method}
+            if params is not None:
+                msg["params"] = params
+            assert (await client.post(url, json=msg)).status_code == 202
+            while True:
+                out = await stream.next_message()
+                validate_message(out, "2024-11-05", sender="server", request_method=method if "id" in out else None)
+                if out.get("id") == i:
+                    break
+                seen.append(out["method"])  # notifications come before the response they belong to
+        assert seen == ["notifications/message", "notifications/progress", "notifications/progress"]
+
+
+async def test_auto_negotiation_over_sse() -> None:
+    """The SSE session's peer serves both eras, so an ``auto`` client's server/discover probe succeeds and it
+    speaks 2026-07-28 (per-request ``_meta``) over the stream, as the TypeScript SDK v2 client does."""
+    async with (
+        sse_server() as (endpoint, base),
+        SSEClientTransport(base + "/sse") as conn,
+        ClientSession(conn, **client_handlers()) as session,
+    ):
+        assert session.modern and session.protocol_version == "2026-07-28"
+        r = await session.call_tool("ask")  # InputRequiredResult rounds, retried over POST
+        assert r.content[0].text == "accept:Ada|4|file:///work"  # type: ignore[union-attr]
+        assert endpoint.session_count == 1
