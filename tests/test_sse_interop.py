@@ -75,3 +75,32 @@ async def test_typescript_sdk_v2_sse_client(node_bin: Path, negotiation: str) ->
         assert out["era"] == ("legacy" if negotiation == "legacy" else "modern")
         assert texts(out) == ["hi", "done 3", "accept:Ada|4|file:///tmp/interop-root"]
         await eventually(lambda: endpoint.session_count == 0)
+
+
+async def test_our_sse_client_against_the_official_python_sdk_server() -> None:
+    """mcpkit's SSEClientTransport + ClientSession against ``mcp`` 2.3.0's MCPServer.sse_app() (Starlette,
+    endpoint ``/messages/?session_id=<uuid hex>``) on a real uvicorn server."""
+    from mcp.server.mcpserver import MCPServer
+
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.http.sse_client import SSEClientTransport
+
+    official = MCPServer("official-sse")
+
+    @official.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    async with (
+        serve(official.sse_app()) as port,
+        SSEClientTransport(f"http://127.0.0.1:{port}/sse") as conn,
+        ClientSession(conn, mode="handshake") as session,
+    ):
+        assert conn.endpoint is not None and conn.endpoint.path == "/messages/"
+        assert session.server_info is not None and session.server_info["name"] == "official-sse"
+        tools = await session.list_tools()
+        assert [t.name for t in tools.tools] == ["add"]
+        r = await session.call_tool("add", {"a": 2, "b": 3})
+        assert r.content[0].text == "5"  # type: ignore[union-attr]
+        await session.ping()
