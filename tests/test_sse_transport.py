@@ -285,6 +285,7 @@ class FakeSSEServer:
     def __init__(self, endpoint: str) -> None:
         self.endpoint = endpoint
         self.posts: list[tuple[str, bytes]] = []
+        self.headers: list[dict[str, str]] = []
         self.queue: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def aclose(self) -> None:
@@ -293,6 +294,7 @@ class FakeSSEServer:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
         if scope["method"] == "GET":
             await send(
                 {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
@@ -329,7 +331,10 @@ class FakeSSEServer:
 
 async def test_client_resolves_a_relative_endpoint_against_the_sse_url() -> None:
     fake = FakeSSEServer("messages?session_id=abc")
-    async with serve(fake) as port, SSEClientTransport(f"http://127.0.0.1:{port}/base/sse") as conn:
+    async with (
+        serve(fake) as port,
+        SSEClientTransport(f"http://127.0.0.1:{port}/base/sse", headers={"Authorization": "Bearer t"}) as conn,
+    ):
         assert str(conn.endpoint) == f"http://127.0.0.1:{port}/base/messages?session_id=abc"
         await conn.send(b'{"jsonrpc":"2.0","method":"x","params":{"a":1,"b":2}}')
         assert fake.posts == [
@@ -339,6 +344,10 @@ async def test_client_resolves_a_relative_endpoint_against_the_sse_url() -> None
         assert echoed is not None
         assert orjson.loads(echoed) == {"jsonrpc": "2.0", "method": "x", "params": {"a": 1, "b": 2}}
         assert await asyncio.wait_for(conn.receive(), 5) is None  # the stream ended
+        # the caller's headers go on the GET and on every POST
+        assert [h.get("authorization") for h in fake.headers] == ["Bearer t", "Bearer t"]
+        assert fake.headers[0]["accept"] == "text/event-stream"
+        assert fake.headers[1]["content-type"] == "application/json"
 
 
 @pytest.mark.parametrize(
@@ -450,3 +459,21 @@ async def test_auto_negotiation_over_sse() -> None:
         r = await session.call_tool("ask")  # InputRequiredResult rounds, retried over POST
         assert r.content[0].text == "accept:Ada|4|file:///work"  # type: ignore[union-attr]
         assert endpoint.session_count == 1
+
+
+async def test_idle_stream_gets_keepalive_comments() -> None:
+    async with (
+        sse_server(keepalive=0.1) as (_, base),
+        httpx.AsyncClient(timeout=10) as client,
+        client.stream("GET", base + "/sse") as response,
+    ):
+        lines: list[str] = []
+
+        async def collect() -> None:
+            async for line in response.aiter_lines():
+                lines.append(line)
+                if line.startswith(":"):
+                    return
+
+        await asyncio.wait_for(collect(), 5)
+        assert lines[0] == "event: endpoint" and lines[-1] == ": keepalive"
