@@ -17,9 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-from typing import Annotated, Literal
-
-from pydantic import Field
+from typing import Literal
 
 from mcpkit import Context, MCPKit, ToolError
 from mcpkit.server.prompts import Message
@@ -54,8 +52,12 @@ def create_app() -> MCPKit:
     # ------------------------------------------------------------------ tools
 
     @app.tool
-    def echo(text: Annotated[str, Field(description="Text to echo back")]) -> str:
-        """Echo the text back."""
+    def echo(text: str) -> str:
+        """Echo the text back.
+
+        Args:
+            text: Text to echo back.
+        """
         return text
 
     @app.tool(title="Add two integers", annotations={"readOnlyHint": True, "idempotentHint": True})

@@ -41,7 +41,7 @@ async def test_tools_list(mode: str) -> None:
         }
         assert add["annotations"] == {"readOnlyHint": True, "idempotentHint": True}
         assert add["title"] == "Add two integers"
-        assert tools["echo"]["inputSchema"]["properties"]["text"]["description"] == "Text to echo back"
+        assert tools["echo"]["inputSchema"]["properties"]["text"]["description"] == "Text to echo back."
         assert "outputSchema" not in tools["echo"]  # -> str: text only
         assert tools["slow"]["inputSchema"]["properties"]["steps"]["default"] == 5
         assert "ctx" not in tools["slow"]["inputSchema"]["properties"]

@@ -134,3 +134,36 @@ def test_importing_the_library_configures_no_logging() -> None:
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, cwd=str(REPO))
     assert p.returncode == 0, p.stderr
     assert p.stdout == b"ok\n"
+
+
+def test_initialize_is_answered_before_pydantic_loads() -> None:
+    """Cold start: schemas and MCP models load on first use, so the initialize answer does not wait for pydantic."""
+    code = textwrap.dedent(
+        f"""
+        import asyncio, json, runpy, sys
+        from mcpkit.transports.memory import create_memory_pair
+        app = runpy.run_path({str(EVERYTHING)!r})["app"]
+
+        async def main():
+            c, s = create_memory_pair()
+            task = asyncio.create_task(app.serve(s))
+            info = {{"name": "x", "version": "0"}}
+            init = {{"protocolVersion": "2025-06-18", "capabilities": {{}}, "clientInfo": info}}
+            await c.send(json.dumps({{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}}).encode())
+            answer = json.loads(await c.receive())
+            assert answer["result"]["serverInfo"]["name"] == "mcpkit-everything", answer
+            assert "pydantic" not in sys.modules, "pydantic was imported before initialize was answered"
+            await c.send(b'{{"jsonrpc": "2.0", "method": "notifications/initialized"}}')
+            await c.send(b'{{"jsonrpc": "2.0", "id": 2, "method": "tools/list"}}')
+            tools = json.loads(await c.receive())["result"]["tools"]
+            assert len(tools) == 11 and "pydantic" in sys.modules
+            await c.close()
+            await task
+            print("ok")
+
+        asyncio.run(main())
+        """
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, cwd=str(REPO))
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    assert p.stdout == b"ok\n"

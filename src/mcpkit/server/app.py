@@ -33,12 +33,9 @@ import inspect
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import Any, TypeVar, overload
-
-from pydantic import BaseModel
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from ..engine import RequestContext
-from ..protocol import types as t
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
@@ -50,6 +47,11 @@ from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .tools import Tool, ToolError, internal_error_message
 from .uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..protocol import types as t
 
 logger = logging.getLogger("mcpkit.server.app")
 

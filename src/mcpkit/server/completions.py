@@ -12,7 +12,7 @@ import inspect
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel
+from .tools import dump_model
 
 JSONDict = dict[str, Any]
 Completer = Sequence[str] | Callable[..., Any]
@@ -49,8 +49,7 @@ async def run_completer(completer: Completer, value: str, context: dict[str, str
         out = await asyncio.to_thread(completer, *args)
         if inspect.isawaitable(out):
             out = await out
-    if isinstance(out, BaseModel):
-        out = out.model_dump(by_alias=True, exclude_none=True)
+    out = dump_model(out)
     if isinstance(out, dict):
         values = out.get("values") or []
         return [str(v) for v in values]

@@ -21,12 +21,13 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from pydantic import BaseModel
-
 from ..protocol.errors import CapabilityNotSupported
-from ..protocol.types import CreateMessageResult, Root
+from .tools import dump_model
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..protocol.types import CreateMessageResult, Root
     from .app import MCPKit
     from .lowlevel import ServerRequestContext
 
@@ -181,6 +182,8 @@ class Context:
         """Ask the user for structured input (form mode). ``schema``: a flat pydantic model or a JSON Schema."""
         if not self._ctx.features.elicitation:
             raise CapabilityNotSupported(f"elicitation does not exist in protocol {self._ctx.protocol_version}")
+        from pydantic import BaseModel
+
         model: type[BaseModel] | None = None
         if isinstance(schema, type) and issubclass(schema, BaseModel):
             model = schema
@@ -225,10 +228,8 @@ class Context:
         for m in messages:
             if isinstance(m, str):
                 wire.append({"role": "user", "content": {"type": "text", "text": m}})
-            elif isinstance(m, BaseModel):
-                wire.append(m.model_dump(by_alias=True, exclude_none=True, mode="json"))
             else:
-                wire.append(m)
+                wire.append(dump_model(m))
         params: JSONDict = {"messages": wire, "maxTokens": max_tokens}
         if system_prompt is not None:
             params["systemPrompt"] = system_prompt
@@ -237,11 +238,7 @@ class Context:
         if stop_sequences:
             params["stopSequences"] = stop_sequences
         if model_preferences is not None:
-            params["modelPreferences"] = (
-                model_preferences.model_dump(by_alias=True, exclude_none=True, mode="json")
-                if isinstance(model_preferences, BaseModel)
-                else model_preferences
-            )
+            params["modelPreferences"] = dump_model(model_preferences)
         if include_context is not None:
             params["includeContext"] = include_context
         if metadata is not None:
@@ -251,11 +248,15 @@ class Context:
         if tool_choice is not None:
             params["toolChoice"] = tool_choice
         raw = await self._ctx.ask("sampling/createMessage", params, timeout=timeout)
+        from ..protocol.types import CreateMessageResult
+
         return CreateMessageResult.model_validate(raw)
 
     async def list_roots(self, *, timeout: float | None = None) -> list[Root]:
         """The client's roots (``roots/list``)."""
         raw = await self._ctx.ask("roots/list", {}, timeout=timeout)
+        from ..protocol.types import Root
+
         return [Root.model_validate(r) for r in raw.get("roots") or []]
 
     async def read_resource(self, uri: str) -> list[JSONDict]:

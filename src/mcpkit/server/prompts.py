@@ -14,16 +14,14 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from ..protocol import types as t
 from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
 from .completions import Completer
 from .schema import FunctionInfo, format_validation_error, literal_choices
-from .tools import downgrade_content, to_content
+from .tools import downgrade_content, dump_model, loaded_types, to_content
 
 if TYPE_CHECKING:
+    from ..protocol import types as t
     from .context import Context
 
 JSONDict = dict[str, Any]
@@ -57,8 +55,9 @@ def to_messages(value: Any) -> list[JSONDict]:
     """Convert a prompt function's return value into ``messages`` (wire form)."""
     if isinstance(value, Message):
         return value.to_wire()
-    if isinstance(value, t.PromptMessage):
-        return [value.dump()]
+    types_ = loaded_types()
+    if types_ is not None and isinstance(value, types_.PromptMessage):
+        return [dump_model(value)]
     if isinstance(value, dict) and "role" in value and "content" in value:
         content = value["content"]
         if isinstance(content, dict):
@@ -67,7 +66,8 @@ def to_messages(value: Any) -> list[JSONDict]:
     if isinstance(value, (list, tuple)):
         out: list[JSONDict] = []
         for v in value:
-            out.extend(to_messages(v) if isinstance(v, (Message, t.PromptMessage, dict)) else Message.user(v).to_wire())
+            is_message = isinstance(v, (Message, dict)) or (types_ is not None and isinstance(v, types_.PromptMessage))
+            out.extend(to_messages(v) if is_message else Message.user(v).to_wire())
         return out
     return Message.user(value).to_wire()
 
@@ -91,7 +91,7 @@ class Prompt:
         self.info = FunctionInfo(fn, name=self.name)
         self.title = title
         self.description = description if description is not None else self.info.description
-        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.icons = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         self.completions: dict[str, Completer] = {}
         names = {p.name for p in self.info.params}
@@ -132,6 +132,8 @@ class Prompt:
 
     async def render(self, arguments: dict[str, Any], ctx: Context | None, feats: Features) -> JSONDict:
         """``prompts/get``: check the arguments (-32602 when required ones are missing), run, convert."""
+        from pydantic import ValidationError
+
         missing = [p.name for p in self.info.params if p.required and p.name not in arguments]
         if missing:
             raise InvalidParams(f"prompt {self.name!r}: missing required arguments: {', '.join(missing)}")

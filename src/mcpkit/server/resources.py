@@ -15,17 +15,17 @@ import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union, get_origin
 
-from pydantic import BaseModel, ValidationError
-
-from ..protocol import types as t
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer
 from .schema import FunctionInfo, literal_choices, unwrap_optional
-from .tools import _json_text
+from .tools import _json_text, _resource_contents_models, dump_model, is_model
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ..protocol import types as t
     from .context import Context
 
 JSONDict = dict[str, Any]
@@ -40,7 +40,7 @@ def mime_for_annotation(annotation: Any) -> str | None:
         return "text/plain"
     if get_origin(tp) in (Union, types.UnionType):
         return None
-    if isinstance(tp, type) and issubclass(tp, (t.TextResourceContents, t.BlobResourceContents)):
+    if isinstance(tp, type) and issubclass(tp, _resource_contents_models()):
         return None
     return "application/json"
 
@@ -52,8 +52,8 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
     if isinstance(value, (bytes, bytearray, memoryview)):
         blob = base64.b64encode(bytes(value)).decode("ascii")
         return [{"uri": uri, "mimeType": mime_type or "application/octet-stream", "blob": blob}]
-    if isinstance(value, (t.TextResourceContents, t.BlobResourceContents)):
-        d = value.dump()
+    if is_model(value) and isinstance(value, _resource_contents_models()):
+        d = dump_model(value)
         d.setdefault("mimeType", mime_type or ("text/plain" if "text" in d else "application/octet-stream"))
         return [d]
     if isinstance(value, dict) and "uri" in value and ("text" in value or "blob" in value):
@@ -64,7 +64,7 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
         isinstance(value, (list, tuple))
         and value
         and all(
-            isinstance(v, (t.TextResourceContents, t.BlobResourceContents))
+            isinstance(v, _resource_contents_models())
             or (isinstance(v, dict) and "uri" in v and ("text" in v or "blob" in v))
             for v in value
         )
@@ -101,8 +101,8 @@ class _ResourceBase:
         self.title = title
         self.description = description
         self.mime_type = mime_type
-        self.annotations = t.dump(annotations) if annotations is not None else None
-        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.annotations = dump_model(annotations) if annotations is not None else None
+        self.icons = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         self._defs: dict[str, JSONDict] = {}
 
@@ -253,6 +253,8 @@ class ResourceTemplate(_ResourceBase):
         return self.template.match(uri)
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+        from pydantic import ValidationError
+
         try:
             kwargs = self.info.validate(variables)
         except ValidationError:

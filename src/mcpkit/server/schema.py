@@ -15,42 +15,63 @@ JSON Schemas are built lazily on first use, so importing a server with many tool
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
 import re
+import sys
 import types
 import typing
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
 
-import typing_extensions
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
-from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
-from pydantic_core import CoreSchema
+if TYPE_CHECKING:
+    from pydantic import BaseModel, TypeAdapter, ValidationError
+    from pydantic.fields import FieldInfo
+    from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+
+# pydantic is imported on first use (schemas are built lazily), so a server answers initialize without it.
 
 JSONDict = dict[str, Any]
 logger = logging.getLogger("mcpkit.server")
 
 
-class _Schema(GenerateJsonSchema):
-    """2020-12 JSON Schema without the auto-generated per-field titles."""
+@functools.cache
+def _schema_generator() -> type[GenerateJsonSchema]:
+    from pydantic.json_schema import GenerateJsonSchema
 
-    def field_title_should_be_set(self, schema: Any) -> bool:
-        return False
+    class Schema(GenerateJsonSchema):
+        """2020-12 JSON Schema without the auto-generated per-field titles."""
 
-    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> Any:
-        out = super().generate(schema, mode)
-        if isinstance(out, dict):
-            out.pop("title", None)
-        return out
+        def field_title_should_be_set(self, schema: Any) -> bool:
+            return False
+
+        def generate(self, schema: Any, mode: JsonSchemaMode = "validation") -> Any:
+            out = super().generate(schema, mode)
+            if isinstance(out, dict):
+                out.pop("title", None)
+            return out
+
+    return Schema
 
 
 def json_schema_of(adapter: TypeAdapter[Any] | type[BaseModel], mode: JsonSchemaMode = "validation") -> JSONDict:
+    from pydantic import TypeAdapter
+
     if isinstance(adapter, TypeAdapter):
-        return adapter.json_schema(schema_generator=_Schema, mode=mode)
-    return adapter.model_json_schema(schema_generator=_Schema, mode=mode)
+        return adapter.json_schema(schema_generator=_schema_generator(), mode=mode)
+    return adapter.model_json_schema(schema_generator=_schema_generator(), mode=mode)
+
+
+def _is_field_info(value: Any) -> bool:
+    fields = sys.modules.get("pydantic.fields")
+    return fields is not None and isinstance(value, fields.FieldInfo)
+
+
+def _is_model_class(tp: Any) -> bool:
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(tp, type) and issubclass(tp, pydantic.BaseModel)
 
 
 # ---------------------------------------------------------------------------------------------- docstrings
@@ -222,7 +243,7 @@ class FunctionInfo:
             if p.name.startswith("_"):
                 raise ValueError(f"{name}: parameter {p.name!r} starts with '_' (not allowed in an MCP schema)")
             default, field = p.default, None
-            if isinstance(default, FieldInfo):
+            if _is_field_info(default):
                 field = default
                 required = field.is_required()
                 default = inspect.Parameter.empty if required else field.get_default(call_default_factory=True)
@@ -237,6 +258,8 @@ class FunctionInfo:
 
     @cached_property
     def model(self) -> type[BaseModel]:
+        from pydantic import ConfigDict, Field, create_model
+
         fields: dict[str, Any] = {}
         for p in self.params:
             default = ... if p.required else p.default
@@ -329,6 +352,8 @@ class ReturnInfo:
             tp = get_args(tp)[0]
         self.wrap = not _is_object_type(tp)
         try:
+            from pydantic import TypeAdapter
+
             self.adapter = TypeAdapter(annotation)
             self.output_schema  # noqa: B018 - build it now so a bad annotation fails here, not in tools/list
         except Exception as exc:
@@ -383,8 +408,10 @@ def _is_unstructured(annotation: Any) -> bool:
 
 def _is_object_type(tp: Any) -> bool:
     if isinstance(tp, type):
-        if issubclass(tp, BaseModel) or dataclasses.is_dataclass(tp):
+        if _is_model_class(tp) or dataclasses.is_dataclass(tp):
             return True
+        import typing_extensions
+
         if typing_extensions.is_typeddict(tp):
             return True
     origin = get_origin(tp)

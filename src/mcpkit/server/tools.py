@@ -18,28 +18,66 @@ import base64
 import inspect
 import logging
 import mimetypes
+import sys
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import BaseModel, ValidationError
 
-from ..protocol import types as t
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.versions import Features
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, format_validation_error
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
+    from pydantic import BaseModel
+
+    from ..protocol import types as t
     from .context import Context
 
 logger = logging.getLogger("mcpkit.server.tools")
 JSONDict = dict[str, Any]
 
-_CONTENT_MODELS = (t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
 _CONTENT_TYPES = frozenset(("text", "image", "audio", "resource", "resource_link"))
+
+
+# pydantic and the protocol models are imported only when needed, so a stdio server answers initialize before
+# they load: a value can only be a pydantic model (or an MCP model) once pydantic (or mcpkit.protocol.types) is
+# imported, which is what these helpers check.
+
+
+def is_model(value: Any) -> bool:
+    """Whether ``value`` is a pydantic model instance (without importing pydantic)."""
+    pydantic = sys.modules.get("pydantic")
+    return pydantic is not None and isinstance(value, pydantic.BaseModel)
+
+
+def dump_model(value: Any) -> Any:
+    """Wire form of a model (camelCase, no None fields); anything else unchanged."""
+    if is_model(value):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return value
+
+
+def loaded_types() -> ModuleType | None:
+    """``mcpkit.protocol.types`` if something imported it (else no value can be one of its models)."""
+    return sys.modules.get("mcpkit.protocol.types")
+
+
+def _content_models() -> tuple[type, ...]:
+    t = loaded_types()
+    if t is None:
+        return ()
+    return (t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
+
+
+def _resource_contents_models() -> tuple[type, ...]:
+    t = loaded_types()
+    return () if t is None else (t.TextResourceContents, t.BlobResourceContents)
 
 
 class ToolError(Exception):
@@ -76,7 +114,7 @@ class _Media:
             "mimeType": self.mime_type,
         }
         if self.annotations is not None:
-            block["annotations"] = t.dump(self.annotations)
+            block["annotations"] = dump_model(self.annotations)
         return block
 
 
@@ -114,14 +152,14 @@ def sniff_mime(data: bytes) -> str | None:
 
 
 def _json_text(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        return value.model_dump_json(by_alias=True, exclude_none=True)
+    if is_model(value):
+        return str(value.model_dump_json(by_alias=True, exclude_none=True))
     return orjson.dumps(value, default=_default).decode()
 
 
 def _default(obj: Any) -> Any:
-    if isinstance(obj, BaseModel):
-        return obj.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if is_model(obj):
+        return dump_model(obj)
     if isinstance(obj, (set, frozenset, tuple)):
         return list(obj)
     if isinstance(obj, bytes):
@@ -130,7 +168,7 @@ def _default(obj: Any) -> Any:
 
 
 def _is_content_like(value: Any) -> bool:
-    if isinstance(value, (str, bytes, _Media, *_CONTENT_MODELS, t.TextResourceContents, t.BlobResourceContents)):
+    if isinstance(value, (str, bytes, _Media, *_content_models(), *_resource_contents_models())):
         return True
     return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
 
@@ -166,10 +204,11 @@ def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDic
         ]
     if isinstance(value, _Media):
         return [value.to_content()]
-    if isinstance(value, _CONTENT_MODELS):
-        return [value.dump()]
-    if isinstance(value, (t.TextResourceContents, t.BlobResourceContents)):
-        return [{"type": "resource", "resource": value.dump()}]
+    if is_model(value):
+        if isinstance(value, _content_models()):
+            return [dump_model(value)]
+        if isinstance(value, _resource_contents_models()):
+            return [{"type": "resource", "resource": dump_model(value)}]
     if isinstance(value, dict) and value.get("type") in _CONTENT_TYPES:
         return [value]
     if isinstance(value, (list, tuple)) and value and all(_is_content_like(v) for v in value):
@@ -201,7 +240,8 @@ def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]
 def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
     if value is None:
         return None
-    return t.dump(value)
+    dumped: JSONDict = dump_model(value)
+    return dumped
 
 
 class Tool:
@@ -227,7 +267,7 @@ class Tool:
         self.title = title
         self.description = description if description is not None else (self.info.description or "")
         self.annotations = _dump_annotations(annotations)
-        self.icons = [t.dump(i) for i in icons] if icons else None
+        self.icons = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
@@ -284,6 +324,8 @@ class Tool:
 
     async def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
         """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results."""
+        from pydantic import ValidationError
+
         try:
             value = await self.run(arguments, ctx)
         except ValidationError as exc:
@@ -304,8 +346,10 @@ class Tool:
             return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc))
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
-        if isinstance(value, t.CallToolResult):
-            result = value.dump()
+        result: JSONDict
+        types_ = loaded_types()
+        if types_ is not None and isinstance(value, types_.CallToolResult):
+            result = dump_model(value)
         elif isinstance(value, dict) and isinstance(value.get("content"), list) and not self.returns.structured:
             result = dict(value)
         else:
