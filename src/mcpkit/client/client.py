@@ -148,7 +148,7 @@ class ToolResult:
     @property
     def data(self) -> Any:
         """The most useful value: the structured output (unwrapped from ``{"result": x}`` when the output
-        schema says the server wrapped a non-object value), else the text content."""
+        schema is the wrapper of a non-object return value), else the text content. ``structured`` stays raw."""
         s = self.structured
         if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
             schema = self.tool.output_schema if self.tool is not None else None
@@ -165,8 +165,22 @@ class ToolResult:
         return f"ToolResult(is_error={self.is_error}, structured={self.structured!r}, text={self.text[:60]!r})"
 
 
+_WRAPPER_KEYS = frozenset(("type", "properties", "required", "$schema", "title", "description", "additionalProperties"))
+
+
 def _is_wrapped(schema: JSONDict) -> bool:
-    return any(schema.get(key) for key in ("x-mcpkit-wrap-result", "x-fastmcp-wrap-result"))
+    """Did the server wrap a non-object return value as ``{"result": value}``? Yes when the schema says so with a
+    marker (``x-mcpkit-wrap-result``, ``x-fastmcp-wrap-result``), or when it has exactly the wrapper shape that
+    mcpkit, the official SDKs and fastmcp generate: one required property ``result`` and nothing else."""
+    if any(schema.get(key) for key in ("x-mcpkit-wrap-result", "x-fastmcp-wrap-result")):
+        return True
+    props = schema.get("properties")
+    return (
+        set(schema) <= _WRAPPER_KEYS
+        and isinstance(props, dict)
+        and set(props) == {"result"}
+        and schema.get("required") == ["result"]
+    )
 
 
 def _validator(schema: JSONDict) -> Any:
