@@ -174,3 +174,56 @@ def test_against_server_everything(node_bin: Path) -> None:
     prompt = as_json(mcpkit("prompt", target, "args-prompt", "city=Lyon", "--json"))
     assert "Lyon" in json.dumps(prompt)
     assert as_json(mcpkit("ping", target, "--json"))["protocolVersion"] == "2025-11-25"
+
+
+# ---------------------------------------------------------------------------------------------- network targets
+
+
+@pytest.fixture
+def http_base() -> Any:
+    """mcpkit's test server on real uvicorn (127.0.0.1, port 0) in a background thread."""
+    import asyncio
+    import threading
+
+    import uvicorn
+
+    from mcpkit.transports.http import create_app
+    from test_client_server import build_server
+
+    config = uvicorn.Config(create_app(build_server()), host="127.0.0.1", port=0, log_level="warning",
+                            lifespan="on", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        thread.join(0.01)
+    assert server.started
+    port = server.servers[0].sockets[0].getsockname()[1]
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)
+
+
+def test_http_sse_and_ws_targets(http_base: str) -> None:
+    assert len(as_json(mcpkit("tools", f"{http_base}/mcp", "--json"))) == 26
+    out = as_json(mcpkit("call", f"{http_base}/mcp", "add", "a=1", "b=2", "--mode", "handshake", "-o", "json"))
+    assert out["structuredContent"] == {"sum": 3}
+    # /sse refuses the POST: the CLI falls back to the legacy HTTP+SSE transport by itself
+    assert as_json(mcpkit("ping", f"{http_base}/sse", "--json"))["ok"]
+    assert as_json(mcpkit("ping", f"{http_base}/sse", "--transport", "sse", "--json"))["ok"]
+    ws = http_base.replace("http://", "ws://") + "/ws"
+    assert as_json(mcpkit("read", ws, "mcpkit://text/0", "--json"))["contents"][0]["text"] == "text number 0"
+    progress = mcpkit("call", f"{http_base}/mcp", "slow", "steps=2", "delay=0.01")
+    assert progress.returncode == 0 and "progress: 2/2" in progress.stderr
+
+
+def test_unreachable_url() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    proc = mcpkit("ping", f"http://127.0.0.1:{port}/mcp")
+    assert proc.returncode == 1 and f"cannot connect to http://127.0.0.1:{port}/mcp" in proc.stderr

@@ -16,7 +16,7 @@ from mcpkit.client.client import (
     ToolOutputError,
     apply_schema_defaults,
 )
-from mcpkit.protocol.errors import MCPError, RequestTimeout
+from mcpkit.protocol.errors import CapabilityNotSupported, MCPError, RequestTimeout
 from mcpkit.transports.memory import create_memory_pair
 from oracle import validate_message
 from test_client_server import build_server, state
@@ -352,6 +352,16 @@ async def test_roots_list_changed_notification() -> None:
             await asyncio.sleep(0.01)
     assert {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"} in wire.sent()
     assert state["roots_changed"] == 1
+
+
+@pytest.mark.req("M075")
+async def test_roots_cannot_change_without_the_capability() -> None:
+    wire = Wire()
+    async with client("handshake", wire) as c:
+        with pytest.raises(CapabilityNotSupported):
+            await c.set_roots(["file:///late"])
+    assert "notifications/roots/list_changed" not in wire.methods()
+    assert "roots" not in wire.sent()[0]["params"]["capabilities"]
 
 
 def _client_answers(wire: Wire, method: str, mode: str) -> list[dict[str, Any]]:

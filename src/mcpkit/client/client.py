@@ -28,7 +28,7 @@ from types import EllipsisType
 from typing import Any, TypeVar
 
 from ..engine import ProgressCallback
-from ..protocol.errors import ConnectionClosed, MCPError, RequestTimeout
+from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     CallToolResult,
@@ -427,8 +427,14 @@ class Client:
         return session, opened
 
     async def _explain_start_failure(self, opened: OpenedTarget, exc: BaseException) -> BaseException | None:
-        if opened.stdio is None or not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
+        if not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
             return None
+        if opened.stdio is None:
+            if opened.target.url is None:
+                return None
+            if isinstance(exc, (TimeoutError, RequestTimeout)):
+                return ServerStartError(f"{opened.target.url} did not answer within {self.connect_timeout}s")
+            return ServerStartError(f"cannot connect to {opened.target.url}: {exc}")
         if isinstance(exc, (TimeoutError, RequestTimeout)):
             # (closing the session has already stopped the process: its exit code would be our own signal)
             return ServerStartError(
@@ -786,7 +792,14 @@ class Client:
         await self._call("logging/setLevel", lambda s: s.set_logging_level(level))
 
     async def set_roots(self, roots: RootsProvider) -> None:
-        """Replace the roots; in the handshake era the server gets ``notifications/roots/list_changed``."""
+        """Replace the roots; in the handshake era the server gets ``notifications/roots/list_changed``.
+
+        The ``roots`` capability is declared when connecting, so a client created without ``roots=`` cannot
+        announce roots later (create it with ``roots=[]``): that raises :class:`CapabilityNotSupported`."""
+        if self._roots is None:
+            raise CapabilityNotSupported(
+                "this client did not declare the roots capability (pass roots=[] to Client to change roots later)"
+            )
         self._roots = roots
         await self.session.set_roots(roots)
 
