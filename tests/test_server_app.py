@@ -521,3 +521,30 @@ async def test_list_changed_from_a_running_tool_is_coalesced() -> None:
         await rec.wait_for("notifications/tools/list_changed")
         await asyncio.sleep(0.05)
         assert [m for m, _ in rec.notifications].count("notifications/tools/list_changed") == 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_sync_tools_use_the_context_through_run(mode: str) -> None:
+    app = MCPKit("sync-ctx")
+
+    @app.tool
+    def crunch(n: int, ctx: Context) -> str:
+        for i in range(n):
+            ctx.run(ctx.report_progress(i + 1, n))
+        answer = ctx.run(ctx.elicit("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}))
+        ctx.run(app.notify_resource_updated("x://thing"))
+        return f"{n} steps, {answer.action}"
+
+    @app.tool
+    async def misuse(ctx: Context) -> str:
+        ctx.run(ctx.info("x"))  # in an async function this is a mistake: a clear error, no hang
+        return "unreachable"
+
+    rec = Recorder(elicit_answer={"action": "decline"})
+    async with connect(app, mode=mode, rec=rec) as (cs, _, _):
+        seen: list[float] = []
+        r = await cs.call_tool("crunch", {"n": 3}, on_progress=lambda p, t, m: seen.append(p))
+        assert text_of(r) == "3 steps, decline"
+        assert seen == ([1, 2, 3] if mode == "handshake" else [1, 2, 3, 1, 2, 3])  # modern: re-run after the answer
+        r = await cs.call_tool("misuse", {})
+        assert r.is_error and "error id" in text_of(r)

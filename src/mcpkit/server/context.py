@@ -12,13 +12,16 @@ Declare a parameter annotated ``Context`` (any name, ``Context | None = None`` w
 Everything works in both eras through the same call: ``elicit``, ``sample`` and ``list_roots`` are server→client
 requests in a handshake-era session and ``InputRequiredResult`` round trips in the 2026-07-28 era (there the
 function is run again from the start once the client has answered, so do side effects after the questions).
-Context methods are coroutines: use them from ``async def`` functions.
+Context methods are coroutines: await them in ``async def`` functions; a sync function (run in a worker thread)
+calls them through ``ctx.run(ctx.report_progress(1, 2))``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
-from collections.abc import Sequence
+import inspect
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..protocol.errors import CapabilityNotSupported
@@ -62,12 +65,13 @@ class ElicitationResult(Generic[T]):
 class Context:
     """The request being served (injected by annotation into tools, resources and prompts)."""
 
-    __slots__ = ("_app", "_ctx", "_modern_state")
+    __slots__ = ("_app", "_ctx", "_loop", "_modern_state")
 
     def __init__(self, app: MCPKit, ctx: ServerRequestContext) -> None:
         self._app = app
         self._ctx = ctx
         self._modern_state: JSONDict | None = None
+        self._loop = asyncio.get_running_loop()
 
     # ------------------------------------------------------------------ facts about the request
 
@@ -139,6 +143,29 @@ class Context:
                 self._modern_state = {}
             return self._modern_state
         return session.state
+
+    def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
+        """Run a Context coroutine from a sync function (they run in a worker thread) and return its result::
+
+            @app.tool
+            def crunch(n: int, ctx: Context) -> str:
+                for i in range(n):
+                    ctx.run(ctx.report_progress(i + 1, n))
+                return "done"
+        """
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            if inspect.iscoroutine(awaitable):
+                awaitable.close()
+            raise RuntimeError("ctx.run() is for sync functions; in an async function, await the call instead")
+
+        async def call() -> T:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(timeout)
 
     # ------------------------------------------------------------------ progress and logging
 
