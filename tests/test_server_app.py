@@ -548,3 +548,21 @@ async def test_sync_tools_use_the_context_through_run(mode: str) -> None:
         assert seen == ([1, 2, 3] if mode == "handshake" else [1, 2, 3, 1, 2, 3])  # modern: re-run after the answer
         r = await cs.call_tool("misuse", {})
         assert r.is_error and "error id" in text_of(r)
+
+
+async def test_workers_sharing_request_state_keys_share_cursors() -> None:
+    def worker(name: str, keys: list[bytes] | None) -> MCPKit:
+        app = MCPKit(name, page_size=1, request_state_keys=keys)
+        for tool in ("a", "b", "c"):
+            app.add_tool(lambda: "", name=tool)
+        return app
+
+    keys = [b"s" * 32]
+    async with connect(worker("one", keys)) as (one, _, _), connect(worker("two", keys)) as (two, _, _):
+        first = await one.list_tools()
+        assert first.next_cursor
+        assert [x.name for x in (await two.list_tools(first.next_cursor)).tools] == ["b"]
+    async with connect(worker("other", None)) as (other, _, _):
+        with pytest.raises(MCPError) as exc:
+            await other.list_tools(first.next_cursor)
+        assert exc.value.code == -32602

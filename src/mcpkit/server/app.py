@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import hmac
 import inspect
 import logging
 import re
@@ -72,7 +74,8 @@ class MCPKit(Server):
             An ``@asynccontextmanager`` function or a plain async generator function.
         page_size: items per page of every list (default 50), or a mapping such as ``{"resources": 10}``
             (keys: tools, resources, resource_templates, prompts; missing keys use 50).
-        cursor_key: HMAC key for list cursors (share it between workers behind one endpoint).
+        cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
+            from ``request_state_keys`` when those are given, else random per process.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
     """
 
@@ -103,6 +106,9 @@ class MCPKit(Server):
         if any(v < 1 for v in sizes.values()):
             raise ValueError("page_size must be at least 1")
         self.page_sizes = sizes
+        if cursor_key is None and options.get("request_state_keys"):
+            # workers that share requestState keys share cursors too (a derived key, never the same one)
+            cursor_key = hmac.new(options["request_state_keys"][0], b"mcpkit list cursors", hashlib.sha256).digest()
         self._paginator = Paginator(cursor_key)
         self._lifespan = lifespan
         self.lifespan_state: Any = None
