@@ -305,3 +305,27 @@ async def test_client_disconnects_when_it_cannot_speak_the_servers_version() -> 
             pass
     assert await asyncio.wait_for(s.receive(), 1) is None  # the client closed the connection
     task.cancel()
+
+
+@pytest.mark.req("S025")
+async def test_one_stuck_session_does_not_hold_up_notification_fan_out() -> None:
+    mod = load_core_server()
+    server = mod.server
+    server.fanout_timeout = 0.3
+    got: list[bytes] = []
+
+    class Stuck:
+        async def send(self, data: bytes) -> None:
+            await asyncio.Event().wait()  # a reader that never reads
+
+    class Recorder:
+        async def send(self, data: bytes) -> None:
+            got.append(data)
+
+    sessions = [server.create_session(Stuck()), server.create_session(Recorder()), server.create_session(Stuck())]
+    for s in sessions:
+        s.version, s.initialized = "2025-11-25", True
+    t0 = time.monotonic()
+    await server.notify_list_changed("tools")
+    assert time.monotonic() - t0 < 1.0
+    assert [orjson.loads(d)["method"] for d in got] == ["notifications/tools/list_changed"]

@@ -310,6 +310,7 @@ class Server:
         self.request_timeout = request_timeout
         self.listen_queue_size = listen_queue_size
         self.logging_enabled = logging_enabled
+        self.fanout_timeout = 5.0
         self.experimental: JSONDict = {}
         self.extensions: JSONDict = {}
         self.resource_subscriptions = True
@@ -493,10 +494,7 @@ class Server:
     async def notify_list_changed(self, kind: str) -> None:
         """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras."""
         method = f"notifications/{kind}/list_changed"
-        for session in list(self._sessions):
-            if session.initialized and not session.closed:
-                with contextlib.suppress(Exception):
-                    await session.notify(method)
+        await self._fan_out([s for s in list(self._sessions) if s.initialized and not s.closed], method, None)
         key = _LIST_CHANGED_FILTER[kind]
         for listener in list(self._listeners):
             if listener.filter.get(key):
@@ -504,13 +502,26 @@ class Server:
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the subscribers of ``uri`` that it changed, in both eras."""
-        for session in list(self._sessions):
-            if uri in session.subscriptions and not session.closed:
-                with contextlib.suppress(Exception):
-                    await session.notify("notifications/resources/updated", {"uri": uri})
+        subscribers = [s for s in list(self._sessions) if uri in s.subscriptions and not s.closed]
+        await self._fan_out(subscribers, "notifications/resources/updated", {"uri": uri})
         for listener in list(self._listeners):
             if uri in listener.uris:
                 listener.offer("notifications/resources/updated", {"uri": uri})
+
+    async def _fan_out(self, sessions: list[ServerSession], method: str, params: JSONDict | None) -> None:
+        """Send to every session concurrently; a slow or dead one is given up on after ``fanout_timeout``
+        seconds and never holds up the others."""
+        if not sessions:
+            return
+
+        async def one(session: ServerSession) -> None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.notify(method, params), self.fanout_timeout)
+
+        if len(sessions) == 1:
+            await one(sessions[0])
+        else:
+            await asyncio.gather(*(one(s) for s in sessions))
 
     async def close_listeners(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully (server shutdown)."""
