@@ -67,25 +67,48 @@ def make_request_check(
     elif isinstance(allowed_hosts, str) and not any_host:
         hosts = frozenset((allowed_hosts.strip().lower(),))
 
-    def check(scope: Scope) -> tuple[int, str] | None:
+    def allows(host: str | None, origin: str | None) -> tuple[int, str] | None:
         if not any_host:
-            host = _header(scope, b"host")
             if host is None:
                 return 403, "missing Host header"
             h = host.strip().lower()
             if hostname(h) not in LOCAL_HOSTNAMES and h not in hosts and hostname(h) not in hosts:
                 return 403, "Host header not allowed"
-        if not any_origin:
-            origin = _header(scope, b"origin")
-            if origin is not None:
-                o = origin.strip().rstrip("/").lower()
-                if o not in origins:
-                    parts = urlsplit(o)
-                    if parts.scheme not in ("http", "https") or hostname(parts.netloc) not in LOCAL_HOSTNAMES:
-                        return 403, "Origin not allowed"
+        if not any_origin and origin is not None:
+            o = origin.strip().rstrip("/").lower()
+            if o not in origins:
+                parts = urlsplit(o)
+                if parts.scheme not in ("http", "https") or hostname(parts.netloc) not in LOCAL_HOSTNAMES:
+                    return 403, "Origin not allowed"
         return None
 
-    return check
+    return RequestPolicy(allows)
+
+
+class RequestPolicy:
+    """``policy(scope) -> (status, reason) | None``; ``policy.allows(host, origin)`` for callers that already
+    read the headers. Verdicts are cached per (Host, Origin) pair (bounded)."""
+
+    __slots__ = ("_allows", "_cache")
+
+    def __init__(self, allows: Callable[[str | None, str | None], tuple[int, str] | None]) -> None:
+        self._allows = allows
+        self._cache: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
+
+    def allows(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
+        key = (host, origin)
+        try:
+            return self._cache[key]
+        except KeyError:
+            pass
+        verdict = self._allows(host, origin)
+        if len(self._cache) >= 1024:
+            self._cache.clear()
+        self._cache[key] = verdict
+        return verdict
+
+    def __call__(self, scope: Scope) -> tuple[int, str] | None:
+        return self.allows(_header(scope, b"host"), _header(scope, b"origin"))
 
 
 def default_policy(

@@ -85,6 +85,8 @@ _WANTED = frozenset(
         b"last-event-id",
         b"mcp-method",
         b"mcp-name",
+        b"host",
+        b"origin",
     )
 )
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -207,10 +209,24 @@ def _headers(scope: Scope) -> tuple[dict[bytes, str], dict[str, str] | None]:
     return h, params
 
 
+_ACCEPT_CACHE: dict[str, tuple[bool, bool]] = {}
+
+
 def _accepts(accept: str | None) -> tuple[bool, bool]:
     """(accepts application/json, accepts text/event-stream)."""
     if not accept:
         return False, False
+    cached = _ACCEPT_CACHE.get(accept)
+    if cached is not None:
+        return cached
+    verdict = _parse_accept(accept)
+    if len(_ACCEPT_CACHE) >= 256:
+        _ACCEPT_CACHE.clear()
+    _ACCEPT_CACHE[accept] = verdict
+    return verdict
+
+
+def _parse_accept(accept: str) -> tuple[bool, bool]:
     js = sse = False
     for part in accept.split(","):
         mt = part.split(";", 1)[0].strip().lower()
@@ -332,7 +348,22 @@ class _Stream:
     """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
     between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
 
-    __slots__ = ("buf", "conn", "ep", "finished", "hs", "key", "mode", "no", "resumable", "seq", "waiter")
+    __slots__ = (
+        "asgi",
+        "buf",
+        "conn",
+        "ep",
+        "final",
+        "finished",
+        "hs",
+        "key",
+        "mode",
+        "no",
+        "pump",
+        "resumable",
+        "seq",
+        "watcher",
+    )
 
     def __init__(self, ep: StreamableHTTPEndpoint, hs: _HTTPSession | None, no: int, mode: int = _UNDECIDED) -> None:
         self.ep = ep
@@ -340,8 +371,11 @@ class _Stream:
         self.no = no
         self.mode = mode
         self.buf: list[bytes] = []
-        self.waiter: asyncio.Future[None] | None = None
         self.conn: _Conn | None = None
+        self.final: tuple[bytes, ...] = ()  # prefixes of the encoded final response(s) to this POST
+        self.asgi: tuple[Receive, Send, list[tuple[bytes, bytes]], RequestContext | None] | None = None
+        self.pump: asyncio.Task[None] | None = None
+        self.watcher: asyncio.Task[None] | None = None
         self.seq = 0
         self.resumable = hs is not None and ep.event_store is not None
         self.key = f"{hs.id}/{no}" if hs is not None else ""
@@ -356,10 +390,10 @@ class _Stream:
     async def send(self, data: bytes) -> None:
         mode = self.mode
         if mode == _UNDECIDED:
-            self.buf.append(data)
-            w = self.waiter
-            if w is not None and not w.done():
-                w.set_result(None)
+            if data.startswith(self.final):
+                self.buf.append(data)  # the response: answered as application/json
+                return
+            await self.ep._start_sse(self, data)
             return
         if mode == _JSON_MODE:
             # JSON responses carry one message: the response. Anything else goes to the standalone stream.
@@ -395,14 +429,18 @@ class _Stream:
         await conn.queue.put((seq, frame))
 
     def priming(self) -> bytes | None:
-        """The priming event of SEP-1699 (2025-11-25+ sessions with resumability): an id and empty data."""
+        return self.priming_for(self.seq + 1)
+
+    def priming_for(self, first: int) -> bytes | None:
+        """The priming event of SEP-1699 (2025-11-25+ sessions with resumability): an id and empty data; its id
+        precedes event ``first``, so resuming from it replays everything."""
         hs = self.hs
         if not self.resumable or hs is None:
             return None
         feats = hs.session.features
         if feats is None or not feats.sse_polling:
             return None
-        frame = b"id: " + f"{self.no}_{self.seq}".encode() + b"\n"
+        frame = b"id: " + f"{self.no}_{max(first - 1, 0)}".encode() + b"\n"
         if self.ep.retry_interval is not None:
             frame += b"retry: " + str(int(self.ep.retry_interval)).encode() + b"\n"
         return frame + b"data: \n\n"
@@ -525,6 +563,7 @@ class StreamableHTTPEndpoint:
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self._allows = getattr(self.check_request, "allows", None)
         self.max_body = max_body
         self.get_stream = get_stream
         self.retry_interval = retry_interval
@@ -578,7 +617,9 @@ class StreamableHTTPEndpoint:
             return
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
-        refused = self.check_request(scope)
+        h, params_h = _headers(scope)
+        allows = self._allows
+        refused = allows(h.get(b"host"), h.get(b"origin")) if allows is not None else self.check_request(scope)
         if refused is not None:
             status, reason = refused
             await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
@@ -587,11 +628,11 @@ class StreamableHTTPEndpoint:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         method = scope["method"]
         if method == "POST":
-            await self._post(scope, receive, send)
+            await self._post(h, params_h, receive, send)
         elif method == "GET":
-            await self._get(scope, receive, send)
+            await self._get(h, receive, send)
         elif method == "DELETE":
-            await self._delete(scope, send)
+            await self._delete(h, send)
         else:
             await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE")])
 
@@ -617,8 +658,9 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ POST
 
-    async def _post(self, scope: Scope, receive: Receive, send: Send) -> None:
-        h, params_h = _headers(scope)
+    async def _post(
+        self, h: dict[bytes, str], params_h: dict[str, str] | None, receive: Receive, send: Send
+    ) -> None:
         js, sse = _accepts(h.get(b"accept"))
         if not js or (not sse and not self.json_response):
             await _respond(
@@ -705,9 +747,10 @@ class StreamableHTTPEndpoint:
         extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
         hs.next_no += 1
         stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
+        stream.final = _final_prefix(msg)
         hs.busy += 1
-        task = asyncio.get_running_loop().create_task(self._run_handle(hs, msg, stream))
-        status = await self._answer(stream, task, None, receive, send, extra, new_session=new_session)
+        status = await self._serve(stream, self._run_handle(hs, msg, stream), None, receive, send, extra,
+                                   new_session=new_session)
         if new_session and status != 200:
             await self._end_session(hs)
 
@@ -749,15 +792,15 @@ class StreamableHTTPEndpoint:
             await _respond(send, 202)
             return
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
-        loop = asyncio.get_running_loop()
+        stream.final = _final_prefix(msg)
+        runner: Awaitable[Any]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
             ctx = RequestContext(session.peer, msg.id, msg.method, msg.params, stream)
-            task = loop.create_task(session.peer._run_request(ctx))
+            runner = session.peer._run_request(ctx)
         else:
-            fresh = self._preinitialized(version)
-            task = loop.create_task(fresh.peer.handle(msg, stream))
-        await self._answer(stream, task, None, receive, send, [])
+            runner = self._preinitialized(version).peer.handle(msg, stream)
+        await self._serve(stream, runner, None, receive, send, [])
 
     def _preinitialized(self, version: str) -> ServerSession:
         session = self.server.create_session(_NULL, **self.peer_options)
@@ -801,10 +844,9 @@ class StreamableHTTPEndpoint:
             peer = self._modern_peer = Peer(_NULL, request_handler=handler, name="server:http-modern")
         listen = msg.method == "subscriptions/listen"
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response and not listen else _UNDECIDED)
+        stream.final = _final_prefix(msg)
         ctx = RequestContext(peer, msg.id, msg.method, msg.params, stream)
-        task = asyncio.get_running_loop().create_task(peer._run_request(ctx))
-        ctx.task = task  # type: ignore[assignment]
-        await self._answer(stream, task, ctx, receive, send, [])
+        await self._serve(stream, peer._run_request(ctx), ctx, receive, send, [])
 
     def _validate_modern(
         self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
@@ -866,10 +908,10 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ answering: JSON or SSE
 
-    async def _answer(
+    async def _serve(
         self,
         stream: _Stream,
-        task: asyncio.Task[Any],
+        runner: Awaitable[Any],
         ctx: RequestContext | None,
         receive: Receive,
         send: Send,
@@ -877,106 +919,85 @@ class StreamableHTTPEndpoint:
         *,
         new_session: bool = False,
     ) -> int:
-        """Wait for the handler's first message (or its end), then answer with JSON or an SSE stream.
+        """Run the request inline and answer with JSON or an SSE stream.
 
-        The decision relies on asyncio's ordering: the engine writes a response and returns from the handler in
-        one step, so when the first message wakes us and the task is already done, that message was the
-        response. ``ctx`` is set for modern requests, whose cancellation follows the client's disconnect.
+        The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
+        answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
+        answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
+        ``ctx`` is set for modern requests: the client leaving cancels them.
         """
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        stream.asgi = (receive, send, extra, ctx)
         loop = asyncio.get_running_loop()
-        watcher: asyncio.Task[None] | None = None
-        disconnected = False
-        if not task.done() and not (stream.buf and stream.mode == _UNDECIDED):
-            waiter = stream.waiter = loop.create_future()
+        timer: asyncio.TimerHandle | None = None
+        if ctx is not None:
+            ctx.task = asyncio.current_task()  # type: ignore[assignment]
 
-            def wake(_: Any) -> None:
-                if not waiter.done():
-                    waiter.set_result(None)
+            # Watch for the client going away once the handler takes a while (most answer at once).
+            def start_watcher() -> None:
+                if stream.watcher is None and stream.mode != _SSE_MODE:
+                    w = stream.watcher = loop.create_task(_wait_disconnect(receive))
+                    w.add_done_callback(lambda _: self._cancel(ctx))
 
-            task.add_done_callback(wake)
-            timer: asyncio.TimerHandle | None = None
-            if ctx is not None:
-                # Watch for the client going away only once the handler takes a while: most answer at once.
-                def start_watcher() -> None:
-                    nonlocal watcher
-                    watcher = loop.create_task(_wait_disconnect(receive))
-                    watcher.add_done_callback(wake)
+            timer = loop.call_later(0.05, start_watcher)
+        try:
+            await runner
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if stream.mode == _SSE_MODE:
+            stream.finish()
+            if stream.pump is not None:
+                await stream.pump
+            return 200
+        watcher = stream.watcher
+        if watcher is not None:
+            if watcher.done():
+                return 499  # the client left; the request was cancelled and gets no answer
+            watcher.cancel()
+        buf = stream.buf
+        if not buf:
+            await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
+            return 202
+        data = buf[-1]
+        status = 200
+        if b'"error"' in data:
+            status = _error_status(data, ctx is not None, new_session)
+            if status != 200 and new_session:
+                extra = [e for e in extra if e[0] != b"mcp-session-id"]
+        await _respond(send, status, data, _JSON, extra)
+        return status
 
-                timer = loop.call_later(0.05, start_watcher)
-            try:
-                await waiter
-            finally:
-                task.remove_done_callback(wake)
-                if timer is not None:
-                    timer.cancel()
-            if watcher is not None and watcher.done():
-                disconnected = True
-        if stream.mode == _JSON_MODE and not task.done() and not disconnected:
-            # json_response: wait for the end; messages other than the response were routed elsewhere
-            waiter = loop.create_future()
-
-            def wake2(_: Any) -> None:
-                if not waiter.done():
-                    waiter.set_result(None)
-
-            task.add_done_callback(wake2)
-            if watcher is not None:
-                watcher.add_done_callback(wake2)
-            await waiter
-            if watcher is not None and watcher.done():
-                disconnected = True
-        if disconnected:
-            self._cancel(ctx, task)
-            return 499
-        if task.done():
-            if watcher is not None:
-                watcher.cancel()
-            buf = stream.buf
-            if len(buf) == 1 or (stream.mode == _JSON_MODE and buf):
-                data = buf[-1]
-                status = 200
-                if b'"error"' in data:
-                    status = _error_status(data, ctx is not None, new_session)
-                    if status != 200 and new_session:
-                        extra = [e for e in extra if e[0] != b"mcp-session-id"]
-                await _respond(send, status, data, _JSON, extra)
-                return status
-            if not buf:
-                await _respond(send, 202, b"", None, extra)
-                return 202
-        # SSE
-        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+    async def _start_sse(self, stream: _Stream, first: bytes) -> None:
+        """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
+        assert stream.asgi is not None
+        receive, send, extra, ctx = stream.asgi
         conn = _Conn(self.queue_size)
         stream.conn = conn
-        priming = stream.priming()
+        stream.mode = _SSE_MODE
+        seq, frame = await stream.record(first)
+        conn.queue.put_nowait((seq, frame))
+        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+        priming = stream.priming_for(first=seq)
         if priming is not None:
             await send({"type": "http.response.body", "body": priming, "more_body": True})
-        buf = stream.buf
-        while buf:  # written directly: the handler may have queued more than the connection's queue holds
-            seq, frame = await stream.record(buf.pop(0))
-            await send({"type": "http.response.body", "body": frame, "more_body": True})
-            if seq:
-                conn.last_seq = seq
-        stream.mode = _SSE_MODE
-        if task.done():
-            stream.finish()
-        else:
-            task.add_done_callback(lambda _: stream.finish())
-        disconnected = await self._pump(conn, receive, send, watcher)
-        if stream.conn is conn:
-            stream.conn = None
-        if disconnected and ctx is not None:
-            self._cancel(ctx, task)
-        return 200
+        watcher = stream.watcher
+        stream.watcher = None
+
+        async def pump() -> None:
+            gone = await self._pump(conn, receive, send, watcher)
+            if stream.conn is conn:
+                stream.conn = None
+            if gone:
+                self._cancel(ctx)
+
+        stream.pump = asyncio.get_running_loop().create_task(pump())
 
     @staticmethod
-    def _cancel(ctx: RequestContext | None, task: asyncio.Task[Any]) -> None:
+    def _cancel(ctx: RequestContext | None) -> None:
         """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
-        if ctx is not None and not task.done():
+        if ctx is not None and not ctx.done and ctx.task is not None:
             ctx.cancelled = True
-            task.cancel()
+            ctx.task.cancel()
 
     async def _pump(
         self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None
@@ -1051,8 +1072,7 @@ class StreamableHTTPEndpoint:
             return 400, _unsupported_header(hv)
         return hs
 
-    async def _get(self, scope: Scope, receive: Receive, send: Send) -> None:
-        h, _ = _headers(scope)
+    async def _get(self, h: dict[bytes, str], receive: Receive, send: Send) -> None:
         if not self.get_stream:
             await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
             return
@@ -1136,8 +1156,7 @@ class StreamableHTTPEndpoint:
             stream = _Stream(self, hs, no, _SSE_MODE)  # finished stream: replay only
         await self._attach(hs, stream, replay, receive, send)
 
-    async def _delete(self, scope: Scope, send: Send) -> None:
-        h, _ = _headers(scope)
+    async def _delete(self, h: dict[bytes, str], send: Send) -> None:
         found = self._session_for(h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
@@ -1165,6 +1184,15 @@ class StreamableHTTPEndpoint:
                 await self.event_store.forget(hs.id + "/")
         hs.standalone = None
         hs.live = None
+
+
+def _final_prefix(msg: Any) -> tuple[bytes, ...]:
+    """How the engine's answer to ``msg`` starts (``encode_result``/``encode_error`` key order; a batch answer
+    is an array): anything else the handler sends first makes the answer an SSE stream."""
+    if type(msg) is Batch:
+        return (b"[",)
+    head = b'{"jsonrpc":"2.0","id":' + orjson.dumps(msg.id) + b',"'
+    return (head + b'result"', head + b'error"')
 
 
 def _has_requests(msg: Any) -> bool:
