@@ -189,6 +189,7 @@ class ClientSession:
         self.keepalive_timeout = keepalive_timeout
         self._keepalive_task: asyncio.Task[None] | None = None
         self.closed_reason: str | None = None
+        self._meta_cache: tuple[tuple[str, str | None, bool], JSONDict] | None = None
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
 
     # ------------------------------------------------------------------ lifecycle
@@ -327,6 +328,11 @@ class ClientSession:
         await self.peer.notify("notifications/initialized")
 
     def _modern_meta(self, version: str) -> JSONDict:
+        """The per-request ``_meta`` of the modern era (cached: it changes only with the log level or roots)."""
+        key = (version, self.log_level, self._roots is None)
+        cached = self._meta_cache
+        if cached is not None and cached[0] == key:
+            return dict(cached[1])
         meta: JSONDict = {
             META_PROTOCOL_VERSION: version,
             META_CLIENT_CAPABILITIES: self.capabilities(versions.features(version)),
@@ -334,7 +340,8 @@ class ClientSession:
         }
         if self.log_level is not None:
             meta[META_LOG_LEVEL] = self.log_level
-        return meta
+        self._meta_cache = (key, meta)
+        return dict(meta)
 
     # ------------------------------------------------------------------ requests
 
