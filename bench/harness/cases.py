@@ -383,13 +383,18 @@ async def _session_mem(pid: int, port: int, b: Budget) -> Metrics:
         await driver.HttpMcp("127.0.0.1", port).initialize(conn)
         await asyncio.sleep(0.3)
         before = procs.rss_kb(pid)
+        opened: list[driver.HttpMcp] = []
         for _ in range(b.sessions):
             m = driver.HttpMcp("127.0.0.1", port)
             await m.initialize(conn)
             if m.session_id is None:
                 raise driver.BenchError("server issued no Mcp-Session-Id in stateful mode")
+            opened.append(m)
         await asyncio.sleep(0.5)
         after = procs.rss_kb(pid)
+        # The sessions must be real: the first and the last one still serve a call.
+        for m in (opened[0], opened[-1]):
+            driver.check_tool_result(await m.call_tool(conn, "echo", {"text": "still here"}), "still here")
         if before is None or after is None:
             raise driver.BenchError("could not read server RSS")
         return {"value": max(0.0, (after - before) / b.sessions), "sessions": float(b.sessions)}

@@ -180,7 +180,9 @@ def markdown(result: dict[str, Any]) -> str:
         "http_c32": "the same session over 32 keep-alive connections, 32 requests in flight",
         "http_modern": "2026-07-28 era: no handshake, `_meta` protocolVersion + clientCapabilities on every "
         "request, `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers; 32 in flight",
-        "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N",
+        "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N; the first "
+        "and last session must still answer a call. RSS moves in pages and reuses freed heap, so figures "
+        "under ~1 KB mean 'too small to see' (the floor keeps one small dict per session)",
         "http_stateless": "the server in stateless mode, handshake-era calls, 32 in flight",
         "client_seq": "client libraries against the stdio floor; the raw client is the floor",
     }
@@ -191,6 +193,12 @@ def markdown(result: dict[str, Any]) -> str:
     w("")
     w(f"- CPU: {mach['cpu']}, {mach['cores']} cores; memory {mach.get('memory_gb')} GB")
     w(f"- Python: {mach['python']}; OS: {mach['os']}")
+    if "loadavg_start" in meta:
+        w(
+            f"- Load average (1, 5, 15 min): {meta['loadavg_start']} at the start, "
+            f"{meta.get('loadavg_end')} at the end. "
+            "Anything above ~0.5 means other work shared the cores during the run: compare ratios, not absolutes."
+        )
     w("")
     w("## Versions")
     w("")

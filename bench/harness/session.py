@@ -119,8 +119,10 @@ def run_session(
         "argv": sys.argv[1:],
     }
     log(f"{name}: {len(selected)} case(s), {budget.reps} repetition(s), python {meta['machine']['python']}")
+    meta["loadavg_start"] = [round(x, 2) for x in os.getloadavg()]
     summary = asyncio.run(run_cases(selected, budget, log, server_keys))
     meta["duration_s"] = round(time.perf_counter() - t0, 1)
+    meta["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     result = {"meta": meta, **summary}
     RESULTS.mkdir(exist_ok=True)
     stamp = started.strftime("%Y%m%dT%H%M%SZ")

@@ -3,8 +3,8 @@
     app = MCPKit("bench"); @app.tool ...; app.run()  /  app.run(transport="http", host=..., port=...)
 
 Until that API exists this script fails at import and the run reports mcpkit as n/a with the error.
-For HTTP it prefers an ASGI app (served by the shared uvicorn configuration, like every other contender)
-and falls back to `app.run(transport="http", ...)`."""
+For HTTP it serves `mcpkit.transports.http.create_app(app, json_response=True)` with the shared uvicorn
+configuration, like every other contender, and falls back to `app.run(transport="http", ...)`."""
 
 from __future__ import annotations
 
@@ -28,19 +28,13 @@ def add(a: int, b: int) -> int:
 
 
 def make_asgi(stateless: bool) -> Any | None:
-    # TODO(bench): settle on one name once mcpkit's HTTP app accessor lands; these are the usual ones.
-    for name in ("http_app", "asgi_app", "streamable_http_app", "asgi"):
-        factory = getattr(app, name, None)
-        if not callable(factory):
-            continue
-        if not stateless:
-            return factory()
-        for kwargs in ({"stateless": True}, {"stateless_http": True}):
-            try:
-                return factory(**kwargs)
-            except TypeError:
-                continue
-    return None
+    """mcpkit's Streamable HTTP ASGI app, served by the shared uvicorn configuration like every contender.
+    Returns None (fall back to app.run) if that factory is not importable."""
+    try:
+        from mcpkit.transports.http import create_app
+    except ImportError:
+        return None
+    return create_app(app, stateless=stateless, json_response=True)
 
 
 def run_http(port: int, stateless: bool) -> None:
