@@ -1,0 +1,316 @@
+"""Redis backends: several workers (processes or hosts) serve one MCP endpoint.
+
+* :class:`RedisEventStore` (:class:`~mcpkit.stores.EventStore`): SSE events for ``Last-Event-ID`` replay.
+* :class:`RedisSessionStore` (:class:`~mcpkit.stores.SessionStore`): handshake-session records with an idle TTL.
+* :class:`RedisBus` (:class:`~mcpkit.stores.bus.Bus`): pub/sub between workers; with
+  :func:`~mcpkit.stores.bus.attach_bus` it carries list_changed / resources/updated to every worker.
+
+The fourth shared piece needs no Redis: give every worker the same ``Server(request_state_keys=[...])`` and a
+``requestState`` (and a list cursor) sealed by one worker opens on any other.
+
+Why Redis *streams* for events: an event's number is its stream entry id (``<seq>-0``), so the order is Redis's own,
+``XRANGE key <after+1> +`` reads exactly the events a resumption needs (no scan of what the client already has),
+``XADD ... MAXLEN <n>`` bounds each stream exactly in the same command, and the first entry tells whether a replay
+would have a hole. A list would need a scan or a Lua script to find the position of ``after``; a sorted set
+stores the score twice and trims in a separate command. Each append is ONE round trip (a pipeline of XADD with
+MAXLEN, PEXPIRE, and SADD/PEXPIRE of the stream's group set), each replay is one round trip (MULTI: first entry,
+range, PEXPIRE). The group set (``<prefix>grp:<stream up to its first '/'>``) lets ``forget("<session id>/")``
+(what the Streamable HTTP server calls when a session ends) delete a session's streams without SCANning the
+keyspace; any other prefix falls back to ``SCAN MATCH``.
+
+Every key carries a TTL refreshed on write, so abandoned streams and sessions expire by themselves; the total
+memory bound is the Redis server's ``maxmemory`` (use ``volatile-ttl`` or ``allkeys-lru``). Written for one Redis
+(or a primary with replicas); Redis Cluster is untested (keys carry no hash tags).
+
+Pass a URL (``redis://127.0.0.1:6379/0``) or a ``redis.asyncio.Redis`` client created with
+``decode_responses=False`` (values are bytes). A store built from a URL owns its client: ``await store.aclose()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .bus import QueueSubscription
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+    from redis.asyncio.client import PubSub
+
+logger = logging.getLogger("mcpkit.stores.redis")
+
+_FIELD = b"d"
+_GLOB_SPECIAL = frozenset("*?[]\\")
+
+
+def _client(redis: str | Redis) -> tuple[Redis, bool]:
+    if isinstance(redis, str):
+        from redis.asyncio import Redis as _Redis
+
+        return _Redis.from_url(redis, decode_responses=False), True
+    return redis, False
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
+
+
+def _group(stream: str) -> str | None:
+    """The part of a stream key up to and including its first '/' (the session id, for the HTTP server)."""
+    i = stream.find("/")
+    return stream[: i + 1] if i >= 0 else None
+
+
+def _seq_of(entry_id: bytes | str) -> int:
+    raw = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+    return int(raw.partition("-")[0])
+
+
+class _Owned:
+    _redis: Redis
+    _owns: bool
+
+    @property
+    def redis(self) -> Redis:
+        return self._redis
+
+    async def aclose(self) -> None:
+        """Close the client if this object created it from a URL."""
+        if self._owns:
+            await self._redis.aclose()
+
+
+class RedisEventStore(_Owned):
+    """An :class:`~mcpkit.stores.EventStore` in Redis streams (see the module docstring for the layout).
+
+    Args:
+        redis: a URL or a ``redis.asyncio.Redis`` (bytes responses).
+        prefix: prepended to every key (several apps can share one Redis).
+        max_events_per_stream: events kept per stream; a replay that needs an evicted one returns None.
+        ttl: seconds after the last append (or replay) when a stream expires; None keeps streams until
+            :meth:`forget` (not advised: a client that never ends its session would leak them).
+    """
+
+    def __init__(
+        self,
+        redis: str | Redis,
+        *,
+        prefix: str = "mcpkit:",
+        max_events_per_stream: int = 1000,
+        ttl: float | None = 3600.0,
+    ) -> None:
+        if max_events_per_stream < 1:
+            raise ValueError("max_events_per_stream must be at least 1")
+        if ttl is not None and ttl <= 0:
+            raise ValueError("ttl must be positive (or None)")
+        self._redis, self._owns = _client(redis)
+        self.prefix = prefix
+        self.max_events_per_stream = max_events_per_stream
+        self.ttl = ttl
+        self._ttl_ms = _ms(ttl) if ttl is not None else None
+
+    def _key(self, stream: str) -> str:
+        return f"{self.prefix}ev:{stream}"
+
+    def _group_key(self, group: str) -> str:
+        return f"{self.prefix}grp:{group}"
+
+    async def append(self, stream: str, seq: int, data: bytes) -> None:
+        key = self._key(stream)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.xadd(key, {_FIELD: data}, id=f"{seq}-0", maxlen=self.max_events_per_stream, approximate=False)
+        group = _group(stream)
+        if group is not None:
+            pipe.sadd(self._group_key(group), stream)
+        if self._ttl_ms is not None:
+            pipe.pexpire(key, self._ttl_ms)
+            if group is not None:
+                pipe.pexpire(self._group_key(group), self._ttl_ms)
+        await pipe.execute()
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]] | None:
+        key = self._key(stream)
+        pipe = self._redis.pipeline(transaction=True)
+        pipe.xrange(key, "-", "+", count=1)
+        pipe.xrange(key, f"{max(after, 0) + 1}-0", "+")
+        if self._ttl_ms is not None:
+            pipe.pexpire(key, self._ttl_ms)  # a client still resuming keeps its stream alive
+        first, rest, *_ = await pipe.execute()
+        if not first:
+            return None  # unknown, forgotten or expired
+        if after + 1 < _seq_of(first[0][0]):
+            return None  # the events right after `after` were trimmed
+        return [(_seq_of(entry_id), fields[_FIELD]) for entry_id, fields in rest]
+
+    async def forget(self, prefix: str) -> None:
+        group = _group(prefix)
+        if group is not None and group == prefix:
+            group_key = self._group_key(group)
+            members = await self._redis.smembers(group_key)
+            keys = [self._key(m.decode() if isinstance(m, bytes) else m) for m in members]
+            await self._redis.unlink(group_key, *keys)
+            return
+        # Any other prefix: SCAN for the streams, and for the group sets whose every member starts with it.
+        batch: list[Any] = []
+        for pattern in (self._key(prefix), self._group_key(prefix)):
+            async for key in self._redis.scan_iter(match=_glob_escape(pattern) + "*", count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
+                    await self._redis.unlink(*batch)
+                    batch.clear()
+        if batch:
+            await self._redis.unlink(*batch)
+
+
+class RedisSessionStore(_Owned):
+    """A :class:`~mcpkit.stores.SessionStore`: one JSON value per session with ``PX`` = the idle TTL, renewed by
+    every :meth:`save` (so the TTL counts from the session's last activity that was saved)."""
+
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:") -> None:
+        self._redis, self._owns = _client(redis)
+        self.prefix = prefix
+
+    def _key(self, session_id: str) -> str:
+        return f"{self.prefix}sess:{session_id}"
+
+    async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None:
+        key = self._key(session_id)
+        if ttl is not None and ttl <= 0:
+            await self._redis.unlink(key)  # already expired
+            return
+        await self._redis.set(key, orjson.dumps(state), px=_ms(ttl) if ttl is not None else None)
+
+    async def load(self, session_id: str) -> dict[str, Any] | None:
+        raw = await self._redis.get(self._key(session_id))
+        if raw is None:
+            return None
+        state = orjson.loads(raw)
+        return state if isinstance(state, dict) else None
+
+    async def delete(self, session_id: str) -> None:
+        await self._redis.unlink(self._key(session_id))
+
+
+class RedisBus(_Owned):
+    """A :class:`~mcpkit.stores.bus.Bus` over Redis pub/sub.
+
+    One pub/sub connection per bus carries every subscription of this process (channels are multiplexed); each
+    subscriber has its own bounded queue (the oldest message is dropped when a subscriber falls behind). Delivery
+    is at most once, like Redis pub/sub itself: a worker that is disconnected misses what was published meanwhile
+    (the reader reconnects and resubscribes by itself).
+    """
+
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:", queue_size: int = 1024) -> None:
+        self._redis, self._owns = _client(redis)
+        self.prefix = prefix
+        self.queue_size = queue_size
+        self._pubsub: PubSub | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._subs: dict[bytes, set[QueueSubscription]] = {}
+        self._pending: dict[bytes, asyncio.Future[None]] = {}
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    def _channel(self, channel: str) -> bytes:
+        return f"{self.prefix}bus:{channel}".encode()
+
+    async def publish(self, channel: str, data: bytes) -> None:
+        await self._redis.publish(self._channel(channel), data)
+
+    async def subscribe(self, channel: str) -> QueueSubscription:
+        """Subscribe; the subscription is live (Redis confirmed it) when this returns."""
+        if self._closed:
+            raise RuntimeError("the bus is closed")
+        name = self._channel(channel)
+        sub = QueueSubscription(self.queue_size, lambda s: self._drop(name, s))
+        async with self._lock:
+            subs = self._subs.get(name)
+            if subs is not None:
+                subs.add(sub)
+                return sub
+            self._subs[name] = {sub}
+            if self._pubsub is None:
+                self._pubsub = self._redis.pubsub()
+            confirmed = asyncio.get_running_loop().create_future()
+            self._pending[name] = confirmed
+            await self._pubsub.subscribe(name)
+            if self._reader is None:
+                self._reader = asyncio.get_running_loop().create_task(self._read(self._pubsub))
+        try:
+            await asyncio.wait_for(asyncio.shield(confirmed), 10.0)
+        except BaseException:
+            await sub.aclose()
+            raise
+        return sub
+
+    def _drop(self, name: bytes, sub: QueueSubscription) -> None:
+        subs = self._subs.get(name)
+        if subs is None:
+            return
+        subs.discard(sub)
+        if not subs and not self._closed:
+            del self._subs[name]
+            pubsub = self._pubsub
+            if pubsub is not None:
+                task = asyncio.get_running_loop().create_task(self._unsubscribe(pubsub, name))
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def _unsubscribe(self, pubsub: PubSub, name: bytes) -> None:
+        async with self._lock:
+            if name not in self._subs:
+                await pubsub.unsubscribe(name)
+
+    async def _read(self, pubsub: PubSub) -> None:
+        delay = 0.05
+        while not self._closed:
+            try:
+                msg = await pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # connection lost: redis-py reconnects and resubscribes on the next read
+                logger.warning("redis bus: %s; retrying in %.2fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            delay = 0.05
+            if msg is None:
+                continue
+            kind = msg.get("type")
+            name = msg.get("channel")
+            if kind == "message":
+                for sub in list(self._subs.get(name, ())):
+                    sub.put(msg["data"])
+            elif kind == "subscribe":
+                fut = self._pending.pop(name, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(None)
+
+    async def aclose(self) -> None:
+        """End every subscription and close the pub/sub connection (and the client if the bus owns it)."""
+        self._closed = True
+        for subs in list(self._subs.values()):
+            for sub in list(subs):
+                sub.end()
+        self._subs.clear()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+            self._reader = None
+        if self._pubsub is not None:
+            with contextlib.suppress(Exception):
+                await self._pubsub.aclose()  # type: ignore[no-untyped-call]
+            self._pubsub = None
+        await super().aclose()
+
+
+__all__ = ["RedisBus", "RedisEventStore", "RedisSessionStore"]

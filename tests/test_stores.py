@@ -1,0 +1,436 @@
+"""The store test kit: ONE set of semantic tests run against every backend (in-memory and a real redis-server on
+127.0.0.1). A third-party backend joins by adding a branch to :class:`Backend`.
+
+EventStore: ordered replay after a sequence number, None for an unknown stream or a gap, per-stream bounds, TTL
+expiry, forget by prefix. SessionStore: save/load/delete, TTL expiry refreshed on save. Bus: fan-out to several
+subscribers, order, channel isolation; attach_bus: a change on one worker reaches the clients of every worker,
+exactly once each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit import MCPKit
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.stores import EventStore, InMemoryEventStore, InMemorySessionStore, SessionStore
+from mcpkit.stores.bus import Bus, BusBridge, InMemoryBus, attach_bus
+from mcpkit.transports.memory import create_memory_pair
+from redis_server import redis_url  # noqa: F401  (the session fixture)
+
+BACKENDS = [pytest.param("memory", id="memory"), pytest.param("redis", id="redis", marks=pytest.mark.redis)]
+
+
+class Backend:
+    """Builds stores and buses of one kind; closes them at teardown. Redis ones share a fresh key prefix."""
+
+    def __init__(self, kind: str, url: str | None) -> None:
+        self.kind = kind
+        self.url = url
+        self.prefix = f"t{secrets.token_hex(4)}:"
+        self._closers: list[Any] = []
+        self._memory_bus: InMemoryBus | None = None
+
+    @property
+    def has_event_ttl(self) -> bool:
+        return self.kind != "memory"  # InMemoryEventStore is bounded by bytes, not by time
+
+    def event_store(self, *, max_events_per_stream: int = 1000, ttl: float | None = 3600.0) -> EventStore:
+        if self.kind == "memory":
+            return InMemoryEventStore(max_events_per_stream=max_events_per_stream)
+        from mcpkit.stores.redis import RedisEventStore
+
+        assert self.url is not None
+        store = RedisEventStore(self.url, prefix=self.prefix, max_events_per_stream=max_events_per_stream, ttl=ttl)
+        self._closers.append(store.aclose)
+        return store
+
+    def session_store(self) -> SessionStore:
+        if self.kind == "memory":
+            return InMemorySessionStore()
+        from mcpkit.stores.redis import RedisSessionStore
+
+        assert self.url is not None
+        store = RedisSessionStore(self.url, prefix=self.prefix)
+        self._closers.append(store.aclose)
+        return store
+
+    def bus(self) -> Bus:
+        """A bus as one worker sees it: for memory every worker shares one instance; for Redis each worker has
+        its own connection to the same server."""
+        if self.kind == "memory":
+            if self._memory_bus is None:
+                self._memory_bus = InMemoryBus()
+                self._closers.append(self._memory_bus.aclose)
+            return self._memory_bus
+        from mcpkit.stores.redis import RedisBus
+
+        assert self.url is not None
+        bus = RedisBus(self.url, prefix=self.prefix)
+        self._closers.append(bus.aclose)
+        return bus
+
+    async def aclose(self) -> None:
+        for close in reversed(self._closers):
+            with contextlib.suppress(Exception):
+                await close()
+
+
+@pytest.fixture(params=BACKENDS)
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
+    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    b = Backend(request.param, url)
+    try:
+        yield b
+    finally:
+        await b.aclose()
+
+
+def _events(n: int, start: int = 1) -> list[tuple[int, bytes]]:
+    return [(seq, f'{{"jsonrpc":"2.0","method":"m","params":{{"n":{seq}}}}}'.encode()) for seq in range(start, n + 1)]
+
+
+# ---------------------------------------------------------------------------------------------- EventStore
+
+
+@pytest.mark.req("A011", "A012")
+async def test_replay_returns_the_events_after_a_sequence_number_in_order(backend: Backend) -> None:
+    store = backend.event_store()
+    assert isinstance(store, EventStore)
+    events = _events(7)
+    for seq, data in events:
+        await store.append("sid/0", seq, data)
+    assert await store.replay("sid/0", 0) == events
+    assert await store.replay("sid/0", 4) == events[4:]
+    assert await store.replay("sid/0", 6) == events[6:]
+    assert await store.replay("sid/0", 7) == []
+    assert await store.replay("sid/0", 100) == []
+
+
+@pytest.mark.req("A012")
+async def test_unknown_stream_replays_as_none(backend: Backend) -> None:
+    store = backend.event_store()
+    assert await store.replay("never-seen/0", 0) is None
+    await store.append("known/0", 1, b"x")
+    assert await store.replay("known/1", 0) is None  # a sibling of a known stream is still unknown
+
+
+async def test_streams_are_independent_and_bytes_survive_untouched(backend: Backend) -> None:
+    store = backend.event_store()
+    odd = bytes(range(256)) + b"\x00\xff\r\n\n"
+    await store.append("a/0", 1, odd)
+    await store.append("b/0", 1, b"b1")
+    await store.append("a/0", 2, b"a2")
+    await store.append("b/0", 2, b"")
+    assert await store.replay("a/0", 0) == [(1, odd), (2, b"a2")]
+    assert await store.replay("b/0", 0) == [(1, b"b1"), (2, b"")]
+
+
+async def test_a_stream_can_start_after_one(backend: Backend) -> None:
+    store = backend.event_store()
+    for seq, data in _events(12, start=10):
+        await store.append("late/3", seq, data)
+    assert await store.replay("late/3", 9) == _events(12, start=10)
+    assert await store.replay("late/3", 10) == _events(12, start=11)
+    assert await store.replay("late/3", 5) is None  # events 6..9 were never kept: a replay would have a gap
+
+
+async def test_each_stream_is_bounded_and_a_gap_is_refused(backend: Backend) -> None:
+    store = backend.event_store(max_events_per_stream=3)
+    events = _events(10)
+    for seq, data in events:
+        await store.append("s/0", seq, data)
+    await store.append("s/1", 1, b"other")
+    assert await store.replay("s/0", 7) == events[7:]  # exactly the last three are kept
+    assert await store.replay("s/0", 8) == events[8:]
+    assert await store.replay("s/0", 6) is None  # event 7 was evicted
+    assert await store.replay("s/0", 0) is None
+    assert await store.replay("s/1", 0) == [(1, b"other")]
+    if backend.kind == "redis":
+        from mcpkit.stores.redis import RedisEventStore
+
+        assert isinstance(store, RedisEventStore)
+        assert await store.redis.xlen(f"{backend.prefix}ev:s/0") == 3  # the bound is on the server, not a filter
+
+
+async def test_forget_drops_every_stream_under_a_prefix_and_nothing_else(backend: Backend) -> None:
+    store = backend.event_store()
+    for key in ("s1/0", "s1/1", "s1/27", "s10/0", "s2/0", "plain"):
+        await store.append(key, 1, key.encode())
+    await store.forget("s1/")  # what the HTTP server calls when session s1 ends
+    for key in ("s1/0", "s1/1", "s1/27"):
+        assert await store.replay(key, 0) is None
+    for key in ("s10/0", "s2/0", "plain"):
+        assert await store.replay(key, 0) == [(1, key.encode())]
+    await store.forget("pl")  # any other prefix works too
+    assert await store.replay("plain", 0) is None
+    await store.forget("s")
+    assert await store.replay("s10/0", 0) is None and await store.replay("s2/0", 0) is None
+    await store.forget("nothing-here/")  # forgetting nothing is fine
+    await store.append("s1/0", 1, b"again")  # a forgotten key can start over
+    assert await store.replay("s1/0", 0) == [(1, b"again")]
+    if backend.kind == "redis":
+        from mcpkit.stores.redis import RedisEventStore
+
+        assert isinstance(store, RedisEventStore)
+        await store.forget("s1/")
+        left = [k async for k in store.redis.scan_iter(match=backend.prefix + "*")]
+        assert left == []  # streams and their group sets are gone
+
+
+async def test_forget_prefix_with_glob_characters_is_literal(backend: Backend) -> None:
+    store = backend.event_store()
+    await store.append("a*b/0", 1, b"1")
+    await store.append("axb/0", 1, b"2")
+    await store.append("a[x]c", 1, b"3")
+    await store.append("axc", 1, b"4")
+    await store.forget("a*")
+    await store.forget("a[x]")
+    assert await store.replay("a*b/0", 0) is None and await store.replay("a[x]c", 0) is None
+    assert await store.replay("axb/0", 0) == [(1, b"2")] and await store.replay("axc", 0) == [(1, b"4")]
+
+
+async def test_abandoned_streams_expire_and_activity_keeps_them(backend: Backend) -> None:
+    if not backend.has_event_ttl:
+        pytest.skip("InMemoryEventStore has no TTL: it is bounded by max_bytes (oldest streams evicted)")
+    store = backend.event_store(ttl=0.3)
+    await store.append("idle/0", 1, b"x")
+    await store.append("busy/0", 1, b"y")
+    for seq in (2, 3, 4):
+        await asyncio.sleep(0.15)
+        await store.append("busy/0", seq, b"y")  # each append renews the TTL
+    await asyncio.sleep(0.15)
+    assert await store.replay("idle/0", 0) is None  # 0.6 s idle > 0.3 s TTL
+    assert [s for s, _ in await store.replay("busy/0", 0) or []] == [1, 2, 3, 4]
+    await asyncio.sleep(0.45)
+    assert await store.replay("busy/0", 0) is None
+
+
+# ---------------------------------------------------------------------------------------------- SessionStore
+
+
+async def test_session_save_load_delete(backend: Backend) -> None:
+    store = backend.session_store()
+    assert isinstance(store, SessionStore)
+    state = {
+        "version": "2025-11-25",
+        "client_capabilities": {"roots": {"listChanged": True}},
+        "client_info": {"name": "c", "version": "1"},
+        "log_level": None,
+        "subscriptions": ["mcpkit://a", "mcpkit://b é"],
+    }
+    assert await store.load("s1") is None
+    await store.save("s1", state, 60)
+    await store.save("s2", {"version": "2025-03-26"}, None)
+    assert await store.load("s1") == state
+    assert await store.load("s2") == {"version": "2025-03-26"}
+    await store.save("s1", {**state, "log_level": "debug"}, 60)  # overwrite
+    assert (await store.load("s1") or {}).get("log_level") == "debug"
+    await store.delete("s1")
+    await store.delete("never")  # deleting an unknown session is fine
+    assert await store.load("s1") is None
+    assert await store.load("s2") == {"version": "2025-03-26"}
+
+
+async def test_session_expires_when_idle_and_save_renews_it(backend: Backend) -> None:
+    store = backend.session_store()
+    await store.save("idle", {"v": 1}, 0.3)
+    await store.save("active", {"v": 1}, 0.3)
+    await store.save("forever", {"v": 1}, None)
+    for n in range(2, 5):
+        await asyncio.sleep(0.15)
+        await store.save("active", {"v": n}, 0.3)
+    await asyncio.sleep(0.15)
+    assert await store.load("idle") is None
+    assert await store.load("active") == {"v": 4}
+    assert await store.load("forever") == {"v": 1}
+    await asyncio.sleep(0.45)
+    assert await store.load("active") is None
+    assert await store.load("forever") == {"v": 1}
+
+
+# ---------------------------------------------------------------------------------------------- Bus
+
+
+async def _take(sub: Any, n: int, timeout: float = 5.0) -> list[bytes]:
+    out: list[bytes] = []
+
+    async def run() -> None:
+        async for data in sub:
+            out.append(data)
+            if len(out) == n:
+                return
+
+    await asyncio.wait_for(run(), timeout)
+    return out
+
+
+async def test_bus_fans_out_to_every_subscriber_in_order(backend: Backend) -> None:
+    bus_a, bus_b = backend.bus(), backend.bus()  # two workers
+    assert isinstance(bus_a, Bus)
+    subs = [await bus_a.subscribe("news"), await bus_a.subscribe("news"), await bus_b.subscribe("news")]
+    other = await bus_b.subscribe("sport")
+    messages = [f"m{i}".encode() for i in range(200)] + [b"\x00binary\xff"]
+    for m in messages:
+        await bus_b.publish("news", m)
+    await bus_a.publish("sport", b"goal")
+    for sub in subs:
+        assert await _take(sub, len(messages)) == messages
+    assert await _take(other, 1) == [b"goal"]  # "sport" got none of the news
+    for sub in subs:
+        await sub.aclose()
+    await other.aclose()
+
+
+async def test_a_closed_subscription_gets_nothing_more(backend: Backend) -> None:
+    bus = backend.bus()
+    keep, gone = await bus.subscribe("c"), await bus.subscribe("c")
+    await bus.publish("c", b"1")
+    assert await _take(gone, 1) == [b"1"]
+    await gone.aclose()
+    await bus.publish("c", b"2")
+    assert await _take(keep, 2) == [b"1", b"2"]
+    assert [m async for m in gone] == []  # ended, nothing after the close
+    await keep.aclose()
+    late = await bus.subscribe("c")  # the channel works again after every subscriber left
+    await bus.publish("c", b"3")
+    assert await _take(late, 1) == [b"3"]
+    await late.aclose()
+
+
+async def test_a_subscriber_that_falls_behind_loses_the_oldest_messages_only(backend: Backend) -> None:
+    bus = InMemoryBus(queue_size=4) if backend.kind == "memory" else None
+    if bus is None:
+        from mcpkit.stores.redis import RedisBus
+
+        assert backend.url is not None
+        bus = RedisBus(backend.url, prefix=backend.prefix, queue_size=4)  # type: ignore[assignment]
+    assert bus is not None
+    try:
+        slow = await bus.subscribe("c")
+        for i in range(10):
+            await bus.publish("c", str(i).encode())
+        await asyncio.sleep(0.2)  # let the Redis reader deliver
+        assert await _take(slow, 4) == [b"6", b"7", b"8", b"9"]
+        assert getattr(slow, "dropped", None) == 6
+    finally:
+        await bus.aclose()
+
+
+# ---------------------------------------------------------------------------------------------- attach_bus
+
+
+def _worker(name: str) -> MCPKit:
+    app = MCPKit(name)
+
+    @app.tool
+    def add_tool(name: str) -> str:
+        """Register a new tool (changes the tool list)."""
+
+        def extra() -> str:
+            return "extra"
+
+        app.add_tool(extra, name=name)
+        return "added"
+
+    @app.resource("mcpkit://doc")
+    def doc() -> str:
+        return "doc"
+
+    return app
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.items: list[tuple[str, Any]] = []
+        self.event = asyncio.Event()
+
+    def __call__(self, method: str, params: Any) -> None:
+        self.items.append((method, params))
+        self.event.set()
+
+    def count(self, method: str) -> int:
+        return sum(1 for m, _ in self.items if m == method)
+
+
+@contextlib.asynccontextmanager
+async def _connect(app: MCPKit, mode: str, seen: Seen) -> AsyncIterator[ClientSession]:
+    client_end, server_end = create_memory_pair()
+    task = asyncio.get_running_loop().create_task(app.serve(server_end))
+    try:
+        async with ClientSession(client_end, mode=mode, notification_handler=seen) as cs:
+            yield cs
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
+async def _settle(bridges: list[BusBridge], seen: list[Seen], method: str, expect: int) -> None:
+    """Wait until every client saw ``method`` ``expect`` times, then a little more (to catch duplicates)."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while any(s.count(method) < expect for s in seen):
+        assert asyncio.get_running_loop().time() < deadline, [s.items for s in seen]
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)
+
+
+async def test_attach_bus_reaches_every_worker_exactly_once(backend: Backend) -> None:
+    apps = [_worker("w1"), _worker("w2"), _worker("w3")]
+    await asyncio.sleep(0.01)  # built inside the loop: let their own registration notices pass before attaching
+    bridges = [attach_bus(app, backend.bus()) for app in apps]
+    for bridge in bridges:
+        await bridge.start()
+    seen = [Seen() for _ in apps]
+    async with contextlib.AsyncExitStack() as stack:
+        sessions = [
+            await stack.enter_async_context(_connect(app, "handshake", s)) for app, s in zip(apps, seen, strict=True)
+        ]
+        modern_seen = Seen()
+        modern = await stack.enter_async_context(_connect(apps[2], "modern", modern_seen))
+        sub = await stack.enter_async_context(modern.listen(tools=True, resource_uris=["mcpkit://doc"]))
+        await sessions[1].subscribe_resource("mcpkit://doc")
+
+        await sessions[0].call_tool("add_tool", {"name": "t1"})  # worker 1 changes its tool list
+        await _settle(bridges, seen, "notifications/tools/list_changed", 1)
+        for s in seen:
+            assert s.count("notifications/tools/list_changed") == 1, s.items  # the origin too: not twice
+        method, _ = await sub.next(timeout=5)
+        assert method == "notifications/tools/list_changed"
+
+        await apps[2].notify_resource_updated("mcpkit://doc")  # worker 3 announces a resource change
+        await _settle(bridges, [seen[1]], "notifications/resources/updated", 1)
+        assert seen[1].count("notifications/resources/updated") == 1
+        assert seen[0].count("notifications/resources/updated") == 0  # not subscribed
+        method, params = await sub.next(timeout=5)
+        assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://doc"
+        with pytest.raises(asyncio.TimeoutError):
+            await sub.next(timeout=0.3)  # and nothing twice on the listen stream
+    assert [b.published for b in bridges] == [1, 0, 1]
+    assert [b.received for b in bridges] == [1, 2, 1]
+    for bridge in bridges:
+        await bridge.aclose()
+
+
+async def test_attach_bus_starts_by_itself_on_the_first_request_and_detaches(backend: Backend) -> None:
+    a, b = _worker("a"), _worker("b")
+    await asyncio.sleep(0.01)
+    bridge_a, bridge_b = attach_bus(a, backend.bus()), attach_bus(b, backend.bus())
+    assert not bridge_b.running and "dispatch" in vars(b)
+    async with _connect(b, "modern", Seen()) as cs_b:  # its first request (server/discover) starts it
+        assert bridge_b.running
+        async with cs_b.listen(tools=True) as sub:
+            async with _connect(a, "modern", Seen()) as cs_a:
+                await cs_a.call_tool("add_tool", {"name": "t"})
+            assert (await sub.next(timeout=5))[0] == "notifications/tools/list_changed"
+    assert "dispatch" not in vars(b)  # the start hook removed itself
+    await bridge_a.aclose()
+    await bridge_b.aclose()
+    assert "notify_list_changed" not in vars(a)  # the server has its own methods back
+    assert type(a).notify_list_changed is MCPKit.notify_list_changed
