@@ -95,6 +95,17 @@ def markdown(result: dict[str, Any]) -> str:
         "- HTTP contenders are asked for JSON responses (`json_response=True`); tool calls are `echo(text)` "
         "unless the case says otherwise, and `add(2, 3)` is checked once per server."
     )
+    w(
+        "- Server CPU per call (`/proc` utime + stime of the server process / calls) does not depend on how "
+        "busy the machine was; rates and latencies do. Where the floor's server CPU per call is about equal to "
+        "the driver's (stdio, 32 in flight), the floor is held back by the driver too, so ratios in that row "
+        "understate the contenders' true cost."
+    )
+    w(
+        "- Issue 2 (stdio round trips of a trivial handler vs a raw asyncio + orjson loop) is the "
+        "`mcpkit low-level Server` column of `stdio_seq` / `stdio_c32`; `python bench/stdio_roundtrip.py` "
+        "measures just that, with more repetitions."
+    )
     w("")
     w("## Results")
     w("")
