@@ -1,0 +1,54 @@
+"""``mcpkit check TARGET``: run the black-box requirement checks against a server (command line or URL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+import click
+
+
+def register(group: click.Group) -> None:
+    group.add_command(check)
+
+
+@click.command()
+@click.argument("target", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--protocol-version", default=None, help="Revision to request in initialize (default: latest).")
+@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for each response.")
+@click.option("--header", "-H", multiple=True, help="Extra HTTP header 'Name: value' (HTTP targets).")
+@click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
+def check(
+    target: tuple[str, ...],
+    as_json: bool,
+    protocol_version: str | None,
+    timeout: float,
+    header: tuple[str, ...],
+    verbose: bool,
+) -> None:
+    """Check the MCP server TARGET against the seed requirements (M/S/A IDs).
+
+    TARGET is a command line that starts a stdio server (quote it, or put it after --) or an http(s):// URL of a
+    Streamable HTTP endpoint. Exit code 1 when any applicable MUST requirement fails.
+    """
+    from ..check import run_checks
+    from ..protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
+
+    version = protocol_version or LATEST_HANDSHAKE
+    if version not in HANDSHAKE_VERSIONS:
+        raise click.BadParameter(f"choose one of {', '.join(HANDSHAKE_VERSIONS)}", param_hint="--protocol-version")
+    headers: dict[str, str] = {}
+    for item in header:
+        name, sep, value = item.partition(":")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
+        headers[name.strip()] = value.strip()
+    spec: str | list[str] = target[0] if len(target) == 1 else list(target)
+    report = asyncio.run(run_checks(spec, protocol_version=version, timeout=timeout, headers=headers or None))
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        click.echo(report.render_text(verbose=verbose))
+    sys.exit(1 if report.failed_musts() else 0)
