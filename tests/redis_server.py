@@ -88,3 +88,67 @@ def redis_url() -> Iterator[str]:
         yield server.url
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------------- a worker process
+#
+# `python tests/redis_server.py worker REDIS_URL PORT` serves one MCP endpoint worker on 127.0.0.1:PORT; start
+# several on one redis-server and they behave as one endpoint (tests/test_stores_workers.py).
+
+SHARED_KEY = b"k" * 32  # every worker seals requestState and list cursors with the same key
+
+
+def build_worker(redis_url: str, name: str) -> tuple[object, object]:
+    """(the MCPKit app, the ASGI app with the bus bridge) of one worker."""
+    from mcpkit import MCPKit
+    from mcpkit.stores.bus import attach_bus
+    from mcpkit.stores.redis import RedisBus, RedisEventStore
+    from mcpkit.transports.http import create_app
+
+    app = MCPKit(name, request_state_keys=[SHARED_KEY], page_size=1)
+
+    @app.tool
+    def add_tool(tool_name: str) -> str:
+        """Register one more tool on this worker (its tool list changes)."""
+
+        def extra() -> str:
+            return "extra"
+
+        app.add_tool(extra, name=tool_name)
+        return f"added {tool_name} on {name}"
+
+    @app.tool
+    async def touch(uri: str) -> str:
+        """Announce that a resource changed."""
+        await app.notify_resource_updated(uri)
+        return f"touched {uri} on {name}"
+
+    @app.tool
+    def whoami() -> str:
+        return name
+
+    @app.resource("mcpkit://doc")
+    def doc() -> str:
+        return "doc"
+
+    bridge = attach_bus(app, RedisBus(redis_url, prefix="e2e:"))
+    asgi = bridge.asgi(create_app(app, event_store=RedisEventStore(redis_url, prefix="e2e:"), sse=False, ws=False))
+    return app, asgi
+
+
+def _worker_main(argv: list[str]) -> None:
+    import uvicorn
+
+    redis_url, port, name = argv[0], int(argv[1]), argv[2]
+    _, asgi = build_worker(redis_url, name)
+    uvicorn.run(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="on",  # type: ignore[arg-type]
+                timeout_graceful_shutdown=2)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) >= 5 and sys.argv[1] == "worker":
+        _worker_main(sys.argv[2:])
+    else:
+        sys.exit("usage: python tests/redis_server.py worker REDIS_URL PORT NAME")

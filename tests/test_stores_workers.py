@@ -1,0 +1,141 @@
+"""Several worker PROCESSES, one redis-server, one MCP endpoint: a change made through worker A reaches the clients
+held by worker B, in both eras, and what one worker seals (list cursors) another opens.
+
+Each worker is ``python tests/redis_server.py worker <redis url> <port> <name>``: uvicorn + ``create_app`` with a
+``RedisEventStore``, ``attach_bus(app, RedisBus(...))`` started by the ASGI lifespan, and shared
+``request_state_keys``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import orjson
+import pytest
+
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import StreamableHTTPClientTransport
+from redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
+from test_http_support import ACCEPT_BOTH, initialize_body
+
+pytestmark = pytest.mark.redis
+
+WORKER = [sys.executable, __file__.replace("test_stores_workers.py", "redis_server.py"), "worker"]
+
+
+def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.stdout.read().decode(errors="replace") if proc.stdout else ""
+            raise RuntimeError(f"worker exited with {proc.returncode}: {out[-2000:]}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"worker on port {port} did not start within {timeout} s")
+
+
+@pytest.fixture
+def workers(redis_url: str) -> Iterator[dict[str, str]]:  # noqa: F811
+    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    try:
+        for name in ("A", "B"):
+            port = _free_port()
+            proc = subprocess.Popen(
+                [*WORKER, redis_url, str(port), name],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+            )
+            procs[name] = (proc, port)
+        for proc, port in procs.values():
+            _wait_port(port, proc)
+        yield {name: f"http://127.0.0.1:{port}/mcp" for name, (_, port) in procs.items()}
+    finally:
+        for proc, _ in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc, _ in procs.values():
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+@contextlib.asynccontextmanager
+async def _modern(url: str) -> AsyncIterator[ClientSession]:
+    async with ClientSession(StreamableHTTPClientTransport(url), mode="modern") as cs:
+        yield cs
+
+
+def _text(result: object) -> str:
+    content = getattr(result, "content", None) or []
+    return str(getattr(content[0], "text", "")) if content else ""
+
+
+async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
+    async with (
+        _modern(workers["B"]) as cs_b,
+        cs_b.listen(tools=True, resource_uris=["mcpkit://doc"]) as sub,
+        _modern(workers["A"]) as cs_a,
+    ):
+        assert _text(await cs_a.call_tool("whoami", {})) == "A"
+        assert _text(await cs_b.call_tool("whoami", {})) == "B"
+        assert _text(await cs_a.call_tool("add_tool", {"tool_name": "t1"})) == "added t1 on A"
+        method, _ = await sub.next(timeout=10)
+        assert method == "notifications/tools/list_changed"
+        assert _text(await cs_a.call_tool("touch", {"uri": "mcpkit://doc"})) == "touched mcpkit://doc on A"
+        method, params = await sub.next(timeout=10)
+        assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://doc"
+        await cs_a.call_tool("touch", {"uri": "mcpkit://other"})  # nobody on B subscribed to that one
+        with pytest.raises(asyncio.TimeoutError):
+            await sub.next(timeout=0.5)  # and nothing arrived twice
+
+
+async def test_a_change_on_worker_a_reaches_a_handshake_get_stream_on_worker_b(workers: dict[str, str]) -> None:
+    url_b = workers["B"]
+    version = "2025-11-25"
+    async with httpx.AsyncClient(timeout=10) as http:
+        init = await http.post(url_b, json=initialize_body(version), headers={"accept": ACCEPT_BOTH})
+        assert init.status_code == 200, init.text
+        sid = init.headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": version}
+        done = await http.post(
+            url_b,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**headers, "accept": ACCEPT_BOTH},
+        )
+        assert done.status_code == 202
+        async with http.stream("GET", url_b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200  # the standalone stream of session `sid` is held by worker B
+            async with _modern(workers["A"]) as cs_a:
+                await cs_a.call_tool("add_tool", {"tool_name": "t2"})
+            messages: list[object] = []
+
+            async def read() -> None:
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:") and line[5:].strip():
+                        messages.append(orjson.loads(line[5:]))
+                        return
+
+            await asyncio.wait_for(read(), 10)
+            assert messages == [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}]
+        await http.delete(url_b, headers=headers)
+
+
+async def test_a_list_cursor_sealed_by_worker_a_opens_on_worker_b(workers: dict[str, str]) -> None:
+    async with _modern(workers["A"]) as cs_a, _modern(workers["B"]) as cs_b:
+        first = await cs_a.list_tools()  # page_size=1: one tool and a cursor
+        assert len(first.tools) == 1 and first.next_cursor
+        second = await cs_b.list_tools(first.next_cursor)
+        assert len(second.tools) == 1 and second.tools[0].name != first.tools[0].name
