@@ -648,3 +648,69 @@ async def test_silent_modern_request_is_cancelled_when_the_client_leaves() -> No
                 break
             await asyncio.sleep(0.05)
         assert probe.cancelled == [9]
+
+
+# ------------------------------------------------------------------------------------------ serve()
+
+
+def test_import_mcpkit_does_not_import_http_dependencies() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, mcpkit, mcpkit.transports.http; print('uvicorn' in sys.modules, 'httpx' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+@pytest.mark.req("M018")
+async def test_server_run_http_serves_on_loopback(free_port: Any) -> None:
+    """``Server.run("http", port=N)`` in a real subprocess: uvicorn on 127.0.0.1, Streamable HTTP at /mcp."""
+    import sys
+
+    port = free_port()
+    code = (
+        "from mcpkit.server.lowlevel import Server\n"
+        "s = Server('run-test', '1.0.0')\n"
+        f"s.run('http', port={port})\n"
+    )
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stderr=asyncio.subprocess.PIPE)
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(200):
+                try:
+                    r = await http.post(f"http://127.0.0.1:{port}/mcp", json=initialize_body(V),
+                                        headers=handshake_headers())
+                    break
+                except httpx.ConnectError:
+                    await asyncio.sleep(0.05)
+            assert r.status_code == 200
+            assert orjson.loads(r.content)["result"]["serverInfo"]["name"] == "run-test"
+            r = await http.post(f"http://127.0.0.1:{port}/mcp", json=initialize_body(V),
+                                headers=handshake_headers(host="rebind.example"))
+            assert r.status_code == 403  # loopback bind: DNS-rebinding protection on by default
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)
+
+
+async def test_session_store_lets_another_worker_serve_the_session() -> None:
+    """Two workers (two apps on two uvicorn servers) share a SessionStore: a session initialized on one is
+    served by the other with its negotiated version and client capabilities, without sticky routing."""
+    from mcpkit.stores import InMemorySessionStore
+
+    store = InMemorySessionStore()
+    async with running(make_server(), session_store=store) as (base_a, _), \
+            running(make_server(), session_store=store) as (base_b, app_b), httpx.AsyncClient(timeout=10) as http:
+        sid = await open_session(http, base_a + "/mcp", "2025-06-18", caps={"elicitation": {}})
+        assert app_b.streamable.session_count == 0
+        r = await http.post(base_b + "/mcp", json=call(2, "echo", {"text": "b"}),
+                            headers=handshake_headers(sid, "2025-06-18"))
+        assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "b"
+        hs = app_b.streamable._sessions[sid]
+        assert hs.session.version == "2025-06-18" and hs.session.initialized
+        assert hs.session.client_capabilities == {"elicitation": {}}
+        r = await http.delete(base_b + "/mcp", headers={"mcp-session-id": sid})
+        assert r.status_code == 200
+        assert await store.load(sid) is None
+        r = await http.post(base_b + "/mcp", json=call(3, "echo"), headers=handshake_headers(sid, "2025-06-18"))
+        assert r.status_code == 404

@@ -14,7 +14,7 @@ from .streamable import StreamableHTTPEndpoint
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server
-    from ...stores import EventStore
+    from ...stores import EventStore, SessionStore
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
@@ -85,6 +85,7 @@ def create_app(
     stateless: bool = False,
     json_response: bool = False,
     event_store: EventStore | None = None,
+    session_store: SessionStore | None = None,
     session_idle_timeout: float = 1800.0,
     max_sessions: int = 10_000,
     allowed_origins: Iterable[str] | str | None = None,
@@ -105,6 +106,7 @@ def create_app(
         stateless=stateless,
         json_response=json_response,
         event_store=event_store,
+        session_store=session_store,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
         check_request=check,

@@ -55,7 +55,7 @@ from .security import RequestCheck, make_request_check
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
-    from ...stores import EventStore
+    from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -493,7 +493,7 @@ class _HTTPSession:
     """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
     request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
 
-    __slots__ = ("busy", "id", "last_seen", "live", "next_no", "session", "standalone")
+    __slots__ = ("busy", "id", "last_seen", "live", "next_no", "session", "standalone", "stored")
 
     def __init__(self, sid: str) -> None:
         self.id = sid
@@ -503,6 +503,7 @@ class _HTTPSession:
         self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
         self.next_no = 0
         self.busy = 0
+        self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
 
     async def send(self, data: bytes) -> None:
         stream = self.standalone
@@ -524,6 +525,9 @@ class StreamableHTTPEndpoint:
         stateless: handshake-era requests need no session (no ``Mcp-Session-Id``; GET and DELETE → 405).
         json_response: always answer requests with ``application/json`` (except ``subscriptions/listen``).
         event_store: makes handshake-era SSE streams resumable (``Last-Event-ID``).
+        session_store: records each handshake session's negotiated state, so a worker that receives a request
+            for a session it does not hold restores it from the store (horizontal scaling without sticky routing).
+            Restored: version, client capabilities and info; not the log level or resource subscriptions.
         session_idle_timeout: seconds without a request after which a session is reclaimed.
         max_sessions: open handshake sessions at most (503 beyond).
         allowed_origins, allowed_hosts, check_request: DNS-rebinding policy (see :mod:`.security`).
@@ -543,6 +547,7 @@ class StreamableHTTPEndpoint:
         stateless: bool = False,
         json_response: bool = False,
         event_store: EventStore | None = None,
+        session_store: SessionStore | None = None,
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
         allowed_origins: Iterable[str] | str | None = None,
@@ -560,6 +565,7 @@ class StreamableHTTPEndpoint:
         self.stateless = stateless
         self.json_response = json_response
         self.event_store = event_store
+        self.session_store = session_store
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
@@ -731,6 +737,8 @@ class StreamableHTTPEndpoint:
             new_session = True
         else:
             found = self._sessions.get(sid)
+            if found is None and self.session_store is not None:
+                found = await self._restore(sid)
             if found is None:
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
@@ -742,6 +750,8 @@ class StreamableHTTPEndpoint:
         if not _has_requests(msg):
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
             await hs.session.peer.receive_parsed(msg, _NULL)
+            if self.session_store is not None and hs.session.initialized and hs.stored < 2:
+                await self._store(hs)
             await _respond(send, 202)
             return
         extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
@@ -751,8 +761,54 @@ class StreamableHTTPEndpoint:
         hs.busy += 1
         status = await self._serve(stream, self._run_handle(hs, msg, stream), None, receive, send, extra,
                                    new_session=new_session)
-        if new_session and status != 200:
-            await self._end_session(hs)
+        if new_session:
+            if status != 200:
+                await self._end_session(hs)
+            elif self.session_store is not None:
+                await self._store(hs)
+
+    async def _store(self, hs: _HTTPSession) -> None:
+        """Record the negotiated state so another worker sharing the store can serve this session."""
+        session = hs.session
+        if session.version is None or self.session_store is None:
+            return
+        state = {
+            "version": session.version,
+            "capabilities": session.client_capabilities,
+            "client_info": session.client_info,
+            "initialized": session.initialized,
+        }
+        hs.stored = 2 if session.initialized else 1
+        try:
+            await self.session_store.save(hs.id, state, self.session_idle_timeout)
+        except Exception:
+            logger.exception("session store: could not save session %s", hs.id[:8])
+
+    async def _restore(self, sid: str) -> _HTTPSession | None:
+        assert self.session_store is not None
+        try:
+            state = await self.session_store.load(sid)
+        except Exception:
+            logger.exception("session store: could not load session %s", sid[:8])
+            return None
+        if not state or state.get("version") not in self.server.handshake_versions:
+            return None
+        if sid in self._sessions:
+            return self._sessions[sid]
+        if len(self._sessions) >= self.max_sessions:
+            return None
+        hs = _HTTPSession(sid)
+        session = hs.session = self.server.create_session(hs, **self.peer_options)
+        session.version = state["version"]
+        session.features = versions.features(state["version"])
+        caps = state.get("capabilities")
+        session.client_capabilities = caps if isinstance(caps, dict) else {}
+        info = state.get("client_info")
+        session.client_info = info if isinstance(info, dict) else None
+        session.initialized = bool(state.get("initialized"))
+        hs.stored = 2 if session.initialized else 1
+        self._sessions[sid] = hs
+        return hs
 
     def _new_session(self) -> _HTTPSession:
         sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
@@ -1056,7 +1112,7 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ GET and DELETE
 
-    def _session_for(self, h: dict[bytes, str], verb: str) -> tuple[int, bytes] | _HTTPSession:
+    async def _session_for(self, h: dict[bytes, str], verb: str) -> tuple[int, bytes] | _HTTPSession:
         hv = h.get(b"mcp-protocol-version")
         if hv is not None and versions.is_modern(hv):
             return 405, b""
@@ -1066,6 +1122,8 @@ class StreamableHTTPEndpoint:
         if sid is None:
             return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
         hs = self._sessions.get(sid)
+        if hs is None and self.session_store is not None:
+            hs = await self._restore(sid)
         if hs is None:
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
         if hv is not None and hv not in self.server.handshake_versions:
@@ -1076,7 +1134,7 @@ class StreamableHTTPEndpoint:
         if not self.get_stream:
             await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
             return
-        found = self._session_for(h, "GET")
+        found = await self._session_for(h, "GET")
         if not isinstance(found, _HTTPSession):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
@@ -1157,12 +1215,15 @@ class StreamableHTTPEndpoint:
         await self._attach(hs, stream, replay, receive, send)
 
     async def _delete(self, h: dict[bytes, str], send: Send) -> None:
-        found = self._session_for(h, "DELETE")
+        found = await self._session_for(h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
             return
         await self._end_session(found)
+        if self.session_store is not None:
+            with contextlib.suppress(Exception):
+                await self.session_store.delete(found.id)
         await _respond(send, 200)
 
     async def _end_session(self, hs: _HTTPSession) -> None:
