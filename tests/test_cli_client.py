@@ -38,10 +38,10 @@ def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
 def test_tools_table_and_json() -> None:
     human = mcpkit("tools", SERVER)
     assert human.returncode == 0, human.stderr
-    assert "26 tools" in human.stdout and "echo" in human.stdout and "a*: number" not in human.stdout
+    assert "27 tools" in human.stdout and "echo" in human.stdout and "a*: number" not in human.stdout
     assert "text: string" in human.stdout
     tools = as_json(mcpkit("tools", SERVER, "--json"))
-    assert len(tools) == 26 and tools[0]["name"] == "echo" and "inputSchema" in tools[0]
+    assert len(tools) == 27 and tools[0]["name"] == "echo" and "inputSchema" in tools[0]
 
 
 def test_call_with_key_values_parsed_as_json() -> None:
@@ -207,7 +207,7 @@ def http_base() -> Any:
 
 
 def test_http_sse_and_ws_targets(http_base: str) -> None:
-    assert len(as_json(mcpkit("tools", f"{http_base}/mcp", "--json"))) == 26
+    assert len(as_json(mcpkit("tools", f"{http_base}/mcp", "--json"))) == 27
     out = as_json(mcpkit("call", f"{http_base}/mcp", "add", "a=1", "b=2", "--mode", "handshake", "-o", "json"))
     assert out["structuredContent"] == {"sum": 3}
     # /sse refuses the POST: the CLI falls back to the legacy HTTP+SSE transport by itself

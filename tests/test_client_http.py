@@ -87,7 +87,7 @@ async def test_streamable_http_both_eras(mode: str) -> None:
                           elicitation_handler=lambda p: {"name": "Ada"}) as c:
         assert c.target.kind == "http"
         assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
-        assert len(await c.list_tools()) == 26
+        assert len(await c.list_tools()) == 27
         assert (await c.call_tool("add", {"a": 1, "b": 2})).data == {"sum": 3}
         assert json.loads((await c.call_tool("ask")).text)["content"]["name"] == "Ada"
         assert "http-llm" in (await c.call_tool("sample")).text
@@ -176,7 +176,7 @@ async def test_self_healing_after_the_server_forgets_the_session() -> None:
 
         await forget()
         # a safe request is retried once on a fresh session, transparently
-        assert len(await c.list_tools()) == 26
+        assert len(await c.list_tools()) == 27
         assert c.reconnects == 1 and app.streamable.session_ids() != first
         # an idempotent tool (idempotentHint) is retried too
         await forget()

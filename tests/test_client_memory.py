@@ -16,7 +16,7 @@ from mcpkit.client.client import (
     ToolOutputError,
     apply_schema_defaults,
 )
-from mcpkit.protocol.errors import CapabilityNotSupported, MCPError, RequestTimeout
+from mcpkit.protocol.errors import CapabilityNotSupported, MCPError, RequestTimeout, URLElicitationRequired
 from mcpkit.transports.memory import create_memory_pair
 from oracle import validate_message
 from test_client_server import build_server, state
@@ -50,7 +50,7 @@ def client(mode: str = "handshake", wire: Wire | None = None, **kw: Any) -> Clie
 
 @pytest.fixture(autouse=True)
 def _reset_state() -> None:
-    state.update(cancelled=[], finished=[], counter=0, roots_changed=0)
+    state.update(cancelled=[], finished=[], counter=0, roots_changed=0, url_done=False)
 
 
 # ---------------------------------------------------------------------------------------------- lifecycle
@@ -181,12 +181,12 @@ async def test_auto_pagination_and_raw_pages(mode: str) -> None:
     wire = Wire()
     async with client(mode, wire) as c:
         tools = await c.list_tools()
-        assert len(tools) == 26 and tools[-1].name == "t11"
-        assert wire.methods().count("tools/list") == 7  # 26 tools, 4 per page
+        assert len(tools) == 27 and tools[-1].name == "t11"
+        assert wire.methods().count("tools/list") == 7  # 27 tools, 4 per page
         page, cursor = await c.list_tools_page()
         assert len(page) == 4 and cursor == "4"
         page, cursor = await c.list_tools_page("24")
-        assert [t.name for t in page] == ["t10", "t11"] and cursor is None
+        assert [t.name for t in page] == ["t09", "t10", "t11"] and cursor is None
         with pytest.raises(PaginationLimitExceeded) as info:
             await c.list_tools(max_pages=2)
         assert len(info.value.items) == 8
@@ -476,6 +476,34 @@ async def test_elicitation_url_mode(mode: str) -> None:
         else:
             assert refused.is_error or "accept" not in refused.text
     assert len(seen) == 1
+
+
+async def test_url_elicitation_required_error_is_handled_and_retried_once() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def user(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(params)
+        return {"action": "accept"}
+
+    wire = Wire()
+    async with client("handshake", wire, elicitation_handler=user) as c:
+        r = await c.call_tool("needs_url")
+        assert r.text == "authorized"
+        assert "url-1" in c._completed_elicitations  # the retry waited for notifications/elicitation/complete
+    assert seen == [{"mode": "url", "elicitationId": "url-1", "url": "https://example.com/auth", "message": "Sign in"}]
+    calls = [m for m in wire.sent() if m.get("method") == "tools/call"]
+    assert len(calls) == 2 and calls[0]["id"] != calls[1]["id"]
+    order = [m.get("method") for d, m in wire.messages if d == "server->client" and "method" in m]
+    assert "notifications/elicitation/complete" in order
+
+    state["url_done"] = False
+    async with client("handshake", elicitation_handler=lambda p: {"action": "decline"}) as c:
+        with pytest.raises(URLElicitationRequired):
+            await c.call_tool("needs_url")
+    state["url_done"] = False
+    async with client("handshake") as c:  # no elicitation handler: the error goes to the caller
+        with pytest.raises(URLElicitationRequired):
+            await c.call_tool("needs_url")
 
 
 def test_apply_schema_defaults() -> None:

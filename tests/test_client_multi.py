@@ -21,7 +21,7 @@ async def test_one_namespace_over_two_servers() -> None:
         assert mc.errors == {}
         tools = await mc.list_tools()
         names = {t.name for t in tools}
-        assert {"a__echo", "b__echo", "a__add", "b__t11"} <= names and len(tools) == 52
+        assert {"a__echo", "b__echo", "a__add", "b__t11"} <= names and len(tools) == 54
         assert (await mc.call_tool("b__echo", {"text": "via b"})).text == "via b"
         assert (await mc.call_tool("a__add", {"a": 1, "b": 1})).data == {"sum": 2}
         prompts = await mc.list_prompts()

@@ -5,7 +5,8 @@ in-memory tests. Everything is paginated with a small page size so the client's 
 
 Tools: echo (read-only), add (outputSchema), bad_output / no_structured (break their outputSchema), wrapped
 (x-mcpkit-wrap-result), fail (isError), slow (progress; records cancellation), status, counter (not idempotent),
-ask (form elicitation), ask_url (URL elicitation), sample (sampling, optionally with tools), roots, log, t00..t11.
+ask (form elicitation), ask_url (URL elicitation), sample (sampling, optionally with tools), roots, log,
+needs_url (-32042 until a URL flow completed), t00..t11 (27 tools in all).
 Resources: mcpkit://text/0..5, mcpkit://blob (binary), template mcpkit://item/{id}. Prompts: greet, plain.
 """
 
@@ -17,7 +18,7 @@ import json
 import sys
 from typing import Any
 
-from mcpkit.protocol.errors import CapabilityNotSupported, InvalidParams, ResourceNotFound
+from mcpkit.protocol.errors import CapabilityNotSupported, InvalidParams, ResourceNotFound, URLElicitationRequired
 from mcpkit.server.lowlevel import Server, ServerRequestContext
 
 PAGE = 4
@@ -65,6 +66,7 @@ TOOLS: list[dict[str, Any]] = [
     _tool("sample", "Asks the client's LLM", _obj(prompt={"type": "string"}, tools={"type": "boolean"})),
     _tool("roots", "Lists the client's roots", annotations=RO),
     _tool("log", "Emits log messages at every level"),
+    _tool("needs_url", "Needs a URL elicitation first (-32042)"),
     *[_tool(f"t{i:02d}", f"filler tool {i}", annotations=RO) for i in range(12)],
 ]
 TEXTS = [f"text number {i}" for i in range(6)]
@@ -169,6 +171,23 @@ def build_server() -> Server:
         if name == "log":
             sent = [lvl for lvl in ("debug", "info", "warning", "error") if await ctx.log(lvl, {"level": lvl})]
             return text(json.dumps(sent))
+        if name == "needs_url":
+            # 2025-11-25: refuse with -32042 until the user went through a URL flow; the completion notification
+            # follows shortly after (on the session, like a real out-of-band flow would)
+            if not state.get("url_done"):
+                state["url_done"] = True
+                eid = "url-1"
+                session = ctx.session
+
+                async def complete() -> None:
+                    await asyncio.sleep(0.1)
+                    assert session is not None
+                    await session.notify("notifications/elicitation/complete", {"elicitationId": eid})
+
+                state["url_task"] = asyncio.get_running_loop().create_task(complete())
+                raise URLElicitationRequired("Sign in first", {"elicitations": [
+                    {"mode": "url", "elicitationId": eid, "url": "https://example.com/auth", "message": "Sign in"}]})
+            return text("authorized")
         if isinstance(name, str) and name.startswith("t") and name[1:].isdigit():
             return text(name)
         return text(f"unknown tool {name!r}", error=True)

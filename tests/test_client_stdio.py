@@ -245,6 +245,13 @@ async def test_everything_tools(everything: list[str]) -> None:
 
         url = await c.call_tool("trigger-url-elicitation", {"url": "https://example.com/consent"})
         assert "accept" in url.text.lower() and forms[-1]["mode"] == "url"
+        # the error path: -32042 with the elicitation; the client hands it to the handler and retries once
+        before = len(forms)
+        err_path = await c.call_tool("trigger-url-elicitation", {"url": "https://example.com/e", "errorPath": True})
+        assert not err_path.is_error and "accept" in err_path.text.lower()
+        handled = forms[before:]  # the prerequisite from the error, then the request path of the retry
+        assert len(handled) == 2 and all(f["mode"] == "url" for f in handled) and "elicitationId" in handled[0]
+        assert handled[1]["url"] == "https://example.com/e"
 
         # a task-only tool: a client without the tasks extension gets a clear error result
         research = await c.call_tool("simulate-research-query", {"topic": "mcp"})

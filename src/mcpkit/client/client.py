@@ -28,7 +28,13 @@ from types import EllipsisType
 from typing import Any, TypeVar
 
 from ..engine import ProgressCallback
-from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
+from ..protocol.errors import (
+    URL_ELICITATION_REQUIRED,
+    CapabilityNotSupported,
+    ConnectionClosed,
+    MCPError,
+    RequestTimeout,
+)
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     CallToolResult,
@@ -274,7 +280,10 @@ class Client:
         sampling_tools: the sampling handler understands ``tools``/``toolChoice`` (declares ``sampling.tools``).
         elicitation_handler: ``(params) -> ElicitResult | dict | None`` (a plain dict is accepted content,
             None declines). Schema defaults are filled in and the content is validated before it is sent.
-        elicitation_url: declare URL-mode elicitation too (default True).
+        elicitation_url: declare URL-mode elicitation too (default True). A request refused with -32042 (URL
+            elicitation required) then has its elicitations handed to the handler and is retried once.
+        url_elicitation_wait: after those URL elicitations were accepted, how long to wait for the server's
+            ``notifications/elicitation/complete`` before the retry.
         logging_handler: receives each ``notifications/message`` params dict.
         log_level: ask the server for log messages at this level and above.
         on_notification: ``(method, params)`` for every other server notification.
@@ -312,6 +321,7 @@ class Client:
         max_pages: int = 100,
         max_items: int = 100_000,
         max_input_rounds: int = 8,
+        url_elicitation_wait: float = 2.0,
         reconnect: bool = True,
         max_reconnect_attempts: int = 3,
         backoff_initial: float = 0.1,
@@ -363,6 +373,9 @@ class Client:
         self._validators: dict[str, Any] = {}
         self._lock = asyncio.Lock()
         self.reconnects = 0  # how many times the client re-initialized after a stale session
+        self.url_elicitation_wait = url_elicitation_wait
+        self._completed_elicitations: set[str] = set()
+        self._elicitation_event = asyncio.Event()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -471,6 +484,13 @@ class Client:
         return _elicitation_result(await _maybe_await(self._elicitation_handler(params)), params)
 
     async def _notification(self, method: str, params: JSONDict | None) -> None:
+        if method == "notifications/elicitation/complete" and params is not None:
+            eid = params.get("elicitationId")
+            if isinstance(eid, str):
+                if len(self._completed_elicitations) > 1024:
+                    self._completed_elicitations.clear()
+                self._completed_elicitations.add(eid)
+                self._elicitation_event.set()
         if method == "notifications/tools/list_changed":
             self._tools_complete = False
             self._tools.clear()
@@ -530,6 +550,10 @@ class Client:
         try:
             return await op(session)
         except Exception as exc:
+            if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED and self._handles_url_elicitation:
+                if await self._complete_url_elicitations(exc):
+                    return await op(self.session)  # one retry: a second -32042 goes to the caller
+                raise
             if not (self.reconnect_enabled and self._is_stale_session(exc)):
                 raise
             failed = exc
@@ -570,6 +594,42 @@ class Client:
                 except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
                     last = exc
             raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
+
+    # ------------------------------------------------------------------ URL elicitation required (-32042)
+
+    @property
+    def _handles_url_elicitation(self) -> bool:
+        return self._elicitation_handler is not None and bool(self._session_options["elicitation_url"])
+
+    async def _complete_url_elicitations(self, exc: MCPError) -> bool:
+        """Spec 2025-11-25: a -32042 error lists URL elicitations to finish before the request can be retried.
+
+        Each goes to the elicitation handler (``mode: "url"``; return accept once the user is done in the
+        browser). When all are accepted, wait (at most ``url_elicitation_wait`` seconds) for the server's
+        ``notifications/elicitation/complete`` of each id, then retry the request once. Returns False (the error
+        goes to the caller) when one is declined, cancelled or malformed."""
+        data = exc.data if isinstance(exc.data, dict) else {}
+        items = data.get("elicitations")
+        if not isinstance(items, list) or not items:
+            return False
+        ids: list[str] = []
+        for item in items:
+            if not isinstance(item, dict) or item.get("mode") != "url" or not isinstance(item.get("url"), str):
+                return False
+            answer = await self._elicit(item)
+            if answer.get("action") != "accept":
+                return False
+            if isinstance(item.get("elicitationId"), str):
+                ids.append(item["elicitationId"])
+        if ids and self.url_elicitation_wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._elicitations_completed(ids), self.url_elicitation_wait)
+        return True
+
+    async def _elicitations_completed(self, ids: list[str]) -> None:
+        while not all(i in self._completed_elicitations for i in ids):
+            self._elicitation_event.clear()
+            await self._elicitation_event.wait()
 
     # ------------------------------------------------------------------ generic
 
