@@ -4,6 +4,7 @@ in both eras: lifecycle, typed calls, pagination, output validation, timeouts/ca
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 from typing import Any
 
@@ -504,6 +505,58 @@ async def test_url_elicitation_required_error_is_handled_and_retried_once() -> N
     async with client("handshake") as c:  # no elicitation handler: the error goes to the caller
         with pytest.raises(URLElicitationRequired):
             await c.call_tool("needs_url")
+
+
+@pytest.mark.req("M078")
+async def test_sampling_content_types() -> None:
+    image = {"type": "image", "data": base64.b64encode(b"png").decode(), "mimeType": "image/png"}
+    async with client("handshake", sampling_handler=lambda p: {"role": "assistant", "content": image,
+                                                               "model": "m", "stopReason": "endTurn"}) as c:
+        assert json.loads((await c.call_tool("sample")).text)["content"] == image
+    # a content type sampling does not allow never leaves the client as a result: the server gets an error
+    bad = {"type": "resource_link", "uri": "file:///x", "name": "x"}
+    wire = Wire()
+    async with client("handshake", wire, sampling_handler=lambda p: {"role": "assistant", "content": bad,
+                                                                     "model": "m"}) as c:
+        with pytest.raises(MCPError):
+            await c.call_tool("sample")
+    ids = {m["id"] for m in wire.received() if m.get("method") == "sampling/createMessage"}
+    answers = [m for m in wire.sent() if m.get("id") in ids and "method" not in m]
+    assert answers and all("error" in m and "result" not in m for m in answers)
+
+
+async def test_modern_input_rounds_are_bounded_and_use_new_ids() -> None:
+    client_end, server_end = create_memory_pair()
+    seen: list[dict[str, Any]] = []
+
+    async def greedy_server() -> None:
+        # a 2026-07-28 server that asks for more input forever
+        while (data := await server_end.receive()) is not None:
+            msg = json.loads(data)
+            if "id" not in msg:
+                continue
+            seen.append(msg)
+            if msg["method"] == "server/discover":
+                result: dict[str, Any] = {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                                          "capabilities": {"tools": {}}}
+            else:
+                result = {"resultType": "input_required", "requestState": f"s{len(seen)}",
+                          "inputRequests": {"q": {"method": "roots/list", "params": {}}}}
+            await server_end.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+
+    task = asyncio.create_task(greedy_server())
+    async with Client(client_end, mode="modern", roots=["file:///r"], max_input_rounds=3,
+                      validate_output=False) as c:
+        with pytest.raises(MCPError, match="still required input after 3 rounds"):
+            await c.call_tool("x")
+    calls = [m for m in seen if m["method"] == "tools/call"]
+    assert len(calls) == 4 and len({m["id"] for m in calls}) == 4  # first try + 3 retries, each a new id
+    assert "inputResponses" not in calls[0]["params"]
+    for i, m in enumerate(calls[1:], start=1):
+        assert m["params"]["inputResponses"] == {"q": {"roots": [{"uri": "file:///r"}]}}
+        assert m["params"]["requestState"] == f"s{seen.index(calls[i - 1]) + 1}"
+    await server_end.close()
+    task.cancel()
 
 
 def test_apply_schema_defaults() -> None:
