@@ -566,3 +566,23 @@ async def test_workers_sharing_request_state_keys_share_cursors() -> None:
         with pytest.raises(MCPError) as exc:
             await other.list_tools(first.next_cursor)
         assert exc.value.code == -32602
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_url_elicitation(mode: str) -> None:
+    app = MCPKit("url")
+
+    @app.tool
+    async def connect_account(ctx: Context) -> str:
+        answer = await ctx.elicit_url("Sign in to continue", "https://example.com/oauth?state=1")
+        return answer.action
+
+    rec = Recorder(elicit_answer={"action": "accept"})
+    async with connect(app, mode=mode, rec=rec) as (cs, _, _):
+        assert text_of(await cs.call_tool("connect_account", {})) == "accept"
+        (params,) = rec.elicitations
+        assert params["mode"] == "url" and params["url"] == "https://example.com/oauth?state=1"
+        assert params["elicitationId"]
+    async with connect(app, version="2025-06-18", rec=Recorder()) as (cs, _, _):
+        r = await cs.call_tool("connect_account", {})
+        assert r.is_error and "URL elicitation" in text_of(r)

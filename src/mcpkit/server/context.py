@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import uuid
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -232,6 +233,25 @@ class Context:
         if model is not None and content is not None:
             data = model.model_validate(content)
         return ElicitationResult(action, content, data)
+
+    async def elicit_url(
+        self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
+    ) -> ElicitationResult[None]:
+        """Send the user to ``url`` (URL-mode elicitation, 2025-11-25 on: OAuth flows, payments, anything that
+        must not pass through the client). The result says whether the user agreed to open it."""
+        if not self._ctx.features.url_elicitation:
+            raise CapabilityNotSupported(f"URL elicitation does not exist in protocol {self._ctx.protocol_version}")
+        params: JSONDict = {
+            "mode": "url",
+            "message": message,
+            "url": url,
+            "elicitationId": elicitation_id or uuid.uuid4().hex,
+        }
+        raw = await self._ctx.ask("elicitation/create", params, timeout=timeout)
+        action = raw.get("action")
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError(f"invalid elicitation action {action!r}")
+        return ElicitationResult(action)
 
     async def sample(
         self,
