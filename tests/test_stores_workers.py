@@ -83,6 +83,7 @@ def _text(result: object) -> str:
     return str(getattr(content[0], "text", "")) if content else ""
 
 
+@pytest.mark.req("S025", "M055")
 async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers: dict[str, str]) -> None:
     async with (
         _modern(workers["B"]) as cs_b,
@@ -102,6 +103,7 @@ async def test_a_change_on_worker_a_reaches_a_listen_stream_on_worker_b(workers:
             await sub.next(timeout=0.5)  # and nothing arrived twice
 
 
+@pytest.mark.req("S025")
 async def test_a_change_on_worker_a_reaches_a_handshake_get_stream_on_worker_b(workers: dict[str, str]) -> None:
     url_b = workers["B"]
     version = "2025-11-25"
@@ -139,3 +141,60 @@ async def test_a_list_cursor_sealed_by_worker_a_opens_on_worker_b(workers: dict[
         assert len(first.tools) == 1 and first.next_cursor
         second = await cs_b.list_tools(first.next_cursor)
         assert len(second.tools) == 1 and second.tools[0].name != first.tools[0].name
+
+
+async def _events(lines: AsyncIterator[str], n: int) -> list[tuple[str | None, bytes]]:
+    """The next ``n`` SSE events (id, data) (priming events included: their data is empty)."""
+    out: list[tuple[str | None, bytes]] = []
+    event_id: str | None = None
+    data: list[str] = []
+    async for line in lines:
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].lstrip())
+        elif line == "" and (event_id is not None or data):
+            out.append((event_id, "\n".join(data).encode()))
+            event_id, data = None, []
+            if len(out) == n:
+                break
+    return out
+
+
+@pytest.mark.req("A011", "A012", "S025")
+async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(workers: dict[str, str]) -> None:
+    """Events for B's session are numbered and kept in Redis; after the connection drops, the client resumes with
+    Last-Event-ID and gets exactly what it missed, including a change made on A while it was away."""
+    url_b = workers["B"]
+    version = "2025-11-25"
+    async with httpx.AsyncClient(timeout=10) as http, _modern(workers["A"]) as cs_a:
+        init = await http.post(url_b, json=initialize_body(version), headers={"accept": ACCEPT_BOTH})
+        sid = init.headers["mcp-session-id"]
+        headers = {"mcp-session-id": sid, "mcp-protocol-version": version}
+        await http.post(
+            url_b,
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**headers, "accept": ACCEPT_BOTH},
+        )
+        async with http.stream("GET", url_b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            lines = stream.aiter_lines()
+            ((prime_id, prime),) = await asyncio.wait_for(_events(lines, 1), 10)
+            assert prime == b"" and prime_id  # the priming event (2025-11-25)
+            await cs_a.call_tool("add_tool", {"tool_name": "r1"})
+            ((first_id, first),) = await asyncio.wait_for(_events(lines, 1), 10)
+            assert orjson.loads(first)["method"] == "notifications/tools/list_changed"
+        # the connection is gone; more changes happen meanwhile (on A, and on B itself)
+        await cs_a.call_tool("touch", {"uri": "mcpkit://nobody"})  # not subscribed: nothing for this session
+        await cs_a.call_tool("add_tool", {"tool_name": "r2"})
+        async with _modern(url_b) as cs_b:
+            await cs_b.call_tool("add_tool", {"tool_name": "r3"})
+        await asyncio.sleep(0.3)  # let B's bus subscriber deliver (into the event store: no stream is open)
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": str(first_id)}
+        async with http.stream("GET", url_b, headers=resume) as stream:
+            assert stream.status_code == 200
+            missed = await asyncio.wait_for(_events(stream.aiter_lines(), 2), 10)
+        assert [orjson.loads(d)["method"] for _, d in missed] == ["notifications/tools/list_changed"] * 2
+        ids = [first_id] + [i for i, _ in missed]
+        stream_no = str(first_id).partition("_")[0]
+        assert len(set(ids)) == 3 and all(str(i).startswith(stream_no + "_") for i in ids)
+        await http.delete(url_b, headers=headers)
