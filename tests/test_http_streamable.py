@@ -714,3 +714,41 @@ async def test_session_store_lets_another_worker_serve_the_session() -> None:
         assert await store.load(sid) is None
         r = await http.post(base_b + "/mcp", json=call(3, "echo"), headers=handshake_headers(sid, "2025-06-18"))
         assert r.status_code == 404
+
+
+async def test_notifications_cancelled_stops_a_handshake_request() -> None:
+    """The request runs inline in its POST's task; notifications/cancelled (another POST) stops it, its SSE
+    stream ends without a response, and the session keeps working."""
+    probe = Probe()
+    async with running(make_server(probe)) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        async with http.stream("POST", url, json=call(31, "hang"), headers=handshake_headers(sid, V)) as r:
+            lines = r.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: "):
+                    break  # the "hanging" log notification: the handler is running
+            c = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                           "params": {"requestId": 31, "reason": "test"}},
+                                headers=handshake_headers(sid, V))
+            assert c.status_code == 202
+            rest = [line async for line in lines if line.startswith("data: ")]
+        assert rest == []  # no response for a cancelled request
+        assert probe.cancelled == [31]
+        r = await http.post(url, json=call(32, "echo", {"text": "still here"}), headers=handshake_headers(sid, V))
+        assert orjson.loads(r.content)["result"]["content"][0]["text"] == "still here"
+
+
+async def test_requests_in_flight_per_session_are_bounded() -> None:
+    probe = Probe()
+    async with running(make_server(probe), max_requests_per_session=2) as (base, _), \
+            httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        async with http.stream("POST", url, json=call(1, "hang"), headers=handshake_headers(sid, V)), \
+                http.stream("POST", url, json=call(2, "hang"), headers=handshake_headers(sid, V)):
+            r = await http.post(url, json=call(3, "echo"), headers=handshake_headers(sid, V))
+            assert r.status_code == 429
+            r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                           "params": {"requestId": 1}}, headers=handshake_headers(sid, V))
+            assert r.status_code == 202  # notifications and responses are never refused

@@ -40,6 +40,10 @@ class InMemoryEventStore:
 
     async def append(self, stream: str, seq: int, data: bytes) -> None:
         s = self._streams.get(stream)
+        if s is not None and s.events and seq <= s.events[-1][0]:
+            # numbering restarted (another worker took the stream over): the newest writer wins
+            self._bytes -= self._streams.pop(stream).size
+            s = None
         if s is None:
             s = self._streams[stream] = _Stream(self.max_events_per_stream)
             s.first = seq

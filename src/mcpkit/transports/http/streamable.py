@@ -536,6 +536,7 @@ class StreamableHTTPEndpoint:
         retry_interval: milliseconds sent as ``retry:`` with priming events and server-side closes.
         keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
         queue_size: bound of each SSE connection's queue.
+        max_requests_per_session: requests of one session running at once (429 beyond).
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
             the server's ``tool_param_headers`` method if it has one.
     """
@@ -558,6 +559,7 @@ class StreamableHTTPEndpoint:
         retry_interval: int | None = None,
         keepalive: float = 15.0,
         queue_size: int = 256,
+        max_requests_per_session: int = 256,
         tool_headers: ToolHeaders | None = None,
         **peer_options: Any,
     ) -> None:
@@ -575,6 +577,7 @@ class StreamableHTTPEndpoint:
         self.retry_interval = retry_interval
         self.keepalive = keepalive
         self.queue_size = queue_size
+        self.max_requests_per_session = max_requests_per_session
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None)
         self.peer_options = peer_options
         self._sessions: dict[str, _HTTPSession] = {}
@@ -754,6 +757,10 @@ class StreamableHTTPEndpoint:
                 await self._store(hs)
             await _respond(send, 202)
             return
+        if hs.busy >= self.max_requests_per_session:
+            await _respond(send, 429, _bad(INVALID_REQUEST, "too many requests in flight for this session"),
+                           extra=[(b"retry-after", b"1")])
+            return
         extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
         hs.next_no += 1
         stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
@@ -807,6 +814,8 @@ class StreamableHTTPEndpoint:
         session.client_info = info if isinstance(info, dict) else None
         session.initialized = bool(state.get("initialized"))
         hs.stored = 2 if session.initialized else 1
+        # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
+        hs.next_no = (secrets.randbits(31) + 1) << 20
         self._sessions[sid] = hs
         return hs
 
@@ -1000,6 +1009,9 @@ class StreamableHTTPEndpoint:
         finally:
             if timer is not None:
                 timer.cancel()
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            task.uncancel()  # a cancellation aimed at the request, absorbed by the engine: this task goes on
         if stream.mode == _SSE_MODE:
             stream.finish()
             if stream.pump is not None:
@@ -1208,10 +1220,10 @@ class StreamableHTTPEndpoint:
             await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
             return
         if stream is None:
-            if no == 0 or no > hs.next_no:
-                await _respond(send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: unknown stream"))
+            if no == 0:
+                await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: no standalone stream to resume"))
                 return
-            stream = _Stream(self, hs, no, _SSE_MODE)  # finished stream: replay only
+            stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
 
     async def _delete(self, h: dict[bytes, str], send: Send) -> None:
