@@ -31,7 +31,6 @@ import asyncio
 import contextlib
 import hashlib
 import hmac
-import inspect
 import logging
 import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -43,6 +42,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
 from .completions import Completer, completion_result, run_completer
 from .context import Context
+from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .pagination import Paginator
 from .prompts import Prompt
@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.server.app")
 
 F = TypeVar("F", bound=Callable[..., Any])
-Lifespan = Callable[["MCPKit"], contextlib.AbstractAsyncContextManager[Any]] | Callable[["MCPKit"], AsyncIterator[Any]]
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
 
@@ -110,12 +109,7 @@ class MCPKit(Server):
             # workers that share requestState keys share cursors too (a derived key, never the same one)
             cursor_key = hmac.new(options["request_state_keys"][0], b"mcpkit list cursors", hashlib.sha256).digest()
         self._paginator = Paginator(cursor_key)
-        self._lifespan = lifespan
-        self.lifespan_state: Any = None
-        self._lifespan_users = 0
-        self._lifespan_cm: contextlib.AbstractAsyncContextManager[Any] | None = None
-        self._lifespan_lock: asyncio.Lock | None = None
-        self._lifespan_loop: asyncio.AbstractEventLoop | None = None
+        self._lifespan = LifespanHolder(self, lifespan)
         self._pending_changes: set[str] = set()
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._lazy_hold = False
@@ -510,56 +504,26 @@ class MCPKit(Server):
         """Hold the lifespan open (entered by the first user, exited by the last). Transports wrap serving in
         it; use it yourself to serve the app from custom code."""
         self._serving_loop = asyncio.get_running_loop()
-        await self._enter_lifespan()
+        await self._lifespan.enter()
         try:
             yield self
         finally:
-            await self._exit_lifespan()
+            await self._lifespan.exit()
 
     async def startup(self) -> None:
         """Enter the lifespan (counted: pair every call with :meth:`shutdown`). For transports that do not
         serve through :meth:`serve`, e.g. an ASGI app's ``lifespan.startup``."""
         self._serving_loop = asyncio.get_running_loop()
-        await self._enter_lifespan()
+        await self._lifespan.enter()
 
     async def shutdown(self) -> None:
         """Leave the lifespan entered by :meth:`startup` (the last one out runs its exit)."""
-        await self._exit_lifespan()
+        await self._lifespan.exit()
 
-    def _lock(self) -> asyncio.Lock:
-        loop = asyncio.get_running_loop()
-        if self._lifespan_lock is None or self._lifespan_loop is not loop:
-            self._lifespan_lock = asyncio.Lock()
-            self._lifespan_loop = loop
-        return self._lifespan_lock
-
-    async def _enter_lifespan(self) -> None:
-        if self._lifespan is None:
-            return
-        async with self._lock():
-            await self._enter_locked()
-
-    async def _enter_locked(self) -> None:
-        if self._lifespan_users == 0:
-            factory: Any = self._lifespan
-            if inspect.isasyncgenfunction(factory):
-                factory = contextlib.asynccontextmanager(factory)
-            cm = factory(self)
-            self.lifespan_state = await cm.__aenter__()
-            self._lifespan_cm = cm
-        self._lifespan_users += 1
-
-    async def _exit_lifespan(self) -> None:
-        if self._lifespan is None:
-            return
-        async with self._lock():
-            self._lifespan_users -= 1
-            if self._lifespan_users == 0 and self._lifespan_cm is not None:
-                cm, self._lifespan_cm = self._lifespan_cm, None
-                try:
-                    await cm.__aexit__(None, None, None)
-                finally:
-                    self.lifespan_state = None
+    @property
+    def lifespan_state(self) -> Any:
+        """What the lifespan yielded, while it is held (None otherwise)."""
+        return self._lifespan.state
 
     async def dispatch(
         self,
@@ -570,13 +534,14 @@ class MCPKit(Server):
         client_info: JSONDict | None,
         log_level: str | None,
     ) -> JSONDict:
-        if self._lifespan is not None and self._lifespan_users == 0:
+        holder = self._lifespan
+        if holder.users == 0 and holder.configured:
             # served by a transport that did not enter the lifespan (e.g. an ASGI app): hold it from the first
             # request until close_listeners() (server shutdown)
-            async with self._lock():
-                if self._lifespan_users == 0:
+            async with holder.lock():
+                if holder.users == 0:
                     self._serving_loop = asyncio.get_running_loop()
-                    await self._enter_locked()
+                    await holder.enter_locked()
                     self._lazy_hold = True
         return await super().dispatch(rc, session, feats, client_caps, client_info, log_level)
 
