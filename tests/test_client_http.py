@@ -301,3 +301,35 @@ async def test_everything_over_legacy_sse(node_bin: Path) -> None:
             assert c.target.kind == "sse"
             assert (await c.call_tool("get-sum", {"a": 1, "b": 2})).text.endswith("is 3.")
             assert len(await c.list_prompts()) == 4
+
+
+async def test_reinitialization_backs_off_and_gives_up() -> None:
+    from mcpkit.protocol.errors import ConnectionClosed
+
+    async with serving(build_server()) as (base, app, _rec):
+        c = Client(f"{base}/mcp", mode="handshake", max_reconnect_attempts=3, backoff_initial=0.1, backoff_max=0.15)
+        await c.connect()
+        try:
+            await c.list_tools()
+            for sid in app.streamable.session_ids():
+                await app.streamable._end_session(app.streamable._sessions[sid])
+            real = app.routes["/mcp"]
+
+            async def refuse_new_sessions(scope: Any, receive: Any, send: Any) -> None:
+                # the stale session still gets its 404; a new initialize gets 503 (the server is "restarting")
+                if any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+                    await real(scope, receive, send)
+                    return
+                await send({"type": "http.response.start", "status": 503, "headers": []})
+                await send({"type": "http.response.body", "body": b"down"})
+
+            app.routes["/mcp"] = refuse_new_sessions
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(ConnectionClosed, match="could not re-initialize"):
+                await c.list_tools()
+            elapsed = loop.time() - start
+            assert 0.25 <= elapsed < 3  # two waits between three attempts: 0.1 then 0.15 (capped)
+            assert c.reconnects == 0 and not c.connected
+        finally:
+            await c.aclose()

@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from types import EllipsisType
 from typing import Any, TypeVar
 
@@ -873,7 +873,3 @@ def _json_text(value: Any) -> str:
 
     return json.dumps(value, ensure_ascii=False)
 
-
-def content_to_jsonable(blocks: Sequence[Any]) -> list[JSONDict]:
-    """Wire form of content blocks (for printing)."""
-    return [b.dump() if hasattr(b, "dump") else dict(b) for b in blocks]
