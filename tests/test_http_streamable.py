@@ -14,7 +14,7 @@ import pytest
 
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import create_app
-from mcpkit.transports.http.streamable import decode_header_value, encode_header_value
+from mcpkit.transports.http.headers import decode_header_value, encode_header_value
 from test_http_support import (
     ACCEPT_BOTH,
     MODERN,

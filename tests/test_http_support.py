@@ -23,7 +23,7 @@ from mcpkit.protocol.errors import InvalidParams
 from mcpkit.protocol.versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 from mcpkit.server.lowlevel import Server, ServerRequestContext
 from mcpkit.transports.http import close_sse_stream, create_app
-from mcpkit.transports.http.streamable import param_headers_from_schema
+from mcpkit.transports.http.headers import param_headers_from_schema
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 MODERN = "2026-07-28"

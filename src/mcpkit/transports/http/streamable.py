@@ -20,11 +20,8 @@ reader that falls behind is closed, to be resumed from the event store).
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
 import contextlib
 import logging
-import re
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
@@ -51,6 +48,14 @@ from ...protocol.types import LOG_LEVELS
 from ...protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
 from ...server.lowlevel import _BUILTINS, HANDSHAKE_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .headers import (
+    NAME_FIELD,
+    check_param_headers,
+    decode_header_value,
+    encode_header_value,
+    header_text,
+    param_headers_from_schema,
+)
 from .security import RequestCheck, make_request_check
 
 if TYPE_CHECKING:
@@ -66,7 +71,6 @@ Send = Callable[[Message], Awaitable[None]]
 ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
-NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -89,105 +93,8 @@ _WANTED = frozenset(
         b"origin",
     )
 )
-_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
-_SENTINEL_PREFIX = "=?base64?"
-_SENTINEL_SUFFIX = "?="
-MAX_SAFE_INTEGER = 2**53 - 1
 
 _UNDECIDED, _JSON_MODE, _SSE_MODE = 0, 1, 2
-
-
-# ---------------------------------------------------------------------------------------------- header values
-
-
-def encode_header_value(value: str) -> str:
-    """A header-safe form of ``value``: as is when plain visible ASCII, else the ``=?base64?…?=`` sentinel."""
-    plain = (
-        value
-        and value == value.strip(" \t")
-        and all(0x20 <= ord(c) <= 0x7E for c in value)
-        and not (value.startswith(_SENTINEL_PREFIX) and value.endswith(_SENTINEL_SUFFIX))
-    )
-    if plain:
-        return value
-    return _SENTINEL_PREFIX + base64.b64encode(value.encode("utf-8")).decode("ascii") + _SENTINEL_SUFFIX
-
-
-def decode_header_value(raw: str) -> str:
-    """Inverse of :func:`encode_header_value`; ValueError for characters a header value may not carry or a
-    malformed sentinel."""
-    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
-        raise ValueError("header value contains characters outside visible ASCII")
-    if raw.startswith(_SENTINEL_PREFIX) and raw.endswith(_SENTINEL_SUFFIX) and len(raw) >= 11:
-        try:
-            return base64.b64decode(raw[9:-2], validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            raise ValueError("malformed base64 header value") from None
-    return raw
-
-
-def header_text(value: Any) -> str | None:
-    """The header form (before encoding) of a mirrored argument value; None when it is not mirrorable."""
-    if value is None:
-        return None
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    if isinstance(value, str):
-        return value
-    return None
-
-
-def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
-    """The ``x-mcp-header`` annotations of a tool ``inputSchema``: lower-cased header name part → property path.
-
-    Raises ValueError when an annotation breaks a rule of the spec (empty or non-token name, duplicate
-    case-insensitively, non-primitive or ``number`` type, or not statically reachable through ``properties``).
-    """
-    found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...], reachable: bool) -> None:
-        if isinstance(node, list):
-            for item in node:
-                walk(item, path, False)
-            return
-        if not isinstance(node, dict):
-            return
-        if "x-mcp-header" in node:
-            name = node["x-mcp-header"]
-            if not reachable or not path:
-                raise ValueError("x-mcp-header is only allowed on properties reachable through 'properties'")
-            if not isinstance(name, str) or not name or not _TOKEN.match(name):
-                raise ValueError(f"x-mcp-header {name!r} is not a valid header name token")
-            if node.get("type") not in ("string", "integer", "boolean"):
-                raise ValueError(f"x-mcp-header {name!r} must annotate a string, integer or boolean property")
-            key = name.lower()
-            if key in found:
-                raise ValueError(f"x-mcp-header {name!r} is used twice")
-            found[key] = path
-        for k, v in node.items():
-            if k == "properties" and isinstance(v, dict):
-                for pname, sub in v.items():
-                    walk(sub, (*path, str(pname)), reachable)
-            elif isinstance(v, (dict, list)):
-                walk(v, path, False)
-
-    walk(schema, (), True)
-    return found
-
-
-def _dig(arguments: Any, path: Sequence[str]) -> Any:
-    node = arguments
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return None
-        node = node[key]
-    return node
 
 
 # ---------------------------------------------------------------------------------------------- ASGI helpers
@@ -961,7 +868,7 @@ class StreamableHTTPEndpoint:
         if method == "tools/call" and self.tool_headers is not None and isinstance(params.get("name"), str):
             spec = self.tool_headers(params["name"])
             if spec:
-                problem = _check_param_headers(spec, params.get("arguments"), params_h or {})
+                problem = check_param_headers(spec, params.get("arguments"), params_h or {})
                 if problem is not None:
                     return mismatch(problem)
         return None
@@ -1295,35 +1202,6 @@ def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
     if modern and err.get("code") in MODERN_400:
         return 400
     return 200
-
-
-def _check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
-    for name, path in spec.items():
-        key = name.lower()
-        value = _dig(arguments, path)
-        raw = given.get(key)
-        if value is None:
-            if raw is not None:
-                return f"Mcp-Param-{name} header sent but the argument is absent"
-            continue
-        if raw is None:
-            return f"the Mcp-Param-{name} header is required (argument {'.'.join(path)!r} is present)"
-        try:
-            text = decode_header_value(raw)
-        except ValueError as exc:
-            return f"Mcp-Param-{name}: {exc}"
-        if isinstance(value, bool):
-            ok = text == ("true" if value else "false")
-        elif isinstance(value, (int, float)):
-            try:
-                ok = float(text) == float(value)
-            except ValueError:
-                ok = False
-        else:
-            ok = text == value
-        if not ok:
-            return f"Mcp-Param-{name} header value {text!r} does not match body value {value!r}"
-    return None
 
 
 async def _wait_disconnect(receive: Receive) -> None:

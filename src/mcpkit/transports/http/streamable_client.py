@@ -28,7 +28,7 @@ import orjson
 from ...protocol import versions
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
 from ...protocol.versions import META_PROTOCOL_VERSION
-from .streamable import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
+from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
 
 logger = logging.getLogger("mcpkit.http.client")
 
