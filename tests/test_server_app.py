@@ -586,3 +586,34 @@ async def test_url_elicitation(mode: str) -> None:
     async with connect(app, version="2025-06-18", rec=Recorder()) as (cs, _, _):
         r = await cs.call_tool("connect_account", {})
         assert r.is_error and "URL elicitation" in text_of(r)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_cache_hints(mode: str) -> None:
+    app = MCPKit("cache", list_ttl_ms=60_000, list_cache_scope="public")
+    app.add_resource("data://static", "fixed", ttl_ms=5_000, cache_scope="public")
+
+    @app.resource("data://user/{id}", ttl_ms=1_000)
+    def user(id: str) -> str:
+        return id
+
+    app.add_resource("data://plain", "x")
+    async with connect(app, mode=mode) as (cs, _, _):
+        listed = await cs.request("resources/list", {})
+        static = await cs.request("resources/read", {"uri": "data://static"})
+        templated = await cs.request("resources/read", {"uri": "data://user/7"})
+        plain = await cs.request("resources/read", {"uri": "data://plain"})
+    hints = [{k: r.get(k) for k in ("ttlMs", "cacheScope")} for r in (listed, static, templated, plain)]
+    if mode == "modern":
+        assert hints == [
+            {"ttlMs": 60_000, "cacheScope": "public"},
+            {"ttlMs": 5_000, "cacheScope": "public"},
+            {"ttlMs": 1_000, "cacheScope": "private"},
+            {"ttlMs": 0, "cacheScope": "private"},
+        ]
+    else:
+        assert all(h == {"ttlMs": None, "cacheScope": None} for h in hints)  # not in handshake-era results
+    with pytest.raises(ValueError, match="cache_scope"):
+        MCPKit("bad", list_cache_scope="shared")
+    with pytest.raises(ValueError, match="ttl_ms"):
+        app.add_resource("data://neg", "x", ttl_ms=-1)

@@ -46,7 +46,7 @@ from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .pagination import Paginator
 from .prompts import Prompt
-from .resources import Resource, ResourceTemplate
+from .resources import Resource, ResourceTemplate, cache_hints
 from .tools import Tool, ToolError, internal_error_message
 from .uri_template import UriTemplate
 
@@ -73,6 +73,9 @@ class MCPKit(Server):
             An ``@asynccontextmanager`` function or a plain async generator function.
         page_size: items per page of every list (default 50), or a mapping such as ``{"resources": 10}``
             (keys: tools, resources, resource_templates, prompts; missing keys use 50).
+        list_ttl_ms, list_cache_scope: the 2026-07-28 caching hints of every list result (default 0 ms,
+            "private": clients re-fetch and rely on list_changed); "public" only when every caller sees the same
+            lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
             from ``request_state_keys`` when those are given, else random per process.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
@@ -87,6 +90,8 @@ class MCPKit(Server):
         lifespan: Lifespan | None = None,
         page_size: int | Mapping[str, int] = 50,
         cursor_key: bytes | None = None,
+        list_ttl_ms: int = 0,
+        list_cache_scope: str = "private",
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
@@ -109,6 +114,7 @@ class MCPKit(Server):
             # workers that share requestState keys share cursors too (a derived key, never the same one)
             cursor_key = hmac.new(options["request_state_keys"][0], b"mcpkit list cursors", hashlib.sha256).digest()
         self._paginator = Paginator(cursor_key)
+        self._list_cache = cache_hints(list_ttl_ms, list_cache_scope)
         self._lifespan = LifespanHolder(self, lifespan)
         self._pending_changes: set[str] = set()
         self._serving_loop: asyncio.AbstractEventLoop | None = None
@@ -179,7 +185,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "tools", list(self._tools.values()), params, self.page_sizes["tools"], _name
         )
-        return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor)
+        return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor, self._list_cache)
 
     async def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
@@ -211,6 +217,8 @@ class MCPKit(Server):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
         whose variables are the function's arguments (``@app.resource("items://{id}")``)."""
@@ -228,6 +236,8 @@ class MCPKit(Server):
                 icons=icons,
                 meta=meta,
                 completions=completions,
+                ttl_ms=ttl_ms,
+                cache_scope=cache_scope,
             )
             return fn
 
@@ -286,30 +296,36 @@ class MCPKit(Server):
     async def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         items = list(self._resources.values())
         page, cursor = self._paginator.page("resources", items, params, self.page_sizes["resources"], _uri)
-        return _list_result("resources", [r.definition(ctx.features) for r in page], cursor)
+        return _list_result("resources", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         items = list(self._templates.values())
         size = self.page_sizes["resource_templates"]
         page, cursor = self._paginator.page("resource_templates", items, params, size, _template_uri)
-        return _list_result("resourceTemplates", [r.definition(ctx.features) for r in page], cursor)
+        return _list_result("resourceTemplates", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise InvalidParams("resources/read: uri must be a non-empty string")
-        return {"contents": await self.read_resource_contents(uri, Context(self, ctx))}
+        item, contents = await self._read(uri, Context(self, ctx))
+        result: JSONDict = {"contents": contents}
+        result.update(item.cache_hints)  # modern era only: shaping drops them for handshake sessions
+        return result
 
     async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:
         """Read one of this app's resources (what ``resources/read`` answers); ResourceNotFound if none."""
+        return (await self._read(uri, ctx))[1]
+
+    async def _read(self, uri: str, ctx: Context | None) -> tuple[Resource | ResourceTemplate, list[JSONDict]]:
         try:
             static = self._resources.get(uri)
             if static is not None:
-                return await static.read(ctx)
+                return static, await static.read(ctx)
             for template in self._templates.values():
                 variables = template.match(uri)
                 if variables is not None:
-                    return await template.read(uri, variables, ctx)
+                    return template, await template.read(uri, variables, ctx)
         except (MCPError, InputRequired):
             raise
         except ToolError as exc:
@@ -374,7 +390,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "prompts", list(self._prompts.values()), params, self.page_sizes["prompts"], _name
         )
-        return _list_result("prompts", [p.definition(ctx.features) for p in page], cursor)
+        return _list_result("prompts", [p.definition(ctx.features) for p in page], cursor, self._list_cache)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
@@ -569,8 +585,8 @@ def _template_uri(item: ResourceTemplate) -> str:
     return item.uri_template
 
 
-def _list_result(key: str, items: list[JSONDict], cursor: str | None) -> JSONDict:
-    result: JSONDict = {key: items}
+def _list_result(key: str, items: list[JSONDict], cursor: str | None, cache: JSONDict) -> JSONDict:
+    result: JSONDict = {key: items, **cache}
     if cursor is not None:
         result["nextCursor"] = cursor
     return result

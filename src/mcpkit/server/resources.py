@@ -85,6 +85,20 @@ async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) 
     return result
 
 
+def cache_hints(ttl_ms: int | None, scope: str | None) -> JSONDict:
+    """Validated 2026-07-28 caching hints (``ttlMs``/``cacheScope``); empty when neither is given."""
+    hints: JSONDict = {}
+    if ttl_ms is not None:
+        if not isinstance(ttl_ms, int) or ttl_ms < 0:
+            raise ValueError("ttl_ms must be an integer >= 0")
+        hints["ttlMs"] = ttl_ms
+    if scope is not None:
+        if scope not in ("public", "private"):
+            raise ValueError("cache_scope must be 'public' or 'private'")
+        hints["cacheScope"] = scope
+    return hints
+
+
 class _ResourceBase:
     def __init__(
         self,
@@ -96,7 +110,10 @@ class _ResourceBase:
         annotations: JSONDict | BaseModel | None,
         icons: Sequence[JSONDict | t.Icon] | None,
         meta: JSONDict | None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
+        self.cache_hints = cache_hints(ttl_ms, cache_scope)
         self.name = name
         self.title = title
         self.description = description
@@ -139,6 +156,8 @@ class Resource(_ResourceBase):
         annotations: JSONDict | BaseModel | None = None,
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         if (fn is None) == (content is None):
             raise ValueError("a resource needs exactly one of a function or content")
@@ -169,6 +188,8 @@ class Resource(_ResourceBase):
             annotations=annotations,
             icons=icons,
             meta=meta,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
         )
         self.size = size
 
@@ -209,6 +230,8 @@ class ResourceTemplate(_ResourceBase):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
+        ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         self.template = UriTemplate(uri_template)
         self.uri_template = uri_template
@@ -240,6 +263,8 @@ class ResourceTemplate(_ResourceBase):
             annotations=annotations,
             icons=icons,
             meta=meta,
+            ttl_ms=ttl_ms,
+            cache_scope=cache_scope,
         )
 
     def definition(self, feats: Features) -> JSONDict:
@@ -266,4 +291,4 @@ class ResourceTemplate(_ResourceBase):
         return to_contents(value, uri, self.mime_type)
 
 
-__all__ = ["Resource", "ResourceTemplate", "mime_for_annotation", "to_contents"]
+__all__ = ["Resource", "ResourceTemplate", "cache_hints", "mime_for_annotation", "to_contents"]
