@@ -617,3 +617,21 @@ async def test_cache_hints(mode: str) -> None:
         MCPKit("bad", list_cache_scope="shared")
     with pytest.raises(ValueError, match="ttl_ms"):
         app.add_resource("data://neg", "x", ttl_ms=-1)
+
+
+def test_list_changed_survives_a_loop_that_ended_with_a_change_pending() -> None:
+    app = MCPKit("loops")
+
+    async def change_then_stop() -> None:
+        app.add_tool(lambda: "", name="first")  # its notification task never gets to run: the loop ends
+
+    asyncio.run(change_then_stop())
+
+    async def serve_and_change() -> list[str]:
+        rec = Recorder()
+        async with connect(app, rec=rec) as (cs, _, _):
+            app.add_tool(lambda: "", name="second")
+            await rec.wait_for("notifications/tools/list_changed")
+            return [t.name for t in (await cs.list_tools()).tools]
+
+    assert asyncio.run(serve_and_change()) == ["first", "second"]

@@ -116,7 +116,7 @@ class MCPKit(Server):
         self._paginator = Paginator(cursor_key)
         self._list_cache = cache_hints(list_ttl_ms, list_cache_scope)
         self._lifespan = LifespanHolder(self, lifespan)
-        self._pending_changes: set[str] = set()
+        self._pending_changes: dict[str, asyncio.Task[None]] = {}
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._lazy_hold = False
         self._background: set[asyncio.Task[None]] = set()
@@ -498,16 +498,17 @@ class MCPKit(Server):
             if serving is not None and serving.is_running():
                 serving.call_soon_threadsafe(self._changed, kind)
             return  # not serving (yet): nobody to tell
-        if kind in self._pending_changes:
-            return
-        self._pending_changes.add(kind)
+        pending = self._pending_changes.get(kind)
+        if pending is not None and not pending.done() and pending.get_loop() is loop:
+            return  # one notification will cover this change too
         task = loop.create_task(self._flush_change(kind))
+        self._pending_changes[kind] = task
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
     async def _flush_change(self, kind: str) -> None:
         await asyncio.sleep(0)
-        self._pending_changes.discard(kind)
+        self._pending_changes.pop(kind, None)
         try:
             await self.notify_list_changed(kind)
         except Exception:
