@@ -752,3 +752,27 @@ async def test_requests_in_flight_per_session_are_bounded() -> None:
             r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
                                            "params": {"requestId": 1}}, headers=handshake_headers(sid, V))
             assert r.status_code == 202  # notifications and responses are never refused
+
+
+async def test_x_mcp_header_validation_for_mcpkit_tools() -> None:
+    """A high-level MCPKit tool whose parameter carries ``x-mcp-header``: the endpoint reads the annotation from
+    the tool's input schema (``get_tool``) and enforces the Mcp-Param-* header."""
+    from typing import Annotated
+
+    from pydantic import Field
+
+    from mcpkit import MCPKit
+
+    app = MCPKit("hl")
+
+    @app.tool
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], q: str = "") -> str:
+        return region
+
+    body = modern_body("tools/call", {"name": "where", "arguments": {"region": "eu"}})
+    async with running(app) as (base, _), httpx.AsyncClient() as http:
+        r = await http.post(base + "/mcp", json=body, headers=modern_headers("tools/call", "where"))
+        assert r.status_code == 400 and orjson.loads(r.content)["error"]["code"] == -32020
+        r = await http.post(base + "/mcp", json=body,
+                            headers=modern_headers("tools/call", "where", **{"Mcp-Param-Region": "eu"}))
+        assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "eu"

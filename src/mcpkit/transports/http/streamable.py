@@ -485,7 +485,7 @@ class StreamableHTTPEndpoint:
         self.keepalive = keepalive
         self.queue_size = queue_size
         self.max_requests_per_session = max_requests_per_session
-        self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None)
+        self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
         self._sessions: dict[str, _HTTPSession] = {}
         self._modern_peer: Peer | None = None
@@ -1164,6 +1164,34 @@ class StreamableHTTPEndpoint:
                 await self.event_store.forget(hs.id + "/")
         hs.standalone = None
         hs.live = None
+
+
+def _schema_headers(server: Any) -> ToolHeaders | None:
+    """For servers that expose ``get_tool(name).input_schema`` (MCPKit): read ``x-mcp-header`` annotations from
+    the schema, cached per schema object."""
+    get_tool = getattr(server, "get_tool", None)
+    if get_tool is None:
+        return None
+    cache: dict[str, tuple[int, Mapping[str, Sequence[str]] | None]] = {}
+
+    def resolve(name: str) -> Mapping[str, Sequence[str]] | None:
+        tool = get_tool(name)
+        schema = getattr(tool, "input_schema", None) if tool is not None else None
+        if not isinstance(schema, dict):
+            return None
+        hit = cache.get(name)
+        if hit is not None and hit[0] == id(schema):
+            return hit[1]
+        try:
+            spec: Mapping[str, Sequence[str]] | None = param_headers_from_schema(schema) or None
+        except ValueError:
+            spec = None  # an invalid annotation: clients drop the tool; nothing to validate here
+        if len(cache) > 4096:
+            cache.clear()
+        cache[name] = (id(schema), spec)
+        return spec
+
+    return resolve
 
 
 def _final_prefix(msg: Any) -> tuple[bytes, ...]:
