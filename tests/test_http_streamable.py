@@ -6,11 +6,12 @@ import asyncio
 import gc
 import re
 import tracemalloc
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import orjson
 import pytest
+from pydantic import Field
 
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import create_app
@@ -757,10 +758,6 @@ async def test_requests_in_flight_per_session_are_bounded() -> None:
 async def test_x_mcp_header_validation_for_mcpkit_tools() -> None:
     """A high-level MCPKit tool whose parameter carries ``x-mcp-header``: the endpoint reads the annotation from
     the tool's input schema (``get_tool``) and enforces the Mcp-Param-* header."""
-    from typing import Annotated
-
-    from pydantic import Field
-
     from mcpkit import MCPKit
 
     app = MCPKit("hl")
