@@ -434,3 +434,20 @@ async def test_attach_bus_starts_by_itself_on_the_first_request_and_detaches(bac
     await bridge_b.aclose()
     assert "notify_list_changed" not in vars(a)  # the server has its own methods back
     assert type(a).notify_list_changed is MCPKit.notify_list_changed
+
+
+@pytest.mark.redis
+async def test_redis_event_store_reloads_its_scripts_after_a_script_flush(redis_url: str) -> None:  # noqa: F811
+    from mcpkit.stores.redis import RedisEventStore
+
+    store = RedisEventStore(redis_url, prefix=f"t{secrets.token_hex(4)}:")
+    try:
+        await store.append("f/0", 1, b"one")
+        await store.redis.script_flush()  # e.g. a Redis restart or failover empties the script cache
+        await store.append("f/0", 2, b"two")
+        assert await store.replay("f/0", 0) == [(1, b"one"), (2, b"two")]
+        assert await store.redis.pttl(f"{store.prefix}ev:f/0") > 3_000_000  # the default 1 h TTL is set
+        with pytest.raises(Exception, match="equal or smaller"):
+            await store.append("f/0", 2, b"again")  # a sequence number never goes back (a transport bug)
+    finally:
+        await store.aclose()

