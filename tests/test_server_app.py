@@ -635,3 +635,39 @@ def test_list_changed_survives_a_loop_that_ended_with_a_change_pending() -> None
             return [t.name for t in (await cs.list_tools()).tools]
 
     assert asyncio.run(serve_and_change()) == ["first", "second"]
+
+
+def test_nameless_callables_need_a_name() -> None:
+    import functools
+
+    app = MCPKit("names")
+    with pytest.raises(ValueError, match="name="):
+        app.add_tool(lambda: "x")
+    with pytest.raises(ValueError, match="name="):
+        app.add_prompt(functools.partial(lambda who: who, "x"))
+    assert app.add_tool(lambda: "x", name="ok").name == "ok"
+    assert app.add_resource("x://plain", lambda: "x").name == "x://plain"
+
+
+class Opaque:
+    """A type pydantic can check (isinstance) but cannot describe in JSON Schema."""
+
+
+async def test_a_tool_whose_schema_cannot_be_built_does_not_break_the_list(caplog: pytest.LogCaptureFixture) -> None:
+    app = MCPKit("opaque")
+
+    @app.tool
+    def strange(x: Opaque) -> str:
+        return "never"
+
+    @app.tool
+    def fine() -> str:
+        return "ok"
+
+    async with connect(app) as (cs, _, _):
+        tools = {t.name: t.dump() for t in (await cs.list_tools()).tools}
+        assert tools["strange"]["inputSchema"] == {"type": "object"}
+        assert tools["fine"]["inputSchema"]["additionalProperties"] is False
+        r = await cs.call_tool("strange", {"x": 1})
+        assert r.is_error and "Invalid arguments" in text_of(r)
+    assert any("strange" in rec.getMessage() for rec in caplog.records)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
 from .completions import Completer
-from .schema import FunctionInfo, format_validation_error, literal_choices
+from .schema import FunctionInfo, format_validation_error, function_name, literal_choices
 from .tools import downgrade_content, dump_model, loaded_types, to_content
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class Prompt:
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
     ) -> None:
-        self.name = name or fn.__name__
+        self.name = name or function_name(fn)
         self.fn = fn
         self.info = FunctionInfo(fn, name=self.name)
         self.title = title

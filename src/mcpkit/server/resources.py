@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Union, get_origin
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer
-from .schema import FunctionInfo, literal_choices, unwrap_optional
+from .schema import FunctionInfo, function_name, literal_choices, unwrap_optional
 from .tools import _json_text, _resource_contents_models, dump_model, is_model
 from .uri_template import UriTemplate
 
@@ -166,7 +166,7 @@ class Resource(_ResourceBase):
         self.content = content
         self.info: FunctionInfo | None = None
         if fn is not None:
-            self.info = FunctionInfo(fn, name=name or fn.__name__)
+            self.info = FunctionInfo(fn, name=name or function_name(fn, uri))
             required = [p.name for p in self.info.params if p.required]
             if required:
                 raise ValueError(f"static resource {uri!r}: its function takes required arguments {required}")
@@ -181,7 +181,7 @@ class Resource(_ResourceBase):
             if size is None:
                 size = len(content.encode()) if isinstance(content, str) else len(content)
         super().__init__(
-            name=name or (fn.__name__ if fn is not None else uri),
+            name=name or (function_name(fn, uri) if fn is not None else uri),
             title=title,
             description=description,
             mime_type=mime_type,
@@ -236,7 +236,7 @@ class ResourceTemplate(_ResourceBase):
         self.template = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.fn = fn
-        self.info = FunctionInfo(fn, name=name or fn.__name__)
+        self.info = FunctionInfo(fn, name=name or function_name(fn, uri_template))
         variables = set(self.template.variables)
         params = {p.name for p in self.info.params}
         missing = [p.name for p in self.info.params if p.required and p.name not in variables]
@@ -256,7 +256,7 @@ class ResourceTemplate(_ResourceBase):
                 raise ValueError(f"resource template {uri_template!r}: completions for unknown variables {unknown}")
             self.completions.update(completions)
         super().__init__(
-            name=name or fn.__name__,
+            name=name or function_name(fn, uri_template),
             title=title,
             description=description if description is not None else self.info.description,
             mime_type=mime_type or mime_for_annotation(self.info.return_annotation),

@@ -293,6 +293,16 @@ class FunctionInfo:
         return {p.name: getattr(inst, p.name) for p in self.params}
 
 
+def function_name(fn: Callable[..., Any], default: str | None = None) -> str:
+    """A callable's ``__name__``; ``default`` or a clear error for those without one (lambdas, partials)."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name or name == "<lambda>":
+        if default is not None:
+            return default
+        raise ValueError(f"{fn!r} has no usable name: pass name=...")
+    return name
+
+
 def _description_of(annotation: Any) -> str | None:
     if get_origin(annotation) is typing.Annotated:
         for meta in get_args(annotation)[1:]:

@@ -29,7 +29,7 @@ import orjson
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.versions import Features
 from .lowlevel import InputRequired
-from .schema import FunctionInfo, ReturnInfo, format_validation_error
+from .schema import FunctionInfo, ReturnInfo, format_validation_error, function_name
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -259,7 +259,7 @@ class Tool:
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
     ) -> None:
-        self.name = name or fn.__name__
+        self.name = name or function_name(fn)
         if not self.name:
             raise ValueError("a tool needs a name")
         self.fn = fn
@@ -292,7 +292,12 @@ class Tool:
         cached = self._defs.get(feats.version)
         if cached is not None:
             return cached
-        d: JSONDict = {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+        try:
+            schema = self.input_schema
+        except Exception:  # an argument type pydantic cannot describe: keep the rest of the list working
+            logger.exception("tool %r: cannot build its input schema; advertising a permissive one", self.name)
+            schema = {"type": "object"}
+        d: JSONDict = {"name": self.name, "description": self.description, "inputSchema": schema}
         annotations = dict(self.annotations) if self.annotations else {}
         if self.title:
             if feats.titles:
