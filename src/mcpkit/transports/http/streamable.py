@@ -304,7 +304,7 @@ class _Stream:
             return
         if mode == _JSON_MODE:
             # JSON responses carry one message: the response. Anything else goes to the standalone stream.
-            if _is_response(data):
+            if data.startswith(self.final) or _is_response(data):
                 self.buf.append(data)
             elif self.hs is not None:
                 await self.hs.send(data)
