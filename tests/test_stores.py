@@ -451,3 +451,31 @@ async def test_redis_event_store_reloads_its_scripts_after_a_script_flush(redis_
             await store.append("f/0", 2, b"again")  # a sequence number never goes back (a transport bug)
     finally:
         await store.aclose()
+
+
+@pytest.mark.redis
+async def test_redis_bus_resubscribes_by_itself_after_redis_restarts() -> None:
+    from mcpkit.stores.redis import RedisBus
+    from redis_server import RedisServer, require_redis_server
+
+    binary = require_redis_server()
+    server = RedisServer(binary)  # its own server: this test kills it
+    a, b = RedisBus(server.url), RedisBus(server.url)
+    try:
+        sub = await b.subscribe("c")
+        await a.publish("c", b"before")
+        assert await _take(sub, 1) == [b"before"]
+        server.stop()
+        await asyncio.sleep(0.3)  # the subscriber notices and retries
+        server = RedisServer(binary, server.port)
+        got: list[bytes] = []
+        for _ in range(50):  # messages published before the resubscription are lost (at most once): retry
+            with contextlib.suppress(Exception):
+                await a.publish("c", b"after")
+                got = await _take(sub, 1, timeout=0.2)
+                break
+        assert got == [b"after"]
+    finally:
+        await a.aclose()
+        await b.aclose()
+        server.stop()

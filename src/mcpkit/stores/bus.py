@@ -17,8 +17,19 @@ Scaling an MCP endpoint over several workers takes four shared pieces::
     app = bridge.asgi(create_app(server, event_store=RedisEventStore(URL)))   # 3. SSE replay on any worker
     # 4. RedisSessionStore: handshake sessions restorable by any worker (needs the HTTP transport to use it)
 
+    # serve `app` with uvicorn --workers N, gunicorn -k uvicorn.workers.UvicornWorker, or one process per host
+
 Modern-era (2026-07-28) requests are stateless, so with 1, 2 and 3 any worker answers any request and a
-``subscriptions/listen`` stream held by one worker receives the changes made on another.
+``subscriptions/listen`` stream held by one worker receives the changes made on another. Handshake-era sessions
+still need sticky routing (by ``Mcp-Session-Id``) until the HTTP transport restores them from a SessionStore; a
+handshake session's GET stream already receives the changes made on any worker.
+
+With ``mcpkit run server.py --transport http``, call ``attach_bus(app, RedisBus(url))`` in ``server.py``: the
+subscriber then starts with the first request the worker serves (or its first handshake session).
+
+Registrations stay per worker: ``app.add_tool(...)`` on one worker tells every client that the list changed, but
+only that worker's registry has the new tool. Apply dynamic registrations on every worker (derive them from shared
+state) if clients may be routed to any worker.
 """
 
 from __future__ import annotations
