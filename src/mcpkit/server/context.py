@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ..protocol.errors import CapabilityNotSupported
 from .tools import dump_model
@@ -204,9 +204,19 @@ class Context:
 
     # ------------------------------------------------------------------ asking the client
 
+    @overload
     async def elicit(
-        self, message: str, schema: type[T] | JSONDict, *, timeout: float | None = None
-    ) -> ElicitationResult[T]:
+        self, message: str, schema: type[T], *, timeout: float | None = None
+    ) -> ElicitationResult[T]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, schema: JSONDict, *, timeout: float | None = None
+    ) -> ElicitationResult[JSONDict]: ...
+
+    async def elicit(
+        self, message: str, schema: type[Any] | JSONDict, *, timeout: float | None = None
+    ) -> ElicitationResult[Any]:
         """Ask the user for structured input (form mode). ``schema``: a flat pydantic model or a JSON Schema."""
         if not self._ctx.features.elicitation:
             raise CapabilityNotSupported(f"elicitation does not exist in protocol {self._ctx.protocol_version}")
