@@ -458,7 +458,7 @@ async def test_elicit_with_a_model_and_prompt_content_types(mode: str) -> None:
             "type": "object",
             "properties": {
                 "email": {"type": "string"},
-                "age": {"type": "integer", "default": None},
+                "age": {"type": "integer"},  # no null default: elicitation schemas are primitive-only
                 "newsletter": {"type": "boolean", "default": False},
             },
             "required": ["email"],
@@ -671,3 +671,23 @@ async def test_a_tool_whose_schema_cannot_be_built_does_not_break_the_list(caplo
         r = await cs.call_tool("strange", {"x": 1})
         assert r.is_error and "Invalid arguments" in text_of(r)
     assert any("strange" in rec.getMessage() for rec in caplog.records)
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+async def test_model_elicitation_and_rich_results_are_schema_valid(version: str) -> None:
+    from wire_recorder import WireRecorder
+
+    app = content_app()
+
+    @app.tool
+    async def signup(ctx: Context) -> str:
+        return (await ctx.elicit("Your contact?", Contact)).action
+
+    wire = WireRecorder()
+    rec = Recorder(elicit_answer={"action": "accept", "content": {"email": "a@b.c"}})
+    async with connect(app, version=version, tap=wire, rec=rec) as (cs, _, _):
+        assert text_of(await cs.call_tool("signup", {})) == "accept"
+        for name in ("png_bytes", "raw_bytes", "audio", "mixed", "full", "as_dict", "titled", "iconic"):
+            await cs.call_tool(name, {})
+        await cs.list_tools()
+    assert wire.validate(version) > 20

@@ -335,7 +335,7 @@ def elicitation_schema(model: type[BaseModel]) -> JSONDict:
             non_null = [p for p in prop["anyOf"] if p.get("type") != "null"]
             if len(non_null) == 1:
                 prop = {**non_null[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
-        kept = {k: v for k, v in prop.items() if k in _PRIMITIVE_KEYS}
+        kept = {k: v for k, v in prop.items() if k in _PRIMITIVE_KEYS and not (k == "default" and v is None)}
         if kept.get("type") not in ("string", "number", "integer", "boolean", "array"):
             if "enum" in kept:
                 kept.setdefault("type", "string")
