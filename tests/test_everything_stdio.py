@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -25,6 +26,7 @@ def _session(argv: list[str], mode: str, rec: Recorder, **kw: object) -> tuple[S
         "sampling_handler": rec.on_sampling,
         "elicitation_handler": rec.on_elicit,
         "roots": ["file:///work"],
+        "log_level": "info" if mode == "modern" else None,
         **kw,
     }
     return transport, options
@@ -69,6 +71,28 @@ async def test_everything_over_stdio(mode: str) -> None:
         assert len(greet.messages) == 2
         c = await cs.complete({"type": "ref/prompt", "name": "greet"}, "style", "fr")
         assert c.completion.values == ["friendly"]
+        c = await cs.complete({"type": "ref/resource", "uri": "mcpkit://items/{id}"}, "id", "10")
+        assert c.completion.values == ["10", "100"]
+        assert len((await cs.list_prompts()).prompts) == 4
+        assert (await cs.get_prompt("simple")).messages[0].content.text  # type: ignore[union-attr]
+        embedded = (await cs.get_prompt("with_resource", {"n": "7"})).dump()["messages"][0]["content"]
+        assert embedded["resource"]["text"] == "Static resource 7"
+        assert (await cs.get_prompt("with_image")).dump()["messages"][0]["content"]["type"] == "image"
+        assert len((await cs.list_resource_templates()).resource_templates) == 1
+        await cs.set_logging_level("info")
+        assert text_of(await cs.call_tool("log", {"level": "debug", "message": "d"})) == "filtered"
+        assert text_of(await cs.call_tool("log", {"level": "notice", "message": "n"})) == "sent"
+        assert rec.logs[-1] == {"level": "notice", "logger": "everything", "data": "n"}
+        # cancelling slow over the pipe: the call ends at once and the server keeps serving
+        started = asyncio.Event()
+        call = asyncio.create_task(
+            cs.call_tool("slow", {"steps": 500, "delay_ms": 20}, on_progress=lambda *a: started.set())
+        )
+        await asyncio.wait_for(started.wait(), 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert text_of(await cs.call_tool("echo", {"text": "after cancel"})) == "after cancel"
         if mode == "handshake":
             await cs.subscribe_resource("mcpkit://counter")
             await cs.call_tool("touch", {})
