@@ -1,20 +1,22 @@
 """Several worker PROCESSES, one redis-server, one MCP endpoint: a change made through worker A reaches the clients
 held by worker B, in both eras, and what one worker seals (list cursors) another opens.
 
-Each worker is ``python tests/redis_server.py worker <redis url> <port> <name>``: uvicorn + ``create_app`` with a
-``RedisEventStore``, ``attach_bus(app, RedisBus(...))`` started by the ASGI lifespan, and shared
-``request_state_keys``.
+Workers are launched two ways: ``python tests/redis_server.py worker <redis url> <port> <name>`` (uvicorn +
+``create_app`` with a ``RedisEventStore``, the bus bridge started by the ASGI lifespan) and ``mcpkit run
+<file> --transport http`` on a server file that calls ``attach_bus`` (the bridge starts with the first request).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import httpx
 import orjson
@@ -42,19 +44,68 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) 
     raise RuntimeError(f"worker on port {port} did not start within {timeout} s")
 
 
-@pytest.fixture
-def workers(redis_url: str) -> Iterator[dict[str, str]]:  # noqa: F811
+# The same worker as a file `mcpkit run` serves: attach_bus in the module, started by the first request (no
+# ASGI wrapper, no event store: the CLI has no option for one).
+RUN_SERVER = """
+import os
+from mcpkit import MCPKit
+from mcpkit.stores.bus import attach_bus
+from mcpkit.stores.redis import RedisBus
+
+name = os.environ["WORKER_NAME"]
+app = MCPKit(name, request_state_keys=[b"k" * 32], page_size=1)
+
+
+@app.tool
+def add_tool(tool_name: str) -> str:
+    app.add_tool(lambda: "extra", name=tool_name)
+    return f"added {tool_name} on {name}"
+
+
+@app.tool
+async def touch(uri: str) -> str:
+    await app.notify_resource_updated(uri)
+    return f"touched {uri} on {name}"
+
+
+@app.tool
+def whoami() -> str:
+    return name
+
+
+@app.resource("mcpkit://doc")
+def doc() -> str:
+    return "doc"
+
+
+attach_bus(app, RedisBus(os.environ["REDIS_URL"], prefix="e2e:"))
+"""
+
+
+def _launch(style: str, url: str, port: int, name: str, tmp: Path) -> subprocess.Popen[bytes]:
+    if style == "uvicorn":
+        cmd = [*WORKER, url, str(port), name]
+    else:
+        server = tmp / "bus_server.py"
+        server.write_text(RUN_SERVER, encoding="utf-8")
+        cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(server), "--transport", "http", "--port", str(port)]
+    return subprocess.Popen(
+        cmd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "WORKER_NAME": name, "REDIS_URL": url},
+    )
+
+
+@contextlib.contextmanager
+def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
+    """Two worker processes on one redis-server: ``{"A": endpoint url, "B": endpoint url}``."""
     procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         for name in ("A", "B"):
             port = _free_port()
-            proc = subprocess.Popen(
-                [*WORKER, redis_url, str(port), name],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-            )
-            procs[name] = (proc, port)
+            procs[name] = (_launch(style, url, port, name, tmp), port)
         for proc, port in procs.values():
             _wait_port(port, proc)
         yield {name: f"http://127.0.0.1:{port}/mcp" for name, (_, port) in procs.items()}
@@ -70,6 +121,19 @@ def workers(redis_url: str) -> Iterator[dict[str, str]]:  # noqa: F811
                 proc.wait(timeout=10)
             if proc.stdout is not None:
                 proc.stdout.close()
+
+
+@pytest.fixture(params=["uvicorn", "mcpkit-run"])
+def workers(request: pytest.FixtureRequest, redis_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:  # noqa: F811
+    with _workers(request.param, redis_url, tmp_path) as urls:
+        yield urls
+
+
+@pytest.fixture
+def store_workers(redis_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:  # noqa: F811
+    """Workers that also share a RedisEventStore (the uvicorn script: `mcpkit run` has no option for one)."""
+    with _workers("uvicorn", redis_url, tmp_path) as urls:
+        yield urls
 
 
 @contextlib.asynccontextmanager
@@ -162,12 +226,12 @@ async def _events(lines: AsyncIterator[str], n: int) -> list[tuple[str | None, b
 
 
 @pytest.mark.req("A011", "A012", "S025")
-async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(workers: dict[str, str]) -> None:
+async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(store_workers: dict[str, str]) -> None:
     """Events for B's session are numbered and kept in Redis; after the connection drops, the client resumes with
     Last-Event-ID and gets exactly what it missed, including a change made on A while it was away."""
-    url_b = workers["B"]
+    url_b = store_workers["B"]
     version = "2025-11-25"
-    async with httpx.AsyncClient(timeout=10) as http, _modern(workers["A"]) as cs_a:
+    async with httpx.AsyncClient(timeout=10) as http, _modern(store_workers["A"]) as cs_a:
         init = await http.post(url_b, json=initialize_body(version), headers={"accept": ACCEPT_BOTH})
         sid = init.headers["mcp-session-id"]
         headers = {"mcp-session-id": sid, "mcp-protocol-version": version}
