@@ -67,8 +67,17 @@ elif [ "$rc" -ne 0 ]; then
 fi
 elapsed
 
-section "compliance matrix (docs/compliance.md)"
-"$PY" scripts/compliance.py
+section "official MCP conformance suites (tests/conformance/run.py)"
+# Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
+# 2025-06-18, 2025-11-25 and 2026-07-28) and examples/conformance_client.py (every non-auth client scenario).
+# Fails on any failure not in tests/conformance/expected-failures.yml (reasons: tests/conformance/README.md).
+"$PY" tests/conformance/run.py
+elapsed
+
+section "compliance matrix (docs/compliance.md) and MUST gate"
+# Fails when a MUST requirement has no passing test, except the IDs deferred (with reasons) in
+# tests/deferred-requirements.txt.
+"$PY" scripts/compliance.py --fail-on-missing-must
 
 section "OK"
 elapsed

@@ -1,0 +1,216 @@
+"""The client program the official MCP conformance suite runs for its client scenarios.
+
+The suite starts it as ``python examples/conformance_client.py <server-url>`` with ``MCP_CONFORMANCE_SCENARIO``
+(which scenario), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (0.2 suites: the revision under test) and, for some
+scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON). It does what each scenario expects of a client, with mcpkit's
+high-level :class:`~mcpkit.client.client.Client`, and exits non-zero when the scenario is unknown or fails.
+
+    MCP_CONFORMANCE_SCENARIO=tools_call python examples/conformance_client.py http://localhost:3000/mcp
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcpkit.client.client import Client
+from mcpkit.protocol.versions import LATEST_HANDSHAKE, is_modern
+
+logger = logging.getLogger("conformance-client")
+Scenario = Callable[[str], Awaitable[None]]
+SCENARIOS: dict[str, Scenario] = {}
+
+
+def scenario(*names: str) -> Callable[[Scenario], Scenario]:
+    def register(fn: Scenario) -> Scenario:
+        for name in names:
+            SCENARIOS[name] = fn
+        return fn
+
+    return register
+
+
+def protocol_version() -> str:
+    return os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or LATEST_HANDSHAKE
+
+
+def context() -> dict[str, Any]:
+    raw = os.environ.get("MCP_CONFORMANCE_CONTEXT")
+    if not raw:
+        return {}
+    data = json.loads(raw)
+    return data if isinstance(data, dict) else {}
+
+
+def sampling_handler(params: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": {"type": "text", "text": "This is a response from the mcpkit conformance client"},
+        "model": "mcpkit-conformance-model",
+        "stopReason": "endTurn",
+    }
+
+
+def elicitation_handler(params: dict[str, Any]) -> dict[str, Any]:
+    """Accept; the client fills the requested schema's defaults into the content (SEP-1034)."""
+    schema = params.get("requestedSchema") or {}
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    content: dict[str, Any] = {}
+    if isinstance(props, dict) and "confirmed" in props:
+        content["confirmed"] = True
+    return {"action": "accept", "content": content}
+
+
+def make_client(url: str, *, version: str | None = None, **options: Any) -> Client:
+    v = version or protocol_version()
+    return Client(
+        url,
+        mode="modern" if is_modern(v) else "handshake",
+        protocol_version=v,
+        client_info={"name": "mcpkit-conformance-client", "version": "1.0.0"},
+        roots=["file:///test/root"],
+        sampling_handler=sampling_handler,
+        elicitation_handler=elicitation_handler,
+        validate_output=False,
+        reconnect=False,
+        timeout=30.0,
+        **options,
+    )
+
+
+def stub_arguments(schema: Any) -> dict[str, Any]:
+    """Values for a tool's required arguments (enough for the mocks, which check headers and names)."""
+    args: dict[str, Any] = {}
+    if not isinstance(schema, dict):
+        return args
+    props = schema.get("properties") or {}
+    for name in schema.get("required") or []:
+        prop = props.get(name) if isinstance(props, dict) else None
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        args[name] = {"number": 1, "integer": 1, "boolean": True, "array": [], "object": {}}.get(str(kind), "test")
+    return args
+
+
+# ---------------------------------------------------------------------------------------------- scenarios
+
+
+@scenario("initialize")
+async def initialize(url: str) -> None:
+    async with make_client(url, version=LATEST_HANDSHAKE) as client:
+        if "tools" not in client.server_capabilities:
+            return  # this mock declares no capabilities: the handshake is the test
+        tools = await client.list_tools()
+        if tools:
+            await client.call_tool(tools[0].name, stub_arguments(tools[0].input_schema), raise_on_error=False)
+
+
+@scenario("tools_call")
+async def tools_call(url: str) -> None:
+    async with make_client(url) as client:
+        await client.list_tools()
+        result = await client.call_tool("add_numbers", {"a": 5, "b": 3}, raise_on_error=False)
+        logger.info("add_numbers -> %s", result.text)
+
+
+@scenario("elicitation-sep1034-client-defaults", "elicitation-defaults")
+async def elicitation_defaults(url: str) -> None:
+    async with make_client(url) as client:
+        await client.list_tools()
+        await client.call_tool("test_client_elicitation_defaults", {}, raise_on_error=False)
+
+
+@scenario("sse-retry")
+async def sse_retry(url: str) -> None:
+    async with make_client(url, version=LATEST_HANDSHAKE) as client:
+        await client.list_tools()
+        result = await client.call_tool("test_reconnection", {}, raise_on_error=False)
+        logger.info("test_reconnection -> %s", result.text)
+
+
+@scenario("request-metadata")
+async def request_metadata(url: str) -> None:
+    async with make_client(url) as client:
+        if "tools" not in client.server_capabilities:
+            await client.ping() if not client.modern else await client.discover()
+            return  # the mock declares no tools: the (retried) requests' metadata is the test
+        await client.list_tools()
+        await client.call_tool("add_numbers", {"a": 2, "b": 3}, raise_on_error=False)
+
+
+@scenario("sep-2322-client-request-state")
+async def request_state(url: str) -> None:
+    async with make_client(url) as client:
+        await client.list_tools()
+        for name in ("test_mrtr_echo_state", "test_mrtr_unrelated", "test_mrtr_no_state", "test_mrtr_no_result_type"):
+            await client.call_tool(name, {}, raise_on_error=False)
+
+
+@scenario("http-standard-headers")
+async def standard_headers(url: str) -> None:
+    async with make_client(url) as client:
+        tools = await client.list_tools()
+        for tool in tools:
+            await client.call_tool(tool.name, stub_arguments(tool.input_schema), raise_on_error=False)
+        for resource in await client.list_resources():
+            await client.read_resource(resource.uri)
+        for prompt in await client.list_prompts():
+            args = {a.name: "test" for a in prompt.arguments or [] if a.required}
+            await client.get_prompt(prompt.name, args)
+
+
+@scenario("http-custom-headers")
+async def custom_headers(url: str) -> None:
+    calls = context().get("toolCalls") or []
+    async with make_client(url) as client:
+        await client.list_tools()
+        for call in calls:
+            await client.call_tool(call["name"], call.get("arguments") or {}, raise_on_error=False)
+
+
+@scenario("http-invalid-tool-headers")
+async def invalid_tool_headers(url: str) -> None:
+    async with make_client(url) as client:
+        tools = await client.list_tools()  # tools with invalid x-mcp-header annotations are dropped here
+        for tool in tools:
+            args = stub_arguments(tool.input_schema)
+            await client.call_tool(tool.name, args, raise_on_error=False)
+
+
+@scenario("json-schema-ref-no-deref")
+async def ref_no_deref(url: str) -> None:
+    async with make_client(url, version=LATEST_HANDSHAKE) as client:
+        tools = await client.list_tools()
+        logger.info("tools: %s", [t.name for t in tools])
+
+
+@scenario("json-schema-2020-12-preservation")
+async def schema_preservation(url: str) -> None:
+    async with make_client(url) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        tool = tools.get("json_schema_2020_12_tool")
+        schema = tool.input_schema if tool is not None else {}
+        await client.call_tool("json_schema_echo", {"schema": schema}, raise_on_error=False)
+
+
+async def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if len(argv) < 2:
+        print("usage: conformance_client.py <server-url>", file=sys.stderr)
+        return 2
+    url = argv[-1]
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    fn = SCENARIOS.get(name)
+    if fn is None:
+        print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
+        return 1
+    await fn(url)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(sys.argv)))

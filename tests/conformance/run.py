@@ -1,0 +1,335 @@
+#!/usr/bin/env python3
+"""Run the official MCP conformance suites against mcpkit's conformance server and client.
+
+    python tests/conformance/run.py [--only server|client] [--keep DIR] [-v]
+
+Server side: starts ``mcpkit run examples/conformance_server.py --transport http --port <free>`` and runs every
+server scenario of both pinned harnesses (tests/package.json: 0.1.16 and 0.2.0-alpha.12), ``--suite all`` (pending
+scenarios included) at 2025-06-18, 2025-11-25 and (0.2) 2026-07-28, plus the bare 0.2 ``--suite all`` leg, the only
+one that reaches the extension scenarios (tasks-*, sep-2640-*).
+Client side: runs ``examples/conformance_client.py`` in every client scenario that is not about authorization, at
+each revision the scenario applies to.
+
+Every ``checks.json`` the harnesses write is read back. A check counts as failed when its status is FAILURE (and,
+in client scenarios, WARNING too, as the harness rules), and a client scenario fails when the program exits
+non-zero or times out. Failures listed in ``tests/conformance/expected-failures.yml`` (each with its reason in
+tests/conformance/README.md) are reported but tolerated; anything else fails the run (exit 1). Entries that no
+longer fail are reported as stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+NODE_MODULES = ROOT / "tests" / "node_modules"
+NODE = NODE_MODULES / ".bin" / "node"
+HARNESSES = {
+    "0.1.16": NODE_MODULES / "@modelcontextprotocol" / "conformance" / "dist" / "index.js",
+    "0.2.0-alpha.12": NODE_MODULES / "conformance-0.2" / "dist" / "index.js",
+}
+BASELINE = HERE / "expected-failures.yml"
+PY = sys.executable
+SERVER_FILE = ROOT / "examples" / "conformance_server.py"
+CLIENT_FILE = ROOT / "examples" / "conformance_client.py"
+
+# (harness, --spec-version or None for the bare leg)
+SERVER_LEGS: list[tuple[str, str | None]] = [
+    ("0.1.16", "2025-06-18"),
+    ("0.1.16", "2025-11-25"),
+    ("0.2.0-alpha.12", "2025-06-18"),
+    ("0.2.0-alpha.12", "2025-11-25"),
+    ("0.2.0-alpha.12", "2026-07-28"),
+    ("0.2.0-alpha.12", None),
+]
+# every client scenario that is not about authorization, at each revision it applies to
+CLIENT_LEGS: list[tuple[str, str, str | None]] = [
+    ("0.1.16", "initialize", None),
+    ("0.1.16", "tools_call", None),
+    ("0.1.16", "elicitation-sep1034-client-defaults", None),
+    ("0.1.16", "sse-retry", None),
+    ("0.2.0-alpha.12", "initialize", "2025-06-18"),
+    ("0.2.0-alpha.12", "initialize", "2025-11-25"),
+    ("0.2.0-alpha.12", "tools_call", "2025-06-18"),
+    ("0.2.0-alpha.12", "tools_call", "2025-11-25"),
+    ("0.2.0-alpha.12", "tools_call", "2026-07-28"),
+    ("0.2.0-alpha.12", "elicitation-sep1034-client-defaults", "2025-11-25"),
+    ("0.2.0-alpha.12", "sse-retry", "2025-11-25"),
+    ("0.2.0-alpha.12", "request-metadata", "2026-07-28"),
+    ("0.2.0-alpha.12", "sep-2322-client-request-state", "2026-07-28"),
+    ("0.2.0-alpha.12", "http-standard-headers", "2026-07-28"),
+    ("0.2.0-alpha.12", "http-custom-headers", "2026-07-28"),
+    ("0.2.0-alpha.12", "http-invalid-tool-headers", "2026-07-28"),
+    ("0.2.0-alpha.12", "json-schema-ref-no-deref", "2026-07-28"),
+    ("0.2.0-alpha.12", "json-schema-2020-12-preservation", "2025-11-25"),
+    ("0.2.0-alpha.12", "json-schema-2020-12-preservation", "2026-07-28"),
+]
+_TS_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@dataclass
+class Failure:
+    side: str  # server | client
+    leg: str
+    scenario: str
+    check: str  # check id, or "" for the scenario as a whole (client exit code, timeout, harness error)
+    message: str
+
+
+@dataclass
+class LegResult:
+    name: str
+    passed: int = 0
+    failed: int = 0
+    scenarios: int = 0
+    summary: list[str] = field(default_factory=list)
+    failures: list[Failure] = field(default_factory=list)
+
+
+def load_baseline(path: Path) -> dict[str, set[str]]:
+    """The expected-failures file: ``server:``/``client:`` lists of ``scenario`` or ``scenario:check-id``."""
+    out: dict[str, set[str]] = {"server": set(), "client": set()}
+    if not path.exists():
+        return out
+    section: str | None = None
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        if not line.startswith((" ", "-")) and line.endswith(":"):
+            section = line[:-1].strip()
+            if section not in out:
+                raise SystemExit(f"{path}: unknown section {section!r} (use server: / client:)")
+            continue
+        item = line.strip()
+        if not item.startswith("- ") or section is None:
+            raise SystemExit(f"{path}: cannot read line {raw!r}")
+        entry = item[2:].strip().strip("'\"")
+        if ": " in entry:
+            raise SystemExit(f"{path}: {entry!r}: write scenario:check-id without a space")
+        out[section].add(entry)
+    return out
+
+
+def is_expected(f: Failure, baseline: dict[str, set[str]]) -> str | None:
+    entries = baseline.get(f.side, set())
+    for key in (f.scenario, f"{f.scenario}:{f.check}"):
+        if key in entries:
+            return key
+    return None
+
+
+def scenario_name(dirname: str, side: str) -> str:
+    name = _TS_SUFFIX.sub("", dirname)
+    if side == "server" and name.startswith("server-"):
+        name = name[len("server-") :]
+    return name
+
+
+def read_checks(out_dir: Path, side: str, leg: str, result: LegResult) -> dict[str, list[dict[str, object]]]:
+    by_scenario: dict[str, list[dict[str, object]]] = {}
+    for checks_file in sorted(out_dir.rglob("checks.json")):
+        scenario = scenario_name(checks_file.parent.name, side)
+        checks = json.loads(checks_file.read_text(encoding="utf-8"))
+        by_scenario[scenario] = checks
+        result.scenarios += 1
+        failing_statuses = {"FAILURE"} if side == "server" else {"FAILURE", "WARNING"}
+        for check in checks:
+            status = check.get("status")
+            if status == "SUCCESS":
+                result.passed += 1
+            elif status in failing_statuses:
+                result.failed += 1
+                msg = str(check.get("errorMessage") or check.get("description") or "")
+                result.failures.append(Failure(side, leg, scenario, str(check.get("id")), msg[:300]))
+            elif status == "FAILURE" or status == "WARNING":
+                pass  # a WARNING in server mode: reported by the harness, not a failure
+    return by_scenario
+
+
+def summary_lines(output: str) -> list[str]:
+    text = _ANSI.sub("", output)
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith(("Total:", "✗", "Passed:", "✅ OVERALL", "❌ OVERALL", "SKIPPED")):
+            lines.append(s)
+    return lines
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def conformance_server() -> Iterator[str]:
+    port = free_port()
+    cmd = [PY, "-m", "mcpkit.cli.main", "run", str(SERVER_FILE), "--transport", "http", "--port", str(port)]
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the server stops
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if proc.poll() is not None:
+                log.seek(0)
+                raise SystemExit(f"the conformance server exited:\n{log.read().decode(errors='replace')}")
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit("the conformance server did not start listening within 30s")
+            time.sleep(0.1)
+        yield f"http://localhost:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.returncode not in (0, -15, 143):
+            log.seek(0)
+            print(f"conformance server exit code {proc.returncode}:\n{log.read().decode(errors='replace')[-3000:]}")
+        log.close()
+
+
+def run_harness(version: str, args: list[str], timeout: float) -> tuple[int, str]:
+    cmd = [str(NODE), str(HARNESSES[version]), *args]
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return 124, out + f"\n[runner] harness timed out after {timeout:.0f}s"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def run_server_legs(url: str, work: Path, verbose: bool) -> list[LegResult]:
+    results = []
+    for version, spec in SERVER_LEGS:
+        leg = f"{version} server --suite all" + (f" --spec-version {spec}" if spec else " (bare)")
+        out_dir = work / f"server-{version}-{spec or 'bare'}"
+        args = ["server", "--url", url, "--suite", "all", "-o", str(out_dir)]
+        if spec:
+            args += ["--spec-version", spec]
+        rc, output = run_harness(version, args, timeout=300)
+        result = LegResult(leg)
+        read_checks(out_dir, "server", leg, result)
+        result.summary = [s for s in summary_lines(output) if s.startswith(("Total:", "✗"))]
+        if rc != 0 and not result.failures:
+            result.failures.append(Failure("server", leg, "*", "", f"harness exit {rc} without failing checks"))
+        if result.scenarios == 0:
+            result.failures.append(Failure("server", leg, "*", "", "the harness ran no scenario"))
+        if verbose or rc not in (0, 1):
+            print(_ANSI.sub("", output)[-4000:])
+        results.append(result)
+    return results
+
+
+def run_client_legs(work: Path, verbose: bool) -> list[LegResult]:
+    results = []
+    command = f"{PY} {CLIENT_FILE}"
+    if " " in PY or " " in str(CLIENT_FILE):
+        raise SystemExit("the harness splits --command on spaces: run from a path without spaces")
+    for version, scenario, spec in CLIENT_LEGS:
+        leg = f"{version} client {scenario}" + (f" --spec-version {spec}" if spec else "")
+        out_dir = work / f"client-{version}-{scenario}-{spec or 'default'}"
+        args = ["client", "--command", command, "--scenario", scenario, "-o", str(out_dir), "--timeout", "60000"]
+        if spec:
+            args += ["--spec-version", spec]
+        rc, output = run_harness(version, args, timeout=120)
+        result = LegResult(leg)
+        read_checks(out_dir, "client", leg, result)
+        result.summary = [s for s in summary_lines(output) if "OVERALL" in s or s.startswith("Passed:")]
+        if rc != 0:
+            reason = "client exited non-zero" if "CLIENT EXITED WITH ERROR" in output else f"harness exit {rc}"
+            if not result.failures or "CLIENT EXITED WITH ERROR" in output:
+                result.failures.append(Failure("client", leg, scenario, "", reason))
+        if result.scenarios == 0:
+            result.failures.append(Failure("client", leg, scenario, "", "no checks were written"))
+        if verbose or rc != 0:
+            print(_ANSI.sub("", output)[-4000:])
+        results.append(result)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--only", choices=["server", "client"], help="run one side only")
+    parser.add_argument("--keep", type=Path, help="keep the harnesses' checks.json trees in this directory")
+    parser.add_argument("--baseline", type=Path, default=BASELINE)
+    parser.add_argument("-v", "--verbose", action="store_true", help="print the harness output of every leg")
+    args = parser.parse_args(argv)
+    missing = [str(p) for p in (NODE, *HARNESSES.values()) if not p.exists()]
+    if missing:
+        print(f"missing npm peers (run scripts/test.sh or `cd tests && npm ci`): {', '.join(missing)}")
+        return 1
+    baseline = load_baseline(args.baseline)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="mcpkit-conformance-"))
+    if args.keep and work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    results: list[LegResult] = []
+    try:
+        if args.only in (None, "server"):
+            with conformance_server() as url:
+                print(f"conformance server: {url}")
+                results += run_server_legs(url, work, args.verbose)
+        if args.only in (None, "client"):
+            results += run_client_legs(work, args.verbose)
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    unexpected: list[Failure] = []
+    used: set[tuple[str, str]] = set()
+    print("\n==================== conformance summary ====================")
+    for r in results:
+        expected = [f for f in r.failures if is_expected(f, baseline)]
+        bad = [f for f in r.failures if not is_expected(f, baseline)]
+        for f in expected:
+            used.add((f.side, str(is_expected(f, baseline))))
+        unexpected += bad
+        verdict = "ok" if not bad else "FAIL"
+        extra = f", {len(expected)} expected" if expected else ""
+        print(f"[{verdict:4}] {r.name}: {r.scenarios} scenario(s), {r.passed} passed, {r.failed} failed{extra}")
+        for line in r.summary:
+            if line.startswith("✗") or line.startswith("Total:"):
+                print(f"         {line}")
+    for side, entries in baseline.items():
+        for entry in sorted(entries):
+            if (side, entry) not in used:
+                print(f"stale expected-failure entry (it passes now; remove it): {side}: {entry}")
+    if unexpected:
+        print(f"\n{len(unexpected)} unexpected failure(s):")
+        for f in unexpected:
+            where = f"{f.scenario}:{f.check}" if f.check else f.scenario
+            print(f"  ✗ [{f.leg}] {where}: {f.message}")
+    total_p = sum(r.passed for r in results)
+    total_f = sum(r.failed for r in results)
+    print(
+        f"\nconformance: {len(results)} legs, {total_p} checks passed, {total_f} failed "
+        f"({total_f - sum(1 for f in unexpected if f.check)} expected), {len(unexpected)} unexpected, "
+        f"{time.monotonic() - start:.0f}s"
+    )
+    return 1 if unexpected else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
