@@ -159,3 +159,25 @@ async def test_era_fallback_against_single_era_servers() -> None:
             ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs:
         assert cs.modern
         await cs.list_tools()
+
+
+async def test_one_app_serves_every_transport() -> None:
+    """create_app mounts the legacy SSE endpoint (/sse, /messages, /message) and WebSocket (/ws) next to /mcp."""
+    import httpx
+
+    from mcpkit.transports.http.sse_client import SSEClientTransport
+    from mcpkit.transports.http.ws_client import WebSocketClientTransport
+
+    async with running(make_server(), sse=True, ws=True) as (base, _):
+        async with ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="handshake") as cs:
+            assert (await cs.call_tool("echo", {"text": "mcp"})).content[0].text == "mcp"  # type: ignore[union-attr]
+        async with SSEClientTransport(base + "/sse") as conn, ClientSession(conn, mode="handshake") as cs:
+            assert (await cs.call_tool("echo", {"text": "sse"})).content[0].text == "sse"  # type: ignore[union-attr]
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        async with WebSocketClientTransport(ws_url) as conn, ClientSession(conn, mode="auto") as cs:
+            assert (await cs.call_tool("echo", {"text": "ws"})).content[0].text == "ws"  # type: ignore[union-attr]
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(base + "/nowhere")).status_code == 404
+            assert (await http.post(base + "/message", json={})).status_code == 400  # legacy POST needs session_id
+            r = await http.get(base + "/sse", headers={"origin": "http://evil.example"})
+            assert r.status_code == 403  # one DNS-rebinding policy for every route
