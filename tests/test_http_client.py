@@ -181,3 +181,38 @@ async def test_one_app_serves_every_transport() -> None:
             assert (await http.post(base + "/message", json={})).status_code == 400  # legacy POST needs session_id
             r = await http.get(base + "/sse", headers={"origin": "http://evil.example"})
             assert r.status_code == 403  # one DNS-rebinding policy for every route
+
+
+@pytest.mark.req("A008", "A012")
+async def test_standalone_stream_resumes_after_the_server_drops_it() -> None:
+    """The server drops the GET stream's connection; a notification sent meanwhile is kept in the event store;
+    the client reconnects after ``retry:`` with Last-Event-ID and gets it exactly once."""
+    server = make_server()
+    async with running(server, event_store=InMemoryEventStore(), retry_interval=100) as (base, app):
+        seen: list[str] = []
+        transport = StreamableHTTPClientTransport(base + "/mcp", reconnect_delay=5.0)
+        async with ClientSession(transport, mode="handshake",
+                                 notification_handler=lambda m, p: seen.append(m)) as cs:
+            ep = app.streamable
+            hs = ep._sessions[transport.session_id]
+            for _ in range(100):
+                if hs.standalone is not None and hs.standalone.conn is not None:
+                    break
+                await asyncio.sleep(0.02)
+            stream = hs.standalone
+            assert stream is not None and stream.close_connection()
+            await server.notify_list_changed("tools")  # nobody is connected: it waits in the event store
+            t0 = time.monotonic()
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.02)
+            assert seen == ["notifications/tools/list_changed"]
+            assert time.monotonic() - t0 < 2  # the server's retry (100 ms), not the client's 5 s default
+            await server.notify_list_changed("tools")  # and the resumed stream is live
+            for _ in range(100):
+                if len(seen) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert seen == ["notifications/tools/list_changed"] * 2
+            await cs.call_tool("echo", {"text": "x"})
