@@ -773,3 +773,31 @@ async def test_x_mcp_header_validation_for_mcpkit_tools() -> None:
         r = await http.post(base + "/mcp", json=body,
                             headers=modern_headers("tools/call", "where", **{"Mcp-Param-Region": "eu"}))
         assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "eu"
+
+
+@pytest.mark.req("A014")
+async def test_ending_a_session_closes_its_open_answers_cleanly() -> None:
+    probe = Probe()
+    server = make_server(probe)
+
+    @server.handler("prompts/get")
+    async def silent(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return {"messages": []}
+
+    async with running(server) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        pending = asyncio.ensure_future(http.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "prompts/get",
+                                                             "params": {"name": "p"}},
+                                                  headers=handshake_headers(sid, V)))
+        async with http.stream("POST", url, json=call(8, "hang"), headers=handshake_headers(sid, V)) as r:
+            lines = r.aiter_lines()
+            async for line in lines:
+                if line.startswith("data: "):
+                    break
+            assert (await http.delete(url, headers={"mcp-session-id": sid})).status_code == 200
+            rest = [line async for line in lines]  # the SSE body ends properly (no truncated chunked read)
+        assert not any(line.startswith("data: ") for line in rest)
+        silent_answer = await asyncio.wait_for(pending, 5)
+        assert silent_answer.status_code == 404

@@ -911,14 +911,20 @@ class StreamableHTTPEndpoint:
                     w.add_done_callback(lambda _: self._cancel(ctx))
 
             timer = loop.call_later(0.05, start_watcher)
+        ended = False
         try:
             await runner
+        except asyncio.CancelledError:
+            hs = stream.hs
+            if not (self._closing or (hs is not None and hs.session.closed)):
+                raise
+            ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
         finally:
             if timer is not None:
                 timer.cancel()
         task = asyncio.current_task()
         if task is not None and task.cancelling():
-            task.uncancel()  # a cancellation aimed at the request, absorbed by the engine: this task goes on
+            task.uncancel()  # a cancellation aimed at the request, absorbed here or by the engine: we go on
         if stream.mode == _SSE_MODE:
             stream.finish()
             if stream.pump is not None:
@@ -931,6 +937,9 @@ class StreamableHTTPEndpoint:
             watcher.cancel()
         buf = stream.buf
         if not buf:
+            if ended:
+                await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
+                return 404
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         data = buf[-1]
