@@ -52,6 +52,8 @@ def build_server(
     if transport not in ("http", "streamable-http", "sse", "ws"):
         raise ValueError(f"unknown HTTP transport {transport!r} (expected 'http', 'sse' or 'ws')")
     uv = {k: options.pop(k) for k in list(options) if k in _UVICORN_KEYS}
+    if transport in ("sse", "ws") and "path" in options:
+        options[f"{transport}_path"] = options.pop("path")  # ``--path`` names the chosen transport's route
     origins, hosts = default_policy(host, options.pop("allowed_origins", None), options.pop("allowed_hosts", None))
     app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **options)
     uv.setdefault("log_level", "warning")
