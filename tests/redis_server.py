@@ -102,7 +102,7 @@ def build_worker(redis_url: str, name: str) -> tuple[object, object]:
     """(the MCPKit app, the ASGI app with the bus bridge) of one worker."""
     from mcpkit import MCPKit
     from mcpkit.stores.bus import attach_bus
-    from mcpkit.stores.redis import RedisBus, RedisEventStore
+    from mcpkit.stores.redis import RedisBus, RedisEventStore, RedisSessionStore
     from mcpkit.transports.http import create_app
 
     app = MCPKit(name, request_state_keys=[SHARED_KEY], page_size=1)
@@ -132,7 +132,15 @@ def build_worker(redis_url: str, name: str) -> tuple[object, object]:
         return "doc"
 
     bridge = attach_bus(app, RedisBus(redis_url, prefix="e2e:"))
-    asgi = bridge.asgi(create_app(app, event_store=RedisEventStore(redis_url, prefix="e2e:"), sse=False, ws=False))
+    endpoint = create_app(
+        app,
+        event_store=RedisEventStore(redis_url, prefix="e2e:"),
+        session_store=RedisSessionStore(redis_url, prefix="e2e:"),
+        session_idle_timeout=float(os.environ.get("WORKER_IDLE_TIMEOUT", "1800")),
+        sse=False,
+        ws=False,
+    )
+    asgi = bridge.asgi(endpoint)
     return app, asgi
 
 
