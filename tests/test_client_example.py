@@ -145,3 +145,19 @@ async def test_cancel_and_decline(mode: str) -> None:
         with pytest.raises(asyncio.CancelledError):
             await task
         assert (await c.call_tool("echo", {"text": "after"})).text == "after"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("mode", ERAS)
+async def test_watch_is_era_portable(kind: str, mode: str) -> None:
+    async with Client(target(kind), mode=mode) as c:
+        async with c.watch(tools=True, resource_uris=["mcpkit://counter"]) as w:
+            await c.call_tool("touch")
+            method, params = await w.next(timeout=5)
+            assert (method, params["uri"]) == ("notifications/resources/updated", "mcpkit://counter")
+            await c.call_tool("add_tool", {"name": f"watched_{mode}"})
+            method, _ = await w.next(timeout=5)
+            assert method == "notifications/tools/list_changed"
+        # after the watch ended (unsubscribed), updates no longer arrive through it
+        await c.call_tool("touch")
+        assert await c.read_text("mcpkit://counter") == "2"

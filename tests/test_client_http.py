@@ -34,6 +34,7 @@ class Recorder:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.times: list[float] = []  # loop time at which each request arrived
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -42,6 +43,7 @@ class Recorder:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         entry: list[Any] = [scope["method"], scope["path"], headers, b""]
         self.requests.append(entry)  # type: ignore[arg-type]
+        self.times.append(asyncio.get_running_loop().time())
 
         async def recv() -> Any:
             message = await receive()
@@ -237,8 +239,12 @@ async def test_sse_stream_resumption_through_the_client() -> None:
         r = await c.call_tool("polled", {"n": 6})
         assert r.text == "polled 6"
     assert [m["data"] for m in logs] == [f"event {i}" for i in range(6)]  # nothing lost across the drop
-    resumed = [r for r in rec.requests if r[0] == "GET" and "last-event-id" in r[2]]
+    resumed = [i for i, r in enumerate(rec.requests) if r[0] == "GET" and "last-event-id" in r[2]]
     assert resumed  # the dropped stream was resumed with Last-Event-ID
+    call = next(i for i, r in enumerate(rec.requests) if r[0] == "POST" and b'"polled"' in r[3])
+    # the handler closes the stream after >= 80 ms of work, announcing `retry: 50` (close_sse_stream(ctx, 50)):
+    # the client waited that long before resuming
+    assert rec.times[resumed[0]] - rec.times[call] >= 0.125
 
 
 # ---------------------------------------------------------------------------------------------- server-everything

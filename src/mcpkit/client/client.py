@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar
 
@@ -65,6 +65,7 @@ __all__ = [
     "ToolCallError",
     "ToolOutputError",
     "ToolResult",
+    "Watch",
     "apply_schema_defaults",
 ]
 
@@ -266,6 +267,49 @@ def _elicitation_result(value: Any, params: JSONDict) -> JSONDict:
     return result
 
 
+_LIST_CHANGED = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
+
+
+class Watch:
+    """Server change notifications, the same way in both eras (see :meth:`Client.watch`).
+
+    ``async for method, params in watch`` or ``await watch.next(timeout)``; ``method`` is one of
+    ``notifications/{tools,prompts,resources}/list_changed`` or ``notifications/resources/updated``.
+    """
+
+    def __init__(self, queue: asyncio.Queue[tuple[str, JSONDict]], methods: frozenset[str], uris: frozenset[str],
+                 subscription: Subscription | None = None) -> None:
+        self._queue = queue
+        self.methods = methods
+        self.uris = uris
+        self.subscription = subscription
+
+    def offer(self, method: str, params: JSONDict | None) -> None:
+        if method in self.methods or (method == "notifications/resources/updated"
+                                      and isinstance(params, dict) and params.get("uri") in self.uris):
+            try:
+                self._queue.put_nowait((method, params or {}))
+            except asyncio.QueueFull:
+                logger.warning("watch: slow consumer, dropped %s", method)
+
+    async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
+        if self.subscription is not None:
+            return await self.subscription.next(timeout)
+        return await asyncio.wait_for(self._queue.get(), timeout)
+
+    def __aiter__(self) -> Watch:
+        return self
+
+    async def __anext__(self) -> tuple[str, JSONDict]:
+        if self.subscription is not None:
+            return await self.subscription.__anext__()
+        return await self._queue.get()
+
+
 class Client:
     """A high-level MCP client for one server (see the module docstring).
 
@@ -376,6 +420,7 @@ class Client:
         self.url_elicitation_wait = url_elicitation_wait
         self._completed_elicitations: set[str] = set()
         self._elicitation_event = asyncio.Event()
+        self._watches: set[Watch] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -491,6 +536,8 @@ class Client:
                     self._completed_elicitations.clear()
                 self._completed_elicitations.add(eid)
                 self._elicitation_event.set()
+        for watch in list(self._watches):
+            watch.offer(method, params)
         if method == "notifications/tools/list_changed":
             self._tools_complete = False
             self._tools.clear()
@@ -813,6 +860,43 @@ class Client:
     def listen(self, **filters: Any) -> contextlib.AbstractAsyncContextManager[Subscription]:
         """``subscriptions/listen`` (2026-07-28): see :meth:`ClientSession.listen`."""
         return self.session.listen(**filters)
+
+    @contextlib.asynccontextmanager
+    async def watch(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        maxsize: int = 1024,
+    ) -> AsyncIterator[Watch]:
+        """Watch list changes and resource updates with one API in both eras.
+
+        2026-07-28: one ``subscriptions/listen`` stream with that filter. Handshake era: ``resources/subscribe``
+        for each URI (unsubscribed on exit) and the session's notifications, filtered. Yields a :class:`Watch`.
+        """
+        uris = tuple(dict.fromkeys(resource_uris))
+        if self.modern:
+            async with self.session.listen(tools=tools, prompts=prompts, resources=resources, resource_uris=uris,
+                                           maxsize=maxsize) as sub:
+                yield Watch(asyncio.Queue(1), frozenset(), frozenset(uris), sub)
+            return
+        methods = frozenset(m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts,
+                                                                       "resources": resources}[kind])
+        w = Watch(asyncio.Queue(maxsize), methods, frozenset(uris))
+        self._watches.add(w)
+        subscribed: list[str] = []
+        try:
+            for uri in uris:
+                await self.subscribe_resource(uri)
+                subscribed.append(uri)
+            yield w
+        finally:
+            self._watches.discard(w)
+            for uri in subscribed:
+                with contextlib.suppress(Exception):
+                    await self.unsubscribe_resource(uri)
 
     # ------------------------------------------------------------------ prompts
 
