@@ -123,16 +123,23 @@ def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
                 proc.stdout.close()
 
 
-@pytest.fixture(params=["uvicorn", "mcpkit-run"])
-def workers(request: pytest.FixtureRequest, redis_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:  # noqa: F811
-    with _workers(request.param, redis_url, tmp_path) as urls:
+# Module-scoped: every test opens its own sessions, so the two workers can serve them all (starting a worker
+# pair costs about a second).
+@pytest.fixture(scope="module", params=["uvicorn", "mcpkit-run"])
+def workers(
+    request: pytest.FixtureRequest,
+    redis_url: str,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, str]]:
+    with _workers(request.param, redis_url, tmp_path_factory.mktemp("workers")) as urls:
         yield urls
 
 
-@pytest.fixture
-def store_workers(redis_url: str, tmp_path: Path) -> Iterator[dict[str, str]]:  # noqa: F811
-    """Workers that also share a RedisEventStore (the uvicorn script: `mcpkit run` has no option for one)."""
-    with _workers("uvicorn", redis_url, tmp_path) as urls:
+@pytest.fixture(scope="module")
+def store_workers(redis_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:  # noqa: F811
+    """Workers that also share a RedisEventStore and a RedisSessionStore (the uvicorn script: `mcpkit run` has no
+    option for them)."""
+    with _workers("uvicorn", redis_url, tmp_path_factory.mktemp("store-workers")) as urls:
         yield urls
 
 
