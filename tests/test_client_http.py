@@ -194,6 +194,24 @@ async def test_self_healing_after_the_server_forgets_the_session() -> None:
         assert state["counter"] == 1
 
 
+async def test_self_healing_renews_subscriptions() -> None:
+    server = build_server()
+    notes: list[tuple[str, Any]] = []
+    async with serving(server) as (base, app, _rec), \
+            Client(f"{base}/mcp", mode="handshake", on_notification=lambda m, p: notes.append((m, p))) as c:
+        await c.subscribe_resource("mcpkit://text/1")
+        for sid in app.streamable.session_ids():
+            await app.streamable._end_session(app.streamable._sessions[sid])
+        await c.ping()  # 404 -> re-initialize -> subscriptions renewed -> retry
+        assert c.reconnects == 1
+        await server.notify_resource_updated("mcpkit://text/1")
+        for _ in range(100):
+            if notes:
+                break
+            await asyncio.sleep(0.02)
+        assert ("notifications/resources/updated", {"uri": "mcpkit://text/1"}) in notes
+
+
 async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
     async with serving(build_server()) as (base, app, _rec), \
             Client(f"{base}/mcp", mode="handshake", reconnect=False) as c:

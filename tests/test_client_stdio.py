@@ -367,3 +367,12 @@ async def test_typescript_v2_server_both_eras(ts_v2: list[str], mode: str) -> No
                 break
             await asyncio.sleep(0.05)
         assert await cancelled()
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_many_concurrent_calls_over_one_connection(mode: str) -> None:
+    async with Client(SERVER, mode=mode) as c:
+        results = await asyncio.gather(*(c.call_tool("echo", {"text": f"m{i}"}) for i in range(200)))
+        assert [r.text for r in results] == [f"m{i}" for i in range(200)]
+        sums = await asyncio.gather(*(c.call_tool("add", {"a": i, "b": 1}) for i in range(50)))
+        assert [r.data for r in sums] == [{"sum": i + 1} for i in range(50)]

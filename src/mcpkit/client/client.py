@@ -421,6 +421,7 @@ class Client:
         self._completed_elicitations: set[str] = set()
         self._elicitation_event = asyncio.Event()
         self._watches: set[Watch] = set()
+        self._subscriptions: set[str] = set()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -637,10 +638,22 @@ class Client:
                     self.reconnects += 1
                     self._tools_complete = False
                     logger.info("re-initialized the session with %s", self.target.description)
+                    await self._restore_subscriptions()
                     return
                 except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
                     last = exc
             raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
+
+    async def _restore_subscriptions(self) -> None:
+        """A new session knows nothing of the old one's ``resources/subscribe``: subscribe again."""
+        session = self._session
+        if session is None or session.modern:
+            return
+        for uri in sorted(self._subscriptions):
+            try:
+                await session.subscribe_resource(uri)
+            except Exception as exc:  # the resource may be gone: keep the rest
+                logger.warning("could not re-subscribe to %s after re-initializing: %s", uri, exc)
 
     # ------------------------------------------------------------------ URL elicitation required (-32042)
 
@@ -851,10 +864,13 @@ class Client:
         return "".join(texts)
 
     async def subscribe_resource(self, uri: str) -> None:
-        """``resources/subscribe`` (handshake era; in 2026-07-28 use :meth:`listen`)."""
+        """``resources/subscribe`` (handshake era; see :meth:`watch` for both eras). Subscriptions are renewed
+        when the client re-initializes after a lost session."""
         await self._call("resources/subscribe", lambda s: s.subscribe_resource(uri))
+        self._subscriptions.add(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        self._subscriptions.discard(uri)
         await self._call("resources/unsubscribe", lambda s: s.unsubscribe_resource(uri))
 
     def listen(self, **filters: Any) -> contextlib.AbstractAsyncContextManager[Subscription]:
