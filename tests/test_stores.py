@@ -291,6 +291,11 @@ async def test_bus_fans_out_to_every_subscriber_in_order(backend: Backend) -> No
 async def test_a_closed_subscription_gets_nothing_more(backend: Backend) -> None:
     bus = backend.bus()
     keep, gone = await bus.subscribe("c"), await bus.subscribe("c")
+    if backend.kind == "redis":
+        from mcpkit.stores.redis import RedisBus
+
+        assert isinstance(bus, RedisBus)
+        assert await bus.redis.pubsub_numsub(f"{backend.prefix}bus:c") == [(f"{backend.prefix}bus:c".encode(), 1)]
     await bus.publish("c", b"1")
     assert await _take(gone, 1) == [b"1"]
     await gone.aclose()
@@ -302,6 +307,14 @@ async def test_a_closed_subscription_gets_nothing_more(backend: Backend) -> None
     await bus.publish("c", b"3")
     assert await _take(late, 1) == [b"3"]
     await late.aclose()
+    if backend.kind == "redis":
+        channel = f"{backend.prefix}bus:c"
+        for _ in range(100):  # the last subscriber leaving unsubscribes the connection (no leak per channel)
+            ((_, count),) = await bus.redis.pubsub_numsub(channel)
+            if count == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert count == 0
 
 
 async def test_a_subscriber_that_falls_behind_loses_the_oldest_messages_only(backend: Backend) -> None:

@@ -146,6 +146,8 @@ class RedisEventStore(_Owned):
         return f"{self.prefix}grp:{group}"
 
     async def append(self, stream: str, seq: int, data: bytes) -> None:
+        """Keep event ``seq``. Raises ``redis.ResponseError`` when ``seq`` is not above the stream's last number:
+        two writers numbering one stream would otherwise interleave into a history no client can resume."""
         group = _group(stream)
         keys = [self._key(stream)] if group is None else [self._key(stream), self._group_key(group)]
         await self._append(keys=keys, args=[f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream])
