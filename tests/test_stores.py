@@ -492,3 +492,17 @@ async def test_redis_bus_resubscribes_by_itself_after_redis_restarts() -> None:
         await a.aclose()
         await b.aclose()
         server.stop()
+
+
+def test_redis_is_imported_only_when_a_redis_backend_is_built() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcpkit, mcpkit.stores, mcpkit.stores.bus, mcpkit.stores.redis\n"
+        "assert not any(m == 'redis' or m.startswith('redis.') for m in sys.modules), 'redis imported'\n"
+        "mcpkit.stores.redis.RedisBus('redis://127.0.0.1:1/0')\n"
+        "assert 'redis.asyncio' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
