@@ -22,7 +22,8 @@ to ``SCAN MATCH``.
 
 Every key carries a TTL refreshed on write, so abandoned streams and sessions expire by themselves; the total
 memory bound is the Redis server's ``maxmemory`` (use ``volatile-ttl`` or ``allkeys-lru``). Written for one Redis
-(or a primary with replicas); Redis Cluster is untested (keys carry no hash tags).
+(or a primary with replicas). Not for Redis Cluster as is: the append script touches a stream and its group
+set, which would need one hash tag (the session id) to share a slot.
 
 Pass a URL (``redis://127.0.0.1:6379/0``) or a ``redis.asyncio.Redis`` client created with
 ``decode_responses=False`` (values are bytes). A store built from a URL owns its client: ``await store.aclose()``.
