@@ -18,8 +18,11 @@ _LAZY: dict[str, tuple[str, str]] = {
 }
 
 if TYPE_CHECKING:
+    from .client.client import Client
     from .client.lowlevel import ClientSession
     from .protocol.errors import MCPError
+    from .server.app import MCPKit, ToolError
+    from .server.context import Context
     from .server.lowlevel import Server
 
 
