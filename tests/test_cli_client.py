@@ -16,9 +16,9 @@ SERVER = str(TESTS / "test_client_server.py")
 EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 
 
-def mcpkit(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def mcpkit(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcpkit.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**_env(), "COLUMNS": "200"})
+                          timeout=timeout, env={**_env(), "COLUMNS": "200"}, input=stdin)
 
 
 def _env() -> dict[str, str]:
@@ -129,6 +129,25 @@ def test_ping_both_eras(mode: str, version: str) -> None:
     assert info["ok"] and info["protocolVersion"] == version and info["roundTripMs"] >= 0
     pinned = as_json(mcpkit("ping", SERVER, "--protocol-version", "2025-03-26", "--json"))
     assert pinned["protocolVersion"] == "2025-03-26"
+
+
+def test_interactive_elicitation_and_roots() -> None:
+    # name typed, then Enter keeps each default (color, size, count); answers go through the schema checks
+    out = as_json(mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\n\n\n\n"))
+    assert json.loads(out["content"][0]["text"]) == {
+        "action": "accept", "content": {"name": "Ada", "color": "green", "size": "s", "count": 3}}
+    # an answer outside the enum is asked again
+    proc = mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\npurple\nred\nl\n2\n")
+    answer = json.loads(as_json(proc)["content"][0]["text"])
+    assert answer["content"] == {"name": "Ada", "color": "red", "size": "l", "count": 2}
+    assert "What is your name?" in proc.stderr and "Please select one of the available options" in proc.stderr
+    url = as_json(mcpkit("call", SERVER, "ask_url", "--interactive", "-o", "json", stdin="y\n"))
+    assert json.loads(url["content"][0]["text"]) == {"action": "accept"}
+    # not interactive (stdin is not a TTY): no elicitation capability, the server's request fails cleanly
+    plain = mcpkit("call", SERVER, "ask", "-o", "json")
+    assert plain.returncode == 1
+    roots = as_json(mcpkit("call", SERVER, "roots", "--root", "file:///a", "--root", "file:///b", "-o", "json"))
+    assert json.loads(roots["content"][0]["text"]) == {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
 
 
 def test_clear_errors() -> None:

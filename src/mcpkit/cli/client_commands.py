@@ -33,6 +33,12 @@ T = TypeVar("T")
 _JSON_FLAG = "\x00json-output"  # the value click gives a bare --json on `call`
 
 
+TARGET_HELP = (
+    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file, an http(s):// "
+    "URL (Streamable HTTP, falling back to the legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
+)
+
+
 class CLIError(Exception):
     def __init__(self, message: str, code: int = 1, detail: str = "") -> None:
         super().__init__(message)
@@ -105,7 +111,76 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
         "headers": headers or None,
         "transport": ctx_obj["transport"],
     }
+    if ctx_obj.get("root"):
+        opts["roots"] = list(ctx_obj["root"])
+    interactive = ctx_obj.get("interactive")
+    if interactive is None:
+        interactive = sys.stdin.isatty() and sys.stderr.isatty()
+    if interactive:
+        opts["elicitation_handler"] = ask_user
     return opts
+
+
+def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
+    """Ask for one form field on the terminal (stderr), honouring its type, enum/oneOf choices and default."""
+    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
+
+    err = _stderr()
+    label = str(prop.get("title") or name) + ("" if required else " (optional)")
+    if prop.get("description"):
+        label += f" [dim]- {prop['description']}[/]"
+    default = prop.get("default")
+    kind = prop.get("type")
+    choices: list[str] | None = None
+    titles: dict[str, str] = {}
+    if isinstance(prop.get("enum"), list):
+        choices = [str(c) for c in prop["enum"]]
+    elif isinstance(prop.get("oneOf") or prop.get("anyOf"), list):
+        options: list[Any] = prop.get("oneOf") or prop.get("anyOf") or []
+        choices = [str(o.get("const")) for o in options if isinstance(o, dict) and "const" in o]
+        titles = {str(o.get("const")): str(o.get("title", o.get("const"))) for o in options if isinstance(o, dict)}
+    if kind == "array":
+        items = prop.get("items") or {}
+        allowed = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
+        hint = ", ".join(str(a) for a in allowed)
+        raw = Prompt.ask(f"{label} (comma-separated: {hint})", console=err,
+                         default=",".join(str(d) for d in default) if isinstance(default, list) else None)
+        return [part.strip() for part in (raw or "").split(",") if part.strip()]
+    if titles:
+        label += " (" + ", ".join(f"{c}={t}" for c, t in titles.items()) + ")"
+    if kind == "boolean":
+        return Confirm.ask(label, console=err, default=bool(default) if default is not None else False)
+    if kind == "integer" and not choices:
+        return IntPrompt.ask(label, console=err, default=default)
+    if kind == "number" and not choices:
+        return FloatPrompt.ask(label, console=err, default=default)
+    answer = Prompt.ask(label, console=err, choices=choices, default=None if default is None else str(default))
+    return answer
+
+
+def ask_user(params: dict[str, Any]) -> Any:
+    """Elicitation handler for a terminal: URL mode asks for consent; form mode asks field by field.
+
+    Fields left empty keep their schema default (the client fills it in) or are omitted when optional."""
+    from rich.markup import escape
+    from rich.prompt import Confirm
+
+    err = _stderr()
+    err.print(f"[bold yellow]The server asks:[/] {escape(str(params.get('message', '')))}")
+    if params.get("mode") == "url":
+        err.print(f"  open: [link]{escape(str(params.get('url')))}[/link]")
+        return {"action": "accept" if Confirm.ask("Did you complete it?", console=err, default=True) else "decline"}
+    schema = params.get("requestedSchema") or {}
+    required = set(schema.get("required") or [])
+    content: dict[str, Any] = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if not isinstance(prop, dict):
+            continue
+        value = _prompt_value(name, prop, name in required)
+        if value in (None, "") and name not in required:
+            continue
+        content[name] = value
+    return {"action": "accept", "content": content}
 
 
 def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T]]) -> T:
@@ -223,6 +298,9 @@ def _connection_options(fn: F) -> F:
         click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target."),
         click.option("--transport", type=click.Choice(["http", "sse", "ws"]), default=None,
                      help="Force the transport of a URL target."),
+        click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (repeatable)."),
+        click.option("--interactive/--no-interactive", default=None,
+                     help="Answer the server's elicitation requests on the terminal (default: when it is a TTY)."),
     ]
     for d in reversed(decorators):
         fn = d(fn)
@@ -230,9 +308,10 @@ def _connection_options(fn: F) -> F:
 
 
 def _collect(target: str, timeout: float, mode: str, protocol_version: str | None, env: tuple[str, ...],
-             header: tuple[str, ...], transport: str | None) -> dict[str, Any]:
+             header: tuple[str, ...], transport: str | None, root: tuple[str, ...] = (),
+             interactive: bool | None = None) -> dict[str, Any]:
     return _client_options({"mode": mode, "protocol_version": protocol_version, "timeout": timeout, "env": env,
-                            "header": header, "transport": transport})
+                            "header": header, "transport": transport, "root": root, "interactive": interactive})
 
 
 def _guard(fn: Callable[[], None]) -> None:
@@ -245,7 +324,7 @@ def _guard(fn: Callable[[], None]) -> None:
 # ---------------------------------------------------------------------------------------------- commands
 
 
-@click.command("tools")
+@click.command("tools", epilog=TARGET_HELP)
 @_connection_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 def tools_command(target: str, as_json: bool, **kw: Any) -> None:
@@ -271,7 +350,7 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
     _guard(go)
 
 
-@click.command("call")
+@click.command("call", epilog=TARGET_HELP)
 @_connection_options
 @click.argument("tool")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
@@ -337,7 +416,7 @@ async def _call_with_progress(client: Client, tool: str, arguments: dict[str, An
         return await client.call_tool(tool, arguments, on_progress=on_progress)
 
 
-@click.command("resources")
+@click.command("resources", epilog=TARGET_HELP)
 @_connection_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 def resources_command(target: str, as_json: bool, **kw: Any) -> None:
@@ -377,7 +456,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
     _guard(go)
 
 
-@click.command("read")
+@click.command("read", epilog=TARGET_HELP)
 @_connection_options
 @click.argument("uri")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
@@ -417,7 +496,7 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
     _guard(go)
 
 
-@click.command("prompts")
+@click.command("prompts", epilog=TARGET_HELP)
 @_connection_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
@@ -442,7 +521,7 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
     _guard(go)
 
 
-@click.command("prompt")
+@click.command("prompt", epilog=TARGET_HELP)
 @_connection_options
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
@@ -466,7 +545,7 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
     _guard(go)
 
 
-@click.command("ping")
+@click.command("ping", epilog=TARGET_HELP)
 @_connection_options
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
 def ping_command(target: str, as_json: bool, **kw: Any) -> None:
