@@ -357,3 +357,39 @@ async def test_reinitialization_backs_off_and_gives_up() -> None:
             assert c.reconnects == 0 and not c.connected
         finally:
             await c.aclose()
+
+
+# ---------------------------------------------------------------------------------------------- TS SDK v2 over HTTP
+
+TS_V2 = TESTS / "interop" / "ts_server_v2.mjs"
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("mode", ERAS)
+async def test_typescript_v2_server_over_http(node_bin: Path, mode: str) -> None:
+    if not TS_V2.is_file():
+        pytest.skip("tests/interop/ts_server_v2.mjs missing")
+    proc = subprocess.Popen([str(node_bin), str(TS_V2), "--http", "--port", "0", "--legacy", "sessionful"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["listening"]
+        async with Client(url, mode=mode, roots=["file:///ts"], sampling_handler=lambda p: "from mcpkit",
+                          elicitation_handler=lambda p: {"name": "Grace"}) as c:
+            assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
+            added = await c.call_tool("add", {"a": 1, "b": 2})
+            assert added.validated and added.data == 3
+            assert "from mcpkit" in (await c.call_tool("sample", {"prompt": "x"})).text
+            assert (await c.call_tool("ask_name")).text == "Hello, Grace!"
+            assert "file:///ts" in (await c.call_tool("roots")).text
+            assert len(await c.list_resources()) == 101
+            seen: list[float] = []
+            await c.call_tool("slow", {"steps": 2, "delay_ms": 5}, on_progress=lambda p, t, m: seen.append(p))
+            assert seen == [1.0, 2.0]
+            async with c.watch(resource_uris=["mcpkit://counter"]) as w:
+                await c.call_tool("touch", {})
+                method, params = await w.next(timeout=5)
+                assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://counter"
+    finally:
+        proc.terminate()
+        proc.wait(10)
