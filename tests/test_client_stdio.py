@@ -376,3 +376,56 @@ async def test_many_concurrent_calls_over_one_connection(mode: str) -> None:
         assert [r.text for r in results] == [f"m{i}" for i in range(200)]
         sums = await asyncio.gather(*(c.call_tool("add", {"a": i, "b": 1}) for i in range(50)))
         assert [r.data for r in sums] == [{"sum": i + 1} for i in range(50)]
+
+
+# ---------------------------------------------------------------------------------------------- official Python SDK
+
+OFFICIAL_SERVER = '''
+from pydantic import BaseModel
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("official")
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+@app.tool()
+def weather(city: str) -> Weather:
+    return Weather(city=city, celsius=21.5)
+
+
+@app.resource("data://greeting")
+def greeting() -> str:
+    return "hello from the official SDK"
+
+
+@app.prompt()
+def review(code: str) -> str:
+    return f"Review this: {code}"
+
+
+app.run()
+'''
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern", "auto"])
+async def test_official_python_sdk_server(mode: str, tmp_path: Path) -> None:
+    pytest.importorskip("mcp.server.mcpserver")
+    script = tmp_path / "official_server.py"
+    script.write_text(OFFICIAL_SERVER)
+    async with Client(str(script), mode=mode) as c:
+        assert c.protocol_version == ("2025-11-25" if mode == "handshake" else "2026-07-28")
+        added = await c.call_tool("add", {"a": 1, "b": 2})
+        assert added.validated and added.structured == {"result": 3} and added.data == 3
+        weather = await c.call_tool("weather", {"city": "Oslo"})
+        assert weather.validated and weather.data == {"city": "Oslo", "celsius": 21.5}
+        assert await c.read_text("data://greeting") == "hello from the official SDK"
+        assert (await c.get_prompt("review", {"code": "x=1"})).messages[0].content.text == "Review this: x=1"  # type: ignore[union-attr]
