@@ -440,6 +440,7 @@ async def test_slow_standalone_reader_cannot_grow_memory() -> None:
         await server.notify_list_changed("tools")
         assert conn.queue.qsize() <= 16
     assert conn.aborted  # the laggard was cut off instead of buffering 5000 messages
+    assert stream.conn is None  # and the session accepts a new GET (resumable from the event store, if any)
     disconnect.set()
     getter.cancel()
     await app.aclose()

@@ -332,6 +332,8 @@ class _Stream:
             except asyncio.QueueFull:
                 logger.warning("session %s: standalone SSE reader too slow; closing its stream", self.hs.id[:8])
                 conn.abort()
+                if self.conn is conn:
+                    self.conn = None  # the client may reconnect (and resume from the event store, if any)
             return
         await conn.queue.put((seq, frame))
 
@@ -491,7 +493,6 @@ class StreamableHTTPEndpoint:
         self._modern_peer: Peer | None = None
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
 
     # ------------------------------------------------------------------ public
@@ -513,8 +514,6 @@ class StreamableHTTPEndpoint:
             await self._end_session(hs)
         with contextlib.suppress(Exception):
             await self.server.close_listeners()
-        for task in list(self._tasks):
-            task.cancel()
 
     async def expire_idle(self) -> int:
         """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many."""
@@ -1077,7 +1076,7 @@ class StreamableHTTPEndpoint:
             await self._resume(hs, last, receive, send)
             return
         stream = hs.standalone
-        if stream is not None and stream.conn is not None:
+        if stream is not None and stream.conn is not None and not stream.conn.ended:
             await _respond(send, 409, _bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
             return
         if stream is None:
