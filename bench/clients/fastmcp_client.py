@@ -1,4 +1,4 @@
-"""Client contender: fastmcp's `Client` (4.1.2) over stdio (PythonStdioTransport-style launcher)."""
+"""Client contender: fastmcp's `Client` (4.1.2) over stdio, handshake era (mode="legacy", like the others)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from fastmcp.client.transports import StdioTransport
 async def main() -> None:
     calls, seconds, server = args()
     t = time.perf_counter()
-    async with Client(StdioTransport(command=server[0], args=server[1:])) as client:
+    async with Client(StdioTransport(command=server[0], args=server[1:]), mode="legacy") as client:
         r = await client.call_tool_mcp("echo", {"text": "x"})
         assert r.content[0].text == "x"  # type: ignore[union-attr]
         connect_s = time.perf_counter() - t

@@ -1,8 +1,8 @@
-"""Contender: mcpkit's high-level app, written against its planned public API:
+"""Contender: mcpkit's high-level app, through its public API:
 
     app = MCPKit("bench"); @app.tool ...; app.run()  /  app.run(transport="http", host=..., port=...)
 
-Until that API exists this script fails at import and the run reports mcpkit as n/a with the error.
+If it fails to import or start, the run reports mcpkit as n/a with the error.
 For HTTP it serves `mcpkit.transports.http.create_app(app, json_response=True)` with the shared uvicorn
 configuration, like every other contender, and falls back to `app.run(transport="http", ...)`."""
 
