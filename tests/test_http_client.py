@@ -283,3 +283,46 @@ async def test_http_wire_traffic_matches_the_official_schemas(version: str) -> N
             if version != "2025-03-26":
                 await cs.call_tool("ask")
     assert recorder.validate(version) >= 8
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_timeouts_and_cancellation_reach_the_server(mode: str) -> None:
+    """A silent slow handler: the client's timeout fires on time (the POST is not awaited to the end) and the
+    server stops the work: via notifications/cancelled (handshake) or by the closed response stream (modern)."""
+    from mcpkit.protocol.errors import RequestTimeout
+    from test_http_support import Probe
+
+    probe = Probe()
+    server = make_server(probe)
+
+    @server.handler("prompts/get")
+    async def silent(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            probe.cancelled.append(ctx.request_id)
+            raise
+        return {"messages": []}
+
+    async with running(server) as (base, _):
+        transport = StreamableHTTPClientTransport(base + "/mcp", answer_window=0.1)
+        async with ClientSession(transport, mode=mode) as cs:
+            t0 = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await cs.request("prompts/get", {"name": "p"}, timeout=0.3)
+            assert time.monotonic() - t0 < 2
+            for _ in range(100):
+                if probe.cancelled:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(probe.cancelled) == 1
+            # cancelling the caller's task cancels the request on the server too
+            task = asyncio.ensure_future(cs.request("prompts/get", {"name": "q"}, timeout=None))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            for _ in range(100):
+                if len(probe.cancelled) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(probe.cancelled) == 2
+            assert (await cs.call_tool("echo", {"text": "ok"})).content[0].text == "ok"  # type: ignore[union-attr]

@@ -61,6 +61,8 @@ class StreamableHTTPClientTransport:
         get_stream: open the standalone GET stream in handshake sessions.
         max_reconnects: resumption attempts per stream before giving up.
         reconnect_delay: seconds to wait before reconnecting when the server sent no ``retry:``.
+        answer_window: how long ``send`` waits for a request's HTTP answer before leaving it to the background
+            (HTTP failures within it raise from ``send``; later ones fail the request with a JSON-RPC error).
     """
 
     def __init__(
@@ -75,6 +77,7 @@ class StreamableHTTPClientTransport:
         max_reconnects: int = 5,
         reconnect_delay: float = 1.0,
         inbox_size: int = 1024,
+        answer_window: float = 1.0,
     ) -> None:
         self.url = url
         self.extra_headers = dict(headers or {})
@@ -85,6 +88,7 @@ class StreamableHTTPClientTransport:
         self.get_stream = get_stream
         self.max_reconnects = max_reconnects
         self.reconnect_delay = reconnect_delay
+        self.answer_window = answer_window
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self._version_header = False
@@ -93,6 +97,8 @@ class StreamableHTTPClientTransport:
         self._get_task: asyncio.Task[None] | None = None
         self._tools_list_ids: set[Any] = set()
         self._init_id: Any = None
+        self._exchanges: dict[Any, _Exchange] = {}
+        self._expired: str | None = None  # a session found gone by a background exchange: raise on next send
         self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         self._closed = False
 
@@ -121,21 +127,81 @@ class StreamableHTTPClientTransport:
     async def send(self, data: bytes) -> None:
         if self._closed:
             raise ConnectionClosed("the HTTP transport is closed")
+        if self._expired is not None:
+            sid, self._expired = self._expired, None
+            raise SessionExpired(f"session {sid[:8]}… is gone (HTTP 404)")
         obj: Any = orjson.loads(data)
         headers = self._headers(ACCEPT)
         headers["content-type"] = "application/json"
         rid: Any = None
         method: str | None = None
+        modern = False
         if isinstance(obj, dict):
             method = obj.get("method") if isinstance(obj.get("method"), str) else None
             rid = obj.get("id") if method is not None else None
             if method is not None:
-                self._message_headers(headers, method, obj.get("params"))
+                modern = self._message_headers(headers, method, obj.get("params"))
                 if method == "tools/list" and rid is not None:
                     self._tools_list_ids.add(rid)
                 elif method == "initialize":
                     self._init_id = rid
-        sent_session = self.session_id
+                elif method == "notifications/cancelled" and self._cancel_exchange(obj.get("params")):
+                    return  # 2026-07-28: closing the request's stream is the cancellation; nothing to POST
+        if rid is None:
+            await self._post(data, headers, None, method, self.session_id)
+            return
+        # A request: its answer may take long (a silent handler, an SSE stream). Wait for it only briefly, so
+        # transport failures (404 for our session, modern errors for era detection) still raise here, and let
+        # it finish in the background otherwise: the engine's timeout and cancellation keep working.
+        loop = asyncio.get_running_loop()
+        exchange = _Exchange(modern)
+        exchange.streaming = ready = loop.create_future()
+        task = loop.create_task(
+            self._run_exchange(exchange, data, headers, rid, method, self.session_id)
+        )
+        exchange.task = task
+        self._exchanges[rid] = exchange
+        task.add_done_callback(lambda _: self._exchanges.pop(rid, None) if self._exchanges.get(rid) is exchange
+                               else None)
+        try:
+            await asyncio.wait((task, ready), timeout=self.answer_window, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            task.cancel()  # the caller gave up: close the connection (the modern era's cancellation)
+            raise
+        if task.done():
+            task.result()  # raises what the exchange raised
+        else:
+            exchange.detached = True
+
+    async def _run_exchange(
+        self, exchange: _Exchange, data: bytes, headers: dict[str, str], rid: Any, method: str | None,
+        session: str | None,
+    ) -> None:
+        try:
+            await self._post(data, headers, rid, method, session, exchange)
+        except (MCPError, ConnectionClosed) as exc:
+            if not exchange.detached:
+                raise
+            if isinstance(exc, SessionExpired):
+                self._expired = session
+            code = exc.code if isinstance(exc, MCPError) else INTERNAL_ERROR
+            await self._fail(rid, str(exc), code)
+
+    def _cancel_exchange(self, params: Any) -> bool:
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        exchange = self._exchanges.get(rid) if isinstance(rid, (str, int)) else None
+        if exchange is None:
+            return False
+        exchange.cancelled = True
+        if exchange.modern:
+            exchange.task.cancel()
+            return True
+        return False
+
+    async def _post(
+        self, data: bytes, headers: dict[str, str], rid: Any, method: str | None, sent_session: str | None,
+        exchange: _Exchange | None = None,
+    ) -> None:
         try:
             resp = await self.client.send(self.client.build_request("POST", self.url, content=data, headers=headers),
                                           stream=True)
@@ -152,7 +218,12 @@ class StreamableHTTPClientTransport:
                     self.session_id = sid
             ctype = resp.headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if ctype == "text/event-stream":
-                self._spawn(self._read_post_stream(resp, rid))
+                if exchange is None:
+                    self._spawn(self._read_post_stream(resp, rid, None))
+                else:
+                    if not exchange.streaming.done():
+                        exchange.streaming.set_result(None)  # the answer is on its way: send() may return
+                    await self._read_post_stream(resp, rid, exchange)
                 return
             body = await resp.aread()
             await resp.aclose()
@@ -180,6 +251,7 @@ class StreamableHTTPClientTransport:
             return
         self._closed = True
         tasks = [t for t in self._tasks if not t.done()]
+        tasks += [e.task for e in self._exchanges.values() if not e.task.done()]
         if self._get_task is not None:
             tasks.append(self._get_task)
         for t in tasks:
@@ -218,13 +290,14 @@ class StreamableHTTPClientTransport:
             headers["mcp-protocol-version"] = self.protocol_version
         return headers
 
-    def _message_headers(self, headers: dict[str, str], method: str, params: Any) -> None:
+    def _message_headers(self, headers: dict[str, str], method: str, params: Any) -> bool:
+        """Add the modern-era headers mirroring a request's body; True when it is a modern request."""
         if not isinstance(params, dict):
-            return
+            return False
         meta = params.get("_meta")
         version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(version, str):
-            return
+            return False
         # a modern request: the headers mirror its body
         headers["mcp-protocol-version"] = version
         headers.pop("mcp-session-id", None)
@@ -243,6 +316,7 @@ class StreamableHTTPClientTransport:
                     text = header_text(value)
                     if text is not None:
                         headers["mcp-param-" + name] = encode_header_value(text)
+        return True
 
     # ------------------------------------------------------------------ incoming
 
@@ -303,7 +377,7 @@ class StreamableHTTPClientTransport:
         result["tools"] = kept
         return orjson.dumps(obj)
 
-    async def _read_post_stream(self, resp: httpx.Response, rid: Any) -> None:
+    async def _read_post_stream(self, resp: httpx.Response, rid: Any, exchange: _Exchange | None) -> None:
         """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives."""
         last_id: str | None = None
         retry = self.reconnect_delay
@@ -328,7 +402,7 @@ class StreamableHTTPClientTransport:
                 logger.debug("SSE stream for %r broke: %s", rid, exc)
             finally:
                 await resp.aclose()
-            if got or rid is None or self._closed:
+            if got or rid is None or self._closed or (exchange is not None and exchange.cancelled):
                 return
             if last_id is None or attempts >= self.max_reconnects or self.session_id is None:
                 await self._fail(rid, "the SSE stream ended before the response arrived")
@@ -346,8 +420,8 @@ class StreamableHTTPClientTransport:
                 await self._fail(rid, f"could not resume the SSE stream (HTTP {resp.status_code})")
                 return
 
-    async def _fail(self, rid: Any, message: str) -> None:
-        err = {"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": message}}
+    async def _fail(self, rid: Any, message: str, code: int = INTERNAL_ERROR) -> None:
+        err = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
         await self._inbox.put(orjson.dumps(err))
 
     async def _standalone(self) -> None:
@@ -397,6 +471,19 @@ class StreamableHTTPClientTransport:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+class _Exchange:
+    """One request's POST, running in its own task."""
+
+    __slots__ = ("cancelled", "detached", "modern", "streaming", "task")
+
+    def __init__(self, modern: bool) -> None:
+        self.modern = modern
+        self.detached = False
+        self.cancelled = False
+        self.task: asyncio.Task[None] = None  # type: ignore[assignment]
+        self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
 
 
 def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
