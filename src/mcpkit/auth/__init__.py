@@ -1,0 +1,73 @@
+"""OAuth 2.1 for MCP over HTTP (needs ``mcpkit[auth]`` for JWTs; ``mcpkit[http]`` for httpx).
+
+Server side: :func:`protect` wraps an ASGI app (``create_app(server)``) as an OAuth resource server with a
+:class:`JWTVerifier`, :class:`IntrospectionVerifier` or :class:`StaticTokenVerifier`; handlers read the caller's
+token with :func:`current_access_token`. :class:`AuthorizationServer` is a small ASGI authorization server for
+development and tests. Client side: :class:`OAuthClient` is an ``httpx.Auth`` for
+``StreamableHTTPClientTransport(url, auth=...)``.
+
+Authorization applies to HTTP transports only; a stdio server takes its credentials from the environment.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .client import HeadlessBrowser, InMemoryTokenStorage, OAuthClient, OAuthFlowError, TokenSet, TokenStorage
+    from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
+    from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
+    from .verifiers import AccessToken, IntrospectionVerifier, InvalidToken, JWTVerifier, StaticTokenVerifier
+
+_LAZY = {
+    "HeadlessBrowser": ".client",
+    "InMemoryTokenStorage": ".client",
+    "OAuthClient": ".client",
+    "OAuthFlowError": ".client",
+    "TokenSet": ".client",
+    "TokenStorage": ".client",
+    "BearerAuthMiddleware": ".resource",
+    "current_access_token": ".resource",
+    "protect": ".resource",
+    "tool_scopes": ".resource",
+    "AuthorizationServer": ".server",
+    "AuthStorage": ".server",
+    "InMemoryAuthStorage": ".server",
+    "AccessToken": ".verifiers",
+    "IntrospectionVerifier": ".verifiers",
+    "InvalidToken": ".verifiers",
+    "JWTVerifier": ".verifiers",
+    "StaticTokenVerifier": ".verifiers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "AccessToken",
+    "AuthStorage",
+    "AuthorizationServer",
+    "BearerAuthMiddleware",
+    "HeadlessBrowser",
+    "InMemoryAuthStorage",
+    "InMemoryTokenStorage",
+    "IntrospectionVerifier",
+    "InvalidToken",
+    "JWTVerifier",
+    "OAuthClient",
+    "OAuthFlowError",
+    "StaticTokenVerifier",
+    "TokenSet",
+    "TokenStorage",
+    "current_access_token",
+    "protect",
+    "tool_scopes",
+]

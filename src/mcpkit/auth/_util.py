@@ -1,0 +1,154 @@
+"""Small shared helpers: canonical resource URIs (RFC 8707), loopback checks, PKCE (RFC 7636), JSON responses."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import orjson
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def canonical_resource(url: str) -> str:
+    """The canonical URI of an MCP server (RFC 8707 / MCP spec): lower-case scheme and host, no fragment, no
+    query, no trailing slash (``https://mcp.example.com/mcp``). Default ports are dropped."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    port = parts.port
+    if port is not None and not ((scheme == "https" and port == 443) or (scheme == "http" and port == 80)):
+        host = f"{host}:{port}"
+    path = parts.path.rstrip("/")
+    return urlunsplit((scheme, host, path, "", ""))
+
+
+def is_loopback_host(host: str | None) -> bool:
+    host = (host or "").lower()
+    return host in LOOPBACK_HOSTS or host.startswith("127.")
+
+
+def is_secure_url(url: str) -> bool:
+    """HTTPS, or plain HTTP to a loopback host (development). OAuth 2.1 requires TLS for every other endpoint."""
+    parts = urlsplit(url)
+    if parts.scheme == "https":
+        return True
+    return parts.scheme == "http" and is_loopback_host(parts.hostname)
+
+
+def valid_redirect_uri(uri: str) -> bool:
+    """MCP: redirect URIs are either localhost URLs or HTTPS URLs; no fragment (OAuth 2.1 §2.3)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return False
+    if parts.fragment or not parts.hostname:
+        return False
+    return parts.scheme == "https" or (parts.scheme == "http" and is_loopback_host(parts.hostname))
+
+
+def pkce_pair() -> tuple[str, str]:
+    """A fresh (code_verifier, S256 code_challenge)."""
+    verifier = secrets.token_urlsafe(64)[:96]
+    return verifier, s256(verifier)
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if bytes(key).lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+async def send_json(
+    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    data = orjson.dumps(body) if body is not None else b""
+    hdrs = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(data)).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    if headers:
+        hdrs.extend(headers)
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": data})
+
+
+async def read_body(receive: Receive, limit: int = 1 << 20) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ConnectionError("client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ValueError("request body too large")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def quote_param(value: str) -> str:
+    """An auth-param value as an RFC 7235 quoted-string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def parse_www_authenticate(value: str) -> tuple[str, dict[str, str]]:
+    """``Bearer realm="x", error="invalid_token", scope="a b"`` → ("bearer", {...}). Only the first challenge."""
+    value = value.strip()
+    scheme, _, rest = value.partition(" ")
+    params: dict[str, str] = {}
+    i, n = 0, len(rest)
+    while i < n:
+        while i < n and rest[i] in " ,\t":
+            i += 1
+        start = i
+        while i < n and rest[i] not in "= ,\t":
+            i += 1
+        key = rest[start:i].strip().lower()
+        while i < n and rest[i] in " \t":
+            i += 1
+        if i >= n or rest[i] != "=":
+            if key and not params and " " not in rest[start:i]:
+                # a token68 or the start of another challenge: stop at the first challenge
+                pass
+            break
+        i += 1
+        while i < n and rest[i] in " \t":
+            i += 1
+        if i < n and rest[i] == '"':
+            i += 1
+            buf: list[str] = []
+            while i < n and rest[i] != '"':
+                if rest[i] == "\\" and i + 1 < n:
+                    i += 1
+                buf.append(rest[i])
+                i += 1
+            i += 1
+            val = "".join(buf)
+        else:
+            start = i
+            while i < n and rest[i] not in " ,\t":
+                i += 1
+            val = rest[start:i]
+        if key:
+            params[key] = val
+    return scheme.lower(), params

@@ -1,0 +1,565 @@
+"""The MCP client side of OAuth 2.1: an ``httpx.Auth`` that authorizes on demand.
+
+``OAuthClient(server_url, client_metadata=..., storage=..., redirect_handler=..., callback_handler=...)`` is passed
+as ``auth=`` to :class:`~mcpkit.transports.http.streamable_client.StreamableHTTPClientTransport` (or to any httpx
+client). On a 401 (or a 403 ``insufficient_scope``) it:
+
+1. discovers the Protected Resource Metadata (RFC 9728): the ``resource_metadata`` of the ``WWW-Authenticate``
+   challenge, else ``/.well-known/oauth-protected-resource/<mcp-path>``, else ``/.well-known/oauth-protected-resource``
+   (2025-11-25), and checks its ``resource`` matches the server URL;
+2. discovers the authorization server metadata: RFC 8414 and OpenID Connect discovery, with the path-insertion
+   variants for an issuer with a path; checks the document's ``issuer`` equals the one it was looked up for, and
+   that S256 PKCE is advertised. Without PRM (a 2025-03-26 server) the authorization base URL is the server URL with
+   its path discarded, and when that has no metadata either the defaults ``/authorize``, ``/token`` and
+   ``/register`` are used;
+3. registers with Dynamic Client Registration (RFC 7591) unless it already has credentials for that issuer
+   (pre-registered ``client_id``, a Client ID Metadata Document URL, or an earlier registration in ``storage``);
+4. runs the authorization code grant with PKCE S256, ``state``, the RFC 8707 ``resource`` parameter and the scopes
+   of the challenge (else the PRM ``scopes_supported``); validates the RFC 9207 ``iss`` of the redirect;
+5. exchanges the code, stores the tokens keyed by issuer, and retries the request once with
+   ``Authorization: Bearer`` (the only place a token ever goes).
+
+Expired access tokens are refreshed before use (``refresh_token`` grant, rotation honoured). Every discovery
+request carries ``MCP-Protocol-Version``. A :class:`HeadlessBrowser` plays the user-agent in tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import secrets
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+
+import httpx
+import orjson
+
+from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
+from ._util import canonical_resource, is_secure_url, parse_www_authenticate, pkce_pair
+
+__all__ = [
+    "HeadlessBrowser",
+    "InMemoryTokenStorage",
+    "OAuthClient",
+    "OAuthFlowError",
+    "TokenSet",
+    "TokenStorage",
+]
+
+
+class OAuthFlowError(Exception):
+    """Authorization could not be obtained (discovery failed, the AS refused, a security check failed)."""
+
+
+@dataclass
+class TokenSet:
+    access_token: str
+    token_type: str = "Bearer"
+    refresh_token: str | None = None
+    expires_at: float | None = None
+    scope: str | None = None
+    resource: str | None = None
+
+    def expired(self, skew: float = 30.0) -> bool:
+        return self.expires_at is not None and time.time() + skew >= self.expires_at
+
+
+class TokenStorage(Protocol):
+    """Where tokens and client registrations live, keyed by issuer (credentials are never reused across
+    authorization servers)."""
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None: ...
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None: ...
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None: ...
+    async def set_client_info(self, issuer: str, info: dict[str, Any]) -> None: ...
+
+
+class InMemoryTokenStorage:
+    def __init__(self) -> None:
+        self.tokens: dict[str, TokenSet] = {}
+        self.clients: dict[str, dict[str, Any]] = {}
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None:
+        return self.tokens.get(issuer)
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+        if tokens is None:
+            self.tokens.pop(issuer, None)
+        else:
+            self.tokens[issuer] = tokens
+
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
+        return self.clients.get(issuer)
+
+    async def set_client_info(self, issuer: str, info: dict[str, Any]) -> None:
+        self.clients[issuer] = info
+
+
+class HeadlessBrowser:
+    """A user-agent for tests and unattended use: GETs the authorization URL without following the final redirect
+    to the client's ``redirect_uri`` and hands its query parameters to the OAuth client. Use the same object for
+    both handlers: ``OAuthClient(..., redirect_handler=b.redirect_handler, callback_handler=b.callback_handler)``."""
+
+    def __init__(self, *, max_hops: int = 5, timeout: float = 10.0) -> None:
+        self.max_hops = max_hops
+        self.timeout = timeout
+        self.visited: list[str] = []
+        self._result: dict[str, str] | None = None
+
+    async def redirect_handler(self, url: str) -> None:
+        self.visited.append(url)
+        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            for _ in range(self.max_hops):
+                resp = await client.get(url)
+                location = resp.headers.get("location")
+                if resp.status_code not in (301, 302, 303, 307, 308) or not location:
+                    raise OAuthFlowError(f"the authorization endpoint answered HTTP {resp.status_code} "
+                                         f"without a redirect: {resp.text[:200]}")
+                target = str(httpx.URL(url).join(location))
+                parts = urlsplit(target)
+                query = dict(parse_qsl(parts.query))
+                if "code" in query or "error" in query:
+                    self._result = query
+                    return
+                url = target
+        raise OAuthFlowError("too many redirects during authorization")
+
+    async def callback_handler(self) -> dict[str, str]:
+        if self._result is None:
+            raise OAuthFlowError("no authorization response was received")
+        result, self._result = self._result, None
+        return result
+
+
+@dataclass
+class _Discovery:
+    issuer: str
+    metadata: dict[str, Any]
+    resource: str | None
+    scopes: list[str] | None
+    prm: dict[str, Any] | None
+    legacy: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+RedirectHandler = Callable[[str], Awaitable[None]]
+CallbackHandler = Callable[[], Awaitable[Mapping[str, str]]]
+
+
+class OAuthClient(httpx.Auth):
+    """See the module docstring.
+
+    Args:
+        server_url: the MCP endpoint URL.
+        client_metadata: RFC 7591 metadata for DCR (``redirect_uris`` required; ``client_name``, ``scope``,
+            ``token_endpoint_auth_method`` default ``none``, ``application_type`` default ``native``).
+        storage: token/registration storage (in memory by default).
+        redirect_handler: sends the user to the authorization URL (opens a browser, or :class:`HeadlessBrowser`).
+        callback_handler: returns the query parameters the redirect URI received (``code``, ``state``, ``iss``).
+        client_id / client_secret: pre-registered credentials (used for every issuer unless ``storage`` has some).
+        client_metadata_url: a Client ID Metadata Document URL, used as ``client_id`` when the AS advertises
+            ``client_id_metadata_document_supported``.
+        scope: scopes to request when neither the challenge nor the PRM names any.
+        protocol_version: the ``MCP-Protocol-Version`` sent during discovery when the failed request carried none.
+        max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.
+    """
+
+    requires_response_body = False
+
+    def __init__(
+        self,
+        server_url: str,
+        *,
+        client_metadata: Mapping[str, Any],
+        storage: TokenStorage | None = None,
+        redirect_handler: RedirectHandler | None = None,
+        callback_handler: CallbackHandler | None = None,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        token_endpoint_auth_method: str | None = None,
+        client_metadata_url: str | None = None,
+        scope: str | None = None,
+        protocol_version: str = LATEST_HANDSHAKE,
+        max_step_up: int = 1,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+    ) -> None:
+        self.server_url = server_url
+        self.client_metadata = dict(client_metadata)
+        self.client_metadata.setdefault("token_endpoint_auth_method", "none")
+        self.client_metadata.setdefault("application_type", "native")
+        self.client_metadata.setdefault("grant_types", ["authorization_code", "refresh_token"])
+        self.client_metadata.setdefault("response_types", ["code"])
+        if not self.client_metadata.get("redirect_uris"):
+            raise ValueError("client_metadata needs redirect_uris")
+        self.storage: TokenStorage = storage or InMemoryTokenStorage()
+        self.redirect_handler = redirect_handler
+        self.callback_handler = callback_handler
+        self.preregistered = (
+            {"client_id": client_id, "client_secret": client_secret,
+             "token_endpoint_auth_method": token_endpoint_auth_method
+             or ("client_secret_basic" if client_secret else "none")}
+            if client_id else None
+        )
+        self.client_metadata_url = client_metadata_url
+        self.scope = scope
+        self.protocol_version = protocol_version
+        self.max_step_up = max_step_up
+        self._http = http_client
+        self.timeout = timeout
+        self._lock = asyncio.Lock()
+        self.issuer: str | None = None  # the issuer whose tokens are in use
+        self._discovery: _Discovery | None = None
+        self.log: list[str] = []  # every URL the flow requested, in order (observability, tests)
+
+    # ------------------------------------------------------------------ httpx.Auth
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        tokens = await self._usable_tokens()
+        if tokens is not None:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+        response = yield request
+        for attempt in range(1 + self.max_step_up):
+            if response.status_code == 401:
+                challenge = self._challenge(response)
+                async with self._lock:
+                    await self._authorize(request, challenge, stale=tokens)
+            elif response.status_code == 403 and attempt < self.max_step_up:
+                challenge = self._challenge(response)
+                if challenge.get("error") != "insufficient_scope":
+                    return
+                async with self._lock:
+                    await self._authorize(request, challenge, stale=tokens, step_up=True)
+            else:
+                return
+            tokens = await self._usable_tokens()
+            if tokens is None:
+                return
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+            response = yield request
+            if response.status_code == 401:
+                return  # a fresh token refused again: do not loop
+
+    def sync_auth_flow(self, request: httpx.Request) -> Any:
+        raise RuntimeError("OAuthClient works with httpx.AsyncClient only")
+
+    @staticmethod
+    def _challenge(response: httpx.Response) -> dict[str, str]:
+        value = response.headers.get("www-authenticate", "")
+        scheme, params = parse_www_authenticate(value) if value else ("", {})
+        return params if scheme == "bearer" else {}
+
+    # ------------------------------------------------------------------ tokens
+    async def _usable_tokens(self) -> TokenSet | None:
+        if self.issuer is None:
+            return None
+        async with self._lock:
+            tokens = await self.storage.get_tokens(self.issuer)
+            if tokens is None:
+                return None
+            if tokens.expired():
+                tokens = await self._refresh(tokens)
+            return tokens
+
+    async def _refresh(self, tokens: TokenSet) -> TokenSet | None:
+        assert self.issuer is not None
+        if not tokens.refresh_token or self._discovery is None:
+            await self.storage.set_tokens(self.issuer, None)
+            return None
+        client = await self.storage.get_client_info(self.issuer) or self.preregistered
+        if client is None:
+            return None
+        form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
+        if tokens.resource:
+            form["resource"] = tokens.resource
+        try:
+            fresh = await self._token_request(self._discovery, client, form, tokens.resource)
+        except OAuthFlowError as exc:
+            self.log.append(f"refresh failed: {exc}")
+            await self.storage.set_tokens(self.issuer, None)
+            return None
+        if fresh.refresh_token is None:
+            fresh.refresh_token = tokens.refresh_token  # the AS did not rotate it
+        if fresh.scope is None:
+            fresh.scope = tokens.scope
+        await self.storage.set_tokens(self.issuer, fresh)
+        return fresh
+
+    # ------------------------------------------------------------------ the flow
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def _version_for(self, request: httpx.Request) -> str:
+        version = request.headers.get("mcp-protocol-version")
+        if version:
+            return str(version)
+        try:
+            body = orjson.loads(request.content) if request.content else None
+        except (orjson.JSONDecodeError, httpx.RequestNotRead):
+            body = None
+        if isinstance(body, dict) and isinstance(body.get("params"), dict):
+            params = body["params"]
+            if isinstance(params.get("protocolVersion"), str):
+                return str(params["protocolVersion"])
+            meta = params.get("_meta")
+            if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
+                return str(meta[META_PROTOCOL_VERSION])
+        return self.protocol_version
+
+    async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
+        self.log.append("GET " + url)
+        try:
+            resp = await self._client().get(url, headers={"mcp-protocol-version": version,
+                                                          "accept": "application/json"})
+        except httpx.HTTPError as exc:
+            self.log.append(f"  failed: {exc}")
+            return None
+        if resp.status_code != 200:
+            return None
+        try:
+            data = resp.json()
+        except ValueError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def _authorize(self, request: httpx.Request, challenge: Mapping[str, str], *,
+                         stale: TokenSet | None, step_up: bool = False) -> None:
+        # another request may have re-authorized while we waited for the lock
+        if self.issuer is not None and not step_up:
+            current = await self.storage.get_tokens(self.issuer)
+            if current is not None and (stale is None or current.access_token != stale.access_token):
+                return
+            if current is not None and current.refresh_token and self._discovery is not None \
+                    and challenge.get("error") == "invalid_token":
+                current.expires_at = 0
+                if await self._refresh(current) is not None:
+                    return
+        version = self._version_for(request)
+        discovery = await self._discover(challenge, version)
+        if self.issuer is not None and self.issuer != discovery.issuer:
+            self.log.append(f"authorization server changed: {self.issuer} -> {discovery.issuer}")
+        self.issuer = discovery.issuer
+        self._discovery = discovery
+        client = await self._registration(discovery, version)
+        scopes = self._select_scopes(challenge, discovery)
+        if step_up and stale is not None and stale.scope and scopes is not None:
+            scopes = sorted(set(scopes) | set(stale.scope.split()))
+        tokens = await self._code_flow(discovery, client, scopes)
+        await self.storage.set_tokens(discovery.issuer, tokens)
+
+    def _select_scopes(self, challenge: Mapping[str, str], discovery: _Discovery) -> list[str] | None:
+        if challenge.get("scope"):
+            return challenge["scope"].split()
+        if discovery.scopes:
+            return list(discovery.scopes)
+        if self.scope:
+            return self.scope.split()
+        if self.client_metadata.get("scope"):
+            return str(self.client_metadata["scope"]).split()
+        return None
+
+    async def _discover(self, challenge: Mapping[str, str], version: str) -> _Discovery:
+        server = urlsplit(self.server_url)
+        origin = f"{server.scheme}://{server.netloc}"
+        path = server.path.rstrip("/")
+        prm: dict[str, Any] | None = None
+        candidates: list[str] = []
+        if challenge.get("resource_metadata"):
+            candidates.append(challenge["resource_metadata"])
+        if path:
+            candidates.append(origin + "/.well-known/oauth-protected-resource" + path)
+        candidates.append(origin + "/.well-known/oauth-protected-resource")
+        for url in candidates:
+            prm = await self._get_json(url, version)
+            if prm is not None:
+                break
+        if prm is not None:
+            resource = prm.get("resource")
+            if not isinstance(resource, str) or not self._resource_matches(resource):
+                raise OAuthFlowError(f"the protected resource metadata names resource {resource!r}, "
+                                     f"which is not {self.server_url}")
+            servers = prm.get("authorization_servers") or []
+            if not servers or not isinstance(servers[0], str):
+                raise OAuthFlowError("the protected resource metadata names no authorization server")
+            issuer = servers[0]
+            metadata = await self._as_metadata(issuer, version)
+            if metadata is None:
+                raise OAuthFlowError(f"no authorization server metadata for {issuer}")
+            if metadata.get("issuer") != issuer:
+                raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
+            scopes = prm.get("scopes_supported")
+            self._check_metadata(metadata)
+            return _Discovery(issuer, metadata, resource,
+                              [str(s) for s in scopes] if isinstance(scopes, list) else None, prm)
+        # 2025-03-26: the authorization base URL is the server URL without its path
+        metadata = await self._as_metadata(origin, version, legacy=True)
+        if metadata is not None:
+            if metadata.get("issuer") not in (None, origin, origin + "/"):
+                raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {origin!r}")
+            self._check_metadata(metadata, legacy=True)
+            return _Discovery(origin, metadata, None, None, None, legacy=True)
+        self.log.append("no metadata: default endpoints")
+        defaults = {
+            "issuer": origin,
+            "authorization_endpoint": origin + "/authorize",
+            "token_endpoint": origin + "/token",
+            "registration_endpoint": origin + "/register",
+            "code_challenge_methods_supported": ["S256"],
+        }
+        return _Discovery(origin, defaults, None, None, None, legacy=True)
+
+    def _resource_matches(self, resource: str) -> bool:
+        mine = urlsplit(canonical_resource(self.server_url))
+        theirs = urlsplit(canonical_resource(resource))
+        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+            return False
+        base = theirs.path.rstrip("/")
+        return mine.path == base or mine.path.startswith(base + "/") or not base
+
+    async def _as_metadata(self, issuer: str, version: str, *, legacy: bool = False) -> dict[str, Any] | None:
+        parts = urlsplit(issuer)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path.rstrip("/")
+        if path and not legacy:
+            urls = [origin + "/.well-known/oauth-authorization-server" + path,
+                    origin + "/.well-known/openid-configuration" + path,
+                    origin + path + "/.well-known/openid-configuration"]
+        elif legacy:
+            urls = [origin + "/.well-known/oauth-authorization-server"]
+        else:
+            urls = [origin + "/.well-known/oauth-authorization-server",
+                    origin + "/.well-known/openid-configuration"]
+        for url in urls:
+            doc = await self._get_json(url, version)
+            if doc is not None:
+                return doc
+        return None
+
+    @staticmethod
+    def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
+        methods = metadata.get("code_challenge_methods_supported")
+        if methods is None and legacy:
+            return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
+        if not isinstance(methods, list) or "S256" not in methods:
+            raise OAuthFlowError("the authorization server does not advertise PKCE S256; refusing to proceed")
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            url = metadata.get(key)
+            if url is not None and (not isinstance(url, str) or not is_secure_url(url)):
+                raise OAuthFlowError(f"{key} must be an https URL: {url!r}")
+
+    async def _registration(self, discovery: _Discovery, version: str) -> dict[str, Any]:
+        stored = await self.storage.get_client_info(discovery.issuer)
+        if stored is not None:
+            return stored
+        if self.preregistered is not None:
+            return self.preregistered
+        if self.client_metadata_url and discovery.metadata.get("client_id_metadata_document_supported"):
+            info = {"client_id": self.client_metadata_url, "token_endpoint_auth_method": "none"}
+            await self.storage.set_client_info(discovery.issuer, info)
+            return info
+        endpoint = discovery.metadata.get("registration_endpoint")
+        if not endpoint:
+            raise OAuthFlowError("no client credentials and the authorization server offers no registration")
+        body = dict(self.client_metadata)
+        self.log.append("POST " + endpoint)
+        try:
+            resp = await self._client().post(endpoint, json=body, headers={"mcp-protocol-version": version})
+        except httpx.HTTPError as exc:
+            raise OAuthFlowError(f"registration failed: {exc}") from exc
+        if resp.status_code not in (200, 201):
+            raise OAuthFlowError(f"registration failed: HTTP {resp.status_code} {resp.text[:200]}")
+        info = resp.json()
+        if not isinstance(info, dict) or not info.get("client_id"):
+            raise OAuthFlowError("registration answer without client_id")
+        info.setdefault("token_endpoint_auth_method", body["token_endpoint_auth_method"])
+        await self.storage.set_client_info(discovery.issuer, info)
+        return info
+
+    async def _code_flow(self, discovery: _Discovery, client: Mapping[str, Any],
+                         scopes: list[str] | None) -> TokenSet:
+        if self.redirect_handler is None or self.callback_handler is None:
+            raise OAuthFlowError("authorization needs a redirect_handler and a callback_handler")
+        verifier, challenge = pkce_pair()
+        state = secrets.token_urlsafe(24)
+        redirect_uri = str(self.client_metadata["redirect_uris"][0])
+        params: dict[str, str] = {
+            "response_type": "code",
+            "client_id": str(client["client_id"]),
+            "redirect_uri": redirect_uri,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
+        if scopes:
+            params["scope"] = " ".join(scopes)
+        if discovery.resource:
+            params["resource"] = discovery.resource
+        endpoint = str(discovery.metadata["authorization_endpoint"])
+        sep = "&" if urlsplit(endpoint).query else "?"
+        self.log.append("AUTHORIZE " + endpoint)
+        await self.redirect_handler(endpoint + sep + urlencode(params))
+        answer = dict(await self.callback_handler())
+        if answer.get("state") != state:
+            raise OAuthFlowError("the authorization response state does not match (possible CSRF)")
+        # RFC 9207: a present iss must be the recorded issuer, exactly; required when the AS advertises it
+        if "iss" in answer:
+            if answer["iss"] != discovery.metadata.get("issuer", discovery.issuer):
+                raise OAuthFlowError(f"the authorization response comes from issuer {answer['iss']!r}, "
+                                     f"not {discovery.issuer!r}")
+        elif discovery.metadata.get("authorization_response_iss_parameter_supported") is True:
+            raise OAuthFlowError("the authorization server promised an iss parameter and sent none")
+        if "error" in answer:
+            raise OAuthFlowError(f"authorization refused: {answer.get('error')} {answer.get('error_description', '')}")
+        code = answer.get("code")
+        if not code:
+            raise OAuthFlowError("the authorization response has no code")
+        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+                "code_verifier": verifier}
+        if discovery.resource:
+            form["resource"] = discovery.resource
+        return await self._token_request(discovery, client, form, discovery.resource)
+
+    async def _token_request(self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str],
+                             resource: str | None) -> TokenSet:
+        endpoint = str(discovery.metadata["token_endpoint"])
+        headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
+        method = client.get("token_endpoint_auth_method") or "none"
+        secret = client.get("client_secret")
+        form = dict(form)
+        if method == "client_secret_basic" and secret:
+            raw = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(raw.encode()).decode()
+        else:
+            form["client_id"] = str(client["client_id"])
+            if method == "client_secret_post" and secret:
+                form["client_secret"] = str(secret)
+        self.log.append("POST " + endpoint + " " + form["grant_type"])
+        try:
+            resp = await self._client().post(endpoint, content=urlencode(form), headers=headers)
+        except httpx.HTTPError as exc:
+            raise OAuthFlowError(f"token request failed: {exc}") from exc
+        try:
+            data = resp.json()
+        except ValueError:
+            data = {}
+        if resp.status_code != 200 or not isinstance(data, dict) or not data.get("access_token"):
+            raise OAuthFlowError(f"token request refused: HTTP {resp.status_code} {data}")
+        if str(data.get("token_type", "")).lower() != "bearer":
+            raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
+        expires_in = data.get("expires_in")
+        return TokenSet(
+            access_token=str(data["access_token"]),
+            refresh_token=data.get("refresh_token"),
+            expires_at=time.time() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+            scope=data.get("scope") or form.get("scope"),
+            resource=resource,
+        )

@@ -1,0 +1,277 @@
+"""The MCP server as an OAuth 2.1 resource server: wrap any ASGI app (``create_app(server)``) with
+:func:`protect`.
+
+- Serves RFC 9728 Protected Resource Metadata at ``/.well-known/oauth-protected-resource<path>`` (the path-aware
+  location named in the 401 challenge) and, unless disabled, at ``/.well-known/oauth-protected-resource``.
+- Requires ``Authorization: Bearer <token>`` on the protected paths: missing → 401 with
+  ``WWW-Authenticate: Bearer resource_metadata="…"[, scope="…"]``; invalid, expired or meant for another resource
+  (RFC 8707 audience) → 401 ``error="invalid_token"``; too few scopes → 403 ``error="insufficient_scope"`` (step-up).
+- Never accepts a token from the query string (an ``access_token`` query parameter is refused with 400) nor from a
+  form body.
+- The verified :class:`~mcpkit.auth.verifiers.AccessToken` reaches the app as ``scope["state"]["access_token"]``,
+  ``scope["auth"]`` and through :func:`current_access_token` (a context variable that MCP handlers can read: the
+  request's tasks are created inside the wrapped call and inherit it).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import orjson
+
+from ._util import ASGIApp, Receive, Scope, Send, canonical_resource, header, quote_param, send_json
+from .verifiers import AccessToken, InvalidToken, TokenVerifier
+
+__all__ = ["BearerAuthMiddleware", "ScopeRule", "current_access_token", "protect", "tool_scopes"]
+
+PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+_current: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar("mcpkit_access_token", default=None)
+
+# (JSON-RPC method, params) -> scopes this message needs beyond ``required_scopes``
+ScopeRule = Callable[[str, Mapping[str, Any]], Iterable[str]]
+
+
+def current_access_token() -> AccessToken | None:
+    """The access token of the HTTP request being served (None outside a protected request)."""
+    return _current.get()
+
+
+def tool_scopes(rules: Mapping[str, Iterable[str]]) -> ScopeRule:
+    """A :data:`ScopeRule` demanding extra scopes for named tools: ``tool_scopes({"delete": ["files:write"]})``."""
+    table = {name: tuple(scopes) for name, scopes in rules.items()}
+
+    def rule(method: str, params: Mapping[str, Any]) -> Iterable[str]:
+        if method == "tools/call":
+            return table.get(str(params.get("name")), ())
+        return ()
+
+    return rule
+
+
+class BearerAuthMiddleware:
+    """See the module docstring. Build it with :func:`protect`."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        resource: str,
+        verifier: TokenVerifier,
+        authorization_servers: Sequence[str] = (),
+        required_scopes: Iterable[str] = (),
+        scopes_supported: Iterable[str] | None = None,
+        scope_rule: ScopeRule | None = None,
+        protected_paths: Iterable[str] | None = None,
+        resource_metadata: bool = True,
+        root_metadata: bool = True,
+        metadata_extra: Mapping[str, Any] | None = None,
+        check_audience: bool = True,
+        leeway: float = 0.0,
+        resource_name: str | None = None,
+        max_body: int = 4 * 1024 * 1024,
+    ) -> None:
+        self.app = app
+        self.resource = canonical_resource(resource)
+        parts = urlsplit(self.resource)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.resource_path = parts.path
+        self.verifier = verifier
+        self.authorization_servers = list(authorization_servers)
+        self.required_scopes = tuple(required_scopes)
+        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
+        self.scope_rule = scope_rule
+        self.protected_paths = (
+            None if protected_paths is None else {"/" + p.strip("/") if p.strip("/") else "/" for p in protected_paths}
+        )
+        self.serve_metadata = resource_metadata
+        self.metadata_path = PRM_WELL_KNOWN + self.resource_path
+        self.root_metadata = root_metadata
+        self.metadata_extra = dict(metadata_extra or {})
+        self.check_audience = check_audience
+        self.leeway = leeway
+        self.resource_name = resource_name
+        self.max_body = max_body
+
+    # ---------------------------------------------------------------- metadata
+    @property
+    def metadata_url(self) -> str:
+        return self.origin + self.metadata_path
+
+    def metadata(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        scopes = self.scopes_supported if self.scopes_supported is not None else list(self.required_scopes)
+        if scopes:
+            doc["scopes_supported"] = scopes
+        if self.resource_name:
+            doc["resource_name"] = self.resource_name
+        doc.update(self.metadata_extra)
+        return doc
+
+    def challenge(self, error: str | None = None, description: str | None = None,
+                  scopes: Iterable[str] | None = None) -> bytes:
+        parts: list[str] = []
+        if error:
+            parts.append(f"error={quote_param(error)}")
+        if description:
+            parts.append(f"error_description={quote_param(description)}")
+        if self.serve_metadata:
+            parts.append(f"resource_metadata={quote_param(self.metadata_url)}")
+        wanted = list(scopes) if scopes is not None else list(self.required_scopes)
+        if wanted:
+            parts.append(f"scope={quote_param(' '.join(wanted))}")
+        return ("Bearer " + ", ".join(parts) if parts else "Bearer").encode("latin-1")
+
+    # ---------------------------------------------------------------- ASGI
+    def _path(self, scope: Scope) -> str:
+        path: str = scope.get("path", "") or "/"
+        root = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root):] or "/"
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        return path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        path = self._path(scope)
+        if self.serve_metadata and scope["type"] == "http" and (
+            path == self.metadata_path or (self.root_metadata and path == PRM_WELL_KNOWN)
+        ):
+            await self._serve_metadata(scope, send)
+            return
+        if self.protected_paths is not None and path not in self.protected_paths:
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "http" and scope.get("method") == "OPTIONS":
+            await self.app(scope, receive, send)  # CORS preflight carries no credentials
+            return
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        if query and any(k == "access_token" for k, _ in parse_qsl(query, keep_blank_values=True)):
+            # OAuth 2.1 §5.1 / MCP: tokens MUST NOT travel in the query string; never look at it
+            await self._deny(scope, send, 400, "invalid_request",
+                             "access tokens are not accepted in the query string")
+            return
+        auth = header(scope, b"authorization")
+        if not auth:
+            await self._deny(scope, send, 401, None, None)
+            return
+        kind, _, token = auth.strip().partition(" ")
+        token = token.strip()
+        if kind.lower() != "bearer" or not token:
+            await self._deny(scope, send, 401, "invalid_request", "use the Bearer scheme")
+            return
+        try:
+            verified = await self.verifier.verify(token)
+        except InvalidToken as exc:
+            await self._deny(scope, send, 401, "invalid_token", str(exc) or "invalid token")
+            return
+        if verified.expired(leeway=self.leeway):
+            await self._deny(scope, send, 401, "invalid_token", "the access token expired")
+            return
+        if self.check_audience and not any(canonical_resource(a) == self.resource for a in verified.audience):
+            await self._deny(scope, send, 401, "invalid_token", "the access token is for another resource")
+            return
+        needed = list(self.required_scopes)
+        if self.scope_rule is not None and scope["type"] == "http" and scope.get("method") == "POST":
+            receive, extra = await self._inspect_body(receive)
+            needed.extend(s for s in extra if s not in needed)
+        missing = [s for s in needed if s not in verified.scopes]
+        if missing:
+            # ask for what the token has plus what is missing, so the client does not lose earlier grants
+            wanted = sorted(set(verified.scopes) | set(needed))
+            await self._deny(scope, send, 403, "insufficient_scope",
+                             "this request needs scope " + " ".join(missing), wanted)
+            return
+        state = scope.setdefault("state", {})
+        state["access_token"] = verified
+        scope["auth"] = verified
+        reset = _current.set(verified)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            _current.reset(reset)
+
+    async def _inspect_body(self, receive: Receive) -> tuple[Receive, list[str]]:
+        """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream."""
+        chunks: list[bytes] = []
+        size = 0
+        messages: list[Any] = []
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                break
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            chunks.append(chunk)
+            if size > self.max_body or not message.get("more_body", False):
+                break
+        extra: list[str] = []
+        if size <= self.max_body and self.scope_rule is not None:
+            try:
+                parsed = orjson.loads(b"".join(chunks))
+            except orjson.JSONDecodeError:
+                parsed = None
+            for msg in parsed if isinstance(parsed, list) else [parsed]:
+                if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+                    params = msg.get("params")
+                    for s in self.scope_rule(msg["method"], params if isinstance(params, dict) else {}):
+                        if s not in extra:
+                            extra.append(s)
+        pending = list(messages)
+
+        async def replay() -> Any:
+            if pending:
+                return pending.pop(0)
+            return await receive()
+
+        return replay, extra
+
+    async def _serve_metadata(self, scope: Scope, send: Send) -> None:
+        cors = [(b"access-control-allow-origin", b"*")]
+        if scope.get("method") == "OPTIONS":
+            await send_json(send, 204, None, [*cors, (b"access-control-allow-methods", b"GET, OPTIONS"),
+                                                    (b"access-control-allow-headers", b"mcp-protocol-version")])
+            return
+        if scope.get("method") not in ("GET", "HEAD"):
+            await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, OPTIONS")])
+            return
+        await send_json(send, 200, self.metadata(), cors)
+
+    async def _deny(self, scope: Scope, send: Send, status: int, error: str | None, description: str | None,
+                    scopes: Iterable[str] | None = None) -> None:
+        if scope["type"] == "websocket":
+            # before accept: an HTTP 403 via the denial extension when available, else a policy close
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        body: dict[str, Any] = {"error": error or "unauthorized"}
+        if description:
+            body["error_description"] = description
+        await send_json(send, status, body, [(b"www-authenticate", self.challenge(error, description, scopes))])
+
+
+def protect(
+    app: ASGIApp,
+    *,
+    resource: str,
+    verifier: TokenVerifier,
+    authorization_servers: Sequence[str] = (),
+    required_scopes: Iterable[str] = (),
+    **options: Any,
+) -> BearerAuthMiddleware:
+    """Wrap ``app`` so every request needs a valid bearer token for ``resource`` (the MCP endpoint's canonical
+    URL, e.g. ``https://mcp.example.com/mcp``). ``options`` go to :class:`BearerAuthMiddleware`
+    (``scopes_supported``, ``scope_rule``, ``protected_paths``, ``resource_metadata``, ``check_audience``, ...)."""
+    return BearerAuthMiddleware(app, resource=resource, verifier=verifier,
+                                authorization_servers=authorization_servers, required_scopes=required_scopes,
+                                **options)

@@ -1,0 +1,656 @@
+"""A small OAuth 2.1 authorization server (ASGI) for development and tests.
+
+Endpoints (relative to the issuer URL, which may have a path such as ``/tenant1``):
+``/authorize`` (authorization code + PKCE S256 only; RFC 9207 ``iss`` in the redirect), ``/token``
+(``authorization_code``, ``refresh_token`` with rotation, ``client_credentials``), ``/register`` (RFC 7591 dynamic
+client registration), ``/introspect`` (RFC 7662), ``/jwks``; metadata (RFC 8414) at
+``/.well-known/oauth-authorization-server[/<path>]`` plus the OpenID Connect discovery aliases
+(``/.well-known/openid-configuration[/<path>]`` and ``<path>/.well-known/openid-configuration``).
+
+Access tokens are JWTs (RFC 9068 shape) signed with an EC P-256 key published at ``/jwks``; their ``aud`` is the
+resource (RFC 8707) the client named, so a :class:`~mcpkit.auth.verifiers.JWTVerifier` on the MCP server can check
+them offline. Storage is pluggable (:class:`AuthStorage`); the in-memory default refuses ``production=True`` unless
+``allow_in_memory=True`` (codes, clients and refresh tokens would vanish with the process).
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import orjson
+
+from ._util import (
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    canonical_resource,
+    header,
+    is_secure_url,
+    read_body,
+    s256,
+    send_json,
+    valid_redirect_uri,
+)
+
+__all__ = [
+    "AuthStorage",
+    "AuthorizationRequest",
+    "AuthorizationServer",
+    "ClientRecord",
+    "InMemoryAuthStorage",
+]
+
+
+@dataclass
+class ClientRecord:
+    client_id: str
+    client_secret: str | None
+    redirect_uris: list[str]
+    token_endpoint_auth_method: str = "none"
+    grant_types: list[str] = field(default_factory=lambda: ["authorization_code", "refresh_token"])
+    scope: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class AuthorizationRequest:
+    """What /authorize was asked; an approver decides who (if anyone) grants it."""
+
+    client: ClientRecord
+    redirect_uri: str
+    scopes: list[str]
+    resource: str | None
+    state: str | None
+
+
+@dataclass
+class _Code:
+    client_id: str
+    redirect_uri: str
+    challenge: str
+    scopes: list[str]
+    resource: str | None
+    subject: str
+    expires_at: float
+
+
+@dataclass
+class _Refresh:
+    client_id: str
+    scopes: list[str]
+    resource: str | None
+    subject: str
+    expires_at: float | None
+
+
+class AuthStorage(Protocol):
+    """Durable state of the authorization server. Codes must be single-use (``pop``)."""
+
+    async def get_client(self, client_id: str) -> ClientRecord | None: ...
+    async def save_client(self, client: ClientRecord) -> None: ...
+    async def save_code(self, code: str, data: _Code) -> None: ...
+    async def pop_code(self, code: str) -> _Code | None: ...
+    async def save_refresh(self, token: str, data: _Refresh) -> None: ...
+    async def pop_refresh(self, token: str) -> _Refresh | None: ...
+
+
+class InMemoryAuthStorage:
+    """Process-local storage (development and tests only)."""
+
+    def __init__(self, max_entries: int = 100_000) -> None:
+        self.clients: dict[str, ClientRecord] = {}
+        self.codes: dict[str, _Code] = {}
+        self.refresh: dict[str, _Refresh] = {}
+        self.max_entries = max_entries
+
+    def _bound(self, table: dict[str, Any]) -> None:
+        if len(table) >= self.max_entries:
+            table.pop(next(iter(table)))
+
+    async def get_client(self, client_id: str) -> ClientRecord | None:
+        return self.clients.get(client_id)
+
+    async def save_client(self, client: ClientRecord) -> None:
+        self._bound(self.clients)
+        self.clients[client.client_id] = client
+
+    async def save_code(self, code: str, data: _Code) -> None:
+        self._bound(self.codes)
+        self.codes[code] = data
+
+    async def pop_code(self, code: str) -> _Code | None:
+        return self.codes.pop(code, None)
+
+    async def save_refresh(self, token: str, data: _Refresh) -> None:
+        self._bound(self.refresh)
+        self.refresh[token] = data
+
+    async def pop_refresh(self, token: str) -> _Refresh | None:
+        return self.refresh.pop(token, None)
+
+
+Approver = Callable[[AuthorizationRequest], Awaitable[str | None]]
+
+
+class _OAuthError(Exception):
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.status = status
+
+
+def _b64url(n: int, size: int) -> str:
+    return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
+
+
+class AuthorizationServer:
+    """The ASGI authorization server. ``app`` (optional) receives every request this server does not route, so one
+    origin can host both the AS and the MCP endpoint (the 2025-03-26 layout).
+
+    Args:
+        issuer: the issuer URL (``https://auth.example`` or ``http://127.0.0.1:PORT[/path]`` for development).
+        resources: the resource URIs tokens may be issued for; a request naming another ``resource`` is refused
+            (``invalid_target``). ``default_resource`` is the audience when the client names none.
+        approver: decides an authorization request: returns the subject, or None to deny. ``auto_approve=True``
+            approves everything as ``"test-user"`` (tests); without either /authorize answers ``access_denied``.
+        scopes_supported: advertised and enforced (a request for an unknown scope → ``invalid_scope``).
+        access_token_ttl / refresh_token_ttl / code_ttl: lifetimes in seconds.
+        metadata: serve the discovery documents (False mimics a 2025-03-26 server without metadata: the client must
+            fall back to the default ``/authorize``, ``/token`` and ``/register``).
+        registration: enable /register (RFC 7591).
+        issue_refresh_tokens: hand out refresh tokens with the authorization-code grant.
+        production: refuse to start with in-memory storage unless ``allow_in_memory``.
+    """
+
+    def __init__(
+        self,
+        issuer: str,
+        *,
+        resources: Iterable[str] = (),
+        default_resource: str | None = None,
+        approver: Approver | None = None,
+        auto_approve: bool = False,
+        scopes_supported: Iterable[str] | None = None,
+        default_scopes: Iterable[str] = (),
+        storage: AuthStorage | None = None,
+        production: bool = False,
+        allow_in_memory: bool = False,
+        access_token_ttl: float = 3600.0,
+        refresh_token_ttl: float | None = 30 * 86400.0,
+        code_ttl: float = 60.0,
+        metadata: bool = True,
+        registration: bool = True,
+        issue_refresh_tokens: bool = True,
+        signing_key: Any = None,
+        app: ASGIApp | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        if storage is None:
+            if production and not allow_in_memory:
+                raise RuntimeError(
+                    "AuthorizationServer(production=True) needs durable storage: pass storage=..., or "
+                    "allow_in_memory=True to accept losing every client, code and refresh token on restart"
+                )
+            storage = InMemoryAuthStorage()
+        if not is_secure_url(issuer):
+            raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
+        self.issuer = issuer.rstrip("/")
+        parts = urlsplit(self.issuer)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.base_path = parts.path.rstrip("/")
+        self.resources = {canonical_resource(r) for r in resources}
+        self.default_resource = canonical_resource(default_resource) if default_resource else None
+        if self.default_resource:
+            self.resources.add(self.default_resource)
+        if approver is None and auto_approve:
+            async def approve_all(_: AuthorizationRequest) -> str | None:
+                return "test-user"
+            approver = approve_all
+        self.approver = approver
+        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
+        self.default_scopes = list(default_scopes)
+        self.storage = storage
+        self.access_token_ttl = access_token_ttl
+        self.refresh_token_ttl = refresh_token_ttl
+        self.code_ttl = code_ttl
+        self.serve_metadata = metadata
+        self.registration = registration
+        self.issue_refresh_tokens = issue_refresh_tokens
+        self.app = app
+        self.clock = clock
+        self.key = signing_key or ec.generate_private_key(ec.SECP256R1())
+        self.kid = secrets.token_hex(8)
+        self.counts: dict[str, int] = {}  # endpoint -> hits (observability, tests)
+
+    # ------------------------------------------------------------------ metadata
+    def url(self, endpoint: str) -> str:
+        return self.issuer + endpoint
+
+    def metadata(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "issuer": self.issuer,
+            "authorization_endpoint": self.url("/authorize"),
+            "token_endpoint": self.url("/token"),
+            "jwks_uri": self.url("/jwks"),
+            "introspection_endpoint": self.url("/introspect"),
+            "response_types_supported": ["code"],
+            "response_modes_supported": ["query"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "authorization_response_iss_parameter_supported": True,
+            # OpenID Connect discovery requires these; harmless for RFC 8414 readers
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["ES256"],
+        }
+        if self.registration:
+            doc["registration_endpoint"] = self.url("/register")
+        if self.scopes_supported is not None:
+            doc["scopes_supported"] = list(self.scopes_supported)
+        return doc
+
+    def jwks(self) -> dict[str, Any]:
+        numbers = self.key.public_key().public_numbers()
+        return {"keys": [{"kty": "EC", "crv": "P-256", "x": _b64url(numbers.x, 32), "y": _b64url(numbers.y, 32),
+                          "use": "sig", "alg": "ES256", "kid": self.kid}]}
+
+    def _metadata_paths(self) -> set[str]:
+        b = self.base_path
+        return {
+            "/.well-known/oauth-authorization-server" + b,
+            "/.well-known/openid-configuration" + b,
+            b + "/.well-known/openid-configuration",
+        }
+
+    # ------------------------------------------------------------------ tokens
+    def issue_access_token(self, *, subject: str, client_id: str, scopes: list[str], resource: str | None) -> str:
+        import jwt
+
+        now = int(self.clock())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": subject,
+            "client_id": client_id,
+            "iat": now,
+            "nbf": now,
+            "exp": now + int(self.access_token_ttl),
+            "jti": secrets.token_urlsafe(12),
+            "scope": " ".join(scopes),
+        }
+        if resource:
+            claims["aud"] = resource
+        return jwt.encode(claims, self.key, algorithm="ES256", headers={"kid": self.kid, "typ": "at+jwt"})
+
+    async def register_client(
+        self,
+        *,
+        redirect_uris: Iterable[str] = (),
+        token_endpoint_auth_method: str = "none",
+        grant_types: Iterable[str] = ("authorization_code", "refresh_token"),
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        scope: str | None = None,
+    ) -> ClientRecord:
+        """Pre-register a client (what /register does for DCR)."""
+        uris = list(redirect_uris)
+        for uri in uris:
+            if not valid_redirect_uri(uri):
+                raise ValueError(f"redirect URI must be https or localhost: {uri}")
+        if token_endpoint_auth_method not in ("none", "client_secret_basic", "client_secret_post"):
+            raise ValueError("unsupported token_endpoint_auth_method")
+        secret = None
+        if token_endpoint_auth_method != "none":
+            secret = client_secret or secrets.token_urlsafe(32)
+        record = ClientRecord(client_id or secrets.token_urlsafe(16), secret, uris, token_endpoint_auth_method,
+                              list(grant_types), scope)
+        await self.storage.save_client(record)
+        return record
+
+    # ------------------------------------------------------------------ ASGI
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            if self.app is not None:
+                await self.app(scope, receive, send)
+                return
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            if self.app is not None:
+                await self.app(scope, receive, send)
+            return
+        path: str = scope.get("path", "")
+        if len(path) > 1 and path.endswith("/"):
+            path = path[:-1]
+        method = scope.get("method", "GET")
+        b = self.base_path
+        route: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+        if self.serve_metadata and path in self._metadata_paths():
+            route = self._metadata
+        elif path == b + "/authorize":
+            route = self._authorize
+        elif path == b + "/token":
+            route = self._token
+        elif path == b + "/register" and self.registration:
+            route = self._register
+        elif path == b + "/introspect":
+            route = self._introspect
+        elif path == b + "/jwks":
+            route = self._jwks
+        if route is None:
+            if self.app is not None:
+                await self.app(scope, receive, send)
+            else:
+                await send_json(send, 404, {"error": "not_found"})
+            return
+        name = route.__name__.lstrip("_")
+        self.counts[name] = self.counts.get(name, 0) + 1
+        if method == "OPTIONS":
+            await send_json(send, 204, None, [(b"access-control-allow-origin", b"*"),
+                                              (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+                                              (b"access-control-allow-headers", b"*")])
+            return
+        try:
+            await route(scope, receive, send)
+        except _OAuthError as exc:
+            extra: list[tuple[bytes, bytes]] = []
+            if exc.status == 401:
+                extra.append((b"www-authenticate", b'Basic realm="oauth"'))
+            await send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, extra)
+
+    async def _metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_json(send, 200, self.metadata(), [(b"access-control-allow-origin", b"*")])
+
+    async def _jwks(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send_json(send, 200, self.jwks(), [(b"access-control-allow-origin", b"*")])
+
+    async def _authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") not in ("GET", "POST"):
+            raise _OAuthError("invalid_request", "use GET", 405)
+        q: dict[str, str] = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        if scope.get("method") == "POST":
+            q.update(parse_qsl((await read_body(receive)).decode("utf-8", "replace")))
+        client = await self.storage.get_client(q.get("client_id", ""))
+        if client is None:
+            raise _OAuthError("invalid_client", "unknown client_id")
+        redirect_uri = q.get("redirect_uri")
+        if redirect_uri is None:
+            if len(client.redirect_uris) != 1:
+                raise _OAuthError("invalid_request", "redirect_uri is required")
+            redirect_uri = client.redirect_uris[0]
+        if redirect_uri not in client.redirect_uris or not valid_redirect_uri(redirect_uri):
+            # never redirect to an unregistered URI (open redirector)
+            raise _OAuthError("invalid_request", "redirect_uri is not registered for this client")
+        state = q.get("state")
+
+        async def fail(error: str, description: str) -> None:
+            params = {"error": error, "error_description": description, "iss": self.issuer}
+            if state is not None:
+                params["state"] = state
+            await self._redirect(send, redirect_uri, params)
+
+        if q.get("response_type") != "code":
+            await fail("unsupported_response_type", "only response_type=code")
+            return
+        if "authorization_code" not in client.grant_types:
+            await fail("unauthorized_client", "this client may not use the authorization code grant")
+            return
+        challenge = q.get("code_challenge")
+        if not challenge:
+            await fail("invalid_request", "PKCE is required: code_challenge missing")
+            return
+        if q.get("code_challenge_method") != "S256":
+            await fail("invalid_request", "PKCE code_challenge_method must be S256")
+            return
+        try:
+            scopes = self._scopes(q.get("scope"), client)
+            resource = self._resource(q.get("resource"))
+        except _OAuthError as exc:
+            await fail(exc.error, exc.description)
+            return
+        subject = await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state)) \
+            if self.approver is not None else None
+        if subject is None:
+            await fail("access_denied", "the resource owner denied the request")
+            return
+        code = secrets.token_urlsafe(32)
+        await self.storage.save_code(code, _Code(client.client_id, redirect_uri, challenge, scopes, resource,
+                                                 subject, self.clock() + self.code_ttl))
+        params = {"code": code, "iss": self.issuer}
+        if state is not None:
+            params["state"] = state
+        await self._redirect(send, redirect_uri, params)
+
+    async def _redirect(self, send: Send, uri: str, params: Mapping[str, str]) -> None:
+        sep = "&" if urlsplit(uri).query else "?"
+        location = uri + sep + urlencode(params)
+        await send({"type": "http.response.start", "status": 302,
+                    "headers": [(b"location", location.encode()), (b"cache-control", b"no-store"),
+                                (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    def _scopes(self, requested: str | None, client: ClientRecord) -> list[str]:
+        scopes = requested.split() if requested else list(self.default_scopes)
+        if self.scopes_supported is not None:
+            unknown = [s for s in scopes if s not in self.scopes_supported]
+            if unknown:
+                raise _OAuthError("invalid_scope", "unknown scope: " + " ".join(unknown))
+        if client.scope is not None:
+            allowed = set(client.scope.split())
+            if any(s not in allowed for s in scopes):
+                raise _OAuthError("invalid_scope", "scope not allowed for this client")
+        return scopes
+
+    def _resource(self, requested: str | None) -> str | None:
+        if requested is None:
+            return self.default_resource
+        if urlsplit(requested).fragment or not urlsplit(requested).scheme:
+            raise _OAuthError("invalid_target", "resource must be an absolute URI without fragment")
+        canonical = canonical_resource(requested)
+        if self.resources and canonical not in self.resources:
+            raise _OAuthError("invalid_target", "unknown resource")
+        return canonical
+
+    async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
+        basic = header(scope, b"authorization")
+        client_id = form.get("client_id")
+        secret: str | None = None
+        method = "none"
+        if basic and basic.lower().startswith("basic "):
+            try:
+                raw = base64.b64decode(basic[6:].strip()).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                raise _OAuthError("invalid_client", "malformed Basic credentials", 401) from None
+            from urllib.parse import unquote
+
+            cid, _, sec = raw.partition(":")
+            if client_id is not None and client_id != unquote(cid):
+                raise _OAuthError("invalid_client", "client_id mismatch", 401)
+            client_id, secret, method = unquote(cid), unquote(sec), "client_secret_basic"
+        elif "client_secret" in form:
+            secret, method = form["client_secret"], "client_secret_post"
+        if not client_id:
+            raise _OAuthError("invalid_client", "client authentication required", 401)
+        client = await self.storage.get_client(client_id)
+        if client is None:
+            raise _OAuthError("invalid_client", "unknown client", 401)
+        if client.token_endpoint_auth_method != method:
+            raise _OAuthError("invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}",
+                              401)
+        if client.client_secret is not None and not hmac.compare_digest(client.client_secret, secret or ""):
+            raise _OAuthError("invalid_client", "bad client credentials", 401)
+        return client
+
+    async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
+        if scope.get("method") != "POST":
+            raise _OAuthError("invalid_request", "use POST", 405)
+        ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if ctype != "application/x-www-form-urlencoded":
+            raise _OAuthError("invalid_request", "use application/x-www-form-urlencoded")
+        body = (await read_body(receive)).decode("utf-8", "replace")
+        if bytes(scope.get("query_string", b"")):
+            raise _OAuthError("invalid_request", "parameters belong in the body, not the query string")
+        pairs = parse_qsl(body, keep_blank_values=True)
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            raise _OAuthError("invalid_request", "repeated parameter")
+        return dict(pairs)
+
+    async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
+        form = await self._form(scope, receive)
+        client = await self._client_auth(scope, form)
+        grant = form.get("grant_type")
+        if grant not in client.grant_types:
+            raise _OAuthError("unauthorized_client", f"grant {grant!r} not allowed for this client")
+        if grant == "authorization_code":
+            result = await self._grant_code(client, form)
+        elif grant == "refresh_token":
+            result = await self._grant_refresh(client, form)
+        elif grant == "client_credentials":
+            if client.client_secret is None:
+                raise _OAuthError("unauthorized_client", "client_credentials needs a confidential client")
+            scopes = self._scopes(form.get("scope"), client)
+            resource = self._resource(form.get("resource"))
+            result = await self._tokens(client.client_id, client.client_id, scopes, resource, refresh=False)
+        else:
+            raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
+        await send_json(send, 200, result, [(b"pragma", b"no-cache")])
+
+    async def _grant_code(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
+        code = await self.storage.pop_code(form.get("code", ""))  # single use
+        if code is None or code.client_id != client.client_id or code.expires_at < self.clock():
+            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+        if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
+            raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
+        verifier = form.get("code_verifier")
+        if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
+            raise _OAuthError("invalid_grant", "PKCE verification failed")
+        resource = code.resource
+        if "resource" in form:
+            asked = self._resource(form["resource"])
+            if code.resource is not None and asked != code.resource:
+                raise _OAuthError("invalid_target", "resource differs from the authorization request")
+            resource = asked
+        return await self._tokens(client.client_id, code.subject, code.scopes, resource,
+                                  refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types)
+
+    async def _grant_refresh(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
+        old = await self.storage.pop_refresh(form.get("refresh_token", ""))  # rotation: the old one dies now
+        if old is None or old.client_id != client.client_id or (
+            old.expires_at is not None and old.expires_at < self.clock()
+        ):
+            raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
+        scopes = old.scopes
+        if form.get("scope"):
+            asked = form["scope"].split()
+            if any(s not in old.scopes for s in asked):
+                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
+            scopes = asked
+        resource = old.resource
+        if "resource" in form:
+            asked_resource = self._resource(form["resource"])
+            if old.resource is not None and asked_resource != old.resource:
+                raise _OAuthError("invalid_target", "resource differs from the original grant")
+            resource = asked_resource
+        return await self._tokens(client.client_id, old.subject, scopes, resource, refresh=True,
+                                  keep_scopes=old.scopes)
+
+    async def _tokens(self, client_id: str, subject: str, scopes: list[str], resource: str | None, *,
+                      refresh: bool, keep_scopes: list[str] | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "access_token": self.issue_access_token(subject=subject, client_id=client_id, scopes=scopes,
+                                                    resource=resource),
+            "token_type": "Bearer",
+            "expires_in": int(self.access_token_ttl),
+        }
+        if scopes:
+            result["scope"] = " ".join(scopes)
+        if refresh:
+            token = secrets.token_urlsafe(32)
+            expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
+            await self.storage.save_refresh(token, _Refresh(client_id, keep_scopes or scopes, resource, subject,
+                                                            expires))
+            result["refresh_token"] = token
+        return result
+
+    async def _register(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":
+            raise _OAuthError("invalid_request", "use POST", 405)
+        try:
+            meta = orjson.loads(await read_body(receive))
+        except orjson.JSONDecodeError:
+            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
+        if not isinstance(meta, dict):
+            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object")
+        uris = meta.get("redirect_uris") or []
+        grant_types = meta.get("grant_types") or ["authorization_code", "refresh_token"]
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise _OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
+        if "authorization_code" in grant_types and not uris:
+            raise _OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
+        bad = [u for u in uris if not valid_redirect_uri(u)]
+        if bad:
+            raise _OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
+        method = meta.get("token_endpoint_auth_method", "client_secret_basic")
+        if method not in ("none", "client_secret_basic", "client_secret_post"):
+            raise _OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
+        allowed_grants = {"authorization_code", "refresh_token", "client_credentials"}
+        if not isinstance(grant_types, list) or any(g not in allowed_grants for g in grant_types):
+            raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
+        if "client_credentials" in grant_types and method == "none":
+            raise _OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
+        scope_value = meta.get("scope") if isinstance(meta.get("scope"), str) else None
+        if scope_value is not None and self.scopes_supported is not None:
+            unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
+            if unknown:
+                raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
+        record = await self.register_client(redirect_uris=uris, token_endpoint_auth_method=method,
+                                            grant_types=grant_types, scope=scope_value)
+        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret")}
+        await self.storage.save_client(record)
+        body: dict[str, Any] = dict(record.metadata)
+        body.update({
+            "client_id": record.client_id,
+            "client_id_issued_at": int(self.clock()),
+            "redirect_uris": uris,
+            "grant_types": grant_types,
+            "token_endpoint_auth_method": method,
+            "response_types": ["code"] if "authorization_code" in grant_types else [],
+        })
+        if record.client_secret is not None:
+            body["client_secret"] = record.client_secret
+            body["client_secret_expires_at"] = 0
+        await send_json(send, 201, body)
+
+    async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
+        form = await self._form(scope, receive)
+        client = await self._client_auth(scope, form)
+        if client.client_secret is None:
+            raise _OAuthError("invalid_client", "introspection needs a confidential client", 401)
+        import jwt
+
+        try:
+            claims = jwt.decode(form.get("token", ""), self.key.public_key(), algorithms=["ES256"],
+                                issuer=self.issuer, options={"verify_aud": False, "require": ["exp"]})
+        except jwt.PyJWTError:
+            await send_json(send, 200, {"active": False})
+            return
+        claims["active"] = True
+        claims["token_type"] = "Bearer"
+        await send_json(send, 200, claims)

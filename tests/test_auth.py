@@ -1,0 +1,728 @@
+"""OAuth 2.1 for MCP over HTTP: the resource-server middleware, the built-in authorization server and the
+``httpx.Auth`` client, end to end.
+
+Everything is real: mcpkit's MCP app (``create_app``) wrapped by :func:`mcpkit.auth.protect` and the
+:class:`~mcpkit.auth.AuthorizationServer`, each on uvicorn bound to 127.0.0.1, and the real mcpkit client
+(``ClientSession`` over ``StreamableHTTPClientTransport(auth=OAuthClient(...))``) in both eras."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import socket
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+import jwt
+import pytest
+import uvicorn
+
+from mcpkit import MCPKit
+from mcpkit.auth import (
+    AccessToken,
+    AuthorizationServer,
+    HeadlessBrowser,
+    InMemoryTokenStorage,
+    IntrospectionVerifier,
+    InvalidToken,
+    JWTVerifier,
+    OAuthClient,
+    OAuthFlowError,
+    StaticTokenVerifier,
+    current_access_token,
+    protect,
+    tool_scopes,
+)
+from mcpkit.auth._util import parse_www_authenticate, pkce_pair
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import create_app
+from mcpkit.transports.http.streamable_client import HTTPTransportError, StreamableHTTPClientTransport
+
+REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the headless browser stops at the redirect
+
+
+# ---------------------------------------------------------------------------------------------------- fixtures
+def mcp_server() -> MCPKit:
+    app = MCPKit("auth-test", version="1.0.0")
+
+    @app.tool
+    def whoami() -> str:
+        """The subject and scopes of the caller's access token."""
+        tok = current_access_token()
+        return "anonymous" if tok is None else f"{tok.subject}|{' '.join(sorted(tok.scopes))}"
+
+    @app.tool
+    def admin() -> str:
+        """Needs the mcp:admin scope (step-up)."""
+        return "admin ok"
+
+    return app
+
+
+class Served:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+
+
+@contextlib.asynccontextmanager
+async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Served]]:
+    """Run ``factory(base_url)`` on uvicorn at a port bound before the app is built (the app must know its URL)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    inner = factory(base)
+    served = Served()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+            served.requests.append((scope["method"], scope["path"] + ("?" + scope["query_string"].decode()
+                                                                     if scope["query_string"] else ""), headers))
+        await inner(scope, receive, send)
+
+    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
+    userver = uvicorn.Server(config)
+    task = asyncio.get_running_loop().create_task(userver.serve(sockets=[sock]))
+    for _ in range(500):
+        if userver.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    try:
+        yield base, served
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+        sock.close()
+
+
+@contextlib.asynccontextmanager
+async def stack(*, scopes_supported: list[str] | None = None, required: tuple[str, ...] = (),
+                scope_rule: Any = None, as_options: dict[str, Any] | None = None,
+                rs_options: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+    """An AS on one port, the protected MCP server (JWTVerifier against the AS's JWKS) on another."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, scopes_supported=scopes_supported,
+                                           **(as_options or {}))
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, as_log):
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            holder["verifier"] = JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks")
+            return protect(create_app(mcp_server()), resource=resource, verifier=holder["verifier"],
+                           authorization_servers=[as_url], required_scopes=required,
+                           scopes_supported=scopes_supported, scope_rule=scope_rule, **(rs_options or {}))
+
+        async with serve(make_rs) as (rs_base, rs_log):
+            holder.update(as_url=as_url, as_log=as_log, mcp_url=rs_base + "/mcp", rs_base=rs_base, rs_log=rs_log)
+            yield holder
+
+
+def oauth(url: str, **kw: Any) -> tuple[OAuthClient, HeadlessBrowser]:
+    browser = HeadlessBrowser()
+    client = OAuthClient(url, client_metadata={"client_name": "mcpkit-test", "redirect_uris": [REDIRECT]},
+                         redirect_handler=browser.redirect_handler, callback_handler=browser.callback_handler, **kw)
+    return client, browser
+
+
+async def whoami(url: str, auth: OAuthClient, mode: str = "auto") -> str:
+    async with StreamableHTTPClientTransport(url, auth=auth) as conn, ClientSession(conn, mode=mode) as session:
+        result = await session.call_tool("whoami", {})
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------------------------------------------- resource server
+@pytest.mark.req("M030", "M038")
+async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None:
+    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s, \
+            httpx.AsyncClient() as http:
+        r = await http.post(s["mcp_url"], json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                            headers={"accept": "application/json, text/event-stream"})
+        assert r.status_code == 401
+        scheme, params = parse_www_authenticate(r.headers["www-authenticate"])
+        assert scheme == "bearer"
+        assert params["resource_metadata"] == s["rs_base"] + "/.well-known/oauth-protected-resource/mcp"
+        assert params["scope"] == "mcp:read"
+        assert "error" not in params  # no credentials: no error code (RFC 6750 §3.1)
+        # the GET stream and DELETE are protected too
+        assert (await http.get(s["mcp_url"], headers={"accept": "text/event-stream"})).status_code == 401
+        assert (await http.delete(s["mcp_url"])).status_code == 401
+        # RFC 9728 metadata at the path-aware location and at the root
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            prm = (await http.get(s["rs_base"] + path)).json()
+            assert prm["resource"] == s["mcp_url"]
+            assert prm["authorization_servers"] == [s["as_url"]]
+            assert prm["scopes_supported"] == ["mcp:read", "mcp:admin"]
+            assert prm["bearer_methods_supported"] == ["header"]
+
+
+def _forge(as_server: AuthorizationServer, **claims: Any) -> str:
+    now = int(time.time())
+    base = {"iss": as_server.issuer, "sub": "mallory", "iat": now, "exp": now + 600, "scope": "mcp:read"}
+    base.update(claims)
+    return jwt.encode({k: v for k, v in base.items() if v is not None}, as_server.key, algorithm="ES256",
+                      headers={"kid": as_server.kid})
+
+
+@pytest.mark.req("M038", "M031")
+async def test_invalid_expired_and_wrong_audience_tokens_get_401() -> None:
+    async with stack() as s:
+        a: AuthorizationServer = s["as"]
+        good = _forge(a, aud=s["mcp_url"])
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        other_key = ec.generate_private_key(ec.SECP256R1())
+        cases = {
+            "garbage": "not-a-jwt",
+            "expired": _forge(a, aud=s["mcp_url"], exp=int(time.time()) - 3600),
+            "wrong audience": _forge(a, aud="http://127.0.0.1:1/other"),
+            "no audience": _forge(a, aud=None),
+            "wrong issuer": _forge(a, aud=s["mcp_url"], iss="http://127.0.0.1:1"),
+            "bad signature": jwt.encode({"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                                        other_key, algorithm="ES256", headers={"kid": a.kid}),
+            "unknown kid": jwt.encode({"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                                      other_key, algorithm="ES256", headers={"kid": "rotated-away"}),
+        }
+        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        hdrs = {"accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as http:
+            for name, token in cases.items():
+                r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Bearer {token}"})
+                assert r.status_code == 401, name
+                _, params = parse_www_authenticate(r.headers["www-authenticate"])
+                assert params["error"] == "invalid_token", name
+                assert "resource_metadata" in params
+            # the same request with a valid token goes through
+            r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Bearer {good}"})
+            assert r.status_code == 200
+            # a non-Bearer scheme is refused
+            r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Basic {good}"})
+            assert r.status_code == 401
+        # the unknown kid made the verifier re-fetch the JWKS once (rotation), not once per request
+        assert s["verifier"].fetches <= 3
+
+
+@pytest.mark.req("M037")
+async def test_query_string_token_is_refused_even_when_valid() -> None:
+    async with stack() as s:
+        good = _forge(s["as"], aud=s["mcp_url"])
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx.AsyncClient() as http:
+            r = await http.post(s["mcp_url"] + "?" + urlencode({"access_token": good}), json=body,
+                                headers={"accept": "application/json, text/event-stream"})
+            assert r.status_code == 400
+            assert r.json()["error"] == "invalid_request"
+            # a token in the query string next to a header is refused too: the query is never a credential
+            r = await http.post(s["mcp_url"] + "?" + urlencode({"access_token": good}), json=body,
+                                headers={"accept": "application/json, text/event-stream",
+                                         "authorization": f"Bearer {good}"})
+            assert r.status_code == 400
+
+
+async def test_static_and_introspection_verifiers() -> None:
+    aud = "http://127.0.0.1:5/mcp"
+    static = StaticTokenVerifier.simple({"t1": ["a"]}, audience=aud)
+    assert (await static.verify("t1")).scopes == {"a"}
+    with pytest.raises(InvalidToken):
+        await static.verify("t2")
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, resources=[aud])
+        return holder["as"]
+
+    async with serve(make) as (as_url, _):
+        a: AuthorizationServer = holder["as"]
+        rs = await a.register_client(token_endpoint_auth_method="client_secret_basic", grant_types=[])
+        verifier = IntrospectionVerifier(as_url + "/introspect", client_id=rs.client_id,
+                                         client_secret=rs.client_secret, issuer=as_url)
+        token = a.issue_access_token(subject="alice", client_id="c", scopes=["x", "y"], resource=aud)
+        got = await verifier.verify(token)
+        assert (got.subject, got.scopes, got.audience) == ("alice", {"x", "y"}, (aud,))
+        with pytest.raises(InvalidToken):
+            await verifier.verify(token + "x")
+        bad = IntrospectionVerifier(as_url + "/introspect", client_id=rs.client_id, client_secret="wrong")
+        with pytest.raises(InvalidToken):
+            await bad.verify(token)
+
+
+async def test_jwt_verifier_static_keys_and_jwks_bound() -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    v = JWTVerifier(issuer="https://as.example", audience="https://rs.example/mcp", keys={"k1": key.public_key()})
+    ok = jwt.encode({"iss": "https://as.example", "aud": "https://rs.example/mcp", "exp": int(time.time()) + 60,
+                     "scope": "a b", "sub": "s"}, key, algorithm="ES256", headers={"kid": "k1"})
+    assert (await v.verify(ok)).scopes == {"a", "b"}
+    with pytest.raises(InvalidToken):  # alg none is never accepted
+        await v.verify(jwt.encode({"iss": "https://as.example", "exp": int(time.time()) + 60}, None,
+                                  algorithm="none", headers={"kid": "k1"}))
+    with pytest.raises(InvalidToken):  # exp is required
+        await v.verify(jwt.encode({"iss": "https://as.example", "aud": "https://rs.example/mcp"}, key,
+                                  algorithm="ES256", headers={"kid": "k1"}))
+    with pytest.raises(ValueError):
+        JWTVerifier(issuer=None, audience=None, keys={"k": key.public_key()}, algorithms=["none"])
+    # a flood of unknown kids costs at most one JWKS fetch per min_refresh_interval
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base)
+        return holder["as"]
+
+    async with serve(make) as (as_url, log):
+        jv = JWTVerifier(issuer=as_url, audience=None, jwks_url=as_url + "/jwks", min_refresh_interval=60)
+        good = holder["as"].issue_access_token(subject="s", client_id="c", scopes=[], resource=None)
+        assert (await jv.verify(good)).subject == "s"
+        for i in range(20):
+            forged = jwt.encode({"iss": as_url, "exp": int(time.time()) + 60}, key, algorithm="ES256",
+                                headers={"kid": f"kid-{i}"})
+            with pytest.raises(InvalidToken):
+                await jv.verify(forged)
+        assert jv.fetches == 1
+        assert sum(1 for m, p, _ in log.requests if p == "/jwks") == 1
+
+
+# ---------------------------------------------------------------------------------------------------- full flows
+@pytest.mark.req("M031", "M032", "M033", "M036", "M037", "S008", "S010", "S011", "S012", "A016")
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_full_flow_prm_dcr_pkce_resource(mode: str) -> None:
+    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client, mode) == "test-user|mcp:read"
+        # discovery: the challenge's resource_metadata, then RFC 8414 at the issuer, then DCR
+        as_paths = [p for _, p, _ in s["as_log"].requests]
+        assert as_paths[0] == "/.well-known/oauth-authorization-server"
+        assert "/register" in as_paths
+        # S012: every discovery request carried MCP-Protocol-Version
+        discovery = [h for _, p, h in s["as_log"].requests + s["rs_log"].requests if "/.well-known/" in p]
+        assert discovery and all(h.get("mcp-protocol-version") for h in discovery)
+        # the authorization request: PKCE S256 and the RFC 8707 resource
+        q = dict(parse_qsl(urlsplit(browser.visited[0]).query))
+        assert q["code_challenge_method"] == "S256" and len(q["code_challenge"]) == 43
+        assert q["resource"] == s["mcp_url"]
+        assert q["scope"] == "mcp:read"  # the challenge's scope wins over scopes_supported
+        # M036/M037: the token only ever travelled in the Authorization header
+        mcp_reqs = [(p, h) for m, p, h in s["rs_log"].requests if p.startswith("/mcp")]
+        authed = [h for p, h in mcp_reqs if "authorization" in h]
+        assert authed and all(h["authorization"].startswith("Bearer ") for h in authed)
+        assert all("?" not in p for p, _ in mcp_reqs)
+        token = authed[-1]["authorization"].split(" ", 1)[1]
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["aud"] == s["mcp_url"] and claims["iss"] == s["as_url"]
+        # stored keyed by issuer, with the registration
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        assert set(storage.tokens) == {s["as_url"]} and set(storage.clients) == {s["as_url"]}
+        # a second session reuses the token: no new authorization
+        visits = len(browser.visited)
+        assert await whoami(s["mcp_url"], client, mode) == "test-user|mcp:read"
+        assert len(browser.visited) == visits
+        await client.aclose()
+
+
+@pytest.mark.req("M034", "M035", "M031", "M036")
+async def test_2025_03_26_server_without_metadata_uses_default_endpoints() -> None:
+    """A 2025-03-26 layout: no PRM, the AS shares the MCP server's origin and serves no metadata; the client
+    discards the URL path to get the authorization base URL and uses /authorize, /token, /register there."""
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        a = AuthorizationServer(base, auto_approve=True, metadata=False, default_resource=resource)
+        inner = protect(create_app(mcp_server()), resource=resource,
+                        verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+                        resource_metadata=False)
+        a.app = inner
+        holder["as"] = a
+        return a
+
+    async with serve(make) as (base, log):
+        client, browser = oauth(base + "/mcp", protocol_version="2025-03-26")
+        async with StreamableHTTPClientTransport(base + "/mcp", auth=client) as conn, \
+                ClientSession(conn, mode="handshake", protocol_version="2025-03-26") as session:
+            result = await session.call_tool("whoami", {})
+            assert result.content[0].text == "test-user|"  # type: ignore[union-attr]
+        paths = [p.split("?")[0] for _, p, _ in log.requests]
+        assert "/.well-known/oauth-authorization-server" in paths  # tried at the base URL first (M034)
+        assert "/.well-known/oauth-authorization-server/mcp" not in paths
+        assert "/register" in paths and "/token" in paths  # defaults at the base URL (M035)
+        assert browser.visited[0].startswith(base + "/authorize?")
+        assert "resource=" not in browser.visited[0]  # no PRM: nothing to name
+        # S012: the discovery request carried the version of the request that was refused
+        disc = [h for _, p, h in log.requests if p.startswith("/.well-known/oauth-authorization-server")]
+        assert disc[0]["mcp-protocol-version"] == "2025-03-26"
+        await client.aclose()
+
+
+@pytest.mark.req("M032", "M033")
+async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        a = AuthorizationServer(base, auto_approve=True, default_resource=resource)
+        a.app = protect(create_app(mcp_server()), resource=resource, resource_metadata=False,
+                        verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}))
+        return a
+
+    async with serve(make) as (base, log):
+        client, _ = oauth(base + "/mcp")
+        assert await whoami(base + "/mcp", client, "handshake") == "test-user|"
+        assert client.issuer == base
+        assert ("GET", "/.well-known/oauth-authorization-server") in [(m, p) for m, p, _ in log.requests]
+        await client.aclose()
+
+
+@pytest.mark.req("M033")
+@pytest.mark.parametrize("variant", ["oidc-root", "path-8414", "path-oidc-suffix"])
+async def test_as_metadata_discovery_variants(variant: str) -> None:
+    """Issuer with a path (RFC 8414 path insertion, OIDC insertion and suffix) and OIDC-only servers."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        issuer = base if variant == "oidc-root" else base + "/tenant1"
+        a = AuthorizationServer(issuer, auto_approve=True)
+        holder["as"] = a
+        allowed = {
+            "oidc-root": "/.well-known/openid-configuration",
+            "path-8414": "/.well-known/oauth-authorization-server/tenant1",
+            "path-oidc-suffix": "/tenant1/.well-known/openid-configuration",
+        }[variant]
+
+        async def only(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and "/.well-known/" in scope["path"] and scope["path"] != allowed:
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await a(scope, receive, send)
+
+        return only
+
+    async with serve(make_as) as (_as_url, _as_log):
+        issuer = holder["as"].issuer
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[issuer],
+                           verifier=JWTVerifier(issuer=issuer, audience=resource, jwks_url=issuer + "/jwks"))
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp")
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            assert client.issuer == issuer
+            await client.aclose()
+
+
+@pytest.mark.req("M033")
+async def test_prm_well_known_fallback_without_header_and_root_prm() -> None:
+    """2025-11-25: no resource_metadata in the challenge → /.well-known/oauth-protected-resource/<path>, then
+    the root. Here the path-aware document is missing, so the root one must be used."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, _):
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            mw = protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
+                         verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+            mw.metadata_path = "/.well-known/oauth-protected-resource"  # only the root document exists
+
+            def challenge(*a: Any, **k: Any) -> bytes:
+                return b"Bearer"  # no resource_metadata parameter
+
+            mw.challenge = challenge  # type: ignore[method-assign]
+            return mw
+
+        async with serve(make_rs) as (rs, log):
+            client, _b = oauth(rs + "/mcp")
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            prm = [p for _, p, _ in log.requests if "oauth-protected-resource" in p]
+            assert prm[:2] == ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]
+            await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_refresh_on_expiry_with_rotation() -> None:
+    async with stack(as_options={"access_token_ttl": 31}) as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        first = storage.tokens[s["as_url"]]
+        assert first.refresh_token
+        first.expires_at = time.time()  # expired from the client's point of view: refresh before use
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        second = storage.tokens[s["as_url"]]
+        assert second.access_token != first.access_token
+        assert second.refresh_token and second.refresh_token != first.refresh_token  # rotated
+        assert len(browser.visited) == 1  # no new authorization
+        # the old refresh token is dead (rotation)
+        a: AuthorizationServer = s["as"]
+        info = storage.clients[s["as_url"]]
+        async with httpx.AsyncClient() as http:
+            r = await http.post(s["as_url"] + "/token", data={"grant_type": "refresh_token", "client_id":
+                                info["client_id"], "refresh_token": first.refresh_token})
+            assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+        assert a.counts["token"] >= 3
+        await client.aclose()
+
+
+@pytest.mark.req("M038")
+async def test_server_side_rejection_triggers_refresh_then_retry() -> None:
+    """The RS refuses a token the client still thinks valid (401 invalid_token): the client refreshes and retries
+    the request once."""
+    async with stack() as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        tok = storage.tokens[s["as_url"]]
+        tok.access_token = _forge(s["as"], aud="http://127.0.0.1:1/elsewhere")  # wrong audience → 401
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        assert len(browser.visited) == 1
+        assert storage.tokens[s["as_url"]].access_token != tok.access_token
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_step_up_on_insufficient_scope() -> None:
+    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",),
+                     scope_rule=tool_scopes({"admin": ["mcp:admin"]})) as s:
+        client, browser = oauth(s["mcp_url"])
+        async with StreamableHTTPClientTransport(s["mcp_url"], auth=client) as conn, \
+                ClientSession(conn, mode="handshake") as session:
+            who = await session.call_tool("whoami", {})
+            assert who.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+            res = await session.call_tool("admin", {})
+            assert res.content[0].text == "admin ok"  # type: ignore[union-attr]
+            who = await session.call_tool("whoami", {})
+            assert who.content[0].text == "test-user|mcp:admin mcp:read"  # type: ignore[union-attr]
+        assert len(browser.visited) == 2
+        q = dict(parse_qsl(urlsplit(browser.visited[1]).query))
+        assert set(q["scope"].split()) == {"mcp:read", "mcp:admin"}
+        # the raw 403 shape
+        async with httpx.AsyncClient() as http:
+            token = _forge(s["as"], aud=s["mcp_url"], scope="mcp:read")
+            r = await http.post(s["mcp_url"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                                    "params": {"name": "admin", "arguments": {}}},
+                                headers={"authorization": f"Bearer {token}",
+                                         "accept": "application/json, text/event-stream"})
+            assert r.status_code == 403
+            _, params = parse_www_authenticate(r.headers["www-authenticate"])
+            assert params["error"] == "insufficient_scope"
+            assert set(params["scope"].split()) == {"mcp:read", "mcp:admin"}
+            assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+        await client.aclose()
+
+
+# ---------------------------------------------------------------------------------------------------- the AS itself
+@pytest.mark.req("S010", "A016", "M031")
+async def test_authorization_server_rules() -> None:
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"])
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        meta = (await http.get(base + "/.well-known/oauth-authorization-server")).json()
+        assert meta["issuer"] == base and meta["code_challenge_methods_supported"] == ["S256"]
+        assert meta["authorization_response_iss_parameter_supported"] is True
+        assert (await http.get(base + "/.well-known/openid-configuration")).json() == meta
+        # DCR: https or localhost redirect URIs only
+        bad = await http.post(base + "/register", json={"redirect_uris": ["http://evil.example/cb"]})
+        assert bad.status_code == 400 and bad.json()["error"] == "invalid_redirect_uri"
+        reg = await http.post(base + "/register", json={"redirect_uris": [REDIRECT], "client_name": "x",
+                                                         "token_endpoint_auth_method": "none"})
+        assert reg.status_code == 201
+        cid = reg.json()["client_id"]
+        assert "client_secret" not in reg.json()
+        verifier, challenge = pkce_pair()
+
+        async def authorize(**params: str) -> dict[str, str]:
+            q = {"response_type": "code", "client_id": cid, "redirect_uri": REDIRECT, "state": "st",
+                 "code_challenge": challenge, "code_challenge_method": "S256",
+                 "resource": "http://127.0.0.1:7/mcp", **params}
+            q = {k: v for k, v in q.items() if v != ""}
+            r = await http.get(base + "/authorize?" + urlencode(q))
+            assert r.status_code == 302
+            assert r.headers["location"].startswith(REDIRECT + "?")
+            return dict(parse_qsl(urlsplit(r.headers["location"]).query))
+
+        # PKCE is required, and only S256
+        assert (await authorize(code_challenge=""))["error"] == "invalid_request"
+        assert (await authorize(code_challenge_method="plain"))["error"] == "invalid_request"
+        assert (await authorize(resource="http://127.0.0.1:8/other"))["error"] == "invalid_target"
+        # unregistered redirect_uri: no redirect at all (no open redirector)
+        r = await http.get(base + "/authorize?" + urlencode({"response_type": "code", "client_id": cid,
+                           "redirect_uri": "http://127.0.0.1:9/other", "code_challenge": challenge,
+                           "code_challenge_method": "S256"}))
+        assert r.status_code == 400
+        ok = await authorize()
+        assert ok["iss"] == base and ok["state"] == "st"  # RFC 9207
+        # a wrong verifier fails, and burns the code (single use)
+        r = await http.post(base + "/token", data={"grant_type": "authorization_code", "code": ok["code"],
+                                                   "client_id": cid, "redirect_uri": REDIRECT,
+                                                   "code_verifier": "x" * 50})
+        assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+        ok = await authorize()
+        form = {"grant_type": "authorization_code", "code": ok["code"], "client_id": cid, "redirect_uri": REDIRECT,
+                "code_verifier": verifier, "resource": "http://127.0.0.1:7/mcp"}
+        r = await http.post(base + "/token", data=form)
+        assert r.status_code == 200, r.text
+        tokens = r.json()
+        assert tokens["token_type"] == "Bearer" and tokens["refresh_token"]
+        claims = jwt.decode(tokens["access_token"], holder["as"].key.public_key(), algorithms=["ES256"],
+                            audience="http://127.0.0.1:7/mcp", issuer=base)
+        assert claims["client_id"] == cid
+        assert (await http.post(base + "/token", data=form)).status_code == 400  # code reuse
+        # client_credentials for a confidential client (client_secret_basic)
+        reg = (await http.post(base + "/register", json={"grant_types": ["client_credentials"],
+                                                          "token_endpoint_auth_method": "client_secret_basic"}))
+        info = reg.json()
+        basic = base64.b64encode(f"{info['client_id']}:{info['client_secret']}".encode()).decode()
+        r = await http.post(base + "/token", data={"grant_type": "client_credentials",
+                                                   "resource": "http://127.0.0.1:7/mcp"},
+                            headers={"authorization": "Basic " + basic})
+        assert r.status_code == 200 and "refresh_token" not in r.json()
+        r = await http.post(base + "/token", data={"grant_type": "client_credentials"},
+                            headers={"authorization": "Basic " + base64.b64encode(
+                                f"{info['client_id']}:wrong".encode()).decode()})
+        assert r.status_code == 401
+    with pytest.raises(RuntimeError):
+        AuthorizationServer("https://as.example", production=True)
+    AuthorizationServer("https://as.example", production=True, allow_in_memory=True)
+    with pytest.raises(ValueError):
+        AuthorizationServer("http://as.example")  # plain http only on loopback
+
+
+# ---------------------------------------------------------------------------------------------------- client checks
+@pytest.mark.req("M031")
+async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
+    """The client refuses to proceed on: a PRM naming another resource, a metadata issuer mismatch, an iss in
+    the redirect from another issuer, an AS without S256, a missing promised iss."""
+
+    async def attempt(tamper: Callable[[dict[str, Any]], None], *, iss: str | None = "keep",
+                      prm_resource: str | None = None) -> None:
+        holder: dict[str, Any] = {}
+
+        def make_as(base: str) -> Any:
+            a = AuthorizationServer(base, auto_approve=True)
+            holder["as"] = a
+            orig = a.metadata
+
+            def meta() -> dict[str, Any]:
+                doc = orig()
+                tamper(doc)
+                return doc
+
+            a.metadata = meta  # type: ignore[method-assign]
+            if iss != "keep":
+                orig_redirect = a._redirect
+
+                async def redirect(send: Any, uri: str, params: Any) -> None:
+                    params = dict(params)
+                    if iss is None:
+                        params.pop("iss", None)
+                    else:
+                        params["iss"] = iss
+                    await orig_redirect(send, uri, params)
+
+                a._redirect = redirect  # type: ignore[method-assign]
+            return a
+
+        async with serve(make_as) as (as_url, _):
+            def make_rs(base: str) -> Any:
+                resource = base + "/mcp"
+                mw = protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
+                             verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+                if prm_resource:
+                    mw.metadata_extra["resource"] = prm_resource
+                return mw
+
+            async with serve(make_rs) as (rs, _):
+                client, _b = oauth(rs + "/mcp")
+                try:
+                    with pytest.raises((OAuthFlowError, HTTPTransportError, Exception)) as info:
+                        await whoami(rs + "/mcp", client, "handshake")
+                finally:
+                    await client.aclose()
+                chain = [info.value, info.value.__cause__, info.value.__context__]
+                assert any(isinstance(e, OAuthFlowError) for e in chain) or "OAuthFlowError" in repr(info.value), \
+                    repr(info.value)
+
+    await attempt(lambda d: None, prm_resource="http://127.0.0.1:1/mcp")
+    await attempt(lambda d: d.update(issuer="http://127.0.0.1:1"))
+    await attempt(lambda d: d.pop("code_challenge_methods_supported"))
+    await attempt(lambda d: None, iss="http://127.0.0.1:1")
+    await attempt(lambda d: None, iss=None)
+    await attempt(lambda d: d.update(token_endpoint="http://as.example/token"))
+
+
+@pytest.mark.req("M036")
+async def test_client_uses_preregistered_credentials_and_client_secret_basic() -> None:
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, registration=False)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, as_log):
+        rec = await holder["as"].register_client(redirect_uris=[REDIRECT],
+                                                 token_endpoint_auth_method="client_secret_basic")
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
+                           verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            token_reqs = [h for m, p, h in as_log.requests if p == "/token"]
+            assert token_reqs and token_reqs[0]["authorization"].startswith("Basic ")
+            assert "/register" not in [p for _, p, _ in as_log.requests]
+            await client.aclose()
+
+
+@pytest.mark.req("M038")
+async def test_principal_reaches_handlers_and_asgi_state() -> None:
+    seen: list[AccessToken] = []
+    aud = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["state"]["access_token"])
+        assert current_access_token() is scope["auth"]
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    verifier = StaticTokenVerifier({
+        "t": AccessToken("t", subject="a", audience=(aud + "/",)),  # canonical form compares equal
+        "other": AccessToken("other", audience=("http://127.0.0.1:2/mcp",)),
+        "none": AccessToken("none"),
+        "old": AccessToken("old", audience=(aud,), expires_at=time.time() - 5),
+    })
+    mw = protect(app, resource=aud, verifier=verifier)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        assert (await http.get("/mcp", headers={"authorization": "Bearer t"})).status_code == 204
+        for bad in ("u", "other", "none", "old"):  # unknown, another resource (RFC 8707), no audience, expired
+            r = await http.get("/mcp", headers={"authorization": f"Bearer {bad}"})
+            assert r.status_code == 401, bad
+            assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert [t.token for t in seen] == ["t"]
+    assert current_access_token() is None
+    assert json.dumps(mw.metadata())
