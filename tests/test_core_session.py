@@ -329,3 +329,26 @@ async def test_one_stuck_session_does_not_hold_up_notification_fan_out() -> None
     await server.notify_list_changed("tools")
     assert time.monotonic() - t0 < 1.0
     assert [orjson.loads(d)["method"] for d in got] == ["notifications/tools/list_changed"]
+
+
+@pytest.mark.req("M075")
+async def test_roots_cannot_change_when_they_were_not_declared() -> None:
+    wire: list[Any] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append(orjson.loads(b))) as cs:
+        with pytest.raises(CapabilityNotSupported):
+            await cs.set_roots(["file:///x"])
+    assert not any(m.get("method") == "notifications/roots/list_changed" for m in wire)
+
+
+async def test_an_invalid_handler_answer_is_reported_with_its_reason() -> None:
+    bad = {"role": "assistant", "content": {"type": "text", "text": "x"}}  # no "model"
+    async with open_session(
+        "memory",
+        mode="handshake",
+        sampling_handler=lambda p: bad,
+        elicitation_handler=lambda p: {"action": "accept"},
+        roots=[],
+    ) as cs:
+        with pytest.raises(MCPError) as ei:
+            await cs.call_tool("ask")
+    assert "the client's sampling handler returned an invalid result: model" in ei.value.message

@@ -13,13 +13,16 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolError": ("mcpkit.server.app", "ToolError"),
     "Server": ("mcpkit.server.lowlevel", "Server"),
     "Client": ("mcpkit.client.client", "Client"),
+    "MultiClient": ("mcpkit.client.multi", "MultiClient"),
+    "ToolResult": ("mcpkit.client.client", "ToolResult"),
     "ClientSession": ("mcpkit.client.lowlevel", "ClientSession"),
     "MCPError": ("mcpkit.protocol.errors", "MCPError"),
 }
 
 if TYPE_CHECKING:
-    from .client.client import Client
+    from .client.client import Client, ToolResult
     from .client.lowlevel import ClientSession
+    from .client.multi import MultiClient
     from .protocol.errors import MCPError
     from .server.app import MCPKit, ToolError
     from .server.context import Context
@@ -38,4 +41,15 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["Client", "ClientSession", "Context", "MCPError", "MCPKit", "Server", "ToolError", "__version__"]
+__all__ = [
+    "Client",
+    "ClientSession",
+    "Context",
+    "MCPError",
+    "MCPKit",
+    "MultiClient",
+    "Server",
+    "ToolError",
+    "ToolResult",
+    "__version__",
+]

@@ -30,6 +30,7 @@ from ..protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
+    InternalError,
     InvalidParams,
     MCPError,
     MethodNotFound,
@@ -417,7 +418,7 @@ class ClientSession:
             if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
                 raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
             result = _as_dict(await _maybe_await(self.sampling_handler(params)))
-            return CreateMessageResult.model_validate(result).dump()
+            return _validated(CreateMessageResult, result, "sampling")
         if method == "elicitation/create":
             if self.elicitation_handler is None:
                 raise MethodNotFound("Method not found: elicitation/create (elicitation not supported)")
@@ -425,7 +426,7 @@ class ClientSession:
             if mode == "url" and not self.elicitation_url:
                 raise InvalidParams("URL-mode elicitation is not supported by this client")
             result = _as_dict(await _maybe_await(self.elicitation_handler(params)))
-            return ElicitResult.model_validate(result).dump()
+            return _validated(ElicitResult, result, "elicitation")
         raise MethodNotFound(f"Method not found: {method}")
 
     async def _roots_list(self) -> list[JSONDict]:
@@ -539,7 +540,12 @@ class ClientSession:
         await self.peer.notify("notifications/roots/list_changed")
 
     def set_roots(self, roots: RootsProvider) -> Awaitable[None]:
-        """Replace the roots and notify the server (``notifications/roots/list_changed``)."""
+        """Replace the roots and notify the server (``notifications/roots/list_changed``).
+
+        Only possible when roots were declared at connect time: a capability cannot be added mid-session, and
+        ``list_changed`` may only be sent for a declared ``roots.listChanged`` (M075)."""
+        if self._roots is None and self.features is not None:
+            raise CapabilityNotSupported("roots were not declared when connecting; pass roots= to declare them")
         self._roots = roots
         return self.send_roots_list_changed()
 
@@ -628,6 +634,20 @@ class Subscription:
             return item
         get.cancel()
         raise StopAsyncIteration  # the server ended the subscription
+
+
+def _validated(model: Any, result: JSONDict, what: str) -> JSONDict:
+    """Check a handler's answer; a bad one becomes an error the server can read (not a bare -32603)."""
+    from pydantic import ValidationError
+
+    try:
+        dumped: JSONDict = model.model_validate(result).dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "result"
+        msg = f"the client's {what} handler returned an invalid result: {where}: {first['msg']}"
+        raise InternalError(msg) from None
+    return dumped
 
 
 def _cursor(cursor: str | None) -> JSONDict | None:
