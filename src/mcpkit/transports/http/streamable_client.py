@@ -83,7 +83,11 @@ class StreamableHTTPClientTransport:
         self.extra_headers = dict(headers or {})
         self._own_client = client is None
         self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None), auth=auth, follow_redirects=False
+            timeout=httpx.Timeout(timeout, read=None),
+            auth=auth,
+            follow_redirects=False,
+            # keep every connection of a burst of concurrent requests alive (httpx keeps only 20 by default)
+            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
         )
         self.get_stream = get_stream
         self.max_reconnects = max_reconnects
