@@ -726,3 +726,18 @@ async def test_principal_reaches_handlers_and_asgi_state() -> None:
     assert [t.token for t in seen] == ["t"]
     assert current_access_token() is None
     assert json.dumps(mw.metadata())
+
+
+@pytest.mark.req("M030", "M036")
+def test_oauth_example_demo_runs(free_port: Callable[[], int]) -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parent.parent / "examples" / "oauth_server.py"
+    out = subprocess.run([sys.executable, str(example), "--demo", "--port", str(free_port())],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:3] == ["whoami: test-user (mcp:read)", "admin: admin status: ok",
+                         "whoami: test-user (mcp:admin mcp:read)"]
