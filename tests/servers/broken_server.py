@@ -7,7 +7,7 @@ It does NOT use mcpkit (which would get things right); it speaks raw newline-del
 
 Faults: wrong-id, stdout-junk, missing-fields, result-and-error, bad-error, notification-id, ping-nonempty,
 undeclared-prompts, no-fallback, progress-decreasing, ignore-cancel, accept-any-cursor, no-batch, no-content,
-bad-content, multiline.
+bad-content, multiline, request-null-id, request-reused-id.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ FAULTS = {
     "no-content",
     "bad-content",
     "multiline",
+    "request-null-id",
+    "request-reused-id",
 }
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 PAGE_CURSOR = "page-2"
@@ -63,6 +65,7 @@ class Server:
         self.faults = faults
         self.version = "2025-11-25"
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.roots_capable = False
 
     def has(self, fault: str) -> bool:
         return fault in self.faults
@@ -102,6 +105,13 @@ class Server:
             return None  # a response to us: ignore
         method, rid, params = msg["method"], msg.get("id"), msg.get("params") or {}
         if "id" not in msg:
+            if method == "notifications/roots/list_changed" and self.roots_capable:
+                # ask for the roots (twice, so a reused id would show)
+                for n in (1, 2):
+                    rid_out: Any = (
+                        None if self.has("request-null-id") else f"srv-{1 if self.has('request-reused-id') else n}"
+                    )
+                    self.write({"jsonrpc": "2.0", "id": rid_out, "method": "roots/list"})
             if method == "notifications/cancelled" and not self.has("ignore-cancel"):
                 task = self.tasks.pop(json.dumps(params.get("requestId")), None)
                 if task is not None:
@@ -129,6 +139,7 @@ class Server:
                     raise LookupError(-32602, f"Unsupported protocol version {requested}")
                 requested = "2025-11-25"
             self.version = requested
+            self.roots_capable = "roots" in (params.get("capabilities") or {})
             info: dict[str, Any] = {"name": "broken-server", "version": "0.1"}
             if self.has("missing-fields"):
                 del info["version"]

@@ -22,6 +22,7 @@ from .wire import HttpWire, Incoming, StdioWire, Wire, WireClosed, is_url, split
 
 JSON = dict[str, Any]
 CLIENT_INFO = {"name": "mcpkit-check", "version": "1.0"}
+CHECK_ROOT = {"uri": "file:///tmp/mcpkit-check", "name": "mcpkit check"}
 UNKNOWN_VERSION = "1999-01-01"
 CONTENT_TYPES = {"text", "image", "audio", "resource", "resource_link"}
 _UNSAFE_TOOL = re.compile(
@@ -158,8 +159,15 @@ class Checker:
         self.wires.append(wire)
         return wire
 
-    async def initialize(self, wire: Wire, version: str, *, initialized: bool = True) -> Incoming | None:
-        params = {"protocolVersion": version, "capabilities": {}, "clientInfo": CLIENT_INFO}
+    async def initialize(
+        self, wire: Wire, version: str, *, initialized: bool = True, roots: bool = False
+    ) -> Incoming | None:
+        """initialize (+ notifications/initialized). With ``roots`` the client declares roots and answers
+        ``roots/list``, which gives a server a reason to send requests (judged by M002-M005)."""
+        caps: JSON = {"roots": {"listChanged": True}} if roots else {}
+        if roots:
+            wire.client_handlers["roots/list"] = lambda _params: {"roots": [CHECK_ROOT]}
+        params = {"protocolVersion": version, "capabilities": caps, "clientInfo": CLIENT_INFO}
         resp = await wire.request("initialize", params, timeout=self.timeout * 2)
         res = _res(resp)
         if res is not None and isinstance(res.get("protocolVersion"), str):
@@ -212,7 +220,7 @@ class Checker:
 
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
-        resp = await self.initialize(wire, self.version)
+        resp = await self.initialize(wire, self.version, roots=True)
         if resp is None:
             stray = wire.strays[0].short() if wire.strays else None
             if stray:
@@ -354,6 +362,8 @@ class Checker:
 
     async def check_basics(self, wire: Wire) -> None:
         r = self.report
+        # a reason for the server to send a request of its own (roots/list), judged by M002-M005
+        await wire.notify("notifications/roots/list_changed")
         for kind, rid in (("string", "chk-ping-\u00e9"), ("integer", 987654321)):
             t0 = time.monotonic()
             resp = await wire.request("ping", None, timeout=self.timeout, msg_id=rid)
@@ -1103,11 +1113,17 @@ class Checker:
             ):
                 if self.report.status(req) != "fail":
                     r.ok(req, f"{what} ({total} message(s))", "messages")
-            any_requests = any(w.server_requests for w in self.wires)
+            sreqs = [i for w in self.wires for i in w.server_requests]
+            methods = sorted({str(i.data.get("method")) for i in sreqs if isinstance(i.data, dict)})
             for req in ("M002", "M003", "M004", "M005"):
                 if self.report.status(req) != "fail":
-                    if any_requests:
-                        r.ok(req, "server-sent requests are well-formed", "messages")
+                    if sreqs:
+                        r.ok(
+                            req,
+                            f"{len(sreqs)} server-sent request(s) ({', '.join(methods)}): string/integer ids, "
+                            "unique per session, method strings",
+                            "messages",
+                        )
                     else:
                         r.skip(req, "the server sent no requests")
             if any(w.responses for w in self.wires) and self.report.status("M006") != "fail":
@@ -1132,7 +1148,9 @@ class Checker:
                 rid = msg["id"]
                 if rid is None:
                     r.fail("M003", f"request id is null: {_short(msg, 160)}", "messages")
-                elif not (_is_int(rid) or isinstance(rid, str)):
+                    r.fail("M002", f"request id is null, not a string or integer: {_short(msg, 160)}", "messages")
+                    return
+                if not (_is_int(rid) or isinstance(rid, str)):
                     r.fail("M002", f"request id is neither string nor integer: {_short(msg, 160)}", "messages")
                 key = wire.key(rid)
                 if key in seen_ids:
