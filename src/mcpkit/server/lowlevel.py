@@ -26,7 +26,6 @@ from ..protocol.errors import (
     InvalidRequest,
     MCPError,
     MethodNotFound,
-    MissingRequiredClientCapability,
     ResourceNotFound,
     UnsupportedProtocolVersion,
 )
@@ -38,8 +37,16 @@ from ..protocol.versions import (
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
-    META_SUBSCRIPTION_ID,
     Features,
+)
+from .builtins import _BUILTINS as _BUILTINS
+from .builtins import _LIST_CHANGED_FILTER, _Listener
+from .request_context import (
+    CLIENT_CAPABILITY_FOR,
+    INPUT_REQUIRED_METHODS,
+    InputRequired,
+    ServerRequestContext,
+    level_index,
 )
 from .request_state import RequestStateSealer, request_digest
 
@@ -53,210 +60,10 @@ logger = logging.getLogger("mcpkit.server")
 Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
 F = TypeVar("F", bound=Callable[..., Any])
 
-# server -> client request methods and the client capability each needs
-CLIENT_CAPABILITY_FOR = {
-    "sampling/createMessage": "sampling",
-    "elicitation/create": "elicitation",
-    "roots/list": "roots",
-}
 # methods that exist only in the handshake era / only in the modern era
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
-INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
-
-
-def level_index(level: str) -> int:
-    try:
-        return LOG_LEVELS.index(level)
-    except ValueError:
-        return 0
-
-
-class InputRequired(Exception):
-    """Raised inside a modern-era handler that needs client input: becomes an ``InputRequiredResult``."""
-
-    def __init__(self, requests: dict[str, JSONDict]) -> None:
-        super().__init__("input required")
-        self.requests = requests
-
-
-class ServerRequestContext:
-    """Everything a handler may need about the request it is handling, in either era.
-
-    ``ask`` is the era-portable way to get input from the client (elicitation, sampling, roots): a
-    server→client request in the handshake era, an ``InputRequiredResult`` round trip in the modern era.
-    """
-
-    __slots__ = (
-        "_answers",
-        "_ask_counter",
-        "client_capabilities",
-        "client_info",
-        "features",
-        "log_level",
-        "principal",
-        "rc",
-        "server",
-        "session",
-    )
-
-    def __init__(
-        self,
-        server: Server,
-        session: ServerSession | None,
-        rc: RequestContext,
-        feats: Features,
-        client_capabilities: JSONDict,
-        client_info: JSONDict | None,
-        log_level: str | None,
-    ) -> None:
-        self.server = server
-        self.session = session
-        self.rc = rc
-        self.features = feats
-        self.client_capabilities = client_capabilities
-        self.client_info = client_info
-        self.log_level = log_level
-        self._answers: dict[str, JSONDict] = {}
-        self._ask_counter = 0
-        self.principal: str | None = None
-
-    # --- request facts
-    @property
-    def request_id(self) -> str | int:
-        return self.rc.id
-
-    @property
-    def method(self) -> str:
-        return self.rc.method
-
-    @property
-    def params(self) -> JSONDict:
-        return self.rc.params or {}
-
-    @property
-    def meta(self) -> JSONDict:
-        return self.rc.meta or {}
-
-    @property
-    def protocol_version(self) -> str:
-        return self.features.version
-
-    @property
-    def modern(self) -> bool:
-        return self.features.modern
-
-    @property
-    def cancelled(self) -> bool:
-        return self.rc.cancelled
-
-    # --- outgoing, related to this request
-    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Progress for this request (sent only if the client asked for it, strictly increasing)."""
-        return await self.rc.report_progress(progress, total, message if self.features.progress_message else None)
-
-    async def notify(self, method: str, params: JSONDict | None = None) -> None:
-        await self.rc.notify(method, params)
-
-    def log_enabled(self, level: str) -> bool:
-        if "logging" not in self.server.capabilities(self.features):
-            return False
-        if self.features.modern:
-            # 2026-07-28: no log notifications unless this request asked for them with _meta logLevel.
-            return self.log_level is not None and level_index(level) >= level_index(self.log_level)
-        threshold = self.session.log_level if self.session is not None else None
-        return threshold is None or level_index(level) >= level_index(threshold)
-
-    async def log(self, level: str, data: Any, logger_name: str | None = None) -> bool:
-        """Send ``notifications/message`` if logging is enabled at ``level`` for this request/session."""
-        if level not in LOG_LEVELS:
-            raise ValueError(f"unknown log level {level!r}")
-        if not self.log_enabled(level):
-            return False
-        params: JSONDict = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        await self.rc.notify("notifications/message", params)
-        return True
-
-    def has_client_capability(self, name: str) -> bool:
-        return isinstance(self.client_capabilities.get(name), dict)
-
-    async def ask(self, method: str, params: JSONDict, *, timeout: float | None = None) -> JSONDict:
-        """Ask the client for input (``elicitation/create``, ``sampling/createMessage`` or ``roots/list``)."""
-        cap = CLIENT_CAPABILITY_FOR.get(method)
-        if cap is None:
-            raise ValueError(f"{method!r} is not a server-to-client request")
-        if not self.has_client_capability(cap):
-            if self.features.modern:
-                raise MissingRequiredClientCapability({cap: {}})
-            raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
-        if cap == "elicitation" and not self.features.elicitation:
-            raise CapabilityNotSupported(f"elicitation does not exist in protocol {self.features.version}")
-        if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
-            sampling = self.client_capabilities.get("sampling") or {}
-            if not self.features.sampling_tools or not isinstance(sampling, dict) or "tools" not in sampling:
-                if self.features.modern:
-                    raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
-                raise CapabilityNotSupported("the client did not declare sampling.tools")
-        if cap == "elicitation" and params.get("mode") == "url":
-            elicitation = self.client_capabilities.get("elicitation") or {}
-            if not isinstance(elicitation, dict) or "url" not in elicitation:
-                if self.features.modern:
-                    raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
-                raise CapabilityNotSupported("the client did not declare URL-mode elicitation")
-        if self.features.modern:
-            return self._ask_modern(method, params)
-        assert self.session is not None
-        await self.session.wait_initialized()
-        return await self.rc.request(
-            method, params, timeout=timeout if timeout is not None else self.server.request_timeout
-        )
-
-    def _ask_modern(self, method: str, params: JSONDict) -> JSONDict:
-        if self.rc.method not in INPUT_REQUIRED_METHODS:
-            raise RuntimeError(f"client input can only be requested while handling {sorted(INPUT_REQUIRED_METHODS)}")
-        self._ask_counter += 1
-        key = f"{method.split('/')[0]}-{self._ask_counter}"
-        answer = self._answers.get(key)
-        if answer is not None:
-            return answer
-        raise InputRequired({key: {"method": method, "params": params}})
-
-    async def elicit(self, message: str, requested_schema: JSONDict) -> JSONDict:
-        return await self.ask("elicitation/create", {"message": message, "requestedSchema": requested_schema})
-
-    async def sample(self, params: JSONDict) -> JSONDict:
-        return await self.ask("sampling/createMessage", params)
-
-    async def list_roots(self) -> JSONDict:
-        return await self.ask("roots/list", {})
-
-
-class _Listener:
-    """One ``subscriptions/listen`` stream (modern era)."""
-
-    __slots__ = ("filter", "queue", "sub_id", "uris")
-
-    def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
-        self.filter = agreed
-        self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
-        self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
-        self.sub_id = sub_id
-
-    def offer(self, method: str, params: JSONDict) -> None:
-        try:
-            self.queue.put_nowait((method, params))
-        except asyncio.QueueFull:
-            logger.warning("subscription %r: slow listener, dropped %s", self.sub_id, method)
-
-
-_LIST_CHANGED_FILTER = {
-    "tools": "toolsListChanged",
-    "prompts": "promptsListChanged",
-    "resources": "resourcesListChanged",
-}
 
 
 class Server:
@@ -707,106 +514,6 @@ def _has_modern_meta(params: JSONDict) -> bool:
     meta = params.get("_meta")
     return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
-
-# ---------------------------------------------------------------------------------------------- built-in methods
-
-
-async def _ping(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    return {}
-
-
-async def _set_level(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    if "logging" not in server.capabilities(ctx.features):
-        raise MethodNotFound("Method not found: logging/setLevel (logging is not enabled)")
-    level = params.get("level")
-    if level not in LOG_LEVELS:
-        raise InvalidParams(f"invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
-    assert ctx.session is not None
-    ctx.session.log_level = level
-    return {}
-
-
-def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDict) -> str:
-    res = server.capabilities(ctx.features).get("resources")
-    if not isinstance(res, dict) or not res.get("subscribe"):
-        raise MethodNotFound("Method not found: resources do not support subscriptions")
-    uri = params.get("uri")
-    if not isinstance(uri, str) or not uri:
-        raise InvalidParams("uri must be a non-empty string")
-    return uri
-
-
-async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    uri = _subscription_uri(server, ctx, params)
-    assert ctx.session is not None
-    if len(ctx.session.subscriptions) >= 10_000:
-        raise InvalidRequest("too many subscriptions on this session")
-    ctx.session.subscriptions.add(uri)
-    return {}
-
-
-async def _unsubscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    uri = _subscription_uri(server, ctx, params)
-    assert ctx.session is not None
-    ctx.session.subscriptions.discard(uri)
-    return {}
-
-
-async def _discover(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    result: JSONDict = {
-        "supportedVersions": server.supported_versions,
-        "capabilities": server.capabilities(ctx.features),
-    }
-    if server.instructions:
-        result["instructions"] = server.instructions
-    return result
-
-
-async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    requested = params.get("notifications", {})
-    if not isinstance(requested, dict):
-        raise InvalidParams("notifications must be an object")
-    caps = server.capabilities(ctx.features)
-    agreed: JSONDict = {}
-    for kind, key in _LIST_CHANGED_FILTER.items():
-        if requested.get(key) is True and isinstance(caps.get(kind), dict) and caps[kind].get("listChanged"):
-            agreed[key] = True
-    uris = requested.get("resourceSubscriptions")
-    if uris is not None:
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise InvalidParams("resourceSubscriptions must be an array of strings")
-        if len(uris) > 10_000:
-            raise InvalidParams("too many resourceSubscriptions")
-        res = caps.get("resources")
-        if isinstance(res, dict) and res.get("subscribe"):
-            agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
-    sub_id = ctx.request_id
-    listener = _Listener(agreed, sub_id, server.listen_queue_size)
-    server._listeners.add(listener)
-    try:
-        await ctx.rc.notify(
-            "notifications/subscriptions/acknowledged",
-            {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": agreed},
-        )
-        while True:
-            item = await listener.queue.get()
-            if item is None:
-                break
-            method, nparams = item
-            await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
-    finally:
-        server._listeners.discard(listener)
-    return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
-
-
-_BUILTINS: dict[str, Callable[[Server, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
-    "ping": _ping,
-    "logging/setLevel": _set_level,
-    "resources/subscribe": _subscribe,
-    "resources/unsubscribe": _unsubscribe,
-    "server/discover": _discover,
-    "subscriptions/listen": _listen,
-}
 
 __all__ = [
     "MCPError",

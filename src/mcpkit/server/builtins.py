@@ -1,0 +1,142 @@
+"""Methods every server answers itself: ping, logging/setLevel, resources/(un)subscribe (handshake era) and
+server/discover, subscriptions/listen (2026-07-28)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
+from .request_context import ServerRequestContext
+
+if TYPE_CHECKING:
+    from .lowlevel import Server
+
+logger = logging.getLogger("mcpkit.server")
+
+
+class _Listener:
+    """One ``subscriptions/listen`` stream (modern era)."""
+
+    __slots__ = ("filter", "queue", "sub_id", "uris")
+
+    def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
+        self.filter = agreed
+        self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
+        self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
+        self.sub_id = sub_id
+
+    def offer(self, method: str, params: JSONDict) -> None:
+        try:
+            self.queue.put_nowait((method, params))
+        except asyncio.QueueFull:
+            logger.warning("subscription %r: slow listener, dropped %s", self.sub_id, method)
+
+
+_LIST_CHANGED_FILTER = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+
+
+async def _ping(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    return {}
+
+
+async def _set_level(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    if "logging" not in server.capabilities(ctx.features):
+        raise MethodNotFound("Method not found: logging/setLevel (logging is not enabled)")
+    level = params.get("level")
+    if level not in LOG_LEVELS:
+        raise InvalidParams(f"invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
+    assert ctx.session is not None
+    ctx.session.log_level = level
+    return {}
+
+
+def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDict) -> str:
+    res = server.capabilities(ctx.features).get("resources")
+    if not isinstance(res, dict) or not res.get("subscribe"):
+        raise MethodNotFound("Method not found: resources do not support subscriptions")
+    uri = params.get("uri")
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("uri must be a non-empty string")
+    return uri
+
+
+async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    uri = _subscription_uri(server, ctx, params)
+    assert ctx.session is not None
+    if len(ctx.session.subscriptions) >= 10_000:
+        raise InvalidRequest("too many subscriptions on this session")
+    ctx.session.subscriptions.add(uri)
+    return {}
+
+
+async def _unsubscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    uri = _subscription_uri(server, ctx, params)
+    assert ctx.session is not None
+    ctx.session.subscriptions.discard(uri)
+    return {}
+
+
+async def _discover(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    result: JSONDict = {
+        "supportedVersions": server.supported_versions,
+        "capabilities": server.capabilities(ctx.features),
+    }
+    if server.instructions:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    requested = params.get("notifications", {})
+    if not isinstance(requested, dict):
+        raise InvalidParams("notifications must be an object")
+    caps = server.capabilities(ctx.features)
+    agreed: JSONDict = {}
+    for kind, key in _LIST_CHANGED_FILTER.items():
+        if requested.get(key) is True and isinstance(caps.get(kind), dict) and caps[kind].get("listChanged"):
+            agreed[key] = True
+    uris = requested.get("resourceSubscriptions")
+    if uris is not None:
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise InvalidParams("resourceSubscriptions must be an array of strings")
+        if len(uris) > 10_000:
+            raise InvalidParams("too many resourceSubscriptions")
+        res = caps.get("resources")
+        if isinstance(res, dict) and res.get("subscribe"):
+            agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    sub_id = ctx.request_id
+    listener = _Listener(agreed, sub_id, server.listen_queue_size)
+    server._listeners.add(listener)
+    try:
+        await ctx.rc.notify(
+            "notifications/subscriptions/acknowledged",
+            {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": agreed},
+        )
+        while True:
+            item = await listener.queue.get()
+            if item is None:
+                break
+            method, nparams = item
+            await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
+    finally:
+        server._listeners.discard(listener)
+    return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
+
+
+_BUILTINS: dict[str, Callable[[Server, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
+    "ping": _ping,
+    "logging/setLevel": _set_level,
+    "resources/subscribe": _subscribe,
+    "resources/unsubscribe": _unsubscribe,
+    "server/discover": _discover,
+    "subscriptions/listen": _listen,
+}
