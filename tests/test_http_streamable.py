@@ -802,3 +802,51 @@ async def test_ending_a_session_closes_its_open_answers_cleanly() -> None:
         assert not any(line.startswith("data: ") for line in rest)
         silent_answer = await asyncio.wait_for(pending, 5)
         assert silent_answer.status_code == 404
+
+
+async def test_standalone_stream_resumes_on_another_worker() -> None:
+    """Workers sharing an event store and a session store: a client whose GET stream was on worker A resumes it
+    on worker B with Last-Event-ID, gets what A kept, then B's live stream, with ids B can resume later."""
+    from mcpkit.stores import InMemorySessionStore
+
+    events, sessions = InMemoryEventStore(), InMemorySessionStore()
+    server_a, server_b = make_server(), make_server()
+    opts = {"event_store": events, "session_store": sessions}
+    async with running(server_a, **opts) as (base_a, _), running(server_b, **opts) as (base_b, _), \
+            httpx.AsyncClient(timeout=10) as http:
+        sid = await open_session(http, base_a + "/mcp", V)
+        get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
+        async with http.stream("GET", base_a + "/mcp", headers=get) as g:
+            lines = g.aiter_lines()
+            first_id = None
+            async for line in lines:
+                if line.startswith("id: "):
+                    first_id = line[4:]
+                if line == "" and first_id is not None:
+                    break  # the priming event
+        assert first_id == "0_0"
+        await asyncio.sleep(0.1)  # A notices the disconnect
+        await server_a.notify_list_changed("tools")  # kept by the store under A's stream
+        got: list[dict[str, Any]] = []
+        ids: list[str] = []
+        async with http.stream("GET", base_b + "/mcp", headers={**get, "last-event-id": first_id}) as g:
+            ev: dict[str, str] = {}
+            async for line in g.aiter_lines():
+                if line.startswith("id: "):
+                    ev["id"] = line[4:]
+                elif line.startswith("data: ") and len(line) > 6:
+                    ev["data"] = line[6:]
+                elif line == "" and ev:
+                    ids.append(ev.get("id", ""))
+                    if "data" in ev:
+                        got.append(orjson.loads(ev["data"]))
+                        if len(got) == 1:
+                            await server_b.notify_list_changed("prompts")  # live on B now
+                        else:
+                            break
+                    ev = {}
+        assert [m["method"] for m in got] == ["notifications/tools/list_changed",
+                                              "notifications/prompts/list_changed"]
+        assert ids[0] == "0_1"  # A's event under A's id
+        b_stream = ids[-1].split("_")[0]
+        assert b_stream != "0" and int(b_stream) % (1 << 20) == 0  # B's own standalone stream from then on

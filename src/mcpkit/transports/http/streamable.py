@@ -95,6 +95,7 @@ _WANTED = frozenset(
 )
 
 _UNDECIDED, _JSON_MODE, _SSE_MODE = 0, 1, 2
+_WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
 
 
 # ---------------------------------------------------------------------------------------------- ASGI helpers
@@ -315,7 +316,10 @@ class _Stream:
         """Number the event, keep it in the event store (resumable streams) and frame it."""
         if self.resumable:
             self.seq = seq = self.seq + 1
-            await self.ep.event_store.append(self.key, seq, data)  # type: ignore[union-attr]
+            try:
+                await self.ep.event_store.append(self.key, seq, data)  # type: ignore[union-attr]
+            except Exception:  # a failing store costs resumability, not the live stream
+                logger.warning("event store: could not keep event %s of %s", seq, self.key, exc_info=True)
             return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
         return 0, _sse_frame(data, None)
 
@@ -326,7 +330,7 @@ class _Stream:
             if not self.resumable and _is_request(data):
                 raise ConnectionClosed("the client's stream is gone; the request cannot be delivered")
             return
-        if self.no == 0 and self.hs is not None:
+        if self.hs is not None and self is self.hs.standalone:
             try:
                 conn.queue.put_nowait((seq, frame))
             except asyncio.QueueFull:
@@ -402,7 +406,7 @@ class _HTTPSession:
     """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
     request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
 
-    __slots__ = ("busy", "id", "last_seen", "live", "next_no", "session", "standalone", "stored")
+    __slots__ = ("base", "busy", "id", "last_seen", "live", "next_no", "session", "standalone", "stored")
 
     def __init__(self, sid: str) -> None:
         self.id = sid
@@ -411,6 +415,7 @@ class _HTTPSession:
         self.standalone: _Stream | None = None
         self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
         self.next_no = 0
+        self.base = 0  # this worker's standalone stream number; POST streams count up from it
         self.busy = 0
         self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
 
@@ -721,7 +726,7 @@ class StreamableHTTPEndpoint:
         session.initialized = bool(state.get("initialized"))
         hs.stored = 2 if session.initialized else 1
         # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
-        hs.next_no = (secrets.randbits(31) + 1) << 20
+        hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
         self._sessions[sid] = hs
         return hs
 
@@ -1080,15 +1085,23 @@ class StreamableHTTPEndpoint:
             await _respond(send, 409, _bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
             return
         if stream is None:
-            stream = hs.standalone = _Stream(self, hs, 0, _SSE_MODE)
+            stream = hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
         await self._attach(hs, stream, None, receive, send)
 
     async def _attach(
-        self, hs: _HTTPSession, stream: _Stream, replay: list[tuple[int, bytes]] | None, receive: Receive, send: Send
+        self,
+        hs: _HTTPSession,
+        stream: _Stream,
+        replay: list[tuple[int, bytes]] | None,
+        receive: Receive,
+        send: Send,
+        replay_no: int | None = None,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
         conn = _Conn(self.queue_size)
-        live = not stream.finished and (stream.no == 0 or (hs.live is not None and hs.live.get(stream.no) is stream))
+        live = not stream.finished and (
+            stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
+        )
         if live:
             if stream.conn is not None:
                 stream.conn.abort()  # the client resumes, so it considers that connection dead
@@ -1100,15 +1113,17 @@ class StreamableHTTPEndpoint:
                 if priming is not None:
                     await send({"type": "http.response.body", "body": priming, "more_body": True})
             else:
+                no = stream.no if replay_no is None else replay_no
                 for seq, data in replay:
-                    await send(
-                        {
-                            "type": "http.response.body",
-                            "body": _sse_frame(data, f"{stream.no}_{seq}".encode()),
-                            "more_body": True,
-                        }
-                    )
-                    conn.last_seq = seq
+                    frame = _sse_frame(data, f"{no}_{seq}".encode())
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    if replay_no is None:
+                        conn.last_seq = seq
+                if replay_no is not None:
+                    # move the client's cursor onto this worker's stream, which continues from here
+                    priming = stream.priming()
+                    if priming is not None:
+                        await send({"type": "http.response.body", "body": priming, "more_body": True})
             if not live:
                 conn.end()
             await self._pump(conn, receive, send)
@@ -1126,7 +1141,7 @@ class StreamableHTTPEndpoint:
             return
         no, after = int(no_s), int(seq_s)
         live = hs.live or {}
-        stream = hs.standalone if no == 0 else live.get(no)
+        stream = hs.standalone if no == hs.base else live.get(no)
         if stream is not None and stream.seq == after:
             replay: list[tuple[int, bytes]] | None = []
         else:
@@ -1135,8 +1150,12 @@ class StreamableHTTPEndpoint:
             await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
             return
         if stream is None:
-            if no == 0:
-                await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: no standalone stream to resume"))
+            if no & ((1 << _WORKER_SHIFT) - 1) == 0:
+                # A standalone stream this worker does not hold (another worker's, or from before a restart): replay
+                # what the store kept under its ids, then continue on this worker's standalone stream.
+                if hs.standalone is None:
+                    hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
+                await self._attach(hs, hs.standalone, replay, receive, send, replay_no=no)
                 return
             stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
