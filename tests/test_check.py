@@ -120,7 +120,7 @@ def assert_pass(report: Report, ids: list[str]) -> None:
     assert not not_passing, f"{not_passing}\n{report.render_text()}"
 
 
-async def _run_many(targets: dict[str, list[str]], limit: int = 4) -> dict[str, Report]:
+async def _run_many(targets: dict[str, list[str]], limit: int = 8) -> dict[str, Report]:
     sem = asyncio.Semaphore(limit)
 
     async def one(name: str, cmd: list[str]) -> tuple[str, Report]:
