@@ -93,6 +93,9 @@ class Case:
     title: str
     unit: str
     better: str  # "higher" | "lower"
+    # Smallest value the method can tell from zero; in the ratio, values below it count as it
+    # (otherwise a near-zero floor turns noise into ratios of hundreds).
+    resolution: float = 0.0
 
 
 CASES: list[Case] = [
@@ -104,7 +107,7 @@ CASES: list[Case] = [
     Case("http_seq", "http", "Streamable HTTP stateful, sequential", "calls/s", "higher"),
     Case("http_c32", "http", "Streamable HTTP stateful, 32 concurrent", "calls/s", "higher"),
     Case("http_modern", "http", "Streamable HTTP 2026-07-28 era, 32 concurrent", "calls/s", "higher"),
-    Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower"),
+    Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower", resolution=1.0),
     Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
     Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
 ]
@@ -589,14 +592,23 @@ def summarise(
             keys = sorted({k for s in ss for k in s})
             med = {k: statistics.median([s[k] for s in ss if k in s]) for k in keys}
             rows[c.key] = {"status": "ok", "median": med, "samples": ss, "errors": errs}
-        floor = rows.get(floor_key)
-        fv = floor["median"]["value"] if floor and floor["status"] == "ok" else None
-        for row in rows.values():
-            if row["status"] == "ok" and fv:
-                v = row["median"]["value"]
-                if case.better == "higher":
-                    row["cost_vs_floor"] = fv / v if v > 0 else None
-                else:
-                    row["cost_vs_floor"] = v / fv if fv > 0 else None
+        apply_ratios(case.better, case.resolution, floor_key, rows)
         out["cases"][cid] = {**asdict(case), "floor": floor_key, "contenders": rows}
     return out
+
+
+def apply_ratios(better: str, resolution: float, floor_key: str, rows: dict[str, Any]) -> None:
+    """cost_vs_floor: floor rate / rate for throughput, value / floor value for time and memory."""
+    floor = rows.get(floor_key)
+    fv = floor["median"]["value"] if floor and floor["status"] == "ok" else None
+    if fv is None:
+        return
+    denom = max(fv, resolution)
+    for row in rows.values():
+        if row["status"] != "ok":
+            continue
+        v = row["median"]["value"]
+        if better == "higher":
+            row["cost_vs_floor"] = fv / v if v > 0 else None
+        else:
+            row["cost_vs_floor"] = max(v, resolution) / denom if denom > 0 else None

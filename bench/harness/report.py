@@ -193,7 +193,8 @@ def markdown(result: dict[str, Any]) -> str:
         "request, `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers; 32 in flight",
         "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N; the first "
         "and last session must still answer a call. RSS moves in pages and reuses freed heap, so figures "
-        "under ~1 KB mean 'too small to see' (the floor keeps one small dict per session)",
+        "under ~1 KB mean 'too small to see' (the floor keeps one small dict per session); in the ratio "
+        "every value under 1 KB counts as 1 KB",
         "http_stateless": "the server in stateless mode, handshake-era calls, 32 in flight",
         "client_seq": "client libraries against the stdio floor; the raw client is the floor",
     }
