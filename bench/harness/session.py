@@ -21,6 +21,7 @@ from .contenders import BENCH
 
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
+KEEP_RESULTS = 40  # per session name; the oldest beyond this are deleted
 DISTS = ["mcp", "mcp-types", "fastmcp", "mcpkit", "uvicorn", "h11", "starlette", "pydantic", "orjson", "anyio"]
 
 
@@ -128,6 +129,8 @@ def run_session(
     stamp = started.strftime("%Y%m%dT%H%M%SZ")
     path = RESULTS / f"{name}-{stamp}{'-quick' if quick else ''}.json"
     path.write_bytes(orjson.dumps(result, option=orjson.OPT_INDENT_2))
+    for old in sorted(RESULTS.glob(f"{name}-*.json"))[:-KEEP_RESULTS]:  # bounded disk use
+        old.unlink(missing_ok=True)
     print_table(summary)
     log(f"\n{name}: done in {meta['duration_s']}s; results in {path.relative_to(ROOT)}")
     if write_docs:
