@@ -165,6 +165,7 @@ class OAuthClient(httpx.Auth):
         scope: scopes to request when neither the challenge nor the PRM names any.
         protocol_version: the ``MCP-Protocol-Version`` sent during discovery when the failed request carried none.
         max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.
+        offline_access: add ``offline_access`` to the requested scopes when the AS lists it (SEP-2207).
     """
 
     requires_response_body = False
@@ -184,11 +185,13 @@ class OAuthClient(httpx.Auth):
         scope: str | None = None,
         protocol_version: str = LATEST_HANDSHAKE,
         max_step_up: int = 1,
+        offline_access: bool = True,
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
         self.server_url = server_url
         self.client_metadata = dict(client_metadata)
+        self._auth_method_given = "token_endpoint_auth_method" in self.client_metadata
         self.client_metadata.setdefault("token_endpoint_auth_method", "none")
         self.client_metadata.setdefault("application_type", "native")
         self.client_metadata.setdefault("grant_types", ["authorization_code", "refresh_token"])
@@ -213,6 +216,8 @@ class OAuthClient(httpx.Auth):
         self._lock = asyncio.Lock()
         self.issuer: str | None = None  # the issuer whose tokens are in use
         self._discovery: _Discovery | None = None
+        self.offline_access = offline_access
+        self._requested: dict[str, list[str]] = {}  # issuer -> scopes last requested there
         self.log: list[str] = []  # every URL the flow requested, in order (observability, tests)
 
     # ------------------------------------------------------------------ httpx.Auth
@@ -338,21 +343,33 @@ class OAuthClient(httpx.Auth):
             current = await self.storage.get_tokens(self.issuer)
             if current is not None and (stale is None or current.access_token != stale.access_token):
                 return
-            if current is not None and current.refresh_token and self._discovery is not None \
-                    and challenge.get("error") == "invalid_token":
-                current.expires_at = 0
-                if await self._refresh(current) is not None:
-                    return
         version = self._version_for(request)
         discovery = await self._discover(challenge, version)
         if self.issuer is not None and self.issuer != discovery.issuer:
+            # credentials are bound to their issuer: the new AS gets its own registration and tokens
             self.log.append(f"authorization server changed: {self.issuer} -> {discovery.issuer}")
+        elif self.issuer is not None and not step_up:
+            current = await self.storage.get_tokens(self.issuer)
+            if current is not None and current.refresh_token:
+                current.expires_at = 0
+                self._discovery = discovery
+                if await self._refresh(current) is not None:
+                    return
         self.issuer = discovery.issuer
         self._discovery = discovery
         client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
-        if step_up and stale is not None and stale.scope and scopes is not None:
-            scopes = sorted(set(scopes) | set(stale.scope.split()))
+        if step_up and scopes is not None:
+            # SEP-2350: keep what was granted before, add what the challenge asks for
+            earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
+            earlier |= set(self._requested.get(discovery.issuer, ()))
+            scopes = sorted(earlier | set(scopes))
+        supported = discovery.metadata.get("scopes_supported")
+        if scopes and self.offline_access and isinstance(supported, list) and "offline_access" in supported \
+                and "offline_access" not in scopes:
+            scopes = [*scopes, "offline_access"]  # SEP-2207: ask for a refresh token where the AS supports it
+        if scopes is not None:
+            self._requested[discovery.issuer] = list(scopes)
         tokens = await self._code_flow(discovery, client, scopes)
         await self.storage.set_tokens(discovery.issuer, tokens)
 
@@ -470,6 +487,11 @@ class OAuthClient(httpx.Auth):
         if not endpoint:
             raise OAuthFlowError("no client credentials and the authorization server offers no registration")
         body = dict(self.client_metadata)
+        supported = discovery.metadata.get("token_endpoint_auth_methods_supported")
+        if not self._auth_method_given and isinstance(supported, list) and supported and "none" not in supported:
+            # a public client where the AS allows it, else the first secret-based method it offers
+            body["token_endpoint_auth_method"] = next(
+                (m for m in ("client_secret_basic", "client_secret_post") if m in supported), str(supported[0]))
         self.log.append("POST " + endpoint)
         try:
             resp = await self._client().post(endpoint, json=body, headers={"mcp-protocol-version": version})
@@ -480,7 +502,11 @@ class OAuthClient(httpx.Auth):
         info = resp.json()
         if not isinstance(info, dict) or not info.get("client_id"):
             raise OAuthFlowError("registration answer without client_id")
-        info.setdefault("token_endpoint_auth_method", body["token_endpoint_auth_method"])
+        if not info.get("token_endpoint_auth_method"):
+            method = body["token_endpoint_auth_method"]
+            if info.get("client_secret") and method == "none":
+                method = "client_secret_post" if supported == ["client_secret_post"] else "client_secret_basic"
+            info["token_endpoint_auth_method"] = method
         await self.storage.set_client_info(discovery.issuer, info)
         return info
 
@@ -526,7 +552,10 @@ class OAuthClient(httpx.Auth):
                 "code_verifier": verifier}
         if discovery.resource:
             form["resource"] = discovery.resource
-        return await self._token_request(discovery, client, form, discovery.resource)
+        tokens = await self._token_request(discovery, client, form, discovery.resource)
+        if tokens.scope is None and scopes:
+            tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
+        return tokens
 
     async def _token_request(self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str],
                              resource: str | None) -> TokenSet:

@@ -1,0 +1,207 @@
+"""The official conformance suite's authorization scenarios against mcpkit's OAuth client and authorization server.
+
+Run as a program, this file is the client the harness starts for its ``auth/*`` client scenarios
+(``python tests/test_auth_conformance.py <server-url>``, scenario in ``MCP_CONFORMANCE_SCENARIO``): it connects with
+:class:`mcpkit.auth.OAuthClient` + a headless browser, lists the tools and calls ``test-tool`` when present.
+Collected by pytest, it runs the harness (tests/node_modules, pinned in tests/package.json) over those scenarios
+and over the ``authorization`` scenarios that test an authorization server (against
+:class:`mcpkit.auth.AuthorizationServer` on uvicorn). A check counts as failed when its status is FAILURE or, for
+client scenarios, WARNING (the harness's client rule); scenarios marked allowClientError by the harness expect the
+client to refuse, so a non-zero exit is fine there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+NODE = HERE / "node_modules" / ".bin" / "node"
+HARNESS = HERE / "node_modules" / "conformance-0.2" / "dist" / "index.js"
+HARNESS_OLD = HERE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+# ------------------------------------------------------------------------------------------ the client program
+async def client_main(url: str) -> int:
+    from mcpkit.auth import HeadlessBrowser, OAuthClient
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.protocol.versions import is_modern
+    from mcpkit.transports.http import StreamableHTTPClientTransport
+
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    ctx: dict[str, Any] = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    if not scenario.startswith("auth/"):
+        print(f"unknown scenario {scenario!r}", file=sys.stderr)
+        return 1
+    browser = HeadlessBrowser()
+    auth = OAuthClient(
+        url,
+        client_metadata={"client_name": "mcpkit-conformance", "redirect_uris": ["http://127.0.0.1:3999/callback"]},
+        redirect_handler=browser.redirect_handler,
+        callback_handler=browser.callback_handler,
+        client_id=ctx.get("client_id"),
+        client_secret=ctx.get("client_secret"),
+        client_metadata_url=CIMD_URL,
+        protocol_version=version or "2025-11-25",
+    )
+    mode = "modern" if version and is_modern(version) else "handshake"
+    try:
+        async with StreamableHTTPClientTransport(url, auth=auth) as conn, \
+                ClientSession(conn, mode=mode, protocol_version=version if mode == "handshake" else None) as s:
+            tools = await s.list_tools()
+            if any(t.name == "test-tool" for t in tools.tools):
+                await s.call_tool("test-tool", {})
+    finally:
+        await auth.aclose()
+        print("\n".join(auth.log), file=sys.stderr)
+    return 0
+
+
+# ------------------------------------------------------------------------------------------ the pytest side
+def _checks(out_dir: Path) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for f in sorted(out_dir.rglob("checks.json")):
+        found.extend(json.loads(f.read_text(encoding="utf-8")))
+    return found
+
+
+if __name__ != "__main__":
+    import pytest
+    import uvicorn
+
+    needs_harness = pytest.mark.skipif(not (NODE.exists() and HARNESS.exists()),
+                                       reason="npm peers missing: run scripts/test.sh (cd tests && npm ci)")
+
+    # (scenario, spec version) pairs; allowClientError scenarios expect the client to refuse
+    CLIENT_LEGS = [
+        ("auth/metadata-default", "2025-11-25"),
+        ("auth/metadata-var1", "2025-11-25"),
+        ("auth/metadata-var2", "2025-11-25"),
+        ("auth/metadata-var3", "2025-11-25"),
+        ("auth/basic-cimd", "2025-11-25"),
+        ("auth/scope-from-www-authenticate", "2025-11-25"),
+        ("auth/scope-from-scopes-supported", "2025-11-25"),
+        ("auth/scope-omitted-when-undefined", "2025-11-25"),
+        ("auth/scope-step-up", "2025-11-25"),
+        ("auth/scope-retry-limit", "2025-11-25"),
+        ("auth/token-endpoint-auth-basic", "2025-06-18"),
+        ("auth/token-endpoint-auth-post", "2025-06-18"),
+        ("auth/token-endpoint-auth-none", "2025-06-18"),
+        ("auth/pre-registration", "2025-11-25"),
+        ("auth/2025-03-26-oauth-metadata-backcompat", "2025-03-26"),
+        ("auth/2025-03-26-oauth-endpoint-fallback", "2025-03-26"),
+        ("auth/metadata-default", "2026-07-28"),
+        ("auth/scope-step-up", "2026-07-28"),
+        ("auth/resource-mismatch", "2026-07-28"),
+        ("auth/offline-access-scope", "2026-07-28"),
+        ("auth/offline-access-not-supported", "2026-07-28"),
+        ("auth/authorization-server-migration", "2026-07-28"),
+        ("auth/iss-supported", "2026-07-28"),
+        ("auth/iss-not-advertised", "2026-07-28"),
+        ("auth/iss-supported-missing", "2026-07-28"),
+        ("auth/iss-wrong-issuer", "2026-07-28"),
+        ("auth/iss-unexpected", "2026-07-28"),
+        ("auth/iss-normalized", "2026-07-28"),
+        ("auth/metadata-issuer-mismatch", "2026-07-28"),
+    ]
+
+    REQS = {
+        "auth/2025-03-26-oauth-metadata-backcompat": ("M032", "M033", "M034"),
+        "auth/2025-03-26-oauth-endpoint-fallback": ("M034", "M035"),
+        "auth/metadata-default": ("M032", "M033", "M036", "S012"),
+        "auth/token-endpoint-auth-none": ("M031", "S010"),
+    }
+
+    @needs_harness
+    @pytest.mark.timeout(150)
+    @pytest.mark.parametrize(("scenario", "spec"), CLIENT_LEGS, ids=[f"{s}@{v}" for s, v in CLIENT_LEGS])
+    def test_auth_client_scenario(scenario: str, spec: str, request: pytest.FixtureRequest) -> None:
+        for rid in REQS.get(scenario, ()):
+            request.node.add_marker(pytest.mark.req(rid))
+        with tempfile.TemporaryDirectory(prefix="mcpkit-authconf-") as tmp:
+            out = Path(tmp)
+            command = f"{sys.executable} {Path(__file__).resolve()}"
+            assert command.count(" ") == 1, "the harness splits --command on spaces"
+            proc = subprocess.run(
+                [str(NODE), str(HARNESS), "client", "--command", command, "--scenario", scenario,
+                 "--spec-version", spec, "-o", str(out), "--timeout", "60000"],
+                cwd=ROOT, capture_output=True, text=True, timeout=140,
+            )
+            checks = _checks(out)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
+        assert checks, f"no checks written:\n{text[-3000:]}"
+        assert any(c.get("status") == "SUCCESS" for c in checks), text[-3000:]
+        bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
+        assert not bad, json.dumps(bad, indent=1)[:3000] + "\n" + text[-2000:]
+        refusal_expected = "CLIENT EXITED WITH ERROR" in text and any(
+            s in scenario for s in ("iss-", "mismatch", "retry-limit"))
+        assert proc.returncode == 0 or refusal_expected, text[-3000:]
+
+    async def _play_browser(proc: asyncio.subprocess.Process, prefix: str) -> bytes:
+        """Read the harness output; when it prints the authorization URL, open it like a browser would (our AS
+        auto-approves and redirects to the harness's callback server)."""
+        import httpx
+
+        assert proc.stdout is not None
+        lines: list[bytes] = []
+        async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
+            async for line in proc.stdout:
+                lines.append(line)
+                text = line.decode(errors="replace").strip()
+                if text.startswith(prefix):
+                    await browser.get(text)
+        await proc.wait()
+        return b"".join(lines)
+
+    @needs_harness
+    @pytest.mark.timeout(150)
+    @pytest.mark.req("M031", "S011")
+    async def test_authorization_server_scenarios(free_port: Any) -> None:
+        """Both scenarios in one run: authorization-code-grant reads the metadata the first one fetched."""
+        import socket
+
+        from mcpkit.auth import AuthorizationServer
+
+        callback_port = free_port()
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        base = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        resource = "http://127.0.0.1:9/mcp"
+        authz = AuthorizationServer(base, auto_approve=True, resources=[resource])
+        client = await authz.register_client(redirect_uris=[f"http://127.0.0.1:{callback_port}/callback"],
+                                             token_endpoint_auth_method="none")
+        userver = uvicorn.Server(uvicorn.Config(authz, log_level="warning", lifespan="on"))
+        task = asyncio.get_running_loop().create_task(userver.serve(sockets=[sock]))
+        while not userver.started:
+            await asyncio.sleep(0.02)
+        try:
+            with tempfile.TemporaryDirectory(prefix="mcpkit-asconf-") as tmp:
+                proc = await asyncio.create_subprocess_exec(
+                    str(NODE), str(HARNESS), "authorization", "--url", base,
+                    "--client-id", client.client_id, "--resource", resource, "--port", str(callback_port),
+                    "-o", tmp, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+                output = await asyncio.wait_for(_play_browser(proc, base + "/authorize?"), 140)
+                checks = _checks(Path(tmp))
+        finally:
+            userver.should_exit = True
+            await task
+            sock.close()
+        text = re.sub(r"\x1b\[[0-9;]*m", "", output.decode(errors="replace"))
+        ids = {c.get("id") for c in checks if c.get("status") == "SUCCESS"}
+        assert {"authorization-server-metadata", "authorization-code-grant"} <= ids, text[-3000:]
+        bad = [c for c in checks if c.get("status") == "FAILURE"]
+        assert not bad, json.dumps(bad, indent=1)[:3000]
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(client_main(sys.argv[1])))
