@@ -850,3 +850,16 @@ async def test_standalone_stream_resumes_on_another_worker() -> None:
         assert ids[0] == "0_1"  # A's event under A's id
         b_stream = ids[-1].split("_")[0]
         assert b_stream != "0" and int(b_stream) % (1 << 20) == 0  # B's own standalone stream from then on
+
+
+async def test_in_memory_event_store_is_bounded() -> None:
+    store = InMemoryEventStore(max_events_per_stream=3, max_bytes=1000, max_streams=5)
+    for i in range(1, 6):
+        await store.append("s/1", i, b"x" * 10)
+    assert await store.replay("s/1", 2) == [(3, b"x" * 10), (4, b"x" * 10), (5, b"x" * 10)]
+    assert await store.replay("s/1", 1) is None  # event 2 was evicted: no replay with a hole
+    for n in range(2, 20):
+        await store.append(f"s/{n}", 1, b"y" * 100)
+    assert store.stream_count <= 5 and store.size_bytes <= 1000
+    await store.forget("s/")
+    assert store.stream_count == 0 and store.size_bytes == 0

@@ -18,15 +18,19 @@ class _Stream:
 
 
 class InMemoryEventStore:
-    """Keeps the last ``max_events_per_stream`` events of each stream within ``max_bytes`` in total.
+    """Keeps the last ``max_events_per_stream`` events of each stream, at most ``max_streams`` streams and
+    ``max_bytes`` of event data in total.
 
     When the budget is exceeded the oldest streams are dropped whole; a replay that would need an evicted event
     returns None (the server then answers the resumption with an error instead of a stream with a hole).
     """
 
-    def __init__(self, *, max_events_per_stream: int = 1000, max_bytes: int = 64 * 1024 * 1024) -> None:
+    def __init__(
+        self, *, max_events_per_stream: int = 1000, max_bytes: int = 64 * 1024 * 1024, max_streams: int = 100_000
+    ) -> None:
         self.max_events_per_stream = max_events_per_stream
         self.max_bytes = max_bytes
+        self.max_streams = max_streams  # each stream costs ~1 KB of bookkeeping beyond its bytes
         self._streams: OrderedDict[str, _Stream] = OrderedDict()
         self._bytes = 0
 
@@ -45,6 +49,9 @@ class InMemoryEventStore:
             self._bytes -= self._streams.pop(stream).size
             s = None
         if s is None:
+            while len(self._streams) >= self.max_streams:
+                _, victim = self._streams.popitem(last=False)
+                self._bytes -= victim.size
             s = self._streams[stream] = _Stream(self.max_events_per_stream)
             s.first = seq
         events = s.events
