@@ -741,3 +741,29 @@ def test_oauth_example_demo_runs(free_port: Callable[[], int]) -> None:
     lines = out.stdout.splitlines()
     assert lines[:3] == ["whoami: test-user (mcp:read)", "admin: admin status: ok",
                          "whoami: test-user (mcp:admin mcp:read)"]
+
+
+@pytest.mark.req("M038")
+async def test_session_is_bound_to_the_principal_that_created_it() -> None:
+    async with stack() as s, httpx.AsyncClient() as http:
+        alice = _forge(s["as"], aud=s["mcp_url"], sub="alice")
+        bob = _forge(s["as"], aud=s["mcp_url"], sub="bob")
+        hdrs = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "t", "version": "1"}}}
+        r = await http.post(s["mcp_url"], json=init, headers={**hdrs, "authorization": f"Bearer {alice}"})
+        assert r.status_code == 200
+        sid = r.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        as_bob = await http.post(s["mcp_url"], json=ping,
+                                 headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {bob}"})
+        assert as_bob.status_code == 404
+        as_alice = await http.post(s["mcp_url"], json=ping,
+                                   headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice}"})
+        assert as_alice.status_code == 200
+        # a fresh token for the same principal (after a refresh) keeps the session
+        alice2 = _forge(s["as"], aud=s["mcp_url"], sub="alice", jti="second")
+        again = await http.post(s["mcp_url"], json=ping,
+                                headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice2}"})
+        assert again.status_code == 200

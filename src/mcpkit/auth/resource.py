@@ -8,6 +8,8 @@
   (RFC 8707 audience) → 401 ``error="invalid_token"``; too few scopes → 403 ``error="insufficient_scope"`` (step-up).
 - Never accepts a token from the query string (an ``access_token`` query parameter is refused with 400) nor from a
   form body.
+- A Streamable HTTP session (``Mcp-Session-Id``) is bound to the principal (issuer, subject) whose request created
+  it: a request on that session with another principal's token gets 404, as for an unknown session.
 - The verified :class:`~mcpkit.auth.verifiers.AccessToken` reaches the app as ``scope["state"]["access_token"]``,
   ``scope["auth"]`` and through :func:`current_access_token` (a context variable that MCP handlers can read: the
   request's tasks are created inside the wrapped call and inherit it).
@@ -73,8 +75,13 @@ class BearerAuthMiddleware:
         leeway: float = 0.0,
         resource_name: str | None = None,
         max_body: int = 4 * 1024 * 1024,
+        bind_sessions: bool = True,
+        max_bound_sessions: int = 100_000,
     ) -> None:
         self.app = app
+        self.bind_sessions = bind_sessions
+        self.max_bound_sessions = max_bound_sessions
+        self._owners: dict[str, tuple[str | None, str | None]] = {}  # Mcp-Session-Id -> (issuer, subject)
         self.resource = canonical_resource(resource)
         parts = urlsplit(self.resource)
         self.origin = f"{parts.scheme}://{parts.netloc}"
@@ -192,6 +199,15 @@ class BearerAuthMiddleware:
             await self._deny(scope, send, 403, "insufficient_scope",
                              "this request needs scope " + " ".join(missing), wanted)
             return
+        if self.bind_sessions:
+            owner = (verified.issuer, verified.subject or verified.client_id)
+            sid = header(scope, b"mcp-session-id")
+            if sid is not None and self._owners.get(sid, owner) != owner:
+                # a session belongs to the principal that created it; another token cannot ride on it (and does
+                # not learn that it exists)
+                await send_json(send, 404, {"error": "not_found", "error_description": "unknown session"})
+                return
+            send = self._recording_owner(send, owner)
         state = scope.setdefault("state", {})
         state["access_token"] = verified
         scope["auth"] = verified
@@ -200,6 +216,20 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
         finally:
             _current.reset(reset)
+
+    def _recording_owner(self, send: Send, owner: tuple[str | None, str | None]) -> Send:
+        async def recording(message: Any) -> None:
+            if message.get("type") == "http.response.start":
+                for key, value in message.get("headers", ()):
+                    if bytes(key).lower() == b"mcp-session-id":
+                        sid = bytes(value).decode("latin-1")
+                        if sid not in self._owners:
+                            if len(self._owners) >= self.max_bound_sessions:
+                                self._owners.pop(next(iter(self._owners)))
+                            self._owners[sid] = owner
+            await send(message)
+
+        return recording
 
     async def _inspect_body(self, receive: Receive) -> tuple[Receive, list[str]]:
         """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream."""
