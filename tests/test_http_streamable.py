@@ -863,3 +863,26 @@ async def test_in_memory_event_store_is_bounded() -> None:
     assert store.stream_count <= 5 and store.size_bytes <= 1000
     await store.forget("s/")
     assert store.stream_count == 0 and store.size_bytes == 0
+
+
+async def test_cors_for_trusted_browser_origins() -> None:
+    async with running(make_server(), allowed_origins=["https://app.example"]) as (base, _), \
+            httpx.AsyncClient() as http:
+        url = base + "/mcp"
+        pre = {"origin": "https://app.example", "access-control-request-method": "POST",
+               "access-control-request-headers": "content-type, mcp-session-id, mcp-param-region"}
+        r = await http.options(url, headers=pre)
+        assert r.status_code == 204
+        assert r.headers["access-control-allow-origin"] == "https://app.example"
+        assert "mcp-param-region" in r.headers["access-control-allow-headers"]
+        assert "POST" in r.headers["access-control-allow-methods"]
+        r = await http.post(url, json=initialize_body(V), headers=handshake_headers(origin="https://app.example"))
+        assert r.status_code == 200 and r.headers["access-control-allow-origin"] == "https://app.example"
+        assert "mcp-session-id" in r.headers["access-control-expose-headers"]  # the page can read its session id
+        r = await http.options(url, headers={**pre, "origin": "https://evil.example"})
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+        r = await http.post(url, json=initialize_body(V), headers=handshake_headers())
+        assert "access-control-allow-origin" not in r.headers  # not a browser request: no CORS headers
+    async with running(make_server(), cors=False) as (base, _), httpx.AsyncClient() as http:
+        r = await http.options(base + "/mcp", headers={"origin": "http://localhost:3000"})
+        assert r.status_code == 405

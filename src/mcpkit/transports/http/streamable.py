@@ -451,6 +451,8 @@ class StreamableHTTPEndpoint:
         keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
         queue_size: bound of each SSE connection's queue.
         max_requests_per_session: requests of one session running at once (429 beyond).
+        cors: answer CORS preflights and add CORS headers for browser requests whose ``Origin`` the policy
+            accepts (localhost origins and ``allowed_origins``), exposing ``Mcp-Session-Id``.
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
             the server's ``tool_param_headers`` method if it has one.
     """
@@ -475,6 +477,7 @@ class StreamableHTTPEndpoint:
         queue_size: int = 256,
         max_requests_per_session: int = 256,
         tool_headers: ToolHeaders | None = None,
+        cors: bool = True,
         **peer_options: Any,
     ) -> None:
         self.server = server
@@ -492,6 +495,7 @@ class StreamableHTTPEndpoint:
         self.keepalive = keepalive
         self.queue_size = queue_size
         self.max_requests_per_session = max_requests_per_session
+        self.cors = cors
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
         self._sessions: dict[str, _HTTPSession] = {}
@@ -547,6 +551,13 @@ class StreamableHTTPEndpoint:
         if self._sweeper is None and not self.stateless and not self._closing:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         method = scope["method"]
+        origin = h.get(b"origin")
+        if origin is not None and self.cors:
+            # a browser page from an origin the policy trusts: let it read the answers (CORS)
+            if method == "OPTIONS":
+                await _preflight(scope, origin, send)
+                return
+            send = _with_cors(send, origin)
         if method == "POST":
             await self._post(h, params_h, receive, send)
         elif method == "GET":
@@ -554,7 +565,7 @@ class StreamableHTTPEndpoint:
         elif method == "DELETE":
             await self._delete(h, send)
         else:
-            await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE")])
+            await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -1191,6 +1202,39 @@ class StreamableHTTPEndpoint:
                 await self.event_store.forget(hs.id + "/")
         hs.standalone = None
         hs.live = None
+
+
+_EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
+
+
+async def _preflight(scope: Scope, origin: str, send: Send) -> None:
+    requested = b""
+    for key, value in scope.get("headers", ()):
+        if key == b"access-control-request-headers":
+            requested = bytes(value)
+    headers = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+        (b"access-control-allow-headers", requested or b"content-type, accept, mcp-session-id, mcp-protocol-version"),
+        (b"access-control-max-age", b"600"),
+        (b"vary", b"origin"),
+    ]
+    await _respond(send, 204, b"", None, headers)
+
+
+def _with_cors(send: Send, origin: str) -> Send:
+    extra = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-expose-headers", _EXPOSED),
+        (b"vary", b"origin"),
+    ]
+
+    async def cors_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *extra]}
+        await send(message)
+
+    return cors_send
 
 
 def _schema_headers(server: Any) -> ToolHeaders | None:
