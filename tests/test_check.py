@@ -302,3 +302,16 @@ async def test_official_python_sdk_server(tmp_path: Path) -> None:
     assert report.status("S030") == FAIL, report.render_text()
     assert report.failed_musts() == ["M011"], report.render_text()
     assert_pass(report, ["M006", "M016", "M042", "M045", "M046", "M067", "M068", "M079", "M085", "S027"])
+
+
+async def test_unreachable_and_non_mcp_targets_fail_fast(free_port: Callable[[], int]) -> None:
+    t0 = time.monotonic()
+    report = await run_checks(f"http://127.0.0.1:{free_port()}/mcp")  # nothing listens there
+    assert report.failed_musts() == ["M018", "M042"], report.render_text()
+    assert "ConnectError" in report.requirements["M042"].evidence
+    report = await run_checks([PY, "-c", "import sys; sys.stdin.read()"], timeout=2.0)  # it never answers
+    assert "M042" in report.failed_musts() and "M013" in report.failed_musts()
+    assert "nothing else was checked" in report.render_text()
+    report = await run_checks(["/nonexistent/mcp-server"])
+    assert report.failed_musts() == ["M013"] and "No such file" in report.requirements["M013"].evidence
+    assert time.monotonic() - t0 < 60

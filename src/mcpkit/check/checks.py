@@ -192,6 +192,7 @@ class Checker:
             wire = await self.open_wire()
         except (OSError, ValueError) as exc:
             r.fail("M013", f"could not start the server: {exc}", "launch")
+            r.info["aborted"] = "the server could not be started; nothing else was checked"
             return r
         try:
             ok = await self.check_handshake(wire)
@@ -221,7 +222,13 @@ class Checker:
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
         resp = await self.initialize(wire, self.version, roots=True)
+        if resp is not None and resp.error is not None and resp.channel == "http":
+            r.fail("M042", f"initialize POST to {self.target} got no JSON-RPC response: {resp.raw}", "initialize")
+            r.fail("M018", f"the endpoint does not answer an initialize POST: {resp.raw}", "initialize")
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
+            return False
         if resp is None:
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
             stray = wire.strays[0].short() if wire.strays else None
             if stray:
                 r.fail("M006", f"initialize sent with id 1; the only response had another id: {stray}", "initialize")
@@ -230,12 +237,15 @@ class Checker:
             if isinstance(wire, StdioWire) and wire.stderr_tail:
                 extra = f"; stderr: {_short(' / '.join(wire.stderr_tail[-3:]))}"
             r.fail("M042", f"no response to initialize on {where} within {self.timeout * 2:.0f}s{extra}", "initialize")
-            r.fail("M013", f"no initialize response on {where}{extra}", "initialize")
+            if not self.http:
+                r.fail("M013", f"no initialize response on {where}{extra}", "initialize")
             return False
-        r.ok("M013", "initialize answered on stdout" if not self.http else "initialize answered", "initialize")
+        if not self.http:
+            r.ok("M013", "initialize answered on stdout", "initialize")
         err = _err(resp)
         if err is not None:
             r.fail("M042", f"initialize answered with an error: {resp.short()}", "initialize")
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
             return False
         res = _res(resp) or {}
         r.info["server"] = _short(res.get("serverInfo"), 120)
@@ -893,7 +903,8 @@ class Checker:
             and (n.data.get("params") or {}).get("progressToken") == token
         ]
         self.progress_tokens[token] = None
-        if fut.done():
+        ended_without_response = fut.done() and fut.result().error is not None  # HTTP: the stream just closed
+        if fut.done() and not ended_without_response:
             r.fail(
                 "S027",
                 f"{slow['name']} was answered {fut.result().at - cancelled_at:.1f}s after notifications/cancelled "
@@ -903,10 +914,11 @@ class Checker:
         elif late:
             r.fail("S027", f"{len(late)} progress notification(s) after cancellation: {late[0].short()}")
         else:
+            closed = " (its response stream was closed)" if ended_without_response else ""
             r.ok(
                 "S027",
                 f"{slow['name']} {_short(args)} cancelled after {cancelled_at - t0:.1f}s: no response and no progress "
-                "in the next 2s",
+                f"in the next 2s{closed}",
                 "cancellation",
             )
         wire._pending.pop(wire.key(rid), None)

@@ -149,8 +149,13 @@ class Report:
             parts.append(f"{kind}: {bucket[PASS]} pass, {bucket[FAIL]} fail, {bucket[WARN]} warn, {bucket[SKIP]} skip")
         lines.append("Summary: " + "; ".join(parts))
         not_checked = sorted(set(texts) - set(self.requirements))
-        if not_checked:
-            lines.append(f"Not checkable black-box against a server ({len(not_checked)}): {', '.join(not_checked)}")
+        if "aborted" in self.info:
+            lines.append(f"Not checked ({len(not_checked)} IDs): {self.info['aborted']}")
+        elif not_checked:
+            lines.append(
+                f"Not checked ({len(not_checked)}: client-side, other transport, or beyond a black box): "
+                f"{', '.join(not_checked)}"
+            )
         failed = self.failed_musts()
         lines.append(f"RESULT: {'FAIL (' + ', '.join(failed) + ')' if failed else 'PASS'}")
         return "\n".join(lines)

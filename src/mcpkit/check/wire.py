@@ -381,11 +381,22 @@ class HttpWire(Wire):
                         with contextlib.suppress(ValueError):
                             json.loads(body)
                             self._feed(body, ex, "http-json")
-                return ex
         except httpx.HTTPError as exc:
             ex = HttpExchange("POST", obj, 0, {}, f"{type(exc).__name__}: {exc}")
             self.exchanges.append(ex)
-            return ex
+        self._unanswered(obj, ex)
+        return ex
+
+    def _unanswered(self, obj: Any, ex: HttpExchange) -> None:
+        """A request whose POST ended without its response: resolve the wait with what HTTP said instead."""
+        if not (isinstance(obj, dict) and "method" in obj and "id" in obj):
+            return
+        fut = self._pending.pop(self.key(obj["id"]), None)
+        if fut is not None and not fut.done():
+            what = f"HTTP {ex.status}" if ex.status else "no HTTP response"
+            flat = " ".join(ex.body.split())
+            body = flat if len(flat) <= 200 else flat[:200] + "..."
+            fut.set_result(Incoming(f"{what}: {body}".strip(), None, "no JSON-RPC response", channel="http"))
 
     async def _read_sse(self, resp: Any, ex: HttpExchange, channel: str) -> None:
         buf = ""
