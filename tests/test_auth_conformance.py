@@ -115,6 +115,19 @@ if __name__ != "__main__":
         ("auth/metadata-issuer-mismatch", "2026-07-28"),
     ]
 
+    # the 0.1.16 harness (no --spec-version, no MCP_CONFORMANCE_PROTOCOL_VERSION): its whole auth set
+    OLD_SCENARIOS = [
+        "metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
+        "scope-from-www-authenticate", "scope-from-scopes-supported", "scope-omitted-when-undefined",
+        "scope-step-up", "scope-retry-limit", "token-endpoint-auth-basic", "token-endpoint-auth-post",
+        "token-endpoint-auth-none", "pre-registration", "2025-03-26-oauth-metadata-backcompat",
+        "2025-03-26-oauth-endpoint-fallback", "resource-mismatch", "offline-access-scope",
+        "offline-access-not-supported",
+    ]
+    LEGS = [(str(HARNESS), s, v) for s, v in CLIENT_LEGS] + [(str(HARNESS_OLD), "auth/" + s, None)
+                                                                for s in OLD_SCENARIOS]
+    LEG_IDS = [f"0.2:{s}@{v}" for s, v in CLIENT_LEGS] + [f"0.1.16:auth/{s}" for s in OLD_SCENARIOS]
+
     REQS = {
         "auth/2025-03-26-oauth-metadata-backcompat": ("M032", "M033", "M034"),
         "auth/2025-03-26-oauth-endpoint-fallback": ("M034", "M035"),
@@ -124,8 +137,11 @@ if __name__ != "__main__":
 
     @needs_harness
     @pytest.mark.timeout(150)
-    @pytest.mark.parametrize(("scenario", "spec"), CLIENT_LEGS, ids=[f"{s}@{v}" for s, v in CLIENT_LEGS])
-    def test_auth_client_scenario(scenario: str, spec: str, request: pytest.FixtureRequest) -> None:
+    @pytest.mark.parametrize(("harness", "scenario", "spec"), LEGS, ids=LEG_IDS)
+    def test_auth_client_scenario(harness: str, scenario: str, spec: str | None,
+                                  request: pytest.FixtureRequest) -> None:
+        if not Path(harness).exists():
+            pytest.skip(f"harness missing: {harness}")
         for rid in REQS.get(scenario, ()):
             request.node.add_marker(pytest.mark.req(rid))
         with tempfile.TemporaryDirectory(prefix="mcpkit-authconf-") as tmp:
@@ -133,8 +149,8 @@ if __name__ != "__main__":
             command = f"{sys.executable} {Path(__file__).resolve()}"
             assert command.count(" ") == 1, "the harness splits --command on spaces"
             proc = subprocess.run(
-                [str(NODE), str(HARNESS), "client", "--command", command, "--scenario", scenario,
-                 "--spec-version", spec, "-o", str(out), "--timeout", "60000"],
+                [str(NODE), harness, "client", "--command", command, "--scenario", scenario,
+                 *(["--spec-version", spec] if spec else []), "-o", str(out), "--timeout", "60000"],
                 cwd=ROOT, capture_output=True, text=True, timeout=140,
             )
             checks = _checks(out)
@@ -154,12 +170,19 @@ if __name__ != "__main__":
 
         assert proc.stdout is not None
         lines: list[bytes] = []
+        url: str | None = None
+        listening = False  # the harness prints the URL before its callback server is up: wait for both
         async with httpx.AsyncClient(follow_redirects=True, timeout=10) as browser:
             async for line in proc.stdout:
                 lines.append(line)
                 text = line.decode(errors="replace").strip()
                 if text.startswith(prefix):
-                    await browser.get(text)
+                    url = text
+                elif text.startswith("Callback server started"):
+                    listening = True
+                if url and listening:
+                    await browser.get(url)
+                    url, listening = None, False
         await proc.wait()
         return b"".join(lines)
 

@@ -420,10 +420,14 @@ class OAuthClient(httpx.Auth):
         # 2025-03-26: the authorization base URL is the server URL without its path
         metadata = await self._as_metadata(origin, version, legacy=True)
         if metadata is not None:
-            if metadata.get("issuer") not in (None, origin, origin + "/"):
-                raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {origin!r}")
+            # 2025-03-26 predates the strict issuer rule; some servers name a path issuer (``<origin>/oauth``)
+            # at the root document. Accept an issuer on the same origin, never a foreign one.
+            issuer = metadata.get("issuer") or origin
+            parts = urlsplit(str(issuer))
+            if f"{parts.scheme}://{parts.netloc}" != origin:
+                raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
             self._check_metadata(metadata, legacy=True)
-            return _Discovery(origin, metadata, None, None, None, legacy=True)
+            return _Discovery(str(issuer).rstrip("/"), metadata, None, None, None, legacy=True)
         self.log.append("no metadata: default endpoints")
         defaults = {
             "issuer": origin,
