@@ -767,3 +767,18 @@ async def test_session_is_bound_to_the_principal_that_created_it() -> None:
         again = await http.post(s["mcp_url"], json=ping,
                                 headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice2}"})
         assert again.status_code == 200
+
+
+@pytest.mark.req("S008", "M036")
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_high_level_client_with_oauth(mode: str) -> None:
+    from mcpkit.client.client import Client
+
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        auth, browser = oauth(s["mcp_url"])
+        async with Client(s["mcp_url"], mode=mode, transport_options={"auth": auth}) as c:
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+            assert [t.name for t in await c.list_tools()] == ["whoami", "admin"]
+        assert len(browser.visited) == 1
+        await auth.aclose()
