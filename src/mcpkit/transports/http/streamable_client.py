@@ -77,7 +77,7 @@ class StreamableHTTPClientTransport:
         max_reconnects: int = 5,
         reconnect_delay: float = 1.0,
         inbox_size: int = 1024,
-        answer_window: float = 1.0,
+        answer_window: float = 0.25,
     ) -> None:
         self.url = url
         self.extra_headers = dict(headers or {})
@@ -170,6 +170,7 @@ class StreamableHTTPClientTransport:
         try:
             await asyncio.wait((task, ready), timeout=self.answer_window, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
+            exchange.cancelled = True
             task.cancel()  # the caller gave up: close the connection (the modern era's cancellation)
             raise
         if task.done():
@@ -196,11 +197,12 @@ class StreamableHTTPClientTransport:
         exchange = self._exchanges.get(rid) if isinstance(rid, (str, int)) else None
         if exchange is None:
             return False
-        exchange.cancelled = True
-        if exchange.modern:
-            exchange.task.cancel()
-            return True
-        return False
+        if not exchange.cancelled:
+            exchange.cancelled = True
+            if exchange.modern:
+                # once only: a second cancel would interrupt httpcore's cleanup and leave the connection open
+                exchange.task.cancel()
+        return exchange.modern
 
     async def _post(
         self, data: bytes, headers: dict[str, str], rid: Any, method: str | None, sent_session: str | None,
