@@ -782,3 +782,20 @@ async def test_high_level_client_with_oauth(mode: str) -> None:
             assert [t.name for t in await c.list_tools()] == ["whoami", "admin"]
         assert len(browser.visited) == 1
         await auth.aclose()
+
+
+@pytest.mark.req("M031", "M036")
+async def test_client_credentials_grant_machine_to_machine() -> None:
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        a: AuthorizationServer = s["as"]
+        rec = await a.register_client(grant_types=["client_credentials"],
+                                      token_endpoint_auth_method="client_secret_basic")
+        auth = OAuthClient(s["mcp_url"], client_id=rec.client_id, client_secret=rec.client_secret,
+                           grant_type="client_credentials")
+        assert await whoami(s["mcp_url"], auth) == f"{rec.client_id}|mcp:read"
+        token_reqs = [h for m, p, h in s["as_log"].requests if p == "/token"]
+        assert len(token_reqs) == 1 and token_reqs[0]["authorization"].startswith("Basic ")
+        assert "/authorize" not in [p.split("?")[0] for _, p, _ in s["as_log"].requests]
+        await auth.aclose()
+        with pytest.raises(ValueError):
+            OAuthClient(s["mcp_url"], grant_type="client_credentials")

@@ -44,6 +44,7 @@ async def client_main(url: str) -> int:
         print(f"unknown scenario {scenario!r}", file=sys.stderr)
         return 1
     browser = HeadlessBrowser()
+    grant = "client_credentials" if scenario == "auth/client-credentials-basic" else "authorization_code"
     auth = OAuthClient(
         url,
         client_metadata={"client_name": "mcpkit-conformance", "redirect_uris": ["http://127.0.0.1:3999/callback"]},
@@ -53,6 +54,7 @@ async def client_main(url: str) -> int:
         client_secret=ctx.get("client_secret"),
         client_metadata_url=CIMD_URL,
         protocol_version=version or "2025-11-25",
+        grant_type=grant,
     )
     mode = "modern" if version and is_modern(version) else "handshake"
     try:
@@ -83,7 +85,7 @@ if __name__ != "__main__":
                                        reason="npm peers missing: run scripts/test.sh (cd tests && npm ci)")
 
     # (scenario, spec version) pairs; allowClientError scenarios expect the client to refuse
-    CLIENT_LEGS = [
+    CLIENT_LEGS: list[tuple[str, str | None]] = [
         ("auth/metadata-default", "2025-11-25"),
         ("auth/metadata-var1", "2025-11-25"),
         ("auth/metadata-var2", "2025-11-25"),
@@ -124,6 +126,7 @@ if __name__ != "__main__":
         "2025-03-26-oauth-endpoint-fallback", "resource-mismatch", "offline-access-scope",
         "offline-access-not-supported",
     ]
+    CLIENT_LEGS.append(("auth/client-credentials-basic", None))  # extension: no --spec-version
     LEGS = [(str(HARNESS), s, v) for s, v in CLIENT_LEGS] + [(str(HARNESS_OLD), "auth/" + s, None)
                                                                 for s in OLD_SCENARIOS]
     LEG_IDS = [f"0.2:{s}@{v}" for s, v in CLIENT_LEGS] + [f"0.1.16:auth/{s}" for s in OLD_SCENARIOS]

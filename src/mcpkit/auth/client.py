@@ -164,6 +164,9 @@ class OAuthClient(httpx.Auth):
             ``client_id_metadata_document_supported``.
         scope: scopes to request when neither the challenge nor the PRM names any.
         protocol_version: the ``MCP-Protocol-Version`` sent during discovery when the failed request carried none.
+        grant_type: ``authorization_code`` (a user authorizes in a browser) or ``client_credentials``
+            (machine-to-machine, the ``io.modelcontextprotocol/oauth-client-credentials`` extension: needs
+            ``client_id`` and ``client_secret``; no redirect handlers).
         max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.
         offline_access: add ``offline_access`` to the requested scopes when the AS lists it (SEP-2207).
     """
@@ -174,7 +177,7 @@ class OAuthClient(httpx.Auth):
         self,
         server_url: str,
         *,
-        client_metadata: Mapping[str, Any],
+        client_metadata: Mapping[str, Any] | None = None,
         storage: TokenStorage | None = None,
         redirect_handler: RedirectHandler | None = None,
         callback_handler: CallbackHandler | None = None,
@@ -186,17 +189,24 @@ class OAuthClient(httpx.Auth):
         protocol_version: str = LATEST_HANDSHAKE,
         max_step_up: int = 1,
         offline_access: bool = True,
+        grant_type: str = "authorization_code",
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
     ) -> None:
         self.server_url = server_url
-        self.client_metadata = dict(client_metadata)
+        if grant_type not in ("authorization_code", "client_credentials"):
+            raise ValueError("grant_type must be 'authorization_code' or 'client_credentials'")
+        self.grant_type = grant_type
+        self.client_metadata = dict(client_metadata or {})
         self._auth_method_given = "token_endpoint_auth_method" in self.client_metadata
         self.client_metadata.setdefault("token_endpoint_auth_method", "none")
         self.client_metadata.setdefault("application_type", "native")
         self.client_metadata.setdefault("grant_types", ["authorization_code", "refresh_token"])
         self.client_metadata.setdefault("response_types", ["code"])
-        if not self.client_metadata.get("redirect_uris"):
+        if grant_type == "client_credentials":
+            if not client_id or not client_secret:
+                raise ValueError("the client_credentials grant needs client_id and client_secret")
+        elif not self.client_metadata.get("redirect_uris"):
             raise ValueError("client_metadata needs redirect_uris")
         self.storage: TokenStorage = storage or InMemoryTokenStorage()
         self.redirect_handler = redirect_handler
@@ -365,12 +375,21 @@ class OAuthClient(httpx.Auth):
             earlier |= set(self._requested.get(discovery.issuer, ()))
             scopes = sorted(earlier | set(scopes))
         supported = discovery.metadata.get("scopes_supported")
-        if scopes and self.offline_access and isinstance(supported, list) and "offline_access" in supported \
+        wants_refresh = self.offline_access and self.grant_type == "authorization_code"
+        if scopes and wants_refresh and isinstance(supported, list) and "offline_access" in supported \
                 and "offline_access" not in scopes:
             scopes = [*scopes, "offline_access"]  # SEP-2207: ask for a refresh token where the AS supports it
         if scopes is not None:
             self._requested[discovery.issuer] = list(scopes)
-        tokens = await self._code_flow(discovery, client, scopes)
+        if self.grant_type == "client_credentials":
+            form = {"grant_type": "client_credentials"}
+            if scopes:
+                form["scope"] = " ".join(scopes)
+            if discovery.resource:
+                form["resource"] = discovery.resource
+            tokens = await self._token_request(discovery, client, form, discovery.resource)
+        else:
+            tokens = await self._code_flow(discovery, client, scopes)
         await self.storage.set_tokens(discovery.issuer, tokens)
 
     def _select_scopes(self, challenge: Mapping[str, str], discovery: _Discovery) -> list[str] | None:
