@@ -799,3 +799,68 @@ async def test_client_credentials_grant_machine_to_machine() -> None:
         await auth.aclose()
         with pytest.raises(ValueError):
             OAuthClient(s["mcp_url"], grant_type="client_credentials")
+
+
+@pytest.mark.req("M031")
+async def test_client_registers_again_when_the_as_refuses_its_registration(tmp_path: Any) -> None:
+    """python-sdk #3256: a client stuck with a dead dynamic registration. Here the AS rotates the secret (the token
+    endpoint answers invalid_client) and later the stored secret expires: both times the client registers again."""
+    from mcpkit.auth import FileTokenStorage
+
+    async with stack() as s:
+        a: AuthorizationServer = s["as"]
+        storage = FileTokenStorage(tmp_path / "tokens.json")
+        browser = HeadlessBrowser()
+        meta = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
+        client = OAuthClient(s["mcp_url"], client_metadata=meta, storage=storage,
+                             redirect_handler=browser.redirect_handler, callback_handler=browser.callback_handler)
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        first = await storage.get_client_info(s["as_url"])
+        assert first is not None and first["client_secret"]
+        assert (tmp_path / "tokens.json").stat().st_mode & 0o777 == 0o600
+        # the AS rotates the secret; the client's tokens are gone: a full flow hits invalid_client at /token
+        record = await a.storage.get_client(first["client_id"])
+        assert record is not None
+        record.client_secret = "rotated-elsewhere"
+        await storage.set_tokens(s["as_url"], None)
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        second = await storage.get_client_info(s["as_url"])
+        assert second is not None and second["client_id"] != first["client_id"]
+        # the stored secret expires: registered again before authorizing
+        second["client_secret_expires_at"] = int(time.time()) - 1
+        await storage.set_client_info(s["as_url"], second)
+        await storage.set_tokens(s["as_url"], None)
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        third = await storage.get_client_info(s["as_url"])
+        assert third is not None and third["client_id"] not in (first["client_id"], second["client_id"])
+        assert a.counts["register"] == 3
+        await client.aclose()
+        # a new process with the same file needs no authorization at all
+        again, browser2 = oauth(s["mcp_url"], storage=FileTokenStorage(tmp_path / "tokens.json"))
+        assert await whoami(s["mcp_url"], again) == "test-user|"
+        assert browser2.visited == []
+        await again.aclose()
+
+
+async def test_loopback_redirect_uri_matches_on_any_port() -> None:
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        a: AuthorizationServer = holder["as"]
+        rec = await a.register_client(redirect_uris=["http://127.0.0.1/callback", "https://app.example/cb"])
+        _, challenge = pkce_pair()
+
+        async def ask(uri: str) -> httpx.Response:
+            return await http.get(base + "/authorize?" + urlencode({
+                "response_type": "code", "client_id": rec.client_id, "redirect_uri": uri,
+                "code_challenge": challenge, "code_challenge_method": "S256"}))
+
+        ok = await ask("http://127.0.0.1:53117/callback")
+        assert ok.status_code == 302 and ok.headers["location"].startswith("http://127.0.0.1:53117/callback?code=")
+        assert (await ask("http://127.0.0.1:53117/other")).status_code == 400
+        assert (await ask("https://app.example:8443/cb")).status_code == 400  # only loopback ports float
+        assert (await ask("https://app.example/cb")).status_code == 302

@@ -15,13 +15,24 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .client import HeadlessBrowser, InMemoryTokenStorage, OAuthClient, OAuthFlowError, TokenSet, TokenStorage
+    from .client import (
+        FileTokenStorage,
+        HeadlessBrowser,
+        InMemoryTokenStorage,
+        InvalidClientError,
+        OAuthClient,
+        OAuthFlowError,
+        TokenSet,
+        TokenStorage,
+    )
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
     from .verifiers import AccessToken, IntrospectionVerifier, InvalidToken, JWTVerifier, StaticTokenVerifier
 
 _LAZY = {
+    "FileTokenStorage": ".client",
     "HeadlessBrowser": ".client",
+    "InvalidClientError": ".client",
     "InMemoryTokenStorage": ".client",
     "OAuthClient": ".client",
     "OAuthFlowError": ".client",
@@ -52,6 +63,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FileTokenStorage",
+    "InvalidClientError",
     "AccessToken",
     "AuthStorage",
     "AuthorizationServer",

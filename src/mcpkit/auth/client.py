@@ -27,10 +27,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
+import os
 import secrets
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -54,6 +57,10 @@ class OAuthFlowError(Exception):
     """Authorization could not be obtained (discovery failed, the AS refused, a security check failed)."""
 
 
+class InvalidClientError(OAuthFlowError):
+    """The token endpoint does not accept the client's credentials (``invalid_client``)."""
+
+
 @dataclass
 class TokenSet:
     access_token: str
@@ -74,7 +81,9 @@ class TokenStorage(Protocol):
     async def get_tokens(self, issuer: str) -> TokenSet | None: ...
     async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None: ...
     async def get_client_info(self, issuer: str) -> dict[str, Any] | None: ...
-    async def set_client_info(self, issuer: str, info: dict[str, Any]) -> None: ...
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        """Store a registration (None forgets it: the client registers again)."""
+        ...
 
 
 class InMemoryTokenStorage:
@@ -94,8 +103,60 @@ class InMemoryTokenStorage:
     async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
         return self.clients.get(issuer)
 
-    async def set_client_info(self, issuer: str, info: dict[str, Any]) -> None:
-        self.clients[issuer] = info
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        if info is None:
+            self.clients.pop(issuer, None)
+        else:
+            self.clients[issuer] = info
+
+
+class FileTokenStorage:
+    """Tokens and registrations in one JSON file (mode 0600, replaced atomically), so a restarted client keeps
+    its refresh tokens and its dynamic registration. One process per file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {"tokens": {}, "clients": {}}
+        return data if isinstance(data, dict) else {"tokens": {}, "clients": {}}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, self.path)
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None:
+        raw = self._load().get("tokens", {}).get(issuer)
+        return TokenSet(**raw) if isinstance(raw, dict) else None
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+        data = self._load()
+        table = data.setdefault("tokens", {})
+        if tokens is None:
+            table.pop(issuer, None)
+        else:
+            table[issuer] = asdict(tokens)
+        self._save(data)
+
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
+        raw = self._load().get("clients", {}).get(issuer)
+        return raw if isinstance(raw, dict) else None
+
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        data = self._load()
+        table = data.setdefault("clients", {})
+        if info is None:
+            table.pop(issuer, None)
+        else:
+            table[issuer] = info
+        self._save(data)
 
 
 class HeadlessBrowser:
@@ -355,6 +416,16 @@ class OAuthClient(httpx.Auth):
                 return
         version = self._version_for(request)
         discovery = await self._discover(challenge, version)
+        if not step_up and (self.issuer is None or self.issuer != discovery.issuer):
+            # tokens this storage already holds for that issuer and resource (an earlier run): use them
+            existing = await self.storage.get_tokens(discovery.issuer)
+            if existing is not None and existing.resource == discovery.resource and (
+                stale is None or existing.access_token != stale.access_token
+            ):
+                self.issuer = discovery.issuer
+                self._discovery = discovery
+                if not existing.expired() or await self._refresh(existing) is not None:
+                    return
         if self.issuer is not None and self.issuer != discovery.issuer:
             # credentials are bound to their issuer: the new AS gets its own registration and tokens
             self.log.append(f"authorization server changed: {self.issuer} -> {discovery.issuer}")
@@ -389,7 +460,18 @@ class OAuthClient(httpx.Auth):
                 form["resource"] = discovery.resource
             tokens = await self._token_request(discovery, client, form, discovery.resource)
         else:
-            tokens = await self._code_flow(discovery, client, scopes)
+            try:
+                tokens = await self._code_flow(discovery, client, scopes)
+            except InvalidClientError:
+                # a dynamic registration the AS no longer honours (secret rotated, client purged): register
+                # again and authorize once more; pre-registered credentials are the user's to fix
+                if self.preregistered is not None or await self.storage.get_client_info(discovery.issuer) is None \
+                        or client.get("client_id") == self.client_metadata_url:
+                    raise
+                self.log.append("the AS refused our registration: registering again")
+                await self.storage.set_client_info(discovery.issuer, None)
+                client = await self._registration(discovery, version)
+                tokens = await self._code_flow(discovery, client, scopes)
         await self.storage.set_tokens(discovery.issuer, tokens)
 
     def _select_scopes(self, challenge: Mapping[str, str], discovery: _Discovery) -> list[str] | None:
@@ -498,6 +580,11 @@ class OAuthClient(httpx.Auth):
 
     async def _registration(self, discovery: _Discovery, version: str) -> dict[str, Any]:
         stored = await self.storage.get_client_info(discovery.issuer)
+        expires = stored.get("client_secret_expires_at") if stored is not None else None
+        if stored is not None and isinstance(expires, (int, float)) and 0 < expires <= time.time():
+            self.log.append("the registered client secret expired: registering again")
+            stored = None
+            await self.storage.set_client_info(discovery.issuer, None)
         if stored is not None:
             return stored
         if self.preregistered is not None:
@@ -604,7 +691,9 @@ class OAuthClient(httpx.Auth):
         except ValueError:
             data = {}
         if resp.status_code != 200 or not isinstance(data, dict) or not data.get("access_token"):
-            raise OAuthFlowError(f"token request refused: HTTP {resp.status_code} {data}")
+            error = data.get("error") if isinstance(data, dict) else None
+            kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
+            raise kind(f"token request refused: HTTP {resp.status_code} {data}")
         if str(data.get("token_type", "")).lower() != "bearer":
             raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
         expires_in = data.get("expires_in")

@@ -33,6 +33,7 @@ from ._util import (
     Send,
     canonical_resource,
     header,
+    is_loopback_host,
     is_secure_url,
     read_body,
     s256,
@@ -146,6 +147,25 @@ class _OAuthError(Exception):
         self.error = error
         self.description = description
         self.status = status
+
+
+def _redirect_registered(uri: str, registered: list[str]) -> bool:
+    """Exact match, except that a loopback redirect URI matches on any port (RFC 8252 §7.3: native apps bind an
+    ephemeral port at run time, so the port cannot be registered in advance)."""
+    if uri in registered:
+        return True
+    try:
+        asked = urlsplit(uri)
+        if asked.scheme != "http" or not is_loopback_host(asked.hostname):
+            return False
+        for candidate in registered:
+            reg = urlsplit(candidate)
+            if (reg.scheme, reg.hostname, reg.path, reg.query) == (asked.scheme, asked.hostname, asked.path,
+                                                                   asked.query):
+                return True
+    except ValueError:
+        return False
+    return False
 
 
 def _b64url(n: int, size: int) -> str:
@@ -394,7 +414,7 @@ class AuthorizationServer:
             if len(client.redirect_uris) != 1:
                 raise _OAuthError("invalid_request", "redirect_uri is required")
             redirect_uri = client.redirect_uris[0]
-        if redirect_uri not in client.redirect_uris or not valid_redirect_uri(redirect_uri):
+        if not _redirect_registered(redirect_uri, client.redirect_uris) or not valid_redirect_uri(redirect_uri):
             # never redirect to an unregistered URI (open redirector)
             raise _OAuthError("invalid_request", "redirect_uri is not registered for this client")
         state = q.get("state")
