@@ -42,6 +42,7 @@ from mcpkit.auth._util import parse_www_authenticate, pkce_pair
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import HTTPTransportError, StreamableHTTPClientTransport
+from redis_server import redis_url  # noqa: F401  (the session fixture)
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the headless browser stops at the redirect
 
@@ -864,3 +865,48 @@ async def test_loopback_redirect_uri_matches_on_any_port() -> None:
         assert (await ask("http://127.0.0.1:53117/other")).status_code == 400
         assert (await ask("https://app.example:8443/cb")).status_code == 400  # only loopback ports float
         assert (await ask("https://app.example/cb")).status_code == 302
+
+
+@pytest.mark.req("M031")
+async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
+    """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated
+    refresh token dies everywhere; both replicas publish the same key id."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from mcpkit.auth import RedisAuthStorage
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    prefix = f"mcpkit-test:{time.time_ns()}:"
+    holder: dict[str, Any] = {}
+
+    def replica(name: str) -> Callable[[str], AuthorizationServer]:
+        def make(base: str) -> AuthorizationServer:
+            issuer = holder.setdefault("issuer", base)  # one issuer for both (behind one load balancer)
+            holder[name] = AuthorizationServer(issuer, auto_approve=True, signing_key=key, production=True,
+                                               storage=RedisAuthStorage(redis_url, prefix=prefix))
+            return holder[name]
+        return make
+
+    async with serve(replica("a")) as (url_a, _), serve(replica("b")) as (url_b, _), \
+            httpx.AsyncClient(follow_redirects=False) as http:
+        a, b = holder["a"], holder["b"]
+        assert a.kid == b.kid and (await http.get(url_a + "/jwks")).json() == (await http.get(url_b + "/jwks")).json()
+        reg = (await http.post(url_a + "/register", json={"redirect_uris": [REDIRECT],
+                                                           "token_endpoint_auth_method": "none"})).json()
+        verifier, challenge = pkce_pair()
+        loc = (await http.get(url_a + "/authorize?" + urlencode({
+            "response_type": "code", "client_id": reg["client_id"], "redirect_uri": REDIRECT,
+            "code_challenge": challenge, "code_challenge_method": "S256"}))).headers["location"]
+        code = dict(parse_qsl(urlsplit(loc).query))["code"]
+        form = {"grant_type": "authorization_code", "code": code, "client_id": reg["client_id"],
+                "redirect_uri": REDIRECT, "code_verifier": verifier}
+        first = await http.post(url_b + "/token", data=form)  # the other replica knows the client and the code
+        assert first.status_code == 200, first.text
+        assert (await http.post(url_a + "/token", data=form)).status_code == 400  # used once, everywhere
+        refresh = {"grant_type": "refresh_token", "client_id": reg["client_id"],
+                   "refresh_token": first.json()["refresh_token"]}
+        assert (await http.post(url_a + "/token", data=refresh)).status_code == 200
+        again = await http.post(url_b + "/token", data=refresh)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        await a.storage.aclose()
+        await b.storage.aclose()

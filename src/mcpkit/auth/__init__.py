@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         TokenSet,
         TokenStorage,
     )
+    from .redis_storage import RedisAuthStorage
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
     from .verifiers import AccessToken, IntrospectionVerifier, InvalidToken, JWTVerifier, StaticTokenVerifier
@@ -38,6 +39,7 @@ _LAZY = {
     "OAuthFlowError": ".client",
     "TokenSet": ".client",
     "TokenStorage": ".client",
+    "RedisAuthStorage": ".redis_storage",
     "BearerAuthMiddleware": ".resource",
     "current_access_token": ".resource",
     "protect": ".resource",
@@ -77,6 +79,7 @@ __all__ = [
     "JWTVerifier",
     "OAuthClient",
     "OAuthFlowError",
+    "RedisAuthStorage",
     "StaticTokenVerifier",
     "TokenSet",
     "TokenStorage",

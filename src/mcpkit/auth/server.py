@@ -16,6 +16,7 @@ them offline. Storage is pluggable (:class:`AuthStorage`); the in-memory default
 from __future__ import annotations
 
 import base64
+import hashlib
 import hmac
 import secrets
 import time
@@ -210,7 +211,7 @@ class AuthorizationServer:
         metadata: bool = True,
         registration: bool = True,
         issue_refresh_tokens: bool = True,
-        signing_key: Any = None,
+        signing_key: Any = None,  # an EC P-256 private key; share it (and the storage) between replicas
         app: ASGIApp | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -250,7 +251,13 @@ class AuthorizationServer:
         self.app = app
         self.clock = clock
         self.key = signing_key or ec.generate_private_key(ec.SECP256R1())
-        self.kid = secrets.token_hex(8)
+        if not isinstance(self.key, ec.EllipticCurvePrivateKey) or not isinstance(self.key.curve, ec.SECP256R1):
+            raise TypeError("signing_key must be an EC P-256 private key (tokens are signed with ES256)")
+        numbers = self.key.public_key().public_numbers()
+        self._jwk = {"crv": "P-256", "kty": "EC", "x": _b64url(numbers.x, 32), "y": _b64url(numbers.y, 32)}
+        # RFC 7638 thumbprint: replicas sharing the key publish the same kid
+        thumb = hashlib.sha256(orjson.dumps(self._jwk, option=orjson.OPT_SORT_KEYS)).digest()
+        self.kid = base64.urlsafe_b64encode(thumb).rstrip(b"=").decode("ascii")
         self.counts: dict[str, int] = {}  # endpoint -> hits (observability, tests)
 
     # ------------------------------------------------------------------ metadata
@@ -282,9 +289,7 @@ class AuthorizationServer:
         return doc
 
     def jwks(self) -> dict[str, Any]:
-        numbers = self.key.public_key().public_numbers()
-        return {"keys": [{"kty": "EC", "crv": "P-256", "x": _b64url(numbers.x, 32), "y": _b64url(numbers.y, 32),
-                          "use": "sig", "alg": "ES256", "kid": self.kid}]}
+        return {"keys": [{**self._jwk, "use": "sig", "alg": "ES256", "kid": self.kid}]}
 
     def _metadata_paths(self) -> set[str]:
         b = self.base_path

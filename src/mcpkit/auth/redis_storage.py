@@ -1,0 +1,72 @@
+"""Redis-backed :class:`~mcpkit.auth.server.AuthStorage`: the authorization server's clients, codes and refresh
+tokens survive restarts and are shared by every replica (pass the same ``signing_key`` to each).
+
+Codes and refresh tokens expire in Redis with their own lifetime, and are taken with ``GETDEL`` (Redis >= 6.2) so a code or a
+rotated refresh token can be used once across all replicas, never twice.
+
+    storage = RedisAuthStorage("redis://127.0.0.1:6379/0")
+    AuthorizationServer(issuer, storage=storage, production=True, signing_key=key)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from .server import ClientRecord, _Code, _Refresh
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["RedisAuthStorage"]
+
+
+class RedisAuthStorage:
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:") -> None:
+        if isinstance(redis, str):
+            from redis.asyncio import Redis as _Redis
+
+            self.redis: Redis = _Redis.from_url(redis)
+            self._owned = True
+        else:
+            self.redis = redis
+            self._owned = False
+        self.prefix = prefix
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.redis.aclose()
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self.prefix}{kind}:{name}"
+
+    @staticmethod
+    def _ttl_ms(expires_at: float | None) -> int | None:
+        if expires_at is None:
+            return None
+        return max(1, int((expires_at - time.time()) * 1000))
+
+    async def get_client(self, client_id: str) -> ClientRecord | None:
+        raw = await self.redis.get(self._key("client", client_id))
+        return ClientRecord(**orjson.loads(raw)) if raw else None
+
+    async def save_client(self, client: ClientRecord) -> None:
+        await self.redis.set(self._key("client", client.client_id), orjson.dumps(asdict(client)))
+
+    async def save_code(self, code: str, data: _Code) -> None:
+        await self.redis.set(self._key("code", code), orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+
+    async def pop_code(self, code: str) -> _Code | None:
+        raw: Any = await self.redis.getdel(self._key("code", code))
+        return _Code(**orjson.loads(raw)) if raw else None
+
+    async def save_refresh(self, token: str, data: _Refresh) -> None:
+        await self.redis.set(self._key("refresh", token), orjson.dumps(asdict(data)),
+                             px=self._ttl_ms(data.expires_at))
+
+    async def pop_refresh(self, token: str) -> _Refresh | None:
+        raw: Any = await self.redis.getdel(self._key("refresh", token))
+        return _Refresh(**orjson.loads(raw)) if raw else None
