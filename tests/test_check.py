@@ -101,9 +101,10 @@ FAULTS: dict[str, set[str]] = {
     "no-batch": {"M011"},
     "no-content": {"M068"},
     "bad-content": {"M069"},
-    "multiline": {"M013", "M014", "M015", "M016", "M042"},
+    "multiline": {"M001", "M013", "M014", "M015", "M016", "M042"},  # some split lines are bare JSON values
     "request-null-id": {"M002", "M003"},
     "request-reused-id": {"M004"},
+    "modern-any-version": {"M046"},  # 2026-07-28: an unsupported version must be refused with -32022
 }
 
 
@@ -142,6 +143,16 @@ async def test_everything_stdio_passes_every_applicable_must() -> None:
     assert report.failed_musts() == [], report.render_text()
     assert not bad_ids(report), report.render_text()
     assert_pass(report, STDIO_PROVEN)
+    assert_modern_pass(report)
+
+
+def assert_modern_pass(report: Report) -> None:
+    """The stateless (2026-07-28) session ran, and proved the core IDs there too."""
+    assert str(report.info.get("2026-07-28", "")).startswith("offered"), report.info
+    for rid in ("M042", "M046", "M066", "M067", "M068", "M049", "M051", "M059", "M061", "M089", "S030"):
+        modern = [f for f in report.requirements[rid].findings if f.evidence.startswith("[2026-07-28]")]
+        statuses = {f.status for f in modern}
+        assert PASS in statuses and FAIL not in statuses and "warn" not in statuses, (rid, modern)
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float = 20.0) -> None:
@@ -180,6 +191,7 @@ async def test_everything_http_passes_every_applicable_must(http_everything: str
     assert report.failed_musts() == [], report.render_text()
     assert not bad_ids(report), report.render_text()
     assert_pass(report, HTTP_PROVEN + [i for i in STDIO_PROVEN if i not in ("M013", "M014", "M015", "M016")])
+    assert_modern_pass(report)
 
 
 def test_broken_server_without_faults_passes(broken_reports: dict[str, Report]) -> None:

@@ -7,7 +7,9 @@ It does NOT use mcpkit (which would get things right); it speaks raw newline-del
 
 Faults: wrong-id, stdout-junk, missing-fields, result-and-error, bad-error, notification-id, ping-nonempty,
 undeclared-prompts, no-fallback, progress-decreasing, ignore-cancel, accept-any-cursor, no-batch, no-content,
-bad-content, multiline, request-null-id, request-reused-id.
+bad-content, multiline, request-null-id, request-reused-id, modern-any-version.
+
+It also answers ``server/discover`` (2026-07-28, stateless): requests carrying ``_meta`` are served the same way.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ FAULTS = {
     "multiline",
     "request-null-id",
     "request-reused-id",
+    "modern-any-version",
 }
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 PAGE_CURSOR = "page-2"
@@ -124,7 +127,10 @@ class Server:
         try:
             result = self.dispatch(method, params, rid)
         except LookupError as exc:
-            return self.error(rid, exc.args[0], exc.args[1])
+            reply = self.error(rid, exc.args[0], exc.args[1])
+            if len(exc.args) > 2:
+                reply["error"]["data"] = exc.args[2]
+            return reply
         if method == "ping" and self.has("result-and-error"):
             return {"jsonrpc": "2.0", "id": rid, "result": {}, "error": {"code": -32603, "message": "both"}}
         if method == "tools/list" and self.has("wrong-id"):
@@ -144,6 +150,21 @@ class Server:
             if self.has("missing-fields"):
                 del info["version"]
             return {"protocolVersion": requested, "capabilities": self.capabilities(), "serverInfo": info}
+        if method == "server/discover":
+            meta = params.get("_meta") or {}
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if version != "2026-07-28" and not self.has("modern-any-version"):
+                raise LookupError(
+                    -32022, "Unsupported protocol version", {"supported": ["2026-07-28"], "requested": version}
+                )
+            info = {"name": "broken-server", "version": "0.1"}
+            if self.has("missing-fields"):
+                del info["version"]
+            return {
+                "supportedVersions": ["2026-07-28", *VERSIONS],
+                "capabilities": self.capabilities(),
+                "serverInfo": info,
+            }
         if method == "ping":
             return {"status": "ok"} if self.has("ping-nonempty") else {}
         if method in ("tools/list", "resources/list", "prompts/list", "resources/templates/list"):

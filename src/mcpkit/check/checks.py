@@ -16,7 +16,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..protocol.versions import ALL_VERSIONS, LATEST_HANDSHAKE, V2025_03_26, features
+from ..protocol.versions import (
+    ALL_VERSIONS,
+    LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    V2025_03_26,
+    V2026_07_28,
+    features,
+)
 from .report import Report
 from .wire import HttpWire, Incoming, StdioWire, Wire, WireClosed, is_url, split_command
 
@@ -126,8 +136,10 @@ class Checker:
         env: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         cwd: str | None = None,
+        modern: bool = True,
     ) -> None:
         self.target = target
+        self.modern_pass = modern
         self.http = is_url(target)
         self.version = protocol_version
         self.timeout = timeout
@@ -214,8 +226,96 @@ class Checker:
             await wire.close()
         if ok:
             await self.check_versions()
+        if self.modern_pass:
+            await self.check_modern()
         self.check_messages()
         return r
+
+    # ------------------------------------------------------------------ the stateless era (2026-07-28)
+
+    async def check_modern(self) -> None:
+        """If the server offers 2026-07-28 (``server/discover``), run the feature checks again in a stateless
+        session (per-request ``_meta``; on HTTP the standard headers). Findings carry a ``[2026-07-28]`` prefix."""
+        r = self.report
+        try:
+            wire = await self.open_wire()
+        except (OSError, ValueError):
+            return
+        wire.modern_meta = {
+            META_PROTOCOL_VERSION: V2026_07_28,
+            META_CLIENT_CAPABILITIES: {},
+            META_CLIENT_INFO: CLIENT_INFO,
+        }
+        saved = (self.caps, self.feats, self.tools, self.prompts, self.templates, self.progress_tokens)
+        r.prefix = f"[{V2026_07_28}] "
+        try:
+            resp = await self.call(wire, "server/discover", {})
+            res = _res(resp)
+            versions = res.get("supportedVersions") if res else None
+            if res is None or not isinstance(versions, list) or V2026_07_28 not in versions:
+                r.info[V2026_07_28] = f"not offered (server/discover -> {resp.short(120) if resp else 'no response'})"
+                return
+            r.info[V2026_07_28] = f"offered; supportedVersions {versions}"
+            self.check_discover(resp, res)
+            caps = res.get("capabilities")
+            self.caps = caps if isinstance(caps, dict) else {}
+            self.feats = features(V2026_07_28)
+            self.tools, self.prompts, self.templates, self.progress_tokens = [], [], [], {}
+            await self.check_modern_version(wire)
+            resp = await self.call(wire, "mcpkit-check/no-such-method", {})
+            if _code(resp) == -32601:
+                r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
+            else:
+                r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")
+            await self.check_tools(wire)
+            await self.check_resources(wire, subscribe=False)
+            await self.check_prompts(wire)
+            await self.check_completion(wire)
+            await self.check_malformed(wire)
+            self.check_progress(wire)
+        finally:
+            r.prefix = ""
+            self.caps, self.feats, self.tools, self.prompts, self.templates, self.progress_tokens = saved
+            await wire.close()
+
+    def check_discover(self, resp: Incoming | None, res: JSON) -> None:
+        r = self.report
+        problems = []
+        if not isinstance(res.get("capabilities"), dict):
+            problems.append("capabilities missing")
+        meta = res.get("_meta")
+        info = res.get("serverInfo") or (meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("name"), str)
+            or not isinstance(info.get("version"), str)
+        ):
+            problems.append("no server info (name and version) in the result or its _meta")
+        if problems:
+            r.fail("M042", f"server/discover: {'; '.join(problems)}: {resp.short() if resp else ''}", "discover")
+        else:
+            r.ok("M042", f"server/discover: supportedVersions, capabilities and server info: {_short(res, 160)}")
+            r.ok("M047", f"capabilities declared in server/discover: {_short(res.get('capabilities'), 160)}")
+
+    async def check_modern_version(self, wire: Wire) -> None:
+        """M046 in the stateless era: an unsupported version is refused with -32022 naming the supported ones."""
+        r = self.report
+        resp = await self.call(wire, "server/discover", {"_meta": {META_PROTOCOL_VERSION: UNKNOWN_VERSION}})
+        err = _err(resp)
+        data = err.get("data") if err else None
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if err and err.get("code") == -32022 and isinstance(supported, list) and supported:
+            r.ok("M046", f"{UNKNOWN_VERSION} refused with -32022, supported: {supported}", "version")
+        else:
+            r.fail(
+                "M046",
+                f"{UNKNOWN_VERSION} should be refused with -32022 and data.supported: "
+                f"{resp.short() if resp else 'no response'}",
+                "version",
+            )
+        resp = await self.call(wire, "server/discover", {})
+        if _res(resp) is not None:
+            r.ok("M045", f"{V2026_07_28} requested and served", "version")
 
     # ------------------------------------------------------------------ handshake
 
@@ -426,9 +526,10 @@ class Checker:
                 r.ok("S021", "invalid JSON line -> -32700 Parse error", "malformed JSON")
             elif replies:
                 r.warn("S021", f"invalid JSON line answered with {replies[0].short()} (expected -32700)")
-        resp = await wire.request("ping", None, timeout=self.timeout)
+        probe = "server/discover" if self.feats.modern else "ping"  # ping does not exist at 2026-07-28
+        resp = await wire.request(probe, None, timeout=self.timeout)
         if resp is None or _res(resp) is None:
-            r.fail("S021", "the server stopped answering after a malformed message", "malformed JSON")
+            r.fail("S021", f"the server stopped answering ({probe}) after a malformed message", "malformed JSON")
             return
         rid = wire.new_id()
         if isinstance(wire, HttpWire):
@@ -576,6 +677,9 @@ class Checker:
             # a protocol error for our synthesized arguments is not a shape fault
             r.skip("M068", f"{label} -> error {_code(resp)} (arguments we guessed may be wrong)", "tools/call")
             return
+        if res.get("resultType") == "input_required":
+            r.skip("M068", f"{label} asks the client for input first (input_required)", "tools/call")
+            return
         content = res.get("content")
         if not isinstance(content, list):
             r.fail("M068", f"{label}: result has no content array: {resp.short()}", "tools/call")
@@ -633,7 +737,7 @@ class Checker:
 
     # ------------------------------------------------------------------ resources
 
-    async def check_resources(self, wire: Wire) -> None:
+    async def check_resources(self, wire: Wire, *, subscribe: bool = True) -> None:
         r = self.report
         resp = await self.call(wire, "resources/list", {})
         self.capability_matches("M048", "resources", "resources/list", resp)
@@ -688,7 +792,8 @@ class Checker:
             else:
                 r.skip("M054", "no resource templates")
         self.templates = templates
-        await self.check_subscribe(wire, resources)
+        if subscribe:
+            await self.check_subscribe(wire, resources)
 
     async def read_one(self, wire: Wire, uri: str) -> None:
         r = self.report
@@ -1196,7 +1301,11 @@ async def run_checks(
     env: dict[str, str] | None = None,
     headers: dict[str, str] | None = None,
     cwd: str | None = None,
+    modern: bool = True,
 ) -> Report:
-    """Run every check against ``target`` (a command line, an argv list, or an http(s) URL)."""
-    checker = Checker(target, protocol_version=protocol_version, timeout=timeout, env=env, headers=headers, cwd=cwd)
+    """Run every check against ``target`` (a command line, an argv list, or an http(s) URL). With ``modern`` (the
+    default) a server that offers 2026-07-28 is checked in a stateless session, too."""
+    checker = Checker(
+        target, protocol_version=protocol_version, timeout=timeout, env=env, headers=headers, cwd=cwd, modern=modern
+    )
     return await checker.run()

@@ -64,10 +64,12 @@ class Report:
         self.transport = transport
         self.requirements: dict[str, Requirement] = {}
         self.info: dict[str, Any] = {}
+        self.prefix = ""  # put before the evidence of the findings being added (e.g. "[2026-07-28] ")
 
     def add(self, req: str, status: str, evidence: str, check: str = "") -> None:
         assert status in _RANK, status
-        self.requirements.setdefault(req, Requirement(req)).findings.append(Finding(req, status, evidence, check))
+        finding = Finding(req, status, self.prefix + evidence, check)
+        self.requirements.setdefault(req, Requirement(req)).findings.append(finding)
 
     def ok(self, req: str, evidence: str, check: str = "") -> None:
         self.add(req, PASS, evidence, check)

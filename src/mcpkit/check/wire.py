@@ -81,6 +81,19 @@ class Wire:
         self.protocol_version: str | None = None
         self.client_handlers: dict[str, Any] = {}
         self.closed = asyncio.Event()  # set when the peer is gone (stdio EOF)
+        self.modern_meta: JSON | None = None  # set for a stateless (2026-07-28) session
+
+    def with_meta(self, params: JSON | None) -> JSON | None:
+        """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
+        if self.modern_meta is None:
+            return params
+        out = dict(params or {})
+        meta = dict(self.modern_meta)
+        given = out.get("_meta")
+        if isinstance(given, dict):
+            meta.update(given)
+        out["_meta"] = meta
+        return out
 
     def new_id(self, kind: str = "int") -> int | str:
         self._next_id += 1
@@ -144,6 +157,7 @@ class Wire:
         """Send a request and wait for the response with the same id (None on timeout)."""
         rid = msg_id if msg_id is not None else self.new_id(id_kind)
         msg: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
+        params = self.with_meta(params)
         if params is not None:
             msg["params"] = params
         fut: asyncio.Future[Incoming] = asyncio.get_running_loop().create_future()
@@ -334,13 +348,30 @@ class HttpWire(Wire):
         h.update(self.extra_headers)
         return h
 
+    def message_headers(self, obj: Any) -> dict[str, str]:
+        """The headers of one POST; stateless sessions add MCP-Protocol-Version (the body's), Mcp-Method, Mcp-Name."""
+        h = self.headers()
+        if self.modern_meta is not None and isinstance(obj, dict) and isinstance(obj.get("method"), str):
+            raw_params = obj.get("params")
+            params: JSON = raw_params if isinstance(raw_params, dict) else {}
+            raw_meta = params.get("_meta")
+            meta: JSON = raw_meta if isinstance(raw_meta, dict) else {}
+            version = meta.get("io.modelcontextprotocol/protocolVersion")
+            if isinstance(version, str):
+                h["MCP-Protocol-Version"] = version
+            h["Mcp-Method"] = obj["method"]
+            name = params.get("uri") if obj["method"] == "resources/read" else params.get("name")
+            if obj["method"] in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                h["Mcp-Name"] = name
+        return h
+
     async def send(self, obj: Any, *, expect_response: bool = True) -> None:
         self.sent.append(obj)
         data = json.dumps(obj, separators=(",", ":")).encode()
         if not expect_response:  # notifications and our answers: keep their order with later requests
-            await self._post(obj, data, self.headers())
+            await self._post(obj, data, self.message_headers(obj))
             return
-        task = asyncio.get_running_loop().create_task(self._post(obj, data, self.headers()))
+        task = asyncio.get_running_loop().create_task(self._post(obj, data, self.message_headers(obj)))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -349,7 +380,7 @@ class HttpWire(Wire):
 
     async def post(self, body: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> HttpExchange:
         """POST and wait for the whole response (used by the HTTP-level checks)."""
-        h = self.headers()
+        h = self.message_headers(body)
         if headers is not None:
             h.update(headers)
             h = {k: v for k, v in h.items() if v != ""}
