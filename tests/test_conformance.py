@@ -51,7 +51,7 @@ def test_baseline_rejects_a_mapping_entry(tmp_path: Path) -> None:
         run.load_baseline(bad)
 
 
-def test_server_failures_count_warnings_do_not(tmp_path: Path) -> None:
+def test_failures_and_warnings_both_count(tmp_path: Path) -> None:
     _write_checks(
         tmp_path,
         "server-tools-list-2026-01-01T00-00-00-000Z",
@@ -63,9 +63,10 @@ def test_server_failures_count_warnings_do_not(tmp_path: Path) -> None:
     )
     result = run.LegResult("leg")
     run.read_checks(tmp_path, "server", "leg", result)
-    assert (result.passed, result.failed, result.scenarios) == (1, 1, 1)
-    failure = result.failures[0]
-    assert (failure.scenario, failure.check, failure.message) == ("tools-list", "wire-schema-valid", "bad message")
+    assert (result.passed, result.failed, result.scenarios) == (1, 2, 1)
+    assert [f.check for f in result.failures] == ["tools-name-format", "wire-schema-valid"]
+    failure = result.failures[1]
+    assert (failure.scenario, failure.message) == ("tools-list", "FAILURE: bad message")
     baseline = {"server": {"tools-list:wire-schema-valid"}, "client": set()}
     assert run.is_expected(failure, baseline) == "tools-list:wire-schema-valid"
     assert run.is_expected(failure, {"server": {"tools-list:other"}, "client": set()}) is None
