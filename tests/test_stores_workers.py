@@ -365,13 +365,6 @@ async def test_a_session_deleted_on_a_is_gone_on_b(store_workers: dict[str, str]
         assert (await _rpc(http, b, headers, "tools/call", {"name": "whoami"})).status_code == 404
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HTTP transport: every worker numbers the standalone stream (<sid>/0) from 1, so two workers append "
-    "the same sequence numbers to one shared stream (RedisEventStore refuses a non-increasing number; the event "
-    "is lost). Only the worker holding the GET connection should record stream 0, continuing after the store's "
-    "last number",
-)
 async def test_a_get_stream_moved_from_b_to_a_keeps_receiving(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
@@ -393,11 +386,7 @@ async def test_a_get_stream_moved_from_b_to_a_keeps_receiving(store_workers: dic
             assert orjson.loads(data)["method"] == "notifications/tools/list_changed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HTTP transport: resuming the standalone stream (Last-Event-ID 0_n) on a worker that never held it "
-    "answers 400 'no standalone stream to resume' although the events are in the shared event store",
-)
+@pytest.mark.req("A012")
 async def test_the_standalone_stream_resumes_on_another_worker(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
