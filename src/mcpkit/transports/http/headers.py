@@ -37,7 +37,7 @@ def encode_header_value(value: str) -> str:
 def decode_header_value(raw: str) -> str:
     """Inverse of :func:`encode_header_value`; ValueError for characters a header value may not carry or a
     malformed sentinel."""
-    if any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
+    if not (raw.isascii() and raw.isprintable()) and any(not (0x20 <= ord(c) <= 0x7E or c == "\t") for c in raw):
         raise ValueError("header value contains characters outside visible ASCII")
     if raw.startswith(_SENTINEL_PREFIX) and raw.endswith(_SENTINEL_SUFFIX) and len(raw) >= 11:
         try:
