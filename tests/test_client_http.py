@@ -112,10 +112,7 @@ async def test_streamable_http_both_eras(mode: str) -> None:
         assert len(state["cancelled"]) == 1 and state["cancelled"][0] not in state["finished"]
 
 
-@pytest.mark.xfail(strict=True, reason="engine/HTTP client: Peer.request awaits outbox.send() before its timeout can "
-                   "fire, and StreamableHTTPClientTransport.send() waits for the response headers, which a server "
-                   "answering with JSON sends only when the handler is done: the timeout fires late and no "
-                   "notifications/cancelled reaches the server in time (reported to the lead)")
+@pytest.mark.req("S019", "S020")
 @pytest.mark.parametrize("mode", ERAS)
 async def test_timeout_over_streamable_http_cancels_in_time(mode: str) -> None:
     async with serving(build_server()) as (base, _, _rec), Client(f"{base}/mcp", mode=mode) as c:
