@@ -367,6 +367,14 @@ class Peer:
             return
         await self.receive_parsed(msg, out)
 
+    def run_detached(self, ctx: RequestContext) -> Awaitable[None]:
+        """Run one request without entering it in the in-flight table, answering on ``ctx.out``.
+
+        For request-scoped transports where several independent clients share one peer (stateless HTTP): their
+        request ids may collide, and each request's cancellation is its own stream closing, not a
+        ``notifications/cancelled`` addressed by id."""
+        return self._run_request(ctx)
+
     def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
         if req.id in self._inflight:
             # Never cross wires: refuse the duplicate, the original keeps running.

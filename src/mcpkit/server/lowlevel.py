@@ -190,6 +190,14 @@ class Server:
         """Every revision served, newest first (modern ones lead)."""
         return sorted(self.modern_versions, reverse=True) + sorted(self.handshake_versions, reverse=True)
 
+    def implements(self, method: str, *, modern: bool) -> bool:
+        """Whether this server answers ``method`` in the given era (a registered handler or a built-in)."""
+        if modern and method in HANDSHAKE_ONLY:
+            return False
+        if not modern and method in MODERN_ONLY:
+            return False
+        return method in self._handlers or method in _BUILTINS
+
     def method_allowed(self, method: str, feats: Features) -> bool:
         if feats.modern:
             return method not in HANDSHAKE_ONLY

@@ -46,7 +46,6 @@ from ...protocol.errors import (
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
 from ...protocol.types import LOG_LEVELS
 from ...protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
-from ...server.lowlevel import _BUILTINS, HANDSHAKE_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .headers import (
     NAME_FIELD,
@@ -784,7 +783,7 @@ class StreamableHTTPEndpoint:
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
             ctx = RequestContext(session.peer, msg.id, msg.method, msg.params, stream)
-            runner = session.peer._run_request(ctx)
+            runner = session.peer.run_detached(ctx)
         else:
             runner = self._preinitialized(version).peer.handle(msg, stream)
         await self._serve(stream, runner, None, receive, send, [])
@@ -833,7 +832,7 @@ class StreamableHTTPEndpoint:
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response and not listen else _UNDECIDED)
         stream.final = _final_prefix(msg)
         ctx = RequestContext(peer, msg.id, msg.method, msg.params, stream)
-        await self._serve(stream, peer._run_request(ctx), ctx, receive, send, [])
+        await self._serve(stream, peer.run_detached(ctx), ctx, receive, send, [])
 
     def _validate_modern(
         self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
@@ -889,9 +888,7 @@ class StreamableHTTPEndpoint:
         return None
 
     def _implements(self, method: str) -> bool:
-        if method in HANDSHAKE_ONLY:
-            return False
-        return self.server.has_handler(method) or method in _BUILTINS
+        return self.server.implements(method, modern=True)
 
     # ------------------------------------------------------------------ answering: JSON or SSE
 
