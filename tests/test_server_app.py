@@ -692,3 +692,29 @@ async def test_model_elicitation_and_rich_results_are_schema_valid(version: str)
             await cs.call_tool(name, {})
         await cs.list_tools()
     assert wire.validate(version) > 20
+
+
+async def test_sync_tools_run_in_a_thread_unless_told_otherwise() -> None:
+    import threading
+
+    from mcpkit import MCPKit
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.memory import create_memory_pair
+
+    app = MCPKit("threads")
+    main = threading.get_ident()
+
+    @app.tool
+    def threaded() -> bool:
+        return threading.get_ident() != main
+
+    @app.tool(thread=False)
+    def inline() -> bool:
+        return threading.get_ident() == main
+
+    c, s = create_memory_pair()
+    task = asyncio.create_task(app.serve(s))
+    async with ClientSession(c, mode="handshake") as cs:
+        assert (await cs.call_tool("threaded")).structured_content == {"result": True}
+        assert (await cs.call_tool("inline")).structured_content == {"result": True}
+    await asyncio.wait_for(task, 5)

@@ -139,13 +139,16 @@ class MCPKit(Server):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
+        thread: bool = True,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a function as a tool: ``@app.tool`` or ``@app.tool(name=..., title=..., annotations=...)``.
 
         The input schema comes from the type hints (descriptions from the docstring's ``Args:`` section or
-        ``Annotated[..., Field(description=...)]``), the output schema from the return annotation.
+        ``Annotated[..., Field(description=...)]``), the output schema from the return annotation. A plain
+        ``def`` runs in a worker thread so a blocking call cannot stall the server; pass ``thread=False`` for a
+        function that never blocks to run it inline (cheaper), or write it as ``async def``.
         """
         if fn is not None:
             self.add_tool(fn, **options)
