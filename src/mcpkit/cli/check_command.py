@@ -20,6 +20,11 @@ def register(group: click.Group) -> None:
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for each response.")
 @click.option("--header", "-H", multiple=True, help="Extra HTTP header 'Name: value' (HTTP targets).")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
+@click.option(
+    "--no-stateless",
+    is_flag=True,
+    help="Skip the second pass in a stateless 2026-07-28 session (run when server/discover offers it).",
+)
 def check(
     target: tuple[str, ...],
     as_json: bool,
@@ -27,11 +32,15 @@ def check(
     timeout: float,
     header: tuple[str, ...],
     verbose: bool,
+    no_stateless: bool,
 ) -> None:
     """Check the MCP server TARGET against the seed requirements (M/S/A IDs).
 
     TARGET is a command line that starts a stdio server (quote it, or put it after --) or an http(s):// URL of a
     Streamable HTTP endpoint. Exit code 1 when any applicable MUST requirement fails.
+
+    The checks run in an initialize-handshake session (plus short sessions for version negotiation and, at
+    2025-03-26, batches); when the server offers 2026-07-28 they run again statelessly ([2026-07-28] evidence).
     """
     from ..check import run_checks
     from ..protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
@@ -46,7 +55,9 @@ def check(
             raise click.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
         headers[name.strip()] = value.strip()
     spec: str | list[str] = target[0] if len(target) == 1 else list(target)
-    report = asyncio.run(run_checks(spec, protocol_version=version, timeout=timeout, headers=headers or None))
+    report = asyncio.run(
+        run_checks(spec, protocol_version=version, timeout=timeout, headers=headers or None, modern=not no_stateless)
+    )
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2))
     else:
