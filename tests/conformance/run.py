@@ -239,29 +239,46 @@ def run_server_legs(url: str, work: Path, verbose: bool) -> list[LegResult]:
     return results
 
 
-def run_client_legs(work: Path, verbose: bool) -> list[LegResult]:
-    results = []
+def run_client_leg(version: str, scenario: str, spec: str | None, out_dir: Path, verbose: bool) -> LegResult:
     command = f"{PY} {CLIENT_FILE}"
     if " " in PY or " " in str(CLIENT_FILE):
         raise SystemExit("the harness splits --command on spaces: run from a path without spaces")
+    leg = f"{version} client {scenario}" + (f" --spec-version {spec}" if spec else "")
+    args = ["client", "--command", command, "--scenario", scenario, "-o", str(out_dir), "--timeout", "60000"]
+    if spec:
+        args += ["--spec-version", spec]
+    rc, output = run_harness(version, args, timeout=120)
+    result = LegResult(leg)
+    read_checks(out_dir, "client", leg, result)
+    result.summary = [s for s in summary_lines(output) if "OVERALL" in s]
+    if rc != 0:
+        reason = "client exited non-zero" if "CLIENT EXITED WITH ERROR" in output else f"harness exit {rc}"
+        if not result.failures or "CLIENT EXITED WITH ERROR" in output:
+            result.failures.append(Failure("client", leg, scenario, "", reason))
+    if result.scenarios == 0:
+        result.failures.append(Failure("client", leg, scenario, "", "no checks were written"))
+    if verbose or rc != 0:
+        print(_ANSI.sub("", output)[-4000:])
+    return result
+
+
+def run_client_legs(work: Path, verbose: bool, baseline: dict[str, set[str]]) -> list[LegResult]:
+    """Each scenario once; an unexpected failure is re-run once on its own (timing checks such as sse-retry's
+    450-700 ms window can trip on a loaded machine), and both outcomes are printed."""
+    results = []
     for version, scenario, spec in CLIENT_LEGS:
-        leg = f"{version} client {scenario}" + (f" --spec-version {spec}" if spec else "")
         out_dir = work / f"client-{version}-{scenario}-{spec or 'default'}"
-        args = ["client", "--command", command, "--scenario", scenario, "-o", str(out_dir), "--timeout", "60000"]
-        if spec:
-            args += ["--spec-version", spec]
-        rc, output = run_harness(version, args, timeout=120)
-        result = LegResult(leg)
-        read_checks(out_dir, "client", leg, result)
-        result.summary = [s for s in summary_lines(output) if "OVERALL" in s or s.startswith("Passed:")]
-        if rc != 0:
-            reason = "client exited non-zero" if "CLIENT EXITED WITH ERROR" in output else f"harness exit {rc}"
-            if not result.failures or "CLIENT EXITED WITH ERROR" in output:
-                result.failures.append(Failure("client", leg, scenario, "", reason))
-        if result.scenarios == 0:
-            result.failures.append(Failure("client", leg, scenario, "", "no checks were written"))
-        if verbose or rc != 0:
-            print(_ANSI.sub("", output)[-4000:])
+        result = run_client_leg(version, scenario, spec, out_dir, verbose)
+        first = [f for f in result.failures if not is_expected(f, baseline)]
+        if first:
+            retry = run_client_leg(version, scenario, spec, out_dir.with_name(out_dir.name + "-retry"), verbose)
+            what = "; ".join(f"{f.check or f.scenario}: {f.message}" for f in first)[:300]
+            if not [f for f in retry.failures if not is_expected(f, baseline)]:
+                print(f"[flaky] {result.name} failed once ({what}) and passed when re-run")
+            else:
+                print(f"[retry] {result.name} failed twice")
+            retry.summary.insert(0, f"first run failed: {what}")
+            result = retry
         results.append(result)
     return results
 
@@ -290,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"conformance server: {url}")
                 results += run_server_legs(url, work, args.verbose)
         if args.only in (None, "client"):
-            results += run_client_legs(work, args.verbose)
+            results += run_client_legs(work, args.verbose, baseline)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -307,9 +324,11 @@ def main(argv: list[str] | None = None) -> int:
         extra = f", {len(expected)} expected" if expected else ""
         print(f"[{verdict:4}] {r.name}: {r.scenarios} scenario(s), {r.passed} passed, {r.failed} failed{extra}")
         for line in r.summary:
-            if line.startswith("✗") or line.startswith("Total:"):
-                print(f"         {line}")
+            print(f"         {line}")
+    sides_run = {"server", "client"} if args.only is None else {args.only}
     for side, entries in baseline.items():
+        if side not in sides_run:
+            continue
         for entry in sorted(entries):
             if (side, entry) not in used:
                 print(f"stale expected-failure entry (it passes now; remove it): {side}: {entry}")
