@@ -910,3 +910,43 @@ async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> No
         assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
         await a.storage.aclose()
         await b.storage.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_slow_failing_authorization_fails_the_call_instead_of_hanging() -> None:
+    """The HTTP transport hands a request to the background after a short answer window; an authorization that
+    fails after that (slow AS, then a security check refuses) must still fail the pending call."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        a = AuthorizationServer(base, auto_approve=True)
+        holder["as"] = a
+
+        async def slow(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"].startswith("/.well-known/"):
+                await asyncio.sleep(0.6)
+                doc = {**a.metadata(), "issuer": "http://127.0.0.1:1"}  # mismatch: the client must refuse
+                body = json.dumps(doc).encode()
+                await send({"type": "http.response.start", "status": 200,
+                            "headers": [(b"content-type", b"application/json")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await a(scope, receive, send)
+
+        return slow
+
+    async with serve(make_as) as (as_url, _):
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
+                           verifier=StaticTokenVerifier({}))
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp")
+            started = time.monotonic()
+            with pytest.raises(Exception) as info:
+                await asyncio.wait_for(whoami(rs + "/mcp", client, "handshake"), 15)
+            assert not isinstance(info.value, (asyncio.TimeoutError, TimeoutError)), "the call hung"
+            assert "issuer" in str(info.value)
+            assert time.monotonic() - started < 10
+            await client.aclose()

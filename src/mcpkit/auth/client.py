@@ -40,6 +40,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 import httpx
 import orjson
 
+from ..protocol.errors import MCPError
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
 from ._util import canonical_resource, is_secure_url, parse_www_authenticate, pkce_pair
 
@@ -53,8 +54,12 @@ __all__ = [
 ]
 
 
-class OAuthFlowError(Exception):
-    """Authorization could not be obtained (discovery failed, the AS refused, a security check failed)."""
+class OAuthFlowError(MCPError):
+    """Authorization could not be obtained (discovery failed, the AS refused, a security check failed).
+
+    An :class:`~mcpkit.protocol.errors.MCPError` so that the HTTP transport answers the pending request with it
+    even when the exchange already runs in the background (an authorization takes longer than the transport's
+    answer window): the caller gets an error instead of waiting forever."""
 
 
 class InvalidClientError(OAuthFlowError):

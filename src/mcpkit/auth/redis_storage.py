@@ -1,8 +1,8 @@
 """Redis-backed :class:`~mcpkit.auth.server.AuthStorage`: the authorization server's clients, codes and refresh
 tokens survive restarts and are shared by every replica (pass the same ``signing_key`` to each).
 
-Codes and refresh tokens expire in Redis with their own lifetime, and are taken with ``GETDEL`` (Redis >= 6.2) so a code or a
-rotated refresh token can be used once across all replicas, never twice.
+Codes and refresh tokens expire in Redis with their own lifetime, and are taken with ``GETDEL`` (Redis >= 6.2)
+so a code or a rotated refresh token can be used once across all replicas, never twice.
 
     storage = RedisAuthStorage("redis://127.0.0.1:6379/0")
     AuthorizationServer(issuer, storage=storage, production=True, signing_key=key)
