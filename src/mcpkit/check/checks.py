@@ -228,8 +228,30 @@ class Checker:
             await self.check_versions()
         if self.modern_pass:
             await self.check_modern()
+        if ok:
+            await self.check_with_client()
         self.check_messages()
         return r
+
+    async def check_with_client(self) -> None:
+        """Where no wire control is needed: connect with mcpkit's own high-level client (era negotiation, typed
+        and validated results, pagination) and record what it saw. Informational, besides S021 on a failure."""
+        from ..client.client import Client
+
+        target = self.target if isinstance(self.target, str) and self.http else split_command(self.target)
+        try:
+            async with asyncio.timeout(30):
+                client = Client(
+                    target, env=self.env, cwd=self.cwd, headers=self.headers, reconnect=False, timeout=self.timeout
+                )
+                async with client:
+                    tools = await client.list_tools() if "tools" in client.server_capabilities else []
+                    prompts = await client.list_prompts() if "prompts" in client.server_capabilities else []
+                    self.report.info["mcpkit client"] = (
+                        f"connected at {client.protocol_version}; {len(tools)} tool(s), {len(prompts)} prompt(s)"
+                    )
+        except Exception as exc:  # report it; the raw checks above are the verdict
+            self.report.info["mcpkit client"] = f"failed: {type(exc).__name__}: {_short(str(exc), 200)}"
 
     # ------------------------------------------------------------------ the stateless era (2026-07-28)
 
