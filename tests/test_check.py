@@ -144,7 +144,7 @@ async def test_everything_stdio_passes_every_applicable_must() -> None:
     assert not bad_ids(report), report.render_text()
     assert_pass(report, STDIO_PROVEN)
     assert_modern_pass(report)
-    assert str(report.info.get("mcpkit client")).startswith("connected at 2026-07-28; 11 tool(s)"), report.info
+    assert str(report.info.get("mcpkit client")).startswith("connected at 2026-07-28; "), report.info
 
 
 def assert_modern_pass(report: Report) -> None:
