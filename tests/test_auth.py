@@ -950,3 +950,19 @@ async def test_a_slow_failing_authorization_fails_the_call_instead_of_hanging() 
             assert "issuer" in str(info.value)
             assert time.monotonic() - started < 10
             await client.aclose()
+
+
+@pytest.mark.req("M036")
+async def test_token_never_sent_to_another_origin() -> None:
+    async with stack() as s:
+        auth, _ = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], auth) == "test-user|"
+        async with httpx.AsyncClient(auth=auth) as http:
+            r = await http.get(s["as_url"] + "/jwks")  # another origin (the AS): no Authorization header
+            assert r.status_code == 200
+            mcp = await http.get(s["rs_base"] + "/.well-known/oauth-protected-resource")
+            assert mcp.status_code == 200
+        assert "authorization" not in [h for _, p, hs in s["as_log"].requests if p == "/jwks" for h in hs]
+        sent = [hs for _, p, hs in s["rs_log"].requests if p == "/.well-known/oauth-protected-resource"]
+        assert sent[-1]["authorization"].startswith("Bearer ")  # same origin: sent
+        await auth.aclose()

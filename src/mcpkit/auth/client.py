@@ -298,6 +298,10 @@ class OAuthClient(httpx.Auth):
 
     # ------------------------------------------------------------------ httpx.Auth
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        server = httpx.URL(self.server_url)
+        if (request.url.scheme, request.url.host, request.url.port) != (server.scheme, server.host, server.port):
+            yield request  # the token is for the MCP server only: never hand it to another origin
+            return
         tokens = await self._usable_tokens()
         if tokens is not None:
             request.headers["Authorization"] = f"Bearer {tokens.access_token}"
