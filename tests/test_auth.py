@@ -966,3 +966,26 @@ async def test_token_never_sent_to_another_origin() -> None:
         sent = [hs for _, p, hs in s["rs_log"].requests if p == "/.well-known/oauth-protected-resource"]
         assert sent[-1]["authorization"].startswith("Bearer ")  # same origin: sent
         await auth.aclose()
+
+
+@pytest.mark.req("M030", "M038")
+async def test_scope_hierarchy_and_malformed_credentials() -> None:
+    aud = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    verifier = StaticTokenVerifier.simple({"admin": ["files:admin"], "writer": ["files:write"],
+                                           "other": ["unrelated"]}, audience=aud)
+    mw = protect(app, resource=aud, verifier=verifier, required_scopes=["files:read"],
+                 scope_implies={"files:admin": ["files:write"], "files:write": ["files:read"]})
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        for tok in ("admin", "writer"):  # transitively implies files:read
+            assert (await http.get("/mcp", headers={"authorization": f"Bearer {tok}"})).status_code == 204
+        r = await http.get("/mcp", headers={"authorization": "Bearer other"})
+        assert r.status_code == 403 and 'scope="files:read unrelated"' in r.headers["www-authenticate"]
+        r = await http.get("/mcp", headers={"authorization": "Basic dXNlcjpwYXNz"})
+        assert r.status_code == 401 and "error=" not in r.headers["www-authenticate"]  # not a bearer: challenge
+        r = await http.get("/mcp", headers={"authorization": "Bearer"})
+        assert r.status_code == 400 and 'error="invalid_request"' in r.headers["www-authenticate"]

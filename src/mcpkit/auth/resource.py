@@ -5,7 +5,8 @@
   location named in the 401 challenge) and, unless disabled, at ``/.well-known/oauth-protected-resource``.
 - Requires ``Authorization: Bearer <token>`` on the protected paths: missing → 401 with
   ``WWW-Authenticate: Bearer resource_metadata="…"[, scope="…"]``; invalid, expired or meant for another resource
-  (RFC 8707 audience) → 401 ``error="invalid_token"``; too few scopes → 403 ``error="insufficient_scope"`` (step-up).
+  (RFC 8707 audience) → 401 ``error="invalid_token"``; too few scopes → 403 ``error="insufficient_scope"`` (step-up;
+  ``scope_implies`` declares scope hierarchies, e.g. ``{"files:admin": ["files:write"]}``).
 - Never accepts a token from the query string (an ``access_token`` query parameter is refused with 400) nor from a
   form body.
 - A Streamable HTTP session (``Mcp-Session-Id``) is bound to the principal (issuer, subject) whose request created
@@ -77,8 +78,10 @@ class BearerAuthMiddleware:
         max_body: int = 4 * 1024 * 1024,
         bind_sessions: bool = True,
         max_bound_sessions: int = 100_000,
+        scope_implies: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         self.app = app
+        self.scope_implies = {k: tuple(v) for k, v in (scope_implies or {}).items()}
         self.bind_sessions = bind_sessions
         self.max_bound_sessions = max_bound_sessions
         self._owners: dict[str, tuple[str | None, str | None]] = {}  # Mcp-Session-Id -> (issuer, subject)
@@ -174,8 +177,11 @@ class BearerAuthMiddleware:
             return
         kind, _, token = auth.strip().partition(" ")
         token = token.strip()
-        if kind.lower() != "bearer" or not token:
-            await self._deny(scope, send, 401, "invalid_request", "use the Bearer scheme")
+        if kind.lower() != "bearer":
+            await self._deny(scope, send, 401, None, None)  # no bearer credentials: the plain challenge
+            return
+        if not token:
+            await self._deny(scope, send, 400, "invalid_request", "empty bearer token")
             return
         try:
             verified = await self.verifier.verify(token)
@@ -192,7 +198,8 @@ class BearerAuthMiddleware:
         if self.scope_rule is not None and scope["type"] == "http" and scope.get("method") == "POST":
             receive, extra = await self._inspect_body(receive)
             needed.extend(s for s in extra if s not in needed)
-        missing = [s for s in needed if s not in verified.scopes]
+        granted = self._effective(verified.scopes)
+        missing = [s for s in needed if s not in granted]
         if missing:
             # ask for what the token has plus what is missing, so the client does not lose earlier grants
             wanted = sorted(set(verified.scopes) | set(needed))
@@ -230,6 +237,17 @@ class BearerAuthMiddleware:
             await send(message)
 
         return recording
+
+    def _effective(self, scopes: frozenset[str]) -> set[str]:
+        """The granted scopes plus every scope they imply (``scope_implies``: broader → narrower, transitive)."""
+        result = set(scopes)
+        todo = list(scopes)
+        while todo:
+            for narrower in self.scope_implies.get(todo.pop(), ()):
+                if narrower not in result:
+                    result.add(narrower)
+                    todo.append(narrower)
+        return result
 
     async def _inspect_body(self, receive: Receive) -> tuple[Receive, list[str]]:
         """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream."""
