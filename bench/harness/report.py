@@ -96,6 +96,12 @@ def markdown(result: dict[str, Any]) -> str:
         "unless the case says otherwise, and `add(2, 3)` is checked once per server."
     )
     w(
+        "- Every framework's tools are written as `async def` (the same code in each): a plain `def` tool adds "
+        "one worker-thread hand-off per call in every framework that runs sync tools off the event loop "
+        "(about 70 µs a call on this machine), which would measure thread scheduling rather than the framework. "
+        "mcpkit's `@app.tool(thread=False)` runs a never-blocking sync tool inline instead."
+    )
+    w(
         "- Server CPU per call (`/proc` utime + stime of the server process / calls) does not depend on how "
         "busy the machine was; rates and latencies do. Where the floor's server CPU per call is about equal to "
         "the driver's (stdio, 32 in flight), the floor is held back by the driver too, so ratios in that row "

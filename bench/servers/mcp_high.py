@@ -7,12 +7,12 @@ app = MCPServer("bench")
 
 
 @app.tool()
-def echo(text: str) -> str:
+async def echo(text: str) -> str:
     return text
 
 
 @app.tool()
-def add(a: int, b: int) -> int:
+async def add(a: int, b: int) -> int:
     return a + b
 
 
