@@ -989,3 +989,33 @@ async def test_scope_hierarchy_and_malformed_credentials() -> None:
         assert r.status_code == 401 and "error=" not in r.headers["www-authenticate"]  # not a bearer: challenge
         r = await http.get("/mcp", headers={"authorization": "Bearer"})
         assert r.status_code == 400 and 'error="invalid_request"' in r.headers["www-authenticate"]
+
+
+@pytest.mark.req("M031")
+async def test_loopback_callback_receives_the_redirect_like_a_browser_would() -> None:
+    """The interactive flow: a one-shot listener on 127.0.0.1 gets the redirect; the 'browser' here is httpx
+    following the AS's 302 to that listener. A step-up runs a second flow on the same redirect URI."""
+    from mcpkit.auth import LoopbackCallback
+
+    opened: list[str] = []
+
+    async def browser(url: str) -> None:
+        opened.append(url)
+        async with httpx.AsyncClient(follow_redirects=True) as http:
+            page = await http.get(url)
+            assert page.status_code == 200 and "Authorization complete" in page.text
+
+    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",),
+                     scope_rule=tool_scopes({"admin": ["mcp:admin"]})) as s:
+        cb = LoopbackCallback(open_url=browser)
+        auth = OAuthClient(s["mcp_url"], client_metadata={"redirect_uris": [cb.redirect_uri]},
+                           redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
+        async with StreamableHTTPClientTransport(s["mcp_url"], auth=auth) as conn, \
+                ClientSession(conn, mode="handshake") as session:
+            assert (await session.call_tool("admin", {})).content[0].text == "admin ok"  # type: ignore[union-attr]
+        assert len(opened) == 2
+        # the listener is gone after each callback
+        with pytest.raises(httpx.ConnectError):
+            async with httpx.AsyncClient() as http:
+                await http.get(cb.redirect_uri)
+        await auth.aclose()

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         HeadlessBrowser,
         InMemoryTokenStorage,
         InvalidClientError,
+        LoopbackCallback,
         OAuthClient,
         OAuthFlowError,
         TokenSet,
@@ -34,6 +35,7 @@ _LAZY = {
     "FileTokenStorage": ".client",
     "HeadlessBrowser": ".client",
     "InvalidClientError": ".client",
+    "LoopbackCallback": ".client",
     "InMemoryTokenStorage": ".client",
     "OAuthClient": ".client",
     "OAuthFlowError": ".client",
@@ -67,6 +69,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "FileTokenStorage",
     "InvalidClientError",
+    "LoopbackCallback",
     "AccessToken",
     "AuthStorage",
     "AuthorizationServer",
