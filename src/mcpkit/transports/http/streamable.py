@@ -843,6 +843,12 @@ class StreamableHTTPEndpoint:
         params = msg.params or {}
         meta = params.get("_meta")
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if not isinstance(body_version, str):
+            # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
+            return 400, {
+                "code": INVALID_PARAMS,
+                "message": f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request",
+            }
         hv = h.get(b"mcp-protocol-version")
         if hv is None:
             return mismatch("the MCP-Protocol-Version header is required")
