@@ -184,13 +184,16 @@ class StreamableHTTPClientTransport:
     ) -> None:
         try:
             await self._post(data, headers, rid, method, session, exchange)
-        except (MCPError, ConnectionClosed) as exc:
+        except Exception as exc:
+            # Once detached, nobody awaits this task: every failure (an httpx.Auth flow, a bug) must become the
+            # request's error, or the caller waits forever.
             if not exchange.detached:
                 raise
             if isinstance(exc, SessionExpired):
                 self._expired = session
             code = exc.code if isinstance(exc, MCPError) else INTERNAL_ERROR
-            await self._fail(rid, str(exc), code)
+            message = str(exc) if isinstance(exc, (MCPError, ConnectionClosed)) else f"{type(exc).__name__}: {exc}"
+            await self._fail(rid, message, code)
 
     def _cancel_exchange(self, params: Any) -> bool:
         rid = params.get("requestId") if isinstance(params, dict) else None
