@@ -1019,3 +1019,20 @@ async def test_loopback_callback_receives_the_redirect_like_a_browser_would() ->
             async with httpx.AsyncClient() as http:
                 await http.get(cb.redirect_uri)
         await auth.aclose()
+
+
+@pytest.mark.req("S009")
+async def test_stdio_never_uses_oauth() -> None:
+    """stdio SHOULD NOT use the OAuth mechanism: the client refuses an auth flow for a stdio target (credentials go
+    through the server's environment), and the stdio transport has no hook for one."""
+    import inspect
+    import sys
+
+    from mcpkit import Client
+    from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+
+    with pytest.raises(ValueError, match="environment"):
+        async with Client([sys.executable, "-c", "pass"], transport_options={"auth": object()}):
+            pass
+    assert "auth" not in inspect.signature(StdioServer).parameters
+    assert "auth" not in inspect.signature(StdioClientTransport).parameters

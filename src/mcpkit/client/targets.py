@@ -335,6 +335,13 @@ async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
     options = {**target.options, **transport_options}
     if target.kind == STDIO:
         assert target.stdio is not None
+        if options.get("auth") is not None:
+            # The spec: stdio SHOULD NOT use the OAuth mechanism; a stdio server takes credentials from its
+            # environment. Refuse rather than silently dropping the caller's auth.
+            raise ValueError(
+                "OAuth applies to HTTP transports only; give a stdio server its credentials through its "
+                "environment (env={...} or an mcp.json 'env' entry)"
+            )
         _check_command(target.stdio)
         transport = StdioClientTransport(target.stdio)
         try:
