@@ -80,6 +80,12 @@ section "official MCP conformance suites (tests/conformance/run.py)"
 "$PY" tests/conformance/run.py
 elapsed
 
+section "benchmark smoke run (bench/run.py --quick)"
+# Proves the benchmark suite still runs end to end against every contender (its own .bench-venv with the
+# official SDK and fastmcp); asserts no timing. The real measurement is `python bench/run.py`.
+"$PY" scripts/bench_smoke.py
+elapsed
+
 section "compliance matrix (docs/compliance.md) and MUST gate"
 # Fails when a MUST requirement has no passing test, except the IDs deferred (with reasons) in
 # tests/deferred-requirements.txt.
