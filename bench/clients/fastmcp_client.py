@@ -12,7 +12,8 @@ from fastmcp.client.transports import StdioTransport
 async def main() -> None:
     calls, seconds, server = args()
     t = time.perf_counter()
-    async with Client(StdioTransport(command=server[0], args=server[1:]), mode="legacy") as client:
+    target = server[0] if server[0].startswith("http") else StdioTransport(command=server[0], args=server[1:])
+    async with Client(target, mode="legacy") as client:
         r = await client.call_tool_mcp("echo", {"text": "x"})
         assert r.content[0].text == "x"  # type: ignore[union-attr]
         connect_s = time.perf_counter() - t

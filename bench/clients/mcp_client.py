@@ -1,4 +1,5 @@
-"""Client contender: the official SDK's `mcp.Client` (2.3.0) over stdio, handshake era (mode="legacy")."""
+"""Client contender: the official SDK's `mcp.Client` (2.3.0) over stdio or Streamable HTTP (a URL),
+handshake era (mode="legacy")."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from mcp.client.stdio import StdioServerParameters
 async def main() -> None:
     calls, seconds, server = args()
     t = time.perf_counter()
-    params = StdioServerParameters(command=server[0], args=server[1:])
-    async with Client(params, mode="legacy") as client:
+    target = server[0] if server[0].startswith("http") else StdioServerParameters(command=server[0], args=server[1:])
+    async with Client(target, mode="legacy") as client:
         r = await client.call_tool("echo", {"text": "x"})
         assert r.content[0].text == "x"  # type: ignore[union-attr]
         connect_s = time.perf_counter() - t

@@ -16,7 +16,7 @@ from mcpkit import Client
 def _target(server: list[str]) -> Any:
     from mcpkit.transports.stdio import StdioServer
 
-    return StdioServer(server)
+    return server[0] if server[0].startswith("http") else StdioServer(server)
 
 
 async def main() -> None:

@@ -6,6 +6,7 @@ Written against the API as it is today (`mcpkit.client.lowlevel.ClientSession`,
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from _common import args, measure, run
 
@@ -16,8 +17,14 @@ from mcpkit.transports.stdio import StdioClientTransport, StdioServer
 async def main() -> None:
     calls, seconds, server = args()
     t = time.perf_counter()
-    transport = StdioClientTransport(StdioServer(server, stderr="devnull"))
-    await transport.start()
+    transport: Any
+    if server[0].startswith("http"):
+        from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+
+        transport = StreamableHTTPClientTransport(server[0])
+    else:
+        transport = StdioClientTransport(StdioServer(server, stderr="devnull"))
+        await transport.start()
     async with ClientSession(transport, mode="handshake") as session:
         await session.call_tool("echo", {"text": "x"})
         connect_s = time.perf_counter() - t

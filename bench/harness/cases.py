@@ -110,6 +110,9 @@ CASES: list[Case] = [
     Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower", resolution=1.0),
     Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
     Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
+    Case(
+        "client_http_seq", "clients", "client over Streamable HTTP vs the ASGI floor, sequential", "calls/s", "higher"
+    ),
 ]
 CASE_BY_ID = {c.id: c for c in CASES}
 GROUP_ORDER = ["stdio", "cold", "http", "http_stateless", "clients"]
@@ -439,16 +442,10 @@ async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outc
             await child.stop()
 
 
-async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+async def _client_run(c: Contender, b: Budget, target: list[str], case_id: str) -> Outcome:
+    """Run one client script against ``target`` (a server argv, or a URL) and read its one-line result."""
     assert c.stdio_script is not None
-    argv = [
-        _python(),
-        str(CLIENTS / c.stdio_script),
-        str(b.client_calls),
-        str(b.client_s),
-        _python(),
-        str(SERVERS / "floor_stdio.py"),
-    ]
+    argv = [_python(), str(CLIENTS / c.stdio_script), str(b.client_calls), str(b.client_s), *target]
     child = await procs.spawn(argv, stdio=True)
     try:
         assert child.proc.stdout is not None
@@ -461,11 +458,11 @@ async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
         except Exception as exc:
             msg = _explain(exc, None)
             tail = child.stderr_tail()
-            return {"client_seq": f"{msg} [client stderr: {tail}]" if tail else msg}
+            return {case_id: f"{msg} [client stderr: {tail}]" if tail else msg}
         if not data.get("calls"):
-            return {"client_seq": "client completed no call"}
+            return {case_id: "client completed no call"}
         return {
-            "client_seq": {
+            case_id: {
                 "value": data["calls"] / data["seconds"],
                 "p50_ms": data["p50_ms"],
                 "p99_ms": data["p99_ms"],
@@ -474,6 +471,24 @@ async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
         }
     finally:
         await child.stop()
+
+
+async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    out: Outcome = {}
+    if "client_seq" in cases:
+        out.update(await _client_run(c, b, [_python(), str(SERVERS / "floor_stdio.py")], "client_seq"))
+    if "client_http_seq" in cases:
+        floor = next(s for s in SERVER_CONTENDERS if s.key == "floor")
+        server: procs.Child | None = None
+        try:
+            server, port = await _start_http(floor, stateless=False)
+            out.update(await _client_run(c, b, [f"http://127.0.0.1:{port}/mcp"], "client_http_seq"))
+        except Exception as exc:
+            out["client_http_seq"] = _explain(exc, server)
+        finally:
+            if server is not None:
+                await server.stop()
+    return out
 
 
 GROUPS: dict[str, tuple[Callable[[Contender, Budget, set[str]], Awaitable[Outcome]], str]] = {

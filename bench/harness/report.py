@@ -152,19 +152,25 @@ def markdown(result: dict[str, Any]) -> str:
         w("### Clients")
         w("")
         clabels = _labels(CLIENT_CONTENDERS)
-        w("Each client spawns `floor_stdio.py`, connects (handshake era) and calls `echo` sequentially.")
+        w(
+            "Each client connects (handshake era) to a floor server and calls `echo` sequentially: `floor_stdio.py`"
+            " over stdio, `floor_asgi.py` (same uvicorn configuration as the servers) over Streamable HTTP. The raw"
+            " client (the bench driver's own JSON-RPC) is the floor of each transport."
+        )
         w("")
-        w(f"| client | calls/s | {X} floor | p50 ms | p99 ms | connect ms |")
-        w("|---|---:|---:|---:|---:|---:|")
-        for case in client_cases.values():
+        w(f"| client | transport | calls/s | {X} floor | p50 ms | p99 ms | connect ms |")
+        w("|---|---|---:|---:|---:|---:|---:|")
+        for cid, case in client_cases.items():
+            transport = "HTTP" if "http" in cid else "stdio"
             for k, row in case["contenders"].items():
                 if row["status"] != "ok":
-                    w(f"| {clabels.get(k, k)} | n/a | | | | |")
+                    w(f"| {clabels.get(k, k)} | {transport} | n/a | | | | |")
                     continue
                 m = row["median"]
                 ratio = row.get("cost_vs_floor")
+                cost = f"{X}{ratio:.2f}" if ratio else "-"
                 w(
-                    f"| {clabels.get(k, k)} | {_num(m['value'])} | {f'{X}{ratio:.2f}' if ratio else '-'} | "
+                    f"| {clabels.get(k, k)} | {transport} | {_num(m['value'])} | {cost} | "
                     f"{_num(m.get('p50_ms'))} | {_num(m.get('p99_ms'))} | {_num(m.get('connect_ms'))} |"
                 )
         w("")
@@ -203,6 +209,8 @@ def markdown(result: dict[str, Any]) -> str:
         "every value under 1 KB counts as 1 KB",
         "http_stateless": "the server in stateless mode, handshake-era calls, 32 in flight",
         "client_seq": "client libraries against the stdio floor; the raw client is the floor",
+        "client_http_seq": "client libraries against the ASGI floor over Streamable HTTP (stateful, JSON answers); "
+        "the raw client is the floor",
     }
     for cid in cases:
         w(f"| `{cid}` | {notes.get(cid, cases[cid]['title'])} |")
