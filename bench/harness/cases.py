@@ -106,6 +106,7 @@ CASES: list[Case] = [
     Case("cold_start", "cold", "cold start, spawn to initialize response", "ms", "lower"),
     Case("http_seq", "http", "Streamable HTTP stateful, sequential", "calls/s", "higher"),
     Case("http_c32", "http", "Streamable HTTP stateful, 32 concurrent", "calls/s", "higher"),
+    Case("http_100k", "http", "Streamable HTTP stateful, 100 KB echo, sequential", "calls/s", "higher"),
     Case("http_modern", "http", "Streamable HTTP 2026-07-28 era, 32 concurrent", "calls/s", "higher"),
     Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower", resolution=1.0),
     Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
@@ -348,6 +349,21 @@ async def group_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
                     True,
                 ),
                 b.http_c32_s + 30,
+            )
+        if "http_100k" in cases:
+            big = "x" * 100_000
+
+            async def echo_big(_: int) -> None:
+                driver.check_tool_result(await m.call_tool(conns[0], "echo", {"text": big}), big)
+
+            out["http_100k"] = await _try(
+                child,
+                lambda: _measured(
+                    pid,
+                    lambda: driver.run_load(echo_big, concurrency=1, max_calls=b.big_calls, max_seconds=b.big_s),
+                    True,
+                ),
+                b.big_s + 30,
             )
         for hc in conns:
             await hc.close()

@@ -201,6 +201,8 @@ def markdown(result: dict[str, Any]) -> str:
         "cold_start": "from spawning `python server.py` to the `initialize` response (median of the spawns)",
         "http_seq": "Streamable HTTP, stateful (one `Mcp-Session-Id`), one request at a time, keep-alive",
         "http_c32": "the same session over 32 keep-alive connections, 32 requests in flight",
+        "http_100k": "`echo` of a 100 000-character string over the stateful session, sequential "
+        "(the reply is checked)",
         "http_modern": "2026-07-28 era: no handshake, `_meta` protocolVersion + clientCapabilities on every "
         "request, `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers; 32 in flight",
         "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N; the first "
