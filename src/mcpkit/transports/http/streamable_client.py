@@ -12,6 +12,15 @@ and on every modern request from its ``_meta``; ``Mcp-Method``, ``Mcp-Name`` and
 requests, the last mirrored from ``x-mcp-header`` annotations learnt from ``tools/list`` results (tools with
 invalid annotations are dropped from those results, as the spec requires). Handshake sessions open the standalone
 GET stream after negotiation (405 is fine) and send DELETE on close.
+
+Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
+own client), and :mod:`.h11_lite`, a lean keep-alive HTTP/1.1 client on asyncio streams, for the common case
+(``fast_path=None`` picks it when the URL is plain ``http://``, no ``auth=`` and no ``client=`` were given, and no
+proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY`` exempts it).
+``fast_path=True``/``False`` forces one (True with https, auth or a client is a ValueError). Both hand
+:meth:`StreamableHTTPClientTransport._open` a response with the same small interface (``status_code``,
+``headers.get``, ``aread``, ``aiter_lines``, ``aclose``); status → behaviour lives once, in ``_post``,
+``_read_post_stream``, ``_standalone`` and ``terminate``.
 """
 
 from __future__ import annotations
@@ -19,8 +28,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import urllib.request
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import httpx
 import orjson
@@ -28,11 +39,44 @@ import orjson
 from ...protocol import versions
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
 from ...protocol.versions import META_PROTOCOL_VERSION
+from .h11_lite import LiteHTTPError, LitePool
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
 
 logger = logging.getLogger("mcpkit.http.client")
 
 ACCEPT = "application/json, text/event-stream"
+
+# what either HTTP engine raises when a connection fails or the server breaks HTTP
+_IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
+
+
+class _Response(Protocol):
+    """The part of a streaming ``httpx.Response`` the transport uses (a ``LiteResponse`` has the same)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def aread(self) -> bytes: ...
+
+    def aiter_lines(self) -> AsyncIterator[str]: ...
+
+    async def aclose(self) -> None: ...
+
+
+def fast_path_applies(url: str) -> bool:
+    """Whether ``fast_path=None`` picks the lean HTTP/1.1 engine for ``url`` (given no auth and no client):
+    a plain ``http://`` URL that no proxy from the environment applies to."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        return False
+    proxies = urllib.request.getproxies_environment()
+    if not (proxies.get("http") or proxies.get("all")):
+        return True
+    bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 (not in typeshed)
+    return bool(bypass(parts.hostname, proxies))
 
 
 class SessionExpired(ConnectionClosed):
@@ -63,6 +107,9 @@ class StreamableHTTPClientTransport:
         reconnect_delay: seconds to wait before reconnecting when the server sent no ``retry:``.
         answer_window: how long ``send`` waits for a request's HTTP answer before leaving it to the background
             (HTTP failures within it raise from ``send``; later ones fail the request with a JSON-RPC error).
+        fast_path: use the lean HTTP/1.1 engine (:mod:`.h11_lite`) instead of httpx; None: when it applies
+            (plain ``http://``, no ``auth``, no ``client``, no environment proxy for the host).
+        max_connections: keep-alive connections at most (either engine).
     """
 
     def __init__(
@@ -78,17 +125,29 @@ class StreamableHTTPClientTransport:
         reconnect_delay: float = 1.0,
         inbox_size: int = 1024,
         answer_window: float = 0.25,
+        fast_path: bool | None = None,
+        max_connections: int = 100,
     ) -> None:
         self.url = url
         self.extra_headers = dict(headers or {})
+        if fast_path is None:
+            fast_path = client is None and auth is None and fast_path_applies(url)
+        elif fast_path and (client is not None or auth is not None):
+            raise ValueError("fast_path=True cannot use an httpx client or auth flow; leave fast_path unset")
+        self._pool: LitePool | None = None
+        self._target = ""
+        self.client: httpx.AsyncClient | None = None
         self._own_client = client is None
-        self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(timeout, read=None),
-            auth=auth,
-            follow_redirects=False,
-            # keep every connection of a burst of concurrent requests alive (httpx keeps only 20 by default)
-            limits=httpx.Limits(max_connections=100, max_keepalive_connections=100),
-        )
+        if fast_path:
+            self._pool, self._target = LitePool.for_url(url, timeout=timeout, max_connections=max_connections)
+        else:
+            self.client = client or httpx.AsyncClient(
+                timeout=httpx.Timeout(timeout, read=None),
+                auth=auth,
+                follow_redirects=False,
+                # keep every connection of a burst of concurrent requests alive (httpx keeps only 20 by default)
+                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            )
         self.get_stream = get_stream
         self.max_reconnects = max_reconnects
         self.reconnect_delay = reconnect_delay
@@ -212,9 +271,8 @@ class StreamableHTTPClientTransport:
         exchange: _Exchange | None = None,
     ) -> None:
         try:
-            resp = await self.client.send(self.client.build_request("POST", self.url, content=data, headers=headers),
-                                          stream=True)
-        except httpx.HTTPError as exc:
+            resp = await self._open("POST", headers, data)
+        except _IO_ERRORS as exc:
             raise ConnectionClosed(f"POST {self.url} failed: {exc}") from exc
         status = resp.status_code
         if status == 202:
@@ -270,7 +328,9 @@ class StreamableHTTPClientTransport:
                 await t
         if self.session_id is not None:
             await self.terminate()
-        if self._own_client:
+        if self._pool is not None:
+            await self._pool.aclose()
+        if self._own_client and self.client is not None:
             with contextlib.suppress(Exception):
                 await self.client.aclose()
         with contextlib.suppress(asyncio.QueueFull):
@@ -284,8 +344,22 @@ class StreamableHTTPClientTransport:
         self.session_id = None
         headers = self._headers(None)
         headers["mcp-session-id"] = sid
-        with contextlib.suppress(httpx.HTTPError):
-            await self.client.delete(self.url, headers=headers)
+        with contextlib.suppress(*_IO_ERRORS):
+            resp = await self._open("DELETE", headers)
+            await resp.aclose()
+
+    @property
+    def fast_path(self) -> bool:
+        """True when this transport talks through the lean HTTP/1.1 engine rather than httpx."""
+        return self._pool is not None
+
+    async def _open(self, method: str, headers: dict[str, str], body: bytes | None = None) -> _Response:
+        """Send one request; the response's body is left to read (raises one of ``_IO_ERRORS``)."""
+        if self._pool is not None:
+            return await self._pool.request(method, self._target, headers, body)
+        assert self.client is not None
+        request = self.client.build_request(method, self.url, content=body, headers=headers)
+        return await self.client.send(request, stream=True)
 
     # ------------------------------------------------------------------ headers
 
@@ -386,7 +460,7 @@ class StreamableHTTPClientTransport:
         result["tools"] = kept
         return orjson.dumps(obj)
 
-    async def _read_post_stream(self, resp: httpx.Response, rid: Any, exchange: _Exchange | None) -> None:
+    async def _read_post_stream(self, resp: _Response, rid: Any, exchange: _Exchange | None) -> None:
         """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives."""
         last_id: str | None = None
         retry = self.reconnect_delay
@@ -407,7 +481,7 @@ class StreamableHTTPClientTransport:
                             got = True
                         await self._deliver(raw)
                         attempts = 0
-            except httpx.HTTPError as exc:
+            except _IO_ERRORS as exc:
                 logger.debug("SSE stream for %r broke: %s", rid, exc)
             finally:
                 await resp.aclose()
@@ -421,8 +495,8 @@ class StreamableHTTPClientTransport:
             headers = self._headers("text/event-stream")
             headers["last-event-id"] = last_id
             try:
-                resp = await self.client.send(self.client.build_request("GET", self.url, headers=headers), stream=True)
-            except httpx.HTTPError:
+                resp = await self._open("GET", headers)
+            except _IO_ERRORS:
                 continue
             if resp.status_code != 200:
                 await resp.aclose()
@@ -444,8 +518,8 @@ class StreamableHTTPClientTransport:
             if last_id is not None:
                 headers["last-event-id"] = last_id
             try:
-                resp = await self.client.send(self.client.build_request("GET", self.url, headers=headers), stream=True)
-            except httpx.HTTPError:
+                resp = await self._open("GET", headers)
+            except _IO_ERRORS:
                 failures += 1
                 if failures > self.max_reconnects:
                     return
@@ -467,7 +541,7 @@ class StreamableHTTPClientTransport:
                     if ev.get("data"):
                         await self._deliver(ev["data"].encode())
                     failures = 0
-            except httpx.HTTPError:
+            except _IO_ERRORS:
                 pass
             finally:
                 await resp.aclose()
@@ -518,7 +592,7 @@ def _answers(raw: bytes, rid: Any) -> bool:
     return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
 
 
-async def _events(resp: httpx.Response) -> AsyncIterator[dict[str, str]]:
+async def _events(resp: _Response) -> AsyncIterator[dict[str, str]]:
     """SSE events of a response: dicts with ``data`` (lines joined), ``id``, ``event``, ``retry``."""
     ev: dict[str, str] = {}
     data: list[str] = []
@@ -545,4 +619,4 @@ async def _events(resp: httpx.Response) -> AsyncIterator[dict[str, str]]:
         yield ev
 
 
-__all__ = ["HTTPTransportError", "SessionExpired", "StreamableHTTPClientTransport"]
+__all__ = ["HTTPTransportError", "SessionExpired", "StreamableHTTPClientTransport", "fast_path_applies"]
