@@ -203,7 +203,9 @@ class MCPKit(Server):
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
         self._serving_loop = asyncio.get_running_loop()  # lets a sync tool's add_tool() reach this loop
-        return await tool.call(arguments, Context(self, ctx), ctx.features)
+        # a Context is built only for a tool that takes one (nothing else sees it)
+        context = Context(self, ctx) if tool.info.context_param is not None else None
+        return await tool.call(arguments, context, ctx.features)
 
     # ================================================================== resources
 

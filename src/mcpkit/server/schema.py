@@ -251,6 +251,8 @@ class FunctionInfo:
             self.params.append(Param(p.name, ann, default, description or None, field))
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
+        self._fast = _fast_plan(self.params)
+        self._model_built = False
 
     @property
     def description(self) -> str | None:
@@ -289,8 +291,77 @@ class FunctionInfo:
 
     def validate(self, arguments: JSONDict) -> dict[str, Any]:
         """Validated keyword arguments (raises pydantic ``ValidationError``)."""
+        fast = self._fast
+        if fast is not None:
+            if not self._model_built:
+                self.model  # noqa: B018 - build it once anyway, so a model pydantic refuses fails as before
+                self._model_built = True
+            kwargs = _fast_validate(fast, arguments)
+            if kwargs is not None:
+                return kwargs
         inst = self.model.model_validate(arguments)
         return {p.name: getattr(inst, p.name) for p in self.params}
+
+
+# Fast argument validation for functions whose parameters are all plain scalars (str, int, float, bool, each
+# optionally ``| None``) without Field constraints. Only arguments whose JSON types match exactly are accepted
+# here, giving what the pydantic model would return for them (the same values; an int for a float becomes a
+# float); anything else (a missing required argument, an unknown key, a value pydantic would coerce or reject)
+# returns None and goes through the model, so errors and coercions are pydantic's own.
+_SCALARS: tuple[type, ...] = (str, int, float, bool)
+_REQUIRED = object()
+_MAX_EXACT_FLOAT_INT = 2**53
+
+FastPlan = tuple[tuple[str, type, bool, Any], ...]  # (name, scalar type, accepts None, default or _REQUIRED)
+
+
+def _fast_plan(params: list[Param]) -> FastPlan | None:
+    plan: list[tuple[str, type, bool, Any]] = []
+    for p in params:
+        if p.field is not None:
+            return None
+        ann, nullable = p.annotation, False
+        if get_origin(ann) in (Union, types.UnionType):
+            args = get_args(ann)
+            if len(args) != 2 or type(None) not in args:
+                return None
+            ann = args[0] if args[1] is type(None) else args[1]
+            nullable = True
+        if ann not in _SCALARS:
+            return None
+        if p.required:
+            default: Any = _REQUIRED
+        else:
+            default = p.default
+            if default is not None and type(default) not in _SCALARS:
+                return None  # pydantic may copy other defaults; leave them to it
+        plan.append((p.name, ann, nullable, default))
+    return tuple(plan)
+
+
+def _fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
+    kwargs: dict[str, Any] = {}
+    seen = 0
+    for name, tp, nullable, default in plan:
+        if name not in arguments:
+            if default is _REQUIRED:
+                return None
+            kwargs[name] = default
+            continue
+        seen += 1
+        value = arguments[name]
+        vt = type(value)
+        if vt is not tp:
+            if value is None and nullable:
+                pass
+            elif tp is float and vt is int and -_MAX_EXACT_FLOAT_INT <= value <= _MAX_EXACT_FLOAT_INT:
+                value = float(value)
+            else:
+                return None
+        kwargs[name] = value
+    if seen != len(arguments):
+        return None  # unknown arguments: pydantic reports them
+    return kwargs
 
 
 def function_name(fn: Callable[..., Any], default: str | None = None) -> str:
