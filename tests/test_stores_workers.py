@@ -272,9 +272,8 @@ async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(store_wo
 
 
 # ---------------------------------------------------------------------------------------------- handshake sessions
-# A handshake session created on worker A continues on worker B through the shared RedisSessionStore. What works
-# today is asserted; what does not yet is recorded as strict xfail (the Streamable HTTP transport's side; see the
-# reasons), so fixing it flips the test.
+# A handshake session created on worker A continues on worker B through the shared RedisSessionStore: requests,
+# the GET stream, subscriptions and log level made through either worker, and a DELETE on one ends it on all.
 
 VERSION = "2025-11-25"
 
@@ -329,12 +328,7 @@ async def test_a_handshake_session_created_on_a_continues_on_b(store_workers: di
         await http.delete(a, headers=headers)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HTTP transport: a worker's copy of a session is not told about resources/subscribe made through "
-    "another worker (subscriptions are not in the stored state, and the worker holding the GET stream would need "
-    "to reload them, e.g. on a bus message per session)",
-)
+@pytest.mark.req("S025")
 async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:
@@ -350,12 +344,7 @@ async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_w
             assert orjson.loads(data)["method"] == "notifications/resources/updated"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HTTP transport: DELETE on one worker ends only that worker's copy; another worker that restored the "
-    "session keeps answering it (the spec wants 404 after termination): DELETE must reach every worker (bus) or "
-    "each worker must re-check the store",
-)
+@pytest.mark.req("S025")
 async def test_a_session_deleted_on_a_is_gone_on_b(store_workers: dict[str, str]) -> None:
     a, b = store_workers["A"], store_workers["B"]
     async with httpx.AsyncClient(timeout=10) as http:

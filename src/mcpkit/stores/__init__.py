@@ -7,8 +7,11 @@ Both are protocols so a shared backend (Redis, ...) can replace the bounded in-m
   (``stream`` is an opaque key unique per stream, ``seq`` increases by one from 1) and replays the events after a
   client's ``Last-Event-ID``. ``replay`` returns None when it cannot replay without a gap (unknown stream, or
   events already evicted): the server then refuses the resumption rather than silently losing messages.
-* :class:`SessionStore`: the negotiated state of a handshake-era session (version, client capabilities and info,
-  log level, subscriptions) as a JSON-able dict, so another worker can restore a session it did not create.
+* :class:`SessionStore`: the state of a handshake-era session (version, client capabilities and info, log level,
+  subscriptions) as a JSON-able dict, so another worker can restore a session it did not create. The store is the
+  truth for every worker: the HTTP endpoint re-reads the record on each request (DELETE anywhere means 404
+  everywhere). A store may also offer ``async touch(session_id, ttl) -> state | None`` (read and renew the TTL in
+  one step; both built-in stores do); without it the endpoint reads with ``load`` and renews with ``save``.
 """
 
 from __future__ import annotations

@@ -20,9 +20,10 @@ Scaling an MCP endpoint over several workers takes four shared pieces::
     # serve `app` with uvicorn --workers N, gunicorn -k uvicorn.workers.UvicornWorker, or one process per host
 
 Modern-era (2026-07-28) requests are stateless, so with 1, 2 and 3 any worker answers any request and a
-``subscriptions/listen`` stream held by one worker receives the changes made on another. Handshake-era sessions
-still need sticky routing (by ``Mcp-Session-Id``) until the HTTP transport restores them from a SessionStore; a
-handshake session's GET stream already receives the changes made on any worker.
+``subscriptions/listen`` stream held by one worker receives the changes made on another. With 4, handshake-era
+sessions need no sticky routing either: any worker restores a session from the store, and the bridge also carries
+"session changed" events (``resources/subscribe``, ``logging/setLevel``, DELETE made through one worker) so the
+worker holding the session's GET stream reloads (or ends) its copy before it delivers the next notification.
 
 With ``mcpkit run server.py --transport http``, call ``attach_bus(app, RedisBus(url))`` in ``server.py``: the
 subscriber then starts with the first request the worker serves (or its first handshake session).
@@ -194,7 +195,9 @@ class BusBridge:
         self._reader: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
         self._background: set[asyncio.Task[Any]] = set()
+        self._session_listeners: list[Callable[[str], Awaitable[None]]] = []
         self._closed = False
+        setattr(server, "bus_bridge", self)  # noqa: B010  (found by the HTTP transport: session events)
         setattr(server, "notify_list_changed", self.notify_list_changed)  # noqa: B010
         setattr(server, "notify_resource_updated", self.notify_resource_updated)  # noqa: B010
         setattr(server, "dispatch", self._dispatch_hook)  # noqa: B010
@@ -213,6 +216,17 @@ class BusBridge:
     async def notify_resource_updated(self, uri: str) -> None:
         await self._local_resource_updated(uri)
         await self._publish({"o": self.origin, "e": "resource_updated", "v": uri})
+
+    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Call ``await listener(session_id)`` when another worker announces that it changed (or ended) a
+        session (the Streamable HTTP endpoint registers itself when it holds sessions restored from a store)."""
+        if listener not in self._session_listeners:
+            self._session_listeners.append(listener)
+
+    async def session_changed(self, session_id: str) -> None:
+        """Tell the other workers that session ``session_id``'s stored state changed (or that it ended). Events of
+        one worker are delivered in order, so a notification published after this one finds the copy reloaded."""
+        await self._publish({"o": self.origin, "e": "session", "v": session_id})
 
     async def _publish(self, event: dict[str, str]) -> None:
         if self._closed:
@@ -278,6 +292,9 @@ class BusBridge:
                     await self._local_list_changed(value)
                 elif kind == "resource_updated":
                     await self._local_resource_updated(value)
+                elif kind == "session":
+                    for listener in list(self._session_listeners):
+                        await listener(value)
                 else:
                     continue
                 self.received += 1
@@ -302,6 +319,9 @@ class BusBridge:
             return
         self._closed = True
         self._unhook(("notify_list_changed", "notify_resource_updated", "dispatch", "register_session"))
+        if vars(self.server).get("bus_bridge") is self:
+            del vars(self.server)["bus_bridge"]
+        self._session_listeners.clear()
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
         sub, self._sub = self._sub, None

@@ -107,5 +107,13 @@ class InMemorySessionStore:
             return None
         return state
 
+    async def touch(self, session_id: str, ttl: float | None) -> dict[str, Any] | None:
+        """The session's state (None if gone or expired), its TTL renewed to ``ttl``."""
+        state = await self.load(session_id)
+        if state is not None:
+            self._items[session_id] = (time.monotonic() + ttl if ttl is not None else None, state)
+            self._items.move_to_end(session_id)
+        return state
+
     async def delete(self, session_id: str) -> None:
         self._items.pop(session_id, None)

@@ -182,7 +182,9 @@ class RedisEventStore(_Owned):
 
 class RedisSessionStore(_Owned):
     """A :class:`~mcpkit.stores.SessionStore`: one JSON value per session with ``PX`` = the idle TTL, renewed by
-    every :meth:`save` (so the TTL counts from the session's last activity that was saved)."""
+    every :meth:`save` and :meth:`touch` (so the TTL counts from the session's last activity on any worker).
+    :meth:`touch` is ``GETEX`` (Redis >= 6.2): the Streamable HTTP endpoint re-reads a session on every request
+    with it, one round trip that also renews the TTL."""
 
     def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:") -> None:
         self._redis, self._owns = _client(redis)
@@ -200,6 +202,18 @@ class RedisSessionStore(_Owned):
 
     async def load(self, session_id: str) -> dict[str, Any] | None:
         raw = await self._redis.get(self._key(session_id))
+        if raw is None:
+            return None
+        state = orjson.loads(raw)
+        return state if isinstance(state, dict) else None
+
+    async def touch(self, session_id: str, ttl: float | None) -> dict[str, Any] | None:
+        """The session's state (None if gone), its TTL renewed to ``ttl`` in the same command."""
+        key = self._key(session_id)
+        if ttl is None:
+            raw = await self._redis.getex(key, persist=True)
+        else:
+            raw = await self._redis.getex(key, px=_ms(ttl))
         if raw is None:
             return None
         state = orjson.loads(raw)

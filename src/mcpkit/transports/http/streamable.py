@@ -295,6 +295,9 @@ class _Stream:
             self.conn.end()
 
     async def send(self, data: bytes) -> None:
+        hs = self.hs
+        if hs is not None and hs.dirty():
+            await self.ep._sync(hs)  # before the response leaves: the client may go to another worker next
         mode = self.mode
         if mode == _UNDECIDED:
             if data.startswith(self.final):
@@ -405,7 +408,20 @@ class _HTTPSession:
     """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
     request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
 
-    __slots__ = ("base", "busy", "id", "last_seen", "live", "next_no", "session", "standalone", "stored")
+    __slots__ = (
+        "base",
+        "busy",
+        "id",
+        "last_seen",
+        "live",
+        "next_no",
+        "renewed",
+        "session",
+        "standalone",
+        "stored",
+        "synced_level",
+        "synced_subs",
+    )
 
     def __init__(self, sid: str) -> None:
         self.id = sid
@@ -417,6 +433,14 @@ class _HTTPSession:
         self.base = 0  # this worker's standalone stream number; POST streams count up from it
         self.busy = 0
         self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
+        self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
+        # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
+        self.synced_level: str | None = None
+        self.synced_subs: frozenset[str] = frozenset()
+
+    def dirty(self) -> bool:
+        s = self.session
+        return s.log_level != self.synced_level or s.subscriptions != self.synced_subs
 
     async def send(self, data: bytes) -> None:
         stream = self.standalone
@@ -438,10 +462,18 @@ class StreamableHTTPEndpoint:
         stateless: handshake-era requests need no session (no ``Mcp-Session-Id``; GET and DELETE → 405).
         json_response: always answer requests with ``application/json`` (except ``subscriptions/listen``).
         event_store: makes handshake-era SSE streams resumable (``Last-Event-ID``).
-        session_store: records each handshake session's negotiated state, so a worker that receives a request
-            for a session it does not hold restores it from the store (horizontal scaling without sticky routing).
-            Restored: version, client capabilities and info; not the log level or resource subscriptions.
-        session_idle_timeout: seconds without a request after which a session is reclaimed.
+        session_store: records each handshake session's state (version, client capabilities and info, log level,
+            resource subscriptions), so a worker that receives a request for a session it does not hold restores
+            it from the store (horizontal scaling without sticky routing). The store is then the truth: every
+            request re-reads the record (one round trip, which also renews its TTL), so a DELETE on any worker
+            makes every worker answer 404 and a change of log level or subscriptions made through one worker is
+            seen by the next request on another; with :func:`~mcpkit.stores.bus.attach_bus` the change (and a
+            DELETE) also reaches at once the worker that holds the session's GET stream. The record's TTL is
+            ``session_idle_timeout``, renewed by requests and, while a request or GET stream stays open, by the
+            sweeper. A local copy that idles out is only dropped: the session (and its events in the event store)
+            ends on DELETE or when the store's TTL runs out.
+        session_idle_timeout: seconds without a request after which a session is reclaimed (with a session store:
+            this worker's copy is dropped, and the stored record expires after as long without activity anywhere).
         max_sessions: open handshake sessions at most (503 beyond).
         allowed_origins, allowed_hosts, check_request: DNS-rebinding policy (see :mod:`.security`).
         max_body: largest accepted request body in bytes (413 beyond).
@@ -502,6 +534,7 @@ class StreamableHTTPEndpoint:
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
+        self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
 
     # ------------------------------------------------------------------ public
 
@@ -518,18 +551,34 @@ class StreamableHTTPEndpoint:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
+        shared = self.session_store is not None  # the sessions live on in the store (and on other workers)
         for hs in list(self._sessions.values()):
-            await self._end_session(hs)
+            await self._end_session(hs, forget=not shared)
         with contextlib.suppress(Exception):
             await self.server.close_listeners()
 
     async def expire_idle(self) -> int:
-        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many."""
+        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many.
+
+        With a session store only this worker's copy goes: the session may be alive on another worker, so its
+        stored record and its events stay (they end with a DELETE or with the store's own TTL)."""
         deadline = time.monotonic() - self.session_idle_timeout
         victims = [hs for hs in self._sessions.values() if hs.busy == 0 and hs.last_seen < deadline]
         for hs in victims:
-            await self._end_session(hs)
+            await self._end_session(hs, forget=self.session_store is None)
         return len(victims)
+
+    async def renew_busy(self) -> int:
+        """Renew the stored TTL of the sessions that have a request or a GET stream open for a third of
+        ``session_idle_timeout`` without a new request (the sweeper calls this); returns how many were renewed."""
+        if self.session_store is None:
+            return 0
+        due = time.monotonic() - self.session_idle_timeout / 3
+        renewed = 0
+        for hs in [hs for hs in self._sessions.values() if hs.busy and hs.stored and hs.renewed <= due]:
+            if await self._refresh(hs):
+                renewed += 1
+        return renewed
 
     # ------------------------------------------------------------------ ASGI entry
 
@@ -583,6 +632,7 @@ class StreamableHTTPEndpoint:
             await asyncio.sleep(interval)
             try:
                 await self.expire_idle()
+                await self.renew_busy()
             except Exception:  # pragma: no cover - defensive: the sweeper must not die
                 logger.exception("session sweeper failed")
 
@@ -661,8 +711,11 @@ class StreamableHTTPEndpoint:
             new_session = True
         else:
             found = self._sessions.get(sid)
-            if found is None and self.session_store is not None:
-                found = await self._restore(sid)
+            if self.session_store is not None:
+                if found is None:
+                    found = await self._restore(sid)
+                elif not await self._refresh(found):
+                    found = None  # ended on another worker (or expired in the store)
             if found is None:
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
@@ -675,7 +728,7 @@ class StreamableHTTPEndpoint:
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
             await hs.session.peer.receive_parsed(msg, _NULL)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
-                await self._store(hs)
+                await self._store(hs, announce=True)
             await _respond(send, 202)
             return
         if hs.busy >= self.max_requests_per_session:
@@ -695,22 +748,114 @@ class StreamableHTTPEndpoint:
             elif self.session_store is not None:
                 await self._store(hs)
 
-    async def _store(self, hs: _HTTPSession) -> None:
-        """Record the negotiated state so another worker sharing the store can serve this session."""
+    def _state(self, hs: _HTTPSession) -> dict[str, Any]:
         session = hs.session
-        if session.version is None or self.session_store is None:
-            return
-        state = {
+        return {
             "version": session.version,
             "capabilities": session.client_capabilities,
             "client_info": session.client_info,
             "initialized": session.initialized,
+            "log_level": session.log_level,
+            "subscriptions": sorted(session.subscriptions),
         }
+
+    async def _store(self, hs: _HTTPSession, *, announce: bool = False) -> None:
+        """Record the session's state so another worker sharing the store can serve this session; ``announce``
+        tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
+        session = hs.session
+        if session.version is None or self.session_store is None:
+            return
+        state = self._state(hs)
         hs.stored = 2 if session.initialized else 1
+        hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
+        hs.renewed = time.monotonic()
         try:
             await self.session_store.save(hs.id, state, self.session_idle_timeout)
         except Exception:
             logger.exception("session store: could not save session %s", hs.id[:8])
+            return
+        if announce:
+            await self._announce(hs.id)
+
+    async def _sync(self, hs: _HTTPSession) -> None:
+        """The log level or the subscriptions changed (a request of this session): save and announce."""
+        session = hs.session
+        hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
+        if self.session_store is not None and hs.stored:
+            await self._store(hs, announce=True)
+
+    def _bus(self) -> Any:
+        """The server's BusBridge (attach_bus), listened to once it is seen."""
+        bridge = getattr(self.server, "bus_bridge", None)
+        if bridge is not None and bridge is not self._bridge and self.session_store is not None:
+            self._bridge = bridge
+            bridge.on_session_changed(self._on_session_changed)
+        return bridge
+
+    async def _announce(self, sid: str) -> None:
+        bridge = self._bus()
+        if bridge is not None:
+            await bridge.session_changed(sid)
+
+    async def _on_session_changed(self, sid: str) -> None:
+        """Another worker changed (or deleted) session ``sid``: reload this worker's copy, if it holds one."""
+        hs = self._sessions.get(sid)
+        if hs is None or self.session_store is None:
+            return
+        try:
+            state = await self.session_store.load(sid)
+        except Exception:
+            logger.exception("session store: could not load session %s", sid[:8])
+            return
+        if state is None:
+            await self._end_session(hs, forget=False)  # the worker that deleted it forgot the events
+        else:
+            self._apply(hs, state)
+
+    async def _refresh(self, hs: _HTTPSession) -> bool:
+        """Re-read a session this worker holds from the store and renew its TTL: False when the store no longer
+        has it (deleted on another worker, or expired), in which case this worker's copy is ended too."""
+        store = self.session_store
+        if store is None or not hs.stored:
+            return True  # not recorded yet (its initialize is still being answered)
+        ttl = self.session_idle_timeout
+        now = time.monotonic()
+        try:
+            touch = getattr(store, "touch", None)
+            if touch is not None:
+                state: dict[str, Any] | None = await touch(hs.id, ttl)  # one round trip: read + renew
+            else:
+                state = await store.load(hs.id)
+                if state is not None and now - hs.renewed >= ttl / 3:
+                    await store.save(hs.id, state, ttl)
+        except Exception:
+            logger.exception("session store: could not reload session %s", hs.id[:8])
+            return True  # the store is unreachable: keep serving this worker's copy
+        hs.renewed = now
+        if state is None:
+            await self._end_session(hs, forget=False)
+            return False
+        self._apply(hs, state)
+        return True
+
+    def _apply(self, hs: _HTTPSession, state: dict[str, Any]) -> None:
+        """Adopt the stored log level and subscriptions (unless this worker has a change of its own not saved
+        yet: it is being saved, and wins) and the initialized flag."""
+        session = hs.session
+        if not hs.dirty():
+            level = state.get("log_level")
+            subs = state.get("subscriptions")
+            session.log_level = level if isinstance(level, str) else None
+            wanted = {u for u in subs if isinstance(u, str)} if isinstance(subs, list) else set()
+            if wanted != session.subscriptions:
+                session.subscriptions = wanted
+            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
+        if state.get("initialized") and not session.initialized:
+            session.initialized = True
+            event = getattr(session, "_initialized_event", None)
+            if event is not None:
+                event.set()
+            hs.stored = 2
 
     async def _restore(self, sid: str) -> _HTTPSession | None:
         assert self.session_store is not None
@@ -733,11 +878,15 @@ class StreamableHTTPEndpoint:
         session.client_capabilities = caps if isinstance(caps, dict) else {}
         info = state.get("client_info")
         session.client_info = info if isinstance(info, dict) else None
-        session.initialized = bool(state.get("initialized"))
-        hs.stored = 2 if session.initialized else 1
+        hs.stored = 1
+        self._apply(hs, state)
+        # Not renewed here: the record was just saved or renewed by the worker that last served it; the next
+        # request (or the sweeper, while a stream stays open) renews it.
+        hs.renewed = time.monotonic()
         # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
         hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
         self._sessions[sid] = hs
+        self._bus()  # listen for changes to the sessions this worker now holds
         return hs
 
     def _new_session(self) -> _HTTPSession:
@@ -1068,8 +1217,11 @@ class StreamableHTTPEndpoint:
         if sid is None:
             return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
         hs = self._sessions.get(sid)
-        if hs is None and self.session_store is not None:
-            hs = await self._restore(sid)
+        if self.session_store is not None:
+            if hs is None:
+                hs = await self._restore(sid)
+            elif not await self._refresh(hs):
+                hs = None  # ended on another worker (or expired in the store)
         if hs is None:
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
         if hv is not None and hv not in self.server.handshake_versions:
@@ -1184,9 +1336,11 @@ class StreamableHTTPEndpoint:
         if self.session_store is not None:
             with contextlib.suppress(Exception):
                 await self.session_store.delete(found.id)
+            await self._announce(found.id)  # the other workers end their copies (and GET streams) now
         await _respond(send, 200)
 
-    async def _end_session(self, hs: _HTTPSession) -> None:
+    async def _end_session(self, hs: _HTTPSession, *, forget: bool = True) -> None:
+        """End this worker's copy of the session; ``forget``: also drop its events from the event store."""
         if self._sessions.pop(hs.id, None) is None:
             return
         session = hs.session
@@ -1200,7 +1354,7 @@ class StreamableHTTPEndpoint:
                     stream.conn.end()
         with contextlib.suppress(Exception):
             await session.peer.close("session ended")
-        if self.event_store is not None:
+        if forget and self.event_store is not None:
             with contextlib.suppress(Exception):
                 await self.event_store.forget(hs.id + "/")
         hs.standalone = None
