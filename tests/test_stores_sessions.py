@@ -166,3 +166,24 @@ async def test_an_idle_copy_does_not_forget_shared_events_and_a_busy_session_kee
             assert (await _post(http, a, sid, "ping", {})).status_code == 200
         assert (await http.delete(b, headers={"mcp-session-id": sid})).status_code == 200
         assert await events.replay(f"{sid}/0", 0) is None  # DELETE does forget them
+
+
+
+class _SlowSaves(InMemorySessionStore):
+    """A store whose writes take a while (a remote store under load)."""
+
+    async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None:
+        await asyncio.sleep(0.1)
+        await super().save(session_id, state, ttl)
+
+
+async def test_a_request_sent_while_the_new_session_is_being_saved_finds_it() -> None:
+    """The client may send its next request while the worker is still saving the new session: that request must
+    not re-read the store before the record exists (and take the session for deleted)."""
+    store = _SlowSaves()
+    async with running(_app("A"), session_store=store) as (a, _), httpx.AsyncClient(timeout=10) as http:
+        a += "/mcp"
+        for _ in range(3):
+            sid = await open_session(http, a, V)  # initialize, then notifications/initialized at once
+            assert (await _post(http, a, sid, "ping", {})).status_code == 200
+            assert (await store.load(sid)) is not None

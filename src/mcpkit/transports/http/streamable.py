@@ -296,7 +296,7 @@ class _Stream:
 
     async def send(self, data: bytes) -> None:
         hs = self.hs
-        if hs is not None and hs.dirty():
+        if hs is not None and self.ep.session_store is not None and hs.dirty():
             await self.ep._sync(hs)  # before the response leaves: the client may go to another worker next
         mode = self.mode
         if mode == _UNDECIDED:
@@ -763,17 +763,19 @@ class StreamableHTTPEndpoint:
         """Record the session's state so another worker sharing the store can serve this session; ``announce``
         tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
         session = hs.session
-        if session.version is None or self.session_store is None:
-            return
+        if session.version is None or self.session_store is None or session.closed:
+            return  # (a session ended meanwhile, e.g. by a DELETE, must not come back)
         state = self._state(hs)
-        hs.stored = 2 if session.initialized else 1
         hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        hs.renewed = time.monotonic()
+        renewed = time.monotonic()
         try:
             await self.session_store.save(hs.id, state, self.session_idle_timeout)
         except Exception:
             logger.exception("session store: could not save session %s", hs.id[:8])
             return
+        # only now: a request racing this save re-reads the record once `stored` says there is one
+        hs.stored = 2 if state["initialized"] else 1
+        hs.renewed = renewed
         if announce:
             await self._announce(hs.id)
 
@@ -781,7 +783,7 @@ class StreamableHTTPEndpoint:
         """The log level or the subscriptions changed (a request of this session): save and announce."""
         session = hs.session
         hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if self.session_store is not None and hs.stored:
+        if hs.stored:
             await self._store(hs, announce=True)
 
     def _bus(self) -> Any:
