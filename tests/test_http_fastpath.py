@@ -163,7 +163,7 @@ async def test_chunked_json_and_keep_alive_in_one_write() -> None:
         assert srv.first_reads[0].endswith(request(1))  # head + body arrived together
 
 
-async def test_close_delimited_body_and_connection_close() -> None:
+async def test_close_delimited_body_connection_close_interim_response() -> None:
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, srv: RawServer) -> None:
         req = await srv.read_request(reader)
         assert req is not None
@@ -172,6 +172,8 @@ async def test_close_delimited_body_and_connection_close() -> None:
             writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n" + answer_for(req[2]))
         else:
             body = answer_for(req[2])
+            if n == 3:  # an interim response first: skipped, the final one follows
+                writer.write(b"HTTP/1.1 103 Early Hints\r\nlink: </style.css>\r\n\r\n")
             writer.write(json_head(len(body), "connection: close\r\n") + body)
         await writer.drain()
 

@@ -194,8 +194,10 @@ class LitePool:
             name = name.lower()
             value = value.strip()
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if 100 <= status < 200 and status != 101:
+            return await self._read_head(conn, method)  # an interim response (103 Early Hints...): the real one follows
         keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-        if method == "HEAD" or status in (204, 304) or 100 <= status < 200:
+        if method == "HEAD" or status in (204, 304) or status == 101:
             mode, length = "length", 0
         elif "chunked" in headers.get("transfer-encoding", "").lower():
             mode, length = "chunked", 0
