@@ -150,13 +150,20 @@ class LitePool:
 
     async def _read_head(self, conn: _Conn, method: str) -> LiteResponse:
         reader = conn.reader
+        raw_fields: list[bytes] = []
         try:
             first = await reader.readuntil(b"\r\n")  # unbounded wait: the server may take its time to answer
             while first == b"\r\n":  # tolerate stray empty lines before the status line
                 first = await reader.readuntil(b"\r\n")
-            head = first
-            if not head.endswith(b"\r\n\r\n"):
-                head += await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.timeout)
+            size = len(first)
+            async with asyncio.timeout(self.timeout):  # the rest of the head, once it started (no extra task)
+                while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
+                    size += len(line)
+                    raw_fields.append(line)
+                    if size > self.max_header_bytes:
+                        raise LiteHTTPError(f"response head larger than {self.max_header_bytes} bytes")
+                    if len(raw_fields) > MAX_HEADER_FIELDS:
+                        raise LiteHTTPError(f"more than {MAX_HEADER_FIELDS} response header fields")
         except asyncio.LimitOverrunError as exc:
             conn.close()
             raise LiteHTTPError(f"response head larger than {self.max_header_bytes} bytes") from exc
@@ -169,22 +176,16 @@ class LitePool:
         except BaseException:
             conn.close()
             raise
-        if len(head) > self.max_header_bytes:
-            conn.close()
-            raise LiteHTTPError(f"response head larger than {self.max_header_bytes} bytes")
         try:
-            text = head[:-4].decode("latin-1")
-            status_line, *fields = text.split("\r\n")
+            status_line = first[:-2].decode("latin-1")
             version, status_text, *_ = status_line.split(" ", 2)
             if not version.startswith("HTTP/1.") or len(status_text) != 3:
                 raise ValueError(status_line)
             status = int(status_text)
         except ValueError as exc:
             conn.close()
-            raise LiteHTTPError(f"not an HTTP/1.x response: {head[:80]!r}") from exc
-        if len(fields) > MAX_HEADER_FIELDS:
-            conn.close()
-            raise LiteHTTPError(f"more than {MAX_HEADER_FIELDS} response header fields")
+            raise LiteHTTPError(f"not an HTTP/1.x response: {first[:80]!r}") from exc
+        fields = [raw[:-2].decode("latin-1") for raw in raw_fields]
         headers = LiteHeaders()
         for field in fields:
             name, sep, value = field.partition(":")
