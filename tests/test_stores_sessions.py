@@ -125,15 +125,15 @@ async def test_a_delete_on_one_worker_is_a_404_on_the_other_without_a_bus() -> N
 
 async def test_requests_renew_the_stored_ttl() -> None:
     store = InMemorySessionStore()
-    async with running(_app("A"), session_store=store, session_idle_timeout=0.5) as (a, _), \
+    async with running(_app("A"), session_store=store, session_idle_timeout=1.0) as (a, _), \
             httpx.AsyncClient(timeout=10) as http:
         a += "/mcp"
         sid = await open_session(http, a, V)
-        for _ in range(8):  # 1.2 s of activity, more than twice the TTL
-            await asyncio.sleep(0.15)
+        for _ in range(10):  # 2 s of activity, twice the TTL
+            await asyncio.sleep(0.2)
             assert (await _post(http, a, sid, "ping", {})).status_code == 200
         assert await store.load(sid) is not None
-        await asyncio.sleep(0.7)  # no activity for longer than the TTL: the record is gone, and so is the session
+        await asyncio.sleep(1.5)  # no activity for longer than the TTL: the record is gone, and so is the session
         assert await store.load(sid) is None
         assert (await _post(http, a, sid, "ping", {})).status_code == 404
 
@@ -143,7 +143,7 @@ async def test_an_idle_copy_does_not_forget_shared_events_and_a_busy_session_kee
     TTL because the stream is open). The session's events stay in the shared event store and both workers still
     serve it."""
     events, store = InMemoryEventStore(), InMemorySessionStore()
-    opts: dict[str, Any] = {"event_store": events, "session_store": store, "session_idle_timeout": 0.6}
+    opts: dict[str, Any] = {"event_store": events, "session_store": store, "session_idle_timeout": 1.0}
     server_a = _app("A")
     async with running(server_a, **opts) as (a, app_a), running(_app("B"), **opts) as (b, app_b), \
             httpx.AsyncClient(timeout=10) as http:
@@ -156,7 +156,7 @@ async def test_an_idle_copy_does_not_forget_shared_events_and_a_busy_session_kee
             assert (await asyncio.wait_for(_next_data(lines), 5))["method"] == "notifications/tools/list_changed"
             assert (await _post(http, b, sid, "ping", {})).status_code == 200  # B restores a copy
             assert sid in app_b.streamable._sessions
-            await asyncio.sleep(1.5)  # B's copy idles out; A's stream stays open with no request at all
+            await asyncio.sleep(2.0)  # B's copy idles out (1 s + a sweep); A's stream stays open, no request
             assert sid not in app_b.streamable._sessions
             assert sid in app_a.streamable._sessions
             assert await store.load(sid) is not None  # renewed by A while the stream is open
