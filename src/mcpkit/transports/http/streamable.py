@@ -416,6 +416,7 @@ class _HTTPSession:
         "live",
         "next_no",
         "renewed",
+        "saving",
         "session",
         "standalone",
         "stored",
@@ -434,6 +435,7 @@ class _HTTPSession:
         self.busy = 0
         self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
         self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
+        self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
         # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
         self.synced_level: str | None = None
         self.synced_subs: frozenset[str] = frozenset()
@@ -763,19 +765,27 @@ class StreamableHTTPEndpoint:
         """Record the session's state so another worker sharing the store can serve this session; ``announce``
         tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
         session = hs.session
-        if session.version is None or self.session_store is None or session.closed:
-            return  # (a session ended meanwhile, e.g. by a DELETE, must not come back)
-        state = self._state(hs)
-        hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        renewed = time.monotonic()
-        try:
-            await self.session_store.save(hs.id, state, self.session_idle_timeout)
-        except Exception:
-            logger.exception("session store: could not save session %s", hs.id[:8])
+        if session.version is None or self.session_store is None:
             return
-        # only now: a request racing this save re-reads the record once `stored` says there is one
-        hs.stored = 2 if state["initialized"] else 1
-        hs.renewed = renewed
+        if hs.saving is None:
+            hs.saving = asyncio.Lock()
+        # Saves of one session are serialized and each takes the state when its turn comes: two racing saves (the
+        # initialize answer's and notifications/initialized's) cannot land in the wrong order and leave the
+        # older state in the store.
+        async with hs.saving:
+            if session.closed:
+                return  # a session ended meanwhile (e.g. by a DELETE) must not come back
+            state = self._state(hs)
+            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
+            renewed = time.monotonic()
+            try:
+                await self.session_store.save(hs.id, state, self.session_idle_timeout)
+            except Exception:
+                logger.exception("session store: could not save session %s", hs.id[:8])
+                return
+            # only now: a request racing this save re-reads the record once `stored` says there is one
+            hs.stored = 2 if state["initialized"] else 1
+            hs.renewed = renewed
         if announce:
             await self._announce(hs.id)
 
