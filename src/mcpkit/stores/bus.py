@@ -15,7 +15,7 @@ Scaling an MCP endpoint over several workers takes four shared pieces::
     server = MCPKit("app", request_state_keys=[KEY])   # 1. same HMAC keys everywhere: requestState + cursors
     bridge = attach_bus(server, RedisBus(URL))          # 2. list_changed / resources/updated reach every worker
     app = bridge.asgi(create_app(server, event_store=RedisEventStore(URL)))   # 3. SSE replay on any worker
-    # 4. RedisSessionStore: handshake sessions restorable by any worker (needs the HTTP transport to use it)
+    # 4. create_app(..., session_store=RedisSessionStore(URL)): handshake sessions served by any worker
 
     # serve `app` with uvicorn --workers N, gunicorn -k uvicorn.workers.UvicornWorker, or one process per host
 
