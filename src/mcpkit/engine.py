@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from .protocol import jsonrpc
 from .protocol.errors import (
     ConnectionClosed,
+    FrameTooLarge,
     InternalError,
     InvalidRequest,
     MCPError,
@@ -53,14 +54,6 @@ class Outbox(Protocol):
     """Where a peer writes encoded messages. Transports implement it (stdio pipe, SSE stream, ...)."""
 
     async def send(self, data: bytes) -> None: ...
-
-
-class FrameTooLarge(Exception):
-    """Raised by a transport's receive() when a frame exceeds the configured maximum size."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"message larger than the {limit}-byte limit")
-        self.limit = limit
 
 
 class _Pending:

@@ -23,7 +23,9 @@ from ..protocol.versions import (
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
+    V2024_11_05,
     V2025_03_26,
+    V2025_06_18,
     V2026_07_28,
     features,
 )
@@ -416,7 +418,7 @@ class Checker:
         """Separate short sessions: echo of every known handshake revision, fallback from an unknown one, and a
         JSON-RPC batch where the negotiated revision (2025-03-26) has them."""
         r = self.report
-        asked = [v for v in ("2025-06-18", V2025_03_26, "2024-11-05", UNKNOWN_VERSION) if v != self.version]
+        asked = [v for v in (V2025_06_18, V2025_03_26, V2024_11_05, UNKNOWN_VERSION) if v != self.version]
 
         async def one(version: str) -> None:
             wire = await self.open_wire()

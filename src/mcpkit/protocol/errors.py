@@ -128,6 +128,15 @@ class UnsupportedProtocolVersion(MCPError):
         )
 
 
+class FrameTooLarge(Exception):
+    """Raised by a transport's ``receive()`` when a frame exceeds the configured maximum size (the engine answers
+    it with -32600 and goes on reading)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"message larger than the {limit}-byte limit")
+        self.limit = limit
+
+
 class RequestTimeout(TimeoutError):
     """Local error: no response arrived in time. A ``notifications/cancelled`` was sent to the peer."""
 

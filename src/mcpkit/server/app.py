@@ -150,15 +150,7 @@ class MCPKit(Server):
         ``def`` runs in a worker thread so a blocking call cannot stall the server; pass ``thread=False`` for a
         function that never blocks to run it inline (cheaper), or write it as ``async def``.
         """
-        if fn is not None:
-            self.add_tool(fn, **options)
-            return fn
-
-        def register(f: F) -> F:
-            self.add_tool(f, **options)
-            return f
-
-        return register
+        return _bare_or_configured(self.add_tool, fn, options)
 
     def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
         """Register (or replace) a tool, at any time. Connected clients get ``tools/list_changed``."""
@@ -362,15 +354,7 @@ class MCPKit(Server):
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``."""
-        if fn is not None:
-            self.add_prompt(fn, **options)
-            return fn
-
-        def register(f: F) -> F:
-            self.add_prompt(f, **options)
-            return f
-
-        return register
+        return _bare_or_configured(self.add_prompt, fn, options)
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
         """Register (or replace) a prompt at any time. Connected clients get ``prompts/list_changed``."""
@@ -613,6 +597,19 @@ def _list_result(key: str, items: list[JSONDict], cursor: str | None, cache: JSO
     if cursor is not None:
         result["nextCursor"] = cursor
     return result
+
+
+def _bare_or_configured(add: Callable[..., Any], fn: Any, options: dict[str, Any]) -> Any:
+    """One decorator, two spellings: ``@app.tool`` registers ``fn`` now; ``@app.tool(...)`` returns a decorator."""
+    if fn is not None:
+        add(fn, **options)
+        return fn
+
+    def register(f: F) -> F:
+        add(f, **options)
+        return f
+
+    return register
 
 
 __all__ = ["Context", "MCPKit", "ToolError"]

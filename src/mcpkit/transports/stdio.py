@@ -23,8 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..engine import FrameTooLarge
-from ..protocol.errors import ConnectionClosed
+from ..protocol.errors import ConnectionClosed, FrameTooLarge
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
 logger = logging.getLogger("mcpkit.stdio")
