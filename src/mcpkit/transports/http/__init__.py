@@ -26,8 +26,21 @@ _LAZY = {
 }
 
 _UVICORN_KEYS = frozenset(
-    ("log_level", "access_log", "timeout_keep_alive", "timeout_graceful_shutdown", "limit_concurrency", "backlog",
-     "ssl_keyfile", "ssl_certfile", "proxy_headers", "forwarded_allow_ips", "root_path", "loop", "http")
+    (
+        "log_level",
+        "access_log",
+        "timeout_keep_alive",
+        "timeout_graceful_shutdown",
+        "limit_concurrency",
+        "backlog",
+        "ssl_keyfile",
+        "ssl_certfile",
+        "proxy_headers",
+        "forwarded_allow_ips",
+        "root_path",
+        "loop",
+        "http",
+    )
 )
 
 

@@ -299,7 +299,7 @@ class LiteResponse:
             for m in _LINE_BREAK.finditer(buf, scan):
                 if m.group() == b"\r" and m.end() == len(buf):
                     break  # maybe the first half of \r\n: wait for more
-                yield buf[start:m.start()].decode("utf-8", "replace")
+                yield buf[start : m.start()].decode("utf-8", "replace")
                 start = m.end()
             buf = buf[start:]
             if len(buf) > max_line:

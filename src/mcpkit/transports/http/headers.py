@@ -20,7 +20,6 @@ _SENTINEL_SUFFIX = "?="
 MAX_SAFE_INTEGER = 2**53 - 1
 
 
-
 def encode_header_value(value: str) -> str:
     """A header-safe form of ``value``: as is when plain visible ASCII, else the ``=?base64?…?=`` sentinel."""
     plain = (
@@ -111,7 +110,6 @@ def _dig(arguments: Any, path: Sequence[str]) -> Any:
     return node
 
 
-
 def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
     for name, path in spec.items():
         key = name.lower()
@@ -139,7 +137,6 @@ def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given
         if not ok:
             return f"Mcp-Param-{name} header value {text!r} does not match body value {value!r}"
     return None
-
 
 
 __all__ = [

@@ -640,16 +640,15 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ POST
 
-    async def _post(
-        self, h: dict[bytes, str], params_h: dict[str, str] | None, receive: Receive, send: Send
-    ) -> None:
+    async def _post(self, h: dict[bytes, str], params_h: dict[str, str] | None, receive: Receive, send: Send) -> None:
         js, sse = _accepts(h.get(b"accept"))
         if not js or (not sse and not self.json_response):
             await _respond(
                 send,
                 406,
-                _error_body(None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and "
-                            "text/event-stream"),
+                _error_body(
+                    None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
+                ),
             )
             return
         ctype = h.get(b"content-type", "")
@@ -734,16 +733,21 @@ class StreamableHTTPEndpoint:
             await _respond(send, 202)
             return
         if hs.busy >= self.max_requests_per_session:
-            await _respond(send, 429, _bad(INVALID_REQUEST, "too many requests in flight for this session"),
-                           extra=[(b"retry-after", b"1")])
+            await _respond(
+                send,
+                429,
+                _bad(INVALID_REQUEST, "too many requests in flight for this session"),
+                extra=[(b"retry-after", b"1")],
+            )
             return
         extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
         hs.next_no += 1
         stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
         stream.final = _final_prefix(msg)
         hs.busy += 1
-        status = await self._serve(stream, self._run_handle(hs, msg, stream), None, receive, send, extra,
-                                   new_session=new_session)
+        status = await self._serve(
+            stream, self._run_handle(hs, msg, stream), None, receive, send, extra, new_session=new_session
+        )
         if new_session:
             if status != 200:
                 await self._end_session(hs)
@@ -1162,9 +1166,7 @@ class StreamableHTTPEndpoint:
             ctx.cancelled = True
             ctx.task.cancel()
 
-    async def _pump(
-        self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None
-    ) -> bool:
+    async def _pump(self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
         """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
         loop = asyncio.get_running_loop()
         queue = conn.queue

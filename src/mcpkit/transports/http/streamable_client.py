@@ -219,13 +219,12 @@ class StreamableHTTPClientTransport:
         loop = asyncio.get_running_loop()
         exchange = _Exchange(modern)
         exchange.streaming = ready = loop.create_future()
-        task = loop.create_task(
-            self._run_exchange(exchange, data, headers, rid, method, self.session_id)
-        )
+        task = loop.create_task(self._run_exchange(exchange, data, headers, rid, method, self.session_id))
         exchange.task = task
         self._exchanges[rid] = exchange
-        task.add_done_callback(lambda _: self._exchanges.pop(rid, None) if self._exchanges.get(rid) is exchange
-                               else None)
+        task.add_done_callback(
+            lambda _: self._exchanges.pop(rid, None) if self._exchanges.get(rid) is exchange else None
+        )
         try:
             await asyncio.wait((task, ready), timeout=self.answer_window, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -238,7 +237,12 @@ class StreamableHTTPClientTransport:
             exchange.detached = True
 
     async def _run_exchange(
-        self, exchange: _Exchange, data: bytes, headers: dict[str, str], rid: Any, method: str | None,
+        self,
+        exchange: _Exchange,
+        data: bytes,
+        headers: dict[str, str],
+        rid: Any,
+        method: str | None,
         session: str | None,
     ) -> None:
         try:
@@ -267,7 +271,12 @@ class StreamableHTTPClientTransport:
         return exchange.modern
 
     async def _post(
-        self, data: bytes, headers: dict[str, str], rid: Any, method: str | None, sent_session: str | None,
+        self,
+        data: bytes,
+        headers: dict[str, str],
+        rid: Any,
+        method: str | None,
+        sent_session: str | None,
         exchange: _Exchange | None = None,
     ) -> None:
         try:
