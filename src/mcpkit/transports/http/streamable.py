@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import secrets
 import time
@@ -77,6 +78,8 @@ _SSE_HEADERS = [
     (b"x-accel-buffering", b"no"),
 ]
 _JSON = b"application/json"
+_CONTENT_TYPE_JSON = (b"content-type", _JSON)
+_SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 _KEEPALIVE = b":\n\n"
 _WANTED = frozenset(
     (
@@ -100,19 +103,33 @@ _WORKER_SHIFT = 20  # restored sessions number their streams from a random multi
 # ---------------------------------------------------------------------------------------------- ASGI helpers
 
 
+_WANTED_KEY = {k: k for k in _WANTED}
+_PARAM_PREFIX = b"mcp-param-"
+
+
 def _headers(scope: Scope) -> tuple[dict[bytes, str], dict[str, str] | None]:
-    """One pass over the request headers: the ones this transport reads, and the ``Mcp-Param-*`` ones."""
+    """One pass over the request headers: the ones this transport reads, and the ``Mcp-Param-*`` ones.
+
+    Servers send lower-case names (h11, httptools, hypercorn, httpx's ASGI transport): those cost one dict probe;
+    any other name is lower-cased first, so a mixed-case scope reads the same."""
     h: dict[bytes, str] = {}
     params: dict[str, str] | None = None
+    wanted = _WANTED_KEY
     for key, value in scope.get("headers", ()):
-        k = bytes(key).lower()
-        if k in _WANTED:
-            if k not in h:
-                h[k] = bytes(value).decode("latin-1")
-        elif k.startswith(b"mcp-param-"):
-            if params is None:
-                params = {}
-            params[k[10:].decode("latin-1")] = bytes(value).decode("latin-1")
+        k = wanted.get(key)
+        if k is None:
+            if not key.startswith(_PARAM_PREFIX) and key.islower():
+                continue  # a lower-case name this transport does not read (user-agent, accept-encoding, ...)
+            k = bytes(key).lower()
+            if k.startswith(_PARAM_PREFIX):
+                if params is None:
+                    params = {}
+                params[k[10:].decode("latin-1")] = bytes(value).decode("latin-1")
+                continue
+            if k not in wanted:
+                continue
+        if k not in h:
+            h[k] = value.decode("latin-1")
     return h, params
 
 
@@ -263,7 +280,6 @@ class _Stream:
         "final",
         "finished",
         "hs",
-        "key",
         "mode",
         "no",
         "pump",
@@ -280,12 +296,11 @@ class _Stream:
         self.buf: list[bytes] = []
         self.conn: _Conn | None = None
         self.final: tuple[bytes, ...] = ()  # prefixes of the encoded final response(s) to this POST
-        self.asgi: tuple[Receive, Send, list[tuple[bytes, bytes]], RequestContext | None] | None = None
+        self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
         self.pump: asyncio.Task[None] | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.seq = 0
         self.resumable = hs is not None and ep.event_store is not None
-        self.key = f"{hs.id}/{no}" if hs is not None else ""
         self.finished = False
 
     def finish(self) -> None:
@@ -318,10 +333,11 @@ class _Stream:
         """Number the event, keep it in the event store (resumable streams) and frame it."""
         if self.resumable:
             self.seq = seq = self.seq + 1
+            key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
             try:
-                await self.ep.event_store.append(self.key, seq, data)  # type: ignore[union-attr]
+                await self.ep.event_store.append(key, seq, data)  # type: ignore[union-attr]
             except Exception:  # a failing store costs resumability, not the live stream
-                logger.warning("event store: could not keep event %s of %s", seq, self.key, exc_info=True)
+                logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
             return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
         return 0, _sse_frame(data, None)
 
@@ -537,6 +553,10 @@ class StreamableHTTPEndpoint:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
         self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
+        # modern requests in progress -> the watch tick at which they were seen first (see _watch)
+        self._slow: dict[_Stream, int] = {}
+        self._slow_gen = 0
+        self._slow_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -550,6 +570,9 @@ class StreamableHTTPEndpoint:
     async def aclose(self) -> None:
         """End every session and stream (server shutdown)."""
         self._closing = True
+        if self._slow_timer is not None:
+            self._slow_timer.cancel()
+            self._slow_timer = None
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
@@ -740,13 +763,17 @@ class StreamableHTTPEndpoint:
                 extra=[(b"retry-after", b"1")],
             )
             return
-        extra: list[tuple[bytes, bytes]] = [(b"mcp-session-id", hs.id.encode())] if new_session else []
+        extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
         hs.next_no += 1
         stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
         stream.final = _final_prefix(msg)
-        hs.busy += 1
+        if stream.resumable:
+            if hs.live is None:
+                hs.live = {}
+            hs.live[stream.no] = stream
+        hs.busy += 1  # released by _serve when the handler returns
         status = await self._serve(
-            stream, self._run_handle(hs, msg, stream), None, receive, send, extra, new_session=new_session
+            stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
         )
         if new_session:
             if status != 200:
@@ -912,19 +939,6 @@ class StreamableHTTPEndpoint:
         self._sessions[sid] = hs
         return hs
 
-    async def _run_handle(self, hs: _HTTPSession, msg: Any, stream: _Stream) -> None:
-        if stream.resumable:
-            if hs.live is None:
-                hs.live = {}
-            hs.live[stream.no] = stream
-        try:
-            await hs.session.peer.handle(msg, stream)
-        finally:
-            hs.busy -= 1
-            hs.last_seen = time.monotonic()
-            if hs.live is not None:
-                hs.live.pop(stream.no, None)
-
     async def _post_stateless(self, receive: Receive, send: Send, h: dict[bytes, str], msg: Any) -> None:
         hv = h.get(b"mcp-protocol-version")
         if hv is not None and hv not in self.server.handshake_versions:
@@ -951,7 +965,7 @@ class StreamableHTTPEndpoint:
             runner = session.peer.run_detached(ctx)
         else:
             runner = self._preinitialized(version).peer.handle(msg, stream)
-        await self._serve(stream, runner, None, receive, send, [])
+        await self._serve(stream, runner, None, receive, send, ())
 
     def _preinitialized(self, version: str) -> ServerSession:
         session = self.server.create_session(_NULL, **self.peer_options)
@@ -997,7 +1011,7 @@ class StreamableHTTPEndpoint:
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response and not listen else _UNDECIDED)
         stream.final = _final_prefix(msg)
         ctx = RequestContext(peer, msg.id, msg.method, msg.params, stream)
-        await self._serve(stream, peer.run_detached(ctx), ctx, receive, send, [])
+        await self._serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
 
     def _validate_modern(
         self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
@@ -1070,7 +1084,7 @@ class StreamableHTTPEndpoint:
         ctx: RequestContext | None,
         receive: Receive,
         send: Send,
-        extra: list[tuple[bytes, bytes]],
+        extra: Sequence[tuple[bytes, bytes]],
         *,
         new_session: bool = False,
     ) -> int:
@@ -1079,21 +1093,14 @@ class StreamableHTTPEndpoint:
         The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
         answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
         answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
-        ``ctx`` is set for modern requests: the client leaving cancels them.
+        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_watch`). For a session's
+        POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         """
         stream.asgi = (receive, send, extra, ctx)
-        loop = asyncio.get_running_loop()
-        timer: asyncio.TimerHandle | None = None
+        task = asyncio.current_task()
         if ctx is not None:
-            ctx.task = asyncio.current_task()  # type: ignore[assignment]
-
-            # Watch for the client going away once the handler takes a while (most answer at once).
-            def start_watcher() -> None:
-                if stream.watcher is None and stream.mode != _SSE_MODE:
-                    w = stream.watcher = loop.create_task(_wait_disconnect(receive))
-                    w.add_done_callback(lambda _: self._cancel(ctx))
-
-            timer = loop.call_later(0.05, start_watcher)
+            ctx.task = task
+            self._watch(stream)
         ended = False
         try:
             await runner
@@ -1103,9 +1110,14 @@ class StreamableHTTPEndpoint:
                 raise
             ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
         finally:
-            if timer is not None:
-                timer.cancel()
-        task = asyncio.current_task()
+            if ctx is not None:
+                self._slow.pop(stream, None)
+            hs = stream.hs
+            if hs is not None:
+                hs.busy -= 1
+                hs.last_seen = time.monotonic()
+                if hs.live is not None:
+                    hs.live.pop(stream.no, None)
         if task is not None and task.cancelling():
             task.uncancel()  # a cancellation aimed at the request, absorbed here or by the engine: we go on
         if stream.mode == _SSE_MODE:
@@ -1127,12 +1139,46 @@ class StreamableHTTPEndpoint:
             return 202
         data = buf[-1]
         status = 200
-        if b'"error"' in data:
+        final = stream.final
+        # A result (or a batch answer) starts with final[0]: no need to look for an error in a large answer.
+        if not (final and data.startswith(final[0])) and b'"error"' in data:
             status = _error_status(data, ctx is not None, new_session)
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
-        await _respond(send, status, data, _JSON, extra)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-length", str(len(data)).encode()), *extra, _CONTENT_TYPE_JSON],
+            }
+        )
+        await send({"type": "http.response.body", "body": data, "more_body": False})
         return status
+
+    def _watch(self, stream: _Stream) -> None:
+        """A modern request is running: if it still runs after a tick or two of :data:`_SLOW_AFTER` seconds, a task
+        starts watching its ``receive`` so that the client leaving cancels it. One timer serves every request (most
+        answer at once and never get a watcher)."""
+        self._slow[stream] = self._slow_gen
+        if self._slow_timer is None:
+            self._slow_timer = asyncio.get_running_loop().call_later(_SLOW_AFTER, self._tick)
+
+    def _tick(self) -> None:
+        self._slow_timer = None
+        slow = self._slow
+        gen = self._slow_gen
+        self._slow_gen = gen + 1
+        loop = asyncio.get_running_loop()
+        for stream, seen in list(slow.items()):  # oldest first
+            if seen >= gen:
+                break  # started since the last tick: not slow yet
+            del slow[stream]
+            if stream.watcher is None and stream.mode != _SSE_MODE and stream.asgi is not None:
+                receive, _, _, ctx = stream.asgi
+                w = stream.watcher = loop.create_task(_wait_disconnect(receive))
+                w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
+        if slow and not self._closing:
+            self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
 
     async def _start_sse(self, stream: _Stream, first: bytes) -> None:
         """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
@@ -1472,6 +1518,10 @@ def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
     if modern and err.get("code") in MODERN_400:
         return 400
     return 200
+
+
+def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
+    StreamableHTTPEndpoint._cancel(ctx)
 
 
 async def _wait_disconnect(receive: Receive) -> None:

@@ -1,0 +1,185 @@
+"""The Streamable HTTP server's per-request shortcuts keep the rules: header names read in any case, large answers
+classified without scanning them, and the one shared timer that gives slow 2026-07-28 requests their disconnect
+watchers (the client leaving still cancels each of them)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from mcpkit.server.lowlevel import ServerRequestContext
+from mcpkit.transports.http import create_app
+from test_http_support import (
+    ACCEPT_BOTH,
+    MODERN,
+    Probe,
+    handshake_headers,
+    initialize_body,
+    make_server,
+    modern_body,
+    modern_headers,
+    open_session,
+    running,
+)
+
+V = "2025-11-25"
+
+
+class Exchange:
+    """One request to the ASGI app in process: a synthetic scope, the body at once, the answer collected."""
+
+    def __init__(self, app: Any, headers: list[tuple[bytes, bytes]], body: dict[str, Any]) -> None:
+        self.app = app
+        self.headers = headers
+        self.body = orjson.dumps(body)
+        self.sent: list[dict[str, Any]] = []
+
+    async def run(self) -> tuple[int, dict[bytes, bytes], bytes]:
+        delivered = False
+
+        async def receive() -> dict[str, Any]:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": self.body, "more_body": False}
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        async def send(message: dict[str, Any]) -> None:
+            self.sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": self.headers}
+        await self.app(scope, receive, send)
+        start = self.sent[0]
+        body = b"".join(m.get("body", b"") for m in self.sent[1:])
+        return start["status"], dict(start["headers"]), body
+
+
+def _raw(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    return [(k.encode(), v.encode()) for k, v in headers.items()]
+
+
+async def test_header_names_are_read_in_any_case() -> None:
+    """ASGI servers send lower-case names, but a scope with mixed-case ones reads the same (both eras)."""
+    app = create_app(make_server(), sse=False, ws=False)
+    common = {"Host": "localhost:1", "Accept": ACCEPT_BOTH, "Content-Type": "application/json", "User-Agent": "t"}
+    status, headers, _ = await Exchange(app, _raw(common), initialize_body(V)).run()
+    assert status == 200
+    sid = headers[b"mcp-session-id"].decode()
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    session = {**common, "Mcp-Session-Id": sid, "MCP-Protocol-Version": V}
+    assert (await Exchange(app, _raw(session), note).run())[0] == 202
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a"}}}
+    status, _, body = await Exchange(app, _raw(session), call).run()
+    assert status == 200 and orjson.loads(body)["result"]["content"][0]["text"] == "a"
+    # a wrong session id in a mixed-case header is still seen (404), not mistaken for a missing one (400)
+    wrong = {**session, "Mcp-Session-Id": "nope"}
+    assert (await Exchange(app, _raw(wrong), call).run())[0] == 404
+
+    region = modern_body("tools/call", {"name": "region", "arguments": {"region": "eu", "count": 3}}, rid=3)
+    modern = {
+        **common,
+        "MCP-Protocol-Version": MODERN,
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": "region",
+        "Mcp-Param-Count": "3",
+    }
+    status, _, body = await Exchange(app, _raw({**modern, "Mcp-Param-Region": "eu"}), region).run()
+    assert status == 200 and orjson.loads(body)["result"]["content"][0]["text"] == "eu/3"
+    status, _, body = await Exchange(app, _raw({**modern, "Mcp-Param-Region": "us"}), region).run()
+    assert status == 400 and orjson.loads(body)["error"]["code"] == -32020
+    await app.aclose()
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_large_answers_that_mention_error_are_plain_results(json_response: bool) -> None:
+    """The status of a JSON answer comes from how it starts: a large result whose text contains ``"error"`` is a
+    200 result, and an error answer is still classified as one."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=json_response)
+    common = {"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"}
+    status, headers, _ = await Exchange(app, _raw(common), initialize_body(V)).run()
+    session = {**common, "mcp-session-id": headers[b"mcp-session-id"].decode(), "mcp-protocol-version": V}
+    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await Exchange(app, _raw(session), note).run())[0] == 202
+    text = '{"error": {"code": -1}} ' * 5000
+    call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}}
+    status, _, body = await Exchange(app, _raw(session), call).run()
+    assert status == 200
+    assert orjson.loads(body) == {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "result": {"content": [{"type": "text", "text": text}], "isError": False},
+    }
+    unknown = {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "nope", "arguments": {}}}
+    status, _, body = await Exchange(app, _raw(session), unknown).run()
+    assert status == 200 and orjson.loads(body)["error"]["code"] == -32602  # handshake era: errors travel as 200
+    # a failed initialize is a 400 and creates no session
+    bad = initialize_body(V)
+    bad["params"] = {"capabilities": {}}
+    status, headers, body = await Exchange(app, _raw(common), bad).run()
+    assert status == 400 and b"mcp-session-id" not in headers and "error" in orjson.loads(body)
+    await app.aclose()
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_every_slow_modern_request_is_cancelled_when_its_client_leaves(json_response: bool) -> None:
+    """Silent modern requests started at different moments (so over several ticks of the shared watch timer)
+    each get a disconnect watcher: closing each response cancels each handler."""
+    probe = Probe()
+    server = make_server(probe)
+    started: list[asyncio.Event] = [asyncio.Event() for _ in range(3)]
+
+    @server.handler("prompts/get")
+    async def silent(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        started[int(params["name"])].set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            probe.cancelled.append(ctx.request_id)
+            raise
+        return {"messages": []}
+
+    async with running(server, json_response=json_response) as (base, app), httpx.AsyncClient(timeout=10) as http:
+        tasks = []
+        for i in range(3):
+            body = modern_body("prompts/get", {"name": str(i)}, 20 + i)
+            tasks.append(
+                asyncio.ensure_future(
+                    http.post(base + "/mcp", json=body, headers=modern_headers("prompts/get", str(i)))
+                )
+            )
+            await asyncio.wait_for(started[i].wait(), 5)
+            await asyncio.sleep(0.03)  # the next one starts in another tick
+        # they are all still running; a fast request meanwhile is answered at once (no watcher needed)
+        r = await http.post(base + "/mcp", json=modern_body("tools/list", {}, 30), headers=modern_headers("tools/list"))
+        assert r.status_code == 200
+        for t in tasks:
+            t.cancel()
+        for _ in range(100):
+            if len(probe.cancelled) == 3:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(probe.cancelled) == [20, 21, 22]
+        ep = app.streamable
+        for _ in range(100):
+            if not ep._slow:
+                break
+            await asyncio.sleep(0.05)
+        assert not ep._slow  # nothing left behind for the timer
+
+
+async def test_handshake_requests_release_their_session_slot() -> None:
+    """A session's in-flight count goes back to zero after answers, errors and cancelled requests alike."""
+    async with running(make_server(), json_response=True) as (base, app), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        hs = app.streamable._sessions[sid]
+        for rid, name in ((2, "echo"), (3, "nope")):
+            body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": {}}}
+            r = await http.post(url, json=body, headers=handshake_headers(sid, V))
+            assert r.status_code == 200
+        assert hs.busy == 0
