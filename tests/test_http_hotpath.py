@@ -183,3 +183,32 @@ async def test_handshake_requests_release_their_session_slot() -> None:
             r = await http.post(url, json=body, headers=handshake_headers(sid, V))
             assert r.status_code == 200
         assert hs.busy == 0
+
+
+async def test_a_modern_answer_leaves_no_reference_cycle_behind() -> None:
+    """The request's stream and context are freed by reference counting when the answer is sent (a cycle through
+    ``ctx.out`` would keep them, and the server's request objects behind receive/send, alive until a collection)."""
+    import gc
+
+    from mcpkit.engine import RequestContext
+    from mcpkit.transports.http.streamable import _Stream
+
+    app = create_app(make_server(), sse=False, ws=False, json_response=True)
+    headers = _raw({"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"})
+    body = modern_body("tools/call", {"name": "echo", "arguments": {"text": "x"}}, 4)
+    modern = headers + _raw({"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "echo"})
+    assert (await Exchange(app, modern, body).run())[0] == 200  # warm up
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for _ in range(5):
+            assert (await Exchange(app, modern, body).run())[0] == 200
+        gc.collect()
+        leaked = [o for o in gc.garbage if isinstance(o, (_Stream, RequestContext))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert leaked == []
+    await app.aclose()

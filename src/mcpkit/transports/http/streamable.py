@@ -1110,6 +1110,10 @@ class StreamableHTTPEndpoint:
                 raise
             ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
         finally:
+            # The answer no longer needs the request's ASGI callables: dropping them here breaks the cycle
+            # stream -> ctx -> stream (ctx.out), so a modern request's objects (and the server's request cycle
+            # behind receive/send) are freed at once rather than by the garbage collector.
+            stream.asgi = None
             if ctx is not None:
                 self._slow.pop(stream, None)
             hs = stream.hs
@@ -1182,7 +1186,8 @@ class StreamableHTTPEndpoint:
 
     async def _start_sse(self, stream: _Stream, first: bytes) -> None:
         """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
-        assert stream.asgi is not None
+        if stream.asgi is None:
+            raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
         receive, send, extra, ctx = stream.asgi
         conn = _Conn(self.queue_size)
         stream.conn = conn
