@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
+import sys
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from types import EllipsisType
 from typing import Any, Protocol
@@ -43,6 +46,10 @@ from .protocol.jsonrpc import (
 )
 
 logger = logging.getLogger("mcpkit.engine")
+
+# Python 3.12+: a request's handler starts at once, inside the reader's step, and runs until it first waits. A
+# handler that never waits (most do not) then costs no event-loop scheduling at all.
+_EAGER_START = sys.version_info >= (3, 12)
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 RequestHandler = Callable[["RequestContext"], Awaitable[JSONDict]]
@@ -80,6 +87,7 @@ class RequestContext:
 
     __slots__ = (
         "_last_progress",
+        "_slot",
         "cancelled",
         "done",
         "id",
@@ -104,6 +112,7 @@ class RequestContext:
         self.task: asyncio.Task[None] | None = None
         self.state: Any = None  # free slot for the layer above (server session, era, ...)
         self.sink: list[bytes] | None = None  # batch members collect their response here instead of sending it
+        self._slot = False  # holds one of the peer's max_concurrency slots
 
     @property
     def meta(self) -> JSONDict | None:
@@ -194,7 +203,9 @@ class Peer:
         self._next_id = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
-        self._slots = asyncio.Semaphore(max_concurrency)
+        self._max_concurrency = max_concurrency
+        self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
+        self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
 
@@ -293,23 +304,43 @@ class Peer:
         At end of input, outgoing requests fail (no response can arrive any more), then every request already
         received is finished and answered (bounded by ``drain_timeout``) before returning.
         """
+        out = self.outbox
+        parse = jsonrpc.parse
         try:
             while True:
                 try:
                     data = await receive()
                 except FrameTooLarge as exc:
-                    await self._send_error(None, InvalidRequest(str(exc)).to_error(), self.outbox)
+                    await self._send_error(None, InvalidRequest(str(exc)).to_error(), out)
                     continue
                 if data is None:
                     break
-                await self.receive_bytes(data)
+                try:
+                    msg = parse(data)
+                except ParseError as exc:
+                    await self._send_error(None, exc.to_error(), out)
+                    continue
+                if type(msg) is Request and self._active < self._max_concurrency:
+                    # the common case without a coroutine hop: admit and start the request's task
+                    ctx = self._admit(msg, out)  # type: ignore[arg-type]
+                    if ctx is not None:
+                        self._launch(ctx)
+                else:
+                    await self.receive_parsed(msg, out)
         finally:
             self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
             await self.drain(drain_timeout)
 
+    def _running_tasks(self) -> list[asyncio.Task[Any]]:
+        tasks = {t for t in self._tasks if not t.done()}
+        for ctx in self._inflight.values():
+            if ctx.task is not None and not ctx.task.done():
+                tasks.add(ctx.task)
+        return list(tasks)
+
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for running incoming requests to finish (then cancel what is left)."""
-        tasks = [t for t in self._tasks if not t.done()]
+        tasks = self._running_tasks()
         if not tasks:
             return
         _, left = await asyncio.wait(tasks, timeout=timeout)
@@ -317,6 +348,32 @@ class Peer:
             t.cancel()
         if left:
             await asyncio.wait(left, timeout=5.0)
+
+    def feed(self, data: bytes) -> bool:
+        """Synchronous fast path for a transport that frames input in a protocol callback.
+
+        Takes what needs no waiting (a request while a concurrency slot is free: its task is started; a response:
+        matched to its request) and returns True. Returns False, having done nothing, for anything else
+        (notifications, batches, invalid input, a saturated peer, a closed peer); the transport then delivers
+        that payload through ``run``'s ``receive`` in order."""
+        if self._closed is not None:
+            return False
+        try:
+            msg = jsonrpc.parse(data)
+        except ParseError:
+            return False
+        t = type(msg)
+        if t is Request:
+            if self._active >= self._max_concurrency:
+                return False
+            ctx = self._admit(msg, self.outbox)  # type: ignore[arg-type]
+            if ctx is not None:
+                self._launch(ctx)
+            return True
+        if t is Response or t is ErrorResponse:
+            self._on_response(msg)  # type: ignore[arg-type]
+            return True
+        return False
 
     async def receive_bytes(self, data: bytes, out: Outbox | None = None) -> None:
         """Dispatch one framed payload. Requests are started as tasks; the call returns without awaiting them."""
@@ -387,13 +444,52 @@ class Peer:
         ctx = self._admit(req, out)
         if ctx is None:
             return
-        await self._slots.acquire()
-        task = asyncio.get_running_loop().create_task(self._run_request(ctx, release=True))
-        ctx.task = task
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        while self._active >= self._max_concurrency:
+            # backpressure: the reader waits here, so the transport stops being read while the peer is saturated
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._slot_waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                with contextlib.suppress(ValueError):
+                    self._slot_waiters.remove(waiter)
+                self._forget(ctx)
+                raise
+        self._launch(ctx)
 
-    async def _run_request(self, ctx: RequestContext, release: bool = False) -> None:
+    def _launch(self, ctx: RequestContext) -> None:
+        """Start the task that runs ``ctx``; it holds one of the ``max_concurrency`` slots until it ends.
+
+        The task is referenced from the in-flight table (``ctx.task``) for as long as it runs; it needs no
+        done-callback bookkeeping."""
+        self._active += 1
+        ctx._slot = True
+        coro = self._run_request(ctx)
+        loop = asyncio.get_running_loop()
+        if loop.get_task_factory() is not None:
+            task = loop.create_task(coro)
+        elif _EAGER_START:
+            task = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        else:
+            task = asyncio.Task(coro, loop=loop)
+        if not task.done():
+            ctx.task = task
+
+    def _release(self) -> None:
+        self._active -= 1
+        waiters = self._slot_waiters
+        while waiters:
+            w = waiters.popleft()
+            if not w.done():
+                w.set_result(None)
+                break
+
+    def _forget(self, ctx: RequestContext) -> None:
+        ctx.done = True
+        if self._inflight.get(ctx.id) is ctx:
+            del self._inflight[ctx.id]
+
+    async def _run_request(self, ctx: RequestContext) -> None:
         if ctx.task is None:
             ctx.task = asyncio.current_task()  # type: ignore[assignment]
         try:
@@ -418,11 +514,17 @@ class Peer:
         except (ConnectionError, OSError) as exc:
             logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
         finally:
-            ctx.done = True
-            if self._inflight.get(ctx.id) is ctx:
-                del self._inflight[ctx.id]
-            if release:
-                self._slots.release()
+            self._finished(ctx)
+
+    def _finished(self, ctx: RequestContext, _: object = None) -> None:
+        """Leave the in-flight table and give the slot back (idempotent: also a cancelled task's done-callback,
+        since a task cancelled before its first step never runs the ``finally`` above)."""
+        ctx.done = True
+        if self._inflight.get(ctx.id) is ctx:
+            del self._inflight[ctx.id]
+        if ctx._slot:
+            ctx._slot = False
+            self._release()
 
     @staticmethod
     async def _reply(ctx: RequestContext, data: bytes) -> None:
@@ -459,6 +561,7 @@ class Peer:
                 ctx.cancelled = True
                 if ctx.task is not None:
                     ctx.task.cancel()
+                    ctx.task.add_done_callback(functools.partial(self._finished, ctx))
             # unknown or finished requests: ignored (spec allows it)
             if self.notification_handler is not None:
                 await self._notify_handler(method, params)
@@ -567,10 +670,7 @@ class Peer:
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._fail_pending(self._closed)
-        for ctx in list(self._inflight.values()):
-            if ctx.task is not None and not ctx.task.done():
-                ctx.task.cancel()
-        tasks = [t for t in self._tasks if not t.done()]
+        tasks = self._running_tasks()
         for t in tasks:
             t.cancel()
         if tasks:

@@ -73,10 +73,7 @@ class Features:
     ping: bool
     set_level: bool
     resource_not_found_code: int
-
-    @property
-    def modern(self) -> bool:
-        return self.era is Era.MODERN
+    modern: bool = False  # era is MODERN (a plain field: read on every request)
 
 
 def _make(version: str) -> Features:
@@ -114,6 +111,7 @@ def _make(version: str) -> Features:
         ping=not modern,
         set_level=not modern,
         resource_not_found_code=-32602 if modern else -32002,
+        modern=modern,
     )
 
 

@@ -353,6 +353,9 @@ class Server:
     async def serve(self, conn: Connection, **peer_options: Any) -> None:
         """Serve one connection until its input ends."""
         session = self.create_session(conn, **peer_options)
+        fast_path = getattr(conn, "set_fast_path", None)
+        if fast_path is not None:
+            fast_path(session.peer.feed, session.peer.inflight_count)
         try:
             await session.peer.run(conn.receive)
         finally:

@@ -19,7 +19,7 @@ import shlex
 import signal
 import sys
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -87,8 +87,138 @@ class _FlowControl(asyncio.Protocol):
             await self._waiter
 
 
+class _TooLarge:
+    """Queue marker for a line that exceeded the limit (it was discarded up to its newline)."""
+
+
+_TOO_LARGE = _TooLarge()
+_MAX_QUEUED_FRAMES = 512  # past this many parsed-but-unread lines, stop reading the pipe until the peer catches up
+
+
+class _LineReader(asyncio.Protocol):
+    """Newline framing done where the bytes arrive: every complete line of a chunk is queued at once, so a burst of
+    requests costs one wake-up, not one per line. Memory is bounded: an over-long line is discarded as it streams
+    (only a marker is queued) and reading pauses while too many lines wait to be consumed."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.frames: deque[bytes | _TooLarge] = deque()
+        self._parts: list[bytes] = []  # the unfinished line, in chunks (no quadratic re-copying)
+        self._partial = 0
+        self._skipping = False  # inside an over-long line: drop bytes until its newline
+        self._eof = False
+        self._waiter: asyncio.Future[None] | None = None
+        self._transport: asyncio.ReadTransport | None = None
+        self._paused = False
+        self.feed: Callable[[bytes], bool] | None = None
+        self._consumer_busy = False  # the consumer holds a line it has not finished with
+
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        frames = self.frames
+        start = 0
+        nl = data.find(b"\n")
+        while nl != -1:
+            if self._skipping:
+                self._skipping = False
+            elif self._parts:
+                self._parts.append(data[start:nl])
+                line = b"".join(self._parts)
+                self._parts.clear()
+                self._partial = 0
+                self._queue_line(line)
+            else:
+                self._queue_line(data[start:nl])
+            start = nl + 1
+            nl = data.find(b"\n", start)
+        if start < len(data) and not self._skipping:
+            rest = data[start:] if start else data
+            self._partial += len(rest)
+            if self._partial > self.limit:
+                self._parts.clear()
+                self._partial = 0
+                self._skipping = True
+                frames.append(_TOO_LARGE)
+            else:
+                self._parts.append(rest)
+        if frames:
+            self._wake()
+            if len(frames) >= _MAX_QUEUED_FRAMES and not self._paused and self._transport is not None:
+                self._paused = True
+                self._transport.pause_reading()
+
+    def _queue_line(self, line: bytes) -> None:
+        if len(line) > self.limit:
+            self.frames.append(_TOO_LARGE)
+            return
+        line = line.strip()
+        if not line:
+            return
+        feed = self.feed
+        if feed is not None and not self.frames and not self._consumer_busy:
+            # nothing ahead of this line: the peer may take it right here (a request starts without a reader hop)
+            try:
+                if feed(line):
+                    return
+            except Exception:
+                logger.exception("stdio: fast path failed; the line goes the usual way")
+        self.frames.append(line)
+
+    def eof_received(self) -> bool | None:
+        self._finish()
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._eof:
+            return
+        if self._parts and not self._skipping:
+            rest = b"".join(self._parts).strip()  # a last line without its newline still counts
+            if rest:
+                self.frames.append(rest)
+        self._parts.clear()
+        self._eof = True
+        self._wake()
+
+    def _wake(self) -> None:
+        w = self._waiter
+        if w is not None:
+            self._waiter = None
+            if not w.done():
+                w.set_result(None)
+
+    async def receive(self) -> bytes | None:
+        frames = self.frames
+        self._consumer_busy = False
+        while not frames:
+            if self._eof:
+                return None
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+        item = frames.popleft()
+        self._consumer_busy = True
+        if self._paused and len(frames) < _MAX_QUEUED_FRAMES // 4 and self._transport is not None:
+            self._paused = False
+            self._transport.resume_reading()
+        if item is _TOO_LARGE:
+            raise FrameTooLarge(self.limit)
+        return item  # type: ignore[return-value]
+
+
 class StdioServerTransport:
     """The server end of stdio: read requests from stdin, write messages to stdout.
+
+    Outgoing messages leave at once when nothing else is being worked on; while several requests run, their
+    answers are gathered and leave together (a burst of 32 answers is one system call, not 32), at the latest on
+    the next pass of the event loop. Order is kept and :meth:`close` flushes what is left.
 
     Args:
         max_message_size: longest accepted line in bytes; longer lines are answered with an error and skipped.
@@ -107,11 +237,28 @@ class StdioServerTransport:
         self._guard = guard_stdout
         self._stdin = stdin
         self._stdout = stdout
-        self._reader: asyncio.StreamReader | None = None
+        self._lines: _LineReader | None = None
         self._write_transport: asyncio.WriteTransport | None = None
         self._flow: _FlowControl | None = None
         self._blocking_out: IO[bytes] | None = None
         self._closed = False
+        self._out: list[bytes] = []
+        self._out_bytes = 0
+        self._flush_handle: asyncio.Handle | None = None
+        self._feed: Callable[[bytes], bool] | None = None
+        self._load: Callable[[], int] | None = None
+
+    def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None) -> None:
+        """Optional shortcuts from the peer (``Peer.feed`` and ``Peer.inflight_count``).
+
+        ``feed`` takes a line straight from the pipe when nothing is queued ahead of it and returns True if it
+        handled it (a request started, a response matched); anything else goes through :meth:`receive` in order.
+        ``load`` counts the requests being worked on: a message sent while it is at most 1 leaves immediately,
+        otherwise it may wait a moment for company."""
+        self._load = load
+        if self._lines is not None:
+            self._lines.feed = feed
+        self._feed = feed
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -124,8 +271,10 @@ class StdioServerTransport:
             out_fd = os.dup(1)
             if self._guard:
                 os.dup2(2, 1)  # stray writes to fd 1 (print, C extensions) now go to stderr
-        self._reader = asyncio.StreamReader(limit=self.max_message_size + 1)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(self._reader), stdin)  # type: ignore[arg-type]
+        lines = _LineReader(self.max_message_size)
+        lines.feed = self._feed
+        await loop.connect_read_pipe(lambda: lines, stdin)
+        self._lines = lines
         out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
         try:
             flow = _FlowControl()
@@ -136,29 +285,63 @@ class StdioServerTransport:
             # stdout is a regular file: asyncio cannot watch it, but writes to files never block for long.
             self._blocking_out = out_file
 
-    async def receive(self) -> bytes | None:
-        assert self._reader is not None, "start() first"
-        return await read_frame(self._reader, self.max_message_size)
+    def receive(self) -> Coroutine[Any, Any, bytes | None]:
+        """The next line (stripped); None at end of input; :class:`FrameTooLarge` for an over-long line."""
+        assert self._lines is not None, "start() first"
+        return self._lines.receive()
 
     async def send(self, data: bytes) -> None:
         if self._closed:
             raise ConnectionClosed("stdout is closed")
-        if self._write_transport is not None:
+        transport = self._write_transport
+        if transport is not None:
             if self._flow is not None and self._flow.closed:
                 raise ConnectionClosed("stdout is closed")
-            self._write_transport.write(data + b"\n")
-            if self._write_transport.get_write_buffer_size() > _WRITE_HIGH_WATER and self._flow is not None:
+            load = self._load
+            if load is None or load() <= 1:
+                if self._out:
+                    self._out.append(data)
+                    self._flush()
+                else:
+                    transport.write(data + b"\n")
+            else:
+                self._out.append(data)
+                self._out_bytes += len(data) + 1
+                if self._flush_handle is None:
+                    self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+                if self._out_bytes < _WRITE_HIGH_WATER:
+                    return
+                self._flush()
+            if transport.get_write_buffer_size() > _WRITE_HIGH_WATER and self._flow is not None:
                 await self._flow.drain()
         elif self._blocking_out is not None:
             self._blocking_out.write(data + b"\n")
         else:
             raise ConnectionClosed("transport not started")
 
+    def _flush(self) -> None:
+        if self._flush_handle is not None:
+            self._flush_handle.cancel()
+            self._flush_handle = None
+        out = self._out
+        if not out or self._write_transport is None or self._write_transport.is_closing():
+            out.clear()
+            self._out_bytes = 0
+            return
+        if len(out) == 1:
+            self._write_transport.write(out[0] + b"\n")
+        else:
+            out.append(b"")
+            self._write_transport.write(b"\n".join(out))
+        out.clear()
+        self._out_bytes = 0
+
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
         if self._write_transport is not None:
+            self._flush()
             if self._flow is not None and not self._flow.closed:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._flow.drain(), 5.0)
