@@ -1,5 +1,6 @@
-"""CI smoke run of the benchmark suite: `bench/run.py --quick`, then insist that mcpkit's contenders produced a
-figure in every case they take part in (a run that silently reports mcpkit as n/a proves nothing).
+"""CI smoke run of the benchmark suite: `bench/run.py --quick`, then insist that every case `bench/run.py --list`
+names was run and that mcpkit's contenders produced a figure in every case they take part in (a run that silently
+reports mcpkit as n/a, or drops a case, proves nothing).
 
 No timing is asserted: the numbers of a smoke run on a shared machine mean nothing; `python bench/run.py` is the
 real measurement (docs/benchmarks.md)."""
@@ -15,7 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 
 
+def listed_cases() -> list[str]:
+    """The case ids `bench/run.py --list` prints (one per line, before the contender lines)."""
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "run.py"), "--list"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=True,
+    ).stdout
+    ids = []
+    for line in out.splitlines():
+        if line.startswith(("servers:", "clients:")) or not line.strip():
+            continue
+        ids.append(line.split()[0])
+    return ids
+
+
 def main() -> int:
+    expected = listed_cases()
     before = set(RESULTS.glob("bench-*-quick.json")) if RESULTS.exists() else set()
     rc = subprocess.call([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-docs"], cwd=ROOT)
     if rc != 0:
@@ -26,7 +46,9 @@ def main() -> int:
         print("bench smoke: no results file was written", file=sys.stderr)
         return 1
     data = json.loads(new[-1].read_text())
-    problems = []
+    problems = [f"{case_id}: missing from the results" for case_id in expected if case_id not in data["cases"]]
+    if not expected:
+        problems.append("bench/run.py --list named no case")
     seen = 0
     for case_id, case in data["cases"].items():
         for name, result in case.get("contenders", {}).items():

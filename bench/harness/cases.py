@@ -109,6 +109,7 @@ CASES: list[Case] = [
     Case("http_100k", "http", "Streamable HTTP stateful, 100 KB echo, sequential", "calls/s", "higher"),
     Case("http_modern", "http", "Streamable HTTP 2026-07-28 era, 32 concurrent", "calls/s", "higher"),
     Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower", resolution=1.0),
+    Case("http_stateless_seq", "http_stateless", "Streamable HTTP stateless, sequential", "calls/s", "higher"),
     Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
     Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
     Case(
@@ -425,7 +426,10 @@ async def _session_mem(pid: int, port: int, b: Budget) -> Metrics:
 
 
 async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """The server in stateless mode, handshake-era calls: one at a time (http_stateless_seq), then 32 in flight
+    (http_stateless); the same budgets as the stateful http_seq and http_c32."""
     child: procs.Child | None = None
+    out: Outcome = {}
     try:
         try:
             child, port = await _start_http(c, stateless=True)
@@ -434,25 +438,37 @@ async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outc
             await _bounded(m.initialize(conns[0]), START_TIMEOUT, "initialize")
             await _bounded(_http_check(m, conns[0]), 10, "tools/call")
         except Exception as exc:
-            return {"http_stateless": _explain(exc, child)}
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
 
         async def echo(w: int) -> None:
             await m.call_tool(conns[w], "echo", {"text": "hello"})
 
         pid = child.pid
         await _bounded(driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3), 30, "warm-up")
-        res = await _try(
-            child,
-            lambda: _measured(
-                pid,
-                lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
-                True,
-            ),
-            b.http_c32_s + 30,
-        )
+        if "http_stateless_seq" in cases:
+            out["http_stateless_seq"] = await _try(
+                child,
+                lambda: _measured(
+                    pid,
+                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.http_seq_calls, max_seconds=b.http_seq_s),
+                    True,
+                ),
+                b.http_seq_s + 30,
+            )
+        if "http_stateless" in cases:
+            out["http_stateless"] = await _try(
+                child,
+                lambda: _measured(
+                    pid,
+                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
+                    True,
+                ),
+                b.http_c32_s + 30,
+            )
         for hc in conns:
             await hc.close()
-        return {"http_stateless": res}
+        return out
     finally:
         if child is not None:
             await child.stop()
@@ -523,7 +539,7 @@ def _group_limit(group: str, b: Budget) -> float:
         "stdio": base + b.seq_s + b.c32_s + b.big_s + 100,
         "cold": b.cold_spawns * (START_TIMEOUT + 10) + 10,
         "http": base + b.http_seq_s + 2 * b.http_c32_s + 200,
-        "http_stateless": base + b.http_c32_s + 40,
+        "http_stateless": base + b.http_seq_s + b.http_c32_s + 70,
         "clients": base + b.client_s + 40,
     }[group]
 

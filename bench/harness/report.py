@@ -22,7 +22,17 @@ COLORS = {
     "floor": "#999999",
 }
 X = "\u00d7"  # the multiplication sign of "x4.2 the floor"
-LOAD_CASES = ("stdio_seq", "stdio_c32", "stdio_100k", "http_seq", "http_c32", "http_modern", "http_stateless")
+LOAD_CASES = (
+    "stdio_seq",
+    "stdio_c32",
+    "stdio_100k",
+    "http_seq",
+    "http_c32",
+    "http_100k",
+    "http_modern",
+    "http_stateless_seq",
+    "http_stateless",
+)
 
 
 def _num(v: float | None) -> str:
@@ -209,6 +219,8 @@ def markdown(result: dict[str, Any]) -> str:
         "and last session must still answer a call. RSS moves in pages and reuses freed heap, so figures "
         "under ~1 KB mean 'too small to see' (the floor keeps one small dict per session); in the ratio "
         "every value under 1 KB counts as 1 KB",
+        "http_stateless_seq": "the server in stateless mode (no `Mcp-Session-Id`), handshake-era calls, one request "
+        "at a time, keep-alive",
         "http_stateless": "the server in stateless mode, handshake-era calls, 32 in flight",
         "client_seq": "client libraries against the stdio floor; the raw client is the floor",
         "client_http_seq": "client libraries against the ASGI floor over Streamable HTTP (stateful, JSON answers); "
