@@ -580,8 +580,10 @@ async def test_on_notification_receives_list_changed() -> None:
     server = build_server()
     got: list[str] = []
     async with Client(server, mode="handshake", on_notification=lambda m, p: got.append(m)) as c:
-        await server.notify_list_changed("prompts")
+        # the server answers this ping only after it has seen notifications/initialized (the wire is ordered), and
+        # list_changed goes to initialized sessions only
         await c.ping()
+        await server.notify_list_changed("prompts")
         for _ in range(50):
             if got:
                 break
