@@ -212,3 +212,27 @@ async def test_a_modern_answer_leaves_no_reference_cycle_behind() -> None:
         gc.enable()
     assert leaked == []
     await app.aclose()
+
+
+async def test_mcp_name_shortcut_keeps_the_sentinel_rules() -> None:
+    """A header equal to the body's value is taken as is only when it is plain: a base64 sentinel is decoded
+    (and then must match), whatever the body says."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=True)
+    headers = _raw({"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"})
+
+    async def post(name_in_body: str, header: str) -> tuple[int, dict[str, Any]]:
+        body = modern_body("tools/call", {"name": name_in_body, "arguments": {"text": "t"}}, 7)
+        h = headers + _raw({"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": header})
+        status, _, raw = await Exchange(app, h, body).run()
+        return status, orjson.loads(raw)
+
+    sentinel = "=?base64?ZWNobw==?="  # "echo"
+    status, msg = await post("echo", "echo")
+    assert status == 200 and msg["result"]["content"][0]["text"] == "t"
+    status, msg = await post("echo", sentinel)
+    assert status == 200 and msg["result"]["content"][0]["text"] == "t"
+    status, msg = await post(sentinel, sentinel)  # the header decodes to "echo", the body names the sentinel
+    assert status == 400 and msg["error"]["code"] == -32020
+    status, msg = await post("ech\u00f6", "ech\u00f6")  # not visible ASCII: must travel as a sentinel
+    assert status == 400 and msg["error"]["code"] == -32020
+    await app.aclose()

@@ -198,22 +198,26 @@ class _Disconnected(Exception):
     pass
 
 
-async def _read_body(receive: Receive, declared: str | None, limit: int) -> bytes:
-    if declared is not None:
-        with contextlib.suppress(ValueError):
-            if int(declared) > limit:
-                raise _TooLarge
-    message = await receive()
+def _declared_too_large(declared: str | None, limit: int) -> bool:
+    if declared is None:
+        return False
+    try:
+        return int(declared) > limit
+    except ValueError:
+        return False
+
+
+async def _read_rest(receive: Receive, first: Message, limit: int) -> bytes:
+    """The body after a first ``receive()`` that did not carry all of it (or reported a disconnect)."""
+    message = first
     if message["type"] == "http.disconnect":
         raise _Disconnected
     body = message.get("body", b"")
-    if not message.get("more_body", False):
-        if len(body) > limit:
-            raise _TooLarge
-        return bytes(body)
     chunks = [body]
     size = len(body)
-    while True:
+    if size > limit:
+        raise _TooLarge
+    while message.get("more_body", False):
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _Disconnected
@@ -222,8 +226,7 @@ async def _read_body(receive: Receive, declared: str | None, limit: int) -> byte
         if size > limit:
             raise _TooLarge
         chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    return b"".join(chunks)
 
 
 def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
@@ -675,15 +678,25 @@ class StreamableHTTPEndpoint:
             )
             return
         ctype = h.get(b"content-type", "")
-        if ctype.split(";", 1)[0].strip().lower() != "application/json":
+        if ctype != "application/json" and ctype.split(";", 1)[0].strip().lower() != "application/json":
             await _respond(send, 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json"))
             return
+        limit = self.max_body
         try:
-            body = await _read_body(receive, h.get(b"content-length"), self.max_body)
+            if _declared_too_large(h.get(b"content-length"), limit):
+                raise _TooLarge
+            # the whole body in one message (the common case) without another coroutine
+            message = await receive()
+            if message.get("more_body", False) or message["type"] != "http.request":
+                body = await _read_rest(receive, message, limit)
+            else:
+                body = message.get("body", b"")
+                if len(body) > limit:
+                    raise _TooLarge
+                if type(body) is not bytes:
+                    body = bytes(body)
         except _TooLarge:
-            await _respond(
-                send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {self.max_body} bytes")
-            )
+            await _respond(send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
             return
         except _Disconnected:
             return
@@ -703,7 +716,16 @@ class StreamableHTTPEndpoint:
                 or m.method in MODERN_ONLY
                 or (hv is not None and versions.is_modern(hv))
             ):
-                await self._post_modern(receive, send, h, params_h, m, t is Request)
+                if t is not Request:
+                    await _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
+                    return
+                refused = self._validate_modern(h, params_h, m)
+                if refused is not None:
+                    status, error = refused
+                    await _respond(send, status, jsonrpc.encode_error(m.id, error))
+                    return
+                stream, ctx = self._modern_call(m)
+                await self._serve(stream, ctx.peer.run_detached(ctx), ctx, receive, send, ())
                 return
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
@@ -982,43 +1004,22 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ modern era
 
-    async def _post_modern(
-        self,
-        receive: Receive,
-        send: Send,
-        h: dict[bytes, str],
-        params_h: dict[str, str] | None,
-        msg: Request,
-        is_request: bool,
-    ) -> None:
-        if not is_request:
-            await _respond(send, 202)  # no client notifications are defined over modern HTTP; accepted, ignored
-            return
-        refused = self._validate_modern(h, params_h, msg)
-        if refused is not None:
-            status, error = refused
-            await _respond(send, status, jsonrpc.encode_error(msg.id, error))
-            return
+    def _modern_call(self, msg: Request) -> tuple[_Stream, RequestContext]:
+        """The stream and context of a validated 2026-07-28 request, run on the endpoint's one stateless peer."""
         peer = self._modern_peer
         if peer is None:
-            server = self.server
-
-            async def handler(rc: RequestContext) -> JSONDict:
-                return await server.dispatch_modern(rc, None)
-
+            # the engine calls dispatch_modern(rc, session=None) directly: no wrapper coroutine per request
+            handler = functools.partial(self.server.dispatch_modern, session=None)
             peer = self._modern_peer = Peer(_NULL, request_handler=handler, name="server:http-modern")
-        listen = msg.method == "subscriptions/listen"
-        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response and not listen else _UNDECIDED)
+        mode = _JSON_MODE if self.json_response and msg.method != "subscriptions/listen" else _UNDECIDED
+        stream = _Stream(self, None, 0, mode)
         stream.final = _final_prefix(msg)
-        ctx = RequestContext(peer, msg.id, msg.method, msg.params, stream)
-        await self._serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
+        return stream, RequestContext(peer, msg.id, msg.method, msg.params, stream)
 
     def _validate_modern(
         self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
     ) -> tuple[int, JSONDict] | None:
-        def mismatch(text: str) -> tuple[int, JSONDict]:
-            return 400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"}
-
+        mismatch = _mismatch
         params = msg.params or {}
         meta = params.get("_meta")
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
@@ -1042,18 +1043,23 @@ class StreamableHTTPEndpoint:
             return mismatch("the Mcp-Method header is required")
         if hm != method:
             return mismatch(f"Mcp-Method header {hm!r} does not match the body's method {method!r}")
-        if not self._implements(method):
+        if not server.implements(method, modern=True):
             return 404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
         field = NAME_FIELD.get(method)
         if field is not None:
             raw = h.get(b"mcp-name")
             if raw is None:
                 return mismatch("the Mcp-Name header is required for " + method)
-            try:
-                name = decode_header_value(raw)
-            except ValueError as exc:
-                return mismatch(f"Mcp-Name: {exc}")
-            if name != params.get(field):
+            expected = params.get(field)
+            # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
+            if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):
+                try:
+                    name = decode_header_value(raw)
+                except ValueError as exc:
+                    return mismatch(f"Mcp-Name: {exc}")
+            else:
+                name = raw
+            if name != expected:
                 return mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
         assert isinstance(meta, dict)
         if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
@@ -1071,9 +1077,6 @@ class StreamableHTTPEndpoint:
                 if problem is not None:
                     return mismatch(problem)
         return None
-
-    def _implements(self, method: str) -> bool:
-        return self.server.implements(method, modern=True)
 
     # ------------------------------------------------------------------ answering: JSON or SSE
 
@@ -1492,7 +1495,10 @@ def _final_prefix(msg: Any) -> tuple[bytes, ...]:
     is an array): anything else the handler sends first makes the answer an SSE stream."""
     if type(msg) is Batch:
         return (b"[",)
-    head = b'{"jsonrpc":"2.0","id":' + orjson.dumps(msg.id) + b',"'
+    rid = msg.id
+    if type(rid) is int:
+        return (b'{"jsonrpc":"2.0","id":%d,"result"' % rid, b'{"jsonrpc":"2.0","id":%d,"error"' % rid)
+    head = b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"'
     return (head + b'result"', head + b'error"')
 
 
@@ -1523,6 +1529,10 @@ def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
     if modern and err.get("code") in MODERN_400:
         return 400
     return 200
+
+
+def _mismatch(text: str) -> tuple[int, JSONDict]:
+    return 400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"}
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
