@@ -196,6 +196,9 @@ class ClientSession:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> ClientSession:
+        fast_path = getattr(self.conn, "set_fast_path", None)
+        if fast_path is not None:
+            fast_path(self.peer.feed, None)  # answers complete their requests as the bytes arrive
         self._reader = asyncio.get_running_loop().create_task(self.peer.run(self.conn.receive, drain_timeout=1.0))
         try:
             await self.connect()

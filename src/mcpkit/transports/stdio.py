@@ -31,38 +31,6 @@ logger = logging.getLogger("mcpkit.stdio")
 _WRITE_HIGH_WATER = 1024 * 1024
 
 
-async def read_frame(reader: asyncio.StreamReader, limit: int) -> bytes | None:
-    """Read one newline-delimited frame; None at end of input; :class:`FrameTooLarge` for an oversized line
-    (which is skipped up to its newline, so the stream stays in sync and memory stays bounded)."""
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            rest = exc.partial.strip()
-            return rest if rest else None
-        except asyncio.LimitOverrunError as exc:
-            await _skip_line(reader, exc.consumed)
-            raise FrameTooLarge(limit) from None
-        if len(line) > limit + 1:
-            raise FrameTooLarge(limit)
-        stripped = line.strip()
-        if stripped:
-            return stripped
-
-
-async def _skip_line(reader: asyncio.StreamReader, consumed: int) -> None:
-    while True:
-        if consumed:
-            await reader.readexactly(consumed)
-        try:
-            await reader.readuntil(b"\n")
-            return
-        except asyncio.LimitOverrunError as exc:
-            consumed = exc.consumed
-        except asyncio.IncompleteReadError:
-            return
-
-
 class _FlowControl(asyncio.Protocol):
     def __init__(self) -> None:
         self._paused = False
@@ -184,6 +152,12 @@ class _LineReader(asyncio.Protocol):
         self._parts.clear()
         self._eof = True
         self._wake()
+
+    def close(self) -> None:
+        """Stop reading (the pipe is closed); a waiting :meth:`receive` returns None."""
+        if self._transport is not None:
+            self._transport.close()
+        self._finish()
 
     def _wake(self) -> None:
         w = self._waiter
@@ -386,6 +360,15 @@ class StdioClientTransport:
         self.stderr_lines: deque[str] = deque(maxlen=server.stderr_lines)
         self._stderr_task: asyncio.Task[None] | None = None
         self._closed = False
+        self._lines: _LineReader | None = None
+        self._feed: Callable[[bytes], bool] | None = None
+
+    def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None = None) -> None:
+        """``Peer.feed``: a line from the server's stdout is offered to it as it arrives (a response completes its
+        request without a reader hop) when nothing is queued ahead of it; see :class:`StdioServerTransport`."""
+        self._feed = feed
+        if self._lines is not None:
+            self._lines.feed = feed
 
     async def start(self) -> None:
         argv = self.server.argv
@@ -404,16 +387,28 @@ class StdioClientTransport:
             stderr = asyncio.subprocess.DEVNULL
         else:
             stderr = asyncio.subprocess.PIPE
-        self.process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-            env=env,
-            cwd=self.server.cwd,
-            start_new_session=True,  # own process group: close() can signal the whole tree
-            limit=self.server.max_message_size + 1,
-        )
+        # The server's stdout is our own pipe, read by a framing protocol (see _LineReader), not a StreamReader.
+        out_r, out_w = os.pipe()
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=out_w,
+                stderr=stderr,
+                env=env,
+                cwd=self.server.cwd,
+                start_new_session=True,  # own process group: close() can signal the whole tree
+                limit=self.server.max_message_size + 1,
+            )
+        except BaseException:
+            os.close(out_r)
+            raise
+        finally:
+            os.close(out_w)
+        lines = _LineReader(self.server.max_message_size)
+        lines.feed = self._feed
+        await asyncio.get_running_loop().connect_read_pipe(lambda: lines, os.fdopen(out_r, "rb", buffering=0))
+        self._lines = lines
         if self.process.stderr is not None:
             self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr(self.process.stderr))
 
@@ -440,8 +435,8 @@ class StdioClientTransport:
         return "\n".join(self.stderr_lines)
 
     async def receive(self) -> bytes | None:
-        assert self.process is not None and self.process.stdout is not None, "start() first"
-        return await read_frame(self.process.stdout, self.server.max_message_size)
+        assert self._lines is not None, "start() first"
+        return await self._lines.receive()
 
     async def send(self, data: bytes) -> None:
         proc = self.process
@@ -475,6 +470,8 @@ class StdioClientTransport:
         else:
             # The server exited; its group may still hold grandchildren that inherited our pipes.
             self._signal(signal.SIGTERM)
+        if self._lines is not None:
+            self._lines.close()  # a grandchild may still hold the pipe's write end: stop reading regardless
         if self._stderr_task is not None:
             try:
                 await asyncio.wait_for(self._stderr_task, 1.0)
