@@ -42,3 +42,124 @@ def test_fast_path_agrees_with_pydantic(fn: Any) -> None:
                 want = getattr(ref, k)
                 assert fast[k] == want and type(fast[k]) is type(want), (fn.__name__, args, k)
     assert accepted > 0
+
+
+def f4(text: str, n: int = 3, x: float | None = None, b: bool = False, s: str | None = "q", y: float = 2) -> None:
+    """Do it.
+
+    Args:
+        text: the text
+        x: a number or nothing
+    """
+
+
+def f5() -> None: ...
+
+
+def _pydantic_input_schema(info: FunctionInfo) -> dict[str, Any]:
+    from mcpkit.server.schema import json_schema_of
+
+    schema = json_schema_of(info.model)
+    schema.setdefault("properties", {})
+    schema["type"] = "object"
+    if not info.params:
+        schema["additionalProperties"] = False
+    return schema
+
+
+@pytest.mark.parametrize("fn", [f1, f2, f3, f4, f5], ids=lambda f: f.__name__)
+def test_fast_input_schema_is_the_one_pydantic_generates(fn: Any) -> None:
+    info = FunctionInfo(fn, name=fn.__name__)
+    assert info._fast is not None
+    assert info.input_schema == _pydantic_input_schema(info)
+
+
+def test_a_non_finite_default_goes_to_pydantic() -> None:
+    def f(x: float = float("inf")) -> None: ...
+
+    info = FunctionInfo(f, name="f")
+    assert info.input_schema == _pydantic_input_schema(info)
+
+
+@pytest.mark.parametrize("tp", [int, float, bool])
+def test_scalar_return_schema_and_values_are_pydantics(tp: type) -> None:
+    from pydantic import TypeAdapter
+
+    from mcpkit.server.schema import ReturnInfo, json_schema_of
+
+    fast = ReturnInfo(tp)
+    assert fast.structured and fast.adapter is None
+    adapter = TypeAdapter(tp)
+    inner = json_schema_of(adapter, mode="serialization")
+    assert fast.output_schema == {"type": "object", "properties": {"result": inner}, "required": ["result"]}
+    for value in [0, 1, -7, 2**70, 1.5, -0.0, float("inf"), float("nan"), True, False, "3", "x", None]:
+        try:
+            want = {"result": adapter.dump_python(adapter.validate_python(value), mode="json")}
+        except Exception as exc:
+            with pytest.raises(type(exc)):
+                ReturnInfo(tp).structure(value)
+            continue
+        got = ReturnInfo(tp).structure(value)
+        assert got == want or (got != got and want != want), (tp, value)  # NaN is never equal to itself
+        assert [type(v) for v in got.values()] == [type(v) for v in want.values()], (tp, value)
+
+
+def test_a_server_of_scalar_tools_never_imports_pydantic(tmp_path: Any) -> None:
+    """Serving, listing and calling plain-scalar tools stays off pydantic (its import costs ~12 MB and ~100 ms)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "probe.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import asyncio, json, sys
+            from mcpkit import MCPKit
+
+            app = MCPKit("probe")
+
+            @app.tool
+            async def echo(text: str, times: int = 1) -> str:
+                return text * times
+
+            @app.tool
+            def add(a: int, b: int) -> int:
+                return a + b
+
+            class Out:
+                def __init__(self):
+                    self.got = []
+                async def send(self, data):
+                    self.got.append(json.loads(data))
+
+            async def main():
+                out = Out()
+                peer = app.create_session(out).peer
+                frames = [
+                    {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+                     "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}},
+                    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                    {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "echo", "arguments": {"text": "ab", "times": 2}}},
+                    {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add",
+                     "arguments": {"a": 2, "b": 3}}},
+                ]
+                for f in frames:
+                    await peer.handle(__import__("mcpkit.protocol.jsonrpc", fromlist=["parse"]).parse(
+                        json.dumps(f).encode()), out)
+                by_id = {m["id"]: m for m in out.got}
+                assert [t["name"] for t in by_id[1]["result"]["tools"]] == ["echo", "add"], by_id
+                assert by_id[1]["result"]["tools"][1]["outputSchema"]["properties"]["result"] == {"type": "integer"}
+                assert by_id[2]["result"]["content"][0]["text"] == "abab", by_id
+                assert by_id[3]["result"]["structuredContent"] == {"result": 5}, by_id
+                print(sorted(m for m in sys.modules if m.split(".")[0] in ("pydantic", "pydantic_core")))
+
+            asyncio.run(main())
+            """
+        )
+    )
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

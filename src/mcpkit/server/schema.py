@@ -18,6 +18,7 @@ import dataclasses
 import functools
 import inspect
 import logging
+import math
 import re
 import sys
 import types
@@ -252,7 +253,6 @@ class FunctionInfo:
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
         self._fast = _fast_plan(self.params)
-        self._model_built = False
 
     @property
     def description(self) -> str | None:
@@ -282,6 +282,10 @@ class FunctionInfo:
 
     @cached_property
     def input_schema(self) -> JSONDict:
+        if self._fast is not None:
+            fast = _fast_schema(self.params)
+            if fast is not None:
+                return fast
         schema = json_schema_of(self.model)
         schema.setdefault("properties", {})
         schema["type"] = "object"
@@ -293,9 +297,8 @@ class FunctionInfo:
         """Validated keyword arguments (raises pydantic ``ValidationError``)."""
         fast = self._fast
         if fast is not None:
-            if not self._model_built:
-                self.model  # noqa: B018 - build it once anyway, so a model pydantic refuses fails as before
-                self._model_built = True
+            # (no model is built for plain scalars: pydantic accepts every such signature, and a server whose tools
+            # all take scalars never imports pydantic at all)
             kwargs = _fast_validate(fast, arguments)
             if kwargs is not None:
                 return kwargs
@@ -337,6 +340,39 @@ def _fast_plan(params: list[Param]) -> FastPlan | None:
                 return None  # pydantic may copy other defaults; leave them to it
         plan.append((p.name, ann, nullable, default))
     return tuple(plan)
+
+
+_SCALAR_SCHEMA: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _fast_schema(params: list[Param]) -> JSONDict | None:
+    """The input schema pydantic would generate for a plain-scalar signature (pinned to it by a test), or None
+    for anything the fast plan does not cover exactly (e.g. a non-finite float default)."""
+    properties: JSONDict = {}
+    required: list[str] = []
+    for p in params:
+        ann, nullable = p.annotation, False
+        if get_origin(ann) in (Union, types.UnionType):
+            args = get_args(ann)
+            ann = args[0] if args[1] is type(None) else args[1]
+            nullable = True
+        prop: JSONDict = (
+            {"anyOf": [{"type": _SCALAR_SCHEMA[ann]}, {"type": "null"}]} if nullable else {"type": _SCALAR_SCHEMA[ann]}
+        )
+        if p.required:
+            required.append(p.name)
+        else:
+            if type(p.default) is float and not math.isfinite(p.default):
+                return None
+            prop["default"] = p.default
+        if p.description is not None:
+            prop["description"] = p.description
+        properties[p.name] = prop
+    schema: JSONDict = {"additionalProperties": False, "properties": properties}
+    if required:
+        schema["required"] = required
+    schema["type"] = "object"
+    return schema
 
 
 def _fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
@@ -426,7 +462,14 @@ class ReturnInfo:
         self.annotation = annotation
         self.wrap = False
         self.adapter: TypeAdapter[Any] | None = None
-        if structured is False or _is_unstructured(annotation):
+        self._scalar: type | None = None  # -> int / float / bool: schema and values without pydantic
+        if structured is False:
+            return
+        if annotation in (int, float, bool):
+            self.wrap = True
+            self._scalar = annotation
+            return
+        if _is_unstructured(annotation):
             return
         tp = annotation
         if get_origin(tp) is typing.Annotated:
@@ -444,10 +487,13 @@ class ReturnInfo:
 
     @property
     def structured(self) -> bool:
-        return self.adapter is not None
+        return self.adapter is not None or self._scalar is not None
 
     @cached_property
     def output_schema(self) -> JSONDict | None:
+        if self._scalar is not None:
+            inner_type = _SCALAR_SCHEMA[self._scalar]
+            return {"type": "object", "properties": {"result": {"type": inner_type}}, "required": ["result"]}
         if self.adapter is None:
             return None
         inner = json_schema_of(self.adapter, mode="serialization")
@@ -462,20 +508,29 @@ class ReturnInfo:
 
     def structure(self, value: Any) -> Any:
         """The ``structuredContent`` for ``value`` (validated against the annotation)."""
-        assert self.adapter is not None
-        data = self.adapter.dump_python(self.adapter.validate_python(value), mode="json", by_alias=True)
+        scalar = self._scalar
+        if scalar is not None:
+            if type(value) is scalar and (scalar is not float or math.isfinite(value)):
+                return {"result": value}  # exactly what pydantic would give back for it
+            if self.adapter is None:
+                from pydantic import TypeAdapter
+
+                self.adapter = TypeAdapter(scalar)  # coercions and errors are pydantic's own
+        adapter = self.adapter
+        assert adapter is not None
+        data = adapter.dump_python(adapter.validate_python(value), mode="json", by_alias=True)
         return {"result": data} if self.wrap else data
 
 
 def _is_unstructured(annotation: Any) -> bool:
-    from ..protocol import types as t
-    from .tools import Audio, Image
-
     if annotation in (inspect.Signature.empty, Any, None, type(None), str, bytes, bytearray):
         return True
     tp, _ = unwrap_optional(annotation)
     if tp in (str, bytes):
         return True
+    from ..protocol import types as t  # (only now: the common answers above need no pydantic)
+    from .tools import Audio, Image
+
     content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
     if isinstance(tp, type) and issubclass(tp, (*content, t.CallToolResult)):
         return True
