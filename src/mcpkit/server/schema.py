@@ -25,7 +25,7 @@ import types
 import typing
 from collections.abc import Callable
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, cast, get_args, get_origin
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -510,7 +510,7 @@ class ReturnInfo:
         """The ``structuredContent`` for ``value`` (validated against the annotation)."""
         scalar = self._scalar
         if scalar is not None:
-            if type(value) is scalar and (scalar is not float or math.isfinite(value)):
+            if type(value) is scalar and (scalar is not float or math.isfinite(cast(float, value))):
                 return {"result": value}  # exactly what pydantic would give back for it
             if self.adapter is None:
                 from pydantic import TypeAdapter
