@@ -167,3 +167,39 @@ async def test_a_request_cancelled_before_its_task_starts_gives_back_its_slot() 
     assert peer.inflight_count() == 0
     done.set()
     await asyncio.wait_for(runner, 5)
+
+
+@pytest.mark.req("M014", "M015", "S001")
+async def test_a_flood_of_requests_in_one_write_is_answered_completely_and_in_lines() -> None:
+    """5,000 requests (echoes mixed with slow calls that overlap them, so answers are gathered into shared writes)
+    arrive faster than they are served: reading pauses and resumes, every request gets exactly one answer, and
+    every stdout line is one whole message."""
+    import sys
+
+    from core_helpers import CORE_SERVER
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CORE_SERVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None
+    n = 5000
+    msgs: list[dict[str, Any]] = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    for i in range(1, n + 1):
+        if i % 500 == 0:
+            params: dict[str, Any] = {"name": "slow", "arguments": {"steps": 2, "delay_ms": 20}}
+        else:
+            params = {"name": "echo", "arguments": {"text": f"m{i}"}}
+        msgs.append({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": params})
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in msgs))
+    proc.stdin.close()
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    answers = [orjson.loads(line) for line in out.splitlines()]
+    by_id = {a["id"]: a for a in answers if "id" in a}
+    assert sorted(by_id) == list(range(n + 1)) and len([a for a in answers if "id" in a]) == n + 1
+    for i in range(1, n + 1):
+        if i % 500:
+            assert by_id[i]["result"]["content"][0]["text"] == f"m{i}", by_id[i]
