@@ -236,3 +236,26 @@ async def test_mcp_name_shortcut_keeps_the_sentinel_rules() -> None:
     status, msg = await post("ech\u00f6", "ech\u00f6")  # not visible ASCII: must travel as a sentinel
     assert status == 400 and msg["error"]["code"] == -32020
     await app.aclose()
+
+
+async def test_declared_body_size_is_checked_against_the_current_limit() -> None:
+    """A Content-Length above max_body is refused before the body is read (413), including after max_body changes;
+    one that is shorter than the limit's digits never is."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=True, max_body=1000)
+    ep = app.streamable
+    assert ep is not None
+    body = initialize_body(V)
+    raw = orjson.dumps(body)
+    common = {"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"}
+
+    async def post(declared: str) -> int:
+        return (await Exchange(app, _raw({**common, "content-length": declared}), body).run())[0]
+
+    assert await post("1001") == 413
+    assert await post("99999999999999999999") == 413
+    assert await post(str(len(raw))) == 200
+    assert await post("not-a-number") == 200  # the body itself is within the limit
+    ep.max_body = len(raw) - 1
+    assert await post(str(len(raw))) == 413
+    assert await post("9") == 413  # the body that arrives is still measured
+    await app.aclose()

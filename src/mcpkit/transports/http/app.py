@@ -45,11 +45,14 @@ class MCPApp:
                     return
         path: str = scope.get("path", "")
         root = scope.get("root_path", "")
-        if root and path.startswith(root):
-            path = path[len(root) :] or "/"
-        if len(path) > 1 and path.endswith("/"):
-            path = path[:-1]
-        app = self.routes.get(path)
+        # an exact path without a root_path (the usual case) needs no normalization
+        app = None if root else self.routes.get(path)
+        if app is None:
+            if root and path.startswith(root):
+                path = path[len(root) :] or "/"
+            if len(path) > 1 and path.endswith("/"):
+                path = path[:-1]
+            app = self.routes.get(path)
         if app is None:
             if kind == "websocket":
                 await send({"type": "websocket.close", "code": 1000})

@@ -276,8 +276,8 @@ class _Stream:
     between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
 
     __slots__ = (
+        "answer",
         "asgi",
-        "buf",
         "conn",
         "ep",
         "final",
@@ -291,14 +291,21 @@ class _Stream:
         "watcher",
     )
 
-    def __init__(self, ep: StreamableHTTPEndpoint, hs: _HTTPSession | None, no: int, mode: int = _UNDECIDED) -> None:
+    def __init__(
+        self,
+        ep: StreamableHTTPEndpoint,
+        hs: _HTTPSession | None,
+        no: int,
+        mode: int = _UNDECIDED,
+        final: tuple[bytes, ...] = (),
+    ) -> None:
         self.ep = ep
         self.hs = hs
         self.no = no
         self.mode = mode
-        self.buf: list[bytes] = []
+        self.answer: bytes | None = None  # the JSON answer (the last response sent to this POST)
         self.conn: _Conn | None = None
-        self.final: tuple[bytes, ...] = ()  # prefixes of the encoded final response(s) to this POST
+        self.final = final  # prefixes of the encoded final response(s) to this POST
         self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
         self.pump: asyncio.Task[None] | None = None
         self.watcher: asyncio.Task[None] | None = None
@@ -319,14 +326,14 @@ class _Stream:
         mode = self.mode
         if mode == _UNDECIDED:
             if data.startswith(self.final):
-                self.buf.append(data)  # the response: answered as application/json
+                self.answer = data  # the response: answered as application/json
                 return
             await self.ep._start_sse(self, data)
             return
         if mode == _JSON_MODE:
             # JSON responses carry one message: the response. Anything else goes to the standalone stream.
             if data.startswith(self.final) or _is_response(data):
-                self.buf.append(data)
+                self.answer = data
             elif self.hs is not None:
                 await self.hs.send(data)
             return
@@ -564,6 +571,16 @@ class StreamableHTTPEndpoint:
     # ------------------------------------------------------------------ public
 
     @property
+    def max_body(self) -> int:
+        """Largest accepted request body in bytes (413 beyond)."""
+        return self._max_body
+
+    @max_body.setter
+    def max_body(self, value: int) -> None:
+        self._max_body = value
+        self._limit_digits = len(str(value))  # a Content-Length shorter than this is below the limit
+
+    @property
     def session_count(self) -> int:
         return len(self._sessions)
 
@@ -681,9 +698,11 @@ class StreamableHTTPEndpoint:
         if ctype != "application/json" and ctype.split(";", 1)[0].strip().lower() != "application/json":
             await _respond(send, 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json"))
             return
-        limit = self.max_body
+        limit = self._max_body
         try:
-            if _declared_too_large(h.get(b"content-length"), limit):
+            declared = h.get(b"content-length")
+            # fewer characters than the limit has digits: below it whatever they say
+            if declared is not None and len(declared) >= self._limit_digits and _declared_too_large(declared, limit):
                 raise _TooLarge
             # the whole body in one message (the common case) without another coroutine
             message = await receive()
@@ -770,7 +789,7 @@ class StreamableHTTPEndpoint:
                 await _respond(send, 400, _unsupported_header(hv))
                 return
         hs.last_seen = time.monotonic()
-        if not _has_requests(msg):
+        if t is not Request and not _has_requests(msg):
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
             await hs.session.peer.receive_parsed(msg, _NULL)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
@@ -787,8 +806,7 @@ class StreamableHTTPEndpoint:
             return
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
         hs.next_no += 1
-        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
-        stream.final = _final_prefix(msg)
+        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
         if stream.resumable:
             if hs.live is None:
                 hs.live = {}
@@ -978,8 +996,7 @@ class StreamableHTTPEndpoint:
             await session.peer.receive_parsed(msg, _NULL)
             await _respond(send, 202)
             return
-        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
-        stream.final = _final_prefix(msg)
+        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
         runner: Awaitable[Any]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
@@ -1012,8 +1029,7 @@ class StreamableHTTPEndpoint:
             handler = functools.partial(self.server.dispatch_modern, session=None)
             peer = self._modern_peer = Peer(_NULL, request_handler=handler, name="server:http-modern")
         mode = _JSON_MODE if self.json_response and msg.method != "subscriptions/listen" else _UNDECIDED
-        stream = _Stream(self, None, 0, mode)
-        stream.final = _final_prefix(msg)
+        stream = _Stream(self, None, 0, mode, _final_prefix(msg))
         return stream, RequestContext(peer, msg.id, msg.method, msg.params, stream)
 
     def _validate_modern(
@@ -1100,9 +1116,9 @@ class StreamableHTTPEndpoint:
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         """
         stream.asgi = (receive, send, extra, ctx)
-        task = asyncio.current_task()
+        task: asyncio.Task[Any] | None = None
         if ctx is not None:
-            ctx.task = task
+            ctx.task = task = asyncio.current_task()
             self._watch(stream)
         ended = False
         try:
@@ -1125,8 +1141,14 @@ class StreamableHTTPEndpoint:
                 hs.last_seen = time.monotonic()
                 if hs.live is not None:
                     hs.live.pop(stream.no, None)
-        if task is not None and task.cancelling():
-            task.uncancel()  # a cancellation aimed at the request, absorbed here or by the engine: we go on
+        data = stream.answer
+        if data is None or ended or stream.mode == _SSE_MODE:
+            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
+            # no answer): we go on with this task. An answered request was not cancelled.
+            if task is None:
+                task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()
         if stream.mode == _SSE_MODE:
             stream.finish()
             if stream.pump is not None:
@@ -1137,14 +1159,12 @@ class StreamableHTTPEndpoint:
             if watcher.done():
                 return 499  # the client left; the request was cancelled and gets no answer
             watcher.cancel()
-        buf = stream.buf
-        if not buf:
+        if data is None:
             if ended:
                 await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
                 return 404
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
-        data = buf[-1]
         status = 200
         final = stream.final
         # A result (or a batch answer) starts with final[0]: no need to look for an error in a large answer.
