@@ -259,3 +259,28 @@ async def test_declared_body_size_is_checked_against_the_current_limit() -> None
     assert await post(str(len(raw))) == 413
     assert await post("9") == 413  # the body that arrives is still measured
     await app.aclose()
+
+
+def test_message_kind_shortcuts_agree_with_parsing() -> None:
+    """The outbox tells responses, requests and notifications apart without parsing a notification: the verdicts
+    are those of parsing, whatever the encoder."""
+    from mcpkit.protocol import jsonrpc
+    from mcpkit.transports.http.streamable import _is_request, _is_response
+
+    big = "x" * 200_000
+    notification = jsonrpc.encode_notification("notifications/message", {"level": "info", "data": big})
+    request = jsonrpc.encode_request(3, "elicitation/create", {"message": big})
+    result = jsonrpc.encode_result(3, {"text": big})
+    error = jsonrpc.encode_error(3, {"code": -1, "message": "no"})
+    cases = {
+        notification: (False, False),
+        request: (True, False),
+        result: (False, True),
+        error: (False, True),
+        b'{"jsonrpc":"2.0","method":"x","id":1}': (True, False),  # another encoder's key order
+        b'{"jsonrpc":"2.0","method":"x","\\u0069d":1}': (True, False),  # an escaped "id" key
+        b'[{"jsonrpc":"2.0","id":1,"result":{}}]': (False, True),
+        b'{"jsonrpc":"2.0","method":': (False, False),  # malformed
+    }
+    for data, (is_request, is_response) in cases.items():
+        assert (_is_request(data), _is_response(data)) == (is_request, is_response), data[:60]

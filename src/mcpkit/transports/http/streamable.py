@@ -403,7 +403,12 @@ class _Stream:
         return True
 
 
+_NOTIFICATION_HEAD = b'{"jsonrpc":"2.0","method":'  # how the engine encodes a notification (method first, no id)
+
+
 def _is_response(data: bytes) -> bool:
+    if data.startswith(_NOTIFICATION_HEAD):
+        return False  # it has a method: a notification (or a request), without parsing a large one
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
@@ -412,6 +417,8 @@ def _is_response(data: bytes) -> bool:
 
 
 def _is_request(data: bytes) -> bool:
+    if b'"id"' not in data and b"\\u" not in data:
+        return False  # no id key anywhere (nor an escaped one): not a request, without parsing
     try:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError:
