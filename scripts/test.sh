@@ -73,6 +73,37 @@ elif [ "$rc" -ne 0 ]; then
 fi
 elapsed
 
+section "other Python versions (3.12, 3.13): core, server, client and stdio tests"
+# requires-python is >=3.11 and asyncio changed between 3.11 and 3.13 (3.12+ starts request tasks eagerly), so
+# the protocol core, the server and client layers and the stdio transport also run on every newer CPython this
+# machine has (on PATH, or installed by pyenv). A version that is missing is reported here, not skipped quietly.
+find_python() {
+  local v="$1" c
+  if "python$v" -V >/dev/null 2>&1; then command -v "python$v"; return 0; fi
+  if command -v pyenv >/dev/null 2>&1; then
+    for c in "$(pyenv root)"/versions/"$v".*/bin/"python$v"; do
+      if [ -x "$c" ]; then echo "$c"; return 0; fi
+    done
+  fi
+  return 1
+}
+for v in 3.12 3.13; do
+  if ! PYV="$(find_python "$v")"; then
+    echo "python$v: not found on this machine, NOT tested on it"
+    continue
+  fi
+  VENV=".venv-$v"
+  if [ ! -x "$VENV/bin/python" ]; then "$PYV" -m venv "$VENV"; fi
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip
+  "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e '.[dev]'
+  "$VENV/bin/python" --version
+  MCPKIT_COMPLIANCE_RESULTS="$ROOT/.compliance/results-py$v-$$.json" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
+    tests/test_core_*.py tests/test_client_memory.py tests/test_client_stdio.py tests/test_server_*.py \
+    tests/test_everything_memory.py tests/test_everything_stdio.py tests/test_stores.py
+  rm -f "$ROOT/.compliance/results-py$v-$$.json"
+done
+elapsed
+
 section "official MCP conformance suites (tests/conformance/run.py)"
 # Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
 # 2025-06-18, 2025-11-25 and 2026-07-28) and examples/conformance_client.py (every non-auth client scenario).
