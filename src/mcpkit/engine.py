@@ -417,6 +417,10 @@ class Peer:
             return
         await self.receive_parsed(msg, out)
 
+    def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:
+        """A context for one request that :meth:`run_detached` will run, answering on ``out``."""
+        return RequestContext(self, id, method, params, out)
+
     def run_detached(self, ctx: RequestContext) -> Awaitable[None]:
         """Run one request without entering it in the in-flight table, answering on ``ctx.out``.
 

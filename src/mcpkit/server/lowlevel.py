@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -64,6 +65,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
+
+
+class _NullOutbox:
+    async def send(self, data: bytes) -> None:
+        return None
+
+
+_NULL_OUTBOX = _NullOutbox()
 
 
 class Server:
@@ -124,6 +133,7 @@ class Server:
         self._handlers: dict[str, Handler] = {}
         self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
+        self._stateless_peer: Peer | None = None
         self._listeners: set[_Listener] = set()
         self._caps_cache: dict[str, JSONDict] = {}
 
@@ -345,6 +355,16 @@ class Server:
                 listener.queue.put_nowait(None)
 
     # ------------------------------------------------------------------ serving
+
+    def stateless_peer(self) -> Peer:
+        """The one engine peer that runs this server's stateless 2026-07-28 requests for request-scoped transports
+        (HTTP): each request gets a context from ``peer.detached(...)`` and answers on its own outbox."""
+        peer = self._stateless_peer
+        if peer is None:
+            # the engine calls dispatch_modern(rc, session=None) directly: no wrapper coroutine per request
+            handler = functools.partial(self.dispatch_modern, session=None)
+            peer = self._stateless_peer = Peer(_NULL_OUTBOX, request_handler=handler, name=f"server:{self.name}:modern")
+        return peer
 
     def create_session(self, outbox: Outbox, **peer_options: Any) -> ServerSession:
         """A session for one connection; feed it with ``session.peer`` (``run`` or ``handle``)."""
