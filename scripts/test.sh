@@ -18,6 +18,9 @@ fi
 PY="$ROOT/.venv/bin/python"
 "$PY" -m pip install --disable-pip-version-check -q --upgrade pip
 "$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
+# Bytecode once, up front: the tests spawn hundreds of server processes, and with PYTHONDONTWRITEBYTECODE set
+# (as in CI) each of them would otherwise compile mcpkit's source again.
+"$PY" -m compileall -q src tests/servers examples >/dev/null
 "$PY" --version
 elapsed
 

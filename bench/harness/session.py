@@ -98,6 +98,26 @@ def print_table(summary: dict[str, Any]) -> None:
             print(f"  {key:<16} {_fmt(med['value']):>10}  cost {cost:>8}{extra}")
 
 
+def compile_bytecode() -> list[str]:
+    """Compile mcpkit and the bench's own modules to bytecode before any process starts.
+
+    pip compiles the peers' modules when it installs them; mcpkit is an editable install, and with
+    PYTHONDONTWRITEBYTECODE set (common in CI) its cached bytecode would be missing or stale, so every mcpkit
+    process would compile its source again and cold start would measure the compiler. Same footing for all."""
+    import compileall
+
+    targets = [BENCH / "servers", BENCH / "clients"]
+    try:
+        import mcpkit
+
+        targets.append(Path(mcpkit.__file__).parent)
+    except ImportError:
+        pass
+    for target in targets:
+        compileall.compile_dir(str(target), quiet=1)
+    return [str(t) for t in targets]
+
+
 def run_session(
     *,
     name: str,
@@ -120,6 +140,7 @@ def run_session(
         "argv": sys.argv[1:],
     }
     log(f"{name}: {len(selected)} case(s), {budget.reps} repetition(s), python {meta['machine']['python']}")
+    meta["bytecode_compiled"] = compile_bytecode()
     meta["loadavg_start"] = [round(x, 2) for x in os.getloadavg()]
     summary = asyncio.run(run_cases(selected, budget, log, server_keys))
     meta["duration_s"] = round(time.perf_counter() - t0, 1)
