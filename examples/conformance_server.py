@@ -339,9 +339,7 @@ def create_app() -> MCPKit:
         """Asks for the user's name with an input-required result (SEP-2322)."""
         content = _accepted(_answers(ctx).get("user_name"))
         if content is None or not isinstance(content.get("name"), str):
-            raise InputRequired(
-                {"user_name": _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])}
-            )
+            raise InputRequired({"user_name": _elicit("What is your name?", {"name": {"type": "string"}}, ["name"])})
         return f"Hello, {content['name']}!"
 
     @app.tool

@@ -43,8 +43,13 @@ def admin(action: str = "status") -> str:
 def build(host: str, port: int) -> AuthorizationServer:
     base = f"http://{host}:{port}"
     resource = base + "/mcp"
-    authz = AuthorizationServer(base, auto_approve=True, scopes_supported=["mcp:read", "mcp:admin"],
-                                default_scopes=["mcp:read"], resources=[resource])
+    authz = AuthorizationServer(
+        base,
+        auto_approve=True,
+        scopes_supported=["mcp:read", "mcp:admin"],
+        default_scopes=["mcp:read"],
+        resources=[resource],
+    )
     authz.app = protect(
         create_app(mcp),
         resource=resource,
@@ -64,8 +69,12 @@ async def demo(url: str) -> None:
     from mcpkit.transports.http import StreamableHTTPClientTransport
 
     browser = HeadlessBrowser()
-    auth = OAuthClient(url, client_metadata={"client_name": "oauth-demo", "redirect_uris": ["http://127.0.0.1:1/cb"]},
-                       redirect_handler=browser.redirect_handler, callback_handler=browser.callback_handler)
+    auth = OAuthClient(
+        url,
+        client_metadata={"client_name": "oauth-demo", "redirect_uris": ["http://127.0.0.1:1/cb"]},
+        redirect_handler=browser.redirect_handler,
+        callback_handler=browser.callback_handler,
+    )
     async with StreamableHTTPClientTransport(url, auth=auth) as conn, ClientSession(conn) as session:
         for tool in ("whoami", "admin", "whoami"):
             result = await session.call_tool(tool, {})
@@ -80,8 +89,9 @@ async def main() -> None:
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--demo", action="store_true", help="serve, run a headless OAuth client, exit")
     args = parser.parse_args()
-    server = uvicorn.Server(uvicorn.Config(build(args.host, args.port), host=args.host, port=args.port,
-                                           log_level="warning", lifespan="on"))
+    server = uvicorn.Server(
+        uvicorn.Config(build(args.host, args.port), host=args.host, port=args.port, log_level="warning", lifespan="on")
+    )
     if not args.demo:
         print(f"MCP endpoint: http://{args.host}:{args.port}/mcp (OAuth 2.1; dev AS auto-approves)")
         await server.serve()

@@ -110,9 +110,7 @@ def build(
         )
 
     def count(prefix: str, status: str | None = None) -> int:
-        return sum(
-            1 for rid, s in statuses.items() if rid.startswith(prefix) and (status is None or s == status)
-        )
+        return sum(1 for rid, s in statuses.items() if rid.startswith(prefix) and (status is None or s == status))
 
     summary = []
     for prefix, label in (("M", "MUST"), ("S", "SHOULD"), ("A", "MAY")):

@@ -39,9 +39,7 @@ def _req_ids(item: pytest.Item) -> list[str]:
     return sorted(ids)
 
 
-def pytest_collection_modifyitems(
-    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-) -> None:
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         item.user_properties.append((_REQ_KEY, _req_ids(item)))
 

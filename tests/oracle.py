@@ -141,9 +141,7 @@ def _derive_2024_11_05(s2503: dict[str, Any]) -> dict[str, Any]:
     for name in ("AudioContent", "JSONRPCBatchRequest", "JSONRPCBatchResponse", "ToolAnnotations"):
         defs.pop(name, None)
     drop_audio(defs)
-    defs["JSONRPCMessage"]["anyOf"] = [
-        alt for alt in defs["JSONRPCMessage"]["anyOf"] if alt.get("type") != "array"
-    ]
+    defs["JSONRPCMessage"]["anyOf"] = [alt for alt in defs["JSONRPCMessage"]["anyOf"] if alt.get("type") != "array"]
     # Properties introduced in 2025-03-26: remove them and forbid them explicitly.
     _forbid(defs["Tool"], "annotations")
     _forbid(defs["ServerCapabilities"], "completions")
@@ -259,11 +257,7 @@ def _result_type_for(revision: str, request_method: str, responder: Sender, resu
             f"{requester_union[:-7].lower()} request in this revision{where}"
         )
     defs = _defs(_official_schemas()[revision])
-    if (
-        isinstance(result, dict)
-        and result.get("resultType") == "input_required"
-        and "InputRequiredResult" in defs
-    ):
+    if isinstance(result, dict) and result.get("resultType") == "input_required" and "InputRequiredResult" in defs:
         return "InputRequiredResult"
     candidate = req_name[: -len("Request")] + "Result"
     if candidate in defs:
@@ -352,9 +346,7 @@ def validate_message(
         type_name = table.get((union, method))
         if type_name is None:
             hints = [u for (u, m) in table if m == method]
-            hint = (
-                f" (the revision has it as: {', '.join(hints)})" if hints else " (unknown in this revision)"
-            )
+            hint = f" (the revision has it as: {', '.join(hints)})" if hints else " (unknown in this revision)"
             raise AssertionError(f"[{revision}] {method!r} is not a valid {sender} {kind.lower()}{hint}")
         validate_def(msg, revision, type_name)
     elif "result" in msg or "error" in msg:
@@ -377,9 +369,7 @@ def validate_message(
                 result_type = _result_type_for(revision, request_method, sender, msg["result"])
                 validate_def(msg["result"], revision, result_type)
     else:
-        raise AssertionError(
-            f"[{revision}] not a JSON-RPC request, notification or response (keys: {sorted(msg)})"
-        )
+        raise AssertionError(f"[{revision}] not a JSON-RPC request, notification or response (keys: {sorted(msg)})")
     _mcp_types_check(msg, revision, sender, request_method)
 
 

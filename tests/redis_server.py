@@ -53,8 +53,21 @@ class RedisServer:
     def __init__(self, binary: str, port: int | None = None) -> None:
         self.port = port or _free_port()
         self.proc = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--protected-mode", "yes", "--loglevel", "warning"],
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--loglevel",
+                "warning",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -149,8 +162,14 @@ def _worker_main(argv: list[str]) -> None:
 
     redis_url, port, name = argv[0], int(argv[1]), argv[2]
     _, asgi = build_worker(redis_url, name)
-    uvicorn.run(asgi, host="127.0.0.1", port=port, log_level="warning", lifespan="on",  # type: ignore[arg-type]
-                timeout_graceful_shutdown=2)
+    uvicorn.run(
+        asgi,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",  # type: ignore[arg-type]
+        timeout_graceful_shutdown=2,
+    )
 
 
 if __name__ == "__main__":

@@ -83,8 +83,13 @@ async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Serve
     async def app(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
-            served.requests.append((scope["method"], scope["path"] + ("?" + scope["query_string"].decode()
-                                                                     if scope["query_string"] else ""), headers))
+            served.requests.append(
+                (
+                    scope["method"],
+                    scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else ""),
+                    headers,
+                )
+            )
         await inner(scope, receive, send)
 
     config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
@@ -106,24 +111,38 @@ async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Serve
 
 
 @contextlib.asynccontextmanager
-async def stack(*, scopes_supported: list[str] | None = None, required: tuple[str, ...] = (),
-                scope_rule: Any = None, as_options: dict[str, Any] | None = None,
-                rs_options: dict[str, Any] | None = None) -> AsyncIterator[dict[str, Any]]:
+async def stack(
+    *,
+    scopes_supported: list[str] | None = None,
+    required: tuple[str, ...] = (),
+    scope_rule: Any = None,
+    as_options: dict[str, Any] | None = None,
+    rs_options: dict[str, Any] | None = None,
+) -> AsyncIterator[dict[str, Any]]:
     """An AS on one port, the protected MCP server (JWTVerifier against the AS's JWKS) on another."""
     holder: dict[str, Any] = {}
 
     def make_as(base: str) -> AuthorizationServer:
-        holder["as"] = AuthorizationServer(base, auto_approve=True, scopes_supported=scopes_supported,
-                                           **(as_options or {}))
+        holder["as"] = AuthorizationServer(
+            base, auto_approve=True, scopes_supported=scopes_supported, **(as_options or {})
+        )
         return holder["as"]
 
     async with serve(make_as) as (as_url, as_log):
+
         def make_rs(base: str) -> Any:
             resource = base + "/mcp"
             holder["verifier"] = JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks")
-            return protect(create_app(mcp_server()), resource=resource, verifier=holder["verifier"],
-                           authorization_servers=[as_url], required_scopes=required,
-                           scopes_supported=scopes_supported, scope_rule=scope_rule, **(rs_options or {}))
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                verifier=holder["verifier"],
+                authorization_servers=[as_url],
+                required_scopes=required,
+                scopes_supported=scopes_supported,
+                scope_rule=scope_rule,
+                **(rs_options or {}),
+            )
 
         async with serve(make_rs) as (rs_base, rs_log):
             holder.update(as_url=as_url, as_log=as_log, mcp_url=rs_base + "/mcp", rs_base=rs_base, rs_log=rs_log)
@@ -132,8 +151,13 @@ async def stack(*, scopes_supported: list[str] | None = None, required: tuple[st
 
 def oauth(url: str, **kw: Any) -> tuple[OAuthClient, HeadlessBrowser]:
     browser = HeadlessBrowser()
-    client = OAuthClient(url, client_metadata={"client_name": "mcpkit-test", "redirect_uris": [REDIRECT]},
-                         redirect_handler=browser.redirect_handler, callback_handler=browser.callback_handler, **kw)
+    client = OAuthClient(
+        url,
+        client_metadata={"client_name": "mcpkit-test", "redirect_uris": [REDIRECT]},
+        redirect_handler=browser.redirect_handler,
+        callback_handler=browser.callback_handler,
+        **kw,
+    )
     return client, browser
 
 
@@ -146,10 +170,15 @@ async def whoami(url: str, auth: OAuthClient, mode: str = "auto") -> str:
 # ---------------------------------------------------------------------------------------------------- resource server
 @pytest.mark.req("M030", "M038")
 async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None:
-    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s, \
-            httpx.AsyncClient() as http:
-        r = await http.post(s["mcp_url"], json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
-                            headers={"accept": "application/json, text/event-stream"})
+    async with (
+        stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s,
+        httpx.AsyncClient() as http,
+    ):
+        r = await http.post(
+            s["mcp_url"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
         assert r.status_code == 401
         scheme, params = parse_www_authenticate(r.headers["www-authenticate"])
         assert scheme == "bearer"
@@ -172,8 +201,12 @@ def _forge(as_server: AuthorizationServer, **claims: Any) -> str:
     now = int(time.time())
     base = {"iss": as_server.issuer, "sub": "mallory", "iat": now, "exp": now + 600, "scope": "mcp:read"}
     base.update(claims)
-    return jwt.encode({k: v for k, v in base.items() if v is not None}, as_server.key, algorithm="ES256",
-                      headers={"kid": as_server.kid})
+    return jwt.encode(
+        {k: v for k, v in base.items() if v is not None},
+        as_server.key,
+        algorithm="ES256",
+        headers={"kid": as_server.kid},
+    )
 
 
 @pytest.mark.req("M038", "M031")
@@ -190,14 +223,29 @@ async def test_invalid_expired_and_wrong_audience_tokens_get_401() -> None:
             "wrong audience": _forge(a, aud="http://127.0.0.1:1/other"),
             "no audience": _forge(a, aud=None),
             "wrong issuer": _forge(a, aud=s["mcp_url"], iss="http://127.0.0.1:1"),
-            "bad signature": jwt.encode({"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
-                                        other_key, algorithm="ES256", headers={"kid": a.kid}),
-            "unknown kid": jwt.encode({"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
-                                      other_key, algorithm="ES256", headers={"kid": "rotated-away"}),
+            "bad signature": jwt.encode(
+                {"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                other_key,
+                algorithm="ES256",
+                headers={"kid": a.kid},
+            ),
+            "unknown kid": jwt.encode(
+                {"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                other_key,
+                algorithm="ES256",
+                headers={"kid": "rotated-away"},
+            ),
         }
-        body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}}
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         hdrs = {"accept": "application/json, text/event-stream"}
         async with httpx.AsyncClient() as http:
             for name, token in cases.items():
@@ -222,14 +270,19 @@ async def test_query_string_token_is_refused_even_when_valid() -> None:
         good = _forge(s["as"], aud=s["mcp_url"])
         body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         async with httpx.AsyncClient() as http:
-            r = await http.post(s["mcp_url"] + "?" + urlencode({"access_token": good}), json=body,
-                                headers={"accept": "application/json, text/event-stream"})
+            r = await http.post(
+                s["mcp_url"] + "?" + urlencode({"access_token": good}),
+                json=body,
+                headers={"accept": "application/json, text/event-stream"},
+            )
             assert r.status_code == 400
             assert r.json()["error"] == "invalid_request"
             # a token in the query string next to a header is refused too: the query is never a credential
-            r = await http.post(s["mcp_url"] + "?" + urlencode({"access_token": good}), json=body,
-                                headers={"accept": "application/json, text/event-stream",
-                                         "authorization": f"Bearer {good}"})
+            r = await http.post(
+                s["mcp_url"] + "?" + urlencode({"access_token": good}),
+                json=body,
+                headers={"accept": "application/json, text/event-stream", "authorization": f"Bearer {good}"},
+            )
             assert r.status_code == 400
 
 
@@ -248,8 +301,9 @@ async def test_static_and_introspection_verifiers() -> None:
     async with serve(make) as (as_url, _):
         a: AuthorizationServer = holder["as"]
         rs = await a.register_client(token_endpoint_auth_method="client_secret_basic", grant_types=[])
-        verifier = IntrospectionVerifier(as_url + "/introspect", client_id=rs.client_id,
-                                         client_secret=rs.client_secret, issuer=as_url)
+        verifier = IntrospectionVerifier(
+            as_url + "/introspect", client_id=rs.client_id, client_secret=rs.client_secret, issuer=as_url
+        )
         token = a.issue_access_token(subject="alice", client_id="c", scopes=["x", "y"], resource=aud)
         got = await verifier.verify(token)
         assert (got.subject, got.scopes, got.audience) == ("alice", {"x", "y"}, (aud,))
@@ -265,15 +319,37 @@ async def test_jwt_verifier_static_keys_and_jwks_bound() -> None:
 
     key = ec.generate_private_key(ec.SECP256R1())
     v = JWTVerifier(issuer="https://as.example", audience="https://rs.example/mcp", keys={"k1": key.public_key()})
-    ok = jwt.encode({"iss": "https://as.example", "aud": "https://rs.example/mcp", "exp": int(time.time()) + 60,
-                     "scope": "a b", "sub": "s"}, key, algorithm="ES256", headers={"kid": "k1"})
+    ok = jwt.encode(
+        {
+            "iss": "https://as.example",
+            "aud": "https://rs.example/mcp",
+            "exp": int(time.time()) + 60,
+            "scope": "a b",
+            "sub": "s",
+        },
+        key,
+        algorithm="ES256",
+        headers={"kid": "k1"},
+    )
     assert (await v.verify(ok)).scopes == {"a", "b"}
     with pytest.raises(InvalidToken):  # alg none is never accepted
-        await v.verify(jwt.encode({"iss": "https://as.example", "exp": int(time.time()) + 60}, None,
-                                  algorithm="none", headers={"kid": "k1"}))
+        await v.verify(
+            jwt.encode(
+                {"iss": "https://as.example", "exp": int(time.time()) + 60},
+                None,
+                algorithm="none",
+                headers={"kid": "k1"},
+            )
+        )
     with pytest.raises(InvalidToken):  # exp is required
-        await v.verify(jwt.encode({"iss": "https://as.example", "aud": "https://rs.example/mcp"}, key,
-                                  algorithm="ES256", headers={"kid": "k1"}))
+        await v.verify(
+            jwt.encode(
+                {"iss": "https://as.example", "aud": "https://rs.example/mcp"},
+                key,
+                algorithm="ES256",
+                headers={"kid": "k1"},
+            )
+        )
     with pytest.raises(ValueError):
         JWTVerifier(issuer=None, audience=None, keys={"k": key.public_key()}, algorithms=["none"])
     # a flood of unknown kids costs at most one JWKS fetch per min_refresh_interval
@@ -288,8 +364,9 @@ async def test_jwt_verifier_static_keys_and_jwks_bound() -> None:
         good = holder["as"].issue_access_token(subject="s", client_id="c", scopes=[], resource=None)
         assert (await jv.verify(good)).subject == "s"
         for i in range(20):
-            forged = jwt.encode({"iss": as_url, "exp": int(time.time()) + 60}, key, algorithm="ES256",
-                                headers={"kid": f"kid-{i}"})
+            forged = jwt.encode(
+                {"iss": as_url, "exp": int(time.time()) + 60}, key, algorithm="ES256", headers={"kid": f"kid-{i}"}
+            )
             with pytest.raises(InvalidToken):
                 await jv.verify(forged)
         assert jv.fetches == 1
@@ -343,17 +420,22 @@ async def test_2025_03_26_server_without_metadata_uses_default_endpoints() -> No
     def make(base: str) -> Any:
         resource = base + "/mcp"
         a = AuthorizationServer(base, auto_approve=True, metadata=False, default_resource=resource)
-        inner = protect(create_app(mcp_server()), resource=resource,
-                        verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
-                        resource_metadata=False)
+        inner = protect(
+            create_app(mcp_server()),
+            resource=resource,
+            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+            resource_metadata=False,
+        )
         a.app = inner
         holder["as"] = a
         return a
 
     async with serve(make) as (base, log):
         client, browser = oauth(base + "/mcp", protocol_version="2025-03-26")
-        async with StreamableHTTPClientTransport(base + "/mcp", auth=client) as conn, \
-                ClientSession(conn, mode="handshake", protocol_version="2025-03-26") as session:
+        async with (
+            StreamableHTTPClientTransport(base + "/mcp", auth=client) as conn,
+            ClientSession(conn, mode="handshake", protocol_version="2025-03-26") as session,
+        ):
             result = await session.call_tool("whoami", {})
             assert result.content[0].text == "test-user|"  # type: ignore[union-attr]
         paths = [p.split("?")[0] for _, p, _ in log.requests]
@@ -373,8 +455,12 @@ async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
     def make(base: str) -> Any:
         resource = base + "/mcp"
         a = AuthorizationServer(base, auto_approve=True, default_resource=resource)
-        a.app = protect(create_app(mcp_server()), resource=resource, resource_metadata=False,
-                        verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}))
+        a.app = protect(
+            create_app(mcp_server()),
+            resource=resource,
+            resource_metadata=False,
+            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+        )
         return a
 
     async with serve(make) as (base, log):
@@ -415,8 +501,12 @@ async def test_as_metadata_discovery_variants(variant: str) -> None:
 
         def make_rs(base: str) -> Any:
             resource = base + "/mcp"
-            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[issuer],
-                           verifier=JWTVerifier(issuer=issuer, audience=resource, jwks_url=issuer + "/jwks"))
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[issuer],
+                verifier=JWTVerifier(issuer=issuer, audience=resource, jwks_url=issuer + "/jwks"),
+            )
 
         async with serve(make_rs) as (rs, _):
             client, _b = oauth(rs + "/mcp")
@@ -436,10 +526,15 @@ async def test_prm_well_known_fallback_without_header_and_root_prm() -> None:
         return holder["as"]
 
     async with serve(make_as) as (as_url, _):
+
         def make_rs(base: str) -> Any:
             resource = base + "/mcp"
-            mw = protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
-                         verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+            mw = protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+            )
             mw.metadata_path = "/.well-known/oauth-protected-resource"  # only the root document exists
 
             def challenge(*a: Any, **k: Any) -> bytes:
@@ -475,8 +570,14 @@ async def test_refresh_on_expiry_with_rotation() -> None:
         a: AuthorizationServer = s["as"]
         info = storage.clients[s["as_url"]]
         async with httpx.AsyncClient() as http:
-            r = await http.post(s["as_url"] + "/token", data={"grant_type": "refresh_token", "client_id":
-                                info["client_id"], "refresh_token": first.refresh_token})
+            r = await http.post(
+                s["as_url"] + "/token",
+                data={
+                    "grant_type": "refresh_token",
+                    "client_id": info["client_id"],
+                    "refresh_token": first.refresh_token,
+                },
+            )
             assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
         assert a.counts["token"] >= 3
         await client.aclose()
@@ -501,11 +602,16 @@ async def test_server_side_rejection_triggers_refresh_then_retry() -> None:
 
 @pytest.mark.req("M031")
 async def test_step_up_on_insufficient_scope() -> None:
-    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",),
-                     scope_rule=tool_scopes({"admin": ["mcp:admin"]})) as s:
+    async with stack(
+        scopes_supported=["mcp:read", "mcp:admin"],
+        required=("mcp:read",),
+        scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
+    ) as s:
         client, browser = oauth(s["mcp_url"])
-        async with StreamableHTTPClientTransport(s["mcp_url"], auth=client) as conn, \
-                ClientSession(conn, mode="handshake") as session:
+        async with (
+            StreamableHTTPClientTransport(s["mcp_url"], auth=client) as conn,
+            ClientSession(conn, mode="handshake") as session,
+        ):
             who = await session.call_tool("whoami", {})
             assert who.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
             res = await session.call_tool("admin", {})
@@ -518,10 +624,11 @@ async def test_step_up_on_insufficient_scope() -> None:
         # the raw 403 shape
         async with httpx.AsyncClient() as http:
             token = _forge(s["as"], aud=s["mcp_url"], scope="mcp:read")
-            r = await http.post(s["mcp_url"], json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                                    "params": {"name": "admin", "arguments": {}}},
-                                headers={"authorization": f"Bearer {token}",
-                                         "accept": "application/json, text/event-stream"})
+            r = await http.post(
+                s["mcp_url"],
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "admin", "arguments": {}}},
+                headers={"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"},
+            )
             assert r.status_code == 403
             _, params = parse_www_authenticate(r.headers["www-authenticate"])
             assert params["error"] == "insufficient_scope"
@@ -547,17 +654,26 @@ async def test_authorization_server_rules() -> None:
         # DCR: https or localhost redirect URIs only
         bad = await http.post(base + "/register", json={"redirect_uris": ["http://evil.example/cb"]})
         assert bad.status_code == 400 and bad.json()["error"] == "invalid_redirect_uri"
-        reg = await http.post(base + "/register", json={"redirect_uris": [REDIRECT], "client_name": "x",
-                                                         "token_endpoint_auth_method": "none"})
+        reg = await http.post(
+            base + "/register",
+            json={"redirect_uris": [REDIRECT], "client_name": "x", "token_endpoint_auth_method": "none"},
+        )
         assert reg.status_code == 201
         cid = reg.json()["client_id"]
         assert "client_secret" not in reg.json()
         verifier, challenge = pkce_pair()
 
         async def authorize(**params: str) -> dict[str, str]:
-            q = {"response_type": "code", "client_id": cid, "redirect_uri": REDIRECT, "state": "st",
-                 "code_challenge": challenge, "code_challenge_method": "S256",
-                 "resource": "http://127.0.0.1:7/mcp", **params}
+            q = {
+                "response_type": "code",
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "state": "st",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": "http://127.0.0.1:7/mcp",
+                **params,
+            }
             q = {k: v for k, v in q.items() if v != ""}
             r = await http.get(base + "/authorize?" + urlencode(q))
             assert r.status_code == 302
@@ -569,40 +685,74 @@ async def test_authorization_server_rules() -> None:
         assert (await authorize(code_challenge_method="plain"))["error"] == "invalid_request"
         assert (await authorize(resource="http://127.0.0.1:8/other"))["error"] == "invalid_target"
         # unregistered redirect_uri: no redirect at all (no open redirector)
-        r = await http.get(base + "/authorize?" + urlencode({"response_type": "code", "client_id": cid,
-                           "redirect_uri": "http://127.0.0.1:9/other", "code_challenge": challenge,
-                           "code_challenge_method": "S256"}))
+        r = await http.get(
+            base
+            + "/authorize?"
+            + urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": cid,
+                    "redirect_uri": "http://127.0.0.1:9/other",
+                    "code_challenge": challenge,
+                    "code_challenge_method": "S256",
+                }
+            )
+        )
         assert r.status_code == 400
         ok = await authorize()
         assert ok["iss"] == base and ok["state"] == "st"  # RFC 9207
         # a wrong verifier fails, and burns the code (single use)
-        r = await http.post(base + "/token", data={"grant_type": "authorization_code", "code": ok["code"],
-                                                   "client_id": cid, "redirect_uri": REDIRECT,
-                                                   "code_verifier": "x" * 50})
+        r = await http.post(
+            base + "/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": ok["code"],
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "code_verifier": "x" * 50,
+            },
+        )
         assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
         ok = await authorize()
-        form = {"grant_type": "authorization_code", "code": ok["code"], "client_id": cid, "redirect_uri": REDIRECT,
-                "code_verifier": verifier, "resource": "http://127.0.0.1:7/mcp"}
+        form = {
+            "grant_type": "authorization_code",
+            "code": ok["code"],
+            "client_id": cid,
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+            "resource": "http://127.0.0.1:7/mcp",
+        }
         r = await http.post(base + "/token", data=form)
         assert r.status_code == 200, r.text
         tokens = r.json()
         assert tokens["token_type"] == "Bearer" and tokens["refresh_token"]
-        claims = jwt.decode(tokens["access_token"], holder["as"].key.public_key(), algorithms=["ES256"],
-                            audience="http://127.0.0.1:7/mcp", issuer=base)
+        claims = jwt.decode(
+            tokens["access_token"],
+            holder["as"].key.public_key(),
+            algorithms=["ES256"],
+            audience="http://127.0.0.1:7/mcp",
+            issuer=base,
+        )
         assert claims["client_id"] == cid
         assert (await http.post(base + "/token", data=form)).status_code == 400  # code reuse
         # client_credentials for a confidential client (client_secret_basic)
-        reg = (await http.post(base + "/register", json={"grant_types": ["client_credentials"],
-                                                          "token_endpoint_auth_method": "client_secret_basic"}))
+        reg = await http.post(
+            base + "/register",
+            json={"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic"},
+        )
         info = reg.json()
         basic = base64.b64encode(f"{info['client_id']}:{info['client_secret']}".encode()).decode()
-        r = await http.post(base + "/token", data={"grant_type": "client_credentials",
-                                                   "resource": "http://127.0.0.1:7/mcp"},
-                            headers={"authorization": "Basic " + basic})
+        r = await http.post(
+            base + "/token",
+            data={"grant_type": "client_credentials", "resource": "http://127.0.0.1:7/mcp"},
+            headers={"authorization": "Basic " + basic},
+        )
         assert r.status_code == 200 and "refresh_token" not in r.json()
-        r = await http.post(base + "/token", data={"grant_type": "client_credentials"},
-                            headers={"authorization": "Basic " + base64.b64encode(
-                                f"{info['client_id']}:wrong".encode()).decode()})
+        r = await http.post(
+            base + "/token",
+            data={"grant_type": "client_credentials"},
+            headers={"authorization": "Basic " + base64.b64encode(f"{info['client_id']}:wrong".encode()).decode()},
+        )
         assert r.status_code == 401
     with pytest.raises(RuntimeError):
         AuthorizationServer("https://as.example", production=True)
@@ -617,8 +767,13 @@ async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
     """The client refuses to proceed on: a PRM naming another resource, a metadata issuer mismatch, an iss in
     the redirect from another issuer, an AS without S256, a missing promised iss."""
 
-    async def attempt(tamper: Callable[[dict[str, Any]], None], expect: str, *, iss: str | None = "keep",
-                      prm_resource: str | None = None) -> None:
+    async def attempt(
+        tamper: Callable[[dict[str, Any]], None],
+        expect: str,
+        *,
+        iss: str | None = "keep",
+        prm_resource: str | None = None,
+    ) -> None:
         holder: dict[str, Any] = {}
 
         def make_as(base: str) -> Any:
@@ -647,10 +802,15 @@ async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
             return a
 
         async with serve(make_as) as (as_url, _):
+
             def make_rs(base: str) -> Any:
                 resource = base + "/mcp"
-                mw = protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
-                             verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+                mw = protect(
+                    create_app(mcp_server()),
+                    resource=resource,
+                    authorization_servers=[as_url],
+                    verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+                )
                 if prm_resource:
                     mw.metadata_extra["resource"] = prm_resource
                 return mw
@@ -683,13 +843,18 @@ async def test_client_uses_preregistered_credentials_and_client_secret_basic() -
         return holder["as"]
 
     async with serve(make_as) as (as_url, as_log):
-        rec = await holder["as"].register_client(redirect_uris=[REDIRECT],
-                                                 token_endpoint_auth_method="client_secret_basic")
+        rec = await holder["as"].register_client(
+            redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
+        )
 
         def make_rs(base: str) -> Any:
             resource = base + "/mcp"
-            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
-                           verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"))
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+            )
 
         async with serve(make_rs) as (rs, _):
             client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
@@ -711,12 +876,14 @@ async def test_principal_reaches_handlers_and_asgi_state() -> None:
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    verifier = StaticTokenVerifier({
-        "t": AccessToken("t", subject="a", audience=(aud + "/",)),  # canonical form compares equal
-        "other": AccessToken("other", audience=("http://127.0.0.1:2/mcp",)),
-        "none": AccessToken("none"),
-        "old": AccessToken("old", audience=(aud,), expires_at=time.time() - 5),
-    })
+    verifier = StaticTokenVerifier(
+        {
+            "t": AccessToken("t", subject="a", audience=(aud + "/",)),  # canonical form compares equal
+            "other": AccessToken("other", audience=("http://127.0.0.1:2/mcp",)),
+            "none": AccessToken("none"),
+            "old": AccessToken("old", audience=(aud,), expires_at=time.time() - 5),
+        }
+    )
     mw = protect(app, resource=aud, verifier=verifier)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
         assert (await http.get("/mcp", headers={"authorization": "Bearer t"})).status_code == 204
@@ -736,12 +903,16 @@ def test_oauth_example_demo_runs(free_port: Callable[[], int]) -> None:
     from pathlib import Path
 
     example = Path(__file__).resolve().parent.parent / "examples" / "oauth_server.py"
-    out = subprocess.run([sys.executable, str(example), "--demo", "--port", str(free_port())],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, str(example), "--demo", "--port", str(free_port())], capture_output=True, text=True, timeout=60
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[:3] == ["whoami: test-user (mcp:read)", "admin: admin status: ok",
-                         "whoami: test-user (mcp:admin mcp:read)"]
+    assert lines[:3] == [
+        "whoami: test-user (mcp:read)",
+        "admin: admin status: ok",
+        "whoami: test-user (mcp:admin mcp:read)",
+    ]
 
 
 @pytest.mark.req("M038")
@@ -750,23 +921,33 @@ async def test_session_is_bound_to_the_principal_that_created_it() -> None:
         alice = _forge(s["as"], aud=s["mcp_url"], sub="alice")
         bob = _forge(s["as"], aud=s["mcp_url"], sub="bob")
         hdrs = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
-                           "clientInfo": {"name": "t", "version": "1"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
         r = await http.post(s["mcp_url"], json=init, headers={**hdrs, "authorization": f"Bearer {alice}"})
         assert r.status_code == 200
         sid = r.headers["mcp-session-id"]
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-        as_bob = await http.post(s["mcp_url"], json=ping,
-                                 headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {bob}"})
+        as_bob = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {bob}"}
+        )
         assert as_bob.status_code == 404
-        as_alice = await http.post(s["mcp_url"], json=ping,
-                                   headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice}"})
+        as_alice = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice}"}
+        )
         assert as_alice.status_code == 200
         # a fresh token for the same principal (after a refresh) keeps the session
         alice2 = _forge(s["as"], aud=s["mcp_url"], sub="alice", jti="second")
-        again = await http.post(s["mcp_url"], json=ping,
-                                headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice2}"})
+        again = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice2}"}
+        )
         assert again.status_code == 200
 
 
@@ -789,10 +970,12 @@ async def test_high_level_client_with_oauth(mode: str) -> None:
 async def test_client_credentials_grant_machine_to_machine() -> None:
     async with stack(scopes_supported=["mcp:read"]) as s:
         a: AuthorizationServer = s["as"]
-        rec = await a.register_client(grant_types=["client_credentials"],
-                                      token_endpoint_auth_method="client_secret_basic")
-        auth = OAuthClient(s["mcp_url"], client_id=rec.client_id, client_secret=rec.client_secret,
-                           grant_type="client_credentials")
+        rec = await a.register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        auth = OAuthClient(
+            s["mcp_url"], client_id=rec.client_id, client_secret=rec.client_secret, grant_type="client_credentials"
+        )
         assert await whoami(s["mcp_url"], auth) == f"{rec.client_id}|mcp:read"
         token_reqs = [h for m, p, h in s["as_log"].requests if p == "/token"]
         assert len(token_reqs) == 1 and token_reqs[0]["authorization"].startswith("Basic ")
@@ -813,8 +996,13 @@ async def test_client_registers_again_when_the_as_refuses_its_registration(tmp_p
         storage = FileTokenStorage(tmp_path / "tokens.json")
         browser = HeadlessBrowser()
         meta = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
-        client = OAuthClient(s["mcp_url"], client_metadata=meta, storage=storage,
-                             redirect_handler=browser.redirect_handler, callback_handler=browser.callback_handler)
+        client = OAuthClient(
+            s["mcp_url"],
+            client_metadata=meta,
+            storage=storage,
+            redirect_handler=browser.redirect_handler,
+            callback_handler=browser.callback_handler,
+        )
         assert await whoami(s["mcp_url"], client) == "test-user|"
         first = await storage.get_client_info(s["as_url"])
         assert first is not None and first["client_secret"]
@@ -856,9 +1044,19 @@ async def test_loopback_redirect_uri_matches_on_any_port() -> None:
         _, challenge = pkce_pair()
 
         async def ask(uri: str) -> httpx.Response:
-            return await http.get(base + "/authorize?" + urlencode({
-                "response_type": "code", "client_id": rec.client_id, "redirect_uri": uri,
-                "code_challenge": challenge, "code_challenge_method": "S256"}))
+            return await http.get(
+                base
+                + "/authorize?"
+                + urlencode(
+                    {
+                        "response_type": "code",
+                        "client_id": rec.client_id,
+                        "redirect_uri": uri,
+                        "code_challenge": challenge,
+                        "code_challenge_method": "S256",
+                    }
+                )
+            )
 
         ok = await ask("http://127.0.0.1:53117/callback")
         assert ok.status_code == 302 and ok.headers["location"].startswith("http://127.0.0.1:53117/callback?code=")
@@ -882,29 +1080,61 @@ async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> No
     def replica(name: str) -> Callable[[str], AuthorizationServer]:
         def make(base: str) -> AuthorizationServer:
             issuer = holder.setdefault("issuer", base)  # one issuer for both (behind one load balancer)
-            holder[name] = AuthorizationServer(issuer, auto_approve=True, signing_key=key, production=True,
-                                               storage=RedisAuthStorage(redis_url, prefix=prefix))
+            holder[name] = AuthorizationServer(
+                issuer,
+                auto_approve=True,
+                signing_key=key,
+                production=True,
+                storage=RedisAuthStorage(redis_url, prefix=prefix),
+            )
             return holder[name]
+
         return make
 
-    async with serve(replica("a")) as (url_a, _), serve(replica("b")) as (url_b, _), \
-            httpx.AsyncClient(follow_redirects=False) as http:
+    async with (
+        serve(replica("a")) as (url_a, _),
+        serve(replica("b")) as (url_b, _),
+        httpx.AsyncClient(follow_redirects=False) as http,
+    ):
         a, b = holder["a"], holder["b"]
         assert a.kid == b.kid and (await http.get(url_a + "/jwks")).json() == (await http.get(url_b + "/jwks")).json()
-        reg = (await http.post(url_a + "/register", json={"redirect_uris": [REDIRECT],
-                                                           "token_endpoint_auth_method": "none"})).json()
+        reg = (
+            await http.post(
+                url_a + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+            )
+        ).json()
         verifier, challenge = pkce_pair()
-        loc = (await http.get(url_a + "/authorize?" + urlencode({
-            "response_type": "code", "client_id": reg["client_id"], "redirect_uri": REDIRECT,
-            "code_challenge": challenge, "code_challenge_method": "S256"}))).headers["location"]
+        loc = (
+            await http.get(
+                url_a
+                + "/authorize?"
+                + urlencode(
+                    {
+                        "response_type": "code",
+                        "client_id": reg["client_id"],
+                        "redirect_uri": REDIRECT,
+                        "code_challenge": challenge,
+                        "code_challenge_method": "S256",
+                    }
+                )
+            )
+        ).headers["location"]
         code = dict(parse_qsl(urlsplit(loc).query))["code"]
-        form = {"grant_type": "authorization_code", "code": code, "client_id": reg["client_id"],
-                "redirect_uri": REDIRECT, "code_verifier": verifier}
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": reg["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
         first = await http.post(url_b + "/token", data=form)  # the other replica knows the client and the code
         assert first.status_code == 200, first.text
         assert (await http.post(url_a + "/token", data=form)).status_code == 400  # used once, everywhere
-        refresh = {"grant_type": "refresh_token", "client_id": reg["client_id"],
-                   "refresh_token": first.json()["refresh_token"]}
+        refresh = {
+            "grant_type": "refresh_token",
+            "client_id": reg["client_id"],
+            "refresh_token": first.json()["refresh_token"],
+        }
         assert (await http.post(url_a + "/token", data=refresh)).status_code == 200
         again = await http.post(url_b + "/token", data=refresh)
         assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
@@ -927,8 +1157,9 @@ async def test_a_slow_failing_authorization_fails_the_call_instead_of_hanging() 
                 await asyncio.sleep(0.6)
                 doc = {**a.metadata(), "issuer": "http://127.0.0.1:1"}  # mismatch: the client must refuse
                 body = json.dumps(doc).encode()
-                await send({"type": "http.response.start", "status": 200,
-                            "headers": [(b"content-type", b"application/json")]})
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+                )
                 await send({"type": "http.response.body", "body": body})
                 return
             await a(scope, receive, send)
@@ -936,10 +1167,15 @@ async def test_a_slow_failing_authorization_fails_the_call_instead_of_hanging() 
         return slow
 
     async with serve(make_as) as (as_url, _):
+
         def make_rs(base: str) -> Any:
             resource = base + "/mcp"
-            return protect(create_app(mcp_server()), resource=resource, authorization_servers=[as_url],
-                           verifier=StaticTokenVerifier({}))
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=StaticTokenVerifier({}),
+            )
 
         async with serve(make_rs) as (rs, _):
             client, _b = oauth(rs + "/mcp")
@@ -976,10 +1212,16 @@ async def test_scope_hierarchy_and_malformed_credentials() -> None:
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
-    verifier = StaticTokenVerifier.simple({"admin": ["files:admin"], "writer": ["files:write"],
-                                           "other": ["unrelated"]}, audience=aud)
-    mw = protect(app, resource=aud, verifier=verifier, required_scopes=["files:read"],
-                 scope_implies={"files:admin": ["files:write"], "files:write": ["files:read"]})
+    verifier = StaticTokenVerifier.simple(
+        {"admin": ["files:admin"], "writer": ["files:write"], "other": ["unrelated"]}, audience=aud
+    )
+    mw = protect(
+        app,
+        resource=aud,
+        verifier=verifier,
+        required_scopes=["files:read"],
+        scope_implies={"files:admin": ["files:write"], "files:write": ["files:read"]},
+    )
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
         for tok in ("admin", "writer"):  # transitively implies files:read
             assert (await http.get("/mcp", headers={"authorization": f"Bearer {tok}"})).status_code == 204
@@ -1005,13 +1247,22 @@ async def test_loopback_callback_receives_the_redirect_like_a_browser_would() ->
             page = await http.get(url)
             assert page.status_code == 200 and "Authorization complete" in page.text
 
-    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",),
-                     scope_rule=tool_scopes({"admin": ["mcp:admin"]})) as s:
+    async with stack(
+        scopes_supported=["mcp:read", "mcp:admin"],
+        required=("mcp:read",),
+        scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
+    ) as s:
         cb = LoopbackCallback(open_url=browser)
-        auth = OAuthClient(s["mcp_url"], client_metadata={"redirect_uris": [cb.redirect_uri]},
-                           redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
-        async with StreamableHTTPClientTransport(s["mcp_url"], auth=auth) as conn, \
-                ClientSession(conn, mode="handshake") as session:
+        auth = OAuthClient(
+            s["mcp_url"],
+            client_metadata={"redirect_uris": [cb.redirect_uri]},
+            redirect_handler=cb.redirect_handler,
+            callback_handler=cb.callback_handler,
+        )
+        async with (
+            StreamableHTTPClientTransport(s["mcp_url"], auth=auth) as conn,
+            ClientSession(conn, mode="handshake") as session,
+        ):
             assert (await session.call_tool("admin", {})).content[0].text == "admin ok"  # type: ignore[union-attr]
         assert len(opened) == 2
         # the listener is gone after each callback

@@ -58,8 +58,10 @@ async def client_main(url: str) -> int:
     )
     mode = "modern" if version and is_modern(version) else "handshake"
     try:
-        async with StreamableHTTPClientTransport(url, auth=auth) as conn, \
-                ClientSession(conn, mode=mode, protocol_version=version if mode == "handshake" else None) as s:
+        async with (
+            StreamableHTTPClientTransport(url, auth=auth) as conn,
+            ClientSession(conn, mode=mode, protocol_version=version if mode == "handshake" else None) as s,
+        ):
             tools = await s.list_tools()
             if any(t.name == "test-tool" for t in tools.tools):
                 await s.call_tool("test-tool", {})
@@ -81,8 +83,9 @@ if __name__ != "__main__":
     import pytest
     import uvicorn
 
-    needs_harness = pytest.mark.skipif(not (NODE.exists() and HARNESS.exists()),
-                                       reason="npm peers missing: run scripts/test.sh (cd tests && npm ci)")
+    needs_harness = pytest.mark.skipif(
+        not (NODE.exists() and HARNESS.exists()), reason="npm peers missing: run scripts/test.sh (cd tests && npm ci)"
+    )
 
     # (scenario, spec version) pairs; allowClientError scenarios expect the client to refuse
     CLIENT_LEGS: list[tuple[str, str | None]] = [
@@ -119,16 +122,30 @@ if __name__ != "__main__":
 
     # the 0.1.16 harness (no --spec-version, no MCP_CONFORMANCE_PROTOCOL_VERSION): its whole auth set
     OLD_SCENARIOS = [
-        "metadata-default", "metadata-var1", "metadata-var2", "metadata-var3", "basic-cimd",
-        "scope-from-www-authenticate", "scope-from-scopes-supported", "scope-omitted-when-undefined",
-        "scope-step-up", "scope-retry-limit", "token-endpoint-auth-basic", "token-endpoint-auth-post",
-        "token-endpoint-auth-none", "pre-registration", "2025-03-26-oauth-metadata-backcompat",
-        "2025-03-26-oauth-endpoint-fallback", "resource-mismatch", "offline-access-scope",
+        "metadata-default",
+        "metadata-var1",
+        "metadata-var2",
+        "metadata-var3",
+        "basic-cimd",
+        "scope-from-www-authenticate",
+        "scope-from-scopes-supported",
+        "scope-omitted-when-undefined",
+        "scope-step-up",
+        "scope-retry-limit",
+        "token-endpoint-auth-basic",
+        "token-endpoint-auth-post",
+        "token-endpoint-auth-none",
+        "pre-registration",
+        "2025-03-26-oauth-metadata-backcompat",
+        "2025-03-26-oauth-endpoint-fallback",
+        "resource-mismatch",
+        "offline-access-scope",
         "offline-access-not-supported",
     ]
     CLIENT_LEGS.append(("auth/client-credentials-basic", None))  # extension: no --spec-version
-    LEGS = [(str(HARNESS), s, v) for s, v in CLIENT_LEGS] + [(str(HARNESS_OLD), "auth/" + s, None)
-                                                                for s in OLD_SCENARIOS]
+    LEGS = [(str(HARNESS), s, v) for s, v in CLIENT_LEGS] + [
+        (str(HARNESS_OLD), "auth/" + s, None) for s in OLD_SCENARIOS
+    ]
     LEG_IDS = [f"0.2:{s}@{v}" for s, v in CLIENT_LEGS] + [f"0.1.16:auth/{s}" for s in OLD_SCENARIOS]
 
     REQS = {
@@ -141,8 +158,9 @@ if __name__ != "__main__":
     @needs_harness
     @pytest.mark.timeout(150)
     @pytest.mark.parametrize(("harness", "scenario", "spec"), LEGS, ids=LEG_IDS)
-    def test_auth_client_scenario(harness: str, scenario: str, spec: str | None,
-                                  request: pytest.FixtureRequest) -> None:
+    def test_auth_client_scenario(
+        harness: str, scenario: str, spec: str | None, request: pytest.FixtureRequest
+    ) -> None:
         if not Path(harness).exists():
             pytest.skip(f"harness missing: {harness}")
         for rid in REQS.get(scenario, ()):
@@ -152,9 +170,24 @@ if __name__ != "__main__":
             command = f"{sys.executable} {Path(__file__).resolve()}"
             assert command.count(" ") == 1, "the harness splits --command on spaces"
             proc = subprocess.run(
-                [str(NODE), harness, "client", "--command", command, "--scenario", scenario,
-                 *(["--spec-version", spec] if spec else []), "-o", str(out), "--timeout", "60000"],
-                cwd=ROOT, capture_output=True, text=True, timeout=140,
+                [
+                    str(NODE),
+                    harness,
+                    "client",
+                    "--command",
+                    command,
+                    "--scenario",
+                    scenario,
+                    *(["--spec-version", spec] if spec else []),
+                    "-o",
+                    str(out),
+                    "--timeout",
+                    "60000",
+                ],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+                timeout=140,
             )
             checks = _checks(out)
         text = re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
@@ -163,7 +196,8 @@ if __name__ != "__main__":
         bad = [c for c in checks if c.get("status") in ("FAILURE", "WARNING")]
         assert not bad, json.dumps(bad, indent=1)[:3000] + "\n" + text[-2000:]
         refusal_expected = "CLIENT EXITED WITH ERROR" in text and any(
-            s in scenario for s in ("iss-", "mismatch", "retry-limit"))
+            s in scenario for s in ("iss-", "mismatch", "retry-limit")
+        )
         assert proc.returncode == 0 or refusal_expected, text[-3000:]
 
     async def _play_browser(proc: asyncio.subprocess.Process, prefix: str) -> bytes:
@@ -204,8 +238,9 @@ if __name__ != "__main__":
         base = f"http://127.0.0.1:{sock.getsockname()[1]}"
         resource = "http://127.0.0.1:9/mcp"
         authz = AuthorizationServer(base, auto_approve=True, resources=[resource])
-        client = await authz.register_client(redirect_uris=[f"http://127.0.0.1:{callback_port}/callback"],
-                                             token_endpoint_auth_method="none")
+        client = await authz.register_client(
+            redirect_uris=[f"http://127.0.0.1:{callback_port}/callback"], token_endpoint_auth_method="none"
+        )
         userver = uvicorn.Server(uvicorn.Config(authz, log_level="warning", lifespan="on"))
         task = asyncio.get_running_loop().create_task(userver.serve(sockets=[sock]))
         while not userver.started:
@@ -213,9 +248,23 @@ if __name__ != "__main__":
         try:
             with tempfile.TemporaryDirectory(prefix="mcpkit-asconf-") as tmp:
                 proc = await asyncio.create_subprocess_exec(
-                    str(NODE), str(HARNESS), "authorization", "--url", base,
-                    "--client-id", client.client_id, "--resource", resource, "--port", str(callback_port),
-                    "-o", tmp, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+                    str(NODE),
+                    str(HARNESS),
+                    "authorization",
+                    "--url",
+                    base,
+                    "--client-id",
+                    client.client_id,
+                    "--resource",
+                    resource,
+                    "--port",
+                    str(callback_port),
+                    "-o",
+                    tmp,
+                    cwd=ROOT,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                )
                 output = await asyncio.wait_for(_play_browser(proc, base + "/authorize?"), 140)
                 checks = _checks(Path(tmp))
         finally:

@@ -17,8 +17,14 @@ EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everythi
 
 
 def mcpkit(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mcpkit.cli.main", *args], capture_output=True, text=True,
-                          timeout=timeout, env={**_env(), "COLUMNS": "200"}, input=stdin)
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**_env(), "COLUMNS": "200"},
+        input=stdin,
+    )
 
 
 def _env() -> dict[str, str]:
@@ -80,7 +86,10 @@ def test_call_reports_progress() -> None:
     assert proc.returncode == 0, proc.stderr
     assert "done after 3 steps" in proc.stdout
     assert [line for line in proc.stderr.splitlines() if line.startswith("progress:")] == [
-        "progress: 1/3 (33%) step 1", "progress: 2/3 (67%) step 2", "progress: 3/3 (100%) step 3"]
+        "progress: 1/3 (33%) step 1",
+        "progress: 2/3 (67%) step 2",
+        "progress: 3/3 (100%) step 3",
+    ]
 
 
 def test_call_timeout() -> None:
@@ -135,7 +144,9 @@ def test_interactive_elicitation_and_roots() -> None:
     # name typed, then Enter keeps each default (color, size, count); answers go through the schema checks
     out = as_json(mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\n\n\n\n"))
     assert json.loads(out["content"][0]["text"]) == {
-        "action": "accept", "content": {"name": "Ada", "color": "green", "size": "s", "count": 3}}
+        "action": "accept",
+        "content": {"name": "Ada", "color": "green", "size": "s", "count": 3},
+    }
     # an answer outside the enum is asked again
     proc = mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\npurple\nred\nl\n2\n")
     answer = json.loads(as_json(proc)["content"][0]["text"])
@@ -209,8 +220,14 @@ def http_base() -> Any:
     from mcpkit.transports.http import create_app
     from test_client_server import build_server
 
-    config = uvicorn.Config(create_app(build_server()), host="127.0.0.1", port=0, log_level="warning",
-                            lifespan="on", timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        create_app(build_server()),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()

@@ -50,14 +50,31 @@ async def test_every_tool(kind: str, mode: str) -> None:
         asked.append(params)
         return {"name": "Lin"}
 
-    async with Client(target(kind), mode=mode, roots=[{"uri": "file:///src", "name": "src"}],
-                      sampling_handler=lambda p: "a sampled answer", elicitation_handler=user,
-                      logging_handler=logs.append, log_level="info",
-                      on_notification=lambda m, p: notes.append(m)) as c:
+    async with Client(
+        target(kind),
+        mode=mode,
+        roots=[{"uri": "file:///src", "name": "src"}],
+        sampling_handler=lambda p: "a sampled answer",
+        elicitation_handler=user,
+        logging_handler=logs.append,
+        log_level="info",
+        on_notification=lambda m, p: notes.append(m),
+    ) as c:
         assert c.server_info and c.server_info["name"] == "mcpkit-everything"
         tools = {t.name for t in await c.list_tools()}
-        assert tools >= {"echo", "add", "slow", "sample", "ask_name", "roots", "touch", "add_tool", "log", "fail",
-                         "image"}
+        assert tools >= {
+            "echo",
+            "add",
+            "slow",
+            "sample",
+            "ask_name",
+            "roots",
+            "touch",
+            "add_tool",
+            "log",
+            "fail",
+            "image",
+        }
         assert (await c.call_tool("echo", {"text": "hé"})).data == "hé"
         added = await c.call_tool("add", {"a": 20, "b": 22})
         assert added.validated and added.structured == {"result": 42} and added.data == 42

@@ -58,8 +58,9 @@ class Recorder:
 async def serving(server: Any, **options: Any) -> AsyncIterator[tuple[str, Any, Recorder]]:
     app = create_app(server, **options)
     rec = Recorder(app)
-    config = uvicorn.Config(rec, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        rec, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
     userver = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(userver.serve())
     for _ in range(500):
@@ -84,9 +85,16 @@ def _reset_state() -> None:
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_streamable_http_both_eras(mode: str) -> None:
-    async with serving(build_server()) as (base, _, _rec), \
-            Client(f"{base}/mcp", mode=mode, roots=["file:///h"], sampling_handler=lambda p: "http-llm",
-                          elicitation_handler=lambda p: {"name": "Ada"}) as c:
+    async with (
+        serving(build_server()) as (base, _, _rec),
+        Client(
+            f"{base}/mcp",
+            mode=mode,
+            roots=["file:///h"],
+            sampling_handler=lambda p: "http-llm",
+            elicitation_handler=lambda p: {"name": "Ada"},
+        ) as c,
+    ):
         assert c.target.kind == "http"
         assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
         assert len(await c.list_tools()) == 27
@@ -194,8 +202,10 @@ async def test_self_healing_after_the_server_forgets_the_session() -> None:
 async def test_self_healing_renews_subscriptions() -> None:
     server = build_server()
     notes: list[tuple[str, Any]] = []
-    async with serving(server) as (base, app, _rec), \
-            Client(f"{base}/mcp", mode="handshake", on_notification=lambda m, p: notes.append((m, p))) as c:
+    async with (
+        serving(server) as (base, app, _rec),
+        Client(f"{base}/mcp", mode="handshake", on_notification=lambda m, p: notes.append((m, p))) as c,
+    ):
         await c.subscribe_resource("mcpkit://text/1")
         for sid in app.streamable.session_ids():
             await app.streamable._end_session(app.streamable._sessions[sid])
@@ -210,8 +220,10 @@ async def test_self_healing_renews_subscriptions() -> None:
 
 
 async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
-    async with serving(build_server()) as (base, app, _rec), \
-            Client(f"{base}/mcp", mode="handshake", reconnect=False) as c:
+    async with (
+        serving(build_server()) as (base, app, _rec),
+        Client(f"{base}/mcp", mode="handshake", reconnect=False) as c,
+    ):
         await c.list_tools()
         for sid in app.streamable.session_ids():
             await app.streamable._end_session(app.streamable._sessions[sid])
@@ -222,8 +234,10 @@ async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
 
 @pytest.mark.parametrize("mode", ERAS)
 async def test_legacy_sse_fallback(mode: str) -> None:
-    async with serving(build_server()) as (base, _, rec), \
-            Client(f"{base}/sse", mode=mode, elicitation_handler=lambda p: {"name": "Old"}) as c:
+    async with (
+        serving(build_server()) as (base, _, rec),
+        Client(f"{base}/sse", mode=mode, elicitation_handler=lambda p: {"name": "Old"}) as c,
+    ):
         assert c.target.kind == "sse"  # the POST failed with 4xx, the client switched to HTTP+SSE
         assert (await c.call_tool("echo", {"text": "legacy"})).text == "legacy"
         assert "Old" in (await c.call_tool("ask")).text
@@ -249,8 +263,10 @@ async def test_sse_stream_resumption_through_the_client() -> None:
     from test_http_support import make_server
 
     logs: list[Any] = []
-    async with serving(make_server(), event_store=InMemoryEventStore(), retry_interval=100) as (base, _, rec), \
-            Client(f"{base}/mcp", mode="handshake", logging_handler=logs.append) as c:
+    async with (
+        serving(make_server(), event_store=InMemoryEventStore(), retry_interval=100) as (base, _, rec),
+        Client(f"{base}/mcp", mode="handshake", logging_handler=logs.append) as c,
+    ):
         r = await c.call_tool("polled", {"n": 6})
         assert r.text == "polled 6"
     assert [m["data"] for m in logs] == [f"event {i}" for i in range(6)]  # nothing lost across the drop
@@ -270,8 +286,13 @@ def everything_http(node_bin: Path, mode: str) -> Any:
     if not EVERYTHING.is_file():
         pytest.skip("server-everything missing: run scripts/test.sh")
     env = {**os.environ, "PORT": "0"}
-    proc = subprocess.Popen([str(node_bin), "--import", str(PRELOAD), str(EVERYTHING), mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    proc = subprocess.Popen(
+        [str(node_bin), "--import", str(PRELOAD), str(EVERYTHING), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
     try:
         port = None
         assert proc.stdout is not None
@@ -296,8 +317,12 @@ def everything_http(node_bin: Path, mode: str) -> Any:
 @pytest.mark.npm
 async def test_everything_over_streamable_http(node_bin: Path) -> None:
     with everything_http(node_bin, "streamableHttp") as base:
-        async with Client(f"{base}/mcp", roots=["file:///e"], sampling_handler=lambda p: "via http",
-                          elicitation_handler=lambda p: {"action": "decline"}) as c:
+        async with Client(
+            f"{base}/mcp",
+            roots=["file:///e"],
+            sampling_handler=lambda p: "via http",
+            elicitation_handler=lambda p: {"action": "decline"},
+        ) as c:
             assert c.protocol_version == "2025-11-25"
             names = {t.name for t in await c.list_tools()}
             assert {"echo", "get-sum", "trigger-sampling-request", "get-roots-list"} <= names
@@ -307,8 +332,11 @@ async def test_everything_over_streamable_http(node_bin: Path) -> None:
             assert "file:///e" in (await c.call_tool("get-roots-list")).text
             assert "declined" in (await c.call_tool("trigger-elicitation-request")).text
             seen: list[float] = []
-            await c.call_tool("trigger-long-running-operation", {"duration": 0.5, "steps": 2},
-                              on_progress=lambda p, t, m: seen.append(p))
+            await c.call_tool(
+                "trigger-long-running-operation",
+                {"duration": 0.5, "steps": 2},
+                on_progress=lambda p, t, m: seen.append(p),
+            )
             assert seen == [1.0, 2.0]
             assert len(await c.list_resources()) == 7
             assert (await c.get_prompt("args-prompt", {"city": "Oslo"})).messages
@@ -366,13 +394,22 @@ TS_V2 = TESTS / "interop" / "ts_server_v2.mjs"
 async def test_typescript_v2_server_over_http(node_bin: Path, mode: str) -> None:
     if not TS_V2.is_file():
         pytest.skip("tests/interop/ts_server_v2.mjs missing")
-    proc = subprocess.Popen([str(node_bin), str(TS_V2), "--http", "--port", "0", "--legacy", "sessionful"],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [str(node_bin), str(TS_V2), "--http", "--port", "0", "--legacy", "sessionful"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         url = json.loads(proc.stdout.readline())["listening"]
-        async with Client(url, mode=mode, roots=["file:///ts"], sampling_handler=lambda p: "from mcpkit",
-                          elicitation_handler=lambda p: {"name": "Grace"}) as c:
+        async with Client(
+            url,
+            mode=mode,
+            roots=["file:///ts"],
+            sampling_handler=lambda p: "from mcpkit",
+            elicitation_handler=lambda p: {"name": "Grace"},
+        ) as c:
             assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
             added = await c.call_tool("add", {"a": 1, "b": 2})
             assert added.validated and added.data == 3

@@ -141,8 +141,9 @@ async def test_capabilities_declared_only_for_given_handlers(mode: str) -> None:
         pass
     assert caps(bare) == {}
     full = Wire()
-    async with client(mode, full, roots=[], sampling_handler=lambda p: "x", sampling_tools=True,
-                      elicitation_handler=lambda p: None):
+    async with client(
+        mode, full, roots=[], sampling_handler=lambda p: "x", sampling_tools=True, elicitation_handler=lambda p: None
+    ):
         pass
     got = caps(full)
     assert set(got) == {"roots", "sampling", "elicitation"}
@@ -288,8 +289,11 @@ async def test_late_response_to_a_timed_out_request_is_ignored() -> None:
             if "id" not in msg:
                 continue
             if msg["method"] == "initialize":
-                result: dict[str, Any] = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
-                                          "serverInfo": {"name": "slow", "version": "1"}}
+                result: dict[str, Any] = {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "slow", "version": "1"},
+                }
             else:
                 await asyncio.sleep(0.3)
                 result = {"content": [{"type": "text", "text": f"answer to {msg['id']}"}]}
@@ -325,8 +329,10 @@ async def test_roots(mode: str) -> None:
     async with client(mode, wire, roots=roots) as c:
         r = await c.call_tool("roots")
         assert json.loads(r.text) == {"roots": [{"uri": "file:///work", "name": "work"}, {"uri": "file:///tmp"}]}
+
         async def dynamic() -> list[str]:
             return ["file:///dyn"]
+
         await c.set_roots(dynamic)
         assert json.loads((await c.call_tool("roots")).text) == {"roots": [{"uri": "file:///dyn"}]}
         version = c.protocol_version
@@ -386,8 +392,12 @@ async def test_sampling(mode: str) -> None:
 
     def llm(params: dict[str, Any]) -> dict[str, Any]:
         asked.append(params)
-        return {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "test-llm",
-                "stopReason": "endTurn"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "Paris"},
+            "model": "test-llm",
+            "stopReason": "endTurn",
+        }
 
     async with client(mode, wire, sampling_handler=llm) as c:
         r = await c.call_tool("sample", {"prompt": "capital of France?"})
@@ -402,8 +412,12 @@ async def test_sampling(mode: str) -> None:
     assert json.loads(r.text)["content"]["text"] == "Paris"
     assert len(asked) == 1 and asked[0]["messages"][0]["content"]["text"] == "capital of France?"
     answers = _client_answers(wire, "sampling/createMessage", mode)
-    assert answers[0] == {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "test-llm",
-                          "stopReason": "endTurn"}
+    assert answers[0] == {
+        "role": "assistant",
+        "content": {"type": "text", "text": "Paris"},
+        "model": "test-llm",
+        "stopReason": "endTurn",
+    }
     if mode == "handshake":
         assert version is not None
         for m in wire.sent():
@@ -436,8 +450,10 @@ async def test_elicitation_form_defaults_enums_and_decline(mode: str) -> None:
 
     async with client(mode, elicitation_handler=user) as c:
         r = await c.call_tool("ask")
-    assert json.loads(r.text) == {"action": "accept",
-                                  "content": {"name": "Ada", "color": "blue", "size": "s", "count": 3}}
+    assert json.loads(r.text) == {
+        "action": "accept",
+        "content": {"name": "Ada", "color": "blue", "size": "s", "count": 3},
+    }
     assert seen[0]["message"] == "What is your name?" and seen[0]["requestedSchema"]["required"] == ["name"]
 
     async with client(mode, elicitation_handler=lambda p: None) as c:
@@ -510,14 +526,17 @@ async def test_url_elicitation_required_error_is_handled_and_retried_once() -> N
 @pytest.mark.req("M078")
 async def test_sampling_content_types() -> None:
     image = {"type": "image", "data": base64.b64encode(b"png").decode(), "mimeType": "image/png"}
-    async with client("handshake", sampling_handler=lambda p: {"role": "assistant", "content": image,
-                                                               "model": "m", "stopReason": "endTurn"}) as c:
+    async with client(
+        "handshake",
+        sampling_handler=lambda p: {"role": "assistant", "content": image, "model": "m", "stopReason": "endTurn"},
+    ) as c:
         assert json.loads((await c.call_tool("sample")).text)["content"] == image
     # a content type sampling does not allow never leaves the client as a result: the server gets an error
     bad = {"type": "resource_link", "uri": "file:///x", "name": "x"}
     wire = Wire()
-    async with client("handshake", wire, sampling_handler=lambda p: {"role": "assistant", "content": bad,
-                                                                     "model": "m"}) as c:
+    async with client(
+        "handshake", wire, sampling_handler=lambda p: {"role": "assistant", "content": bad, "model": "m"}
+    ) as c:
         with pytest.raises(MCPError):
             await c.call_tool("sample")
     ids = {m["id"] for m in wire.received() if m.get("method") == "sampling/createMessage"}
@@ -537,16 +556,21 @@ async def test_modern_input_rounds_are_bounded_and_use_new_ids() -> None:
                 continue
             seen.append(msg)
             if msg["method"] == "server/discover":
-                result: dict[str, Any] = {"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                                          "capabilities": {"tools": {}}}
+                result: dict[str, Any] = {
+                    "resultType": "complete",
+                    "supportedVersions": ["2026-07-28"],
+                    "capabilities": {"tools": {}},
+                }
             else:
-                result = {"resultType": "input_required", "requestState": f"s{len(seen)}",
-                          "inputRequests": {"q": {"method": "roots/list", "params": {}}}}
+                result = {
+                    "resultType": "input_required",
+                    "requestState": f"s{len(seen)}",
+                    "inputRequests": {"q": {"method": "roots/list", "params": {}}},
+                }
             await server_end.send(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
 
     task = asyncio.create_task(greedy_server())
-    async with Client(client_end, mode="modern", roots=["file:///r"], max_input_rounds=3,
-                      validate_output=False) as c:
+    async with Client(client_end, mode="modern", roots=["file:///r"], max_input_rounds=3, validate_output=False) as c:
         with pytest.raises(MCPError, match="still required input after 3 rounds"):
             await c.call_tool("x")
     calls = [m for m in seen if m["method"] == "tools/call"]

@@ -71,8 +71,12 @@ async def test_a_server_dying_mid_session_is_isolated() -> None:
 
 
 async def test_mcp_json_document(tmp_path: Path) -> None:
-    config = {"mcpServers": {"one": {"command": sys.executable, "args": [SERVER]},
-                             "two": {"command": sys.executable, "args": [SERVER], "env": {"X": "1"}}}}
+    config = {
+        "mcpServers": {
+            "one": {"command": sys.executable, "args": [SERVER]},
+            "two": {"command": sys.executable, "args": [SERVER], "env": {"X": "1"}},
+        }
+    }
     path = tmp_path / "mcp.json"
     path.write_text(json.dumps(config))
     async with MultiClient(str(path)) as mc:

@@ -51,12 +51,20 @@ def _tool(name: str, description: str, schema: dict[str, Any] | None = None, **e
 RO = {"readOnlyHint": True}
 TOOLS: list[dict[str, Any]] = [
     _tool("echo", "Echo text", _obj(text={"type": "string"}), annotations=RO),
-    _tool("add", "Add two numbers", _obj(a={"type": "number"}, b={"type": "number"}), outputSchema=ADD_SCHEMA,
-          annotations={"idempotentHint": True}),
+    _tool(
+        "add",
+        "Add two numbers",
+        _obj(a={"type": "number"}, b={"type": "number"}),
+        outputSchema=ADD_SCHEMA,
+        annotations={"idempotentHint": True},
+    ),
     _tool("bad_output", "Breaks its output schema", outputSchema=ADD_SCHEMA),
     _tool("no_structured", "Declares an output schema, returns none", outputSchema=ADD_SCHEMA),
-    _tool("wrapped", "Returns a wrapped list", outputSchema={
-        "type": "object", "properties": {"result": {"type": "array"}}, "x-mcpkit-wrap-result": True}),
+    _tool(
+        "wrapped",
+        "Returns a wrapped list",
+        outputSchema={"type": "object", "properties": {"result": {"type": "array"}}, "x-mcpkit-wrap-result": True},
+    ),
     _tool("fail", "Always fails", _obj(why={"type": "string"})),
     _tool("slow", "Sleeps in steps with progress", _obj(steps={"type": "integer"}, delay={"type": "number"})),
     _tool("status", "What slow calls saw", annotations=RO),
@@ -76,8 +84,11 @@ RESOURCES = [
     {"uri": "mcpkit://blob", "name": "blob", "mimeType": "application/octet-stream"},
 ]
 PROMPTS = [
-    {"name": "greet", "description": "Greets someone", "arguments": [
-        {"name": "name", "required": True}, {"name": "style", "required": False}]},
+    {
+        "name": "greet",
+        "description": "Greets someone",
+        "arguments": [{"name": "name", "required": True}, {"name": "style", "required": False}],
+    },
     {"name": "plain", "description": "No arguments"},
 ]
 
@@ -148,9 +159,15 @@ def build_server() -> Server:
             answer = await ctx.elicit("What is your name?", NAME_SCHEMA)
             return text(json.dumps(answer, sort_keys=True))
         if name == "ask_url":
-            answer = await ctx.ask("elicitation/create", {
-                "mode": "url", "message": "Please sign in", "url": "https://example.com/login",
-                "elicitationId": "e-1"})
+            answer = await ctx.ask(
+                "elicitation/create",
+                {
+                    "mode": "url",
+                    "message": "Please sign in",
+                    "url": "https://example.com/login",
+                    "elicitationId": "e-1",
+                },
+            )
             return text(json.dumps(answer, sort_keys=True))
         if name == "sample":
             req: dict[str, Any] = {
@@ -185,8 +202,19 @@ def build_server() -> Server:
                     await session.notify("notifications/elicitation/complete", {"elicitationId": eid})
 
                 state["url_task"] = asyncio.get_running_loop().create_task(complete())
-                raise URLElicitationRequired("Sign in first", {"elicitations": [
-                    {"mode": "url", "elicitationId": eid, "url": "https://example.com/auth", "message": "Sign in"}]})
+                raise URLElicitationRequired(
+                    "Sign in first",
+                    {
+                        "elicitations": [
+                            {
+                                "mode": "url",
+                                "elicitationId": eid,
+                                "url": "https://example.com/auth",
+                                "message": "Sign in",
+                            }
+                        ]
+                    },
+                )
             return text("authorized")
         if isinstance(name, str) and name.startswith("t") and name[1:].isdigit():
             return text(name)

@@ -56,8 +56,13 @@ async def test_only_valid_mcp_messages_reach_stdin(mode: str, tmp_path: Path) ->
     log = tmp_path / "stdin.log"
     cmd = f"tee {log} | {sys.executable} {SERVER}"
     roots = ["file:///x"]
-    async with Client(["sh", "-c", cmd], mode=mode, roots=roots, sampling_handler=lambda p: "s",
-                      elicitation_handler=lambda p: {"name": "n"}) as c:
+    async with Client(
+        ["sh", "-c", cmd],
+        mode=mode,
+        roots=roots,
+        sampling_handler=lambda p: "s",
+        elicitation_handler=lambda p: {"name": "n"},
+    ) as c:
         version = c.protocol_version
         await c.list_tools()
         await c.call_tool("ask")
@@ -184,19 +189,42 @@ async def test_everything_tools(everything: list[str]) -> None:
 
     def sample(params: dict[str, Any]) -> dict[str, Any]:
         sampled.append(params)
-        return {"role": "assistant", "content": {"type": "text", "text": "42"}, "model": "pytest-llm",
-                "stopReason": "endTurn"}
+        return {
+            "role": "assistant",
+            "content": {"type": "text", "text": "42"},
+            "model": "pytest-llm",
+            "stopReason": "endTurn",
+        }
 
-    async with Client(everything, roots=[{"uri": "file:///tmp/proj", "name": "proj"}], sampling_handler=sample,
-                      elicitation_handler=elicit, env={"TEST_VAR_EVERYTHING": "mcpkit-test"}) as c:
+    async with Client(
+        everything,
+        roots=[{"uri": "file:///tmp/proj", "name": "proj"}],
+        sampling_handler=sample,
+        elicitation_handler=elicit,
+        env={"TEST_VAR_EVERYTHING": "mcpkit-test"},
+    ) as c:
         assert c.protocol_version == "2025-11-25"  # auto mode fell back from the discover probe
         assert c.server_info and c.server_info["name"] == "mcp-servers/everything"
         tools = {t.name: t for t in await c.list_tools()}
-        expected = {"echo", "get-annotated-message", "get-env", "get-resource-links", "get-resource-reference",
-                    "get-structured-content", "get-sum", "get-tiny-image", "gzip-file-as-resource",
-                    "toggle-simulated-logging", "toggle-subscriber-updates", "trigger-long-running-operation",
-                    "get-roots-list", "trigger-elicitation-request", "trigger-url-elicitation",
-                    "trigger-sampling-request", "simulate-research-query"}
+        expected = {
+            "echo",
+            "get-annotated-message",
+            "get-env",
+            "get-resource-links",
+            "get-resource-reference",
+            "get-structured-content",
+            "get-sum",
+            "get-tiny-image",
+            "gzip-file-as-resource",
+            "toggle-simulated-logging",
+            "toggle-subscriber-updates",
+            "trigger-long-running-operation",
+            "get-roots-list",
+            "trigger-elicitation-request",
+            "trigger-url-elicitation",
+            "trigger-sampling-request",
+            "simulate-research-query",
+        }
         assert expected <= set(tools)
 
         assert (await c.call_tool("echo", {"message": "hi"})).text == "Echo: hi"
@@ -217,15 +245,17 @@ async def test_everything_tools(everything: list[str]) -> None:
         image = await c.call_tool("get-tiny-image")
         png = next(b for b in image.content if isinstance(b, ImageContent))
         assert base64.b64decode(png.data)[:4] == b"\x89PNG"
-        gz = await c.call_tool("gzip-file-as-resource",
-                               {"name": "hello.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ="})
+        gz = await c.call_tool(
+            "gzip-file-as-resource", {"name": "hello.gz", "data": "data:text/plain;base64,aGVsbG8gd29ybGQ="}
+        )
         link = next(b for b in gz.content if isinstance(b, ResourceLink))
         blob = await c.read_resource(link.uri)
         assert blob.contents[0].uri == link.uri  # a session resource created by the tool
 
         seen: list[float] = []
-        done = await c.call_tool("trigger-long-running-operation", {"duration": 1, "steps": 4},
-                                 on_progress=lambda p, t, m: seen.append(p))
+        done = await c.call_tool(
+            "trigger-long-running-operation", {"duration": 1, "steps": 4}, on_progress=lambda p, t, m: seen.append(p)
+        )
         assert not done.is_error and seen == [1.0, 2.0, 3.0, 4.0]
 
         roots = await c.call_tool("get-roots-list")
@@ -340,8 +370,13 @@ async def test_typescript_v2_server_both_eras(ts_v2: list[str], mode: str) -> No
     async def llm(params: dict[str, Any]) -> str:
         return "sampled by mcpkit"
 
-    async with Client(ts_v2, mode=mode, roots=["file:///ts-root"], sampling_handler=llm,
-                      elicitation_handler=lambda p: {"name": "Grace"}) as c:
+    async with Client(
+        ts_v2,
+        mode=mode,
+        roots=["file:///ts-root"],
+        sampling_handler=llm,
+        elicitation_handler=lambda p: {"name": "Grace"},
+    ) as c:
         assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
         tools = {t.name for t in await c.list_tools()}
         assert {"echo", "add", "slow", "fail", "sample", "ask_name", "roots"} <= tools
@@ -380,7 +415,7 @@ async def test_many_concurrent_calls_over_one_connection(mode: str) -> None:
 
 # ---------------------------------------------------------------------------------------------- official Python SDK
 
-OFFICIAL_SERVER = '''
+OFFICIAL_SERVER = """
 from pydantic import BaseModel
 from mcp.server.mcpserver import MCPServer
 
@@ -413,7 +448,7 @@ def review(code: str) -> str:
 
 
 app.run()
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["handshake", "modern", "auto"])

@@ -139,9 +139,7 @@ async def test_official_python_sdk_client(mode: str) -> None:
     from mcp import Client, StdioServerParameters, types
 
     async def sampling(ctx: Any, params: Any) -> Any:
-        return types.CreateMessageResult(
-            role="assistant", model="m", content=types.TextContent(type="text", text="42")
-        )
+        return types.CreateMessageResult(role="assistant", model="m", content=types.TextContent(type="text", text="42"))
 
     async def elicit(ctx: Any, params: Any) -> Any:
         return types.ElicitResult(action="accept", content={"name": "Ada"})

@@ -131,9 +131,7 @@ async def test_resource_and_prompt_list_changed(mode: str) -> None:
 async def test_progress_of_slow(mode: str) -> None:
     async with connect(mode=mode) as (cs, _, _):
         seen: list[tuple[float, float | None, str | None]] = []
-        r = await cs.call_tool(
-            "slow", {"steps": 4, "delay_ms": 5}, on_progress=lambda p, t, m: seen.append((p, t, m))
-        )
+        r = await cs.call_tool("slow", {"steps": 4, "delay_ms": 5}, on_progress=lambda p, t, m: seen.append((p, t, m)))
         assert text_of(r) == "done after 4 steps"
         assert [p for p, _, _ in seen] == [1, 2, 3, 4]
         assert all(t == 4 for _, t, _ in seen)

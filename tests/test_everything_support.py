@@ -77,6 +77,7 @@ class Recorder:
 
     async def wait_for(self, method: str, timeout: float = 5.0) -> Any:
         """The params of the first notification ``method`` (waits for it)."""
+
         async def find() -> Any:
             while True:
                 for m, p in self.notifications:

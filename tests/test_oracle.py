@@ -54,9 +54,7 @@ def call_tool_response(rev: str, content: list[dict[str, Any]] | None = None) ->
     return {"jsonrpc": "2.0", "id": "c-1", "result": _modern_result(rev, body)}
 
 
-def rejects(
-    msg: Any, rev: str, *, sender: str, request_method: str | None = None, match: str | None = None
-) -> str:
+def rejects(msg: Any, rev: str, *, sender: str, request_method: str | None = None, match: str | None = None) -> str:
     with pytest.raises(AssertionError, match=match) as info:
         validate_message(msg, rev, sender=sender, request_method=request_method)  # type: ignore[arg-type]
     return str(info.value)
@@ -213,9 +211,7 @@ def test_2024_11_05_lacks_what_2025_03_26_added() -> None:
     validate_message(
         call_tool_response("2025-03-26", audio), "2025-03-26", sender="server", request_method="tools/call"
     )
-    rejects(
-        call_tool_response("2024-11-05", audio), "2024-11-05", sender="server", request_method="tools/call"
-    )
+    rejects(call_tool_response("2024-11-05", audio), "2024-11-05", sender="server", request_method="tools/call")
 
     annotated = tools_list_response("2025-03-26")
     annotated["result"]["tools"][0]["annotations"] = {"readOnlyHint": True}
@@ -285,9 +281,7 @@ def test_notification_must_not_carry_an_id(rev: str) -> None:
 
 
 def test_unknown_revision_is_an_error() -> None:
-    rejects(
-        tools_list_request("2025-06-18"), "1999-01-01", sender="client", match="unknown protocol revision"
-    )
+    rejects(tools_list_request("2025-06-18"), "1999-01-01", sender="client", match="unknown protocol revision")
 
 
 def test_every_revision_has_its_core_methods() -> None:

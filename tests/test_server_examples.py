@@ -76,8 +76,13 @@ async def test_files_serves_the_tree_and_refuses_traversal(tree: Path, mode: str
         assert base64.b64decode(b["blob"]) == b"\xff\x00\xfe"
         links = (await cs.call_tool("list_files", {"directory": "docs", "pattern": "*.md"})).dump()["content"]
         assert links == [
-            {"type": "resource_link", "uri": "file:///docs/readme.md", "name": "readme.md", "mimeType": "text/markdown",
-             "size": 8}
+            {
+                "type": "resource_link",
+                "uri": "file:///docs/readme.md",
+                "name": "readme.md",
+                "mimeType": "text/markdown",
+                "size": 8,
+            }
         ]
         for uri in (
             "file:///../secret.txt",

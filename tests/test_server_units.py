@@ -176,4 +176,3 @@ def test_rank_and_cut() -> None:
     many: list[Any] = [str(i) for i in range(150)]
     out = completion_result(many)["completion"]
     assert len(out["values"]) == 100 and out["total"] == 150 and out["hasMore"] is True
-

@@ -54,8 +54,11 @@ async def _next_data(lines: AsyncIterator[str]) -> dict[str, Any]:
 @pytest.mark.req("S025")
 async def test_subscriptions_and_log_level_made_through_one_worker_are_seen_by_the_other() -> None:
     store = InMemorySessionStore()
-    async with running(_app("A"), session_store=store) as (a, app_a), \
-            running(_app("B"), session_store=store) as (b, app_b), httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(_app("A"), session_store=store) as (a, app_a),
+        running(_app("B"), session_store=store) as (b, app_b),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         a, b = a + "/mcp", b + "/mcp"
         sid = await open_session(http, a, V)
         assert (await _post(http, b, sid, "tools/call", {"name": "whoami"})).status_code == 200  # B holds a copy
@@ -79,8 +82,11 @@ async def test_with_a_bus_the_get_stream_worker_learns_of_a_subscription_and_of_
     for bridge in bridges:
         await bridge.start()
     try:
-        async with running(server_a, session_store=store) as (a, _), \
-                running(server_b, session_store=store) as (b, app_b), httpx.AsyncClient(timeout=10) as http:
+        async with (
+            running(server_a, session_store=store) as (a, _),
+            running(server_b, session_store=store) as (b, app_b),
+            httpx.AsyncClient(timeout=10) as http,
+        ):
             a, b = a + "/mcp", b + "/mcp"
             sid = await open_session(http, a, V)
             get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
@@ -109,8 +115,11 @@ async def _drain(lines: AsyncIterator[str]) -> list[str]:
 @pytest.mark.req("S025")
 async def test_a_delete_on_one_worker_is_a_404_on_the_other_without_a_bus() -> None:
     store = InMemorySessionStore()
-    async with running(_app("A"), session_store=store) as (a, _), \
-            running(_app("B"), session_store=store) as (b, app_b), httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(_app("A"), session_store=store) as (a, _),
+        running(_app("B"), session_store=store) as (b, app_b),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         a, b = a + "/mcp", b + "/mcp"
         sid = await open_session(http, a, V)
         assert (await _post(http, b, sid, "ping", {})).status_code == 200
@@ -125,8 +134,10 @@ async def test_a_delete_on_one_worker_is_a_404_on_the_other_without_a_bus() -> N
 
 async def test_requests_renew_the_stored_ttl() -> None:
     store = InMemorySessionStore()
-    async with running(_app("A"), session_store=store, session_idle_timeout=1.0) as (a, _), \
-            httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(_app("A"), session_store=store, session_idle_timeout=1.0) as (a, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         a += "/mcp"
         sid = await open_session(http, a, V)
         for _ in range(10):  # 2 s of activity, twice the TTL
@@ -145,8 +156,11 @@ async def test_an_idle_copy_does_not_forget_shared_events_and_a_busy_session_kee
     events, store = InMemoryEventStore(), InMemorySessionStore()
     opts: dict[str, Any] = {"event_store": events, "session_store": store, "session_idle_timeout": 1.0}
     server_a = _app("A")
-    async with running(server_a, **opts) as (a, app_a), running(_app("B"), **opts) as (b, app_b), \
-            httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(server_a, **opts) as (a, app_a),
+        running(_app("B"), **opts) as (b, app_b),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         a, b = a + "/mcp", b + "/mcp"
         sid = await open_session(http, a, V)
         get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
@@ -166,7 +180,6 @@ async def test_an_idle_copy_does_not_forget_shared_events_and_a_busy_session_kee
             assert (await _post(http, a, sid, "ping", {})).status_code == 200
         assert (await http.delete(b, headers={"mcp-session-id": sid})).status_code == 200
         assert await events.replay(f"{sid}/0", 0) is None  # DELETE does forget them
-
 
 
 class _SlowSaves(InMemorySessionStore):

@@ -75,9 +75,7 @@ def header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-async def send_json(
-    send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
+async def send_json(send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     data = orjson.dumps(body) if body is not None else b""
     hdrs = [
         (b"content-type", b"application/json"),

@@ -184,8 +184,10 @@ class HeadlessBrowser:
                 resp = await client.get(url)
                 location = resp.headers.get("location")
                 if resp.status_code not in (301, 302, 303, 307, 308) or not location:
-                    raise OAuthFlowError(f"the authorization endpoint answered HTTP {resp.status_code} "
-                                         f"without a redirect: {resp.text[:200]}")
+                    raise OAuthFlowError(
+                        f"the authorization endpoint answered HTTP {resp.status_code} "
+                        f"without a redirect: {resp.text[:200]}"
+                    )
                 target = str(httpx.URL(url).join(location))
                 parts = urlsplit(target)
                 query = dict(parse_qsl(parts.query))
@@ -214,9 +216,15 @@ class LoopbackCallback:
     port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
     §7.3 accepts any loopback port anyway)."""
 
-    def __init__(self, *, port: int = 0, path: str = "/callback", timeout: float = 300.0,
-                 open_url: Callable[[str], Any] | None = None,
-                 success_page: str = "Authorization complete. You can close this window.") -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        path: str = "/callback",
+        timeout: float = 300.0,
+        open_url: Callable[[str], Any] | None = None,
+        success_page: str = "Authorization complete. You can close this window.",
+    ) -> None:
         self._sock: socket.socket | None = self._bind(port)
         self.port: int = self._sock.getsockname()[1]
         self.path = path
@@ -245,8 +253,10 @@ class LoopbackCallback:
                 body, status = self.success_page.encode(), b"200 OK"
                 if self._result is not None and not self._result.done():
                     self._result.set_result(dict(parse_qsl(parts.query)))
-            writer.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                         b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+            )
             await writer.drain()
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError, ConnectionError):
             pass
@@ -369,10 +379,14 @@ class OAuthClient(httpx.Auth):
         self.redirect_handler = redirect_handler
         self.callback_handler = callback_handler
         self.preregistered = (
-            {"client_id": client_id, "client_secret": client_secret,
-             "token_endpoint_auth_method": token_endpoint_auth_method
-             or ("client_secret_basic" if client_secret else "none")}
-            if client_id else None
+            {
+                "client_id": client_id,
+                "client_secret": client_secret,
+                "token_endpoint_auth_method": token_endpoint_auth_method
+                or ("client_secret_basic" if client_secret else "none"),
+            }
+            if client_id
+            else None
         )
         self.client_metadata_url = client_metadata_url
         self.scope = scope
@@ -494,8 +508,9 @@ class OAuthClient(httpx.Auth):
     async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
         self.log.append("GET " + url)
         try:
-            resp = await self._client().get(url, headers={"mcp-protocol-version": version,
-                                                          "accept": "application/json"})
+            resp = await self._client().get(
+                url, headers={"mcp-protocol-version": version, "accept": "application/json"}
+            )
         except httpx.HTTPError as exc:
             self.log.append(f"  failed: {exc}")
             return None
@@ -507,8 +522,9 @@ class OAuthClient(httpx.Auth):
             return None
         return data if isinstance(data, dict) else None
 
-    async def _authorize(self, request: httpx.Request, challenge: Mapping[str, str], *,
-                         stale: TokenSet | None, step_up: bool = False) -> None:
+    async def _authorize(
+        self, request: httpx.Request, challenge: Mapping[str, str], *, stale: TokenSet | None, step_up: bool = False
+    ) -> None:
         # another request may have re-authorized while we waited for the lock
         if self.issuer is not None and not step_up:
             current = await self.storage.get_tokens(self.issuer)
@@ -519,8 +535,10 @@ class OAuthClient(httpx.Auth):
         if not step_up and (self.issuer is None or self.issuer != discovery.issuer):
             # tokens this storage already holds for that issuer and resource (an earlier run): use them
             existing = await self.storage.get_tokens(discovery.issuer)
-            if existing is not None and existing.resource == discovery.resource and (
-                stale is None or existing.access_token != stale.access_token
+            if (
+                existing is not None
+                and existing.resource == discovery.resource
+                and (stale is None or existing.access_token != stale.access_token)
             ):
                 self.issuer = discovery.issuer
                 self._discovery = discovery
@@ -547,8 +565,13 @@ class OAuthClient(httpx.Auth):
             scopes = sorted(earlier | set(scopes))
         supported = discovery.metadata.get("scopes_supported")
         wants_refresh = self.offline_access and self.grant_type == "authorization_code"
-        if scopes and wants_refresh and isinstance(supported, list) and "offline_access" in supported \
-                and "offline_access" not in scopes:
+        if (
+            scopes
+            and wants_refresh
+            and isinstance(supported, list)
+            and "offline_access" in supported
+            and "offline_access" not in scopes
+        ):
             scopes = [*scopes, "offline_access"]  # SEP-2207: ask for a refresh token where the AS supports it
         if scopes is not None:
             self._requested[discovery.issuer] = list(scopes)
@@ -565,8 +588,11 @@ class OAuthClient(httpx.Auth):
             except InvalidClientError:
                 # a dynamic registration the AS no longer honours (secret rotated, client purged): register
                 # again and authorize once more; pre-registered credentials are the user's to fix
-                if self.preregistered is not None or await self.storage.get_client_info(discovery.issuer) is None \
-                        or client.get("client_id") == self.client_metadata_url:
+                if (
+                    self.preregistered is not None
+                    or await self.storage.get_client_info(discovery.issuer) is None
+                    or client.get("client_id") == self.client_metadata_url
+                ):
                     raise
                 self.log.append("the AS refused our registration: registering again")
                 await self.storage.set_client_info(discovery.issuer, None)
@@ -603,8 +629,9 @@ class OAuthClient(httpx.Auth):
         if prm is not None:
             resource = prm.get("resource")
             if not isinstance(resource, str) or not self._resource_matches(resource):
-                raise OAuthFlowError(f"the protected resource metadata names resource {resource!r}, "
-                                     f"which is not {self.server_url}")
+                raise OAuthFlowError(
+                    f"the protected resource metadata names resource {resource!r}, which is not {self.server_url}"
+                )
             servers = prm.get("authorization_servers") or []
             if not servers or not isinstance(servers[0], str):
                 raise OAuthFlowError("the protected resource metadata names no authorization server")
@@ -616,8 +643,9 @@ class OAuthClient(httpx.Auth):
                 raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
             scopes = prm.get("scopes_supported")
             self._check_metadata(metadata)
-            return _Discovery(issuer, metadata, resource,
-                              [str(s) for s in scopes] if isinstance(scopes, list) else None, prm)
+            return _Discovery(
+                issuer, metadata, resource, [str(s) for s in scopes] if isinstance(scopes, list) else None, prm
+            )
         # 2025-03-26: the authorization base URL is the server URL without its path
         metadata = await self._as_metadata(origin, version, legacy=True)
         if metadata is not None:
@@ -652,14 +680,15 @@ class OAuthClient(httpx.Auth):
         origin = f"{parts.scheme}://{parts.netloc}"
         path = parts.path.rstrip("/")
         if path and not legacy:
-            urls = [origin + "/.well-known/oauth-authorization-server" + path,
-                    origin + "/.well-known/openid-configuration" + path,
-                    origin + path + "/.well-known/openid-configuration"]
+            urls = [
+                origin + "/.well-known/oauth-authorization-server" + path,
+                origin + "/.well-known/openid-configuration" + path,
+                origin + path + "/.well-known/openid-configuration",
+            ]
         elif legacy:
             urls = [origin + "/.well-known/oauth-authorization-server"]
         else:
-            urls = [origin + "/.well-known/oauth-authorization-server",
-                    origin + "/.well-known/openid-configuration"]
+            urls = [origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"]
         for url in urls:
             doc = await self._get_json(url, version)
             if doc is not None:
@@ -701,7 +730,8 @@ class OAuthClient(httpx.Auth):
         if not self._auth_method_given and isinstance(supported, list) and supported and "none" not in supported:
             # a public client where the AS allows it, else the first secret-based method it offers
             body["token_endpoint_auth_method"] = next(
-                (m for m in ("client_secret_basic", "client_secret_post") if m in supported), str(supported[0]))
+                (m for m in ("client_secret_basic", "client_secret_post") if m in supported), str(supported[0])
+            )
         self.log.append("POST " + endpoint)
         try:
             resp = await self._client().post(endpoint, json=body, headers={"mcp-protocol-version": version})
@@ -720,8 +750,7 @@ class OAuthClient(httpx.Auth):
         await self.storage.set_client_info(discovery.issuer, info)
         return info
 
-    async def _code_flow(self, discovery: _Discovery, client: Mapping[str, Any],
-                         scopes: list[str] | None) -> TokenSet:
+    async def _code_flow(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
         if self.redirect_handler is None or self.callback_handler is None:
             raise OAuthFlowError("authorization needs a redirect_handler and a callback_handler")
         verifier, challenge = pkce_pair()
@@ -749,8 +778,9 @@ class OAuthClient(httpx.Auth):
         # RFC 9207: a present iss must be the recorded issuer, exactly; required when the AS advertises it
         if "iss" in answer:
             if answer["iss"] != discovery.metadata.get("issuer", discovery.issuer):
-                raise OAuthFlowError(f"the authorization response comes from issuer {answer['iss']!r}, "
-                                     f"not {discovery.issuer!r}")
+                raise OAuthFlowError(
+                    f"the authorization response comes from issuer {answer['iss']!r}, not {discovery.issuer!r}"
+                )
         elif discovery.metadata.get("authorization_response_iss_parameter_supported") is True:
             raise OAuthFlowError("the authorization server promised an iss parameter and sent none")
         if "error" in answer:
@@ -758,8 +788,12 @@ class OAuthClient(httpx.Auth):
         code = answer.get("code")
         if not code:
             raise OAuthFlowError("the authorization response has no code")
-        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
-                "code_verifier": verifier}
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+        }
         if discovery.resource:
             form["resource"] = discovery.resource
         tokens = await self._token_request(discovery, client, form, discovery.resource)
@@ -767,8 +801,9 @@ class OAuthClient(httpx.Auth):
             tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
         return tokens
 
-    async def _token_request(self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str],
-                             resource: str | None) -> TokenSet:
+    async def _token_request(
+        self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str], resource: str | None
+    ) -> TokenSet:
         endpoint = str(discovery.metadata["token_endpoint"])
         headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
         method = client.get("token_endpoint_auth_method") or "none"

@@ -64,8 +64,7 @@ class RedisAuthStorage:
         return _Code(**orjson.loads(raw)) if raw else None
 
     async def save_refresh(self, token: str, data: _Refresh) -> None:
-        await self.redis.set(self._key("refresh", token), orjson.dumps(asdict(data)),
-                             px=self._ttl_ms(data.expires_at))
+        await self.redis.set(self._key("refresh", token), orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
 
     async def pop_refresh(self, token: str) -> _Refresh | None:
         raw: Any = await self.redis.getdel(self._key("refresh", token))

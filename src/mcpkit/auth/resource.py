@@ -125,8 +125,9 @@ class BearerAuthMiddleware:
         doc.update(self.metadata_extra)
         return doc
 
-    def challenge(self, error: str | None = None, description: str | None = None,
-                  scopes: Iterable[str] | None = None) -> bytes:
+    def challenge(
+        self, error: str | None = None, description: str | None = None, scopes: Iterable[str] | None = None
+    ) -> bytes:
         parts: list[str] = []
         if error:
             parts.append(f"error={quote_param(error)}")
@@ -144,7 +145,7 @@ class BearerAuthMiddleware:
         path: str = scope.get("path", "") or "/"
         root = scope.get("root_path", "")
         if root and path.startswith(root):
-            path = path[len(root):] or "/"
+            path = path[len(root) :] or "/"
         if len(path) > 1 and path.endswith("/"):
             path = path[:-1]
         return path
@@ -154,8 +155,10 @@ class BearerAuthMiddleware:
             await self.app(scope, receive, send)
             return
         path = self._path(scope)
-        if self.serve_metadata and scope["type"] == "http" and (
-            path == self.metadata_path or (self.root_metadata and path == PRM_WELL_KNOWN)
+        if (
+            self.serve_metadata
+            and scope["type"] == "http"
+            and (path == self.metadata_path or (self.root_metadata and path == PRM_WELL_KNOWN))
         ):
             await self._serve_metadata(scope, send)
             return
@@ -168,8 +171,7 @@ class BearerAuthMiddleware:
         query = bytes(scope.get("query_string", b"")).decode("latin-1")
         if query and any(k == "access_token" for k, _ in parse_qsl(query, keep_blank_values=True)):
             # OAuth 2.1 §5.1 / MCP: tokens MUST NOT travel in the query string; never look at it
-            await self._deny(scope, send, 400, "invalid_request",
-                             "access tokens are not accepted in the query string")
+            await self._deny(scope, send, 400, "invalid_request", "access tokens are not accepted in the query string")
             return
         auth = header(scope, b"authorization")
         if not auth:
@@ -203,8 +205,9 @@ class BearerAuthMiddleware:
         if missing:
             # ask for what the token has plus what is missing, so the client does not lose earlier grants
             wanted = sorted(set(verified.scopes) | set(needed))
-            await self._deny(scope, send, 403, "insufficient_scope",
-                             "this request needs scope " + " ".join(missing), wanted)
+            await self._deny(
+                scope, send, 403, "insufficient_scope", "this request needs scope " + " ".join(missing), wanted
+            )
             return
         if self.bind_sessions:
             owner = (verified.issuer, verified.subject or verified.client_id)
@@ -288,16 +291,31 @@ class BearerAuthMiddleware:
     async def _serve_metadata(self, scope: Scope, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]
         if scope.get("method") == "OPTIONS":
-            await send_json(send, 204, None, [*cors, (b"access-control-allow-methods", b"GET, OPTIONS"),
-                                                    (b"access-control-allow-headers", b"mcp-protocol-version")])
+            await send_json(
+                send,
+                204,
+                None,
+                [
+                    *cors,
+                    (b"access-control-allow-methods", b"GET, OPTIONS"),
+                    (b"access-control-allow-headers", b"mcp-protocol-version"),
+                ],
+            )
             return
         if scope.get("method") not in ("GET", "HEAD"):
             await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, OPTIONS")])
             return
         await send_json(send, 200, self.metadata(), cors)
 
-    async def _deny(self, scope: Scope, send: Send, status: int, error: str | None, description: str | None,
-                    scopes: Iterable[str] | None = None) -> None:
+    async def _deny(
+        self,
+        scope: Scope,
+        send: Send,
+        status: int,
+        error: str | None,
+        description: str | None,
+        scopes: Iterable[str] | None = None,
+    ) -> None:
         if scope["type"] == "websocket":
             # before accept: an HTTP 403 via the denial extension when available, else a policy close
             await send({"type": "websocket.close", "code": 1008})
@@ -320,6 +338,11 @@ def protect(
     """Wrap ``app`` so every request needs a valid bearer token for ``resource`` (the MCP endpoint's canonical
     URL, e.g. ``https://mcp.example.com/mcp``). ``options`` go to :class:`BearerAuthMiddleware`
     (``scopes_supported``, ``scope_rule``, ``protected_paths``, ``resource_metadata``, ``check_audience``, ...)."""
-    return BearerAuthMiddleware(app, resource=resource, verifier=verifier,
-                                authorization_servers=authorization_servers, required_scopes=required_scopes,
-                                **options)
+    return BearerAuthMiddleware(
+        app,
+        resource=resource,
+        verifier=verifier,
+        authorization_servers=authorization_servers,
+        required_scopes=required_scopes,
+        **options,
+    )

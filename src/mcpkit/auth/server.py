@@ -161,8 +161,12 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
             return False
         for candidate in registered:
             reg = urlsplit(candidate)
-            if (reg.scheme, reg.hostname, reg.path, reg.query) == (asked.scheme, asked.hostname, asked.path,
-                                                                   asked.query):
+            if (reg.scheme, reg.hostname, reg.path, reg.query) == (
+                asked.scheme,
+                asked.hostname,
+                asked.path,
+                asked.query,
+            ):
                 return True
     except ValueError:
         return False
@@ -235,8 +239,10 @@ class AuthorizationServer:
         if self.default_resource:
             self.resources.add(self.default_resource)
         if approver is None and auto_approve:
+
             async def approve_all(_: AuthorizationRequest) -> str | None:
                 return "test-user"
+
             approver = approve_all
         self.approver = approver
         self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
@@ -338,8 +344,9 @@ class AuthorizationServer:
         secret = None
         if token_endpoint_auth_method != "none":
             secret = client_secret or secrets.token_urlsafe(32)
-        record = ClientRecord(client_id or secrets.token_urlsafe(16), secret, uris, token_endpoint_auth_method,
-                              list(grant_types), scope)
+        record = ClientRecord(
+            client_id or secrets.token_urlsafe(16), secret, uris, token_endpoint_auth_method, list(grant_types), scope
+        )
         await self.storage.save_client(record)
         return record
 
@@ -387,9 +394,16 @@ class AuthorizationServer:
         name = route.__name__.lstrip("_")
         self.counts[name] = self.counts.get(name, 0) + 1
         if method == "OPTIONS":
-            await send_json(send, 204, None, [(b"access-control-allow-origin", b"*"),
-                                              (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
-                                              (b"access-control-allow-headers", b"*")])
+            await send_json(
+                send,
+                204,
+                None,
+                [
+                    (b"access-control-allow-origin", b"*"),
+                    (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
+                    (b"access-control-allow-headers", b"*"),
+                ],
+            )
             return
         try:
             await route(scope, receive, send)
@@ -449,14 +463,19 @@ class AuthorizationServer:
         except _OAuthError as exc:
             await fail(exc.error, exc.description)
             return
-        subject = await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state)) \
-            if self.approver is not None else None
+        subject = (
+            await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state))
+            if self.approver is not None
+            else None
+        )
         if subject is None:
             await fail("access_denied", "the resource owner denied the request")
             return
         code = secrets.token_urlsafe(32)
-        await self.storage.save_code(code, _Code(client.client_id, redirect_uri, challenge, scopes, resource,
-                                                 subject, self.clock() + self.code_ttl))
+        await self.storage.save_code(
+            code,
+            _Code(client.client_id, redirect_uri, challenge, scopes, resource, subject, self.clock() + self.code_ttl),
+        )
         params = {"code": code, "iss": self.issuer}
         if state is not None:
             params["state"] = state
@@ -465,9 +484,17 @@ class AuthorizationServer:
     async def _redirect(self, send: Send, uri: str, params: Mapping[str, str]) -> None:
         sep = "&" if urlsplit(uri).query else "?"
         location = uri + sep + urlencode(params)
-        await send({"type": "http.response.start", "status": 302,
-                    "headers": [(b"location", location.encode()), (b"cache-control", b"no-store"),
-                                (b"content-length", b"0")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 302,
+                "headers": [
+                    (b"location", location.encode()),
+                    (b"cache-control", b"no-store"),
+                    (b"content-length", b"0"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": b""})
 
     def _scopes(self, requested: str | None, client: ClientRecord) -> list[str]:
@@ -516,8 +543,9 @@ class AuthorizationServer:
         if client is None:
             raise _OAuthError("invalid_client", "unknown client", 401)
         if client.token_endpoint_auth_method != method:
-            raise _OAuthError("invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}",
-                              401)
+            raise _OAuthError(
+                "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
+            )
         if client.client_secret is not None and not hmac.compare_digest(client.client_secret, secret or ""):
             raise _OAuthError("invalid_client", "bad client credentials", 401)
         return client
@@ -572,13 +600,20 @@ class AuthorizationServer:
             if code.resource is not None and asked != code.resource:
                 raise _OAuthError("invalid_target", "resource differs from the authorization request")
             resource = asked
-        return await self._tokens(client.client_id, code.subject, code.scopes, resource,
-                                  refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types)
+        return await self._tokens(
+            client.client_id,
+            code.subject,
+            code.scopes,
+            resource,
+            refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
+        )
 
     async def _grant_refresh(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
         old = await self.storage.pop_refresh(form.get("refresh_token", ""))  # rotation: the old one dies now
-        if old is None or old.client_id != client.client_id or (
-            old.expires_at is not None and old.expires_at < self.clock()
+        if (
+            old is None
+            or old.client_id != client.client_id
+            or (old.expires_at is not None and old.expires_at < self.clock())
         ):
             raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
         scopes = old.scopes
@@ -593,14 +628,22 @@ class AuthorizationServer:
             if old.resource is not None and asked_resource != old.resource:
                 raise _OAuthError("invalid_target", "resource differs from the original grant")
             resource = asked_resource
-        return await self._tokens(client.client_id, old.subject, scopes, resource, refresh=True,
-                                  keep_scopes=old.scopes)
+        return await self._tokens(client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes)
 
-    async def _tokens(self, client_id: str, subject: str, scopes: list[str], resource: str | None, *,
-                      refresh: bool, keep_scopes: list[str] | None = None) -> dict[str, Any]:
+    async def _tokens(
+        self,
+        client_id: str,
+        subject: str,
+        scopes: list[str],
+        resource: str | None,
+        *,
+        refresh: bool,
+        keep_scopes: list[str] | None = None,
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {
-            "access_token": self.issue_access_token(subject=subject, client_id=client_id, scopes=scopes,
-                                                    resource=resource),
+            "access_token": self.issue_access_token(
+                subject=subject, client_id=client_id, scopes=scopes, resource=resource
+            ),
             "token_type": "Bearer",
             "expires_in": int(self.access_token_ttl),
         }
@@ -609,8 +652,9 @@ class AuthorizationServer:
         if refresh:
             token = secrets.token_urlsafe(32)
             expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
-            await self.storage.save_refresh(token, _Refresh(client_id, keep_scopes or scopes, resource, subject,
-                                                            expires))
+            await self.storage.save_refresh(
+                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires)
+            )
             result["refresh_token"] = token
         return result
 
@@ -645,19 +689,22 @@ class AuthorizationServer:
             unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
             if unknown:
                 raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
-        record = await self.register_client(redirect_uris=uris, token_endpoint_auth_method=method,
-                                            grant_types=grant_types, scope=scope_value)
+        record = await self.register_client(
+            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=scope_value
+        )
         record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret")}
         await self.storage.save_client(record)
         body: dict[str, Any] = dict(record.metadata)
-        body.update({
-            "client_id": record.client_id,
-            "client_id_issued_at": int(self.clock()),
-            "redirect_uris": uris,
-            "grant_types": grant_types,
-            "token_endpoint_auth_method": method,
-            "response_types": ["code"] if "authorization_code" in grant_types else [],
-        })
+        body.update(
+            {
+                "client_id": record.client_id,
+                "client_id_issued_at": int(self.clock()),
+                "redirect_uris": uris,
+                "grant_types": grant_types,
+                "token_endpoint_auth_method": method,
+                "response_types": ["code"] if "authorization_code" in grant_types else [],
+            }
+        )
         if record.client_secret is not None:
             body["client_secret"] = record.client_secret
             body["client_secret_expires_at"] = 0
@@ -671,8 +718,13 @@ class AuthorizationServer:
         import jwt
 
         try:
-            claims = jwt.decode(form.get("token", ""), self.key.public_key(), algorithms=["ES256"],
-                                issuer=self.issuer, options={"verify_aud": False, "require": ["exp"]})
+            claims = jwt.decode(
+                form.get("token", ""),
+                self.key.public_key(),
+                algorithms=["ES256"],
+                issuer=self.issuer,
+                options={"verify_aud": False, "require": ["exp"]},
+            )
         except jwt.PyJWTError:
             await send_json(send, 200, {"active": False})
             return

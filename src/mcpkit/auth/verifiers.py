@@ -91,8 +91,14 @@ class StaticTokenVerifier:
         aud = (audience,) if isinstance(audience, str) else tuple(audience)
         return cls(
             {
-                tok: AccessToken(tok, client_id=client_id, subject=client_id, scopes=frozenset(scopes),
-                                 expires_at=expires_at, audience=aud)
+                tok: AccessToken(
+                    tok,
+                    client_id=client_id,
+                    subject=client_id,
+                    scopes=frozenset(scopes),
+                    expires_at=expires_at,
+                    audience=aud,
+                )
                 for tok, scopes in tokens.items()
             }
         )
@@ -290,9 +296,7 @@ class IntrospectionVerifier:
         hit = self._cache.get(token)
         if hit is not None and hit[0] > now:
             return hit[1]
-        auth: httpx.Auth | None = (
-            httpx.BasicAuth(self.client_id, self.client_secret or "") if self.client_id else None
-        )
+        auth: httpx.Auth | None = httpx.BasicAuth(self.client_id, self.client_secret or "") if self.client_id else None
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
             try:
                 resp = await client.post(

@@ -143,8 +143,11 @@ def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
         items = prop.get("items") or {}
         allowed = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
         hint = ", ".join(str(a) for a in allowed)
-        raw = Prompt.ask(f"{label} (comma-separated: {hint})", console=err,
-                         default=",".join(str(d) for d in default) if isinstance(default, list) else None)
+        raw = Prompt.ask(
+            f"{label} (comma-separated: {hint})",
+            console=err,
+            default=",".join(str(d) for d in default) if isinstance(default, list) else None,
+        )
         return [part.strip() for part in (raw or "").split(",") if part.strip()]
     if titles:
         label += " (" + ", ".join(f"{c}={t}" for c, t in titles.items()) + ")"
@@ -198,8 +201,9 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
     except ServerNotFound as exc:
         raise CLIError(str(exc), code=2) from None
     except ServerStartError as exc:
-        raise CLIError(exc.message + (f" (exit code {exc.returncode})" if exc.returncode is not None else ""),
-                       detail=exc.stderr) from None
+        raise CLIError(
+            exc.message + (f" (exit code {exc.returncode})" if exc.returncode is not None else ""), detail=exc.stderr
+        ) from None
     except TargetError as exc:
         raise CLIError(str(exc), code=2) from None
     except (RequestTimeout, TimeoutError) as exc:
@@ -289,29 +293,64 @@ F = TypeVar("F", bound=Callable[..., Any])
 def _connection_options(fn: F) -> F:
     decorators = [
         click.argument("target"),
-        click.option("--timeout", type=float, default=30.0, show_default=True,
-                     help="Seconds to wait for the connection and for each request."),
-        click.option("--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto",
-                     show_default=True, help="Protocol era: negotiate, or force one."),
+        click.option(
+            "--timeout",
+            type=float,
+            default=30.0,
+            show_default=True,
+            help="Seconds to wait for the connection and for each request.",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["auto", "handshake", "modern"]),
+            default="auto",
+            show_default=True,
+            help="Protocol era: negotiate, or force one.",
+        ),
         click.option("--protocol-version", default=None, help="Pin one protocol revision (e.g. 2025-06-18)."),
         click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for a stdio server."),
         click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target."),
-        click.option("--transport", type=click.Choice(["http", "sse", "ws"]), default=None,
-                     help="Force the transport of a URL target."),
+        click.option(
+            "--transport",
+            type=click.Choice(["http", "sse", "ws"]),
+            default=None,
+            help="Force the transport of a URL target.",
+        ),
         click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (repeatable)."),
-        click.option("--interactive/--no-interactive", default=None,
-                     help="Answer the server's elicitation requests on the terminal (default: when it is a TTY)."),
+        click.option(
+            "--interactive/--no-interactive",
+            default=None,
+            help="Answer the server's elicitation requests on the terminal (default: when it is a TTY).",
+        ),
     ]
     for d in reversed(decorators):
         fn = d(fn)
     return fn
 
 
-def _collect(target: str, timeout: float, mode: str, protocol_version: str | None, env: tuple[str, ...],
-             header: tuple[str, ...], transport: str | None, root: tuple[str, ...] = (),
-             interactive: bool | None = None) -> dict[str, Any]:
-    return _client_options({"mode": mode, "protocol_version": protocol_version, "timeout": timeout, "env": env,
-                            "header": header, "transport": transport, "root": root, "interactive": interactive})
+def _collect(
+    target: str,
+    timeout: float,
+    mode: str,
+    protocol_version: str | None,
+    env: tuple[str, ...],
+    header: tuple[str, ...],
+    transport: str | None,
+    root: tuple[str, ...] = (),
+    interactive: bool | None = None,
+) -> dict[str, Any]:
+    return _client_options(
+        {
+            "mode": mode,
+            "protocol_version": protocol_version,
+            "timeout": timeout,
+            "env": env,
+            "header": header,
+            "transport": transport,
+            "root": root,
+            "interactive": interactive,
+        }
+    )
 
 
 def _guard(fn: Callable[[], None]) -> None:
@@ -354,13 +393,28 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
 @_connection_options
 @click.argument("tool")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--json", "json_opt", is_flag=False, flag_value=_JSON_FLAG, default=None, metavar="['{...}']",
-              help="With a value: the arguments as one JSON object. Bare: print the result as JSON.")
+@click.option(
+    "--json",
+    "json_opt",
+    is_flag=False,
+    flag_value=_JSON_FLAG,
+    default=None,
+    metavar="['{...}']",
+    help="With a value: the arguments as one JSON object. Bare: print the result as JSON.",
+)
 @click.option("--args", "args_json", default=None, metavar="'{...}'", help="The arguments as one JSON object.")
 @click.option("-o", "--output", type=click.Choice(["human", "json"]), default="human", show_default=True)
 @click.option("--no-validate", is_flag=True, help="Do not check structured output against the outputSchema.")
-def call_command(target: str, tool: str, pairs: tuple[str, ...], json_opt: str | None, args_json: str | None,
-                 output: str, no_validate: bool, **kw: Any) -> None:
+def call_command(
+    target: str,
+    tool: str,
+    pairs: tuple[str, ...],
+    json_opt: str | None,
+    args_json: str | None,
+    output: str,
+    no_validate: bool,
+    **kw: Any,
+) -> None:
     """Call TOOL on the server at TARGET with KEY=VALUE arguments (values parsed as JSON when they parse)."""
 
     def go() -> None:
@@ -399,8 +453,14 @@ async def _call_with_progress(client: Client, tool: str, arguments: dict[str, An
 
     err = _stderr()
     progress = Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.fields[msg]}"),
-        TimeElapsedColumn(), console=err, transient=True, disable=machine or not err.is_terminal,
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[msg]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=machine or not err.is_terminal,
     )
     task_id = progress.add_task(f"calling {tool}", total=None, msg="")
     reports: list[tuple[float, float | None, str | None]] = []
@@ -430,8 +490,10 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
     def go() -> None:
         resources, templates = _run(_collect(target, **kw), target, body)
         if as_json:
-            _print_json({"resources": [r.dump() for r in resources],
-                         "resourceTemplates": [t.dump() for t in templates]}, machine=True)
+            _print_json(
+                {"resources": [r.dump() for r in resources], "resourceTemplates": [t.dump() for t in templates]},
+                machine=True,
+            )
             return
         from rich.table import Table
 
@@ -460,8 +522,12 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
 @_connection_options
 @click.argument("uri")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
-@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the (first) contents to this file (binary resources are decoded).")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Write the (first) contents to this file (binary resources are decoded).",
+)
 def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: Any) -> None:
     """Read the resource URI from the server at TARGET."""
 
@@ -553,8 +619,12 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
 
     async def body(c: Client) -> dict[str, Any]:
         rtt = await c.ping()
-        return {"ok": True, "server": c.server_info, "protocolVersion": c.protocol_version,
-                "roundTripMs": round(rtt * 1000, 3)}
+        return {
+            "ok": True,
+            "server": c.server_info,
+            "protocolVersion": c.protocol_version,
+            "roundTripMs": round(rtt * 1000, 3),
+        }
 
     def go() -> None:
         info = _run(_collect(target, **kw), target, body)
@@ -572,8 +642,7 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
     _guard(go)
 
 
-COMMANDS = (tools_command, call_command, resources_command, read_command, prompts_command, prompt_command,
-            ping_command)
+COMMANDS = (tools_command, call_command, resources_command, read_command, prompts_command, prompt_command, ping_command)
 
 
 def register(group: click.Group) -> None:

@@ -281,16 +281,22 @@ class Watch:
     ``notifications/{tools,prompts,resources}/list_changed`` or ``notifications/resources/updated``.
     """
 
-    def __init__(self, queue: asyncio.Queue[tuple[str, JSONDict]], methods: frozenset[str], uris: frozenset[str],
-                 subscription: Subscription | None = None) -> None:
+    def __init__(
+        self,
+        queue: asyncio.Queue[tuple[str, JSONDict]],
+        methods: frozenset[str],
+        uris: frozenset[str],
+        subscription: Subscription | None = None,
+    ) -> None:
         self._queue = queue
         self.methods = methods
         self.uris = uris
         self.subscription = subscription
 
     def offer(self, method: str, params: JSONDict | None) -> None:
-        if method in self.methods or (method == "notifications/resources/updated"
-                                      and isinstance(params, dict) and params.get("uri") in self.uris):
+        if method in self.methods or (
+            method == "notifications/resources/updated" and isinstance(params, dict) and params.get("uri") in self.uris
+        ):
             try:
                 self._queue.put_nowait((method, params or {}))
             except asyncio.QueueFull:
@@ -894,12 +900,14 @@ class Client:
         """
         uris = tuple(dict.fromkeys(resource_uris))
         if self.modern:
-            async with self.session.listen(tools=tools, prompts=prompts, resources=resources, resource_uris=uris,
-                                           maxsize=maxsize) as sub:
+            async with self.session.listen(
+                tools=tools, prompts=prompts, resources=resources, resource_uris=uris, maxsize=maxsize
+            ) as sub:
                 yield Watch(asyncio.Queue(1), frozenset(), frozenset(uris), sub)
             return
-        methods = frozenset(m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts,
-                                                                       "resources": resources}[kind])
+        methods = frozenset(
+            m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts, "resources": resources}[kind]
+        )
         w = Watch(asyncio.Queue(maxsize), methods, frozenset(uris))
         self._watches.add(w)
         subscribed: list[str] = []
@@ -972,4 +980,3 @@ def _json_text(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
-

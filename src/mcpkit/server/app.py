@@ -402,9 +402,7 @@ class MCPKit(Server):
 
     # ================================================================== completion
 
-    def completion(
-        self, *, argument: str, prompt: str | None = None, template: str | None = None
-    ) -> Callable[[F], F]:
+    def completion(self, *, argument: str, prompt: str | None = None, template: str | None = None) -> Callable[[F], F]:
         """Register a completer for a prompt argument or a template variable::
 
             @app.completion(prompt="greet", argument="style")

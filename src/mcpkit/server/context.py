@@ -148,11 +148,11 @@ class Context:
     def run(self, awaitable: Awaitable[T], timeout: float | None = None) -> T:
         """Run a Context coroutine from a sync function (they run in a worker thread) and return its result::
 
-            @app.tool
-            def crunch(n: int, ctx: Context) -> str:
-                for i in range(n):
-                    ctx.run(ctx.report_progress(i + 1, n))
-                return "done"
+        @app.tool
+        def crunch(n: int, ctx: Context) -> str:
+            for i in range(n):
+                ctx.run(ctx.report_progress(i + 1, n))
+            return "done"
         """
         try:
             running = asyncio.get_running_loop()
@@ -205,9 +205,7 @@ class Context:
     # ------------------------------------------------------------------ asking the client
 
     @overload
-    async def elicit(
-        self, message: str, schema: type[T], *, timeout: float | None = None
-    ) -> ElicitationResult[T]: ...
+    async def elicit(self, message: str, schema: type[T], *, timeout: float | None = None) -> ElicitationResult[T]: ...
 
     @overload
     async def elicit(

@@ -81,7 +81,6 @@ class _LineReader(asyncio.Protocol):
         self.feed: Callable[[bytes], bool] | None = None
         self._consumer_busy = False  # the consumer holds a line it has not finished with
 
-
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
 
