@@ -740,7 +740,7 @@ class StreamableHTTPEndpoint:
             if self.server.modern_versions and (
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
-                or (hv is not None and versions.is_modern(hv))
+                or (hv is not None and hv not in self.server.handshake_versions and versions.is_modern(hv))
             ):
                 if t is not Request:
                     await _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
@@ -795,15 +795,16 @@ class StreamableHTTPEndpoint:
             if hv is not None and hv not in server.handshake_versions:
                 await _respond(send, 400, _unsupported_header(hv))
                 return
-        hs.last_seen = time.monotonic()
         if t is not Request and not _has_requests(msg):
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
+            hs.last_seen = time.monotonic()
             await hs.session.peer.receive_parsed(msg, _NULL)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
                 await self._store(hs, announce=True)
             await _respond(send, 202)
             return
         if hs.busy >= self.max_requests_per_session:
+            hs.last_seen = time.monotonic()
             await _respond(
                 send,
                 429,
@@ -1122,11 +1123,14 @@ class StreamableHTTPEndpoint:
         ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_watch`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         """
-        stream.asgi = (receive, send, extra, ctx)
         task: asyncio.Task[Any] | None = None
         if ctx is not None:
+            stream.asgi = (receive, send, extra, ctx)
             ctx.task = task = asyncio.current_task()
             self._watch(stream)
+        elif stream.mode != _JSON_MODE:
+            stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
+        # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
         ended = False
         try:
             await runner
