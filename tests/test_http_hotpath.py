@@ -5,12 +5,14 @@ watchers (the client leaving still cancels each of them)."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import orjson
 import pytest
+from pydantic import Field
 
+from mcpkit import MCPKit
 from mcpkit.server.lowlevel import ServerRequestContext
 from mcpkit.transports.http import create_app
 from test_http_support import (
@@ -284,3 +286,28 @@ def test_message_kind_shortcuts_agree_with_parsing() -> None:
     }
     for data, (is_request, is_response) in cases.items():
         assert (_is_request(data), _is_response(data)) == (is_request, is_response), data[:60]
+
+
+async def test_a_tool_registered_anew_gets_its_own_header_rules() -> None:
+    """The x-mcp-header rules are cached per tool object: replacing a tool under the same name applies the new
+    tool's annotations at once."""
+    app = MCPKit("hl")
+
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        return region
+
+    def plain(region: str) -> str:
+        return "plain " + region
+
+    app.add_tool(where, name="where")
+    asgi = create_app(app, sse=False, ws=False, json_response=True)
+    headers = _raw({"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"})
+    modern = headers + _raw({"mcp-protocol-version": MODERN, "mcp-method": "tools/call", "mcp-name": "where"})
+    body = modern_body("tools/call", {"name": "where", "arguments": {"region": "eu"}}, 2)
+    status, _, raw = await Exchange(asgi, modern, body).run()
+    assert status == 400 and orjson.loads(raw)["error"]["code"] == -32020  # Mcp-Param-Region missing
+    app.remove_tool("where")
+    app.add_tool(plain, name="where")
+    status, _, raw = await Exchange(asgi, modern, body).run()
+    assert status == 200 and orjson.loads(raw)["result"]["content"][0]["text"] == "plain eu"
+    await asgi.aclose()

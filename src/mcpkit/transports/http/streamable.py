@@ -1495,27 +1495,30 @@ def _with_cors(send: Send, origin: str) -> Send:
 
 def _schema_headers(server: Any) -> ToolHeaders | None:
     """For servers that expose ``get_tool(name).input_schema`` (MCPKit): read ``x-mcp-header`` annotations from
-    the schema, cached per schema object."""
+    the schema, cached per tool object (a tool registered anew under the same name is read anew; a tool's
+    schema is fixed when it is built)."""
     get_tool = getattr(server, "get_tool", None)
     if get_tool is None:
         return None
-    cache: dict[str, tuple[int, Mapping[str, Sequence[str]] | None]] = {}
+    cache: dict[str, tuple[Any, Mapping[str, Sequence[str]] | None]] = {}
 
     def resolve(name: str) -> Mapping[str, Sequence[str]] | None:
         tool = get_tool(name)
-        schema = getattr(tool, "input_schema", None) if tool is not None else None
-        if not isinstance(schema, dict):
+        if tool is None:
             return None
         hit = cache.get(name)
-        if hit is not None and hit[0] == id(schema):
+        if hit is not None and hit[0] is tool:
             return hit[1]
+        schema = getattr(tool, "input_schema", None)
+        if not isinstance(schema, dict):
+            return None
         try:
             spec: Mapping[str, Sequence[str]] | None = param_headers_from_schema(schema) or None
         except ValueError:
             spec = None  # an invalid annotation: clients drop the tool; nothing to validate here
         if len(cache) > 4096:
             cache.clear()
-        cache[name] = (id(schema), spec)
+        cache[name] = (tool, spec)
         return spec
 
     return resolve
