@@ -311,3 +311,19 @@ async def test_a_tool_registered_anew_gets_its_own_header_rules() -> None:
     status, _, raw = await Exchange(asgi, modern, body).run()
     assert status == 200 and orjson.loads(raw)["result"]["content"][0]["text"] == "plain eu"
     await asgi.aclose()
+
+
+async def test_host_verdicts_are_cached_without_changing_them() -> None:
+    """Requests without Origin are judged by their Host through the policy's per-Host cache: the same verdicts
+    the first time and every time after, and an Origin still gets its own check."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=True)
+    base = {"accept": ACCEPT_BOTH, "content-type": "application/json"}
+    for _ in range(3):
+        assert (await Exchange(app, _raw({**base, "host": "localhost:1"}), initialize_body(V)).run())[0] == 200
+        assert (await Exchange(app, _raw({**base, "host": "evil.example"}), initialize_body(V)).run())[0] == 403
+        assert (await Exchange(app, _raw(base), initialize_body(V)).run())[0] == 403  # no Host at all
+        evil = {**base, "host": "localhost:1", "origin": "http://evil.example"}
+        assert (await Exchange(app, _raw(evil), initialize_body(V)).run())[0] == 403
+        local = {**base, "host": "localhost:1", "origin": "http://localhost:3000"}
+        assert (await Exchange(app, _raw(local), initialize_body(V)).run())[0] == 200
+    await app.aclose()

@@ -56,7 +56,7 @@ from .headers import (
     header_text,
     param_headers_from_schema,
 )
-from .security import RequestCheck, make_request_check
+from .security import MISSING, RequestCheck, make_request_check
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
@@ -555,6 +555,10 @@ class StreamableHTTPEndpoint:
         self.max_sessions = max_sessions
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = getattr(self.check_request, "allows", None)
+        # the policy's Host verdicts for requests without Origin (only with its allows(), which fills them)
+        self._by_host: dict[str | None, tuple[int, str] | None] | None = (
+            getattr(self.check_request, "by_host", None) if self._allows is not None else None
+        )
         self.max_body = max_body
         self.get_stream = get_stream
         self.retry_interval = retry_interval
@@ -642,8 +646,18 @@ class StreamableHTTPEndpoint:
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
         h, params_h = _headers(scope)
-        allows = self._allows
-        refused = allows(h.get(b"host"), h.get(b"origin")) if allows is not None else self.check_request(scope)
+        origin = h.get(b"origin")
+        by_host = self._by_host
+        if origin is None and by_host is not None:
+            # not from a web page (no Origin): the Host verdict, cached by the policy
+            host = h.get(b"host")
+            refused = by_host.get(host, MISSING)
+            if refused is MISSING:
+                assert self._allows is not None
+                refused = self._allows(host, None)
+        else:
+            allows = self._allows
+            refused = allows(h.get(b"host"), origin) if allows is not None else self.check_request(scope)
         if refused is not None:
             status, reason = refused
             await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
@@ -651,7 +665,6 @@ class StreamableHTTPEndpoint:
         if self._sweeper is None and not self.stateless and not self._closing:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
         method = scope["method"]
-        origin = h.get(b"origin")
         if origin is not None and self.cors:
             # a browser page from an origin the policy trusts: let it read the answers (CORS)
             if method == "OPTIONS":
@@ -691,7 +704,9 @@ class StreamableHTTPEndpoint:
     # ------------------------------------------------------------------ POST
 
     async def _post(self, h: dict[bytes, str], params_h: dict[str, str] | None, receive: Receive, send: Send) -> None:
-        js, sse = _accepts(h.get(b"accept"))
+        accept = h.get(b"accept")
+        verdict = _ACCEPT_CACHE.get(accept) if accept is not None else None
+        js, sse = verdict if verdict is not None else _accepts(accept)
         if not js or (not sse and not self.json_response):
             await _respond(
                 send,
