@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ...engine import Peer, RequestContext
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -59,6 +58,7 @@ from .headers import (
 from .security import MISSING, RequestCheck, make_request_check
 
 if TYPE_CHECKING:
+    from ...engine import Peer, RequestContext
     from ...server.lowlevel import Server, ServerSession
     from ...stores import EventStore, SessionStore
 
@@ -1023,7 +1023,7 @@ class StreamableHTTPEndpoint:
         runner: Awaitable[Any]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
-            ctx = RequestContext(session.peer, msg.id, msg.method, msg.params, stream)
+            ctx = session.peer.detached(msg.id, msg.method, msg.params, stream)
             runner = session.peer.run_detached(ctx)
         else:
             runner = self._preinitialized(version).peer.handle(msg, stream)
@@ -1048,12 +1048,10 @@ class StreamableHTTPEndpoint:
         """The stream and context of a validated 2026-07-28 request, run on the endpoint's one stateless peer."""
         peer = self._modern_peer
         if peer is None:
-            # the engine calls dispatch_modern(rc, session=None) directly: no wrapper coroutine per request
-            handler = functools.partial(self.server.dispatch_modern, session=None)
-            peer = self._modern_peer = Peer(_NULL, request_handler=handler, name="server:http-modern")
+            peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc, session=None)
         mode = _JSON_MODE if self.json_response and msg.method != "subscriptions/listen" else _UNDECIDED
         stream = _Stream(self, None, 0, mode, _final_prefix(msg))
-        return stream, RequestContext(peer, msg.id, msg.method, msg.params, stream)
+        return stream, peer.detached(msg.id, msg.method, msg.params, stream)
 
     def _validate_modern(
         self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
