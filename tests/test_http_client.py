@@ -75,8 +75,9 @@ async def test_session_id_echoed_and_deleted_on_close() -> None:
         assert app.streamable.session_count == 0
 
 
-@pytest.mark.parametrize(("version", "expected"), [("2025-03-26", None), ("2025-06-18", "2025-06-18"),
-                                                   ("2025-11-25", "2025-11-25")])
+@pytest.mark.parametrize(
+    ("version", "expected"), [("2025-03-26", None), ("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25")]
+)
 async def test_protocol_version_header_only_from_2025_06_18(version: str, expected: str | None) -> None:
     log = HeaderLog()
     async with running(make_server(), wrap=log) as (base, _):
@@ -149,14 +150,18 @@ async def test_era_fallback_against_single_era_servers() -> None:
     legacy_only = Server("legacy", "1", versions=["2025-03-26", "2025-06-18", "2025-11-25"])
     for method in ("tools/list",):
         legacy_only.set_handler(method, legacy._handlers[method])
-    async with running(legacy_only) as (base, _), \
-            ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs:
+    async with (
+        running(legacy_only) as (base, _),
+        ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs,
+    ):
         assert not cs.modern and cs.protocol_version == "2025-11-25"
         await cs.list_tools()
     modern_only = Server("modern", "1", versions=[MODERN])
     modern_only.set_handler("tools/list", legacy._handlers["tools/list"])
-    async with running(modern_only) as (base, _), \
-            ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs:
+    async with (
+        running(modern_only) as (base, _),
+        ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs,
+    ):
         assert cs.modern
         await cs.list_tools()
 
@@ -191,8 +196,7 @@ async def test_standalone_stream_resumes_after_the_server_drops_it() -> None:
     async with running(server, event_store=InMemoryEventStore(), retry_interval=100) as (base, app):
         seen: list[str] = []
         transport = StreamableHTTPClientTransport(base + "/mcp", reconnect_delay=5.0)
-        async with ClientSession(transport, mode="handshake",
-                                 notification_handler=lambda m, p: seen.append(m)) as cs:
+        async with ClientSession(transport, mode="handshake", notification_handler=lambda m, p: seen.append(m)) as cs:
             ep = app.streamable
             hs = ep._sessions[transport.session_id]
             for _ in range(100):
@@ -242,8 +246,9 @@ class WireTap:
             async def tap_send(message: Any) -> None:
                 nonlocal sse
                 if message["type"] == "http.response.start":
-                    sse = any(k == b"content-type" and v.startswith(b"text/event-stream")
-                              for k, v in message["headers"])
+                    sse = any(
+                        k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"]
+                    )
                     if request and b"".join(request).strip():
                         self.recorder("client->server", b"".join(request))
                 elif message["type"] == "http.response.body":
@@ -275,8 +280,9 @@ async def test_http_wire_traffic_matches_the_official_schemas(version: str) -> N
     recorder = WireRecorder()
     async with running(make_server(), wrap=WireTap(recorder)) as (base, _):
         kwargs = answers() if version != "2025-03-26" else {}
-        async with ClientSession(StreamableHTTPClientTransport(base + "/mcp"), protocol_version=version,
-                                 log_level="info", **kwargs) as cs:
+        async with ClientSession(
+            StreamableHTTPClientTransport(base + "/mcp"), protocol_version=version, log_level="info", **kwargs
+        ) as cs:
             await cs.list_tools()
             await cs.call_tool("echo", {"text": "x"})
             await cs.call_tool("progress", {"steps": 2})

@@ -90,8 +90,7 @@ async def exchange(transport: StreamableHTTPClientTransport, n: int) -> Any:
 
 
 def json_head(length: int, extra: str = "") -> bytes:
-    return (f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n{extra}\r\n"
-            .encode())
+    return f"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {length}\r\n{extra}\r\n".encode()
 
 
 # ---------------------------------------------------------------------------------------------- path selection
@@ -136,8 +135,10 @@ async def test_chunked_json_and_keep_alive_in_one_write() -> None:
         while (req := await srv.read_request(reader)) is not None:
             body = answer_for(req[2])
             parts = [body[:5], body[5:17], body[17:]]
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=utf-8\r\n"
-                         b"transfer-encoding: chunked\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: application/json; charset=utf-8\r\n"
+                b"transfer-encoding: chunked\r\n\r\n"
+            )
             for i, part in enumerate(parts):
                 ext = b";name=x" if i == 1 else b""
                 writer.write(b"%x%s\r\n%s\r\n" % (len(part), ext, part))
@@ -190,21 +191,24 @@ async def test_close_delimited_body_connection_close_interim_response() -> None:
 async def test_sse_split_across_reads() -> None:
     """An SSE answer cut into 1..7-byte writes (line ends split between \\r and \\n too) parses to the same events:
     comments skipped, multi-line data joined, id/retry/event read, the response routed."""
-    notif = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info",
-                                                                                          "data": "a\nb"}})
+    notif = orjson.dumps(
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "a\nb"}}
+    )
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, srv: RawServer) -> None:
         req = await srv.read_request(reader)
         assert req is not None
         answer = answer_for(req[2])
-        stream = (b": a comment\r\n\r\nretry: 50\r\nid: e0\r\ndata:\r\n\r\n"  # priming event, no data
-                  b"event: message\r\nid: e1\r\ndata: " + notif + b"\r\n\r\n"
-                  b"id: e2\ndata: " + answer[:10] + b"\ndata:" + answer[10:] + b"\r\r")
+        stream = (
+            b": a comment\r\n\r\nretry: 50\r\nid: e0\r\ndata:\r\n\r\n"  # priming event, no data
+            b"event: message\r\nid: e1\r\ndata: " + notif + b"\r\n\r\n"
+            b"id: e2\ndata: " + answer[:10] + b"\ndata:" + answer[10:] + b"\r\r"
+        )
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         i = 0
         sizes = [1, 2, 3, 5, 7]
         while i < len(stream):
-            part = stream[i:i + sizes[i % len(sizes)]]
+            part = stream[i : i + sizes[i % len(sizes)]]
             i += len(part)
             writer.write(b"%x\r\n%s\r\n" % (len(part), part))
             await writer.drain()
@@ -340,8 +344,10 @@ async def test_head_timeout_and_refused_connection() -> None:
         await reader.read()  # until the client gives up and closes
 
     srv = RawServer(handler)
-    async with srv.serve() as url, StreamableHTTPClientTransport(url, get_stream=False, timeout=0.3,
-                                                                      answer_window=5) as transport:
+    async with (
+        srv.serve() as url,
+        StreamableHTTPClientTransport(url, get_stream=False, timeout=0.3, answer_window=5) as transport,
+    ):
         t0 = time.monotonic()
         with pytest.raises(ConnectionClosed):
             await transport.send(request(1))

@@ -29,12 +29,25 @@ STEPS = [
 ]
 
 
-async def run_ts_client(node: Path, script: str, url: str, *extra: str, options: dict[str, Any] | None = None,
-                        steps: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+async def run_ts_client(
+    node: Path,
+    script: str,
+    url: str,
+    *extra: str,
+    options: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     proc = await asyncio.create_subprocess_exec(
-        str(node), str(TESTS / "interop" / script), *extra, "--http", url,
-        "--script", json.dumps({"options": {**OPTIONS, **(options or {})}, "steps": steps or STEPS}),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(TESTS),
+        str(node),
+        str(TESTS / "interop" / script),
+        *extra,
+        "--http",
+        url,
+        "--script",
+        json.dumps({"options": {**OPTIONS, **(options or {})}, "steps": steps or STEPS}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(TESTS),
     )
     out, err = await asyncio.wait_for(proc.communicate(), 90)
     assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
@@ -105,8 +118,9 @@ async def official_server(**options: Any) -> AsyncIterator[str]:
         return a + b
 
     app = official.streamable_http_app(**options)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
     server = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(server.serve())
     while not server.started:
@@ -138,8 +152,14 @@ async def test_our_client_against_the_official_python_server(mode: str, json_res
 @contextlib.asynccontextmanager
 async def ts_v2_server(node: Path) -> AsyncIterator[str]:
     proc = await asyncio.create_subprocess_exec(
-        str(node), str(TESTS / "interop" / "ts_server_v2.mjs"), "--http", "--port", "0",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=str(TESTS),
+        str(node),
+        str(TESTS / "interop" / "ts_server_v2.mjs"),
+        "--http",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(TESTS),
     )
     try:
         assert proc.stdout is not None

@@ -50,8 +50,9 @@ async def test_single_endpoint_post_and_get() -> None:
         assert r.headers["content-type"].startswith("application/json")
         assert orjson.loads(r.content)["result"]["protocolVersion"] == V
         sid = r.headers["mcp-session-id"]
-        async with http.stream("GET", url, headers={"accept": "text/event-stream", "mcp-session-id": sid,
-                                                    "mcp-protocol-version": V}) as g:
+        async with http.stream(
+            "GET", url, headers={"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
+        ) as g:
             assert g.status_code == 200
             assert g.headers["content-type"].startswith("text/event-stream")
         r = await http.post(url, json=call(2, "echo", {"text": "hi"}), headers=handshake_headers(sid, V))
@@ -79,8 +80,11 @@ async def test_body_is_one_message_or_a_batch() -> None:
     async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
         url = base + "/mcp"
         sid = await open_session(http, url, "2025-03-26")
-        batch = [call(10, "echo", {"text": "a"}), {"jsonrpc": "2.0", "method": "notifications/x"},
-                 call(11, "echo", {"text": "b"})]
+        batch = [
+            call(10, "echo", {"text": "a"}),
+            {"jsonrpc": "2.0", "method": "notifications/x"},
+            call(11, "echo", {"text": "b"}),
+        ]
         r = await http.post(url, json=batch, headers=handshake_headers(sid))
         assert r.status_code == 200
         answers = orjson.loads(r.content)
@@ -98,8 +102,9 @@ async def test_notifications_and_responses_get_202_without_body() -> None:
         url = base + "/mcp"
         r = await http.post(url, json=initialize_body(V), headers=handshake_headers())
         sid = r.headers["mcp-session-id"]
-        r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                            headers=handshake_headers(sid, V))
+        r = await http.post(
+            url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=handshake_headers(sid, V)
+        )
         assert r.status_code == 202 and r.content == b""
         r = await http.post(url, json={"jsonrpc": "2.0", "id": 99, "result": {}}, headers=handshake_headers(sid, V))
         assert r.status_code == 202 and r.content == b""
@@ -174,15 +179,19 @@ async def test_each_message_on_exactly_one_stream() -> None:
         url = base + "/mcp"
         sid = await open_session(http, url, V)
         got: list[dict[str, Any]] = []
-        async with http.stream("GET", url, headers={"accept": "text/event-stream", "mcp-session-id": sid,
-                                                    "mcp-protocol-version": V}) as g:
+        async with http.stream(
+            "GET", url, headers={"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
+        ) as g:
             reader = asyncio.ensure_future(_read_messages(g, 1, got))
             await asyncio.sleep(0.1)
             # two streams at once: this POST's stream carries its own log notifications and response,
             # the GET stream carries the list_changed notification raised while handling it.
             r = await http.post(url, json=call(5, "touch"), headers=handshake_headers(sid, V))
-            post_msgs = [orjson.loads(r.content)] if r.headers["content-type"].startswith("application/json") \
+            post_msgs = (
+                [orjson.loads(r.content)]
+                if r.headers["content-type"].startswith("application/json")
                 else messages(sse_events(r.text))
+            )
             await asyncio.wait_for(reader, 5)
         assert [m.get("method") for m in got] == ["notifications/tools/list_changed"]
         assert all("id" not in m for m in got)  # no response on the GET stream
@@ -248,15 +257,18 @@ async def test_protocol_version_header_rules() -> None:
 @pytest.mark.req("A011", "A012", "M026")
 async def test_resume_a_post_stream_with_last_event_id_loses_nothing() -> None:
     store = InMemoryEventStore()
-    async with running(make_server(), event_store=store, retry_interval=250) as (base, _), \
-            httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(make_server(), event_store=store, retry_interval=250) as (base, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         url = base + "/mcp"
         sid = await open_session(http, url, V)
         seen: list[dict[str, Any]] = []
         last_id = None
         priming = None
-        async with http.stream("POST", url, json=call(7, "progress", {"steps": 8, "delay": 0.05}),
-                               headers=handshake_headers(sid, V)) as r:
+        async with http.stream(
+            "POST", url, json=call(7, "progress", {"steps": 8, "delay": 0.05}), headers=handshake_headers(sid, V)
+        ) as r:
             ev: dict[str, str] = {}
             async for line in r.aiter_lines():
                 if line.startswith("id: "):
@@ -276,8 +288,15 @@ async def test_resume_a_post_stream_with_last_event_id_loses_nothing() -> None:
                         break  # drop the connection mid-stream
         assert priming is not None and priming.get("data", "") == "" and priming["retry"] == "250"
         assert last_id is not None and last_id.endswith("_2")
-        r = await http.get(url, headers={"accept": "text/event-stream", "mcp-session-id": sid,
-                                         "mcp-protocol-version": V, "last-event-id": last_id})
+        r = await http.get(
+            url,
+            headers={
+                "accept": "text/event-stream",
+                "mcp-session-id": sid,
+                "mcp-protocol-version": V,
+                "last-event-id": last_id,
+            },
+        )
         assert r.status_code == 200
         rest = sse_events(r.text)
         seen += messages(rest)
@@ -287,8 +306,9 @@ async def test_resume_a_post_stream_with_last_event_id_loses_nothing() -> None:
         assert texts == [f"step {i}" for i in range(1, 9)]  # every event exactly once, in order
         assert seen[-1]["id"] == 7 and seen[-1]["result"]["content"][0]["text"] == "done 8"
         # the response travelled on the resumed GET stream: the one exception to "no responses on GET"
-        r = await http.get(url, headers={"accept": "text/event-stream", "mcp-session-id": sid,
-                                         "last-event-id": "999_1"})
+        r = await http.get(
+            url, headers={"accept": "text/event-stream", "mcp-session-id": sid, "last-event-id": "999_1"}
+        )
         assert r.status_code == 400
 
 
@@ -308,8 +328,9 @@ async def test_client_closing_a_handshake_stream_does_not_cancel_the_request() -
     async with running(make_server(probe)) as (base, _), httpx.AsyncClient(timeout=10) as http:
         url = base + "/mcp"
         sid = await open_session(http, url, V)
-        async with http.stream("POST", url, json=call(8, "progress", {"steps": 4, "delay": 0.05}),
-                               headers=handshake_headers(sid, V)) as r:
+        async with http.stream(
+            "POST", url, json=call(8, "progress", {"steps": 4, "delay": 0.05}), headers=handshake_headers(sid, V)
+        ) as r:
             async for line in r.aiter_lines():
                 if line.startswith("data: "):
                     break
@@ -323,8 +344,10 @@ async def test_client_closing_a_handshake_stream_does_not_cancel_the_request() -
 @pytest.mark.req("A014")
 async def test_a_thousand_abandoned_sessions_are_reclaimed() -> None:
     server = make_server()
-    async with running(server, session_idle_timeout=0.5, max_sessions=5000) as (base, app), \
-            httpx.AsyncClient(limits=httpx.Limits(max_connections=16)) as http:
+    async with (
+        running(server, session_idle_timeout=0.5, max_sessions=5000) as (base, app),
+        httpx.AsyncClient(limits=httpx.Limits(max_connections=16)) as http,
+    ):
         url = base + "/mcp"
 
         async def one(_: int) -> None:
@@ -403,8 +426,11 @@ async def test_slow_standalone_reader_cannot_grow_memory() -> None:
     ep = app.streamable
     assert ep is not None
     body = orjson.dumps(initialize_body(V))
-    base_headers = [(b"host", b"localhost:1"), (b"accept", ACCEPT_BOTH.encode()),
-                    (b"content-type", b"application/json")]
+    base_headers = [
+        (b"host", b"localhost:1"),
+        (b"accept", ACCEPT_BOTH.encode()),
+        (b"content-type", b"application/json"),
+    ]
     sent: list[dict[str, Any]] = []
 
     async def receive_body() -> dict[str, Any]:
@@ -430,8 +456,9 @@ async def test_slow_standalone_reader_cannot_grow_memory() -> None:
         return {"type": "http.disconnect"}
 
     get_headers = [(b"host", b"localhost:1"), (b"accept", b"text/event-stream"), (b"mcp-session-id", sid)]
-    getter = asyncio.ensure_future(app({"type": "http", "method": "GET", "path": "/mcp", "headers": get_headers},
-                                       receive_get, stuck_send))
+    getter = asyncio.ensure_future(
+        app({"type": "http", "method": "GET", "path": "/mcp", "headers": get_headers}, receive_get, stuck_send)
+    )
     await asyncio.sleep(0.05)
     stream = hs.standalone
     assert stream is not None and stream.conn is not None
@@ -450,8 +477,10 @@ async def test_slow_standalone_reader_cannot_grow_memory() -> None:
 
 
 async def test_origin_and_host_validation() -> None:
-    async with running(make_server(), allowed_origins=["https://app.example"]) as (base, _), \
-            httpx.AsyncClient() as http:
+    async with (
+        running(make_server(), allowed_origins=["https://app.example"]) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
         url = base + "/mcp"
         r = await http.post(url, json=initialize_body(V), headers=handshake_headers(origin="http://evil.example"))
         assert r.status_code == 403
@@ -474,10 +503,15 @@ async def test_stateless_mode() -> None:
         assert r.status_code == 200 and "mcp-session-id" not in r.headers
         r = await http.post(url, json=call(2, "echo", {"text": "s"}), headers=handshake_headers(None, V))
         assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "s"
-        results = await asyncio.gather(*(http.post(url, json=call(1, "echo", {"text": str(i)}),
-                                                   headers=handshake_headers(None, V)) for i in range(20)))
-        assert sorted(orjson.loads(r.content)["result"]["content"][0]["text"] for r in results) == \
-            sorted(str(i) for i in range(20))  # the same id from concurrent clients never crosses wires
+        results = await asyncio.gather(
+            *(
+                http.post(url, json=call(1, "echo", {"text": str(i)}), headers=handshake_headers(None, V))
+                for i in range(20)
+            )
+        )
+        assert sorted(orjson.loads(r.content)["result"]["content"][0]["text"] for r in results) == sorted(
+            str(i) for i in range(20)
+        )  # the same id from concurrent clients never crosses wires
         r = await http.get(url, headers={"accept": "text/event-stream"})
         assert r.status_code == 405
         assert app.streamable.session_count == 0
@@ -498,8 +532,11 @@ async def test_json_response_mode() -> None:
 async def test_modern_post_only() -> None:
     async with running(make_server()) as (base, app), httpx.AsyncClient() as http:
         url = base + "/mcp"
-        r = await http.post(url, json=modern_body("tools/call", {"name": "echo", "arguments": {"text": "m"}}),
-                            headers=modern_headers("tools/call", "echo", **{"mcp-session-id": "ignored"}))
+        r = await http.post(
+            url,
+            json=modern_body("tools/call", {"name": "echo", "arguments": {"text": "m"}}),
+            headers=modern_headers("tools/call", "echo", **{"mcp-session-id": "ignored"}),
+        )
         assert r.status_code == 200
         assert "mcp-session-id" not in r.headers
         assert orjson.loads(r.content)["result"]["resultType"] == "complete"
@@ -536,13 +573,15 @@ async def test_modern_header_validation() -> None:
         status, body = await post(echo, modern_headers("tools/call", "=?base64?ZWNobw==?="))
         assert status == 200, body
         region = modern_body("tools/call", {"name": "region", "arguments": {"region": "日本", "count": 3}})
-        ok = modern_headers("tools/call", "region", **{"mcp-param-region": encode_header_value("日本"),
-                                                       "mcp-param-count": "3.0"})
+        ok = modern_headers(
+            "tools/call", "region", **{"mcp-param-region": encode_header_value("日本"), "mcp-param-count": "3.0"}
+        )
         assert (await post(region, ok))[0] == 200
         bad = [
             modern_headers("tools/call", "region", **{"mcp-param-count": "3"}),  # region header missing
-            modern_headers("tools/call", "region", **{"mcp-param-region": "=?base64?5pel5pys?=",
-                                                      "mcp-param-count": "4"}),  # value mismatch
+            modern_headers(
+                "tools/call", "region", **{"mcp-param-region": "=?base64?5pel5pys?=", "mcp-param-count": "4"}
+            ),  # value mismatch
         ]
         for headers in bad:
             status, body = await post(region, headers)
@@ -570,8 +609,11 @@ async def test_modern_errors_and_status_codes() -> None:
         assert r.status_code == 404 and orjson.loads(r.content)["error"]["code"] == -32601
         r = await http.post(url, json=modern_body("ping"), headers=modern_headers("ping"))
         assert r.status_code == 404  # handshake-only methods do not exist in 2026-07-28
-        r = await http.post(url, json=modern_body("server/discover", version="2099-01-01"),
-                            headers=modern_headers("server/discover", version="2099-01-01"))
+        r = await http.post(
+            url,
+            json=modern_body("server/discover", version="2099-01-01"),
+            headers=modern_headers("server/discover", version="2099-01-01"),
+        )
         err = orjson.loads(r.content)["error"]
         assert r.status_code == 400 and err["code"] == -32022 and MODERN in err["data"]["supported"]
         body = modern_body("server/discover")
@@ -606,8 +648,11 @@ async def test_modern_listen_stream_keepalives_and_cancellation() -> None:
                 if line.startswith("data: ") and "acknowledged" in line and not touched:
                     touched = True
                     await asyncio.sleep(0.25)  # quiet period: keep-alive comments flow
-                    t = await http.post(url, json=modern_body("tools/call", {"name": "touch", "arguments": {}}),
-                                        headers=modern_headers("tools/call", "touch"))
+                    t = await http.post(
+                        url,
+                        json=modern_body("tools/call", {"name": "touch", "arguments": {}}),
+                        headers=modern_headers("tools/call", "touch"),
+                    )
                     assert t.status_code == 200
                 if "list_changed" in line:
                     break
@@ -641,8 +686,13 @@ async def test_silent_modern_request_is_cancelled_when_the_client_leaves() -> No
 
     async with running(server) as (base, _):
         async with httpx.AsyncClient(timeout=10) as http:
-            task = asyncio.ensure_future(http.post(base + "/mcp", json=modern_body("prompts/get", {"name": "p"}, 9),
-                                                   headers=modern_headers("prompts/get", "p")))
+            task = asyncio.ensure_future(
+                http.post(
+                    base + "/mcp",
+                    json=modern_body("prompts/get", {"name": "p"}, 9),
+                    headers=modern_headers("prompts/get", "p"),
+                )
+            )
             await asyncio.wait_for(probe.started.wait(), 5)
             task.cancel()
         for _ in range(50):
@@ -670,25 +720,25 @@ async def test_server_run_http_serves_on_loopback(free_port: Any) -> None:
     import sys
 
     port = free_port()
-    code = (
-        "from mcpkit.server.lowlevel import Server\n"
-        "s = Server('run-test', '1.0.0')\n"
-        f"s.run('http', port={port})\n"
-    )
+    code = f"from mcpkit.server.lowlevel import Server\ns = Server('run-test', '1.0.0')\ns.run('http', port={port})\n"
     proc = await asyncio.create_subprocess_exec(sys.executable, "-c", code, stderr=asyncio.subprocess.PIPE)
     try:
         async with httpx.AsyncClient() as http:
             for _ in range(200):
                 try:
-                    r = await http.post(f"http://127.0.0.1:{port}/mcp", json=initialize_body(V),
-                                        headers=handshake_headers())
+                    r = await http.post(
+                        f"http://127.0.0.1:{port}/mcp", json=initialize_body(V), headers=handshake_headers()
+                    )
                     break
                 except httpx.ConnectError:
                     await asyncio.sleep(0.05)
             assert r.status_code == 200
             assert orjson.loads(r.content)["result"]["serverInfo"]["name"] == "run-test"
-            r = await http.post(f"http://127.0.0.1:{port}/mcp", json=initialize_body(V),
-                                headers=handshake_headers(host="rebind.example"))
+            r = await http.post(
+                f"http://127.0.0.1:{port}/mcp",
+                json=initialize_body(V),
+                headers=handshake_headers(host="rebind.example"),
+            )
             assert r.status_code == 403  # loopback bind: DNS-rebinding protection on by default
     finally:
         proc.terminate()
@@ -701,12 +751,16 @@ async def test_session_store_lets_another_worker_serve_the_session() -> None:
     from mcpkit.stores import InMemorySessionStore
 
     store = InMemorySessionStore()
-    async with running(make_server(), session_store=store) as (base_a, _), \
-            running(make_server(), session_store=store) as (base_b, app_b), httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(make_server(), session_store=store) as (base_a, _),
+        running(make_server(), session_store=store) as (base_b, app_b),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         sid = await open_session(http, base_a + "/mcp", "2025-06-18", caps={"elicitation": {}})
         assert app_b.streamable.session_count == 0
-        r = await http.post(base_b + "/mcp", json=call(2, "echo", {"text": "b"}),
-                            headers=handshake_headers(sid, "2025-06-18"))
+        r = await http.post(
+            base_b + "/mcp", json=call(2, "echo", {"text": "b"}), headers=handshake_headers(sid, "2025-06-18")
+        )
         assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "b"
         hs = app_b.streamable._sessions[sid]
         assert hs.session.version == "2025-06-18" and hs.session.initialized
@@ -730,9 +784,15 @@ async def test_notifications_cancelled_stops_a_handshake_request() -> None:
             async for line in lines:
                 if line.startswith("data: "):
                     break  # the "hanging" log notification: the handler is running
-            c = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                           "params": {"requestId": 31, "reason": "test"}},
-                                headers=handshake_headers(sid, V))
+            c = await http.post(
+                url,
+                json={
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 31, "reason": "test"},
+                },
+                headers=handshake_headers(sid, V),
+            )
             assert c.status_code == 202
             rest = [line async for line in lines if line.startswith("data: ")]
         assert rest == []  # no response for a cancelled request
@@ -743,16 +803,23 @@ async def test_notifications_cancelled_stops_a_handshake_request() -> None:
 
 async def test_requests_in_flight_per_session_are_bounded() -> None:
     probe = Probe()
-    async with running(make_server(probe), max_requests_per_session=2) as (base, _), \
-            httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(make_server(probe), max_requests_per_session=2) as (base, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         url = base + "/mcp"
         sid = await open_session(http, url, V)
-        async with http.stream("POST", url, json=call(1, "hang"), headers=handshake_headers(sid, V)), \
-                http.stream("POST", url, json=call(2, "hang"), headers=handshake_headers(sid, V)):
+        async with (
+            http.stream("POST", url, json=call(1, "hang"), headers=handshake_headers(sid, V)),
+            http.stream("POST", url, json=call(2, "hang"), headers=handshake_headers(sid, V)),
+        ):
             r = await http.post(url, json=call(3, "echo"), headers=handshake_headers(sid, V))
             assert r.status_code == 429
-            r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                           "params": {"requestId": 1}}, headers=handshake_headers(sid, V))
+            r = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+                headers=handshake_headers(sid, V),
+            )
             assert r.status_code == 202  # notifications and responses are never refused
 
 
@@ -771,8 +838,9 @@ async def test_x_mcp_header_validation_for_mcpkit_tools() -> None:
     async with running(app) as (base, _), httpx.AsyncClient() as http:
         r = await http.post(base + "/mcp", json=body, headers=modern_headers("tools/call", "where"))
         assert r.status_code == 400 and orjson.loads(r.content)["error"]["code"] == -32020
-        r = await http.post(base + "/mcp", json=body,
-                            headers=modern_headers("tools/call", "where", **{"Mcp-Param-Region": "eu"}))
+        r = await http.post(
+            base + "/mcp", json=body, headers=modern_headers("tools/call", "where", **{"Mcp-Param-Region": "eu"})
+        )
         assert r.status_code == 200 and orjson.loads(r.content)["result"]["content"][0]["text"] == "eu"
 
 
@@ -789,9 +857,13 @@ async def test_ending_a_session_closes_its_open_answers_cleanly() -> None:
     async with running(server) as (base, _), httpx.AsyncClient(timeout=10) as http:
         url = base + "/mcp"
         sid = await open_session(http, url, V)
-        pending = asyncio.ensure_future(http.post(url, json={"jsonrpc": "2.0", "id": 9, "method": "prompts/get",
-                                                             "params": {"name": "p"}},
-                                                  headers=handshake_headers(sid, V)))
+        pending = asyncio.ensure_future(
+            http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 9, "method": "prompts/get", "params": {"name": "p"}},
+                headers=handshake_headers(sid, V),
+            )
+        )
         async with http.stream("POST", url, json=call(8, "hang"), headers=handshake_headers(sid, V)) as r:
             lines = r.aiter_lines()
             async for line in lines:
@@ -812,8 +884,11 @@ async def test_standalone_stream_resumes_on_another_worker() -> None:
     events, sessions = InMemoryEventStore(), InMemorySessionStore()
     server_a, server_b = make_server(), make_server()
     opts = {"event_store": events, "session_store": sessions}
-    async with running(server_a, **opts) as (base_a, _), running(server_b, **opts) as (base_b, _), \
-            httpx.AsyncClient(timeout=10) as http:
+    async with (
+        running(server_a, **opts) as (base_a, _),
+        running(server_b, **opts) as (base_b, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
         sid = await open_session(http, base_a + "/mcp", V)
         get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
         async with http.stream("GET", base_a + "/mcp", headers=get) as g:
@@ -845,8 +920,7 @@ async def test_standalone_stream_resumes_on_another_worker() -> None:
                         else:
                             break
                     ev = {}
-        assert [m["method"] for m in got] == ["notifications/tools/list_changed",
-                                              "notifications/prompts/list_changed"]
+        assert [m["method"] for m in got] == ["notifications/tools/list_changed", "notifications/prompts/list_changed"]
         assert ids[0] == "0_1"  # A's event under A's id
         b_stream = ids[-1].split("_")[0]
         assert b_stream != "0" and int(b_stream) % (1 << 20) == 0  # B's own standalone stream from then on
@@ -866,11 +940,16 @@ async def test_in_memory_event_store_is_bounded() -> None:
 
 
 async def test_cors_for_trusted_browser_origins() -> None:
-    async with running(make_server(), allowed_origins=["https://app.example"]) as (base, _), \
-            httpx.AsyncClient() as http:
+    async with (
+        running(make_server(), allowed_origins=["https://app.example"]) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
         url = base + "/mcp"
-        pre = {"origin": "https://app.example", "access-control-request-method": "POST",
-               "access-control-request-headers": "content-type, mcp-session-id, mcp-param-region"}
+        pre = {
+            "origin": "https://app.example",
+            "access-control-request-method": "POST",
+            "access-control-request-headers": "content-type, mcp-session-id, mcp-param-region",
+        }
         r = await http.options(url, headers=pre)
         assert r.status_code == 204
         assert r.headers["access-control-allow-origin"] == "https://app.example"

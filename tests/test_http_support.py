@@ -44,8 +44,11 @@ TOOLS = [
     {"name": "polled", "description": "polled", "inputSchema": {"type": "object"}},
     {"name": "touch", "description": "touch", "inputSchema": {"type": "object"}},
     {"name": "hang", "description": "hang", "inputSchema": {"type": "object"}},
-    {"name": "bad-header", "description": "x", "inputSchema": {"type": "object", "properties": {
-        "n": {"type": "number", "x-mcp-header": "N"}}}},
+    {
+        "name": "bad-header",
+        "description": "x",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}},
+    },
 ]
 
 
@@ -125,8 +128,9 @@ async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, An
     wrap = options.pop("wrap", None)
     app = create_app(server, **options)
     served = wrap(app) if wrap is not None else app
-    config = uvicorn.Config(served, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=1)
+    config = uvicorn.Config(
+        served, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
+    )
     userver = uvicorn.Server(config)
     task = asyncio.get_running_loop().create_task(userver.serve())
     for _ in range(500):
@@ -167,31 +171,46 @@ def initialize_body(version: str = "2025-11-25", rid: int = 1, caps: dict[str, A
     }
 
 
-async def open_session(http: httpx.AsyncClient, url: str, version: str = "2025-11-25",
-                       caps: dict[str, Any] | None = None) -> str:
+async def open_session(
+    http: httpx.AsyncClient, url: str, version: str = "2025-11-25", caps: dict[str, Any] | None = None
+) -> str:
     r = await http.post(url, json=initialize_body(version, caps=caps), headers=handshake_headers())
     assert r.status_code == 200, r.text
     sid = r.headers["mcp-session-id"]
     hv = version if version >= "2025-06-18" else None
-    r = await http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"},
-                        headers=handshake_headers(sid, hv))
+    r = await http.post(
+        url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=handshake_headers(sid, hv)
+    )
     assert r.status_code == 202
     return sid
 
 
-def modern_body(method: str, params: dict[str, Any] | None = None, rid: int = 1, version: str = MODERN,
-                caps: dict[str, Any] | None = None, log_level: str | None = None) -> dict[str, Any]:
+def modern_body(
+    method: str,
+    params: dict[str, Any] | None = None,
+    rid: int = 1,
+    version: str = MODERN,
+    caps: dict[str, Any] | None = None,
+    log_level: str | None = None,
+) -> dict[str, Any]:
     p = dict(params or {})
-    p["_meta"] = {META_PROTOCOL_VERSION: version, META_CLIENT_CAPABILITIES: caps or {},
-                  META_CLIENT_INFO: {"name": "raw", "version": "0"}}
+    p["_meta"] = {
+        META_PROTOCOL_VERSION: version,
+        META_CLIENT_CAPABILITIES: caps or {},
+        META_CLIENT_INFO: {"name": "raw", "version": "0"},
+    }
     if log_level is not None:
         p["_meta"]["io.modelcontextprotocol/logLevel"] = log_level
     return {"jsonrpc": "2.0", "id": rid, "method": method, "params": p}
 
 
 def modern_headers(method: str, name: str | None = None, version: str = MODERN, **extra: str) -> dict[str, str]:
-    h = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": version,
-         "mcp-method": method}
+    h = {
+        "accept": ACCEPT_BOTH,
+        "content-type": "application/json",
+        "mcp-protocol-version": version,
+        "mcp-method": method,
+    }
     if name is not None:
         h["mcp-name"] = name
     h.update(extra)
