@@ -51,6 +51,15 @@ logger = logging.getLogger("mcpkit.engine")
 # handler that never waits (most do not) then costs no event-loop scheduling at all.
 _EAGER_START = sys.version_info >= (3, 12)
 
+if sys.version_info >= (3, 12):
+    _current_task = asyncio.current_task  # implemented in C from 3.12
+else:  # 3.11: asyncio.current_task is a Python function around this lookup
+    _current_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] = asyncio.tasks._current_tasks  # type: ignore[attr-defined]
+
+    def _current_task() -> asyncio.Task[Any] | None:
+        return _current_tasks.get(asyncio.get_running_loop())
+
+
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 RequestHandler = Callable[["RequestContext"], Awaitable[JSONDict]]
 NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
@@ -495,7 +504,7 @@ class Peer:
 
     async def _run_request(self, ctx: RequestContext) -> None:
         if ctx.task is None:
-            ctx.task = asyncio.current_task()  # type: ignore[assignment]
+            ctx.task = _current_task()
         try:
             try:
                 result = await self.request_handler(ctx)

@@ -130,15 +130,16 @@ def classify(obj: object) -> Parsed:
     method = obj.get("method")
     params = obj.get("params")
     if method is not None or ("result" not in obj and "error" not in obj):
+        tr = type(rid)
+        if type(method) is str and (params is None or type(params) is dict):
+            if tr is int or tr is str:
+                return Request(rid, method, params)  # type: ignore[arg-type]
+            if "id" not in obj:
+                return Notification(method, params)
+            return Invalid(None, '"id" must be a string or an integer (not null)')
         if type(method) is not str:
             return Invalid(rid if _valid_id(rid) else None, '"method" must be a string')
-        if params is not None and type(params) is not dict:
-            return Invalid(rid if _valid_id(rid) else None, '"params" must be an object')
-        if "id" not in obj:
-            return Notification(method, params)
-        if not _valid_id(rid):
-            return Invalid(None, '"id" must be a string or an integer (not null)')
-        return Request(rid, method, params)  # type: ignore[arg-type]
+        return Invalid(rid if _valid_id(rid) else None, '"params" must be an object')
     has_result = "result" in obj
     has_error = "error" in obj
     if has_result and has_error:

@@ -231,14 +231,14 @@ class Server:
             self._load_answers(sctx, method, params)
         handler = self._handlers.get(method)
         try:
+            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # method_allowed(), inlined
+                raise MethodNotFound(f"Method not found: {method}")
             if handler is None:
                 builtin = _BUILTINS.get(method)
-                if builtin is None or not self.method_allowed(method, feats):
+                if builtin is None:
                     raise MethodNotFound(f"Method not found: {method}")
                 result: JSONDict | BaseModel = await builtin(self, sctx, params)
             else:
-                if not self.method_allowed(method, feats):
-                    raise MethodNotFound(f"Method not found: {method}")
                 result = await handler(sctx, params)
         except InputRequired as ir:
             if method not in INPUT_REQUIRED_METHODS:
@@ -298,14 +298,16 @@ class Server:
             raise InvalidParams(f"invalid log level {level!r}")
         return versions.features(version), caps, info if isinstance(info, dict) else None, level
 
-    async def dispatch_modern(self, rc: RequestContext, session: ServerSession | None) -> JSONDict:
-        """Handle one stateless 2026-07-28 request (used by every transport)."""
+    def dispatch_modern(self, rc: RequestContext, session: ServerSession | None) -> Awaitable[JSONDict]:
+        """Handle one stateless 2026-07-28 request (used by every transport).
+
+        Returns the dispatcher's awaitable (checks that fail raise at once, before anything is awaited)."""
         if rc.sink is not None:
             raise InvalidRequest("JSON-RPC batches are not allowed in protocol 2026-07-28")
         if not self.modern_versions:
             raise MethodNotFound(f"Method not found: {rc.method}")
         feats, caps, info, level = self.modern_context(rc)
-        return await self.dispatch(rc, session, feats, caps, info, level)
+        return self.dispatch(rc, session, feats, caps, info, level)
 
     # ------------------------------------------------------------------ notification fan-out
 
@@ -476,22 +478,28 @@ class ServerSession:
         await self.peer.notify("notifications/message", params)
         return True
 
-    async def _on_request(self, rc: RequestContext) -> JSONDict:
+    def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict]:
+        # Not a coroutine itself (one frame less per request): it returns the dispatcher's coroutine, and its
+        # checks raise when called, which the engine's ``await handler(ctx)`` treats like a raise on await.
         server = self.server
         method = rc.method
-        if method in MODERN_ONLY or (rc.params is not None and _has_modern_meta(rc.params)):
-            return await server.dispatch_modern(rc, self)
-        if method == "initialize":
-            return self._initialize(rc)
+        params = rc.params
+        if method in MODERN_ONLY or (params is not None and _has_modern_meta(params)):
+            return server.dispatch_modern(rc, self)
         feats = self.features
-        if feats is None:
-            if method == "ping":
-                return {}
-            raise InvalidRequest(
-                "not initialized: send initialize first (or, for protocol 2026-07-28, "
-                f"put {META_PROTOCOL_VERSION!r} in params._meta)"
-            )
-        return await server.dispatch(rc, self, feats, self.client_capabilities, self.client_info, None)
+        if feats is None or method == "initialize":
+            return _ready(self._before_initialized(rc))
+        return server.dispatch(rc, self, feats, self.client_capabilities, self.client_info, None)
+
+    def _before_initialized(self, rc: RequestContext) -> JSONDict:
+        if rc.method == "initialize":
+            return self._initialize(rc)
+        if rc.method == "ping":
+            return {}
+        raise InvalidRequest(
+            "not initialized: send initialize first (or, for protocol 2026-07-28, "
+            f"put {META_PROTOCOL_VERSION!r} in params._meta)"
+        )
 
     def _initialize(self, rc: RequestContext) -> JSONDict:
         server = self.server
@@ -539,6 +547,10 @@ class ServerSession:
         handler = self.server._notification_handlers.get(method)
         if handler is not None:
             await handler(self, params)
+
+
+async def _ready(value: JSONDict) -> JSONDict:
+    return value
 
 
 def _has_modern_meta(params: JSONDict) -> bool:
