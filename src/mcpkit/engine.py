@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from types import EllipsisType
 from typing import Any, Protocol
 
+from ._aio import current_task as _current_task
 from .protocol import jsonrpc
 from .protocol.errors import (
     ConnectionClosed,
@@ -50,14 +51,6 @@ logger = logging.getLogger("mcpkit.engine")
 # Python 3.12+: a request's handler starts at once, inside the reader's step, and runs until it first waits. A
 # handler that never waits (most do not) then costs no event-loop scheduling at all.
 _EAGER_START = sys.version_info >= (3, 12)
-
-if sys.version_info >= (3, 12):
-    _current_task = asyncio.current_task  # implemented in C from 3.12
-else:  # 3.11: asyncio.current_task is a Python function around this lookup
-    _current_tasks: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] = asyncio.tasks._current_tasks  # type: ignore[attr-defined]
-
-    def _current_task() -> asyncio.Task[Any] | None:
-        return _current_tasks.get(asyncio.get_running_loop())
 
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]

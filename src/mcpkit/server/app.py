@@ -196,7 +196,8 @@ class MCPKit(Server):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
-        self._serving_loop = asyncio.get_running_loop()  # lets a sync tool's add_tool() reach this loop
+        if not tool.info.is_async:
+            self._serving_loop = asyncio.get_running_loop()  # lets a sync tool's add_tool() reach this loop
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
         return tool.call(arguments, context, ctx.features)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..._aio import current_task as _current_task
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -1139,7 +1140,7 @@ class StreamableHTTPEndpoint:
         task: asyncio.Task[Any] | None = None
         if ctx is not None:
             stream.asgi = (receive, send, extra, ctx)
-            ctx.task = task = asyncio.current_task()
+            ctx.task = task = _current_task()
             self._watch(stream)
         elif stream.mode != _JSON_MODE:
             stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
@@ -1170,7 +1171,7 @@ class StreamableHTTPEndpoint:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
             # no answer): we go on with this task. An answered request was not cancelled.
             if task is None:
-                task = asyncio.current_task()
+                task = _current_task()
             if task is not None and task.cancelling():
                 task.uncancel()
         if stream.mode == _SSE_MODE:
