@@ -44,8 +44,9 @@ fi
 tests/node_modules/.bin/node --version
 elapsed
 
-section "ruff check src tests"
-"$PY" -m ruff check src tests
+section "ruff check and ruff format --check"
+"$PY" -m ruff check src tests bench scripts examples
+"$PY" -m ruff format --check src tests bench scripts examples
 
 section "mypy (config in pyproject.toml)"
 "$PY" -m mypy
