@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -111,12 +112,9 @@ def redis_url() -> Iterator[str]:
 SHARED_KEY = b"k" * 32  # every worker seals requestState and list cursors with the same key
 
 
-def build_worker(redis_url: str, name: str) -> tuple[object, object]:
-    """(the MCPKit app, the ASGI app with the bus bridge) of one worker."""
+def worker_app(name: str) -> Any:
+    """The MCPKit app every worker serves (also the one `mcpkit run` serves in tests/test_stores_workers.py)."""
     from mcpkit import MCPKit
-    from mcpkit.stores.bus import attach_bus
-    from mcpkit.stores.redis import RedisBus, RedisEventStore, RedisSessionStore
-    from mcpkit.transports.http import create_app
 
     app = MCPKit(name, request_state_keys=[SHARED_KEY], page_size=1)
 
@@ -144,6 +142,16 @@ def build_worker(redis_url: str, name: str) -> tuple[object, object]:
     def doc() -> str:
         return "doc"
 
+    return app
+
+
+def build_worker(redis_url: str, name: str) -> tuple[object, object]:
+    """(the MCPKit app, the ASGI app with the bus bridge) of one worker."""
+    from mcpkit.stores.bus import attach_bus
+    from mcpkit.stores.redis import RedisBus, RedisEventStore, RedisSessionStore
+    from mcpkit.transports.http import create_app
+
+    app = worker_app(name)
     bridge = attach_bus(app, RedisBus(redis_url, prefix="e2e:"))
     endpoint = create_app(
         app,

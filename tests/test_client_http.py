@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from mcpkit.client.client import Client, SessionExpired
 from mcpkit.protocol.errors import RequestTimeout
-from mcpkit.transports.http import create_app
 from test_client_server import build_server, state
+from test_http_support import running
 
 TESTS = Path(__file__).resolve().parent
 EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
@@ -56,26 +55,18 @@ class Recorder:
 
 @contextlib.asynccontextmanager
 async def serving(server: Any, **options: Any) -> AsyncIterator[tuple[str, Any, Recorder]]:
-    app = create_app(server, **options)
-    rec = Recorder(app)
-    config = uvicorn.Config(
-        rec, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-    )
-    userver = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(userver.serve())
-    for _ in range(500):
-        if userver.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = userver.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}", app, rec
-    finally:
-        userver.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
+    """``running`` (real uvicorn on 127.0.0.1) with every transport of ``create_app`` on and a :class:`Recorder`
+    in front of the app."""
+    recorders: list[Recorder] = []
+
+    def record(app: Any) -> Recorder:
+        recorders.append(Recorder(app))
+        return recorders[0]
+
+    options.setdefault("sse", True)
+    options.setdefault("ws", True)
+    async with running(server, wrap=record, **options) as (base, app):
+        yield base, app, recorders[0]
 
 
 @pytest.fixture(autouse=True)

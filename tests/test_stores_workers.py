@@ -46,38 +46,17 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) 
 
 # The same worker as a file `mcpkit run` serves: attach_bus in the module, started by the first request (no
 # ASGI wrapper, no event store: the CLI has no option for one).
-RUN_SERVER = """
+RUN_SERVER = f"""
 import os
-from mcpkit import MCPKit
+import sys
+
+sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
+from redis_server import worker_app
+
 from mcpkit.stores.bus import attach_bus
 from mcpkit.stores.redis import RedisBus
 
-name = os.environ["WORKER_NAME"]
-app = MCPKit(name, request_state_keys=[b"k" * 32], page_size=1)
-
-
-@app.tool
-def add_tool(tool_name: str) -> str:
-    app.add_tool(lambda: "extra", name=tool_name)
-    return f"added {tool_name} on {name}"
-
-
-@app.tool
-async def touch(uri: str) -> str:
-    await app.notify_resource_updated(uri)
-    return f"touched {uri} on {name}"
-
-
-@app.tool
-def whoami() -> str:
-    return name
-
-
-@app.resource("mcpkit://doc")
-def doc() -> str:
-    return "doc"
-
-
+app = worker_app(os.environ["WORKER_NAME"])
 attach_bus(app, RedisBus(os.environ["REDIS_URL"], prefix="e2e:"))
 """
 

@@ -205,25 +205,9 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 
         await _bounded(driver.run_load(echo, concurrency=1, max_calls=200, max_seconds=2), 30, "warm-up")
         if "stdio_seq" in cases:
-            out["stdio_seq"] = await _try(
-                child,
-                lambda: _measured(
-                    child.pid,
-                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.seq_calls, max_seconds=b.seq_s),
-                    True,
-                ),
-                b.seq_s + 30,
-            )
+            out["stdio_seq"] = await _load_case(child, echo, 1, b.seq_calls, b.seq_s)
         if "stdio_c32" in cases:
-            out["stdio_c32"] = await _try(
-                child,
-                lambda: _measured(
-                    child.pid,
-                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.c32_calls, max_seconds=b.c32_s),
-                    True,
-                ),
-                b.c32_s + 30,
-            )
+            out["stdio_c32"] = await _load_case(child, echo, 32, b.c32_calls, b.c32_s)
         if "stdio_100k" in cases:
             big = "x" * 100_000
             big_args = {"name": "echo", "arguments": {"text": big}}
@@ -231,15 +215,7 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
             async def echo_big(_: int) -> None:
                 driver.check_tool_result(await k.request("tools/call", big_args), big)
 
-            out["stdio_100k"] = await _try(
-                child,
-                lambda: _measured(
-                    child.pid,
-                    lambda: driver.run_load(echo_big, concurrency=1, max_calls=b.big_calls, max_seconds=b.big_s),
-                    True,
-                ),
-                b.big_s + 30,
-            )
+            out["stdio_100k"] = await _load_case(child, echo_big, 1, b.big_calls, b.big_s)
         if "stdio_peak_rss" in cases:
             hwm = procs.peak_rss_kb(child.pid)
             out["stdio_peak_rss"] = {"value": hwm / 1024} if hwm else "could not read /proc VmHWM"
@@ -248,6 +224,21 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
         if conn is not None:
             await conn.close()
         await child.stop()
+
+
+async def _load_case(
+    child: procs.Child, call: Callable[[int], Awaitable[None]], concurrency: int, max_calls: int, seconds: float
+) -> Metrics | str:
+    """One measured, bounded load run of ``call`` against ``child`` (latency recorded); the error text if it fails."""
+    return await _try(
+        child,
+        lambda: _measured(
+            child.pid,
+            lambda: driver.run_load(call, concurrency=concurrency, max_calls=max_calls, max_seconds=seconds),
+            True,
+        ),
+        seconds + 30,
+    )
 
 
 async def _try(child: procs.Child | None, fn: Callable[[], Awaitable[Metrics]], limit: float) -> Metrics | str:
@@ -332,40 +323,16 @@ async def group_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 
         await _bounded(driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3), 30, "warm-up")
         if "http_seq" in cases:
-            out["http_seq"] = await _try(
-                child,
-                lambda: _measured(
-                    pid,
-                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.http_seq_calls, max_seconds=b.http_seq_s),
-                    True,
-                ),
-                b.http_seq_s + 30,
-            )
+            out["http_seq"] = await _load_case(child, echo, 1, b.http_seq_calls, b.http_seq_s)
         if "http_c32" in cases:
-            out["http_c32"] = await _try(
-                child,
-                lambda: _measured(
-                    pid,
-                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
-                    True,
-                ),
-                b.http_c32_s + 30,
-            )
+            out["http_c32"] = await _load_case(child, echo, 32, b.http_c32_calls, b.http_c32_s)
         if "http_100k" in cases:
             big = "x" * 100_000
 
             async def echo_big(_: int) -> None:
                 driver.check_tool_result(await m.call_tool(conns[0], "echo", {"text": big}), big)
 
-            out["http_100k"] = await _try(
-                child,
-                lambda: _measured(
-                    pid,
-                    lambda: driver.run_load(echo_big, concurrency=1, max_calls=b.big_calls, max_seconds=b.big_s),
-                    True,
-                ),
-                b.big_s + 30,
-            )
+            out["http_100k"] = await _load_case(child, echo_big, 1, b.big_calls, b.big_s)
         for hc in conns:
             await hc.close()
         if "http_modern" in cases:
@@ -444,28 +411,11 @@ async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outc
         async def echo(w: int) -> None:
             await m.call_tool(conns[w], "echo", {"text": "hello"})
 
-        pid = child.pid
         await _bounded(driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3), 30, "warm-up")
         if "http_stateless_seq" in cases:
-            out["http_stateless_seq"] = await _try(
-                child,
-                lambda: _measured(
-                    pid,
-                    lambda: driver.run_load(echo, concurrency=1, max_calls=b.http_seq_calls, max_seconds=b.http_seq_s),
-                    True,
-                ),
-                b.http_seq_s + 30,
-            )
+            out["http_stateless_seq"] = await _load_case(child, echo, 1, b.http_seq_calls, b.http_seq_s)
         if "http_stateless" in cases:
-            out["http_stateless"] = await _try(
-                child,
-                lambda: _measured(
-                    pid,
-                    lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
-                    True,
-                ),
-                b.http_c32_s + 30,
-            )
+            out["http_stateless"] = await _load_case(child, echo, 32, b.http_c32_calls, b.http_c32_s)
         for hc in conns:
             await hc.close()
         return out

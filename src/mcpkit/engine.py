@@ -322,12 +322,7 @@ class Peer:
                 except ParseError as exc:
                     await self._send_error(None, exc.to_error(), out)
                     continue
-                if type(msg) is Request and self._active < self._max_concurrency:
-                    # the common case without a coroutine hop: admit and start the request's task
-                    ctx = self._admit(msg, out)  # type: ignore[arg-type]
-                    if ctx is not None:
-                        self._launch(ctx)
-                else:
+                if not self._take(msg, out):  # the common cases without a coroutine hop
                     await self.receive_parsed(msg, out)
         finally:
             self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
@@ -364,11 +359,15 @@ class Peer:
             msg = jsonrpc.parse(data)
         except ParseError:
             return False
+        return self._take(msg, self.outbox)
+
+    def _take(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> bool:
+        """Handle ``msg`` if that needs no waiting (see :meth:`feed`); False, having done nothing, otherwise."""
         t = type(msg)
         if t is Request:
             if self._active >= self._max_concurrency:
                 return False
-            ctx = self._admit(msg, self.outbox)  # type: ignore[arg-type]
+            ctx = self._admit(msg, out)  # type: ignore[arg-type]
             if ctx is not None:
                 self._launch(ctx)
             return True
@@ -459,7 +458,7 @@ class Peer:
             except BaseException:
                 with contextlib.suppress(ValueError):
                     self._slot_waiters.remove(waiter)
-                self._forget(ctx)
+                self._finished(ctx)  # (it holds no slot yet)
                 raise
         self._launch(ctx)
 
@@ -489,11 +488,6 @@ class Peer:
             if not w.done():
                 w.set_result(None)
                 break
-
-    def _forget(self, ctx: RequestContext) -> None:
-        ctx.done = True
-        if self._inflight.get(ctx.id) is ctx:
-            del self._inflight[ctx.id]
 
     async def _run_request(self, ctx: RequestContext) -> None:
         if ctx.task is None:

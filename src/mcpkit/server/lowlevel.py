@@ -40,6 +40,7 @@ from ..protocol.versions import (
     META_PROTOCOL_VERSION,
     Features,
 )
+from ..transports.base import NULL_OUTBOX
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .request_context import (
@@ -65,14 +66,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
-
-
-class _NullOutbox:
-    async def send(self, data: bytes) -> None:
-        return None
-
-
-_NULL_OUTBOX = _NullOutbox()
 
 
 class Server:
@@ -365,7 +358,7 @@ class Server:
         if peer is None:
             # the engine calls dispatch_modern(rc, session=None) directly: no wrapper coroutine per request
             handler = functools.partial(self.dispatch_modern, session=None)
-            peer = self._stateless_peer = Peer(_NULL_OUTBOX, request_handler=handler, name=f"server:{self.name}:modern")
+            peer = self._stateless_peer = Peer(NULL_OUTBOX, request_handler=handler, name=f"server:{self.name}:modern")
         return peer
 
     def create_session(self, outbox: Outbox, **peer_options: Any) -> ServerSession:

@@ -283,7 +283,7 @@ class FunctionInfo:
     @cached_property
     def input_schema(self) -> JSONDict:
         if self._fast is not None:
-            fast = _fast_schema(self.params)
+            fast = _fast_schema(self._fast, self.params)
             if fast is not None:
                 return fast
         schema = json_schema_of(self.model)
@@ -345,29 +345,25 @@ def _fast_plan(params: list[Param]) -> FastPlan | None:
 _SCALAR_SCHEMA: dict[type, str] = {str: "string", int: "integer", float: "number", bool: "boolean"}
 
 
-def _fast_schema(params: list[Param]) -> JSONDict | None:
-    """The input schema pydantic would generate for a plain-scalar signature (pinned to it by a test), or None
-    for anything the fast plan does not cover exactly (e.g. a non-finite float default)."""
+def _fast_schema(plan: FastPlan, params: list[Param]) -> JSONDict | None:
+    """The input schema pydantic would generate for a plain-scalar signature (pinned to it by a test), built from
+    the fast plan (one entry per parameter, in order); None for what the plan does not cover exactly (e.g. a
+    non-finite float default)."""
     properties: JSONDict = {}
     required: list[str] = []
-    for p in params:
-        ann, nullable = p.annotation, False
-        if get_origin(ann) in (Union, types.UnionType):
-            args = get_args(ann)
-            ann = args[0] if args[1] is type(None) else args[1]
-            nullable = True
+    for (name, tp, nullable, default), p in zip(plan, params, strict=True):
         prop: JSONDict = (
-            {"anyOf": [{"type": _SCALAR_SCHEMA[ann]}, {"type": "null"}]} if nullable else {"type": _SCALAR_SCHEMA[ann]}
+            {"anyOf": [{"type": _SCALAR_SCHEMA[tp]}, {"type": "null"}]} if nullable else {"type": _SCALAR_SCHEMA[tp]}
         )
-        if p.required:
-            required.append(p.name)
+        if default is _REQUIRED:
+            required.append(name)
         else:
-            if type(p.default) is float and not math.isfinite(p.default):
+            if type(default) is float and not math.isfinite(default):
                 return None
-            prop["default"] = p.default
+            prop["default"] = default
         if p.description is not None:
             prop["description"] = p.description
-        properties[p.name] = prop
+        properties[name] = prop
     schema: JSONDict = {"additionalProperties": False, "properties": properties}
     if required:
         schema["required"] = required

@@ -15,3 +15,14 @@ class Connection(Protocol):
     async def send(self, data: bytes) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class NullOutbox:
+    """An outbox that drops what it is given: for messages that have nowhere to go (a stateless peer's own
+    notifications, the answer to a request whose real answer travels another way)."""
+
+    async def send(self, data: bytes) -> None:
+        return None
+
+
+NULL_OUTBOX = NullOutbox()

@@ -210,7 +210,7 @@ class StdioServerTransport:
         self._guard = guard_stdout
         self._stdin = stdin
         self._stdout = stdout
-        self._lines: _LineReader | None = None
+        self._lines = _LineReader(max_message_size)
         self._write_transport: asyncio.WriteTransport | None = None
         self._flow: _FlowControl | None = None
         self._blocking_out: IO[bytes] | None = None
@@ -218,7 +218,6 @@ class StdioServerTransport:
         self._out: list[bytes] = []
         self._out_bytes = 0
         self._flush_handle: asyncio.Handle | None = None
-        self._feed: Callable[[bytes], bool] | None = None
         self._load: Callable[[], int] | None = None
 
     def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None) -> None:
@@ -229,9 +228,7 @@ class StdioServerTransport:
         ``load`` counts the requests being worked on: a message sent while it is at most 1 leaves immediately,
         otherwise it may wait a moment for company."""
         self._load = load
-        if self._lines is not None:
-            self._lines.feed = feed
-        self._feed = feed
+        self._lines.feed = feed
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -244,10 +241,9 @@ class StdioServerTransport:
             out_fd = os.dup(1)
             if self._guard:
                 os.dup2(2, 1)  # stray writes to fd 1 (print, C extensions) now go to stderr
-        lines = _LineReader(self.max_message_size)
-        lines.feed = self._feed
+        lines = self._lines
+        lines.limit = self.max_message_size  # (the attribute may have been changed since __init__)
         await loop.connect_read_pipe(lambda: lines, stdin)
-        self._lines = lines
         out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
         try:
             flow = _FlowControl()
@@ -260,7 +256,6 @@ class StdioServerTransport:
 
     def receive(self) -> Coroutine[Any, Any, bytes | None]:
         """The next line (stripped); None at end of input; :class:`FrameTooLarge` for an over-long line."""
-        assert self._lines is not None, "start() first"
         return self._lines.receive()
 
     async def send(self, data: bytes) -> None:
@@ -359,15 +354,12 @@ class StdioClientTransport:
         self.stderr_lines: deque[str] = deque(maxlen=server.stderr_lines)
         self._stderr_task: asyncio.Task[None] | None = None
         self._closed = False
-        self._lines: _LineReader | None = None
-        self._feed: Callable[[bytes], bool] | None = None
+        self._lines = _LineReader(server.max_message_size)
 
     def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None = None) -> None:
         """``Peer.feed``: a line from the server's stdout is offered to it as it arrives (a response completes its
         request without a reader hop) when nothing is queued ahead of it; see :class:`StdioServerTransport`."""
-        self._feed = feed
-        if self._lines is not None:
-            self._lines.feed = feed
+        self._lines.feed = feed
 
     async def start(self) -> None:
         argv = self.server.argv
@@ -404,10 +396,9 @@ class StdioClientTransport:
             raise
         finally:
             os.close(out_w)
-        lines = _LineReader(self.server.max_message_size)
-        lines.feed = self._feed
+        lines = self._lines
+        lines.limit = self.server.max_message_size
         await asyncio.get_running_loop().connect_read_pipe(lambda: lines, os.fdopen(out_r, "rb", buffering=0))
-        self._lines = lines
         if self.process.stderr is not None:
             self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr(self.process.stderr))
 
@@ -434,7 +425,7 @@ class StdioClientTransport:
         return "\n".join(self.stderr_lines)
 
     async def receive(self) -> bytes | None:
-        assert self._lines is not None, "start() first"
+        assert self.process is not None, "start() first"
         return await self._lines.receive()
 
     async def send(self, data: bytes) -> None:
@@ -469,8 +460,7 @@ class StdioClientTransport:
         else:
             # The server exited; its group may still hold grandchildren that inherited our pipes.
             self._signal(signal.SIGTERM)
-        if self._lines is not None:
-            self._lines.close()  # a grandchild may still hold the pipe's write end: stop reading regardless
+        self._lines.close()  # a grandchild may still hold the pipe's write end: stop reading regardless
         if self._stderr_task is not None:
             try:
                 await asyncio.wait_for(self._stderr_task, 1.0)

@@ -47,7 +47,7 @@ from ...protocol.errors import (
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
 from ...protocol.types import LOG_LEVELS
 from ...protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
-from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .headers import (
     NAME_FIELD,
     check_param_headers,
@@ -234,14 +234,6 @@ def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
     if event_id is None:
         return b"event: message\ndata: " + data + b"\n\n"
     return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
-
-
-class _NullOutbox:
-    async def send(self, data: bytes) -> None:
-        return None
-
-
-_NULL = _NullOutbox()
 
 
 # ---------------------------------------------------------------------------------------------- streams
@@ -814,7 +806,7 @@ class StreamableHTTPEndpoint:
         if t is not Request and not _has_requests(msg):
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
             hs.last_seen = time.monotonic()
-            await hs.session.peer.receive_parsed(msg, _NULL)
+            await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
                 await self._store(hs, announce=True)
             await _respond(send, 202)
@@ -1013,11 +1005,11 @@ class StreamableHTTPEndpoint:
             version = max(self.server.handshake_versions)
         t = type(msg)
         if t is Request and msg.method == "initialize":
-            session = self.server.create_session(_NULL, **self.peer_options)  # answers initialize, then forgotten
+            session = self.server.create_session(NULL_OUTBOX, **self.peer_options)  # answers initialize, then forgotten
         else:
             session = self._stateless_session(version)
         if not _has_requests(msg):
-            await session.peer.receive_parsed(msg, _NULL)
+            await session.peer.receive_parsed(msg, NULL_OUTBOX)
             await _respond(send, 202)
             return
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
@@ -1031,7 +1023,7 @@ class StreamableHTTPEndpoint:
         await self._serve(stream, runner, None, receive, send, ())
 
     def _preinitialized(self, version: str) -> ServerSession:
-        session = self.server.create_session(_NULL, **self.peer_options)
+        session = self.server.create_session(NULL_OUTBOX, **self.peer_options)
         session.version = version
         session.features = versions.features(version)
         session.initialized = True
