@@ -97,6 +97,38 @@ async def test_header_names_are_read_in_any_case() -> None:
     await app.aclose()
 
 
+async def test_lower_case_headers_duplicates_and_param_headers() -> None:
+    """The usual scope (lower-case names, as ASGI requires): Mcp-Param-* headers are still found and checked, and of
+    a header sent twice the first counts, whatever else the scope holds."""
+    app = create_app(make_server(), sse=False, ws=False)
+    base = [
+        (b"host", b"localhost:1"),
+        (b"accept", ACCEPT_BOTH.encode()),
+        (b"content-type", b"application/json"),
+        (b"mcp-protocol-version", MODERN.encode()),
+        (b"mcp-method", b"tools/call"),
+        (b"mcp-name", b"region"),
+        (b"mcp-param-count", b"3"),
+    ]
+    region = modern_body("tools/call", {"name": "region", "arguments": {"region": "eu", "count": 3}}, rid=3)
+    status, _, body = await Exchange(app, [*base, (b"mcp-param-region", b"eu")], region).run()
+    assert status == 200 and orjson.loads(body)["result"]["content"][0]["text"] == "eu/3"
+    status, _, body = await Exchange(app, [*base, (b"mcp-param-region", b"us")], region).run()
+    assert status == 400 and orjson.loads(body)["error"]["code"] == -32020
+    # a param header sent twice: the first counts
+    twice = [*base, (b"mcp-param-region", b"eu"), (b"mcp-param-region", b"us")]
+    assert (await Exchange(app, twice, region).run())[0] == 200
+    twice = [*base, (b"mcp-param-region", b"us"), (b"mcp-param-region", b"eu")]
+    assert (await Exchange(app, twice, region).run())[0] == 400
+    # MCP-Protocol-Version sent twice: the first is the one compared with the body
+    second_wrong = [*base, (b"mcp-param-region", b"eu"), (b"mcp-protocol-version", b"x")]
+    assert (await Exchange(app, second_wrong, region).run())[0] == 200
+    first_wrong = [(b"mcp-protocol-version", b"2025-11-25"), *base, (b"mcp-param-region", b"eu")]
+    status, _, body = await Exchange(app, first_wrong, region).run()
+    assert status == 400 and orjson.loads(body)["error"]["code"] == -32020
+    await app.aclose()
+
+
 @pytest.mark.parametrize("json_response", [False, True])
 async def test_large_answers_that_mention_error_are_plain_results(json_response: bool) -> None:
     """The status of a JSON answer comes from how it starts: a large result whose text contains ``"error"`` is a

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit.server.schema import FunctionInfo, _fast_validate
+from mcpkit.server.schema import FunctionInfo, fast_validate
 
 
 def f1(s: str, i: int, x: float, b: bool) -> None: ...
@@ -27,13 +27,13 @@ MISSING = object()
 @pytest.mark.parametrize("fn", [f1, f2, f3], ids=lambda f: f.__name__)
 def test_fast_path_agrees_with_pydantic(fn: Any) -> None:
     info = FunctionInfo(fn, name=fn.__name__)
-    assert info._fast is not None, "a function of plain scalars takes the fast path"
+    assert info.fast_plan is not None, "a function of plain scalars takes the fast path"
     names = [p.name for p in info.params]
     accepted = 0
     for combo in itertools.product(*[[*VALUES, MISSING] for _ in names]):
         for extra in ({}, {"zz": 1}):
             args = {k: v for k, v in zip(names, combo, strict=True) if v is not MISSING} | extra
-            fast = _fast_validate(info._fast, args)
+            fast = fast_validate(info.fast_plan, args)
             if fast is None:
                 continue  # the fast path declined: pydantic decides, as before
             accepted += 1
@@ -70,7 +70,7 @@ def _pydantic_input_schema(info: FunctionInfo) -> dict[str, Any]:
 @pytest.mark.parametrize("fn", [f1, f2, f3, f4, f5], ids=lambda f: f.__name__)
 def test_fast_input_schema_is_the_one_pydantic_generates(fn: Any) -> None:
     info = FunctionInfo(fn, name=fn.__name__)
-    assert info._fast is not None
+    assert info.fast_plan is not None
     assert info.input_schema == _pydantic_input_schema(info)
 
 

@@ -123,11 +123,12 @@ Metrics = dict[str, float]
 Outcome = dict[str, "Metrics | str"]  # case id -> metrics, or the error that made it n/a
 
 
-def _cpu_ticks(pid: int) -> int | None:
+def _cpu_ticks(pid: int) -> tuple[int, int] | None:
+    """(user, system) CPU ticks of a process so far."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])  # utime + stime
+        return int(fields[11]), int(fields[12])  # utime, stime
     except (OSError, IndexError, ValueError):
         return None
 
@@ -146,7 +147,9 @@ async def _measured(pid: int, load: Callable[[], Awaitable[driver.LoadResult]], 
         out["p50_ms"] = res.pct_ms(50)
         out["p99_ms"] = res.pct_ms(99)
     if t_server is not None and t_server2 is not None:
-        out["server_cpu_us"] = (t_server2 - t_server) / CLK_TCK / res.calls * 1e6
+        per_call = 1e6 / CLK_TCK / res.calls
+        out["server_cpu_us"] = (sum(t_server2) - sum(t_server)) * per_call
+        out["server_sys_us"] = (t_server2[1] - t_server[1]) * per_call  # of which in the kernel (socket I/O)
     out["driver_cpu_us"] = d_self / res.calls * 1e6
     return out
 

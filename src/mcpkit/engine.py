@@ -24,6 +24,7 @@ from types import EllipsisType
 from typing import Any, Protocol
 
 from ._aio import current_task as _current_task
+from ._aio import running_loop as _running_loop
 from .protocol import jsonrpc
 from .protocol.errors import (
     ConnectionClosed,
@@ -111,7 +112,7 @@ class RequestContext:
         self.cancelled = False
         self.done = False
         self._last_progress: float | None = None
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Task[Any] | None = None
         self.state: Any = None  # free slot for the layer above (server session, era, ...)
         self.sink: list[bytes] | None = None  # batch members collect their response here instead of sending it
         self._slot = False  # holds one of the peer's max_concurrency slots
@@ -249,7 +250,7 @@ class Peer:
         rid = request_id if request_id is not None else self.next_id()
         if rid in self._pending:
             raise ValueError(f"request id {rid!r} is already in flight")
-        loop = asyncio.get_running_loop()
+        loop = _running_loop()
         fut: asyncio.Future[JSONDict] = loop.create_future()
         pending = _Pending(fut, method, on_progress)
         if on_progress is not None:
@@ -422,13 +423,19 @@ class Peer:
         """A context for one request that :meth:`run_detached` will run, answering on ``out``."""
         return RequestContext(self, id, method, params, out)
 
-    def run_detached(self, ctx: RequestContext) -> Awaitable[None]:
+    def run_detached(self, ctx: RequestContext) -> Awaitable[bytes | None]:  # (None: it answered on ctx.out)
         """Run one request without entering it in the in-flight table, answering on ``ctx.out``.
 
         For request-scoped transports where several independent clients share one peer (stateless HTTP): their
         request ids may collide, and each request's cancellation is its own stream closing, not a
         ``notifications/cancelled`` addressed by id."""
         return self._run_request(ctx)
+
+    def answer_detached(self, ctx: RequestContext) -> Awaitable[bytes | None]:
+        """Like :meth:`run_detached`, but the encoded answer (a result or an error response) is returned instead of
+        sent; None when the requester cancelled the request (it gets no answer). What the handler sends before its
+        answer (notifications) still goes to ``ctx.out``. For a transport that writes the answer itself (HTTP)."""
+        return self._run_request(ctx, True)
 
     def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
         if req.id in self._inflight:
@@ -470,7 +477,7 @@ class Peer:
         self._active += 1
         ctx._slot = True
         coro = self._run_request(ctx)
-        loop = asyncio.get_running_loop()
+        loop = _running_loop()
         if loop.get_task_factory() is not None:
             task = loop.create_task(coro)
         elif _EAGER_START:
@@ -489,7 +496,9 @@ class Peer:
                 w.set_result(None)
                 break
 
-    async def _run_request(self, ctx: RequestContext) -> None:
+    async def _run_request(self, ctx: RequestContext, keep: bool = False) -> bytes | None:
+        """Run the handler and answer: send the answer on ``ctx.out`` (or into a batch's sink), or with ``keep``
+        return it (see :meth:`answer_detached`)."""
         if ctx.task is None:
             ctx.task = _current_task()
         try:
@@ -497,24 +506,31 @@ class Peer:
                 result = await self.request_handler(ctx)
             except asyncio.CancelledError:
                 if ctx.cancelled:
-                    return  # cancelled by the requester: no response (spec)
+                    return None  # cancelled by the requester: no response (spec)
                 raise
             except MCPError as exc:
                 ctx.done = True
-                await self._reply(ctx, jsonrpc.encode_error(ctx.id, exc.to_error()))
-                return
+                data = jsonrpc.encode_error(ctx.id, exc.to_error())
             except Exception:
                 ctx.done = True
                 logger.exception("%s: handler for %r failed", self.name, ctx.method)
-                await self._reply(ctx, jsonrpc.encode_error(ctx.id, InternalError().to_error()))
-                return
-            ctx.done = True
-            if not ctx.cancelled:
-                await self._reply(ctx, jsonrpc.encode_result(ctx.id, result))
+                data = jsonrpc.encode_error(ctx.id, InternalError().to_error())
+            else:
+                ctx.done = True
+                if ctx.cancelled:
+                    return None
+                data = jsonrpc.encode_result(ctx.id, result)
+            if keep:
+                return data
+            if ctx.sink is not None:
+                ctx.sink.append(data)
+            else:
+                await ctx.out.send(data)
         except (ConnectionError, OSError) as exc:
             logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
         finally:
             self._finished(ctx)
+        return None
 
     def _finished(self, ctx: RequestContext, _: object = None) -> None:
         """Leave the in-flight table and give the slot back (idempotent: also a cancelled task's done-callback,
@@ -525,13 +541,6 @@ class Peer:
         if ctx._slot:
             ctx._slot = False
             self._release()
-
-    @staticmethod
-    async def _reply(ctx: RequestContext, data: bytes) -> None:
-        if ctx.sink is not None:
-            ctx.sink.append(data)
-        else:
-            await ctx.out.send(data)
 
     async def _send_error(self, rid: RequestId | None, error: JSONDict, out: Outbox) -> None:
         try:

@@ -544,8 +544,8 @@ class MCPKit(Server):
         holder = self._lifespan
         if holder.users == 0 and holder.configured:
             return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
-        # the usual case: the low-level coroutine itself (one frame less per request)
-        return super().dispatch(rc, session, feats, client_caps, client_info, log_level)
+        # the usual case: the low-level coroutine itself (one frame less per request; no super() object either)
+        return Server.dispatch(self, rc, session, feats, client_caps, client_info, log_level)
 
     async def _dispatch_holding(
         self,

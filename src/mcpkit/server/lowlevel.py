@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable
@@ -61,6 +60,8 @@ logger = logging.getLogger("mcpkit.server")
 
 Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
 F = TypeVar("F", bound=Callable[..., Any])
+# what a 2026-07-28 request's _meta says: (features of its revision, client capabilities, client info, log level)
+ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 
 # methods that exist only in the handshake era / only in the modern era
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
@@ -273,9 +274,12 @@ class Server:
         )
         return {"resultType": "input_required", "inputRequests": ir.requests, "requestState": state}
 
-    def modern_context(self, rc: RequestContext) -> tuple[Features, JSONDict, JSONDict | None, str | None]:
-        """Validate the per-request ``_meta`` of a modern request; return (features, caps, client info, level)."""
-        meta = rc.meta
+    def modern_context(self, meta: JSONDict | None) -> ModernContext:
+        """Validate the per-request ``_meta`` of a modern request; return (features, caps, client info, level).
+
+        Raises the error the request gets (-32602 for a missing or malformed key, the unsupported-version error).
+        A transport that has to answer these errors itself (HTTP: status 400) calls this before running the request
+        and leaves the result in ``rc.state``, where :meth:`dispatch_modern` takes it instead of reading again."""
         version = meta.get(META_PROTOCOL_VERSION) if meta else None
         if not isinstance(version, str):
             raise InvalidParams(f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request")
@@ -291,15 +295,16 @@ class Server:
             raise InvalidParams(f"invalid log level {level!r}")
         return versions.features(version), caps, info if isinstance(info, dict) else None, level
 
-    def dispatch_modern(self, rc: RequestContext, session: ServerSession | None) -> Awaitable[JSONDict]:
-        """Handle one stateless 2026-07-28 request (used by every transport).
+    def dispatch_modern(self, rc: RequestContext, session: ServerSession | None = None) -> Awaitable[JSONDict]:
+        """Handle one stateless 2026-07-28 request (used by every transport; ``session``: the connection's, if any).
 
         Returns the dispatcher's awaitable (checks that fail raise at once, before anything is awaited)."""
         if rc.sink is not None:
             raise InvalidRequest("JSON-RPC batches are not allowed in protocol 2026-07-28")
         if not self.modern_versions:
             raise MethodNotFound(f"Method not found: {rc.method}")
-        feats, caps, info, level = self.modern_context(rc)
+        read = rc.state  # what the transport read from _meta with modern_context(), if it did
+        feats, caps, info, level = read if type(read) is tuple else self.modern_context(rc.meta)
         return self.dispatch(rc, session, feats, caps, info, level)
 
     # ------------------------------------------------------------------ notification fan-out
@@ -356,9 +361,10 @@ class Server:
         (HTTP): each request gets a context from ``peer.detached(...)`` and answers on its own outbox."""
         peer = self._stateless_peer
         if peer is None:
-            # the engine calls dispatch_modern(rc, session=None) directly: no wrapper coroutine per request
-            handler = functools.partial(self.dispatch_modern, session=None)
-            peer = self._stateless_peer = Peer(NULL_OUTBOX, request_handler=handler, name=f"server:{self.name}:modern")
+            # the engine calls dispatch_modern(rc) directly (session None): no wrapper per request
+            peer = self._stateless_peer = Peer(
+                NULL_OUTBOX, request_handler=self.dispatch_modern, name=f"server:{self.name}:modern"
+            )
         return peer
 
     def create_session(self, outbox: Outbox, **peer_options: Any) -> ServerSession:

@@ -19,6 +19,7 @@ CLIENT_CAPABILITY_FOR = {
     "roots/list": "roots",
 }
 INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
+_NO_ANSWERS: dict[str, JSONDict] = {}  # shared by every request without input responses: read, never written
 
 
 def level_index(level: str) -> int:
@@ -73,7 +74,7 @@ class ServerRequestContext:
         self.client_capabilities = client_capabilities
         self.client_info = client_info
         self.log_level = log_level
-        self._answers: dict[str, JSONDict] = {}
+        self._answers: dict[str, JSONDict] = _NO_ANSWERS  # replaced (never mutated) when answers come in
         self._ask_counter = 0
         self.principal: str | None = None
 

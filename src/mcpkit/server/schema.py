@@ -252,7 +252,8 @@ class FunctionInfo:
             self.params.append(Param(p.name, ann, default, description or None, field))
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
-        self._fast = _fast_plan(self.params)
+        # plain-scalar parameters: validated by fast_validate(fast_plan, arguments) without pydantic (else None)
+        self.fast_plan = _fast_plan(self.params)
 
     @property
     def description(self) -> str | None:
@@ -282,8 +283,8 @@ class FunctionInfo:
 
     @cached_property
     def input_schema(self) -> JSONDict:
-        if self._fast is not None:
-            fast = _fast_schema(self._fast, self.params)
+        if self.fast_plan is not None:
+            fast = _fast_schema(self.fast_plan, self.params)
             if fast is not None:
                 return fast
         schema = json_schema_of(self.model)
@@ -295,13 +296,17 @@ class FunctionInfo:
 
     def validate(self, arguments: JSONDict) -> dict[str, Any]:
         """Validated keyword arguments (raises pydantic ``ValidationError``)."""
-        fast = self._fast
+        fast = self.fast_plan
         if fast is not None:
             # (no model is built for plain scalars: pydantic accepts every such signature, and a server whose tools
             # all take scalars never imports pydantic at all)
-            kwargs = _fast_validate(fast, arguments)
+            kwargs = fast_validate(fast, arguments)
             if kwargs is not None:
                 return kwargs
+        return self.validate_model(arguments)
+
+    def validate_model(self, arguments: JSONDict) -> dict[str, Any]:
+        """:meth:`validate` through the pydantic model alone (for a caller that tried the fast plan itself)."""
         inst = self.model.model_validate(arguments)
         return {p.name: getattr(inst, p.name) for p in self.params}
 
@@ -371,7 +376,7 @@ def _fast_schema(plan: FastPlan, params: list[Param]) -> JSONDict | None:
     return schema
 
 
-def _fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
+def fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
     kwargs: dict[str, Any] = {}
     seen = 0
     for name, tp, nullable, default in plan:

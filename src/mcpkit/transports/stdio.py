@@ -23,6 +23,7 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .._aio import running_loop as _running_loop
 from ..protocol.errors import ConnectionClosed, FrameTooLarge
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -276,7 +277,7 @@ class StdioServerTransport:
                 self._out.append(data)
                 self._out_bytes += len(data) + 1
                 if self._flush_handle is None:
-                    self._flush_handle = asyncio.get_running_loop().call_soon(self._flush)
+                    self._flush_handle = _running_loop().call_soon(self._flush)
                 if self._out_bytes < _WRITE_HIGH_WATER:
                     return
                 self._flush()

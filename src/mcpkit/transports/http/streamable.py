@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..._aio import current_task as _current_task
+from ..._aio import running_loop as _running_loop
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -41,12 +42,12 @@ from ...protocol.errors import (
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
     ConnectionClosed,
+    MCPError,
     ParseError,
     UnsupportedProtocolVersion,
 )
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
-from ...protocol.types import LOG_LEVELS
-from ...protocol.versions import META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION
+from ...protocol.versions import META_PROTOCOL_VERSION
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .headers import (
     NAME_FIELD,
@@ -60,7 +61,7 @@ from .security import MISSING, RequestCheck, make_request_check
 
 if TYPE_CHECKING:
     from ...engine import Peer, RequestContext
-    from ...server.lowlevel import Server, ServerSession
+    from ...server.lowlevel import ModernContext, Server, ServerSession
     from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")
@@ -104,40 +105,54 @@ _WORKER_SHIFT = 20  # restored sessions number their streams from a random multi
 # ---------------------------------------------------------------------------------------------- ASGI helpers
 
 
-_WANTED_KEY = {k: k for k in _WANTED}
 _PARAM_PREFIX = b"mcp-param-"
+Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
 
 
-def _headers(scope: Scope) -> tuple[dict[bytes, str], dict[str, str] | None]:
-    """One pass over the request headers: the ones this transport reads, and the ``Mcp-Param-*`` ones.
+def _headers(scope: Scope) -> Headers:
+    """The request headers, by lower-case name; values are left as bytes (most are compared, few are decoded).
 
-    Servers send lower-case names (h11, httptools, hypercorn, httpx's ASGI transport): those cost one dict probe;
-    any other name is lower-cased first, so a mixed-case scope reads the same."""
-    h: dict[bytes, str] = {}
-    params: dict[str, str] | None = None
-    wanted = _WANTED_KEY
+    ASGI servers send a list of lower-case names (the ASGI spec requires it): without duplicates that is one
+    ``dict()``. Anything else takes the careful pass, which lower-cases names and keeps the first of duplicates.
+    (A POST names its Content-Type: finding it is the sign that the names are lower-case.)"""
+    raw = scope.get("headers", ())
+    if type(raw) is list:
+        h = dict(raw)
+        if len(h) == len(raw) and b"content-type" in h:
+            return h
+    return _headers_careful(raw)
+
+
+def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+    h: Headers = {}
+    for key, value in raw:
+        k = bytes(key).lower()
+        if k in _WANTED and k not in h:
+            h[k] = bytes(value)
+    return h
+
+
+def _param_headers(scope: Scope) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers by their lower-case suffix (the first of duplicates); read only for a tool
+    that declares some."""
+    params: dict[str, str] = {}
     for key, value in scope.get("headers", ()):
-        k = wanted.get(key)
-        if k is None:
-            if not key.startswith(_PARAM_PREFIX) and key.islower():
-                continue  # a lower-case name this transport does not read (user-agent, accept-encoding, ...)
-            k = bytes(key).lower()
-            if k.startswith(_PARAM_PREFIX):
-                if params is None:
-                    params = {}
-                params[k[10:].decode("latin-1")] = bytes(value).decode("latin-1")
-                continue
-            if k not in wanted:
-                continue
-        if k not in h:
-            h[k] = value.decode("latin-1")
-    return h, params
+        k = bytes(key).lower()
+        if k.startswith(_PARAM_PREFIX):
+            name = k[10:].decode("latin-1")
+            if name not in params:
+                params[name] = bytes(value).decode("latin-1")
+    return params
 
 
-_ACCEPT_CACHE: dict[str, tuple[bool, bool]] = {}
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
 
 
-def _accepts(accept: str | None) -> tuple[bool, bool]:
+_ACCEPT_CACHE: dict[bytes, tuple[bool, bool]] = {}
+
+
+def _accepts(accept: bytes | None) -> tuple[bool, bool]:
     """(accepts application/json, accepts text/event-stream)."""
     if not accept:
         return False, False
@@ -151,9 +166,9 @@ def _accepts(accept: str | None) -> tuple[bool, bool]:
     return verdict
 
 
-def _parse_accept(accept: str) -> tuple[bool, bool]:
+def _parse_accept(accept: bytes) -> tuple[bool, bool]:
     js = sse = False
-    for part in accept.split(","):
+    for part in accept.decode("latin-1").split(","):
         mt = part.split(";", 1)[0].strip().lower()
         if mt in ("application/json", "application/*", "*/*"):
             js = True
@@ -191,6 +206,15 @@ def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
     return jsonrpc.encode_error(rid, err)
 
 
+class _Refused(Exception):
+    """A 2026-07-28 request refused before it runs: the HTTP status and the JSON-RPC error of the answer."""
+
+    def __init__(self, status: int, error: JSONDict) -> None:
+        super().__init__(status, error)
+        self.status = status
+        self.error = error
+
+
 class _TooLarge(Exception):
     pass
 
@@ -199,7 +223,7 @@ class _Disconnected(Exception):
     pass
 
 
-def _declared_too_large(declared: str | None, limit: int) -> bool:
+def _declared_too_large(declared: bytes | None, limit: int) -> bool:
     if declared is None:
         return False
     try:
@@ -548,10 +572,8 @@ class StreamableHTTPEndpoint:
         self.max_sessions = max_sessions
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = getattr(self.check_request, "allows", None)
-        # the policy's Host verdicts for requests without Origin (only with its allows(), which fills them)
-        self._by_host: dict[str | None, tuple[int, str] | None] | None = (
-            getattr(self.check_request, "by_host", None) if self._allows is not None else None
-        )
+        # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
+        self._host_verdicts: dict[bytes | None, tuple[int, str] | None] = {}
         self.max_body = max_body
         self.get_stream = get_stream
         self.retry_interval = retry_interval
@@ -567,7 +589,7 @@ class StreamableHTTPEndpoint:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
         self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
-        # modern requests in progress -> the watch tick at which they were seen first (see _watch)
+        # modern requests in progress -> the watch tick at which they were seen first (see _serve and _tick)
         self._slow: dict[_Stream, int] = {}
         self._slow_gen = 0
         self._slow_timer: asyncio.TimerHandle | None = None
@@ -638,19 +660,21 @@ class StreamableHTTPEndpoint:
             return
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
-        h, params_h = _headers(scope)
-        origin = h.get(b"origin")
-        by_host = self._by_host
-        if origin is None and by_host is not None:
-            # not from a web page (no Origin): the Host verdict, cached by the policy
-            host = h.get(b"host")
-            refused = by_host.get(host, MISSING)
+        h = _headers(scope)
+        origin_raw = h.get(b"origin")
+        allows = self._allows
+        if origin_raw is None and allows is not None:
+            # not from a web page (no Origin): the policy's verdict on this Host, cached here by its raw bytes
+            host_raw = h.get(b"host")
+            refused = self._host_verdicts.get(host_raw, MISSING)
             if refused is MISSING:
-                assert self._allows is not None
-                refused = self._allows(host, None)
+                refused = allows(_text(host_raw), None)
+                if len(self._host_verdicts) < 64:
+                    self._host_verdicts[host_raw] = refused
+            origin = None
         else:
-            allows = self._allows
-            refused = allows(h.get(b"host"), origin) if allows is not None else self.check_request(scope)
+            origin = _text(origin_raw)
+            refused = allows(_text(h.get(b"host")), origin) if allows is not None else self.check_request(scope)
         if refused is not None:
             status, reason = refused
             await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
@@ -665,7 +689,28 @@ class StreamableHTTPEndpoint:
                 return
             send = _with_cors(send, origin)
         if method == "POST":
-            await self._post(h, params_h, receive, send)
+            refused_post = self._refuse_post(h)
+            if refused_post is not None:
+                await _respond(send, *refused_post)
+                return
+            # The body, read here rather than in another coroutine: the whole of it in one message is the usual case.
+            limit = self._max_body
+            try:
+                message = await receive()
+                if message.get("more_body", False) or message["type"] != "http.request":
+                    body = await _read_rest(receive, message, limit)
+                else:
+                    body = message.get("body", b"")
+                    if len(body) > limit:
+                        raise _TooLarge
+                    if type(body) is not bytes:
+                        body = bytes(body)
+            except _TooLarge:
+                await _respond(send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
+                return
+            except _Disconnected:
+                return
+            await self._post(scope, h, body, receive, send)
         elif method == "GET":
             await self._get(h, receive, send)
         elif method == "DELETE":
@@ -696,51 +741,37 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ POST
 
-    async def _post(self, h: dict[bytes, str], params_h: dict[str, str] | None, receive: Receive, send: Send) -> None:
+    def _refuse_post(self, h: Headers) -> tuple[int, bytes] | None:
+        """The status and body of a POST refused on its headers alone (Accept, Content-Type, Content-Length)."""
         accept = h.get(b"accept")
         verdict = _ACCEPT_CACHE.get(accept) if accept is not None else None
         js, sse = verdict if verdict is not None else _accepts(accept)
         if not js or (not sse and not self.json_response):
-            await _respond(
-                send,
-                406,
-                _error_body(
-                    None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
-                ),
+            return 406, _error_body(
+                None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
-            return
-        ctype = h.get(b"content-type", "")
-        if ctype != "application/json" and ctype.split(";", 1)[0].strip().lower() != "application/json":
-            await _respond(send, 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json"))
-            return
-        limit = self._max_body
-        try:
-            declared = h.get(b"content-length")
-            # fewer characters than the limit has digits: below it whatever they say
-            if declared is not None and len(declared) >= self._limit_digits and _declared_too_large(declared, limit):
-                raise _TooLarge
-            # the whole body in one message (the common case) without another coroutine
-            message = await receive()
-            if message.get("more_body", False) or message["type"] != "http.request":
-                body = await _read_rest(receive, message, limit)
-            else:
-                body = message.get("body", b"")
-                if len(body) > limit:
-                    raise _TooLarge
-                if type(body) is not bytes:
-                    body = bytes(body)
-        except _TooLarge:
-            await _respond(send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
-            return
-        except _Disconnected:
-            return
+        ctype = h.get(b"content-type", b"")
+        if ctype != _JSON and ctype.split(b";", 1)[0].strip().lower() != _JSON:
+            return 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
+        declared = h.get(b"content-length")
+        # fewer characters than the limit has digits: below it whatever they say
+        if (
+            declared is not None
+            and len(declared) >= self._limit_digits
+            and _declared_too_large(declared, self._max_body)
+        ):
+            return 413, _error_body(None, INVALID_REQUEST, f"request body larger than {self._max_body} bytes")
+        return None
+
+    def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Awaitable[Any]:
+        """Route a POST's body; returns the awaitable that answers it (not a coroutine itself: one frame less on
+        the way to a 2026-07-28 request's handler)."""
         try:
             msg = jsonrpc.parse(body)
         except ParseError as exc:
-            await _respond(send, 400, _error_body(None, PARSE_ERROR, exc.message))
-            return
+            return _respond(send, 400, _error_body(None, PARSE_ERROR, exc.message))
         t = type(msg)
-        hv = h.get(b"mcp-protocol-version")
+        hv_raw = h.get(b"mcp-protocol-version")
         if t is Request or t is Notification:
             m: Request = msg  # type: ignore[assignment]
             p = m.params
@@ -748,33 +779,34 @@ class StreamableHTTPEndpoint:
             if self.server.modern_versions and (
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
-                or (hv is not None and hv not in self.server.handshake_versions and versions.is_modern(hv))
+                or (hv_raw is not None and self._modern_header(hv_raw))
             ):
                 if t is not Request:
-                    await _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
-                    return
-                refused = self._validate_modern(h, params_h, m)
-                if refused is not None:
-                    status, error = refused
-                    await _respond(send, status, jsonrpc.encode_error(m.id, error))
-                    return
-                stream, ctx = self._modern_call(m)
-                await self._serve(stream, ctx.peer.run_detached(ctx), ctx, receive, send, ())
-                return
+                    return _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
+                try:
+                    read = self._validate_modern(scope, h, m, meta)
+                except _Refused as refused:
+                    return _respond(send, refused.status, jsonrpc.encode_error(m.id, refused.error))
+                stream, ctx = self._modern_call(m, read)
+                return self._serve(stream, ctx.peer.answer_detached(ctx), ctx, receive, send, ())
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
-            await _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
-            return
+            return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
+        hv = _text(hv_raw)
         server = self.server
         if not server.handshake_versions:
             requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
-            await _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
-            return
+            return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
-            await self._post_stateless(receive, send, h, msg)
-            return
-        sid = h.get(b"mcp-session-id")
+            return self._post_stateless(receive, send, h, msg)
+        return self._post_session(h, hv, msg, receive, send)
+
+    async def _post_session(self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send) -> None:
+        """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
+        t = type(msg)
+        server = self.server
+        sid = _text(h.get(b"mcp-session-id"))
         new_session = False
         if sid is None:
             if t is not Request or msg.method != "initialize":  # type: ignore[union-attr]
@@ -995,8 +1027,8 @@ class StreamableHTTPEndpoint:
         self._sessions[sid] = hs
         return hs
 
-    async def _post_stateless(self, receive: Receive, send: Send, h: dict[bytes, str], msg: Any) -> None:
-        hv = h.get(b"mcp-protocol-version")
+    async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
+        hv = _text(h.get(b"mcp-protocol-version"))
         if hv is not None and hv not in self.server.handshake_versions:
             await _respond(send, 400, _unsupported_header(hv))
             return
@@ -1037,76 +1069,81 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ modern era
 
-    def _modern_call(self, msg: Request) -> tuple[_Stream, RequestContext]:
-        """The stream and context of a validated 2026-07-28 request, run on the endpoint's one stateless peer."""
+    def _modern_call(self, msg: Request, read: ModernContext) -> tuple[_Stream, RequestContext]:
+        """The stream and context of a validated 2026-07-28 request, run on the endpoint's one stateless peer.
+        ``read`` is what :meth:`_validate_modern` read from its ``_meta``; the server takes it from ``ctx.state``."""
         peer = self._modern_peer
         if peer is None:
             peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc, session=None)
         mode = _JSON_MODE if self.json_response and msg.method != "subscriptions/listen" else _UNDECIDED
-        stream = _Stream(self, None, 0, mode, _final_prefix(msg))
-        return stream, peer.detached(msg.id, msg.method, msg.params, stream)
+        stream = _Stream(self, None, 0, mode)  # (the answer does not pass through it: see answer_detached)
+        ctx = peer.detached(msg.id, msg.method, msg.params, stream)
+        ctx.state = read
+        return stream, ctx
 
-    def _validate_modern(
-        self, h: dict[bytes, str], params_h: dict[str, str] | None, msg: Request
-    ) -> tuple[int, JSONDict] | None:
-        mismatch = _mismatch
+    def _modern_header(self, hv: bytes) -> bool:
+        """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
+        v = hv.decode("latin-1")
+        return v not in self.server.handshake_versions and versions.is_modern(v)
+
+    def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
+        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``).
+        Raises :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
         params = msg.params or {}
-        meta = params.get("_meta")
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
             # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
-            return 400, {
-                "code": INVALID_PARAMS,
-                "message": f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request",
-            }
+            raise _Refused(
+                400,
+                {
+                    "code": INVALID_PARAMS,
+                    "message": f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request",
+                },
+            )
         hv = h.get(b"mcp-protocol-version")
         if hv is None:
-            return mismatch("the MCP-Protocol-Version header is required")
-        if hv != body_version:
-            return mismatch(f"MCP-Protocol-Version header {hv!r} does not match the body's {body_version!r}")
+            raise _mismatch("the MCP-Protocol-Version header is required")
+        if hv.decode("latin-1") != body_version:
+            raise _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
         server = self.server
         if body_version not in server.modern_versions:
-            return 400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error()
+            raise _Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
         method = msg.method
         hm = h.get(b"mcp-method")
         if hm is None:
-            return mismatch("the Mcp-Method header is required")
-        if hm != method:
-            return mismatch(f"Mcp-Method header {hm!r} does not match the body's method {method!r}")
+            raise _mismatch("the Mcp-Method header is required")
+        if hm.decode("latin-1") != method:
+            raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
-            return 404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"}
+            raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
         field = NAME_FIELD.get(method)
         if field is not None:
-            raw = h.get(b"mcp-name")
-            if raw is None:
-                return mismatch("the Mcp-Name header is required for " + method)
+            raw_b = h.get(b"mcp-name")
+            if raw_b is None:
+                raise _mismatch("the Mcp-Name header is required for " + method)
+            raw = raw_b.decode("latin-1")
             expected = params.get(field)
             # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
             if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):
                 try:
                     name = decode_header_value(raw)
                 except ValueError as exc:
-                    return mismatch(f"Mcp-Name: {exc}")
+                    raise _mismatch(f"Mcp-Name: {exc}") from None
             else:
                 name = raw
             if name != expected:
-                return mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
-        assert isinstance(meta, dict)
-        if not isinstance(meta.get(META_CLIENT_CAPABILITIES), dict):
-            return 400, {
-                "code": INVALID_PARAMS,
-                "message": f"missing _meta {META_CLIENT_CAPABILITIES!r}: required on every 2026-07-28 request",
-            }
-        level = meta.get(META_LOG_LEVEL)
-        if level is not None and level not in LOG_LEVELS:
-            return 400, {"code": INVALID_PARAMS, "message": f"invalid log level {level!r}"}
+                raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
+        try:
+            read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
+        except MCPError as exc:
+            raise _Refused(400, exc.to_error()) from None
         if method == "tools/call" and self.tool_headers is not None and isinstance(params.get("name"), str):
             spec = self.tool_headers(params["name"])
             if spec:
-                problem = check_param_headers(spec, params.get("arguments"), params_h or {})
+                problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
                 if problem is not None:
-                    return mismatch(problem)
-        return None
+                    raise _mismatch(problem)
+        return read
 
     # ------------------------------------------------------------------ answering: JSON or SSE
 
@@ -1126,20 +1163,26 @@ class StreamableHTTPEndpoint:
         The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
         answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
         answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
-        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_watch`). For a session's
+        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         """
         task: asyncio.Task[Any] | None = None
         if ctx is not None:
             stream.asgi = (receive, send, extra, ctx)
             ctx.task = task = _current_task()
-            self._watch(stream)
+            # If it still runs after a tick or two of _SLOW_AFTER seconds, a task starts watching its receive so
+            # that the client leaving cancels it (see _tick). One timer serves every request: most answer at once
+            # and never get a watcher.
+            self._slow[stream] = self._slow_gen
+            if self._slow_timer is None:
+                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
         elif stream.mode != _JSON_MODE:
             stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
         # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
         ended = False
+        answer: bytes | None = None
         try:
-            await runner
+            answer = await runner  # a modern request's answer (answer_detached); a session's comes through stream
         except asyncio.CancelledError:
             hs = stream.hs
             if not (self._closing or (hs is not None and hs.session.closed)):
@@ -1158,6 +1201,11 @@ class StreamableHTTPEndpoint:
                 hs.last_seen = time.monotonic()
                 if hs.live is not None:
                     hs.live.pop(stream.no, None)
+        if answer is not None:
+            if stream.mode == _SSE_MODE:
+                await stream.emit(answer)  # notifications came first: the answer ends the SSE stream
+            else:
+                stream.answer = answer
         data = stream.answer
         if data is None or ended or stream.mode == _SSE_MODE:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
@@ -1183,29 +1231,17 @@ class StreamableHTTPEndpoint:
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
-        final = stream.final
+        final = stream.final if ctx is None else (_result_head(ctx.id),)
         # A result (or a batch answer) starts with final[0]: no need to look for an error in a large answer.
         if not (final and data.startswith(final[0])) and b'"error"' in data:
             status = _error_status(data, ctx is not None, new_session)
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-length", str(len(data)).encode()), *extra, _CONTENT_TYPE_JSON],
-            }
-        )
+        length = (b"content-length", b"%d" % len(data))
+        headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data, "more_body": False})
         return status
-
-    def _watch(self, stream: _Stream) -> None:
-        """A modern request is running: if it still runs after a tick or two of :data:`_SLOW_AFTER` seconds, a task
-        starts watching its ``receive`` so that the client leaving cancels it. One timer serves every request (most
-        answer at once and never get a watcher)."""
-        self._slow[stream] = self._slow_gen
-        if self._slow_timer is None:
-            self._slow_timer = asyncio.get_running_loop().call_later(_SLOW_AFTER, self._tick)
 
     def _tick(self) -> None:
         self._slow_timer = None
@@ -1312,13 +1348,13 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ GET and DELETE
 
-    async def _session_for(self, h: dict[bytes, str], verb: str) -> tuple[int, bytes] | _HTTPSession:
-        hv = h.get(b"mcp-protocol-version")
+    async def _session_for(self, h: Headers, verb: str) -> tuple[int, bytes] | _HTTPSession:
+        hv = _text(h.get(b"mcp-protocol-version"))
         if hv is not None and versions.is_modern(hv):
             return 405, b""
         if self.stateless or not self.server.handshake_versions:
             return 405, b""
-        sid = h.get(b"mcp-session-id")
+        sid = _text(h.get(b"mcp-session-id"))
         if sid is None:
             return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
         hs = self._sessions.get(sid)
@@ -1333,7 +1369,7 @@ class StreamableHTTPEndpoint:
             return 400, _unsupported_header(hv)
         return hs
 
-    async def _get(self, h: dict[bytes, str], receive: Receive, send: Send) -> None:
+    async def _get(self, h: Headers, receive: Receive, send: Send) -> None:
         if not self.get_stream:
             await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
             return
@@ -1347,7 +1383,7 @@ class StreamableHTTPEndpoint:
             return
         hs = found
         hs.last_seen = time.monotonic()
-        last = h.get(b"last-event-id")
+        last = _text(h.get(b"last-event-id"))
         if last is not None:
             await self._resume(hs, last, receive, send)
             return
@@ -1431,7 +1467,7 @@ class StreamableHTTPEndpoint:
             stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
 
-    async def _delete(self, h: dict[bytes, str], send: Send) -> None:
+    async def _delete(self, h: Headers, send: Send) -> None:
         found = await self._session_for(h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
@@ -1542,6 +1578,13 @@ def _final_prefix(msg: Any) -> tuple[bytes, ...]:
     return (head + b'result"', head + b'error"')
 
 
+def _result_head(rid: Any) -> bytes:
+    """How the engine's result answer to request ``rid`` starts (``encode_result`` key order)."""
+    if type(rid) is int:
+        return b'{"jsonrpc":"2.0","id":%d,"result"' % rid
+    return b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"result"'
+
+
 def _has_requests(msg: Any) -> bool:
     t = type(msg)
     if t is Request:
@@ -1571,8 +1614,8 @@ def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
     return 200
 
 
-def _mismatch(text: str) -> tuple[int, JSONDict]:
-    return 400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"}
+def _mismatch(text: str) -> _Refused:
+    return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
