@@ -92,7 +92,9 @@ def print_table(summary: dict[str, Any]) -> None:
             med = row["median"]
             ratio = row.get("cost_vs_floor")
             extra = "".join(
-                f"  {k}={_fmt(med[k])}" for k in ("p50_ms", "p99_ms", "server_cpu_us", "server_sys_us", "driver_cpu_us") if k in med
+                f"  {k}={_fmt(med[k])}"
+                for k in ("p50_ms", "p99_ms", "server_cpu_us", "server_sys_us", "driver_cpu_us")
+                if k in med
             )
             cost = f"x{ratio:.2f}" if ratio else "-"
             print(f"  {key:<16} {_fmt(med['value']):>10}  cost {cost:>8}{extra}")
