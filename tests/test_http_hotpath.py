@@ -200,10 +200,33 @@ async def test_every_slow_modern_request_is_cancelled_when_its_client_leaves(jso
         assert sorted(probe.cancelled) == [20, 21, 22]
         ep = app.streamable
         for _ in range(100):
-            if not ep._slow:
+            if not ep._slow and not ep._watchers:
                 break
             await asyncio.sleep(0.05)
         assert not ep._slow  # nothing left behind for the timer
+        assert not ep._watchers  # nor a watcher
+
+
+@pytest.mark.parametrize("json_response", [False, True])
+async def test_a_slow_modern_request_that_finishes_is_answered_and_its_watcher_released(json_response: bool) -> None:
+    """A 2026-07-28 request that outlives two ticks of the watch timer gets a disconnect watcher; when it then
+    answers, the answer is sent as usual and the watcher is stopped and forgotten."""
+    server = make_server()
+
+    @server.handler("prompts/get")
+    async def slow(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(0.25)  # five ticks
+        return {"messages": [{"role": "user", "content": {"type": "text", "text": "late"}}]}
+
+    async with running(server, json_response=json_response) as (base, app), httpx.AsyncClient(timeout=10) as http:
+        ep = app.streamable
+        r = await http.post(
+            base + "/mcp", json=modern_body("prompts/get", {"name": "x"}, 5), headers=modern_headers("prompts/get", "x")
+        )
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("application/json")
+        assert orjson.loads(r.content)["result"]["messages"][0]["content"]["text"] == "late"
+        assert not ep._slow and not ep._watchers
 
 
 async def test_handshake_requests_release_their_session_slot() -> None:

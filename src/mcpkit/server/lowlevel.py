@@ -125,6 +125,7 @@ class Server:
         self.extensions: JSONDict = {}
         self.resource_subscriptions = True
         self._handlers: dict[str, Handler] = {}
+        self.handlers_version = 0  # counts set_handler/remove_handler calls (transports cache implements())
         self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._stateless_peer: Peer | None = None
@@ -145,10 +146,12 @@ class Server:
     def set_handler(self, method: str, fn: Handler) -> None:
         self._handlers[method] = fn
         self._caps_cache.clear()
+        self.handlers_version += 1
 
     def remove_handler(self, method: str) -> None:
         self._handlers.pop(method, None)
         self._caps_cache.clear()
+        self.handlers_version += 1
 
     def has_handler(self, method: str) -> bool:
         return method in self._handlers

@@ -589,8 +589,16 @@ class StreamableHTTPEndpoint:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
         self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
-        # modern requests in progress -> the watch tick at which they were seen first (see _serve and _tick)
-        self._slow: dict[_Stream, int] = {}
+        # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
+        # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
+        self._slow: dict[RequestContext, tuple[int, Receive, _Stream | None]] = {}
+        self._watchers: dict[RequestContext, asyncio.Task[None]] = {}
+        # the quick test of _validate_modern: header values (bytes) known to stand for what they say
+        self._known_stamp: Any = None
+        self._known_handlers = -1
+        self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
+        self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
+        self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (bounded; not the sentinel)
         self._slow_gen = 0
         self._slow_timer: asyncio.TimerHandle | None = None
 
@@ -787,8 +795,19 @@ class StreamableHTTPEndpoint:
                     read = self._validate_modern(scope, h, m, meta)
                 except _Refused as refused:
                     return _respond(send, refused.status, jsonrpc.encode_error(m.id, refused.error))
-                stream, ctx = self._modern_call(m, read)
-                return self._serve(stream, ctx.peer.answer_detached(ctx), ctx, receive, send, ())
+                peer = self._modern_peer
+                if peer is None:
+                    peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc)
+                if self.json_response and m.method != "subscriptions/listen":
+                    # answered with application/json, nothing before it: what the handler sends first (progress,
+                    # log messages) has nowhere to go, so its outbox drops it
+                    ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
+                    ctx.state = read  # what _meta says, for dispatch_modern
+                    return self._answer_modern(ctx, receive, send)
+                stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer does not pass through it)
+                ctx = peer.detached(m.id, m.method, p, stream)
+                ctx.state = read
+                return self._serve(stream, peer.answer_detached(ctx), ctx, receive, send, ())
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
             return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
@@ -1069,18 +1088,6 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ modern era
 
-    def _modern_call(self, msg: Request, read: ModernContext) -> tuple[_Stream, RequestContext]:
-        """The stream and context of a validated 2026-07-28 request, run on the endpoint's one stateless peer.
-        ``read`` is what :meth:`_validate_modern` read from its ``_meta``; the server takes it from ``ctx.state``."""
-        peer = self._modern_peer
-        if peer is None:
-            peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc, session=None)
-        mode = _JSON_MODE if self.json_response and msg.method != "subscriptions/listen" else _UNDECIDED
-        stream = _Stream(self, None, 0, mode)  # (the answer does not pass through it: see answer_detached)
-        ctx = peer.detached(msg.id, msg.method, msg.params, stream)
-        ctx.state = read
-        return stream, ctx
-
     def _modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
         v = hv.decode("latin-1")
@@ -1089,6 +1096,53 @@ class StreamableHTTPEndpoint:
     def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
         """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``).
         Raises :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
+        method = msg.method
+        params = msg.params
+        # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
+        # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
+        # Anything else is diagnosed step by step (which gives a valid request the same verdict).
+        if type(meta) is dict:
+            server = self.server
+            if self._known_stamp is not server.modern_versions or self._known_handlers != getattr(
+                server, "handlers_version", 0
+            ):
+                self._forget_known()
+            field = NAME_FIELD.get(method)
+            if (
+                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == meta.get(META_PROTOCOL_VERSION)
+                and self._known_methods.get(h.get(b"mcp-method")) == method
+                and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
+            ):
+                return self._modern_read(scope, method, params, meta)
+        return self._diagnose_modern(scope, h, msg, meta)
+
+    def _forget_known(self) -> None:
+        """Start the quick test's tables afresh (the server's versions or handlers changed)."""
+        server = self.server
+        self._known_stamp = server.modern_versions
+        self._known_handlers = getattr(server, "handlers_version", 0)
+        self._known_versions = {v.encode(): v for v in server.modern_versions}
+        self._known_methods = {}
+
+    def _modern_read(self, scope: Scope, method: str, params: Any, meta: Any) -> ModernContext:
+        """The last checks of a 2026-07-28 request (client capabilities and log level in ``_meta``, the
+        ``Mcp-Param-*`` headers of a tool that declares some) and what its ``_meta`` says."""
+        try:
+            read = self.server.modern_context(meta)  # the client capabilities and log level (the version is known good)
+        except MCPError as exc:
+            raise _Refused(400, exc.to_error()) from None
+        if method == "tools/call" and self.tool_headers is not None:
+            name = params.get("name")
+            if type(name) is str:
+                spec = self.tool_headers(name)
+                if spec:
+                    problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
+                    if problem is not None:
+                        raise _mismatch(problem)
+        return read
+
+    def _diagnose_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
+        """:meth:`_validate_modern`, step by step: the first problem found is the one answered."""
         params = msg.params or {}
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
@@ -1116,6 +1170,8 @@ class StreamableHTTPEndpoint:
             raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
             raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+        if len(self._known_methods) < 64:
+            self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
         field = NAME_FIELD.get(method)
         if field is not None:
             raw_b = h.get(b"mcp-name")
@@ -1133,17 +1189,9 @@ class StreamableHTTPEndpoint:
                 name = raw
             if name != expected:
                 raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
-        try:
-            read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
-        except MCPError as exc:
-            raise _Refused(400, exc.to_error()) from None
-        if method == "tools/call" and self.tool_headers is not None and isinstance(params.get("name"), str):
-            spec = self.tool_headers(params["name"])
-            if spec:
-                problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
-                if problem is not None:
-                    raise _mismatch(problem)
-        return read
+            if name is raw and len(self._known_names) < 512:
+                self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
+        return self._modern_read(scope, method, params, meta)
 
     # ------------------------------------------------------------------ answering: JSON or SSE
 
@@ -1170,10 +1218,7 @@ class StreamableHTTPEndpoint:
         if ctx is not None:
             stream.asgi = (receive, send, extra, ctx)
             ctx.task = task = _current_task()
-            # If it still runs after a tick or two of _SLOW_AFTER seconds, a task starts watching its receive so
-            # that the client leaving cancels it (see _tick). One timer serves every request: most answer at once
-            # and never get a watcher.
-            self._slow[stream] = self._slow_gen
+            self._slow[ctx] = (self._slow_gen, receive, stream)  # see _tick
             if self._slow_timer is None:
                 self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
         elif stream.mode != _JSON_MODE:
@@ -1194,7 +1239,7 @@ class StreamableHTTPEndpoint:
             # behind receive/send) are freed at once rather than by the garbage collector.
             stream.asgi = None
             if ctx is not None:
-                self._slow.pop(stream, None)
+                self._slow.pop(ctx, None)
             hs = stream.hs
             if hs is not None:
                 hs.busy -= 1
@@ -1231,7 +1276,7 @@ class StreamableHTTPEndpoint:
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
-        final = stream.final if ctx is None else (_result_head(ctx.id),)
+        final = stream.final if ctx is None else (_result_head(ctx.id),)  # (see answer_detached)
         # A result (or a batch answer) starts with final[0]: no need to look for an error in a large answer.
         if not (final and data.startswith(final[0])) and b'"error"' in data:
             status = _error_status(data, ctx is not None, new_session)
@@ -1244,21 +1289,72 @@ class StreamableHTTPEndpoint:
         return status
 
     def _tick(self) -> None:
+        """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching
+        its ``receive``, so that the client leaving cancels it. One timer serves every request: most answer at once
+        and never get a watcher. (A request answered over SSE is watched by its pump instead.)"""
         self._slow_timer = None
         slow = self._slow
         gen = self._slow_gen
         self._slow_gen = gen + 1
         loop = asyncio.get_running_loop()
-        for stream, seen in list(slow.items()):  # oldest first
+        for ctx, (seen, receive, stream) in list(slow.items()):  # oldest first
             if seen >= gen:
                 break  # started since the last tick: not slow yet
-            del slow[stream]
-            if stream.watcher is None and stream.mode != _SSE_MODE and stream.asgi is not None:
-                receive, _, _, ctx = stream.asgi
-                w = stream.watcher = loop.create_task(_wait_disconnect(receive))
-                w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
+            del slow[ctx]
+            if stream is not None and (stream.watcher is not None or stream.mode == _SSE_MODE or stream.asgi is None):
+                continue
+            w = loop.create_task(_wait_disconnect(receive))
+            w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
+            if stream is not None:
+                stream.watcher = w  # handed to the SSE pump if the answer turns into a stream
+            else:
+                self._watchers[ctx] = w
         if slow and not self._closing:
             self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
+
+    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
+        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
+        ctx.task = task = _current_task()
+        slow = self._slow
+        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
+        if self._slow_timer is None:
+            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+        ended = False
+        try:
+            data = await ctx.peer.answer_detached(ctx)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            data, ended = None, True  # the endpoint shuts down under the request
+        finally:
+            slow.pop(ctx, None)
+        if data is None and task is not None and task.cancelling():
+            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
+            # answer): this task goes on.
+            task.uncancel()
+        if self._watchers:
+            watcher = self._watchers.pop(ctx, None)
+            if watcher is not None:
+                if watcher.done():
+                    return  # the client left: the request was cancelled and gets no answer
+                watcher.cancel()
+        if data is None:
+            if ended:
+                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+            else:
+                await _respond(send, 202)  # nothing to answer (a cancelled request)
+            return
+        status = 200
+        if not data.startswith(_result_head(ctx.id)):
+            status = _error_status(data, True, False)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
+            }
+        )
+        await send({"type": "http.response.body", "body": data, "more_body": False})
 
     async def _start_sse(self, stream: _Stream, first: bytes) -> None:
         """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
