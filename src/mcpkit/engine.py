@@ -536,8 +536,9 @@ class Peer:
         """Leave the in-flight table and give the slot back (idempotent: also a cancelled task's done-callback,
         since a task cancelled before its first step never runs the ``finally`` above)."""
         ctx.done = True
-        if self._inflight.get(ctx.id) is ctx:
-            del self._inflight[ctx.id]
+        inflight = self._inflight
+        if inflight and inflight.get(ctx.id) is ctx:  # (a detached request is not in it)
+            del inflight[ctx.id]
         if ctx._slot:
             ctx._slot = False
             self._release()

@@ -34,8 +34,8 @@ def shape_result(
 ) -> dict[str, Any]:
     """Return ``result`` shaped for the revision ``feats`` (mutates and returns the same dict)."""
     if feats.result_type:
-        result.setdefault("resultType", "complete")
-        if method in CACHEABLE_METHODS and result.get("resultType") == "complete":
+        complete = result.setdefault("resultType", "complete") == "complete"
+        if complete and method in CACHEABLE_METHODS:
             result.setdefault("ttlMs", ttl_ms)
             result.setdefault("cacheScope", cache_scope)
         if server_info is not None:
@@ -44,9 +44,10 @@ def shape_result(
                 result["_meta"] = {META_SERVER_INFO: server_info}
             elif META_SERVER_INFO not in meta:
                 result["_meta"] = {**meta, META_SERVER_INFO: server_info}
-        if method in LIST_RESULT_KEYS and not result.get("nextCursor"):
-            result.pop("nextCursor", None)
-        elif method == "tools/call" and result.get("resultType") == "complete":
+        if method in LIST_RESULT_KEYS:
+            if not result.get("nextCursor"):
+                result.pop("nextCursor", None)
+        elif complete and method == "tools/call":
             result.setdefault("isError", False)
         return result
     for key in MODERN_ONLY_KEYS:

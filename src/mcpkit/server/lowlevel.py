@@ -126,6 +126,8 @@ class Server:
         self.resource_subscriptions = True
         self._handlers: dict[str, Handler] = {}
         self.handlers_version = 0  # counts set_handler/remove_handler calls (transports cache implements())
+        self._modern_for: tuple[str, ...] | None = None  # the modern_versions _modern_features was built for
+        self._modern_features: dict[str, Features] = {}
         self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}
         self._sessions: weakref.WeakSet[ServerSession] = weakref.WeakSet()
         self._stateless_peer: Peer | None = None
@@ -284,10 +286,16 @@ class Server:
         A transport that has to answer these errors itself (HTTP: status 400) calls this before running the request
         and leaves the result in ``rc.state``, where :meth:`dispatch_modern` takes it instead of reading again."""
         version = meta.get(META_PROTOCOL_VERSION) if meta else None
-        if not isinstance(version, str):
-            raise InvalidParams(f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request")
-        if version not in self.modern_versions:
-            raise UnsupportedProtocolVersion(version, self.supported_versions)
+        if self._modern_for is not self.modern_versions:  # (modern_versions was replaced)
+            self._modern_for = self.modern_versions
+            self._modern_features = {v: versions.features(v) for v in self.modern_versions}
+        feats = self._modern_features.get(version) if type(version) is str else None
+        if feats is None:
+            if not isinstance(version, str):
+                raise InvalidParams(f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request")
+            if version not in self.modern_versions:
+                raise UnsupportedProtocolVersion(version, self.supported_versions)
+            feats = versions.features(version)  # (a str subclass)
         assert meta is not None
         caps = meta.get(META_CLIENT_CAPABILITIES)
         if not isinstance(caps, dict):
@@ -296,7 +304,7 @@ class Server:
         level = meta.get(META_LOG_LEVEL)
         if level is not None and level not in LOG_LEVELS:
             raise InvalidParams(f"invalid log level {level!r}")
-        return versions.features(version), caps, info if isinstance(info, dict) else None, level
+        return feats, caps, info if isinstance(info, dict) else None, level
 
     def dispatch_modern(self, rc: RequestContext, session: ServerSession | None = None) -> Awaitable[JSONDict]:
         """Handle one stateless 2026-07-28 request (used by every transport; ``session``: the connection's, if any).
