@@ -360,14 +360,15 @@ class Tool:
             return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
         except Exception as exc:
             return error_result(internal_error_message(f"tool {self.name!r}", exc))
+        if type(value) is str and not (self._returns or self.returns).structured:
+            return {"content": [{"type": "text", "text": value}], "isError": False}  # the common case, directly
         try:
             return self.build_result(value, feats)
         except Exception as exc:
             return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc))
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
-        if type(value) is str and not (self._returns or self.returns).structured:
-            return {"content": [{"type": "text", "text": value}], "isError": False}  # the common case, directly
+        """The ``CallToolResult`` for a tool's return value (:meth:`call` answers a plain string itself)."""
         result: JSONDict
         types_ = loaded_types()
         if types_ is not None and isinstance(value, types_.CallToolResult):

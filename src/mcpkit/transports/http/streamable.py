@@ -1103,9 +1103,7 @@ class StreamableHTTPEndpoint:
         # Anything else is diagnosed step by step (which gives a valid request the same verdict).
         if type(meta) is dict:
             server = self.server
-            if self._known_stamp is not server.modern_versions or self._known_handlers != getattr(
-                server, "handlers_version", 0
-            ):
+            if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
             field = NAME_FIELD.get(method)
             if (
@@ -1120,7 +1118,7 @@ class StreamableHTTPEndpoint:
         """Start the quick test's tables afresh (the server's versions or handlers changed)."""
         server = self.server
         self._known_stamp = server.modern_versions
-        self._known_handlers = getattr(server, "handlers_version", 0)
+        self._known_handlers = server.handlers_version
         self._known_versions = {v.encode(): v for v in server.modern_versions}
         self._known_methods = {}
 
