@@ -112,8 +112,8 @@ def markdown(result: dict[str, Any]) -> str:
         "mcpkit's `@app.tool(thread=False)` runs a never-blocking sync tool inline instead."
     )
     w(
-        "- Server CPU per call (`/proc` utime + stime of the server process / calls) does not depend on how "
-        "busy the machine was; rates and latencies do. Where the floor's server CPU per call is about equal to "
+        "- Server CPU per call (`/proc` utime + stime of the server process / calls; `server_sys_us` is the "
+        "stime part, the kernel's socket work) does not depend on how busy the machine was; rates and latencies do. Where the floor's server CPU per call is about equal to "
         "the driver's (stdio, 32 in flight), the floor is held back by the driver too, so ratios in that row "
         "understate the contenders' true cost."
     )
