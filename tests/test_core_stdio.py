@@ -101,6 +101,17 @@ async def test_oversized_line_is_refused_and_the_stream_stays_in_sync() -> None:
         assert (await p.request(2, "ping"))["result"] == {}
 
 
+async def test_large_answers_arrive_whole_one_per_line() -> None:
+    """Answers past the transport's copy limit (written without joining their newline) still arrive as one line
+    each, in order, among small ones."""
+    async with raw_stdio([sys.executable, str(CORE_SERVER)]) as (p, _t):
+        await p.initialize()
+        for i, size in enumerate((20_000, 10, 300_000, 16 * 1024, 16 * 1024 - 1, 1), start=2):
+            text = "y" * size
+            r = await p.request(i, "tools/call", {"name": "echo", "arguments": {"text": text}})
+            assert r["id"] == i and r["result"]["content"][0]["text"] == text
+
+
 @pytest.mark.req("S001")
 async def test_on_stdin_eof_the_server_answers_everything_received_then_exits() -> None:
     proc = await asyncio.create_subprocess_exec(

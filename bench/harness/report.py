@@ -113,8 +113,9 @@ def markdown(result: dict[str, Any]) -> str:
     )
     w(
         "- Server CPU per call (`/proc` utime + stime of the server process / calls; `server_sys_us` is the "
-        "stime part, the kernel's socket work) does not depend on how busy the machine was; rates and latencies do. Where the floor's server CPU per call is about equal to "
-        "the driver's (stdio, 32 in flight), the floor is held back by the driver too, so ratios in that row "
+        "stime part: socket work and page faults) does not depend on how busy the machine was; rates and "
+        "latencies do. Where the floor's server CPU per call is about equal to the driver's (stdio, 32 in "
+        "flight), the floor is held back by the driver too, so ratios in that row "
         "understate the contenders' true cost."
     )
     w(

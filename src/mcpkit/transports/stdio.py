@@ -30,6 +30,7 @@ from .base import DEFAULT_MAX_MESSAGE_SIZE
 logger = logging.getLogger("mcpkit.stdio")
 
 _WRITE_HIGH_WATER = 1024 * 1024
+_COPY_LIMIT = 16 * 1024  # a message at least this long is written as is, then its newline (no copy)
 
 
 class _FlowControl(asyncio.Protocol):
@@ -271,8 +272,11 @@ class StdioServerTransport:
                 if self._out:
                     self._out.append(data)
                     self._flush()
-                else:
+                elif len(data) < _COPY_LIMIT:
                     transport.write(data + b"\n")
+                else:  # a large message is not copied to add its newline
+                    transport.write(data)
+                    transport.write(b"\n")
             else:
                 self._out.append(data)
                 self._out_bytes += len(data) + 1
