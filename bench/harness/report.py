@@ -256,6 +256,8 @@ def markdown(result: dict[str, Any]) -> str:
     w("python bench/run.py --only stdio_seq,http_c32 --contenders floor,mcp,mcpkit")
     w("python bench/run.py --list     # case ids and contender keys")
     w("python bench/stdio_roundtrip.py  # issue 2: stdio round trips, low-level servers vs the raw loop")
+    w("# A/B of HTTP servers by server CPU per call (alternating loads; resolves ~1 µs), e.g. a change vs its base:")
+    w(".bench-venv/bin/python bench/ab.py floor=floor_asgi.py base=/tmp/base/src:mcpkit_server.py new=mcpkit_server.py")
     w("```")
     w("")
     w(

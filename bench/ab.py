@@ -1,0 +1,127 @@
+"""A/B of HTTP servers by server CPU per call: for changes too small for the full suite's single-run rates.
+
+    python bench/ab.py floor=floor_asgi.py base=/path/to/old/src:mcpkit_server.py new=mcpkit_server.py mcp=mcp_high.py
+
+Each contender is ``name=[PYTHONPATH:]script`` (a script of ``bench/servers``; ``PYTHONPATH`` puts another mcpkit
+first, e.g. ``git archive <rev> src | tar -x -C /tmp/old`` then ``/tmp/old/src``). All servers start side by side
+under the suite's uvicorn configuration; the closed-loop load (the 2026-07-28 era with 32 in flight by default, or
+the handshake era with ``--era legacy``) goes to each in turn, in alternating order, ``--reps`` times. Reported per
+contender: the median server CPU per call (utime + stime from ``/proc``, which the machine's load barely moves),
+every rep's figure, and the median rate. Run it inside the bench environment (``.bench-venv/bin/python``; ``python
+bench/run.py`` creates it). Every load is bounded in calls and seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from harness import driver  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks(pid: int) -> int:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+async def _load(port: int, era: str, seconds: float, max_calls: int) -> driver.LoadResult:
+    mm = driver.HttpMcp("127.0.0.1", port, era=era)
+    conns = [mm.conn() for _ in range(32)]
+    try:
+        if era != "modern":
+            await mm.initialize(conns[0])
+
+        async def echo(w: int) -> None:
+            await mm.call_tool(conns[w], "echo", {"text": "hello"})
+
+        return await driver.run_load(echo, concurrency=32, max_calls=max_calls, max_seconds=seconds)
+    finally:
+        for c in conns:
+            await c.close()
+
+
+async def _ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server on port {port} exited with {proc.returncode}")
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.1)
+            continue
+        writer.close()
+        return
+    raise SystemExit(f"server on port {port} did not listen within {timeout} s")
+
+
+async def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("contenders", nargs="+", help="name=[PYTHONPATH:]script")
+    parser.add_argument("--reps", type=int, default=6, help="loads per contender (default 6)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of one load (default 3)")
+    parser.add_argument("--max-calls", type=int, default=100_000, help="calls per load at most")
+    parser.add_argument("--era", choices=("modern", "legacy"), default="modern")
+    parser.add_argument("--port", type=int, default=18800, help="first port (one per contender)")
+    args = parser.parse_args()
+
+    servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    try:
+        for i, spec in enumerate(args.contenders):
+            name, _, rest = spec.partition("=")
+            path, _, script = rest.rpartition(":")
+            if not name or not script:
+                raise SystemExit(f"bad contender {spec!r}: expected name=[PYTHONPATH:]script")
+            env = dict(os.environ)
+            if path:
+                env["PYTHONPATH"] = path
+            port = args.port + i
+            argv = [sys.executable, script, "http", str(port)]
+            proc = subprocess.Popen(argv, cwd=HERE / "servers", env=env, stdout=subprocess.DEVNULL)
+            servers[name] = (proc, port)
+        for proc, port in servers.values():
+            await _ready(port, proc)
+            await _load(port, args.era, 1.0, args.max_calls)  # warm-up
+        cpu: dict[str, list[float]] = {n: [] for n in servers}
+        rate: dict[str, list[float]] = {n: [] for n in servers}
+        order = list(servers)
+        for rep in range(args.reps):
+            for name in order if rep % 2 == 0 else order[::-1]:
+                proc, port = servers[name]
+                before = _cpu_ticks(proc.pid)
+                res = await _load(port, args.era, args.seconds, args.max_calls)
+                if res.calls == 0:
+                    raise SystemExit(f"{name}: no call completed")
+                cpu[name].append((_cpu_ticks(proc.pid) - before) / CLK_TCK / res.calls * 1e6)
+                rate[name].append(res.rate)
+        for name in order:
+            reps = ", ".join(f"{x:.1f}" for x in cpu[name])
+            print(
+                f"{name:12s} server CPU/call {statistics.median(cpu[name]):7.1f} us  [{reps}]  "
+                f"rate {statistics.median(rate[name]):8.0f} calls/s"
+            )
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+        for proc, _ in servers.values():
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(asyncio.run(main()))
