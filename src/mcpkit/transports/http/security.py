@@ -87,16 +87,13 @@ def make_request_check(
 
 class RequestPolicy:
     """``policy(scope) -> (status, reason) | None``; ``policy.allows(host, origin)`` for callers that already
-    read the headers. Verdicts are cached per (Host, Origin) pair (bounded); ``by_host`` holds the verdicts of
-    requests without ``Origin`` (not from a web page: the usual case) keyed by Host alone, for a caller that
-    looks there first (``by_host.get(host, MISSING)``) and asks ``allows`` on a miss."""
+    read the headers. Verdicts are cached per (Host, Origin) pair (bounded)."""
 
-    __slots__ = ("_allows", "_cache", "by_host")
+    __slots__ = ("_allows", "_cache")
 
     def __init__(self, allows: Callable[[str | None, str | None], tuple[int, str] | None]) -> None:
         self._allows = allows
         self._cache: dict[tuple[str | None, str | None], tuple[int, str] | None] = {}
-        self.by_host: dict[str | None, tuple[int, str] | None] = {}
 
     def allows(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
         key = (host, origin)
@@ -107,17 +104,14 @@ class RequestPolicy:
         verdict = self._allows(host, origin)
         if len(self._cache) >= 1024:
             self._cache.clear()
-            self.by_host.clear()
         self._cache[key] = verdict
-        if origin is None:
-            self.by_host[host] = verdict
         return verdict
 
     def __call__(self, scope: Scope) -> tuple[int, str] | None:
         return self.allows(_header(scope, b"host"), _header(scope, b"origin"))
 
 
-MISSING: Any = object()  # by_host.get(host, MISSING): no verdict cached yet
+MISSING: Any = object()  # "no verdict cached yet", for callers' own caches (dict.get(key, MISSING))
 
 
 def default_policy(
