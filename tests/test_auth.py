@@ -43,6 +43,7 @@ from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
 from redis_server import redis_url  # noqa: F401  (the session fixture)
+from test_http_support import initialize_body
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the headless browser stops at the redirect
 
@@ -236,16 +237,7 @@ async def test_invalid_expired_and_wrong_audience_tokens_get_401() -> None:
                 headers={"kid": "rotated-away"},
             ),
         }
-        body = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        body = initialize_body("2025-06-18")
         hdrs = {"accept": "application/json, text/event-stream"}
         async with httpx.AsyncClient() as http:
             for name, token in cases.items():
@@ -921,16 +913,7 @@ async def test_session_is_bound_to_the_principal_that_created_it() -> None:
         alice = _forge(s["as"], aud=s["mcp_url"], sub="alice")
         bob = _forge(s["as"], aud=s["mcp_url"], sub="bob")
         hdrs = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
-        init = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
+        init = initialize_body("2025-06-18")
         r = await http.post(s["mcp_url"], json=init, headers={**hdrs, "authorization": f"Bearer {alice}"})
         assert r.status_code == 200
         sid = r.headers["mcp-session-id"]

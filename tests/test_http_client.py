@@ -12,7 +12,7 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.server.lowlevel import Server
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired, StreamableHTTPClientTransport
-from test_http_support import MODERN, make_server, running
+from test_http_support import MODERN, make_server, running, silent_prompt
 
 
 def answers() -> dict[str, Any]:
@@ -301,14 +301,7 @@ async def test_timeouts_and_cancellation_reach_the_server(mode: str) -> None:
     probe = Probe()
     server = make_server(probe)
 
-    @server.handler("prompts/get")
-    async def silent(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            probe.cancelled.append(ctx.request_id)
-            raise
-        return {"messages": []}
+    server.set_handler("prompts/get", silent_prompt(probe))
 
     async with running(server) as (base, _):
         transport = StreamableHTTPClientTransport(base + "/mcp", answer_window=0.1)

@@ -26,6 +26,7 @@ from test_http_support import (
     modern_headers,
     open_session,
     running,
+    silent_prompt,
 )
 
 V = "2025-11-25"
@@ -167,15 +168,7 @@ async def test_every_slow_modern_request_is_cancelled_when_its_client_leaves(jso
     server = make_server(probe)
     started: list[asyncio.Event] = [asyncio.Event() for _ in range(3)]
 
-    @server.handler("prompts/get")
-    async def silent(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        started[int(params["name"])].set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            probe.cancelled.append(ctx.request_id)
-            raise
-        return {"messages": []}
+    server.set_handler("prompts/get", silent_prompt(probe, started))
 
     async with running(server, json_response=json_response) as (base, app), httpx.AsyncClient(timeout=10) as http:
         tasks = []

@@ -62,6 +62,23 @@ class Probe:
         self.started = asyncio.Event()
 
 
+def silent_prompt(probe: Probe, started: list[asyncio.Event] | None = None) -> Any:
+    """A ``prompts/get`` handler that never answers on its own: it records its cancellation in ``probe``
+    (and, with ``started``, sets ``started[int(name)]`` when it begins)."""
+
+    async def silent(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        if started is not None:
+            started[int(params["name"])].set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            probe.cancelled.append(ctx.request_id)
+            raise
+        return {"messages": []}
+
+    return silent
+
+
 def make_server(probe: Probe | None = None) -> Server:
     probe = probe or Probe()
     server = Server("http-test", "1.0.0")

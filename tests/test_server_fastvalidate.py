@@ -56,29 +56,18 @@ def f4(text: str, n: int = 3, x: float | None = None, b: bool = False, s: str | 
 def f5() -> None: ...
 
 
-def _pydantic_input_schema(info: FunctionInfo) -> dict[str, Any]:
-    from mcpkit.server.schema import json_schema_of
-
-    schema = json_schema_of(info.model)
-    schema.setdefault("properties", {})
-    schema["type"] = "object"
-    if not info.params:
-        schema["additionalProperties"] = False
-    return schema
-
-
 @pytest.mark.parametrize("fn", [f1, f2, f3, f4, f5], ids=lambda f: f.__name__)
 def test_fast_input_schema_is_the_one_pydantic_generates(fn: Any) -> None:
     info = FunctionInfo(fn, name=fn.__name__)
     assert info.fast_plan is not None
-    assert info.input_schema == _pydantic_input_schema(info)
+    assert info.input_schema == info.model_input_schema()
 
 
 def test_a_non_finite_default_goes_to_pydantic() -> None:
     def f(x: float = float("inf")) -> None: ...
 
     info = FunctionInfo(f, name="f")
-    assert info.input_schema == _pydantic_input_schema(info)
+    assert info.input_schema == info.model_input_schema()
 
 
 @pytest.mark.parametrize("tp", [int, float, bool])

@@ -88,6 +88,20 @@ async def send_json(send: Send, status: int, body: Any, headers: list[tuple[byte
     await send({"type": "http.response.body", "body": data})
 
 
+async def send_preflight(send: Send, methods: bytes, allow_headers: bytes) -> None:
+    """The 204 answer to a CORS preflight of a public endpoint (any origin)."""
+    await send_json(
+        send,
+        204,
+        None,
+        [
+            (b"access-control-allow-origin", b"*"),
+            (b"access-control-allow-methods", methods),
+            (b"access-control-allow-headers", allow_headers),
+        ],
+    )
+
+
 async def read_body(receive: Receive, limit: int = 1 << 20) -> bytes:
     chunks: list[bytes] = []
     size = 0

@@ -25,7 +25,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from ._util import ASGIApp, Receive, Scope, Send, canonical_resource, header, quote_param, send_json
+from ._util import (
+    ASGIApp,
+    Receive,
+    Scope,
+    Send,
+    canonical_resource,
+    header,
+    quote_param,
+    send_json,
+    send_preflight,
+)
 from .verifiers import AccessToken, InvalidToken, TokenVerifier
 
 __all__ = ["BearerAuthMiddleware", "ScopeRule", "current_access_token", "protect", "tool_scopes"]
@@ -291,16 +301,7 @@ class BearerAuthMiddleware:
     async def _serve_metadata(self, scope: Scope, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]
         if scope.get("method") == "OPTIONS":
-            await send_json(
-                send,
-                204,
-                None,
-                [
-                    *cors,
-                    (b"access-control-allow-methods", b"GET, OPTIONS"),
-                    (b"access-control-allow-headers", b"mcp-protocol-version"),
-                ],
-            )
+            await send_preflight(send, b"GET, OPTIONS", b"mcp-protocol-version")
             return
         if scope.get("method") not in ("GET", "HEAD"):
             await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, OPTIONS")])

@@ -39,6 +39,7 @@ from ._util import (
     read_body,
     s256,
     send_json,
+    send_preflight,
     valid_redirect_uri,
 )
 
@@ -394,16 +395,7 @@ class AuthorizationServer:
         name = route.__name__.lstrip("_")
         self.counts[name] = self.counts.get(name, 0) + 1
         if method == "OPTIONS":
-            await send_json(
-                send,
-                204,
-                None,
-                [
-                    (b"access-control-allow-origin", b"*"),
-                    (b"access-control-allow-methods", b"GET, POST, OPTIONS"),
-                    (b"access-control-allow-headers", b"*"),
-                ],
-            )
+            await send_preflight(send, b"GET, POST, OPTIONS", b"*")
             return
         try:
             await route(scope, receive, send)

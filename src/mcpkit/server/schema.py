@@ -287,6 +287,10 @@ class FunctionInfo:
             fast = _fast_schema(self.fast_plan, self.params)
             if fast is not None:
                 return fast
+        return self.model_input_schema()
+
+    def model_input_schema(self) -> JSONDict:
+        """The input schema as pydantic writes it from the arguments model (what the fast path must match)."""
         schema = json_schema_of(self.model)
         schema.setdefault("properties", {})
         schema["type"] = "object"

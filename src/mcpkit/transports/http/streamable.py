@@ -1274,9 +1274,13 @@ class StreamableHTTPEndpoint:
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
-        final = stream.final if ctx is None else (_result_head(ctx.id),)  # (see answer_detached)
-        # A result (or a batch answer) starts with final[0]: no need to look for an error in a large answer.
-        if not (final and data.startswith(final[0])) and b'"error"' in data:
+        # A result (or a batch answer) is known by how it starts: no need to look for an error in a large answer.
+        if ctx is not None:
+            is_result = _is_result(data, ctx.id)  # (a modern answer: see answer_detached)
+        else:
+            final = stream.final
+            is_result = bool(final) and data.startswith(final[0])
+        if not is_result and b'"error"' in data:
             status = _error_status(data, ctx is not None, new_session)
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
@@ -1343,10 +1347,7 @@ class StreamableHTTPEndpoint:
                 await _respond(send, 202)  # nothing to answer (a cancelled request)
             return
         status = 200
-        rid = ctx.id
-        # A result: the engine wrote '{"jsonrpc":"2.0","id":<id>,"result":...' (an error has '"error":{"code":' there;
-        # for an integer id, at most 20 digits, the marker lies within the first 53 bytes). No scan of a large answer.
-        if data.find(b',"result":', 22, 53) == -1 if type(rid) is int else not data.startswith(_result_head(rid)):
+        if not _is_result(data, ctx.id):
             status = _error_status(data, True, False)
         await send(
             {
@@ -1675,11 +1676,13 @@ def _final_prefix(msg: Any) -> tuple[bytes, ...]:
     return (head + b'result"', head + b'error"')
 
 
-def _result_head(rid: Any) -> bytes:
-    """How the engine's result answer to request ``rid`` starts (``encode_result`` key order)."""
-    if type(rid) is int:
-        return b'{"jsonrpc":"2.0","id":%d,"result"' % rid
-    return b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"result"'
+def _is_result(data: bytes, rid: Any) -> bool:
+    """Whether ``data``, the engine's answer to request ``rid``, is a result (not an error response), read from how
+    it starts (``encode_result`` key order: '{"jsonrpc":"2.0","id":<id>,"result":...'). For an integer id of at most
+    20 digits the marker lies within the first 53 bytes, where an error has '"error":{"code":'; no formatting."""
+    if type(rid) is int and -(10**19) < rid < 10**20:
+        return data.find(b',"result":', 22, 53) != -1
+    return data.startswith(b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"result"')
 
 
 def _has_requests(msg: Any) -> bool:
