@@ -28,6 +28,7 @@ from test_http_support import (
     modern_headers,
     open_session,
     running,
+    silent_prompt,
     sse_events,
 )
 
@@ -674,15 +675,7 @@ async def test_silent_modern_request_is_cancelled_when_the_client_leaves() -> No
     probe = Probe()
     server = make_server(probe)
 
-    @server.handler("prompts/get")
-    async def silent(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
-        probe.started.set()
-        try:
-            await asyncio.sleep(30)
-        except asyncio.CancelledError:
-            probe.cancelled.append(ctx.request_id)
-            raise
-        return {"messages": []}
+    server.set_handler("prompts/get", silent_prompt(probe))
 
     async with running(server) as (base, _):
         async with httpx.AsyncClient(timeout=10) as http:

@@ -63,10 +63,11 @@ class Probe:
 
 
 def silent_prompt(probe: Probe, started: list[asyncio.Event] | None = None) -> Any:
-    """A ``prompts/get`` handler that never answers on its own: it records its cancellation in ``probe``
-    (and, with ``started``, sets ``started[int(name)]`` when it begins)."""
+    """A ``prompts/get`` handler that never answers on its own: it sets ``probe.started`` (and, with ``started``,
+    ``started[int(name)]``) when it begins and records its cancellation in ``probe``."""
 
     async def silent(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        probe.started.set()
         if started is not None:
             started[int(params["name"])].set()
         try:
