@@ -25,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
+from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
     ASGIApp,
     Receive,
@@ -51,6 +52,11 @@ ScopeRule = Callable[[str, Mapping[str, Any]], Iterable[str]]
 def current_access_token() -> AccessToken | None:
     """The access token of the HTTP request being served (None outside a protected request)."""
     return _current.get()
+
+
+def principal_of(token: AccessToken) -> str:
+    """The caller a token speaks for, as one string: issuer and subject (client id without a subject)."""
+    return orjson.dumps([token.issuer, token.subject or token.client_id]).decode()
 
 
 def tool_scopes(rules: Mapping[str, Iterable[str]]) -> ScopeRule:
@@ -206,11 +212,18 @@ class BearerAuthMiddleware:
         if self.check_audience and not any(canonical_resource(a) == self.resource for a in verified.audience):
             await self._deny(scope, send, 401, "invalid_token", "the access token is for another resource")
             return
+        granted = self._effective(verified.scopes)
+        authz = ScopeAuthorization(principal_of(verified), granted, self.scope_rule)
         needed = list(self.required_scopes)
         if self.scope_rule is not None and scope["type"] == "http" and scope.get("method") == "POST":
-            receive, extra = await self._inspect_body(receive)
+            # An early look at the body, only to answer HTTP 403 + step-up challenge; the decision itself is taken
+            # again by the dispatcher for every request on every transport (``authz.check``).
+            inspected = await self._inspect_body(receive, authz)
+            if inspected is None:
+                await self._too_large(send)
+                return
+            receive, extra = inspected
             needed.extend(s for s in extra if s not in needed)
-        granted = self._effective(verified.scopes)
         missing = [s for s in needed if s not in granted]
         if missing:
             # ask for what the token has plus what is missing, so the client does not lose earlier grants
@@ -232,10 +245,23 @@ class BearerAuthMiddleware:
         state["access_token"] = verified
         scope["auth"] = verified
         reset = _current.set(verified)
+        reset_authz = authorize_as(authz)
         try:
             await self.app(scope, receive, send)
         finally:
+            CURRENT_AUTHORIZATION.reset(reset_authz)
             _current.reset(reset)
+
+    async def _too_large(self, send: Send) -> None:
+        await send_json(
+            send,
+            413,
+            {
+                "error": "invalid_request",
+                "error_description": f"the request body exceeds the authorization limit of {self.max_body} bytes "
+                "(protect(max_body=...)); a body the authorizer cannot inspect is refused",
+            },
+        )
 
     def _recording_owner(self, send: Send, owner: tuple[str | None, str | None]) -> Send:
         async def recording(message: Any) -> None:
@@ -262,8 +288,9 @@ class BearerAuthMiddleware:
                     todo.append(narrower)
         return result
 
-    async def _inspect_body(self, receive: Receive) -> tuple[Receive, list[str]]:
-        """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream."""
+    async def _inspect_body(self, receive: Receive, authz: ScopeAuthorization) -> tuple[Receive, list[str]] | None:
+        """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream.
+        None when the body is larger than ``max_body``: what cannot be inspected is refused (413), never passed."""
         chunks: list[bytes] = []
         size = 0
         messages: list[Any] = []
@@ -277,18 +304,19 @@ class BearerAuthMiddleware:
             chunks.append(chunk)
             if size > self.max_body or not message.get("more_body", False):
                 break
+        if size > self.max_body:
+            return None
         extra: list[str] = []
-        if size <= self.max_body and self.scope_rule is not None:
-            try:
-                parsed = orjson.loads(b"".join(chunks))
-            except orjson.JSONDecodeError:
-                parsed = None
-            for msg in parsed if isinstance(parsed, list) else [parsed]:
-                if isinstance(msg, dict) and isinstance(msg.get("method"), str):
-                    params = msg.get("params")
-                    for s in self.scope_rule(msg["method"], params if isinstance(params, dict) else {}):
-                        if s not in extra:
-                            extra.append(s)
+        try:
+            parsed = orjson.loads(b"".join(chunks))
+        except orjson.JSONDecodeError:
+            parsed = None
+        for msg in parsed if isinstance(parsed, list) else [parsed]:
+            if isinstance(msg, dict) and isinstance(msg.get("method"), str):
+                params = msg.get("params")
+                for s in authz.missing(msg["method"], params if isinstance(params, dict) else {}):
+                    if s not in extra:
+                        extra.append(s)
         pending = list(messages)
 
         async def replay() -> Any:

@@ -44,10 +44,12 @@ from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .request_context import (
     CLIENT_CAPABILITY_FOR,
+    CURRENT_AUTHORIZATION,
     INPUT_REQUIRED_METHODS,
     InputRequired,
     ServerRequestContext,
     level_index,
+    session_binding,
 )
 from .request_state import RequestStateSealer, request_digest
 
@@ -226,6 +228,10 @@ class Server:
         method = rc.method
         params = rc.params or {}
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
+        authz = CURRENT_AUTHORIZATION.get()
+        if authz is not None:  # one authorization decision for every transport and every batch item
+            authz.check(method, params)
+            sctx.principal = authz.principal
         if feats.modern and ("requestState" in params or "inputResponses" in params):
             self._load_answers(sctx, method, params)
         handler = self._handlers.get(method)
@@ -261,6 +267,8 @@ class Server:
                 raise InvalidParams("invalid requestState: it belongs to a different request")
             if state.get("p") != sctx.principal:
                 raise InvalidParams("invalid requestState: it belongs to a different principal")
+            if state.get("s") != session_binding(sctx.session):
+                raise InvalidParams("invalid requestState: it belongs to a different session")
             prior = state.get("a") or {}
             if isinstance(prior, dict):
                 answers.update(prior)
@@ -275,7 +283,13 @@ class Server:
         if len(sctx._answers) >= MAX_INPUT_ROUNDS_STATE:
             raise InvalidRequest("too many input rounds for one request")
         state = self.request_state.seal(
-            {"m": method, "d": request_digest(method, params), "a": sctx._answers, "p": sctx.principal}
+            {
+                "m": method,
+                "d": request_digest(method, params),
+                "a": sctx._answers,
+                "p": sctx.principal,
+                "s": session_binding(sctx.session),
+            }
         )
         return {"resultType": "input_required", "inputRequests": ir.requests, "requestState": state}
 

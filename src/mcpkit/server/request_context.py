@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import contextvars
+import secrets
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine import RequestContext
-from ..protocol.errors import CapabilityNotSupported, MissingRequiredClientCapability
+from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, Features
 
@@ -20,6 +23,83 @@ CLIENT_CAPABILITY_FOR = {
 }
 INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
 _NO_ANSWERS: dict[str, JSONDict] = {}  # shared by every request without input responses: read, never written
+
+
+FORBIDDEN = -32003  # mcpkit's JSON-RPC code for "the caller's credentials do not allow this request"
+
+
+class Forbidden(MCPError):
+    """-32003: the authenticated caller lacks what this request needs (e.g. an OAuth scope). ``data`` names the
+    missing scopes: ``{"error": "insufficient_scope", "scopes": [...]}``; get a token with them and retry."""
+
+    code = FORBIDDEN
+    default_message = "Forbidden"
+
+
+class Authorization(Protocol):
+    """The authorization decision for one caller, applied by the dispatcher to every JSON-RPC request it runs
+    (each item of a batch included), whatever transport carried it: POST /mcp, /messages, /ws, stdio.
+
+    ``principal`` identifies the caller (it binds a modern ``requestState`` to it); ``check`` raises
+    :class:`Forbidden` (or any :class:`MCPError`) to refuse the request. An HTTP middleware such as
+    :func:`mcpkit.auth.protect` installs one per request or connection with :func:`authorize_as`; an embedder can
+    do the same around ``Server.run_stdio_async()``."""
+
+    @property
+    def principal(self) -> str | None: ...
+
+    def check(self, method: str, params: JSONDict) -> None: ...
+
+
+CURRENT_AUTHORIZATION: contextvars.ContextVar[Authorization | None] = contextvars.ContextVar(
+    "mcpkit_authorization", default=None
+)
+
+
+def authorize_as(authz: Authorization | None) -> contextvars.Token[Authorization | None]:
+    """Install ``authz`` for the requests dispatched from this context (tasks created from here inherit it).
+    Returns the token for ``CURRENT_AUTHORIZATION.reset``."""
+    return CURRENT_AUTHORIZATION.set(authz)
+
+
+class ScopeAuthorization:
+    """An :class:`Authorization` from granted scopes and a rule ``(method, params) -> scopes needed``."""
+
+    __slots__ = ("granted", "principal", "rule")
+
+    def __init__(self, principal: str | None, granted: Iterable[str], rule: Any = None) -> None:
+        self.principal = principal
+        self.granted = frozenset(granted)
+        self.rule = rule
+
+    def missing(self, method: str, params: JSONDict) -> list[str]:
+        """The scopes ``method``/``params`` needs that the caller was not granted (the one scope decision)."""
+        if self.rule is None:
+            return []
+        out: list[str] = []
+        for scope in self.rule(method, params):
+            if scope not in self.granted and scope not in out:
+                out.append(scope)
+        return out
+
+    def check(self, method: str, params: JSONDict) -> None:
+        missing = self.missing(method, params)
+        if missing:
+            raise Forbidden(
+                f"this request needs scope {' '.join(missing)}: obtain a token that grants it and retry",
+                {"error": "insufficient_scope", "scopes": missing},
+            )
+
+
+def session_binding(session: ServerSession | None) -> str | None:
+    """A random name of ``session`` (None without one) that a sealed ``requestState`` carries, so a state sealed
+    for one session is refused on another."""
+    if session is None:
+        return None
+    binding = session.state.get("_request_state_binding")
+    if binding is None:
+        binding = session.state["_request_state_binding"] = secrets.token_urlsafe(12)
+    return str(binding)
 
 
 def level_index(level: str) -> int:
