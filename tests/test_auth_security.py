@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 import orjson
+import pytest
 from websockets.asyncio.client import connect
 
 from mcpkit import Context, MCPKit
@@ -137,3 +138,44 @@ async def test_issue12_item9_request_state_is_bound_to_the_principal() -> None:
             assert err["code"] == -32602 and "different principal" in err["message"]
             ok = await http.post(url, json=again, headers={**headers, "authorization": f"Bearer {alice}"})
             assert ok.json()["result"]["content"][0]["text"] == "alice:Alice"
+
+
+# ---------------------------------------------------------------------------------------------------- item 10
+async def test_issue12_item10_simple_template_variable_never_matches_a_decoded_slash(tmp_path: Any) -> None:
+    """``%2F`` was decoded into ``/`` for a simple ``{name}``: a template joining it onto a directory read a file
+    outside it. Now no non-reserved form matches a decoded ``/``; ``{+path}`` (reserved) is the explicit opt-in."""
+    from mcpkit.client.client import Client
+    from mcpkit.protocol.errors import MCPError
+    from mcpkit.server.uri_template import UriTemplate
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "readme.txt").write_text("public")
+    (tmp_path / "secret.txt").write_text("SECRET")
+    app = MCPKit("files", version="1.0.0")
+
+    @app.resource("file://docs/{name}")
+    def doc(name: str) -> str:
+        """A file of the docs directory (joined naively, as the attacker hopes)."""
+        return (docs / name).read_text()
+
+    async with Client(app) as c:
+        ok = await c.read_resource("file://docs/readme.txt")
+        assert "public" in str(ok)
+        for smuggled in (
+            "file://docs/..%2Fsecret.txt",
+            "file://docs/..%2fsecret.txt",
+            "file://docs/%2E%2E%2Fsecret.txt",
+        ):
+            with pytest.raises(MCPError) as err:
+                await c.read_resource(smuggled)
+            assert "SECRET" not in str(err.value)
+    for template, uri in [
+        ("a://x/{.ext}", "a://x/.a%2Fb"),
+        ("a://x{/seg}", "a://x/a%2Fb"),
+        ("a://x{;p}", "a://x;p=a%2Fb"),
+        ("a://x{?q}", "a://x?q=a%2Fb"),
+    ]:
+        assert UriTemplate(template).match(uri) is None, template
+    assert UriTemplate("a://x/{+path}").match("a://x/a%2Fb") == {"path": "a/b"}  # reserved form: opt-in
+    assert UriTemplate("a://x{#frag}").match("a://x#a/b") == {"frag": "a/b"}

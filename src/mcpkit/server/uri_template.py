@@ -6,7 +6,10 @@ are not supported and rejected when the template is parsed, so a mistake shows u
 
 Matching is what a server needs: ``UriTemplate("mcpkit://items/{id}").match("mcpkit://items/7")`` returns
 ``{"id": "7"}``. Query expressions (``{?q}``) are matched in any order and may be absent; simple expressions
-never match across ``/``, so ``{id}`` cannot smuggle a path.
+never match across ``/``, so ``{id}`` cannot smuggle a path: neither a literal ``/`` nor an encoded one (``%2F``,
+which would decode to ``/``) is matched by ``{var}``, ``{.var}``, ``{/var}``, ``{;var}`` or ``{?var}``. Only the
+reserved forms ``{+var}`` and ``{#var}`` may hold a ``/``: writing them is the template author's explicit opt-in to
+path-like values (validate such a value before joining it onto a directory).
 """
 
 from __future__ import annotations
@@ -45,7 +48,16 @@ class _Expression:
 class UriTemplate:
     """A parsed RFC 6570 (level 1-3) URI template."""
 
-    __slots__ = ("_flags", "_groups", "_parts", "_query_names", "_regex", "template", "variables")
+    __slots__ = (
+        "_flags",
+        "_groups",
+        "_may_hold_slash",
+        "_parts",
+        "_query_names",
+        "_regex",
+        "template",
+        "variables",
+    )
 
     def __init__(self, template: str) -> None:
         self.template = template
@@ -71,6 +83,7 @@ class UriTemplate:
                     names.append(n)
         self.variables: tuple[str, ...] = tuple(names)
         self._groups: dict[str, str] = {}
+        self._may_hold_slash: set[str] = set()  # groups of the reserved forms {+var} / {#var}
         self._flags: set[str] = set()  # groups holding ";name[=value]" (path-style parameters)
         self._query_names: tuple[str, ...] = ()
         self._regex = self._compile()
@@ -117,11 +130,13 @@ class UriTemplate:
         query: list[str] = []
         counter = 0
 
-        def group(name: str) -> str:
+        def group(name: str, reserved: bool = False) -> str:
             nonlocal counter
             counter += 1
             g = f"g{counter}"
             self._groups[g] = name
+            if reserved:
+                self._may_hold_slash.add(g)
             return g
 
         for part in self._parts:
@@ -136,12 +151,14 @@ class UriTemplate:
                 char = "[^?#]" if op == "+" else "[^/?#,]"
                 if op == "+" and len(names) > 1:
                     char = "[^?#,]"
-                pieces = [f"(?P<{group(names[0])}>{char}*)"]
-                pieces.extend(f"(?:,(?P<{group(n)}>{char}*))?" for n in names[1:])
+                reserved = op == "+"
+                pieces = [f"(?P<{group(names[0], reserved)}>{char}*)"]
+                pieces.extend(f"(?:,(?P<{group(n, reserved)}>{char}*))?" for n in names[1:])
                 regex.append("".join(pieces))
             elif op == "#":
                 inner = "".join(
-                    f"(?P<{group(n)}>[^,]*)" if i == 0 else f"(?:,(?P<{group(n)}>[^,]*))?" for i, n in enumerate(names)
+                    f"(?P<{group(n, True)}>[^,]*)" if i == 0 else f"(?:,(?P<{group(n, True)}>[^,]*))?"
+                    for i, n in enumerate(names)
                 )
                 regex.append(f"(?:#{inner})?")
             elif op == ".":
@@ -170,13 +187,18 @@ class UriTemplate:
             if value is not None:
                 if g in self._flags:
                     value = value[len(name) + 1 :].removeprefix("=")
-                found[name] = unquote(value)
+                value = unquote(value)
+                if "/" in value and g not in self._may_hold_slash:
+                    return None  # an encoded "/" (%2F) must not turn a single-segment variable into a path
+                found[name] = value
         if self._query_names:
             raw = m.group("q")
             if raw:
                 wanted = set(self._query_names)
                 for key, value in parse_qsl(raw, keep_blank_values=True):
                     if key in wanted and key not in found:
+                        if "/" in value:
+                            return None
                         found[key] = value
         return found
 
