@@ -292,7 +292,9 @@ async def test_static_and_introspection_verifiers() -> None:
 
     async with serve(make) as (as_url, _):
         a: AuthorizationServer = holder["as"]
-        rs = await a.register_client(token_endpoint_auth_method="client_secret_basic", grant_types=[])
+        rs = await a.register_client(
+            token_endpoint_auth_method="client_secret_basic", grant_types=[], resource_server=True
+        )
         verifier = IntrospectionVerifier(
             as_url + "/introspect", client_id=rs.client_id, client_secret=rs.client_secret, issuer=as_url
         )
@@ -635,7 +637,9 @@ async def test_authorization_server_rules() -> None:
     holder: dict[str, Any] = {}
 
     def make(base: str) -> AuthorizationServer:
-        holder["as"] = AuthorizationServer(base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"])
+        holder["as"] = AuthorizationServer(
+            base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"], registration_client_credentials=True
+        )
         return holder["as"]
 
     async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
@@ -1112,15 +1116,19 @@ async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> No
         }
         first = await http.post(url_b + "/token", data=form)  # the other replica knows the client and the code
         assert first.status_code == 200, first.text
-        assert (await http.post(url_a + "/token", data=form)).status_code == 400  # used once, everywhere
         refresh = {
             "grant_type": "refresh_token",
             "client_id": reg["client_id"],
             "refresh_token": first.json()["refresh_token"],
         }
-        assert (await http.post(url_a + "/token", data=refresh)).status_code == 200
+        rotated = await http.post(url_a + "/token", data=refresh)
+        assert rotated.status_code == 200
         again = await http.post(url_b + "/token", data=refresh)
         assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        # the reuse revoked the family on every replica: the rotated successor is dead too
+        successor = {**refresh, "refresh_token": rotated.json()["refresh_token"]}
+        assert (await http.post(url_a + "/token", data=successor)).status_code == 400
+        assert (await http.post(url_a + "/token", data=form)).status_code == 400  # the code: used once, everywhere
         await a.storage.aclose()
         await b.storage.aclose()
 

@@ -25,6 +25,8 @@ __all__ = ["RedisAuthStorage"]
 
 
 class RedisAuthStorage:
+    """The authorization server's state in Redis (keys under ``prefix``), shared by every replica."""
+
     def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:") -> None:
         if isinstance(redis, str):
             from redis.asyncio import Redis as _Redis
@@ -69,3 +71,17 @@ class RedisAuthStorage:
     async def pop_refresh(self, token: str) -> _Refresh | None:
         raw: Any = await self.redis.getdel(self._key("refresh", token))
         return _Refresh(**orjson.loads(raw)) if raw else None
+
+    # the replay ledger (see AuthStorage): digests of spent codes / rotated refresh tokens -> their grant family
+    async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
+        await self.redis.set(self._key("spent", key), family.encode(), px=self._ttl_ms(expires_at))
+
+    async def used(self, key: str) -> str | None:
+        raw: Any = await self.redis.get(self._key("spent", key))
+        return bytes(raw).decode() if raw else None
+
+    async def revoke(self, family: str, expires_at: float | None) -> None:
+        await self.redis.set(self._key("revoked", family), b"1", px=self._ttl_ms(expires_at))
+
+    async def revoked(self, family: str) -> bool:
+        return bool(await self.redis.exists(self._key("revoked", family)))

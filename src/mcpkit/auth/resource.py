@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import contextvars
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -42,6 +43,8 @@ from .verifiers import AccessToken, InvalidToken, TokenVerifier
 __all__ = ["BearerAuthMiddleware", "ScopeRule", "current_access_token", "protect", "tool_scopes"]
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+logger = logging.getLogger("mcpkit.auth")
 
 _current: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar("mcpkit_access_token", default=None)
 
@@ -205,6 +208,10 @@ class BearerAuthMiddleware:
             verified = await self.verifier.verify(token)
         except InvalidToken as exc:
             await self._deny(scope, send, 401, "invalid_token", str(exc) or "invalid token")
+            return
+        except Exception:  # every verifier error is a 401, never a 500
+            logger.warning("token verifier failed; answering 401", exc_info=True)
+            await self._deny(scope, send, 401, "invalid_token", "the access token could not be verified")
             return
         if verified.expired(leeway=self.leeway):
             await self._deny(scope, send, 401, "invalid_token", "the access token expired")

@@ -54,6 +54,9 @@ __all__ = [
 
 @dataclass
 class ClientRecord:
+    """A registered client. ``scope`` (space-separated) is everything it may ever be granted (None: any scope);
+    ``dynamic`` marks a self-registered (RFC 7591) client; ``resource_server`` lets it introspect every token."""
+
     client_id: str
     client_secret: str | None
     redirect_uris: list[str]
@@ -61,6 +64,8 @@ class ClientRecord:
     grant_types: list[str] = field(default_factory=lambda: ["authorization_code", "refresh_token"])
     scope: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    dynamic: bool = False
+    resource_server: bool = False
 
 
 @dataclass
@@ -72,6 +77,7 @@ class AuthorizationRequest:
     scopes: list[str]
     resource: str | None
     state: str | None
+    grant_type: str = "authorization_code"  # or "client_credentials" (no user: redirect_uri is "")
 
 
 @dataclass
@@ -92,10 +98,15 @@ class _Refresh:
     resource: str | None
     subject: str
     expires_at: float | None
+    family: str = ""  # the grant (one authorization code) every rotated refresh token of a chain belongs to
 
 
 class AuthStorage(Protocol):
-    """Durable state of the authorization server. Codes must be single-use (``pop``)."""
+    """Durable state of the authorization server. Codes must be single-use (``pop``).
+
+    The replay ledger (``mark_used``/``used``/``revoke``/``revoked``) remembers which grant family a spent code
+    or rotated refresh token belonged to (keys are digests, never the secrets), so a replay revokes the family
+    (RFC 6749 §4.1.2, OAuth 2.1 §4.3.1). A storage without these methods gets a process-local ledger."""
 
     async def get_client(self, client_id: str) -> ClientRecord | None: ...
     async def save_client(self, client: ClientRecord) -> None: ...
@@ -105,13 +116,23 @@ class AuthStorage(Protocol):
     async def pop_refresh(self, token: str) -> _Refresh | None: ...
 
 
+class _Ledger(Protocol):
+    async def mark_used(self, key: str, family: str, expires_at: float | None) -> None: ...
+    async def used(self, key: str) -> str | None: ...
+    async def revoke(self, family: str, expires_at: float | None) -> None: ...
+    async def revoked(self, family: str) -> bool: ...
+
+
 class InMemoryAuthStorage:
-    """Process-local storage (development and tests only)."""
+    """Process-local storage (development and tests only). Every table holds at most ``max_entries``; when the
+    client table is full the oldest *dynamically registered* client goes, never a pre-registered one."""
 
     def __init__(self, max_entries: int = 100_000) -> None:
         self.clients: dict[str, ClientRecord] = {}
         self.codes: dict[str, _Code] = {}
         self.refresh: dict[str, _Refresh] = {}
+        self.spent: dict[str, tuple[str, float | None]] = {}  # digest of a spent code/refresh -> family
+        self.revoked_families: dict[str, float | None] = {}
         self.max_entries = max_entries
 
     def _bound(self, table: dict[str, Any]) -> None:
@@ -122,8 +143,27 @@ class InMemoryAuthStorage:
         return self.clients.get(client_id)
 
     async def save_client(self, client: ClientRecord) -> None:
-        self._bound(self.clients)
+        if client.client_id not in self.clients and len(self.clients) >= self.max_entries:
+            victim = next((cid for cid, c in self.clients.items() if c.dynamic), None)
+            if victim is None:
+                raise RuntimeError(f"client table full ({self.max_entries} pre-registered clients: max_entries)")
+            del self.clients[victim]
         self.clients[client.client_id] = client
+
+    async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
+        self._bound(self.spent)
+        self.spent[key] = (family, expires_at)
+
+    async def used(self, key: str) -> str | None:
+        hit = self.spent.get(key)
+        return hit[0] if hit is not None else None
+
+    async def revoke(self, family: str, expires_at: float | None) -> None:
+        self._bound(self.revoked_families)
+        self.revoked_families[family] = expires_at
+
+    async def revoked(self, family: str) -> bool:
+        return family in self.revoked_families
 
     async def save_code(self, code: str, data: _Code) -> None:
         self._bound(self.codes)
@@ -174,6 +214,10 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
     return False
 
 
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
+
+
 def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
@@ -193,8 +237,26 @@ class AuthorizationServer:
         metadata: serve the discovery documents (False mimics a 2025-03-26 server without metadata: the client must
             fall back to the default ``/authorize``, ``/token`` and ``/register``).
         registration: enable /register (RFC 7591).
+        registration_scopes: the policy for self-registered clients: the scopes one may ever be granted (its
+            requested ``scope`` is narrowed to these, and the response says what was granted). None: every scope of
+            ``scopes_supported`` (any scope when that is None too); every grant still goes to the approver.
+        registration_client_credentials: let self-registered clients use ``client_credentials`` (default False:
+            a machine client without a user must be pre-registered with :meth:`register_client`).
+        max_client_metadata: the largest /register body in bytes (413 beyond it; default 16 KiB).
+        max_dynamic_clients: how many self-registered clients may exist (then /register answers 503; a
+            pre-registered client is never evicted to make room).
+        registration_rate: ``(count, seconds)``: at most ``count`` registrations per client address per ``seconds``
+            (429 beyond it, with ``retry-after``); None disables the limit.
+        max_form: the largest /token, /introspect or /authorize body in bytes (413 beyond it; default 64 KiB).
         issue_refresh_tokens: hand out refresh tokens with the authorization-code grant.
         production: refuse to start with in-memory storage unless ``allow_in_memory``.
+
+    Grants: the approver decides every grant, ``client_credentials`` included (it sees an
+    :class:`AuthorizationRequest` with ``grant_type="client_credentials"``; None denies). A replayed authorization
+    code revokes every token issued from it; a reused (already rotated) refresh token revokes its whole family;
+    revoked access tokens introspect as inactive (a JWT checked offline stays valid until it expires: keep
+    ``access_token_ttl`` short). /introspect answers only for the caller's own tokens, except for clients
+    pre-registered with ``resource_server=True``.
     """
 
     def __init__(
@@ -215,6 +277,12 @@ class AuthorizationServer:
         code_ttl: float = 60.0,
         metadata: bool = True,
         registration: bool = True,
+        registration_scopes: Iterable[str] | None = None,
+        registration_client_credentials: bool = False,
+        max_client_metadata: int = 16 * 1024,
+        max_dynamic_clients: int = 10_000,
+        registration_rate: tuple[int, float] | None = (20, 60.0),
+        max_form: int = 64 * 1024,
         issue_refresh_tokens: bool = True,
         signing_key: Any = None,  # an EC P-256 private key; share it (and the storage) between replicas
         app: ASGIApp | None = None,
@@ -254,6 +322,15 @@ class AuthorizationServer:
         self.code_ttl = code_ttl
         self.serve_metadata = metadata
         self.registration = registration
+        self.registration_scopes = list(registration_scopes) if registration_scopes is not None else None
+        self.registration_client_credentials = registration_client_credentials
+        self.max_client_metadata = max_client_metadata
+        self.max_dynamic_clients = max_dynamic_clients
+        self.registration_rate = registration_rate
+        self.max_form = max_form
+        self._dynamic_clients = 0  # registered through this process's /register
+        self._registrations: dict[str, list[float]] = {}  # client address -> recent registration times (bounded)
+        self.ledger: _Ledger = storage if hasattr(storage, "revoke") else InMemoryAuthStorage()  # type: ignore[assignment]
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app
         self.clock = clock
@@ -307,7 +384,10 @@ class AuthorizationServer:
         }
 
     # ------------------------------------------------------------------ tokens
-    def issue_access_token(self, *, subject: str, client_id: str, scopes: list[str], resource: str | None) -> str:
+    def issue_access_token(
+        self, *, subject: str, client_id: str, scopes: list[str], resource: str | None, grant: str | None = None
+    ) -> str:
+        """A signed access token (JWT). ``grant`` names the grant family it came from (revocation)."""
         import jwt
 
         now = int(self.clock())
@@ -323,6 +403,8 @@ class AuthorizationServer:
         }
         if resource:
             claims["aud"] = resource
+        if grant:
+            claims["grant_id"] = grant
         return jwt.encode(claims, self.key, algorithm="ES256", headers={"kid": self.kid, "typ": "at+jwt"})
 
     async def register_client(
@@ -334,8 +416,12 @@ class AuthorizationServer:
         client_id: str | None = None,
         client_secret: str | None = None,
         scope: str | None = None,
+        resource_server: bool = False,
+        dynamic: bool = False,
     ) -> ClientRecord:
-        """Pre-register a client (what /register does for DCR)."""
+        """Pre-register a client (what /register does for DCR). ``scope`` bounds what it may ever be granted (None:
+        any scope); ``resource_server=True`` lets it introspect every token (an MCP server using
+        :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`)."""
         uris = list(redirect_uris)
         for uri in uris:
             if not valid_redirect_uri(uri):
@@ -346,7 +432,14 @@ class AuthorizationServer:
         if token_endpoint_auth_method != "none":
             secret = client_secret or secrets.token_urlsafe(32)
         record = ClientRecord(
-            client_id or secrets.token_urlsafe(16), secret, uris, token_endpoint_auth_method, list(grant_types), scope
+            client_id or secrets.token_urlsafe(16),
+            secret,
+            uris,
+            token_endpoint_auth_method,
+            list(grant_types),
+            scope,
+            dynamic=dynamic,
+            resource_server=resource_server,
         )
         await self.storage.save_client(record)
         return record
@@ -399,10 +492,14 @@ class AuthorizationServer:
             return
         try:
             await route(scope, receive, send)
+        except ConnectionError:
+            return  # the client went away while sending its body
         except _OAuthError as exc:
             extra: list[tuple[bytes, bytes]] = []
             if exc.status == 401:
                 extra.append((b"www-authenticate", b'Basic realm="oauth"'))
+            elif exc.status == 429 and self.registration_rate is not None:
+                extra.append((b"retry-after", str(max(1, int(self.registration_rate[1]))).encode()))
             await send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, extra)
 
     async def _metadata(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -416,7 +513,7 @@ class AuthorizationServer:
             raise _OAuthError("invalid_request", "use GET", 405)
         q: dict[str, str] = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         if scope.get("method") == "POST":
-            q.update(parse_qsl((await read_body(receive)).decode("utf-8", "replace")))
+            q.update(parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace")))
         client = await self.storage.get_client(q.get("client_id", ""))
         if client is None:
             raise _OAuthError("invalid_client", "unknown client_id")
@@ -490,7 +587,13 @@ class AuthorizationServer:
         await send({"type": "http.response.body", "body": b""})
 
     def _scopes(self, requested: str | None, client: ClientRecord) -> list[str]:
-        scopes = requested.split() if requested else list(self.default_scopes)
+        if requested:
+            scopes = requested.split()
+        elif client.scope is not None:  # the defaults this client may have
+            allowed_default = set(client.scope.split())
+            scopes = [s for s in self.default_scopes if s in allowed_default]
+        else:
+            scopes = list(self.default_scopes)
         if self.scopes_supported is not None:
             unknown = [s for s in scopes if s not in self.scopes_supported]
             if unknown:
@@ -542,13 +645,24 @@ class AuthorizationServer:
             raise _OAuthError("invalid_client", "bad client credentials", 401)
         return client
 
+    @staticmethod
+    async def _body(receive: Receive, limit: int, option: str) -> bytes:
+        try:
+            return await read_body(receive, limit)
+        except ValueError:
+            raise _OAuthError(
+                "invalid_request",
+                f"the request body is larger than {limit} bytes (AuthorizationServer({option}=...))",
+                413,
+            ) from None
+
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
         if scope.get("method") != "POST":
             raise _OAuthError("invalid_request", "use POST", 405)
         ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
         if ctype != "application/x-www-form-urlencoded":
             raise _OAuthError("invalid_request", "use application/x-www-form-urlencoded")
-        body = (await read_body(receive)).decode("utf-8", "replace")
+        body = (await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace")
         if bytes(scope.get("query_string", b"")):
             raise _OAuthError("invalid_request", "parameters belong in the body, not the query string")
         pairs = parse_qsl(body, keep_blank_values=True)
@@ -570,16 +684,34 @@ class AuthorizationServer:
         elif grant == "client_credentials":
             if client.client_secret is None:
                 raise _OAuthError("unauthorized_client", "client_credentials needs a confidential client")
+            if client.dynamic and not self.registration_client_credentials:
+                raise _OAuthError(
+                    "unauthorized_client",
+                    "self-registered clients may not use client_credentials "
+                    "(AuthorizationServer(registration_client_credentials=True) allows it)",
+                )
             scopes = self._scopes(form.get("scope"), client)
             resource = self._resource(form.get("resource"))
+            request = AuthorizationRequest(client, "", scopes, resource, None, grant_type="client_credentials")
+            if self.approver is None or await self.approver(request) is None:
+                raise _OAuthError("access_denied", "the approver denied this client_credentials grant")
             result = await self._tokens(client.client_id, client.client_id, scopes, resource, refresh=False)
         else:
             raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
         await send_json(send, 200, result, [(b"pragma", b"no-cache")])
 
     async def _grant_code(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
-        code = await self.storage.pop_code(form.get("code", ""))  # single use
-        if code is None or code.client_id != client.client_id or code.expires_at < self.clock():
+        raw = form.get("code", "")
+        code = await self.storage.pop_code(raw)  # single use
+        key = "code:" + _digest(raw)
+        if code is None:
+            family = await self.ledger.used(key) if raw else None
+            if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
+                await self._revoke(family)
+            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+        family = secrets.token_urlsafe(16)
+        await self.ledger.mark_used(key, family, self._family_expiry())
+        if code.client_id != client.client_id or code.expires_at < self.clock():
             raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
         if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
             raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
@@ -598,16 +730,34 @@ class AuthorizationServer:
             code.scopes,
             resource,
             refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
+            family=family,
         )
 
+    def _family_expiry(self) -> float | None:
+        """How long a grant family must be remembered: as long as any token of it can live."""
+        longest = max(self.access_token_ttl, self.code_ttl, self.refresh_token_ttl or 0.0)
+        return None if self.issue_refresh_tokens and self.refresh_token_ttl is None else self.clock() + longest
+
+    async def _revoke(self, family: str) -> None:
+        await self.ledger.revoke(family, self._family_expiry())
+
     async def _grant_refresh(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
-        old = await self.storage.pop_refresh(form.get("refresh_token", ""))  # rotation: the old one dies now
-        if (
-            old is None
-            or old.client_id != client.client_id
-            or (old.expires_at is not None and old.expires_at < self.clock())
-        ):
+        raw = form.get("refresh_token", "")
+        old = await self.storage.pop_refresh(raw)  # rotation: the old one dies now
+        key = "refresh:" + _digest(raw)
+        if old is None:
+            family = await self.ledger.used(key) if raw else None
+            if family is not None:  # a rotated refresh token came back: someone holds a copy; kill the family
+                await self._revoke(family)
             raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
+        if old.family:
+            await self.ledger.mark_used(key, old.family, self._family_expiry())
+        if (
+            old.client_id != client.client_id
+            or (old.expires_at is not None and old.expires_at < self.clock())
+            or (old.family and await self.ledger.revoked(old.family))
+        ):
+            raise _OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
         scopes = old.scopes
         if form.get("scope"):
             asked = form["scope"].split()
@@ -620,7 +770,9 @@ class AuthorizationServer:
             if old.resource is not None and asked_resource != old.resource:
                 raise _OAuthError("invalid_target", "resource differs from the original grant")
             resource = asked_resource
-        return await self._tokens(client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes)
+        return await self._tokens(
+            client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes, family=old.family
+        )
 
     async def _tokens(
         self,
@@ -631,10 +783,11 @@ class AuthorizationServer:
         *,
         refresh: bool,
         keep_scopes: list[str] | None = None,
+        family: str | None = None,
     ) -> dict[str, Any]:
         result: dict[str, Any] = {
             "access_token": self.issue_access_token(
-                subject=subject, client_id=client_id, scopes=scopes, resource=resource
+                subject=subject, client_id=client_id, scopes=scopes, resource=resource, grant=family
             ),
             "token_type": "Bearer",
             "expires_in": int(self.access_token_ttl),
@@ -645,7 +798,7 @@ class AuthorizationServer:
             token = secrets.token_urlsafe(32)
             expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
             await self.storage.save_refresh(
-                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires)
+                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "")
             )
             result["refresh_token"] = token
         return result
@@ -653,8 +806,9 @@ class AuthorizationServer:
     async def _register(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") != "POST":
             raise _OAuthError("invalid_request", "use POST", 405)
+        self._registration_allowed(scope)
         try:
-            meta = orjson.loads(await read_body(receive))
+            meta = orjson.loads(await self._body(receive, self.max_client_metadata, "max_client_metadata"))
         except orjson.JSONDecodeError:
             raise _OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
         if not isinstance(meta, dict):
@@ -676,17 +830,34 @@ class AuthorizationServer:
             raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
         if "client_credentials" in grant_types and method == "none":
             raise _OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
+        if "client_credentials" in grant_types and not self.registration_client_credentials:
+            raise _OAuthError(
+                "invalid_client_metadata",
+                "self-registered clients may not use client_credentials: pre-register the client "
+                "(or AuthorizationServer(registration_client_credentials=True))",
+            )
         scope_value = meta.get("scope") if isinstance(meta.get("scope"), str) else None
         if scope_value is not None and self.scopes_supported is not None:
             unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
             if unknown:
                 raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
+        granted = self._registration_grant(scope_value)
+        if self._dynamic_clients >= self.max_dynamic_clients:
+            raise _OAuthError(
+                "temporarily_unavailable",
+                f"registration is full ({self.max_dynamic_clients} clients: "
+                "AuthorizationServer(max_dynamic_clients=...))",
+                503,
+            )
         record = await self.register_client(
-            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=scope_value
+            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=granted, dynamic=True
         )
-        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret")}
+        self._dynamic_clients += 1
+        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
         await self.storage.save_client(record)
         body: dict[str, Any] = dict(record.metadata)
+        if granted is not None:
+            body["scope"] = granted  # RFC 7591 §3.2.1: what was granted, which may differ from what was asked
         body.update(
             {
                 "client_id": record.client_id,
@@ -701,6 +872,37 @@ class AuthorizationServer:
             body["client_secret"] = record.client_secret
             body["client_secret_expires_at"] = 0
         await send_json(send, 201, body)
+
+    def _registration_grant(self, requested: str | None) -> str | None:
+        """The scope a self-registered client gets, by policy (``registration_scopes``, else ``scopes_supported``):
+        what it asked for narrowed to the policy, or the whole policy when it asked for nothing."""
+        policy = self.registration_scopes if self.registration_scopes is not None else self.scopes_supported
+        if policy is None:
+            return requested
+        if requested is None:
+            return " ".join(policy)
+        return " ".join(s for s in requested.split() if s in policy)
+
+    def _registration_allowed(self, scope: Scope) -> None:
+        if self.registration_rate is None:
+            return
+        count, window = self.registration_rate
+        client = scope.get("client")
+        address = str(client[0]) if client else "?"
+        now = self.clock()
+        recent = [t for t in self._registrations.pop(address, ()) if t > now - window]
+        if len(recent) >= count:
+            self._registrations[address] = recent
+            raise _OAuthError(
+                "slow_down",
+                f"too many registrations from this address ({count} per {window:g} s: "
+                "AuthorizationServer(registration_rate=...))",
+                429,
+            )
+        recent.append(now)
+        self._registrations[address] = recent  # (re)inserted last: the oldest address is evicted first
+        if len(self._registrations) > 10_000:
+            self._registrations.pop(next(iter(self._registrations)))
 
     async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)
@@ -718,6 +920,13 @@ class AuthorizationServer:
                 options={"verify_aud": False, "require": ["exp"]},
             )
         except jwt.PyJWTError:
+            await send_json(send, 200, {"active": False})
+            return
+        grant = claims.get("grant_id")
+        if (not client.resource_server and claims.get("client_id") != client.client_id) or (
+            isinstance(grant, str) and await self.ledger.revoked(grant)
+        ):
+            # RFC 7662 §4: only the token's own client or a designated resource server learns anything about it
             await send_json(send, 200, {"active": False})
             return
         claims["active"] = True

@@ -251,6 +251,9 @@ class JWTVerifier:
             )
         except jwt.PyJWTError as exc:
             raise InvalidToken(str(exc)) from exc
+        except (TypeError, ValueError, KeyError) as exc:
+            # e.g. an HS256 token checked against an asymmetric key: the key type does not fit the algorithm
+            raise InvalidToken(f"the token cannot be verified with the configured keys ({type(exc).__name__})") from exc
         return AccessToken(
             token,
             client_id=claims.get("client_id") or claims.get("azp"),
