@@ -21,12 +21,19 @@ client). On a 401 (or a 403 ``insufficient_scope``) it:
 
 Expired access tokens are refreshed before use (``refresh_token`` grant, rotation honoured). Every discovery
 request carries ``MCP-Protocol-Version``. A :class:`HeadlessBrowser` plays the user-agent in tests.
+
+What a hostile MCP server (or metadata document) names is never fetched blindly (SSRF): every URL the flow
+requests must be https (plain http only on a loopback host); a ``resource_metadata`` URL of a challenge is used only
+on the MCP server's own origin; a target on a private, link-local (``169.254.169.254``), shared or reserved address
+is refused unless the MCP server itself is on that kind of address or ``allow_private_network=True``; and every
+document read is capped at ``max_document_size`` bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import ipaddress
 import json
 import os
 import secrets
@@ -54,6 +61,47 @@ __all__ = [
     "TokenSet",
     "TokenStorage",
 ]
+
+
+_SPECIAL_V4 = ipaddress.ip_network("100.64.0.0/10")  # shared address space (carrier-grade NAT)
+
+
+def _ip_class(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _SPECIAL_V4):
+        return "private"
+    if ip.is_multicast or ip.is_reserved or ip.is_unspecified:
+        return "reserved"
+    return "public"
+
+
+_RANK = {"public": 0, "loopback": 1, "private": 2, "reserved": 3, "link-local": 4}
+
+
+async def _address_class(host: str | None) -> str:
+    """``public``, ``loopback``, ``private``, ``reserved`` or ``link-local`` for a host: an IP literal as is, a name
+    by what it resolves to (the most sensitive of its addresses). An unresolvable name is ``public`` (the request
+    will fail by itself)."""
+    if not host:
+        return "reserved"
+    host = host.strip("[]")
+    try:
+        return _ip_class(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return "loopback"
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return "public"
+    kinds = {_ip_class(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in infos}
+    return max(kinds, key=_RANK.__getitem__) if kinds else "public"
 
 
 class OAuthFlowError(MCPError):
@@ -336,6 +384,9 @@ class OAuthClient(httpx.Auth):
             ``client_id`` and ``client_secret``; no redirect handlers).
         max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.
         offline_access: add ``offline_access`` to the requested scopes when the AS lists it (SEP-2207).
+        allow_private_network: fetch metadata/endpoints on private or link-local addresses even when the MCP server
+            is not on such an address itself (default False: SSRF protection).
+        max_document_size: the largest metadata, registration or token response read, in bytes (default 256 KiB).
     """
 
     requires_response_body = False
@@ -359,8 +410,13 @@ class OAuthClient(httpx.Auth):
         grant_type: str = "authorization_code",
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
+        allow_private_network: bool = False,
+        max_document_size: int = 256 * 1024,
     ) -> None:
         self.server_url = server_url
+        self.allow_private_network = allow_private_network
+        self.max_document_size = max_document_size
+        self._server_network: str | None = None  # the address class of the MCP server (resolved once)
         if grant_type not in ("authorization_code", "client_credentials"):
             raise ValueError("grant_type must be 'authorization_code' or 'client_credentials'")
         self.grant_type = grant_type
@@ -506,21 +562,56 @@ class OAuthClient(httpx.Auth):
         return self.protocol_version
 
     async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
+        await self._check_target(url, "metadata URL")
         self.log.append("GET " + url)
         try:
-            resp = await self._client().get(
-                url, headers={"mcp-protocol-version": version, "accept": "application/json"}
+            status, body = await self._fetch(
+                "GET", url, headers={"mcp-protocol-version": version, "accept": "application/json"}
             )
         except httpx.HTTPError as exc:
             self.log.append(f"  failed: {exc}")
             return None
-        if resp.status_code != 200:
+        if status != 200:
             return None
         try:
-            data = resp.json()
-        except ValueError:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
             return None
         return data if isinstance(data, dict) else None
+
+    async def _fetch(self, method: str, url: str, **kw: Any) -> tuple[int, bytes]:
+        """One request whose answer is read up to ``max_document_size`` bytes (larger: :class:`OAuthFlowError`)."""
+        async with self._client().stream(method, url, **kw) as resp:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.aiter_bytes():  # (decoded: the cap also stops a decompression bomb)
+                size += len(chunk)
+                if size > self.max_document_size:
+                    raise OAuthFlowError(
+                        f"{url} answered more than {self.max_document_size} bytes; refusing to read it "
+                        "(OAuthClient(max_document_size=...))"
+                    )
+                chunks.append(chunk)
+            return resp.status_code, b"".join(chunks)
+
+    async def _check_target(self, url: str, what: str) -> None:
+        """Refuse a URL the flow must not fetch: not https (loopback excepted), or on a private / link-local /
+        reserved address unless the MCP server itself is on that kind of address or the user allowed it."""
+        if not is_secure_url(url):
+            raise OAuthFlowError(f"the {what} {url!r} must be https (plain http only on a loopback host)")
+        if self.allow_private_network:
+            return
+        kind = await _address_class(urlsplit(url).hostname)
+        if kind == "public":
+            return
+        if self._server_network is None:
+            self._server_network = await _address_class(urlsplit(self.server_url).hostname)
+        if kind == self._server_network:
+            return
+        raise OAuthFlowError(
+            f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
+            "(OAuthClient(allow_private_network=True) allows it)"
+        )
 
     async def _authorize(
         self, request: httpx.Request, challenge: Mapping[str, str], *, stale: TokenSet | None, step_up: bool = False
@@ -617,8 +708,13 @@ class OAuthClient(httpx.Auth):
         path = server.path.rstrip("/")
         prm: dict[str, Any] | None = None
         candidates: list[str] = []
-        if challenge.get("resource_metadata"):
-            candidates.append(challenge["resource_metadata"])
+        named = challenge.get("resource_metadata")
+        if named:
+            theirs = urlsplit(named)
+            if (theirs.scheme, theirs.netloc) == (server.scheme, server.netloc):
+                candidates.append(named)
+            else:  # a metadata URL elsewhere than the MCP server itself: never fetched (SSRF)
+                self.log.append(f"ignored resource_metadata on another origin: {named}")
         if path:
             candidates.append(origin + "/.well-known/oauth-protected-resource" + path)
         candidates.append(origin + "/.well-known/oauth-protected-resource")
@@ -636,6 +732,7 @@ class OAuthClient(httpx.Auth):
             if not servers or not isinstance(servers[0], str):
                 raise OAuthFlowError("the protected resource metadata names no authorization server")
             issuer = servers[0]
+            await self._check_target(issuer, "authorization server")
             metadata = await self._as_metadata(issuer, version)
             if metadata is None:
                 raise OAuthFlowError(f"no authorization server metadata for {issuer}")
@@ -732,14 +829,18 @@ class OAuthClient(httpx.Auth):
             body["token_endpoint_auth_method"] = next(
                 (m for m in ("client_secret_basic", "client_secret_post") if m in supported), str(supported[0])
             )
+        await self._check_target(str(endpoint), "registration endpoint")
         self.log.append("POST " + endpoint)
         try:
-            resp = await self._client().post(endpoint, json=body, headers={"mcp-protocol-version": version})
+            status, raw = await self._fetch("POST", str(endpoint), json=body, headers={"mcp-protocol-version": version})
         except httpx.HTTPError as exc:
             raise OAuthFlowError(f"registration failed: {exc}") from exc
-        if resp.status_code not in (200, 201):
-            raise OAuthFlowError(f"registration failed: HTTP {resp.status_code} {resp.text[:200]}")
-        info = resp.json()
+        if status not in (200, 201):
+            raise OAuthFlowError(f"registration failed: HTTP {status} {raw[:200].decode('utf-8', 'replace')}")
+        try:
+            info = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise OAuthFlowError("registration answer is not JSON") from None
         if not isinstance(info, dict) or not info.get("client_id"):
             raise OAuthFlowError("registration answer without client_id")
         if not info.get("token_endpoint_auth_method"):
@@ -810,25 +911,26 @@ class OAuthClient(httpx.Auth):
         secret = client.get("client_secret")
         form = dict(form)
         if method == "client_secret_basic" and secret:
-            raw = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}"
-            headers["authorization"] = "Basic " + base64.b64encode(raw.encode()).decode()
+            pair = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form["client_id"] = str(client["client_id"])
             if method == "client_secret_post" and secret:
                 form["client_secret"] = str(secret)
+        await self._check_target(endpoint, "token endpoint")
         self.log.append("POST " + endpoint + " " + form["grant_type"])
         try:
-            resp = await self._client().post(endpoint, content=urlencode(form), headers=headers)
+            status, raw = await self._fetch("POST", endpoint, content=urlencode(form), headers=headers)
         except httpx.HTTPError as exc:
             raise OAuthFlowError(f"token request failed: {exc}") from exc
         try:
-            data = resp.json()
-        except ValueError:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             data = {}
-        if resp.status_code != 200 or not isinstance(data, dict) or not data.get("access_token"):
+        if status != 200 or not isinstance(data, dict) or not data.get("access_token"):
             error = data.get("error") if isinstance(data, dict) else None
             kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
-            raise kind(f"token request refused: HTTP {resp.status_code} {data}")
+            raise kind(f"token request refused: HTTP {status} {data}")
         if str(data.get("token_type", "")).lower() != "bearer":
             raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
         expires_in = data.get("expires_in")
