@@ -4,7 +4,12 @@ on uvicorn at 127.0.0.1, raw httpx / websockets clients playing the attacker."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
+import time
+from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import orjson
@@ -13,6 +18,7 @@ from websockets.asyncio.client import connect
 
 from mcpkit import Context, MCPKit
 from mcpkit.auth import AuthorizationServer, JWTVerifier, current_access_token, protect, tool_scopes
+from mcpkit.auth._util import pkce_pair
 from mcpkit.transports.http import create_app
 from test_auth import _forge, serve, stack
 from test_http_support import initialize_body, modern_body, modern_headers
@@ -179,3 +185,192 @@ async def test_issue12_item10_simple_template_variable_never_matches_a_decoded_s
         assert UriTemplate(template).match(uri) is None, template
     assert UriTemplate("a://x/{+path}").match("a://x/a%2Fb") == {"path": "a/b"}  # reserved form: opt-in
     assert UriTemplate("a://x{#frag}").match("a://x#a/b") == {"frag": "a/b"}
+
+
+# ---------------------------------------------------------------------------------------------------- helpers (AS)
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+def _basic(client_id: str, secret: str) -> dict[str, str]:
+    return {"authorization": "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()}
+
+
+async def _code_tokens(
+    http: httpx.AsyncClient, base: str, client_id: str, secret: str | None = None, scope: str | None = None
+) -> dict[str, Any]:
+    """Run /authorize (auto-approved) and /token for ``client_id``; returns the token response."""
+    verifier, challenge = pkce_pair()
+    q = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        **({"scope": scope} if scope else {}),
+    }
+    loc = (await http.get(base + "/authorize?" + urlencode(q))).headers["location"]
+    answer = dict(parse_qsl(urlsplit(loc).query))
+    if "code" not in answer:
+        return answer
+    form = {
+        "grant_type": "authorization_code",
+        "code": answer["code"],
+        "redirect_uri": REDIRECT,
+        "code_verifier": verifier,
+    }
+    headers = _basic(client_id, secret) if secret else {}
+    if not secret:
+        form["client_id"] = client_id
+    r = await http.post(base + "/token", data=form, headers=headers)
+    return {**r.json(), "_form": form, "_status": r.status_code}
+
+
+@contextlib.asynccontextmanager
+async def _as(**options: Any) -> AsyncIterator[tuple[str, AuthorizationServer]]:
+    holder: dict[str, AuthorizationServer] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, **options)
+        return holder["as"]
+
+    async with serve(make) as (base, _):
+        yield base, holder["as"]
+
+
+async def _deny_all(_: Any) -> str | None:
+    return None
+
+
+# ---------------------------------------------------------------------------------------------------- item 2
+async def test_issue12_item2_self_registered_clients_get_only_policy_scopes_and_the_approver_decides() -> None:
+    """Anyone could self-register a client_credentials client and mint mcp:admin; a deny-all approver was never
+    consulted. Now: client_credentials is off for self-registered clients, the approver decides every grant, and a
+    registered client is only ever granted the scopes the registration policy gave it."""
+    scopes = ["mcp:read", "mcp:admin"]
+    cc = {"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic"}
+    async with _as(approver=_deny_all, scopes_supported=scopes) as (base, authz), httpx.AsyncClient() as http:
+        r = await http.post(base + "/register", json={**cc, "scope": "mcp:admin"})
+        assert r.status_code == 400 and "registration_client_credentials" in r.json()["error_description"]
+        # a pre-registered machine client is still refused by a deny-all approver
+        rec = await authz.register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        assert rec.client_secret is not None
+        r = await http.post(
+            base + "/token", data={"grant_type": "client_credentials"}, headers=_basic(rec.client_id, rec.client_secret)
+        )
+        assert r.status_code == 400 and r.json()["error"] == "access_denied"
+    async with (
+        _as(approver=_deny_all, scopes_supported=scopes, registration_client_credentials=True) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
+        info = (await http.post(base + "/register", json={**cc, "scope": "mcp:admin"})).json()
+        r = await http.post(
+            base + "/token",
+            data={"grant_type": "client_credentials", "scope": "mcp:admin"},
+            headers=_basic(info["client_id"], info["client_secret"]),
+        )
+        assert r.status_code == 400 and r.json()["error"] == "access_denied" and "access_token" not in r.json()
+    async with (
+        _as(auto_approve=True, scopes_supported=scopes, registration_scopes=["mcp:read"]) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
+        reg = await http.post(
+            base + "/register",
+            json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", "scope": "mcp:read mcp:admin"},
+        )
+        assert reg.status_code == 201 and reg.json()["scope"] == "mcp:read"  # narrowed to the policy
+        cid = reg.json()["client_id"]
+        assert (await _code_tokens(http, base, cid, scope="mcp:admin"))["error"] == "invalid_scope"
+        ok = await _code_tokens(http, base, cid, scope="mcp:read")
+        assert ok["_status"] == 200 and ok["scope"] == "mcp:read"
+
+
+# ---------------------------------------------------------------------------------------------------- item 7 (auth)
+async def test_issue12_item7_registration_is_size_capped_rate_limited_and_never_evicts_preregistered() -> None:
+    """DCR metadata had no size cap and a registration flood evicted pre-registered clients."""
+    from mcpkit.auth import InMemoryAuthStorage
+
+    async with (
+        _as(auto_approve=True, storage=InMemoryAuthStorage(max_entries=8)) as (base, authz),
+        httpx.AsyncClient() as http,
+    ):
+        pre = await authz.register_client(redirect_uris=[REDIRECT], client_id="pre-registered")
+        small = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+        for _ in range(16):  # a flood twice the table
+            assert (await http.post(base + "/register", json=small)).status_code == 201
+        assert await authz.storage.get_client(pre.client_id) is not None
+        assert (await _code_tokens(http, base, pre.client_id))["_status"] == 200
+        big = {**small, "client_name": "x" * (1 << 20)}
+        r = await http.post(base + "/register", json=big)
+        assert r.status_code == 413 and "max_client_metadata" in r.json()["error_description"]
+        # the default rate: 20 per minute per address (the 413 attempt counted too)
+        codes = [(await http.post(base + "/register", json=small)).status_code for _ in range(5)]
+        assert codes == [201, 201, 201, 429, 429]
+        assert (await http.post(base + "/register", json=small)).headers["retry-after"] == "60"
+        # a cap on self-registered clients
+        authz.registration_rate = None
+        authz.max_dynamic_clients = authz._dynamic_clients
+        r = await http.post(base + "/register", json=small)
+        assert r.status_code == 503 and "max_dynamic_clients" in r.json()["error_description"]
+
+
+# ---------------------------------------------------------------------------------------------------- item 11
+async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_verifier_errors_are_401() -> None:
+    """Any confidential client introspected anyone's token; tokens issued from a replayed code stayed valid; a
+    reused refresh token did not revoke its rotated successor; an HS256 token raised TypeError (500)."""
+    async with _as(auto_approve=True) as (base, authz), httpx.AsyncClient() as http:
+        conf = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
+        alice = (await http.post(base + "/register", json=conf)).json()
+        mallory = (await http.post(base + "/register", json=conf)).json()
+        tokens = await _code_tokens(http, base, alice["client_id"], alice["client_secret"])
+        assert tokens["_status"] == 200
+
+        async def introspect(who: tuple[str, str], token: str) -> bool:
+            r = await http.post(base + "/introspect", data={"token": token}, headers=_basic(*who))
+            return bool(r.json()["active"])
+
+        me = (alice["client_id"], alice["client_secret"])
+        assert not await introspect((mallory["client_id"], mallory["client_secret"]), tokens["access_token"])
+        assert await introspect(me, tokens["access_token"])
+        rs = await authz.register_client(token_endpoint_auth_method="client_secret_basic", resource_server=True)
+        assert rs.client_secret is not None
+        assert await introspect((rs.client_id, rs.client_secret), tokens["access_token"])
+        # a replayed code revokes what it issued
+        replay = await http.post(base + "/token", data=tokens["_form"], headers=_basic(*me))
+        assert replay.status_code == 400
+        assert not await introspect((rs.client_id, rs.client_secret), tokens["access_token"])
+        refresh = {"grant_type": "refresh_token", "refresh_token": tokens["refresh_token"]}
+        assert (await http.post(base + "/token", data=refresh, headers=_basic(*me))).status_code == 400
+        # refresh-token reuse revokes the whole family
+        fresh = await _code_tokens(http, base, alice["client_id"], alice["client_secret"])
+        old = {"grant_type": "refresh_token", "refresh_token": fresh["refresh_token"]}
+        rotated = (await http.post(base + "/token", data=old, headers=_basic(*me))).json()
+        assert (await http.post(base + "/token", data=old, headers=_basic(*me))).status_code == 400  # reuse
+        successor = {"grant_type": "refresh_token", "refresh_token": rotated["refresh_token"]}
+        assert (await http.post(base + "/token", data=successor, headers=_basic(*me))).status_code == 400
+        assert not await introspect((rs.client_id, rs.client_secret), rotated["access_token"])
+
+    # HS256 enabled by an operator, the key an EC public key: every verifier error is a 401, never a 500
+    async with stack(rs_options={}) as s, httpx.AsyncClient() as http:
+        import jwt as pyjwt
+
+        a: AuthorizationServer = s["as"]
+        s_verifier = JWTVerifier(
+            issuer=s["as_url"], audience=s["mcp_url"], keys={a.kid: a.key.public_key()}, algorithms=["ES256", "HS256"]
+        )
+        inner = protect(create_app(MCPKit("x")), resource=s["mcp_url"], verifier=s_verifier)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await inner(scope, receive, send)
+
+        hs = pyjwt.encode(
+            {"iss": s["as_url"], "aud": s["mcp_url"], "sub": "m", "exp": int(time.time()) + 60},
+            "secret-secret-secret-secret-secret",
+            algorithm="HS256",
+            headers={"kid": a.kid},
+        )
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport) as local:
+            r = await local.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=_bearer(hs))
+        assert r.status_code == 401 and "invalid_token" in r.headers["www-authenticate"]
