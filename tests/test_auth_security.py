@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -17,7 +17,16 @@ import pytest
 from websockets.asyncio.client import connect
 
 from mcpkit import Context, MCPKit
-from mcpkit.auth import AuthorizationServer, JWTVerifier, current_access_token, protect, tool_scopes
+from mcpkit.auth import (
+    AuthorizationServer,
+    HeadlessBrowser,
+    JWTVerifier,
+    OAuthClient,
+    OAuthFlowError,
+    current_access_token,
+    protect,
+    tool_scopes,
+)
 from mcpkit.auth._util import pkce_pair
 from mcpkit.transports.http import create_app
 from test_auth import _forge, serve, stack
@@ -374,3 +383,86 @@ async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_
         async with httpx.AsyncClient(transport=transport) as local:
             r = await local.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=_bearer(hs))
         assert r.status_code == 401 and "invalid_token" in r.headers["www-authenticate"]
+
+
+# ---------------------------------------------------------------------------------------------------- item 8 (+ 7)
+def _hostile_rs(docs: dict[str, Any]) -> Callable[[str], Any]:
+    """A resource server answering every /mcp request 401 with a challenge, and serving ``docs[path]`` (a
+    callable of the base URL giving a JSON value, or raw bytes)."""
+
+    def factory(base: str) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            path = scope["path"]
+            if path == "/mcp":
+                challenge = docs["challenge"](base).encode()
+                await send(
+                    {"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", challenge)]}
+                )
+                await send({"type": "http.response.body", "body": b""})
+                return
+            doc = docs.get(path)
+            if doc is None:
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            body = doc if isinstance(doc, bytes) else orjson.dumps(doc(base))
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": body})
+
+        return app
+
+    return factory
+
+
+async def _flow(url: str, **options: Any) -> tuple[OAuthClient, BaseException | None]:
+    auth = OAuthClient(
+        url,
+        client_metadata={"client_name": "ssrf-test", "redirect_uris": [REDIRECT]},
+        redirect_handler=HeadlessBrowser().redirect_handler,
+        callback_handler=HeadlessBrowser().callback_handler,
+        timeout=2.0,
+        **options,
+    )
+    error: BaseException | None = None
+    try:
+        async with httpx.AsyncClient(auth=auth, timeout=5.0) as http:
+            await http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    except Exception as exc:  # what the flow raised is examined by the test
+        error = exc
+    await auth.aclose()
+    return auth, error
+
+
+async def test_issue12_item8_oauth_client_never_fetches_what_a_hostile_server_names() -> None:
+    """OAuthClient fetched any resource_metadata URL a 401 named (http://169.254.169.254/... included) and accepted
+    a plain-http issuer on a private address; it read metadata documents of any size."""
+    prm_path = "/.well-known/oauth-protected-resource/mcp"
+    # 1. a resource_metadata URL pointing at the cloud metadata service / another origin is never fetched
+    docs: dict[str, Any] = {
+        "challenge": lambda base: 'Bearer resource_metadata="http://169.254.169.254/latest/meta-data/iam"',
+    }
+    async with serve(_hostile_rs(docs)) as (base, _):
+        auth, _err = await _flow(base + "/mcp")
+        assert not any(line.startswith("GET http://169.254") for line in auth.log), auth.log
+        assert any("ignored resource_metadata on another origin" in line for line in auth.log)
+    # 2. a PRM naming a plain-http issuer on a private / link-local address: refused before any request to it
+    for issuer in ("http://10.1.2.3:9", "https://169.254.169.254", "https://[fd00::1]:9"):
+        docs = {
+            "challenge": lambda base: f'Bearer resource_metadata="{base}{prm_path}"',
+            prm_path: lambda base, issuer=issuer: {"resource": base + "/mcp", "authorization_servers": [issuer]},
+        }
+        async with serve(_hostile_rs(docs)) as (base, _):
+            auth, err = await _flow(base + "/mcp")
+            assert isinstance(err, OAuthFlowError), (issuer, err)
+            assert not any(issuer.split("//")[1] in line for line in auth.log if line.startswith("GET")), auth.log
+            assert "https" in str(err) or "allow_private_network" in str(err)
+    # 3. (item 7) a metadata document far over the cap is not read
+    huge = orjson.dumps({"resource": "x", "authorization_servers": ["https://as.example"], "pad": "x" * (8 << 20)})
+    docs = {"challenge": lambda base: f'Bearer resource_metadata="{base}{prm_path}"', prm_path: huge}
+    async with serve(_hostile_rs(docs)) as (base, _):
+        auth, err = await _flow(base + "/mcp")
+        assert isinstance(err, OAuthFlowError) and "max_document_size" in str(err)
