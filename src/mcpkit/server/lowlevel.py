@@ -68,6 +68,7 @@ ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 # methods that exist only in the handshake era / only in the modern era
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+_current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
 
 
@@ -228,7 +229,7 @@ class Server:
         method = rc.method
         params = rc.params or {}
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
-        authz = CURRENT_AUTHORIZATION.get()
+        authz = _current_authorization()
         if authz is not None:  # one authorization decision for every transport and every batch item
             authz.check(method, params)
             sctx.principal = authz.principal
