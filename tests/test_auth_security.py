@@ -466,3 +466,33 @@ async def test_issue12_item8_oauth_client_never_fetches_what_a_hostile_server_na
     async with serve(_hostile_rs(docs)) as (base, _):
         auth, err = await _flow(base + "/mcp")
         assert isinstance(err, OAuthFlowError) and "max_document_size" in str(err)
+
+
+async def test_issue12_item9_request_state_is_bound_to_the_session_where_there_is_one() -> None:
+    """A modern requestState sealed on one WebSocket session is refused on another (same principal), accepted on
+    its own."""
+    async with serve(lambda base: create_app(_asking_server())) as (base, _):
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        caps = {"elicitation": {}}
+        async with (
+            connect(ws_url, subprotocols=["mcp"]) as one,  # type: ignore[list-item]
+            connect(ws_url, subprotocols=["mcp"]) as other,  # type: ignore[list-item]
+        ):
+            await one.send(
+                orjson.dumps(modern_body("tools/call", {"name": "ask", "arguments": {}}, caps=caps)).decode()
+            )
+            first = orjson.loads(await one.recv())["result"]
+            assert first["resultType"] == "input_required"
+            key = next(iter(first["inputRequests"]))
+            params = {
+                "name": "ask",
+                "arguments": {},
+                "requestState": first["requestState"],
+                "inputResponses": {key: {"action": "accept", "content": {"name": "Bob"}}},
+            }
+            again = orjson.dumps(modern_body("tools/call", params, rid=2, caps=caps)).decode()
+            await other.send(again)
+            err = orjson.loads(await other.recv())["error"]
+            assert err["code"] == -32602 and "different session" in err["message"]
+            await one.send(again)
+            assert orjson.loads(await one.recv())["result"]["content"][0]["text"] == "None:Bob"
