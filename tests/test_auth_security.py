@@ -4,6 +4,7 @@ on uvicorn at 127.0.0.1, raw httpx / websockets clients playing the attacker."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import time
@@ -496,3 +497,24 @@ async def test_issue12_item9_request_state_is_bound_to_the_session_where_there_i
             assert err["code"] == -32602 and "different session" in err["message"]
             await one.send(again)
             assert orjson.loads(await one.recv())["result"]["content"][0]["text"] == "None:Bob"
+
+
+async def test_issue12_item1_a_websocket_does_not_outlive_its_token() -> None:
+    """The WebSocket was authorized once, at the upgrade: it kept running tools after its token expired."""
+    from mcpkit.auth import StaticTokenVerifier
+
+    def make(base: str) -> Any:
+        verifier = StaticTokenVerifier.simple({"t": ["mcp:read"]}, audience=base + "/mcp", expires_at=time.time() + 2)
+        return protect(create_app(_asking_server()), resource=base + "/mcp", verifier=verifier)
+
+    async with serve(make) as (base, _):
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        async with connect(ws_url, subprotocols=["mcp"], additional_headers={"authorization": "Bearer t"}) as ws:  # type: ignore[list-item]
+            await ws.send(orjson.dumps(initialize_body("2025-06-18")).decode())
+            assert "result" in orjson.loads(await ws.recv())
+            await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).decode())
+            assert "result" in orjson.loads(await ws.recv())
+            await asyncio.sleep(2.2)
+            await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).decode())
+            err = orjson.loads(await ws.recv())["error"]
+            assert err["code"] == -32003 and "expired" in err["message"]

@@ -220,7 +220,8 @@ class BearerAuthMiddleware:
             await self._deny(scope, send, 401, "invalid_token", "the access token is for another resource")
             return
         granted = self._effective(verified.scopes)
-        authz = ScopeAuthorization(principal_of(verified), granted, self.scope_rule)
+        expires = verified.expires_at + self.leeway if verified.expires_at is not None else None
+        authz = ScopeAuthorization(principal_of(verified), granted, self.scope_rule, expires)
         needed = list(self.required_scopes)
         if self.scope_rule is not None and scope["type"] == "http" and scope.get("method") == "POST":
             # An early look at the body, only to answer HTTP 403 + step-up challenge; the decision itself is taken

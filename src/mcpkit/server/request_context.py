@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import secrets
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,14 +64,19 @@ def authorize_as(authz: Authorization | None) -> contextvars.Token[Authorization
 
 
 class ScopeAuthorization:
-    """An :class:`Authorization` from granted scopes and a rule ``(method, params) -> scopes needed``."""
+    """An :class:`Authorization` from granted scopes and a rule ``(method, params) -> scopes needed``.
+    ``expires_at`` (epoch seconds): after it every request is refused, so a long-lived connection (WebSocket)
+    cannot outlive the token it was opened with."""
 
-    __slots__ = ("granted", "principal", "rule")
+    __slots__ = ("expires_at", "granted", "principal", "rule")
 
-    def __init__(self, principal: str | None, granted: Iterable[str], rule: Any = None) -> None:
+    def __init__(
+        self, principal: str | None, granted: Iterable[str], rule: Any = None, expires_at: float | None = None
+    ) -> None:
         self.principal = principal
         self.granted = frozenset(granted)
         self.rule = rule
+        self.expires_at = expires_at
 
     def missing(self, method: str, params: JSONDict) -> list[str]:
         """The scopes ``method``/``params`` needs that the caller was not granted (the one scope decision)."""
@@ -83,6 +89,11 @@ class ScopeAuthorization:
         return out
 
     def check(self, method: str, params: JSONDict) -> None:
+        if self.expires_at is not None and time.time() > self.expires_at:
+            raise Forbidden(
+                "the access token this connection was opened with has expired: reconnect with a fresh token",
+                {"error": "invalid_token"},
+            )
         missing = self.missing(method, params)
         if missing:
             raise Forbidden(
