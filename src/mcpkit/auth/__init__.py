@@ -6,7 +6,10 @@ token with :func:`current_access_token`. :class:`AuthorizationServer` is a small
 development and tests. Client side: :class:`OAuthClient` is an ``httpx.Auth`` for
 ``StreamableHTTPClientTransport(url, auth=...)``.
 
-Authorization applies to HTTP transports only; a stdio server takes its credentials from the environment.
+Authorization applies to HTTP transports (POST /mcp, /messages and /ws alike: :func:`protect` installs one decision
+that the dispatcher applies to every request); a stdio server takes its credentials from the environment (an
+embedder that authenticates a stdio peer can install the same decision with
+:func:`mcpkit.server.request_context.authorize_as`).
 """
 
 from __future__ import annotations

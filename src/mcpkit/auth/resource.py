@@ -9,6 +9,14 @@
   ``scope_implies`` declares scope hierarchies, e.g. ``{"files:admin": ["files:write"]}``).
 - Never accepts a token from the query string (an ``access_token`` query parameter is refused with 400) nor from a
   form body.
+- One authorization decision for every transport: the verified token becomes a
+  :class:`~mcpkit.server.request_context.ScopeAuthorization` (principal, granted scopes, ``scope_rule``, expiry)
+  that the dispatcher applies to every JSON-RPC request it runs, whatever carried it (POST /mcp, /messages, /ws) and
+  each item of a batch; a refused request gets JSON-RPC error -32003 naming the missing scopes. HTTP POSTs are also
+  looked at early to answer the spec's 403 ``insufficient_scope`` step-up challenge; a body larger than ``max_body``
+  (default 4 MiB) cannot be looked at and is refused with 413, never passed. A WebSocket stops running requests
+  when the token it was opened with expires. The authenticated principal also binds a modern ``requestState``.
+- Any error of the verifier (not only :class:`InvalidToken`) is a 401, never a 500.
 - A Streamable HTTP session (``Mcp-Session-Id``) is bound to the principal (issuer, subject) whose request created
   it: a request on that session with another principal's token gets 404, as for an unknown session.
 - The verified :class:`~mcpkit.auth.verifiers.AccessToken` reaches the app as ``scope["state"]["access_token"]``,
