@@ -361,29 +361,27 @@ async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_
         assert (await http.post(base + "/token", data=successor, headers=_basic(*me))).status_code == 400
         assert not await introspect((rs.client_id, rs.client_secret), rotated["access_token"])
 
-    # HS256 enabled by an operator, the key an EC public key: every verifier error is a 401, never a 500
-    async with stack(rs_options={}) as s, httpx.AsyncClient() as http:
-        import jwt as pyjwt
 
-        a: AuthorizationServer = s["as"]
-        s_verifier = JWTVerifier(
-            issuer=s["as_url"], audience=s["mcp_url"], keys={a.kid: a.key.public_key()}, algorithms=["ES256", "HS256"]
-        )
-        inner = protect(create_app(MCPKit("x")), resource=s["mcp_url"], verifier=s_verifier)
+async def test_issue12_item11_every_verifier_error_is_a_401_hs256_included() -> None:
+    """With HS256 enabled by an operator next to an EC key, an HS256 token raised TypeError: a 500."""
+    import jwt as pyjwt
+    from cryptography.hazmat.primitives.asymmetric import ec
 
-        async def app(scope: Any, receive: Any, send: Any) -> None:
-            await inner(scope, receive, send)
-
-        hs = pyjwt.encode(
-            {"iss": s["as_url"], "aud": s["mcp_url"], "sub": "m", "exp": int(time.time()) + 60},
-            "secret-secret-secret-secret-secret",
-            algorithm="HS256",
-            headers={"kid": a.kid},
-        )
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport) as local:
-            r = await local.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=_bearer(hs))
+    key = ec.generate_private_key(ec.SECP256R1())
+    resource = "http://127.0.0.1:7/mcp"
+    verifier = JWTVerifier(
+        issuer="iss", audience=resource, keys={"k1": key.public_key()}, algorithms=["ES256", "HS256"]
+    )
+    app = protect(create_app(MCPKit("x")), resource=resource, verifier=verifier)
+    claims = {"iss": "iss", "aud": resource, "sub": "m", "exp": int(time.time()) + 60}
+    hs = pyjwt.encode(claims, "secret-secret-secret-secret-secret", algorithm="HS256", headers={"kid": "k1"})
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport) as local:
+        r = await local.post(resource, json=initialize_body("2025-06-18"), headers=_bearer(hs))
         assert r.status_code == 401 and "invalid_token" in r.headers["www-authenticate"]
+        good = pyjwt.encode(claims, key, algorithm="ES256", headers={"kid": "k1"})
+        r = await local.post(resource, json=initialize_body("2025-06-18"), headers=_bearer(good))
+        assert r.status_code == 200
 
 
 # ---------------------------------------------------------------------------------------------------- item 8 (+ 7)
