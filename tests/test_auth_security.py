@@ -516,3 +516,33 @@ async def test_issue12_item1_a_websocket_does_not_outlive_its_token() -> None:
             await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}).decode())
             err = orjson.loads(await ws.recv())["error"]
             assert err["code"] == -32003 and "expired" in err["message"]
+
+
+async def test_issue12_item7_jwks_and_introspection_answers_are_read_with_a_cap() -> None:
+    """The resource server's verifiers read JWKS and introspection answers of any size."""
+    import jwt as pyjwt
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from mcpkit.auth import IntrospectionVerifier, InvalidToken
+
+    huge = orjson.dumps({"keys": [], "active": True, "pad": "x" * (4 << 20)})
+
+    def factory(base: str) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+            )
+            await send({"type": "http.response.body", "body": huge})
+
+        return app
+
+    async with serve(factory) as (base, _):
+        jwks = JWTVerifier(issuer="iss", audience="aud", jwks_url=base + "/jwks")
+        key = ec.generate_private_key(ec.SECP256R1())
+        token = pyjwt.encode({"exp": int(time.time()) + 60}, key, algorithm="ES256", headers={"kid": "x"})
+        with pytest.raises(InvalidToken, match="max_document_size"):
+            await jwks.verify(token)
+        with pytest.raises(InvalidToken, match="more than"):
+            await IntrospectionVerifier(base + "/introspect").verify("t")

@@ -118,6 +118,24 @@ async def read_body(receive: Receive, limit: int = 1 << 20) -> bytes:
             return b"".join(chunks)
 
 
+class DocumentTooLarge(Exception):
+    """An HTTP answer larger than the reader's cap (see :func:`fetch_capped`)."""
+
+
+async def fetch_capped(client: Any, method: str, url: str, limit: int, **kw: Any) -> tuple[int, bytes]:
+    """``client.stream(method, url, **kw)`` (an ``httpx.AsyncClient``) read up to ``limit`` decoded bytes: returns
+    (status, body); raises :class:`DocumentTooLarge` past the cap, which also stops a decompression bomb."""
+    async with client.stream(method, url, **kw) as resp:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
+            chunks.append(chunk)
+        return int(resp.status_code), b"".join(chunks)
+
+
 def quote_param(value: str) -> str:
     """An auth-param value as an RFC 7235 quoted-string."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -50,7 +50,14 @@ import orjson
 
 from ..protocol.errors import MCPError
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
-from ._util import canonical_resource, is_secure_url, parse_www_authenticate, pkce_pair
+from ._util import (
+    DocumentTooLarge,
+    canonical_resource,
+    fetch_capped,
+    is_secure_url,
+    parse_www_authenticate,
+    pkce_pair,
+)
 
 __all__ = [
     "HeadlessBrowser",
@@ -581,18 +588,10 @@ class OAuthClient(httpx.Auth):
 
     async def _fetch(self, method: str, url: str, **kw: Any) -> tuple[int, bytes]:
         """One request whose answer is read up to ``max_document_size`` bytes (larger: :class:`OAuthFlowError`)."""
-        async with self._client().stream(method, url, **kw) as resp:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():  # (decoded: the cap also stops a decompression bomb)
-                size += len(chunk)
-                if size > self.max_document_size:
-                    raise OAuthFlowError(
-                        f"{url} answered more than {self.max_document_size} bytes; refusing to read it "
-                        "(OAuthClient(max_document_size=...))"
-                    )
-                chunks.append(chunk)
-            return resp.status_code, b"".join(chunks)
+        try:
+            return await fetch_capped(self._client(), method, url, self.max_document_size, **kw)
+        except DocumentTooLarge as exc:
+            raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
 
     async def _check_target(self, url: str, what: str) -> None:
         """Refuse a URL the flow must not fetch: not https (loopback excepted), or on a private / link-local /

@@ -18,6 +18,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
+
+from ._util import DocumentTooLarge, fetch_capped
+
 __all__ = [
     "AccessToken",
     "IntrospectionVerifier",
@@ -125,6 +129,7 @@ class JWTVerifier:
         min_refresh_interval: an unknown ``kid`` triggers at most one re-fetch per this many seconds (so a flood of
             forged ``kid`` values cannot turn the verifier into a JWKS-fetching amplifier).
         max_keys: the bound on cached keys.
+        max_document_size: the largest JWKS document read, in bytes (default 256 KiB).
     """
 
     def __init__(
@@ -140,6 +145,7 @@ class JWTVerifier:
         min_refresh_interval: float = 10.0,
         max_keys: int = 64,
         http_timeout: float = 10.0,
+        max_document_size: int = 256 * 1024,
     ) -> None:
         import jwt  # noqa: F401  (fail early with a clear message when mcpkit[auth] is missing)
 
@@ -156,6 +162,7 @@ class JWTVerifier:
         self.min_refresh_interval = min_refresh_interval
         self.max_keys = max_keys
         self.http_timeout = http_timeout
+        self.max_document_size = max_document_size
         self._static: dict[str | None, Any] = {}
         if isinstance(keys, Mapping):
             for kid, key in keys.items():
@@ -194,14 +201,23 @@ class JWTVerifier:
 
             async with httpx.AsyncClient(timeout=self.http_timeout, follow_redirects=False) as client:
                 try:
-                    resp = await client.get(self.jwks_url, headers={"accept": "application/json"})
+                    status, body = await fetch_capped(
+                        client, "GET", self.jwks_url, self.max_document_size, headers={"accept": "application/json"}
+                    )
                 except httpx.HTTPError as exc:
                     raise InvalidToken(f"cannot fetch the JWKS: {exc}") from exc
-            if resp.status_code != 200:
-                raise InvalidToken(f"cannot fetch the JWKS: HTTP {resp.status_code}")
+                except DocumentTooLarge as exc:
+                    raise InvalidToken(f"cannot fetch the JWKS: {exc} (JWTVerifier(max_document_size=...))") from None
+            if status != 200:
+                raise InvalidToken(f"cannot fetch the JWKS: HTTP {status}")
             self.fetches += 1
+            try:
+                doc = orjson.loads(body)
+            except orjson.JSONDecodeError:
+                raise InvalidToken("cannot fetch the JWKS: not JSON") from None
+            found = doc.get("keys") if isinstance(doc, dict) else None
             keys: dict[str, Any] = {}
-            for jwk in (resp.json().get("keys") or [])[: self.max_keys]:
+            for jwk in (found if isinstance(found, list) else [])[: self.max_keys]:
                 if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":
                     continue
                 try:
@@ -270,7 +286,8 @@ class IntrospectionVerifier:
     """RFC 7662 token introspection: POST the token to the AS, trust its ``active``/``aud``/``scope``/``exp``.
 
     ``client_id``/``client_secret`` authenticate the resource server to the introspection endpoint (HTTP Basic).
-    ``cache_ttl`` > 0 caches active answers for that long (never beyond the token's ``exp``)."""
+    ``cache_ttl`` > 0 caches active answers for that long (never beyond the token's ``exp``), at most
+    ``max_cache`` of them; an answer larger than ``max_document_size`` bytes (default 64 KiB) is refused."""
 
     def __init__(
         self,
@@ -282,7 +299,9 @@ class IntrospectionVerifier:
         timeout: float = 10.0,
         cache_ttl: float = 0.0,
         max_cache: int = 10_000,
+        max_document_size: int = 64 * 1024,
     ) -> None:
+        self.max_document_size = max_document_size
         self.endpoint = endpoint
         self.client_id = client_id
         self.client_secret = client_secret
@@ -302,17 +321,25 @@ class IntrospectionVerifier:
         auth: httpx.Auth | None = httpx.BasicAuth(self.client_id, self.client_secret or "") if self.client_id else None
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
             try:
-                resp = await client.post(
+                status, body = await fetch_capped(
+                    client,
+                    "POST",
                     self.endpoint,
+                    self.max_document_size,
                     data={"token": token, "token_type_hint": "access_token"},
                     auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
                     headers={"accept": "application/json"},
                 )
             except httpx.HTTPError as exc:
                 raise InvalidToken(f"introspection failed: {exc}") from exc
-        if resp.status_code != 200:
-            raise InvalidToken(f"introspection failed: HTTP {resp.status_code}")
-        data = resp.json()
+            except DocumentTooLarge as exc:
+                raise InvalidToken(f"introspection failed: {exc}") from None
+        if status != 200:
+            raise InvalidToken(f"introspection failed: HTTP {status}")
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise InvalidToken("introspection failed: the answer is not JSON") from None
         if not isinstance(data, dict) or data.get("active") is not True:
             raise InvalidToken("token is not active")
         if self.issuer is not None and data.get("iss") not in (None, self.issuer):
