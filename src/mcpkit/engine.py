@@ -61,6 +61,7 @@ NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
 
 DEFAULT_MAX_BATCH_SIZE = 100  # messages in one incoming JSON-RPC batch (Peer(max_batch_size=...))
+MODERN_BATCH_REFUSAL = "batches do not exist in 2026-07-28: send each request on its own"
 
 
 class Outbox(Protocol):

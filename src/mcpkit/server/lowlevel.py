@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..engine import Outbox, Peer, RequestContext
+from ..engine import MODERN_BATCH_REFUSAL, Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -67,7 +67,6 @@ ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
-MODERN_BATCH_REFUSAL = "batches do not exist in 2026-07-28: send each request on its own"
 
 
 class Server:
