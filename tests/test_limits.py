@@ -20,6 +20,10 @@ import pytest
 import websockets
 
 import mcpkit
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.protocol import errors
+from mcpkit.protocol.errors import MCPError
+from mcpkit.transports.stdio import StdioClientTransport, StdioServer
 
 SERVERS = Path(__file__).parent / "servers"
 LIMITS_SERVER = SERVERS / "limits_server.py"
@@ -363,3 +367,131 @@ async def test_issue12_item12_modern_batch_over_stdio_says_batches_do_not_exist(
 
 def _elapsed(t0: float) -> float:
     return time.monotonic() - t0
+
+
+# ---------------------------------------------------------------- 15.2 / 15.6: the client against a hostile server
+
+HOSTILE_SERVER = SERVERS / "hostile_server.py"
+
+
+@contextlib.asynccontextmanager
+async def hostile(mode: str, **kw: Any) -> AsyncIterator[ClientSession]:
+    """A ClientSession to tests/servers/hostile_server.py MODE over stdio (a real process)."""
+    t = StdioClientTransport(StdioServer([sys.executable, str(HOSTILE_SERVER), mode], stderr="devnull"))
+    await t.start()
+    era = "modern" if mode in ("many-inputs", "big-reply") else "handshake"
+    async with ClientSession(t, mode=era, **kw) as cs:
+        yield cs
+
+
+class Gauge:
+    """Counts how many calls of a handler run at once."""
+
+    def __init__(self) -> None:
+        self.now = self.peak = self.calls = 0
+
+    def enter(self) -> None:
+        self.now += 1
+        self.calls += 1
+        self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        self.now -= 1
+
+
+async def test_issue15_item2_batched_server_requests_take_client_slots() -> None:
+    """Issue 15.2: server→client requests sent in batches (20 batches of 100 sampling requests) each take one of the
+    client's 256 slots: never more than 256 sampling handlers run at once (on 91956f7 all 2,000 did), every one
+    is answered, and a batch longer than max_batch_size (101) is refused with one -32600 naming the option."""
+    gauge = Gauge()
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        gauge.enter()
+        try:
+            await asyncio.sleep(0.1)
+        finally:
+            gauge.leave()
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    async with hostile("batch-flood", sampling_handler=sample, timeout=60) as cs:
+        result = await cs.call_tool("go")
+    seen = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert seen["answered"] == 2000 and gauge.calls == 2000
+    assert gauge.peak <= 256, gauge.peak
+    assert seen["long"]["code"] == -32600 and "max_batch_size" in seen["long"]["message"]
+
+
+async def test_issue15_item2_async_progress_callbacks_do_not_spawn_a_task_each() -> None:
+    """Issue 15.2: 20,000 progress notifications for one call with an async callback: at most one callback runs at
+    a time and the tasks of the client stay few (on 91956f7 one task per notification: 20,000), and the callback
+    still sees the last progress value."""
+    gauge = Gauge()
+    tasks_peak = 0
+    last: list[float] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal tasks_peak
+        gauge.enter()
+        tasks_peak = max(tasks_peak, len(asyncio.all_tasks()))
+        try:
+            await asyncio.sleep(0.001)
+        finally:
+            gauge.leave()
+        last.append(progress)
+
+    async with hostile("progress-flood", timeout=60) as cs:
+        await cs.call_tool("go", on_progress=on_progress)
+        for _ in range(100):
+            if last and last[-1] == 20_000:
+                break
+            await asyncio.sleep(0.02)
+    assert gauge.peak == 1, gauge.peak
+    assert tasks_peak < 50, tasks_peak
+    assert last[-1] == 20_000
+
+
+async def test_issue15_item2_input_requests_per_round_are_capped() -> None:
+    """Issue 15.2 (2026-07-28): an InputRequiredResult listing 5,000 sampling requests fails the call with an
+    error naming max_input_requests, and no handler runs (on 91956f7: 5,000 handlers at once)."""
+    gauge = Gauge()
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        gauge.enter()
+        await asyncio.sleep(0.01)
+        gauge.leave()
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    async with hostile("many-inputs", sampling_handler=sample, timeout=30) as cs:
+        with pytest.raises(MCPError, match="max_input_requests"):
+            await cs.call_tool("go")
+        assert gauge.calls == 0
+    async with hostile("many-inputs", sampling_handler=sample, timeout=30, max_input_requests=5000) as cs:
+        await cs.call_tool("go")  # an explicit, higher bound lets them through (each still holds a slot)
+        assert gauge.calls == 5000 and gauge.peak <= 256, gauge.peak
+
+
+async def test_issue15_item2_input_round_reply_is_bounded_in_size() -> None:
+    """Issue 15.2 (2026-07-28): 30 roots/list requests in one round, each answered with ~200 KB of roots: the reply
+    would be 6 MB, over max_input_reply_size (4 MiB), so the call fails with an error naming the option instead
+    of sending it (on 91956f7 the reply was built and sent whatever its size)."""
+    roots = [f"file:///data/{i:06d}/{'x' * 180}" for i in range(1000)]
+    async with hostile("big-reply", roots=roots, timeout=30) as cs:
+        with pytest.raises(MCPError, match="max_input_reply_size"):
+            await cs.call_tool("go")
+    async with hostile("big-reply", roots=roots[:10], timeout=30) as cs:
+        result = await cs.call_tool("go")
+        assert result.content[0].text == "answered"  # type: ignore[union-attr]
+
+
+async def test_issue15_item6_oversize_stdio_line_fails_the_pending_request() -> None:
+    """Issue 15.6 (first bullet): the answer to a call is one 5 MiB line, over the client's 4 MiB limit: the call
+    fails at once with MessageTooLarge naming the limit and the max_message_size option (on 91956f7 the line was
+    dropped and the call waited out its timeout), and the connection goes on."""
+    async with hostile("oversize", timeout=20) as cs:
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionError, match="max_message_size") as info:
+            await cs.call_tool("go")
+        assert _elapsed(t0) < 5
+        assert isinstance(info.value, errors.MessageTooLarge)
+        assert info.value.limit == 4 * 1024 * 1024 and "4194304" in str(info.value)
+        await cs.ping(timeout=5)
