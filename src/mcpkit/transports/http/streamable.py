@@ -928,12 +928,27 @@ class StreamableHTTPEndpoint:
                 return
         else:
             hs.busy += weight
+        extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
+        hs.next_no += 1
+        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
+        if stream.resumable:
+            if hs.live is None:
+                hs.live = {}
+            hs.live[stream.no] = stream
         try:
-            await self._post_run(hs, msg, receive, send, new_session)
+            status = await self._serve(
+                stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
+            )
         finally:
-            hs.busy -= weight - 1  # (_serve gave one back)
+            if weight != 1:
+                hs.busy -= weight - 1  # (_serve gives one back)
             if hs.queue:
                 self._next_turn(hs)
+        if new_session:
+            if status != 200:
+                await self._end_session(hs)
+            elif self.session_store is not None:
+                await self._store(hs)
 
     async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
         """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
@@ -973,25 +988,6 @@ class StreamableHTTPEndpoint:
             if not turn.done():
                 hs.busy += weight
                 turn.set_result(None)
-
-    async def _post_run(self, hs: _HTTPSession, msg: Any, receive: Receive, send: Send, new_session: bool) -> None:
-        """Answer a session's POST that has its place among the session's running requests."""
-        extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
-        hs.next_no += 1
-        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
-        if stream.resumable:
-            if hs.live is None:
-                hs.live = {}
-            hs.live[stream.no] = stream
-        # (its place in hs.busy was taken by _post_session; _serve gives one back when the handler returns)
-        status = await self._serve(
-            stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
-        )
-        if new_session:
-            if status != 200:
-                await self._end_session(hs)
-            elif self.session_store is not None:
-                await self._store(hs)
 
     def _state(self, hs: _HTTPSession) -> dict[str, Any]:
         session = hs.session
