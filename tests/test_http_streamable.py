@@ -797,7 +797,7 @@ async def test_notifications_cancelled_stops_a_handshake_request() -> None:
 async def test_requests_in_flight_per_session_are_bounded() -> None:
     probe = Probe()
     async with (
-        running(make_server(probe), max_requests_per_session=2) as (base, _),
+        running(make_server(probe), max_requests_per_session=2, max_queued_per_session=0) as (base, _),
         httpx.AsyncClient(timeout=10) as http,
     ):
         url = base + "/mcp"

@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import EllipsisType
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from .protocol.errors import (
     InternalError,
     InvalidRequest,
     MCPError,
+    MessageTooLarge,
     ParseError,
     RequestTimeout,
     error_from_response,
@@ -59,6 +60,9 @@ RequestHandler = Callable[["RequestContext"], Awaitable[JSONDict]]
 NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
 
+DEFAULT_MAX_BATCH_SIZE = 100  # messages in one incoming JSON-RPC batch (Peer(max_batch_size=...))
+MODERN_BATCH_REFUSAL = "batches do not exist in 2026-07-28: send each request on its own"
+
 
 class Outbox(Protocol):
     """Where a peer writes encoded messages. Transports implement it (stdio pipe, SSE stream, ...)."""
@@ -67,7 +71,18 @@ class Outbox(Protocol):
 
 
 class _Pending:
-    __slots__ = ("deadline_max", "future", "last_progress", "method", "on_progress", "out", "timeout", "timer")
+    __slots__ = (
+        "deadline_max",
+        "future",
+        "last_progress",
+        "method",
+        "on_progress",
+        "out",
+        "progress_busy",
+        "progress_next",
+        "timeout",
+        "timer",
+    )
 
     def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
         self.future = future
@@ -78,6 +93,9 @@ class _Pending:
         self.timeout: float | None = None
         self.deadline_max: float | None = None
         self.out: Outbox | None = None
+        # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
+        self.progress_busy = False
+        self.progress_next: tuple[float, float | None, str | None] | None = None
 
 
 class RequestContext:
@@ -181,7 +199,10 @@ class Peer:
         batch_policy: returns True when incoming batches are accepted right now (era/revision dependent).
         default_timeout: seconds before an outgoing request times out (None: never).
         max_timeout: the hard cap when progress notifications extend a timeout.
-        max_concurrency: bound on concurrently running incoming requests (backpressure on the reader).
+        max_concurrency: bound on concurrently running incoming requests, batch items included (backpressure on
+            the reader).
+        max_batch_size: longest incoming JSON-RPC batch accepted (messages in it); a longer one is answered with
+            one -32600 error and none of it runs.
     """
 
     def __init__(
@@ -194,6 +215,7 @@ class Peer:
         default_timeout: float | None = 60.0,
         max_timeout: float | None = 600.0,
         max_concurrency: int = 256,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         name: str = "peer",
     ) -> None:
         self.outbox = outbox
@@ -207,6 +229,9 @@ class Peer:
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
         self._max_concurrency = max_concurrency
+        self.max_batch_size = max_batch_size
+        # what a refused batch is told (the layer above may name the revision that has no batches)
+        self.batch_refusal = "batches are not supported in this protocol revision"
         self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self._closed: BaseException | None = None
@@ -314,6 +339,7 @@ class Peer:
                 try:
                     data = await receive()
                 except FrameTooLarge as exc:
+                    self._fail_oversize(exc)
                     await self._send_error(None, InvalidRequest(str(exc)).to_error(), out)
                     continue
                 if data is None:
@@ -456,24 +482,46 @@ class Peer:
         ctx = self._admit(req, out)
         if ctx is None:
             return
+        if self._active >= self._max_concurrency:
+            try:
+                await self._wait_slot()
+            except BaseException:
+                self._finished(ctx)  # (it holds no slot yet)
+                raise
+        self._launch(ctx)
+
+    async def _wait_slot(self) -> None:
+        """Wait until one of the ``max_concurrency`` slots is free. Backpressure: the reader waits here, so the
+        transport stops being read while the peer is saturated (single requests and batch items alike)."""
         while self._active >= self._max_concurrency:
-            # backpressure: the reader waits here, so the transport stops being read while the peer is saturated
-            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            waiter: asyncio.Future[None] = _running_loop().create_future()
             self._slot_waiters.append(waiter)
             try:
                 await waiter
             except BaseException:
                 with contextlib.suppress(ValueError):
                     self._slot_waiters.remove(waiter)
-                self._finished(ctx)  # (it holds no slot yet)
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # the wake-up it got goes to the next waiter instead
                 raise
-        self._launch(ctx)
 
-    def _launch(self, ctx: RequestContext) -> None:
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the ``max_concurrency`` slots (waiting for one if none is free) for work the peer does on
+        the other side's behalf outside a request of its own (e.g. a client answering modern input requests)."""
+        if self._active >= self._max_concurrency:
+            await self._wait_slot()
+        self._active += 1
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _launch(self, ctx: RequestContext) -> asyncio.Task[Any] | None:
         """Start the task that runs ``ctx``; it holds one of the ``max_concurrency`` slots until it ends.
 
         The task is referenced from the in-flight table (``ctx.task``) for as long as it runs; it needs no
-        done-callback bookkeeping."""
+        done-callback bookkeeping. Returns the task, or None when it already ended (eager start)."""
         self._active += 1
         ctx._slot = True
         coro = self._run_request(ctx)
@@ -484,11 +532,16 @@ class Peer:
             task = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
         else:
             task = asyncio.Task(coro, loop=loop)
-        if not task.done():
-            ctx.task = task
+        if task.done():
+            return None
+        ctx.task = task
+        return task
 
     def _release(self) -> None:
         self._active -= 1
+        self._wake_one()
+
+    def _wake_one(self) -> None:
         waiters = self._slot_waiters
         while waiters:
             w = waiters.popleft()
@@ -610,54 +663,117 @@ class Peer:
         if pending.on_progress is not None:
             total = params.get("total")
             message = params.get("message")
+            update = (
+                float(progress),
+                float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                message if isinstance(message, str) else None,
+            )
+            if pending.progress_busy:
+                # An async callback is still running for this request: keep only the latest update (one task per
+                # request at most, however fast the peer sends progress).
+                pending.progress_next = update
+                return
             try:
-                r = pending.on_progress(
-                    float(progress),
-                    float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
-                    message if isinstance(message, str) else None,
-                )
-                if inspect.isawaitable(r):
-                    self._spawn(r)
+                r = pending.on_progress(*update)
             except Exception:
                 logger.exception("%s: progress callback failed", self.name)
+                return
+            if inspect.isawaitable(r):
+                pending.progress_busy = True
+                self._spawn(self._progress_runner(pending, r))
+
+    async def _progress_runner(self, pending: _Pending, first: Awaitable[Any]) -> None:
+        """Await an async progress callback, then call it again with the latest update that arrived meanwhile."""
+        r: Any = first
+        try:
+            while True:
+                try:
+                    if inspect.isawaitable(r):
+                        await r
+                except Exception:
+                    logger.exception("%s: progress callback failed", self.name)
+                update = pending.progress_next
+                if update is None or pending.on_progress is None:
+                    return
+                pending.progress_next = None
+                try:
+                    r = pending.on_progress(*update)
+                except Exception:
+                    logger.exception("%s: progress callback failed", self.name)
+                    r = None
+        finally:
+            pending.progress_busy = False
 
     async def _on_batch(self, batch: Batch, out: Outbox, wait: bool = False) -> None:
+        """Answer a batch: each request in it runs as its own task holding a concurrency slot, exactly like a single
+        request (the reader waits for a free slot), and the responses leave as one array when all have ended.
+        A batch longer than ``max_batch_size`` is refused whole with one -32600 error."""
         if self.batch_policy is None or not self.batch_policy():
-            err = InvalidRequest("batches are not supported in this protocol revision").to_error()
-            await self._send_error(None, err, out)
+            await self._send_error(None, InvalidRequest(self.batch_refusal).to_error(), out)
+            return
+        if len(batch) > self.max_batch_size:
+            err = InvalidRequest(
+                f"batch of {len(batch)} messages is longer than the limit of {self.max_batch_size}: send fewer "
+                "messages per batch (the limit is the max_batch_size option)"
+            )
+            await self._send_error(None, err.to_error(), out)
             return
         responses: list[bytes] = []
-        contexts: list[RequestContext] = []
+        tasks: list[asyncio.Task[Any]] = []
         for item in batch:
             t = type(item)
             if t is Request:
                 req: Request = item  # type: ignore[assignment]
                 if req.method == "initialize":
-                    err = InvalidRequest("initialize MUST NOT be part of a batch").to_error()
-                    responses.append(jsonrpc.encode_error(req.id, err))
+                    err = InvalidRequest("initialize MUST NOT be part of a batch")
+                    responses.append(jsonrpc.encode_error(req.id, err.to_error()))
                     continue
                 ctx = self._admit(req, out)
-                if ctx is not None:
-                    ctx.sink = responses
-                    contexts.append(ctx)
+                if ctx is None:
+                    continue
+                ctx.sink = responses
+                if self._active >= self._max_concurrency:
+                    try:
+                        await self._wait_slot()
+                    except BaseException:
+                        self._finished(ctx)
+                        for running in tasks:
+                            running.cancel()
+                        raise
+                started = self._launch(ctx)
+                if started is not None:
+                    tasks.append(started)
             elif t is Invalid:
                 inv: Invalid = item  # type: ignore[assignment]
                 if not inv.is_response:
                     responses.append(jsonrpc.encode_error(inv.id, inv.error()))
             else:
                 await self.receive_parsed(item, out)
-
-        async def finish() -> None:
-            if contexts:
-                await asyncio.gather(*(self._run_request(c) for c in contexts))
-            # Notifications from batched handlers leave as they come; the responses leave as one array.
-            if responses:
-                await out.send(b"[" + b",".join(responses) + b"]")
-
-        if wait:
-            await finish()
+        if not tasks:
+            await self._send_batch(responses, out)
+        elif wait:
+            await self._finish_batch(tasks, responses, out)
         else:
-            self._spawn(finish())
+            # one task per batch still running, and it exists only while a member holds a slot: bounded
+            self._spawn(self._finish_batch(tasks, responses, out))
+
+    async def _finish_batch(self, tasks: list[asyncio.Task[Any]], responses: list[bytes], out: Outbox) -> None:
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            raise
+        await self._send_batch(responses, out)
+
+    async def _send_batch(self, responses: list[bytes], out: Outbox) -> None:
+        # Notifications from batched handlers leave as they come; the responses leave as one array.
+        if not responses:
+            return
+        try:
+            await out.send(b"[" + b",".join(responses) + b"]")
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: could not answer a batch: %s", self.name, exc)
 
     def _spawn(self, aw: Awaitable[Any]) -> None:
         async def runner() -> None:
@@ -668,6 +784,19 @@ class Peer:
         task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------ shutdown
+
+    def _fail_oversize(self, exc: FrameTooLarge) -> None:
+        """A message that came in on the default channel was too large and is dropped. It may have been the answer
+        to any request waiting there, which would otherwise wait out its timeout: fail them all, saying why."""
+        if not self._pending:
+            return
+        reason = (
+            f"{self.name}: a message from the peer was dropped because it is larger than the {exc.limit}-byte limit "
+            "(it may have been this request's answer); raise the transport's max_message_size option to accept it"
+        )
+        for pending in list(self._pending.values()):
+            if pending.out is None and not pending.future.done():
+                pending.future.set_exception(MessageTooLarge(reason, exc.limit))
 
     def _fail_pending(self, exc: BaseException) -> None:
         for pending in list(self._pending.values()):

@@ -19,10 +19,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pydantic import BaseModel
 
 from .. import __version__
-from ..engine import Peer, ProgressCallback, RequestContext
+from ..engine import DEFAULT_MAX_BATCH_SIZE, Peer, ProgressCallback, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -60,6 +61,7 @@ from ..protocol.versions import (
     META_SUBSCRIPTION_ID,
     Features,
 )
+from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 
 if TYPE_CHECKING:
     from ..transports.base import Connection
@@ -71,6 +73,8 @@ SamplingHandler = Callable[[JSONDict], Any]  # params -> CreateMessageResult | d
 ElicitationHandler = Callable[[JSONDict], Any]  # params -> ElicitResult | dict (sync or async)
 LoggingHandler = Callable[[JSONDict], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
+
+DEFAULT_MAX_INPUT_REQUESTS = 32  # input requests in one InputRequiredResult (ClientSession(max_input_requests=...))
 
 MODERN_ERROR_CODES = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
@@ -124,6 +128,13 @@ class ClientSession:
         timeout: default per-request timeout in seconds.
         discover_timeout: how long the ``server/discover`` probe may take before falling back.
         max_input_rounds: bound on ``InputRequiredResult`` retries for one call.
+        max_input_requests: bound on the input requests one ``InputRequiredResult`` may list (the call fails
+            beyond it); they are answered concurrently, each holding one of the ``max_concurrency`` slots.
+        max_input_reply_size: bound in bytes on the encoded answers to one round's input requests (the call
+            fails beyond it).
+        max_concurrency: bound on server→client requests (and input-round answers) handled at once, batch items
+            included; beyond it the client stops reading until one ends.
+        max_batch_size: longest JSON-RPC batch accepted from the server (handshake era; -32600 beyond it).
         keepalive: seconds between health-check pings (handshake era; None disables). When a ping goes
             unanswered for ``keepalive_timeout`` seconds, the connection is closed and calls fail fast.
     """
@@ -146,6 +157,10 @@ class ClientSession:
         timeout: float | None = 60.0,
         discover_timeout: float = 5.0,
         max_input_rounds: int = 8,
+        max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
+        max_input_reply_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_concurrency: int = 256,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         experimental: JSONDict | None = None,
         keepalive: float | None = None,
         keepalive_timeout: float = 10.0,
@@ -170,13 +185,17 @@ class ClientSession:
         self.log_level = log_level
         self.discover_timeout = discover_timeout
         self.max_input_rounds = max_input_rounds
+        self.max_input_requests = max_input_requests
+        self.max_input_reply_size = max_input_reply_size
         self.experimental = experimental
         self.peer = Peer(
             conn,
             request_handler=self._on_request,
             notification_handler=self._on_notification,
-            batch_policy=lambda: True,
+            batch_policy=self._batch_policy,
             default_timeout=timeout,
+            max_concurrency=max_concurrency,
+            max_batch_size=max_batch_size,
             name="client",
         )
         self.protocol_version: str | None = None
@@ -402,10 +421,27 @@ class ClientSession:
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
 
     async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
+        if len(requests) > self.max_input_requests:
+            raise MCPError(
+                f"the server asked for {len(requests)} inputs in one round, more than the limit of "
+                f"{self.max_input_requests} (the max_input_requests option of the client session)"
+            )
+        limit = self.max_input_reply_size
+        size = 0
+
         async def answer(key: str, req: Any) -> tuple[str, JSONDict]:
+            nonlocal size
             if not isinstance(req, dict) or not isinstance(req.get("method"), str):
                 raise MCPError(f"malformed input request {key!r}")
-            return key, await self._serve_client_request(req["method"], req.get("params") or {})
+            async with self.peer.slot():  # the same bound as server->client requests
+                result = await self._serve_client_request(req["method"], req.get("params") or {})
+            size += len(key) + len(orjson.dumps(result))
+            if size > limit:
+                raise MCPError(
+                    f"the answers to one round of input requests exceed the limit of {limit} bytes "
+                    "(the max_input_reply_size option of the client session)"
+                )
+            return key, result
 
         pairs = await asyncio.gather(*(answer(k, v) for k, v in requests.items()))
         return dict(pairs)
@@ -442,6 +478,10 @@ class ClientSession:
             else:
                 out.append(_as_dict(item))
         return out
+
+    def _batch_policy(self) -> bool:
+        # batches from the server exist only in the handshake era (and are bounded by max_batch_size)
+        return self.features is None or not self.features.modern
 
     async def _on_request(self, rc: RequestContext) -> JSONDict:
         if rc.method == "ping":

@@ -150,6 +150,16 @@ class ConnectionClosed(ConnectionError):
     """Local error: the connection closed before the response arrived."""
 
 
+class MessageTooLarge(ConnectionClosed):
+    """Local error: a message from the peer exceeded the transport's size limit and was dropped; the requests
+    waiting on that connection fail with it rather than wait out their timeout (the dropped message may have
+    been their answer). ``limit`` is the limit in bytes."""
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
 class CapabilityNotSupported(RuntimeError):
     """Local error: the peer did not declare the capability this call needs, so the call was not sent."""
 

@@ -18,7 +18,7 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..engine import Outbox, Peer, RequestContext
+from ..engine import MODERN_BATCH_REFUSAL, Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -326,7 +326,7 @@ class Server:
 
         Returns the dispatcher's awaitable (checks that fail raise at once, before anything is awaited)."""
         if rc.sink is not None:
-            raise InvalidRequest("JSON-RPC batches are not allowed in protocol 2026-07-28")
+            raise InvalidRequest(MODERN_BATCH_REFUSAL)
         if not self.modern_versions:
             raise MethodNotFound(f"Method not found: {rc.method}")
         read = rc.state  # what the transport read from _meta with modern_context(), if it did
@@ -458,12 +458,14 @@ class ServerSession:
             name=f"server:{server.name}",
             **peer_options,
         )
+        if not server.handshake_versions:
+            self.peer.batch_refusal = MODERN_BATCH_REFUSAL
         server.register_session(self)
 
     def _batch_policy(self) -> bool:
         # Batches are accepted in handshake-era sessions (DESIGN.md ruling); modern requests inside a batch are
-        # refused one by one in dispatch_modern.
-        return True
+        # refused one by one in dispatch_modern. A server that speaks only 2026-07-28 has no batches at all.
+        return bool(self.server.handshake_versions)
 
     async def wait_initialized(self, timeout: float = 10.0) -> None:
         """Server→client requests wait for ``notifications/initialized`` (only ping and logging may go before)."""

@@ -14,7 +14,9 @@ clients of 2025-11-25, and a GET with ``Last-Event-ID`` replays what followed on
 
 Memory is bounded: request bodies (``max_body``, 413), sessions (``max_sessions``, 503; idle ones reclaimed),
 per-connection SSE queues (``queue_size``: a POST handler waits for a slow reader; the standalone stream of a
-reader that falls behind is closed, to be resumed from the event store).
+reader that falls behind is closed, to be resumed from the event store), requests of one session
+(``max_requests_per_session`` run at once, each batch item counting as one; up to ``max_queued_per_session`` more,
+holding at most ``max_queued_bytes_per_session`` of bodies, wait their turn; 429 beyond, with a constant body).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import functools
 import logging
 import secrets
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +35,7 @@ import orjson
 
 from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
+from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
     HEADER_MISMATCH,
@@ -197,6 +201,14 @@ def _unsupported_header(hv: str) -> bytes:
 
 def _bad(code: int, message: str) -> bytes:
     return _error_body(None, code, message)
+
+
+_TOO_BUSY = (
+    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too many requests in flight for this session: '
+    b"wait for answers before sending more (the limits are the max_requests_per_session and max_queued_per_session "
+    b'options)"}}'
+)
+_RETRY_AFTER_1 = ((b"retry-after", b"1"),)
 
 
 def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
@@ -465,6 +477,8 @@ class _HTTPSession:
         "last_seen",
         "live",
         "next_no",
+        "queue",
+        "queued_bytes",
         "renewed",
         "saving",
         "session",
@@ -483,6 +497,9 @@ class _HTTPSession:
         self.next_no = 0
         self.base = 0  # this worker's standalone stream number; POST streams count up from it
         self.busy = 0
+        # POSTs waiting for the session to drop below max_requests_per_session: (turn, weight, body size)
+        self.queue: deque[tuple[asyncio.Future[None], int, int]] | None = None
+        self.queued_bytes = 0
         self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
         self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
         self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
@@ -533,7 +550,9 @@ class StreamableHTTPEndpoint:
         retry_interval: milliseconds sent as ``retry:`` with priming events and server-side closes.
         keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
         queue_size: bound of each SSE connection's queue.
-        max_requests_per_session: requests of one session running at once (429 beyond).
+        max_requests_per_session: requests of one session running at once (each item of a batch counts as one).
+        max_queued_per_session: POSTs of one session that wait for a free place beyond those (429 beyond).
+        max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond).
         cors: answer CORS preflights and add CORS headers for browser requests whose ``Origin`` the policy
             accepts (localhost origins and ``allowed_origins``), exposing ``Mcp-Session-Id``.
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
@@ -559,6 +578,8 @@ class StreamableHTTPEndpoint:
         keepalive: float = 15.0,
         queue_size: int = 256,
         max_requests_per_session: int = 256,
+        max_queued_per_session: int = 768,
+        max_queued_bytes_per_session: int = 16 * 1024 * 1024,
         tool_headers: ToolHeaders | None = None,
         cors: bool = True,
         **peer_options: Any,
@@ -580,6 +601,9 @@ class StreamableHTTPEndpoint:
         self.keepalive = keepalive
         self.queue_size = queue_size
         self.max_requests_per_session = max_requests_per_session
+        self.max_queued_per_session = max_queued_per_session
+        self.max_queued_bytes_per_session = max_queued_bytes_per_session
+        self._max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
         self.cors = cors
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
@@ -811,6 +835,10 @@ class StreamableHTTPEndpoint:
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
             return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
+        elif t is Batch:
+            refusal = self._refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
+            if refusal is not None:
+                return _respond(send, 400, _bad(INVALID_REQUEST, refusal))
         hv = _text(hv_raw)
         server = self.server
         if not server.handshake_versions:
@@ -819,9 +847,34 @@ class StreamableHTTPEndpoint:
             return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
             return self._post_stateless(receive, send, h, msg)
-        return self._post_session(h, hv, msg, receive, send)
+        return self._post_session(h, hv, msg, receive, send, len(body))
 
-    async def _post_session(self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send) -> None:
+    def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
+        """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
+        member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
+        server = self.server
+        if server.modern_versions:
+            modern = not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))
+            if not modern:
+                for item in batch:
+                    if type(item) is Request or type(item) is Notification:
+                        p = item.params  # type: ignore[union-attr]
+                        meta = p.get("_meta") if p is not None else None
+                        if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
+                            modern = True
+                            break
+            if modern:
+                return MODERN_BATCH_REFUSAL
+        if len(batch) > self._max_batch:
+            return (
+                f"batch of {len(batch)} messages is longer than the limit of {self._max_batch}: send fewer messages "
+                "per batch (the limit is the max_batch_size option)"
+            )
+        return None
+
+    async def _post_session(
+        self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, size: int = 0
+    ) -> None:
         """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
         t = type(msg)
         server = self.server
@@ -862,15 +915,19 @@ class StreamableHTTPEndpoint:
                 await self._store(hs, announce=True)
             await _respond(send, 202)
             return
-        if hs.busy >= self.max_requests_per_session:
-            hs.last_seen = time.monotonic()
-            await _respond(
-                send,
-                429,
-                _bad(INVALID_REQUEST, "too many requests in flight for this session"),
-                extra=[(b"retry-after", b"1")],
-            )
-            return
+        weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
+        if hs.busy and hs.busy + weight > self.max_requests_per_session:
+            if not await self._wait_turn(hs, weight, size):
+                hs.last_seen = time.monotonic()
+                await _respond(send, 429, _TOO_BUSY, extra=_RETRY_AFTER_1)
+                return
+            if hs.session.closed:
+                hs.busy -= weight
+                self._next_turn(hs)
+                await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
+                return
+        else:
+            hs.busy += weight
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
         hs.next_no += 1
         stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
@@ -878,15 +935,59 @@ class StreamableHTTPEndpoint:
             if hs.live is None:
                 hs.live = {}
             hs.live[stream.no] = stream
-        hs.busy += 1  # released by _serve when the handler returns
-        status = await self._serve(
-            stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
-        )
+        try:
+            status = await self._serve(
+                stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
+            )
+        finally:
+            if weight != 1:
+                hs.busy -= weight - 1  # (_serve gives one back)
+            if hs.queue:
+                self._next_turn(hs)
         if new_session:
             if status != 200:
                 await self._end_session(hs)
             elif self.session_store is not None:
                 await self._store(hs)
+
+    async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
+        """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
+        ``weight`` is then counted in ``hs.busy``), False at once when the queue is full (count or bytes)."""
+        queue = hs.queue
+        if queue is None:
+            queue = hs.queue = deque()
+        if len(queue) >= self.max_queued_per_session or hs.queued_bytes + size > self.max_queued_bytes_per_session:
+            return False
+        turn: asyncio.Future[None] = _running_loop().create_future()
+        entry = (turn, weight, size)
+        queue.append(entry)
+        hs.queued_bytes += size
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                hs.busy -= weight  # it had its turn: give it to the next
+                self._next_turn(hs)
+            else:
+                with contextlib.suppress(ValueError):
+                    queue.remove(entry)
+                    hs.queued_bytes -= size
+            raise
+        return True
+
+    def _next_turn(self, hs: _HTTPSession) -> None:
+        """Let the waiting POSTs of ``hs`` run, in order, while the session has room for them."""
+        queue = hs.queue
+        cap = self.max_requests_per_session
+        while queue:
+            turn, weight, size = queue[0]
+            if hs.busy and hs.busy + weight > cap:
+                break
+            queue.popleft()
+            hs.queued_bytes -= size
+            if not turn.done():
+                hs.busy += weight
+                turn.set_result(None)
 
     def _state(self, hs: _HTTPSession) -> dict[str, Any]:
         session = hs.session
@@ -1683,6 +1784,15 @@ def _is_result(data: bytes, rid: Any) -> bool:
     if type(rid) is int and -(10**19) < rid < 10**20:
         return data.find(b',"result":', 22, 53) != -1
     return data.startswith(b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"result"')
+
+
+def _request_count(msg: Any) -> int:
+    """How many requests a batch holds (at least 1: the POST itself is in flight)."""
+    n = 0
+    for item in msg:
+        if type(item) is Request:
+            n += 1
+    return n or 1
 
 
 def _has_requests(msg: Any) -> bool:
