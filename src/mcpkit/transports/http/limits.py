@@ -1,0 +1,173 @@
+"""Connection limits for the uvicorn server that :func:`mcpkit.transports.http.serve` runs.
+
+uvicorn bounds request concurrency (``limit_concurrency``: 503 beyond) and idle keep-alive connections
+(``timeout_keep_alive``), but not how long a client may take to send a request head, nor how many connections may
+sit open doing nothing. A peer that opens thousands of connections and sends half a request line on each holds a
+file descriptor and a protocol object per connection forever, until the process runs out of descriptors and new
+clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol class (h11, httptools or zttp) with a
+:class:`ConnectionGuard` shared by every connection of one server:
+
+* ``header_timeout``: a connection that has not sent a complete request head within this many seconds of
+  connecting, or of its previous response ending (keep-alive), is closed;
+* ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
+  gets it as ``h11_max_incomplete_event_size`` and answers 400);
+* ``max_connections``: when a new connection would exceed this many, the connection that has been waiting longest
+  for a request head (half-open or idle keep-alive) is closed to make room, so a fresh client always gets in;
+  when every connection is busy serving a request, the new connection is closed instead.
+
+The guard adds no work per message: an integer compare per received chunk while a head is pending, and two dict
+operations per request (the connection leaves the waiting set when its head is complete and rejoins it when the
+response ends). Expiry runs on one timer per server, not one per connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+logger = logging.getLogger("mcpkit.http")
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_LIMIT_CONCURRENCY = 1100  # above max_connections: a connection being replaced still counts for a moment
+DEFAULT_TIMEOUT_KEEP_ALIVE = 5.0
+
+
+class ConnectionGuard:
+    """The connections of one server that wait for a request head, oldest first (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    ) -> None:
+        if header_timeout <= 0 or max_connections < 1 or max_header_bytes < 1024:
+            raise ValueError("header_timeout > 0, max_connections >= 1 and max_header_bytes >= 1024 are required")
+        self.header_timeout = header_timeout
+        self.max_connections = max_connections
+        self.max_header_bytes = max_header_bytes
+        self.connections = 0
+        # protocol -> monotonic time since which it waits for a request head (insertion order = oldest first)
+        self.waiting: dict[Any, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self.closed_slow = 0  # connections closed by header_timeout (diagnostics and tests)
+        self.closed_large = 0  # connections closed by max_header_bytes
+        self.evicted = 0  # waiting connections closed to make room (max_connections)
+        self.refused = 0  # new connections closed because every connection was busy
+
+    def opened(self, proto: Any) -> bool:
+        """Count a new connection; False when it must be closed (the server is full of busy connections)."""
+        self.connections += 1
+        if self.connections > self.max_connections:
+            victim = next(iter(self.waiting), None)
+            if victim is None:
+                self.refused += 1
+                logger.warning(
+                    "refusing a connection: max_connections=%d connections are all serving requests",
+                    self.max_connections,
+                )
+                return False
+            self.evicted += 1
+            self.waiting.pop(victim)
+            _close(victim)
+        self.wait(proto)
+        return True
+
+    def lost(self, proto: Any) -> None:
+        """A connection ended."""
+        self.connections -= 1
+        self.waiting.pop(proto, None)
+
+    def wait(self, proto: Any) -> None:
+        """``proto`` now waits for a request head (new connection, or its response ended)."""
+        proto._mcpkit_head = 0
+        self.waiting.pop(proto, None)
+        self.waiting[proto] = time.monotonic()
+        if self._timer is None:
+            self._arm(asyncio.get_running_loop())
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        since = next(iter(self.waiting.values()), None)
+        self._timer = None if since is None else loop.call_at(since + self.header_timeout + 0.01, self._expire)
+
+    def _expire(self) -> None:
+        self._timer = None
+        deadline = time.monotonic() - self.header_timeout
+        waiting = self.waiting
+        while waiting:
+            proto, since = next(iter(waiting.items()))
+            if since > deadline:
+                break
+            del waiting[proto]
+            self.closed_slow += 1
+            _close(proto)
+        if waiting:
+            self._arm(asyncio.get_running_loop())
+
+
+def _close(proto: Any) -> None:
+    transport = getattr(proto, "transport", None)
+    if transport is not None and not transport.is_closing():
+        transport.close()
+
+
+def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's HTTP/1.1 protocol class ``base`` whose connections ``guard`` watches."""
+    limit = guard.max_header_bytes
+
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        _mcpkit_head = 0
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if not guard.opened(self):
+                transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            guard.lost(self)
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self in guard.waiting:
+                cycle = self.cycle
+                if (cycle is not None and not cycle.response_complete) or self.transport.get_protocol() is not self:
+                    del guard.waiting[self]  # a request head arrived (or the connection became a WebSocket)
+                    return
+                self._mcpkit_head += len(data)
+                if self._mcpkit_head > limit and not self.transport.is_closing():
+                    guard.closed_large += 1
+                    del guard.waiting[self]
+                    self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                cycle = self.cycle
+                if cycle is None or cycle.response_complete:  # (not a pipelined request already running)
+                    guard.wait(self)
+
+    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def resolve_protocol(http: Any) -> type[asyncio.Protocol] | None:
+    """The HTTP/1.1 protocol class uvicorn would use for its ``http`` setting, if the guard can wrap it."""
+    if isinstance(http, str):
+        from uvicorn.config import HTTP_PROTOCOLS
+        from uvicorn.importer import import_from_string
+
+        cls = import_from_string(HTTP_PROTOCOLS.get(http, http))
+    else:
+        cls = http
+    if isinstance(cls, type) and hasattr(cls, "on_response_complete") and hasattr(cls, "data_received"):
+        import inspect
+
+        if len(inspect.signature(cls.on_response_complete).parameters) == 1:  # HTTP/1.1 (not the h2 one)
+            return cls
+    return None

@@ -1,0 +1,235 @@
+"""Issue 12, items 5-7 (server side): connection, session and size limits at the edges of the HTTP server.
+
+Every test serves a real mcpkit server on 127.0.0.1 (uvicorn through ``build_server`` in this loop, or a
+``mcpkit run`` subprocess) and attacks it over real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpkit.transports.http import build_server
+from test_http_support import ACCEPT_BOTH, handshake_headers, initialize_body, make_server, open_session
+
+V = "2025-11-25"
+
+
+@contextlib.asynccontextmanager
+async def served(**options: Any) -> AsyncIterator[tuple[str, Any]]:
+    """``build_server(make_server(), port=0, **options)`` running in this loop; yields (base URL, uvicorn server)."""
+    options.setdefault("timeout_graceful_shutdown", 1)
+    userver = build_server(make_server(), "http", "127.0.0.1", 0, **options)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    for _ in range(500):
+        if userver.started:
+            break
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    port = userver.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", userver
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+
+
+async def _half_open(port: int, head: bytes = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n") -> socket.socket:
+    s = socket.socket()
+    s.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(s, ("127.0.0.1", port))
+    if head:
+        await asyncio.get_running_loop().sock_sendall(s, head)
+    return s
+
+
+async def _closed_by_peer(s: socket.socket, within: float) -> bool:
+    """True when the server closes ``s`` (EOF or reset) within ``within`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            data = await asyncio.wait_for(loop.sock_recv(s, 65536), max(0.01, deadline - time.monotonic()))
+        except TimeoutError:
+            return False
+        except OSError:
+            return True
+        if not data:
+            return True
+    return False
+
+
+async def _tool_call(http: httpx.AsyncClient, url: str) -> None:
+    sid = await open_session(http, url, V)
+    body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}
+    r = await http.post(url, json=body, headers=handshake_headers(sid, V))
+    assert r.status_code == 200, r.text
+    assert "hi" in r.text
+
+
+# ------------------------------------------------------------------------------------------- item 5
+
+
+async def test_issue12_item5_header_timeout_closes_half_open_connections() -> None:
+    """A connection that sends part of a request head and stalls is closed after ``header_timeout``; an idle
+    connection that sends nothing at all too; a client that completes its request in time is served."""
+    async with served(header_timeout=0.5) as (base, userver):
+        port = int(base.rsplit(":", 1)[1])
+        partial = await _half_open(port)
+        silent = await _half_open(port, b"")
+        try:
+            assert await _closed_by_peer(partial, 3.0), "a stalled request head was never closed"
+            assert await _closed_by_peer(silent, 1.0), "a silent connection was never closed"
+            assert userver.mcpkit_guard.closed_slow >= 2
+            async with httpx.AsyncClient() as http:
+                await _tool_call(http, base + "/mcp")
+        finally:
+            partial.close()
+            silent.close()
+
+
+async def test_issue12_item5_header_timeout_also_after_keep_alive() -> None:
+    """After a response, a kept-alive connection that starts the next head and stalls is closed too (uvicorn's
+    keep-alive timer stops at the first byte of the next request)."""
+    async with served(header_timeout=0.5, timeout_keep_alive=60) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        s = await _half_open(port, b"")
+        loop = asyncio.get_running_loop()
+        try:
+            await loop.sock_sendall(s, b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n")
+            first = await asyncio.wait_for(loop.sock_recv(s, 65536), 5)
+            assert first.startswith(b"HTTP/1.1 400")  # (no session id) but kept alive
+            await loop.sock_sendall(s, b"GET /mcp HTTP/1.1\r\nHost: 127")
+            assert await _closed_by_peer(s, 3.0)
+        finally:
+            s.close()
+
+
+async def test_issue12_item5_max_header_bytes_closes_the_connection() -> None:
+    """A request head that keeps growing past ``max_header_bytes`` (no final CRLF) closes the connection."""
+    async with served(max_header_bytes=8192, header_timeout=30) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        s = await _half_open(port)
+        loop = asyncio.get_running_loop()
+        try:
+            with contextlib.suppress(OSError):
+                for _ in range(3):  # 12 KB: under h11's own 16 KiB default, over the 8 KiB asked for
+                    await loop.sock_sendall(s, b"X-Pad: " + b"a" * 4000 + b"\r\n")
+            assert await _closed_by_peer(s, 3.0), "an endless request head was accepted"
+        finally:
+            s.close()
+
+
+async def test_issue12_item5_max_connections_evicts_the_oldest_waiting_connection() -> None:
+    """Past ``max_connections`` the connection waiting longest for a request head is closed, so the number of
+    open connections stays bounded and a fresh client still gets in."""
+    async with served(max_connections=20, header_timeout=60) as (base, userver):
+        port = int(base.rsplit(":", 1)[1])
+        socks = [await _half_open(port) for _ in range(60)]
+        try:
+            await asyncio.sleep(0.2)
+            guard = userver.mcpkit_guard
+            assert guard.connections <= 20
+            assert guard.evicted >= 40
+            closed = [await _closed_by_peer(s, 0.05) for s in socks[:40]]
+            assert all(closed), "the oldest half-open connections should have been closed"
+            async with httpx.AsyncClient() as http:
+                await _tool_call(http, base + "/mcp")
+        finally:
+            for s in socks:
+                s.close()
+
+
+async def test_issue12_item5_uvicorn_limits_have_defaults() -> None:
+    """``build_server`` sets uvicorn's limit_concurrency, timeout_keep_alive and h11 head size (all overridable)."""
+    userver = build_server(make_server(), "http", "127.0.0.1", 0)
+    assert userver.config.limit_concurrency == 1100
+    assert userver.config.timeout_keep_alive == 5
+    assert userver.config.h11_max_incomplete_event_size == 64 * 1024
+    custom = build_server(make_server(), "http", "127.0.0.1", 0, limit_concurrency=50, timeout_keep_alive=2)
+    assert custom.config.limit_concurrency == 50
+    assert custom.config.timeout_keep_alive == 2
+
+
+async def test_issue12_item5_legacy_sse_has_a_session_cap() -> None:
+    """``create_app(max_sessions=N)`` caps legacy /sse streams too (503 beyond), like /mcp."""
+    async with served(max_sessions=3, max_sessions_per_client=100) as (base, _), httpx.AsyncClient() as http:
+        streams = []
+        try:
+            for _ in range(3):
+                cm = http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"})
+                r = await cm.__aenter__()
+                streams.append(cm)
+                assert r.status_code == 200
+            r = await http.get(base + "/sse", headers={"accept": "text/event-stream"})
+            assert r.status_code == 503
+            assert "max_sessions" in r.text
+        finally:
+            for cm in streams:
+                await cm.__aexit__(None, None, None)
+
+
+# ------------------------------------------------------------------------------------------- item 6
+
+
+async def _initialize(http: httpx.AsyncClient, url: str) -> httpx.Response:
+    return await http.post(url, json=initialize_body(V), headers=handshake_headers())
+
+
+async def test_issue12_item6_session_flood_does_not_lock_out_a_fresh_client() -> None:
+    """Filling the session table with abandoned ``initialize`` sessions evicts the least recently used idle ones:
+    the table stays at ``max_sessions`` and a fresh client initializes and calls a tool (no 503)."""
+    async with served(max_sessions=50) as (base, userver), httpx.AsyncClient() as http:
+        url = base + "/mcp"
+        for _ in range(12):
+            statuses = await asyncio.gather(*(_initialize(http, url) for _i in range(25)))
+            assert {r.status_code for r in statuses} == {200}
+        endpoint = userver.config.app.streamable
+        assert endpoint.session_count <= 50
+        await _tool_call(http, url)
+
+
+async def test_issue12_item6_per_client_quota_protects_other_clients() -> None:
+    """One remote address holding many sessions only ever replaces its own: another client's idle session
+    survives the flood, and a client whose sessions are all busy gets 429 naming the option."""
+    async with served(max_sessions=10, max_sessions_per_client=3) as (base, userver):
+        url = base + "/mcp"
+        attacker_transport = httpx.AsyncHTTPTransport(local_address="127.0.0.3")
+        async with httpx.AsyncClient() as victim, httpx.AsyncClient(transport=attacker_transport) as attacker:
+            victim_sid = await open_session(victim, url, V)
+            for _ in range(40):
+                assert (await _initialize(attacker, url)).status_code == 200
+            endpoint = userver.config.app.streamable
+            assert endpoint.session_count <= 4  # the victim's one plus the attacker's quota
+            body = {"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+            r = await victim.post(url, json=body, headers=handshake_headers(victim_sid, V))
+            assert r.status_code == 200, "the victim's session was evicted by another client's flood"
+            # every one of the attacker's sessions busy (a GET stream open on each): the quota refuses
+            busy = [await open_session(attacker, url, V) for _ in range(3)]
+            streams = []
+            try:
+                for sid in busy:
+                    cm = attacker.stream(
+                        "GET", url, headers={**handshake_headers(sid, V), "accept": "text/event-stream"}
+                    )
+                    resp = await cm.__aenter__()
+                    assert resp.status_code == 200
+                    streams.append(cm)
+                r = await _initialize(attacker, url)
+                assert r.status_code == 429
+                assert "max_sessions_per_client=3" in r.text
+            finally:
+                for cm in streams:
+                    await cm.__aexit__(None, None, None)
+
+
+_ = ACCEPT_BOTH, pytest
