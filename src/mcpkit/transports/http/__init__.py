@@ -62,21 +62,24 @@ def build_server(
 
     Connection limits (see :mod:`.limits`; each is an option here, of :func:`serve`, ``Server.run`` and
     ``mcpkit run``): ``header_timeout`` (10 s: a connection without a complete request head is closed),
-    ``max_header_bytes`` (64 KiB: a longer request head closes the connection), ``max_connections`` (1024: beyond
-    it the connection waiting longest for a request head is closed to make room), uvicorn's ``limit_concurrency``
-    (1100: 503 beyond) and ``timeout_keep_alive`` (5 s). ``None`` for one of the guard's options turns the guard
-    off (uvicorn's own behaviour)."""
+    ``max_header_bytes`` (64 KiB: a longer request head closes the connection), ``max_connections`` (1024, or the
+    open-file limit minus 100 when lower: beyond it the connection waiting longest for a request head is closed to
+    make room), uvicorn's ``limit_concurrency``
+    (1100: 503 beyond) and ``timeout_keep_alive`` (5 s). ``header_timeout=None`` turns the guard off (uvicorn's own
+    behaviour for slow heads and connection counts)."""
     import uvicorn
 
     from .app import create_app
     from .limits import (
+        ACCEPT_BURST,
+        DEFAULT_BACKLOG,
         DEFAULT_HEADER_TIMEOUT,
         DEFAULT_LIMIT_CONCURRENCY,
-        DEFAULT_MAX_CONNECTIONS,
         DEFAULT_MAX_HEADER_BYTES,
         DEFAULT_TIMEOUT_KEEP_ALIVE,
         ConnectionGuard,
         guarded_protocol,
+        relisten,
         resolve_protocol,
     )
     from .security import default_policy
@@ -94,20 +97,29 @@ def build_server(
     uv.setdefault("limit_concurrency", DEFAULT_LIMIT_CONCURRENCY)
     uv.setdefault("timeout_keep_alive", DEFAULT_TIMEOUT_KEEP_ALIVE)
     header_timeout = guard_options.get("header_timeout", DEFAULT_HEADER_TIMEOUT)
-    max_connections = guard_options.get("max_connections", DEFAULT_MAX_CONNECTIONS)
-    max_header_bytes = guard_options.get("max_header_bytes", DEFAULT_MAX_HEADER_BYTES)
-    if max_header_bytes is not None:
-        uv.setdefault("h11_max_incomplete_event_size", max_header_bytes)
+    max_connections = guard_options.get("max_connections")  # None: the default (open-file limit aware)
+    max_header_bytes = guard_options.get("max_header_bytes") or DEFAULT_MAX_HEADER_BYTES
+    uv.setdefault("h11_max_incomplete_event_size", max_header_bytes)
     guard: ConnectionGuard | None = None
-    if header_timeout is not None and max_connections is not None and max_header_bytes is not None:
+    if header_timeout is not None:
         base = resolve_protocol(uv.get("http", "auto"))
         if base is not None:
             guard = ConnectionGuard(
                 header_timeout=header_timeout, max_connections=max_connections, max_header_bytes=max_header_bytes
             )
             uv["http"] = guarded_protocol(base, guard)
+            backlog = uv.get("backlog") or DEFAULT_BACKLOG
+            uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", **app.uvicorn_options(), **uv)
-    userver = uvicorn.Server(config)
+    if guard is None:
+        return uvicorn.Server(config)
+
+    class GuardedServer(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            relisten(getattr(self, "servers", ()), backlog)
+
+    userver = GuardedServer(config)
     userver.mcpkit_guard = guard  # type: ignore[attr-defined]  # (diagnostics and tests)
     return userver
 

@@ -11,7 +11,8 @@ clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol cla
   connecting, or of its previous response ending (keep-alive), is closed;
 * ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
   gets it as ``h11_max_incomplete_event_size`` and answers 400);
-* ``max_connections``: when a new connection would exceed this many, the connection that has been waiting longest
+* ``max_connections`` (1024, or the open-file limit minus 100 when lower; see :func:`default_max_connections`):
+  when a new connection would exceed this many, the connection that has been waiting longest
   for a request head (half-open or idle keep-alive) is closed to make room, so a fresh client always gets in;
   when every connection is busy serving a request, the new connection is closed instead.
 
@@ -23,7 +24,9 @@ response ends). Expiry runs on one timer per server, not one per connection.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
 import time
 from typing import Any
 
@@ -34,6 +37,25 @@ DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_LIMIT_CONCURRENCY = 1100  # above max_connections: a connection being replaced still counts for a moment
 DEFAULT_TIMEOUT_KEEP_ALIVE = 5.0
+DEFAULT_BACKLOG = 2048  # the kernel's queue of connections not yet accepted (uvicorn's default)
+ACCEPT_BURST = 32  # connections asyncio accepts per event-loop turn (see relisten)
+FD_RESERVE = 200  # descriptors kept free beyond max_connections (accept bursts in flight, stores, logs)
+
+
+def default_max_connections() -> int:
+    """``DEFAULT_MAX_CONNECTIONS``, or fewer when the process may not open that many files: its soft
+    ``RLIMIT_NOFILE`` minus ``FD_RESERVE`` descriptors kept for connections accepted but not yet counted and for
+    everything else (listening sockets, stores, logs). An ``accept()`` that fails with EMFILE makes asyncio stop
+    accepting for a whole second, which is what a flood must never achieve."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return DEFAULT_MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return DEFAULT_MAX_CONNECTIONS
+    return max(16, min(DEFAULT_MAX_CONNECTIONS, soft - FD_RESERVE))
 
 
 class ConnectionGuard:
@@ -43,13 +65,13 @@ class ConnectionGuard:
         self,
         *,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
-        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_connections: int | None = None,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
     ) -> None:
-        if header_timeout <= 0 or max_connections < 1 or max_header_bytes < 1024:
+        if header_timeout <= 0 or (max_connections is not None and max_connections < 1) or max_header_bytes < 1024:
             raise ValueError("header_timeout > 0, max_connections >= 1 and max_header_bytes >= 1024 are required")
         self.header_timeout = header_timeout
-        self.max_connections = max_connections
+        self.max_connections = max_connections = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
         self.connections = 0
         # protocol -> monotonic time since which it waits for a request head (insertion order = oldest first)
@@ -154,6 +176,25 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded
+
+
+def relisten(servers: Any, backlog: int) -> None:
+    """Give the listening sockets of started asyncio ``servers`` a kernel queue of ``backlog`` connections.
+
+    asyncio accepts as many connections per event-loop turn as the ``backlog`` it was given, before any of them
+    reaches the guard. The server is therefore created with a small ``ACCEPT_BURST`` (so the guard sees and evicts
+    between bursts and descriptors never run out) and the kernel queue is then set to ``backlog`` here with a
+    second ``listen()`` on a duplicate of each socket (Linux and the BSDs allow changing it on a listening socket)."""
+    import socket
+
+    for server in servers:
+        for sock in server.sockets:
+            with contextlib.suppress(OSError):
+                dup = socket.socket(sock.family, sock.type, sock.proto, fileno=os.dup(sock.fileno()))
+                try:
+                    dup.listen(backlog)
+                finally:
+                    dup.close()
 
 
 def resolve_protocol(http: Any) -> type[asyncio.Protocol] | None:
