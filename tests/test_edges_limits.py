@@ -232,4 +232,47 @@ async def test_issue12_item6_per_client_quota_protects_other_clients() -> None:
                     await cm.__aexit__(None, None, None)
 
 
+# ------------------------------------------------------------------------------------------- item 7
+
+
+def _rpc(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+async def test_issue12_item7_subscription_uri_size_is_capped() -> None:
+    """60 subscriptions with 1 MB URIs are refused (-32602 naming max_subscription_uri) and nothing is kept; the
+    session goes on (a normal subscription still works, the count cap names max_subscriptions)."""
+    async with served() as (base, userver), httpx.AsyncClient(timeout=30) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        headers = handshake_headers(sid, V)
+        huge = "file:///" + "a" * (1024 * 1024)
+        for i in range(60):
+            r = await http.post(url, json=_rpc(10 + i, "resources/subscribe", {"uri": huge + str(i)}), headers=headers)
+            error = r.json()["error"]
+            assert error["code"] == -32602 and "max_subscription_uri" in error["message"]
+        endpoint = userver.config.app.streamable
+        (session,) = [hs.session for hs in endpoint._sessions.values()]
+        assert session.subscriptions == set()
+        r = await http.post(url, json=_rpc(99, "resources/subscribe", {"uri": "file:///ok"}), headers=headers)
+        assert r.json()["result"] == {}
+        session.server.max_subscriptions = 1
+        r = await http.post(url, json=_rpc(100, "resources/subscribe", {"uri": "file:///two"}), headers=headers)
+        assert "max_subscriptions=1" in r.json()["error"]["message"]
+        assert session.subscriptions == {"file:///ok"}
+
+
+async def test_issue12_item7_initialize_client_metadata_is_capped() -> None:
+    """A session keeps its client's capabilities and clientInfo for life: 3 MB of them are refused (-32602 naming
+    max_client_metadata, no session created) and a normal initialize still works."""
+    async with served() as (base, userver), httpx.AsyncClient(timeout=30) as http:
+        url = base + "/mcp"
+        fat = initialize_body(V, caps={"experimental": {f"k{i}": {"v": "x" * 30} for i in range(80_000)}})
+        r = await http.post(url, json=fat, headers=handshake_headers())
+        assert r.json()["error"]["code"] == -32602
+        assert "max_client_metadata" in r.json()["error"]["message"]
+        assert userver.config.app.streamable.session_count == 0
+        await _tool_call(http, url)
+
+
 _ = ACCEPT_BOTH, pytest
