@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from mcpkit.transports.http import build_server
@@ -176,6 +177,24 @@ async def test_issue12_item5_legacy_sse_has_a_session_cap() -> None:
         finally:
             for cm in streams:
                 await cm.__aexit__(None, None, None)
+
+
+async def test_issue12_item5_websockets_count_against_max_connections() -> None:
+    """An upgraded WebSocket connection is counted (not evictable: it is not waiting for a head) until it ends."""
+    from websockets.asyncio.client import connect
+
+    async with served(max_connections=50) as (base, userver):
+        guard = userver.mcpkit_guard
+        url = base.replace("http://", "ws://") + "/ws"
+        async with connect(url, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
+            await ws.send(orjson.dumps(initialize_body(V)).decode())
+            assert "protocolVersion" in str(await asyncio.wait_for(ws.recv(), 5))
+            assert guard.connections == 1 and not guard.waiting
+        for _ in range(100):
+            if guard.connections == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert guard.connections == 0
 
 
 # ------------------------------------------------------------------------------------------- item 6

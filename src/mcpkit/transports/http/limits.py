@@ -138,6 +138,18 @@ def _close(proto: Any) -> None:
         transport.close()
 
 
+def _count_until_lost(successor: Any, proto: Any, guard: ConnectionGuard) -> None:
+    """Keep counting a connection another protocol took over (WebSocket upgrade) until that protocol loses it."""
+    lost = successor.connection_lost
+
+    def connection_lost(exc: Exception | None) -> None:
+        guard.lost(proto)
+        successor.connection_lost = lost
+        lost(exc)
+
+    successor.connection_lost = connection_lost
+
+
 def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> type[asyncio.Protocol]:
     """A subclass of uvicorn's HTTP/1.1 protocol class ``base`` whose connections ``guard`` watches."""
     limit = guard.max_header_bytes
@@ -158,8 +170,13 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
             super().data_received(data)
             if self in guard.waiting:
                 cycle = self.cycle
-                if (cycle is not None and not cycle.response_complete) or self.transport.get_protocol() is not self:
-                    del guard.waiting[self]  # a request head arrived (or the connection became a WebSocket)
+                if cycle is not None and not cycle.response_complete:
+                    del guard.waiting[self]  # a request head arrived
+                    return
+                successor = self.transport.get_protocol()
+                if successor is not self:  # the connection became a WebSocket: count it until it ends
+                    del guard.waiting[self]
+                    _count_until_lost(successor, self, guard)
                     return
                 self._mcpkit_head += len(data)
                 if self._mcpkit_head > limit and not self.transport.is_closing():

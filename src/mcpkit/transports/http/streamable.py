@@ -1033,8 +1033,10 @@ class StreamableHTTPEndpoint:
             return None
         if sid in self._sessions:
             return self._sessions[sid]
-        if len(self._sessions) >= self.max_sessions:
-            return None
+        if len(self._sessions) >= self.max_sessions and await self._make_room(None) is not None:
+            return None  # every session here is busy
+        if sid in self._sessions:  # (restored meanwhile by a concurrent request)
+            return self._sessions[sid]
         hs = _HTTPSession(sid)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
         session.version = state["version"]
