@@ -251,6 +251,28 @@ async def test_issue12_item6_per_client_quota_protects_other_clients() -> None:
                     await cm.__aexit__(None, None, None)
 
 
+async def test_issue12_item6_legacy_sse_per_client_quota() -> None:
+    """Legacy /sse: one address holds at most ``max_sessions_per_client`` streams (429 naming the option); another
+    address still gets in."""
+    async with served(max_sessions_per_client=2) as (base, _):
+        other = httpx.AsyncHTTPTransport(local_address="127.0.0.3")
+        async with httpx.AsyncClient() as http, httpx.AsyncClient(transport=other) as http2:
+            streams = []
+            try:
+                for _ in range(2):
+                    cm = http.stream("GET", base + "/sse", headers={"accept": "text/event-stream"})
+                    assert (await cm.__aenter__()).status_code == 200
+                    streams.append(cm)
+                r = await http.get(base + "/sse", headers={"accept": "text/event-stream"})
+                assert r.status_code == 429 and "max_sessions_per_client=2" in r.text
+                cm = http2.stream("GET", base + "/sse", headers={"accept": "text/event-stream"})
+                assert (await cm.__aenter__()).status_code == 200
+                streams.append(cm)
+            finally:
+                for cm in streams:
+                    await cm.__aexit__(None, None, None)
+
+
 # ------------------------------------------------------------------------------------------- item 7
 
 
