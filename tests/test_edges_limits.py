@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from mcpkit.transports.http import build_server
-from test_http_support import ACCEPT_BOTH, handshake_headers, initialize_body, make_server, open_session
+from test_http_support import handshake_headers, initialize_body, make_server, open_session
 
 V = "2025-11-25"
 
@@ -204,17 +204,24 @@ async def _initialize(http: httpx.AsyncClient, url: str) -> httpx.Response:
     return await http.post(url, json=initialize_body(V), headers=handshake_headers())
 
 
+@pytest.mark.req("A014")
 async def test_issue12_item6_session_flood_does_not_lock_out_a_fresh_client() -> None:
     """Filling the session table with abandoned ``initialize`` sessions evicts the least recently used idle ones:
-    the table stays at ``max_sessions`` and a fresh client initializes and calls a tool (no 503)."""
+    the table stays at ``max_sessions`` and a fresh client initializes and calls a tool (no 503). An evicted
+    session was terminated by the server: it answers 404, so its client knows to initialize again."""
     async with served(max_sessions=50) as (base, userver), httpx.AsyncClient() as http:
         url = base + "/mcp"
+        first = await open_session(http, url, V)
         for _ in range(12):
             statuses = await asyncio.gather(*(_initialize(http, url) for _i in range(25)))
             assert {r.status_code for r in statuses} == {200}
         endpoint = userver.config.app.streamable
         assert endpoint.session_count <= 50
         await _tool_call(http, url)
+        r = await http.post(
+            url, json={"jsonrpc": "2.0", "id": 3, "method": "ping"}, headers=handshake_headers(first, V)
+        )
+        assert r.status_code == 404
 
 
 async def test_issue12_item6_per_client_quota_protects_other_clients() -> None:
@@ -314,6 +321,3 @@ async def test_issue12_item7_initialize_client_metadata_is_capped() -> None:
         assert "max_client_metadata" in r.json()["error"]["message"]
         assert userver.config.app.streamable.session_count == 0
         await _tool_call(http, url)
-
-
-_ = ACCEPT_BOTH, pytest
