@@ -9,16 +9,19 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import subprocess
+import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 import orjson
 import pytest
 
+from core_helpers import CORE_SERVER
 from mcpkit.transports.http import build_server
-from test_http_support import handshake_headers, initialize_body, make_server, open_session
+from test_http_support import handshake_headers, initialize_body, make_server, open_session, running
 
 V = "2025-11-25"
 
@@ -197,6 +200,41 @@ async def test_issue12_item5_websockets_count_against_max_connections() -> None:
         assert guard.connections == 0
 
 
+async def test_issue12_item5_mcpkit_run_exposes_the_connection_limits(free_port: Callable[[], int]) -> None:
+    """``mcpkit run -t http --header-timeout S --max-connections N ...`` reaches the server: a stalled request
+    head is closed after S seconds, and a fresh client still initializes and calls a tool."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(CORE_SERVER), "-t", "http", "--port", str(port)]
+    cmd += ["--header-timeout", "0.5", "--max-connections", "40", "--limit-concurrency", "60"]
+    cmd += ["--timeout-keep-alive", "2", "--max-header-bytes", "8192", "--max-sessions", "5"]
+    cmd += ["--max-sessions-per-client", "5"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        async with httpx.AsyncClient() as http:
+            for _ in range(200):
+                assert proc.poll() is None, proc.stderr.read() if proc.stderr else b""
+                with contextlib.suppress(httpx.HTTPError):
+                    await http.get(base + "/mcp")
+                    break
+                await asyncio.sleep(0.05)
+            s = await _half_open(port)
+            try:
+                started = time.monotonic()
+                assert await _closed_by_peer(s, 5.0)
+                assert time.monotonic() - started < 3.0
+            finally:
+                s.close()
+            await _tool_call(http, base + "/mcp")
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
 # ------------------------------------------------------------------------------------------- item 6
 
 
@@ -256,6 +294,35 @@ async def test_issue12_item6_per_client_quota_protects_other_clients() -> None:
             finally:
                 for cm in streams:
                     await cm.__aexit__(None, None, None)
+
+
+async def test_issue12_item6_quota_is_per_principal_when_authenticated() -> None:
+    """Behind bearer auth the quota counts sessions per principal, not per address: alice (same address as bob)
+    flooding ``initialize`` only ever replaces her own sessions; bob's stays."""
+    from mcpkit.auth import protect
+    from mcpkit.auth.verifiers import AccessToken, StaticTokenVerifier
+
+    resource = "http://127.0.0.1/mcp"
+    verifier = StaticTokenVerifier(
+        {
+            tok: AccessToken(tok, client_id="c", subject=who, audience=(resource,))
+            for tok, who in (("tok-alice", "alice"), ("tok-bob", "bob"))
+        }
+    )
+
+    def wrap(app: Any) -> Any:
+        return protect(app, resource=resource, verifier=verifier, check_audience=False)
+
+    async with running(make_server(), wrap=wrap, max_sessions_per_client=2) as (base, app):
+        url = base + "/mcp"
+        async with httpx.AsyncClient(headers={"authorization": "Bearer tok-bob"}) as bob:
+            bob_sid = await open_session(bob, url, V)
+            async with httpx.AsyncClient(headers={"authorization": "Bearer tok-alice"}) as alice:
+                for _ in range(10):
+                    assert (await _initialize(alice, url)).status_code == 200
+            assert app.streamable.session_count == 3  # alice's quota of 2, plus bob's
+            r = await bob.post(url, json=_rpc(4, "ping", {}), headers=handshake_headers(bob_sid, V))
+            assert r.status_code == 200
 
 
 async def test_issue12_item6_legacy_sse_per_client_quota() -> None:
