@@ -153,6 +153,44 @@ async def test_issue12_item5_max_connections_evicts_the_oldest_waiting_connectio
                 s.close()
 
 
+_SLOW_BODY = (
+    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    b'Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{"jsonrpc"'
+)
+
+
+async def test_issue12_item5_body_timeout_closes_a_trickled_body() -> None:
+    """A request whose head arrived but whose body stalls is closed after ``body_timeout`` (slowloris on the
+    body); a request whose body comes in time is served."""
+    async with served(body_timeout=0.5, header_timeout=30) as (base, userver):
+        port = int(base.rsplit(":", 1)[1])
+        s = await _half_open(port, _SLOW_BODY)
+        try:
+            assert await _closed_by_peer(s, 3.0), "a stalled request body was never closed"
+            assert userver.mcpkit_guard.closed_slow == 1
+            async with httpx.AsyncClient() as http:
+                await _tool_call(http, base + "/mcp")
+        finally:
+            s.close()
+
+
+async def test_issue12_item5_slow_bodies_cannot_fill_max_connections() -> None:
+    """Connections that all sent a head and trickle a body are evicted (oldest first) when a fresh client needs
+    room: a server full of slow uploads still lets it in."""
+    async with served(max_connections=20, header_timeout=60, body_timeout=60) as (base, userver):
+        port = int(base.rsplit(":", 1)[1])
+        socks = [await _half_open(port, _SLOW_BODY) for _ in range(20)]
+        try:
+            await asyncio.sleep(0.2)
+            assert len(userver.mcpkit_guard.receiving) == 20
+            async with httpx.AsyncClient() as http:
+                await _tool_call(http, base + "/mcp")
+            assert userver.mcpkit_guard.refused == 0
+        finally:
+            for s in socks:
+                s.close()
+
+
 async def test_issue12_item5_uvicorn_limits_have_defaults() -> None:
     """``build_server`` sets uvicorn's limit_concurrency, timeout_keep_alive and h11 head size (all overridable)."""
     userver = build_server(make_server(), "http", "127.0.0.1", 0)
@@ -207,7 +245,7 @@ async def test_issue12_item5_mcpkit_run_exposes_the_connection_limits(free_port:
     cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(CORE_SERVER), "-t", "http", "--port", str(port)]
     cmd += ["--header-timeout", "0.5", "--max-connections", "40", "--limit-concurrency", "60"]
     cmd += ["--timeout-keep-alive", "2", "--max-header-bytes", "8192", "--max-sessions", "5"]
-    cmd += ["--max-sessions-per-client", "5"]
+    cmd += ["--max-sessions-per-client", "5", "--body-timeout", "20"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         base = f"http://127.0.0.1:{port}"

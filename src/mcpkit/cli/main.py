@@ -123,6 +123,7 @@ def cli() -> None:
 @click.option("--max-sessions-per-client", type=int, default=None, help="HTTP: sessions per principal/address [100].")
 @click.option("--max-connections", type=int, default=None, help="HTTP: open connections at most [1024].")
 @click.option("--header-timeout", type=float, default=None, help="HTTP: seconds to send a request head [10].")
+@click.option("--body-timeout", type=float, default=None, help="HTTP: seconds to send a request body [30].")
 @click.option("--max-header-bytes", type=int, default=None, help="HTTP: largest request head in bytes [65536].")
 @click.option("--limit-concurrency", type=int, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
 @click.option("--timeout-keep-alive", type=float, default=None, help="HTTP: idle keep-alive seconds [5].")

@@ -43,7 +43,7 @@ _UVICORN_KEYS = frozenset(
         "h11_max_incomplete_event_size",
     )
 )
-_GUARD_KEYS = frozenset(("header_timeout", "max_connections", "max_header_bytes"))
+_GUARD_KEYS = frozenset(("header_timeout", "body_timeout", "max_connections", "max_header_bytes"))
 
 
 def __getattr__(name: str) -> Any:
@@ -62,17 +62,19 @@ def build_server(
 
     Connection limits (see :mod:`.limits`; each is an option here, of :func:`serve`, ``Server.run`` and
     ``mcpkit run``): ``header_timeout`` (10 s: a connection without a complete request head is closed),
-    ``max_header_bytes`` (64 KiB: a longer request head closes the connection), ``max_connections`` (1024, or the
-    open-file limit minus 100 when lower: beyond it the connection waiting longest for a request head is closed to
-    make room), uvicorn's ``limit_concurrency``
-    (1100: 503 beyond) and ``timeout_keep_alive`` (5 s). ``header_timeout=None`` turns the guard off (uvicorn's own
-    behaviour for slow heads and connection counts)."""
+    ``body_timeout`` (30 s: a request body not whole by then closes the connection), ``max_header_bytes`` (64 KiB:
+    a longer request head closes the connection), ``max_connections`` (1024, or the open-file limit minus 200 when
+    lower: beyond it the connection waiting longest for a request head is closed to make room), ``backlog`` (2048:
+    the kernel's queue of connections not yet accepted), uvicorn's ``limit_concurrency`` (1100: 503 beyond) and
+    ``timeout_keep_alive`` (5 s). ``header_timeout=None`` turns the guard off (uvicorn's own behaviour for slow
+    clients and connection counts)."""
     import uvicorn
 
     from .app import create_app
     from .limits import (
         ACCEPT_BURST,
         DEFAULT_BACKLOG,
+        DEFAULT_BODY_TIMEOUT,
         DEFAULT_HEADER_TIMEOUT,
         DEFAULT_LIMIT_CONCURRENCY,
         DEFAULT_MAX_HEADER_BYTES,
@@ -105,7 +107,10 @@ def build_server(
         base = resolve_protocol(uv.get("http", "auto"))
         if base is not None:
             guard = ConnectionGuard(
-                header_timeout=header_timeout, max_connections=max_connections, max_header_bytes=max_header_bytes
+                header_timeout=header_timeout,
+                body_timeout=guard_options.get("body_timeout") or DEFAULT_BODY_TIMEOUT,
+                max_connections=max_connections,
+                max_header_bytes=max_header_bytes,
             )
             uv["http"] = guarded_protocol(base, guard)
             backlog = uv.get("backlog") or DEFAULT_BACKLOG

@@ -9,16 +9,20 @@ clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol cla
 
 * ``header_timeout``: a connection that has not sent a complete request head within this many seconds of
   connecting, or of its previous response ending (keep-alive), is closed;
+* ``body_timeout``: a request whose body has not arrived whole within this many seconds of its head is closed
+  (a request body is at most ``max_body``, 4 MiB by default: 30 s allows ~140 KB/s);
 * ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
   gets it as ``h11_max_incomplete_event_size`` and answers 400);
-* ``max_connections`` (1024, or the open-file limit minus 100 when lower; see :func:`default_max_connections`):
-  when a new connection would exceed this many, the connection that has been waiting longest
-  for a request head (half-open or idle keep-alive) is closed to make room, so a fresh client always gets in;
-  when every connection is busy serving a request, the new connection is closed instead.
+* ``max_connections`` (1024, or the open-file limit minus 200 when lower; see :func:`default_max_connections`):
+  when a new connection would exceed this many, the connection that has been waiting longest for a request head
+  (half-open or idle keep-alive), else the one that has been sending its request body longest, is closed to make
+  room, so a fresh client always gets in; when every connection is busy serving a request, the new connection is
+  closed instead. A connection upgraded to WebSocket counts until it ends (never evicted).
 
-The guard adds no work per message: an integer compare per received chunk while a head is pending, and two dict
-operations per request (the connection leaves the waiting set when its head is complete and rejoins it when the
-response ends). Expiry runs on one timer per server, not one per connection.
+The guard adds no work per message: an integer test per received chunk while the connection is being served, and
+two dict operations per request (the connection leaves the waiting set when its head is complete and rejoins it
+when the response ends; a body that did not come with its head adds two more). Expiry runs on one timer per
+server, not one per connection.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 logger = logging.getLogger("mcpkit.http")
 
 DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_LIMIT_CONCURRENCY = 1100  # above max_connections: a connection being replaced still counts for a moment
@@ -59,25 +64,33 @@ def default_max_connections() -> int:
 
 
 class ConnectionGuard:
-    """The connections of one server that wait for a request head, oldest first (see the module docstring)."""
+    """The connections of one server that wait for a request head or a request body, oldest first (see the module
+    docstring)."""
 
     def __init__(
         self,
         *,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
         max_connections: int | None = None,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
     ) -> None:
-        if header_timeout <= 0 or (max_connections is not None and max_connections < 1) or max_header_bytes < 1024:
-            raise ValueError("header_timeout > 0, max_connections >= 1 and max_header_bytes >= 1024 are required")
+        if header_timeout <= 0 or body_timeout <= 0 or max_header_bytes < 1024:
+            raise ValueError("header_timeout > 0, body_timeout > 0 and max_header_bytes >= 1024 are required")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
         self.header_timeout = header_timeout
-        self.max_connections = max_connections = max_connections or default_max_connections()
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
         self.connections = 0
         # protocol -> monotonic time since which it waits for a request head (insertion order = oldest first)
         self.waiting: dict[Any, float] = {}
+        # protocol -> monotonic time its request head arrived, while the rest of its body has not
+        self.receiving: dict[Any, float] = {}
         self._timer: asyncio.TimerHandle | None = None
-        self.closed_slow = 0  # connections closed by header_timeout (diagnostics and tests)
+        self._timer_at = 0.0
+        self.closed_slow = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
         self.closed_large = 0  # connections closed by max_header_bytes
         self.evicted = 0  # waiting connections closed to make room (max_connections)
         self.refused = 0  # new connections closed because every connection was busy
@@ -86,7 +99,8 @@ class ConnectionGuard:
         """Count a new connection; False when it must be closed (the server is full of busy connections)."""
         self.connections += 1
         if self.connections > self.max_connections:
-            victim = next(iter(self.waiting), None)
+            table = self.waiting or self.receiving  # idle or half-sent heads first, then half-sent bodies
+            victim = next(iter(table), None)
             if victim is None:
                 self.refused += 1
                 logger.warning(
@@ -95,7 +109,8 @@ class ConnectionGuard:
                 )
                 return False
             self.evicted += 1
-            self.waiting.pop(victim)
+            del table[victim]
+            victim._mcpkit_state = 0
             _close(victim)
         self.wait(proto)
         return True
@@ -103,33 +118,62 @@ class ConnectionGuard:
     def lost(self, proto: Any) -> None:
         """A connection ended."""
         self.connections -= 1
-        self.waiting.pop(proto, None)
+        if proto._mcpkit_state:
+            proto._mcpkit_state = 0
+            self.waiting.pop(proto, None)
+            self.receiving.pop(proto, None)
 
     def wait(self, proto: Any) -> None:
         """``proto`` now waits for a request head (new connection, or its response ended)."""
+        if proto._mcpkit_state == 2:
+            self.receiving.pop(proto, None)
+        proto._mcpkit_state = 1
         proto._mcpkit_head = 0
         self.waiting.pop(proto, None)
-        self.waiting[proto] = time.monotonic()
-        if self._timer is None:
-            self._arm(asyncio.get_running_loop())
+        now = time.monotonic()
+        self.waiting[proto] = now
+        self._ensure_timer(now + self.header_timeout)
 
-    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
-        since = next(iter(self.waiting.values()), None)
-        self._timer = None if since is None else loop.call_at(since + self.header_timeout + 0.01, self._expire)
+    def head_done(self, proto: Any, body_pending: bool) -> None:
+        """``proto``'s request head arrived; ``body_pending``: the rest of its body has not."""
+        del self.waiting[proto]
+        if body_pending:
+            proto._mcpkit_state = 2
+            now = time.monotonic()
+            self.receiving[proto] = now
+            self._ensure_timer(now + self.body_timeout)
+        else:
+            proto._mcpkit_state = 0
+
+    def body_done(self, proto: Any) -> None:
+        """``proto``'s request body arrived whole."""
+        proto._mcpkit_state = 0
+        self.receiving.pop(proto, None)
+
+    def _ensure_timer(self, at: float) -> None:
+        if self._timer is None or at < self._timer_at - 0.5:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at + 0.01, self._expire)
 
     def _expire(self) -> None:
         self._timer = None
-        deadline = time.monotonic() - self.header_timeout
-        waiting = self.waiting
-        while waiting:
-            proto, since = next(iter(waiting.items()))
-            if since > deadline:
-                break
-            del waiting[proto]
-            self.closed_slow += 1
-            _close(proto)
-        if waiting:
-            self._arm(asyncio.get_running_loop())
+        now = time.monotonic()
+        next_at = None
+        for table, timeout in ((self.waiting, self.header_timeout), (self.receiving, self.body_timeout)):
+            deadline = now - timeout
+            while table:
+                proto, since = next(iter(table.items()))
+                if since > deadline:
+                    next_at = min(next_at or since + timeout, since + timeout)
+                    break
+                del table[proto]
+                proto._mcpkit_state = 0
+                self.closed_slow += 1
+                _close(proto)
+        if next_at is not None:
+            self._ensure_timer(next_at)
 
 
 def _close(proto: Any) -> None:
@@ -155,7 +199,8 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
     limit = guard.max_header_bytes
 
     class Guarded(base):  # type: ignore[valid-type,misc]
-        _mcpkit_head = 0
+        _mcpkit_state = 0  # 0: serving (not watched), 1: waiting for a request head, 2: receiving a request body
+        _mcpkit_head = 0  # bytes received while waiting for the head
 
         def connection_made(self, transport: Any) -> None:
             super().connection_made(transport)
@@ -168,20 +213,22 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
 
         def data_received(self, data: bytes) -> None:
             super().data_received(data)
-            if self in guard.waiting:
-                cycle = self.cycle
-                if cycle is not None and not cycle.response_complete:
-                    del guard.waiting[self]  # a request head arrived
-                    return
-                successor = self.transport.get_protocol()
-                if successor is not self:  # the connection became a WebSocket: count it until it ends
-                    del guard.waiting[self]
-                    _count_until_lost(successor, self, guard)
-                    return
+            state = self._mcpkit_state
+            if not state:
+                return
+            cycle = self.cycle
+            if state == 2:
+                if cycle is None or not cycle.more_body or cycle.response_complete:
+                    guard.body_done(self)
+            elif cycle is not None and not cycle.response_complete:
+                guard.head_done(self, cycle.more_body)  # a request head arrived
+            elif (successor := self.transport.get_protocol()) is not self:
+                guard.head_done(self, False)  # the connection became a WebSocket: count it until it ends
+                _count_until_lost(successor, self, guard)
+            else:
                 self._mcpkit_head += len(data)
                 if self._mcpkit_head > limit and not self.transport.is_closing():
                     guard.closed_large += 1
-                    del guard.waiting[self]
                     self.transport.close()
 
         def on_response_complete(self) -> None:
