@@ -84,8 +84,9 @@ class Server:
     """
 
     #: resource subscriptions one session may hold, and URIs one ``subscriptions/listen`` may name (set it on the
-    #: instance: ``server.max_subscriptions = n``); with ``max_subscription_uri`` it bounds what a session keeps.
-    max_subscriptions = 1000
+    #: instance: ``server.max_subscriptions = n``); with ``max_subscription_uri`` it bounds what a session keeps
+    #: (256 x 4096 characters: 1 MiB at most).
+    max_subscriptions = 256
     #: longest subscription URI in characters (-32602 beyond; ``server.max_subscription_uri = n``).
     max_subscription_uri = 4096
     #: largest ``capabilities`` + ``clientInfo`` of an ``initialize``, in bytes of JSON (-32602 beyond): a session
