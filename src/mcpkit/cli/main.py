@@ -119,6 +119,14 @@ def cli() -> None:
 @click.option("--stateless", is_flag=True, help="Streamable HTTP: no sessions in the handshake era.")
 @click.option("--json-response", is_flag=True, help="Streamable HTTP: answer with JSON instead of SSE when possible.")
 @click.option("--log-level", default="warning", show_default=True, help="Server-side logging level (to stderr).")
+@click.option("--max-sessions", type=int, default=None, help="HTTP: sessions at most, /mcp and /sse each [10000].")
+@click.option("--max-sessions-per-client", type=int, default=None, help="HTTP: sessions per principal/address [100].")
+@click.option("--max-connections", type=int, default=None, help="HTTP: open connections at most [1024].")
+@click.option("--header-timeout", type=float, default=None, help="HTTP: seconds to send a request head [10].")
+@click.option("--body-timeout", type=float, default=None, help="HTTP: seconds to send a request body [30].")
+@click.option("--max-header-bytes", type=int, default=None, help="HTTP: largest request head in bytes [65536].")
+@click.option("--limit-concurrency", type=int, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
+@click.option("--timeout-keep-alive", type=float, default=None, help="HTTP: idle keep-alive seconds [5].")
 def run(
     target: str,
     transport: str,
@@ -128,6 +136,7 @@ def run(
     stateless: bool,
     json_response: bool,
     log_level: str,
+    **limits: Any,
 ) -> None:
     """Serve the MCP server defined in TARGET (path/to/server.py[:object])."""
     import logging
@@ -149,6 +158,7 @@ def run(
         options["stateless"] = True
     if json_response:
         options["json_response"] = True
+    options.update({name: value for name, value in limits.items() if value is not None})
     try:
         server.run(transport, **options)
     except ModuleNotFoundError as exc:

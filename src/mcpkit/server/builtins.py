@@ -66,15 +66,28 @@ def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDic
     uri = params.get("uri")
     if not isinstance(uri, str) or not uri:
         raise InvalidParams("uri must be a non-empty string")
+    if len(uri) > server.max_subscription_uri:
+        raise InvalidParams(_uri_too_long(server))
     return uri
+
+
+def _uri_too_long(server: Server) -> str:
+    return (
+        f"subscription URI longer than {server.max_subscription_uri} characters "
+        "(the server's max_subscription_uri option)"
+    )
 
 
 async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     uri = _subscription_uri(server, ctx, params)
     assert ctx.session is not None
-    if len(ctx.session.subscriptions) >= 10_000:
-        raise InvalidRequest("too many subscriptions on this session")
-    ctx.session.subscriptions.add(uri)
+    subscriptions = ctx.session.subscriptions
+    if len(subscriptions) >= server.max_subscriptions and uri not in subscriptions:
+        raise InvalidRequest(
+            f"too many subscriptions on this session (max_subscriptions={server.max_subscriptions}): "
+            "unsubscribe from some first"
+        )
+    subscriptions.add(uri)
     return {}
 
 
@@ -108,8 +121,12 @@ async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -
     if uris is not None:
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
             raise InvalidParams("resourceSubscriptions must be an array of strings")
-        if len(uris) > 10_000:
-            raise InvalidParams("too many resourceSubscriptions")
+        if len(uris) > server.max_subscriptions:
+            raise InvalidParams(
+                f"too many resourceSubscriptions (max_subscriptions={server.max_subscriptions}): ask for fewer"
+            )
+        if any(len(u) > server.max_subscription_uri for u in uris):
+            raise InvalidParams(_uri_too_long(server))
         res = caps.get("resources")
         if isinstance(res, dict) and res.get("subscribe"):
             agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))

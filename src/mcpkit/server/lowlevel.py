@@ -18,6 +18,8 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import orjson
+
 from ..engine import MODERN_BATCH_REFUSAL, Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
@@ -83,6 +85,16 @@ class Server:
         request_timeout: default timeout for server→client requests (handshake era).
         listen_queue_size: bound of each ``subscriptions/listen`` stream's queue.
     """
+
+    #: resource subscriptions one session may hold, and URIs one ``subscriptions/listen`` may name (set it on the
+    #: instance: ``server.max_subscriptions = n``); with ``max_subscription_uri`` it bounds what a session keeps
+    #: (256 x 4096 characters: 1 MiB at most).
+    max_subscriptions = 256
+    #: longest subscription URI in characters (-32602 beyond; ``server.max_subscription_uri = n``).
+    max_subscription_uri = 4096
+    #: largest ``capabilities`` + ``clientInfo`` of an ``initialize``, in bytes of JSON (-32602 beyond): a session
+    #: keeps them for its whole life (``server.max_client_metadata = n``).
+    max_client_metadata = 64 * 1024
 
     def __init__(
         self,
@@ -549,6 +561,15 @@ class ServerSession:
             raise InvalidParams("initialize: clientInfo must be an object")
         if self.version is not None:
             raise InvalidRequest("already initialized")
+        try:
+            metadata_size = len(orjson.dumps((caps, info)))
+        except orjson.JSONEncodeError:  # nested deeper than orjson writes (254): no client needs that
+            metadata_size = server.max_client_metadata + 1
+        if metadata_size > server.max_client_metadata:
+            raise InvalidParams(
+                f"initialize: capabilities and clientInfo larger than {server.max_client_metadata} bytes "
+                "(the server's max_client_metadata option)"
+            )
         version = versions.negotiate_handshake(requested, server.handshake_versions)
         feats = versions.features(version)
         self.version = version

@@ -91,6 +91,7 @@ def create_app(
     session_store: SessionStore | None = None,
     session_idle_timeout: float = 1800.0,
     max_sessions: int = 10_000,
+    max_sessions_per_client: int = 100,
     allowed_origins: Iterable[str] | str | None = None,
     allowed_hosts: Iterable[str] | str | None = None,
     max_body: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -102,7 +103,8 @@ def create_app(
     **options: Any,
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
-    ``queue_size``, ``get_stream``, ``tool_headers``, peer options)."""
+    ``queue_size``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
+    ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``."""
     check = make_request_check(allowed_origins, allowed_hosts)
     streamable = StreamableHTTPEndpoint(
         server,
@@ -112,6 +114,7 @@ def create_app(
         session_store=session_store,
         session_idle_timeout=session_idle_timeout,
         max_sessions=max_sessions,
+        max_sessions_per_client=max_sessions_per_client,
         check_request=check,
         max_body=max_body,
         **options,
@@ -123,7 +126,14 @@ def create_app(
     if sse:
         from .sse import LegacySSEEndpoint
 
-        legacy = LegacySSEEndpoint(server, messages_path=messages_path, max_body=max_body, check_request=check)
+        legacy = LegacySSEEndpoint(
+            server,
+            messages_path=messages_path,
+            max_body=max_body,
+            check_request=check,
+            max_sessions=max_sessions,
+            max_sessions_per_client=max_sessions_per_client,
+        )
         routes["/" + sse_path.strip("/")] = legacy
         routes["/" + messages_path.strip("/")] = legacy
         if messages_path.strip("/") == "messages":

@@ -9,7 +9,8 @@ Mounting::
     # ASGI app (it answers the lifespan protocol), which is how the tests serve it.
 
 ``LegacySSEEndpoint(server, *, messages_path="/messages", max_body=4 MiB, queue_size=256, stall_timeout=30.0,
-keepalive=15.0, max_sessions=None, allowed_origins=None, allowed_hosts=None, check_request=None, **peer_options)``
+keepalive=15.0, max_sessions=10_000, max_sessions_per_client=100, allowed_origins=None, allowed_hosts=None,
+check_request=None, **peer_options)``
 
 Wire rules (2024-11-05 transport page, DESIGN.md section 3):
 
@@ -27,6 +28,9 @@ Wire rules (2024-11-05 transport page, DESIGN.md section 3):
   name or one of ``allowed_hosts`` (DNS-rebinding protection, 403 either way). Pass ``"*"`` to disable a check.
   The policy is :func:`.security.make_request_check`; ``check_request(scope) -> (status, reason) | None``
   replaces it (``create_app`` passes one policy to every route).
+* Bounded sessions: at most ``max_sessions`` open streams (503 beyond) and ``max_sessions_per_client`` per
+  client (429 beyond; the client is the authenticated principal, ``scope["auth"]``, else the remote address).
+  A session here IS its open stream, so none is idle enough to evict: the caps refuse instead.
 * Bounded memory: each session has a bounded queue (``queue_size`` messages). A writer that finds it full waits
   up to ``stall_timeout`` seconds for the reader, then the session is dropped (its stream ends), so a slow or
   stuck SSE reader cannot grow server memory or stall notification fan-out for everyone else.
@@ -166,10 +170,11 @@ class BoundedOutbox:
 
 
 class _SSEStream:
-    __slots__ = ("id", "outbox", "session", "task")
+    __slots__ = ("client", "id", "outbox", "session", "task")
 
-    def __init__(self, sid: str, outbox: BoundedOutbox) -> None:
+    def __init__(self, sid: str, outbox: BoundedOutbox, client: Any = None) -> None:
         self.id = sid
+        self.client = client
         self.outbox = outbox
         self.session: ServerSession | None = None
         self.task: asyncio.Task[Any] | None = None
@@ -207,7 +212,8 @@ class LegacySSEEndpoint:
         queue_size: int = 256,
         stall_timeout: float = 30.0,
         keepalive: float = 15.0,
-        max_sessions: int | None = None,
+        max_sessions: int | None = 10_000,
+        max_sessions_per_client: int | None = 100,
         allowed_origins: Iterable[str] | str | None = None,
         allowed_hosts: Iterable[str] | str | None = None,
         check_request: RequestCheck | None = None,
@@ -222,6 +228,8 @@ class LegacySSEEndpoint:
         self.stall_timeout = stall_timeout
         self.keepalive = keepalive
         self.max_sessions = max_sessions
+        self.max_sessions_per_client = max_sessions_per_client
+        self._per_client: dict[Any, int] = {}  # client key -> open streams (only keys with at least one)
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._streams: dict[str, _SSEStream] = {}
@@ -258,13 +266,21 @@ class LegacySSEEndpoint:
             await respond(send, refused[0], refused[1].encode())
             return
         if self.max_sessions is not None and len(self._streams) >= self.max_sessions:
-            await respond(send, 503, b"too many sessions", headers=[(b"retry-after", b"5")])
+            message = f"too many sessions (max_sessions={self.max_sessions}): retry later"
+            await respond(send, 503, message.encode(), headers=[(b"retry-after", b"5")])
+            return
+        client = _client_key(scope)
+        quota = self.max_sessions_per_client
+        if quota is not None and client is not None and self._per_client.get(client, 0) >= quota:
+            message = f"too many SSE sessions for this client (max_sessions_per_client={quota}): close some streams"
+            await respond(send, 429, message.encode(), headers=[(b"retry-after", b"5")])
             return
         sid = secrets.token_hex(16)
-        stream = _SSEStream(sid, BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort()))
+        stream = _SSEStream(sid, BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort()), client)
         session = self.server.create_session(stream.outbox, **self.peer_options)
         stream.session = session
         self._streams[sid] = stream
+        self._per_client[client] = self._per_client.get(client, 0) + 1
         root = scope.get("root_path", "").rstrip("/")
         endpoint = quote(root + self.messages_path) + "?session_id=" + sid
         watcher = asyncio.get_running_loop().create_task(_wait_disconnect(receive))
@@ -281,6 +297,9 @@ class LegacySSEEndpoint:
             pass
         finally:
             self._streams.pop(sid, None)
+            left = self._per_client.pop(client, 1) - 1
+            if left > 0:
+                self._per_client[client] = left
             stream.outbox.closed = True
             session.closed = True
             for task in (watcher, stream.task):
@@ -346,6 +365,16 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
+
+
+def _client_key(scope: Scope) -> tuple[Any, ...] | None:
+    """Whose stream this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
+    auth = scope.get("auth")
+    if auth is not None:
+        who = getattr(auth, "subject", None) or getattr(auth, "client_id", None)
+        return ("principal", getattr(auth, "issuer", None), who)
+    peer = scope.get("client")
+    return ("address", peer[0]) if peer else None  # (no address known: only max_sessions applies)
 
 
 async def _wait_disconnect(receive: Receive) -> None:

@@ -12,7 +12,9 @@ Per request the answer is ``application/json`` when the handler's first message 
 resumable: event ids are ``<stream>_<seq>``, a priming event (id, empty data, ``retry:``) opens each stream for
 clients of 2025-11-25, and a GET with ``Last-Event-ID`` replays what followed on that stream and then continues it.
 
-Memory is bounded: request bodies (``max_body``, 413), sessions (``max_sessions``, 503; idle ones reclaimed),
+Memory is bounded: request bodies (``max_body``, 413), sessions (``max_sessions``: under pressure the least
+recently used idle sessions are evicted, 503 only when every session is busy; ``max_sessions_per_client`` per
+principal or remote address: the client's own least recently used idle session makes room, 429 when all are busy),
 per-connection SSE queues (``queue_size``: a POST handler waits for a slow reader; the standalone stream of a
 reader that falls behind is closed, to be resumed from the event store), requests of one session
 (``max_requests_per_session`` run at once, each batch item counting as one; up to ``max_queued_per_session`` more,
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import heapq
 import logging
 import secrets
 import time
@@ -473,6 +476,7 @@ class _HTTPSession:
     __slots__ = (
         "base",
         "busy",
+        "client",
         "id",
         "last_seen",
         "live",
@@ -488,8 +492,9 @@ class _HTTPSession:
         "synced_subs",
     )
 
-    def __init__(self, sid: str) -> None:
+    def __init__(self, sid: str, client: Any = None) -> None:
         self.id = sid
+        self.client = client  # who opened it (see _client_key), for max_sessions_per_client
         self.session: ServerSession = None  # type: ignore[assignment]
         self.last_seen = time.monotonic()
         self.standalone: _Stream | None = None
@@ -543,7 +548,12 @@ class StreamableHTTPEndpoint:
             ends on DELETE or when the store's TTL runs out.
         session_idle_timeout: seconds without a request after which a session is reclaimed (with a session store:
             this worker's copy is dropped, and the stored record expires after as long without activity anywhere).
-        max_sessions: open handshake sessions at most (503 beyond).
+        max_sessions: open handshake sessions at most. A new session beyond it evicts the least recently used
+            idle sessions (no request or GET stream open; the oldest 1% at once); 503 only when every session is busy.
+        max_sessions_per_client: sessions one client may hold: per principal (issuer, subject) when the request is
+            authenticated (``scope["auth"]``), per remote address otherwise (behind a proxy, let uvicorn's
+            ``proxy_headers`` set the address). A client at its quota that opens another session loses its own
+            least recently used idle one; 429 when all of them are busy.
         allowed_origins, allowed_hosts, check_request: DNS-rebinding policy (see :mod:`.security`).
         max_body: largest accepted request body in bytes (413 beyond).
         get_stream: offer the standalone GET stream (405 when False).
@@ -569,6 +579,7 @@ class StreamableHTTPEndpoint:
         session_store: SessionStore | None = None,
         session_idle_timeout: float = 1800.0,
         max_sessions: int = 10_000,
+        max_sessions_per_client: int = 100,
         allowed_origins: Iterable[str] | str | None = None,
         allowed_hosts: Iterable[str] | str | None = None,
         check_request: RequestCheck | None = None,
@@ -591,6 +602,7 @@ class StreamableHTTPEndpoint:
         self.session_store = session_store
         self.session_idle_timeout = session_idle_timeout
         self.max_sessions = max_sessions
+        self.max_sessions_per_client = max_sessions_per_client
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = getattr(self.check_request, "allows", None)
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
@@ -608,6 +620,7 @@ class StreamableHTTPEndpoint:
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
         self._sessions: dict[str, _HTTPSession] = {}
+        self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
         self._modern_peer: Peer | None = None
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
@@ -847,7 +860,7 @@ class StreamableHTTPEndpoint:
             return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
             return self._post_stateless(receive, send, h, msg)
-        return self._post_session(h, hv, msg, receive, send, len(body))
+        return self._post_session(scope, h, hv, msg, receive, send, len(body))
 
     def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
@@ -873,7 +886,7 @@ class StreamableHTTPEndpoint:
         return None
 
     async def _post_session(
-        self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, size: int = 0
+        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, size: int = 0
     ) -> None:
         """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
         t = type(msg)
@@ -886,12 +899,12 @@ class StreamableHTTPEndpoint:
                     send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
                 )
                 return
-            if len(self._sessions) >= self.max_sessions:
-                await _respond(
-                    send, 503, _error_body(None, INVALID_REQUEST, "too many sessions"), extra=[(b"retry-after", b"5")]
-                )
+            client = _client_key(scope)
+            refused = await self._make_room(client)
+            if refused is not None:
+                await _respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
                 return
-            hs = self._new_session()
+            hs = self._new_session(client)
             new_session = True
         else:
             found = self._sessions.get(sid)
@@ -1119,8 +1132,10 @@ class StreamableHTTPEndpoint:
             return None
         if sid in self._sessions:
             return self._sessions[sid]
-        if len(self._sessions) >= self.max_sessions:
-            return None
+        if len(self._sessions) >= self.max_sessions and await self._make_room(None) is not None:
+            return None  # every session here is busy
+        if sid in self._sessions:  # (restored meanwhile by a concurrent request)
+            return self._sessions[sid]
         hs = _HTTPSession(sid)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
         session.version = state["version"]
@@ -1140,12 +1155,43 @@ class StreamableHTTPEndpoint:
         self._bus()  # listen for changes to the sessions this worker now holds
         return hs
 
-    def _new_session(self) -> _HTTPSession:
+    def _new_session(self, client: Any = None) -> _HTTPSession:
         sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
-        hs = _HTTPSession(sid)
+        hs = _HTTPSession(sid, client)
         hs.session = self.server.create_session(hs, **self.peer_options)
         self._sessions[sid] = hs
+        if client is not None:
+            self._clients.setdefault(client, {})[sid] = hs
         return hs
+
+    async def _make_room(self, client: Any) -> tuple[int, bytes] | None:
+        """Room for one more session of ``client``: evict least recently used idle sessions (the client's own at
+        its quota, anyone's when the table is full); the refusal (status, body) when only busy sessions remain."""
+        forget = self.session_store is None
+        mine = self._clients.get(client)
+        if mine is not None and len(mine) >= self.max_sessions_per_client:
+            idle = [hs for hs in mine.values() if hs.busy == 0]
+            if not idle:
+                return 429, _error_body(
+                    None,
+                    INVALID_REQUEST,
+                    f"too many sessions for this client (max_sessions_per_client={self.max_sessions_per_client}, "
+                    "all busy): end sessions you no longer use with DELETE",
+                )
+            await self._end_session(min(idle, key=_last_seen), forget=forget)
+        if len(self._sessions) >= self.max_sessions:
+            idle = [hs for hs in self._sessions.values() if hs.busy == 0]
+            if not idle:
+                return 503, _error_body(
+                    None,
+                    INVALID_REQUEST,
+                    f"too many sessions (max_sessions={self.max_sessions}, all busy): retry later",
+                )
+            count = len(self._sessions) - self.max_sessions + max(1, self.max_sessions // 100)
+            for hs in heapq.nsmallest(count, idle, key=_last_seen):
+                await self._end_session(hs, forget=forget)
+            logger.warning("session table full (max_sessions=%d): evicted %d idle sessions", self.max_sessions, count)
+        return None
 
     async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
         hv = _text(h.get(b"mcp-protocol-version"))
@@ -1683,6 +1729,11 @@ class StreamableHTTPEndpoint:
         """End this worker's copy of the session; ``forget``: also drop its events from the event store."""
         if self._sessions.pop(hs.id, None) is None:
             return
+        mine = self._clients.get(hs.client)
+        if mine is not None:
+            mine.pop(hs.id, None)
+            if not mine:
+                del self._clients[hs.client]
         session = hs.session
         session.closed = True
         if hs.standalone is not None and hs.standalone.conn is not None:
@@ -1826,6 +1877,23 @@ def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
 
 def _mismatch(text: str) -> _Refused:
     return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
+
+
+def _last_seen(hs: _HTTPSession) -> float:
+    return hs.last_seen
+
+
+def _client_key(scope: Scope) -> tuple[Any, ...] | None:
+    """Whose session this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
+    auth = scope.get("auth")
+    if auth is not None:
+        return (
+            "principal",
+            getattr(auth, "issuer", None),
+            getattr(auth, "subject", None) or getattr(auth, "client_id", None),
+        )
+    client = scope.get("client")
+    return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:

@@ -1,0 +1,278 @@
+"""Connection limits for the uvicorn server that :func:`mcpkit.transports.http.serve` runs.
+
+uvicorn bounds request concurrency (``limit_concurrency``: 503 beyond) and idle keep-alive connections
+(``timeout_keep_alive``), but not how long a client may take to send a request head, nor how many connections may
+sit open doing nothing. A peer that opens thousands of connections and sends half a request line on each holds a
+file descriptor and a protocol object per connection forever, until the process runs out of descriptors and new
+clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol class (h11, httptools or zttp) with a
+:class:`ConnectionGuard` shared by every connection of one server:
+
+* ``header_timeout``: a connection that has not sent a complete request head within this many seconds of
+  connecting, or of its previous response ending (keep-alive), is closed;
+* ``body_timeout``: a request whose body has not arrived whole within this many seconds of its head is closed
+  (a request body is at most ``max_body``, 4 MiB by default: 30 s allows ~140 KB/s);
+* ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
+  gets it as ``h11_max_incomplete_event_size`` and answers 400);
+* ``max_connections`` (1024, or the open-file limit minus 200 when lower; see :func:`default_max_connections`):
+  when a new connection would exceed this many, the connection that has been waiting longest for a request head
+  (half-open or idle keep-alive), else the one that has been sending its request body longest, is closed to make
+  room, so a fresh client always gets in; when every connection is busy serving a request, the new connection is
+  closed instead. A connection upgraded to WebSocket counts until it ends (never evicted).
+
+The guard adds no work per message: an integer test per received chunk while the connection is being served, and
+two dict operations per request (the connection leaves the waiting set when its head is complete and rejoins it
+when the response ends; a body that did not come with its head adds two more). Expiry runs on one timer per
+server, not one per connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from typing import Any
+
+logger = logging.getLogger("mcpkit.http")
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_MAX_HEADER_BYTES = 64 * 1024
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_LIMIT_CONCURRENCY = 1100  # above max_connections: a connection being replaced still counts for a moment
+DEFAULT_TIMEOUT_KEEP_ALIVE = 5.0
+DEFAULT_BACKLOG = 2048  # the kernel's queue of connections not yet accepted (uvicorn's default)
+ACCEPT_BURST = 32  # connections asyncio accepts per event-loop turn (see relisten)
+FD_RESERVE = 200  # descriptors kept free beyond max_connections (accept bursts in flight, stores, logs)
+
+
+def default_max_connections() -> int:
+    """``DEFAULT_MAX_CONNECTIONS``, or fewer when the process may not open that many files: its soft
+    ``RLIMIT_NOFILE`` minus ``FD_RESERVE`` descriptors kept for connections accepted but not yet counted and for
+    everything else (listening sockets, stores, logs). An ``accept()`` that fails with EMFILE makes asyncio stop
+    accepting for a whole second, which is what a flood must never achieve."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (ImportError, OSError, ValueError):  # pragma: no cover - not POSIX
+        return DEFAULT_MAX_CONNECTIONS
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        return DEFAULT_MAX_CONNECTIONS
+    return max(16, min(DEFAULT_MAX_CONNECTIONS, soft - FD_RESERVE))
+
+
+class ConnectionGuard:
+    """The connections of one server that wait for a request head or a request body, oldest first (see the module
+    docstring)."""
+
+    def __init__(
+        self,
+        *,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        max_connections: int | None = None,
+        max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
+    ) -> None:
+        if header_timeout <= 0 or body_timeout <= 0 or max_header_bytes < 1024:
+            raise ValueError("header_timeout > 0, body_timeout > 0 and max_header_bytes >= 1024 are required")
+        if max_connections is not None and max_connections < 1:
+            raise ValueError("max_connections must be at least 1")
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.max_connections = max_connections or default_max_connections()
+        self.max_header_bytes = max_header_bytes
+        self.connections = 0
+        # protocol -> monotonic time since which it waits for a request head (insertion order = oldest first)
+        self.waiting: dict[Any, float] = {}
+        # protocol -> monotonic time its request head arrived, while the rest of its body has not
+        self.receiving: dict[Any, float] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
+        self.closed_slow = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
+        self.closed_large = 0  # connections closed by max_header_bytes
+        self.evicted = 0  # waiting connections closed to make room (max_connections)
+        self.refused = 0  # new connections closed because every connection was busy
+
+    def opened(self, proto: Any) -> bool:
+        """Count a new connection; False when it must be closed (the server is full of busy connections)."""
+        self.connections += 1
+        if self.connections > self.max_connections:
+            table = self.waiting or self.receiving  # idle or half-sent heads first, then half-sent bodies
+            victim = next(iter(table), None)
+            if victim is None:
+                self.refused += 1
+                logger.warning(
+                    "refusing a connection: max_connections=%d connections are all serving requests",
+                    self.max_connections,
+                )
+                return False
+            self.evicted += 1
+            del table[victim]
+            victim._mcpkit_state = 0
+            _close(victim)
+        self.wait(proto)
+        return True
+
+    def lost(self, proto: Any) -> None:
+        """A connection ended."""
+        self.connections -= 1
+        if proto._mcpkit_state:
+            proto._mcpkit_state = 0
+            self.waiting.pop(proto, None)
+            self.receiving.pop(proto, None)
+
+    def wait(self, proto: Any) -> None:
+        """``proto`` now waits for a request head (new connection, or its response ended)."""
+        if proto._mcpkit_state == 2:
+            self.receiving.pop(proto, None)
+        proto._mcpkit_state = 1
+        proto._mcpkit_head = 0
+        self.waiting.pop(proto, None)
+        now = time.monotonic()
+        self.waiting[proto] = now
+        self._ensure_timer(now + self.header_timeout)
+
+    def head_done(self, proto: Any, body_pending: bool) -> None:
+        """``proto``'s request head arrived; ``body_pending``: the rest of its body has not."""
+        del self.waiting[proto]
+        if body_pending:
+            proto._mcpkit_state = 2
+            now = time.monotonic()
+            self.receiving[proto] = now
+            self._ensure_timer(now + self.body_timeout)
+        else:
+            proto._mcpkit_state = 0
+
+    def body_done(self, proto: Any) -> None:
+        """``proto``'s request body arrived whole."""
+        proto._mcpkit_state = 0
+        self.receiving.pop(proto, None)
+
+    def _ensure_timer(self, at: float) -> None:
+        if self._timer is None or at < self._timer_at - 0.5:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = at
+            self._timer = asyncio.get_running_loop().call_at(at + 0.01, self._expire)
+
+    def _expire(self) -> None:
+        self._timer = None
+        now = time.monotonic()
+        next_at = None
+        for table, timeout in ((self.waiting, self.header_timeout), (self.receiving, self.body_timeout)):
+            deadline = now - timeout
+            while table:
+                proto, since = next(iter(table.items()))
+                if since > deadline:
+                    next_at = min(next_at or since + timeout, since + timeout)
+                    break
+                del table[proto]
+                proto._mcpkit_state = 0
+                self.closed_slow += 1
+                _close(proto)
+        if next_at is not None:
+            self._ensure_timer(next_at)
+
+
+def _close(proto: Any) -> None:
+    transport = getattr(proto, "transport", None)
+    if transport is not None and not transport.is_closing():
+        transport.close()
+
+
+def _count_until_lost(successor: Any, proto: Any, guard: ConnectionGuard) -> None:
+    """Keep counting a connection another protocol took over (WebSocket upgrade) until that protocol loses it."""
+    lost = successor.connection_lost
+
+    def connection_lost(exc: Exception | None) -> None:
+        guard.lost(proto)
+        successor.connection_lost = lost
+        lost(exc)
+
+    successor.connection_lost = connection_lost
+
+
+def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> type[asyncio.Protocol]:
+    """A subclass of uvicorn's HTTP/1.1 protocol class ``base`` whose connections ``guard`` watches."""
+    limit = guard.max_header_bytes
+
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        _mcpkit_state = 0  # 0: serving (not watched), 1: waiting for a request head, 2: receiving a request body
+        _mcpkit_head = 0  # bytes received while waiting for the head
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            if not guard.opened(self):
+                transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            guard.lost(self)
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            state = self._mcpkit_state
+            if not state:
+                return
+            cycle = self.cycle
+            if state == 2:
+                if cycle is None or not cycle.more_body or cycle.response_complete:
+                    guard.body_done(self)
+            elif cycle is not None and not cycle.response_complete:
+                guard.head_done(self, cycle.more_body)  # a request head arrived
+            elif (successor := self.transport.get_protocol()) is not self:
+                guard.head_done(self, False)  # the connection became a WebSocket: count it until it ends
+                _count_until_lost(successor, self, guard)
+            else:
+                self._mcpkit_head += len(data)
+                if self._mcpkit_head > limit and not self.transport.is_closing():
+                    guard.closed_large += 1
+                    self.transport.close()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing():
+                cycle = self.cycle
+                if cycle is None or cycle.response_complete:  # (not a pipelined request already running)
+                    guard.wait(self)
+
+    Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
+    return Guarded
+
+
+def relisten(servers: Any, backlog: int) -> None:
+    """Give the listening sockets of started asyncio ``servers`` a kernel queue of ``backlog`` connections.
+
+    asyncio accepts as many connections per event-loop turn as the ``backlog`` it was given, before any of them
+    reaches the guard. The server is therefore created with a small ``ACCEPT_BURST`` (so the guard sees and evicts
+    between bursts and descriptors never run out) and the kernel queue is then set to ``backlog`` here with a
+    second ``listen()`` on a duplicate of each socket (Linux and the BSDs allow changing it on a listening socket)."""
+    import socket
+
+    for server in servers:
+        for sock in server.sockets:
+            with contextlib.suppress(OSError):
+                dup = socket.socket(sock.family, sock.type, sock.proto, fileno=os.dup(sock.fileno()))
+                try:
+                    dup.listen(backlog)
+                finally:
+                    dup.close()
+
+
+def resolve_protocol(http: Any) -> type[asyncio.Protocol] | None:
+    """The HTTP/1.1 protocol class uvicorn would use for its ``http`` setting, if the guard can wrap it."""
+    if isinstance(http, str):
+        from uvicorn.config import HTTP_PROTOCOLS
+        from uvicorn.importer import import_from_string
+
+        cls = import_from_string(HTTP_PROTOCOLS.get(http, http))
+    else:
+        cls = http
+    if isinstance(cls, type) and hasattr(cls, "on_response_complete") and hasattr(cls, "data_received"):
+        import inspect
+
+        if len(inspect.signature(cls.on_response_complete).parameters) == 1:  # HTTP/1.1 (not the h2 one)
+            return cls
+    return None
