@@ -22,7 +22,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from mcpkit.transports.http.h11_lite import LiteHTTPError, LitePool
+from mcpkit.transports.http.h11_lite import LitePool
 from mcpkit.transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from mcpkit.transports.http.streamable_client import fast_path_applies
 from test_http_support import make_server, running

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
@@ -38,6 +39,10 @@ MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADER_FIELDS = 100
 MAX_INTERIM = 16  # interim (1xx) responses before the final one; real servers send one or two
 READ_SIZE = 64 * 1024
+
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_is_token = _TOKEN.fullmatch
 
 
 class LiteHTTPError(Exception):
@@ -56,14 +61,25 @@ class LiteHeaders(dict[str, str]):
     """Response headers, lower-case names; repeated fields joined with ``", "``."""
 
 
+_REQUESTS: dict[str, h11.Request] = {}
+
+
+def _request_event(method: str) -> h11.Request:
+    """What h11 needs to know of a request to frame its response: the method (HEAD has no body)."""
+    event = _REQUESTS.get(method)
+    if event is None:
+        event = _REQUESTS[method] = h11.Request(method=method, target="/", headers=[("host", "-")])
+    return event
+
+
 class _Conn:
     __slots__ = ("h11", "reader", "reused", "writer")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_head: int) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.reused = False
-        self.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=max_head)
+        self.h11: h11.Connection = None  # type: ignore[assignment]  # one per exchange, see LitePool.request
 
     def usable(self) -> bool:
         return not self.reader.at_eof() and not self.writer.transport.is_closing() and not self.reader._buffer  # type: ignore[attr-defined]
@@ -112,13 +128,21 @@ class LitePool:
         """Send one request; the response's head has been read, its body is left to read."""
         if self._closed:
             raise LiteHTTPError("the connection pool is closed")
-        fields = [("host", self.host_header), *headers.items()]
+        lines = [f"{method} {target} HTTP/1.1\r\nhost: {self.host_header}\r\n"]
+        for name, value in headers.items():
+            if "\r" in value or "\n" in value or "\0" in value or not _is_token(name):
+                raise LiteHTTPError(f"invalid header {name!r}")
+            lines.append(f"{name}: {value}\r\n")
         if body is not None:
-            fields.append(("content-length", str(len(body))))
+            lines.append(f"content-length: {len(body)}\r\n")
+        lines.append("\r\n")
         try:
-            req = h11.Request(method=method, target=target, headers=fields)
-        except h11.LocalProtocolError as exc:
-            raise LiteHTTPError(f"cannot send this request: {exc}") from exc
+            data = "".join(lines).encode("latin-1")
+        except UnicodeEncodeError as exc:
+            raise LiteHTTPError(f"a header is not latin-1: {exc}") from exc
+        if body:
+            data += body
+        expect = _request_event(method)
         if self._slots.locked():
             try:
                 await asyncio.wait_for(self._slots.acquire(), self.timeout)
@@ -133,11 +157,11 @@ class LitePool:
             while True:
                 conn = await self._checkout()
                 try:
-                    send = conn.h11.send
-                    data = send(req) or b""
-                    if body:
-                        data += send(h11.Data(data=body)) or b""
-                    conn.writer.write(data + (send(h11.EndOfMessage()) or b""))  # one write: head + body
+                    # A fresh h11 state per exchange, told which request it answers; our side of it is written
+                    # above (a request has nothing to parse), h11 reads and frames the whole response.
+                    conn.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_header_bytes)
+                    conn.h11.send(expect)
+                    conn.writer.write(data)  # one write: head + body
                     if conn.writer.transport.get_write_buffer_size():
                         await asyncio.wait_for(conn.writer.drain(), self.timeout)
                 except (TimeoutError, OSError) as exc:
@@ -165,7 +189,7 @@ class LitePool:
         except (TimeoutError, OSError) as exc:
             raise LiteHTTPError(f"cannot connect to {self.host_header}: {exc!r}") from exc
         self.connects += 1
-        return _Conn(reader, writer, self.max_header_bytes)
+        return _Conn(reader, writer)
 
     async def _read_head(self, conn: _Conn) -> LiteResponse:
         state = conn.h11
@@ -231,7 +255,6 @@ class LitePool:
     def _release(self, conn: _Conn | None, reusable: bool) -> None:
         if conn is not None:
             if reusable and not self._closed and conn.usable():
-                conn.h11.start_next_cycle()
                 self._idle.append(conn)
             else:
                 conn.close()
@@ -261,7 +284,8 @@ class LiteResponse:
             conn, self._conn = self._conn, None
             assert conn is not None
             state = conn.h11
-            reusable = state.our_state is h11.DONE and state.their_state is h11.DONE and not state.trailing_data[0]
+            # the server finished cleanly, kept the connection open, and sent nothing after its response
+            reusable = state.their_state is h11.DONE and not state.trailing_data[0]
             self._pool._release(conn, reusable)
 
     async def aclose(self) -> None:
