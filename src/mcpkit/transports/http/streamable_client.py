@@ -410,6 +410,8 @@ class StreamableHTTPClientTransport:
             return b"".join(chunks)
         except BodyTooLarge:
             raise ResponseTooLarge(limit) from None
+        except _IO_ERRORS as exc:
+            raise ConnectionClosed(f"reading the answer from {self.url} failed: {exc}") from exc
         finally:
             await resp.aclose()
 
