@@ -154,12 +154,34 @@ async def test_timeout_sends_cancel_and_raises(transport: str) -> None:
 
 @pytest.mark.req("S019")
 async def test_progress_extends_the_timeout_but_never_past_the_maximum() -> None:
+    """Opted in (reset_timeout_on_progress=True), progress restarts the timeout, never past max_timeout."""
     async with open_session("memory", mode="handshake") as cs:
-        r = await cs.call_tool("slow", {"steps": 6, "delay_ms": 100}, timeout=0.3, on_progress=lambda *a: None)
+        r = await cs.call_tool(
+            "slow",
+            {"steps": 6, "delay_ms": 100},
+            timeout=0.3,
+            on_progress=lambda *a: None,
+            reset_timeout_on_progress=True,
+        )
         assert r.content[0].text == "done 6"  # type: ignore[union-attr]
         cs.peer.max_timeout = 0.4
         with pytest.raises(RequestTimeout):
+            await cs.call_tool(
+                "slow",
+                {"steps": 20, "delay_ms": 100},
+                timeout=0.3,
+                on_progress=lambda *a: None,
+                reset_timeout_on_progress=True,
+            )
+
+
+async def test_issue15_item3_timeout_is_a_deadline_despite_progress() -> None:
+    """Issue 15.3: without opting in, progress every 100 ms does not extend a 0.3 s timeout."""
+    async with open_session("memory", mode="handshake") as cs:
+        t0 = time.monotonic()
+        with pytest.raises(RequestTimeout):
             await cs.call_tool("slow", {"steps": 20, "delay_ms": 100}, timeout=0.3, on_progress=lambda *a: None)
+        assert time.monotonic() - t0 < 0.6
 
 
 @pytest.mark.req("M082")

@@ -22,7 +22,8 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from mcpkit.transports.http.h11_lite import LiteHTTPError, LitePool
+from mcpkit.transports.http.h11_lite import LitePool
+from mcpkit.transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from mcpkit.transports.http.streamable_client import fast_path_applies
 from test_http_support import make_server, running
 
@@ -229,9 +230,10 @@ async def test_sse_split_across_reads() -> None:
         assert orjson.loads(second) == {"jsonrpc": "2.0", "id": 7, "result": {"echo": 7}}
 
 
-async def test_sse_lines_unit() -> None:
-    """aiter_lines on a hand-fed connection: every line-end kind, split \\r\\n, an unterminated last line."""
-    payloads = [b"a\r", b"\nb\n", b"c\r", b"d\r\n\r", b"\n", b"tail"]
+async def test_sse_bytes_through_the_shared_decoder() -> None:
+    """aiter_bytes of a hand-fed connection through the shared SSE decoder: every line-end kind, a \r\n split
+    between reads, and an unterminated last event that is NOT dispatched (WHATWG)."""
+    payloads = [b"data: a\r", b"\n\ndata: b\n", b"\ndata: c\r", b"\rdata: d\r\n\r", b"\n", b"data: tail"]
 
     async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, srv: RawServer) -> None:
         await srv.read_request(reader)
@@ -245,8 +247,9 @@ async def test_sse_lines_unit() -> None:
     async with srv.serve() as url:
         pool, target = LitePool.for_url(url)
         resp = await pool.request("GET", target, {"accept": "text/event-stream"})
-        lines = [line async for line in resp.aiter_lines()]
-        assert lines == ["a", "b", "c", "d", "", "tail"]
+        decoder = SSEDecoder(1000)
+        data = [ev.data async for chunk in resp.aiter_bytes() for ev in decoder.feed(chunk)]
+        assert data == [b"a", b"b", b"c", b"d"]
         await resp.aclose()
         await pool.aclose()
 
@@ -328,11 +331,13 @@ async def test_oversized_sse_line_refused() -> None:
 
     srv = RawServer(handler)
     async with srv.serve() as url:
-        pool = LitePool("127.0.0.1", int(url.split(":")[2].split("/")[0]), max_line=1000)
+        pool = LitePool("127.0.0.1", int(url.split(":")[2].split("/")[0]))
         resp = await pool.request("GET", "/mcp", {})
-        with pytest.raises(LiteHTTPError, match="longer than"):
-            async for _ in resp.aiter_lines():
-                pass
+        decoder = SSEDecoder(1000)
+        with pytest.raises(SSEEventTooLarge, match="1000-byte limit"):
+            async for chunk in resp.aiter_bytes():
+                decoder.feed(chunk)
+        await resp.aclose()
         await pool.aclose()
 
 

@@ -198,7 +198,9 @@ class Peer:
             (``notifications/cancelled`` and ``notifications/progress``).
         batch_policy: returns True when incoming batches are accepted right now (era/revision dependent).
         default_timeout: seconds before an outgoing request times out (None: never).
-        max_timeout: the hard cap when progress notifications extend a timeout.
+        max_timeout: the hard cap on a request that opted into ``reset_timeout_on_progress`` (None: no cap).
+        cancel_timeout: how long the background send of ``notifications/cancelled`` after a timeout or a
+            cancellation may take before it is given up (the caller never waits for it).
         max_concurrency: bound on concurrently running incoming requests, batch items included (backpressure on
             the reader).
         max_batch_size: longest incoming JSON-RPC batch accepted (messages in it); a longer one is answered with
@@ -217,6 +219,7 @@ class Peer:
         max_concurrency: int = 256,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         name: str = "peer",
+        cancel_timeout: float = 5.0,
     ) -> None:
         self.outbox = outbox
         self.request_handler = request_handler
@@ -224,6 +227,7 @@ class Peer:
         self.batch_policy = batch_policy
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
+        self.cancel_timeout = cancel_timeout
         self.name = name
         self._next_id = 0
         self._pending: dict[RequestId, _Pending] = {}
@@ -260,11 +264,14 @@ class Peer:
         *,
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
-        reset_timeout_on_progress: bool = True,
+        reset_timeout_on_progress: bool = False,
         out: Outbox | None = None,
         request_id: RequestId | None = None,
     ) -> JSONDict:
         """Send a request and wait for its result.
+
+        ``timeout`` is a deadline: progress notifications do not extend it unless ``reset_timeout_on_progress``
+        is True, and then never past ``max_timeout`` seconds after the request was sent.
 
         Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` after sending
         ``notifications/cancelled`` on timeout, :class:`ConnectionClosed` if the connection ends first.
@@ -297,12 +304,12 @@ class Peer:
             await (out or self.outbox).send(jsonrpc.encode_request(rid, method, params))
             return await fut
         except TimeoutError:
-            await self._send_cancel(rid, method, f"timed out after {timeout}s", out)
+            self._send_cancel(rid, method, f"timed out after {timeout}s", out)
             raise RequestTimeout(method, float(timeout or 0)) from None
         except asyncio.CancelledError:
             # Cancelling the awaiting task also cancels `fut`; a future that already holds an answer needs no cancel.
             if fut.cancelled() or not fut.done():
-                await self._send_cancel(rid, method, "cancelled by the caller", out)
+                self._send_cancel(rid, method, "cancelled by the caller", out)
             raise
         finally:
             if pending.timer is not None:
@@ -314,15 +321,20 @@ class Peer:
         if pending is not None and not pending.future.done():
             pending.future.set_exception(TimeoutError())
 
-    async def _send_cancel(self, rid: RequestId, method: str, reason: str, out: Outbox | None) -> None:
+    def _send_cancel(self, rid: RequestId, method: str, reason: str, out: Outbox | None) -> None:
+        """Send ``notifications/cancelled`` in the background, bounded by ``cancel_timeout``: the caller's
+        timeout or cancellation takes effect at once, even when the peer does not take the message."""
         if method == "initialize" or self._closed is not None:
             return  # initialize MUST NOT be cancelled
-        with contextlib.suppress(Exception):
-            await asyncio.shield(
-                (out or self.outbox).send(
-                    jsonrpc.encode_notification("notifications/cancelled", {"requestId": rid, "reason": reason})
-                )
-            )
+        note = jsonrpc.encode_notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for((out or self.outbox).send(note), self.cancel_timeout)
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     # ------------------------------------------------------------------ incoming
 

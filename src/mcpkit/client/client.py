@@ -706,9 +706,22 @@ class Client:
         *,
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
     ) -> JSONDict:
-        """Any request, raw result (era envelope and ``InputRequiredResult`` rounds handled)."""
-        return await self._call(method, lambda s: s.request(method, params, timeout=timeout, on_progress=on_progress))
+        """Any request, raw result (era envelope and ``InputRequiredResult`` rounds handled).
+
+        ``timeout`` is a deadline; ``reset_timeout_on_progress=True`` lets each progress notification restart it,
+        never past the hard maximum (600 s by default)."""
+        return await self._call(
+            method,
+            lambda s: s.request(
+                method,
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+            ),
+        )
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:
         """Ping the server (``server/discover`` in 2026-07-28); returns the round-trip time in seconds."""
@@ -786,6 +799,7 @@ class Client:
         meta: JSONDict | None = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
+        reset_timeout_on_progress: bool = False,
     ) -> ToolResult:
         """Call a tool; returns a :class:`ToolResult` (``content``, ``structured``, ``data``, ``is_error``, ``text``).
 
@@ -793,6 +807,8 @@ class Client:
         ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
         ``isError: true`` into :class:`ToolCallError`. Cancelling the awaiting task sends
         ``notifications/cancelled``; so does a timeout (then :class:`~mcpkit.protocol.errors.RequestTimeout`).
+        ``timeout`` is a deadline: progress does not extend it unless ``reset_timeout_on_progress=True`` (then
+        never past the hard maximum, 600 s by default).
         """
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
@@ -803,7 +819,14 @@ class Client:
         args = dict(arguments or {})
         raw = await self._call(
             "tools/call",
-            lambda s: s.call_tool(name, args, timeout=timeout, on_progress=on_progress, meta=meta),
+            lambda s: s.call_tool(
+                name,
+                args,
+                timeout=timeout,
+                on_progress=on_progress,
+                meta=meta,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+            ),
             safe=safe,
         )
         result = ToolResult(raw, tool)

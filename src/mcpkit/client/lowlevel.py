@@ -390,13 +390,20 @@ class ClientSession:
         *,
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
     ) -> JSONDict:
-        """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered)."""
+        """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered).
+
+        ``timeout`` is a deadline; with ``reset_timeout_on_progress`` each progress notification restarts it,
+        up to the peer's ``max_timeout`` in all."""
+        reset = reset_timeout_on_progress
         if self.features is None:
             raise ConnectionClosed("not connected")
         self._check_capability(method)
         if not self.features.modern:
-            return await self.peer.request(method, params, timeout=timeout, on_progress=on_progress)
+            return await self.peer.request(
+                method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
+            )
         base = dict(params) if params else {}
         user_meta = base.get("_meta")
         meta = self._modern_meta(self.features.version)
@@ -404,7 +411,9 @@ class ClientSession:
             meta = {**user_meta, **meta}
         base["_meta"] = meta
         for _ in range(self.max_input_rounds + 1):
-            result = await self.peer.request(method, base, timeout=timeout, on_progress=on_progress)
+            result = await self.peer.request(
+                method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
+            )
             rtype = result.get("resultType", "complete")
             if rtype == "complete":
                 return result
@@ -528,11 +537,18 @@ class ClientSession:
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
         meta: JSONDict | None = None,
+        reset_timeout_on_progress: bool = False,
     ) -> CallToolResult:
         params: JSONDict = {"name": name, "arguments": arguments or {}}
         if meta:
             params["_meta"] = meta
-        raw = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        raw = await self.request(
+            "tools/call",
+            params,
+            timeout=timeout,
+            on_progress=on_progress,
+            reset_timeout_on_progress=reset_timeout_on_progress,
+        )
         return CallToolResult.model_validate(raw)
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:

@@ -1,22 +1,28 @@
-"""A lean HTTP/1.1 client for plain ``http://`` on asyncio streams: the Streamable HTTP client's fast path.
+"""A lean keep-alive HTTP/1.1 client for plain ``http://``: asyncio streams, framing parsed by ``h11``.
 
-Only what an MCP client needs: keep-alive connections in a bounded pool, requests with a Content-Length body
-written with ONE socket write (head + body), responses with a Content-Length, chunked or close-delimited body,
-read whole (:meth:`LiteResponse.aread`) or incrementally (:meth:`LiteResponse.aiter_lines`, for SSE).
+The Streamable HTTP client's fast path. The wire format (status line, headers, Content-Length, chunked and
+close-delimited bodies, interim 1xx responses, keep-alive) is read and written by h11, the well-kept sans-I/O
+parser httpx itself is built on; this module only adds the pool, the timeouts and the retry policy. What h11
+refuses (``content-length: +5`` or ``1_0``, a chunk size ``0x5``/``+5``/``-1``, ``Transfer-Encoding: notchunked``,
+``HTTP/1.1 +20``, headers with control characters...) fails the request with :class:`LiteHTTPError`.
+
 The response object mimics the part of ``httpx.Response`` the transport uses (``status_code``, ``headers.get``,
-``aread``, ``aiter_lines``, ``aclose``), so the transport handles both kinds with the same code.
+``aread``, ``aiter_bytes``, ``aclose``), so the transport handles both engines with the same code.
 
-Limits: the status line plus headers are bounded (``max_header_bytes``, 100 fields), chunk-size lines by the same
-bound, lines of a streamed body by ``max_line``. Connect and write are bounded by ``timeout``, and so is the rest
-of the head once its first byte arrived; waiting for the first byte and for body bytes is unbounded (a tool may
-run long, an SSE stream may idle), exactly like the httpx configuration it replaces.
+Limits: the head is bounded (``max_header_bytes``, ``MAX_HEADER_FIELDS`` fields, ``MAX_INTERIM`` interim 1xx
+responses); :meth:`LiteResponse.aread` takes a size bound checked against the declared Content-Length first and
+then against what arrives (a chunk size is never trusted). Connect and write are bounded by ``timeout``, so is
+the wait for a free connection when all ``max_connections`` are busy, and so is the rest of a head once its first
+byte arrived; waiting for the first byte and for body bytes is unbounded (a tool may run long, an SSE stream may
+idle): the caller's request timeout bounds those.
 
-Reuse and retry: a connection goes back to the pool only when its response was read to the end and neither side
-said ``Connection: close``. A pooled connection the server has closed meanwhile is noticed before use (EOF seen
-by the event loop) and replaced. A request is retried on a fresh connection ONLY when it was sent on a reused idle
-connection and the write itself failed (the server never had the full request); a connection that takes the
-request and then closes without answering is an error, never a silent re-send of a possibly executed call.
-Closing a response before its end closes the connection (the modern era's way to cancel a request).
+Reuse and retry: a connection goes back to the pool only when h11 says both sides finished the exchange cleanly
+(response read to its end, no ``Connection: close``, no stray bytes after it). A pooled connection the server has
+closed meanwhile is noticed before use (EOF seen by the event loop) and replaced. A request is retried on a fresh
+connection ONLY when it was sent on a reused idle connection and the write itself failed (the server never had the
+full request); a connection that takes the request and then closes without answering is an error, never a silent
+re-send of a possibly executed call. Closing a response before its end closes the connection (the modern era's way
+to cancel a request).
 """
 
 from __future__ import annotations
@@ -27,29 +33,53 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
+import h11
+
 MAX_HEADER_BYTES = 64 * 1024
 MAX_HEADER_FIELDS = 100
-MAX_LINE = 16 * 1024 * 1024
+MAX_INTERIM = 16  # interim (1xx) responses before the final one; real servers send one or two
 READ_SIZE = 64 * 1024
 
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_is_token = _TOKEN.fullmatch
 
 
 class LiteHTTPError(Exception):
     """A connection failed or the server broke HTTP/1.1 (the fast path's ``httpx.HTTPError``)."""
 
 
+class BodyTooLarge(LiteHTTPError):
+    """A response body is (or declares to be) larger than the bound given to :meth:`LiteResponse.aread`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the response body is larger than the {limit}-byte limit")
+        self.limit = limit
+
+
 class LiteHeaders(dict[str, str]):
     """Response headers, lower-case names; repeated fields joined with ``", "``."""
 
 
+_REQUESTS: dict[str, h11.Request] = {}
+
+
+def _request_event(method: str) -> h11.Request:
+    """What h11 needs to know of a request to frame its response: the method (HEAD has no body)."""
+    event = _REQUESTS.get(method)
+    if event is None:
+        event = _REQUESTS[method] = h11.Request(method=method, target="/", headers=[("host", "-")])
+    return event
+
+
 class _Conn:
-    __slots__ = ("reader", "reused", "writer")
+    __slots__ = ("h11", "reader", "reused", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.reused = False
+        self.h11: h11.Connection = None  # type: ignore[assignment]  # one per exchange, see LitePool.request
 
     def usable(self) -> bool:
         return not self.reader.at_eof() and not self.writer.transport.is_closing() and not self.reader._buffer  # type: ignore[attr-defined]
@@ -60,7 +90,8 @@ class _Conn:
 
 
 class LitePool:
-    """Keep-alive connections to one ``host:port``; at most ``max_connections`` in use at once."""
+    """Keep-alive connections to one ``host:port``; at most ``max_connections`` in use at once (waiting for one
+    is bounded by ``timeout``)."""
 
     def __init__(
         self,
@@ -70,14 +101,13 @@ class LitePool:
         timeout: float = 30.0,
         max_connections: int = 100,
         max_header_bytes: int = MAX_HEADER_BYTES,
-        max_line: int = MAX_LINE,
     ) -> None:
         self.host = host
         self.port = port
         self.host_header = (f"[{host}]" if ":" in host else host) + f":{port}"
         self.timeout = timeout
+        self.max_connections = max_connections
         self.max_header_bytes = max_header_bytes
-        self.max_line = max_line
         self._idle: list[_Conn] = []
         self._slots = asyncio.Semaphore(max_connections)
         self._closed = False
@@ -95,11 +125,12 @@ class LitePool:
     async def request(
         self, method: str, target: str, headers: Mapping[str, str], body: bytes | None = None
     ) -> LiteResponse:
+        """Send one request; the response's head has been read, its body is left to read."""
         if self._closed:
             raise LiteHTTPError("the connection pool is closed")
         lines = [f"{method} {target} HTTP/1.1\r\nhost: {self.host_header}\r\n"]
         for name, value in headers.items():
-            if "\r" in value or "\n" in value or "\r" in name or "\n" in name:
+            if "\r" in value or "\n" in value or "\0" in value or not _is_token(name):
                 raise LiteHTTPError(f"invalid header {name!r}")
             lines.append(f"{name}: {value}\r\n")
         if body is not None:
@@ -111,11 +142,25 @@ class LitePool:
             raise LiteHTTPError(f"a header is not latin-1: {exc}") from exc
         if body:
             data += body
-        await self._slots.acquire()
+        expect = _request_event(method)
+        if self._slots.locked():
+            try:
+                await asyncio.wait_for(self._slots.acquire(), self.timeout)
+            except TimeoutError:
+                raise LiteHTTPError(
+                    f"no connection to {self.host_header} came free within {self.timeout}s "
+                    f"(all max_connections={self.max_connections} are busy)"
+                ) from None
+        else:
+            await self._slots.acquire()
         try:
             while True:
                 conn = await self._checkout()
                 try:
+                    # A fresh h11 state per exchange, told which request it answers; our side of it is written
+                    # above (a request has nothing to parse), h11 reads and frames the whole response.
+                    conn.h11 = h11.Connection(h11.CLIENT, max_incomplete_event_size=self.max_header_bytes)
+                    conn.h11.send(expect)
                     conn.writer.write(data)  # one write: head + body
                     if conn.writer.transport.get_write_buffer_size():
                         await asyncio.wait_for(conn.writer.drain(), self.timeout)
@@ -127,7 +172,7 @@ class LitePool:
                 except BaseException:
                     conn.close()
                     raise
-                return await self._read_head(conn, method)
+                return await self._read_head(conn)
         except BaseException:
             self._slots.release()
             raise
@@ -140,80 +185,72 @@ class LitePool:
                 return conn
             conn.close()
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, limit=self.max_header_bytes), self.timeout
-            )
+            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), self.timeout)
         except (TimeoutError, OSError) as exc:
             raise LiteHTTPError(f"cannot connect to {self.host_header}: {exc!r}") from exc
         self.connects += 1
         return _Conn(reader, writer)
 
-    async def _read_head(self, conn: _Conn, method: str) -> LiteResponse:
+    async def _read_head(self, conn: _Conn) -> LiteResponse:
+        state = conn.h11
         reader = conn.reader
-        raw_fields: list[bytes] = []
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None  # none while waiting for a head's first byte (a tool may take its time)
+        interim = 0
+        received = 0
+        event: object = None
         try:
-            first = await reader.readuntil(b"\r\n")  # unbounded wait: the server may take its time to answer
-            while first == b"\r\n":  # tolerate stray empty lines before the status line
-                first = await reader.readuntil(b"\r\n")
-            size = len(first)
-            async with asyncio.timeout(self.timeout):  # the rest of the head, once it started (no extra task)
-                while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
-                    size += len(line)
-                    raw_fields.append(line)
-                    if size > self.max_header_bytes:
-                        raise LiteHTTPError(f"response head larger than {self.max_header_bytes} bytes")
-                    if len(raw_fields) > MAX_HEADER_FIELDS:
-                        raise LiteHTTPError(f"more than {MAX_HEADER_FIELDS} response header fields")
-        except asyncio.LimitOverrunError as exc:
+            while True:
+                event = state.next_event()
+                if event is h11.NEED_DATA:
+                    if deadline is None:
+                        data = await reader.read(READ_SIZE)
+                        deadline = loop.time() + self.timeout
+                    else:
+                        async with asyncio.timeout_at(deadline):  # the rest of the head, once it started
+                            data = await reader.read(READ_SIZE)
+                    received += len(data)
+                    state.receive_data(data)  # b"": the server closed the connection
+                    continue
+                kind = type(event)
+                if kind is h11.Response:
+                    break
+                if kind is h11.InformationalResponse:
+                    interim += 1
+                    if interim > MAX_INTERIM:
+                        raise LiteHTTPError(f"more than {MAX_INTERIM} interim (1xx) responses before the answer")
+                    deadline = None  # the final answer may still take its time
+                    continue
+                raise LiteHTTPError("the server closed the connection without a response")
+        except h11.RemoteProtocolError as exc:
             conn.close()
-            raise LiteHTTPError(f"response head larger than {self.max_header_bytes} bytes") from exc
-        except asyncio.IncompleteReadError as exc:
-            conn.close()
-            raise LiteHTTPError("the server closed the connection without a response") from exc
+            if not received:
+                raise LiteHTTPError("the server closed the connection without a response") from exc
+            if "too long" in str(exc):
+                raise LiteHTTPError(f"response head larger than max_header_bytes={self.max_header_bytes}") from exc
+            raise LiteHTTPError(f"the server broke HTTP/1.1: {exc}") from exc
         except (TimeoutError, OSError) as exc:
             conn.close()
             raise LiteHTTPError(f"reading the response failed: {exc!r}") from exc
         except BaseException:
             conn.close()
             raise
-        try:
-            status_line = first[:-2].decode("latin-1")
-            version, status_text, *_ = status_line.split(" ", 2)
-            if not version.startswith("HTTP/1.") or len(status_text) != 3:
-                raise ValueError(status_line)
-            status = int(status_text)
-        except ValueError as exc:
+        assert isinstance(event, h11.Response)
+        raw = event.headers
+        if len(raw) > MAX_HEADER_FIELDS:
             conn.close()
-            raise LiteHTTPError(f"not an HTTP/1.x response: {first[:80]!r}") from exc
-        fields = [raw[:-2].decode("latin-1") for raw in raw_fields]
+            raise LiteHTTPError(f"more than {MAX_HEADER_FIELDS} response header fields")
         headers = LiteHeaders()
-        for field in fields:
-            name, sep, value = field.partition(":")
-            if not sep or not name or name != name.strip():
+        size = 0
+        for name_b, value_b in raw:
+            size += len(name_b) + len(value_b) + 4
+            if size > self.max_header_bytes:  # (h11 bounds only a head still incomplete after a read)
                 conn.close()
-                raise LiteHTTPError(f"malformed response header {field[:80]!r}")
-            name = name.lower()
-            value = value.strip()
+                raise LiteHTTPError(f"response head larger than max_header_bytes={self.max_header_bytes}")
+            name = name_b.decode("latin-1")  # h11 gives lower-case names
+            value = value_b.decode("latin-1")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        if 100 <= status < 200 and status != 101:
-            return await self._read_head(conn, method)  # an interim response (103 Early Hints...): the real one follows
-        keep = version == "HTTP/1.1" and "close" not in headers.get("connection", "").lower()
-        if method == "HEAD" or status in (204, 304) or status == 101:
-            mode, length = "length", 0
-        elif "chunked" in headers.get("transfer-encoding", "").lower():
-            mode, length = "chunked", 0
-        elif "content-length" in headers:
-            try:
-                length = int(headers["content-length"])
-                if length < 0:
-                    raise ValueError
-            except ValueError as exc:
-                conn.close()
-                raise LiteHTTPError(f"bad content-length {headers['content-length']!r}") from exc
-            mode = "length"
-        else:
-            mode, length, keep = "close", 0, False
-        return LiteResponse(self, conn, status, headers, mode, length, keep)
+        return LiteResponse(self, conn, event.status_code, headers)
 
     def _release(self, conn: _Conn | None, reusable: bool) -> None:
         if conn is not None:
@@ -224,6 +261,7 @@ class LitePool:
         self._slots.release()
 
     async def aclose(self) -> None:
+        """Close the idle connections; responses still being read close theirs when they end."""
         self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
@@ -233,27 +271,22 @@ class LitePool:
 class LiteResponse:
     """A response whose body has not been read yet (``httpx.Response`` streaming look-alike)."""
 
-    def __init__(
-        self, pool: LitePool, conn: _Conn, status: int, headers: LiteHeaders, mode: str, length: int, keep: bool
-    ) -> None:
+    def __init__(self, pool: LitePool, conn: _Conn, status: int, headers: LiteHeaders) -> None:
         self._pool = pool
         self._conn: _Conn | None = conn
         self.status_code = status
         self.headers = headers
-        self._mode = mode
-        self._remaining = length  # body bytes (length mode) or bytes left in the current chunk (chunked mode)
-        self._keep = keep
-        self._done = False
         self._released = False
-        if mode == "length" and length == 0:
-            self._finish()
 
     def _finish(self) -> None:
-        self._done = True
         if not self._released:
             self._released = True
-            self._pool._release(self._conn, self._keep)
-            self._conn = None
+            conn, self._conn = self._conn, None
+            assert conn is not None
+            state = conn.h11
+            # the server finished cleanly, kept the connection open, and sent nothing after its response
+            reusable = state.their_state is h11.DONE and not state.trailing_data[0]
+            self._pool._release(conn, reusable)
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool when the body was read to its end, closed otherwise."""
@@ -267,96 +300,58 @@ class LiteResponse:
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """The body as it arrives (chunked framing removed)."""
         try:
-            while not self._done:
-                data = await self._read_some()
+            while (data := await self._next()) is not None:
                 if data:
                     yield data
         except BaseException:
             await self.aclose()
             raise
 
-    async def aread(self) -> bytes:
-        if self._mode == "length" and not self._done and self._conn is not None:
-            try:
-                body = await self._conn.reader.readexactly(self._remaining)
-            except BaseException as exc:
+    async def aread(self, limit: int | None = None) -> bytes:
+        """The whole body; with ``limit``, :class:`BodyTooLarge` as soon as it declares or reaches more."""
+        if limit is not None:
+            declared = self.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
                 await self.aclose()
-                if isinstance(exc, (asyncio.IncompleteReadError, OSError)):
-                    raise LiteHTTPError(f"the response body was cut short: {exc!r}") from exc
-                raise
-            self._finish()
-            return body
-        return b"".join([chunk async for chunk in self.aiter_bytes()])
+                raise BodyTooLarge(limit)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while (data := await self._next()) is not None:
+                size += len(data)
+                if limit is not None and size > limit:
+                    raise BodyTooLarge(limit)
+                chunks.append(data)
+        except BaseException:
+            await self.aclose()
+            raise
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    async def aiter_lines(self) -> AsyncIterator[str]:
-        """Lines of the body (``\\r\\n``, ``\\n`` or ``\\r`` ends one), decoded as UTF-8, without line ends."""
-        buf = b""
-        max_line = self._pool.max_line
-        async for chunk in self.aiter_bytes():
-            scan = max(len(buf) - 1, 0)  # only the new bytes (and a held-back \r) can hold a line end
-            buf = buf + chunk if buf else chunk
-            start = 0
-            for m in _LINE_BREAK.finditer(buf, scan):
-                if m.group() == b"\r" and m.end() == len(buf):
-                    break  # maybe the first half of \r\n: wait for more
-                yield buf[start : m.start()].decode("utf-8", "replace")
-                start = m.end()
-            buf = buf[start:]
-            if len(buf) > max_line:
-                await self.aclose()
-                raise LiteHTTPError(f"a line longer than {max_line} bytes in the response body")
-        if buf:  # the last line had no line end (or only a held-back \r)
-            yield (buf[:-1] if buf.endswith(b"\r") else buf).decode("utf-8", "replace")
-
-    async def _read_some(self) -> bytes:
+    async def _next(self) -> bytes | None:
+        """The next piece of the body, or None at its end."""
         conn = self._conn
         if conn is None:
+            if self._released:
+                return None
             raise LiteHTTPError("the response was closed")
-        reader = conn.reader
+        state = conn.h11
         try:
-            if self._mode == "length":
-                data = await reader.read(min(self._remaining, READ_SIZE))
-                if not data:
-                    raise LiteHTTPError("the response body was cut short")
-                self._remaining -= len(data)
-                if self._remaining == 0:
+            while True:
+                event = state.next_event()
+                if event is h11.NEED_DATA:
+                    state.receive_data(await conn.reader.read(READ_SIZE))
+                    continue
+                kind = type(event)
+                if kind is h11.Data:
+                    return bytes(event.data)  # type: ignore[union-attr]
+                if kind is h11.EndOfMessage or kind is h11.ConnectionClosed:
                     self._finish()
-                return data
-            if self._mode == "close":
-                data = await reader.read(READ_SIZE)
-                if not data:
-                    self._finish()
-                return data
-            # chunked
-            if self._remaining == 0:
-                size_line = await reader.readuntil(b"\r\n")
-                size_text = size_line.split(b";", 1)[0].strip()
-                try:
-                    size = int(size_text, 16)
-                except ValueError as exc:
-                    raise LiteHTTPError(f"bad chunk size {size_text[:40]!r}") from exc
-                if size == 0:
-                    trailer_bytes = 0
-                    while (line := await reader.readuntil(b"\r\n")) != b"\r\n":
-                        trailer_bytes += len(line)
-                        if trailer_bytes > self._pool.max_header_bytes:
-                            raise LiteHTTPError("response trailers too large")
-                    self._finish()
-                    return b""
-                self._remaining = size
-            data = await reader.read(min(self._remaining, READ_SIZE))
-            if not data:
-                raise LiteHTTPError("the chunked body was cut short")
-            self._remaining -= len(data)
-            if self._remaining == 0 and await reader.readexactly(2) != b"\r\n":
-                raise LiteHTTPError("a chunk does not end with CRLF")
-            return data
-        except asyncio.LimitOverrunError as exc:
-            raise LiteHTTPError("a chunk-size line is too long") from exc
-        except asyncio.IncompleteReadError as exc:
-            raise LiteHTTPError("the chunked body was cut short") from exc
+                    return None
+                raise LiteHTTPError(f"unexpected {kind.__name__} in a response body")
+        except h11.RemoteProtocolError as exc:
+            raise LiteHTTPError(f"the response body broke HTTP/1.1: {exc}") from exc
         except OSError as exc:
             raise LiteHTTPError(f"reading the response body failed: {exc!r}") from exc
 
 
-__all__ = ["LiteHTTPError", "LitePool", "LiteResponse"]
+__all__ = ["MAX_INTERIM", "BodyTooLarge", "LiteHTTPError", "LitePool", "LiteResponse"]

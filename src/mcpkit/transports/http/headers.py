@@ -70,14 +70,15 @@ def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
     case-insensitively, non-primitive or ``number`` type, or not statically reachable through ``properties``).
     """
     found: dict[str, tuple[str, ...]] = {}
-
-    def walk(node: Any, path: tuple[str, ...], reachable: bool) -> None:
+    # An explicit stack, not recursion: a server's schema may nest a thousand levels deep (issue 15.6).
+    stack: list[tuple[Any, tuple[str, ...], bool]] = [(schema, (), True)]
+    while stack:
+        node, path, reachable = stack.pop()
         if isinstance(node, list):
-            for item in node:
-                walk(item, path, False)
-            return
+            stack.extend((item, path, False) for item in reversed(node))
+            continue
         if not isinstance(node, dict):
-            return
+            continue
         if "x-mcp-header" in node:
             name = node["x-mcp-header"]
             if not reachable or not path:
@@ -90,14 +91,13 @@ def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
             if key in found:
                 raise ValueError(f"x-mcp-header {name!r} is used twice")
             found[key] = path
+        children: list[tuple[Any, tuple[str, ...], bool]] = []
         for k, v in node.items():
             if k == "properties" and isinstance(v, dict):
-                for pname, sub in v.items():
-                    walk(sub, (*path, str(pname)), reachable)
+                children.extend((sub, (*path, str(pname)), reachable) for pname, sub in v.items())
             elif isinstance(v, (dict, list)):
-                walk(v, path, False)
-
-    walk(schema, (), True)
+                children.append((v, path, False))
+        stack.extend(reversed(children))  # visit in document order, like the recursive walk did
     return found
 
 

@@ -11,8 +11,10 @@ queue_size=256, client=None)`` is a :class:`~mcpkit.transports.base.Connection`:
 event. The endpoint is resolved against the SSE URL; one on a different origin (scheme, host, port) is refused,
 so a hostile server cannot make us POST elsewhere. ``send`` POSTs one message there (a non-2xx answer raises
 :class:`~mcpkit.protocol.errors.ConnectionClosed`); ``receive`` returns the data of each ``message`` event and
-None once the stream has ended. Events larger than ``max_message_size`` are dropped (logged). A bounded queue sits
-between the stream and ``receive``: when it is full we stop reading the socket (TCP backpressure).
+None once the stream has ended. The stream is read by the shared bounded decoder (:mod:`.sse_decoder`): an event or
+line larger than ``max_message_size`` ends the connection (logged, naming the limit; every pending request fails
+at once, as nobody can tell which one it answered). A bounded queue sits between the stream and ``receive``: when
+it is full we stop reading the socket (TCP backpressure).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import httpx
 
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.sse.client")
 
@@ -105,32 +108,14 @@ class SSEClientTransport:
 
     async def _read(self, response: httpx.Response) -> None:
         assert self._endpoint_ready is not None
-        event = "message"
-        data: list[str] = []
-        size = 0
+        decoder = SSEDecoder(self.max_message_size)  # "id" and "retry" have no use here (no resumption)
         try:
-            async for line in response.aiter_lines():
-                if line == "":
-                    if data:
-                        payload = "\n".join(data)
-                        if size > self.max_message_size:
-                            logger.warning("dropped an SSE event larger than %d bytes", self.max_message_size)
-                        else:
-                            await self._dispatch(event, payload)
-                    event, data, size = "message", [], 0
-                    continue
-                if line.startswith(":"):
-                    continue  # comment (keep-alive)
-                name, _, value = line.partition(":")
-                if value.startswith(" "):
-                    value = value[1:]
-                if name == "data":
-                    size += len(value) + 1
-                    if size <= self.max_message_size:
-                        data.append(value)
-                elif name == "event":
-                    event = value or "message"
-                # "id" and "retry" have no use on this transport (it has no resumption)
+            async for chunk in response.aiter_bytes():
+                for event in decoder.feed(chunk):
+                    await self._dispatch(event.event, event.data.decode("utf-8", "replace"))
+        except SSEEventTooLarge as exc:
+            # we cannot tell which request it answers: end the connection so every pending request fails now
+            logger.error("closing the SSE connection to %s: %s (raise max_message_size)", self.url, exc)
         except (httpx.HTTPError, OSError) as exc:
             logger.debug("SSE stream ended: %s", exc)
         except ValueError as exc:  # refused endpoint
@@ -169,16 +154,25 @@ class SSEClientTransport:
     async def send(self, data: bytes) -> None:
         if self._closed or self._ended or self.endpoint is None or self._client is None:
             raise ConnectionClosed("the SSE connection is closed")
+        request = self._client.build_request(
+            "POST", self.endpoint, content=data, headers={**self.headers, "Content-Type": "application/json"}
+        )
         try:
-            response = await self._client.post(
-                self.endpoint, content=data, headers={**self.headers, "Content-Type": "application/json"}
-            )
+            response = await self._client.send(request, stream=True)
+            try:
+                if 200 <= response.status_code < 300:
+                    return  # the answer travels on the stream; the POST's own body is not read (nor buffered)
+                head = b""
+                async for chunk in response.aiter_bytes():
+                    head += chunk
+                    if len(head) >= 200:
+                        break  # only the start of an error body is shown
+            finally:
+                await response.aclose()
         except httpx.HTTPError as exc:
             raise ConnectionClosed(f"POST to {self.endpoint} failed: {exc}") from exc
-        if not 200 <= response.status_code < 300:
-            raise ConnectionClosed(
-                f"POST to {self.endpoint} answered HTTP {response.status_code}: {response.text[:200]}"
-            )
+        text = head[:200].decode("utf-8", "replace")
+        raise ConnectionClosed(f"POST to {self.endpoint} answered HTTP {response.status_code}: {text}")
 
     async def close(self) -> None:
         if self._closed:

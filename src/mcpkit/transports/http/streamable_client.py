@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import urllib.request
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
@@ -39,8 +40,10 @@ import orjson
 from ...protocol import versions
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
 from ...protocol.versions import META_PROTOCOL_VERSION
-from .h11_lite import LiteHTTPError, LitePool
+from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .h11_lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
+from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.http.client")
 
@@ -59,9 +62,7 @@ class _Response(Protocol):
     @property
     def headers(self) -> Mapping[str, str]: ...
 
-    async def aread(self) -> bytes: ...
-
-    def aiter_lines(self) -> AsyncIterator[str]: ...
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
 
     async def aclose(self) -> None: ...
 
@@ -81,6 +82,20 @@ def fast_path_applies(url: str) -> bool:
 
 class SessionExpired(ConnectionClosed):
     """The server answered 404 to our ``Mcp-Session-Id``: the session is gone; initialize a new one."""
+
+
+class ResponseTooLarge(MCPError):
+    """A server's answer (JSON body or SSE event) is larger than the transport's ``max_message_size``."""
+
+    code = INTERNAL_ERROR
+
+    def __init__(self, limit: int, what: str = "answer") -> None:
+        super().__init__(
+            f"the server's {what} is larger than max_message_size={limit} bytes; to accept it, raise "
+            "max_message_size (Client(..., transport_options={'max_message_size': N}))",
+            {"limit": limit},
+        )
+        self.limit = limit
 
 
 class HTTPTransportError(MCPError):
@@ -109,7 +124,14 @@ class StreamableHTTPClientTransport:
             (HTTP failures within it raise from ``send``; later ones fail the request with a JSON-RPC error).
         fast_path: use the lean HTTP/1.1 engine (:mod:`.h11_lite`) instead of httpx; None: when it applies
             (plain ``http://``, no ``auth``, no ``client``, no environment proxy for the host).
-        max_connections: keep-alive connections at most (either engine).
+        max_connections: keep-alive connections at most (either engine); waiting for a free one is bounded by
+            ``timeout``.
+        max_message_size: largest JSON answer or SSE event accepted from the server, in bytes (the same default
+            as stdio and WebSocket). Checked before buffering: a larger declared Content-Length, body, SSE line or
+            event fails the affected request with :class:`ResponseTooLarge`.
+        max_reconnect_delay: the reconnection delay doubles with each attempt (from the server's ``retry:``, at
+            least ``min_reconnect_delay``) up to this many seconds; a stream that stayed open ``stable_stream``
+            seconds resets the attempt count.
     """
 
     def __init__(
@@ -127,6 +149,10 @@ class StreamableHTTPClientTransport:
         answer_window: float = 0.25,
         fast_path: bool | None = None,
         max_connections: int = 100,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        min_reconnect_delay: float = 0.1,
+        max_reconnect_delay: float = 30.0,
+        stable_stream: float = 30.0,
     ) -> None:
         self.url = url
         self.extra_headers = dict(headers or {})
@@ -149,6 +175,10 @@ class StreamableHTTPClientTransport:
                 limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
             )
         self.get_stream = get_stream
+        self.max_message_size = max_message_size
+        self.min_reconnect_delay = min_reconnect_delay
+        self.max_reconnect_delay = max_reconnect_delay
+        self.stable_stream = stable_stream
         self.max_reconnects = max_reconnects
         self.reconnect_delay = reconnect_delay
         self.answer_window = answer_window
@@ -265,9 +295,10 @@ class StreamableHTTPClientTransport:
             return False
         if not exchange.cancelled:
             exchange.cancelled = True
-            if exchange.modern:
-                # once only: a second cancel would interrupt httpcore's cleanup and leave the connection open
-                exchange.task.cancel()
+            # Close the request's stream in either era (once only: a second cancel would interrupt httpcore's
+            # cleanup and leave the connection open). In 2026-07-28 that IS the cancellation; in the handshake
+            # era the notification is POSTed too, and the abandoned stream must not hold a connection.
+            exchange.task.cancel()
         return exchange.modern
 
     async def _post(
@@ -301,13 +332,11 @@ class StreamableHTTPClientTransport:
                         exchange.streaming.set_result(None)  # the answer is on its way: send() may return
                     await self._read_post_stream(resp, rid, exchange)
                 return
-            body = await resp.aread()
-            await resp.aclose()
+            body = await self._read_body(resp)
             if body:
                 await self._deliver(body)
             return
-        body = await resp.aread()
-        await resp.aclose()
+        body = await self._read_body(resp)
         answer = _json_rpc_error(body)
         answers_us = answer is not None and rid is not None and answer[0] == rid
         if status == 404 and sent_session is not None and not answers_us:
@@ -361,6 +390,30 @@ class StreamableHTTPClientTransport:
     def fast_path(self) -> bool:
         """True when this transport talks through the lean HTTP/1.1 engine rather than httpx."""
         return self._pool is not None
+
+    async def _read_body(self, resp: _Response) -> bytes:
+        """The whole body, bounded by ``max_message_size`` (the declared length is checked before reading)."""
+        limit = self.max_message_size
+        try:
+            if isinstance(resp, LiteResponse):
+                return await resp.aread(limit)
+            declared = resp.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                raise ResponseTooLarge(limit)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in resp.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise ResponseTooLarge(limit)
+                chunks.append(chunk)
+            return b"".join(chunks)
+        except BodyTooLarge:
+            raise ResponseTooLarge(limit) from None
+        except _IO_ERRORS as exc:
+            raise ConnectionClosed(f"reading the answer from {self.url} failed: {exc}") from exc
+        finally:
+            await resp.aclose()
 
     async def _open(self, method: str, headers: dict[str, str], body: bytes | None = None) -> _Response:
         """Send one request; the response's body is left to read (raises one of ``_IO_ERRORS``)."""
@@ -470,39 +523,41 @@ class StreamableHTTPClientTransport:
         return orjson.dumps(obj)
 
     async def _read_post_stream(self, resp: _Response, rid: Any, exchange: _Exchange | None) -> None:
-        """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives."""
-        last_id: str | None = None
-        retry = self.reconnect_delay
+        """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives.
+
+        Resumption backs off (see :meth:`_backoff`): an event on a stream does not reset the attempt count, so a
+        server that ends every stream after one event (``retry: 0``) gets at most ``max_reconnects`` GETs."""
+        decoder = SSEDecoder(self.max_message_size)
         attempts = 0
+        opened = time.monotonic()
         while True:
             got = False
             try:
-                async for ev in _events(resp):
-                    if "retry" in ev:
-                        with contextlib.suppress(ValueError):
-                            retry = int(ev["retry"]) / 1000
-                    if "id" in ev:
-                        last_id = ev["id"]
-                    data = ev.get("data")
-                    if data:
-                        raw = data.encode()
-                        if rid is not None and _answers(raw, rid):
+                async for ev in _events(resp, decoder):
+                    if ev.data:
+                        if rid is not None and _answers(ev.data, rid):
                             got = True
-                        await self._deliver(raw)
-                        attempts = 0
+                        await self._deliver(ev.data)
+            except SSEEventTooLarge:
+                await resp.aclose()
+                if rid is not None:
+                    await self._fail(rid, ResponseTooLarge(self.max_message_size, "SSE event").message)
+                return
             except _IO_ERRORS as exc:
                 logger.debug("SSE stream for %r broke: %s", rid, exc)
             finally:
                 await resp.aclose()
             if got or rid is None or self._closed or (exchange is not None and exchange.cancelled):
                 return
-            if last_id is None or attempts >= self.max_reconnects or self.session_id is None:
+            last_id = decoder.last_event_id
+            if not last_id or attempts >= self.max_reconnects or self.session_id is None:
                 await self._fail(rid, "the SSE stream ended before the response arrived")
                 return
-            attempts += 1
-            await asyncio.sleep(retry)
+            attempts = self._attempts_after(attempts, opened)
+            await asyncio.sleep(self._backoff(decoder.retry, attempts))
             headers = self._headers("text/event-stream")
             headers["last-event-id"] = last_id
+            opened = time.monotonic()
             try:
                 resp = await self._open("GET", headers)
             except _IO_ERRORS:
@@ -511,6 +566,17 @@ class StreamableHTTPClientTransport:
                 await resp.aclose()
                 await self._fail(rid, f"could not resume the SSE stream (HTTP {resp.status_code})")
                 return
+            decoder.new_stream()
+
+    def _attempts_after(self, attempts: int, opened: float) -> int:
+        """The attempt count for the next reconnection: reset only after a stream that stayed open a while."""
+        return 1 if time.monotonic() - opened >= self.stable_stream else attempts + 1
+
+    def _backoff(self, retry_ms: int | None, attempt: int) -> float:
+        """Delay before reconnection ``attempt`` (1, 2...): the server's ``retry:`` (at least
+        ``min_reconnect_delay``) or ``reconnect_delay``, doubled per attempt, at most ``max_reconnect_delay``."""
+        base = self.reconnect_delay if retry_ms is None else max(retry_ms / 1000, self.min_reconnect_delay)
+        return float(min(base * 2 ** min(attempt - 1, 30), self.max_reconnect_delay))
 
     async def _fail(self, rid: Any, message: str, code: int = INTERNAL_ERROR) -> None:
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
@@ -518,46 +584,44 @@ class StreamableHTTPClientTransport:
 
     async def _standalone(self) -> None:
         """The standalone GET stream of a handshake session: server-initiated messages; reconnects with
-        ``Last-Event-ID`` after ``retry:`` while the session lives."""
-        last_id: str | None = None
-        retry = self.reconnect_delay
+        ``Last-Event-ID`` (backing off, see :meth:`_read_post_stream`) while the session lives."""
+        decoder = SSEDecoder(self.max_message_size)
         failures = 0
         while not self._closed and self.session_id is not None:
             headers = self._headers("text/event-stream")
-            if last_id is not None:
-                headers["last-event-id"] = last_id
+            if decoder.last_event_id:
+                headers["last-event-id"] = decoder.last_event_id
+            opened = time.monotonic()
             try:
                 resp = await self._open("GET", headers)
             except _IO_ERRORS:
                 failures += 1
                 if failures > self.max_reconnects:
                     return
-                await asyncio.sleep(retry)
+                await asyncio.sleep(self._backoff(decoder.retry, failures))
                 continue
             if resp.status_code != 200:
                 await resp.aclose()
-                if resp.status_code == 400 and last_id is not None:
-                    last_id = None  # the server cannot replay: start over without resumption
+                if resp.status_code == 400 and decoder.last_event_id:
+                    decoder.last_event_id = ""  # the server cannot replay: start over without resumption
                     continue
                 return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
+            decoder.new_stream()
             try:
-                async for ev in _events(resp):
-                    if "retry" in ev:
-                        with contextlib.suppress(ValueError):
-                            retry = int(ev["retry"]) / 1000
-                    if "id" in ev:
-                        last_id = ev["id"]
-                    if ev.get("data"):
-                        await self._deliver(ev["data"].encode())
-                    failures = 0
+                async for ev in _events(resp, decoder):
+                    if ev.data:
+                        await self._deliver(ev.data)
+            except SSEEventTooLarge as exc:
+                logger.warning("closed the standalone SSE stream: %s (max_message_size)", exc)
+                return
             except _IO_ERRORS:
                 pass
             finally:
                 await resp.aclose()
-            failures += 1
+            failures = self._attempts_after(failures, opened)
             if failures > self.max_reconnects:
                 return
-            await asyncio.sleep(retry)
+            await asyncio.sleep(self._backoff(decoder.retry, failures))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -601,31 +665,17 @@ def _answers(raw: bytes, rid: Any) -> bool:
     return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
 
 
-async def _events(resp: _Response) -> AsyncIterator[dict[str, str]]:
-    """SSE events of a response: dicts with ``data`` (lines joined), ``id``, ``event``, ``retry``."""
-    ev: dict[str, str] = {}
-    data: list[str] = []
-    async for line in resp.aiter_lines():
-        if not line:
-            if data or ev:
-                if data:
-                    ev["data"] = "\n".join(data)
-                yield ev
-            ev = {}
-            data = []
-            continue
-        if line.startswith(":"):
-            continue
-        field, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if field == "data":
-            data.append(value)
-        elif field in ("id", "event", "retry"):
-            ev[field] = value
-    if data:
-        ev["data"] = "\n".join(data)
-        yield ev
+async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
+    """The SSE events of a response, through the shared bounded decoder."""
+    async for chunk in resp.aiter_bytes():
+        for event in decoder.feed(chunk):
+            yield event
 
 
-__all__ = ["HTTPTransportError", "SessionExpired", "StreamableHTTPClientTransport", "fast_path_applies"]
+__all__ = [
+    "HTTPTransportError",
+    "ResponseTooLarge",
+    "SessionExpired",
+    "StreamableHTTPClientTransport",
+    "fast_path_applies",
+]
