@@ -90,13 +90,6 @@ def tools() -> list[dict[str, Any]]:
     ]
 
 
-def nested(depth: int) -> Any:
-    value: Any = []
-    for _ in range(depth - 1):
-        value = [value]
-    return value
-
-
 def call_tool(rid: Any, params: dict[str, Any]) -> None:
     token = (params.get("_meta") or {}).get("progressToken")
     if BEHAVIOUR == "paint":
@@ -109,9 +102,14 @@ def call_tool(rid: Any, params: dict[str, Any]) -> None:
                 }
             )
         result(rid, {"content": [{"type": "text", "text": f"result {PAINT} {MARKUP}"}], "isError": False})
-    elif BEHAVIOUR == "deep":
-        value = {"v": nested(int(ARG or 1000))}
-        result(rid, {"content": [{"type": "text", "text": "deep"}], "structuredContent": value})
+    elif BEHAVIOUR == "deep":  # written by hand: json.dumps itself stops near 1,000 levels
+        depth = int(ARG or 1000)
+        deep = '{"v":' + "[" * depth + "]" * depth + "}"
+        raw = '{"jsonrpc":"2.0","id":' + json.dumps(rid) + ',"result":{"content":[{"type":"text","text":"deep"}],'
+        raw += '"structuredContent":' + deep + "}}\n"
+        with _out_lock:
+            sys.stdout.buffer.write(raw.encode())
+            sys.stdout.buffer.flush()
     elif BEHAVIOUR == "url-flood":
         n = int(ARG or 10000)
         items = [

@@ -527,6 +527,15 @@ def _connection_options(fn: F) -> F:
     return fn
 
 
+def _check_target(target: str) -> None:
+    if target.lstrip().startswith(("{", "[")):
+        raise CLIError(
+            f"TARGET looks like JSON ({target[:30]!r}): --json is a flag that prints JSON; pass tool arguments "
+            "with --args '{...}'",
+            code=2,
+        )
+
+
 def _collect(
     target: str,
     timeout: float,
@@ -541,12 +550,7 @@ def _collect(
     show_stderr: bool = False,
     stderr_limit: int = STDERR_PASSTHROUGH_BYTES,
 ) -> dict[str, Any]:
-    if target.lstrip().startswith(("{", "[")):
-        raise CLIError(
-            f"TARGET looks like JSON ({target[:30]!r}): --json is a flag that prints JSON; pass tool arguments "
-            "with --args '{...}'",
-            code=2,
-        )
+    _check_target(target)
     opts = _client_options(
         {
             "mode": mode,
@@ -633,6 +637,7 @@ def call_command(
     --timeout is a hard bound on the call: progress notifications do not extend it."""
 
     def go() -> None:
+        _check_target(target)
         machine = output == "json" or as_json
         arguments: dict[str, Any] = {}
         if args_json is not None:
@@ -649,20 +654,22 @@ def call_command(
         deadline = float(kw["timeout"])
         result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline))
         if machine:
-            _print_json(result.dump(), machine=True)
+            _print_json(_result_dict(result), machine=True)
         else:
             blocks = [b.dump() for b in result.content]
             structured = result.structured
-            if structured is not None and structured != {} and not _same_as_text(blocks, structured):
+            if structured is None or structured == {}:
+                _print_content(blocks)
+            elif _same_as_text(blocks, structured):  # the text only repeats the structured value: print it once
+                value = structured["result"] if _is_result_wrapper(structured) else structured
+                if value is None or isinstance(value, (str, int, float, bool)):
+                    _print_content([{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}])
+                else:
+                    _print_json(value, machine=False)
+            else:
                 _print_content(blocks)
                 _stderr().print("[dim]structured content" + (" (validated)" if result.validated else "") + ":[/]")
                 _print_json(structured, machine=False)
-            elif structured is not None and structured != {}:  # the text block only repeats it: print it once
-                _print_json(structured, machine=False)
-                if result.validated:
-                    _stderr().print("[dim](structured content, validated)[/]")
-            else:
-                _print_content(blocks)
         if result.is_error:
             if not machine:
                 from .safe import text
@@ -674,13 +681,32 @@ def call_command(
 
 
 def _same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
-    """True when the content is one text block holding the structured value as JSON (the usual echo of it)."""
+    """True when the content is one text block that only repeats the structured value (as JSON, or the value of a
+    ``{"result": ...}`` wrapper): the result is then printed once."""
     if len(blocks) != 1 or blocks[0].get("type") != "text":
         return False
+    text = blocks[0].get("text", "")
     try:
-        return bool(json.loads(blocks[0].get("text", "")) == structured)
+        parsed = json.loads(text)
     except (ValueError, RecursionError):
-        return False
+        parsed = text  # a plain string result
+    if parsed == structured:
+        return True
+    return _is_result_wrapper(structured) and parsed == structured["result"]
+
+
+def _is_result_wrapper(structured: Any) -> bool:
+    return isinstance(structured, dict) and list(structured) == ["result"]
+
+
+def _result_dict(result: Any) -> Any:
+    """``result.dump()``; a structuredContent nested deeper than pydantic serializes is put in as it is."""
+    try:
+        return result.dump()
+    except (ValueError, RecursionError):
+        out = result.raw.model_copy(update={"structured_content": None}).dump()
+        out["structuredContent"] = result.structured
+        return out
 
 
 async def _call_with_progress(
