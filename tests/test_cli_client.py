@@ -61,14 +61,14 @@ def test_call_with_key_values_parsed_as_json() -> None:
 
 
 def test_call_with_json_arguments_and_human_output() -> None:
-    proc = mcpkit("call", SERVER, "add", "--json", '{"a": 1, "b": 2}')
+    proc = mcpkit("call", SERVER, "add", "--args", '{"a": 1, "b": 2}')
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0] == "3"
     assert '"sum": 3' in proc.stdout  # the structured content, pretty JSON
     assert "validated" in proc.stderr
     both = as_json(mcpkit("call", SERVER, "add", "--args", '{"a": 1}', "b=10", "-o", "json"))
     assert both["structuredContent"] == {"sum": 11}
-    bad = mcpkit("call", SERVER, "add", "--json", "[1, 2]")
+    bad = mcpkit("call", SERVER, "add", "--args", "[1, 2]")
     assert bad.returncode == 2 and "JSON object" in bad.stderr
 
 
@@ -154,9 +154,10 @@ def test_interactive_elicitation_and_roots() -> None:
     assert "What is your name?" in proc.stderr and "Please select one of the available options" in proc.stderr
     url = as_json(mcpkit("call", SERVER, "ask_url", "--interactive", "-o", "json", stdin="y\n"))
     assert json.loads(url["content"][0]["text"]) == {"action": "accept"}
-    # not interactive (stdin is not a TTY): no elicitation capability, the server's request fails cleanly
+    # not interactive (stdin is not a TTY): declined, and the CLI says how to answer (issue 13)
     plain = mcpkit("call", SERVER, "ask", "-o", "json")
-    assert plain.returncode == 1
+    assert json.loads(as_json(plain)["content"][0]["text"]) == {"action": "decline"}
+    assert "--interactive" in plain.stderr and "--answer name=..." in plain.stderr
     roots = as_json(mcpkit("call", SERVER, "roots", "--root", "file:///a", "--root", "file:///b", "-o", "json"))
     assert json.loads(roots["content"][0]["text"]) == {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
 

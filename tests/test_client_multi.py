@@ -14,6 +14,7 @@ from mcpkit.client.targets import ServerNotFound, ServerStartError
 from test_client_server import build_server
 
 SERVER = str(Path(__file__).with_name("test_client_server.py"))
+HOSTILE = str(Path(__file__).parent / "servers" / "hostile_cli_server.py")
 
 
 async def test_one_namespace_over_two_servers() -> None:
@@ -30,7 +31,8 @@ async def test_one_namespace_over_two_servers() -> None:
         assert "Bo" in got.messages[0].content.text  # type: ignore[union-attr]
         pairs = await mc.list_resources()
         assert {s for s, _ in pairs} == {"a", "b"}
-        assert (await mc.read_resource("mcpkit://text/1")).contents[0].text == "text number 1"  # type: ignore[union-attr]
+        got_b = await mc.read_resource("mcpkit://text/1", server="b")  # both list it: name the one to read
+        assert got_b.contents[0].text == "text number 1"  # type: ignore[union-attr]
         pings = await mc.ping()
         assert set(pings) == {"a", "b"} and all(isinstance(v, float) for v in pings.values())
 
@@ -82,3 +84,29 @@ async def test_mcp_json_document(tmp_path: Path) -> None:
     async with MultiClient(str(path)) as mc:
         assert set(mc.clients) == {"one", "two"}
         assert (await mc.call_tool("two__echo", {"text": "2"})).text == "2"
+
+
+async def test_issue15_item5_multiclient_routes_by_owner_never_broadcasts() -> None:
+    """Issue 15.5: a hostile member that lists the trusted member's URI does not win the read (a collision is an
+    error naming both servers), and a URI no server listed is not sent to every member."""
+    from mcpkit.client.multi import ResourceCollision, UnknownResource
+
+    targets = {"evil": [sys.executable, HOSTILE, "squat"], "good": [sys.executable, SERVER]}
+    async with MultiClient(targets, mode="handshake") as mc:
+        assert mc.errors == {}
+        pairs = await mc.list_resources()
+        assert ("evil", "mcpkit://text/1") in {(s, r.uri) for s, r in pairs}
+        with pytest.raises(ResourceCollision) as collision:
+            await mc.read_resource("mcpkit://text/1")
+        assert collision.value.servers == ["evil", "good"] and "'evil'" in str(collision.value)
+        assert "'good'" in str(collision.value) and "server=NAME" in str(collision.value)
+        good = await mc.read_resource("mcpkit://text/1", server="good")
+        assert good.contents[0].text == "text number 1"  # type: ignore[union-attr]
+        # listed by one server only: routed to it alone
+        assert (await mc.read_resource("mcpkit://text/2")).contents[0].text == "text number 2"  # type: ignore[union-attr]
+        with pytest.raises(UnknownResource, match="list_resources"):
+            await mc.read_resource("secret://never-listed")
+        await mc.client("evil").ping()  # the hostile server has handled everything sent before this
+        seen = mc.client("evil").stderr
+        assert "read secret://never-listed" not in seen and "read mcpkit://text/2" not in seen
+        assert "read mcpkit://text/1" not in seen  # only the named server was asked

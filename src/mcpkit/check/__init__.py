@@ -1,4 +1,7 @@
-"""``mcpkit check``: black-box checks of the seed requirements (M/S/A IDs) against any MCP server.
+"""``mcpkit check``: black-box checks of the MCP specification's requirements against any MCP server.
+
+Each requirement is one MUST (IDs M001...), SHOULD (S001...) or MAY (A001...) statement of the specification that
+can be observed from outside a server (the list ships as ``requirements.csv``).
 
 from mcpkit.check import run_checks
 report = await run_checks("python server.py")          # stdio: a command line

@@ -1,9 +1,9 @@
 """The black-box checks of ``mcpkit check``: drive any MCP server over raw JSON-RPC and judge what it sends.
 
-Every check names the seed requirement it proves (tests/requirements.csv) and records the message that proved or
-broke it. A check that cannot apply (the server offers no prompts, no slow tool, no sessions, ...) is skipped with
-the reason. Sessions use the handshake era (initialize); extra short sessions probe version negotiation and the
-batch support of 2025-03-26.
+Every check names the MCP requirement it proves (a MUST/SHOULD/MAY of the specification, requirements.csv) and
+records the message that proved or broke it. A check that cannot apply (the server offers no prompts, no slow
+tool, no sessions, ...) is skipped with the reason. Sessions use the handshake era (initialize); extra short
+sessions probe version negotiation and the batch support of 2025-03-26.
 """
 
 from __future__ import annotations
@@ -711,8 +711,8 @@ class Checker:
         if "isError" not in res:
             r.warn(
                 "M068",
-                f"{label}: content array present but no isError flag (the seed requires it; the official schema "
-                "makes it optional, default false)",
+                f"{label}: content array present but no isError flag (requirement M068 asks for it; the official "
+                "schema makes it optional, default false)",
                 "tools/call",
             )
         elif not isinstance(res["isError"], bool):

@@ -11,7 +11,8 @@ from typing import Any
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 _RANK = {FAIL: 3, WARN: 2, PASS: 1, SKIP: 0}
 
-# The seed requirement matrix (ID -> (type, section, text)), bundled so the checker works outside the repo.
+# The MCP requirement list (ID -> (type, section, text): MUST/SHOULD/MAY statements of the specification),
+# bundled so the checker works outside the repo.
 _MATRIX_FILE = Path(__file__).with_name("requirements.csv")
 
 
@@ -131,7 +132,11 @@ class Report:
 
     def render_text(self, verbose: bool = False) -> str:
         texts = requirement_texts()
-        lines = [f"mcpkit check {self.target} ({self.transport})"]
+        lines = [
+            f"mcpkit check {self.target} ({self.transport})",
+            "  checks the MCP specification's requirements a client can observe: MUST (M...), SHOULD (S...), "
+            "MAY (A...)",
+        ]
         for key, value in self.info.items():
             lines.append(f"  {key}: {value}")
         lines.append("")

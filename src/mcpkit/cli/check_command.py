@@ -34,7 +34,10 @@ def check(
     verbose: bool,
     no_stateless: bool,
 ) -> None:
-    """Check the MCP server TARGET against the seed requirements (M/S/A IDs).
+    """Check the MCP server TARGET against the MCP specification's requirements.
+
+    Each requirement is a MUST (IDs M001...), SHOULD (S001...) or MAY (A001...) statement of the specification
+    that a client can observe from outside the server; the report names each one with its text.
 
     TARGET is a command line that starts a stdio server (quote it, or put it after --) or an http(s):// URL of a
     Streamable HTTP endpoint. Exit code 1 when any applicable MUST requirement fails.

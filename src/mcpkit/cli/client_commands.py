@@ -6,8 +6,11 @@ Every command takes a TARGET: a command line in one argument (``"python server.p
 server could not be found).
 
 ``mcpkit call TARGET TOOL key=value ...``: each value is parsed as JSON when it parses (``n=3`` is a number,
-``flag=true`` a boolean, ``tags=["a"]`` a list) and is a string otherwise. ``--json '{...}'`` (or ``--args``)
-passes the whole arguments object instead; a bare ``--json`` asks for JSON output.
+``flag=true`` a boolean, ``tags=["a"]`` a list) and is a string otherwise. ``--args '{...}'`` passes the whole
+arguments object instead. ``--json`` has one meaning on every command: print JSON on stdout (a flag, no value).
+
+Everything the server sends that reaches the terminal goes through :func:`mcpkit.cli.safe.visible` (control
+characters made visible, never parsed as rich markup); the server's stderr is bounded in bytes.
 
 ``register(group)`` adds the commands to a click group (``mcpkit.cli.main`` calls it). rich and click are
 imported only when a command runs or is registered.
@@ -30,7 +33,11 @@ if TYPE_CHECKING:
     from ..client.client import Client
 
 T = TypeVar("T")
-_JSON_FLAG = "\x00json-output"  # the value click gives a bare --json on `call`
+
+MAX_SHOWN_DEPTH = 64
+"""Human output shows structured values this many levels deep (deeper levels are replaced by a note)."""
+STDERR_PASSTHROUGH_BYTES = 1024 * 1024
+"""Default of ``--stderr-limit``: how much of the server's stderr ``--stderr`` shows live."""
 
 
 TARGET_HELP = (
@@ -79,13 +86,37 @@ def _stderr() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+def _clip(value: Any, depth: int = 0) -> Any:
+    """``value`` with containers deeper than :data:`MAX_SHOWN_DEPTH` replaced by a note (recursion is bounded)."""
+    if isinstance(value, (dict, list)):
+        if depth >= MAX_SHOWN_DEPTH:
+            return f"<{type(value).__name__} nested deeper than {MAX_SHOWN_DEPTH} levels: use --json to see it all>"
+        if isinstance(value, dict):
+            return {k: _clip(v, depth + 1) for k, v in value.items()}
+        return [_clip(v, depth + 1) for v in value]
+    return value
+
+
 def _print_json(value: Any, *, machine: bool) -> None:
-    text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    from .safe import json_visible, visible
+
     if machine:
-        click.echo(text)
+        try:
+            text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+        except RecursionError:
+            limit = sys.getrecursionlimit()
+            sys.setrecursionlimit(max(limit, 5000))  # the wire parser caps nesting (1,024 levels): this is bounded
+            try:
+                text = json.dumps(value, ensure_ascii=False, default=str)
+            except RecursionError:
+                raise CLIError("the result is nested too deeply to print as JSON") from None
+            finally:
+                sys.setrecursionlimit(limit)
+        click.echo(json_visible(text))
         return
     from rich.syntax import Syntax
 
+    text = visible(json.dumps(_clip(value), indent=2, ensure_ascii=False, default=str))
     _stdout().print(Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True))
 
 
@@ -114,21 +145,62 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     if ctx_obj.get("root"):
         opts["roots"] = list(ctx_obj["root"])
     interactive = ctx_obj.get("interactive")
+    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()))
+    if interactive and answers:
+        raise CLIError("--answer and --interactive exclude each other: pick one way to answer the server", code=2)
     if interactive is None:
-        interactive = sys.stdin.isatty() and sys.stderr.isatty()
+        interactive = not answers and sys.stdin.isatty() and sys.stderr.isatty()
     if interactive:
         opts["elicitation_handler"] = ask_user
+    else:
+        opts["elicitation_handler"] = _Answers(answers)
     return opts
 
 
+class _Answers:
+    """Elicitation handler when nobody is at a terminal: accept with the ``--answer`` values, or decline and say
+    how to answer (``--interactive`` or ``--answer KEY=VALUE``)."""
+
+    def __init__(self, answers: dict[str, Any]) -> None:
+        self.answers = answers
+
+    def __call__(self, params: dict[str, Any]) -> Any:
+        from .safe import text
+
+        err = _stderr()
+        err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
+        if params.get("mode") == "url":
+            err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
+            if self.answers:
+                return {"action": "accept"}
+        elif self.answers:
+            return {"action": "accept", "content": dict(self.answers)}
+        wanted = list((params.get("requestedSchema") or {}).get("properties") or {})
+        example = " ".join(f"--answer {text(n, one_line=True).plain}=..." for n in wanted[:5]) or "--answer KEY=VALUE"
+        err.print(
+            text(
+                "  declined: no terminal to ask on (stdin is not a TTY). To answer, run again with --interactive "
+                f"(answer on the terminal) or with {example}."
+            ),
+            soft_wrap=True,
+        )
+        return {"action": "decline"}
+
+
 def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
-    """Ask for one form field on the terminal (stderr), honouring its type, enum/oneOf choices and default."""
+    """Ask for one form field on the terminal (stderr), honouring its type, enum/oneOf choices and default.
+
+    Every server string (title, description, choices) is shown through :func:`~mcpkit.cli.safe.visible`; a
+    choice is answered by its visible form and mapped back to the server's value."""
     from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
 
+    from .safe import text, visible
+
     err = _stderr()
-    label = str(prop.get("title") or name) + ("" if required else " (optional)")
+    label = text(prop.get("title") or name, one_line=True)
+    label.append("" if required else " (optional)")
     if prop.get("description"):
-        label += f" [dim]- {prop['description']}[/]"
+        label.append(" - " + visible(prop["description"], one_line=True), style="dim")
     default = prop.get("default")
     kind = prop.get("type")
     choices: list[str] | None = None
@@ -142,36 +214,44 @@ def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
     if kind == "array":
         items = prop.get("items") or {}
         allowed = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
-        hint = ", ".join(str(a) for a in allowed)
+        label.append(" (comma-separated: " + ", ".join(visible(a, one_line=True) for a in allowed) + ")")
         raw = Prompt.ask(
-            f"{label} (comma-separated: {hint})",
-            console=err,
-            default=",".join(str(d) for d in default) if isinstance(default, list) else None,
+            label, console=err, default=",".join(str(d) for d in default) if isinstance(default, list) else None
         )
         return [part.strip() for part in (raw or "").split(",") if part.strip()]
     if titles:
-        label += " (" + ", ".join(f"{c}={t}" for c, t in titles.items()) + ")"
+        label.append(" (" + ", ".join(f"{visible(c)}={visible(t)}" for c, t in titles.items()) + ")")
     if kind == "boolean":
         return Confirm.ask(label, console=err, default=bool(default) if default is not None else False)
     if kind == "integer" and not choices:
         return IntPrompt.ask(label, console=err, default=default)
     if kind == "number" and not choices:
         return FloatPrompt.ask(label, console=err, default=default)
-    answer = Prompt.ask(label, console=err, choices=choices, default=None if default is None else str(default))
+    shown = {visible(c, one_line=True): c for c in choices} if choices is not None else None
+    answer = Prompt.ask(
+        label,
+        console=err,
+        choices=list(shown) if shown is not None else None,
+        default=None if default is None else visible(default, one_line=True),
+    )
+    if shown is not None and answer is not None:
+        return shown.get(answer, answer)
     return answer
 
 
 def ask_user(params: dict[str, Any]) -> Any:
     """Elicitation handler for a terminal: URL mode asks for consent; form mode asks field by field.
 
-    Fields left empty keep their schema default (the client fills it in) or are omitted when optional."""
-    from rich.markup import escape
+    Fields left empty keep their schema default (the client fills it in) or are omitted when optional. The
+    server's message and URL are shown through :func:`~mcpkit.cli.safe.visible` (no markup, no hidden link)."""
     from rich.prompt import Confirm
 
+    from .safe import text
+
     err = _stderr()
-    err.print(f"[bold yellow]The server asks:[/] {escape(str(params.get('message', '')))}")
+    err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
     if params.get("mode") == "url":
-        err.print(f"  open: [link]{escape(str(params.get('url')))}[/link]")
+        err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
         return {"action": "accept" if Confirm.ask("Did you complete it?", console=err, default=True) else "decline"}
     schema = params.get("requestedSchema") or {}
     required = set(schema.get("required") or [])
@@ -186,14 +266,61 @@ def ask_user(params: dict[str, Any]) -> Any:
     return {"action": "accept", "content": content}
 
 
+def _cli_target(target: str, stderr_sink: Callable[[str], Any] | None) -> Any:
+    """The target the CLI connects to: a ``file.py[:object]`` runs as ``mcpkit run file.py[:object]`` (so a file
+    without ``app.run()`` works, with the caller's Python), and ``--stderr`` gets the server's stderr lines."""
+    import os
+
+    from ..client.targets import parse_target
+    from ..transports.stdio import StdioServer
+
+    path, colon, obj = target.strip().partition(":")
+    if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
+        argv = [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", target.strip()]
+        t = parse_target(StdioServer(argv))
+    else:
+        t = parse_target(target)
+    if stderr_sink is not None and t.stdio is not None:
+        t.stdio.on_stderr = stderr_sink
+    return t
+
+
+class _StderrPassthrough:
+    """``--stderr``: the server's stderr lines, shown live (made visible), at most ``limit`` bytes in all."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.shown = 0
+        self.cut = False
+
+    def __call__(self, line: str) -> None:
+        from .safe import visible
+
+        if self.cut:
+            return
+        data = visible(line) + "\n"
+        if self.shown + len(data) > self.limit:
+            data = data[: max(0, self.limit - self.shown)]
+            data += f"\n[server stderr: the rest is not shown (over --stderr-limit={self.limit} bytes)]\n"
+            self.cut = True
+        self.shown += len(data)
+        sys.stderr.write(data)
+        sys.stderr.flush()
+
+
 def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T]]) -> T:
     """Connect, run ``body``, map every failure to a clear CLIError."""
-    from ..client.client import Client, ToolOutputError
+    from pydantic import ValidationError
+
+    from ..client.client import Client, PaginationLimitExceeded, ToolOutputError
     from ..client.targets import ServerNotFound, ServerStartError, TargetError
     from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
 
+    opts = dict(opts)
+    sink = opts.pop("stderr_sink", None)
+
     async def main() -> T:
-        async with Client(target, **opts) as client:
+        async with Client(_cli_target(target, sink), **opts) as client:
             return await body(client)
 
     try:
@@ -211,8 +338,19 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
         raise CLIError(f"timed out after {opts.get('timeout')}s{what}") from None
     except ToolOutputError as exc:
         raise CLIError(str(exc)) from None
+    except PaginationLimitExceeded as exc:
+        raise CLIError(f"the server's list is too large: {exc}") from None
     except MCPError as exc:
         raise CLIError(f"the server answered with error {exc.code}: {exc.message}") from None
+    except ValidationError as exc:
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
+        why = errors[0]["msg"] if errors else "invalid"
+        raise CLIError(
+            f"the server sent an invalid {exc.title} ({exc.error_count()} problem(s); first: {where or 'value'}: {why})"
+        ) from None
+    except RecursionError:
+        raise CLIError("the server sent a value nested too deeply to handle") from None
     except CapabilityNotSupported as exc:
         raise CLIError(str(exc)) from None
     except ConnectionClosed as exc:
@@ -222,13 +360,13 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
 
 
 def _fail(exc: CLIError) -> None:
-    err = _stderr()
-    from rich.markup import escape
+    from .safe import text
 
-    err.print(f"[bold red]error:[/] {escape(str(exc))}", soft_wrap=True)
+    err = _stderr()
+    err.print(text("error: ", "bold red") + text(str(exc)), soft_wrap=True)
     if exc.detail.strip():
-        err.print("[dim]--- server stderr ---[/]")
-        err.print(escape(exc.detail.rstrip()), soft_wrap=True)
+        err.print(text("--- server stderr ---", "dim"))
+        err.print(text(exc.detail.rstrip()), soft_wrap=True)
     sys.exit(exc.code)
 
 
@@ -236,15 +374,55 @@ def _dump(model: Any) -> Any:
     return model.dump() if hasattr(model, "dump") else model
 
 
+def _schema_type(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
+    """A short type for a JSON Schema: ``string``, ``list[integer]``, ``{x*: integer, y: integer}``, ``A|B``."""
+    if not isinstance(prop, dict):
+        return "any"
+    if depth > 3:
+        return "..."
+    ref = prop.get("$ref")
+    if isinstance(ref, str):
+        name = ref.rsplit("/", 1)[-1]
+        target = defs.get(name)
+        return _schema_type(target, defs, depth + 1) if isinstance(target, dict) else name
+    for key in ("anyOf", "oneOf"):
+        if isinstance(prop.get(key), list):
+            return "|".join(_schema_type(p, defs, depth + 1) for p in prop[key])
+    if "enum" in prop and isinstance(prop["enum"], list):
+        return "|".join(json.dumps(v) for v in prop["enum"][:8]) + ("|..." if len(prop["enum"]) > 8 else "")
+    if "const" in prop:
+        return json.dumps(prop["const"])
+    typ = prop.get("type")
+    if isinstance(typ, list):
+        return "|".join(str(t) for t in typ)
+    if typ == "array" or (typ is None and "items" in prop):
+        return f"list[{_schema_type(prop.get('items'), defs, depth + 1)}]" if "items" in prop else "list"
+    if typ == "object" or (typ is None and "properties" in prop):
+        props = prop.get("properties")
+        if isinstance(props, dict) and props:
+            required = set(prop.get("required") or [])
+            inner = ", ".join(
+                f"{k}{'*' if k in required else ''}: {_schema_type(v, defs, depth + 1)}" for k, v in props.items()
+            )
+            return "{" + inner + "}"
+        extra = prop.get("additionalProperties")
+        if isinstance(extra, dict):
+            return f"dict[string, {_schema_type(extra, defs, depth + 1)}]"
+        return "object"
+    return str(typ) if typ is not None else "any"
+
+
 def _describe_args(schema: dict[str, Any]) -> str:
     props = schema.get("properties") or {}
+    if not isinstance(props, dict):
+        return ""
+    defs = schema.get("$defs") or schema.get("definitions") or {}
     required = set(schema.get("required") or [])
     parts = []
     for name, prop in props.items():
-        typ = prop.get("type", "any") if isinstance(prop, dict) else "any"
-        if isinstance(typ, list):
-            typ = "|".join(str(t) for t in typ)
-        parts.append(f"{name}{'*' if name in required else ''}: {typ}")
+        parts.append(
+            f"{name}{'*' if name in required else ''}: {_schema_type(prop, defs if isinstance(defs, dict) else {})}"
+        )
     return ", ".join(parts)
 
 
@@ -273,14 +451,14 @@ def _content_lines(blocks: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 
 def _print_content(blocks: list[dict[str, Any]]) -> None:
-    from rich.markup import escape
+    from .safe import text
 
     console = _stdout()
     for kind, payload in _content_lines(blocks):
         if kind == "text":
-            console.print(escape(str(payload)))
+            console.print(text(payload))
         elif kind == "note":
-            console.print(f"[cyan]{escape(str(payload))}[/]")
+            console.print(text(payload, "cyan"))
         else:
             _print_json(payload, machine=False)
 
@@ -322,10 +500,40 @@ def _connection_options(fn: F) -> F:
             default=None,
             help="Answer the server's elicitation requests on the terminal (default: when it is a TTY).",
         ),
+        click.option(
+            "--answer",
+            multiple=True,
+            metavar="KEY=VALUE",
+            help="Answer the server's elicitation requests without a terminal: accept with these fields "
+            "(repeatable; values parsed as JSON when they parse).",
+        ),
+        click.option(
+            "--stderr",
+            "show_stderr",
+            is_flag=True,
+            help="Show the stdio server's stderr as it arrives (made visible, bounded by --stderr-limit).",
+        ),
+        click.option(
+            "--stderr-limit",
+            type=int,
+            default=STDERR_PASSTHROUGH_BYTES,
+            show_default=True,
+            metavar="BYTES",
+            help="With --stderr: show at most this much of the server's stderr.",
+        ),
     ]
     for d in reversed(decorators):
         fn = d(fn)
     return fn
+
+
+def _check_target(target: str) -> None:
+    if target.lstrip().startswith(("{", "[")):
+        raise CLIError(
+            f"TARGET looks like JSON ({target[:30]!r}): --json is a flag that prints JSON; pass tool arguments "
+            "with --args '{...}'",
+            code=2,
+        )
 
 
 def _collect(
@@ -338,8 +546,12 @@ def _collect(
     transport: str | None,
     root: tuple[str, ...] = (),
     interactive: bool | None = None,
+    answer: tuple[str, ...] = (),
+    show_stderr: bool = False,
+    stderr_limit: int = STDERR_PASSTHROUGH_BYTES,
 ) -> dict[str, Any]:
-    return _client_options(
+    _check_target(target)
+    opts = _client_options(
         {
             "mode": mode,
             "protocol_version": protocol_version,
@@ -349,8 +561,12 @@ def _collect(
             "transport": transport,
             "root": root,
             "interactive": interactive,
+            "answer": answer,
         }
     )
+    if show_stderr:
+        opts["stderr_sink"] = _StderrPassthrough(stderr_limit)
+    return opts
 
 
 def _guard(fn: Callable[[], None]) -> None:
@@ -360,12 +576,15 @@ def _guard(fn: Callable[[], None]) -> None:
         _fail(exc)
 
 
+JSON_HELP = "Print JSON on stdout (for scripts)."
+
+
 # ---------------------------------------------------------------------------------------------- commands
 
 
 @click.command("tools", epilog=TARGET_HELP)
 @_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def tools_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the tools of the server at TARGET (every page)."""
 
@@ -377,13 +596,17 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
             return
         from rich.table import Table
 
+        from .safe import text
+
         table = Table(title=f"{len(tools)} tools", title_justify="left")
         table.add_column("Name", style="bold cyan", no_wrap=True)
         table.add_column("Description")
         table.add_column("Arguments (* = required)", style="green")
         for t in tools:
             desc = t.title + " - " + (t.description or "") if t.title else (t.description or "")
-            table.add_row(t.name, desc.strip(), _describe_args(t.input_schema))
+            table.add_row(
+                text(t.name, one_line=True), text(desc.strip()), text(_describe_args(t.input_schema), one_line=True)
+            )
         _stdout().print(table)
 
     _guard(go)
@@ -393,92 +616,141 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
 @_connection_options
 @click.argument("tool")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option(
-    "--json",
-    "json_opt",
-    is_flag=False,
-    flag_value=_JSON_FLAG,
-    default=None,
-    metavar="['{...}']",
-    help="With a value: the arguments as one JSON object. Bare: print the result as JSON.",
-)
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option("--args", "args_json", default=None, metavar="'{...}'", help="The arguments as one JSON object.")
-@click.option("-o", "--output", type=click.Choice(["human", "json"]), default="human", show_default=True)
+@click.option(
+    "-o", "--output", type=click.Choice(["human", "json"]), default="human", show_default=True, help="-o json = --json."
+)
 @click.option("--no-validate", is_flag=True, help="Do not check structured output against the outputSchema.")
 def call_command(
     target: str,
     tool: str,
     pairs: tuple[str, ...],
-    json_opt: str | None,
+    as_json: bool,
     args_json: str | None,
     output: str,
     no_validate: bool,
     **kw: Any,
 ) -> None:
-    """Call TOOL on the server at TARGET with KEY=VALUE arguments (values parsed as JSON when they parse)."""
+    """Call TOOL on the server at TARGET with KEY=VALUE arguments (values parsed as JSON when they parse).
+
+    --timeout is a hard bound on the call: progress notifications do not extend it."""
 
     def go() -> None:
-        machine = output == "json" or json_opt == _JSON_FLAG
-        raw_json = args_json if args_json is not None else (json_opt if json_opt != _JSON_FLAG else None)
+        _check_target(target)
+        machine = output == "json" or as_json
         arguments: dict[str, Any] = {}
-        if raw_json is not None:
+        if args_json is not None:
             try:
-                parsed = json.loads(raw_json)
+                parsed = json.loads(args_json)
             except ValueError as exc:
-                raise CLIError(f"--json/--args: not valid JSON: {exc}", code=2) from None
+                raise CLIError(f"--args: not valid JSON: {exc}", code=2) from None
             if not isinstance(parsed, dict):
-                raise CLIError("--json/--args: the arguments must be a JSON object", code=2)
+                raise CLIError("--args: the arguments must be a JSON object", code=2)
             arguments.update(parsed)
         arguments.update(parse_pairs(pairs))
         opts = _collect(target, **kw)
         opts["validate_output"] = not no_validate
-        result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine))
+        deadline = float(kw["timeout"])
+        result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline))
         if machine:
-            _print_json(result.dump(), machine=True)
+            _print_json(_result_dict(result), machine=True)
         else:
-            _print_content([b.dump() for b in result.content])
-            if result.structured is not None and result.structured != {}:
+            blocks = [b.dump() for b in result.content]
+            structured = result.structured
+            if structured is None or structured == {}:
+                _print_content(blocks)
+            elif _same_as_text(blocks, structured):  # the text only repeats the structured value: print it once
+                value = structured["result"] if _is_result_wrapper(structured) else structured
+                if value is None or isinstance(value, (str, int, float, bool)):
+                    _print_content([{"type": "text", "text": value if isinstance(value, str) else json.dumps(value)}])
+                else:
+                    _print_json(value, machine=False)
+            else:
+                _print_content(blocks)
                 _stderr().print("[dim]structured content" + (" (validated)" if result.validated else "") + ":[/]")
-                _print_json(result.structured, machine=False)
+                _print_json(structured, machine=False)
         if result.is_error:
             if not machine:
-                _stderr().print(f"[bold red]error:[/] the tool {tool!r} reported an error")
+                from .safe import text
+
+                _stderr().print(text("error: ", "bold red") + text(f"the tool {tool!r} reported an error"))
             sys.exit(1)
 
     _guard(go)
 
 
-async def _call_with_progress(client: Client, tool: str, arguments: dict[str, Any], machine: bool) -> Any:
+def _same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
+    """True when the content is one text block that only repeats the structured value (as JSON, or the value of a
+    ``{"result": ...}`` wrapper): the result is then printed once."""
+    if len(blocks) != 1 or blocks[0].get("type") != "text":
+        return False
+    text = blocks[0].get("text", "")
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        parsed = text  # a plain string result
+    if parsed == structured:
+        return True
+    return _is_result_wrapper(structured) and parsed == structured["result"]
+
+
+def _is_result_wrapper(structured: Any) -> bool:
+    return isinstance(structured, dict) and list(structured) == ["result"]
+
+
+def _result_dict(result: Any) -> Any:
+    """``result.dump()``; a structuredContent nested deeper than pydantic serializes is put in as it is."""
+    try:
+        return result.dump()
+    except (ValueError, RecursionError):
+        out = result.raw.model_copy(update={"structured_content": None}).dump()
+        out["structuredContent"] = result.structured
+        return out
+
+
+async def _call_with_progress(
+    client: Client, tool: str, arguments: dict[str, Any], machine: bool, deadline: float
+) -> Any:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from .safe import visible
 
     err = _stderr()
     progress = Progress(
         SpinnerColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
-        TextColumn("{task.fields[msg]}"),
+        TextColumn("{task.fields[msg]}", markup=False),
         TimeElapsedColumn(),
         console=err,
         transient=True,
         disable=machine or not err.is_terminal,
     )
-    task_id = progress.add_task(f"calling {tool}", total=None, msg="")
-    reports: list[tuple[float, float | None, str | None]] = []
+    task_id = progress.add_task(f"calling {visible(tool, one_line=True)}", total=None, msg="")
 
     def on_progress(done: float, total: float | None, message: str | None) -> None:
-        reports.append((done, total, message))
-        progress.update(task_id, completed=done, total=total, msg=message or "")
+        shown = visible(message or "", one_line=True, limit=200)
+        progress.update(task_id, completed=done, total=total, msg=shown)
         if not err.is_terminal and not machine:
             pct = f" ({done / total:.0%})" if total else ""
-            err.print(f"progress: {done:g}{'/' + format(total, 'g') if total else ''}{pct} {message or ''}".rstrip())
+            line = f"progress: {done:g}{'/' + format(total, 'g') if total else ''}{pct} {shown}".rstrip()
+            err.print(line, markup=False)
 
     with progress:
-        return await client.call_tool(tool, arguments, on_progress=on_progress)
+        try:
+            async with asyncio.timeout(deadline):
+                return await client.call_tool(tool, arguments, on_progress=on_progress)
+        except TimeoutError:
+            raise CLIError(
+                f"timed out after {deadline}s waiting for tools/call (--timeout is a hard bound, progress does not "
+                "extend it)"
+            ) from None
 
 
 @click.command("resources", epilog=TARGET_HELP)
 @_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def resources_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the resources and resource templates of the server at TARGET."""
 
@@ -497,13 +769,20 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
             return
         from rich.table import Table
 
+        from .safe import text
+
         table = Table(title=f"{len(resources)} resources", title_justify="left")
         table.add_column("URI", style="bold cyan", overflow="fold")
         table.add_column("Name")
         table.add_column("MIME type", style="green")
         table.add_column("Description")
         for r in resources:
-            table.add_row(r.uri, r.title or r.name, r.mime_type or "", r.description or "")
+            table.add_row(
+                text(r.uri, one_line=True),
+                text(r.title or r.name, one_line=True),
+                text(r.mime_type or "", one_line=True),
+                text(r.description or ""),
+            )
         console = _stdout()
         console.print(table)
         if templates:
@@ -512,7 +791,11 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
             tt.add_column("Name")
             tt.add_column("Description")
             for t in templates:
-                tt.add_row(t.uri_template, t.title or t.name, t.description or "")
+                tt.add_row(
+                    text(t.uri_template, one_line=True),
+                    text(t.title or t.name, one_line=True),
+                    text(t.description or ""),
+                )
             console.print(tt)
 
     _guard(go)
@@ -521,7 +804,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
 @click.command("read", epilog=TARGET_HELP)
 @_connection_options
 @click.argument("uri")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, writable=True),
@@ -542,29 +825,28 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
             with open(out, "wb") as fh:
                 fh.write(data)
             if not as_json:
-                _stderr().print(f"wrote {len(data)} bytes to {out}")
+                _stderr().print(f"wrote {len(data)} bytes to {out}", markup=False)
         if as_json:
             _print_json(result.dump(), machine=True)
             return
         if out is not None:
             return
-        console = _stdout()
-        from rich.markup import escape
+        from .safe import text
 
+        console = _stdout()
         for c in contents:
             if "text" in c:
-                console.print(escape(c["text"]))
+                console.print(text(c["text"]))
             else:
                 size = len(base64.b64decode(c.get("blob", "")))
-                note = f"[binary {c.get('mimeType') or 'data'}, {size} bytes: use --out FILE]"
-                console.print(f"[cyan]{escape(note)}[/]")
+                console.print(text(f"[binary {c.get('mimeType') or 'data'}, {size} bytes: use --out FILE]", "cyan"))
 
     _guard(go)
 
 
 @click.command("prompts", epilog=TARGET_HELP)
 @_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the prompts of the server at TARGET."""
 
@@ -575,13 +857,15 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
             return
         from rich.table import Table
 
+        from .safe import text
+
         table = Table(title=f"{len(prompts)} prompts", title_justify="left")
         table.add_column("Name", style="bold cyan", no_wrap=True)
         table.add_column("Description")
         table.add_column("Arguments (* = required)", style="green")
         for p in prompts:
             args = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
-            table.add_row(p.name, p.description or "", args)
+            table.add_row(text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True))
         _stdout().print(table)
 
     _guard(go)
@@ -591,7 +875,7 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
 @_connection_options
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool, **kw: Any) -> None:
     """Get the prompt NAME from the server at TARGET with KEY=VALUE arguments (values are strings)."""
 
@@ -601,11 +885,13 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
         if as_json:
             _print_json(result.dump(), machine=True)
             return
+        from .safe import text
+
         console = _stdout()
         if result.description:
-            console.print(f"[dim]{result.description}[/]")
+            console.print(text(result.description, "dim"))
         for m in result.messages:
-            console.print(f"[bold magenta]{m.role}:[/]")
+            console.print(text(f"{m.role}:", "bold magenta", one_line=True))
             _print_content([m.content.dump()])
 
     _guard(go)
@@ -613,7 +899,7 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
 
 @click.command("ping", epilog=TARGET_HELP)
 @_connection_options
-@click.option("--json", "as_json", is_flag=True, help="Print JSON (for scripts).")
+@click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def ping_command(target: str, as_json: bool, **kw: Any) -> None:
     """Check that the server at TARGET answers; prints its name, protocol version and the round-trip time."""
 
@@ -632,11 +918,12 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
             _print_json(info, machine=True)
             return
         server = info["server"] or {}
-        from rich.markup import escape
+        from .safe import text
 
         _stdout().print(
-            f"[green]pong[/] from {escape(str(server.get('name', '?')))} {escape(str(server.get('version', '')))} "
-            f"(protocol {info['protocolVersion']}) in {info['roundTripMs']:.1f} ms"
+            text("pong", "green")
+            + text(f" from {server.get('name', '?')} {server.get('version', '')}", one_line=True)
+            + text(f" (protocol {info['protocolVersion']}) in {info['roundTripMs']:.1f} ms", one_line=True)
         )
 
     _guard(go)

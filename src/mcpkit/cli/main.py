@@ -127,6 +127,12 @@ def cli() -> None:
 @click.option("--max-header-bytes", type=int, default=None, help="HTTP: largest request head in bytes [65536].")
 @click.option("--limit-concurrency", type=int, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
 @click.option("--timeout-keep-alive", type=float, default=None, help="HTTP: idle keep-alive seconds [5].")
+@click.option(
+    "--dev",
+    is_flag=True,
+    help="Development mode: debug logging, and tool errors shown unmasked (sets MCPKIT_DEBUG=1 for the server).",
+)
+@click.option("--script-fallback", is_flag=True, hidden=True, help="Run TARGET as a script when it defines no server.")
 def run(
     target: str,
     transport: str,
@@ -136,10 +142,21 @@ def run(
     stateless: bool,
     json_response: bool,
     log_level: str,
+    dev: bool,
+    script_fallback: bool,
     **limits: Any,
 ) -> None:
-    """Serve the MCP server defined in TARGET (path/to/server.py[:object])."""
+    """Serve the MCP server defined in TARGET (path/to/server.py[:object]).
+
+    With --transport http, sse or ws the URL it serves on is printed to stderr once it listens. --dev sets the
+    environment variable MCPKIT_DEBUG=1 before the server is imported (MCPKit apps then show tool exceptions to
+    the client instead of masking them) and logs at debug level: never use it in production."""
     import logging
+    import os
+
+    if dev:
+        os.environ["MCPKIT_DEBUG"] = "1"
+        log_level = "debug"
 
     # Our own logs go to stderr only, through a handler on the "mcpkit" logger (never the root logger).
     handler = logging.StreamHandler(sys.stderr)
@@ -147,11 +164,19 @@ def run(
     lib_logger = logging.getLogger("mcpkit")
     lib_logger.addHandler(handler)
     lib_logger.setLevel(log_level.upper())
-    server = load_server(target)
+    try:
+        server = load_server(target)
+    except LoadError as exc:
+        if not (script_fallback and "defines no mcpkit server" in exc.message):
+            raise
+        import runpy
+
+        runpy.run_path(target, run_name="__main__")  # a script that builds and runs its server itself
+        return
     if transport == "stdio":
         server.run()
         return
-    options: dict[str, Any] = {"host": host, "port": port}
+    options: dict[str, Any] = {}
     if path:
         options["path"] = path
     if stateless:
@@ -160,9 +185,33 @@ def run(
         options["json_response"] = True
     options.update({name: value for name, value in limits.items() if value is not None})
     try:
-        server.run(transport, **options)
+        _serve_announced(server, transport, host, port, options)
     except ModuleNotFoundError as exc:
         raise click.ClickException(f"the {transport} transport needs mcpkit[http]: {exc}") from None
+
+
+def _serve_announced(server: Any, transport: str, host: str, port: int, options: dict[str, Any]) -> None:
+    """Serve over HTTP like ``server.run(transport, ...)``, printing ``mcpkit: serving <transport> on <url>`` to
+    stderr once uvicorn listens (with the real port when ``--port 0``)."""
+    import asyncio
+
+    from ..transports.http import build_server  # type: ignore[attr-defined,unused-ignore]
+
+    endpoint = {"http": options.get("path") or "/mcp", "sse": options.get("path") or "/sse", "ws": "/ws"}[transport]
+    uv = build_server(server, transport, host, port, **options)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(uv.serve())
+        while not uv.started and not task.done():
+            await asyncio.wait({task}, timeout=0.02)
+        if uv.started and uv.servers and uv.servers[0].sockets:
+            bound = uv.servers[0].sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+            scheme = "ws" if transport == "ws" else "http"
+            click.echo(f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint}", err=True)
+        await task
+
+    asyncio.run(main())
 
 
 def _register_optional() -> None:

@@ -116,6 +116,12 @@ class ElicitationContentError(MCPError):
     this message instead of invalid data)."""
 
 
+DEFAULT_MAX_URL_ELICITATIONS = 8
+"""Default of ``Client(max_url_elicitations=...)``: URL elicitations one -32042 error may ask for."""
+DEFAULT_MAX_LIST_BYTES = 16 * 1024 * 1024
+"""Default of ``Client(max_list_bytes=...)``: JSON bytes one auto-paginating list call may collect."""
+
+
 class PaginationLimitExceeded(MCPError):
     """A list call walked more pages or items than allowed; ``.items`` holds what was collected."""
 
@@ -334,6 +340,8 @@ class Client:
             elicitation required) then has its elicitations handed to the handler and is retried once.
         url_elicitation_wait: after those URL elicitations were accepted, how long to wait for the server's
             ``notifications/elicitation/complete`` before the retry.
+        max_url_elicitations: most URL elicitations one -32042 error may list (default 8); a longer list is refused
+            whole, without asking the handler, so a server cannot make it run thousands of times.
         logging_handler: receives each ``notifications/message`` params dict.
         log_level: ask the server for log messages at this level and above.
         on_notification: ``(method, params)`` for every other server notification.
@@ -341,6 +349,8 @@ class Client:
         connect_timeout: bound on opening the connection and negotiating.
         validate_output: check ``structuredContent`` against each tool's ``outputSchema``.
         max_pages, max_items: bounds for the auto-paginating list calls.
+        max_list_bytes: bound on the JSON size of everything one auto-paginating list call collects (default
+            16 MiB; parsed JSON can take ~25x its size in memory).
         reconnect: re-initialize after a stale-session 404 (HTTP) and retry safe requests.
         max_reconnect_attempts, backoff_initial, backoff_max: bounded exponential backoff of reconnection.
         env, cwd: extra environment / working directory for a stdio server.
@@ -372,6 +382,8 @@ class Client:
         max_items: int = 100_000,
         max_input_rounds: int = 8,
         url_elicitation_wait: float = 2.0,
+        max_url_elicitations: int = DEFAULT_MAX_URL_ELICITATIONS,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
         reconnect: bool = True,
         max_reconnect_attempts: int = 3,
         backoff_initial: float = 0.1,
@@ -424,6 +436,8 @@ class Client:
         self._lock = asyncio.Lock()
         self.reconnects = 0  # how many times the client re-initialized after a stale session
         self.url_elicitation_wait = url_elicitation_wait
+        self.max_url_elicitations = max_url_elicitations
+        self.max_list_bytes = max_list_bytes
         self._completed_elicitations: set[str] = set()
         self._elicitation_event = asyncio.Event()
         self._watches: set[Watch] = set()
@@ -678,6 +692,13 @@ class Client:
         items = data.get("elicitations")
         if not isinstance(items, list) or not items:
             return False
+        if len(items) > self.max_url_elicitations:
+            raise MCPError(
+                f"the server asks for {len(items)} URL elicitations in one -32042 error, more than "
+                f"max_url_elicitations={self.max_url_elicitations}: none was shown "
+                "(raise Client(max_url_elicitations=...) to allow more)",
+                code=exc.code,
+            ) from exc
         ids: list[str] = []
         for item in items:
             if not isinstance(item, dict) or item.get("mode") != "url" or not isinstance(item.get("url"), str):
@@ -745,11 +766,19 @@ class Client:
         items: list[JSONDict] = []
         cursor: str | None = None
         seen: set[str] = set()
+        size = 0
         for _ in range(pages):
             page = await self._page(method, cursor)
             batch = page.get(key) or []
             if not isinstance(batch, list):
                 raise MCPError(f"{method}: {key!r} is not a list")
+            size += _json_size(batch)
+            if size > self.max_list_bytes:
+                raise PaginationLimitExceeded(
+                    f"{method}: the pages hold more than {self.max_list_bytes} bytes of JSON "
+                    "(raise Client(max_list_bytes=...) to allow more)",
+                    items,
+                )
             items.extend(batch)
             if len(items) > limit:
                 raise PaginationLimitExceeded(f"{method}: more than {limit} items", items[:limit])
@@ -1003,3 +1032,29 @@ def _json_text(value: Any) -> str:
     import json
 
     return json.dumps(value, ensure_ascii=False)
+
+
+def _json_size(value: Any) -> int:
+    """The encoded JSON size of ``value`` (orjson; a value nested deeper than orjson encodes is sized by an
+    iterative walk, so no recursion limit applies)."""
+    import orjson
+
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    total = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            total += 2 + len(v)
+            for k, item in v.items():
+                total += len(str(k)) + 3
+                stack.append(item)
+        elif isinstance(v, list):
+            total += 2 + len(v)
+            stack.extend(v)
+        else:
+            total += len(str(v)) + 2
+    return total

@@ -2,7 +2,9 @@
 
 Tools and prompts are exposed as ``<server><separator><name>`` (default separator ``"__"``, which is valid in every
 LLM tool-name alphabet; ``"."`` also works). Resources keep their URIs; the client remembers which server listed
-each one.
+each one and reads a URI only from that server (or from the one named with ``server=``). A URI listed by two
+servers is a :class:`ResourceCollision` naming both, and a URI no server listed is an :class:`UnknownResource`:
+it is never sent to every member (one server must not answer for another, nor learn what was asked of it).
 
 Isolation: servers connect concurrently; one that fails to start, times out, or dies later is recorded in
 :attr:`MultiClient.errors` and skipped, and every call that fans out (``list_tools``...) reports per-server errors
@@ -16,12 +18,12 @@ import contextlib
 from collections.abc import Mapping
 from typing import Any
 
-from ..protocol.errors import ConnectionClosed, MCPError
+from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ConnectionClosed, MCPError
 from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
 from .client import Client, ToolResult
 from .targets import load_config
 
-__all__ = ["MultiClient", "ServerUnavailable"]
+__all__ = ["MultiClient", "ResourceCollision", "ServerUnavailable", "UnknownResource"]
 
 
 class ServerUnavailable(ConnectionError):
@@ -31,6 +33,33 @@ class ServerUnavailable(ConnectionError):
         self.name = name
         self.cause = cause
         super().__init__(f"server {name!r} is unavailable" + (f": {cause}" if cause is not None else ""))
+
+
+class ResourceCollision(MCPError):
+    """Several servers listed the same resource URI: name the one to read with ``read_resource(uri, server=...)``."""
+
+    def __init__(self, uri: str, servers: list[str]) -> None:
+        self.uri = uri
+        self.servers = servers
+        super().__init__(
+            f"the resource {uri!r} is listed by several servers ({', '.join(repr(s) for s in servers)}): "
+            f"say which one to read with read_resource({uri!r}, server=NAME)",
+            {"uri": uri, "servers": servers},
+            code=INVALID_PARAMS,
+        )
+
+
+class UnknownResource(MCPError):
+    """No connected server listed this URI (it is not sent to every server to find out)."""
+
+    def __init__(self, uri: str) -> None:
+        self.uri = uri
+        super().__init__(
+            f"no server listed the resource {uri!r}: call list_resources() first, or name the server with "
+            f"read_resource({uri!r}, server=NAME)",
+            {"uri": uri},
+            code=RESOURCE_NOT_FOUND,
+        )
 
 
 def _fatal(exc: BaseException) -> bool:
@@ -72,7 +101,7 @@ class MultiClient:
         self.client_options = client_options
         self.clients: dict[str, Client] = {}
         self.errors: dict[str, BaseException] = {}
-        self._resource_owner: dict[str, str] = {}
+        self._resource_owners: dict[str, set[str]] = {}  # uri -> the servers that listed it
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -203,26 +232,36 @@ class MultiClient:
     async def list_resources(self) -> list[tuple[str, Resource]]:
         """``(server, resource)`` pairs; the owner of each URI is remembered for :meth:`read_resource`."""
         per = await self._fan_out(lambda c: c.list_resources())
+        owners = self._resource_owners
+        for uri in list(owners):  # forget what the servers that answered now no longer list
+            owners[uri].difference_update(per)
+            if not owners[uri]:
+                del owners[uri]
         out: list[tuple[str, Resource]] = []
         for server, items in per.items():
             for r in items:
-                self._resource_owner.setdefault(r.uri, server)
+                owners.setdefault(r.uri, set()).add(server)
                 out.append((server, r))
         return out
 
+    def resource_owner(self, uri: str) -> str:
+        """The one server that listed ``uri``; raises :class:`ResourceCollision` when several did and
+        :class:`UnknownResource` when none did."""
+        owners = self._resource_owners.get(uri)
+        if not owners:
+            raise UnknownResource(uri)
+        if len(owners) > 1:
+            raise ResourceCollision(uri, sorted(owners))
+        return next(iter(owners))
+
     async def read_resource(self, uri: str, *, server: str | None = None) -> ReadResourceResult:
-        """Read from ``server``, else from the server that listed ``uri``, else from the first that can."""
+        """Read ``uri`` from ``server`` (the namespace), else from the one server that listed it.
+
+        Raises :class:`ResourceCollision` when several servers listed it, :class:`UnknownResource` when none did
+        (the URI is never broadcast to every server)."""
         if server is None:
-            server = self._resource_owner.get(uri)
-        if server is not None:
-            return await self.client(server).read_resource(uri)
-        last: BaseException | None = None
-        for client in list(self.clients.values()):
-            try:
-                return await client.read_resource(uri)
-            except Exception as exc:
-                last = exc
-        raise MCPError(f"no connected server could read {uri!r}" + (f": {last}" if last else ""))
+            server = self.resource_owner(uri)
+        return await self.client(server).read_resource(uri)
 
     async def ping(self) -> dict[str, float | BaseException]:
         """Round-trip time per server, or the error that server gave (never raises for one server)."""

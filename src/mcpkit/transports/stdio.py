@@ -331,6 +331,10 @@ class StdioServer:
     ``env`` entries are added to the current environment (set a value to None to remove a variable).
     ``stderr`` is ``"capture"`` (kept in a bounded buffer, readable via ``transport.stderr_lines``),
     ``"inherit"`` (goes to our stderr) or ``"devnull"``.
+
+    A captured stderr is bounded in bytes as well as lines, whatever the server writes: each line is cut to
+    ``stderr_line_bytes`` bytes (the rest of it is dropped and counted), and the buffer keeps the newest lines that
+    fit in ``stderr_bytes`` bytes and ``stderr_lines`` lines. ``on_stderr`` gets every (cut) line.
     """
 
     command: str | Sequence[str]
@@ -341,6 +345,8 @@ class StdioServer:
     shutdown_timeout: float = 2.0
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     stderr_lines: int = 1000
+    stderr_bytes: int = 256 * 1024
+    stderr_line_bytes: int = 8 * 1024
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -357,6 +363,7 @@ class StdioClientTransport:
         self.server = server
         self.process: asyncio.subprocess.Process | None = None
         self.stderr_lines: deque[str] = deque(maxlen=server.stderr_lines)
+        self._stderr_size = 0  # characters held in stderr_lines
         self._stderr_task: asyncio.Task[None] | None = None
         self._closed = False
         self._lines = _LineReader(server.max_message_size)
@@ -408,22 +415,51 @@ class StdioClientTransport:
             self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr(self.process.stderr))
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        """Split the server's stderr into lines, bounded in bytes: a line longer than ``stderr_line_bytes`` is cut
+        (the rest is read and dropped, never buffered) and the kept lines fit in ``stderr_bytes``."""
+        line_cap = max(1, self.server.stderr_line_bytes)
+        partial = bytearray()
+        dropped = 0  # bytes of the current line beyond line_cap
         while True:
             try:
-                line = await stream.readline()
-            except ValueError:  # an over-long stderr line: keep going
-                continue
+                chunk = await stream.read(65536)
             except Exception:
                 return
-            if not line:
+            if not chunk:
+                if partial or dropped:
+                    self._stderr_line(bytes(partial), dropped)
                 return
-            text = line.decode("utf-8", "replace").rstrip("\n")
-            self.stderr_lines.append(text)
-            if self.server.on_stderr is not None:
-                try:
-                    self.server.on_stderr(text)
-                except Exception:
-                    logger.exception("stderr callback failed")
+            start = 0
+            while start < len(chunk):
+                nl = chunk.find(b"\n", start)
+                end = len(chunk) if nl < 0 else nl
+                room = line_cap - len(partial)
+                if room > 0:
+                    partial += chunk[start : min(end, start + room)]
+                dropped += max(0, end - start - max(room, 0))
+                if nl < 0:
+                    break
+                self._stderr_line(bytes(partial), dropped)
+                partial.clear()
+                dropped = 0
+                start = nl + 1
+
+    def _stderr_line(self, raw: bytes, dropped: int) -> None:
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        if dropped:
+            text += f" [... {dropped} more bytes of this line dropped: StdioServer(stderr_line_bytes=...)]"
+        lines = self.stderr_lines
+        if lines.maxlen is not None and len(lines) >= lines.maxlen > 0:
+            self._stderr_size -= len(lines[0])  # the deque drops it on append
+        lines.append(text)
+        self._stderr_size += len(text)
+        while self._stderr_size > self.server.stderr_bytes and len(lines) > 1:
+            self._stderr_size -= len(lines.popleft())
+        if self.server.on_stderr is not None:
+            try:
+                self.server.on_stderr(text)
+            except Exception:
+                logger.exception("stderr callback failed")
 
     @property
     def stderr_text(self) -> str:
