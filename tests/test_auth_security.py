@@ -546,3 +546,24 @@ async def test_issue12_item7_jwks_and_introspection_answers_are_read_with_a_cap(
             await jwks.verify(token)
         with pytest.raises(InvalidToken, match="more than"):
             await IntrospectionVerifier(base + "/introspect").verify("t")
+
+
+async def test_issue12_item7_the_session_binding_table_evicts_idle_bindings_not_live_ones() -> None:
+    """The table binding sessions to principals is bounded (max_bound_sessions); when full it evicted the oldest
+    binding even while that session was in use, leaving it open to any principal. Now the least recently used goes."""
+    async with stack(rs_options={"max_bound_sessions": 2}) as s, httpx.AsyncClient() as http:
+        tokens = {who: _forge(s["as"], aud=s["mcp_url"], sub=who) for who in ("alice", "bob", "carol")}
+
+        async def open_session(who: str) -> str:
+            r = await http.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=_bearer(tokens[who]))
+            return str(r.headers["mcp-session-id"])
+
+        async def ping(who: str, sid: str) -> int:
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            return (await http.post(s["mcp_url"], json=ping, headers=_bearer(tokens[who], sid))).status_code
+
+        alice = await open_session("alice")
+        await open_session("bob")
+        assert await ping("alice", alice) == 200  # alice's binding is now the most recently used
+        await open_session("carol")  # the table is full: bob's idle binding goes
+        assert await ping("bob", alice) == 404
