@@ -191,6 +191,9 @@ async def test_issue12_item10_simple_template_variable_never_matches_a_decoded_s
         ("a://x{/seg}", "a://x/a%2Fb"),
         ("a://x{;p}", "a://x;p=a%2Fb"),
         ("a://x{?q}", "a://x?q=a%2Fb"),
+        ("file://docs/{dir}/{name}", "file://docs/../secret.txt"),  # dot segments, literal or encoded
+        ("file://docs/{dir}/{name}", "file://docs/%2E%2E/secret.txt"),
+        ("file://docs/{dir}/{name}", "file://docs/./secret.txt"),
     ]:
         assert UriTemplate(template).match(uri) is None, template
     assert UriTemplate("a://x/{+path}").match("a://x/a%2Fb") == {"path": "a/b"}  # reserved form: opt-in
