@@ -321,11 +321,15 @@ async def test_issue12_item7_registration_is_size_capped_rate_limited_and_never_
         codes = [(await http.post(base + "/register", json=small)).status_code for _ in range(5)]
         assert codes == [201, 201, 201, 429, 429]
         assert (await http.post(base + "/register", json=small)).headers["retry-after"] == "60"
-        # a cap on self-registered clients
-        authz.registration_rate = None
-        authz.max_dynamic_clients = authz._dynamic_clients
-        r = await http.post(base + "/register", json=small)
-        assert r.status_code == 503 and "max_dynamic_clients" in r.json()["error_description"]
+    # a cap on self-registered clients: the oldest self-registered ones make room, never a pre-registered one
+    async with (
+        _as(auto_approve=True, max_dynamic_clients=3, registration_rate=None) as (base, authz),
+        httpx.AsyncClient() as http,
+    ):
+        pre = await authz.register_client(redirect_uris=[REDIRECT], client_id="pre-registered")
+        ids = [(await http.post(base + "/register", json=small)).json()["client_id"] for _ in range(10)]
+        kept = [cid for cid in ids if await authz.storage.get_client(cid) is not None]
+        assert kept == ids[-3:] and await authz.storage.get_client(pre.client_id) is not None
 
 
 # ---------------------------------------------------------------------------------------------------- item 11
