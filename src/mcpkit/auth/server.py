@@ -11,6 +11,12 @@ Access tokens are JWTs (RFC 9068 shape) signed with an EC P-256 key published at
 resource (RFC 8707) the client named, so a :class:`~mcpkit.auth.verifiers.JWTVerifier` on the MCP server can check
 them offline. Storage is pluggable (:class:`AuthStorage`); the in-memory default refuses ``production=True`` unless
 ``allow_in_memory=True`` (codes, clients and refresh tokens would vanish with the process).
+
+Hardening (issue 12): the approver decides every grant (``client_credentials`` included); a self-registered client
+gets only the scopes of the registration policy and no ``client_credentials`` unless enabled; /register is size
+capped, rate limited per address and bounded without ever evicting a pre-registered client; a replayed code or a
+reused refresh token revokes its grant family; /introspect answers only the token's own client or a designated
+resource server; every form body is size capped (413).
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ class ClientRecord:
 
 @dataclass
 class AuthorizationRequest:
-    """What /authorize was asked; an approver decides who (if anyone) grants it."""
+    """What /authorize (or a ``client_credentials`` token request: ``grant_type``, no ``redirect_uri``) asked; the
+    approver decides who, if anyone, grants it (it returns the subject, or None to deny)."""
 
     client: ClientRecord
     redirect_uri: str
