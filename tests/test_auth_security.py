@@ -574,3 +574,33 @@ async def test_issue12_item7_the_session_binding_table_evicts_idle_bindings_not_
         assert await ping("alice", alice) == 200  # alice's binding is now the most recently used
         await open_session("carol")  # the table is full: bob's idle binding goes
         assert await ping("bob", alice) == 404
+
+
+async def test_issue12_item1_the_same_decision_holds_on_any_transport_memory_and_stdio_embedders() -> None:
+    """The decision lives in the dispatcher, not in a transport: installed around an in-memory (or stdio) server
+    by an embedder that authenticated its peer, it refuses exactly what protect() refuses over HTTP."""
+    from mcpkit.client.client import Client
+    from mcpkit.protocol.errors import MCPError
+    from mcpkit.server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
+
+    app = MCPKit("mem", version="1.0.0")
+
+    @app.tool
+    def admin() -> str:
+        """Needs mcp:admin."""
+        return "admin ok"
+
+    @app.tool
+    def hello() -> str:
+        """Needs nothing."""
+        return "hello"
+
+    reset = authorize_as(ScopeAuthorization("p", ["mcp:read"], tool_scopes({"admin": ["mcp:admin"]})))
+    try:
+        async with Client(app) as c:
+            assert "hello" in str(await c.call_tool("hello", {}))
+            with pytest.raises(MCPError) as err:
+                await c.call_tool("admin", {})
+            assert err.value.code == -32003 and "mcp:admin" in err.value.message
+    finally:
+        CURRENT_AUTHORIZATION.reset(reset)
