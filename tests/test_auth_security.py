@@ -255,6 +255,7 @@ async def _deny_all(_: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------- item 2
+@pytest.mark.req("M031")
 async def test_issue12_item2_self_registered_clients_get_only_policy_scopes_and_the_approver_decides() -> None:
     """Anyone could self-register a client_credentials client and mint mcp:admin; a deny-all approver was never
     consulted. Now: client_credentials is off for self-registered clients, the approver decides every grant, and a
@@ -333,6 +334,7 @@ async def test_issue12_item7_registration_is_size_capped_rate_limited_and_never_
 
 
 # ---------------------------------------------------------------------------------------------------- item 11
+@pytest.mark.req("M031")
 async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_verifier_errors_are_401() -> None:
     """Any confidential client introspected anyone's token; tokens issued from a replayed code stayed valid; a
     reused refresh token did not revoke its rotated successor; an HS256 token raised TypeError (500)."""
@@ -369,6 +371,7 @@ async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_
         assert not await introspect((rs.client_id, rs.client_secret), rotated["access_token"])
 
 
+@pytest.mark.req("M038")
 async def test_issue12_item11_every_verifier_error_is_a_401_hs256_included() -> None:
     """With HS256 enabled by an operator next to an EC key, an HS256 token raised TypeError: a 500."""
     import jwt as pyjwt
@@ -443,6 +446,7 @@ async def _flow(url: str, **options: Any) -> tuple[OAuthClient, BaseException | 
     return auth, error
 
 
+@pytest.mark.req("M031")
 async def test_issue12_item8_oauth_client_never_fetches_what_a_hostile_server_names() -> None:
     """OAuthClient fetched any resource_metadata URL a 401 named (http://169.254.169.254/... included) and accepted
     a plain-http issuer on a private address; it read metadata documents of any size."""
@@ -504,6 +508,7 @@ async def test_issue12_item9_request_state_is_bound_to_the_session_where_there_i
             assert orjson.loads(await one.recv())["result"]["content"][0]["text"] == "None:Bob"
 
 
+@pytest.mark.req("M038")
 async def test_issue12_item1_a_websocket_does_not_outlive_its_token() -> None:
     """The WebSocket was authorized once, at the upgrade: it kept running tools after its token expired."""
     from mcpkit.auth import StaticTokenVerifier
