@@ -191,6 +191,9 @@ async def test_issue12_item10_simple_template_variable_never_matches_a_decoded_s
         ("a://x{/seg}", "a://x/a%2Fb"),
         ("a://x{;p}", "a://x;p=a%2Fb"),
         ("a://x{?q}", "a://x?q=a%2Fb"),
+        ("file://docs/{dir}/{name}", "file://docs/../secret.txt"),  # dot segments, literal or encoded
+        ("file://docs/{dir}/{name}", "file://docs/%2E%2E/secret.txt"),
+        ("file://docs/{dir}/{name}", "file://docs/./secret.txt"),
     ]:
         assert UriTemplate(template).match(uri) is None, template
     assert UriTemplate("a://x/{+path}").match("a://x/a%2Fb") == {"path": "a/b"}  # reserved form: opt-in
@@ -252,6 +255,7 @@ async def _deny_all(_: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------- item 2
+@pytest.mark.req("M031")
 async def test_issue12_item2_self_registered_clients_get_only_policy_scopes_and_the_approver_decides() -> None:
     """Anyone could self-register a client_credentials client and mint mcp:admin; a deny-all approver was never
     consulted. Now: client_credentials is off for self-registered clients, the approver decides every grant, and a
@@ -318,17 +322,22 @@ async def test_issue12_item7_registration_is_size_capped_rate_limited_and_never_
         codes = [(await http.post(base + "/register", json=small)).status_code for _ in range(5)]
         assert codes == [201, 201, 201, 429, 429]
         assert (await http.post(base + "/register", json=small)).headers["retry-after"] == "60"
-        # a cap on self-registered clients
-        authz.registration_rate = None
-        authz.max_dynamic_clients = authz._dynamic_clients
-        r = await http.post(base + "/register", json=small)
-        assert r.status_code == 503 and "max_dynamic_clients" in r.json()["error_description"]
+    # a cap on self-registered clients: the oldest self-registered ones make room, never a pre-registered one
+    async with (
+        _as(auto_approve=True, max_dynamic_clients=3, registration_rate=None) as (base, authz),
+        httpx.AsyncClient() as http,
+    ):
+        pre = await authz.register_client(redirect_uris=[REDIRECT], client_id="pre-registered")
+        ids = [(await http.post(base + "/register", json=small)).json()["client_id"] for _ in range(10)]
+        kept = [cid for cid in ids if await authz.storage.get_client(cid) is not None]
+        assert kept == ids[-3:] and await authz.storage.get_client(pre.client_id) is not None
 
 
 # ---------------------------------------------------------------------------------------------------- item 11
-async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_verifier_errors_are_401() -> None:
+@pytest.mark.req("M031")
+async def test_issue12_item11_introspection_is_scoped_and_replay_or_reuse_revokes_the_family() -> None:
     """Any confidential client introspected anyone's token; tokens issued from a replayed code stayed valid; a
-    reused refresh token did not revoke its rotated successor; an HS256 token raised TypeError (500)."""
+    reused refresh token did not revoke its rotated successor."""
     async with _as(auto_approve=True) as (base, authz), httpx.AsyncClient() as http:
         conf = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
         alice = (await http.post(base + "/register", json=conf)).json()
@@ -362,6 +371,7 @@ async def test_issue12_item11_introspection_replay_and_refresh_reuse_revoke_and_
         assert not await introspect((rs.client_id, rs.client_secret), rotated["access_token"])
 
 
+@pytest.mark.req("M038")
 async def test_issue12_item11_every_verifier_error_is_a_401_hs256_included() -> None:
     """With HS256 enabled by an operator next to an EC key, an HS256 token raised TypeError: a 500."""
     import jwt as pyjwt
@@ -436,6 +446,7 @@ async def _flow(url: str, **options: Any) -> tuple[OAuthClient, BaseException | 
     return auth, error
 
 
+@pytest.mark.req("M031")
 async def test_issue12_item8_oauth_client_never_fetches_what_a_hostile_server_names() -> None:
     """OAuthClient fetched any resource_metadata URL a 401 named (http://169.254.169.254/... included) and accepted
     a plain-http issuer on a private address; it read metadata documents of any size."""
@@ -497,6 +508,7 @@ async def test_issue12_item9_request_state_is_bound_to_the_session_where_there_i
             assert orjson.loads(await one.recv())["result"]["content"][0]["text"] == "None:Bob"
 
 
+@pytest.mark.req("M038")
 async def test_issue12_item1_a_websocket_does_not_outlive_its_token() -> None:
     """The WebSocket was authorized once, at the upgrade: it kept running tools after its token expired."""
     from mcpkit.auth import StaticTokenVerifier
@@ -546,3 +558,54 @@ async def test_issue12_item7_jwks_and_introspection_answers_are_read_with_a_cap(
             await jwks.verify(token)
         with pytest.raises(InvalidToken, match="more than"):
             await IntrospectionVerifier(base + "/introspect").verify("t")
+
+
+async def test_issue12_item7_the_session_binding_table_evicts_idle_bindings_not_live_ones() -> None:
+    """The table binding sessions to principals is bounded (max_bound_sessions); when full it evicted the oldest
+    binding even while that session was in use, leaving it open to any principal. Now the least recently used goes."""
+    async with stack(rs_options={"max_bound_sessions": 2}) as s, httpx.AsyncClient() as http:
+        tokens = {who: _forge(s["as"], aud=s["mcp_url"], sub=who) for who in ("alice", "bob", "carol")}
+
+        async def open_session(who: str) -> str:
+            r = await http.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=_bearer(tokens[who]))
+            return str(r.headers["mcp-session-id"])
+
+        async def ping(who: str, sid: str) -> int:
+            ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+            return (await http.post(s["mcp_url"], json=ping, headers=_bearer(tokens[who], sid))).status_code
+
+        alice = await open_session("alice")
+        await open_session("bob")
+        assert await ping("alice", alice) == 200  # alice's binding is now the most recently used
+        await open_session("carol")  # the table is full: bob's idle binding goes
+        assert await ping("bob", alice) == 404
+
+
+async def test_issue12_item1_the_same_decision_holds_on_any_transport_memory_and_stdio_embedders() -> None:
+    """The decision lives in the dispatcher, not in a transport: installed around an in-memory (or stdio) server
+    by an embedder that authenticated its peer, it refuses exactly what protect() refuses over HTTP."""
+    from mcpkit.client.client import Client
+    from mcpkit.protocol.errors import MCPError
+    from mcpkit.server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
+
+    app = MCPKit("mem", version="1.0.0")
+
+    @app.tool
+    def admin() -> str:
+        """Needs mcp:admin."""
+        return "admin ok"
+
+    @app.tool
+    def hello() -> str:
+        """Needs nothing."""
+        return "hello"
+
+    reset = authorize_as(ScopeAuthorization("p", ["mcp:read"], tool_scopes({"admin": ["mcp:admin"]})))
+    try:
+        async with Client(app) as c:
+            assert "hello" in str(await c.call_tool("hello", {}))
+            with pytest.raises(MCPError) as err:
+                await c.call_tool("admin", {})
+            assert err.value.code == -32003 and "mcp:admin" in err.value.message
+    finally:
+        CURRENT_AUTHORIZATION.reset(reset)

@@ -251,11 +251,15 @@ class BearerAuthMiddleware:
         if self.bind_sessions:
             owner = (verified.issuer, verified.subject or verified.client_id)
             sid = header(scope, b"mcp-session-id")
-            if sid is not None and self._owners.get(sid, owner) != owner:
-                # a session belongs to the principal that created it; another token cannot ride on it (and does
-                # not learn that it exists)
-                await send_json(send, 404, {"error": "not_found", "error_description": "unknown session"})
-                return
+            if sid is not None:
+                bound = self._owners.pop(sid, None)
+                if bound is not None:
+                    self._owners[sid] = bound  # most recently used last: the table evicts idle bindings first
+                if bound is not None and bound != owner:
+                    # a session belongs to the principal that created it; another token cannot ride on it (and
+                    # does not learn that it exists)
+                    await send_json(send, 404, {"error": "not_found", "error_description": "unknown session"})
+                    return
             send = self._recording_owner(send, owner)
         state = scope.setdefault("state", {})
         state["access_token"] = verified

@@ -11,6 +11,12 @@ Access tokens are JWTs (RFC 9068 shape) signed with an EC P-256 key published at
 resource (RFC 8707) the client named, so a :class:`~mcpkit.auth.verifiers.JWTVerifier` on the MCP server can check
 them offline. Storage is pluggable (:class:`AuthStorage`); the in-memory default refuses ``production=True`` unless
 ``allow_in_memory=True`` (codes, clients and refresh tokens would vanish with the process).
+
+Hardening (issue 12): the approver decides every grant (``client_credentials`` included); a self-registered client
+gets only the scopes of the registration policy and no ``client_credentials`` unless enabled; /register is size
+capped, rate limited per address and bounded without ever evicting a pre-registered client; a replayed code or a
+reused refresh token revokes its grant family; /introspect answers only the token's own client or a designated
+resource server; every form body is size capped (413).
 """
 
 from __future__ import annotations
@@ -70,7 +76,8 @@ class ClientRecord:
 
 @dataclass
 class AuthorizationRequest:
-    """What /authorize was asked; an approver decides who (if anyone) grants it."""
+    """What /authorize (or a ``client_credentials`` token request: ``grant_type``, no ``redirect_uri``) asked; the
+    approver decides who, if anyone, grants it (it returns the subject, or None to deny)."""
 
     client: ClientRecord
     redirect_uri: str
@@ -124,10 +131,13 @@ class _Ledger(Protocol):
 
 
 class InMemoryAuthStorage:
-    """Process-local storage (development and tests only). Every table holds at most ``max_entries``; when the
-    client table is full the oldest *dynamically registered* client goes, never a pre-registered one."""
+    """Process-local storage (development and tests only). Every table holds at most ``max_entries``; at most
+    ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the oldest
+    *self-registered* client goes, never a pre-registered one."""
 
-    def __init__(self, max_entries: int = 100_000) -> None:
+    def __init__(self, max_entries: int = 100_000, max_dynamic_clients: int = 10_000) -> None:
+        self.max_dynamic_clients = max_dynamic_clients
+        self._dynamic: dict[str, None] = {}  # self-registered client ids, oldest first
         self.clients: dict[str, ClientRecord] = {}
         self.codes: dict[str, _Code] = {}
         self.refresh: dict[str, _Refresh] = {}
@@ -143,12 +153,18 @@ class InMemoryAuthStorage:
         return self.clients.get(client_id)
 
     async def save_client(self, client: ClientRecord) -> None:
-        if client.client_id not in self.clients and len(self.clients) >= self.max_entries:
-            victim = next((cid for cid, c in self.clients.items() if c.dynamic), None)
-            if victim is None:
+        new = client.client_id not in self.clients
+        if new and (
+            len(self.clients) >= self.max_entries or (client.dynamic and len(self._dynamic) >= self.max_dynamic_clients)
+        ):
+            if not self._dynamic:
                 raise RuntimeError(f"client table full ({self.max_entries} pre-registered clients: max_entries)")
-            del self.clients[victim]
+            victim = next(iter(self._dynamic))
+            del self._dynamic[victim]
+            self.clients.pop(victim, None)
         self.clients[client.client_id] = client
+        if client.dynamic:
+            self._dynamic[client.client_id] = None
 
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
         self._bound(self.spent)
@@ -243,8 +259,9 @@ class AuthorizationServer:
         registration_client_credentials: let self-registered clients use ``client_credentials`` (default False:
             a machine client without a user must be pre-registered with :meth:`register_client`).
         max_client_metadata: the largest /register body in bytes (413 beyond it; default 16 KiB).
-        max_dynamic_clients: how many self-registered clients may exist (then /register answers 503; a
-            pre-registered client is never evicted to make room).
+        max_dynamic_clients: how many self-registered clients the default in-memory storage keeps: beyond it the
+            oldest self-registered client is dropped (it registers again, as :class:`OAuthClient` does by itself on
+            ``invalid_client``); a pre-registered client is never evicted. A durable storage bounds its own tables.
         registration_rate: ``(count, seconds)``: at most ``count`` registrations per client address per ``seconds``
             (429 beyond it, with ``retry-after``); None disables the limit.
         max_form: the largest /token, /introspect or /authorize body in bytes (413 beyond it; default 64 KiB).
@@ -296,7 +313,7 @@ class AuthorizationServer:
                     "AuthorizationServer(production=True) needs durable storage: pass storage=..., or "
                     "allow_in_memory=True to accept losing every client, code and refresh token on restart"
                 )
-            storage = InMemoryAuthStorage()
+            storage = InMemoryAuthStorage(max_dynamic_clients=max_dynamic_clients)
         if not is_secure_url(issuer):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
         self.issuer = issuer.rstrip("/")
@@ -328,7 +345,6 @@ class AuthorizationServer:
         self.max_dynamic_clients = max_dynamic_clients
         self.registration_rate = registration_rate
         self.max_form = max_form
-        self._dynamic_clients = 0  # registered through this process's /register
         self._registrations: dict[str, list[float]] = {}  # client address -> recent registration times (bounded)
         self.ledger: _Ledger = storage if hasattr(storage, "revoke") else InMemoryAuthStorage()  # type: ignore[assignment]
         self.issue_refresh_tokens = issue_refresh_tokens
@@ -842,17 +858,9 @@ class AuthorizationServer:
             if unknown:
                 raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
         granted = self._registration_grant(scope_value)
-        if self._dynamic_clients >= self.max_dynamic_clients:
-            raise _OAuthError(
-                "temporarily_unavailable",
-                f"registration is full ({self.max_dynamic_clients} clients: "
-                "AuthorizationServer(max_dynamic_clients=...))",
-                503,
-            )
         record = await self.register_client(
             redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=granted, dynamic=True
         )
-        self._dynamic_clients += 1
         record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
         await self.storage.save_client(record)
         body: dict[str, Any] = dict(record.metadata)

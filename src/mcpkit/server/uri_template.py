@@ -7,7 +7,8 @@ are not supported and rejected when the template is parsed, so a mistake shows u
 Matching is what a server needs: ``UriTemplate("mcpkit://items/{id}").match("mcpkit://items/7")`` returns
 ``{"id": "7"}``. Query expressions (``{?q}``) are matched in any order and may be absent; simple expressions
 never match across ``/``, so ``{id}`` cannot smuggle a path: neither a literal ``/`` nor an encoded one (``%2F``,
-which would decode to ``/``) is matched by ``{var}``, ``{.var}``, ``{/var}``, ``{;var}`` or ``{?var}``. Only the
+which would decode to ``/``), nor a dot segment (``.``, ``..``, ``%2E%2E``), is matched by ``{var}``, ``{.var}``,
+``{/var}``, ``{;var}`` or ``{?var}``. Only the
 reserved forms ``{+var}`` and ``{#var}`` may hold a ``/``: writing them is the template author's explicit opt-in to
 path-like values (validate such a value before joining it onto a directory).
 """
@@ -22,6 +23,7 @@ _EXPRESSION = re.compile(r"\{([^{}]*)\}")
 _VARNAME = re.compile(r"^(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*$")
 _OPERATORS = "+#./;?&"
 _RESERVED = ":/?#[]@!$&'()*+,;="
+_DOT_SEGMENTS = frozenset((".", ".."))
 # operator -> (first, separator, named, allow reserved characters)
 _OP_RULES: dict[str, tuple[str, str, bool, bool]] = {
     "": ("", ",", False, False),
@@ -188,8 +190,10 @@ class UriTemplate:
                 if g in self._flags:
                     value = value[len(name) + 1 :].removeprefix("=")
                 value = unquote(value)
-                if "/" in value and g not in self._may_hold_slash:
-                    return None  # an encoded "/" (%2F) must not turn a single-segment variable into a path
+                if g not in self._may_hold_slash and ("/" in value or value in _DOT_SEGMENTS):
+                    # an encoded "/" (%2F) must not turn a single-segment variable into a path, nor may a
+                    # segment be "." or ".." (literal or %2E-encoded: "{dir}/{name}" would climb out)
+                    return None
                 found[name] = value
         if self._query_names:
             raw = m.group("q")
@@ -197,7 +201,7 @@ class UriTemplate:
                 wanted = set(self._query_names)
                 for key, value in parse_qsl(raw, keep_blank_values=True):
                     if key in wanted and key not in found:
-                        if "/" in value:
+                        if "/" in value or value in _DOT_SEGMENTS:
                             return None
                         found[key] = value
         return found
