@@ -446,8 +446,8 @@ class ServerSession:
         server.register_session(self)
 
     def _batch_policy(self) -> bool:
-        # Batches are accepted in handshake-era sessions (DESIGN.md ruling); modern requests inside a batch are
-        # refused one by one in dispatch_modern.
+        # Batches are accepted in every handshake-era session (interoperability with 2025-03-26 peers); modern
+        # requests inside a batch are refused one by one in dispatch_modern.
         return True
 
     async def wait_initialized(self, timeout: float = 10.0) -> None:
