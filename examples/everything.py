@@ -1,4 +1,4 @@
-"""The mcpkit "everything" server: every feature of MCP in one file (DESIGN.md section 4).
+"""The mcpkit "everything" server: every feature of MCP in one file.
 
 Tests, the compliance checker, interop runs and benchmarks drive it over every transport::
 

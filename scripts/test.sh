@@ -121,6 +121,17 @@ section "benchmark smoke run (bench/run.py --quick)"
 "$PY" scripts/bench_smoke.py
 elapsed
 
+section "documentation site (mkdocs build --strict)"
+# The docs extra (MkDocs, Material, mkdocstrings) in the dev venv; strict mode fails on any warning: a broken link
+# or anchor, a page missing from the nav, a ``::: mcpkit.X`` reference that does not resolve. The site goes to a
+# temporary directory (site/ is ignored anyway).
+"$PY" -m pip install --disable-pip-version-check -q -e '.[docs]'
+DOCS_SITE="$(mktemp -d)"
+# (never --quiet: it hides the warnings, and strict mode then passes whatever they say)
+NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --site-dir "$DOCS_SITE"
+rm -rf "$DOCS_SITE"
+elapsed
+
 section "compliance matrix (docs/compliance.md) and MUST gate"
 # Fails when a MUST requirement has no passing test, except the IDs deferred (with reasons) in
 # tests/deferred-requirements.txt.

@@ -294,7 +294,7 @@ async def test_invalid_cursors(mode: str) -> None:
         with pytest.raises(MCPError) as exc:
             await cs.list_tools(first.next_cursor)  # a resources cursor is not a tools cursor
         assert exc.value.code == -32602
-        empty = await cs.list_resources("")  # DESIGN.md: "" is an empty last page, never the first page again
+        empty = await cs.list_resources("")  # "" is an empty last page, never the first page again
         assert empty.resources == [] and empty.next_cursor in (None, "")
 
 

@@ -249,7 +249,7 @@ async def test_older_revisions_get_what_they_understand() -> None:
         assert types == ["text", "image", "text", "resource"]  # resource links arrive in 2025-06-18
         tools = {x.name: x.dump() for x in (await cs.list_tools()).tools}
         assert tools["titled"]["annotations"] == {"readOnlyHint": True, "title": "Titled"}
-        assert (await cs.list_tools()).next_cursor == ""  # DESIGN.md ruling for 2025-03-26 sessions
+        assert (await cs.list_tools()).next_cursor == ""  # 2025-03-26 sessions end every list with nextCursor ""
 
 
 @pytest.mark.parametrize("mode", MODES)

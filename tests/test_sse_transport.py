@@ -108,7 +108,7 @@ async def test_post_status_codes_and_answers_on_the_stream() -> None:
             assert reply["id"] == 1 and reply["result"]["protocolVersion"] == "2024-11-05"
             r = await client.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
             assert r.status_code == 202
-            # the singular path is accepted too (DESIGN.md ruling)
+            # the singular path /message is accepted too (some clients use it)
             r = await client.post(
                 base + ep.replace("/messages", "/message"), json={"jsonrpc": "2.0", "id": 2, "method": "ping"}
             )

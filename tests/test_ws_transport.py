@@ -1,4 +1,4 @@
-"""WebSocket transport (DESIGN.md ruling: one JSON-RPC message per text frame, subprotocol ``mcp``, at ``/ws``):
+"""WebSocket transport (a custom transport: one JSON-RPC message per text frame, subprotocol ``mcp``, at ``/ws``):
 real uvicorn servers on 127.0.0.1, mcpkit's WebSocketClientTransport + ClientSession in both eras, the
 ``websockets`` library and a hand-rolled socket client for the close-code and keep-alive rules."""
 

@@ -1,5 +1,5 @@
 // Data shared by ts_server.mjs and ts_server_v2.mjs (no SDK imports): the "everything"
-// surface of DESIGN.md section 4, sized for client tests.
+// surface of examples/everything.py, sized for client tests.
 
 export const SERVER_INSTRUCTIONS = 'Interop test server mirroring mcpkit examples/everything.py (tools echo, add, slow, fail, sample, ask_name, roots, touch, add_tool, log, image, stats).';
 

@@ -97,9 +97,11 @@ class Report:
         return [self.requirements[k] for k in sorted(self.requirements, key=order)]
 
     def failed_musts(self) -> list[str]:
+        """The IDs of the MUST requirements that failed (``mcpkit check`` exits 1 when there is any)."""
         return [r.req for r in self.sorted() if r.req.startswith("M") and r.status == FAIL]
 
     def counts(self) -> dict[str, dict[str, int]]:
+        """Verdicts per level: ``{'MUST': {'pass': n, 'fail': n, 'warn': n, 'skip': n}, 'SHOULD': ..., 'MAY': ...}``."""
         out: dict[str, dict[str, int]] = {}
         for r in self.sorted():
             kind = {"M": "MUST", "S": "SHOULD", "A": "MAY"}.get(r.req[:1], "OTHER")
@@ -108,6 +110,7 @@ class Report:
         return out
 
     def as_dict(self) -> dict[str, Any]:
+        """The report as JSON-able data (what ``mcpkit check --json`` prints)."""
         texts = requirement_texts()
         checked = set(self.requirements)
         return {
@@ -131,6 +134,7 @@ class Report:
         }
 
     def render_text(self, verbose: bool = False) -> str:
+        """The report as text (what ``mcpkit check`` prints); ``verbose`` shows every finding."""
         texts = requirement_texts()
         lines = [
             f"mcpkit check {self.target} ({self.transport})",

@@ -309,6 +309,7 @@ class Watch:
                 logger.warning("watch: slow consumer, dropped %s", method)
 
     async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
+        """The next change ``(method, params)``; ``timeout`` in seconds (``TimeoutError`` when it passes)."""
         if self.subscription is not None:
             return await self.subscription.next(timeout)
         return await asyncio.wait_for(self._queue.get(), timeout)
@@ -577,26 +578,32 @@ class Client:
 
     @property
     def connected(self) -> bool:
+        """True between :meth:`connect` and :meth:`aclose`."""
         return self._session is not None
 
     @property
     def protocol_version(self) -> str | None:
+        """The negotiated protocol revision (None before connecting)."""
         return self._session.protocol_version if self._session is not None else None
 
     @property
     def modern(self) -> bool:
+        """True when the connection speaks the stateless 2026-07-28 era, False in a handshake-era session."""
         return self._session is not None and self._session.modern
 
     @property
     def server_info(self) -> JSONDict | None:
+        """The server's ``serverInfo`` (name, version, ...)."""
         return self.session.server_info
 
     @property
     def server_capabilities(self) -> JSONDict:
+        """The capabilities the server declared."""
         return self.session.server_capabilities
 
     @property
     def instructions(self) -> str | None:
+        """The server's instructions for the model, if it gave any."""
         return self.session.instructions
 
     @property
@@ -752,6 +759,7 @@ class Client:
         return loop.time() - start
 
     async def discover(self) -> DiscoverResult:
+        """``server/discover`` (2026-07-28): the server's revisions, capabilities and info."""
         return await self._call("server/discover", lambda s: s.discover())
 
     # ------------------------------------------------------------------ pagination
@@ -887,27 +895,33 @@ class Client:
     # ------------------------------------------------------------------ resources
 
     async def list_resources(self, *, max_pages: int | None = None, max_items: int | None = None) -> list[Resource]:
+        """Every resource (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("resources/list", "resources", max_pages, max_items)
         return [Resource.model_validate(r) for r in raw]
 
     async def list_resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
+        """One raw page of resources: ``(resources, next_cursor)``."""
         page = await self._page("resources/list", cursor)
         return [Resource.model_validate(r) for r in page.get("resources") or []], page.get("nextCursor") or None
 
     async def list_resource_templates(
         self, *, max_pages: int | None = None, max_items: int | None = None
     ) -> list[ResourceTemplate]:
+        """Every resource template (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("resources/templates/list", "resourceTemplates", max_pages, max_items)
         return [ResourceTemplate.model_validate(r) for r in raw]
 
     async def list_resource_templates_page(
         self, cursor: str | None = None
     ) -> tuple[list[ResourceTemplate], str | None]:
+        """One raw page of resource templates: ``(templates, next_cursor)``."""
         page = await self._page("resources/templates/list", cursor)
         items = [ResourceTemplate.model_validate(r) for r in page.get("resourceTemplates") or []]
         return items, page.get("nextCursor") or None
 
     async def read_resource(self, uri: str, *, timeout: float | EllipsisType | None = ...) -> ReadResourceResult:
+        """``resources/read``: the resource's contents (text and/or blobs)."""
+
         async def op(s: ClientSession) -> ReadResourceResult:
             return ReadResourceResult.model_validate(await s.request("resources/read", {"uri": uri}, timeout=timeout))
 
@@ -928,6 +942,7 @@ class Client:
         self._subscriptions.add(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        """``resources/unsubscribe`` (handshake era)."""
         self._subscriptions.discard(uri)
         await self._call("resources/unsubscribe", lambda s: s.unsubscribe_resource(uri))
 
@@ -977,10 +992,12 @@ class Client:
     # ------------------------------------------------------------------ prompts
 
     async def list_prompts(self, *, max_pages: int | None = None, max_items: int | None = None) -> list[Prompt]:
+        """Every prompt (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("prompts/list", "prompts", max_pages, max_items)
         return [Prompt.model_validate(p) for p in raw]
 
     async def list_prompts_page(self, cursor: str | None = None) -> tuple[list[Prompt], str | None]:
+        """One raw page of prompts: ``(prompts, next_cursor)``."""
         page = await self._page("prompts/list", cursor)
         return [Prompt.model_validate(p) for p in page.get("prompts") or []], page.get("nextCursor") or None
 
@@ -1025,6 +1042,7 @@ class Client:
 
     @property
     def roots(self) -> RootsProvider | None:
+        """The roots this client offers (None when it declared no roots capability)."""
         return self._roots
 
 

@@ -2,7 +2,8 @@
 
 Handlers produce one neutral result dict; :func:`shape_result` adapts it to the revision of the request:
 the modern era gets ``resultType``, cache hints and ``_meta`` server info; the handshake era gets none of them,
-plus the seed rulings for 2024-11-05/2025-03-26 sessions (DESIGN.md section 3).
+plus the conventions of 2024-11-05/2025-03-26 sessions (``nextCursor: ""`` at the end of every list,
+``structuredContent: {}`` on every ``tools/call`` result).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def shape_result(
         elif not result.get("nextCursor"):
             result.pop("nextCursor", None)
     elif method == "tools/call":
-        result.setdefault("isError", False)  # always sent (DESIGN.md ruling), never required on receipt
+        result.setdefault("isError", False)  # always sent, never required on receipt
         if feats.always_structured_content and result.get("structuredContent") is None:
             result["structuredContent"] = {}
     return result

@@ -62,7 +62,7 @@ class Features:
     sampling_tools: bool
     sse_polling: bool  # priming events / retry (SEP-1699)
     streamable_http: bool
-    # seed rulings for the sessions the seeds describe (DESIGN.md section 3)
+    # conventions of 2024-11-05/2025-03-26 sessions (from 2025-06-18 on, the official spec's behaviour)
     always_next_cursor: bool  # nextCursor "" at the end of every list
     always_structured_content: bool  # structuredContent {} on every tools/call result
     # modern era

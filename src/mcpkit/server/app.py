@@ -170,10 +170,12 @@ class MCPKit(Server):
         self._changed("tools")
 
     def get_tool(self, name: str) -> Tool | None:
+        """The registered tool called ``name``, or None."""
         return self._tools.get(name)
 
     @property
     def tools(self) -> list[Tool]:
+        """The registered tools, in registration order."""
         return list(self._tools.values())
 
     async def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -287,10 +289,12 @@ class MCPKit(Server):
 
     @property
     def resources(self) -> list[Resource]:
+        """The registered static resources."""
         return list(self._resources.values())
 
     @property
     def resource_templates(self) -> list[ResourceTemplate]:
+        """The registered resource templates."""
         return list(self._templates.values())
 
     async def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -376,6 +380,7 @@ class MCPKit(Server):
 
     @property
     def prompts(self) -> list[Prompt]:
+        """The registered prompts."""
         return list(self._prompts.values())
 
     async def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:

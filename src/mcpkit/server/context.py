@@ -78,6 +78,7 @@ class Context:
 
     @property
     def app(self) -> MCPKit:
+        """The :class:`~mcpkit.server.app.MCPKit` app serving this request."""
         return self._app
 
     @property
@@ -87,10 +88,12 @@ class Context:
 
     @property
     def request_id(self) -> str | int:
+        """The JSON-RPC id of the request."""
         return self._ctx.request_id
 
     @property
     def method(self) -> str:
+        """The request's method (``tools/call``, ``resources/read``, ``prompts/get``, ...)."""
         return self._ctx.method
 
     @property
@@ -100,11 +103,13 @@ class Context:
 
     @property
     def progress_token(self) -> str | int | None:
+        """The progress token the client sent (None when it asked for no progress)."""
         token = self._ctx.meta.get("progressToken")
         return token if isinstance(token, (str, int)) else None
 
     @property
     def protocol_version(self) -> str:
+        """The protocol revision of this request (its session's, or the one in its ``_meta``)."""
         return self._ctx.protocol_version
 
     @property
@@ -114,14 +119,18 @@ class Context:
 
     @property
     def client_info(self) -> JSONDict | None:
+        """The client's ``clientInfo`` (name, version), when it sent one."""
         return self._ctx.client_info
 
     @property
     def client_capabilities(self) -> JSONDict:
+        """The capabilities the client declared (``initialize``, or the request's ``_meta``)."""
         return self._ctx.client_capabilities
 
     @property
     def cancelled(self) -> bool:
+        """True once the client cancelled this request (``notifications/cancelled``, or over HTTP in 2026-07-28 by
+        closing the response stream)."""
         return self._ctx.cancelled
 
     @property
@@ -179,27 +188,35 @@ class Context:
         return await self._ctx.log(level, data, logger)
 
     async def debug(self, data: Any, logger: str | None = None) -> bool:
+        """Send a ``debug`` log message to the client (see :meth:`log`)."""
         return await self.log("debug", data, logger)
 
     async def info(self, data: Any, logger: str | None = None) -> bool:
+        """Send an ``info`` log message to the client (see :meth:`log`)."""
         return await self.log("info", data, logger)
 
     async def notice(self, data: Any, logger: str | None = None) -> bool:
+        """Send a ``notice`` log message to the client (see :meth:`log`)."""
         return await self.log("notice", data, logger)
 
     async def warning(self, data: Any, logger: str | None = None) -> bool:
+        """Send a ``warning`` log message to the client (see :meth:`log`)."""
         return await self.log("warning", data, logger)
 
     async def error(self, data: Any, logger: str | None = None) -> bool:
+        """Send an ``error`` log message to the client (see :meth:`log`)."""
         return await self.log("error", data, logger)
 
     async def critical(self, data: Any, logger: str | None = None) -> bool:
+        """Send a ``critical`` log message to the client (see :meth:`log`)."""
         return await self.log("critical", data, logger)
 
     async def alert(self, data: Any, logger: str | None = None) -> bool:
+        """Send an ``alert`` log message to the client (see :meth:`log`)."""
         return await self.log("alert", data, logger)
 
     async def emergency(self, data: Any, logger: str | None = None) -> bool:
+        """Send an ``emergency`` log message to the client (see :meth:`log`)."""
         return await self.log("emergency", data, logger)
 
     # ------------------------------------------------------------------ asking the client

@@ -475,8 +475,9 @@ class ServerSession:
         server.register_session(self)
 
     def _batch_policy(self) -> bool:
-        # Batches are accepted in handshake-era sessions (DESIGN.md ruling); modern requests inside a batch are
-        # refused one by one in dispatch_modern. A server that speaks only 2026-07-28 has no batches at all.
+        # Batches are accepted in every handshake-era session (interoperability with 2025-03-26 peers); modern
+        # requests inside a batch are refused one by one in dispatch_modern. A server that speaks only 2026-07-28
+        # has no batches at all.
         return bool(self.server.handshake_versions)
 
     async def wait_initialized(self, timeout: float = 10.0) -> None:

@@ -5,7 +5,7 @@ key of the last item sent. Anything that does not verify is an invalid cursor (-
 or foreign cursor can never crash the server or index out of range. When the list changed between pages, the
 next page resumes after the last item the client saw (if it still exists) instead of trusting the offset.
 
-Per DESIGN.md: a ``cursor`` of ``""`` is an empty last page (2024-11-05/2025-03-26 sessions end their lists
+A ``cursor`` of ``""`` is an empty last page (2024-11-05/2025-03-26 sessions end their lists
 with ``nextCursor: ""``, and a client that sends it back must not get the first page again).
 """
 

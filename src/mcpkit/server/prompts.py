@@ -40,10 +40,12 @@ class Message:
 
     @classmethod
     def user(cls, content: Any) -> Message:
+        """A message from the user."""
         return cls("user", content)
 
     @classmethod
     def assistant(cls, content: Any) -> Message:
+        """A message from the assistant (e.g. the start of an answer, or a few-shot example)."""
         return cls("assistant", content)
 
     def to_wire(self) -> list[JSONDict]:

@@ -12,15 +12,15 @@ Mounting::
 keepalive=15.0, max_sessions=10_000, max_sessions_per_client=100, allowed_origins=None, allowed_hosts=None,
 check_request=None, **peer_options)``
 
-Wire rules (2024-11-05 transport page, DESIGN.md section 3):
+Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also accepted at ``/message``):
 
 * ``GET`` opens ``text/event-stream``; its FIRST event is ``event: endpoint`` whose data is the POST URI,
   ``<root_path><messages_path>?session_id=<32 hex chars from a CSPRNG>``. Every server message (responses
   included: this transport has a single stream) follows as ``event: message``. ``: keepalive`` comments go out
   when the stream is idle. The session (one :class:`~mcpkit.server.lowlevel.ServerSession`) lives exactly as long
   as this stream: when the client disconnects, the session is closed and its id answers 404.
-* ``POST ...?session_id=<id>`` with one JSON-RPC message (a batch is passed on to the engine, which applies the
-  DESIGN.md batch ruling): ``202 Accepted`` once dispatched; the answer travels on the stream. No ``session_id``
+* ``POST ...?session_id=<id>`` with one JSON-RPC message (a batch is passed on to the engine, which accepts it in a
+  handshake-era session): ``202 Accepted`` once dispatched; the answer travels on the stream. No ``session_id``
   → 400; unknown or ended session → 404; body over ``max_body`` → 413; a body that is not JSON → 400 whose body is
   the JSON-RPC parse error (-32700, id null), and the same error is also sent on the stream (the official SDK
   client treats any non-2xx as a failed send, and a stream reader sees the error where answers arrive).

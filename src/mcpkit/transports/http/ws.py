@@ -1,4 +1,4 @@
-"""WebSocket transport (a custom transport, DESIGN.md section 3), server side: one plain ASGI callable.
+"""WebSocket transport (a custom transport, not part of the MCP spec), server side: one plain ASGI callable.
 
 Mounting::
 

@@ -1,4 +1,5 @@
-"""WebSocket transport (DESIGN.md section 3), client side, over the ``websockets`` library.
+"""WebSocket transport (a custom transport: one JSON-RPC message per text frame, subprotocol ``mcp``), client
+side, over the ``websockets`` library.
 
 ``WebSocketClientTransport(url, *, headers=None, ping_interval=20.0, ping_timeout=20.0, open_timeout=10.0,
 max_message_size=4 MiB)`` is a :class:`~mcpkit.transports.base.Connection`::
