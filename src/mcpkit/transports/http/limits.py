@@ -125,23 +125,29 @@ class ConnectionGuard:
 
     def wait(self, proto: Any) -> None:
         """``proto`` now waits for a request head (new connection, or its response ended)."""
-        if proto._mcpkit_state == 2:
-            self.receiving.pop(proto, None)
+        state = proto._mcpkit_state
+        if state == 2:
+            del self.receiving[proto]
+        elif state == 1:
+            del self.waiting[proto]  # (back at the end: it waits from now)
         proto._mcpkit_state = 1
         proto._mcpkit_head = 0
-        self.waiting.pop(proto, None)
-        now = time.monotonic()
-        self.waiting[proto] = now
-        self._ensure_timer(now + self.header_timeout)
+        at = time.monotonic()
+        self.waiting[proto] = at
+        at += self.header_timeout
+        if self._timer is None or at < self._timer_at - 0.5:
+            self._ensure_timer(at)
 
     def head_done(self, proto: Any, body_pending: bool) -> None:
         """``proto``'s request head arrived; ``body_pending``: the rest of its body has not."""
         del self.waiting[proto]
         if body_pending:
             proto._mcpkit_state = 2
-            now = time.monotonic()
-            self.receiving[proto] = now
-            self._ensure_timer(now + self.body_timeout)
+            at = time.monotonic()
+            self.receiving[proto] = at
+            at += self.body_timeout
+            if self._timer is None or at < self._timer_at - 0.5:
+                self._ensure_timer(at)
         else:
             proto._mcpkit_state = 0
 
@@ -151,6 +157,7 @@ class ConnectionGuard:
         self.receiving.pop(proto, None)
 
     def _ensure_timer(self, at: float) -> None:
+        """Expiry runs at ``at`` at the latest (one timer; half a second early or late does not matter)."""
         if self._timer is None or at < self._timer_at - 0.5:
             if self._timer is not None:
                 self._timer.cancel()
