@@ -99,6 +99,7 @@ class ConnectionGuard:
         self.closed_large = 0  # connections closed by max_header_bytes
         self.evicted = 0  # connections closed to make room (max_connections)
         self.refused = 0  # new connections closed because every connection was busy
+        self._refused_logged = -10.0
 
     # A connection's state (``proto._mcpkit_state``) says which table holds it: 0 none (serving a request, or no
     # longer watched), 1 waiting, 2 receiving, 3 idle.
@@ -112,10 +113,15 @@ class ConnectionGuard:
             victim = next(iter(table), None)
             if victim is None:
                 self.refused += 1
-                logger.warning(
-                    "refusing a connection: max_connections=%d connections are all serving requests",
-                    self.max_connections,
-                )
+                now = time.monotonic()
+                if now - self._refused_logged >= 10.0:  # one line per 10 s under a flood
+                    self._refused_logged = now
+                    logger.warning(
+                        "refusing connections: max_connections=%d connections are all serving requests "
+                        "(%d refused so far; raise max_connections if the server can take more)",
+                        self.max_connections,
+                        self.refused,
+                    )
                 return False
             self.evicted += 1
             del table[victim]
