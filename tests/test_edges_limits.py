@@ -118,6 +118,25 @@ async def test_issue12_item5_header_timeout_also_after_keep_alive() -> None:
             s.close()
 
 
+async def test_issue12_item5_idle_keep_alive_is_not_a_slow_head() -> None:
+    """Between requests a kept-alive connection idles under uvicorn's ``timeout_keep_alive``, not
+    ``header_timeout``: a pause longer than the header timeout does not cost the client its connection."""
+    async with served(header_timeout=0.3, timeout_keep_alive=60) as (base, userver):
+        port = int(base.rsplit(":", 1)[1])
+        s = await _half_open(port, b"")
+        loop = asyncio.get_running_loop()
+        request = b"DELETE /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n"
+        try:
+            await loop.sock_sendall(s, request)
+            assert (await asyncio.wait_for(loop.sock_recv(s, 65536), 5)).startswith(b"HTTP/1.1 400")
+            assert not await _closed_by_peer(s, 1.0)
+            await loop.sock_sendall(s, request)
+            assert (await asyncio.wait_for(loop.sock_recv(s, 65536), 5)).startswith(b"HTTP/1.1 400")
+            assert userver.mcpkit_guard.closed_slow == 0
+        finally:
+            s.close()
+
+
 async def test_issue12_item5_max_header_bytes_closes_the_connection() -> None:
     """A request head that keeps growing past ``max_header_bytes`` (no final CRLF) closes the connection."""
     async with served(max_header_bytes=8192, header_timeout=30) as (base, _):
@@ -151,6 +170,39 @@ async def test_issue12_item5_max_connections_evicts_the_oldest_waiting_connectio
         finally:
             for s in socks:
                 s.close()
+
+
+async def test_issue12_item5_max_connections_refuses_when_every_connection_is_busy() -> None:
+    """When every connection is serving a request (here: open GET streams), a new connection is closed at once
+    (``refused``) rather than queued without bound; once a stream ends, new clients get in again."""
+    async with served(max_connections=3, header_timeout=60) as (base, userver):
+        url = base + "/mcp"
+        guard = userver.mcpkit_guard
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=10)) as http:
+            sid = await open_session(http, url, V)
+        streams = []
+        clients = [httpx.AsyncClient() for _ in range(3)]
+        try:
+            for client in clients:
+                # three sessions, each with its standalone GET stream: three busy connections
+                own = await open_session(client, url, V) if streams else sid
+                cm = client.stream("GET", url, headers={**handshake_headers(own, V), "accept": "text/event-stream"})
+                assert (await cm.__aenter__()).status_code == 200
+                streams.append(cm)
+            port = int(base.rsplit(":", 1)[1])
+            s = await _half_open(port)
+            try:
+                assert await _closed_by_peer(s, 2.0)
+            finally:
+                s.close()
+            assert guard.refused >= 1
+        finally:
+            for cm in streams:
+                await cm.__aexit__(None, None, None)
+            for client in clients:
+                await client.aclose()
+        async with httpx.AsyncClient() as http:
+            await _tool_call(http, url)
 
 
 _SLOW_BODY = (

@@ -8,7 +8,8 @@ clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol cla
 :class:`ConnectionGuard` shared by every connection of one server:
 
 * ``header_timeout``: a connection that has not sent a complete request head within this many seconds of
-  connecting, or of its previous response ending (keep-alive), is closed;
+  connecting, or of the first byte of its next request (keep-alive; the pause between requests is uvicorn's
+  ``timeout_keep_alive``), is closed;
 * ``body_timeout``: a request whose body has not arrived whole within this many seconds of its head is closed
   (a request body is at most ``max_body``, 4 MiB by default: 30 s allows ~140 KB/s);
 * ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
@@ -84,73 +85,101 @@ class ConnectionGuard:
         self.max_connections = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
         self.connections = 0
-        # protocol -> monotonic time since which it waits for a request head (insertion order = oldest first)
+        # protocol -> monotonic time since which it waits for the rest of a request head (a new connection, or a
+        # kept-alive one that started its next request); insertion order = oldest first, as in the next two
         self.waiting: dict[Any, float] = {}
+        # protocol -> monotonic time its response ended (idle keep-alive: uvicorn's timeout_keep_alive closes it)
+        self.idle: dict[Any, float] = {}
         # protocol -> monotonic time its request head arrived, while the rest of its body has not
         self.receiving: dict[Any, float] = {}
+        self._tables: tuple[dict[Any, float], ...] = ({}, self.waiting, self.receiving, self.idle)  # by state
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self.closed_slow = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
         self.closed_large = 0  # connections closed by max_header_bytes
-        self.evicted = 0  # waiting connections closed to make room (max_connections)
+        self.evicted = 0  # connections closed to make room (max_connections)
         self.refused = 0  # new connections closed because every connection was busy
+        self._refused_logged = -10.0
+
+    # A connection's state (``proto._mcpkit_state``) says which table holds it: 0 none (serving a request, or no
+    # longer watched), 1 waiting, 2 receiving, 3 idle.
 
     def opened(self, proto: Any) -> bool:
         """Count a new connection; False when it must be closed (the server is full of busy connections)."""
         self.connections += 1
         if self.connections > self.max_connections:
-            table = self.waiting or self.receiving  # idle or half-sent heads first, then half-sent bodies
+            # half-sent heads first, then idle keep-alive connections, then half-sent bodies; oldest first
+            table = self.waiting or self.idle or self.receiving
             victim = next(iter(table), None)
             if victim is None:
                 self.refused += 1
-                logger.warning(
-                    "refusing a connection: max_connections=%d connections are all serving requests",
-                    self.max_connections,
-                )
+                now = time.monotonic()
+                if now - self._refused_logged >= 10.0:  # one line per 10 s under a flood
+                    self._refused_logged = now
+                    logger.warning(
+                        "refusing connections: max_connections=%d connections are all serving requests "
+                        "(%d refused so far; raise max_connections if the server can take more)",
+                        self.max_connections,
+                        self.refused,
+                    )
                 return False
             self.evicted += 1
             del table[victim]
             victim._mcpkit_state = 0
             _close(victim)
-        self.wait(proto)
+        self._watch_head(proto)
         return True
 
     def lost(self, proto: Any) -> None:
         """A connection ended."""
         self.connections -= 1
-        if proto._mcpkit_state:
+        state = proto._mcpkit_state
+        if state:
             proto._mcpkit_state = 0
-            self.waiting.pop(proto, None)
-            self.receiving.pop(proto, None)
+            self._tables[state].pop(proto, None)
 
-    def wait(self, proto: Any) -> None:
-        """``proto`` now waits for a request head (new connection, or its response ended)."""
-        if proto._mcpkit_state == 2:
-            self.receiving.pop(proto, None)
+    def _watch_head(self, proto: Any) -> None:
         proto._mcpkit_state = 1
         proto._mcpkit_head = 0
-        self.waiting.pop(proto, None)
-        now = time.monotonic()
-        self.waiting[proto] = now
-        self._ensure_timer(now + self.header_timeout)
+        at = time.monotonic()
+        self.waiting[proto] = at
+        at += self.header_timeout
+        if self._timer is None or at < self._timer_at - 0.5:
+            self._ensure_timer(at)
+
+    def started(self, proto: Any) -> None:
+        """An idle keep-alive connection sent the first bytes of its next request: the head's clock starts."""
+        del self.idle[proto]
+        self._watch_head(proto)
+
+    def responded(self, proto: Any) -> None:
+        """``proto``'s response ended: it idles until its next request (or uvicorn's keep-alive timeout)."""
+        state = proto._mcpkit_state
+        if state:
+            del self._tables[state][proto]
+        proto._mcpkit_state = 3
+        self.idle[proto] = time.monotonic()
 
     def head_done(self, proto: Any, body_pending: bool) -> None:
         """``proto``'s request head arrived; ``body_pending``: the rest of its body has not."""
-        del self.waiting[proto]
+        del self._tables[proto._mcpkit_state][proto]
         if body_pending:
             proto._mcpkit_state = 2
-            now = time.monotonic()
-            self.receiving[proto] = now
-            self._ensure_timer(now + self.body_timeout)
+            at = time.monotonic()
+            self.receiving[proto] = at
+            at += self.body_timeout
+            if self._timer is None or at < self._timer_at - 0.5:
+                self._ensure_timer(at)
         else:
             proto._mcpkit_state = 0
 
     def body_done(self, proto: Any) -> None:
         """``proto``'s request body arrived whole."""
         proto._mcpkit_state = 0
-        self.receiving.pop(proto, None)
+        del self.receiving[proto]
 
     def _ensure_timer(self, at: float) -> None:
+        """Expiry runs at ``at`` at the latest (one timer; half a second early or late does not matter)."""
         if self._timer is None or at < self._timer_at - 0.5:
             if self._timer is not None:
                 self._timer.cancel()
@@ -199,7 +228,7 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
     limit = guard.max_header_bytes
 
     class Guarded(base):  # type: ignore[valid-type,misc]
-        _mcpkit_state = 0  # 0: serving (not watched), 1: waiting for a request head, 2: receiving a request body
+        _mcpkit_state = 0  # which of the guard's tables holds it (see ConnectionGuard)
         _mcpkit_head = 0  # bytes received while waiting for the head
 
         def connection_made(self, transport: Any) -> None:
@@ -226,6 +255,8 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
                 guard.head_done(self, False)  # the connection became a WebSocket: count it until it ends
                 _count_until_lost(successor, self, guard)
             else:
+                if state == 3:
+                    guard.started(self)  # the first bytes of the next request after a keep-alive pause
                 self._mcpkit_head += len(data)
                 if self._mcpkit_head > limit and not self.transport.is_closing():
                     guard.closed_large += 1
@@ -236,7 +267,7 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
             if not self.transport.is_closing():
                 cycle = self.cycle
                 if cycle is None or cycle.response_complete:  # (not a pipelined request already running)
-                    guard.wait(self)
+                    guard.responded(self)
 
     Guarded.__name__ = Guarded.__qualname__ = f"Guarded{base.__name__}"
     return Guarded

@@ -621,6 +621,8 @@ class StreamableHTTPEndpoint:
         self.peer_options = peer_options
         self._sessions: dict[str, _HTTPSession] = {}
         self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
+        self._evicted = 0  # idle sessions evicted because the table was full
+        self._evicted_logged = -10.0
         self._modern_peer: Peer | None = None
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
@@ -1190,7 +1192,15 @@ class StreamableHTTPEndpoint:
             count = len(self._sessions) - self.max_sessions + max(1, self.max_sessions // 100)
             for hs in heapq.nsmallest(count, idle, key=_last_seen):
                 await self._end_session(hs, forget=forget)
-            logger.warning("session table full (max_sessions=%d): evicted %d idle sessions", self.max_sessions, count)
+            self._evicted += count
+            now = time.monotonic()
+            if now - self._evicted_logged >= 10.0:  # one line per 10 s under a flood, not one per session
+                self._evicted_logged = now
+                logger.warning(
+                    "session table full (max_sessions=%d): %d idle sessions evicted so far",
+                    self.max_sessions,
+                    self._evicted,
+                )
         return None
 
     async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
