@@ -19,17 +19,20 @@ from websockets.asyncio.client import connect
 
 from mcpkit import Context, MCPKit
 from mcpkit.auth import (
+    AccessToken,
     AuthorizationServer,
     HeadlessBrowser,
     JWTVerifier,
     OAuthClient,
     OAuthFlowError,
+    StaticTokenVerifier,
     current_access_token,
     protect,
     tool_scopes,
 )
 from mcpkit.auth._util import pkce_pair
 from mcpkit.transports.http import create_app
+from redis_server import redis_url  # noqa: F401  (the session fixture)
 from test_auth import _forge, serve, stack
 from test_http_support import initialize_body, modern_body, modern_headers
 
@@ -609,3 +612,92 @@ async def test_issue12_item1_the_same_decision_holds_on_any_transport_memory_and
             assert err.value.code == -32003 and "mcp:admin" in err.value.message
     finally:
         CURRENT_AUTHORIZATION.reset(reset)
+
+
+# ---------------------------------------------------------------- session binding across workers
+
+
+@pytest.mark.req("M038")
+async def test_issue12_session_binding_holds_on_every_worker_sharing_the_session_store(redis_url: str) -> None:  # noqa: F811
+    """A session opened by alice on worker A is refused to bob's (valid) token on worker B, for POST, GET and
+    DELETE: the owner travels in the shared session record (an in-process binding table would not reach B)."""
+    from mcpkit.stores.redis import RedisSessionStore
+
+    prefix = f"bind{time.monotonic_ns()}:"
+
+    resource = "http://mcp.example.test/mcp"  # one resource served by two workers behind a balancer
+    verifier = StaticTokenVerifier(
+        {
+            "alice": AccessToken("alice", subject="alice", audience=(resource,)),
+            "bob": AccessToken("bob", subject="bob", audience=(resource,)),
+        }
+    )
+
+    def worker(base: str) -> Any:
+        app = MCPKit("bound")
+        endpoint = create_app(app, session_store=RedisSessionStore(redis_url, prefix=prefix), sse=False, ws=False)
+        return protect(endpoint, resource=resource, verifier=verifier)
+
+    async with serve(worker) as (a, _), serve(worker) as (b, _), httpx.AsyncClient() as http:
+        hdrs = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+        r = await http.post(
+            a + "/mcp", json=initialize_body("2025-06-18"), headers={**hdrs, "authorization": "Bearer alice"}
+        )
+        assert r.status_code == 200, r.text
+        sid = r.headers["mcp-session-id"]
+        done = await http.post(
+            a + "/mcp",
+            json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            headers={**hdrs, "mcp-session-id": sid, "authorization": "Bearer alice"},
+        )
+        assert done.status_code == 202
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        on_b = {**hdrs, "mcp-session-id": sid}
+        as_bob = await http.post(b + "/mcp", json=ping, headers={**on_b, "authorization": "Bearer bob"})
+        assert as_bob.status_code == 404, as_bob.text
+        get_bob = await http.get(b + "/mcp", headers={**on_b, "authorization": "Bearer bob"})
+        assert get_bob.status_code == 404
+        delete_bob = await http.delete(b + "/mcp", headers={**on_b, "authorization": "Bearer bob"})
+        assert delete_bob.status_code == 404
+        as_alice = await http.post(b + "/mcp", json=ping, headers={**on_b, "authorization": "Bearer alice"})
+        assert as_alice.status_code == 200, as_alice.text
+        # and bob still cannot use it on A either (the session is still alive after his DELETE)
+        again = await http.post(
+            a + "/mcp", json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": "Bearer bob"}
+        )
+        assert again.status_code == 404
+
+
+@pytest.mark.req("M038")
+async def test_issue12_legacy_sse_session_takes_messages_from_its_principal_only() -> None:
+    """The legacy HTTP+SSE transport binds its session to the principal that opened the stream: bob's valid token
+    cannot post into alice's session (404, as for an unknown session); alice's posts are accepted."""
+    resource = "http://mcp.example.test/mcp"
+    verifier = StaticTokenVerifier(
+        {
+            "alice": AccessToken("alice", subject="alice", audience=(resource,)),
+            "bob": AccessToken("bob", subject="bob", audience=(resource,)),
+        }
+    )
+
+    def factory(base: str) -> Any:
+        return protect(create_app(MCPKit("bound-sse"), ws=False), resource=resource, verifier=verifier)
+
+    async with (
+        serve(factory) as (base, _),
+        httpx.AsyncClient(timeout=10) as http,
+        http.stream("GET", base + "/sse", headers={"authorization": "Bearer alice"}) as stream,
+    ):
+        assert stream.status_code == 200
+        endpoint = None
+        async for line in stream.aiter_lines():
+            if line.startswith("data:"):
+                endpoint = line[5:].strip()
+                break
+        assert endpoint is not None and "session_id=" in endpoint
+        url = base + endpoint if endpoint.startswith("/") else endpoint
+        body = initialize_body("2024-11-05")
+        as_bob = await http.post(url, json=body, headers={"authorization": "Bearer bob"})
+        assert as_bob.status_code == 404
+        as_alice = await http.post(url, json=body, headers={"authorization": "Bearer alice"})
+        assert as_alice.status_code == 202

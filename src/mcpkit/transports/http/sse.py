@@ -337,7 +337,8 @@ class LegacySSEEndpoint:
             await respond(send, 400, b"session_id is required")
             return
         stream = self._streams.get(ids[0])
-        if stream is None or stream.session is None or stream.outbox.closed:
+        if stream is None or stream.session is None or stream.outbox.closed or not _owned_by(stream.client, scope):
+            # (a stream opened by an authenticated principal takes messages from that principal only)
             await respond(send, 404, b"Could not find session")
             return
         try:
@@ -365,6 +366,10 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
+
+
+def _owned_by(owner: tuple[Any, ...] | None, scope: Scope) -> bool:
+    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
 
 
 def _client_key(scope: Scope) -> tuple[Any, ...] | None:

@@ -759,9 +759,9 @@ class StreamableHTTPEndpoint:
                 return
             await self._post(scope, h, body, receive, send)
         elif method == "GET":
-            await self._get(h, receive, send)
+            await self._get(scope, h, receive, send)
         elif method == "DELETE":
-            await self._delete(h, send)
+            await self._delete(scope, h, send)
         else:
             await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
 
@@ -915,7 +915,7 @@ class StreamableHTTPEndpoint:
                     found = await self._restore(sid)
                 elif not await self._refresh(found):
                     found = None  # ended on another worker (or expired in the store)
-            if found is None:
+            if found is None or not _owned_by(found, scope):
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
             hs = found
@@ -1013,6 +1013,8 @@ class StreamableHTTPEndpoint:
             "initialized": session.initialized,
             "log_level": session.log_level,
             "subscriptions": sorted(session.subscriptions),
+            # the principal that opened it: every worker sharing the store refuses the session to anyone else
+            "owner": list(hs.client) if hs.client is not None and hs.client[0] == "principal" else None,
         }
 
     async def _store(self, hs: _HTTPSession, *, announce: bool = False) -> None:
@@ -1138,7 +1140,9 @@ class StreamableHTTPEndpoint:
             return None  # every session here is busy
         if sid in self._sessions:  # (restored meanwhile by a concurrent request)
             return self._sessions[sid]
-        hs = _HTTPSession(sid)
+        owner = state.get("owner")
+        client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
+        hs = _HTTPSession(sid, client)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
         session.version = state["version"]
         session.features = versions.features(state["version"])
@@ -1154,6 +1158,8 @@ class StreamableHTTPEndpoint:
         # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
         hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
         self._sessions[sid] = hs
+        if client is not None:
+            self._clients.setdefault(client, {})[sid] = hs
         self._bus()  # listen for changes to the sessions this worker now holds
         return hs
 
@@ -1603,7 +1609,7 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ GET and DELETE
 
-    async def _session_for(self, h: Headers, verb: str) -> tuple[int, bytes] | _HTTPSession:
+    async def _session_for(self, scope: Scope, h: Headers, verb: str) -> tuple[int, bytes] | _HTTPSession:
         hv = _text(h.get(b"mcp-protocol-version"))
         if hv is not None and versions.is_modern(hv):
             return 405, b""
@@ -1618,17 +1624,17 @@ class StreamableHTTPEndpoint:
                 hs = await self._restore(sid)
             elif not await self._refresh(hs):
                 hs = None  # ended on another worker (or expired in the store)
-        if hs is None:
+        if hs is None or not _owned_by(hs, scope):
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
         if hv is not None and hv not in self.server.handshake_versions:
             return 400, _unsupported_header(hv)
         return hs
 
-    async def _get(self, h: Headers, receive: Receive, send: Send) -> None:
+    async def _get(self, scope: Scope, h: Headers, receive: Receive, send: Send) -> None:
         if not self.get_stream:
             await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
             return
-        found = await self._session_for(h, "GET")
+        found = await self._session_for(scope, h, "GET")
         if not isinstance(found, _HTTPSession):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
@@ -1722,8 +1728,8 @@ class StreamableHTTPEndpoint:
             stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
 
-    async def _delete(self, h: Headers, send: Send) -> None:
-        found = await self._session_for(h, "DELETE")
+    async def _delete(self, scope: Scope, h: Headers, send: Send) -> None:
+        found = await self._session_for(scope, h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
@@ -1904,6 +1910,14 @@ def _client_key(scope: Scope) -> tuple[Any, ...] | None:
         )
     client = scope.get("client")
     return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
+
+
+def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
+    """A session opened by an authenticated principal serves that principal only, on every worker sharing the
+    session store (the owner travels in the stored record); another token gets 404, as for an unknown session,
+    and learns nothing. Sessions opened without authentication are keyed by address, which is no binding."""
+    owner = hs.client
+    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
