@@ -158,8 +158,8 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Answers:
-    """Elicitation handler when nobody is at a terminal: accept with the ``--answer`` values, or decline and say
-    how to answer (``--interactive`` or ``--answer KEY=VALUE``)."""
+    """Elicitation handler when nobody is at a terminal: accept a form with the ``--answer`` values, or decline and
+    say how to answer (``--interactive`` or ``--answer KEY=VALUE``). URL elicitations are always declined here."""
 
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers = answers
@@ -169,11 +169,11 @@ class _Answers:
 
         err = _stderr()
         err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
-        if params.get("mode") == "url":
+        if params.get("mode") == "url":  # consent to open a URL is never given on the user's behalf
             err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
-            if self.answers:
-                return {"action": "accept"}
-        elif self.answers:
+            err.print(text("  declined: only a person can complete this; run again with --interactive"), soft_wrap=True)
+            return {"action": "decline"}
+        if self.answers:
             return {"action": "accept", "content": dict(self.answers)}
         wanted = list((params.get("requestedSchema") or {}).get("properties") or {})
         example = " ".join(f"--answer {text(n, one_line=True).plain}=..." for n in wanted[:5]) or "--answer KEY=VALUE"
@@ -504,8 +504,8 @@ def _connection_options(fn: F) -> F:
             "--answer",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Answer the server's elicitation requests without a terminal: accept with these fields "
-            "(repeatable; values parsed as JSON when they parse).",
+            help="Answer the server's form elicitations without a terminal: accept with these fields "
+            "(repeatable; values parsed as JSON when they parse). URL elicitations need --interactive.",
         ),
         click.option(
             "--stderr",
