@@ -194,6 +194,8 @@ def test_issue13_elicitation_without_a_tty_says_how_to_answer() -> None:
     answered = mcpkit("call", hostile("elicit"), "add", "--mode", "handshake", "--answer", "name=Ada")
     assert answered.returncode == 0, answered.stderr
     assert json.loads(answered.stdout.strip()) == {"action": "accept", "content": {"name": "Ada"}}
+    digits = mcpkit("call", hostile("elicit"), "add", "--mode", "handshake", "--answer", "name=007")
+    assert json.loads(digits.stdout.strip())["content"] == {"name": "007"}  # a string field keeps the text
 
 
 def test_issue13_tools_shows_object_parameters_by_their_schema() -> None:

@@ -145,7 +145,7 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     if ctx_obj.get("root"):
         opts["roots"] = list(ctx_obj["root"])
     interactive = ctx_obj.get("interactive")
-    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()))
+    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()), json_values=False)
     if interactive and answers:
         raise CLIError("--answer and --interactive exclude each other: pick one way to answer the server", code=2)
     if interactive is None:
@@ -173,9 +173,15 @@ class _Answers:
             err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
             err.print(text("  declined: only a person can complete this; run again with --interactive"), soft_wrap=True)
             return {"action": "decline"}
+        props = (params.get("requestedSchema") or {}).get("properties") or {}
         if self.answers:
-            return {"action": "accept", "content": dict(self.answers)}
-        wanted = list((params.get("requestedSchema") or {}).get("properties") or {})
+            content: dict[str, Any] = {}
+            for key, raw in self.answers.items():
+                prop = props.get(key) if isinstance(props, dict) else None
+                is_string = isinstance(prop, dict) and prop.get("type") == "string"
+                content[key] = raw if is_string else parse_value(raw)  # "007" stays a string where one is asked
+            return {"action": "accept", "content": content}
+        wanted = list(props) if isinstance(props, dict) else []
         example = " ".join(f"--answer {text(n, one_line=True).plain}=..." for n in wanted[:5]) or "--answer KEY=VALUE"
         err.print(
             text(
