@@ -41,8 +41,9 @@ STDERR_PASSTHROUGH_BYTES = 1024 * 1024
 
 
 TARGET_HELP = (
-    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file, an http(s):// "
-    "URL (Streamable HTTP, falling back to the legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
+    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file (served as "
+    "'mcpkit run FILE.py[:object]' does, with this Python), an http(s):// URL (Streamable HTTP, falling back to the "
+    "legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
 )
 
 
