@@ -75,6 +75,17 @@ def test_issue15_item4_server_strings_are_made_visible_and_never_markup() -> Non
     assert json.loads(machine.stdout)["content"][0]["text"].startswith("result \x1b[2J")  # same value, escaped JSON
 
 
+def test_issue15_item4_check_report_quotes_server_strings_visibly() -> None:
+    """Issue 15.4: ``mcpkit check`` quotes what the server sent (prompt names...) through the same sanitizer."""
+    report = mcpkit("check", hostile("paint"), "--timeout", "2", timeout=180)
+    assert_clean(report)
+    assert "prompts/get p\\x1b[2J" in report.stdout
+    machine = mcpkit("check", hostile("paint"), "--timeout", "2", "--json", timeout=180)
+    assert_clean(machine)
+    assert "prompts/get p\\u001b[2J" in machine.stdout and "\\u202e" in machine.stdout  # valid JSON escapes
+    json.loads(machine.stdout)
+
+
 def test_issue15_item4_stderr_passthrough_is_bounded_in_bytes() -> None:
     """Issue 15.4: ``--stderr`` shows the server's stderr bounded in bytes (120 MiB written, at most
     ``--stderr-limit`` shown), and what the client keeps of it for error reports is bounded too."""
@@ -194,6 +205,8 @@ def test_issue13_elicitation_without_a_tty_says_how_to_answer() -> None:
     answered = mcpkit("call", hostile("elicit"), "add", "--mode", "handshake", "--answer", "name=Ada")
     assert answered.returncode == 0, answered.stderr
     assert json.loads(answered.stdout.strip()) == {"action": "accept", "content": {"name": "Ada"}}
+    digits = mcpkit("call", hostile("elicit"), "add", "--mode", "handshake", "--answer", "name=007")
+    assert json.loads(digits.stdout.strip())["content"] == {"name": "007"}  # a string field keeps the text
 
 
 def test_issue13_tools_shows_object_parameters_by_their_schema() -> None:

@@ -110,3 +110,13 @@ async def test_issue15_item5_multiclient_routes_by_owner_never_broadcasts() -> N
         seen = mc.client("evil").stderr
         assert "read secret://never-listed" not in seen and "read mcpkit://text/2" not in seen
         assert "read mcpkit://text/1" not in seen  # only the named server was asked
+    async with MultiClient(targets, mode="handshake") as fresh:  # nothing listed yet: the owners are learnt once
+        assert (await fresh.read_resource("mcpkit://text/2")).contents[0].text == "text number 2"  # type: ignore[union-attr]
+        with pytest.raises(ResourceCollision, match="'evil', 'good'"):
+            await fresh.read_resource("mcpkit://item/5")  # both templates produce it
+        assert (await fresh.read_resource("evil://x")).contents[0].text == "evil"  # type: ignore[union-attr]
+        assert (await fresh.read_resource("mcpkit://item/5", server="good")).contents[0].text == "item 5"  # type: ignore[union-attr]
+        with pytest.raises(UnknownResource):
+            await fresh.read_resource("secret://never-listed")
+        await fresh.client("evil").ping()
+        assert "secret://" not in fresh.client("evil").stderr and "mcpkit://" not in fresh.client("evil").stderr

@@ -61,8 +61,11 @@ def check(
     report = asyncio.run(
         run_checks(spec, protocol_version=version, timeout=timeout, headers=headers or None, modern=not no_stateless)
     )
+    from .safe import json_visible, visible
+
+    # the report quotes what the server sent: shown through the CLI's one sanitizer
     if as_json:
-        click.echo(json.dumps(report.as_dict(), indent=2))
+        click.echo(json_visible(json.dumps(report.as_dict(), indent=2, ensure_ascii=False)))
     else:
-        click.echo(report.render_text(verbose=verbose))
+        click.echo(visible(report.render_text(verbose=verbose)))
     sys.exit(1 if report.failed_musts() else 0)

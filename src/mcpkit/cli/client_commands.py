@@ -41,8 +41,9 @@ STDERR_PASSTHROUGH_BYTES = 1024 * 1024
 
 
 TARGET_HELP = (
-    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file, an http(s):// "
-    "URL (Streamable HTTP, falling back to the legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
+    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file (served as "
+    "'mcpkit run FILE.py[:object]' does, with this Python), an http(s):// URL (Streamable HTTP, falling back to the "
+    "legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
 )
 
 
@@ -145,7 +146,7 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     if ctx_obj.get("root"):
         opts["roots"] = list(ctx_obj["root"])
     interactive = ctx_obj.get("interactive")
-    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()))
+    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()), json_values=False)
     if interactive and answers:
         raise CLIError("--answer and --interactive exclude each other: pick one way to answer the server", code=2)
     if interactive is None:
@@ -158,8 +159,8 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
 
 
 class _Answers:
-    """Elicitation handler when nobody is at a terminal: accept with the ``--answer`` values, or decline and say
-    how to answer (``--interactive`` or ``--answer KEY=VALUE``)."""
+    """Elicitation handler when nobody is at a terminal: accept a form with the ``--answer`` values, or decline and
+    say how to answer (``--interactive`` or ``--answer KEY=VALUE``). URL elicitations are always declined here."""
 
     def __init__(self, answers: dict[str, Any]) -> None:
         self.answers = answers
@@ -169,13 +170,19 @@ class _Answers:
 
         err = _stderr()
         err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
-        if params.get("mode") == "url":
+        if params.get("mode") == "url":  # consent to open a URL is never given on the user's behalf
             err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
-            if self.answers:
-                return {"action": "accept"}
-        elif self.answers:
-            return {"action": "accept", "content": dict(self.answers)}
-        wanted = list((params.get("requestedSchema") or {}).get("properties") or {})
+            err.print(text("  declined: only a person can complete this; run again with --interactive"), soft_wrap=True)
+            return {"action": "decline"}
+        props = (params.get("requestedSchema") or {}).get("properties") or {}
+        if self.answers:
+            content: dict[str, Any] = {}
+            for key, raw in self.answers.items():
+                prop = props.get(key) if isinstance(props, dict) else None
+                is_string = isinstance(prop, dict) and prop.get("type") == "string"
+                content[key] = raw if is_string else parse_value(raw)  # "007" stays a string where one is asked
+            return {"action": "accept", "content": content}
+        wanted = list(props) if isinstance(props, dict) else []
         example = " ".join(f"--answer {text(n, one_line=True).plain}=..." for n in wanted[:5]) or "--answer KEY=VALUE"
         err.print(
             text(
@@ -504,8 +511,8 @@ def _connection_options(fn: F) -> F:
             "--answer",
             multiple=True,
             metavar="KEY=VALUE",
-            help="Answer the server's elicitation requests without a terminal: accept with these fields "
-            "(repeatable; values parsed as JSON when they parse).",
+            help="Answer the server's form elicitations without a terminal: accept with these fields "
+            "(repeatable; values parsed as JSON when they parse). URL elicitations need --interactive.",
         ),
         click.option(
             "--stderr",

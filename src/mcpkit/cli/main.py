@@ -211,7 +211,14 @@ def _serve_announced(server: Any, transport: str, host: str, port: int, options:
             click.echo(f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint}", err=True)
         await task
 
-    asyncio.run(main())
+    try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
+        from uvicorn._compat import asyncio_run
+
+        loop_factory = uv.config.get_loop_factory()
+    except (ImportError, AttributeError):  # another uvicorn version: the default loop
+        asyncio.run(main())
+        return
+    asyncio_run(main(), loop_factory=loop_factory)
 
 
 def _register_optional() -> None:

@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rich.text import Text
 
-__all__ = ["MAX_SHOWN_CHARS", "json_visible", "text", "visible"]
+__all__ = ["MAX_CELL_CHARS", "json_visible", "text", "visible"]
 
-MAX_SHOWN_CHARS = 1_000_000
-"""Longest server string printed whole by :func:`visible` (the rest is cut with a note saying how much)."""
+MAX_CELL_CHARS = 10_000
+"""Longest one-line server string (a name, a table cell, a progress message) shown whole; the rest is cut with a
+note saying how much. Multi-line text (results, resources, stderr) is shown whole: its size is bounded upstream."""
 
 _BIDI_AND_INVISIBLE = [
     *(0x061C, 0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x2028, 0x2029, 0x2060, 0xFEFF),
@@ -45,16 +46,18 @@ _MULTI_LINE = _table(keep_newlines=True)
 _ONE_LINE = _table(keep_newlines=False)
 
 
-def visible(value: Any, *, one_line: bool = False, limit: int = MAX_SHOWN_CHARS) -> str:
+def visible(value: Any, *, one_line: bool = False, limit: int | None = None) -> str:
     """``str(value)`` with every control character (C0 but tab/newline, DEL, C1 — so every ANSI/OSC sequence —
     and bidi overrides, isolates and zero-width characters) replaced by a visible escape such as ``\\x1b``.
 
-    ``one_line=True`` also escapes newlines (for names and table cells). Text longer than ``limit`` characters is
-    cut, with a note of how many characters were left out.
+    ``one_line=True`` also escapes newlines (for names and table cells) and cuts the text at
+    :data:`MAX_CELL_CHARS` characters (or ``limit``), with a note of how many characters were left out.
     """
     s = value if isinstance(value, str) else str(value)
+    if limit is None and one_line:
+        limit = MAX_CELL_CHARS
     cut = ""
-    if len(s) > limit:
+    if limit is not None and len(s) > limit:
         cut = f" [... {len(s) - limit} more characters not shown]"
         s = s[:limit]
     return s.translate(_ONE_LINE if one_line else _MULTI_LINE) + cut

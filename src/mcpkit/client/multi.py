@@ -2,9 +2,12 @@
 
 Tools and prompts are exposed as ``<server><separator><name>`` (default separator ``"__"``, which is valid in every
 LLM tool-name alphabet; ``"."`` also works). Resources keep their URIs; the client remembers which server listed
-each one and reads a URI only from that server (or from the one named with ``server=``). A URI listed by two
-servers is a :class:`ResourceCollision` naming both, and a URI no server listed is an :class:`UnknownResource`:
-it is never sent to every member (one server must not answer for another, nor learn what was asked of it).
+each one and reads a URI only from that server (or from the one named with ``server=``); a URI that no server
+listed goes to the server whose resource template has the longest literal prefix of it (``file:///{path}`` routes
+``file:///a/b``). A URI listed (or templated) by two servers is a :class:`ResourceCollision` naming both, and a
+URI no server claims is an :class:`UnknownResource`: it is never sent to every member (one server must not
+answer for another, nor learn what was asked of it). The first read of an unknown URI lists resources and
+templates once to learn the owners.
 
 Isolation: servers connect concurrently; one that fails to start, times out, or dies later is recorded in
 :attr:`MultiClient.errors` and skipped, and every call that fans out (``list_tools``...) reports per-server errors
@@ -19,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ConnectionClosed, MCPError
-from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, Tool
+from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 from .client import Client, ToolResult
 from .targets import load_config
 
@@ -102,6 +105,8 @@ class MultiClient:
         self.clients: dict[str, Client] = {}
         self.errors: dict[str, BaseException] = {}
         self._resource_owners: dict[str, set[str]] = {}  # uri -> the servers that listed it
+        self._template_prefixes: dict[str, set[str]] = {}  # literal prefix of a template -> its servers
+        self._listed = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -244,10 +249,30 @@ class MultiClient:
                 out.append((server, r))
         return out
 
+    async def list_resource_templates(self) -> list[tuple[str, ResourceTemplate]]:
+        """``(server, template)`` pairs; each template's literal prefix routes the URIs it produces."""
+        per = await self._fan_out(lambda c: c.list_resource_templates())
+        prefixes = self._template_prefixes
+        for prefix in list(prefixes):
+            prefixes[prefix].difference_update(per)
+            if not prefixes[prefix]:
+                del prefixes[prefix]
+        out: list[tuple[str, ResourceTemplate]] = []
+        for server, items in per.items():
+            for t in items:
+                prefix = t.uri_template.split("{", 1)[0]
+                if ":" in prefix:  # at least a scheme: a bare "{uri}" claims nothing
+                    prefixes.setdefault(prefix, set()).add(server)
+                out.append((server, t))
+        return out
+
     def resource_owner(self, uri: str) -> str:
-        """The one server that listed ``uri``; raises :class:`ResourceCollision` when several did and
-        :class:`UnknownResource` when none did."""
+        """The one server that listed ``uri`` (else whose template has the longest literal prefix of it); raises
+        :class:`ResourceCollision` when several servers claim it and :class:`UnknownResource` when none does."""
         owners = self._resource_owners.get(uri)
+        if not owners:
+            best = max((p for p in self._template_prefixes if uri.startswith(p)), key=len, default=None)
+            owners = self._template_prefixes[best] if best is not None else None
         if not owners:
             raise UnknownResource(uri)
         if len(owners) > 1:
@@ -260,7 +285,15 @@ class MultiClient:
         Raises :class:`ResourceCollision` when several servers listed it, :class:`UnknownResource` when none did
         (the URI is never broadcast to every server)."""
         if server is None:
-            server = self.resource_owner(uri)
+            try:
+                server = self.resource_owner(uri)
+            except UnknownResource:
+                if self._listed:
+                    raise
+                self._listed = True  # learn the owners once (listing sends no URI to anyone)
+                await self.list_resources()
+                await self.list_resource_templates()
+                server = self.resource_owner(uri)
         return await self.client(server).read_resource(uri)
 
     async def ping(self) -> dict[str, float | BaseException]:
