@@ -190,12 +190,26 @@ def _is_wrapped(schema: JSONDict) -> bool:
     )
 
 
-def _validator(schema: JSONDict) -> Any:
-    import importlib
+class SchemaError(ValueError):
+    """A schema the server sent is not a valid JSON Schema (it cannot be used to validate anything)."""
 
-    jsonschema: Any = importlib.import_module("jsonschema")  # untyped library: keep mypy out of it
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+def _validator(schema: JSONDict) -> Any:
+    """A compiled JSON Schema validator (jsonschema-rs: 2020-12 unless ``$schema`` names another draft; formats
+    checked). ``iter_errors(x)`` yields errors with ``.message`` and ``.instance_path``."""
+    import jsonschema_rs
+
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=True)
+    except (ValueError, TypeError) as exc:
+        raise SchemaError(f"not a valid JSON Schema: {exc}") from None
+
+
+def _first_error(validator: Any, instance: Any) -> Any:
+    """The first validation error (the one with the shortest instance path), or None when ``instance`` is valid."""
+    if validator.is_valid(instance):  # the common case: one native call, no error objects
+        return None
+    return min(validator.iter_errors(instance), key=lambda e: len(e.instance_path), default=None)
 
 
 def apply_schema_defaults(schema: JSONDict | None, content: JSONDict | None) -> JSONDict:
@@ -256,10 +270,12 @@ def _elicitation_result(value: Any, params: JSONDict) -> JSONDict:
     )
     if isinstance(schema, dict):
         full = {"type": "object", **schema}
-        errors = sorted(_validator(full).iter_errors(content), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = ".".join(str(p) for p in e.path) or "content"
+        try:
+            e = _first_error(_validator(full), content)
+        except SchemaError as exc:
+            raise ElicitationContentError(f"the server's requestedSchema is {exc}") from None
+        if e is not None:
+            where = ".".join(str(p) for p in e.instance_path) or "content"
             raise ElicitationContentError(
                 f"elicitation content does not match the requested schema at {where}: {e.message}"
             )
@@ -821,11 +837,16 @@ class Client:
             )
         validator = self._validators.get(tool.name)
         if validator is None:
-            validator = self._validators[tool.name] = _validator(tool.output_schema)
-        errors = sorted(validator.iter_errors(result.structured), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = "/".join(str(p) for p in e.path) or "(root)"
+            try:
+                validator = self._validators[tool.name] = _validator(tool.output_schema)
+            except SchemaError as exc:
+                raise ToolOutputError(
+                    f"tool {tool.name!r}: its outputSchema is {exc} (call_tool(..., validate=False) skips the check)",
+                    result,
+                ) from None
+        e = _first_error(validator, result.structured)
+        if e is not None:
+            where = "/".join(str(p) for p in e.instance_path) or "(root)"
             raise ToolOutputError(
                 f"tool {tool.name!r}: structuredContent does not match its outputSchema at {where}: {e.message}",
                 result,

@@ -379,6 +379,13 @@ def _transport_class(kind: str) -> Any:
     module, name = _TRANSPORT_CLASSES[kind]
     try:
         return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        from .._extras import explain
+
+        err = explain(exc, f"a {kind} client target")
+        if err is not None:
+            raise err from None
+        raise TargetError(f"the {kind} client transport is not available: {exc}") from None
     except (ImportError, AttributeError) as exc:
         raise TargetError(f"the {kind} client transport is not available: {exc}") from None
 

@@ -57,8 +57,9 @@ def build_server(
     server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``."""
-    import uvicorn
+    from ..._extras import require
 
+    uvicorn = require("uvicorn", f"serving over {transport!r}")
     from .app import create_app
     from .security import default_policy
 

@@ -1,0 +1,155 @@
+"""Issue 13 (the first hour of a new user): installs that work, errors that teach, a typed client result.
+
+Missing extras are proven in real subprocesses whose import system cannot see the extra's package (a
+``sitecustomize`` that makes those imports fail exactly as an absent package does); the fresh-venv installs
+themselves are exercised by ``scripts/check_install.py`` (the install stage of ``scripts/test.sh``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_BLOCKER = """
+import sys
+_BLOCKED = set({blocked!r})
+
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in _BLOCKED:
+            raise ModuleNotFoundError(f"No module named {{name!r}}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Block())
+"""
+
+
+def run_without(blocked: list[str], code: str, tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter in which the ``blocked`` top-level packages are not installed."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(_BLOCKER.format(blocked=sorted(blocked)))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess[str]) -> str:
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0, proc.stdout
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+# ---------------------------------------------------------------------------------------------- (a) extras
+
+
+def test_issue13_a_cli_without_click_names_the_extra(tmp_path: Path) -> None:
+    """Issue 13 (a): `mcpkit --help` on a bare install says `pip install 'mcpkit[cli]'` in one line."""
+    proc = run_without(["click", "rich"], "from mcpkit.cli import main; main(['--help'])", tmp_path)
+    line = one_line_error(proc)
+    assert "pip install 'mcpkit[cli]'" in line and "click" in line
+
+
+def test_issue13_a_app_run_http_without_uvicorn_names_the_extra(tmp_path: Path) -> None:
+    """Issue 13 (a): `app.run("http")` without uvicorn says `pip install 'mcpkit[http]'`."""
+    code = """
+    import sys
+    from mcpkit import MCPKit
+    from mcpkit._extras import MissingExtra
+    try:
+        MCPKit("x").run("http", port=0)
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["uvicorn"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "pip install 'mcpkit[http]'" in one_line_error(proc)
+
+
+def test_issue13_a_http_client_target_without_httpx_names_the_extra(tmp_path: Path) -> None:
+    """Issue 13 (a): a client for an http:// URL without httpx says `pip install 'mcpkit[http]'`."""
+    code = """
+    import asyncio, sys
+    from mcpkit import Client
+    from mcpkit._extras import MissingExtra
+    async def main():
+        async with Client("http://127.0.0.1:9/mcp") as c:
+            pass
+    try:
+        asyncio.run(main())
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["httpx"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "pip install 'mcpkit[http]'" in one_line_error(proc)
+
+
+def test_issue13_a_redis_store_without_redis_names_the_extra(tmp_path: Path) -> None:
+    """Issue 13 (a): a Redis store from a URL without the redis package says `pip install 'mcpkit[redis]'`."""
+    code = """
+    import sys
+    from mcpkit.stores.redis import RedisEventStore
+    from mcpkit._extras import MissingExtra
+    try:
+        RedisEventStore("redis://127.0.0.1:9/0")
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["redis"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "pip install 'mcpkit[redis]'" in one_line_error(proc)
+
+
+def test_issue13_a_auth_without_pyjwt_names_the_extra(tmp_path: Path) -> None:
+    """Issue 13 (a): `from mcpkit.auth import JWTVerifier` without pyjwt says `pip install 'mcpkit[auth]'`."""
+    code = """
+    import sys
+    from mcpkit._extras import MissingExtra
+    try:
+        from mcpkit.auth import JWTVerifier
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["jwt"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "pip install 'mcpkit[auth]'" in one_line_error(proc)
+
+
+def test_issue13_a_bare_install_validates_output_without_dev_extras(tmp_path: Path) -> None:
+    """Issue 13 (a): with neither jsonschema nor any extra importable, a stdio client validates a tool's output
+    against its outputSchema (the declared validator is a runtime dependency) and prints the unwrapped 5."""
+    code = """
+    import asyncio
+    from mcpkit import Client
+    async def main():
+        async with Client("examples/everything.py") as c:
+            r = await c.call_tool("add", {"a": 2, "b": 3})
+            assert r.validated, r
+            print(r.data)
+    asyncio.run(main())
+    """
+    proc = run_without(
+        ["jsonschema", "click", "rich", "uvicorn", "httpx", "websockets", "redis", "jwt"], code, tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "5"
