@@ -13,6 +13,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from mcpkit import Client, MCPKit
+
 ROOT = Path(__file__).resolve().parent.parent
 
 _BLOCKER = """
@@ -153,3 +157,115 @@ def test_issue13_a_bare_install_validates_output_without_dev_extras(tmp_path: Pa
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "5"
+
+
+# ---------------------------------------------------------------------------------------------- (c) python targets
+
+
+async def test_issue13_c_python_target_runs_under_the_callers_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 (c): `Client("python examples/everything.py")` runs the server with sys.executable, not the
+    `python` first on PATH (here a decoy that only fails, like a system Python without mcpkit)."""
+    decoy = tmp_path / "bin"
+    decoy.mkdir()
+    for name in ("python", "python3"):
+        script = decoy / name
+        script.write_text("#!/bin/sh\necho 'decoy python: no mcpkit here' >&2\nexit 1\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{decoy}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.chdir(ROOT)
+    for target in ("python examples/everything.py", ["python3", "examples/everything.py"]):
+        async with Client(target) as client:
+            result = await client.call_tool("add", {"a": 2, "b": 3})
+            assert result.data == 5
+
+
+# ---------------------------------------------------------------------------------------------- (e) errors
+
+
+def test_issue13_e_duplicate_names_are_errors_unless_replace() -> None:
+    """Issue 13 (e): a second tool, prompt or resource with the same name (URI) is a ValueError that says how to
+    replace it; ``replace=True`` replaces."""
+    app = MCPKit("dups")
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    with pytest.raises(ValueError, match=r"a tool named 'add' is already registered; pass replace=True"):
+
+        @app.tool(name="add")
+        def add_again(a: int) -> int:
+            return a
+
+    @app.tool(name="add", replace=True)
+    def add_three(a: int, b: int, c: int = 0) -> int:
+        return a + b + c
+
+    assert app.get_tool("add") is not None and app.get_tool("add").fn is add_three  # type: ignore[union-attr]
+
+    @app.prompt
+    def greet(name: str) -> str:
+        return f"hi {name}"
+
+    with pytest.raises(ValueError, match=r"a prompt named 'greet' is already registered"):
+        app.add_prompt(greet)
+    app.add_prompt(greet, replace=True)
+
+    app.add_resource("demo://a", "first")
+    with pytest.raises(ValueError, match=r"a resource named 'demo://a' is already registered"):
+        app.add_resource("demo://a", "second")
+    with pytest.raises(ValueError, match=r"a resource named 'demo://\{id\}' is already registered"):
+        app.add_resource("demo://{id}", lambda id: id)
+        app.add_resource("demo://{id}", lambda id: id)
+    app.add_resource("demo://a", "second", replace=True)
+    assert [r.content for r in app.resources] == ["second"]
+
+
+def _failing_app(debug: bool | None) -> MCPKit:
+    app = MCPKit("fails", debug=debug)
+
+    @app.tool
+    def divide(a: int, b: int) -> float:
+        return a / b
+
+    return app
+
+
+async def test_issue13_e_tool_exception_shown_in_development_masked_in_production() -> None:
+    """Issue 13 (e): an unexpected tool exception shows its type and message with MCPKit(debug=True); without it
+    the client sees only an error id."""
+    async with Client(_failing_app(debug=True)) as client:
+        r = await client.call_tool("divide", {"a": 1, "b": 0})
+        assert r.is_error
+        assert "ZeroDivisionError: division by zero" in r.text and "error id" in r.text
+    async with Client(_failing_app(debug=False)) as client:
+        r = await client.call_tool("divide", {"a": 1, "b": 0})
+        assert r.is_error
+        assert "division by zero" not in r.text and "ZeroDivision" not in r.text
+        assert "an internal error occurred (error id" in r.text
+
+
+async def test_issue13_e_mcpkit_debug_env_turns_on_development_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 (e): MCPKIT_DEBUG=1 in the server's environment (what `mcpkit run --dev` sets) shows the message."""
+    server = tmp_path / "failing.py"
+    server.write_text(
+        "from mcpkit import MCPKit\n"
+        "app = MCPKit('fails')\n"
+        "@app.tool\n"
+        "def boom(what: str) -> str:\n"
+        "    raise RuntimeError(f'cannot {what}')\n"
+        "if __name__ == '__main__':\n"
+        "    app.run()\n"
+    )
+    monkeypatch.setenv("MCPKIT_DEBUG", "1")
+    async with Client(str(server)) as client:
+        r = await client.call_tool("boom", {"what": "fly"})
+        assert r.is_error and "RuntimeError: cannot fly" in r.text
+    monkeypatch.delenv("MCPKIT_DEBUG")
+    async with Client(str(server)) as client:
+        r = await client.call_tool("boom", {"what": "fly"})
+        assert r.is_error and "cannot fly" not in r.text

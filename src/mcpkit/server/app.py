@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -78,6 +79,10 @@ class MCPKit(Server):
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
             from ``request_state_keys`` when those are given, else random per process.
+        debug: development mode: an unexpected exception in a tool, resource, prompt or completer shows its
+            type and message to the client (in production, the default, the client sees only an error id and
+            the details go to the server log). Default: on when the environment has ``MCPKIT_DEBUG=1`` (which
+            ``mcpkit run --dev`` sets), else off.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
     """
 
@@ -92,9 +97,11 @@ class MCPKit(Server):
         cursor_key: bytes | None = None,
         list_ttl_ms: int = 0,
         list_cache_scope: str = "private",
+        debug: bool | None = None,
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
+        self.debug = debug_from_env() if debug is None else debug
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
@@ -140,6 +147,7 @@ class MCPKit(Server):
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
         thread: bool = True,
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -152,11 +160,17 @@ class MCPKit(Server):
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
-    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
-        """Register (or replace) a tool, at any time. Connected clients get ``tools/list_changed``."""
+    def add_tool(self, fn: Callable[..., Any] | Tool, *, replace: bool = False, **options: Any) -> Tool:
+        """Register a tool, at any time. Connected clients get ``tools/list_changed``.
+
+        A second tool with the same name is a ``ValueError`` unless ``replace=True`` (then it replaces the first).
+        A parameter type that cannot become a JSON Schema is a ``TypeError`` naming the parameter.
+        """
         tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
         if not _TOOL_NAME.match(tool.name):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
+        _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
+        tool.debug = self.debug
         self._tools[tool.name] = tool
         if not self.has_handler("tools/call"):
             self.set_handler("tools/list", self._list_tools)
@@ -219,9 +233,11 @@ class MCPKit(Server):
         completions: dict[str, Completer] | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
-        whose variables are the function's arguments (``@app.resource("items://{id}")``)."""
+        whose variables are the function's arguments (``@app.resource("items://{id}")``). A second resource
+        with the same URI is a ``ValueError`` unless ``replace=True``."""
 
         def register(fn: F) -> F:
             self.add_resource(
@@ -238,6 +254,7 @@ class MCPKit(Server):
                 completions=completions,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
+                replace=replace,
             )
             return fn
 
@@ -250,11 +267,14 @@ class MCPKit(Server):
         *,
         completions: dict[str, Completer] | None = None,
         size: int | None = None,
+        replace: bool = False,
         **options: Any,
     ) -> Resource | ResourceTemplate:
         """Register a resource at any time: ``source`` is a function, or fixed text/bytes for a static URI.
-        Connected clients get ``resources/list_changed``."""
+        Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
+        a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
+        _check_duplicate("resource", uri, self._resources.keys() | self._templates.keys(), replace, "remove_resource")
         if UriTemplate.is_template(uri):
             if not callable(source):
                 raise TypeError(f"resource template {uri!r} needs a function")
@@ -331,7 +351,7 @@ class MCPKit(Server):
         except ToolError as exc:
             raise InternalError(str(exc)) from None
         except Exception as exc:
-            raise InternalError(internal_error_message(f"resource {uri!r}", exc)) from None
+            raise InternalError(internal_error_message(f"resource {uri!r}", exc, self.debug)) from None
         raise ResourceNotFound(uri)
 
     # ================================================================== prompts
@@ -351,15 +371,18 @@ class MCPKit(Server):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
+        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``."""
         return _bare_or_configured(self.add_prompt, fn, options)
 
-    def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
-        """Register (or replace) a prompt at any time. Connected clients get ``prompts/list_changed``."""
+    def add_prompt(self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any) -> Prompt:
+        """Register a prompt at any time. Connected clients get ``prompts/list_changed``. A second prompt with
+        the same name is a ``ValueError`` unless ``replace=True``."""
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        _check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
         self._prompts[prompt.name] = prompt
         if not self.has_handler("prompts/get"):
             self.set_handler("prompts/list", self._list_prompts)
@@ -399,7 +422,7 @@ class MCPKit(Server):
         except (MCPError, InputRequired):
             raise
         except Exception as exc:
-            raise InternalError(internal_error_message(f"prompt {name!r}", exc)) from None
+            raise InternalError(internal_error_message(f"prompt {name!r}", exc, self.debug)) from None
 
     # ================================================================== completion
 
@@ -473,7 +496,7 @@ class MCPKit(Server):
         except MCPError:
             raise
         except Exception as exc:
-            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc)) from None
+            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc, self.debug)) from None
         return completion_result(values)
 
     # ================================================================== change notifications
@@ -596,6 +619,19 @@ def _list_result(key: str, items: list[JSONDict], cursor: str | None, cache: JSO
     if cursor is not None:
         result["nextCursor"] = cursor
     return result
+
+
+def debug_from_env() -> bool:
+    """Whether the environment asks for development mode (``MCPKIT_DEBUG=1``; ``mcpkit run --dev`` sets it)."""
+    return os.environ.get("MCPKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _check_duplicate(kind: str, key: str, existing: Any, replace: bool, remover: str) -> None:
+    if key in existing and not replace:
+        raise ValueError(
+            f"a {kind} named {key!r} is already registered; pass replace=True to replace it "
+            f"(or call app.{remover}({key!r}) first)"
+        )
 
 
 def _bare_or_configured(add: Callable[..., Any], fn: Any, options: dict[str, Any]) -> Any:
