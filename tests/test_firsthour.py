@@ -7,6 +7,7 @@ themselves are exercised by ``scripts/check_install.py`` (the install stage of `
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from mcpkit import Client, MCPKit
+from mcpkit.client.client import ToolOutputError
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -269,3 +272,69 @@ async def test_issue13_e_mcpkit_debug_env_turns_on_development_mode(
     async with Client(str(server)) as client:
         r = await client.call_tool("boom", {"what": "fly"})
         assert r.is_error and "cannot fly" not in r.text
+
+
+# ---------------------------------------------------------------------------------------------- (f) typed results
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@dataclasses.dataclass
+class Span:
+    start: int
+    end: int
+
+
+def _typed_app() -> MCPKit:
+    app = MCPKit("typed")
+
+    @app.tool
+    def points(n: int) -> list[Point]:
+        return [Point(x=i, y=-i) for i in range(n)]
+
+    @app.tool
+    def numbers(n: int) -> list[int]:
+        return list(range(n))
+
+    @app.tool
+    def one(x: int) -> Point:
+        return Point(x=x, y=x)
+
+    @app.tool
+    def span(start: int) -> Span:
+        return Span(start, start + 1)
+
+    @app.tool
+    def maybe_point(x: int) -> Point | None:
+        return Point(x=x, y=0) if x else None
+
+    return app
+
+
+async def test_issue13_f_data_is_unwrapped_the_same_way_for_every_return_type() -> None:
+    """Issue 13 (f): `-> list[Model]` unwraps like `-> list[int]` (the wrapper's $defs defeated the check)."""
+    async with Client(_typed_app()) as client:
+        assert (await client.call_tool("numbers", {"n": 2})).data == [0, 1]
+        r = await client.call_tool("points", {"n": 2})
+        assert r.validated and r.structured == {"result": [{"x": 0, "y": 0}, {"x": 1, "y": -1}]}
+        assert r.data == [{"x": 0, "y": 0}, {"x": 1, "y": -1}]
+        assert (await client.call_tool("maybe_point", {"x": 3})).data == {"x": 3, "y": 0}
+        assert (await client.call_tool("maybe_point", {"x": 0})).data is None
+        assert (await client.call_tool("one", {"x": 4})).data == {"x": 4, "y": 4}  # an object: never wrapped
+
+
+async def test_issue13_f_result_type_validates_into_a_model_or_dataclass() -> None:
+    """Issue 13 (f): call_tool(..., result_type=T) gives `data` as a T (pydantic model, dataclass, list[Model])
+    and a result that does not fit is a ToolOutputError naming the type."""
+    async with Client(_typed_app()) as client:
+        r = await client.call_tool("points", {"n": 2}, result_type=list[Point])
+        assert r.data == [Point(x=0, y=0), Point(x=1, y=-1)]
+        assert r.structured == {"result": [{"x": 0, "y": 0}, {"x": 1, "y": -1}]}  # raw stays raw
+        assert (await client.call_tool("one", {"x": 4}, result_type=Point)).data == Point(x=4, y=4)
+        assert (await client.call_tool("span", {"start": 1}, result_type=Span)).data == Span(1, 2)
+        assert (await client.call_tool("maybe_point", {"x": 0}, result_type=Point | None)).data is None
+        with pytest.raises(ToolOutputError, match=r"result_type=Span at start"):
+            await client.call_tool("one", {"x": 4}, result_type=Span)

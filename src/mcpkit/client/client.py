@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -136,9 +137,10 @@ class ToolResult:
         validated: True when ``structured`` was checked against an output schema.
     """
 
-    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "validated")
+    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "typed", "validated")
 
     def __init__(self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False) -> None:
+        self.typed: Any = _UNTYPED
         self.raw = raw
         self.content: list[ContentBlock] = raw.content
         self.structured: Any = raw.structured_content
@@ -155,7 +157,11 @@ class ToolResult:
     @property
     def data(self) -> Any:
         """The most useful value: the structured output (unwrapped from ``{"result": x}`` when the output
-        schema is the wrapper of a non-object return value), else the text content. ``structured`` stays raw."""
+        schema is the wrapper of a non-object return value, whatever that value is: ``-> int``, ``-> list[Model]``
+        alike), else the text content; with ``call_tool(..., result_type=T)``, that value validated into ``T``.
+        ``structured`` stays raw."""
+        if self.typed is not _UNTYPED:
+            return self.typed
         s = self.structured
         if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
             schema = self.tool.output_schema if self.tool is not None else None
@@ -172,7 +178,10 @@ class ToolResult:
         return f"ToolResult(is_error={self.is_error}, structured={self.structured!r}, text={self.text[:60]!r})"
 
 
-_WRAPPER_KEYS = frozenset(("type", "properties", "required", "$schema", "title", "description", "additionalProperties"))
+# "$defs": ``-> list[Model]`` is wrapped too, with the model's schema in the wrapper's root $defs (so $refs resolve)
+_WRAPPER_KEYS = frozenset(
+    ("type", "properties", "required", "$schema", "$defs", "title", "description", "additionalProperties")
+)
 
 
 def _is_wrapped(schema: JSONDict) -> bool:
@@ -192,6 +201,43 @@ def _is_wrapped(schema: JSONDict) -> bool:
 
 class SchemaError(ValueError):
     """A schema the server sent is not a valid JSON Schema (it cannot be used to validate anything)."""
+
+
+_UNTYPED: Any = object()
+
+
+def _typed(name: str, result: ToolResult, result_type: Any) -> Any:
+    """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
+    from pydantic import TypeAdapter, ValidationError
+
+    value = result.data
+    if isinstance(value, str) and result.structured is None and result_type is not str:
+        try:
+            import orjson
+
+            value = orjson.loads(value)  # a server without structured output: its text may still be JSON
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        adapter = _adapter(result_type)
+    except TypeError:  # unhashable: not cached
+        adapter = TypeAdapter(result_type)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "/".join(str(p) for p in first["loc"]) or "(root)"
+        kind = getattr(result_type, "__name__", repr(result_type))
+        raise ToolOutputError(
+            f"tool {name!r}: its result does not fit result_type={kind} at {where}: {first['msg']}", result
+        ) from None
+
+
+@functools.lru_cache(maxsize=128)
+def _adapter(result_type: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(result_type)
 
 
 def _validator(schema: JSONDict) -> Any:
@@ -802,6 +848,7 @@ class Client:
         meta: JSONDict | None = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
+        result_type: Any = None,
     ) -> ToolResult:
         """Call a tool; returns a :class:`ToolResult` (``content``, ``structured``, ``data``, ``is_error``, ``text``).
 
@@ -809,6 +856,11 @@ class Client:
         ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
         ``isError: true`` into :class:`ToolCallError`. Cancelling the awaiting task sends
         ``notifications/cancelled``; so does a timeout (then :class:`~mcpkit.protocol.errors.RequestTimeout`).
+
+        ``result_type``: a type pydantic can validate (a pydantic model, a dataclass, a TypedDict, ``list[Model]``,
+        ``int``, ...): ``result.data`` is then the tool's value validated into it (the same unwrapped value
+        ``data`` always is), and a value that does not fit raises :class:`ToolOutputError`. Not applied to
+        ``isError`` results.
         """
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
@@ -825,6 +877,8 @@ class Client:
         result = ToolResult(raw, tool)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             self._check_output(tool, result)
+        if result_type is not None and not result.is_error:
+            result.typed = _typed(name, result, result_type)
         if raise_on_error and result.is_error:
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result
