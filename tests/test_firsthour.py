@@ -338,3 +338,60 @@ async def test_issue13_f_result_type_validates_into_a_model_or_dataclass() -> No
         assert (await client.call_tool("maybe_point", {"x": 0}, result_type=Point | None)).data is None
         with pytest.raises(ToolOutputError, match=r"result_type=Span at start"):
             await client.call_tool("one", {"x": 4}, result_type=Span)
+
+
+# ---------------------------------------------------------------------------------------------- (g) exports, docstrings
+
+
+def test_issue13_g_top_level_exports_what_examples_import() -> None:
+    """Issue 13 (g): the names the examples used to import from deep modules come from `mcpkit` itself, and no
+    example imports them deeply any more."""
+    import mcpkit
+    from mcpkit.protocol.errors import ResourceNotFound
+    from mcpkit.server.prompts import Message
+    from mcpkit.server.tools import Audio, Image
+
+    assert (mcpkit.Image, mcpkit.Audio, mcpkit.Message, mcpkit.ResourceNotFound) == (
+        Image,
+        Audio,
+        Message,
+        ResourceNotFound,
+    )
+    for name in mcpkit.__all__:
+        assert getattr(mcpkit, name) is not None
+    deep = ("mcpkit.server.tools import", "mcpkit.server.prompts import", "mcpkit.protocol.errors import")
+    for example in (ROOT / "examples").glob("*.py"):
+        text = example.read_text()
+        assert not any(d in text for d in deep), example
+
+
+def test_issue13_g_only_documented_docstring_sections_reach_descriptions() -> None:
+    """Issue 13 (g): `Keyword Args:` (and the other Google/NumPy sections) no longer leak into a tool's
+    description; keyword arguments documented there describe their parameters."""
+    app = MCPKit("docs")
+
+    @app.tool
+    def search(query: str, *, limit: int = 10, exact: bool = False) -> str:
+        """Search the catalogue.
+
+        Args:
+            query: What to look for.
+
+        Keyword Args:
+            limit: At most this many hits.
+            exact: Whole words only.
+
+        Example:
+            search("lamp", limit=3)
+
+        Warning:
+            Slow on huge catalogues.
+        """
+        return query
+
+    tool = app.get_tool("search")
+    assert tool is not None
+    assert tool.description == "Search the catalogue."
+    props = tool.input_schema["properties"]
+    assert props["limit"]["description"] == "At most this many hits."
+    assert props["exact"]["description"] == "Whole words only."

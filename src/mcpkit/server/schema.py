@@ -79,7 +79,23 @@ def _is_model_class(tp: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------- docstrings
 
-_GOOGLE_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+# Google-style section headers (the Napoleon list). The description of a tool or prompt is the text before the
+# first of them; "Args" and its synonyms give the parameter descriptions; every other section is left out.
+_ARG_SECTIONS = (
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "kwargs",
+    "other parameters",
+)
+_GOOGLE_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Kwargs|Other Parameters|Returns?|"
+    r"Raises|Yields?|Examples?|Notes?|Attributes|Methods|References|See Also|Todo|Warnings?|Warns|Caution|"
+    r"Danger|Error|Hint|Important|Tip|Attention)\s*:\s*$"
+)
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:]+\s)?(\w+)\s*:\s*(.*)$")
 _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
 
@@ -115,13 +131,13 @@ def parse_docstring(doc: str | None) -> Docstring:
             continue
         g = _GOOGLE_SECTION.match(line)
         if g:
-            section = "args" if g.group(1).lower() in ("args", "arguments", "parameters", "params") else "other"
+            section = "args" if g.group(1).lower() in _ARG_SECTIONS else "other"
             current = None
             i += 1
             continue
         if i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and line.strip():
             name = line.strip().lower()
-            section = "numpy" if name in ("parameters", "params", "arguments") else "other"
+            section = "numpy" if name in _ARG_SECTIONS else "other"
             current = None
             i += 2
             continue
