@@ -374,18 +374,15 @@ def test_issue13_g_only_documented_docstring_sections_reach_descriptions() -> No
     def search(query: str, *, limit: int = 10, exact: bool = False) -> str:
         """Search the catalogue.
 
-        Args:
-            query: What to look for.
-
         Keyword Args:
             limit: At most this many hits.
             exact: Whole words only.
 
-        Example:
-            search("lamp", limit=3)
-
         Warning:
             Slow on huge catalogues.
+
+        Example:
+            search("lamp", limit=3)
         """
         return query
 
