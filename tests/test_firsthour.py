@@ -8,6 +8,7 @@ themselves are exercised by ``scripts/check_install.py`` (the install stage of `
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
 import sys
@@ -17,10 +18,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+import mcpkit
 from mcpkit import Client, MCPKit
 from mcpkit.client.client import ToolOutputError
 
 ROOT = Path(__file__).resolve().parent.parent
+SRC = Path(mcpkit.__file__).resolve().parent.parent  # the mcpkit under test (the subprocesses import it too)
 
 _BLOCKER = """
 import sys
@@ -42,7 +45,7 @@ def run_without(blocked: list[str], code: str, tmp_path: Path, timeout: float = 
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(_BLOCKER.format(blocked=sorted(blocked)))
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(site), str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([str(site), str(SRC), env.get("PYTHONPATH", "")])
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
@@ -392,3 +395,46 @@ def test_issue13_g_only_documented_docstring_sections_reach_descriptions() -> No
     props = tool.input_schema["properties"]
     assert props["limit"]["description"] == "At most this many hits."
     assert props["exact"]["description"] == "Whole words only."
+
+
+# ---------------------------------------------------------------------------------------------- (b) stdin /dev/null
+
+
+def test_issue13_b_stdio_server_with_stdin_devnull_or_a_file_exits_at_eof(tmp_path: Path) -> None:
+    """Issue 13 (b): a server script run with stdin from /dev/null (how the install check runs the README's code
+    blocks) or from a regular file ends at end of input; epoll refuses both, and the server used to hang."""
+    server = tmp_path / "calc.py"
+    server.write_text(
+        "from mcpkit import MCPKit\n"
+        "app = MCPKit('calc')\n"
+        "@app.tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "app.run()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, str(server)], stdin=subprocess.DEVNULL, capture_output=True, timeout=30, env=env
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr and proc.stdout == b""
+    requests = tmp_path / "requests.jsonl"
+    init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+    call = {"name": "add", "arguments": {"a": 2, "b": 3}}
+    requests.write_text(
+        "\n".join(
+            json.dumps(m)
+            for m in (
+                {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
+            )
+        )
+        + "\n"
+    )
+    with requests.open("rb") as stdin:
+        proc = subprocess.run([sys.executable, str(server)], stdin=stdin, capture_output=True, timeout=30, env=env)
+    assert proc.returncode == 0, proc.stderr.decode()
+    answers = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [a["id"] for a in answers] == [1, 2]
+    assert answers[1]["result"]["structuredContent"] == {"result": 5}
