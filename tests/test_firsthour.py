@@ -8,12 +8,14 @@ themselves are exercised by ``scripts/check_install.py`` (the install stage of `
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -442,3 +444,36 @@ def test_issue13_b_stdio_server_with_stdin_devnull_or_a_file_exits_at_eof(tmp_pa
     answers = [json.loads(line) for line in proc.stdout.splitlines()]
     assert [a["id"] for a in answers] == [1, 2]
     assert answers[1]["result"]["structuredContent"] == {"result": 5}
+
+
+def _check_install_module() -> Any:
+    spec = importlib.util.spec_from_file_location("check_install", ROOT / "scripts" / "check_install.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_install"] = module  # (dataclasses look their module up)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_issue13_b_install_check_extracts_every_python_block_and_honours_no_run(tmp_path: Path) -> None:
+    """Issue 13 (b): the install stage runs every ```python block; only a block right after
+    `<!-- no-run: reason -->` is skipped, with its reason; other languages are not Python blocks."""
+    ci = _check_install_module()
+    doc = tmp_path / "page.md"
+    doc.write_text(
+        "# Page\n\n```python\nprint(1)\n```\n\n<!-- no-run: needs a browser -->\n```python\nopen()\n```\n\n"
+        "<!-- no-run: too far above -->\n\n```python\nprint(2)\n```\n\n```bash\nmcpkit --help\n```\n\n"
+        "- item\n\n  ```python\n  print(3)\n  ```\n"
+    )
+    blocks = ci.extract_blocks(doc)
+    assert [(b.line, b.code, b.skip) for b in blocks] == [
+        (3, "print(1)\n", None),
+        (8, "open()\n", "needs a browser"),
+        (14, "print(2)\n", None),
+        (24, "print(3)\n", None),
+    ]
+    # the README's CLI commands that the stage runs are the README's own, verbatim
+    readme = (ROOT / "README.md").read_text()
+    assert all(command in readme for command, _ in ci.README_COMMANDS)
+    # and the README's blocks are what users copy: none of them is skipped
+    assert [b.skip for b in ci.extract_blocks(ROOT / "README.md")] == [None, None]
