@@ -233,7 +233,11 @@ def _typed(name: str, result: ToolResult, result_type: Any) -> Any:
         ) from None
 
 
-@functools.lru_cache(maxsize=128)
+RESULT_TYPE_CACHE_SIZE = 128
+"""How many ``call_tool(..., result_type=T)`` validators (pydantic TypeAdapters) the client keeps (LRU)."""
+
+
+@functools.lru_cache(maxsize=RESULT_TYPE_CACHE_SIZE)
 def _adapter(result_type: Any) -> Any:
     from pydantic import TypeAdapter
 
