@@ -408,10 +408,11 @@ class Server:
         if transport == "stdio":
             asyncio.run(self.run_stdio_async(**options))
             return
-        from .._extras import MissingExtra
+        from .._extras import MissingExtra, require
         from ..transports.http import serve  # type: ignore[attr-defined,import-not-found,unused-ignore]
 
         try:
+            require("uvicorn", f"serving over {transport!r}")
             serve(self, transport, **options)
         except MissingExtra as exc:
             raise SystemExit(f"mcpkit: {exc}") from None
