@@ -69,6 +69,10 @@ class MCPKit(Server):
     Args:
         name, version: the server's name and version (``serverInfo``).
         instructions: optional instructions for clients.
+        debug: development mode: an unexpected exception in a tool, resource, prompt or completer shows its
+            type and message to the client (in production, the default, the client sees only an error id and
+            the details go to the server log). Default: on when the environment has ``MCPKIT_DEBUG=1`` (which
+            ``mcpkit run --dev`` sets), else off.
         lifespan: ``async with lifespan(app) as state:`` runs around serving (once while any connection is
             served, shared by every session); ``state`` is :attr:`lifespan_state` (``ctx.lifespan_state``).
             An ``@asynccontextmanager`` function or a plain async generator function.
@@ -79,10 +83,6 @@ class MCPKit(Server):
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
             from ``request_state_keys`` when those are given, else random per process.
-        debug: development mode: an unexpected exception in a tool, resource, prompt or completer shows its
-            type and message to the client (in production, the default, the client sees only an error id and
-            the details go to the server log). Default: on when the environment has ``MCPKIT_DEBUG=1`` (which
-            ``mcpkit run --dev`` sets), else off.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
     """
 
@@ -92,12 +92,12 @@ class MCPKit(Server):
         version: str = "0.1.0",
         *,
         instructions: str | None = None,
+        debug: bool | None = None,
         lifespan: Lifespan | None = None,
         page_size: int | Mapping[str, int] = 50,
         cursor_key: bytes | None = None,
         list_ttl_ms: int = 0,
         list_cache_scope: str = "private",
-        debug: bool | None = None,
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
@@ -140,6 +140,7 @@ class MCPKit(Server):
         /,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         annotations: JSONDict | t.ToolAnnotations | None = None,
@@ -147,7 +148,6 @@ class MCPKit(Server):
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
         thread: bool = True,
-        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -223,6 +223,7 @@ class MCPKit(Server):
         uri: str,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
@@ -233,7 +234,6 @@ class MCPKit(Server):
         completions: dict[str, Completer] | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
-        replace: bool = False,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
         whose variables are the function's arguments (``@app.resource("items://{id}")``). A second resource
@@ -244,6 +244,7 @@ class MCPKit(Server):
                 uri,
                 fn,
                 name=name,
+                replace=replace,
                 title=title,
                 description=description,
                 mime_type=mime_type,
@@ -254,7 +255,6 @@ class MCPKit(Server):
                 completions=completions,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
-                replace=replace,
             )
             return fn
 
@@ -366,12 +366,12 @@ class MCPKit(Server):
         /,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
-        replace: bool = False,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:

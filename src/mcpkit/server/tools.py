@@ -270,7 +270,6 @@ class Tool:
             raise ValueError("a tool needs a name")
         self.fn = fn
         self.info = FunctionInfo(fn, name=self.name)
-        self.info.check_schema(f"tool {self.name!r}")
         self.title = title
         self.description = description if description is not None else (self.info.description or "")
         self.annotations = _dump_annotations(annotations)
@@ -279,6 +278,7 @@ class Tool:
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
         self._defs: dict[str, JSONDict] = {}
+        self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
 
     @property
     def returns(self) -> ReturnInfo:
