@@ -850,21 +850,21 @@ class Client:
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
         meta: JSONDict | None = None,
+        result_type: Any = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
-        result_type: Any = None,
     ) -> ToolResult:
         """Call a tool; returns a :class:`ToolResult` (``content``, ``structured``, ``data``, ``is_error``, ``text``).
-
-        The structured output is validated against the tool's ``outputSchema`` (``validate=False`` or the client's
-        ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
-        ``isError: true`` into :class:`ToolCallError`. Cancelling the awaiting task sends
-        ``notifications/cancelled``; so does a timeout (then :class:`~mcpkit.protocol.errors.RequestTimeout`).
 
         ``result_type``: a type pydantic can validate (a pydantic model, a dataclass, a TypedDict, ``list[Model]``,
         ``int``, ...): ``result.data`` is then the tool's value validated into it (the same unwrapped value
         ``data`` always is), and a value that does not fit raises :class:`ToolOutputError`. Not applied to
         ``isError`` results.
+
+        The structured output is validated against the tool's ``outputSchema`` (``validate=False`` or the client's
+        ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
+        ``isError: true`` into :class:`ToolCallError`. Cancelling the awaiting task sends
+        ``notifications/cancelled``; so does a timeout (then :class:`~mcpkit.protocol.errors.RequestTimeout`).
         """
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)

@@ -236,8 +236,7 @@ class MCPKit(Server):
         cache_scope: str | None = None,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
-        whose variables are the function's arguments (``@app.resource("items://{id}")``). A second resource
-        with the same URI is a ``ValueError`` unless ``replace=True``."""
+        whose variables are the function's arguments (``@app.resource("items://{id}")``)."""
 
         def register(fn: F) -> F:
             self.add_resource(
