@@ -1,13 +1,14 @@
 """Optional dependencies: which extra brings which module, and one-line errors that name the install command.
 
-The bare install (``pip install mcpkit``: pydantic, orjson, jsonschema) writes servers and runs them over stdio,
-and connects a client to stdio targets and in-process servers. Everything else is an extra:
+The bare install (``pip install mcpkit``: pydantic, orjson, jsonschema-rs) writes servers and runs them over stdio,
+builds the ASGI app (``create_app``) for an ASGI server of the user's choice, and connects a client to stdio
+targets and in-process servers. Everything else is an extra:
 
 =========  ==========================================  ====================================================
 extra      brings                                      for
 =========  ==========================================  ====================================================
-``http``   uvicorn, httpx, websockets, sniffio         ``app.run("http"|"sse"|"ws")``, ``create_app``, HTTP/WS
-                                                       client targets
+``http``   uvicorn, httpx, websockets, sniffio         ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
+                                                       WebSocket client targets
 ``cli``    click, rich                                 the ``mcpkit`` command
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
