@@ -247,8 +247,14 @@ def _adapter(result_type: Any) -> Any:
 def _validator(schema: JSONDict) -> Any:
     """A compiled JSON Schema validator (jsonschema-rs: 2020-12 unless ``$schema`` names another draft; formats
     checked). ``iter_errors(x)`` yields errors with ``.message`` and ``.instance_path``."""
-    import jsonschema_rs
-
+    try:
+        import jsonschema_rs
+    except ModuleNotFoundError:  # a dependency of mcpkit: only an environment installed before it was added lacks it
+        raise ModuleNotFoundError(
+            "validating tool output needs jsonschema-rs, a dependency of mcpkit that this environment lacks: "
+            "pip install jsonschema-rs (or reinstall mcpkit, e.g. pip install -e '.[dev]' in a checkout)",
+            name="jsonschema_rs",
+        ) from None
     try:
         return jsonschema_rs.validator_for(schema, validate_formats=True)
     except (ValueError, TypeError) as exc:
