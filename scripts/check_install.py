@@ -192,12 +192,23 @@ def run_blocks(venv: Venv, blocks: list[Block], report: Report, tmp: Path, extra
         started = time.monotonic()
         proc = venv.run([str(venv.python), str(script)])
         took = time.monotonic() - started
-        if proc.returncode == 0:
+        expected = _expected_output(block)
+        if proc.returncode == 0 and expected is not None and proc.stdout.strip() != expected:
+            report.fail(what, f"printed {proc.stdout.strip()!r}, expected {expected!r}\n{proc.stderr}")
+        elif proc.returncode == 0:
             report.ok(f"{what} ({took:.1f} s)")
         elif extras_may_be_missing and _one_line_extra_error(proc):
             report.ok(f"{what}: needs an extra, said so in one line")
         else:
             report.fail(what, f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+
+
+# What a block that makes this call must print (the README's client example: the acceptance of issue 13).
+_EXPECTED = {'call_tool("add", {"a": 2, "b": 3})': "5"}
+
+
+def _expected_output(block: Block) -> str | None:
+    return next((out for call, out in _EXPECTED.items() if call in block.code), None)
 
 
 def _one_line_extra_error(proc: subprocess.CompletedProcess[str]) -> bool:
