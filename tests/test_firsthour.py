@@ -75,6 +75,11 @@ def test_issue13_a_cli_without_click_names_the_extra(tmp_path: Path) -> None:
     proc = run_without(["click", "rich"], "from mcpkit.cli import main; main(['--help'])", tmp_path)
     line = one_line_error(proc)
     assert "pip install 'mcpkit[cli]'" in line and "click" in line
+    # python -m mcpkit is the same command
+    proc = run_without(["click", "rich"], "import runpy; runpy.run_module('mcpkit', run_name='__main__')", tmp_path)
+    assert "pip install 'mcpkit[cli]'" in one_line_error(proc)
+    proc = run_without([], "import runpy, sys; sys.argv = ['mcpkit', '--help']; runpy.run_module('mcpkit')", tmp_path)
+    assert proc.returncode == 0 and "Usage" in proc.stdout, proc.stderr
 
 
 def test_issue13_a_app_run_http_without_uvicorn_names_the_extra(tmp_path: Path) -> None:
