@@ -40,10 +40,8 @@ _UVICORN_KEYS = frozenset(
         "root_path",
         "loop",
         "http",
-        "h11_max_incomplete_event_size",
     )
 )
-_GUARD_KEYS = frozenset(("header_timeout", "body_timeout", "max_connections", "max_header_bytes"))
 
 
 def __getattr__(name: str) -> Any:
@@ -58,75 +56,23 @@ def __getattr__(name: str) -> Any:
 def build_server(
     server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> Any:
-    """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``.
-
-    Connection limits (see :mod:`.limits`; each is an option here, of :func:`serve`, ``Server.run`` and
-    ``mcpkit run``): ``header_timeout`` (10 s: a connection without a complete request head is closed),
-    ``body_timeout`` (30 s: a request body not whole by then closes the connection), ``max_header_bytes`` (64 KiB:
-    a longer request head closes the connection), ``max_connections`` (1024, or the open-file limit minus 200 when
-    lower: beyond it the connection waiting longest for a request head is closed to make room), ``backlog`` (2048:
-    the kernel's queue of connections not yet accepted), uvicorn's ``limit_concurrency`` (1100: 503 beyond) and
-    ``timeout_keep_alive`` (5 s). ``header_timeout=None`` turns the guard off (uvicorn's own behaviour for slow
-    clients and connection counts)."""
+    """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``."""
     import uvicorn
 
     from .app import create_app
-    from .limits import (
-        ACCEPT_BURST,
-        DEFAULT_BACKLOG,
-        DEFAULT_BODY_TIMEOUT,
-        DEFAULT_HEADER_TIMEOUT,
-        DEFAULT_LIMIT_CONCURRENCY,
-        DEFAULT_MAX_HEADER_BYTES,
-        DEFAULT_TIMEOUT_KEEP_ALIVE,
-        ConnectionGuard,
-        guarded_protocol,
-        relisten,
-        resolve_protocol,
-    )
     from .security import default_policy
 
     if transport not in ("http", "streamable-http", "sse", "ws"):
         raise ValueError(f"unknown HTTP transport {transport!r} (expected 'http', 'sse' or 'ws')")
     uv = {k: options.pop(k) for k in list(options) if k in _UVICORN_KEYS}
-    guard_options = {k: options.pop(k) for k in list(options) if k in _GUARD_KEYS}
     if transport in ("sse", "ws") and "path" in options:
         options[f"{transport}_path"] = options.pop("path")  # ``--path`` names the chosen transport's route
     origins, hosts = default_policy(host, options.pop("allowed_origins", None), options.pop("allowed_hosts", None))
     app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **options)
     uv.setdefault("log_level", "warning")
     uv.setdefault("timeout_graceful_shutdown", 5)
-    uv.setdefault("limit_concurrency", DEFAULT_LIMIT_CONCURRENCY)
-    uv.setdefault("timeout_keep_alive", DEFAULT_TIMEOUT_KEEP_ALIVE)
-    header_timeout = guard_options.get("header_timeout", DEFAULT_HEADER_TIMEOUT)
-    max_connections = guard_options.get("max_connections")  # None: the default (open-file limit aware)
-    max_header_bytes = guard_options.get("max_header_bytes") or DEFAULT_MAX_HEADER_BYTES
-    uv.setdefault("h11_max_incomplete_event_size", max_header_bytes)
-    guard: ConnectionGuard | None = None
-    if header_timeout is not None:
-        base = resolve_protocol(uv.get("http", "auto"))
-        if base is not None:
-            guard = ConnectionGuard(
-                header_timeout=header_timeout,
-                body_timeout=guard_options.get("body_timeout") or DEFAULT_BODY_TIMEOUT,
-                max_connections=max_connections,
-                max_header_bytes=max_header_bytes,
-            )
-            uv["http"] = guarded_protocol(base, guard)
-            backlog = uv.get("backlog") or DEFAULT_BACKLOG
-            uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     config = uvicorn.Config(app, host=host, port=port, lifespan="on", **app.uvicorn_options(), **uv)
-    if guard is None:
-        return uvicorn.Server(config)
-
-    class GuardedServer(uvicorn.Server):
-        async def startup(self, sockets: Any = None) -> None:
-            await super().startup(sockets)
-            relisten(getattr(self, "servers", ()), backlog)
-
-    userver = GuardedServer(config)
-    userver.mcpkit_guard = guard  # type: ignore[attr-defined]  # (diagnostics and tests)
-    return userver
+    return uvicorn.Server(config)
 
 
 def serve(server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
