@@ -18,11 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from mcpkit import Context, MCPKit, ToolError
+from mcpkit import Audio, Context, Image, InputRequired, MCPKit, Message, Tool, ToolError
 from mcpkit.protocol.jsonrpc import JSONDict
-from mcpkit.server.lowlevel import InputRequired
-from mcpkit.server.prompts import Message
-from mcpkit.server.tools import Audio, Image, Tool
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
 WAV_B64 = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="

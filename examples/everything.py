@@ -19,9 +19,7 @@ import base64
 import json
 from typing import Literal
 
-from mcpkit import Context, MCPKit, ToolError
-from mcpkit.server.prompts import Message
-from mcpkit.server.tools import Image
+from mcpkit import Context, Image, MCPKit, Message, ToolError
 
 # A 1x1 red PNG.
 PNG = base64.b64decode(
@@ -177,7 +175,7 @@ def create_app() -> MCPKit:
     def item(id: int) -> dict[str, object]:
         """An item by id (1..100), as JSON."""
         if not 1 <= id <= 100:
-            from mcpkit.protocol.errors import ResourceNotFound
+            from mcpkit import ResourceNotFound
 
             raise ResourceNotFound(f"mcpkit://items/{id}")
         return {"id": id, "name": f"Item {id}"}

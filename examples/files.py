@@ -15,9 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from mcpkit import MCPKit, ToolError
-from mcpkit.protocol.errors import ResourceNotFound
-from mcpkit.protocol.types import ResourceLink
+from mcpkit import MCPKit, ResourceLink, ResourceNotFound, ToolError
 
 MAX_BYTES = 5 * 1024 * 1024
 

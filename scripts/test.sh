@@ -77,6 +77,15 @@ elif [ "$rc" -ne 0 ]; then
 fi
 elapsed
 
+section "what users install (scripts/check_install.py)"
+# Builds the wheel and installs it into fresh venvs exactly as the README says (bare, and [all]) with no dev tools,
+# then runs there every ```python block of README.md and docs/**/*.md, every example against the client, the
+# README's CLI commands and every tool of server-everything through `mcpkit call`. A missing runtime dependency
+# fails here (the dev venv above would hide it). Serial: overlapping it with pytest on 2 cores made timing-sensitive
+# tests the risk; it takes ~2.5 minutes, mostly pip and node start-ups.
+"$PY" scripts/check_install.py
+elapsed
+
 section "other Python versions (3.12, 3.13): core, server, client and stdio tests"
 # requires-python is >=3.11 and asyncio changed between 3.11 and 3.13 (3.12+ starts request tasks eagerly), so
 # the protocol core, the server and client layers and the stdio transport also run on every newer CPython this

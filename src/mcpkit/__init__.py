@@ -17,16 +17,34 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolResult": ("mcpkit.client.client", "ToolResult"),
     "ClientSession": ("mcpkit.client.lowlevel", "ClientSession"),
     "MCPError": ("mcpkit.protocol.errors", "MCPError"),
+    # what servers and examples use most, so nobody has to know the module layout
+    "Image": ("mcpkit.server.tools", "Image"),
+    "Audio": ("mcpkit.server.tools", "Audio"),
+    "Tool": ("mcpkit.server.tools", "Tool"),
+    "Message": ("mcpkit.server.prompts", "Message"),
+    "InputRequired": ("mcpkit.server.lowlevel", "InputRequired"),
+    "ResourceNotFound": ("mcpkit.protocol.errors", "ResourceNotFound"),
+    "InvalidParams": ("mcpkit.protocol.errors", "InvalidParams"),
+    "ResourceLink": ("mcpkit.protocol.types", "ResourceLink"),
+    "ToolCallError": ("mcpkit.client.client", "ToolCallError"),
+    "ToolOutputError": ("mcpkit.client.client", "ToolOutputError"),
+    "StdioServer": ("mcpkit.transports.stdio", "StdioServer"),
+    "MissingExtra": ("mcpkit._extras", "MissingExtra"),
 }
 
 if TYPE_CHECKING:
-    from .client.client import Client, ToolResult
+    from ._extras import MissingExtra
+    from .client.client import Client, ToolCallError, ToolOutputError, ToolResult
     from .client.lowlevel import ClientSession
     from .client.multi import MultiClient
-    from .protocol.errors import MCPError
+    from .protocol.errors import InvalidParams, MCPError, ResourceNotFound
+    from .protocol.types import ResourceLink
     from .server.app import MCPKit, ToolError
     from .server.context import Context
-    from .server.lowlevel import Server
+    from .server.lowlevel import InputRequired, Server
+    from .server.prompts import Message
+    from .server.tools import Audio, Image, Tool
+    from .transports.stdio import StdioServer
 
 
 def __getattr__(name: str) -> Any:
@@ -42,14 +60,26 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Audio",
     "Client",
     "ClientSession",
     "Context",
+    "Image",
+    "InputRequired",
+    "InvalidParams",
     "MCPError",
     "MCPKit",
+    "Message",
+    "MissingExtra",
     "MultiClient",
+    "ResourceLink",
+    "ResourceNotFound",
     "Server",
+    "StdioServer",
+    "Tool",
+    "ToolCallError",
     "ToolError",
+    "ToolOutputError",
     "ToolResult",
     "__version__",
 ]

@@ -64,7 +64,16 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    from .._extras import explain, require
+
+    require("jwt", "mcpkit.auth")
+    try:
+        value = getattr(importlib.import_module(module, __name__), name)
+    except ModuleNotFoundError as exc:
+        err = explain(exc, "mcpkit.auth")
+        if err is None:
+            raise
+        raise err from None
     globals()[name] = value
     return value
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -142,9 +143,10 @@ class ToolResult:
         validated: True when ``structured`` was checked against an output schema.
     """
 
-    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "validated")
+    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "typed", "validated")
 
     def __init__(self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False) -> None:
+        self.typed: Any = _UNTYPED
         self.raw = raw
         self.content: list[ContentBlock] = raw.content
         self.structured: Any = raw.structured_content
@@ -161,7 +163,11 @@ class ToolResult:
     @property
     def data(self) -> Any:
         """The most useful value: the structured output (unwrapped from ``{"result": x}`` when the output
-        schema is the wrapper of a non-object return value), else the text content. ``structured`` stays raw."""
+        schema is the wrapper of a non-object return value, whatever that value is: ``-> int``, ``-> list[Model]``
+        alike), else the text content; with ``call_tool(..., result_type=T)``, that value validated into ``T``.
+        ``structured`` stays raw."""
+        if self.typed is not _UNTYPED:
+            return self.typed
         s = self.structured
         if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
             schema = self.tool.output_schema if self.tool is not None else None
@@ -178,7 +184,10 @@ class ToolResult:
         return f"ToolResult(is_error={self.is_error}, structured={self.structured!r}, text={self.text[:60]!r})"
 
 
-_WRAPPER_KEYS = frozenset(("type", "properties", "required", "$schema", "title", "description", "additionalProperties"))
+# "$defs": ``-> list[Model]`` is wrapped too, with the model's schema in the wrapper's root $defs (so $refs resolve)
+_WRAPPER_KEYS = frozenset(
+    ("type", "properties", "required", "$schema", "$defs", "title", "description", "additionalProperties")
+)
 
 
 def _is_wrapped(schema: JSONDict) -> bool:
@@ -196,12 +205,73 @@ def _is_wrapped(schema: JSONDict) -> bool:
     )
 
 
-def _validator(schema: JSONDict) -> Any:
-    import importlib
+class SchemaError(ValueError):
+    """A schema the server sent is not a valid JSON Schema (it cannot be used to validate anything)."""
 
-    jsonschema: Any = importlib.import_module("jsonschema")  # untyped library: keep mypy out of it
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+_UNTYPED: Any = object()
+
+
+def _typed(name: str, result: ToolResult, result_type: Any) -> Any:
+    """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
+    from pydantic import TypeAdapter, ValidationError
+
+    value = result.data
+    if isinstance(value, str) and result.structured is None and result_type is not str:
+        try:
+            import orjson
+
+            value = orjson.loads(value)  # a server without structured output: its text may still be JSON
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        adapter = _adapter(result_type)
+    except TypeError:  # unhashable: not cached
+        adapter = TypeAdapter(result_type)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "/".join(str(p) for p in first["loc"]) or "(root)"
+        kind = getattr(result_type, "__name__", repr(result_type))
+        raise ToolOutputError(
+            f"tool {name!r}: its result does not fit result_type={kind} at {where}: {first['msg']}", result
+        ) from None
+
+
+RESULT_TYPE_CACHE_SIZE = 128
+"""How many ``call_tool(..., result_type=T)`` validators (pydantic TypeAdapters) the client keeps (LRU)."""
+
+
+@functools.lru_cache(maxsize=RESULT_TYPE_CACHE_SIZE)
+def _adapter(result_type: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(result_type)
+
+
+def _validator(schema: JSONDict) -> Any:
+    """A compiled JSON Schema validator (jsonschema-rs: 2020-12 unless ``$schema`` names another draft; formats
+    checked). ``iter_errors(x)`` yields errors with ``.message`` and ``.instance_path``."""
+    try:
+        import jsonschema_rs
+    except ModuleNotFoundError:  # a dependency of mcpkit: only an environment installed before it was added lacks it
+        raise ModuleNotFoundError(
+            "validating tool output needs jsonschema-rs, a dependency of mcpkit that this environment lacks: "
+            "pip install jsonschema-rs (or reinstall mcpkit, e.g. pip install -e '.[dev]' in a checkout)",
+            name="jsonschema_rs",
+        ) from None
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=True)
+    except (ValueError, TypeError) as exc:
+        raise SchemaError(f"not a valid JSON Schema: {exc}") from None
+
+
+def _first_error(validator: Any, instance: Any) -> Any:
+    """The first validation error (the one with the shortest instance path), or None when ``instance`` is valid."""
+    if validator.is_valid(instance):  # the common case: one native call, no error objects
+        return None
+    return min(validator.iter_errors(instance), key=lambda e: len(e.instance_path), default=None)
 
 
 def apply_schema_defaults(schema: JSONDict | None, content: JSONDict | None) -> JSONDict:
@@ -262,10 +332,12 @@ def _elicitation_result(value: Any, params: JSONDict) -> JSONDict:
     )
     if isinstance(schema, dict):
         full = {"type": "object", **schema}
-        errors = sorted(_validator(full).iter_errors(content), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = ".".join(str(p) for p in e.path) or "content"
+        try:
+            e = _first_error(_validator(full), content)
+        except SchemaError as exc:
+            raise ElicitationContentError(f"the server's requestedSchema is {exc}") from None
+        if e is not None:
+            where = ".".join(str(p) for p in e.instance_path) or "content"
             raise ElicitationContentError(
                 f"elicitation content does not match the requested schema at {where}: {e.message}"
             )
@@ -834,11 +906,17 @@ class Client:
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
         meta: JSONDict | None = None,
+        result_type: Any = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
         reset_timeout_on_progress: bool = False,
     ) -> ToolResult:
         """Call a tool; returns a :class:`ToolResult` (``content``, ``structured``, ``data``, ``is_error``, ``text``).
+
+        ``result_type``: a type pydantic can validate (a pydantic model, a dataclass, a TypedDict, ``list[Model]``,
+        ``int``, ...): ``result.data`` is then the tool's value validated into it (the same unwrapped value
+        ``data`` always is), and a value that does not fit raises :class:`ToolOutputError`. Not applied to
+        ``isError`` results.
 
         The structured output is validated against the tool's ``outputSchema`` (``validate=False`` or the client's
         ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
@@ -869,6 +947,8 @@ class Client:
         result = ToolResult(raw, tool)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             self._check_output(tool, result)
+        if result_type is not None and not result.is_error:
+            result.typed = _typed(name, result, result_type)
         if raise_on_error and result.is_error:
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result
@@ -881,11 +961,16 @@ class Client:
             )
         validator = self._validators.get(tool.name)
         if validator is None:
-            validator = self._validators[tool.name] = _validator(tool.output_schema)
-        errors = sorted(validator.iter_errors(result.structured), key=lambda e: list(e.path))
-        if errors:
-            e = errors[0]
-            where = "/".join(str(p) for p in e.path) or "(root)"
+            try:
+                validator = self._validators[tool.name] = _validator(tool.output_schema)
+            except SchemaError as exc:
+                raise ToolOutputError(
+                    f"tool {tool.name!r}: its outputSchema is {exc} (call_tool(..., validate=False) skips the check)",
+                    result,
+                ) from None
+        e = _first_error(validator, result.structured)
+        if e is not None:
+            where = "/".join(str(p) for p in e.instance_path) or "(root)"
             raise ToolOutputError(
                 f"tool {tool.name!r}: structuredContent does not match its outputSchema at {where}: {e.message}",
                 result,

@@ -4,6 +4,9 @@ A *target* is anything :class:`~mcpkit.client.client.Client` accepts:
 
 * a command line (``"python server.py --flag"``, shell-split) or an argv list, or a
   :class:`~mcpkit.transports.stdio.StdioServer`: the server is launched as a subprocess and spoken to over stdio;
+  a command line whose program is ``python`` or ``python3`` runs under the caller's interpreter
+  (``sys.executable``, so the server sees the same virtual environment); any other program (``uv``,
+  ``/usr/bin/python3.12``, ``node``) runs as written, and so does the ``command`` of an ``mcp.json`` entry;
 * a ``*.py`` file path: run with the current Python interpreter over stdio;
 * an ``http://`` / ``https://`` URL: Streamable HTTP, falling back to the legacy HTTP+SSE transport when the
   server answers the first POST with 400, 404 or 405 (spec, backwards compatibility);
@@ -216,8 +219,17 @@ def parse_target(
     return t
 
 
+# A command line starting with one of these runs under the caller's interpreter (sys.executable), so
+# ``Client("python server.py")`` finds mcpkit in the caller's virtual environment even when the ``python`` on
+# PATH is another one (a system Python without mcpkit).
+_PYTHON_NAMES = frozenset(("python", "python3"))
+
+
 def _python_script(argv: list[str]) -> list[str]:
-    """``server.py --flag`` runs with this Python when the script is not executable itself."""
+    """``python server.py`` (or ``python3 ...``) and ``server.py --flag`` (a script that is not executable
+    itself) run with this Python (``sys.executable``); any other command line runs as given."""
+    if argv and argv[0] in _PYTHON_NAMES:
+        return [sys.executable, *argv[1:]]
     if argv and argv[0].endswith(".py") and os.path.isfile(argv[0]) and not os.access(argv[0], os.X_OK):
         return [sys.executable, *argv]
     return argv
@@ -379,6 +391,13 @@ def _transport_class(kind: str) -> Any:
     module, name = _TRANSPORT_CLASSES[kind]
     try:
         return getattr(importlib.import_module(module), name)
+    except ModuleNotFoundError as exc:
+        from .._extras import explain
+
+        err = explain(exc, f"a {kind} client target")
+        if err is not None:
+            raise err from None
+        raise TargetError(f"the {kind} client transport is not available: {exc}") from None
     except (ImportError, AttributeError) as exc:
         raise TargetError(f"the {kind} client transport is not available: {exc}") from None
 

@@ -32,6 +32,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
+import os
 import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -68,6 +69,10 @@ class MCPKit(Server):
     Args:
         name, version: the server's name and version (``serverInfo``).
         instructions: optional instructions for clients.
+        debug: development mode: an unexpected exception in a tool, resource, prompt or completer shows its
+            type and message to the client (in production, the default, the client sees only an error id and
+            the details go to the server log). Default: on when the environment has ``MCPKIT_DEBUG=1`` (which
+            ``mcpkit run --dev`` sets), else off.
         lifespan: ``async with lifespan(app) as state:`` runs around serving (once while any connection is
             served, shared by every session); ``state`` is :attr:`lifespan_state` (``ctx.lifespan_state``).
             An ``@asynccontextmanager`` function or a plain async generator function.
@@ -87,6 +92,7 @@ class MCPKit(Server):
         version: str = "0.1.0",
         *,
         instructions: str | None = None,
+        debug: bool | None = None,
         lifespan: Lifespan | None = None,
         page_size: int | Mapping[str, int] = 50,
         cursor_key: bytes | None = None,
@@ -95,6 +101,7 @@ class MCPKit(Server):
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
+        self.debug = debug_from_env() if debug is None else debug
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
@@ -133,6 +140,7 @@ class MCPKit(Server):
         /,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         annotations: JSONDict | t.ToolAnnotations | None = None,
@@ -152,11 +160,17 @@ class MCPKit(Server):
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
-    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
-        """Register (or replace) a tool, at any time. Connected clients get ``tools/list_changed``."""
+    def add_tool(self, fn: Callable[..., Any] | Tool, *, replace: bool = False, **options: Any) -> Tool:
+        """Register a tool, at any time. Connected clients get ``tools/list_changed``.
+
+        A second tool with the same name is a ``ValueError`` unless ``replace=True`` (then it replaces the first).
+        A parameter type that cannot become a JSON Schema is a ``TypeError`` naming the parameter.
+        """
         tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
         if not _TOOL_NAME.match(tool.name):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
+        _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
+        tool.debug = self.debug
         self._tools[tool.name] = tool
         if not self.has_handler("tools/call"):
             self.set_handler("tools/list", self._list_tools)
@@ -211,6 +225,7 @@ class MCPKit(Server):
         uri: str,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
@@ -230,6 +245,7 @@ class MCPKit(Server):
                 uri,
                 fn,
                 name=name,
+                replace=replace,
                 title=title,
                 description=description,
                 mime_type=mime_type,
@@ -252,11 +268,14 @@ class MCPKit(Server):
         *,
         completions: dict[str, Completer] | None = None,
         size: int | None = None,
+        replace: bool = False,
         **options: Any,
     ) -> Resource | ResourceTemplate:
         """Register a resource at any time: ``source`` is a function, or fixed text/bytes for a static URI.
-        Connected clients get ``resources/list_changed``."""
+        Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
+        a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
+        _check_duplicate("resource", uri, self._resources.keys() | self._templates.keys(), replace, "remove_resource")
         if UriTemplate.is_template(uri):
             if not callable(source):
                 raise TypeError(f"resource template {uri!r} needs a function")
@@ -335,7 +354,7 @@ class MCPKit(Server):
         except ToolError as exc:
             raise InternalError(str(exc)) from None
         except Exception as exc:
-            raise InternalError(internal_error_message(f"resource {uri!r}", exc)) from None
+            raise InternalError(internal_error_message(f"resource {uri!r}", exc, self.debug)) from None
         raise ResourceNotFound(uri)
 
     # ================================================================== prompts
@@ -350,6 +369,7 @@ class MCPKit(Server):
         /,
         *,
         name: str | None = None,
+        replace: bool = False,
         title: str | None = None,
         description: str | None = None,
         icons: Sequence[JSONDict | t.Icon] | None = None,
@@ -361,9 +381,11 @@ class MCPKit(Server):
         """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``."""
         return _bare_or_configured(self.add_prompt, fn, options)
 
-    def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
-        """Register (or replace) a prompt at any time. Connected clients get ``prompts/list_changed``."""
+    def add_prompt(self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any) -> Prompt:
+        """Register a prompt at any time. Connected clients get ``prompts/list_changed``. A second prompt with
+        the same name is a ``ValueError`` unless ``replace=True``."""
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        _check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
         self._prompts[prompt.name] = prompt
         if not self.has_handler("prompts/get"):
             self.set_handler("prompts/list", self._list_prompts)
@@ -404,7 +426,7 @@ class MCPKit(Server):
         except (MCPError, InputRequired):
             raise
         except Exception as exc:
-            raise InternalError(internal_error_message(f"prompt {name!r}", exc)) from None
+            raise InternalError(internal_error_message(f"prompt {name!r}", exc, self.debug)) from None
 
     # ================================================================== completion
 
@@ -478,7 +500,7 @@ class MCPKit(Server):
         except MCPError:
             raise
         except Exception as exc:
-            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc)) from None
+            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc, self.debug)) from None
         return completion_result(values)
 
     # ================================================================== change notifications
@@ -601,6 +623,19 @@ def _list_result(key: str, items: list[JSONDict], cursor: str | None, cache: JSO
     if cursor is not None:
         result["nextCursor"] = cursor
     return result
+
+
+def debug_from_env() -> bool:
+    """Whether the environment asks for development mode (``MCPKIT_DEBUG=1``; ``mcpkit run --dev`` sets it)."""
+    return os.environ.get("MCPKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _check_duplicate(kind: str, key: str, existing: Any, replace: bool, remover: str) -> None:
+    if key in existing and not replace:
+        raise ValueError(
+            f"a {kind} named {key!r} is already registered; pass replace=True to replace it "
+            f"(or call app.{remover}({key!r}) first)"
+        )
 
 
 def _bare_or_configured(add: Callable[..., Any], fn: Any, options: dict[str, Any]) -> Any:

@@ -429,14 +429,20 @@ class Server:
         await self.serve(transport)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
-        """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http]);
-        ``options`` go to the transport (``host``, ``port``, ...)."""
+        """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
+        without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
+        transport (``host``, ``port``, ...)."""
         if transport == "stdio":
             asyncio.run(self.run_stdio_async(**options))
             return
+        from .._extras import MissingExtra, require
         from ..transports.http import serve  # type: ignore[attr-defined,import-not-found,unused-ignore]
 
-        serve(self, transport, **options)
+        try:
+            require("uvicorn", f"serving over {transport!r}")
+            serve(self, transport, **options)
+        except MissingExtra as exc:
+            raise SystemExit(f"mcpkit: {exc}") from None
 
 
 def versions_mod() -> Any:

@@ -14,7 +14,9 @@ JSON Schemas are built lazily on first use, so importing a server with many tool
 
 from __future__ import annotations
 
+import collections.abc as collections_abc
 import dataclasses
+import enum
 import functools
 import inspect
 import logging
@@ -77,7 +79,23 @@ def _is_model_class(tp: Any) -> bool:
 
 # ---------------------------------------------------------------------------------------------- docstrings
 
-_GOOGLE_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+# Google-style section headers (the Napoleon list). The description of a tool or prompt is the text before the
+# first of them; "Args" and its synonyms give the parameter descriptions; every other section is left out.
+_ARG_SECTIONS = (
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
+    "kwargs",
+    "other parameters",
+)
+_GOOGLE_SECTION = re.compile(
+    r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Keyword Arguments|Kwargs|Other Parameters|Returns?|"
+    r"Raises|Yields?|Examples?|Notes?|Attributes|Methods|References|See Also|Todo|Warnings?|Warns|Caution|"
+    r"Danger|Error|Hint|Important|Tip|Attention)\s*:\s*$"
+)
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:]+\s)?(\w+)\s*:\s*(.*)$")
 _NUMPY_RULE = re.compile(r"^\s*-{3,}\s*$")
 
@@ -113,13 +131,13 @@ def parse_docstring(doc: str | None) -> Docstring:
             continue
         g = _GOOGLE_SECTION.match(line)
         if g:
-            section = "args" if g.group(1).lower() in ("args", "arguments", "parameters", "params") else "other"
+            section = "args" if g.group(1).lower() in _ARG_SECTIONS else "other"
             current = None
             i += 1
             continue
         if i + 1 < len(lines) and _NUMPY_RULE.match(lines[i + 1]) and line.strip():
             name = line.strip().lower()
-            section = "numpy" if name in ("parameters", "params", "arguments") else "other"
+            section = "numpy" if name in _ARG_SECTIONS else "other"
             current = None
             i += 2
             continue
@@ -289,6 +307,28 @@ class FunctionInfo:
                 return fast
         return self.model_input_schema()
 
+    def check_schema(self, what: str) -> None:
+        """Build the input schema now (a no-op for plain-scalar signatures, which need no pydantic) and turn a
+        parameter type that cannot become a JSON Schema into a ``TypeError`` naming that parameter, so a bad
+        annotation fails where the function is registered rather than at ``tools/list``."""
+        if self.fast_plan is not None or all(_describable(p.annotation, set()) for p in self.params):
+            return  # (decided without importing pydantic: a server answers initialize before pydantic loads)
+        try:
+            self.input_schema  # noqa: B018 - cached: tools/list reuses it
+        except Exception as exc:
+            from pydantic import TypeAdapter
+
+            for p in self.params:
+                try:
+                    json_schema_of(TypeAdapter(p.annotation))
+                except Exception as param_exc:
+                    raise TypeError(
+                        f"{what}: parameter {p.name!r} has type {_type_name(p.annotation)}, which cannot become a "
+                        f"JSON Schema ({type(param_exc).__name__}); annotate it with a JSON-compatible type (str, "
+                        "int, float, bool, list, dict, a pydantic model, a dataclass, a TypedDict, Literal/Enum)"
+                    ) from exc
+            raise TypeError(f"{what}: cannot build the input schema from its parameters: {exc}") from exc
+
     def model_input_schema(self) -> JSONDict:
         """The input schema as pydantic writes it from the arguments model (what the fast path must match)."""
         schema = json_schema_of(self.model)
@@ -403,6 +443,50 @@ def fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
     if seen != len(arguments):
         return None  # unknown arguments: pydantic reports them
     return kwargs
+
+
+_PLAIN_TYPES: frozenset[Any] = frozenset(
+    (str, int, float, bool, bytes, type(None), None, Any, object, list, dict, set, frozenset, tuple)
+)
+_PLAIN_MODULES = frozenset(("datetime", "uuid", "decimal", "pathlib", "ipaddress"))
+_CONTAINERS = frozenset(
+    (list, dict, set, frozenset, tuple, Union, types.UnionType, typing.Annotated, Literal)
+) | frozenset(getattr(collections_abc, n) for n in ("Sequence", "Mapping", "Set", "MutableSequence", "Iterable"))
+
+
+def _describable(tp: Any, seen: set[int]) -> bool:
+    """True when ``tp`` surely has a JSON Schema (scalars, containers, Literal, Enum, dataclasses and TypedDicts of
+    such, pydantic models), decided without pydantic; False means "ask pydantic" (which may still accept it)."""
+    if tp in _PLAIN_TYPES or isinstance(tp, typing.TypeVar):
+        return True
+    origin = get_origin(tp)
+    if origin is not None:
+        if origin not in _CONTAINERS:
+            return False
+        if origin is Literal:
+            return True
+        args = get_args(tp)
+        if origin is typing.Annotated:
+            args = args[:1]
+        return all(a is Ellipsis or _describable(a, seen) for a in args)
+    if not isinstance(tp, type):
+        return False
+    if id(tp) in seen:
+        return True  # a recursive type: pydantic describes it with $defs
+    seen.add(id(tp))
+    if issubclass(tp, enum.Enum) or _is_model_class(tp) or tp.__module__ in _PLAIN_MODULES:
+        return True
+    if dataclasses.is_dataclass(tp) or (issubclass(tp, dict) and hasattr(tp, "__required_keys__")):
+        try:
+            hints = typing.get_type_hints(tp, include_extras=True)
+        except Exception:
+            return False
+        return all(_describable(h, seen) for h in hints.values())
+    return False
+
+
+def _type_name(tp: Any) -> str:
+    return tp.__qualname__ if isinstance(tp, type) else repr(tp)
 
 
 def function_name(fn: Callable[..., Any], default: str | None = None) -> str:

@@ -247,6 +247,8 @@ def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
 class Tool:
     """A registered tool: the function, its definition and how to call it."""
 
+    debug = False  # development mode: exception messages reach the client (MCPKit sets it from its own)
+
     def __init__(
         self,
         fn: Callable[..., Any],
@@ -276,6 +278,7 @@ class Tool:
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
         self._defs: dict[str, JSONDict] = {}
+        self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
 
     @property
     def returns(self) -> ReturnInfo:
@@ -359,13 +362,13 @@ class Tool:
         except CapabilityNotSupported as exc:  # the client cannot do what the tool asked (sampling, roots, ...)
             return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
         except Exception as exc:
-            return error_result(internal_error_message(f"tool {self.name!r}", exc))
+            return error_result(internal_error_message(f"tool {self.name!r}", exc, self.debug))
         if type(value) is str and not (self._returns or self.returns).structured:
             return {"content": [{"type": "text", "text": value}], "isError": False}  # the common case, directly
         try:
             return self.build_result(value, feats)
         except Exception as exc:
-            return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc))
+            return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc, self.debug))
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
         """The ``CallToolResult`` for a tool's return value (:meth:`call` answers a plain string itself)."""
@@ -397,10 +400,17 @@ def error_result(message: str) -> JSONDict:
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 
-def internal_error_message(what: str, exc: BaseException) -> str:
-    """Log ``exc`` with a fresh error id; return the sanitized message the client may see."""
+def internal_error_message(what: str, exc: BaseException, debug: bool = False) -> str:
+    """Log ``exc`` with a fresh error id; return the message the client may see: only the error id in
+    production, the exception's type and message too in development (``debug``: ``MCPKit(debug=True)`` or
+    ``MCPKIT_DEBUG=1``)."""
     error_id = uuid.uuid4().hex[:12]
     logger.error("%s failed (error id %s)", what, error_id, exc_info=exc)
+    if debug:
+        return (
+            f"Error in {what}: {type(exc).__name__}: {exc} (error id {error_id}; shown because the server runs in "
+            "development mode, MCPKit(debug=True) or MCPKIT_DEBUG=1; in production the client sees only the id)"
+        )
     return f"Error in {what}: an internal error occurred (error id {error_id}). The details are in the server log."
 
 

@@ -75,8 +75,9 @@ _GLOB_SPECIAL = frozenset("*?[]\\")
 
 def _client(redis: str | Redis) -> tuple[Redis, bool]:
     if isinstance(redis, str):
-        from redis.asyncio import Redis as _Redis
+        from .._extras import require
 
+        _Redis = require("redis.asyncio", "mcpkit.stores.redis").Redis
         return _Redis.from_url(redis, decode_responses=False), True
     return redis, False
 

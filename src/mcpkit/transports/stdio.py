@@ -65,6 +65,66 @@ _TOO_LARGE = _TooLarge()
 _MAX_QUEUED_FRAMES = 512  # past this many parsed-but-unread lines, stop reading the pipe until the peer catches up
 
 
+class _BlockingReader(asyncio.ReadTransport):
+    """Standard input the event loop cannot watch (a regular file, ``/dev/null``): epoll refuses them, and a server
+    started with ``< /dev/null`` used to hang. Read in a worker thread instead, one chunk at a time, honouring
+    ``pause_reading`` so memory stays bounded as with a pipe."""
+
+    def __init__(self, fd: int, protocol: asyncio.Protocol) -> None:
+        super().__init__()
+        self._fd = fd
+        self._protocol = protocol
+        self._go = asyncio.Event()
+        self._go.set()
+        self._closing = False
+        protocol.connection_made(self)
+        self._task = asyncio.get_running_loop().create_task(self._pump())
+
+    def pause_reading(self) -> None:
+        self._go.clear()
+
+    def resume_reading(self) -> None:
+        self._go.set()
+
+    def is_reading(self) -> bool:
+        return self._go.is_set() and not self._closing
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def close(self) -> None:
+        self._closing = True
+        self._go.set()
+
+    async def _pump(self) -> None:
+        error: Exception | None = None
+        try:
+            while not self._closing:
+                await self._go.wait()
+                if self._closing:
+                    break
+                chunk = await asyncio.to_thread(os.read, self._fd, 65536)
+                if not chunk:
+                    self._protocol.eof_received()
+                    break
+                self._protocol.data_received(chunk)
+        except OSError as exc:
+            error = exc
+        self._protocol.connection_lost(error)
+
+
+def _pollable(fd: int) -> bool:
+    """Can the event loop watch ``fd``? Pipes, sockets and terminals yes; regular files and other character
+    devices (``/dev/null``) no."""
+    import stat
+
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        return True  # let connect_read_pipe report it
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd))
+
+
 class _LineReader(asyncio.Protocol):
     """Newline framing done where the bytes arrive: every complete line of a chunk is queued at once, so a burst of
     requests costs one wake-up, not one per line. Memory is bounded: an over-long line is discarded as it streams
@@ -216,6 +276,7 @@ class StdioServerTransport:
         self._write_transport: asyncio.WriteTransport | None = None
         self._flow: _FlowControl | None = None
         self._blocking_out: IO[bytes] | None = None
+        self._blocking_in: _BlockingReader | None = None  # stdin is a regular file or /dev/null
         self._closed = False
         self._out: list[bytes] = []
         self._out_bytes = 0
@@ -245,7 +306,10 @@ class StdioServerTransport:
                 os.dup2(2, 1)  # stray writes to fd 1 (print, C extensions) now go to stderr
         lines = self._lines
         lines.limit = self.max_message_size  # (the attribute may have been changed since __init__)
-        await loop.connect_read_pipe(lambda: lines, stdin)
+        if _pollable(stdin.fileno()):
+            await loop.connect_read_pipe(lambda: lines, stdin)
+        else:
+            self._blocking_in = _BlockingReader(stdin.fileno(), lines)
         out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
         try:
             flow = _FlowControl()
