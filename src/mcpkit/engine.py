@@ -215,6 +215,7 @@ class Peer:
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
 
     # ------------------------------------------------------------------ outgoing
 
@@ -308,8 +309,8 @@ class Peer:
                 await asyncio.wait_for((out or self.outbox).send(note), self.cancel_timeout)
 
         task = asyncio.get_running_loop().create_task(send())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._cancel_sends.add(task)
+        task.add_done_callback(self._cancel_sends.discard)
 
     # ------------------------------------------------------------------ incoming
 
@@ -692,6 +693,8 @@ class Peer:
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._fail_pending(self._closed)
+        if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
+            await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)
         tasks = self._running_tasks()
         for t in tasks:
             t.cancel()

@@ -252,15 +252,25 @@ class StreamableHTTPClientTransport:
         task = loop.create_task(self._run_exchange(exchange, data, headers, rid, method, self.session_id))
         exchange.task = task
         self._exchanges[rid] = exchange
-        task.add_done_callback(
-            lambda _: self._exchanges.pop(rid, None) if self._exchanges.get(rid) is exchange else None
-        )
+
+        def done(_: object) -> None:
+            if self._exchanges.get(rid) is exchange:
+                del self._exchanges[rid]
+            if not ready.done():
+                ready.set_result(None)
+
+        task.add_done_callback(done)
+        # `ready` completes first of: the exchange ended, its answer started streaming, or the window passed
+        # (one future and one timer: lighter than asyncio.wait on the hot path)
+        timer = loop.call_later(self.answer_window, _wake, ready)
         try:
-            await asyncio.wait((task, ready), timeout=self.answer_window, return_when=asyncio.FIRST_COMPLETED)
+            await ready
         except asyncio.CancelledError:
             exchange.cancelled = True
             task.cancel()  # the caller gave up: close the connection (the modern era's cancellation)
             raise
+        finally:
+            timer.cancel()
         if task.done():
             task.result()  # raises what the exchange raised
         else:
@@ -640,6 +650,11 @@ class _Exchange:
         self.cancelled = False
         self.task: asyncio.Task[None] = None  # type: ignore[assignment]
         self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
