@@ -113,6 +113,7 @@ async def test_issue15_item1_http_answers_bounded_by_max_message_size(hostile: s
                 await cs.call_tool(attack, {})
             assert time.monotonic() - t0 < 10
             assert await cs.call_tool("fine", {})  # the session goes on
+        print(f"{attack} fast={fast}: peak RSS growth {mem.growth / 2**20:.1f} MiB, {time.monotonic() - t0:.2f}s")
         assert mem.growth < RSS_BOUND, f"client grew by {mem.growth / 2**20:.0f} MiB"
 
     await asyncio.wait_for(run(), 30)
@@ -125,6 +126,7 @@ async def test_issue15_item1_legacy_sse_client_line_flood(hostile: str) -> None:
     async def run() -> None:
         async with PeakRSS() as mem, SSEClientTransport(hostile + "/sse-flood") as conn:
             assert await asyncio.wait_for(conn.receive(), 10) is None
+        print(f"legacy SSE line flood: peak RSS growth {mem.growth / 2**20:.1f} MiB")
         assert mem.growth < RSS_BOUND, f"client grew by {mem.growth / 2**20:.0f} MiB"
 
     await asyncio.wait_for(run(), 30)
