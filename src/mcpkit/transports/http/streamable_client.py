@@ -14,13 +14,20 @@ invalid annotations are dropped from those results, as the spec requires). Hands
 GET stream after negotiation (405 is fine) and send DELETE on close.
 
 Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
-own client), and :mod:`.h11_lite`, a lean keep-alive HTTP/1.1 client on asyncio streams, for the common case
+own client), and :mod:`.h11_lite`, a lean keep-alive pool whose HTTP/1.1 framing h11 parses, for the common case
 (``fast_path=None`` picks it when the URL is plain ``http://``, no ``auth=`` and no ``client=`` were given, and no
 proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY`` exempts it).
 ``fast_path=True``/``False`` forces one (True with https, auth or a client is a ValueError). Both hand
 :meth:`StreamableHTTPClientTransport._open` a response with the same small interface (``status_code``,
-``headers.get``, ``aread``, ``aiter_lines``, ``aclose``); status → behaviour lives once, in ``_post``,
+``headers.get``, ``aiter_bytes``, ``aclose``); status → behaviour lives once, in ``_post``,
 ``_read_post_stream``, ``_standalone`` and ``terminate``.
+
+What a server can send is bounded the same way on both engines: a JSON body by ``max_message_size`` (a larger
+declared Content-Length is refused before reading), SSE through the shared WHATWG decoder of :mod:`.sse_decoder`
+(an event or line past ``max_message_size`` fails the request it answers, naming the option). Reconnections back
+off exponentially and stop after ``max_reconnects``; an event does not reset the count (only a stream that stayed
+open ``stable_stream`` seconds does). A request the caller gave up on (timeout, cancellation) has its stream closed
+in either era.
 """
 
 from __future__ import annotations
