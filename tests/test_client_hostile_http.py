@@ -195,6 +195,23 @@ async def test_issue15_item3_resume_storm_is_bounded(hostile: str) -> None:
     await asyncio.wait_for(run(), 20)
 
 
+async def test_issue15_item3_standalone_stream_storm_is_bounded(hostile: str) -> None:
+    """The standalone GET stream of a handshake session gets one ``retry: 0`` event per stream: reconnections
+    back off and stop after max_reconnects instead of looping at full speed."""
+
+    async def run() -> None:
+        before = await stats(hostile)
+        async with session(hostile + "?standalone=storm", max_reconnects=3) as cs:
+            await asyncio.sleep(2.5)  # backoff 0.1 + 0.2 + 0.4 s, then it gives up
+            assert await cs.call_tool("fine", {})
+            after = await stats(hostile)
+        # the first stream, then 3 reconnections (each resuming with Last-Event-ID)
+        assert after["standalone_gets"] - before["standalone_gets"] == 1
+        assert after["gets"] - before["gets"] <= 3
+
+    await asyncio.wait_for(run(), 15)
+
+
 # ---------------------------------------------------------------------------------------------- 15.6 clear failures
 
 
