@@ -220,7 +220,9 @@ class LitePool:
                         raise LiteHTTPError(f"more than {MAX_INTERIM} interim (1xx) responses before the answer")
                     deadline = None  # the final answer may still take its time
                     continue
-                raise LiteHTTPError("the server closed the connection without a response")
+                if kind is h11.ConnectionClosed:
+                    raise LiteHTTPError("the server closed the connection without a response")
+                raise LiteHTTPError(f"unexpected {event!r} instead of a response")
         except h11.RemoteProtocolError as exc:
             conn.close()
             if not received:
