@@ -249,9 +249,10 @@ class Peer:
         ``timeout`` is a deadline: progress notifications do not extend it unless ``reset_timeout_on_progress``
         is True, and then never past ``max_timeout`` seconds after the request was sent.
 
-        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` after sending
-        ``notifications/cancelled`` on timeout, :class:`ConnectionClosed` if the connection ends first.
-        Cancelling the awaiting task sends ``notifications/cancelled`` (never for ``initialize``).
+        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` on timeout (at once:
+        ``notifications/cancelled`` goes out in the background, see ``cancel_timeout``), :class:`ConnectionClosed`
+        if the connection ends first. Cancelling the awaiting task sends ``notifications/cancelled`` the same way
+        (never for ``initialize``).
         """
         if self._closed is not None:
             raise ConnectionClosed(f"{self.name}: connection closed")
