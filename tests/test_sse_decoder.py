@@ -56,3 +56,21 @@ def test_new_stream_keeps_the_last_event_id_and_forgets_the_partial_event() -> N
 def test_issue15_item1_event_and_line_bounds(chunks: list[bytes]) -> None:
     with pytest.raises(SSEEventTooLarge, match="1000-byte limit"):
         decode(chunks, limit=1000)
+
+
+def test_issue15_item1_empty_data_line_flood_costs_a_byte_per_line() -> None:
+    """64 Ki lines of bare ``data`` (the most lines that fit a 64 KiB bound) before the event is refused: the
+    decoder holds about a byte per line (a list of lines held 8-byte references: 512 KiB and more)."""
+    import tracemalloc
+
+    decoder = SSEDecoder(64 * 1024)
+    chunk = b"data\n" * 4096
+    tracemalloc.start()
+    try:
+        with pytest.raises(SSEEventTooLarge):
+            for _ in range(20):
+                decoder.feed(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 256 * 1024, f"peak {peak / 1024:.0f} KiB"
