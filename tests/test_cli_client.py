@@ -264,3 +264,16 @@ def test_unreachable_url() -> None:
         port = s.getsockname()[1]  # nothing listens there once the socket is closed
     proc = mcpkit("ping", f"http://127.0.0.1:{port}/mcp")
     assert proc.returncode == 1 and f"cannot connect to http://127.0.0.1:{port}/mcp" in proc.stderr
+
+
+def test_issue15_item3_cli_timeout_is_a_hard_bound_despite_progress() -> None:
+    """Issue 15.3: a tool reporting progress every 0.2 s for 10 s does not keep ``mcpkit call --timeout 1``
+    running: the timeout is a deadline (it used to be reset by each progress notification)."""
+    import time
+
+    t0 = time.monotonic()
+    proc = mcpkit("call", SERVER, "slow", "steps=50", "delay=0.2", "--timeout", "1", timeout=30)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert "timed out" in proc.stderr
+    assert elapsed < 6, f"took {elapsed:.1f}s"

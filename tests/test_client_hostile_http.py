@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import time
+import tracemalloc
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from mcpkit.transports.http.h11_lite import LiteHTTPError, LitePool
 from mcpkit.transports.http.sse_client import SSEClientTransport
 
 SERVER = Path(__file__).parent / "servers" / "hostile_http.py"
-RSS_BOUND = 32 * 1024 * 1024  # peak growth of this process while a 64 MiB flood runs (limit: 4 MiB)
+RSS_BOUND = 32 * 1024 * 1024  # peak memory growth of this process while a 64 MiB flood runs (limit: 4 MiB)
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
@@ -52,10 +53,12 @@ def _rss() -> int:
 
 
 class PeakRSS:
-    """Samples this process's RSS every 5 ms inside ``async with``; ``growth`` is peak minus the start."""
+    """Inside ``async with``: this process's RSS sampled every 5 ms, and the peak of Python allocations
+    (tracemalloc, which memory freed earlier and reused by the allocator cannot hide). ``growth`` is the larger of
+    the RSS peak over its start and the allocation peak over the start."""
 
     def __init__(self) -> None:
-        self.start = self.peak = 0
+        self.start = self.peak = self.traced = 0
         self._task: asyncio.Task[None] | None = None
 
     async def _sample(self) -> None:
@@ -64,6 +67,8 @@ class PeakRSS:
             await asyncio.sleep(0.005)
 
     async def __aenter__(self) -> PeakRSS:
+        tracemalloc.start()
+        self._traced_start = tracemalloc.get_traced_memory()[0]
         self.start = self.peak = _rss()
         self._task = asyncio.create_task(self._sample())
         return self
@@ -74,10 +79,12 @@ class PeakRSS:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self.peak = max(self.peak, _rss())
+        self.traced = tracemalloc.get_traced_memory()[1] - self._traced_start
+        tracemalloc.stop()
 
     @property
     def growth(self) -> int:
-        return self.peak - self.start
+        return max(self.peak - self.start, self.traced)
 
 
 @contextlib.asynccontextmanager
@@ -113,6 +120,7 @@ async def test_issue15_item1_http_answers_bounded_by_max_message_size(hostile: s
                 await cs.call_tool(attack, {})
             assert time.monotonic() - t0 < 10
             assert await cs.call_tool("fine", {})  # the session goes on
+        print(f"{attack} fast={fast}: peak memory growth {mem.growth / 2**20:.1f} MiB, {time.monotonic() - t0:.2f}s")
         assert mem.growth < RSS_BOUND, f"client grew by {mem.growth / 2**20:.0f} MiB"
 
     await asyncio.wait_for(run(), 30)
@@ -125,6 +133,7 @@ async def test_issue15_item1_legacy_sse_client_line_flood(hostile: str) -> None:
     async def run() -> None:
         async with PeakRSS() as mem, SSEClientTransport(hostile + "/sse-flood") as conn:
             assert await asyncio.wait_for(conn.receive(), 10) is None
+        print(f"legacy SSE line flood: peak memory growth {mem.growth / 2**20:.1f} MiB")
         assert mem.growth < RSS_BOUND, f"client grew by {mem.growth / 2**20:.0f} MiB"
 
     await asyncio.wait_for(run(), 30)
@@ -191,6 +200,23 @@ async def test_issue15_item3_resume_storm_is_bounded(hostile: str) -> None:
         assert (await stats(hostile))["gets"] - before <= 5
 
     await asyncio.wait_for(run(), 20)
+
+
+async def test_issue15_item3_standalone_stream_storm_is_bounded(hostile: str) -> None:
+    """The standalone GET stream of a handshake session gets one ``retry: 0`` event per stream: reconnections
+    back off and stop after max_reconnects instead of looping at full speed."""
+
+    async def run() -> None:
+        before = await stats(hostile)
+        async with session(hostile + "?standalone=storm", max_reconnects=3) as cs:
+            await asyncio.sleep(2.5)  # backoff 0.1 + 0.2 + 0.4 s, then it gives up
+            assert await cs.call_tool("fine", {})
+            after = await stats(hostile)
+        # the first stream, then 3 reconnections (each resuming with Last-Event-ID)
+        assert after["standalone_gets"] - before["standalone_gets"] == 1
+        assert after["gets"] - before["gets"] <= 3
+
+    await asyncio.wait_for(run(), 15)
 
 
 # ---------------------------------------------------------------------------------------------- 15.6 clear failures

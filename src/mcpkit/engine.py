@@ -240,6 +240,7 @@ class Peer:
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
 
     # ------------------------------------------------------------------ outgoing
 
@@ -273,9 +274,10 @@ class Peer:
         ``timeout`` is a deadline: progress notifications do not extend it unless ``reset_timeout_on_progress``
         is True, and then never past ``max_timeout`` seconds after the request was sent.
 
-        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` after sending
-        ``notifications/cancelled`` on timeout, :class:`ConnectionClosed` if the connection ends first.
-        Cancelling the awaiting task sends ``notifications/cancelled`` (never for ``initialize``).
+        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` on timeout (at once:
+        ``notifications/cancelled`` goes out in the background, see ``cancel_timeout``), :class:`ConnectionClosed`
+        if the connection ends first. Cancelling the awaiting task sends ``notifications/cancelled`` the same way
+        (never for ``initialize``).
         """
         if self._closed is not None:
             raise ConnectionClosed(f"{self.name}: connection closed")
@@ -333,8 +335,8 @@ class Peer:
                 await asyncio.wait_for((out or self.outbox).send(note), self.cancel_timeout)
 
         task = asyncio.get_running_loop().create_task(send())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._cancel_sends.add(task)
+        task.add_done_callback(self._cancel_sends.discard)
 
     # ------------------------------------------------------------------ incoming
 
@@ -821,6 +823,8 @@ class Peer:
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._fail_pending(self._closed)
+        if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
+            await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)
         tasks = self._running_tasks()
         for t in tasks:
             t.cancel()

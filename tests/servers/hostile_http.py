@@ -21,7 +21,7 @@ FLOOD = 64 * 1024 * 1024  # bytes a flood sends at most: 16x the client's 4 MiB 
 PIECE = 256 * 1024
 SID = "hostile-session-0001"
 
-stats: dict[str, Any] = {"gets": 0, "last_event_ids": [], "posts": 0, "cancels": 0}
+stats: dict[str, Any] = {"gets": 0, "standalone_gets": 0, "last_event_ids": [], "posts": 0, "cancels": 0}
 calls: dict[Any, str] = {}  # request id -> tool name
 hold: list[asyncio.StreamWriter] = []  # connections kept open forever (never-ending streams)
 
@@ -155,6 +155,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 start = head("200 OK", "text/event-stream") + b"event: endpoint\ndata: /messages\n\n"
                 await flood(writer, start + b"data: ", b"x" * PIECE)
                 return
+            elif method == "GET" and "standalone=storm" in path and "last-event-id" not in headers:
+                stats["standalone_gets"] += 1  # the standalone stream, also one event per stream with retry: 0
+                if not await tool_call("storm", None, writer):
+                    return
             elif method == "GET":
                 if "last-event-id" in headers:
                     stats["gets"] += 1

@@ -49,7 +49,20 @@ class SSEDecoder:
     milliseconds, or None) live across :meth:`new_stream`, as they do on an ``EventSource``.
     """
 
-    __slots__ = ("_buf", "_cr", "_data", "_event", "_id", "_size", "_start", "last_event_id", "max_event_size", "retry")
+    __slots__ = (
+        "_buf",
+        "_cr",
+        "_event",
+        "_first",
+        "_id",
+        "_lines",
+        "_more",
+        "_size",
+        "_start",
+        "last_event_id",
+        "max_event_size",
+        "retry",
+    )
 
     def __init__(self, max_event_size: int) -> None:
         self.max_event_size = max_event_size
@@ -63,7 +76,9 @@ class SSEDecoder:
         self._buf = bytearray()
         self._cr = False  # the previous read ended with CR: a LF opening the next one belongs to it
         self._start = True  # nothing read yet: a BOM may come
-        self._data: list[bytes] = []
+        self._lines = 0  # data lines of the event so far: the first kept as is, more joined in _more
+        self._first = b""
+        self._more: bytearray | None = None  # (one growing buffer: a flood of empty data lines costs 1 byte each)
         self._size = 0
         self._event = b""
         self._id = self.last_event_id
@@ -111,11 +126,12 @@ class SSEDecoder:
     def _line(self, line: bytes, events: list[SSEEvent]) -> None:
         if not line:  # dispatch
             self.last_event_id = self._id
-            if self._data:
+            if self._lines:
                 event = self._event.decode("utf-8", "replace") if self._event else "message"
-                data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
+                data = self._first if self._more is None else bytes(self._more)
                 events.append(SSEEvent(event, data, self._id))
-                self._data = []
+                self._lines = 0
+                self._more = None
                 self._size = 0
             self._event = b""
             return
@@ -128,7 +144,14 @@ class SSEDecoder:
             self._size += len(value) + 1
             if self._size > self.max_event_size + 1:
                 raise SSEEventTooLarge(self.max_event_size)
-            self._data.append(value)
+            if self._lines == 0:
+                self._first = value
+            else:
+                if self._more is None:
+                    self._more = bytearray(self._first)
+                self._more += b"\n"
+                self._more += value
+            self._lines += 1
         elif field == b"event":
             self._event = value
         elif field == b"id":

@@ -14,13 +14,20 @@ invalid annotations are dropped from those results, as the spec requires). Hands
 GET stream after negotiation (405 is fine) and send DELETE on close.
 
 Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
-own client), and :mod:`.h11_lite`, a lean keep-alive HTTP/1.1 client on asyncio streams, for the common case
+own client), and :mod:`.h11_lite`, a lean keep-alive pool whose HTTP/1.1 framing h11 parses, for the common case
 (``fast_path=None`` picks it when the URL is plain ``http://``, no ``auth=`` and no ``client=`` were given, and no
 proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY`` exempts it).
 ``fast_path=True``/``False`` forces one (True with https, auth or a client is a ValueError). Both hand
 :meth:`StreamableHTTPClientTransport._open` a response with the same small interface (``status_code``,
-``headers.get``, ``aread``, ``aiter_lines``, ``aclose``); status → behaviour lives once, in ``_post``,
+``headers.get``, ``aiter_bytes``, ``aclose``); status → behaviour lives once, in ``_post``,
 ``_read_post_stream``, ``_standalone`` and ``terminate``.
+
+What a server can send is bounded the same way on both engines: a JSON body by ``max_message_size`` (a larger
+declared Content-Length is refused before reading), SSE through the shared WHATWG decoder of :mod:`.sse_decoder`
+(an event or line past ``max_message_size`` fails the request it answers, naming the option). Reconnections back
+off exponentially and stop after ``max_reconnects``; an event does not reset the count (only a stream that stayed
+open ``stable_stream`` seconds does). A request the caller gave up on (timeout, cancellation) has its stream closed
+in either era.
 """
 
 from __future__ import annotations
@@ -252,15 +259,25 @@ class StreamableHTTPClientTransport:
         task = loop.create_task(self._run_exchange(exchange, data, headers, rid, method, self.session_id))
         exchange.task = task
         self._exchanges[rid] = exchange
-        task.add_done_callback(
-            lambda _: self._exchanges.pop(rid, None) if self._exchanges.get(rid) is exchange else None
-        )
+
+        def done(_: object) -> None:
+            if self._exchanges.get(rid) is exchange:
+                del self._exchanges[rid]
+            if not ready.done():
+                ready.set_result(None)
+
+        task.add_done_callback(done)
+        # `ready` completes first of: the exchange ended, its answer started streaming, or the window passed
+        # (one future and one timer: lighter than asyncio.wait on the hot path)
+        timer = loop.call_later(self.answer_window, _wake, ready)
         try:
-            await asyncio.wait((task, ready), timeout=self.answer_window, return_when=asyncio.FIRST_COMPLETED)
+            await ready
         except asyncio.CancelledError:
             exchange.cancelled = True
             task.cancel()  # the caller gave up: close the connection (the modern era's cancellation)
             raise
+        finally:
+            timer.cancel()
         if task.done():
             task.result()  # raises what the exchange raised
         else:
@@ -640,6 +657,11 @@ class _Exchange:
         self.cancelled = False
         self.task: asyncio.Task[None] = None  # type: ignore[assignment]
         self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
 
 
 def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
