@@ -286,6 +286,23 @@ async def test_issue12_item3_http_batch_items_count_against_the_session_cap() ->
         assert seen["calls"] == 600 and seen["peak"] <= 256, seen
 
 
+async def test_issue12_item3_http_batch_flood_memory_is_bounded() -> None:
+    """Issue 12.3 over HTTP: 300 concurrent POSTs of 100 batched calls (30,000 calls) of a tool that holds each call
+    for up to 3 s: two batches run (256 places), the other POSTs wait in the session's bounded queue, and the
+    server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
+    async with http_session() as (http, url, headers, pid):
+        until = time.time() + 3.0
+        work = [
+            [{**c, "params": {"name": "slow", "arguments": {"until": until}}} for c in b] for b in batches(300, 100, 0)
+        ]
+        async with PeakRSS(pid) as rss:
+            rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in work))
+        assert [r.status_code for r in rs] == [200] * 300
+        assert sum(len(r.json()) for r in rs) == 30_000
+        print(f"http: 30,000 batched calls in 300 POSTs, server RSS +{rss.growth_mb:.1f} MB")
+        assert rss.growth_mb < 40, rss.growth_mb
+
+
 async def test_issue12_item3_http_long_batch_is_refused() -> None:
     """Issue 12.3 over HTTP: a POSTed batch longer than max_batch_size is refused whole (400, -32600)."""
     async with http_session() as (http, url, headers, _):

@@ -552,7 +552,8 @@ class StreamableHTTPEndpoint:
         queue_size: bound of each SSE connection's queue.
         max_requests_per_session: requests of one session running at once (each item of a batch counts as one).
         max_queued_per_session: POSTs of one session that wait for a free place beyond those (429 beyond).
-        max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond).
+        max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond;
+            default: one max-size message, 4 MiB).
         cors: answer CORS preflights and add CORS headers for browser requests whose ``Origin`` the policy
             accepts (localhost origins and ``allowed_origins``), exposing ``Mcp-Session-Id``.
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
@@ -579,7 +580,7 @@ class StreamableHTTPEndpoint:
         queue_size: int = 256,
         max_requests_per_session: int = 256,
         max_queued_per_session: int = 768,
-        max_queued_bytes_per_session: int = 16 * 1024 * 1024,
+        max_queued_bytes_per_session: int = DEFAULT_MAX_MESSAGE_SIZE,
         tool_headers: ToolHeaders | None = None,
         cors: bool = True,
         **peer_options: Any,
