@@ -438,6 +438,27 @@ async def test_issue15_item2_batched_server_requests_take_client_slots() -> None
     assert seen["long"]["code"] == -32600 and "max_batch_size" in seen["long"]["message"]
 
 
+async def test_issue15_item2_batch_flood_from_a_server_that_never_reads_is_bounded() -> None:
+    """Issue 15.2: a server sends 500 batches of 100 sampling requests and never reads the answers: the answers
+    that cannot be written hold the client's slots, so the client stops reading and its memory stays flat (on
+    91956f7 it read and answered every batch, holding every answer in memory: +290 MB)."""
+    gauge = Gauge()
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        gauge.enter()
+        gauge.leave()
+        return {"role": "assistant", "content": {"type": "text", "text": "x" * 200}, "model": "m"}
+
+    async with hostile("batch-no-read", sampling_handler=sample, timeout=10) as cs:
+        async with PeakRSS(os.getpid()) as rss:
+            await asyncio.sleep(4)
+        handled = gauge.calls
+        assert cs.peer.inflight_count() <= 256
+    print(f"client: {handled} sampling requests handled while the server does not read, RSS +{rss.growth_mb:.1f} MB")
+    assert handled < 50_000, handled
+    assert rss.growth_mb < 60, rss.growth_mb
+
+
 async def test_issue15_item2_async_progress_callbacks_do_not_spawn_a_task_each() -> None:
     """Issue 15.2: 20,000 progress notifications for one call with an async callback: at most one callback runs at
     a time and the tasks of the client stay few (on 91956f7 one task per notification: 20,000), and the callback
