@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import EllipsisType
 from typing import Any, Protocol
 
@@ -796,10 +796,15 @@ class Peer:
             logger.debug("%s: could not answer a batch: %s", self.name, exc)
 
     def _spawn(self, aw: Awaitable[Any]) -> None:
-        async def runner() -> None:
-            await aw
+        if inspect.iscoroutine(aw):
+            coro: Coroutine[Any, Any, Any] = aw  # (a task cancelled before it starts closes it: no warning)
+        else:
 
-        task = asyncio.get_running_loop().create_task(runner())
+            async def runner() -> None:
+                await aw
+
+            coro = runner()
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
