@@ -848,7 +848,7 @@ class StreamableHTTPEndpoint:
             return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
             return self._post_stateless(receive, send, h, msg)
-        return self._post_session(h, hv, msg, receive, send, len(body))
+        return self._post_session(h, hv, msg, receive, send, body)
 
     def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
@@ -874,7 +874,7 @@ class StreamableHTTPEndpoint:
         return None
 
     async def _post_session(
-        self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, size: int = 0
+        self, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
     ) -> None:
         """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
         t = type(msg)
@@ -918,7 +918,8 @@ class StreamableHTTPEndpoint:
             return
         weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
         if hs.busy and hs.busy + weight > self.max_requests_per_session:
-            if not await self._wait_turn(hs, weight, size):
+            msg = None  # a waiting POST holds its body, not the parsed message (several times larger)
+            if not await self._wait_turn(hs, weight, len(body)):
                 hs.last_seen = time.monotonic()
                 await _respond(send, 429, _TOO_BUSY, extra=_RETRY_AFTER_1)
                 return
@@ -927,6 +928,7 @@ class StreamableHTTPEndpoint:
                 self._next_turn(hs)
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
+            msg = jsonrpc.parse(body)  # (it parsed before)
         else:
             hs.busy += weight
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
