@@ -324,7 +324,7 @@ async def test_issue16_http_requests_beyond_the_session_cap_queue_before_429() -
         seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
         assert seen["peak"] <= 256, seen
     async with http_session("max_requests_per_session=4", "max_queued_per_session=4") as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=slow(i, 300), headers=headers) for i in range(12)))
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1500), headers=headers) for i in range(12)))
         codes = sorted(r.status_code for r in rs)
         assert codes == [200] * 8 + [429] * 4, codes
         refused = next(r for r in rs if r.status_code == 429)
