@@ -162,23 +162,25 @@ async def server_process(mode: str, *opts: str) -> AsyncIterator[tuple[asyncio.s
 
 
 @contextlib.asynccontextmanager
-async def raw_peer(transport: str, *opts: str) -> AsyncIterator[Any]:
-    """An initialized handshake-era (2025-03-26) raw peer of the limits server over ``transport``."""
+async def raw_peer(transport: str, *opts: str, handshake: bool = True) -> AsyncIterator[Any]:
+    """A raw peer of the limits server over ``transport``, initialized in 2025-03-26 unless ``handshake`` is False."""
     if transport == "stdio":
         async with server_process("stdio", *opts) as (proc, _):
             peer: Any = StdioPeer(proc)
-            await peer.send(initialize())
-            assert "result" in await peer.recv()
-            await peer.send(INITIALIZED)
+            if handshake:
+                await peer.send(initialize())
+                assert "result" in await peer.recv()
+                await peer.send(INITIALIZED)
             yield peer
         return
     async with server_process("http", *opts) as (proc, port):
         url = f"ws://127.0.0.1:{port}/ws"
         async with websockets.connect(url, max_size=None, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
             peer = WsPeer(ws, proc.pid)
-            await peer.send(initialize())
-            assert "result" in await peer.recv()
-            await peer.send(INITIALIZED)
+            if handshake:
+                await peer.send(initialize())
+                assert "result" in await peer.recv()
+                await peer.send(INITIALIZED)
             yield peer
 
 
@@ -357,25 +359,24 @@ async def test_issue12_item12_modern_batch_over_http_says_batches_do_not_exist()
                 assert err["code"] == -32600 and "batches do not exist in 2026-07-28" in err["message"], err
 
 
-async def test_issue12_item12_modern_batch_over_stdio_says_batches_do_not_exist() -> None:
-    """Issue 12.12 on stdio: a batch sent to a server that speaks only 2026-07-28 is refused with -32600 "batches
-    do not exist in 2026-07-28" (on 91956f7: "JSON-RPC batches are not allowed", member by member), and modern
-    requests inside a batch on a server of both eras get the same words."""
+@pytest.mark.parametrize("transport", ["stdio", "ws"])
+async def test_issue12_item12_modern_batch_over_stdio_and_ws_says_batches_do_not_exist(transport: str) -> None:
+    """Issue 12.12 on stdio and WebSocket: a batch sent to a server that speaks only 2026-07-28 is refused with
+    -32600 "batches do not exist in 2026-07-28" (on 91956f7: "JSON-RPC batches are not allowed", member by member),
+    and modern requests inside a batch on a server of both eras get the same words."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},
     }
     item = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
-    async with server_process("stdio", "modern_only=1") as (proc, _):
-        peer = StdioPeer(proc)
+    async with raw_peer(transport, "modern_only=1", handshake=False) as peer:
         await peer.send([item, {**item, "id": 2}])
         err = await peer.recv()
         assert isinstance(err, dict) and err["error"]["code"] == -32600
         assert "batches do not exist in 2026-07-28" in err["error"]["message"]
         await peer.send(item)
         assert "tools" in (await peer.recv())["result"]
-    async with server_process("stdio") as (proc, _):
-        peer = StdioPeer(proc)
+    async with raw_peer(transport, handshake=False) as peer:
         await peer.send([item, {**item, "id": 2}])
         answers = await peer.recv()
         assert [a["error"]["code"] for a in answers] == [-32600, -32600]
