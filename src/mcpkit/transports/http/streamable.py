@@ -854,23 +854,21 @@ class StreamableHTTPEndpoint:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
         member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
         server = self.server
-        if server.modern_versions:
-            modern = not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))
-            if not modern:
-                for item in batch:
-                    if type(item) is Request or type(item) is Notification:
-                        p = item.params  # type: ignore[union-attr]
-                        meta = p.get("_meta") if p is not None else None
-                        if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
-                            modern = True
-                            break
-            if modern:
-                return MODERN_BATCH_REFUSAL
-        if len(batch) > self._max_batch:
+        modern = server.modern_versions
+        if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
+            return MODERN_BATCH_REFUSAL
+        if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
             return (
                 f"batch of {len(batch)} messages is longer than the limit of {self._max_batch}: send fewer messages "
                 "per batch (the limit is the max_batch_size option)"
             )
+        if modern:
+            for item in batch:
+                if type(item) is Request or type(item) is Notification:
+                    p = item.params  # type: ignore[union-attr]
+                    meta = p.get("_meta") if p is not None else None
+                    if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
+                        return MODERN_BATCH_REFUSAL
         return None
 
     async def _post_session(
