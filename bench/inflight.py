@@ -3,11 +3,14 @@ keep-alive connection each) sharing one handshake-era session. Reported per run:
 server CPU seconds per 1,000 answered calls and the server's peak RSS.
 
     python bench/inflight.py [--inflight 256,1024] [--seconds 10] [--retry-wait 1.0] [--src /path/to/src]
+                             [--server-opt max_requests_per_session=1 ...]
 
 ``--src`` puts another mcpkit first for the server (e.g. ``git archive <rev> src | tar -x -C /tmp/old`` then
 ``--src /tmp/old/src``) to compare before/after in one run. ``--retry-wait``: seconds a refused worker waits
-before it sends again (``header``: what Retry-After says). Every load is bounded in seconds and calls; the server
-is a subprocess on 127.0.0.1 and is killed at the end. Runs in the dev venv (mcpkit + uvicorn + orjson).
+before it sends again (``header``: what Retry-After says). ``--server-opt k=v`` (integers) goes to ``create_app``:
+e.g. ``max_requests_per_session=1 --server-opt max_queued_per_session=0`` measures what a refusal costs. Every
+load is bounded in seconds and calls; the server is a subprocess on 127.0.0.1 and is killed at the end. Runs in the
+dev venv (mcpkit + uvicorn + orjson).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(HERE))
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def serve(port: int) -> None:
+def serve(port: int, options: dict[str, int]) -> None:
     """The server: a low-level mcpkit Server with one tool that sleeps 50 ms, under the suite's uvicorn config."""
     import uvicorn
     from servers._serve import UVICORN_CONFIG
@@ -49,7 +52,7 @@ def serve(port: int) -> None:
         await asyncio.sleep(0.05)
         return {"content": [{"type": "text", "text": "ok"}]}
 
-    app = create_app(server, sse=False, ws=False)
+    app = create_app(server, sse=False, ws=False, **options)
     uvicorn.Server(uvicorn.Config(app, port=port, **{**UVICORN_CONFIG, "backlog": 4096})).run()
 
 
@@ -147,6 +150,7 @@ async def load(port: int, inflight: int, seconds: float, retry_wait: str, pid: i
         "calls_per_s": done / elapsed,
         "refused": refused,
         "cpu_ms_per_1k": 1000 * cpu / max(done, 1) * 1000,
+        "cpu_us_per_call": 1e6 * cpu / max(done + refused, 1),
         "peak_rss_mb": peak_rss,
     }
 
@@ -157,17 +161,21 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--retry-wait", default="header")
     ap.add_argument("--src", default=None, help="the mcpkit source directory the server imports")
+    ap.add_argument("--server-opt", action="append", default=[], help="k=v (integer) for create_app")
     ap.add_argument("--serve", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve is not None:
-        serve(args.serve)
+        serve(args.serve, {k: int(v) for k, v in (o.split("=", 1) for o in args.server_opt)})
         return
     env = dict(os.environ)
     if args.src:
         env["PYTHONPATH"] = args.src
     for n in (int(x) for x in args.inflight.split(",")):
         port = _free_port()
-        proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], env=env, stderr=subprocess.DEVNULL)
+        opts = [f"--server-opt={o}" for o in args.server_opt]
+        proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(port), *opts], env=env, stderr=subprocess.DEVNULL
+        )
         try:
             for _ in range(300):
                 try:
@@ -178,7 +186,8 @@ def main() -> None:
             out = asyncio.run(load(port, n, args.seconds, args.retry_wait, proc.pid))
             print(
                 f"{n:5d} in flight: {out['calls_per_s']:7.0f} calls/s, {out['refused']:6d} refused (429), "
-                f"server CPU {out['cpu_ms_per_1k']:6.0f} ms per 1k answered, peak RSS {out['peak_rss_mb']:.0f} MB",
+                f"server CPU {out['cpu_ms_per_1k']:6.0f} ms per 1k answered ({out['cpu_us_per_call']:.0f} us per "
+                f"answer or refusal), peak RSS {out['peak_rss_mb']:.0f} MB",
                 flush=True,
             )
         finally:

@@ -162,23 +162,25 @@ async def server_process(mode: str, *opts: str) -> AsyncIterator[tuple[asyncio.s
 
 
 @contextlib.asynccontextmanager
-async def raw_peer(transport: str, *opts: str) -> AsyncIterator[Any]:
-    """An initialized handshake-era (2025-03-26) raw peer of the limits server over ``transport``."""
+async def raw_peer(transport: str, *opts: str, handshake: bool = True) -> AsyncIterator[Any]:
+    """A raw peer of the limits server over ``transport``, initialized in 2025-03-26 unless ``handshake`` is False."""
     if transport == "stdio":
         async with server_process("stdio", *opts) as (proc, _):
             peer: Any = StdioPeer(proc)
-            await peer.send(initialize())
-            assert "result" in await peer.recv()
-            await peer.send(INITIALIZED)
+            if handshake:
+                await peer.send(initialize())
+                assert "result" in await peer.recv()
+                await peer.send(INITIALIZED)
             yield peer
         return
     async with server_process("http", *opts) as (proc, port):
         url = f"ws://127.0.0.1:{port}/ws"
         async with websockets.connect(url, max_size=None, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
             peer = WsPeer(ws, proc.pid)
-            await peer.send(initialize())
-            assert "result" in await peer.recv()
-            await peer.send(INITIALIZED)
+            if handshake:
+                await peer.send(initialize())
+                assert "result" in await peer.recv()
+                await peer.send(INITIALIZED)
             yield peer
 
 
@@ -286,6 +288,23 @@ async def test_issue12_item3_http_batch_items_count_against_the_session_cap() ->
         assert seen["calls"] == 600 and seen["peak"] <= 256, seen
 
 
+async def test_issue12_item3_http_batch_flood_memory_is_bounded() -> None:
+    """Issue 12.3 over HTTP: 300 concurrent POSTs of 100 batched calls (30,000 calls) of a tool that holds each call
+    for up to 3 s: two batches run (256 places), the other POSTs wait in the session's bounded queue, and the
+    server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
+    async with http_session() as (http, url, headers, pid):
+        until = time.time() + 3.0
+        work = [
+            [{**c, "params": {"name": "slow", "arguments": {"until": until}}} for c in b] for b in batches(300, 100, 0)
+        ]
+        async with PeakRSS(pid) as rss:
+            rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in work))
+        assert [r.status_code for r in rs] == [200] * 300
+        assert sum(len(r.json()) for r in rs) == 30_000
+        print(f"http: 30,000 batched calls in 300 POSTs, server RSS +{rss.growth_mb:.1f} MB")
+        assert rss.growth_mb < 20, rss.growth_mb
+
+
 async def test_issue12_item3_http_long_batch_is_refused() -> None:
     """Issue 12.3 over HTTP: a POSTed batch longer than max_batch_size is refused whole (400, -32600)."""
     async with http_session() as (http, url, headers, _):
@@ -307,7 +326,7 @@ async def test_issue16_http_requests_beyond_the_session_cap_queue_before_429() -
         seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
         assert seen["peak"] <= 256, seen
     async with http_session("max_requests_per_session=4", "max_queued_per_session=4") as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=slow(i, 300), headers=headers) for i in range(12)))
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1500), headers=headers) for i in range(12)))
         codes = sorted(r.status_code for r in rs)
         assert codes == [200] * 8 + [429] * 4, codes
         refused = next(r for r in rs if r.status_code == 429)
@@ -340,25 +359,24 @@ async def test_issue12_item12_modern_batch_over_http_says_batches_do_not_exist()
                 assert err["code"] == -32600 and "batches do not exist in 2026-07-28" in err["message"], err
 
 
-async def test_issue12_item12_modern_batch_over_stdio_says_batches_do_not_exist() -> None:
-    """Issue 12.12 on stdio: a batch sent to a server that speaks only 2026-07-28 is refused with -32600 "batches
-    do not exist in 2026-07-28" (on 91956f7: "JSON-RPC batches are not allowed", member by member), and modern
-    requests inside a batch on a server of both eras get the same words."""
+@pytest.mark.parametrize("transport", ["stdio", "ws"])
+async def test_issue12_item12_modern_batch_over_stdio_and_ws_says_batches_do_not_exist(transport: str) -> None:
+    """Issue 12.12 on stdio and WebSocket: a batch sent to a server that speaks only 2026-07-28 is refused with
+    -32600 "batches do not exist in 2026-07-28" (on 91956f7: "JSON-RPC batches are not allowed", member by member),
+    and modern requests inside a batch on a server of both eras get the same words."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},
     }
     item = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
-    async with server_process("stdio", "modern_only=1") as (proc, _):
-        peer = StdioPeer(proc)
+    async with raw_peer(transport, "modern_only=1", handshake=False) as peer:
         await peer.send([item, {**item, "id": 2}])
         err = await peer.recv()
         assert isinstance(err, dict) and err["error"]["code"] == -32600
         assert "batches do not exist in 2026-07-28" in err["error"]["message"]
         await peer.send(item)
         assert "tools" in (await peer.recv())["result"]
-    async with server_process("stdio") as (proc, _):
-        peer = StdioPeer(proc)
+    async with raw_peer(transport, handshake=False) as peer:
         await peer.send([item, {**item, "id": 2}])
         answers = await peer.recv()
         assert [a["error"]["code"] for a in answers] == [-32600, -32600]
@@ -419,6 +437,27 @@ async def test_issue15_item2_batched_server_requests_take_client_slots() -> None
     assert seen["answered"] == 2000 and gauge.calls == 2000
     assert gauge.peak <= 256, gauge.peak
     assert seen["long"]["code"] == -32600 and "max_batch_size" in seen["long"]["message"]
+
+
+async def test_issue15_item2_batch_flood_from_a_server_that_never_reads_is_bounded() -> None:
+    """Issue 15.2: a server sends 500 batches of 100 sampling requests and never reads the answers: the answers
+    that cannot be written hold the client's slots, so the client stops reading and its memory stays flat (on
+    91956f7 it read and answered every batch, holding every answer in memory: +290 MB)."""
+    gauge = Gauge()
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        gauge.enter()
+        gauge.leave()
+        return {"role": "assistant", "content": {"type": "text", "text": "x" * 200}, "model": "m"}
+
+    async with hostile("batch-no-read", sampling_handler=sample, timeout=10) as cs:
+        async with PeakRSS(os.getpid()) as rss:
+            await asyncio.sleep(4)
+        handled = gauge.calls
+        assert cs.peer.inflight_count() <= 256
+    print(f"client: {handled} sampling requests handled while the server does not read, RSS +{rss.growth_mb:.1f} MB")
+    assert handled < 50_000, handled
+    assert rss.growth_mb < 60, rss.growth_mb
 
 
 async def test_issue15_item2_async_progress_callbacks_do_not_spawn_a_task_each() -> None:

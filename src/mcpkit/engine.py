@@ -19,7 +19,7 @@ import logging
 import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from types import EllipsisType
 from typing import Any, Protocol
 
@@ -132,7 +132,9 @@ class RequestContext:
         self._last_progress: float | None = None
         self.task: asyncio.Task[Any] | None = None
         self.state: Any = None  # free slot for the layer above (server session, era, ...)
-        self.sink: list[bytes] | None = None  # batch members collect their response here instead of sending it
+        # batch members add their response here (followed by a comma) instead of sending it: one buffer per batch,
+        # not one small bytes object per member (orjson gives each a 4 KiB allocation while it is held)
+        self.sink: bytearray | None = None
         self._slot = False  # holds one of the peer's max_concurrency slots
 
     @property
@@ -479,18 +481,21 @@ class Peer:
 
     def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
         if req.id in self._inflight:
-            # Never cross wires: refuse the duplicate, the original keeps running.
-            self._spawn(
-                self._send_error(
-                    req.id,
-                    InvalidRequest(f"request id {req.id!r} is already in use by a request in progress").to_error(),
-                    out,
-                )
-            )
+            # Never cross wires: refuse the duplicate, the original keeps running. The refusal holds a slot until it
+            # is sent, so a flood of duplicates is bounded like requests (the reader waits when the slots are taken).
+            err = InvalidRequest(f"request id {req.id!r} is already in use by a request in progress").to_error()
+            self._active += 1
+            self._spawn(self._refuse(req.id, err, out))
             return None
         ctx = RequestContext(self, req.id, req.method, req.params, out)
         self._inflight[req.id] = ctx
         return ctx
+
+    async def _refuse(self, rid: RequestId, error: JSONDict, out: Outbox) -> None:
+        try:
+            await self._send_error(rid, error, out)
+        finally:
+            self._release()
 
     async def _start_request(self, req: Request, out: Outbox) -> None:
         ctx = self._admit(req, out)
@@ -589,8 +594,10 @@ class Peer:
                 data = jsonrpc.encode_result(ctx.id, result)
             if keep:
                 return data
-            if ctx.sink is not None:
-                ctx.sink.append(data)
+            sink = ctx.sink
+            if sink is not None:
+                sink += data
+                sink += b","
             else:
                 await ctx.out.send(data)
         except (ConnectionError, OSError) as exc:
@@ -732,7 +739,7 @@ class Peer:
             )
             await self._send_error(None, err.to_error(), out)
             return
-        responses: list[bytes] = []
+        responses = bytearray()
         tasks: list[asyncio.Task[Any]] = []
         for item in batch:
             t = type(item)
@@ -740,7 +747,7 @@ class Peer:
                 req: Request = item  # type: ignore[assignment]
                 if req.method == "initialize":
                     err = InvalidRequest("initialize MUST NOT be part of a batch")
-                    responses.append(jsonrpc.encode_error(req.id, err.to_error()))
+                    responses += jsonrpc.encode_error(req.id, err.to_error()) + b","
                     continue
                 ctx = self._admit(req, out)
                 if ctx is None:
@@ -760,7 +767,7 @@ class Peer:
             elif t is Invalid:
                 inv: Invalid = item  # type: ignore[assignment]
                 if not inv.is_response:
-                    responses.append(jsonrpc.encode_error(inv.id, inv.error()))
+                    responses += jsonrpc.encode_error(inv.id, inv.error()) + b","
             else:
                 await self.receive_parsed(item, out)
         if not tasks:
@@ -768,32 +775,50 @@ class Peer:
         elif wait:
             await self._finish_batch(tasks, responses, out)
         else:
-            # one task per batch still running, and it exists only while a member holds a slot: bounded
-            self._spawn(self._finish_batch(tasks, responses, out))
+            # The task that sends the batch's answer holds a slot of its own until the answer is written: a peer
+            # that floods batches and never reads its answers stops being read once the slots are taken.
+            if self._active >= self._max_concurrency:
+                await self._wait_slot()
+            self._active += 1
+            self._spawn(self._finish_batch(tasks, responses, out, True))
 
-    async def _finish_batch(self, tasks: list[asyncio.Task[Any]], responses: list[bytes], out: Outbox) -> None:
+    async def _finish_batch(
+        self, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox, release: bool = False
+    ) -> None:
         try:
-            await asyncio.wait(tasks)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            raise
-        await self._send_batch(responses, out)
+            try:
+                await asyncio.wait(tasks)
+            except asyncio.CancelledError:
+                for task in tasks:
+                    task.cancel()
+                raise
+            tasks.clear()  # (done tasks keep their coroutines: a batch whose answer waits must not hold them)
+            await self._send_batch(responses, out)
+        finally:
+            if release:
+                self._release()
 
-    async def _send_batch(self, responses: list[bytes], out: Outbox) -> None:
+    async def _send_batch(self, responses: bytearray, out: Outbox) -> None:
         # Notifications from batched handlers leave as they come; the responses leave as one array.
         if not responses:
             return
+        responses[-1:] = b"]"  # (the last member's comma)
+        responses[0:0] = b"["
         try:
-            await out.send(b"[" + b",".join(responses) + b"]")
+            await out.send(bytes(responses))
         except (ConnectionError, OSError) as exc:
             logger.debug("%s: could not answer a batch: %s", self.name, exc)
 
     def _spawn(self, aw: Awaitable[Any]) -> None:
-        async def runner() -> None:
-            await aw
+        if inspect.iscoroutine(aw):
+            coro: Coroutine[Any, Any, Any] = aw  # (a task cancelled before it starts closes it: no warning)
+        else:
 
-        task = asyncio.get_running_loop().create_task(runner())
+            async def runner() -> None:
+                await aw
+
+            coro = runner()
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

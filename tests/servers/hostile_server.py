@@ -3,6 +3,8 @@
     python hostile_server.py MODE
 
 Modes (what the server does when the client calls any tool):
+  batch-no-read   handshake era: once initialized, sends 500 batches of 100 ``sampling/createMessage`` requests
+                  and never reads again (the client's answers fill the pipe).
   batch-flood     handshake era: sends 20 batches of 100 ``sampling/createMessage`` requests and one batch of 101,
                   reads every answer, then answers the call with {"answered", "long_batch_error"} as text.
   progress-flood  handshake era: sends 20,000 ``notifications/progress`` for the call, then answers it.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 MODE = sys.argv[1]
 MODERN = "2026-07-28"
@@ -63,6 +66,11 @@ def batch_flood(call_id: object) -> None:
 def main() -> None:
     for line in inp:
         msg = json.loads(line)
+        if MODE == "batch-no-read" and isinstance(msg, dict) and msg.get("method") == "notifications/initialized":
+            for b in range(500):
+                send([sampling(f"s{b}_{i}") for i in range(100)])
+            time.sleep(60)
+            return
         if not isinstance(msg, dict) or "id" not in msg or "method" not in msg:
             continue
         rid, method, params = msg["id"], msg["method"], msg.get("params") or {}

@@ -23,7 +23,7 @@ import orjson
 from pydantic import BaseModel
 
 from .. import __version__
-from ..engine import DEFAULT_MAX_BATCH_SIZE, Peer, ProgressCallback, RequestContext
+from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, ProgressCallback, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -198,6 +198,7 @@ class ClientSession:
             max_batch_size=max_batch_size,
             name="client",
         )
+        self.peer.batch_refusal = MODERN_BATCH_REFUSAL  # (the policy refuses batches only in 2026-07-28)
         self.protocol_version: str | None = None
         self.features: Features | None = None
         self.server_capabilities: JSONDict = {}

@@ -562,7 +562,8 @@ class StreamableHTTPEndpoint:
         queue_size: bound of each SSE connection's queue.
         max_requests_per_session: requests of one session running at once (each item of a batch counts as one).
         max_queued_per_session: POSTs of one session that wait for a free place beyond those (429 beyond).
-        max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond).
+        max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond;
+            default: one max-size message, 4 MiB).
         cors: answer CORS preflights and add CORS headers for browser requests whose ``Origin`` the policy
             accepts (localhost origins and ``allowed_origins``), exposing ``Mcp-Session-Id``.
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
@@ -590,7 +591,7 @@ class StreamableHTTPEndpoint:
         queue_size: int = 256,
         max_requests_per_session: int = 256,
         max_queued_per_session: int = 768,
-        max_queued_bytes_per_session: int = 16 * 1024 * 1024,
+        max_queued_bytes_per_session: int = DEFAULT_MAX_MESSAGE_SIZE,
         tool_headers: ToolHeaders | None = None,
         cors: bool = True,
         **peer_options: Any,
@@ -862,33 +863,31 @@ class StreamableHTTPEndpoint:
             return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
             return self._post_stateless(receive, send, h, msg)
-        return self._post_session(scope, h, hv, msg, receive, send, len(body))
+        return self._post_session(scope, h, hv, msg, receive, send, body)
 
     def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
         member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
         server = self.server
-        if server.modern_versions:
-            modern = not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))
-            if not modern:
-                for item in batch:
-                    if type(item) is Request or type(item) is Notification:
-                        p = item.params  # type: ignore[union-attr]
-                        meta = p.get("_meta") if p is not None else None
-                        if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
-                            modern = True
-                            break
-            if modern:
-                return MODERN_BATCH_REFUSAL
-        if len(batch) > self._max_batch:
+        modern = server.modern_versions
+        if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
+            return MODERN_BATCH_REFUSAL
+        if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
             return (
                 f"batch of {len(batch)} messages is longer than the limit of {self._max_batch}: send fewer messages "
                 "per batch (the limit is the max_batch_size option)"
             )
+        if modern:
+            for item in batch:
+                if type(item) is Request or type(item) is Notification:
+                    p = item.params  # type: ignore[union-attr]
+                    meta = p.get("_meta") if p is not None else None
+                    if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
+                        return MODERN_BATCH_REFUSAL
         return None
 
     async def _post_session(
-        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, size: int = 0
+        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
     ) -> None:
         """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
         t = type(msg)
@@ -932,7 +931,8 @@ class StreamableHTTPEndpoint:
             return
         weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
         if hs.busy and hs.busy + weight > self.max_requests_per_session:
-            if not await self._wait_turn(hs, weight, size):
+            msg = None  # a waiting POST holds its body, not the parsed message (several times larger)
+            if not await self._wait_turn(hs, weight, len(body)):
                 hs.last_seen = time.monotonic()
                 await _respond(send, 429, _TOO_BUSY, extra=_RETRY_AFTER_1)
                 return
@@ -941,6 +941,7 @@ class StreamableHTTPEndpoint:
                 self._next_turn(hs)
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
+            msg = jsonrpc.parse(body)  # (it parsed before)
         else:
             hs.busy += weight
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
