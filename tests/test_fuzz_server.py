@@ -62,7 +62,7 @@ def test_fuzz_envelope_parser_raises_only_parse_error(data: bytes) -> None:
 @given(
     rid=st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.text(max_size=20)),
     method=st.text(max_size=30),
-    params=st.one_of(st.none(), st.dictionaries(st.text(max_size=8), json_values(6), max_size=4)),
+    params=st.one_of(st.none(), st.dictionaries(st.text(max_size=8), json_values(6, int_bits=63), max_size=4)),
 )
 def test_fuzz_classify_keeps_a_valid_request_intact(rid: int | str, method: str, params: dict[str, Any] | None) -> None:
     """Issue 12: any well-formed request survives encode/parse with its id, method and params unchanged."""
