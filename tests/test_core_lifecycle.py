@@ -116,7 +116,9 @@ async def test_batches_in_the_handshake_era(transport: str) -> None:
     async with raw(transport) as p:
         await p.send([{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}])
         r = await p.recv()
-        assert isinstance(r, list) and r[0]["id"] == 1 and r[0]["error"]["code"] == -32600
+        # before initialize no batch can be valid in any era: refused whole, in one error that says why
+        assert isinstance(r, dict) and r["id"] is None and r["error"]["code"] == -32600
+        assert "initialize MUST NOT be part of a batch" in r["error"]["message"]
         await p.initialize("2025-03-26")
         batch = [
             {
@@ -237,10 +239,11 @@ async def test_modern_meta_errors(transport: str) -> None:
         assert res["resultType"] == "complete" and "2026-07-28" in res["supportedVersions"]
         assert res["ttlMs"] >= 0 and res["cacheScope"] in ("public", "private")
         assert res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "core-test"
-        # a modern batch is refused member by member
+        # a modern batch is refused whole, in one error (batches do not exist in 2026-07-28)
         await p.send([{"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": {"_meta": meta()}}])
         b = await p.recv()
-        assert b[0]["error"]["code"] == -32600
+        assert isinstance(b, dict) and b["error"]["code"] == -32600
+        assert "batches do not exist in 2026-07-28" in b["error"]["message"]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -363,7 +363,7 @@ async def test_issue12_item12_modern_batch_over_http_says_batches_do_not_exist()
 async def test_issue12_item12_modern_batch_over_stdio_and_ws_says_batches_do_not_exist(transport: str) -> None:
     """Issue 12.12 on stdio and WebSocket: a batch sent to a server that speaks only 2026-07-28 is refused with
     -32600 "batches do not exist in 2026-07-28" (on 91956f7: "JSON-RPC batches are not allowed", member by member),
-    and modern requests inside a batch on a server of both eras get the same words."""
+    and a batch sent before initialize to a server of both eras is refused whole in the same words."""
     meta = {
         "io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {},
@@ -377,10 +377,12 @@ async def test_issue12_item12_modern_batch_over_stdio_and_ws_says_batches_do_not
         await peer.send(item)
         assert "tools" in (await peer.recv())["result"]
     async with raw_peer(transport, handshake=False) as peer:
+        # a server of both eras, no initialize yet: no batch can be valid in any era; one error, never an array
         await peer.send([item, {**item, "id": 2}])
-        answers = await peer.recv()
-        assert [a["error"]["code"] for a in answers] == [-32600, -32600]
-        assert all("batches do not exist in 2026-07-28" in a["error"]["message"] for a in answers)
+        err = await peer.recv()
+        assert isinstance(err, dict) and err["id"] is None and err["error"]["code"] == -32600
+        assert "batches do not exist in 2026-07-28" in err["error"]["message"]
+        assert "only after initialize" in err["error"]["message"]
 
 
 def _elapsed(t0: float) -> float:

@@ -730,7 +730,10 @@ class Peer:
         request (the reader waits for a free slot), and the responses leave as one array when all have ended.
         A batch longer than ``max_batch_size`` is refused whole with one -32600 error."""
         if self.batch_policy is None or not self.batch_policy():
-            await self._send_error(None, InvalidRequest(self.batch_refusal).to_error(), out)
+            reason = self.batch_refusal
+            if any(type(item) is Request and item.method == "initialize" for item in batch):  # type: ignore[union-attr]
+                reason = "initialize MUST NOT be part of a batch: send it on its own"
+            await self._send_error(None, InvalidRequest(reason).to_error(), out)
             return
         if len(batch) > self.max_batch_size:
             err = InvalidRequest(

@@ -55,6 +55,9 @@ from .request_context import (
 )
 from .request_state import RequestStateSealer, request_digest
 
+# Appended to the refusal of a batch sent before initialize to a server that also speaks the handshake era.
+NO_SESSION_BATCH_REFUSAL = "; in the handshake era, batches exist only after initialize"
+
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
@@ -476,15 +479,18 @@ class ServerSession:
             name=f"server:{server.name}",
             **peer_options,
         )
-        if not server.handshake_versions:
-            self.peer.batch_refusal = MODERN_BATCH_REFUSAL
+        self.peer.batch_refusal = (
+            MODERN_BATCH_REFUSAL if not server.handshake_versions else MODERN_BATCH_REFUSAL + NO_SESSION_BATCH_REFUSAL
+        )
         server.register_session(self)
 
     def _batch_policy(self) -> bool:
-        # Batches are accepted in every handshake-era session (interoperability with 2025-03-26 peers); modern
-        # requests inside a batch are refused one by one in dispatch_modern. A server that speaks only 2026-07-28
-        # has no batches at all.
-        return bool(self.server.handshake_versions)
+        # Batches are accepted in a handshake-era session once initialize has chosen its revision
+        # (interoperability with 2025-03-26 peers); modern requests inside such a batch are refused one by one in
+        # dispatch_modern. Before initialize a batch cannot be valid in any era (initialize itself must not be
+        # batched, and 2026-07-28 has no batches): it is refused whole, in one error, never answered as an array.
+        version = self.version
+        return version is not None and not versions.is_modern(version)
 
     async def wait_initialized(self, timeout: float = 10.0) -> None:
         """Server→client requests wait for ``notifications/initialized`` (only ping and logging may go before)."""
