@@ -31,13 +31,14 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
+from ..._asgi import Message, Receive, Scope, Send
 from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
@@ -73,10 +74,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpkit.http")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
