@@ -34,11 +34,13 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.shaping import shape_result
 from ..protocol.versions import (
+    HANDSHAKE_ONLY,
     LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
+    MODERN_ONLY,
     Features,
 )
 from ..transports.base import NULL_OUTBOX
@@ -67,9 +69,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # what a 2026-07-28 request's _meta says: (features of its revision, client capabilities, client info, log level)
 ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 
-# methods that exist only in the handshake era / only in the modern era
-HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
-MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
 
@@ -222,11 +221,6 @@ class Server:
             return False
         return method in self._handlers or method in _BUILTINS
 
-    def method_allowed(self, method: str, feats: Features) -> bool:
-        if feats.modern:
-            return method not in HANDSHAKE_ONLY
-        return method not in MODERN_ONLY
-
     # ------------------------------------------------------------------ dispatch (shared by both eras)
 
     async def dispatch(
@@ -249,7 +243,7 @@ class Server:
             self._load_answers(sctx, method, params)
         handler = self._handlers.get(method)
         try:
-            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # method_allowed(), inlined
+            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # a method of the other era
                 raise MethodNotFound(f"Method not found: {method}")
             if handler is None:
                 builtin = _BUILTINS.get(method)
