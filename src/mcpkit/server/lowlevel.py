@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from ..engine import MODERN_BATCH_REFUSAL, Outbox, Peer, RequestContext
+from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -43,7 +43,6 @@ from ..protocol.versions import (
     MODERN_ONLY,
     Features,
 )
-from ..transports.base import NULL_OUTBOX
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .request_context import (
@@ -60,7 +59,7 @@ from .request_state import RequestStateSealer, request_digest
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..transports.base import Connection
+    from ..engine import Connection
 
 logger = logging.getLogger("mcpkit.server")
 
@@ -416,21 +415,17 @@ class Server:
             await conn.close()
 
     async def run_stdio_async(self, **transport_options: Any) -> None:
-        from ..transports.stdio import StdioServerTransport
+        """Serve stdin/stdout until the input ends (``transport_options`` go to the stdio transport)."""
+        from ..run import run_stdio_async  # the face that owns the transports: server/ imports none of them
 
-        transport = StdioServerTransport(**transport_options)
-        await transport.start()
-        await self.serve(transport)
+        await run_stdio_async(self, **transport_options)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http]);
-        ``options`` go to the transport (``host``, ``port``, ...)."""
-        if transport == "stdio":
-            asyncio.run(self.run_stdio_async(**options))
-            return
-        from ..transports.http import serve  # type: ignore[attr-defined,import-not-found,unused-ignore]
+        ``options`` go to the transport (``host``, ``port``, ...). Delegates to :func:`mcpkit.run.run`."""
+        from ..run import run
 
-        serve(self, transport, **options)
+        run(self, transport, **options)
 
 
 def versions_mod() -> Any:
