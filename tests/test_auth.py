@@ -20,7 +20,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import httpx
 import jwt
 import pytest
-import uvicorn
 
 from mcpkit import MCPKit
 from mcpkit.auth import (
@@ -43,6 +42,7 @@ from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
 from redis_server import redis_url  # noqa: F401  (the session fixture)
+from support.asgi import serve_asgi
 from test_http_support import initialize_body
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the headless browser stops at the redirect
@@ -93,22 +93,8 @@ async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Serve
             )
         await inner(scope, receive, send)
 
-    config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1)
-    userver = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(userver.serve(sockets=[sock]))
-    for _ in range(500):
-        if userver.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    try:
+    async with serve_asgi(app, sock=sock):
         yield base, served
-    finally:
-        userver.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
-        sock.close()
 
 
 @contextlib.asynccontextmanager

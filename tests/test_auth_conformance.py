@@ -81,7 +81,6 @@ def _checks(out_dir: Path) -> list[dict[str, Any]]:
 
 if __name__ != "__main__":
     import pytest
-    import uvicorn
 
     needs_harness = pytest.mark.skipif(
         not (NODE.exists() and HARNESS.exists()), reason="npm peers missing: run scripts/test.sh (cd tests && npm ci)"
@@ -231,6 +230,7 @@ if __name__ != "__main__":
         import socket
 
         from mcpkit.auth import AuthorizationServer
+        from support.asgi import serve_asgi
 
         callback_port = free_port()
         sock = socket.socket()
@@ -241,11 +241,7 @@ if __name__ != "__main__":
         client = await authz.register_client(
             redirect_uris=[f"http://127.0.0.1:{callback_port}/callback"], token_endpoint_auth_method="none"
         )
-        userver = uvicorn.Server(uvicorn.Config(authz, log_level="warning", lifespan="on"))
-        task = asyncio.get_running_loop().create_task(userver.serve(sockets=[sock]))
-        while not userver.started:
-            await asyncio.sleep(0.02)
-        try:
+        async with serve_asgi(authz, sock=sock):
             with tempfile.TemporaryDirectory(prefix="mcpkit-asconf-") as tmp:
                 proc = await asyncio.create_subprocess_exec(
                     str(NODE),
@@ -267,10 +263,6 @@ if __name__ != "__main__":
                 )
                 output = await asyncio.wait_for(_play_browser(proc, base + "/authorize?"), 140)
                 checks = _checks(Path(tmp))
-        finally:
-            userver.should_exit = True
-            await task
-            sock.close()
         text = re.sub(r"\x1b\[[0-9;]*m", "", output.decode(errors="replace"))
         ids = {c.get("id") for c in checks if c.get("status") == "SUCCESS"}
         assert {"authorization-server-metadata", "authorization-code-grant"} <= ids, text[-3000:]

@@ -213,34 +213,12 @@ def test_against_server_everything(node_bin: Path) -> None:
 @pytest.fixture
 def http_base() -> Any:
     """mcpkit's test server on real uvicorn (127.0.0.1, port 0) in a background thread."""
-    import asyncio
-    import threading
-
-    import uvicorn
-
     from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi_in_thread
     from test_client_server import build_server
 
-    config = uvicorn.Config(
-        create_app(build_server()),
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=1,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    for _ in range(500):
-        if server.started:
-            break
-        thread.join(0.01)
-    assert server.started
-    port = server.servers[0].sockets[0].getsockname()[1]
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve_asgi_in_thread(create_app(build_server())) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 def test_http_sse_and_ws_targets(http_base: str) -> None:

@@ -3,7 +3,7 @@
 Hand-written HTTP/1.1 servers on 127.0.0.1 (raw asyncio streams) make the server behave exactly as a test needs:
 chunked bodies, an SSE event cut into many small writes, a keep-alive connection dropped while idle, a request
 taken and never answered, an oversized head. The full ClientSession behaviour over a real uvicorn server (both
-eras, resumption, sessions, cancellation) is what tests/test_http_client.py and friends prove with the fast path on
+eras, resumption, sessions, cancellation) is what tests/test_client_http.py and friends prove with the fast path on
 by default; the last tests here run one session per engine and compare.
 """
 

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import uvicorn
 
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import StreamableHTTPClientTransport
+from support.asgi import serve_asgi
 from test_http_support import make_server, running
 
 TESTS = Path(__file__).resolve().parent
@@ -118,22 +118,8 @@ async def official_server(**options: Any) -> AsyncIterator[str]:
         return a + b
 
     app = official.streamable_http_app(**options)
-    config = uvicorn.Config(
-        app, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(server.serve())
-    while not server.started:
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    async with serve_asgi(app) as port:
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
 
 
 @pytest.mark.parametrize(("mode", "json_response"), [("handshake", False), ("handshake", True), ("auto", False)])

@@ -17,13 +17,13 @@ from typing import Any
 
 import httpx
 import orjson
-import uvicorn
 
 from mcpkit.protocol.errors import InvalidParams
 from mcpkit.protocol.versions import META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_PROTOCOL_VERSION
 from mcpkit.server.lowlevel import Server, ServerRequestContext
 from mcpkit.transports.http import close_sse_stream, create_app
 from mcpkit.transports.http.headers import param_headers_from_schema
+from support.asgi import serve_asgi
 
 ACCEPT_BOTH = "application/json, text/event-stream"
 MODERN = "2026-07-28"
@@ -146,24 +146,8 @@ async def running(server: Server, **options: Any) -> AsyncIterator[tuple[str, An
     wrap = options.pop("wrap", None)
     app = create_app(server, **options)
     served = wrap(app) if wrap is not None else app
-    config = uvicorn.Config(
-        served, host="127.0.0.1", port=0, log_level="warning", lifespan="on", timeout_graceful_shutdown=1
-    )
-    userver = uvicorn.Server(config)
-    task = asyncio.get_running_loop().create_task(userver.serve())
-    for _ in range(500):
-        if userver.started:
-            break
-        if task.done():
-            task.result()
-        await asyncio.sleep(0.01)
-    port = userver.servers[0].sockets[0].getsockname()[1]
-    try:
+    async with serve_asgi(served) as port:
         yield f"http://127.0.0.1:{port}", app
-    finally:
-        userver.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
 
 
 def handshake_headers(session_id: str | None = None, version: str | None = None, **extra: str) -> dict[str, str]:

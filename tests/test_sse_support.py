@@ -13,10 +13,9 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import uvicorn
-
 from mcpkit.protocol.errors import InvalidParams
 from mcpkit.server.lowlevel import Server, ServerRequestContext
+from support.asgi import serve_asgi
 
 TOOLS = [
     {"name": n, "description": n, "inputSchema": {"type": "object"}} for n in ("echo", "slow", "ask", "big", "notify")
@@ -76,33 +75,9 @@ def client_handlers() -> dict[str, Any]:
 @contextlib.asynccontextmanager
 async def serve(app: Any, **options: Any) -> AsyncIterator[int]:
     """Run ``app`` on a real uvicorn server bound to 127.0.0.1 (port 0) inside this event loop."""
-    config = uvicorn.Config(
-        app,
-        host="127.0.0.1",
-        port=0,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=2,
-        **options,
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server._serve())  # _serve: no signal handlers taken from pytest
-    for _ in range(500):
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
-    if task.done():
-        task.result()
-        raise RuntimeError("uvicorn did not start")
-    port: int = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    options.setdefault("timeout_graceful_shutdown", 2)
+    async with serve_asgi(app, close_app=True, **options) as port:
         yield port
-    finally:
-        closer = getattr(app, "aclose", None)
-        if closer is not None:
-            await closer()
-        server.should_exit = True
-        await asyncio.wait_for(task, 15)
 
 
 async def eventually(predicate: Any, timeout: float = 5.0) -> None:

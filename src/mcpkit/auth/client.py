@@ -27,42 +27,42 @@ requests must be https (plain http only on a loopback host); a ``resource_metada
 on the MCP server's own origin; a target on a private, link-local (``169.254.169.254``), shared or reserved address
 is refused unless the MCP server itself is on that kind of address or ``allow_private_network=True``; and every
 document read is capped at ``max_document_size`` bytes.
+
+This module is the ``httpx.Auth`` flow itself; it re-exports the pieces it is built from: token storage
+(:mod:`~mcpkit.auth.client_tokens`), the loopback callback server and headless browser
+(:mod:`~mcpkit.auth.client_loopback`), metadata discovery under the SSRF/size rules
+(:mod:`~mcpkit.auth.client_discovery`) and the errors (:mod:`~mcpkit.auth.client_errors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
-import json
-import os
 import secrets
-import socket
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any, Protocol
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 import orjson
 
-from ..protocol.errors import MCPError
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
 from ._util import (
-    DocumentTooLarge,
-    canonical_resource,
-    fetch_capped,
-    is_secure_url,
     parse_www_authenticate,
     pkce_pair,
 )
+from .client_discovery import DiscoveryMixin, _Discovery
+from .client_errors import InvalidClientError, OAuthFlowError
+from .client_loopback import HeadlessBrowser, LoopbackCallback
+from .client_tokens import FileTokenStorage, InMemoryTokenStorage, TokenSet, TokenStorage
 
 __all__ = [
+    "FileTokenStorage",
     "HeadlessBrowser",
-    "LoopbackCallback",
     "InMemoryTokenStorage",
+    "InvalidClientError",
+    "LoopbackCallback",
     "OAuthClient",
     "OAuthFlowError",
     "TokenSet",
@@ -70,308 +70,11 @@ __all__ = [
 ]
 
 
-_SPECIAL_V4 = ipaddress.ip_network("100.64.0.0/10")  # shared address space (carrier-grade NAT)
-
-
-def _ip_class(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback:
-        return "loopback"
-    if ip.is_link_local:
-        return "link-local"
-    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _SPECIAL_V4):
-        return "private"
-    if ip.is_multicast or ip.is_reserved or ip.is_unspecified:
-        return "reserved"
-    return "public"
-
-
-_RANK = {"public": 0, "loopback": 1, "private": 2, "reserved": 3, "link-local": 4}
-
-
-async def _address_class(host: str | None) -> str:
-    """``public``, ``loopback``, ``private``, ``reserved`` or ``link-local`` for a host: an IP literal as is, a name
-    by what it resolves to (the most sensitive of its addresses). An unresolvable name is ``public`` (the request
-    will fail by itself)."""
-    if not host:
-        return "reserved"
-    host = host.strip("[]")
-    try:
-        return _ip_class(ipaddress.ip_address(host))
-    except ValueError:
-        pass
-    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
-        return "loopback"
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
-    except OSError:
-        return "public"
-    kinds = {_ip_class(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in infos}
-    return max(kinds, key=_RANK.__getitem__) if kinds else "public"
-
-
-class OAuthFlowError(MCPError):
-    """Authorization could not be obtained (discovery failed, the AS refused, a security check failed).
-
-    An :class:`~mcpkit.protocol.errors.MCPError` so that the HTTP transport answers the pending request with it
-    even when the exchange already runs in the background (an authorization takes longer than the transport's
-    answer window): the caller gets an error instead of waiting forever."""
-
-
-class InvalidClientError(OAuthFlowError):
-    """The token endpoint does not accept the client's credentials (``invalid_client``)."""
-
-
-@dataclass
-class TokenSet:
-    access_token: str
-    token_type: str = "Bearer"
-    refresh_token: str | None = None
-    expires_at: float | None = None
-    scope: str | None = None
-    resource: str | None = None
-
-    def expired(self, skew: float = 30.0) -> bool:
-        return self.expires_at is not None and time.time() + skew >= self.expires_at
-
-
-class TokenStorage(Protocol):
-    """Where tokens and client registrations live, keyed by issuer (credentials are never reused across
-    authorization servers)."""
-
-    async def get_tokens(self, issuer: str) -> TokenSet | None: ...
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None: ...
-    async def get_client_info(self, issuer: str) -> dict[str, Any] | None: ...
-    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
-        """Store a registration (None forgets it: the client registers again)."""
-        ...
-
-
-class InMemoryTokenStorage:
-    def __init__(self) -> None:
-        self.tokens: dict[str, TokenSet] = {}
-        self.clients: dict[str, dict[str, Any]] = {}
-
-    async def get_tokens(self, issuer: str) -> TokenSet | None:
-        return self.tokens.get(issuer)
-
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
-        if tokens is None:
-            self.tokens.pop(issuer, None)
-        else:
-            self.tokens[issuer] = tokens
-
-    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
-        return self.clients.get(issuer)
-
-    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
-        if info is None:
-            self.clients.pop(issuer, None)
-        else:
-            self.clients[issuer] = info
-
-
-class FileTokenStorage:
-    """Tokens and registrations in one JSON file (mode 0600, replaced atomically), so a restarted client keeps
-    its refresh tokens and its dynamic registration. One process per file."""
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    def _load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (FileNotFoundError, ValueError):
-            return {"tokens": {}, "clients": {}}
-        return data if isinstance(data, dict) else {"tokens": {}, "clients": {}}
-
-    def _save(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self.path)
-
-    async def get_tokens(self, issuer: str) -> TokenSet | None:
-        raw = self._load().get("tokens", {}).get(issuer)
-        return TokenSet(**raw) if isinstance(raw, dict) else None
-
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
-        data = self._load()
-        table = data.setdefault("tokens", {})
-        if tokens is None:
-            table.pop(issuer, None)
-        else:
-            table[issuer] = asdict(tokens)
-        self._save(data)
-
-    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
-        raw = self._load().get("clients", {}).get(issuer)
-        return raw if isinstance(raw, dict) else None
-
-    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
-        data = self._load()
-        table = data.setdefault("clients", {})
-        if info is None:
-            table.pop(issuer, None)
-        else:
-            table[issuer] = info
-        self._save(data)
-
-
-class HeadlessBrowser:
-    """A user-agent for tests and unattended use: GETs the authorization URL without following the final redirect
-    to the client's ``redirect_uri`` and hands its query parameters to the OAuth client. Use the same object for
-    both handlers: ``OAuthClient(..., redirect_handler=b.redirect_handler, callback_handler=b.callback_handler)``."""
-
-    def __init__(self, *, max_hops: int = 5, timeout: float = 10.0) -> None:
-        self.max_hops = max_hops
-        self.timeout = timeout
-        self.visited: list[str] = []
-        self._result: dict[str, str] | None = None
-
-    async def redirect_handler(self, url: str) -> None:
-        self.visited.append(url)
-        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-            for _ in range(self.max_hops):
-                resp = await client.get(url)
-                location = resp.headers.get("location")
-                if resp.status_code not in (301, 302, 303, 307, 308) or not location:
-                    raise OAuthFlowError(
-                        f"the authorization endpoint answered HTTP {resp.status_code} "
-                        f"without a redirect: {resp.text[:200]}"
-                    )
-                target = str(httpx.URL(url).join(location))
-                parts = urlsplit(target)
-                query = dict(parse_qsl(parts.query))
-                if "code" in query or "error" in query:
-                    self._result = query
-                    return
-                url = target
-        raise OAuthFlowError("too many redirects during authorization")
-
-    async def callback_handler(self) -> dict[str, str]:
-        if self._result is None:
-            raise OAuthFlowError("no authorization response was received")
-        result, self._result = self._result, None
-        return result
-
-
-class LoopbackCallback:
-    """The interactive flow for native apps (RFC 8252): a one-shot HTTP listener on 127.0.0.1 receives the
-    redirect, and ``open_url`` (default: :func:`webbrowser.open`) shows the user the authorization page.
-
-        cb = LoopbackCallback()                       # picks a free port
-        auth = OAuthClient(url, client_metadata={"client_name": "my-app", "redirect_uris": [cb.redirect_uri]},
-                           redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
-
-    The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds). The
-    port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
-    §7.3 accepts any loopback port anyway)."""
-
-    def __init__(
-        self,
-        *,
-        port: int = 0,
-        path: str = "/callback",
-        timeout: float = 300.0,
-        open_url: Callable[[str], Any] | None = None,
-        success_page: str = "Authorization complete. You can close this window.",
-    ) -> None:
-        self._sock: socket.socket | None = self._bind(port)
-        self.port: int = self._sock.getsockname()[1]
-        self.path = path
-        self.redirect_uri = f"http://127.0.0.1:{self.port}{path}"
-        self.timeout = timeout
-        self.open_url = open_url
-        self.success_page = success_page
-        self._result: asyncio.Future[dict[str, str]] | None = None
-        self._server: asyncio.base_events.Server | None = None
-
-    @staticmethod
-    def _bind(port: int) -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        return sock
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
-            parts = urlsplit(target)
-            if parts.path != self.path:
-                body, status = b"Not Found", b"404 Not Found"
-            else:
-                body, status = self.success_page.encode(), b"200 OK"
-                if self._result is not None and not self._result.done():
-                    self._result.set_result(dict(parse_qsl(parts.query)))
-            writer.write(
-                b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
-            )
-            await writer.drain()
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    async def redirect_handler(self, url: str) -> None:
-        loop = asyncio.get_running_loop()
-        self._result = loop.create_future()
-        if self._server is None:
-            sock = self._sock or self._bind(self.port)  # again after an earlier callback: the same redirect URI
-            self._sock = None
-            sock.listen(8)
-            self._server = await asyncio.start_server(self._handle, sock=sock)
-        if self.open_url is not None:
-            opened = self.open_url(url)
-            if asyncio.iscoroutine(opened):
-                await opened
-        else:
-            import webbrowser
-
-            if not await asyncio.to_thread(webbrowser.open, url):
-                print(f"Open this URL to authorize: {url}")
-
-    async def callback_handler(self) -> dict[str, str]:
-        if self._result is None:
-            raise OAuthFlowError("no authorization request is pending")
-        try:
-            return await asyncio.wait_for(self._result, self.timeout)
-        except TimeoutError:
-            raise OAuthFlowError("no authorization response within the time limit") from None
-        finally:
-            await self.aclose()
-
-    async def aclose(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
-
-
-@dataclass
-class _Discovery:
-    issuer: str
-    metadata: dict[str, Any]
-    resource: str | None
-    scopes: list[str] | None
-    prm: dict[str, Any] | None
-    legacy: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
 RedirectHandler = Callable[[str], Awaitable[None]]
 CallbackHandler = Callable[[], Awaitable[Mapping[str, str]]]
 
 
-class OAuthClient(httpx.Auth):
+class OAuthClient(DiscoveryMixin, httpx.Auth):
     """See the module docstring.
 
     Args:
@@ -541,10 +244,6 @@ class OAuthClient(httpx.Auth):
         return fresh
 
     # ------------------------------------------------------------------ the flow
-    def _client(self) -> httpx.AsyncClient:
-        if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
-        return self._http
 
     async def aclose(self) -> None:
         if self._http is not None:
@@ -567,50 +266,6 @@ class OAuthClient(httpx.Auth):
             if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
                 return str(meta[META_PROTOCOL_VERSION])
         return self.protocol_version
-
-    async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
-        await self._check_target(url, "metadata URL")
-        self.log.append("GET " + url)
-        try:
-            status, body = await self._fetch(
-                "GET", url, headers={"mcp-protocol-version": version, "accept": "application/json"}
-            )
-        except httpx.HTTPError as exc:
-            self.log.append(f"  failed: {exc}")
-            return None
-        if status != 200:
-            return None
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            return None
-        return data if isinstance(data, dict) else None
-
-    async def _fetch(self, method: str, url: str, **kw: Any) -> tuple[int, bytes]:
-        """One request whose answer is read up to ``max_document_size`` bytes (larger: :class:`OAuthFlowError`)."""
-        try:
-            return await fetch_capped(self._client(), method, url, self.max_document_size, **kw)
-        except DocumentTooLarge as exc:
-            raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
-
-    async def _check_target(self, url: str, what: str) -> None:
-        """Refuse a URL the flow must not fetch: not https (loopback excepted), or on a private / link-local /
-        reserved address unless the MCP server itself is on that kind of address or the user allowed it."""
-        if not is_secure_url(url):
-            raise OAuthFlowError(f"the {what} {url!r} must be https (plain http only on a loopback host)")
-        if self.allow_private_network:
-            return
-        kind = await _address_class(urlsplit(url).hostname)
-        if kind == "public":
-            return
-        if self._server_network is None:
-            self._server_network = await _address_class(urlsplit(self.server_url).hostname)
-        if kind == self._server_network:
-            return
-        raise OAuthFlowError(
-            f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
-            "(OAuthClient(allow_private_network=True) allows it)"
-        )
 
     async def _authorize(
         self, request: httpx.Request, challenge: Mapping[str, str], *, stale: TokenSet | None, step_up: bool = False
@@ -700,108 +355,6 @@ class OAuthClient(httpx.Auth):
         if self.client_metadata.get("scope"):
             return str(self.client_metadata["scope"]).split()
         return None
-
-    async def _discover(self, challenge: Mapping[str, str], version: str) -> _Discovery:
-        server = urlsplit(self.server_url)
-        origin = f"{server.scheme}://{server.netloc}"
-        path = server.path.rstrip("/")
-        prm: dict[str, Any] | None = None
-        candidates: list[str] = []
-        named = challenge.get("resource_metadata")
-        if named:
-            theirs = urlsplit(named)
-            if (theirs.scheme, theirs.netloc) == (server.scheme, server.netloc):
-                candidates.append(named)
-            else:  # a metadata URL elsewhere than the MCP server itself: never fetched (SSRF)
-                self.log.append(f"ignored resource_metadata on another origin: {named}")
-        if path:
-            candidates.append(origin + "/.well-known/oauth-protected-resource" + path)
-        candidates.append(origin + "/.well-known/oauth-protected-resource")
-        for url in candidates:
-            prm = await self._get_json(url, version)
-            if prm is not None:
-                break
-        if prm is not None:
-            resource = prm.get("resource")
-            if not isinstance(resource, str) or not self._resource_matches(resource):
-                raise OAuthFlowError(
-                    f"the protected resource metadata names resource {resource!r}, which is not {self.server_url}"
-                )
-            servers = prm.get("authorization_servers") or []
-            if not servers or not isinstance(servers[0], str):
-                raise OAuthFlowError("the protected resource metadata names no authorization server")
-            issuer = servers[0]
-            await self._check_target(issuer, "authorization server")
-            metadata = await self._as_metadata(issuer, version)
-            if metadata is None:
-                raise OAuthFlowError(f"no authorization server metadata for {issuer}")
-            if metadata.get("issuer") != issuer:
-                raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
-            scopes = prm.get("scopes_supported")
-            self._check_metadata(metadata)
-            return _Discovery(
-                issuer, metadata, resource, [str(s) for s in scopes] if isinstance(scopes, list) else None, prm
-            )
-        # 2025-03-26: the authorization base URL is the server URL without its path
-        metadata = await self._as_metadata(origin, version, legacy=True)
-        if metadata is not None:
-            # 2025-03-26 predates the strict issuer rule; some servers name a path issuer (``<origin>/oauth``)
-            # at the root document. Accept an issuer on the same origin, never a foreign one.
-            issuer = metadata.get("issuer") or origin
-            parts = urlsplit(str(issuer))
-            if f"{parts.scheme}://{parts.netloc}" != origin:
-                raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
-            self._check_metadata(metadata, legacy=True)
-            return _Discovery(str(issuer).rstrip("/"), metadata, None, None, None, legacy=True)
-        self.log.append("no metadata: default endpoints")
-        defaults = {
-            "issuer": origin,
-            "authorization_endpoint": origin + "/authorize",
-            "token_endpoint": origin + "/token",
-            "registration_endpoint": origin + "/register",
-            "code_challenge_methods_supported": ["S256"],
-        }
-        return _Discovery(origin, defaults, None, None, None, legacy=True)
-
-    def _resource_matches(self, resource: str) -> bool:
-        mine = urlsplit(canonical_resource(self.server_url))
-        theirs = urlsplit(canonical_resource(resource))
-        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
-            return False
-        base = theirs.path.rstrip("/")
-        return mine.path == base or mine.path.startswith(base + "/") or not base
-
-    async def _as_metadata(self, issuer: str, version: str, *, legacy: bool = False) -> dict[str, Any] | None:
-        parts = urlsplit(issuer)
-        origin = f"{parts.scheme}://{parts.netloc}"
-        path = parts.path.rstrip("/")
-        if path and not legacy:
-            urls = [
-                origin + "/.well-known/oauth-authorization-server" + path,
-                origin + "/.well-known/openid-configuration" + path,
-                origin + path + "/.well-known/openid-configuration",
-            ]
-        elif legacy:
-            urls = [origin + "/.well-known/oauth-authorization-server"]
-        else:
-            urls = [origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"]
-        for url in urls:
-            doc = await self._get_json(url, version)
-            if doc is not None:
-                return doc
-        return None
-
-    @staticmethod
-    def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
-        methods = metadata.get("code_challenge_methods_supported")
-        if methods is None and legacy:
-            return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
-        if not isinstance(methods, list) or "S256" not in methods:
-            raise OAuthFlowError("the authorization server does not advertise PKCE S256; refusing to proceed")
-        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
-            url = metadata.get(key)
-            if url is not None and (not isinstance(url, str) or not is_secure_url(url)):
-                raise OAuthFlowError(f"{key} must be an https URL: {url!r}")
 
     async def _registration(self, discovery: _Discovery, version: str) -> dict[str, Any]:
         stored = await self.storage.get_client_info(discovery.issuer)

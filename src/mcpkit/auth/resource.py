@@ -34,12 +34,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
+from .._asgi import ASGIApp, Receive, Scope, Send
 from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
-    ASGIApp,
-    Receive,
-    Scope,
-    Send,
     canonical_resource,
     header,
     quote_param,

@@ -33,11 +33,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
+from .._asgi import ASGIApp, Receive, Scope, Send
 from ._util import (
-    ASGIApp,
-    Receive,
-    Scope,
-    Send,
     canonical_resource,
     header,
     is_loopback_host,

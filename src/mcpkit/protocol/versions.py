@@ -30,6 +30,10 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 
 
+# Methods that exist in one era only: the other era answers them -32601 Method not found.
+HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
+MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
-from ..engine import MODERN_BATCH_REFUSAL, Outbox, Peer, RequestContext
+from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -34,14 +34,15 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.shaping import shape_result
 from ..protocol.versions import (
+    HANDSHAKE_ONLY,
     LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
+    MODERN_ONLY,
     Features,
 )
-from ..transports.base import NULL_OUTBOX
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .request_context import (
@@ -61,7 +62,7 @@ NO_SESSION_BATCH_REFUSAL = "; in the handshake era, batches exist only after ini
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from ..transports.base import Connection
+    from ..engine import Connection
 
 logger = logging.getLogger("mcpkit.server")
 
@@ -70,9 +71,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # what a 2026-07-28 request's _meta says: (features of its revision, client capabilities, client info, log level)
 ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 
-# methods that exist only in the handshake era / only in the modern era
-HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
-MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
 
@@ -225,11 +223,6 @@ class Server:
             return False
         return method in self._handlers or method in _BUILTINS
 
-    def method_allowed(self, method: str, feats: Features) -> bool:
-        if feats.modern:
-            return method not in HANDSHAKE_ONLY
-        return method not in MODERN_ONLY
-
     # ------------------------------------------------------------------ dispatch (shared by both eras)
 
     async def dispatch(
@@ -252,7 +245,7 @@ class Server:
             self._load_answers(sctx, method, params)
         handler = self._handlers.get(method)
         try:
-            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # method_allowed(), inlined
+            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # a method of the other era
                 raise MethodNotFound(f"Method not found: {method}")
             if handler is None:
                 builtin = _BUILTINS.get(method)
@@ -425,27 +418,18 @@ class Server:
             await conn.close()
 
     async def run_stdio_async(self, **transport_options: Any) -> None:
-        from ..transports.stdio import StdioServerTransport
+        """Serve stdin/stdout until the input ends (``transport_options`` go to the stdio transport)."""
+        from ..run import run_stdio_async  # the face that owns the transports: server/ imports none of them
 
-        transport = StdioServerTransport(**transport_options)
-        await transport.start()
-        await self.serve(transport)
+        await run_stdio_async(self, **transport_options)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
         without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
-        transport (``host``, ``port``, ...)."""
-        if transport == "stdio":
-            asyncio.run(self.run_stdio_async(**options))
-            return
-        from .._extras import MissingExtra, require
-        from ..transports.http import serve  # type: ignore[attr-defined,import-not-found,unused-ignore]
+        transport (``host``, ``port``, ...). Delegates to :func:`mcpkit.run.run`."""
+        from ..run import run
 
-        try:
-            require("uvicorn", f"serving over {transport!r}")
-            serve(self, transport, **options)
-        except MissingExtra as exc:
-            raise SystemExit(f"mcpkit: {exc}") from None
+        run(self, transport, **options)
 
 
 def versions_mod() -> Any:

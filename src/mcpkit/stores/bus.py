@@ -44,15 +44,12 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import orjson
 
+from .._asgi import ASGIApp, Receive, Scope, Send
+
 if TYPE_CHECKING:
     from ..server.lowlevel import Server
 
 logger = logging.getLogger("mcpkit.stores.bus")
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @runtime_checkable

@@ -5,9 +5,10 @@ it with uvicorn (:func:`mcpkit.transports.http.serve`). One DNS-rebinding policy
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..._asgi import ASGIApp, Receive, Scope, Send
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
@@ -15,11 +16,6 @@ from .streamable import StreamableHTTPEndpoint
 if TYPE_CHECKING:
     from ...server.lowlevel import Server
     from ...stores import EventStore, SessionStore
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class MCPApp:

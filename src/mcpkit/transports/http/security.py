@@ -12,11 +12,12 @@ route of :func:`mcpkit.transports.http.create_app`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, MutableMapping
+from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-Scope = MutableMapping[str, Any]
+from ..._asgi import Scope
+
 RequestCheck = Callable[[Scope], "tuple[int, str] | None"]
 
 LOCAL_HOSTNAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})

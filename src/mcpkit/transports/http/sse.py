@@ -45,10 +45,11 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
+from ..._asgi import Receive, Scope, Send
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
@@ -58,11 +59,6 @@ if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
 
 logger = logging.getLogger("mcpkit.sse")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 # ---------------------------------------------------------------- small ASGI helpers (also used by ws.py)

@@ -31,13 +31,14 @@ import logging
 import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
+from ..._asgi import Message, Receive, Scope, Send
 from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import (
@@ -54,7 +55,7 @@ from ...protocol.errors import (
     UnsupportedProtocolVersion,
 )
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
-from ...protocol.versions import META_PROTOCOL_VERSION
+from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .headers import (
     NAME_FIELD,
@@ -73,13 +74,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpkit.http")
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
-MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 _SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -105,7 +101,13 @@ _WANTED = frozenset(
     )
 )
 
-_UNDECIDED, _JSON_MODE, _SSE_MODE = 0, 1, 2
+# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the first message the engine sends decides: the
+# final response alone -> one application/json body, anything before it -> text/event-stream), _JSON_MODE (one
+# JSON body: json_response=True) or _SSE_MODE (an SSE stream). Plain ints, not an IntEnum: _Stream.send compares the
+# mode for every message, and an IntEnum compare costs ~1.5x an int compare (CPython 3.11 specialises exact ints).
+_UNDECIDED: Final = 0
+_JSON_MODE: Final = 1
+_SSE_MODE: Final = 2
 _WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
 
 

@@ -1,0 +1,243 @@
+"""Discovery for the OAuth client: Protected Resource Metadata (RFC 9728) and authorization server metadata
+(RFC 8414 / OpenID Connect), fetched under the SSRF and size rules.
+
+Every URL fetched must be https (plain http only on a loopback host); a target on a private, link-local, shared
+or reserved address is refused unless the MCP server itself is on that kind of address or
+``allow_private_network=True``; every document read is capped at ``max_document_size`` bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+import orjson
+
+from ._util import (
+    DocumentTooLarge,
+    canonical_resource,
+    fetch_capped,
+    is_secure_url,
+)
+from .client_errors import OAuthFlowError
+
+_SPECIAL_V4 = ipaddress.ip_network("100.64.0.0/10")  # shared address space (carrier-grade NAT)
+
+
+def _ip_class(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str:
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback:
+        return "loopback"
+    if ip.is_link_local:
+        return "link-local"
+    if ip.is_private or (isinstance(ip, ipaddress.IPv4Address) and ip in _SPECIAL_V4):
+        return "private"
+    if ip.is_multicast or ip.is_reserved or ip.is_unspecified:
+        return "reserved"
+    return "public"
+
+
+_RANK = {"public": 0, "loopback": 1, "private": 2, "reserved": 3, "link-local": 4}
+
+
+async def _address_class(host: str | None) -> str:
+    """``public``, ``loopback``, ``private``, ``reserved`` or ``link-local`` for a host: an IP literal as is, a name
+    by what it resolves to (the most sensitive of its addresses). An unresolvable name is ``public`` (the request
+    will fail by itself)."""
+    if not host:
+        return "reserved"
+    host = host.strip("[]")
+    try:
+        return _ip_class(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    if host.lower() == "localhost" or host.lower().endswith(".localhost"):
+        return "loopback"
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    except OSError:
+        return "public"
+    kinds = {_ip_class(ipaddress.ip_address(str(info[4][0]).split("%")[0])) for info in infos}
+    return max(kinds, key=_RANK.__getitem__) if kinds else "public"
+
+
+@dataclass
+class _Discovery:
+    issuer: str
+    metadata: dict[str, Any]
+    resource: str | None
+    scopes: list[str] | None
+    prm: dict[str, Any] | None
+    legacy: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class DiscoveryMixin:
+    """The metadata fetching of :class:`~mcpkit.auth.client.OAuthClient` (the attributes below are set by its
+    ``__init__``): URL checks against SSRF, capped reads, PRM and authorization server metadata discovery."""
+
+    server_url: str
+    allow_private_network: bool
+    max_document_size: int
+    timeout: float
+    log: list[str]
+    _server_network: str | None
+    _http: httpx.AsyncClient | None
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        return self._http
+
+    async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
+        await self._check_target(url, "metadata URL")
+        self.log.append("GET " + url)
+        try:
+            status, body = await self._fetch(
+                "GET", url, headers={"mcp-protocol-version": version, "accept": "application/json"}
+            )
+        except httpx.HTTPError as exc:
+            self.log.append(f"  failed: {exc}")
+            return None
+        if status != 200:
+            return None
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def _fetch(self, method: str, url: str, **kw: Any) -> tuple[int, bytes]:
+        """One request whose answer is read up to ``max_document_size`` bytes (larger: :class:`OAuthFlowError`)."""
+        try:
+            return await fetch_capped(self._client(), method, url, self.max_document_size, **kw)
+        except DocumentTooLarge as exc:
+            raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
+
+    async def _check_target(self, url: str, what: str) -> None:
+        """Refuse a URL the flow must not fetch: not https (loopback excepted), or on a private / link-local /
+        reserved address unless the MCP server itself is on that kind of address or the user allowed it."""
+        if not is_secure_url(url):
+            raise OAuthFlowError(f"the {what} {url!r} must be https (plain http only on a loopback host)")
+        if self.allow_private_network:
+            return
+        kind = await _address_class(urlsplit(url).hostname)
+        if kind == "public":
+            return
+        if self._server_network is None:
+            self._server_network = await _address_class(urlsplit(self.server_url).hostname)
+        if kind == self._server_network:
+            return
+        raise OAuthFlowError(
+            f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
+            "(OAuthClient(allow_private_network=True) allows it)"
+        )
+
+    async def _discover(self, challenge: Mapping[str, str], version: str) -> _Discovery:
+        server = urlsplit(self.server_url)
+        origin = f"{server.scheme}://{server.netloc}"
+        path = server.path.rstrip("/")
+        prm: dict[str, Any] | None = None
+        candidates: list[str] = []
+        named = challenge.get("resource_metadata")
+        if named:
+            theirs = urlsplit(named)
+            if (theirs.scheme, theirs.netloc) == (server.scheme, server.netloc):
+                candidates.append(named)
+            else:  # a metadata URL elsewhere than the MCP server itself: never fetched (SSRF)
+                self.log.append(f"ignored resource_metadata on another origin: {named}")
+        if path:
+            candidates.append(origin + "/.well-known/oauth-protected-resource" + path)
+        candidates.append(origin + "/.well-known/oauth-protected-resource")
+        for url in candidates:
+            prm = await self._get_json(url, version)
+            if prm is not None:
+                break
+        if prm is not None:
+            resource = prm.get("resource")
+            if not isinstance(resource, str) or not self._resource_matches(resource):
+                raise OAuthFlowError(
+                    f"the protected resource metadata names resource {resource!r}, which is not {self.server_url}"
+                )
+            servers = prm.get("authorization_servers") or []
+            if not servers or not isinstance(servers[0], str):
+                raise OAuthFlowError("the protected resource metadata names no authorization server")
+            issuer = servers[0]
+            await self._check_target(issuer, "authorization server")
+            metadata = await self._as_metadata(issuer, version)
+            if metadata is None:
+                raise OAuthFlowError(f"no authorization server metadata for {issuer}")
+            if metadata.get("issuer") != issuer:
+                raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
+            scopes = prm.get("scopes_supported")
+            self._check_metadata(metadata)
+            return _Discovery(
+                issuer, metadata, resource, [str(s) for s in scopes] if isinstance(scopes, list) else None, prm
+            )
+        # 2025-03-26: the authorization base URL is the server URL without its path
+        metadata = await self._as_metadata(origin, version, legacy=True)
+        if metadata is not None:
+            # 2025-03-26 predates the strict issuer rule; some servers name a path issuer (``<origin>/oauth``)
+            # at the root document. Accept an issuer on the same origin, never a foreign one.
+            issuer = metadata.get("issuer") or origin
+            parts = urlsplit(str(issuer))
+            if f"{parts.scheme}://{parts.netloc}" != origin:
+                raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
+            self._check_metadata(metadata, legacy=True)
+            return _Discovery(str(issuer).rstrip("/"), metadata, None, None, None, legacy=True)
+        self.log.append("no metadata: default endpoints")
+        defaults = {
+            "issuer": origin,
+            "authorization_endpoint": origin + "/authorize",
+            "token_endpoint": origin + "/token",
+            "registration_endpoint": origin + "/register",
+            "code_challenge_methods_supported": ["S256"],
+        }
+        return _Discovery(origin, defaults, None, None, None, legacy=True)
+
+    def _resource_matches(self, resource: str) -> bool:
+        mine = urlsplit(canonical_resource(self.server_url))
+        theirs = urlsplit(canonical_resource(resource))
+        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+            return False
+        base = theirs.path.rstrip("/")
+        return mine.path == base or mine.path.startswith(base + "/") or not base
+
+    async def _as_metadata(self, issuer: str, version: str, *, legacy: bool = False) -> dict[str, Any] | None:
+        parts = urlsplit(issuer)
+        origin = f"{parts.scheme}://{parts.netloc}"
+        path = parts.path.rstrip("/")
+        if path and not legacy:
+            urls = [
+                origin + "/.well-known/oauth-authorization-server" + path,
+                origin + "/.well-known/openid-configuration" + path,
+                origin + path + "/.well-known/openid-configuration",
+            ]
+        elif legacy:
+            urls = [origin + "/.well-known/oauth-authorization-server"]
+        else:
+            urls = [origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"]
+        for url in urls:
+            doc = await self._get_json(url, version)
+            if doc is not None:
+                return doc
+        return None
+
+    @staticmethod
+    def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
+        methods = metadata.get("code_challenge_methods_supported")
+        if methods is None and legacy:
+            return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
+        if not isinstance(methods, list) or "S256" not in methods:
+            raise OAuthFlowError("the authorization server does not advertise PKCE S256; refusing to proceed")
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            url = metadata.get(key)
+            if url is not None and (not isinstance(url, str) or not is_secure_url(url)):
+                raise OAuthFlowError(f"{key} must be an https URL: {url!r}")

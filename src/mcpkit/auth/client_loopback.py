@@ -1,0 +1,149 @@
+"""The user-agent side of the authorization code grant: :class:`LoopbackCallback` (a one-shot listener on
+127.0.0.1 for native apps, RFC 8252) and :class:`HeadlessBrowser` (tests and unattended use)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+
+from .client_errors import OAuthFlowError
+
+
+class HeadlessBrowser:
+    """A user-agent for tests and unattended use: GETs the authorization URL without following the final redirect
+    to the client's ``redirect_uri`` and hands its query parameters to the OAuth client. Use the same object for
+    both handlers: ``OAuthClient(..., redirect_handler=b.redirect_handler, callback_handler=b.callback_handler)``."""
+
+    def __init__(self, *, max_hops: int = 5, timeout: float = 10.0) -> None:
+        self.max_hops = max_hops
+        self.timeout = timeout
+        self.visited: list[str] = []
+        self._result: dict[str, str] | None = None
+
+    async def redirect_handler(self, url: str) -> None:
+        self.visited.append(url)
+        async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
+            for _ in range(self.max_hops):
+                resp = await client.get(url)
+                location = resp.headers.get("location")
+                if resp.status_code not in (301, 302, 303, 307, 308) or not location:
+                    raise OAuthFlowError(
+                        f"the authorization endpoint answered HTTP {resp.status_code} "
+                        f"without a redirect: {resp.text[:200]}"
+                    )
+                target = str(httpx.URL(url).join(location))
+                parts = urlsplit(target)
+                query = dict(parse_qsl(parts.query))
+                if "code" in query or "error" in query:
+                    self._result = query
+                    return
+                url = target
+        raise OAuthFlowError("too many redirects during authorization")
+
+    async def callback_handler(self) -> dict[str, str]:
+        if self._result is None:
+            raise OAuthFlowError("no authorization response was received")
+        result, self._result = self._result, None
+        return result
+
+
+class LoopbackCallback:
+    """The interactive flow for native apps (RFC 8252): a one-shot HTTP listener on 127.0.0.1 receives the
+    redirect, and ``open_url`` (default: :func:`webbrowser.open`) shows the user the authorization page.
+
+        cb = LoopbackCallback()                       # picks a free port
+        auth = OAuthClient(url, client_metadata={"client_name": "my-app", "redirect_uris": [cb.redirect_uri]},
+                           redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
+
+    The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds). The
+    port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
+    §7.3 accepts any loopback port anyway)."""
+
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        path: str = "/callback",
+        timeout: float = 300.0,
+        open_url: Callable[[str], Any] | None = None,
+        success_page: str = "Authorization complete. You can close this window.",
+    ) -> None:
+        self._sock: socket.socket | None = self._bind(port)
+        self.port: int = self._sock.getsockname()[1]
+        self.path = path
+        self.redirect_uri = f"http://127.0.0.1:{self.port}{path}"
+        self.timeout = timeout
+        self.open_url = open_url
+        self.success_page = success_page
+        self._result: asyncio.Future[dict[str, str]] | None = None
+        self._server: asyncio.base_events.Server | None = None
+
+    @staticmethod
+    def _bind(port: int) -> socket.socket:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+        return sock
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
+            parts = urlsplit(target)
+            if parts.path != self.path:
+                body, status = b"Not Found", b"404 Not Found"
+            else:
+                body, status = self.success_page.encode(), b"200 OK"
+                if self._result is not None and not self._result.done():
+                    self._result.set_result(dict(parse_qsl(parts.query)))
+            writer.write(
+                b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+            )
+            await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def redirect_handler(self, url: str) -> None:
+        loop = asyncio.get_running_loop()
+        self._result = loop.create_future()
+        if self._server is None:
+            sock = self._sock or self._bind(self.port)  # again after an earlier callback: the same redirect URI
+            self._sock = None
+            sock.listen(8)
+            self._server = await asyncio.start_server(self._handle, sock=sock)
+        if self.open_url is not None:
+            opened = self.open_url(url)
+            if asyncio.iscoroutine(opened):
+                await opened
+        else:
+            import webbrowser
+
+            if not await asyncio.to_thread(webbrowser.open, url):
+                print(f"Open this URL to authorize: {url}")
+
+    async def callback_handler(self) -> dict[str, str]:
+        if self._result is None:
+            raise OAuthFlowError("no authorization request is pending")
+        try:
+            return await asyncio.wait_for(self._result, self.timeout)
+        except TimeoutError:
+            raise OAuthFlowError("no authorization response within the time limit") from None
+        finally:
+            await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None

@@ -1,0 +1,109 @@
+"""Where the OAuth client keeps what it obtained: a :class:`TokenSet` per issuer and the client registration,
+behind the :class:`TokenStorage` protocol (in memory, or a JSON file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+
+@dataclass
+class TokenSet:
+    access_token: str
+    token_type: str = "Bearer"
+    refresh_token: str | None = None
+    expires_at: float | None = None
+    scope: str | None = None
+    resource: str | None = None
+
+    def expired(self, skew: float = 30.0) -> bool:
+        return self.expires_at is not None and time.time() + skew >= self.expires_at
+
+
+class TokenStorage(Protocol):
+    """Where tokens and client registrations live, keyed by issuer (credentials are never reused across
+    authorization servers)."""
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None: ...
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None: ...
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None: ...
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        """Store a registration (None forgets it: the client registers again)."""
+        ...
+
+
+class InMemoryTokenStorage:
+    def __init__(self) -> None:
+        self.tokens: dict[str, TokenSet] = {}
+        self.clients: dict[str, dict[str, Any]] = {}
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None:
+        return self.tokens.get(issuer)
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+        if tokens is None:
+            self.tokens.pop(issuer, None)
+        else:
+            self.tokens[issuer] = tokens
+
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
+        return self.clients.get(issuer)
+
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        if info is None:
+            self.clients.pop(issuer, None)
+        else:
+            self.clients[issuer] = info
+
+
+class FileTokenStorage:
+    """Tokens and registrations in one JSON file (mode 0600, replaced atomically), so a restarted client keeps
+    its refresh tokens and its dynamic registration. One process per file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+
+    def _load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return {"tokens": {}, "clients": {}}
+        return data if isinstance(data, dict) else {"tokens": {}, "clients": {}}
+
+    def _save(self, data: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh)
+        os.replace(tmp, self.path)
+
+    async def get_tokens(self, issuer: str) -> TokenSet | None:
+        raw = self._load().get("tokens", {}).get(issuer)
+        return TokenSet(**raw) if isinstance(raw, dict) else None
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+        data = self._load()
+        table = data.setdefault("tokens", {})
+        if tokens is None:
+            table.pop(issuer, None)
+        else:
+            table[issuer] = asdict(tokens)
+        self._save(data)
+
+    async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
+        raw = self._load().get("clients", {}).get(issuer)
+        return raw if isinstance(raw, dict) else None
+
+    async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
+        data = self._load()
+        table = data.setdefault("clients", {})
+        if info is None:
+            table.pop(issuer, None)
+        else:
+            table[issuer] = info
+        self._save(data)

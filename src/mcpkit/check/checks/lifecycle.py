@@ -1,0 +1,260 @@
+"""The handshake, version negotiation, batches (2025-03-26), ping/ids/errors and malformed input."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from ...protocol.versions import (
+    ALL_VERSIONS,
+    LATEST_HANDSHAKE,
+    V2024_11_05,
+    V2025_03_26,
+    V2025_06_18,
+    features,
+)
+from ..wire import HttpWire, Incoming, StdioWire, Wire, WireClosed
+from ._base import (
+    UNKNOWN_VERSION,
+    CheckerBase,
+    _code,
+    _err,
+    _res,
+    _short,
+)
+
+
+class LifecycleChecks(CheckerBase):
+    """The handshake, version negotiation, batches (2025-03-26), ping/ids/errors and malformed input."""
+
+    async def check_handshake(self, wire: Wire) -> bool:
+        r = self.report
+        resp = await self.initialize(wire, self.version, roots=True)
+        if resp is not None and resp.error is not None and resp.channel == "http":
+            r.fail("M042", f"initialize POST to {self.target} got no JSON-RPC response: {resp.raw}", "initialize")
+            r.fail("M018", f"the endpoint does not answer an initialize POST: {resp.raw}", "initialize")
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
+            return False
+        if resp is None:
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
+            stray = wire.strays[0].short() if wire.strays else None
+            if stray:
+                r.fail("M006", f"initialize sent with id 1; the only response had another id: {stray}", "initialize")
+            where = "stdout" if not self.http else "the endpoint"
+            extra = ""
+            if isinstance(wire, StdioWire) and wire.stderr_tail:
+                extra = f"; stderr: {_short(' / '.join(wire.stderr_tail[-3:]))}"
+            r.fail("M042", f"no response to initialize on {where} within {self.timeout * 2:.0f}s{extra}", "initialize")
+            if not self.http:
+                r.fail("M013", f"no initialize response on {where}{extra}", "initialize")
+            return False
+        if not self.http:
+            r.ok("M013", "initialize answered on stdout", "initialize")
+        err = _err(resp)
+        if err is not None:
+            r.fail("M042", f"initialize answered with an error: {resp.short()}", "initialize")
+            r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
+            return False
+        res = _res(resp) or {}
+        r.info["server"] = _short(res.get("serverInfo"), 120)
+        r.info["negotiated protocol version"] = res.get("protocolVersion")
+        problems = []
+        if not isinstance(res.get("protocolVersion"), str):
+            problems.append("protocolVersion missing or not a string")
+        if not isinstance(res.get("capabilities"), dict):
+            problems.append("capabilities missing or not an object")
+        info = res.get("serverInfo")
+        if not isinstance(info, dict):
+            problems.append("serverInfo missing")
+        else:
+            if not isinstance(info.get("name"), str):
+                problems.append("serverInfo.name missing")
+            if not isinstance(info.get("version"), str):
+                problems.append("serverInfo.version missing")
+        if problems:
+            r.fail("M042", f"{'; '.join(problems)}: {resp.short()}", "initialize result")
+        else:
+            r.ok(
+                "M042", f"protocolVersion, capabilities and serverInfo present: {resp.short(200)}", "initialize result"
+            )
+        if isinstance(res.get("capabilities"), dict):
+            self.caps = res["capabilities"]
+            r.ok("M047", f"server capabilities declared: {_short(self.caps, 200)}", "initialize result")
+        else:
+            r.fail("M047", "initialize result declares no capabilities object", "initialize result")
+        answered = res.get("protocolVersion")
+        if answered == self.version:
+            r.ok("M045", f"requested {self.version}, server answered the same", "initialize")
+        elif isinstance(answered, str) and answered in ALL_VERSIONS:
+            r.ok("M046", f"requested {self.version}, server answered another version it supports: {answered}")
+        else:
+            r.fail("M046", f"requested {self.version}, server answered an unknown version {answered!r}", "initialize")
+        if isinstance(answered, str) and answered in ALL_VERSIONS:
+            feats = features(answered)
+            if feats.modern:
+                r.fail("M045", f"a handshake initialize was answered with the stateless revision {answered}")
+            self.feats = feats
+        else:
+            self.feats = features(LATEST_HANDSHAKE)
+        return True
+
+    async def check_versions(self) -> None:
+        """Separate short sessions: echo of every known handshake revision, fallback from an unknown one, and a
+        JSON-RPC batch where the negotiated revision (2025-03-26) has them."""
+        r = self.report
+        asked = [v for v in (V2025_06_18, V2025_03_26, V2024_11_05, UNKNOWN_VERSION) if v != self.version]
+
+        async def one(version: str) -> None:
+            wire = await self.open_wire()
+            try:
+                resp = await self.initialize(wire, version)
+                res = _res(resp)
+                if version == UNKNOWN_VERSION:
+                    if res is None:
+                        r.fail(
+                            "M046",
+                            f"initialize with unsupported version {UNKNOWN_VERSION} got "
+                            f"{resp.short() if resp else 'no response'} instead of a supported version",
+                            "version fallback",
+                        )
+                    elif res.get("protocolVersion") in ALL_VERSIONS:
+                        r.ok(
+                            "M046",
+                            f"{UNKNOWN_VERSION} requested, server offered {res.get('protocolVersion')}",
+                            "version fallback",
+                        )
+                    else:
+                        r.fail(
+                            "M046",
+                            f"{UNKNOWN_VERSION} requested, server answered {res.get('protocolVersion')!r}, "
+                            "which is no MCP revision",
+                            "version fallback",
+                        )
+                    return
+                if version == V2025_03_26 and res is not None and res.get("protocolVersion") == V2025_03_26:
+                    await self.check_batch(wire)
+            finally:
+                await wire.close()
+
+        await asyncio.gather(*(one(v) for v in asked))  # independent sessions, side by side
+        # M045: a version the server chose itself (so it supports it) must be echoed when requested.
+        supported = {v for v in self.answered_versions.values() if v in ALL_VERSIONS}
+        for requested, answered in self.answered_versions.items():
+            if requested == answered:
+                r.ok("M045", f"{requested} requested and echoed", "version echo")
+            elif requested in supported:
+                r.fail(
+                    "M045",
+                    f"{requested} requested (a version this server answers in other sessions) but it answered "
+                    f"{answered}",
+                    "version echo",
+                )
+        if V2025_03_26 not in self.answered_versions or self.answered_versions[V2025_03_26] != V2025_03_26:
+            r.skip("M011", "the server does not negotiate 2025-03-26, the only revision with JSON-RPC batches")
+
+    async def check_batch(self, wire: Wire) -> None:
+        r = self.report
+        ids = [wire.new_id(), wire.new_id("str")]
+        futs = [wire.expect(i) for i in ids]
+        batch = [
+            {"jsonrpc": "2.0", "id": ids[0], "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/mcpkit-check/ignored"},
+            {"jsonrpc": "2.0", "id": ids[1], "method": "ping"},
+        ]
+        await wire.send(batch)
+        done, _ = await asyncio.wait(futs, timeout=min(self.timeout, 3.0))  # two pings: quick or never
+        if len(done) == 2:
+            as_array = any(
+                isinstance(i.data, list)
+                and {wire.key(m.get("id")) for m in i.data if isinstance(m, dict)} >= {wire.key(x) for x in ids}
+                for i in wire.incoming
+            )
+            r.ok(
+                "M011",
+                f"batch of 2 pings + 1 notification answered ({'as one array' if as_array else 'as separate messages'})"
+                " at 2025-03-26",
+                "batch",
+            )
+        else:
+            got = [i.short() for i in wire.incoming[-2:]]
+            r.fail(
+                "M011",
+                f"a batch of 2 pings at 2025-03-26 got {len(done)} of 2 responses within 3s; last: {got}",
+                "batch",
+            )
+
+    async def check_basics(self, wire: Wire) -> None:
+        r = self.report
+        # a reason for the server to send a request of its own (roots/list), judged by M002-M005
+        await wire.notify("notifications/roots/list_changed")
+        for kind, rid in (("string", "chk-ping-\u00e9"), ("integer", 987654321)):
+            t0 = time.monotonic()
+            resp = await wire.request("ping", None, timeout=self.timeout, msg_id=rid)
+            elapsed = time.monotonic() - t0
+            if resp is None:
+                stray = [s.short() for s in wire.strays]
+                if stray:
+                    r.fail("M006", f"ping with {kind} id {rid!r} answered with another id: {stray[-1]}", "ping")
+                r.fail("M079", f"ping (id {rid!r}) not answered within {self.timeout:.0f}s", "ping")
+                continue
+            r.ok("M006", f"ping with {kind} id {rid!r} answered with the same id", "ping")
+            res = _res(resp)
+            if res is None:
+                r.fail("M079", f"ping answered without a result object: {resp.short()}", "ping")
+            elif set(res) - {"_meta"}:
+                r.fail("M079", f"ping result is not empty: {resp.short()}", "ping")
+            else:
+                r.ok("M079", f"ping -> {_short(res)} in {elapsed * 1000:.0f} ms", "ping")
+        resp = await self.call(wire, "mcpkit-check/no-such-method", {})
+        if _code(resp) == -32601:
+            r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
+        else:
+            r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")
+
+    async def check_malformed(self, wire: Wire) -> None:
+        """Malformed input must not kill the server: invalid JSON and a request without a method."""
+        r = self.report
+        if isinstance(wire, HttpWire):
+            ex = await wire.post(None, raw=b'{"jsonrpc": "2.0", "id": 1, "method": ')
+            if 400 <= ex.status < 500:
+                r.ok("S021", f"invalid JSON body -> HTTP {ex.status}", "malformed JSON")
+            else:
+                r.fail("S021", f"invalid JSON body -> HTTP {ex.status} {_short(ex.body)}", "malformed JSON")
+        else:
+            before = len(wire.incoming)
+            try:
+                await wire.send_raw(b'{"jsonrpc": "2.0", "id": 1, "method": \n')
+            except WireClosed:
+                return
+            await asyncio.sleep(0.3)
+            replies = [i for i in wire.incoming[before:] if isinstance(i.data, dict) and "error" in i.data]
+            if replies and _code(replies[0]) == -32700:
+                r.ok("S021", "invalid JSON line -> -32700 Parse error", "malformed JSON")
+            elif replies:
+                r.warn("S021", f"invalid JSON line answered with {replies[0].short()} (expected -32700)")
+        probe = "server/discover" if self.feats.modern else "ping"  # ping does not exist at 2026-07-28
+        resp = await wire.request(probe, None, timeout=self.timeout)
+        if resp is None or _res(resp) is None:
+            r.fail("S021", f"the server stopped answering ({probe}) after a malformed message", "malformed JSON")
+            return
+        rid = wire.new_id()
+        if isinstance(wire, HttpWire):
+            ex = await wire.post({"jsonrpc": "2.0", "id": rid, "params": {}})
+            codes = [_code(m) for m in ex.messages]
+            if 400 <= ex.status < 500 or any(c in (-32600, -32601, -32602) for c in codes):
+                r.ok("S021", f"request without a method -> HTTP {ex.status} {_short(ex.body, 120)}", "no method")
+            else:
+                r.fail("S021", f"request without a method -> HTTP {ex.status} {_short(ex.body, 120)}", "no method")
+            return
+        fut = wire.expect(rid)
+        await wire.send({"jsonrpc": "2.0", "id": rid, "params": {}})
+        try:
+            reply: Incoming | None = await asyncio.wait_for(fut, min(self.timeout, 2.0))
+        except TimeoutError:
+            reply = None
+        if _code(reply) in (-32600, -32601, -32602):
+            r.ok("S021", f"request without a method -> {_code(reply)}", "request without method")
+        elif reply is None:
+            r.warn("S021", "a request without a method got no response (JSON-RPC expects -32600)")
+        else:
+            r.fail("S021", f"a request without a method got {reply.short()}", "request without method")

@@ -1,0 +1,61 @@
+"""The stateless era (2026-07-28): server/discover and per-request version checks."""
+
+from __future__ import annotations
+
+from ...protocol.versions import (
+    META_PROTOCOL_VERSION,
+    META_SERVER_INFO,
+    V2026_07_28,
+)
+from ..wire import Incoming, Wire
+from ._base import (
+    JSON,
+    UNKNOWN_VERSION,
+    CheckerBase,
+    _err,
+    _res,
+    _short,
+)
+
+
+class ModernChecks(CheckerBase):
+    """The stateless era (2026-07-28): server/discover and per-request version checks."""
+
+    def check_discover(self, resp: Incoming | None, res: JSON) -> None:
+        r = self.report
+        problems = []
+        if not isinstance(res.get("capabilities"), dict):
+            problems.append("capabilities missing")
+        meta = res.get("_meta")
+        info = res.get("serverInfo") or (meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("name"), str)
+            or not isinstance(info.get("version"), str)
+        ):
+            problems.append("no server info (name and version) in the result or its _meta")
+        if problems:
+            r.fail("M042", f"server/discover: {'; '.join(problems)}: {resp.short() if resp else ''}", "discover")
+        else:
+            r.ok("M042", f"server/discover: supportedVersions, capabilities and server info: {_short(res, 160)}")
+            r.ok("M047", f"capabilities declared in server/discover: {_short(res.get('capabilities'), 160)}")
+
+    async def check_modern_version(self, wire: Wire) -> None:
+        """M046 in the stateless era: an unsupported version is refused with -32022 naming the supported ones."""
+        r = self.report
+        resp = await self.call(wire, "server/discover", {"_meta": {META_PROTOCOL_VERSION: UNKNOWN_VERSION}})
+        err = _err(resp)
+        data = err.get("data") if err else None
+        supported = data.get("supported") if isinstance(data, dict) else None
+        if err and err.get("code") == -32022 and isinstance(supported, list) and supported:
+            r.ok("M046", f"{UNKNOWN_VERSION} refused with -32022, supported: {supported}", "version")
+        else:
+            r.fail(
+                "M046",
+                f"{UNKNOWN_VERSION} should be refused with -32022 and data.supported: "
+                f"{resp.short() if resp else 'no response'}",
+                "version",
+            )
+        resp = await self.call(wire, "server/discover", {})
+        if _res(resp) is not None:
+            r.ok("M045", f"{V2026_07_28} requested and served", "version")

@@ -1,0 +1,181 @@
+"""The runner: one ``Checker`` made of every group of checks, and the order (a registry) it runs them in."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+from ...protocol.versions import (
+    LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
+    V2026_07_28,
+    features,
+)
+from ..report import Report
+from ..wire import HttpWire, Wire, split_command
+from ._base import (
+    CLIENT_INFO,
+    _code,
+    _res,
+    _short,
+)
+from .http import HttpChecks
+from .lifecycle import LifecycleChecks
+from .messages import MessageChecks
+from .modern import ModernChecks
+from .prompts import PromptChecks
+from .resources import ResourceChecks
+from .tools import ToolChecks
+from .utilities import UtilityChecks
+
+#: One check of a session: called with the checker and an initialized wire; a coroutine is awaited.
+SessionCheck = Callable[["Checker", Wire], Awaitable[None] | None]
+
+
+async def _http_only(checker: Checker, wire: Wire) -> None:
+    if isinstance(wire, HttpWire):
+        await checker.check_http(wire)
+
+
+class Checker(
+    LifecycleChecks, ToolChecks, ResourceChecks, PromptChecks, UtilityChecks, HttpChecks, MessageChecks, ModernChecks
+):
+    """Runs every check against one target (a command line or an http(s) URL)."""
+
+    async def run(self) -> Report:
+        r = self.report
+        r.info["requested protocol version"] = self.version
+        try:
+            wire = await self.open_wire()
+        except (OSError, ValueError) as exc:
+            r.fail("M013", f"could not start the server: {exc}", "launch")
+            r.info["aborted"] = "the server could not be started; nothing else was checked"
+            return r
+        try:
+            ok = await self.check_handshake(wire)
+            if ok:
+                for _area, check in SESSION_CHECKS:
+                    pending = check(self, wire)
+                    if pending is not None:
+                        await pending
+        finally:
+            await asyncio.sleep(0.2)
+            await wire.close()
+        if ok:
+            await self.check_versions()
+        if self.modern_pass:
+            await self.check_modern()
+        if ok:
+            await self.check_with_client()
+        self.check_messages()
+        return r
+
+    async def check_with_client(self) -> None:
+        """Where no wire control is needed: connect with mcpkit's own high-level client (era negotiation, typed
+        and validated results, pagination) and record what it saw. Informational, besides S021 on a failure."""
+        from ...client.client import Client
+
+        target = self.target if isinstance(self.target, str) and self.http else split_command(self.target)
+        try:
+            async with asyncio.timeout(30):
+                client = Client(
+                    target, env=self.env, cwd=self.cwd, headers=self.headers, reconnect=False, timeout=self.timeout
+                )
+                async with client:
+                    tools = await client.list_tools() if "tools" in client.server_capabilities else []
+                    prompts = await client.list_prompts() if "prompts" in client.server_capabilities else []
+                    self.report.info["mcpkit client"] = (
+                        f"connected at {client.protocol_version}; {len(tools)} tool(s), {len(prompts)} prompt(s)"
+                    )
+        except Exception as exc:  # report it; the raw checks above are the verdict
+            self.report.info["mcpkit client"] = f"failed: {type(exc).__name__}: {_short(str(exc), 200)}"
+
+    async def check_modern(self) -> None:
+        """If the server offers 2026-07-28 (``server/discover``), run the feature checks again in a stateless
+        session (per-request ``_meta``; on HTTP the standard headers). Findings carry a ``[2026-07-28]`` prefix."""
+        r = self.report
+        try:
+            wire = await self.open_wire()
+        except (OSError, ValueError):
+            return
+        wire.modern_meta = {
+            META_PROTOCOL_VERSION: V2026_07_28,
+            META_CLIENT_CAPABILITIES: {},
+            META_CLIENT_INFO: CLIENT_INFO,
+        }
+        saved = (self.caps, self.feats, self.tools, self.prompts, self.templates, self.progress_tokens)
+        r.prefix = f"[{V2026_07_28}] "
+        try:
+            resp = await self.call(wire, "server/discover", {})
+            res = _res(resp)
+            versions = res.get("supportedVersions") if res else None
+            if res is None or not isinstance(versions, list) or V2026_07_28 not in versions:
+                r.info[V2026_07_28] = f"not offered (server/discover -> {resp.short(120) if resp else 'no response'})"
+                return
+            r.info[V2026_07_28] = f"offered; supportedVersions {versions}"
+            self.check_discover(resp, res)
+            caps = res.get("capabilities")
+            self.caps = caps if isinstance(caps, dict) else {}
+            self.feats = features(V2026_07_28)
+            self.tools, self.prompts, self.templates, self.progress_tokens = [], [], [], {}
+            await self.check_modern_version(wire)
+            resp = await self.call(wire, "mcpkit-check/no-such-method", {})
+            if _code(resp) == -32601:
+                r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
+            else:
+                r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")
+            for _area, check in MODERN_CHECKS:
+                pending = check(self, wire)
+                if pending is not None:
+                    await pending
+        finally:
+            r.prefix = ""
+            self.caps, self.feats, self.tools, self.prompts, self.templates, self.progress_tokens = saved
+            await wire.close()
+
+
+#: The registry: the checks run, in this order, on the first (handshake-era) session once initialize succeeded.
+#: Each entry is (area, check); a new check joins a group's module and gets a line here.
+SESSION_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
+    ("basics", LifecycleChecks.check_basics),
+    ("tools", ToolChecks.check_tools),
+    ("resources", ResourceChecks.check_resources),
+    ("prompts", PromptChecks.check_prompts),
+    ("completion", PromptChecks.check_completion),
+    ("logging", PromptChecks.check_logging),
+    ("cancellation", UtilityChecks.check_cancellation),
+    ("malformed", LifecycleChecks.check_malformed),
+    ("http", _http_only),
+    ("progress", UtilityChecks.check_progress),
+    ("list_changed", UtilityChecks.check_list_changed),
+)
+
+#: The feature checks run again in a stateless (2026-07-28) session when the server offers that era.
+MODERN_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
+    ("tools", ToolChecks.check_tools),
+    ("resources", lambda checker, wire: checker.check_resources(wire, subscribe=False)),
+    ("prompts", PromptChecks.check_prompts),
+    ("completion", PromptChecks.check_completion),
+    ("malformed", LifecycleChecks.check_malformed),
+    ("progress", UtilityChecks.check_progress),
+)
+
+
+async def run_checks(
+    target: str | Sequence[str],
+    *,
+    protocol_version: str = LATEST_HANDSHAKE,
+    timeout: float = 10.0,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    cwd: str | None = None,
+    modern: bool = True,
+) -> Report:
+    """Run every check against ``target`` (a command line, an argv list, or an http(s) URL). With ``modern`` (the
+    default) a server that offers 2026-07-28 is checked in a stateless session, too."""
+    checker = Checker(
+        target, protocol_version=protocol_version, timeout=timeout, env=env, headers=headers, cwd=cwd, modern=modern
+    )
+    return await checker.run()

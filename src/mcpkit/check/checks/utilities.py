@@ -1,0 +1,146 @@
+"""Cancellation, progress notifications and list_changed notifications."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from typing import Any
+
+from ..wire import Incoming, Wire
+from ._base import (
+    _SLOW_TOOL,
+    CheckerBase,
+    _res,
+    _short,
+    sample_arguments,
+)
+
+
+class UtilityChecks(CheckerBase):
+    """Cancellation, progress notifications and list_changed notifications."""
+
+    async def check_cancellation(self, wire: Wire) -> None:
+        r = self.report
+        slow = next(
+            (t for t in self.tools if isinstance(t, dict) and _SLOW_TOOL.search(str(t.get("name")))),
+            None,
+        )
+        if slow is None:
+            r.skip("S027", "no slow/long-running tool to cancel")
+            return
+        args = sample_arguments(slow.get("inputSchema"), slow=True)
+        rid = wire.new_id()
+        token = "chk-progress-cancel"
+        fut = wire.expect(rid)
+        t0 = time.monotonic()
+        await wire.send(
+            {
+                "jsonrpc": "2.0",
+                "id": rid,
+                "method": "tools/call",
+                "params": {"name": slow["name"], "arguments": args, "_meta": {"progressToken": token}},
+            }
+        )
+        await asyncio.sleep(0.6)
+        if fut.done():
+            r.skip("S027", f"{slow['name']} {_short(args)} finished before it could be cancelled")
+            self.progress_tokens[token] = fut.result()
+            return
+        cancelled_at = time.monotonic()
+        await wire.notify("notifications/cancelled", {"requestId": rid, "reason": "mcpkit check: cancellation test"})
+        await asyncio.sleep(2.0)
+        late = [
+            n
+            for n in wire.notifications
+            if n.at > cancelled_at + 0.5
+            and isinstance(n.data, dict)
+            and (n.data.get("params") or {}).get("progressToken") == token
+        ]
+        self.progress_tokens[token] = None
+        ended_without_response = fut.done() and fut.result().error is not None  # HTTP: the stream just closed
+        if fut.done() and not ended_without_response:
+            r.fail(
+                "S027",
+                f"{slow['name']} was answered {fut.result().at - cancelled_at:.1f}s after notifications/cancelled "
+                f"(it kept processing): {fut.result().short(160)}",
+                "cancellation",
+            )
+        elif late:
+            r.fail("S027", f"{len(late)} progress notification(s) after cancellation: {late[0].short()}")
+        else:
+            closed = " (its response stream was closed)" if ended_without_response else ""
+            r.ok(
+                "S027",
+                f"{slow['name']} {_short(args)} cancelled after {cancelled_at - t0:.1f}s: no response and no progress "
+                f"in the next 2s{closed}",
+                "cancellation",
+            )
+        wire._pending.pop(wire.key(rid), None)
+        ping = await self.call(wire, "ping")
+        if _res(ping) is None:
+            r.fail("S027", "the server stopped answering pings after a cancellation", "cancellation")
+
+    def check_progress(self, wire: Wire) -> None:
+        r = self.report
+        tokens = self.progress_tokens
+        by_token: dict[Any, list[Incoming]] = {}
+        for n in wire.notifications:
+            if isinstance(n.data, dict) and n.data.get("method") == "notifications/progress":
+                params = n.data.get("params")
+                if (
+                    not isinstance(params, dict)
+                    or "progressToken" not in params
+                    or not isinstance(params.get("progress"), (int, float))
+                ):
+                    r.fail("M084", f"progress notification without progressToken and progress: {n.short()}")
+                    continue
+                by_token.setdefault(params["progressToken"], []).append(n)
+        if not by_token:
+            for req in ("M084", "M085", "M086", "A025"):
+                r.skip(req, "no tool reported progress for our progress tokens")
+            return
+        for token, notes in by_token.items():
+            values = [n.data["params"]["progress"] for n in notes]
+            r.ok("M084", f"{len(notes)} progress notification(s) for {token!r} carry progressToken and progress")
+            if any(b <= a for a, b in itertools.pairwise(values)):
+                r.fail("M085", f"progress for {token!r} does not increase: {values}", "progress")
+            else:
+                r.ok("M085", f"progress for {token!r} increases: {values[:8]}", "progress")
+            if token not in tokens:
+                r.fail("M086", f"progress for a token we never issued: {notes[0].short()}", "progress")
+            else:
+                resp = tokens[token]
+                after = [n for n in notes if resp is not None and n.at > resp.at]
+                if after:
+                    r.fail("M086", f"progress for {token!r} after its response: {after[0].short()}", "progress")
+                else:
+                    r.ok("M086", f"progress for {token!r} only while its request was active", "progress")
+            params0 = notes[-1].data["params"]
+            if "total" in params0 or "message" in params0:
+                r.ok("A025", f"progress carries total/message: {_short(params0)}", "progress")
+
+    def check_list_changed(self, wire: Wire) -> None:
+        r = self.report
+        for req, cap, method in (
+            ("M057", "resources", "notifications/resources/list_changed"),
+            ("M064", "prompts", "notifications/prompts/list_changed"),
+            ("M070", "tools", "notifications/tools/list_changed"),
+        ):
+            declared = isinstance(self.caps.get(cap), dict) and self.caps[cap].get("listChanged") is True
+            sent = [n for n in wire.notifications if isinstance(n.data, dict) and n.data.get("method") == method]
+            if sent and not declared:
+                r.fail(req, f"{method} sent but {cap}.listChanged is not declared: {sent[0].short()}")
+            elif sent:
+                r.ok(req, f"{method} sent and {cap}.listChanged declared", "list_changed")
+            elif declared:
+                r.ok(req, f"{cap}.listChanged declared (no change observed)", "capabilities")
+            else:
+                r.skip(req, f"{cap}.listChanged not declared and no {method} seen")
+        logs = [
+            n
+            for n in wire.notifications
+            if isinstance(n.data, dict) and n.data.get("method") == "notifications/message"
+        ]
+        if logs and "logging" not in self.caps:
+            r.fail("M087", f"notifications/message sent without the logging capability: {logs[0].short()}")

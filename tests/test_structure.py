@@ -1,0 +1,98 @@
+"""The layering rules of issue 14 that code review alone would let slip back: who may import whom, one
+definition of what was defined twice, and the check registry that covers every check."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import subprocess
+import sys
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports (relative imports resolved against its package), TYPE_CHECKING ones too."""
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.add(node.module)
+    return found
+
+
+def test_issue14_item5_server_never_imports_transports() -> None:
+    """server/ imports nothing of transports/ (not even under TYPE_CHECKING or late inside a function): running
+    a server on a transport is mcpkit.run's business."""
+    offenders = {
+        str(path.relative_to(SRC)): sorted(m for m in _imported_modules(path) if m.startswith("mcpkit.transports"))
+        for path in sorted((SRC / "server").glob("*.py"))
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_issue14_item5_importing_the_server_loads_no_transport() -> None:
+    """In a fresh interpreter, importing the low-level server (and building a stateless peer, which needs the null
+    outbox) loads no module of mcpkit.transports."""
+    code = (
+        "import sys\n"
+        "from mcpkit.server.lowlevel import Server\n"
+        "Server('s').stateless_peer()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('mcpkit.transports')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_issue14_item4_era_only_method_sets_defined_once() -> None:
+    """MODERN_ONLY / HANDSHAKE_ONLY have one definition (protocol/versions.py); the dispatcher and the HTTP
+    transport use that same object, and the unused Server.method_allowed is gone."""
+    from mcpkit.protocol import versions
+    from mcpkit.server import lowlevel
+    from mcpkit.transports.http import streamable
+
+    assert streamable.MODERN_ONLY is versions.MODERN_ONLY
+    assert lowlevel.MODERN_ONLY is versions.MODERN_ONLY
+    assert lowlevel.HANDSHAKE_ONLY is versions.HANDSHAKE_ONLY
+    definitions = [p for p in SRC.rglob("*.py") if "\nMODERN_ONLY = " in p.read_text()]
+    assert definitions == [SRC / "protocol" / "versions.py"]
+    assert not hasattr(lowlevel.Server, "method_allowed")
+
+
+def test_issue14_item3_asgi_aliases_defined_once() -> None:
+    """Scope/Receive/Send/ASGIApp are defined in mcpkit/_asgi.py only; every other module imports them."""
+    aliases = ("Scope", "Receive", "Send", "ASGIApp")  # (protocol/jsonrpc.py has a JSON-RPC ``Message``, not ASGI)
+    defined = sorted(
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if any(
+            line.startswith(f"{name} = ") or line.startswith(f"{name}: TypeAlias")
+            for line in p.read_text().splitlines()
+            for name in aliases
+        )
+    )
+    assert defined == ["_asgi.py"]
+
+
+def test_issue14_item1_registry_runs_every_check() -> None:
+    """Every ``check_*`` method of the grouped checks is run: listed in the runner's registry, or called by the
+    runner or by another check. A check added to a group but not to the registry would be silently skipped."""
+    from mcpkit.check.checks import MODERN_CHECKS, SESSION_CHECKS, Checker
+
+    names = {name for name, _ in inspect.getmembers(Checker, inspect.isfunction) if name.startswith("check_")}
+    called: set[str] = set()
+    for name in names | {"run"}:
+        source = inspect.getsource(getattr(Checker, name))
+        called.update(n for n in names if f"self.{n}(" in source or f"checker.{n}(" in source)
+    runner_source = inspect.getsource(sys.modules[Checker.__module__])
+    registered = {n for n in names if f".{n})" in runner_source or f"checker.{n}(" in runner_source}
+    assert names - called - registered == set()
+    assert [area for area, _ in SESSION_CHECKS][:2] == ["basics", "tools"]
+    assert {area for area, _ in MODERN_CHECKS} <= {area for area, _ in SESSION_CHECKS}
