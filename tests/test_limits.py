@@ -536,3 +536,29 @@ async def test_issue15_item6_oversize_stdio_line_fails_the_pending_request() -> 
         assert isinstance(info.value, errors.MessageTooLarge)
         assert info.value.limit == 4 * 1024 * 1024 and "4194304" in str(info.value)
         await cs.ping(timeout=5)
+
+
+async def test_issue15_item2_client_passes_the_session_bounds_through() -> None:
+    """Issue 15.2: the high-level ``Client`` takes the same bounds as ``ClientSession`` (max_input_requests,
+    max_concurrency, ...): with ``max_input_requests=5000`` the 5,000-request round of the hostile server runs,
+    each request holding one of ``max_concurrency=16`` slots; with the default it is refused naming the option."""
+    from mcpkit import Client
+    from mcpkit.transports.stdio import StdioServer as Server
+
+    gauge = Gauge()
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        gauge.enter()
+        await asyncio.sleep(0.001)
+        gauge.leave()
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}
+
+    target = Server([sys.executable, str(HOSTILE_SERVER), "many-inputs"], stderr="devnull")
+    async with Client(target, mode="modern", sampling_handler=sample, timeout=30) as client:
+        with pytest.raises(MCPError, match="max_input_requests"):
+            await client.call_tool("go")
+    async with Client(
+        target, mode="modern", sampling_handler=sample, timeout=60, max_input_requests=5000, max_concurrency=16
+    ) as client:
+        await client.call_tool("go")
+    assert gauge.calls == 5000 and gauge.peak <= 16, gauge.peak

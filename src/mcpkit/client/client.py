@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import EllipsisType
 from typing import Any, TypeVar
 
-from ..engine import ProgressCallback
+from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback
 from ..protocol.errors import (
     URL_ELICITATION_REQUIRED,
     CapabilityNotSupported,
@@ -51,7 +51,8 @@ from ..protocol.types import (
     TextResourceContents,
     Tool,
 )
-from .lowlevel import ClientSession, RootsProvider, Subscription
+from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider, Subscription
 from .targets import OpenedTarget, ServerStartError, Target, open_target, parse_target
 
 logger = logging.getLogger("mcpkit.client")
@@ -422,6 +423,11 @@ class Client:
         connect_timeout: bound on opening the connection and negotiating.
         validate_output: check ``structuredContent`` against each tool's ``outputSchema``.
         max_pages, max_items: bounds for the auto-paginating list calls.
+        max_input_requests, max_input_reply_size: bounds on one 2026-07-28 input round (the input requests one
+            ``InputRequiredResult`` may list, default 32; the bytes of their answers, default 4 MiB).
+        max_concurrency: server→client requests (sampling, elicitation, roots, input-round answers, batch items)
+            handled at once (default 256).
+        max_batch_size: longest JSON-RPC batch accepted from a server (handshake era; default 100).
         max_list_bytes: bound on the memory everything one auto-paginating list call collects may take, estimated
             from its JSON (its size plus the overhead of each parsed list, object and string; default 64 MiB).
         reconnect: re-initialize after a stale-session 404 (HTTP) and retry safe requests.
@@ -454,6 +460,10 @@ class Client:
         max_pages: int = 100,
         max_items: int = 100_000,
         max_input_rounds: int = 8,
+        max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
+        max_input_reply_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_concurrency: int = 256,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         url_elicitation_wait: float = 2.0,
         max_url_elicitations: int = DEFAULT_MAX_URL_ELICITATIONS,
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
@@ -481,6 +491,10 @@ class Client:
             "timeout": timeout,
             "discover_timeout": discover_timeout,
             "max_input_rounds": max_input_rounds,
+            "max_input_requests": max_input_requests,
+            "max_input_reply_size": max_input_reply_size,
+            "max_concurrency": max_concurrency,
+            "max_batch_size": max_batch_size,
             "experimental": experimental,
         }
         if mode not in ("auto", "handshake", "modern"):
