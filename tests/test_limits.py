@@ -562,3 +562,18 @@ async def test_issue15_item2_client_passes_the_session_bounds_through() -> None:
     ) as client:
         await client.call_tool("go")
     assert gauge.calls == 5000 and gauge.peak <= 16, gauge.peak
+
+
+@pytest.mark.parametrize("transport", ["ws"])
+async def test_issue12_item3_create_app_engine_options_reach_the_websocket(transport: str) -> None:
+    """Issue 12.3: ``create_app(..., max_batch_size=3)`` bounds batches on /ws too, not only on /mcp (the option
+    used to reach only the Streamable HTTP sessions): a batch of 4 is refused whole naming the option."""
+    ping = {"jsonrpc": "2.0", "method": "ping"}
+    async with raw_peer(transport, "max_batch_size=3") as peer:
+        await peer.send([{**ping, "id": i} for i in range(4)])
+        err = await peer.recv()
+        assert isinstance(err, dict) and err["error"]["code"] == -32600
+        assert "max_batch_size" in err["error"]["message"]
+        await peer.send([{**ping, "id": i} for i in range(3)])
+        answers = await peer.recv()
+        assert sorted(a["id"] for a in answers) == [0, 1, 2]

@@ -77,6 +77,10 @@ class MCPApp:
         return {}
 
 
+# Options of every session's engine (mcpkit.engine.Peer), passed to the legacy SSE and WebSocket endpoints too.
+_ENGINE_OPTIONS = ("max_concurrency", "max_batch_size", "default_timeout", "max_timeout", "cancel_timeout")
+
+
 def create_app(
     server: Server,
     *,
@@ -100,8 +104,12 @@ def create_app(
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
     ``queue_size``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
-    ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``."""
+    ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``.
+    The engine options among them (``max_concurrency``, ``max_batch_size``, timeouts) apply to the sessions of
+    every endpoint: ``/mcp``, ``/sse`` and ``/ws``."""
     check = make_request_check(allowed_origins, allowed_hosts)
+    # the engine's own bounds apply to every endpoint's sessions, not only to /mcp's
+    engine = {key: options[key] for key in _ENGINE_OPTIONS if key in options}
     streamable = StreamableHTTPEndpoint(
         server,
         stateless=stateless,
@@ -129,6 +137,7 @@ def create_app(
             check_request=check,
             max_sessions=max_sessions,
             max_sessions_per_client=max_sessions_per_client,
+            **engine,
         )
         routes["/" + sse_path.strip("/")] = legacy
         routes["/" + messages_path.strip("/")] = legacy
@@ -138,7 +147,7 @@ def create_app(
     if ws:
         from .ws import WebSocketEndpoint
 
-        websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check)
+        websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check, **engine)
         routes["/" + ws_path.strip("/")] = websocket
         if hasattr(websocket, "aclose"):
             closers.append(websocket.aclose)
