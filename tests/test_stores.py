@@ -506,3 +506,27 @@ def test_redis_is_imported_only_when_a_redis_backend_is_built() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+async def test_in_memory_event_store_holds_what_max_bytes_counts() -> None:
+    """Events encoded by orjson keep their whole encode buffer (about 4 KiB for a small message with orjson 3.13):
+    the store keeps a right-sized copy, so 20,000 small events take about what ``max_bytes`` counts, not 80 MB."""
+    import tracemalloc
+
+    import orjson
+
+    from mcpkit.stores import InMemoryEventStore
+
+    store = InMemoryEventStore(max_events_per_stream=100_000)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(20_000):
+            data = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"n": i}})
+            await store.append("s", i, data)
+        del data
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert store.size_bytes < 2_000_000
+    assert held < 8 * 1024 * 1024, f"{held / 1e6:.1f} MB held for {store.size_bytes / 1e6:.1f} MB of events"

@@ -60,6 +60,9 @@ class InMemoryEventStore:
             s.size -= len(old)
             self._bytes -= len(old)
             s.first = old_seq + 1
+        # A copy: bytes from orjson.dumps keep their whole encode buffer (about 4 KiB for a 40-byte message with
+        # orjson 3.13), so a store of small events would hold ~100x the bytes max_bytes counts.
+        data = memoryview(data).tobytes()
         events.append((seq, data))
         s.size += len(data)
         self._bytes += len(data)
