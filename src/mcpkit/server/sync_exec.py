@@ -1,0 +1,197 @@
+"""How a plain ``def`` tool, resource, prompt or completer is called: inline on the event loop, or on a worker.
+
+A sync function may block (a file, a socket, ``time.sleep``), so by default it must not run on the event loop:
+one blocked call would stall every other request of every session. A worker-thread hand-off per call costs
+tens of microseconds (two thread wake-ups), more than the whole rest of a ``tools/call``. Most sync tools never
+block, though, and for those that cost is pure waste. So every sync function gets a :class:`SyncPolicy`:
+
+- ``thread=True`` (declared): always on a worker thread (``loop.run_in_executor``, the loop's default
+  executor, the calling task's contextvars copied, as ``asyncio.to_thread`` does).
+- ``thread=False`` (declared): always inline on the event loop. Only for functions that never block.
+- ``thread=None`` (the default, *learned*): the first calls run on a worker thread and are measured there
+  (wall time and the thread's CPU time). After ``learn_calls`` consecutive calls that each finished within
+  ``long_ms / 10`` of wall time *and* did not wait (wall time minus CPU time under 50 µs: no sleep, no I/O,
+  no lock), the function runs inline. Every inline call is timed (two clock reads); the first one that takes
+  longer than ``long_ms`` sends the function back to the worker thread for good, with a warning naming it.
+  A learning call that takes longer than ``long_ms`` ends the learning at once (it stays on the thread).
+  Functions that take a :class:`~mcpkit.server.context.Context` are never learned inline (``ctx.run()``
+  needs a worker thread), nor are generator or coroutine-returning sync functions treated specially: whatever
+  they return is awaited as before.
+
+Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
+interval for CPU-bound code, 5 ms by default). A learned-inline function stalls the loop for at most
+``long_ms`` per call while it behaves as it did when learned; the worst case is the one call during which it
+first behaves differently (a sudden long sleep or slow I/O): that single call runs to its end on the loop
+(its whole duration), then the function is demoted and never runs inline again. Declare ``thread=True`` for a
+function that can ever block for long, and the worst case is gone.
+
+Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
+:data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
+is how many fast, non-waiting worker calls earn a function the inline path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+logger = logging.getLogger("mcpkit.server.sync")
+
+#: A call longer than this (milliseconds) is "long": it demotes a learned-inline function to the worker thread.
+DEFAULT_LONG_MS = 2.0
+#: Consecutive fast, non-waiting worker calls needed before a function runs inline.
+DEFAULT_LEARN_CALLS = 20
+#: Wall time minus thread CPU time above this (seconds) means the call waited (sleep, I/O, a lock).
+WAIT_SLACK_S = 50e-6
+
+THREAD = 0
+LEARNING = 1
+INLINE = 2
+_MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
+
+_clock = time.perf_counter
+_cpu = time.thread_time
+
+
+def check_sync_limits(long_ms: float | None, learn_calls: int | None) -> None:
+    """ValueError naming the option when a limit is out of range (None: not given)."""
+    if long_ms is not None and not long_ms > 0:
+        raise ValueError(f"sync_long_ms must be a positive number of milliseconds, not {long_ms!r}")
+    if learn_calls is not None and (not isinstance(learn_calls, int) or learn_calls < 1):
+        raise ValueError(f"sync_learn_calls must be an integer of at least 1, not {learn_calls!r}")
+
+
+class SyncPolicy:
+    """Where one sync function runs (inline or on a worker thread), learned from its calls unless declared.
+
+    Args:
+        fn: the plain function.
+        what: how warnings name it, e.g. ``"tool 'echo'"``.
+        thread: True = always a worker thread, False = always inline, None = learn (see the module docs).
+        learnable: False keeps a ``thread=None`` function on the worker thread (e.g. it takes a Context).
+        long_ms, learn_calls: the limits (module docs); :meth:`configure` changes them later.
+    """
+
+    __slots__ = ("_fast", "_fast_s", "_long_s", "declared", "fn", "learn_calls", "mode", "what")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        what: str,
+        thread: bool | None = None,
+        *,
+        learnable: bool = True,
+        long_ms: float = DEFAULT_LONG_MS,
+        learn_calls: int = DEFAULT_LEARN_CALLS,
+    ) -> None:
+        self.fn = fn
+        self.what = what
+        self.declared = thread is False
+        if thread is False:
+            self.mode = INLINE
+        elif thread is None and learnable:
+            self.mode = LEARNING
+        else:
+            self.mode = THREAD
+        self._fast = 0
+        self._long_s = 0.0
+        self._fast_s = 0.0
+        self.learn_calls = 0
+        self.configure(long_ms, learn_calls)
+
+    def configure(self, long_ms: float | None = None, learn_calls: int | None = None) -> None:
+        """Change the limits (``MCPKit`` passes its ``sync_long_ms`` / ``sync_learn_calls`` here)."""
+        check_sync_limits(long_ms, learn_calls)
+        if long_ms is not None:
+            self._long_s = long_ms / 1000
+            self._fast_s = self._long_s / 10
+        if learn_calls is not None:
+            self.learn_calls = learn_calls
+
+    @property
+    def mode_name(self) -> str:
+        """``"thread"``, ``"learning"`` or ``"inline"``."""
+        return _MODE_NAMES[self.mode]
+
+    # ------------------------------------------------------------------ inline
+
+    def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
+        t0 = _clock()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            took = _clock() - t0
+            if took > self._long_s:
+                self._ran_long(took)
+
+    def _ran_long(self, took: float) -> None:
+        if self.mode != INLINE or self.declared:
+            return
+        self.mode = THREAD
+        logger.warning(
+            "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), stalling other requests "
+            "meanwhile; it runs on a worker thread from now on. Declare thread=True for functions that can "
+            "block, or raise MCPKit(sync_long_ms=...).",
+            self.what,
+            took * 1000,
+            self._long_s * 1000,
+        )
+
+    # ------------------------------------------------------------------ worker thread
+
+    def _measured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Runs on the worker while learning: time the call, promote after enough fast, non-waiting calls."""
+        t0 = _clock()
+        c0 = _cpu()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            wall = _clock() - t0
+            waited = wall - (_cpu() - c0)
+            if self.mode == LEARNING:
+                if wall > self._long_s:
+                    self.mode = THREAD  # a long call: never inline
+                elif wall <= self._fast_s and waited <= WAIT_SLACK_S:
+                    self._fast += 1
+                    if self._fast >= self.learn_calls:
+                        self.mode = INLINE
+                        logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
+                else:
+                    self._fast = 0
+
+    def on_thread(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+        """Call on a worker thread (the loop's default executor, this task's contextvars)."""
+        ctx = contextvars.copy_context()
+        if self.mode == LEARNING:
+            call = functools.partial(ctx.run, self._measured, args, kwargs)
+        else:
+            call = functools.partial(ctx.run, self.fn, *args, **kwargs)
+        return asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
+        if self.mode == INLINE:
+            value = self.inline(args, kwargs)
+        else:
+            value = await self.on_thread(args, kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+__all__ = [
+    "DEFAULT_LEARN_CALLS",
+    "DEFAULT_LONG_MS",
+    "INLINE",
+    "LEARNING",
+    "THREAD",
+    "SyncPolicy",
+    "check_sync_limits",
+]
