@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -145,6 +146,19 @@ async def slow_call_with_probes(peer: Peer, kind: str, seconds: float) -> tuple[
     return await busy, latencies, time.perf_counter() - t0
 
 
+async def probes_within_bound(peer: Peer, kind: str, seconds: float = 1.0) -> None:
+    """While the ``kind`` function sleeps ``seconds`` on its worker thread, every probe is answered within
+    50 ms. A shared, overloaded machine can delay one probe by itself, so a miss is measured once more: a
+    real stall (the loop blocked by the sleep) misses every time."""
+    for attempt in range(2):
+        where, latencies, took = await slow_call_with_probes(peer, kind, seconds)
+        assert where == "thread" and took >= seconds
+        assert len(latencies) >= 10 * seconds, latencies  # probed all along
+        if max(latencies) < BOUND_S:
+            return
+        assert attempt == 0, f"slowest probe {max(latencies) * 1000:.1f} ms, twice"
+
+
 async def learn_inline(peer: Peer, kind: str) -> list[str]:
     """Fast calls until the function runs inline (sync_server.py: sync_learn_calls=10)."""
     return [await peer.call(kind, 0) for _ in range(12)]
@@ -155,10 +169,7 @@ async def test_issue16_item1_sleeping_sync_function_never_stalls_other_requests(
     """Issue 16 item 1 (and item 2 for resources, prompts, completers): while a plain ``def`` sleeps 1 s on
     its worker thread, pings and async tool calls are answered within 50 ms."""
     async with serve() as peer:
-        where, latencies, took = await slow_call_with_probes(peer, kind, 1.0)
-    assert where == "thread" and took >= 1.0
-    assert len(latencies) >= 20, latencies  # probed all along the second
-    assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms"
+        await probes_within_bound(peer, kind)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -184,9 +195,7 @@ async def test_issue16_item1_learned_inline_function_that_runs_long_goes_back_to
         where, stalled, took = await slow_call_with_probes(peer, kind, 0.3)
         assert where == "loop"  # the one call that was already inline when it ran long
         assert took < 0.3 + 1.0 and all(s < 0.3 + 0.5 for s in stalled)  # the stall is bounded by that call
-        where, latencies, took = await slow_call_with_probes(peer, kind, 1.0)
-        assert where == "thread" and took >= 1.0
-        assert len(latencies) >= 20 and max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms"
+        await probes_within_bound(peer, kind)
         assert await peer.call(kind, 0) == "thread"  # for good
         err = await stderr_of(peer)
     assert "inline on the event loop" in err and "sync_long_ms=2" in err and "thread=True" in err, err
@@ -247,3 +256,45 @@ async def test_issue16_item1_sync_policy_states_and_limits() -> None:
         check_sync_limits(0, None)
     with pytest.raises(ValueError, match="sync_learn_calls"):
         MCPKit("x", sync_learn_calls=0)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+async def test_issue16_item1_preemption_by_the_os_does_not_demote_an_inline_function() -> None:
+    """Issue 16 item 1: on a busy machine the OS preempts the loop thread in the middle of an inline call, so
+    wall time alone would demote fast functions at random. Only waiting or computing past sync_long_ms counts:
+    with a busy process sharing the one CPU, a 0.3 ms computation is preempted past 2 ms and stays inline; a
+    5 ms computation is demoted."""
+
+    def spin(ms: float) -> str:
+        end = time.thread_time() + ms / 1000
+        while time.thread_time() < end:
+            pass
+        return "ok"
+
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    hog = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 8\nwhile time.time() < end: pass",
+    )
+    try:
+        os.sched_setaffinity(0, {cpu})
+        policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
+        assert await policy(0) == "ok" and policy.mode == INLINE
+        preempted = 0
+        deadline = time.perf_counter() + 3
+        while time.perf_counter() < deadline and preempted < 5:
+            t0 = time.perf_counter()
+            await policy(0.3)
+            preempted += time.perf_counter() - t0 > 0.002
+        if not preempted:
+            pytest.skip("the OS never preempted an inline call: nothing to prove")
+        assert policy.mode == INLINE, f"demoted after {preempted} preempted calls"
+        await policy(5)
+        assert policy.mode == THREAD
+    finally:
+        os.sched_setaffinity(0, before)
+        with contextlib.suppress(ProcessLookupError):
+            hog.kill()
+        await hog.wait()

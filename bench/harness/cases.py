@@ -517,7 +517,7 @@ async def _growth_one(c: Contender, b: Budget, cid: str) -> Metrics:
             raise driver.BenchError(_explain(exc, child)) from None
         expect = n + (2 if key == "tools" else 0)  # echo and add are tools too
         walks: list[float] = []
-        for _ in range(3):  # the first walk builds what a server caches; the figure is the best of the next two
+        for _ in range(5):  # the first walk builds what a server caches; the figure is the best of the next four
             t0 = time.perf_counter()
             got = await _walk(conn, method, key)
             walks.append((time.perf_counter() - t0) * 1000)

@@ -201,7 +201,7 @@ def markdown(result: dict[str, Any]) -> str:
     )
     w(
         "- Growth cases (`list_*`): one server per registry size, three full walks of the list over stdio "
-        "(every page, following `nextCursor`); the figure is the faster of the last two walks, in ms. The floor "
+        "(every page, following `nextCursor`); the figure is the fastest of the last four walks, in ms. The floor "
         "answers the whole list in one page."
     )
     w("")

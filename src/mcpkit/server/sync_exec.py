@@ -8,22 +8,25 @@ block, though, and for those that cost is pure waste. So every sync function get
 - ``thread=True`` (declared): always on a worker thread (``loop.run_in_executor``, the loop's default
   executor, the calling task's contextvars copied, as ``asyncio.to_thread`` does).
 - ``thread=False`` (declared): always inline on the event loop. Only for functions that never block.
-- ``thread=None`` (the default, *learned*): the first calls run on a worker thread and are measured there
-  (wall time and the thread's CPU time). After ``learn_calls`` consecutive calls that each finished within
-  ``long_ms / 10`` of wall time *and* did not wait (wall time minus CPU time under 50 µs: no sleep, no I/O,
-  no lock), the function runs inline. Every inline call is timed (two clock reads); the first one that takes
-  longer than ``long_ms`` sends the function back to the worker thread for good, with a warning naming it.
-  A learning call that takes longer than ``long_ms`` ends the learning at once (it stays on the thread).
-  Functions that take a :class:`~mcpkit.server.context.Context` are never learned inline (``ctx.run()``
-  needs a worker thread), nor are generator or coroutine-returning sync functions treated specially: whatever
-  they return is awaited as before.
+- ``thread=None`` (the default, *learned*): the first calls run on a worker thread and are measured there.
+  After ``learn_calls`` consecutive calls that each finished within ``long_ms / 10`` of wall time *and* never
+  gave up the CPU voluntarily (no sleep, no I/O wait, no lock wait: the thread's voluntary context switches,
+  from ``getrusage(RUSAGE_THREAD)``; elsewhere wall time minus thread CPU time under 50 µs), the function runs
+  inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
+  that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
+  to the worker thread for good, with a warning naming it. A call that was merely preempted by the OS (a busy
+  machine, a CPU quota) is not held against it: a thread would not have helped. A learning call that waits or
+  computes longer than ``long_ms`` ends the learning at once (it stays on the thread). Functions that take a
+  :class:`~mcpkit.server.context.Context` are never learned inline (``ctx.run()`` needs a worker thread).
+  Whatever a sync function returns that is awaitable is awaited, as before.
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
 interval for CPU-bound code, 5 ms by default). A learned-inline function stalls the loop for at most
 ``long_ms`` per call while it behaves as it did when learned; the worst case is the one call during which it
 first behaves differently (a sudden long sleep or slow I/O): that single call runs to its end on the loop
-(its whole duration), then the function is demoted and never runs inline again. Declare ``thread=True`` for a
-function that can ever block for long, and the worst case is gone.
+(its whole duration: Python cannot move a running call off the loop), then the function is demoted and never
+runs inline again. Declare ``thread=True`` for a function that can ever block for long, and the worst case is
+gone; ``thread=False`` declares one that never blocks (never timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
 :data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
@@ -56,7 +59,30 @@ INLINE = 2
 _MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
 
 _clock = time.perf_counter
-_cpu = time.thread_time
+
+try:
+    import resource
+
+    _getrusage = resource.getrusage
+    _RUSAGE_THREAD = resource.RUSAGE_THREAD
+
+    def _usage() -> tuple[int, float]:
+        """(voluntary context switches, CPU seconds) of the calling thread: a function that sleeps, waits
+        for I/O or a lock gives up the CPU voluntarily; one the OS merely preempts does not."""
+        r = _getrusage(_RUSAGE_THREAD)
+        return r.ru_nvcsw, r.ru_utime + r.ru_stime
+
+except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits show as wall time minus CPU
+
+    def _usage() -> tuple[int, float]:
+        return -1, time.thread_time()
+
+
+def _blocked(u0: tuple[int, float], u1: tuple[int, float], wall: float) -> bool:
+    """Whether the thread waited (slept, blocked on I/O or a lock) between the two readings."""
+    if u0[0] >= 0:
+        return u1[0] > u0[0]
+    return wall - (u1[1] - u0[1]) > WAIT_SLACK_S
 
 
 def check_sync_limits(long_ms: float | None, learn_calls: int | None) -> None:
@@ -124,15 +150,21 @@ class SyncPolicy:
     def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
         t0 = _clock()
+        u0 = _usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
             took = _clock() - t0
             if took > self._long_s:
-                self._ran_long(took)
+                self._ran_long(took, u0)
 
-    def _ran_long(self, took: float) -> None:
+    def _ran_long(self, took: float, u0: tuple[int, float]) -> None:
         if self.mode != INLINE or self.declared:
+            return
+        u1 = _usage()
+        if not _blocked(u0, u1, took) and u1[1] - u0[1] <= self._long_s:
+            # it neither waited nor computed that long: the OS ran something else meanwhile (a busy machine,
+            # a CPU quota). Not the function's doing; running it on a thread would not have helped.
             return
         self.mode = THREAD
         logger.warning(
@@ -149,22 +181,23 @@ class SyncPolicy:
     def _measured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Runs on the worker while learning: time the call, promote after enough fast, non-waiting calls."""
         t0 = _clock()
-        c0 = _cpu()
+        u0 = _usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
             wall = _clock() - t0
-            waited = wall - (_cpu() - c0)
             if self.mode == LEARNING:
-                if wall > self._long_s:
-                    self.mode = THREAD  # a long call: never inline
-                elif wall <= self._fast_s and waited <= WAIT_SLACK_S:
+                u1 = _usage()
+                blocked = _blocked(u0, u1, wall)
+                if (blocked and wall > self._long_s) or u1[1] - u0[1] > self._long_s:
+                    self.mode = THREAD  # it waited or computed long: never inline
+                elif blocked or wall > self._fast_s:
+                    self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
+                else:
                     self._fast += 1
                     if self._fast >= self.learn_calls:
                         self.mode = INLINE
                         logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
-                else:
-                    self._fast = 0
 
     def on_thread(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
         """Call on a worker thread (the loop's default executor, this task's contextvars)."""
