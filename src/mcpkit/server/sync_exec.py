@@ -15,7 +15,8 @@ block, though, and for those that cost is pure waste. So every sync function get
   inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
   that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
   to the worker thread for good, with a warning naming it. A call that was merely preempted by the OS (a busy
-  machine, a CPU quota) is not held against it: a thread would not have helped. A learning call that waits or
+  machine, a CPU quota), or that may have waited for the GIL while other sync calls ran on worker threads, is
+  not held against it: a thread would not have helped. A learning call that waits or
   computes longer than ``long_ms`` ends the learning at once (it stays on the thread). Functions that take a
   :class:`~mcpkit.server.context.Context` are never learned inline (``ctx.run()`` needs a worker thread).
   Whatever a sync function returns that is awaitable is awaited, as before.
@@ -66,23 +67,50 @@ try:
     _getrusage = resource.getrusage
     _RUSAGE_THREAD = resource.RUSAGE_THREAD
 
-    def _usage() -> tuple[int, float]:
-        """(voluntary context switches, CPU seconds) of the calling thread: a function that sleeps, waits
-        for I/O or a lock gives up the CPU voluntarily; one the OS merely preempts does not."""
+    def _usage() -> tuple[int, int, float]:
+        """(voluntary, involuntary context switches, CPU seconds) of the calling thread: a function that
+        sleeps, waits for I/O or a lock gives up the CPU voluntarily; one the OS preempts does not. The CPU
+        time is tick-grained (it may lag by a tick, 4-10 ms)."""
         r = _getrusage(_RUSAGE_THREAD)
-        return r.ru_nvcsw, r.ru_utime + r.ru_stime
+        return r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime
 
 except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits show as wall time minus CPU
 
-    def _usage() -> tuple[int, float]:
-        return -1, time.thread_time()
+    def _usage() -> tuple[int, int, float]:
+        return -1, -1, time.thread_time()
 
 
-def _blocked(u0: tuple[int, float], u1: tuple[int, float], wall: float) -> bool:
+_TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
+
+
+def _by_itself(u0: tuple[int, int, float], u1: tuple[int, int, float], wall: float, long_s: float) -> bool:
+    """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: it waited (slept, blocked
+    on I/O or a lock) or computed that long, rather than being preempted by the OS (a busy machine, a CPU
+    quota) or kept waiting for the GIL by sync calls running on worker threads."""
+    cpu = u1[2] - u0[2]
+    if u0[0] < 0:  # no switch counts: precise CPU time, and any wait counts
+        return cpu > long_s or wall - cpu > WAIT_SLACK_S
+    if cpu > long_s + _TICK_S:
+        return True  # computed that long, preempted or not
+    if u1[0] > u0[0]:
+        return _on_threads[0] == 0  # it waited; unless the wait may have been for the GIL
+    return u1[1] == u0[1]  # never preempted, never waited: it computed for all that time
+
+
+# sync calls now on worker threads (all policies): while there are any, a wait of an inline call may be for
+# the GIL they hold, so it does not demote the function
+_on_threads = [0]
+
+
+def _thread_call_done(_: asyncio.Future[Any]) -> None:
+    _on_threads[0] -= 1
+
+
+def _blocked(u0: tuple[int, int, float], u1: tuple[int, int, float], wall: float) -> bool:
     """Whether the thread waited (slept, blocked on I/O or a lock) between the two readings."""
     if u0[0] >= 0:
         return u1[0] > u0[0]
-    return wall - (u1[1] - u0[1]) > WAIT_SLACK_S
+    return wall - (u1[2] - u0[2]) > WAIT_SLACK_S
 
 
 def check_sync_limits(long_ms: float | None, learn_calls: int | None) -> None:
@@ -158,14 +186,11 @@ class SyncPolicy:
             if took > self._long_s:
                 self._ran_long(took, u0)
 
-    def _ran_long(self, took: float, u0: tuple[int, float]) -> None:
+    def _ran_long(self, took: float, u0: tuple[int, int, float]) -> None:
         if self.mode != INLINE or self.declared:
             return
-        u1 = _usage()
-        if not _blocked(u0, u1, took) and u1[1] - u0[1] <= self._long_s:
-            # it neither waited nor computed that long: the OS ran something else meanwhile (a busy machine,
-            # a CPU quota). Not the function's doing; running it on a thread would not have helped.
-            return
+        if not _by_itself(u0, _usage(), took, self._long_s):
+            return  # not (provably) the function's doing: a thread would not have helped
         self.mode = THREAD
         logger.warning(
             "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), stalling other requests "
@@ -189,7 +214,7 @@ class SyncPolicy:
             if self.mode == LEARNING:
                 u1 = _usage()
                 blocked = _blocked(u0, u1, wall)
-                if (blocked and wall > self._long_s) or u1[1] - u0[1] > self._long_s:
+                if wall > self._long_s and (blocked or _by_itself(u0, u1, wall, self._long_s)):
                     self.mode = THREAD  # it waited or computed long: never inline
                 elif blocked or wall > self._fast_s:
                     self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
@@ -206,7 +231,10 @@ class SyncPolicy:
             call = functools.partial(ctx.run, self._measured, args, kwargs)
         else:
             call = functools.partial(ctx.run, self.fn, *args, **kwargs)
-        return asyncio.get_running_loop().run_in_executor(None, call)
+        future = asyncio.get_running_loop().run_in_executor(None, call)
+        _on_threads[0] += 1  # counted on the loop's thread, uncounted there too (a done callback)
+        future.add_done_callback(_thread_call_done)
+        return future
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
