@@ -298,3 +298,23 @@ async def test_issue16_item1_preemption_by_the_os_does_not_demote_an_inline_func
         with contextlib.suppress(ProcessLookupError):
             hog.kill()
         await hog.wait()
+
+
+async def test_issue16_item1_waiting_inline_function_is_demoted_even_while_threads_are_busy() -> None:
+    """Issue 16 item 1: the GIL tolerance (a wait while sync calls run on worker threads) is bounded: an
+    inline function that sleeps 50 ms while another sync function sleeps on a worker thread is demoted; a
+    wait under long_ms + two switch intervals is tolerated."""
+
+    def nap(seconds: float) -> str:
+        if seconds:
+            time.sleep(seconds)
+        return "ok"
+
+    busy = SyncPolicy(nap, "busy", True)
+    policy = SyncPolicy(nap, "nap", None, long_ms=2, learn_calls=1)
+    assert await policy(0) == "ok" and policy.mode == INLINE
+    background = asyncio.ensure_future(busy(0.5))
+    await asyncio.sleep(0.01)  # it is on its worker thread now
+    assert await policy(0.005) == "ok" and policy.mode == INLINE  # 5 ms: may have been the GIL
+    assert await policy(0.05) == "ok" and policy.mode == THREAD  # 50 ms: the function's own wait
+    assert await background == "ok"

@@ -14,20 +14,22 @@ block, though, and for those that cost is pure waste. So every sync function get
   from ``getrusage(RUSAGE_THREAD)``; elsewhere wall time minus thread CPU time under 50 µs), the function runs
   inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
   that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
-  to the worker thread for good, with a warning naming it. A call that was merely preempted by the OS (a busy
-  machine, a CPU quota), or that may have waited for the GIL while other sync calls ran on worker threads, is
-  not held against it: a thread would not have helped. A learning call that waits or
-  computes longer than ``long_ms`` ends the learning at once (it stays on the thread). Functions that take a
-  :class:`~mcpkit.server.context.Context` are never learned inline (``ctx.run()`` needs a worker thread).
-  Whatever a sync function returns that is awaitable is awaited, as before.
+  to the worker thread for good, with a warning naming it. Two tolerances keep a busy machine from demoting
+  fast functions at random: being preempted by the OS (a busy machine, a CPU quota) is not held against a
+  call, nor is a wait while other sync calls run on worker threads (it may be for the GIL) unless it lasts
+  beyond ``long_ms`` + two switch intervals (12 ms by default); CPU time counts beyond ``long_ms`` + 10 ms
+  (``getrusage`` is tick-grained). A learning call that waits or computes longer than ``long_ms`` ends the
+  learning at once (it stays on the thread). Functions that take a :class:`~mcpkit.server.context.Context`
+  are never learned inline (``ctx.run()`` needs a worker thread). Whatever a sync function returns that is
+  awaitable is awaited, as before.
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
-interval for CPU-bound code, 5 ms by default). A learned-inline function stalls the loop for at most
-``long_ms`` per call while it behaves as it did when learned; the worst case is the one call during which it
-first behaves differently (a sudden long sleep or slow I/O): that single call runs to its end on the loop
-(its whole duration: Python cannot move a running call off the loop), then the function is demoted and never
-runs inline again. Declare ``thread=True`` for a function that can ever block for long, and the worst case is
-gone; ``thread=False`` declares one that never blocks (never timed, never demoted).
+interval for CPU-bound code, 5 ms by default). A learned-inline function that starts waiting or computing
+stalls the loop: within the tolerances above (up to about ``long_ms`` + 10 ms a call) it may go on doing so;
+beyond them it stalls the loop during exactly one call, for that call's whole duration (Python cannot move a
+running call off the loop), and then runs on a worker thread for good. Declare ``thread=True`` for a function
+that can ever block for long and the worst case is gone; ``thread=False`` declares one that never blocks
+(always inline, never timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
 :data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
@@ -41,6 +43,7 @@ import contextvars
 import functools
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -93,7 +96,9 @@ def _by_itself(u0: tuple[int, int, float], u1: tuple[int, int, float], wall: flo
     if cpu > long_s + _TICK_S:
         return True  # computed that long, preempted or not
     if u1[0] > u0[0]:
-        return _on_threads[0] == 0  # it waited; unless the wait may have been for the GIL
+        # it waited; while sync calls run on worker threads that may have been for the GIL, which a thread
+        # holds for at most a switch interval (5 ms) before it must hand it over: longer is the function's
+        return _on_threads[0] == 0 or wall > long_s + 2 * sys.getswitchinterval()
     return u1[1] == u0[1]  # never preempted, never waited: it computed for all that time
 
 
