@@ -46,7 +46,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -64,42 +64,46 @@ _MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
 
 _clock = time.perf_counter
 
+
+class _Usage(NamedTuple):
+    """What ``getrusage(RUSAGE_THREAD)`` gives, where it is missing: no switch counts, precise CPU time."""
+
+    ru_nvcsw: int
+    ru_nivcsw: int
+    ru_utime: float
+    ru_stime: float
+
+
 try:
     import resource
 
-    _getrusage = resource.getrusage
-    _RUSAGE_THREAD = resource.RUSAGE_THREAD
-
-    def _usage() -> tuple[int, int, float]:
-        """(voluntary, involuntary context switches, CPU seconds) of the calling thread: a function that
-        sleeps, waits for I/O or a lock gives up the CPU voluntarily; one the OS preempts does not. The CPU
-        time is tick-grained (it may lag by a tick, 4-10 ms)."""
-        r = _getrusage(_RUSAGE_THREAD)
-        return r.ru_nvcsw, r.ru_nivcsw, r.ru_utime + r.ru_stime
-
+    # (voluntary, involuntary context switches, CPU seconds) of the calling thread, read straight from the C
+    # struct (no Python frame per inline call): a function that sleeps, waits for I/O or a lock gives up the
+    # CPU voluntarily; one the OS preempts does not. The CPU time is tick-grained (it may lag by a tick).
+    _usage: Callable[[], Any] = functools.partial(resource.getrusage, resource.RUSAGE_THREAD)
 except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits show as wall time minus CPU
 
-    def _usage() -> tuple[int, int, float]:
-        return -1, -1, time.thread_time()
+    def _usage() -> Any:
+        return _Usage(-1, -1, time.thread_time(), 0.0)
 
 
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
 
 
-def _by_itself(u0: tuple[int, int, float], u1: tuple[int, int, float], wall: float, long_s: float) -> bool:
+def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> bool:
     """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: it waited (slept, blocked
     on I/O or a lock) or computed that long, rather than being preempted by the OS (a busy machine, a CPU
     quota) or kept waiting for the GIL by sync calls running on worker threads."""
-    cpu = u1[2] - u0[2]
-    if u0[0] < 0:  # no switch counts: precise CPU time, and any wait counts
+    cpu: float = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
+    if u0.ru_nvcsw < 0:  # no switch counts: precise CPU time, and any wait counts
         return cpu > long_s or wall - cpu > WAIT_SLACK_S
     if cpu > long_s + _TICK_S:
         return True  # computed that long, preempted or not
-    if u1[0] > u0[0]:
+    if u1.ru_nvcsw > u0.ru_nvcsw:
         # it waited; while sync calls run on worker threads that may have been for the GIL, which a thread
         # holds for at most a switch interval (5 ms) before it must hand it over: longer is the function's
         return _on_threads[0] == 0 or wall > long_s + 2 * sys.getswitchinterval()
-    return u1[1] == u0[1]  # never preempted, never waited: it computed for all that time
+    return bool(u1.ru_nivcsw == u0.ru_nivcsw)  # never preempted, never waited: it computed all that time
 
 
 # sync calls now on worker threads (all policies): while there are any, a wait of an inline call may be for
@@ -111,11 +115,11 @@ def _thread_call_done(_: asyncio.Future[Any]) -> None:
     _on_threads[0] -= 1
 
 
-def _blocked(u0: tuple[int, int, float], u1: tuple[int, int, float], wall: float) -> bool:
+def _blocked(u0: Any, u1: Any, wall: float) -> bool:
     """Whether the thread waited (slept, blocked on I/O or a lock) between the two readings."""
-    if u0[0] >= 0:
-        return u1[0] > u0[0]
-    return wall - (u1[2] - u0[2]) > WAIT_SLACK_S
+    if u0.ru_nvcsw >= 0:
+        return bool(u1.ru_nvcsw > u0.ru_nvcsw)
+    return bool(wall - (u1.ru_utime - u0.ru_utime) > WAIT_SLACK_S)
 
 
 def check_sync_limits(long_ms: float | None, learn_calls: int | None) -> None:
@@ -191,7 +195,7 @@ class SyncPolicy:
             if took > self._long_s:
                 self._ran_long(took, u0)
 
-    def _ran_long(self, took: float, u0: tuple[int, int, float]) -> None:
+    def _ran_long(self, took: float, u0: Any) -> None:
         if self.mode != INLINE or self.declared:
             return
         if not _by_itself(u0, _usage(), took, self._long_s):
