@@ -46,8 +46,8 @@ async def _page_allocation(n: int) -> tuple[int, int]:
     return peak, seen
 
 
-async def test_issue16_item5_list_page_does_not_copy_the_registry() -> None:
-    """Issue 16 item 5: a resources/list page deep in 60,000 resources allocates about what one in 600 does;
+async def test_issue16_item4_list_page_does_not_copy_the_registry() -> None:
+    """Issue 16 item 4: a resources/list page deep in 60,000 resources allocates about what one in 600 does;
     copying the registry per page (the old code) costs 60,000 pointers (~480 KB) more per page."""
     small, _ = await _page_allocation(600)
     large, _ = await _page_allocation(60_000)
@@ -55,8 +55,8 @@ async def test_issue16_item5_list_page_does_not_copy_the_registry() -> None:
 
 
 @pytest.mark.parametrize("kind", ["tools", "prompts", "resources", "templates"])
-async def test_issue16_item5_full_walk_is_exact_and_in_order(kind: str) -> None:
-    """Issue 16 item 5: every list walks every item once, in registration order, whatever the page size."""
+async def test_issue16_item4_full_walk_is_exact_and_in_order(kind: str) -> None:
+    """Issue 16 item 4: every list walks every item once, in registration order, whatever the page size."""
     app = MCPKit("walk", page_size=7)
     n = 100
     for i in range(n):
@@ -92,8 +92,8 @@ async def test_issue16_item5_full_walk_is_exact_and_in_order(kind: str) -> None:
 
 
 @pytest.mark.req("S030")
-async def test_issue16_item5_changes_between_pages_and_tampered_cursors() -> None:
-    """Issue 16 item 5: the snapshot is rebuilt after every change: an item added, replaced or removed between
+async def test_issue16_item4_changes_between_pages_and_tampered_cursors() -> None:
+    """Issue 16 item 4: the snapshot is rebuilt after every change: an item added, replaced or removed between
     pages shows on the next page and nothing is skipped; a tampered cursor is still -32602."""
     app = MCPKit("changes", page_size=3)
     for i in range(9):
@@ -117,8 +117,8 @@ async def test_issue16_item5_changes_between_pages_and_tampered_cursors() -> Non
         assert exc.value.code == -32602
 
 
-def test_issue16_item5_snapshot_position_and_rebuild() -> None:
-    """Issue 16 item 5: Snapshot finds a key's index in O(1) and rebuilds after invalidate() or a size change;
+def test_issue16_item4_snapshot_position_and_rebuild() -> None:
+    """Issue 16 item 4: Snapshot finds a key's index in O(1) and rebuilds after invalidate() or a size change;
     Paginator resumes after the last key seen through it."""
     reg = {f"k{i}": i for i in range(10)}
     snap = Snapshot(reg)
