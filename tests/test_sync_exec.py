@@ -318,3 +318,47 @@ async def test_issue16_item1_waiting_inline_function_is_demoted_even_while_threa
     assert await policy(0.005) == "ok" and policy.mode == INLINE  # 5 ms: may have been the GIL
     assert await policy(0.05) == "ok" and policy.mode == THREAD  # 50 ms: the function's own wait
     assert await background == "ok"
+
+
+async def test_issue16_item2_thread_is_declared_for_resources_prompts_and_completers() -> None:
+    """Issue 16 item 2: ``thread=`` declares where a plain ``def`` resource, template, prompt or completer runs,
+    as for tools (None: learned; True: always a worker thread; False: always inline); the app's limits reach
+    every policy."""
+    from mcpkit.server.completions import completer_plan
+
+    app = MCPKit("declared", sync_long_ms=7, sync_learn_calls=3)
+
+    @app.resource("mem://a", thread=True)
+    def a() -> str:
+        return "a"
+
+    @app.resource("mem://t/{x}", thread=False)
+    def tmpl(x: str) -> str:
+        return x
+
+    @app.prompt(thread=True)
+    def p(x: str) -> str:
+        return x
+
+    @app.prompt
+    def q(x: str) -> str:
+        return x
+
+    @app.completion(prompt="q", argument="x", thread=False)
+    def complete_x(value: str) -> list[str]:
+        return [value]
+
+    res, tpl = app.resources[0], app.resource_templates[0]
+    prompts = {pr.name: pr for pr in app.prompts}
+    policy, _ = completer_plan(complete_x)
+    assert res.sync is not None and res.sync.mode == THREAD
+    assert tpl.sync is not None and tpl.sync.mode == INLINE
+    assert prompts["p"].sync is not None and prompts["p"].sync.mode == THREAD
+    learned = prompts["q"].sync
+    assert learned is not None and learned.mode == LEARNING and learned.learn_calls == 3
+    assert policy is not None and policy.mode == INLINE and policy.learn_calls == 3
+    async with connect(app) as (cs, _, _):
+        assert (await cs.complete({"type": "ref/prompt", "name": "q"}, "x", "hi")).completion.values == ["hi"]
+        for _ in range(3):
+            await cs.get_prompt("q", {"x": "1"})
+    assert learned.mode == INLINE
