@@ -16,20 +16,22 @@ block, though, and for those that cost is pure waste. So every sync function get
   that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
   to the worker thread for good, with a warning naming it. Two tolerances keep a busy machine from demoting
   fast functions at random: being preempted by the OS (a busy machine, a CPU quota) is not held against a
-  call, nor is a wait while other sync calls run on worker threads (it may be for the GIL) unless it lasts
-  beyond ``long_ms`` + two switch intervals (12 ms by default); CPU time counts beyond ``long_ms`` + 10 ms
-  (``getrusage`` is tick-grained). A learning call that waits or computes longer than ``long_ms`` ends the
-  learning at once (it stays on the thread). Functions that take a :class:`~mcpkit.server.context.Context`
+  call (CPU time counts beyond ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
+  ``long_ms`` + two switch intervals, 12 ms by default: perhaps for the GIL, held by another thread) is
+  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other. A
+  learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
+  thread). Functions that take a :class:`~mcpkit.server.context.Context`
   are never learned inline (``ctx.run()`` needs a worker thread). Whatever a sync function returns that is
   awaitable is awaited, as before.
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
 interval for CPU-bound code, 5 ms by default). A learned-inline function that starts waiting or computing
-stalls the loop: within the tolerances above (up to about ``long_ms`` + 10 ms a call) it may go on doing so;
-beyond them it stalls the loop during exactly one call, for that call's whole duration (Python cannot move a
-running call off the loop), and then runs on a worker thread for good. Declare ``thread=True`` for a function
-that can ever block for long and the worst case is gone; ``thread=False`` declares one that never blocks
-(always inline, never timed, never demoted).
+stalls the loop: for a wait past ``long_ms`` + 10 ms, or computing past ``long_ms`` + 10 ms, during exactly one
+call, for that call's whole duration (Python cannot move a running call off the loop), then it runs on a
+worker thread for good; shorter waits (12 ms at most by default) are forgiven while they are rarer than three
+within 10 s, and the third one within 10 s demotes it. Declare ``thread=True`` for a function that can ever
+block and the worst case is gone; ``thread=False`` declares one that never blocks (always inline, never
+timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
 :data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
@@ -90,29 +92,28 @@ except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
 
 
-def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> bool:
-    """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: it waited (slept, blocked
-    on I/O or a lock) or computed that long, rather than being preempted by the OS (a busy machine, a CPU
-    quota) or kept waiting for the GIL by sync calls running on worker threads."""
+NOT, MAYBE, YES = 0, 1, 2  # verdicts of _by_itself
+#: Short waits (under long_ms + two switch intervals) that may have been for the GIL: this many within
+#: MAYBE_WINDOW_S seconds of each other demote a function, fewer are forgiven.
+MAYBE_STRIKES = 3
+MAYBE_WINDOW_S = 10.0
+
+
+def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
+    """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: YES when it computed that
+    long or waited (slept, blocked on I/O or a lock) past ``long_s`` + two switch intervals; MAYBE for a
+    shorter wait, which may have been for the GIL held by another thread; NOT when the OS merely preempted
+    it (a busy machine, a CPU quota)."""
     cpu: float = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
     if u0.ru_nvcsw < 0:  # no switch counts: precise CPU time, and any wait counts
-        return cpu > long_s or wall - cpu > WAIT_SLACK_S
+        return YES if cpu > long_s or wall - cpu > WAIT_SLACK_S else NOT
     if cpu > long_s + _TICK_S:
-        return True  # computed that long, preempted or not
+        return YES  # computed that long, preempted or not
     if u1.ru_nvcsw > u0.ru_nvcsw:
-        # it waited; while sync calls run on worker threads that may have been for the GIL, which a thread
-        # holds for at most a switch interval (5 ms) before it must hand it over: longer is the function's
-        return _on_threads[0] == 0 or wall > long_s + 2 * sys.getswitchinterval()
-    return bool(u1.ru_nivcsw == u0.ru_nivcsw)  # never preempted, never waited: it computed all that time
-
-
-# sync calls now on worker threads (all policies): while there are any, a wait of an inline call may be for
-# the GIL they hold, so it does not demote the function
-_on_threads = [0]
-
-
-def _thread_call_done(_: asyncio.Future[Any]) -> None:
-    _on_threads[0] -= 1
+        # it waited: for the GIL, another thread holds it at most a switch interval (5 ms) before it must
+        # hand it over, so a longer wait is the function's own
+        return YES if wall > long_s + 2 * sys.getswitchinterval() else MAYBE
+    return YES if u1.ru_nivcsw == u0.ru_nivcsw else NOT  # never preempted, never waited: it computed
 
 
 def _blocked(u0: Any, u1: Any, wall: float) -> bool:
@@ -141,7 +142,7 @@ class SyncPolicy:
         long_ms, learn_calls: the limits (module docs); :meth:`configure` changes them later.
     """
 
-    __slots__ = ("_fast", "_fast_s", "_long_s", "declared", "fn", "learn_calls", "mode", "what")
+    __slots__ = ("_fast", "_fast_s", "_long_s", "_maybe", "_maybe_at", "declared", "fn", "learn_calls", "mode", "what")
 
     def __init__(
         self,
@@ -163,6 +164,8 @@ class SyncPolicy:
         else:
             self.mode = THREAD
         self._fast = 0
+        self._maybe = 0
+        self._maybe_at = 0.0
         self._long_s = 0.0
         self._fast_s = 0.0
         self.learn_calls = 0
@@ -198,8 +201,15 @@ class SyncPolicy:
     def _ran_long(self, took: float, u0: Any) -> None:
         if self.mode != INLINE or self.declared:
             return
-        if not _by_itself(u0, _usage(), took, self._long_s):
-            return  # not (provably) the function's doing: a thread would not have helped
+        verdict = _by_itself(u0, _usage(), took, self._long_s)
+        if verdict == NOT:
+            return  # the OS ran something else meanwhile: a thread would not have helped
+        if verdict == MAYBE:
+            now = _clock()
+            self._maybe = self._maybe + 1 if now - self._maybe_at < MAYBE_WINDOW_S else 1
+            self._maybe_at = now
+            if self._maybe < MAYBE_STRIKES:
+                return  # perhaps a GIL wait (another thread ran Python): forgiven unless it keeps happening
         self.mode = THREAD
         logger.warning(
             "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), stalling other requests "
@@ -223,7 +233,7 @@ class SyncPolicy:
             if self.mode == LEARNING:
                 u1 = _usage()
                 blocked = _blocked(u0, u1, wall)
-                if wall > self._long_s and (blocked or _by_itself(u0, u1, wall, self._long_s)):
+                if wall > self._long_s and (blocked or _by_itself(u0, u1, wall, self._long_s) == YES):
                     self.mode = THREAD  # it waited or computed long: never inline
                 elif blocked or wall > self._fast_s:
                     self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
@@ -240,10 +250,7 @@ class SyncPolicy:
             call = functools.partial(ctx.run, self._measured, args, kwargs)
         else:
             call = functools.partial(ctx.run, self.fn, *args, **kwargs)
-        future = asyncio.get_running_loop().run_in_executor(None, call)
-        _on_threads[0] += 1  # counted on the loop's thread, uncounted there too (a done callback)
-        future.add_done_callback(_thread_call_done)
-        return future
+        return asyncio.get_running_loop().run_in_executor(None, call)
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
