@@ -15,8 +15,9 @@ block, though, and for those that cost is pure waste. So every sync function get
   inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
   that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
   to the worker thread for good, with a warning naming it. Two tolerances keep a busy machine from demoting
-  fast functions at random: being preempted by the OS (a busy machine, a CPU quota) is not held against a
-  call (CPU time counts beyond ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
+  fast functions at random: being preempted by the OS (a busy machine, a CPU quota) or a garbage collection
+  (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
+  ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
   ``long_ms`` + two switch intervals, 12 ms by default: perhaps for the GIL, held by another thread) is
   forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other. A
   learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
@@ -43,6 +44,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import gc
 import inspect
 import logging
 import sys
@@ -90,6 +92,25 @@ except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits
 
 
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
+
+
+# Time spent in garbage collection so far (seconds): a collection that runs during an inline call would have
+# paused the loop wherever the function ran, so it is not held against the function. Hooked into gc.callbacks
+# once the first function runs inline.
+_gc_time = [0.0]
+_gc_start = [0.0]
+
+
+def _gc_callback(phase: str, _info: dict[str, Any]) -> None:
+    if phase == "start":
+        _gc_start[0] = _clock()
+    else:
+        _gc_time[0] += _clock() - _gc_start[0]
+
+
+def _hook_gc() -> None:
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
 
 
 NOT, MAYBE, YES = 0, 1, 2  # verdicts of _by_itself
@@ -159,6 +180,7 @@ class SyncPolicy:
         self.declared = thread is False
         if thread is False:
             self.mode = INLINE
+            _hook_gc()
         elif thread is None and learnable:
             self.mode = LEARNING
         else:
@@ -190,18 +212,20 @@ class SyncPolicy:
     def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
         t0 = _clock()
+        g0 = _gc_time[0]
         u0 = _usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
             took = _clock() - t0
             if took > self._long_s:
-                self._ran_long(took, u0)
+                self._ran_long(took, took - (_gc_time[0] - g0), u0)
 
-    def _ran_long(self, took: float, u0: Any) -> None:
-        if self.mode != INLINE or self.declared:
+    def _ran_long(self, took: float, own: float, u0: Any) -> None:
+        """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway)."""
+        if self.mode != INLINE or self.declared or own <= self._long_s:
             return
-        verdict = _by_itself(u0, _usage(), took, self._long_s)
+        verdict = _by_itself(u0, _usage(), own, self._long_s)
         if verdict == NOT:
             return  # the OS ran something else meanwhile: a thread would not have helped
         if verdict == MAYBE:
@@ -240,6 +264,7 @@ class SyncPolicy:
                 else:
                     self._fast += 1
                     if self._fast >= self.learn_calls:
+                        _hook_gc()
                         self.mode = INLINE
                         logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
 
