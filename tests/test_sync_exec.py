@@ -366,3 +366,28 @@ async def test_issue16_item2_thread_is_declared_for_resources_prompts_and_comple
         for _ in range(3):
             await cs.get_prompt("q", {"x": "1"})
     assert learned.mode == INLINE
+
+
+async def test_issue16_item1_garbage_collection_does_not_demote_an_inline_function() -> None:
+    """Issue 16 item 1: a garbage collection during an inline call pauses the loop wherever the function runs,
+    so it is not held against the function: a call that spends 10+ ms collecting 500,000 objects stays
+    inline (wall time alone read it as computing past sync_long_ms)."""
+    import gc
+
+    def collect(now: bool = False) -> str:
+        if now:
+            gc.collect()
+        return "ok"
+
+    garbage = [[] for _ in range(500_000)]  # ~40 MB of tracked objects: a full collection takes milliseconds
+    try:
+        policy = SyncPolicy(collect, "collect", None, long_ms=2, learn_calls=1)
+        assert await policy() == "ok" and policy.mode == INLINE
+        t0 = time.perf_counter()
+        assert await policy(True) == "ok"
+        took = time.perf_counter() - t0
+        if took < 0.004:
+            pytest.skip(f"the collection took only {took * 1000:.1f} ms: nothing to prove")
+        assert policy.mode == INLINE
+    finally:
+        del garbage
