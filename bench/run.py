@@ -4,6 +4,8 @@
     python bench/run.py                 full run (a few minutes), rewrites docs/benchmarks.md + .svg
     python bench/run.py --quick         smoke run (seconds), JSON only
     python bench/run.py --only stdio_seq,http_c32
+    python bench/run.py --only list_res_10k,list_res_100k --contenders floor,mcp,mcpkit --docs
+                                        (a partial run's own section in docs/benchmarks.md)
 
 The first run creates .bench-venv at the repository root and installs the peers into it (mcp, fastmcp)
 plus mcpkit itself (editable, with its http extra), then re-executes itself inside it. Results go to
@@ -81,7 +83,8 @@ def main() -> int:
         dest="docs",
         action="store_true",
         default=None,
-        help="rewrite docs/benchmarks.md and .svg (default: only on a full run of every case)",
+        help="rewrite docs/benchmarks.md and .svg (default: only on a full run of every case); with --only or "
+        "--contenders, update just this case set's section of docs/benchmarks.md",
     )
     parser.add_argument("--no-docs", dest="docs", action="store_false")
     parser.add_argument("--list", action="store_true", help="list cases and contenders, then exit")

@@ -44,6 +44,9 @@ class Budget:
     client_s: float
     prime: bool
     run_deadline_s: float
+    growth_reps: int = 3  # the growth cases (list walks) run in the first growth_reps repetitions only
+    growth_scale: float = 1.0  # registry sizes are multiplied by this (the quick run shrinks them)
+    growth_s: float = 120.0  # wall-time bound of one server's start + walks
 
 
 FULL = Budget(
@@ -83,6 +86,9 @@ QUICK = Budget(
     client_s=0.3,
     prime=False,
     run_deadline_s=170,
+    growth_reps=1,
+    growth_scale=0.01,
+    growth_s=30.0,
 )
 
 
@@ -102,22 +108,42 @@ CASES: list[Case] = [
     Case("stdio_seq", "stdio", "stdio, sequential tools/call", "calls/s", "higher"),
     Case("stdio_c32", "stdio", "stdio, 32 in flight", "calls/s", "higher"),
     Case("stdio_100k", "stdio", "stdio, 100 KB echo, sequential", "calls/s", "higher"),
+    Case("stdio_modern_seq", "stdio_modern", "stdio 2026-07-28 era, sequential", "calls/s", "higher"),
+    Case("stdio_modern_c32", "stdio_modern", "stdio 2026-07-28 era, 32 in flight", "calls/s", "higher"),
     Case("stdio_peak_rss", "stdio", "stdio, server peak RSS after the stdio cases", "MB", "lower"),
     Case("cold_start", "cold", "cold start, spawn to initialize response", "ms", "lower"),
     Case("http_seq", "http", "Streamable HTTP stateful, sequential", "calls/s", "higher"),
     Case("http_c32", "http", "Streamable HTTP stateful, 32 concurrent", "calls/s", "higher"),
     Case("http_100k", "http", "Streamable HTTP stateful, 100 KB echo, sequential", "calls/s", "higher"),
     Case("http_modern", "http", "Streamable HTTP 2026-07-28 era, 32 concurrent", "calls/s", "higher"),
+    Case("http_modern_seq", "http", "Streamable HTTP 2026-07-28 era, sequential", "calls/s", "higher"),
     Case("http_session_mem", "http", "memory per idle HTTP session", "KB/session", "lower", resolution=1.0),
     Case("http_stateless_seq", "http_stateless", "Streamable HTTP stateless, sequential", "calls/s", "higher"),
     Case("http_stateless", "http_stateless", "Streamable HTTP stateless, 32 concurrent", "calls/s", "higher"),
+    # growth: one full list walk (every page, following nextCursor) over stdio, registry of the given size
+    Case("list_tools_100", "growth", "tools/list full walk, 100 extra tools", "ms", "lower"),
+    Case("list_tools_1k", "growth", "tools/list full walk, 1,000 extra tools", "ms", "lower"),
+    Case("list_tools_10k", "growth", "tools/list full walk, 10,000 extra tools", "ms", "lower"),
+    Case("list_res_100", "growth", "resources/list full walk, 100 resources", "ms", "lower"),
+    Case("list_res_10k", "growth", "resources/list full walk, 10,000 resources", "ms", "lower"),
+    Case("list_res_100k", "growth", "resources/list full walk, 100,000 resources", "ms", "lower"),
     Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
     Case(
         "client_http_seq", "clients", "client over Streamable HTTP vs the ASGI floor, sequential", "calls/s", "higher"
     ),
 ]
 CASE_BY_ID = {c.id: c for c in CASES}
-GROUP_ORDER = ["stdio", "cold", "http", "http_stateless", "clients"]
+GROUP_ORDER = ["stdio", "stdio_modern", "cold", "http", "http_stateless", "growth", "clients"]
+# growth case id -> (list method, result key, environment variable, registry size)
+GROWTH: dict[str, tuple[str, str, str, int]] = {
+    "list_tools_100": ("tools/list", "tools", "BENCH_TOOLS", 100),
+    "list_tools_1k": ("tools/list", "tools", "BENCH_TOOLS", 1_000),
+    "list_tools_10k": ("tools/list", "tools", "BENCH_TOOLS", 10_000),
+    "list_res_100": ("resources/list", "resources", "BENCH_RESOURCES", 100),
+    "list_res_10k": ("resources/list", "resources", "BENCH_RESOURCES", 10_000),
+    "list_res_100k": ("resources/list", "resources", "BENCH_RESOURCES", 100_000),
+}
+GROWTH_CONTENDERS = {"floor", "mcp", "mcpkit"}  # the ones whose scripts take BENCH_TOOLS/BENCH_RESOURCES
 
 Metrics = dict[str, float]
 Outcome = dict[str, "Metrics | str"]  # case id -> metrics, or the error that made it n/a
@@ -222,6 +248,38 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
         if "stdio_peak_rss" in cases:
             hwm = procs.peak_rss_kb(child.pid)
             out["stdio_peak_rss"] = {"value": hwm / 1024} if hwm else "could not read /proc VmHWM"
+        return out
+    finally:
+        if conn is not None:
+            await conn.close()
+        await child.stop()
+
+
+async def group_stdio_modern(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """2026-07-28 era over stdio: no initialize; every request carries the ``_meta`` envelope."""
+    assert c.stdio_script is not None
+    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+    out: Outcome = {}
+    conn: driver.StdioConn | None = None
+    try:
+        assert child.proc.stdout is not None and child.proc.stdin is not None
+        conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
+        k = conn
+        args = driver.modern_params({"name": "echo", "arguments": {"text": "hello"}})
+        try:
+            driver.check_tool_result(await _bounded(k.request("tools/call", args), START_TIMEOUT, "tools/call"))
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+
+        async def echo(_: int) -> None:
+            await k.request("tools/call", args)
+
+        await _bounded(driver.run_load(echo, concurrency=1, max_calls=200, max_seconds=2), 30, "warm-up")
+        if "stdio_modern_seq" in cases:
+            out["stdio_modern_seq"] = await _load_case(child, echo, 1, b.seq_calls, b.seq_s)
+        if "stdio_modern_c32" in cases:
+            out["stdio_modern_c32"] = await _load_case(child, echo, 32, b.c32_calls, b.c32_s)
         return out
     finally:
         if conn is not None:
@@ -340,6 +398,8 @@ async def group_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
             await hc.close()
         if "http_modern" in cases:
             out["http_modern"] = await _try(child, lambda: _modern(pid, port, b), b.http_c32_s + 40)
+        if "http_modern_seq" in cases:
+            out["http_modern_seq"] = await _try(child, lambda: _modern(pid, port, b, 1), b.http_seq_s + 40)
         if "http_session_mem" in cases:
             out["http_session_mem"] = await _try(child, lambda: _session_mem(pid, port, b), 120)
         return out
@@ -348,19 +408,20 @@ async def group_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
             await child.stop()
 
 
-async def _modern(pid: int, port: int, b: Budget) -> Metrics:
+async def _modern(pid: int, port: int, b: Budget, concurrency: int = 32) -> Metrics:
     mm = driver.HttpMcp("127.0.0.1", port, era="modern")
-    conns = [mm.conn() for _ in range(32)]
+    conns = [mm.conn() for _ in range(concurrency)]
+    calls, seconds = (b.http_c32_calls, b.http_c32_s) if concurrency > 1 else (b.http_seq_calls, b.http_seq_s)
     try:
         await _http_check(mm, conns[0])  # no handshake: the first request already carries _meta
 
         async def echo(w: int) -> None:
             await mm.call_tool(conns[w], "echo", {"text": "hello"})
 
-        await driver.run_load(echo, concurrency=32, max_calls=320, max_seconds=3)
+        await driver.run_load(echo, concurrency=concurrency, max_calls=320, max_seconds=3)
         return await _measured(
             pid,
-            lambda: driver.run_load(echo, concurrency=32, max_calls=b.http_c32_calls, max_seconds=b.http_c32_s),
+            lambda: driver.run_load(echo, concurrency=concurrency, max_calls=calls, max_seconds=seconds),
             True,
         )
     finally:
@@ -427,6 +488,56 @@ async def group_http_stateless(c: Contender, b: Budget, cases: set[str]) -> Outc
             await child.stop()
 
 
+async def _walk(conn: driver.StdioConn, method: str, key: str) -> int:
+    """Every page of a list, following nextCursor; the number of items."""
+    items = 0
+    params: dict[str, Any] = {}
+    for _ in range(1_000_000):  # bounded: at most a million pages
+        result = await conn.request(method, params)
+        items += len(result.get(key) or ())
+        cursor = result.get("nextCursor")
+        if not cursor:
+            return items
+        params = {"cursor": cursor}
+    raise driver.BenchError(f"{method}: more than a million pages")
+
+
+async def _growth_one(c: Contender, b: Budget, cid: str) -> Metrics:
+    method, key, env, size = GROWTH[cid]
+    n = max(1, int(size * b.growth_scale))
+    assert c.stdio_script is not None
+    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True, env={env: str(n)})
+    conn: driver.StdioConn | None = None
+    try:
+        assert child.proc.stdout is not None and child.proc.stdin is not None
+        conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
+        try:
+            await conn.handshake()
+        except Exception as exc:
+            raise driver.BenchError(_explain(exc, child)) from None
+        expect = n + (2 if key == "tools" else 0)  # echo and add are tools too
+        walks: list[float] = []
+        for _ in range(5):  # the first walk builds what a server caches; the figure is the best of the next four
+            t0 = time.perf_counter()
+            got = await _walk(conn, method, key)
+            walks.append((time.perf_counter() - t0) * 1000)
+            if got != expect:
+                raise driver.BenchError(f"{method}: the walk returned {got} items, not {expect}")
+        return {"value": min(walks[1:]), "first_walk_ms": walks[0], "items": float(expect)}
+    finally:
+        if conn is not None:
+            await conn.close()
+        await child.stop()
+
+
+async def group_growth(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """One server per case (its registry sized by the environment), three full walks of the list over stdio."""
+    out: Outcome = {}
+    for cid in sorted(cases, key=lambda x: (GROWTH[x][0], GROWTH[x][3])):
+        out[cid] = await _try(None, lambda cid=cid: _growth_one(c, b, cid), b.growth_s)  # type: ignore[misc]
+    return out
+
+
 async def _client_run(c: Contender, b: Budget, target: list[str], case_id: str) -> Outcome:
     """Run one client script against ``target`` (a server argv, or a URL) and read its one-line result."""
     assert c.stdio_script is not None
@@ -479,9 +590,11 @@ async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 GROUPS: dict[str, tuple[Callable[[Contender, Budget, set[str]], Awaitable[Outcome]], str]] = {
     # group -> (runner, which script of the contender it needs)
     "stdio": (group_stdio, "stdio"),
+    "stdio_modern": (group_stdio_modern, "stdio"),
     "cold": (group_cold, "stdio"),
     "http": (group_http, "http"),
     "http_stateless": (group_http_stateless, "http"),
+    "growth": (group_growth, "stdio"),
     "clients": (group_clients, "stdio"),
 }
 
@@ -490,9 +603,11 @@ def _group_limit(group: str, b: Budget) -> float:
     base = START_TIMEOUT + 30
     return {
         "stdio": base + b.seq_s + b.c32_s + b.big_s + 100,
+        "stdio_modern": base + b.seq_s + b.c32_s + 70,
         "cold": b.cold_spawns * (START_TIMEOUT + 10) + 10,
-        "http": base + b.http_seq_s + 2 * b.http_c32_s + 200,
+        "http": base + 2 * b.http_seq_s + 2 * b.http_c32_s + 240,
         "http_stateless": base + b.http_seq_s + b.http_c32_s + 70,
+        "growth": 6 * b.growth_s + 10,
         "clients": base + b.client_s + 40,
     }[group]
 
@@ -539,8 +654,12 @@ async def run_cases(
             if group not in by_group:
                 continue
             runner, needs = GROUPS[group]
+            if group == "growth" and rep >= budget.growth_reps:
+                continue
             pool = CLIENT_CONTENDERS if group == "clients" else servers
             pool = [c for c in pool if (c.stdio_script if needs == "stdio" else c.http_script)]
+            if group == "growth":
+                pool = [c for c in pool if c.key in GROWTH_CONTENDERS]
             order = pool if rep % 2 == 0 else list(reversed(pool))
             for c in order:
                 cases = by_group[group]
@@ -583,6 +702,8 @@ def summarise(
         rows: dict[str, Any] = {}
         for c in pool:
             if not (c.stdio_script if needs == "stdio" else c.http_script):
+                continue
+            if case.group == "growth" and c.key not in GROWTH_CONTENDERS:
                 continue
             ss = samples[cid].get(c.key, [])
             errs = errors[cid].get(c.key, [])

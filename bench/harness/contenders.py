@@ -27,6 +27,7 @@ SERVER_CONTENDERS: list[Contender] = [
     Contender("mcp-lowlevel", "mcp low-level Server", "mcp_lowlevel.py", "mcp_lowlevel.py", "mcp"),
     Contender("fastmcp", "fastmcp FastMCP", "fastmcp_server.py", "fastmcp_server.py", "fastmcp"),
     Contender("mcpkit", "mcpkit MCPKit", "mcpkit_server.py", "mcpkit_server.py", "mcpkit"),
+    Contender("mcpkit-def", "mcpkit MCPKit, plain def tools", "mcpkit_def.py", "mcpkit_def.py", "mcpkit"),
     Contender("mcpkit-lowlevel", "mcpkit low-level Server", "mcpkit_lowlevel.py", None, "mcpkit"),
 ]
 

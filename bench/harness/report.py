@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from html import escape
 from pathlib import Path
@@ -17,6 +18,7 @@ COLORS = {
     "fastmcp": "#f28e2b",
     "mcpkit": "#59a14f",
     "mcpkit-lowlevel": "#8cd17d",
+    "mcpkit-def": "#b6992d",
     "mcpkit-session": "#8cd17d",
     "raw": "#999999",
     "floor": "#999999",
@@ -26,10 +28,13 @@ LOAD_CASES = (
     "stdio_seq",
     "stdio_c32",
     "stdio_100k",
+    "stdio_modern_seq",
+    "stdio_modern_c32",
     "http_seq",
     "http_c32",
     "http_100k",
     "http_modern",
+    "http_modern_seq",
     "http_stateless_seq",
     "http_stateless",
 )
@@ -56,6 +61,72 @@ def _cell(row: dict[str, Any] | None) -> str:
 
 def _labels(pool: list[Any]) -> dict[str, str]:
     return {c.key: c.label for c in pool}
+
+
+def _server_tables(w: Any, server_cases: dict[str, Any], server_keys: list[str]) -> None:
+    """The results table, the growth table and the latency table of the server cases."""
+    labels = _labels(SERVER_CONTENDERS)
+    w("| case | unit | " + " | ".join(f"{labels[k]}" for k in server_keys) + " |")
+    w("|---|---|" + "---:|" * len(server_keys))
+    for cid, case in server_cases.items():
+        better = "↑" if case["better"] == "higher" else "↓"
+        w(
+            f"| {case['title']} (`{cid}`) | {case['unit']} {better} | "
+            + " | ".join(_cell(case["contenders"].get(k)) for k in server_keys)
+            + " |"
+        )
+    w("")
+    _growth_table(w, server_cases, server_keys)
+    detail = [cid for cid in LOAD_CASES if cid in server_cases]
+    if detail:
+        w("### Latency and server CPU per call")
+        w("")
+        w("p50 / p99 latency in ms, and the server process's CPU time per call in µs (from `/proc`, 10 ms ticks).")
+        w("")
+        w("| case | " + " | ".join(labels[k] for k in server_keys) + " |")
+        w("|---|" + "---:|" * len(server_keys))
+        for cid in detail:
+            cells = []
+            for k in server_keys:
+                row = server_cases[cid]["contenders"].get(k)
+                if row is None:
+                    cells.append("—")
+                elif row["status"] != "ok":
+                    cells.append("n/a")
+                else:
+                    m = row["median"]
+                    cpu = f", {_num(m['server_cpu_us'])} µs" if "server_cpu_us" in m else ""
+                    cells.append(f"{_num(m.get('p50_ms'))} / {_num(m.get('p99_ms'))}{cpu}")
+            w(f"| `{cid}` | " + " | ".join(cells) + " |")
+        w("")
+
+
+def _growth_table(w: Any, server_cases: dict[str, Any], server_keys: list[str]) -> None:
+    """Growth ratios per contender: walk time at the largest size / at the next smaller one."""
+    pairs = [("list_tools_1k", "list_tools_10k"), ("list_res_10k", "list_res_100k")]
+    pairs = [(a, b) for a, b in pairs if a in server_cases and b in server_cases]
+    if not pairs:
+        return
+    labels = _labels(SERVER_CONTENDERS)
+    w("### Growth")
+    w("")
+    w(f"How a full list walk grows with the registry ({X}10 more items; {X}10 is linear). Same run, same servers.")
+    w("")
+    w("| contender | " + " | ".join(f"`{b}` / `{a}`" for a, b in pairs) + " |")
+    w("|---|" + "---:|" * len(pairs))
+    for k in server_keys:
+        cells = []
+        for a, b in pairs:
+            ra, rb = server_cases[a]["contenders"].get(k), server_cases[b]["contenders"].get(k)
+            if ra is None or rb is None:
+                cells.append("—")
+            elif ra["status"] != "ok" or rb["status"] != "ok":
+                cells.append("n/a")
+            else:
+                cells.append(f"{X}{rb['median']['value'] / ra['median']['value']:.1f}")
+        if any(c != "—" for c in cells):
+            w(f"| {labels.get(k, k)} | " + " | ".join(cells) + " |")
+    w("")
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -123,42 +194,20 @@ def markdown(result: dict[str, Any]) -> str:
         "`mcpkit low-level Server` column of `stdio_seq` / `stdio_c32`; `python bench/stdio_roundtrip.py` "
         "measures just that, with more repetitions."
     )
+    w(
+        "- The `mcpkit MCPKit, plain def tools` column is the same app with `def echo` / `def add` (what most "
+        "users write) and mcpkit's default sync policy: a worker thread until a function proves fast and "
+        "non-blocking, then inline (`mcpkit.server.sync_exec`)."
+    )
+    w(
+        "- Growth cases (`list_*`): one server per registry size, three full walks of the list over stdio "
+        "(every page, following `nextCursor`); the figure is the fastest of the last four walks, in ms. The floor "
+        "answers the whole list in one page."
+    )
     w("")
     w("## Results")
     w("")
-    labels = _labels(SERVER_CONTENDERS)
-    w("| case | unit | " + " | ".join(f"{labels[k]}" for k in server_keys) + " |")
-    w("|---|---|" + "---:|" * len(server_keys))
-    for cid, case in server_cases.items():
-        better = "↑" if case["better"] == "higher" else "↓"
-        w(
-            f"| {case['title']} (`{cid}`) | {case['unit']} {better} | "
-            + " | ".join(_cell(case["contenders"].get(k)) for k in server_keys)
-            + " |"
-        )
-    w("")
-    detail = [cid for cid in LOAD_CASES if cid in server_cases]
-    if detail:
-        w("### Latency and server CPU per call")
-        w("")
-        w("p50 / p99 latency in ms, and the server process's CPU time per call in µs (from `/proc`, 10 ms ticks).")
-        w("")
-        w("| case | " + " | ".join(labels[k] for k in server_keys) + " |")
-        w("|---|" + "---:|" * len(server_keys))
-        for cid in detail:
-            cells = []
-            for k in server_keys:
-                row = server_cases[cid]["contenders"].get(k)
-                if row is None:
-                    cells.append("—")
-                elif row["status"] != "ok":
-                    cells.append("n/a")
-                else:
-                    m = row["median"]
-                    cpu = f", {_num(m['server_cpu_us'])} µs" if "server_cpu_us" in m else ""
-                    cells.append(f"{_num(m.get('p50_ms'))} / {_num(m.get('p99_ms'))}{cpu}")
-            w(f"| `{cid}` | " + " | ".join(cells) + " |")
-        w("")
+    _server_tables(w, server_cases, server_keys)
     if client_cases:
         w("### Clients")
         w("")
@@ -214,6 +263,16 @@ def markdown(result: dict[str, Any]) -> str:
         "http_c32": "the same session over 32 keep-alive connections, 32 requests in flight",
         "http_100k": "`echo` of a 100 000-character string over the stateful session, sequential "
         "(the reply is checked)",
+        "stdio_modern_seq": "2026-07-28 era over stdio: `_meta` protocolVersion + clientCapabilities on every "
+        "request, one at a time",
+        "stdio_modern_c32": "2026-07-28 era over stdio, 32 in flight",
+        "http_modern_seq": "2026-07-28 era over Streamable HTTP (as `http_modern`), one request at a time",
+        "list_tools_100": "full tools/list walk with 100 extra tools (one server per size, stdio)",
+        "list_tools_1k": "full tools/list walk with 1,000 extra tools",
+        "list_tools_10k": "full tools/list walk with 10,000 extra tools",
+        "list_res_100": "full resources/list walk over 100 static text resources",
+        "list_res_10k": "full resources/list walk over 10,000 resources",
+        "list_res_100k": "full resources/list walk over 100,000 resources",
         "http_modern": "2026-07-28 era: no handshake, `_meta` protocolVersion + clientCapabilities on every "
         "request, `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers; 32 in flight",
         "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N; the first "
@@ -344,8 +403,60 @@ def svg(result: dict[str, Any]) -> str:
     return "\n".join(p) + "\n"
 
 
+def is_partial(result: dict[str, Any]) -> bool:
+    """A run of chosen cases or contenders (``--only`` / ``--contenders``), not the full set."""
+    return any(a.split("=", 1)[0] in ("--only", "--contenders") for a in result["meta"].get("argv", []))
+
+
+def partial_section(result: dict[str, Any]) -> tuple[str, str]:
+    """(key, markdown) of a partial run's section: its own tables, same format as the full page's."""
+    meta = result["meta"]
+    cases: dict[str, Any] = {k: v for k, v in result["cases"].items() if v["group"] != "clients"}
+    keys = [c.key for c in SERVER_CONTENDERS if any(c.key in v["contenders"] for v in cases.values())]
+    key = hashlib.sha1(" ".join([*sorted(cases), "|", *keys]).encode()).hexdigest()[:10]
+    out: list[str] = [f"<!-- partial-run {key} start -->"]
+    w = out.append
+    when = meta["started"][:16].replace("T", " ")
+    reps = meta["budget"]["reps"]
+    if all(v["group"] == "growth" for v in cases.values()):
+        reps = min(reps, meta["budget"].get("growth_reps", reps))
+    w(f"## Partial run: {', '.join(f'`{c}`' for c in cases)}")
+    w("")
+    w(
+        f"Generated by `python bench/run.py {' '.join(meta.get('argv', []))}` on {when} UTC in "
+        f"{meta['duration_s']:.0f} s: median of {reps} repetitions, every figure and ratio from this "
+        f"one run; load average {meta.get('loadavg_start')} at the start, {meta.get('loadavg_end')} at the end. "
+        "Only these cases and contenders were run (the machine is shared); the rest of the page is from the last "
+        "full run, which replaces this section when it is rerun."
+    )
+    w("")
+    _server_tables(w, cases, keys)
+    w(f"<!-- partial-run {key} end -->")
+    return key, "\n".join(out)
+
+
+def write_partial(result: dict[str, Any]) -> list[Path]:
+    """Put a partial run's section into docs/benchmarks.md (replacing the same case set's earlier one, else
+    before "## Cases"); the full run's tables and the SVG stay as they are."""
+    md = DOCS / "benchmarks.md"
+    key, section = partial_section(result)
+    page = md.read_text(encoding="utf-8") if md.exists() else "# Benchmarks\n\n## Cases\n"
+    start, end = f"<!-- partial-run {key} start -->", f"<!-- partial-run {key} end -->"
+    if start in page and end in page:
+        page = page[: page.index(start)] + section + page[page.index(end) + len(end) :]
+    elif "\n## Cases\n" in page:
+        at = page.index("\n## Cases\n") + 1
+        page = page[:at] + section + "\n\n" + page[at:]
+    else:
+        page = page.rstrip("\n") + "\n\n" + section + "\n"
+    md.write_text(page, encoding="utf-8")
+    return [md]
+
+
 def write_docs(result: dict[str, Any]) -> list[Path]:
     DOCS.mkdir(exist_ok=True)
+    if is_partial(result):
+        return write_partial(result)
     md = DOCS / "benchmarks.md"
     sv = DOCS / "benchmarks.svg"
     md.write_text(markdown(result) + "\n", encoding="utf-8")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from _growth import extra_resources, extra_tools, resource_uri
+
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSION = "2026-07-28"
 VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
@@ -27,6 +29,20 @@ TOOLS = [
         "outputSchema": {"type": "object", "properties": {"result": {"type": "integer"}}, "required": ["result"]},
     },
 ]
+
+
+# growth cases only: the extra registry, answered in one page (the least work a list can be)
+TOOLS += [
+    {
+        "name": f"t{i}",
+        "description": "A registry-size tool.",
+        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    }
+    for i in range(extra_tools())
+]
+RESOURCES = [{"uri": resource_uri(i), "name": f"r{i}", "mimeType": "text/plain"} for i in range(extra_resources())]
+if RESOURCES:
+    CAPABILITIES["resources"] = {}
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
@@ -70,6 +86,8 @@ def handle(msg: Any) -> dict[str, Any] | None:
         result = {"tools": TOOLS}
         if modern:
             result.update(ttlMs=0, cacheScope="public")
+    elif method == "resources/list" and RESOURCES:
+        result = {"resources": RESOURCES}
     elif method == "ping" and not modern:
         result = {}
     elif method == "initialize":

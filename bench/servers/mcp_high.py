@@ -1,7 +1,9 @@
 """Contender: the official SDK's high-level server, `mcp` 2.3.0 `MCPServer`."""
 
+from _growth import extra_resources, extra_tools, resource_uri
 from _serve import main
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.resources import TextResource
 
 app = MCPServer("bench")
 
@@ -14,6 +16,16 @@ async def echo(text: str) -> str:
 @app.tool()
 async def add(a: int, b: int) -> int:
     return a + b
+
+
+def _extra_tool(text: str) -> str:
+    return text
+
+
+for _i in range(extra_tools()):  # growth cases only
+    app.add_tool(_extra_tool, name=f"t{_i}", description="A registry-size tool.")
+for _i in range(extra_resources()):
+    app.add_resource(TextResource(uri=resource_uri(_i), name=f"r{_i}", text="x"))
 
 
 def make_asgi(stateless: bool) -> object:

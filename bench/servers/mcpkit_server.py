@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from _growth import extra_resources, extra_tools, resource_uri
 from _serve import main
 
 from mcpkit import MCPKit
@@ -25,6 +26,16 @@ async def echo(text: str) -> str:
 @app.tool
 async def add(a: int, b: int) -> int:
     return a + b
+
+
+def _extra_tool(text: str) -> str:
+    return text
+
+
+for _i in range(extra_tools()):  # growth cases only
+    app.add_tool(_extra_tool, name=f"t{_i}", description="A registry-size tool.")
+for _i in range(extra_resources()):
+    app.add_resource(resource_uri(_i), "x", name=f"r{_i}")
 
 
 def make_asgi(stateless: bool) -> Any | None:

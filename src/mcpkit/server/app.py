@@ -21,8 +21,8 @@
         app.run()        # stdio; app.run("http", port=8000) for Streamable HTTP
 
 ``MCPKit`` is a :class:`~mcpkit.server.lowlevel.Server`, so every transport serves it and both protocol eras
-work. Functions may be sync (run in a worker thread, off the event loop) or async. Everything can be added and
-removed while serving; clients are told (``notifications/*/list_changed``, in both eras).
+work. Functions may be sync (on a worker thread, or inline once proven fast: see ``sync_exec``) or async.
+Everything can be added and removed while serving; clients are told (``notifications/*/list_changed``, in both eras).
 """
 
 from __future__ import annotations
@@ -41,13 +41,14 @@ from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
-from .completions import Completer, completion_result, run_completer
+from .completions import Completer, completer_plan, completion_result, run_completer
 from .context import Context
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
-from .pagination import Paginator
+from .pagination import Paginator, Snapshot
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
+from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
 from .tools import Tool, ToolError, internal_error_message
 from .uri_template import UriTemplate
 
@@ -83,6 +84,10 @@ class MCPKit(Server):
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
             from ``request_state_keys`` when those are given, else random per process.
+        sync_long_ms, sync_learn_calls: how plain ``def`` functions are run (see :mod:`mcpkit.server.sync_exec`):
+            after ``sync_learn_calls`` (default 20) fast, non-waiting calls on a worker thread a function runs
+            inline on the event loop; an inline call longer than ``sync_long_ms`` (default 2 ms) sends it back
+            to the worker thread for good, with a warning.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
     """
 
@@ -98,6 +103,8 @@ class MCPKit(Server):
         cursor_key: bytes | None = None,
         list_ttl_ms: int = 0,
         list_cache_scope: str = "private",
+        sync_long_ms: float = DEFAULT_LONG_MS,
+        sync_learn_calls: int = DEFAULT_LEARN_CALLS,
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
@@ -107,6 +114,15 @@ class MCPKit(Server):
         self._templates: dict[str, ResourceTemplate] = {}
         self._prompts: dict[str, Prompt] = {}
         self._completers: dict[tuple[str, str, str], Completer] = {}
+        # ordered list views for paging, rebuilt once per change (per-page cost independent of registry size)
+        self._snapshots: dict[str, Snapshot[Any]] = {
+            "tools": Snapshot(self._tools),
+            "resources": Snapshot(self._resources),
+            "resource_templates": Snapshot(self._templates),
+            "prompts": Snapshot(self._prompts),
+        }
+        check_sync_limits(sync_long_ms, sync_learn_calls)
+        self._sync_limits = (sync_long_ms, sync_learn_calls)
         if isinstance(page_size, int):
             sizes = dict.fromkeys(_LIST_KINDS, page_size)
         else:
@@ -147,7 +163,7 @@ class MCPKit(Server):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
-        thread: bool = True,
+        thread: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -155,8 +171,10 @@ class MCPKit(Server):
 
         The input schema comes from the type hints (descriptions from the docstring's ``Args:`` section or
         ``Annotated[..., Field(description=...)]``), the output schema from the return annotation. A plain
-        ``def`` runs in a worker thread so a blocking call cannot stall the server; pass ``thread=False`` for a
-        function that never blocks to run it inline (cheaper), or write it as ``async def``.
+        ``def`` starts on a worker thread so a blocking call cannot stall the server, and runs inline once its
+        calls prove fast and non-blocking (see :mod:`mcpkit.server.sync_exec`, the worst case included);
+        ``thread=True`` keeps it on the thread always (for functions that can block), ``thread=False`` runs it
+        inline always (for functions that never block). ``async def`` functions run on the loop.
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
@@ -167,6 +185,7 @@ class MCPKit(Server):
         A parameter type that cannot become a JSON Schema is a ``TypeError`` naming the parameter.
         """
         tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
+        self._tune(tool.sync)
         if not _TOOL_NAME.match(tool.name):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
         _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
@@ -193,9 +212,8 @@ class MCPKit(Server):
         return list(self._tools.values())
 
     async def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        page, cursor = self._paginator.page(
-            "tools", list(self._tools.values()), params, self.page_sizes["tools"], _name
-        )
+        snap = self._snapshots["tools"]
+        page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
         return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor, self._list_cache)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> Coroutine[Any, Any, JSONDict]:
@@ -236,9 +254,11 @@ class MCPKit(Server):
         completions: dict[str, Completer] | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        thread: bool | None = None,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
-        whose variables are the function's arguments (``@app.resource("items://{id}")``)."""
+        whose variables are the function's arguments (``@app.resource("items://{id}")``). ``thread``: where a
+        plain ``def`` runs, as for :meth:`tool`."""
 
         def register(fn: F) -> F:
             self.add_resource(
@@ -256,6 +276,7 @@ class MCPKit(Server):
                 completions=completions,
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
+                thread=thread,
             )
             return fn
 
@@ -275,11 +296,15 @@ class MCPKit(Server):
         Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
         a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
-        _check_duplicate("resource", uri, self._resources.keys() | self._templates.keys(), replace, "remove_resource")
+        # (two membership tests, not a union of the key sets: registering n resources stays O(n))
+        if uri in self._templates:
+            _check_duplicate("resource", uri, self._templates, replace, "remove_resource")
+        _check_duplicate("resource", uri, self._resources, replace, "remove_resource")
         if UriTemplate.is_template(uri):
             if not callable(source):
                 raise TypeError(f"resource template {uri!r} needs a function")
             item = ResourceTemplate(uri, source, completions=completions, **options)
+            self._tune(item.sync)
             self._templates[uri] = item
             if item.completions:
                 self._enable_completion()
@@ -288,7 +313,9 @@ class MCPKit(Server):
                 raise ValueError(f"static resource {uri!r} has no arguments to complete")
             if callable(source):
                 item = Resource(uri, source, size=size, **options)
+                self._tune(item.sync)
             else:
+                options.pop("thread", None)
                 item = Resource(uri, content=source, size=size, **options)
             self._resources[uri] = item
         if not self.has_handler("resources/read"):
@@ -317,14 +344,17 @@ class MCPKit(Server):
         return list(self._templates.values())
 
     async def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        items = list(self._resources.values())
-        page, cursor = self._paginator.page("resources", items, params, self.page_sizes["resources"], _uri)
+        snap = self._snapshots["resources"]
+        size = self.page_sizes["resources"]
+        page, cursor = self._paginator.page("resources", snap.items, params, size, _uri, snap.position)
         return _list_result("resources", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        items = list(self._templates.values())
+        snap = self._snapshots["resource_templates"]
         size = self.page_sizes["resource_templates"]
-        page, cursor = self._paginator.page("resource_templates", items, params, size, _template_uri)
+        page, cursor = self._paginator.page(
+            "resource_templates", snap.items, params, size, _template_uri, snap.position
+        )
         return _list_result("resourceTemplates", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -375,16 +405,19 @@ class MCPKit(Server):
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
+        thread: bool | None = None,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
-        """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``."""
+        """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``.
+        ``thread``: where a plain ``def`` runs, as for :meth:`tool`."""
         return _bare_or_configured(self.add_prompt, fn, options)
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any) -> Prompt:
         """Register a prompt at any time. Connected clients get ``prompts/list_changed``. A second prompt with
         the same name is a ``ValueError`` unless ``replace=True``."""
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        self._tune(prompt.sync)
         _check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
         self._prompts[prompt.name] = prompt
         if not self.has_handler("prompts/get"):
@@ -406,8 +439,9 @@ class MCPKit(Server):
         return list(self._prompts.values())
 
     async def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        snap = self._snapshots["prompts"]
         page, cursor = self._paginator.page(
-            "prompts", list(self._prompts.values()), params, self.page_sizes["prompts"], _name
+            "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position
         )
         return _list_result("prompts", [p.definition(ctx.features) for p in page], cursor, self._list_cache)
 
@@ -430,7 +464,9 @@ class MCPKit(Server):
 
     # ================================================================== completion
 
-    def completion(self, *, argument: str, prompt: str | None = None, template: str | None = None) -> Callable[[F], F]:
+    def completion(
+        self, *, argument: str, prompt: str | None = None, template: str | None = None, thread: bool | None = None
+    ) -> Callable[[F], F]:
         """Register a completer for a prompt argument or a template variable::
 
             @app.completion(prompt="greet", argument="style")
@@ -439,7 +475,7 @@ class MCPKit(Server):
         The function gets what the user typed and (optionally) the other arguments already chosen; it returns
         the candidate values, most relevant first (at most 100 are sent). Static choices can also be given
         with ``completions={"arg": [...]}`` on ``@app.prompt``/``@app.resource``, and ``Literal``/``Enum``
-        arguments complete automatically.
+        arguments complete automatically. ``thread``: where a plain ``def`` runs, as for :meth:`tool`.
         """
         if (prompt is None) == (template is None):
             raise ValueError("give exactly one of prompt= or template=")
@@ -447,6 +483,7 @@ class MCPKit(Server):
 
         def register(fn: F) -> F:
             self._completers[(key[0], str(key[1]), key[2])] = fn
+            self._tune(completer_plan(fn, thread)[0])
             self._enable_completion()
             return fn
 
@@ -505,9 +542,17 @@ class MCPKit(Server):
 
     # ================================================================== change notifications
 
+    def _tune(self, policy: SyncPolicy | None) -> None:
+        if policy is not None:
+            policy.configure(*self._sync_limits)
+
     def _changed(self, kind: str) -> None:
         """Coalesce list changes made in one loop iteration into one notification per list. Safe to call from
         a sync tool (worker thread): the change is handed to the serving loop."""
+        for name in ("resources", "resource_templates") if kind == "resources" else (kind,):
+            snapshot = self._snapshots.get(name)
+            if snapshot is not None:
+                snapshot.invalidate()  # the next page rebuilds it (before telling anyone)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

@@ -7,11 +7,13 @@ saying how many there were.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import inspect
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .sync_exec import SyncPolicy
 from .tools import dump_model
 
 JSONDict = dict[str, Any]
@@ -35,20 +37,37 @@ def rank(choices: Iterable[str], value: str) -> list[str]:
     return prefix + inner
 
 
+# completer function -> (its sync policy, None when async; whether it takes the context arguments)
+_PLANS: weakref.WeakKeyDictionary[Callable[..., Any], tuple[SyncPolicy | None, bool]] = weakref.WeakKeyDictionary()
+
+
+def completer_plan(completer: Callable[..., Any], thread: bool | None = None) -> tuple[SyncPolicy | None, bool]:
+    """How a completer function is called (inspected once, cached per function): its
+    :class:`~mcpkit.server.sync_exec.SyncPolicy` (None for an async one) and whether it takes the context
+    arguments. ``thread`` declares where a sync one runs (see sync_exec); the first call records it."""
+    try:
+        plan = _PLANS.get(completer)
+    except TypeError:  # unhashable callable: inspected every time
+        plan = None
+    if plan is None:
+        takes_context = len(inspect.signature(completer).parameters) >= 2
+        policy = None
+        if not inspect.iscoroutinefunction(completer):
+            name = getattr(completer, "__qualname__", None) or type(completer).__name__
+            policy = SyncPolicy(completer, f"completer {name!r}", thread)
+        plan = (policy, takes_context)
+        with contextlib.suppress(TypeError):
+            _PLANS[completer] = plan
+    return plan
+
+
 async def run_completer(completer: Completer, value: str, context: dict[str, str]) -> list[str]:
     """Evaluate a completer (list, sync or async function) into ranked values."""
     if not callable(completer):
         return rank(completer, value)
-    params = inspect.signature(completer).parameters
-    args: list[Any] = [value]
-    if len(params) >= 2:
-        args.append(context)
-    if inspect.iscoroutinefunction(completer):
-        out = await completer(*args)
-    else:
-        out = await asyncio.to_thread(completer, *args)
-        if inspect.isawaitable(out):
-            out = await out
+    policy, takes_context = completer_plan(completer)
+    args: tuple[Any, ...] = (value, context) if takes_context else (value,)
+    out = await completer(*args) if policy is None else await policy(*args)
     out = dump_model(out)
     if isinstance(out, dict):
         values = out.get("values") or []
@@ -61,4 +80,4 @@ def completion_result(values: list[str]) -> JSONDict:
     return {"completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}}
 
 
-__all__ = ["MAX_VALUES", "Completer", "completion_result", "rank", "run_completer"]
+__all__ = ["MAX_VALUES", "Completer", "completer_plan", "completion_result", "rank", "run_completer"]

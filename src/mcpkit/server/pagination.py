@@ -15,8 +15,8 @@ import base64
 import hashlib
 import hmac
 import os
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
 
 import orjson
 
@@ -62,9 +62,18 @@ class Paginator:
         return offset, last
 
     def page(
-        self, kind: str, items: Sequence[T], params: dict[str, Any], page_size: int, key: Callable[[T], str]
+        self,
+        kind: str,
+        items: Sequence[T],
+        params: dict[str, Any],
+        page_size: int,
+        key: Callable[[T], str],
+        position: Callable[[str], int | None] | None = None,
     ) -> tuple[list[T], str | None]:
-        """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end)."""
+        """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end).
+
+        ``position(key)`` (e.g. :meth:`Snapshot.position`) finds an item by key in O(1) when the list changed
+        between pages; without it that rare case scans the list."""
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
@@ -74,10 +83,15 @@ class Paginator:
             start = offset
             if not (0 < offset <= len(items) and key(items[offset - 1]) == last):
                 # the list changed since: resume after the last item the client saw, if it is still there
-                for i, item in enumerate(items):
-                    if key(item) == last:
-                        start = i + 1
-                        break
+                if position is not None:
+                    found = position(last)
+                    if found is not None:
+                        start = found + 1
+                else:
+                    for i, item in enumerate(items):
+                        if key(item) == last:
+                            start = i + 1
+                            break
                 start = min(start, len(items))
         end = start + page_size
         chunk = list(items[start:end])
@@ -86,4 +100,42 @@ class Paginator:
         return chunk, None
 
 
-__all__ = ["Paginator"]
+class Snapshot(Generic[T]):
+    """An ordered list view of a registry dict (key -> item) for paging, rebuilt only after it changed.
+
+    Listing a page then costs O(page size) whatever the registry's size and the page's position (instead of
+    copying the whole registry per page). Call :meth:`invalidate` whenever the dict changes; as a safety net a
+    changed length also rebuilds it."""
+
+    __slots__ = ("_index", "_items", "_source")
+
+    def __init__(self, source: Mapping[str, T]) -> None:
+        self._source = source
+        self._items: list[T] | None = None
+        self._index: dict[str, int] | None = None
+
+    def invalidate(self) -> None:
+        """Forget the snapshot; the next page rebuilds it (O(registry) once per change)."""
+        self._items = None
+        self._index = None
+
+    @property
+    def items(self) -> list[T]:
+        """The registry's items in registration order."""
+        items = self._items
+        if items is None or len(items) != len(self._source):
+            items = self._items = list(self._source.values())
+            self._index = None
+        return items
+
+    def position(self, key: str) -> int | None:
+        """The index of ``key`` in :attr:`items` (None if absent), from a lazily built index."""
+        items = self.items
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self._source)}
+        found = index.get(key)
+        return found if found is not None and found < len(items) else None
+
+
+__all__ = ["Paginator", "Snapshot"]

@@ -9,8 +9,6 @@ checked. A ``Literal``/``Enum`` argument completes automatically.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,7 @@ from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
 from .completions import Completer
 from .schema import FunctionInfo, format_validation_error, function_name, literal_choices
+from .sync_exec import SyncPolicy
 from .tools import downgrade_content, dump_model, loaded_types, to_content
 
 if TYPE_CHECKING:
@@ -87,10 +86,15 @@ class Prompt:
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
+        thread: bool | None = None,
     ) -> None:
         self.name = name or function_name(fn)
         self.fn = fn
         self.info = FunctionInfo(fn, name=self.name)
+        # where a sync prompt function runs (see sync_exec): learned by default, thread=True/False to declare
+        self.sync: SyncPolicy | None = None
+        if not self.info.is_async:
+            self.sync = SyncPolicy(fn, f"prompt {self.name!r}", thread, learnable=self.info.context_param is None)
         self.title = title
         self.description = description if description is not None else self.info.description
         self.icons = [dump_model(i) for i in icons] if icons else None
@@ -145,12 +149,7 @@ class Prompt:
             raise InvalidParams(format_validation_error(exc, f"prompt {self.name!r}")) from None
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
-        if self.info.is_async:
-            value = await self.fn(**kwargs)
-        else:
-            value = await asyncio.to_thread(self.fn, **kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+        value = await self.fn(**kwargs) if self.sync is None else await self.sync(**kwargs)
         messages = to_messages(value)
         for m in messages:
             m["content"] = downgrade_content([m["content"]], feats)[0]

@@ -8,7 +8,6 @@ is always sent: the one you gave, else guessed from the return annotation (``str
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import inspect
 import types
@@ -19,6 +18,7 @@ from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer
 from .schema import FunctionInfo, function_name, literal_choices, unwrap_optional
+from .sync_exec import SyncPolicy
 from .tools import _json_text, _resource_contents_models, dump_model, is_model
 from .uri_template import UriTemplate
 
@@ -76,13 +76,16 @@ def to_contents(value: Any, uri: str, mime_type: str | None) -> list[JSONDict]:
     return [{"uri": uri, "mimeType": mime_type or "application/json", "text": _json_text(value)}]
 
 
-async def _call(fn: Callable[..., Any], is_async: bool, kwargs: dict[str, Any]) -> Any:
-    if is_async:
+async def _call(fn: Callable[..., Any], sync: SyncPolicy | None, kwargs: dict[str, Any]) -> Any:
+    if sync is None:
         return await fn(**kwargs)
-    result = await asyncio.to_thread(fn, **kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
+    return await sync(**kwargs)
+
+
+def _sync_policy(info: FunctionInfo, fn: Callable[..., Any], what: str, thread: bool | None) -> SyncPolicy | None:
+    if info.is_async:
+        return None
+    return SyncPolicy(fn, what, thread, learnable=info.context_param is None)
 
 
 def cache_hints(ttl_ms: int | None, scope: str | None) -> JSONDict:
@@ -158,6 +161,7 @@ class Resource(_ResourceBase):
         meta: JSONDict | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        thread: bool | None = None,
     ) -> None:
         if (fn is None) == (content is None):
             raise ValueError("a resource needs exactly one of a function or content")
@@ -165,8 +169,10 @@ class Resource(_ResourceBase):
         self.fn = fn
         self.content = content
         self.info: FunctionInfo | None = None
+        self.sync: SyncPolicy | None = None
         if fn is not None:
             self.info = FunctionInfo(fn, name=name or function_name(fn, uri))
+            self.sync = _sync_policy(self.info, fn, f"resource {uri!r}", thread)
             required = [p.name for p in self.info.params if p.required]
             if required:
                 raise ValueError(f"static resource {uri!r}: its function takes required arguments {required}")
@@ -210,7 +216,7 @@ class Resource(_ResourceBase):
         kwargs: dict[str, Any] = {}
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
-        value = await _call(self.fn, self.info.is_async, kwargs)
+        value = await _call(self.fn, self.sync, kwargs)
         return to_contents(value, self.uri, self.mime_type)
 
 
@@ -232,11 +238,13 @@ class ResourceTemplate(_ResourceBase):
         completions: dict[str, Completer] | None = None,
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        thread: bool | None = None,
     ) -> None:
         self.template = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.fn = fn
         self.info = FunctionInfo(fn, name=name or function_name(fn, uri_template))
+        self.sync = _sync_policy(self.info, fn, f"resource template {uri_template!r}", thread)
         variables = set(self.template.variables)
         params = {p.name for p in self.info.params}
         missing = [p.name for p in self.info.params if p.required and p.name not in variables]
@@ -287,7 +295,7 @@ class ResourceTemplate(_ResourceBase):
             raise ResourceNotFound(uri) from None
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
-        value = await _call(self.fn, self.info.is_async, kwargs)
+        value = await _call(self.fn, self.sync, kwargs)
         return to_contents(value, uri, self.mime_type)
 
 

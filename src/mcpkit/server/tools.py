@@ -13,7 +13,6 @@ with an error id and the client sees only that id.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import inspect
 import logging
@@ -30,6 +29,7 @@ from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredC
 from ..protocol.versions import Features
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
+from .sync_exec import INLINE, SyncPolicy
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -260,16 +260,21 @@ class Tool:
         icons: Sequence[JSONDict | t.Icon] | None = None,
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
-        thread: bool = True,
+        thread: bool | None = None,
     ) -> None:
         self.name = name or function_name(fn)
-        # A sync function runs in a worker thread so it cannot stall the event loop; thread=False runs it inline,
-        # saving the thread hand-off (tens of microseconds) for functions that never block.
+        # Where a sync function runs (see sync_exec): thread=True always on a worker thread, False always inline,
+        # None (default) learned: inline once its calls prove fast and non-blocking, back to the thread for good
+        # the first time an inline call runs long.
         self.thread = thread
         if not self.name:
             raise ValueError("a tool needs a name")
         self.fn = fn
         self.info = FunctionInfo(fn, name=self.name)
+        self.sync: SyncPolicy | None = None
+        if not self.info.is_async:
+            learnable = self.info.context_param is None
+            self.sync = SyncPolicy(fn, f"tool {self.name!r}", thread, learnable=learnable)
         self.title = title
         self.description = description if description is not None else (self.info.description or "")
         self.annotations = _dump_annotations(annotations)
@@ -327,12 +332,9 @@ class Tool:
         kwargs = self.info.validate(arguments)
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
-        if self.info.is_async:
+        if self.sync is None:
             return await self.fn(**kwargs)
-        result = await asyncio.to_thread(self.fn, **kwargs) if self.thread else self.fn(**kwargs)
-        if inspect.isawaitable(result):
-            result = await result
-        return result
+        return await self.sync(**kwargs)
 
     async def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
         """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results."""
@@ -345,10 +347,12 @@ class Tool:
                 kwargs = info.validate_model(arguments)
             if info.context_param is not None:
                 kwargs[info.context_param] = ctx
-            if info.is_async:
+            sync = self.sync
+            if sync is None:
                 value = await self.fn(**kwargs)
             else:
-                value = await asyncio.to_thread(self.fn, **kwargs) if self.thread else self.fn(**kwargs)
+                # the sync policy, inlined: inline (timed) or on a worker thread
+                value = sync.inline((), kwargs) if sync.mode == INLINE else await sync.on_thread((), kwargs)
                 if inspect.isawaitable(value):
                     value = await value
         except _validation_error() as exc:  # evaluated only when something was raised

@@ -1,0 +1,299 @@
+"""How a plain ``def`` tool, resource, prompt or completer is called: inline on the event loop, or on a worker.
+
+A sync function may block (a file, a socket, ``time.sleep``), so by default it must not run on the event loop:
+one blocked call would stall every other request of every session. A worker-thread hand-off per call costs
+tens of microseconds (two thread wake-ups), more than the whole rest of a ``tools/call``. Most sync tools never
+block, though, and for those that cost is pure waste. So every sync function gets a :class:`SyncPolicy`:
+
+- ``thread=True`` (declared): always on a worker thread (``loop.run_in_executor``, the loop's default
+  executor, the calling task's contextvars copied, as ``asyncio.to_thread`` does).
+- ``thread=False`` (declared): always inline on the event loop. Only for functions that never block.
+- ``thread=None`` (the default, *learned*): the first calls run on a worker thread and are measured there.
+  After ``learn_calls`` consecutive calls that each finished within ``long_ms / 10`` of wall time *and* never
+  gave up the CPU voluntarily (no sleep, no I/O wait, no lock wait: the thread's voluntary context switches,
+  from ``getrusage(RUSAGE_THREAD)``; elsewhere wall time minus thread CPU time under 50 µs), the function runs
+  inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
+  that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
+  to the worker thread for good, with a warning naming it. Two tolerances keep a busy machine from demoting
+  fast functions at random: being preempted by the OS (a busy machine, a CPU quota) or a garbage collection
+  (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
+  ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
+  ``long_ms`` + two switch intervals, 12 ms by default: perhaps for the GIL, held by another thread) is
+  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other. A
+  learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
+  thread). Functions that take a :class:`~mcpkit.server.context.Context`
+  are never learned inline (``ctx.run()`` needs a worker thread). Whatever a sync function returns that is
+  awaitable is awaited, as before.
+
+Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
+interval for CPU-bound code, 5 ms by default). A learned-inline function that starts waiting or computing
+stalls the loop: for a wait past ``long_ms`` + 10 ms, or computing past ``long_ms`` + 10 ms, during exactly one
+call, for that call's whole duration (Python cannot move a running call off the loop), then it runs on a
+worker thread for good; shorter waits (12 ms at most by default) are forgiven while they are rarer than three
+within 10 s, and the third one within 10 s demotes it. Declare ``thread=True`` for a function that can ever
+block and the worst case is gone; ``thread=False`` declares one that never blocks (always inline, never
+timed, never demoted).
+
+Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
+:data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
+is how many fast, non-waiting worker calls earn a function the inline path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import gc
+import inspect
+import logging
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+logger = logging.getLogger("mcpkit.server.sync")
+
+#: A call longer than this (milliseconds) is "long": it demotes a learned-inline function to the worker thread.
+DEFAULT_LONG_MS = 2.0
+#: Consecutive fast, non-waiting worker calls needed before a function runs inline.
+DEFAULT_LEARN_CALLS = 20
+#: Wall time minus thread CPU time above this (seconds) means the call waited (sleep, I/O, a lock).
+WAIT_SLACK_S = 50e-6
+
+THREAD = 0
+LEARNING = 1
+INLINE = 2
+_MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
+
+_clock = time.perf_counter
+
+
+class _Usage(NamedTuple):
+    """What ``getrusage(RUSAGE_THREAD)`` gives, where it is missing: no switch counts, precise CPU time."""
+
+    ru_nvcsw: int
+    ru_nivcsw: int
+    ru_utime: float
+    ru_stime: float
+
+
+try:
+    import resource
+
+    # (voluntary, involuntary context switches, CPU seconds) of the calling thread, read straight from the C
+    # struct (no Python frame per inline call): a function that sleeps, waits for I/O or a lock gives up the
+    # CPU voluntarily; one the OS preempts does not. The CPU time is tick-grained (it may lag by a tick).
+    _usage: Callable[[], Any] = functools.partial(resource.getrusage, resource.RUSAGE_THREAD)
+except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits show as wall time minus CPU
+
+    def _usage() -> Any:
+        return _Usage(-1, -1, time.thread_time(), 0.0)
+
+
+_TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
+
+
+# Time spent in garbage collection so far (seconds): a collection that runs during an inline call would have
+# paused the loop wherever the function ran, so it is not held against the function. Hooked into gc.callbacks
+# once the first function runs inline.
+_gc_time = [0.0]
+_gc_start = [0.0]
+
+
+def _gc_callback(phase: str, _info: dict[str, Any]) -> None:
+    if phase == "start":
+        _gc_start[0] = _clock()
+    else:
+        _gc_time[0] += _clock() - _gc_start[0]
+
+
+def _hook_gc() -> None:
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
+
+
+NOT, MAYBE, YES = 0, 1, 2  # verdicts of _by_itself
+#: Short waits (under long_ms + two switch intervals) that may have been for the GIL: this many within
+#: MAYBE_WINDOW_S seconds of each other demote a function, fewer are forgiven.
+MAYBE_STRIKES = 3
+MAYBE_WINDOW_S = 10.0
+
+
+def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
+    """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: YES when it computed that
+    long or waited (slept, blocked on I/O or a lock) past ``long_s`` + two switch intervals; MAYBE for a
+    shorter wait, which may have been for the GIL held by another thread; NOT when the OS merely preempted
+    it (a busy machine, a CPU quota)."""
+    cpu: float = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
+    if u0.ru_nvcsw < 0:  # no switch counts: precise CPU time, and any wait counts
+        return YES if cpu > long_s or wall - cpu > WAIT_SLACK_S else NOT
+    if cpu > long_s + _TICK_S:
+        return YES  # computed that long, preempted or not
+    if u1.ru_nvcsw > u0.ru_nvcsw:
+        # it waited: for the GIL, another thread holds it at most a switch interval (5 ms) before it must
+        # hand it over, so a longer wait is the function's own
+        return YES if wall > long_s + 2 * sys.getswitchinterval() else MAYBE
+    return YES if u1.ru_nivcsw == u0.ru_nivcsw else NOT  # never preempted, never waited: it computed
+
+
+def _blocked(u0: Any, u1: Any, wall: float) -> bool:
+    """Whether the thread waited (slept, blocked on I/O or a lock) between the two readings."""
+    if u0.ru_nvcsw >= 0:
+        return bool(u1.ru_nvcsw > u0.ru_nvcsw)
+    return bool(wall - (u1.ru_utime - u0.ru_utime) > WAIT_SLACK_S)
+
+
+def check_sync_limits(long_ms: float | None, learn_calls: int | None) -> None:
+    """ValueError naming the option when a limit is out of range (None: not given)."""
+    if long_ms is not None and not long_ms > 0:
+        raise ValueError(f"sync_long_ms must be a positive number of milliseconds, not {long_ms!r}")
+    if learn_calls is not None and (not isinstance(learn_calls, int) or learn_calls < 1):
+        raise ValueError(f"sync_learn_calls must be an integer of at least 1, not {learn_calls!r}")
+
+
+class SyncPolicy:
+    """Where one sync function runs (inline or on a worker thread), learned from its calls unless declared.
+
+    Args:
+        fn: the plain function.
+        what: how warnings name it, e.g. ``"tool 'echo'"``.
+        thread: True = always a worker thread, False = always inline, None = learn (see the module docs).
+        learnable: False keeps a ``thread=None`` function on the worker thread (e.g. it takes a Context).
+        long_ms, learn_calls: the limits (module docs); :meth:`configure` changes them later.
+    """
+
+    __slots__ = ("_fast", "_fast_s", "_long_s", "_maybe", "_maybe_at", "declared", "fn", "learn_calls", "mode", "what")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        what: str,
+        thread: bool | None = None,
+        *,
+        learnable: bool = True,
+        long_ms: float = DEFAULT_LONG_MS,
+        learn_calls: int = DEFAULT_LEARN_CALLS,
+    ) -> None:
+        self.fn = fn
+        self.what = what
+        self.declared = thread is False
+        if thread is False:
+            self.mode = INLINE
+            _hook_gc()
+        elif thread is None and learnable:
+            self.mode = LEARNING
+        else:
+            self.mode = THREAD
+        self._fast = 0
+        self._maybe = 0
+        self._maybe_at = 0.0
+        self._long_s = 0.0
+        self._fast_s = 0.0
+        self.learn_calls = 0
+        self.configure(long_ms, learn_calls)
+
+    def configure(self, long_ms: float | None = None, learn_calls: int | None = None) -> None:
+        """Change the limits (``MCPKit`` passes its ``sync_long_ms`` / ``sync_learn_calls`` here)."""
+        check_sync_limits(long_ms, learn_calls)
+        if long_ms is not None:
+            self._long_s = long_ms / 1000
+            self._fast_s = self._long_s / 10
+        if learn_calls is not None:
+            self.learn_calls = learn_calls
+
+    @property
+    def mode_name(self) -> str:
+        """``"thread"``, ``"learning"`` or ``"inline"``."""
+        return _MODE_NAMES[self.mode]
+
+    # ------------------------------------------------------------------ inline
+
+    def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
+        t0 = _clock()
+        g0 = _gc_time[0]
+        u0 = _usage()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            took = _clock() - t0
+            if took > self._long_s:
+                self._ran_long(took, took - (_gc_time[0] - g0), u0)
+
+    def _ran_long(self, took: float, own: float, u0: Any) -> None:
+        """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway)."""
+        if self.mode != INLINE or self.declared or own <= self._long_s:
+            return
+        verdict = _by_itself(u0, _usage(), own, self._long_s)
+        if verdict == NOT:
+            return  # the OS ran something else meanwhile: a thread would not have helped
+        if verdict == MAYBE:
+            now = _clock()
+            self._maybe = self._maybe + 1 if now - self._maybe_at < MAYBE_WINDOW_S else 1
+            self._maybe_at = now
+            if self._maybe < MAYBE_STRIKES:
+                return  # perhaps a GIL wait (another thread ran Python): forgiven unless it keeps happening
+        self.mode = THREAD
+        logger.warning(
+            "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), stalling other requests "
+            "meanwhile; it runs on a worker thread from now on. Declare thread=True for functions that can "
+            "block, or raise MCPKit(sync_long_ms=...).",
+            self.what,
+            took * 1000,
+            self._long_s * 1000,
+        )
+
+    # ------------------------------------------------------------------ worker thread
+
+    def _measured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Runs on the worker while learning: time the call, promote after enough fast, non-waiting calls."""
+        t0 = _clock()
+        u0 = _usage()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            wall = _clock() - t0
+            if self.mode == LEARNING:
+                u1 = _usage()
+                blocked = _blocked(u0, u1, wall)
+                if wall > self._long_s and (blocked or _by_itself(u0, u1, wall, self._long_s) == YES):
+                    self.mode = THREAD  # it waited or computed long: never inline
+                elif blocked or wall > self._fast_s:
+                    self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
+                else:
+                    self._fast += 1
+                    if self._fast >= self.learn_calls:
+                        _hook_gc()
+                        self.mode = INLINE
+                        logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
+
+    def on_thread(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
+        """Call on a worker thread (the loop's default executor, this task's contextvars)."""
+        ctx = contextvars.copy_context()
+        if self.mode == LEARNING:
+            call = functools.partial(ctx.run, self._measured, args, kwargs)
+        else:
+            call = functools.partial(ctx.run, self.fn, *args, **kwargs)
+        return asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
+        if self.mode == INLINE:
+            value = self.inline(args, kwargs)
+        else:
+            value = await self.on_thread(args, kwargs)
+        if inspect.isawaitable(value):
+            value = await value
+        return value
+
+
+__all__ = [
+    "DEFAULT_LEARN_CALLS",
+    "DEFAULT_LONG_MS",
+    "INLINE",
+    "LEARNING",
+    "THREAD",
+    "SyncPolicy",
+    "check_sync_limits",
+]

@@ -1,0 +1,393 @@
+"""Issue 16: plain ``def`` functions (tools, resources, prompts, completers) at the speed of async ones, and
+the guarantee that a slow one never stalls other requests. A real stdio server subprocess
+(tests/servers/sync_server.py) driven by raw JSON-RPC lines; every function answers where it ran."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from mcpkit import Context, MCPKit
+from mcpkit.server.sync_exec import INLINE, LEARNING, THREAD, SyncPolicy, check_sync_limits
+from test_everything_support import connect
+
+SERVER = Path(__file__).resolve().parent / "servers" / "sync_server.py"
+KINDS = ["tool", "resource", "prompt", "completion"]
+BOUND_S = 0.050  # the guarantee: other requests answered within 50 ms while a sync function sleeps
+
+
+class Peer:
+    """A raw JSON-RPC client of one server subprocess over its stdin/stdout."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.pending: dict[int, asyncio.Future[Any]] = {}
+        self.next_id = 1
+        self.reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        while line := await self.proc.stdout.readline():
+            msg = orjson.loads(line)
+            fut = self.pending.pop(msg.get("id"), None)
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+
+    async def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 10) -> Any:
+        assert self.proc.stdin is not None
+        rid = self.next_id
+        self.next_id += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[rid] = fut
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.proc.stdin.write(orjson.dumps(msg) + b"\n")
+        reply = await asyncio.wait_for(fut, timeout)
+        assert "error" not in reply, reply
+        return reply["result"]
+
+    async def call(self, kind: str, seconds: float, timeout: float = 10) -> str:
+        """Run the ``kind`` function of the test server (it sleeps ``seconds``); where it ran."""
+        if kind == "tool":
+            r = await self.request("tools/call", {"name": "nap", "arguments": {"seconds": seconds}}, timeout)
+            return str(r["content"][0]["text"])
+        if kind == "tool_thread":
+            r = await self.request("tools/call", {"name": "nap_thread", "arguments": {"seconds": seconds}}, timeout)
+            return str(r["content"][0]["text"])
+        if kind == "resource":
+            r = await self.request("resources/read", {"uri": f"nap://{seconds}"}, timeout)
+            return str(r["contents"][0]["text"])
+        if kind == "prompt":
+            r = await self.request("prompts/get", {"name": "nap_prompt", "arguments": {"seconds": str(seconds)}})
+            return str(r["messages"][0]["content"]["text"])
+        assert kind == "completion"
+        r = await self.request(
+            "completion/complete",
+            {
+                "ref": {"type": "ref/prompt", "name": "nap_prompt"},
+                "argument": {"name": "seconds", "value": str(seconds)},
+            },
+            timeout,
+        )
+        return str(r["completion"]["values"][0])
+
+    async def probe_while(self, busy: asyncio.Task[Any]) -> list[float]:
+        """Alternate pings and async tool calls every 10 ms until ``busy`` ends; their latencies (s)."""
+        out: list[float] = []
+        i = 0
+        while not busy.done():
+            t0 = time.perf_counter()
+            if i % 2:
+                await self.request("ping", {})
+            else:
+                r = await self.request("tools/call", {"name": "aping", "arguments": {}})
+                assert r["content"][0]["text"] == "pong"
+            if not busy.done():  # a probe that straddles the end of the slow call still counts
+                out.append(time.perf_counter() - t0)
+            i += 1
+            await asyncio.sleep(0.01)
+        return out
+
+
+@contextlib.asynccontextmanager
+async def serve(*argv: str) -> AsyncIterator[Peer]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(SERVER),
+        *argv,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    peer = Peer(proc)
+    try:
+        await peer.request(
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}},
+            timeout=30,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        yield peer
+    finally:
+        peer.reader.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+
+
+async def stderr_of(peer: Peer) -> str:
+    assert peer.proc.stderr is not None
+    with contextlib.suppress(ProcessLookupError):
+        peer.proc.kill()
+    return (await asyncio.wait_for(peer.proc.stderr.read(), 10)).decode(errors="replace")
+
+
+async def slow_call_with_probes(peer: Peer, kind: str, seconds: float) -> tuple[str, list[float], float]:
+    """Call the ``kind`` function (sleeping ``seconds``) and probe the server meanwhile. One fast call of each
+    first: one-time lazy imports (pydantic on the first validation) are not what is measured."""
+    await peer.call(kind, 0)
+    await peer.request("tools/call", {"name": "aping", "arguments": {}})
+    t0 = time.perf_counter()
+    busy = asyncio.create_task(peer.call(kind, seconds, timeout=seconds + 10))
+    await asyncio.sleep(0.05)  # the slow call is under way
+    latencies = await peer.probe_while(busy)
+    return await busy, latencies, time.perf_counter() - t0
+
+
+async def probes_within_bound(peer: Peer, kind: str, seconds: float = 1.0) -> None:
+    """While the ``kind`` function sleeps ``seconds`` on its worker thread, every probe is answered within
+    50 ms. A shared, overloaded machine can delay one probe by itself, so a miss is measured once more: a
+    real stall (the loop blocked by the sleep) misses every time."""
+    for attempt in range(2):
+        where, latencies, took = await slow_call_with_probes(peer, kind, seconds)
+        assert where == "thread" and took >= seconds
+        assert len(latencies) >= 10 * seconds, latencies  # probed all along
+        if max(latencies) < BOUND_S:
+            return
+        assert attempt == 0, f"slowest probe {max(latencies) * 1000:.1f} ms, twice"
+
+
+async def learn_inline(peer: Peer, kind: str) -> list[str]:
+    """Fast calls until the function runs inline (sync_server.py: sync_learn_calls=10)."""
+    return [await peer.call(kind, 0) for _ in range(12)]
+
+
+@pytest.mark.parametrize("kind", ["tool", "tool_thread", "resource", "prompt", "completion"])
+async def test_issue16_item1_sleeping_sync_function_never_stalls_other_requests(kind: str) -> None:
+    """Issue 16 item 1 (and item 2 for resources, prompts, completers): while a plain ``def`` sleeps 1 s on
+    its worker thread, pings and async tool calls are answered within 50 ms."""
+    async with serve() as peer:
+        await probes_within_bound(peer, kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_issue16_item1_fast_sync_function_learns_to_run_inline(kind: str) -> None:
+    """Issue 16 items 1-2: a plain ``def`` whose calls are fast and never wait starts on a worker thread and
+    runs inline on the event loop (no thread hand-off) once it has proven so; the declared thread=True tool
+    never does."""
+    async with serve() as peer:
+        seen = await learn_inline(peer, kind)
+        declared = [await peer.call("tool_thread", 0) for _ in range(12)]
+    assert seen[0] == "thread" and seen[-1] == "loop", seen
+    assert set(declared) == {"thread"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_issue16_item1_learned_inline_function_that_runs_long_goes_back_to_the_thread(kind: str) -> None:
+    """Issue 16 items 1-2, the worst case: a learned-inline function that suddenly sleeps stalls the loop
+    during that one call (its whole duration, bounded by it), is sent back to the worker thread with a
+    warning naming it and the limit, and from then on, while it sleeps 1 s, pings and async tool calls are
+    answered within 50 ms."""
+    async with serve() as peer:
+        assert (await learn_inline(peer, kind))[-1] == "loop"
+        where, stalled, took = await slow_call_with_probes(peer, kind, 0.3)
+        assert where == "loop"  # the one call that was already inline when it ran long
+        assert took < 0.3 + 1.0 and all(s < 0.3 + 0.5 for s in stalled)  # the stall is bounded by that call
+        await probes_within_bound(peer, kind)
+        assert await peer.call(kind, 0) == "thread"  # for good
+        err = await stderr_of(peer)
+    assert "inline on the event loop" in err and "sync_long_ms=2" in err and "thread=True" in err, err
+
+
+async def test_issue16_item1_waiting_sync_function_is_never_learned_inline() -> None:
+    """Issue 16 item 1: calls that are short but wait (a 0.5 ms sleep: I/O-like) keep a function on the worker
+    thread even when they are far below sync_long_ms (here 20 ms, so 2 ms counts as fast)."""
+    async with serve("20") as peer:
+        seen = [await peer.call("tool", 0.0005) for _ in range(25)]
+    assert set(seen) == {"thread"}, seen
+
+
+async def test_issue16_item1_context_taking_sync_tool_stays_on_the_thread() -> None:
+    """Issue 16 item 1: a sync tool that takes a Context (ctx.run() needs a worker thread) is never learned
+    inline; ctx.run() keeps working on every call."""
+    app = MCPKit("ctx", sync_learn_calls=2)
+    main = threading.get_ident()
+
+    @app.tool
+    def logs(ctx: Context) -> bool:
+        ctx.run(ctx.info("hello"))
+        return threading.get_ident() != main
+
+    async with connect(app) as (cs, _, _):
+        for _ in range(6):
+            assert (await cs.call_tool("logs", {})).structured_content == {"result": True}
+    tool = app.get_tool("logs")
+    assert tool is not None and tool.sync is not None and tool.sync.mode == THREAD
+
+
+async def test_issue16_item1_sync_policy_states_and_limits() -> None:
+    """Issue 16 item 1: the policy's declared modes, its learning and demotion, and limit validation that
+    names the option."""
+    calls: list[float] = []
+
+    def fn(seconds: float = 0) -> str:
+        calls.append(seconds)
+        if seconds:
+            time.sleep(seconds)
+        return "ok"
+
+    assert SyncPolicy(fn, "f", True).mode == THREAD
+    assert SyncPolicy(fn, "f", False).mode == INLINE
+    assert SyncPolicy(fn, "f", None, learnable=False).mode == THREAD
+    p = SyncPolicy(fn, "f", None, long_ms=5, learn_calls=3)
+    assert p.mode == LEARNING
+    for _ in range(3):
+        assert await p() == "ok"
+    assert p.mode == INLINE and p.mode_name == "inline"
+    assert await p(0.02) == "ok"  # runs long inline: back to the thread
+    assert p.mode == THREAD
+    declared = SyncPolicy(fn, "f", False, long_ms=1)
+    assert await declared(0.005) == "ok" and declared.mode == INLINE  # declared inline stays inline
+    learning = SyncPolicy(fn, "f", None, long_ms=1)
+    assert await learning(0.005) == "ok" and learning.mode == THREAD  # a long learning call ends learning
+    with pytest.raises(ValueError, match="sync_long_ms"):
+        check_sync_limits(0, None)
+    with pytest.raises(ValueError, match="sync_learn_calls"):
+        MCPKit("x", sync_learn_calls=0)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+async def test_issue16_item1_preemption_by_the_os_does_not_demote_an_inline_function() -> None:
+    """Issue 16 item 1: on a busy machine the OS preempts the loop thread in the middle of an inline call, so
+    wall time alone would demote fast functions at random. Only waiting or computing past sync_long_ms counts:
+    with a busy process sharing the one CPU, a 0.3 ms computation is preempted past 2 ms and stays inline; a
+    30 ms computation is demoted."""
+
+    def spin(ms: float) -> str:
+        end = time.thread_time() + ms / 1000
+        while time.thread_time() < end:
+            pass
+        return "ok"
+
+    cpu = min(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    hog = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.time() + 8\nwhile time.time() < end: pass",
+    )
+    try:
+        os.sched_setaffinity(0, {cpu})
+        policy = SyncPolicy(spin, "spin", None, long_ms=2, learn_calls=1)
+        assert await policy(0) == "ok" and policy.mode == INLINE
+        preempted = 0
+        deadline = time.perf_counter() + 3
+        while time.perf_counter() < deadline and preempted < 5:
+            t0 = time.perf_counter()
+            await policy(0.3)
+            preempted += time.perf_counter() - t0 > 0.002
+        if not preempted:
+            pytest.skip("the OS never preempted an inline call: nothing to prove")
+        assert policy.mode == INLINE, f"demoted after {preempted} preempted calls"
+        await policy(30)  # computes past sync_long_ms + a scheduler tick, preempted or not
+        assert policy.mode == THREAD
+    finally:
+        os.sched_setaffinity(0, before)
+        with contextlib.suppress(ProcessLookupError):
+            hog.kill()
+        await hog.wait()
+
+
+async def test_issue16_item1_waiting_inline_function_is_demoted_even_while_threads_are_busy() -> None:
+    """Issue 16 item 1: the GIL tolerance is bounded: while another sync function sleeps on a worker thread,
+    an inline wait under long_ms + two switch intervals (perhaps for the GIL) is forgiven, but a 50 ms one
+    demotes at once, and a third short one within 10 s demotes too."""
+
+    def nap(seconds: float) -> str:
+        if seconds:
+            time.sleep(seconds)
+        return "ok"
+
+    busy = SyncPolicy(nap, "busy", True)
+    policy = SyncPolicy(nap, "nap", None, long_ms=2, learn_calls=1)
+    assert await policy(0) == "ok" and policy.mode == INLINE
+    background = asyncio.ensure_future(busy(0.5))
+    await asyncio.sleep(0.01)  # it is on its worker thread now
+    assert await policy(0.005) == "ok" and policy.mode == INLINE  # 5 ms: may have been the GIL
+    assert await policy(0.05) == "ok" and policy.mode == THREAD  # 50 ms: the function's own wait
+    assert await background == "ok"
+    again = SyncPolicy(nap, "again", None, long_ms=2, learn_calls=1)
+    assert await again(0) == "ok" and again.mode == INLINE
+    assert await again(0.005) == "ok" and await again(0.005) == "ok" and again.mode == INLINE
+    assert await again(0.005) == "ok" and again.mode == THREAD  # the third short wait within 10 s
+
+
+async def test_issue16_item2_thread_is_declared_for_resources_prompts_and_completers() -> None:
+    """Issue 16 item 2: ``thread=`` declares where a plain ``def`` resource, template, prompt or completer runs,
+    as for tools (None: learned; True: always a worker thread; False: always inline); the app's limits reach
+    every policy."""
+    from mcpkit.server.completions import completer_plan
+
+    app = MCPKit("declared", sync_long_ms=7, sync_learn_calls=3)
+
+    @app.resource("mem://a", thread=True)
+    def a() -> str:
+        return "a"
+
+    @app.resource("mem://t/{x}", thread=False)
+    def tmpl(x: str) -> str:
+        return x
+
+    @app.prompt(thread=True)
+    def p(x: str) -> str:
+        return x
+
+    @app.prompt
+    def q(x: str) -> str:
+        return x
+
+    @app.completion(prompt="q", argument="x", thread=False)
+    def complete_x(value: str) -> list[str]:
+        return [value]
+
+    res, tpl = app.resources[0], app.resource_templates[0]
+    prompts = {pr.name: pr for pr in app.prompts}
+    policy, _ = completer_plan(complete_x)
+    assert res.sync is not None and res.sync.mode == THREAD
+    assert tpl.sync is not None and tpl.sync.mode == INLINE
+    assert prompts["p"].sync is not None and prompts["p"].sync.mode == THREAD
+    learned = prompts["q"].sync
+    assert learned is not None and learned.mode == LEARNING and learned.learn_calls == 3
+    assert policy is not None and policy.mode == INLINE and policy.learn_calls == 3
+    async with connect(app) as (cs, _, _):
+        assert (await cs.complete({"type": "ref/prompt", "name": "q"}, "x", "hi")).completion.values == ["hi"]
+        for _ in range(3):
+            await cs.get_prompt("q", {"x": "1"})
+    assert learned.mode == INLINE
+
+
+async def test_issue16_item1_garbage_collection_does_not_demote_an_inline_function() -> None:
+    """Issue 16 item 1: a garbage collection during an inline call pauses the loop wherever the function runs,
+    so it is not held against the function: a call that spends 10+ ms collecting 500,000 objects stays
+    inline (wall time alone read it as computing past sync_long_ms)."""
+    import gc
+
+    def collect(now: bool = False) -> str:
+        if now:
+            gc.collect()
+        return "ok"
+
+    garbage = [[] for _ in range(500_000)]  # ~40 MB of tracked objects: a full collection takes milliseconds
+    try:
+        policy = SyncPolicy(collect, "collect", None, long_ms=2, learn_calls=1)
+        assert await policy() == "ok" and policy.mode == INLINE
+        t0 = time.perf_counter()
+        assert await policy(True) == "ok"
+        took = time.perf_counter() - t0
+        if took < 0.004:
+            pytest.skip(f"the collection took only {took * 1000:.1f} ms: nothing to prove")
+        assert policy.mode == INLINE
+    finally:
+        del garbage
