@@ -26,7 +26,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed, MCPError, RequestTimeout
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from mcpkit.transports.http.h11_lite import LiteHTTPError, LitePool
+from mcpkit.transports.http.lite import LiteHTTPError, LitePool
 from mcpkit.transports.http.sse_client import SSEClientTransport
 
 SERVER = Path(__file__).parent / "servers" / "hostile_http.py"
