@@ -47,6 +47,7 @@ MAX_INTERIM = 16  # interim (1xx) responses before the final one; real servers s
 READ_SIZE = 64 * 1024
 
 
+_VERSIONS = frozenset(("1.1", "1.0"))
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _is_token = _TOKEN.fullmatch
 
@@ -153,6 +154,8 @@ class _Exchange:
             self.headers = LiteHeaders()  # an interim response's fields are not the answer's
             self.fields = self.head_size = 0
             return
+        if self.parser.get_http_version() not in _VERSIONS:
+            self._fail(f"the server broke HTTP/1.1: it answered in HTTP/{self.parser.get_http_version()}")
         self.status = status
         self.head_done = True
         headers = self.headers
@@ -338,6 +341,8 @@ class LitePool:
                     if not received:
                         raise LiteHTTPError("the server closed the connection without a response")
                     ex.feed_eof()
+                if not received and data[:5] != b"HTTP/"[: len(data)]:  # llhttp also takes RTSP/ and ICE/ answers
+                    raise LiteHTTPError(f"the server broke HTTP/1.1: the answer starts with {data[:16]!r}")
                 received += len(data)
                 ex.head_bytes += len(data)
                 interim = ex.interim
