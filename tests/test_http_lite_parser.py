@@ -14,10 +14,12 @@ import asyncio
 import contextlib
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
 from mcpkit.transports.http.lite import LiteHTTPError, LitePool
+from test_firsthour import one_line_error, run_without
 
 FLOOD = 16 * 1024 * 1024  # bytes a hostile server offers (256x the 64 KiB head bound)
 PEAK_BOUND = 4 * 1024 * 1024  # Python allocation peak allowed while it runs
@@ -202,3 +204,25 @@ async def test_issue15_item6_interim_flood_bounded_and_head_bound_per_response()
         with pytest.raises(LiteHTTPError, match="more than 16 interim"):
             await get(pool, "many")
         assert await get(pool, "enough") == (200, b"ok")
+
+
+def test_http_client_target_without_httptools_names_the_extra(tmp_path: Path) -> None:
+    """httptools is part of the ``http`` extra: a client for an http:// URL without it says
+    ``pip install 'mcpkit[http]'`` in one line (issue 13 (a)'s rule, for the new dependency)."""
+    code = """
+    import asyncio, sys
+    from mcpkit import Client
+    from mcpkit._extras import MissingExtra
+    async def main():
+        async with Client("http://127.0.0.1:9/mcp") as c:
+            pass
+    try:
+        asyncio.run(main())
+    except MissingExtra as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["httptools"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    line = one_line_error(proc)
+    assert "pip install 'mcpkit[http]'" in line and "httptools" in line
