@@ -8,7 +8,7 @@ targets and in-process servers. Everything else is an extra:
 extra      brings                                      for
 =========  ==========================================  ====================================================
 ``http``   uvicorn, httpx, websockets, sniffio,        ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
-                                                       WebSocket client targets
+           httptools                                   WebSocket client targets
 ``cli``    click, rich                                 the ``mcpkit`` command
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
