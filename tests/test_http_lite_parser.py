@@ -101,6 +101,7 @@ REFUSED = {
     "not_http": b"ICE/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
     "http09": b"HTTP/0.9 200 OK\r\ncontent-length: 2\r\n\r\nok",
     "http2": b"HTTP/2.0 200 OK\r\ncontent-length: 2\r\n\r\nok",
+    "status_099": b"HTTP/1.1 099 Odd\r\ncontent-length: 2\r\n\r\nok",
 }
 
 

@@ -148,6 +148,8 @@ class _Exchange:
         if status < 200:
             if status == 101:
                 self._fail("the server broke HTTP/1.1: it switched protocols (101) though nobody asked it to")
+            if status < 100:  # llhttp takes any three digits
+                self._fail(f"the server broke HTTP/1.1: status code {status:03d}")
             self.interim += 1
             if self.interim > MAX_INTERIM:
                 self._fail(f"more than {MAX_INTERIM} interim (1xx) responses before the answer")
