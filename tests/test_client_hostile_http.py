@@ -26,7 +26,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed, MCPError, RequestTimeout
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from mcpkit.transports.http.h11_lite import LiteHTTPError, LitePool
+from mcpkit.transports.http.lite import LiteHTTPError, LitePool
 from mcpkit.transports.http.sse_client import SSEClientTransport
 
 SERVER = Path(__file__).parent / "servers" / "hostile_http.py"
@@ -100,7 +100,7 @@ async def stats(base: str) -> dict[str, Any]:
         return data
 
 
-ENGINES = [pytest.param(True, id="h11-engine"), pytest.param(False, id="httpx-engine")]
+ENGINES = [pytest.param(True, id="lite-engine"), pytest.param(False, id="httpx-engine")]
 
 
 # ---------------------------------------------------------------------------------------------- 15.1 sizes
@@ -254,8 +254,9 @@ async def test_issue15_item6_deep_input_schema_lists_without_recursion_error(hos
 )
 async def test_issue15_item7_lenient_framing_refused(hostile: str, attack: str) -> None:
     """``content-length: +N`` and ``8_7``, chunk sizes ``0x57``, ``+57`` and ``-1``, ``Transfer-Encoding:
-    notchunked`` and ``HTTP/1.1 +20`` are refused by the client's HTTP/1.1 parser (h11) with a clear error;
-    each carries a valid answer that a lenient parser would have delivered."""
+    notchunked`` and ``HTTP/1.1 +20`` are refused by the client's HTTP/1.1 parser (llhttp via httptools; the
+    Transfer-Encoding check is our own, llhttp would read that body to EOF) with a clear error; each carries a
+    valid answer that a lenient parser would have delivered."""
 
     async def run() -> None:
         async with session(hostile) as cs:

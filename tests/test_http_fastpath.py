@@ -1,4 +1,4 @@
-"""The Streamable HTTP client's lean HTTP/1.1 engine (``transports/http/h11_lite.py``) and when it is used.
+"""The Streamable HTTP client's lean HTTP/1.1 engine (``transports/http/lite.py``) and when it is used.
 
 Hand-written HTTP/1.1 servers on 127.0.0.1 (raw asyncio streams) make the server behave exactly as a test needs:
 chunked bodies, an SSE event cut into many small writes, a keep-alive connection dropped while idle, a request
@@ -22,7 +22,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from mcpkit.transports.http.h11_lite import LitePool
+from mcpkit.transports.http.lite import LitePool
 from mcpkit.transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from mcpkit.transports.http.streamable_client import fast_path_applies
 from test_http_support import make_server, running

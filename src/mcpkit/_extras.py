@@ -7,8 +7,8 @@ targets and in-process servers. Everything else is an extra:
 =========  ==========================================  ====================================================
 extra      brings                                      for
 =========  ==========================================  ====================================================
-``http``   uvicorn, httpx, websockets, sniffio         ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
-                                                       WebSocket client targets
+``http``   uvicorn, httpx, websockets, sniffio,        ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
+           httptools                                   WebSocket client targets
 ``cli``    click, rich                                 the ``mcpkit`` command
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
@@ -30,6 +30,7 @@ EXTRA_OF: dict[str, str] = {
     "websockets": "http",
     "sniffio": "http",
     "h11": "http",
+    "httptools": "http",
     "click": "cli",
     "rich": "cli",
     "redis": "redis",

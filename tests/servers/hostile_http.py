@@ -124,7 +124,7 @@ def _chunked(size: str, body: bytes, te: str = "chunked") -> bytes:
     )
 
 
-# issue 15.7: framing a lenient parser reads and h11 refuses (each would deliver a valid answer if accepted)
+# issue 15.7: framing a lenient parser reads and the client refuses (each would deliver a valid answer if accepted)
 FRAMING = {
     "cl_plus": lambda b: _json_head(f"+{len(b)}") + b,
     "cl_underscore": lambda b: _json_head("_".join(str(len(b)))) + b,

@@ -14,9 +14,10 @@ invalid annotations are dropped from those results, as the spec requires). Hands
 GET stream after negotiation (405 is fine) and send DELETE on close.
 
 Two HTTP engines, one response handling: httpx for everything in general (TLS, auth flows, proxies, a caller's
-own client), and :mod:`.h11_lite`, a lean keep-alive pool whose HTTP/1.1 framing h11 parses, for the common case
-(``fast_path=None`` picks it when the URL is plain ``http://``, no ``auth=`` and no ``client=`` were given, and no
-proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY`` exempts it).
+own client), and :mod:`.lite`, a lean keep-alive pool whose HTTP/1.1 framing httptools (llhttp) parses, for the
+common case (``fast_path=None`` picks it when the URL is plain ``http://``, no ``auth=`` and no ``client=`` were
+given, and no proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY``
+exempts it).
 ``fast_path=True``/``False`` forces one (True with https, auth or a client is a ValueError). Both hand
 :meth:`StreamableHTTPClientTransport._open` a response with the same small interface (``status_code``,
 ``headers.get``, ``aiter_bytes``, ``aclose``); status → behaviour lives once, in ``_post``,
@@ -48,8 +49,8 @@ from ...protocol import versions
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
 from ...protocol.versions import META_PROTOCOL_VERSION
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
-from .h11_lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
+from .lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
 from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.http.client")
@@ -129,7 +130,7 @@ class StreamableHTTPClientTransport:
         reconnect_delay: seconds to wait before reconnecting when the server sent no ``retry:``.
         answer_window: how long ``send`` waits for a request's HTTP answer before leaving it to the background
             (HTTP failures within it raise from ``send``; later ones fail the request with a JSON-RPC error).
-        fast_path: use the lean HTTP/1.1 engine (:mod:`.h11_lite`) instead of httpx; None: when it applies
+        fast_path: use the lean HTTP/1.1 engine (:mod:`.lite`) instead of httpx; None: when it applies
             (plain ``http://``, no ``auth``, no ``client``, no environment proxy for the host).
         max_connections: keep-alive connections at most (either engine); waiting for a free one is bounded by
             ``timeout``.

@@ -1,0 +1,65 @@
+"""``build_server`` on both of uvicorn's HTTP/1.1 protocols: httptools (what ``http="auto"`` picks now that the
+``http`` extra installs it) and h11 (``http="h11"``).
+
+The connection guard (``transports/http/limits.py``) wraps whichever protocol class uvicorn uses; the issue 12
+limit tests in ``test_edges_limits.py`` run on the default one. This test holds the guard's three head-side bounds
+(header timeout, head size, connection count) and a normal tool call, through both the httpx client and the
+client's own fast path, on each protocol, so pinning h11 stays a supported choice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+import pytest
+
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import StreamableHTTPClientTransport
+from test_edges_limits import _closed_by_peer, _half_open, _tool_call, served
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11", "auto"])
+async def test_guard_bounds_heads_and_connections_on_every_protocol(http: str) -> None:
+    """Each protocol: a stalled head is closed after ``header_timeout``, a head growing past ``max_header_bytes``
+    is closed, 60 half-open connections leave at most ``max_connections`` open, and calls still succeed."""
+    async with served(http=http, header_timeout=0.5, max_header_bytes=8192, max_connections=20) as (base, userver):
+        expected = "HttpTools" if http in ("httptools", "auto") else "H11"  # auto: httptools is installed
+        assert userver.config.http.__name__ == f"Guarded{expected}Protocol"
+        port = int(base.rsplit(":", 1)[1])
+        loop = asyncio.get_running_loop()
+
+        stalled = await _half_open(port)
+        growing = await _half_open(port)
+        try:
+            for _ in range(3):  # 12 KB without the blank line that ends a head
+                await loop.sock_sendall(growing, b"X-Pad: " + b"a" * 4000 + b"\r\n")
+        except OSError:
+            pass
+        try:
+            assert await _closed_by_peer(growing, 3.0), "a head past max_header_bytes was accepted"
+            assert await _closed_by_peer(stalled, 3.0), "a stalled head was never closed"
+        finally:
+            stalled.close()
+            growing.close()
+
+        socks = [await _half_open(port) for _ in range(60)]
+        try:
+            await asyncio.sleep(0.2)
+            assert userver.mcpkit_guard.connections <= 20
+            async with httpx.AsyncClient() as client:
+                await _tool_call(client, base + "/mcp")
+        finally:
+            for s in socks:
+                s.close()
+
+        # the client's fast path (httptools parsing the responses) against this protocol
+        transport = StreamableHTTPClientTransport(base + "/mcp", get_stream=False)
+        assert transport.fast_path
+        async with transport, ClientSession(transport, mode="handshake", timeout=10) as session:
+            assert "hi" in str(await session.call_tool("echo", {"text": "hi"}))
+            assert transport._pool is not None
+            opened = transport._pool.connects  # (the initialized notification may overlap the first call)
+            for _ in range(3):  # sequential calls reuse the kept-alive connections
+                assert "hi" in str(await session.call_tool("echo", {"text": "hi"}))
+            assert transport._pool.connects == opened
