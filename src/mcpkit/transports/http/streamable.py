@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
-import secrets
 import time
 from collections import deque
 from collections.abc import Awaitable, Iterable, Sequence
@@ -45,13 +43,13 @@ from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
+from .sessions import SessionManager, _client_key, _owned_by
 from .sniff import _error_status, _final_prefix, _has_requests, _is_result, _request_count
 from .stream import (
     _JSON_MODE,
     _SLOW_AFTER,
     _SSE_MODE,
     _UNDECIDED,
-    _WORKER_SHIFT,
     SSEPump,
     _HTTPSession,
     _Stream,
@@ -160,9 +158,6 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
         self.json_response = json_response
         self.event_store = event_store
         self.session_store = session_store
-        self.session_idle_timeout = session_idle_timeout
-        self.max_sessions = max_sessions
-        self.max_sessions_per_client = max_sessions_per_client
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = getattr(self.check_request, "allows", None)
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
@@ -179,15 +174,21 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
         self.cors = cors
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
-        self._sessions: dict[str, _HTTPSession] = {}
-        self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
-        self._evicted = 0  # idle sessions evicted because the table was full
-        self._evicted_logged = -10.0
+        self.sessions = SessionManager(
+            server,
+            session_store=session_store,
+            event_store=event_store,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+            max_sessions_per_client=max_sessions_per_client,
+            peer_options=peer_options,
+        )
+        self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
+        self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
-        self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
         # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
         # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
         self._slow: dict[RequestContext, tuple[int, Receive, _Stream | None]] = {}
@@ -214,10 +215,39 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
         self._limit_digits = len(str(value))  # a Content-Length shorter than this is below the limit
 
     @property
+    def session_idle_timeout(self) -> float:
+        """Seconds without a request after which a session is reclaimed (see :class:`.sessions.SessionManager`)."""
+        return self.sessions.session_idle_timeout
+
+    @session_idle_timeout.setter
+    def session_idle_timeout(self, value: float) -> None:
+        self.sessions.session_idle_timeout = value
+
+    @property
+    def max_sessions(self) -> int:
+        """Open handshake sessions at most."""
+        return self.sessions.max_sessions
+
+    @max_sessions.setter
+    def max_sessions(self, value: int) -> None:
+        self.sessions.max_sessions = value
+
+    @property
+    def max_sessions_per_client(self) -> int:
+        """Handshake sessions one client may hold."""
+        return self.sessions.max_sessions_per_client
+
+    @max_sessions_per_client.setter
+    def max_sessions_per_client(self, value: int) -> None:
+        self.sessions.max_sessions_per_client = value
+
+    @property
     def session_count(self) -> int:
+        """How many handshake sessions this worker holds."""
         return len(self._sessions)
 
     def session_ids(self) -> list[str]:
+        """The ids of the handshake sessions this worker holds."""
         return list(self._sessions)
 
     async def aclose(self) -> None:
@@ -229,34 +259,18 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
-        shared = self.session_store is not None  # the sessions live on in the store (and on other workers)
-        for hs in list(self._sessions.values()):
-            await self._end_session(hs, forget=not shared)
+        await self.sessions.close()
         with contextlib.suppress(Exception):
             await self.server.close_listeners()
 
     async def expire_idle(self) -> int:
-        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many.
-
-        With a session store only this worker's copy goes: the session may be alive on another worker, so its
-        stored record and its events stay (they end with a DELETE or with the store's own TTL)."""
-        deadline = time.monotonic() - self.session_idle_timeout
-        victims = [hs for hs in self._sessions.values() if hs.busy == 0 and hs.last_seen < deadline]
-        for hs in victims:
-            await self._end_session(hs, forget=self.session_store is None)
-        return len(victims)
+        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many (see
+        :meth:`.sessions.SessionManager.expire_idle`)."""
+        return await self.sessions.expire_idle()
 
     async def renew_busy(self) -> int:
-        """Renew the stored TTL of the sessions that have a request or a GET stream open for a third of
-        ``session_idle_timeout`` without a new request (the sweeper calls this); returns how many were renewed."""
-        if self.session_store is None:
-            return 0
-        due = time.monotonic() - self.session_idle_timeout / 3
-        renewed = 0
-        for hs in [hs for hs in self._sessions.values() if hs.busy and hs.stored and hs.renewed <= due]:
-            if await self._refresh(hs):
-                renewed += 1
-        return renewed
+        """Renew the stored TTL of busy sessions; returns how many (see :meth:`.sessions.SessionManager.renew_busy`)."""
+        return await self.sessions.renew_busy()
 
     # ------------------------------------------------------------------ ASGI entry
 
@@ -287,7 +301,7 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
             await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
             return
         if self._sweeper is None and not self.stateless and not self._closing:
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            self._sweeper = asyncio.get_running_loop().create_task(self.sessions.sweep())
         method = scope["method"]
         if origin is not None and self.cors:
             # a browser page from an origin the policy trusts: let it read the answers (CORS)
@@ -335,16 +349,6 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
                     await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    async def _sweep(self) -> None:
-        interval = max(0.02, min(self.session_idle_timeout / 4, 30.0))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.expire_idle()
-                await self.renew_busy()
-            except Exception:  # pragma: no cover - defensive: the sweeper must not die
-                logger.exception("session sweeper failed")
 
     # ------------------------------------------------------------------ POST
 
@@ -460,18 +464,18 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
                 )
                 return
             client = _client_key(scope)
-            refused = await self._make_room(client)
+            refused = await self.sessions.make_room(client)
             if refused is not None:
                 await _respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
                 return
-            hs = self._new_session(client)
+            hs = self.sessions.create(client)
             new_session = True
         else:
             found = self._sessions.get(sid)
             if self.session_store is not None:
                 if found is None:
-                    found = await self._restore(sid)
-                elif not await self._refresh(found):
+                    found = await self.sessions.restore(sid)
+                elif not await self.sessions.refresh(found):
                     found = None  # ended on another worker (or expired in the store)
             if found is None or not _owned_by(found, scope):
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
@@ -485,7 +489,7 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
             hs.last_seen = time.monotonic()
             await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
-                await self._store(hs, announce=True)
+                await self.sessions.save(hs, announce=True)
             await _respond(send, 202)
             return
         weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
@@ -521,9 +525,9 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
                 self._next_turn(hs)
         if new_session:
             if status != 200:
-                await self._end_session(hs)
+                await self.sessions.end(hs)
             elif self.session_store is not None:
-                await self._store(hs)
+                await self.sessions.save(hs)
 
     async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
         """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
@@ -563,211 +567,6 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
             if not turn.done():
                 hs.busy += weight
                 turn.set_result(None)
-
-    def _state(self, hs: _HTTPSession) -> dict[str, Any]:
-        session = hs.session
-        return {
-            "version": session.version,
-            "capabilities": session.client_capabilities,
-            "client_info": session.client_info,
-            "initialized": session.initialized,
-            "log_level": session.log_level,
-            "subscriptions": sorted(session.subscriptions),
-            # the principal that opened it: every worker sharing the store refuses the session to anyone else
-            "owner": list(hs.client) if hs.client is not None and hs.client[0] == "principal" else None,
-        }
-
-    async def _store(self, hs: _HTTPSession, *, announce: bool = False) -> None:
-        """Record the session's state so another worker sharing the store can serve this session; ``announce``
-        tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
-        session = hs.session
-        if session.version is None or self.session_store is None:
-            return
-        if hs.saving is None:
-            hs.saving = asyncio.Lock()
-        # Saves of one session are serialized and each takes the state when its turn comes: two racing saves (the
-        # initialize answer's and notifications/initialized's) cannot land in the wrong order and leave the
-        # older state in the store.
-        async with hs.saving:
-            if session.closed:
-                return  # a session ended meanwhile (e.g. by a DELETE) must not come back
-            state = self._state(hs)
-            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-            renewed = time.monotonic()
-            try:
-                await self.session_store.save(hs.id, state, self.session_idle_timeout)
-            except Exception:
-                logger.exception("session store: could not save session %s", hs.id[:8])
-                return
-            # only now: a request racing this save re-reads the record once `stored` says there is one
-            hs.stored = 2 if state["initialized"] else 1
-            hs.renewed = renewed
-        if announce:
-            await self._announce(hs.id)
-
-    async def _sync(self, hs: _HTTPSession) -> None:
-        """The log level or the subscriptions changed (a request of this session): save and announce."""
-        session = hs.session
-        hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if hs.stored:
-            await self._store(hs, announce=True)
-
-    def _bus(self) -> Any:
-        """The server's BusBridge (attach_bus), listened to once it is seen."""
-        bridge = getattr(self.server, "bus_bridge", None)
-        if bridge is not None and bridge is not self._bridge and self.session_store is not None:
-            self._bridge = bridge
-            bridge.on_session_changed(self._on_session_changed)
-        return bridge
-
-    async def _announce(self, sid: str) -> None:
-        bridge = self._bus()
-        if bridge is not None:
-            await bridge.session_changed(sid)
-
-    async def _on_session_changed(self, sid: str) -> None:
-        """Another worker changed (or deleted) session ``sid``: reload this worker's copy, if it holds one."""
-        hs = self._sessions.get(sid)
-        if hs is None or self.session_store is None:
-            return
-        try:
-            state = await self.session_store.load(sid)
-        except Exception:
-            logger.exception("session store: could not load session %s", sid[:8])
-            return
-        if state is None:
-            await self._end_session(hs, forget=False)  # the worker that deleted it forgot the events
-        else:
-            self._apply(hs, state)
-
-    async def _refresh(self, hs: _HTTPSession) -> bool:
-        """Re-read a session this worker holds from the store and renew its TTL: False when the store no longer
-        has it (deleted on another worker, or expired), in which case this worker's copy is ended too."""
-        store = self.session_store
-        if store is None or not hs.stored:
-            return True  # not recorded yet (its initialize is still being answered)
-        ttl = self.session_idle_timeout
-        now = time.monotonic()
-        try:
-            touch = getattr(store, "touch", None)
-            if touch is not None:
-                state: dict[str, Any] | None = await touch(hs.id, ttl)  # one round trip: read + renew
-            else:
-                state = await store.load(hs.id)
-                if state is not None and now - hs.renewed >= ttl / 3:
-                    await store.save(hs.id, state, ttl)
-        except Exception:
-            logger.exception("session store: could not reload session %s", hs.id[:8])
-            return True  # the store is unreachable: keep serving this worker's copy
-        hs.renewed = now
-        if state is None:
-            await self._end_session(hs, forget=False)
-            return False
-        self._apply(hs, state)
-        return True
-
-    def _apply(self, hs: _HTTPSession, state: dict[str, Any]) -> None:
-        """Adopt the stored log level and subscriptions (unless this worker has a change of its own not saved
-        yet: it is being saved, and wins) and the initialized flag."""
-        session = hs.session
-        if not hs.dirty():
-            level = state.get("log_level")
-            subs = state.get("subscriptions")
-            session.log_level = level if isinstance(level, str) else None
-            wanted = {u for u in subs if isinstance(u, str)} if isinstance(subs, list) else set()
-            if wanted != session.subscriptions:
-                session.subscriptions = wanted
-            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if state.get("initialized") and not session.initialized:
-            session.initialized = True
-            event = getattr(session, "_initialized_event", None)
-            if event is not None:
-                event.set()
-            hs.stored = 2
-
-    async def _restore(self, sid: str) -> _HTTPSession | None:
-        assert self.session_store is not None
-        try:
-            state = await self.session_store.load(sid)
-        except Exception:
-            logger.exception("session store: could not load session %s", sid[:8])
-            return None
-        if not state or state.get("version") not in self.server.handshake_versions:
-            return None
-        if sid in self._sessions:
-            return self._sessions[sid]
-        if len(self._sessions) >= self.max_sessions and await self._make_room(None) is not None:
-            return None  # every session here is busy
-        if sid in self._sessions:  # (restored meanwhile by a concurrent request)
-            return self._sessions[sid]
-        owner = state.get("owner")
-        client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
-        hs = _HTTPSession(sid, client)
-        session = hs.session = self.server.create_session(hs, **self.peer_options)
-        session.version = state["version"]
-        session.features = versions.features(state["version"])
-        caps = state.get("capabilities")
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
-        info = state.get("client_info")
-        session.client_info = info if isinstance(info, dict) else None
-        hs.stored = 1
-        self._apply(hs, state)
-        # Not renewed here: the record was just saved or renewed by the worker that last served it; the next
-        # request (or the sweeper, while a stream stays open) renews it.
-        hs.renewed = time.monotonic()
-        # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
-        hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
-        self._sessions[sid] = hs
-        if client is not None:
-            self._clients.setdefault(client, {})[sid] = hs
-        self._bus()  # listen for changes to the sessions this worker now holds
-        return hs
-
-    def _new_session(self, client: Any = None) -> _HTTPSession:
-        sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
-        hs = _HTTPSession(sid, client)
-        hs.session = self.server.create_session(hs, **self.peer_options)
-        self._sessions[sid] = hs
-        if client is not None:
-            self._clients.setdefault(client, {})[sid] = hs
-        return hs
-
-    async def _make_room(self, client: Any) -> tuple[int, bytes] | None:
-        """Room for one more session of ``client``: evict least recently used idle sessions (the client's own at
-        its quota, anyone's when the table is full); the refusal (status, body) when only busy sessions remain."""
-        forget = self.session_store is None
-        mine = self._clients.get(client)
-        if mine is not None and len(mine) >= self.max_sessions_per_client:
-            idle = [hs for hs in mine.values() if hs.busy == 0]
-            if not idle:
-                return 429, _error_body(
-                    None,
-                    INVALID_REQUEST,
-                    f"too many sessions for this client (max_sessions_per_client={self.max_sessions_per_client}, "
-                    "all busy): end sessions you no longer use with DELETE",
-                )
-            await self._end_session(min(idle, key=_last_seen), forget=forget)
-        if len(self._sessions) >= self.max_sessions:
-            idle = [hs for hs in self._sessions.values() if hs.busy == 0]
-            if not idle:
-                return 503, _error_body(
-                    None,
-                    INVALID_REQUEST,
-                    f"too many sessions (max_sessions={self.max_sessions}, all busy): retry later",
-                )
-            count = len(self._sessions) - self.max_sessions + max(1, self.max_sessions // 100)
-            for hs in heapq.nsmallest(count, idle, key=_last_seen):
-                await self._end_session(hs, forget=forget)
-            self._evicted += count
-            now = time.monotonic()
-            if now - self._evicted_logged >= 10.0:  # one line per 10 s under a flood, not one per session
-                self._evicted_logged = now
-                logger.warning(
-                    "session table full (max_sessions=%d): %d idle sessions evicted so far",
-                    self.max_sessions,
-                    self._evicted,
-                )
-        return None
 
     async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
         hv = _text(h.get(b"mcp-protocol-version"))
@@ -968,8 +767,8 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
         hs = self._sessions.get(sid)
         if self.session_store is not None:
             if hs is None:
-                hs = await self._restore(sid)
-            elif not await self._refresh(hs):
+                hs = await self.sessions.restore(sid)
+            elif not await self.sessions.refresh(hs):
                 hs = None  # ended on another worker (or expired in the store)
         if hs is None or not _owned_by(hs, scope):
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
@@ -1009,63 +808,8 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
             return
-        await self._end_session(found)
-        if self.session_store is not None:
-            with contextlib.suppress(Exception):
-                await self.session_store.delete(found.id)
-            await self._announce(found.id)  # the other workers end their copies (and GET streams) now
+        await self.sessions.delete(found)
         await _respond(send, 200)
-
-    async def _end_session(self, hs: _HTTPSession, *, forget: bool = True) -> None:
-        """End this worker's copy of the session; ``forget``: also drop its events from the event store."""
-        if self._sessions.pop(hs.id, None) is None:
-            return
-        mine = self._clients.get(hs.client)
-        if mine is not None:
-            mine.pop(hs.id, None)
-            if not mine:
-                del self._clients[hs.client]
-        session = hs.session
-        session.closed = True
-        if hs.standalone is not None and hs.standalone.conn is not None:
-            hs.standalone.conn.end()
-            hs.standalone.conn = None
-        if hs.live:
-            for stream in hs.live.values():
-                if stream.conn is not None:
-                    stream.conn.end()
-        with contextlib.suppress(Exception):
-            await session.peer.close("session ended")
-        if forget and self.event_store is not None:
-            with contextlib.suppress(Exception):
-                await self.event_store.forget(hs.id + "/")
-        hs.standalone = None
-        hs.live = None
-
-
-def _last_seen(hs: _HTTPSession) -> float:
-    return hs.last_seen
-
-
-def _client_key(scope: Scope) -> tuple[Any, ...] | None:
-    """Whose session this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
-    auth = scope.get("auth")
-    if auth is not None:
-        return (
-            "principal",
-            getattr(auth, "issuer", None),
-            getattr(auth, "subject", None) or getattr(auth, "client_id", None),
-        )
-    client = scope.get("client")
-    return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
-
-
-def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
-    """A session opened by an authenticated principal serves that principal only, on every worker sharing the
-    session store (the owner travels in the stored record); another token gets 404, as for an unknown session,
-    and learns nothing. Sessions opened without authentication are keyed by address, which is no binding."""
-    owner = hs.client
-    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
 
 
 __all__ = [
