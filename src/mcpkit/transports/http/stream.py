@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import time
 from collections import deque
@@ -35,9 +34,6 @@ _SSE_HEADERS = [
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
 ]
-
-
-_SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 
 
 _KEEPALIVE = b":\n\n"
@@ -293,13 +289,6 @@ class SSEPump:
     retry_interval: int | None
     keepalive: float
     queue_size: int
-    _closing: bool
-    # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
-    # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
-    _slow: dict[RequestContext, tuple[int, Receive, _Stream | None]]
-    _watchers: dict[RequestContext, asyncio.Task[None]]
-    _slow_gen: int
-    _slow_timer: asyncio.TimerHandle | None
     _sync: Callable[[_HTTPSession], Awaitable[None]]  # save and announce a session's changed state
 
     async def _start_sse(self, stream: _Stream, first: bytes) -> None:
@@ -459,34 +448,6 @@ class SSEPump:
                 return
             stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
-
-    def _tick(self) -> None:
-        """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching
-        its ``receive``, so that the client leaving cancels it. One timer serves every request: most answer at once
-        and never get a watcher. (A request answered over SSE is watched by its pump instead.)"""
-        self._slow_timer = None
-        slow = self._slow
-        gen = self._slow_gen
-        self._slow_gen = gen + 1
-        loop = asyncio.get_running_loop()
-        for ctx, (seen, receive, stream) in list(slow.items()):  # oldest first
-            if seen >= gen:
-                break  # started since the last tick: not slow yet
-            del slow[ctx]
-            if stream is not None and (stream.watcher is not None or stream.mode == _SSE_MODE or stream.asgi is None):
-                continue
-            w = loop.create_task(_wait_disconnect(receive))
-            w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
-            if stream is not None:
-                stream.watcher = w  # handed to the SSE pump if the answer turns into a stream
-            else:
-                self._watchers[ctx] = w
-        if slow and not self._closing:
-            self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
-
-
-def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
-    SSEPump._cancel(ctx)
 
 
 async def _wait_disconnect(receive: Receive) -> None:

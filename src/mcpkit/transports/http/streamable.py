@@ -31,7 +31,6 @@ from collections import deque
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Scope, Send
 from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
@@ -40,24 +39,22 @@ from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, Unsuppo
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
+from .answer import Answering
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
 from .sessions import SessionManager, _client_key, _owned_by
-from .sniff import _error_status, _final_prefix, _has_requests, _is_result, _request_count
+from .sniff import _final_prefix, _has_requests, _request_count
 from .stream import (
     _JSON_MODE,
-    _SLOW_AFTER,
     _SSE_MODE,
     _UNDECIDED,
-    SSEPump,
     _HTTPSession,
     _Stream,
     close_sse_stream,
 )
 from .wire import (
     _ACCEPT_CACHE,
-    _CONTENT_TYPE_JSON,
     _JSON,
     _RETRY_AFTER_1,
     _TOO_BUSY,
@@ -85,7 +82,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.http")
 
 
-class StreamableHTTPEndpoint(ModernChecks, SSEPump):
+class StreamableHTTPEndpoint(ModernChecks, Answering):
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
 
     Args:
@@ -611,147 +608,6 @@ class StreamableHTTPEndpoint(ModernChecks, SSEPump):
     # ------------------------------------------------------------------ modern era
 
     # ------------------------------------------------------------------ answering: JSON or SSE
-
-    async def _serve(
-        self,
-        stream: _Stream,
-        runner: Awaitable[Any],
-        ctx: RequestContext | None,
-        receive: Receive,
-        send: Send,
-        extra: Sequence[tuple[bytes, bytes]],
-        *,
-        new_session: bool = False,
-    ) -> int:
-        """Run the request inline and answer with JSON or an SSE stream.
-
-        The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
-        answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
-        answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
-        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
-        POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
-        """
-        task: asyncio.Task[Any] | None = None
-        if ctx is not None:
-            stream.asgi = (receive, send, extra, ctx)
-            ctx.task = task = _current_task()
-            self._slow[ctx] = (self._slow_gen, receive, stream)  # see _tick
-            if self._slow_timer is None:
-                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        elif stream.mode != _JSON_MODE:
-            stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
-        # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
-        ended = False
-        answer: bytes | None = None
-        try:
-            answer = await runner  # a modern request's answer (answer_detached); a session's comes through stream
-        except asyncio.CancelledError:
-            hs = stream.hs
-            if not (self._closing or (hs is not None and hs.session.closed)):
-                raise
-            ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
-        finally:
-            # The answer no longer needs the request's ASGI callables: dropping them here breaks the cycle
-            # stream -> ctx -> stream (ctx.out), so a modern request's objects (and the server's request cycle
-            # behind receive/send) are freed at once rather than by the garbage collector.
-            stream.asgi = None
-            if ctx is not None:
-                self._slow.pop(ctx, None)
-            hs = stream.hs
-            if hs is not None:
-                hs.busy -= 1
-                hs.last_seen = time.monotonic()
-                if hs.live is not None:
-                    hs.live.pop(stream.no, None)
-        if answer is not None:
-            if stream.mode == _SSE_MODE:
-                await stream.emit(answer)  # notifications came first: the answer ends the SSE stream
-            else:
-                stream.answer = answer
-        data = stream.answer
-        if data is None or ended or stream.mode == _SSE_MODE:
-            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
-            # no answer): we go on with this task. An answered request was not cancelled.
-            if task is None:
-                task = _current_task()
-            if task is not None and task.cancelling():
-                task.uncancel()
-        if stream.mode == _SSE_MODE:
-            stream.finish()
-            if stream.pump is not None:
-                await stream.pump
-            return 200
-        watcher = stream.watcher
-        if watcher is not None:
-            if watcher.done():
-                return 499  # the client left; the request was cancelled and gets no answer
-            watcher.cancel()
-        if data is None:
-            if ended:
-                await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
-                return 404
-            await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
-            return 202
-        status = 200
-        # A result (or a batch answer) is known by how it starts: no need to look for an error in a large answer.
-        if ctx is not None:
-            is_result = _is_result(data, ctx.id)  # (a modern answer: see answer_detached)
-        else:
-            final = stream.final
-            is_result = bool(final) and data.startswith(final[0])
-        if not is_result and b'"error"' in data:
-            status = _error_status(data, ctx is not None, new_session)
-            if status != 200 and new_session:
-                extra = [e for e in extra if e[0] != b"mcp-session-id"]
-        length = (b"content-length", b"%d" % len(data))
-        headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": data, "more_body": False})
-        return status
-
-    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
-        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
-        ctx.task = task = _current_task()
-        slow = self._slow
-        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
-        if self._slow_timer is None:
-            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        ended = False
-        try:
-            data = await ctx.peer.answer_detached(ctx)
-        except asyncio.CancelledError:
-            if not self._closing:
-                raise
-            data, ended = None, True  # the endpoint shuts down under the request
-        finally:
-            slow.pop(ctx, None)
-        if data is None and task is not None and task.cancelling():
-            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
-            # answer): this task goes on.
-            task.uncancel()
-        if self._watchers:
-            watcher = self._watchers.pop(ctx, None)
-            if watcher is not None:
-                if watcher.done():
-                    return  # the client left: the request was cancelled and gets no answer
-                watcher.cancel()
-        if data is None:
-            if ended:
-                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
-            else:
-                await _respond(send, 202)  # nothing to answer (a cancelled request)
-            return
-        status = 200
-        if not _is_result(data, ctx.id):
-            status = _error_status(data, True, False)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
-            }
-        )
-        await send({"type": "http.response.body", "body": data, "more_body": False})
 
     # ------------------------------------------------------------------ GET and DELETE
 
