@@ -113,3 +113,21 @@ def test_issue14_item5_one_session_expired_class() -> None:
     with pytest.raises(client.SessionExpired):
         raise streamable_client.SessionExpired("session gone (HTTP 404)")
     assert issubclass(client.SessionExpired, ConnectionError)  # what callers caught before still catches it
+
+
+def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
+    """The Streamable HTTP server is split by idea (endpoint, SessionManager, modern checks, answering, stream/pump,
+    sniffing, wire helpers): no file of it over 700 lines, the session table owned by the SessionManager, and the
+    names imported from ``mcpkit.transports.http.streamable`` still there."""
+    from mcpkit import MCPKit
+    from mcpkit.transports.http import create_app, sessions, streamable
+
+    http = SRC / "transports" / "http"
+    parts = ["streamable.py", "sessions.py", "modern.py", "answer.py", "stream.py", "sniff.py", "wire.py"]
+    sizes = {name: len((http / name).read_text().splitlines()) for name in parts}
+    assert all(n <= 700 for n in sizes.values()), sizes
+    ep = create_app(MCPKit("split")).streamable
+    assert isinstance(ep.sessions, sessions.SessionManager)
+    assert ep._sessions is ep.sessions.table  # one table, looked up by the endpoint without a call per request
+    for name in streamable.__all__:
+        assert getattr(streamable, name) is not None
