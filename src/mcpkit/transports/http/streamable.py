@@ -19,6 +19,11 @@ per-connection SSE queues (``queue_size``: a POST handler waits for a slow reade
 reader that falls behind is closed, to be resumed from the event store), requests of one session
 (``max_requests_per_session`` run at once, each batch item counting as one; up to ``max_queued_per_session`` more,
 holding at most ``max_queued_bytes_per_session`` of bodies, wait their turn; 429 beyond, with a constant body).
+
+This module is the ASGI entry and the POST/GET/DELETE routing; the endpoint's other parts live beside it:
+:mod:`.sessions` (``SessionManager``: the session table, store and bus), :mod:`.modern` (the 2026-07-28 header
+checks), :mod:`.answer` (JSON or SSE answers, the disconnect watch), :mod:`.stream` (the outboxes and the SSE
+pump), :mod:`.sniff` (reading the engine's bytes) and :mod:`.wire` (headers, bodies, plain answers, CORS).
 """
 
 from __future__ import annotations
