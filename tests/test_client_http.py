@@ -184,7 +184,7 @@ async def test_self_healing_after_the_server_forgets_the_session() -> None:
 
         async def forget() -> None:
             for sid in app.streamable.session_ids():
-                await app.streamable._end_session(app.streamable._sessions[sid])
+                await app.streamable.sessions.end(app.streamable._sessions[sid])
 
         await forget()
         # a safe request is retried once on a fresh session, transparently
@@ -213,7 +213,7 @@ async def test_self_healing_renews_subscriptions() -> None:
     ):
         await c.subscribe_resource("mcpkit://text/1")
         for sid in app.streamable.session_ids():
-            await app.streamable._end_session(app.streamable._sessions[sid])
+            await app.streamable.sessions.end(app.streamable._sessions[sid])
         await c.ping()  # 404 -> re-initialize -> subscriptions renewed -> retry
         assert c.reconnects == 1
         await server.notify_resource_updated("mcpkit://text/1")
@@ -231,7 +231,7 @@ async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
     ):
         await c.list_tools()
         for sid in app.streamable.session_ids():
-            await app.streamable._end_session(app.streamable._sessions[sid])
+            await app.streamable.sessions.end(app.streamable._sessions[sid])
         with pytest.raises(ConnectionError):
             await c.list_tools()
         assert c.reconnects == 0
@@ -366,7 +366,7 @@ async def test_reinitialization_backs_off_and_gives_up() -> None:
         try:
             await c.list_tools()
             for sid in app.streamable.session_ids():
-                await app.streamable._end_session(app.streamable._sessions[sid])
+                await app.streamable.sessions.end(app.streamable._sessions[sid])
             real = app.routes["/mcp"]
 
             async def refuse_new_sessions(scope: Any, receive: Any, send: Any) -> None:

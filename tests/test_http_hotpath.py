@@ -241,7 +241,7 @@ async def test_a_modern_answer_leaves_no_reference_cycle_behind() -> None:
     import gc
 
     from mcpkit.engine import RequestContext
-    from mcpkit.transports.http.streamable import _Stream
+    from mcpkit.transports.http.stream import _Stream
 
     app = create_app(make_server(), sse=False, ws=False, json_response=True)
     headers = _raw({"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"})
@@ -315,7 +315,7 @@ def test_message_kind_shortcuts_agree_with_parsing() -> None:
     """The outbox tells responses, requests and notifications apart without parsing a notification: the verdicts
     are those of parsing, whatever the encoder."""
     from mcpkit.protocol import jsonrpc
-    from mcpkit.transports.http.streamable import _is_request, _is_response
+    from mcpkit.transports.http.sniff import _is_request, _is_response
 
     big = "x" * 200_000
     notification = jsonrpc.encode_notification("notifications/message", {"level": "info", "data": big})

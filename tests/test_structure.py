@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parent.parent / "src" / "mcpkit"
 
 
@@ -96,3 +98,36 @@ def test_issue14_item1_registry_runs_every_check() -> None:
     assert names - called - registered == set()
     assert [area for area, _ in SESSION_CHECKS][:2] == ["basics", "tools"]
     assert {area for area, _ in MODERN_CHECKS} <= {area for area, _ in SESSION_CHECKS}
+
+
+def test_issue14_item5_one_session_expired_class() -> None:
+    """The two SessionExpired twins are one class: what the HTTP transport raises on a 404 for our session is
+    caught as ``mcpkit.client.client.SessionExpired`` too, under every import path."""
+    from mcpkit.client import client
+    from mcpkit.protocol import errors
+    from mcpkit.transports import http
+    from mcpkit.transports.http import streamable_client
+
+    assert client.SessionExpired is streamable_client.SessionExpired is http.SessionExpired
+    assert client.SessionExpired is errors.SessionExpired
+    with pytest.raises(client.SessionExpired):
+        raise streamable_client.SessionExpired("session gone (HTTP 404)")
+    assert issubclass(client.SessionExpired, ConnectionError)  # what callers caught before still catches it
+
+
+def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
+    """The Streamable HTTP server is split by idea (endpoint, SessionManager, modern checks, answering, stream/pump,
+    sniffing, wire helpers): no file of it over 700 lines, the session table owned by the SessionManager, and the
+    names imported from ``mcpkit.transports.http.streamable`` still there."""
+    from mcpkit import MCPKit
+    from mcpkit.transports.http import create_app, sessions, streamable
+
+    http = SRC / "transports" / "http"
+    parts = ["streamable.py", "sessions.py", "modern.py", "answer.py", "stream.py", "sniff.py", "wire.py"]
+    sizes = {name: len((http / name).read_text().splitlines()) for name in parts}
+    assert all(n <= 700 for n in sizes.values()), sizes
+    ep = create_app(MCPKit("split")).streamable
+    assert isinstance(ep.sessions, sessions.SessionManager)
+    assert ep._sessions is ep.sessions.table  # one table, looked up by the endpoint without a call per request
+    for name in streamable.__all__:
+        assert getattr(streamable, name) is not None

@@ -35,6 +35,7 @@ from ..protocol.errors import (
     ConnectionClosed,
     MCPError,
     RequestTimeout,
+    SessionExpired,
 )
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
@@ -88,13 +89,6 @@ SAFE_METHODS = frozenset(
         "resources/unsubscribe",
     )
 )
-
-
-class SessionExpired(ConnectionError):
-    """The server no longer knows our session (HTTP 404) and the request was not safe to retry.
-
-    The client has already re-initialized when this is raised: the next call goes to the new session.
-    """
 
 
 class ToolCallError(MCPError):
@@ -703,8 +697,7 @@ class Client:
         """A 404 for our session id, as the Streamable HTTP client transport reports it."""
         if self.target.kind != "http":
             return False
-        cls = type(exc)
-        return cls.__name__ == "SessionExpired" and cls.__module__.startswith("mcpkit.transports")
+        return isinstance(exc, SessionExpired) and not exc.reinitialized
 
     async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
         session = self.session
@@ -722,10 +715,12 @@ class Client:
         if safe is None:
             safe = method in SAFE_METHODS
         if not safe:
-            raise SessionExpired(
+            expired = SessionExpired(
                 f"the server dropped the session; {method!r} was not retried because it is not safe to repeat "
                 "(the client has re-initialized: call again to retry)"
-            ) from failed
+            )
+            expired.reinitialized = True
+            raise expired from failed
         return await op(self.session)
 
     async def _reinitialize(self, stale: ClientSession) -> None:

@@ -150,6 +150,18 @@ class ConnectionClosed(ConnectionError):
     """Local error: the connection closed before the response arrived."""
 
 
+class SessionExpired(ConnectionClosed):
+    """Local error: the server no longer knows our session (it answered HTTP 404 to our ``Mcp-Session-Id``).
+
+    The Streamable HTTP client transport raises it; start a new session (``initialize``). The high-level
+    :class:`~mcpkit.client.client.Client` does that itself and repeats a request that is safe to repeat; for one
+    that is not, it raises this again with ``reinitialized`` True: the next call goes to the new session.
+    One class under both import paths (``mcpkit.client.client`` and ``mcpkit.transports.http``).
+    """
+
+    reinitialized: bool = False  # True once the Client has opened a new session in its place
+
+
 class MessageTooLarge(ConnectionClosed):
     """Local error: a message from the peer exceeded the transport's size limit and was dropped; the requests
     waiting on that connection fail with it rather than wait out their timeout (the dropped message may have

@@ -19,518 +19,75 @@ per-connection SSE queues (``queue_size``: a POST handler waits for a slow reade
 reader that falls behind is closed, to be resumed from the event store), requests of one session
 (``max_requests_per_session`` run at once, each batch item counting as one; up to ``max_queued_per_session`` more,
 holding at most ``max_queued_bytes_per_session`` of bodies, wait their turn; 429 beyond, with a constant body).
+
+This module is the ASGI entry and the POST/GET/DELETE routing; the endpoint's other parts live beside it:
+:mod:`.sessions` (``SessionManager``: the session table, store and bus), :mod:`.modern` (the 2026-07-28 header
+checks), :mod:`.answer` (JSON or SSE answers, the disconnect watch), :mod:`.stream` (the outboxes and the SSE
+pump), :mod:`.sniff` (reading the engine's bytes) and :mod:`.wire` (headers, bodies, plain answers, CORS).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import heapq
 import logging
-import secrets
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
-from ..._asgi import Message, Receive, Scope, Send
+from ..._asgi import Receive, Scope, Send
 from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
 from ...protocol import jsonrpc, versions
-from ...protocol.errors import (
-    HEADER_MISMATCH,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    ConnectionClosed,
-    MCPError,
-    ParseError,
-    UnsupportedProtocolVersion,
-)
-from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Notification, Request
+from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
+from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
-from .headers import (
-    NAME_FIELD,
-    check_param_headers,
-    decode_header_value,
-    encode_header_value,
-    header_text,
-    param_headers_from_schema,
-)
+from .answer import Answering
+from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
+from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
+from .sessions import SessionManager, _client_key, _owned_by
+from .sniff import _final_prefix, _has_requests, _request_count
+from .stream import (
+    _JSON_MODE,
+    _SSE_MODE,
+    _UNDECIDED,
+    _HTTPSession,
+    _Stream,
+    close_sse_stream,
+)
+from .wire import (
+    _ACCEPT_CACHE,
+    _JSON,
+    _RETRY_AFTER_1,
+    _TOO_BUSY,
+    Headers,
+    _accepts,
+    _bad,
+    _declared_too_large,
+    _Disconnected,
+    _error_body,
+    _headers,
+    _preflight,
+    _read_rest,
+    _respond,
+    _text,
+    _TooLarge,
+    _unsupported_header,
+    _with_cors,
+)
 
 if TYPE_CHECKING:
     from ...engine import Peer, RequestContext
-    from ...server.lowlevel import ModernContext, Server, ServerSession
+    from ...server.lowlevel import Server, ServerSession
     from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")
 
-ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
-MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
-_SSE_HEADERS = [
-    (b"content-type", b"text/event-stream"),
-    (b"cache-control", b"no-cache, no-transform"),
-    (b"x-accel-buffering", b"no"),
-]
-_JSON = b"application/json"
-_CONTENT_TYPE_JSON = (b"content-type", _JSON)
-_SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
-_KEEPALIVE = b":\n\n"
-_WANTED = frozenset(
-    (
-        b"accept",
-        b"content-type",
-        b"content-length",
-        b"mcp-session-id",
-        b"mcp-protocol-version",
-        b"last-event-id",
-        b"mcp-method",
-        b"mcp-name",
-        b"host",
-        b"origin",
-    )
-)
-
-# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the first message the engine sends decides: the
-# final response alone -> one application/json body, anything before it -> text/event-stream), _JSON_MODE (one
-# JSON body: json_response=True) or _SSE_MODE (an SSE stream). Plain ints, not an IntEnum: _Stream.send compares the
-# mode for every message, and an IntEnum compare costs ~1.5x an int compare (CPython 3.11 specialises exact ints).
-_UNDECIDED: Final = 0
-_JSON_MODE: Final = 1
-_SSE_MODE: Final = 2
-_WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
-
-
-# ---------------------------------------------------------------------------------------------- ASGI helpers
-
-
-_PARAM_PREFIX = b"mcp-param-"
-Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
-
-
-def _headers(scope: Scope) -> Headers:
-    """The request headers, by lower-case name; values are left as bytes (most are compared, few are decoded).
-
-    ASGI servers send a list of lower-case names (the ASGI spec requires it): without duplicates that is one
-    ``dict()``. Anything else takes the careful pass, which lower-cases names and keeps the first of duplicates.
-    (A POST names its Content-Type: finding it is the sign that the names are lower-case.)"""
-    raw = scope.get("headers", ())
-    if type(raw) is list:
-        h = dict(raw)
-        if len(h) == len(raw) and b"content-type" in h:
-            return h
-    return _headers_careful(raw)
-
-
-def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
-    h: Headers = {}
-    for key, value in raw:
-        k = bytes(key).lower()
-        if k in _WANTED and k not in h:
-            h[k] = bytes(value)
-    return h
-
-
-def _param_headers(scope: Scope) -> dict[str, str]:
-    """The ``Mcp-Param-*`` headers by their lower-case suffix (the first of duplicates); read only for a tool
-    that declares some."""
-    params: dict[str, str] = {}
-    for key, value in scope.get("headers", ()):
-        k = bytes(key).lower()
-        if k.startswith(_PARAM_PREFIX):
-            name = k[10:].decode("latin-1")
-            if name not in params:
-                params[name] = bytes(value).decode("latin-1")
-    return params
-
-
-def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1")
-
-
-_ACCEPT_CACHE: dict[bytes, tuple[bool, bool]] = {}
-
-
-def _accepts(accept: bytes | None) -> tuple[bool, bool]:
-    """(accepts application/json, accepts text/event-stream)."""
-    if not accept:
-        return False, False
-    cached = _ACCEPT_CACHE.get(accept)
-    if cached is not None:
-        return cached
-    verdict = _parse_accept(accept)
-    if len(_ACCEPT_CACHE) >= 256:
-        _ACCEPT_CACHE.clear()
-    _ACCEPT_CACHE[accept] = verdict
-    return verdict
-
-
-def _parse_accept(accept: bytes) -> tuple[bool, bool]:
-    js = sse = False
-    for part in accept.decode("latin-1").split(","):
-        mt = part.split(";", 1)[0].strip().lower()
-        if mt in ("application/json", "application/*", "*/*"):
-            js = True
-        if mt in ("text/event-stream", "text/*", "*/*"):
-            sse = True
-    return js, sse
-
-
-async def _respond(
-    send: Send,
-    status: int,
-    body: bytes = b"",
-    content_type: bytes | None = _JSON,
-    extra: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
-    headers = [(b"content-length", str(len(body)).encode()), *extra]
-    if content_type is not None and body:
-        headers.append((b"content-type", content_type))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-def _unsupported_header(hv: str) -> bytes:
-    return _error_body(None, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {hv!r}")
-
-
-def _bad(code: int, message: str) -> bytes:
-    return _error_body(None, code, message)
-
-
-_TOO_BUSY = (
-    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too many requests in flight for this session: '
-    b"wait for answers before sending more (the limits are the max_requests_per_session and max_queued_per_session "
-    b'options)"}}'
-)
-_RETRY_AFTER_1 = ((b"retry-after", b"1"),)
-
-
-def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
-    err: JSONDict = {"code": code, "message": message}
-    if data is not None:
-        err["data"] = data
-    return jsonrpc.encode_error(rid, err)
-
-
-class _Refused(Exception):
-    """A 2026-07-28 request refused before it runs: the HTTP status and the JSON-RPC error of the answer."""
-
-    def __init__(self, status: int, error: JSONDict) -> None:
-        super().__init__(status, error)
-        self.status = status
-        self.error = error
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
-
-
-def _declared_too_large(declared: bytes | None, limit: int) -> bool:
-    if declared is None:
-        return False
-    try:
-        return int(declared) > limit
-    except ValueError:
-        return False
-
-
-async def _read_rest(receive: Receive, first: Message, limit: int) -> bytes:
-    """The body after a first ``receive()`` that did not carry all of it (or reported a disconnect)."""
-    message = first
-    if message["type"] == "http.disconnect":
-        raise _Disconnected
-    body = message.get("body", b"")
-    chunks = [body]
-    size = len(body)
-    if size > limit:
-        raise _TooLarge
-    while message.get("more_body", False):
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
-    if event_id is None:
-        return b"event: message\ndata: " + data + b"\n\n"
-    return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
-
-
-# ---------------------------------------------------------------------------------------------- streams
-
-
-class _Conn:
-    """One open SSE response: a bounded queue the request's coroutine drains into ASGI ``send``."""
-
-    __slots__ = ("aborted", "ended", "last_seq", "queue")
-
-    def __init__(self, maxsize: int) -> None:
-        self.queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize)
-        self.ended = False
-        self.aborted = False
-        self.last_seq = 0
-
-    def end(self) -> None:
-        """Finish the response after what is queued (callable from sync code)."""
-        self.ended = True
-        if self.queue.empty():
-            self.queue.put_nowait(None)
-
-    def abort(self) -> None:
-        """Finish the response now, dropping what is queued (those events stay in the event store, if any)."""
-        self.ended = self.aborted = True
-        while not self.queue.empty():
-            self.queue.get_nowait()
-        self.queue.put_nowait(None)
-
-
-class _Stream:
-    """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
-    between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
-
-    __slots__ = (
-        "answer",
-        "asgi",
-        "conn",
-        "ep",
-        "final",
-        "finished",
-        "hs",
-        "mode",
-        "no",
-        "pump",
-        "resumable",
-        "seq",
-        "watcher",
-    )
-
-    def __init__(
-        self,
-        ep: StreamableHTTPEndpoint,
-        hs: _HTTPSession | None,
-        no: int,
-        mode: int = _UNDECIDED,
-        final: tuple[bytes, ...] = (),
-    ) -> None:
-        self.ep = ep
-        self.hs = hs
-        self.no = no
-        self.mode = mode
-        self.answer: bytes | None = None  # the JSON answer (the last response sent to this POST)
-        self.conn: _Conn | None = None
-        self.final = final  # prefixes of the encoded final response(s) to this POST
-        self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
-        self.pump: asyncio.Task[None] | None = None
-        self.watcher: asyncio.Task[None] | None = None
-        self.seq = 0
-        self.resumable = hs is not None and ep.event_store is not None
-        self.finished = False
-
-    def finish(self) -> None:
-        """The request is answered: end the open connection after what is queued."""
-        self.finished = True
-        if self.conn is not None:
-            self.conn.end()
-
-    async def send(self, data: bytes) -> None:
-        hs = self.hs
-        if hs is not None and self.ep.session_store is not None and hs.dirty():
-            await self.ep._sync(hs)  # before the response leaves: the client may go to another worker next
-        mode = self.mode
-        if mode == _UNDECIDED:
-            if data.startswith(self.final):
-                self.answer = data  # the response: answered as application/json
-                return
-            await self.ep._start_sse(self, data)
-            return
-        if mode == _JSON_MODE:
-            # JSON responses carry one message: the response. Anything else goes to the standalone stream.
-            if data.startswith(self.final) or _is_response(data):
-                self.answer = data
-            elif self.hs is not None:
-                await self.hs.send(data)
-            return
-        await self.emit(data)
-
-    async def record(self, data: bytes) -> tuple[int, bytes]:
-        """Number the event, keep it in the event store (resumable streams) and frame it."""
-        if self.resumable:
-            self.seq = seq = self.seq + 1
-            key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
-            try:
-                await self.ep.event_store.append(key, seq, data)  # type: ignore[union-attr]
-            except Exception:  # a failing store costs resumability, not the live stream
-                logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
-            return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
-        return 0, _sse_frame(data, None)
-
-    async def emit(self, data: bytes) -> None:
-        seq, frame = await self.record(data)
-        conn = self.conn
-        if conn is None or conn.ended:
-            if not self.resumable and _is_request(data):
-                raise ConnectionClosed("the client's stream is gone; the request cannot be delivered")
-            return
-        if self.hs is not None and self is self.hs.standalone:
-            try:
-                conn.queue.put_nowait((seq, frame))
-            except asyncio.QueueFull:
-                logger.warning("session %s: standalone SSE reader too slow; closing its stream", self.hs.id[:8])
-                conn.abort()
-                if self.conn is conn:
-                    self.conn = None  # the client may reconnect (and resume from the event store, if any)
-            return
-        await conn.queue.put((seq, frame))
-
-    def priming(self) -> bytes | None:
-        return self.priming_for(self.seq + 1)
-
-    def priming_for(self, first: int) -> bytes | None:
-        """The priming event of SEP-1699 (2025-11-25+ sessions with resumability): an id and empty data; its id
-        precedes event ``first``, so resuming from it replays everything."""
-        hs = self.hs
-        if not self.resumable or hs is None:
-            return None
-        feats = hs.session.features
-        if feats is None or not feats.sse_polling:
-            return None
-        frame = b"id: " + f"{self.no}_{max(first - 1, 0)}".encode() + b"\n"
-        if self.ep.retry_interval is not None:
-            frame += b"retry: " + str(int(self.ep.retry_interval)).encode() + b"\n"
-        return frame + b"data: \n\n"
-
-    def close_connection(self, retry_ms: int | None = None) -> bool:
-        """Close the HTTP connection without ending the stream (SEP-1699 polling): the client reconnects with
-        ``Last-Event-ID`` after ``retry_ms``. Only for resumable streams; returns False otherwise."""
-        conn = self.conn
-        if conn is None or not self.resumable:
-            return False
-        ms = retry_ms if retry_ms is not None else self.ep.retry_interval
-        if ms is not None:
-            try:
-                conn.queue.put_nowait((0, b"retry: " + str(int(ms)).encode() + b"\n\n"))
-            except asyncio.QueueFull:
-                pass
-        conn.end()
-        self.conn = None
-        return True
-
-
-_NOTIFICATION_HEAD = b'{"jsonrpc":"2.0","method":'  # how the engine encodes a notification (method first, no id)
-
-
-def _is_response(data: bytes) -> bool:
-    if data.startswith(_NOTIFICATION_HEAD):
-        return False  # it has a method: a notification (or a request), without parsing a large one
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(obj, list) or (isinstance(obj, dict) and "method" not in obj)
-
-
-def _is_request(data: bytes) -> bool:
-    if b'"id"' not in data and b"\\u" not in data:
-        return False  # no id key anywhere (nor an escaped one): not a request, without parsing
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return False
-    return isinstance(obj, dict) and "method" in obj and "id" in obj
-
-
-async def close_sse_stream(ctx: Any, retry_ms: int | None = None) -> bool:
-    """From inside a handler: close the client's connection to this request's SSE stream without ending the
-    stream (SEP-1699). The client resumes with ``Last-Event-ID``. ``ctx`` is a ServerRequestContext or engine
-    RequestContext. Returns False when the request is not on a resumable SSE stream."""
-    rc = getattr(ctx, "rc", ctx)
-    out = getattr(rc, "out", None)
-    if isinstance(out, _Stream):
-        return out.close_connection(retry_ms)
-    return False
-
-
-class _HTTPSession:
-    """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
-    request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
-
-    __slots__ = (
-        "base",
-        "busy",
-        "client",
-        "id",
-        "last_seen",
-        "live",
-        "next_no",
-        "queue",
-        "queued_bytes",
-        "renewed",
-        "saving",
-        "session",
-        "standalone",
-        "stored",
-        "synced_level",
-        "synced_subs",
-    )
-
-    def __init__(self, sid: str, client: Any = None) -> None:
-        self.id = sid
-        self.client = client  # who opened it (see _client_key), for max_sessions_per_client
-        self.session: ServerSession = None  # type: ignore[assignment]
-        self.last_seen = time.monotonic()
-        self.standalone: _Stream | None = None
-        self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
-        self.next_no = 0
-        self.base = 0  # this worker's standalone stream number; POST streams count up from it
-        self.busy = 0
-        # POSTs waiting for the session to drop below max_requests_per_session: (turn, weight, body size)
-        self.queue: deque[tuple[asyncio.Future[None], int, int]] | None = None
-        self.queued_bytes = 0
-        self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
-        self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
-        self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
-        # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
-        self.synced_level: str | None = None
-        self.synced_subs: frozenset[str] = frozenset()
-
-    def dirty(self) -> bool:
-        s = self.session
-        return s.log_level != self.synced_level or s.subscriptions != self.synced_subs
-
-    async def send(self, data: bytes) -> None:
-        stream = self.standalone
-        if stream is None:
-            if _is_request(data):
-                raise ConnectionClosed("no standalone GET stream is open for server-initiated requests")
-            return
-        await stream.emit(data)
-
-
-# ---------------------------------------------------------------------------------------------- the endpoint
-
-
-class StreamableHTTPEndpoint:
+class StreamableHTTPEndpoint(ModernChecks, Answering):
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
 
     Args:
@@ -603,9 +160,6 @@ class StreamableHTTPEndpoint:
         self.json_response = json_response
         self.event_store = event_store
         self.session_store = session_store
-        self.session_idle_timeout = session_idle_timeout
-        self.max_sessions = max_sessions
-        self.max_sessions_per_client = max_sessions_per_client
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = getattr(self.check_request, "allows", None)
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
@@ -622,15 +176,21 @@ class StreamableHTTPEndpoint:
         self.cors = cors
         self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
         self.peer_options = peer_options
-        self._sessions: dict[str, _HTTPSession] = {}
-        self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
-        self._evicted = 0  # idle sessions evicted because the table was full
-        self._evicted_logged = -10.0
+        self.sessions = SessionManager(
+            server,
+            session_store=session_store,
+            event_store=event_store,
+            session_idle_timeout=session_idle_timeout,
+            max_sessions=max_sessions,
+            max_sessions_per_client=max_sessions_per_client,
+            peer_options=peer_options,
+        )
+        self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
+        self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
-        self._bridge: Any = None  # the server's BusBridge this endpoint listens to (session changes, DELETEs)
         # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
         # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
         self._slow: dict[RequestContext, tuple[int, Receive, _Stream | None]] = {}
@@ -657,10 +217,39 @@ class StreamableHTTPEndpoint:
         self._limit_digits = len(str(value))  # a Content-Length shorter than this is below the limit
 
     @property
+    def session_idle_timeout(self) -> float:
+        """Seconds without a request after which a session is reclaimed (see :class:`.sessions.SessionManager`)."""
+        return self.sessions.session_idle_timeout
+
+    @session_idle_timeout.setter
+    def session_idle_timeout(self, value: float) -> None:
+        self.sessions.session_idle_timeout = value
+
+    @property
+    def max_sessions(self) -> int:
+        """Open handshake sessions at most."""
+        return self.sessions.max_sessions
+
+    @max_sessions.setter
+    def max_sessions(self, value: int) -> None:
+        self.sessions.max_sessions = value
+
+    @property
+    def max_sessions_per_client(self) -> int:
+        """Handshake sessions one client may hold."""
+        return self.sessions.max_sessions_per_client
+
+    @max_sessions_per_client.setter
+    def max_sessions_per_client(self, value: int) -> None:
+        self.sessions.max_sessions_per_client = value
+
+    @property
     def session_count(self) -> int:
+        """How many handshake sessions this worker holds."""
         return len(self._sessions)
 
     def session_ids(self) -> list[str]:
+        """The ids of the handshake sessions this worker holds."""
         return list(self._sessions)
 
     async def aclose(self) -> None:
@@ -672,34 +261,18 @@ class StreamableHTTPEndpoint:
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
-        shared = self.session_store is not None  # the sessions live on in the store (and on other workers)
-        for hs in list(self._sessions.values()):
-            await self._end_session(hs, forget=not shared)
+        await self.sessions.close()
         with contextlib.suppress(Exception):
             await self.server.close_listeners()
 
     async def expire_idle(self) -> int:
-        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many.
-
-        With a session store only this worker's copy goes: the session may be alive on another worker, so its
-        stored record and its events stay (they end with a DELETE or with the store's own TTL)."""
-        deadline = time.monotonic() - self.session_idle_timeout
-        victims = [hs for hs in self._sessions.values() if hs.busy == 0 and hs.last_seen < deadline]
-        for hs in victims:
-            await self._end_session(hs, forget=self.session_store is None)
-        return len(victims)
+        """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many (see
+        :meth:`.sessions.SessionManager.expire_idle`)."""
+        return await self.sessions.expire_idle()
 
     async def renew_busy(self) -> int:
-        """Renew the stored TTL of the sessions that have a request or a GET stream open for a third of
-        ``session_idle_timeout`` without a new request (the sweeper calls this); returns how many were renewed."""
-        if self.session_store is None:
-            return 0
-        due = time.monotonic() - self.session_idle_timeout / 3
-        renewed = 0
-        for hs in [hs for hs in self._sessions.values() if hs.busy and hs.stored and hs.renewed <= due]:
-            if await self._refresh(hs):
-                renewed += 1
-        return renewed
+        """Renew the stored TTL of busy sessions; returns how many (see :meth:`.sessions.SessionManager.renew_busy`)."""
+        return await self.sessions.renew_busy()
 
     # ------------------------------------------------------------------ ASGI entry
 
@@ -730,7 +303,7 @@ class StreamableHTTPEndpoint:
             await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
             return
         if self._sweeper is None and not self.stateless and not self._closing:
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            self._sweeper = asyncio.get_running_loop().create_task(self.sessions.sweep())
         method = scope["method"]
         if origin is not None and self.cors:
             # a browser page from an origin the policy trusts: let it read the answers (CORS)
@@ -778,16 +351,6 @@ class StreamableHTTPEndpoint:
                     await self.aclose()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-    async def _sweep(self) -> None:
-        interval = max(0.02, min(self.session_idle_timeout / 4, 30.0))
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.expire_idle()
-                await self.renew_busy()
-            except Exception:  # pragma: no cover - defensive: the sweeper must not die
-                logger.exception("session sweeper failed")
 
     # ------------------------------------------------------------------ POST
 
@@ -903,18 +466,18 @@ class StreamableHTTPEndpoint:
                 )
                 return
             client = _client_key(scope)
-            refused = await self._make_room(client)
+            refused = await self.sessions.make_room(client)
             if refused is not None:
                 await _respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
                 return
-            hs = self._new_session(client)
+            hs = self.sessions.create(client)
             new_session = True
         else:
             found = self._sessions.get(sid)
             if self.session_store is not None:
                 if found is None:
-                    found = await self._restore(sid)
-                elif not await self._refresh(found):
+                    found = await self.sessions.restore(sid)
+                elif not await self.sessions.refresh(found):
                     found = None  # ended on another worker (or expired in the store)
             if found is None or not _owned_by(found, scope):
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
@@ -928,7 +491,7 @@ class StreamableHTTPEndpoint:
             hs.last_seen = time.monotonic()
             await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
-                await self._store(hs, announce=True)
+                await self.sessions.save(hs, announce=True)
             await _respond(send, 202)
             return
         weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
@@ -964,9 +527,9 @@ class StreamableHTTPEndpoint:
                 self._next_turn(hs)
         if new_session:
             if status != 200:
-                await self._end_session(hs)
+                await self.sessions.end(hs)
             elif self.session_store is not None:
-                await self._store(hs)
+                await self.sessions.save(hs)
 
     async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
         """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
@@ -1006,211 +569,6 @@ class StreamableHTTPEndpoint:
             if not turn.done():
                 hs.busy += weight
                 turn.set_result(None)
-
-    def _state(self, hs: _HTTPSession) -> dict[str, Any]:
-        session = hs.session
-        return {
-            "version": session.version,
-            "capabilities": session.client_capabilities,
-            "client_info": session.client_info,
-            "initialized": session.initialized,
-            "log_level": session.log_level,
-            "subscriptions": sorted(session.subscriptions),
-            # the principal that opened it: every worker sharing the store refuses the session to anyone else
-            "owner": list(hs.client) if hs.client is not None and hs.client[0] == "principal" else None,
-        }
-
-    async def _store(self, hs: _HTTPSession, *, announce: bool = False) -> None:
-        """Record the session's state so another worker sharing the store can serve this session; ``announce``
-        tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
-        session = hs.session
-        if session.version is None or self.session_store is None:
-            return
-        if hs.saving is None:
-            hs.saving = asyncio.Lock()
-        # Saves of one session are serialized and each takes the state when its turn comes: two racing saves (the
-        # initialize answer's and notifications/initialized's) cannot land in the wrong order and leave the
-        # older state in the store.
-        async with hs.saving:
-            if session.closed:
-                return  # a session ended meanwhile (e.g. by a DELETE) must not come back
-            state = self._state(hs)
-            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-            renewed = time.monotonic()
-            try:
-                await self.session_store.save(hs.id, state, self.session_idle_timeout)
-            except Exception:
-                logger.exception("session store: could not save session %s", hs.id[:8])
-                return
-            # only now: a request racing this save re-reads the record once `stored` says there is one
-            hs.stored = 2 if state["initialized"] else 1
-            hs.renewed = renewed
-        if announce:
-            await self._announce(hs.id)
-
-    async def _sync(self, hs: _HTTPSession) -> None:
-        """The log level or the subscriptions changed (a request of this session): save and announce."""
-        session = hs.session
-        hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if hs.stored:
-            await self._store(hs, announce=True)
-
-    def _bus(self) -> Any:
-        """The server's BusBridge (attach_bus), listened to once it is seen."""
-        bridge = getattr(self.server, "bus_bridge", None)
-        if bridge is not None and bridge is not self._bridge and self.session_store is not None:
-            self._bridge = bridge
-            bridge.on_session_changed(self._on_session_changed)
-        return bridge
-
-    async def _announce(self, sid: str) -> None:
-        bridge = self._bus()
-        if bridge is not None:
-            await bridge.session_changed(sid)
-
-    async def _on_session_changed(self, sid: str) -> None:
-        """Another worker changed (or deleted) session ``sid``: reload this worker's copy, if it holds one."""
-        hs = self._sessions.get(sid)
-        if hs is None or self.session_store is None:
-            return
-        try:
-            state = await self.session_store.load(sid)
-        except Exception:
-            logger.exception("session store: could not load session %s", sid[:8])
-            return
-        if state is None:
-            await self._end_session(hs, forget=False)  # the worker that deleted it forgot the events
-        else:
-            self._apply(hs, state)
-
-    async def _refresh(self, hs: _HTTPSession) -> bool:
-        """Re-read a session this worker holds from the store and renew its TTL: False when the store no longer
-        has it (deleted on another worker, or expired), in which case this worker's copy is ended too."""
-        store = self.session_store
-        if store is None or not hs.stored:
-            return True  # not recorded yet (its initialize is still being answered)
-        ttl = self.session_idle_timeout
-        now = time.monotonic()
-        try:
-            touch = getattr(store, "touch", None)
-            if touch is not None:
-                state: dict[str, Any] | None = await touch(hs.id, ttl)  # one round trip: read + renew
-            else:
-                state = await store.load(hs.id)
-                if state is not None and now - hs.renewed >= ttl / 3:
-                    await store.save(hs.id, state, ttl)
-        except Exception:
-            logger.exception("session store: could not reload session %s", hs.id[:8])
-            return True  # the store is unreachable: keep serving this worker's copy
-        hs.renewed = now
-        if state is None:
-            await self._end_session(hs, forget=False)
-            return False
-        self._apply(hs, state)
-        return True
-
-    def _apply(self, hs: _HTTPSession, state: dict[str, Any]) -> None:
-        """Adopt the stored log level and subscriptions (unless this worker has a change of its own not saved
-        yet: it is being saved, and wins) and the initialized flag."""
-        session = hs.session
-        if not hs.dirty():
-            level = state.get("log_level")
-            subs = state.get("subscriptions")
-            session.log_level = level if isinstance(level, str) else None
-            wanted = {u for u in subs if isinstance(u, str)} if isinstance(subs, list) else set()
-            if wanted != session.subscriptions:
-                session.subscriptions = wanted
-            hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if state.get("initialized") and not session.initialized:
-            session.initialized = True
-            event = getattr(session, "_initialized_event", None)
-            if event is not None:
-                event.set()
-            hs.stored = 2
-
-    async def _restore(self, sid: str) -> _HTTPSession | None:
-        assert self.session_store is not None
-        try:
-            state = await self.session_store.load(sid)
-        except Exception:
-            logger.exception("session store: could not load session %s", sid[:8])
-            return None
-        if not state or state.get("version") not in self.server.handshake_versions:
-            return None
-        if sid in self._sessions:
-            return self._sessions[sid]
-        if len(self._sessions) >= self.max_sessions and await self._make_room(None) is not None:
-            return None  # every session here is busy
-        if sid in self._sessions:  # (restored meanwhile by a concurrent request)
-            return self._sessions[sid]
-        owner = state.get("owner")
-        client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
-        hs = _HTTPSession(sid, client)
-        session = hs.session = self.server.create_session(hs, **self.peer_options)
-        session.version = state["version"]
-        session.features = versions.features(state["version"])
-        caps = state.get("capabilities")
-        session.client_capabilities = caps if isinstance(caps, dict) else {}
-        info = state.get("client_info")
-        session.client_info = info if isinstance(info, dict) else None
-        hs.stored = 1
-        self._apply(hs, state)
-        # Not renewed here: the record was just saved or renewed by the worker that last served it; the next
-        # request (or the sweeper, while a stream stays open) renews it.
-        hs.renewed = time.monotonic()
-        # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
-        hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
-        self._sessions[sid] = hs
-        if client is not None:
-            self._clients.setdefault(client, {})[sid] = hs
-        self._bus()  # listen for changes to the sessions this worker now holds
-        return hs
-
-    def _new_session(self, client: Any = None) -> _HTTPSession:
-        sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
-        hs = _HTTPSession(sid, client)
-        hs.session = self.server.create_session(hs, **self.peer_options)
-        self._sessions[sid] = hs
-        if client is not None:
-            self._clients.setdefault(client, {})[sid] = hs
-        return hs
-
-    async def _make_room(self, client: Any) -> tuple[int, bytes] | None:
-        """Room for one more session of ``client``: evict least recently used idle sessions (the client's own at
-        its quota, anyone's when the table is full); the refusal (status, body) when only busy sessions remain."""
-        forget = self.session_store is None
-        mine = self._clients.get(client)
-        if mine is not None and len(mine) >= self.max_sessions_per_client:
-            idle = [hs for hs in mine.values() if hs.busy == 0]
-            if not idle:
-                return 429, _error_body(
-                    None,
-                    INVALID_REQUEST,
-                    f"too many sessions for this client (max_sessions_per_client={self.max_sessions_per_client}, "
-                    "all busy): end sessions you no longer use with DELETE",
-                )
-            await self._end_session(min(idle, key=_last_seen), forget=forget)
-        if len(self._sessions) >= self.max_sessions:
-            idle = [hs for hs in self._sessions.values() if hs.busy == 0]
-            if not idle:
-                return 503, _error_body(
-                    None,
-                    INVALID_REQUEST,
-                    f"too many sessions (max_sessions={self.max_sessions}, all busy): retry later",
-                )
-            count = len(self._sessions) - self.max_sessions + max(1, self.max_sessions // 100)
-            for hs in heapq.nsmallest(count, idle, key=_last_seen):
-                await self._end_session(hs, forget=forget)
-            self._evicted += count
-            now = time.monotonic()
-            if now - self._evicted_logged >= 10.0:  # one line per 10 s under a flood, not one per session
-                self._evicted_logged = now
-                logger.warning(
-                    "session table full (max_sessions=%d): %d idle sessions evicted so far",
-                    self.max_sessions,
-                    self._evicted,
-                )
-        return None
 
     async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
         hv = _text(h.get(b"mcp-protocol-version"))
@@ -1254,361 +612,7 @@ class StreamableHTTPEndpoint:
 
     # ------------------------------------------------------------------ modern era
 
-    def _modern_header(self, hv: bytes) -> bool:
-        """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
-        v = hv.decode("latin-1")
-        return v not in self.server.handshake_versions and versions.is_modern(v)
-
-    def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
-        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``).
-        Raises :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
-        method = msg.method
-        params = msg.params
-        # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
-        # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
-        # Anything else is diagnosed step by step (which gives a valid request the same verdict).
-        if type(meta) is dict:
-            server = self.server
-            if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
-                self._forget_known()
-            field = NAME_FIELD.get(method)
-            if (
-                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == meta.get(META_PROTOCOL_VERSION)
-                and self._known_methods.get(h.get(b"mcp-method")) == method
-                and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
-            ):
-                return self._modern_read(scope, method, params, meta)
-        return self._diagnose_modern(scope, h, msg, meta)
-
-    def _forget_known(self) -> None:
-        """Start the quick test's tables afresh (the server's versions or handlers changed)."""
-        server = self.server
-        self._known_stamp = server.modern_versions
-        self._known_handlers = server.handlers_version
-        self._known_versions = {v.encode(): v for v in server.modern_versions}
-        self._known_methods = {}
-
-    def _modern_read(self, scope: Scope, method: str, params: Any, meta: Any) -> ModernContext:
-        """The last checks of a 2026-07-28 request (client capabilities and log level in ``_meta``, the
-        ``Mcp-Param-*`` headers of a tool that declares some) and what its ``_meta`` says."""
-        try:
-            read = self.server.modern_context(meta)  # the client capabilities and log level (the version is known good)
-        except MCPError as exc:
-            raise _Refused(400, exc.to_error()) from None
-        if method == "tools/call" and self.tool_headers is not None:
-            name = params.get("name")
-            if type(name) is str:
-                spec = self.tool_headers(name)
-                if spec:
-                    problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
-                    if problem is not None:
-                        raise _mismatch(problem)
-        return read
-
-    def _diagnose_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
-        """:meth:`_validate_modern`, step by step: the first problem found is the one answered."""
-        params = msg.params or {}
-        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        if not isinstance(body_version, str):
-            # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
-            raise _Refused(
-                400,
-                {
-                    "code": INVALID_PARAMS,
-                    "message": f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request",
-                },
-            )
-        hv = h.get(b"mcp-protocol-version")
-        if hv is None:
-            raise _mismatch("the MCP-Protocol-Version header is required")
-        if hv.decode("latin-1") != body_version:
-            raise _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
-        server = self.server
-        if body_version not in server.modern_versions:
-            raise _Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
-        method = msg.method
-        hm = h.get(b"mcp-method")
-        if hm is None:
-            raise _mismatch("the Mcp-Method header is required")
-        if hm.decode("latin-1") != method:
-            raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
-        if not server.implements(method, modern=True):
-            raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
-        if len(self._known_methods) < 64:
-            self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
-        field = NAME_FIELD.get(method)
-        if field is not None:
-            raw_b = h.get(b"mcp-name")
-            if raw_b is None:
-                raise _mismatch("the Mcp-Name header is required for " + method)
-            raw = raw_b.decode("latin-1")
-            expected = params.get(field)
-            # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
-            if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):
-                try:
-                    name = decode_header_value(raw)
-                except ValueError as exc:
-                    raise _mismatch(f"Mcp-Name: {exc}") from None
-            else:
-                name = raw
-            if name != expected:
-                raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
-            if name is raw and len(self._known_names) < 512:
-                self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
-        return self._modern_read(scope, method, params, meta)
-
     # ------------------------------------------------------------------ answering: JSON or SSE
-
-    async def _serve(
-        self,
-        stream: _Stream,
-        runner: Awaitable[Any],
-        ctx: RequestContext | None,
-        receive: Receive,
-        send: Send,
-        extra: Sequence[tuple[bytes, bytes]],
-        *,
-        new_session: bool = False,
-    ) -> int:
-        """Run the request inline and answer with JSON or an SSE stream.
-
-        The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
-        answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
-        answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
-        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
-        POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
-        """
-        task: asyncio.Task[Any] | None = None
-        if ctx is not None:
-            stream.asgi = (receive, send, extra, ctx)
-            ctx.task = task = _current_task()
-            self._slow[ctx] = (self._slow_gen, receive, stream)  # see _tick
-            if self._slow_timer is None:
-                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        elif stream.mode != _JSON_MODE:
-            stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
-        # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
-        ended = False
-        answer: bytes | None = None
-        try:
-            answer = await runner  # a modern request's answer (answer_detached); a session's comes through stream
-        except asyncio.CancelledError:
-            hs = stream.hs
-            if not (self._closing or (hs is not None and hs.session.closed)):
-                raise
-            ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
-        finally:
-            # The answer no longer needs the request's ASGI callables: dropping them here breaks the cycle
-            # stream -> ctx -> stream (ctx.out), so a modern request's objects (and the server's request cycle
-            # behind receive/send) are freed at once rather than by the garbage collector.
-            stream.asgi = None
-            if ctx is not None:
-                self._slow.pop(ctx, None)
-            hs = stream.hs
-            if hs is not None:
-                hs.busy -= 1
-                hs.last_seen = time.monotonic()
-                if hs.live is not None:
-                    hs.live.pop(stream.no, None)
-        if answer is not None:
-            if stream.mode == _SSE_MODE:
-                await stream.emit(answer)  # notifications came first: the answer ends the SSE stream
-            else:
-                stream.answer = answer
-        data = stream.answer
-        if data is None or ended or stream.mode == _SSE_MODE:
-            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
-            # no answer): we go on with this task. An answered request was not cancelled.
-            if task is None:
-                task = _current_task()
-            if task is not None and task.cancelling():
-                task.uncancel()
-        if stream.mode == _SSE_MODE:
-            stream.finish()
-            if stream.pump is not None:
-                await stream.pump
-            return 200
-        watcher = stream.watcher
-        if watcher is not None:
-            if watcher.done():
-                return 499  # the client left; the request was cancelled and gets no answer
-            watcher.cancel()
-        if data is None:
-            if ended:
-                await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
-                return 404
-            await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
-            return 202
-        status = 200
-        # A result (or a batch answer) is known by how it starts: no need to look for an error in a large answer.
-        if ctx is not None:
-            is_result = _is_result(data, ctx.id)  # (a modern answer: see answer_detached)
-        else:
-            final = stream.final
-            is_result = bool(final) and data.startswith(final[0])
-        if not is_result and b'"error"' in data:
-            status = _error_status(data, ctx is not None, new_session)
-            if status != 200 and new_session:
-                extra = [e for e in extra if e[0] != b"mcp-session-id"]
-        length = (b"content-length", b"%d" % len(data))
-        headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": data, "more_body": False})
-        return status
-
-    def _tick(self) -> None:
-        """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching
-        its ``receive``, so that the client leaving cancels it. One timer serves every request: most answer at once
-        and never get a watcher. (A request answered over SSE is watched by its pump instead.)"""
-        self._slow_timer = None
-        slow = self._slow
-        gen = self._slow_gen
-        self._slow_gen = gen + 1
-        loop = asyncio.get_running_loop()
-        for ctx, (seen, receive, stream) in list(slow.items()):  # oldest first
-            if seen >= gen:
-                break  # started since the last tick: not slow yet
-            del slow[ctx]
-            if stream is not None and (stream.watcher is not None or stream.mode == _SSE_MODE or stream.asgi is None):
-                continue
-            w = loop.create_task(_wait_disconnect(receive))
-            w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
-            if stream is not None:
-                stream.watcher = w  # handed to the SSE pump if the answer turns into a stream
-            else:
-                self._watchers[ctx] = w
-        if slow and not self._closing:
-            self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
-
-    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
-        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
-        ctx.task = task = _current_task()
-        slow = self._slow
-        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
-        if self._slow_timer is None:
-            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        ended = False
-        try:
-            data = await ctx.peer.answer_detached(ctx)
-        except asyncio.CancelledError:
-            if not self._closing:
-                raise
-            data, ended = None, True  # the endpoint shuts down under the request
-        finally:
-            slow.pop(ctx, None)
-        if data is None and task is not None and task.cancelling():
-            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
-            # answer): this task goes on.
-            task.uncancel()
-        if self._watchers:
-            watcher = self._watchers.pop(ctx, None)
-            if watcher is not None:
-                if watcher.done():
-                    return  # the client left: the request was cancelled and gets no answer
-                watcher.cancel()
-        if data is None:
-            if ended:
-                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
-            else:
-                await _respond(send, 202)  # nothing to answer (a cancelled request)
-            return
-        status = 200
-        if not _is_result(data, ctx.id):
-            status = _error_status(data, True, False)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
-            }
-        )
-        await send({"type": "http.response.body", "body": data, "more_body": False})
-
-    async def _start_sse(self, stream: _Stream, first: bytes) -> None:
-        """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
-        if stream.asgi is None:
-            raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
-        receive, send, extra, ctx = stream.asgi
-        conn = _Conn(self.queue_size)
-        stream.conn = conn
-        stream.mode = _SSE_MODE
-        seq, frame = await stream.record(first)
-        conn.queue.put_nowait((seq, frame))
-        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
-        priming = stream.priming_for(first=seq)
-        if priming is not None:
-            await send({"type": "http.response.body", "body": priming, "more_body": True})
-        watcher = stream.watcher
-        stream.watcher = None
-
-        async def pump() -> None:
-            gone = await self._pump(conn, receive, send, watcher)
-            if stream.conn is conn:
-                stream.conn = None
-            if gone:
-                self._cancel(ctx)
-
-        stream.pump = asyncio.get_running_loop().create_task(pump())
-
-    @staticmethod
-    def _cancel(ctx: RequestContext | None) -> None:
-        """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
-        if ctx is not None and not ctx.done and ctx.task is not None:
-            ctx.cancelled = True
-            ctx.task.cancel()
-
-    async def _pump(self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
-        """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
-        loop = asyncio.get_running_loop()
-        queue = conn.queue
-        if watcher is None or watcher.done():
-            watcher = loop.create_task(_wait_disconnect(receive))
-
-        def on_disconnect(_: Any) -> None:
-            conn.abort()
-
-        watcher.add_done_callback(on_disconnect)
-        timer: asyncio.TimerHandle | None = None
-        keepalive = self.keepalive
-
-        def tick() -> None:
-            nonlocal timer
-            if queue.empty() and not conn.ended:
-                with contextlib.suppress(asyncio.QueueFull):
-                    queue.put_nowait((0, _KEEPALIVE))
-            timer = loop.call_later(keepalive, tick)
-
-        if keepalive and keepalive > 0:
-            timer = loop.call_later(keepalive, tick)
-        try:
-            while True:
-                if conn.ended and queue.empty():
-                    break
-                item = await queue.get()
-                if conn.aborted:
-                    break
-                if item is None:
-                    if conn.ended and queue.empty():
-                        break
-                    continue
-                seq, frame = item
-                if seq:
-                    if seq <= conn.last_seq:
-                        continue  # already sent during a replay
-                    conn.last_seq = seq
-                await send({"type": "http.response.body", "body": frame, "more_body": True})
-        except OSError:
-            return True
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if watcher.done():
-            return True
-        watcher.remove_done_callback(on_disconnect)
-        watcher.cancel()
-        with contextlib.suppress(Exception):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        return False
 
     # ------------------------------------------------------------------ GET and DELETE
 
@@ -1624,8 +628,8 @@ class StreamableHTTPEndpoint:
         hs = self._sessions.get(sid)
         if self.session_store is not None:
             if hs is None:
-                hs = await self._restore(sid)
-            elif not await self._refresh(hs):
+                hs = await self.sessions.restore(sid)
+            elif not await self.sessions.refresh(hs):
                 hs = None  # ended on another worker (or expired in the store)
         if hs is None or not _owned_by(hs, scope):
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
@@ -1659,279 +663,14 @@ class StreamableHTTPEndpoint:
             stream = hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
         await self._attach(hs, stream, None, receive, send)
 
-    async def _attach(
-        self,
-        hs: _HTTPSession,
-        stream: _Stream,
-        replay: list[tuple[int, bytes]] | None,
-        receive: Receive,
-        send: Send,
-        replay_no: int | None = None,
-    ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        conn = _Conn(self.queue_size)
-        live = not stream.finished and (
-            stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
-        )
-        if live:
-            if stream.conn is not None:
-                stream.conn.abort()  # the client resumes, so it considers that connection dead
-            stream.conn = conn  # new events queue up while the replay is written; duplicates are skipped by seq
-        hs.busy += 1
-        try:
-            if replay is None:
-                priming = stream.priming()
-                if priming is not None:
-                    await send({"type": "http.response.body", "body": priming, "more_body": True})
-            else:
-                no = stream.no if replay_no is None else replay_no
-                for seq, data in replay:
-                    frame = _sse_frame(data, f"{no}_{seq}".encode())
-                    await send({"type": "http.response.body", "body": frame, "more_body": True})
-                    if replay_no is None:
-                        conn.last_seq = seq
-                if replay_no is not None:
-                    # move the client's cursor onto this worker's stream, which continues from here
-                    priming = stream.priming()
-                    if priming is not None:
-                        await send({"type": "http.response.body", "body": priming, "more_body": True})
-            if not live:
-                conn.end()
-            await self._pump(conn, receive, send)
-        finally:
-            hs.busy -= 1
-            hs.last_seen = time.monotonic()
-            if stream.conn is conn:
-                stream.conn = None
-
-    async def _resume(self, hs: _HTTPSession, last: str, receive: Receive, send: Send) -> None:
-        store = self.event_store
-        no_s, _, seq_s = last.partition("_")
-        if store is None or not no_s.isdigit() or not seq_s.isdigit():
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
-            return
-        no, after = int(no_s), int(seq_s)
-        live = hs.live or {}
-        stream = hs.standalone if no == hs.base else live.get(no)
-        if stream is not None and stream.seq == after:
-            replay: list[tuple[int, bytes]] | None = []
-        else:
-            replay = await store.replay(f"{hs.id}/{no}", after)
-        if replay is None:
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
-            return
-        if stream is None:
-            if no & ((1 << _WORKER_SHIFT) - 1) == 0:
-                # A standalone stream this worker does not hold (another worker's, or from before a restart): replay
-                # what the store kept under its ids, then continue on this worker's standalone stream.
-                if hs.standalone is None:
-                    hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
-                await self._attach(hs, hs.standalone, replay, receive, send, replay_no=no)
-                return
-            stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
-        await self._attach(hs, stream, replay, receive, send)
-
     async def _delete(self, scope: Scope, h: Headers, send: Send) -> None:
         found = await self._session_for(scope, h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
             await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
             return
-        await self._end_session(found)
-        if self.session_store is not None:
-            with contextlib.suppress(Exception):
-                await self.session_store.delete(found.id)
-            await self._announce(found.id)  # the other workers end their copies (and GET streams) now
+        await self.sessions.delete(found)
         await _respond(send, 200)
-
-    async def _end_session(self, hs: _HTTPSession, *, forget: bool = True) -> None:
-        """End this worker's copy of the session; ``forget``: also drop its events from the event store."""
-        if self._sessions.pop(hs.id, None) is None:
-            return
-        mine = self._clients.get(hs.client)
-        if mine is not None:
-            mine.pop(hs.id, None)
-            if not mine:
-                del self._clients[hs.client]
-        session = hs.session
-        session.closed = True
-        if hs.standalone is not None and hs.standalone.conn is not None:
-            hs.standalone.conn.end()
-            hs.standalone.conn = None
-        if hs.live:
-            for stream in hs.live.values():
-                if stream.conn is not None:
-                    stream.conn.end()
-        with contextlib.suppress(Exception):
-            await session.peer.close("session ended")
-        if forget and self.event_store is not None:
-            with contextlib.suppress(Exception):
-                await self.event_store.forget(hs.id + "/")
-        hs.standalone = None
-        hs.live = None
-
-
-_EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
-
-
-async def _preflight(scope: Scope, origin: str, send: Send) -> None:
-    requested = b""
-    for key, value in scope.get("headers", ()):
-        if key == b"access-control-request-headers":
-            requested = bytes(value)
-    headers = [
-        (b"access-control-allow-origin", origin.encode("latin-1")),
-        (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
-        (b"access-control-allow-headers", requested or b"content-type, accept, mcp-session-id, mcp-protocol-version"),
-        (b"access-control-max-age", b"600"),
-        (b"vary", b"origin"),
-    ]
-    await _respond(send, 204, b"", None, headers)
-
-
-def _with_cors(send: Send, origin: str) -> Send:
-    extra = [
-        (b"access-control-allow-origin", origin.encode("latin-1")),
-        (b"access-control-expose-headers", _EXPOSED),
-        (b"vary", b"origin"),
-    ]
-
-    async def cors_send(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", ()), *extra]}
-        await send(message)
-
-    return cors_send
-
-
-def _schema_headers(server: Any) -> ToolHeaders | None:
-    """For servers that expose ``get_tool(name).input_schema`` (MCPKit): read ``x-mcp-header`` annotations from
-    the schema, cached per tool object (a tool registered anew under the same name is read anew; a tool's
-    schema is fixed when it is built)."""
-    get_tool = getattr(server, "get_tool", None)
-    if get_tool is None:
-        return None
-    cache: dict[str, tuple[Any, Mapping[str, Sequence[str]] | None]] = {}
-
-    def resolve(name: str) -> Mapping[str, Sequence[str]] | None:
-        tool = get_tool(name)
-        if tool is None:
-            return None
-        hit = cache.get(name)
-        if hit is not None and hit[0] is tool:
-            return hit[1]
-        schema = getattr(tool, "input_schema", None)
-        if not isinstance(schema, dict):
-            return None
-        try:
-            spec: Mapping[str, Sequence[str]] | None = param_headers_from_schema(schema) or None
-        except ValueError:
-            spec = None  # an invalid annotation: clients drop the tool; nothing to validate here
-        if len(cache) > 4096:
-            cache.clear()
-        cache[name] = (tool, spec)
-        return spec
-
-    return resolve
-
-
-def _final_prefix(msg: Any) -> tuple[bytes, ...]:
-    """How the engine's answer to ``msg`` starts (``encode_result``/``encode_error`` key order; a batch answer
-    is an array): anything else the handler sends first makes the answer an SSE stream."""
-    if type(msg) is Batch:
-        return (b"[",)
-    rid = msg.id
-    if type(rid) is int:
-        return (b'{"jsonrpc":"2.0","id":%d,"result"' % rid, b'{"jsonrpc":"2.0","id":%d,"error"' % rid)
-    head = b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"'
-    return (head + b'result"', head + b'error"')
-
-
-def _is_result(data: bytes, rid: Any) -> bool:
-    """Whether ``data``, the engine's answer to request ``rid``, is a result (not an error response), read from how
-    it starts (``encode_result`` key order: '{"jsonrpc":"2.0","id":<id>,"result":...'). For an integer id of at most
-    20 digits the marker lies within the first 53 bytes, where an error has '"error":{"code":'; no formatting."""
-    if type(rid) is int and -(10**19) < rid < 10**20:
-        return data.find(b',"result":', 22, 53) != -1
-    return data.startswith(b'{"jsonrpc":"2.0","id":' + orjson.dumps(rid) + b',"result"')
-
-
-def _request_count(msg: Any) -> int:
-    """How many requests a batch holds (at least 1: the POST itself is in flight)."""
-    n = 0
-    for item in msg:
-        if type(item) is Request:
-            n += 1
-    return n or 1
-
-
-def _has_requests(msg: Any) -> bool:
-    t = type(msg)
-    if t is Request:
-        return True
-    if t is Batch:
-        for item in msg:
-            ti = type(item)
-            if ti is Request or (ti is Invalid and not item.is_response):
-                return True
-    return False
-
-
-def _error_status(data: bytes, modern: bool, new_session: bool) -> int:
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        return 200
-    if not isinstance(obj, dict):
-        return 200
-    err = obj.get("error")
-    if not isinstance(err, dict):
-        return 200
-    if new_session:
-        return 400  # a failed initialize: no session is created
-    if modern and err.get("code") in MODERN_400:
-        return 400
-    return 200
-
-
-def _mismatch(text: str) -> _Refused:
-    return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
-
-
-def _last_seen(hs: _HTTPSession) -> float:
-    return hs.last_seen
-
-
-def _client_key(scope: Scope) -> tuple[Any, ...] | None:
-    """Whose session this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
-    auth = scope.get("auth")
-    if auth is not None:
-        return (
-            "principal",
-            getattr(auth, "issuer", None),
-            getattr(auth, "subject", None) or getattr(auth, "client_id", None),
-        )
-    client = scope.get("client")
-    return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
-
-
-def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
-    """A session opened by an authenticated principal serves that principal only, on every worker sharing the
-    session store (the owner travels in the stored record); another token gets 404, as for an unknown session,
-    and learns nothing. Sessions opened without authentication are keyed by address, which is no binding."""
-    owner = hs.client
-    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
-
-
-def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
-    StreamableHTTPEndpoint._cancel(ctx)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 __all__ = [

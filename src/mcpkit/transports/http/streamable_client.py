@@ -46,7 +46,14 @@ import httpx
 import orjson
 
 from ...protocol import versions
-from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError, error_from_response
+from ...protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    ConnectionClosed,
+    MCPError,
+    SessionExpired,
+    error_from_response,
+)
 from ...protocol.versions import META_PROTOCOL_VERSION
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
@@ -86,10 +93,6 @@ def fast_path_applies(url: str) -> bool:
         return True
     bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 (not in typeshed)
     return bool(bypass(parts.hostname, proxies))
-
-
-class SessionExpired(ConnectionClosed):
-    """The server answered 404 to our ``Mcp-Session-Id``: the session is gone; initialize a new one."""
 
 
 class ResponseTooLarge(MCPError):

@@ -1,0 +1,209 @@
+"""Streamable HTTP server, answering a request: one ``application/json`` body or an SSE stream.
+
+:class:`Answering` (a base class of the endpoint) runs a request inline in the ASGI request's task and sends its
+answer: the final response alone as JSON, or, as soon as the handler sends anything first, an SSE stream (see
+:mod:`.stream`). A 2026-07-28 request still running after a tick or two gets a task watching for the client
+leaving, which cancels it; one timer serves every request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._aio import current_task as _current_task
+from ..._aio import running_loop as _running_loop
+from ..._asgi import Receive, Send
+from ...protocol.errors import INVALID_REQUEST
+from .sniff import _error_status, _is_result
+from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream, _wait_disconnect
+from .wire import _CONTENT_TYPE_JSON, _bad, _respond
+
+if TYPE_CHECKING:
+    from ...engine import RequestContext
+
+_SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
+
+
+class Answering(SSEPump):
+    """The endpoint's answering of requests (a base class of the endpoint)."""
+
+    _closing: bool  # set by the endpoint: it shuts down
+    # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
+    # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
+    _slow: dict[RequestContext, tuple[int, Receive, _Stream | None]]
+    _watchers: dict[RequestContext, asyncio.Task[None]]
+    _slow_gen: int
+    _slow_timer: asyncio.TimerHandle | None
+
+    async def _serve(
+        self,
+        stream: _Stream,
+        runner: Awaitable[Any],
+        ctx: RequestContext | None,
+        receive: Receive,
+        send: Send,
+        extra: Sequence[tuple[bytes, bytes]],
+        *,
+        new_session: bool = False,
+    ) -> int:
+        """Run the request inline and answer with JSON or an SSE stream.
+
+        The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
+        answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
+        answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
+        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
+        POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
+        """
+        task: asyncio.Task[Any] | None = None
+        if ctx is not None:
+            stream.asgi = (receive, send, extra, ctx)
+            ctx.task = task = _current_task()
+            self._slow[ctx] = (self._slow_gen, receive, stream)  # see _tick
+            if self._slow_timer is None:
+                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+        elif stream.mode != _JSON_MODE:
+            stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
+        # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
+        ended = False
+        answer: bytes | None = None
+        try:
+            answer = await runner  # a modern request's answer (answer_detached); a session's comes through stream
+        except asyncio.CancelledError:
+            hs = stream.hs
+            if not (self._closing or (hs is not None and hs.session.closed)):
+                raise
+            ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
+        finally:
+            # The answer no longer needs the request's ASGI callables: dropping them here breaks the cycle
+            # stream -> ctx -> stream (ctx.out), so a modern request's objects (and the server's request cycle
+            # behind receive/send) are freed at once rather than by the garbage collector.
+            stream.asgi = None
+            if ctx is not None:
+                self._slow.pop(ctx, None)
+            hs = stream.hs
+            if hs is not None:
+                hs.busy -= 1
+                hs.last_seen = time.monotonic()
+                if hs.live is not None:
+                    hs.live.pop(stream.no, None)
+        if answer is not None:
+            if stream.mode == _SSE_MODE:
+                await stream.emit(answer)  # notifications came first: the answer ends the SSE stream
+            else:
+                stream.answer = answer
+        data = stream.answer
+        if data is None or ended or stream.mode == _SSE_MODE:
+            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
+            # no answer): we go on with this task. An answered request was not cancelled.
+            if task is None:
+                task = _current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()
+        if stream.mode == _SSE_MODE:
+            stream.finish()
+            if stream.pump is not None:
+                await stream.pump
+            return 200
+        watcher = stream.watcher
+        if watcher is not None:
+            if watcher.done():
+                return 499  # the client left; the request was cancelled and gets no answer
+            watcher.cancel()
+        if data is None:
+            if ended:
+                await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
+                return 404
+            await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
+            return 202
+        status = 200
+        # A result (or a batch answer) is known by how it starts: no need to look for an error in a large answer.
+        if ctx is not None:
+            is_result = _is_result(data, ctx.id)  # (a modern answer: see answer_detached)
+        else:
+            final = stream.final
+            is_result = bool(final) and data.startswith(final[0])
+        if not is_result and b'"error"' in data:
+            status = _error_status(data, ctx is not None, new_session)
+            if status != 200 and new_session:
+                extra = [e for e in extra if e[0] != b"mcp-session-id"]
+        length = (b"content-length", b"%d" % len(data))
+        headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": data, "more_body": False})
+        return status
+
+    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
+        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
+        ctx.task = task = _current_task()
+        slow = self._slow
+        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
+        if self._slow_timer is None:
+            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+        ended = False
+        try:
+            data = await ctx.peer.answer_detached(ctx)
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            data, ended = None, True  # the endpoint shuts down under the request
+        finally:
+            slow.pop(ctx, None)
+        if data is None and task is not None and task.cancelling():
+            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
+            # answer): this task goes on.
+            task.uncancel()
+        if self._watchers:
+            watcher = self._watchers.pop(ctx, None)
+            if watcher is not None:
+                if watcher.done():
+                    return  # the client left: the request was cancelled and gets no answer
+                watcher.cancel()
+        if data is None:
+            if ended:
+                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+            else:
+                await _respond(send, 202)  # nothing to answer (a cancelled request)
+            return
+        status = 200
+        if not _is_result(data, ctx.id):
+            status = _error_status(data, True, False)
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
+            }
+        )
+        await send({"type": "http.response.body", "body": data, "more_body": False})
+
+    def _tick(self) -> None:
+        """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching
+        its ``receive``, so that the client leaving cancels it. One timer serves every request: most answer at once
+        and never get a watcher. (A request answered over SSE is watched by its pump instead.)"""
+        self._slow_timer = None
+        slow = self._slow
+        gen = self._slow_gen
+        self._slow_gen = gen + 1
+        loop = asyncio.get_running_loop()
+        for ctx, (seen, receive, stream) in list(slow.items()):  # oldest first
+            if seen >= gen:
+                break  # started since the last tick: not slow yet
+            del slow[ctx]
+            if stream is not None and (stream.watcher is not None or stream.mode == _SSE_MODE or stream.asgi is None):
+                continue
+            w = loop.create_task(_wait_disconnect(receive))
+            w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
+            if stream is not None:
+                stream.watcher = w  # handed to the SSE pump if the answer turns into a stream
+            else:
+                self._watchers[ctx] = w
+        if slow and not self._closing:
+            self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
+
+
+def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
+    SSEPump._cancel(ctx)

@@ -1,0 +1,204 @@
+"""Streamable HTTP server, the 2026-07-28 checks: a request's ``Mcp-*`` headers against its body.
+
+:class:`ModernChecks` (a base class of the endpoint) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
+``Mcp-Name`` headers against the body, the tool's ``Mcp-Param-*`` headers against its arguments, and reads the
+request's ``_meta`` (``server.modern_context``). The usual request passes one quick test against tables of
+header values seen before (bounded); anything else is diagnosed step by step, and the first problem found is
+the one answered (:class:`_Refused`: the HTTP status and the JSON-RPC error).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._asgi import Scope
+from ...protocol import versions
+from ...protocol.errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, UnsupportedProtocolVersion
+from ...protocol.jsonrpc import JSONDict, Request
+from ...protocol.versions import META_PROTOCOL_VERSION
+from .headers import NAME_FIELD, check_param_headers, decode_header_value, param_headers_from_schema
+from .security import MISSING
+from .wire import Headers, _text
+
+if TYPE_CHECKING:
+    from ...server.lowlevel import ModernContext, Server
+
+ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
+
+
+_PARAM_PREFIX = b"mcp-param-"
+
+
+def _param_headers(scope: Scope) -> dict[str, str]:
+    """The ``Mcp-Param-*`` headers by their lower-case suffix (the first of duplicates); read only for a tool
+    that declares some."""
+    params: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        k = bytes(key).lower()
+        if k.startswith(_PARAM_PREFIX):
+            name = k[10:].decode("latin-1")
+            if name not in params:
+                params[name] = bytes(value).decode("latin-1")
+    return params
+
+
+class _Refused(Exception):
+    """A 2026-07-28 request refused before it runs: the HTTP status and the JSON-RPC error of the answer."""
+
+    def __init__(self, status: int, error: JSONDict) -> None:
+        super().__init__(status, error)
+        self.status = status
+        self.error = error
+
+
+def _mismatch(text: str) -> _Refused:
+    return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
+
+
+def _schema_headers(server: Any) -> ToolHeaders | None:
+    """For servers that expose ``get_tool(name).input_schema`` (MCPKit): read ``x-mcp-header`` annotations from
+    the schema, cached per tool object (a tool registered anew under the same name is read anew; a tool's
+    schema is fixed when it is built)."""
+    get_tool = getattr(server, "get_tool", None)
+    if get_tool is None:
+        return None
+    cache: dict[str, tuple[Any, Mapping[str, Sequence[str]] | None]] = {}
+
+    def resolve(name: str) -> Mapping[str, Sequence[str]] | None:
+        tool = get_tool(name)
+        if tool is None:
+            return None
+        hit = cache.get(name)
+        if hit is not None and hit[0] is tool:
+            return hit[1]
+        schema = getattr(tool, "input_schema", None)
+        if not isinstance(schema, dict):
+            return None
+        try:
+            spec: Mapping[str, Sequence[str]] | None = param_headers_from_schema(schema) or None
+        except ValueError:
+            spec = None  # an invalid annotation: clients drop the tool; nothing to validate here
+        if len(cache) > 4096:
+            cache.clear()
+        cache[name] = (tool, spec)
+        return spec
+
+    return resolve
+
+
+class ModernChecks:
+    """The endpoint's 2026-07-28 header checks (a base class of the endpoint)."""
+
+    # set by the endpoint (see StreamableHTTPEndpoint)
+    server: Server
+    tool_headers: ToolHeaders | None
+    # the quick test of _validate_modern: header values (bytes) known to stand for what they say
+    _known_stamp: Any
+    _known_handlers: int
+    _known_versions: dict[bytes | None, str]  # the modern versions served
+    _known_methods: dict[bytes | None, str]  # methods implemented in the modern era, seen before
+    _known_names: dict[bytes | None, str]  # plain visible-ASCII names (bounded; not the sentinel)
+
+    def _modern_header(self, hv: bytes) -> bool:
+        """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
+        v = hv.decode("latin-1")
+        return v not in self.server.handshake_versions and versions.is_modern(v)
+
+    def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
+        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``).
+        Raises :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
+        method = msg.method
+        params = msg.params
+        # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
+        # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
+        # Anything else is diagnosed step by step (which gives a valid request the same verdict).
+        if type(meta) is dict:
+            server = self.server
+            if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
+                self._forget_known()
+            field = NAME_FIELD.get(method)
+            if (
+                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == meta.get(META_PROTOCOL_VERSION)
+                and self._known_methods.get(h.get(b"mcp-method")) == method
+                and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
+            ):
+                return self._modern_read(scope, method, params, meta)
+        return self._diagnose_modern(scope, h, msg, meta)
+
+    def _forget_known(self) -> None:
+        """Start the quick test's tables afresh (the server's versions or handlers changed)."""
+        server = self.server
+        self._known_stamp = server.modern_versions
+        self._known_handlers = server.handlers_version
+        self._known_versions = {v.encode(): v for v in server.modern_versions}
+        self._known_methods = {}
+
+    def _modern_read(self, scope: Scope, method: str, params: Any, meta: Any) -> ModernContext:
+        """The last checks of a 2026-07-28 request (client capabilities and log level in ``_meta``, the
+        ``Mcp-Param-*`` headers of a tool that declares some) and what its ``_meta`` says."""
+        try:
+            read = self.server.modern_context(meta)  # the client capabilities and log level (the version is known good)
+        except MCPError as exc:
+            raise _Refused(400, exc.to_error()) from None
+        if method == "tools/call" and self.tool_headers is not None:
+            name = params.get("name")
+            if type(name) is str:
+                spec = self.tool_headers(name)
+                if spec:
+                    problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
+                    if problem is not None:
+                        raise _mismatch(problem)
+        return read
+
+    def _diagnose_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
+        """:meth:`_validate_modern`, step by step: the first problem found is the one answered."""
+        params = msg.params or {}
+        body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if not isinstance(body_version, str):
+            # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
+            raise _Refused(
+                400,
+                {
+                    "code": INVALID_PARAMS,
+                    "message": f"missing _meta {META_PROTOCOL_VERSION!r}: required on every 2026-07-28 request",
+                },
+            )
+        hv = h.get(b"mcp-protocol-version")
+        if hv is None:
+            raise _mismatch("the MCP-Protocol-Version header is required")
+        if hv.decode("latin-1") != body_version:
+            raise _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
+        server = self.server
+        if body_version not in server.modern_versions:
+            raise _Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
+        method = msg.method
+        hm = h.get(b"mcp-method")
+        if hm is None:
+            raise _mismatch("the Mcp-Method header is required")
+        if hm.decode("latin-1") != method:
+            raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
+        if not server.implements(method, modern=True):
+            raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+        if len(self._known_methods) < 64:
+            self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
+        field = NAME_FIELD.get(method)
+        if field is not None:
+            raw_b = h.get(b"mcp-name")
+            if raw_b is None:
+                raise _mismatch("the Mcp-Name header is required for " + method)
+            raw = raw_b.decode("latin-1")
+            expected = params.get(field)
+            # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
+            if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):
+                try:
+                    name = decode_header_value(raw)
+                except ValueError as exc:
+                    raise _mismatch(f"Mcp-Name: {exc}") from None
+            else:
+                name = raw
+            if name != expected:
+                raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
+            if name is raw and len(self._known_names) < 512:
+                self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
+        return self._modern_read(scope, method, params, meta)

@@ -1,0 +1,457 @@
+"""Streamable HTTP server, the outboxes and the SSE pump.
+
+A :class:`_Stream` is the outbox of one POST (or of a session's standalone GET stream): it holds the final response
+for an ``application/json`` answer and turns the answer into ``text/event-stream`` as soon as anything else comes
+first. A :class:`_HTTPSession` is a handshake-era session's own outbox (the standalone stream). :class:`SSEPump`,
+a part of the endpoint, writes the queued events to the client (keepalive comments, disconnect detection), replays
+them from the event store on ``Last-Event-ID``, and watches slow 2026-07-28 requests for a client that leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from ..._asgi import Receive, Send
+from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
+from .sniff import _is_request, _is_response
+from .wire import _bad, _respond
+
+if TYPE_CHECKING:
+    from ...engine import RequestContext
+    from ...server.lowlevel import ServerSession
+    from ...stores import EventStore, SessionStore
+
+logger = logging.getLogger("mcpkit.http")
+
+_SSE_HEADERS = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+    (b"x-accel-buffering", b"no"),
+]
+
+
+_KEEPALIVE = b":\n\n"
+
+
+# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the first message the engine sends decides: the
+# final response alone -> one application/json body, anything before it -> text/event-stream), _JSON_MODE (one
+# JSON body: json_response=True) or _SSE_MODE (an SSE stream). Plain ints, not an IntEnum: _Stream.send compares the
+# mode for every message, and an IntEnum compare costs ~1.5x an int compare (CPython 3.11 specialises exact ints).
+_UNDECIDED: Final = 0
+_JSON_MODE: Final = 1
+_SSE_MODE: Final = 2
+_WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
+
+
+def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
+    if event_id is None:
+        return b"event: message\ndata: " + data + b"\n\n"
+    return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
+
+
+class _Conn:
+    """One open SSE response: a bounded queue the request's coroutine drains into ASGI ``send``."""
+
+    __slots__ = ("aborted", "ended", "last_seq", "queue")
+
+    def __init__(self, maxsize: int) -> None:
+        self.queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize)
+        self.ended = False
+        self.aborted = False
+        self.last_seq = 0
+
+    def end(self) -> None:
+        """Finish the response after what is queued (callable from sync code)."""
+        self.ended = True
+        if self.queue.empty():
+            self.queue.put_nowait(None)
+
+    def abort(self) -> None:
+        """Finish the response now, dropping what is queued (those events stay in the event store, if any)."""
+        self.ended = self.aborted = True
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        self.queue.put_nowait(None)
+
+
+class _Stream:
+    """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
+    between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
+
+    __slots__ = (
+        "answer",
+        "asgi",
+        "conn",
+        "ep",
+        "final",
+        "finished",
+        "hs",
+        "mode",
+        "no",
+        "pump",
+        "resumable",
+        "seq",
+        "watcher",
+    )
+
+    def __init__(
+        self,
+        ep: SSEPump,
+        hs: _HTTPSession | None,
+        no: int,
+        mode: int = _UNDECIDED,
+        final: tuple[bytes, ...] = (),
+    ) -> None:
+        self.ep = ep
+        self.hs = hs
+        self.no = no
+        self.mode = mode
+        self.answer: bytes | None = None  # the JSON answer (the last response sent to this POST)
+        self.conn: _Conn | None = None
+        self.final = final  # prefixes of the encoded final response(s) to this POST
+        self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
+        self.pump: asyncio.Task[None] | None = None
+        self.watcher: asyncio.Task[None] | None = None
+        self.seq = 0
+        self.resumable = hs is not None and ep.event_store is not None
+        self.finished = False
+
+    def finish(self) -> None:
+        """The request is answered: end the open connection after what is queued."""
+        self.finished = True
+        if self.conn is not None:
+            self.conn.end()
+
+    async def send(self, data: bytes) -> None:
+        hs = self.hs
+        if hs is not None and self.ep.session_store is not None and hs.dirty():
+            await self.ep._sync(hs)  # before the response leaves: the client may go to another worker next
+        mode = self.mode
+        if mode == _UNDECIDED:
+            if data.startswith(self.final):
+                self.answer = data  # the response: answered as application/json
+                return
+            await self.ep._start_sse(self, data)
+            return
+        if mode == _JSON_MODE:
+            # JSON responses carry one message: the response. Anything else goes to the standalone stream.
+            if data.startswith(self.final) or _is_response(data):
+                self.answer = data
+            elif self.hs is not None:
+                await self.hs.send(data)
+            return
+        await self.emit(data)
+
+    async def record(self, data: bytes) -> tuple[int, bytes]:
+        """Number the event, keep it in the event store (resumable streams) and frame it."""
+        if self.resumable:
+            self.seq = seq = self.seq + 1
+            key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
+            try:
+                await self.ep.event_store.append(key, seq, data)  # type: ignore[union-attr]
+            except Exception:  # a failing store costs resumability, not the live stream
+                logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
+            return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
+        return 0, _sse_frame(data, None)
+
+    async def emit(self, data: bytes) -> None:
+        seq, frame = await self.record(data)
+        conn = self.conn
+        if conn is None or conn.ended:
+            if not self.resumable and _is_request(data):
+                raise ConnectionClosed("the client's stream is gone; the request cannot be delivered")
+            return
+        if self.hs is not None and self is self.hs.standalone:
+            try:
+                conn.queue.put_nowait((seq, frame))
+            except asyncio.QueueFull:
+                logger.warning("session %s: standalone SSE reader too slow; closing its stream", self.hs.id[:8])
+                conn.abort()
+                if self.conn is conn:
+                    self.conn = None  # the client may reconnect (and resume from the event store, if any)
+            return
+        await conn.queue.put((seq, frame))
+
+    def priming(self) -> bytes | None:
+        return self.priming_for(self.seq + 1)
+
+    def priming_for(self, first: int) -> bytes | None:
+        """The priming event of SEP-1699 (2025-11-25+ sessions with resumability): an id and empty data; its id
+        precedes event ``first``, so resuming from it replays everything."""
+        hs = self.hs
+        if not self.resumable or hs is None:
+            return None
+        feats = hs.session.features
+        if feats is None or not feats.sse_polling:
+            return None
+        frame = b"id: " + f"{self.no}_{max(first - 1, 0)}".encode() + b"\n"
+        if self.ep.retry_interval is not None:
+            frame += b"retry: " + str(int(self.ep.retry_interval)).encode() + b"\n"
+        return frame + b"data: \n\n"
+
+    def close_connection(self, retry_ms: int | None = None) -> bool:
+        """Close the HTTP connection without ending the stream (SEP-1699 polling): the client reconnects with
+        ``Last-Event-ID`` after ``retry_ms``. Only for resumable streams; returns False otherwise."""
+        conn = self.conn
+        if conn is None or not self.resumable:
+            return False
+        ms = retry_ms if retry_ms is not None else self.ep.retry_interval
+        if ms is not None:
+            try:
+                conn.queue.put_nowait((0, b"retry: " + str(int(ms)).encode() + b"\n\n"))
+            except asyncio.QueueFull:
+                pass
+        conn.end()
+        self.conn = None
+        return True
+
+
+async def close_sse_stream(ctx: Any, retry_ms: int | None = None) -> bool:
+    """From inside a handler: close the client's connection to this request's SSE stream without ending the
+    stream (SEP-1699). The client resumes with ``Last-Event-ID``. ``ctx`` is a ServerRequestContext or engine
+    RequestContext. Returns False when the request is not on a resumable SSE stream."""
+    rc = getattr(ctx, "rc", ctx)
+    out = getattr(rc, "out", None)
+    if isinstance(out, _Stream):
+        return out.close_connection(retry_ms)
+    return False
+
+
+class _HTTPSession:
+    """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
+    request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
+
+    __slots__ = (
+        "base",
+        "busy",
+        "client",
+        "id",
+        "last_seen",
+        "live",
+        "next_no",
+        "queue",
+        "queued_bytes",
+        "renewed",
+        "saving",
+        "session",
+        "standalone",
+        "stored",
+        "synced_level",
+        "synced_subs",
+    )
+
+    def __init__(self, sid: str, client: Any = None) -> None:
+        self.id = sid
+        self.client = client  # who opened it (see _client_key), for max_sessions_per_client
+        self.session: ServerSession = None  # type: ignore[assignment]
+        self.last_seen = time.monotonic()
+        self.standalone: _Stream | None = None
+        self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
+        self.next_no = 0
+        self.base = 0  # this worker's standalone stream number; POST streams count up from it
+        self.busy = 0
+        # POSTs waiting for the session to drop below max_requests_per_session: (turn, weight, body size)
+        self.queue: deque[tuple[asyncio.Future[None], int, int]] | None = None
+        self.queued_bytes = 0
+        self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
+        self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
+        self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
+        # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
+        self.synced_level: str | None = None
+        self.synced_subs: frozenset[str] = frozenset()
+
+    def dirty(self) -> bool:
+        s = self.session
+        return s.log_level != self.synced_level or s.subscriptions != self.synced_subs
+
+    async def send(self, data: bytes) -> None:
+        stream = self.standalone
+        if stream is None:
+            if _is_request(data):
+                raise ConnectionClosed("no standalone GET stream is open for server-initiated requests")
+            return
+        await stream.emit(data)
+
+
+class SSEPump:
+    """The endpoint's SSE side (a base class of the endpoint): turning an answer into a stream, writing it out,
+    attaching a GET to a stream (with replay), and the disconnect watch of slow 2026-07-28 requests."""
+
+    # set by the endpoint (see StreamableHTTPEndpoint for their meaning)
+    event_store: EventStore | None
+    session_store: SessionStore | None
+    retry_interval: int | None
+    keepalive: float
+    queue_size: int
+    _sync: Callable[[_HTTPSession], Awaitable[None]]  # save and announce a session's changed state
+
+    async def _start_sse(self, stream: _Stream, first: bytes) -> None:
+        """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
+        if stream.asgi is None:
+            raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
+        receive, send, extra, ctx = stream.asgi
+        conn = _Conn(self.queue_size)
+        stream.conn = conn
+        stream.mode = _SSE_MODE
+        seq, frame = await stream.record(first)
+        conn.queue.put_nowait((seq, frame))
+        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+        priming = stream.priming_for(first=seq)
+        if priming is not None:
+            await send({"type": "http.response.body", "body": priming, "more_body": True})
+        watcher = stream.watcher
+        stream.watcher = None
+
+        async def pump() -> None:
+            gone = await self._pump(conn, receive, send, watcher)
+            if stream.conn is conn:
+                stream.conn = None
+            if gone:
+                self._cancel(ctx)
+
+        stream.pump = asyncio.get_running_loop().create_task(pump())
+
+    @staticmethod
+    def _cancel(ctx: RequestContext | None) -> None:
+        """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
+        if ctx is not None and not ctx.done and ctx.task is not None:
+            ctx.cancelled = True
+            ctx.task.cancel()
+
+    async def _pump(self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
+        """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
+        loop = asyncio.get_running_loop()
+        queue = conn.queue
+        if watcher is None or watcher.done():
+            watcher = loop.create_task(_wait_disconnect(receive))
+
+        def on_disconnect(_: Any) -> None:
+            conn.abort()
+
+        watcher.add_done_callback(on_disconnect)
+        timer: asyncio.TimerHandle | None = None
+        keepalive = self.keepalive
+
+        def tick() -> None:
+            nonlocal timer
+            if queue.empty() and not conn.ended:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait((0, _KEEPALIVE))
+            timer = loop.call_later(keepalive, tick)
+
+        if keepalive and keepalive > 0:
+            timer = loop.call_later(keepalive, tick)
+        try:
+            while True:
+                if conn.ended and queue.empty():
+                    break
+                item = await queue.get()
+                if conn.aborted:
+                    break
+                if item is None:
+                    if conn.ended and queue.empty():
+                        break
+                    continue
+                seq, frame = item
+                if seq:
+                    if seq <= conn.last_seq:
+                        continue  # already sent during a replay
+                    conn.last_seq = seq
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+        except OSError:
+            return True
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if watcher.done():
+            return True
+        watcher.remove_done_callback(on_disconnect)
+        watcher.cancel()
+        with contextlib.suppress(Exception):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return False
+
+    async def _attach(
+        self,
+        hs: _HTTPSession,
+        stream: _Stream,
+        replay: list[tuple[int, bytes]] | None,
+        receive: Receive,
+        send: Send,
+        replay_no: int | None = None,
+    ) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        conn = _Conn(self.queue_size)
+        live = not stream.finished and (
+            stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
+        )
+        if live:
+            if stream.conn is not None:
+                stream.conn.abort()  # the client resumes, so it considers that connection dead
+            stream.conn = conn  # new events queue up while the replay is written; duplicates are skipped by seq
+        hs.busy += 1
+        try:
+            if replay is None:
+                priming = stream.priming()
+                if priming is not None:
+                    await send({"type": "http.response.body", "body": priming, "more_body": True})
+            else:
+                no = stream.no if replay_no is None else replay_no
+                for seq, data in replay:
+                    frame = _sse_frame(data, f"{no}_{seq}".encode())
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+                    if replay_no is None:
+                        conn.last_seq = seq
+                if replay_no is not None:
+                    # move the client's cursor onto this worker's stream, which continues from here
+                    priming = stream.priming()
+                    if priming is not None:
+                        await send({"type": "http.response.body", "body": priming, "more_body": True})
+            if not live:
+                conn.end()
+            await self._pump(conn, receive, send)
+        finally:
+            hs.busy -= 1
+            hs.last_seen = time.monotonic()
+            if stream.conn is conn:
+                stream.conn = None
+
+    async def _resume(self, hs: _HTTPSession, last: str, receive: Receive, send: Send) -> None:
+        store = self.event_store
+        no_s, _, seq_s = last.partition("_")
+        if store is None or not no_s.isdigit() or not seq_s.isdigit():
+            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
+            return
+        no, after = int(no_s), int(seq_s)
+        live = hs.live or {}
+        stream = hs.standalone if no == hs.base else live.get(no)
+        if stream is not None and stream.seq == after:
+            replay: list[tuple[int, bytes]] | None = []
+        else:
+            replay = await store.replay(f"{hs.id}/{no}", after)
+        if replay is None:
+            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
+            return
+        if stream is None:
+            if no & ((1 << _WORKER_SHIFT) - 1) == 0:
+                # A standalone stream this worker does not hold (another worker's, or from before a restart): replay
+                # what the store kept under its ids, then continue on this worker's standalone stream.
+                if hs.standalone is None:
+                    hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
+                await self._attach(hs, hs.standalone, replay, receive, send, replay_no=no)
+                return
+            stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
+        await self._attach(hs, stream, replay, receive, send)
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return

@@ -1,0 +1,204 @@
+"""Streamable HTTP server, the bytes on the wire: request headers, bodies, plain answers and CORS.
+
+Shared by the endpoint (:mod:`.streamable`) and its parts; nothing here knows about sessions or streams.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from ..._asgi import Message, Receive, Scope, Send
+from ...protocol import jsonrpc
+from ...protocol.errors import INVALID_REQUEST
+from ...protocol.jsonrpc import JSONDict
+
+_JSON = b"application/json"
+
+
+_CONTENT_TYPE_JSON = (b"content-type", _JSON)
+
+
+_WANTED = frozenset(
+    (
+        b"accept",
+        b"content-type",
+        b"content-length",
+        b"mcp-session-id",
+        b"mcp-protocol-version",
+        b"last-event-id",
+        b"mcp-method",
+        b"mcp-name",
+        b"host",
+        b"origin",
+    )
+)
+
+
+Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
+
+
+def _headers(scope: Scope) -> Headers:
+    """The request headers, by lower-case name; values are left as bytes (most are compared, few are decoded).
+
+    ASGI servers send a list of lower-case names (the ASGI spec requires it): without duplicates that is one
+    ``dict()``. Anything else takes the careful pass, which lower-cases names and keeps the first of duplicates.
+    (A POST names its Content-Type: finding it is the sign that the names are lower-case.)"""
+    raw = scope.get("headers", ())
+    if type(raw) is list:
+        h = dict(raw)
+        if len(h) == len(raw) and b"content-type" in h:
+            return h
+    return _headers_careful(raw)
+
+
+def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
+    h: Headers = {}
+    for key, value in raw:
+        k = bytes(key).lower()
+        if k in _WANTED and k not in h:
+            h[k] = bytes(value)
+    return h
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
+
+
+_ACCEPT_CACHE: dict[bytes, tuple[bool, bool]] = {}
+
+
+def _accepts(accept: bytes | None) -> tuple[bool, bool]:
+    """(accepts application/json, accepts text/event-stream)."""
+    if not accept:
+        return False, False
+    cached = _ACCEPT_CACHE.get(accept)
+    if cached is not None:
+        return cached
+    verdict = _parse_accept(accept)
+    if len(_ACCEPT_CACHE) >= 256:
+        _ACCEPT_CACHE.clear()
+    _ACCEPT_CACHE[accept] = verdict
+    return verdict
+
+
+def _parse_accept(accept: bytes) -> tuple[bool, bool]:
+    js = sse = False
+    for part in accept.decode("latin-1").split(","):
+        mt = part.split(";", 1)[0].strip().lower()
+        if mt in ("application/json", "application/*", "*/*"):
+            js = True
+        if mt in ("text/event-stream", "text/*", "*/*"):
+            sse = True
+    return js, sse
+
+
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes = b"",
+    content_type: bytes | None = _JSON,
+    extra: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    headers = [(b"content-length", str(len(body)).encode()), *extra]
+    if content_type is not None and body:
+        headers.append((b"content-type", content_type))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _unsupported_header(hv: str) -> bytes:
+    return _error_body(None, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {hv!r}")
+
+
+def _bad(code: int, message: str) -> bytes:
+    return _error_body(None, code, message)
+
+
+_TOO_BUSY = (
+    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too many requests in flight for this session: '
+    b"wait for answers before sending more (the limits are the max_requests_per_session and max_queued_per_session "
+    b'options)"}}'
+)
+
+
+_RETRY_AFTER_1 = ((b"retry-after", b"1"),)
+
+
+def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+    err: JSONDict = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return jsonrpc.encode_error(rid, err)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Disconnected(Exception):
+    pass
+
+
+def _declared_too_large(declared: bytes | None, limit: int) -> bool:
+    if declared is None:
+        return False
+    try:
+        return int(declared) > limit
+    except ValueError:
+        return False
+
+
+async def _read_rest(receive: Receive, first: Message, limit: int) -> bytes:
+    """The body after a first ``receive()`` that did not carry all of it (or reported a disconnect)."""
+    message = first
+    if message["type"] == "http.disconnect":
+        raise _Disconnected
+    body = message.get("body", b"")
+    chunks = [body]
+    size = len(body)
+    if size > limit:
+        raise _TooLarge
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+_EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
+
+
+async def _preflight(scope: Scope, origin: str, send: Send) -> None:
+    requested = b""
+    for key, value in scope.get("headers", ()):
+        if key == b"access-control-request-headers":
+            requested = bytes(value)
+    headers = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-allow-methods", b"GET, POST, DELETE, OPTIONS"),
+        (b"access-control-allow-headers", requested or b"content-type, accept, mcp-session-id, mcp-protocol-version"),
+        (b"access-control-max-age", b"600"),
+        (b"vary", b"origin"),
+    ]
+    await _respond(send, 204, b"", None, headers)
+
+
+def _with_cors(send: Send, origin: str) -> Send:
+    extra = [
+        (b"access-control-allow-origin", origin.encode("latin-1")),
+        (b"access-control-expose-headers", _EXPOSED),
+        (b"vary", b"origin"),
+    ]
+
+    async def cors_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *extra]}
+        await send(message)
+
+    return cors_send
