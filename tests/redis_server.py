@@ -146,23 +146,21 @@ def worker_app(name: str) -> Any:
 
 
 def build_worker(redis_url: str, name: str) -> tuple[object, object]:
-    """(the MCPKit app, the ASGI app with the bus bridge) of one worker."""
-    from mcpkit.stores.bus import attach_bus
-    from mcpkit.stores.redis import RedisBus, RedisEventStore, RedisSessionStore
+    """(the MCPKit app, the ASGI app) of one worker: its fan-out, given to create_app, starts with the lifespan."""
+    from mcpkit.stores.redis import RedisEventStore, RedisFanout, RedisSessionStore
     from mcpkit.transports.http import create_app
 
     app = worker_app(name)
-    bridge = attach_bus(app, RedisBus(redis_url, prefix="e2e:"))
     endpoint = create_app(
         app,
+        fanout=RedisFanout(redis_url, prefix="e2e:"),
         event_store=RedisEventStore(redis_url, prefix="e2e:"),
         session_store=RedisSessionStore(redis_url, prefix="e2e:"),
         session_idle_timeout=float(os.environ.get("WORKER_IDLE_TIMEOUT", "1800")),
         sse=False,
         ws=False,
     )
-    asgi = bridge.asgi(endpoint)
-    return app, asgi
+    return app, endpoint
 
 
 def _worker_main(argv: list[str]) -> None:

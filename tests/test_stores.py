@@ -3,14 +3,15 @@
 
 EventStore: ordered replay after a sequence number, None for an unknown stream or a gap, per-stream bounds, TTL
 expiry, forget by prefix. SessionStore: save/load/delete, TTL expiry refreshed on save. Bus: fan-out to several
-subscribers, order, channel isolation; attach_bus: a change on one worker reaches the clients of every worker,
-exactly once each.
+subscribers, order, channel isolation; fan-out (BusFanout, deprecated attach_bus): a change on one worker
+reaches the clients of every worker, exactly once each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from mcpkit import MCPKit
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.stores import EventStore, InMemoryEventStore, InMemorySessionStore, SessionStore
-from mcpkit.stores.bus import Bus, BusBridge, InMemoryBus, attach_bus
+from mcpkit.stores.bus import Bus, BusBridge, BusFanout, InMemoryBus, LocalFanout, attach_bus
 from mcpkit.transports.memory import create_memory_pair
 from redis_server import redis_url  # noqa: F401  (the session fixture)
 
@@ -336,7 +337,7 @@ async def test_a_subscriber_that_falls_behind_loses_the_oldest_messages_only(bac
         await bus.aclose()
 
 
-# ---------------------------------------------------------------------------------------------- attach_bus
+# ---------------------------------------------------------------------------------------------- fan-out
 
 
 def _worker(name: str) -> MCPKit:
@@ -385,7 +386,7 @@ async def _connect(app: MCPKit, mode: str, seen: Seen) -> AsyncIterator[ClientSe
             await task
 
 
-async def _settle(bridges: list[BusBridge], seen: list[Seen], method: str, expect: int) -> None:
+async def _settle(bridges: list[BusFanout], seen: list[Seen], method: str, expect: int) -> None:
     """Wait until every client saw ``method`` ``expect`` times, then a little more (to catch duplicates)."""
     deadline = asyncio.get_running_loop().time() + 5
     while any(s.count(method) < expect for s in seen):
@@ -394,10 +395,12 @@ async def _settle(bridges: list[BusBridge], seen: list[Seen], method: str, expec
     await asyncio.sleep(0.2)
 
 
-async def test_attach_bus_reaches_every_worker_exactly_once(backend: Backend) -> None:
+async def test_a_bus_fanout_reaches_every_worker_exactly_once(backend: Backend) -> None:
     apps = [_worker("w1"), _worker("w2"), _worker("w3")]
     await asyncio.sleep(0.01)  # built inside the loop: let their own registration notices pass before attaching
-    bridges = [attach_bus(app, backend.bus()) for app in apps]
+    bridges = [BusFanout(backend.bus()) for _ in apps]
+    for app, fanout in zip(apps, bridges, strict=True):
+        app.set_fanout(fanout)
     for bridge in bridges:
         await bridge.start()
     seen = [Seen() for _ in apps]
@@ -431,22 +434,51 @@ async def test_attach_bus_reaches_every_worker_exactly_once(backend: Backend) ->
         await bridge.aclose()
 
 
-async def test_attach_bus_starts_by_itself_on_the_first_request_and_detaches(backend: Backend) -> None:
+async def test_issue14_item3_a_fanout_starts_by_itself_with_the_first_listen_or_session(backend: Backend) -> None:
+    """Issue 14 item 3: no server method is replaced to start the subscriber; a ``subscriptions/listen`` stream
+    (or a registered session) starts it, and the server keeps its own methods throughout."""
     a, b = _worker("a"), _worker("b")
     await asyncio.sleep(0.01)
-    bridge_a, bridge_b = attach_bus(a, backend.bus()), attach_bus(b, backend.bus())
-    assert not bridge_b.running and "dispatch" in vars(b)
-    async with _connect(b, "modern", Seen()) as cs_b:  # its first request (server/discover) starts it
-        assert bridge_b.running
-        async with cs_b.listen(tools=True) as sub:
-            async with _connect(a, "modern", Seen()) as cs_a:
-                await cs_a.call_tool("add_tool", {"name": "t"})
-            assert (await sub.next(timeout=5))[0] == "notifications/tools/list_changed"
-    assert "dispatch" not in vars(b)  # the start hook removed itself
+    fan_a, fan_b = BusFanout(backend.bus()), BusFanout(backend.bus())
+    a.set_fanout(fan_a)
+    b.set_fanout(fan_b)
+    assert not fan_b.running and not fan_a.running
+    async with _connect(b, "modern", Seen()) as cs_b, cs_b.listen(tools=True) as sub:
+        assert fan_b.running  # started before the stream was acknowledged
+        async with _connect(a, "modern", Seen()) as cs_a:
+            await cs_a.call_tool("add_tool", {"name": "t"})
+        assert (await sub.next(timeout=5))[0] == "notifications/tools/list_changed"
+    async with _connect(a, "handshake", Seen()):  # a handshake session starts A's subscriber soon after
+        deadline = asyncio.get_running_loop().time() + 5
+        while not fan_a.running:
+            assert asyncio.get_running_loop().time() < deadline
+            await asyncio.sleep(0.01)
+    for name in ("notify_list_changed", "notify_resource_updated", "dispatch", "register_session"):
+        assert name not in vars(a) and name not in vars(b)
+    await fan_a.aclose()
+    await fan_b.aclose()
+    assert fan_a.published == 1 and fan_b.received == 1
+
+
+async def test_issue14_item3_attach_bus_is_a_deprecated_wrapper_that_sets_the_fanout(backend: Backend) -> None:
+    """Issue 14 item 3: ``attach_bus`` still works for one release: it warns and gives the server a fan-out,
+    replacing none of its methods."""
+    a, b = _worker("a"), _worker("b")
+    await asyncio.sleep(0.01)
+    assert isinstance(a.fanout, LocalFanout)
+    with pytest.warns(DeprecationWarning, match="create_app"):
+        bridge_a = attach_bus(a, backend.bus())
+    with pytest.warns(DeprecationWarning):
+        bridge_b = attach_bus(b, backend.bus())
+    assert a.fanout is bridge_a and isinstance(bridge_a, BusFanout) and isinstance(bridge_a, BusBridge)
+    assert [k for k, v in vars(a).items() if inspect.ismethod(v)] == []  # no bound-method overrides
+    await bridge_b.start()
+    async with _connect(b, "modern", Seen()) as cs_b, cs_b.listen(tools=True) as sub:
+        async with _connect(a, "modern", Seen()) as cs_a:
+            await cs_a.call_tool("add_tool", {"name": "t"})
+        assert (await sub.next(timeout=5))[0] == "notifications/tools/list_changed"
     await bridge_a.aclose()
     await bridge_b.aclose()
-    assert "notify_list_changed" not in vars(a)  # the server has its own methods back
-    assert type(a).notify_list_changed is MCPKit.notify_list_changed
 
 
 @pytest.mark.redis

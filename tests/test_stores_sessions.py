@@ -15,7 +15,7 @@ import pytest
 
 from mcpkit import MCPKit
 from mcpkit.stores import InMemoryEventStore, InMemorySessionStore
-from mcpkit.stores.bus import InMemoryBus, attach_bus
+from mcpkit.stores.bus import BusFanout, InMemoryBus
 from test_http_support import handshake_headers, open_session, running
 
 V = "2025-11-25"
@@ -78,7 +78,9 @@ async def test_subscriptions_and_log_level_made_through_one_worker_are_seen_by_t
 async def test_with_a_bus_the_get_stream_worker_learns_of_a_subscription_and_of_a_delete_at_once() -> None:
     store, bus = InMemorySessionStore(), InMemoryBus()
     server_a, server_b = _app("A"), _app("B")
-    bridges = [attach_bus(server_a, bus), attach_bus(server_b, bus)]
+    bridges = [BusFanout(bus), BusFanout(bus)]
+    server_a.set_fanout(bridges[0])
+    server_b.set_fanout(bridges[1])
     for bridge in bridges:
         await bridge.start()
     try:

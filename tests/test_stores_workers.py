@@ -2,8 +2,9 @@
 held by worker B, in both eras, and what one worker seals (list cursors) another opens.
 
 Workers are launched two ways: ``python tests/redis_server.py worker <redis url> <port> <name>`` (uvicorn +
-``create_app`` with a ``RedisEventStore``, the bus bridge started by the ASGI lifespan) and ``mcpkit run
-<file> --transport http`` on a server file that calls ``attach_bus`` (the bridge starts with the first request).
+``create_app(fanout=RedisFanout(...))`` with a ``RedisEventStore``, the fan-out started by the ASGI lifespan) and
+``mcpkit run <file> --transport http`` on a server file that calls ``app.set_fanout(RedisFanout(...))`` (started by
+the app's lifespan too, or else by the first session or listen stream).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def _wait_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) 
     raise RuntimeError(f"worker on port {port} did not start within {timeout} s")
 
 
-# The same worker as a file `mcpkit run` serves: attach_bus in the module, started by the first request (no
+# The same worker as a file `mcpkit run` serves: set_fanout in the module, started by the first session or listen (no
 # ASGI wrapper, no event store: the CLI has no option for one).
 RUN_SERVER = f"""
 import os
@@ -53,11 +54,10 @@ import sys
 sys.path.insert(0, {str(Path(__file__).resolve().parent)!r})
 from redis_server import worker_app
 
-from mcpkit.stores.bus import attach_bus
-from mcpkit.stores.redis import RedisBus
+from mcpkit.stores.redis import RedisFanout
 
 app = worker_app(os.environ["WORKER_NAME"])
-attach_bus(app, RedisBus(os.environ["REDIS_URL"], prefix="e2e:"))
+app.set_fanout(RedisFanout(os.environ["REDIS_URL"], prefix="e2e:"))
 """
 
 

@@ -131,6 +131,8 @@ async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -
         if isinstance(res, dict) and res.get("subscribe"):
             agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
     sub_id = ctx.request_id
+    if not server.fanout.running:
+        await server.start_fanout()  # changes made on other workers reach this stream from its acknowledgement on
     listener = _Listener(agreed, sub_id, server.listen_queue_size)
     server._listeners.add(listener)
     try:

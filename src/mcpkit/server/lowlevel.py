@@ -43,6 +43,7 @@ from ..protocol.versions import (
     MODERN_ONLY,
     Features,
 )
+from ..stores.bus import Fanout, LocalFanout
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .request_context import (
@@ -137,6 +138,8 @@ class Server:
         self.listen_queue_size = listen_queue_size
         self.logging_enabled = logging_enabled
         self.fanout_timeout = 5.0
+        self.fanout: Fanout = LocalFanout()  # how changes reach other workers' clients: set_fanout()
+        self._fanout_start: asyncio.Task[None] | None = None
         self.experimental: JSONDict = {}
         self.extensions: JSONDict = {}
         self.resource_subscriptions = True
@@ -345,13 +348,48 @@ class Server:
 
     def register_session(self, session: ServerSession) -> None:
         self._sessions.add(session)
+        if not self.fanout.running and self._fanout_start is None:
+            with contextlib.suppress(RuntimeError):  # no running loop: a later session or listen starts it
+                task = asyncio.get_running_loop().create_task(self.start_fanout())
+                self._fanout_start = task
+                task.add_done_callback(self._fanout_started)
+
+    def _fanout_started(self, task: asyncio.Task[None]) -> None:
+        if self._fanout_start is task:
+            self._fanout_start = None
+
+    def set_fanout(self, fanout: Fanout) -> None:
+        """Make this server's change notifications reach the clients of every worker sharing ``fanout`` (e.g.
+        :class:`~mcpkit.stores.redis.RedisFanout`); the server owns it from now on. ``create_app(server,
+        fanout=...)`` calls this and starts/stops it with the app's lifespan."""
+        fanout.bind(self)
+        self.fanout = fanout
+
+    async def start_fanout(self) -> None:
+        """Start receiving other workers' events (idempotent; a failure is logged and retried later)."""
+        try:
+            await self.fanout.start()
+        except Exception as exc:
+            logger.warning("fan-out did not start (it is retried with the next session or listen): %s", exc)
 
     @property
     def sessions(self) -> list[ServerSession]:
         return list(self._sessions)
 
     async def notify_list_changed(self, kind: str) -> None:
-        """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras."""
+        """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras, on
+        this worker and (through :attr:`fanout`) on every other."""
+        await self.deliver_list_changed(kind)
+        await self.fanout.publish("list_changed", kind)
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the subscribers of ``uri`` that it changed, in both eras, on this worker and every other."""
+        await self.deliver_resource_updated(uri)
+        await self.fanout.publish("resource_updated", uri)
+
+    async def deliver_list_changed(self, kind: str) -> None:
+        """``notify_list_changed`` for this worker's clients only (what a fan-out calls for another worker's
+        change)."""
         method = f"notifications/{kind}/list_changed"
         await self._fan_out([s for s in list(self._sessions) if s.initialized and not s.closed], method, None)
         key = _LIST_CHANGED_FILTER[kind]
@@ -359,8 +397,8 @@ class Server:
             if listener.filter.get(key):
                 listener.offer(method, {})
 
-    async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the subscribers of ``uri`` that it changed, in both eras."""
+    async def deliver_resource_updated(self, uri: str) -> None:
+        """``notify_resource_updated`` for this worker's clients only."""
         subscribers = [s for s in list(self._sessions) if uri in s.subscriptions and not s.closed]
         await self._fan_out(subscribers, "notifications/resources/updated", {"uri": uri})
         for listener in list(self._listeners):

@@ -39,6 +39,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -161,68 +162,117 @@ class InMemoryBus:
         self._subs.clear()
 
 
-# ---------------------------------------------------------------------------------------------- attach_bus
+# ---------------------------------------------------------------------------------------------- fan-out
 
 
-class BusBridge:
-    """What :func:`attach_bus` returns: the link between one server (one worker) and the bus.
+@runtime_checkable
+class Fanout(Protocol):
+    """How a server's change notifications reach the clients of OTHER workers: the server is given one
+    (``create_app(server, fanout=...)`` or ``server.set_fanout(...)``) and owns it.
 
-    ``server.notify_list_changed(kind)`` and ``server.notify_resource_updated(uri)`` are replaced (on the
-    instance) by versions that deliver locally first and then publish ``{origin, event}``; a background
-    subscriber replays the events of OTHER workers through the original local fan-out (a worker skips its own
-    events by origin id, so nobody gets a notification twice).
-
-    The subscriber starts with :meth:`start` (``await bridge.start()`` in your startup code, or serve
-    ``bridge.asgi(app)`` so the ASGI lifespan starts and stops it); failing that, lazily before the first request
-    the server dispatches (or soon after the first handshake session is registered).
+    ``server.notify_list_changed`` / ``notify_resource_updated`` deliver to this worker's sessions and listen
+    streams, then call :meth:`publish`; a fan-out that receives another worker's event hands it to the bound
+    server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery only, never re-published).
+    Session-record announcements (``session_changed`` / ``on_session_changed``) keep the copies of a handshake
+    session held by several workers in step (the Streamable HTTP endpoint uses them with a session store).
     """
 
-    def __init__(self, server: Server, bus: Bus, *, channel: str = "notify") -> None:
-        self.server = server
+    @property
+    def running(self) -> bool:
+        """True once events from other workers are being received (always True for :class:`LocalFanout`)."""
+        ...
+
+    def bind(self, server: Server) -> None:
+        """Called by ``server.set_fanout``: where events from other workers are delivered."""
+        ...
+
+    async def start(self) -> None:
+        """Begin receiving other workers' events (idempotent)."""
+        ...
+
+    async def publish(self, event: str, value: str) -> None:
+        """Tell the other workers about ``event`` ("list_changed" with a kind, "resource_updated" with a URI)."""
+        ...
+
+    async def session_changed(self, session_id: str) -> None:
+        """Tell the other workers that session ``session_id``'s stored record changed (or that it ended)."""
+        ...
+
+    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Call ``await listener(session_id)`` when another worker announces a session change."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop receiving; later publications are dropped."""
+        ...
+
+
+class LocalFanout:
+    """The default :class:`Fanout`: one worker, nothing to tell anyone (local delivery is the server's own)."""
+
+    running = True
+
+    def bind(self, server: Server) -> None:
+        pass
+
+    async def start(self) -> None:
+        pass
+
+    async def publish(self, event: str, value: str) -> None:
+        pass
+
+    async def session_changed(self, session_id: str) -> None:
+        pass
+
+    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+class BusFanout:
+    """A :class:`Fanout` over a :class:`Bus`: events are published as ``{origin, event, value}`` on ``channel``; a
+    background subscriber delivers the events of OTHER workers to the bound server (a worker skips its own
+    events by origin id, so nobody gets a notification twice).
+
+    The subscriber starts with :meth:`start` (the ASGI lifespan of :func:`~mcpkit.transports.http.create_app`
+    calls it, and stops it at shutdown); failing that, soon after the server registers its first session, or
+    before the first ``subscriptions/listen`` stream is acknowledged.
+    """
+
+    def __init__(self, bus: Bus, *, channel: str = "notify") -> None:
         self.bus = bus
         self.channel = channel
         self.origin = secrets.token_hex(8)
         self.published = 0
         self.received = 0  # events from other workers delivered here
-        self._local_list_changed = server.notify_list_changed
-        self._local_resource_updated = server.notify_resource_updated
-        self._orig_dispatch = server.dispatch
-        self._orig_register = server.register_session
+        self.server: Server | None = None
         self._sub: Subscription | None = None
         self._reader: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
-        self._background: set[asyncio.Task[Any]] = set()
         self._session_listeners: list[Callable[[str], Awaitable[None]]] = []
         self._closed = False
-        setattr(server, "bus_bridge", self)  # noqa: B010  (found by the HTTP transport: session events)
-        setattr(server, "notify_list_changed", self.notify_list_changed)  # noqa: B010
-        setattr(server, "notify_resource_updated", self.notify_resource_updated)  # noqa: B010
-        setattr(server, "dispatch", self._dispatch_hook)  # noqa: B010
-        setattr(server, "register_session", self._register_hook)  # noqa: B010
 
     @property
     def running(self) -> bool:
         return self._sub is not None
 
-    # ------------------------------------------------------------------ the replaced server methods
+    def bind(self, server: Server) -> None:
+        if self.server is not None and self.server is not server:
+            raise ValueError("this fan-out already serves another server: give each server its own")
+        self.server = server
 
-    async def notify_list_changed(self, kind: str) -> None:
-        await self._local_list_changed(kind)
-        await self._publish({"o": self.origin, "e": "list_changed", "v": kind})
-
-    async def notify_resource_updated(self, uri: str) -> None:
-        await self._local_resource_updated(uri)
-        await self._publish({"o": self.origin, "e": "resource_updated", "v": uri})
+    async def publish(self, event: str, value: str) -> None:
+        await self._publish({"o": self.origin, "e": event, "v": value})
 
     def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
-        """Call ``await listener(session_id)`` when another worker announces that it changed (or ended) a
-        session (the Streamable HTTP endpoint registers itself when it holds sessions restored from a store)."""
         if listener not in self._session_listeners:
             self._session_listeners.append(listener)
 
     async def session_changed(self, session_id: str) -> None:
-        """Tell the other workers that session ``session_id``'s stored state changed (or that it ended). Events of
-        one worker are delivered in order, so a notification published after this one finds the copy reloaded."""
+        """Events of one worker are delivered in order, so a notification published after this one finds the
+        other workers' copies of the session reloaded."""
         await self._publish({"o": self.origin, "e": "session", "v": session_id})
 
     async def _publish(self, event: dict[str, str]) -> None:
@@ -233,25 +283,6 @@ class BusBridge:
             self.published += 1
         except Exception as exc:  # local clients were told; the other workers' will miss this one
             logger.warning("could not publish %s to the bus: %s", event["e"], exc)
-
-    async def _dispatch_hook(self, *args: Any, **kwargs: Any) -> Any:
-        if self._sub is None and not self._closed:
-            try:
-                await self.start()
-            except Exception as exc:
-                logger.warning("bus subscriber did not start: %s", exc)
-        return await self._orig_dispatch(*args, **kwargs)
-
-    def _register_hook(self, session: Any) -> None:
-        self._orig_register(session)
-        if self._sub is None and not self._closed and self._starting is None:
-            with contextlib.suppress(RuntimeError):  # no running loop: a later request starts it
-                task = asyncio.get_running_loop().create_task(self.start())
-                self._background.add(task)
-                task.add_done_callback(self._background.discard)
-                task.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-    # ------------------------------------------------------------------ the subscriber
 
     async def start(self) -> None:
         """Subscribe (idempotent); returns once events from other workers are being received."""
@@ -274,7 +305,6 @@ class BusBridge:
             return
         self._sub = sub
         self._reader = asyncio.get_running_loop().create_task(self._read(sub))
-        self._unhook(("dispatch", "register_session"))
 
     async def _read(self, sub: Subscription) -> None:
         async for data in sub:
@@ -283,12 +313,13 @@ class BusBridge:
                 if not isinstance(event, dict) or event.get("o") == self.origin:
                     continue
                 kind, value = event.get("e"), event.get("v")
-                if not isinstance(value, str):
+                server = self.server
+                if not isinstance(value, str) or server is None:
                     continue
                 if kind == "list_changed":
-                    await self._local_list_changed(value)
+                    await server.deliver_list_changed(value)
                 elif kind == "resource_updated":
-                    await self._local_resource_updated(value)
+                    await server.deliver_resource_updated(value)
                 elif kind == "session":
                     for listener in list(self._session_listeners):
                         await listener(value)
@@ -298,26 +329,11 @@ class BusBridge:
             except Exception:
                 logger.exception("could not deliver a bus event")
 
-    def _unhook(self, names: tuple[str, ...]) -> None:
-        hooks = {
-            "notify_list_changed": self.notify_list_changed,
-            "notify_resource_updated": self.notify_resource_updated,
-            "dispatch": self._dispatch_hook,
-            "register_session": self._register_hook,
-        }
-        own = vars(self.server)
-        for name in names:
-            if own.get(name) == hooks[name]:
-                del own[name]  # the class's method shows through again
-
     async def aclose(self) -> None:
-        """Stop the subscriber and give the server its own methods back (the bus itself stays open)."""
+        """Stop the subscriber (the bus itself stays open)."""
         if self._closed:
             return
         self._closed = True
-        self._unhook(("notify_list_changed", "notify_resource_updated", "dispatch", "register_session"))
-        if vars(self.server).get("bus_bridge") is self:
-            del vars(self.server)["bus_bridge"]
         self._session_listeners.clear()
         if self._starting is not None and not self._starting.done():
             self._starting.cancel()
@@ -331,8 +347,25 @@ class BusBridge:
                 await self._reader
             self._reader = None
 
+
+# ---------------------------------------------------------------------------------------------- attach_bus (deprecated)
+
+
+class BusBridge(BusFanout):
+    """Deprecated (use ``create_app(server, fanout=BusFanout(bus))``): what :func:`attach_bus` returns, a
+    :class:`BusFanout` already given to the server."""
+
+    def __init__(self, server: Server, bus: Bus, *, channel: str = "notify") -> None:
+        super().__init__(bus, channel=channel)
+        server.set_fanout(self)
+
     def asgi(self, app: ASGIApp) -> ASGIApp:
-        """``app`` with this bridge started at ASGI lifespan startup and stopped at shutdown."""
+        """``app`` with this fan-out started at ASGI lifespan startup and stopped at shutdown (an app built by
+        ``create_app`` already does both for the server's fan-out, so it is returned as is)."""
+        from ..transports.http.app import MCPApp
+
+        if isinstance(app, MCPApp):
+            return app
 
         async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != "lifespan":
@@ -349,16 +382,28 @@ class BusBridge:
 
             await app(scope, lifespan_receive, send)
 
-        for attr in ("streamable", "sse", "ws", "routes"):
-            if hasattr(app, attr):
-                setattr(wrapped, attr, getattr(app, attr))
         return wrapped
 
 
 def attach_bus(server: Server, bus: Bus, *, channel: str = "notify") -> BusBridge:
-    """Make ``server.notify_list_changed`` / ``notify_resource_updated`` reach the sessions and
-    ``subscriptions/listen`` streams of every worker attached to the same bus (see :class:`BusBridge`)."""
+    """Deprecated: ``server.set_fanout(BusFanout(bus, channel=channel))`` (or ``create_app(server,
+    fanout=...)``) does the same without a bridge object. Kept for one release; warns ``DeprecationWarning``."""
+    warnings.warn(
+        "attach_bus is deprecated: pass create_app(server, fanout=BusFanout(bus)) or RedisFanout(url) instead",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return BusBridge(server, bus, channel=channel)
 
 
-__all__ = ["Bus", "BusBridge", "InMemoryBus", "QueueSubscription", "Subscription", "attach_bus"]
+__all__ = [
+    "Bus",
+    "BusBridge",
+    "BusFanout",
+    "Fanout",
+    "InMemoryBus",
+    "LocalFanout",
+    "QueueSubscription",
+    "Subscription",
+    "attach_bus",
+]

@@ -2,8 +2,9 @@
 
 * :class:`RedisEventStore` (:class:`~mcpkit.stores.EventStore`): SSE events for ``Last-Event-ID`` replay.
 * :class:`RedisSessionStore` (:class:`~mcpkit.stores.SessionStore`): handshake-session records with an idle TTL.
-* :class:`RedisBus` (:class:`~mcpkit.stores.bus.Bus`): pub/sub between workers; with
-  :func:`~mcpkit.stores.bus.attach_bus` it carries list_changed / resources/updated to every worker.
+* :class:`RedisBus` (:class:`~mcpkit.stores.bus.Bus`): pub/sub between workers.
+* :class:`RedisFanout` (:class:`~mcpkit.stores.bus.Fanout`): ``create_app(server, fanout=RedisFanout(url))``
+  carries list_changed / resources/updated (and session-record announcements) to every worker.
 
 The fourth shared piece needs no Redis: give every worker the same ``Server(request_state_keys=[...])`` and a
 ``requestState`` (and a list cursor) sealed by one worker opens on any other.
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .bus import QueueSubscription
+from .bus import BusFanout, QueueSubscription
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -337,4 +338,25 @@ class RedisBus(_Owned):
         await super().aclose()
 
 
-__all__ = ["RedisBus", "RedisEventStore", "RedisSessionStore"]
+class RedisFanout(BusFanout):
+    """A :class:`~mcpkit.stores.bus.Fanout` over Redis pub/sub: ``create_app(server,
+    fanout=RedisFanout("redis://..."))`` on every worker, and a change on one reaches the clients of all.
+
+    Built from a URL it owns its :class:`RedisBus` (closed by :meth:`aclose`); ``prefix`` namespaces the channel
+    (``<prefix>bus:<channel>``) so several apps can share one Redis; ``queue_size`` bounds the events waiting for
+    this worker's subscriber (the oldest is dropped when it falls behind)."""
+
+    def __init__(
+        self, redis: str | Redis, *, prefix: str = "mcpkit:", channel: str = "notify", queue_size: int = 1024
+    ) -> None:
+        super().__init__(RedisBus(redis, prefix=prefix, queue_size=queue_size), channel=channel)
+
+    async def aclose(self) -> None:
+        """Stop the subscriber and close the bus (and its client if it was built from a URL)."""
+        closed = self._closed
+        await super().aclose()
+        if not closed and isinstance(self.bus, RedisBus):
+            await self.bus.aclose()
+
+
+__all__ = ["RedisBus", "RedisEventStore", "RedisFanout", "RedisSessionStore"]

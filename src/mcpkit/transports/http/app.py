@@ -16,13 +16,20 @@ from .streamable import StreamableHTTPEndpoint
 if TYPE_CHECKING:
     from ...server.lowlevel import Server
     from ...stores import EventStore, SessionStore
+    from ...stores.bus import Fanout
 
 
 class MCPApp:
     """The routing table (exact paths, ``root_path`` aware) plus the lifespan that shuts every endpoint down."""
 
-    def __init__(self, routes: dict[str, ASGIApp], closers: list[Callable[[], Awaitable[None]]]) -> None:
+    def __init__(
+        self,
+        routes: dict[str, ASGIApp],
+        closers: list[Callable[[], Awaitable[None]]],
+        server: Server | None = None,
+    ) -> None:
         self.routes = routes
+        self.server = server  # its fan-out starts at lifespan startup and stops at shutdown
         self._closers = closers
         self.streamable: StreamableHTTPEndpoint | None = None
         self.sse: Any = None
@@ -34,9 +41,14 @@ class MCPApp:
             while True:
                 message = await receive()
                 if message["type"] == "lifespan.startup":
+                    if self.server is not None:
+                        await self.server.start_fanout()
                     await send({"type": "lifespan.startup.complete"})
                 elif message["type"] == "lifespan.shutdown":
                     await self.aclose()
+                    if self.server is not None:
+                        with contextlib.suppress(Exception):
+                            await self.server.fanout.aclose()
                     await send({"type": "lifespan.shutdown.complete"})
                     return
         path: str = scope.get("path", "")
@@ -100,13 +112,19 @@ def create_app(
     sse_path: str = "/sse",
     messages_path: str = "/messages",
     ws_path: str = "/ws",
+    fanout: Fanout | None = None,
     **options: Any,
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
     ``queue_size``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
     ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``.
     The engine options among them (``max_concurrency``, ``max_batch_size``, timeouts) apply to the sessions of
-    every endpoint: ``/mcp``, ``/sse`` and ``/ws``."""
+    every endpoint: ``/mcp``, ``/sse`` and ``/ws``. ``fanout`` (e.g. :class:`~mcpkit.stores.redis.RedisFanout`)
+    is given to the server (``server.set_fanout``) so its change notifications reach every worker's clients; the
+    app's ASGI lifespan starts it and stops it. Without it the server keeps the one it has (in process by
+    default)."""
+    if fanout is not None:
+        server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)
     # the engine's own bounds apply to every endpoint's sessions, not only to /mcp's
     engine = {key: options[key] for key in _ENGINE_OPTIONS if key in options}
@@ -151,7 +169,7 @@ def create_app(
         routes["/" + ws_path.strip("/")] = websocket
         if hasattr(websocket, "aclose"):
             closers.append(websocket.aclose)
-    app = MCPApp(routes, closers)
+    app = MCPApp(routes, closers, server)
     app.streamable = streamable
     app.sse = legacy
     app.ws = websocket

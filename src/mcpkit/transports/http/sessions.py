@@ -26,6 +26,7 @@ from .wire import _error_body
 if TYPE_CHECKING:
     from ...server.lowlevel import Server
     from ...stores import EventStore, SessionStore
+    from ...stores.bus import Fanout
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -62,7 +63,7 @@ class SessionManager:
         self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
         self._evicted = 0  # idle sessions evicted because the table was full
         self._evicted_logged = -10.0
-        self._bridge: Any = None  # the server's BusBridge this manager listens to (session changes, DELETEs)
+        self._fanout: Fanout | None = None  # the server's fan-out this manager listens to (session changes, DELETEs)
 
     def create(self, client: Any = None) -> _HTTPSession:
         """A new session (``initialize``) of ``client`` (see :func:`_client_key`), in the table."""
@@ -208,19 +209,18 @@ class SessionManager:
         if hs.stored:
             await self.save(hs, announce=True)
 
-    def bus(self) -> Any:
-        """The server's BusBridge (attach_bus), listened to once it is seen."""
-        bridge = getattr(self.server, "bus_bridge", None)
-        if bridge is not None and bridge is not self._bridge and self.session_store is not None:
-            self._bridge = bridge
-            bridge.on_session_changed(self.on_session_changed)
-        return bridge
+    def bus(self) -> Fanout:
+        """The server's fan-out (``server.fanout``), listened to for session changes once this manager holds
+        sessions restored from a store."""
+        fanout = self.server.fanout
+        if fanout is not self._fanout and self.session_store is not None:
+            self._fanout = fanout
+            fanout.on_session_changed(self.on_session_changed)
+        return fanout
 
     async def announce(self, sid: str) -> None:
-        """Tell the other workers (over the bus, if the server has one) that session ``sid`` changed."""
-        bridge = self.bus()
-        if bridge is not None:
-            await bridge.session_changed(sid)
+        """Tell the other workers (through the server's fan-out) that session ``sid`` changed."""
+        await self.bus().session_changed(sid)
 
     async def on_session_changed(self, sid: str) -> None:
         """Another worker changed (or deleted) session ``sid``: reload this worker's copy, if it holds one."""
