@@ -131,3 +131,49 @@ def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
     assert ep._sessions is ep.sessions.table  # one table, looked up by the endpoint without a call per request
     for name in streamable.__all__:
         assert getattr(streamable, name) is not None
+
+
+async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
+    """Wiring a fan-out (``create_app(server, fanout=...)``) replaces no method of the server (its ``__dict__``
+    holds no bound-method override, nothing is found by ``getattr``), and a change on worker A still reaches a
+    ``subscriptions/listen`` stream on worker B through it (two real uvicorn servers on 127.0.0.1)."""
+    from mcpkit import MCPKit
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.stores.bus import BusFanout, Fanout, InMemoryBus
+    from mcpkit.transports.http import StreamableHTTPClientTransport
+    from test_http_support import running
+
+    def worker(name: str) -> MCPKit:
+        app = MCPKit(name)
+
+        @app.tool
+        def add(tool_name: str) -> str:
+            """Register a tool (the tool list changes on this worker)."""
+            app.add_tool(lambda: "x", name=tool_name)
+            return "added"
+
+        return app
+
+    bus = InMemoryBus()
+    a, b = worker("A"), worker("B")
+    before = {id(s): dict(vars(s)) for s in (a, b)}
+    fan_a, fan_b = BusFanout(bus), BusFanout(bus)
+    async with running(a, fanout=fan_a) as (url_a, _), running(b, fanout=fan_b) as (url_b, _):
+        for server, fanout in ((a, fan_a), (b, fan_b)):
+            assert server.fanout is fanout and isinstance(fanout, Fanout)
+            added = {k for k in vars(server) if k not in before[id(server)]}
+            assert added == set()  # only the declared `fanout` attribute changed value
+            assert [k for k, v in vars(server).items() if inspect.ismethod(v)] == []
+            assert type(server).notify_list_changed is MCPKit.notify_list_changed
+        async with (
+            ClientSession(StreamableHTTPClientTransport(url_b + "/mcp"), mode="modern") as cs_b,
+            cs_b.listen(tools=True) as sub,
+            ClientSession(StreamableHTTPClientTransport(url_a + "/mcp"), mode="modern") as cs_a,
+        ):
+            await cs_a.call_tool("add", {"tool_name": "t1"})
+            method, _ = await sub.next(timeout=10)
+            assert method == "notifications/tools/list_changed"
+    assert fan_a.published >= 1 and fan_b.received >= 1
+    assert not fan_a.running and not fan_b.running  # the apps' lifespan shutdown stopped them
+    src = "\n".join(p.read_text() for p in SRC.rglob("*.py"))
+    assert '"bus_bridge"' not in src and "setattr(server" not in src
