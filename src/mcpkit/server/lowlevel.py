@@ -43,9 +43,9 @@ from ..protocol.versions import (
     MODERN_ONLY,
     Features,
 )
-from ..stores.bus import Fanout, LocalFanout
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
+from .fanout import Fanout, LocalFanout
 from .request_context import (
     CLIENT_CAPABILITY_FOR,
     CURRENT_AUTHORIZATION,

@@ -1,5 +1,5 @@
-"""A notification bus between workers, and :func:`attach_bus`, which makes a server's change notifications reach
-the clients connected to every worker.
+"""A notification bus between workers, and the fan-out a server is given so its change notifications reach the
+clients connected to every worker.
 
 A :class:`Bus` publishes bytes on a named channel to every subscriber of that channel, in every process attached
 to the same backend: :class:`InMemoryBus` (one process: tests, or several servers in one loop) and
@@ -7,26 +7,33 @@ to the same backend: :class:`InMemoryBus` (one process: tests, or several server
 bounded (a subscriber that falls behind loses its oldest messages, counted in ``dropped``): the bus is for
 notifications that say "something changed, look again", not for data that must not be lost.
 
+A :class:`Fanout` is what the server owns (``server.fanout``; :class:`LocalFanout`, in process, by default):
+``notify_list_changed`` / ``notify_resource_updated`` deliver locally, then ``fanout.publish``; :class:`BusFanout`
+(and :class:`~mcpkit.stores.redis.RedisFanout`) deliver other workers' events through the server's
+``deliver_*`` methods. Nothing of the server is replaced at run time.
+
 Scaling an MCP endpoint over several workers takes four shared pieces::
 
-    from mcpkit.stores.redis import RedisBus, RedisEventStore, RedisSessionStore
-    from mcpkit.stores.bus import attach_bus
+    from mcpkit.stores.redis import RedisEventStore, RedisFanout, RedisSessionStore
 
     server = MCPKit("app", request_state_keys=[KEY])   # 1. same HMAC keys everywhere: requestState + cursors
-    bridge = attach_bus(server, RedisBus(URL))          # 2. list_changed / resources/updated reach every worker
-    app = bridge.asgi(create_app(server, event_store=RedisEventStore(URL)))   # 3. SSE replay on any worker
-    # 4. create_app(..., session_store=RedisSessionStore(URL)): handshake sessions served by any worker
-
+    app = create_app(
+        server,
+        fanout=RedisFanout(URL),                  # 2. list_changed / resources/updated reach every worker
+        event_store=RedisEventStore(URL),         # 3. SSE replay on any worker
+        session_store=RedisSessionStore(URL),     # 4. handshake sessions served by any worker
+    )
     # serve `app` with uvicorn --workers N, gunicorn -k uvicorn.workers.UvicornWorker, or one process per host
 
 Modern-era (2026-07-28) requests are stateless, so with 1, 2 and 3 any worker answers any request and a
 ``subscriptions/listen`` stream held by one worker receives the changes made on another. With 4, handshake-era
-sessions need no sticky routing either: any worker restores a session from the store, and the bridge also carries
+sessions need no sticky routing either: any worker restores a session from the store, and the fan-out also carries
 "session changed" events (``resources/subscribe``, ``logging/setLevel``, DELETE made through one worker) so the
 worker holding the session's GET stream reloads (or ends) its copy before it delivers the next notification.
 
-With ``mcpkit run server.py --transport http``, call ``attach_bus(app, RedisBus(url))`` in ``server.py``: the
-subscriber then starts with the first request the worker serves (or its first handshake session).
+With ``mcpkit run server.py --transport http``, call ``app.set_fanout(RedisFanout(url))`` in ``server.py``: the
+subscriber starts with the app's lifespan (or else with the first session or ``subscriptions/listen`` stream).
+:func:`attach_bus` (deprecated) does ``server.set_fanout(BusFanout(bus))``.
 
 Registrations stay per worker: ``app.add_tool(...)`` on one worker tells every client that the list changed, but
 only that worker's registry has the new tool. Apply dynamic registrations on every worker (derive them from shared
@@ -46,6 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send
+from ..server.fanout import Fanout, LocalFanout
 
 if TYPE_CHECKING:
     from ..server.lowlevel import Server
@@ -163,72 +171,6 @@ class InMemoryBus:
 
 
 # ---------------------------------------------------------------------------------------------- fan-out
-
-
-@runtime_checkable
-class Fanout(Protocol):
-    """How a server's change notifications reach the clients of OTHER workers: the server is given one
-    (``create_app(server, fanout=...)`` or ``server.set_fanout(...)``) and owns it.
-
-    ``server.notify_list_changed`` / ``notify_resource_updated`` deliver to this worker's sessions and listen
-    streams, then call :meth:`publish`; a fan-out that receives another worker's event hands it to the bound
-    server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery only, never re-published).
-    Session-record announcements (``session_changed`` / ``on_session_changed``) keep the copies of a handshake
-    session held by several workers in step (the Streamable HTTP endpoint uses them with a session store).
-    """
-
-    @property
-    def running(self) -> bool:
-        """True once events from other workers are being received (always True for :class:`LocalFanout`)."""
-        ...
-
-    def bind(self, server: Server) -> None:
-        """Called by ``server.set_fanout``: where events from other workers are delivered."""
-        ...
-
-    async def start(self) -> None:
-        """Begin receiving other workers' events (idempotent)."""
-        ...
-
-    async def publish(self, event: str, value: str) -> None:
-        """Tell the other workers about ``event`` ("list_changed" with a kind, "resource_updated" with a URI)."""
-        ...
-
-    async def session_changed(self, session_id: str) -> None:
-        """Tell the other workers that session ``session_id``'s stored record changed (or that it ended)."""
-        ...
-
-    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
-        """Call ``await listener(session_id)`` when another worker announces a session change."""
-        ...
-
-    async def aclose(self) -> None:
-        """Stop receiving; later publications are dropped."""
-        ...
-
-
-class LocalFanout:
-    """The default :class:`Fanout`: one worker, nothing to tell anyone (local delivery is the server's own)."""
-
-    running = True
-
-    def bind(self, server: Server) -> None:
-        pass
-
-    async def start(self) -> None:
-        pass
-
-    async def publish(self, event: str, value: str) -> None:
-        pass
-
-    async def session_changed(self, session_id: str) -> None:
-        pass
-
-    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
 
 
 class BusFanout:
