@@ -103,8 +103,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             seen by the next request on another; with a fan-out (``create_app(server, fanout=RedisFanout(url))``)
             the change (and a DELETE) also reaches at once the worker that holds the session's GET stream. The
             record's TTL is ``session_idle_timeout``, renewed by requests and, while a request or GET stream stays
-            open, by the sweeper. A local copy that idles out is only dropped: the session (and its events in the event store)
-            ends on DELETE or when the store's TTL runs out.
+            open, by the sweeper. A local copy that idles out is only dropped: the session (and its events in the
+            event store) ends on DELETE or when the store's TTL runs out.
         session_idle_timeout: seconds without a request after which a session is reclaimed (with a session store:
             this worker's copy is dropped, and the stored record expires after as long without activity anywhere).
         max_sessions: open handshake sessions at most. A new session beyond it evicts the least recently used
