@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from ..protocol.errors import CapabilityNotSupported
-from .tools import dump_model
+from .content import dump_model
 
 if TYPE_CHECKING:
     from pydantic import BaseModel

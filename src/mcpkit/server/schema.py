@@ -618,7 +618,7 @@ def _is_unstructured(annotation: Any) -> bool:
     if tp in (str, bytes):
         return True
     from ..protocol import types as t  # (only now: the common answers above need no pydantic)
-    from .tools import Audio, Image
+    from .content import Audio, Image
 
     content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
     if isinstance(tp, type) and issubclass(tp, (*content, t.CallToolResult)):
