@@ -177,3 +177,65 @@ async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
     assert not fan_a.running and not fan_b.running  # the apps' lifespan shutdown stopped them
     src = "\n".join(p.read_text() for p in SRC.rglob("*.py"))
     assert '"bus_bridge"' not in src and "setattr(server" not in src
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The mcpkit modules a file imports when it runs (late imports inside functions too), leaving out what it
+    imports only under ``if TYPE_CHECKING:``."""
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            typing_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = package.split(".")[: len(package.split(".")) - node.level + 1]
+        found.add(".".join(base + ([node.module] if node.module else [])))
+    return found
+
+
+_CONTENT_USERS = ("tools", "prompts", "resources", "completions", "context", "schema")
+
+
+def test_issue14_item3_content_module_is_a_leaf_the_others_use() -> None:
+    """Issue 14 item 3: the content types and conversions live in ``server/content.py``, which imports no other
+    module of ``mcpkit.server`` (not even for typing); tools, prompts, resources, completions, context and schema
+    take them from it, and none of them imports ``server/tools.py`` (tools keeps only the tool). The public
+    import paths still give the very same objects."""
+    content = SRC / "server" / "content.py"
+    server_deps = sorted(m for m in _imported_modules(content) if m.startswith("mcpkit.server"))
+    assert server_deps == []
+    for name in _CONTENT_USERS:
+        deps = _imported_modules(SRC / "server" / f"{name}.py")
+        assert "mcpkit.server.content" in deps, name
+        assert "mcpkit.server.tools" not in deps, name
+    import mcpkit
+    from mcpkit.server import content, tools
+
+    for public in ("Image", "Audio", "to_content", "downgrade_content", "sniff_mime"):
+        assert getattr(tools, public) is getattr(content, public)
+    assert mcpkit.Image is content.Image and mcpkit.Audio is content.Audio and mcpkit.Tool is tools.Tool
+
+
+def test_issue14_item3_no_runtime_import_circle_among_content_users() -> None:
+    """Issue 14 item 3: among app, tools, prompts, resources, completions, context, schema and content, the
+    imports that run (top-level or late) form no circle; before, tools <-> schema, context <-> schema and
+    context/prompts/resources -> tools -> ... tied them into one. (context names ``MCPKit`` for typing only.)"""
+    names = ("app", *_CONTENT_USERS, "content")
+    graph = {n: {m.rsplit(".", 1)[1] for m in _runtime_imports(SRC / "server" / f"{n}.py")} & set(names) for n in names}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            assert state.get(nxt) != 1, " -> ".join([*path, node, nxt])
+            if nxt not in state:
+                visit(nxt, [*path, node])
+        state[node] = 2
+
+    for n in names:
+        if n not in state:
+            visit(n, [])

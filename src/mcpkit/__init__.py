@@ -18,8 +18,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ClientSession": ("mcpkit.client.lowlevel", "ClientSession"),
     "MCPError": ("mcpkit.protocol.errors", "MCPError"),
     # what servers and examples use most, so nobody has to know the module layout
-    "Image": ("mcpkit.server.tools", "Image"),
-    "Audio": ("mcpkit.server.tools", "Audio"),
+    "Image": ("mcpkit.server.content", "Image"),
+    "Audio": ("mcpkit.server.content", "Audio"),
     "Tool": ("mcpkit.server.tools", "Tool"),
     "Message": ("mcpkit.server.prompts", "Message"),
     "InputRequired": ("mcpkit.server.lowlevel", "InputRequired"),
@@ -40,10 +40,11 @@ if TYPE_CHECKING:
     from .protocol.errors import InvalidParams, MCPError, ResourceNotFound
     from .protocol.types import ResourceLink
     from .server.app import MCPKit, ToolError
+    from .server.content import Audio, Image
     from .server.context import Context
     from .server.lowlevel import InputRequired, Server
     from .server.prompts import Message
-    from .server.tools import Audio, Image, Tool
+    from .server.tools import Tool
     from .transports.stdio import StdioServer
 
 

@@ -13,8 +13,8 @@ import weakref
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from .content import dump_model
 from .sync_exec import SyncPolicy
-from .tools import dump_model
 
 JSONDict = dict[str, Any]
 Completer = Sequence[str] | Callable[..., Any]

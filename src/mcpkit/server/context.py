@@ -23,10 +23,10 @@ import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
 
 from ..protocol.errors import CapabilityNotSupported
-from .tools import dump_model
+from .content import dump_model
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,6 +67,8 @@ class Context:
     """The request being served (injected by annotation into tools, resources and prompts)."""
 
     __slots__ = ("_app", "_ctx", "_loop", "_modern_state")
+    # how schema recognises a Context parameter (it and its subclasses) without importing this module
+    _injected_as_context: ClassVar[bool] = True
 
     def __init__(self, app: MCPKit, ctx: ServerRequestContext) -> None:
         self._app = app

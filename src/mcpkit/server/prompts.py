@@ -1,8 +1,8 @@
 """Prompts: a function whose arguments are the prompt's arguments and whose return value is its messages.
 
 Return a ``str`` (one user message), a :class:`Message` (``Message.user(...)``, ``Message.assistant(...)``), a
-dict, or a list of those. A message's content may be a string, an :class:`~mcpkit.server.tools.Image` /
-:class:`~mcpkit.server.tools.Audio`, resource contents (embedded), a resource link or any content block.
+dict, or a list of those. A message's content may be a string, an :class:`~mcpkit.server.content.Image` /
+:class:`~mcpkit.server.content.Audio`, resource contents (embedded), a resource link or any content block.
 Arguments arrive as strings on the wire; annotate them (``int``, ``Literal[...]``) and they are converted and
 checked. A ``Literal``/``Enum`` argument completes automatically.
 """
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
 from .completions import Completer
+from .content import downgrade_content, dump_model, loaded_types, to_content
 from .schema import FunctionInfo, format_validation_error, function_name, literal_choices
 from .sync_exec import SyncPolicy
-from .tools import downgrade_content, dump_model, loaded_types, to_content
 
 if TYPE_CHECKING:
     from ..protocol import types as t

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Union, get_origin
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer
+from .content import _json_text, _resource_contents_models, dump_model, is_model
 from .schema import FunctionInfo, function_name, literal_choices, unwrap_optional
 from .sync_exec import SyncPolicy
-from .tools import _json_text, _resource_contents_models, dump_model, is_model
 from .uri_template import UriTemplate
 
 if TYPE_CHECKING:

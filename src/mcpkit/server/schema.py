@@ -211,12 +211,11 @@ _CONTEXT_NAME = re.compile(r"^(?:Optional\[)?(?:[\w.]+\.)?Context(?:\]|\s*\|\s*N
 
 
 def _is_context(tp: Any) -> bool:
-    from .context import Context
-
     if isinstance(tp, str):  # an annotation that could not be resolved (e.g. Context imported locally)
         return _CONTEXT_NAME.match(tp.strip()) is not None
     tp, _ = unwrap_optional(tp)
-    return isinstance(tp, type) and issubclass(tp, Context)
+    # Context (or a subclass) by its class marker, so schema need not import context (which imports schema)
+    return isinstance(tp, type) and getattr(tp, "_injected_as_context", False) is True
 
 
 @dataclasses.dataclass(slots=True)
@@ -618,7 +617,7 @@ def _is_unstructured(annotation: Any) -> bool:
     if tp in (str, bytes):
         return True
     from ..protocol import types as t  # (only now: the common answers above need no pydantic)
-    from .tools import Audio, Image
+    from .content import Audio, Image
 
     content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
     if isinstance(tp, type) and issubclass(tp, (*content, t.CallToolResult)):

@@ -1,9 +1,8 @@
 """Tools: a Python function, its schemas, and the conversion of whatever it returns into a ``CallToolResult``.
 
-Return values (see :func:`to_content`): ``str`` → text; ``bytes`` → an image/audio block when the bytes say so,
-else an embedded blob; :class:`Image`/:class:`Audio` helpers; MCP content models or dicts; resource contents
-(embedded); :class:`ResourceLink`; a list of any of these; a ``CallToolResult`` (model or dict) as is; anything
-else → its JSON as text (plus ``structuredContent`` when the return annotation asks for it, see
+Return values: see :func:`~mcpkit.server.content.to_content` (the leaf module :mod:`mcpkit.server.content` holds
+the content helpers, :class:`Image`/:class:`Audio` among them; they are re-exported here). A ``CallToolResult``
+(model or dict) is sent as is; a structured return annotation adds ``structuredContent`` (see
 :class:`~mcpkit.server.schema.ReturnInfo`).
 
 Errors: invalid or unknown arguments and exceptions come back as ``isError: true`` results (the model can read
@@ -13,27 +12,31 @@ with an error id and the client sees only that id.
 
 from __future__ import annotations
 
-import base64
 import inspect
 import logging
-import mimetypes
-import sys
 import uuid
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.versions import Features
+from .content import (  # the content helpers live in the leaf module; imported from here as before
+    Audio,
+    Image,
+    _json_text,
+    downgrade_content,
+    dump_model,
+    is_content_value,
+    is_model,
+    loaded_types,
+    sniff_mime,
+    to_content,
+)
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
 from .sync_exec import INLINE, SyncPolicy
 
 if TYPE_CHECKING:
-    from types import ModuleType
-
     from pydantic import BaseModel, ValidationError
 
     from ..protocol import types as t
@@ -42,199 +45,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.server.tools")
 JSONDict = dict[str, Any]
 
-_CONTENT_TYPES = frozenset(("text", "image", "audio", "resource", "resource_link"))
-
-
-# pydantic and the protocol models are imported only when needed, so a stdio server answers initialize before
-# they load: a value can only be a pydantic model (or an MCP model) once pydantic (or mcpkit.protocol.types) is
-# imported, which is what these helpers check.
-
-
-def is_model(value: Any) -> bool:
-    """Whether ``value`` is a pydantic model instance (without importing pydantic)."""
-    pydantic = sys.modules.get("pydantic")
-    return pydantic is not None and isinstance(value, pydantic.BaseModel)
-
-
-def dump_model(value: Any) -> Any:
-    """Wire form of a model (camelCase, no None fields); anything else unchanged."""
-    if is_model(value):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    return value
-
-
-def loaded_types() -> ModuleType | None:
-    """``mcpkit.protocol.types`` if something imported it (else no value can be one of its models)."""
-    return sys.modules.get("mcpkit.protocol.types")
-
-
-def _content_models() -> tuple[type, ...]:
-    t = loaded_types()
-    if t is None:
-        return ()
-    return (t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
-
-
-def _resource_contents_models() -> tuple[type, ...]:
-    t = loaded_types()
-    return () if t is None else (t.TextResourceContents, t.BlobResourceContents)
-
 
 class ToolError(Exception):
     """Raise it in a tool to return ``isError: true`` with this message, sent to the client verbatim."""
-
-
-class _Media:
-    kind = "image"
-    default_mime = "image/png"
-
-    def __init__(
-        self,
-        data: bytes | None = None,
-        *,
-        path: str | Path | None = None,
-        mime_type: str | None = None,
-        annotations: JSONDict | t.Annotations | None = None,
-    ) -> None:
-        if (data is None) == (path is None):
-            raise ValueError(f"{type(self).__name__}: give exactly one of data= or path=")
-        if path is not None:
-            p = Path(path)
-            data = p.read_bytes()
-            mime_type = mime_type or mimetypes.guess_type(p.name)[0]
-        assert data is not None
-        self.data = bytes(data)
-        self.mime_type = mime_type or sniff_mime(self.data) or self.default_mime
-        self.annotations = annotations
-
-    def to_content(self) -> JSONDict:
-        block: JSONDict = {
-            "type": self.kind,
-            "data": base64.b64encode(self.data).decode("ascii"),
-            "mimeType": self.mime_type,
-        }
-        if self.annotations is not None:
-            block["annotations"] = dump_model(self.annotations)
-        return block
-
-
-class Image(_Media):
-    """An image to return from a tool or a prompt: ``Image(png_bytes)`` or ``Image(path="chart.png")``."""
-
-
-class Audio(_Media):
-    """Audio to return from a tool or a prompt: ``Audio(wav_bytes)`` or ``Audio(path="clip.wav")``."""
-
-    kind = "audio"
-    default_mime = "audio/wav"
-
-
-def sniff_mime(data: bytes) -> str | None:
-    """The MIME type of common image/audio formats from their magic bytes."""
-    head = data[:16]
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if head.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if head[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
-        return "image/webp"
-    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
-        return "audio/wav"
-    if head.startswith(b"ID3") or head[:2] in (b"\xff\xfb", b"\xff\xf3"):
-        return "audio/mpeg"
-    if head.startswith(b"OggS"):
-        return "audio/ogg"
-    if head.startswith(b"fLaC"):
-        return "audio/flac"
-    return None
-
-
-def _json_text(value: Any) -> str:
-    if is_model(value):
-        return str(value.model_dump_json(by_alias=True, exclude_none=True))
-    return orjson.dumps(value, default=_default).decode()
-
-
-def _default(obj: Any) -> Any:
-    if is_model(obj):
-        return dump_model(obj)
-    if isinstance(obj, (set, frozenset, tuple)):
-        return list(obj)
-    if isinstance(obj, bytes):
-        return base64.b64encode(obj).decode("ascii")
-    return str(obj)
-
-
-def _is_content_like(value: Any) -> bool:
-    if isinstance(value, (str, bytes, _Media, *_content_models(), *_resource_contents_models())):
-        return True
-    return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
-
-
-def is_content_value(value: Any) -> bool:
-    """A content object (not a plain str/bytes), or a non-empty list that holds one: sent as content even when
-    the return annotation is structured (``-> list[Any]`` returning images)."""
-    if isinstance(value, (list, tuple)):
-        return bool(value) and all(_is_content_like(v) for v in value) and any(is_content_value(v) for v in value)
-    return _is_content_like(value) and not isinstance(value, (str, bytes))
-
-
-def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDict]:
-    """Convert a function's return value into a list of content blocks (wire form)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [{"type": "text", "text": value}]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        data = bytes(value)
-        mime = sniff_mime(data)
-        if mime is not None:
-            return [(Image if mime.startswith("image/") else Audio)(data, mime_type=mime).to_content()]
-        return [
-            {
-                "type": "resource",
-                "resource": {
-                    "uri": blob_uri,
-                    "mimeType": "application/octet-stream",
-                    "blob": base64.b64encode(data).decode("ascii"),
-                },
-            }
-        ]
-    if isinstance(value, _Media):
-        return [value.to_content()]
-    if is_model(value):
-        if isinstance(value, _content_models()):
-            return [dump_model(value)]
-        if isinstance(value, _resource_contents_models()):
-            return [{"type": "resource", "resource": dump_model(value)}]
-    if isinstance(value, dict) and value.get("type") in _CONTENT_TYPES:
-        return [value]
-    if isinstance(value, (list, tuple)) and value and all(_is_content_like(v) for v in value):
-        out: list[JSONDict] = []
-        for v in value:
-            out.extend(to_content(v, blob_uri=blob_uri))
-        return out
-    return [{"type": "text", "text": _json_text(value)}]
-
-
-def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]:
-    """Replace content a revision does not know (audio before 2025-03-26, resource links before 2025-06-18)."""
-    if feats.audio and feats.resource_links:
-        return blocks
-    out: list[JSONDict] = []
-    for b in blocks:
-        kind = b.get("type")
-        if kind == "audio" and not feats.audio:
-            out.append(
-                {"type": "text", "text": f"[audio content ({b.get('mimeType')}) not supported by {feats.version}]"}
-            )
-        elif kind == "resource_link" and not feats.resource_links:
-            out.append({"type": "text", "text": f"Resource: {b.get('uri')} ({b.get('name')})"})
-        else:
-            out.append(b)
-    return out
 
 
 def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
@@ -418,4 +231,17 @@ def internal_error_message(what: str, exc: BaseException, debug: bool = False) -
     return f"Error in {what}: an internal error occurred (error id {error_id}). The details are in the server log."
 
 
-__all__ = ["Audio", "Image", "Tool", "ToolError", "downgrade_content", "error_result", "sniff_mime", "to_content"]
+__all__ = [
+    "Audio",
+    "Image",
+    "Tool",
+    "ToolError",
+    "downgrade_content",
+    "dump_model",
+    "error_result",
+    "is_content_value",
+    "is_model",
+    "loaded_types",
+    "sniff_mime",
+    "to_content",
+]
