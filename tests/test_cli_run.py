@@ -61,3 +61,21 @@ def test_run_errors_are_clear(tmp_path: Path, content: str | None, target_suffix
     assert p.returncode == 2
     assert message in p.stderr, p.stderr
     assert p.stdout == b""
+
+
+def test_run_http_goes_through_a_run_override(tmp_path: Path) -> None:
+    """A server class that customizes ``run()`` (as examples/conformance_server.py does to add an event store) is
+    served through it by ``mcpkit run -t http``; the options of the command line reach it."""
+    server = tmp_path / "custom.py"
+    server.write_text(
+        "import sys\n"
+        "from mcpkit import MCPKit\n\n"
+        "class Custom(MCPKit):\n"
+        "    def run(self, transport='stdio', **options):\n"
+        "        print('custom run', transport, sorted(options), file=sys.stderr, flush=True)\n"
+        "        raise SystemExit(0)\n\n"
+        "app = Custom('custom')\n"
+    )
+    out = run(["run", str(server), "-t", "http", "--port", "0", "--max-sessions", "5"])
+    assert out.returncode == 0, out.stderr
+    assert b"custom run http ['host', 'max_sessions', 'port']" in out.stderr, out.stderr

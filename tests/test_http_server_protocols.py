@@ -63,3 +63,43 @@ async def test_guard_bounds_heads_and_connections_on_every_protocol(http: str) -
             for _ in range(3):  # sequential calls reuse the kept-alive connections
                 assert "hi" in str(await session.call_tool("echo", {"text": "hi"}))
             assert transport._pool.connects == opened
+
+
+async def _raw_post(port: int, body: bytes, headers: list[tuple[str, str]]) -> tuple[int, dict[str, str], bytes]:
+    """One POST /mcp written byte for byte (httpx refuses to send padded header values), Connection: close."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: application/json\r\n"
+    head += "Accept: application/json, text/event-stream\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers) + f"Content-Length: {len(body)}\r\n\r\n"
+    writer.write(head.encode("latin-1") + body)
+    await writer.drain()
+    data = await asyncio.wait_for(reader.read(), 10)
+    writer.close()
+    top, _, rest = data.partition(b"\r\n\r\n")
+    lines = top.decode("latin-1").split("\r\n")
+    found = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), found, rest
+
+
+@pytest.mark.parametrize("http", ["httptools", "h11"])
+async def test_mcp_header_values_are_compared_without_surrounding_whitespace(http: str) -> None:
+    """A field value excludes the whitespace around it (RFC 9110 §5.5; conformance SEP-2243 "server accepts
+    whitespace header value"): h11 strips it, httptools keeps what trails, so mcpkit trims the MCP headers it
+    compares. Modern Mcp-Method / Mcp-Name / MCP-Protocol-Version and a handshake Mcp-Session-Id, padded."""
+    import orjson
+
+    from test_http_support import initialize_body, modern_body
+
+    async with served(http=http) as (base, _):
+        port = int(base.rsplit(":", 1)[1])
+        body = orjson.dumps(modern_body("tools/call", {"name": "echo", "arguments": {"text": "hi"}}))
+        pad = [("MCP-Protocol-Version", "2026-07-28\t"), ("Mcp-Method", "tools/call "), ("Mcp-Name", "echo  ")]
+        status, _, rest = await _raw_post(port, body, pad)
+        assert status == 200 and b"hi" in rest, rest
+        status, headers, rest = await _raw_post(port, orjson.dumps(initialize_body()), [])
+        assert status == 200, rest
+        sid = headers["mcp-session-id"]
+        ping = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+        pad = [("Mcp-Session-Id", sid + "  "), ("MCP-Protocol-Version", "2025-11-25 ")]
+        status, _, rest = await _raw_post(port, ping, pad)
+        assert status == 200, rest

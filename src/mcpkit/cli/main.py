@@ -184,10 +184,20 @@ def run(
     if json_response:
         options["json_response"] = True
     options.update({name: value for name, value in limits.items() if value is not None})
+    if _overrides_run(server):
+        # A server class that customizes run() (e.g. adds an event store) is served through it, as documented.
+        server.run(transport, host=host, port=port, **options)
+        return
     try:
         _serve_announced(server, transport, host, port, options)
     except ModuleNotFoundError as exc:
         raise click.ClickException(f"the {transport} transport needs mcpkit[http]: {exc}") from None
+
+
+def _overrides_run(server: Any) -> bool:
+    from ..server.lowlevel import Server
+
+    return getattr(type(server), "run", Server.run) is not Server.run
 
 
 def _serve_announced(server: Any, transport: str, host: str, port: int, options: dict[str, Any]) -> None:

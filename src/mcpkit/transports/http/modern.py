@@ -39,7 +39,7 @@ def _param_headers(scope: Scope) -> dict[str, str]:
         if k.startswith(_PARAM_PREFIX):
             name = k[10:].decode("latin-1")
             if name not in params:
-                params[name] = bytes(value).decode("latin-1")
+                params[name] = bytes(value).strip(b" \t").decode("latin-1")  # (without the OWS around it)
     return params
 
 

@@ -35,6 +35,10 @@ _WANTED = frozenset(
 )
 
 
+# The headers whose values are compared byte for byte, and the optional whitespace (OWS) around a field value.
+_TRIMMED = (b"mcp-session-id", b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"last-event-id")
+_OWS = (b" ", b"\t")
+
 Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
 
 
@@ -48,6 +52,12 @@ def _headers(scope: Scope) -> Headers:
     if type(raw) is list:
         h = dict(raw)
         if len(h) == len(raw) and b"content-type" in h:
+            # A field value excludes surrounding whitespace (RFC 9110 §5.5): h11 strips it, httptools (llhttp)
+            # keeps what trails. The MCP headers are compared byte for byte, so theirs is trimmed here.
+            for k in _TRIMMED:
+                v = h.get(k)
+                if v is not None and (v[-1:] in _OWS or v[:1] in _OWS):
+                    h[k] = v.strip(b" \t")
             return h
     return _headers_careful(raw)
 
@@ -57,7 +67,7 @@ def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     for key, value in raw:
         k = bytes(key).lower()
         if k in _WANTED and k not in h:
-            h[k] = bytes(value)
+            h[k] = bytes(value).strip(b" \t")
     return h
 
 
