@@ -37,7 +37,7 @@ _WANTED = frozenset(
 
 # The headers whose values are compared byte for byte, and the optional whitespace (OWS) around a field value.
 _TRIMMED = (b"mcp-session-id", b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"last-event-id")
-_OWS = (b" ", b"\t")
+_OWS = (32, 9)  # space, tab (a byte of a bytes value is an int)
 
 Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
 
@@ -56,7 +56,7 @@ def _headers(scope: Scope) -> Headers:
             # keeps what trails. The MCP headers are compared byte for byte, so theirs is trimmed here.
             for k in _TRIMMED:
                 v = h.get(k)
-                if v is not None and (v[-1:] in _OWS or v[:1] in _OWS):
+                if v and (v[-1] in _OWS or v[0] in _OWS):
                     h[k] = v.strip(b" \t")
             return h
     return _headers_careful(raw)
