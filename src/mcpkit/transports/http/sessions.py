@@ -370,5 +370,10 @@ def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
     """A session opened by an authenticated principal serves that principal only, on every worker sharing the
     session store (the owner travels in the stored record); another token gets 404, as for an unknown session,
     and learns nothing. Sessions opened without authentication are keyed by address, which is no binding."""
-    owner = hs.client
+    return owner_matches(hs.client, scope)
+
+
+def owner_matches(owner: tuple[Any, ...] | None, scope: Scope) -> bool:
+    """Whether the request of ``scope`` may use a session (or legacy SSE stream) opened by ``owner`` (a
+    :func:`_client_key`): always unless a principal opened it, then only that principal."""
     return owner is None or owner[0] != "principal" or _client_key(scope) == owner

@@ -54,6 +54,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
+from .sessions import _client_key, owner_matches
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
@@ -333,7 +334,7 @@ class LegacySSEEndpoint:
             await respond(send, 400, b"session_id is required")
             return
         stream = self._streams.get(ids[0])
-        if stream is None or stream.session is None or stream.outbox.closed or not _owned_by(stream.client, scope):
+        if stream is None or stream.session is None or stream.outbox.closed or not owner_matches(stream.client, scope):
             # (a stream opened by an authenticated principal takes messages from that principal only)
             await respond(send, 404, b"Could not find session")
             return
@@ -362,20 +363,6 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
-
-
-def _owned_by(owner: tuple[Any, ...] | None, scope: Scope) -> bool:
-    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
-
-
-def _client_key(scope: Scope) -> tuple[Any, ...] | None:
-    """Whose stream this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
-    auth = scope.get("auth")
-    if auth is not None:
-        who = getattr(auth, "subject", None) or getattr(auth, "client_id", None)
-        return ("principal", getattr(auth, "issuer", None), who)
-    peer = scope.get("client")
-    return ("address", peer[0]) if peer else None  # (no address known: only max_sessions applies)
 
 
 async def _wait_disconnect(receive: Receive) -> None:
