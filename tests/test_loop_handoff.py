@@ -5,6 +5,7 @@ real asyncio loops and real threads: a ticker task measures how long the loop go
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import threading
 import time
@@ -35,7 +36,7 @@ class Ticker:
 
     def worst_gap(self, since: float = 0.0) -> float:
         stamps = [t for t in self.stamps if t >= since]
-        return max((b - a for a, b in zip(stamps, stamps[1:], strict=False)), default=0.0)
+        return max((b - a for a, b in itertools.pairwise(stamps)), default=0.0)
 
     async def stop(self) -> None:
         self.task.cancel()
@@ -203,7 +204,7 @@ async def test_issue16_item1_a_loop_that_cannot_be_handed_over_keeps_learned_fun
     assert await learned() != main and learned.mode == INLINE  # learned on the worker thread
     assert await learned() == main  # asyncio's loop here: inline, guarded
     real = asyncio.get_running_loop()
-    setattr(real, "_mcpkit_handoff", None)
+    real._mcpkit_handoff = None
     try:
         from mcpkit.server import loop_handoff
 

@@ -193,7 +193,7 @@ async def test_issue16_item1_learned_inline_function_that_runs_long_never_stalls
     it sleeps 1 s, pings and async tool calls are still answered within 50 ms."""
     async with serve() as peer:
         assert (await learn_inline(peer, kind))[-1] == "loop"
-        for attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
+        for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
             where, latencies, took = await slow_call_with_probes(peer, kind, 1.0)
             assert took >= 1.0 and len(latencies) >= 10, latencies  # probed all along the slow call
             if where == "thread" or max(latencies) < BOUND_S:
@@ -442,7 +442,7 @@ async def test_issue16_item1_learned_inline_tool_that_runs_long_never_stalls_htt
         assert where[0] == "thread" and where[-1] == "loop", where
         await probe.ping()
         await probe.call_tool("aping", {})
-        for attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
+        for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
             busy = asyncio.create_task(slow.call_tool("nap", {"seconds": 1.0}))
             await asyncio.sleep(0.05)
             latencies: list[float] = []
