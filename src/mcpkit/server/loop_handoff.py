@@ -263,13 +263,17 @@ class LoopHandoff:
         restore what the interrupted turn expects and go on with it."""
         loop: Any = self._loop()
         self._reclaim = True
-        try:
-            if loop is not None and not loop.is_closed():
-                with contextlib.suppress(Exception):
-                    loop._write_to_self()  # the stand-in may be waiting in select()
-            self._parked.wait()
-        finally:
-            self._reclaim = False
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(Exception):
+                loop._write_to_self()  # the stand-in may be waiting in select()
+        interrupted: BaseException | None = None
+        while True:  # never go on while the stand-in may still run the loop, whatever interrupts the wait
+            try:
+                self._parked.wait()
+                break
+            except BaseException as exc:  # KeyboardInterrupt, ...: raised once the loop is back
+                interrupted = exc
+        self._reclaim = False
         if loop is not None:
             loop._thread_id = threading.get_ident()
             if self._task is not None and _current_tasks is not None:
@@ -281,6 +285,8 @@ class LoopHandoff:
                 loop._ready.append(asyncio.events.Handle(_noop, (), loop, None))
         self.lost = False
         error, self._error = self._error, None
+        if interrupted is not None:
+            raise interrupted
         if error is not None:
             raise error
 
