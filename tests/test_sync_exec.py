@@ -185,16 +185,21 @@ async def test_issue16_item1_fast_sync_function_learns_to_run_inline(kind: str) 
 
 
 @pytest.mark.parametrize("kind", KINDS)
-async def test_issue16_item1_learned_inline_function_that_runs_long_goes_back_to_the_thread(kind: str) -> None:
-    """Issue 16 items 1-2, the worst case: a learned-inline function that suddenly sleeps stalls the loop
-    during that one call (its whole duration, bounded by it), is sent back to the worker thread with a
-    warning naming it and the limit, and from then on, while it sleeps 1 s, pings and async tool calls are
-    answered within 50 ms."""
+async def test_issue16_item1_learned_inline_function_that_runs_long_never_stalls_other_requests(kind: str) -> None:
+    """Issue 16 items 1-2, the worst case: a learned-inline function suddenly sleeps 1 s on the event loop's
+    thread. The loop is handed to a stand-in thread within two watchdog ticks (10-20 ms), so pings and async
+    tool calls sent meanwhile are answered within 50 ms; the slow call's answer comes when it returns; the
+    function is sent back to the worker thread with a warning naming it and the limit; and from then on, while
+    it sleeps 1 s, pings and async tool calls are still answered within 50 ms."""
     async with serve() as peer:
         assert (await learn_inline(peer, kind))[-1] == "loop"
-        where, stalled, took = await slow_call_with_probes(peer, kind, 0.3)
-        assert where == "loop"  # the one call that was already inline when it ran long
-        assert took < 0.3 + 1.0 and all(s < 0.3 + 0.5 for s in stalled)  # the stall is bounded by that call
+        for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
+            where, latencies, took = await slow_call_with_probes(peer, kind, 1.0)
+            assert took >= 1.0 and len(latencies) >= 10, latencies  # probed all along the slow call
+            if where == "thread" or max(latencies) < BOUND_S:
+                break
+        assert where == "loop", "the first long call was not inline"  # it started inline: the loop moved
+        assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms during the inline call"
         await probes_within_bound(peer, kind)
         assert await peer.call(kind, 0) == "thread"  # for good
         err = await stderr_of(peer)
@@ -391,3 +396,70 @@ async def test_issue16_item1_garbage_collection_does_not_demote_an_inline_functi
         assert policy.mode == INLINE
     finally:
         del garbage
+
+
+@contextlib.asynccontextmanager
+async def serve_http() -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    """``mcpkit run tests/servers/sync_server.py -t http --port 0`` (a real uvicorn process); its URL."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcpkit",
+        "run",
+        str(SERVER),
+        "-t",
+        "http",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stderr is not None
+        url = ""
+        while not url:
+            line = (await asyncio.wait_for(proc.stderr.readline(), 30)).decode()
+            assert line, "the server ended before it listened"
+            if "serving http on " in line:
+                url = line.split("serving http on ", 1)[1].strip()
+        yield url, proc
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+
+
+@pytest.mark.parametrize("mode", ["modern", "handshake"])
+async def test_issue16_item1_learned_inline_tool_that_runs_long_never_stalls_http_requests(mode: str) -> None:
+    """Issue 16 item 1 over Streamable HTTP (uvicorn's event loop, both eras): a learned-inline tool
+    suddenly sleeps 1 s on the loop's thread; pings and async tool calls from a second client are answered
+    within 50 ms meanwhile (the loop is handed to a stand-in thread); the slow call's own answer is right."""
+    from mcpkit import Client
+
+    async with serve_http() as (url, _proc), Client(url, mode=mode) as slow, Client(url, mode=mode) as probe:
+        where = [(await slow.call_tool("nap", {"seconds": 0})).content[0].text for _ in range(12)]  # type: ignore[union-attr]
+        assert where[0] == "thread" and where[-1] == "loop", where
+        await probe.ping()
+        await probe.call_tool("aping", {})
+        for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
+            busy = asyncio.create_task(slow.call_tool("nap", {"seconds": 1.0}))
+            await asyncio.sleep(0.05)
+            latencies: list[float] = []
+            i = 0
+            while not busy.done():
+                t0 = time.perf_counter()
+                if i % 2:
+                    await probe.ping()
+                else:
+                    assert (await probe.call_tool("aping", {})).content[0].text == "pong"  # type: ignore[union-attr]
+                if not busy.done():
+                    latencies.append(time.perf_counter() - t0)
+                i += 1
+                await asyncio.sleep(0.01)
+            where_slow = (await busy).content[0].text  # type: ignore[union-attr]
+            assert len(latencies) >= 10, latencies
+            if max(latencies) < BOUND_S or where_slow == "thread":
+                break
+        assert where_slow == "loop", "the long call did not start inline"
+        assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms during the inline call"

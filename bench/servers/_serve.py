@@ -8,6 +8,7 @@ command line every server script shares:
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,7 +18,9 @@ UVICORN_CONFIG: dict[str, Any] = {
     "log_level": "warning",
     "access_log": False,
     "loop": "asyncio",
-    "http": "h11",
+    # h11 for every contender by default (the yardstick of the published figures); BENCH_HTTP_PARSER=httptools
+    # (``bench/run.py --http-parser httptools``) serves them all with llhttp, as uvicorn[standard] would
+    "http": os.environ.get("BENCH_HTTP_PARSER", "h11"),
     "ws": "none",
     "lifespan": "on",
     "timeout_keep_alive": 120,

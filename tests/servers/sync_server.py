@@ -13,7 +13,8 @@ import time
 
 from mcpkit import MCPKit
 
-app = MCPKit("sync-test", sync_long_ms=float(sys.argv[1]) if len(sys.argv) > 1 else 2.0, sync_learn_calls=10)
+_ARG = sys.argv[1] if len(sys.argv) > 1 and sys.argv[1][:1].isdigit() else "2.0"  # (`mcpkit run` leaves its own argv)
+app = MCPKit("sync-test", sync_long_ms=float(_ARG), sync_learn_calls=10)
 
 
 def _nap(seconds: float) -> str:

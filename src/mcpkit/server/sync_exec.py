@@ -26,13 +26,15 @@ block, though, and for those that cost is pure waste. So every sync function get
   awaitable is awaited, as before.
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
-interval for CPU-bound code, 5 ms by default). A learned-inline function that starts waiting or computing
-stalls the loop: for a wait past ``long_ms`` + 10 ms, or computing past ``long_ms`` + 10 ms, during exactly one
-call, for that call's whole duration (Python cannot move a running call off the loop), then it runs on a
-worker thread for good; shorter waits (12 ms at most by default) are forgiven while they are rarer than three
-within 10 s, and the third one within 10 s demotes it. Declare ``thread=True`` for a function that can ever
-block and the worst case is gone; ``thread=False`` declares one that never blocks (always inline, never
-timed, never demoted).
+interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
+(:mod:`.loop_handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over running the
+event loop until the call returns, so a learned-inline function that suddenly blocks stalls other requests for
+at most 10-20 ms, once: that call also demotes it to the worker thread for good (a wait or computation past
+``long_ms`` + 10 ms; shorter waits, 12 ms at most by default, are forgiven while they are rarer than three within
+10 s). Where the loop cannot be handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions
+stay on the worker thread; a declared ``thread=False`` function runs inline there, unguarded. While the loop is
+handed over, inline functions run on worker threads. Declare ``thread=True`` for a function that can ever
+block; ``thread=False`` declares one that never blocks (always inline, never timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
 :data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
@@ -51,6 +53,8 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
+
+from .loop_handoff import LoopHandoff, _by_thread, _get_ident, running_guard
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -90,6 +94,18 @@ except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits
     def _usage() -> Any:
         return _Usage(-1, -1, time.thread_time(), 0.0)
 
+
+class _Unguarded:
+    """Runs a declared ``thread=False`` function inline on a loop that cannot be handed over (uvloop, ...)."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def run(fn: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+        return fn(args, kw)
+
+
+_UNGUARDED = _Unguarded()
 
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
 
@@ -277,10 +293,26 @@ class SyncPolicy:
             call = functools.partial(ctx.run, self.fn, *args, **kwargs)
         return asyncio.get_running_loop().run_in_executor(None, call)
 
+    def guard(self) -> LoopHandoff | _Unguarded | None:
+        """How the next call runs: inline through the returned guard (``guard.run(self.inline, args, kwargs)``:
+        the running loop's :class:`~.loop_handoff.LoopHandoff`), or on a worker thread (None). Inline needs the
+        mode INLINE and a loop that can be handed over while the call runs long (for a declared ``thread=False``
+        function any loop will do); while the loop is handed over, inline functions run on worker threads."""
+        if self.mode != INLINE:
+            return None
+        tid = _get_ident()  # running_guard(), its fast path inlined
+        h = _by_thread.get(tid)
+        if h is None or (loop := h._loop()) is None or loop._thread_id != tid:  # type: ignore[attr-defined]
+            h = running_guard()
+        if h is None:
+            return _UNGUARDED if self.declared else None
+        return None if h.lost else h
+
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
-        if self.mode == INLINE:
-            value = self.inline(args, kwargs)
+        guard = self.guard()
+        if guard is not None:
+            value = guard.run(self.inline, args, kwargs)
         else:
             value = await self.on_thread(args, kwargs)
         if inspect.isawaitable(value):

@@ -34,7 +34,7 @@ from .content import (  # the content helpers live in the leaf module; imported 
 )
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
-from .sync_exec import INLINE, SyncPolicy
+from .sync_exec import SyncPolicy
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -164,8 +164,9 @@ class Tool:
             if sync is None:
                 value = await self.fn(**kwargs)
             else:
-                # the sync policy, inlined: inline (timed) or on a worker thread
-                value = sync.inline((), kwargs) if sync.mode == INLINE else await sync.on_thread((), kwargs)
+                # the sync policy, inlined: inline (timed, guarded) or on a worker thread
+                guard = sync.guard()
+                value = guard.run(sync.inline, (), kwargs) if guard is not None else await sync.on_thread((), kwargs)
                 if inspect.isawaitable(value):
                     value = await value
         except _validation_error() as exc:  # evaluated only when something was raised

@@ -1,0 +1,294 @@
+"""Keeping the event loop serving while a sync function runs inline on its thread for too long.
+
+A plain ``def`` learned to be fast runs inline on the event loop (see :mod:`.sync_exec`): no thread hand-off,
+the speed of an ``async def``. Python cannot move a running call off a thread, so a function that suddenly
+blocks (a slow disk, a lock, ``time.sleep``) would stall every other request for as long as it runs. Instead,
+the *loop* moves: a watchdog thread notices an inline call that has run for two of its ticks (10-20 ms), and a
+stand-in thread takes over running the loop (``_run_once``) while the call goes on. When the call returns, its
+thread takes the loop back at the stand-in's next turn and carries on where it was. Other requests are
+served all along; the slow call's own request simply finishes later. (Go's runtime does the same for a
+goroutine stuck in a system call: its processor passes to another OS thread.)
+
+Only one thread runs the loop at any time, and the hand-over happens where the loop's state is whole: the
+stand-in runs complete ``_run_once`` turns, and the call's thread waits for the end of one before going on. Three
+things of the interrupted turn are put back as they were: the loop's thread id, the task being run (asyncio
+records one per loop), and the count of ready callbacks that turn still expects to find.
+
+Where it applies: asyncio's own event loops (``BaseEventLoop``: the selector loop uvicorn and ``asyncio.run``
+use) on CPython 3.11-3.13. Elsewhere (uvloop, another Python) :func:`handoff_for` returns None, and a learned
+sync function runs on a worker thread instead (a declared ``thread=False`` one still runs inline, unguarded).
+
+One consequence to know: during a hand-over, coroutines and callbacks run on the stand-in's thread, so async
+code that keys its state by thread (``threading.local``, ``threading.get_ident()``) sees another thread then;
+``contextvars`` are unaffected.
+
+Costs: the guard adds about 0.5 µs to an inline call (a thread-id lookup, a few attribute writes, a list
+append and pop); the watchdog wakes
+every 10 ms while inline calls happen and sleeps when they stop for a second; the stand-in thread exists only
+after a first hand-over. Worst case: a call that blocks stalls the loop for 10-20 ms once per hand-over (the
+watchdog's two ticks), plus the GIL's switch interval (5 ms) when the call computes in Python instead of
+waiting. A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.events
+import asyncio.tasks
+import contextlib
+import logging
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+logger = logging.getLogger("mcpkit.server.sync")
+
+T = TypeVar("T")
+
+#: How often (seconds) the watchdog looks at the inline call under way: a call seen twice is handed over.
+TICK_S = 0.010
+#: Seconds without inline calls after which the watchdog sleeps until the next one.
+IDLE_S = 1.0
+
+_ATTR = "_mcpkit_handoff"
+_current_tasks: dict[Any, Any] | None = getattr(asyncio.tasks, "_current_tasks", None)
+_SUPPORTED = (3, 11) <= sys.version_info[:2] <= (3, 13) and _current_tasks is not None
+
+
+def _noop() -> None:
+    return None
+
+
+_unsupported: set[type] = set()  # loop classes that cannot be handed over (uvloop, ...)
+_by_thread: dict[int, LoopHandoff] = {}  # thread id -> the guard of the loop it last ran (checked on use)
+_get_ident = threading.get_ident
+
+
+def handoff_for(loop: asyncio.AbstractEventLoop) -> LoopHandoff | None:
+    """The hand-off guard of ``loop`` (made on first use), or None where the loop cannot be handed over."""
+    h: LoopHandoff | None = getattr(loop, _ATTR, None)
+    if h is not None or type(loop) in _unsupported:
+        return h
+    if not (_SUPPORTED and isinstance(loop, asyncio.BaseEventLoop) and hasattr(loop, "_run_once")):
+        _unsupported.add(type(loop))
+        return None
+    h = LoopHandoff(loop)
+    setattr(loop, _ATTR, h)
+    return h
+
+
+def running_guard() -> LoopHandoff | None:
+    """The guard of the event loop running on this thread (None: it cannot be handed over). A dictionary
+    lookup by thread id, checked against the loop's own record of its thread (``get_running_loop()`` costs a
+    ``getpid()`` on CPython 3.11)."""
+    tid = _get_ident()
+    h = _by_thread.get(tid)
+    if h is not None:
+        loop = h._loop()
+        if loop is not None and loop._thread_id == tid:  # type: ignore[attr-defined]
+            return h
+    h = handoff_for(asyncio.get_running_loop())
+    if h is not None:
+        if len(_by_thread) > 256:
+            _by_thread.clear()  # (threads that ran loops once: a bound, not an eviction policy)
+        _by_thread[tid] = h
+    return h
+
+
+class LoopHandoff:
+    """The guard of one event loop: :meth:`run` calls a sync function inline and keeps the loop served if the
+    call runs long (see the module docs). Made by :func:`handoff_for`."""
+
+    __slots__ = (
+        "__weakref__",
+        "_error",
+        "_go",
+        "_handovers",
+        "_loop",
+        "_parked",
+        "_ready",
+        "_reclaim",
+        "_seq",
+        "_sleeping",
+        "_slot",
+        "_stand_in",
+        "_task",
+        "_wake",
+        "_watchdog",
+        "lost",
+    )
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._ready = loop._ready  # type: ignore[attr-defined]
+        self._seq = 0  # numbers the inline calls
+        # the number of the call under way on the loop's thread (empty: none). The call's thread and the
+        # watchdog each take it out with one atomic list operation (pop, remove): whoever gets it decides
+        # whether the call's thread goes on running the loop or the stand-in takes it over. No lock.
+        self._slot: list[int] = []
+        #: True from a hand-over until the loop's thread has taken the loop back.
+        self.lost = False
+        self._reclaim = False  # the call's thread wants the loop back: the stand-in stops after its turn
+        self._sleeping = True  # the watchdog sleeps (or is not started yet) until the next inline call wakes it
+        self._wake = threading.Event()
+        self._go = threading.Event()  # starts the stand-in
+        self._parked = threading.Event()  # the stand-in has finished its last turn
+        self._task: Any = None  # the task of the interrupted turn
+        self._error: BaseException | None = None  # what the stand-in's turn raised (re-raised by the owner)
+        self._watchdog: threading.Thread | None = None
+        self._stand_in: threading.Thread | None = None
+        self._handovers = 0
+
+    @property
+    def handovers(self) -> int:
+        """How many times the loop was handed to the stand-in (diagnostics, tests)."""
+        return self._handovers
+
+    def run(self, fn: Callable[[tuple[Any, ...], dict[str, Any]], T], args: tuple[Any, ...], kw: dict[str, Any]) -> T:
+        """``fn(args, kw)`` on this (the loop's) thread; the loop is handed over if it runs long."""
+        seq = self._seq + 1
+        self._seq = seq
+        slot = self._slot
+        slot.append(seq)
+        if self._sleeping:
+            self._rouse()
+        ready = len(self._ready)
+        try:
+            return fn(args, kw)
+        finally:
+            try:
+                slot.pop()
+            except IndexError:  # the watchdog took it: the loop was handed over
+                self._take_back(ready)
+
+    # ------------------------------------------------------------------ watchdog
+
+    def _rouse(self) -> None:
+        self._sleeping = False
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="mcpkit-loop-watchdog", daemon=True)
+            self._watchdog.start()
+        self._wake.set()
+
+    def _watch(self) -> None:
+        seen = 0
+        quiet_since = time.monotonic()
+        last_seq = -1
+        while True:
+            loop = self._loop()
+            if loop is None or loop.is_closed():
+                self._go.set()  # let a parked stand-in end too
+                return
+            del loop
+            slot = self._slot
+            job = slot[0] if slot else 0
+            if job:
+                if job == seen and not self.lost:
+                    self._hand_over(job)
+                seen = job
+            if self._seq != last_seq or job:
+                last_seq = self._seq
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > IDLE_S:
+                self._wake.clear()
+                self._sleeping = True
+                woken = bool(self._slot)  # (run() fills the slot before it reads _sleeping: one sees the other)
+                if not woken:
+                    woken = self._wake.wait(IDLE_S)  # (a timeout only looks whether the loop is closed)
+                self._sleeping = False
+                if woken:
+                    quiet_since = time.monotonic()
+                continue
+            time.sleep(TICK_S)
+
+    def _hand_over(self, job: int) -> None:
+        loop = self._loop()
+        if loop is None:
+            return
+        # Ordered so that the call's thread, if its call ends right after the remove below, waits in
+        # _take_back until the stand-in has started and stopped (it sets _parked only after _go).
+        self._parked.clear()
+        try:
+            self._slot.remove(job)  # atomic: only while that very call is still under way
+        except ValueError:
+            return  # the call ended meanwhile: its thread goes on running the loop
+        self.lost = True
+        assert _current_tasks is not None
+        self._task = _current_tasks.pop(loop, None)
+        self._handovers += 1
+        if self._stand_in is None or not self._stand_in.is_alive():
+            self._stand_in = threading.Thread(target=self._stand_in_main, name="mcpkit-loop-stand-in", daemon=True)
+            self._stand_in.start()
+        self._go.set()
+
+    # ------------------------------------------------------------------ the stand-in
+
+    def _stand_in_main(self) -> None:
+        while True:
+            go = self._go.wait(IDLE_S * 10)
+            loop = self._loop()
+            if loop is None or loop.is_closed():
+                self._parked.set()
+                return
+            if not go:
+                continue
+            self._go.clear()
+            if self.lost:
+                self._serve(loop)
+            del loop
+
+    def _serve(self, loop: Any) -> None:
+        """Run the loop's turns until its own thread wants it back (or the loop stops)."""
+        hooks = sys.get_asyncgen_hooks()
+        loop._thread_id = threading.get_ident()
+        asyncio.events._set_running_loop(loop)
+        sys.set_asyncgen_hooks(firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook)
+        try:
+            while not self._reclaim and not loop._stopping:
+                loop._run_once()
+        except BaseException as exc:  # a callback raised SystemExit/KeyboardInterrupt: the owner re-raises it
+            self._error = exc
+        finally:
+            asyncio.events._set_running_loop(None)
+            sys.set_asyncgen_hooks(*hooks)
+            self._parked.set()
+
+    # ------------------------------------------------------------------ taking the loop back
+
+    def _take_back(self, ready: int) -> None:
+        """On the loop's own thread, once the long call has returned: wait for the stand-in's turn to end, then
+        restore what the interrupted turn expects and go on with it."""
+        loop: Any = self._loop()
+        self._reclaim = True
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(Exception):
+                loop._write_to_self()  # the stand-in may be waiting in select()
+        interrupted: BaseException | None = None
+        while True:  # never go on while the stand-in may still run the loop, whatever interrupts the wait
+            try:
+                self._parked.wait()
+                break
+            except BaseException as exc:  # KeyboardInterrupt, ...: raised once the loop is back
+                interrupted = exc
+        self._reclaim = False
+        if loop is not None:
+            loop._thread_id = threading.get_ident()
+            if self._task is not None and _current_tasks is not None:
+                _current_tasks[loop] = self._task
+            self._task = None
+            # the interrupted turn pops as many ready callbacks as it counted at its start; the stand-in has
+            # run some of them: make sure the count is still there (no-ops that cost nothing)
+            for _ in range(ready - len(loop._ready)):
+                loop._ready.append(asyncio.events.Handle(_noop, (), loop, None))
+        self.lost = False
+        error, self._error = self._error, None
+        if interrupted is not None:
+            raise interrupted
+        if error is not None:
+            raise error
+
+
+__all__ = ["IDLE_S", "TICK_S", "LoopHandoff", "handoff_for", "running_guard"]
