@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 from ..._asgi import Receive, Scope, Send
+from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
@@ -143,7 +144,7 @@ class BoundedOutbox:
         self.on_stall = on_stall
         self.closed = False
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self.closed:
             raise ConnectionClosed("the connection is closed")
         try:
