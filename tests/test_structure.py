@@ -331,3 +331,22 @@ def test_issue14_item4_batch_refusal_text_built_once() -> None:
     )
     assert builders == ["engine/messages.py"]
     assert "max_batch_size" in batch_too_long(101, 100) and "101" in batch_too_long(101, 100)
+
+
+def test_issue14_item4_one_request_body_reader() -> None:
+    """Issue 14 item 4 (review leftover): the Streamable HTTP endpoint and the legacy SSE endpoint read request
+    bodies with one reader (``wire._read_body``: the max_body cap, the disconnect), and wait for a disconnect with
+    one helper; before, ``wire._read_rest`` and ``sse.read_body`` (and two ``_wait_disconnect``) were near-copies."""
+    readers: list[str] = []
+    waiters: list[str] = []
+    for path in sorted((SRC / "transports" / "http").glob("*.py")):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                loops = [ast.get_source_segment(text, n) or "" for n in ast.walk(node) if isinstance(n, ast.While)]
+                if any("await receive()" in loop and "more_body" in loop for loop in loops):
+                    readers.append(f"{path.name}:{node.name}")  # (it loops over the body's chunks)
+                if node.name == "_wait_disconnect":
+                    waiters.append(path.name)
+    assert readers == ["wire.py:_read_body"]
+    assert waiters == ["wire.py"]
