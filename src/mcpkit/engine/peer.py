@@ -51,6 +51,8 @@ logger = logging.getLogger("mcpkit.engine")
 # Python 3.12+: a request's handler starts at once, inside the reader's step, and runs until it first waits. A
 # handler that never waits (most do not) then costs no event-loop scheduling at all.
 _EAGER_START = sys.version_info >= (3, 12)
+# makes a request's answer (an Outgoing) without the named tuple's generated __new__: 50 ns less per answer
+_new = tuple.__new__
 
 
 RequestHandler = Callable[[RequestContext], Awaitable[JSONDict]]
@@ -355,8 +357,8 @@ class Peer(Requests):
         ``keep`` return it (see :meth:`run_detached`)."""
         if ctx.task is None:
             ctx.task = _current_task()
+        code: int | None
         try:
-            code: int | None = None
             try:
                 result = await self.request_handler(ctx)
             except asyncio.CancelledError:
@@ -365,25 +367,26 @@ class Peer(Requests):
                 raise
             except MCPError as exc:
                 ctx.done = True
-                code = exc.code
+                kind, code = ERROR, exc.code
                 data = jsonrpc.encode_error(ctx.id, exc.to_error())
             except Exception:
                 ctx.done = True
                 logger.exception("%s: handler for %r failed", self.name, ctx.method)
                 err = InternalError()
-                code = err.code
+                kind, code = ERROR, err.code
                 data = jsonrpc.encode_error(ctx.id, err.to_error())
             else:
                 ctx.done = True
                 if ctx.cancelled:
                     return None
+                kind, code = RESULT, None
                 data = jsonrpc.encode_result(ctx.id, result)
             sink = ctx.sink
             if sink is not None:  # a batch member: no object of its own
                 sink += data
                 sink += b","
                 return None
-            answer = Outgoing(data, RESULT if code is None else ERROR, ctx.id, code=code)
+            answer = _new(Outgoing, (data, kind, ctx.id, None, None, code))  # (Outgoing's fields, in order)
             if keep:
                 return answer
             await ctx.out.send(data, answer)
