@@ -297,12 +297,20 @@ def test_issue14_item1_one_answer_path_in_both_eras() -> None:
 
 def test_issue14_item3_engine_split_by_idea() -> None:
     """Issue 14 item 3 (the engine's 891 lines): mcpkit/engine is a package of modules of at most 700 lines, one
-    idea each, and every public name keeps its import path ``mcpkit.engine.X``."""
+    idea each, importing one another downwards only (no circle), and every public name keeps its import path
+    ``mcpkit.engine.X``."""
     import mcpkit.engine as engine
 
     sizes = {p.name: len(p.read_text().splitlines()) for p in (SRC / "engine").glob("*.py")}
     assert {"messages.py", "context.py", "outgoing.py", "peer.py"} <= set(sizes), sizes
     assert all(n <= 700 for n in sizes.values()), sizes
+    # downwards only, TYPE_CHECKING imports included: messages <- outgoing <- context <- peer
+    names = ("messages", "outgoing", "context", "peer")
+    deps = {
+        n: {m.rsplit(".", 1)[-1] for m in _imported_modules(SRC / "engine" / f"{n}.py")} & set(names) for n in names
+    }
+    for i, n in enumerate(names):
+        assert deps[n] <= set(names[:i]), (n, deps[n])
     for name in (
         "Peer",
         "RequestContext",

@@ -13,7 +13,7 @@ without reading the engine's bytes. Modules, one idea each:
 
 from __future__ import annotations
 
-from .context import ProgressCallback, RequestContext
+from .context import RequestContext
 from .messages import (
     BATCH,
     DEFAULT_MAX_BATCH_SIZE,
@@ -31,6 +31,7 @@ from .messages import (
     batch_too_long,
     describe,
 )
+from .outgoing import ProgressCallback
 from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
 
 __all__ = [

@@ -1,10 +1,8 @@
-"""One incoming request being handled (:class:`RequestContext`) and one outgoing request waiting for its answer
-(:class:`_Pending`)."""
+"""One incoming request being handled: :class:`RequestContext`."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.jsonrpc import JSONDict, RequestId
@@ -12,37 +10,7 @@ from . import messages
 from .messages import Outbox
 
 if TYPE_CHECKING:
-    from .peer import Peer
-
-ProgressCallback = Callable[[float, float | None, str | None], Any]
-
-
-class _Pending:
-    __slots__ = (
-        "deadline_max",
-        "future",
-        "last_progress",
-        "method",
-        "on_progress",
-        "out",
-        "progress_busy",
-        "progress_next",
-        "timeout",
-        "timer",
-    )
-
-    def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
-        self.future = future
-        self.method = method
-        self.on_progress = on_progress
-        self.last_progress: float | None = None
-        self.timer: asyncio.TimerHandle | None = None
-        self.timeout: float | None = None
-        self.deadline_max: float | None = None
-        self.out: Outbox | None = None
-        # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
-        self.progress_busy = False
-        self.progress_next: tuple[float, float | None, str | None] | None = None
+    from .outgoing import ProgressCallback, Requests
 
 
 class RequestContext:
@@ -68,7 +36,7 @@ class RequestContext:
         "validated_meta",
     )
 
-    def __init__(self, peer: Peer, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> None:
+    def __init__(self, peer: Requests, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> None:
         self.peer = peer
         self.id = id
         self.method = method

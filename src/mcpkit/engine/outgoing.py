@@ -8,7 +8,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from types import EllipsisType
 from typing import Any
 
@@ -22,10 +22,39 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import ErrorResponse, JSONDict, RequestId, Response
 from . import messages
-from .context import ProgressCallback, _Pending
 from .messages import Outbox
 
 logger = logging.getLogger("mcpkit.engine")
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+
+
+class _Pending:
+    __slots__ = (
+        "deadline_max",
+        "future",
+        "last_progress",
+        "method",
+        "on_progress",
+        "out",
+        "progress_busy",
+        "progress_next",
+        "timeout",
+        "timer",
+    )
+
+    def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
+        self.future = future
+        self.method = method
+        self.on_progress = on_progress
+        self.last_progress: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.timeout: float | None = None
+        self.deadline_max: float | None = None
+        self.out: Outbox | None = None
+        # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
+        self.progress_busy = False
+        self.progress_next: tuple[float, float | None, str | None] | None = None
 
 
 class Requests:

@@ -42,9 +42,9 @@ from ..protocol.jsonrpc import (
     Response,
 )
 from . import messages
-from .context import RequestContext, _Pending
+from .context import RequestContext
 from .messages import BATCH, DEFAULT_MAX_BATCH_SIZE, ERROR, RESULT, Outbox, Outgoing, batch_too_long
-from .outgoing import Requests
+from .outgoing import Requests, _Pending
 
 logger = logging.getLogger("mcpkit.engine")
 

@@ -137,8 +137,11 @@ class Answering(SSEPump):
         await send({"type": "http.response.body", "body": data, "more_body": False})
         return status
 
-    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
-        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
+    async def _answer_modern(
+        self, runner: Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
+    ) -> None:
+        """Run a 2026-07-28 request (``runner``: ``peer.run_detached(ctx)``) in this (the ASGI request's) task and
+        answer it with ``application/json``."""
         ctx.task = task = _current_task()
         slow = self._slow
         slow[ctx] = (self._slow_gen, receive, None)  # see _tick
@@ -146,7 +149,7 @@ class Answering(SSEPump):
             self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
         ended = False
         try:
-            answer = await ctx.peer.run_detached(ctx)
+            answer = await runner
         except asyncio.CancelledError:
             if not self._closing:
                 raise

@@ -410,7 +410,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                     # log messages) has nowhere to go, so its outbox drops it
                     ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
                     ctx.validated_meta = read  # what _meta says, for dispatch_modern
-                    return self._answer_modern(ctx, receive, send)
+                    return self._answer_modern(peer.run_detached(ctx), ctx, receive, send)
                 stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer is returned, not sent through it)
                 ctx = peer.detached(m.id, m.method, p, stream)
                 ctx.validated_meta = read
