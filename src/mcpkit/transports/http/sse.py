@@ -56,7 +56,7 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
-from .wire import _declared_too_large, _Disconnected, _read_body, _TooLarge, _wait_disconnect
+from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
@@ -87,6 +87,16 @@ async def respond(
     hdrs = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *headers]
     await send({"type": "http.response.start", "status": status, "headers": hdrs})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
+    """The request body, or None when it exceeds ``limit`` bytes (declared or streamed)."""
+    if _declared_too_large(header(scope, b"content-length"), limit):
+        return None
+    try:
+        return await _read_rest(receive, await receive(), limit)
+    except _TooLarge:
+        return None
 
 
 async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:
@@ -263,7 +273,7 @@ class LegacySSEEndpoint:
             if stream.outbox.closed:  # aclose() ran while the stream was starting
                 stream.task.cancel()
             await asyncio.wait((watcher, stream.task), return_when=asyncio.FIRST_COMPLETED)
-        except OSError:
+        except (OSError, _Disconnected):
             pass
         finally:
             self._streams.pop(sid, None)
@@ -312,13 +322,11 @@ class LegacySSEEndpoint:
             await respond(send, 404, b"Could not find session")
             return
         try:
-            if _declared_too_large(header(scope, b"content-length"), self.max_body):
-                raise _TooLarge
-            body = await _read_body(receive, self.max_body)
-        except _TooLarge:
-            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
-            return
+            body = await read_body(scope, receive, self.max_body)
         except _Disconnected:
+            return
+        if body is None:
+            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
             return
         try:
             msg = jsonrpc.parse(body)
@@ -338,3 +346,10 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return

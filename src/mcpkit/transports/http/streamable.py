@@ -72,7 +72,7 @@ from .wire import (
     _has_requests,
     _headers,
     _preflight,
-    _read_body,
+    _read_rest,
     _request_count,
     _respond,
     _text,
@@ -323,7 +323,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             try:
                 message = await receive()
                 if message.get("more_body", False) or message["type"] != "http.request":
-                    body = await _read_body(receive, limit, message)
+                    body = await _read_rest(receive, message, limit)
                 else:
                     body = message.get("body", b"")
                     if len(body) > limit:

@@ -159,11 +159,9 @@ def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
         return False
 
 
-async def _read_body(receive: Receive, limit: int, first: Message | None = None) -> bytes:
-    """A request's body, read to its end (the one body reader of the HTTP endpoints). ``first`` is a ``receive()``
-    message already taken, if any. Raises :class:`_TooLarge` as soon as more than ``limit`` bytes arrived (the
-    endpoint's ``max_body`` option) and :class:`_Disconnected` when the client left first."""
-    message = first if first is not None else await receive()
+async def _read_rest(receive: Receive, first: Message, limit: int) -> bytes:
+    """The body after a first ``receive()`` that did not carry all of it (or reported a disconnect)."""
+    message = first
     if message["type"] == "http.disconnect":
         raise _Disconnected
     body = message.get("body", b"")
@@ -181,14 +179,6 @@ async def _read_body(receive: Receive, limit: int, first: Message | None = None)
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    """Return when the client leaves (the rest of what it sends is discarded)."""
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 _EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
