@@ -133,114 +133,6 @@ def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
         assert getattr(streamable, name) is not None
 
 
-async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
-    """Wiring a fan-out (``create_app(server, fanout=...)``) replaces no method of the server (its ``__dict__``
-    holds no bound-method override, nothing is found by ``getattr``), and a change on worker A still reaches a
-    ``subscriptions/listen`` stream on worker B through it (two real uvicorn servers on 127.0.0.1)."""
-    from mcpkit import MCPKit
-    from mcpkit.client.lowlevel import ClientSession
-    from mcpkit.stores.bus import BusFanout, Fanout, InMemoryBus
-    from mcpkit.transports.http import StreamableHTTPClientTransport
-    from test_http_support import running
-
-    def worker(name: str) -> MCPKit:
-        app = MCPKit(name)
-
-        @app.tool
-        def add(tool_name: str) -> str:
-            """Register a tool (the tool list changes on this worker)."""
-            app.add_tool(lambda: "x", name=tool_name)
-            return "added"
-
-        return app
-
-    bus = InMemoryBus()
-    a, b = worker("A"), worker("B")
-    before = {id(s): dict(vars(s)) for s in (a, b)}
-    fan_a, fan_b = BusFanout(bus), BusFanout(bus)
-    async with running(a, fanout=fan_a) as (url_a, _), running(b, fanout=fan_b) as (url_b, _):
-        for server, fanout in ((a, fan_a), (b, fan_b)):
-            assert server.fanout is fanout and isinstance(fanout, Fanout)
-            added = {k for k in vars(server) if k not in before[id(server)]}
-            assert added == set()  # only the declared `fanout` attribute changed value
-            assert [k for k, v in vars(server).items() if inspect.ismethod(v)] == []
-            assert type(server).notify_list_changed is MCPKit.notify_list_changed
-        async with (
-            ClientSession(StreamableHTTPClientTransport(url_b + "/mcp"), mode="modern") as cs_b,
-            cs_b.listen(tools=True) as sub,
-            ClientSession(StreamableHTTPClientTransport(url_a + "/mcp"), mode="modern") as cs_a,
-        ):
-            await cs_a.call_tool("add", {"tool_name": "t1"})
-            method, _ = await sub.next(timeout=10)
-            assert method == "notifications/tools/list_changed"
-    assert fan_a.published >= 1 and fan_b.received >= 1
-    assert not fan_a.running and not fan_b.running  # the apps' lifespan shutdown stopped them
-    src = "\n".join(p.read_text() for p in SRC.rglob("*.py"))
-    assert '"bus_bridge"' not in src and "setattr(server" not in src
-
-
-def _runtime_imports(path: Path) -> set[str]:
-    """The mcpkit modules a file imports when it runs (late imports inside functions too), leaving out what it
-    imports only under ``if TYPE_CHECKING:``."""
-    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
-    tree = ast.parse(path.read_text())
-    typing_only: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
-            typing_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if id(node) in typing_only or not isinstance(node, ast.ImportFrom) or not node.level:
-            continue
-        base = package.split(".")[: len(package.split(".")) - node.level + 1]
-        found.add(".".join(base + ([node.module] if node.module else [])))
-    return found
-
-
-_CONTENT_USERS = ("tools", "prompts", "resources", "completions", "context", "schema")
-
-
-def test_issue14_item3_content_module_is_a_leaf_the_others_use() -> None:
-    """Issue 14 item 3: the content types and conversions live in ``server/content.py``, which imports no other
-    module of ``mcpkit.server`` (not even for typing); tools, prompts, resources, completions, context and schema
-    take them from it, and none of them imports ``server/tools.py`` (tools keeps only the tool). The public
-    import paths still give the very same objects."""
-    content = SRC / "server" / "content.py"
-    server_deps = sorted(m for m in _imported_modules(content) if m.startswith("mcpkit.server"))
-    assert server_deps == []
-    for name in _CONTENT_USERS:
-        deps = _imported_modules(SRC / "server" / f"{name}.py")
-        assert "mcpkit.server.content" in deps, name
-        assert "mcpkit.server.tools" not in deps, name
-    import mcpkit
-    from mcpkit.server import content, tools
-
-    for public in ("Image", "Audio", "to_content", "downgrade_content", "sniff_mime"):
-        assert getattr(tools, public) is getattr(content, public)
-    assert mcpkit.Image is content.Image and mcpkit.Audio is content.Audio and mcpkit.Tool is tools.Tool
-
-
-def test_issue14_item3_no_runtime_import_circle_among_content_users() -> None:
-    """Issue 14 item 3: among app, tools, prompts, resources, completions, context, schema and content, the
-    imports that run (top-level or late) form no circle; before, tools <-> schema, context <-> schema and
-    context/prompts/resources -> tools -> ... tied them into one. (context names ``MCPKit`` for typing only.)"""
-    names = ("app", *_CONTENT_USERS, "content")
-    graph = {n: {m.rsplit(".", 1)[1] for m in _runtime_imports(SRC / "server" / f"{n}.py")} & set(names) for n in names}
-    state: dict[str, int] = {}
-
-    def visit(node: str, path: list[str]) -> None:
-        state[node] = 1
-        for nxt in sorted(graph[node]):
-            assert state.get(nxt) != 1, " -> ".join([*path, node, nxt])
-            if nxt not in state:
-                visit(nxt, [*path, node])
-        state[node] = 2
-
-    for n in names:
-        if n not in state:
-            visit(n, [])
-
-
 def test_issue14_item1_transports_never_read_the_engines_bytes() -> None:
     """Issue 14 item 1: the engine hands its messages over typed (``Outgoing``), so no transport reads them back:
     the byte-sniffing module is gone, no module of transports/ imports it, the server's answering modules import
@@ -357,3 +249,111 @@ def test_issue14_item4_one_request_body_reader() -> None:
                     readers.append(f"{path.name}:{node.name}")  # (it loops over the body's chunks)
     assert readers == ["wire.py:_read_rest"]
     assert sse._Disconnected is wire._Disconnected
+
+
+async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
+    """Wiring a fan-out (``create_app(server, fanout=...)``) replaces no method of the server (its ``__dict__``
+    holds no bound-method override, nothing is found by ``getattr``), and a change on worker A still reaches a
+    ``subscriptions/listen`` stream on worker B through it (two real uvicorn servers on 127.0.0.1)."""
+    from mcpkit import MCPKit
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.stores.bus import BusFanout, Fanout, InMemoryBus
+    from mcpkit.transports.http import StreamableHTTPClientTransport
+    from test_http_support import running
+
+    def worker(name: str) -> MCPKit:
+        app = MCPKit(name)
+
+        @app.tool
+        def add(tool_name: str) -> str:
+            """Register a tool (the tool list changes on this worker)."""
+            app.add_tool(lambda: "x", name=tool_name)
+            return "added"
+
+        return app
+
+    bus = InMemoryBus()
+    a, b = worker("A"), worker("B")
+    before = {id(s): dict(vars(s)) for s in (a, b)}
+    fan_a, fan_b = BusFanout(bus), BusFanout(bus)
+    async with running(a, fanout=fan_a) as (url_a, _), running(b, fanout=fan_b) as (url_b, _):
+        for server, fanout in ((a, fan_a), (b, fan_b)):
+            assert server.fanout is fanout and isinstance(fanout, Fanout)
+            added = {k for k in vars(server) if k not in before[id(server)]}
+            assert added == set()  # only the declared `fanout` attribute changed value
+            assert [k for k, v in vars(server).items() if inspect.ismethod(v)] == []
+            assert type(server).notify_list_changed is MCPKit.notify_list_changed
+        async with (
+            ClientSession(StreamableHTTPClientTransport(url_b + "/mcp"), mode="modern") as cs_b,
+            cs_b.listen(tools=True) as sub,
+            ClientSession(StreamableHTTPClientTransport(url_a + "/mcp"), mode="modern") as cs_a,
+        ):
+            await cs_a.call_tool("add", {"tool_name": "t1"})
+            method, _ = await sub.next(timeout=10)
+            assert method == "notifications/tools/list_changed"
+    assert fan_a.published >= 1 and fan_b.received >= 1
+    assert not fan_a.running and not fan_b.running  # the apps' lifespan shutdown stopped them
+    src = "\n".join(p.read_text() for p in SRC.rglob("*.py"))
+    assert '"bus_bridge"' not in src and "setattr(server" not in src
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The mcpkit modules a file imports when it runs (late imports inside functions too), leaving out what it
+    imports only under ``if TYPE_CHECKING:``."""
+    package = ".".join(path.relative_to(SRC.parent).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text())
+    typing_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            typing_only.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only or not isinstance(node, ast.ImportFrom) or not node.level:
+            continue
+        base = package.split(".")[: len(package.split(".")) - node.level + 1]
+        found.add(".".join(base + ([node.module] if node.module else [])))
+    return found
+
+
+_CONTENT_USERS = ("tools", "prompts", "resources", "completions", "context", "schema")
+
+
+def test_issue14_item3_content_module_is_a_leaf_the_others_use() -> None:
+    """Issue 14 item 3: the content types and conversions live in ``server/content.py``, which imports no other
+    module of ``mcpkit.server`` (not even for typing); tools, prompts, resources, completions, context and schema
+    take them from it, and none of them imports ``server/tools.py`` (tools keeps only the tool). The public
+    import paths still give the very same objects."""
+    content = SRC / "server" / "content.py"
+    server_deps = sorted(m for m in _imported_modules(content) if m.startswith("mcpkit.server"))
+    assert server_deps == []
+    for name in _CONTENT_USERS:
+        deps = _imported_modules(SRC / "server" / f"{name}.py")
+        assert "mcpkit.server.content" in deps, name
+        assert "mcpkit.server.tools" not in deps, name
+    import mcpkit
+    from mcpkit.server import content, tools
+
+    for public in ("Image", "Audio", "to_content", "downgrade_content", "sniff_mime"):
+        assert getattr(tools, public) is getattr(content, public)
+    assert mcpkit.Image is content.Image and mcpkit.Audio is content.Audio and mcpkit.Tool is tools.Tool
+
+
+def test_issue14_item3_no_runtime_import_circle_among_content_users() -> None:
+    """Issue 14 item 3: among app, tools, prompts, resources, completions, context, schema and content, the
+    imports that run (top-level or late) form no circle; before, tools <-> schema, context <-> schema and
+    context/prompts/resources -> tools -> ... tied them into one. (context names ``MCPKit`` for typing only.)"""
+    names = ("app", *_CONTENT_USERS, "content")
+    graph = {n: {m.rsplit(".", 1)[1] for m in _runtime_imports(SRC / "server" / f"{n}.py")} & set(names) for n in names}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph[node]):
+            assert state.get(nxt) != 1, " -> ".join([*path, node, nxt])
+            if nxt not in state:
+                visit(nxt, [*path, node])
+        state[node] = 2
+
+    for n in names:
+        if n not in state:
+            visit(n, [])
