@@ -69,14 +69,17 @@ class Outgoing(NamedTuple):
         return self.kind >= RESULT
 
 
+_new = tuple.__new__  # an Outgoing without the named tuple's generated __new__ (fields in order): ~50 ns less
+
+
 def request(rid: RequestId, method: str, params: JSONDict | None) -> Outgoing:
     """An encoded request."""
-    return Outgoing(jsonrpc.encode_request(rid, method, params), REQUEST, rid, method, params)
+    return _new(Outgoing, (jsonrpc.encode_request(rid, method, params), REQUEST, rid, method, params, None))  # type: ignore[no-any-return]
 
 
 def notification(method: str, params: JSONDict | None) -> Outgoing:
     """An encoded notification."""
-    return Outgoing(jsonrpc.encode_notification(method, params), NOTIFICATION, None, method, params)
+    return _new(Outgoing, (jsonrpc.encode_notification(method, params), NOTIFICATION, None, method, params, None))  # type: ignore[no-any-return]
 
 
 def error(rid: RequestId | None, err: JSONDict) -> Outgoing:
