@@ -204,3 +204,38 @@ def test_request_state_seal_and_tamper() -> None:
         "tools/call", {"name": "a", "arguments": {"x": 2}}
     )
     assert time.time() > 0
+
+
+async def test_issue14_item1_duplicate_id_in_a_batch_is_refused_inside_its_answer() -> None:
+    """A batch member whose id is already in flight is refused inside the batch's one answer (bounded by
+    max_batch_size), not with a message of its own beside it: a request-scoped transport gets the whole answer
+    back from ``Peer.handle`` and nothing answer-like on the stream; the original request keeps running."""
+    import asyncio
+
+    from mcpkit.engine import BATCH, RESULT, Outgoing, Peer, RequestContext
+
+    sent: list[Outgoing | None] = []
+    release = asyncio.Event()
+
+    class Recorder:
+        async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
+            sent.append(msg)
+
+    async def handler(ctx: RequestContext) -> dict[str, object]:
+        if ctx.id == 1:
+            await release.wait()
+        return {"id": ctx.id}
+
+    peer = Peer(Recorder(), request_handler=handler, batch_policy=lambda: True)
+    first = asyncio.ensure_future(peer.handle(jsonrpc.parse(b'{"jsonrpc":"2.0","id":1,"method":"slow"}'), Recorder()))
+    await asyncio.sleep(0.01)
+    batch = b'[{"jsonrpc":"2.0","id":1,"method":"dup"},{"jsonrpc":"2.0","id":2,"method":"x"}]'
+    answer = await peer.handle(jsonrpc.parse(batch), Recorder())
+    assert answer is not None and answer.kind == BATCH
+    items = {item["id"]: item for item in orjson.loads(answer.data)}
+    assert items[1]["error"]["code"] == errors.INVALID_REQUEST and "already in use" in items[1]["error"]["message"]
+    assert items[2]["result"] == {"id": 2}
+    assert sent == []  # nothing went to an outbox
+    release.set()
+    done = await first
+    assert done is not None and (done.kind, done.id) == (RESULT, 1)

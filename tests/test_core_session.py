@@ -337,11 +337,11 @@ async def test_one_stuck_session_does_not_hold_up_notification_fan_out() -> None
     got: list[bytes] = []
 
     class Stuck:
-        async def send(self, data: bytes) -> None:
+        async def send(self, data: bytes, msg: object = None) -> None:
             await asyncio.Event().wait()  # a reader that never reads
 
     class Recorder:
-        async def send(self, data: bytes) -> None:
+        async def send(self, data: bytes, msg: object = None) -> None:
             got.append(data)
 
     sessions = [server.create_session(Stuck()), server.create_session(Recorder()), server.create_session(Stuck())]

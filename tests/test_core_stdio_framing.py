@@ -128,7 +128,7 @@ class _Collect:
         self.sent: list[Any] = []
         self.event = asyncio.Event()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: object = None) -> None:
         self.sent.append(orjson.loads(data))
         self.event.set()
 

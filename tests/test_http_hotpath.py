@@ -311,29 +311,34 @@ async def test_declared_body_size_is_checked_against_the_current_limit() -> None
     await app.aclose()
 
 
-def test_message_kind_shortcuts_agree_with_parsing() -> None:
-    """The outbox tells responses, requests and notifications apart without parsing a notification: the verdicts
-    are those of parsing, whatever the encoder."""
-    from mcpkit.protocol import jsonrpc
-    from mcpkit.transports.http.sniff import _is_request, _is_response
+def test_issue14_item1_outgoing_says_what_parsing_says() -> None:
+    """Each message the engine sends comes with its kind, id and method (no transport reads the bytes back), and
+    they are what parsing the bytes says; bytes from elsewhere are read once by ``describe``, whatever the
+    encoder."""
+    from mcpkit.engine import BATCH, ERROR, NOTIFICATION, REQUEST, RESULT, UNKNOWN, Outgoing, describe, messages
 
     big = "x" * 200_000
-    notification = jsonrpc.encode_notification("notifications/message", {"level": "info", "data": big})
-    request = jsonrpc.encode_request(3, "elicitation/create", {"message": big})
-    result = jsonrpc.encode_result(3, {"text": big})
-    error = jsonrpc.encode_error(3, {"code": -1, "message": "no"})
+    made = [
+        messages.notification("notifications/message", {"level": "info", "data": big}),
+        messages.request(3, "elicitation/create", {"message": big}),
+        messages.error(3, {"code": -32602, "message": "no"}),
+        messages.error(None, {"code": -32600, "message": "no"}),
+    ]
+    assert [m.kind for m in made] == [NOTIFICATION, REQUEST, ERROR, ERROR]
+    for m in made:
+        d = describe(m.data)
+        assert (d.kind, d.id, d.method, d.code) == (m.kind, m.id, m.method, m.code), m
     cases = {
-        notification: (False, False),
-        request: (True, False),
-        result: (False, True),
-        error: (False, True),
-        b'{"jsonrpc":"2.0","method":"x","id":1}': (True, False),  # another encoder's key order
-        b'{"jsonrpc":"2.0","method":"x","\\u0069d":1}': (True, False),  # an escaped "id" key
-        b'[{"jsonrpc":"2.0","id":1,"result":{}}]': (False, True),
-        b'{"jsonrpc":"2.0","method":': (False, False),  # malformed
+        b'{"jsonrpc":"2.0","method":"x","id":1}': (REQUEST, 1),  # another encoder's key order
+        b'{"jsonrpc":"2.0","method":"x","\\u0069d":1}': (REQUEST, 1),  # an escaped "id" key
+        b'{"jsonrpc":"2.0","id":"a","result":{}}': (RESULT, "a"),
+        b'[{"jsonrpc":"2.0","id":1,"result":{}}]': (BATCH, None),
+        b'{"jsonrpc":"2.0","method":': (UNKNOWN, None),  # malformed
     }
-    for data, (is_request, is_response) in cases.items():
-        assert (_is_request(data), _is_response(data)) == (is_request, is_response), data[:60]
+    for data, (kind, rid) in cases.items():
+        d = describe(data)
+        assert (d.kind, d.id) == (kind, rid), data[:60]
+    assert Outgoing(b"[]", BATCH).is_answer and not Outgoing(b"[]", BATCH).is_error
 
 
 async def test_a_tool_registered_anew_gets_its_own_header_rules() -> None:

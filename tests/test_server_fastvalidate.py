@@ -119,7 +119,7 @@ def test_a_server_of_scalar_tools_never_imports_pydantic(tmp_path: Any) -> None:
             class Out:
                 def __init__(self):
                     self.got = []
-                async def send(self, data):
+                async def send(self, data, msg=None):
                     self.got.append(json.loads(data))
 
             async def main():
@@ -136,8 +136,10 @@ def test_a_server_of_scalar_tools_never_imports_pydantic(tmp_path: Any) -> None:
                      "arguments": {"a": 2, "b": 3}}},
                 ]
                 for f in frames:
-                    await peer.handle(__import__("mcpkit.protocol.jsonrpc", fromlist=["parse"]).parse(
+                    answer = await peer.handle(__import__("mcpkit.protocol.jsonrpc", fromlist=["parse"]).parse(
                         json.dumps(f).encode()), out)
+                    if answer is not None:  # (handle returns the answer: see Peer.handle)
+                        await out.send(answer.data, answer)
                 by_id = {m["id"]: m for m in out.got}
                 assert [t["name"] for t in by_id[1]["result"]["tools"]] == ["echo", "add"], by_id
                 assert by_id[1]["result"]["tools"][1]["outputSchema"]["properties"]["result"] == {"type": "integer"}

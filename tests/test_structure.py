@@ -117,13 +117,13 @@ def test_issue14_item5_one_session_expired_class() -> None:
 
 def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
     """The Streamable HTTP server is split by idea (endpoint, SessionManager, modern checks, answering, stream/pump,
-    sniffing, wire helpers): no file of it over 700 lines, the session table owned by the SessionManager, and the
+    wire helpers): no file of it over 700 lines, the session table owned by the SessionManager, and the
     names imported from ``mcpkit.transports.http.streamable`` still there."""
     from mcpkit import MCPKit
     from mcpkit.transports.http import create_app, sessions, streamable
 
     http = SRC / "transports" / "http"
-    parts = ["streamable.py", "sessions.py", "modern.py", "answer.py", "stream.py", "sniff.py", "wire.py"]
+    parts = ["streamable.py", "sessions.py", "modern.py", "answer.py", "stream.py", "wire.py"]
     sizes = {name: len((http / name).read_text().splitlines()) for name in parts}
     assert all(n <= 700 for n in sizes.values()), sizes
     ep = create_app(MCPKit("split")).streamable
@@ -131,6 +131,124 @@ def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
     assert ep._sessions is ep.sessions.table  # one table, looked up by the endpoint without a call per request
     for name in streamable.__all__:
         assert getattr(streamable, name) is not None
+
+
+def test_issue14_item1_transports_never_read_the_engines_bytes() -> None:
+    """Issue 14 item 1: the engine hands its messages over typed (``Outgoing``), so no transport reads them back:
+    the byte-sniffing module is gone, no module of transports/ imports it, the server's answering modules import
+    no JSON decoder at all, and the HTTP client's ``send`` no longer decodes the message it was just given."""
+    from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+
+    assert not (SRC / "transports" / "http" / "sniff.py").exists()
+    importers = [
+        str(p.relative_to(SRC))
+        for p in sorted((SRC / "transports").rglob("*.py"))
+        if any(m.endswith(".sniff") for m in _imported_modules(p))
+    ]
+    assert importers == []
+    for name in ("answer.py", "stream.py"):
+        deps = _imported_modules(SRC / "transports" / "http" / name)
+        assert not deps & {"orjson", "json", "mcpkit.protocol.jsonrpc"}, (name, deps)
+    assert "orjson.loads" not in inspect.getsource(StreamableHTTPClientTransport.send)
+
+
+def test_issue14_item1_one_answer_path_in_both_eras() -> None:
+    """Issue 14 item 1: a request-scoped transport gets a request's answer returned, typed, the same way in both
+    eras (``Peer.handle`` for a handshake-era POST, ``Peer.run_detached`` for a stateless or 2026-07-28 one); the
+    modern-only ``answer_detached`` is gone, and validated ``_meta`` has a slot of its own (no ``type(x) is
+    tuple`` guess in the dispatcher)."""
+    import asyncio
+
+    from mcpkit.engine import ERROR, NULL_OUTBOX, RESULT, Outgoing, Peer, RequestContext
+    from mcpkit.protocol import jsonrpc
+    from mcpkit.protocol.errors import InvalidParams
+    from mcpkit.server.lowlevel import Server
+
+    assert not hasattr(Peer, "answer_detached")
+    assert "validated_meta" in RequestContext.__slots__ and "state" not in RequestContext.__slots__
+    assert "is tuple" not in inspect.getsource(Server.dispatch_modern)
+
+    async def handler(ctx: RequestContext) -> dict[str, object]:
+        if ctx.method == "bad":
+            raise InvalidParams("no")
+        return {"ok": ctx.method}
+
+    async def main() -> tuple[Outgoing | None, Outgoing | None, Outgoing | None]:
+        peer = Peer(NULL_OUTBOX, request_handler=handler)
+        one = await peer.handle(jsonrpc.parse(b'{"jsonrpc":"2.0","id":7,"method":"good"}'), NULL_OUTBOX)
+        bad = await peer.run_detached(peer.detached(8, "bad", None, NULL_OUTBOX))
+        note = await peer.handle(jsonrpc.parse(b'{"jsonrpc":"2.0","method":"n"}'), NULL_OUTBOX)
+        return one, bad, note
+
+    one, bad, note = asyncio.run(main())
+    assert one is not None and (one.kind, one.id, one.code) == (RESULT, 7, None)
+    assert jsonrpc.parse(one.data).to_dict() == {"jsonrpc": "2.0", "id": 7, "result": {"ok": "good"}}  # type: ignore[union-attr]
+    assert bad is not None and (bad.kind, bad.id, bad.code) == (ERROR, 8, InvalidParams.code)
+    assert note is None
+
+
+def test_issue14_item3_engine_split_by_idea() -> None:
+    """Issue 14 item 3 (the engine's 891 lines): mcpkit/engine is a package of modules of at most 700 lines, one
+    idea each, importing one another downwards only (no circle), and every public name keeps its import path
+    ``mcpkit.engine.X``."""
+    import mcpkit.engine as engine
+
+    sizes = {p.name: len(p.read_text().splitlines()) for p in (SRC / "engine").glob("*.py")}
+    assert {"messages.py", "context.py", "outgoing.py", "peer.py"} <= set(sizes), sizes
+    assert all(n <= 700 for n in sizes.values()), sizes
+    # downwards only, TYPE_CHECKING imports included: messages <- outgoing <- context <- peer
+    names = ("messages", "outgoing", "context", "peer")
+    deps = {
+        n: {m.rsplit(".", 1)[-1] for m in _imported_modules(SRC / "engine" / f"{n}.py")} & set(names) for n in names
+    }
+    for i, n in enumerate(names):
+        assert deps[n] <= set(names[:i]), (n, deps[n])
+    for name in (
+        "Peer",
+        "RequestContext",
+        "Outbox",
+        "Connection",
+        "NullOutbox",
+        "NULL_OUTBOX",
+        "DEFAULT_MAX_BATCH_SIZE",
+        "MODERN_BATCH_REFUSAL",
+        "ProgressCallback",
+        "RequestHandler",
+        "NotificationHandler",
+        "BatchPolicy",
+        "Outgoing",
+    ):
+        assert getattr(engine, name) is not None, name
+
+
+def test_issue14_item4_batch_refusal_text_built_once() -> None:
+    """Issue 14 item 4 (review leftover): the refusal of a batch longer than max_batch_size is built in one place
+    (``mcpkit.engine.batch_too_long``), used by the engine and the HTTP transport alike."""
+    from mcpkit.engine import batch_too_long
+
+    builders = sorted(
+        str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "is longer than the limit of" in p.read_text()
+    )
+    assert builders == ["engine/messages.py"]
+    assert "max_batch_size" in batch_too_long(101, 100) and "101" in batch_too_long(101, 100)
+
+
+def test_issue14_item4_one_request_body_reader() -> None:
+    """Issue 14 item 4 (review leftover): the Streamable HTTP endpoint and the legacy SSE endpoint read request
+    bodies with one loop (``wire._read_rest``: the max_body cap, the disconnect); before, ``sse.read_body`` had a
+    near-copy of it, with its own ``_Disconnected``."""
+    from mcpkit.transports.http import sse, wire
+
+    readers: list[str] = []
+    for path in sorted((SRC / "transports" / "http").glob("*.py")):
+        text = path.read_text()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                loops = [ast.get_source_segment(text, n) or "" for n in ast.walk(node) if isinstance(n, ast.While)]
+                if any("await receive()" in loop and "more_body" in loop for loop in loops):
+                    readers.append(f"{path.name}:{node.name}")  # (it loops over the body's chunks)
+    assert readers == ["wire.py:_read_rest"]
+    assert sse._Disconnected is wire._Disconnected
 
 
 async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:

@@ -310,7 +310,8 @@ class Server:
 
         Raises the error the request gets (-32602 for a missing or malformed key, the unsupported-version error).
         A transport that has to answer these errors itself (HTTP: status 400) calls this before running the request
-        and leaves the result in ``rc.state``, where :meth:`dispatch_modern` takes it instead of reading again."""
+        and leaves the result in ``rc.validated_meta``, where :meth:`dispatch_modern` takes it instead of reading
+        again."""
         version = meta.get(META_PROTOCOL_VERSION) if meta else None
         if self._modern_for is not self.modern_versions:  # (modern_versions was replaced)
             self._modern_for = self.modern_versions
@@ -340,8 +341,8 @@ class Server:
             raise InvalidRequest(MODERN_BATCH_REFUSAL)
         if not self.modern_versions:
             raise MethodNotFound(f"Method not found: {rc.method}")
-        read = rc.state  # what the transport read from _meta with modern_context(), if it did
-        feats, caps, info, level = read if type(read) is tuple else self.modern_context(rc.meta)
+        read: ModernContext | None = rc.validated_meta  # what the transport read with modern_context(), if it did
+        feats, caps, info, level = read if read is not None else self.modern_context(rc.meta)
         return self.dispatch(rc, session, feats, caps, info, level)
 
     # ------------------------------------------------------------------ notification fan-out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from ..engine import Outgoing
 from ..protocol.errors import ConnectionClosed
 
 Tap = Callable[[str, bytes], None]
@@ -26,7 +27,7 @@ class MemoryConnection:
             self._inbox.put_nowait(None)  # stay at end of input for any later caller
         return data
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed or self._outbox is None:
             raise ConnectionClosed(f"memory transport ({self._name}) is closed")
         if b"\n" in data:

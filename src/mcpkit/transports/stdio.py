@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .._aio import running_loop as _running_loop
+from ..engine import Outgoing
 from ..protocol.errors import ConnectionClosed, FrameTooLarge
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -324,7 +325,7 @@ class StdioServerTransport:
         """The next line (stripped); None at end of input; :class:`FrameTooLarge` for an over-long line."""
         return self._lines.receive()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed:
             raise ConnectionClosed("stdout is closed")
         transport = self._write_transport
@@ -533,7 +534,7 @@ class StdioClientTransport:
         assert self.process is not None, "start() first"
         return await self._lines.receive()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         proc = self.process
         if self._closed or proc is None or proc.stdin is None or proc.stdin.is_closing():
             raise ConnectionClosed("the server's stdin is closed")

@@ -1,8 +1,10 @@
 """Streamable HTTP server, answering a request: one ``application/json`` body or an SSE stream.
 
 :class:`Answering` (a base class of the endpoint) runs a request inline in the ASGI request's task and sends its
-answer: the final response alone as JSON, or, as soon as the handler sends anything first, an SSE stream (see
-:mod:`.stream`). A 2026-07-28 request still running after a tick or two gets a task watching for the client
+answer, which the engine returns typed (:class:`~mcpkit.engine.Outgoing`: a result, an error and its code, a
+batch's answer) in both protocol eras: the answer alone as JSON, or, as soon as the handler sends anything first,
+an SSE stream (see :mod:`.stream`). The engine's bytes are never read here: the HTTP status comes from the
+answer's kind and error code. A 2026-07-28 request still running after a tick or two gets a task watching for the client
 leaving, which cancels it; one timer serves every request.
 """
 
@@ -17,8 +19,13 @@ from typing import TYPE_CHECKING, Any
 from ..._aio import current_task as _current_task
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
-from ...protocol.errors import INVALID_REQUEST
-from .sniff import _error_status, _is_result
+from ...engine import ERROR, Outgoing
+from ...protocol.errors import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+)
 from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream, _wait_disconnect
 from .wire import _CONTENT_TYPE_JSON, _bad, _respond
 
@@ -26,6 +33,8 @@ if TYPE_CHECKING:
     from ...engine import RequestContext
 
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
+# the errors of a 2026-07-28 request answered with HTTP 400 (the others are 200: the JSON-RPC error says it all)
+MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
 
 class Answering(SSEPump):
@@ -42,7 +51,7 @@ class Answering(SSEPump):
     async def _serve(
         self,
         stream: _Stream,
-        runner: Awaitable[Any],
+        runner: Awaitable[Outgoing | None],
         ctx: RequestContext | None,
         receive: Receive,
         send: Send,
@@ -53,8 +62,8 @@ class Answering(SSEPump):
         """Run the request inline and answer with JSON or an SSE stream.
 
         The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
-        answers at once. Its outbox, the :class:`_Stream`, holds the final response for a JSON answer and turns the
-        answer into an SSE stream as soon as anything else comes first (its pump then runs in its own task).
+        answers at once. ``runner`` returns the answer; the handler's outbox, the :class:`_Stream`, turns the
+        answer into an SSE stream as soon as the handler sends anything first (its pump then runs in its own task).
         ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         """
@@ -69,11 +78,15 @@ class Answering(SSEPump):
             stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
         # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
         ended = False
-        answer: bytes | None = None
+        answer: Outgoing | None = None
+        hs = stream.hs
         try:
-            answer = await runner  # a modern request's answer (answer_detached); a session's comes through stream
+            answer = await runner
+            if hs is not None and self.session_store is not None and hs.dirty():
+                await self._sync(hs)  # before the answer leaves: the client may go to another worker next
+            if answer is not None and stream.mode == _SSE_MODE:
+                await stream.emit(answer.data, answer)  # notifications came first: the answer ends the SSE stream
         except asyncio.CancelledError:
-            hs = stream.hs
             if not (self._closing or (hs is not None and hs.session.closed)):
                 raise
             ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
@@ -84,19 +97,12 @@ class Answering(SSEPump):
             stream.asgi = None
             if ctx is not None:
                 self._slow.pop(ctx, None)
-            hs = stream.hs
             if hs is not None:
                 hs.busy -= 1
                 hs.last_seen = time.monotonic()
                 if hs.live is not None:
                     hs.live.pop(stream.no, None)
-        if answer is not None:
-            if stream.mode == _SSE_MODE:
-                await stream.emit(answer)  # notifications came first: the answer ends the SSE stream
-            else:
-                stream.answer = answer
-        data = stream.answer
-        if data is None or ended or stream.mode == _SSE_MODE:
+        if answer is None or ended or stream.mode == _SSE_MODE:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
             # no answer): we go on with this task. An answered request was not cancelled.
             if task is None:
@@ -113,31 +119,29 @@ class Answering(SSEPump):
             if watcher.done():
                 return 499  # the client left; the request was cancelled and gets no answer
             watcher.cancel()
-        if data is None:
+        if answer is None or ended:
             if ended:
                 await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
                 return 404
             await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
-        # A result (or a batch answer) is known by how it starts: no need to look for an error in a large answer.
-        if ctx is not None:
-            is_result = _is_result(data, ctx.id)  # (a modern answer: see answer_detached)
-        else:
-            final = stream.final
-            is_result = bool(final) and data.startswith(final[0])
-        if not is_result and b'"error"' in data:
-            status = _error_status(data, ctx is not None, new_session)
+        if answer.kind == ERROR:
+            status = _error_status(answer, ctx is not None, new_session)
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
+        data = answer.data
         length = (b"content-length", b"%d" % len(data))
         headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data, "more_body": False})
         return status
 
-    async def _answer_modern(self, ctx: RequestContext, receive: Receive, send: Send) -> None:
-        """Run a 2026-07-28 request in this (the ASGI request's) task and answer it with ``application/json``."""
+    async def _answer_modern(
+        self, runner: Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
+    ) -> None:
+        """Run a 2026-07-28 request (``runner``: ``peer.run_detached(ctx)``) in this (the ASGI request's) task and
+        answer it with ``application/json``."""
         ctx.task = task = _current_task()
         slow = self._slow
         slow[ctx] = (self._slow_gen, receive, None)  # see _tick
@@ -145,14 +149,14 @@ class Answering(SSEPump):
             self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
         ended = False
         try:
-            data = await ctx.peer.answer_detached(ctx)
+            answer = await runner
         except asyncio.CancelledError:
             if not self._closing:
                 raise
-            data, ended = None, True  # the endpoint shuts down under the request
+            answer, ended = None, True  # the endpoint shuts down under the request
         finally:
             slow.pop(ctx, None)
-        if data is None and task is not None and task.cancelling():
+        if answer is None and task is not None and task.cancelling():
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
             # answer): this task goes on.
             task.uncancel()
@@ -162,15 +166,14 @@ class Answering(SSEPump):
                 if watcher.done():
                     return  # the client left: the request was cancelled and gets no answer
                 watcher.cancel()
-        if data is None:
+        if answer is None:
             if ended:
                 await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
             else:
                 await _respond(send, 202)  # nothing to answer (a cancelled request)
             return
-        status = 200
-        if not _is_result(data, ctx.id):
-            status = _error_status(data, True, False)
+        status = 200 if answer.kind != ERROR else _error_status(answer, True, False)
+        data = answer.data
         await send(
             {
                 "type": "http.response.start",
@@ -203,6 +206,14 @@ class Answering(SSEPump):
                 self._watchers[ctx] = w
         if slow and not self._closing:
             self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
+
+
+def _error_status(answer: Outgoing, modern: bool, new_session: bool) -> int:
+    """The HTTP status of an error answer: 400 for a failed ``initialize`` (no session is created) and for the
+    2026-07-28 errors of :data:`MODERN_400`; 200 otherwise."""
+    if new_session or (modern and answer.code in MODERN_400):
+        return 400
+    return 200
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:

@@ -50,11 +50,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 from ..._asgi import Receive, Scope, Send
+from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
+from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge
 
 if TYPE_CHECKING:
     from ...server.lowlevel import Server, ServerSession
@@ -87,33 +89,14 @@ async def respond(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class _Disconnected(Exception):
-    pass
-
-
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it exceeds ``limit`` bytes (declared or streamed)."""
-    declared = header(scope, b"content-length")
-    if declared is not None:
-        try:
-            if int(declared) > limit:
-                return None
-        except ValueError:
-            pass
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        if chunk:
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    if _declared_too_large(header(scope, b"content-length"), limit):
+        return None
+    try:
+        return await _read_rest(receive, await receive(), limit)
+    except _TooLarge:
+        return None
 
 
 async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:
@@ -143,7 +126,7 @@ class BoundedOutbox:
         self.on_stall = on_stall
         self.closed = False
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self.closed:
             raise ConnectionClosed("the connection is closed")
         try:

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from ...engine import Outgoing
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .sse_decoder import SSEDecoder, SSEEventTooLarge
@@ -151,7 +152,7 @@ class SSEClientTransport:
             self._queue.put_nowait(None)  # stay at end of input
         return data
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed or self._ended or self.endpoint is None or self._client is None:
             raise ConnectionClosed("the SSE connection is closed")
         request = self._client.build_request(

@@ -1,10 +1,12 @@
 """Streamable HTTP server, the outboxes and the SSE pump.
 
-A :class:`_Stream` is the outbox of one POST (or of a session's standalone GET stream): it holds the final response
-for an ``application/json`` answer and turns the answer into ``text/event-stream`` as soon as anything else comes
-first. A :class:`_HTTPSession` is a handshake-era session's own outbox (the standalone stream). :class:`SSEPump`,
-a part of the endpoint, writes the queued events to the client (keepalive comments, disconnect detection), replays
-them from the event store on ``Last-Event-ID``, and watches slow 2026-07-28 requests for a client that leaves.
+A :class:`_Stream` is the outbox of one POST (or of a session's standalone GET stream): the engine returns the POST's
+answer (see :class:`.answer.Answering`), so whatever the handler sends through the stream before it (a notification
+or a request) turns the answer into ``text/event-stream``. What a message is comes with it (the engine's
+:class:`~mcpkit.engine.Outgoing`): the bytes are never read here. A :class:`_HTTPSession` is a handshake-era
+session's own outbox (the standalone stream). :class:`SSEPump`, a part of the endpoint, writes the queued events to
+the client (keepalive comments, disconnect detection), replays them from the event store on ``Last-Event-ID``, and
+watches slow 2026-07-28 requests for a client that leaves.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._asgi import Receive, Send
+from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
-from .sniff import _is_request, _is_response
 from .wire import _bad, _respond
 
 if TYPE_CHECKING:
@@ -39,8 +41,8 @@ _SSE_HEADERS = [
 _KEEPALIVE = b":\n\n"
 
 
-# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the first message the engine sends decides: the
-# final response alone -> one application/json body, anything before it -> text/event-stream), _JSON_MODE (one
+# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the answer alone -> one application/json body,
+# anything the handler sends before it -> text/event-stream), _JSON_MODE (one
 # JSON body: json_response=True) or _SSE_MODE (an SSE stream). Plain ints, not an IntEnum: _Stream.send compares the
 # mode for every message, and an IntEnum compare costs ~1.5x an int compare (CPython 3.11 specialises exact ints).
 _UNDECIDED: Final = 0
@@ -81,15 +83,14 @@ class _Conn:
 
 
 class _Stream:
-    """The outbox of one POST (or the session's standalone GET stream): buffers until the endpoint decides
-    between JSON and SSE, then records events (ids + event store) and feeds the open connection, if any."""
+    """The outbox of one POST (or the session's standalone GET stream): turns the POST's answer into an SSE stream
+    when the handler sends something first, then records events (ids + event store) and feeds the open connection,
+    if any."""
 
     __slots__ = (
-        "answer",
         "asgi",
         "conn",
         "ep",
-        "final",
         "finished",
         "hs",
         "mode",
@@ -106,15 +107,12 @@ class _Stream:
         hs: _HTTPSession | None,
         no: int,
         mode: int = _UNDECIDED,
-        final: tuple[bytes, ...] = (),
     ) -> None:
         self.ep = ep
         self.hs = hs
         self.no = no
         self.mode = mode
-        self.answer: bytes | None = None  # the JSON answer (the last response sent to this POST)
         self.conn: _Conn | None = None
-        self.final = final  # prefixes of the encoded final response(s) to this POST
         self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
         self.pump: asyncio.Task[None] | None = None
         self.watcher: asyncio.Task[None] | None = None
@@ -128,25 +126,23 @@ class _Stream:
         if self.conn is not None:
             self.conn.end()
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
+        """A message the handler sends before its answer (a notification or a request; the answer itself is
+        returned by the engine): it makes the answer an SSE stream, or in JSON mode goes to the standalone
+        stream."""
         hs = self.hs
         if hs is not None and self.ep.session_store is not None and hs.dirty():
-            await self.ep._sync(hs)  # before the response leaves: the client may go to another worker next
+            await self.ep._sync(hs)  # before the message leaves: the client may go to another worker next
         mode = self.mode
         if mode == _UNDECIDED:
-            if data.startswith(self.final):
-                self.answer = data  # the response: answered as application/json
-                return
             await self.ep._start_sse(self, data)
             return
         if mode == _JSON_MODE:
-            # JSON responses carry one message: the response. Anything else goes to the standalone stream.
-            if data.startswith(self.final) or _is_response(data):
-                self.answer = data
-            elif self.hs is not None:
-                await self.hs.send(data)
+            # A JSON answer carries one message: the response. Anything else goes to the standalone stream.
+            if hs is not None:
+                await hs.send(data, msg)
             return
-        await self.emit(data)
+        await self.emit(data, msg)
 
     async def record(self, data: bytes) -> tuple[int, bytes]:
         """Number the event, keep it in the event store (resumable streams) and frame it."""
@@ -160,11 +156,11 @@ class _Stream:
             return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
         return 0, _sse_frame(data, None)
 
-    async def emit(self, data: bytes) -> None:
+    async def emit(self, data: bytes, msg: Outgoing | None = None) -> None:
         seq, frame = await self.record(data)
         conn = self.conn
         if conn is None or conn.ended:
-            if not self.resumable and _is_request(data):
+            if not self.resumable and msg is not None and msg.kind == REQUEST:
                 raise ConnectionClosed("the client's stream is gone; the request cannot be delivered")
             return
         if self.hs is not None and self is self.hs.standalone:
@@ -270,13 +266,13 @@ class _HTTPSession:
         s = self.session
         return s.log_level != self.synced_level or s.subscriptions != self.synced_subs
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         stream = self.standalone
         if stream is None:
-            if _is_request(data):
+            if msg is not None and msg.kind == REQUEST:
                 raise ConnectionClosed("no standalone GET stream is open for server-initiated requests")
             return
-        await stream.emit(data)
+        await stream.emit(data, msg)
 
 
 class SSEPump:

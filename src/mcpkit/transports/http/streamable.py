@@ -23,7 +23,8 @@ holding at most ``max_queued_bytes_per_session`` of bodies, wait their turn; 429
 This module is the ASGI entry and the POST/GET/DELETE routing; the endpoint's other parts live beside it:
 :mod:`.sessions` (``SessionManager``: the session table, store and bus), :mod:`.modern` (the 2026-07-28 header
 checks), :mod:`.answer` (JSON or SSE answers, the disconnect watch), :mod:`.stream` (the outboxes and the SSE
-pump), :mod:`.sniff` (reading the engine's bytes) and :mod:`.wire` (headers, bodies, plain answers, CORS).
+pump) and :mod:`.wire` (headers, bodies, plain answers, CORS). The engine hands over its answers typed
+(:class:`~mcpkit.engine.Outgoing`): nothing here reads the engine's bytes; only the client's POST body is parsed.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Scope, Send
-from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL
+from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
@@ -49,7 +50,6 @@ from .headers import decode_header_value, encode_header_value, header_text, para
 from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
 from .sessions import SessionManager, _client_key, _owned_by
-from .sniff import _final_prefix, _has_requests, _request_count
 from .stream import (
     _JSON_MODE,
     _SSE_MODE,
@@ -69,9 +69,11 @@ from .wire import (
     _declared_too_large,
     _Disconnected,
     _error_body,
+    _has_requests,
     _headers,
     _preflight,
     _read_rest,
+    _request_count,
     _respond,
     _text,
     _TooLarge,
@@ -407,12 +409,12 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                     # answered with application/json, nothing before it: what the handler sends first (progress,
                     # log messages) has nowhere to go, so its outbox drops it
                     ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
-                    ctx.state = read  # what _meta says, for dispatch_modern
-                    return self._answer_modern(ctx, receive, send)
-                stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer does not pass through it)
+                    ctx.validated_meta = read  # what _meta says, for dispatch_modern
+                    return self._answer_modern(peer.run_detached(ctx), ctx, receive, send)
+                stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer is returned, not sent through it)
                 ctx = peer.detached(m.id, m.method, p, stream)
-                ctx.state = read
-                return self._serve(stream, peer.answer_detached(ctx), ctx, receive, send, ())
+                ctx.validated_meta = read
+                return self._serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
             return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
@@ -438,10 +440,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
             return MODERN_BATCH_REFUSAL
         if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
-            return (
-                f"batch of {len(batch)} messages is longer than the limit of {self._max_batch}: send fewer messages "
-                "per batch (the limit is the max_batch_size option)"
-            )
+            return batch_too_long(len(batch), self._max_batch)
         if modern:
             for item in batch:
                 if type(item) is Request or type(item) is Notification:
@@ -511,7 +510,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             hs.busy += weight
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
         hs.next_no += 1
-        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
+        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
         if stream.resumable:
             if hs.live is None:
                 hs.live = {}
@@ -587,8 +586,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             await session.peer.receive_parsed(msg, NULL_OUTBOX)
             await _respond(send, 202)
             return
-        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED, _final_prefix(msg))
-        runner: Awaitable[Any]
+        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
+        runner: Awaitable[Outgoing | None]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
             ctx = session.peer.detached(msg.id, msg.method, msg.params, stream)

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from ...engine import Outgoing, describe
 from ...protocol import versions
 from ...protocol.errors import (
     INTERNAL_ERROR,
@@ -228,29 +229,27 @@ class StreamableHTTPClientTransport:
         if not feats.modern and self.session_id is not None and self.get_stream and self._get_task is None:
             self._get_task = asyncio.get_running_loop().create_task(self._standalone())
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed:
             raise ConnectionClosed("the HTTP transport is closed")
         if self._expired is not None:
             sid, self._expired = self._expired, None
             raise SessionExpired(f"session {sid[:8]}… is gone (HTTP 404)")
-        obj: Any = orjson.loads(data)
+        if msg is None:
+            msg = describe(data)  # bytes from outside the engine; the engine says what its messages are
         headers = self._headers(ACCEPT)
         headers["content-type"] = "application/json"
-        rid: Any = None
-        method: str | None = None
+        method = msg.method
+        rid: Any = msg.id if method is not None else None
         modern = False
-        if isinstance(obj, dict):
-            method = obj.get("method") if isinstance(obj.get("method"), str) else None
-            rid = obj.get("id") if method is not None else None
-            if method is not None:
-                modern = self._message_headers(headers, method, obj.get("params"))
-                if method == "tools/list" and rid is not None:
-                    self._tools_list_ids.add(rid)
-                elif method == "initialize":
-                    self._init_id = rid
-                elif method == "notifications/cancelled" and self._cancel_exchange(obj.get("params")):
-                    return  # 2026-07-28: closing the request's stream is the cancellation; nothing to POST
+        if method is not None:
+            modern = self._message_headers(headers, method, msg.params)
+            if method == "tools/list" and rid is not None:
+                self._tools_list_ids.add(rid)
+            elif method == "initialize":
+                self._init_id = rid
+            elif method == "notifications/cancelled" and self._cancel_exchange(msg.params):
+                return  # 2026-07-28: closing the request's stream is the cancellation; nothing to POST
         if rid is None:
             await self._post(data, headers, None, method, self.session_id)
             return

@@ -1,4 +1,4 @@
-"""Streamable HTTP server, the bytes on the wire: request headers, bodies, plain answers and CORS.
+"""Streamable HTTP server, the bytes on the wire: request headers, bodies (and what a POST holds), plain answers, CORS.
 
 Shared by the endpoint (:mod:`.streamable`) and its parts; nothing here knows about sessions or streams.
 """
@@ -11,7 +11,7 @@ from typing import Any
 from ..._asgi import Message, Receive, Scope, Send
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST
-from ...protocol.jsonrpc import JSONDict
+from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Request
 
 _JSON = b"application/json"
 
@@ -150,7 +150,7 @@ class _Disconnected(Exception):
     pass
 
 
-def _declared_too_large(declared: bytes | None, limit: int) -> bool:
+def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
     if declared is None:
         return False
     try:
@@ -212,3 +212,25 @@ def _with_cors(send: Send, origin: str) -> Send:
         await send(message)
 
     return cors_send
+
+
+def _request_count(msg: Any) -> int:
+    """How many requests a POST's batch holds (at least 1: the POST itself is in flight)."""
+    n = 0
+    for item in msg:
+        if type(item) is Request:
+            n += 1
+    return n or 1
+
+
+def _has_requests(msg: Any) -> bool:
+    """Whether a POST's message (parsed from its body) holds anything to answer."""
+    t = type(msg)
+    if t is Request:
+        return True
+    if t is Batch:
+        for item in msg:
+            ti = type(item)
+            if ti is Request or (ti is Invalid and not item.is_response):
+                return True
+    return False

@@ -25,6 +25,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WSConnectionClosed
 
+from ...engine import Outgoing
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -103,7 +104,7 @@ class WebSocketClientTransport:
         logger.warning("%s sent a binary frame; connection closed", self.url)
         return None
 
-    async def send(self, data: bytes) -> None:
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         ws = self.ws
         if ws is None or self._closed:
             raise ConnectionClosed("the WebSocket connection is closed")

@@ -1,0 +1,59 @@
+"""The engine: one JSON-RPC peer shared by client and server, and what it hands a transport.
+
+A :class:`Peer` knows JSON-RPC messages, not bytes on a socket: a transport hands it framed payloads and gives it
+an :class:`Outbox` to write to. Each message the engine writes comes with its :class:`Outgoing` (what it is: a
+request, a notification, a result, an error and its code, a batch's answer), so a transport routes messages
+without reading the engine's bytes. Modules, one idea each:
+
+- :mod:`.messages`: :class:`Outgoing` and its kinds; the interfaces a transport implements (:class:`Outbox`,
+  :class:`Connection`) and :data:`NULL_OUTBOX`; the batch limits' texts.
+- :mod:`.context`: :class:`RequestContext`, one incoming request being handled.
+- :mod:`.peer`: :class:`Peer`: ids, concurrency slots, timeouts, cancellation, progress, batches, draining.
+"""
+
+from __future__ import annotations
+
+from .context import RequestContext
+from .messages import (
+    BATCH,
+    DEFAULT_MAX_BATCH_SIZE,
+    ERROR,
+    MODERN_BATCH_REFUSAL,
+    NOTIFICATION,
+    NULL_OUTBOX,
+    REQUEST,
+    RESULT,
+    UNKNOWN,
+    Connection,
+    NullOutbox,
+    Outbox,
+    Outgoing,
+    batch_too_long,
+    describe,
+)
+from .outgoing import ProgressCallback
+from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
+
+__all__ = [
+    "BATCH",
+    "DEFAULT_MAX_BATCH_SIZE",
+    "ERROR",
+    "MODERN_BATCH_REFUSAL",
+    "NOTIFICATION",
+    "NULL_OUTBOX",
+    "REQUEST",
+    "RESULT",
+    "UNKNOWN",
+    "BatchPolicy",
+    "Connection",
+    "NotificationHandler",
+    "NullOutbox",
+    "Outbox",
+    "Outgoing",
+    "Peer",
+    "ProgressCallback",
+    "RequestContext",
+    "RequestHandler",
+    "batch_too_long",
+    "describe",
+]

@@ -1,0 +1,278 @@
+"""The engine's outgoing side: the requests a peer sends and waits for (ids, timeouts, cancellation, progress),
+and its notifications. :class:`Requests` is a base class of :class:`~mcpkit.engine.peer.Peer`, which sets the
+state declared here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Coroutine
+from types import EllipsisType
+from typing import Any
+
+from .._aio import running_loop as _running_loop
+from ..protocol.errors import (
+    ConnectionClosed,
+    FrameTooLarge,
+    MessageTooLarge,
+    RequestTimeout,
+    error_from_response,
+)
+from ..protocol.jsonrpc import ErrorResponse, JSONDict, RequestId, Response
+from . import messages
+from .messages import Outbox
+
+logger = logging.getLogger("mcpkit.engine")
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+
+
+class _Pending:
+    __slots__ = (
+        "deadline_max",
+        "future",
+        "last_progress",
+        "method",
+        "on_progress",
+        "out",
+        "progress_busy",
+        "progress_next",
+        "timeout",
+        "timer",
+    )
+
+    def __init__(self, future: asyncio.Future[JSONDict], method: str, on_progress: ProgressCallback | None) -> None:
+        self.future = future
+        self.method = method
+        self.on_progress = on_progress
+        self.last_progress: float | None = None
+        self.timer: asyncio.TimerHandle | None = None
+        self.timeout: float | None = None
+        self.deadline_max: float | None = None
+        self.out: Outbox | None = None
+        # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
+        self.progress_busy = False
+        self.progress_next: tuple[float, float | None, str | None] | None = None
+
+
+class Requests:
+    """Outgoing requests and notifications of a peer (see :class:`~mcpkit.engine.peer.Peer` for the options)."""
+
+    outbox: Outbox
+    name: str
+    default_timeout: float | None
+    max_timeout: float | None
+    cancel_timeout: float
+    _next_id: int
+    _pending: dict[RequestId, _Pending]
+    _closed: BaseException | None
+    _tasks: set[asyncio.Task[Any]]
+    _cancel_sends: set[asyncio.Task[None]]
+
+    # ------------------------------------------------------------------ outgoing
+
+    def next_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    async def notify(self, method: str, params: JSONDict | None = None, *, out: Outbox | None = None) -> None:
+        """Send a notification."""
+        if self._closed is not None:
+            raise ConnectionClosed(f"{self.name}: connection closed")
+        msg = messages.notification(method, params)
+        await (out or self.outbox).send(msg.data, msg)
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+        out: Outbox | None = None,
+        request_id: RequestId | None = None,
+    ) -> JSONDict:
+        """Send a request and wait for its result.
+
+        ``timeout`` is a deadline: progress notifications do not extend it unless ``reset_timeout_on_progress``
+        is True, and then never past ``max_timeout`` seconds after the request was sent.
+
+        Raises the typed :class:`MCPError` for an error response, :class:`RequestTimeout` on timeout (at once:
+        ``notifications/cancelled`` goes out in the background, see ``cancel_timeout``), :class:`ConnectionClosed`
+        if the connection ends first. Cancelling the awaiting task sends ``notifications/cancelled`` the same way
+        (never for ``initialize``).
+        """
+        if self._closed is not None:
+            raise ConnectionClosed(f"{self.name}: connection closed")
+        rid = request_id if request_id is not None else self.next_id()
+        if rid in self._pending:
+            raise ValueError(f"request id {rid!r} is already in flight")
+        loop = _running_loop()
+        fut: asyncio.Future[JSONDict] = loop.create_future()
+        pending = _Pending(fut, method, on_progress)
+        if on_progress is not None:
+            # The request id doubles as the progress token: unique among our active requests by construction.
+            params = dict(params) if params else {}
+            meta = params.get("_meta")
+            params["_meta"] = {**meta, "progressToken": rid} if isinstance(meta, dict) else {"progressToken": rid}
+        if isinstance(timeout, EllipsisType):
+            timeout = self.default_timeout
+        self._pending[rid] = pending
+        pending.out = out
+        try:
+            if timeout is not None:
+                t = float(timeout)
+                pending.timeout = t if reset_timeout_on_progress else None
+                if self.max_timeout is not None:
+                    pending.deadline_max = loop.time() + max(self.max_timeout, t)
+                pending.timer = loop.call_later(t, self._expire, rid)
+            msg = messages.request(rid, method, params)
+            await (out or self.outbox).send(msg.data, msg)
+            return await fut
+        except TimeoutError:
+            self._send_cancel(rid, method, f"timed out after {timeout}s", out)
+            raise RequestTimeout(method, float(timeout or 0)) from None
+        except asyncio.CancelledError:
+            # Cancelling the awaiting task also cancels `fut`; a future that already holds an answer needs no cancel.
+            if fut.cancelled() or not fut.done():
+                self._send_cancel(rid, method, "cancelled by the caller", out)
+            raise
+        finally:
+            if pending.timer is not None:
+                pending.timer.cancel()
+            self._pending.pop(rid, None)
+
+    def _expire(self, rid: RequestId) -> None:
+        pending = self._pending.get(rid)
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(TimeoutError())
+
+    def _send_cancel(self, rid: RequestId, method: str, reason: str, out: Outbox | None) -> None:
+        """Send ``notifications/cancelled`` in the background, bounded by ``cancel_timeout``: the caller's
+        timeout or cancellation takes effect at once, even when the peer does not take the message."""
+        if method == "initialize" or self._closed is not None:
+            return  # initialize MUST NOT be cancelled
+        note = messages.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for((out or self.outbox).send(note.data, note), self.cancel_timeout)
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._cancel_sends.add(task)
+        task.add_done_callback(self._cancel_sends.discard)
+
+    def _on_response(self, msg: Response | ErrorResponse) -> None:
+        if msg.id is None:
+            logger.warning("%s: peer reported an error for an unreadable request: %s", self.name, msg.error)  # type: ignore[union-attr]
+            return
+        pending = self._pending.get(msg.id)
+        if pending is None or pending.future.done():
+            return  # late answer to a cancelled or timed-out request: ignored (spec)
+        if type(msg) is Response:
+            pending.future.set_result(msg.result)  # type: ignore[union-attr]
+        else:
+            pending.future.set_exception(error_from_response(msg.error))  # type: ignore[union-attr]
+
+    def _on_progress(self, params: JSONDict) -> None:
+        token = params.get("progressToken")
+        progress = params.get("progress")
+        if type(token) not in (str, int) or not isinstance(progress, (int, float)) or isinstance(progress, bool):
+            return
+        pending = self._pending.get(token)  # type: ignore[arg-type]
+        if pending is None or pending.future.done():
+            return  # progress for an unknown or finished request: ignored
+        if pending.last_progress is not None and progress <= pending.last_progress:
+            return  # progress MUST increase; a non-increasing value is dropped
+        pending.last_progress = float(progress)
+        if pending.timeout is not None and pending.timer is not None:
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + pending.timeout
+            if pending.deadline_max is not None:
+                deadline = min(deadline, pending.deadline_max)
+            pending.timer.cancel()
+            pending.timer = loop.call_at(deadline, self._expire, token)  # type: ignore[arg-type]
+        if pending.on_progress is not None:
+            total = params.get("total")
+            message = params.get("message")
+            update = (
+                float(progress),
+                float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None,
+                message if isinstance(message, str) else None,
+            )
+            if pending.progress_busy:
+                # An async callback is still running for this request: keep only the latest update (one task per
+                # request at most, however fast the peer sends progress).
+                pending.progress_next = update
+                return
+            try:
+                r = pending.on_progress(*update)
+            except Exception:
+                logger.exception("%s: progress callback failed", self.name)
+                return
+            if inspect.isawaitable(r):
+                pending.progress_busy = True
+                self._spawn(self._progress_runner(pending, r))
+
+    async def _progress_runner(self, pending: _Pending, first: Awaitable[Any]) -> None:
+        """Await an async progress callback, then call it again with the latest update that arrived meanwhile."""
+        r: Any = first
+        try:
+            while True:
+                try:
+                    if inspect.isawaitable(r):
+                        await r
+                except Exception:
+                    logger.exception("%s: progress callback failed", self.name)
+                update = pending.progress_next
+                if update is None or pending.on_progress is None:
+                    return
+                pending.progress_next = None
+                try:
+                    r = pending.on_progress(*update)
+                except Exception:
+                    logger.exception("%s: progress callback failed", self.name)
+                    r = None
+        finally:
+            pending.progress_busy = False
+
+    def _spawn(self, aw: Awaitable[Any]) -> None:
+        if inspect.iscoroutine(aw):
+            coro: Coroutine[Any, Any, Any] = aw  # (a task cancelled before it starts closes it: no warning)
+        else:
+
+            async def runner() -> None:
+                await aw
+
+            coro = runner()
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _fail_oversize(self, exc: FrameTooLarge) -> None:
+        """A message that came in on the default channel was too large and is dropped. It may have been the answer
+        to any request waiting there, which would otherwise wait out its timeout: fail them all, saying why."""
+        if not self._pending:
+            return
+        reason = (
+            f"{self.name}: a message from the peer was dropped because it is larger than the {exc.limit}-byte limit "
+            "(it may have been this request's answer); raise the transport's max_message_size option to accept it"
+        )
+        for pending in list(self._pending.values()):
+            if pending.out is None and not pending.future.done():
+                pending.future.set_exception(MessageTooLarge(reason, exc.limit))
+
+    def _fail_pending(self, exc: BaseException) -> None:
+        for pending in list(self._pending.values()):
+            if not pending.future.done():
+                pending.future.set_exception(exc)
+
+    def pending_count(self) -> int:
+        return len(self._pending)

@@ -1,0 +1,566 @@
+"""The engine's peer: one JSON-RPC endpoint shared by client and server.
+
+A :class:`Peer` knows JSON-RPC messages, not bytes on a socket: a transport hands it framed payloads and gives it
+an :class:`~mcpkit.engine.messages.Outbox` to write to. It correlates ids, runs incoming requests concurrently (one
+task each), enforces timeouts, propagates cancellation both ways, tracks progress tokens, and answers batches. What
+a request *means* is decided by the ``request_handler`` (the server or client layer above).
+
+Ordering guarantee: a handler's notifications are written before its response, because both go through the same
+outbox and the response is written only after the handler returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from .._aio import current_task as _current_task
+from .._aio import running_loop as _running_loop
+from ..protocol import jsonrpc
+from ..protocol.errors import (
+    ConnectionClosed,
+    FrameTooLarge,
+    InternalError,
+    InvalidRequest,
+    MCPError,
+    ParseError,
+)
+from ..protocol.jsonrpc import (
+    Batch,
+    ErrorResponse,
+    Invalid,
+    JSONDict,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from . import messages
+from .context import RequestContext
+from .messages import BATCH, DEFAULT_MAX_BATCH_SIZE, ERROR, RESULT, Outbox, Outgoing, _new, batch_too_long
+from .outgoing import Requests, _Pending
+
+logger = logging.getLogger("mcpkit.engine")
+
+# Python 3.12+: a request's handler starts at once, inside the reader's step, and runs until it first waits. A
+# handler that never waits (most do not) then costs no event-loop scheduling at all.
+_EAGER_START = sys.version_info >= (3, 12)
+
+
+RequestHandler = Callable[[RequestContext], Awaitable[JSONDict]]
+NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
+BatchPolicy = Callable[[], bool]
+
+
+class Peer(Requests):
+    """A JSON-RPC peer: outgoing request correlation and incoming request dispatch over one outbox.
+
+    Args:
+        outbox: default channel for outgoing messages.
+        request_handler: called with a :class:`RequestContext` for every incoming request; returns the result
+            dict or raises :class:`MCPError`.
+        notification_handler: called for incoming notifications other than the ones the engine handles itself
+            (``notifications/cancelled`` and ``notifications/progress``).
+        batch_policy: returns True when incoming batches are accepted right now (era/revision dependent).
+        default_timeout: seconds before an outgoing request times out (None: never).
+        max_timeout: the hard cap on a request that opted into ``reset_timeout_on_progress`` (None: no cap).
+        cancel_timeout: how long the background send of ``notifications/cancelled`` after a timeout or a
+            cancellation may take before it is given up (the caller never waits for it).
+        max_concurrency: bound on concurrently running incoming requests, batch items included (backpressure on
+            the reader).
+        max_batch_size: longest incoming JSON-RPC batch accepted (messages in it); a longer one is answered with
+            one -32600 error and none of it runs.
+    """
+
+    def __init__(
+        self,
+        outbox: Outbox,
+        *,
+        request_handler: RequestHandler,
+        notification_handler: NotificationHandler | None = None,
+        batch_policy: BatchPolicy | None = None,
+        default_timeout: float | None = 60.0,
+        max_timeout: float | None = 600.0,
+        max_concurrency: int = 256,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        name: str = "peer",
+        cancel_timeout: float = 5.0,
+    ) -> None:
+        self.outbox = outbox
+        self.request_handler = request_handler
+        self.notification_handler = notification_handler
+        self.batch_policy = batch_policy
+        self.default_timeout = default_timeout
+        self.max_timeout = max_timeout
+        self.cancel_timeout = cancel_timeout
+        self.name = name
+        self._next_id = 0
+        self._pending: dict[RequestId, _Pending] = {}
+        self._inflight: dict[RequestId, RequestContext] = {}
+        self._max_concurrency = max_concurrency
+        self.max_batch_size = max_batch_size
+        # what a refused batch is told (the layer above may name the revision that has no batches)
+        self.batch_refusal = "batches are not supported in this protocol revision"
+        self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
+        self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        self._closed: BaseException | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
+
+    # ------------------------------------------------------------------ incoming
+
+    async def run(self, receive: Callable[[], Awaitable[bytes | None]], *, drain_timeout: float = 30.0) -> None:
+        """Read and dispatch messages until ``receive`` returns None (end of input).
+
+        At end of input, outgoing requests fail (no response can arrive any more), then every request already
+        received is finished and answered (bounded by ``drain_timeout``) before returning.
+        """
+        out = self.outbox
+        parse = jsonrpc.parse
+        try:
+            while True:
+                try:
+                    data = await receive()
+                except FrameTooLarge as exc:
+                    self._fail_oversize(exc)
+                    await self._send_error(None, InvalidRequest(str(exc)).to_error(), out)
+                    continue
+                if data is None:
+                    break
+                try:
+                    msg = parse(data)
+                except ParseError as exc:
+                    await self._send_error(None, exc.to_error(), out)
+                    continue
+                if not self._take(msg, out):  # the common cases without a coroutine hop
+                    await self.receive_parsed(msg, out)
+        finally:
+            self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
+            await self.drain(drain_timeout)
+
+    def _running_tasks(self) -> list[asyncio.Task[Any]]:
+        tasks = {t for t in self._tasks if not t.done()}
+        for ctx in self._inflight.values():
+            if ctx.task is not None and not ctx.task.done():
+                tasks.add(ctx.task)
+        return list(tasks)
+
+    async def drain(self, timeout: float = 30.0) -> None:
+        """Wait for running incoming requests to finish (then cancel what is left)."""
+        tasks = self._running_tasks()
+        if not tasks:
+            return
+        _, left = await asyncio.wait(tasks, timeout=timeout)
+        for t in left:
+            t.cancel()
+        if left:
+            await asyncio.wait(left, timeout=5.0)
+
+    def feed(self, data: bytes) -> bool:
+        """Synchronous fast path for a transport that frames input in a protocol callback.
+
+        Takes what needs no waiting (a request while a concurrency slot is free: its task is started; a response:
+        matched to its request) and returns True. Returns False, having done nothing, for anything else
+        (notifications, batches, invalid input, a saturated peer, a closed peer); the transport then delivers
+        that payload through ``run``'s ``receive`` in order."""
+        if self._closed is not None:
+            return False
+        try:
+            msg = jsonrpc.parse(data)
+        except ParseError:
+            return False
+        return self._take(msg, self.outbox)
+
+    def _take(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> bool:
+        """Handle ``msg`` if that needs no waiting (see :meth:`feed`); False, having done nothing, otherwise."""
+        t = type(msg)
+        if t is Request:
+            if self._active >= self._max_concurrency:
+                return False
+            ctx = self._admit(msg, out)  # type: ignore[arg-type]
+            if ctx is not None:
+                self._launch(ctx)
+            return True
+        if t is Response or t is ErrorResponse:
+            self._on_response(msg)  # type: ignore[arg-type]
+            return True
+        return False
+
+    async def receive_bytes(self, data: bytes, out: Outbox | None = None) -> None:
+        """Dispatch one framed payload. Requests are started as tasks; the call returns without awaiting them."""
+        out = out or self.outbox
+        try:
+            msg = jsonrpc.parse(data)
+        except ParseError as exc:
+            await self._send_error(None, exc.to_error(), out)
+            return
+        await self.receive_parsed(msg, out)
+
+    async def receive_parsed(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
+        t = type(msg)
+        if t is Request:
+            await self._start_request(msg, out)  # type: ignore[arg-type]
+        elif t is Response or t is ErrorResponse:
+            self._on_response(msg)  # type: ignore[arg-type]
+        elif t is Notification:
+            await self._on_notification(msg)  # type: ignore[arg-type]
+        elif t is Batch:
+            await self._on_batch(msg, out)  # type: ignore[arg-type]
+        else:
+            inv: Invalid = msg  # type: ignore[assignment]
+            if not inv.is_response:
+                await self._send_error(inv.id, inv.error(), out)
+            else:
+                logger.warning("%s: dropped an invalid response: %s", self.name, inv.reason)
+
+    async def handle(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> Outgoing | None:
+        """Dispatch a parsed payload and return its answer once every request in it has been answered.
+
+        For request-scoped transports (an HTTP POST, handshake era): the answer (a request's result or error, a
+        batch's array, the error an invalid message gets) is returned, not sent, because it is the POST's response;
+        what the handlers send before it (notifications, requests) goes to ``out``. None when there is nothing to
+        answer (notifications and responses only, or a request its requester cancelled).
+        """
+        t = type(msg)
+        if t is Request:
+            req: Request = msg  # type: ignore[assignment]
+            if req.id in self._inflight:
+                return messages.error(req.id, self._duplicate(req.id))
+            ctx = self._admit(req, out)
+            assert ctx is not None
+            return await self._run_request(ctx, True)
+        if t is Batch:
+            return await self._on_batch(msg, out, keep=True)  # type: ignore[arg-type]
+        if t is Invalid:
+            inv: Invalid = msg  # type: ignore[assignment]
+            if not inv.is_response:
+                return messages.error(inv.id, inv.error())
+        await self.receive_parsed(msg, out)
+        return None
+
+    def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:
+        """A context for one request that :meth:`run_detached` will run; what its handler sends before the answer
+        goes to ``out``."""
+        return RequestContext(self, id, method, params, out)
+
+    def run_detached(self, ctx: RequestContext) -> Awaitable[Outgoing | None]:
+        """Run one request without entering it in the in-flight table and return its answer (a result or an error
+        response; None when the requester cancelled the request: it gets no answer), as :meth:`handle` does.
+
+        For request-scoped transports where several independent clients share one peer (stateless HTTP, both
+        eras): their request ids may collide, and each request's cancellation is its own stream closing, not a
+        ``notifications/cancelled`` addressed by id."""
+        return self._run_request(ctx, True)
+
+    @staticmethod
+    def _duplicate(rid: RequestId) -> JSONDict:
+        return InvalidRequest(f"request id {rid!r} is already in use by a request in progress").to_error()
+
+    def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
+        if req.id in self._inflight:
+            # Never cross wires: refuse the duplicate, the original keeps running. The refusal holds a slot until it
+            # is sent, so a flood of duplicates is bounded like requests (the reader waits when the slots are taken).
+            self._active += 1
+            self._spawn(self._refuse(req.id, self._duplicate(req.id), out))
+            return None
+        ctx = RequestContext(self, req.id, req.method, req.params, out)
+        self._inflight[req.id] = ctx
+        return ctx
+
+    async def _refuse(self, rid: RequestId, error: JSONDict, out: Outbox) -> None:
+        try:
+            await self._send_error(rid, error, out)
+        finally:
+            self._release()
+
+    async def _start_request(self, req: Request, out: Outbox) -> None:
+        ctx = self._admit(req, out)
+        if ctx is None:
+            return
+        if self._active >= self._max_concurrency:
+            try:
+                await self._wait_slot()
+            except BaseException:
+                self._finished(ctx)  # (it holds no slot yet)
+                raise
+        self._launch(ctx)
+
+    async def _wait_slot(self) -> None:
+        """Wait until one of the ``max_concurrency`` slots is free. Backpressure: the reader waits here, so the
+        transport stops being read while the peer is saturated (single requests and batch items alike)."""
+        while self._active >= self._max_concurrency:
+            waiter: asyncio.Future[None] = _running_loop().create_future()
+            self._slot_waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                with contextlib.suppress(ValueError):
+                    self._slot_waiters.remove(waiter)
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # the wake-up it got goes to the next waiter instead
+                raise
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold one of the ``max_concurrency`` slots (waiting for one if none is free) for work the peer does on
+        the other side's behalf outside a request of its own (e.g. a client answering modern input requests)."""
+        if self._active >= self._max_concurrency:
+            await self._wait_slot()
+        self._active += 1
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _launch(self, ctx: RequestContext) -> asyncio.Task[Any] | None:
+        """Start the task that runs ``ctx``; it holds one of the ``max_concurrency`` slots until it ends.
+
+        The task is referenced from the in-flight table (``ctx.task``) for as long as it runs; it needs no
+        done-callback bookkeeping. Returns the task, or None when it already ended (eager start)."""
+        self._active += 1
+        ctx._slot = True
+        coro = self._run_request(ctx)
+        loop = _running_loop()
+        if loop.get_task_factory() is not None:
+            task = loop.create_task(coro)
+        elif _EAGER_START:
+            task = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        else:
+            task = asyncio.Task(coro, loop=loop)
+        if task.done():
+            return None
+        ctx.task = task
+        return task
+
+    def _release(self) -> None:
+        self._active -= 1
+        self._wake_one()
+
+    def _wake_one(self) -> None:
+        waiters = self._slot_waiters
+        while waiters:
+            w = waiters.popleft()
+            if not w.done():
+                w.set_result(None)
+                break
+
+    async def _run_request(self, ctx: RequestContext, keep: bool = False) -> Outgoing | None:
+        """Run the handler and answer: send the answer on ``ctx.out`` (or add it to a batch's sink), or with
+        ``keep`` return it (see :meth:`run_detached`)."""
+        if ctx.task is None:
+            ctx.task = _current_task()
+        code: int | None
+        try:
+            try:
+                result = await self.request_handler(ctx)
+            except asyncio.CancelledError:
+                if ctx.cancelled:
+                    return None  # cancelled by the requester: no response (spec)
+                raise
+            except MCPError as exc:
+                ctx.done = True
+                kind, code = ERROR, exc.code
+                data = jsonrpc.encode_error(ctx.id, exc.to_error())
+            except Exception:
+                ctx.done = True
+                logger.exception("%s: handler for %r failed", self.name, ctx.method)
+                err = InternalError()
+                kind, code = ERROR, err.code
+                data = jsonrpc.encode_error(ctx.id, err.to_error())
+            else:
+                ctx.done = True
+                if ctx.cancelled:
+                    return None
+                kind, code = RESULT, None
+                data = jsonrpc.encode_result(ctx.id, result)
+            sink = ctx.sink
+            if sink is not None:  # a batch member: no object of its own
+                sink += data
+                sink += b","
+                return None
+            answer = _new(Outgoing, (data, kind, ctx.id, None, None, code))  # (Outgoing's fields, in order)
+            if keep:
+                return answer
+            await ctx.out.send(data, answer)
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
+        finally:
+            self._finished(ctx)
+        return None
+
+    def _finished(self, ctx: RequestContext, _: object = None) -> None:
+        """Leave the in-flight table and give the slot back (idempotent: also a cancelled task's done-callback,
+        since a task cancelled before its first step never runs the ``finally`` above)."""
+        ctx.done = True
+        inflight = self._inflight
+        if inflight and inflight.get(ctx.id) is ctx:  # (a detached request is not in it)
+            del inflight[ctx.id]
+        if ctx._slot:
+            ctx._slot = False
+            self._release()
+
+    async def _send_error(self, rid: RequestId | None, error: JSONDict, out: Outbox) -> None:
+        await self._send(messages.error(rid, error), out)
+
+    async def _send(self, msg: Outgoing, out: Outbox) -> None:
+        try:
+            await out.send(msg.data, msg)
+        except (ConnectionError, OSError) as exc:
+            logger.debug("%s: could not send a message: %s", self.name, exc)
+
+    async def _on_notification(self, msg: Notification) -> None:
+        method = msg.method
+        params = msg.params
+        if method == "notifications/cancelled":
+            rid = params.get("requestId") if params else None
+            ctx = self._inflight.get(rid) if type(rid) in (str, int) else None  # type: ignore[arg-type]
+            if ctx is not None and ctx.method != "initialize" and not ctx.done:
+                ctx.cancelled = True
+                if ctx.task is not None:
+                    ctx.task.cancel()
+                    ctx.task.add_done_callback(functools.partial(self._finished, ctx))
+            # unknown or finished requests: ignored (spec allows it)
+            if self.notification_handler is not None:
+                await self._notify_handler(method, params)
+            return
+        if method == "notifications/progress" and params is not None:
+            self._on_progress(params)
+            return
+        if self.notification_handler is not None:
+            await self._notify_handler(method, params)
+
+    async def _notify_handler(self, method: str, params: JSONDict | None) -> None:
+        assert self.notification_handler is not None
+        try:
+            await self.notification_handler(method, params)
+        except Exception:
+            logger.exception("%s: notification handler for %r failed", self.name, method)
+
+    async def _on_batch(self, batch: Batch, out: Outbox, keep: bool = False) -> Outgoing | None:
+        """Answer a batch: each request in it runs as its own task holding a concurrency slot, exactly like a single
+        request (the reader waits for a free slot), and the responses leave as one array when all have ended (with
+        ``keep``: are returned, see :meth:`handle`). A batch longer than ``max_batch_size`` is refused whole with
+        one -32600 error."""
+        answer: Outgoing | None
+        refusal = self._batch_refusal(batch)
+        if refusal is not None:
+            answer = messages.error(None, InvalidRequest(refusal).to_error())
+            if keep:
+                return answer
+            await self._send(answer, out)
+            return None
+        responses = bytearray()
+        tasks: list[asyncio.Task[Any]] = []
+        encode_error = jsonrpc.encode_error
+        for item in batch:
+            t = type(item)
+            if t is Request:
+                req: Request = item  # type: ignore[assignment]
+                if req.method == "initialize":
+                    err = InvalidRequest("initialize MUST NOT be part of a batch")
+                    responses += encode_error(req.id, err.to_error()) + b","
+                    continue
+                if req.id in self._inflight:  # (refused inside the batch's answer, which is bounded)
+                    responses += encode_error(req.id, self._duplicate(req.id)) + b","
+                    continue
+                ctx = self._admit(req, out)
+                assert ctx is not None
+                ctx.sink = responses
+                if self._active >= self._max_concurrency:
+                    try:
+                        await self._wait_slot()
+                    except BaseException:
+                        self._finished(ctx)
+                        for running in tasks:
+                            running.cancel()
+                        raise
+                started = self._launch(ctx)
+                if started is not None:
+                    tasks.append(started)
+            elif t is Invalid:
+                inv: Invalid = item  # type: ignore[assignment]
+                if not inv.is_response:
+                    responses += encode_error(inv.id, inv.error()) + b","
+            else:
+                await self.receive_parsed(item, out)
+        if not tasks:
+            answer = _batch_answer(responses)
+        elif keep:
+            answer = await self._finish_batch(tasks, responses)
+        else:
+            # The task that sends the batch's answer holds a slot of its own until the answer is written: a peer
+            # that floods batches and never reads its answers stops being read once the slots are taken.
+            if self._active >= self._max_concurrency:
+                await self._wait_slot()
+            self._active += 1
+            self._spawn(self._send_batch(tasks, responses, out))
+            return None
+        if keep or answer is None:
+            return answer
+        await self._send(answer, out)
+        return None
+
+    def _batch_refusal(self, batch: Batch) -> str | None:
+        """Why ``batch`` is refused whole, or None."""
+        if self.batch_policy is None or not self.batch_policy():
+            if any(type(item) is Request and item.method == "initialize" for item in batch):  # type: ignore[union-attr]
+                return "initialize MUST NOT be part of a batch: send it on its own"
+            return self.batch_refusal
+        if len(batch) > self.max_batch_size:
+            return batch_too_long(len(batch), self.max_batch_size)
+        return None
+
+    async def _finish_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray) -> Outgoing | None:
+        """Wait for the batch's requests; their answers as one array (None when none was answered)."""
+        try:
+            await asyncio.wait(tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            raise
+        tasks.clear()  # (done tasks keep their coroutines: a batch whose answer waits must not hold them)
+        return _batch_answer(responses)
+
+    async def _send_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox) -> None:
+        """Send the batch's answer once its requests ended, then give back the slot this task holds."""
+        try:
+            answer = await self._finish_batch(tasks, responses)
+            if answer is not None:
+                await self._send(answer, out)
+        finally:
+            self._release()
+
+    # ------------------------------------------------------------------ shutdown
+
+    async def close(self, reason: str = "closed") -> None:
+        """Fail outgoing requests, cancel running handlers, refuse further sends."""
+        if self._closed is not None:
+            return
+        self._closed = ConnectionClosed(f"{self.name}: {reason}")
+        self._fail_pending(self._closed)
+        if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
+            await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)
+        tasks = self._running_tasks()
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5.0)
+
+    def inflight_count(self) -> int:
+        return len(self._inflight)
+
+
+def _batch_answer(responses: bytearray) -> Outgoing | None:
+    """A batch's answer from its members' comma-terminated answers (notifications from batched handlers leave as
+    they come; the responses leave as one array). None when there is none."""
+    if not responses:
+        return None
+    responses[-1:] = b"]"  # (the last member's comma)
+    responses[0:0] = b"["
+    return Outgoing(bytes(responses), BATCH)
