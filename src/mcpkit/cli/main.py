@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .._version import __version__
 
 DEFAULT_APP_NAMES = ("app", "mcp", "server")
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel
 
-from .. import __version__
+from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, ProgressCallback, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (

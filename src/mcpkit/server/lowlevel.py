@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
+from ..hosting import ModernContext as ModernContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -69,8 +70,6 @@ logger = logging.getLogger("mcpkit.server")
 
 Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
 F = TypeVar("F", bound=Callable[..., Any])
-# what a 2026-07-28 request's _meta says: (features of its revision, client capabilities, client info, log level)
-ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 
 _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState

@@ -14,7 +14,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, Features
 
 if TYPE_CHECKING:
-    from .lowlevel import Server, ServerSession
+    from ..hosting import HostedServer, HostedSession
 
 # server -> client request methods and the client capability each needs
 CLIENT_CAPABILITY_FOR = {
@@ -102,7 +102,7 @@ class ScopeAuthorization:
             )
 
 
-def session_binding(session: ServerSession | None) -> str | None:
+def session_binding(session: HostedSession | None) -> str | None:
     """A random name of ``session`` (None without one) that a sealed ``requestState`` carries, so a state sealed
     for one session is refused on another."""
     if session is None:
@@ -150,8 +150,8 @@ class ServerRequestContext:
 
     def __init__(
         self,
-        server: Server,
-        session: ServerSession | None,
+        server: HostedServer,
+        session: HostedSession | None,
         rc: RequestContext,
         feats: Features,
         client_capabilities: JSONDict,

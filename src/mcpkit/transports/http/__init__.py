@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server
+    from ...hosting import HostedServer
     from .app import MCPApp, create_app
     from .streamable import StreamableHTTPEndpoint, close_sse_stream
     from .streamable_client import SessionExpired, StreamableHTTPClientTransport
@@ -56,7 +56,7 @@ def __getattr__(name: str) -> Any:
 
 
 def build_server(
-    server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
+    server: HostedServer, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``.
 
@@ -132,7 +132,9 @@ def build_server(
     return userver
 
 
-def serve(server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+def serve(
+    server: HostedServer, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
+) -> None:
     """Serve ``server`` over HTTP with uvicorn (blocking). Every transport is mounted on the one app; ``transport``
     only names the one the caller means (``http``: Streamable HTTP at ``/mcp``; ``sse``: ``/sse``; ``ws``: ``/ws``).
     Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...)."""

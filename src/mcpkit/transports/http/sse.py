@@ -57,7 +57,7 @@ from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server, ServerSession
+    from ...hosting import HostedServer, HostedSession
 
 logger = logging.getLogger("mcpkit.sse")
 
@@ -173,7 +173,7 @@ class _SSEStream:
         self.id = sid
         self.client = client
         self.outbox = outbox
-        self.session: ServerSession | None = None
+        self.session: HostedSession | None = None
         self.task: asyncio.Task[Any] | None = None
 
     def abort(self) -> None:
@@ -202,7 +202,7 @@ class LegacySSEEndpoint:
 
     def __init__(
         self,
-        server: Server,
+        server: HostedServer,
         *,
         messages_path: str = "/messages",
         max_body: int = DEFAULT_MAX_MESSAGE_SIZE,
