@@ -10,8 +10,10 @@ import inspect
 import logging
 from typing import Any
 
+from pydantic import BaseModel
+
+from ..protocol.errors import InternalError
 from ..protocol.jsonrpc import JSONDict
-from .lowlevel import Subscription
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -19,14 +21,38 @@ from .results import (
     _validator,
     apply_schema_defaults,
 )
+from .subscription import Subscription
 
 logger = logging.getLogger("mcpkit.client")
 
 
 async def _maybe_await(value: Any) -> Any:
+    """A callback's value, awaited if it is awaitable (handlers may be sync or async)."""
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def _as_dict(value: Any) -> JSONDict:
+    if isinstance(value, BaseModel):
+        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    if isinstance(value, dict):
+        return value
+    raise TypeError(f"handler returned {type(value).__name__}, expected a dict or an MCP model")
+
+
+def _validated(model: Any, result: JSONDict, what: str) -> JSONDict:
+    """Check a handler's answer; a bad one becomes an error the server can read (not a bare -32603)."""
+    from pydantic import ValidationError
+
+    try:
+        dumped: JSONDict = model.model_validate(result).dump()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "result"
+        msg = f"the client's {what} handler returned an invalid result: {where}: {first['msg']}"
+        raise InternalError(msg) from None
+    return dumped
 
 
 def _sampling_result(value: Any) -> Any:
