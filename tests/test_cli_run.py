@@ -79,3 +79,51 @@ def test_run_http_goes_through_a_run_override(tmp_path: Path) -> None:
     out = run(["run", str(server), "-t", "http", "--port", "0", "--max-sessions", "5"])
     assert out.returncode == 0, out.stderr
     assert b"custom run http ['host', 'max_sessions', 'port']" in out.stderr, out.stderr
+
+
+def test_issue14_item5_run_override_that_serves_still_prints_its_url(tmp_path: Path) -> None:
+    """Issue 14 item 5 (the URL announcement lives in the HTTP serve, not in the CLI): a server class whose run()
+    override adds something and then serves (as examples/conformance_server.py does) is served through it by
+    ``mcpkit run -t http --port 0`` AND the URL it listens on is printed, with the real port. Before, the CLI
+    printed the URL only on its own serving path, which it skipped for an override: no URL was printed."""
+    import re
+    import select
+    import socket
+    import time
+
+    server = tmp_path / "custom.py"
+    server.write_text(
+        "import sys\n"
+        "from mcpkit import MCPKit\n\n"
+        "class Custom(MCPKit):\n"
+        "    def run(self, transport='stdio', **options):\n"
+        "        print('custom run', transport, flush=True, file=sys.stderr)\n"
+        "        super().run(transport, **options)\n\n"
+        "app = Custom('custom')\n"
+    )
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(server), "-t", "http", "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stderr is not None
+        lines: list[str] = []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if not select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                break  # nothing more within the deadline (a readline alone could block for good)
+            line = proc.stderr.readline()
+            lines.append(line)
+            if "serving" in line or not line:
+                break
+        assert "custom run http\n" in lines, lines
+        match = re.search(r"mcpkit: serving http on http://127\.0\.0\.1:(\d+)/mcp\s*$", lines[-1])
+        assert match, lines
+        with socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=5):
+            pass  # it listens where it says
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
