@@ -331,3 +331,16 @@ def test_issue14_item3_circle_finder_sees_every_kind_of_import() -> None:
     assert "mcpkit.engine" in arrows["mcpkit.server.lowlevel"]  # a top-level import is an arrow
     late = [m for m, deps in arrows.items() if "mcpkit.transports.stdio" in deps]
     assert "mcpkit.run" in late  # run_stdio_async imports the stdio transport inside the function
+
+
+def test_issue14_item5_run_checks_does_not_repeat_checker_signature() -> None:
+    """Issue 14 item 5 (twins): ``run_checks`` takes the parameters of ``Checker`` itself instead of a hand copy
+    of its signature (the copy had to be kept in step by hand); an unknown option still fails at once."""
+    import asyncio
+
+    from mcpkit.check import run_checks
+    from mcpkit.check.checks import runner
+
+    assert "protocol_version: str" not in inspect.getsource(runner)
+    with pytest.raises(TypeError, match="no_such_option"):
+        asyncio.run(run_checks("python -c pass", no_such_option=1))  # type: ignore[call-arg]
