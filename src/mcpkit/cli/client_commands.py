@@ -29,12 +29,14 @@ import click
 
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
+    NAMED_WITH_ARGUMENTS,
     CLIError,
     _Answers,
     _describe_args,
     _is_result_wrapper,
     _print_content,
     _print_json,
+    _print_table,
     _result_dict,
     _same_as_text,
     _stderr,
@@ -329,20 +331,17 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([t.dump() for t in tools], machine=True)
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(tools)} tools", title_justify="left")
-        table.add_column("Name", style="bold cyan", no_wrap=True)
-        table.add_column("Description")
-        table.add_column("Arguments (* = required)", style="green")
-        for t in tools:
+        def row(t: Any) -> list[Any]:
             desc = t.title + " - " + (t.description or "") if t.title else (t.description or "")
-            table.add_row(
-                text(t.name, one_line=True), text(desc.strip()), text(_describe_args(t.input_schema), one_line=True)
-            )
-        _stdout().print(table)
+            return [
+                text(t.name, one_line=True),
+                text(desc.strip()),
+                text(_describe_args(t.input_schema), one_line=True),
+            ]
+
+        _print_table(f"{len(tools)} tools", NAMED_WITH_ARGUMENTS, [row(t) for t in tools])
 
     _guard(go)
 
@@ -473,36 +472,35 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                 machine=True,
             )
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(resources)} resources", title_justify="left")
-        table.add_column("URI", style="bold cyan", overflow="fold")
-        table.add_column("Name")
-        table.add_column("MIME type", style="green")
-        table.add_column("Description")
-        for r in resources:
-            table.add_row(
-                text(r.uri, one_line=True),
-                text(r.title or r.name, one_line=True),
-                text(r.mime_type or "", one_line=True),
-                text(r.description or ""),
-            )
-        console = _stdout()
-        console.print(table)
+        uri_column = {"style": "bold cyan", "overflow": "fold"}
+        _print_table(
+            f"{len(resources)} resources",
+            [("URI", uri_column), ("Name", {}), ("MIME type", {"style": "green"}), ("Description", {})],
+            [
+                [
+                    text(r.uri, one_line=True),
+                    text(r.title or r.name, one_line=True),
+                    text(r.mime_type or "", one_line=True),
+                    text(r.description or ""),
+                ]
+                for r in resources
+            ],
+        )
         if templates:
-            tt = Table(title=f"{len(templates)} resource templates", title_justify="left")
-            tt.add_column("URI template", style="bold cyan", overflow="fold")
-            tt.add_column("Name")
-            tt.add_column("Description")
-            for t in templates:
-                tt.add_row(
-                    text(t.uri_template, one_line=True),
-                    text(t.title or t.name, one_line=True),
-                    text(t.description or ""),
-                )
-            console.print(tt)
+            _print_table(
+                f"{len(templates)} resource templates",
+                [("URI template", uri_column), ("Name", {}), ("Description", {})],
+                [
+                    [
+                        text(t.uri_template, one_line=True),
+                        text(t.title or t.name, one_line=True),
+                        text(t.description or ""),
+                    ]
+                    for t in templates
+                ],
+            )
 
     _guard(go)
 
@@ -561,18 +559,13 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([p.dump() for p in prompts], machine=True)
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(prompts)} prompts", title_justify="left")
-        table.add_column("Name", style="bold cyan", no_wrap=True)
-        table.add_column("Description")
-        table.add_column("Arguments (* = required)", style="green")
-        for p in prompts:
+        def row(p: Any) -> list[Any]:
             args = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
-            table.add_row(text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True))
-        _stdout().print(table)
+            return [text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True)]
+
+        _print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
 
     _guard(go)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import sys
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -332,3 +333,24 @@ def _result_dict(result: Any) -> Any:
         out = result.raw.model_copy(update={"structured_content": None}).dump()
         out["structuredContent"] = result.structured
         return out
+
+
+#: The columns of a listing of named things that take arguments (tools, prompts): (header, rich column options).
+NAMED_WITH_ARGUMENTS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("Name", {"style": "bold cyan", "no_wrap": True}),
+    ("Description", {}),
+    ("Arguments (* = required)", {"style": "green"}),
+)
+
+
+def _print_table(title: str, columns: Sequence[tuple[str, dict[str, Any]]], rows: Iterable[Sequence[Any]]) -> None:
+    """Print one listing as a rich table on stdout: ``columns`` are (header, rich column options), each row's
+    cells already made safe to show (``safe.text``)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for header, options in columns:
+        table.add_column(header, **options)
+    for row in rows:
+        table.add_row(*row)
+    _stdout().print(table)
