@@ -344,3 +344,23 @@ def test_issue14_item5_run_checks_does_not_repeat_checker_signature() -> None:
     assert "protocol_version: str" not in inspect.getsource(runner)
     with pytest.raises(TypeError, match="no_such_option"):
         asyncio.run(run_checks("python -c pass", no_such_option=1))  # type: ignore[call-arg]
+
+
+def test_issue14_item5_helpers_defined_once() -> None:
+    """Issue 14 item 5 (twins): helpers that had a second hand copy have one definition, used by both sides: the
+    ASGI body reader's disconnect signal (legacy SSE had its own class and read loop), the client's callback
+    awaiting, the ``notifications/message`` params of a session's and a request's log, and the completers of a
+    prompt's arguments / a template's variables."""
+    from mcpkit.client import handlers, lowlevel
+    from mcpkit.transports.http import sse, wire
+
+    assert sse._Disconnected is wire._Disconnected
+    assert lowlevel._maybe_await is handlers._maybe_await
+    text = [p.read_text() for p in SRC.rglob("*.py")]
+    once = (
+        "class _Disconnected(",
+        "def _maybe_await(",
+        '{"level": level, "data": data}',
+        "literal_choices(p.annotation)",
+    )
+    assert {needle: sum(body.count(needle) for body in text) for needle in once} == dict.fromkeys(once, 1)

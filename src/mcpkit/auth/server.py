@@ -546,12 +546,7 @@ class AuthorizationServer(ClientRegistration):
         verifier = form.get("code_verifier")
         if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
             raise _OAuthError("invalid_grant", "PKCE verification failed")
-        resource = code.resource
-        if "resource" in form:
-            asked = self._resource(form["resource"])
-            if code.resource is not None and asked != code.resource:
-                raise _OAuthError("invalid_target", "resource differs from the authorization request")
-            resource = asked
+        resource = self._same_resource(form, code.resource, "the authorization request")
         return await self._tokens(
             client.client_id,
             code.subject,
@@ -560,6 +555,15 @@ class AuthorizationServer(ClientRegistration):
             refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
             family=family,
         )
+
+    def _same_resource(self, form: dict[str, str], granted: str | None, what: str) -> str | None:
+        """The resource a token request may name: the one ``granted`` (``what`` says by what), or none."""
+        if "resource" not in form:
+            return granted
+        asked = self._resource(form["resource"])
+        if granted is not None and asked != granted:
+            raise _OAuthError("invalid_target", f"resource differs from {what}")
+        return asked
 
     def _family_expiry(self) -> float | None:
         """How long a grant family must be remembered: as long as any token of it can live."""
@@ -592,12 +596,7 @@ class AuthorizationServer(ClientRegistration):
             if any(s not in old.scopes for s in asked):
                 raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
             scopes = asked
-        resource = old.resource
-        if "resource" in form:
-            asked_resource = self._resource(form["resource"])
-            if old.resource is not None and asked_resource != old.resource:
-                raise _OAuthError("invalid_target", "resource differs from the original grant")
-            resource = asked_resource
+        resource = self._same_resource(form, old.resource, "the original grant")
         return await self._tokens(
             client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes, family=old.family
         )

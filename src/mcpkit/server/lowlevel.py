@@ -54,6 +54,7 @@ from .request_context import (
     InputRequired,
     ServerRequestContext,
     level_index,
+    log_message,
     session_binding,
 )
 from .request_state import RequestStateSealer, request_digest
@@ -545,10 +546,7 @@ class ServerSession:
             return False
         if self.log_level is not None and level_index(level) < level_index(self.log_level):
             return False
-        params: JSONDict = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        await self.peer.notify("notifications/message", params)
+        await self.peer.notify("notifications/message", log_message(level, data, logger_name))
         return True
 
     def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict]:

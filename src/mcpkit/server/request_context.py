@@ -113,6 +113,14 @@ def session_binding(session: HostedSession | None) -> str | None:
     return str(binding)
 
 
+def log_message(level: str, data: Any, logger_name: str | None) -> JSONDict:
+    """The params of one ``notifications/message`` (a session's log and a request's log send the same)."""
+    params: JSONDict = {"level": level, "data": data}
+    if logger_name is not None:
+        params["logger"] = logger_name
+    return params
+
+
 def level_index(level: str) -> int:
     try:
         return LOG_LEVELS.index(level)
@@ -221,10 +229,7 @@ class ServerRequestContext:
             raise ValueError(f"unknown log level {level!r}")
         if not self.log_enabled(level):
             return False
-        params: JSONDict = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        await self.rc.notify("notifications/message", params)
+        await self.rc.notify("notifications/message", log_message(level, data, logger_name))
         return True
 
     def has_client_capability(self, name: str) -> bool:

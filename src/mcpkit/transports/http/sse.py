@@ -55,6 +55,7 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
+from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
@@ -87,33 +88,14 @@ async def respond(
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class _Disconnected(Exception):
-    pass
-
-
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it exceeds ``limit`` bytes (declared or streamed)."""
-    declared = header(scope, b"content-length")
-    if declared is not None:
-        try:
-            if int(declared) > limit:
-                return None
-        except ValueError:
-            pass
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        if chunk:
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
+    if _declared_too_large(header(scope, b"content-length"), limit):
+        return None
+    try:
+        return await _read_rest(receive, await receive(), limit)
+    except _TooLarge:
+        return None
 
 
 async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:

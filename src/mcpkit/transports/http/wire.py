@@ -150,7 +150,7 @@ class _Disconnected(Exception):
     pass
 
 
-def _declared_too_large(declared: bytes | None, limit: int) -> bool:
+def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
     if declared is None:
         return False
     try:
