@@ -135,6 +135,14 @@ class QueueSubscription:
         await self.aclose()
 
 
+def end_all(subscriptions: MutableMapping[Any, set[QueueSubscription]]) -> None:
+    """End every subscription of a bus's table (channel -> subscriptions) and empty it: a closing bus does this."""
+    for subs in list(subscriptions.values()):
+        for sub in list(subs):
+            sub.end()
+    subscriptions.clear()
+
+
 class InMemoryBus:
     """A :class:`Bus` within one process (every subscriber of a channel gets every message)."""
 
@@ -165,10 +173,7 @@ class InMemoryBus:
 
     async def aclose(self) -> None:
         self._closed = True
-        for subs in list(self._subs.values()):
-            for sub in list(subs):
-                sub.end()
-        self._subs.clear()
+        end_all(self._subs)
 
 
 # ---------------------------------------------------------------------------------------------- fan-out
