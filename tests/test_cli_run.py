@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from core_helpers import CORE_SERVER
+from support.procs import stderr_until, stop
 
 MCPKIT = [sys.executable, "-m", "mcpkit.cli.main"]
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}\n'
@@ -87,9 +88,7 @@ def test_issue14_item5_run_override_that_serves_still_prints_its_url(tmp_path: P
     ``mcpkit run -t http --port 0`` AND the URL it listens on is printed, with the real port. Before, the CLI
     printed the URL only on its own serving path, which it skipped for an override: no URL was printed."""
     import re
-    import select
     import socket
-    import time
 
     server = tmp_path / "custom.py"
     server.write_text(
@@ -105,25 +104,11 @@ def test_issue14_item5_run_override_that_serves_still_prints_its_url(tmp_path: P
         [*MCPKIT, "run", str(server), "-t", "http", "--port", "0"], stderr=subprocess.PIPE, text=True
     )
     try:
-        assert proc.stderr is not None
-        lines: list[str] = []
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if not select.select([proc.stderr], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                break  # nothing more within the deadline (a readline alone could block for good)
-            line = proc.stderr.readline()
-            lines.append(line)
-            if "serving" in line or not line:
-                break
+        lines = stderr_until(proc, "serving")
         assert "custom run http\n" in lines, lines
         match = re.search(r"mcpkit: serving http on http://127\.0\.0\.1:(\d+)/mcp\s*$", lines[-1])
         assert match, lines
         with socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=5):
             pass  # it listens where it says
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
