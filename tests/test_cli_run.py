@@ -64,16 +64,18 @@ def test_run_errors_are_clear(tmp_path: Path, content: str | None, target_suffix
     assert p.stdout == b""
 
 
+#: A server file whose MCPKit subclass overrides run(); each test appends the body of its run() and the app.
+CUSTOM_RUN = (
+    "import sys\nfrom mcpkit import MCPKit\n\nclass Custom(MCPKit):\n    def run(self, transport='stdio', **options):\n"
+)
+
+
 def test_run_http_goes_through_a_run_override(tmp_path: Path) -> None:
     """A server class that customizes ``run()`` (as examples/conformance_server.py does to add an event store) is
     served through it by ``mcpkit run -t http``; the options of the command line reach it."""
     server = tmp_path / "custom.py"
     server.write_text(
-        "import sys\n"
-        "from mcpkit import MCPKit\n\n"
-        "class Custom(MCPKit):\n"
-        "    def run(self, transport='stdio', **options):\n"
-        "        print('custom run', transport, sorted(options), file=sys.stderr, flush=True)\n"
+        CUSTOM_RUN + "        print('custom run', transport, sorted(options), file=sys.stderr, flush=True)\n"
         "        raise SystemExit(0)\n\n"
         "app = Custom('custom')\n"
     )
@@ -92,11 +94,7 @@ def test_issue14_item5_run_override_that_serves_still_prints_its_url(tmp_path: P
 
     server = tmp_path / "custom.py"
     server.write_text(
-        "import sys\n"
-        "from mcpkit import MCPKit\n\n"
-        "class Custom(MCPKit):\n"
-        "    def run(self, transport='stdio', **options):\n"
-        "        print('custom run', transport, flush=True, file=sys.stderr)\n"
+        CUSTOM_RUN + "        print('custom run', transport, flush=True, file=sys.stderr)\n"
         "        super().run(transport, **options)\n\n"
         "app = Custom('custom')\n"
     )
