@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from core_helpers import CORE_SERVER
-from support.procs import stderr_until, stop
+from support.procs import stderr_until, stop, wait_listening
 
 MCPKIT = [sys.executable, "-m", "mcpkit.cli.main"]
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}\n'
@@ -110,3 +110,29 @@ def test_issue14_item5_run_override_that_serves_still_prints_its_url(tmp_path: P
             pass  # it listens where it says
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("announce", [True, False])
+def test_issue14_item5_server_run_announces_its_url_unless_told_not_to(announce: bool) -> None:
+    """``Server.run("http", ...)`` (the library, not only ``mcpkit run``) prints ``mcpkit: serving http on <url>``
+    once it listens; ``announce=False`` leaves the line out."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = f"from mcpkit import MCPKit\nMCPKit('a').run('http', port={port}, announce={announce})"
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    line = f"mcpkit: serving http on http://127.0.0.1:{port}/mcp"
+    try:
+        if announce:
+            assert line in "".join(stderr_until(proc, "serving"))
+        else:
+            wait_listening(port, proc)
+            time.sleep(0.5)  # (the line, when printed, follows the listen within one 20 ms poll)
+    finally:
+        stop(proc)
+    assert proc.stderr is not None
+    if not announce:
+        assert line not in proc.stderr.read()
