@@ -2,8 +2,9 @@
 
 ``mcpkit.server`` holds the server (:class:`~mcpkit.server.lowlevel.Server`, ``ServerSession``); the transports,
 :mod:`mcpkit.run`, the fan-out backends in ``stores/`` and the request context hold a server only through these
-protocols, so none of them imports ``mcpkit.server`` and ``Server.run()`` (server -> run -> transports) closes no
-import circle. The layers, top down: cli -> run -> transports / stores -> server -> hosting -> engine -> protocol.
+protocols, so none of them imports ``mcpkit.server`` back and ``Server.run()`` (server -> run -> transports, an
+import inside the method) closes no import circle: every arrow from those modules ends here, below ``server/``
+(hosting -> engine -> protocol).
 
 A protocol here names only what its users touch; ``Server`` and ``ServerSession`` satisfy them structurally (mypy
 checks it wherever a ``Server`` is handed to a transport). Nothing here runs on a message's path.
