@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from mcpkit.check import FAIL, PASS, Report, run_checks
+from support.procs import stop, wait_listening
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -156,18 +156,6 @@ def assert_modern_pass(report: Report) -> None:
         assert PASS in statuses and FAIL not in statuses and "warn" not in statuses, (rid, modern)
 
 
-def _wait_port(port: int, proc: subprocess.Popen[bytes], deadline: float = 20.0) -> None:
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise AssertionError("server did not listen in time")
-
-
 @pytest.fixture
 def http_everything(free_port: Callable[[], int]) -> Iterator[str]:
     port = free_port()
@@ -175,15 +163,10 @@ def http_everything(free_port: Callable[[], int]) -> Iterator[str]:
         [*EVERYTHING, "--transport", "http", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        _wait_port(port, proc)
+        wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.mark.req(*HTTP_PROVEN)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from support.procs import stderr_until, stop
+
 TESTS = Path(__file__).resolve().parent
 HOSTILE = TESTS / "servers" / "hostile_cli_server.py"
 SERVER = str(TESTS / "test_client_server.py")
@@ -265,13 +267,8 @@ def test_issue13_run_prints_the_url_it_serves(app_file: Path, transport: str, sc
         text=True,
     )
     try:
-        assert proc.stderr is not None
-        line = ""
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            line = proc.stderr.readline()
-            if "serving" in line or not line:
-                break
+        lines = stderr_until(proc, "serving")
+        line = lines[-1] if lines else ""
         match = re.search(rf"serving {transport} on ({scheme}://127\.0\.0\.1:(\d+){path})\s*$", line)
         assert match, line
         with socket.create_connection(("127.0.0.1", int(match.group(2))), timeout=5):
@@ -280,9 +277,4 @@ def test_issue13_run_prints_the_url_it_serves(app_file: Path, transport: str, sc
             ping = mcpkit("ping", match.group(1), "--json")
             assert ping.returncode == 0 and json.loads(ping.stdout)["ok"], ping.stderr
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)

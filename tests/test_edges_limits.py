@@ -21,6 +21,7 @@ import pytest
 
 from core_helpers import CORE_SERVER
 from mcpkit.transports.http import build_server
+from support.procs import stop
 from test_http_support import handshake_headers, initialize_body, make_server, open_session, running
 
 V = "2025-11-25"
@@ -317,12 +318,7 @@ async def test_issue12_item5_mcpkit_run_exposes_the_connection_limits(free_port:
                 s.close()
             await _tool_call(http, base + "/mcp")
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
+        stop(proc)
 
 
 # ------------------------------------------------------------------------------------------- item 6

@@ -25,6 +25,7 @@ from mcpkit.transports.http import StreamableHTTPClientTransport
 from mcpkit.transports.http.lite import LitePool
 from mcpkit.transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from mcpkit.transports.http.streamable_client import fast_path_applies
+from support.rawhttp import raw_server
 from test_http_support import make_server, running
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "RawServer"], Awaitable[None]]
@@ -59,19 +60,10 @@ class RawServer:
     async def serve(self) -> AsyncIterator[str]:
         async def on_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             self.connections += 1
-            try:
-                await self.handler(reader, writer, self)
-            except (ConnectionError, asyncio.IncompleteReadError):
-                pass
-            finally:
-                writer.close()
+            await self.handler(reader, writer, self)
 
-        srv = await asyncio.start_server(on_conn, "127.0.0.1", 0)
-        port = srv.sockets[0].getsockname()[1]
-        try:
+        async with raw_server(on_conn) as port:
             yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            srv.close()
 
 
 def answer_for(body: bytes) -> bytes:

@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from mcpkit.transports.http.lite import LiteHTTPError, LitePool
-from test_firsthour import one_line_error, run_without
+from support.extras import HTTP_CLIENT_CODE, one_line_error, run_without
+from support.rawhttp import raw_server
 
 FLOOD = 16 * 1024 * 1024  # bytes a hostile server offers (256x the 64 KiB head bound)
 PEAK_BOUND = 4 * 1024 * 1024  # Python allocation peak allowed while it runs
@@ -29,31 +30,20 @@ Answer = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 @contextlib.asynccontextmanager
 async def serving(answers: dict[str, Answer]) -> AsyncIterator[LitePool]:
     """A server answering ``GET /<name>`` with ``answers[name]``; each request on its own connection read."""
-    opened = []
 
     async def on_conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        opened.append(writer)
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                name = head.split(b" ", 2)[1].decode().lstrip("/")
-                await answers[name](reader, writer)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+        while True:
+            head = await reader.readuntil(b"\r\n\r\n")
+            name = head.split(b" ", 2)[1].decode().lstrip("/")
+            await answers[name](reader, writer)
+            await writer.drain()
 
-    srv = await asyncio.start_server(on_conn, "127.0.0.1", 0)
-    port = srv.sockets[0].getsockname()[1]
-    pool = LitePool("127.0.0.1", port, timeout=5)
-    try:
-        yield pool
-    finally:
-        await pool.aclose()
-        srv.close()
-        for w in opened:
-            w.transport.abort()
+    async with raw_server(on_conn) as port:
+        pool = LitePool("127.0.0.1", port, timeout=5)
+        try:
+            yield pool
+        finally:
+            await pool.aclose()
 
 
 def canned(data: bytes, close: bool = False) -> Answer:
@@ -210,20 +200,7 @@ async def test_issue15_item6_interim_flood_bounded_and_head_bound_per_response()
 def test_http_client_target_without_httptools_names_the_extra(tmp_path: Path) -> None:
     """httptools is part of the ``http`` extra: a client for an http:// URL without it says
     ``pip install 'mcpkit[http]'`` in one line (issue 13 (a)'s rule, for the new dependency)."""
-    code = """
-    import asyncio, sys
-    from mcpkit import Client
-    from mcpkit._extras import MissingExtra
-    async def main():
-        async with Client("http://127.0.0.1:9/mcp") as c:
-            pass
-    try:
-        asyncio.run(main())
-    except MissingExtra as exc:
-        print(exc, file=sys.stderr)
-        sys.exit(3)
-    """
-    proc = run_without(["httptools"], code, tmp_path)
+    proc = run_without(["httptools"], HTTP_CLIENT_CODE, tmp_path)
     assert proc.returncode == 3, proc.stderr
     line = one_line_error(proc)
     assert "pip install 'mcpkit[http]'" in line and "httptools" in line

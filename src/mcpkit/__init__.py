@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 # Public names load lazily so `import mcpkit` stays cheap (cold start of a stdio server is benchmarked).
 _LAZY: dict[str, tuple[str, str]] = {

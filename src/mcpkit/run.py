@@ -1,7 +1,8 @@
 """Running a server on a transport: the one place that chooses a transport by name.
 
-``Server.run()`` and ``MCPKit.run()`` delegate here through a late import, so ``mcpkit.server`` imports nothing
-of ``mcpkit.transports`` (the import graph runs run -> transports -> server -> engine -> protocol).
+``Server.run()`` and ``MCPKit.run()`` delegate here. This module and the transports hold a server only through the
+protocols of :mod:`mcpkit.hosting`, so the arrows run server -> run -> transports -> hosting -> engine -> protocol
+and none comes back up: no import circle.
 
     from mcpkit.run import run
     run(server)                       # stdio
@@ -14,12 +15,12 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server.lowlevel import Server
+    from .hosting import HostedServer
 
 __all__ = ["run", "run_stdio_async"]
 
 
-async def run_stdio_async(server: Server, **transport_options: Any) -> None:
+async def run_stdio_async(server: HostedServer, **transport_options: Any) -> None:
     """Serve ``server`` on stdin/stdout until the input ends; ``transport_options`` go to
     :class:`~mcpkit.transports.stdio.StdioServerTransport`."""
     from .transports.stdio import StdioServerTransport
@@ -29,7 +30,7 @@ async def run_stdio_async(server: Server, **transport_options: Any) -> None:
     await server.serve(transport)
 
 
-def run(server: Server, transport: str = "stdio", **options: Any) -> None:
+def run(server: HostedServer, transport: str = "stdio", **options: Any) -> None:
     """Run ``server`` (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
     without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
     transport (``host``, ``port``, ...)."""

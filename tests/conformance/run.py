@@ -35,6 +35,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent))  # tests/: the shared helpers of tests/support
+from support.procs import ServerDidNotStart, stop, wait_listening  # noqa: E402
+
 NODE_MODULES = ROOT / "tests" / "node_modules"
 NODE = NODE_MODULES / ".bin" / "node"
 HARNESSES = {
@@ -182,25 +185,14 @@ def conformance_server() -> Iterator[str]:
     log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in the finally below, after the server stops
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            if proc.poll() is not None:
-                log.seek(0)
-                raise SystemExit(f"the conformance server exited:\n{log.read().decode(errors='replace')}")
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if time.monotonic() > deadline:
-                raise SystemExit("the conformance server did not start listening within 30s")
-            time.sleep(0.1)
+        try:
+            wait_listening(port, proc, timeout=30)
+        except ServerDidNotStart as exc:
+            log.seek(0)
+            raise SystemExit(f"the conformance server: {exc}\n{log.read().decode(errors='replace')}") from None
         yield f"http://localhost:{port}/mcp"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
         if proc.returncode not in (0, -15, 143):
             log.seek(0)
             print(f"conformance server exit code {proc.returncode}:\n{log.read().decode(errors='replace')[-3000:]}")

@@ -178,3 +178,13 @@ def parse_www_authenticate(value: str) -> tuple[str, dict[str, str]]:
         if key:
             params[key] = val
     return scheme.lower(), params
+
+
+class _OAuthError(Exception):
+    """An OAuth error response of the authorization server: ``error`` code, description and HTTP status."""
+
+    def __init__(self, error: str, description: str, status: int = 400) -> None:
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.status = status

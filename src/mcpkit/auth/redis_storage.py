@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .server import ClientRecord, _Code, _Refresh
+from .storage import ClientRecord, _Code, _Refresh
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

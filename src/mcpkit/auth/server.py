@@ -27,23 +27,32 @@ import hmac
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send
 from ._util import (
+    _OAuthError,
     canonical_resource,
     header,
     is_loopback_host,
     is_secure_url,
-    read_body,
     s256,
     send_json,
     send_preflight,
     valid_redirect_uri,
+)
+from .registration import ClientRegistration
+from .storage import (
+    AuthorizationRequest,
+    AuthStorage,
+    ClientRecord,
+    InMemoryAuthStorage,
+    _Code,
+    _Ledger,
+    _Refresh,
 )
 
 __all__ = [
@@ -55,153 +64,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class ClientRecord:
-    """A registered client. ``scope`` (space-separated) is everything it may ever be granted (None: any scope);
-    ``dynamic`` marks a self-registered (RFC 7591) client; ``resource_server`` lets it introspect every token."""
-
-    client_id: str
-    client_secret: str | None
-    redirect_uris: list[str]
-    token_endpoint_auth_method: str = "none"
-    grant_types: list[str] = field(default_factory=lambda: ["authorization_code", "refresh_token"])
-    scope: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    dynamic: bool = False
-    resource_server: bool = False
-
-
-@dataclass
-class AuthorizationRequest:
-    """What /authorize (or a ``client_credentials`` token request: ``grant_type``, no ``redirect_uri``) asked; the
-    approver decides who, if anyone, grants it (it returns the subject, or None to deny)."""
-
-    client: ClientRecord
-    redirect_uri: str
-    scopes: list[str]
-    resource: str | None
-    state: str | None
-    grant_type: str = "authorization_code"  # or "client_credentials" (no user: redirect_uri is "")
-
-
-@dataclass
-class _Code:
-    client_id: str
-    redirect_uri: str
-    challenge: str
-    scopes: list[str]
-    resource: str | None
-    subject: str
-    expires_at: float
-
-
-@dataclass
-class _Refresh:
-    client_id: str
-    scopes: list[str]
-    resource: str | None
-    subject: str
-    expires_at: float | None
-    family: str = ""  # the grant (one authorization code) every rotated refresh token of a chain belongs to
-
-
-class AuthStorage(Protocol):
-    """Durable state of the authorization server. Codes must be single-use (``pop``).
-
-    The replay ledger (``mark_used``/``used``/``revoke``/``revoked``) remembers which grant family a spent code
-    or rotated refresh token belonged to (keys are digests, never the secrets), so a replay revokes the family
-    (RFC 6749 §4.1.2, OAuth 2.1 §4.3.1). A storage without these methods gets a process-local ledger."""
-
-    async def get_client(self, client_id: str) -> ClientRecord | None: ...
-    async def save_client(self, client: ClientRecord) -> None: ...
-    async def save_code(self, code: str, data: _Code) -> None: ...
-    async def pop_code(self, code: str) -> _Code | None: ...
-    async def save_refresh(self, token: str, data: _Refresh) -> None: ...
-    async def pop_refresh(self, token: str) -> _Refresh | None: ...
-
-
-class _Ledger(Protocol):
-    async def mark_used(self, key: str, family: str, expires_at: float | None) -> None: ...
-    async def used(self, key: str) -> str | None: ...
-    async def revoke(self, family: str, expires_at: float | None) -> None: ...
-    async def revoked(self, family: str) -> bool: ...
-
-
-class InMemoryAuthStorage:
-    """Process-local storage (development and tests only). Every table holds at most ``max_entries``; at most
-    ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the oldest
-    *self-registered* client goes, never a pre-registered one."""
-
-    def __init__(self, max_entries: int = 100_000, max_dynamic_clients: int = 10_000) -> None:
-        self.max_dynamic_clients = max_dynamic_clients
-        self._dynamic: dict[str, None] = {}  # self-registered client ids, oldest first
-        self.clients: dict[str, ClientRecord] = {}
-        self.codes: dict[str, _Code] = {}
-        self.refresh: dict[str, _Refresh] = {}
-        self.spent: dict[str, tuple[str, float | None]] = {}  # digest of a spent code/refresh -> family
-        self.revoked_families: dict[str, float | None] = {}
-        self.max_entries = max_entries
-
-    def _bound(self, table: dict[str, Any]) -> None:
-        if len(table) >= self.max_entries:
-            table.pop(next(iter(table)))
-
-    async def get_client(self, client_id: str) -> ClientRecord | None:
-        return self.clients.get(client_id)
-
-    async def save_client(self, client: ClientRecord) -> None:
-        new = client.client_id not in self.clients
-        if new and (
-            len(self.clients) >= self.max_entries or (client.dynamic and len(self._dynamic) >= self.max_dynamic_clients)
-        ):
-            if not self._dynamic:
-                raise RuntimeError(f"client table full ({self.max_entries} pre-registered clients: max_entries)")
-            victim = next(iter(self._dynamic))
-            del self._dynamic[victim]
-            self.clients.pop(victim, None)
-        self.clients[client.client_id] = client
-        if client.dynamic:
-            self._dynamic[client.client_id] = None
-
-    async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
-        self._bound(self.spent)
-        self.spent[key] = (family, expires_at)
-
-    async def used(self, key: str) -> str | None:
-        hit = self.spent.get(key)
-        return hit[0] if hit is not None else None
-
-    async def revoke(self, family: str, expires_at: float | None) -> None:
-        self._bound(self.revoked_families)
-        self.revoked_families[family] = expires_at
-
-    async def revoked(self, family: str) -> bool:
-        return family in self.revoked_families
-
-    async def save_code(self, code: str, data: _Code) -> None:
-        self._bound(self.codes)
-        self.codes[code] = data
-
-    async def pop_code(self, code: str) -> _Code | None:
-        return self.codes.pop(code, None)
-
-    async def save_refresh(self, token: str, data: _Refresh) -> None:
-        self._bound(self.refresh)
-        self.refresh[token] = data
-
-    async def pop_refresh(self, token: str) -> _Refresh | None:
-        return self.refresh.pop(token, None)
-
-
 Approver = Callable[[AuthorizationRequest], Awaitable[str | None]]
-
-
-class _OAuthError(Exception):
-    def __init__(self, error: str, description: str, status: int = 400) -> None:
-        super().__init__(description)
-        self.error = error
-        self.description = description
-        self.status = status
 
 
 def _redirect_registered(uri: str, registered: list[str]) -> bool:
@@ -235,7 +98,7 @@ def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
 
-class AuthorizationServer:
+class AuthorizationServer(ClientRegistration):
     """The ASGI authorization server. ``app`` (optional) receives every request this server does not route, so one
     origin can host both the AS and the MCP endpoint (the 2025-03-26 layout).
 
@@ -419,43 +282,6 @@ class AuthorizationServer:
         if grant:
             claims["grant_id"] = grant
         return jwt.encode(claims, self.key, algorithm="ES256", headers={"kid": self.kid, "typ": "at+jwt"})
-
-    async def register_client(
-        self,
-        *,
-        redirect_uris: Iterable[str] = (),
-        token_endpoint_auth_method: str = "none",
-        grant_types: Iterable[str] = ("authorization_code", "refresh_token"),
-        client_id: str | None = None,
-        client_secret: str | None = None,
-        scope: str | None = None,
-        resource_server: bool = False,
-        dynamic: bool = False,
-    ) -> ClientRecord:
-        """Pre-register a client (what /register does for DCR). ``scope`` bounds what it may ever be granted (None:
-        any scope); ``resource_server=True`` lets it introspect every token (an MCP server using
-        :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`)."""
-        uris = list(redirect_uris)
-        for uri in uris:
-            if not valid_redirect_uri(uri):
-                raise ValueError(f"redirect URI must be https or localhost: {uri}")
-        if token_endpoint_auth_method not in ("none", "client_secret_basic", "client_secret_post"):
-            raise ValueError("unsupported token_endpoint_auth_method")
-        secret = None
-        if token_endpoint_auth_method != "none":
-            secret = client_secret or secrets.token_urlsafe(32)
-        record = ClientRecord(
-            client_id or secrets.token_urlsafe(16),
-            secret,
-            uris,
-            token_endpoint_auth_method,
-            list(grant_types),
-            scope,
-            dynamic=dynamic,
-            resource_server=resource_server,
-        )
-        await self.storage.save_client(record)
-        return record
 
     # ------------------------------------------------------------------ ASGI
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -658,17 +484,6 @@ class AuthorizationServer:
             raise _OAuthError("invalid_client", "bad client credentials", 401)
         return client
 
-    @staticmethod
-    async def _body(receive: Receive, limit: int, option: str) -> bytes:
-        try:
-            return await read_body(receive, limit)
-        except ValueError:
-            raise _OAuthError(
-                "invalid_request",
-                f"the request body is larger than {limit} bytes (AuthorizationServer({option}=...))",
-                413,
-            ) from None
-
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
         if scope.get("method") != "POST":
             raise _OAuthError("invalid_request", "use POST", 405)
@@ -731,12 +546,7 @@ class AuthorizationServer:
         verifier = form.get("code_verifier")
         if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
             raise _OAuthError("invalid_grant", "PKCE verification failed")
-        resource = code.resource
-        if "resource" in form:
-            asked = self._resource(form["resource"])
-            if code.resource is not None and asked != code.resource:
-                raise _OAuthError("invalid_target", "resource differs from the authorization request")
-            resource = asked
+        resource = self._same_resource(form, code.resource, "the authorization request")
         return await self._tokens(
             client.client_id,
             code.subject,
@@ -745,6 +555,15 @@ class AuthorizationServer:
             refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
             family=family,
         )
+
+    def _same_resource(self, form: dict[str, str], granted: str | None, what: str) -> str | None:
+        """The resource a token request may name: the one ``granted`` (``what`` says by what), or none."""
+        if "resource" not in form:
+            return granted
+        asked = self._resource(form["resource"])
+        if granted is not None and asked != granted:
+            raise _OAuthError("invalid_target", f"resource differs from {what}")
+        return asked
 
     def _family_expiry(self) -> float | None:
         """How long a grant family must be remembered: as long as any token of it can live."""
@@ -777,12 +596,7 @@ class AuthorizationServer:
             if any(s not in old.scopes for s in asked):
                 raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
             scopes = asked
-        resource = old.resource
-        if "resource" in form:
-            asked_resource = self._resource(form["resource"])
-            if old.resource is not None and asked_resource != old.resource:
-                raise _OAuthError("invalid_target", "resource differs from the original grant")
-            resource = asked_resource
+        resource = self._same_resource(form, old.resource, "the original grant")
         return await self._tokens(
             client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes, family=old.family
         )
@@ -815,99 +629,6 @@ class AuthorizationServer:
             )
             result["refresh_token"] = token
         return result
-
-    async def _register(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") != "POST":
-            raise _OAuthError("invalid_request", "use POST", 405)
-        self._registration_allowed(scope)
-        try:
-            meta = orjson.loads(await self._body(receive, self.max_client_metadata, "max_client_metadata"))
-        except orjson.JSONDecodeError:
-            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
-        if not isinstance(meta, dict):
-            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object")
-        uris = meta.get("redirect_uris") or []
-        grant_types = meta.get("grant_types") or ["authorization_code", "refresh_token"]
-        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
-            raise _OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
-        if "authorization_code" in grant_types and not uris:
-            raise _OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
-        bad = [u for u in uris if not valid_redirect_uri(u)]
-        if bad:
-            raise _OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
-        method = meta.get("token_endpoint_auth_method", "client_secret_basic")
-        if method not in ("none", "client_secret_basic", "client_secret_post"):
-            raise _OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
-        allowed_grants = {"authorization_code", "refresh_token", "client_credentials"}
-        if not isinstance(grant_types, list) or any(g not in allowed_grants for g in grant_types):
-            raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
-        if "client_credentials" in grant_types and method == "none":
-            raise _OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
-        if "client_credentials" in grant_types and not self.registration_client_credentials:
-            raise _OAuthError(
-                "invalid_client_metadata",
-                "self-registered clients may not use client_credentials: pre-register the client "
-                "(or AuthorizationServer(registration_client_credentials=True))",
-            )
-        scope_value = meta.get("scope") if isinstance(meta.get("scope"), str) else None
-        if scope_value is not None and self.scopes_supported is not None:
-            unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
-            if unknown:
-                raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
-        granted = self._registration_grant(scope_value)
-        record = await self.register_client(
-            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=granted, dynamic=True
-        )
-        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
-        await self.storage.save_client(record)
-        body: dict[str, Any] = dict(record.metadata)
-        if granted is not None:
-            body["scope"] = granted  # RFC 7591 §3.2.1: what was granted, which may differ from what was asked
-        body.update(
-            {
-                "client_id": record.client_id,
-                "client_id_issued_at": int(self.clock()),
-                "redirect_uris": uris,
-                "grant_types": grant_types,
-                "token_endpoint_auth_method": method,
-                "response_types": ["code"] if "authorization_code" in grant_types else [],
-            }
-        )
-        if record.client_secret is not None:
-            body["client_secret"] = record.client_secret
-            body["client_secret_expires_at"] = 0
-        await send_json(send, 201, body)
-
-    def _registration_grant(self, requested: str | None) -> str | None:
-        """The scope a self-registered client gets, by policy (``registration_scopes``, else ``scopes_supported``):
-        what it asked for narrowed to the policy, or the whole policy when it asked for nothing."""
-        policy = self.registration_scopes if self.registration_scopes is not None else self.scopes_supported
-        if policy is None:
-            return requested
-        if requested is None:
-            return " ".join(policy)
-        return " ".join(s for s in requested.split() if s in policy)
-
-    def _registration_allowed(self, scope: Scope) -> None:
-        if self.registration_rate is None:
-            return
-        count, window = self.registration_rate
-        client = scope.get("client")
-        address = str(client[0]) if client else "?"
-        now = self.clock()
-        recent = [t for t in self._registrations.pop(address, ()) if t > now - window]
-        if len(recent) >= count:
-            self._registrations[address] = recent
-            raise _OAuthError(
-                "slow_down",
-                f"too many registrations from this address ({count} per {window:g} s: "
-                "AuthorizationServer(registration_rate=...))",
-                429,
-            )
-        recent.append(now)
-        self._registrations[address] = recent  # (re)inserted last: the oldest address is evicted first
-        if len(self._registrations) > 10_000:
-            self._registrations.pop(next(iter(self._registrations)))
 
     async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)

@@ -200,21 +200,10 @@ class JWTVerifier:
             import jwt
 
             async with httpx.AsyncClient(timeout=self.http_timeout, follow_redirects=False) as client:
-                try:
-                    status, body = await fetch_capped(
-                        client, "GET", self.jwks_url, self.max_document_size, headers={"accept": "application/json"}
-                    )
-                except httpx.HTTPError as exc:
-                    raise InvalidToken(f"cannot fetch the JWKS: {exc}") from exc
-                except DocumentTooLarge as exc:
-                    raise InvalidToken(f"cannot fetch the JWKS: {exc} (JWTVerifier(max_document_size=...))") from None
-            if status != 200:
-                raise InvalidToken(f"cannot fetch the JWKS: HTTP {status}")
+                doc = await _fetch_json(
+                    client, "cannot fetch the JWKS", "JWTVerifier", "GET", self.jwks_url, self.max_document_size
+                )
             self.fetches += 1
-            try:
-                doc = orjson.loads(body)
-            except orjson.JSONDecodeError:
-                raise InvalidToken("cannot fetch the JWKS: not JSON") from None
             found = doc.get("keys") if isinstance(doc, dict) else None
             keys: dict[str, Any] = {}
             for jwk in (found if isinstance(found, list) else [])[: self.max_keys]:
@@ -320,26 +309,16 @@ class IntrospectionVerifier:
             return hit[1]
         auth: httpx.Auth | None = httpx.BasicAuth(self.client_id, self.client_secret or "") if self.client_id else None
         async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as client:
-            try:
-                status, body = await fetch_capped(
-                    client,
-                    "POST",
-                    self.endpoint,
-                    self.max_document_size,
-                    data={"token": token, "token_type_hint": "access_token"},
-                    auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
-                    headers={"accept": "application/json"},
-                )
-            except httpx.HTTPError as exc:
-                raise InvalidToken(f"introspection failed: {exc}") from exc
-            except DocumentTooLarge as exc:
-                raise InvalidToken(f"introspection failed: {exc}") from None
-        if status != 200:
-            raise InvalidToken(f"introspection failed: HTTP {status}")
-        try:
-            data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise InvalidToken("introspection failed: the answer is not JSON") from None
+            data = await _fetch_json(
+                client,
+                "introspection failed",
+                "IntrospectionVerifier",
+                "POST",
+                self.endpoint,
+                self.max_document_size,
+                data={"token": token, "token_type_hint": "access_token"},
+                auth=auth if auth is not None else httpx.USE_CLIENT_DEFAULT,
+            )
         if not isinstance(data, dict) or data.get("active") is not True:
             raise InvalidToken("token is not active")
         if self.issuer is not None and data.get("iss") not in (None, self.issuer):
@@ -363,3 +342,23 @@ class IntrospectionVerifier:
                 self._cache.clear()
             self._cache[token] = (until, result)
         return result
+
+
+async def _fetch_json(client: Any, failure: str, owner: str, method: str, url: str, limit: int, **kw: Any) -> Any:
+    """The JSON document at ``url`` (at most ``limit`` bytes, ``fetch_capped``); any failure (transport, size,
+    status other than 200, not JSON) is an :class:`InvalidToken` starting with ``failure``, and a document over the
+    limit names the option (``owner(max_document_size=...)``)."""
+    import httpx
+
+    try:
+        status, body = await fetch_capped(client, method, url, limit, headers={"accept": "application/json"}, **kw)
+    except httpx.HTTPError as exc:
+        raise InvalidToken(f"{failure}: {exc}") from exc
+    except DocumentTooLarge as exc:
+        raise InvalidToken(f"{failure}: {exc} ({owner}(max_document_size=...))") from None
+    if status != 200:
+        raise InvalidToken(f"{failure}: HTTP {status}")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise InvalidToken(f"{failure}: the answer is not JSON") from None

@@ -27,15 +27,29 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-if TYPE_CHECKING:
-    from rich.console import Console
+from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
+from .client_io import (
+    NAMED_WITH_ARGUMENTS,
+    CLIError,
+    _Answers,
+    _describe_args,
+    _is_result_wrapper,
+    _print_content,
+    _print_json,
+    _print_table,
+    _result_dict,
+    _same_as_text,
+    _stderr,
+    _stdout,
+    ask_user,
+    parse_pairs,
+)
 
+if TYPE_CHECKING:
     from ..client.client import Client
 
 T = TypeVar("T")
 
-MAX_SHOWN_DEPTH = 64
-"""Human output shows structured values this many levels deep (deeper levels are replaced by a note)."""
 STDERR_PASSTHROUGH_BYTES = 1024 * 1024
 """Default of ``--stderr-limit``: how much of the server's stderr ``--stderr`` shows live."""
 
@@ -45,80 +59,6 @@ TARGET_HELP = (
     "'mcpkit run FILE.py[:object]' does, with this Python), an http(s):// URL (Streamable HTTP, falling back to the "
     "legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
 )
-
-
-class CLIError(Exception):
-    def __init__(self, message: str, code: int = 1, detail: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.detail = detail
-
-
-# ---------------------------------------------------------------------------------------------- helpers
-
-
-def parse_value(raw: str) -> Any:
-    """``"3"`` -> 3, ``"true"`` -> True, ``'{"a":1}'`` -> dict, anything that is not JSON -> the string itself."""
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw
-
-
-def parse_pairs(pairs: tuple[str, ...], *, json_values: bool = True) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CLIError(f"expected key=value, got {pair!r}", code=2)
-        out[key] = parse_value(value) if json_values else value
-    return out
-
-
-def _stdout() -> Console:
-    from rich.console import Console
-
-    return Console(highlight=False, soft_wrap=False)
-
-
-def _stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
-
-
-def _clip(value: Any, depth: int = 0) -> Any:
-    """``value`` with containers deeper than :data:`MAX_SHOWN_DEPTH` replaced by a note (recursion is bounded)."""
-    if isinstance(value, (dict, list)):
-        if depth >= MAX_SHOWN_DEPTH:
-            return f"<{type(value).__name__} nested deeper than {MAX_SHOWN_DEPTH} levels: use --json to see it all>"
-        if isinstance(value, dict):
-            return {k: _clip(v, depth + 1) for k, v in value.items()}
-        return [_clip(v, depth + 1) for v in value]
-    return value
-
-
-def _print_json(value: Any, *, machine: bool) -> None:
-    from .safe import json_visible, visible
-
-    if machine:
-        try:
-            text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
-        except RecursionError:
-            limit = sys.getrecursionlimit()
-            sys.setrecursionlimit(max(limit, 5000))  # the wire parser caps nesting (1,024 levels): this is bounded
-            try:
-                text = json.dumps(value, ensure_ascii=False, default=str)
-            except RecursionError:
-                raise CLIError("the result is nested too deeply to print as JSON") from None
-            finally:
-                sys.setrecursionlimit(limit)
-        click.echo(json_visible(text))
-        return
-    from rich.syntax import Syntax
-
-    text = visible(json.dumps(_clip(value), indent=2, ensure_ascii=False, default=str))
-    _stdout().print(Syntax(text, "json", theme="ansi_dark", background_color="default", word_wrap=True))
 
 
 def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
@@ -156,121 +96,6 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     else:
         opts["elicitation_handler"] = _Answers(answers)
     return opts
-
-
-class _Answers:
-    """Elicitation handler when nobody is at a terminal: accept a form with the ``--answer`` values, or decline and
-    say how to answer (``--interactive`` or ``--answer KEY=VALUE``). URL elicitations are always declined here."""
-
-    def __init__(self, answers: dict[str, Any]) -> None:
-        self.answers = answers
-
-    def __call__(self, params: dict[str, Any]) -> Any:
-        from .safe import text
-
-        err = _stderr()
-        err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
-        if params.get("mode") == "url":  # consent to open a URL is never given on the user's behalf
-            err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
-            err.print(text("  declined: only a person can complete this; run again with --interactive"), soft_wrap=True)
-            return {"action": "decline"}
-        props = (params.get("requestedSchema") or {}).get("properties") or {}
-        if self.answers:
-            content: dict[str, Any] = {}
-            for key, raw in self.answers.items():
-                prop = props.get(key) if isinstance(props, dict) else None
-                is_string = isinstance(prop, dict) and prop.get("type") == "string"
-                content[key] = raw if is_string else parse_value(raw)  # "007" stays a string where one is asked
-            return {"action": "accept", "content": content}
-        wanted = list(props) if isinstance(props, dict) else []
-        example = " ".join(f"--answer {text(n, one_line=True).plain}=..." for n in wanted[:5]) or "--answer KEY=VALUE"
-        err.print(
-            text(
-                "  declined: no terminal to ask on (stdin is not a TTY). To answer, run again with --interactive "
-                f"(answer on the terminal) or with {example}."
-            ),
-            soft_wrap=True,
-        )
-        return {"action": "decline"}
-
-
-def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
-    """Ask for one form field on the terminal (stderr), honouring its type, enum/oneOf choices and default.
-
-    Every server string (title, description, choices) is shown through :func:`~mcpkit.cli.safe.visible`; a
-    choice is answered by its visible form and mapped back to the server's value."""
-    from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
-
-    from .safe import text, visible
-
-    err = _stderr()
-    label = text(prop.get("title") or name, one_line=True)
-    label.append("" if required else " (optional)")
-    if prop.get("description"):
-        label.append(" - " + visible(prop["description"], one_line=True), style="dim")
-    default = prop.get("default")
-    kind = prop.get("type")
-    choices: list[str] | None = None
-    titles: dict[str, str] = {}
-    if isinstance(prop.get("enum"), list):
-        choices = [str(c) for c in prop["enum"]]
-    elif isinstance(prop.get("oneOf") or prop.get("anyOf"), list):
-        options: list[Any] = prop.get("oneOf") or prop.get("anyOf") or []
-        choices = [str(o.get("const")) for o in options if isinstance(o, dict) and "const" in o]
-        titles = {str(o.get("const")): str(o.get("title", o.get("const"))) for o in options if isinstance(o, dict)}
-    if kind == "array":
-        items = prop.get("items") or {}
-        allowed = items.get("enum") or [o.get("const") for o in items.get("anyOf") or items.get("oneOf") or []]
-        label.append(" (comma-separated: " + ", ".join(visible(a, one_line=True) for a in allowed) + ")")
-        raw = Prompt.ask(
-            label, console=err, default=",".join(str(d) for d in default) if isinstance(default, list) else None
-        )
-        return [part.strip() for part in (raw or "").split(",") if part.strip()]
-    if titles:
-        label.append(" (" + ", ".join(f"{visible(c)}={visible(t)}" for c, t in titles.items()) + ")")
-    if kind == "boolean":
-        return Confirm.ask(label, console=err, default=bool(default) if default is not None else False)
-    if kind == "integer" and not choices:
-        return IntPrompt.ask(label, console=err, default=default)
-    if kind == "number" and not choices:
-        return FloatPrompt.ask(label, console=err, default=default)
-    shown = {visible(c, one_line=True): c for c in choices} if choices is not None else None
-    answer = Prompt.ask(
-        label,
-        console=err,
-        choices=list(shown) if shown is not None else None,
-        default=None if default is None else visible(default, one_line=True),
-    )
-    if shown is not None and answer is not None:
-        return shown.get(answer, answer)
-    return answer
-
-
-def ask_user(params: dict[str, Any]) -> Any:
-    """Elicitation handler for a terminal: URL mode asks for consent; form mode asks field by field.
-
-    Fields left empty keep their schema default (the client fills it in) or are omitted when optional. The
-    server's message and URL are shown through :func:`~mcpkit.cli.safe.visible` (no markup, no hidden link)."""
-    from rich.prompt import Confirm
-
-    from .safe import text
-
-    err = _stderr()
-    err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
-    if params.get("mode") == "url":
-        err.print(text("  open: ") + text(params.get("url", ""), one_line=True))
-        return {"action": "accept" if Confirm.ask("Did you complete it?", console=err, default=True) else "decline"}
-    schema = params.get("requestedSchema") or {}
-    required = set(schema.get("required") or [])
-    content: dict[str, Any] = {}
-    for name, prop in (schema.get("properties") or {}).items():
-        if not isinstance(prop, dict):
-            continue
-        value = _prompt_value(name, prop, name in required)
-        if value in (None, "") and name not in required:
-            continue
-        content[name] = value
-    return {"action": "accept", "content": content}
 
 
 def _cli_target(target: str, stderr_sink: Callable[[str], Any] | None) -> Any:
@@ -376,101 +201,6 @@ def _fail(exc: CLIError) -> None:
         err.print(text(exc.detail.rstrip()), soft_wrap=True)
     sys.exit(exc.code)
 
-
-def _dump(model: Any) -> Any:
-    return model.dump() if hasattr(model, "dump") else model
-
-
-def _schema_type(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
-    """A short type for a JSON Schema: ``string``, ``list[integer]``, ``{x*: integer, y: integer}``, ``A|B``."""
-    if not isinstance(prop, dict):
-        return "any"
-    if depth > 3:
-        return "..."
-    ref = prop.get("$ref")
-    if isinstance(ref, str):
-        name = ref.rsplit("/", 1)[-1]
-        target = defs.get(name)
-        return _schema_type(target, defs, depth + 1) if isinstance(target, dict) else name
-    for key in ("anyOf", "oneOf"):
-        if isinstance(prop.get(key), list):
-            return "|".join(_schema_type(p, defs, depth + 1) for p in prop[key])
-    if "enum" in prop and isinstance(prop["enum"], list):
-        return "|".join(json.dumps(v) for v in prop["enum"][:8]) + ("|..." if len(prop["enum"]) > 8 else "")
-    if "const" in prop:
-        return json.dumps(prop["const"])
-    typ = prop.get("type")
-    if isinstance(typ, list):
-        return "|".join(str(t) for t in typ)
-    if typ == "array" or (typ is None and "items" in prop):
-        return f"list[{_schema_type(prop.get('items'), defs, depth + 1)}]" if "items" in prop else "list"
-    if typ == "object" or (typ is None and "properties" in prop):
-        props = prop.get("properties")
-        if isinstance(props, dict) and props:
-            required = set(prop.get("required") or [])
-            inner = ", ".join(
-                f"{k}{'*' if k in required else ''}: {_schema_type(v, defs, depth + 1)}" for k, v in props.items()
-            )
-            return "{" + inner + "}"
-        extra = prop.get("additionalProperties")
-        if isinstance(extra, dict):
-            return f"dict[string, {_schema_type(extra, defs, depth + 1)}]"
-        return "object"
-    return str(typ) if typ is not None else "any"
-
-
-def _describe_args(schema: dict[str, Any]) -> str:
-    props = schema.get("properties") or {}
-    if not isinstance(props, dict):
-        return ""
-    defs = schema.get("$defs") or schema.get("definitions") or {}
-    required = set(schema.get("required") or [])
-    parts = []
-    for name, prop in props.items():
-        parts.append(
-            f"{name}{'*' if name in required else ''}: {_schema_type(prop, defs if isinstance(defs, dict) else {})}"
-        )
-    return ", ".join(parts)
-
-
-def _content_lines(blocks: list[dict[str, Any]]) -> list[tuple[str, Any]]:
-    """(kind, payload) per content block, for human output."""
-    out: list[tuple[str, Any]] = []
-    for b in blocks:
-        kind = b.get("type")
-        if kind == "text":
-            out.append(("text", b.get("text", "")))
-        elif kind in ("image", "audio"):
-            size = len(base64.b64decode(b.get("data", "") or "", validate=False)) if b.get("data") else 0
-            out.append(("note", f"[{kind} {b.get('mimeType', '?')}, {size} bytes]"))
-        elif kind == "resource_link":
-            out.append(("note", f"[resource link] {b.get('uri')} ({b.get('name')})"))
-        elif kind == "resource":
-            res = b.get("resource") or {}
-            if "text" in res:
-                out.append(("note", f"[embedded resource {res.get('uri')}]"))
-                out.append(("text", res["text"]))
-            else:
-                out.append(("note", f"[embedded binary resource {res.get('uri')}, {res.get('mimeType', '?')}]"))
-        else:
-            out.append(("json", b))
-    return out
-
-
-def _print_content(blocks: list[dict[str, Any]]) -> None:
-    from .safe import text
-
-    console = _stdout()
-    for kind, payload in _content_lines(blocks):
-        if kind == "text":
-            console.print(text(payload))
-        elif kind == "note":
-            console.print(text(payload, "cyan"))
-        else:
-            _print_json(payload, machine=False)
-
-
-# ---------------------------------------------------------------------------------------------- options
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -601,20 +331,17 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([t.dump() for t in tools], machine=True)
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(tools)} tools", title_justify="left")
-        table.add_column("Name", style="bold cyan", no_wrap=True)
-        table.add_column("Description")
-        table.add_column("Arguments (* = required)", style="green")
-        for t in tools:
+        def row(t: Any) -> list[Any]:
             desc = t.title + " - " + (t.description or "") if t.title else (t.description or "")
-            table.add_row(
-                text(t.name, one_line=True), text(desc.strip()), text(_describe_args(t.input_schema), one_line=True)
-            )
-        _stdout().print(table)
+            return [
+                text(t.name, one_line=True),
+                text(desc.strip()),
+                text(_describe_args(t.input_schema), one_line=True),
+            ]
+
+        _print_table(f"{len(tools)} tools", NAMED_WITH_ARGUMENTS, [row(t) for t in tools])
 
     _guard(go)
 
@@ -687,35 +414,6 @@ def call_command(
     _guard(go)
 
 
-def _same_as_text(blocks: list[dict[str, Any]], structured: Any) -> bool:
-    """True when the content is one text block that only repeats the structured value (as JSON, or the value of a
-    ``{"result": ...}`` wrapper): the result is then printed once."""
-    if len(blocks) != 1 or blocks[0].get("type") != "text":
-        return False
-    text = blocks[0].get("text", "")
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):
-        parsed = text  # a plain string result
-    if parsed == structured:
-        return True
-    return _is_result_wrapper(structured) and parsed == structured["result"]
-
-
-def _is_result_wrapper(structured: Any) -> bool:
-    return isinstance(structured, dict) and list(structured) == ["result"]
-
-
-def _result_dict(result: Any) -> Any:
-    """``result.dump()``; a structuredContent nested deeper than pydantic serializes is put in as it is."""
-    try:
-        return result.dump()
-    except (ValueError, RecursionError):
-        out = result.raw.model_copy(update={"structured_content": None}).dump()
-        out["structuredContent"] = result.structured
-        return out
-
-
 async def _call_with_progress(
     client: Client, tool: str, arguments: dict[str, Any], machine: bool, deadline: float
 ) -> Any:
@@ -774,36 +472,35 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                 machine=True,
             )
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(resources)} resources", title_justify="left")
-        table.add_column("URI", style="bold cyan", overflow="fold")
-        table.add_column("Name")
-        table.add_column("MIME type", style="green")
-        table.add_column("Description")
-        for r in resources:
-            table.add_row(
-                text(r.uri, one_line=True),
-                text(r.title or r.name, one_line=True),
-                text(r.mime_type or "", one_line=True),
-                text(r.description or ""),
-            )
-        console = _stdout()
-        console.print(table)
+        uri_column = {"style": "bold cyan", "overflow": "fold"}
+        _print_table(
+            f"{len(resources)} resources",
+            [("URI", uri_column), ("Name", {}), ("MIME type", {"style": "green"}), ("Description", {})],
+            [
+                [
+                    text(r.uri, one_line=True),
+                    text(r.title or r.name, one_line=True),
+                    text(r.mime_type or "", one_line=True),
+                    text(r.description or ""),
+                ]
+                for r in resources
+            ],
+        )
         if templates:
-            tt = Table(title=f"{len(templates)} resource templates", title_justify="left")
-            tt.add_column("URI template", style="bold cyan", overflow="fold")
-            tt.add_column("Name")
-            tt.add_column("Description")
-            for t in templates:
-                tt.add_row(
-                    text(t.uri_template, one_line=True),
-                    text(t.title or t.name, one_line=True),
-                    text(t.description or ""),
-                )
-            console.print(tt)
+            _print_table(
+                f"{len(templates)} resource templates",
+                [("URI template", uri_column), ("Name", {}), ("Description", {})],
+                [
+                    [
+                        text(t.uri_template, one_line=True),
+                        text(t.title or t.name, one_line=True),
+                        text(t.description or ""),
+                    ]
+                    for t in templates
+                ],
+            )
 
     _guard(go)
 
@@ -862,18 +559,13 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([p.dump() for p in prompts], machine=True)
             return
-        from rich.table import Table
-
         from .safe import text
 
-        table = Table(title=f"{len(prompts)} prompts", title_justify="left")
-        table.add_column("Name", style="bold cyan", no_wrap=True)
-        table.add_column("Description")
-        table.add_column("Arguments (* = required)", style="green")
-        for p in prompts:
+        def row(p: Any) -> list[Any]:
             args = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
-            table.add_row(text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True))
-        _stdout().print(table)
+            return [text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True)]
+
+        _print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
 
     _guard(go)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from .. import __version__
+from .._version import __version__
 
 DEFAULT_APP_NAMES = ("app", "mcp", "server")
 
@@ -184,51 +184,9 @@ def run(
     if json_response:
         options["json_response"] = True
     options.update({name: value for name, value in limits.items() if value is not None})
-    if _overrides_run(server):
-        # A server class that customizes run() (e.g. adds an event store) is served through it, as documented.
-        server.run(transport, host=host, port=port, **options)
-        return
-    try:
-        _serve_announced(server, transport, host, port, options)
-    except ModuleNotFoundError as exc:
-        raise click.ClickException(f"the {transport} transport needs mcpkit[http]: {exc}") from None
-
-
-def _overrides_run(server: Any) -> bool:
-    from ..server.lowlevel import Server
-
-    return getattr(type(server), "run", Server.run) is not Server.run
-
-
-def _serve_announced(server: Any, transport: str, host: str, port: int, options: dict[str, Any]) -> None:
-    """Serve over HTTP like ``server.run(transport, ...)``, printing ``mcpkit: serving <transport> on <url>`` to
-    stderr once uvicorn listens (with the real port when ``--port 0``)."""
-    import asyncio
-
-    from ..transports.http import build_server  # type: ignore[attr-defined,unused-ignore]
-
-    endpoint = {"http": options.get("path") or "/mcp", "sse": options.get("path") or "/sse", "ws": "/ws"}[transport]
-    uv = build_server(server, transport, host, port, **options)
-
-    async def main() -> None:
-        task = asyncio.ensure_future(uv.serve())
-        while not uv.started and not task.done():
-            await asyncio.wait({task}, timeout=0.02)
-        if uv.started and uv.servers and uv.servers[0].sockets:
-            bound = uv.servers[0].sockets[0].getsockname()
-            shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
-            scheme = "ws" if transport == "ws" else "http"
-            click.echo(f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint}", err=True)
-        await task
-
-    try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
-        from uvicorn._compat import asyncio_run
-
-        loop_factory = uv.config.get_loop_factory()
-    except (ImportError, AttributeError):  # another uvicorn version: the default loop
-        asyncio.run(main())
-        return
-    asyncio_run(main(), loop_factory=loop_factory)
+    # Through the server's own run(): a class that customizes it (e.g. adds an event store) is served as documented;
+    # the HTTP serve it reaches prints the URL once it listens.
+    server.run(transport, host=host, port=port, **options)
 
 
 def _register_optional() -> None:

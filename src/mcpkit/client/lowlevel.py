@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import BaseModel
 
-from .. import __version__
+from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, ProgressCallback, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
@@ -31,7 +29,6 @@ from ..protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
-    InternalError,
     InvalidParams,
     MCPError,
     MethodNotFound,
@@ -62,6 +59,8 @@ from ..protocol.versions import (
     Features,
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from .handlers import _as_dict, _maybe_await, _validated
+from .subscription import Subscription as Subscription
 
 if TYPE_CHECKING:
     from ..transports.base import Connection
@@ -92,20 +91,6 @@ SERVER_CAPABILITY_FOR: dict[str, tuple[str, str | None]] = {
     "logging/setLevel": ("logging", None),
     "completion/complete": ("completions", None),
 }
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-def _as_dict(value: Any) -> JSONDict:
-    if isinstance(value, BaseModel):
-        return value.model_dump(by_alias=True, exclude_none=True, mode="json")
-    if isinstance(value, dict):
-        return value
-    raise TypeError(f"handler returned {type(value).__name__}, expected a dict or an MCP model")
 
 
 class ClientSession:
@@ -648,66 +633,6 @@ class ClientSession:
                 task.cancel()  # sends notifications/cancelled for the listen request
             with contextlib.suppress(BaseException):
                 await task
-
-
-class Subscription:
-    """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``."""
-
-    def __init__(self, sub_id: int, queue: asyncio.Queue[tuple[str, JSONDict] | None], task: asyncio.Task[JSONDict]):
-        self.id = sub_id
-        self._queue = queue
-        self._task = task
-        self.acknowledged: JSONDict = {}
-
-    async def _wait_ack(self, timeout: float = 30.0) -> None:
-        get = asyncio.ensure_future(self._queue.get())
-        done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if get in done:
-            item = get.result()
-            if item is not None and item[0] == "notifications/subscriptions/acknowledged":
-                self.acknowledged = item[1].get("notifications") or {}
-                return
-            raise MCPError(f"expected notifications/subscriptions/acknowledged first, got {item!r}")
-        get.cancel()
-        if self._task in done:
-            self._task.result()  # raises the server's error
-            raise MCPError("the subscription ended before it was acknowledged")
-        raise RequestTimeout("subscriptions/listen", timeout)
-
-    async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
-        """The next notification on this stream."""
-        item = await asyncio.wait_for(self._queue.get(), timeout)
-        if item is None:
-            raise StopAsyncIteration
-        return item
-
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> tuple[str, JSONDict]:
-        get = asyncio.ensure_future(self._queue.get())
-        done, _ = await asyncio.wait({get, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        if get in done:
-            item = get.result()
-            if item is None:
-                raise StopAsyncIteration
-            return item
-        get.cancel()
-        raise StopAsyncIteration  # the server ended the subscription
-
-
-def _validated(model: Any, result: JSONDict, what: str) -> JSONDict:
-    """Check a handler's answer; a bad one becomes an error the server can read (not a bare -32603)."""
-    from pydantic import ValidationError
-
-    try:
-        dumped: JSONDict = model.model_validate(result).dump()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "result"
-        msg = f"the client's {what} handler returned an invalid result: {where}: {first['msg']}"
-        raise InternalError(msg) from None
-    return dumped
 
 
 def _cursor(cursor: str | None) -> JSONDict | None:

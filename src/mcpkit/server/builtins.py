@@ -6,15 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from ..hosting import HostedServer
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
 from .request_context import ServerRequestContext
-
-if TYPE_CHECKING:
-    from .lowlevel import Server
 
 logger = logging.getLogger("mcpkit.server")
 
@@ -37,6 +35,17 @@ class _Listener:
             logger.warning("subscription %r: slow listener, dropped %s", self.sub_id, method)
 
 
+class _Host(HostedServer, Protocol):
+    """What the built-in methods need of their server (a ``Server``): typed here, so this module, which the server
+    imports, imports nothing of ``server.lowlevel`` back."""
+
+    instructions: str | None
+    listen_queue_size: int
+    max_subscriptions: int
+    max_subscription_uri: int
+    _listeners: set[_Listener]
+
+
 _LIST_CHANGED_FILTER = {
     "tools": "toolsListChanged",
     "prompts": "promptsListChanged",
@@ -44,11 +53,11 @@ _LIST_CHANGED_FILTER = {
 }
 
 
-async def _ping(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _ping(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     return {}
 
 
-async def _set_level(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _set_level(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     if "logging" not in server.capabilities(ctx.features):
         raise MethodNotFound("Method not found: logging/setLevel (logging is not enabled)")
     level = params.get("level")
@@ -59,7 +68,7 @@ async def _set_level(server: Server, ctx: ServerRequestContext, params: JSONDict
     return {}
 
 
-def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDict) -> str:
+def _subscription_uri(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> str:
     res = server.capabilities(ctx.features).get("resources")
     if not isinstance(res, dict) or not res.get("subscribe"):
         raise MethodNotFound("Method not found: resources do not support subscriptions")
@@ -71,14 +80,14 @@ def _subscription_uri(server: Server, ctx: ServerRequestContext, params: JSONDic
     return uri
 
 
-def _uri_too_long(server: Server) -> str:
+def _uri_too_long(server: _Host) -> str:
     return (
         f"subscription URI longer than {server.max_subscription_uri} characters "
         "(the server's max_subscription_uri option)"
     )
 
 
-async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _subscribe(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     uri = _subscription_uri(server, ctx, params)
     assert ctx.session is not None
     subscriptions = ctx.session.subscriptions
@@ -91,14 +100,14 @@ async def _subscribe(server: Server, ctx: ServerRequestContext, params: JSONDict
     return {}
 
 
-async def _unsubscribe(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _unsubscribe(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     uri = _subscription_uri(server, ctx, params)
     assert ctx.session is not None
     ctx.session.subscriptions.discard(uri)
     return {}
 
 
-async def _discover(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _discover(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     result: JSONDict = {
         "supportedVersions": server.supported_versions,
         "capabilities": server.capabilities(ctx.features),
@@ -108,7 +117,7 @@ async def _discover(server: Server, ctx: ServerRequestContext, params: JSONDict)
     return result
 
 
-async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     requested = params.get("notifications", {})
     if not isinstance(requested, dict):
         raise InvalidParams("notifications must be an object")
@@ -151,7 +160,7 @@ async def _listen(server: Server, ctx: ServerRequestContext, params: JSONDict) -
     return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
 
 
-_BUILTINS: dict[str, Callable[[Server, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
+_BUILTINS: dict[str, Callable[[_Host, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
     "ping": _ping,
     "logging/setLevel": _set_level,
     "resources/subscribe": _subscribe,

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .content import dump_model
+from .schema import Param, literal_choices
 from .sync_exec import SyncPolicy
 
 JSONDict = dict[str, Any]
@@ -59,6 +60,25 @@ def completer_plan(completer: Callable[..., Any], thread: bool | None = None) ->
         with contextlib.suppress(TypeError):
             _PLANS[completer] = plan
     return plan
+
+
+def gather_completions(
+    params: Iterable[Param], given: dict[str, Completer] | None, allowed: set[str], unknown: str
+) -> dict[str, Completer]:
+    """The completers of a prompt's arguments or a resource template's variables: the choices of each
+    ``Literal``-typed parameter, then the ``given`` ones, which may name only ``allowed`` parameters (else a
+    ValueError of ``unknown`` followed by the unknown names)."""
+    found: dict[str, Completer] = {}
+    for p in params:
+        choices = literal_choices(p.annotation)
+        if choices:
+            found[p.name] = choices
+    if given:
+        extra = sorted(set(given) - allowed)
+        if extra:
+            raise ValueError(f"{unknown} {extra}")
+        found.update(given)
+    return found
 
 
 async def run_completer(completer: Completer, value: str, context: dict[str, str]) -> list[str]:

@@ -23,7 +23,7 @@ import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, overload
 
 from ..protocol.errors import CapabilityNotSupported
 from .content import dump_model
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..protocol.types import CreateMessageResult, Root
-    from .app import MCPKit
     from .lowlevel import ServerRequestContext
 
 JSONDict = dict[str, Any]
@@ -63,6 +62,31 @@ class ElicitationResult(Generic[T]):
         return self.action == "accept"
 
 
+class ContextApp(Protocol):
+    """What a :class:`Context` knows of the app serving its request (an :class:`~mcpkit.server.app.MCPKit`; typed
+    by these members so that this module, which the app imports, imports nothing of the app back; for anything
+    else of the app, ``typing.cast(MCPKit, ctx.app)``)."""
+
+    name: str
+
+    @property
+    def lifespan_state(self) -> Any:
+        """What the app's lifespan yielded, while it is held (None otherwise)."""
+        ...
+
+    async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:
+        """Read one of the app's resources (what ``resources/read`` answers)."""
+        ...
+
+    async def notify_list_changed(self, kind: str) -> None:
+        """Tell every client that the ``kind`` list changed."""
+        ...
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the subscribers of ``uri`` that it changed."""
+        ...
+
+
 class Context:
     """The request being served (injected by annotation into tools, resources and prompts)."""
 
@@ -70,7 +94,7 @@ class Context:
     # how schema recognises a Context parameter (it and its subclasses) without importing this module
     _injected_as_context: ClassVar[bool] = True
 
-    def __init__(self, app: MCPKit, ctx: ServerRequestContext) -> None:
+    def __init__(self, app: ContextApp, ctx: ServerRequestContext) -> None:
         self._app = app
         self._ctx = ctx
         self._modern_state: JSONDict | None = None
@@ -79,8 +103,8 @@ class Context:
     # ------------------------------------------------------------------ facts about the request
 
     @property
-    def app(self) -> MCPKit:
-        """The :class:`~mcpkit.server.app.MCPKit` app serving this request."""
+    def app(self) -> ContextApp:
+        """The :class:`~mcpkit.server.app.MCPKit` app serving this request (typed as :class:`ContextApp`)."""
         return self._app
 
     @property
@@ -366,4 +390,4 @@ def elicitation_schema(model: type[BaseModel]) -> JSONDict:
     return schema
 
 
-__all__ = ["Context", "ElicitationResult", "elicitation_schema"]
+__all__ = ["Context", "ContextApp", "ElicitationResult", "elicitation_schema"]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
+from ..hosting import ModernContext as ModernContext
 from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -53,6 +54,7 @@ from .request_context import (
     InputRequired,
     ServerRequestContext,
     level_index,
+    log_message,
     session_binding,
 )
 from .request_state import RequestStateSealer, request_digest
@@ -69,8 +71,6 @@ logger = logging.getLogger("mcpkit.server")
 
 Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
 F = TypeVar("F", bound=Callable[..., Any])
-# what a 2026-07-28 request's _meta says: (features of its revision, client capabilities, client info, log level)
-ModernContext = tuple[Features, JSONDict, "JSONDict | None", "str | None"]
 
 _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
@@ -547,10 +547,7 @@ class ServerSession:
             return False
         if self.log_level is not None and level_index(level) < level_index(self.log_level):
             return False
-        params: JSONDict = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        await self.peer.notify("notifications/message", params)
+        await self.peer.notify("notifications/message", log_message(level, data, logger_name))
         return True
 
     def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict]:

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
-from .completions import Completer
+from .completions import Completer, gather_completions
 from .content import downgrade_content, dump_model, loaded_types, to_content
-from .schema import FunctionInfo, format_validation_error, function_name, literal_choices
+from .schema import FunctionInfo, format_validation_error, function_name
 from .sync_exec import SyncPolicy
 
 if TYPE_CHECKING:
@@ -99,17 +99,9 @@ class Prompt:
         self.description = description if description is not None else self.info.description
         self.icons = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
-        self.completions: dict[str, Completer] = {}
         names = {p.name for p in self.info.params}
-        for p in self.info.params:
-            choices = literal_choices(p.annotation)
-            if choices:
-                self.completions[p.name] = choices
-        if completions:
-            unknown = sorted(set(completions) - names)
-            if unknown:
-                raise ValueError(f"prompt {self.name!r}: completions for unknown arguments {unknown}")
-            self.completions.update(completions)
+        unknown = f"prompt {self.name!r}: completions for unknown arguments"
+        self.completions = gather_completions(self.info.params, completions, names, unknown)
         self._defs: dict[str, JSONDict] = {}
 
     def definition(self, feats: Features) -> JSONDict:

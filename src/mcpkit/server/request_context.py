@@ -14,7 +14,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, Features
 
 if TYPE_CHECKING:
-    from .lowlevel import Server, ServerSession
+    from ..hosting import HostedServer, HostedSession
 
 # server -> client request methods and the client capability each needs
 CLIENT_CAPABILITY_FOR = {
@@ -102,7 +102,7 @@ class ScopeAuthorization:
             )
 
 
-def session_binding(session: ServerSession | None) -> str | None:
+def session_binding(session: HostedSession | None) -> str | None:
     """A random name of ``session`` (None without one) that a sealed ``requestState`` carries, so a state sealed
     for one session is refused on another."""
     if session is None:
@@ -111,6 +111,14 @@ def session_binding(session: ServerSession | None) -> str | None:
     if binding is None:
         binding = session.state["_request_state_binding"] = secrets.token_urlsafe(12)
     return str(binding)
+
+
+def log_message(level: str, data: Any, logger_name: str | None) -> JSONDict:
+    """The params of one ``notifications/message`` (a session's log and a request's log send the same)."""
+    params: JSONDict = {"level": level, "data": data}
+    if logger_name is not None:
+        params["logger"] = logger_name
+    return params
 
 
 def level_index(level: str) -> int:
@@ -150,8 +158,8 @@ class ServerRequestContext:
 
     def __init__(
         self,
-        server: Server,
-        session: ServerSession | None,
+        server: HostedServer,
+        session: HostedSession | None,
         rc: RequestContext,
         feats: Features,
         client_capabilities: JSONDict,
@@ -221,10 +229,7 @@ class ServerRequestContext:
             raise ValueError(f"unknown log level {level!r}")
         if not self.log_enabled(level):
             return False
-        params: JSONDict = {"level": level, "data": data}
-        if logger_name is not None:
-            params["logger"] = logger_name
-        await self.rc.notify("notifications/message", params)
+        await self.rc.notify("notifications/message", log_message(level, data, logger_name))
         return True
 
     def has_client_capability(self, name: str) -> bool:

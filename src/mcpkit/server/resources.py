@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Union, get_origin
 
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
-from .completions import Completer
+from .completions import Completer, gather_completions
 from .content import _json_text, _resource_contents_models, dump_model, is_model
-from .schema import FunctionInfo, function_name, literal_choices, unwrap_optional
+from .schema import FunctionInfo, function_name, unwrap_optional
 from .sync_exec import SyncPolicy
 from .uri_template import UriTemplate
 
@@ -253,16 +253,8 @@ class ResourceTemplate(_ResourceBase):
         extra = sorted(variables - params)
         if extra:
             raise ValueError(f"resource template {uri_template!r}: variables {extra} are not function arguments")
-        self.completions: dict[str, Completer] = {}
-        for p in self.info.params:
-            choices = literal_choices(p.annotation)
-            if choices:
-                self.completions[p.name] = choices
-        if completions:
-            unknown = sorted(set(completions) - variables)
-            if unknown:
-                raise ValueError(f"resource template {uri_template!r}: completions for unknown variables {unknown}")
-            self.completions.update(completions)
+        unknown = f"resource template {uri_template!r}: completions for unknown variables"
+        self.completions = gather_completions(self.info.params, completions, variables, unknown)
         super().__init__(
             name=name or function_name(fn, uri_template),
             title=title,

@@ -53,10 +53,11 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send
-from ..server.fanout import Fanout, LocalFanout
+from ..hosting import Fanout
+from ..server.fanout import LocalFanout
 
 if TYPE_CHECKING:
-    from ..server.lowlevel import Server
+    from ..hosting import FanoutTarget, HostedServer
 
 logger = logging.getLogger("mcpkit.stores.bus")
 
@@ -134,6 +135,14 @@ class QueueSubscription:
         await self.aclose()
 
 
+def end_all(subscriptions: MutableMapping[Any, set[QueueSubscription]]) -> None:
+    """End every subscription of a bus's table (channel -> subscriptions) and empty it: a closing bus does this."""
+    for subs in list(subscriptions.values()):
+        for sub in list(subs):
+            sub.end()
+    subscriptions.clear()
+
+
 class InMemoryBus:
     """A :class:`Bus` within one process (every subscriber of a channel gets every message)."""
 
@@ -164,10 +173,7 @@ class InMemoryBus:
 
     async def aclose(self) -> None:
         self._closed = True
-        for subs in list(self._subs.values()):
-            for sub in list(subs):
-                sub.end()
-        self._subs.clear()
+        end_all(self._subs)
 
 
 # ---------------------------------------------------------------------------------------------- fan-out
@@ -189,7 +195,7 @@ class BusFanout:
         self.origin = secrets.token_hex(8)
         self.published = 0
         self.received = 0  # events from other workers delivered here
-        self.server: Server | None = None
+        self.server: FanoutTarget | None = None
         self._sub: Subscription | None = None
         self._reader: asyncio.Task[None] | None = None
         self._starting: asyncio.Future[None] | None = None
@@ -200,7 +206,7 @@ class BusFanout:
     def running(self) -> bool:
         return self._sub is not None
 
-    def bind(self, server: Server) -> None:
+    def bind(self, server: FanoutTarget) -> None:
         if self.server is not None and self.server is not server:
             raise ValueError("this fan-out already serves another server: give each server its own")
         self.server = server
@@ -297,7 +303,7 @@ class BusBridge(BusFanout):
     """Deprecated (use ``create_app(server, fanout=BusFanout(bus))``): what :func:`attach_bus` returns, a
     :class:`BusFanout` already given to the server."""
 
-    def __init__(self, server: Server, bus: Bus, *, channel: str = "notify") -> None:
+    def __init__(self, server: HostedServer, bus: Bus, *, channel: str = "notify") -> None:
         super().__init__(bus, channel=channel)
         server.set_fanout(self)
 
@@ -327,7 +333,7 @@ class BusBridge(BusFanout):
         return wrapped
 
 
-def attach_bus(server: Server, bus: Bus, *, channel: str = "notify") -> BusBridge:
+def attach_bus(server: HostedServer, bus: Bus, *, channel: str = "notify") -> BusBridge:
     """Deprecated: ``server.set_fanout(BusFanout(bus, channel=channel))`` (or ``create_app(server,
     fanout=...)``) does the same without a bridge object. Kept for one release; warns ``DeprecationWarning``."""
     warnings.warn(

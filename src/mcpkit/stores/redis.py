@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .bus import BusFanout, QueueSubscription
+from .bus import BusFanout, QueueSubscription, end_all
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -322,10 +322,7 @@ class RedisBus(_Owned):
     async def aclose(self) -> None:
         """End every subscription and close the pub/sub connection (and the client if the bus owns it)."""
         self._closed = True
-        for subs in list(self._subs.values()):
-            for sub in list(subs):
-                sub.end()
-        self._subs.clear()
+        end_all(self._subs)
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(BaseException):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, ParamSpec
 
 from ...protocol.versions import (
-    LATEST_HANDSHAKE,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
@@ -163,19 +163,19 @@ MODERN_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
 )
 
 
-async def run_checks(
-    target: str | Sequence[str],
-    *,
-    protocol_version: str = LATEST_HANDSHAKE,
-    timeout: float = 10.0,
-    env: dict[str, str] | None = None,
-    headers: dict[str, str] | None = None,
-    cwd: str | None = None,
-    modern: bool = True,
-) -> Report:
-    """Run every check against ``target`` (a command line, an argv list, or an http(s) URL). With ``modern`` (the
-    default) a server that offers 2026-07-28 is checked in a stateless session, too."""
-    checker = Checker(
-        target, protocol_version=protocol_version, timeout=timeout, env=env, headers=headers, cwd=cwd, modern=modern
-    )
-    return await checker.run()
+P = ParamSpec("P")
+
+
+def _one_call(checker: Callable[P, Checker]) -> Callable[P, Coroutine[Any, Any, Report]]:
+    """``checker(...).run()`` as one call taking the very parameters of :class:`Checker` (written once, there)."""
+
+    async def run_checks(*args: P.args, **kwargs: P.kwargs) -> Report:
+        """Run every check against ``target`` (a command line, an argv list, or an http(s) URL); the options are
+        those of :class:`Checker` (``protocol_version``, ``timeout``, ``env``, ``headers``, ``cwd``, ``modern``).
+        With ``modern`` (the default) a server that offers 2026-07-28 is checked in a stateless session, too."""
+        return await checker(*args, **kwargs).run()
+
+    return run_checks
+
+
+run_checks = _one_call(Checker)

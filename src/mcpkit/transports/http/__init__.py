@@ -8,10 +8,11 @@ uvicorn nor httpx.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server
+    from ...hosting import HostedServer
     from .app import MCPApp, create_app
     from .streamable import StreamableHTTPEndpoint, close_sse_stream
     from .streamable_client import SessionExpired, StreamableHTTPClientTransport
@@ -56,7 +57,7 @@ def __getattr__(name: str) -> Any:
 
 
 def build_server(
-    server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
+    server: HostedServer, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``.
 
@@ -132,11 +133,52 @@ def build_server(
     return userver
 
 
-def serve(server: Server, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any) -> None:
+def serve(
+    server: HostedServer,
+    transport: str = "http",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    *,
+    announce: bool = True,
+    **options: Any,
+) -> None:
     """Serve ``server`` over HTTP with uvicorn (blocking). Every transport is mounted on the one app; ``transport``
     only names the one the caller means (``http``: Streamable HTTP at ``/mcp``; ``sse``: ``/sse``; ``ws``: ``/ws``).
-    Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...)."""
-    build_server(server, transport, host, port, **options).run()
+    Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...).
+
+    Once uvicorn listens, ``mcpkit: serving <transport> on <url>`` is printed to stderr (the real port when
+    ``port=0``); ``announce=False`` leaves it out. ``Server.run`` and ``mcpkit run`` come here, through a server
+    class's own ``run()`` override too."""
+    import asyncio
+
+    path = options.get("path")
+    endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
+    uv = build_server(server, transport, host, port, **options)
+    if not announce:
+        uv.run()
+        return
+
+    async def main() -> None:
+        task = asyncio.ensure_future(uv.serve())
+        while not uv.started and not task.done():
+            await asyncio.wait({task}, timeout=0.02)
+        if uv.started and uv.servers and uv.servers[0].sockets:
+            bound = uv.servers[0].sockets[0].getsockname()
+            shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+            scheme = "ws" if transport == "ws" else "http"
+            print(
+                f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint}", file=sys.stderr, flush=True
+            )
+        await task
+
+    try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
+        from uvicorn._compat import asyncio_run
+
+        loop_factory = uv.config.get_loop_factory()
+    except (ImportError, AttributeError):  # another uvicorn version: the default loop
+        asyncio.run(main())
+        return
+    asyncio_run(main(), loop_factory=loop_factory)
 
 
 __all__ = [

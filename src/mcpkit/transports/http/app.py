@@ -14,9 +14,8 @@ from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server
+    from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
-    from ...stores.bus import Fanout
 
 
 class MCPApp:
@@ -26,7 +25,7 @@ class MCPApp:
         self,
         routes: dict[str, ASGIApp],
         closers: list[Callable[[], Awaitable[None]]],
-        server: Server | None = None,
+        server: HostedServer | None = None,
     ) -> None:
         self.routes = routes
         self.server = server  # its fan-out starts at lifespan startup and stops at shutdown
@@ -94,7 +93,7 @@ _ENGINE_OPTIONS = ("max_concurrency", "max_batch_size", "default_timeout", "max_
 
 
 def create_app(
-    server: Server,
+    server: HostedServer,
     *,
     path: str = "/mcp",
     stateless: bool = False,

@@ -22,7 +22,7 @@ from .security import MISSING
 from .wire import Headers, _text
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import ModernContext, Server
+    from ...hosting import HostedServer, ModernContext
 
 ToolHeaders = Callable[[str], "Mapping[str, Sequence[str]] | None"]
 
@@ -91,7 +91,7 @@ class ModernChecks:
     """The endpoint's 2026-07-28 header checks (a base class of the endpoint)."""
 
     # set by the endpoint (see StreamableHTTPEndpoint)
-    server: Server
+    server: HostedServer
     tool_headers: ToolHeaders | None
     # the quick test of _validate_modern: header values (bytes) known to stand for what they say
     _known_stamp: Any

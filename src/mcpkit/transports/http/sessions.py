@@ -24,9 +24,8 @@ from .stream import _WORKER_SHIFT, _HTTPSession
 from .wire import _error_body
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server
+    from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
-    from ...stores.bus import Fanout
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -43,7 +42,7 @@ class SessionManager:
 
     def __init__(
         self,
-        server: Server,
+        server: HostedServer,
         *,
         session_store: SessionStore | None,
         event_store: EventStore | None,

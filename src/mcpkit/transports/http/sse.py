@@ -59,7 +59,7 @@ from .sessions import _client_key, owner_matches
 from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server, ServerSession
+    from ...hosting import HostedServer, HostedSession
 
 logger = logging.getLogger("mcpkit.sse")
 
@@ -156,7 +156,7 @@ class _SSEStream:
         self.id = sid
         self.client = client
         self.outbox = outbox
-        self.session: ServerSession | None = None
+        self.session: HostedSession | None = None
         self.task: asyncio.Task[Any] | None = None
 
     def abort(self) -> None:
@@ -185,7 +185,7 @@ class LegacySSEEndpoint:
 
     def __init__(
         self,
-        server: Server,
+        server: HostedServer,
         *,
         messages_path: str = "/messages",
         max_body: int = DEFAULT_MAX_MESSAGE_SIZE,

@@ -26,7 +26,7 @@ from .wire import _bad, _respond
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
-    from ...server.lowlevel import ServerSession
+    from ...hosting import HostedSession as ServerSession
     from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")

@@ -83,7 +83,8 @@ from .wire import (
 
 if TYPE_CHECKING:
     from ...engine import Peer, RequestContext
-    from ...server.lowlevel import Server, ServerSession
+    from ...hosting import HostedServer as Server
+    from ...hosting import HostedSession as ServerSession
     from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")

@@ -37,10 +37,8 @@ import asyncio
 import contextlib
 import logging
 import time
-import urllib.request
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
-from urllib.parse import urlsplit
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 import orjson
@@ -49,7 +47,6 @@ from ...engine import Outgoing, describe
 from ...protocol import versions
 from ...protocol.errors import (
     INTERNAL_ERROR,
-    INVALID_REQUEST,
     ConnectionClosed,
     MCPError,
     SessionExpired,
@@ -57,67 +54,25 @@ from ...protocol.errors import (
 )
 from ...protocol.versions import META_PROTOCOL_VERSION
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .client_support import (
+    _IO_ERRORS,
+    HTTPTransportError,
+    ResponseTooLarge,
+    _answers,
+    _events,
+    _Exchange,
+    _json_rpc_error,
+    _Response,
+    _wake,
+    fast_path_applies,
+)
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
-from .lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
-from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
+from .lite import BodyTooLarge, LitePool, LiteResponse
+from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.http.client")
 
 ACCEPT = "application/json, text/event-stream"
-
-# what either HTTP engine raises when a connection fails or the server breaks HTTP
-_IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
-
-
-class _Response(Protocol):
-    """The part of a streaming ``httpx.Response`` the transport uses (a ``LiteResponse`` has the same)."""
-
-    @property
-    def status_code(self) -> int: ...
-
-    @property
-    def headers(self) -> Mapping[str, str]: ...
-
-    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
-
-    async def aclose(self) -> None: ...
-
-
-def fast_path_applies(url: str) -> bool:
-    """Whether ``fast_path=None`` picks the lean HTTP/1.1 engine for ``url`` (given no auth and no client):
-    a plain ``http://`` URL that no proxy from the environment applies to."""
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname:
-        return False
-    proxies = urllib.request.getproxies_environment()
-    if not (proxies.get("http") or proxies.get("all")):
-        return True
-    bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 (not in typeshed)
-    return bool(bypass(parts.hostname, proxies))
-
-
-class ResponseTooLarge(MCPError):
-    """A server's answer (JSON body or SSE event) is larger than the transport's ``max_message_size``."""
-
-    code = INTERNAL_ERROR
-
-    def __init__(self, limit: int, what: str = "answer") -> None:
-        super().__init__(
-            f"the server's {what} is larger than max_message_size={limit} bytes; to accept it, raise "
-            "max_message_size (Client(..., transport_options={'max_message_size': N}))",
-            {"limit": limit},
-        )
-        self.limit = limit
-
-
-class HTTPTransportError(MCPError):
-    """The server answered an HTTP error without a JSON-RPC answer to our message."""
-
-    code = INVALID_REQUEST
-
-    def __init__(self, status: int, body: str) -> None:
-        super().__init__(f"HTTP {status}: {body[:300]}", {"status": status})
-        self.status = status
 
 
 class StreamableHTTPClientTransport:
@@ -647,54 +602,6 @@ class StreamableHTTPClientTransport:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-
-class _Exchange:
-    """One request's POST, running in its own task."""
-
-    __slots__ = ("cancelled", "detached", "modern", "streaming", "task")
-
-    def __init__(self, modern: bool) -> None:
-        self.modern = modern
-        self.detached = False
-        self.cancelled = False
-        self.task: asyncio.Task[None] = None  # type: ignore[assignment]
-        self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
-
-
-def _wake(ready: asyncio.Future[None]) -> None:
-    if not ready.done():
-        ready.set_result(None)
-
-
-def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
-    """(id, error) when ``body`` is a JSON-RPC error response."""
-    try:
-        obj = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(obj, dict) and obj.get("jsonrpc") == "2.0" and isinstance(obj.get("error"), dict):
-        return obj.get("id"), obj["error"]
-    return None
-
-
-def _answers(raw: bytes, rid: Any) -> bool:
-    if b'"method"' in raw and b'"result"' not in raw and b'"error"' not in raw:
-        return False
-    try:
-        obj = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return False
-    if isinstance(obj, list):
-        return any(isinstance(o, dict) and o.get("id") == rid and "method" not in o for o in obj)
-    return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
-
-
-async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
-    """The SSE events of a response, through the shared bounded decoder."""
-    async for chunk in resp.aiter_bytes():
-        for event in decoder.feed(chunk):
-            yield event
 
 
 __all__ = [

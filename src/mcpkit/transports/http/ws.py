@@ -45,7 +45,7 @@ from .security import RequestCheck, make_request_check
 from .sse import BoundedOutbox, lifespan, respond
 
 if TYPE_CHECKING:
-    from ...server.lowlevel import Server
+    from ...hosting import HostedServer
 
 logger = logging.getLogger("mcpkit.ws")
 
@@ -89,7 +89,7 @@ class WebSocketEndpoint:
 
     def __init__(
         self,
-        server: Server,
+        server: HostedServer,
         *,
         max_message: int = DEFAULT_MAX_MESSAGE_SIZE,
         ping_interval: float | None = 20.0,

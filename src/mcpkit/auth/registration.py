@@ -1,0 +1,183 @@
+"""Client registration for the development authorization server (:mod:`mcpkit.auth.server`): clients registered in
+code and the RFC 7591 ``/register`` endpoint with its hardening (issue 12: the registration policy's scopes only, no
+``client_credentials`` unless enabled, size capped, rate limited per address, bounded without evicting a
+pre-registered client). :class:`ClientRegistration` is the base class of ``AuthorizationServer``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import orjson
+
+from .._asgi import Receive, Scope, Send
+from ._util import (
+    _OAuthError,
+    read_body,
+    send_json,
+    valid_redirect_uri,
+)
+from .storage import (
+    AuthStorage,
+    ClientRecord,
+)
+
+__all__ = ["ClientRegistration"]
+
+
+class ClientRegistration:
+    """Client registration, the base of :class:`AuthorizationServer`: pre-registering a client in code
+    (:meth:`register_client`) and the RFC 7591 ``/register`` endpoint with its policy (scopes, rate per address,
+    metadata size). The attributes it reads are set by ``AuthorizationServer.__init__``."""
+
+    storage: AuthStorage
+    clock: Callable[[], float]
+    scopes_supported: list[str] | None
+    registration_scopes: list[str] | None
+    registration_client_credentials: bool
+    registration_rate: tuple[int, float] | None
+    max_client_metadata: int
+    _registrations: dict[str, list[float]]
+
+    async def register_client(
+        self,
+        *,
+        redirect_uris: Iterable[str] = (),
+        token_endpoint_auth_method: str = "none",
+        grant_types: Iterable[str] = ("authorization_code", "refresh_token"),
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        scope: str | None = None,
+        resource_server: bool = False,
+        dynamic: bool = False,
+    ) -> ClientRecord:
+        """Pre-register a client (what /register does for DCR). ``scope`` bounds what it may ever be granted (None:
+        any scope); ``resource_server=True`` lets it introspect every token (an MCP server using
+        :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`)."""
+        uris = list(redirect_uris)
+        for uri in uris:
+            if not valid_redirect_uri(uri):
+                raise ValueError(f"redirect URI must be https or localhost: {uri}")
+        if token_endpoint_auth_method not in ("none", "client_secret_basic", "client_secret_post"):
+            raise ValueError("unsupported token_endpoint_auth_method")
+        secret = None
+        if token_endpoint_auth_method != "none":
+            secret = client_secret or secrets.token_urlsafe(32)
+        record = ClientRecord(
+            client_id or secrets.token_urlsafe(16),
+            secret,
+            uris,
+            token_endpoint_auth_method,
+            list(grant_types),
+            scope,
+            dynamic=dynamic,
+            resource_server=resource_server,
+        )
+        await self.storage.save_client(record)
+        return record
+
+    @staticmethod
+    async def _body(receive: Receive, limit: int, option: str) -> bytes:
+        try:
+            return await read_body(receive, limit)
+        except ValueError:
+            raise _OAuthError(
+                "invalid_request",
+                f"the request body is larger than {limit} bytes (AuthorizationServer({option}=...))",
+                413,
+            ) from None
+
+    async def _register(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("method") != "POST":
+            raise _OAuthError("invalid_request", "use POST", 405)
+        self._registration_allowed(scope)
+        try:
+            meta = orjson.loads(await self._body(receive, self.max_client_metadata, "max_client_metadata"))
+        except orjson.JSONDecodeError:
+            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object") from None
+        if not isinstance(meta, dict):
+            raise _OAuthError("invalid_client_metadata", "the body must be a JSON object")
+        uris = meta.get("redirect_uris") or []
+        grant_types = meta.get("grant_types") or ["authorization_code", "refresh_token"]
+        if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
+            raise _OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
+        if "authorization_code" in grant_types and not uris:
+            raise _OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
+        bad = [u for u in uris if not valid_redirect_uri(u)]
+        if bad:
+            raise _OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
+        method = meta.get("token_endpoint_auth_method", "client_secret_basic")
+        if method not in ("none", "client_secret_basic", "client_secret_post"):
+            raise _OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
+        allowed_grants = {"authorization_code", "refresh_token", "client_credentials"}
+        if not isinstance(grant_types, list) or any(g not in allowed_grants for g in grant_types):
+            raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
+        if "client_credentials" in grant_types and method == "none":
+            raise _OAuthError("invalid_client_metadata", "client_credentials needs client authentication")
+        if "client_credentials" in grant_types and not self.registration_client_credentials:
+            raise _OAuthError(
+                "invalid_client_metadata",
+                "self-registered clients may not use client_credentials: pre-register the client "
+                "(or AuthorizationServer(registration_client_credentials=True))",
+            )
+        scope_value = meta.get("scope") if isinstance(meta.get("scope"), str) else None
+        if scope_value is not None and self.scopes_supported is not None:
+            unknown = [s for s in scope_value.split() if s not in self.scopes_supported]
+            if unknown:
+                raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
+        granted = self._registration_grant(scope_value)
+        record = await self.register_client(
+            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=granted, dynamic=True
+        )
+        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
+        await self.storage.save_client(record)
+        body: dict[str, Any] = dict(record.metadata)
+        if granted is not None:
+            body["scope"] = granted  # RFC 7591 §3.2.1: what was granted, which may differ from what was asked
+        body.update(
+            {
+                "client_id": record.client_id,
+                "client_id_issued_at": int(self.clock()),
+                "redirect_uris": uris,
+                "grant_types": grant_types,
+                "token_endpoint_auth_method": method,
+                "response_types": ["code"] if "authorization_code" in grant_types else [],
+            }
+        )
+        if record.client_secret is not None:
+            body["client_secret"] = record.client_secret
+            body["client_secret_expires_at"] = 0
+        await send_json(send, 201, body)
+
+    def _registration_grant(self, requested: str | None) -> str | None:
+        """The scope a self-registered client gets, by policy (``registration_scopes``, else ``scopes_supported``):
+        what it asked for narrowed to the policy, or the whole policy when it asked for nothing."""
+        policy = self.registration_scopes if self.registration_scopes is not None else self.scopes_supported
+        if policy is None:
+            return requested
+        if requested is None:
+            return " ".join(policy)
+        return " ".join(s for s in requested.split() if s in policy)
+
+    def _registration_allowed(self, scope: Scope) -> None:
+        if self.registration_rate is None:
+            return
+        count, window = self.registration_rate
+        client = scope.get("client")
+        address = str(client[0]) if client else "?"
+        now = self.clock()
+        recent = [t for t in self._registrations.pop(address, ()) if t > now - window]
+        if len(recent) >= count:
+            self._registrations[address] = recent
+            raise _OAuthError(
+                "slow_down",
+                f"too many registrations from this address ({count} per {window:g} s: "
+                "AuthorizationServer(registration_rate=...))",
+                429,
+            )
+        recent.append(now)
+        self._registrations[address] = recent  # (re)inserted last: the oldest address is evicted first
+        if len(self._registrations) > 10_000:
+            self._registrations.pop(next(iter(self._registrations)))

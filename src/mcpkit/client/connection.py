@@ -1,0 +1,464 @@
+"""The connection half of the high-level :class:`~mcpkit.client.client.Client`: opening the target and negotiating,
+the callbacks a session is built with, and self-healing (a stale HTTP session re-initialized once, safe requests
+retried, URL elicitations completed and the refused request retried). ``Client`` adds the typed MCP calls on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from types import EllipsisType
+from typing import Any, Self, TypeVar
+
+from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback
+from ..protocol.errors import (
+    URL_ELICITATION_REQUIRED,
+    ConnectionClosed,
+    MCPError,
+    RequestTimeout,
+    SessionExpired,
+)
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import (
+    Tool,
+)
+from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from .handlers import Watch, _elicitation_result, _maybe_await, _sampling_result
+from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider
+from .targets import OpenedTarget, ServerStartError, Target, open_target, parse_target
+
+logger = logging.getLogger("mcpkit.client")
+
+T = TypeVar("T")
+
+
+# Requests that may be repeated after a re-initialization without changing anything on the server.
+SAFE_METHODS = frozenset(
+    (
+        "ping",
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+    )
+)
+
+
+DEFAULT_MAX_URL_ELICITATIONS = 8
+"""Default of ``Client(max_url_elicitations=...)``: URL elicitations one -32042 error may ask for."""
+DEFAULT_MAX_LIST_BYTES = 64 * 1024 * 1024
+"""Default of ``Client(max_list_bytes=...)``: estimated memory (bytes) one auto-paginating list call may collect."""
+
+
+class ClientConnection:
+    """Opens, heals and closes one client connection (the base of :class:`~mcpkit.client.client.Client`, whose
+    docstring lists the options)."""
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        client_info: JSONDict | None = None,
+        roots: RootsProvider | None = None,
+        sampling_handler: Callable[[JSONDict], Any] | None = None,
+        sampling_tools: bool = False,
+        elicitation_handler: Callable[[JSONDict], Any] | None = None,
+        elicitation_url: bool = True,
+        logging_handler: Callable[[JSONDict], Any] | None = None,
+        log_level: str | None = None,
+        on_notification: Callable[[str, JSONDict | None], Any] | None = None,
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 30.0,
+        discover_timeout: float = 5.0,
+        validate_output: bool = True,
+        max_pages: int = 100,
+        max_items: int = 100_000,
+        max_input_rounds: int = 8,
+        max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
+        max_input_reply_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_concurrency: int = 256,
+        max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
+        url_elicitation_wait: float = 2.0,
+        max_url_elicitations: int = DEFAULT_MAX_URL_ELICITATIONS,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        reconnect: bool = True,
+        max_reconnect_attempts: int = 3,
+        backoff_initial: float = 0.1,
+        backoff_max: float = 2.0,
+        env: Mapping[str, str | None] | None = None,
+        cwd: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        transport: str | None = None,
+        transport_options: Mapping[str, Any] | None = None,
+        experimental: JSONDict | None = None,
+    ) -> None:
+        self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
+        # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
+        self._legacy_fallback = self.target.kind == "http" and transport is None
+        self._session_options: dict[str, Any] = {
+            "mode": mode,
+            "protocol_version": protocol_version,
+            "client_info": client_info,
+            "sampling_tools": sampling_tools,
+            "elicitation_url": elicitation_url,
+            "log_level": None,
+            "timeout": timeout,
+            "discover_timeout": discover_timeout,
+            "max_input_rounds": max_input_rounds,
+            "max_input_requests": max_input_requests,
+            "max_input_reply_size": max_input_reply_size,
+            "max_concurrency": max_concurrency,
+            "max_batch_size": max_batch_size,
+            "experimental": experimental,
+        }
+        if mode not in ("auto", "handshake", "modern"):
+            raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
+        self._roots = roots
+        self._sampling_handler = sampling_handler
+        self._elicitation_handler = elicitation_handler
+        self._logging_handler = logging_handler
+        self._on_notification = on_notification
+        self.log_level = log_level
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.validate_output = validate_output
+        self.max_pages = max_pages
+        self.max_items = max_items
+        self.reconnect_enabled = reconnect
+        self.max_reconnect_attempts = max(1, max_reconnect_attempts)
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.transport_options = dict(transport_options or {})
+        self._opened: OpenedTarget | None = None
+        self._session: ClientSession | None = None
+        self._tools: dict[str, Tool] = {}
+        self._tools_complete = False
+        self._validators: dict[str, Any] = {}
+        self._lock = asyncio.Lock()
+        self.reconnects = 0  # how many times the client re-initialized after a stale session
+        self.url_elicitation_wait = url_elicitation_wait
+        self.max_url_elicitations = max_url_elicitations
+        self.max_list_bytes = max_list_bytes
+        self._completed_elicitations: set[str] = set()
+        self._elicitation_event = asyncio.Event()
+        self._watches: set[Watch] = set()
+        self._subscriptions: set[str] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> Self:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def connect(self) -> None:
+        """Open the target and negotiate (called by ``async with``)."""
+        if self._session is not None:
+            return
+        self._session, self._opened = await self._open()
+
+    async def aclose(self) -> None:
+        """Close the session and the transport (stdio: close stdin, then signal; HTTP: DELETE the session)."""
+        session, opened = self._session, self._opened
+        self._session = self._opened = None
+        if session is not None:
+            with contextlib.suppress(Exception):
+                await session.aclose()
+        if opened is not None:
+            await opened.aclose()
+
+    async def _open(self) -> tuple[ClientSession, OpenedTarget]:
+        try:
+            return await self._open_once()
+        except Exception as exc:
+            status = getattr(exc, "status", None)
+            if not (self.target.kind == "http" and self._legacy_fallback and status in (400, 404, 405)):
+                raise
+        # Spec (transports, backwards compatibility): the POST of the first message failed with 400/404/405, so
+        # the server may be an old HTTP+SSE one: GET the same URL expecting an SSE stream with an endpoint event.
+        logger.info("%s answered HTTP %s: falling back to the legacy HTTP+SSE transport", self.target.url, status)
+        self.target.kind = "sse"
+        try:
+            return await self._open_once()
+        except BaseException:
+            self.target.kind = "http"
+            raise
+
+    async def _open_once(self) -> tuple[ClientSession, OpenedTarget]:
+        opened = await open_target(self.target, **self.transport_options)
+        session = self._new_session(opened.conn)
+        try:
+            if self.connect_timeout is not None:
+                await asyncio.wait_for(session.__aenter__(), self.connect_timeout)
+            else:
+                await session.__aenter__()
+            if self.log_level is not None:
+                await session.set_logging_level(self.log_level)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await session.aclose()
+            error = await self._explain_start_failure(opened, exc)
+            await opened.aclose()
+            if error is not None:
+                raise error from exc
+            raise
+        return session, opened
+
+    async def _explain_start_failure(self, opened: OpenedTarget, exc: BaseException) -> BaseException | None:
+        if not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
+            return None
+        if opened.stdio is None:
+            if opened.target.url is None:
+                return None
+            if isinstance(exc, (TimeoutError, RequestTimeout)):
+                return ServerStartError(f"{opened.target.url} did not answer within {self.connect_timeout}s")
+            return ServerStartError(f"cannot connect to {opened.target.url}: {exc}")
+        if isinstance(exc, (TimeoutError, RequestTimeout)):
+            # (closing the session has already stopped the process: its exit code would be our own signal)
+            return ServerStartError(
+                f"the server {opened.target.description!r} did not complete initialization within "
+                f"{self.connect_timeout}s",
+                stderr=opened.stderr,
+            )
+        if await opened.process_exited(wait=1.0):
+            return ServerStartError(
+                f"the server {opened.target.description!r} exited before the connection was established",
+                stderr=opened.stderr,
+                returncode=opened.returncode,
+            )
+        return ServerStartError(f"lost the connection to {opened.target.description!r}: {exc}", stderr=opened.stderr)
+
+    def _new_session(self, conn: Any) -> ClientSession:
+        opts = dict(self._session_options)
+        return ClientSession(
+            conn,
+            roots=self._roots,
+            sampling_handler=self._sample if self._sampling_handler is not None else None,
+            elicitation_handler=self._elicit if self._elicitation_handler is not None else None,
+            logging_handler=self._logging_handler,
+            notification_handler=self._notification,
+            **opts,
+        )
+
+    async def _sample(self, params: JSONDict) -> Any:
+        assert self._sampling_handler is not None
+        return _sampling_result(await _maybe_await(self._sampling_handler(params)))
+
+    async def _elicit(self, params: JSONDict) -> JSONDict:
+        assert self._elicitation_handler is not None
+        return _elicitation_result(await _maybe_await(self._elicitation_handler(params)), params)
+
+    async def _notification(self, method: str, params: JSONDict | None) -> None:
+        if method == "notifications/elicitation/complete" and params is not None:
+            eid = params.get("elicitationId")
+            if isinstance(eid, str):
+                if len(self._completed_elicitations) > 1024:
+                    self._completed_elicitations.clear()
+                self._completed_elicitations.add(eid)
+                self._elicitation_event.set()
+        for watch in list(self._watches):
+            watch.offer(method, params)
+        if method == "notifications/tools/list_changed":
+            self._tools_complete = False
+            self._tools.clear()
+            self._validators.clear()
+        if self._on_notification is not None:
+            await _maybe_await(self._on_notification(method, params))
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def session(self) -> ClientSession:
+        """The live low-level session (raises when not connected)."""
+        if self._session is None:
+            raise ConnectionClosed("the client is not connected (use `async with Client(...)`)")
+        return self._session
+
+    @property
+    def connected(self) -> bool:
+        """True between :meth:`connect` and :meth:`aclose`."""
+        return self._session is not None
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol revision (None before connecting)."""
+        return self._session.protocol_version if self._session is not None else None
+
+    @property
+    def modern(self) -> bool:
+        """True when the connection speaks the stateless 2026-07-28 era, False in a handshake-era session."""
+        return self._session is not None and self._session.modern
+
+    @property
+    def server_info(self) -> JSONDict | None:
+        """The server's ``serverInfo`` (name, version, ...)."""
+        return self.session.server_info
+
+    @property
+    def server_capabilities(self) -> JSONDict:
+        """The capabilities the server declared."""
+        return self.session.server_capabilities
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions for the model, if it gave any."""
+        return self.session.instructions
+
+    @property
+    def stderr(self) -> str:
+        """What a stdio server wrote to its stderr lately (empty for other transports)."""
+        return self._opened.stderr if self._opened is not None else ""
+
+    # ------------------------------------------------------------------ self-healing
+
+    def _is_stale_session(self, exc: BaseException) -> bool:
+        """A 404 for our session id, as the Streamable HTTP client transport reports it."""
+        if self.target.kind != "http":
+            return False
+        return isinstance(exc, SessionExpired) and not exc.reinitialized
+
+    async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
+        session = self.session
+        try:
+            return await op(session)
+        except Exception as exc:
+            if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED and self._handles_url_elicitation:
+                if await self._complete_url_elicitations(exc):
+                    return await op(self.session)  # one retry: a second -32042 goes to the caller
+                raise
+            if not (self.reconnect_enabled and self._is_stale_session(exc)):
+                raise
+            failed = exc
+        await self._reinitialize(session)
+        if safe is None:
+            safe = method in SAFE_METHODS
+        if not safe:
+            expired = SessionExpired(
+                f"the server dropped the session; {method!r} was not retried because it is not safe to repeat "
+                "(the client has re-initialized: call again to retry)"
+            )
+            expired.reinitialized = True
+            raise expired from failed
+        return await op(self.session)
+
+    async def _reinitialize(self, stale: ClientSession) -> None:
+        async with self._lock:
+            if self._session is not stale:
+                return  # another task already replaced the session
+            old_opened = self._opened
+            self._session = None
+            with contextlib.suppress(Exception):
+                await stale.aclose()
+            if old_opened is not None:
+                with contextlib.suppress(Exception):
+                    await old_opened.aclose()
+            self._opened = None
+            delay = self.backoff_initial
+            last: BaseException | None = None
+            for attempt in range(self.max_reconnect_attempts):
+                if attempt:
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, self.backoff_max)
+                try:
+                    self._session, self._opened = await self._open()
+                    self.reconnects += 1
+                    self._tools_complete = False
+                    logger.info("re-initialized the session with %s", self.target.description)
+                    await self._restore_subscriptions()
+                    return
+                except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
+                    last = exc
+            raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
+
+    async def _restore_subscriptions(self) -> None:
+        """A new session knows nothing of the old one's ``resources/subscribe``: subscribe again."""
+        session = self._session
+        if session is None or session.modern:
+            return
+        for uri in sorted(self._subscriptions):
+            try:
+                await session.subscribe_resource(uri)
+            except Exception as exc:  # the resource may be gone: keep the rest
+                logger.warning("could not re-subscribe to %s after re-initializing: %s", uri, exc)
+
+    # ------------------------------------------------------------------ URL elicitation required (-32042)
+
+    @property
+    def _handles_url_elicitation(self) -> bool:
+        return self._elicitation_handler is not None and bool(self._session_options["elicitation_url"])
+
+    async def _complete_url_elicitations(self, exc: MCPError) -> bool:
+        """Spec 2025-11-25: a -32042 error lists URL elicitations to finish before the request can be retried.
+
+        Each goes to the elicitation handler (``mode: "url"``; return accept once the user is done in the
+        browser). When all are accepted, wait (at most ``url_elicitation_wait`` seconds) for the server's
+        ``notifications/elicitation/complete`` of each id, then retry the request once. Returns False (the error
+        goes to the caller) when one is declined, cancelled or malformed."""
+        data = exc.data if isinstance(exc.data, dict) else {}
+        items = data.get("elicitations")
+        if not isinstance(items, list) or not items:
+            return False
+        if len(items) > self.max_url_elicitations:
+            raise MCPError(
+                f"the server asks for {len(items)} URL elicitations in one -32042 error, more than "
+                f"max_url_elicitations={self.max_url_elicitations}: none was shown "
+                "(raise Client(max_url_elicitations=...) to allow more)",
+                code=exc.code,
+            ) from exc
+        ids: list[str] = []
+        for item in items:
+            if not isinstance(item, dict) or item.get("mode") != "url" or not isinstance(item.get("url"), str):
+                return False
+            answer = await self._elicit(item)
+            if answer.get("action") != "accept":
+                return False
+            if isinstance(item.get("elicitationId"), str):
+                ids.append(item["elicitationId"])
+        if ids and self.url_elicitation_wait > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._elicitations_completed(ids), self.url_elicitation_wait)
+        return True
+
+    async def _elicitations_completed(self, ids: list[str]) -> None:
+        while not all(i in self._completed_elicitations for i in ids):
+            self._elicitation_event.clear()
+            await self._elicitation_event.wait()
+
+    # ------------------------------------------------------------------ generic
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> JSONDict:
+        """Any request, raw result (era envelope and ``InputRequiredResult`` rounds handled).
+
+        ``timeout`` is a deadline; ``reset_timeout_on_progress=True`` lets each progress notification restart it,
+        never past the hard maximum (600 s by default)."""
+        return await self._call(
+            method,
+            lambda s: s.request(
+                method,
+                params,
+                timeout=timeout,
+                on_progress=on_progress,
+                reset_timeout_on_progress=reset_timeout_on_progress,
+            ),
+        )

@@ -1,0 +1,242 @@
+"""What the high-level client hands back from a call and how it checks it: :class:`ToolResult` (typed, validated
+``structuredContent``), the errors a call raises, and the JSON Schema helpers behind them (re-exported by
+:mod:`mcpkit.client.client`, their public import path).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+from ..protocol.errors import (
+    MCPError,
+)
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import (
+    CallToolResult,
+    ContentBlock,
+    TextContent,
+    Tool,
+)
+
+logger = logging.getLogger("mcpkit.client")
+
+
+class ToolCallError(MCPError):
+    """``call_tool(..., raise_on_error=True)`` on a result with ``isError: true``; ``.result`` is the ToolResult."""
+
+    def __init__(self, message: str, result: ToolResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class ToolOutputError(MCPError):
+    """The server's structured tool output does not match the tool's ``outputSchema`` (or is missing)."""
+
+    def __init__(self, message: str, result: ToolResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class ElicitationContentError(MCPError):
+    """The elicitation handler's content does not match the requested schema (sent to the server as -32603 with
+    this message instead of invalid data)."""
+
+
+class PaginationLimitExceeded(MCPError):
+    """A list call walked more pages or items than allowed; ``.items`` holds what was collected."""
+
+    def __init__(self, message: str, items: list[Any]) -> None:
+        super().__init__(message)
+        self.items = items
+
+
+class ToolResult:
+    """The outcome of ``tools/call``.
+
+    Attributes:
+        content: the content blocks (typed models).
+        structured: ``structuredContent`` as sent (validated against the tool's ``outputSchema`` when it has one).
+        is_error: the tool reported an error (``isError``): the content then describes it.
+        meta: the result's ``_meta``.
+        raw: the :class:`~mcpkit.protocol.types.CallToolResult` model.
+        validated: True when ``structured`` was checked against an output schema.
+    """
+
+    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "typed", "validated")
+
+    def __init__(self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False) -> None:
+        self.typed: Any = _UNTYPED
+        self.raw = raw
+        self.content: list[ContentBlock] = raw.content
+        self.structured: Any = raw.structured_content
+        self.is_error = raw.is_error
+        self.meta = raw.meta
+        self.tool = tool
+        self.validated = validated
+
+    @property
+    def text(self) -> str:
+        """The text of every text content block, joined by newlines."""
+        return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
+
+    @property
+    def data(self) -> Any:
+        """The most useful value: the structured output (unwrapped from ``{"result": x}`` when the output
+        schema is the wrapper of a non-object return value, whatever that value is: ``-> int``, ``-> list[Model]``
+        alike), else the text content; with ``call_tool(..., result_type=T)``, that value validated into ``T``.
+        ``structured`` stays raw."""
+        if self.typed is not _UNTYPED:
+            return self.typed
+        s = self.structured
+        if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
+            schema = self.tool.output_schema if self.tool is not None else None
+            if isinstance(schema, dict) and isinstance(s, dict) and set(s) == {"result"} and _is_wrapped(schema):
+                return s["result"]
+            return s
+        return self.text
+
+    def dump(self) -> JSONDict:
+        """The wire form of the result."""
+        return self.raw.dump()
+
+    def __repr__(self) -> str:
+        return f"ToolResult(is_error={self.is_error}, structured={self.structured!r}, text={self.text[:60]!r})"
+
+
+# "$defs": ``-> list[Model]`` is wrapped too, with the model's schema in the wrapper's root $defs (so $refs resolve)
+_WRAPPER_KEYS = frozenset(
+    ("type", "properties", "required", "$schema", "$defs", "title", "description", "additionalProperties")
+)
+
+
+def _is_wrapped(schema: JSONDict) -> bool:
+    """Did the server wrap a non-object return value as ``{"result": value}``? Yes when the schema says so with a
+    marker (``x-mcpkit-wrap-result``, ``x-fastmcp-wrap-result``), or when it has exactly the wrapper shape that
+    mcpkit, the official SDKs and fastmcp generate: one required property ``result`` and nothing else."""
+    if any(schema.get(key) for key in ("x-mcpkit-wrap-result", "x-fastmcp-wrap-result")):
+        return True
+    props = schema.get("properties")
+    return (
+        set(schema) <= _WRAPPER_KEYS
+        and isinstance(props, dict)
+        and set(props) == {"result"}
+        and schema.get("required") == ["result"]
+    )
+
+
+class SchemaError(ValueError):
+    """A schema the server sent is not a valid JSON Schema (it cannot be used to validate anything)."""
+
+
+_UNTYPED: Any = object()
+
+
+def _typed(name: str, result: ToolResult, result_type: Any) -> Any:
+    """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
+    from pydantic import TypeAdapter, ValidationError
+
+    value = result.data
+    if isinstance(value, str) and result.structured is None and result_type is not str:
+        try:
+            import orjson
+
+            value = orjson.loads(value)  # a server without structured output: its text may still be JSON
+        except orjson.JSONDecodeError:
+            pass
+    try:
+        adapter = _adapter(result_type)
+    except TypeError:  # unhashable: not cached
+        adapter = TypeAdapter(result_type)
+    try:
+        return adapter.validate_python(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "/".join(str(p) for p in first["loc"]) or "(root)"
+        kind = getattr(result_type, "__name__", repr(result_type))
+        raise ToolOutputError(
+            f"tool {name!r}: its result does not fit result_type={kind} at {where}: {first['msg']}", result
+        ) from None
+
+
+RESULT_TYPE_CACHE_SIZE = 128
+"""How many ``call_tool(..., result_type=T)`` validators (pydantic TypeAdapters) the client keeps (LRU)."""
+
+
+@functools.lru_cache(maxsize=RESULT_TYPE_CACHE_SIZE)
+def _adapter(result_type: Any) -> Any:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(result_type)
+
+
+def _validator(schema: JSONDict) -> Any:
+    """A compiled JSON Schema validator (jsonschema-rs: 2020-12 unless ``$schema`` names another draft; formats
+    checked). ``iter_errors(x)`` yields errors with ``.message`` and ``.instance_path``."""
+    try:
+        import jsonschema_rs
+    except ModuleNotFoundError:  # a dependency of mcpkit: only an environment installed before it was added lacks it
+        raise ModuleNotFoundError(
+            "validating tool output needs jsonschema-rs, a dependency of mcpkit that this environment lacks: "
+            "pip install jsonschema-rs (or reinstall mcpkit, e.g. pip install -e '.[dev]' in a checkout)",
+            name="jsonschema_rs",
+        ) from None
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=True)
+    except (ValueError, TypeError) as exc:
+        raise SchemaError(f"not a valid JSON Schema: {exc}") from None
+
+
+def _first_error(validator: Any, instance: Any) -> Any:
+    """The first validation error (the one with the shortest instance path), or None when ``instance`` is valid."""
+    if validator.is_valid(instance):  # the common case: one native call, no error objects
+        return None
+    return min(validator.iter_errors(instance), key=lambda e: len(e.instance_path), default=None)
+
+
+def apply_schema_defaults(schema: JSONDict | None, content: JSONDict | None) -> JSONDict:
+    """Fill the properties ``content`` lacks with the ``default`` values of the elicitation ``schema``."""
+    out = dict(content or {})
+    props = (schema or {}).get("properties")
+    if isinstance(props, dict):
+        for key, prop in props.items():
+            if key not in out and isinstance(prop, dict) and "default" in prop:
+                out[key] = prop["default"]
+    return out
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _parsed_size(value: Any) -> int:
+    """Estimated memory of a parsed JSON value: its encoded size plus ~64 bytes per list/object and ~48 per string
+    (close to CPython's real cost; nested empty lists take ~22x their JSON size). A value nested deeper than orjson
+    encodes is weighed by an iterative walk, so no recursion limit applies."""
+    import orjson
+
+    try:
+        encoded = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    else:
+        containers = encoded.count(b"[") + encoded.count(b"{")
+        return len(encoded) + 64 * containers + 24 * encoded.count(b'"')
+    total = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            total += 64 + 16 * len(v)
+            for k, item in v.items():
+                total += 50 + len(str(k))
+                stack.append(item)
+        elif isinstance(v, list):
+            total += 64 + 8 * len(v)
+            stack.extend(v)
+        else:
+            total += 50 + len(str(v))
+    return total

@@ -1,0 +1,67 @@
+"""An open ``subscriptions/listen`` stream of the 2026-07-28 era (:class:`Subscription`, what
+``ClientSession.listen`` yields): the acknowledged filter, then ``async for (method, params)``. Re-exported by
+:mod:`mcpkit.client.lowlevel`, its public import path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from ..protocol.errors import (
+    MCPError,
+    RequestTimeout,
+)
+from ..protocol.jsonrpc import JSONDict
+
+if TYPE_CHECKING:
+    pass
+
+logger = logging.getLogger("mcpkit.client")
+
+
+class Subscription:
+    """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``."""
+
+    def __init__(self, sub_id: int, queue: asyncio.Queue[tuple[str, JSONDict] | None], task: asyncio.Task[JSONDict]):
+        self.id = sub_id
+        self._queue = queue
+        self._task = task
+        self.acknowledged: JSONDict = {}
+
+    async def _wait_ack(self, timeout: float = 30.0) -> None:
+        get = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if get in done:
+            item = get.result()
+            if item is not None and item[0] == "notifications/subscriptions/acknowledged":
+                self.acknowledged = item[1].get("notifications") or {}
+                return
+            raise MCPError(f"expected notifications/subscriptions/acknowledged first, got {item!r}")
+        get.cancel()
+        if self._task in done:
+            self._task.result()  # raises the server's error
+            raise MCPError("the subscription ended before it was acknowledged")
+        raise RequestTimeout("subscriptions/listen", timeout)
+
+    async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
+        """The next notification on this stream."""
+        item = await asyncio.wait_for(self._queue.get(), timeout)
+        if item is None:
+            raise StopAsyncIteration
+        return item
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> tuple[str, JSONDict]:
+        get = asyncio.ensure_future(self._queue.get())
+        done, _ = await asyncio.wait({get, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if get in done:
+            item = get.result()
+            if item is None:
+                raise StopAsyncIteration
+            return item
+        get.cancel()
+        raise StopAsyncIteration  # the server ended the subscription

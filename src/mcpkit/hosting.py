@@ -1,0 +1,153 @@
+"""What a transport, a fan-out and a request context need of a server: the interface below ``server/``.
+
+``mcpkit.server`` holds the server (:class:`~mcpkit.server.lowlevel.Server`, ``ServerSession``); the transports,
+:mod:`mcpkit.run`, the fan-out backends in ``stores/`` and the request context hold a server only through these
+protocols, so none of them imports ``mcpkit.server`` back and ``Server.run()`` (server -> run -> transports, an
+import inside the method) closes no import circle: every arrow from those modules ends here, below ``server/``
+(hosting -> engine -> protocol).
+
+A protocol here names only what its users touch; ``Server`` and ``ServerSession`` satisfy them structurally (mypy
+checks it wherever a ``Server`` is handed to a transport). Nothing here runs on a message's path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .engine import Connection, Outbox, Peer
+    from .protocol.jsonrpc import JSONDict
+    from .protocol.versions import Features
+
+#: What a modern request's ``_meta`` says once validated (``server.modern_context(meta)``): the features of its
+#: revision, the client capabilities, the client info and the log level.
+ModernContext = tuple["Features", "JSONDict", "JSONDict | None", "str | None"]
+
+
+class FanoutTarget(Protocol):
+    """Where a fan-out delivers the events of other workers (a server): local delivery only, never re-published."""
+
+    async def deliver_list_changed(self, kind: str) -> None:
+        """Tell this worker's clients that the ``kind`` list changed."""
+        ...
+
+    async def deliver_resource_updated(self, uri: str) -> None:
+        """Tell this worker's subscribers of ``uri`` that it changed."""
+        ...
+
+
+@runtime_checkable
+class Fanout(Protocol):
+    """How a server's change notifications reach the clients of OTHER workers: the server is given one
+    (``create_app(server, fanout=...)`` or ``server.set_fanout(...)``) and owns it.
+
+    ``server.notify_list_changed`` / ``notify_resource_updated`` deliver to this worker's sessions and listen
+    streams, then call :meth:`publish`; a fan-out that receives another worker's event hands it to the bound
+    server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery only, never re-published).
+    Session-record announcements (``session_changed`` / ``on_session_changed``) keep the copies of a handshake
+    session held by several workers in step (the Streamable HTTP endpoint uses them with a session store).
+    """
+
+    @property
+    def running(self) -> bool:
+        """True once events from other workers are being received (always True for ``LocalFanout``)."""
+        ...
+
+    def bind(self, server: FanoutTarget) -> None:
+        """Called by ``server.set_fanout``: where events from other workers are delivered."""
+        ...
+
+    async def start(self) -> None:
+        """Begin receiving other workers' events (idempotent)."""
+        ...
+
+    async def publish(self, event: str, value: str) -> None:
+        """Tell the other workers about ``event`` ("list_changed" with a kind, "resource_updated" with a URI)."""
+        ...
+
+    async def session_changed(self, session_id: str) -> None:
+        """Tell the other workers that session ``session_id``'s stored record changed (or that it ended)."""
+        ...
+
+    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        """Call ``await listener(session_id)`` when another worker announces a session change."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop receiving; later publications are dropped."""
+        ...
+
+
+class HostedSession(Protocol):
+    """One connection's server session as its transport and request context see it (``ServerSession``)."""
+
+    peer: Peer
+    version: str | None
+    features: Features | None
+    client_capabilities: JSONDict
+    client_info: JSONDict | None
+    initialized: bool
+    closed: bool
+    log_level: str | None
+    subscriptions: set[str]
+    state: dict[str, Any]
+
+    async def wait_initialized(self, timeout: float = 10.0) -> None:
+        """Return once the client sent ``notifications/initialized``."""
+        ...
+
+
+class HostedServer(FanoutTarget, Protocol):
+    """A server as the transports, :mod:`mcpkit.run` and a request context see it (``Server``, ``MCPKit``)."""
+
+    name: str
+    handshake_versions: tuple[str, ...]
+    modern_versions: tuple[str, ...]
+    handlers_version: int
+    request_timeout: float
+    fanout: Fanout
+
+    @property
+    def supported_versions(self) -> list[str]:
+        """Every revision served, newest first."""
+        ...
+
+    def capabilities(self, feats: Features) -> JSONDict:
+        """The server capabilities shaped for a revision."""
+        ...
+
+    def implements(self, method: str, *, modern: bool) -> bool:
+        """Whether the server answers ``method`` in the given era."""
+        ...
+
+    def modern_context(self, meta: JSONDict | None) -> ModernContext:
+        """Validate a modern request's ``_meta`` (raises the error the request gets)."""
+        ...
+
+    def create_session(self, outbox: Outbox, **peer_options: Any) -> HostedSession:
+        """A session for one connection."""
+        ...
+
+    def stateless_peer(self) -> Peer:
+        """The engine peer that runs stateless 2026-07-28 requests."""
+        ...
+
+    async def serve(self, conn: Connection, **peer_options: Any) -> None:
+        """Serve one connection until its input ends."""
+        ...
+
+    def set_fanout(self, fanout: Fanout) -> None:
+        """Give the server its fan-out."""
+        ...
+
+    async def start_fanout(self) -> None:
+        """Start receiving other workers' events."""
+        ...
+
+    async def close_listeners(self) -> None:
+        """End every ``subscriptions/listen`` stream (shutdown)."""
+        ...
+
+
+__all__ = ["Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext"]
