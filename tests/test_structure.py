@@ -383,7 +383,10 @@ def _import_graph() -> dict[str, dict[str, int]]:
                     module = ".".join(parts + ([node.module] if node.module else []))
                 else:
                     module = node.module or ""
-                targets = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+                submodules = [f"{module}.{alias.name}" for alias in node.names]
+                # ``from pkg import mod`` names the submodule; the package itself only when a name is not one
+                named_package = any(sub not in modules for sub in submodules)
+                targets = [module, *submodules] if named_package else submodules
             for target in targets:
                 if target in modules and target != name:
                     arrows.setdefault(target, node.lineno)
