@@ -508,3 +508,11 @@ def test_issue14_item1_no_module_over_700_lines_without_a_reason() -> None:
     assert issubclass(HTTPTransportError, Exception) and Subscription.__name__ == "Subscription"
     assert {"call_tool", "connect", "aclose", "request"} <= set(dir(Client)) and hasattr(ClientSession, "listen")
     assert hasattr(AuthorizationServer, "register_client") and hasattr(ToolResult, "data") and Watch is not None
+
+
+def test_issue14_item5_one_asgi_lifespan_answerer() -> None:
+    """Issue 14 item 5 (twins): the ASGI app, the Streamable HTTP, legacy SSE and WebSocket endpoints and the
+    development authorization server answer the ASGI lifespan protocol with one function (``_asgi.lifespan``);
+    three of them had their own copy of the loop."""
+    holders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "lifespan.startup.complete" in p.read_text()]
+    assert holders == ["_asgi.py"]

@@ -32,7 +32,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
 
-from .._asgi import ASGIApp, Receive, Scope, Send
+from .._asgi import ASGIApp, Receive, Scope, Send, lifespan
 from ._util import (
     _OAuthError,
     canonical_resource,
@@ -289,13 +289,8 @@ class AuthorizationServer(ClientRegistration):
             if self.app is not None:
                 await self.app(scope, receive, send)
                 return
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             if self.app is not None:
                 await self.app(scope, receive, send)

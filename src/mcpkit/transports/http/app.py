@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import ASGIApp, Receive, Scope, Send
+from ..._asgi import ASGIApp, Receive, Scope, Send, lifespan
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
@@ -34,22 +34,23 @@ class MCPApp:
         self.sse: Any = None
         self.ws: Any = None
 
+    async def _startup(self) -> None:
+        if self.server is not None:
+            await self.server.start_fanout()
+
+    async def _shutdown(self) -> None:
+        try:
+            await self.aclose()
+        finally:
+            if self.server is not None:
+                with contextlib.suppress(Exception):
+                    await self.server.fanout.aclose()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    if self.server is not None:
-                        await self.server.start_fanout()
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await self.aclose()
-                    if self.server is not None:
-                        with contextlib.suppress(Exception):
-                            await self.server.fanout.aclose()
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send, self._shutdown, self._startup)
+            return
         path: str = scope.get("path", "")
         root = scope.get("root_path", "")
         # an exact path without a root_path (the usual case) needs no normalization

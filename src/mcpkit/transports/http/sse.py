@@ -45,11 +45,12 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
 from ..._asgi import Receive, Scope, Send
+from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
 from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
@@ -97,19 +98,6 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
         return await _read_rest(receive, await receive(), limit)
     except _TooLarge:
         return None
-
-
-async def lifespan(receive: Receive, send: Send, on_shutdown: Callable[[], Awaitable[None]]) -> None:
-    """Answer the ASGI lifespan protocol so an endpoint can be served alone."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            with contextlib.suppress(Exception):
-                await on_shutdown()
-            await send({"type": "lifespan.shutdown.complete"})
-            return
 
 
 class BoundedOutbox:

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import running_loop as _running_loop
-from ..._asgi import Receive, Scope, Send
+from ..._asgi import Receive, Scope, Send, lifespan
 from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
@@ -282,7 +282,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await self._lifespan(receive, send)
+            await lifespan(receive, send, self.aclose)
             return
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
@@ -343,17 +343,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             await self._delete(scope, h, send)
         else:
             await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                with contextlib.suppress(Exception):
-                    await self.aclose()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
 
     # ------------------------------------------------------------------ POST
 

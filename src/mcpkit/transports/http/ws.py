@@ -37,12 +37,12 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import Receive, Scope, Send
+from ..._asgi import Receive, Scope, Send, lifespan
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
-from .sse import BoundedOutbox, lifespan, respond
+from .sse import BoundedOutbox, respond
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer
