@@ -528,13 +528,9 @@ async def _session_mem(pid: int, port: int, b: Budget) -> Metrics:
         await driver.HttpMcp("127.0.0.1", port).initialize(conn)
         await asyncio.sleep(0.3)
         before = procs.rss_kb(pid)
-        opened: list[driver.HttpMcp] = []
-        for _ in range(b.sessions):
-            m = driver.HttpMcp("127.0.0.1", port)
-            await m.initialize(conn)
-            if m.session_id is None:
-                raise driver.BenchError("server issued no Mcp-Session-Id in stateful mode")
-            opened.append(m)
+        # From client addresses 127.0.0.2, .3, ... (IDLE_PER_ADDRESS each): one client opening hundreds of
+        # sessions meets a per-client quota (mcpkit's max_sessions_per_client evicts its oldest idle ones).
+        opened = await _open_idle(port, 0, b.sessions, pid, 100)
         await asyncio.sleep(0.5)
         after = procs.rss_kb(pid)
         # The sessions must be real: the first and the last one still serve a call.
