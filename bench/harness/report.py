@@ -62,6 +62,7 @@ class Family:
     metric: str = "value"  # which median of the case is plotted
     unit: str = ""  # empty: the case's own unit
     note: str = ""
+    detail: str = ""  # another median shown in each cell, e.g. "refused" -> "3,243 · 0 refused"
 
 
 FAMILIES: tuple[Family, ...] = (
@@ -113,7 +114,7 @@ FAMILIES: tuple[Family, ...] = (
         (("idle_0", "0", 100), ("idle_1k", "1,000", 1e3), ("idle_10k", "10,000", 1e4)),
         metric="server_cpu_us",
         unit="µs/call",
-        note="From `/proc` in 10 ms ticks over the load: a few µs is the resolution.",
+        note="From `/proc` in 10 ms ticks over the load: the resolution is 10 ms / calls (a few µs in a full run).",
     ),
     Family(
         "inflight",
@@ -121,6 +122,16 @@ FAMILIES: tuple[Family, ...] = (
         "calls in flight",
         (("inflight_32", "32", 32), ("inflight_256", "256", 256), ("inflight_1k", "1,024", 1024)),
         note="A 50 ms tool caps N in flight at N / 0.05 calls/s; refused calls (429/503) wait what Retry-After says.",
+        detail="refused",
+    ),
+    Family(
+        "inflight_p99",
+        "one HTTP session, p99 latency of a 50 ms tool by calls in flight",
+        "calls in flight",
+        (("inflight_32", "32", 32), ("inflight_256", "256", 256), ("inflight_1k", "1,024", 1024)),
+        metric="p99_ms",
+        unit="ms",
+        note="Answered calls only; 50 ms is the tool itself.",
     ),
 )
 
@@ -149,8 +160,8 @@ def _growth_curves(w: Any, server_cases: dict[str, Any], server_keys: list[str])
     w("")
     w(
         "How each cost grows with the size of the work, all contenders in the same run. Under each table, "
-        f"`{X}` rows give the growth from one size to the next, per contender: for times, a size {X}10 larger "
-        f"costing {X}10 is linear; for rates (calls/s), {X}1.00 means the rate held."
+        f"`{X}` rows give the growth from one size to the next, per contender: for times, growth equal to the "
+        f"size step (in brackets) is linear; for rates (calls/s), {X}1.00 means the rate held."
     )
     w("")
     for f in fams:
@@ -169,15 +180,20 @@ def _growth_curves(w: Any, server_cases: dict[str, Any], server_keys: list[str])
             for k in keys:
                 row = server_cases[cid]["contenders"].get(k)
                 v = _family_value(server_cases[cid], k, f.metric)
-                cells.append("—" if row is None else "n/a" if v is None else _num(v))
+                cell = "—" if row is None else "n/a" if v is None else _num(v)
+                if v is not None and f.detail and row is not None and f.detail in row["median"]:
+                    cell += f" · {int(row['median'][f.detail]):,} {f.detail}"
+                cells.append(cell)
             w(f"| {lab} (`{cid}`) | " + " | ".join(cells) + " |")
+        xpos = {cid: xv for cid, _, xv in f.points}
         for (ca, la), (cb, lb) in itertools.pairwise(points):
+            step = f" (size {X}{xpos[cb] / xpos[ca]:,.0f})" if ca != f.points[0][0] or f.points[0][1] != "0" else ""
             cells = []
             for k in keys:
                 va = _family_value(server_cases[ca], k, f.metric)
                 vb = _family_value(server_cases[cb], k, f.metric)
                 cells.append(f"{X}{vb / va:.2f}" if va and vb else "-")
-            w(f"| {X} {la} → {lb} | " + " | ".join(cells) + " |")
+            w(f"| {X} {la} → {lb}{step} | " + " | ".join(cells) + " |")
         w("")
         if f.note:
             w(f.note)
@@ -531,10 +547,12 @@ def markdown(result: dict[str, Any]) -> str:
     w("## How to rerun")
     w("")
     w("```sh")
-    w("python bench/run.py            # full run, a few minutes; rewrites this page and benchmarks.svg")
+    w("python bench/run.py            # full run, ~15 minutes; rewrites this page and its .svg charts")
     w("python bench/run.py --quick    # smoke run (CI), seconds; JSON only")
     w("python bench/run.py --only stdio_seq,http_c32 --contenders floor,mcp,mcpkit")
     w("python bench/run.py --list     # case ids and contender keys")
+    w("python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs  # one growth curve's own section")
+    w("python bench/inflight.py --inflight 256,1024  # mcpkit alone, in flight on one session, e.g. before/after")
     w("python bench/stdio_roundtrip.py  # issue 2: stdio round trips, low-level servers vs the raw loop")
     w("# A/B of HTTP servers by server CPU per call (alternating loads; resolves ~1 µs), e.g. a change vs its base:")
     w(".bench-venv/bin/python bench/ab.py floor=floor_asgi.py base=/tmp/base/src:mcpkit_server.py new=mcpkit_server.py")
