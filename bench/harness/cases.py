@@ -683,8 +683,8 @@ async def group_payload_http(c: Contender, b: Budget, cases: set[str]) -> Outcom
     conn: driver.HttpConn | None = None
     try:
         try:
-            child, _ = await _start_http(c, stateless=False)
-            m = driver.HttpMcp("127.0.0.1", _)
+            child, port = await _start_http(c, stateless=False)
+            m = driver.HttpMcp("127.0.0.1", port)
             conn = m.conn()
             await _bounded(m.initialize(conn), START_TIMEOUT, "initialize")
             await _bounded(_http_check(m, conn), 10, "tools/call")
@@ -742,7 +742,12 @@ async def _open_idle(port: int, first: int, count: int, pid: int, seconds: float
             finally:
                 await conn.close()
 
-    await asyncio.gather(*(opener() for _ in range(8)))
+    try:
+        async with asyncio.TaskGroup() as tg:  # the first failure cancels the other openers
+            for _ in range(8):
+                tg.create_task(opener())
+    except* Exception as group:
+        raise group.exceptions[0] from None
     return [opened[i] for i in sorted(opened)]
 
 
