@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """mcpkit benchmark: one command, every case, one run.
 
-    python bench/run.py                 full run (a few minutes), rewrites docs/benchmarks.md + .svg
+    python bench/run.py                 full run (~15 minutes), rewrites docs/benchmarks.md + the .svg charts
     python bench/run.py --quick         smoke run (seconds), JSON only
     python bench/run.py --only stdio_seq,http_c32
     python bench/run.py --only list_res_10k,list_res_100k --contenders floor,mcp,mcpkit --docs
                                         (a partial run's own section in docs/benchmarks.md)
+    python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs
+                                        (one growth curve: its table and docs/benchmarks-growth-*.svg)
 
 The first run creates .bench-venv at the repository root and installs the peers into it (mcp, fastmcp)
 plus mcpkit itself (editable, with its http extra), then re-executes itself inside it. Results go to

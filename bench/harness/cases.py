@@ -47,6 +47,17 @@ class Budget:
     growth_reps: int = 3  # the growth cases (list walks) run in the first growth_reps repetitions only
     growth_scale: float = 1.0  # registry sizes are multiplied by this (the quick run shrinks them)
     growth_s: float = 120.0  # wall-time bound of one server's start + walks
+    # growth curves of issue 16 (payload size, idle sessions, requests in flight)
+    payload_reps: int = 3  # repetitions of the payload curves (the first payload_reps of the run)
+    payload_calls: int = 2_000  # per point (one payload size, one contender)
+    payload_s: float = 0.5
+    idle_reps: int = 1  # opening 10,000 sessions per contender is the slow part
+    idle_scale: float = 1.0  # idle session counts are multiplied by this (the quick run shrinks them)
+    idle_open_s: float = 120.0  # wall-time bound for opening the idle sessions of one server
+    idle_s: float = 1.5  # sequential calls at each idle-session count
+    inflight_reps: int = 1
+    inflight_scale: float = 1.0  # in-flight counts are multiplied by this (the quick run shrinks them)
+    inflight_s: float = 3.0  # closed-loop load at each in-flight count
 
 
 FULL = Budget(
@@ -66,7 +77,7 @@ FULL = Budget(
     client_calls=100_000,
     client_s=1.5,
     prime=True,
-    run_deadline_s=12 * 60,
+    run_deadline_s=20 * 60,  # a bound, not the expected time (~15 min on a quiet machine, growth curves included)
 )
 QUICK = Budget(
     reps=1,
@@ -89,6 +100,16 @@ QUICK = Budget(
     growth_reps=1,
     growth_scale=0.01,
     growth_s=30.0,
+    payload_reps=1,
+    payload_calls=5,
+    payload_s=0.2,
+    idle_reps=1,
+    idle_scale=0.01,
+    idle_open_s=30.0,
+    idle_s=0.3,
+    inflight_reps=1,
+    inflight_scale=1 / 32,
+    inflight_s=0.5,
 )
 
 
@@ -127,13 +148,41 @@ CASES: list[Case] = [
     Case("list_res_100", "growth", "resources/list full walk, 100 resources", "ms", "lower"),
     Case("list_res_10k", "growth", "resources/list full walk, 10,000 resources", "ms", "lower"),
     Case("list_res_100k", "growth", "resources/list full walk, 100,000 resources", "ms", "lower"),
+    # growth curves (issue 16): payload size, idle sessions, requests in flight
+    Case("echo_stdio_1k", "payload_stdio", "stdio, 1 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_stdio_10k", "payload_stdio", "stdio, 10 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_stdio_100k", "payload_stdio", "stdio, 100 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_stdio_1m", "payload_stdio", "stdio, 1 MB echo, sequential", "ms/call", "lower"),
+    Case("echo_http_1k", "payload_http", "Streamable HTTP, 1 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_http_10k", "payload_http", "Streamable HTTP, 10 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_http_100k", "payload_http", "Streamable HTTP, 100 KB echo, sequential", "ms/call", "lower"),
+    Case("echo_http_1m", "payload_http", "Streamable HTTP, 1 MB echo, sequential", "ms/call", "lower"),
+    Case("idle_0", "idle", "Streamable HTTP sequential calls, no idle session", "calls/s", "higher"),
+    Case("idle_1k", "idle", "Streamable HTTP sequential calls, 1,000 idle sessions", "calls/s", "higher"),
+    Case("idle_10k", "idle", "Streamable HTTP sequential calls, 10,000 idle sessions", "calls/s", "higher"),
+    Case("idle_mem", "idle", "memory per idle session, 10,000 sessions", "KB/session", "lower", resolution=1.0),
+    Case("inflight_32", "inflight", "one HTTP session, 50 ms tool, 32 in flight", "calls/s", "higher"),
+    Case("inflight_256", "inflight", "one HTTP session, 50 ms tool, 256 in flight", "calls/s", "higher"),
+    Case("inflight_1k", "inflight", "one HTTP session, 50 ms tool, 1,024 in flight", "calls/s", "higher"),
     Case("client_seq", "clients", "client over stdio vs the stdio floor, sequential", "calls/s", "higher"),
     Case(
         "client_http_seq", "clients", "client over Streamable HTTP vs the ASGI floor, sequential", "calls/s", "higher"
     ),
 ]
 CASE_BY_ID = {c.id: c for c in CASES}
-GROUP_ORDER = ["stdio", "stdio_modern", "cold", "http", "http_stateless", "growth", "clients"]
+GROUP_ORDER = [
+    "stdio",
+    "stdio_modern",
+    "cold",
+    "http",
+    "http_stateless",
+    "growth",
+    "payload_stdio",
+    "payload_http",
+    "idle",
+    "inflight",
+    "clients",
+]
 # growth case id -> (list method, result key, environment variable, registry size)
 GROWTH: dict[str, tuple[str, str, str, int]] = {
     "list_tools_100": ("tools/list", "tools", "BENCH_TOOLS", 100),
@@ -143,7 +192,43 @@ GROWTH: dict[str, tuple[str, str, str, int]] = {
     "list_res_10k": ("resources/list", "resources", "BENCH_RESOURCES", 10_000),
     "list_res_100k": ("resources/list", "resources", "BENCH_RESOURCES", 100_000),
 }
-GROWTH_CONTENDERS = {"floor", "mcp", "mcpkit"}  # the ones whose scripts take BENCH_TOOLS/BENCH_RESOURCES
+# The ones whose scripts take BENCH_TOOLS/BENCH_RESOURCES. Not mcpkit-def: a list walk does not run a tool, so it
+# would measure mcpkit's registry a second time.
+GROWTH_CONTENDERS = {"floor", "mcp", "fastmcp", "mcpkit"}
+# (contender, growth case) pairs not run, with the reason the report shows (each would take minutes to start).
+GROWTH_SKIP = {
+    ("fastmcp", "list_res_100k"): "not run: fastmcp 4.1.2 registers resources in quadratic time (every add scans "
+    "the registry for version mixing: the first 1,000 take 0.24 s, the next 1,000 0.71 s), so a 100,000-resource "
+    "server would take tens of minutes to start",
+}
+# (group, contender) -> at most this many repetitions: fastmcp needs ~30 s of CPU to register 10,000 tools (its
+# registration is quadratic), and a list figure is already the best of four walks on one server.
+CONTENDER_REPS: dict[tuple[str, str], int] = {("growth", "fastmcp"): 1}
+# echo payload curves: case id -> characters echoed
+PAYLOAD: dict[str, int] = {
+    "echo_stdio_1k": 1_000,
+    "echo_stdio_10k": 10_000,
+    "echo_stdio_100k": 100_000,
+    "echo_stdio_1m": 1_000_000,
+    "echo_http_1k": 1_000,
+    "echo_http_10k": 10_000,
+    "echo_http_100k": 100_000,
+    "echo_http_1m": 1_000_000,
+}
+# idle sessions: case id -> sessions open on the server while the measured one calls (it counts as one of them)
+IDLE: dict[str, int] = {"idle_0": 0, "idle_1k": 1_000, "idle_10k": 10_000}
+IDLE_MEM_AT = 10_000
+IDLE_RSS_CAP_KB = 900 * 1024  # stop opening sessions past this server RSS (no process over ~1 GB)
+IDLE_PER_ADDRESS = 100  # sessions per client address (127.0.0.2, .3, ...): mcpkit's max_sessions_per_client
+SLOW_TOOL = "sleep50"  # the 50 ms async tool of servers/_growth.py, registered when BENCH_SLOW_TOOL=1
+# requests in flight on one session: case id -> closed-loop workers (one keep-alive connection each)
+INFLIGHT: dict[str, int] = {"inflight_32": 32, "inflight_256": 256, "inflight_1k": 1_024}
+# group -> the contenders it runs (None: every server contender with the script the group needs)
+GROUP_CONTENDERS: dict[str, set[str] | None] = {
+    "growth": GROWTH_CONTENDERS,
+    "idle": {"floor", "mcp", "fastmcp", "mcpkit"},
+    "inflight": {"floor", "mcp", "fastmcp", "mcpkit"},
+}
 
 Metrics = dict[str, float]
 Outcome = dict[str, "Metrics | str"]  # case id -> metrics, or the error that made it n/a
@@ -335,6 +420,12 @@ async def _start_http(c: Contender, stateless: bool) -> tuple[procs.Child, int]:
     port = procs.free_port()
     argv = [_python(), str(SERVERS / c.http_script), "http", str(port)] + (["stateless"] if stateless else [])
     child = await procs.spawn(argv, stdio=False)
+    await _wait_listening(child, port)
+    return child, port
+
+
+async def _wait_listening(child: procs.Child, port: int) -> None:
+    """Until the server accepts a connection on ``port``; stops it and raises if it exits or takes too long."""
     deadline = time.perf_counter() + START_TIMEOUT
     while True:
         if child.exited():
@@ -345,7 +436,7 @@ async def _start_http(c: Contender, stateless: bool) -> tuple[procs.Child, int]:
         try:
             _, w = await asyncio.open_connection("127.0.0.1", port)
             w.close()
-            return child, port
+            return
         except OSError:
             if time.perf_counter() > deadline:
                 tail = child.stderr_tail()
@@ -437,13 +528,9 @@ async def _session_mem(pid: int, port: int, b: Budget) -> Metrics:
         await driver.HttpMcp("127.0.0.1", port).initialize(conn)
         await asyncio.sleep(0.3)
         before = procs.rss_kb(pid)
-        opened: list[driver.HttpMcp] = []
-        for _ in range(b.sessions):
-            m = driver.HttpMcp("127.0.0.1", port)
-            await m.initialize(conn)
-            if m.session_id is None:
-                raise driver.BenchError("server issued no Mcp-Session-Id in stateful mode")
-            opened.append(m)
+        # From client addresses 127.0.0.2, .3, ... (IDLE_PER_ADDRESS each): one client opening hundreds of
+        # sessions meets a per-client quota (mcpkit's max_sessions_per_client evicts its oldest idle ones).
+        opened = await _open_idle(port, 0, b.sessions, pid, 100)
         await asyncio.sleep(0.5)
         after = procs.rss_kb(pid)
         # The sessions must be real: the first and the last one still serve a call.
@@ -534,8 +621,322 @@ async def group_growth(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     """One server per case (its registry sized by the environment), three full walks of the list over stdio."""
     out: Outcome = {}
     for cid in sorted(cases, key=lambda x: (GROWTH[x][0], GROWTH[x][3])):
+        if (c.key, cid) in GROWTH_SKIP:
+            out[cid] = GROWTH_SKIP[(c.key, cid)]
+            continue
         out[cid] = await _try(None, lambda cid=cid: _growth_one(c, b, cid), b.growth_s)  # type: ignore[misc]
     return out
+
+
+# ------------------------------------------------------------------------------- growth curves (issue 16)
+
+
+def _ms_per_call(m: Metrics | str) -> Metrics | str:
+    """A sequential load's figure as milliseconds per call (the payload curves: cost grows with the size)."""
+    if isinstance(m, str):
+        return m
+    rate = m["value"]
+    return {**m, "value": 1000.0 / rate, "calls_per_s": rate}
+
+
+async def group_payload_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """One stdio server; sequential echo of each payload size (smallest first), every reply checked."""
+    assert c.stdio_script is not None
+    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+    out: Outcome = {}
+    conn: driver.StdioConn | None = None
+    try:
+        assert child.proc.stdout is not None and child.proc.stdin is not None
+        conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
+        try:
+            await _bounded(conn.handshake(), START_TIMEOUT, "initialize")
+            await _bounded(_check_tools_stdio(conn), 10, "tools/call")
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        k = conn
+        for cid in sorted(cases, key=PAYLOAD.__getitem__):
+            text = "x" * PAYLOAD[cid]
+            args = {"name": "echo", "arguments": {"text": text}}
+
+            async def echo(_: int, args: dict[str, Any] = args, text: str = text) -> None:
+                driver.check_tool_result(await k.request("tools/call", args), text)
+
+            await _try(child, lambda echo=echo: _warm(echo), 30)  # type: ignore[misc]
+            out[cid] = _ms_per_call(await _load_case(child, echo, 1, b.payload_calls, b.payload_s))
+        return out
+    finally:
+        if conn is not None:
+            await conn.close()
+        await child.stop()
+
+
+async def _warm(call: Callable[[int], Awaitable[None]]) -> Metrics:
+    await driver.run_load(call, concurrency=1, max_calls=20, max_seconds=0.3)
+    return {}
+
+
+async def group_payload_http(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """One stateful Streamable HTTP server; sequential echo of each payload size over one session."""
+    child: procs.Child | None = None
+    out: Outcome = {}
+    conn: driver.HttpConn | None = None
+    try:
+        try:
+            child, port = await _start_http(c, stateless=False)
+            m = driver.HttpMcp("127.0.0.1", port)
+            conn = m.conn()
+            await _bounded(m.initialize(conn), START_TIMEOUT, "initialize")
+            await _bounded(_http_check(m, conn), 10, "tools/call")
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        hc = conn
+        for cid in sorted(cases, key=PAYLOAD.__getitem__):
+            text = "x" * PAYLOAD[cid]
+
+            async def echo(_: int, text: str = text) -> None:
+                driver.check_tool_result(await m.call_tool(hc, "echo", {"text": text}), text)
+
+            await _try(child, lambda echo=echo: _warm(echo), 30)  # type: ignore[misc]
+            out[cid] = _ms_per_call(await _load_case(child, echo, 1, b.payload_calls, b.payload_s))
+        return out
+    finally:
+        if conn is not None:
+            await conn.close()
+        if child is not None:
+            await child.stop()
+
+
+async def _open_idle(port: int, first: int, count: int, pid: int, seconds: float) -> list[driver.HttpMcp]:
+    """Open sessions number first .. first+count-1 (initialize + initialized) and leave them idle. Session i comes
+    from client address 127.0.0.(2 + i // IDLE_PER_ADDRESS), so no client exceeds a per-client session quota;
+    eight addresses at a time. Bounded in time and by the server's RSS."""
+    opened: dict[int, driver.HttpMcp] = {}
+    deadline = time.perf_counter() + seconds
+    blocks: dict[int, list[int]] = {}
+    for i in range(first, first + count):
+        blocks.setdefault(i // IDLE_PER_ADDRESS, []).append(i)
+    if len(blocks) > 250:
+        raise driver.BenchError(f"{first + count} idle sessions need more than 250 client addresses")
+    pending = sorted(blocks)
+
+    async def opener() -> None:
+        while pending:
+            block = pending.pop(0)
+            conn = driver.HttpConn("127.0.0.1", port, local_host=f"127.0.0.{2 + block}")
+            try:
+                for i in blocks[block]:
+                    if time.perf_counter() > deadline:
+                        raise driver.BenchError(f"opened {len(opened)} of {count} idle sessions in {seconds:.0f}s")
+                    m = driver.HttpMcp("127.0.0.1", port)
+                    await m.initialize(conn)
+                    if m.session_id is None:
+                        raise driver.BenchError("server issued no Mcp-Session-Id in stateful mode")
+                    opened[i] = m
+                rss = procs.rss_kb(pid) or 0
+                if rss > IDLE_RSS_CAP_KB:
+                    raise driver.BenchError(
+                        f"server RSS {rss // 1024} MB after {first + len(opened)} sessions: stopped opening"
+                    )
+            finally:
+                await conn.close()
+
+    try:
+        async with asyncio.TaskGroup() as tg:  # the first failure cancels the other openers
+            for _ in range(8):
+                tg.create_task(opener())
+    except* Exception as group:
+        raise group.exceptions[0] from None
+    return [opened[i] for i in sorted(opened)]
+
+
+async def group_idle(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """One stateful HTTP server; a measured session calls echo sequentially with 0, then 1,000, then 10,000
+    sessions open (the measured one counts: 999 and 9,999 idle ones, so the table of a server capped at 10,000
+    sessions is exactly full); memory per session from the RSS growth over the idle ones."""
+    child: procs.Child | None = None
+    out: Outcome = {}
+    try:
+        try:
+            child, port = await _start_http(c, stateless=False)
+            m = driver.HttpMcp("127.0.0.1", port)
+            conn = m.conn()
+            await _bounded(m.initialize(conn), START_TIMEOUT, "initialize")
+            await _bounded(_http_check(m, conn), 10, "tools/call")
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        pid = child.pid
+        hc = conn
+
+        async def echo(_: int) -> None:
+            await m.call_tool(hc, "echo", {"text": "hello"})
+
+        await _bounded(driver.run_load(echo, concurrency=1, max_calls=500, max_seconds=1), 30, "warm-up")
+        await asyncio.sleep(0.3)
+        rss0 = procs.rss_kb(pid)
+        sizes = sorted({IDLE[cid] for cid in cases if cid in IDLE} | ({IDLE_MEM_AT} if "idle_mem" in cases else set()))
+        idle: list[driver.HttpMcp] = []
+        failed: str | None = None
+        for size in sizes:
+            want = max(0, int(size * b.idle_scale) - 1)  # the measured session is one of them
+            cids = [cid for cid in cases if IDLE.get(cid) == size]
+            if failed is None and want > len(idle):
+                try:
+                    idle += await _bounded(
+                        _open_idle(port, len(idle), want - len(idle), pid, b.idle_open_s),
+                        b.idle_open_s + 30,
+                        "opening idle sessions",
+                    )
+                except Exception as exc:
+                    failed = _explain(exc, child)
+            for cid in cids:
+                if failed is not None:
+                    out[cid] = failed
+                    continue
+                # Settle after the burst of handshakes, warm up again, then the median of three short loads:
+                # one sample per repetition, so one disturbed second of a shared machine must not be the figure.
+                await asyncio.sleep(0.5)
+                await _try(child, lambda: _warm(echo), 30)
+                runs = [await _load_case(child, echo, 1, b.http_seq_calls, b.idle_s / 3) for _ in range(3)]
+                oks = [r for r in runs if not isinstance(r, str)]
+                if len(oks) < len(runs):
+                    out[cid] = next(r for r in runs if isinstance(r, str))
+                    continue
+                res = {k: statistics.median([r[k] for r in oks if k in r]) for k in oks[0]}
+                res["sessions"] = float(len(idle) + 1)
+                out[cid] = res
+        if "idle_mem" in cases:
+            await asyncio.sleep(0.5)
+            rss1 = procs.rss_kb(pid)
+            if failed is not None:
+                out["idle_mem"] = failed
+            elif not idle or rss0 is None or rss1 is None:
+                out["idle_mem"] = "no idle session opened, or could not read the server's RSS"
+            else:
+                # The sessions must be real: the first and the last idle one still serve a call.
+                try:
+                    for s in (idle[0], idle[-1]):
+                        probe = driver.HttpConn("127.0.0.1", port)
+                        try:
+                            res = await _bounded(s.call_tool(probe, "echo", {"text": "still here"}), 10, "idle probe")
+                            driver.check_tool_result(res, "still here")
+                        finally:
+                            await probe.close()
+                    out["idle_mem"] = {
+                        "value": max(0.0, (rss1 - rss0) / len(idle)),
+                        "sessions": float(len(idle)),
+                        "rss_mb": rss1 / 1024,
+                    }
+                except Exception as exc:
+                    out["idle_mem"] = "an idle session no longer answers: " + _explain(exc, child)
+        await hc.close()
+        return out
+    finally:
+        if child is not None:
+            await child.stop()
+
+
+async def _inflight_one(child: procs.Child, port: int, workers: int, seconds: float) -> Metrics:
+    """bench/inflight.py's method inside the run: one handshake-era session, ``workers`` closed-loop clients with
+    one keep-alive connection each calling the 50 ms tool; a 429 or 503 answer is counted and the client waits
+    what Retry-After says (1 s when absent, never past the end of the load) before it sends again."""
+    pid = child.pid
+    m = driver.HttpMcp("127.0.0.1", port)
+    conns = [m.conn() for _ in range(workers)]
+    try:
+        await m.initialize(conns[0])
+        res = await m.call_tool(conns[0], SLOW_TOOL, {})
+        driver.check_tool_result(res, "ok")
+        for hc in conns:
+            await hc.open()
+        headers = m._base_headers
+        done = refused = 0
+        latencies: list[int] = []
+        max_calls = int(seconds * 40_000)
+        stop = time.perf_counter() + seconds
+        peak = procs.rss_kb(pid) or 0
+
+        async def worker(w: int) -> None:
+            nonlocal done, refused
+            hc = conns[w]
+            while time.perf_counter() < stop and done + refused < max_calls:
+                rid = m._take_id()
+                body = orjson.dumps(
+                    {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": SLOW_TOOL}}
+                )
+                s = time.perf_counter_ns()
+                resp = await hc.post(m.path, body, headers)
+                if resp.status == 200:
+                    done += 1
+                    latencies.append(time.perf_counter_ns() - s)
+                elif resp.status in (429, 503):
+                    refused += 1
+                    try:
+                        wait = float(resp.headers.get("retry-after", "1"))
+                    except ValueError:
+                        wait = 1.0
+                    await asyncio.sleep(max(0.0, min(wait, stop - time.perf_counter())))
+                else:
+                    raise driver.BenchError(f"{SLOW_TOOL}: HTTP {resp.status} {resp.body[:200]!r}")
+
+        async def sampler() -> None:
+            nonlocal peak
+            while time.perf_counter() < stop:
+                peak = max(peak, procs.rss_kb(pid) or 0)
+                await asyncio.sleep(0.1)
+
+        cpu0 = _cpu_ticks(pid)
+        t0 = time.perf_counter()
+        sampling = asyncio.create_task(sampler())
+        try:
+            await asyncio.gather(*(worker(w) for w in range(workers)))
+        finally:
+            sampling.cancel()
+        elapsed = time.perf_counter() - t0
+        cpu1 = _cpu_ticks(pid)
+        if done == 0:
+            raise driver.BenchError(f"no call answered in {seconds:.0f}s ({refused} refused)")
+        lat = driver.LoadResult(done, elapsed, latencies)
+        out: Metrics = {
+            "value": done / elapsed,
+            "calls": float(done),
+            "refused": float(refused),
+            "p50_ms": lat.pct_ms(50),
+            "p99_ms": lat.pct_ms(99),
+            "peak_rss_mb": peak / 1024,
+        }
+        if cpu0 is not None and cpu1 is not None:
+            out["server_cpu_us"] = (sum(cpu1) - sum(cpu0)) * 1e6 / CLK_TCK / done
+        return out
+    finally:
+        for hc in conns:
+            await hc.close()
+
+
+async def group_inflight(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    """One stateful HTTP server with the 50 ms tool (BENCH_SLOW_TOOL=1); each in-flight count on a new session,
+    smallest first."""
+    assert c.http_script is not None
+    child: procs.Child | None = None
+    out: Outcome = {}
+    try:
+        try:
+            port = procs.free_port()
+            argv = [_python(), str(SERVERS / c.http_script), "http", str(port)]
+            child = await procs.spawn(argv, stdio=False, env={"BENCH_SLOW_TOOL": "1"})
+            await _wait_listening(child, port)
+        except Exception as exc:
+            err = _explain(exc, child)
+            return {cid: err for cid in cases}
+        for cid in sorted(cases, key=INFLIGHT.__getitem__):
+            n = max(1, int(INFLIGHT[cid] * b.inflight_scale))
+            out[cid] = await _try(child, lambda n=n: _inflight_one(child, port, n, b.inflight_s), b.inflight_s + 60)  # type: ignore[misc]
+        return out
+    finally:
+        if child is not None:
+            await child.stop()
 
 
 async def _client_run(c: Contender, b: Budget, target: list[str], case_id: str) -> Outcome:
@@ -595,6 +996,10 @@ GROUPS: dict[str, tuple[Callable[[Contender, Budget, set[str]], Awaitable[Outcom
     "http": (group_http, "http"),
     "http_stateless": (group_http_stateless, "http"),
     "growth": (group_growth, "stdio"),
+    "payload_stdio": (group_payload_stdio, "stdio"),
+    "payload_http": (group_payload_http, "http"),
+    "idle": (group_idle, "http"),
+    "inflight": (group_inflight, "http"),
     "clients": (group_clients, "stdio"),
 }
 
@@ -608,8 +1013,23 @@ def _group_limit(group: str, b: Budget) -> float:
         "http": base + 2 * b.http_seq_s + 2 * b.http_c32_s + 240,
         "http_stateless": base + b.http_seq_s + b.http_c32_s + 70,
         "growth": 6 * b.growth_s + 10,
+        "payload_stdio": base + 4 * (b.payload_s + 60),
+        "payload_http": base + 4 * (b.payload_s + 60),
+        "idle": base + 2 * (b.idle_open_s + 30) + 3 * (b.idle_s + 30) + 60,
+        "inflight": base + 3 * (b.inflight_s + 60),
         "clients": base + b.client_s + 40,
     }[group]
+
+
+def _group_reps(group: str, b: Budget) -> int:
+    """How many repetitions (the first ones of the run) a group takes part in."""
+    return {
+        "growth": b.growth_reps,
+        "payload_stdio": b.payload_reps,
+        "payload_http": b.payload_reps,
+        "idle": b.idle_reps,
+        "inflight": b.inflight_reps,
+    }.get(group, b.reps)
 
 
 # --------------------------------------------------------------------------------------------- runner
@@ -654,13 +1074,15 @@ async def run_cases(
             if group not in by_group:
                 continue
             runner, needs = GROUPS[group]
-            if group == "growth" and rep >= budget.growth_reps:
+            if rep >= _group_reps(group, budget):
                 continue
             pool = CLIENT_CONTENDERS if group == "clients" else servers
             pool = [c for c in pool if (c.stdio_script if needs == "stdio" else c.http_script)]
-            if group == "growth":
-                pool = [c for c in pool if c.key in GROWTH_CONTENDERS]
+            only = GROUP_CONTENDERS.get(group)
+            if only is not None:
+                pool = [c for c in pool if c.key in only]
             order = pool if rep % 2 == 0 else list(reversed(pool))
+            order = [c for c in order if rep < CONTENDER_REPS.get((group, c.key), budget.reps)]
             for c in order:
                 cases = by_group[group]
                 t0 = time.perf_counter()
@@ -703,7 +1125,8 @@ def summarise(
         for c in pool:
             if not (c.stdio_script if needs == "stdio" else c.http_script):
                 continue
-            if case.group == "growth" and c.key not in GROWTH_CONTENDERS:
+            only = GROUP_CONTENDERS.get(case.group)
+            if only is not None and c.key not in only:
                 continue
             ss = samples[cid].get(c.key, [])
             errs = errors[cid].get(c.key, [])

@@ -149,14 +149,18 @@ class HttpResponse:
 class HttpConn:
     """One keep-alive HTTP/1.1 connection. Handles Content-Length and chunked bodies (SSE replies)."""
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, local_host: str | None = None) -> None:
         self.host = host
         self.port = port
+        self.local_host = local_host  # the client's own address (e.g. 127.0.0.2: another client to the server)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
 
     async def open(self) -> None:
-        self._reader, self._writer = await asyncio.open_connection(self.host, self.port, limit=64 * 1024 * 1024)
+        local = (self.local_host, 0) if self.local_host else None
+        self._reader, self._writer = await asyncio.open_connection(
+            self.host, self.port, limit=64 * 1024 * 1024, local_addr=local
+        )
 
     async def post(self, path: str, body: bytes, headers: list[tuple[str, str]]) -> HttpResponse:
         if self._writer is None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,15 @@ COLORS = {
     "raw": "#999999",
     "floor": "#999999",
 }
+# groups drawn as growth curves rather than bars, and the budget field giving each group's repetitions
+CURVE_GROUPS = {"payload_stdio", "payload_http", "idle", "inflight"}
+GROUP_REPS = {
+    "growth": "growth_reps",
+    "payload_stdio": "payload_reps",
+    "payload_http": "payload_reps",
+    "idle": "idle_reps",
+    "inflight": "inflight_reps",
+}
 X = "\u00d7"  # the multiplication sign of "x4.2 the floor"
 LOAD_CASES = (
     "stdio_seq",
@@ -38,6 +49,231 @@ LOAD_CASES = (
     "http_stateless_seq",
     "http_stateless",
 )
+
+
+@dataclass(frozen=True)
+class Family:
+    """One growth curve: the same measure at growing sizes, one line per contender."""
+
+    id: str
+    title: str
+    axis: str  # what grows (the x axis)
+    points: tuple[tuple[str, str, float], ...]  # (case id, size label, x position on the log axis)
+    metric: str = "value"  # which median of the case is plotted
+    unit: str = ""  # empty: the case's own unit
+    note: str = ""
+    detail: str = ""  # another median shown in each cell, e.g. "refused" -> "3,243 · 0 refused"
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        "list_tools",
+        "tools/list full walk",
+        "extra tools registered",
+        (("list_tools_100", "100", 100), ("list_tools_1k", "1,000", 1e3), ("list_tools_10k", "10,000", 1e4)),
+    ),
+    Family(
+        "list_res",
+        "resources/list full walk",
+        "resources registered",
+        (("list_res_100", "100", 100), ("list_res_10k", "10,000", 1e4), ("list_res_100k", "100,000", 1e5)),
+    ),
+    Family(
+        "echo_stdio",
+        "echo over stdio, sequential",
+        "characters echoed",
+        (
+            ("echo_stdio_1k", "1 KB", 1e3),
+            ("echo_stdio_10k", "10 KB", 1e4),
+            ("echo_stdio_100k", "100 KB", 1e5),
+            ("echo_stdio_1m", "1 MB", 1e6),
+        ),
+    ),
+    Family(
+        "echo_http",
+        "echo over Streamable HTTP, sequential",
+        "characters echoed",
+        (
+            ("echo_http_1k", "1 KB", 1e3),
+            ("echo_http_10k", "10 KB", 1e4),
+            ("echo_http_100k", "100 KB", 1e5),
+            ("echo_http_1m", "1 MB", 1e6),
+        ),
+    ),
+    Family(
+        "idle_rate",
+        "sequential calls on one session while other sessions sit idle",
+        "sessions open",
+        (("idle_0", "0", 100), ("idle_1k", "1,000", 1e3), ("idle_10k", "10,000", 1e4)),
+        note="0 is drawn one decade left of 1,000 (a log axis has no zero).",
+    ),
+    Family(
+        "idle_cpu",
+        "server CPU per call while other sessions sit idle",
+        "sessions open",
+        (("idle_0", "0", 100), ("idle_1k", "1,000", 1e3), ("idle_10k", "10,000", 1e4)),
+        metric="server_cpu_us",
+        unit="µs/call",
+        note="From `/proc` in 10 ms ticks over the load: the resolution is 10 ms / calls (a few µs in a full run).",
+    ),
+    Family(
+        "inflight",
+        "one HTTP session, calls of a 50 ms tool in flight",
+        "calls in flight",
+        (("inflight_32", "32", 32), ("inflight_256", "256", 256), ("inflight_1k", "1,024", 1024)),
+        note="A 50 ms tool caps N in flight at N / 0.05 calls/s; refused calls (429/503) wait what Retry-After says.",
+        detail="refused",
+    ),
+    Family(
+        "inflight_p99",
+        "one HTTP session, p99 latency of a 50 ms tool by calls in flight",
+        "calls in flight",
+        (("inflight_32", "32", 32), ("inflight_256", "256", 256), ("inflight_1k", "1,024", 1024)),
+        metric="p99_ms",
+        unit="ms",
+        note="Answered calls only; 50 ms is the tool itself.",
+    ),
+)
+
+
+def _family_value(case: dict[str, Any] | None, key: str, metric: str) -> float | None:
+    row = case["contenders"].get(key) if case else None
+    if row is None or row["status"] != "ok":
+        return None
+    v = row["median"].get(metric)
+    return float(v) if isinstance(v, (int, float)) and v > 0 else None
+
+
+def present_families(cases: dict[str, Any]) -> list[Family]:
+    """The families with at least two of their sizes in this run."""
+    return [f for f in FAMILIES if sum(cid in cases for cid, _, _ in f.points) >= 2]
+
+
+def _growth_curves(w: Any, server_cases: dict[str, Any], server_keys: list[str]) -> None:
+    """For each growth family: a table (rows = sizes, columns = contenders, then the growth between sizes) and
+    its line chart (docs/benchmarks-growth-<family>.svg, written by write_growth_svgs)."""
+    fams = present_families(server_cases)
+    if not fams:
+        return
+    labels = _labels(SERVER_CONTENDERS)
+    w("### Growth curves")
+    w("")
+    w(
+        "How each cost grows with the size of the work, all contenders in the same run. Under each table, "
+        f"`{X}` rows give the growth from one size to the next, per contender: for times, growth equal to the "
+        f"size step (in brackets) is linear; for rates (calls/s), {X}1.00 means the rate held."
+    )
+    w("")
+    for f in fams:
+        points = [(cid, lab) for cid, lab, _ in f.points if cid in server_cases]
+        keys = [k for k in server_keys if any(k in server_cases[cid]["contenders"] for cid, _ in points)]
+        unit = f.unit or server_cases[points[0][0]]["unit"]
+        better = server_cases[points[0][0]]["better"] if f.metric == "value" else "lower"
+        w(f"#### {f.title} ({unit}, {'higher' if better == 'higher' else 'lower'} is better)")
+        w("")
+        w(f"![{f.title}](benchmarks-growth-{f.id}.svg)")
+        w("")
+        w(f"| {f.axis} | " + " | ".join(labels.get(k, k) for k in keys) + " |")
+        w("|---|" + "---:|" * len(keys))
+        for cid, lab in points:
+            cells = []
+            for k in keys:
+                row = server_cases[cid]["contenders"].get(k)
+                v = _family_value(server_cases[cid], k, f.metric)
+                cell = "—" if row is None else "n/a" if v is None else _num(v)
+                if v is not None and f.detail and row is not None and f.detail in row["median"]:
+                    cell += f" · {int(row['median'][f.detail]):,} {f.detail}"
+                cells.append(cell)
+            w(f"| {lab} (`{cid}`) | " + " | ".join(cells) + " |")
+        xpos = {cid: xv for cid, _, xv in f.points}
+        for (ca, la), (cb, lb) in itertools.pairwise(points):
+            step = f" (size {X}{xpos[cb] / xpos[ca]:,.0f})" if ca != f.points[0][0] or f.points[0][1] != "0" else ""
+            cells = []
+            for k in keys:
+                va = _family_value(server_cases[ca], k, f.metric)
+                vb = _family_value(server_cases[cb], k, f.metric)
+                cells.append(f"{X}{vb / va:.2f}" if va and vb else "-")
+            w(f"| {X} {la} → {lb}{step} | " + " | ".join(cells) + " |")
+        w("")
+        if f.note:
+            w(f.note)
+            w("")
+
+
+def growth_svg(f: Family, cases: dict[str, Any]) -> str:
+    """A line chart of one family: log x (the size), log y (the figure), one line per contender."""
+    points = [(cid, lab, xv) for cid, lab, xv in f.points if cid in cases]
+    keys = [c.key for c in SERVER_CONTENDERS if any(c.key in cases[cid]["contenders"] for cid, _, _ in points)]
+    unit = f.unit or cases[points[0][0]]["unit"]
+    series: dict[str, list[tuple[float, float]]] = {}
+    for k in keys:
+        pts = [(xv, v) for cid, _, xv in points if (v := _family_value(cases[cid], k, f.metric)) is not None]
+        if pts:
+            series[k] = pts
+    values = [v for pts in series.values() for _, v in pts] or [1.0]
+    steps = [m * 10.0**e for e in range(-3, 8) for m in (1, 2, 5)]
+    lo = next((s for s in reversed(steps) if s <= min(values)), steps[0])
+    hi = next((s for s in steps if s >= max(values)), steps[-1])
+    if hi <= lo:
+        hi = lo * 10
+    xs = [xv for _, _, xv in points]
+    xlo, xhi = math.log10(min(xs)), math.log10(max(xs))
+    if xhi <= xlo:
+        xhi = xlo + 1
+    left, top, plot_w, plot_h = 70, 40, 460, 240
+    width, height = left + plot_w + 170, top + plot_h + 60
+
+    def px(xv: float) -> float:
+        return left + plot_w * (math.log10(xv) - xlo) / (xhi - xlo)
+
+    def py(v: float) -> float:
+        return top + plot_h * (1 - (math.log10(v) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)))
+
+    p = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+        f'<rect width="{width}" height="{height}" fill="white"/>',
+        f'<text x="10" y="18" font-size="13" font-weight="bold">{escape(f.title)} ({escape(unit)}; log-log)</text>',
+    ]
+    yticks = [s for s in steps if lo <= s <= hi]
+    if len(yticks) > 8:
+        yticks = [s for s in yticks if str(s).lstrip("0.").startswith("1")] or yticks
+    for s in yticks:
+        y = py(s)
+        p.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        p.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" fill="#555">{s:g}</text>')
+    for _, lab, xv in points:
+        x = px(xv)
+        p.append(f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{top + plot_h}" stroke="#e5e5e5"/>')
+        p.append(f'<text x="{x:.1f}" y="{top + plot_h + 16}" text-anchor="middle" fill="#555">{escape(lab)}</text>')
+    p.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>')
+    p.append(f'<text x="{left + plot_w / 2:.1f}" y="{top + plot_h + 36}" text-anchor="middle">{escape(f.axis)}</text>')
+    ly = top + 6
+    for k, pts in series.items():
+        color = COLORS.get(k, "#777")
+        path = " ".join(f"{px(xv):.1f},{py(v):.1f}" for xv, v in pts)
+        p.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
+        for xv, v in pts:
+            p.append(f'<circle cx="{px(xv):.1f}" cy="{py(v):.1f}" r="3" fill="{color}"/>')
+        p.append(
+            f'<line x1="{left + plot_w + 14}" y1="{ly}" x2="{left + plot_w + 34}" y2="{ly}" stroke="{color}" '
+            'stroke-width="2"/>'
+        )
+        p.append(f'<text x="{left + plot_w + 40}" y="{ly + 4}">{escape(k)}</text>')
+        ly += 16
+    p.append("</svg>")
+    return "\n".join(p) + "\n"
+
+
+def write_growth_svgs(result: dict[str, Any]) -> list[Path]:
+    """docs/benchmarks-growth-<family>.svg for every growth family in this run."""
+    cases = {k: v for k, v in result["cases"].items() if v["group"] != "clients"}
+    out = []
+    for f in present_families(cases):
+        path = DOCS / f"benchmarks-growth-{f.id}.svg"
+        path.write_text(growth_svg(f, cases), encoding="utf-8")
+        out.append(path)
+    return out
 
 
 def _num(v: float | None) -> str:
@@ -76,7 +312,7 @@ def _server_tables(w: Any, server_cases: dict[str, Any], server_keys: list[str])
             + " |"
         )
     w("")
-    _growth_table(w, server_cases, server_keys)
+    _growth_curves(w, server_cases, server_keys)
     detail = [cid for cid in LOAD_CASES if cid in server_cases]
     if detail:
         w("### Latency and server CPU per call")
@@ -99,34 +335,6 @@ def _server_tables(w: Any, server_cases: dict[str, Any], server_keys: list[str])
                     cells.append(f"{_num(m.get('p50_ms'))} / {_num(m.get('p99_ms'))}{cpu}")
             w(f"| `{cid}` | " + " | ".join(cells) + " |")
         w("")
-
-
-def _growth_table(w: Any, server_cases: dict[str, Any], server_keys: list[str]) -> None:
-    """Growth ratios per contender: walk time at the largest size / at the next smaller one."""
-    pairs = [("list_tools_1k", "list_tools_10k"), ("list_res_10k", "list_res_100k")]
-    pairs = [(a, b) for a, b in pairs if a in server_cases and b in server_cases]
-    if not pairs:
-        return
-    labels = _labels(SERVER_CONTENDERS)
-    w("### Growth")
-    w("")
-    w(f"How a full list walk grows with the registry ({X}10 more items; {X}10 is linear). Same run, same servers.")
-    w("")
-    w("| contender | " + " | ".join(f"`{b}` / `{a}`" for a, b in pairs) + " |")
-    w("|---|" + "---:|" * len(pairs))
-    for k in server_keys:
-        cells = []
-        for a, b in pairs:
-            ra, rb = server_cases[a]["contenders"].get(k), server_cases[b]["contenders"].get(k)
-            if ra is None or rb is None:
-                cells.append("—")
-            elif ra["status"] != "ok" or rb["status"] != "ok":
-                cells.append("n/a")
-            else:
-                cells.append(f"{X}{rb['median']['value'] / ra['median']['value']:.1f}")
-        if any(c != "—" for c in cells):
-            w(f"| {labels.get(k, k)} | " + " | ".join(cells) + " |")
-    w("")
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -200,9 +408,27 @@ def markdown(result: dict[str, Any]) -> str:
         "non-blocking, then inline (`mcpkit.server.sync_exec`)."
     )
     w(
-        "- Growth cases (`list_*`): one server per registry size, three full walks of the list over stdio "
+        "- Growth cases (`list_*`): one server per registry size, five full walks of the list over stdio "
         "(every page, following `nextCursor`); the figure is the fastest of the last four walks, in ms. The floor "
-        "answers the whole list in one page."
+        "answers the whole list in one page. fastmcp is not run at 100,000 resources: it registers resources in "
+        "quadratic time, so that server would take tens of minutes to start; its other sizes run in the first "
+        "repetition only (10,000 tools take it ~30 s of CPU to register). The plain-`def` mcpkit app is not "
+        "run here: a list walk runs no tool, it would measure the same registry again."
+    )
+    w(
+        "- Growth curves (issue 16), each in the first few repetitions only (see the budget in the JSON): "
+        "**payload** (`echo_stdio_*`, `echo_http_*`): one server per contender and transport, sequential `echo` of "
+        "1 KB, 10 KB, 100 KB and 1 MB strings, every reply checked, in ms per call. **Idle sessions** (`idle_*`): "
+        "one stateful HTTP server; one session calls `echo` sequentially with 0, then 1,000, then 10,000 sessions "
+        "open on the server (the measured one counts, so a server capped at 10,000 sessions is exactly full), the "
+        "idle ones opened from client addresses 127.0.0.2, .3, ... 100 each (mcpkit's default "
+        "`max_sessions_per_client` is 100 per address); `idle_mem` is the RSS growth over them / their number, "
+        "and the first and last idle session must still answer. **In flight** (`inflight_*`): one handshake-era "
+        "session, N closed-loop clients with a keep-alive connection each calling `sleep50` (an `async def` tool "
+        "that sleeps 50 ms, the same in every server, registered with `BENCH_SLOW_TOOL=1`); a refused call (429 "
+        "or 503) is counted and its client waits what `Retry-After` says before sending again "
+        "(`bench/inflight.py` is the same method as a standalone script, for before/after comparisons). "
+        "N / 0.05 s is the ceiling."
     )
     w("")
     w("## Results")
@@ -273,6 +499,17 @@ def markdown(result: dict[str, Any]) -> str:
         "list_res_100": "full resources/list walk over 100 static text resources",
         "list_res_10k": "full resources/list walk over 10,000 resources",
         "list_res_100k": "full resources/list walk over 100,000 resources",
+        "echo_stdio_1k": "`echo` of a 1,000-character string over stdio, sequential, in ms per call (the reply is "
+        "checked); `_10k`, `_100k`, `_1m`: 10,000, 100,000 and 1,000,000 characters",
+        "echo_http_1k": "the same over one stateful Streamable HTTP session (JSON answers)",
+        "idle_0": "sequential `echo` calls/s on one stateful HTTP session, no other session open",
+        "idle_1k": "the same with 1,000 sessions open (999 idle), opened from 127.0.0.2.. (100 per address)",
+        "idle_10k": "the same with 10,000 sessions open (9,999 idle)",
+        "idle_mem": "server RSS growth over the 9,999 idle sessions / 9,999; the first and last must still answer",
+        "inflight_32": "one session, 32 closed-loop clients (one connection each) calling the 50 ms `sleep50` "
+        "tool; answered calls/s (ceiling 640), 429/503 answers wait Retry-After",
+        "inflight_256": "the same, 256 in flight (ceiling 5,120 calls/s)",
+        "inflight_1k": "the same, 1,024 in flight (ceiling 20,480 calls/s)",
         "http_modern": "2026-07-28 era: no handshake, `_meta` protocolVersion + clientCapabilities on every "
         "request, `MCP-Protocol-Version`/`Mcp-Method`/`Mcp-Name` headers; 32 in flight",
         "http_session_mem": "open N idle sessions (initialize + initialized), server RSS growth / N; the first "
@@ -310,10 +547,12 @@ def markdown(result: dict[str, Any]) -> str:
     w("## How to rerun")
     w("")
     w("```sh")
-    w("python bench/run.py            # full run, a few minutes; rewrites this page and benchmarks.svg")
+    w("python bench/run.py            # full run, ~15 minutes; rewrites this page and its .svg charts")
     w("python bench/run.py --quick    # smoke run (CI), seconds; JSON only")
     w("python bench/run.py --only stdio_seq,http_c32 --contenders floor,mcp,mcpkit")
     w("python bench/run.py --list     # case ids and contender keys")
+    w("python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs  # one growth curve's own section")
+    w("python bench/inflight.py --inflight 256,1024  # mcpkit alone, in flight on one session, e.g. before/after")
     w("python bench/stdio_roundtrip.py  # issue 2: stdio round trips, low-level servers vs the raw loop")
     w("# A/B of HTTP servers by server CPU per call (alternating loads; resolves ~1 µs), e.g. a change vs its base:")
     w(".bench-venv/bin/python bench/ab.py floor=floor_asgi.py base=/tmp/base/src:mcpkit_server.py new=mcpkit_server.py")
@@ -340,6 +579,8 @@ def svg(result: dict[str, Any]) -> str:
     blocks: list[tuple[str, list[tuple[str, float | None]]]] = []
     max_ratio = 2.0
     for case in cases.values():
+        if case["group"] in CURVE_GROUPS:
+            continue  # drawn as growth curves (benchmarks-growth-*.svg)
         bars: list[tuple[str, float | None]] = []
         for k, row in case["contenders"].items():
             if k == case["floor"]:
@@ -417,9 +658,10 @@ def partial_section(result: dict[str, Any]) -> tuple[str, str]:
     out: list[str] = [f"<!-- partial-run {key} start -->"]
     w = out.append
     when = meta["started"][:16].replace("T", " ")
-    reps = meta["budget"]["reps"]
-    if all(v["group"] == "growth" for v in cases.values()):
-        reps = min(reps, meta["budget"].get("growth_reps", reps))
+    budget = meta["budget"]
+    reps = max(
+        min(budget["reps"], budget.get(GROUP_REPS.get(v["group"], "reps"), budget["reps"])) for v in cases.values()
+    )
     w(f"## Partial run: {', '.join(f'`{c}`' for c in cases)}")
     w("")
     w(
@@ -450,7 +692,7 @@ def write_partial(result: dict[str, Any]) -> list[Path]:
     else:
         page = page.rstrip("\n") + "\n\n" + section + "\n"
     md.write_text(page, encoding="utf-8")
-    return [md]
+    return [md, *write_growth_svgs(result)]
 
 
 def write_docs(result: dict[str, Any]) -> list[Path]:
@@ -461,4 +703,4 @@ def write_docs(result: dict[str, Any]) -> list[Path]:
     sv = DOCS / "benchmarks.svg"
     md.write_text(markdown(result) + "\n", encoding="utf-8")
     sv.write_text(svg(result), encoding="utf-8")
-    return [md, sv]
+    return [md, sv, *write_growth_svgs(result)]

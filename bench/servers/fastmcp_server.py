@@ -1,8 +1,12 @@
 """Contender: fastmcp (4.1.2; 4.1.6 does not resolve on this machine's index). The startup banner is
 turned off: it is cosmetic and goes to stderr."""
 
+import asyncio
+
+from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
 from _serve import main
 from fastmcp import FastMCP
+from fastmcp.resources import TextResource
 
 app = FastMCP("bench")
 
@@ -15,6 +19,24 @@ async def echo(text: str) -> str:
 @app.tool
 async def add(a: int, b: int) -> int:
     return a + b
+
+
+def _extra_tool(text: str) -> str:
+    return text
+
+
+if slow_tool():  # in-flight cases only
+
+    @app.tool(name=SLOW_TOOL)
+    async def sleep50() -> str:
+        await asyncio.sleep(SLOW_TOOL_SECONDS)
+        return "ok"
+
+
+for _i in range(extra_tools()):  # growth cases only
+    app.tool(_extra_tool, name=f"t{_i}", description="A registry-size tool.")
+for _i in range(extra_resources()):
+    app.add_resource(TextResource(uri=resource_uri(_i), name=f"r{_i}", text="x"))
 
 
 def make_asgi(stateless: bool) -> object:

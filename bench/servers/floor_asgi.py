@@ -5,11 +5,13 @@ Usage: python floor_asgi.py http PORT [stateless]   (plain `python floor_asgi.py
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
 import orjson
 from _floor_core import HANDSHAKE_VERSIONS, handle
+from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, slow_tool
 from _serve import main
 
 JSON_HEADERS = [(b"content-type", b"application/json")]
@@ -17,6 +19,7 @@ JSON_HEADERS = [(b"content-type", b"application/json")]
 
 def make_app(stateless: bool) -> Any:
     sessions: dict[str, dict[str, Any]] = {}
+    slow = slow_tool()  # the in-flight cases' 50 ms tool (BENCH_SLOW_TOOL=1)
 
     async def respond(send: Any, status: int, body: bytes = b"", headers: list[Any] | None = None) -> None:
         hdrs = list(headers or [])
@@ -74,6 +77,12 @@ def make_app(stateless: bool) -> Any:
                 404 if sid else 400,
                 b'{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"missing or unknown session"}}',
             )
+            return
+        called = params.get("name") if isinstance(params, dict) and msg.get("method") == "tools/call" else None
+        if slow and called == SLOW_TOOL:
+            await asyncio.sleep(SLOW_TOOL_SECONDS)
+            ok = {"content": [{"type": "text", "text": "ok"}], "isError": False}
+            await respond(send, 200, orjson.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": ok}))
             return
         resp = handle(msg)
         if resp is None:

@@ -1,6 +1,8 @@
 """Contender: the official SDK's high-level server, `mcp` 2.3.0 `MCPServer`."""
 
-from _growth import extra_resources, extra_tools, resource_uri
+import asyncio
+
+from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
 from _serve import main
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources import TextResource
@@ -20,6 +22,14 @@ async def add(a: int, b: int) -> int:
 
 def _extra_tool(text: str) -> str:
     return text
+
+
+if slow_tool():  # in-flight cases only
+
+    @app.tool(name=SLOW_TOOL)
+    async def sleep50() -> str:
+        await asyncio.sleep(SLOW_TOOL_SECONDS)
+        return "ok"
 
 
 for _i in range(extra_tools()):  # growth cases only

@@ -8,9 +8,10 @@ configuration, like every other contender, and falls back to `app.run(transport=
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from _growth import extra_resources, extra_tools, resource_uri
+from _growth import SLOW_TOOL, SLOW_TOOL_SECONDS, extra_resources, extra_tools, resource_uri, slow_tool
 from _serve import main
 
 from mcpkit import MCPKit
@@ -30,6 +31,14 @@ async def add(a: int, b: int) -> int:
 
 def _extra_tool(text: str) -> str:
     return text
+
+
+if slow_tool():  # in-flight cases only
+
+    @app.tool(name=SLOW_TOOL)
+    async def sleep50() -> str:
+        await asyncio.sleep(SLOW_TOOL_SECONDS)
+        return "ok"
 
 
 for _i in range(extra_tools()):  # growth cases only
