@@ -469,7 +469,8 @@ def test_issue14_item5_run_checks_does_not_repeat_checker_signature() -> None:
 
 def test_issue14_item5_helpers_defined_once() -> None:
     """Issue 14 item 5 (twins): helpers that had a second hand copy have one definition, used by both sides: the
-    ASGI body reader's disconnect signal (legacy SSE had its own class and read loop), the client's callback
+    ASGI body reader's disconnect signal (legacy SSE had its own class and read loop), the wait for a client's
+    disconnect (legacy SSE and the SSE stream each had one), the client's callback
     awaiting, the ``notifications/message`` params of a session's and a request's log, and the completers of a
     prompt's arguments / a template's variables."""
     from mcpkit.client import handlers, lowlevel
@@ -480,6 +481,7 @@ def test_issue14_item5_helpers_defined_once() -> None:
     text = [p.read_text() for p in SRC.rglob("*.py")]
     once = (
         "class _Disconnected(",
+        "def _wait_disconnect(",
         "def _maybe_await(",
         '{"level": level, "data": data}',
         "literal_choices(p.annotation)",

@@ -26,8 +26,8 @@ from ...protocol.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream, _wait_disconnect
-from .wire import _CONTENT_TYPE_JSON, _bad, _respond
+from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream
+from .wire import _CONTENT_TYPE_JSON, _bad, _respond, _wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext

@@ -57,7 +57,7 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
-from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge
+from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge, _wait_disconnect
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
@@ -334,10 +334,3 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return

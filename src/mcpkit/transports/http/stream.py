@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
-from .wire import _bad, _respond
+from .wire import _bad, _respond, _wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
@@ -444,10 +444,3 @@ class SSEPump:
                 return
             stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
         await self._attach(hs, stream, replay, receive, send)
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return

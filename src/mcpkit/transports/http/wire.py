@@ -234,3 +234,11 @@ def _has_requests(msg: Any) -> bool:
             if ti is Request or (ti is Invalid and not item.is_response):
                 return True
     return False
+
+
+async def _wait_disconnect(receive: Receive) -> None:
+    """Return when the client disconnects (what else the ASGI server sends meanwhile is dropped)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
