@@ -86,7 +86,7 @@ section "what users install (scripts/check_install.py)"
 "$PY" scripts/check_install.py
 elapsed
 
-section "other Python versions (3.12, 3.13): core, server, client and stdio tests"
+section "other Python versions (3.12, 3.13): core, server, client, stdio and sync-path tests"
 # requires-python is >=3.11 and asyncio changed between 3.11 and 3.13 (3.12+ starts request tasks eagerly), so
 # the protocol core, the server and client layers and the stdio transport also run on every newer CPython this
 # machine has (on PATH, or installed by pyenv). A version that is missing is reported here, not skipped quietly.
@@ -112,7 +112,8 @@ for v in 3.12 3.13; do
   "$VENV/bin/python" --version
   MCPKIT_COMPLIANCE_RESULTS="$ROOT/.compliance/results-py$v-$$.json" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
     tests/test_core_*.py tests/test_client_memory.py tests/test_client_stdio.py tests/test_server_*.py \
-    tests/test_everything_memory.py tests/test_everything_stdio.py tests/test_stores.py
+    tests/test_everything_memory.py tests/test_everything_stdio.py tests/test_stores.py \
+    tests/test_loop_handoff.py tests/test_sync_exec.py
   rm -f "$ROOT/.compliance/results-py$v-$$.json"
 done
 elapsed

@@ -308,7 +308,7 @@ async def test_issue16_item1_preemption_by_the_os_does_not_demote_an_inline_func
 async def test_issue16_item1_waiting_inline_function_is_demoted_even_while_threads_are_busy() -> None:
     """Issue 16 item 1: the GIL tolerance is bounded: while another sync function sleeps on a worker thread,
     an inline wait under long_ms + two switch intervals (perhaps for the GIL) is forgiven, but a 50 ms one
-    demotes at once, and a third short one within 10 s demotes too."""
+    demotes at once, and repeated short ones within 10 s demote too."""
 
     def nap(seconds: float) -> str:
         if seconds:
@@ -325,8 +325,12 @@ async def test_issue16_item1_waiting_inline_function_is_demoted_even_while_threa
     assert await background == "ok"
     again = SyncPolicy(nap, "again", None, long_ms=2, learn_calls=1)
     assert await again(0) == "ok" and again.mode == INLINE
-    assert await again(0.005) == "ok" and await again(0.005) == "ok" and again.mode == INLINE
-    assert await again(0.005) == "ok" and again.mode == THREAD  # the third short wait within 10 s
+    assert await again(0.005) == "ok" and again.mode == INLINE  # one short wait: forgiven
+    for _ in range(40):  # short waits within 10 s: the third counted one demotes (a wait that overlaps a wake
+        await again(0.005)  # of the loop's watchdog is not counted: it may have been the watchdog's GIL turn)
+        if again.mode == THREAD:
+            break
+    assert again.mode == THREAD
 
 
 async def test_issue16_item2_thread_is_declared_for_resources_prompts_and_completers() -> None:

@@ -59,6 +59,10 @@ IDLE_S = 1.0
 
 _ATTR = "_mcpkit_handoff"
 _current_tasks: dict[Any, Any] | None = getattr(asyncio.tasks, "_current_tasks", None)
+# 3.12+: the tasks in their eager first step (asyncio.Task(..., eager_start=True) runs it synchronously, inside
+# whatever callback created the task: the stdio transport's read handler, for one)
+_eager_tasks: set[Any] | None = getattr(asyncio.tasks, "_eager_tasks", None)
+_current_task = asyncio.current_task
 _SUPPORTED = (3, 11) <= sys.version_info[:2] <= (3, 13) and _current_tasks is not None
 
 
@@ -66,6 +70,9 @@ def _noop() -> None:
     return None
 
 
+#: How many times any watchdog has woken (it takes the GIL then): a short GIL wait of an inline call that
+#: overlaps a wake may have been for the watchdog, so sync_exec does not hold it against the function.
+TICKS = [0]
 _unsupported: set[type] = set()  # loop classes that cannot be handed over (uvloop, ...)
 _by_thread: dict[int, LoopHandoff] = {}  # thread id -> the guard of the loop it last ran (checked on use)
 _get_ident = threading.get_ident
@@ -82,6 +89,15 @@ def handoff_for(loop: asyncio.AbstractEventLoop) -> LoopHandoff | None:
     h = LoopHandoff(loop)
     setattr(loop, _ATTR, h)
     return h
+
+
+def in_eager_step() -> bool:
+    """Whether the running task is in its eager first step (CPython 3.12+), i.e. inside the callback that
+    created it. An inline call must not run there: if it ran long, the stand-in could not run that callback's
+    handle again (its context is entered on the call's thread; for a transport's read handler, the read would
+    also re-enter the handler mid-call). The caller yields one loop turn first (``await asyncio.sleep(0)``), and
+    the call runs in the task's own step. Cheap when no eager step is under way (an empty set)."""
+    return bool(_eager_tasks) and _current_task() in _eager_tasks  # type: ignore[operator]
 
 
 def running_guard() -> LoopHandoff | None:
@@ -187,6 +203,7 @@ class LoopHandoff:
                 self._go.set()  # let a parked stand-in end too
                 return
             del loop
+            TICKS[0] += 1
             slot = self._slot
             job = slot[0] if slot else 0
             if job:
@@ -295,4 +312,4 @@ class LoopHandoff:
             raise error
 
 
-__all__ = ["IDLE_S", "TICK_S", "LoopHandoff", "handoff_for", "running_guard"]
+__all__ = ["IDLE_S", "TICKS", "TICK_S", "LoopHandoff", "handoff_for", "in_eager_step", "running_guard"]

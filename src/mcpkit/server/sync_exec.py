@@ -54,7 +54,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from .loop_handoff import LoopHandoff, _by_thread, _get_ident, running_guard
+from .loop_handoff import TICKS, LoopHandoff, _by_thread, _eager_tasks, _get_ident, in_eager_step, running_guard
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -229,22 +229,26 @@ class SyncPolicy:
         """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
         t0 = _clock()
         g0 = _gc_time[0]
+        k0 = TICKS[0]
         u0 = _usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
             took = _clock() - t0
             if took > self._long_s:
-                self._ran_long(took, took - (_gc_time[0] - g0), u0)
+                self._ran_long(took, took - (_gc_time[0] - g0), u0, k0)
 
-    def _ran_long(self, took: float, own: float, u0: Any) -> None:
-        """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway)."""
+    def _ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
+        """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
+        ``k0``: the watchdog's wake count when the call started (a short wait overlapping a wake is forgiven)."""
         if self.mode != INLINE or self.declared or own <= self._long_s:
             return
         verdict = _by_itself(u0, _usage(), own, self._long_s)
         if verdict == NOT:
             return  # the OS ran something else meanwhile: a thread would not have helped
         if verdict == MAYBE:
+            if TICKS[0] != k0:
+                return  # the watchdog woke meanwhile: the wait may have been its turn with the GIL
             now = _clock()
             self._maybe = self._maybe + 1 if now - self._maybe_at < MAYBE_WINDOW_S else 1
             self._maybe_at = now
@@ -252,9 +256,9 @@ class SyncPolicy:
                 return  # perhaps a GIL wait (another thread ran Python): forgiven unless it keeps happening
         self.mode = THREAD
         logger.warning(
-            "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), stalling other requests "
-            "meanwhile; it runs on a worker thread from now on. Declare thread=True for functions that can "
-            "block, or raise MCPKit(sync_long_ms=...).",
+            "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), holding up other requests "
+            "until the loop was handed to another thread (20 ms at most); it runs on a worker thread from now "
+            "on. Declare thread=True for functions that can block, or raise MCPKit(sync_long_ms=...).",
             self.what,
             took * 1000,
             self._long_s * 1000,
@@ -311,6 +315,9 @@ class SyncPolicy:
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
         guard = self.guard()
+        if guard is not None and _eager_tasks and in_eager_step():
+            await asyncio.sleep(0)  # out of the callback that started this task (see in_eager_step)
+            guard = self.guard()
         if guard is not None:
             value = guard.run(self.inline, args, kwargs)
         else:

@@ -12,6 +12,7 @@ with an error id and the client sees only that id.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import uuid
@@ -32,6 +33,7 @@ from .content import (  # the content helpers live in the leaf module; imported 
     sniff_mime,
     to_content,
 )
+from .loop_handoff import _eager_tasks, in_eager_step
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
 from .sync_exec import SyncPolicy
@@ -166,6 +168,9 @@ class Tool:
             else:
                 # the sync policy, inlined: inline (timed, guarded) or on a worker thread
                 guard = sync.guard()
+                if guard is not None and _eager_tasks and in_eager_step():
+                    await asyncio.sleep(0)  # out of the callback that started this task (see in_eager_step)
+                    guard = sync.guard()
                 value = guard.run(sync.inline, (), kwargs) if guard is not None else await sync.on_thread((), kwargs)
                 if inspect.isawaitable(value):
                     value = await value
