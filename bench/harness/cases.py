@@ -8,11 +8,12 @@ to start or answers wrongly gets n/a with its error and the run goes on."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -298,10 +299,15 @@ async def _check_tools_stdio(conn: driver.StdioConn) -> None:
 # --------------------------------------------------------------------------------------------- groups
 
 
-async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+class _StartFailed(Exception):
+    """A server did not start or failed its first checks; the text explains (every case of the group gets it)."""
+
+
+@contextlib.asynccontextmanager
+async def _stdio_server(c: Contender) -> AsyncIterator[tuple[procs.Child, driver.StdioConn]]:
+    """``c``'s stdio server, initialized and checked (echo, add); closed and stopped on the way out."""
     assert c.stdio_script is not None
     child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
-    out: Outcome = {}
     conn: driver.StdioConn | None = None
     try:
         assert child.proc.stdout is not None and child.proc.stdin is not None
@@ -310,34 +316,41 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
             await _bounded(conn.handshake(), START_TIMEOUT, "initialize")
             await _bounded(_check_tools_stdio(conn), 10, "tools/call")
         except Exception as exc:
-            err = _explain(exc, child)
-            return {cid: err for cid in cases}
-        k = conn
-
-        async def echo(_: int) -> None:
-            await k.request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
-
-        await _bounded(driver.run_load(echo, concurrency=1, max_calls=200, max_seconds=2), 30, "warm-up")
-        if "stdio_seq" in cases:
-            out["stdio_seq"] = await _load_case(child, echo, 1, b.seq_calls, b.seq_s)
-        if "stdio_c32" in cases:
-            out["stdio_c32"] = await _load_case(child, echo, 32, b.c32_calls, b.c32_s)
-        if "stdio_100k" in cases:
-            big = "x" * 100_000
-            big_args = {"name": "echo", "arguments": {"text": big}}
-
-            async def echo_big(_: int) -> None:
-                driver.check_tool_result(await k.request("tools/call", big_args), big)
-
-            out["stdio_100k"] = await _load_case(child, echo_big, 1, b.big_calls, b.big_s)
-        if "stdio_peak_rss" in cases:
-            hwm = procs.peak_rss_kb(child.pid)
-            out["stdio_peak_rss"] = {"value": hwm / 1024} if hwm else "could not read /proc VmHWM"
-        return out
+            raise _StartFailed(_explain(exc, child)) from exc
+        yield child, conn
     finally:
         if conn is not None:
             await conn.close()
         await child.stop()
+
+
+async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
+    out: Outcome = {}
+    try:
+        async with _stdio_server(c) as (child, k):
+
+            async def echo(_: int) -> None:
+                await k.request("tools/call", {"name": "echo", "arguments": {"text": "hello"}})
+
+            await _bounded(driver.run_load(echo, concurrency=1, max_calls=200, max_seconds=2), 30, "warm-up")
+            if "stdio_seq" in cases:
+                out["stdio_seq"] = await _load_case(child, echo, 1, b.seq_calls, b.seq_s)
+            if "stdio_c32" in cases:
+                out["stdio_c32"] = await _load_case(child, echo, 32, b.c32_calls, b.c32_s)
+            if "stdio_100k" in cases:
+                big = "x" * 100_000
+                big_args = {"name": "echo", "arguments": {"text": big}}
+
+                async def echo_big(_: int) -> None:
+                    driver.check_tool_result(await k.request("tools/call", big_args), big)
+
+                out["stdio_100k"] = await _load_case(child, echo_big, 1, b.big_calls, b.big_s)
+            if "stdio_peak_rss" in cases:
+                hwm = procs.peak_rss_kb(child.pid)
+                out["stdio_peak_rss"] = {"value": hwm / 1024} if hwm else "could not read /proc VmHWM"
+            return out
+    except _StartFailed as exc:
+        return {cid: str(exc) for cid in cases}
 
 
 async def group_stdio_modern(c: Contender, b: Budget, cases: set[str]) -> Outcome:
@@ -641,34 +654,21 @@ def _ms_per_call(m: Metrics | str) -> Metrics | str:
 
 async def group_payload_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     """One stdio server; sequential echo of each payload size (smallest first), every reply checked."""
-    assert c.stdio_script is not None
-    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
     out: Outcome = {}
-    conn: driver.StdioConn | None = None
     try:
-        assert child.proc.stdout is not None and child.proc.stdin is not None
-        conn = driver.StdioConn(child.proc.stdout, child.proc.stdin)
-        try:
-            await _bounded(conn.handshake(), START_TIMEOUT, "initialize")
-            await _bounded(_check_tools_stdio(conn), 10, "tools/call")
-        except Exception as exc:
-            err = _explain(exc, child)
-            return {cid: err for cid in cases}
-        k = conn
-        for cid in sorted(cases, key=PAYLOAD.__getitem__):
-            text = "x" * PAYLOAD[cid]
-            args = {"name": "echo", "arguments": {"text": text}}
+        async with _stdio_server(c) as (child, k):
+            for cid in sorted(cases, key=PAYLOAD.__getitem__):
+                text = "x" * PAYLOAD[cid]
+                args = {"name": "echo", "arguments": {"text": text}}
 
-            async def echo(_: int, args: dict[str, Any] = args, text: str = text) -> None:
-                driver.check_tool_result(await k.request("tools/call", args), text)
+                async def echo(_: int, args: dict[str, Any] = args, text: str = text) -> None:
+                    driver.check_tool_result(await k.request("tools/call", args), text)
 
-            await _try(child, lambda echo=echo: _warm(echo), 30)  # type: ignore[misc]
-            out[cid] = _ms_per_call(await _load_case(child, echo, 1, b.payload_calls, b.payload_s))
-        return out
-    finally:
-        if conn is not None:
-            await conn.close()
-        await child.stop()
+                await _try(child, lambda echo=echo: _warm(echo), 30)  # type: ignore[misc]
+                out[cid] = _ms_per_call(await _load_case(child, echo, 1, b.payload_calls, b.payload_s))
+            return out
+    except _StartFailed as exc:
+        return {cid: str(exc) for cid in cases}
 
 
 async def _warm(call: Callable[[int], Awaitable[None]]) -> Metrics:
