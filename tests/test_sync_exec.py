@@ -188,18 +188,26 @@ async def test_issue16_item1_fast_sync_function_learns_to_run_inline(kind: str) 
 async def test_issue16_item1_learned_inline_function_that_runs_long_never_stalls_other_requests(kind: str) -> None:
     """Issue 16 items 1-2, the worst case: a learned-inline function suddenly sleeps 1 s on the event loop's
     thread. The loop is handed to a stand-in thread within two watchdog ticks (10-20 ms), so pings and async
-    tool calls sent meanwhile are answered within 50 ms; the slow call's answer comes when it returns; the
-    function is sent back to the worker thread with a warning naming it and the limit; and from then on, while
-    it sleeps 1 s, pings and async tool calls are still answered within 50 ms."""
+    tool calls sent meanwhile are answered within 50 ms; the slow call's answer comes when it returns. Inline
+    calls are timed with the clock alone, which cannot tell a wait from the OS running something else, so the
+    first long call makes the function's calls timed exactly and the second (again inline, the loop served all
+    along) sends it back to the worker thread with a warning naming it and the limit; from then on, while it
+    sleeps 1 s, pings and async tool calls are still answered within 50 ms."""
     async with serve() as peer:
         assert (await learn_inline(peer, kind))[-1] == "loop"
-        for _attempt in range(2):  # one retry: an overloaded machine can delay one probe by itself
+        wheres: list[str] = []
+        misses = 0
+        while len(wheres) < 4:
             where, latencies, took = await slow_call_with_probes(peer, kind, 1.0)
             assert took >= 1.0 and len(latencies) >= 10, latencies  # probed all along the slow call
-            if where == "thread" or max(latencies) < BOUND_S:
+            wheres.append(where)
+            if max(latencies) >= BOUND_S:
+                misses += 1  # an overloaded machine can delay one probe by itself; a real stall misses every time
+                assert misses < 2, f"slowest probe {max(latencies) * 1000:.1f} ms, twice (calls ran: {wheres})"
+            if where == "thread":
                 break
-        assert where == "loop", "the first long call was not inline"  # it started inline: the loop moved
-        assert max(latencies) < BOUND_S, f"slowest probe {max(latencies) * 1000:.1f} ms during the inline call"
+        assert wheres[0] == "loop", "the first long call was not inline"  # it started inline: the loop moved
+        assert wheres[-1] == "thread" and wheres.count("loop") <= 2, wheres  # demoted by its second long call
         await probes_within_bound(peer, kind)
         assert await peer.call(kind, 0) == "thread"  # for good
         err = await stderr_of(peer)
@@ -251,7 +259,10 @@ async def test_issue16_item1_sync_policy_states_and_limits() -> None:
     for _ in range(3):
         assert await p() == "ok"
     assert p.mode == INLINE and p.mode_name == "inline"
-    assert await p(0.02) == "ok"  # runs long inline: back to the thread
+    assert await p(0.02) == "ok"  # runs long inline, timed by the clock alone: its calls are timed exactly now
+    assert p.mode == INLINE
+    assert await p() == "ok" and p.mode == INLINE  # a fast call changes nothing
+    assert await p(0.02) == "ok"  # runs long inline again, timed exactly: a wait of its own, back to the thread
     assert p.mode == THREAD
     declared = SyncPolicy(fn, "f", False, long_ms=1)
     assert await declared(0.005) == "ok" and declared.mode == INLINE  # declared inline stays inline

@@ -29,7 +29,7 @@ busy with requests it waits for it while the loop thread keeps taking it back: m
 saturated server 2-6 µs of CPU per call (in process, 35,000 inline calls/s: 24.5 µs with the watchdog
 parked vs 28-30 µs ticking; Streamable HTTP, 32 concurrent: 135 vs 137 µs server CPU per call). A watchdog
 that needs no GIL (another process reading a shared counter) would remove it.
-Worst case: a call that blocks stalls the loop for 10-20 ms once per hand-over (the
+Worst case: a call that blocks stalls the loop for 10-20 ms per hand-over (the
 watchdog's two ticks), plus the GIL's switch interval (5 ms) when the call computes in Python instead of
 waiting. A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
 """

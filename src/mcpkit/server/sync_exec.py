@@ -12,9 +12,12 @@ block, though, and for those that cost is pure waste. So every sync function get
   After ``learn_calls`` consecutive calls that each finished within ``long_ms / 10`` of wall time *and* never
   gave up the CPU voluntarily (no sleep, no I/O wait, no lock wait: the thread's voluntary context switches,
   from ``getrusage(RUSAGE_THREAD)``; elsewhere wall time minus thread CPU time under 50 µs), the function runs
-  inline. Every inline call is timed (a clock and a ``getrusage`` reading, about a microsecond); the first one
-  that takes longer than ``long_ms`` *because of the function* (it waited, or computed that long) sends it back
-  to the worker thread for good, with a warning naming it. Two tolerances keep a busy machine from demoting
+  inline. Every inline call is timed with the clock (tens of nanoseconds). The clock alone cannot tell the
+  function's own wait or computation from the OS running something else meanwhile, so the first inline call
+  that takes longer than ``long_ms`` makes the function's calls *exactly* timed from then on (a ``getrusage``
+  reading on each side as well, about a microsecond per call); the next one that takes longer than ``long_ms``
+  *because of the function* (it waited, or computed that long) sends it back to the worker thread for good,
+  with a warning naming it. Two tolerances keep a busy machine from demoting
   fast functions at random: being preempted by the OS (a busy machine, a CPU quota) or a garbage collection
   (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
   ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
@@ -29,11 +32,12 @@ Guarantee and worst case: a function on a worker thread never stalls other reque
 interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
 (:mod:`.loop_handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over running the
 event loop until the call returns, so a learned-inline function that suddenly blocks stalls other requests for
-at most 10-20 ms, once: that call also demotes it to the worker thread for good (a wait or computation past
-``long_ms`` + 10 ms; shorter waits, 12 ms at most by default, are forgiven while they are rarer than three within
-10 s). Where the loop cannot be handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions
-stay on the worker thread; a declared ``thread=False`` function runs inline there, unguarded. While the loop is
-handed over, inline functions run on worker threads. Declare ``thread=True`` for a function that can ever
+at most 10-20 ms per long call, and at most twice: its first long call makes its calls exactly timed, the
+second demotes it to the worker thread for good (a wait or computation past ``long_ms`` + 10 ms; shorter waits,
+12 ms at most by default, are forgiven while they are rarer than three within 10 s). Where the loop cannot be
+handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker thread; a
+declared ``thread=False`` function runs inline there, unguarded. While the loop is handed over, inline
+functions run on worker threads. Declare ``thread=True`` for a function that can ever
 block; ``thread=False`` declares one that never blocks (always inline, never timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
@@ -71,6 +75,24 @@ INLINE = 2
 _MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
 
 _clock = time.perf_counter
+
+
+class _Sentinel:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: What :meth:`SyncPolicy.try_inline` returns when the function must run on a worker thread (it was not called).
+ON_THREAD: Any = _Sentinel("ON_THREAD")
+#: What :meth:`SyncPolicy.try_inline` returns inside a task's eager first step (it was not called).
+EAGER: Any = _Sentinel("EAGER")
+#: Types a function's return value is never awaitable as (the usual ones: no ``inspect.isawaitable`` call).
+PLAIN_TYPES = frozenset((str, dict, list, int, float, bool, type(None), bytes, tuple))
 
 
 class _Usage(NamedTuple):
@@ -179,7 +201,19 @@ class SyncPolicy:
         long_ms, learn_calls: the limits (module docs); :meth:`configure` changes them later.
     """
 
-    __slots__ = ("_fast", "_fast_s", "_long_s", "_maybe", "_maybe_at", "declared", "fn", "learn_calls", "mode", "what")
+    __slots__ = (
+        "_exact",
+        "_fast",
+        "_fast_s",
+        "_long_s",
+        "_maybe",
+        "_maybe_at",
+        "declared",
+        "fn",
+        "learn_calls",
+        "mode",
+        "what",
+    )
 
     def __init__(
         self,
@@ -202,6 +236,7 @@ class SyncPolicy:
         else:
             self.mode = THREAD
         self._fast = 0
+        self._exact = False  # time inline calls with the thread's usage counters too (see _ran_long)
         self._maybe = 0
         self._maybe_at = 0.0
         self._long_s = 0.0
@@ -225,12 +260,69 @@ class SyncPolicy:
 
     # ------------------------------------------------------------------ inline
 
+    def try_inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """Call the function inline on the running loop when the policy says so and return what it returned;
+        :data:`ON_THREAD` (not called) when it must run on a worker thread instead, :data:`EAGER` (not called)
+        when the running task is in its eager first step (the caller yields one loop turn, ``await
+        asyncio.sleep(0)``, and asks again; see :func:`~.loop_handoff.in_eager_step`).
+
+        One frame for the whole inline path: the guard's lookup, the hand-off slot (see
+        :meth:`~.loop_handoff.LoopHandoff.run`, inlined here) and the timing. A call is timed with the clock
+        alone; the thread's usage counters (a system call) are read around it only once a call of this function
+        has run long without an explanation (see :meth:`_ran_long`)."""
+        if self.mode != INLINE:
+            return ON_THREAD
+        tid = _get_ident()  # running_guard(), its fast path inlined
+        h = _by_thread.get(tid)
+        if h is None or (loop := h._loop()) is None or loop._thread_id != tid:  # type: ignore[attr-defined]
+            h = running_guard()
+            if h is None:  # a loop that cannot be handed over: only a declared function runs inline, unguarded
+                return self.fn(*args, **kwargs) if self.declared else ON_THREAD
+        if h.lost:
+            return ON_THREAD  # the loop is handed over meanwhile: inline functions run on worker threads
+        if _eager_tasks and in_eager_step():
+            return EAGER
+        # LoopHandoff.run, inlined (keep the two alike)
+        seq = h._seq + 1
+        h._seq = seq
+        slot = h._slot
+        slot.append(seq)
+        if h._sleeping:
+            h._rouse()
+        ready = len(h._ready)
+        if self.declared:  # never demoted: nothing to time
+            try:
+                return self.fn(*args, **kwargs)
+            finally:
+                try:
+                    slot.pop()
+                except IndexError:  # the watchdog took it: the loop was handed over
+                    h._take_back(ready)
+        exact = self._exact
+        u0 = _usage() if exact else None
+        k0 = TICKS[0]
+        g0 = _gc_time[0]
+        t0 = _clock()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            took = _clock() - t0
+            try:
+                if took > self._long_s:
+                    self._ran_long(took, took - (_gc_time[0] - g0), u0, k0)
+            finally:
+                try:
+                    slot.pop()
+                except IndexError:  # the watchdog took it: the loop was handed over
+                    h._take_back(ready)
+
     def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Call on the event loop, timed: a learned function that runs long goes back to the worker thread."""
+        """Call on the event loop, timed: a learned function that runs long goes back to the worker thread
+        (:meth:`try_inline` without the guard: for a guard's ``run`` and for tests)."""
+        u0 = _usage() if self._exact else None
         t0 = _clock()
         g0 = _gc_time[0]
         k0 = TICKS[0]
-        u0 = _usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
@@ -240,8 +332,17 @@ class SyncPolicy:
 
     def _ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
-        ``k0``: the watchdog's wake count when the call started (a short wait overlapping a wake is forgiven)."""
+        ``u0``: the thread's usage counters when the call started (None: not read, the call was timed with the
+        clock alone); ``k0``: the watchdog's wake count when the call started (a short wait overlapping a wake
+        is forgiven)."""
         if self.mode != INLINE or self.declared or own <= self._long_s:
+            return
+        if u0 is None:
+            # The clock alone cannot tell the function's own wait or computation from the OS running something
+            # else meanwhile (a busy machine, a CPU quota): from now on its calls are timed exactly, and the next
+            # one that runs long is judged. (The loop's hand-over kept other requests served meanwhile.)
+            self._exact = True
+            logger.debug("%s ran %.1f ms inline: its calls are timed exactly from now on", self.what, took * 1000)
             return
         verdict = _by_itself(u0, _usage(), own, self._long_s)
         if verdict == NOT:
@@ -298,31 +399,25 @@ class SyncPolicy:
         return asyncio.get_running_loop().run_in_executor(None, call)
 
     def guard(self) -> LoopHandoff | _Unguarded | None:
-        """How the next call runs: inline through the returned guard (``guard.run(self.inline, args, kwargs)``:
-        the running loop's :class:`~.loop_handoff.LoopHandoff`), or on a worker thread (None). Inline needs the
-        mode INLINE and a loop that can be handed over while the call runs long (for a declared ``thread=False``
-        function any loop will do); while the loop is handed over, inline functions run on worker threads."""
+        """How the next call would run: inline through the returned guard (``guard.run(self.inline, args,
+        kwargs)``: the running loop's :class:`~.loop_handoff.LoopHandoff`), or on a worker thread (None).
+        :meth:`try_inline` decides the same way in one step; this is for diagnostics and tests."""
         if self.mode != INLINE:
             return None
-        tid = _get_ident()  # running_guard(), its fast path inlined
-        h = _by_thread.get(tid)
-        if h is None or (loop := h._loop()) is None or loop._thread_id != tid:  # type: ignore[attr-defined]
-            h = running_guard()
+        h = running_guard()
         if h is None:
             return _UNGUARDED if self.declared else None
         return None if h.lost else h
 
     async def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the function where the policy says and return its result (awaited, if it returned an awaitable)."""
-        guard = self.guard()
-        if guard is not None and _eager_tasks and in_eager_step():
+        value = self.try_inline(args, kwargs)
+        if value is EAGER:
             await asyncio.sleep(0)  # out of the callback that started this task (see in_eager_step)
-            guard = self.guard()
-        if guard is not None:
-            value = guard.run(self.inline, args, kwargs)
-        else:
+            value = self.try_inline(args, kwargs)
+        if value is ON_THREAD or value is EAGER:
             value = await self.on_thread(args, kwargs)
-        if inspect.isawaitable(value):
+        if type(value) not in PLAIN_TYPES and inspect.isawaitable(value):
             value = await value
         return value
 
@@ -330,6 +425,9 @@ class SyncPolicy:
 __all__ = [
     "DEFAULT_LEARN_CALLS",
     "DEFAULT_LONG_MS",
+    "EAGER",
+    "ON_THREAD",
+    "PLAIN_TYPES",
     "INLINE",
     "LEARNING",
     "THREAD",
