@@ -53,7 +53,7 @@ logger = logging.getLogger("mcpkit.engine")
 _EAGER_START = sys.version_info >= (3, 12)
 
 
-RequestHandler = Callable[[RequestContext], Awaitable[JSONDict]]
+RequestHandler = Callable[[RequestContext], "Awaitable[JSONDict] | JSONDict"]
 NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
 
@@ -249,14 +249,41 @@ class Peer(Requests):
         goes to ``out``."""
         return RequestContext(self, id, method, params, out)
 
-    def run_detached(self, ctx: RequestContext) -> Awaitable[Outgoing | None]:
+    def run_detached(self, ctx: RequestContext) -> Outgoing | Awaitable[Outgoing | None]:
         """Run one request without entering it in the in-flight table and return its answer (a result or an error
         response; None when the requester cancelled the request: it gets no answer), as :meth:`handle` does.
+
+        The answer itself when the handler answered at once (a plain ``def`` tool that ran inline, a built-in
+        with nothing to wait for, a request refused before it ran: no coroutine at all), otherwise the awaitable
+        that makes it.
 
         For request-scoped transports where several independent clients share one peer (stateless HTTP, both
         eras): their request ids may collide, and each request's cancellation is its own stream closing, not a
         ``notifications/cancelled`` addressed by id."""
-        return self._run_request(ctx, True)
+        try:
+            result = self.request_handler(ctx)
+        except Exception as exc:
+            answer = self._failed(ctx, exc)
+        else:
+            if not isinstance(result, dict):
+                return self._run_request(ctx, True, result)
+            ctx.done = True
+            answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+        self._finished(ctx)
+        return answer
+
+    def _failed(self, ctx: RequestContext, exc: Exception) -> Outgoing:
+        """The error answer of a request whose handler raised ``exc`` (logged unless it is a protocol error)."""
+        ctx.done = True
+        if isinstance(exc, MCPError):
+            code = exc.code
+            data = jsonrpc.encode_error(ctx.id, exc.to_error())
+        else:
+            logger.error("%s: handler for %r failed", self.name, ctx.method, exc_info=exc)
+            err = InternalError()
+            code = err.code
+            data = jsonrpc.encode_error(ctx.id, err.to_error())
+        return _new(Outgoing, (data, ERROR, ctx.id, None, None, code))
 
     @staticmethod
     def _duplicate(rid: RequestId) -> JSONDict:
@@ -350,41 +377,35 @@ class Peer(Requests):
                 w.set_result(None)
                 break
 
-    async def _run_request(self, ctx: RequestContext, keep: bool = False) -> Outgoing | None:
+    async def _run_request(
+        self, ctx: RequestContext, keep: bool = False, pending: Awaitable[JSONDict] | None = None
+    ) -> Outgoing | None:
         """Run the handler and answer: send the answer on ``ctx.out`` (or add it to a batch's sink), or with
-        ``keep`` return it (see :meth:`run_detached`)."""
+        ``keep`` return it (see :meth:`run_detached`; ``pending``: what the handler returned there, to await)."""
         if ctx.task is None:
             ctx.task = _current_task()
-        code: int | None
         try:
             try:
-                result = await self.request_handler(ctx)
+                result = self.request_handler(ctx) if pending is None else pending
+                if not isinstance(result, dict):  # (a handler may answer at once: no coroutine to await then)
+                    result = await result
             except asyncio.CancelledError:
                 if ctx.cancelled:
                     return None  # cancelled by the requester: no response (spec)
                 raise
-            except MCPError as exc:
-                ctx.done = True
-                kind, code = ERROR, exc.code
-                data = jsonrpc.encode_error(ctx.id, exc.to_error())
-            except Exception:
-                ctx.done = True
-                logger.exception("%s: handler for %r failed", self.name, ctx.method)
-                err = InternalError()
-                kind, code = ERROR, err.code
-                data = jsonrpc.encode_error(ctx.id, err.to_error())
+            except Exception as exc:
+                answer = self._failed(ctx, exc)
             else:
                 ctx.done = True
                 if ctx.cancelled:
                     return None
-                kind, code = RESULT, None
-                data = jsonrpc.encode_result(ctx.id, result)
+                answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
             sink = ctx.sink
             if sink is not None:  # a batch member: no object of its own
-                sink += data
+                sink += answer.data
                 sink += b","
                 return None
-            answer = _new(Outgoing, (data, kind, ctx.id, None, None, code))  # (Outgoing's fields, in order)
+            data = answer.data
             if keep:
                 return answer
             await ctx.out.send(data, answer)

@@ -216,9 +216,9 @@ class MCPKit(Server):
         page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
         return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor, self._list_cache)
 
-    def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> Coroutine[Any, Any, JSONDict]:
-        # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher's
-        # ``await handler(...)`` treats exactly like a raise on await.
+    def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
+        # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
+        # exactly like a raise on await; a sync tool that ran inline returns its result itself (Tool.call).
         name = params.get("name")
         if not isinstance(name, str):
             raise InvalidParams("tools/call: name must be a string")
@@ -612,7 +612,7 @@ class MCPKit(Server):
         client_caps: JSONDict,
         client_info: JSONDict | None,
         log_level: str | None,
-    ) -> Coroutine[Any, Any, JSONDict]:
+    ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         holder = self._lifespan
         if holder.users == 0 and holder.configured:
             return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
@@ -637,7 +637,8 @@ class MCPKit(Server):
                     self._serving_loop = asyncio.get_running_loop()
                     await holder.enter_locked()
                     self._lazy_hold = True
-        return await super().dispatch(rc, session, feats, client_caps, client_info, log_level)
+        result = super().dispatch(rc, session, feats, client_caps, client_info, log_level)
+        return result if type(result) is dict else await result  # type: ignore[misc]
 
     async def close_listeners(self) -> None:
         await super().close_listeners()

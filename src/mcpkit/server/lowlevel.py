@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
+import types
 import weakref
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
@@ -68,8 +70,11 @@ if TYPE_CHECKING:
     from ..engine import Connection
 
 logger = logging.getLogger("mcpkit.server")
+_CoroutineType = types.CoroutineType
 
-Handler = Callable[["ServerRequestContext", JSONDict], Awaitable["JSONDict | BaseModel"]]
+#: A request handler: ``async def handler(ctx, params)`` returning the result (a dict or a pydantic model); a plain
+#: function may also return the result dict itself when it has it at once (no coroutine is awaited then).
+Handler = Callable[["ServerRequestContext", JSONDict], "Awaitable[JSONDict | BaseModel] | JSONDict"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatcher's only per-request auth cost)
@@ -228,7 +233,7 @@ class Server:
 
     # ------------------------------------------------------------------ dispatch (shared by both eras)
 
-    async def dispatch(
+    def dispatch(
         self,
         rc: RequestContext,
         session: ServerSession | None,
@@ -236,7 +241,10 @@ class Server:
         client_caps: JSONDict,
         client_info: JSONDict | None,
         log_level: str | None,
-    ) -> JSONDict:
+    ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
+        """Run ``rc``'s handler and shape its result for the revision ``feats``. Returns the result itself when the
+        handler answered at once (it returned a dict: e.g. a plain ``def`` tool that ran inline), otherwise the
+        coroutine that awaits the handler and shapes what it returns; the engine awaits what is not a dict."""
         method = rc.method
         params = rc.params or {}
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
@@ -254,21 +262,39 @@ class Server:
                 builtin = _BUILTINS.get(method)
                 if builtin is None:
                     raise MethodNotFound(f"Method not found: {method}")
-                result: JSONDict | BaseModel = await builtin(self, sctx, params)
+                pending: Any = builtin(self, sctx, params)
             else:
-                result = await handler(sctx, params)
-        except InputRequired as ir:
-            if method not in INPUT_REQUIRED_METHODS:
-                raise
-            result = self._input_required(sctx, method, params, ir)
-        except ResourceNotFound as exc:
-            if feats.modern:
-                raise InvalidParams(exc.message, exc.data) from None
-            raise
+                pending = handler(sctx, params)
+            if type(pending) is not dict:
+                return self._dispatched(pending, sctx, method, params, feats)
+            result: JSONDict = pending
+        except (InputRequired, ResourceNotFound) as exc:
+            result = self._settle(exc, sctx, method, params, feats)
+        return shape_result(method, result, feats, self.info if feats.modern else None)
+
+    async def _dispatched(
+        self, pending: Any, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features
+    ) -> JSONDict:
+        """The rest of :meth:`dispatch` for a handler that did not answer at once: await it, shape its result."""
+        try:
+            result = await pending if type(pending) is _CoroutineType or inspect.isawaitable(pending) else pending
+        except (InputRequired, ResourceNotFound) as exc:
+            result = self._settle(exc, sctx, method, params, feats)
         if not isinstance(result, dict):
             # A pydantic model (checked by duck typing so importing the server does not import pydantic).
             result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
         return shape_result(method, result, feats, self.info if feats.modern else None)
+
+    def _settle(
+        self, exc: Exception, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features
+    ) -> JSONDict:
+        """What a handler's InputRequired or ResourceNotFound becomes: an ``input_required`` result (for the
+        methods that may ask for input), InvalidParams (2026-07-28: a missing resource is -32602), else itself."""
+        if isinstance(exc, InputRequired) and method in INPUT_REQUIRED_METHODS:
+            return self._input_required(sctx, method, params, exc)
+        if isinstance(exc, ResourceNotFound) and feats.modern:
+            raise InvalidParams(exc.message, exc.data) from None
+        raise exc
 
     def _load_answers(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> None:
         answers: dict[str, JSONDict] = {}
@@ -333,10 +359,13 @@ class Server:
             raise InvalidParams(f"invalid log level {level!r}")
         return feats, caps, info if isinstance(info, dict) else None, level
 
-    def dispatch_modern(self, rc: RequestContext, session: ServerSession | None = None) -> Awaitable[JSONDict]:
+    def dispatch_modern(
+        self, rc: RequestContext, session: ServerSession | None = None
+    ) -> Awaitable[JSONDict] | JSONDict:
         """Handle one stateless 2026-07-28 request (used by every transport; ``session``: the connection's, if any).
 
-        Returns the dispatcher's awaitable (checks that fail raise at once, before anything is awaited)."""
+        Returns what :meth:`dispatch` returns: the result, or the coroutine that makes it (checks that fail
+        raise at once, before anything is awaited)."""
         if rc.sink is not None:
             raise InvalidRequest(MODERN_BATCH_REFUSAL)
         if not self.modern_versions:
@@ -550,9 +579,9 @@ class ServerSession:
         await self.peer.notify("notifications/message", log_message(level, data, logger_name))
         return True
 
-    def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict]:
-        # Not a coroutine itself (one frame less per request): it returns the dispatcher's coroutine, and its
-        # checks raise when called, which the engine's ``await handler(ctx)`` treats like a raise on await.
+    def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict] | JSONDict:
+        # Not a coroutine itself (one frame less per request): it returns the dispatcher's answer or coroutine,
+        # and its checks raise when called, which the engine treats like a raise on await.
         server = self.server
         method = rc.method
         params = rc.params
@@ -560,7 +589,7 @@ class ServerSession:
             return server.dispatch_modern(rc, self)
         feats = self.features
         if feats is None or method == "initialize":
-            return _ready(self._before_initialized(rc))
+            return self._before_initialized(rc)  # answered at once
         return server.dispatch(rc, self, feats, self.client_capabilities, self.client_info, None)
 
     def _before_initialized(self, rc: RequestContext) -> JSONDict:
@@ -628,10 +657,6 @@ class ServerSession:
         handler = self.server._notification_handlers.get(method)
         if handler is not None:
             await handler(self, params)
-
-
-async def _ready(value: JSONDict) -> JSONDict:
-    return value
 
 
 def _has_modern_meta(params: JSONDict) -> bool:

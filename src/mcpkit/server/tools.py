@@ -12,11 +12,10 @@ with an error id and the client sees only that id.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
@@ -33,10 +32,9 @@ from .content import (  # the content helpers live in the leaf module; imported 
     sniff_mime,
     to_content,
 )
-from .loop_handoff import _eager_tasks, in_eager_step
 from .lowlevel import InputRequired
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
-from .sync_exec import SyncPolicy
+from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -151,11 +149,17 @@ class Tool:
             return await self.fn(**kwargs)
         return await self.sync(**kwargs)
 
-    async def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
-        """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results."""
+    def call(
+        self, arguments: JSONDict, ctx: Context | None, feats: Features
+    ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
+        """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results.
+
+        Returns the result itself when the call is over at once (a plain ``def`` that runs inline, arguments that
+        do not validate), otherwise the coroutine that finishes it (an ``async def``, a worker-thread call): no
+        coroutine frame for a sync tool that runs inline. The dispatcher awaits what is not a dict."""
         info = self.info
         try:
-            # Tool.run, inlined: one coroutine frame less per call (and FunctionInfo.validate's fast path too)
+            # Tool.run, inlined (and FunctionInfo.validate's fast path too)
             fast = info.fast_plan
             kwargs = fast_validate(fast, arguments) if fast is not None else None
             if kwargs is None:
@@ -164,28 +168,44 @@ class Tool:
                 kwargs[info.context_param] = ctx
             sync = self.sync
             if sync is None:
-                value = await self.fn(**kwargs)
-            else:
-                # the sync policy, inlined: inline (timed, guarded) or on a worker thread
-                guard = sync.guard()
-                if guard is not None and _eager_tasks and in_eager_step():
-                    await asyncio.sleep(0)  # out of the callback that started this task (see in_eager_step)
-                    guard = sync.guard()
-                value = guard.run(sync.inline, (), kwargs) if guard is not None else await sync.on_thread((), kwargs)
-                if inspect.isawaitable(value):
-                    value = await value
-        except _validation_error() as exc:  # evaluated only when something was raised
-            return error_result(format_validation_error(exc, f"tool {self.name!r}"))
-        except ToolError as exc:
-            return error_result(str(exc))
-        except (InputRequired, MissingRequiredClientCapability):
-            raise  # protocol signals: an InputRequiredResult / -32021, not tool failures
-        except MCPError as exc:
-            return error_result(exc.message)
-        except CapabilityNotSupported as exc:  # the client cannot do what the tool asked (sampling, roots, ...)
-            return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
+                return self._finish(self.fn(**kwargs), feats)
+            value = sync.try_inline((), kwargs)  # inline (timed, guarded), or not called
+            if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
+                return self._finish(value, feats, kwargs)
         except Exception as exc:
-            return error_result(internal_error_message(f"tool {self.name!r}", exc, self.debug))
+            return self._failed(exc)
+        return self.result(value, feats)
+
+    async def _finish(self, value: Any, feats: Features, kwargs: JSONDict | None = None) -> JSONDict:
+        """The rest of a call that does not end at once: await the ``async def``'s coroutine (or what a sync
+        function returned), or run a sync function where its policy says (``value`` is the policy's ON_THREAD or
+        EAGER: it was not called; :meth:`SyncPolicy.__call__` yields out of an eager step and asks again)."""
+        try:
+            if value is ON_THREAD or value is EAGER:  # a sync function, not called yet: where its policy says
+                assert self.sync is not None and kwargs is not None
+                value = await self.sync(**kwargs)
+            else:  # an async function's coroutine, or an awaitable a sync function returned
+                value = await value
+        except Exception as exc:
+            return self._failed(exc)
+        return self.result(value, feats)
+
+    def _failed(self, exc: Exception) -> JSONDict:
+        """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again)."""
+        if isinstance(exc, (InputRequired, MissingRequiredClientCapability)):
+            raise exc  # protocol signals: an InputRequiredResult / -32021, not tool failures
+        if isinstance(exc, ToolError):
+            return error_result(str(exc))
+        if isinstance(exc, MCPError):
+            return error_result(exc.message)
+        if isinstance(exc, CapabilityNotSupported):  # the client cannot do what the tool asked (sampling, roots...)
+            return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
+        if isinstance(exc, _validation_error()):
+            return error_result(format_validation_error(exc, f"tool {self.name!r}"))
+        return error_result(internal_error_message(f"tool {self.name!r}", exc, self.debug))
+
+    def result(self, value: Any, feats: Features) -> JSONDict:
+        """The ``CallToolResult`` of a return value; a failing conversion becomes an ``isError`` result."""
         if type(value) is str and not (self._returns or self.returns).structured:
             return {"content": [{"type": "text", "text": value}], "isError": False}  # the common case, directly
         try:

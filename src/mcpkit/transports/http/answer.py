@@ -51,7 +51,7 @@ class Answering(SSEPump):
     async def _serve(
         self,
         stream: _Stream,
-        runner: Awaitable[Outgoing | None],
+        runner: Outgoing | Awaitable[Outgoing | None],
         ctx: RequestContext | None,
         receive: Receive,
         send: Send,
@@ -66,6 +66,7 @@ class Answering(SSEPump):
         answer into an SSE stream as soon as the handler sends anything first (its pump then runs in its own task).
         ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
+        ``runner`` may be the answer itself (the handler answered at once: ``Peer.run_detached``).
         """
         task: asyncio.Task[Any] | None = None
         if ctx is not None:
@@ -81,7 +82,7 @@ class Answering(SSEPump):
         answer: Outgoing | None = None
         hs = stream.hs
         try:
-            answer = await runner
+            answer = runner if type(runner) is Outgoing else await runner  # type: ignore[misc]
             if hs is not None and self.session_store is not None and hs.dirty():
                 await self._sync(hs)  # before the answer leaves: the client may go to another worker next
             if answer is not None and stream.mode == _SSE_MODE:
@@ -138,10 +139,22 @@ class Answering(SSEPump):
         return status
 
     async def _answer_modern(
-        self, runner: Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
+        self, runner: Outgoing | Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
     ) -> None:
         """Run a 2026-07-28 request (``runner``: ``peer.run_detached(ctx)``) in this (the ASGI request's) task and
-        answer it with ``application/json``."""
+        answer it with ``application/json``. ``runner`` may be the answer itself (the handler answered at once)."""
+        if type(runner) is Outgoing:  # nothing to run, nothing to watch: the answer, at once
+            now: Outgoing = runner
+            data = now.data
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200 if now.kind != ERROR else _error_status(now, True, False),
+                    "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
+                }
+            )
+            await send({"type": "http.response.body", "body": data, "more_body": False})
+            return
         ctx.task = task = _current_task()
         slow = self._slow
         slow[ctx] = (self._slow_gen, receive, None)  # see _tick
@@ -149,7 +162,7 @@ class Answering(SSEPump):
             self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
         ended = False
         try:
-            answer = await runner
+            answer = await runner  # type: ignore[misc]
         except asyncio.CancelledError:
             if not self._closing:
                 raise

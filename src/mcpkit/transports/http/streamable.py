@@ -577,7 +577,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             await _respond(send, 202)
             return
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
-        runner: Awaitable[Outgoing | None]
+        runner: Outgoing | Awaitable[Outgoing | None]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
             ctx = session.peer.detached(msg.id, msg.method, msg.params, stream)
