@@ -203,3 +203,39 @@ async def test_a_flood_of_requests_in_one_write_is_answered_completely_and_in_li
     for i in range(1, n + 1):
         if i % 500:
             assert by_id[i]["result"]["content"][0]["text"] == f"m{i}", by_id[i]
+
+
+async def test_stdin_is_read_64_kib_at_a_time_and_a_long_line_still_arrives_whole() -> None:
+    """asyncio reads a pipe 256 KiB at a time, above glibc's mmap threshold (128 KiB): every read would map and
+    unmap a fresh buffer (three system calls and a page fault per message). mcpkit's stdio transport reads
+    ``PIPE_READ_SIZE`` (64 KiB) at a time, and a 512 KiB line sent in one write through a 1 MiB pipe (where one
+    read could take 256 KiB at once) still arrives whole, followed by the next line."""
+    import fcntl
+    import os
+
+    from mcpkit.transports.stdio import PIPE_READ_SIZE, StdioServerTransport
+
+    r, w = os.pipe()
+    try:
+        fcntl.fcntl(w, 1031, 1 << 20)  # F_SETPIPE_SZ: room for the whole line in the pipe
+    except OSError:
+        os.close(r)
+        os.close(w)
+        pytest.skip("this machine does not allow a 1 MiB pipe")
+    sink = open(os.devnull, "wb", buffering=0)  # noqa: SIM115 (closed by the transport's close)
+    transport = StdioServerTransport(stdin=os.fdopen(r, "rb", buffering=0), stdout=sink, guard_stdout=False)
+    sizes: list[int] = []
+    feed = transport._lines.data_received
+    transport._lines.data_received = lambda data: (sizes.append(len(data)), feed(data))[1]  # type: ignore[method-assign]
+    line = orjson.dumps({"jsonrpc": "2.0", "method": "x", "params": {"blob": "a" * (512 * 1024)}})
+    os.write(w, line + b"\n" + b'{"jsonrpc":"2.0","method":"y"}\n')
+    try:
+        await transport.start()
+        assert await asyncio.wait_for(transport.receive(), 5) == line
+        assert await asyncio.wait_for(transport.receive(), 5) == b'{"jsonrpc":"2.0","method":"y"}'
+    finally:
+        os.close(w)
+        await transport.close()
+        sink.close()
+    assert sizes and max(sizes) <= PIPE_READ_SIZE < 256 * 1024, sizes
+    assert sum(sizes) == len(line) + 32
