@@ -234,21 +234,26 @@ def test_issue14_item4_batch_refusal_text_built_once() -> None:
 
 
 def test_issue14_item4_one_request_body_reader() -> None:
-    """Issue 14 item 4 (review leftover): the Streamable HTTP endpoint and the legacy SSE endpoint read request
-    bodies with one loop (``wire._read_rest``: the max_body cap, the disconnect); before, ``sse.read_body`` had a
-    near-copy of it, with its own ``_Disconnected``."""
+    """Issue 14 item 4 (review leftover): every request body is read with one loop (``mcpkit._asgi.read_rest``:
+    the limit, the disconnect): the Streamable HTTP endpoint, the legacy SSE endpoint, the dev authorization
+    server's form and registration bodies and the resource server's look at a POST body (scope step-up) alike.
+    Before, ``sse.read_body`` had a near-copy of it with its own ``_Disconnected``, ``auth._util.read_body`` a
+    third and ``BearerAuthMiddleware._inspect_body`` a fourth."""
+    from mcpkit import _asgi
+    from mcpkit.auth import _util
     from mcpkit.transports.http import sse, wire
 
     readers: list[str] = []
-    for path in sorted((SRC / "transports" / "http").glob("*.py")):
+    for path in sorted(SRC.rglob("*.py")):
         text = path.read_text()
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 loops = [ast.get_source_segment(text, n) or "" for n in ast.walk(node) if isinstance(n, ast.While)]
                 if any("await receive()" in loop and "more_body" in loop for loop in loops):
-                    readers.append(f"{path.name}:{node.name}")  # (it loops over the body's chunks)
-    assert readers == ["wire.py:_read_rest"]
-    assert sse._Disconnected is wire._Disconnected
+                    readers.append(f"{path.relative_to(SRC)}:{node.name}")  # (it loops over the body's chunks)
+    assert readers == ["_asgi.py:read_rest"]
+    assert sse._Disconnected is wire._Disconnected is _asgi.Disconnected
+    assert _util.read_body is _asgi.read_body
 
 
 async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
@@ -480,7 +485,7 @@ def test_issue14_item5_helpers_defined_once() -> None:
     assert lowlevel._maybe_await is handlers._maybe_await
     text = [p.read_text() for p in SRC.rglob("*.py")]
     once = (
-        "class _Disconnected(",
+        "class Disconnected(",
         "def _wait_disconnect(",
         "def _maybe_await(",
         '{"level": level, "data": data}',

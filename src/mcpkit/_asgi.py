@@ -2,7 +2,9 @@
 
 They follow the ASGI specification: a ``scope`` and each ``message`` are mutable string-keyed mappings,
 ``receive`` and ``send`` are the coroutines the server hands the application. This module imports nothing of
-mcpkit, so any layer may use it; so may :func:`lifespan`, the one answerer of the ASGI lifespan protocol.
+mcpkit, so any layer may use it; so may :func:`lifespan`, the one answerer of the ASGI lifespan protocol, and
+:func:`read_rest` / :func:`read_body`, the one reader of request bodies (every endpoint and the dev
+authorization server).
 """
 
 from __future__ import annotations
@@ -40,4 +42,51 @@ async def lifespan(
             return
 
 
-__all__ = ["ASGIApp", "Message", "Receive", "Scope", "Send", "lifespan"]
+class BodyTooLarge(ValueError):
+    """A request body larger than the reader's limit."""
+
+
+class Disconnected(ConnectionError):
+    """The client left before its request body was read."""
+
+
+async def read_rest(receive: Receive, first: Message, limit: int) -> bytes:
+    """The request body after a first ``receive()`` (``first``) that may not have carried all of it: at most
+    ``limit`` bytes (:class:`BodyTooLarge` past it; :class:`Disconnected` when the client leaves)."""
+    message = first
+    if message["type"] == "http.disconnect":
+        raise Disconnected("the client disconnected")
+    body = message.get("body", b"")
+    chunks = [body]
+    size = len(body)
+    if size > limit:
+        raise BodyTooLarge(f"request body larger than {limit} bytes")
+    while message.get("more_body", False):
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise Disconnected("the client disconnected")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"request body larger than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_body(receive: Receive, limit: int) -> bytes:
+    """The whole request body, at most ``limit`` bytes (see :func:`read_rest`)."""
+    return await read_rest(receive, await receive(), limit)
+
+
+__all__ = [
+    "ASGIApp",
+    "BodyTooLarge",
+    "Disconnected",
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "lifespan",
+    "read_body",
+    "read_rest",
+]

@@ -10,7 +10,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from .._asgi import Receive, Scope, Send
+from .._asgi import Scope, Send
+from .._asgi import read_body as read_body
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
@@ -96,22 +97,6 @@ async def send_preflight(send: Send, methods: bytes, allow_headers: bytes) -> No
             (b"access-control-allow-headers", allow_headers),
         ],
     )
-
-
-async def read_body(receive: Receive, limit: int = 1 << 20) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ConnectionError("client disconnected")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise ValueError("request body too large")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 class DocumentTooLarge(Exception):

@@ -34,7 +34,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from .._asgi import ASGIApp, Receive, Scope, Send
+from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, read_body
 from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
     canonical_resource,
@@ -308,24 +308,18 @@ class BearerAuthMiddleware:
     async def _inspect_body(self, receive: Receive, authz: ScopeAuthorization) -> tuple[Receive, list[str]] | None:
         """Buffer the POST body, ask the scope rule about each JSON-RPC request in it, replay it downstream.
         None when the body is larger than ``max_body``: what cannot be inspected is refused (413), never passed."""
-        chunks: list[bytes] = []
-        size = 0
-        messages: list[Any] = []
-        while True:
-            message = await receive()
-            messages.append(message)
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            chunks.append(chunk)
-            if size > self.max_body or not message.get("more_body", False):
-                break
-        if size > self.max_body:
+        messages: list[Any]
+        try:
+            body = await read_body(receive, self.max_body)  # the one body reader (limit, disconnect)
+        except BodyTooLarge:
             return None
+        except Disconnected:
+            body, messages = b"", [{"type": "http.disconnect"}]  # the app downstream sees the client leave
+        else:
+            messages = [{"type": "http.request", "body": body, "more_body": False}]
         extra: list[str] = []
         try:
-            parsed = orjson.loads(b"".join(chunks))
+            parsed = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
             parsed = None
         for msg in parsed if isinstance(parsed, list) else [parsed]:

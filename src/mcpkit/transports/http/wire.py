@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..._asgi import Message, Receive, Scope, Send
+from ..._asgi import BodyTooLarge, Disconnected, Message, Receive, Scope, Send, read_rest
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Request
@@ -142,12 +142,10 @@ def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
     return jsonrpc.encode_error(rid, err)
 
 
-class _TooLarge(Exception):
-    pass
-
-
-class _Disconnected(Exception):
-    pass
+# the one request-body reader (mcpkit._asgi), under the names the endpoints use
+_TooLarge = BodyTooLarge
+_Disconnected = Disconnected
+_read_rest = read_rest
 
 
 def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
@@ -157,28 +155,6 @@ def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
         return int(declared) > limit
     except ValueError:
         return False
-
-
-async def _read_rest(receive: Receive, first: Message, limit: int) -> bytes:
-    """The body after a first ``receive()`` that did not carry all of it (or reported a disconnect)."""
-    message = first
-    if message["type"] == "http.disconnect":
-        raise _Disconnected
-    body = message.get("body", b"")
-    chunks = [body]
-    size = len(body)
-    if size > limit:
-        raise _TooLarge
-    while message.get("more_body", False):
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 _EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
