@@ -472,6 +472,11 @@ async def test_issue14_item3_attach_bus_is_a_deprecated_wrapper_that_sets_the_fa
         bridge_b = attach_bus(b, backend.bus())
     assert a.fanout is bridge_a and isinstance(bridge_a, BusFanout) and isinstance(bridge_a, BusBridge)
     assert [k for k, v in vars(a).items() if inspect.ismethod(v)] == []  # no bound-method overrides
+    from mcpkit.transports.http import create_app
+
+    served = create_app(a)
+    assert bridge_a.asgi(served) is served  # its lifespan starts the server's fan-out (this bridge) itself
+    assert bridge_b.asgi(served) is not served  # another server's app: wrapped, so the lifespan starts bridge_b
     await bridge_b.start()
     async with _connect(b, "modern", Seen()) as cs_b, cs_b.listen(tools=True) as sub:
         async with _connect(a, "modern", Seen()) as cs_a:

@@ -309,11 +309,9 @@ class BusBridge(BusFanout):
 
     def asgi(self, app: ASGIApp) -> ASGIApp:
         """``app`` with this fan-out started at ASGI lifespan startup and stopped at shutdown (an app built by
-        ``create_app`` already does both for the server's fan-out, so it is returned as is)."""
-        from ..transports.http.app import MCPApp
-
-        if isinstance(app, MCPApp):
-            return app
+        ``create_app`` already does both for its server's fan-out: when that is this one, it is returned as is)."""
+        if getattr(getattr(app, "server", None), "fanout", None) is self:
+            return app  # (read by what the app holds, not its class: the stores need nothing of the transports)
 
         async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
             if scope["type"] != "lifespan":
