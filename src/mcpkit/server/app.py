@@ -211,7 +211,7 @@ class MCPKit(Server):
         """The registered tools, in registration order."""
         return list(self._tools.values())
 
-    async def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["tools"]
         page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
         return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor, self._list_cache)
@@ -343,13 +343,13 @@ class MCPKit(Server):
         """The registered resource templates."""
         return list(self._templates.values())
 
-    async def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resources"]
         size = self.page_sizes["resources"]
         page, cursor = self._paginator.page("resources", snap.items, params, size, _uri, snap.position)
         return _list_result("resources", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
 
-    async def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resource_templates"]
         size = self.page_sizes["resource_templates"]
         page, cursor = self._paginator.page(
@@ -438,7 +438,7 @@ class MCPKit(Server):
         """The registered prompts."""
         return list(self._prompts.values())
 
-    async def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["prompts"]
         page, cursor = self._paginator.page(
             "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position

@@ -53,8 +53,8 @@ _LIST_CHANGED_FILTER = {
 }
 
 
-async def _ping(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-    return {}
+def _ping(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    return {}  # (answered at once: a handler that returns a dict is not awaited)
 
 
 async def _set_level(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -160,7 +160,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
 
 
-_BUILTINS: dict[str, Callable[[_Host, ServerRequestContext, JSONDict], Awaitable[JSONDict]]] = {
+_BUILTINS: dict[str, Callable[[_Host, ServerRequestContext, JSONDict], Awaitable[JSONDict] | JSONDict]] = {
     "ping": _ping,
     "logging/setLevel": _set_level,
     "resources/subscribe": _subscribe,
