@@ -1,6 +1,10 @@
-"""A/B of HTTP servers by server CPU per call: for changes too small for the full suite's single-run rates.
+"""A/B of servers by server CPU per call: for changes too small for the full suite's single-run rates.
 
     python bench/ab.py floor=floor_asgi.py base=/path/to/old/src:mcpkit_server.py new=mcpkit_server.py mcp=mcp_high.py
+    python bench/ab.py --transport stdio --concurrency 1 floor=floor_stdio.py new=mcpkit_server.py
+
+``--transport stdio`` drives each server over its stdin/stdout instead (sequential with ``--concurrency 1``,
+the default there, or N calls in flight), handshake era or ``--era modern``.
 
 Each contender is ``name=[PYTHONPATH:]script`` (a script of ``bench/servers``; ``PYTHONPATH`` puts another mcpkit
 first, e.g. ``git archive <rev> src | tar -x -C /tmp/old`` then ``/tmp/old/src``). All servers start side by side
@@ -15,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -35,9 +41,9 @@ def _cpu_ticks(pid: int) -> int:
     return int(fields[11]) + int(fields[12])
 
 
-async def _load(port: int, era: str, seconds: float, max_calls: int) -> driver.LoadResult:
+async def _load(port: int, era: str, seconds: float, max_calls: int, concurrency: int = 32) -> driver.LoadResult:
     mm = driver.HttpMcp("127.0.0.1", port, era=era)
-    conns = [mm.conn() for _ in range(32)]
+    conns = [mm.conn() for _ in range(concurrency)]
     try:
         if era != "modern":
             await mm.initialize(conns[0])
@@ -45,10 +51,79 @@ async def _load(port: int, era: str, seconds: float, max_calls: int) -> driver.L
         async def echo(w: int) -> None:
             await mm.call_tool(conns[w], "echo", {"text": "hello"})
 
-        return await driver.run_load(echo, concurrency=32, max_calls=max_calls, max_seconds=seconds)
+        return await driver.run_load(echo, concurrency=concurrency, max_calls=max_calls, max_seconds=seconds)
     finally:
         for c in conns:
             await c.close()
+
+
+async def _stdio_load(conn: driver.StdioConn, era: str, concurrency: int, seconds: float, max_calls: int) -> Any:
+    params: dict[str, Any] = {"name": "echo", "arguments": {"text": "hello"}}
+    if era == "modern":
+        params = driver.modern_params(params)
+
+    async def echo(_w: int) -> None:
+        await conn.request("tools/call", params)
+
+    return await driver.run_load(echo, concurrency=concurrency, max_calls=max_calls, max_seconds=seconds)
+
+
+async def _main_stdio(args: argparse.Namespace) -> int:
+    servers: dict[str, tuple[asyncio.subprocess.Process, driver.StdioConn]] = {}
+    concurrency = args.concurrency or 1
+    try:
+        for spec in args.contenders:
+            name, _, rest = spec.partition("=")
+            path, _, script = rest.rpartition(":")
+            if not name or not script:
+                raise SystemExit(f"bad contender {spec!r}: expected name=[PYTHONPATH:]script")
+            env = dict(os.environ)
+            if path:
+                env["PYTHONPATH"] = path
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable,
+                script,
+                cwd=HERE / "servers",
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                limit=1 << 24,
+            )
+            assert proc.stdout is not None and proc.stdin is not None
+            conn = driver.StdioConn(proc.stdout, proc.stdin)
+            servers[name] = (proc, conn)
+            if args.era != "modern":
+                await asyncio.wait_for(conn.handshake(), 30)
+            await _stdio_load(conn, args.era, concurrency, 1.0, args.max_calls)  # warm-up
+        cpu: dict[str, list[float]] = {n: [] for n in servers}
+        rate: dict[str, list[float]] = {n: [] for n in servers}
+        order = list(servers)
+        for rep in range(args.reps):
+            for name in order if rep % 2 == 0 else order[::-1]:
+                proc, conn = servers[name]
+                before = _cpu_ticks(proc.pid)
+                res = await _stdio_load(conn, args.era, concurrency, args.seconds, args.max_calls)
+                if res.calls == 0:
+                    raise SystemExit(f"{name}: no call completed")
+                cpu[name].append((_cpu_ticks(proc.pid) - before) / CLK_TCK / res.calls * 1e6)
+                rate[name].append(res.rate)
+        _report(order, cpu, rate)
+    finally:
+        for proc, conn in servers.values():
+            await conn.close()
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+    return 0
+
+
+def _report(order: list[str], cpu: dict[str, list[float]], rate: dict[str, list[float]]) -> None:
+    for name in order:
+        reps = ", ".join(f"{x:.1f}" for x in cpu[name])
+        print(
+            f"{name:12s} server CPU/call {statistics.median(cpu[name]):7.1f} us  [{reps}]  "
+            f"rate {statistics.median(rate[name]):8.0f} calls/s"
+        )
 
 
 async def _ready(port: int, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
@@ -75,7 +150,11 @@ async def main() -> int:
     parser.add_argument("--max-calls", type=int, default=100_000, help="calls per load at most")
     parser.add_argument("--era", choices=("modern", "legacy"), default="modern")
     parser.add_argument("--port", type=int, default=18800, help="first port (one per contender)")
+    parser.add_argument("--transport", choices=("http", "stdio"), default="http")
+    parser.add_argument("--concurrency", type=int, default=0, help="calls in flight (default: http 32, stdio 1)")
     args = parser.parse_args()
+    if args.transport == "stdio":
+        return await _main_stdio(args)
 
     servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
@@ -93,7 +172,7 @@ async def main() -> int:
             servers[name] = (proc, port)
         for proc, port in servers.values():
             await _ready(port, proc)
-            await _load(port, args.era, 1.0, args.max_calls)  # warm-up
+            await _load(port, args.era, 1.0, args.max_calls, args.concurrency or 32)  # warm-up
         cpu: dict[str, list[float]] = {n: [] for n in servers}
         rate: dict[str, list[float]] = {n: [] for n in servers}
         order = list(servers)
@@ -101,17 +180,12 @@ async def main() -> int:
             for name in order if rep % 2 == 0 else order[::-1]:
                 proc, port = servers[name]
                 before = _cpu_ticks(proc.pid)
-                res = await _load(port, args.era, args.seconds, args.max_calls)
+                res = await _load(port, args.era, args.seconds, args.max_calls, args.concurrency or 32)
                 if res.calls == 0:
                     raise SystemExit(f"{name}: no call completed")
                 cpu[name].append((_cpu_ticks(proc.pid) - before) / CLK_TCK / res.calls * 1e6)
                 rate[name].append(res.rate)
-        for name in order:
-            reps = ", ".join(f"{x:.1f}" for x in cpu[name])
-            print(
-                f"{name:12s} server CPU/call {statistics.median(cpu[name]):7.1f} us  [{reps}]  "
-                f"rate {statistics.median(rate[name]):8.0f} calls/s"
-            )
+        _report(order, cpu, rate)
     finally:
         for proc, _ in servers.values():
             proc.terminate()

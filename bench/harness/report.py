@@ -554,8 +554,11 @@ def markdown(result: dict[str, Any]) -> str:
     w("python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs  # one growth curve's own section")
     w("python bench/inflight.py --inflight 256,1024  # mcpkit alone, in flight on one session, e.g. before/after")
     w("python bench/stdio_roundtrip.py  # issue 2: stdio round trips, low-level servers vs the raw loop")
-    w("# A/B of HTTP servers by server CPU per call (alternating loads; resolves ~1 µs), e.g. a change vs its base:")
+    w("# A/B of servers by server CPU per call (alternating loads, real sockets), e.g. a change vs its base:")
     w(".bench-venv/bin/python bench/ab.py floor=floor_asgi.py base=/tmp/base/src:mcpkit_server.py new=mcpkit_server.py")
+    w(".bench-venv/bin/python bench/ab.py --transport stdio floor=floor_stdio.py new=mcpkit_server.py  # sequential")
+    w("# CPU per HTTP call in one process (uvicorn's h11 protocol, no sockets; resolves ~1 µs), best of 3 rounds:")
+    w(".bench-venv/bin/python bench/uvicorn_inproc.py floor_asgi /tmp/base/src:mcpkit_def mcpkit_def")
     w("```")
     w("")
     w(
