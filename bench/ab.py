@@ -57,6 +57,18 @@ async def _load(port: int, era: str, seconds: float, max_calls: int, concurrency
             await c.close()
 
 
+def _contender(spec: str) -> tuple[str, str, dict[str, str]]:
+    """``name=[PYTHONPATH:]script`` -> (name, script, the environment to start it with)."""
+    name, _, rest = spec.partition("=")
+    path, _, script = rest.rpartition(":")
+    if not name or not script:
+        raise SystemExit(f"bad contender {spec!r}: expected name=[PYTHONPATH:]script")
+    env = dict(os.environ)
+    if path:
+        env["PYTHONPATH"] = path
+    return name, script, env
+
+
 async def _stdio_load(conn: driver.StdioConn, era: str, concurrency: int, seconds: float, max_calls: int) -> Any:
     params: dict[str, Any] = {"name": "echo", "arguments": {"text": "hello"}}
     if era == "modern":
@@ -73,13 +85,7 @@ async def _main_stdio(args: argparse.Namespace) -> int:
     concurrency = args.concurrency or 1
     try:
         for spec in args.contenders:
-            name, _, rest = spec.partition("=")
-            path, _, script = rest.rpartition(":")
-            if not name or not script:
-                raise SystemExit(f"bad contender {spec!r}: expected name=[PYTHONPATH:]script")
-            env = dict(os.environ)
-            if path:
-                env["PYTHONPATH"] = path
+            name, script, env = _contender(spec)
             proc = await asyncio.create_subprocess_exec(
                 sys.executable,
                 script,
@@ -159,13 +165,7 @@ async def main() -> int:
     servers: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
     try:
         for i, spec in enumerate(args.contenders):
-            name, _, rest = spec.partition("=")
-            path, _, script = rest.rpartition(":")
-            if not name or not script:
-                raise SystemExit(f"bad contender {spec!r}: expected name=[PYTHONPATH:]script")
-            env = dict(os.environ)
-            if path:
-                env["PYTHONPATH"] = path
+            name, script, env = _contender(spec)
             port = args.port + i
             argv = [sys.executable, script, "http", str(port)]
             proc = subprocess.Popen(argv, cwd=HERE / "servers", env=env, stdout=subprocess.DEVNULL)

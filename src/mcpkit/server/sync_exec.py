@@ -316,20 +316,6 @@ class SyncPolicy:
                 except IndexError:  # the watchdog took it: the loop was handed over
                     h._take_back(ready)
 
-    def inline(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """Call on the event loop, timed: a learned function that runs long goes back to the worker thread
-        (:meth:`try_inline` without the guard: for a guard's ``run`` and for tests)."""
-        u0 = _usage() if self._exact else None
-        t0 = _clock()
-        g0 = _gc_time[0]
-        k0 = TICKS[0]
-        try:
-            return self.fn(*args, **kwargs)
-        finally:
-            took = _clock() - t0
-            if took > self._long_s:
-                self._ran_long(took, took - (_gc_time[0] - g0), u0, k0)
-
     def _ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
         ``u0``: the thread's usage counters when the call started (None: not read, the call was timed with the
@@ -399,9 +385,10 @@ class SyncPolicy:
         return asyncio.get_running_loop().run_in_executor(None, call)
 
     def guard(self) -> LoopHandoff | _Unguarded | None:
-        """How the next call would run: inline through the returned guard (``guard.run(self.inline, args,
-        kwargs)``: the running loop's :class:`~.loop_handoff.LoopHandoff`), or on a worker thread (None).
-        :meth:`try_inline` decides the same way in one step; this is for diagnostics and tests."""
+        """How the next call would run: inline under the returned guard (the running loop's
+        :class:`~.loop_handoff.LoopHandoff`, or an unguarded runner for a declared function on a loop that cannot
+        be handed over), or on a worker thread (None). :meth:`try_inline` decides the same way and runs the call
+        in one step; this is for diagnostics and tests."""
         if self.mode != INLINE:
             return None
         h = running_guard()
