@@ -143,48 +143,40 @@ class Answering(SSEPump):
     ) -> None:
         """Run a 2026-07-28 request (``runner``: ``peer.run_detached(ctx)``) in this (the ASGI request's) task and
         answer it with ``application/json``. ``runner`` may be the answer itself (the handler answered at once)."""
+        answer: Outgoing | None
         if type(runner) is Outgoing:  # nothing to run, nothing to watch: the answer, at once
-            now: Outgoing = runner
-            data = now.data
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 200 if now.kind != ERROR else _error_status(now, True, False),
-                    "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
-                }
-            )
-            await send({"type": "http.response.body", "body": data, "more_body": False})
-            return
-        ctx.task = task = _current_task()
-        slow = self._slow
-        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
-        if self._slow_timer is None:
-            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        ended = False
-        try:
-            answer = await runner  # type: ignore[misc]
-        except asyncio.CancelledError:
-            if not self._closing:
-                raise
-            answer, ended = None, True  # the endpoint shuts down under the request
-        finally:
-            slow.pop(ctx, None)
-        if answer is None and task is not None and task.cancelling():
-            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
-            # answer): this task goes on.
-            task.uncancel()
-        if self._watchers:
-            watcher = self._watchers.pop(ctx, None)
-            if watcher is not None:
-                if watcher.done():
-                    return  # the client left: the request was cancelled and gets no answer
-                watcher.cancel()
-        if answer is None:
-            if ended:
-                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
-            else:
-                await _respond(send, 202)  # nothing to answer (a cancelled request)
-            return
+            answer = runner
+        else:
+            ctx.task = task = _current_task()
+            slow = self._slow
+            slow[ctx] = (self._slow_gen, receive, None)  # see _tick
+            if self._slow_timer is None:
+                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+            ended = False
+            try:
+                answer = await runner  # type: ignore[misc]
+            except asyncio.CancelledError:
+                if not self._closing:
+                    raise
+                answer, ended = None, True  # the endpoint shuts down under the request
+            finally:
+                slow.pop(ctx, None)
+            if answer is None and task is not None and task.cancelling():
+                # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
+                # answer): this task goes on.
+                task.uncancel()
+            if self._watchers:
+                watcher = self._watchers.pop(ctx, None)
+                if watcher is not None:
+                    if watcher.done():
+                        return  # the client left: the request was cancelled and gets no answer
+                    watcher.cancel()
+            if answer is None:
+                if ended:
+                    await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+                else:
+                    await _respond(send, 202)  # nothing to answer (a cancelled request)
+                return
         status = 200 if answer.kind != ERROR else _error_status(answer, True, False)
         data = answer.data
         await send(
