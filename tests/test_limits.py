@@ -277,9 +277,9 @@ async def http_session(*opts: str) -> AsyncIterator[tuple[httpx.AsyncClient, str
 @pytest.mark.req("M011")
 async def test_issue12_item3_http_batch_items_count_against_the_session_cap() -> None:
     """Issue 12.3 over HTTP: each request of a POSTed batch counts against the session's cap
-    (max_requests_per_session, 256) like a single request: 6 concurrent batches of 100 calls of a 300 ms tool never
-    run more than 256 at once (on 91956f7 a batch counted as one, and all 600 ran at once)."""
-    async with http_session() as (http, url, headers, _):
+    (max_requests_per_session, set to 256 here) like a single request: 6 concurrent batches of 100 calls of a 300 ms
+    tool never run more than 256 at once (on 91956f7 a batch counted as one, and all 600 ran at once)."""
+    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
         rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in batches(6, 100, 300)))
         assert [r.status_code for r in rs] == [200] * 6
         assert all(len(r.json()) == 100 for r in rs)
@@ -290,8 +290,8 @@ async def test_issue12_item3_http_batch_items_count_against_the_session_cap() ->
 
 async def test_issue12_item3_http_batch_flood_memory_is_bounded() -> None:
     """Issue 12.3 over HTTP: 300 concurrent POSTs of 100 batched calls (30,000 calls) of a tool that holds each call
-    for up to 3 s: two batches run (256 places), the other POSTs wait in the session's bounded queue, and the
-    server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
+    for up to 3 s: ten batches run (1,024 places by default), the other POSTs wait in the session's bounded queue,
+    and the server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
     async with http_session() as (http, url, headers, pid):
         until = time.time() + 3.0
         work = [
@@ -317,14 +317,14 @@ async def test_issue12_item3_http_long_batch_is_refused() -> None:
 
 
 async def test_issue16_http_requests_beyond_the_session_cap_queue_before_429() -> None:
-    """Issue 16 (HTTP part): 600 calls in flight on one session (cap 256) are queued and all answered 200 (on
-    91956f7 344 of them got 429); beyond the queue (max_queued_per_session) the answer is a cheap 429 with
+    """Issue 16 (HTTP part): 600 calls in flight on one session with a cap of 256 are queued and all answered 200
+    (on 91956f7 344 of them got 429); beyond the queue (max_queued_per_session) the answer is a cheap 429 with
     Retry-After that names the options, and the session goes on."""
-    async with http_session() as (http, url, headers, _):
+    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
         rs = await asyncio.gather(*(http.post(url, json=slow(i, 200), headers=headers) for i in range(600)))
         assert [r.status_code for r in rs] == [200] * 600
         seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
-        assert seen["peak"] <= 256, seen
+        assert seen["calls"] == 600 and 200 <= seen["peak"] <= 256, seen
     async with http_session("max_requests_per_session=4", "max_queued_per_session=4") as (http, url, headers, _):
         rs = await asyncio.gather(*(http.post(url, json=slow(i, 1500), headers=headers) for i in range(12)))
         codes = sorted(r.status_code for r in rs)
@@ -334,6 +334,17 @@ async def test_issue16_http_requests_beyond_the_session_cap_queue_before_429() -
         assert "max_queued_per_session" in refused.json()["error"]["message"]
         r = await http.post(url, json=slow(99, 1), headers=headers)
         assert r.status_code == 200
+
+
+async def test_issue16_http_default_session_cap_runs_what_the_connections_carry() -> None:
+    """Issue 16: by default a session runs as many single requests at once as the server's default connection bound
+    (1,024) lets arrive: 600 concurrent POSTs of a 1 s tool all run together (the earlier default of 256 queued
+    the rest, and 1,024 in flight ran slower than 256); a batch still counts one place per item."""
+    async with http_session() as (http, url, headers, _):
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1000), headers=headers) for i in range(600)))
+        assert [r.status_code for r in rs] == [200] * 600
+        seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
+        assert seen["calls"] == 600 and seen["peak"] > 256, seen
 
 
 # ---------------------------------------------------------------- 12.12: modern batches

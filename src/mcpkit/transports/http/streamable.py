@@ -123,6 +123,9 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
         queue_size: bound of each SSE connection's queue.
         max_requests_per_session: requests of one session running at once (each item of a batch counts as one).
+            Default 1,024, the default bound on open connections: one HTTP/1.1 connection carries one POST at a
+            time, so single requests are not held back below what the server admits anyway; batches and lower
+            settings queue.
         max_queued_per_session: POSTs of one session that wait for a free place beyond those (429 beyond).
         max_queued_bytes_per_session: bound on the bodies of a session's waiting POSTs, in bytes (429 beyond;
             default: one max-size message, 4 MiB).
@@ -151,7 +154,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         retry_interval: int | None = None,
         keepalive: float = 15.0,
         queue_size: int = 256,
-        max_requests_per_session: int = 256,
+        max_requests_per_session: int = 1024,
         max_queued_per_session: int = 768,
         max_queued_bytes_per_session: int = DEFAULT_MAX_MESSAGE_SIZE,
         tool_headers: ToolHeaders | None = None,
