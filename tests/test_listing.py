@@ -6,10 +6,12 @@ from __future__ import annotations
 import tracemalloc
 from typing import Any
 
+import orjson
 import pytest
 
 from mcpkit import MCPKit
 from mcpkit.protocol.errors import MCPError
+from mcpkit.protocol.versions import features
 from mcpkit.server.pagination import Paginator, Snapshot
 from test_everything_support import connect
 
@@ -89,6 +91,34 @@ async def test_issue16_item4_full_walk_is_exact_and_in_order(kind: str) -> None:
             if not cursor:
                 break
     assert names == [f"i{i}" for i in range(n)]
+
+
+async def test_issue16_item4_each_listed_item_is_encoded_once_per_revision() -> None:
+    """Issue 16 item 4 (tools/list 1k -> 10k): a page copies each item's ready JSON text instead of encoding its
+    definition again (walking thousands of scattered small objects per page made a page of a large registry cost
+    up to twice one of a small registry). Two walks encode each item once, for the session's revision only, and
+    the text is exactly the item's definition."""
+    app = MCPKit("once", page_size=7)
+    for i in range(20):
+        app.add_tool(lambda: "x", name=f"i{i}", description=f"tool {i}")
+    first: list[Any] = []
+    async with connect(app) as (cs, _, _):
+        for walk in range(2):
+            cursor: str | None = None
+            while True:
+                page = await cs.list_tools(cursor)
+                if walk == 0:
+                    first += [t.model_dump(by_alias=True, exclude_none=True) for t in page.tools]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        version = cs.protocol_version
+    assert version is not None and len(first) == 20
+    tool = app.get_tool("i3")
+    assert tool is not None and list(tool._texts) == [version]
+    text = tool.listed(features(version))
+    assert text is tool._texts[version]  # the same text object on every page and walk
+    assert orjson.loads(orjson.dumps([text]))[0] == tool.definition(features(version)) == first[3]
 
 
 @pytest.mark.req("S030")

@@ -37,6 +37,8 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+import orjson
+
 from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
@@ -214,7 +216,7 @@ class MCPKit(Server):
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["tools"]
         page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
-        return _list_result("tools", [tool.definition(ctx.features) for tool in page], cursor, self._list_cache)
+        return _list_result("tools", [tool.listed(ctx.features) for tool in page], cursor, self._list_cache)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
@@ -347,7 +349,7 @@ class MCPKit(Server):
         snap = self._snapshots["resources"]
         size = self.page_sizes["resources"]
         page, cursor = self._paginator.page("resources", snap.items, params, size, _uri, snap.position)
-        return _list_result("resources", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
+        return _list_result("resources", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
 
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resource_templates"]
@@ -355,7 +357,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "resource_templates", snap.items, params, size, _template_uri, snap.position
         )
-        return _list_result("resourceTemplates", [r.definition(ctx.features) for r in page], cursor, self._list_cache)
+        return _list_result("resourceTemplates", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
@@ -443,7 +445,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position
         )
-        return _list_result("prompts", [p.definition(ctx.features) for p in page], cursor, self._list_cache)
+        return _list_result("prompts", [p.listed(ctx.features) for p in page], cursor, self._list_cache)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
@@ -664,7 +666,7 @@ def _template_uri(item: ResourceTemplate) -> str:
     return item.uri_template
 
 
-def _list_result(key: str, items: list[JSONDict], cursor: str | None, cache: JSONDict) -> JSONDict:
+def _list_result(key: str, items: list[orjson.Fragment], cursor: str | None, cache: JSONDict) -> JSONDict:
     result: JSONDict = {key: items, **cache}
     if cursor is not None:
         result["nextCursor"] = cursor

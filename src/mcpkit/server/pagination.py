@@ -21,8 +21,10 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from ..protocol.errors import InvalidParams
+from ..protocol.versions import Features
 
 T = TypeVar("T")
+JSONDict = dict[str, Any]
 _MAX_CURSOR = 1024
 
 
@@ -139,3 +141,27 @@ class Snapshot(Generic[T]):
 
 
 __all__ = ["Paginator", "Snapshot"]
+
+
+class Listed:
+    """An item a ``*/list`` page shows (tool, resource, template, prompt).
+
+    The subclass builds its object for a protocol revision in :meth:`definition` (once per revision, kept in
+    ``_defs``); :meth:`listed` is that object as JSON text, encoded once. A page is then a copy of a few ready
+    strings: encoding the definitions again on every page walked thousands of small objects scattered over the
+    heap, and the cache misses made a page of a 10,000-tool registry cost twice a page of a 1,000-tool one."""
+
+    def __init__(self) -> None:
+        self._defs: dict[str, JSONDict] = {}
+        self._texts: dict[str, orjson.Fragment] = {}
+
+    def definition(self, feats: Features) -> JSONDict:
+        """The object a list shows for this item in ``feats``' revision."""
+        raise NotImplementedError
+
+    def listed(self, feats: Features) -> orjson.Fragment:
+        """:meth:`definition` as JSON text, for the page's encoder (the engine's orjson writes it as it is)."""
+        text = self._texts.get(feats.version)
+        if text is None:
+            text = self._texts[feats.version] = orjson.Fragment(orjson.dumps(self.definition(feats)))
+        return text

@@ -16,6 +16,7 @@ from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
 from .completions import Completer, gather_completions
 from .content import downgrade_content, dump_model, loaded_types, to_content
+from .pagination import Listed
 from .schema import FunctionInfo, format_validation_error, function_name
 from .sync_exec import SyncPolicy
 
@@ -73,7 +74,7 @@ def to_messages(value: Any) -> list[JSONDict]:
     return Message.user(value).to_wire()
 
 
-class Prompt:
+class Prompt(Listed):
     """A registered prompt."""
 
     def __init__(
@@ -102,7 +103,7 @@ class Prompt:
         names = {p.name for p in self.info.params}
         unknown = f"prompt {self.name!r}: completions for unknown arguments"
         self.completions = gather_completions(self.info.params, completions, names, unknown)
-        self._defs: dict[str, JSONDict] = {}
+        Listed.__init__(self)
 
     def definition(self, feats: Features) -> JSONDict:
         cached = self._defs.get(feats.version)

@@ -18,6 +18,7 @@ from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer, gather_completions
 from .content import _json_text, _resource_contents_models, dump_model, is_model
+from .pagination import Listed
 from .schema import FunctionInfo, function_name, unwrap_optional
 from .sync_exec import SyncPolicy
 from .uri_template import UriTemplate
@@ -102,7 +103,7 @@ def cache_hints(ttl_ms: int | None, scope: str | None) -> JSONDict:
     return hints
 
 
-class _ResourceBase:
+class _ResourceBase(Listed):
     def __init__(
         self,
         *,
@@ -124,7 +125,7 @@ class _ResourceBase:
         self.annotations = dump_model(annotations) if annotations is not None else None
         self.icons = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
-        self._defs: dict[str, JSONDict] = {}
+        Listed.__init__(self)
 
     def _common(self, d: JSONDict, feats: Features) -> JSONDict:
         if self.title and feats.titles:

@@ -33,6 +33,7 @@ from .content import (  # the content helpers live in the leaf module; imported 
     to_content,
 )
 from .lowlevel import InputRequired
+from .pagination import Listed
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
 from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
 
@@ -57,7 +58,7 @@ def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
     return dumped
 
 
-class Tool:
+class Tool(Listed):
     """A registered tool: the function, its definition and how to call it."""
 
     debug = False  # development mode: exception messages reach the client (MCPKit sets it from its own)
@@ -95,7 +96,7 @@ class Tool:
         self.meta = meta
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
-        self._defs: dict[str, JSONDict] = {}
+        Listed.__init__(self)
         self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
 
     @property
