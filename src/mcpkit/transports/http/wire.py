@@ -35,29 +35,22 @@ _WANTED = frozenset(
 )
 
 
-# The headers whose values are compared byte for byte, and the optional whitespace (OWS) around a field value.
-_TRIMMED = (b"mcp-session-id", b"mcp-protocol-version", b"mcp-method", b"mcp-name", b"last-event-id")
-_OWS = (32, 9)  # space, tab (a byte of a bytes value is an int)
-
 Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
 
 
 def _headers(scope: Scope) -> Headers:
     """The request headers, by lower-case name; values are left as bytes (most are compared, few are decoded).
 
-    ASGI servers send a list of lower-case names (the ASGI spec requires it): without duplicates that is one
-    ``dict()``. Anything else takes the careful pass, which lower-cases names and keeps the first of duplicates.
-    (A POST names its Content-Type: finding it is the sign that the names are lower-case.)"""
+    A field value excludes the whitespace around it (RFC 9110 §5.5): h11 strips it, httptools (llhttp) keeps what
+    trails, and the MCP headers are compared byte for byte, so every value is trimmed (``bytes.strip`` returns the
+    value itself when there is nothing to trim). ASGI servers send a list of lower-case names (the ASGI spec
+    requires it): without duplicates that is one pass. Anything else takes the careful pass, which lower-cases names
+    and keeps the first of duplicates. (A POST names its Content-Type: finding it is the sign that the names are
+    lower-case.)"""
     raw = scope.get("headers", ())
     if type(raw) is list:
-        h = dict(raw)
+        h = {k: v.strip(b" \t") for k, v in raw}
         if len(h) == len(raw) and b"content-type" in h:
-            # A field value excludes surrounding whitespace (RFC 9110 §5.5): h11 strips it, httptools (llhttp)
-            # keeps what trails. The MCP headers are compared byte for byte, so theirs is trimmed here.
-            for k in _TRIMMED:
-                v = h.get(k)
-                if v and (v[-1] in _OWS or v[0] in _OWS):
-                    h[k] = v.strip(b" \t")
             return h
     return _headers_careful(raw)
 
