@@ -37,8 +37,6 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-import orjson
-
 from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
@@ -47,7 +45,7 @@ from .completions import Completer, completer_plan, completion_result, run_compl
 from .context import Context
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
-from .pagination import Paginator, Snapshot
+from .pagination import Paginator, Snapshot, list_result
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
@@ -216,7 +214,7 @@ class MCPKit(Server):
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["tools"]
         page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
-        return _list_result("tools", [tool.listed(ctx.features) for tool in page], cursor, self._list_cache)
+        return list_result("tools", [tool.listed(ctx.features) for tool in page], cursor, self._list_cache)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
@@ -349,7 +347,7 @@ class MCPKit(Server):
         snap = self._snapshots["resources"]
         size = self.page_sizes["resources"]
         page, cursor = self._paginator.page("resources", snap.items, params, size, _uri, snap.position)
-        return _list_result("resources", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
+        return list_result("resources", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
 
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resource_templates"]
@@ -357,7 +355,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "resource_templates", snap.items, params, size, _template_uri, snap.position
         )
-        return _list_result("resourceTemplates", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
+        return list_result("resourceTemplates", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
@@ -445,7 +443,7 @@ class MCPKit(Server):
         page, cursor = self._paginator.page(
             "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position
         )
-        return _list_result("prompts", [p.listed(ctx.features) for p in page], cursor, self._list_cache)
+        return list_result("prompts", [p.listed(ctx.features) for p in page], cursor, self._list_cache)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
@@ -664,13 +662,6 @@ def _uri(item: Resource) -> str:
 
 def _template_uri(item: ResourceTemplate) -> str:
     return item.uri_template
-
-
-def _list_result(key: str, items: list[orjson.Fragment], cursor: str | None, cache: JSONDict) -> JSONDict:
-    result: JSONDict = {key: items, **cache}
-    if cursor is not None:
-        result["nextCursor"] = cursor
-    return result
 
 
 def debug_from_env() -> bool:

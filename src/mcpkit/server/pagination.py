@@ -165,3 +165,11 @@ class Listed:
         if text is None:
             text = self._texts[feats.version] = orjson.Fragment(orjson.dumps(self.definition(feats)))
         return text
+
+
+def list_result(key: str, items: list[orjson.Fragment], cursor: str | None, cache: JSONDict) -> JSONDict:
+    """A ``*/list`` result: the page's items (as :meth:`Listed.listed` texts), the cache hints, the next cursor."""
+    result: JSONDict = {key: items, **cache}
+    if cursor is not None:
+        result["nextCursor"] = cursor
+    return result
