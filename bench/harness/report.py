@@ -559,6 +559,8 @@ def markdown(result: dict[str, Any]) -> str:
     w(".bench-venv/bin/python bench/ab.py --transport stdio floor=floor_stdio.py new=mcpkit_server.py  # sequential")
     w("# CPU per HTTP call in one process (uvicorn's h11 protocol, no sockets; resolves ~1 µs), best of 3 rounds:")
     w(".bench-venv/bin/python bench/uvicorn_inproc.py floor_asgi /tmp/base/src:mcpkit_def mcpkit_def")
+    w("# the same in instructions per call under callgrind (load-independent, ~1 minute per contender):")
+    w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi mcpkit_def")
     w("```")
     w("")
     w(
