@@ -21,10 +21,10 @@ from typing import Any, Generic, TypeVar
 import orjson
 
 from ..protocol.errors import InvalidParams
+from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
 
 T = TypeVar("T")
-JSONDict = dict[str, Any]
 _MAX_CURSOR = 1024
 
 
@@ -140,9 +140,6 @@ class Snapshot(Generic[T]):
         return found if found is not None and found < len(items) else None
 
 
-__all__ = ["Paginator", "Snapshot"]
-
-
 class Listed:
     """An item a ``*/list`` page shows (tool, resource, template, prompt).
 
@@ -173,3 +170,6 @@ def list_result(key: str, items: list[orjson.Fragment], cursor: str | None, cach
     if cursor is not None:
         result["nextCursor"] = cursor
     return result
+
+
+__all__ = ["Listed", "Paginator", "Snapshot", "list_result"]
