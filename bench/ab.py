@@ -24,6 +24,7 @@ import os
 import statistics
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,19 +102,11 @@ async def _main_stdio(args: argparse.Namespace) -> int:
             if args.era != "modern":
                 await asyncio.wait_for(conn.handshake(), 30)
             await _stdio_load(conn, args.era, concurrency, 1.0, args.max_calls)  # warm-up
-        cpu: dict[str, list[float]] = {n: [] for n in servers}
-        rate: dict[str, list[float]] = {n: [] for n in servers}
-        order = list(servers)
-        for rep in range(args.reps):
-            for name in order if rep % 2 == 0 else order[::-1]:
-                proc, conn = servers[name]
-                before = _cpu_ticks(proc.pid)
-                res = await _stdio_load(conn, args.era, concurrency, args.seconds, args.max_calls)
-                if res.calls == 0:
-                    raise SystemExit(f"{name}: no call completed")
-                cpu[name].append((_cpu_ticks(proc.pid) - before) / CLK_TCK / res.calls * 1e6)
-                rate[name].append(res.rate)
-        _report(order, cpu, rate)
+        await _alternate(
+            {n: (p.pid, c) for n, (p, c) in servers.items()},
+            args.reps,
+            lambda conn: _stdio_load(conn, args.era, concurrency, args.seconds, args.max_calls),
+        )
     finally:
         for proc, conn in servers.values():
             await conn.close()
@@ -121,6 +114,24 @@ async def _main_stdio(args: argparse.Namespace) -> int:
                 proc.kill()
             await proc.wait()
     return 0
+
+
+async def _alternate(servers: dict[str, tuple[int, Any]], reps: int, load: Callable[[Any], Awaitable[Any]]) -> None:
+    """Load each server (name -> (pid, what ``load`` takes)) in turn, the order reversed every other repetition,
+    and report the server CPU per call and the rate of each."""
+    cpu: dict[str, list[float]] = {n: [] for n in servers}
+    rate: dict[str, list[float]] = {n: [] for n in servers}
+    order = list(servers)
+    for rep in range(reps):
+        for name in order if rep % 2 == 0 else order[::-1]:
+            pid, target = servers[name]
+            before = _cpu_ticks(pid)
+            res = await load(target)
+            if res.calls == 0:
+                raise SystemExit(f"{name}: no call completed")
+            cpu[name].append((_cpu_ticks(pid) - before) / CLK_TCK / res.calls * 1e6)
+            rate[name].append(res.rate)
+    _report(order, cpu, rate)
 
 
 def _report(order: list[str], cpu: dict[str, list[float]], rate: dict[str, list[float]]) -> None:
@@ -173,19 +184,11 @@ async def main() -> int:
         for proc, port in servers.values():
             await _ready(port, proc)
             await _load(port, args.era, 1.0, args.max_calls, args.concurrency or 32)  # warm-up
-        cpu: dict[str, list[float]] = {n: [] for n in servers}
-        rate: dict[str, list[float]] = {n: [] for n in servers}
-        order = list(servers)
-        for rep in range(args.reps):
-            for name in order if rep % 2 == 0 else order[::-1]:
-                proc, port = servers[name]
-                before = _cpu_ticks(proc.pid)
-                res = await _load(port, args.era, args.seconds, args.max_calls, args.concurrency or 32)
-                if res.calls == 0:
-                    raise SystemExit(f"{name}: no call completed")
-                cpu[name].append((_cpu_ticks(proc.pid) - before) / CLK_TCK / res.calls * 1e6)
-                rate[name].append(res.rate)
-        _report(order, cpu, rate)
+        await _alternate(
+            {n: (p.pid, port) for n, (p, port) in servers.items()},
+            args.reps,
+            lambda port: _load(port, args.era, args.seconds, args.max_calls, args.concurrency or 32),
+        )
     finally:
         for proc, _ in servers.values():
             proc.terminate()
