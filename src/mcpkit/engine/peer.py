@@ -269,8 +269,7 @@ class Peer(Requests):
                 return self._run_request(ctx, True, result)
             ctx.done = True
             answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
-        self._finished(ctx)
-        return answer
+        return answer  # (a detached context is in no table and holds no slot: nothing to leave)
 
     def _failed(self, ctx: RequestContext, exc: Exception) -> Outgoing:
         """The error answer of a request whose handler raised ``exc`` (logged unless it is a protocol error)."""

@@ -22,15 +22,12 @@ class LifespanHolder:
     def __init__(self, app: Any, lifespan: Lifespan | None) -> None:
         self._app = app
         self._lifespan = lifespan
+        self.configured = lifespan is not None  # (an attribute, not a property: read on every request)
         self.state: Any = None
         self.users = 0
         self._cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-
-    @property
-    def configured(self) -> bool:
-        return self._lifespan is not None
 
     def lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()

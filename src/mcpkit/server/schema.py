@@ -551,8 +551,12 @@ class ReturnInfo:
         self.wrap = False
         self.adapter: TypeAdapter[Any] | None = None
         self._scalar: type | None = None  # -> int / float / bool: schema and values without pydantic
-        if structured is False:
-            return
+        if structured is not False:
+            self._read(annotation)
+        # whether results carry structuredContent (an attribute, not a property: read on every call)
+        self.structured = self.adapter is not None or self._scalar is not None
+
+    def _read(self, annotation: Any) -> None:
         if annotation in (int, float, bool):
             self.wrap = True
             self._scalar = annotation
@@ -572,10 +576,6 @@ class ReturnInfo:
             logger.warning("no output schema for return annotation %r: %s", annotation, exc)
             self.adapter = None
             self.__dict__.pop("output_schema", None)
-
-    @property
-    def structured(self) -> bool:
-        return self.adapter is not None or self._scalar is not None
 
     @cached_property
     def output_schema(self) -> JSONDict | None:

@@ -27,7 +27,7 @@ from ...protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream
-from .wire import _CONTENT_TYPE_JSON, _bad, _respond, _wait_disconnect
+from .wire import _CONTENT_TYPE_JSON, _LENGTHS, _bad, _content_length, _respond, _wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
@@ -132,7 +132,7 @@ class Answering(SSEPump):
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
         data = answer.data
-        length = (b"content-length", b"%d" % len(data))
+        length = _LENGTHS.get(len(data)) or _content_length(len(data))
         headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data, "more_body": False})
@@ -183,7 +183,7 @@ class Answering(SSEPump):
             {
                 "type": "http.response.start",
                 "status": status,
-                "headers": [(b"content-length", b"%d" % len(data)), _CONTENT_TYPE_JSON],
+                "headers": [_LENGTHS.get(len(data)) or _content_length(len(data)), _CONTENT_TYPE_JSON],
             }
         )
         await send({"type": "http.response.body", "body": data, "more_body": False})

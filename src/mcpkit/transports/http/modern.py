@@ -102,7 +102,7 @@ class ModernChecks:
 
     def _modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
-        v = hv.decode("latin-1")
+        v = hv.strip(b" \t").decode("latin-1")
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
     def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
@@ -167,7 +167,7 @@ class ModernChecks:
         hv = h.get(b"mcp-protocol-version")
         if hv is None:
             raise _mismatch("the MCP-Protocol-Version header is required")
-        if hv.decode("latin-1") != body_version:
+        if _text(hv) != body_version:
             raise _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
         server = self.server
         if body_version not in server.modern_versions:
@@ -176,7 +176,7 @@ class ModernChecks:
         hm = h.get(b"mcp-method")
         if hm is None:
             raise _mismatch("the Mcp-Method header is required")
-        if hm.decode("latin-1") != method:
+        if _text(hm) != method:
             raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
             raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
@@ -187,7 +187,8 @@ class ModernChecks:
             raw_b = h.get(b"mcp-name")
             if raw_b is None:
                 raise _mismatch("the Mcp-Name header is required for " + method)
-            raw = raw_b.decode("latin-1")
+            raw = _text(raw_b)
+            assert raw is not None
             expected = params.get(field)
             # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
             if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):

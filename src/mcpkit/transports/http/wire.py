@@ -19,6 +19,20 @@ _JSON = b"application/json"
 _CONTENT_TYPE_JSON = (b"content-type", _JSON)
 
 
+# The Content-Length field of an answer, by its length: most answers of a server have a handful of sizes, and
+# formatting an int as bytes (``b"%d" % n``) is a rarely used, cache-cold path of the interpreter.
+_LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+
+
+def _content_length(n: int) -> tuple[bytes, bytes]:
+    """The ``(b"content-length", b"<n>")`` field (the hot callers look in ``_LENGTHS`` themselves first)."""
+    field = (b"content-length", str(n).encode("ascii"))
+    if len(_LENGTHS) >= 4096:
+        _LENGTHS.clear()
+    _LENGTHS[n] = field
+    return field
+
+
 _WANTED = frozenset(
     (
         b"accept",
@@ -39,17 +53,18 @@ Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), th
 
 
 def _headers(scope: Scope) -> Headers:
-    """The request headers, by lower-case name; values are left as bytes (most are compared, few are decoded).
+    """The request headers, by lower-case name; values are the raw bytes (most are compared, few are decoded).
 
     A field value excludes the whitespace around it (RFC 9110 §5.5): h11 strips it, httptools (llhttp) keeps what
-    trails, and the MCP headers are compared byte for byte, so every value is trimmed (``bytes.strip`` returns the
-    value itself when there is nothing to trim). ASGI servers send a list of lower-case names (the ASGI spec
-    requires it): without duplicates that is one pass. Anything else takes the careful pass, which lower-cases names
-    and keeps the first of duplicates. (A POST names its Content-Type: finding it is the sign that the names are
-    lower-case.)"""
+    trails. Values are kept as sent here and trimmed where they are read: :func:`_text` trims what it decodes, and
+    a value compared byte for byte (the 2026-07-28 headers' quick test) that carries whitespace fails that test
+    and goes to the step-by-step check, which trims. ASGI servers send a list of lower-case names (the ASGI spec
+    requires it): without duplicates that is one ``dict()``. Anything else takes the careful pass, which
+    lower-cases names and keeps the first of duplicates. (A POST names its Content-Type: finding it is the sign
+    that the names are lower-case.)"""
     raw = scope.get("headers", ())
     if type(raw) is list:
-        h = {k: v.strip(b" \t") for k, v in raw}
+        h = dict(raw)
         if len(h) == len(raw) and b"content-type" in h:
             return h
     return _headers_careful(raw)
@@ -65,7 +80,8 @@ def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
 
 
 def _text(value: bytes | None) -> str | None:
-    return None if value is None else value.decode("latin-1")
+    """A header value as text, without the whitespace around it (see :func:`_headers`)."""
+    return None if value is None else value.strip(b" \t").decode("latin-1")
 
 
 _ACCEPT_CACHE: dict[bytes, tuple[bool, bool]] = {}
