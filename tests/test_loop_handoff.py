@@ -5,15 +5,20 @@ real asyncio loops and real threads: a ticker task measures how long the loop go
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
+import os
 import random
+import signal
+import sys
 import threading
 import time
 from typing import Any
 
 import pytest
 
-from mcpkit.server.loop_handoff import TICK_S, handoff_for, running_guard
+from mcpkit.server import loop_handoff
+from mcpkit.server.loop_handoff import TICK_S, TICKS, LoopHandoff, handoff_for, running_guard
 from mcpkit.server.sync_exec import INLINE, SyncPolicy
 
 BOUND_S = 0.050  # the guarantee: the loop is never left unserved longer than this
@@ -63,13 +68,30 @@ def spinner(seconds: float) -> Any:
     return fn
 
 
-async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_sleeps() -> None:
+@pytest.fixture(params=["process", "thread"])
+def watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of watching inline calls: the helper process (where it can run) and the watchdog thread."""
+    monkeypatch.setattr(loop_handoff, "WATCH_PROCESS", request.param == "process")
+    return str(request.param)
+
+
+def _watched_by(guard: LoopHandoff, watch: str) -> None:
+    if watch == "process":
+        assert guard._cell is not None and guard._watchdog is None
+    else:
+        assert guard._cell is None and guard._watchdog is not None
+
+
+async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_sleeps(watch: str) -> None:
     """An inline call that sleeps 0.5 s on the loop's thread: the loop is handed over within two watchdog
     ticks, so no gap between the ticker's turns exceeds 50 ms; the call returns its value on the loop's own
     thread, which then runs the loop again."""
     loop = asyncio.get_running_loop()
     guard = handoff_for(loop)
     assert guard is not None and running_guard() is guard
+    guard.run(lambda a, k: None, (), {})  # the first inline call starts the watch
+    _watched_by(guard, watch)
+    await asyncio.sleep(0.1)  # (the helper process starting)
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
@@ -85,11 +107,14 @@ async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_sleeps() ->
     assert loop._thread_id == threading.get_ident()  # type: ignore[attr-defined]
 
 
-async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_computes() -> None:
+async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_computes(watch: str) -> None:
     """A CPU-bound inline call (pure Python, 0.5 s): the stand-in gets the GIL at least every switch
     interval, so the loop is still served within 50 ms."""
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None
+    guard.run(lambda a, k: None, (), {})
+    _watched_by(guard, watch)
+    await asyncio.sleep(0.1)
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
@@ -206,8 +231,6 @@ async def test_issue16_item1_a_loop_that_cannot_be_handed_over_keeps_learned_fun
     real = asyncio.get_running_loop()
     real._mcpkit_handoff = None
     try:
-        from mcpkit.server import loop_handoff
-
         loop_handoff._unsupported.add(type(real))
         loop_handoff._by_thread.clear()
         assert learned.guard() is None and await learned() != main  # unsupported: back on a thread
@@ -215,3 +238,88 @@ async def test_issue16_item1_a_loop_that_cannot_be_handed_over_keeps_learned_fun
     finally:
         loop_handoff._unsupported.discard(type(real))
         delattr(real, "_mcpkit_handoff")
+
+
+def _helpers() -> set[int]:
+    """The pids of this process's loop-watch helpers (children running loop_watch.py)."""
+    found = set()
+    me = str(os.getpid())
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if ppid == me and b"loop_watch.py" in cmd:
+            found.add(int(pid))
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the helper process")
+def test_issue16_item1_inline_calls_are_watched_without_taking_the_servers_gil() -> None:
+    """The watch runs in a helper process: while a loop makes a stream of short inline calls for 0.3 s (thirty
+    ticks), no thread of this process wakes to look at them (the watchdog count stays put); a call that then
+    blocks is still handed over within the bound; and the helper ends when its loop is gone."""
+    before = _helpers()
+
+    async def main() -> tuple[int, float, int]:
+        guard = handoff_for(asyncio.get_running_loop())
+        assert guard is not None
+        guard.run(lambda a, k: None, (), {})
+        assert guard._cell is not None and guard._watchdog is None
+        await asyncio.sleep(0.1)
+        ticks = TICKS[0]
+        end = time.perf_counter() + 30 * TICK_S
+        while time.perf_counter() < end:
+            guard.run(lambda a, k: None, (), {})
+            await asyncio.sleep(0)
+        woken = TICKS[0] - ticks
+        ticker = Ticker()
+        await asyncio.sleep(0.03)
+        t0 = time.perf_counter()
+        guard.run(sleeper(0.3), (), {})
+        await asyncio.sleep(0.03)
+        await ticker.stop()
+        return woken, ticker.worst_gap(t0), guard.handovers
+
+    woken, gap, handovers = asyncio.run(main())
+    assert woken == 0, f"a thread of the server took the GIL {woken} times to watch"
+    assert handovers == 1 and gap < BOUND_S, f"the loop went unserved {gap * 1000:.1f} ms"
+    deadline = time.monotonic() + 5
+    while _helpers() - before and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert not _helpers() - before, "the helper outlived its loop"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the helper process")
+async def test_issue16_item1_a_killed_helper_leaves_the_watch_to_a_thread() -> None:
+    """If the helper process dies (killed, out of memory), the next inline call starts the watchdog thread, and a
+    call that blocks is still handed over within the bound."""
+    guard = handoff_for(asyncio.get_running_loop())
+    assert guard is not None
+    before = _helpers()
+    guard.run(lambda a, k: None, (), {})
+    assert guard._cell is not None
+    await asyncio.sleep(0.1)
+    (helper,) = _helpers() - before if len(_helpers() - before) == 1 else (None,)
+    assert helper is not None
+    os.kill(helper, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while guard._cell is not None and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert guard._cell is None
+    guard.run(lambda a, k: None, (), {})
+    assert guard._watchdog is not None  # the thread took over the watch
+    ticker = Ticker()
+    await asyncio.sleep(0.03)
+    t0 = time.perf_counter()
+    guard.run(sleeper(0.3), (), {})
+    await asyncio.sleep(0.03)
+    await ticker.stop()
+    assert guard.handovers == 1
+    assert ticker.worst_gap(t0) < BOUND_S, f"the loop went unserved {ticker.worst_gap(t0) * 1000:.1f} ms"

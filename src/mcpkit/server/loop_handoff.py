@@ -3,7 +3,7 @@
 A plain ``def`` learned to be fast runs inline on the event loop (see :mod:`.sync_exec`): no thread hand-off,
 the speed of an ``async def``. Python cannot move a running call off a thread, so a function that suddenly
 blocks (a slow disk, a lock, ``time.sleep``) would stall every other request for as long as it runs. Instead,
-the *loop* moves: a watchdog thread notices an inline call that has run for two of its ticks (10-20 ms), and a
+the *loop* moves: a watchdog notices an inline call that has run for two of its ticks (10-20 ms), and a
 stand-in thread takes over running the loop (``_run_once``) while the call goes on. When the call returns, its
 thread takes the loop back at the stand-in's next turn and carries on where it was. Other requests are
 served all along; the slow call's own request simply finishes later. (Go's runtime does the same for a
@@ -22,16 +22,24 @@ One consequence to know: during a hand-over, coroutines and callbacks run on the
 code that keys its state by thread (``threading.local``, ``threading.get_ident()``) sees another thread then;
 ``contextvars`` are unaffected.
 
-Costs: the guard adds about 0.5 µs to an inline call (a thread-id lookup, a few attribute writes, a list
-append and pop); the watchdog wakes every 10 ms while inline calls happen and sleeps when they stop for a second;
-the stand-in thread exists only after a first hand-over. Each watchdog wake needs the GIL, and on a loop that is
-busy with requests it waits for it while the loop thread keeps taking it back: measured, that costs a
-saturated server 2-6 µs of CPU per call (in process, 35,000 inline calls/s: 24.5 µs with the watchdog
-parked vs 28-30 µs ticking; Streamable HTTP, 32 concurrent: 135 vs 137 µs server CPU per call). A watchdog
-that needs no GIL (another process reading a shared counter) would remove it.
+Who watches: a small helper process (:mod:`.loop_watch`) where one can be started (POSIX, a ``sys.executable``
+to run; one per loop that makes inline calls, ~10 MB, started at the first inline call, ended when the loop is
+gone), else a watchdog thread here (``MCPKIT_LOOP_WATCH=thread`` asks for the thread). The loop's thread writes
+each inline call's number into a memory cell the helper shares and reads every tick; the helper reports a call seen
+on two ticks in a row through a pipe, to a thread that waits for it here without the GIL. A watchdog *thread* has
+to take the GIL at every tick instead, and on a loop busy with requests it waits for it while the loop's thread
+keeps taking it back: measured, that cost a saturated server 5% of its throughput (Streamable HTTP, 32 concurrent,
+plain ``def`` tools: 141 µs of server CPU per call with the thread, 134 without; with the helper 130, as fast as
+``async def`` tools). If the helper dies, the next inline call starts the watchdog thread.
+
+Costs: the guard adds about 0.5 µs to an inline call (a thread-id lookup, a few attribute writes, a list append
+and pop, two writes to the cell); the watch ticks every 10 ms while inline calls happen and every 100 ms (helper)
+or not at all (thread) after a second without them; the stand-in thread exists only after a first hand-over.
 Worst case: a call that blocks stalls the loop for 10-20 ms per hand-over (the
 watchdog's two ticks), plus the GIL's switch interval (5 ms) when the call computes in Python instead of
-waiting. A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
+waiting; with the helper, up to 110 ms for a call that starts blocking after a second without inline calls (its
+idle ticks), and the first inline calls of a loop are watched once the helper runs (~20 ms after the first).
+A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
 """
 
 from __future__ import annotations
@@ -41,12 +49,18 @@ import asyncio.events
 import asyncio.tasks
 import contextlib
 import logging
+import mmap
+import os
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from .loop_watch import CELL_SIZE
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -124,6 +138,7 @@ class LoopHandoff:
 
     __slots__ = (
         "__weakref__",
+        "_cell",
         "_error",
         "_go",
         "_handovers",
@@ -136,6 +151,7 @@ class LoopHandoff:
         "_slot",
         "_stand_in",
         "_task",
+        "_tried_watch",
         "_wake",
         "_watchdog",
         "lost",
@@ -153,6 +169,10 @@ class LoopHandoff:
         self.lost = False
         self._reclaim = False  # the call's thread wants the loop back: the stand-in stops after its turn
         self._sleeping = True  # the watchdog sleeps (or is not started yet) until the next inline call wakes it
+        # the cell the helper process watches (see .loop_watch): the number of the inline call under way, negated
+        # when it ends; None while the watch is a thread here (or not started yet)
+        self._cell: Any = None
+        self._tried_watch = False  # the helper process is tried once: if it cannot run, the watch is a thread
         self._wake = threading.Event()
         self._go = threading.Event()  # starts the stand-in
         self._parked = threading.Event()  # the stand-in has finished its last turn
@@ -173,12 +193,18 @@ class LoopHandoff:
         self._seq = seq
         slot = self._slot
         slot.append(seq)
-        if self._sleeping:
+        cell = self._cell
+        if cell is None and self._sleeping:
             self._rouse()
+            cell = self._cell
+        if cell is not None:
+            cell[0] = seq
         ready = len(self._ready)
         try:
             return fn(args, kw)
         finally:
+            if cell is not None:
+                cell[0] = -seq
             try:
                 slot.pop()
             except IndexError:  # the watchdog took it: the loop was handed over
@@ -188,7 +214,11 @@ class LoopHandoff:
 
     def _rouse(self) -> None:
         self._sleeping = False
-        if self._watchdog is None:
+        if self._watchdog is None and not self._tried_watch:
+            self._tried_watch = True
+            if _start_watch(self):
+                return  # watched from the helper process from now on
+        if self._watchdog is None or not self._watchdog.is_alive():  # (not alive: this is a forked child)
             self._watchdog = threading.Thread(target=self._watch, name="mcpkit-loop-watchdog", daemon=True)
             self._watchdog.start()
         self._wake.set()
@@ -310,6 +340,104 @@ class LoopHandoff:
             raise interrupted
         if error is not None:
             raise error
+
+
+# ---------------------------------------------------------------------------------------------- the helper process
+
+#: Whether inline calls are watched from a helper process where one can be started (see :mod:`.loop_watch`);
+#: ``MCPKIT_LOOP_WATCH=thread`` keeps the watch in a thread of the server process.
+WATCH_PROCESS = os.environ.get("MCPKIT_LOOP_WATCH", "process") != "thread"
+_WATCH_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "loop_watch.py")
+
+
+def _start_watch(h: LoopHandoff) -> bool:
+    """Start the helper process that watches ``h``'s inline calls and the thread that hears its alarms; False
+    (nothing started, nothing left open) where that cannot be done: the watch is then a thread here."""
+    loop = h._loop()
+    if not WATCH_PROCESS or loop is None or os.name != "posix" or not sys.executable or getattr(sys, "frozen", False):
+        return False  # (a frozen application's executable is the application, not a Python to run a script)
+    opened: list[int] = []
+    try:
+        memfd = getattr(os, "memfd_create", None)
+        if memfd is not None:
+            fd = memfd("mcpkit-loop-watch")
+        else:
+            fd, path = tempfile.mkstemp(prefix="mcpkit-loop-watch-")
+            os.unlink(path)
+        opened.append(fd)
+        os.ftruncate(fd, CELL_SIZE)
+        cell = memoryview(mmap.mmap(fd, CELL_SIZE)).cast("q")
+        alarm_r, alarm_w = os.pipe()
+        opened += (alarm_r, alarm_w)
+        life_r, life_w = os.pipe()
+        opened += (life_r, life_w)
+        args = [str(fd), str(alarm_w), str(life_r), str(TICK_S * 1000), str(IDLE_S * 1000)]
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", _WATCH_SCRIPT, *args],
+            pass_fds=(fd, alarm_w, life_r),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        logger.debug("no helper process to watch inline calls (%s): a watchdog thread does it", exc)
+        for fd in opened:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return False
+    for fd in (opened[0], alarm_w, life_r):  # the helper's ends
+        os.close(fd)
+    weakref.finalize(loop, os.close, life_w)  # the loop gone: the helper sees end of file and ends
+    listener = threading.Thread(
+        target=_listen, args=(weakref.ref(h), alarm_r, proc), name="mcpkit-loop-watch", daemon=True
+    )
+    listener.start()
+    h._cell = cell
+    _watched.add(h)
+    return True
+
+
+_watched: weakref.WeakSet[LoopHandoff] = weakref.WeakSet()
+
+
+def _forget_watches() -> None:
+    """In a forked child: the helper processes and threads watching the parent's loops are not this process's;
+    a loop used on in the child starts its own watch at its next inline call."""
+    for h in list(_watched):
+        h._cell = None
+        h._tried_watch = False
+        h._sleeping = True
+    _watched.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_watches)
+
+
+def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[bytes]) -> None:
+    """In a thread of the server process, blocked in ``read`` (without the GIL): hand the loop over for each call
+    the helper reports. When the helper ends (the loop is gone, or it was killed), the watch falls back to a thread."""
+    try:
+        while True:
+            try:
+                data = os.read(alarm, 8)
+            except OSError:
+                data = b""
+            h = ref()
+            if len(data) < 8 or h is None:
+                if h is not None and h._cell is not None:
+                    h._cell = None
+                    h._sleeping = True  # the next inline call starts the watchdog thread
+                return
+            TICKS[0] += 1
+            job = int.from_bytes(data, "little")
+            if not h.lost:
+                h._hand_over(job)
+            del h
+    finally:
+        os.close(alarm)
+        with contextlib.suppress(Exception):
+            proc.wait(5)
 
 
 __all__ = ["IDLE_S", "TICKS", "TICK_S", "LoopHandoff", "handoff_for", "in_eager_step", "running_guard"]

@@ -287,13 +287,19 @@ class SyncPolicy:
         h._seq = seq
         slot = h._slot
         slot.append(seq)
-        if h._sleeping:
+        cell = h._cell
+        if cell is None and h._sleeping:
             h._rouse()
+            cell = h._cell
+        if cell is not None:
+            cell[0] = seq
         ready = len(h._ready)
         if self.declared:  # never demoted: nothing to time
             try:
                 return self.fn(*args, **kwargs)
             finally:
+                if cell is not None:
+                    cell[0] = -seq
                 try:
                     slot.pop()
                 except IndexError:  # the watchdog took it: the loop was handed over
@@ -311,6 +317,8 @@ class SyncPolicy:
                 if took > self._long_s:
                     self._ran_long(took, took - (_gc_time[0] - g0), u0, k0)
             finally:
+                if cell is not None:
+                    cell[0] = -seq
                 try:
                     slot.pop()
                 except IndexError:  # the watchdog took it: the loop was handed over
