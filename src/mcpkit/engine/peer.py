@@ -58,6 +58,11 @@ NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
 
 
+async def _no_answer() -> None:
+    """What :meth:`Peer.answer` returns for a request cancelled before its at-once answer: nothing to answer."""
+    return None
+
+
 class Peer(Requests):
     """A JSON-RPC peer: outgoing request correlation and incoming request dispatch over one outbox.
 
@@ -243,6 +248,32 @@ class Peer(Requests):
                 return messages.error(inv.id, inv.error())
         await self.receive_parsed(msg, out)
         return None
+
+    def answer(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> Outgoing | Awaitable[Outgoing | None]:
+        """:meth:`handle`, without a coroutine when ``msg`` is a request whose handler answers at once (a plain
+        ``def`` tool that ran inline, a built-in with nothing to wait for, a refusal): the answer itself then.
+        Otherwise the awaitable that makes it (None from it: nothing to answer)."""
+        if type(msg) is not Request:
+            return self.handle(msg, out)
+        req: Request = msg  # type: ignore[assignment]
+        if req.id in self._inflight:
+            return messages.error(req.id, self._duplicate(req.id))
+        ctx = self._admit(req, out)
+        assert ctx is not None
+        try:
+            result = self.request_handler(ctx)
+        except Exception as exc:
+            answer = self._failed(ctx, exc)
+        else:
+            if not isinstance(result, dict):
+                return self._run_request(ctx, True, result)
+            ctx.done = True
+            if ctx.cancelled:  # while the loop was handed over during an inline call: no response (spec)
+                self._finished(ctx)
+                return _no_answer()
+            answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+        self._finished(ctx)
+        return answer
 
     def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:
         """A context for one request that :meth:`run_detached` will run; what its handler sends before the answer

@@ -443,10 +443,34 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                         return MODERN_BATCH_REFUSAL
         return None
 
-    async def _post_session(
+    def _post_session(
+        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
+    ) -> Awaitable[Any]:
+        """A handshake-era POST to a stateful endpoint; returns the awaitable that answers it. The usual POST (one
+        request, in a session this worker holds, with room for it) goes straight to :meth:`_serve`, without a
+        coroutine of its own; everything else to :meth:`_post_session_full`."""
+        if type(msg) is Request and self.session_store is None:
+            hs = self._sessions.get(_text(h.get(b"mcp-session-id")))  # type: ignore[arg-type]
+            if (
+                hs is not None
+                and (hv is None or hv in self.server.handshake_versions)
+                and not (hs.busy and hs.busy >= self.max_requests_per_session)
+                and _owned_by(hs, scope)
+            ):
+                hs.busy += 1
+                hs.next_no += 1
+                stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
+                if stream.resumable:
+                    if hs.live is None:
+                        hs.live = {}
+                    hs.live[stream.no] = stream
+                return self._serve(stream, hs.session.peer.answer(msg, stream), None, receive, send, ())
+        return self._post_session_full(scope, h, hv, msg, receive, send, body)
+
+    async def _post_session_full(
         self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
     ) -> None:
-        """A handshake-era POST to a stateful endpoint: ``initialize`` opens a session, anything else names one."""
+        """:meth:`_post_session`, every case: ``initialize`` opens a session, anything else names one."""
         t = type(msg)
         server = self.server
         sid = _text(h.get(b"mcp-session-id"))
@@ -510,13 +534,13 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             hs.live[stream.no] = stream
         try:
             status = await self._serve(
-                stream, hs.session.peer.handle(msg, stream), None, receive, send, extra, new_session=new_session
+                stream, hs.session.peer.answer(msg, stream), None, receive, send, extra, new_session=new_session
             )
         finally:
             if weight != 1:
-                hs.busy -= weight - 1  # (_serve gives one back)
-            if hs.queue:
-                self._next_turn(hs)
+                hs.busy -= weight - 1  # (_serve gives one back, and lets the next waiting POSTs run)
+                if hs.queue:
+                    self._next_turn(hs)
         if new_session:
             if status != 200:
                 await self.sessions.end(hs)
@@ -586,7 +610,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             ctx = session.peer.detached(msg.id, msg.method, msg.params, stream)
             runner = session.peer.run_detached(ctx)
         else:
-            runner = self._preinitialized(version).peer.handle(msg, stream)
+            runner = self._preinitialized(version).peer.answer(msg, stream)
         await self._serve(stream, runner, None, receive, send, ())
 
     def _preinitialized(self, version: str) -> ServerSession:
