@@ -720,3 +720,47 @@ async def test_sync_tools_run_in_a_thread_unless_told_otherwise() -> None:
         assert (await cs.call_tool("threaded")).structured_content == {"result": True}
         assert (await cs.call_tool("inline")).structured_content == {"result": True}
     await asyncio.wait_for(task, 5)
+
+
+@pytest.mark.parametrize("thread", [True, None, False])
+async def test_a_sync_tool_that_adds_a_tool_tells_the_clients(thread: bool | None) -> None:
+    """A plain ``def`` tool that registers another tool: on a worker thread (declared, or still being learned) the
+    change is handed to the serving loop; inline it is made on the loop itself. Either way the client gets one
+    ``tools/list_changed`` and then lists the new tool."""
+    app = MCPKit("grow")
+    count = [0]
+
+    @app.tool(thread=thread)
+    def grow() -> str:
+        count[0] += 1
+        app.add_tool(lambda: "x", name=f"grown{count[0]}")
+        return threading.current_thread().name
+
+    rec = Recorder()
+    async with connect(app, rec=rec) as (cs, _, _):
+        ran_on = (await cs.call_tool("grow", {})).content[0].text  # type: ignore[union-attr]
+        assert (ran_on == threading.main_thread().name) is (thread is False)
+        await rec.wait_for("notifications/tools/list_changed")
+        assert "grown1" in [t.name for t in (await cs.list_tools()).tools]
+
+
+async def test_a_sync_tool_on_a_worker_thread_over_http_can_reach_the_serving_loop() -> None:
+    """Over HTTP (no connection of the app's own enters its lifespan), a sync tool's call that goes to a worker
+    thread leaves the serving loop where the tool's add_tool() finds it; one that ran inline needs none."""
+    import httpx
+
+    from test_http_support import modern_body, modern_headers, running
+
+    app = MCPKit("grow-http")
+
+    @app.tool(thread=True)
+    def grow() -> str:
+        app.add_tool(lambda: "x", name="grown")
+        return "ok"
+
+    async with running(app) as (base, _), httpx.AsyncClient() as http:
+        body = modern_body("tools/call", {"name": "grow", "arguments": {}})
+        r = await http.post(base + "/mcp", json=body, headers=modern_headers("tools/call", "grow"))
+        assert r.status_code == 200 and "ok" in r.text, r.text
+        assert app._serving_loop is asyncio.get_running_loop()
+        assert app.get_tool("grown") is not None

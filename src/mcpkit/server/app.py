@@ -37,6 +37,7 @@ import re
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from .._aio import running_loop
 from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
@@ -230,11 +231,14 @@ class MCPKit(Server):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
-        if not tool.info.is_async:
-            self._serving_loop = asyncio.get_running_loop()  # lets a sync tool's add_tool() reach this loop
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
-        return tool.call(arguments, context, ctx.features)
+        result = tool.call(arguments, context, ctx.features)
+        if type(result) is not dict and not tool.info.is_async:
+            # a sync tool on a worker thread: its add_tool() reaches the serving loop through this (an inline one
+            # runs on the loop itself). (_aio.running_loop: no getpid() system call on CPython 3.11.)
+            self._serving_loop = running_loop()
+        return result
 
     # ================================================================== resources
 
