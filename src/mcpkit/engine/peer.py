@@ -260,19 +260,11 @@ class Peer(Requests):
             return messages.error(req.id, self._duplicate(req.id))
         ctx = self._admit(req, out)
         assert ctx is not None
-        try:
-            result = self.request_handler(ctx)
-        except Exception as exc:
-            answer = self._failed(ctx, exc)
-        else:
-            if not isinstance(result, dict):
-                return self._run_request(ctx, True, result)
-            ctx.done = True
+        answer = self.run_detached(ctx)  # (the awaitable, if any, leaves the table when it ends)
+        if type(answer) is Outgoing:
+            self._finished(ctx)
             if ctx.cancelled:  # while the loop was handed over during an inline call: no response (spec)
-                self._finished(ctx)
                 return _no_answer()
-            answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
-        self._finished(ctx)
         return answer
 
     def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:

@@ -30,7 +30,8 @@ on two ticks in a row through a pipe, to a thread that waits for it here without
 to take the GIL at every tick instead, and on a loop busy with requests it waits for it while the loop's thread
 keeps taking it back: measured, that cost a saturated server 5% of its throughput (Streamable HTTP, 32 concurrent,
 plain ``def`` tools: 141 µs of server CPU per call with the thread, 134 without; with the helper 130, as fast as
-``async def`` tools). If the helper dies, the next inline call starts the watchdog thread.
+``async def`` tools). The watchdog thread watches from the first inline call until the helper runs (its first
+message), and again if the helper dies.
 
 Costs: the guard adds about 0.5 µs to an inline call (a thread-id lookup, a few attribute writes, a list append
 and pop, two writes to the cell); the watch ticks every 10 ms while inline calls happen and every 100 ms (helper)
@@ -38,7 +39,7 @@ or not at all (thread) after a second without them; the stand-in thread exists o
 Worst case: a call that blocks stalls the loop for 10-20 ms per hand-over (the
 watchdog's two ticks), plus the GIL's switch interval (5 ms) when the call computes in Python instead of
 waiting; with the helper, up to 110 ms for a call that starts blocking after a second without inline calls (its
-idle ticks), and the first inline calls of a loop are watched once the helper runs (~20 ms after the first).
+idle ticks).
 A call that holds the GIL in C code for long stalls every thread, so no thread can help it.
 """
 
@@ -214,10 +215,9 @@ class LoopHandoff:
 
     def _rouse(self) -> None:
         self._sleeping = False
-        if self._watchdog is None and not self._tried_watch:
+        if not self._tried_watch:
             self._tried_watch = True
-            if _start_watch(self):
-                return  # watched from the helper process from now on
+            _start_watch(self)  # the helper takes the watch over once it runs; this thread watches until then
         if self._watchdog is None or not self._watchdog.is_alive():  # (not alive: this is a forked child)
             self._watchdog = threading.Thread(target=self._watch, name="mcpkit-loop-watchdog", daemon=True)
             self._watchdog.start()
@@ -233,6 +233,11 @@ class LoopHandoff:
                 self._go.set()  # let a parked stand-in end too
                 return
             del loop
+            if self._cell is not None and not self._slot:
+                # The helper process watches now: every call from here on writes its cell (a call reads the cell
+                # after it fills the slot, so none can slip between this look and the helper).
+                self._watchdog = None
+                return
             TICKS[0] += 1
             slot = self._slot
             job = slot[0] if slot else 0
@@ -389,10 +394,9 @@ def _start_watch(h: LoopHandoff) -> bool:
         os.close(fd)
     weakref.finalize(loop, os.close, life_w)  # the loop gone: the helper sees end of file and ends
     listener = threading.Thread(
-        target=_listen, args=(weakref.ref(h), alarm_r, proc), name="mcpkit-loop-watch", daemon=True
+        target=_listen, args=(weakref.ref(h), alarm_r, proc, cell), name="mcpkit-loop-watch", daemon=True
     )
     listener.start()
-    h._cell = cell
     _watched.add(h)
     return True
 
@@ -414,9 +418,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_watches)
 
 
-def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[bytes]) -> None:
-    """In a thread of the server process, blocked in ``read`` (without the GIL): hand the loop over for each call
-    the helper reports. When the helper ends (the loop is gone, or it was killed), the watch falls back to a thread."""
+def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[bytes], cell: memoryview) -> None:
+    """In a thread of the server process, blocked in ``read`` (without the GIL): the helper's first message (call
+    number 0) says it runs, and the calls write ``cell`` from then on; hand the loop over for each call it reports
+    after that. When the helper ends (the loop is gone, or it was killed), the watch falls back to a thread."""
     try:
         while True:
             try:
@@ -429,10 +434,13 @@ def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[by
                     h._cell = None
                     h._sleeping = True  # the next inline call starts the watchdog thread
                 return
-            TICKS[0] += 1
             job = int.from_bytes(data, "little")
-            if not h.lost:
-                h._hand_over(job)
+            if job == 0:
+                h._cell = cell  # (the watchdog thread hands over to the helper at its next tick)
+            else:
+                TICKS[0] += 1
+                if not h.lost:
+                    h._hand_over(job)
             del h
     finally:
         os.close(alarm)

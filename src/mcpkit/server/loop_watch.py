@@ -38,6 +38,10 @@ def watch(cell: memoryview, alarm: int, life: int, tick: float, idle: float) -> 
     last = 0
     quiet = 0.0
     wait = tick
+    try:
+        os.write(alarm, bytes(8))  # call number 0: the helper runs (the server's calls write the cell from now on)
+    except OSError:
+        return
     while True:
         if select.select([life], [], [], wait)[0]:
             return  # end of file (or anything at all): the server closed the life pipe or is gone

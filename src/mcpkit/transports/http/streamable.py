@@ -458,12 +458,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 and _owned_by(hs, scope)
             ):
                 hs.busy += 1
-                hs.next_no += 1
-                stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
-                if stream.resumable:
-                    if hs.live is None:
-                        hs.live = {}
-                    hs.live[stream.no] = stream
+                stream = self._session_stream(hs)
                 return self._serve(stream, hs.session.peer.answer(msg, stream), None, receive, send, ())
         return self._post_session_full(scope, h, hv, msg, receive, send, body)
 
@@ -526,12 +521,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         else:
             hs.busy += weight
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
-        hs.next_no += 1
-        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
-        if stream.resumable:
-            if hs.live is None:
-                hs.live = {}
-            hs.live[stream.no] = stream
+        stream = self._session_stream(hs)
         try:
             status = await self._serve(
                 stream, hs.session.peer.answer(msg, stream), None, receive, send, extra, new_session=new_session
@@ -546,6 +536,16 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 await self.sessions.end(hs)
             elif self.session_store is not None:
                 await self.sessions.save(hs)
+
+    def _session_stream(self, hs: _HTTPSession) -> _Stream:
+        """The stream of a session's next POST (numbered; kept in the session while it may be resumed)."""
+        hs.next_no += 1
+        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
+        if stream.resumable:
+            if hs.live is None:
+                hs.live = {}
+            hs.live[stream.no] = stream
+        return stream
 
     async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
         """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
