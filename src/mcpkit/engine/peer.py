@@ -282,7 +282,8 @@ class Peer(Requests):
 
         For request-scoped transports where several independent clients share one peer (stateless HTTP, both
         eras): their request ids may collide, and each request's cancellation is its own stream closing, not a
-        ``notifications/cancelled`` addressed by id."""
+        ``notifications/cancelled`` addressed by id. (:meth:`answer` runs an admitted request through it too,
+        and leaves the in-flight table itself.)"""
         try:
             result = self.request_handler(ctx)
         except Exception as exc:

@@ -1,7 +1,7 @@
 """Streamable HTTP, server side: one plain ASGI endpoint serving both protocol eras, chosen per request.
 
 Handshake era (2025-03-26 … 2025-11-25): ``initialize`` creates a session (``Mcp-Session-Id`` from a CSPRNG);
-each POST runs ``session.peer.handle(message, out=<this POST's stream>)``; GET opens the session's standalone SSE
+each POST runs ``session.peer.answer(message, out=<this POST's stream>)``; GET opens the session's standalone SSE
 stream (the session peer's outbox); DELETE ends the session; idle sessions expire. Modern era (2026-07-28): a
 request whose ``params._meta`` carries the protocol version is validated against the ``Mcp-*`` headers and run
 statelessly through ``server.dispatch_modern``; closing its response stream cancels it.
