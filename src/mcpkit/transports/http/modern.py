@@ -102,7 +102,7 @@ class ModernChecks:
 
     def _modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
-        v = hv.strip(b" \t").decode("latin-1")
+        v = _text(hv)
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
     def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
@@ -188,7 +188,6 @@ class ModernChecks:
             if raw_b is None:
                 raise _mismatch("the Mcp-Name header is required for " + method)
             raw = _text(raw_b)
-            assert raw is not None
             expected = params.get(field)
             # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
             if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):

@@ -6,7 +6,7 @@ Shared by the endpoint (:mod:`.streamable`) and its parts; nothing here knows ab
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, overload
 
 from ..._asgi import BodyTooLarge, Disconnected, Message, Receive, Scope, Send, read_rest
 from ...protocol import jsonrpc
@@ -75,10 +75,14 @@ def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     for key, value in raw:
         k = bytes(key).lower()
         if k in _WANTED and k not in h:
-            h[k] = bytes(value).strip(b" \t")
+            h[k] = bytes(value)  # (trimmed where read, as in _headers)
     return h
 
 
+@overload
+def _text(value: bytes) -> str: ...
+@overload
+def _text(value: bytes | None) -> str | None: ...
 def _text(value: bytes | None) -> str | None:
     """A header value as text, without the whitespace around it (see :func:`_headers`)."""
     return None if value is None else value.strip(b" \t").decode("latin-1")
@@ -119,7 +123,7 @@ async def _respond(
     content_type: bytes | None = _JSON,
     extra: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
-    headers = [(b"content-length", str(len(body)).encode()), *extra]
+    headers = [_LENGTHS.get(len(body)) or _content_length(len(body)), *extra]
     if content_type is not None and body:
         headers.append((b"content-type", content_type))
     await send({"type": "http.response.start", "status": status, "headers": headers})
