@@ -143,6 +143,8 @@ class MCPKit(Server):
         self._pending_changes: dict[str, asyncio.Task[None]] = {}
         self._serving_loop: asyncio.AbstractEventLoop | None = None
         self._lazy_hold = False
+        # (a lifespan to enter at the first request of a transport that did not: see Server._lazy_lifespan)
+        self._lazy_lifespan = self._lifespan if self._lifespan.configured else None
         self._background: set[asyncio.Task[None]] = set()
 
     # ================================================================== tools
@@ -608,21 +610,6 @@ class MCPKit(Server):
         """What the lifespan yielded, while it is held (None otherwise)."""
         return self._lifespan.state
 
-    def dispatch(
-        self,
-        rc: RequestContext,
-        session: ServerSession | None,
-        feats: Features,
-        client_caps: JSONDict,
-        client_info: JSONDict | None,
-        log_level: str | None,
-    ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
-        holder = self._lifespan
-        if holder.users == 0 and holder.configured:
-            return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
-        # the usual case: the low-level coroutine itself (one frame less per request; no super() object either)
-        return Server.dispatch(self, rc, session, feats, client_caps, client_info, log_level)
-
     async def _dispatch_holding(
         self,
         rc: RequestContext,
@@ -632,6 +619,7 @@ class MCPKit(Server):
         client_info: JSONDict | None,
         log_level: str | None,
     ) -> JSONDict:
+        """The first request of a transport that did not enter the lifespan (Server.dispatch sends it here)."""
         holder = self._lifespan
         if holder.users == 0 and holder.configured:
             # served by a transport that did not enter the lifespan (e.g. an ASGI app): hold it from the first

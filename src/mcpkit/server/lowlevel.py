@@ -102,6 +102,9 @@ class Server:
     #: largest ``capabilities`` + ``clientInfo`` of an ``initialize``, in bytes of JSON (-32602 beyond): a session
     #: keeps them for its whole life (``server.max_client_metadata = n``).
     max_client_metadata = 64 * 1024
+    #: a lifespan the first request enters when no transport did (an object with ``users``; MCPKit sets its own
+    #: and overrides :meth:`_dispatch_holding`): checked at the top of :meth:`dispatch`, no frame of its own
+    _lazy_lifespan: Any = None
 
     def __init__(
         self,
@@ -245,6 +248,9 @@ class Server:
         """Run ``rc``'s handler and shape its result for the revision ``feats``. Returns the result itself when the
         handler answered at once (it returned a dict: e.g. a plain ``def`` tool that ran inline), otherwise the
         coroutine that awaits the handler and shapes what it returns; the engine awaits what is not a dict."""
+        lazy = self._lazy_lifespan
+        if lazy is not None and lazy.users == 0:
+            return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
         method = rc.method
         params = rc.params or {}
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
@@ -271,6 +277,18 @@ class Server:
         except (InputRequired, ResourceNotFound) as exc:
             result = self._settle(exc, sctx, method, params, feats)
         return shape_result(method, result, feats, self.info if feats.modern else None)
+
+    async def _dispatch_holding(
+        self,
+        rc: RequestContext,
+        session: ServerSession | None,
+        feats: Features,
+        client_caps: JSONDict,
+        client_info: JSONDict | None,
+        log_level: str | None,
+    ) -> JSONDict:
+        """:meth:`dispatch` once :attr:`_lazy_lifespan` is entered (a subclass that sets one enters it here)."""
+        raise NotImplementedError
 
     async def _dispatched(
         self, pending: Any, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features
@@ -585,7 +603,9 @@ class ServerSession:
         server = self.server
         method = rc.method
         params = rc.params
-        if method in MODERN_ONLY or (params is not None and _has_modern_meta(params)):
+        if method in MODERN_ONLY or (
+            params is not None and type(meta := params.get("_meta")) is dict and META_PROTOCOL_VERSION in meta
+        ):
             return server.dispatch_modern(rc, self)
         feats = self.features
         if feats is None or method == "initialize":
@@ -657,11 +677,6 @@ class ServerSession:
         handler = self.server._notification_handlers.get(method)
         if handler is not None:
             await handler(self, params)
-
-
-def _has_modern_meta(params: JSONDict) -> bool:
-    meta = params.get("_meta")
-    return type(meta) is dict and META_PROTOCOL_VERSION in meta
 
 
 __all__ = [

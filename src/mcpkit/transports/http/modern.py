@@ -106,25 +106,40 @@ class ModernChecks:
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
     def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
-        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``).
-        Raises :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
+        """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``: the
+        client capabilities and log level; the ``Mcp-Param-*`` headers of a tool that declares some). Raises
+        :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
         method = msg.method
         params = msg.params
         # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
         # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
         # Anything else is diagnosed step by step (which gives a valid request the same verdict).
+        server = self.server
         if type(meta) is dict:
-            server = self.server
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
             field = NAME_FIELD.get(method)
-            if (
+            if not (
                 self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == meta.get(META_PROTOCOL_VERSION)
                 and self._known_methods.get(h.get(b"mcp-method")) == method
                 and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
             ):
-                return self._modern_read(scope, method, params, meta)
-        return self._diagnose_modern(scope, h, msg, meta)
+                self._diagnose_modern(h, msg, meta)
+        else:
+            self._diagnose_modern(h, msg, meta)
+        try:
+            read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
+        except MCPError as exc:
+            raise _Refused(400, exc.to_error()) from None
+        if method == "tools/call" and self.tool_headers is not None:
+            name = params.get("name")  # type: ignore[union-attr]
+            if type(name) is str:
+                spec = self.tool_headers(name)
+                if spec:
+                    problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))  # type: ignore[union-attr]
+                    if problem is not None:
+                        raise _mismatch(problem)
+        return read
 
     def _forget_known(self) -> None:
         """Start the quick test's tables afresh (the server's versions or handlers changed)."""
@@ -134,25 +149,9 @@ class ModernChecks:
         self._known_versions = {v.encode(): v for v in server.modern_versions}
         self._known_methods = {}
 
-    def _modern_read(self, scope: Scope, method: str, params: Any, meta: Any) -> ModernContext:
-        """The last checks of a 2026-07-28 request (client capabilities and log level in ``_meta``, the
-        ``Mcp-Param-*`` headers of a tool that declares some) and what its ``_meta`` says."""
-        try:
-            read = self.server.modern_context(meta)  # the client capabilities and log level (the version is known good)
-        except MCPError as exc:
-            raise _Refused(400, exc.to_error()) from None
-        if method == "tools/call" and self.tool_headers is not None:
-            name = params.get("name")
-            if type(name) is str:
-                spec = self.tool_headers(name)
-                if spec:
-                    problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))
-                    if problem is not None:
-                        raise _mismatch(problem)
-        return read
-
-    def _diagnose_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
-        """:meth:`_validate_modern`, step by step: the first problem found is the one answered."""
+    def _diagnose_modern(self, h: Headers, msg: Request, meta: Any) -> None:
+        """The header checks of :meth:`_validate_modern`, step by step: raises :class:`_Refused` for the first
+        problem found; returns when there is none."""
         params = msg.params or {}
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
@@ -201,4 +200,3 @@ class ModernChecks:
                 raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
             if name is raw and len(self._known_names) < 512:
                 self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
-        return self._modern_read(scope, method, params, meta)

@@ -207,6 +207,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
         self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
         self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (bounded; not the sentinel)
+        # Accept values that list both types (the quick test of a POST's headers; bounded, see _refuse_post)
+        self._good_accepts: set[bytes | None] = set()
         self._slow_gen = 0
         self._slow_timer: asyncio.TimerHandle | None = None
 
@@ -318,10 +320,17 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 return
             send = _with_cors(send, origin)
         if method == "POST":
-            refused_post = self._refuse_post(h)
-            if refused_post is not None:
-                await _respond(send, *refused_post)
-                return
+            # the usual POST in one test (an Accept seen to pass before, Content-Type exactly application/json, a
+            # Content-Length shorter than the limit's digits); anything else is judged by _refuse_post
+            if (
+                h.get(b"accept") not in self._good_accepts
+                or h.get(b"content-type") != _JSON
+                or len(h.get(b"content-length", b"")) >= self._limit_digits
+            ):
+                refused_post = self._refuse_post(h)
+                if refused_post is not None:
+                    await _respond(send, *refused_post)
+                    return
             # The body, read here rather than in another coroutine: the whole of it in one message is the usual case.
             limit = self._max_body
             try:
@@ -358,6 +367,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             return 406, _error_body(
                 None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
             )
+        if sse and len(self._good_accepts) < 64:
+            self._good_accepts.add(accept)  # type: ignore[arg-type]  # (good whatever json_response says)
         ctype = h.get(b"content-type", b"")
         if ctype != _JSON and ctype.split(b";", 1)[0].strip().lower() != _JSON:
             return 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
@@ -451,11 +462,12 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         coroutine of its own; everything else to :meth:`_post_session_full`."""
         if type(msg) is Request and self.session_store is None:
             hs = self._sessions.get(_text(h.get(b"mcp-session-id")))  # type: ignore[arg-type]
+            # (the owner test: _owned_by's quick cases inline, an unauthenticated session first)
             if (
                 hs is not None
                 and (hv is None or hv in self.server.handshake_versions)
                 and not (hs.busy and hs.busy >= self.max_requests_per_session)
-                and _owned_by(hs, scope)
+                and ((owner := hs.client) is None or owner[0] != "principal" or _owned_by(hs, scope))
             ):
                 hs.busy += 1
                 stream = self._session_stream(hs)
