@@ -8,6 +8,7 @@ import contextlib
 import logging
 import re
 import threading
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
@@ -742,6 +743,28 @@ async def test_a_sync_tool_that_adds_a_tool_tells_the_clients(thread: bool | Non
         assert (ran_on == threading.main_thread().name) is (thread is False)
         await rec.wait_for("notifications/tools/list_changed")
         assert "grown1" in [t.name for t in (await cs.list_tools()).tools]
+
+
+async def test_an_inline_tool_that_adds_a_tool_during_a_hand_over_leaves_the_loop_to_its_stand_in() -> None:
+    """An inline ``def`` tool that blocks long enough for the loop to be handed over to a stand-in thread, then
+    registers a tool: the change reaches the loop through ``call_soon_threadsafe`` (the tool's thread does not
+    drive the loop at that moment; with asyncio's debug checks on, touching it directly raises), and the client
+    gets ``tools/list_changed``."""
+    asyncio.get_running_loop().set_debug(True)
+    app = MCPKit("grow-handover")
+
+    @app.tool(thread=False)
+    def grow() -> str:
+        time.sleep(0.15)  # the watch hands the loop over after 10-20 ms
+        app.add_tool(lambda: "x", name="grown")
+        return "ok"
+
+    rec = Recorder()
+    async with connect(app, rec=rec) as (cs, _, _):
+        result = await cs.call_tool("grow", {})
+        assert not result.is_error and result.content[0].text == "ok", result  # type: ignore[union-attr]
+        await rec.wait_for("notifications/tools/list_changed")
+        assert "grown" in [t.name for t in (await cs.list_tools()).tools]
 
 
 async def test_a_sync_tool_on_a_worker_thread_over_http_can_reach_the_serving_loop() -> None:

@@ -34,6 +34,7 @@ import hmac
 import logging
 import os
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -566,6 +567,11 @@ class MCPKit(Server):
             if serving is not None and serving.is_running():
                 serving.call_soon_threadsafe(self._changed, kind)
             return  # not serving (yet): nobody to tell
+        if getattr(loop, "_thread_id", None) not in (None, threading.get_ident()):
+            # an inline sync function that runs while the loop is handed over to a stand-in thread (see
+            # loop_handoff): the loop is not this thread's to touch until it is taken back
+            loop.call_soon_threadsafe(self._changed, kind)
+            return
         pending = self._pending_changes.get(kind)
         if pending is not None and not pending.done() and pending.get_loop() is loop:
             return  # one notification will cover this change too
