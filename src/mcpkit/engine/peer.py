@@ -256,10 +256,11 @@ class Peer(Requests):
         if type(msg) is not Request:
             return self.handle(msg, out)
         req: Request = msg  # type: ignore[assignment]
-        if req.id in self._inflight:
-            return messages.error(req.id, self._duplicate(req.id))
-        ctx = self._admit(req, out)
-        assert ctx is not None
+        rid = req.id
+        inflight = self._inflight
+        if rid in inflight:
+            return messages.error(rid, self._duplicate(rid))
+        ctx = inflight[rid] = RequestContext(self, rid, req.method, req.params, out)  # (_admit, its id known free)
         answer = self.run_detached(ctx)  # (the awaitable, if any, leaves the table when it ends)
         if type(answer) is Outgoing:
             self._finished(ctx)

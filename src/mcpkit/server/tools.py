@@ -175,6 +175,8 @@ class Tool(Listed):
                 return self._finish(value, feats, kwargs)
         except Exception as exc:
             return self._failed(exc)
+        if type(value) is str and (returns := self._returns) is not None and not returns.structured:
+            return {"content": [{"type": "text", "text": value}], "isError": False}  # self.result's first case
         return self.result(value, feats)
 
     async def _finish(self, value: Any, feats: Features, kwargs: JSONDict | None = None) -> JSONDict:

@@ -142,54 +142,42 @@ class Answering(SSEPump):
         return status
 
     async def _answer_modern(
-        self, runner: Outgoing | Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
-    ) -> None:
-        """Run a 2026-07-28 request (``runner``: ``peer.run_detached(ctx)``) in this (the ASGI request's) task and
-        answer it with ``application/json``. ``runner`` may be the answer itself (the handler answered at once)."""
-        answer: Outgoing | None
-        if type(runner) is Outgoing:  # nothing to run, nothing to watch: the answer, at once
-            answer = runner
-        else:
-            ctx.task = task = _current_task()
-            slow = self._slow
-            slow[ctx] = (self._slow_gen, receive, None)  # see _tick
-            if self._slow_timer is None:
-                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-            ended = False
-            try:
-                answer = await runner  # type: ignore[misc]
-            except asyncio.CancelledError:
-                if not self._closing:
-                    raise
-                answer, ended = None, True  # the endpoint shuts down under the request
-            finally:
-                slow.pop(ctx, None)
-            if answer is None and task is not None and task.cancelling():
-                # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
-                # answer): this task goes on.
-                task.uncancel()
-            if self._watchers:
-                watcher = self._watchers.pop(ctx, None)
-                if watcher is not None:
-                    if watcher.done():
-                        return  # the client left: the request was cancelled and gets no answer
-                    watcher.cancel()
-            if answer is None:
-                if ended:
-                    await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
-                else:
-                    await _respond(send, 202)  # nothing to answer (a cancelled request)
-                return
-        status = 200 if answer.kind != ERROR else _error_status(answer, True, False)
-        data = answer.data
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [_LENGTHS.get(len(data)) or _content_length(len(data)), _CONTENT_TYPE_JSON],
-            }
-        )
-        await send({"type": "http.response.body", "body": data, "more_body": False})
+        self, runner: Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
+    ) -> Outgoing | None:
+        """Run a 2026-07-28 request that did not answer at once (``runner``: what ``peer.run_detached(ctx)``
+        returned) in this (the ASGI request's) task, watched for the client leaving; returns its answer, which the
+        caller sends with ``application/json`` as it sends one made at once (see the endpoint's ``__call__``), or
+        None when there is nothing more to send (answered here with 202 or 503, or the client left)."""
+        ctx.task = task = _current_task()
+        slow = self._slow
+        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
+        if self._slow_timer is None:
+            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+        ended = False
+        try:
+            answer = await runner
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+            answer, ended = None, True  # the endpoint shuts down under the request
+        finally:
+            slow.pop(ctx, None)
+        if answer is None and task is not None and task.cancelling():
+            # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
+            # answer): this task goes on.
+            task.uncancel()
+        if self._watchers:
+            watcher = self._watchers.pop(ctx, None)
+            if watcher is not None:
+                if watcher.done():
+                    return None  # the client left: the request was cancelled and gets no answer
+                watcher.cancel()
+        if answer is None:
+            if ended:
+                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+            else:
+                await _respond(send, 202)  # nothing to answer (a cancelled request)
+        return answer
 
     def _tick(self) -> None:
         """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching

@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Scope, Send, lifespan
-from ...engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
+from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
-from .answer import Answering
+from .answer import Answering, _error_status
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
@@ -60,12 +60,15 @@ from .stream import (
 )
 from .wire import (
     _ACCEPT_CACHE,
+    _CONTENT_TYPE_JSON,
     _JSON,
+    _LENGTHS,
     _RETRY_AFTER_1,
     _TOO_BUSY,
     Headers,
     _accepts,
     _bad,
+    _content_length,
     _declared_too_large,
     _Disconnected,
     _error_body,
@@ -291,7 +294,10 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             return
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
-        h = _headers(scope)
+        raw = scope.get("headers", ())  # _headers(scope), its usual case inline
+        h = dict(raw) if type(raw) is list else None
+        if h is None or len(h) != len(raw) or b"content-type" not in h:
+            h = _headers(scope)
         origin_raw = h.get(b"origin")
         allows = self._allows
         if origin_raw is None and allows is not None:
@@ -348,7 +354,21 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 return
             except _Disconnected:
                 return
-            await self._post(scope, h, body, receive, send)
+            answer = self._post(scope, h, body, receive, send)
+            if type(answer) is not Outgoing:
+                answer = await answer  # type: ignore[misc]  # (an Outgoing only from _answer_modern: sent below)
+                if type(answer) is not Outgoing:
+                    return
+            # a 2026-07-28 answer with application/json (made at once, without a coroutine, or by _answer_modern)
+            data = answer.data
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200 if answer.kind != ERROR else _error_status(answer, True, False),
+                    "headers": [_LENGTHS.get(len(data)) or _content_length(len(data)), _CONTENT_TYPE_JSON],
+                }
+            )
+            await send({"type": "http.response.body", "body": data, "more_body": False})
         elif method == "GET":
             await self._get(scope, h, receive, send)
         elif method == "DELETE":
@@ -382,23 +402,31 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             return 413, _error_body(None, INVALID_REQUEST, f"request body larger than {self._max_body} bytes")
         return None
 
-    def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Awaitable[Any]:
+    def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any]:
         """Route a POST's body; returns the awaitable that answers it (not a coroutine itself: one frame less on
-        the way to a 2026-07-28 request's handler)."""
+        the way to a 2026-07-28 request's handler), or the answer itself, which the caller sends with
+        ``application/json``: a 2026-07-28 request answered at once (the awaitable of one that is not returns its
+        answer to send the same way)."""
         try:
             msg = jsonrpc.parse(body)
         except ParseError as exc:
             return _respond(send, 400, _error_body(None, PARSE_ERROR, exc.message))
         t = type(msg)
         hv_raw = h.get(b"mcp-protocol-version")
+        hv: str | None = None
+        server = self.server
         if t is Request or t is Notification:
             m: Request = msg  # type: ignore[assignment]
             p = m.params
             meta = p.get("_meta") if p is not None else None
-            if self.server.modern_versions and (
+            if server.modern_versions and (
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
-                or (hv_raw is not None and self._modern_header(hv_raw))
+                or (
+                    hv_raw is not None  # (_modern_header, inline: the header's text is kept for below)
+                    and (hv := _text(hv_raw)) not in server.handshake_versions
+                    and versions.is_modern(hv)
+                )
             ):
                 if t is not Request:
                     return _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
@@ -414,7 +442,10 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                     # log messages) has nowhere to go, so its outbox drops it
                     ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
                     ctx.validated_meta = read  # what _meta says, for dispatch_modern
-                    return self._answer_modern(peer.run_detached(ctx), ctx, receive, send)
+                    runner = peer.run_detached(ctx)
+                    if type(runner) is Outgoing:
+                        return runner  # answered at once: __call__ sends it
+                    return self._answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
                 stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer is returned, not sent through it)
                 ctx = peer.detached(m.id, m.method, p, stream)
                 ctx.validated_meta = read
@@ -426,8 +457,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             refusal = self._refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
             if refusal is not None:
                 return _respond(send, 400, _bad(INVALID_REQUEST, refusal))
-        hv = _text(hv_raw)
-        server = self.server
+        if hv is None and hv_raw is not None:
+            hv = _text(hv_raw)
         if not server.handshake_versions:
             requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
