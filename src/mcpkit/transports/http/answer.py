@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import current_task as _current_task
@@ -26,7 +26,7 @@ from ...protocol.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _HTTPSession, _Stream
+from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream
 from .wire import _CONTENT_TYPE_JSON, _LENGTHS, _bad, _content_length, _respond, _wait_disconnect
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ class Answering(SSEPump):
     _watchers: dict[RequestContext, asyncio.Task[None]]
     _slow_gen: int
     _slow_timer: asyncio.TimerHandle | None
-    _next_turn: Callable[[_HTTPSession], None]  # the endpoint's: lets a session's waiting POSTs run
+    max_requests_per_session: int  # the endpoint's (a session's waiting POSTs run below it)
 
     async def _serve(
         self,
@@ -105,7 +105,7 @@ class Answering(SSEPump):
                 if hs.live is not None:
                     hs.live.pop(stream.no, None)
                 if hs.queue:
-                    self._next_turn(hs)  # room for the session's next waiting POST
+                    hs.next_turn(self.max_requests_per_session)  # room for the session's next waiting POST
         if answer is None or ended or stream.mode == _SSE_MODE:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
             # no answer): we go on with this task. An answered request was not cancelled.

@@ -4,7 +4,8 @@
 ``Mcp-Name`` headers against the body, the tool's ``Mcp-Param-*`` headers against its arguments, and reads the
 request's ``_meta`` (``server.modern_context``). The usual request passes one quick test against tables of
 header values seen before (bounded); anything else is diagnosed step by step, and the first problem found is
-the one answered (:class:`_Refused`: the HTTP status and the JSON-RPC error).
+the one answered (:class:`_Refused`: the HTTP status and the JSON-RPC error). It also refuses a batch that
+2026-07-28 does not allow, or that is longer than ``max_batch_size`` (``_refuse_batch``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Scope
+from ...engine import MODERN_BATCH_REFUSAL, batch_too_long
 from ...protocol import versions
 from ...protocol.errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, UnsupportedProtocolVersion
-from ...protocol.jsonrpc import JSONDict, Request
-from ...protocol.versions import META_PROTOCOL_VERSION
+from ...protocol.jsonrpc import Batch, JSONDict, Notification, Request
+from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from .headers import NAME_FIELD, check_param_headers, decode_header_value, param_headers_from_schema
 from .security import MISSING
 from .wire import Headers, _text
@@ -99,6 +101,7 @@ class ModernChecks:
     _known_versions: dict[bytes | None, str]  # the modern versions served
     _known_methods: dict[bytes | None, str]  # methods implemented in the modern era, seen before
     _known_names: dict[bytes | None, str]  # plain visible-ASCII names (bounded; not the sentinel)
+    _max_batch: int  # the endpoint's max_batch_size
 
     def _modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
@@ -200,3 +203,21 @@ class ModernChecks:
                 raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
             if name is raw and len(self._known_names) < 512:
                 self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
+
+    def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
+        """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
+        member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
+        server = self.server
+        modern = server.modern_versions
+        if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
+            return MODERN_BATCH_REFUSAL
+        if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
+            return batch_too_long(len(batch), self._max_batch)
+        if modern:
+            for item in batch:
+                if type(item) is Request or type(item) is Notification:
+                    p = item.params  # type: ignore[union-attr]
+                    meta = p.get("_meta") if p is not None else None
+                    if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
+                        return MODERN_BATCH_REFUSAL
+        return None

@@ -262,6 +262,45 @@ class _HTTPSession:
         self.synced_level: str | None = None
         self.synced_subs: frozenset[str] = frozenset()
 
+    async def wait_turn(self, weight: int, size: int, cap: int, max_queued: int, max_bytes: int) -> bool:
+        """Queue a POST of this session while it has ``cap`` (``max_requests_per_session``) running; True once it
+        may run (its ``weight`` is then counted in ``busy``), False at once when the queue is full (``max_queued``
+        POSTs or ``max_bytes`` of their bodies)."""
+        queue = self.queue
+        if queue is None:
+            queue = self.queue = deque()
+        if len(queue) >= max_queued or self.queued_bytes + size > max_bytes:
+            return False
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (turn, weight, size)
+        queue.append(entry)
+        self.queued_bytes += size
+        try:
+            await turn
+        except BaseException:
+            if turn.done() and not turn.cancelled():
+                self.busy -= weight  # it had its turn: give it to the next
+                self.next_turn(cap)
+            else:
+                with contextlib.suppress(ValueError):
+                    queue.remove(entry)
+                    self.queued_bytes -= size
+            raise
+        return True
+
+    def next_turn(self, cap: int) -> None:
+        """Let the waiting POSTs run, in order, while fewer than ``cap`` (their weights) are running."""
+        queue = self.queue
+        while queue:
+            turn, weight, size = queue[0]
+            if self.busy and self.busy + weight > cap:
+                break
+            queue.popleft()
+            self.queued_bytes -= size
+            if not turn.done():
+                self.busy += weight
+                turn.set_result(None)
+
     def dirty(self) -> bool:
         s = self.session
         return s.log_level != self.synced_level or s.subscriptions != self.synced_subs

@@ -33,13 +33,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Scope, Send, lifespan
-from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, MODERN_BATCH_REFUSAL, Outgoing, batch_too_long
+from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
@@ -467,24 +465,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             return self._post_stateless(receive, send, h, msg)
         return self._post_session(scope, h, hv, msg, receive, send, body)
 
-    def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
-        """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
-        member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
-        server = self.server
-        modern = server.modern_versions
-        if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
-            return MODERN_BATCH_REFUSAL
-        if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
-            return batch_too_long(len(batch), self._max_batch)
-        if modern:
-            for item in batch:
-                if type(item) is Request or type(item) is Notification:
-                    p = item.params  # type: ignore[union-attr]
-                    meta = p.get("_meta") if p is not None else None
-                    if item.method in MODERN_ONLY or (type(meta) is dict and META_PROTOCOL_VERSION in meta):  # type: ignore[union-attr]
-                        return MODERN_BATCH_REFUSAL
-        return None
-
     def _post_session(
         self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
     ) -> Awaitable[Any]:
@@ -551,13 +531,19 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
         if hs.busy and hs.busy + weight > self.max_requests_per_session:
             msg = None  # a waiting POST holds its body, not the parsed message (several times larger)
-            if not await self._wait_turn(hs, weight, len(body)):
+            if not await hs.wait_turn(
+                weight,
+                len(body),
+                self.max_requests_per_session,
+                self.max_queued_per_session,
+                self.max_queued_bytes_per_session,
+            ):
                 hs.last_seen = time.monotonic()
                 await _respond(send, 429, _TOO_BUSY, extra=_RETRY_AFTER_1)
                 return
             if hs.session.closed:
                 hs.busy -= weight
-                self._next_turn(hs)
+                hs.next_turn(self.max_requests_per_session)
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
             msg = jsonrpc.parse(body)  # (it parsed before)
@@ -573,7 +559,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             if weight != 1:
                 hs.busy -= weight - 1  # (_serve gives one back, and lets the next waiting POSTs run)
                 if hs.queue:
-                    self._next_turn(hs)
+                    hs.next_turn(self.max_requests_per_session)
         if new_session:
             if status != 200:
                 await self.sessions.end(hs)
@@ -589,45 +575,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 hs.live = {}
             hs.live[stream.no] = stream
         return stream
-
-    async def _wait_turn(self, hs: _HTTPSession, weight: int, size: int) -> bool:
-        """Queue a POST of a session that has ``max_requests_per_session`` running; True once it may run (its
-        ``weight`` is then counted in ``hs.busy``), False at once when the queue is full (count or bytes)."""
-        queue = hs.queue
-        if queue is None:
-            queue = hs.queue = deque()
-        if len(queue) >= self.max_queued_per_session or hs.queued_bytes + size > self.max_queued_bytes_per_session:
-            return False
-        turn: asyncio.Future[None] = _running_loop().create_future()
-        entry = (turn, weight, size)
-        queue.append(entry)
-        hs.queued_bytes += size
-        try:
-            await turn
-        except BaseException:
-            if turn.done() and not turn.cancelled():
-                hs.busy -= weight  # it had its turn: give it to the next
-                self._next_turn(hs)
-            else:
-                with contextlib.suppress(ValueError):
-                    queue.remove(entry)
-                    hs.queued_bytes -= size
-            raise
-        return True
-
-    def _next_turn(self, hs: _HTTPSession) -> None:
-        """Let the waiting POSTs of ``hs`` run, in order, while the session has room for them."""
-        queue = hs.queue
-        cap = self.max_requests_per_session
-        while queue:
-            turn, weight, size = queue[0]
-            if hs.busy and hs.busy + weight > cap:
-                break
-            queue.popleft()
-            hs.queued_bytes -= size
-            if not turn.done():
-                hs.busy += weight
-                turn.set_result(None)
 
     async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
         hv = _text(h.get(b"mcp-protocol-version"))
