@@ -311,6 +311,31 @@ async def test_declared_body_size_is_checked_against_the_current_limit() -> None
     await app.aclose()
 
 
+@pytest.mark.parametrize("json_response", [True, False])
+async def test_the_quick_post_header_test_refuses_what_the_full_one_refuses(json_response: bool) -> None:
+    """A POST's Accept, Content-Type and Content-Length pass one quick test once an Accept has passed the full one;
+    after a good request, the same Accept with another Content-Type is still 415, an Accept without
+    text/event-stream still 406 without json_response (it never enters the quick test's table), a large
+    Content-Length still 413, and Content-Type parameters still pass."""
+    app = create_app(make_server(), sse=False, ws=False, json_response=json_response, max_body=1000)
+    body = initialize_body(V)
+    common = {"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"}
+
+    async def post(**headers: str) -> int:
+        return (await Exchange(app, _raw({**common, **headers}), body).run())[0]
+
+    assert await post() == 200
+    assert await post() == 200  # (the quick test this time)
+    assert await post(**{"content-type": "text/plain"}) == 415
+    assert await post(**{"content-type": "application/json; charset=utf-8"}) == 200
+    assert await post(**{"content-length": "1001"}) == 413
+    json_only = await post(accept="application/json")
+    assert json_only == (200 if json_response else 406)
+    assert await post(accept="application/json") == json_only  # the same verdict the second time
+    assert await post(accept="text/event-stream") == 406
+    await app.aclose()
+
+
 def test_issue14_item1_outgoing_says_what_parsing_says() -> None:
     """Each message the engine sends comes with its kind, id and method (no transport reads the bytes back), and
     they are what parsing the bytes says; bytes from elsewhere are read once by ``describe``, whatever the
