@@ -163,3 +163,36 @@ def test_issue16_item4_snapshot_position_and_rebuild() -> None:
     cursor = p.encode("x", 5, "k5")  # the client saw up to k5 before k0 was removed
     chunk, _ = p.page("x", snap.items, {"cursor": cursor}, 2, lambda v: f"k{v}", snap.position)
     assert chunk == [6, 7]
+
+
+async def test_issue16_item4_a_page_is_encoded_once_per_snapshot_and_revision() -> None:
+    """Issue 16 item 4 (the per-page cost must not depend on the registry's size): a page is served as one ready
+    JSON array per revision (a 2024-11-05 session lists no titles, a 2025-06-18 one does), the same text object on
+    a second walk, and encoded anew after the registry changed."""
+    app = MCPKit("pages", page_size=4)
+    for i in range(10):
+        app.add_tool(lambda: "x", name=f"t{i}", title=f"Tool {i}")
+    snap = app._snapshots["tools"]
+    walks: dict[str, list[list[dict[str, Any]]]] = {}
+    for version in ("2024-11-05", "2025-06-18"):
+        async with connect(app, version=version) as (cs, _, _):
+            pages: list[list[dict[str, Any]]] = []
+            cursor: str | None = None
+            while True:
+                page = await cs.list_tools(cursor)
+                pages.append([t.model_dump(by_alias=True, exclude_none=True) for t in page.tools])
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            walks[version] = pages
+    assert [len(p) for p in walks["2025-06-18"]] == [4, 4, 2]
+    assert "title" not in walks["2024-11-05"][0][0] and walks["2025-06-18"][0][0]["title"] == "Tool 0"
+    assert sorted(snap._pages) == sorted((v, s, e) for v in walks for s, e in ((0, 4), (4, 8), (8, 10)))
+    newer = features("2025-06-18")
+    text = snap.page_text(newer, 4, 8)
+    assert snap.page_text(newer, 4, 8) is text  # kept: the next walk copies it
+    assert [t["name"] for t in orjson.loads(orjson.dumps(text))] == ["t4", "t5", "t6", "t7"]
+    app.remove_tool("t5")  # the registry changed: the pages are made anew
+    assert snap._pages == {}
+    names = [t["name"] for t in orjson.loads(orjson.dumps(snap.page_text(newer, 4, 8)))]
+    assert names == ["t4", "t6", "t7", "t8"]

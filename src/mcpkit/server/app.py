@@ -217,8 +217,9 @@ class MCPKit(Server):
 
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["tools"]
-        page, cursor = self._paginator.page("tools", snap.items, params, self.page_sizes["tools"], _name, snap.position)
-        return list_result("tools", [tool.listed(ctx.features) for tool in page], cursor, self._list_cache)
+        size = self.page_sizes["tools"]
+        start, end, cursor = self._paginator.window("tools", snap.items, params, size, _name, snap.position)
+        return list_result("tools", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
@@ -353,16 +354,16 @@ class MCPKit(Server):
     def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resources"]
         size = self.page_sizes["resources"]
-        page, cursor = self._paginator.page("resources", snap.items, params, size, _uri, snap.position)
-        return list_result("resources", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
+        start, end, cursor = self._paginator.window("resources", snap.items, params, size, _uri, snap.position)
+        return list_result("resources", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resource_templates"]
         size = self.page_sizes["resource_templates"]
-        page, cursor = self._paginator.page(
+        start, end, cursor = self._paginator.window(
             "resource_templates", snap.items, params, size, _template_uri, snap.position
         )
-        return list_result("resourceTemplates", [r.listed(ctx.features) for r in page], cursor, self._list_cache)
+        return list_result("resourceTemplates", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
@@ -447,10 +448,10 @@ class MCPKit(Server):
 
     def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["prompts"]
-        page, cursor = self._paginator.page(
+        start, end, cursor = self._paginator.window(
             "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position
         )
-        return list_result("prompts", [p.listed(ctx.features) for p in page], cursor, self._list_cache)
+        return list_result("prompts", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")

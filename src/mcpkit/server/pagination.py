@@ -26,6 +26,8 @@ from ..protocol.versions import Features
 
 T = TypeVar("T")
 _MAX_CURSOR = 1024
+#: pages one :class:`Snapshot` keeps as text (per revision and offsets; every page of a 200,000-item registry)
+MAX_CACHED_PAGES = 4096
 
 
 def _b64(data: bytes) -> str:
@@ -63,7 +65,7 @@ class Paginator:
             raise InvalidParams("invalid cursor: it belongs to a different list")
         return offset, last
 
-    def page(
+    def window(
         self,
         kind: str,
         items: Sequence[T],
@@ -71,8 +73,9 @@ class Paginator:
         page_size: int,
         key: Callable[[T], str],
         position: Callable[[str], int | None] | None = None,
-    ) -> tuple[list[T], str | None]:
-        """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end).
+    ) -> tuple[int, int, str | None]:
+        """Where the page ``params["cursor"]`` asks for starts and ends in ``items`` (``items[start:end]``), and the
+        cursor of the next one (None at the end).
 
         ``position(key)`` (e.g. :meth:`Snapshot.position`) finds an item by key in O(1) when the list changed
         between pages; without it that rare case scans the list."""
@@ -80,7 +83,7 @@ class Paginator:
         start = 0
         if cursor is not None:
             if cursor == "":
-                return [], None
+                return 0, 0, None
             offset, last = self.decode(kind, cursor)
             start = offset
             if not (0 < offset <= len(items) and key(items[offset - 1]) == last):
@@ -95,11 +98,24 @@ class Paginator:
                             start = i + 1
                             break
                 start = min(start, len(items))
-        end = start + page_size
-        chunk = list(items[start:end])
-        if end < len(items) and chunk:
-            return chunk, self.encode(kind, end, key(chunk[-1]))
-        return chunk, None
+        end = min(start + page_size, len(items))
+        if end < len(items) and end > start:
+            return start, end, self.encode(kind, end, key(items[end - 1]))
+        return start, end, None
+
+    def page(
+        self,
+        kind: str,
+        items: Sequence[T],
+        params: dict[str, Any],
+        page_size: int,
+        key: Callable[[T], str],
+        position: Callable[[str], int | None] | None = None,
+    ) -> tuple[list[T], str | None]:
+        """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end): the items of
+        :meth:`window`."""
+        start, end, cursor = self.window(kind, items, params, page_size, key, position)
+        return list(items[start:end]), cursor
 
 
 class Snapshot(Generic[T]):
@@ -109,17 +125,20 @@ class Snapshot(Generic[T]):
     copying the whole registry per page). Call :meth:`invalidate` whenever the dict changes; as a safety net a
     changed length also rebuilds it."""
 
-    __slots__ = ("_index", "_items", "_source")
+    __slots__ = ("_index", "_items", "_pages", "_source")
 
     def __init__(self, source: Mapping[str, T]) -> None:
         self._source = source
         self._items: list[T] | None = None
         self._index: dict[str, int] | None = None
+        # pages as JSON text: (revision, start, end) -> the array of the items' listed() texts (see page_text)
+        self._pages: dict[tuple[str, int, int], orjson.Fragment] = {}
 
     def invalidate(self) -> None:
         """Forget the snapshot; the next page rebuilds it (O(registry) once per change)."""
         self._items = None
         self._index = None
+        self._pages = {}
 
     @property
     def items(self) -> list[T]:
@@ -128,7 +147,22 @@ class Snapshot(Generic[T]):
         if items is None or len(items) != len(self._source):
             items = self._items = list(self._source.values())
             self._index = None
+            self._pages = {}
         return items
+
+    def page_text(self, feats: Features, start: int, end: int) -> orjson.Fragment:
+        """``items[start:end]`` (:class:`Listed` items) as one JSON array for ``feats``' revision, encoded once
+        per snapshot: a page then reads one contiguous text instead of one object per item scattered over the
+        heap, so its cost depends neither on the registry's size nor on the page's position. Bounded: past
+        :data:`MAX_CACHED_PAGES` pages (cursors of an older snapshot resume at odd offsets) a page is encoded
+        anew each time."""
+        key = (feats.version, start, end)
+        text = self._pages.get(key)
+        if text is None:
+            text = orjson.Fragment(orjson.dumps([item.listed(feats) for item in self.items[start:end]]))  # type: ignore[attr-defined]
+            if len(self._pages) < MAX_CACHED_PAGES:
+                self._pages[key] = text
+        return text
 
     def position(self, key: str) -> int | None:
         """The index of ``key`` in :attr:`items` (None if absent), from a lazily built index."""
@@ -164,8 +198,11 @@ class Listed:
         return text
 
 
-def list_result(key: str, items: list[orjson.Fragment], cursor: str | None, cache: JSONDict) -> JSONDict:
-    """A ``*/list`` result: the page's items (as :meth:`Listed.listed` texts), the cache hints, the next cursor."""
+def list_result(
+    key: str, items: list[orjson.Fragment] | orjson.Fragment, cursor: str | None, cache: JSONDict
+) -> JSONDict:
+    """A ``*/list`` result: the page's items (:meth:`Listed.listed` texts, or :meth:`Snapshot.page_text`), the
+    cache hints, the next cursor."""
     result: JSONDict = {key: items, **cache}
     if cursor is not None:
         result["nextCursor"] = cursor
