@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import time
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -100,12 +99,7 @@ class Answering(SSEPump):
             if ctx is not None:
                 self._slow.pop(ctx, None)
             if hs is not None:
-                hs.busy -= 1
-                hs.last_seen = time.monotonic()
-                if hs.live is not None:
-                    hs.live.pop(stream.no, None)
-                if hs.queue:
-                    hs.next_turn(self.max_requests_per_session)  # room for the session's next waiting POST
+                hs.finish_post(stream.no, self.max_requests_per_session)  # room for the session's next POST
         if answer is None or ended or stream.mode == _SSE_MODE:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
             # no answer): we go on with this task. An answered request was not cancelled.

@@ -301,6 +301,16 @@ class _HTTPSession:
                 self.busy += weight
                 turn.set_result(None)
 
+    def finish_post(self, no: int, cap: int) -> None:
+        """A POST of this session (its stream number ``no``) is answered: its slot goes to the next waiting POST
+        (``cap``: ``max_requests_per_session``), and its stream is no longer resumable."""
+        self.busy -= 1
+        self.last_seen = time.monotonic()
+        if self.live is not None:
+            self.live.pop(no, None)
+        if self.queue:
+            self.next_turn(cap)
+
     def dirty(self) -> bool:
         s = self.session
         return s.log_level != self.synced_level or s.subscriptions != self.synced_subs

@@ -357,7 +357,9 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 answer = await answer  # type: ignore[misc]  # (an Outgoing only from _answer_modern: sent below)
                 if type(answer) is not Outgoing:
                     return
-            # a 2026-07-28 answer with application/json (made at once, without a coroutine, or by _answer_modern)
+            # An answer with application/json: a 2026-07-28 one (made at once, without a coroutine, or by
+            # _answer_modern), or a handshake-era result made at once (_post_session; never an error: their
+            # status follows other rules, _serve sends them)
             data = answer.data
             await send(
                 {
@@ -467,10 +469,11 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
 
     def _post_session(
         self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
-    ) -> Awaitable[Any]:
+    ) -> Outgoing | Awaitable[Any]:
         """A handshake-era POST to a stateful endpoint; returns the awaitable that answers it. The usual POST (one
-        request, in a session this worker holds, with room for it) goes straight to :meth:`_serve`, without a
-        coroutine of its own; everything else to :meth:`_post_session_full`."""
+        request, in a session this worker holds, with room for it) runs without a coroutine of its own: its
+        result itself when it was made at once (the caller sends it as JSON), else :meth:`_serve`'s awaitable;
+        everything else goes to :meth:`_post_session_full`."""
         if type(msg) is Request and self.session_store is None:
             hs = self._sessions.get(_text(h.get(b"mcp-session-id")))  # type: ignore[arg-type]
             # (the owner test: _owned_by's quick cases inline, an unauthenticated session first)
@@ -482,7 +485,12 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             ):
                 hs.busy += 1
                 stream = self._session_stream(hs)
-                return self._serve(stream, hs.session.peer.answer(msg, stream), None, receive, send, ())
+                answer = hs.session.peer.answer(msg, stream)
+                if type(answer) is Outgoing and answer.kind != ERROR:
+                    # answered at once (nothing can have gone out before it): __call__ sends it, status 200
+                    hs.finish_post(stream.no, self.max_requests_per_session)
+                    return answer
+                return self._serve(stream, answer, None, receive, send, ())
         return self._post_session_full(scope, h, hv, msg, receive, send, body)
 
     async def _post_session_full(
