@@ -102,9 +102,11 @@ class Server:
     #: largest ``capabilities`` + ``clientInfo`` of an ``initialize``, in bytes of JSON (-32602 beyond): a session
     #: keeps them for its whole life (``server.max_client_metadata = n``).
     max_client_metadata = 64 * 1024
-    #: a lifespan the first request enters when no transport did (an object with ``users``; MCPKit sets its own
-    #: and overrides :meth:`_dispatch_holding`): checked at the top of :meth:`dispatch`, no frame of its own
+    #: a lifespan the first request enters when no transport did (an object with ``users``): checked at the top
+    #: of :meth:`dispatch`, no frame of its own; a subclass that sets it defines ``_dispatch_holding`` (dispatch's
+    #: arguments; it enters the lifespan, then dispatches), as MCPKit does
     _lazy_lifespan: Any = None
+    _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
 
     def __init__(
         self,
@@ -277,18 +279,6 @@ class Server:
         except (InputRequired, ResourceNotFound) as exc:
             result = self._settle(exc, sctx, method, params, feats)
         return shape_result(method, result, feats, self.info if feats.modern else None)
-
-    async def _dispatch_holding(
-        self,
-        rc: RequestContext,
-        session: ServerSession | None,
-        feats: Features,
-        client_caps: JSONDict,
-        client_info: JSONDict | None,
-        log_level: str | None,
-    ) -> JSONDict:
-        """:meth:`dispatch` once :attr:`_lazy_lifespan` is entered (a subclass that sets one enters it here)."""
-        raise NotImplementedError
 
     async def _dispatched(
         self, pending: Any, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features

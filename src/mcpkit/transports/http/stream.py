@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
@@ -271,7 +272,7 @@ class _HTTPSession:
             queue = self.queue = deque()
         if len(queue) >= max_queued or self.queued_bytes + size > max_bytes:
             return False
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        turn: asyncio.Future[None] = _running_loop().create_future()
         entry = (turn, weight, size)
         queue.append(entry)
         self.queued_bytes += size
