@@ -82,6 +82,11 @@ def notification(method: str, params: JSONDict | None) -> Outgoing:
     return _new(Outgoing, (jsonrpc.encode_notification(method, params), NOTIFICATION, None, method, params, None))  # type: ignore[no-any-return]
 
 
+def result(rid: RequestId, res: JSONDict) -> Outgoing:
+    """An encoded result response (``res``: the result object)."""
+    return _new(Outgoing, (jsonrpc.encode_result(rid, res), RESULT, rid, None, None, None))  # type: ignore[no-any-return]
+
+
 def error(rid: RequestId | None, err: JSONDict) -> Outgoing:
     """An encoded error response (``err``: the JSON-RPC error object)."""
     return Outgoing(jsonrpc.encode_error(rid, err), ERROR, rid, code=err.get("code"))

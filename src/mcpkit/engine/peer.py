@@ -273,7 +273,9 @@ class Peer(Requests):
         goes to ``out``."""
         return RequestContext(self, id, method, params, out)
 
-    def run_detached(self, ctx: RequestContext) -> Outgoing | Awaitable[Outgoing | None]:
+    def run_detached(
+        self, ctx: RequestContext, handler: RequestHandler | None = None
+    ) -> Outgoing | Awaitable[Outgoing | None]:
         """Run one request without entering it in the in-flight table and return its answer (a result or an error
         response; None when the requester cancelled the request: it gets no answer), as :meth:`handle` does.
 
@@ -284,9 +286,10 @@ class Peer(Requests):
         For request-scoped transports where several independent clients share one peer (stateless HTTP, both
         eras): their request ids may collide, and each request's cancellation is its own stream closing, not a
         ``notifications/cancelled`` addressed by id. (:meth:`answer` runs an admitted request through it too,
-        and leaves the in-flight table itself.)"""
+        and leaves the in-flight table itself.) ``handler``: run it instead of the peer's request handler (a
+        transport that began the request on a shorter path and has the rest of it to run)."""
         try:
-            result = self.request_handler(ctx)
+            result = self.request_handler(ctx) if handler is None else handler(ctx)
         except Exception as exc:
             answer = self._failed(ctx, exc)
         else:

@@ -107,6 +107,12 @@ class Server:
     #: arguments; it enters the lifespan, then dispatches), as MCPKit does
     _lazy_lifespan: Any = None
     _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
+    #: tools/call the short way, ``(params, features) -> result | Resume | None`` (MCPKit's: see server/quick.py;
+    #: None: the server has none), and ``resume_call``, which finishes a Resume as :meth:`dispatch` would
+    quick_call: Callable[..., Any] | None = None
+    resume_call: Callable[..., Any]
+    _quick_for = -1  # the handlers_version that _quick_ok was read for
+    _quick_ok = False
 
     def __init__(
         self,
@@ -255,6 +261,12 @@ class Server:
             return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
         method = rc.method
         params = rc.params or {}
+        if method == "tools/call" and self.quick_call is not None:
+            quick = self.quick_call(params, feats)  # (None: nothing was run, the path below decides)
+            if quick is not None:
+                if type(quick) is dict:
+                    return quick  # type: ignore[no-any-return]
+                return self.resume_call(rc, params, (feats, client_caps, client_info, log_level), session, quick)  # type: ignore[no-any-return]
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
         authz = _current_authorization()
         if authz is not None:  # one authorization decision for every transport and every batch item

@@ -18,7 +18,14 @@ from ...engine import MODERN_BATCH_REFUSAL, batch_too_long
 from ...protocol import versions
 from ...protocol.errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, JSONDict, Notification, Request
-from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
+from ...protocol.versions import (
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_LOG_LEVEL,
+    META_PROTOCOL_VERSION,
+    MODERN_ONLY,
+    Features,
+)
 from .headers import NAME_FIELD, check_param_headers, decode_header_value, param_headers_from_schema
 from .security import MISSING
 from .wire import Headers, _text
@@ -99,6 +106,7 @@ class ModernChecks:
     _known_stamp: Any
     _known_handlers: int
     _known_versions: dict[bytes | None, str]  # the modern versions served
+    _known_feats: dict[str, Features]  # their features, as server.modern_context read them
     _known_methods: dict[bytes | None, str]  # methods implemented in the modern era, seen before
     _known_names: dict[bytes | None, str]  # plain visible-ASCII names (bounded; not the sentinel)
     _max_batch: int  # the endpoint's max_batch_size
@@ -118,22 +126,35 @@ class ModernChecks:
         # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
         # Anything else is diagnosed step by step (which gives a valid request the same verdict).
         server = self.server
+        read: ModernContext | None = None
         if type(meta) is dict:
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
             field = NAME_FIELD.get(method)
-            if not (
-                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == meta.get(META_PROTOCOL_VERSION)
+            version = meta.get(META_PROTOCOL_VERSION)
+            if (
+                self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == version
                 and self._known_methods.get(h.get(b"mcp-method")) == method
                 and (field is None or self._known_names.get(h.get(b"mcp-name"), MISSING) == params.get(field))  # type: ignore[union-attr]
             ):
+                # server.modern_context's usual case, read here: a version it read before (its features), the
+                # client capabilities an object, no log level
+                feats = self._known_feats.get(version)
+                caps = meta.get(META_CLIENT_CAPABILITIES)
+                if feats is not None and type(caps) is dict and META_LOG_LEVEL not in meta:
+                    info = meta.get(META_CLIENT_INFO)
+                    read = (feats, caps, info if type(info) is dict else None, None)
+            else:
                 self._diagnose_modern(h, msg, meta)
         else:
             self._diagnose_modern(h, msg, meta)
-        try:
-            read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
-        except MCPError as exc:
-            raise _Refused(400, exc.to_error()) from None
+        if read is None:
+            try:
+                read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
+            except MCPError as exc:
+                raise _Refused(400, exc.to_error()) from None
+            if len(self._known_feats) < 16:
+                self._known_feats[meta[META_PROTOCOL_VERSION]] = read[0]  # (a version the server serves)
         if method == "tools/call" and self.tool_headers is not None:
             name = params.get("name")  # type: ignore[union-attr]
             if type(name) is str:
@@ -150,6 +171,7 @@ class ModernChecks:
         self._known_stamp = server.modern_versions
         self._known_handlers = server.handlers_version
         self._known_versions = {v.encode(): v for v in server.modern_versions}
+        self._known_feats = {}
         self._known_methods = {}
 
     def _diagnose_modern(self, h: Headers, msg: Request, meta: Any) -> None:

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Receive, Scope, Send, lifespan
 from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
+from ...engine.messages import result as result_answer
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
@@ -57,7 +58,6 @@ from .stream import (
     close_sse_stream,
 )
 from .wire import (
-    _ACCEPT_CACHE,
     _CONTENT_TYPE_JSON,
     _JSON,
     _LENGTHS,
@@ -67,7 +67,6 @@ from .wire import (
     _accepts,
     _bad,
     _content_length,
-    _declared_too_large,
     _Disconnected,
     _error_body,
     _has_requests,
@@ -80,6 +79,7 @@ from .wire import (
     _TooLarge,
     _unsupported_header,
     _with_cors,
+    refuse_post,
 )
 
 if TYPE_CHECKING:
@@ -195,6 +195,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
         self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
+        self._quick: Any = getattr(server, "quick_call", None)  # tools/call the short way, if the server has one
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
@@ -206,9 +207,10 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._known_stamp: Any = None
         self._known_handlers = -1
         self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
+        self._known_feats: dict[str, Any] = {}  # their features (see _validate_modern)
         self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
         self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (bounded; not the sentinel)
-        # Accept values that list both types (the quick test of a POST's headers; bounded, see _refuse_post)
+        # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
         self._slow_gen = 0
         self._slow_timer: asyncio.TimerHandle | None = None
@@ -325,13 +327,13 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             send = _with_cors(send, origin)
         if method == "POST":
             # the usual POST in one test (an Accept seen to pass before, Content-Type exactly application/json, a
-            # Content-Length shorter than the limit's digits); anything else is judged by _refuse_post
+            # Content-Length shorter than the limit's digits); anything else is judged by refuse_post
             if (
                 h.get(b"accept") not in self._good_accepts
                 or h.get(b"content-type") != _JSON
                 or len(h.get(b"content-length", b"")) >= self._limit_digits
             ):
-                refused_post = self._refuse_post(h)
+                refused_post = refuse_post(h, self.json_response, self._good_accepts, self._max_body)
                 if refused_post is not None:
                     await _respond(send, *refused_post)
                     return
@@ -378,30 +380,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
 
     # ------------------------------------------------------------------ POST
 
-    def _refuse_post(self, h: Headers) -> tuple[int, bytes] | None:
-        """The status and body of a POST refused on its headers alone (Accept, Content-Type, Content-Length)."""
-        accept = h.get(b"accept")
-        verdict = _ACCEPT_CACHE.get(accept) if accept is not None else None
-        js, sse = verdict if verdict is not None else _accepts(accept)
-        if not js or (not sse and not self.json_response):
-            return 406, _error_body(
-                None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
-            )
-        if sse and len(self._good_accepts) < 64:
-            self._good_accepts.add(accept)  # type: ignore[arg-type]  # (good whatever json_response says)
-        ctype = h.get(b"content-type", b"")
-        if ctype != _JSON and ctype.split(b";", 1)[0].strip().lower() != _JSON:
-            return 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
-        declared = h.get(b"content-length")
-        # fewer characters than the limit has digits: below it whatever they say
-        if (
-            declared is not None
-            and len(declared) >= self._limit_digits
-            and _declared_too_large(declared, self._max_body)
-        ):
-            return 413, _error_body(None, INVALID_REQUEST, f"request body larger than {self._max_body} bytes")
-        return None
-
     def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any]:
         """Route a POST's body; returns the awaitable that answers it (not a coroutine itself: one frame less on
         the way to a 2026-07-28 request's handler), or the answer itself, which the caller sends with
@@ -440,9 +418,18 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 if self.json_response and m.method != "subscriptions/listen":
                     # answered with application/json, nothing before it: what the handler sends first (progress,
                     # log messages) has nowhere to go, so its outbox drops it
+                    quick = None
+                    if m.method == "tools/call" and p is not None and self._quick is not None:
+                        quick = self._quick(p, read[0])  # a plain def tool run inline (see server/quick.py)
+                        if type(quick) is dict:
+                            return result_answer(m.id, quick)
                     ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
                     ctx.validated_meta = read  # what _meta says, for dispatch_modern
-                    runner = peer.run_detached(ctx)
+                    if quick is None:
+                        runner = peer.run_detached(ctx)
+                    else:  # the tool ran; the server's dispatcher finishes the rest
+                        resume = self.server.resume_call  # type: ignore[attr-defined]
+                        runner = peer.run_detached(ctx, lambda c: resume(c, p, read, None, quick))
                     if type(runner) is Outgoing:
                         return runner  # answered at once: __call__ sends it
                     return self._answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]

@@ -170,6 +170,31 @@ def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
         return False
 
 
+def refuse_post(
+    h: Headers, json_response: bool, good_accepts: set[bytes | None], limit: int
+) -> tuple[int, bytes] | None:
+    """The status and body of a POST refused on its headers alone (Accept, Content-Type, Content-Length), or
+    None. An Accept that lists both types joins ``good_accepts`` (bounded): the endpoint's quick test of the
+    usual POST."""
+    accept = h.get(b"accept")
+    verdict = _ACCEPT_CACHE.get(accept) if accept is not None else None
+    js, sse = verdict if verdict is not None else _accepts(accept)
+    if not js or (not sse and not json_response):
+        return 406, _error_body(
+            None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
+        )
+    if sse and len(good_accepts) < 64:
+        good_accepts.add(accept)  # (good whatever json_response says)
+    ctype = h.get(b"content-type", b"")
+    if ctype != _JSON and ctype.split(b";", 1)[0].strip().lower() != _JSON:
+        return 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
+    declared = h.get(b"content-length")
+    # fewer characters than the limit has digits: below it whatever they say
+    if declared is not None and len(declared) >= len(str(limit)) and _declared_too_large(declared, limit):
+        return 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes")
+    return None
+
+
 _EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
 
 

@@ -1,0 +1,265 @@
+"""tools/call's quick path (server/quick.py) answers exactly as the generic path does, in both eras, over real
+uvicorn: the same HTTP status and the same bytes for every outcome (a text, a number, structured content, a
+ToolError, an unexpected exception, InputRequired, a missing client capability, an awaitable returned by a plain
+``def``, invalid arguments, an unknown tool), and it steps aside where the generic path must decide (a handler set
+with ``set_handler``, an authorization that refuses, a tool with a Context, one on a worker thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from mcpkit import Context, MCPKit
+from mcpkit.protocol.errors import MissingRequiredClientCapability
+from mcpkit.server.lowlevel import InputRequired
+from mcpkit.server.request_context import ScopeAuthorization, authorize_as
+from mcpkit.server.tools import ToolError
+from test_http_support import MODERN, handshake_headers, modern_body, modern_headers, open_session, running
+
+HANDSHAKE = "2025-11-25"
+
+
+def build(quick: bool, learn_calls: int = 20) -> tuple[MCPKit, list[Any]]:
+    """A server with one tool per outcome; ``quick=False`` turns the quick path off (the generic path answers).
+    Returns it and a list that records each result the quick path gave (None: it stepped aside)."""
+    app = MCPKit("q", sync_learn_calls=learn_calls)
+
+    @app.tool(thread=False)
+    def echo(text: str) -> str:
+        return text
+
+    @app.tool(thread=False)
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @app.tool(thread=False)
+    def point(x: float) -> dict[str, float]:
+        return {"x": x, "y": x * 2}
+
+    @app.tool(thread=False)
+    def refuse() -> str:
+        raise ToolError("no, thanks")
+
+    @app.tool(thread=False)
+    def crash() -> str:
+        raise ValueError("boom")
+
+    @app.tool(thread=False)
+    def ask() -> str:
+        raise InputRequired({"q": {"method": "elicitation/create", "params": {"message": "name?"}}})
+
+    @app.tool(thread=False)
+    def needs_sampling() -> str:
+        raise MissingRequiredClientCapability({"sampling": {}})
+
+    async def later(value: str) -> str:
+        await asyncio.sleep(0)
+        return value.upper()
+
+    @app.tool(thread=False)
+    def deferred(text: str) -> Any:
+        return later(text)  # a plain def that returns an awaitable: awaited, as on the generic path
+
+    @app.tool
+    def learned(text: str) -> str:  # the default policy: inline once learned
+        return text[::-1]
+
+    @app.tool(thread=True)
+    def on_thread(text: str) -> str:
+        return text
+
+    @app.tool(thread=False)
+    def with_context(text: str, ctx: Context) -> str:
+        return text
+
+    taken: list[Any] = []
+    if quick:
+        inner = app.quick_call
+
+        def recording(params: Any, feats: Any) -> Any:
+            r = inner(params, feats)
+            taken.append(r)
+            return r
+
+        app.quick_call = recording  # type: ignore[method-assign]
+    else:
+        app.quick_call = None  # type: ignore[assignment]
+    return app, taken
+
+
+CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("echo", {"text": "hello"}),
+    ("add", {"a": 2, "b": 3}),
+    ("point", {"x": 1.5}),
+    ("point", {"x": 2}),  # an int where a float is declared
+    ("refuse", {}),
+    ("crash", {}),
+    ("ask", {}),
+    ("needs_sampling", {}),
+    ("deferred", {"text": "later"}),
+    ("learned", {"text": "abc"}),
+    ("on_thread", {"text": "t"}),
+    ("with_context", {"text": "c"}),
+    ("echo", {"text": 5}),  # invalid arguments
+    ("echo", {"text": "x", "extra": 1}),  # an unknown argument
+    ("missing", {}),  # an unknown tool
+]
+
+_ERROR_ID = re.compile(rb"error id [0-9a-f]+")
+
+
+def _normal(body: bytes) -> Any:
+    """The answer with what differs between two runs by design taken out: an internal error's random id, and a
+    sealed requestState (checked separately)."""
+    answer = orjson.loads(_ERROR_ID.sub(b"error id X", body))
+    result = answer.get("result")
+    if isinstance(result, dict) and "requestState" in result:
+        assert isinstance(result["requestState"], str) and result["requestState"]
+        result["requestState"] = "sealed"
+    return answer
+
+
+async def _modern(url: str, name: str, arguments: dict[str, Any], rid: int) -> tuple[int, bytes]:
+    async with httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(
+            url,
+            content=orjson.dumps(modern_body("tools/call", {"name": name, "arguments": arguments}, rid=rid)),
+            headers=modern_headers("tools/call", name),
+        )
+    return r.status_code, r.content
+
+
+async def _answers(quick: bool, era: str, learn_calls: int = 20) -> tuple[list[tuple[int, Any]], list[Any]]:
+    app, taken = build(quick, learn_calls)
+    out: list[tuple[int, Any]] = []
+    async with running(app, json_response=True) as (base, _):
+        url = base + "/mcp"
+        async with httpx.AsyncClient(timeout=10) as http:
+            sid = await open_session(http, url, HANDSHAKE) if era == "handshake" else None
+            for _ in range(3):  # the learned tool runs inline from the third call on (learn_calls=2)
+                for rid, (name, arguments) in enumerate(CALLS, 1):
+                    if era == "modern":
+                        status, body = await _modern(url, name, arguments, rid)
+                    else:
+                        r = await http.post(
+                            url,
+                            json={
+                                "jsonrpc": "2.0",
+                                "id": rid,
+                                "method": "tools/call",
+                                "params": {"name": name, "arguments": arguments},
+                            },
+                            headers=handshake_headers(sid, HANDSHAKE),
+                        )
+                        status, body = r.status_code, r.content
+                    out.append((status, _normal(body)))
+    return out, taken
+
+
+@pytest.mark.parametrize("era", ["modern", "handshake"])
+async def test_quick_path_gives_the_generic_paths_answers(era: str) -> None:
+    generic, none_taken = await _answers(False, era, learn_calls=2)
+    quick, taken = await _answers(True, era, learn_calls=2)
+    assert none_taken == []
+    assert quick == generic
+    # it was taken: a result for each plain outcome, a Resume for the signals and the awaitable
+    results = [r for r in taken if type(r) is dict]
+    resumes = [r for r in taken if r is not None and type(r) is not dict]
+    assert len(results) >= 3 * 6 + 1  # echo, add, point x2, refuse, crash on every round; learned once learned
+    assert len(resumes) == 3 * 3  # ask, needs_sampling, deferred: finished by the dispatcher's own code
+    last_round = quick[-len(CALLS) :]
+    by_name = {name: answer for (name, _), (_, answer) in reversed(list(zip(CALLS, last_round, strict=True)))}
+    assert by_name["echo"]["result"]["content"] == [{"type": "text", "text": "hello"}]
+    assert by_name["deferred"]["result"]["content"] == [{"type": "text", "text": "LATER"}]
+    assert by_name["learned"]["result"]["content"] == [{"type": "text", "text": "cba"}]
+    if era == "modern":
+        assert by_name["ask"]["result"]["resultType"] == "input_required"
+        assert by_name["needs_sampling"]["error"]["code"] == -32021
+
+
+async def test_quick_path_input_required_round_trip() -> None:
+    """The requestState the quick path seals is one the server accepts back (and binds to the request)."""
+    app, taken = build(True)
+    answered: list[str] = []
+
+    @app.tool(thread=False, replace=True)
+    def ask() -> str:
+        raise InputRequired({"q": {"method": "elicitation/create", "params": {"message": "name?"}}})
+
+    async with running(app, json_response=True) as (base, _):
+        status, body = await _modern(base + "/mcp", "ask", {}, 1)
+        assert status == 200
+        state = orjson.loads(body)["result"]["requestState"]
+        params = {"name": "ask", "arguments": {}, "requestState": state, "inputResponses": {"q": {"action": "decline"}}}
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(
+                base + "/mcp",
+                content=orjson.dumps(modern_body("tools/call", params, rid=2)),
+                headers=modern_headers("tools/call", "ask"),
+            )
+        answered.append(r.text)
+    # the second request carries requestState: the generic path takes it (the quick one steps aside, runs nothing)
+    assert taken[-1] is None
+    assert '"input_required"' in answered[0]  # the tool asks again: its answers reached it through the state
+
+
+async def test_quick_path_steps_aside_for_a_handler_set_by_hand() -> None:
+    app, taken = build(True)
+
+    def custom(ctx: Any, params: Any) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": "custom"}]}
+
+    app.set_handler("tools/call", custom)
+    async with running(app, json_response=True) as (base, _):
+        status, body = await _modern(base + "/mcp", "echo", {"text": "hello"}, 1)
+    assert status == 200 and b'"custom"' in body
+    assert taken == [None, None]  # asked by the endpoint and by the dispatcher; stepped aside both times
+
+
+def _authorizing(authz: Any) -> Callable[[Any], Any]:
+    def wrap(asgi: Any) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            token = authorize_as(authz)
+            try:
+                await asgi(scope, receive, send)
+            finally:
+                from mcpkit.server.request_context import CURRENT_AUTHORIZATION
+
+                CURRENT_AUTHORIZATION.reset(token)
+
+        return app
+
+    return wrap
+
+
+@pytest.mark.parametrize("granted", [["tools"], []])
+async def test_quick_path_keeps_the_authorization_decision(granted: list[str]) -> None:
+    answers = []
+    for quick in (True, False):
+        app, _ = build(quick)
+        authz = ScopeAuthorization("alice", granted, rule=lambda method, params: ["tools"])
+        async with running(app, json_response=True, wrap=_authorizing(authz)) as (base, _):
+            answers.append(await _modern(base + "/mcp", "echo", {"text": "hello"}, 1))
+    assert answers[0] == answers[1]
+    assert (b'"hello"' in answers[0][1]) == bool(granted)
+    if not granted:
+        assert b"-32003" in answers[0][1]
+
+
+async def test_quick_path_runs_after_the_header_checks() -> None:
+    """The endpoint's quick path runs after the 2026-07-28 header checks: a wrong Mcp-Name is still refused."""
+    app, taken = build(True)
+    async with running(app, json_response=True) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(
+            base + "/mcp",
+            content=orjson.dumps(modern_body("tools/call", {"name": "echo", "arguments": {"text": "x"}})),
+            headers=modern_headers("tools/call", "add", version=MODERN),
+        )
+    assert taken == []
+    assert r.status_code == 400 and b"-32020" in r.content
