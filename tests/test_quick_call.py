@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -141,7 +142,8 @@ async def _answers(quick: bool, era: str, learn_calls: int = 20) -> tuple[list[t
     async with running(app, json_response=True) as (base, _):
         url = base + "/mcp"
         async with httpx.AsyncClient(timeout=10) as http:
-            sid = await open_session(http, url, HANDSHAKE) if era == "handshake" else None
+            version = era if era != "modern" else MODERN
+            sid = await open_session(http, url, version) if era != "modern" else None
             for _ in range(3):  # the learned tool runs inline from the third call on (learn_calls=2)
                 for rid, (name, arguments) in enumerate(CALLS, 1):
                     if era == "modern":
@@ -155,14 +157,14 @@ async def _answers(quick: bool, era: str, learn_calls: int = 20) -> tuple[list[t
                                 "method": "tools/call",
                                 "params": {"name": name, "arguments": arguments},
                             },
-                            headers=handshake_headers(sid, HANDSHAKE),
+                            headers=handshake_headers(sid, version if version >= "2025-06-18" else None),
                         )
                         status, body = r.status_code, r.content
                     out.append((status, _normal(body)))
     return out, taken
 
 
-@pytest.mark.parametrize("era", ["modern", "handshake"])
+@pytest.mark.parametrize("era", ["modern", "2025-11-25", "2025-06-18", "2025-03-26"])
 async def test_quick_path_gives_the_generic_paths_answers(era: str) -> None:
     generic, none_taken = await _answers(False, era, learn_calls=2)
     quick, taken = await _answers(True, era, learn_calls=2)
@@ -263,3 +265,48 @@ async def test_quick_path_runs_after_the_header_checks() -> None:
         )
     assert taken == []
     assert r.status_code == 400 and b"-32020" in r.content
+
+
+async def _during_hand_over(quick: bool, second: dict[str, Any]) -> tuple[tuple[int, bytes], tuple[int, bytes]]:
+    """A session's ``tools/call`` (id 77) whose inline tool blocks long enough for the loop to be handed over to
+    its stand-in thread, and ``second``, posted on the same session meanwhile: both answers (status, body)."""
+    app, taken = build(quick)
+
+    @app.tool(thread=False)
+    def slow() -> str:
+        time.sleep(0.4)  # the watch hands the loop over after 10-20 ms
+        return "done"
+
+    async with running(app, json_response=True) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, HANDSHAKE)
+        headers = handshake_headers(sid, HANDSHAKE)
+        call = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}
+        first = asyncio.ensure_future(http.post(url, json=call, headers=headers))
+        await asyncio.sleep(0.15)
+        r2 = await http.post(url, json=second, headers=headers)
+        r1 = await first
+    if quick:
+        assert {"content": [{"type": "text", "text": "done"}], "isError": False} in taken  # the quick path ran it
+    return (r1.status_code, r1.content), (r2.status_code, r2.content)
+
+
+async def test_a_cancellation_during_a_hand_over_still_means_no_answer() -> None:
+    """While the quick path's call runs (the loop handed over), the request is in the session's in-flight table:
+    a ``notifications/cancelled`` for it means no answer (202, empty), as on the generic path."""
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}}
+    quick = await _during_hand_over(True, cancel)
+    generic = await _during_hand_over(False, cancel)
+    assert quick == generic == ((202, b""), (202, b""))
+
+
+async def test_a_duplicate_id_during_a_hand_over_is_refused() -> None:
+    """A second request with the id of the one the quick path is running is refused as a duplicate, and the first
+    is answered, as on the generic path."""
+    again = {"jsonrpc": "2.0", "id": 77, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "x"}}}
+    quick = await _during_hand_over(True, again)
+    generic = await _during_hand_over(False, again)
+    assert quick == generic
+    (s1, b1), (s2, b2) = quick
+    assert s1 == 200 and b'"done"' in b1
+    assert s2 == 200 and b"already in use" in b2

@@ -43,7 +43,7 @@ from ..protocol.jsonrpc import (
 )
 from . import messages
 from .context import RequestContext
-from .messages import BATCH, DEFAULT_MAX_BATCH_SIZE, ERROR, RESULT, Outbox, Outgoing, _new, batch_too_long
+from .messages import BATCH, DEFAULT_MAX_BATCH_SIZE, ERROR, NULL_OUTBOX, RESULT, Outbox, Outgoing, _new, batch_too_long
 from .outgoing import Requests, _Pending
 
 logger = logging.getLogger("mcpkit.engine")
@@ -108,6 +108,7 @@ class Peer(Requests):
         self._next_id = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
+        self._held: RequestContext | None = None  # the in-flight entry of answer_at_once's calls (done: free)
         self._max_concurrency = max_concurrency
         self.max_batch_size = max_batch_size
         # what a refused batch is told (the layer above may name the revision that has no batches)
@@ -249,10 +250,13 @@ class Peer(Requests):
         await self.receive_parsed(msg, out)
         return None
 
-    def answer(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> Outgoing | Awaitable[Outgoing | None]:
+    def answer(
+        self, msg: jsonrpc.Parsed | Batch, out: Outbox, handler: RequestHandler | None = None
+    ) -> Outgoing | Awaitable[Outgoing | None]:
         """:meth:`handle`, without a coroutine when ``msg`` is a request whose handler answers at once (a plain
         ``def`` tool that ran inline, a built-in with nothing to wait for, a refusal): the answer itself then.
-        Otherwise the awaitable that makes it (None from it: nothing to answer)."""
+        Otherwise the awaitable that makes it (None from it: nothing to answer). ``handler``: a request's, in
+        place of the peer's request handler (see :meth:`run_detached`)."""
         if type(msg) is not Request:
             return self.handle(msg, out)
         req: Request = msg  # type: ignore[assignment]
@@ -261,12 +265,44 @@ class Peer(Requests):
         if rid in inflight:
             return messages.error(rid, self._duplicate(rid))
         ctx = inflight[rid] = RequestContext(self, rid, req.method, req.params, out)  # (_admit, its id known free)
-        answer = self.run_detached(ctx)  # (the awaitable, if any, leaves the table when it ends)
+        answer = self.run_detached(ctx, handler)  # (the awaitable, if any, leaves the table when it ends)
         if type(answer) is Outgoing:
             self._finished(ctx)
             if ctx.cancelled:  # while the loop was handed over during an inline call: no response (spec)
                 return _no_answer()
         return answer
+
+    def answer_at_once(self, req: Request, run: Callable[[Any, Any], Any], arg: Any) -> Any:
+        """``run(req.params, arg)``, a call that answers at once or runs nothing (the server's quick path of
+        ``tools/call``: see ``mcpkit.server.quick``), with ``req`` held in the in-flight table meanwhile as
+        :meth:`answer` holds a request: the one moment others run meanwhile is while the loop is handed over to a
+        stand-in thread during an inline call. Returns what ``run`` returned; None, without calling it, when the
+        id is in use or another call holds the table's entry for at-once calls (:meth:`answer` then refuses the
+        duplicate, or runs the request); the awaitable of no answer when the requester cancelled it meanwhile."""
+        held = self._held
+        if held is None:
+            held = self._held = RequestContext(self, 0, req.method, None, NULL_OUTBOX)
+            held.done = True  # (free)
+        rid = req.id
+        inflight = self._inflight
+        if not held.done or rid in inflight:
+            return None
+        held.id = rid
+        held.method = req.method
+        held.cancelled = held.done = False
+        inflight[rid] = held
+        try:
+            result = run(req.params, arg)
+        finally:
+            held.done = True
+            if inflight.get(rid) is held:
+                del inflight[rid]
+        if held.cancelled and result is not None:
+            pending = getattr(result, "pending", None)
+            if pending is not None:
+                pending.close()  # (what was left of a cancelled request is not run)
+            return _no_answer()
+        return result
 
     def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:
         """A context for one request that :meth:`run_detached` will run; what its handler sends before the answer

@@ -65,21 +65,21 @@ def quick_call(app: MCPKit, params: JSONDict, feats: Any) -> JSONDict | Resume |
     """The shaped result of ``tools/call`` with ``params`` for the revision ``feats``, when the quick path takes
     it (see the module's docstring); None when it does not (nothing was run: take the generic path); a
     :class:`Resume` to finish with :func:`resume` when the tool ran but its outcome needs the dispatcher."""
+    name = params.get("name")
+    tool = app._tools.get(name) if type(name) is str else None  # type: ignore[arg-type]
+    if tool is None or type(tool) is not Tool:
+        return None
+    sync = tool.sync
+    if sync is None or sync.mode != INLINE:  # (first: an async def tool is asked twice on some paths)
+        return None
     lazy = app._lazy_lifespan
     if (lazy is not None and lazy.users == 0) or "requestState" in params or "inputResponses" in params:
         return None
     if app._quick_for != app.handlers_version:
         _refresh(app)
-    if not app._quick_ok:
-        return None
-    name = params.get("name")
-    tool = app._tools.get(name) if type(name) is str else None  # type: ignore[arg-type]
-    if tool is None or type(tool) is not Tool:
-        return None
     info = tool.info
-    sync = tool.sync
     fast = info.fast_plan
-    if sync is None or fast is None or sync.mode != INLINE or info.context_param is not None:
+    if not app._quick_ok or fast is None or info.context_param is not None:
         return None
     arguments = params.get("arguments")
     if arguments is None:
@@ -114,6 +114,8 @@ def quick_call(app: MCPKit, params: JSONDict, feats: Any) -> JSONDict | Resume |
                     "_meta": {META_SERVER_INFO: app.info},
                 }
             result = {"content": [{"type": "text", "text": value}], "isError": False}
+            if not feats.always_structured_content:
+                return result  # (what shape_result would leave as it is)
         elif type(value) not in PLAIN_TYPES and inspect.isawaitable(value):
             app._serving_loop = running_loop()  # (as MCPKit._call_tool does for a sync tool that did not end at once)
             return Resume(None, tool._finish(value, feats))

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import current_task as _current_task
@@ -30,6 +31,9 @@ from .wire import _CONTENT_TYPE_JSON, _LENGTHS, _bad, _content_length, _respond,
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
+    from ...hosting import HostedServer
+    from ...protocol.jsonrpc import Request
+    from .stream import _HTTPSession
 
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 # the errors of a 2026-07-28 request answered with HTTP 400 (the others are 200: the JSON-RPC error says it all)
@@ -47,6 +51,8 @@ class Answering(SSEPump):
     _slow_gen: int
     _slow_timer: asyncio.TimerHandle | None
     max_requests_per_session: int  # the endpoint's (a session's waiting POSTs run below it)
+    server: HostedServer
+    _session_stream: Callable[[_HTTPSession], _Stream]  # the endpoint's: the stream of a session's next POST
 
     async def _serve(
         self,
@@ -172,6 +178,21 @@ class Answering(SSEPump):
             else:
                 await _respond(send, 202)  # nothing to answer (a cancelled request)
         return answer
+
+    def _quick_rest(self, hs: _HTTPSession, msg: Request, quick: Any, receive: Receive, send: Send) -> Awaitable[int]:
+        """A session's ``tools/call`` that the server's quick path began and did not end at once (see
+        ``mcpkit.server.quick``): ``quick`` is the awaitable of no answer (the client cancelled it meanwhile) or
+        what the tool left for the server's dispatcher to finish (``server.resume_call``), run in the session's
+        in-flight table; :meth:`_serve` answers either as any POST of the session."""
+        stream = self._session_stream(hs)
+        session = hs.session
+        peer = session.peer
+        if not inspect.isawaitable(quick):
+            read = (session.features, session.client_capabilities, session.client_info, None)
+            resume = self.server.resume_call  # type: ignore[attr-defined]
+            params = msg.params
+            quick = peer.answer(msg, stream, lambda rc: resume(rc, params, read, session, quick))
+        return self._serve(stream, quick, None, receive, send, ())
 
     def _tick(self) -> None:
         """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching

@@ -471,8 +471,18 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 and ((owner := hs.client) is None or owner[0] != "principal" or _owned_by(hs, scope))
             ):
                 hs.busy += 1
+                session = hs.session
+                if msg.method == "tools/call" and self._quick is not None and (feats := session.features) is not None:
+                    p = msg.params  # a plain def tool run inline (see server/quick.py), held in the session's table
+                    if p is not None and not (type(meta := p.get("_meta")) is dict and META_PROTOCOL_VERSION in meta):
+                        quick = session.peer.answer_at_once(msg, self._quick, feats)
+                        if type(quick) is dict:
+                            hs.finish_post(0, self.max_requests_per_session)
+                            return result_answer(msg.id, quick)
+                        if quick is not None:
+                            return self._quick_rest(hs, msg, quick, receive, send)
                 stream = self._session_stream(hs)
-                answer = hs.session.peer.answer(msg, stream)
+                answer = session.peer.answer(msg, stream)
                 if type(answer) is Outgoing and answer.kind != ERROR:
                     # answered at once (nothing can have gone out before it): __call__ sends it, status 200
                     hs.finish_post(stream.no, self.max_requests_per_session)
