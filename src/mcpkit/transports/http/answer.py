@@ -32,7 +32,6 @@ from .wire import _CONTENT_TYPE_JSON, _LENGTHS, _bad, _content_length, _respond,
 if TYPE_CHECKING:
     from ...engine import RequestContext
     from ...hosting import HostedServer
-    from ...protocol.jsonrpc import Request
     from .stream import _HTTPSession
 
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
@@ -179,7 +178,7 @@ class Answering(SSEPump):
                 await _respond(send, 202)  # nothing to answer (a cancelled request)
         return answer
 
-    def _quick_rest(self, hs: _HTTPSession, msg: Request, quick: Any, receive: Receive, send: Send) -> Awaitable[int]:
+    def _quick_rest(self, hs: _HTTPSession, msg: Any, quick: Any, receive: Receive, send: Send) -> Awaitable[int]:
         """A session's ``tools/call`` that the server's quick path began and did not end at once (see
         ``mcpkit.server.quick``): ``quick`` is the awaitable of no answer (the client cancelled it meanwhile) or
         what the tool left for the server's dispatcher to finish (``server.resume_call``), run in the session's
