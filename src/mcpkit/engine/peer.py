@@ -18,7 +18,7 @@ import logging
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
 from .._aio import current_task as _current_task
 from .._aio import running_loop as _running_loop
@@ -56,6 +56,14 @@ _EAGER_START = sys.version_info >= (3, 12)
 RequestHandler = Callable[[RequestContext], "Awaitable[JSONDict] | JSONDict"]
 NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
+
+
+class Unfinished(Protocol):
+    """The rest of a request that :meth:`Peer.answer_at_once`'s call began and did not end (run by the caller)."""
+
+    def close(self) -> None:
+        """Drop it without running it."""
+        ...
 
 
 async def _no_answer() -> None:
@@ -272,13 +280,15 @@ class Peer(Requests):
                 return _no_answer()
         return answer
 
-    def answer_at_once(self, req: Request, run: Callable[[Any, Any], Any], arg: Any) -> Any:
+    def answer_at_once(self, req: Request, run: Callable[[Any, Any], JSONDict | Unfinished | None], arg: Any) -> Any:
         """``run(req.params, arg)``, a call that answers at once or runs nothing (the server's quick path of
         ``tools/call``: see ``mcpkit.server.quick``), with ``req`` held in the in-flight table meanwhile as
         :meth:`answer` holds a request: the one moment others run meanwhile is while the loop is handed over to a
-        stand-in thread during an inline call. Returns what ``run`` returned; None, without calling it, when the
-        id is in use or another call holds the table's entry for at-once calls (:meth:`answer` then refuses the
-        duplicate, or runs the request); the awaitable of no answer when the requester cancelled it meanwhile."""
+        stand-in thread during an inline call. ``run`` returns the result (a dict), None (it ran nothing) or the
+        rest of the request to run later, an object with ``close()`` (:class:`Unfinished`). Returns what ``run``
+        returned; None, without calling it, when the id is in use or another call holds the table's entry for
+        at-once calls (:meth:`answer` then refuses the duplicate, or runs the request); the awaitable of no answer
+        when the requester cancelled it meanwhile (a rest is closed, not run)."""
         held = self._held
         if held is None:
             held = self._held = RequestContext(self, 0, req.method, None, NULL_OUTBOX)
@@ -298,9 +308,8 @@ class Peer(Requests):
             if inflight.get(rid) is held:
                 del inflight[rid]
         if held.cancelled and result is not None:
-            pending = getattr(result, "pending", None)
-            if pending is not None:
-                pending.close()  # (what was left of a cancelled request is not run)
+            if not isinstance(result, dict):
+                result.close()  # what was left of a cancelled request is not run
             return _no_answer()
         return result
 

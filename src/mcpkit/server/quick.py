@@ -7,8 +7,9 @@ server's request context), ``MCPKit._call_tool``, ``Tool.call`` and ``shape_resu
 context objects for what is, with a plain ``def`` tool that runs inline (declared ``thread=False``, or learned:
 see :mod:`.sync_exec`), a dictionary lookup, an argument check, one call and one dictionary. Under load the size
 of that path, more than its instruction count, is what costs (the kernel's socket work between requests pushes
-it out of the caches). :func:`quick_call` takes such a call the short way, deciding what the generic path decides
-on the way and in the same order:
+it out of the caches). :func:`quick_call` takes such a call the short way, deciding on the way what the generic
+path decides (the cheapest questions first: the order changes no outcome, since nothing runs before every answer
+is yes):
 
 - the lifespan gate, the ``tools/call`` handler (MCPKit's own, not one set with ``set_handler``), the tool (a
   plain :class:`~.tools.Tool` without a Context parameter whose policy is inline now), ``requestState`` /
@@ -40,7 +41,7 @@ from ..protocol.versions import META_SERVER_INFO
 from .lowlevel import ServerRequestContext, _current_authorization
 from .schema import fast_validate
 from .sync_exec import EAGER, INLINE, ON_THREAD, PLAIN_TYPES
-from .tools import Tool
+from .tools import Tool, text_result
 
 if TYPE_CHECKING:
     from ..hosting import HostedSession, ModernContext
@@ -59,6 +60,11 @@ class Resume:
     def __init__(self, raised: Exception | None, pending: Coroutine[Any, Any, JSONDict] | None) -> None:
         self.raised = raised
         self.pending = pending
+
+    def close(self) -> None:
+        """Drop what is left without running it (the request was cancelled meanwhile)."""
+        if self.pending is not None:
+            self.pending.close()
 
 
 def quick_call(app: MCPKit, params: JSONDict, feats: Any) -> JSONDict | Resume | None:
@@ -106,14 +112,11 @@ def quick_call(app: MCPKit, params: JSONDict, feats: Any) -> JSONDict | Resume |
         if value is ON_THREAD or value is EAGER:
             return None  # not called: the policy wants the worker thread (or a loop turn) now
         if type(value) is str and (returns := tool._returns) is not None and not returns.structured:
-            if feats.result_type:  # Tool.result's first case, shaped for 2026-07-28 as shape_result does
-                return {
-                    "content": [{"type": "text", "text": value}],
-                    "isError": False,
-                    "resultType": "complete",
-                    "_meta": {META_SERVER_INFO: app.info},
-                }
-            result = {"content": [{"type": "text", "text": value}], "isError": False}
+            result = text_result(value)  # Tool.result's first case
+            if feats.result_type:  # shaped for 2026-07-28 as shape_result does
+                result["resultType"] = "complete"
+                result["_meta"] = {META_SERVER_INFO: app.info}
+                return result
             if not feats.always_structured_content:
                 return result  # (what shape_result would leave as it is)
         elif type(value) not in PLAIN_TYPES and inspect.isawaitable(value):

@@ -176,7 +176,7 @@ class Tool(Listed):
         except Exception as exc:
             return self._failed(exc)
         if type(value) is str and (returns := self._returns) is not None and not returns.structured:
-            return {"content": [{"type": "text", "text": value}], "isError": False}  # self.result's first case
+            return text_result(value)  # self.result's first case
         return self.result(value, feats)
 
     async def _finish(self, value: Any, feats: Features, kwargs: JSONDict | None = None) -> JSONDict:
@@ -210,7 +210,7 @@ class Tool(Listed):
     def result(self, value: Any, feats: Features) -> JSONDict:
         """The ``CallToolResult`` of a return value; a failing conversion becomes an ``isError`` result."""
         if type(value) is str and not (self._returns or self.returns).structured:
-            return {"content": [{"type": "text", "text": value}], "isError": False}  # the common case, directly
+            return text_result(value)  # the common case, directly
         try:
             return self.build_result(value, feats)
         except Exception as exc:
@@ -242,7 +242,13 @@ def _validation_error() -> type[ValidationError]:
     return ValidationError
 
 
+def text_result(text: str) -> JSONDict:
+    """The ``CallToolResult`` of a tool that returned the plain string ``text`` (not structured output)."""
+    return {"content": [{"type": "text", "text": text}], "isError": False}
+
+
 def error_result(message: str) -> JSONDict:
+    """An ``isError`` ``CallToolResult`` saying ``message``."""
     return {"content": [{"type": "text", "text": message}], "isError": True}
 
 

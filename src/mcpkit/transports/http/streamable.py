@@ -42,7 +42,7 @@ from ...engine.messages import result as result_answer
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
-from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
+from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY, Features
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .answer import Answering, _error_status
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
@@ -196,6 +196,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
         self._quick: Any = getattr(server, "quick_call", None)  # tools/call the short way, if the server has one
+        self._resume: Any = getattr(server, "resume_call", None)  # (and what finishes a quick call's rest)
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
@@ -207,7 +208,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._known_stamp: Any = None
         self._known_handlers = -1
         self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
-        self._known_feats: dict[str, Any] = {}  # their features (see _validate_modern)
+        self._known_feats: dict[str, Features] = {}  # their features (see _validate_modern)
         self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
         self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (bounded; not the sentinel)
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
@@ -428,7 +429,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                     if quick is None:
                         runner = peer.run_detached(ctx)
                     else:  # the tool ran; the server's dispatcher finishes the rest
-                        resume = self.server.resume_call  # type: ignore[attr-defined]
+                        resume = self._resume
                         runner = peer.run_detached(ctx, lambda c: resume(c, p, read, None, quick))
                     if type(runner) is Outgoing:
                         return runner  # answered at once: __call__ sends it
