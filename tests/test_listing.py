@@ -196,3 +196,60 @@ async def test_issue16_item4_a_page_is_encoded_once_per_snapshot_and_revision() 
     assert snap._pages == {}
     names = [t["name"] for t in orjson.loads(orjson.dumps(snap.page_text(newer, 4, 8)))]
     assert names == ["t4", "t6", "t7", "t8"]
+
+
+@pytest.mark.req("S030")
+async def test_issue16_item4_a_page_window_is_remembered_per_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 16 item 4: a second walk asks the paginator nothing (each page's window, cursor verified and next
+    cursor sealed, is remembered per snapshot); a forged or malformed cursor is refused every time and never
+    remembered; a change starts afresh and an old cursor still resumes after the last item seen; bounded."""
+    app = MCPKit("windows", page_size=3)
+    for i in range(9):
+        app.add_tool(lambda: "x", name=f"t{i}")
+    snap = app._snapshots["tools"]
+    asked: list[Any] = []
+    real_window = app._paginator.window
+
+    def window(*args: Any) -> Any:
+        asked.append(args[2].get("cursor"))
+        return real_window(*args)
+
+    monkeypatch.setattr(app._paginator, "window", window)
+
+    async def walk(cs: Any) -> tuple[list[str], list[str]]:
+        names: list[str] = []
+        cursors: list[str] = []
+        cursor: str | None = None
+        while True:
+            page = await cs.list_tools(cursor)
+            names += [t.name for t in page.tools]
+            cursor = page.next_cursor
+            if not cursor:
+                return names, cursors
+            cursors.append(cursor)
+
+    async with connect(app) as (cs, _, _):
+        names, cursors = await walk(cs)
+        assert names == [f"t{i}" for i in range(9)] and len(asked) == 3
+        assert sorted(snap._windows, key=str) == sorted([(None, 3), (cursors[0], 3), (cursors[1], 3)], key=str)
+        assert await walk(cs) == (names, cursors) and len(asked) == 3  # remembered: the paginator is not asked
+        body, _, sig = cursors[0].partition(".")
+        for bad in (body[:-2] + "AA." + sig, cursors[0] + "x", 5, ["x"], "x" * 2000):
+            for _ in range(2):
+                with pytest.raises(MCPError) as exc:
+                    await cs.list_tools(bad)  # type: ignore[arg-type]
+                assert exc.value.code == -32602
+        assert len(snap._windows) == 3  # nothing refused was remembered
+        app.remove_tool("t1")  # a change: the windows are made anew
+        assert snap._windows == {}
+        second = await cs.list_tools(cursors[0])  # the client saw t0..t2 before t1 went
+        assert [t.name for t in second.tools] == ["t3", "t4", "t5"]
+        names, _ = await walk(cs)
+        assert names == ["t0", "t2", "t3", "t4", "t5", "t6", "t7", "t8"]
+        monkeypatch.setattr("mcpkit.server.pagination.MAX_CACHED_PAGES", 2)
+        app.add_tool(lambda: "x", name="t9")
+        names, _ = await walk(cs)
+        assert names == ["t0", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"] and len(snap._windows) == 2
+        before = len(asked)
+        names, _ = await walk(cs)  # the third page was not remembered: asked again, same answer
+        assert names[-1] == "t9" and len(asked) == before + 1

@@ -1119,7 +1119,7 @@ def summarise(
     for cid in selected:
         case = CASE_BY_ID[cid]
         pool = CLIENT_CONTENDERS if case.group == "clients" else servers
-        floor_key = next(c.key for c in pool if c.floor)
+        floor_key = next((c.key for c in pool if c.floor), None)  # (None: the floor was not selected)
         needs = GROUPS[case.group][1]
         rows: dict[str, Any] = {}
         for c in pool:
@@ -1141,9 +1141,9 @@ def summarise(
     return out
 
 
-def apply_ratios(better: str, resolution: float, floor_key: str, rows: dict[str, Any]) -> None:
+def apply_ratios(better: str, resolution: float, floor_key: str | None, rows: dict[str, Any]) -> None:
     """cost_vs_floor: floor rate / rate for throughput, value / floor value for time and memory."""
-    floor = rows.get(floor_key)
+    floor = rows.get(floor_key) if floor_key is not None else None
     fv = floor["median"]["value"] if floor and floor["status"] == "ok" else None
     if fv is None:
         return

@@ -164,7 +164,9 @@ def run_session(
             log(f"wrote {Path(p).relative_to(ROOT)}")
     # The harness is broken if the floor itself could not be measured.
     floor_failed = [
-        cid for cid, case in summary["cases"].items() if case["contenders"].get(case["floor"], {}).get("status") != "ok"
+        cid
+        for cid, case in summary["cases"].items()
+        if case["floor"] is not None and case["contenders"].get(case["floor"], {}).get("status") != "ok"
     ]
     if floor_failed:
         log(f"FLOOR FAILED in {floor_failed}: the harness, not a contender, is at fault")

@@ -222,7 +222,7 @@ class MCPKit(Server):
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["tools"]
         size = self.page_sizes["tools"]
-        start, end, cursor = self._paginator.window("tools", snap.items, params, size, _name, snap.position)
+        start, end, cursor = snap.window(self._paginator, "tools", params, size, _name)
         return list_result("tools", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
@@ -360,15 +360,13 @@ class MCPKit(Server):
     def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resources"]
         size = self.page_sizes["resources"]
-        start, end, cursor = self._paginator.window("resources", snap.items, params, size, _uri, snap.position)
+        start, end, cursor = snap.window(self._paginator, "resources", params, size, _uri)
         return list_result("resources", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["resource_templates"]
         size = self.page_sizes["resource_templates"]
-        start, end, cursor = self._paginator.window(
-            "resource_templates", snap.items, params, size, _template_uri, snap.position
-        )
+        start, end, cursor = snap.window(self._paginator, "resource_templates", params, size, _template_uri)
         return list_result("resourceTemplates", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -454,9 +452,7 @@ class MCPKit(Server):
 
     def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         snap = self._snapshots["prompts"]
-        start, end, cursor = self._paginator.window(
-            "prompts", snap.items, params, self.page_sizes["prompts"], _name, snap.position
-        )
+        start, end, cursor = snap.window(self._paginator, "prompts", params, self.page_sizes["prompts"], _name)
         return list_result("prompts", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:

@@ -125,7 +125,7 @@ class Snapshot(Generic[T]):
     copying the whole registry per page). Call :meth:`invalidate` whenever the dict changes; as a safety net a
     changed length also rebuilds it."""
 
-    __slots__ = ("_index", "_items", "_pages", "_source")
+    __slots__ = ("_index", "_items", "_pages", "_source", "_windows")
 
     def __init__(self, source: Mapping[str, T]) -> None:
         self._source = source
@@ -133,12 +133,15 @@ class Snapshot(Generic[T]):
         self._index: dict[str, int] | None = None
         # pages as JSON text: (revision, start, end) -> the array of the items' listed() texts (see page_text)
         self._pages: dict[tuple[str, int, int], orjson.Fragment] = {}
+        # (cursor, page size) -> the page's window (see window)
+        self._windows: dict[tuple[str | None, int], tuple[int, int, str | None]] = {}
 
     def invalidate(self) -> None:
         """Forget the snapshot; the next page rebuilds it (O(registry) once per change)."""
         self._items = None
         self._index = None
         self._pages = {}
+        self._windows = {}
 
     @property
     def items(self) -> list[T]:
@@ -148,7 +151,28 @@ class Snapshot(Generic[T]):
             items = self._items = list(self._source.values())
             self._index = None
             self._pages = {}
+            self._windows = {}
         return items
+
+    def window(
+        self, paginator: Paginator, kind: str, params: dict[str, Any], page_size: int, key: Callable[[T], str]
+    ) -> tuple[int, int, str | None]:
+        """:meth:`Paginator.window` over :attr:`items` (one paginator and list ``kind`` per snapshot), remembered
+        per cursor and page size while the snapshot stands: a page asked for again (every walk asks for the same
+        pages) then costs one lookup instead of verifying its cursor (HMAC, base64, JSON) and sealing the next
+        one, and reads no item. Only cursors that verified are remembered (a forged one is refused every time);
+        bounded by :data:`MAX_CACHED_PAGES` windows, like the pages' texts."""
+        items = self.items  # (first: a changed registry starts the snapshot afresh)
+        cursor = params.get("cursor")
+        if cursor is not None and type(cursor) is not str:
+            return paginator.window(kind, items, params, page_size, key, self.position)  # (refused)
+        memo = (cursor, page_size)
+        found = self._windows.get(memo)
+        if found is None:
+            found = paginator.window(kind, items, params, page_size, key, self.position)
+            if len(self._windows) < MAX_CACHED_PAGES:
+                self._windows[memo] = found
+        return found
 
     def page_text(self, feats: Features, start: int, end: int) -> orjson.Fragment:
         """``items[start:end]`` (:class:`Listed` items) as one JSON array for ``feats``' revision, encoded once
