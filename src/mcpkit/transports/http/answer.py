@@ -52,7 +52,7 @@ class Answering(SSEPump):
     max_requests_per_session: int  # the endpoint's (a session's waiting POSTs run below it)
     server: HostedServer
     _session_stream: Callable[[_HTTPSession], _Stream]  # the endpoint's: the stream of a session's next POST
-    _resume: Any  # the server's resume_call (what finishes a quick call's rest; see mcpkit.server.quick)
+    _quick_resume: Any  # the server's resume_call (what finishes a quick call's rest; see mcpkit.server.quick)
 
     async def _serve(
         self,
@@ -189,7 +189,7 @@ class Answering(SSEPump):
         peer = session.peer
         if not inspect.isawaitable(quick):
             read = (session.features, session.client_capabilities, session.client_info, None)
-            resume = self._resume
+            resume = self._quick_resume
             params = msg.params
             quick = peer.answer(msg, stream, lambda rc: resume(rc, params, read, session, quick))
         return self._serve(stream, quick, None, receive, send, ())

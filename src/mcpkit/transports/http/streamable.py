@@ -196,7 +196,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
         self._quick: Any = getattr(server, "quick_call", None)  # tools/call the short way, if the server has one
-        self._resume: Any = getattr(server, "resume_call", None)  # (and what finishes a quick call's rest)
+        self._quick_resume: Any = getattr(server, "resume_call", None)  # (and what finishes a quick call's rest)
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
@@ -429,7 +429,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                     if quick is None:
                         runner = peer.run_detached(ctx)
                     else:  # the tool ran; the server's dispatcher finishes the rest
-                        resume = self._resume
+                        resume = self._quick_resume
                         runner = peer.run_detached(ctx, lambda c: resume(c, p, read, None, quick))
                     if type(runner) is Outgoing:
                         return runner  # answered at once: __call__ sends it
