@@ -219,11 +219,17 @@ class MCPKit(Server):
         """The registered tools, in registration order."""
         return list(self._tools.values())
 
+    def _list_page(
+        self, kind: str, field: str, key: Callable[[Any], str], ctx: ServerRequestContext, params: JSONDict
+    ) -> JSONDict:
+        """The page of list ``kind`` (a key of :attr:`page_sizes`) that ``params`` asks for, its items under
+        ``field``: the window from the list's snapshot, its text per revision, the next cursor."""
+        snap = self._snapshots[kind]
+        start, end, cursor = snap.window(self._paginator, kind, params, self.page_sizes[kind], key)
+        return list_result(field, snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        snap = self._snapshots["tools"]
-        size = self.page_sizes["tools"]
-        start, end, cursor = snap.window(self._paginator, "tools", params, size, _name)
-        return list_result("tools", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+        return self._list_page("tools", "tools", _name, ctx, params)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
@@ -358,16 +364,10 @@ class MCPKit(Server):
         return list(self._templates.values())
 
     def _list_resources(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        snap = self._snapshots["resources"]
-        size = self.page_sizes["resources"]
-        start, end, cursor = snap.window(self._paginator, "resources", params, size, _uri)
-        return list_result("resources", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+        return self._list_page("resources", "resources", _uri, ctx, params)
 
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        snap = self._snapshots["resource_templates"]
-        size = self.page_sizes["resource_templates"]
-        start, end, cursor = snap.window(self._paginator, "resource_templates", params, size, _template_uri)
-        return list_result("resourceTemplates", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+        return self._list_page("resource_templates", "resourceTemplates", _template_uri, ctx, params)
 
     async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
@@ -451,9 +451,7 @@ class MCPKit(Server):
         return list(self._prompts.values())
 
     def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        snap = self._snapshots["prompts"]
-        start, end, cursor = snap.window(self._paginator, "prompts", params, self.page_sizes["prompts"], _name)
-        return list_result("prompts", snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+        return self._list_page("prompts", "prompts", _name, ctx, params)
 
     async def _get_prompt(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         name = params.get("name")
