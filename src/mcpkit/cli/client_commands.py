@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..client.display import display_name, shown_description
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
     NAMED_WITH_ARGUMENTS,
@@ -42,6 +43,7 @@ from .client_io import (
     _stderr,
     _stdout,
     ask_user,
+    described,
     parse_pairs,
 )
 
@@ -334,10 +336,10 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
         from .safe import text
 
         def row(t: Any) -> list[Any]:
-            desc = t.title + " - " + (t.description or "") if t.title else (t.description or "")
+            title = display_name(t)
             return [
                 text(t.name, one_line=True),
-                text(desc.strip()),
+                described(title if title != t.name else None, t.description),
                 text(_describe_args(t.input_schema), one_line=True),
             ]
 
@@ -483,7 +485,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                     text(r.uri, one_line=True),
                     text(r.title or r.name, one_line=True),
                     text(r.mime_type or "", one_line=True),
-                    text(r.description or ""),
+                    described(None, shown_description(r.description, r.title or r.name)),
                 ]
                 for r in resources
             ],
@@ -496,7 +498,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                     [
                         text(t.uri_template, one_line=True),
                         text(t.title or t.name, one_line=True),
-                        text(t.description or ""),
+                        described(None, shown_description(t.description, t.title or t.name)),
                     ]
                     for t in templates
                 ],
@@ -563,7 +565,12 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
 
         def row(p: Any) -> list[Any]:
             args = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
-            return [text(p.name, one_line=True), text(p.description or ""), text(args, one_line=True)]
+            title = display_name(p)
+            return [
+                text(p.name, one_line=True),
+                described(title if title != p.name else None, p.description),
+                text(args, one_line=True),
+            ]
 
         _print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
 

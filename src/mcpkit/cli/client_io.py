@@ -210,6 +210,27 @@ def ask_user(params: dict[str, Any]) -> Any:
     return {"action": "accept", "content": content}
 
 
+def described(name: str | None, description: str | None) -> Any:
+    """A listing's description cell: the display name once (bold) when there is one, then the description unless
+    it only repeats that name, its docstring markup (``code``, *em*, :role:`x`) rendered as styles, never printed.
+    Every piece is made visible (:func:`~mcpkit.cli.safe.visible`) and never parsed as rich markup."""
+    from rich.text import Text
+
+    from ..client.display import segments, shown_description
+    from .safe import visible
+
+    out = Text()
+    if name:
+        out.append(visible(name, one_line=True), style="bold")
+    desc = shown_description(description, name)
+    if desc:
+        if name:
+            out.append("\n")
+        for style, piece in segments(desc):
+            out.append(visible(piece), style={"code": "cyan", "strong": "bold", "em": "italic"}.get(style, ""))
+    return out
+
+
 def _dump(model: Any) -> Any:
     return model.dump() if hasattr(model, "dump") else model
 
@@ -260,9 +281,14 @@ def _describe_args(schema: dict[str, Any]) -> str:
     required = set(schema.get("required") or [])
     parts = []
     for name, prop in props.items():
-        parts.append(
-            f"{name}{'*' if name in required else ''}: {_schema_type(prop, defs if isinstance(defs, dict) else {})}"
-        )
+        shown = f"{name}{'*' if name in required else ''}: {_schema_type(prop, defs if isinstance(defs, dict) else {})}"
+        if isinstance(prop, dict) and "default" in prop:
+            try:
+                default = json.dumps(prop["default"], ensure_ascii=False)
+            except (TypeError, ValueError):
+                default = "..."
+            shown += f" = {default if len(default) <= 40 else default[:37] + '...'}"
+        parts.append(shown)
     return ", ".join(parts)
 
 
