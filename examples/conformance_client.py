@@ -3,7 +3,8 @@
 The suite starts it as ``python examples/conformance_client.py <server-url>`` with ``MCP_CONFORMANCE_SCENARIO``
 (which scenario), ``MCP_CONFORMANCE_PROTOCOL_VERSION`` (0.2 suites: the revision under test) and, for some
 scenarios, ``MCP_CONFORMANCE_CONTEXT`` (JSON). It does what each scenario expects of a client, with mcpkit's
-high-level :class:`~mcpkit.client.client.Client`, and exits non-zero when the scenario is unknown or fails.
+high-level :class:`~mcpkit.client.client.Client`, and exits non-zero when the scenario is unknown or fails. The
+``auth/*`` scenarios connect through :class:`mcpkit.auth.OAuthClient`, configured from the scenario's context.
 
     MCP_CONFORMANCE_SCENARIO=tools_call python examples/conformance_client.py http://localhost:3000/mcp
 """
@@ -197,6 +198,47 @@ async def schema_preservation(url: str) -> None:
         await client.call_tool("json_schema_echo", {"schema": schema}, raise_on_error=False)
 
 
+# ---------------------------------------------------------------------------------------------- authorization
+
+CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the harness serves this Client ID Metadata Document
+
+
+def oauth_for(url: str, ctx: dict[str, Any]) -> Any:
+    """The OAuth client the scenario's context describes (pre-registered credentials, keys, assertions); a headless
+    browser plays the user, who approves."""
+    from mcpkit.auth import HeadlessBrowser, OAuthClient
+
+    browser = HeadlessBrowser()
+    options: dict[str, Any] = {}
+    if ctx.get("client_secret") and "idp_token_endpoint" not in ctx:
+        options["grant_type"] = "client_credentials"  # a machine client (the client-credentials extension)
+    return OAuthClient(
+        url,
+        client_metadata={"client_name": "mcpkit-conformance", "redirect_uris": ["http://127.0.0.1:3999/callback"]},
+        redirect_handler=browser.redirect_handler,
+        callback_handler=browser.callback_handler,
+        client_id=ctx.get("client_id"),
+        client_secret=ctx.get("client_secret"),
+        client_metadata_url=CIMD_URL,
+        protocol_version=protocol_version(),
+        **options,
+    )
+
+
+async def authorization(url: str) -> None:
+    """Every ``auth/*`` scenario: connect through OAuth (on the first 401), list the tools, call ``test-tool``."""
+    auth = oauth_for(url, context())
+    try:
+        async with make_client(url, transport_options={"auth": auth}) as client:
+            tools = await client.list_tools()
+            if any(t.name == "test-tool" for t in tools):
+                await client.call_tool("test-tool", {}, raise_on_error=False)
+    finally:
+        await auth.aclose()
+        for line in auth.log:
+            logger.info("oauth: %s", line)
+
+
 async def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     if len(argv) < 2:
@@ -204,7 +246,7 @@ async def main(argv: list[str]) -> int:
         return 2
     url = argv[-1]
     name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
-    fn = SCENARIOS.get(name)
+    fn = SCENARIOS.get(name) or (authorization if name.startswith("auth/") else None)
     if fn is None:
         print(f"unknown scenario {name!r}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
         return 1

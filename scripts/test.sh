@@ -120,7 +120,7 @@ elapsed
 
 section "official MCP conformance suites (tests/conformance/run.py)"
 # Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
-# 2025-06-18, 2025-11-25 and 2026-07-28) and examples/conformance_client.py (every non-auth client scenario).
+# 2025-06-18, 2025-11-25 and 2026-07-28) and examples/conformance_client.py (every client scenario, auth/* and extensions included).
 # Fails on any failure not in tests/conformance/expected-failures.yml (reasons: tests/conformance/README.md).
 "$PY" tests/conformance/run.py
 elapsed

@@ -89,6 +89,50 @@ def test_scenario_names_from_harness_directories() -> None:
     assert run.scenario_name("tools_call-2026-11-22T00-11-35-043Z", "client") == "tools_call"
 
 
+def test_scenario_names_keep_their_auth_prefix(tmp_path: Path) -> None:
+    """A scenario named with a slash is written one directory deeper; the runner names it in full."""
+    _write_checks(tmp_path / "auth", "metadata-default-2026-01-01T00-00-00-000Z", [{"id": "x", "status": "FAILURE"}])
+    result = run.LegResult("leg")
+    run.read_checks(tmp_path, "client", "leg", result)
+    assert [f.scenario for f in result.failures] == ["auth/metadata-default"]
+    assert run.is_expected(result.failures[0], {"server": set(), "client": {"auth/metadata-default"}})
+
+
+LISTING = """Server scenarios (test against a server):
+  - server-initialize [2025-06-18,2025-11-25]
+
+Client scenarios (test against a client):
+  - initialize [2025-06-18,2025-11-25]
+  - auth/2025-03-26-oauth-endpoint-fallback [2025-03-26]
+  - auth/dpop [extension]
+  - sep-2640-client-no-prefetch [extension]
+
+Authorization server scenarios (test against an authorization server):
+  - authorization-code-grant [2025-03-26,2025-06-18]
+"""
+
+
+def test_client_legs_cover_every_listed_scenario_at_each_revision() -> None:
+    scenarios = run.parse_listing(LISTING)
+    assert [name for name, _ in scenarios] == [
+        "initialize",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        "auth/dpop",
+        "sep-2640-client-no-prefetch",
+    ]
+    legs, skipped = run.client_legs({"0.1.16": scenarios, "0.2.0-alpha.12": scenarios})
+    assert legs == [
+        ("0.1.16", "initialize", None),  # 0.1.16: once, its scenarios take no spec version
+        ("0.1.16", "auth/2025-03-26-oauth-endpoint-fallback", None),
+        ("0.1.16", "auth/dpop", None),
+        ("0.2.0-alpha.12", "initialize", "2025-06-18"),
+        ("0.2.0-alpha.12", "initialize", "2025-11-25"),
+        ("0.2.0-alpha.12", "auth/2025-03-26-oauth-endpoint-fallback", "2025-03-26"),
+        ("0.2.0-alpha.12", "auth/dpop", None),  # an extension runs bare: the harness skips it given a version
+    ]
+    assert len(skipped) == 2 and all("sep-2640-client-no-prefetch" in s and "skills" in s for s in skipped)
+
+
 @pytest.mark.timeout(180)
 @pytest.mark.req("M042", "M045", "M067", "M068", "M069", "M079", "M085", "M087", "M089")
 def test_official_harness_against_the_conformance_server(node_bin: Path, tmp_path: Path) -> None:
