@@ -35,7 +35,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from .._aio import running_loop
@@ -43,7 +43,9 @@ from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
-from .completions import Completer, completer_plan, completion_result, run_completer
+from . import compose
+from .completions import Completer, complete, completer_plan
+from .compose import Mounting
 from .context import Context
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
@@ -54,6 +56,7 @@ from .resources import Resource, ResourceTemplate, cache_hints
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
 from .tools import Tool, ToolError, internal_error_message
 from .uri_template import UriTemplate
+from .visibility import Rules, Visibility, everything, pop_labels
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -67,7 +70,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
 
 
-class MCPKit(Server):
+class MCPKit(Server, Mounting, Rules):
     """A high-level MCP server.
 
     Args:
@@ -87,6 +90,9 @@ class MCPKit(Server):
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
             from ``request_state_keys`` when those are given, else random per process.
+        include_tags, exclude_tags: show only the tools, resources, templates and prompts that have one of
+            ``include_tags``, and none of ``exclude_tags`` (see :mod:`mcpkit.server.visibility`; hidden ones cannot
+            be called, read or got either). Tag components with ``tags=`` on their decorators.
         sync_long_ms, sync_learn_calls: how plain ``def`` functions are run (see :mod:`mcpkit.server.sync_exec`):
             after ``sync_learn_calls`` (default 20) fast, non-waiting calls on a worker thread a function runs
             inline on the event loop; an inline call longer than ``sync_long_ms`` (default 2 ms) sends it back
@@ -111,6 +117,8 @@ class MCPKit(Server):
         list_cache_scope: str = "private",
         sync_long_ms: float = DEFAULT_LONG_MS,
         sync_learn_calls: int = DEFAULT_LEARN_CALLS,
+        include_tags: Iterable[str] | None = None,
+        exclude_tags: Iterable[str] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(name, version, instructions=instructions, **options)
@@ -151,6 +159,16 @@ class MCPKit(Server):
         # (a lifespan to enter at the first request of a transport that did not: see Server._lazy_lifespan)
         self._lazy_lifespan = self._lifespan if self._lifespan.configured else None
         self._background: set[asyncio.Task[None]] = set()
+        # composition (server/compose.py) and visibility (server/visibility.py): none of it costs anything unused
+        self._mounts: dict[str | None, compose.Mount] = {}
+        self._mounted_in: list[tuple[MCPKit, compose.Mount]] = []
+        self._visibility: Visibility | None = None
+        if include_tags is not None or exclude_tags is not None:
+            self._visibility = Visibility(include_tags, exclude_tags)
+        self._private_list_cache = {**self._list_cache, "cacheScope": "private"}
+        self._registries: dict[str, dict[str, Any]] = dict(
+            zip(_LIST_KINDS, (self._tools, self._resources, self._templates, self._prompts), strict=True)
+        )
 
     # ================================================================== tools
 
@@ -172,6 +190,9 @@ class MCPKit(Server):
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
         thread: bool | None = None,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        enabled: bool = True,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -183,6 +204,8 @@ class MCPKit(Server):
         calls prove fast and non-blocking (see :mod:`mcpkit.server.sync_exec`, the worst case included);
         ``thread=True`` keeps it on the thread always (for functions that can block), ``thread=False`` runs it
         inline always (for functions that never block). ``async def`` functions run on the loop.
+        ``tags`` label it for visibility rules, ``scopes`` name the OAuth scopes a call needs (see
+        :attr:`scope_rule`), ``enabled=False`` registers it disabled (:meth:`enable` shows it).
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
@@ -192,16 +215,16 @@ class MCPKit(Server):
         A second tool with the same name is a ``ValueError`` unless ``replace=True`` (then it replaces the first).
         A parameter type that cannot become a JSON Schema is a ``TypeError`` naming the parameter.
         """
+        labels = pop_labels(options)  # tags, scopes, enabled (server/visibility.py)
         tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
+        self._label("tools", tool.name, tool, labels)
         self._tune(tool.sync)
         if not _TOOL_NAME.match(tool.name):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
         _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
         tool.debug = self.debug
         self._tools[tool.name] = tool
-        if not self.has_handler("tools/call"):
-            self.set_handler("tools/list", self._list_tools)
-            self.set_handler("tools/call", self._call_tool)
+        self._serve_lists(("tools",))
         self._changed("tools")
         return tool
 
@@ -224,9 +247,12 @@ class MCPKit(Server):
     ) -> JSONDict:
         """The page of list ``kind`` (a key of :attr:`page_sizes`) that ``params`` asks for, its items under
         ``field``: the window from the list's snapshot, its text per revision, the next cursor."""
-        snap = self._snapshots[kind]
-        start, end, cursor = snap.window(self._paginator, kind, params, self.page_sizes[kind], key)
-        return list_result(field, snap.page_text(ctx.features, start, end), cursor, self._list_cache)
+        snap, name, cache, visibility = self._snapshots[kind], kind, self._list_cache, self._visibility
+        if visibility is not None:  # the caller's view: its own snapshot and cursors that name it (visibility.py)
+            snap, name = visibility.view(kind, self._registries[kind], ctx.principal)
+            cache = self._private_list_cache if visibility.per_principal else cache
+        start, end, cursor = snap.window(self._paginator, name, params, self.page_sizes[kind], key)
+        return list_result(field, snap.page_text(ctx.features, start, end), cursor, cache)
 
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         return self._list_page("tools", "tools", _name, ctx, params)
@@ -238,8 +264,8 @@ class MCPKit(Server):
         if not isinstance(name, str):
             raise InvalidParams("tools/call: name must be a string")
         tool = self._tools.get(name)
-        if tool is None:
-            raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})
+        if tool is None or (self._visibility is not None and not self._visible("tools", name, tool, ctx)):
+            raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})  # (a hidden tool does not exist)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -275,10 +301,13 @@ class MCPKit(Server):
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
         thread: bool | None = None,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        enabled: bool = True,
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
         whose variables are the function's arguments (``@app.resource("items://{id}")``). ``thread``: where a
-        plain ``def`` runs, as for :meth:`tool`."""
+        plain ``def`` runs; ``tags``, ``scopes``, ``enabled``: as for :meth:`tool`."""
 
         def register(fn: F) -> F:
             self.add_resource(
@@ -297,6 +326,9 @@ class MCPKit(Server):
                 ttl_ms=ttl_ms,
                 cache_scope=cache_scope,
                 thread=thread,
+                tags=tags,
+                scopes=scopes,
+                enabled=enabled,
             )
             return fn
 
@@ -316,6 +348,7 @@ class MCPKit(Server):
         Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
         a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
+        labels = pop_labels(options)
         # (two membership tests, not a union of the key sets: registering n resources stays O(n))
         if uri in self._templates:
             _check_duplicate("resource", uri, self._templates, replace, "remove_resource")
@@ -324,6 +357,7 @@ class MCPKit(Server):
             if not callable(source):
                 raise TypeError(f"resource template {uri!r} needs a function")
             item = ResourceTemplate(uri, source, completions=completions, **options)
+            self._label("resource_templates", uri, item, labels)
             self._tune(item.sync)
             self._templates[uri] = item
             if item.completions:
@@ -337,11 +371,9 @@ class MCPKit(Server):
             else:
                 options.pop("thread", None)
                 item = Resource(uri, content=source, size=size, **options)
+            self._label("resources", uri, item, labels)
             self._resources[uri] = item
-        if not self.has_handler("resources/read"):
-            self.set_handler("resources/list", self._list_resources)
-            self.set_handler("resources/templates/list", self._list_templates)
-            self.set_handler("resources/read", self._read_resource)
+        self._serve_lists(("resources",))
         self._changed("resources")
         return item
 
@@ -373,7 +405,7 @@ class MCPKit(Server):
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise InvalidParams("resources/read: uri must be a non-empty string")
-        item, contents = await self._read(uri, Context(self, ctx))
+        item, contents = await self._read(uri, Context(self, ctx), ctx)
         result: JSONDict = {"contents": contents}
         result.update(item.cache_hints)  # modern era only: shaping drops them for handshake sessions
         return result
@@ -382,14 +414,18 @@ class MCPKit(Server):
         """Read one of this app's resources (what ``resources/read`` answers); ResourceNotFound if none."""
         return (await self._read(uri, ctx))[1]
 
-    async def _read(self, uri: str, ctx: Context | None) -> tuple[Resource | ResourceTemplate, list[JSONDict]]:
+    async def _read(
+        self, uri: str, ctx: Context | None, caller: ServerRequestContext | None = None
+    ) -> tuple[Resource | ResourceTemplate, list[JSONDict]]:
+        # caller: the request whose visibility applies (None: the app itself reads, everything is there)
+        shown = self._visible if caller is not None else everything
         try:
             static = self._resources.get(uri)
-            if static is not None:
+            if static is not None and shown("resources", uri, static, caller):
                 return static, await static.read(ctx)
-            for template in self._templates.values():
+            for key, template in self._templates.items():
                 variables = template.match(uri)
-                if variables is not None:
+                if variables is not None and shown("resource_templates", key, template, caller):
                     return template, await template.read(uri, variables, ctx)
         except (MCPError, InputRequired):
             raise
@@ -418,23 +454,26 @@ class MCPKit(Server):
         meta: JSONDict | None = None,
         completions: dict[str, Completer] | None = None,
         thread: bool | None = None,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+        enabled: bool = True,
     ) -> Callable[[F], F]: ...
 
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``.
-        ``thread``: where a plain ``def`` runs, as for :meth:`tool`."""
+        ``thread``: where a plain ``def`` runs; ``tags``, ``scopes``, ``enabled``: as for :meth:`tool`."""
         return _bare_or_configured(self.add_prompt, fn, options)
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any) -> Prompt:
         """Register a prompt at any time. Connected clients get ``prompts/list_changed``. A second prompt with
         the same name is a ``ValueError`` unless ``replace=True``."""
+        labels = pop_labels(options)
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        self._label("prompts", prompt.name, prompt, labels)
         self._tune(prompt.sync)
         _check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
         self._prompts[prompt.name] = prompt
-        if not self.has_handler("prompts/get"):
-            self.set_handler("prompts/list", self._list_prompts)
-            self.set_handler("prompts/get", self._get_prompt)
+        self._serve_lists(("prompts",))
         if prompt.completions:
             self._enable_completion()
         self._changed("prompts")
@@ -458,7 +497,7 @@ class MCPKit(Server):
         if not isinstance(name, str):
             raise InvalidParams("prompts/get: name must be a string")
         prompt = self._prompts.get(name)
-        if prompt is None:
+        if prompt is None or not self._visible("prompts", name, prompt, ctx):
             raise InvalidParams(f"Unknown prompt: {name!r}", {"name": name})
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
@@ -502,51 +541,7 @@ class MCPKit(Server):
             self.set_handler("completion/complete", self._complete)
 
     async def _complete(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        ref = params.get("ref")
-        argument = params.get("argument")
-        if not isinstance(ref, dict) or not isinstance(argument, dict):
-            raise InvalidParams("completion/complete: ref and argument must be objects")
-        arg_name = argument.get("name")
-        value = argument.get("value", "")
-        if not isinstance(arg_name, str) or not isinstance(value, str):
-            raise InvalidParams("completion/complete: argument.name and argument.value must be strings")
-        context_args: dict[str, str] = {}
-        context = params.get("context")
-        if isinstance(context, dict) and isinstance(context.get("arguments"), dict):
-            context_args = {str(k): str(v) for k, v in context["arguments"].items()}
-        kind = ref.get("type")
-        completer: Completer | None
-        if kind == "ref/prompt":
-            name = ref.get("name")
-            prompt = self._prompts.get(name) if isinstance(name, str) else None
-            if prompt is None:
-                raise InvalidParams(f"Unknown prompt: {name!r}")
-            if arg_name not in {p.name for p in prompt.info.params}:
-                raise InvalidParams(f"prompt {name!r} has no argument {arg_name!r}")
-            completer = self._completers.get((kind, prompt.name, arg_name)) or prompt.completions.get(arg_name)
-        elif kind == "ref/resource":
-            uri = ref.get("uri")
-            if not isinstance(uri, str):
-                raise InvalidParams("ref/resource needs a uri")
-            template = self._templates.get(uri)
-            if template is None:
-                if uri in self._resources:
-                    return completion_result([])  # a static resource has nothing to complete
-                raise InvalidParams(f"Unknown resource template: {uri!r}")
-            if arg_name not in template.template.variables:
-                raise InvalidParams(f"resource template {uri!r} has no variable {arg_name!r}")
-            completer = self._completers.get((kind, uri, arg_name)) or template.completions.get(arg_name)
-        else:
-            raise InvalidParams(f"unknown completion reference type {kind!r}")
-        if completer is None:
-            return completion_result([])
-        try:
-            values = await run_completer(completer, value, context_args)
-        except MCPError:
-            raise
-        except Exception as exc:
-            raise InternalError(internal_error_message(f"completion of {arg_name!r}", exc, self.debug)) from None
-        return completion_result(values)
+        return await complete(self, ctx, params, internal_error_message)
 
     # ================================================================== change notifications
 
@@ -557,10 +552,16 @@ class MCPKit(Server):
     def _changed(self, kind: str) -> None:
         """Coalesce list changes made in one loop iteration into one notification per list. Safe to call from
         a sync tool (worker thread): the change is handed to the serving loop."""
-        for name in ("resources", "resource_templates") if kind == "resources" else (kind,):
+        names = ("resources", "resource_templates") if kind == "resources" else (kind,)
+        for name in names:
             snapshot = self._snapshots.get(name)
             if snapshot is not None:
                 snapshot.invalidate()  # the next page rebuilds it (before telling anyone)
+        if self._visibility is not None:
+            self._visibility.invalidate(names)
+        for parent, mount in self._mounted_in:  # apps this one is mounted into show the change too
+            compose.refresh(parent, mount, kind)
+            parent._changed(kind)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

@@ -11,14 +11,17 @@ import contextlib
 import inspect
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ..protocol.errors import InternalError, InvalidParams, MCPError
 from .content import dump_model
 from .schema import Param, literal_choices
 from .sync_exec import SyncPolicy
 
 JSONDict = dict[str, Any]
 Completer = Sequence[str] | Callable[..., Any]
+if TYPE_CHECKING:
+    from .request_context import ServerRequestContext
 MAX_VALUES = 100
 
 
@@ -100,4 +103,59 @@ def completion_result(values: list[str]) -> JSONDict:
     return {"completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}}
 
 
-__all__ = ["MAX_VALUES", "Completer", "completer_plan", "completion_result", "rank", "run_completer"]
+async def complete(
+    app: Any, ctx: ServerRequestContext, params: JSONDict, error_message: Callable[[str, Exception, bool], str]
+) -> JSONDict:
+    """``completion/complete`` for an :class:`~mcpkit.server.app.MCPKit` ``app``: the completer of the prompt
+    argument or template variable ``params`` names (one the caller may see), run on what the user typed; a
+    completer's exception becomes an internal error saying ``error_message(what, exc, debug)``."""
+    ref = params.get("ref")
+    argument = params.get("argument")
+    if not isinstance(ref, dict) or not isinstance(argument, dict):
+        raise InvalidParams("completion/complete: ref and argument must be objects")
+    arg_name = argument.get("name")
+    value = argument.get("value", "")
+    if not isinstance(arg_name, str) or not isinstance(value, str):
+        raise InvalidParams("completion/complete: argument.name and argument.value must be strings")
+    context_args: dict[str, str] = {}
+    context = params.get("context")
+    if isinstance(context, dict) and isinstance(context.get("arguments"), dict):
+        context_args = {str(k): str(v) for k, v in context["arguments"].items()}
+    kind = ref.get("type")
+    completer: Completer | None
+    if kind == "ref/prompt":
+        name = ref.get("name")
+        prompt = app._prompts.get(name) if isinstance(name, str) else None
+        if prompt is None or not app._visible("prompts", str(name), prompt, ctx):
+            raise InvalidParams(f"Unknown prompt: {name!r}")
+        if arg_name not in {p.name for p in prompt.info.params}:
+            raise InvalidParams(f"prompt {name!r} has no argument {arg_name!r}")
+        completer = app._completers.get((kind, prompt.name, arg_name)) or prompt.completions.get(arg_name)
+    elif kind == "ref/resource":
+        uri = ref.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("ref/resource needs a uri")
+        template = app._templates.get(uri)
+        if template is not None and not app._visible("resource_templates", uri, template, ctx):
+            template = None
+        if template is None:
+            if uri in app._resources and app._visible("resources", uri, app._resources[uri], ctx):
+                return completion_result([])  # a static resource has nothing to complete
+            raise InvalidParams(f"Unknown resource template: {uri!r}")
+        if arg_name not in template.template.variables:
+            raise InvalidParams(f"resource template {uri!r} has no variable {arg_name!r}")
+        completer = app._completers.get((kind, uri, arg_name)) or template.completions.get(arg_name)
+    else:
+        raise InvalidParams(f"unknown completion reference type {kind!r}")
+    if completer is None:
+        return completion_result([])
+    try:
+        values = await run_completer(completer, value, context_args)
+    except MCPError:
+        raise
+    except Exception as exc:
+        raise InternalError(error_message(f"completion of {arg_name!r}", exc, app.debug)) from None
+    return completion_result(values)
+
+
+__all__ = ["MAX_VALUES", "Completer", "complete", "completer_plan", "completion_result", "rank", "run_completer"]

@@ -2,7 +2,9 @@
 
 Entering is counted: the first user (a served connection, an ASGI app's startup, or the first request of a
 transport that never said it was starting) runs the lifespan's entry, the last one out runs its exit. The lock is
-re-created per event loop, so an app can be served by successive ``asyncio.run`` calls (tests do).
+re-created per event loop, so an app can be served by successive ``asyncio.run`` calls (tests do). The apps
+mounted into this one (``app.mount``) are its children: their ``startup()`` runs after this lifespan's entry, their
+``shutdown()`` before its exit.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ class LifespanHolder:
         self._app = app
         self._lifespan = lifespan
         self.configured = lifespan is not None  # (an attribute, not a property: read on every request)
+        self.children: list[Any] = []  # mounted apps, entered and left with this lifespan
         self.state: Any = None
         self.users = 0
         self._cm: contextlib.AbstractAsyncContextManager[Any] | None = None
+        self._entered: list[Any] = []
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -36,35 +40,70 @@ class LifespanHolder:
             self._loop = loop
         return self._lock
 
+    def add_child(self, app: Any) -> None:
+        """Run ``app.startup()`` / ``app.shutdown()`` inside this lifespan from now on (a mounted app)."""
+        self.children.append(app)
+        self.configured = True
+
+    def remove_child(self, app: Any) -> None:
+        """Stop running ``app``'s lifespan with this one (an unmounted app; left as it is if entered now)."""
+        self.children = [c for c in self.children if c is not app]
+
+    async def enter_child(self, app: Any) -> None:
+        """Start ``app`` (added with :meth:`add_child` while this lifespan is held): it is left with the rest."""
+        async with self.lock():
+            if self.users > 0 and app in self.children and app not in self._entered:
+                await app.startup()
+                self._entered.append(app)
+
     async def enter(self) -> None:
-        if self._lifespan is None:
-            return
         async with self.lock():
             await self.enter_locked()
 
     async def enter_locked(self) -> None:
         """Enter with :meth:`lock` already held."""
-        assert self._lifespan is not None
         if self.users == 0:
-            factory: Any = self._lifespan
-            if inspect.isasyncgenfunction(factory):
-                factory = contextlib.asynccontextmanager(factory)
-            cm = factory(self._app)
-            self.state = await cm.__aenter__()
-            self._cm = cm
+            if self._lifespan is not None:
+                factory: Any = self._lifespan
+                if inspect.isasyncgenfunction(factory):
+                    factory = contextlib.asynccontextmanager(factory)
+                cm = factory(self._app)
+                self.state = await cm.__aenter__()
+                self._cm = cm
+            entered: list[Any] = []
+            try:
+                for child in list(self.children):
+                    await child.startup()
+                    entered.append(child)
+            except BaseException:
+                for child in reversed(entered):
+                    with contextlib.suppress(Exception):
+                        await child.shutdown()
+                await self._leave()
+                raise
+            self._entered = entered
         self.users += 1
 
     async def exit(self) -> None:
-        if self._lifespan is None:
-            return
         async with self.lock():
+            if self.users == 0:
+                return
             self.users -= 1
-            if self.users == 0 and self._cm is not None:
-                cm, self._cm = self._cm, None
+            if self.users == 0:
+                entered, self._entered = self._entered, []
                 try:
-                    await cm.__aexit__(None, None, None)
+                    for child in reversed(entered):
+                        await child.shutdown()
                 finally:
-                    self.state = None
+                    await self._leave()
+
+    async def _leave(self) -> None:
+        if self._cm is not None:
+            cm, self._cm = self._cm, None
+            try:
+                await cm.__aexit__(None, None, None)
+            finally:
+                self.state = None
 
 
 __all__ = ["Lifespan", "LifespanHolder"]

@@ -28,6 +28,9 @@ T = TypeVar("T")
 _MAX_CURSOR = 1024
 #: pages one :class:`Snapshot` keeps as text (per revision and offsets; every page of a 200,000-item registry)
 MAX_CACHED_PAGES = 4096
+#: views of one list kept at once when visibility rules filter lists per principal (each a :class:`Snapshot` with
+#: its own pages, bounded by :data:`MAX_CACHED_PAGES`); the least recently used view is dropped beyond it
+MAX_VIEWS = 256
 
 
 def _b64(data: bytes) -> str:
@@ -204,7 +207,14 @@ class Listed:
     The subclass builds its object for a protocol revision in :meth:`definition` (once per revision, kept in
     ``_defs``); :meth:`listed` is that object as JSON text, encoded once. A page is then a copy of a few ready
     strings: encoding the definitions again on every page walked thousands of small objects scattered over the
-    heap, and the cache misses made a page of a 10,000-tool registry cost twice a page of a 1,000-tool one."""
+    heap, and the cache misses made a page of a 10,000-tool registry cost twice a page of a 1,000-tool one.
+
+    ``tags`` and ``scopes`` are the item's labels for the server's rules, never sent: ``tags`` for visibility
+    (``MCPKit(include_tags=..., exclude_tags=...)``, ``app.disable(tags=...)``), ``scopes`` for authorization
+    (``MCPKit.scope_rule``: the OAuth scopes a call of the item needs)."""
+
+    tags: frozenset[str] = frozenset()
+    scopes: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._defs: dict[str, JSONDict] = {}
@@ -233,4 +243,4 @@ def list_result(
     return result
 
 
-__all__ = ["Listed", "Paginator", "Snapshot", "list_result"]
+__all__ = ["MAX_CACHED_PAGES", "MAX_VIEWS", "Listed", "Paginator", "Snapshot", "list_result"]

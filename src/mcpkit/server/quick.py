@@ -151,5 +151,7 @@ def _refresh(app: MCPKit) -> None:
     one set with ``set_handler``, nor a subclass's override: ``_quick_own`` is MCPKit's). Read again when the
     handlers change."""
     handler = app._handlers.get(_METHOD)
-    app._quick_ok = type(app)._call_tool is type(app)._quick_own and handler == app._call_tool
+    app._quick_ok = (
+        type(app)._call_tool is type(app)._quick_own and handler == app._call_tool and app._visibility is None
+    )
     app._quick_for = app.handlers_version

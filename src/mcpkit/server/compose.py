@@ -1,0 +1,439 @@
+"""Composition: one app serving the tools, resources, templates and prompts of others.
+
+``app.mount(other, prefix="weather")`` is live: the parent lists ``other``'s components under prefixed names
+(``weather_forecast``) and URIs (``data://weather/today``), and whatever ``other`` registers or removes later shows
+at once, with ``list_changed`` to the parent's clients. ``app.import_server(other, prefix=...)`` copies what
+``other`` has now and never looks again.
+
+What passes through: a mounted function gets a :class:`~mcpkit.server.context.Context` whose ``app`` is the
+server it was registered on (so ``ctx.lifespan_state`` is that server's), over the parent's request, so progress,
+logging, sampling, elicitation and roots reach the parent's client in either era; its tags and OAuth scopes
+follow it (``MCPKit.scope_rule`` names the prefixed tool); the mounted server's lifespan runs inside the parent's.
+A component hidden in the mounted server (``other.disable(...)``, its tag rules) is not mounted.
+
+Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``). A name the
+parent already has is refused when mounting (``ValueError``); one that appears later in the mounted server and
+collides is left out, with a warning in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..protocol.versions import Features
+from .context import Context
+from .pagination import Listed
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .tools import Tool
+from .uri_template import UriTemplate
+
+logger = logging.getLogger("mcpkit.server.compose")
+JSONDict = dict[str, Any]
+
+_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# registries of an app, by list name; templates live in "resource_templates"
+_REGISTRY = {"tools": "_tools", "resources": "_resources", "resource_templates": "_templates", "prompts": "_prompts"}
+
+
+class Composable(Protocol):
+    """What composition needs of an app (an :class:`~mcpkit.server.app.MCPKit`; typed by these members so this
+    module, which the app imports, imports nothing of the app back)."""
+
+    name: str
+    debug: bool
+    _tools: dict[str, Tool]
+    _resources: dict[str, Resource]
+    _templates: dict[str, ResourceTemplate]
+    _prompts: dict[str, Prompt]
+    _completers: dict[tuple[str, str, str], Any]
+    _mounts: dict[str | None, Mount]
+    _mounted_in: list[tuple[Any, Mount]]
+    _visibility: Any
+    _lifespan: Any
+
+    def _changed(self, kind: str) -> None: ...
+
+    def _enable_completion(self) -> None: ...
+
+    def _serve_lists(self, kinds: Iterable[str]) -> None: ...
+
+
+def prefixed_name(prefix: str | None, name: str) -> str:
+    """A mounted tool's or prompt's name: ``<prefix>_<name>``."""
+    return name if prefix is None else f"{prefix}_{name}"
+
+
+def prefixed_uri(prefix: str | None, uri: str) -> str:
+    """A mounted resource's URI (or URI template): ``scheme://<prefix>/rest``, ``scheme:<prefix>/rest``."""
+    if prefix is None:
+        return uri
+    scheme, colon, rest = uri.partition(":")
+    if not colon:
+        return f"{prefix}/{uri}"
+    if rest.startswith("//"):
+        return f"{scheme}://{prefix}/{rest[2:]}"
+    return f"{scheme}:{prefix}/{rest}"
+
+
+def unprefixed_uri(prefix: str | None, uri: str) -> str | None:
+    """The mounted server's URI for the parent's ``uri`` (None when ``uri`` does not carry ``prefix``)."""
+    if prefix is None:
+        return uri
+    scheme, colon, rest = uri.partition(":")
+    if not colon:
+        head = f"{prefix}/"
+        return uri[len(head) :] if uri.startswith(head) else None
+    if rest.startswith("//"):
+        head = f"//{prefix}/"
+        return f"{scheme}://{rest[len(head) :]}" if rest.startswith(head) else None
+    head = f"{prefix}/"
+    return f"{scheme}:{rest[len(head) :]}" if rest.startswith(head) else None
+
+
+@dataclass(eq=False)
+class Mount:
+    """One server mounted (or imported) into an app: its prefix and the parent's keys it put in each list."""
+
+    child: Any
+    prefix: str | None
+    live: bool
+    tags: frozenset[str] = frozenset()
+    owned: dict[str, set[str]] = field(default_factory=lambda: {k: set() for k in _REGISTRY})
+
+    def context(self, ctx: Context | None) -> Context | None:
+        """The Context a mounted function gets: over the same request, ``app`` being the server it belongs to."""
+        if ctx is None or not self.live:
+            return ctx
+        return Context(self.child, ctx.request_context)
+
+
+# ---------------------------------------------------------------------------------------------- the wrappers
+
+
+def _copy_labels(wrapper: Listed, inner: Listed, mount: Mount) -> None:
+    wrapper.tags = inner.tags | mount.tags
+    wrapper.scopes = inner.scopes
+    Listed.__init__(wrapper)
+
+
+class MountedTool(Tool):
+    """A tool of a mounted server, under its prefixed name (calls go to the original, which is not touched)."""
+
+    def __init__(self, inner: Tool, name: str, mount: Mount) -> None:  # (Tool.__init__ is not run: nothing to read)
+        self.inner = inner
+        self.mount = mount
+        self.name = name
+        self.fn = inner.fn
+        self.info = inner.info
+        self.sync = inner.sync
+        self.thread = inner.thread
+        self.title = inner.title
+        self.description = inner.description
+        self.annotations = inner.annotations
+        self.icons = inner.icons
+        self.meta = inner.meta
+        self._structured_output = inner._structured_output
+        self._returns = None
+        _copy_labels(self, inner, mount)
+
+    @property
+    def returns(self) -> Any:
+        return self.inner.returns
+
+    def definition(self, feats: Features) -> JSONDict:
+        cached = self._defs.get(feats.version)
+        if cached is None:
+            cached = self._defs[feats.version] = {**self.inner.definition(feats), "name": self.name}
+        return cached
+
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+        return self.inner.call(arguments, self.mount.context(ctx), feats)
+
+    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
+        return await self.inner.run(arguments, self.mount.context(ctx))
+
+
+def _renamed(contents: list[JSONDict], old: str, new: str) -> list[JSONDict]:
+    """``contents`` whose ``uri`` is the mounted server's name for the resource, given the parent's."""
+    return [{**c, "uri": new} if c.get("uri") == old else c for c in contents]
+
+
+class MountedResource(Resource):
+    """A static resource of a mounted server, under its prefixed URI."""
+
+    def __init__(self, inner: Resource, uri: str, mount: Mount) -> None:
+        self.inner = inner
+        self.mount = mount
+        self.uri = uri
+        self.fn = inner.fn
+        self.content = inner.content
+        self.info = inner.info
+        self.sync = inner.sync
+        self.cache_hints = inner.cache_hints
+        self.name = inner.name
+        self.title = inner.title
+        self.description = inner.description
+        self.mime_type = inner.mime_type
+        self.annotations = inner.annotations
+        self.icons = inner.icons
+        self.meta = inner.meta
+        self.size = inner.size
+        _copy_labels(self, inner, mount)
+
+    async def read(self, ctx: Context | None) -> list[JSONDict]:
+        return _renamed(await self.inner.read(self.mount.context(ctx)), self.inner.uri, self.uri)
+
+
+class MountedTemplate(ResourceTemplate):
+    """A resource template of a mounted server, under its prefixed URI template."""
+
+    def __init__(self, inner: ResourceTemplate, uri_template: str, mount: Mount) -> None:
+        self.inner = inner
+        self.mount = mount
+        self.template = UriTemplate(uri_template)
+        self.uri_template = uri_template
+        self.fn = inner.fn
+        self.info = inner.info
+        self.sync = inner.sync
+        self.completions = inner.completions
+        self.cache_hints = inner.cache_hints
+        self.name = inner.name
+        self.title = inner.title
+        self.description = inner.description
+        self.mime_type = inner.mime_type
+        self.annotations = inner.annotations
+        self.icons = inner.icons
+        self.meta = inner.meta
+        _copy_labels(self, inner, mount)
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+        inner_uri = unprefixed_uri(self.mount.prefix, uri)
+        if inner_uri is None:  # (the template matched, so the prefix is there; kept for safety)
+            inner_uri = uri
+        return _renamed(await self.inner.read(inner_uri, variables, self.mount.context(ctx)), inner_uri, uri)
+
+
+class MountedPrompt(Prompt):
+    """A prompt of a mounted server, under its prefixed name."""
+
+    def __init__(self, inner: Prompt, name: str, mount: Mount, completions: dict[str, Any]) -> None:
+        self.inner = inner
+        self.mount = mount
+        self.name = name
+        self.fn = inner.fn
+        self.info = inner.info
+        self.sync = inner.sync
+        self.title = inner.title
+        self.description = inner.description
+        self.icons = inner.icons
+        self.meta = inner.meta
+        self.completions = completions
+        _copy_labels(self, inner, mount)
+
+    def definition(self, feats: Features) -> JSONDict:
+        cached = self._defs.get(feats.version)
+        if cached is None:
+            cached = self._defs[feats.version] = {**self.inner.definition(feats), "name": self.name}
+        return cached
+
+    async def render(self, arguments: dict[str, Any], ctx: Context | None, feats: Features) -> JSONDict:
+        return await self.inner.render(arguments, self.mount.context(ctx), feats)
+
+
+# ---------------------------------------------------------------------------------------------- mounting
+
+
+def _wrapped(mount: Mount, kind: str) -> dict[str, Listed]:
+    """The parent's entries for what ``mount.child`` shows now in list ``kind``: key -> wrapper."""
+    child = mount.child
+    registry: dict[str, Any] = getattr(child, _REGISTRY[kind])
+    visibility = child._visibility
+    out: dict[str, Listed] = {}
+    for key, item in list(registry.items()):
+        if visibility is not None and not visibility.shown(kind, key, item):
+            continue  # hidden in the mounted server: not mounted
+        if kind == "tools":
+            name = prefixed_name(mount.prefix, key)
+            out[name] = MountedTool(item, name, mount)
+        elif kind == "prompts":
+            name = prefixed_name(mount.prefix, key)
+            completions = dict(item.completions)
+            for (ref, target, argument), completer in child._completers.items():
+                if ref == "ref/prompt" and target == key:
+                    completions[argument] = completer
+            out[name] = MountedPrompt(item, name, mount, completions)
+        elif kind == "resources":
+            uri = prefixed_uri(mount.prefix, key)
+            out[uri] = MountedResource(item, uri, mount)
+        else:
+            uri = prefixed_uri(mount.prefix, key)
+            template = MountedTemplate(item, uri, mount)
+            for (ref, target, argument), completer in child._completers.items():
+                if ref == "ref/resource" and target == key:
+                    template.completions = {**template.completions, argument: completer}
+            out[uri] = template
+    return out
+
+
+def _ancestors(app: Any) -> set[int]:
+    seen: set[int] = set()
+    todo = [app]
+    while todo:
+        a = todo.pop()
+        if id(a) in seen:
+            continue
+        seen.add(id(a))
+        todo.extend(parent for parent, _ in a._mounted_in)
+    return seen
+
+
+def attach(
+    parent: Composable, child: Composable, prefix: str | None, *, live: bool, tags: Iterable[str] | None = None
+) -> Mount:
+    """Mount (``live=True``) or import ``child`` into ``parent`` under ``prefix`` (see the module docstring)."""
+    if prefix is not None and not _PREFIX.match(prefix):
+        raise ValueError(f"prefix {prefix!r}: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit")
+    if child is parent or id(child) in _ancestors(parent):
+        raise ValueError(f"cannot mount {child.name!r} into itself or into a server mounted in it")
+    if live and prefix in parent._mounts:
+        raise ValueError(f"a server is already mounted with prefix {prefix!r}; unmount it first")
+    mount = Mount(child, prefix, live, frozenset(tags or ()))
+    wanted = {kind: _wrapped(mount, kind) for kind in _REGISTRY}
+    clashes = sorted(key for kind, items in wanted.items() for key in items if key in getattr(parent, _REGISTRY[kind]))
+    if clashes:
+        raise ValueError(
+            f"mounting {child.name!r} with prefix {prefix!r} would replace the parent's "
+            f"{', '.join(map(repr, clashes))}: choose another prefix"
+        )
+    for kind, items in wanted.items():
+        getattr(parent, _REGISTRY[kind]).update(items)
+        mount.owned[kind] = set(items)
+    completing = (MountedPrompt, MountedTemplate)
+    if any(isinstance(t, completing) and t.completions for items in wanted.values() for t in items.values()):
+        parent._enable_completion()
+    if live:
+        parent._mounts[prefix] = mount
+        child._mounted_in.append((parent, mount))
+        parent._lifespan.add_child(child)
+    parent._serve_lists(kind for kind, items in wanted.items() if items or live)
+    for kind in ("tools", "resources", "prompts"):
+        parent._changed(kind)
+    return mount
+
+
+def detach(parent: Composable, prefix: str | None) -> None:
+    """Undo :func:`attach` of a live mount: its components leave the parent (clients get ``list_changed``)."""
+    mount = parent._mounts.pop(prefix)
+    mount.child._mounted_in[:] = [(p, m) for p, m in mount.child._mounted_in if m is not mount]
+    parent._lifespan.remove_child(mount.child)
+    for kind, keys in mount.owned.items():
+        registry = getattr(parent, _REGISTRY[kind])
+        for key in keys:
+            registry.pop(key, None)
+        keys.clear()
+    for kind in ("tools", "resources", "prompts"):
+        parent._changed(kind)
+
+
+def refresh(parent: Composable, mount: Mount, kind: str) -> None:
+    """The mounted server's list ``kind`` ("tools", "resources", "prompts") changed: bring the parent's entries in
+    step (the caller then tells the parent's clients)."""
+    kinds = ("resources", "resource_templates") if kind == "resources" else (kind,)
+    for k in kinds:
+        registry: dict[str, Any] = getattr(parent, _REGISTRY[k])
+        for key in mount.owned[k]:
+            if registry.get(key) is not None and getattr(registry[key], "mount", None) is mount:
+                del registry[key]
+        fresh = _wrapped(mount, k)
+        kept: set[str] = set()
+        for key, item in fresh.items():
+            if key in registry:
+                logger.warning(
+                    "%s %r of mounted server %r collides with the parent's; left out", k, key, mount.child.name
+                )
+                continue
+            registry[key] = item
+            kept.add(key)
+        mount.owned[k] = kept
+
+
+class Mounting:
+    """The composition API of :class:`~mcpkit.server.app.MCPKit` (a base class of it)."""
+
+    _lifespan: Any
+    _lazy_lifespan: Any
+    _background: set[asyncio.Task[None]]
+    if TYPE_CHECKING:
+        _list_tools: Any
+        _call_tool: Any
+        _list_resources: Any
+        _list_templates: Any
+        _read_resource: Any
+        _list_prompts: Any
+        _get_prompt: Any
+
+        def has_handler(self, method: str) -> bool: ...
+
+        def set_handler(self, method: str, fn: Any) -> None: ...
+
+    def mount(self, server: Any, prefix: str | None = None, *, tags: Iterable[str] | None = None) -> None:
+        """Serve ``server``'s (an ``MCPKit``) tools, resources, templates and prompts from this app, live: what
+        ``server`` adds or removes later shows at once (clients get ``list_changed``). Names become
+        ``<prefix>_<name>``, URIs ``scheme://<prefix>/...``; ``tags`` are added to every mounted component.
+        ``server``'s lifespan runs inside this app's; its functions get a ``Context`` over the calling request
+        (progress, logging, sampling, elicitation reach the caller). A name this app already has is a
+        ``ValueError``. See :mod:`mcpkit.server.compose`."""
+        attach(self, server, prefix, live=True, tags=tags)  # type: ignore[arg-type]
+        if self._lifespan.users > 0:  # mounted while serving: its lifespan starts now
+            task = asyncio.get_running_loop().create_task(self._lifespan.enter_child(server))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+        elif self._lifespan.configured:
+            self._lazy_lifespan = self._lifespan
+
+    def _serve_lists(self, kinds: Iterable[str]) -> None:
+        """Answer the methods of ``kinds`` (tools, resources, resource_templates, prompts) from now on."""
+        for kind in set(kinds):
+            if kind == "tools" and not self.has_handler("tools/call"):
+                self.set_handler("tools/list", self._list_tools)
+                self.set_handler("tools/call", self._call_tool)
+            elif kind in ("resources", "resource_templates") and not self.has_handler("resources/read"):
+                self.set_handler("resources/list", self._list_resources)
+                self.set_handler("resources/templates/list", self._list_templates)
+                self.set_handler("resources/read", self._read_resource)
+            elif kind == "prompts" and not self.has_handler("prompts/get"):
+                self.set_handler("prompts/list", self._list_prompts)
+                self.set_handler("prompts/get", self._get_prompt)
+
+    def unmount(self, prefix: str | None = None) -> None:
+        """Remove the server mounted with ``prefix`` (KeyError if none); clients get ``list_changed``."""
+        detach(self, prefix)  # type: ignore[arg-type]
+
+    def import_server(self, server: Any, prefix: str | None = None, *, tags: Iterable[str] | None = None) -> None:
+        """Copy ``server``'s current tools, resources, templates and prompts into this app under ``prefix`` (as
+        :meth:`mount` names them); later changes to ``server`` do not show, and its lifespan is not run (its
+        functions get a ``Context`` whose ``app`` is this app)."""
+        attach(self, server, prefix, live=False, tags=tags)  # type: ignore[arg-type]
+
+
+__all__ = [
+    "Composable",
+    "Mounting",
+    "Mount",
+    "MountedPrompt",
+    "MountedResource",
+    "MountedTemplate",
+    "MountedTool",
+    "attach",
+    "detach",
+    "prefixed_name",
+    "prefixed_uri",
+    "refresh",
+    "unprefixed_uri",
+]

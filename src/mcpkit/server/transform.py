@@ -1,0 +1,285 @@
+"""Tool transformation: a new tool derived from an existing one, which stays as it is.
+
+    from mcpkit.server.transform import ArgTransform, forward, transform_tool
+
+    find = transform_tool(
+        app.get_tool("search"),
+        name="find",
+        description="Find things in the catalog.",
+        args={
+            "query": ArgTransform(name="q", description="What to look for"),   # renamed, re-described
+            "limit": ArgTransform(default=3),                                   # a new default
+            "api_key": ArgTransform(hide=True, default=os.environ["KEY"]),     # hidden: the model never sees it
+        },
+    )
+    app.add_tool(find)
+
+What the client sees is the derived schema; a call maps the arguments back to the original's names, fills the
+defaults and the hidden values, and runs the original (its validation, its result). A hidden argument cannot be
+set by the client: a call naming it (or any argument the derived schema does not have) is refused.
+
+``fn=`` wraps the original: an ``async def`` taking the derived arguments (and optionally a ``Context``) that
+calls :func:`forward` (derived names) or :func:`forward_raw` (the original's names) to run the original and gets
+its ``CallToolResult`` as a dict; what ``fn`` returns is the derived tool's result (its return annotation, if any,
+gives the output schema; a returned ``CallToolResult`` dict is sent as it is). Any :class:`Tool` can be the
+original: a function tool, a mounted tool, a proxied one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import copy
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.versions import Features
+from .pagination import Listed
+from .schema import FunctionInfo, ReturnInfo
+from .tools import Tool, error_result
+
+if TYPE_CHECKING:
+    from .context import Context
+
+JSONDict = dict[str, Any]
+_MISSING: Any = object()
+
+
+@dataclass(frozen=True)
+class ArgTransform:
+    """How one argument of the original tool appears in the derived one.
+
+    ``name``: its new name; ``description``: its new description; ``default``: a default (the argument becomes
+    optional); ``hide``: remove it from the schema and always pass ``default`` (or the original's own default).
+    """
+
+    name: str | None = None
+    description: str | None = None
+    default: Any = _MISSING
+    hide: bool = False
+
+
+class _Forwarding:
+    __slots__ = ("ctx", "feats", "tool")
+
+    def __init__(self, tool: TransformedTool, ctx: Context | None, feats: Features) -> None:
+        self.tool = tool
+        self.ctx = ctx
+        self.feats = feats
+
+
+_current: contextvars.ContextVar[_Forwarding | None] = contextvars.ContextVar("mcpkit_forwarding", default=None)
+
+
+async def forward(**arguments: Any) -> JSONDict:
+    """Inside a transformed tool's ``fn``: run the original with these (derived) arguments; its
+    ``CallToolResult`` as a dict (``content``, ``structuredContent``, ``isError``)."""
+    current = _current.get()
+    if current is None:
+        raise RuntimeError("forward() is only available inside the fn of a transformed tool")
+    mapped = current.tool.to_original(arguments)
+    if isinstance(mapped, str):
+        return error_result(mapped)
+    return await current.tool.run_original(mapped, current.ctx, current.feats)
+
+
+async def forward_raw(**arguments: Any) -> JSONDict:
+    """Like :func:`forward`, with the original tool's own argument names (no mapping, no defaults)."""
+    current = _current.get()
+    if current is None:
+        raise RuntimeError("forward_raw() is only available inside the fn of a transformed tool")
+    return await current.tool.run_original(dict(arguments), current.ctx, current.feats)
+
+
+class _Info:
+    """The part of :class:`~mcpkit.server.schema.FunctionInfo` the dispatcher reads of a tool."""
+
+    def __init__(self, input_schema: JSONDict, context_param: str | None, is_async: bool, description: str) -> None:
+        self.input_schema = input_schema
+        self.context_param = context_param
+        self.is_async = is_async
+        self.fast_plan = None
+        self.description = description
+        self.params: list[Any] = []
+
+
+class TransformedTool(Tool):
+    """A tool derived from ``original`` by :func:`transform_tool` (see the module docstring)."""
+
+    def __init__(
+        self,
+        original: Tool,
+        *,
+        name: str | None,
+        title: str | None,
+        description: str | None,
+        args: Mapping[str, ArgTransform],
+        fn: Callable[..., Any] | None,
+        annotations: JSONDict | None,
+        tags: frozenset[str] | None,
+        meta: JSONDict | None,
+    ) -> None:  # (Tool.__init__ is not run: there is no function of its own to read)
+        self.original = original
+        self.name = name or original.name
+        self.title = title if title is not None else original.title
+        self.description = description if description is not None else original.description
+        self.annotations = annotations if annotations is not None else original.annotations
+        self.icons = original.icons
+        self.meta = meta if meta is not None else original.meta
+        self.thread = None
+        self.sync = None
+        self.fn = fn if fn is not None else original.fn
+        self._structured_output = None
+        self._args = dict(args)
+        schema = copy.deepcopy(original.input_schema)
+        properties: dict[str, Any] = schema.setdefault("properties", {})
+        required: list[str] = list(schema.get("required", []))
+        unknown = sorted(set(args) - set(properties))
+        if unknown:
+            raise ValueError(f"transform of tool {original.name!r}: it has no arguments {unknown}")
+        self._to_original: dict[str, str] = {}  # derived name -> original name (visible arguments)
+        self._fixed: dict[str, Any] = {}  # original name -> value always passed (hidden) or by default
+        renamed: dict[str, Any] = {}
+        for arg, prop in properties.items():
+            rule = args.get(arg, ArgTransform())
+            if rule.hide:
+                if rule.default is not _MISSING:
+                    self._fixed[arg] = rule.default
+                elif arg in required:
+                    raise ValueError(f"transform of tool {original.name!r}: hidden argument {arg!r} needs a default")
+                continue
+            new = rule.name or arg
+            if new in renamed:
+                raise ValueError(f"transform of tool {original.name!r}: two arguments would be called {new!r}")
+            prop = dict(prop)
+            if rule.description is not None:
+                prop["description"] = rule.description
+            if rule.default is not _MISSING:
+                prop["default"] = rule.default
+                self._fixed[arg] = rule.default
+            renamed[new] = prop
+            self._to_original[new] = arg
+        schema["properties"] = renamed
+        new_required = [n for n, o in self._to_original.items() if o in required and o not in self._fixed]
+        if new_required:
+            schema["required"] = new_required
+        else:
+            schema.pop("required", None)
+        self._hidden = {a for a, r in args.items() if r.hide}
+        self._wrapper: FunctionInfo | None = None
+        context_param = original.info.context_param
+        is_async = original.info.is_async
+        if fn is not None:
+            self._wrapper = FunctionInfo(fn, name=self.name)
+            extra = [p.name for p in self._wrapper.params if p.name not in self._to_original]
+            if extra:
+                raise ValueError(f"transformed tool {self.name!r}: fn takes {extra}, which the derived tool does not")
+            context_param = "ctx"  # (forward() needs the request's Context, whether fn takes one or not)
+            is_async = True
+            annotation = self._wrapper.return_annotation
+            self._returns = ReturnInfo(annotation) if annotation is not inspect.Signature.empty else None
+        else:
+            self._returns = None
+        self.info = _Info(schema, context_param, is_async, self.description)  # type: ignore[assignment]
+        self.tags = original.tags if tags is None else tags
+        self.scopes = original.scopes
+        self.debug = original.debug
+        Listed.__init__(self)
+
+    @property
+    def returns(self) -> ReturnInfo:
+        return self._returns if self._returns is not None else self.original.returns
+
+    @property
+    def output_schema(self) -> JSONDict | None:
+        return self.returns.output_schema
+
+    def to_original(self, arguments: Mapping[str, Any]) -> JSONDict | str:
+        """The original's arguments for these derived ones (defaults and hidden values filled in), or the message
+        of the refusal when a name is not one of the derived tool's arguments."""
+        out: JSONDict = {}
+        for key, value in arguments.items():
+            original = self._to_original.get(key)
+            if original is None:
+                return f"tool {self.name!r} has no argument {key!r}"
+            out[original] = value
+        for original, value in self._fixed.items():
+            if original in self._hidden or original not in out:
+                out[original] = value
+        return out
+
+    async def run_original(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+        """Call the original tool with its own arguments; its ``CallToolResult``."""
+        original_ctx = ctx if self.original.info.context_param is not None else None
+        result = self.original.call(arguments, original_ctx, feats)
+        return result if type(result) is dict else await result  # type: ignore[misc]
+
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+        if self._wrapper is None:
+            mapped = self.to_original(arguments)
+            if isinstance(mapped, str):
+                return error_result(mapped)
+            original_ctx = ctx if self.original.info.context_param is not None else None
+            return self.original.call(mapped, original_ctx, feats)
+        return self._call_wrapper(arguments, ctx, feats)
+
+    async def _call_wrapper(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+        wrapper = self._wrapper
+        assert wrapper is not None
+        unknown = [k for k in arguments if k not in self._to_original]
+        if unknown:
+            return error_result(f"tool {self.name!r} has no argument {unknown[0]!r}")
+        try:
+            kwargs = wrapper.validate_model(
+                {k: v for k, v in arguments.items() if k in {p.name for p in wrapper.params}}
+            )
+            if wrapper.context_param is not None:
+                kwargs[wrapper.context_param] = ctx
+            token = _current.set(_Forwarding(self, ctx, feats))
+            try:
+                if wrapper.is_async:
+                    value = await self.fn(**kwargs)
+                else:
+                    value = await asyncio.to_thread(self.fn, **kwargs)  # (to_thread carries the context)
+            finally:
+                _current.reset(token)
+        except Exception as exc:
+            return self._failed(exc)
+        return self.result(value, feats)
+
+    def build_result(self, value: Any, feats: Features) -> JSONDict:
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            return dict(value)  # a CallToolResult (what forward() returned): as it is
+        return super().build_result(value, feats)
+
+
+def transform_tool(
+    tool: Tool,
+    *,
+    name: str | None = None,
+    title: str | None = None,
+    description: str | None = None,
+    args: Mapping[str, ArgTransform] | None = None,
+    fn: Callable[..., Any] | None = None,
+    annotations: JSONDict | None = None,
+    tags: set[str] | frozenset[str] | None = None,
+    meta: JSONDict | None = None,
+) -> TransformedTool:
+    """A tool derived from ``tool`` (see the module docstring); register it with ``app.add_tool(...)`` (and, to
+    offer only the derived one, ``app.disable(tool.name)`` or register the original nowhere)."""
+    return TransformedTool(
+        tool,
+        name=name,
+        title=title,
+        description=description,
+        args=args or {},
+        fn=fn,
+        annotations=annotations,
+        tags=frozenset(tags) if tags is not None else None,
+        meta=meta,
+    )
+
+
+__all__ = ["ArgTransform", "TransformedTool", "forward", "forward_raw", "transform_tool"]

@@ -1,0 +1,106 @@
+"""Tool transformation: a tool derived from another (renamed, re-described, hidden or defaulted arguments, a
+wrapping function) while the original stays as it is; both eras over stdio and HTTP."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpkit import Client, Context, MCPKit
+from mcpkit.server.transform import ArgTransform, forward, forward_raw, transform_tool
+from support.toolkit import ERAS, TRANSPORTS, toolkit_client
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_derived_tools_show_their_own_schema_and_call_the_original(transport: str, mode: str) -> None:
+    async with toolkit_client("transform", transport, mode) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        search, find, shout = tools["search"], tools["find"], tools["shout"]
+        assert set(search.input_schema["properties"]) == {"query", "limit", "api_key"}  # the original is untouched
+        assert find.description == "Find things in the catalog."
+        assert find.input_schema["properties"] == {
+            "q": {"type": "string", "description": "What to look for"},
+            "limit": {"type": "integer", "default": 3},
+        }
+        assert find.input_schema["required"] == ["q"]
+        assert find.output_schema == search.output_schema
+        assert (await client.call_tool("find", {"q": "cats"})).data == {"query": "cats", "limit": 3, "key_used": True}
+        assert (await client.call_tool("find", {"q": "cats", "limit": 1})).data["limit"] == 1
+        assert (await client.call_tool("search", {"query": "dogs"})).data["key_used"] is False
+        refused = await client.call_tool("find", {"q": "cats", "api_key": "mine"})  # a hidden argument
+        assert refused.is_error and "api_key" in refused.text
+        assert (
+            await client.call_tool("find", {"query": "cats"})
+        ).is_error  # the original's name is not the derived one's
+        assert set(shout.input_schema["properties"]) == {"q", "limit"}
+        assert (await client.call_tool("shout", {"q": "cats"})).text == "CATS"
+
+
+async def test_a_wrapper_gets_the_context_and_forward_raw_uses_the_original_names() -> None:
+    app = MCPKit("x")
+
+    @app.tool
+    async def add(a: int, b: int, ctx: Context) -> int:
+        await ctx.info("adding")
+        return a + b
+
+    async def twice(x: int, ctx: Context) -> int:
+        await ctx.info("twice")
+        first = await forward(x=x)
+        second = await forward_raw(a=x, b=first["structuredContent"]["result"])
+        return int(second["structuredContent"]["result"])
+
+    original = app.get_tool("add")
+    assert original is not None
+    app.add_tool(
+        transform_tool(
+            original, name="triple", args={"a": ArgTransform(name="x"), "b": ArgTransform(hide=True, default=0)}
+        )
+    )
+    app.add_tool(
+        transform_tool(
+            original,
+            name="twice",
+            args={"a": ArgTransform(name="x"), "b": ArgTransform(hide=True, default=0)},
+            fn=twice,
+        )
+    )
+    logs: list[str] = []
+    async with Client(app, log_level="info", logging_handler=lambda p: logs.append(p["data"])) as client:
+        assert (await client.call_tool("triple", {"x": 4})).data == 4
+        result = await client.call_tool("twice", {"x": 4})
+        assert result.data == 8 and result.structured == {"result": 8}
+    assert logs == ["adding", "twice", "adding", "adding"]
+
+
+def test_transform_refuses_what_cannot_work() -> None:
+    app = MCPKit("x")
+
+    @app.tool
+    def f(a: int, b: str = "") -> str:
+        return b * a
+
+    tool = app.get_tool("f")
+    assert tool is not None
+    with pytest.raises(ValueError, match="no arguments"):
+        transform_tool(tool, args={"nope": ArgTransform(name="x")})
+    with pytest.raises(ValueError, match="needs a default"):
+        transform_tool(tool, args={"a": ArgTransform(hide=True)})
+    with pytest.raises(ValueError, match="two arguments"):
+        transform_tool(tool, args={"a": ArgTransform(name="b")})
+
+    async def wrapper(c: int) -> str:
+        return ""
+
+    with pytest.raises(ValueError, match="fn takes"):
+        transform_tool(tool, fn=wrapper)
+    derived = transform_tool(tool, name="g", args={"b": ArgTransform(hide=True)})  # (the original has a default)
+    assert "b" not in derived.input_schema["properties"]
+    assert tool.input_schema["properties"].keys() == {"a", "b"}
+
+
+async def test_forward_outside_a_transformed_tool_is_an_error() -> None:
+    with pytest.raises(RuntimeError, match="only available"):
+        await forward(x=1)
