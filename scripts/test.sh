@@ -35,6 +35,19 @@ fi
 redis-server --version
 elapsed
 
+section "chromium (the inspector's browser tests)"
+# Debian's Chromium, driven by Playwright from the dev extra (never a downloaded browser); chromium-driver too, for
+# anyone who drives it with Selenium.
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
+fi
+chromium --version 2>/dev/null | head -1
+elapsed
+
 section "npm test peers (tests/node_modules)"
 if [ ! -d tests/node_modules ] || [ tests/package-lock.json -nt tests/node_modules ] \
    || [ ! -x tests/node_modules/.bin/node ]; then

@@ -9,7 +9,7 @@ extra      brings                                      for
 =========  ==========================================  ====================================================
 ``http``   uvicorn, httpx, websockets, sniffio,        ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
            httptools                                   WebSocket client targets
-``cli``    click, rich                                 the ``mcpkit`` command
+``cli``    click, rich, watchfiles                     the ``mcpkit`` command (watchfiles: ``mcpkit dev``)
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
 ``all``    all of the above
@@ -33,6 +33,7 @@ EXTRA_OF: dict[str, str] = {
     "httptools": "http",
     "click": "cli",
     "rich": "cli",
+    "watchfiles": "cli",
     "redis": "redis",
     "jwt": "auth",
     "cryptography": "auth",

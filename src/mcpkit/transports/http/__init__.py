@@ -72,9 +72,26 @@ def build_server(
 
     uvicorn's ``http`` option (default ``"auto"``) picks httptools, which the ``http`` extra installs (its server
     CPU per call is about a third of h11's); the guard wraps either. ``http="h11"`` pins the pure-Python parser."""
+    from .app import create_app
+    from .security import default_policy
+
+    if transport not in ("http", "streamable-http", "sse", "ws"):
+        raise ValueError(f"unknown HTTP transport {transport!r} (expected 'http', 'sse' or 'ws')")
+    uv = {k: options.pop(k) for k in list(options) if k in _UVICORN_KEYS or k in _GUARD_KEYS}
+    if transport in ("sse", "ws") and "path" in options:
+        options[f"{transport}_path"] = options.pop("path")  # ``--path`` names the chosen transport's route
+    origins, hosts = default_policy(host, options.pop("allowed_origins", None), options.pop("allowed_hosts", None))
+    app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **options)
+    return build_asgi_server(app, host, port, **app.uvicorn_options(), **uv)
+
+
+def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> Any:
+    """A configured ``uvicorn.Server`` (not started) for any ASGI ``app``, behind the same connection guard and
+    limits as :func:`build_server` (``header_timeout``, ``body_timeout``, ``max_header_bytes``,
+    ``max_connections``, ``backlog``, ``limit_concurrency``, ``timeout_keep_alive``; the other ``options`` go to
+    ``uvicorn.Config``). mcpkit's own web faces (the inspector) are served this way."""
     import uvicorn
 
-    from .app import create_app
     from .limits import (
         ACCEPT_BURST,
         DEFAULT_BACKLOG,
@@ -88,16 +105,9 @@ def build_server(
         relisten,
         resolve_protocol,
     )
-    from .security import default_policy
 
-    if transport not in ("http", "streamable-http", "sse", "ws"):
-        raise ValueError(f"unknown HTTP transport {transport!r} (expected 'http', 'sse' or 'ws')")
-    uv = {k: options.pop(k) for k in list(options) if k in _UVICORN_KEYS}
-    guard_options = {k: options.pop(k) for k in list(options) if k in _GUARD_KEYS}
-    if transport in ("sse", "ws") and "path" in options:
-        options[f"{transport}_path"] = options.pop("path")  # ``--path`` names the chosen transport's route
-    origins, hosts = default_policy(host, options.pop("allowed_origins", None), options.pop("allowed_hosts", None))
-    app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **options)
+    uv = dict(options)
+    guard_options = {k: uv.pop(k) for k in list(uv) if k in _GUARD_KEYS}
     uv.setdefault("log_level", "warning")
     uv.setdefault("timeout_graceful_shutdown", 5)
     uv.setdefault("limit_concurrency", DEFAULT_LIMIT_CONCURRENCY)
@@ -119,7 +129,8 @@ def build_server(
             uv["http"] = guarded_protocol(base, guard)
             backlog = uv.get("backlog") or DEFAULT_BACKLOG
             uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
-    config = uvicorn.Config(app, host=host, port=port, lifespan="on", **app.uvicorn_options(), **uv)
+    uv.setdefault("lifespan", "on")
+    config = uvicorn.Config(app, host=host, port=port, **uv)
     if guard is None:
         return uvicorn.Server(config)
 
@@ -186,6 +197,7 @@ __all__ = [
     "SessionExpired",
     "StreamableHTTPClientTransport",
     "StreamableHTTPEndpoint",
+    "build_asgi_server",
     "build_server",
     "close_sse_stream",
     "create_app",

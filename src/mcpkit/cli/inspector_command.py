@@ -1,0 +1,106 @@
+"""``mcpkit inspect``, ``mcpkit dev`` and ``mcpkit install``: see a server in the browser, develop it with reload,
+put it into an MCP host's configuration.
+
+``register(group)`` adds the commands (``mcpkit.cli.main`` calls it). The inspector's modules load only when a
+command runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .client_io import CLIError
+
+INSPECT_TARGET_HELP = (
+    "TARGET is what the other client commands take: a .py file (run with this Python), a command line in quotes, "
+    "an http(s):// or ws:// URL, or mcp.json#NAME."
+)
+
+
+def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, found, value = item.partition(sep)
+        if not found or not key.strip():
+            raise click.UsageError(f"{what} expects KEY{sep}VALUE, got {item!r}")
+        out[key.strip()] = value.strip() if sep == ":" else value
+    return out
+
+
+@click.command("inspect", epilog=INSPECT_TARGET_HELP)
+@click.argument("target")
+@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address to listen on.")
+@click.option("--port", "-p", type=int, default=0, help="Port of the page (default: a free one).")
+@click.option(
+    "--mode",
+    type=click.Choice(["auto", "handshake", "modern"]),
+    default="auto",
+    show_default=True,
+    help="Protocol era: negotiate, or force one (the page can reconnect in the other).",
+)
+@click.option("--protocol-version", default=None, help="Pin one protocol revision (e.g. 2025-06-18).")
+@click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for a stdio server.")
+@click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target.")
+@click.option(
+    "--transport", type=click.Choice(["http", "sse", "ws"]), default=None, help="Force the transport of a URL."
+)
+@click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (editable in the page).")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds for each request but calls.")
+def inspect_command(
+    target: str,
+    no_browser: bool,
+    host: str,
+    port: int,
+    mode: str,
+    protocol_version: str | None,
+    env: tuple[str, ...],
+    header: tuple[str, ...],
+    transport: str | None,
+    root: tuple[str, ...],
+    timeout: float,
+) -> None:
+    """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
+    the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
+    requests and watch every message, in either protocol era."""
+    from .client_commands import _cli_target
+
+    try:
+        from ..inspector import inspect
+    except ModuleNotFoundError as exc:
+        from .._extras import explain
+
+        err = explain(exc, "mcpkit inspect")
+        if err is None:
+            raise
+        raise click.ClickException(str(err)) from None
+    options: dict[str, Any] = {
+        "mode": mode,
+        "protocol_version": protocol_version,
+        "roots": list(root),
+        "timeout": timeout,
+        "client_options": {
+            "env": _pairs(env, "=", "--env") or None,
+            "headers": _pairs(header, ":", "--header") or None,
+            "transport": transport,
+        },
+    }
+    try:
+        inspect(_cli_target(target, None), host=host, port=port, open_browser=not no_browser, **options)
+    except CLIError as exc:
+        raise click.ClickException(str(exc)) from None
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
+
+
+COMMANDS: list[click.Command] = [inspect_command]
+
+
+def register(group: click.Group) -> None:
+    """Add ``inspect``, ``dev`` and ``install`` to the ``mcpkit`` click group."""
+    for cmd in COMMANDS:
+        group.add_command(cmd)

@@ -1,0 +1,116 @@
+"""The requests the server makes of the person at the page (sampling, elicitation), the calls that run, and how
+an answer becomes the reply the client sends: :func:`settle` checks what the page sent (an elicitation's content
+against the requested schema) before it resolves the waiting request."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..protocol.errors import MCPError
+
+__all__ = ["SAMPLING_REJECTED", "InspectorError", "settle"]
+
+SAMPLING_REJECTED = -1  # the code the sampling specification's example uses for a request the user rejected
+
+
+class InspectorError(Exception):
+    """A request of the page that cannot be done (bad input, not connected, a bound reached): ``status`` is the
+    HTTP status the page gets."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class _Call:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    started: float
+    task: asyncio.Task[None] | None = None
+    status: str = "running"  # running, done, failed, cancelled
+    progress: dict[str, Any] | None = None
+    outcome: dict[str, Any] = field(default_factory=dict)
+    size: int = 0
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "started": self.started,
+            "status": self.status,
+            "progress": self.progress,
+            **self.outcome,
+        }
+
+
+@dataclass
+class _HumanRequest:
+    id: str
+    kind: str  # "sampling" or "elicitation"
+    params: dict[str, Any]
+    created: float
+    future: asyncio.Future[Any]
+
+    def public(self, server: str) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "params": self.params, "created": self.created, "server": server}
+
+
+def settle(req: _HumanRequest, answer: Any) -> None:
+    """Resolve ``req`` with what the person chose.
+
+    Elicitation: ``{"action": "accept", "content": {...}}`` (the content checked against the requested
+    schema), ``{"action": "decline"}`` or ``{"action": "cancel"}``. Sampling: ``{"action": "accept", "text",
+    "model"?, "stopReason"?}`` or ``{"action": "reject"}``."""
+    if not isinstance(answer, dict):
+        raise InspectorError("the answer must be an object")
+    action = answer.get("action")
+    if req.kind == "elicitation":
+        if action not in ("accept", "decline", "cancel"):
+            raise InspectorError("action must be accept, decline or cancel")
+        if action == "accept" and req.params.get("mode") != "url":
+            content = answer.get("content")
+            if not isinstance(content, dict):
+                raise InspectorError("content must be an object")
+            problem = _check_content(req.params.get("requestedSchema"), content)
+            if problem is not None:
+                raise InspectorError(problem, 422)
+            req.future.set_result({"action": "accept", "content": content})
+        else:
+            req.future.set_result({"action": action})
+        return
+    if action == "reject":
+        req.future.set_exception(MCPError("User rejected sampling request", code=SAMPLING_REJECTED))
+        return
+    if action != "accept":
+        raise InspectorError("action must be accept or reject")
+    text = answer.get("text")
+    if not isinstance(text, str):
+        raise InspectorError("text must be a string")
+    model = answer.get("model") or "mcpkit-inspector (a person)"
+    stop = answer.get("stopReason") or "endTurn"
+    if not isinstance(model, str) or not isinstance(stop, str):
+        raise InspectorError("model and stopReason must be strings")
+    req.future.set_result(
+        {"role": "assistant", "content": {"type": "text", "text": text}, "model": model, "stopReason": stop}
+    )
+
+
+def _check_content(schema: Any, content: dict[str, Any]) -> str | None:
+    """Why ``content`` does not fit the requested schema (None when it does)."""
+    if not isinstance(schema, dict):
+        return None
+    import jsonschema_rs
+
+    try:
+        validator = jsonschema_rs.validator_for({"type": "object", **schema})
+    except Exception as exc:  # the server's schema itself is broken
+        return f"the server's requestedSchema cannot be used: {exc}"
+    for error in validator.iter_errors(content):
+        where = "/".join(str(p) for p in error.instance_path) or "the answer"
+        return f"{where}: {error.message}"
+    return None

@@ -1,0 +1,119 @@
+"""Running the inspector: :func:`start_inspector` serves the page for an :class:`~.session.Inspector` on loopback
+(a random port by default), with a new token, behind mcpkit's guarded uvicorn stack
+(:func:`mcpkit.transports.http.build_asgi_server`: header and body timeouts, connection cap); :func:`inspect`
+is the blocking form ``mcpkit inspect`` uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from .._extras import require
+from ..transports.http.security import is_loopback
+from .session import Inspector
+from .web import InspectorApp
+
+__all__ = ["RunningInspector", "inspect", "start_inspector"]
+
+
+@dataclass
+class RunningInspector:
+    """An inspector that listens: its ``url`` (with the token in its fragment), ``port``, the ``app`` and the
+    ``inspector``. ``await stop()`` ends it (the connection to the server included)."""
+
+    url: str
+    port: int
+    app: InspectorApp
+    inspector: Inspector
+    server: Any
+    task: asyncio.Task[Any]
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(self.task), 10)
+        if not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(BaseException):
+                await self.task
+
+    async def wait(self) -> None:
+        """Until the server stops (Ctrl-C)."""
+        await self.task
+
+
+async def start_inspector(
+    inspector: Inspector,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    configure: Callable[[InspectorApp], None] | None = None,
+) -> RunningInspector:
+    """Serve the page for ``inspector`` on ``host:port`` (loopback only; port 0 picks a free one) and connect it
+    to its target. ``configure`` may add startup/shutdown hooks or handlers to the app before it starts."""
+    require("uvicorn", "mcpkit inspect")
+    from ..transports.http import build_asgi_server
+
+    if not is_loopback(host):
+        raise ValueError(f"the inspector listens on loopback only (127.0.0.1, ::1), not {host!r}")
+    app = InspectorApp(inspector, token=token or secrets.token_urlsafe(32))
+    if configure is not None:
+        configure(app)
+    server = build_asgi_server(app, host, port, log_level="warning")
+    task = asyncio.ensure_future(server.serve())
+    while not server.started and not task.done():
+        await asyncio.wait({task}, timeout=0.02)
+    if task.done():
+        task.result()  # raises why it did not start
+        raise RuntimeError("the inspector's server stopped before it listened")
+    bound = server.servers[0].sockets[0].getsockname()
+    actual = int(bound[1])
+    app.bind(actual, host)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{actual}/#token={app._token.decode()}"
+    return RunningInspector(url=url, port=actual, app=app, inspector=inspector, server=server, task=task)
+
+
+def _open_browser(url: str) -> None:
+    import webbrowser
+
+    def go() -> None:
+        with contextlib.suppress(Exception):
+            webbrowser.open(url, new=2)
+
+    threading.Thread(target=go, daemon=True).start()
+
+
+def inspect(
+    target: Any,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    open_browser: bool = True,
+    announce: Callable[[str], None] | None = None,
+    **inspector_options: Any,
+) -> None:
+    """Inspect ``target`` (anything ``Client`` accepts) until interrupted: serve the page, print its URL (through
+    ``announce``, else on stdout) and open it in the browser unless ``open_browser`` is false."""
+
+    async def main() -> None:
+        running = await start_inspector(Inspector(target, **inspector_options), host=host, port=port)
+        (announce or _print)(running.url)
+        if open_browser:
+            _open_browser(running.url)
+        await running.wait()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
+
+
+def _print(url: str) -> None:
+    print(f"mcpkit inspect: {url}", file=sys.stdout, flush=True)

@@ -1,0 +1,625 @@
+"""The inspector's side of the connection: :class:`Inspector` holds one mcpkit :class:`~mcpkit.client.client.Client`
+to the target and does, on the page's behalf, everything the page offers.
+
+It connects (either era, every transport the client speaks) and reconnects; lists, calls, reads and gets; keeps
+the calls that run (their progress, a cancel) and the requests the server makes of the person at the page
+(sampling, elicitation) until the page answers them; keeps the roots the person edits, the resource
+subscriptions and their live updates (``resources/subscribe`` in the handshake era, one ``subscriptions/listen``
+stream in 2026-07-28); and tells every open page what happens through its :class:`~.events.EventHub`. Every
+JSON-RPC message goes to its :class:`~.log.MessageLog` (see :mod:`.tap`).
+
+Every table here is bounded: calls running at once (``max_running_calls``), finished results kept for a page
+that reconnects (``max_kept_results`` and ``max_kept_result_bytes``), requests waiting for the person
+(``max_pending_requests``: one more is declined at once), resource subscriptions (``MAX_SUBSCRIPTIONS``), roots
+(``MAX_ROOTS``), server stderr lines (``MAX_STDERR_LINES``). The client's own limits (message sizes, list walks,
+concurrency) apply to everything the server sends.
+
+Extension points (for what later issues add on this page): :meth:`Inspector.request` sends any request through
+the client (a caller that forwards requests on behalf of something else, an interactive view for example, checks
+the method against its own allow-list first); a finished call's event carries the tool's definition so a
+renderer of the page can find what the tool links to (its ``_meta``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import time
+from collections import deque
+from collections.abc import Sequence
+from typing import Any
+
+from ..client.client import ToolOutputError
+from ..client.display import display_name, segments, shown_description
+from ..client.targets import ServerStartError, parse_target
+from ..protocol.errors import CapabilityNotSupported, MCPError
+from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, settle
+from .events import EventHub
+from .log import MessageLog
+from .tap import tapped_client
+
+logger = logging.getLogger("mcpkit.inspector")
+
+__all__ = ["Inspector", "InspectorError"]
+
+MAX_SUBSCRIPTIONS = 256
+MAX_ROOTS = 256
+MAX_STDERR_LINES = 500
+MAX_ROOT_URI = 4_096
+
+
+def _describe_failure(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, MCPError):
+        return {"code": exc.code, "message": exc.message, "data": exc.data}
+    if isinstance(exc, ServerStartError):
+        return {"message": exc.message, "stderr": exc.stderr}
+    return {"message": f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__}
+
+
+def _displayed(item: dict[str, Any]) -> dict[str, Any]:
+    """An item of a list with how to show it: its display name and its description's pieces."""
+    name = display_name(item)
+    desc = shown_description(item.get("description"), name if name != item.get("name") else None)
+    item["_display"] = {"name": name, "description": segments(desc)}
+    return item
+
+
+class Inspector:
+    """One connection to the target and everything the page does with it (see the module docstring).
+
+    Args:
+        target: anything :class:`~mcpkit.client.client.Client` accepts (a command line, a ``.py`` file, a URL, an
+            ``mcp.json`` entry, a server object, a ``Target``).
+        mode, protocol_version: the era to negotiate (``auto``, ``handshake``, ``modern``) or a pinned revision.
+        roots: the roots offered at first (URIs or ``{"uri", "name"}``); the page edits them.
+        timeout: per-request timeout of everything but tool calls (which run until they end or are cancelled).
+        client_options: more ``Client`` options (``env``, ``headers``, ``transport``, ``transport_options``, ...).
+        log, hub: the message log and the event fan-out (new ones by default).
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        mode: str = "auto",
+        protocol_version: str | None = None,
+        roots: Sequence[str | dict[str, Any]] = (),
+        timeout: float | None = 60.0,
+        connect_timeout: float | None = 30.0,
+        client_options: dict[str, Any] | None = None,
+        log: MessageLog | None = None,
+        hub: EventHub | None = None,
+        max_running_calls: int = 32,
+        max_pending_requests: int = 32,
+        max_kept_results: int = 32,
+        max_kept_result_bytes: int = 32 * 1024 * 1024,
+    ) -> None:
+        options = dict(client_options or {})
+        self._target = parse_target(
+            target,
+            env=options.pop("env", None),
+            cwd=options.pop("cwd", None),
+            headers=options.pop("headers", None),
+            transport=options.pop("transport", None),
+        )
+        if self._target.stdio is not None:
+            self._target.stdio.on_stderr = self._on_stderr
+        self.client_options = options
+        self.mode = mode
+        self.protocol_version = protocol_version
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.hub = hub or EventHub()
+        self.log = log or MessageLog()
+        self.log.on_entry = lambda entry: self.hub.publish("log", entry=entry.summary())
+        self.roots: list[dict[str, Any]] = self._checked_roots(list(roots))
+        self.max_running_calls = max_running_calls
+        self.max_pending_requests = max_pending_requests
+        self.max_kept_results = max_kept_results
+        self.max_kept_result_bytes = max_kept_result_bytes
+        self.status = "disconnected"
+        self.error: dict[str, Any] | None = None
+        self.log_level: str | None = None
+        self.extra: dict[str, Any] = {}  # what a host of the inspector adds to its state (``mcpkit dev``)
+        self._client: Any = None
+        self._lock = asyncio.Lock()
+        self._ids = itertools.count(1)
+        self._calls: dict[str, _Call] = {}
+        self._finished: deque[_Call] = deque()
+        self._finished_bytes = 0
+        self._pending: dict[str, _HumanRequest] = {}
+        self._subscriptions: set[str] = set()
+        self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)
+        self._watch_task: asyncio.Task[None] | None = None
+        self._alive_task: asyncio.Task[None] | None = None
+        self._generation = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def client(self) -> Any:
+        """The connected client (None while disconnected)."""
+        return self._client
+
+    @property
+    def target_description(self) -> str:
+        """The target as the person named it (a command line, a URL)."""
+        return str(self._target.description)
+
+    def server_name(self) -> str:
+        info = self._client.server_info if self._client is not None else None
+        name = info.get("name") if isinstance(info, dict) else None
+        return name if isinstance(name, str) and name else self.target_description
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything a page needs to draw itself: the connection, the server, what runs and what waits."""
+        client = self._client
+        out: dict[str, Any] = {
+            "status": self.status,
+            "error": self.error,
+            "target": self.target_description,
+            "mode": self.mode,
+            "pinnedVersion": self.protocol_version,
+            "roots": self.roots,
+            "subscriptions": sorted(self._subscriptions),
+            "calls": [c.public() for c in [*self._finished, *self._calls.values()]],
+            "pending": [r.public(self.server_name()) for r in self._pending.values()],
+            "stderr": list(self._stderr),
+            "log": self.log.stats(),
+            "logLevel": self.log_level,
+            "extra": self.extra,
+        }
+        if client is not None:
+            out.update(
+                {
+                    "protocolVersion": client.protocol_version,
+                    "era": "modern" if client.modern else "handshake",
+                    "serverInfo": client.server_info,
+                    "capabilities": client.server_capabilities,
+                    "instructions": client.instructions,
+                }
+            )
+        return out
+
+    def _set_status(self, status: str, error: dict[str, Any] | None = None) -> None:
+        self.status = status
+        self.error = error
+        self.hub.publish("state", state=self.snapshot())
+
+    def set_extra(self, **values: Any) -> None:
+        """Add to (or, with None, remove from) what the page shows of its host (see ``extra`` in the state)."""
+        for key, value in values.items():
+            if value is None:
+                self.extra.pop(key, None)
+            else:
+                self.extra[key] = value
+        self.hub.publish("extra", extra=self.extra)
+
+    # ------------------------------------------------------------------ connection
+
+    async def connect(self, *, mode: str | None = None, protocol_version: str | None = None) -> None:
+        """(Re)connect: the current connection, its calls and its waiting requests end first. A failure is kept in
+        :attr:`error` (status ``failed``), not raised."""
+        async with self._lock:
+            await self._close_client("reconnecting")
+            if mode is not None:
+                if mode not in ("auto", "handshake", "modern"):
+                    raise InspectorError(f"unknown mode {mode!r} (auto, handshake or modern)")
+                self.mode = mode
+                self.protocol_version = protocol_version or None
+            self._set_status("connecting")
+            client = tapped_client(
+                self._target,
+                self._tap,
+                mode=self.mode,
+                protocol_version=self.protocol_version,
+                roots=self._roots_now,
+                sampling_handler=self._on_sampling,
+                elicitation_handler=self._on_elicitation,
+                logging_handler=self._on_log_message,
+                on_notification=self._on_notification,
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+                **self.client_options,
+            )
+            try:
+                await client.connect()
+            except Exception as exc:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+                self._set_status("failed", _describe_failure(exc))
+                return
+            self._client = client
+            self._generation += 1
+            if self.log_level is not None:
+                with contextlib.suppress(MCPError, CapabilityNotSupported):
+                    await client.set_logging_level(self.log_level)
+            if client.modern:
+                self._restart_watch()
+            else:
+                for uri in sorted(self._subscriptions):
+                    try:
+                        await client.subscribe_resource(uri)
+                    except (MCPError, CapabilityNotSupported):
+                        self._subscriptions.discard(uri)
+            self._alive_task = asyncio.get_running_loop().create_task(self._watch_alive(client))
+            self._set_status("connected")
+
+    async def disconnect(self) -> None:
+        """Close the connection (a stdio server is stopped)."""
+        async with self._lock:
+            await self._close_client("disconnected")
+            self._set_status("disconnected")
+
+    async def aclose(self) -> None:
+        """Close everything (the inspector is going away)."""
+        await self.disconnect()
+
+    async def _close_client(self, reason: str) -> None:
+        client, self._client = self._client, None
+        for task in (self._watch_task, self._alive_task):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        self._watch_task = self._alive_task = None
+        for call in list(self._calls.values()):
+            if call.task is not None:
+                call.task.cancel()
+        for call in list(self._calls.values()):
+            if call.task is not None:
+                with contextlib.suppress(BaseException):
+                    await call.task
+        for req in list(self._pending.values()):
+            if not req.future.done():
+                req.future.cancel()
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    async def _watch_alive(self, client: Any) -> None:
+        """Notice a connection that ended on its own (a stdio server that exited, a lost HTTP session)."""
+        while self._client is client:
+            await asyncio.sleep(0.5)
+            try:
+                closed = client.session.peer.closed
+            except Exception:
+                closed = True
+            if closed and self._client is client:
+                reason = getattr(client.session, "closed_reason", None) if client.connected else None
+                async with self._lock:
+                    if self._client is client:
+                        await self._close_client("lost")
+                        self._set_status("disconnected", {"message": reason or "the connection ended"})
+                return
+
+    def _tap(self, direction: str, data: bytes) -> None:
+        self.log.record(direction, data)
+
+    def _require(self) -> Any:
+        if self._client is None:
+            raise InspectorError("not connected to the server (reconnect first)", 409)
+        return self._client
+
+    # ------------------------------------------------------------------ lists and reads
+
+    async def list_page(self, kind: str, cursor: str | None = None) -> dict[str, Any]:
+        """One page of ``tools``, ``resources``, ``templates`` or ``prompts``: ``{"items", "nextCursor"}``."""
+        client = self._require()
+        calls = {
+            "tools": client.list_tools_page,
+            "resources": client.list_resources_page,
+            "templates": client.list_resource_templates_page,
+            "prompts": client.list_prompts_page,
+        }
+        fetch = calls.get(kind)
+        if fetch is None:
+            raise InspectorError(f"unknown list {kind!r}")
+        if cursor is not None and not isinstance(cursor, str):
+            raise InspectorError("cursor must be a string")
+        try:
+            items, next_cursor = await fetch(cursor)
+        except CapabilityNotSupported as exc:
+            return {"items": [], "nextCursor": None, "unsupported": str(exc)}
+        return {"items": [_displayed(item.dump()) for item in items], "nextCursor": next_cursor}
+
+    async def read(self, uri: str) -> dict[str, Any]:
+        """``resources/read``."""
+        client = self._require()
+        if not isinstance(uri, str) or not uri:
+            raise InspectorError("uri must be a non-empty string")
+        result = await client.read_resource(uri)
+        dumped: dict[str, Any] = result.dump()
+        return dumped
+
+    async def get_prompt(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``prompts/get`` (argument values are strings)."""
+        client = self._require()
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            raise InspectorError("name must be a string and arguments an object")
+        result = await client.get_prompt(name, arguments)
+        dumped: dict[str, Any] = result.dump()
+        if dumped.get("description"):
+            dumped["_display"] = {"description": segments(dumped["description"])}
+        return dumped
+
+    async def complete(
+        self, ref: dict[str, Any], argument: str, value: str, context: dict[str, str] | None = None
+    ) -> dict[str, Any]:
+        """``completion/complete``: ``{"values", "total", "hasMore"}`` (empty when the server has no completions)."""
+        client = self._require()
+        if not isinstance(ref, dict) or not isinstance(argument, str) or not isinstance(value, str):
+            raise InspectorError("ref must be an object, argument and value strings")
+        if "completions" not in (client.server_capabilities or {}):
+            return {"values": [], "total": None, "hasMore": False}
+        result = await client.complete(ref, argument, value, context or None)
+        completion = result.completion
+        return {"values": list(completion.values), "total": completion.total, "hasMore": completion.has_more}
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Any request through the client, its raw result (the client's limits and era handling apply). A caller
+        acting for something other than the person at the page checks ``method`` against its allow-list first."""
+        client = self._require()
+        result: dict[str, Any] = await client.request(method, params)
+        return result
+
+    async def tasks(self, op: str, task_id: str | None = None) -> dict[str, Any]:
+        """The server's tasks (``tasks/list``, ``tasks/get``, ``tasks/cancel``) while it declares the ``tasks``
+        capability. (The client's own task API, when it has one, takes this place.)"""
+        client = self._require()
+        if "tasks" not in (client.server_capabilities or {}):
+            raise InspectorError("the server declares no tasks capability")
+        if op == "list":
+            return await self.request("tasks/list", {})
+        if op in ("get", "cancel") and isinstance(task_id, str) and task_id:
+            return await self.request(f"tasks/{op}", {"taskId": task_id})
+        raise InspectorError("op must be list, or get or cancel with a taskId")
+
+    async def ping(self) -> float:
+        """Round-trip time in seconds (``ping``, or ``server/discover`` in 2026-07-28)."""
+        rtt: float = await self._require().ping()
+        return rtt
+
+    async def set_log_level(self, level: str) -> None:
+        """Ask for the server's log messages at ``level`` and above (kept across reconnects)."""
+        client = self._require()
+        await client.set_logging_level(level)
+        self.log_level = level
+
+    # ------------------------------------------------------------------ subscriptions
+
+    async def subscribe(self, uri: str) -> None:
+        """Live updates of ``uri`` (``notifications/resources/updated`` events)."""
+        client = self._require()
+        if not isinstance(uri, str) or not uri:
+            raise InspectorError("uri must be a non-empty string")
+        if uri in self._subscriptions:
+            return
+        if len(self._subscriptions) >= MAX_SUBSCRIPTIONS:
+            raise InspectorError(f"at most {MAX_SUBSCRIPTIONS} subscriptions", 429)
+        if not (client.server_capabilities.get("resources") or {}).get("subscribe"):
+            raise InspectorError("the server does not offer resource subscriptions")
+        if not client.modern:
+            await client.subscribe_resource(uri)
+        self._subscriptions.add(uri)
+        if client.modern:
+            self._restart_watch()
+        self.hub.publish("subscriptions", subscriptions=sorted(self._subscriptions))
+
+    async def unsubscribe(self, uri: str) -> None:
+        """Stop the live updates of ``uri``."""
+        client = self._require()
+        if uri not in self._subscriptions:
+            return
+        self._subscriptions.discard(uri)
+        if client.modern:
+            self._restart_watch()
+        else:
+            with contextlib.suppress(MCPError, CapabilityNotSupported):
+                await client.unsubscribe_resource(uri)
+        self.hub.publish("subscriptions", subscriptions=sorted(self._subscriptions))
+
+    def _restart_watch(self) -> None:
+        """2026-07-28: one ``subscriptions/listen`` stream for the list changes the server offers and the URIs
+        subscribed, started again whenever that filter changes."""
+        if self._watch_task is not None:
+            self._watch_task.cancel()
+            self._watch_task = None
+        client = self._client
+        if client is None or not client.modern:
+            return
+        caps = client.server_capabilities or {}
+        filters = {kind: bool((caps.get(kind) or {}).get("listChanged")) for kind in ("tools", "prompts", "resources")}
+        uris = sorted(self._subscriptions)
+        if not any(filters.values()) and not uris:
+            return
+        self._watch_task = asyncio.get_running_loop().create_task(self._listen(client, filters, uris))
+
+    async def _listen(self, client: Any, filters: dict[str, bool], uris: list[str]) -> None:
+        delay = 0.5
+        while self._client is client:
+            try:
+                async with client.listen(resource_uris=uris, **filters) as sub:
+                    delay = 0.5
+                    async for method, params in sub:
+                        self._publish_notification(method, params)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.debug("subscriptions/listen ended: %s", exc)
+            await asyncio.sleep(delay)  # the stream ended: open it again, backing off
+            delay = min(delay * 2, 30.0)
+
+    # ------------------------------------------------------------------ notifications, logs, stderr
+
+    async def _on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        self._publish_notification(method, params)
+
+    def _publish_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        self.hub.publish("notification", method=method, params=params or {})
+
+    async def _on_log_message(self, params: dict[str, Any]) -> None:
+        self.hub.publish("serverlog", params=params)
+
+    def _on_stderr(self, line: str) -> None:
+        self._stderr.append(line)
+        self.hub.publish("stderr", line=line)
+
+    # ------------------------------------------------------------------ tool calls
+
+    async def start_call(self, name: str, arguments: dict[str, Any]) -> str:
+        """Start ``tools/call``; returns the call's id at once (its progress and outcome come as events)."""
+        client = self._require()
+        if not isinstance(name, str) or not name or not isinstance(arguments, dict):
+            raise InspectorError("name must be a non-empty string and arguments an object")
+        if len(self._calls) >= self.max_running_calls:
+            raise InspectorError(f"{self.max_running_calls} calls are already running: wait or cancel one", 429)
+        call = _Call(id=f"call-{next(self._ids)}", name=name, arguments=arguments, started=time.time())
+        self._calls[call.id] = call
+        call.task = asyncio.get_running_loop().create_task(self._run_call(client, call))
+        self.hub.publish("call", call=call.public())
+        return call.id
+
+    async def _run_call(self, client: Any, call: _Call) -> None:
+        last = 0.0
+
+        def on_progress(done: float, total: float | None, message: str | None) -> None:
+            nonlocal last
+            call.progress = {"progress": done, "total": total, "message": message}
+            now = time.monotonic()
+            if now - last >= 0.05 or (total is not None and done >= total):  # at most ~20 updates a second
+                last = now
+                self.hub.publish("call", call=call.public())
+
+        tool: dict[str, Any] | None = None
+        try:
+            result = await client.call_tool(call.name, call.arguments, timeout=None, on_progress=on_progress)
+            call.outcome = {"result": result.raw.dump(), "validation": self._validation(result)}
+            call.status = "done"
+            tool = result.tool.dump() if result.tool is not None else None
+        except ToolOutputError as exc:
+            call.outcome = {
+                "result": exc.result.raw.dump(),
+                "validation": {"state": "invalid", "message": exc.message},
+            }
+            call.status = "done"
+        except asyncio.CancelledError:
+            call.status = "cancelled"
+        except Exception as exc:
+            call.outcome = {"error": _describe_failure(exc)}
+            call.status = "failed"
+        call.outcome["ended"] = time.time()
+        if tool is not None:
+            call.outcome["tool"] = tool
+        self._calls.pop(call.id, None)
+        self._keep(call)
+        self.hub.publish("call", call=call.public())
+
+    @staticmethod
+    def _validation(result: Any) -> dict[str, Any]:
+        if result.validated:
+            return {"state": "valid", "message": "structuredContent matches the tool's outputSchema"}
+        schema = result.tool.output_schema if result.tool is not None else None
+        if schema is None:
+            return {"state": "none", "message": "the tool declares no outputSchema"}
+        return {"state": "unchecked", "message": "not checked"}
+
+    def _keep(self, call: _Call) -> None:
+        import orjson
+
+        try:
+            call.size = len(orjson.dumps(call.outcome))
+        except (TypeError, orjson.JSONEncodeError):
+            call.size = 0
+        self._finished.append(call)
+        self._finished_bytes += call.size
+        while len(self._finished) > self.max_kept_results or self._finished_bytes > self.max_kept_result_bytes:
+            old = self._finished.popleft()
+            self._finished_bytes -= old.size
+
+    def cancel_call(self, call_id: str) -> bool:
+        """Cancel a running call (the server gets ``notifications/cancelled``); False when it is not running."""
+        call = self._calls.get(call_id)
+        if call is None or call.task is None or call.task.done():
+            return False
+        call.task.cancel()
+        return True
+
+    def forget_calls(self) -> None:
+        """Forget the finished calls (the page's "clear")."""
+        self._finished.clear()
+        self._finished_bytes = 0
+
+    # ------------------------------------------------------------------ the person's answers
+
+    async def _on_sampling(self, params: dict[str, Any]) -> Any:
+        return await self._ask("sampling", params)
+
+    async def _on_elicitation(self, params: dict[str, Any]) -> Any:
+        return await self._ask("elicitation", params)
+
+    async def _ask(self, kind: str, params: dict[str, Any]) -> Any:
+        if len(self._pending) >= self.max_pending_requests:
+            logger.warning("declined a %s request: %d already wait for an answer", kind, len(self._pending))
+            if kind == "elicitation":
+                return {"action": "decline"}
+            raise MCPError("too many requests already wait for the user's answer", code=SAMPLING_REJECTED)
+        req = _HumanRequest(
+            id=f"ask-{next(self._ids)}",
+            kind=kind,
+            params=params,
+            created=time.time(),
+            future=asyncio.get_running_loop().create_future(),
+        )
+        self._pending[req.id] = req
+        self.hub.publish("ask", request=req.public(self.server_name()))
+        try:
+            return await req.future
+        finally:
+            self._pending.pop(req.id, None)
+            self.hub.publish("asked", id=req.id)
+
+    def answer(self, request_id: str, answer: dict[str, Any]) -> None:
+        """Answer a waiting request with what the person chose (see :func:`.asks.settle` for the shapes)."""
+        req = self._pending.get(request_id)
+        if req is None or req.future.done():
+            raise InspectorError("no such request is waiting (it was answered, withdrawn or timed out)", 404)
+        settle(req, answer)
+
+    # ------------------------------------------------------------------ roots
+
+    def _roots_now(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.roots]
+
+    @staticmethod
+    def _checked_roots(roots: list[Any]) -> list[dict[str, Any]]:
+        if len(roots) > MAX_ROOTS:
+            raise InspectorError(f"at most {MAX_ROOTS} roots")
+        out: list[dict[str, Any]] = []
+        for root in roots:
+            if isinstance(root, str):
+                root = {"uri": root}
+            if not isinstance(root, dict) or not isinstance(root.get("uri"), str) or not root["uri"].strip():
+                raise InspectorError("each root needs a uri (a string)")
+            uri = root["uri"].strip()
+            if len(uri) > MAX_ROOT_URI:
+                raise InspectorError(f"a root uri is longer than {MAX_ROOT_URI} characters")
+            entry: dict[str, Any] = {"uri": uri}
+            name = root.get("name")
+            if isinstance(name, str) and name.strip():
+                entry["name"] = name.strip()
+            out.append(entry)
+        return out
+
+    async def set_roots(self, roots: list[Any]) -> None:
+        """Replace the roots; a connected server is told (``notifications/roots/list_changed``, handshake era)."""
+        if not isinstance(roots, list):
+            raise InspectorError("roots must be a list")
+        self.roots = self._checked_roots(roots)
+        client = self._client
+        if client is not None:
+            with contextlib.suppress(CapabilityNotSupported):
+                await client.set_roots(self._roots_now)
+        self.hub.publish("roots", roots=self.roots)

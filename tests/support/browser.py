@@ -1,0 +1,130 @@
+"""A real headless browser for the tests: Debian's ``chromium`` driven by Playwright (``playwright`` from PyPI, in
+the dev extra; no browser download: the system binary is launched). ``chromium_path()`` FAILS the test in CI
+(``CI`` set: scripts/test.sh installs chromium with apt, so a missing binary is a broken build) and skips it with
+a loud reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# The flags a headless Chromium needs on a machine with no network but loopback, run as root, in a container.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+]
+
+MISSING = (
+    "!!! chromium NOT FOUND: the browser tests cannot run. Install it "
+    "(`apt-get update && apt-get install -y chromium chromium-driver`, or run `bash scripts/test.sh`). !!!"
+)
+
+ARTIFACTS = Path(__file__).resolve().parent.parent.parent / ".artifacts" / "inspector"
+
+
+def chromium_path() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    if os.environ.get("CI"):
+        pytest.fail(MISSING)
+    pytest.skip(MISSING)
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A launched headless Chromium (a Playwright ``Browser``), closed at the end."""
+    path = chromium_path()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Save a screenshot of ``page`` as ``.artifacts/inspector/<name>.png`` (kept by CI as an artifact)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    return path
+
+
+class InspectorProcess:
+    """``mcpkit <command> ... --no-browser`` (inspect or dev) as a real subprocess; ``url`` is the page it printed."""
+
+    def __init__(self, *args: str, cwd: str | None = None, env: dict[str, str] | None = None, timeout: float = 30.0):
+        import select
+        import subprocess
+        import sys
+        import time
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mcpkit.cli.main", *args, "--no-browser"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.proc.stdout is not None
+        end = time.monotonic() + timeout
+        self.url = ""
+        seen: list[str] = []
+        while time.monotonic() < end:
+            if not select.select([self.proc.stdout], [], [], 0.2)[0]:
+                if self.proc.poll() is not None:
+                    break
+                continue
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            seen.append(line)
+            if "http://" in line:
+                self.url = line.strip().split()[-1]
+                break
+        if not self.url:
+            self.stop()
+            err = self.proc.stderr.read() if self.proc.stderr is not None else ""
+            raise AssertionError(f"mcpkit {args[0]} printed no URL: {''.join(seen)}\n{err}")
+
+    @property
+    def base(self) -> str:
+        """``http://127.0.0.1:PORT`` (no token)."""
+        return self.url.split("/#", 1)[0]
+
+    @property
+    def token(self) -> str:
+        return self.url.split("#token=", 1)[1]
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
