@@ -97,7 +97,77 @@ def inspect_command(
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
 
 
-COMMANDS: list[click.Command] = [inspect_command]
+RESTART = {
+    "claude-desktop": "Quit and reopen Claude Desktop to load it.",
+    "claude-code": "Claude Code loads it in its next session (`/mcp` lists it).",
+    "cursor": "Cursor lists it under Settings > MCP (reload the window if it does not).",
+    "vscode": "VS Code lists it in the MCP servers view (Start it from there or from mcp.json).",
+}
+
+
+@click.command("install")
+@click.argument("host", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "mcp-json"]))
+@click.argument("server", metavar="SERVER.py[:OBJECT]")
+@click.option("--name", "-n", default=None, help="The server's name in the host (default: the server's own name).")
+@click.option(
+    "--scope",
+    type=click.Choice(["user", "project", "local"]),
+    default="user",
+    show_default=True,
+    help="user: every project; project: a file in the current directory (Claude Code, Cursor, VS Code); "
+    "local: Claude Code, this directory only.",
+)
+@click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="Write this file instead.")
+@click.option("--with", "with_packages", multiple=True, metavar="PKG", help="Run with this package too (through uv).")
+@click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment variable for the server.")
+@click.option("--env-file", default=None, type=click.Path(dir_okay=False), help="Environment variables from a file.")
+@click.option("--dry-run", is_flag=True, help="Show what would be written; change nothing.")
+def install_command(
+    host: str,
+    server: str,
+    name: str | None,
+    scope: str,
+    config_file: str | None,
+    with_packages: tuple[str, ...],
+    env: tuple[str, ...],
+    env_file: str | None,
+    dry_run: bool,
+) -> None:
+    """Put the server defined in SERVER.py into HOST's MCP configuration (merged with what is there, after a
+    backup), run by this Python; or, with HOST mcp-json, print its entry. See `mcpkit install --help` and the
+    guide for where each host keeps its file."""
+    import json
+    from pathlib import Path
+
+    from .install import InstallError, install, read_env_file, server_entry
+
+    try:
+        variables = read_env_file(env_file) if env_file else {}
+        variables.update(_pairs(env, "=", "--env"))
+        entry = server_entry(server, host=host, with_packages=with_packages, env=variables or None)
+        if name is None:
+            from .main import LoadError, load_server
+
+            try:
+                name = str(load_server(server).name)
+            except LoadError as exc:
+                raise InstallError(f"{exc.message}\n(--name NAME installs it without importing it)") from None
+        if host == "mcp-json":
+            click.echo(json.dumps({name: entry}, indent=2, ensure_ascii=False))
+            return
+        done = install(host, name, entry, scope=scope, path=Path(config_file) if config_file else None, dry_run=dry_run)
+    except InstallError as exc:
+        raise click.ClickException(str(exc)) from None
+    if dry_run:
+        click.echo(f"would write {done.path}:")
+        click.echo(json.dumps(done.document, indent=2, ensure_ascii=False))
+        return
+    verb = "replaced" if done.replaced else "added"
+    click.echo(f"{verb} {name!r} in {done.path}" + (f" (the previous file is {done.backup})" if done.backup else ""))
+    click.echo(RESTART[host])
+
+
+COMMANDS: list[click.Command] = [inspect_command, install_command]
 
 
 def register(group: click.Group) -> None:

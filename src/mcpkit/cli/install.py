@@ -1,0 +1,230 @@
+"""``mcpkit install HOST server.py``: put a server into an MCP host's configuration file.
+
+Hosts and where their configuration lives (per the hosts' own documentation; ``--config`` names another file):
+
+============== ============ ====================================================================== ==============
+host           scope        file                                                                   servers under
+============== ============ ====================================================================== ==============
+claude-desktop (one)        macOS ``~/Library/Application Support/Claude/claude_desktop_config.json``, ``mcpServers``
+                            Windows ``%APPDATA%\\Claude\\claude_desktop_config.json``, elsewhere
+                            ``$XDG_CONFIG_HOME/Claude/claude_desktop_config.json`` (``~/.config``)
+claude-code    user         ``~/.claude.json``                                                     ``mcpServers``
+claude-code    project      ``.mcp.json`` in the current directory                                 ``mcpServers``
+claude-code    local        ``~/.claude.json``, under ``projects.<current directory>``             ``mcpServers``
+cursor         user         ``~/.cursor/mcp.json``                                                 ``mcpServers``
+cursor         project      ``.cursor/mcp.json`` in the current directory                          ``mcpServers``
+vscode         user         the user profile's ``mcp.json`` (``Code/User/mcp.json`` in the         ``servers``
+                            configuration folder of the OS, as for Claude Desktop)
+vscode         project      ``.vscode/mcp.json`` in the current directory                          ``servers``
+============== ============ ====================================================================== ==============
+
+The entry runs the server with the Python that runs ``mcpkit install`` (so it finds the same packages):
+``<python> -m mcpkit run /abs/path/server.py[:obj]``; with ``--with PKG`` it runs through uv
+(``uv run --no-project --python <python> --with PKG python -m mcpkit run ...``) so the extra packages are
+there without installing them into the environment. ``--env KEY=VALUE`` and ``--env-file`` set the server's
+environment.
+
+The file is merged, never replaced: the other servers and every other key stay as they were; an existing entry of
+the same name is replaced (and said so). The original is copied next to it first (``<file>.<time>.bak``), the new
+file is written whole and then moved into place. A file that is not plain JSON (comments, trailing commas) is left
+alone: the command prints the entry to add by hand instead. ``--dry-run`` shows what would be written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["HOSTS", "InstallError", "Installed", "config_path", "install", "server_entry"]
+
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+SCOPES = {"claude-desktop": ("user",), "claude-code": ("user", "project", "local"), "cursor": ("user", "project"),
+          "vscode": ("user", "project")}  # fmt: skip
+
+
+class InstallError(Exception):
+    """The server cannot be installed as asked (the message says why and what to do)."""
+
+
+def _config_home(home: Path) -> Path:
+    """The OS's per-user configuration folder: macOS Application Support, Windows %APPDATA%, else XDG."""
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support"
+    if sys.platform == "win32":
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) if appdata else home / "AppData" / "Roaming"
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    return Path(xdg) if xdg else home / ".config"
+
+
+def config_path(host: str, scope: str = "user", *, home: Path | None = None, cwd: Path | None = None) -> Path:
+    """Where ``host`` keeps its MCP servers for ``scope`` on this OS."""
+    home = home or Path.home()
+    cwd = cwd or Path.cwd()
+    if host not in SCOPES:
+        raise InstallError(f"unknown host {host!r} (one of {', '.join(HOSTS)}, or mcp-json)")
+    if scope not in SCOPES[host]:
+        raise InstallError(f"{host} has no {scope!r} scope (one of {', '.join(SCOPES[host])})")
+    if host == "claude-desktop":
+        return _config_home(home) / "Claude" / "claude_desktop_config.json"
+    if host == "claude-code":
+        return cwd / ".mcp.json" if scope == "project" else home / ".claude.json"
+    if host == "cursor":
+        return cwd / ".cursor" / "mcp.json" if scope == "project" else home / ".cursor" / "mcp.json"
+    return cwd / ".vscode" / "mcp.json" if scope == "project" else _config_home(home) / "Code" / "User" / "mcp.json"
+
+
+def server_entry(
+    spec: str,
+    *,
+    host: str = "mcp-json",
+    with_packages: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    python: str | None = None,
+) -> dict[str, Any]:
+    """The entry that starts ``spec`` (``path/to/server.py[:object]``) for ``host``."""
+    path, colon, obj = spec.partition(":")
+    if len(path) == 1 and colon and obj[:1] in ("\\", "/"):  # C:\\... on Windows: keep it whole
+        path, colon, obj = spec, "", ""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise InstallError(f"no such file: {path}")
+    target = str(file.resolve()) + (f":{obj}" if colon and obj else "")
+    interpreter = python or sys.executable
+    run = ["-m", "mcpkit", "run", target]
+    if with_packages:
+        uv = shutil.which("uv")
+        if uv is None:
+            raise InstallError(
+                "--with needs uv (https://docs.astral.sh/uv/), which is not on PATH: install uv, or install the "
+                f"packages into this environment instead (pip install {' '.join(with_packages)})"
+            )
+        args = ["run", "--no-project", "--python", interpreter]
+        for pkg in with_packages:
+            args += ["--with", pkg]
+        command, args = uv, [*args, "python", *run]
+    else:
+        command, args = interpreter, run
+    entry: dict[str, Any] = {"command": command, "args": args}
+    if host in ("claude-code", "vscode"):
+        entry = {"type": "stdio", **entry}
+    if env:
+        entry["env"] = dict(env)
+    return entry
+
+
+def read_env_file(path: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``#`` comments, blank lines and an ``export`` prefix allowed; quotes removed)."""
+    out: dict[str, str] = {}
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InstallError(f"cannot read {path}: {exc.strerror}") from None
+    for n, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].strip()
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise InstallError(f"{path}, line {n}: expected KEY=VALUE")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+@dataclass
+class Installed:
+    """What :func:`install` did (or, with ``dry_run``, would do)."""
+
+    path: Path
+    name: str
+    entry: dict[str, Any]
+    document: dict[str, Any]
+    replaced: bool
+    backup: Path | None
+    written: bool
+
+
+def _servers_of(document: dict[str, Any], host: str, scope: str, cwd: Path) -> dict[str, Any]:
+    holder: dict[str, Any] = document
+    if host == "claude-code" and scope == "local":
+        projects = document.setdefault("projects", {})
+        if not isinstance(projects, dict):
+            raise InstallError("its 'projects' is not an object")
+        holder = projects.setdefault(str(cwd.resolve()), {})
+        if not isinstance(holder, dict):
+            raise InstallError(f"its project entry for {cwd} is not an object")
+    key = "servers" if host == "vscode" else "mcpServers"
+    servers = holder.setdefault(key, {})
+    if not isinstance(servers, dict):
+        raise InstallError(f"its {key!r} is not an object")
+    return servers
+
+
+def install(
+    host: str,
+    name: str,
+    entry: dict[str, Any],
+    *,
+    scope: str = "user",
+    path: Path | None = None,
+    dry_run: bool = False,
+    cwd: Path | None = None,
+) -> Installed:
+    """Merge ``{name: entry}`` into ``host``'s configuration (see the module docstring)."""
+    cwd = cwd or Path.cwd()
+    file = path or config_path(host, scope, cwd=cwd)
+    document: dict[str, Any] = {}
+    original: bytes | None = None
+    if file.exists():
+        original = file.read_bytes()
+        if original.strip():
+            try:
+                document = json.loads(original)
+            except ValueError:
+                raise InstallError(
+                    f"{file} is not plain JSON (comments or trailing commas?): it was left as it is. Add this entry "
+                    f"to it by hand:\n{json.dumps({name: entry}, indent=2)}"
+                ) from None
+        if not isinstance(document, dict):
+            raise InstallError(f"{file} does not hold a JSON object: it was left as it is")
+    try:
+        servers = _servers_of(document, host, scope, cwd)
+    except InstallError as exc:
+        raise InstallError(f"{file}: {exc}: it was left as it is") from None
+    replaced = name in servers
+    servers[name] = entry
+    if host == "vscode" and "inputs" not in document:
+        document["inputs"] = []
+    backup: Path | None = None
+    if dry_run:
+        return Installed(file, name, entry, document, replaced, None, False)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    if original is not None:
+        backup = file.with_name(f"{file.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+        shutil.copy2(file, backup)
+    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    tmp = file.with_name(f".{file.name}.mcpkit-tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        if original is not None:
+            shutil.copymode(file, tmp)
+        os.replace(tmp, file)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return Installed(file, name, entry, document, replaced, backup, True)
