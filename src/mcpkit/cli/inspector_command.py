@@ -97,6 +97,82 @@ def inspect_command(
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
 
 
+@click.command("dev")
+@click.argument("server", metavar="SERVER.py[:OBJECT]")
+@click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
+@click.option("--port", "-p", type=int, default=0, help="Port of the inspector's page (default: a free one).")
+@click.option(
+    "--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True, help="Era."
+)
+@click.option("--watch", "watch", multiple=True, type=click.Path(exists=True), help="Watch this path too.")
+@click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for the server.")
+@click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server.")
+def dev_command(
+    server: str,
+    no_browser: bool,
+    port: int,
+    mode: str,
+    watch: tuple[str, ...],
+    env: tuple[str, ...],
+    root: tuple[str, ...],
+) -> None:
+    """Develop the server in SERVER.py: it runs with errors unmasked (as `mcpkit run --dev`) and the inspector
+    attached, and starts again when a Python file in its folder (or a --watch path) changes. A change that does
+    not load keeps the last good server running; the page shows the error."""
+    import asyncio
+    from pathlib import Path
+
+    try:
+        from ..inspector import Inspector, start_inspector
+        from ..inspector.dev import DevLoop, dev_target
+        from ..inspector.serve import _open_browser
+    except ModuleNotFoundError as exc:
+        from .._extras import explain
+
+        err = explain(exc, "mcpkit dev")
+        if err is None:
+            raise
+        raise click.ClickException(str(err)) from None
+    path = server.partition(":")[0] if not (len(server) > 2 and server[1] == ":") else server
+    file = Path(path)
+    if not file.is_file():
+        raise click.ClickException(f"no such file: {path}")
+    inspector = Inspector(
+        dev_target(server),
+        mode=mode,
+        roots=list(root),
+        client_options={"env": _pairs(env, "=", "--env") or None},
+    )
+    loop = DevLoop(inspector, [file.resolve().parent, *(Path(w) for w in watch)], shown=str(file))
+
+    async def main() -> None:
+        from .._extras import require
+
+        require("watchfiles", "mcpkit dev")
+
+        def configure(app: Any) -> None:
+            app.startup_hooks.append(loop.start)
+            app.shutdown_hooks.append(loop.stop)
+
+        running = await start_inspector(inspector, port=port, configure=configure)
+        click.echo(f"mcpkit dev: {running.url}")
+        if not no_browser:
+            _open_browser(running.url)
+        await running.wait()
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass
+    except ModuleNotFoundError as exc:
+        from .._extras import explain
+
+        err = explain(exc, "mcpkit dev")
+        if err is None:
+            raise
+        raise click.ClickException(str(err)) from None
+
+
 RESTART = {
     "claude-desktop": "Quit and reopen Claude Desktop to load it.",
     "claude-code": "Claude Code loads it in its next session (`/mcp` lists it).",
@@ -167,7 +243,7 @@ def install_command(
     click.echo(RESTART[host])
 
 
-COMMANDS: list[click.Command] = [inspect_command, install_command]
+COMMANDS: list[click.Command] = [inspect_command, dev_command, install_command]
 
 
 def register(group: click.Group) -> None:

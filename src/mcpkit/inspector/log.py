@@ -122,7 +122,7 @@ class MessageLog:
         self._bytes = 0
         self._seq = 0
         self._start = time.monotonic()
-        self._pending: OrderedDict[tuple[str, Any], tuple[float, str]] = OrderedDict()
+        self._pending: OrderedDict[tuple[int, str, Any], tuple[float, str]] = OrderedDict()
         self.dropped = 0  # entries pushed out by the bounds
 
     @property
@@ -133,18 +133,22 @@ class MessageLog:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def record(self, direction: str, data: bytes | bytearray | memoryview, when: float | None = None) -> LogEntry:
-        """Add one message (``direction`` ``"out"`` or ``"in"``); ``when`` is a ``time.monotonic()`` reading."""
+    def record(
+        self, direction: str, data: bytes | bytearray | memoryview, when: float | None = None, connection: int = 0
+    ) -> LogEntry:
+        """Add one message (``direction`` ``"out"`` or ``"in"``); ``when`` is a ``time.monotonic()`` reading;
+        ``connection`` tells the connections apart (request ids start again on each, so an answer is timed
+        against the request of its own connection)."""
         raw = bytes(data)
         now = time.monotonic() if when is None else when
         kind, rid, method = _classify(raw)
         elapsed: float | None = None
         if kind == "request" and rid is not None and method is not None:
-            self._pending[(direction, rid)] = (now, method)
+            self._pending[(connection, direction, rid)] = (now, method)
             if len(self._pending) > MAX_PENDING_TIMES:
                 self._pending.popitem(last=False)
         elif kind in ("result", "error") and rid is not None:
-            asked = self._pending.pop((OUT if direction == IN else IN, rid), None)
+            asked = self._pending.pop((connection, OUT if direction == IN else IN, rid), None)
             if asked is not None:
                 elapsed = now - asked[0]
                 method = asked[1]

@@ -135,6 +135,7 @@ class Inspector:
         self._watch_task: asyncio.Task[None] | None = None
         self._alive_task: asyncio.Task[None] | None = None
         self._generation = 0
+        self._connections = 0
 
     # ------------------------------------------------------------------ state
 
@@ -159,6 +160,7 @@ class Inspector:
         out: dict[str, Any] = {
             "status": self.status,
             "error": self.error,
+            "generation": self._generation,
             "target": self.target_description,
             "mode": self.mode,
             "pinnedVersion": self.protocol_version,
@@ -199,20 +201,32 @@ class Inspector:
 
     # ------------------------------------------------------------------ connection
 
-    async def connect(self, *, mode: str | None = None, protocol_version: str | None = None) -> None:
-        """(Re)connect: the current connection, its calls and its waiting requests end first. A failure is kept in
-        :attr:`error` (status ``failed``), not raised."""
+    async def connect(
+        self, *, mode: str | None = None, protocol_version: str | None = None, keep_on_failure: bool = False
+    ) -> dict[str, Any] | None:
+        """(Re)connect; returns None, or what went wrong. By default the current connection, its calls and its
+        waiting requests end first, and a failure is kept in :attr:`error` (status ``failed``). With
+        ``keep_on_failure`` the new connection is opened first and replaces the current one only once it works:
+        a failure leaves the current connection as it was (``mcpkit dev`` reloads this way)."""
         async with self._lock:
-            await self._close_client("reconnecting")
             if mode is not None:
                 if mode not in ("auto", "handshake", "modern"):
                     raise InspectorError(f"unknown mode {mode!r} (auto, handshake or modern)")
                 self.mode = mode
                 self.protocol_version = protocol_version or None
-            self._set_status("connecting")
+            keep = keep_on_failure and self._client is not None
+            if not keep:
+                await self._close_client("reconnecting")
+                self._set_status("connecting")
+            self._connections += 1
+            connection = self._connections
+
+            def tap(direction: str, data: bytes) -> None:
+                self.log.record(direction, data, connection=connection)
+
             client = tapped_client(
                 self._target,
-                self._tap,
+                tap,
                 mode=self.mode,
                 protocol_version=self.protocol_version,
                 roots=self._roots_now,
@@ -229,8 +243,12 @@ class Inspector:
             except Exception as exc:
                 with contextlib.suppress(Exception):
                     await client.aclose()
-                self._set_status("failed", _describe_failure(exc))
-                return
+                failure = _describe_failure(exc)
+                if not keep:
+                    self._set_status("failed", failure)
+                return failure
+            if keep:
+                await self._close_client("replaced")
             self._client = client
             self._generation += 1
             if self.log_level is not None:
@@ -246,6 +264,7 @@ class Inspector:
                         self._subscriptions.discard(uri)
             self._alive_task = asyncio.get_running_loop().create_task(self._watch_alive(client))
             self._set_status("connected")
+            return None
 
     async def disconnect(self) -> None:
         """Close the connection (a stdio server is stopped)."""
@@ -294,9 +313,6 @@ class Inspector:
                         await self._close_client("lost")
                         self._set_status("disconnected", {"message": reason or "the connection ended"})
                 return
-
-    def _tap(self, direction: str, data: bytes) -> None:
-        self.log.record(direction, data)
 
     def _require(self) -> Any:
         if self._client is None:

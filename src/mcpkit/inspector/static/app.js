@@ -160,6 +160,13 @@ async function loadList(kind, { next = false, all = false } = {}) {
   S.lists[kind] = items;
   S.cursors[kind] = cursor || null;
   renderList(kind);
+  if (kind === "tools" && S.selected.tool) {
+    const again = items.find((t) => t.name === S.selected.tool.name);
+    if (again && JSON.stringify(again) !== JSON.stringify(S.selected.tool)) {
+      S.selected.tool = again;
+      renderTool();
+    }
+  }
 }
 
 function itemLabel(kind, item) {
@@ -731,7 +738,6 @@ function onEvent(ev) {
     case "extra":
       if (S.state) S.state.extra = ev.extra;
       renderDev();
-      if (ev.extra && ev.extra.dev && ev.extra.dev.reloadedNow) reloadAll();
       break;
     case "log":
       addLog(ev.entry);
@@ -790,6 +796,7 @@ function onNotification(method, params) {
 function applyState(state, initial) {
   const was = S.state ? S.state.status : null;
   const wasVersion = S.state ? S.state.protocolVersion : null;
+  const wasGeneration = S.state ? S.state.generation : null;
   S.state = state;
   S.stderr = (state.stderr || []).slice(-500);
   renderHeader();
@@ -802,7 +809,8 @@ function applyState(state, initial) {
     S.asks.clear();
     for (const r of state.pending || []) renderAsk(r);
   }
-  if (state.status === "connected" && (initial || was !== "connected" || wasVersion !== state.protocolVersion)) {
+  const fresh = was !== "connected" || wasVersion !== state.protocolVersion || wasGeneration !== state.generation;
+  if (state.status === "connected" && (initial || fresh)) {
     renderRoots();
     reloadAll();
   }
