@@ -30,6 +30,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolOutputError": ("mcpkit.client.client", "ToolOutputError"),
     "StdioServer": ("mcpkit.transports.stdio", "StdioServer"),
     "MissingExtra": ("mcpkit._extras", "MissingExtra"),
+    "proxy": ("mcpkit.proxies", "proxy"),
+    "ProxyServer": ("mcpkit.proxies", "ProxyServer"),
 }
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from .client.multi import MultiClient
     from .protocol.errors import InvalidParams, MCPError, ResourceNotFound
     from .protocol.types import ResourceLink
+    from .proxies import ProxyServer, proxy
     from .server.app import MCPKit, ToolError
     from .server.content import Audio, Image
     from .server.context import Context
@@ -72,6 +75,7 @@ __all__ = [
     "MCPKit",
     "Message",
     "MissingExtra",
+    "ProxyServer",
     "MultiClient",
     "ResourceLink",
     "ResourceNotFound",
@@ -83,4 +87,5 @@ __all__ = [
     "ToolOutputError",
     "ToolResult",
     "__version__",
+    "proxy",
 ]

@@ -191,7 +191,48 @@ def per_principal_app() -> MCPKit:
     return app
 
 
+def legacy_app(version: str) -> MCPKit:
+    """A server speaking one handshake-era revision only, which asks its client things mid-call."""
+    app = MCPKit(f"legacy-{version}", versions=[version])
+    state: dict[str, Any] = {"cancelled": False}
+
+    @app.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"Hello, {answer.content['name'] if answer.content else answer.action}!"
+
+    @app.tool
+    async def sample(ctx: Context) -> str:
+        reply = await ctx.sample("say something")
+        return f"model: {reply.content.text}"  # type: ignore[union-attr]
+
+    @app.tool
+    async def roots(ctx: Context) -> str:
+        return ",".join(str(r.uri) for r in await ctx.list_roots())
+
+    @app.tool
+    async def slow(steps: int, ctx: Context) -> str:
+        import asyncio
+
+        try:
+            for i in range(steps):
+                await ctx.report_progress(i + 1, steps)
+                await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+        return "done"
+
+    @app.tool
+    def was_cancelled() -> bool:
+        return bool(state["cancelled"])
+
+    return app
+
+
 APPS = {
+    "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
+    "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,
     "transform": transform_app,
     "visibility": visibility_app,

@@ -190,7 +190,7 @@ def run(
 
 
 def _register_optional() -> None:
-    for module in ("client_commands", "check_command", "inspector_command"):
+    for module in ("client_commands", "check_command", "inspector_command", "proxy_command"):
         try:
             mod = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:

@@ -123,6 +123,8 @@ class Client(ClientConnection):
         headers: extra HTTP headers (HTTP/SSE/WS targets).
         transport: force "http", "sse" or "ws" for a URL.
         transport_options: passed to the transport constructor.
+        relay_elicitation: pass an elicitation handler's ``{"action": ...}`` answer on as it is, without filling in
+            the requested schema's defaults or checking it (what a proxy does with its own client's answer).
     """
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:

@@ -377,11 +377,14 @@ class ClientSession:
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
+        answer_input: bool = True,
     ) -> JSONDict:
         """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered).
 
         ``timeout`` is a deadline; with ``reset_timeout_on_progress`` each progress notification restarts it,
-        up to the peer's ``max_timeout`` in all."""
+        up to the peer's ``max_timeout`` in all. ``answer_input=False``: one round only, an ``InputRequiredResult``
+        is returned as it is (``params`` may then carry ``inputResponses`` and ``requestState`` of a later
+        round: a proxy relays them)."""
         reset = reset_timeout_on_progress
         if self.features is None:
             raise ConnectionClosed("not connected")
@@ -401,7 +404,7 @@ class ClientSession:
                 method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
             )
             rtype = result.get("resultType", "complete")
-            if rtype == "complete":
+            if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
             if rtype != "input_required":
                 raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")

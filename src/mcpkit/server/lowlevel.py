@@ -330,6 +330,7 @@ class Server:
             prior = state.get("a") or {}
             if isinstance(prior, dict):
                 answers.update(prior)
+            sctx.input_state = state.get("x")
         responses = params.get("inputResponses")
         if responses is not None:
             if not isinstance(responses, dict) or not all(isinstance(v, dict) for v in responses.values()):
@@ -347,6 +348,7 @@ class Server:
                 "a": sctx._answers,
                 "p": sctx.principal,
                 "s": session_binding(sctx.session),
+                **({"x": ir.state} if ir.state is not None else {}),
             }
         )
         return {"resultType": "input_required", "inputRequests": ir.requests, "requestState": state}

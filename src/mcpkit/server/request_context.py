@@ -129,11 +129,14 @@ def level_index(level: str) -> int:
 
 
 class InputRequired(Exception):
-    """Raised inside a modern-era handler that needs client input: becomes an ``InputRequiredResult``."""
+    """Raised inside a modern-era handler that needs client input: becomes an ``InputRequiredResult``. ``state``
+    (JSON) rides in the sealed ``requestState`` and comes back as ``ServerRequestContext.input_state`` when the
+    client retries (a handler that keeps work between rounds finds it again with it)."""
 
-    def __init__(self, requests: dict[str, JSONDict]) -> None:
+    def __init__(self, requests: dict[str, JSONDict], state: Any = None) -> None:
         super().__init__("input required")
         self.requests = requests
+        self.state = state
 
 
 class ServerRequestContext:
@@ -149,6 +152,7 @@ class ServerRequestContext:
         "client_capabilities",
         "client_info",
         "features",
+        "input_state",
         "log_level",
         "principal",
         "rc",
@@ -176,6 +180,7 @@ class ServerRequestContext:
         self._answers: dict[str, JSONDict] = _NO_ANSWERS  # replaced (never mutated) when answers come in
         self._ask_counter = 0
         self.principal: str | None = None
+        self.input_state: Any = None  # what the handler's InputRequired(state=...) sealed in the previous round
 
     # --- request facts
     @property

@@ -1,0 +1,127 @@
+"""``mcpkit proxy``: serve one MCP server (or several, under prefixes) through another transport and era.
+
+mcpkit proxy "python legacy_server.py" -t http --port 8000
+mcpkit proxy fs="npx server-fs /tmp" web=https://example.com/mcp -t http --auth-token "$TOKEN"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+import click
+
+
+def _targets(specs: tuple[str, ...]) -> dict[str | None, str]:
+    """``target`` (one, no prefix) or ``prefix=target`` (a gateway)."""
+    if len(specs) == 1 and not _named(specs[0]):
+        return {None: specs[0]}
+    out: dict[str | None, str] = {}
+    for spec in specs:
+        if not _named(spec):
+            raise click.UsageError(f"with several targets, name each one: PREFIX=TARGET (got {spec!r})")
+        prefix, _, target = spec.partition("=")
+        out[prefix] = target
+    return out
+
+
+def _named(spec: str) -> bool:
+    prefix, eq, _ = spec.partition("=")
+    return bool(eq) and prefix.replace("_", "").replace("-", "").replace(".", "").isalnum() and " " not in prefix
+
+
+def _headers(values: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for value in values:
+        name, colon, content = value.partition(":")
+        if not colon or not name.strip():
+            raise click.UsageError(f"--upstream-header takes 'Name: value' (got {value!r})")
+        headers[name.strip()] = content.strip()
+    return headers
+
+
+def register(cli: click.Group) -> None:
+    """Add ``proxy`` to the ``mcpkit`` command."""
+
+    @cli.command("proxy")
+    @click.argument("targets", nargs=-1, required=True)
+    @click.option(
+        "--transport", "-t", type=click.Choice(["stdio", "http", "sse", "ws"]), default="stdio", show_default=True
+    )
+    @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
+    @click.option("--port", "-p", type=int, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
+    @click.option("--path", default="/mcp", show_default=True, help="Endpoint path for Streamable HTTP.")
+    @click.option("--auth-token", multiple=True, help="HTTP: a bearer token the proxy accepts (repeatable).")
+    @click.option("--resource", default=None, help="HTTP with --auth-token: this endpoint's URL (token audience).")
+    @click.option("--upstream-header", multiple=True, help="'Name: value' sent upstream (the proxy's credentials).")
+    @click.option("--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True)
+    @click.option("--allow-private-network", is_flag=True, help="Allow URL targets on private/link-local addresses.")
+    @click.option("--log-level", default="warning", show_default=True, help="The proxy's own logging (stderr).")
+    def proxy_command(
+        targets: tuple[str, ...],
+        transport: str,
+        host: str,
+        port: int,
+        path: str,
+        auth_token: tuple[str, ...],
+        resource: str | None,
+        upstream_header: tuple[str, ...],
+        mode: str,
+        allow_private_network: bool,
+        log_level: str,
+    ) -> None:
+        """Serve TARGETS (commands, URLs, mcp.json entries; PREFIX=TARGET for several) through one MCP endpoint.
+
+        Each side negotiates its own protocol era: a handshake-era stdio server becomes a 2026-07-28 Streamable
+        HTTP endpoint (and the other way round). The token clients present is never sent upstream."""
+        import logging
+
+        from ..proxies import ProxyServer
+
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        lib_logger = logging.getLogger("mcpkit")
+        lib_logger.addHandler(handler)
+        lib_logger.setLevel(log_level.upper())
+        client_options: dict[str, Any] = {"mode": mode}
+        headers = _headers(upstream_header)
+        if headers:
+            client_options["headers"] = headers
+        app = ProxyServer(_targets(targets), allow_private_network=allow_private_network, client_options=client_options)
+        if transport == "stdio":
+            if auth_token:
+                raise click.UsageError("--auth-token applies to HTTP transports (stdio takes no tokens)")
+            app.run()
+            return
+        asyncio.run(_serve_http(app, transport, host, port, path, auth_token, resource))
+
+
+async def _serve_http(
+    app: Any, transport: str, host: str, port: int, path: str, tokens: tuple[str, ...], resource: str | None
+) -> None:
+    from ..transports.http import build_server
+
+    await app.startup()  # connect upstream first: the capabilities clients see mirror the upstream's
+    try:
+        uv = build_server(app, transport, host, port, path=path)
+        if tokens:
+            from ..auth import StaticTokenVerifier, protect
+
+            url = resource or f"http://{host}:{port}{path}"
+            verifier = StaticTokenVerifier.simple(dict.fromkeys(tokens, ()), audience=url)
+            uv.config.app = protect(uv.config.app, resource=url, verifier=verifier)
+        task = asyncio.ensure_future(uv.serve())
+        while not uv.started and not task.done():
+            await asyncio.wait({task}, timeout=0.02)
+        if uv.started and uv.servers:
+            bound = uv.servers[0].sockets[0].getsockname()
+            endpoint = {"sse": "/sse", "ws": "/ws"}.get(transport, path)
+            scheme = "ws" if transport == "ws" else "http"
+            print(f"mcpkit: proxying on {scheme}://{bound[0]}:{bound[1]}{endpoint}", file=sys.stderr, flush=True)
+        await task
+    finally:
+        await app.shutdown()
+
+
+__all__ = ["register"]

@@ -1,0 +1,544 @@
+"""Proxy, bridge and gateway: a server that forwards every request to other MCP servers.
+
+    import mcpkit
+
+    app = mcpkit.proxy("python legacy_server.py")             # any Client target: command, URL, mcp.json, server
+    app.run("http", port=8000)                                 # a stdio server as a Streamable HTTP endpoint
+    gateway = mcpkit.proxy({"fs": "npx server-fs /tmp", "web": "https://example.com/mcp"})   # prefixes
+
+``mcpkit proxy TARGET -t http --port N [--auth-token T]`` serves one from the command line.
+
+It bridges transports and protocol eras: each side negotiates its own revision, and what one era says with
+server→client requests the other says with ``InputRequiredResult`` rounds. A client of the 2026-07-28 era talking
+to a handshake-era server gets the server's sampling, elicitation and roots requests as input requests; the
+upstream request waits meanwhile (its state stays in the proxy, named by the sealed ``requestState``, bounded in
+number and time). Progress, log messages, cancellation, list changes and resource updates are forwarded.
+
+How upstream connections are used:
+
+- a handshake-era client session gets its own upstream session, opened at its first request and closed with
+  it (its subscriptions, log messages and the upstream's requests stay with it; the upstream sees the client's
+  capabilities);
+- a 2026-07-28 request leases an upstream connection from a bounded pool for its duration, so what the upstream
+  sends meanwhile (progress, logs, requests) belongs to that request alone;
+- one primary connection, opened when the proxy starts, learns the upstream's info and capabilities and relays
+  its list changes (and resource updates) to ``subscriptions/listen`` streams.
+
+Security: the upstream is treated as any server a client meets (every client limit applies: message sizes,
+list walks, input rounds, timeouts); the token a client presents to the proxy is never sent upstream (upstream
+credentials are the proxy's own, given with ``headers=``/``auth=``); a URL target on a private, link-local or
+reserved address is refused unless ``allow_private_network=True`` (loopback and public addresses are allowed);
+one request in makes at most one request out (a gateway's list pages walk its members one page at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from .protocol.errors import InvalidParams, MCPError
+from .protocol.jsonrpc import JSONDict
+from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
+from .proxy_upstream import _ASKING, Upstream, _Exchange
+from .server.app import MCPKit
+from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
+from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri
+from .server.content import downgrade_content
+from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
+from .server.pagination import Paginator
+
+logger = logging.getLogger("mcpkit.proxy")
+
+__all__ = ["ProxyServer", "proxy"]
+
+#: list methods and the key of their items
+_LISTS = {
+    "tools/list": ("tools", "name"),
+    "resources/list": ("resources", "uri"),
+    "resources/templates/list": ("resourceTemplates", "uriTemplate"),
+    "prompts/list": ("prompts", "name"),
+}
+_CAPABILITY = {
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "completion/complete": "completions",
+}
+_MAX_UPSTREAM_CURSOR = 600  # characters of an upstream cursor a gateway cursor can carry (within 1024)
+
+
+def proxy(target: Any, *, name: str | None = None, **options: Any) -> ProxyServer:
+    """A server forwarding to ``target`` (anything :class:`~mcpkit.client.client.Client` accepts), or to several:
+    ``{"prefix": target, ...}`` makes a gateway whose names and URIs carry each member's prefix. ``options`` go to
+    :class:`ProxyServer`."""
+    if isinstance(target, Mapping) and not _is_config_entry(target):
+        return ProxyServer(dict(target), name=name, **options)
+    return ProxyServer({None: target}, name=name, **options)
+
+
+def _is_config_entry(value: Mapping[str, Any]) -> bool:
+    return any(k in value for k in ("command", "url", "mcpServers", "servers"))
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+class ProxyServer(MCPKit):
+    """A server forwarding to one or several upstream servers (see the module docstring).
+
+    Args:
+        targets: ``{prefix: target}``; one target with prefix None is a plain proxy.
+        name: the server's name (default: the upstream's, for a single target; else "mcpkit-gateway").
+        allow_private_network: allow URL targets on private, link-local or reserved addresses.
+        pool_size: upstream connections per target that 2026-07-28 requests lease (default 4).
+        lease_timeout: seconds a 2026-07-28 request waits for a pool connection (default 30).
+        max_upstream_sessions: upstream sessions per target held for handshake-era client sessions (default 256).
+        max_suspended: upstream requests of 2026-07-28 clients waiting on input at once (default 256).
+        suspended_timeout: seconds such a request waits for its client's answer (default 300).
+        client_options: options of every upstream :class:`~mcpkit.client.client.Client` (``headers``,
+            ``auth``, ``timeout``, ``mode``, limits...).
+        **options: passed to :class:`~mcpkit.server.app.MCPKit`.
+    """
+
+    def __init__(
+        self,
+        targets: Mapping[str | None, Any],
+        *,
+        name: str | None = None,
+        allow_private_network: bool = False,
+        pool_size: int = 4,
+        lease_timeout: float = 30.0,
+        max_upstream_sessions: int = 256,
+        max_suspended: int = 256,
+        suspended_timeout: float = 300.0,
+        client_options: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
+        if not targets:
+            raise ValueError("a proxy needs at least one target")
+        if None in targets and len(targets) > 1:
+            raise ValueError("a gateway names every target with a prefix")
+        self._named = name is not None
+        super().__init__(
+            name or ("mcpkit-gateway" if len(targets) > 1 else "mcpkit-proxy"), lifespan=_lifespan, **options
+        )
+        self.allow_private_network = allow_private_network
+        self.pool_size = max(1, pool_size)
+        self.lease_timeout = lease_timeout
+        self.max_upstream_sessions = max_upstream_sessions
+        self.max_suspended = max_suspended
+        self.suspended_timeout = suspended_timeout
+        opts = dict(client_options or {})
+        self.upstreams = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
+        self._cursors = Paginator(None)
+        self._exchanges: dict[str, _Exchange] = {}
+        self._ids = itertools.count(1)
+        for method in (*_LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
+            self.set_handler(method, self._handle)
+        self.set_handler("resources/subscribe", self._subscribe)
+        self.set_handler("resources/unsubscribe", self._subscribe)
+        self.set_handler("subscriptions/listen", self._listen)
+        self.notification_handler("notifications/roots/list_changed")(self._roots_changed)
+
+    # ------------------------------------------------------------------ life
+
+    async def _start(self) -> None:
+        await asyncio.gather(*(u.start() for u in self.upstreams))
+        if len(self.upstreams) == 1:
+            upstream = self.upstreams[0]
+            if upstream.info and not self._named:
+                self.info = {**upstream.info}
+                self.name = str(upstream.info.get("name", self.name))
+            self.instructions = self.instructions or upstream.instructions
+        caps: set[str] = set()
+        for u in self.upstreams:
+            caps.update(
+                k for k in ("tools", "resources", "prompts", "completions") if isinstance(u.capabilities.get(k), dict)
+            )
+        for method, cap in _CAPABILITY.items():
+            if cap not in caps:
+                self.remove_handler(method)
+        if not any(
+            isinstance((u.capabilities.get("resources") or {}), dict)
+            and (u.capabilities.get("resources") or {}).get("subscribe")
+            for u in self.upstreams
+        ):
+            self.resource_subscriptions = False
+        self.logging_enabled = any("logging" in u.capabilities for u in self.upstreams)
+        self._caps_cache.clear()
+
+    async def start_fanout(self) -> None:
+        """Also connect upstream when an HTTP app starts (its ASGI lifespan calls this): clients initializing
+        then see the upstream's info and capabilities. Held until the app shuts down (``close_listeners``)."""
+        await super().start_fanout()
+        holder = self._lifespan
+        if holder.users == 0:
+            async with holder.lock():
+                if holder.users == 0:
+                    self._serving_loop = asyncio.get_running_loop()
+                    await holder.enter_locked()
+                    self._lazy_hold = True
+
+    async def _stop(self) -> None:
+        for ex in list(self._exchanges.values()):
+            ex.task.cancel()
+        self._exchanges.clear()
+        for u in self.upstreams:
+            await u.aclose()
+
+    def offer_listeners(
+        self, method: str, params: JSONDict, *, kind: str | None = None, uri: str | None = None
+    ) -> None:
+        """Hand an upstream change to this proxy's ``subscriptions/listen`` streams that asked for it."""
+        key = _LIST_CHANGED_FILTER.get(kind) if kind is not None else None
+        for listener in list(self._listeners):
+            if (key is not None and listener.filter.get(key)) or (uri is not None and uri in listener.uris):
+                listener.offer(method, params)
+
+    # ------------------------------------------------------------------ routing
+
+    def _route_name(self, name: str) -> tuple[Upstream, str]:
+        for u in self.upstreams:
+            if u.prefix is None:
+                return u, name
+            head = f"{u.prefix}_"
+            if name.startswith(head):
+                return u, name[len(head) :]
+        raise InvalidParams(f"Unknown name: {name!r}", {"name": name})
+
+    def _route_uri(self, uri: str) -> tuple[Upstream, str]:
+        for u in self.upstreams:
+            inner = unprefixed_uri(u.prefix, uri)
+            if inner is not None:
+                return u, inner
+        raise InvalidParams(f"Unknown resource: {uri!r}", {"uri": uri})
+
+    # ------------------------------------------------------------------ handlers
+
+    async def _handle(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        method = sctx.method
+        if method in _LISTS:
+            return await self._list(sctx, method, params)
+        out = _upstream_params(params, sctx)
+        if method in ("tools/call", "prompts/get"):
+            name = params.get("name")
+            if not isinstance(name, str):
+                raise InvalidParams(f"{method}: name must be a string")
+            upstream, out["name"] = self._route_name(name)
+        elif method == "resources/read":
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                raise InvalidParams("resources/read: uri must be a string")
+            upstream, out["uri"] = self._route_uri(uri)
+        else:  # completion/complete
+            ref = params.get("ref")
+            if not isinstance(ref, dict):
+                raise InvalidParams("completion/complete: ref must be an object")
+            ref = dict(ref)
+            if isinstance(ref.get("name"), str):
+                upstream, ref["name"] = self._route_name(ref["name"])
+            elif isinstance(ref.get("uri"), str):
+                upstream, ref["uri"] = self._route_uri(ref["uri"])
+            else:
+                raise InvalidParams("completion/complete: ref needs a name or a uri")
+            out["ref"] = ref
+        result = await self._forward(sctx, upstream, method, out)
+        return self._shape(method, result, sctx.features, upstream)
+
+    async def _list(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> JSONDict:
+        field, _ = _LISTS[method]
+        cap = _CAPABILITY[method]
+        cursor = params.get("cursor")
+        if len(self.upstreams) == 1:  # a plain proxy: the upstream's own cursors
+            upstream = self.upstreams[0]
+            out = _upstream_params(params, sctx)
+            result = await self._forward(sctx, upstream, method, out)
+            return self._shape(method, result, sctx.features, upstream)
+        # a gateway: one member's page per request, the member and its cursor sealed in ours
+        kind = f"gateway:{method}"
+        seg, inner = (0, "") if cursor is None else self._cursors.decode(kind, cursor)
+        while seg < len(self.upstreams):
+            upstream = self.upstreams[seg]
+            if isinstance(upstream.capabilities.get(cap), dict):
+                break
+            seg, inner = seg + 1, ""
+        else:
+            return {field: []}
+        out = _upstream_params({k: v for k, v in params.items() if k != "cursor"}, sctx)
+        if inner:
+            out["cursor"] = inner
+        try:
+            result = await self._forward(sctx, upstream, method, out)
+        except MCPError as exc:  # one member failing leaves the others listed
+            logger.warning("gateway member %r failed %s: %s", upstream.prefix, method, exc)
+            result = {field: []}
+        shaped = self._shape(method, result, sctx.features, upstream)
+        nxt = result.get("nextCursor")
+        shaped.pop("nextCursor", None)
+        if isinstance(nxt, str) and nxt:
+            if len(nxt) > _MAX_UPSTREAM_CURSOR:
+                raise MCPError(f"gateway member {upstream.prefix!r} sent a cursor longer than {_MAX_UPSTREAM_CURSOR}")
+            shaped["nextCursor"] = self._cursors.encode(kind, seg, nxt)
+        elif seg + 1 < len(self.upstreams):
+            shaped["nextCursor"] = self._cursors.encode(kind, seg + 1, "")
+        return shaped
+
+    async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
+        """One request upstream for ``sctx``: on the client session's own upstream session (handshake era), or on a
+        leased pool connection (2026-07-28), suspended while the client answers what the upstream asks."""
+        progress = None
+        if sctx.meta.get("progressToken") is not None:
+
+            async def progress(p: float, total: float | None, message: str | None) -> None:
+                await sctx.report_progress(p, total, message)
+
+        if not sctx.features.modern and sctx.session is not None:
+            if upstream.modern:  # a stateless upstream: its shared connection; its input rounds asked of this client
+                level = sctx.session.log_level
+                if level is not None:  # the session's level rides on each 2026-07-28 request
+                    params.setdefault("_meta", {})[META_LOG_LEVEL] = level
+                lease = await upstream.lease(sctx)
+                token = _ASKING.set(sctx)
+                try:
+                    assert lease.conn.client is not None
+                    return await lease.conn.client.session.request(method, params, on_progress=progress)
+                finally:
+                    _ASKING.reset(token)
+                    await upstream.release(lease)
+            conn = await upstream.session_conn(sctx.session)  # type: ignore[arg-type]
+            assert conn.client is not None
+            conn.inflight.append(sctx)
+            try:
+                return await conn.client.session.request(method, params, on_progress=progress)
+            finally:
+                conn.inflight.remove(sctx)
+        state = sctx.input_state
+        if isinstance(state, dict) and isinstance(state.get("x"), str):
+            exchange = self._exchanges.pop(state["x"], None)
+            if exchange is None:
+                raise InvalidParams("the upstream request this answers has ended (expired): send the request again")
+            answers = sctx.params.get("inputResponses")
+            answers = answers if isinstance(answers, dict) else {}
+            for key, future in exchange.pending.items():
+                if not future.done():
+                    answer = answers.get(key)
+                    if isinstance(answer, dict):
+                        future.set_result(answer)
+                    else:
+                        future.set_exception(MCPError(f"the client sent no answer to {key!r}"))
+            exchange.pending = {}
+            exchange.lease.sctx = sctx
+            return await self._await_exchange(exchange, method, upstream)
+        if isinstance(state, dict) and "u" in state:  # the upstream's own round (it speaks 2026-07-28)
+            if state["u"] is not None:
+                params = {**params, "requestState": state["u"]}
+            answers = sctx.params.get("inputResponses")
+            if isinstance(answers, dict):
+                params["inputResponses"] = answers
+        lease = await upstream.lease(sctx)
+        assert lease.conn.client is not None
+        if upstream.modern and sctx.log_level is not None:
+            params.setdefault("_meta", {})[META_LOG_LEVEL] = sctx.log_level
+        task = asyncio.get_running_loop().create_task(
+            lease.conn.client.session.request(method, params, on_progress=progress, answer_input=False)
+        )
+        return await self._await_exchange(_Exchange(lease, task), method, upstream)
+
+    async def _await_exchange(self, exchange: _Exchange, method: str, upstream: Upstream) -> JSONDict:
+        lease = exchange.lease
+        if exchange.expiry is not None:
+            exchange.expiry.cancel()
+            exchange.expiry = None
+        asked = asyncio.ensure_future(lease.asks.get())
+        try:
+            await asyncio.wait({exchange.task, asked}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            asked.cancel()
+            exchange.task.cancel()
+            await upstream.release(lease)
+            raise
+        if not asked.done():
+            asked.cancel()
+            await upstream.release(lease)
+            result = exchange.task.result()
+            if result.get("resultType") == "input_required":  # the upstream's own round (2026-07-28)
+                upstream_asks = result.get("inputRequests")
+                raise InputRequired(
+                    upstream_asks if isinstance(upstream_asks, dict) else {}, {"u": result.get("requestState")}
+                )
+            return result
+        # the upstream asks something of the client: suspend until the client answers in its next round
+        if len(self._exchanges) >= self.max_suspended:
+            exchange.task.cancel()
+            await upstream.release(lease)
+            raise MCPError(f"too many requests waiting on client input (max_suspended={self.max_suspended})")
+        requests: dict[str, JSONDict] = {}
+        item = asked.result()
+        while True:
+            m, p, future = item
+            key = f"{m.split('/')[0]}-{next(self._ids)}"
+            exchange.pending[key] = future
+            requests[key] = {"method": m, "params": p}
+            try:
+                item = lease.asks.get_nowait()
+            except asyncio.QueueEmpty:
+                break
+        ident = f"{next(self._ids)}-{id(exchange):x}"
+        self._exchanges[ident] = exchange
+        exchange.expiry = asyncio.get_running_loop().call_later(self.suspended_timeout, self._expire, ident, upstream)
+        raise InputRequired(requests, {"x": ident})
+
+    def _expire(self, ident: str, upstream: Upstream) -> None:
+        exchange = self._exchanges.pop(ident, None)
+        if exchange is not None:
+            exchange.task.cancel()
+            task = asyncio.get_running_loop().create_task(upstream.release(exchange.lease))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ shaping for the client's revision
+
+    def _shape(self, method: str, result: JSONDict, feats: Features, upstream: Upstream) -> JSONDict:
+        result = dict(result)
+        meta = result.get("_meta")
+        if isinstance(meta, dict) and META_SERVER_INFO in meta:
+            rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+            if rest:
+                result["_meta"] = rest
+            else:
+                result.pop("_meta")
+        if result.get("resultType") == "complete" and not feats.modern:
+            result.pop("resultType")
+        if method in _LISTS:
+            field, key = _LISTS[method]
+            items = result.get(field)
+            result[field] = (
+                [_shape_item(method, item, key, upstream.prefix, feats) for item in items if isinstance(item, dict)]
+                if isinstance(items, list)
+                else []
+            )
+        elif method == "tools/call":
+            content = result.get("content")
+            result["content"] = (
+                downgrade_content([c for c in content if isinstance(c, dict)], feats)
+                if isinstance(content, list)
+                else []
+            )
+        elif method == "prompts/get":
+            messages = result.get("messages")
+            if isinstance(messages, list):
+                for m in messages:
+                    if isinstance(m, dict) and isinstance(m.get("content"), dict):
+                        m["content"] = downgrade_content([m["content"]], feats)[0]
+        elif method == "resources/read" and upstream.prefix is not None:
+            contents = result.get("contents")
+            if isinstance(contents, list):
+                result["contents"] = [
+                    {**c, "uri": prefixed_uri(upstream.prefix, c["uri"])}
+                    if isinstance(c, dict) and isinstance(c.get("uri"), str)
+                    else c
+                    for c in contents
+                ]
+        if not feats.modern:
+            result.pop("ttlMs", None)
+            result.pop("cacheScope", None)
+        return result
+
+    # ------------------------------------------------------------------ subscriptions, listen, roots
+
+    async def _subscribe(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or sctx.session is None:
+            raise InvalidParams("uri must be a string")
+        upstream, inner = self._route_uri(uri)
+        out = {**_upstream_params(params, sctx), "uri": inner}
+        return self._shape(sctx.method, await self._forward(sctx, upstream, sctx.method, out), sctx.features, upstream)
+
+    async def _listen(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+        """``subscriptions/listen``: list changes and resource updates relayed by each target's primary connection
+        (subscribed upstream to the URIs listened to, for as long as a stream wants them)."""
+        requested = params.get("notifications")
+        uris = requested.get("resourceSubscriptions") if isinstance(requested, dict) else None
+        subscribed: list[tuple[Upstream, str]] = []
+        if isinstance(uris, list):
+            for uri in uris[: self.max_subscriptions]:
+                if not isinstance(uri, str):
+                    continue
+                with contextlib.suppress(MCPError):
+                    upstream, inner = self._route_uri(uri)
+                    primary = upstream.primary
+                    if primary is not None and primary.client is not None and not primary.client.modern:
+                        with contextlib.suppress(Exception):
+                            await primary.client.subscribe_resource(inner)
+                            subscribed.append((upstream, inner))
+        try:
+            builtin: Any = _BUILTINS["subscriptions/listen"]
+            result: JSONDict = await builtin(self, sctx, params)
+            return result
+        finally:
+            for upstream, inner in subscribed:
+                primary = upstream.primary
+                if primary is not None and primary.client is not None:
+                    with contextlib.suppress(Exception):
+                        await primary.client.unsubscribe_resource(inner)
+
+    async def _roots_changed(self, session: ServerSession, params: JSONDict | None) -> None:
+        for upstream in self.upstreams:
+            conn = upstream._sessions.get(session)
+            if conn is not None and conn.client is not None:
+                with contextlib.suppress(Exception):
+                    await conn.client.session.send_roots_list_changed()
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: Any) -> AsyncIterator[None]:
+    proxy_server: ProxyServer = app
+    await proxy_server._start()
+    try:
+        yield None
+    finally:
+        await proxy_server._stop()
+
+
+def _upstream_params(params: JSONDict, sctx: ServerRequestContext) -> JSONDict:
+    """The params to send upstream: the client's own, less what belongs to this hop (the era's ``_meta`` keys, the
+    progress token, the input rounds' answers and state)."""
+    out = {k: v for k, v in params.items() if k not in ("_meta", "requestState", "inputResponses")}
+    meta = params.get("_meta")
+    if isinstance(meta, dict):
+        kept = {k: v for k, v in meta.items() if k != "progressToken" and not k.startswith("io.modelcontextprotocol/")}
+        if kept:
+            out["_meta"] = kept
+    return out
+
+
+def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats: Features) -> JSONDict:
+    """An upstream list item for the client's revision, under its prefixed name or URI."""
+    out = dict(item)
+    value = out.get(key)
+    if isinstance(value, str) and prefix is not None:
+        out[key] = prefixed_name(prefix, value) if key == "name" else prefixed_uri(prefix, value)
+    out.pop("execution", None)  # (tasks: not relayed)
+    if not feats.titles:
+        title = out.pop("title", None)
+        out.pop("_meta", None)
+        if method == "tools/list" and title is not None and feats.tool_annotations:
+            annotations = dict(out.get("annotations") or {})
+            annotations.setdefault("title", title)
+            out["annotations"] = annotations
+    if method == "tools/list":
+        if not feats.structured_output:
+            out.pop("outputSchema", None)
+        if not feats.tool_annotations:
+            out.pop("annotations", None)
+    if not feats.icons:
+        out.pop("icons", None)
+    return out

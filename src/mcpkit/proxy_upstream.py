@@ -1,0 +1,353 @@
+"""The upstream side of :mod:`mcpkit.proxies`: the connections a proxy holds to one target and whom each speaks
+for (a handshake-era client session, a 2026-07-28 request's lease, or nobody: the primary), and the suspended
+upstream requests of 2026-07-28 clients answering input rounds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import weakref
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from .client.client import Client
+from .client.targets import Target, parse_target
+from .protocol.errors import MCPError, MethodNotFound
+from .protocol.jsonrpc import JSONDict
+from .server.compose import prefixed_uri
+from .server.lowlevel import ServerRequestContext, ServerSession
+
+
+class ProxyHost(Protocol):
+    """What the connections need of their proxy (a :class:`~mcpkit.proxies.ProxyServer`)."""
+
+    allow_private_network: bool
+    max_upstream_sessions: int
+    pool_size: int
+    lease_timeout: float
+    _background: set[asyncio.Task[None]]
+
+    def offer_listeners(
+        self, method: str, params: JSONDict, *, kind: str | None = None, uri: str | None = None
+    ) -> None: ...
+
+    async def notify_list_changed(self, kind: str) -> None: ...
+
+
+logger = logging.getLogger("mcpkit.proxy")
+
+#: the handshake-era request whose upstream request is answering an input round (2026-07-28 upstream: the round is
+#: answered inside the request's own task, so the request is known without guessing)
+_ASKING: contextvars.ContextVar[ServerRequestContext | None] = contextvars.ContextVar(
+    "mcpkit_proxy_asking", default=None
+)
+
+# ---------------------------------------------------------------------------------------------- one connection
+
+
+class _Conn:
+    """One upstream connection and who it speaks for: a handshake-era client session (``session``, with the
+    requests of it in flight), a 2026-07-28 request that leased it (``lease``), or nobody (the primary)."""
+
+    def __init__(self, upstream: Upstream, session: ServerSession | None, primary: bool = False) -> None:
+        self.upstream = upstream
+        self.session = session
+        self.primary = primary
+        self.client: Client | None = None
+        self.inflight: list[ServerRequestContext] = []
+        self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
+
+    @property
+    def lease(self) -> _Lease | None:
+        """The 2026-07-28 request this connection speaks for, when there is exactly one."""
+        return self.leases[0] if len(self.leases) == 1 else None
+
+    def _speaker(self) -> ServerRequestContext | None:
+        if self.leases:
+            return self.leases[0].sctx if len(self.leases) == 1 else None
+        return self.inflight[0] if len(self.inflight) == 1 else None
+
+    async def ask(self, method: str, params: JSONDict) -> JSONDict:
+        """The upstream asks its client (sampling, elicitation, roots): ask ours."""
+        asking = _ASKING.get()
+        if asking is not None:  # an input round of a 2026-07-28 upstream, for a handshake-era client's request
+            return await asking.ask(method, params)
+        lease = self.lease
+        if lease is not None:
+            if method not in ("roots/list",) and not lease.sctx.has_client_capability(_ask_capability(method)):
+                raise MethodNotFound(f"Method not found: {method} (the client did not declare it)")
+            future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
+            await lease.asks.put((method, params, future))
+            return await future
+        sctx = self._speaker()
+        if sctx is not None:
+            return await sctx.ask(method, params)
+        if self.session is not None:
+            return await self.session.request(method, params)
+        raise MethodNotFound(f"Method not found: {method} (no client to ask)")
+
+    async def sample(self, params: JSONDict) -> JSONDict:
+        return await self.ask("sampling/createMessage", params)
+
+    async def elicit(self, params: JSONDict) -> JSONDict:
+        return await self.ask("elicitation/create", params)
+
+    async def roots(self) -> list[Any]:
+        result = await self.ask("roots/list", {})
+        roots = result.get("roots")
+        return roots if isinstance(roots, list) else []
+
+    async def log(self, params: JSONDict) -> None:
+        level, data, name = params.get("level"), params.get("data"), params.get("logger")
+        if not isinstance(level, str):
+            return
+        sctx = self._speaker()
+        with contextlib.suppress(Exception):
+            if sctx is not None:
+                await sctx.log(level, data, name if isinstance(name, str) else None)
+            elif self.session is not None and not self.session.closed:
+                await self.session.log(level, data, name if isinstance(name, str) else None)
+
+    async def notified(self, method: str, params: JSONDict | None) -> None:
+        proxy = self.upstream.proxy
+        prefix = self.upstream.prefix
+        if method.endswith("/list_changed"):
+            if self.session is not None and not self.session.closed:
+                await self.session.notify(method, None)
+            elif self.primary:
+                proxy.offer_listeners(method, {}, kind=method.split("/")[1])
+        elif method == "notifications/resources/updated" and params is not None:
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                return
+            outer = prefixed_uri(prefix, uri)
+            if self.session is not None and not self.session.closed:
+                await self.session.notify(method, {"uri": outer})
+            elif self.primary:
+                proxy.offer_listeners(method, {"uri": outer}, uri=outer)
+        elif method == "notifications/elicitation/complete" and self.session is not None and params is not None:
+            await self.session.notify(method, params)
+
+
+def _ask_capability(method: str) -> str:
+    return {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}.get(method, "roots")
+
+
+class _Lease:
+    """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks``."""
+
+    def __init__(self, conn: _Conn, sctx: ServerRequestContext) -> None:
+        self.conn = conn
+        self.sctx = sctx
+        self.asks: asyncio.Queue[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = asyncio.Queue(64)
+
+
+class _Exchange:
+    """An upstream request of a 2026-07-28 client, suspended while its client answers input requests."""
+
+    def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict]) -> None:
+        self.lease = lease
+        self.task = task
+        self.pending: dict[str, asyncio.Future[JSONDict]] = {}
+        self.expiry: asyncio.TimerHandle | None = None
+
+
+# ---------------------------------------------------------------------------------------------- one target
+
+
+class Upstream:
+    """One forwarded-to server: its target, its primary connection, its pool and its per-session connections."""
+
+    def __init__(self, proxy: ProxyHost, prefix: str | None, target: Any, client_options: dict[str, Any]) -> None:
+        self.proxy = proxy
+        self.prefix = prefix
+        self.target: Target = parse_target(target)
+        self.client_options = client_options
+        self.primary: _Conn | None = None
+        self.capabilities: JSONDict = {}
+        self.info: JSONDict | None = None
+        self.instructions: str | None = None
+        self.modern = False
+        self._idle: list[_Conn] = []
+        self._pool_count = 0
+        self._pool_free = asyncio.Condition()
+        self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
+        self._opening: dict[int, asyncio.Task[_Conn]] = {}
+        self._all: set[_Conn] = set()
+        self._watcher: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.check_target()
+        self.primary = await self._open(None, primary=True)
+        assert self.primary.client is not None
+        client = self.primary.client
+        self.capabilities = dict(client.server_capabilities)
+        self.info = client.server_info
+        self.instructions = client.instructions
+        self.modern = client.modern
+        if self.modern:  # list changes reach a 2026-07-28 client only on a listen stream: hold one, relay them
+            kinds = {
+                k: isinstance(self.capabilities.get(k), dict) and bool(self.capabilities[k].get("listChanged"))
+                for k in ("tools", "prompts", "resources")
+            }
+            if any(kinds.values()):
+                self._watcher = asyncio.get_running_loop().create_task(self._relay_changes(client, kinds))
+
+    async def _relay_changes(self, client: Client, kinds: dict[str, bool]) -> None:
+        try:
+            async with client.watch(
+                tools=kinds["tools"], prompts=kinds["prompts"], resources=kinds["resources"]
+            ) as watch:
+                async for method, _ in watch:
+                    if method.endswith("/list_changed"):
+                        await self.proxy.notify_list_changed(method.split("/")[1])
+        except Exception as exc:
+            logger.warning("no longer relaying list changes of %s: %s", self.target.description, exc)
+
+    async def check_target(self) -> None:
+        """The SSRF rule for URL targets: no private, link-local or reserved address unless allowed."""
+        if self.target.url is None or self.proxy.allow_private_network:
+            return
+        from .auth.client_discovery import _address_class
+
+        kind = await _address_class(urlsplit(self.target.url).hostname)
+        if kind not in ("public", "loopback"):
+            raise ValueError(
+                f"refusing to proxy {self.target.url}: it is on a {kind} address "
+                "(mcpkit.proxy(..., allow_private_network=True) allows it)"
+            )
+
+    async def _open(self, session: ServerSession | None, *, primary: bool = False) -> _Conn:
+        conn = _Conn(self, session, primary)
+        caps = session.client_capabilities if session is not None else None
+        handlers: dict[str, Any] = {}
+        if caps is None or "sampling" in caps:
+            handlers["sampling_handler"] = conn.sample
+            sampling = caps.get("sampling") if caps is not None else {"tools": {}}
+            handlers["sampling_tools"] = isinstance(sampling, dict) and "tools" in sampling
+        if caps is None or "elicitation" in caps:
+            handlers["elicitation_handler"] = conn.elicit
+            elicitation = caps.get("elicitation") if caps is not None else {"url": {}}
+            handlers["elicitation_url"] = caps is None or (isinstance(elicitation, dict) and "url" in elicitation)
+        if caps is None or "roots" in caps:
+            handlers["roots"] = conn.roots
+        options = {**self.client_options, **handlers}
+        client = Client(
+            self.target,
+            logging_handler=conn.log,
+            on_notification=conn.notified,
+            reconnect=False,
+            relay_elicitation=True,
+            **options,
+        )
+        await client.connect()
+        conn.client = client
+        if not client.modern and "logging" in client.server_capabilities:
+            # the upstream session sends every log message; each client gets what its own level lets through
+            with contextlib.suppress(Exception):
+                await client.set_logging_level("debug")
+        self._all.add(conn)
+        return conn
+
+    async def session_conn(self, session: ServerSession) -> _Conn:
+        """The upstream session of a handshake-era client session (opened at its first request)."""
+        conn = self._sessions.get(session)
+        if conn is not None:
+            return conn
+        key = id(session)
+        opening = self._opening.get(key)
+        if opening is None:
+            if len(self._sessions) >= self.proxy.max_upstream_sessions:
+                raise MCPError(
+                    f"the proxy holds {self.proxy.max_upstream_sessions} upstream sessions already "
+                    "(ProxyServer(max_upstream_sessions=...)): try again later"
+                )
+            opening = asyncio.get_running_loop().create_task(self._open(session))
+            self._opening[key] = opening
+        try:
+            conn = await asyncio.shield(opening)
+        finally:
+            self._opening.pop(key, None)
+        if session not in self._sessions:
+            self._sessions[session] = conn
+            weakref.finalize(session, self._release_session_conn, conn)
+        return conn
+
+    def _release_session_conn(self, conn: _Conn) -> None:
+        with contextlib.suppress(RuntimeError):
+            task = asyncio.get_running_loop().create_task(self._close(conn))
+            self.proxy._background.add(task)
+            task.add_done_callback(self.proxy._background.discard)
+
+    async def end_session(self, session: ServerSession) -> None:
+        """Close the upstream session of a client session that ended."""
+        conn = self._sessions.pop(session, None)
+        if conn is not None:
+            await self._close(conn)
+
+    async def lease(self, sctx: ServerRequestContext) -> _Lease:
+        """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
+        middle of a request, so its connections serve one request at a time (the primary first, then up to
+        ``pool_size`` in all; a request waits while all are busy); a 2026-07-28 upstream asks nothing that way,
+        so every request shares the primary."""
+        primary = self.primary
+        assert primary is not None
+        if self.modern:
+            lease = _Lease(primary, sctx)
+            primary.leases.append(lease)
+            return lease
+        async with self._pool_free:
+            if not self._pool_count:
+                self._idle.append(primary)
+                self._pool_count = 1
+            while not self._idle and self._pool_count >= self.proxy.pool_size:
+                await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                self._pool_count += 1
+        if conn is None:
+            try:
+                conn = await self._open(None)
+            except BaseException:
+                async with self._pool_free:
+                    self._pool_count -= 1
+                    self._pool_free.notify()
+                raise
+        lease = _Lease(conn, sctx)
+        conn.leases.append(lease)
+        return lease
+
+    async def release(self, lease: _Lease) -> None:
+        conn = lease.conn
+        if lease in conn.leases:
+            conn.leases.remove(lease)
+        if self.modern:
+            return
+        async with self._pool_free:
+            if conn.client is not None and conn.client.connected:
+                self._idle.append(conn)
+            else:
+                self._pool_count -= 1
+            self._pool_free.notify()
+
+    async def _close(self, conn: _Conn) -> None:
+        self._all.discard(conn)
+        client, conn.client = conn.client, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    async def aclose(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            with contextlib.suppress(BaseException):
+                await self._watcher
+        for conn in list(self._all):
+            await self._close(conn)
+        self._idle.clear()
+        self._pool_count = 0
+
+
+__all__ = ["ProxyHost", "Upstream"]

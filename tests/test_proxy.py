@@ -1,0 +1,200 @@
+"""``mcpkit.proxy`` and ``mcpkit proxy``: every pair of protocol eras bridged, over stdio and Streamable HTTP fronts;
+gateways with prefixes; the incoming token never forwarded; URL targets under the SSRF rules; one request in,
+at most one request out; cancellation and progress preserved."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+import mcpkit
+from mcpkit import Client, MCPKit
+from mcpkit.protocol.errors import MCPError
+from support.asgi import serve_asgi
+from support.toolkit import APPS_FILE, ERAS, build, serve_http
+
+pytestmark = pytest.mark.timeout(90)
+HANDLERS: dict[str, Any] = {
+    "elicitation_handler": lambda params: {"name": "Oslo"},
+    "sampling_handler": lambda params: "mild and dry",
+    "roots": ["file:///work"],
+}
+
+
+def _upstream(name: str) -> list[str]:
+    return [sys.executable, str(APPS_FILE), name]
+
+
+@contextlib.asynccontextmanager
+async def through_proxy(
+    upstream: str, front: str, mode: str, upstream_mode: str = "auto", **client_options: Any
+) -> AsyncIterator[Client]:
+    """A client of a proxy of the toolkit app ``upstream`` (a stdio subprocess): the proxy served over stdio
+    (``mcpkit proxy`` itself) or over HTTP (in process)."""
+    if front == "stdio":
+        command = [sys.executable, "-m", "mcpkit", "proxy", " ".join(_upstream(upstream)), "--mode", upstream_mode]
+        async with Client(command, mode=mode, **client_options) as client:
+            yield client
+        return
+    app = mcpkit.proxy(_upstream(upstream), client_options={"mode": upstream_mode})
+    async with serve_http(app) as url, Client(url, mode=mode, **client_options) as client:
+        yield client
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_every_era_pair_is_bridged_with_progress_logs_elicitation_sampling_and_list_changes(
+    front: str, upstream_mode: str, mode: str
+) -> None:
+    logs: list[Any] = []
+    async with through_proxy(
+        "compose", front, mode, upstream_mode, log_level="info", logging_handler=logs.append, **HANDLERS
+    ) as client:
+        assert client.server_info is not None and client.server_info["name"] == "main"  # the upstream's info
+        names = [t.name for t in await client.list_tools()]
+        assert {"weather_forecast", "weather_ask_city", "grow"} <= set(names)
+        progress: list[float] = []
+        result = await client.call_tool(
+            "weather_forecast", {"city": "Paris"}, on_progress=lambda p, total, message: progress.append(p)
+        )
+        assert result.text == "Paris: sunny, celsius (served by weather)" and progress == [1, 2]
+        assert (await client.call_tool("weather_ask_city", {})).text == "you chose Oslo"
+        assert (await client.call_tool("weather_summarize", {})).text == "model says mild and dry"
+        assert (await client.call_tool("weather_double", {"x": 5})).data == 10
+        assert await client.read_text("data://weather/city/Rome") == "data of Rome"
+        assert (await client.complete("weather_brief", "style", "l")).completion.values == ["long"]
+        prompt = await client.get_prompt("weather_brief", {"city": "Oslo"})
+        assert prompt.messages[0].content.text == "Write a short brief for Oslo"  # type: ignore[union-attr]
+        with pytest.raises(MCPError):
+            await client.list_tools_page("forged-cursor")
+        async with client.watch(tools=True) as watch:
+            await client.call_tool("grow", {"name": "later"})
+            assert (await watch.next(timeout=10))[0] == "notifications/tools/list_changed"
+        assert "weather_later" in [t.name for t in await client.list_tools()]
+    assert {"level": "info", "data": "forecast for Paris"} in [{k: e[k] for k in ("level", "data")} for e in logs]
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_a_handshake_only_server_reached_by_a_2026_07_28_only_client(front: str, version: str) -> None:
+    async with through_proxy(f"legacy-{version}", front, "modern", **HANDLERS) as client:
+        assert client.protocol_version == "2026-07-28"
+        assert (await client.call_tool("sample", {})).text == "model: mild and dry"
+        assert (await client.call_tool("roots", {})).text == "file:///work"
+        progress: list[float] = []
+        assert (
+            await client.call_tool("slow", {"steps": 3}, on_progress=lambda p, t, m: progress.append(p))
+        ).text == "done"
+        assert progress == [1, 2, 3]
+        asked = await client.call_tool("ask", {})
+        if version == "2025-03-26":  # elicitation does not exist in 2025-03-26: the server cannot ask
+            assert asked.is_error
+        else:
+            assert asked.text == "Hello, Oslo!"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_cancellation_reaches_the_upstream(mode: str) -> None:
+    async with through_proxy("legacy-2025-06-18", "http", mode, **HANDLERS) as client:
+        with pytest.raises((TimeoutError, MCPError)):
+            await client.call_tool("slow", {"steps": 100}, timeout=0.3)
+        for _ in range(50):
+            if (await client.call_tool("was_cancelled", {})).data is True:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the upstream tool was never cancelled")
+
+
+async def test_a_gateway_prefixes_its_members_and_sends_one_request_out_per_request_in() -> None:
+    first, second = build("visibility"), build("transform")
+    counts = {"first": 0, "second": 0}
+    for name, app in (("first", first), ("second", second)):
+        original = app._handlers["tools/list"]
+
+        def counting(ctx: Any, params: Any, original: Any = original, name: str = name) -> Any:
+            counts[name] += 1
+            return original(ctx, params)
+
+        app.set_handler("tools/list", counting)
+    gateway = mcpkit.proxy({"v": first, "t": second})
+    async with serve_http(gateway) as url, Client(url) as client:
+        pages = 0
+        names: list[str] = []
+        cursor = None
+        while True:
+            items, cursor = await client.list_tools_page(cursor)
+            pages += 1
+            names += [t.name for t in items]
+            if not cursor:
+                break
+        assert names == [
+            f"v_{n}"
+            for n in ("public_0", "public_1", "public_2", "public_3", "public_4", "wipe", "set_admin", "set_beta")
+        ] + [
+            "t_search",
+            "t_find",
+            "t_shout",
+        ]
+        assert counts["first"] + counts["second"] == pages  # (startup lists nothing: the primary only connects)
+        assert (await client.call_tool("t_find", {"q": "cats"})).data["limit"] == 3
+        assert (await client.call_tool("v_wipe", {})).text == "wiped"
+        with pytest.raises(MCPError):
+            await client.call_tool("wipe", {})  # only prefixed names exist
+        forged = cursor or "x"
+        with pytest.raises(MCPError):
+            await client.list_tools_page(forged + "tampered")
+
+
+async def test_the_incoming_token_is_never_forwarded_upstream() -> None:
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+
+    seen: list[dict[str, str]] = []
+
+    def recording(inner: Any) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                seen.append({k.decode().lower(): v.decode() for k, v in scope["headers"]})
+            await inner(scope, receive, send)
+
+        return app
+
+    async with serve_asgi(recording(create_app(build("compose")))) as upstream_port:
+        upstream_url = f"http://127.0.0.1:{upstream_port}/mcp"
+        proxy_app = mcpkit.proxy(upstream_url, client_options={"headers": {"Authorization": "Bearer proxy-own"}})
+        async with serve_asgi(
+            protect(
+                create_app(proxy_app),
+                resource="http://proxy.test/mcp",
+                verifier=StaticTokenVerifier.simple({"incoming-secret": []}, audience="http://proxy.test/mcp"),
+            )
+        ) as port:
+            url = f"http://127.0.0.1:{port}/mcp"
+            async with Client(url, headers={"Authorization": "Bearer incoming-secret"}) as client:
+                assert (await client.call_tool("weather_double", {"x": 2})).data == 4
+    assert seen, "the upstream saw no request"
+    assert all("incoming-secret" not in value for headers in seen for value in headers.values())
+    assert {h.get("authorization") for h in seen} == {"Bearer proxy-own"}
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/mcp", "http://10.1.2.3/mcp", "http://0.0.0.0/mcp"])
+async def test_url_targets_on_private_or_link_local_addresses_are_refused(url: str) -> None:
+    app = mcpkit.proxy(url)
+    with pytest.raises(ValueError, match="refusing to proxy"):
+        await app.upstreams[0].check_target()
+    await mcpkit.proxy(url, allow_private_network=True).upstreams[0].check_target()  # allowed on request
+
+
+def test_a_proxy_needs_targets_and_a_gateway_names_them() -> None:
+    with pytest.raises(ValueError):
+        mcpkit.ProxyServer({})
+    with pytest.raises(ValueError, match="prefix"):
+        mcpkit.ProxyServer({None: "a.py", "x": "b.py"})
+    assert isinstance(mcpkit.proxy(MCPKit("x")), mcpkit.ProxyServer)
