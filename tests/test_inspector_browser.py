@@ -197,3 +197,34 @@ def test_the_message_log_shows_both_ways_with_timing_and_filters(page: Any) -> N
     page.locator("#log li button.row").last.click()
     page.wait_for_selector("#log li pre:has-text('\"logged\"')")
     screenshot(page, f"{page.era}-log")
+
+
+def test_a_subscribed_resource_updates_live(page: Any) -> None:
+    page.click("#tab-resources")
+    page.click("#resources-pager button:text('All pages')")
+    page.click("#resources-list button[data-key='mcpkit://counter']")
+    page.wait_for_selector("#resource-contents pre.text")
+    before = int(page.text_content("#resource-contents pre.text"))
+    page.click("#subscribe-button")
+    page.wait_for_selector("#subscribe-button[aria-pressed='true']")
+    page.click("#tab-tools")
+    call_tool(page, "touch")
+    page.click("#tab-resources")
+    page.wait_for_selector(f"#resource-contents pre.text:text('{before + 1}')", timeout=20_000)
+    assert "updated at" in page.text_content("#resource-detail")
+    page.click("#subscribe-button")
+    page.wait_for_selector("#subscribe-button[aria-pressed='false']")
+
+
+def test_edited_roots_reach_the_server(page: Any) -> None:
+    page.click("#tab-roots")
+    page.click("#roots button:text('Add a root')")
+    page.locator(".root-uri").last.fill("file:///srv/project")
+    page.locator(".root-name").last.fill("project")
+    page.click("#roots-save")
+    page.wait_for_selector("#roots :text('saved')")
+    page.click("#tab-tools")
+    box = call_tool(page, "roots")
+    assert "file:///srv/project" in box.locator("pre.text").first.text_content()
+    if page.era == "handshake":  # 2026-07-28 has no roots/list_changed: the server asks for the roots each time
+        page.wait_for_selector("#log li[data-dir='out'] .what:text('notifications/roots/list_changed')")
