@@ -203,15 +203,30 @@ async def schema_preservation(url: str) -> None:
 CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the harness serves this Client ID Metadata Document
 
 
-def oauth_for(url: str, ctx: dict[str, Any]) -> Any:
-    """The OAuth client the scenario's context describes (pre-registered credentials, keys, assertions); a headless
-    browser plays the user, who approves."""
-    from mcpkit.auth import HeadlessBrowser, OAuthClient
+# the scenarios of a machine client (no user): the client credentials extension
+MACHINE_SCENARIOS = ("auth/client-credentials-jwt", "auth/client-credentials-basic")
+
+
+def oauth_for(url: str, scenario_name: str, ctx: dict[str, Any]) -> Any:
+    """The OAuth client the scenario describes, from its context: pre-registered credentials, a signing key
+    (``private_key_jwt``), a workload identity JWT or an enterprise IdP's ID token (the jwt-bearer grant). A
+    headless browser plays the user, who approves. DPoP is on when a server offers it (the default)."""
+    from mcpkit.auth import HeadlessBrowser, IdJagExchange, OAuthClient, SigningKey
 
     browser = HeadlessBrowser()
     options: dict[str, Any] = {}
-    if ctx.get("client_secret") and "idp_token_endpoint" not in ctx:
-        options["grant_type"] = "client_credentials"  # a machine client (the client-credentials extension)
+    if "idp_token_endpoint" in ctx:  # enterprise-managed authorization: an ID-JAG from the IdP, then jwt-bearer
+        options["grant_type"] = "jwt_bearer"
+        options["assertion"] = IdJagExchange(
+            ctx["idp_token_endpoint"], ctx["idp_id_token"], client_id=ctx.get("idp_client_id")
+        )
+    elif "valid_jwt" in ctx:  # workload identity federation: the platform's JWT is the grant
+        options["grant_type"] = "jwt_bearer"
+        options["assertion"] = ctx["valid_jwt"]
+    elif scenario_name in MACHINE_SCENARIOS:
+        options["grant_type"] = "client_credentials"
+    if "private_key_pem" in ctx:
+        options["private_key"] = SigningKey.from_pem(ctx["private_key_pem"], algorithm=ctx.get("signing_algorithm"))
     return OAuthClient(
         url,
         client_metadata={"client_name": "mcpkit-conformance", "redirect_uris": ["http://127.0.0.1:3999/callback"]},
@@ -227,7 +242,7 @@ def oauth_for(url: str, ctx: dict[str, Any]) -> Any:
 
 async def authorization(url: str) -> None:
     """Every ``auth/*`` scenario: connect through OAuth (on the first 401), list the tools, call ``test-tool``."""
-    auth = oauth_for(url, context())
+    auth = oauth_for(url, os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), context())
     try:
         async with make_client(url, transport_options={"auth": auth}) as client:
             tools = await client.list_tools()

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .client import (
+        AssertionRequest,
         FileTokenStorage,
         HeadlessBrowser,
+        IdJagExchange,
         InMemoryTokenStorage,
         InvalidClientError,
         LoopbackCallback,
@@ -29,12 +31,22 @@ if TYPE_CHECKING:
         TokenSet,
         TokenStorage,
     )
+    from .dpop import DPoPVerifier, NonceSource
+    from .keys import SigningKey
     from .redis_storage import RedisAuthStorage
+    from .replay import InMemoryReplayCache, ReplayCache
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
     from .verifiers import AccessToken, IntrospectionVerifier, InvalidToken, JWTVerifier, StaticTokenVerifier
 
 _LAZY = {
+    "AssertionRequest": ".client",
+    "IdJagExchange": ".client",
+    "DPoPVerifier": ".dpop",
+    "NonceSource": ".dpop",
+    "SigningKey": ".keys",
+    "InMemoryReplayCache": ".replay",
+    "ReplayCache": ".replay",
     "FileTokenStorage": ".client",
     "HeadlessBrowser": ".client",
     "InvalidClientError": ".client",
@@ -79,6 +91,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AssertionRequest",
+    "DPoPVerifier",
+    "IdJagExchange",
+    "InMemoryReplayCache",
+    "NonceSource",
+    "ReplayCache",
+    "SigningKey",
     "FileTokenStorage",
     "InvalidClientError",
     "LoopbackCallback",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import secrets
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -106,6 +107,14 @@ class DocumentTooLarge(Exception):
 async def fetch_capped(client: Any, method: str, url: str, limit: int, **kw: Any) -> tuple[int, bytes]:
     """``client.stream(method, url, **kw)`` (an ``httpx.AsyncClient``) read up to ``limit`` decoded bytes: returns
     (status, body); raises :class:`DocumentTooLarge` past the cap, which also stops a decompression bomb."""
+    status, _, body = await fetch_capped_response(client, method, url, limit, **kw)
+    return status, body
+
+
+async def fetch_capped_response(
+    client: Any, method: str, url: str, limit: int, **kw: Any
+) -> tuple[int, Mapping[str, str], bytes]:
+    """:func:`fetch_capped` with the response headers: (status, headers, body)."""
     async with client.stream(method, url, **kw) as resp:
         chunks: list[bytes] = []
         size = 0
@@ -114,7 +123,7 @@ async def fetch_capped(client: Any, method: str, url: str, limit: int, **kw: Any
             if size > limit:
                 raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
             chunks.append(chunk)
-        return int(resp.status_code), b"".join(chunks)
+        return int(resp.status_code), resp.headers, b"".join(chunks)
 
 
 def quote_param(value: str) -> str:
@@ -124,45 +133,55 @@ def quote_param(value: str) -> str:
 
 def parse_www_authenticate(value: str) -> tuple[str, dict[str, str]]:
     """``Bearer realm="x", error="invalid_token", scope="a b"`` → ("bearer", {...}). Only the first challenge."""
-    value = value.strip()
-    scheme, _, rest = value.partition(" ")
-    params: dict[str, str] = {}
-    i, n = 0, len(rest)
+    found = parse_challenges(value)
+    return found[0] if found else ("", {})
+
+
+def parse_challenges(value: str) -> list[tuple[str, dict[str, str]]]:
+    """Every challenge of a ``WWW-Authenticate`` value (several header fields joined by commas, as httpx does):
+    ``Bearer error="x", DPoP algs="ES256"`` → [("bearer", {"error": "x"}), ("dpop", {"algs": "ES256"})]. Schemes
+    lower-cased, parameter names lower-cased, quoted-string values unescaped; a token68 is skipped."""
+    out: list[tuple[str, dict[str, str]]] = []
+    params: dict[str, str] | None = None
+    i, n = 0, len(value)
     while i < n:
-        while i < n and rest[i] in " ,\t":
+        while i < n and value[i] in " \t,":
             i += 1
-        start = i
-        while i < n and rest[i] not in "= ,\t":
-            i += 1
-        key = rest[start:i].strip().lower()
-        while i < n and rest[i] in " \t":
-            i += 1
-        if i >= n or rest[i] != "=":
-            if key and not params and " " not in rest[start:i]:
-                # a token68 or the start of another challenge: stop at the first challenge
-                pass
+        if i >= n:
             break
-        i += 1
-        while i < n and rest[i] in " \t":
+        start = i
+        while i < n and value[i] not in " \t,=":
             i += 1
-        if i < n and rest[i] == '"':
+        token = value[start:i]
+        j = i
+        while j < n and value[j] in " \t":
+            j += 1
+        if params is None or j >= n or value[j] != "=":
+            params = {}
+            out.append((token.lower(), params))  # a new challenge
+            i = j
+            continue
+        i = j + 1
+        while i < n and value[i] in " \t":
+            i += 1
+        if i < n and value[i] == '"':
             i += 1
             buf: list[str] = []
-            while i < n and rest[i] != '"':
-                if rest[i] == "\\" and i + 1 < n:
+            while i < n and value[i] != '"':
+                if value[i] == "\\" and i + 1 < n:
                     i += 1
-                buf.append(rest[i])
+                buf.append(value[i])
                 i += 1
             i += 1
             val = "".join(buf)
         else:
             start = i
-            while i < n and rest[i] not in " ,\t":
+            while i < n and value[i] not in " \t,":
                 i += 1
-            val = rest[start:i]
-        if key:
-            params[key] = val
-    return scheme.lower(), params
+            val = value[start:i]
+        if token:
+            params[token.lower()] = val
+    return out
 
 
 class _OAuthError(Exception):

@@ -22,6 +22,15 @@ client). On a 401 (or a 403 ``insufficient_scope``) it:
 Expired access tokens are refreshed before use (``refresh_token`` grant, rotation honoured). Every discovery
 request carries ``MCP-Protocol-Version``. A :class:`HeadlessBrowser` plays the user-agent in tests.
 
+Besides the authorization code grant, a machine client uses ``grant_type="client_credentials"`` (the OAuth client
+credentials extension) or ``grant_type="jwt_bearer"`` with an ``assertion`` (RFC 7523 §2.1: a workload identity
+JWT, or an ID-JAG that :class:`~mcpkit.auth.client_grants.IdJagExchange` obtains from an enterprise identity
+provider). A client authenticates with a secret (``client_secret_basic``/``_post``) or a signed JWT
+(``private_key=``: ``private_key_jwt``, RFC 7523 §2.2, the assertion's audience the issuer). DPoP (RFC 9449):
+``dpop="auto"`` (default) binds tokens to a key of the client's whenever the authorization server advertises
+``dpop_signing_alg_values_supported`` or the MCP server challenges with the ``DPoP`` scheme; the token request and
+every MCP request then carry a fresh proof, and a server's ``use_dpop_nonce`` answer is retried once with its nonce.
+
 What a hostile MCP server (or metadata document) names is never fetched blindly (SSRF): every URL the flow
 requests must be https (plain http only on a loopback host); a ``resource_metadata`` URL of a challenge is used only
 on the MCP server's own origin; a target on a private, link-local (``169.254.169.254``), shared or reserved address
@@ -31,50 +40,64 @@ document read is capped at ``max_document_size`` bytes.
 This module is the ``httpx.Auth`` flow itself; it re-exports the pieces it is built from: token storage
 (:mod:`~mcpkit.auth.client_tokens`), the loopback callback server and headless browser
 (:mod:`~mcpkit.auth.client_loopback`), metadata discovery under the SSRF/size rules
-(:mod:`~mcpkit.auth.client_discovery`) and the errors (:mod:`~mcpkit.auth.client_errors`).
+(:mod:`~mcpkit.auth.client_discovery`), token requests, client authentication and DPoP
+(:mod:`~mcpkit.auth.client_token_endpoint`), jwt-bearer assertions (:mod:`~mcpkit.auth.client_grants`) and the
+errors (:mod:`~mcpkit.auth.client_errors`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import secrets
 import time
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
-from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from typing import Any, Literal
+from urllib.parse import urlencode, urlsplit
 
 import httpx
 import orjson
 
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
 from ._util import (
-    parse_www_authenticate,
+    parse_challenges,
     pkce_pair,
 )
-from .client_discovery import DiscoveryMixin, _Discovery
+from .client_discovery import _Discovery
 from .client_errors import InvalidClientError, OAuthFlowError
+from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest, IdJagExchange
 from .client_loopback import HeadlessBrowser, LoopbackCallback
+from .client_token_endpoint import TokenEndpointMixin
 from .client_tokens import FileTokenStorage, InMemoryTokenStorage, TokenSet, TokenStorage
+from .keys import SigningKey
 
 __all__ = [
+    "AssertionRequest",
     "FileTokenStorage",
     "HeadlessBrowser",
+    "IdJagExchange",
     "InMemoryTokenStorage",
     "InvalidClientError",
     "LoopbackCallback",
     "OAuthClient",
     "OAuthFlowError",
+    "SigningKey",
     "TokenSet",
     "TokenStorage",
 ]
 
+_GRANTS = {
+    "authorization_code": "authorization_code",
+    "client_credentials": "client_credentials",
+    "jwt_bearer": "jwt_bearer",
+    JWT_BEARER_GRANT: "jwt_bearer",
+}
 
 RedirectHandler = Callable[[str], Awaitable[None]]
 CallbackHandler = Callable[[], Awaitable[Mapping[str, str]]]
 
 
-class OAuthClient(DiscoveryMixin, httpx.Auth):
+class OAuthClient(TokenEndpointMixin, httpx.Auth):
     """See the module docstring.
 
     Args:
@@ -89,9 +112,22 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             ``client_id_metadata_document_supported``.
         scope: scopes to request when neither the challenge nor the PRM names any.
         protocol_version: the ``MCP-Protocol-Version`` sent during discovery when the failed request carried none.
-        grant_type: ``authorization_code`` (a user authorizes in a browser) or ``client_credentials``
+        grant_type: ``authorization_code`` (a user authorizes in a browser), ``client_credentials``
             (machine-to-machine, the ``io.modelcontextprotocol/oauth-client-credentials`` extension: needs
-            ``client_id`` and ``client_secret``; no redirect handlers).
+            ``client_id`` and ``client_secret`` or ``private_key``; no redirect handlers) or ``jwt_bearer`` (RFC 7523
+            §2.1: trade ``assertion`` for a token; ``client_id`` and a secret or key only when the authorization
+            server wants the client authenticated too).
+        private_key: authenticate the client with ``private_key_jwt`` (RFC 7523 §2.2): a
+            :class:`~mcpkit.auth.keys.SigningKey`, PEM text or a private JWK. Each token request carries a fresh
+            assertion (``iss``/``sub`` the client id, ``aud`` the authorization server's issuer, 60 s lifetime).
+            Without ``client_id`` the client registers dynamically with its public key (``jwks``).
+        assertion: the ``jwt_bearer`` grant's assertion: a JWT string, or an async callable given an
+            :class:`~mcpkit.auth.client_grants.AssertionRequest` (e.g. :class:`~mcpkit.auth.client_grants.
+            IdJagExchange` for enterprise-managed authorization). An assertion the authorization server refused is
+            never sent again: the error surfaces, with no retry and no other grant.
+        dpop: ``"auto"`` (use DPoP when the authorization server or the MCP server offers it), True (always), False
+            (never) or the :class:`~mcpkit.auth.keys.SigningKey` to bind tokens to (keep it with persisted tokens:
+            a token bound to another key is dropped).
         max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.
         offline_access: add ``offline_access`` to the requested scopes when the AS lists it (SEP-2207).
         allow_private_network: fetch metadata/endpoints on private or link-local addresses even when the MCP server
@@ -118,6 +154,9 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
         max_step_up: int = 1,
         offline_access: bool = True,
         grant_type: str = "authorization_code",
+        private_key: SigningKey | str | bytes | Mapping[str, Any] | None = None,
+        assertion: str | AssertionProvider | None = None,
+        dpop: bool | Literal["auto"] | SigningKey = "auto",
         http_client: httpx.AsyncClient | None = None,
         timeout: float = 30.0,
         allow_private_network: bool = False,
@@ -127,9 +166,18 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
         self.allow_private_network = allow_private_network
         self.max_document_size = max_document_size
         self._server_network: str | None = None  # the address class of the MCP server (resolved once)
-        if grant_type not in ("authorization_code", "client_credentials"):
-            raise ValueError("grant_type must be 'authorization_code' or 'client_credentials'")
-        self.grant_type = grant_type
+        if grant_type not in _GRANTS:
+            raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
+        self.grant_type = grant_type = _GRANTS[grant_type]
+        self.private_key = SigningKey.load(private_key) if private_key is not None else None
+        self.assertion = assertion
+        if dpop not in (True, False, "auto") and not isinstance(dpop, SigningKey):
+            raise ValueError("dpop must be 'auto', True, False or a SigningKey")
+        self.dpop: bool | str = dpop if not isinstance(dpop, SigningKey) else True
+        self._dpop_key: SigningKey | None = dpop if isinstance(dpop, SigningKey) else None
+        self._nonces: dict[str, str] = {}  # origin -> the latest DPoP-Nonce it sent (RFC 9449 §8, §9)
+        self._rs_offers_dpop = False  # the MCP server challenged with the DPoP scheme
+        self._refused: deque[str] = deque(maxlen=16)  # digests of assertions the authorization server refused
         self.client_metadata = dict(client_metadata or {})
         self._auth_method_given = "token_endpoint_auth_method" in self.client_metadata
         self.client_metadata.setdefault("token_endpoint_auth_method", "none")
@@ -137,21 +185,28 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
         self.client_metadata.setdefault("grant_types", ["authorization_code", "refresh_token"])
         self.client_metadata.setdefault("response_types", ["code"])
         if grant_type == "client_credentials":
-            if not client_id or not client_secret:
-                raise ValueError("the client_credentials grant needs client_id and client_secret")
+            if not client_id or not (client_secret or self.private_key):
+                raise ValueError("the client_credentials grant needs client_id and client_secret or private_key")
+        elif grant_type == "jwt_bearer":
+            if not assertion:
+                raise ValueError("the jwt_bearer grant needs an assertion (a JWT, or a callable returning one)")
         elif not self.client_metadata.get("redirect_uris"):
             raise ValueError("client_metadata needs redirect_uris")
+        if self.private_key is not None and client_secret:
+            raise ValueError("give private_key or client_secret, not both")
         self.storage: TokenStorage = storage or InMemoryTokenStorage()
         self.redirect_handler = redirect_handler
         self.callback_handler = callback_handler
-        self.preregistered = (
+        default_method = "private_key_jwt" if self.private_key else "client_secret_basic" if client_secret else "none"
+        self.preregistered: dict[str, Any] | None = (
             {
                 "client_id": client_id,
                 "client_secret": client_secret,
-                "token_endpoint_auth_method": token_endpoint_auth_method
-                or ("client_secret_basic" if client_secret else "none"),
+                "token_endpoint_auth_method": token_endpoint_auth_method or default_method,
             }
             if client_id
+            else {"token_endpoint_auth_method": "none"}  # a jwt_bearer grant needs no client identity
+            if grant_type == "jwt_bearer"
             else None
         )
         self.client_metadata_url = client_metadata_url
@@ -174,11 +229,21 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             yield request  # the token is for the MCP server only: never hand it to another origin
             return
         tokens = await self._usable_tokens()
-        if tokens is not None:
-            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+        self._present(request, tokens)
         response = yield request
-        for attempt in range(1 + self.max_step_up):
-            if response.status_code == 401:
+        self._remember_nonce(request.url, response)
+        nonce_retried = False
+        authorized = False
+        attempt = 0
+        while True:
+            if response.status_code == 401 and not nonce_retried and self._wants_nonce(response, tokens):
+                # RFC 9449 §9: the MCP server wants its nonce in the proof; once per token, with a fresh proof
+                nonce_retried = True
+                self._present(request, tokens)
+                response = yield request
+                self._remember_nonce(request.url, response)
+                continue
+            if response.status_code == 401 and not authorized:
                 challenge = self._challenge(response)
                 async with self._lock:
                     await self._authorize(request, challenge, stale=tokens)
@@ -189,23 +254,26 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
                 async with self._lock:
                     await self._authorize(request, challenge, stale=tokens, step_up=True)
             else:
-                return
+                return  # done, or a fresh token refused again: do not loop
+            authorized = True
+            attempt += 1
             tokens = await self._usable_tokens()
             if tokens is None:
                 return
-            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+            self._present(request, tokens)
+            nonce_retried = False
             response = yield request
-            if response.status_code == 401:
-                return  # a fresh token refused again: do not loop
+            self._remember_nonce(request.url, response)
 
     def sync_auth_flow(self, request: httpx.Request) -> Any:
         raise RuntimeError("OAuthClient works with httpx.AsyncClient only")
 
-    @staticmethod
-    def _challenge(response: httpx.Response) -> dict[str, str]:
-        value = response.headers.get("www-authenticate", "")
-        scheme, params = parse_www_authenticate(value) if value else ("", {})
-        return params if scheme == "bearer" else {}
+    def _challenge(self, response: httpx.Response) -> dict[str, str]:
+        """The parameters of the server's challenge: the Bearer one, else the DPoP one (RFC 9449 §7.1)."""
+        found = dict(parse_challenges(", ".join(response.headers.get_list("www-authenticate"))))
+        if "dpop" in found:
+            self._rs_offers_dpop = True
+        return found.get("bearer") or found.get("dpop") or {}
 
     # ------------------------------------------------------------------ tokens
     async def _usable_tokens(self) -> TokenSet | None:
@@ -215,9 +283,16 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             tokens = await self.storage.get_tokens(self.issuer)
             if tokens is None:
                 return None
+            if not self._holds_key(tokens):
+                await self.storage.set_tokens(self.issuer, None)  # bound to a key this client does not have
+                return None
             if tokens.expired():
                 tokens = await self._refresh(tokens)
             return tokens
+
+    def _holds_key(self, tokens: TokenSet) -> bool:
+        """A token bound to a DPoP key is usable only with that key (RFC 9449 §6)."""
+        return tokens.dpop_jkt is None or (self._dpop_key is not None and self._dpop_key.thumbprint == tokens.dpop_jkt)
 
     async def _refresh(self, tokens: TokenSet) -> TokenSet | None:
         assert self.issuer is not None
@@ -283,6 +358,7 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             if (
                 existing is not None
                 and existing.resource == discovery.resource
+                and self._holds_key(existing)
                 and (stale is None or existing.access_token != stale.access_token)
             ):
                 self.issuer = discovery.issuer
@@ -294,7 +370,7 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             self.log.append(f"authorization server changed: {self.issuer} -> {discovery.issuer}")
         elif self.issuer is not None and not step_up:
             current = await self.storage.get_tokens(self.issuer)
-            if current is not None and current.refresh_token:
+            if current is not None and current.refresh_token and self._holds_key(current):
                 current.expires_at = 0
                 self._discovery = discovery
                 if await self._refresh(current) is not None:
@@ -327,6 +403,8 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             if discovery.resource:
                 form["resource"] = discovery.resource
             tokens = await self._token_request(discovery, client, form, discovery.resource)
+        elif self.grant_type == "jwt_bearer":
+            tokens = await self._jwt_bearer(discovery, client, scopes)
         else:
             try:
                 tokens = await self._code_flow(discovery, client, scopes)
@@ -376,7 +454,11 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
             raise OAuthFlowError("no client credentials and the authorization server offers no registration")
         body = dict(self.client_metadata)
         supported = discovery.metadata.get("token_endpoint_auth_methods_supported")
-        if not self._auth_method_given and isinstance(supported, list) and supported and "none" not in supported:
+        if self.private_key is not None:
+            # register the public key: the client authenticates with private_key_jwt (RFC 7591 jwks)
+            body["token_endpoint_auth_method"] = "private_key_jwt"
+            body["jwks"] = self.private_key.jwks()
+        elif not self._auth_method_given and isinstance(supported, list) and supported and "none" not in supported:
             # a public client where the AS allows it, else the first secret-based method it offers
             body["token_endpoint_auth_method"] = next(
                 (m for m in ("client_secret_basic", "client_secret_post") if m in supported), str(supported[0])
@@ -453,43 +535,3 @@ class OAuthClient(DiscoveryMixin, httpx.Auth):
         if tokens.scope is None and scopes:
             tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
         return tokens
-
-    async def _token_request(
-        self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str], resource: str | None
-    ) -> TokenSet:
-        endpoint = str(discovery.metadata["token_endpoint"])
-        headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
-        method = client.get("token_endpoint_auth_method") or "none"
-        secret = client.get("client_secret")
-        form = dict(form)
-        if method == "client_secret_basic" and secret:
-            pair = f"{quote(str(client['client_id']), safe='')}:{quote(str(secret), safe='')}"
-            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
-        else:
-            form["client_id"] = str(client["client_id"])
-            if method == "client_secret_post" and secret:
-                form["client_secret"] = str(secret)
-        await self._check_target(endpoint, "token endpoint")
-        self.log.append("POST " + endpoint + " " + form["grant_type"])
-        try:
-            status, raw = await self._fetch("POST", endpoint, content=urlencode(form), headers=headers)
-        except httpx.HTTPError as exc:
-            raise OAuthFlowError(f"token request failed: {exc}") from exc
-        try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            data = {}
-        if status != 200 or not isinstance(data, dict) or not data.get("access_token"):
-            error = data.get("error") if isinstance(data, dict) else None
-            kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
-            raise kind(f"token request refused: HTTP {status} {data}")
-        if str(data.get("token_type", "")).lower() != "bearer":
-            raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
-        expires_in = data.get("expires_in")
-        return TokenSet(
-            access_token=str(data["access_token"]),
-            refresh_token=data.get("refresh_token"),
-            expires_at=time.time() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
-            scope=data.get("scope") or form.get("scope"),
-            resource=resource,
-        )

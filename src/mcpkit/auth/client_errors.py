@@ -10,7 +10,10 @@ class OAuthFlowError(MCPError):
 
     An :class:`~mcpkit.protocol.errors.MCPError` so that the HTTP transport answers the pending request with it
     even when the exchange already runs in the background (an authorization takes longer than the transport's
-    answer window): the caller gets an error instead of waiting forever."""
+    answer window): the caller gets an error instead of waiting forever. ``oauth_error`` is the OAuth ``error``
+    code the authorization server answered with (``invalid_grant``, ``invalid_client``...), when it answered."""
+
+    oauth_error: str | None = None
 
 
 class InvalidClientError(OAuthFlowError):

@@ -13,14 +13,19 @@ from typing import Any, Protocol
 
 @dataclass
 class TokenSet:
+    """What a token request returned. ``token_type`` is ``Bearer`` or ``DPoP``; a DPoP-bound token (and its
+    refresh token) works only with the key whose thumbprint is ``dpop_jkt``."""
+
     access_token: str
     token_type: str = "Bearer"
     refresh_token: str | None = None
     expires_at: float | None = None
     scope: str | None = None
     resource: str | None = None
+    dpop_jkt: str | None = None
 
     def expired(self, skew: float = 30.0) -> bool:
+        """The access token expires within ``skew`` seconds (refresh it before use)."""
         return self.expires_at is not None and time.time() + skew >= self.expires_at
 
 

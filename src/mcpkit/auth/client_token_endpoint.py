@@ -1,0 +1,247 @@
+"""The token endpoint side of :class:`~mcpkit.auth.client.OAuthClient`: token requests with the client's
+authentication (a secret, or a ``private_key_jwt`` assertion: RFC 7523 §2.2), the jwt-bearer grant (RFC 7523 §2.1)
+and its assertion providers' requests, and DPoP (RFC 9449): the key tokens are bound to, the proof on every token
+and MCP request, and the servers' nonces (retried once on ``use_dpop_nonce``).
+
+Every request goes through the discovery mixin's checks (https or loopback, the address rules, capped answers).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from collections import deque
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import httpx
+import orjson
+
+from ._util import DocumentTooLarge, fetch_capped_response, parse_challenges
+from .client_discovery import DiscoveryMixin, _Discovery
+from .client_errors import InvalidClientError, OAuthFlowError
+from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest
+from .client_tokens import TokenSet
+from .dpop import make_proof
+from .keys import SigningKey
+
+CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+# the DPoP key algorithms a client generates, in order of preference
+_DPOP_PREFERENCE = ("ES256", "EdDSA", "ES384", "ES512", "PS256", "RS256")
+_MAX_NONCES = 64  # origins whose latest DPoP nonce is remembered
+_MAX_NONCE_SIZE = 1024
+
+
+class TokenEndpointMixin(DiscoveryMixin):
+    """Token requests, assertions and DPoP for :class:`~mcpkit.auth.client.OAuthClient` (the attributes below are
+    set by its ``__init__``)."""
+
+    private_key: SigningKey | None
+    assertion: str | AssertionProvider | None
+    dpop: bool | str
+    _dpop_key: SigningKey | None
+    _nonces: dict[str, str]
+    _rs_offers_dpop: bool
+    _refused: deque[str]
+
+    # ------------------------------------------------------------------ DPoP
+    def _present(self, request: httpx.Request, tokens: TokenSet | None) -> None:
+        """Put the access token (and, for a DPoP-bound one, a fresh proof) on ``request``."""
+        if tokens is None:
+            return
+        if tokens.token_type.lower() == "dpop" and self._dpop_key is not None:
+            request.headers["Authorization"] = f"DPoP {tokens.access_token}"
+            request.headers["DPoP"] = make_proof(
+                self._dpop_key,
+                request.method,
+                str(request.url),
+                access_token=tokens.access_token,
+                nonce=self._nonces.get(_origin(str(request.url))),
+            )
+        else:
+            request.headers["Authorization"] = f"Bearer {tokens.access_token}"
+            request.headers.pop("DPoP", None)
+
+    def _remember_nonce(self, url: Any, response: httpx.Response | Mapping[str, str]) -> str | None:
+        headers = response.headers if isinstance(response, httpx.Response) else response
+        nonce = headers.get("dpop-nonce")
+        if not nonce or len(nonce) > _MAX_NONCE_SIZE or not nonce.isascii() or not nonce.isprintable():
+            return None
+        origin = _origin(str(url))
+        self._nonces.pop(origin, None)
+        self._nonces[origin] = nonce
+        while len(self._nonces) > _MAX_NONCES:
+            self._nonces.pop(next(iter(self._nonces)))
+        return nonce
+
+    def _wants_nonce(self, response: httpx.Response, tokens: TokenSet | None) -> bool:
+        if tokens is None or tokens.token_type.lower() != "dpop" or "dpop-nonce" not in response.headers:
+            return False
+        found = dict(parse_challenges(", ".join(response.headers.get_list("www-authenticate"))))
+        return found.get("dpop", {}).get("error") == "use_dpop_nonce"
+
+    def _dpop_for(self, discovery: _Discovery) -> SigningKey | None:
+        """The key to bind tokens from this authorization server to, or None (no DPoP)."""
+        if self.dpop is False:
+            return None
+        supported = discovery.metadata.get("dpop_signing_alg_values_supported")
+        algs = [a for a in supported if isinstance(a, str)] if isinstance(supported, list) else []
+        if self._dpop_key is not None:
+            if algs and self._dpop_key.algorithm not in algs:
+                raise OAuthFlowError(
+                    f"the authorization server accepts DPoP proofs signed with {algs}, "
+                    f"not {self._dpop_key.algorithm} (the DPoP key given)"
+                )
+            return self._dpop_key
+        if self.dpop == "auto" and not algs and not self._rs_offers_dpop:
+            return None
+        alg = next((a for a in _DPOP_PREFERENCE if a in algs), None) if algs else "ES256"
+        if alg is None:
+            if self.dpop == "auto":
+                return None  # nothing this client can sign with: plain bearer tokens
+            raise OAuthFlowError(f"the authorization server accepts no DPoP algorithm this client can use: {algs}")
+        self._dpop_key = SigningKey.generate(alg)
+        return self._dpop_key
+
+    async def _jwt_bearer(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
+        """RFC 7523 §2.1: trade the assertion for an access token. An assertion the authorization server refused
+        is not sent again (a static workload token would only be refused again): the error surfaces instead."""
+        if isinstance(self.assertion, str):
+            assertion = self.assertion
+        else:
+            assert self.assertion is not None
+            request = AssertionRequest(
+                issuer=str(discovery.metadata.get("issuer") or discovery.issuer),
+                token_endpoint=str(discovery.metadata["token_endpoint"]),
+                resource=discovery.resource,
+                scopes=tuple(scopes or ()),
+                client_id=client.get("client_id"),
+                _post=self._post_form,
+            )
+            assertion = await self.assertion(request)
+        if not isinstance(assertion, str) or not assertion:
+            raise OAuthFlowError("the assertion provider returned no assertion")
+        digest = hashlib.sha256(assertion.encode()).hexdigest()
+        if digest in self._refused:
+            raise OAuthFlowError("the authorization server refused this assertion before; not sending it again")
+        form = {"grant_type": JWT_BEARER_GRANT, "assertion": assertion}
+        if scopes:
+            form["scope"] = " ".join(scopes)
+        if discovery.resource:
+            form["resource"] = discovery.resource
+        try:
+            return await self._token_request(discovery, client, form, discovery.resource)
+        except OAuthFlowError as exc:
+            if exc.oauth_error not in (None, "use_dpop_nonce", "temporarily_unavailable"):
+                self._refused.append(digest)
+            raise
+
+    async def _post_form(self, url: str, form: Mapping[str, str], headers: Mapping[str, str]) -> dict[str, Any]:
+        """A token-endpoint style POST under the fetch rules (an assertion provider's token exchange)."""
+        await self._check_target(url, "token exchange endpoint")
+        self.log.append("POST " + url + " " + str(form.get("grant_type", "")))
+        hdrs = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded", **headers}
+        try:
+            status, raw = await self._fetch("POST", url, content=urlencode(dict(form)), headers=hdrs)
+        except httpx.HTTPError as exc:
+            raise OAuthFlowError(f"the request to {url} failed: {exc}") from exc
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = None
+        if status != 200 or not isinstance(data, dict):
+            error = data.get("error") if isinstance(data, dict) else None
+            refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {raw[:300].decode('utf-8', 'replace')}")
+            refused.oauth_error = str(error) if error else None
+            raise refused
+        return data
+
+    async def _token_request(
+        self, discovery: _Discovery, client: Mapping[str, Any], form: dict[str, str], resource: str | None
+    ) -> TokenSet:
+        """One token request: client authentication, a DPoP proof when tokens are bound (retried once with the
+        authorization server's nonce on ``use_dpop_nonce``, RFC 9449 §8), the answer checked and read."""
+        endpoint = str(discovery.metadata["token_endpoint"])
+        await self._check_target(endpoint, "token endpoint")
+        key = self._dpop_for(discovery)
+        for attempt in range(2):
+            body, headers = self._authenticated(discovery, client, form)
+            if key is not None:
+                headers["dpop"] = make_proof(key, "POST", endpoint, nonce=self._nonces.get(_origin(endpoint)))
+            self.log.append("POST " + endpoint + " " + form["grant_type"])
+            try:
+                status, answer_headers, raw = await fetch_capped_response(
+                    self._client(), "POST", endpoint, self.max_document_size, content=urlencode(body), headers=headers
+                )
+            except DocumentTooLarge as exc:
+                raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
+            except httpx.HTTPError as exc:
+                raise OAuthFlowError(f"token request failed: {exc}") from exc
+            fresh_nonce = self._remember_nonce(endpoint, answer_headers) if key is not None else None
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                data = {}
+            error = data.get("error") if isinstance(data, dict) else None
+            if error == "use_dpop_nonce" and fresh_nonce is not None and attempt == 0:
+                self.log.append("the authorization server asked for a DPoP nonce: retrying with it")
+                continue
+            break
+        if status != 200 or not isinstance(data, dict) or not data.get("access_token"):
+            kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
+            refused = kind(f"token request refused: HTTP {status} {data}")
+            refused.oauth_error = str(error) if error else None
+            raise refused
+        token_type = str(data.get("token_type", "")).lower()
+        if token_type not in ("bearer", "dpop") or (token_type == "dpop" and key is None):
+            raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
+        expires_in = data.get("expires_in")
+        return TokenSet(
+            access_token=str(data["access_token"]),
+            token_type="DPoP" if token_type == "dpop" else "Bearer",
+            refresh_token=data.get("refresh_token"),
+            expires_at=time.time() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
+            scope=data.get("scope") or form.get("scope"),
+            resource=resource,
+            dpop_jkt=key.thumbprint if token_type == "dpop" and key is not None else None,
+        )
+
+    def _authenticated(
+        self, discovery: _Discovery, client: Mapping[str, Any], form: Mapping[str, str]
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """The form and headers of a token request with the client's authentication: HTTP Basic, the secret in the
+        form, a fresh ``private_key_jwt`` assertion (RFC 7523 §2.2), or the bare ``client_id`` (public client)."""
+        headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
+        body = dict(form)
+        method = client.get("token_endpoint_auth_method") or "none"
+        client_id = client.get("client_id")
+        secret = client.get("client_secret")
+        if method == "private_key_jwt" and self.private_key is not None and client_id:
+            now = int(time.time())
+            claims = {
+                "iss": str(client_id),
+                "sub": str(client_id),
+                # RFC 7523bis / the client credentials extension: the audience is the issuer identifier
+                "aud": str(discovery.metadata.get("issuer") or discovery.issuer),
+                "iat": now,
+                "exp": now + 60,
+                "jti": secrets.token_urlsafe(16),
+            }
+            body["client_assertion_type"] = CLIENT_ASSERTION_TYPE
+            body["client_assertion"] = self.private_key.sign(claims)
+        elif method == "client_secret_basic" and secret and client_id:
+            pair = f"{quote(str(client_id), safe='')}:{quote(str(secret), safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+        elif client_id:
+            body["client_id"] = str(client_id)
+            if method == "client_secret_post" and secret:
+                body["client_secret"] = str(secret)
+        return body, headers
+
+
+def _origin(url: str) -> str:
+    parts = httpx.URL(url)
+    return f"{parts.scheme}://{parts.host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
