@@ -228,3 +228,45 @@ def test_edited_roots_reach_the_server(page: Any) -> None:
     assert "file:///srv/project" in box.locator("pre.text").first.text_content()
     if page.era == "handshake":  # 2026-07-28 has no roots/list_changed: the server asks for the roots each time
         page.wait_for_selector("#log li[data-dir='out'] .what:text('notifications/roots/list_changed')")
+
+
+LABELLED = """() => [...document.querySelectorAll('input, select, textarea')]
+  .filter(el => el.type !== 'hidden' && el.offsetParent !== null)
+  .filter(el => !(el.labels && el.labels.length) && !el.getAttribute('aria-label') && !el.closest('label'))
+  .map(el => el.outerHTML.slice(0, 80))"""
+
+
+def test_keyboard_labels_and_a_narrow_screen(page: Any) -> None:
+    page.focus("#tab-tools")
+    page.keyboard.press("ArrowDown")
+    assert page.get_attribute("#tab-resources", "aria-selected") == "true"
+    assert page.evaluate("document.activeElement.id") == "tab-resources"
+    page.keyboard.press("End")
+    assert page.get_attribute("#tab-server", "aria-selected") == "true"
+    page.keyboard.press("Home")
+    page.focus("#tools-list button[data-key='echo']")
+    page.keyboard.press("Enter")
+    page.focus("#tool-form [name='text']")
+    page.keyboard.type("typed")
+    page.keyboard.press("Control+Enter")  # calls the tool without the mouse (Enter is a new line in a text area)
+    page.wait_for_selector(".call[data-status='done'] pre.text:text('typed')", timeout=20_000)
+    for tab in ("tools", "resources", "prompts", "roots", "server"):
+        page.click(f"#tab-{tab}")
+        assert page.evaluate(LABELLED) == [], tab
+    page.set_viewport_size({"width": 420, "height": 900})
+    page.click("#tab-tools")
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    screenshot(page, f"{page.era}-narrow")
+
+
+def test_reconnect_in_the_other_era(page: Any) -> None:
+    other = "modern" if page.era == "handshake" else "handshake"
+    page.select_option("#mode", other)
+    page.click("#reconnect")
+    page.wait_for_selector(f"#era:has-text('{EXPECTED_VERSION[other]}')", timeout=20_000)
+    page.wait_for_selector("#tools-list button[data-key='echo']")
+    box = call_tool(page, "add", a="20", b="22")
+    assert re.search(r'"result":\s*42', box.locator("pre.json").text_content())
+    page.select_option("#mode", page.era)  # leave the era's inspector as the other tests expect it
+    page.click("#reconnect")
+    page.wait_for_selector(f"#era:has-text('{EXPECTED_VERSION[page.era]}')", timeout=20_000)

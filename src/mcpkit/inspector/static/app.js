@@ -288,7 +288,13 @@ function renderTool() {
     const r = await api("call", { name: tool.name, arguments: args });
     if (r.error) status.textContent = errorText(r.error);
   } }, form.el, raw, h("div", { class: "actions" }, h("button", { type: "submit", id: "call-button", text: `Call ${tool.name}` }), rawLabel), status);
-  box.append(f);
+  f.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+      e.preventDefault();
+      f.requestSubmit();
+    }
+  });
+  box.append(f, h("p", { class: "hint", text: "Ctrl+Enter calls the tool from any field." }));
   const schemas = h("details", {}, h("summary", { text: "Schemas" }), h("div", { class: "kind", text: "inputSchema" }), jsonView(tool.inputSchema || {}));
   if (tool.outputSchema) schemas.append(h("div", { class: "kind", text: "outputSchema" }), jsonView(tool.outputSchema));
   box.append(schemas);
