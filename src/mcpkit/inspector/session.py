@@ -154,8 +154,9 @@ class Inspector:
         name = info.get("name") if isinstance(info, dict) else None
         return name if isinstance(name, str) and name else self.target_description
 
-    def snapshot(self) -> dict[str, Any]:
-        """Everything a page needs to draw itself: the connection, the server, what runs and what waits."""
+    def snapshot(self, *, whole: bool = True) -> dict[str, Any]:
+        """Everything a page needs to draw itself: the connection, the server, what runs and what waits
+        (``whole=False`` leaves out the calls and the waiting requests, which have events of their own)."""
         client = self._client
         out: dict[str, Any] = {
             "status": self.status,
@@ -166,8 +167,8 @@ class Inspector:
             "pinnedVersion": self.protocol_version,
             "roots": self.roots,
             "subscriptions": sorted(self._subscriptions),
-            "calls": [c.public() for c in [*self._finished, *self._calls.values()]],
-            "pending": [r.public(self.server_name()) for r in self._pending.values()],
+            "calls": [c.public() for c in [*self._finished, *self._calls.values()]] if whole else [],
+            "pending": [r.public(self.server_name()) for r in self._pending.values()] if whole else [],
             "stderr": list(self._stderr),
             "log": self.log.stats(),
             "logLevel": self.log_level,
@@ -188,7 +189,7 @@ class Inspector:
     def _set_status(self, status: str, error: dict[str, Any] | None = None) -> None:
         self.status = status
         self.error = error
-        self.hub.publish("state", state=self.snapshot())
+        self.hub.publish("state", state=self.snapshot(whole=False))
 
     def set_extra(self, **values: Any) -> None:
         """Add to (or, with None, remove from) what the page shows of its host (see ``extra`` in the state)."""

@@ -5,6 +5,11 @@ import { buildForm, attachCompletion } from "./forms.js";
 import { blocksView, contentsView, messagesView } from "./render.js";
 
 const MAX_LOG_ROWS = 2000;
+
+// Views a finished call may also be shown in, above its content blocks: each is (call, tool) => Element | null,
+// where tool is the tool's definition (its _meta included). The first that returns an element is used. This is
+// where an interactive view of a tool result (MCP Apps, in a sandboxed frame on another origin) is to be hosted.
+export const resultViews = [];
 const $ = (id) => document.getElementById(id);
 
 // ---------------------------------------------------------------------------------------------- token, api
@@ -329,6 +334,13 @@ function renderCall(call) {
     if (p) box.append(h("div", { class: "progress-text", text: `${p.progress}${typeof p.total === "number" ? " of " + p.total : ""}${p.message ? " · " + p.message : ""}` }));
   }
   if (result) {
+    for (const view of resultViews) {
+      const el = view(call, call.tool || null);
+      if (el) {
+        box.append(h("div", { class: "result-view" }, el));
+        break;
+      }
+    }
     box.append(blocksView(result.content, { read: (uri) => openResource(uri) }));
     if (result.structuredContent !== undefined) {
       const v = call.validation || {};
@@ -337,7 +349,6 @@ function renderCall(call) {
     } else if (call.validation && call.validation.state === "invalid") {
       box.append(h("div", { class: "badge bad", text: call.validation.message }));
     }
-    // (a tool result that links to an interactive view would be hosted here: see the inspector guide)
   }
   if (call.error) box.append(errorView(call.error));
   if (call.status !== "running" && call.ended) box.append(h("div", { class: "muted", text: `${((call.ended - call.started) * 1000).toFixed(0)} ms` }));
