@@ -185,8 +185,15 @@ def test_hostile_names_descriptions_and_results_render_as_text_and_run_nothing(
         # a resource_link to javascript: is read through MCP on request, never navigated to
         done.locator("button", has_text="Read it").click()
         page.locator("#resource-detail .contents, #resource-detail .banner").first.wait_for(timeout=10_000)
-        # a URL elicitation to javascript: is shown, never opened
+        # structured content that does not match the tool's outputSchema is shown, and said so; audio plays
         page.click("#tab-tools")
+        page.click("#tools-list button[data-key='mismatch']")
+        page.click("#call-button")
+        checked = page.locator(".call[data-status='done']", has_text="mismatch")
+        checked.wait_for(timeout=20_000)
+        assert "does not match its outputSchema" in checked.locator(".validation").text_content()
+        assert checked.locator("audio").get_attribute("src").startswith("data:audio/wav;base64,")
+        # a URL elicitation to javascript: is shown, never opened
         page.click("#tools-list button[data-key='phish']")
         page.click("#call-button")
         ask = page.locator(".ask[data-kind='elicitation']")

@@ -50,6 +50,12 @@ def tools() -> list[dict[str, Any]]:
             "annotations": {"title": evil("annotation")},
         },
         {"name": "phish", "description": "asks you to open a javascript: URL", "inputSchema": {"type": "object"}},
+        {
+            "name": "mismatch",
+            "description": "structured output that does not match its outputSchema, and a sound",
+            "inputSchema": {"type": "object"},
+            "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+        },
     ]
 
 
@@ -98,7 +104,22 @@ def handle(msg: dict[str, Any]) -> None:
     elif method == "tools/list":
         result(rid, {"tools": tools()})
     elif method == "tools/call":
-        if params.get("name") == "phish":
+        if params.get("name") == "mismatch":
+            wav = base64.b64encode(
+                b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00"
+                b"@\x1f\x00\x00\x01\x00\x08\x00data\x00\x00\x00\x00"
+            ).decode()
+            result(
+                rid,
+                {
+                    "content": [
+                        {"type": "text", "text": '{"n": "five"}'},
+                        {"type": "audio", "mimeType": "audio/wav", "data": wav},
+                    ],
+                    "structuredContent": {"n": "five"},
+                },
+            )
+        elif params.get("name") == "phish":
             PENDING[f"ask-{rid}"] = rid
             send(
                 {
