@@ -43,7 +43,7 @@ from typing import Any
 from .protocol.errors import InvalidParams, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
-from .proxy_upstream import _ASKING, Upstream, _Exchange
+from .proxy_upstream import _ASKING, ProgressRelay, Upstream, _Exchange
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
 from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri
@@ -294,32 +294,17 @@ class ProxyServer(MCPKit):
     async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
         """One request upstream for ``sctx``: on the client session's own upstream session (handshake era), or on a
         leased pool connection (2026-07-28), suspended while the client answers what the upstream asks."""
-        progress = None
-        if sctx.meta.get("progressToken") is not None:
-
-            async def progress(p: float, total: float | None, message: str | None) -> None:
-                await sctx.report_progress(p, total, message)
-
+        progress = ProgressRelay(lambda: sctx) if sctx.meta.get("progressToken") is not None else None
         if not sctx.features.modern and sctx.session is not None:
+            try:
+                return await self._forward_session(sctx, upstream, method, params, progress)
+            finally:
+                if progress is not None:
+                    progress.close()
             if upstream.modern:  # a stateless upstream: its shared connection; its input rounds asked of this client
                 level = sctx.session.log_level
                 if level is not None:  # the session's level rides on each 2026-07-28 request
                     params.setdefault("_meta", {})[META_LOG_LEVEL] = level
-                lease = await upstream.lease(sctx)
-                token = _ASKING.set(sctx)
-                try:
-                    assert lease.conn.client is not None
-                    return await lease.conn.client.session.request(method, params, on_progress=progress)
-                finally:
-                    _ASKING.reset(token)
-                    await upstream.release(lease)
-            conn = await upstream.session_conn(sctx.session)  # type: ignore[arg-type]
-            assert conn.client is not None
-            conn.inflight.append(sctx)
-            try:
-                return await conn.client.session.request(method, params, on_progress=progress)
-            finally:
-                conn.inflight.remove(sctx)
         state = sctx.input_state
         if isinstance(state, dict) and isinstance(state.get("x"), str):
             exchange = self._exchanges.pop(state["x"], None)
@@ -336,6 +321,8 @@ class ProxyServer(MCPKit):
                         future.set_exception(MCPError(f"the client sent no answer to {key!r}"))
             exchange.pending = {}
             exchange.lease.sctx = sctx
+            if exchange.relay is None and progress is not None:
+                exchange.relay = progress
             return await self._await_exchange(exchange, method, upstream)
         if isinstance(state, dict) and "u" in state:  # the upstream's own round (it speaks 2026-07-28)
             if state["u"] is not None:
@@ -347,10 +334,48 @@ class ProxyServer(MCPKit):
         assert lease.conn.client is not None
         if upstream.modern and sctx.log_level is not None:
             params.setdefault("_meta", {})[META_LOG_LEVEL] = sctx.log_level
-        task = asyncio.get_running_loop().create_task(
+        exchange = _Exchange(lease, None, progress)  # type: ignore[arg-type]
+        if progress is not None:
+            progress.target = lambda: exchange.lease.sctx
+        exchange.task = asyncio.get_running_loop().create_task(
             lease.conn.client.session.request(method, params, on_progress=progress, answer_input=False)
         )
-        return await self._await_exchange(_Exchange(lease, task), method, upstream)
+        return await self._await_exchange(exchange, method, upstream)
+
+    async def _forward_session(
+        self,
+        sctx: ServerRequestContext,
+        upstream: Upstream,
+        method: str,
+        params: JSONDict,
+        progress: ProgressRelay | None,
+    ) -> JSONDict:
+        """A handshake-era client's request: on its own upstream session (or a 2026-07-28 upstream's connection,
+        whose input rounds are asked of this client as server->client requests)."""
+        assert sctx.session is not None
+        if upstream.modern:
+            level = sctx.session.log_level
+            if level is not None:  # the session's level rides on each 2026-07-28 request
+                params.setdefault("_meta", {})[META_LOG_LEVEL] = level
+            lease = await upstream.lease(sctx)
+            token = _ASKING.set(sctx)
+            try:
+                assert lease.conn.client is not None
+                result = await lease.conn.client.session.request(method, params, on_progress=progress)
+            finally:
+                _ASKING.reset(token)
+                await upstream.release(lease)
+        else:
+            conn = await upstream.session_conn(sctx.session)  # type: ignore[arg-type]
+            assert conn.client is not None
+            conn.inflight.append(sctx)
+            try:
+                result = await conn.client.session.request(method, params, on_progress=progress)
+            finally:
+                conn.inflight.remove(sctx)
+        if progress is not None:
+            await progress.flush()
+        return result
 
     async def _await_exchange(self, exchange: _Exchange, method: str, upstream: Upstream) -> JSONDict:
         lease = exchange.lease
@@ -368,6 +393,9 @@ class ProxyServer(MCPKit):
         if not asked.done():
             asked.cancel()
             await upstream.release(lease)
+            if exchange.relay is not None:
+                await exchange.relay.flush()
+                exchange.relay.close()
             result = exchange.task.result()
             if result.get("resultType") == "input_required":  # the upstream's own round (2026-07-28)
                 upstream_asks = result.get("inputRequests")
@@ -391,6 +419,8 @@ class ProxyServer(MCPKit):
                 item = lease.asks.get_nowait()
             except asyncio.QueueEmpty:
                 break
+        if exchange.relay is not None:
+            await exchange.relay.flush()
         ident = f"{next(self._ids)}-{id(exchange):x}"
         self._exchanges[ident] = exchange
         exchange.expiry = asyncio.get_running_loop().call_later(self.suspended_timeout, self._expire, ident, upstream)

@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 import logging
 import weakref
+from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
@@ -58,6 +59,7 @@ class _Conn:
         self.client: Client | None = None
         self.inflight: list[ServerRequestContext] = []
         self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
+        self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
 
     @property
     def lease(self) -> _Lease | None:
@@ -116,7 +118,7 @@ class _Conn:
         if method.endswith("/list_changed"):
             if self.session is not None and not self.session.closed:
                 await self.session.notify(method, None)
-            elif self.primary:
+            elif self.session is None:  # the primary or a pool connection: the listen streams hear of it
                 proxy.offer_listeners(method, {}, kind=method.split("/")[1])
         elif method == "notifications/resources/updated" and params is not None:
             uri = params.get("uri")
@@ -135,6 +137,21 @@ def _ask_capability(method: str) -> str:
     return {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}.get(method, "roots")
 
 
+def caps_key(caps: JSONDict | None) -> str:
+    """What of a client's capabilities an upstream connection declares, as a key (None: everything)."""
+    if caps is None:
+        return "*"
+    sampling, elicitation = caps.get("sampling"), caps.get("elicitation")
+    parts = [
+        "roots" if "roots" in caps else "",
+        "sampling" if sampling is not None else "",
+        "tools" if isinstance(sampling, dict) and "tools" in sampling else "",
+        "elicitation" if elicitation is not None else "",
+        "url" if isinstance(elicitation, dict) and "url" in elicitation else "",
+    ]
+    return ",".join(parts)
+
+
 class _Lease:
     """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks``."""
 
@@ -144,11 +161,48 @@ class _Lease:
         self.asks: asyncio.Queue[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = asyncio.Queue(64)
 
 
+class ProgressRelay:
+    """Upstream progress relayed to the client in order: the engine calls it synchronously (so no update is
+    coalesced away), a task sends them one after the other; :meth:`flush` waits until all are sent (before the
+    answer goes out). ``target()`` names the request they belong to now."""
+
+    def __init__(self, target: Callable[[], ServerRequestContext]) -> None:
+        self.target = target
+        self.queue: asyncio.Queue[tuple[float, float | None, str | None]] = asyncio.Queue(256)
+        self.task: asyncio.Task[None] | None = None
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        with contextlib.suppress(asyncio.QueueFull):  # (a bounded backlog: beyond it, updates are dropped)
+            self.queue.put_nowait((progress, total, message))
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            item = await self.queue.get()
+            try:
+                await self.target().report_progress(*item)
+            except Exception:
+                pass
+            finally:
+                self.queue.task_done()
+
+    async def flush(self) -> None:
+        if self.task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.queue.join(), 5.0)
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
 class _Exchange:
     """An upstream request of a 2026-07-28 client, suspended while its client answers input requests."""
 
-    def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict]) -> None:
+    def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict], relay: ProgressRelay | None) -> None:
         self.lease = lease
+        self.relay = relay
         self.task = task
         self.pending: dict[str, asyncio.Future[JSONDict]] = {}
         self.expiry: asyncio.TimerHandle | None = None
@@ -170,7 +224,7 @@ class Upstream:
         self.info: JSONDict | None = None
         self.instructions: str | None = None
         self.modern = False
-        self._idle: list[_Conn] = []
+        self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
         self._pool_count = 0
         self._pool_free = asyncio.Condition()
         self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
@@ -219,9 +273,13 @@ class Upstream:
                 "(mcpkit.proxy(..., allow_private_network=True) allows it)"
             )
 
-    async def _open(self, session: ServerSession | None, *, primary: bool = False) -> _Conn:
+    async def _open(
+        self, session: ServerSession | None, *, primary: bool = False, caps: JSONDict | None = None
+    ) -> _Conn:
         conn = _Conn(self, session, primary)
-        caps = session.client_capabilities if session is not None else None
+        if session is not None:
+            caps = session.client_capabilities
+        conn.caps = caps
         handlers: dict[str, Any] = {}
         if caps is None or "sampling" in caps:
             handlers["sampling_handler"] = conn.sample
@@ -239,7 +297,7 @@ class Upstream:
             logging_handler=conn.log,
             on_notification=conn.notified,
             reconnect=False,
-            relay_elicitation=True,
+            relay_answers=True,
             **options,
         )
         await client.connect()
@@ -298,18 +356,31 @@ class Upstream:
             lease = _Lease(primary, sctx)
             primary.leases.append(lease)
             return lease
+        # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
+        # connection serves the requests whose clients declared what it declared
+        key = caps_key(sctx.client_capabilities)
+        evicted: _Conn | None = None
         async with self._pool_free:
             if not self._pool_count:
-                self._idle.append(primary)
+                self._idle.setdefault(caps_key(None), []).append(primary)
                 self._pool_count = 1
-            while not self._idle and self._pool_count >= self.proxy.pool_size:
+            while not self._idle.get(key) and self._pool_count >= self.proxy.pool_size:
+                spare = next((c for idle in self._idle.values() for c in idle if not c.primary), None)
+                if spare is not None:  # an idle connection declaring other capabilities makes room
+                    self._idle[caps_key(spare.caps)].remove(spare)
+                    self._pool_count -= 1
+                    evicted = spare
+                    break
                 await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
-            conn = self._idle.pop() if self._idle else None
+            idle = self._idle.get(key)
+            conn = idle.pop() if idle else None
             if conn is None:
                 self._pool_count += 1
+        if evicted is not None:
+            await self._close(evicted)
         if conn is None:
             try:
-                conn = await self._open(None)
+                conn = await self._open(None, caps=sctx.client_capabilities)
             except BaseException:
                 async with self._pool_free:
                     self._pool_count -= 1
@@ -327,7 +398,7 @@ class Upstream:
             return
         async with self._pool_free:
             if conn.client is not None and conn.client.connected:
-                self._idle.append(conn)
+                self._idle.setdefault(caps_key(conn.caps), []).append(conn)
             else:
                 self._pool_count -= 1
             self._pool_free.notify()
@@ -350,4 +421,4 @@ class Upstream:
         self._pool_count = 0
 
 
-__all__ = ["ProxyHost", "Upstream"]
+__all__ = ["ProgressRelay", "ProxyHost", "Upstream"]

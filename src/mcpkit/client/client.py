@@ -123,8 +123,9 @@ class Client(ClientConnection):
         headers: extra HTTP headers (HTTP/SSE/WS targets).
         transport: force "http", "sse" or "ws" for a URL.
         transport_options: passed to the transport constructor.
-        relay_elicitation: pass an elicitation handler's ``{"action": ...}`` answer on as it is, without filling in
-            the requested schema's defaults or checking it (what a proxy does with its own client's answer).
+        relay_answers: send the sampling and elicitation handlers' answers as they are (checked, but without the
+            requested schema's defaults filled in or default fields added): what a proxy does with its own
+            client's answers.
     """
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:

@@ -102,7 +102,7 @@ class ClientConnection:
         transport: str | None = None,
         transport_options: Mapping[str, Any] | None = None,
         experimental: JSONDict | None = None,
-        relay_elicitation: bool = False,
+        relay_answers: bool = False,
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
@@ -122,6 +122,7 @@ class ClientConnection:
             "max_concurrency": max_concurrency,
             "max_batch_size": max_batch_size,
             "experimental": experimental,
+            "relay_answers": relay_answers,
         }
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
@@ -129,7 +130,7 @@ class ClientConnection:
         self._sampling_handler = sampling_handler
         self._elicitation_handler = elicitation_handler
         self._logging_handler = logging_handler
-        self._relay_elicitation = relay_elicitation
+        self._relay_answers = relay_answers
         self._on_notification = on_notification
         self.log_level = log_level
         self.timeout = timeout
@@ -262,7 +263,7 @@ class ClientConnection:
     async def _elicit(self, params: JSONDict) -> JSONDict:
         assert self._elicitation_handler is not None
         answer = await _maybe_await(self._elicitation_handler(params))
-        if self._relay_elicitation and isinstance(answer, dict) and "action" in answer:
+        if self._relay_answers and isinstance(answer, dict) and "action" in answer:
             return answer  # a proxy relays its own client's answer as it is (no defaults filled in)
         return _elicitation_result(answer, params)
 

@@ -149,6 +149,7 @@ class ClientSession:
         experimental: JSONDict | None = None,
         keepalive: float | None = None,
         keepalive_timeout: float = 10.0,
+        relay_answers: bool = False,
     ) -> None:
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
@@ -173,6 +174,7 @@ class ClientSession:
         self.max_input_requests = max_input_requests
         self.max_input_reply_size = max_input_reply_size
         self.experimental = experimental
+        self.relay_answers = relay_answers  # answers to the server's requests sent as the handlers gave them
         self.peer = Peer(
             conn,
             request_handler=self._on_request,
@@ -455,7 +457,8 @@ class ClientSession:
             if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
                 raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
             result = _as_dict(await _maybe_await(self.sampling_handler(params)))
-            return _validated(CreateMessageResult, result, "sampling")
+            checked = _validated(CreateMessageResult, result, "sampling")
+            return result if self.relay_answers else checked
         if method == "elicitation/create":
             if self.elicitation_handler is None:
                 raise MethodNotFound("Method not found: elicitation/create (elicitation not supported)")
@@ -463,7 +466,8 @@ class ClientSession:
             if mode == "url" and not self.elicitation_url:
                 raise InvalidParams("URL-mode elicitation is not supported by this client")
             result = _as_dict(await _maybe_await(self.elicitation_handler(params)))
-            return _validated(ElicitResult, result, "elicitation")
+            checked = _validated(ElicitResult, result, "elicitation")
+            return result if self.relay_answers else checked
         raise MethodNotFound(f"Method not found: {method}")
 
     async def _roots_list(self) -> list[JSONDict]:
