@@ -230,7 +230,42 @@ def legacy_app(version: str) -> MCPKit:
     return app
 
 
+def cached_app() -> MCPKit:
+    """Lists and a resource with 2026-07-28 caching hints; tools report how often the server was asked."""
+    app = MCPKit("cached", list_ttl_ms=60_000, list_cache_scope="public")
+    counts = {"tools/list": 0, "reads": 0}
+
+    @app.resource("data://clock", ttl_ms=60_000, cache_scope="private")
+    def clock() -> str:
+        counts["reads"] += 1
+        return f"read {counts['reads']}"
+
+    @app.tool
+    def asked() -> dict[str, int]:
+        return dict(counts)
+
+    @app.tool
+    def grow(name: str) -> str:
+        app.add_tool(lambda: name, name=name)
+        return "grown"
+
+    @app.tool
+    async def touch() -> str:
+        await app.notify_resource_updated("data://clock")
+        return "touched"
+
+    original = app._handlers["tools/list"]
+
+    def counting(ctx: Any, params: Any) -> Any:
+        counts["tools/list"] += 1
+        return original(ctx, params)
+
+    app.set_handler("tools/list", counting)
+    return app
+
+
 APPS = {
+    "cached": cached_app,
     "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
     "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,

@@ -123,6 +123,10 @@ class Client(ClientConnection):
         headers: extra HTTP headers (HTTP/SSE/WS targets).
         transport: force "http", "sse" or "ws" for a URL.
         transport_options: passed to the transport constructor.
+        cache: the 2026-07-28 caching hints honoured (default on): list pages and reads reused while fresh, per
+            ``cacheScope``, dropped on ``list_changed`` (see :mod:`mcpkit.client.cache`); False turns it off, a
+            :class:`~mcpkit.client.cache.ResponseCache` sets its bounds or its identity.
+        middleware: a chain around every call (see :mod:`mcpkit.client.middleware`: ``Retry``, ``CallLogging``).
         relay_answers: send the sampling and elicitation handlers' answers as they are (checked, but without the
             requested schema's defaults filled in or default fields added): what a proxy does with its own
             client's answers.
@@ -143,7 +147,13 @@ class Client(ClientConnection):
 
     async def _page(self, method: str, cursor: str | None) -> JSONDict:
         params = {"cursor": cursor} if cursor is not None else None
-        return await self._call(method, lambda s: s.request(method, params))
+        cache = self.cache
+        if cache is not None and (hit := cache.get(method, params)) is not None:
+            return hit
+        page = await self._call(method, lambda s: s.request(method, params))
+        if cache is not None:
+            cache.put(method, params, page)
+        return page
 
     async def _walk(self, method: str, key: str, max_pages: int | None, max_items: int | None) -> list[JSONDict]:
         pages = self.max_pages if max_pages is None else max_pages
@@ -312,10 +322,18 @@ class Client(ClientConnection):
     async def read_resource(self, uri: str, *, timeout: float | EllipsisType | None = ...) -> ReadResourceResult:
         """``resources/read``: the resource's contents (text and/or blobs)."""
 
-        async def op(s: ClientSession) -> ReadResourceResult:
-            return ReadResourceResult.model_validate(await s.request("resources/read", {"uri": uri}, timeout=timeout))
+        params = {"uri": uri}
+        cache = self.cache
+        if cache is not None and (hit := cache.get("resources/read", params)) is not None:
+            return ReadResourceResult.model_validate(hit)
 
-        return await self._call("resources/read", op)
+        async def op(s: ClientSession) -> JSONDict:
+            return await s.request("resources/read", params, timeout=timeout)
+
+        raw = await self._call("resources/read", op)
+        if cache is not None:
+            cache.put("resources/read", params, raw)
+        return ReadResourceResult.model_validate(raw)
 
     async def read_text(self, uri: str) -> str:
         """The text of a resource (its text contents joined); raises for a binary-only resource."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Self, TypeVar
 
@@ -25,8 +25,10 @@ from ..protocol.types import (
     Tool,
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from .cache import ResponseCache
 from .handlers import Watch, _elicitation_result, _maybe_await, _sampling_result
 from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider
+from .middleware import ClientCall, ClientMiddleware, run_chain
 from .targets import OpenedTarget, ServerStartError, Target, open_target, parse_target
 
 logger = logging.getLogger("mcpkit.client")
@@ -103,6 +105,8 @@ class ClientConnection:
         transport_options: Mapping[str, Any] | None = None,
         experimental: JSONDict | None = None,
         relay_answers: bool = False,
+        cache: ResponseCache | bool = True,
+        middleware: Sequence[ClientMiddleware] = (),
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
@@ -131,6 +135,9 @@ class ClientConnection:
         self._elicitation_handler = elicitation_handler
         self._logging_handler = logging_handler
         self._relay_answers = relay_answers
+        # the 2026-07-28 caching hints honoured (client/cache.py); the call chain (client/middleware.py)
+        self.cache: ResponseCache | None = ResponseCache() if cache is True else (cache or None)
+        self._middleware = tuple(middleware)
         self._on_notification = on_notification
         self.log_level = log_level
         self.timeout = timeout
@@ -246,7 +253,9 @@ class ClientConnection:
 
     def _new_session(self, conn: Any) -> ClientSession:
         opts = dict(self._session_options)
-        return ClientSession(
+        if self.cache is not None:
+            self.cache.clear()  # (a new connection: nothing the old one cached is known to hold)
+        session = ClientSession(
             conn,
             roots=self._roots,
             sampling_handler=self._sample if self._sampling_handler is not None else None,
@@ -255,6 +264,9 @@ class ClientConnection:
             notification_handler=self._notification,
             **opts,
         )
+        if self.cache is not None:
+            session.seen = self.cache.invalidate  # every notification, listen streams' included
+        return session
 
     async def _sample(self, params: JSONDict) -> Any:
         assert self._sampling_handler is not None
@@ -337,6 +349,13 @@ class ClientConnection:
         return isinstance(exc, SessionExpired) and not exc.reinitialized
 
     async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
+        if not self._middleware:
+            return await self._call_once(method, op, safe)
+        call = ClientCall(method, safe if safe is not None else method in SAFE_METHODS)
+        result: T = await run_chain(self._middleware, call, lambda: self._call_once(method, op, safe))
+        return result
+
+    async def _call_once(self, method: str, op: Callable[[ClientSession], Awaitable[T]], safe: bool | None) -> T:
         session = self.session
         try:
             return await op(session)

@@ -175,6 +175,7 @@ class ClientSession:
         self.max_input_reply_size = max_input_reply_size
         self.experimental = experimental
         self.relay_answers = relay_answers  # answers to the server's requests sent as the handlers gave them
+        self.seen: Callable[[str, JSONDict | None], None] | None = None  # told of every notification (a cache)
         self.peer = Peer(
             conn,
             request_handler=self._on_request,
@@ -491,6 +492,8 @@ class ClientSession:
         return await self._serve_client_request(rc.method, rc.params or {})
 
     async def _on_notification(self, method: str, params: JSONDict | None) -> None:
+        if self.seen is not None:
+            self.seen(method, params)
         if params is not None:
             meta = params.get("_meta")
             if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
