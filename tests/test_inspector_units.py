@@ -151,3 +151,24 @@ async def test_the_inspector_listens_on_loopback_only() -> None:
     for host in ("0.0.0.0", "192.168.1.5", "::"):
         with pytest.raises(ValueError, match="loopback"):
             await start_inspector(Inspector(_everything()), host=host)
+
+
+async def test_the_inspector_asks_the_server_every_time_even_when_it_says_cache() -> None:
+    from mcpkit import MCPKit
+
+    app = MCPKit("cached", list_ttl_ms=60_000, list_cache_scope="public")
+
+    @app.tool
+    def ping_tool() -> str:
+        """A tool."""
+        return "pong"
+
+    inspector = Inspector(app, mode="modern")
+    await inspector.connect()
+    try:
+        for _ in range(2):
+            assert [t["name"] for t in (await inspector.list_page("tools"))["items"]] == ["ping_tool"]
+        asked = [e for e in inspector.log.entries() if e.method == "tools/list" and e.direction == "out"]
+        assert len(asked) == 2  # a Refresh shows what the server answers now, and its messages
+    finally:
+        await inspector.aclose()

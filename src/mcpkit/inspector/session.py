@@ -237,6 +237,7 @@ class Inspector:
                 on_notification=self._on_notification,
                 timeout=self.timeout,
                 connect_timeout=self.connect_timeout,
+                cache=False,  # an inspector shows what the server answers now, and every message it takes
                 **self.client_options,
             )
             try:
