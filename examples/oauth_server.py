@@ -9,6 +9,9 @@ Layout (one origin, two roles):
 - the MCP endpoint /mcp wrapped by ``protect``: 401 + ``WWW-Authenticate: Bearer resource_metadata=...`` without a
   token, Protected Resource Metadata at /.well-known/oauth-protected-resource/mcp, JWTs checked against /jwks with
   the audience http://127.0.0.1:PORT/mcp. The ``admin`` tool needs the ``mcp:admin`` scope (403 step-up).
+- one process, so the resource server also asks the authorization server's revocation ledger about every token:
+  the access token issued from an authorization code that was later replayed is refused (401) at once, not when it
+  expires (RFC 6749 §4.1.2). DPoP is accepted too: a client that proves a key gets tokens bound to it.
 
 In production, point ``JWTVerifier`` at your real authorization server's JWKS and drop ``AuthorizationServer``.
 """
@@ -49,6 +52,7 @@ def build(host: str, port: int) -> AuthorizationServer:
         scopes_supported=["mcp:read", "mcp:admin"],
         default_scopes=["mcp:read"],
         resources=[resource],
+        dpop=True,
     )
     authz.app = protect(
         create_app(mcp),
@@ -59,6 +63,8 @@ def build(host: str, port: int) -> AuthorizationServer:
         scopes_supported=["mcp:read", "mcp:admin"],
         scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
         resource_name="mcpkit OAuth example",
+        revocation=authz.revocation,  # the same process: a revoked grant's tokens are refused before they expire
+        dpop=True,
     )
     return authz
 

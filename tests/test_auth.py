@@ -104,9 +104,10 @@ async def stack(
     required: tuple[str, ...] = (),
     scope_rule: Any = None,
     as_options: dict[str, Any] | None = None,
-    rs_options: dict[str, Any] | None = None,
+    rs_options: dict[str, Any] | Callable[[AuthorizationServer], dict[str, Any]] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
-    """An AS on one port, the protected MCP server (JWTVerifier against the AS's JWKS) on another."""
+    """An AS on one port, the protected MCP server (JWTVerifier against the AS's JWKS) on another. ``rs_options``
+    may be a callable of the AS (options that need it, e.g. ``revocation=authz.revocation``)."""
     holder: dict[str, Any] = {}
 
     def make_as(base: str) -> AuthorizationServer:
@@ -128,7 +129,7 @@ async def stack(
                 required_scopes=required,
                 scopes_supported=scopes_supported,
                 scope_rule=scope_rule,
-                **(rs_options or {}),
+                **(rs_options(holder["as"]) if callable(rs_options) else rs_options or {}),
             )
 
         async with serve(make_rs) as (rs_base, rs_log):

@@ -212,7 +212,12 @@ def _basic(client_id: str, secret: str) -> dict[str, str]:
 
 
 async def _code_tokens(
-    http: httpx.AsyncClient, base: str, client_id: str, secret: str | None = None, scope: str | None = None
+    http: httpx.AsyncClient,
+    base: str,
+    client_id: str,
+    secret: str | None = None,
+    scope: str | None = None,
+    resource: str | None = None,
 ) -> dict[str, Any]:
     """Run /authorize (auto-approved) and /token for ``client_id``; returns the token response."""
     verifier, challenge = pkce_pair()
@@ -223,6 +228,7 @@ async def _code_tokens(
         "code_challenge": challenge,
         "code_challenge_method": "S256",
         **({"scope": scope} if scope else {}),
+        **({"resource": resource} if resource else {}),
     }
     loc = (await http.get(base + "/authorize?" + urlencode(q))).headers["location"]
     answer = dict(parse_qsl(urlsplit(loc).query))
@@ -233,6 +239,7 @@ async def _code_tokens(
         "code": answer["code"],
         "redirect_uri": REDIRECT,
         "code_verifier": verifier,
+        **({"resource": resource} if resource else {}),
     }
     headers = _basic(client_id, secret) if secret else {}
     if not secret:
@@ -702,3 +709,83 @@ async def test_issue12_legacy_sse_session_takes_messages_from_its_principal_only
         assert as_bob.status_code == 404
         as_alice = await http.post(url, json=body, headers={"authorization": "Bearer alice"})
         assert as_alice.status_code == 202
+
+
+# ---------------------------------------------------------------------------------------------------- revocation, DPoP
+def _example_oauth_server() -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "oauth_server.py"
+    spec = importlib.util.spec_from_file_location("example_oauth_server", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+async def test_a_replayed_codes_access_token_is_refused_at_the_colocated_resource_server() -> None:
+    """RFC 6749 §4.1.2: the access token issued from a code that was then replayed worked at /mcp until it expired
+    (the resource server checked the JWT offline). In one process the resource server asks the authorization
+    server's ledger: the replay revokes the grant and its access token gets 401 at once (examples/oauth_server.py)."""
+    example = _example_oauth_server()
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> Any:
+        parts = urlsplit(base)
+        holder["as"] = example.build(parts.hostname, parts.port)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+        client = (await http.post(base + "/register", json={"redirect_uris": [REDIRECT]})).json()
+        mcp = base + "/mcp"
+        tokens = await _code_tokens(http, base, client["client_id"], client["client_secret"], "mcp:read", mcp)
+        assert tokens["_status"] == 200
+        bearer = {**HS, "authorization": f"Bearer {tokens['access_token']}"}
+        ok = await http.post(base + "/mcp", json=initialize_body("2025-06-18"), headers=bearer)
+        assert ok.status_code == 200, ok.text
+        replay = await http.post(
+            base + "/token", data=tokens["_form"], headers=_basic(client["client_id"], client["client_secret"])
+        )
+        assert replay.status_code == 400 and replay.json()["error"] == "invalid_grant"
+        refused = await http.post(base + "/mcp", json=initialize_body("2025-06-18"), headers=bearer)
+        assert refused.status_code == 401 and refused.json()["error"] == "invalid_token"
+        assert "revoked" in refused.json()["error_description"]
+        # another grant of the same client is untouched
+        other = await _code_tokens(http, base, client["client_id"], client["client_secret"], "mcp:read", mcp)
+        fine = {**HS, "authorization": f"Bearer {other['access_token']}"}
+        assert (await http.post(base + "/mcp", json=initialize_body("2025-06-18"), headers=fine)).status_code == 200
+
+
+async def test_a_revocation_check_that_fails_refuses_the_request() -> None:
+    class Broken:
+        async def revoked(self, token: AccessToken) -> bool:
+            raise ConnectionError("the ledger is down")
+
+    async with stack(rs_options={"revocation": Broken()}) as s, httpx.AsyncClient() as http:
+        token = _forge(s["as"], aud=s["mcp_url"])
+        r = await http.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers={**HS, **_bearer(token)})
+        assert r.status_code == 401 and "revocation status is unknown" in r.json()["error_description"]
+
+
+async def test_a_replayed_dpop_proof_is_refused() -> None:
+    """A DPoP proof captured with its token (a logging proxy, a leaked trace) is replayed within its iat window:
+    the resource server has seen its jti and refuses it (RFC 9449 §11.1); the token without a proof of its own
+    is useless."""
+    from mcpkit.auth import SigningKey
+    from mcpkit.auth.dpop import make_proof
+
+    async with stack(rs_options={"dpop": True}) as s, httpx.AsyncClient() as http:
+        key = SigningKey.generate()
+        token = _forge(s["as"], aud=s["mcp_url"], cnf={"jkt": key.thumbprint})
+        headers = {
+            **HS,
+            "authorization": f"DPoP {token}",
+            "dpop": make_proof(key, "POST", s["mcp_url"], access_token=token),
+        }
+        first = await http.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=headers)
+        assert first.status_code == 200
+        replayed = await http.post(s["mcp_url"], json=initialize_body("2025-06-18"), headers=headers)
+        assert replayed.status_code == 401 and replayed.json()["error"] == "invalid_dpop_proof"
+        assert "replay" in replayed.json()["error_description"]
+        assert replayed.headers["www-authenticate"].startswith("DPoP ")

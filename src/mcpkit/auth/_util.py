@@ -192,3 +192,4 @@ class _OAuthError(Exception):
         self.error = error
         self.description = description
         self.status = status
+        self.headers: list[tuple[bytes, bytes]] = []  # extra response headers (a DPoP-Nonce)

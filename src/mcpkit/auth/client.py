@@ -236,7 +236,9 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         authorized = False
         attempt = 0
         while True:
-            if response.status_code == 401 and not nonce_retried and self._wants_nonce(response, tokens):
+            if response.status_code == 401 and self._wants_nonce(response, tokens):
+                if nonce_retried:
+                    return  # the server refuses the nonce it gave: a new token would not help
                 # RFC 9449 §9: the MCP server wants its nonce in the proof; once per token, with a fresh proof
                 nonce_retried = True
                 self._present(request, tokens)

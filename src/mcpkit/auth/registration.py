@@ -7,7 +7,7 @@ pre-registered client). :class:`ClientRegistration` is the base class of ``Autho
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import orjson
@@ -24,7 +24,28 @@ from .storage import (
     ClientRecord,
 )
 
-__all__ = ["ClientRegistration"]
+__all__ = ["AUTH_METHODS", "ClientRegistration"]
+
+AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
+_MAX_KEYS = 8  # public keys one private_key_jwt client may register
+_PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
+
+
+def _public_jwks(jwks: Any) -> dict[str, Any]:
+    """A registered JWK Set, checked: at most 8 asymmetric public keys that load (no private or symmetric key)."""
+    import jwt
+
+    keys = jwks.get("keys") if isinstance(jwks, Mapping) else None
+    if not isinstance(keys, list) or not keys or len(keys) > _MAX_KEYS:
+        raise ValueError(f"jwks must be a JWK Set of 1 to {_MAX_KEYS} public keys")
+    for key in keys:
+        if not isinstance(key, dict) or key.get("kty") not in ("EC", "RSA", "OKP") or _PRIVATE_MEMBERS & set(key):
+            raise ValueError("jwks must hold asymmetric public keys only")
+        try:
+            jwt.PyJWK(key, algorithm=key.get("alg"))
+        except (jwt.PyJWKError, jwt.InvalidKeyError, ValueError, TypeError, KeyError):
+            raise ValueError("a key of jwks does not load") from None
+    return {"keys": [dict(k) for k in keys]}
 
 
 class ClientRegistration:
@@ -52,18 +73,25 @@ class ClientRegistration:
         scope: str | None = None,
         resource_server: bool = False,
         dynamic: bool = False,
+        jwks: Mapping[str, Any] | None = None,
+        dpop_bound_access_tokens: bool = False,
     ) -> ClientRecord:
         """Pre-register a client (what /register does for DCR). ``scope`` bounds what it may ever be granted (None:
         any scope); ``resource_server=True`` lets it introspect every token (an MCP server using
-        :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`)."""
+        :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`). A ``private_key_jwt`` client gives its public keys
+        as ``jwks`` (``SigningKey.jwks()``); ``dpop_bound_access_tokens=True`` makes every token request of the
+        client carry a DPoP proof (RFC 9449 §5.2)."""
         uris = list(redirect_uris)
         for uri in uris:
             if not valid_redirect_uri(uri):
                 raise ValueError(f"redirect URI must be https or localhost: {uri}")
-        if token_endpoint_auth_method not in ("none", "client_secret_basic", "client_secret_post"):
+        if token_endpoint_auth_method not in AUTH_METHODS:
             raise ValueError("unsupported token_endpoint_auth_method")
+        keys = _public_jwks(jwks) if jwks is not None else None
+        if (token_endpoint_auth_method == "private_key_jwt") != (keys is not None):
+            raise ValueError("a private_key_jwt client needs its public keys (jwks), and only it has some")
         secret = None
-        if token_endpoint_auth_method != "none":
+        if token_endpoint_auth_method in ("client_secret_basic", "client_secret_post"):
             secret = client_secret or secrets.token_urlsafe(32)
         record = ClientRecord(
             client_id or secrets.token_urlsafe(16),
@@ -74,7 +102,10 @@ class ClientRegistration:
             scope,
             dynamic=dynamic,
             resource_server=resource_server,
+            jwks=keys,
         )
+        if dpop_bound_access_tokens:
+            record.metadata["dpop_bound_access_tokens"] = True
         await self.storage.save_client(record)
         return record
 
@@ -109,8 +140,19 @@ class ClientRegistration:
         if bad:
             raise _OAuthError("invalid_redirect_uri", "redirect URIs must be https or localhost: " + " ".join(bad))
         method = meta.get("token_endpoint_auth_method", "client_secret_basic")
-        if method not in ("none", "client_secret_basic", "client_secret_post"):
+        if method not in AUTH_METHODS:
             raise _OAuthError("invalid_client_metadata", f"unsupported token_endpoint_auth_method {method!r}")
+        if "jwks_uri" in meta:
+            # the server would fetch a URL a stranger named (SSRF): keys are registered by value
+            raise _OAuthError("invalid_client_metadata", "jwks_uri is not supported: register the keys as jwks")
+        jwks: dict[str, Any] | None = None
+        if method == "private_key_jwt" or "jwks" in meta:
+            try:
+                jwks = _public_jwks(meta.get("jwks"))
+            except ValueError as exc:
+                raise _OAuthError("invalid_client_metadata", str(exc)) from None
+            if method != "private_key_jwt":
+                raise _OAuthError("invalid_client_metadata", "jwks are for private_key_jwt clients")
         allowed_grants = {"authorization_code", "refresh_token", "client_credentials"}
         if not isinstance(grant_types, list) or any(g not in allowed_grants for g in grant_types):
             raise _OAuthError("invalid_client_metadata", "unsupported grant_types")
@@ -129,7 +171,12 @@ class ClientRegistration:
                 raise _OAuthError("invalid_client_metadata", "unknown scope: " + " ".join(unknown))
         granted = self._registration_grant(scope_value)
         record = await self.register_client(
-            redirect_uris=uris, token_endpoint_auth_method=method, grant_types=grant_types, scope=granted, dynamic=True
+            redirect_uris=uris,
+            token_endpoint_auth_method=method,
+            grant_types=grant_types,
+            scope=granted,
+            dynamic=True,
+            jwks=jwks,
         )
         record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
         await self.storage.save_client(record)

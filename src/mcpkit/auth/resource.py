@@ -17,6 +17,15 @@
   (default 4 MiB) cannot be looked at and is refused with 413, never passed. A WebSocket stops running requests
   when the token it was opened with expires. The authenticated principal also binds a modern ``requestState``.
 - Any error of the verifier (not only :class:`InvalidToken`) is a 401, never a 500.
+- DPoP (RFC 9449), with ``dpop=True`` or a :class:`~mcpkit.auth.dpop.DPoPVerifier`: ``Authorization: DPoP <token>``
+  is accepted with a ``DPoP`` proof that must verify (signature, ``htm``/``htu`` of this request, ``iat`` window,
+  ``ath`` of this token, the key the token is bound to by ``cnf.jkt``, the server's nonce when required, a ``jti``
+  never seen: a bounded replay cache); refusals are 401 with a ``DPoP`` challenge (``invalid_dpop_proof``, or
+  ``use_dpop_nonce`` with a ``DPoP-Nonce`` header). ``dpop_required=True`` refuses bearer tokens altogether. A
+  DPoP-bound token (``cnf.jkt``) presented as a bearer token is always refused (RFC 9449 §7.2).
+- ``revocation=`` (a :class:`~mcpkit.auth.verifiers.TokenRevocation`, e.g. ``AuthorizationServer.revocation`` when
+  the authorization server runs in the same process) is asked about every verified token: a revoked one gets 401
+  (the access token issued from a replayed authorization code, RFC 6749 §4.1.2). An error of the check is a 401.
 - A Streamable HTTP session (``Mcp-Session-Id``) is bound to the principal (issuer, subject) whose request created
   it: a request on that session with another principal's token gets 404, as for an unknown session.
 - The verified :class:`~mcpkit.auth.verifiers.AccessToken` reaches the app as ``scope["state"]["access_token"]``,
@@ -29,7 +38,7 @@ from __future__ import annotations
 import contextvars
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 import orjson
@@ -43,7 +52,10 @@ from ._util import (
     send_json,
     send_preflight,
 )
-from .verifiers import AccessToken, InvalidToken, TokenVerifier
+from .verifiers import AccessToken, InvalidToken, TokenRevocation, TokenVerifier
+
+if TYPE_CHECKING:
+    from .dpop import DPoPVerifier
 
 __all__ = ["BearerAuthMiddleware", "ScopeRule", "current_access_token", "protect", "tool_scopes"]
 
@@ -103,8 +115,18 @@ class BearerAuthMiddleware:
         bind_sessions: bool = True,
         max_bound_sessions: int = 100_000,
         scope_implies: Mapping[str, Iterable[str]] | None = None,
+        dpop: DPoPVerifier | bool | None = None,
+        dpop_required: bool = False,
+        revocation: TokenRevocation | None = None,
     ) -> None:
         self.app = app
+        if dpop is True or (dpop_required and dpop is None):
+            from .dpop import DPoPVerifier
+
+            dpop = DPoPVerifier()
+        self.dpop: DPoPVerifier | None = dpop or None
+        self.dpop_required = dpop_required
+        self.revocation = revocation
         self.scope_implies = {k: tuple(v) for k, v in (scope_implies or {}).items()}
         self.bind_sessions = bind_sessions
         self.max_bound_sessions = max_bound_sessions
@@ -141,6 +163,10 @@ class BearerAuthMiddleware:
             "authorization_servers": list(self.authorization_servers),
             "bearer_methods_supported": ["header"],
         }
+        if self.dpop is not None:
+            doc["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)  # RFC 9449 §5.1 / RFC 9728
+            if self.dpop_required:
+                doc["dpop_bound_access_tokens_required"] = True
         scopes = self.scopes_supported if self.scopes_supported is not None else list(self.required_scopes)
         if scopes:
             doc["scopes_supported"] = scopes
@@ -150,9 +176,16 @@ class BearerAuthMiddleware:
         return doc
 
     def challenge(
-        self, error: str | None = None, description: str | None = None, scopes: Iterable[str] | None = None
+        self,
+        error: str | None = None,
+        description: str | None = None,
+        scopes: Iterable[str] | None = None,
+        scheme: str = "Bearer",
     ) -> bytes:
+        """A ``WWW-Authenticate`` challenge of ``scheme`` (``Bearer``, or ``DPoP`` with its ``algs``)."""
         parts: list[str] = []
+        if scheme == "DPoP" and self.dpop is not None:
+            parts.append(f"algs={quote_param(' '.join(self.dpop.algorithms))}")
         if error:
             parts.append(f"error={quote_param(error)}")
         if description:
@@ -162,7 +195,7 @@ class BearerAuthMiddleware:
         wanted = list(scopes) if scopes is not None else list(self.required_scopes)
         if wanted:
             parts.append(f"scope={quote_param(' '.join(wanted))}")
-        return ("Bearer " + ", ".join(parts) if parts else "Bearer").encode("latin-1")
+        return (f"{scheme} " + ", ".join(parts) if parts else scheme).encode("latin-1")
 
     # ---------------------------------------------------------------- ASGI
     def _path(self, scope: Scope) -> str:
@@ -203,26 +236,29 @@ class BearerAuthMiddleware:
             return
         kind, _, token = auth.strip().partition(" ")
         token = token.strip()
-        if kind.lower() != "bearer":
-            await self._deny(scope, send, 401, None, None)  # no bearer credentials: the plain challenge
+        scheme = "DPoP" if kind.lower() == "dpop" and self.dpop is not None else kind
+        if scheme.lower() != "bearer" and scheme != "DPoP":
+            await self._deny(scope, send, 401, None, None)  # no credentials of a scheme we take: the plain challenge
+            return
+        if scheme != "DPoP" and self.dpop_required:
+            await self._deny(scope, send, 401, "invalid_token", "this resource takes DPoP-bound tokens only")
             return
         if not token:
-            await self._deny(scope, send, 400, "invalid_request", "empty bearer token")
+            await self._deny(scope, send, 400, "invalid_request", f"empty {scheme} token", scheme=scheme)
             return
         try:
             verified = await self.verifier.verify(token)
         except InvalidToken as exc:
-            await self._deny(scope, send, 401, "invalid_token", str(exc) or "invalid token")
+            await self._deny(scope, send, 401, "invalid_token", str(exc) or "invalid token", scheme=scheme)
             return
         except Exception:  # every verifier error is a 401, never a 500
             logger.warning("token verifier failed; answering 401", exc_info=True)
-            await self._deny(scope, send, 401, "invalid_token", "the access token could not be verified")
+            await self._deny(scope, send, 401, "invalid_token", "the access token could not be verified", scheme=scheme)
             return
-        if verified.expired(leeway=self.leeway):
-            await self._deny(scope, send, 401, "invalid_token", "the access token expired")
-            return
-        if self.check_audience and not any(canonical_resource(a) == self.resource for a in verified.audience):
-            await self._deny(scope, send, 401, "invalid_token", "the access token is for another resource")
+        refusal = await self._refusal(scope, verified, token, scheme)
+        if refusal is not None:
+            error, description, nonce = refusal
+            await self._deny(scope, send, 401, error, description, None, nonce, scheme=scheme)
             return
         granted = self._effective(verified.scopes)
         expires = verified.expires_at + self.leeway if verified.expires_at is not None else None
@@ -242,7 +278,13 @@ class BearerAuthMiddleware:
             # ask for what the token has plus what is missing, so the client does not lose earlier grants
             wanted = sorted(set(verified.scopes) | set(needed))
             await self._deny(
-                scope, send, 403, "insufficient_scope", "this request needs scope " + " ".join(missing), wanted
+                scope,
+                send,
+                403,
+                "insufficient_scope",
+                "this request needs scope " + " ".join(missing),
+                wanted,
+                scheme=scheme,
             )
             return
         if self.bind_sessions:
@@ -268,6 +310,59 @@ class BearerAuthMiddleware:
         finally:
             CURRENT_AUTHORIZATION.reset(reset_authz)
             _current.reset(reset)
+
+    async def _refusal(
+        self, scope: Scope, verified: AccessToken, token: str, scheme: str
+    ) -> tuple[str, str, str | None] | None:
+        """Why a verified token cannot be used here: (error, description, the DPoP nonce to send), or None."""
+        if verified.expired(leeway=self.leeway):
+            return "invalid_token", "the access token expired", None
+        if self.check_audience and not any(canonical_resource(a) == self.resource for a in verified.audience):
+            return "invalid_token", "the access token is for another resource", None
+        if self.revocation is not None:
+            try:
+                if await self.revocation.revoked(verified):
+                    return "invalid_token", "the access token was revoked", None
+            except Exception:  # a revocation check that cannot answer refuses (fail closed), never a 500
+                logger.warning("revocation check failed; answering 401", exc_info=True)
+                return "invalid_token", "the access token's revocation status is unknown", None
+        cnf = verified.claims.get("cnf") if isinstance(verified.claims, Mapping) else None
+        jkt = cnf.get("jkt") if isinstance(cnf, Mapping) else None
+        if scheme != "DPoP":
+            if jkt is not None:  # RFC 9449 §7.2: a DPoP-bound token is never accepted as a bearer token
+                return "invalid_token", "a DPoP-bound access token must be presented with the DPoP scheme", None
+            return None
+        if not isinstance(jkt, str):
+            return "invalid_token", "the access token is not DPoP-bound", None
+        from .dpop import DPoPError
+
+        assert self.dpop is not None
+        method = scope.get("method", "GET") if scope["type"] == "http" else "GET"
+        proofs = [bytes(v).decode("latin-1") for k, v in scope.get("headers", ()) if bytes(k).lower() == b"dpop"]
+        try:
+            url = self._request_url(scope, proofs)
+            await self.dpop.verify(proofs, method=method, url=url, access_token=token, jkt=jkt)
+        except DPoPError as exc:
+            return exc.error, exc.description, exc.nonce
+        return None
+
+    def _request_url(self, scope: Scope, proofs: list[str]) -> str:
+        """The URI a proof's ``htu`` must name: this resource's origin and the request path (with the mount prefix
+        when the server runs under one and the proof names it)."""
+        path: str = scope.get("path", "") or "/"
+        root: str = scope.get("root_path", "") or ""
+        if root and not path.startswith(root) and len(proofs) == 1:
+            import jwt
+
+            from .dpop import normalize_htu
+
+            try:
+                htu = jwt.decode(proofs[0], options={"verify_signature": False}).get("htu")
+            except jwt.PyJWTError:
+                htu = None
+            if isinstance(htu, str) and normalize_htu(htu) == normalize_htu(self.origin + root + path):
+                return self.origin + root + path
+        return self.origin + path
 
     async def _too_large(self, send: Send) -> None:
         await send_json(
@@ -355,7 +450,12 @@ class BearerAuthMiddleware:
         error: str | None,
         description: str | None,
         scopes: Iterable[str] | None = None,
+        nonce: str | None = None,
+        *,
+        scheme: str | None = None,
     ) -> None:
+        """Refuse with ``status`` and the challenge of ``scheme`` (the one the request used; without one, every
+        scheme this resource takes: Bearer unless ``dpop_required``, and DPoP when enabled)."""
         if scope["type"] == "websocket":
             # before accept: an HTTP 403 via the denial extension when available, else a policy close
             await send({"type": "websocket.close", "code": 1008})
@@ -363,7 +463,16 @@ class BearerAuthMiddleware:
         body: dict[str, Any] = {"error": error or "unauthorized"}
         if description:
             body["error_description"] = description
-        await send_json(send, status, body, [(b"www-authenticate", self.challenge(error, description, scopes))])
+        if scheme is not None:
+            schemes = ["DPoP" if scheme == "DPoP" else "Bearer"]
+        else:
+            schemes = [] if self.dpop_required else ["Bearer"]
+            if self.dpop is not None:
+                schemes.append("DPoP")
+        headers = [(b"www-authenticate", self.challenge(error, description, scopes, s)) for s in schemes]
+        if nonce is not None:
+            headers.append((b"dpop-nonce", nonce.encode("ascii")))
+        await send_json(send, status, body, headers)
 
 
 def protect(

@@ -12,6 +12,13 @@ resource (RFC 8707) the client named, so a :class:`~mcpkit.auth.verifiers.JWTVer
 them offline. Storage is pluggable (:class:`AuthStorage`); the in-memory default refuses ``production=True`` unless
 ``allow_in_memory=True`` (codes, clients and refresh tokens would vanish with the process).
 
+Besides the authorization code, ``refresh_token`` and ``client_credentials`` grants: clients authenticating with
+``private_key_jwt`` (their public keys registered as ``jwks``), the jwt-bearer grant for assertions of
+``assertion_issuers`` (workload identity tokens; ID-JAGs of an enterprise IdP, bound to the client and resource they
+name), and DPoP (``dpop=True``: a token request with a valid proof gets a DPoP-bound token, ``cnf.jkt``; a public
+client's refresh token is bound to the same key). :attr:`AuthorizationServer.revocation` lets a resource server in
+the same process refuse the access tokens of a revoked grant (``protect(..., revocation=authz.revocation)``).
+
 Hardening (issue 12): the approver decides every grant (``client_credentials`` included); a self-registered client
 gets only the scopes of the registration policy and no ``client_credentials`` unless enabled; /register is size
 capped, rate limited per address and bounded without ever evicting a pre-registered client; a replayed code or a
@@ -27,7 +34,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import orjson
@@ -39,21 +46,27 @@ from ._util import (
     header,
     is_loopback_host,
     is_secure_url,
-    s256,
     send_json,
     send_preflight,
     valid_redirect_uri,
 )
+from .keys import ASYMMETRIC_ALGORITHMS
 from .registration import ClientRegistration
+from .replay import InMemoryReplayCache, ReplayCache
+from .server_assertions import ID_JAG_PROFILE, JWT_BEARER_GRANT, AssertionChecks, _has_assertion
 from .storage import (
     AuthorizationRequest,
     AuthStorage,
     ClientRecord,
     InMemoryAuthStorage,
+    LedgerRevocation,
+    RevocationLedger,
     _Code,
-    _Ledger,
-    _Refresh,
 )
+
+if TYPE_CHECKING:
+    from .dpop import DPoPVerifier
+    from .verifiers import JWTVerifier
 
 __all__ = [
     "AuthStorage",
@@ -61,6 +74,8 @@ __all__ = [
     "AuthorizationServer",
     "ClientRecord",
     "InMemoryAuthStorage",
+    "LedgerRevocation",
+    "RevocationLedger",
 ]
 
 
@@ -90,15 +105,11 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
     return False
 
 
-def _digest(secret: str) -> str:
-    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
-
-
 def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
 
-class AuthorizationServer(ClientRegistration):
+class AuthorizationServer(ClientRegistration, AssertionChecks):
     """The ASGI authorization server. ``app`` (optional) receives every request this server does not route, so one
     origin can host both the AS and the MCP endpoint (the 2025-03-26 layout).
 
@@ -127,6 +138,16 @@ class AuthorizationServer(ClientRegistration):
         max_form: the largest /token, /introspect or /authorize body in bytes (413 beyond it; default 64 KiB).
         issue_refresh_tokens: hand out refresh tokens with the authorization-code grant.
         production: refuse to start with in-memory storage unless ``allow_in_memory``.
+        dpop: accept DPoP proofs at /token and bind the tokens issued to their key (True, or a
+            :class:`~mcpkit.auth.dpop.DPoPVerifier` for its algorithms, nonce and replay cache).
+        assertion_issuers: the issuers whose JWTs the jwt-bearer grant accepts, one
+            :class:`~mcpkit.auth.verifiers.JWTVerifier` each (its ``issuer`` and keys; ``audience=None``: the server
+            checks that ``aud`` names it). An ID-JAG (``typ`` ``oauth-id-jag+jwt``) must name the authenticated
+            client (``client_id``) and sets the token's resource; its ``scope`` caps the grant.
+        max_assertion_lifetime: the longest an accepted client assertion or grant assertion may still live, in
+            seconds (default 600): its ``jti`` is remembered that long.
+        replay_cache: where used assertion ``jti`` values are remembered (default: in memory, bounded); share one
+            between replicas.
 
     Grants: the approver decides every grant, ``client_credentials`` included (it sees an
     :class:`AuthorizationRequest` with ``grant_type="client_credentials"``; None denies). A replayed authorization
@@ -162,6 +183,10 @@ class AuthorizationServer(ClientRegistration):
         max_form: int = 64 * 1024,
         issue_refresh_tokens: bool = True,
         signing_key: Any = None,  # an EC P-256 private key; share it (and the storage) between replicas
+        dpop: DPoPVerifier | bool | None = None,
+        assertion_issuers: Iterable[JWTVerifier] = (),
+        max_assertion_lifetime: float = 600.0,
+        replay_cache: ReplayCache | None = None,
         app: ASGIApp | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -173,7 +198,7 @@ class AuthorizationServer(ClientRegistration):
                     "AuthorizationServer(production=True) needs durable storage: pass storage=..., or "
                     "allow_in_memory=True to accept losing every client, code and refresh token on restart"
                 )
-            storage = InMemoryAuthStorage(max_dynamic_clients=max_dynamic_clients)
+            storage = InMemoryAuthStorage(max_dynamic_clients=max_dynamic_clients, clock=clock)
         if not is_secure_url(issuer):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
         self.issuer = issuer.rstrip("/")
@@ -206,7 +231,21 @@ class AuthorizationServer(ClientRegistration):
         self.registration_rate = registration_rate
         self.max_form = max_form
         self._registrations: dict[str, list[float]] = {}  # client address -> recent registration times (bounded)
-        self.ledger: _Ledger = storage if hasattr(storage, "revoke") else InMemoryAuthStorage()  # type: ignore[assignment]
+        self.ledger: RevocationLedger = (
+            storage if isinstance(storage, RevocationLedger) else InMemoryAuthStorage(clock=clock)
+        )
+        if dpop is True:
+            from .dpop import DPoPVerifier
+
+            dpop = DPoPVerifier(clock=clock)
+        self.dpop = dpop or None
+        self.assertion_verifiers = {}
+        for verifier in assertion_issuers:
+            if not verifier.issuer:
+                raise ValueError("every assertion issuer's JWTVerifier needs its issuer")
+            self.assertion_verifiers[verifier.issuer] = verifier
+        self.max_assertion_lifetime = max_assertion_lifetime
+        self.replay_cache = replay_cache if replay_cache is not None else InMemoryReplayCache(clock=clock)
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app
         self.clock = clock
@@ -235,7 +274,13 @@ class AuthorizationServer(ClientRegistration):
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
             "code_challenge_methods_supported": ["S256"],
-            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+            "token_endpoint_auth_methods_supported": [
+                "client_secret_basic",
+                "client_secret_post",
+                "private_key_jwt",
+                "none",
+            ],
+            "token_endpoint_auth_signing_alg_values_supported": sorted(ASYMMETRIC_ALGORITHMS),
             "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
             "authorization_response_iss_parameter_supported": True,
             # OpenID Connect discovery requires these; harmless for RFC 8414 readers
@@ -246,7 +291,18 @@ class AuthorizationServer(ClientRegistration):
             doc["registration_endpoint"] = self.url("/register")
         if self.scopes_supported is not None:
             doc["scopes_supported"] = list(self.scopes_supported)
+        if self.assertion_verifiers:
+            doc["grant_types_supported"].append(JWT_BEARER_GRANT)
+            doc["authorization_grant_profiles_supported"] = [ID_JAG_PROFILE]
+        if self.dpop is not None:
+            doc["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
         return doc
+
+    @property
+    def revocation(self) -> LedgerRevocation:
+        """For a resource server in this process: ``protect(..., revocation=authz.revocation)`` refuses the access
+        tokens of a revoked grant (a replayed code's, a reused refresh token's family) before they expire."""
+        return LedgerRevocation(self.ledger, self.issuer)
 
     def jwks(self) -> dict[str, Any]:
         return {"keys": [{**self._jwk, "use": "sig", "alg": "ES256", "kid": self.kid}]}
@@ -261,9 +317,17 @@ class AuthorizationServer(ClientRegistration):
 
     # ------------------------------------------------------------------ tokens
     def issue_access_token(
-        self, *, subject: str, client_id: str, scopes: list[str], resource: str | None, grant: str | None = None
+        self,
+        *,
+        subject: str,
+        client_id: str | None,
+        scopes: list[str],
+        resource: str | None,
+        grant: str | None = None,
+        jkt: str | None = None,
     ) -> str:
-        """A signed access token (JWT). ``grant`` names the grant family it came from (revocation)."""
+        """A signed access token (JWT). ``grant`` names the grant family it came from (revocation); ``jkt`` binds it
+        to a DPoP key (``cnf.jkt``, RFC 9449 §6.1)."""
         import jwt
 
         now = int(self.clock())
@@ -281,6 +345,10 @@ class AuthorizationServer(ClientRegistration):
             claims["aud"] = resource
         if grant:
             claims["grant_id"] = grant
+        if jkt:
+            claims["cnf"] = {"jkt": jkt}
+        if client_id is None:
+            del claims["client_id"]
         return jwt.encode(claims, self.key, algorithm="ES256", headers={"kid": self.kid, "typ": "at+jwt"})
 
     # ------------------------------------------------------------------ ASGI
@@ -329,7 +397,7 @@ class AuthorizationServer(ClientRegistration):
         except ConnectionError:
             return  # the client went away while sending its body
         except _OAuthError as exc:
-            extra: list[tuple[bytes, bytes]] = []
+            extra: list[tuple[bytes, bytes]] = list(exc.headers)
             if exc.status == 401:
                 extra.append((b"www-authenticate", b'Basic realm="oauth"'))
             elif exc.status == 429 and self.registration_rate is not None:
@@ -449,6 +517,8 @@ class AuthorizationServer(ClientRegistration):
         return canonical
 
     async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
+        if _has_assertion(scope, form):
+            return await self._assertion_client(form, self.storage.get_client)  # private_key_jwt
         basic = header(scope, b"authorization")
         client_id = form.get("client_id")
         secret: str | None = None
@@ -496,16 +566,19 @@ class AuthorizationServer(ClientRegistration):
 
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)
-        client = await self._client_auth(scope, form)
         grant = form.get("grant_type")
-        if grant not in client.grant_types:
+        anonymous = not (form.get("client_id") or header(scope, b"authorization") or "client_assertion" in form)
+        # a jwt-bearer grant may come without client authentication (workload identity: the assertion is all)
+        client = None if grant == JWT_BEARER_GRANT and anonymous else await self._client_auth(scope, form)
+        if client is not None and grant not in client.grant_types:
             raise _OAuthError("unauthorized_client", f"grant {grant!r} not allowed for this client")
-        if grant == "authorization_code":
-            result = await self._grant_code(client, form)
-        elif grant == "refresh_token":
-            result = await self._grant_refresh(client, form)
-        elif grant == "client_credentials":
-            if client.client_secret is None:
+        jkt = await self._token_proof(scope, client)
+        if grant == "authorization_code" and client is not None:
+            result = await self._grant_code(client, form, jkt)
+        elif grant == "refresh_token" and client is not None:
+            result = await self._grant_refresh(client, form, jkt)
+        elif grant == "client_credentials" and client is not None:
+            if client.client_secret is None and client.token_endpoint_auth_method != "private_key_jwt":
                 raise _OAuthError("unauthorized_client", "client_credentials needs a confidential client")
             if client.dynamic and not self.registration_client_credentials:
                 raise _OAuthError(
@@ -518,138 +591,9 @@ class AuthorizationServer(ClientRegistration):
             request = AuthorizationRequest(client, "", scopes, resource, None, grant_type="client_credentials")
             if self.approver is None or await self.approver(request) is None:
                 raise _OAuthError("access_denied", "the approver denied this client_credentials grant")
-            result = await self._tokens(client.client_id, client.client_id, scopes, resource, refresh=False)
+            result = await self._tokens(client.client_id, client.client_id, scopes, resource, refresh=False, jkt=jkt)
+        elif grant == JWT_BEARER_GRANT and self.assertion_verifiers:
+            result = await self._grant_jwt_bearer(client, form, jkt)
         else:
             raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
         await send_json(send, 200, result, [(b"pragma", b"no-cache")])
-
-    async def _grant_code(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
-        raw = form.get("code", "")
-        code = await self.storage.pop_code(raw)  # single use
-        key = "code:" + _digest(raw)
-        if code is None:
-            family = await self.ledger.used(key) if raw else None
-            if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
-                await self._revoke(family)
-            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
-        family = secrets.token_urlsafe(16)
-        await self.ledger.mark_used(key, family, self._family_expiry())
-        if code.client_id != client.client_id or code.expires_at < self.clock():
-            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
-        if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
-            raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
-        verifier = form.get("code_verifier")
-        if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
-            raise _OAuthError("invalid_grant", "PKCE verification failed")
-        resource = self._same_resource(form, code.resource, "the authorization request")
-        return await self._tokens(
-            client.client_id,
-            code.subject,
-            code.scopes,
-            resource,
-            refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
-            family=family,
-        )
-
-    def _same_resource(self, form: dict[str, str], granted: str | None, what: str) -> str | None:
-        """The resource a token request may name: the one ``granted`` (``what`` says by what), or none."""
-        if "resource" not in form:
-            return granted
-        asked = self._resource(form["resource"])
-        if granted is not None and asked != granted:
-            raise _OAuthError("invalid_target", f"resource differs from {what}")
-        return asked
-
-    def _family_expiry(self) -> float | None:
-        """How long a grant family must be remembered: as long as any token of it can live."""
-        longest = max(self.access_token_ttl, self.code_ttl, self.refresh_token_ttl or 0.0)
-        return None if self.issue_refresh_tokens and self.refresh_token_ttl is None else self.clock() + longest
-
-    async def _revoke(self, family: str) -> None:
-        await self.ledger.revoke(family, self._family_expiry())
-
-    async def _grant_refresh(self, client: ClientRecord, form: dict[str, str]) -> dict[str, Any]:
-        raw = form.get("refresh_token", "")
-        old = await self.storage.pop_refresh(raw)  # rotation: the old one dies now
-        key = "refresh:" + _digest(raw)
-        if old is None:
-            family = await self.ledger.used(key) if raw else None
-            if family is not None:  # a rotated refresh token came back: someone holds a copy; kill the family
-                await self._revoke(family)
-            raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
-        if old.family:
-            await self.ledger.mark_used(key, old.family, self._family_expiry())
-        if (
-            old.client_id != client.client_id
-            or (old.expires_at is not None and old.expires_at < self.clock())
-            or (old.family and await self.ledger.revoked(old.family))
-        ):
-            raise _OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
-        scopes = old.scopes
-        if form.get("scope"):
-            asked = form["scope"].split()
-            if any(s not in old.scopes for s in asked):
-                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
-            scopes = asked
-        resource = self._same_resource(form, old.resource, "the original grant")
-        return await self._tokens(
-            client.client_id, old.subject, scopes, resource, refresh=True, keep_scopes=old.scopes, family=old.family
-        )
-
-    async def _tokens(
-        self,
-        client_id: str,
-        subject: str,
-        scopes: list[str],
-        resource: str | None,
-        *,
-        refresh: bool,
-        keep_scopes: list[str] | None = None,
-        family: str | None = None,
-    ) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "access_token": self.issue_access_token(
-                subject=subject, client_id=client_id, scopes=scopes, resource=resource, grant=family
-            ),
-            "token_type": "Bearer",
-            "expires_in": int(self.access_token_ttl),
-        }
-        if scopes:
-            result["scope"] = " ".join(scopes)
-        if refresh:
-            token = secrets.token_urlsafe(32)
-            expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
-            await self.storage.save_refresh(
-                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "")
-            )
-            result["refresh_token"] = token
-        return result
-
-    async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
-        form = await self._form(scope, receive)
-        client = await self._client_auth(scope, form)
-        if client.client_secret is None:
-            raise _OAuthError("invalid_client", "introspection needs a confidential client", 401)
-        import jwt
-
-        try:
-            claims = jwt.decode(
-                form.get("token", ""),
-                self.key.public_key(),
-                algorithms=["ES256"],
-                issuer=self.issuer,
-                options={"verify_aud": False, "require": ["exp"]},
-            )
-        except jwt.PyJWTError:
-            await send_json(send, 200, {"active": False})
-            return
-        grant = claims.get("grant_id")
-        if (not client.resource_server and claims.get("client_id") != client.client_id) or (
-            isinstance(grant, str) and await self.ledger.revoked(grant)
-        ):
-            # RFC 7662 §4: only the token's own client or a designated resource server learns anything about it
-            await send_json(send, 200, {"active": False})
-            return
-        claims["active"] = True
-        claims["token_type"] = "Bearer"
-        await send_json(send, 200, claims)

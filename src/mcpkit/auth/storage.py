@@ -6,14 +6,21 @@ bounded in-memory default. Re-exported by :mod:`mcpkit.auth.server`, their publi
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .verifiers import AccessToken
 
 __all__ = [
     "AuthStorage",
     "AuthorizationRequest",
     "ClientRecord",
     "InMemoryAuthStorage",
+    "LedgerRevocation",
+    "RevocationLedger",
 ]
 
 
@@ -31,19 +38,23 @@ class ClientRecord:
     metadata: dict[str, Any] = field(default_factory=dict)
     dynamic: bool = False
     resource_server: bool = False
+    jwks: dict[str, Any] | None = None  # the public keys of a private_key_jwt client (RFC 7591 jwks)
 
 
 @dataclass
 class AuthorizationRequest:
-    """What /authorize (or a ``client_credentials`` token request: ``grant_type``, no ``redirect_uri``) asked; the
-    approver decides who, if anyone, grants it (it returns the subject, or None to deny)."""
+    """What /authorize (or a ``client_credentials`` or jwt-bearer token request: ``grant_type``, no
+    ``redirect_uri``) asked; the approver decides who, if anyone, grants it (it returns the subject, or None to
+    deny; for a jwt-bearer grant the subject is the assertion's ``sub`` whatever it returns). ``client`` is None
+    for a jwt-bearer grant made without client authentication (workload identity)."""
 
-    client: ClientRecord
+    client: ClientRecord | None
     redirect_uri: str
     scopes: list[str]
     resource: str | None
     state: str | None
-    grant_type: str = "authorization_code"  # or "client_credentials" (no user: redirect_uri is "")
+    grant_type: str = "authorization_code"  # or "client_credentials" / the jwt-bearer URN (no redirect_uri)
+    assertion: dict[str, Any] | None = None  # a jwt-bearer grant's verified assertion claims (its sub is the subject)
 
 
 @dataclass
@@ -65,6 +76,7 @@ class _Refresh:
     subject: str
     expires_at: float | None
     family: str = ""  # the grant (one authorization code) every rotated refresh token of a chain belongs to
+    jkt: str | None = None  # a public client's refresh token is bound to its DPoP key (RFC 9449 §5)
 
 
 class AuthStorage(Protocol):
@@ -82,19 +94,43 @@ class AuthStorage(Protocol):
     async def pop_refresh(self, token: str) -> _Refresh | None: ...
 
 
-class _Ledger(Protocol):
+@runtime_checkable
+class RevocationLedger(Protocol):
+    """The replay ledger of the authorization server (see :class:`AuthStorage`): spent codes and rotated refresh
+    tokens by digest, and the grant families revoked. A storage that implements it keeps the ledger with the rest
+    of its state (shared by replicas); otherwise the server keeps a process-local one."""
+
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None: ...
     async def used(self, key: str) -> str | None: ...
     async def revoke(self, family: str, expires_at: float | None) -> None: ...
     async def revoked(self, family: str) -> bool: ...
 
 
+class LedgerRevocation:
+    """The :class:`~mcpkit.auth.verifiers.TokenRevocation` of an authorization server's ledger: a token of this
+    issuer is revoked when the grant family it was issued from (its ``grant_id`` claim) is. One ledger lookup per
+    request; the ledger bounds itself (entries expire with the longest token lifetime)."""
+
+    def __init__(self, ledger: RevocationLedger, issuer: str) -> None:
+        self.ledger = ledger
+        self.issuer = issuer
+
+    async def revoked(self, token: AccessToken) -> bool:
+        grant = token.claims.get("grant_id")
+        return token.issuer == self.issuer and isinstance(grant, str) and await self.ledger.revoked(grant)
+
+
 class InMemoryAuthStorage:
     """Process-local storage (development and tests only). Every table holds at most ``max_entries``; at most
     ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the oldest
-    *self-registered* client goes, never a pre-registered one."""
+    *self-registered* client goes, never a pre-registered one. The replay ledger's entries (spent codes and refresh
+    tokens, revoked grant families) are dropped once expired (they live as long as the longest token lifetime);
+    a ledger table full of live entries forgets its oldest one."""
 
-    def __init__(self, max_entries: int = 100_000, max_dynamic_clients: int = 10_000) -> None:
+    def __init__(
+        self, max_entries: int = 100_000, max_dynamic_clients: int = 10_000, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.clock = clock
         self.max_dynamic_clients = max_dynamic_clients
         self._dynamic: dict[str, None] = {}  # self-registered client ids, oldest first
         self.clients: dict[str, ClientRecord] = {}
@@ -107,6 +143,17 @@ class InMemoryAuthStorage:
     def _bound(self, table: dict[str, Any]) -> None:
         if len(table) >= self.max_entries:
             table.pop(next(iter(table)))
+
+    def _bound_ledger(self, table: dict[str, Any], now: float) -> None:
+        """The ledger's tables: expired entries go first (oldest first: every entry lives as long as the longest
+        token lifetime), then, when still full, the oldest entry."""
+        while table:
+            oldest = next(iter(table))
+            expires = table[oldest][-1] if isinstance(table[oldest], tuple) else table[oldest]
+            if expires is None or expires > now:
+                break
+            del table[oldest]
+        self._bound(table)
 
     async def get_client(self, client_id: str) -> ClientRecord | None:
         return self.clients.get(client_id)
@@ -126,19 +173,23 @@ class InMemoryAuthStorage:
             self._dynamic[client.client_id] = None
 
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
-        self._bound(self.spent)
+        self._bound_ledger(self.spent, self.clock())
         self.spent[key] = (family, expires_at)
 
     async def used(self, key: str) -> str | None:
         hit = self.spent.get(key)
-        return hit[0] if hit is not None else None
+        return hit[0] if hit is not None and (hit[1] is None or hit[1] > self.clock()) else None
 
     async def revoke(self, family: str, expires_at: float | None) -> None:
-        self._bound(self.revoked_families)
+        self._bound_ledger(self.revoked_families, self.clock())
+        self.revoked_families.pop(family, None)
         self.revoked_families[family] = expires_at
 
     async def revoked(self, family: str) -> bool:
-        return family in self.revoked_families
+        if family not in self.revoked_families:
+            return False
+        expires = self.revoked_families[family]
+        return expires is None or expires > self.clock()
 
     async def save_code(self, code: str, data: _Code) -> None:
         self._bound(self.codes)

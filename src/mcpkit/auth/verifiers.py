@@ -28,6 +28,7 @@ __all__ = [
     "InvalidToken",
     "JWTVerifier",
     "StaticTokenVerifier",
+    "TokenRevocation",
     "TokenVerifier",
 ]
 
@@ -57,6 +58,18 @@ class AccessToken:
 class TokenVerifier(Protocol):
     async def verify(self, token: str) -> AccessToken:
         """The token's claims, or raise :class:`InvalidToken`."""
+        ...
+
+
+@runtime_checkable
+class TokenRevocation(Protocol):
+    """Whether a verified access token was revoked since it was issued: what a resource server asks, besides the
+    token's own signature and expiry, when it can know (``protect(..., revocation=...)``). The development
+    authorization server provides one for a resource server in the same process (``AuthorizationServer.revocation``:
+    its ledger of revoked grants)."""
+
+    async def revoked(self, token: AccessToken) -> bool:
+        """True when ``token`` must no longer be accepted."""
         ...
 
 

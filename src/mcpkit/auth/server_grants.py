@@ -1,0 +1,214 @@
+"""The token grants of the development authorization server (:mod:`mcpkit.auth.server`): the authorization code
+(PKCE S256, single use: a replayed code revokes what was issued from it, RFC 6749 §4.1.2), the refresh token
+(rotated: a reused one revokes its family; a public client's bound to its DPoP key), the token response itself
+(JWT access tokens, ``DPoP`` when bound) and RFC 7662 introspection (the token's own client or a designated
+resource server only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._util import _OAuthError, s256, send_json
+from .storage import AuthStorage, ClientRecord, RevocationLedger, _Refresh
+
+if TYPE_CHECKING:
+    from .._asgi import Receive, Scope, Send
+
+__all__ = ["TokenGrants"]
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
+
+
+class TokenGrants:
+    """Grants, token responses and introspection for :class:`~mcpkit.auth.server.AuthorizationServer` (the
+    attributes below are set by its ``__init__``)."""
+
+    issuer: str
+    key: Any
+    storage: AuthStorage
+    ledger: RevocationLedger
+    clock: Callable[[], float]
+    access_token_ttl: float
+    refresh_token_ttl: float | None
+    code_ttl: float
+    issue_refresh_tokens: bool
+    _resource: Callable[[str | None], str | None]
+
+    def issue_access_token(
+        self,
+        *,
+        subject: str,
+        client_id: str | None,
+        scopes: list[str],
+        resource: str | None,
+        grant: str | None = None,
+        jkt: str | None = None,
+    ) -> str:
+        raise NotImplementedError  # pragma: no cover - AuthorizationServer.issue_access_token
+
+    async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
+        raise NotImplementedError  # pragma: no cover - AuthorizationServer._form
+
+    async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
+        raise NotImplementedError  # pragma: no cover - AuthorizationServer._client_auth
+
+    async def _grant_code(self, client: ClientRecord, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
+        raw = form.get("code", "")
+        code = await self.storage.pop_code(raw)  # single use
+        key = "code:" + _digest(raw)
+        if code is None:
+            family = await self.ledger.used(key) if raw else None
+            if family is not None:  # a replayed code: revoke what was issued from it (RFC 6749 §4.1.2)
+                await self._revoke(family)
+            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+        family = secrets.token_urlsafe(16)
+        await self.ledger.mark_used(key, family, self._family_expiry())
+        if code.client_id != client.client_id or code.expires_at < self.clock():
+            raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+        if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
+            raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
+        verifier = form.get("code_verifier")
+        if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
+            raise _OAuthError("invalid_grant", "PKCE verification failed")
+        resource = self._same_resource(form, code.resource, "the authorization request")
+        return await self._tokens(
+            client.client_id,
+            code.subject,
+            code.scopes,
+            resource,
+            refresh=self.issue_refresh_tokens and "refresh_token" in client.grant_types,
+            family=family,
+            jkt=jkt,
+            bind_refresh=_public(client),
+        )
+
+    def _same_resource(self, form: dict[str, str], granted: str | None, what: str) -> str | None:
+        """The resource a token request may name: the one ``granted`` (``what`` says by what), or none."""
+        if "resource" not in form:
+            return granted
+        asked = self._resource(form["resource"])
+        if granted is not None and asked != granted:
+            raise _OAuthError("invalid_target", f"resource differs from {what}")
+        return asked
+
+    def _family_expiry(self) -> float | None:
+        """How long a grant family must be remembered: as long as any token of it can live."""
+        longest = max(self.access_token_ttl, self.code_ttl, self.refresh_token_ttl or 0.0)
+        return None if self.issue_refresh_tokens and self.refresh_token_ttl is None else self.clock() + longest
+
+    async def _revoke(self, family: str) -> None:
+        await self.ledger.revoke(family, self._family_expiry())
+
+    async def _grant_refresh(self, client: ClientRecord, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
+        raw = form.get("refresh_token", "")
+        old = await self.storage.pop_refresh(raw)  # rotation: the old one dies now
+        key = "refresh:" + _digest(raw)
+        if old is None:
+            family = await self.ledger.used(key) if raw else None
+            if family is not None:  # a rotated refresh token came back: someone holds a copy; kill the family
+                await self._revoke(family)
+            raise _OAuthError("invalid_grant", "invalid, expired or already used refresh token")
+        if old.jkt is not None and jkt != old.jkt:
+            # RFC 9449 §5: a public client's refresh token is bound to its DPoP key. A request with another key (or
+            # none) is refused without spending the token: whoever holds a copy without the key cannot burn it
+            await self.storage.save_refresh(raw, old)
+            raise _OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
+        if old.family:
+            await self.ledger.mark_used(key, old.family, self._family_expiry())
+        if (
+            old.client_id != client.client_id
+            or (old.expires_at is not None and old.expires_at < self.clock())
+            or (old.family and await self.ledger.revoked(old.family))
+        ):
+            raise _OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
+        scopes = old.scopes
+        if form.get("scope"):
+            asked = form["scope"].split()
+            if any(s not in old.scopes for s in asked):
+                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
+            scopes = asked
+        resource = self._same_resource(form, old.resource, "the original grant")
+        return await self._tokens(
+            client.client_id,
+            old.subject,
+            scopes,
+            resource,
+            refresh=True,
+            keep_scopes=old.scopes,
+            family=old.family,
+            jkt=jkt,
+            bind_refresh=_public(client),
+        )
+
+    async def _tokens(
+        self,
+        client_id: str | None,
+        subject: str,
+        scopes: list[str],
+        resource: str | None,
+        *,
+        refresh: bool,
+        keep_scopes: list[str] | None = None,
+        family: str | None = None,
+        jkt: str | None = None,
+        bind_refresh: bool = False,
+    ) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "access_token": self.issue_access_token(
+                subject=subject, client_id=client_id, scopes=scopes, resource=resource, grant=family, jkt=jkt
+            ),
+            "token_type": "DPoP" if jkt else "Bearer",
+            "expires_in": int(self.access_token_ttl),
+        }
+        if scopes:
+            result["scope"] = " ".join(scopes)
+        if refresh and client_id is not None:
+            token = secrets.token_urlsafe(32)
+            expires = self.clock() + self.refresh_token_ttl if self.refresh_token_ttl else None
+            bound = jkt if bind_refresh else None
+            await self.storage.save_refresh(
+                token, _Refresh(client_id, keep_scopes or scopes, resource, subject, expires, family or "", bound)
+            )
+            result["refresh_token"] = token
+        return result
+
+    async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
+        form = await self._form(scope, receive)
+        client = await self._client_auth(scope, form)
+        if client.client_secret is None:
+            raise _OAuthError("invalid_client", "introspection needs a confidential client", 401)
+        import jwt
+
+        try:
+            claims = jwt.decode(
+                form.get("token", ""),
+                self.key.public_key(),
+                algorithms=["ES256"],
+                issuer=self.issuer,
+                options={"verify_aud": False, "require": ["exp"]},
+            )
+        except jwt.PyJWTError:
+            await send_json(send, 200, {"active": False})
+            return
+        grant = claims.get("grant_id")
+        if (not client.resource_server and claims.get("client_id") != client.client_id) or (
+            isinstance(grant, str) and await self.ledger.revoked(grant)
+        ):
+            # RFC 7662 §4: only the token's own client or a designated resource server learns anything about it
+            await send_json(send, 200, {"active": False})
+            return
+        claims["active"] = True
+        claims["token_type"] = "Bearer"
+        await send_json(send, 200, claims)
+
+
+def _public(client: ClientRecord) -> bool:
+    """A client without credentials of its own (RFC 9449 §5: its refresh tokens are bound to its DPoP key)."""
+    return client.client_secret is None and client.token_endpoint_auth_method != "private_key_jwt"
