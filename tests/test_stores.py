@@ -23,13 +23,18 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.stores import EventStore, InMemoryEventStore, InMemorySessionStore, SessionStore
 from mcpkit.stores.bus import Bus, BusBridge, BusFanout, InMemoryBus, LocalFanout, attach_bus
 from mcpkit.transports.memory import create_memory_pair
-from redis_server import redis_url  # noqa: F401  (the session fixture)
+from redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 
-BACKENDS = [pytest.param("memory", id="memory"), pytest.param("redis", id="redis", marks=pytest.mark.redis)]
+BACKENDS = [
+    pytest.param("memory", id="memory"),
+    pytest.param("redis", id="redis", marks=pytest.mark.redis),
+    pytest.param("cluster", id="cluster", marks=pytest.mark.redis),
+]
 
 
 class Backend:
-    """Builds stores and buses of one kind; closes them at teardown. Redis ones share a fresh key prefix."""
+    """Builds stores and buses of one kind; closes them at teardown. Redis ones share a fresh key prefix; "cluster"
+    ones talk to a three-primary Redis Cluster through ``redis.asyncio.RedisCluster``."""
 
     def __init__(self, kind: str, url: str | None) -> None:
         self.kind = kind
@@ -42,13 +47,19 @@ class Backend:
     def has_event_ttl(self) -> bool:
         return self.kind != "memory"  # InMemoryEventStore is bounded by bytes, not by time
 
+    @property
+    def cluster(self) -> bool:
+        return self.kind == "cluster"
+
     def event_store(self, *, max_events_per_stream: int = 1000, ttl: float | None = 3600.0) -> EventStore:
         if self.kind == "memory":
             return InMemoryEventStore(max_events_per_stream=max_events_per_stream)
         from mcpkit.stores.redis import RedisEventStore
 
         assert self.url is not None
-        store = RedisEventStore(self.url, prefix=self.prefix, max_events_per_stream=max_events_per_stream, ttl=ttl)
+        store = RedisEventStore(
+            self.url, prefix=self.prefix, max_events_per_stream=max_events_per_stream, ttl=ttl, cluster=self.cluster
+        )
         self._closers.append(store.aclose)
         return store
 
@@ -58,7 +69,7 @@ class Backend:
         from mcpkit.stores.redis import RedisSessionStore
 
         assert self.url is not None
-        store = RedisSessionStore(self.url, prefix=self.prefix)
+        store = RedisSessionStore(self.url, prefix=self.prefix, cluster=self.cluster)
         self._closers.append(store.aclose)
         return store
 
@@ -70,6 +81,8 @@ class Backend:
                 self._memory_bus = InMemoryBus()
                 self._closers.append(self._memory_bus.aclose)
             return self._memory_bus
+        if self.kind == "cluster":
+            pytest.skip("RedisBus is Redis pub/sub for one Redis; RedisFanout (Streams) is what serves a cluster")
         from mcpkit.stores.redis import RedisBus
 
         assert self.url is not None
@@ -85,7 +98,8 @@ class Backend:
 
 @pytest.fixture(params=BACKENDS)
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
-    url = request.getfixturevalue("redis_url") if request.param == "redis" else None
+    url = {"redis": "redis_url", "cluster": "redis_cluster_url"}.get(request.param)
+    url = request.getfixturevalue(url) if url else None
     b = Backend(request.param, url)
     try:
         yield b
@@ -153,11 +167,11 @@ async def test_each_stream_is_bounded_and_a_gap_is_refused(backend: Backend) -> 
     assert await store.replay("s/0", 6) is None  # event 7 was evicted
     assert await store.replay("s/0", 0) is None
     assert await store.replay("s/1", 0) == [(1, b"other")]
-    if backend.kind == "redis":
+    if backend.kind != "memory":
         from mcpkit.stores.redis import RedisEventStore
 
         assert isinstance(store, RedisEventStore)
-        assert await store.redis.xlen(f"{backend.prefix}ev:s/0") == 3  # the bound is on the server, not a filter
+        assert await store.redis.xlen(store.key("s/0")) == 3  # the bound is on the server, not a filter
 
 
 async def test_forget_drops_every_stream_under_a_prefix_and_nothing_else(backend: Backend) -> None:
@@ -176,7 +190,7 @@ async def test_forget_drops_every_stream_under_a_prefix_and_nothing_else(backend
     await store.forget("nothing-here/")  # forgetting nothing is fine
     await store.append("s1/0", 1, b"again")  # a forgotten key can start over
     assert await store.replay("s1/0", 0) == [(1, b"again")]
-    if backend.kind == "redis":
+    if backend.kind != "memory":
         from mcpkit.stores.redis import RedisEventStore
 
         assert isinstance(store, RedisEventStore)
@@ -320,6 +334,8 @@ async def test_a_closed_subscription_gets_nothing_more(backend: Backend) -> None
 
 async def test_a_subscriber_that_falls_behind_loses_the_oldest_messages_only(backend: Backend) -> None:
     bus = InMemoryBus(queue_size=4) if backend.kind == "memory" else None
+    if backend.kind == "cluster":
+        pytest.skip("RedisBus is Redis pub/sub for one Redis")
     if bus is None:
         from mcpkit.stores.redis import RedisBus
 
@@ -496,7 +512,7 @@ async def test_redis_event_store_reloads_its_scripts_after_a_script_flush(redis_
         await store.redis.script_flush()  # e.g. a Redis restart or failover empties the script cache
         await store.append("f/0", 2, b"two")
         assert await store.replay("f/0", 0) == [(1, b"one"), (2, b"two")]
-        assert await store.redis.pttl(f"{store.prefix}ev:f/0") > 3_000_000  # the default 1 h TTL is set
+        assert await store.redis.pttl(store.key("f/0")) > 3_000_000  # the default 1 h TTL is set
         with pytest.raises(Exception, match="equal or smaller"):
             await store.append("f/0", 2, b"again")  # a sequence number never goes back (a transport bug)
     finally:

@@ -12,7 +12,7 @@ checks it wherever a ``Server`` is handed to a transport). Nothing here runs on 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -36,6 +36,11 @@ class FanoutTarget(Protocol):
         """Tell this worker's subscribers of ``uri`` that it changed."""
         ...
 
+    async def deliver_missed(self) -> None:
+        """Events of other workers may have been lost (this worker was cut off longer than they are kept): tell this
+        worker's clients to look again (every list changed, every subscribed resource updated)."""
+        ...
+
 
 @runtime_checkable
 class Fanout(Protocol):
@@ -43,8 +48,9 @@ class Fanout(Protocol):
     (``create_app(server, fanout=...)`` or ``server.set_fanout(...)``) and owns it.
 
     ``server.notify_list_changed`` / ``notify_resource_updated`` deliver to this worker's sessions and listen
-    streams, then call :meth:`publish`; a fan-out that receives another worker's event hands it to the bound
-    server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery only, never re-published).
+    streams (unless :attr:`delivers_locally`), then call :meth:`publish`; a fan-out that receives another worker's
+    event hands it to the bound server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery
+    only, never re-published).
     Session-record announcements (``session_changed`` / ``on_session_changed``) keep the copies of a handshake
     session held by several workers in step (the Streamable HTTP endpoint uses them with a session store).
     """
@@ -52,6 +58,12 @@ class Fanout(Protocol):
     @property
     def running(self) -> bool:
         """True once events from other workers are being received (always True for ``LocalFanout``)."""
+        ...
+
+    @property
+    def delivers_locally(self) -> bool:
+        """True when the fan-out also delivers this worker's own events (through ``deliver_*``, in the one order
+        every worker sees): ``notify_*`` then only publishes."""
         ...
 
     def bind(self, server: FanoutTarget) -> None:
@@ -98,6 +110,19 @@ class HostedSession(Protocol):
         ...
 
 
+class StateKeys(Protocol):
+    """The key ring that seals a server's ``requestState`` (and, for ``MCPKit``, its list cursors)."""
+
+    @property
+    def generated(self) -> bool:
+        """True while the ring is one random key of this process (not shared with other workers)."""
+        ...
+
+    def adopt(self, keys: Sequence[bytes]) -> bool:
+        """Use the shared ring ``keys`` unless the server was given keys of its own; True when taken."""
+        ...
+
+
 class HostedServer(FanoutTarget, Protocol):
     """A server as the transports, :mod:`mcpkit.run` and a request context see it (``Server``, ``MCPKit``)."""
 
@@ -107,6 +132,11 @@ class HostedServer(FanoutTarget, Protocol):
     handlers_version: int
     request_timeout: float
     fanout: Fanout
+
+    @property
+    def request_state(self) -> StateKeys:
+        """The key ring of ``requestState`` and list cursors."""
+        ...
 
     @property
     def supported_versions(self) -> list[str]:
@@ -150,4 +180,4 @@ class HostedServer(FanoutTarget, Protocol):
         ...
 
 
-__all__ = ["Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext"]
+__all__ = ["Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext", "StateKeys"]

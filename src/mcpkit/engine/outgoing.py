@@ -70,12 +70,17 @@ class Requests:
     _closed: BaseException | None
     _tasks: set[asyncio.Task[Any]]
     _cancel_sends: set[asyncio.Task[None]]
+    #: Added to the counter of the ids this peer gives its requests (1, 2, ...). Several workers serving one
+    #: session give their copies distinct bases (``worker << 32``, see ``mcpkit.stores.log``), so a request id
+    #: is unique across workers and names the worker waiting for the answer.
+    id_base: int = 0
 
     # ------------------------------------------------------------------ outgoing
 
     def next_id(self) -> int:
+        """The id of this peer's next request: ``id_base`` plus a count from 1."""
         self._next_id += 1
-        return self._next_id
+        return self.id_base + self._next_id
 
     @property
     def closed(self) -> bool:

@@ -648,6 +648,10 @@ class Peer(Requests):
     def inflight_count(self) -> int:
         return len(self._inflight)
 
+    def is_running(self, request_id: Any) -> bool:
+        """Whether a request of the other side with this id is in progress here (its answer not sent yet)."""
+        return type(request_id) in (str, int) and request_id in self._inflight
+
 
 def _batch_answer(responses: bytearray) -> Outgoing | None:
     """A batch's answer from its members' comma-terminated answers (notifications from batched handlers leave as

@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import logging
 import os
 import re
@@ -89,7 +87,8 @@ class MCPKit(Server, Mounting, Rules):
             "private": clients re-fetch and rely on list_changed); "public" only when every caller sees the same
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
         cursor_key: HMAC key for list cursors (share it between workers behind one endpoint); by default derived
-            from ``request_state_keys`` when those are given, else random per process.
+            from the ``requestState`` key ring (``request_state_keys``, or ``MCPKIT_STATE_KEYS`` through
+            ``create_app``), which rotates them too, else random per process.
         include_tags, exclude_tags: show only the tools, resources, templates and prompts that have one of
             ``include_tags``, and none of ``exclude_tags`` (see :mod:`mcpkit.server.visibility`; hidden ones cannot
             be called, read or got either). Tag components with ``tags=`` on their decorators.
@@ -147,10 +146,8 @@ class MCPKit(Server, Mounting, Rules):
         if any(v < 1 for v in sizes.values()):
             raise ValueError("page_size must be at least 1")
         self.page_sizes = sizes
-        if cursor_key is None and options.get("request_state_keys"):
-            # workers that share requestState keys share cursors too (a derived key, never the same one)
-            cursor_key = hmac.new(options["request_state_keys"][0], b"mcpkit list cursors", hashlib.sha256).digest()
-        self._paginator = Paginator(cursor_key)
+        # workers that share requestState keys share cursors too (keys derived from that ring, never the same ones)
+        self._paginator = Paginator(cursor_key, ring=self.request_state)
         self._list_cache = cache_hints(list_ttl_ms, list_cache_scope)
         self._lifespan = LifespanHolder(self, lifespan)
         self._pending_changes: dict[str, asyncio.Task[None]] = {}

@@ -21,6 +21,7 @@ class LocalFanout:
     """The default :class:`Fanout`: one worker, nothing to tell anyone (local delivery is the server's own)."""
 
     running = True
+    delivers_locally = False
 
     def bind(self, server: FanoutTarget) -> None:
         pass

@@ -431,17 +431,18 @@ class Server:
     async def notify_list_changed(self, kind: str) -> None:
         """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras, on
         this worker and (through :attr:`fanout`) on every other."""
-        await self.deliver_list_changed(kind)
+        if not self.fanout.delivers_locally:  # (a fan-out that does delivers this worker's events in its order)
+            await self.deliver_list_changed(kind)
         await self.fanout.publish("list_changed", kind)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the subscribers of ``uri`` that it changed, in both eras, on this worker and every other."""
-        await self.deliver_resource_updated(uri)
+        if not self.fanout.delivers_locally:
+            await self.deliver_resource_updated(uri)
         await self.fanout.publish("resource_updated", uri)
 
     async def deliver_list_changed(self, kind: str) -> None:
-        """``notify_list_changed`` for this worker's clients only (what a fan-out calls for another worker's
-        change)."""
+        """``notify_list_changed`` for this worker's clients only (what a fan-out calls for a change elsewhere)."""
         method = f"notifications/{kind}/list_changed"
         await self._fan_out([s for s in list(self._sessions) if s.initialized and not s.closed], method, None)
         key = _LIST_CHANGED_FILTER[kind]
@@ -456,6 +457,15 @@ class Server:
         for listener in list(self._listeners):
             if uri in listener.uris:
                 listener.offer("notifications/resources/updated", {"uri": uri})
+
+    async def deliver_missed(self) -> None:
+        """The fan-out found a gap (other workers' events may be lost): this worker's clients look again at every
+        list and every resource they watch (a notice too many, never one too few)."""
+        uris = {u for s in list(self._sessions) for u in s.subscriptions} | {u for x in self._listeners for u in x.uris}
+        for kind in _LIST_CHANGED_FILTER:
+            await self.deliver_list_changed(kind)
+        for uri in sorted(uris):
+            await self.deliver_resource_updated(uri)
 
     async def _fan_out(self, sessions: list[ServerSession], method: str, params: JSONDict | None) -> None:
         """Send to every session concurrently; a slow or dead one is given up on after ``fanout_timeout``

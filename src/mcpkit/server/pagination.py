@@ -23,6 +23,7 @@ import orjson
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
+from .request_state import RequestStateSealer
 
 T = TypeVar("T")
 _MAX_CURSOR = 1024
@@ -42,23 +43,35 @@ def _unb64(text: str) -> bytes:
 
 
 class Paginator:
-    """Slice lists into pages with sealed cursors. ``key`` (bytes) lets several workers share cursors."""
+    """Slice lists into pages with sealed cursors. ``key`` (bytes) lets several workers share cursors; without it,
+    the cursor keys derive from ``ring``'s keys (a :class:`~mcpkit.server.request_state.RequestStateSealer`: the
+    first signs, every one verifies, so they rotate with the ``requestState`` keys), else from a random key."""
 
-    def __init__(self, key: bytes | None = None) -> None:
-        self._key = key or os.urandom(32)
+    def __init__(self, key: bytes | None = None, *, ring: RequestStateSealer | None = None) -> None:
+        self._ring = None if key is not None else ring
+        self._source: list[bytes] | None = None  # the ring's key list the keys below derive from
+        self._keys = [key or os.urandom(32)]
 
-    def _sign(self, body: str) -> str:
-        return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest()[:16])
+    def _current(self) -> list[bytes]:
+        ring = self._ring
+        if ring is not None and ring.keys is not self._source:  # (adopt() puts a new list in the ring)
+            self._source = ring.keys
+            self._keys = [hmac.new(k, b"mcpkit list cursors", hashlib.sha256).digest() for k in ring.keys]
+        return self._keys
+
+    @staticmethod
+    def _sign(body: str, key: bytes) -> str:
+        return _b64(hmac.new(key, body.encode("ascii"), hashlib.sha256).digest()[:16])
 
     def encode(self, kind: str, offset: int, last: str) -> str:
         body = _b64(orjson.dumps([kind, offset, last]))
-        return f"{body}.{self._sign(body)}"
+        return f"{body}.{self._sign(body, self._current()[0])}"
 
     def decode(self, kind: str, cursor: Any) -> tuple[int, str]:
         if not isinstance(cursor, str) or len(cursor) > _MAX_CURSOR or not cursor.isascii():
             raise InvalidParams("invalid cursor")
         body, _, sig = cursor.partition(".")
-        if not sig or not hmac.compare_digest(sig, self._sign(body)):
+        if not sig or not any(hmac.compare_digest(sig, self._sign(body, k)) for k in self._current()):
             raise InvalidParams("invalid cursor")
         try:
             k, offset, last = orjson.loads(_unb64(body))

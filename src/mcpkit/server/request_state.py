@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -40,23 +41,46 @@ def request_digest(method: str, params: dict[str, Any] | None) -> str:
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
+#: Keys a ring holds at most (a forged state costs one HMAC per key).
+MAX_KEYS = 8
+
+
+def _checked(keys: Sequence[bytes]) -> list[bytes]:
+    ring = list(keys)
+    if len(ring) > MAX_KEYS:
+        raise ValueError(f"a key ring holds at most {MAX_KEYS} keys")
+    for k in ring:
+        if len(k) < 16:
+            raise ValueError("requestState keys must be at least 16 bytes")
+    return ring
+
+
 class RequestStateSealer:
     """Seal and open ``requestState`` strings.
 
     Args:
-        keys: secret keys (bytes, >= 16 bytes each). The first signs; all verify. Default: a random key per
-            process, fine for one worker; give every worker the same keys when several serve one endpoint.
+        keys: the key ring: secret keys (bytes, >= 16 bytes each, at most :data:`MAX_KEYS`). The first signs; all
+            verify, so a new key is rolled out first as a verifying one, then moved first, and the old one dropped
+            once what it sealed has expired (``ttl``). Default: a random key per process, fine for one worker;
+            every worker serving one endpoint needs the same ring (:meth:`adopt`, or ``MCPKIT_STATE_KEYS``).
         ttl: seconds a sealed state stays valid.
         max_size: largest accepted state string (bounds the work an attacker can cause).
     """
 
     def __init__(self, keys: list[bytes] | None = None, *, ttl: float = 600.0, max_size: int = 256 * 1024) -> None:
-        self.keys = list(keys) if keys else [os.urandom(32)]
-        for k in self.keys:
-            if len(k) < 16:
-                raise ValueError("requestState keys must be at least 16 bytes")
+        self.keys = _checked(keys) if keys else [os.urandom(32)]
+        self.generated = not keys  # a random key of this process: shared keys may replace it (adopt)
         self.ttl = ttl
         self.max_size = max_size
+
+    def adopt(self, keys: Sequence[bytes]) -> bool:
+        """Use the shared key ring ``keys`` unless this sealer was given keys of its own; True when taken. (List
+        cursors of an ``MCPKit`` app derive their keys from the same ring.)"""
+        if not self.generated:
+            return False
+        self.keys = _checked(keys)
+        self.generated = False
+        return True
 
     def seal(self, payload: dict[str, Any]) -> str:
         body = _b64(orjson.dumps({**payload, "exp": int(time.time() + self.ttl)}))

@@ -7,6 +7,7 @@ Both are protocols so a shared backend (Redis, ...) can replace the bounded in-m
   (``stream`` is an opaque key unique per stream, ``seq`` increases by one from 1) and replays the events after a
   client's ``Last-Event-ID``. ``replay`` returns None when it cannot replay without a gap (unknown stream, or
   events already evicted): the server then refuses the resumption rather than silently losing messages.
+* :class:`FollowableEventStore`: an event store shared by workers whose streams another worker can follow.
 * :class:`SessionStore`: the state of a handshake-era session (version, client capabilities and info, log level,
   subscriptions) as a JSON-able dict, so another worker can restore a session it did not create. The store is the
   truth for every worker: the HTTP endpoint re-reads the record on each request (DELETE anywhere means 404
@@ -37,6 +38,22 @@ class EventStore(Protocol):
 
 
 @runtime_checkable
+class FollowableEventStore(EventStore, Protocol):
+    """An :class:`EventStore` shared by several workers, whose streams a worker that does not write them can follow
+    (:class:`~mcpkit.stores.redis.RedisEventStore`): a client that resumes a request's stream on another worker
+    than the one running the request gets its events as they are written, up to the answer."""
+
+    async def append_last(self, stream: str, seq: int, data: bytes) -> None:
+        """Keep event ``seq`` as the last of ``stream`` (the answer that ends it)."""
+        ...
+
+    async def follow(self, stream: str, after: int, timeout: float) -> tuple[list[tuple[int, bytes]], bool] | None:
+        """The events after ``after`` as they come (waiting up to ``timeout`` seconds for the first) and whether the
+        last one is among them; None when the stream is gone."""
+        ...
+
+
+@runtime_checkable
 class SessionStore(Protocol):
     async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None: ...
 
@@ -45,4 +62,4 @@ class SessionStore(Protocol):
     async def delete(self, session_id: str) -> None: ...
 
 
-__all__ = ["EventStore", "InMemoryEventStore", "InMemorySessionStore", "SessionStore"]
+__all__ = ["EventStore", "FollowableEventStore", "InMemoryEventStore", "InMemorySessionStore", "SessionStore"]

@@ -202,6 +202,8 @@ class BusFanout:
         self._session_listeners: list[Callable[[str], Awaitable[None]]] = []
         self._closed = False
 
+    delivers_locally = False  # the server delivers its own events; the subscriber skips them by origin
+
     @property
     def running(self) -> bool:
         return self._sub is not None

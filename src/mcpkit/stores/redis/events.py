@@ -1,0 +1,205 @@
+"""The SSE events of resumable streams in Redis: :class:`RedisEventStore`.
+
+Each stream is a Redis stream whose entry ids ARE the event numbers (``<seq>-0``): XADD refuses an id that does not
+grow (so two writers can never interleave one stream) and ``XRANGE`` from ``after + 1`` is the replay; the first
+remaining entry tells whether a replay would have a hole. Each append and each replay is ONE command: a small Lua
+script (EVALSHA) that does XADD with MAXLEN + PEXPIRE + SADD/PEXPIRE of the session's set of streams, or reads the
+first entry, checks for a gap and returns the range (renewing the TTL: a client still resuming keeps its stream
+alive).
+
+Keys (see :class:`~mcpkit.stores.redis.connection.KeyScheme`): stream ``<session>/<n>`` is
+``<prefix>{<session>}:ev:<n>`` and the session's set of streams ``<prefix>{<session>}:evs``, so one session's
+events live in one Redis Cluster slot and ``forget("<session>/")`` (what the Streamable HTTP server calls when a
+session ends) deletes them in one command without scanning the keyspace; any other prefix falls back to
+``SCAN MATCH`` (on every node of a cluster).
+
+A stream's last event (the answer of the request that opened it) is marked (:meth:`RedisEventStore.append_last`),
+so a worker that resumes a stream another worker is still writing follows it (:meth:`RedisEventStore.follow`)
+until that answer, then ends it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
+
+if TYPE_CHECKING:
+    from .connection import RedisClient
+
+# KEYS: stream, group; ARGV: entry id, data, maxlen, ttl ms ('' = none), stream name (group member), last ('1'/'')
+_APPEND = """
+if ARGV[6] == '1' then
+  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2], 'f', '1')
+else
+  redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2])
+end
+if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
+redis.call('SADD', KEYS[2], ARGV[5])
+if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+return 1
+"""
+
+# KEYS: stream; ARGV: after + 1, ttl ms ('' = none). nil: unknown stream; 0: the next event was trimmed (a gap);
+# else the entries from `after + 1` on.
+_REPLAY = """
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if #first == 0 then return false end
+local want = tonumber(ARGV[1])
+if tonumber(string.match(first[1][1], '^(%d+)')) > want then return 0 end
+if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', '+')
+"""
+_GLOB_SPECIAL = frozenset("*?[]\\")
+
+__all__ = ["RedisEventStore"]
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+def _glob_escape(text: str) -> str:
+    return "".join("\\" + c if c in _GLOB_SPECIAL else c for c in text)
+
+
+def _entries(raw: Any) -> tuple[list[tuple[int, bytes]], bool]:
+    """Stream entries ``[b"<seq>-0", [b"d", data, (b"f", b"1")]]`` as (seq, data) and whether the last was marked."""
+    events: list[tuple[int, bytes]] = []
+    last = False
+    for entry_id, fields in raw:
+        if isinstance(fields, dict):  # (a client's parsed form)
+            data, last = fields.get(b"d", b""), fields.get(b"f") == b"1"
+        else:
+            data, last = fields[1], len(fields) > 3 and fields[3] == b"1"
+        events.append((int(entry_id[: entry_id.index(b"-")]), data))
+    return events, last
+
+
+class RedisEventStore:
+    """An :class:`~mcpkit.stores.EventStore` in Redis streams (see the module docstring for the layout); also a
+    :class:`~mcpkit.stores.FollowableEventStore`.
+
+    Args:
+        redis: a URL, a ``redis.asyncio`` client (bytes responses) or a shared
+            :class:`~mcpkit.stores.redis.RedisConnection` (then its prefix applies).
+        prefix: prepended to every key (several apps can share one Redis).
+        max_events_per_stream: events kept per stream; a replay that needs an evicted one returns None.
+        ttl: seconds after the last append (or replay) when a stream expires; None keeps streams until
+            :meth:`forget` (not advised: a client that never ends its session would leak them).
+        cluster, timeout: for a URL (see :class:`~mcpkit.stores.redis.RedisConnection`).
+    """
+
+    def __init__(
+        self,
+        redis: str | RedisClient | RedisConnection,
+        *,
+        prefix: str = "mcpkit:",
+        max_events_per_stream: int = 1000,
+        ttl: float | None = 3600.0,
+        cluster: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        if max_events_per_stream < 1:
+            raise ValueError("max_events_per_stream must be at least 1")
+        if ttl is not None and ttl <= 0:
+            raise ValueError("ttl must be positive (or None)")
+        self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
+        self.max_events_per_stream = max_events_per_stream
+        self.ttl = ttl
+        self._ttl_arg = str(_ms(ttl)) if ttl is not None else ""
+        client = self.conn.client
+        self._append = client.register_script(_APPEND)
+        self._replay = client.register_script(_REPLAY)
+
+    @property
+    def redis(self) -> Any:
+        """The Redis client."""
+        return self.conn.client
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix."""
+        return self.conn.prefix
+
+    def key(self, stream: str) -> str:
+        """The Redis key of ``stream``: ``<prefix>{<session>}:ev:<rest>`` for ``<session>/<rest>``."""
+        tag, _, rest = stream.partition("/")
+        return self.conn.keys.key(tag, "ev", rest)
+
+    def _group_key(self, stream: str) -> str:
+        return self.conn.keys.key(stream.partition("/")[0], "evs")
+
+    async def append(self, stream: str, seq: int, data: bytes) -> None:
+        """Keep event ``seq``. Raises ``redis.ResponseError`` when ``seq`` is not above the stream's last number:
+        two writers numbering one stream would otherwise interleave into a history no client can resume."""
+        await self._add(stream, seq, data, "")
+
+    async def append_last(self, stream: str, seq: int, data: bytes) -> None:
+        """Keep event ``seq`` as the stream's last (the answer that ends it): a follower stops after it."""
+        await self._add(stream, seq, data, "1")
+
+    async def _add(self, stream: str, seq: int, data: bytes, last: str) -> None:
+        keys = [self.key(stream), self._group_key(stream)]
+        args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last]
+        async with self.conn.guard("event store"):
+            await self._append(keys=keys, args=args)
+
+    async def replay(self, stream: str, after: int) -> list[tuple[int, bytes]] | None:
+        async with self.conn.guard("event store"):
+            reply = await self._replay(keys=[self.key(stream)], args=[max(after, 0) + 1, self._ttl_arg])
+        if not isinstance(reply, list):
+            return None  # unknown (never seen, forgotten, expired) or the events right after `after` were trimmed
+        return _entries(reply)[0]
+
+    async def follow(self, stream: str, after: int, timeout: float) -> tuple[list[tuple[int, bytes]], bool] | None:
+        """The events of ``stream`` after ``after`` as they come: waits up to ``timeout`` seconds (at most
+        :data:`~mcpkit.stores.redis.connection.BLOCK`) for the first, and says whether the stream's last event is
+        among them. ``([], False)`` when nothing came; None when the stream is gone (expired or forgotten) or,
+        with ``timeout=0`` (what is there now), when events after ``after`` were evicted."""
+        key = self.key(stream)
+        if timeout <= 0:  # what is there now, with the replay's gap check
+            async with self.conn.guard("event store"):
+                reply = await self._replay(keys=[key], args=[max(after, 0) + 1, self._ttl_arg])
+            return _entries(reply) if isinstance(reply, list) else None
+        client, block = self.conn.blocking()
+        wait = max(1, min(int(timeout * 1000), int(block * 1000)))
+        async with self.conn.guard("event store"):
+            reply = await client.xread({key: f"{max(after, 0)}-0"}, count=100, block=wait)
+            if not reply:
+                return None if not await self.conn.client.exists(key) else ([], False)
+        raw = reply[0][1] if isinstance(reply, list) else next(iter(reply.values()))[0]
+        return _entries(raw)
+
+    async def forget(self, prefix: str) -> None:
+        keys = self.conn.keys
+        tag, slash, rest = prefix.partition("/")
+        client = self.conn.client
+        async with self.conn.guard("event store"):
+            if slash and not rest:  # "<session>/": the session's set names every stream, all in one slot
+                group_key = keys.key(tag, "evs")
+                members = await client.smembers(group_key)
+                names = [self.key(m.decode() if isinstance(m, bytes) else m) for m in members]
+                await client.unlink(group_key, *names)
+                return
+            # Any other prefix: SCAN for the streams (and the session sets whose streams all start with it).
+            if slash:
+                patterns = [_glob_escape(keys.key(tag, "ev", rest)) + "*"]
+            else:
+                start = _glob_escape(f"{keys.prefix}{{{prefix}")
+                patterns = [start + "*}:ev:*", start + "*}:evs"]
+            batch: list[Any] = []
+            for pattern in patterns:
+                async for key in client.scan_iter(match=pattern, count=1000):
+                    batch.append(key)
+                    if len(batch) >= 500:
+                        await client.unlink(*batch)
+                        batch.clear()
+            if batch:
+                await client.unlink(*batch)
+
+    async def aclose(self) -> None:
+        """Close the connection if this store made it (from a URL or a client)."""
+        if self._owns:
+            await self.conn.aclose()
