@@ -24,6 +24,7 @@ import orjson
 import pytest
 
 from mcpkit.client.lowlevel import ClientSession
+from mcpkit.stores.log import position_order
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
 from test_http_support import ACCEPT_BOTH, initialize_body
@@ -244,9 +245,10 @@ async def test_a_get_stream_on_worker_b_resumes_from_redis_after_a_drop(store_wo
             assert stream.status_code == 200
             missed = await asyncio.wait_for(_events(stream.aiter_lines(), 2), 10)
         assert [orjson.loads(d)["method"] for _, d in missed] == ["notifications/tools/list_changed"] * 2
-        ids = [first_id] + [i for i, _ in missed]
-        stream_no = str(first_id).partition("_")[0]
-        assert len(set(ids)) == 3 and all(str(i).startswith(stream_no + "_") for i in ids)
+        ids = [str(first_id)] + [str(i) for i, _ in missed]
+        # the GET stream of a session is the shared notification log filtered for it: ids are log positions
+        assert len(set(ids)) == 3 and all(i.startswith("g") for i in ids)
+        assert [position_order(i[1:]) for i in ids] == sorted(position_order(i[1:]) for i in ids)
         await http.delete(url_b, headers=headers)
 
 

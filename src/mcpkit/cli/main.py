@@ -8,6 +8,7 @@ Heavy imports (rich, httpx, uvicorn) happen inside the commands that need them, 
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -128,11 +129,44 @@ def cli() -> None:
 @click.option("--limit-concurrency", type=int, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
 @click.option("--timeout-keep-alive", type=float, default=None, help="HTTP: idle keep-alive seconds [5].")
 @click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    envvar="MCPKIT_WORKERS",
+    help="HTTP: worker processes sharing the port (more than 1 needs --redis).",
+)
+@click.option(
+    "--redis", "redis_url", default=None, envvar="MCPKIT_REDIS_URL", help="HTTP: Redis URL the workers share."
+)
+@click.option(
+    "--redis-cluster", is_flag=True, envvar="MCPKIT_REDIS_CLUSTER", help="HTTP: --redis names a Redis Cluster."
+)
+@click.option("--redis-prefix", default=None, envvar="MCPKIT_REDIS_PREFIX", help="HTTP: Redis key prefix [mcpkit:].")
+@click.option(
+    "--redis-timeout", type=float, default=None, envvar="MCPKIT_REDIS_TIMEOUT", help="HTTP: Redis timeout [1]."
+)
+@click.option(
+    "--state-keys-file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    envvar="MCPKIT_STATE_KEYS_FILE",
+    help="HTTP: key ring sealing requestState and cursors, one key a line (or MCPKIT_STATE_KEYS).",
+)
+@click.option(
+    "--forwarded-allow-ips",
+    default=None,
+    envvar="MCPKIT_FORWARDED_ALLOW_IPS",
+    help="HTTP: balancer addresses whose X-Forwarded-For/-Proto are trusted (comma-separated).",
+)
+@click.option("--drain-timeout", type=float, default=None, help="HTTP: seconds requests in flight get at shutdown [5].")
+@click.option(
     "--dev",
     is_flag=True,
     help="Development mode: debug logging, and tool errors shown unmasked (sets MCPKIT_DEBUG=1 for the server).",
 )
 @click.option("--script-fallback", is_flag=True, hidden=True, help="Run TARGET as a script when it defines no server.")
+@click.option("--worker-fd", type=int, default=None, hidden=True, help="(a worker of --workers: the shared socket)")
 def run(
     target: str,
     transport: str,
@@ -144,15 +178,39 @@ def run(
     log_level: str,
     dev: bool,
     script_fallback: bool,
+    workers: int,
+    redis_url: str | None,
+    redis_cluster: bool,
+    redis_prefix: str | None,
+    redis_timeout: float | None,
+    state_keys_file: str | None,
+    forwarded_allow_ips: str | None,
+    drain_timeout: float | None,
+    worker_fd: int | None,
     **limits: Any,
 ) -> None:
     """Serve the MCP server defined in TARGET (path/to/server.py[:object]).
 
     With --transport http, sse or ws the URL it serves on is printed to stderr once it listens. --dev sets the
     environment variable MCPKIT_DEBUG=1 before the server is imported (MCPKit apps then show tool exceptions to
-    the client instead of masking them) and logs at debug level: never use it in production."""
+    the client instead of masking them) and logs at debug level: never use it in production.
+
+    Several workers: --redis URL (or MCPKIT_REDIS_URL) makes the workers of one deployment share sessions, SSE
+    events and notifications, on one host (--workers N) or on several behind a load balancer; they also share the
+    key ring that seals requestState and list cursors (MCPKIT_STATE_KEYS or --state-keys-file; --workers N on one
+    host generates one when none is given). Every setting also comes from its MCPKIT_* environment variable."""
     import logging
     import os
+
+    scale = _scale_config(redis_url, redis_cluster, redis_prefix, redis_timeout, state_keys_file)
+    if transport == "stdio":
+        source = click.get_current_context().get_parameter_source("redis_url")
+        if workers > 1 or (redis_url and source == click.core.ParameterSource.COMMANDLINE):
+            raise click.UsageError("--workers and --redis are for the HTTP transports (-t http, sse or ws)")
+    if workers > 1 and not scale.shared:
+        raise click.UsageError(
+            "--workers N shares sessions and notifications through Redis: give --redis URL (or MCPKIT_REDIS_URL)"
+        )
 
     if dev:
         os.environ["MCPKIT_DEBUG"] = "1"
@@ -164,6 +222,9 @@ def run(
     lib_logger = logging.getLogger("mcpkit")
     lib_logger.addHandler(handler)
     lib_logger.setLevel(log_level.upper())
+    if workers > 1 and worker_fd is None:
+        _run_workers(click.get_current_context(), scale, workers, transport, host, port, path)
+        return
     try:
         server = load_server(target)
     except LoadError as exc:
@@ -184,9 +245,69 @@ def run(
     if json_response:
         options["json_response"] = True
     options.update({name: value for name, value in limits.items() if value is not None})
+    if forwarded_allow_ips:  # the client address (per-client quotas) from X-Forwarded-For, from these peers only
+        options.update(proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
+    if drain_timeout is not None:
+        options["timeout_graceful_shutdown"] = drain_timeout
+    options["config"] = scale
+    if worker_fd is not None:  # one of the workers of `--workers N`: the parent announced the URL
+        from .workers import worker_socket
+
+        options.update(sockets=[worker_socket(worker_fd)], announce=False)
     # Through the server's own run(): a class that customizes it (e.g. adds an event store) is served as documented;
     # the HTTP serve it reaches prints the URL once it listens.
     server.run(transport, host=host, port=port, **options)
+
+
+def _scale_config(
+    url: str | None, cluster: bool, prefix: str | None, timeout: float | None, keys_file: str | None
+) -> Any:
+    """The shared configuration: the MCPKIT_* environment, overridden by the flags."""
+    from ..stores.config import ENV, ScaleConfig
+
+    env = dict(os.environ)
+    given = {"redis_url": url, "redis_prefix": prefix, "state_keys_file": keys_file}
+    env.update({ENV[name]: value for name, value in given.items() if value})
+    if timeout is not None:
+        env[ENV["redis_timeout"]] = str(timeout)
+    if cluster:
+        env[ENV["redis_cluster"]] = "1"
+    try:
+        return ScaleConfig.from_env(env)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _run_workers(
+    ctx: click.Context, scale: Any, workers: int, transport: str, host: str, port: int, path: str | None
+) -> None:
+    """The parent of ``--workers N``: bind once, start the workers (see :mod:`mcpkit.cli.workers`)."""
+    from ..stores.config import generate_key
+    from .workers import bind, child_environment, python_command, supervise
+
+    if not scale.state_keys:  # one host: one generated key ring for its workers
+        scale = scale.with_keys([generate_key().encode()])
+    sock = bind(host, port)
+    bound = sock.getsockname()
+    endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
+    scheme = "ws" if transport == "ws" else "http"
+    shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+    announce = f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint} ({workers} workers)"
+    command = [*python_command(), "run"]
+    for param in ctx.command.params:
+        name = param.name
+        if name in ("workers", "worker_fd", "script_fallback") or not isinstance(param, click.Option):
+            continue
+        value = ctx.params.get(name)
+        if value is None or value is False or name in ("redis_url", "redis_cluster", "redis_prefix", "state_keys_file"):
+            continue  # (the shared configuration goes through the environment)
+        if name == "redis_timeout":
+            continue
+        flag = param.opts[0] if param.opts[0].startswith("--") else param.opts[-1]
+        command += [flag] if value is True else [flag, str(bound[1]) if name == "port" else str(value)]
+    command.insert(len(python_command()) + 1, ctx.params["target"])
+    grace = ctx.params.get("drain_timeout") or 5.0
+    sys.exit(supervise(command, workers, sock, child_environment(scale.to_env()), grace, announce))
 
 
 def _register_optional() -> None:

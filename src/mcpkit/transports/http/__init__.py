@@ -7,6 +7,7 @@ uvicorn nor httpx.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from typing import TYPE_CHECKING, Any
@@ -131,10 +132,25 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
             uv["backlog"] = min(ACCEPT_BURST, backlog)  # asyncio's accept burst; the kernel queue is set below
     uv.setdefault("lifespan", "on")
     config = uvicorn.Config(app, host=host, port=port, **uv)
-    if guard is None:
-        return uvicorn.Server(config)
+    from .app import MCPApp
 
-    class GuardedServer(uvicorn.Server):
+    drain = app.drain if isinstance(app, MCPApp) else None
+
+    class DrainingServer(uvicorn.Server):
+        async def shutdown(self, sockets: Any = None) -> None:
+            # Graceful: stop accepting, end the SSE streams with a retry hint (clients resume elsewhere), then
+            # uvicorn waits for the requests in flight (timeout_graceful_shutdown) and runs the lifespan's end.
+            for listening in getattr(self, "servers", ()):
+                listening.close()
+            if drain is not None:
+                with contextlib.suppress(Exception):
+                    await drain()
+            await super().shutdown(sockets)
+
+    if guard is None:
+        return DrainingServer(config)
+
+    class GuardedServer(DrainingServer):
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
             relisten(getattr(self, "servers", ()), backlog)
@@ -158,19 +174,23 @@ def serve(
     Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...).
 
     Once uvicorn listens, ``mcpkit: serving <transport> on <url>`` is printed to stderr (the real port when
-    ``port=0``); ``announce=False`` leaves it out. ``Server.run`` and ``mcpkit run`` come here, through a server
+    ``port=0``); ``announce=False`` leaves it out. ``sockets=[...]``: serve on sockets that already listen (host
+    and port are then ignored). On SIGTERM or SIGINT the shutdown is graceful: the app drains
+    (:meth:`~mcpkit.transports.http.MCPApp.drain`), then requests in flight get ``timeout_graceful_shutdown``
+    seconds (5 by default). ``Server.run`` and ``mcpkit run`` come here, through a server
     class's own ``run()`` override too."""
     import asyncio
 
     path = options.get("path")
     endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
+    sockets = options.pop("sockets", None)  # already listening (the workers of ``mcpkit run --workers``)
     uv = build_server(server, transport, host, port, **options)
     if not announce:
-        uv.run()
+        uv.run(sockets=sockets)
         return
 
     async def main() -> None:
-        task = asyncio.ensure_future(uv.serve())
+        task = asyncio.ensure_future(uv.serve(sockets=sockets))
         while not uv.started and not task.done():
             await asyncio.wait({task}, timeout=0.02)
         if uv.started and uv.servers and uv.servers[0].sockets:

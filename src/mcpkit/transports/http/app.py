@@ -5,10 +5,15 @@ it with uvicorn (:func:`mcpkit.transports.http.serve`). One DNS-rebinding policy
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from ..._asgi import ASGIApp, Receive, Scope, Send, lifespan
+from ...stores.config import ScaleConfig
+from ...stores.log import SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
@@ -16,16 +21,22 @@ from .streamable import StreamableHTTPEndpoint
 if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
+    from ...stores.config import SharedStores
 
 
 class MCPApp:
-    """The routing table (exact paths, ``root_path`` aware) plus the lifespan that shuts every endpoint down."""
+    """The routing table (exact paths, ``root_path`` aware) plus the lifespan that shuts every endpoint down, the
+    health and readiness endpoints, and the first half of a graceful shutdown (:meth:`drain`)."""
 
     def __init__(
         self,
         routes: dict[str, ASGIApp],
         closers: list[Callable[[], Awaitable[None]]],
         server: HostedServer | None = None,
+        *,
+        health_path: str | None = None,
+        ready_path: str | None = None,
+        shared: SharedStores | None = None,
     ) -> None:
         self.routes = routes
         self.server = server  # its fan-out starts at lifespan startup and stops at shutdown
@@ -33,6 +44,13 @@ class MCPApp:
         self.streamable: StreamableHTTPEndpoint | None = None
         self.sse: Any = None
         self.ws: Any = None
+        self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
+        self.draining = False
+        self._ready: tuple[float, str | None] = (-1.0, None)  # (when, why not ready): probes reuse it for 0.5 s
+        if health_path:
+            routes["/" + health_path.strip("/")] = self._health
+        if ready_path:
+            routes["/" + ready_path.strip("/")] = self._readiness
 
     async def _startup(self) -> None:
         if self.server is not None:
@@ -45,6 +63,54 @@ class MCPApp:
             if self.server is not None:
                 with contextlib.suppress(Exception):
                     await self.server.fanout.aclose()
+            if self.shared is not None:
+                with contextlib.suppress(Exception):
+                    await self.shared.aclose()
+
+    async def drain(self, retry_ms: int = 500) -> None:
+        """Graceful shutdown, first half (``mcpkit run`` and :func:`~mcpkit.transports.http.serve` call it when
+        told to stop, after the listening socket closed, before uvicorn waits for the requests in flight): the
+        readiness endpoint answers 503, GET streams end after a ``retry:`` hint of ``retry_ms`` so clients resume
+        them elsewhere, ``subscriptions/listen`` streams end gracefully. Under another process manager, call it
+        from its shutdown hook."""
+        self.draining = True
+        ep = self.streamable
+        if ep is not None:
+            ep.draining = True  # new GET streams: 503, to be opened on another worker
+            ep.sessions.close_streams(retry_ms)
+        if self.server is not None:
+            with contextlib.suppress(Exception):
+                await self.server.close_listeners()
+
+    async def not_ready(self) -> str | None:
+        """Why this worker should get no traffic (None: ready): draining, or the shared fan-out's Redis is
+        unreachable."""
+        if self.draining:
+            return "draining"
+        fanout = self.server.fanout if self.server is not None else None
+        if not isinstance(fanout, SharedFanout):
+            return None
+        now = time.monotonic()
+        when, reason = self._ready
+        if now - when < 0.5:
+            return reason
+        reason = await fanout.check()
+        self._ready = (time.monotonic(), reason)
+        return reason
+
+    async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Liveness: 200 while the process serves requests."""
+        await _probe_answer(scope, send, 200, {"status": "ok"})
+
+    async def _readiness(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Readiness: 200 when this worker should get traffic, else 503 with the reason."""
+        reason = await self.not_ready()
+        fanout = self.server.fanout if self.server is not None else None
+        worker = fanout.worker if isinstance(fanout, SharedFanout) else None
+        if reason is None:
+            await _probe_answer(scope, send, 200, {"status": "ready", "worker": worker})
+        else:
+            await _probe_answer(scope, send, 503, {"status": "unavailable", "reason": reason, "worker": worker})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
@@ -89,6 +155,20 @@ class MCPApp:
         return {}
 
 
+async def _probe_answer(scope: Scope, send: Send, status: int, body: dict[str, Any]) -> None:
+    if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+        return
+    headers = [(b"content-type", b"application/json"), (b"cache-control", b"no-store")]
+    if scope.get("method") not in ("GET", "HEAD"):
+        status, body, headers = 405, {"error": "use GET"}, [*headers, (b"allow", b"GET, HEAD")]
+    data = orjson.dumps(body)
+    headers.append((b"content-length", str(len(data)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else data})
+
+
 # Options of every session's engine (mcpkit.engine.Peer), passed to the legacy SSE and WebSocket endpoints too.
 _ENGINE_OPTIONS = ("max_concurrency", "max_batch_size", "default_timeout", "max_timeout", "cancel_timeout")
 
@@ -113,6 +193,10 @@ def create_app(
     messages_path: str = "/messages",
     ws_path: str = "/ws",
     fanout: Fanout | None = None,
+    config: ScaleConfig | None = None,
+    health_path: str | None = "/healthz",
+    ready_path: str | None = "/readyz",
+    max_followers: int | None = None,
     **options: Any,
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
@@ -122,7 +206,33 @@ def create_app(
     every endpoint: ``/mcp``, ``/sse`` and ``/ws``. ``fanout`` (e.g. :class:`~mcpkit.stores.redis.RedisFanout`)
     is given to the server (``server.set_fanout``) so its change notifications reach every worker's clients; the
     app's ASGI lifespan starts it and stops it. Without it the server keeps the one it has (in process by
-    default)."""
+    default).
+
+    ``config`` (default: :meth:`ScaleConfig.from_env() <mcpkit.stores.config.ScaleConfig.from_env>`, the
+    ``MCPKIT_*`` environment variables) is what the workers of one deployment share: with a Redis URL, the session
+    store, the event store and the fan-out not given here are built on one Redis connection, and the key ring
+    seals ``requestState`` and list cursors (required then, unless the server was given keys of its own). Without
+    one, nothing changes (in-memory stores). ``health_path`` (liveness: 200) and ``ready_path`` (readiness: 503
+    while draining or while the shared fan-out cannot reach Redis) answer GET without the Host/Origin checks;
+    None leaves them out. ``max_followers``: with a shared fan-out, the streams of requests running on other
+    workers one worker follows at once for clients that resume them there (default 256; see
+    :mod:`~mcpkit.transports.http.shared`)."""
+    config = ScaleConfig.from_env() if config is None else config
+    if config.state_keys:
+        server.request_state.adopt(config.state_keys)
+    shared = None
+    if config.shared:
+        if server.request_state.generated:
+            raise ValueError(
+                "a Redis URL is configured (several workers share this endpoint) but no shared keys seal "
+                "requestState and list cursors: set MCPKIT_STATE_KEYS (or MCPKIT_STATE_KEYS_FILE, mcpkit run "
+                "--state-keys-file), or build the server with request_state_keys"
+            )
+        if fanout is None and isinstance(server.fanout, SharedFanout):
+            fanout = server.fanout  # (given in the server's module: server.set_fanout(RedisFanout(...)))
+        shared = config.build(session_store=session_store, event_store=event_store, fanout=fanout)
+        assert shared is not None
+        session_store, event_store, fanout = shared.session_store, shared.event_store, shared.fanout
     if fanout is not None:
         server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)
@@ -169,7 +279,9 @@ def create_app(
         routes["/" + ws_path.strip("/")] = websocket
         if hasattr(websocket, "aclose"):
             closers.append(websocket.aclose)
-    app = MCPApp(routes, closers, server)
+    if streamable.shared is not None and max_followers is not None:
+        streamable.shared.max_followers = max_followers
+    app = MCPApp(routes, closers, server, health_path=health_path, ready_path=ready_path, shared=shared)
     app.streamable = streamable
     app.sse = legacy
     app.ws = websocket

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Scope
+from ...engine import NULL_OUTBOX
 from ...protocol import versions
 from ...protocol.errors import INVALID_REQUEST
 from .stream import _WORKER_SHIFT, _HTTPSession
@@ -26,6 +27,8 @@ from .wire import _error_body
 if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
+    from .shared import SharedSessions
+    from .stream import SSEPump
 
 logger = logging.getLogger("mcpkit.http")
 
@@ -63,23 +66,74 @@ class SessionManager:
         self._evicted = 0  # idle sessions evicted because the table was full
         self._evicted_logged = -10.0
         self._fanout: Fanout | None = None  # the server's fan-out this manager listens to (session changes, DELETEs)
+        # with a shared fan-out (clients move between workers): its sessions and their cross-worker side
+        self._store_warned = -10.0
+        self.session_class: type[_HTTPSession] = _HTTPSession
+        self.shared: SharedSessions | None = None
 
     def create(self, client: Any = None) -> _HTTPSession:
         """A new session (``initialize``) of ``client`` (see :func:`_client_key`), in the table."""
         sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
-        hs = _HTTPSession(sid, client)
+        hs = self.session_class(sid, client)
         hs.session = self.server.create_session(hs, **self.peer_options)
+        if self.shared is not None:
+            self.shared.adopt(hs)
         self.table[sid] = hs
         if client is not None:
             self._clients.setdefault(client, {})[sid] = hs
         return hs
 
+    def share(self, ep: SSEPump) -> SharedSessions | None:
+        """With a session store and a shared fan-out (clients may reach any worker with any request): sessions of
+        :class:`~.shared.SharedHTTPSession` and their cross-worker side, returned; else None."""
+        from ...stores.log import SharedFanout
+        from .shared import SharedHTTPSession, SharedSessions
+
+        fanout = self.server.fanout
+        if self.session_store is None or not isinstance(fanout, SharedFanout):
+            return None
+        self.session_class = SharedHTTPSession
+        self.shared = SharedSessions(ep, self.table, fanout)
+        return self.shared
+
+    async def receive(self, hs: _HTTPSession, msg: Any, body: bytes) -> None:
+        """A POST of notifications and answers only, for session ``hs``; with a shared fan-out an answer to another
+        worker's request goes to that worker (raises ``ConnectionError`` when it cannot)."""
+        if self.shared is None:
+            await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
+        else:
+            await self.shared.receive(hs, msg, body)
+
+    async def find(self, sid: str | None) -> _HTTPSession | None:
+        """The session ``sid`` as this worker serves it: its copy (refreshed against the store), or restored from
+        the store; None when unknown or ended. Raises ``ConnectionError`` when the store cannot be reached."""
+        hs = self.table.get(sid)  # type: ignore[arg-type]
+        if self.session_store is not None:
+            if hs is None:
+                return await self.restore(sid) if sid is not None else None
+            if not await self.refresh(hs):
+                return None  # ended on another worker (or expired in the store)
+        return hs
+
+    def close_streams(self, retry_ms: int) -> None:
+        """Draining: end every GET stream this worker holds, after a ``retry:`` hint where it can be resumed."""
+        if self.shared is not None:
+            self.shared.close_streams(retry_ms)
+            return
+        for hs in list(self.table.values()):
+            stream = hs.standalone
+            if stream is not None and stream.conn is not None and not stream.close_connection(retry_ms):
+                stream.conn.end()
+
     async def restore(self, sid: str) -> _HTTPSession | None:
         """The session ``sid`` as the session store records it, now held by this worker too; None when the store
-        does not know it (or serves another era), or every session here is busy and the table is full."""
+        does not know it (or serves another era), or every session here is busy and the table is full. Raises
+        ``ConnectionError`` when the store cannot be reached (the request gets 503, not 404)."""
         assert self.session_store is not None
         try:
             state = await self.session_store.load(sid)
+        except ConnectionError:
+            raise
         except Exception:
             logger.exception("session store: could not load session %s", sid[:8])
             return None
@@ -93,7 +147,7 @@ class SessionManager:
             return self.table[sid]
         owner = state.get("owner")
         client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
-        hs = _HTTPSession(sid, client)
+        hs = self.session_class(sid, client)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
         session.version = state["version"]
         session.features = versions.features(state["version"])
@@ -108,6 +162,8 @@ class SessionManager:
         hs.renewed = time.monotonic()
         # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
         hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
+        if self.shared is not None:
+            self.shared.adopt(hs)  # (numbered by worker: unique among workers)
         self.table[sid] = hs
         if client is not None:
             self._clients.setdefault(client, {})[sid] = hs
@@ -130,9 +186,14 @@ class SessionManager:
                 state = await store.load(hs.id)
                 if state is not None and now - hs.renewed >= ttl / 3:
                     await store.save(hs.id, state, ttl)
+        except ConnectionError as exc:  # the store is unreachable: keep serving this worker's copy
+            if now - self._store_warned >= 10.0:  # one line per 10 s while it is away, not one per request
+                self._store_warned = now
+                logger.warning("session store unreachable; serving this worker's copies of sessions: %s", exc)
+            return True
         except Exception:
             logger.exception("session store: could not reload session %s", hs.id[:8])
-            return True  # the store is unreachable: keep serving this worker's copy
+            return True
         hs.renewed = now
         if state is None:
             await self.end(hs, forget=False)

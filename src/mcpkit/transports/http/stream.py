@@ -23,6 +23,7 @@ from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
+from ...stores import FollowableEventStore
 from .wire import _bad, _respond, _wait_disconnect
 
 if TYPE_CHECKING:
@@ -145,20 +146,25 @@ class _Stream:
             return
         await self.emit(data, msg)
 
-    async def record(self, data: bytes) -> tuple[int, bytes]:
-        """Number the event, keep it in the event store (resumable streams) and frame it."""
+    async def record(self, data: bytes, last: bool = False) -> tuple[int, bytes]:
+        """Number the event, keep it in the event store (resumable streams) and frame it. ``last``: the answer that
+        ends the stream (a shared store marks it, for another worker following the stream)."""
         if self.resumable:
             self.seq = seq = self.seq + 1
             key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
+            store: Any = self.ep.event_store
             try:
-                await self.ep.event_store.append(key, seq, data)  # type: ignore[union-attr]
+                if last and isinstance(store, FollowableEventStore):
+                    await store.append_last(key, seq, data)
+                else:
+                    await store.append(key, seq, data)
             except Exception:  # a failing store costs resumability, not the live stream
                 logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
             return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
         return 0, _sse_frame(data, None)
 
     async def emit(self, data: bytes, msg: Outgoing | None = None) -> None:
-        seq, frame = await self.record(data)
+        seq, frame = await self.record(data, msg is not None and msg.is_answer)
         conn = self.conn
         if conn is None or conn.ended:
             if not self.resumable and msg is not None and msg.kind == REQUEST:

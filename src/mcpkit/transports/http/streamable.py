@@ -49,6 +49,7 @@ from .headers import decode_header_value, encode_header_value, header_text, para
 from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
 from .security import MISSING, RequestCheck, make_request_check
 from .sessions import SessionManager, _client_key, _owned_by
+from .shared import unavailable
 from .stream import (
     _JSON_MODE,
     _SSE_MODE,
@@ -79,6 +80,7 @@ from .wire import (
     _TooLarge,
     _unsupported_header,
     _with_cors,
+    refusal_headers,
     refuse_post,
 )
 
@@ -100,15 +102,12 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         json_response: always answer requests with ``application/json`` (except ``subscriptions/listen``).
         event_store: makes handshake-era SSE streams resumable (``Last-Event-ID``).
         session_store: records each handshake session's state (version, client capabilities and info, log level,
-            resource subscriptions), so a worker that receives a request for a session it does not hold restores
-            it from the store (horizontal scaling without sticky routing). The store is then the truth: every
-            request re-reads the record (one round trip, which also renews its TTL), so a DELETE on any worker
-            makes every worker answer 404 and a change of log level or subscriptions made through one worker is
-            seen by the next request on another; with a fan-out (``create_app(server, fanout=RedisFanout(url))``)
-            the change (and a DELETE) also reaches at once the worker that holds the session's GET stream. The
-            record's TTL is ``session_idle_timeout``, renewed by requests and, while a request or GET stream stays
-            open, by the sweeper. A local copy that idles out is only dropped: the session (and its events in the
-            event store) ends on DELETE or when the store's TTL runs out.
+            subscriptions, owner), so any worker serves any session (no sticky routing). The store is the truth:
+            every request re-reads the record (one round trip that renews its TTL, ``session_idle_timeout``), so
+            a DELETE anywhere makes every worker answer 404 and a change made through one worker is seen on the
+            next request elsewhere; a store that cannot be reached gives 503, not 404. With a shared fan-out
+            (``RedisFanout``) the GET stream and answers to server requests move between workers too (see
+            :mod:`.shared`). A local copy that idles out is only dropped: the session ends on DELETE or in the store.
         session_idle_timeout: seconds without a request after which a session is reclaimed (with a session store:
             this worker's copy is dropped, and the stored record expires after as long without activity anywhere).
         max_sessions: open handshake sessions at most. A new session beyond it evicts the least recently used
@@ -192,6 +191,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             max_sessions_per_client=max_sessions_per_client,
             peer_options=peer_options,
         )
+        self.shared, self.draining = self.sessions.share(self), False  # (see .shared; MCPApp.drain)
         self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
         self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
@@ -513,12 +513,11 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             hs = self.sessions.create(client)
             new_session = True
         else:
-            found = self._sessions.get(sid)
-            if self.session_store is not None:
-                if found is None:
-                    found = await self.sessions.restore(sid)
-                elif not await self.sessions.refresh(found):
-                    found = None  # ended on another worker (or expired in the store)
+            try:
+                found = await self.sessions.find(sid)
+            except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
+                await _respond(send, 503, unavailable(exc), extra=_RETRY_AFTER_1)
+                return
             if found is None or not _owned_by(found, scope):
                 await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
                 return
@@ -529,7 +528,11 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         if t is not Request and not _has_requests(msg):
             # notifications and responses only: 202, nothing else (responses resolve server->client requests)
             hs.last_seen = time.monotonic()
-            await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
+            try:  # (an answer to another worker's request goes there, with a shared fan-out)
+                await self.sessions.receive(hs, msg, body)
+            except ConnectionError as exc:
+                await _respond(send, 503, unavailable(exc), extra=_RETRY_AFTER_1)
+                return
             if self.session_store is not None and hs.session.initialized and hs.stored < 2:
                 await self.sessions.save(hs, announce=True)
             await _respond(send, 202)
@@ -634,15 +637,15 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             return 405, b""
         if self.stateless or not self.server.handshake_versions:
             return 405, b""
+        if self.draining and verb == "GET":  # this worker stops: the client opens its stream on another one
+            return 503, _bad(INVALID_REQUEST, "Service Unavailable: draining")
         sid = _text(h.get(b"mcp-session-id"))
         if sid is None:
             return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        hs = self._sessions.get(sid)
-        if self.session_store is not None:
-            if hs is None:
-                hs = await self.sessions.restore(sid)
-            elif not await self.sessions.refresh(hs):
-                hs = None  # ended on another worker (or expired in the store)
+        try:
+            hs = await self.sessions.find(sid)
+        except ConnectionError as exc:
+            return 503, unavailable(exc)
         if hs is None or not _owned_by(hs, scope):
             return 404, _error_body(None, INVALID_REQUEST, "Session not found")
         if hv is not None and hv not in self.server.handshake_versions:
@@ -656,7 +659,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         found = await self._session_for(scope, h, "GET")
         if not isinstance(found, _HTTPSession):
             status, body = found
-            await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
+            await _respond(send, status, body, _JSON, refusal_headers(status))
             return
         if not _accepts(h.get(b"accept"))[1]:
             await _respond(send, 406, _bad(INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream"))
@@ -664,6 +667,8 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         hs = found
         hs.last_seen = time.monotonic()
         last = _text(h.get(b"last-event-id"))
+        if self.shared is not None:
+            return await self.shared.get(hs, last, receive, send)
         if last is not None:
             await self._resume(hs, last, receive, send)
             return
@@ -679,7 +684,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         found = await self._session_for(scope, h, "DELETE")
         if not isinstance(found, _HTTPSession):
             status, body = found
-            await _respond(send, status, body, _JSON, [(b"allow", b"POST")] if status == 405 else [])
+            await _respond(send, status, body, _JSON, refusal_headers(status))
             return
         await self.sessions.delete(found)
         await _respond(send, 200)

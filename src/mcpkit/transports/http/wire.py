@@ -148,6 +148,13 @@ _TOO_BUSY = (
 _RETRY_AFTER_1 = ((b"retry-after", b"1"),)
 
 
+def refusal_headers(status: int) -> list[tuple[bytes, bytes]]:
+    """The headers of a GET or DELETE refusal: ``Allow`` with a 405, ``Retry-After`` with a 503."""
+    if status == 405:
+        return [(b"allow", b"POST")]
+    return list(_RETRY_AFTER_1) if status == 503 else []
+
+
 def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
     err: JSONDict = {"code": code, "message": message}
     if data is not None:

@@ -1,0 +1,109 @@
+"""``mcpkit run --workers N``: N worker processes serving one listening socket on one host.
+
+The parent binds the socket once (so ``--port 0`` works and every worker shares one port), then starts each worker
+as ``mcpkit run TARGET ... --worker-fd FD`` with the shared configuration in its environment (the ``MCPKIT_*``
+variables of :mod:`mcpkit.stores.config`, a generated key ring included when none was given). Each worker is a
+complete guarded server (connection guard, every limit), so the per-process limits add up: N workers accept up to N
+times ``max_connections`` connections and hold up to N times ``max_sessions`` sessions (copies of one session on
+several workers count once on each). The kernel hands each new connection to one worker; a client's requests on one
+keep-alive connection stay on that worker, and its next connection may reach another: the shared Redis state
+makes that invisible.
+
+The parent restarts a worker that dies (at most :data:`MAX_RESTARTS` in a minute, then it stops everything and
+exits 1) and, on SIGTERM or SIGINT, passes SIGTERM on and waits for the workers' graceful shutdown (drain, then
+the requests in flight).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Sequence
+from types import FrameType
+
+#: Worker restarts allowed within a minute before the parent gives up.
+MAX_RESTARTS = 10
+
+
+def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """The listening socket the workers share (inheritable)."""
+    sock = socket.create_server((host, port), backlog=backlog, dualstack_ipv6=False)
+    sock.set_inheritable(True)
+    return sock
+
+
+def supervise(
+    command: Sequence[str], workers: int, sock: socket.socket, env: dict[str, str], grace: float, announce: str
+) -> int:
+    """Run ``workers`` processes of ``command`` (which gets ``--worker-fd <fd>`` appended) until a signal stops
+    them; returns the exit status."""
+    fd = sock.fileno()
+    argv = [*command, "--worker-fd", str(fd)]
+    stopping = False
+    failed = False
+
+    def spawn(index: int) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(argv, pass_fds=(fd,), env={**env, "MCPKIT_WORKER_INDEX": str(index)})
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    procs = {i: spawn(i) for i in range(workers)}
+    print(announce, file=sys.stderr, flush=True)
+    restarts: deque[float] = deque()
+    try:
+        while procs and not stopping:
+            time.sleep(0.1)
+            for index, proc in list(procs.items()):
+                code = proc.poll()
+                if code is None or stopping:
+                    continue
+                now = time.monotonic()
+                while restarts and now - restarts[0] > 60:
+                    restarts.popleft()
+                if len(restarts) >= MAX_RESTARTS:
+                    print(f"mcpkit: workers keep dying (last exit {code}); stopping", file=sys.stderr, flush=True)
+                    stopping = failed = True
+                    break
+                restarts.append(now)
+                print(f"mcpkit: worker {index} exited ({code}); starting another", file=sys.stderr, flush=True)
+                procs[index] = spawn(index)
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace + 10
+        for proc in procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        sock.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 1 if failed else 0
+
+
+def worker_socket(fd: int) -> socket.socket:
+    """The listening socket a worker was given (``--worker-fd``)."""
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(False)
+    return sock
+
+
+def python_command() -> list[str]:
+    """How to start ``mcpkit`` again with this interpreter."""
+    return [sys.executable, "-m", "mcpkit.cli.main"]
+
+
+def child_environment(extra: dict[str, str]) -> dict[str, str]:
+    """The parent's environment plus the shared configuration."""
+    return {**os.environ, **extra}
