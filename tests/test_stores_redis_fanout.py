@@ -287,7 +287,7 @@ async def test_an_unreachable_redis_fails_at_once() -> None:
     store = RedisSessionStore(f"redis://127.0.0.1:{_free_port()}/0", timeout=0.5)
     try:
         started = time.monotonic()
-        with pytest.raises(StoreUnavailable, match="refused|Connect|connect"):
+        with pytest.raises(StoreUnavailable, match=r"refused|Connect|connect"):
             await store.load("s")
         assert time.monotonic() - started < 1.0
     finally:
@@ -351,3 +351,20 @@ async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) ->
             RedisConnection(redis_cluster_url, cluster=True, prefix="bad{prefix}:")
     finally:
         await conn.aclose()
+
+
+async def test_inboxes_and_session_messages_are_bounded_and_expire(redis_url: str) -> None:  # noqa: F811
+    async with fanouts(redis_url, 2, max_inbox=100, max_messages_per_session=100, message_ttl=30) as (a, b):
+        await _started(a)
+        await _started(b)
+        a._event_listeners.clear()  # (nobody reads A's inbox messages: only the bound keeps it small)
+        for i in range(1000):
+            assert await b.forward(a.worker, "s", f"answer {i}".encode())
+            await b.post("s", "direct", f"message {i}".encode())
+        client = a.conn.client
+        inbox = a.conn.keys.worker(a.worker, "in")
+        out = a.conn.keys.key("s", "out")
+        # MAXLEN ~ trims whole stream nodes (100 entries each): "about" the bound, never the 1000 written
+        assert await client.xlen(inbox) <= 200 and await client.xlen(out) <= 200
+        assert 0 < await client.pttl(inbox) <= 30_000 and 0 < await client.pttl(out) <= 30_000
+        assert await client.xlen(a.log_key) <= a.max_log + 100

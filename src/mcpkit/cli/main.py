@@ -249,7 +249,8 @@ def run(
         options.update(proxy_headers=True, forwarded_allow_ips=forwarded_allow_ips)
     if drain_timeout is not None:
         options["timeout_graceful_shutdown"] = drain_timeout
-    options["config"] = scale
+    if scale.shared or scale.state_keys:  # (else create_app finds the same defaults itself)
+        options["config"] = scale
     if worker_fd is not None:  # one of the workers of `--workers N`: the parent announced the URL
         from .workers import worker_socket
 

@@ -459,13 +459,10 @@ class Server:
                 listener.offer("notifications/resources/updated", {"uri": uri})
 
     async def deliver_missed(self) -> None:
-        """The fan-out found a gap (other workers' events may be lost): this worker's clients look again at every
-        list and every resource they watch (a notice too many, never one too few)."""
+        """A fan-out gap (events may be lost): this worker's clients look again at every list and watched resource."""
         uris = {u for s in list(self._sessions) for u in s.subscriptions} | {u for x in self._listeners for u in x.uris}
-        for kind in _LIST_CHANGED_FILTER:
-            await self.deliver_list_changed(kind)
-        for uri in sorted(uris):
-            await self.deliver_resource_updated(uri)
+        changes = [self.deliver_list_changed(kind) for kind in _LIST_CHANGED_FILTER]
+        await asyncio.gather(*changes, *(self.deliver_resource_updated(uri) for uri in sorted(uris)))
 
     async def _fan_out(self, sessions: list[ServerSession], method: str, params: JSONDict | None) -> None:
         """Send to every session concurrently; a slow or dead one is given up on after ``fanout_timeout``
