@@ -1,0 +1,125 @@
+"""`mcpkit run server.py -t http --workers N --redis URL`: N processes on one port sharing one Redis serve both
+protocol eras; connections reach different workers; SIGTERM stops them all gracefully; a worker that keeps dying
+is restarted a bounded number of times; the flags are refused where they mean nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mcpkit import Client
+from redis_server import redis_url  # noqa: F401  (the session fixture)
+from support.procs import stop
+from support.scale import EVERYTHING, REPO
+
+pytestmark = pytest.mark.redis
+
+MCPKIT = [sys.executable, "-m", "mcpkit.cli.main"]
+
+
+def _started(proc: subprocess.Popen[bytes], timeout: float = 30) -> str:
+    """The URL the parent announces on stderr."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    line = b""
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        match = re.search(rb"serving http on (\S+) \((\d+) workers\)", line)
+        if match:
+            return match.group(1).decode()
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError(f"no announcement: {line!r} (exit {proc.poll()})")
+
+
+async def test_workers_on_one_port_serve_both_eras_and_stop_together(redis_url: str, tmp_path: Path) -> None:  # noqa: F811
+    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-workers:"}
+    env.pop("MCPKIT_STATE_KEYS", None)  # one host: the parent generates the shared key ring
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(EVERYTHING), "-t", "http", "--workers", "2", "--redis", redis_url, "--port", "0"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = _started(proc)
+        base = url.rsplit("/", 1)[0]
+        workers: set[int] = set()
+        deadline = time.monotonic() + 30
+        async with httpx.AsyncClient(timeout=10) as http:
+            while len(workers) < 2:  # a fresh connection each time: the kernel hands them to both workers
+                assert time.monotonic() < deadline, workers
+                try:
+                    ready = await http.get(base + "/readyz", headers={"connection": "close"})
+                except httpx.TransportError:
+                    time.sleep(0.1)
+                    continue
+                if ready.status_code == 200:
+                    workers.add(ready.json()["worker"])
+        for mode in ("handshake", "modern"):
+            async with Client(url, mode=mode) as client:
+                assert (await client.call_tool("add", {"a": 2, "b": 3})).structured == {"result": 5}
+                tools = [t.name for t in await client.list_tools()]
+                assert "sample" in tools
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        stop(proc)
+    children = subprocess.run(
+        ["pgrep", "-f", f"--worker-fd.*{url.rsplit(':', 1)[1].split('/')[0]}"], capture_output=True
+    )
+    assert children.stdout == b""  # no worker left behind
+
+
+def test_a_worker_that_keeps_dying_is_restarted_a_bounded_number_of_times(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    server = tmp_path / "dies.py"
+    server.write_text(
+        "import os\nfrom mcpkit import MCPKit\napp = MCPKit('dies')\n"
+        "if os.environ.get('MCPKIT_WORKER_INDEX'):\n    os._exit(3)  # every worker dies at once\n",
+        encoding="utf-8",
+    )
+    started = time.monotonic()
+    done = subprocess.run(
+        [*MCPKIT, "run", str(server), "-t", "http", "--workers", "2", "--redis", redis_url, "--port", "0"],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert b"workers keep dying" in done.stderr
+    assert done.stderr.count(b"starting another") == 10  # mcpkit.cli.workers.MAX_RESTARTS
+    assert time.monotonic() - started < 60
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-t", "http", "--workers", "2"], b"--workers N shares sessions and notifications through Redis"),
+        (["--redis", "redis://127.0.0.1:1/0"], b"are for the HTTP transports"),
+        (["-t", "http", "--workers", "2", "--redis", "localhost:6379"], b"not a Redis URL"),
+    ],
+)
+def test_the_scale_flags_are_refused_where_they_mean_nothing(args: list[str], message: bytes) -> None:
+    done = subprocess.run([*MCPKIT, "run", str(EVERYTHING), *args], capture_output=True, timeout=60)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_the_help_names_every_environment_variable() -> None:
+    done = subprocess.run([*MCPKIT, "run", "--help"], capture_output=True, timeout=60, text=True)
+    assert done.returncode == 0
+    for flag in ("--workers", "--redis", "--redis-cluster", "--state-keys-file", "--forwarded-allow-ips"):
+        assert flag in done.stdout
+    assert json.dumps("MCPKIT_STATE_KEYS")[1:-1] in done.stdout
