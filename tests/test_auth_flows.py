@@ -32,6 +32,7 @@ from mcpkit.auth._util import parse_challenges, pkce_pair
 from mcpkit.auth.client import InvalidClientError
 from mcpkit.auth.dpop import DPoPError, access_token_hash, make_proof
 from mcpkit.auth.keys import jwk_thumbprint
+from redis_server import redis_url  # noqa: F401  (the session fixture)
 from test_auth import REDIRECT, _forge, oauth, serve, stack, whoami
 from test_http_support import initialize_body
 
@@ -159,6 +160,28 @@ async def test_dpop_verifier_refuses_each_defect_of_a_proof() -> None:
     assert info.value.error == "use_dpop_nonce" and nonced.nonces is not None and nonced.nonces.valid(info.value.nonce)
     ok = await nonced.verify(proof({"nonce": info.value.nonce}), method="POST", url=url, access_token=token)
     assert ok.jkt == key.thumbprint
+
+
+async def test_workers_sharing_a_redis_replay_cache_see_each_others_proofs(redis_url: str) -> None:  # noqa: F811
+    """A proof accepted by one worker is a replay to every other worker of the same resource server."""
+    from mcpkit.auth import RedisReplayCache
+
+    key, url, token = SigningKey.generate(), "https://mcp.example/mcp", "tok"
+    caches = [RedisReplayCache(redis_url, prefix=f"mcpkit:test:{uuid.uuid4().hex}:") for _ in range(2)]
+    caches[1].prefix = caches[0].prefix  # two connections, one cache
+    workers = [DPoPVerifier(replay_cache=c) for c in caches]
+    proof = make_proof(key, "POST", url, access_token=token)
+    assert (await workers[0].verify(proof, method="POST", url=url, access_token=token)).jkt == key.thumbprint
+    with pytest.raises(DPoPError, match="replay"):
+        await workers[1].verify(proof, method="POST", url=url, access_token=token)
+    fresh = make_proof(key, "POST", url, access_token=token)
+    assert (await workers[1].verify(fresh, method="POST", url=url, access_token=token)).jkt == key.thumbprint
+    stored = [k async for k in caches[0].redis.scan_iter(match=caches[0].prefix + "*")]
+    assert len(stored) == 2
+    ttl = await caches[0].redis.pttl(stored[0])
+    assert 0 < ttl <= 300_000  # forgotten when the proof could no longer be accepted anyway
+    for cache in caches:
+        await cache.aclose()
 
 
 # ------------------------------------------------------------------------------------------- DPoP end to end

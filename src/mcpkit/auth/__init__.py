@@ -33,11 +33,18 @@ if TYPE_CHECKING:
     )
     from .dpop import DPoPVerifier, NonceSource
     from .keys import SigningKey
-    from .redis_storage import RedisAuthStorage
+    from .redis_storage import RedisAuthStorage, RedisReplayCache
     from .replay import InMemoryReplayCache, ReplayCache
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
-    from .verifiers import AccessToken, IntrospectionVerifier, InvalidToken, JWTVerifier, StaticTokenVerifier
+    from .verifiers import (
+        AccessToken,
+        IntrospectionVerifier,
+        InvalidToken,
+        JWTVerifier,
+        StaticTokenVerifier,
+        TokenRevocation,
+    )
 
 _LAZY = {
     "AssertionRequest": ".client",
@@ -57,6 +64,7 @@ _LAZY = {
     "TokenSet": ".client",
     "TokenStorage": ".client",
     "RedisAuthStorage": ".redis_storage",
+    "RedisReplayCache": ".redis_storage",
     "BearerAuthMiddleware": ".resource",
     "current_access_token": ".resource",
     "protect": ".resource",
@@ -69,6 +77,7 @@ _LAZY = {
     "InvalidToken": ".verifiers",
     "JWTVerifier": ".verifiers",
     "StaticTokenVerifier": ".verifiers",
+    "TokenRevocation": ".verifiers",
 }
 
 
@@ -114,7 +123,9 @@ __all__ = [
     "OAuthClient",
     "OAuthFlowError",
     "RedisAuthStorage",
+    "RedisReplayCache",
     "StaticTokenVerifier",
+    "TokenRevocation",
     "TokenSet",
     "TokenStorage",
     "current_access_token",

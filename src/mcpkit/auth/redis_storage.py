@@ -6,6 +6,9 @@ so a code or a rotated refresh token can be used once across all replicas, never
 
     storage = RedisAuthStorage("redis://127.0.0.1:6379/0")
     AuthorizationServer(issuer, storage=storage, production=True, signing_key=key)
+
+:class:`RedisReplayCache` is the :class:`~mcpkit.auth.replay.ReplayCache` every worker of a resource server (or
+replica of the authorization server) shares, so a DPoP proof or an assertion replayed to another worker is seen.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from .storage import ClientRecord, _Code, _Refresh
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisAuthStorage"]
+__all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
 
 class RedisAuthStorage:
@@ -85,3 +88,30 @@ class RedisAuthStorage:
 
     async def revoked(self, family: str) -> bool:
         return bool(await self.redis.exists(self._key("revoked", family)))
+
+
+class RedisReplayCache:
+    """A :class:`~mcpkit.auth.replay.ReplayCache` in Redis: ``SET key NX`` with the JWT's remaining lifetime, so the
+    first worker to see a key wins and Redis forgets it when it could no longer be accepted anyway. Its size is
+    bounded by time (accepted JWTs per second x the acceptance window), each key about 100 bytes."""
+
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:replay:") -> None:
+        if isinstance(redis, str):
+            from redis.asyncio import Redis as _Redis
+
+            self.redis: Redis = _Redis.from_url(redis)
+            self._owned = True
+        else:
+            self.redis = redis
+            self._owned = False
+        self.prefix = prefix
+
+    async def aclose(self) -> None:
+        if self._owned:
+            await self.redis.aclose()
+
+    async def first_use(self, key: str, issued_at: float, expires_at: float) -> bool:
+        ttl = int((expires_at - time.time()) * 1000)
+        if ttl <= 0:
+            return True  # no longer acceptable anyway: the caller's time check refuses it
+        return bool(await self.redis.set(self.prefix + key, b"1", nx=True, px=ttl))
