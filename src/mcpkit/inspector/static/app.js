@@ -271,7 +271,7 @@ function renderTool() {
     }
   } }), "Edit the arguments as JSON");
   const status = h("div", { class: "err", "aria-live": "polite" });
-  const f = h("form", { class: "schema", id: "tool-form", "aria-label": `Arguments of ${tool.name}`, onsubmit: async (e) => {
+  const f = h("form", { class: "schema", id: "tool-form", novalidate: true, "aria-label": `Arguments of ${tool.name}`, onsubmit: async (e) => {
     e.preventDefault();
     let args;
     if (!raw.hidden) {
@@ -631,7 +631,7 @@ function renderAsk(req) {
   } else if (req.kind === "elicitation") {
     const form = buildForm(p.requestedSchema || {});
     box.append(h("h3", { id: `${req.id}-title` }, who, " asks you"), h("p", { class: "ask-message", text: String(p.message || "") }),
-      h("form", { class: "schema", onsubmit: (e) => {
+      h("form", { class: "schema", novalidate: true, onsubmit: (e) => {
         e.preventDefault();
         const v = form.value();
         if (!v.ok) {

@@ -59,6 +59,12 @@ function wrap(label, help, control, id, extra = null) {
   const field = h("div", { class: "field" }, h("label", { for: id }, label), control, extra, help ? h("div", { class: "help", id: `${id}-help`, text: help }) : null, err);
   if (help) control.setAttribute("aria-describedby", `${id}-help ${id}-err`);
   else control.setAttribute("aria-describedby", `${id}-err`);
+  const reset = () => {
+    err.textContent = "";
+    field.classList.remove("invalid");
+  };
+  control.addEventListener("input", reset);
+  control.addEventListener("change", reset);
   return { field, err };
 }
 
