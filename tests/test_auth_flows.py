@@ -185,6 +185,7 @@ async def test_workers_sharing_a_redis_replay_cache_see_each_others_proofs(redis
 
 
 # ------------------------------------------------------------------------------------------- DPoP end to end
+@pytest.mark.req("M036", "M038")
 async def test_dpop_bound_tokens_from_the_authorization_server_to_the_mcp_server() -> None:
     """The AS advertises DPoP, so the client binds its tokens to a key of its own: the token request carries a
     proof, the token names the key (cnf.jkt, token_type DPoP) and every MCP request presents it with the DPoP
@@ -246,6 +247,7 @@ async def test_a_resource_server_that_keeps_refusing_nonces_does_not_loop_the_cl
         await client.aclose()
 
 
+@pytest.mark.req("M038")
 async def test_the_resource_server_refuses_dpop_proofs_that_do_not_bind_this_request_to_this_token() -> None:
     async with stack(rs_options={"dpop": True}) as s, httpx.AsyncClient() as http:
         key, other = SigningKey.generate(), SigningKey.generate()
@@ -285,6 +287,7 @@ async def test_the_resource_server_refuses_dpop_proofs_that_do_not_bind_this_req
         assert set(_challenges(bare)) == {"bearer", "dpop"}
 
 
+@pytest.mark.req("M038")
 async def test_a_resource_server_requiring_dpop_refuses_bearer_tokens() -> None:
     async with stack(rs_options={"dpop_required": True}) as s, httpx.AsyncClient() as http:
         token = _forge(s["as"], aud=s["mcp_url"])
@@ -347,6 +350,7 @@ async def test_a_public_clients_refresh_token_is_bound_to_its_dpop_key() -> None
 
 
 # ------------------------------------------------------------------------------------------- private_key_jwt
+@pytest.mark.req("M031")
 async def test_private_key_jwt_client_credentials_end_to_end() -> None:
     key = SigningKey.generate("ES256", key_id="k-2026")
     async with stack() as s:
@@ -449,6 +453,7 @@ def _workload_jwt(key: SigningKey, audience: str, **claims: Any) -> str:
     return key.sign({k: v for k, v in base.items() if v is not None})
 
 
+@pytest.mark.req("M031")
 async def test_workload_identity_jwt_bearer_grant_end_to_end() -> None:
     wkey = SigningKey.generate("ES256")
     async with _workload_stack(wkey) as s:
@@ -554,6 +559,7 @@ def _idp(key: SigningKey, client_id_for_jag: str) -> Callable[[str], Any]:
     return make
 
 
+@pytest.mark.req("M031")
 async def test_enterprise_managed_authorization_id_jag_end_to_end_and_for_another_client() -> None:
     idp_key = SigningKey.generate("ES256")
     for jag_client, works in (("mcp-client", True), ("someone-else", False)):

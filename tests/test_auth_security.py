@@ -724,6 +724,7 @@ def _example_oauth_server() -> Any:
     return module
 
 
+@pytest.mark.req("M031", "M038")
 async def test_a_replayed_codes_access_token_is_refused_at_the_colocated_resource_server() -> None:
     """RFC 6749 §4.1.2: the access token issued from a code that was then replayed worked at /mcp until it expired
     (the resource server checked the JWT offline). In one process the resource server asks the authorization
@@ -768,6 +769,7 @@ async def test_a_revocation_check_that_fails_refuses_the_request() -> None:
         assert r.status_code == 401 and "revocation status is unknown" in r.json()["error_description"]
 
 
+@pytest.mark.req("M038")
 async def test_a_replayed_dpop_proof_is_refused() -> None:
     """A DPoP proof captured with its token (a logging proxy, a leaked trace) is replayed within its iat window:
     the resource server has seen its jti and refuses it (RFC 9449 §11.1); the token without a proof of its own
