@@ -559,7 +559,6 @@ def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats
     out.pop("execution", None)  # (tasks: not relayed)
     if not feats.titles:
         title = out.pop("title", None)
-        out.pop("_meta", None)
         if method == "tools/list" and title is not None and feats.tool_annotations:
             annotations = dict(out.get("annotations") or {})
             annotations.setdefault("title", title)

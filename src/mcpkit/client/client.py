@@ -130,6 +130,9 @@ class Client(ClientConnection):
         relay_answers: send the sampling and elicitation handlers' answers as they are (checked, but without the
             requested schema's defaults filled in or default fields added): what a proxy does with its own
             client's answers.
+        extensions: the extensions this client supports, ``{id: settings}``, declared under
+            ``capabilities.extensions`` in both eras (``{UI_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}`` for an
+            MCP Apps host); :meth:`declare_extension` adds one, :meth:`server_extension` reads the server's.
     """
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, Self, TypeVar
 
@@ -20,6 +20,7 @@ from ..protocol.errors import (
     RequestTimeout,
     SessionExpired,
 )
+from ..protocol.extensions import Extensions, as_extensions, declared_settings
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     Tool,
@@ -107,6 +108,7 @@ class ClientConnection:
         relay_answers: bool = False,
         cache: ResponseCache | bool = True,
         middleware: Sequence[ClientMiddleware] = (),
+        extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
@@ -128,6 +130,9 @@ class ClientConnection:
             "experimental": experimental,
             "relay_answers": relay_answers,
         }
+        #: the extensions this client declares (``capabilities.extensions``, both eras): ``{id: settings}``;
+        #: :meth:`declare_extension` adds one (it applies from the next connection on)
+        self.extensions = as_extensions(extensions)
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
         self._roots = roots
@@ -257,6 +262,7 @@ class ClientConnection:
             self.cache.clear()  # (a new connection: nothing the old one cached is known to hold)
         session = ClientSession(
             conn,
+            extensions=self.extensions,
             roots=self._roots,
             sampling_handler=self._sample if self._sampling_handler is not None else None,
             elicitation_handler=self._elicit if self._elicitation_handler is not None else None,
@@ -329,6 +335,22 @@ class ClientConnection:
     def server_capabilities(self) -> JSONDict:
         """The capabilities the server declared."""
         return self.session.server_capabilities
+
+    def declare_extension(
+        self, extension_id: str, settings: JSONDict | None = None, *, versions: Iterable[str] | None = None
+    ) -> None:
+        """Declare that this client supports the extension ``extension_id`` with its ``settings`` (``{}`` by
+        default), in the revisions ``versions`` (default: every one): sent from the next connection (or, in
+        2026-07-28, the next request) on."""
+        self.extensions.declare(extension_id, settings, versions=versions)
+
+    def server_extension(self, extension_id: str) -> JSONDict | None:
+        """The settings the server declared for the extension ``extension_id``, or None when it did not."""
+        return declared_settings(self.session.server_capabilities, extension_id)
+
+    def server_supports_extension(self, extension_id: str) -> bool:
+        """Whether the server declared the extension ``extension_id`` (``capabilities.extensions``)."""
+        return self.server_extension(extension_id) is not None
 
     @property
     def instructions(self) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from ..protocol.errors import (
     MethodNotFound,
     RequestTimeout,
 )
+from ..protocol.extensions import Extensions, as_extensions, declared_settings
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     CallToolResult,
@@ -122,6 +123,9 @@ class ClientSession:
         max_batch_size: longest JSON-RPC batch accepted from the server (handshake era; -32600 beyond it).
         keepalive: seconds between health-check pings (handshake era; None disables). When a ping goes
             unanswered for ``keepalive_timeout`` seconds, the connection is closed and calls fail fast.
+        extensions: the extensions this client supports, ``{id: settings}`` (an
+            :class:`~mcpkit.protocol.extensions.Extensions` is used as it is, so declarations made on it later
+            apply too): declared under ``capabilities.extensions`` in both eras.
     """
 
     def __init__(
@@ -150,6 +154,7 @@ class ClientSession:
         keepalive: float | None = None,
         keepalive_timeout: float = 10.0,
         relay_answers: bool = False,
+        extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
     ) -> None:
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
@@ -174,6 +179,8 @@ class ClientSession:
         self.max_input_requests = max_input_requests
         self.max_input_reply_size = max_input_reply_size
         self.experimental = experimental
+        self.extensions = as_extensions(extensions)
+        self.extensions.on_change = self._forget_meta
         self.relay_answers = relay_answers  # answers to the server's requests sent as the handlers gave them
         self.seen: Callable[[str, JSONDict | None], None] | None = None  # told of every notification (a cache)
         self.peer = Peer(
@@ -268,7 +275,22 @@ class ClientSession:
             caps["elicitation"] = elicitation
         if self.experimental:
             caps["experimental"] = self.experimental
+        declared = self.extensions.for_version(feats.version if feats is not None else self._requested_version())
+        if declared is not None:
+            caps["extensions"] = declared
         return caps
+
+    def _requested_version(self) -> str:
+        if self.pinned_version is not None:
+            return self.pinned_version
+        return versions.LATEST if self.mode != "handshake" else versions.LATEST_HANDSHAKE
+
+    def _forget_meta(self) -> None:
+        self._meta_cache = None  # (the per-request _meta carries the capabilities: made again)
+
+    def server_extension(self, extension_id: str) -> JSONDict | None:
+        """The settings the server declared for the extension ``extension_id``, or None when it did not."""
+        return declared_settings(self.server_capabilities, extension_id)
 
     async def connect(self) -> None:
         """Negotiate the era and the protocol version (and tell the transport, which may need it for headers)."""

@@ -153,6 +153,17 @@ class Context:
         """The capabilities the client declared (``initialize``, or the request's ``_meta``)."""
         return self._ctx.client_capabilities
 
+    def client_extension(self, extension_id: str) -> JSONDict | None:
+        """The settings the client declared for the extension ``extension_id`` (``capabilities.extensions``), or
+        None when it did not declare it."""
+        return self._ctx.client_extension(extension_id)
+
+    def client_supports_extension(self, extension_id: str) -> bool:
+        """Whether the client declared the extension ``extension_id`` (``capabilities.extensions``, in
+        ``initialize`` or in this request's ``_meta``): e.g. ``ctx.client_supports_extension(UI_EXTENSION)``
+        before relying on an interactive view, with a text fallback otherwise."""
+        return self._ctx.client_supports_extension(extension_id)
+
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this request (``notifications/cancelled``, or over HTTP in 2026-07-28 by

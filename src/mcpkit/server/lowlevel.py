@@ -34,6 +34,7 @@ from ..protocol.errors import (
     ResourceNotFound,
     UnsupportedProtocolVersion,
 )
+from ..protocol.extensions import Extensions
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.shaping import shape_result
 from ..protocol.versions import (
@@ -157,7 +158,6 @@ class Server:
         self.fanout: Fanout = LocalFanout()  # how changes reach other workers' clients: set_fanout()
         self._fanout_start: asyncio.Task[None] | None = None
         self.experimental: JSONDict = {}
-        self.extensions: JSONDict = {}
         self.resource_subscriptions = True
         self._handlers: dict[str, Handler] = {}
         self.handlers_version = 0  # counts set_handler/remove_handler calls (transports cache implements())
@@ -168,6 +168,13 @@ class Server:
         self._stateless_peer: Peer | None = None
         self._listeners: set[_Listener] = set()
         self._caps_cache: dict[str, JSONDict] = {}
+        #: the extensions declared under ``capabilities.extensions`` (both eras): ``server.extensions[id] = settings``
+        self.extensions = Extensions(self._caps_cache.clear)
+
+    def declare_extension(self, extension_id: str, settings: JSONDict | None = None, *, versions: Any = None) -> None:
+        """Declare an extension (``{}`` settings by default) in the revisions ``versions`` (default: all); handlers
+        see the client's with ``ctx.client_supports_extension(id)`` (:class:`mcpkit.protocol.extensions.Extensions`)."""
+        self.extensions.declare(extension_id, settings, versions=versions)
 
     # ------------------------------------------------------------------ registration
 
@@ -224,8 +231,9 @@ class Server:
             caps["completions"] = {}
         if self.experimental:
             caps["experimental"] = self.experimental
-        if self.extensions and feats.modern:
-            caps["extensions"] = self.extensions
+        extensions = self.extensions.for_version(feats.version)
+        if extensions is not None:
+            caps["extensions"] = extensions
         self._caps_cache[feats.version] = caps
         return caps
 

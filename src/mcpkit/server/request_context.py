@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine import RequestContext
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
+from ..protocol.extensions import declared_settings
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, Features
 
@@ -210,6 +211,15 @@ class ServerRequestContext:
     @property
     def cancelled(self) -> bool:
         return self.rc.cancelled
+
+    # --- extensions the client declared (capabilities.extensions: initialize, or this request's _meta)
+    def client_extension(self, extension_id: str) -> JSONDict | None:
+        """The settings the client declared for the extension ``extension_id``, or None when it did not."""
+        return declared_settings(self.client_capabilities, extension_id)
+
+    def client_supports_extension(self, extension_id: str) -> bool:
+        """Whether the client declared the extension ``extension_id`` (in either era)."""
+        return declared_settings(self.client_capabilities, extension_id) is not None
 
     # --- outgoing, related to this request
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:

@@ -127,6 +127,17 @@ class _ResourceBase(Listed):
         self.meta = meta
         Listed.__init__(self)
 
+    def _with_meta(self, contents: list[JSONDict]) -> list[JSONDict]:
+        """``contents`` carrying the resource's ``_meta`` too (what a reader such as an MCP Apps host looks for
+        there: a view's ``_meta.ui``); a content's own ``_meta`` keys win."""
+        meta = self.meta
+        if not meta:
+            return contents
+        for item in contents:
+            own = item.get("_meta")
+            item["_meta"] = {**meta, **own} if isinstance(own, dict) else dict(meta)
+        return contents
+
     def _common(self, d: JSONDict, feats: Features) -> JSONDict:
         if self.title and feats.titles:
             d["title"] = self.title
@@ -138,7 +149,7 @@ class _ResourceBase(Listed):
             d["annotations"] = self.annotations
         if self.icons and feats.icons:
             d["icons"] = self.icons
-        if self.meta and feats.titles:
+        if self.meta:  # (every revision: no schema forbids a member it does not name)
             d["_meta"] = self.meta
         return d
 
@@ -212,13 +223,13 @@ class Resource(_ResourceBase):
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
         if self.fn is None:
-            return to_contents(self.content, self.uri, self.mime_type)
+            return self._with_meta(to_contents(self.content, self.uri, self.mime_type))
         assert self.info is not None
         kwargs: dict[str, Any] = {}
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
         value = await _call(self.fn, self.sync, kwargs)
-        return to_contents(value, self.uri, self.mime_type)
+        return self._with_meta(to_contents(value, self.uri, self.mime_type))
 
 
 class ResourceTemplate(_ResourceBase):
@@ -289,7 +300,7 @@ class ResourceTemplate(_ResourceBase):
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
         value = await _call(self.fn, self.sync, kwargs)
-        return to_contents(value, uri, self.mime_type)
+        return self._with_meta(to_contents(value, uri, self.mime_type))
 
 
 __all__ = ["Resource", "ResourceTemplate", "cache_hints", "mime_for_annotation", "to_contents"]

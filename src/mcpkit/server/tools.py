@@ -136,7 +136,7 @@ class Tool(Listed):
             d["annotations"] = annotations
         if self.icons and feats.icons:
             d["icons"] = self.icons
-        if self.meta and feats.titles:
+        if self.meta:  # (every revision: no schema forbids a member it does not name)
             d["_meta"] = self.meta
         self._defs[feats.version] = d
         return d
