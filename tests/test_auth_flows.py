@@ -216,6 +216,21 @@ async def test_dpop_bound_tokens_from_the_authorization_server_to_the_mcp_server
         await client.aclose()
 
 
+async def test_an_authorization_server_offering_dpop_alone_does_not_bind_tokens_for_a_bearer_only_server() -> None:
+    """``dpop="auto"`` follows the MCP server: a bearer-only one gets bearer tokens even when the AS offers DPoP;
+    ``dpop=True`` binds anyway (and the bearer-only MCP server refuses the DPoP scheme)."""
+    async with stack(as_options={"dpop": True}) as s:
+        client, _ = oauth(s["mcp_url"])
+        assert (await whoami(s["mcp_url"], client)) == "test-user|"
+        assert all("dpop" not in h for h in _token_requests(s["as_log"]))
+        await client.aclose()
+        forced, _ = oauth(s["mcp_url"], dpop=True)
+        with pytest.raises(Exception):  # noqa: B017 - the transport's own error for the 401
+            await whoami(s["mcp_url"], forced)
+        assert "dpop" in _token_requests(s["as_log"])[-1]
+        await forced.aclose()
+
+
 async def test_dpop_nonces_of_the_authorization_server_and_the_mcp_server_are_honoured() -> None:
     """Both servers require their nonce (RFC 9449 §8, §9): the client retries the token request and the MCP
     request once each with the nonce it was given, with a fresh proof."""

@@ -27,8 +27,8 @@ credentials extension) or ``grant_type="jwt_bearer"`` with an ``assertion`` (RFC
 JWT, or an ID-JAG that :class:`~mcpkit.auth.client_grants.IdJagExchange` obtains from an enterprise identity
 provider). A client authenticates with a secret (``client_secret_basic``/``_post``) or a signed JWT
 (``private_key=``: ``private_key_jwt``, RFC 7523 §2.2, the assertion's audience the issuer). DPoP (RFC 9449):
-``dpop="auto"`` (default) binds tokens to a key of the client's whenever the authorization server advertises
-``dpop_signing_alg_values_supported`` or the MCP server challenges with the ``DPoP`` scheme; the token request and
+``dpop="auto"`` (default) binds tokens to a key of the client's whenever the MCP server takes DPoP (it challenges
+with the ``DPoP`` scheme or its resource metadata lists ``dpop_signing_alg_values_supported``); the token request and
 every MCP request then carry a fresh proof, and a server's ``use_dpop_nonce`` answer is retried once with its nonce.
 
 What a hostile MCP server (or metadata document) names is never fetched blindly (SSRF): every URL the flow
@@ -125,7 +125,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             :class:`~mcpkit.auth.client_grants.AssertionRequest` (e.g. :class:`~mcpkit.auth.client_grants.
             IdJagExchange` for enterprise-managed authorization). An assertion the authorization server refused is
             never sent again: the error surfaces, with no retry and no other grant.
-        dpop: ``"auto"`` (use DPoP when the authorization server or the MCP server offers it), True (always), False
+        dpop: ``"auto"`` (use DPoP when the MCP server takes it), True (always), False
             (never) or the :class:`~mcpkit.auth.keys.SigningKey` to bind tokens to (keep it with persisted tokens:
             a token bound to another key is dropped).
         max_step_up: how many 403 ``insufficient_scope`` re-authorizations one request may trigger.

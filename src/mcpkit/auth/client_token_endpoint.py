@@ -84,27 +84,30 @@ class TokenEndpointMixin(DiscoveryMixin):
         return found.get("dpop", {}).get("error") == "use_dpop_nonce"
 
     def _dpop_for(self, discovery: _Discovery) -> SigningKey | None:
-        """The key to bind tokens from this authorization server to, or None (no DPoP)."""
+        """The key to bind tokens from this authorization server to, or None (no DPoP). In ``auto`` mode only when
+        the MCP server takes DPoP (a ``DPoP`` challenge, or DPoP fields in its resource metadata): an authorization
+        server that merely supports it would otherwise bind tokens a bearer-only MCP server refuses."""
         if self.dpop is False:
             return None
         supported = discovery.metadata.get("dpop_signing_alg_values_supported")
         algs = [a for a in supported if isinstance(a, str)] if isinstance(supported, list) else []
-        if self._dpop_key is not None:
-            if algs and self._dpop_key.algorithm not in algs:
-                raise OAuthFlowError(
-                    f"the authorization server accepts DPoP proofs signed with {algs}, "
-                    f"not {self._dpop_key.algorithm} (the DPoP key given)"
-                )
-            return self._dpop_key
-        if self.dpop == "auto" and not algs and not self._rs_offers_dpop:
+        if self.dpop == "auto" and not (self._rs_offers_dpop or _prm_offers_dpop(discovery.prm)):
             return None
-        alg = next((a for a in _DPOP_PREFERENCE if a in algs), None) if algs else "ES256"
-        if alg is None:
+        key = self._dpop_key
+        if key is None:
+            alg = next((a for a in _DPOP_PREFERENCE if a in algs), None) if algs else "ES256"
+            if alg is None:
+                if self.dpop == "auto":
+                    return None  # nothing this client can sign with: plain bearer tokens
+                raise OAuthFlowError(f"the authorization server accepts no DPoP algorithm this client can use: {algs}")
+            key = self._dpop_key = SigningKey.generate(alg)
+        if algs and key.algorithm not in algs:
             if self.dpop == "auto":
-                return None  # nothing this client can sign with: plain bearer tokens
-            raise OAuthFlowError(f"the authorization server accepts no DPoP algorithm this client can use: {algs}")
-        self._dpop_key = SigningKey.generate(alg)
-        return self._dpop_key
+                return None
+            raise OAuthFlowError(
+                f"the authorization server accepts DPoP proofs signed with {algs}, not {key.algorithm} (the DPoP key)"
+            )
+        return key
 
     async def _jwt_bearer(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
         """RFC 7523 §2.1: trade the assertion for an access token. An assertion the authorization server refused
@@ -245,3 +248,8 @@ class TokenEndpointMixin(DiscoveryMixin):
 def _origin(url: str) -> str:
     parts = httpx.URL(url)
     return f"{parts.scheme}://{parts.host}:{parts.port or (443 if parts.scheme == 'https' else 80)}"
+
+
+def _prm_offers_dpop(prm: Mapping[str, Any] | None) -> bool:
+    """The protected resource metadata says the MCP server takes DPoP-bound tokens (RFC 9728 §2)."""
+    return bool(prm and (prm.get("dpop_signing_alg_values_supported") or prm.get("dpop_bound_access_tokens_required")))
