@@ -44,6 +44,7 @@ from ..protocol.types import (
     TextResourceContents,
     Tool,
 )
+from .apps import DEFAULT_MAX_VIEW_BYTES, AppView, read_view
 from .connection import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from .connection import DEFAULT_MAX_URL_ELICITATIONS as DEFAULT_MAX_URL_ELICITATIONS
 from .connection import SAFE_METHODS as SAFE_METHODS
@@ -215,6 +216,12 @@ class Client(ClientConnection):
             await self.list_tools()
             tool = self._tools.get(name)
         return tool
+
+    async def read_view(self, tool: str | Tool | JSONDict, *, max_bytes: int = DEFAULT_MAX_VIEW_BYTES) -> AppView:
+        """The MCP Apps view of ``tool`` (a tool name, its definition, or a ``ui://`` URI), fetched with
+        ``resources/read`` and checked (:class:`~mcpkit.client.apps.ViewError` when a host must not render it; see
+        :mod:`mcpkit.client.apps`)."""
+        return await read_view(self, tool, max_bytes=max_bytes)
 
     async def call_tool(
         self,

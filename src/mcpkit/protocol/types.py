@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 Role: TypeAlias = Literal["user", "assistant"]
 LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+from .apps import tool_ui  # noqa: E402
 from .versions import LOG_LEVELS as LOG_LEVELS  # noqa: E402
 
 
@@ -161,6 +162,23 @@ class ToolAnnotations(MCPModel):
     open_world_hint: bool | None = None
 
 
+class ToolUI(MCPModel):
+    """A tool's MCP Apps metadata (``_meta.ui``): the view that renders its results and who may call it."""
+
+    resource_uri: str | None = None
+    visibility: list[Literal["model", "app"]] | None = None
+
+    @property
+    def model_visible(self) -> bool:
+        """Offered to the model (``visibility`` absent or naming ``"model"``)."""
+        return self.visibility is None or "model" in self.visibility
+
+    @property
+    def app_visible(self) -> bool:
+        """Callable by the view (``visibility`` absent or naming ``"app"``)."""
+        return self.visibility is None or "app" in self.visibility
+
+
 class Tool(MCPModel):
     name: str
     title: str | None = None
@@ -170,6 +188,13 @@ class Tool(MCPModel):
     annotations: ToolAnnotations | None = None
     icons: list[Icon] | None = None
     meta: Meta = None
+
+    @property
+    def ui(self) -> ToolUI | None:
+        """Its MCP Apps metadata (``_meta.ui``, or the deprecated flat ``ui/resourceUri``), typed; None when the
+        tool has none."""
+        found = tool_ui(self.meta)
+        return ToolUI.model_validate(found) if found is not None else None
 
 
 class CallToolResult(MCPModel):

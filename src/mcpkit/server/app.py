@@ -42,6 +42,7 @@ from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNo
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
 from . import compose
+from .apps import Apps, check_ui_resource
 from .completions import Completer, complete, completer_plan
 from .compose import Mounting
 from .context import Context
@@ -68,7 +69,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
 
 
-class MCPKit(Server, Mounting, Rules):
+class MCPKit(Server, Mounting, Rules, Apps):
     """A high-level MCP server.
 
     Args:
@@ -190,6 +191,7 @@ class MCPKit(Server, Mounting, Rules):
         tags: Iterable[str] | None = None,
         scopes: Iterable[str] | None = None,
         enabled: bool = True,
+        ui: str | JSONDict | Resource | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -202,7 +204,8 @@ class MCPKit(Server, Mounting, Rules):
         ``thread=True`` keeps it on the thread always (for functions that can block), ``thread=False`` runs it
         inline always (for functions that never block). ``async def`` functions run on the loop.
         ``tags`` label it for visibility rules, ``scopes`` name the OAuth scopes a call needs (see
-        :attr:`scope_rule`), ``enabled=False`` registers it disabled (:meth:`enable` shows it).
+        :attr:`scope_rule`), ``enabled=False`` registers it disabled (:meth:`enable` shows it). ``ui`` links it to
+        an MCP Apps view (see :mod:`mcpkit.server.apps`): a ``ui://`` URI, or ``{"resourceUri", "visibility"}``.
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
@@ -213,6 +216,7 @@ class MCPKit(Server, Mounting, Rules):
         A parameter type that cannot become a JSON Schema is a ``TypeError`` naming the parameter.
         """
         labels = pop_labels(options)  # tags, scopes, enabled (server/visibility.py)
+        self._link_view(options)  # ui= (server/apps.py)
         tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
         self._label("tools", tool.name, tool, labels)
         self._tune(tool.sync)
@@ -346,6 +350,7 @@ class MCPKit(Server, Mounting, Rules):
         a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
         labels = pop_labels(options)
+        check_ui_resource(uri, options)  # (a ui:// resource is an MCP Apps view: its MIME type)
         # (two membership tests, not a union of the key sets: registering n resources stays O(n))
         if uri in self._templates:
             _check_duplicate("resource", uri, self._templates, replace, "remove_resource")
