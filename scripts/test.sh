@@ -133,7 +133,8 @@ elapsed
 
 section "official MCP conformance suites (tests/conformance/run.py)"
 # Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
-# 2025-06-18, 2025-11-25 and 2026-07-28) and examples/conformance_client.py (every client scenario, auth/* and extensions included).
+# 2025-06-18, 2025-11-25 and 2026-07-28), examples/conformance_client.py (every client scenario, auth/* and
+# extensions included) and examples/oauth_server.py (the authorization-server scenarios); totals printed.
 # Fails on any failure not in tests/conformance/expected-failures.yml (reasons: tests/conformance/README.md).
 "$PY" tests/conformance/run.py
 elapsed

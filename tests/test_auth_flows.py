@@ -649,3 +649,99 @@ def test_oauth_client_options_are_checked() -> None:
     with pytest.raises(ValueError, match="dpop"):
         OAuthClient("https://m.example/mcp", client_metadata={"redirect_uris": [REDIRECT]}, dpop="sometimes")  # type: ignore[arg-type]
     assert OAuthFlowError("x").oauth_error is None
+
+
+# ------------------------------------------------------------------------------------------- client metadata documents
+def _documents(docs: dict[str, Any], hits: list[str]) -> Callable[[str], Any]:
+    """A web server holding client metadata documents: ``docs[path]`` is a dict (served as JSON, ``{base}`` in
+    strings replaced by its URL), or (status, headers, bytes)."""
+
+    def make(base: str) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                return
+            hits.append(scope["path"])
+            doc = docs.get(scope["path"])
+            status, headers, body = 404, [], b"{}"
+            if isinstance(doc, tuple):
+                status, headers, body = doc
+            elif doc is not None:
+                status, body = 200, orjson.dumps(doc).replace(b"{base}", base.encode())
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+        return app
+
+    return make
+
+
+@pytest.mark.req("M031")
+async def test_a_client_named_by_its_metadata_document_url_authorizes_without_registering() -> None:
+    """2025-11-25: the AS advertises Client ID Metadata Documents; the OAuth client uses its document URL as
+    client_id, the AS fetches the document (once, then from its cache) and honours its redirect URIs."""
+    hits: list[str] = []
+    doc = {"client_id": "{base}/client.json", "client_name": "doc client", "redirect_uris": [REDIRECT]}
+    async with serve(_documents({"/client.json": doc}, hits)) as (docs_url, _), stack() as s:
+        meta = (await httpx.AsyncClient().get(s["as_url"] + "/.well-known/oauth-authorization-server")).json()
+        assert meta["client_id_metadata_document_supported"] is True
+        for _ in range(2):
+            client, _ = oauth(s["mcp_url"], client_metadata_url=docs_url + "/client.json")
+            assert (await whoami(s["mcp_url"], client)) == "test-user|"
+            await client.aclose()
+        assert not any(p == "/register" for _, p, _ in s["as_log"].requests)  # no dynamic registration
+        assert hits == ["/client.json"]  # fetched once: the second authorization used the cache
+
+
+async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() -> None:
+    hits: list[str] = []
+    good = {"client_id": "{base}/good.json", "redirect_uris": [REDIRECT]}
+    docs: dict[str, Any] = {
+        "/good.json": good,
+        "/other-id.json": {"client_id": "https://elsewhere.example/c.json", "redirect_uris": [REDIRECT]},
+        "/secret.json": {"client_id": "{base}/secret.json", "redirect_uris": [REDIRECT], "client_secret": "x"},
+        "/jwks-uri.json": {
+            "client_id": "{base}/jwks-uri.json",
+            "redirect_uris": [REDIRECT],
+            "token_endpoint_auth_method": "private_key_jwt",
+            "jwks_uri": "https://attacker.example/jwks",
+        },
+        "/bad-redirect.json": {"client_id": "{base}/bad-redirect.json", "redirect_uris": ["http://evil.example/cb"]},
+        "/huge.json": (200, [], b'{"client_id": "' + b"x" * 10_000 + b'"}'),
+        "/moved.json": (302, [(b"location", b"/good.json")], b""),
+    }
+    async with serve(_documents(docs, hits)) as (docs_url, _), stack() as s, httpx.AsyncClient() as http:
+        _, challenge = pkce_pair()
+
+        async def authorize(client_id: str, redirect: str = REDIRECT) -> httpx.Response:
+            q = {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": redirect,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+            return await http.get(s["as_url"] + "/authorize", params=q)
+
+        assert (await authorize(docs_url + "/good.json")).status_code == 302
+        # a redirect URI the document does not list gets no redirect (no open redirector)
+        assert (await authorize(docs_url + "/good.json", "http://127.0.0.1:9/elsewhere")).status_code == 400
+        for path, why in (
+            ("/other-id.json", "not its own URL"),
+            ("/secret.json", "no secret"),
+            ("/jwks-uri.json", "jwks_uri"),
+            ("/bad-redirect.json", "redirect_uris"),
+            ("/huge.json", "larger than"),
+            ("/moved.json", "redirects are not followed"),
+            ("/missing.json", "HTTP 404"),
+        ):
+            r = await authorize(docs_url + path)
+            assert r.status_code == 401 and r.json()["error"] == "invalid_client", path
+            assert why in r.json()["error_description"], (path, r.json())
+        before = len(hits)
+        again = await authorize(docs_url + "/secret.json")
+        assert again.status_code == 401 and len(hits) == before  # a failure is cached too: no fetch per request
+        # an address class the AS is not on is never fetched (SSRF), and a URL without a path is no document
+        for client_id in ("https://10.20.30.40/client.json", "https://169.254.169.254/latest/meta-data/x"):
+            r = await authorize(client_id)
+            assert r.status_code == 401 and "address" in r.json()["error_description"], client_id
+        assert (await authorize("https://example.com")).json()["error_description"] == "unknown client_id"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run the official MCP conformance suites against mcpkit's conformance server and client.
 
-    python tests/conformance/run.py [--only server|client] [-k PATTERN] [-j N] [--keep DIR] [-v]
+    python tests/conformance/run.py [--only server|client|authorization] [-k PATTERN] [-j N] [--keep DIR] [-v]
 
 Server side: starts ``mcpkit run examples/conformance_server.py --transport http --port <free>`` and runs every
 server scenario of both pinned harnesses (tests/package.json: 0.1.16 and 0.2.0-alpha.12), ``--suite all`` (pending
@@ -10,6 +10,8 @@ one that reaches the extension scenarios (tasks-*, sep-2640-*).
 Client side: runs ``examples/conformance_client.py`` in every client scenario each harness lists (``auth/*`` and
 extensions included; the skills-extension scenarios are listed as skipped with their reason), at each revision the
 scenario applies to.
+Authorization-server side: every authorization-server scenario (0.2) at each revision, against
+``examples/oauth_server.py`` (the runner registers a client per leg and plays the browser).
 
 Every ``checks.json`` the harnesses write is read back. A check counts as failed when its status is FAILURE or
 WARNING (the harness's own rule for baselines), and a client scenario fails when the program exits non-zero or
@@ -51,6 +53,7 @@ BASELINE = HERE / "expected-failures.yml"
 PY = sys.executable
 SERVER_FILE = ROOT / "examples" / "conformance_server.py"
 CLIENT_FILE = ROOT / "examples" / "conformance_client.py"
+AS_FILE = ROOT / "examples" / "oauth_server.py"  # the authorization-server scenarios run against it
 
 # (harness, --spec-version or None for the bare leg)
 SERVER_LEGS: list[tuple[str, str | None]] = [
@@ -94,7 +97,7 @@ class LegResult:
 
 def load_baseline(path: Path) -> dict[str, set[str]]:
     """The expected-failures file: ``server:``/``client:`` lists of ``scenario`` or ``scenario:check-id``."""
-    out: dict[str, set[str]] = {"server": set(), "client": set()}
+    out: dict[str, set[str]] = {"server": set(), "client": set(), "authorization": set()}
     if not path.exists():
         return out
     section: str | None = None
@@ -105,7 +108,7 @@ def load_baseline(path: Path) -> dict[str, set[str]]:
         if not line.startswith((" ", "-")) and line.endswith(":"):
             section = line[:-1].strip()
             if section not in out:
-                raise SystemExit(f"{path}: unknown section {section!r} (use server: / client:)")
+                raise SystemExit(f"{path}: unknown section {section!r} (use server: / client: / authorization:)")
             continue
         item = line.strip()
         if not item.startswith("- ") or section is None:
@@ -221,16 +224,16 @@ def run_server_legs(url: str, work: Path, verbose: bool) -> list[LegResult]:
     return results
 
 
-def parse_listing(output: str) -> list[tuple[str, list[str]]]:
-    """The client scenarios of a harness's ``list`` output: ``[(name, [spec versions])]``."""
+def parse_listing(output: str, section: str = "Client scenarios") -> list[tuple[str, list[str]]]:
+    """The scenarios of one section of a harness's ``list`` output: ``[(name, [spec versions])]``."""
     found: list[tuple[str, list[str]]] = []
-    section = ""
+    current = ""
     for line in _ANSI.sub("", output).splitlines():
         if line and not line.startswith(" "):
-            section = line
+            current = line
             continue
         m = re.match(r"\s+- (\S+) \[([^\]]*)\]", line)
-        if m and section.startswith("Client scenarios"):
+        if m and current.startswith(section):
             found.append((m.group(1), [v.strip() for v in m.group(2).split(",") if v.strip()]))
     return found
 
@@ -271,6 +274,116 @@ def list_client_scenarios() -> dict[str, list[tuple[str, list[str]]]]:
     return listings
 
 
+def authorization_specs() -> dict[str, list[str]]:
+    """Per harness, the revisions its authorization-server scenarios apply to (the union over its scenarios)."""
+    found: dict[str, list[str]] = {}
+    for version in HARNESSES:
+        _, output = run_harness(version, ["list"], timeout=60)
+        specs = sorted({v for _, vs in parse_listing(output, "Authorization server scenarios") for v in vs})
+        if specs:
+            found[version] = specs
+    return found
+
+
+def _visit_authorization_urls(proc: subprocess.Popen[str], prefix: str, deadline: float) -> str:
+    """Read the harness's output; when it prints the authorization URL and its callback server is up, open the
+    URL as a browser would (the example's authorization server auto-approves and redirects to the callback)."""
+    import queue
+    import threading
+
+    import httpx
+
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    seen: list[str] = []
+    url: str | None = None
+    listening = False
+    with httpx.Client(follow_redirects=True, timeout=10) as browser:
+        while time.monotonic() < deadline:
+            try:
+                line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            seen.append(line)
+            text = _ANSI.sub("", line).strip()
+            if text.startswith(prefix):
+                url = text
+            elif text.startswith("Callback server started"):
+                listening = True
+            if url and listening:
+                with contextlib.suppress(httpx.HTTPError):
+                    browser.get(url)
+                url, listening = None, False
+    return "".join(seen)
+
+
+def run_authorization_legs(work: Path, verbose: bool) -> list[LegResult]:
+    """Every authorization-server scenario at each revision it applies to, against mcpkit's development
+    authorization server (``examples/oauth_server.py``: auto-approving, so this runner plays the browser)."""
+    results = []
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    log = tempfile.TemporaryFile()  # noqa: SIM115 - closed below, after the server stops
+    server = subprocess.Popen([PY, str(AS_FILE), "--port", str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        try:
+            wait_listening(port, server, timeout=30)
+        except ServerDidNotStart as exc:
+            raise SystemExit(f"the authorization server: {exc}") from None
+        import httpx
+
+        for version, specs in authorization_specs().items():
+            for spec in specs:
+                leg = f"{version} authorization --spec-version {spec}"
+                callback = free_port()
+                reg = httpx.post(
+                    base + "/register",
+                    json={
+                        "client_name": "conformance",
+                        "redirect_uris": [f"http://127.0.0.1:{callback}/callback"],
+                        "token_endpoint_auth_method": "none",
+                    },
+                    timeout=10,
+                ).json()
+                out_dir = work / f"authorization-{version}-{spec}"
+                args = ["authorization", "--url", base, "--client-id", reg["client_id"], "--resource", base + "/mcp"]
+                args += ["--port", str(callback), "-o", str(out_dir), "--spec-version", spec]
+                proc = subprocess.Popen(
+                    [str(NODE), str(HARNESSES[version]), *args],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                )
+                output = _visit_authorization_urls(proc, base + "/authorize?", time.monotonic() + 120)
+                try:
+                    rc = proc.wait(10)
+                except subprocess.TimeoutExpired:
+                    stop(proc)
+                    rc = 124
+                result = LegResult(leg)
+                read_checks(out_dir, "authorization", leg, result)
+                result.summary = [s for s in summary_lines(output) if s.startswith(("Total:", "Passed:", "✗"))]
+                if result.scenarios == 0:
+                    result.failures.append(Failure("authorization", leg, "*", "", f"no checks written (exit {rc})"))
+                if verbose or rc != 0:
+                    print(_ANSI.sub("", output)[-4000:])
+                results.append(result)
+    finally:
+        stop(server)
+        log.close()
+    return results
+
+
 def run_client_leg(version: str, scenario: str, spec: str | None, out_dir: Path, verbose: bool) -> LegResult:
     command = f"{PY} {CLIENT_FILE}"
     if " " in PY or " " in str(CLIENT_FILE):
@@ -301,7 +414,7 @@ def run_client_legs(
     450-700 ms window can trip on a loaded machine), and both outcomes are printed. ``jobs`` legs at a time (each
     harness run serves its mocks on ports of its own)."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        return list(pool.map(lambda leg: _client_leg_with_retry(*leg, work, verbose, baseline), legs))
+        return list(pool.map(lambda leg: _client_leg_with_retry(leg[0], leg[1], leg[2], work, verbose, baseline), legs))
 
 
 def _client_leg_with_retry(
@@ -342,7 +455,7 @@ def totals(results: list[LegResult], baseline: dict[str, set[str]]) -> list[str]
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--only", choices=["server", "client"], help="run one side only")
+    parser.add_argument("--only", choices=["server", "client", "authorization"], help="run one side only")
     parser.add_argument("--keep", type=Path, help="keep the harnesses' checks.json trees in this directory")
     parser.add_argument("--baseline", type=Path, default=BASELINE)
     parser.add_argument("-v", "--verbose", action="store_true", help="print the harness output of every leg")
@@ -373,6 +486,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.scenario:
                 legs = [leg for leg in legs if any(fnmatch.fnmatchcase(leg[1], p) for p in args.scenario)]
             results += run_client_legs(legs, work, args.verbose, baseline, args.jobs)
+        if args.only in (None, "authorization") and not args.scenario:
+            results += run_authorization_legs(work, args.verbose)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -392,7 +507,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"         {line}")
     for line in skipped:
         print(f"[skip] {line}")
-    sides_run = {"server", "client"} if args.only is None else {args.only}
+    sides_run = {"server", "client", "authorization"} if args.only is None else {args.only}
     for side, entries in baseline.items():
         if side not in sides_run or args.scenario:
             continue

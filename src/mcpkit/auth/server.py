@@ -54,6 +54,7 @@ from .keys import ASYMMETRIC_ALGORITHMS
 from .registration import ClientRegistration
 from .replay import InMemoryReplayCache, ReplayCache
 from .server_assertions import ID_JAG_PROFILE, JWT_BEARER_GRANT, AssertionChecks, _has_assertion
+from .server_documents import ClientDocuments
 from .storage import (
     AuthorizationRequest,
     AuthStorage,
@@ -109,7 +110,7 @@ def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
 
-class AuthorizationServer(ClientRegistration, AssertionChecks):
+class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
     """The ASGI authorization server. ``app`` (optional) receives every request this server does not route, so one
     origin can host both the AS and the MCP endpoint (the 2025-03-26 layout).
 
@@ -148,6 +149,12 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
             seconds (default 600): its ``jti`` is remembered that long.
         replay_cache: where used assertion ``jti`` values are remembered (default: in memory, bounded); share one
             between replicas.
+        client_metadata_documents: accept a ``client_id`` that is an https URL and describe the client by the
+            document there (Client ID Metadata Documents; advertised as ``client_id_metadata_document_supported``).
+        allow_private_network: fetch such documents from private or link-local addresses even when this server is
+            not on that kind of address (default False: SSRF protection).
+        max_client_document / max_client_documents: the largest document read (bytes; default 5 KiB) and how many
+            resolved documents (and failures) are cached (default 1,000).
 
     Grants: the approver decides every grant, ``client_credentials`` included (it sees an
     :class:`AuthorizationRequest` with ``grant_type="client_credentials"``; None denies). A replayed authorization
@@ -187,6 +194,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
         assertion_issuers: Iterable[JWTVerifier] = (),
         max_assertion_lifetime: float = 600.0,
         replay_cache: ReplayCache | None = None,
+        client_metadata_documents: bool = True,
+        allow_private_network: bool = False,
+        max_client_document: int = 5 * 1024,
+        max_client_documents: int = 1_000,
         app: ASGIApp | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -246,6 +257,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
             self.assertion_verifiers[verifier.issuer] = verifier
         self.max_assertion_lifetime = max_assertion_lifetime
         self.replay_cache = replay_cache if replay_cache is not None else InMemoryReplayCache(clock=clock)
+        self.client_metadata_documents = client_metadata_documents
+        self.allow_private_network = allow_private_network
+        self.max_client_document = max_client_document
+        self.max_client_documents = max_client_documents
+        self._documents = {}
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app
         self.clock = clock
@@ -296,6 +312,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
             doc["authorization_grant_profiles_supported"] = [ID_JAG_PROFILE]
         if self.dpop is not None:
             doc["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
+        if self.client_metadata_documents:
+            doc["client_id_metadata_document_supported"] = True
         return doc
 
     @property
@@ -416,7 +434,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
         q: dict[str, str] = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
         if scope.get("method") == "POST":
             q.update(parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace")))
-        client = await self.storage.get_client(q.get("client_id", ""))
+        client = await self._client(q.get("client_id", ""))
         if client is None:
             raise _OAuthError("invalid_client", "unknown client_id")
         redirect_uri = q.get("redirect_uri")
@@ -518,7 +536,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
 
     async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
         if _has_assertion(scope, form):
-            return await self._assertion_client(form, self.storage.get_client)  # private_key_jwt
+            return await self._assertion_client(form, self._client)  # private_key_jwt
         basic = header(scope, b"authorization")
         client_id = form.get("client_id")
         secret: str | None = None
@@ -538,7 +556,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks):
             secret, method = form["client_secret"], "client_secret_post"
         if not client_id:
             raise _OAuthError("invalid_client", "client authentication required", 401)
-        client = await self.storage.get_client(client_id)
+        client = await self._client(client_id)
         if client is None:
             raise _OAuthError("invalid_client", "unknown client", 401)
         if client.token_endpoint_auth_method != method:
