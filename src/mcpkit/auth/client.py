@@ -165,7 +165,6 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self.server_url = server_url
         self.allow_private_network = allow_private_network
         self.max_document_size = max_document_size
-        self._server_network: str | None = None  # the address class of the MCP server (resolved once)
         if grant_type not in _GRANTS:
             raise ValueError("grant_type must be 'authorization_code', 'client_credentials' or 'jwt_bearer'")
         self.grant_type = grant_type = _GRANTS[grant_type]

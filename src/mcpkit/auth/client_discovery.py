@@ -68,6 +68,26 @@ async def _address_class(host: str | None) -> str:
     return max(kinds, key=_RANK.__getitem__) if kinds else "public"
 
 
+async def fetch_refusal(
+    url: str, server_url: str, *, what: str = "metadata URL", allow_private_network: bool = False
+) -> str | None:
+    """Why the OAuth client must not fetch ``url`` on behalf of the MCP server at ``server_url`` (None: it may):
+    not https (plain http only on a loopback host), or on a private / link-local / shared / reserved address while
+    the MCP server is not on that kind of address (unless ``allow_private_network``). The SSRF rule of every fetch
+    of :class:`~mcpkit.auth.client.OAuthClient`, for other clients of the same servers (``mcpkit check``)."""
+    if not is_secure_url(url):
+        return f"the {what} {url!r} must be https (plain http only on a loopback host)"
+    if allow_private_network:
+        return None
+    kind = await _address_class(urlsplit(url).hostname)
+    if kind == "public" or kind == await _address_class(urlsplit(server_url).hostname):
+        return None
+    return (
+        f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
+        "(OAuthClient(allow_private_network=True) allows it)"
+    )
+
+
 @dataclass
 class _Discovery:
     issuer: str
@@ -88,7 +108,6 @@ class DiscoveryMixin:
     max_document_size: int
     timeout: float
     log: list[str]
-    _server_network: str | None
     _http: httpx.AsyncClient | None
 
     def _client(self) -> httpx.AsyncClient:
@@ -122,23 +141,10 @@ class DiscoveryMixin:
             raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
 
     async def _check_target(self, url: str, what: str) -> None:
-        """Refuse a URL the flow must not fetch: not https (loopback excepted), or on a private / link-local /
-        reserved address unless the MCP server itself is on that kind of address or the user allowed it."""
-        if not is_secure_url(url):
-            raise OAuthFlowError(f"the {what} {url!r} must be https (plain http only on a loopback host)")
-        if self.allow_private_network:
-            return
-        kind = await _address_class(urlsplit(url).hostname)
-        if kind == "public":
-            return
-        if self._server_network is None:
-            self._server_network = await _address_class(urlsplit(self.server_url).hostname)
-        if kind == self._server_network:
-            return
-        raise OAuthFlowError(
-            f"the {what} {url!r} is on a {kind} address and the MCP server is not; refusing to fetch it "
-            "(OAuthClient(allow_private_network=True) allows it)"
-        )
+        """Refuse a URL the flow must not fetch (:func:`fetch_refusal`)."""
+        refusal = await fetch_refusal(url, self.server_url, what=what, allow_private_network=self.allow_private_network)
+        if refusal is not None:
+            raise OAuthFlowError(refusal)
 
     async def _discover(self, challenge: Mapping[str, str], version: str) -> _Discovery:
         server = urlsplit(self.server_url)

@@ -1,10 +1,14 @@
 """Raw JSON-RPC wires for the checker: every byte the server sends is recorded, nothing is corrected.
 
-:class:`StdioWire` runs the server command as a child process and records every stdout line (valid or not);
-:class:`HttpWire` POSTs to a Streamable HTTP endpoint and records every message of every JSON or SSE response,
-with the HTTP status and headers. Both route responses by id *without trusting it*: a response whose id matches no
-pending request is kept as a stray (the evidence for M006), and :meth:`Wire.request` returns ``None`` on a timeout.
-Requests the server sends (ping, roots/list, ...) are answered so that a session can go on.
+:class:`Wire` is the bookkeeping every transport shares: it routes responses by id *without trusting it* (a response
+whose id matches no pending request is kept as a stray, the evidence for M006), answers the requests the server sends
+(ping, roots/list, ...) so that a session can go on, and :meth:`Wire.request` returns ``None`` on a timeout.
+:class:`StdioWire` runs the server command as a child process and records every stdout line (valid or not). The
+network wires are in :mod:`.wire_http` (Streamable HTTP, legacy HTTP+SSE) and :mod:`.wire_ws` (WebSocket);
+:func:`open_wire` picks one for a target.
+
+The checker is a client like any other: what a server sends is bounded by :data:`MAX_MESSAGE` (the 4 MiB of
+mcpkit's own client) on every wire, and a line, body or event past it is recorded as a fault, never buffered whole.
 """
 
 from __future__ import annotations
@@ -12,62 +16,66 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import shlex
-import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+
 JSON = dict[str, Any]
+
+MAX_MESSAGE = DEFAULT_MAX_MESSAGE_SIZE
+"""The largest message (stdio line, HTTP body, SSE event, WebSocket message) the checker accepts from a server."""
+STDERR_LINES = 50  # the last lines of a stdio server's stderr kept for evidence
+STDERR_LINE_BYTES = 8 * 1024
 
 
 @dataclass
 class Incoming:
-    """One message (or undecodable line) received from the server."""
+    """One message (or undecodable line, body or event) received from the server."""
 
     raw: str
     data: Any = None  # parsed JSON, or None when ``error`` is set
-    error: str | None = None  # why the line is not JSON
+    error: str | None = None  # why it is not a JSON-RPC message
     at: float = field(default_factory=time.monotonic)
-    channel: str = "stdout"  # stdout | http-json | http-sse | http-get
+    channel: str = "stdout"  # stdout | http-json | http-sse | http-get | sse | ws | http
 
     def short(self, limit: int = 300) -> str:
-        text = self.raw if len(self.raw) <= limit else self.raw[:limit] + "..."
-        return text
-
-
-@dataclass
-class HttpExchange:
-    """One HTTP request/response pair (HTTP wire only)."""
-
-    method: str
-    sent: Any
-    status: int
-    headers: dict[str, str]
-    body: str
-    messages: list[Incoming] = field(default_factory=list)
+        """The raw text, cut at ``limit`` characters."""
+        return self.raw if len(self.raw) <= limit else self.raw[:limit] + "..."
 
 
 class WireClosed(Exception):
-    pass
+    """The server is gone (its process exited, or its connection closed)."""
 
 
 def is_request(msg: Any) -> bool:
+    """A JSON-RPC request: an object with a method and an id."""
     return isinstance(msg, dict) and "method" in msg and "id" in msg
 
 
 def is_notification(msg: Any) -> bool:
+    """A JSON-RPC notification: an object with a method and no id."""
     return isinstance(msg, dict) and "method" in msg and "id" not in msg
 
 
-def is_response(msg: Any) -> bool:
-    return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg or "id" in msg)
+def decode(text: str, channel: str) -> Incoming:
+    """One received payload as an :class:`Incoming`, parsed when it is JSON."""
+    try:
+        return Incoming(text, json.loads(text), None, channel=channel)
+    except ValueError as exc:
+        return Incoming(text, None, f"not JSON: {exc}", channel=channel)
+
+
+ClientHandler = Callable[[JSON], Any]
 
 
 class Wire:
     """Common bookkeeping: pending requests, strays, notifications, server requests."""
+
+    transport = "stdio"
 
     def __init__(self) -> None:
         self.incoming: list[Incoming] = []
@@ -79,9 +87,11 @@ class Wire:
         self._pending: dict[str, asyncio.Future[Incoming]] = {}
         self._next_id = 0
         self.protocol_version: str | None = None
-        self.client_handlers: dict[str, Any] = {}
+        self.client_handlers: dict[str, ClientHandler] = {}
         self.closed = asyncio.Event()  # set when the peer is gone (stdio EOF)
         self.modern_meta: JSON | None = None  # set for a stateless (2026-07-28) session
+        self.initialized_at: float | None = None  # when notifications/initialized was sent
+        self.cancelled: set[str] = set()  # keys of the requests we cancelled
 
     def with_meta(self, params: JSON | None) -> JSON | None:
         """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
@@ -96,18 +106,21 @@ class Wire:
         return out
 
     def new_id(self, kind: str = "int") -> int | str:
+        """A request id never used on this wire (an integer, or a string with ``kind="str"``)."""
         self._next_id += 1
         return self._next_id if kind == "int" else f"chk-{self._next_id}"
 
     @staticmethod
     def key(msg_id: Any) -> str:
+        """The routing key of an id (1 and "1" differ, as JSON-RPC says)."""
         return json.dumps(msg_id, sort_keys=True)
 
-    def _record(self, inc: Incoming) -> None:
+    def record(self, inc: Incoming) -> None:
+        """Take one received payload: route responses, keep notifications, answer the server's requests."""
         self.incoming.append(inc)
-        items = inc.data if isinstance(inc.data, list) else [inc.data]
         if inc.error is not None:
             return
+        items = inc.data if isinstance(inc.data, list) else [inc.data]
         for msg in items:
             sub = Incoming(json.dumps(msg), msg, None, inc.at, inc.channel) if isinstance(inc.data, list) else inc
             if is_request(msg):
@@ -139,10 +152,15 @@ class Wire:
         with contextlib.suppress(Exception):
             await self.send(obj, expect_response=False)
 
+    async def start(self) -> None:
+        """Connect (or launch the server); raises OSError/ValueError when it cannot."""
+
     async def send(self, obj: Any, *, expect_response: bool = True) -> None:
+        """Send one message (or batch) as the transport frames it."""
         raise NotImplementedError
 
     async def send_raw(self, data: bytes) -> None:
+        """Send bytes as one frame, whatever they are (malformed-input checks)."""
         raise NotImplementedError
 
     async def request(
@@ -160,8 +178,7 @@ class Wire:
         params = self.with_meta(params)
         if params is not None:
             msg["params"] = params
-        fut: asyncio.Future[Incoming] = asyncio.get_running_loop().create_future()
-        self._pending[self.key(rid)] = fut
+        fut = self.expect(rid)
         await self.send(msg)
         closed: asyncio.Future[Any] = asyncio.ensure_future(self.closed.wait())
         try:
@@ -176,335 +193,192 @@ class Wire:
         return None
 
     async def notify(self, method: str, params: JSON | None = None) -> None:
+        """Send a notification."""
         msg: JSON = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             msg["params"] = params
+        if method == "notifications/initialized":
+            self.initialized_at = time.monotonic()
+        if method == "notifications/cancelled" and isinstance(params, dict):
+            self.cancelled.add(self.key(params.get("requestId")))
         await self.send(msg, expect_response=False)
 
     def expect(self, msg_id: Any) -> asyncio.Future[Incoming]:
+        """A future resolved by the response with ``msg_id`` (for requests sent by hand)."""
         fut: asyncio.Future[Incoming] = asyncio.get_running_loop().create_future()
         self._pending[self.key(msg_id)] = fut
         return fut
 
+    def forget(self, msg_id: Any) -> None:
+        """Stop waiting for the response to ``msg_id`` (a late one becomes a stray)."""
+        fut = self._pending.pop(self.key(msg_id), None)
+        if fut is not None:
+            fut.cancel()
+
     async def close(self) -> None:
+        """Hang up (and reap a launched server)."""
         raise NotImplementedError
 
     @property
     def alive(self) -> bool:
+        """Whether the server can still be talked to."""
         return True
 
 
-class StdioWire(Wire):
-    """A server started as a child process; every stdout line is recorded."""
+OVERSIZED = "over the size bound"  # the error of a message the checker did not read (larger than MAX_MESSAGE)
 
-    def __init__(self, command: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None):
+
+class ConnectionWire(Wire):
+    """A wire over one of mcpkit's client connections: a stdio child process (``StdioClientTransport``: its own
+    process group, bounded lines, reaped on close), legacy HTTP+SSE (``SSEClientTransport``: endpoint event,
+    same-origin check, bounded events) or WebSocket (``WebSocketClientTransport``: subprotocol ``mcp``, bounded
+    frames). One JSON-RPC message per line, event or frame, each recorded raw; what the connection refuses as too
+    large is recorded as :data:`OVERSIZED`."""
+
+    def __init__(self, transport: str, conn: Any) -> None:
         super().__init__()
-        self.command = list(command)
-        self.env = env
-        self.cwd = cwd
-        self.proc: asyncio.subprocess.Process | None = None
+        self.transport = transport
+        self.channel = "stdout" if transport == "stdio" else transport
+        self.conn = conn
+        self.ended: str | None = None  # why the connection ended, when it did
         self._reader: asyncio.Task[None] | None = None
-        self._stderr_task: asyncio.Task[None] | None = None
-        self.stderr_tail: list[str] = []
-        self.eof = asyncio.Event()
 
     async def start(self) -> None:
-        env = dict(os.environ)
-        if self.env:
-            env.update(self.env)
-        self.proc = await asyncio.create_subprocess_exec(
-            *self.command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=self.cwd,
-            start_new_session=True,
-            limit=16 * 1024 * 1024,
-        )
-        self._reader = asyncio.create_task(self._read())
-        self._stderr_task = asyncio.create_task(self._drain_stderr())
+        try:
+            await self.conn.start()
+        except OSError:
+            raise
+        except Exception as exc:  # httpx / websockets handshake errors, a refused endpoint, a bad command line
+            raise OSError(f"{type(exc).__name__}: {exc}") from exc
+        self._reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
+        from ..protocol.errors import FrameTooLarge
+
         while True:
             try:
-                line = await self.proc.stdout.readline()
-            except (ValueError, asyncio.LimitOverrunError):
-                self._record(Incoming("<line over 16 MiB>", None, "line too long"))
+                data = await self.conn.receive()
+            except FrameTooLarge:
+                self.record(Incoming(f"<a message over {MAX_MESSAGE} bytes>", None, OVERSIZED, channel=self.channel))
                 continue
-            if not line:
+            except Exception as exc:  # a broken connection ends the wire like an end of input
+                self.ended = f"{type(exc).__name__}: {exc}"
                 break
-            text = line.decode("utf-8", errors="replace").rstrip("\r\n")
-            if not text.strip():
-                self._record(Incoming(text, None, "empty line"))
-                continue
-            try:
-                data = json.loads(text)
-            except ValueError as exc:
-                self._record(Incoming(text, None, f"not JSON: {exc}"))
-                continue
-            self._record(Incoming(text, data))
-        self.eof.set()
+            if data is None:
+                break
+            text = data.decode("utf-8", errors="replace")
+            self.record(
+                decode(text, self.channel) if text.strip() else Incoming(text, None, "empty line", channel=self.channel)
+            )
+        code = getattr(self.conn, "close_code", None)
+        if code == 1009:
+            self.record(Incoming(f"<a WebSocket message over {MAX_MESSAGE} bytes>", None, OVERSIZED, channel="ws"))
+        self.ended = self.ended or (f"closed (code {code})" if code is not None else "end of input")
         await asyncio.sleep(0.05)  # let the reader of the last response run first
         self.closed.set()
 
-    async def _drain_stderr(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
-        while True:
-            line = await self.proc.stderr.readline()
-            if not line:
-                return
-            self.stderr_tail.append(line.decode("utf-8", errors="replace").rstrip())
-            del self.stderr_tail[:-50]
-
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.returncode is None and not self.eof.is_set()
+        return self._reader is not None and not self.closed.is_set()
 
     async def send(self, obj: Any, *, expect_response: bool = True) -> None:
         self.sent.append(obj)
-        await self.send_raw(json.dumps(obj, separators=(",", ":")).encode() + b"\n")
+        await self.send_raw(json.dumps(obj, separators=(",", ":")).encode())
 
     async def send_raw(self, data: bytes) -> None:
-        if self.proc is None or self.proc.stdin is None or not self.alive:
-            raise WireClosed("the server process is not running")
+        if not self.alive:
+            raise WireClosed(f"the {self.transport} connection is closed")
+        if self.transport == "stdio" and data.endswith(b"\n"):
+            data = data[:-1]  # the stdio connection adds the newline itself
         try:
-            self.proc.stdin.write(data)
-            await self.proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError) as exc:
+            await self.conn.send(data)
+        except Exception as exc:  # ConnectionClosed: a closed pipe or socket, a refused POST
             raise WireClosed(str(exc)) from None
 
     async def close(self) -> None:
-        proc = self.proc
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 1.0)
-        except TimeoutError:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-                try:
-                    await asyncio.wait_for(proc.wait(), 2.0)
-                    break
-                except TimeoutError:
-                    continue
-        for task in (self._reader, self._stderr_task):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(BaseException):
-                    await task
-
-
-def parse_sse(text: str) -> list[dict[str, str]]:
-    """Split an SSE body into events ({'event','data','id','retry'}); data lines are joined with newlines."""
-    events: list[dict[str, str]] = []
-    cur: dict[str, list[str]] = {}
-    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if line == "":
-            if cur:
-                events.append({k: "\n".join(v) for k, v in cur.items()})
-                cur = {}
-            continue
-        if line.startswith(":"):
-            continue
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        cur.setdefault(name, []).append(value)
-    if cur:
-        events.append({k: "\n".join(v) for k, v in cur.items()})
-    return events
-
-
-class HttpWire(Wire):
-    """A Streamable HTTP endpoint: one POST per message, JSON or SSE responses, session id and version headers."""
-
-    def __init__(self, url: str, headers: dict[str, str] | None = None):
-        super().__init__()
-        import httpx
-
-        self.url = url
-        self.extra_headers = dict(headers or {})
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(30.0, connect=10.0))
-        self.session_id: str | None = None
-        self.exchanges: list[HttpExchange] = []
-        self._tasks: set[asyncio.Task[HttpExchange]] = set()
-        self.track_session = True
-
-    async def start(self) -> None:
-        return None
-
-    def headers(self) -> dict[str, str]:
-        h = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-        if self.session_id:
-            h["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version:
-            h["MCP-Protocol-Version"] = self.protocol_version
-        h.update(self.extra_headers)
-        return h
-
-    def message_headers(self, obj: Any) -> dict[str, str]:
-        """The headers of one POST; stateless sessions add MCP-Protocol-Version (the body's), Mcp-Method, Mcp-Name."""
-        h = self.headers()
-        if self.modern_meta is not None and isinstance(obj, dict) and isinstance(obj.get("method"), str):
-            raw_params = obj.get("params")
-            params: JSON = raw_params if isinstance(raw_params, dict) else {}
-            raw_meta = params.get("_meta")
-            meta: JSON = raw_meta if isinstance(raw_meta, dict) else {}
-            version = meta.get("io.modelcontextprotocol/protocolVersion")
-            if isinstance(version, str):
-                h["MCP-Protocol-Version"] = version
-            h["Mcp-Method"] = obj["method"]
-            name = params.get("uri") if obj["method"] == "resources/read" else params.get("name")
-            if obj["method"] in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
-                h["Mcp-Name"] = name
-        return h
-
-    async def send(self, obj: Any, *, expect_response: bool = True) -> None:
-        self.sent.append(obj)
-        data = json.dumps(obj, separators=(",", ":")).encode()
-        if not expect_response:  # notifications and our answers: keep their order with later requests
-            await self._post(obj, data, self.message_headers(obj))
-            return
-        task = asyncio.get_running_loop().create_task(self._post(obj, data, self.message_headers(obj)))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def send_raw(self, data: bytes) -> None:
-        await self._post(None, data, self.headers())
-
-    async def post(self, body: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> HttpExchange:
-        """POST and wait for the whole response (used by the HTTP-level checks)."""
-        h = self.message_headers(body)
-        if headers is not None:
-            h.update(headers)
-            h = {k: v for k, v in h.items() if v != ""}
-        data = raw if raw is not None else json.dumps(body).encode()
-        if isinstance(body, dict) and "id" in body:
-            self.expect(body["id"])  # its response is ours, not a stray
-        return await self._post(body, data, h)
-
-    async def _post(self, obj: Any, data: bytes, headers: dict[str, str]) -> HttpExchange:
-        import httpx
-
-        try:
-            async with self.client.stream("POST", self.url, content=data, headers=headers) as resp:
-                ctype = resp.headers.get("content-type", "")
-                ex = HttpExchange("POST", obj, resp.status_code, dict(resp.headers), "")
-                self.exchanges.append(ex)
-                sid = resp.headers.get("mcp-session-id")
-                if sid and isinstance(obj, dict) and obj.get("method") == "initialize" and self.track_session:
-                    self.session_id = sid
-                if "text/event-stream" in ctype:
-                    await self._read_sse(resp, ex, "http-sse")
-                else:
-                    body = (await resp.aread()).decode("utf-8", errors="replace")
-                    ex.body = body
-                    if body.strip() and "json" in ctype:
-                        self._feed(body, ex, "http-json")
-                    elif body.strip() and resp.status_code >= 400:
-                        # an error body may still be JSON-RPC without the right content type
-                        with contextlib.suppress(ValueError):
-                            json.loads(body)
-                            self._feed(body, ex, "http-json")
-        except httpx.HTTPError as exc:
-            ex = HttpExchange("POST", obj, 0, {}, f"{type(exc).__name__}: {exc}")
-            self.exchanges.append(ex)
-        self._unanswered(obj, ex)
-        return ex
-
-    def _unanswered(self, obj: Any, ex: HttpExchange) -> None:
-        """A request whose POST ended without its response: resolve the wait with what HTTP said instead."""
-        if not (isinstance(obj, dict) and "method" in obj and "id" in obj):
-            return
-        fut = self._pending.pop(self.key(obj["id"]), None)
-        if fut is not None and not fut.done():
-            what = f"HTTP {ex.status}" if ex.status else "no HTTP response"
-            flat = " ".join(ex.body.split())
-            body = flat if len(flat) <= 200 else flat[:200] + "..."
-            fut.set_result(Incoming(f"{what}: {body}".strip(), None, "no JSON-RPC response", channel="http"))
-
-    async def _read_sse(self, resp: Any, ex: HttpExchange, channel: str) -> None:
-        buf = ""
-        async for chunk in resp.aiter_text():
-            buf += chunk
-            ex.body += chunk
-            while "\n\n" in buf.replace("\r\n", "\n"):
-                norm = buf.replace("\r\n", "\n")
-                block, _, rest = norm.partition("\n\n")
-                buf = rest
-                for event in parse_sse(block + "\n\n"):
-                    payload = event.get("data", "")
-                    if payload.strip():
-                        self._feed(payload, ex, channel)
-        if buf.strip():
-            for event in parse_sse(buf):
-                if event.get("data", "").strip():
-                    self._feed(event["data"], ex, channel)
-
-    def _feed(self, text: str, ex: HttpExchange, channel: str) -> None:
-        try:
-            inc = Incoming(text, json.loads(text), None, channel=channel)
-        except ValueError as exc:
-            inc = Incoming(text, None, f"not JSON: {exc}", channel=channel)
-        ex.messages.append(inc)
-        self._record(inc)
-
-    async def get(self, headers: dict[str, str] | None = None, read_for: float = 0.3) -> HttpExchange:
-        """GET the endpoint (standalone SSE stream); read for ``read_for`` seconds, then hang up."""
-        import httpx
-
-        h = self.headers()
-        h.pop("Content-Type", None)
-        h["Accept"] = "text/event-stream"
-        if headers:
-            h.update(headers)
-        try:
-            async with self.client.stream("GET", self.url, headers=h) as resp:
-                ex = HttpExchange("GET", None, resp.status_code, dict(resp.headers), "")
-                self.exchanges.append(ex)
-                if "text/event-stream" in resp.headers.get("content-type", ""):
-                    with contextlib.suppress(asyncio.TimeoutError, httpx.HTTPError):
-                        await asyncio.wait_for(self._read_sse(resp, ex, "http-get"), read_for)
-                else:
-                    ex.body = (await resp.aread()).decode("utf-8", errors="replace")
-                return ex
-        except httpx.HTTPError as exc:
-            return HttpExchange("GET", None, 0, {}, f"{type(exc).__name__}: {exc}")
-
-    async def delete(self) -> HttpExchange:
-        import httpx
-
-        h = self.headers()
-        h.pop("Content-Type", None)
-        try:
-            resp = await self.client.delete(self.url, headers=h)
-            return HttpExchange("DELETE", None, resp.status_code, dict(resp.headers), resp.text)
-        except httpx.HTTPError as exc:
-            return HttpExchange("DELETE", None, 0, {}, f"{type(exc).__name__}: {exc}")
-
-    async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
+        with contextlib.suppress(Exception):
+            await self.conn.close()
+        if self._reader is not None:
             with contextlib.suppress(BaseException):
-                await task
-        if self.session_id:
-            with contextlib.suppress(Exception):
-                await self.delete()
-        await self.client.aclose()
+                await asyncio.wait_for(asyncio.shield(self._reader), 1.0)
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+
+
+class StdioWire(ConnectionWire):
+    """A server started as a child process by mcpkit's stdio client connection; every stdout line is recorded."""
+
+    def __init__(self, command: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None):
+        from ..transports.stdio import StdioClientTransport, StdioServer
+
+        self.stderr_not_utf8 = 0  # stderr lines that were not UTF-8 (A004 says UTF-8)
+        self.stderr_bytes = 0
+        server = StdioServer(
+            list(command),
+            env=dict(env or {}),
+            cwd=cwd,
+            on_stderr=self._stderr,
+            shutdown_timeout=1.0,
+            max_message_size=MAX_MESSAGE,
+            stderr_lines=STDERR_LINES,
+            stderr_line_bytes=STDERR_LINE_BYTES,
+        )
+        super().__init__("stdio", StdioClientTransport(server))
+
+    def _stderr(self, line: str) -> None:
+        self.stderr_bytes += len(line) + 1
+        if "\ufffd" in line:  # what invalid UTF-8 decodes to
+            self.stderr_not_utf8 += 1
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The last lines the server wrote to stderr."""
+        return list(self.conn.stderr_lines)
+
+    @property
+    def alive(self) -> bool:
+        return super().alive and self.conn.returncode is None
+
+
+def network_wire(transport: str, url: str, headers: dict[str, str], timeout: float) -> ConnectionWire:
+    """A wire for a legacy HTTP+SSE (``sse``) or WebSocket (``ws``) URL (headers to the target only)."""
+    if transport == "ws":
+        from ..transports.http.ws_client import WebSocketClientTransport
+
+        ws = WebSocketClientTransport(url, headers=headers, max_message_size=MAX_MESSAGE, open_timeout=timeout)
+        return ConnectionWire("ws", ws)
+    from ..transports.http.sse_client import SSEClientTransport
+
+    sse = SSEClientTransport(url, headers=headers, timeout=timeout, max_message_size=MAX_MESSAGE)
+    return ConnectionWire("sse", sse)
 
 
 def split_command(target: str | Sequence[str]) -> list[str]:
+    """A command line (split like a shell, without expansion) or an argv list, as an argv list."""
     if isinstance(target, str):
         return shlex.split(target)
     return list(target)
 
 
+def target_transport(target: str | Sequence[str], transport: str | None = None) -> str:
+    """The transport a target is checked over: ``stdio`` for a command line, ``ws`` for a ``ws(s)://`` URL, ``sse``
+    for an http(s) URL whose path ends in ``/sse`` (the legacy HTTP+SSE endpoint), ``http`` (Streamable HTTP) for
+    any other http(s) URL. ``transport`` overrides the guess for a URL."""
+    if not isinstance(target, str) or not target.startswith(("http://", "https://", "ws://", "wss://")):
+        if transport not in (None, "stdio"):
+            raise ValueError(f"a command line is checked over stdio, not {transport!r}")
+        return "stdio"
+    if transport is not None:
+        if transport not in ("http", "sse", "ws"):
+            raise ValueError(f"unknown transport {transport!r} (expected http, sse or ws)")
+        return transport
+    if target.startswith(("ws://", "wss://")):
+        return "ws"
+    path = target.split("?", 1)[0].rstrip("/")
+    return "sse" if path.endswith("/sse") else "http"
+
+
 def is_url(target: str | Sequence[str]) -> bool:
-    return isinstance(target, str) and target.startswith(("http://", "https://"))
+    """Whether a target is a URL (any network transport) rather than a command line."""
+    return isinstance(target, str) and target.startswith(("http://", "https://", "ws://", "wss://"))

@@ -1,24 +1,76 @@
-"""``mcpkit check TARGET``: run the black-box requirement checks against a server (command line or URL)."""
+"""``mcpkit check TARGET``: judge a server from outside; ``mcpkit check-client COMMAND``: judge a client.
+
+Both print a report (``--format text|json|junit|markdown``; ``--output FILE`` writes it there too) and exit 1 when
+a requirement of the level ``--fail-on`` names failed (``must``, the default: any MUST; ``should``: any MUST or
+SHOULD), 0 otherwise.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
+from pathlib import Path
 
 import click
+
+FORMATS = ("text", "json", "junit", "markdown")  # mcpkit.check.report.FORMATS (not imported: mcpkit run starts fast)
 
 
 def register(group: click.Group) -> None:
     group.add_command(check)
+    group.add_command(check_client)
+
+
+def _headers(header: tuple[str, ...]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for item in header:
+        name, sep, value = item.partition(":")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
+        headers[name.strip()] = value.strip()
+    return headers
+
+
+def _emit(report: object, fmt: str, verbose: bool, output: str | None) -> None:
+    from ..check.report import Report, render
+
+    assert isinstance(report, Report)
+    text = render(report, fmt, verbose=verbose)
+    if output:
+        Path(output).write_text(text + "\n", encoding="utf-8")
+    click.echo(text)
+
+
+_format = click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True, help="Report format."
+)
+_fail_on = click.option(
+    "--fail-on",
+    type=click.Choice(["must", "should"]),
+    default="must",
+    show_default=True,
+    help="Exit 1 when a requirement of this level (or a stronger one) fails.",
+)
+_output = click.option("--output", "-o", default=None, help="Also write the report to this file.")
 
 
 @click.command()
 @click.argument("target", nargs=-1, required=True)
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@_format
+@_fail_on
+@_output
+@click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--protocol-version", default=None, help="Revision to request in initialize (default: latest).")
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for each response.")
-@click.option("--header", "-H", multiple=True, help="Extra HTTP header 'Name: value' (HTTP targets).")
+@click.option(
+    "--transport",
+    type=click.Choice(["http", "sse", "ws"]),
+    default=None,
+    help="For a URL: Streamable HTTP, legacy HTTP+SSE or WebSocket (default: ws:// is WebSocket, a path ending in "
+    "/sse is legacy HTTP+SSE, anything else Streamable HTTP).",
+)
+@click.option("--header", "-H", multiple=True, help="Extra HTTP header 'Name: value' (sent to the target only).")
+@click.option("--token", default=None, envvar="MCPKIT_CHECK_TOKEN", help="Bearer token for a protected server.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
 @click.option(
     "--no-stateless",
@@ -27,23 +79,27 @@ def register(group: click.Group) -> None:
 )
 def check(
     target: tuple[str, ...],
+    fmt: str,
+    fail_on: str,
+    output: str | None,
     as_json: bool,
     protocol_version: str | None,
     timeout: float,
+    transport: str | None,
     header: tuple[str, ...],
+    token: str | None,
     verbose: bool,
     no_stateless: bool,
 ) -> None:
     """Check the MCP server TARGET against the MCP specification's requirements.
 
     Each requirement is a MUST (IDs M001...), SHOULD (S001...) or MAY (A001...) statement of the specification
-    that a client can observe from outside the server; the report names each one with its text.
+    that a client can observe from outside the server (MX/SX: rules of the official specification beyond that
+    list); the report names each one with its text and the message that proved or broke it.
 
-    TARGET is a command line that starts a stdio server (quote it, or put it after --) or an http(s):// URL of a
-    Streamable HTTP endpoint. Exit code 1 when any applicable MUST requirement fails.
-
-    The checks run in an initialize-handshake session (plus short sessions for version negotiation and, at
-    2025-03-26, batches); when the server offers 2026-07-28 they run again statelessly ([2026-07-28] evidence).
+    TARGET is a command line that starts a stdio server (quote it, or put it after --) or a URL: http(s):// for
+    Streamable HTTP (a path ending in /sse: legacy HTTP+SSE), ws(s):// for WebSocket. A server that asks for
+    authorization has its authorization rules checked; --token lets the checker in for the rest.
     """
     from ..check import run_checks
     from ..protocol.versions import HANDSHAKE_VERSIONS, LATEST_HANDSHAKE
@@ -51,21 +107,81 @@ def check(
     version = protocol_version or LATEST_HANDSHAKE
     if version not in HANDSHAKE_VERSIONS:
         raise click.BadParameter(f"choose one of {', '.join(HANDSHAKE_VERSIONS)}", param_hint="--protocol-version")
-    headers: dict[str, str] = {}
-    for item in header:
-        name, sep, value = item.partition(":")
-        if not sep:
-            raise click.BadParameter(f"{item!r} is not 'Name: value'", param_hint="--header")
-        headers[name.strip()] = value.strip()
     spec: str | list[str] = target[0] if len(target) == 1 else list(target)
-    report = asyncio.run(
-        run_checks(spec, protocol_version=version, timeout=timeout, headers=headers or None, modern=not no_stateless)
-    )
-    from .safe import json_visible, visible
+    try:
+        report = asyncio.run(
+            run_checks(
+                spec,
+                protocol_version=version,
+                timeout=timeout,
+                headers=_headers(header) or None,
+                modern=not no_stateless,
+                transport=transport,
+                token=token,
+            )
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    _emit(report, "json" if as_json else fmt, verbose, output)
+    sys.exit(report.exit_code(fail_on))
 
-    # the report quotes what the server sent: shown through the CLI's one sanitizer
-    if as_json:
-        click.echo(json_visible(json.dumps(report.as_dict(), indent=2, ensure_ascii=False)))
-    else:
-        click.echo(visible(report.render_text(verbose=verbose)))
-    sys.exit(1 if report.failed_musts() else 0)
+
+@click.command("check-client")
+@click.argument("command", nargs=-1, required=False)
+@_format
+@_fail_on
+@_output
+@click.option("--url", "serve_url", is_flag=True, help="Judge the client over Streamable HTTP: serve on 127.0.0.1.")
+@click.option("--port", type=int, default=0, show_default=True, help="With --url: the port to serve on (0: any).")
+@click.option(
+    "--scenario",
+    "scenarios",
+    multiple=True,
+    help="Run only these scenarios (repeatable; default: every scenario of the transport).",
+)
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds each run of the client gets.")
+@click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
+def check_client(
+    command: tuple[str, ...],
+    fmt: str,
+    fail_on: str,
+    output: str | None,
+    serve_url: bool,
+    port: int,
+    scenarios: tuple[str, ...],
+    timeout: float,
+    verbose: bool,
+) -> None:
+    """Check an MCP client against the MCP specification's client requirements.
+
+    mcpkit plays scripted servers and runs COMMAND once per scenario. Over stdio (the default) COMMAND must launch
+    the server command it is given: write {server} where the client takes it (one argument, a command line), or
+    read it from $MCPKIT_CHECK_SERVER. With --url COMMAND connects to the URL it is given ({url}, or
+    $MCPKIT_CHECK_URL); without COMMAND, --url serves one scripted server and waits for any client to connect
+    (Ctrl-C ends the run).
+
+    The client is expected to connect, list the tools (following the pages) and call each tool it is offered,
+    then close. The command runs in its own process group and is always reaped.
+    """
+    from ..check.clients import run_client_checks
+
+    if not command and not serve_url:
+        raise click.UsageError("give the client command to run, or --url to serve and wait for a client")
+    spec: str | list[str] | None = None
+    if command:
+        spec = command[0] if len(command) == 1 else list(command)
+    try:
+        report = asyncio.run(
+            run_client_checks(
+                spec,
+                transport="http" if serve_url else "stdio",
+                port=port,
+                scenarios=list(scenarios) or None,
+                timeout=timeout,
+                announce=lambda url: click.echo(f"mcpkit check-client: serving {url}", err=True),
+            )
+        )
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    _emit(report, fmt, verbose, output)
+    sys.exit(report.exit_code(fail_on))

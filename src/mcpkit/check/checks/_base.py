@@ -12,12 +12,21 @@ from ...protocol.versions import (
     features,
 )
 from ..report import Report
-from ..wire import HttpWire, Incoming, StdioWire, Wire, WireClosed, is_url, split_command
+from ..wire import Incoming, StdioWire, Wire, WireClosed, network_wire, split_command, target_transport
+from ..wire_http import HttpWire
 
 JSON = dict[str, Any]
 CLIENT_INFO = {"name": "mcpkit-check", "version": "1.0"}
 CHECK_ROOT = {"uri": "file:///tmp/mcpkit-check", "name": "mcpkit check"}
 UNKNOWN_VERSION = "1999-01-01"
+CANNED_SAMPLE = {
+    "role": "assistant",
+    "content": {"type": "text", "text": "mcpkit check"},
+    "model": "mcpkit-check",
+    "stopReason": "endTurn",
+}
+# what the main session declares (each answered: roots, a canned sampling reply, a declined elicitation)
+ALL_CLIENT_CAPABILITIES: JSON = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {}}
 CONTENT_TYPES = {"text", "image", "audio", "resource", "resource_link"}
 _UNSAFE_TOOL = re.compile(
     r"sampl|elicit|delete|remove|destroy|kill|shutdown|exit|write|touch|add_tool|roots|notif|trigger|slow|long|sleep"
@@ -109,7 +118,11 @@ def sample_arguments(input_schema: Any, slow: bool = False) -> JSON:
 
 
 class CheckerBase:
-    """The state of one run against one target and the plumbing every group of checks uses."""
+    """The state of one run against one target and the plumbing every group of checks uses.
+
+    ``target`` is a command line (or argv list) run over stdio, or a URL: ``http(s)://`` Streamable HTTP (legacy
+    HTTP+SSE when its path ends in ``/sse``), ``ws(s)://`` WebSocket; ``transport`` overrides the guess. ``headers``
+    and ``token`` (sent as ``Authorization: Bearer``) go to the target's own origin only."""
 
     def __init__(
         self,
@@ -121,17 +134,23 @@ class CheckerBase:
         headers: dict[str, str] | None = None,
         cwd: str | None = None,
         modern: bool = True,
+        transport: str | None = None,
+        token: str | None = None,
     ) -> None:
         self.target = target
         self.modern_pass = modern
-        self.http = is_url(target)
+        self.transport = target_transport(target, transport)
+        self.http = self.transport == "http"
         self.version = protocol_version
         self.timeout = timeout
         self.env = env
-        self.headers = headers
+        self.token = token
+        self.headers = dict(headers or {})
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
         self.cwd = cwd
         shown = target if isinstance(target, str) else " ".join(target)
-        self.report = Report(shown, "http" if self.http else "stdio")
+        self.report = Report(shown, self.transport, "server")
         self.wires: list[Wire] = []
         self.answered_versions: dict[str, str] = {}  # requested -> answered
         self.caps: JSON = {}
@@ -140,27 +159,44 @@ class CheckerBase:
         self.prompts: list[Any] = []
         self.templates: list[Any] = []
         self.progress_tokens: dict[str, Any] = {}
+        self.declared_capabilities: dict[int, JSON] = {}  # id(wire) -> the client capabilities it declared
 
     async def open_wire(self) -> Wire:
+        """A new connection to the target (a new process for stdio), started; OSError/ValueError when it fails."""
         wire: Wire
-        if self.http:
+        if self.transport == "http":
             assert isinstance(self.target, str)
-            wire = HttpWire(self.target, self.headers)
-            await wire.start()
+            wire = HttpWire(self.target, self.headers, timeout=max(30.0, self.timeout * 3))
+        elif self.transport in ("sse", "ws"):
+            assert isinstance(self.target, str)
+            wire = network_wire(self.transport, self.target, self.headers, max(10.0, self.timeout))
         else:
             wire = StdioWire(split_command(self.target), env=self.env, cwd=self.cwd)
-            await wire.start()
         self.wires.append(wire)
+        await wire.start()
         return wire
 
     async def initialize(
-        self, wire: Wire, version: str, *, initialized: bool = True, roots: bool = False
+        self,
+        wire: Wire,
+        version: str,
+        *,
+        initialized: bool = True,
+        roots: bool = False,
+        capabilities: JSON | None = None,
     ) -> Incoming | None:
         """initialize (+ notifications/initialized). With ``roots`` the client declares roots and answers
-        ``roots/list``, which gives a server a reason to send requests (judged by M002-M005)."""
-        caps: JSON = {"roots": {"listChanged": True}} if roots else {}
-        if roots:
+        ``roots/list``, which gives a server a reason to send requests (judged by M002-M005). ``capabilities``
+        declares those instead (each declared one is answered: roots, a canned sampling reply, a declined
+        elicitation); what a session declared is kept for S018."""
+        caps: JSON = capabilities if capabilities is not None else ({"roots": {"listChanged": True}} if roots else {})
+        if "roots" in caps:
             wire.client_handlers["roots/list"] = lambda _params: {"roots": [CHECK_ROOT]}
+        if "sampling" in caps:
+            wire.client_handlers["sampling/createMessage"] = lambda _params: dict(CANNED_SAMPLE)
+        if "elicitation" in caps:
+            wire.client_handlers["elicitation/create"] = lambda _params: {"action": "decline"}
+        self.declared_capabilities[id(wire)] = caps
         params = {"protocolVersion": version, "capabilities": caps, "clientInfo": CLIENT_INFO}
         resp = await wire.request("initialize", params, timeout=self.timeout * 2)
         res = _res(resp)

@@ -1,98 +1,286 @@
-"""Streamable HTTP: status codes, content types and the session header."""
+"""Streamable HTTP, one session: status codes and content types, the GET stream, SSE streams and their event ids,
+resumption with ``Last-Event-ID``, the session and version headers, and how HTTP-level protocol errors are met."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
-from ..wire import HttpWire
-from ._base import (
-    CheckerBase,
-    _short,
-)
+from ..wire import Incoming
+from ..wire_http import HttpExchange, HttpWire
+from ._base import CheckerBase, _short
+
+_VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
+
+
+def _msg_key(inc: Incoming) -> str | None:
+    """What identifies one JSON-RPC message across streams: a response or request by kind and id, a notification by
+    its whole text (two identical notifications on two streams look the same as one message sent twice)."""
+    msg = inc.data
+    if not isinstance(msg, dict):
+        return None
+    if "method" in msg and "id" in msg:
+        return "request " + json.dumps(msg["id"])
+    if "method" not in msg and msg.get("id") is not None:  # (id-less error answers are each their own)
+        return "response " + json.dumps(msg["id"])
+    if msg.get("method") == "notifications/progress":
+        return "notification " + json.dumps(msg, sort_keys=True)
+    return None
+
+
+def _decoded(text: str) -> Incoming:
+    try:
+        return Incoming(text, json.loads(text))
+    except ValueError:
+        return Incoming(text, None, "not JSON")
+
+
+def _is_request_post(e: HttpExchange) -> bool:
+    return e.method == "POST" and isinstance(e.sent, dict) and "id" in e.sent and "method" in e.sent
+
+
+def _answers(e: HttpExchange) -> bool:
+    """The exchange carried the response to the request it POSTed."""
+    rid = e.sent.get("id") if isinstance(e.sent, dict) else None
+    return any(isinstance(m.data, dict) and "method" not in m.data and m.data.get("id") == rid for m in e.messages)
 
 
 class HttpChecks(CheckerBase):
-    """Streamable HTTP: status codes, content types and the session header."""
+    """Streamable HTTP rules seen on one session (the checker's main handshake-era session)."""
 
     async def check_http(self, wire: HttpWire) -> None:
+        """The HTTP rules of the main session, from what its exchanges showed, plus probes on it."""
         r = self.report
+        self.judge_content_types(wire)
+        await self.judge_get_stream(wire)
         init = next(
             (e for e in wire.exchanges if isinstance(e.sent, dict) and e.sent.get("method") == "initialize"), None
         )
-        posts = [
-            e
-            for e in wire.exchanges
-            if e.method == "POST"
-            and isinstance(e.sent, dict)
-            and "id" in e.sent
-            and "method" in e.sent
-            and e.status == 200
-        ]
-        bad = [
-            e
-            for e in posts
-            if not any(t in e.headers.get("content-type", "") for t in ("application/json", "text/event-stream"))
-        ]
+        gets = [e for e in wire.exchanges if e.method == "GET"]
+        get = gets[0] if gets else None
+        if init is not None and init.status == 200 and get is not None and get.status in (200, 405):
+            r.ok("M018", f"one endpoint {wire.url}: POST works, GET -> {get.status}", "http")
+        elif init is not None:
+            r.fail("M018", f"POST initialize -> {init.status}, GET -> {get.status if get else 'not tried'}", "http")
+        self.judge_sse_streams(wire)
+        await self.judge_resumption(wire)
+        self.judge_one_stream_per_message(wire)
+        await self.judge_http_errors(wire)
+        await self.judge_session_headers(wire)
+
+    def judge_content_types(self, wire: HttpWire) -> None:
+        """M023 (a request POST gets JSON or SSE) and M022 (a notification or response POST gets 202, no body)."""
+        r = self.report
+        posts = [e for e in wire.exchanges if _is_request_post(e) and e.status == 200]
+        bad = [e for e in posts if e.content_type not in ("application/json", "text/event-stream")]
         if bad:
-            r.fail(
-                "M023",
-                f"POST {bad[0].sent.get('method')} answered with Content-Type {bad[0].headers.get('content-type')!r}",
-                "http",
-            )
+            method = bad[0].sent.get("method") if isinstance(bad[0].sent, dict) else "?"
+            r.fail("M023", f"POST {method} answered with Content-Type {bad[0].headers.get('content-type')!r}", "http")
         elif posts:
-            kinds = sorted({e.headers.get("content-type", "").split(";")[0] for e in posts})
+            kinds = sorted({e.content_type for e in posts})
             r.ok("M023", f"{len(posts)} request POSTs answered with {', '.join(kinds)}", "http")
-        notes = [
+        quiet = [
             e
             for e in wire.exchanges
-            if isinstance(e.sent, dict) and e.sent.get("method") == "notifications/initialized"
+            if e.method == "POST" and isinstance(e.sent, dict) and ("method" not in e.sent or "id" not in e.sent)
         ]
-        if notes:
-            e = notes[0]
+        for e in quiet:
+            sent = e.sent if isinstance(e.sent, dict) else {}
+            what = f"notification {sent['method']}" if "method" in sent else f"response to {sent.get('id')!r}"
             if e.status == 202 and not e.body.strip():
-                r.ok("M022", "POST notifications/initialized -> 202 with no body", "http")
+                r.ok("M022", f"POST {what} -> 202 with no body", "http")
+            elif e.status == 202:
+                r.fail("M022", f"POST {what} -> 202 with a body: {_short(e.body, 100)!r}", "http")
+            elif 400 <= e.status < 500:
+                r.ok("M022", f"POST {what} refused with HTTP {e.status} (allowed when not accepted)", "http")
             else:
-                r.fail("M022", f"POST notifications/initialized -> HTTP {e.status} body {_short(e.body, 100)!r}")
-        get = await wire.get()
-        ctype = get.headers.get("content-type", "")
+                r.fail("M022", f"POST {what} -> HTTP {e.status} (must be 202 with no body): {e.brief(100)}", "http")
+
+    async def judge_get_stream(self, wire: HttpWire) -> None:
+        """M025 (GET: an SSE stream or 405), M026 (no responses on it), A007 (requests/notifications on it)."""
+        r = self.report
+        get = await wire.get(read_for=0.5)
         if get.status == 405:
             r.ok("M025", "GET -> 405 Method Not Allowed", "http GET")
-        elif get.status == 200 and "text/event-stream" in ctype:
+            r.skip("A007", "the server offers no GET stream (405); its POST streams are judged by A005")
+        elif get.status == 200 and get.is_sse:
             r.ok("M025", "GET -> 200 text/event-stream", "http GET")
             responses = [m for m in get.messages if isinstance(m.data, dict) and "method" not in m.data]
             if responses:
-                r.fail("M026", f"a JSON-RPC response on the standalone GET stream: {responses[0].short()}")
+                r.fail("M026", f"a JSON-RPC response on the standalone GET stream: {responses[0].short()}", "http GET")
             else:
                 r.ok("M026", "no responses on the standalone GET stream", "http GET")
+            if get.messages:
+                r.ok("A007", f"{len(get.messages)} message(s) on the GET stream: {get.messages[0].short(120)}")
+            else:
+                r.skip("A007", "the server sent nothing on the GET stream while it was open (allowed)")
         else:
-            r.fail("M025", f"GET -> HTTP {get.status} {ctype!r} (must be text/event-stream or 405)", "http GET")
-        if init is not None and init.status == 200 and get.status in (200, 405):
-            r.ok("M018", f"one endpoint {wire.url}: POST works, GET -> {get.status}", "http")
-        elif init is not None:
-            r.fail("M018", f"POST initialize -> {init.status}, GET -> {get.status}", "http")
+            r.fail("M025", f"GET -> {get.brief()} (must be text/event-stream or 405)", "http GET")
+        wrong = await wire.get(headers={"Accept": "application/json"}, read_for=0.3)
+        if wrong.status >= 500 or wrong.status == 0:
+            r.fail("S021", f"GET without text/event-stream in Accept -> {wrong.brief(100)}", "http GET")
+
+    def judge_sse_streams(self, wire: HttpWire) -> None:
+        """S002/S003 (a POST's SSE stream carries its response and is not closed before it), S004 (what comes before
+        the response relates to the request), A005 (messages before the response), A008 (streams closed), A011
+        (event ids, unique across the session's streams)."""
+        r = self.report
+        streams = [e for e in wire.exchanges if _is_request_post(e) and e.status == 200 and e.is_sse]
+        if not streams:
+            for req in ("S002", "S003", "S004", "A005", "A008"):
+                r.skip(req, "the server answered every request POST with application/json (no SSE stream)")
+        for e in streams:
+            method = e.sent.get("method")
+            if wire.key(e.sent.get("id")) in wire.cancelled:
+                pass  # we cancelled it: no response is due
+            elif _answers(e):
+                r.ok("S002", f"the SSE stream of {method} carried its response", "http SSE")
+                r.ok("S003", f"the SSE stream of {method} stayed open until its response", "http SSE")
+            elif e.error is None and e.ended and not (e.events and e.events[-1].id and e.retry is not None):
+                r.fail("S003", f"the SSE stream of {method} ended before its response: {_short(e.body, 160)!r}")
+                r.fail("S002", f"the SSE stream of {method} carried no response", "http SSE")
+            token = ((e.sent.get("params") or {}).get("_meta") or {}).get("progressToken")
+            before = [m for m in e.messages if isinstance(m.data, dict) and "method" in m.data]
+            unrelated = [
+                m
+                for m in before
+                if m.data.get("method") == "notifications/progress"
+                and (m.data.get("params") or {}).get("progressToken") != token
+            ]
+            if unrelated:
+                r.fail("S004", f"progress for another request on the stream of {method}: {unrelated[0].short(160)}")
+            elif before:
+                r.ok("S004", f"{len(before)} message(s) before the response of {method} relate to it", "http SSE")
+                r.ok("A005", f"{method}: {before[0].short(120)} came before the response", "http SSE")
+            if e.ended:
+                r.ok("A008", f"the server closed the SSE stream of {method} after {len(e.events)} event(s)", "http SSE")
+        if streams and not any(isinstance(m.data, dict) and "method" in m.data for e in streams for m in e.messages):
+            r.skip("S004", "no message came before a response on any SSE stream")
+            r.skip("A005", "no message came before a response on any SSE stream")
+        ids: dict[str, str] = {}
+        duplicates = []
+        for e in wire.exchanges:
+            if e.request_headers.get("Last-Event-ID"):
+                continue  # a replay repeats ids by design
+            for ev in e.events:
+                if ev.id:
+                    stream = f"{e.method} {e.sent.get('method') if isinstance(e.sent, dict) else ''}".strip()
+                    if ev.id in ids and ids[ev.id] != stream + str(id(e)):
+                        duplicates.append(ev.id)
+                    ids[ev.id] = stream + str(id(e))
+        if duplicates:
+            r.fail("A011", f"SSE event id(s) used twice within one session: {duplicates[:3]}", "http SSE")
+        elif ids:
+            r.ok("A011", f"{len(ids)} SSE event id(s), unique across the session's streams", "http SSE")
+        elif streams:
+            r.skip("A011", "the server puts no ids on its SSE events (no resumption)")
+
+    async def judge_resumption(self, wire: HttpWire) -> None:
+        """A012: resume a finished POST stream from its first event id; what comes back must be that stream's later
+        messages (M026 allows the response on a GET only then), never another stream's."""
+        r = self.report
+        candidates = [
+            e
+            for e in wire.exchanges
+            if _is_request_post(e) and e.is_sse and _answers(e) and any(ev.id for ev in e.events)
+        ]
+        if not candidates:
+            r.skip("A012", "no SSE stream with event ids to resume")
+            return
+        e = max(candidates, key=lambda x: len(x.messages))
+        at = next(i for i, ev in enumerate(e.events) if ev.id)
+        first = e.events[at]
+        later = {k for ev in e.events[at + 1 :] if ev.data.strip() for k in [_msg_key(_decoded(ev.data))] if k}
+        if not later:
+            r.skip("A012", f"the stream of {e.sent.get('method')} has no message after its first event id to replay")
+            return
+        ex = await wire.get(headers={"Last-Event-ID": first.id}, read_for=2.0)
+        if ex.status != 200 or not ex.is_sse:
+            r.skip("A012", f"GET with Last-Event-ID {first.id!r} -> {ex.brief(100)}: the server does not replay")
+            return
+        replayed = {_msg_key(m) for m in ex.messages if _msg_key(m)}
+        foreign = replayed - later - {None}
+        if foreign:
+            r.fail(
+                "A012",
+                f"resuming the stream of {e.sent.get('method')} from {first.id!r} replayed messages of another "
+                f"stream: {sorted(k for k in foreign if k)[:3]}",
+                "http resume",
+            )
+        elif replayed >= later:
+            r.ok("A012", f"GET with Last-Event-ID {first.id!r} replayed the {len(later)} later message(s)", "http")
+            r.ok("M026", "a response on a GET stream only when resuming (Last-Event-ID)", "http resume")
+        else:
+            r.fail(
+                "A012",
+                f"GET with Last-Event-ID {first.id!r} -> 200 but replayed {len(replayed)} of the {len(later)} "
+                f"later message(s) of that stream: {ex.brief(120)}",
+                "http resume",
+            )
+
+    def judge_one_stream_per_message(self, wire: HttpWire) -> None:
+        """M027: no message of the server is sent on two of the session's streams (replays we asked for aside)."""
+        r = self.report
+        seen: dict[str, int] = {}
+        twice = []
+        streams = 0
+        for n, e in enumerate(wire.exchanges):
+            if e.request_headers.get("Last-Event-ID") or not e.messages:
+                continue
+            streams += 1
+            for m in e.messages:
+                key = _msg_key(m)
+                if key is None:
+                    continue
+                if key in seen and seen[key] != n:
+                    twice.append(m.short(120))
+                seen[key] = n
+        if twice:
+            r.fail("M027", f"the same message on two streams: {twice[0]}", "http streams")
+        elif streams > 1:
+            r.ok("M027", f"{len(seen)} messages over {streams} responses and streams, each on one only", "http")
+
+    async def judge_http_errors(self, wire: HttpWire) -> None:
+        """S021 at the HTTP level: a POST with a wrong Accept or Content-Type is refused with a 4xx (or served),
+        never a 5xx, and the session goes on. MX03: an unsupported MCP-Protocol-Version header gets 400."""
+        r = self.report
+        ping: dict[str, Any] = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "ping"}
+        for label, headers in (
+            ("Accept: text/html", {"Accept": "text/html"}),
+            ("Content-Type: text/plain", {"Content-Type": "text/plain"}),
+        ):
+            ex = await wire.post(dict(ping, id=wire.new_id()), headers=headers)
+            if ex.status == 0 or ex.status >= 500:
+                r.fail("S021", f"POST with {label} -> {ex.brief(120)}", "http errors")
+            else:
+                r.ok("S021", f"POST with {label} -> HTTP {ex.status}", "http errors")
+        if wire.protocol_version and wire.protocol_version >= "2025-06-18":
+            ex = await wire.post(dict(ping, id=wire.new_id()), headers={"MCP-Protocol-Version": "1999-01-01"})
+            if ex.status == 400:
+                r.ok("MX03", "MCP-Protocol-Version: 1999-01-01 -> 400", "http version header")
+            else:
+                r.fail("MX03", f"MCP-Protocol-Version: 1999-01-01 -> {ex.brief(120)} (must be 400)", "http")
+        else:
+            r.skip("MX03", f"the session runs at {wire.protocol_version}, before the MCP-Protocol-Version header")
+        check = await wire.post(dict(ping, id=wire.new_id()))
+        if check.status != 200:
+            r.fail("S021", f"the session stopped working after refused POSTs: ping -> {check.brief(120)}", "http")
+
+    async def judge_session_headers(self, wire: HttpWire) -> None:
+        """A013/M028 (the session id) and S006 (a request without it gets 400)."""
+        r = self.report
         sid = wire.session_id
         if sid is None:
-            for req in ("M028", "S005", "S006"):
+            r.skip("A013", "the server assigns no Mcp-Session-Id (allowed)")
+            for req in ("M028", "S005", "S006", "MX02", "A014", "A015"):
                 r.skip(req, "the server assigns no Mcp-Session-Id")
             return
-        if re.fullmatch(r"[\x21-\x7e]+", sid):
+        r.ok("A013", f"Mcp-Session-Id assigned on the initialize response ({len(sid)} characters)", "http session")
+        if _VISIBLE_ASCII.fullmatch(sid):
             r.ok("M028", f"Mcp-Session-Id {sid!r} is visible ASCII", "http session")
         else:
             r.fail("M028", f"Mcp-Session-Id {sid!r} has characters outside 0x21-0x7E", "http session")
-        other = HttpWire(wire.url, self.headers)
-        try:
-            resp = await self.initialize(other, self.version)
-            sid2 = other.session_id
-        finally:
-            await other.close()
-        if resp is None or sid2 is None:
-            r.skip("S005", "a second session got no session id")
-        elif sid2 == sid:
-            r.fail("S005", f"two sessions got the same id {sid!r}", "http session")
-        elif len(sid) < 16:
-            r.fail("S005", f"session id {sid!r} is too short to be cryptographically secure", "http session")
-        else:
-            r.ok("S005", f"two sessions got distinct ids of {len(sid)}/{len(sid2)} characters", "http session")
         ex = await wire.post(
             {"jsonrpc": "2.0", "id": wire.new_id(), "method": "tools/list", "params": {}},
             headers={"Mcp-Session-Id": ""},
@@ -100,4 +288,4 @@ class HttpChecks(CheckerBase):
         if ex.status == 400:
             r.ok("S006", "POST without Mcp-Session-Id -> 400", "http session")
         else:
-            r.fail("S006", f"POST without Mcp-Session-Id -> HTTP {ex.status} (expected 400)", "http session")
+            r.fail("S006", f"POST without Mcp-Session-Id -> {ex.brief(100)} (expected 400)", "http session")

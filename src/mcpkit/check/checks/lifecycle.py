@@ -13,8 +13,10 @@ from ...protocol.versions import (
     V2025_06_18,
     features,
 )
-from ..wire import HttpWire, Incoming, StdioWire, Wire, WireClosed
+from ..wire import Incoming, StdioWire, Wire, WireClosed
+from ..wire_http import HttpWire
 from ._base import (
+    ALL_CLIENT_CAPABILITIES,
     UNKNOWN_VERSION,
     CheckerBase,
     _code,
@@ -29,7 +31,7 @@ class LifecycleChecks(CheckerBase):
 
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
-        resp = await self.initialize(wire, self.version, roots=True)
+        resp = await self.initialize(wire, self.version, capabilities=dict(ALL_CLIENT_CAPABILITIES))
         if resp is not None and resp.error is not None and resp.channel == "http":
             r.fail("M042", f"initialize POST to {self.target} got no JSON-RPC response: {resp.raw}", "initialize")
             r.fail("M018", f"the endpoint does not answer an initialize POST: {resp.raw}", "initialize")
@@ -40,15 +42,15 @@ class LifecycleChecks(CheckerBase):
             stray = wire.strays[0].short() if wire.strays else None
             if stray:
                 r.fail("M006", f"initialize sent with id 1; the only response had another id: {stray}", "initialize")
-            where = "stdout" if not self.http else "the endpoint"
+            where = "stdout" if self.transport == "stdio" else "the endpoint"
             extra = ""
             if isinstance(wire, StdioWire) and wire.stderr_tail:
                 extra = f"; stderr: {_short(' / '.join(wire.stderr_tail[-3:]))}"
             r.fail("M042", f"no response to initialize on {where} within {self.timeout * 2:.0f}s{extra}", "initialize")
-            if not self.http:
+            if self.transport == "stdio":
                 r.fail("M013", f"no initialize response on {where}{extra}", "initialize")
             return False
-        if not self.http:
+        if self.transport == "stdio":
             r.ok("M013", "initialize answered on stdout", "initialize")
         err = _err(resp)
         if err is not None:
@@ -151,6 +153,21 @@ class LifecycleChecks(CheckerBase):
                 )
         if V2025_03_26 not in self.answered_versions or self.answered_versions[V2025_03_26] != V2025_03_26:
             r.skip("M011", "the server does not negotiate 2025-03-26, the only revision with JSON-RPC batches")
+            r.skip("A003", "no batch was sent (the server does not negotiate 2025-03-26)")
+        self.judge_latest_version()
+
+    def judge_latest_version(self) -> None:
+        """S016: the version a server picks itself (for an unknown request) is the latest it supports."""
+        r = self.report
+        fallback = self.answered_versions.get(UNKNOWN_VERSION)
+        echoed = {req for req, ans in self.answered_versions.items() if req == ans}
+        if fallback is None or fallback not in ALL_VERSIONS:
+            return
+        newest = max(echoed | {fallback})
+        if fallback == newest:
+            r.ok("S016", f"for {UNKNOWN_VERSION} the server offered {fallback}, the latest it echoes", "versions")
+        else:
+            r.fail("S016", f"for {UNKNOWN_VERSION} the server offered {fallback}, but it also serves {newest}")
 
     async def check_batch(self, wire: Wire) -> None:
         r = self.report
@@ -175,6 +192,10 @@ class LifecycleChecks(CheckerBase):
                 " at 2025-03-26",
                 "batch",
             )
+            if as_array:  # A003: answering a batch with one array is the server sending a batch
+                r.ok("A003", "the server answered a batch with a batch (one JSON array)", "batch")
+            else:
+                r.skip("A003", "the server answers batch items as separate messages (it sends no batches)")
         else:
             got = [i.short() for i in wire.incoming[-2:]]
             r.fail(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..wire import Incoming, Wire
+from ..wire import MAX_MESSAGE, OVERSIZED, Incoming, Wire
 from ._base import (
     CheckerBase,
     _is_int,
@@ -17,10 +17,13 @@ class MessageChecks(CheckerBase):
 
     def check_messages(self) -> None:
         r = self.report
-        lines = bad_lines = total = 0
+        lines = bad_lines = total = oversized = 0
         for wire in self.wires:
             seen_ids: set[str] = set()
             for inc in wire.incoming:
+                if inc.error == OVERSIZED:
+                    oversized += 1
+                    continue
                 lines += 1
                 if inc.error is not None:
                     bad_lines += 1
@@ -41,6 +44,8 @@ class MessageChecks(CheckerBase):
                 if isinstance(stray.data, dict) and stray.data.get("id") is None and "error" in stray.data:
                     continue  # a parse-error reply (id null) to our malformed input
                 sent = [m.get("id") for m in wire.sent if isinstance(m, dict) and "id" in m and "method" in m]
+                if isinstance(stray.data, dict) and stray.data.get("id") in sent:
+                    continue  # the id of a request we sent: a second answer (M027 judges where it travelled)
                 r.fail(
                     "M006",
                     f"response id {stray.data.get('id')!r} matches no request we sent (we sent ids "
@@ -48,7 +53,9 @@ class MessageChecks(CheckerBase):
                     "ids",
                 )
         r.info["messages received"] = total
-        if not self.http:
+        if oversized:
+            r.info["messages not read"] = f"{oversized} over {MAX_MESSAGE} bytes (the bound of mcpkit's client)"
+        if self.transport == "stdio":
             if lines and not bad_lines:
                 r.ok("M016", f"all {lines} stdout lines of {len(self.wires)} session(s) are JSON-RPC messages")
                 r.ok("M014", f"{lines} newline-delimited messages", "stdout")

@@ -8,10 +8,12 @@ from ...protocol.versions import (
     V2026_07_28,
 )
 from ..wire import Incoming, Wire
+from ..wire_http import HttpWire
 from ._base import (
     JSON,
     UNKNOWN_VERSION,
     CheckerBase,
+    _code,
     _err,
     _res,
     _short,
@@ -59,3 +61,29 @@ class ModernChecks(CheckerBase):
         resp = await self.call(wire, "server/discover", {})
         if _res(resp) is not None:
             r.ok("M045", f"{V2026_07_28} requested and served", "version")
+
+    async def check_modern_http(self, wire: Wire) -> None:
+        """MX04 (an unknown method: 404 with -32601) and MX05 (headers that disagree with the body, or a missing
+        one: 400 with -32020) on a stateless Streamable HTTP request."""
+        if not isinstance(wire, HttpWire):
+            return
+        r = self.report
+        body: JSON = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "mcpkit-check/no-such-method"}
+        body["params"] = wire.with_meta({})
+        ex = await wire.post(body)
+        codes = [_code(m) for m in ex.messages]
+        if ex.status == 404 and -32601 in codes:
+            r.ok("MX04", "an unknown method -> 404 with -32601", "stateless HTTP")
+        else:
+            r.fail("MX04", f"an unknown method -> {ex.brief(120)} (must be 404 with -32601)", "stateless HTTP")
+        for label, headers in (
+            ("Mcp-Method: prompts/list on a tools/list body", {"Mcp-Method": "prompts/list"}),
+            ("no Mcp-Method header", {"Mcp-Method": ""}),
+        ):
+            body = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "tools/list", "params": wire.with_meta({})}
+            ex = await wire.post(body, headers=headers)
+            codes = [_code(m) for m in ex.messages]
+            if ex.status == 400 and -32020 in codes:
+                r.ok("MX05", f"{label} -> 400 with -32020", "stateless HTTP")
+            else:
+                r.fail("MX05", f"{label} -> {ex.brief(120)} (must be 400 with HeaderMismatch -32020)", "stateless HTTP")

@@ -35,6 +35,8 @@ class PromptChecks(CheckerBase):
             r.ok("M060", f"all {len(prompts)} prompt(s) have a name", "prompts/list")
             if any({"description", "arguments"} & set(p) for p in prompts):
                 r.ok("A019", "prompts carry description/arguments", "prompts/list")
+            else:
+                r.skip("A019", "no prompt carries a description or arguments (optional)", "prompts/list")
         else:
             r.skip("M060", "prompts/list is empty")
         await self.check_invalid_cursor(wire, "prompts/list")

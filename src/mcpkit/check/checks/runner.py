@@ -14,19 +14,24 @@ from ...protocol.versions import (
     features,
 )
 from ..report import Report
-from ..wire import HttpWire, Wire, split_command
+from ..wire import Wire, split_command
+from ..wire_http import HttpWire
 from ._base import (
     CLIENT_INFO,
     _code,
     _res,
     _short,
 )
+from .auth import AuthChecks
+from .envelope import EnvelopeChecks
 from .http import HttpChecks
+from .http_sessions import HttpSessionChecks
 from .lifecycle import LifecycleChecks
 from .messages import MessageChecks
 from .modern import ModernChecks
 from .prompts import PromptChecks
 from .resources import ResourceChecks
+from .rules import RuleChecks
 from .tools import ToolChecks
 from .utilities import UtilityChecks
 
@@ -36,40 +41,71 @@ SessionCheck = Callable[["Checker", Wire], Awaitable[None] | None]
 
 async def _http_only(checker: Checker, wire: Wire) -> None:
     if isinstance(wire, HttpWire):
+        checker.first_session_id = wire.session_id
         await checker.check_http(wire)
 
 
 class Checker(
-    LifecycleChecks, ToolChecks, ResourceChecks, PromptChecks, UtilityChecks, HttpChecks, MessageChecks, ModernChecks
+    LifecycleChecks,
+    ToolChecks,
+    ResourceChecks,
+    PromptChecks,
+    UtilityChecks,
+    HttpChecks,
+    HttpSessionChecks,
+    AuthChecks,
+    RuleChecks,
+    EnvelopeChecks,
+    MessageChecks,
+    ModernChecks,
 ):
-    """Runs every check against one target (a command line or an http(s) URL)."""
+    """Runs every check against one target (a command line, or an http(s)/ws(s) URL)."""
+
+    first_session_id: str | None = None
 
     async def run(self) -> Report:
+        """Run every check; the report is also ``self.report``."""
         r = self.report
         r.info["requested protocol version"] = self.version
         try:
-            wire = await self.open_wire()
-        except (OSError, ValueError) as exc:
-            r.fail("M013", f"could not start the server: {exc}", "launch")
-            r.info["aborted"] = "the server could not be started; nothing else was checked"
-            return r
-        try:
-            ok = await self.check_handshake(wire)
+            if self.transport == "http" and await self.check_auth() and "Authorization" not in self.headers:
+                r.info["aborted"] = (
+                    "the server requires authorization; its authorization rules were checked, the rest needs a "
+                    "token (--token)"
+                )
+                return r
+            try:
+                wire = await self.open_wire()
+            except (OSError, ValueError) as exc:
+                where = "M013" if self.transport == "stdio" else "M042"
+                r.fail(where, f"could not start the server or connect to it: {exc}", "launch")
+                r.info["aborted"] = "the server could not be reached; nothing else was checked"
+                return r
+            try:
+                ok = await self.check_handshake(wire)
+                if ok:
+                    for _area, check in SESSION_CHECKS:
+                        pending = check(self, wire)
+                        if pending is not None:
+                            await pending
+            finally:
+                await asyncio.sleep(0.2)
+                await wire.close()
+            self.check_stdio_mays(wire)
             if ok:
-                for _area, check in SESSION_CHECKS:
-                    pending = check(self, wire)
-                    if pending is not None:
-                        await pending
+                await self.check_versions()
+                await self.check_lifecycle_rules()
+                await self.check_capabilities_respected()
+                if self.transport == "http":
+                    await self.check_http_sessions(self.first_session_id)
+            if self.modern_pass and self.transport != "sse":
+                await self.check_modern()
+            if ok:
+                await self.check_with_client()
+            self.judge_capabilities()
+            self.check_messages()
         finally:
-            await asyncio.sleep(0.2)
-            await wire.close()
-        if ok:
-            await self.check_versions()
-        if self.modern_pass:
-            await self.check_modern()
-        if ok:
-            await self.check_with_client()
-        self.check_messages()
+            r.finish()
         return r
 
     async def check_with_client(self) -> None:
@@ -77,12 +113,14 @@ class Checker(
         and validated results, pagination) and record what it saw. Informational, besides S021 on a failure."""
         from ...client.client import Client
 
-        target = self.target if isinstance(self.target, str) and self.http else split_command(self.target)
+        target: Any
+        if self.transport == "stdio":
+            target = split_command(self.target)
+        else:
+            target = {"type": self.transport, "url": self.target, "headers": self.headers}
         try:
             async with asyncio.timeout(30):
-                client = Client(
-                    target, env=self.env, cwd=self.cwd, headers=self.headers, reconnect=False, timeout=self.timeout
-                )
+                client = Client(target, env=self.env, cwd=self.cwd, reconnect=False, timeout=self.timeout)
                 async with client:
                     tools = await client.list_tools() if "tools" in client.server_capabilities else []
                     prompts = await client.list_prompts() if "prompts" in client.server_capabilities else []
@@ -121,6 +159,7 @@ class Checker(
             self.feats = features(V2026_07_28)
             self.tools, self.prompts, self.templates, self.progress_tokens = [], [], [], {}
             await self.check_modern_version(wire)
+            await self.check_modern_http(wire)
             resp = await self.call(wire, "mcpkit-check/no-such-method", {})
             if _code(resp) == -32601:
                 r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
@@ -146,8 +185,10 @@ SESSION_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
     ("completion", PromptChecks.check_completion),
     ("logging", PromptChecks.check_logging),
     ("cancellation", UtilityChecks.check_cancellation),
+    ("client_requests", RuleChecks.check_client_requests),
     ("malformed", LifecycleChecks.check_malformed),
     ("http", _http_only),
+    ("envelope", EnvelopeChecks.check_envelope),
     ("progress", UtilityChecks.check_progress),
     ("list_changed", UtilityChecks.check_list_changed),
 )
@@ -155,6 +196,7 @@ SESSION_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
 #: The feature checks run again in a stateless (2026-07-28) session when the server offers that era.
 MODERN_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
     ("tools", ToolChecks.check_tools),
+    ("client_requests", RuleChecks.check_client_requests),
     ("resources", lambda checker, wire: checker.check_resources(wire, subscribe=False)),
     ("prompts", PromptChecks.check_prompts),
     ("completion", PromptChecks.check_completion),
@@ -171,7 +213,8 @@ def _one_call(checker: Callable[P, Checker]) -> Callable[P, Coroutine[Any, Any, 
 
     async def run_checks(*args: P.args, **kwargs: P.kwargs) -> Report:
         """Run every check against ``target`` (a command line, an argv list, or an http(s) URL); the options are
-        those of :class:`Checker` (``protocol_version``, ``timeout``, ``env``, ``headers``, ``cwd``, ``modern``).
+        those of :class:`Checker` (``protocol_version``, ``timeout``, ``env``, ``headers``, ``cwd``, ``modern``,
+        ``transport``, ``token``).
         With ``modern`` (the default) a server that offers 2026-07-28 is checked in a stateless session, too."""
         return await checker(*args, **kwargs).run()
 

@@ -47,6 +47,8 @@ class ToolChecks(CheckerBase):
             r.ok("M067", f"all {len(tools)} tool(s) have name, description and an object inputSchema", "tools/list")
         if any(isinstance(t, dict) and "annotations" in t for t in tools):
             r.ok("A020", "tools carry annotations", "tools/list")
+        elif tools:
+            r.skip("A020", "no tool carries annotations (optional)", "tools/list")
         await self.check_invalid_cursor(wire, "tools/list")
         # call the tools that look side-effect free and whose required arguments we can fill in
         candidates = [

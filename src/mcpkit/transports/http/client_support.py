@@ -119,6 +119,23 @@ def _answers(raw: bytes, rid: Any) -> bool:
     return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
 
 
+async def read_capped(resp: _Response, limit: int) -> bytes:
+    """The whole body of a streamed ``httpx`` response, at most ``limit`` bytes: a declared ``Content-Length`` above
+    it is refused before anything is read, a body that grows past it as soon as it does (:class:`ResponseTooLarge`).
+    The caller closes the response."""
+    declared = resp.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise ResponseTooLarge(limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise ResponseTooLarge(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
     """The SSE events of a response, through the shared bounded decoder."""
     async for chunk in resp.aiter_bytes():
@@ -126,4 +143,4 @@ async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEven
             yield event
 
 
-__all__ = ["HTTPTransportError", "ResponseTooLarge", "fast_path_applies"]
+__all__ = ["HTTPTransportError", "ResponseTooLarge", "fast_path_applies", "read_capped"]

@@ -65,6 +65,7 @@ from .client_support import (
     _Response,
     _wake,
     fast_path_applies,
+    read_capped,
 )
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
 from .lite import BodyTooLarge, LitePool, LiteResponse
@@ -372,17 +373,7 @@ class StreamableHTTPClientTransport:
         try:
             if isinstance(resp, LiteResponse):
                 return await resp.aread(limit)
-            declared = resp.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise ResponseTooLarge(limit)
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise ResponseTooLarge(limit)
-                chunks.append(chunk)
-            return b"".join(chunks)
+            return await read_capped(resp, limit)
         except BodyTooLarge:
             raise ResponseTooLarge(limit) from None
         except _IO_ERRORS as exc:

@@ -1,0 +1,446 @@
+"""The client rules, judged from what the scripted server recorded in one scenario (:class:`ClientJudge`).
+
+Each method judges one group of rules over every connection the client opened, adding findings to the report
+(whose ``prefix`` names the scenario). A rule the run gave nothing to judge by gets no finding; the report then lists
+it with its reason (see :mod:`..catalog`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ...protocol.versions import ALL_VERSIONS, LATEST_HANDSHAKE, V2025_03_26
+from ..report import Report
+from .judge_transport import TransportRules
+from .scripted import ASK_TIMEOUT, Conn, ScriptedServer
+from .traffic import JSON, is_int, is_modern, items, notifications_of, obj, requests_of, short
+
+PROMPT = 2.0  # seconds within which a ping is answered "promptly" (M079)
+SERVER_METHODS = {  # a server capability -> the client methods it makes available (S018)
+    "prompts": ("prompts/",),
+    "resources": ("resources/",),
+    "completions": ("completion/",),
+    "logging": ("logging/",),
+}
+
+
+class ClientJudge:
+    """Judges one scenario's recordings into ``report`` (``transport``: stdio or http)."""
+
+    def __init__(self, report: Report, server: ScriptedServer, transport: str) -> None:
+        self.r = report
+        self.server = server
+        self.scenario = server.scenario
+        self.transport = transport
+        self.conns = [c for c in server.conns if c.incoming() or c.events()]
+
+    def judge(self) -> None:
+        if not self.conns:
+            return
+        self.envelope()
+        rules = TransportRules(self.r, self.server, self.transport, self.conns)
+        if self.transport == "stdio":
+            rules.stdio()
+        else:
+            rules.http()
+        for conn in self.conns:
+            if conn.era == "handshake":
+                self.lifecycle(conn)
+                self.answers(conn)
+            elif conn.era == "modern":
+                rules.modern(conn)
+        self.requests()
+        self.pagination()
+        self.cancellation()
+        self.mays()
+
+    # ------------------------------------------------------------------------------------------- envelope
+
+    def envelope(self) -> None:
+        """M001-M010 on every message the client sent; M011 (a batch from the server answered)."""
+        r = self.r
+        total = 0
+        for conn in self.conns:
+            seen: set[str] = set()
+            # no session (HTTP requests without one, 2026-07-28): an id need only differ from the outstanding ones
+            outstanding_only = self.transport == "http" and conn.era != "handshake"
+            asked = {
+                json.dumps(m.get("id"))
+                for e in conn.log
+                if e.dir == "out"
+                for m in items(e)
+                if isinstance(m, dict) and "method" in m and "id" in m
+            }
+            for entry in conn.incoming():
+                if entry.error is not None:
+                    if entry.error == "too large":
+                        continue
+                    r.fail("M001", f"not JSON: {short(entry.raw, 160)!r}", "messages")
+                    continue
+                if isinstance(entry.data, list) and conn.version != V2025_03_26:
+                    r.fail("M001", f"a JSON-RPC batch at {conn.version}, which has none: {short(entry.raw)}")
+                for msg in items(entry):
+                    total += 1
+                    self.message(msg, seen, asked)
+                if outstanding_only:
+                    seen.clear()  # each stateless POST is answered before its exchange ends
+        if total:
+            for req, what in (
+                ("M001", "every message is JSON-RPC 2.0"),
+                ("M002", "every request id is a string or an integer"),
+                ("M003", "no request id is null"),
+                ("M004", "no request id was used twice on one connection"),
+                ("M005", "every request has a method string"),
+                ("M006", "every answer to the server carried the id of its request"),
+                ("M007", "every answer has exactly one of result and error"),
+                ("M008", "every error has an integer code and a string message"),
+                ("M009", "no notification carries an id"),
+                ("M010", "every notification has a method string"),
+            ):
+                if r.status(req) != "fail":
+                    r.ok(req, f"{what} ({total} message(s))", "messages")
+        self.batch()
+
+    def message(self, msg: Any, seen: set[str], asked: set[str]) -> None:
+        r = self.r
+        if not isinstance(msg, dict):
+            r.fail("M001", f"not a JSON object: {short(msg)}", "messages")
+            return
+        if msg.get("jsonrpc") != "2.0":
+            r.fail("M001", f'jsonrpc is {msg.get("jsonrpc")!r}, not "2.0": {short(msg)}', "messages")
+        if "method" in msg:
+            if not isinstance(msg["method"], str):
+                r.fail("M005" if "id" in msg else "M010", f"method is not a string: {short(msg)}", "messages")
+            if "id" not in msg:
+                return
+            if str(msg.get("method", "")).startswith("notifications/"):
+                r.fail("M009", f"a notification carries an id: {short(msg)}", "messages")
+                return
+            rid = msg["id"]
+            if rid is None:
+                r.fail("M003", f"request id is null: {short(msg)}", "messages")
+                r.fail("M002", f"request id is null, not a string or integer: {short(msg)}", "messages")
+                return
+            if not (is_int(rid) or isinstance(rid, str)):
+                r.fail("M002", f"request id is neither string nor integer: {short(msg)}", "messages")
+            key = json.dumps(rid, sort_keys=True)
+            if key in seen:
+                r.fail("M004", f"request id {rid!r} used twice on one connection: {short(msg)}", "messages")
+            seen.add(key)
+            return
+        if ("result" in msg) == ("error" in msg):
+            r.fail("M007", f"an answer with {'both' if 'result' in msg else 'neither'} result and error: {short(msg)}")
+            return
+        if json.dumps(msg.get("id")) not in asked:
+            r.fail("M006", f"an answer whose id matches no request of the server: {short(msg)}", "messages")
+        if "error" in msg:
+            err = msg["error"]
+            if not isinstance(err, dict) or not is_int(err.get("code")) or not isinstance(err.get("message"), str):
+                r.fail("M008", f"error without an integer code and a string message: {short(msg)}", "messages")
+
+    def batch(self) -> None:
+        """M011 (batch scenario): the server's batch of two pings got both answers."""
+        if not self.scenario.batch:
+            return
+        for conn in self.conns:
+            sent = [e for e in conn.log if e.dir == "out" and isinstance(e.data, list)]
+            if not sent:
+                continue
+            ids = {json.dumps(m.get("id")) for m in sent[0].data if isinstance(m, dict)}
+            answered = {
+                json.dumps(m.get("id"))
+                for e in conn.incoming()
+                if e.at >= sent[0].at
+                for m in items(e)
+                if isinstance(m, dict) and "method" not in m and "result" in m
+            }
+            if ids <= answered:
+                self.r.ok("M011", "a batch of two pings from the server: both answered", "batch")
+            else:
+                self.r.fail("M011", f"a batch of two pings from the server: {len(ids & answered)} of 2 answered")
+
+    # ----------------------------------------------------------------------------------------------- stdio
+
+    def lifecycle(self, conn: Conn) -> None:
+        """M039-M041, M043, M044, M047, S013, S015, S017 and M082 for one handshake-era connection."""
+        r = self.r
+        reqs = requests_of(conn)
+        init = next(((e, m) for e, m in reqs if m.get("method") == "initialize"), None)
+        if init is None:
+            return
+        entry, msg = init
+        first = next((m for e, m in reqs), None)
+        if first is msg or (isinstance(first, dict) and (first.get("method") == "server/discover" or is_modern(first))):
+            r.ok("M039", f"connection {conn.no}: initialize came first", "lifecycle")
+        else:
+            r.fail("M039", f"connection {conn.no}: {short(first)} came before initialize", "lifecycle")
+        if isinstance(entry.data, list):
+            r.fail("M041", f"initialize inside a JSON-RPC batch: {short(entry.raw)}", "lifecycle")
+        else:
+            r.ok("M041", "initialize sent on its own, not in a batch", "lifecycle")
+        params = obj(msg.get("params"))
+        info = params.get("clientInfo")
+        problems = []
+        if not isinstance(params.get("protocolVersion"), str):
+            problems.append("protocolVersion")
+        if not isinstance(params.get("capabilities"), dict):
+            problems.append("capabilities")
+        if (
+            not isinstance(info, dict)
+            or not isinstance(info.get("name"), str)
+            or not isinstance(info.get("version"), str)
+        ):
+            problems.append("clientInfo (name and version)")
+        if problems:
+            r.fail("M040", f"initialize without {', '.join(problems)}: {short(msg)}", "lifecycle")
+        else:
+            r.ok("M040", f"initialize with protocolVersion, capabilities and clientInfo {short(info, 80)}", "lifecycle")
+        if isinstance(params.get("capabilities"), dict):
+            r.ok("M047", f"client capabilities declared: {short(params['capabilities'], 120)}", "lifecycle")
+        else:
+            r.fail("M047", "initialize declares no capabilities object", "lifecycle")
+        asked = params.get("protocolVersion")
+        if asked in ALL_VERSIONS:
+            r.ok("M044", f"requested {asked}, a revision of MCP", "version")
+        else:
+            r.fail("M044", f"requested {asked!r}, which is no MCP revision", "version")
+        if asked == LATEST_HANDSHAKE:
+            r.ok("S015", f"requested {asked}, the latest handshake revision", "version")
+        else:
+            r.warn("S015", f"requested {asked!r}; the latest handshake revision is {LATEST_HANDSHAKE}", "version")
+        answered = conn.init_answered
+        early = [
+            m
+            for e, m in reqs
+            if answered is not None and entry.at < e.at < answered and m is not msg and m.get("method") != "ping"
+        ]
+        if early:
+            r.fail("S013", f"a request before the initialize response: {short(early[0])}", "lifecycle")
+        elif answered is not None:
+            r.ok("S013", "no request but ping before the initialize response", "lifecycle")
+        rest = [m for e, m in reqs if answered is not None and e.at > answered]
+        initialized = notifications_of(conn, "notifications/initialized")
+        if self.scenario.answer_version == "x":
+            if initialized or rest:
+                what = short(rest[0]) if rest else "notifications/initialized"
+                r.fail("S017", f"after an unknown protocol version the client went on: {what}", "version")
+            elif answered is not None:
+                r.ok("S017", "after an unknown protocol version the client sent nothing more", "version")
+        elif initialized and answered is not None and initialized[0][0].at < answered:
+            r.fail("M043", "notifications/initialized came before the initialize response", "lifecycle")
+        elif initialized:
+            r.ok("M043", f"connection {conn.no}: notifications/initialized after the initialize response", "lifecycle")
+        elif rest:
+            r.fail("M043", f"requests without notifications/initialized first: {short(rest[0])}", "lifecycle")
+        cancels = notifications_of(conn, "notifications/cancelled")
+        if any((m.get("params") or {}).get("requestId") == msg.get("id") for _, m in cancels):
+            r.fail("M082", "the client cancelled its initialize request", "lifecycle")
+        elif answered is not None:
+            r.ok("M082", "initialize was not cancelled", "lifecycle")
+
+    # ------------------------------------------------------------------------------- answers to the server
+
+    def answers(self, conn: Conn) -> None:
+        """M079 (ping), M071-M073/A021 (roots), M076-M078 (sampling), S018 (answers follow the declaration)."""
+        r = self.r
+        out = [
+            (e, m)
+            for e in conn.log
+            if e.dir == "out"
+            for m in items(e)
+            if isinstance(m, dict) and "method" in m and "id" in m
+        ]
+        replies = {
+            json.dumps(m.get("id")): (e, m)
+            for e in conn.incoming()
+            for m in items(e)
+            if isinstance(m, dict) and "method" not in m
+        }
+        caps = conn.client_caps
+        for sent_entry, req in out:
+            method = req["method"]
+            got = replies.get(json.dumps(req["id"]))
+            if got is None:
+                if method == "ping":
+                    r.fail("M079", f"ping {req['id']!r} got no answer within {ASK_TIMEOUT:.0f}s", "ping")
+                    if conn.junk_sent and req is out[0][1]:
+                        r.fail("S021", "after an unknown notification and a stray answer the client stopped answering")
+                continue
+            entry, reply = got
+            result = reply.get("result")
+            if method == "ping":
+                delay = entry.at - sent_entry.at
+                if not isinstance(result, dict) or set(result) - {"_meta"}:
+                    r.fail("M079", f"ping answered with {short(reply)} (must be an empty result)", "ping")
+                elif delay > PROMPT:
+                    r.fail("M079", f"ping answered after {delay:.1f}s", "ping")
+                else:
+                    r.ok("M079", f"ping answered with {{}} in {delay * 1000:.0f} ms", "ping")
+                if conn.junk_sent and req is out[0][1]:
+                    r.ok("S021", "after an unknown notification and a stray answer the client still answered a ping")
+            elif method == "roots/list":
+                self.roots(reply, "roots" in caps)
+            elif method == "sampling/createMessage":
+                self.sampling(reply, "sampling" in caps)
+            elif method == "elicitation/create":
+                action = result.get("action") if isinstance(result, dict) else None
+                if action in ("accept", "decline", "cancel"):
+                    r.ok("S018", f"elicitation declared and answered ({action})", "capabilities")
+                else:
+                    r.fail("S018", f"elicitation declared but elicitation/create got {short(reply)}", "capabilities")
+        for _, note in notifications_of(conn, "notifications/roots/list_changed"):
+            declared = isinstance(caps.get("roots"), dict) and caps["roots"].get("listChanged") is True
+            if declared:
+                r.ok("M075", "notifications/roots/list_changed sent with roots.listChanged declared", "roots")
+                r.ok("M074", "the client said its roots changed", "roots")
+            else:
+                r.fail("M075", f"notifications/roots/list_changed without roots.listChanged declared: {short(note)}")
+
+    def roots(self, reply: JSON, declared: bool) -> None:
+        r = self.r
+        result = reply.get("result")
+        if not declared:
+            return
+        if not isinstance(result, dict):
+            r.fail("M071", f"roots declared but roots/list refused: {short(reply)}", "roots")
+            return
+        r.ok("M071", "roots declared and roots/list answered", "roots")
+        roots = result.get("roots")
+        if not isinstance(roots, list):
+            r.fail("M072", f"roots/list result without a roots array: {short(result)}", "roots")
+            return
+        r.ok("M072", f"roots/list returned a roots array ({len(roots)} root(s))", "roots")
+        bad = [x for x in roots if not isinstance(x, dict) or not isinstance(x.get("uri"), str)]
+        if bad:
+            r.fail("M073", f"root(s) without a uri: {short(bad[:2])}", "roots")
+        elif roots:
+            r.ok("M073", f"every root has a uri: {short([x['uri'] for x in roots][:3])}", "roots")
+            if any("name" in x for x in roots):
+                r.ok("A021", "roots carry names", "roots")
+
+    def sampling(self, reply: JSON, declared: bool) -> None:
+        r = self.r
+        result = reply.get("result")
+        if not declared:
+            return
+        if not isinstance(result, dict):
+            r.fail("M076", f"sampling declared but sampling/createMessage refused: {short(reply)}", "sampling")
+            return
+        r.ok("M076", "sampling declared and sampling/createMessage answered", "sampling")
+        missing = [k for k in ("role", "content", "model") if k not in result]
+        if missing:
+            r.fail("M077", f"sampling result without {', '.join(missing)}: {short(result)}", "sampling")
+        elif "stopReason" not in result:
+            r.warn("M077", "sampling result without stopReason (M077 asks for it; the schema makes it optional)")
+        else:
+            r.ok("M077", f"sampling result with role, content, model and stopReason {result['stopReason']!r}")
+        content = result.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        kinds = [b.get("type") if isinstance(b, dict) else None for b in blocks]
+        if all(k in ("text", "image", "audio") for k in kinds):
+            r.ok("M078", f"sampling content of type(s) {', '.join(str(k) for k in kinds)}", "sampling")
+        else:
+            r.fail("M078", f"sampling content type(s) {kinds} (must be text, image or audio)", "sampling")
+
+    # --------------------------------------------------------------------------------- the client's asking
+
+    def requests(self) -> None:
+        """S018: the client asks only for what the server declared; M083: progress tokens unique while active."""
+        r = self.r
+        undeclared = []
+        for conn in self.conns:
+            for _, msg in requests_of(conn):
+                method = str(msg.get("method"))
+                for cap, prefixes in SERVER_METHODS.items():
+                    if method.startswith(prefixes) and cap not in ("tools",):
+                        undeclared.append(method)
+        if undeclared:
+            r.fail("S018", f"the client called {undeclared[0]}, whose capability the server did not declare")
+        elif any(requests_of(c) for c in self.conns):
+            r.ok("S018", "the client called only methods of capabilities the server declared", "capabilities")
+        tokens: dict[str, list[tuple[float, float]]] = {}
+        for conn in self.conns:
+            answers = {
+                json.dumps(m.get("id")): e.at
+                for e in conn.log
+                if e.dir == "out"
+                for m in items(e)
+                if isinstance(m, dict) and "method" not in m
+            }
+            for entry, msg in requests_of(conn):
+                token = (
+                    ((msg.get("params") or {}).get("_meta") or {}).get("progressToken")
+                    if isinstance(msg.get("params"), dict)
+                    else None
+                )
+                if token is None:
+                    continue
+                end = answers.get(json.dumps(msg.get("id")), 1e18)
+                tokens.setdefault(json.dumps(token), []).append((entry.at, end))
+        clash = [
+            t
+            for t, spans in tokens.items()
+            if any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :])
+        ]
+        if clash:
+            r.fail("M083", f"progress token {clash[0]} used by two requests active at once", "progress")
+        elif tokens:
+            r.ok("M083", f"{len(tokens)} progress token(s), each unique among the active requests", "progress")
+
+    def pagination(self) -> None:
+        """MX19-like opacity: a cursor the client sends is the one the server gave, unchanged."""
+        r = self.r
+        cursors = [
+            (msg.get("params") or {}).get("cursor")
+            for c in self.conns
+            for _, msg in requests_of(c)
+            if msg.get("method") == "tools/list" and isinstance(msg.get("params"), dict) and "cursor" in msg["params"]
+        ]
+        if not cursors:
+            return
+        wrong = [c for c in cursors if c != self.server.cursor]
+        if wrong:
+            r.fail("MX19", f"tools/list with cursor {wrong[0]!r}, not the server's nextCursor", "pagination")
+        else:
+            r.ok("MX19", f"followed nextCursor to page 2 with the cursor unchanged ({len(cursors)} time(s))")
+
+    def cancellation(self) -> None:
+        """M080, M081, A023 when the client cancels something."""
+        r = self.r
+        for conn in self.conns:
+            sent = {json.dumps(m.get("id")) for _, m in requests_of(conn)}
+            for _, note in notifications_of(conn, "notifications/cancelled"):
+                params = obj(note.get("params"))
+                if "requestId" not in params and conn.era != "modern":
+                    r.fail("M080", f"notifications/cancelled without requestId: {short(note)}", "cancellation")
+                    continue
+                r.ok("M080", f"notifications/cancelled names request {params.get('requestId')!r}", "cancellation")
+                if json.dumps(params.get("requestId")) in sent:
+                    r.ok("M081", "the cancelled request is one the client sent", "cancellation")
+                else:
+                    r.fail("M081", f"a cancellation of a request the client never sent: {short(note)}")
+                if isinstance(params.get("reason"), str):
+                    r.ok("A023", f"cancellation reason: {short(params['reason'], 80)}", "cancellation")
+
+    def mays(self) -> None:
+        """A001/A002 (params on requests and notifications are optional), A003 (the client sends a batch)."""
+        r = self.r
+        reqs = [m for c in self.conns for _, m in requests_of(c)]
+        notes = [m for c in self.conns for _, m in notifications_of(c)]
+        for rid, sent, what in (("A001", reqs, "requests"), ("A002", notes, "notifications")):
+            if not sent:
+                continue
+            bad = [m for m in sent if "params" in m and not isinstance(m["params"], (dict, list))]
+            if bad:
+                r.fail(rid, f"{what} with params that are neither an object nor an array: {short(bad[0])}")
+            else:
+                with_params = sum(1 for m in sent if "params" in m)
+                r.ok(rid, f"{with_params} of {len(sent)} {what} carry params (an object)", "envelope")
+        batches = [e for c in self.conns for e in c.incoming() if isinstance(e.data, list)]
+        if batches:
+            r.ok("A003", f"the client sent {len(batches)} batch(es)", "envelope")
+        else:
+            r.skip("A003", "the client sends no batches (optional)", "envelope")
+
+    # ---------------------------------------------------------------------------------------- 2026-07-28

@@ -1,0 +1,336 @@
+"""The scripted server ``mcpkit check-client`` plays: one scenario, every message recorded, nothing corrected.
+
+A scenario (:data:`SCENARIOS`) sets how the server behaves; the behaviour is the same over stdio and Streamable HTTP
+(the hosts in :mod:`.hosts` frame it). Every scenario offers the same two tools, listed on two pages (the cursor is
+opaque and random, so a client that follows the pages shows it):
+
+* ``check_echo`` answers at once (with two progress notifications first when the call asks for progress);
+* ``check_ask`` asks the client for what it declared: a ``ping``, then ``roots/list``, ``sampling/createMessage``
+  and ``elicitation/create`` for each capability the client declared (in the handshake era, as requests; in
+  2026-07-28, as the ``inputRequests`` of an ``input_required`` result with a random ``requestState``).
+
+The expected client: connect, list the tools (following the pages), call each tool, close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...protocol.versions import (
+    HANDSHAKE_VERSIONS,
+    LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_PROTOCOL_VERSION,
+    V2025_03_26,
+    V2026_07_28,
+)
+
+JSON = dict[str, Any]
+Emit = Callable[[Any], Awaitable[None]]
+SERVER_INFO = {"name": "mcpkit-check-client", "version": "1"}
+CAPABILITIES: JSON = {"tools": {"listChanged": False}}
+ASK_TIMEOUT = 10.0  # how long the server waits for the client's answer to one of its requests
+INIT_DELAY = 0.3  # the initialize response waits this long: requests sent meanwhile are judged (S013)
+UNKNOWN_VERSION = "1999-01-01"
+ECHO = {
+    "name": "check_echo",
+    "description": "Answers at once (with progress notifications first when asked for progress).",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
+}
+ASK = {
+    "name": "check_ask",
+    "description": "Asks the client for roots, a sampling reply and an elicitation answer, as it declared.",
+    "inputSchema": {"type": "object", "properties": {}},
+}
+ASKS = {"roots": "roots/list", "sampling": "sampling/createMessage", "elicitation": "elicitation/create"}
+SAMPLING_PARAMS: JSON = {
+    "messages": [{"role": "user", "content": {"type": "text", "text": "Say hello (mcpkit check-client)."}}],
+    "maxTokens": 20,
+}
+ELICIT_PARAMS: JSON = {
+    "message": "Your name? (mcpkit check-client)",
+    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """How the scripted server behaves in one run of the client."""
+
+    name: str
+    about: str
+    transports: frozenset[str] = frozenset({"stdio", "http"})
+    modern: bool = False  # offer 2026-07-28 (server/discover, stateless requests) besides initialize
+    answer_version: str | None = None  # the version initialize answers, whatever was asked
+    batch: bool = False  # check_ask also sends a JSON-RPC batch of two pings (2025-03-26)
+    expire: bool = False  # HTTP: the session ends after initialization (404 for its id)
+    resume: bool = False  # HTTP: check_echo's stream is cut after a priming event with ``retry``
+    retry_ms: int = 300
+
+
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in (
+        Scenario("handshake", "a handshake-era server (2025-11-25): paginated tools, requests to the client"),
+        Scenario("modern", "a dual-era server that offers 2026-07-28: input_required results", modern=True),
+        Scenario("version", f"initialize answered with an unknown version ({UNKNOWN_VERSION})", answer_version="x"),
+        Scenario("batch", "2025-03-26 negotiated; a JSON-RPC batch of requests to the client", batch=True),
+        Scenario("expiry", "the session ends after initialization (404 for its id)", frozenset({"http"}), expire=True),
+        Scenario(
+            "resume", "check_echo's SSE stream is cut after an event id and retry", frozenset({"http"}), resume=True
+        ),
+    )
+}
+
+
+@dataclass
+class Entry:
+    """One message in either direction (``in``: from the client), or a relay event (``event``)."""
+
+    dir: str
+    raw: str
+    data: Any = None
+    error: str | None = None
+    at: float = field(default_factory=time.monotonic)
+    http: JSON | None = None  # for an HTTP request: method, headers (lower-case names), status answered
+
+
+class Conn:
+    """One connection of the client to the scripted server: a relay process (stdio) or an HTTP session (a session
+    id, or one stateless request stream)."""
+
+    def __init__(self, no: int, transport: str) -> None:
+        self.no = no
+        self.transport = transport
+        self.log: list[Entry] = []
+        self.version: str | None = None  # negotiated (handshake) or per-request (modern)
+        self.era: str | None = None
+        self.client_caps: JSON = {}
+        self.init_request: Any = None
+        self.init_answered: float | None = None
+        self.pending: dict[str, asyncio.Future[Any]] = {}
+        self.next_id = 0
+        self.closed_at: float | None = None
+        self.junk_sent = False  # check_ask sent a notification of an unknown method and a stray answer first
+
+    def incoming(self) -> list[Entry]:
+        return [e for e in self.log if e.dir == "in"]
+
+    def events(self) -> list[Entry]:
+        return [e for e in self.log if e.dir == "event"]
+
+
+def _key(rid: Any) -> str:
+    return json.dumps(rid, sort_keys=True)
+
+
+class ScriptedServer:
+    """The protocol behaviour of one scenario, shared by the stdio and HTTP hosts."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.conns: list[Conn] = []
+        self.cursor = "opaque-" + secrets.token_urlsafe(12)
+        self.states: dict[str, JSON] = {}  # requestState issued -> what it asked
+        self.started = time.monotonic()
+        self.activity = asyncio.Event()  # set on every message (the --url mode waits on it)
+
+    def connect(self, transport: str) -> Conn:
+        conn = Conn(len(self.conns) + 1, transport)
+        self.conns.append(conn)
+        return conn
+
+    def record_in(self, conn: Conn, raw: str, http: JSON | None = None) -> Entry:
+        try:
+            entry = Entry("in", raw, json.loads(raw), http=http)
+        except ValueError as exc:
+            entry = Entry("in", raw, None, f"not JSON: {exc}", http=http)
+        conn.log.append(entry)
+        self.activity.set()
+        return entry
+
+    def record_out(self, conn: Conn, msg: Any) -> str:
+        raw = json.dumps(msg, separators=(",", ":"))
+        conn.log.append(Entry("out", raw, msg))
+        return raw
+
+    async def handle(self, conn: Conn, msg: Any, emit: Emit) -> JSON | list[Any] | None:
+        """One parsed message from the client; returns the answer (None for none). ``emit`` sends what the server
+        says first (progress, its own requests); it is recorded by the host."""
+        if isinstance(msg, list):
+            answers = [a for a in [await self.handle(conn, m, emit) for m in msg] if a is not None]
+            return answers or None
+        if not isinstance(msg, dict):
+            return _error(None, -32600, "Invalid Request")
+        if "method" not in msg:
+            fut = conn.pending.get(_key(msg.get("id")))
+            if fut is not None and not fut.done():
+                fut.set_result(msg)
+            return None
+        method, rid, params = msg.get("method"), msg.get("id"), _obj(msg.get("params"))
+        meta = _obj(params.get("_meta"))
+        modern = META_PROTOCOL_VERSION in meta
+        if "id" not in msg:
+            return None  # notifications: recorded, judged later
+        if modern:
+            if not self.scenario.modern:
+                return _error(rid, -32601, f"Method not found: {method} (this server speaks the handshake era)")
+            conn.era = "modern"
+            conn.version = meta.get(META_PROTOCOL_VERSION)
+            caps = meta.get(META_CLIENT_CAPABILITIES)
+            conn.client_caps = caps if isinstance(caps, dict) else {}
+        return await self.request(conn, str(method), rid, params, modern, emit)
+
+    async def request(self, conn: Conn, method: str, rid: Any, params: JSON, modern: bool, emit: Emit) -> JSON:
+        if method == "initialize":
+            return await self.initialize(conn, rid, params)
+        if method == "server/discover":
+            if not (self.scenario.modern and modern):
+                return _error(rid, -32601, "Method not found: server/discover")
+            versions = [V2026_07_28, *reversed(HANDSHAKE_VERSIONS)]
+            return _result(rid, {"supportedVersions": versions, "capabilities": CAPABILITIES, **_info(modern)})
+        if method == "ping":
+            return _result(rid, {})
+        if method == "tools/list":
+            cursor = params.get("cursor")
+            if cursor is None:
+                return _result(rid, {"tools": [ECHO], "nextCursor": self.cursor, **_info(modern, cache=True)})
+            if cursor == self.cursor:
+                return _result(rid, {"tools": [ASK], **_info(modern, cache=True)})
+            return _error(rid, -32602, "Invalid cursor")
+        if method == "tools/call":
+            name = params.get("name")
+            if name == "check_echo":
+                return await self.echo(conn, rid, params, emit, modern)
+            if name == "check_ask":
+                if modern:
+                    return self.ask_modern(conn, rid, params)
+                return await self.ask(conn, rid, emit)
+            return _error(rid, -32602, f"Unknown tool: {name}")
+        return _error(rid, -32601, f"Method not found: {method}")
+
+    async def initialize(self, conn: Conn, rid: Any, params: JSON) -> JSON:
+        conn.era = "handshake"
+        conn.init_request = rid
+        caps = params.get("capabilities")
+        conn.client_caps = caps if isinstance(caps, dict) else {}
+        asked = params.get("protocolVersion")
+        if self.scenario.answer_version == "x":
+            version = UNKNOWN_VERSION
+        elif self.scenario.batch:
+            version = V2025_03_26
+        else:
+            version = asked if asked in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
+        conn.version = version
+        await asyncio.sleep(INIT_DELAY)
+        conn.init_answered = time.monotonic()
+        return _result(rid, {"protocolVersion": version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO})
+
+    async def echo(self, conn: Conn, rid: Any, params: JSON, emit: Emit, modern: bool) -> JSON:
+        token = (params.get("_meta") or {}).get("progressToken")
+        if token is not None:
+            for n in (1, 2):
+                note = {"progressToken": token, "progress": n, "total": 2, "message": f"step {n} of 2"}
+                await emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
+        text = str((params.get("arguments") or {}).get("text", "echo"))
+        return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False, **_info(modern)})
+
+    async def ask_client(self, conn: Conn, method: str, params: JSON | None, emit: Emit) -> Any:
+        """Send one request to the client and wait for its answer (None when none comes)."""
+        conn.next_id += 1
+        rid = f"srv-{conn.no}-{conn.next_id}"
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        conn.pending[_key(rid)] = fut
+        msg: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        await emit(msg)
+        try:
+            return await asyncio.wait_for(fut, ASK_TIMEOUT)
+        except TimeoutError:
+            return None
+        finally:
+            conn.pending.pop(_key(rid), None)
+
+    async def ask(self, conn: Conn, rid: Any, emit: Emit) -> JSON:
+        # protocol errors first (S021): a notification of an unknown method and an answer to no request; a client
+        # prepared for them answers the ping that follows
+        await emit({"jsonrpc": "2.0", "method": "notifications/mcpkit-check/unknown", "params": {}})
+        await emit({"jsonrpc": "2.0", "id": "mcpkit-check-never-asked", "result": {}})
+        conn.junk_sent = True
+        answers = [await self.ask_client(conn, "ping", None, emit)]
+        for cap, method in ASKS.items():
+            if cap in conn.client_caps:
+                answers.append(await self.ask_client(conn, method, _ask_params(method), emit))
+        if self.scenario.batch and conn.version == V2025_03_26:
+            answers += await self.ask_batch(conn, emit)
+        got = sum(1 for a in answers if isinstance(a, dict) and "result" in a)
+        text = f"{got} of {len(answers)} requests answered"
+        return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False})
+
+    async def ask_batch(self, conn: Conn, emit: Emit) -> list[Any]:
+        futs, batch = [], []
+        for _ in range(2):
+            conn.next_id += 1
+            rid = f"srv-{conn.no}-{conn.next_id}"
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            conn.pending[_key(rid)] = fut
+            futs.append(fut)
+            batch.append({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+        await emit(batch)
+        done, _ = await asyncio.wait(futs, timeout=ASK_TIMEOUT)
+        return [f.result() for f in futs if f in done]
+
+    def ask_modern(self, conn: Conn, rid: Any, params: JSON) -> JSON:
+        """2026-07-28: the first call gets an input_required result; the retry (with the requestState) the answer."""
+        state = params.get("requestState")
+        if isinstance(state, str) and state in self.states:
+            text = f"input received: {sorted(params.get('inputResponses') or {})}"
+            return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False, **_info(True)})
+        asks = {
+            cap: {"method": method, "params": _ask_params(method)}
+            for cap, method in ASKS.items()
+            if cap in conn.client_caps
+        }
+        state = "state-" + secrets.token_urlsafe(16)
+        self.states[state] = {"id": rid, "keys": sorted(asks)}
+        result: JSON = {"resultType": "input_required", "requestState": state}
+        if asks:
+            result["inputRequests"] = asks
+        return _result(rid, {**_info(True), **result})
+
+
+def _obj(value: Any) -> JSON:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _ask_params(method: str) -> JSON:
+    if method == "sampling/createMessage":
+        return dict(SAMPLING_PARAMS)
+    if method == "elicitation/create":
+        return dict(ELICIT_PARAMS)
+    return {}
+
+
+def _info(modern: bool, cache: bool = False) -> JSON:
+    if not modern:
+        return {}
+    out: JSON = {"resultType": "complete", "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}
+    if cache:
+        out.update(ttlMs=0, cacheScope="private")
+    return out
+
+
+def _result(rid: Any, result: JSON) -> JSON:
+    return {"jsonrpc": "2.0", "id": rid, "result": result}
+
+
+def _error(rid: Any, code: int, message: str) -> JSON:
+    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
