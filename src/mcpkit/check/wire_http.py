@@ -179,29 +179,49 @@ class HttpWire(Wire):
         ex = HttpExchange(method, obj, 0, {}, request_headers=dict(headers))
         self.exchanges.append(ex)
         chan = channel or ("http-get" if method == "GET" else "http-sse")
-        try:
-            async with self.client.stream(method, self.url, content=content, headers=headers) as resp:
-                ex.status = resp.status_code
-                ex.headers = {k.lower(): v for k, v in resp.headers.items()}
-                sid = resp.headers.get("mcp-session-id")
-                if sid and isinstance(obj, dict) and obj.get("method") == "initialize" and self.track_session:
-                    self.session_id = sid
-                if ex.is_sse:
-                    reading = self._read_sse(resp, ex, chan)
-                    if read_for is None:
-                        await reading
-                    else:
-                        with contextlib.suppress(TimeoutError):
-                            await asyncio.wait_for(reading, read_for)
-                else:
-                    await self._read_body(resp, ex)
-        except httpx.HTTPError as exc:
-            ex.error = f"{type(exc).__name__}: {exc}"
-            if not ex.body:
-                ex.body = ex.error
+        for attempt in (1, 2):
+            try:
+                await self._exchange(ex, method, headers, content, obj, read_for, chan)
+                break
+            except (httpx.ReadError, httpx.RemoteProtocolError, httpx.WriteError) as exc:
+                # a kept-alive connection the server closed as we reused it: the request never reached it, so
+                # it is sent once more on a fresh connection (any other failure is the server's answer)
+                if attempt == 2 or ex.status:
+                    ex.error = f"{type(exc).__name__}: {exc}"
+                    ex.body = ex.body or ex.error
+            except httpx.HTTPError as exc:
+                ex.error = f"{type(exc).__name__}: {exc}"
+                ex.body = ex.body or ex.error
+                break
         ex.finished = time.monotonic()
         self._unanswered(obj, ex)
         return ex
+
+    async def _exchange(
+        self,
+        ex: HttpExchange,
+        method: str,
+        headers: dict[str, str],
+        content: bytes | None,
+        obj: Any,
+        read_for: float | None,
+        chan: str,
+    ) -> None:
+        async with self.client.stream(method, self.url, content=content, headers=headers) as resp:
+            ex.status = resp.status_code
+            ex.headers = {k.lower(): v for k, v in resp.headers.items()}
+            sid = resp.headers.get("mcp-session-id")
+            if sid and isinstance(obj, dict) and obj.get("method") == "initialize" and self.track_session:
+                self.session_id = sid
+            if ex.is_sse:
+                reading = self._read_sse(resp, ex, chan)
+                if read_for is None:
+                    await reading
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(reading, read_for)
+            else:
+                await self._read_body(resp, ex)
 
     async def _read_body(self, resp: httpx.Response, ex: HttpExchange) -> None:
         try:
@@ -256,12 +276,13 @@ class HttpWire(Wire):
         self.record(inc)
 
     def _unanswered(self, obj: Any, ex: HttpExchange) -> None:
-        """A request whose exchange ended without its response: resolve the wait with what HTTP said instead."""
-        if not (isinstance(obj, dict) and "method" in obj and "id" in obj):
-            return
-        fut = self._pending.pop(self.key(obj["id"]), None)
-        if fut is not None and not fut.done():
-            fut.set_result(Incoming(ex.brief(200), None, "no JSON-RPC response", channel="http"))
+        """The requests whose exchange ended without their responses: resolve each wait with what HTTP said."""
+        for msg in obj if isinstance(obj, list) else [obj]:
+            if not (isinstance(msg, dict) and "method" in msg and "id" in msg):
+                continue
+            fut = self._pending.pop(self.key(msg["id"]), None)
+            if fut is not None and not fut.done():
+                fut.set_result(Incoming(ex.brief(200), None, "no JSON-RPC response", channel="http"))
 
     async def get(self, headers: dict[str, str] | None = None, read_for: float = 0.3) -> HttpExchange:
         """GET the endpoint (standalone SSE stream); read for ``read_for`` seconds, then hang up."""

@@ -265,6 +265,8 @@ class CheckerBase:
             r.ok("S030", f"{method} with an invalid cursor -> -32602", method)
         elif _err(resp) is not None:
             r.fail("S030", f"{method} with an invalid cursor -> error {_code(resp)} (expected -32602)", method)
+        elif resp.error is not None:
+            r.fail("S030", f"{method} with an invalid cursor got no JSON-RPC answer: {resp.short(160)}", method)
         else:
             r.fail("S030", f"{method} accepted an invalid cursor: {resp.short(160)}", method)
 

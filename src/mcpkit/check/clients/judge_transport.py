@@ -54,15 +54,17 @@ class TransportRules:
             r.fail("M017", f"{len(long)} stdin line(s) over 4 MiB", "stdio")
         for conn in self.conns:
             kinds = [e.raw for e in conn.events()]
+            sig = next((e.data for e in conn.events() if e.raw == "sig"), None)
             if "eof" in kinds and ("sig" not in kinds or kinds.index("eof") < kinds.index("sig")):
                 r.ok("S001", f"process {conn.no}: stdin closed first to shut it down", "stdio shutdown")
-            elif "sig" in kinds:
-                sig = next(e.data for e in conn.events() if e.raw == "sig")
-                r.fail("S001", f"process {conn.no}: signalled ({short(sig)}) with its stdin still open")
+            elif isinstance(sig, dict) and sig.get("eof"):
+                r.fail(
+                    "S001", f"process {conn.no}: stdin closed and signal {sig.get('n')} sent at once (no time to exit)"
+                )
+            elif sig is not None:
+                r.fail("S001", f"process {conn.no}: signal {short(sig)} with its stdin still open", "stdio shutdown")
             elif "closed" in kinds:
                 r.fail("S001", f"process {conn.no}: killed without its stdin being closed first", "stdio shutdown")
-
-    # ------------------------------------------------------------------------------------------------ HTTP
 
     def http(self) -> None:
         """M019-M021, M024, M029, MX12, A006, S007, MX10 (expiry), MX11/SX11 (resume)."""

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...protocol.versions import (
+    ALL_VERSIONS,
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE,
     META_CLIENT_CAPABILITIES,
     META_PROTOCOL_VERSION,
     V2025_03_26,
     V2026_07_28,
+    features,
 )
 
 JSON = dict[str, Any]
@@ -117,7 +119,7 @@ class Conn:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.closed_at: float | None = None
-        self.junk_sent = False  # check_ask sent a notification of an unknown method and a stray answer first
+        self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
 
     def incoming(self) -> list[Entry]:
         return [e for e in self.log if e.dir == "in"]
@@ -241,10 +243,11 @@ class ScriptedServer:
         text = str((params.get("arguments") or {}).get("text", "echo"))
         return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False, **_info(modern)})
 
-    async def ask_client(self, conn: Conn, method: str, params: JSON | None, emit: Emit) -> Any:
-        """Send one request to the client and wait for its answer (None when none comes)."""
+    async def ask_client(self, conn: Conn, method: str, params: JSON | None, emit: Emit, probe: bool = False) -> Any:
+        """Send one request to the client and wait for its answer (None when none comes). ``probe``: the ping
+        after the protocol errors (judged by S021, not M079)."""
         conn.next_id += 1
-        rid = f"srv-{conn.no}-{conn.next_id}"
+        rid = f"srv-{conn.no}-{conn.next_id}" + ("-probe" if probe else "")
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         conn.pending[_key(rid)] = fut
         msg: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
@@ -259,17 +262,21 @@ class ScriptedServer:
             conn.pending.pop(_key(rid), None)
 
     async def ask(self, conn: Conn, rid: Any, emit: Emit) -> JSON:
-        # protocol errors first (S021): a notification of an unknown method and an answer to no request; a client
-        # prepared for them answers the ping that follows
-        await emit({"jsonrpc": "2.0", "method": "notifications/mcpkit-check/unknown", "params": {}})
-        await emit({"jsonrpc": "2.0", "id": "mcpkit-check-never-asked", "result": {}})
-        conn.junk_sent = True
+        feats = features(conn.version) if conn.version in ALL_VERSIONS else None
         answers = [await self.ask_client(conn, "ping", None, emit)]
         for cap, method in ASKS.items():
+            if cap == "elicitation" and (feats is None or not feats.elicitation):
+                continue  # no elicitation before 2025-06-18
             if cap in conn.client_caps:
                 answers.append(await self.ask_client(conn, method, _ask_params(method), emit))
         if self.scenario.batch and conn.version == V2025_03_26:
             answers += await self.ask_batch(conn, emit)
+        # last, protocol errors (S021): a notification of an unknown method and an answer to no request; a client
+        # prepared for them answers the ping that follows
+        await emit({"jsonrpc": "2.0", "method": "notifications/mcpkit-check/unknown", "params": {}})
+        await emit({"jsonrpc": "2.0", "id": "mcpkit-check-never-asked", "result": {}})
+        conn.probe = None  # sent: no answer yet
+        conn.probe = await self.ask_client(conn, "ping", None, emit, probe=True)
         got = sum(1 for a in answers if isinstance(a, dict) and "result" in a)
         text = f"{got} of {len(answers)} requests answered"
         return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False})
