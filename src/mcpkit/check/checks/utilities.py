@@ -16,7 +16,6 @@ from ._base import (
     sample_arguments,
 )
 
-
 CANCEL_WATCH = 2.5  # seconds the checker watches a cancelled request for a response or more progress
 CANCEL_SLACK = 1.0  # progress arriving this long after the cancellation was sent after it (not merely in flight)
 
