@@ -35,6 +35,7 @@ class _Call:
     progress: dict[str, Any] | None = None
     outcome: dict[str, Any] = field(default_factory=dict)
     size: int = 0
+    tool: dict[str, Any] | None = None  # the tool's definition when known at the start (its _meta: an Apps view)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -44,6 +45,7 @@ class _Call:
             "started": self.started,
             "status": self.status,
             "progress": self.progress,
+            **({"tool": self.tool} if self.tool is not None else {}),
             **self.outcome,
         }
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from .._extras import require
 from ..transports.http.security import is_loopback
+from .sandbox import SandboxApp
 from .session import Inspector
 from .web import InspectorApp
 
@@ -34,15 +35,19 @@ class RunningInspector:
     inspector: Inspector
     server: Any
     task: asyncio.Task[Any]
+    sandbox: tuple[Any, asyncio.Task[Any]] | None = None  # the MCP Apps sandbox's server (its own port)
 
     async def stop(self) -> None:
         self.server.should_exit = True
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.shield(self.task), 10)
-        if not self.task.done():
-            self.task.cancel()
+        if self.sandbox is not None:
+            self.sandbox[0].should_exit = True
+        for task in (self.task, *((self.sandbox[1],) if self.sandbox is not None else ())):
             with contextlib.suppress(BaseException):
-                await self.task
+                await asyncio.wait_for(asyncio.shield(task), 10)
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
 
     async def wait(self) -> None:
         """Until the server stops (Ctrl-C)."""
@@ -67,19 +72,38 @@ async def start_inspector(
     app = InspectorApp(inspector, token=token or secrets.token_urlsafe(32))
     if configure is not None:
         configure(app)
+    shown = f"[{host}]" if ":" in host else host
+    # the MCP Apps sandbox: its own port, so its origin is not the page's (inspector/sandbox.py)
+    sandbox = build_asgi_server(SandboxApp(lambda: app.origins), host, 0, log_level="warning")
+    sandbox_task = await _serving(sandbox, "the MCP Apps sandbox")
+    inspector.views.sandbox_origin = f"http://{shown}:{_port(sandbox)}"
     server = build_asgi_server(app, host, port, log_level="warning")
-    task = asyncio.ensure_future(server.serve())
+    try:
+        task = await _serving(server, "the inspector's server")
+    except BaseException:
+        sandbox.should_exit = True
+        await sandbox_task
+        raise
+    actual = _port(server)
+    app.bind(actual, host)
+    url = f"http://{shown}:{actual}/#token={app._token.decode()}"
+    return RunningInspector(
+        url=url, port=actual, app=app, inspector=inspector, server=server, task=task, sandbox=(sandbox, sandbox_task)
+    )
+
+
+async def _serving(server: Any, what: str) -> asyncio.Task[Any]:
+    task: asyncio.Task[Any] = asyncio.ensure_future(server.serve())
     while not server.started and not task.done():
         await asyncio.wait({task}, timeout=0.02)
     if task.done():
         task.result()  # raises why it did not start
-        raise RuntimeError("the inspector's server stopped before it listened")
-    bound = server.servers[0].sockets[0].getsockname()
-    actual = int(bound[1])
-    app.bind(actual, host)
-    shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{actual}/#token={app._token.decode()}"
-    return RunningInspector(url=url, port=actual, app=app, inspector=inspector, server=server, task=task)
+        raise RuntimeError(f"{what} stopped before it listened")
+    return task
+
+
+def _port(server: Any) -> int:
+    return int(server.servers[0].sockets[0].getsockname()[1])
 
 
 def _open_browser(url: str) -> None:

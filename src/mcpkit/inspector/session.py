@@ -31,14 +31,17 @@ from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
+from ..client.apps import UI_HOST_SETTINGS
 from ..client.client import ToolOutputError
 from ..client.display import display_name, segments, shown_description
 from ..client.targets import ServerStartError, parse_target
 from ..protocol.errors import CapabilityNotSupported, MCPError
+from ..protocol.extensions import UI_EXTENSION
 from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, settle
 from .events import EventHub
 from .log import MessageLog
 from .tap import tapped_client
+from .views import ViewTable
 
 logger = logging.getLogger("mcpkit.inspector")
 
@@ -106,6 +109,7 @@ class Inspector:
         )
         if self._target.stdio is not None:
             self._target.stdio.on_stderr = self._on_stderr
+        self._extra_extensions = options.pop("extensions", None) or {}
         self.client_options = options
         self.mode = mode
         self.protocol_version = protocol_version
@@ -136,6 +140,7 @@ class Inspector:
         self._alive_task: asyncio.Task[None] | None = None
         self._generation = 0
         self._connections = 0
+        self.views = ViewTable(self)  # MCP Apps views shown by the page (views.py)
 
     # ------------------------------------------------------------------ state
 
@@ -173,6 +178,7 @@ class Inspector:
             "log": self.log.stats(),
             "logLevel": self.log_level,
             "extra": self.extra,
+            "apps": {"sandbox": self.views.sandbox_origin, "views": self.views.views()},
         }
         if client is not None:
             out.update(
@@ -238,6 +244,7 @@ class Inspector:
                 timeout=self.timeout,
                 connect_timeout=self.connect_timeout,
                 cache=False,  # an inspector shows what the server answers now, and every message it takes
+                extensions=self._extensions(),
                 **self.client_options,
             )
             try:
@@ -253,6 +260,7 @@ class Inspector:
                 await self._close_client("replaced")
             self._client = client
             self._generation += 1
+            self.views.close_all()  # (a view speaks to the server it was opened on only)
             if self.log_level is not None:
                 with contextlib.suppress(MCPError, CapabilityNotSupported):
                     await client.set_logging_level(self.log_level)
@@ -315,6 +323,10 @@ class Inspector:
                         await self._close_client("lost")
                         self._set_status("disconnected", {"message": reason or "the connection ended"})
                 return
+
+    def _extensions(self) -> dict[str, Any]:
+        """The extensions the inspector's client declares: it hosts MCP Apps views (and what the caller adds)."""
+        return {UI_EXTENSION: UI_HOST_SETTINGS, **dict(self._extra_extensions)}
 
     def _require(self) -> Any:
         if self._client is None:
@@ -495,6 +507,9 @@ class Inspector:
         if len(self._calls) >= self.max_running_calls:
             raise InspectorError(f"{self.max_running_calls} calls are already running: wait or cancel one", 429)
         call = _Call(id=f"call-{next(self._ids)}", name=name, arguments=arguments, started=time.time())
+        with contextlib.suppress(Exception):  # (its definition from the start: the page shows its MCP Apps view)
+            known = await client.get_tool(name)
+            call.tool = known.dump() if known is not None else None
         self._calls[call.id] = call
         call.task = asyncio.get_running_loop().create_task(self._run_call(client, call))
         self.hub.publish("call", call=call.public())

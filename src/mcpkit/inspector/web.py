@@ -87,11 +87,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 
 async def _respond(
-    send: Send, status: int, body: bytes, content_type: bytes = b"text/plain; charset=utf-8", csp: bool = False
+    send: Send, status: int, body: bytes, content_type: bytes = b"text/plain; charset=utf-8", csp: str | None = None
 ) -> None:
     headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *_COMMON_HEADERS]
     if csp:
-        headers.append((b"content-security-policy", CSP.encode()))
+        headers.append((b"content-security-policy", csp.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -147,6 +147,9 @@ class InspectorApp:
             "log": self._log,
             "log-entry": self._log_entry,
             "log-clear": self._log_clear,
+            "view-open": self._view_open,
+            "view-request": self._view_request,
+            "view-close": self._view_close,
         }
 
     def bind(self, port: int, host: str = "127.0.0.1") -> None:
@@ -155,6 +158,13 @@ class InspectorApp:
         if host not in ("0.0.0.0", "::", ""):
             names.add(f"[{host}]" if ":" in host and not host.startswith("[") else host)
         self._origins = frozenset(f"http://{name}:{port}" for name in names)
+
+    @property
+    def csp(self) -> str:
+        """The page's Content-Security-Policy: :data:`CSP`, with frames from the MCP Apps sandbox's origin only
+        (when there is one)."""
+        sandbox = self.inspector.views.sandbox_origin
+        return CSP if sandbox is None else f"{CSP}; frame-src {sandbox}"
 
     @property
     def origins(self) -> frozenset[str]:
@@ -202,7 +212,7 @@ class InspectorApp:
         if found is None:
             await _respond(send, 404, b"Not Found")
             return
-        await _respond(send, 200, found[0], found[1], csp=name.endswith(".html"))
+        await _respond(send, 200, found[0], found[1], csp=self.csp if name.endswith(".html") else None)
 
     async def _startup(self) -> None:
         for hook in self.startup_hooks:
@@ -423,6 +433,19 @@ class InspectorApp:
     async def _log_clear(self, body: dict[str, Any]) -> Any:
         self.inspector.log.clear()
         return {}
+
+    # MCP Apps: the views the page shows (inspector/views.py, the sandbox in inspector/sandbox.py)
+
+    async def _view_open(self, body: dict[str, Any]) -> Any:
+        origin = body.get("origin")
+        host = origin if isinstance(origin, str) and origin in self._origins else min(self._origins, default="")
+        return await self.inspector.views.open(body.get("tool"), body.get("uri"), host)
+
+    async def _view_request(self, body: dict[str, Any]) -> Any:
+        return await self.inspector.views.forward(body.get("viewId"), body.get("method"), body.get("params"))
+
+    async def _view_close(self, body: dict[str, Any]) -> Any:
+        return {"closed": self.inspector.views.close(body.get("viewId"))}
 
 
 def as_asgi(app: InspectorApp) -> ASGIApp:

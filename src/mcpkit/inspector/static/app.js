@@ -3,13 +3,10 @@
 import { announce, clear, h, httpUrl, jsonView, openLink, segmentsView, urlView } from "./dom.js";
 import { buildForm, attachCompletion } from "./forms.js";
 import { blocksView, contentsView, messagesView } from "./render.js";
+import { closeViews, showCallView } from "./apps.js";
 
 const MAX_LOG_ROWS = 2000;
 
-// Views a finished call may also be shown in, above its content blocks: each is (call, tool) => Element | null,
-// where tool is the tool's definition (its _meta included). The first that returns an element is used. This is
-// where an interactive view of a tool result (MCP Apps, in a sandboxed frame on another origin) is to be hosted.
-export const resultViews = [];
 const $ = (id) => document.getElementById(id);
 
 // ---------------------------------------------------------------------------------------------- token, api
@@ -305,15 +302,18 @@ function renderTool() {
   box.append(schemas);
 }
 
+// A call's box: its head and its content are drawn again on each event; its MCP Apps view (apps.js) lives in a
+// slot between them that is never cleared (a frame that leaves the document reloads).
 function renderCall(call) {
   S.calls.set(call.id, call);
-  let box = document.querySelector(`.call[data-id="${CSS.escape(call.id)}"]`);
-  const fresh = !box;
-  if (fresh) box = h("div", { class: "call", dataset: { id: call.id } });
-  clear(box);
+  let outer = document.querySelector(`.call[data-id="${CSS.escape(call.id)}"]`);
+  const fresh = !outer;
+  if (fresh) outer = h("div", { class: "call", dataset: { id: call.id } }, h("div", { class: "call-top" }), h("div", { class: "call-view" }), h("div", { class: "call-rest" }));
+  const box = clear(outer.querySelector(".call-top"));
+  const rest = clear(outer.querySelector(".call-rest"));
   const result = call.result || null;
-  box.className = `call ${call.status}${result && result.isError ? " iserror" : ""}`;
-  box.dataset.status = call.status;
+  outer.className = `call ${call.status}${result && result.isError ? " iserror" : ""}`;
+  outer.dataset.status = call.status;
   const title = h("div", { class: "call-head" }, h("strong", { text: call.name }), h("span", { class: "muted mono", text: JSON.stringify(call.arguments).slice(0, 200) }));
   const state = { running: "running", done: result && result.isError ? "the tool reported an error" : "done", failed: "failed", cancelled: "cancelled" }[call.status] || call.status;
   title.append(h("span", { class: `badge ${call.status === "done" && !(result && result.isError) ? "ok" : call.status === "running" ? "" : "bad"}`, text: state }));
@@ -333,26 +333,20 @@ function renderCall(call) {
     box.append(bar);
     if (p) box.append(h("div", { class: "progress-text", text: `${p.progress}${typeof p.total === "number" ? " of " + p.total : ""}${p.message ? " · " + p.message : ""}` }));
   }
+  showCallView(call, outer.querySelector(".call-view"), api);
   if (result) {
-    for (const view of resultViews) {
-      const el = view(call, call.tool || null);
-      if (el) {
-        box.append(h("div", { class: "result-view" }, el));
-        break;
-      }
-    }
-    box.append(blocksView(result.content, { read: (uri) => openResource(uri) }));
+    rest.append(blocksView(result.content, { read: (uri) => openResource(uri) }));
     if (result.structuredContent !== undefined) {
       const v = call.validation || {};
-      box.append(h("div", { class: "structured-head" }, h("span", { class: "kind", text: "structured content" }), " ",
+      rest.append(h("div", { class: "structured-head" }, h("span", { class: "kind", text: "structured content" }), " ",
         h("span", { class: `badge validation ${v.state === "valid" ? "ok" : v.state === "invalid" ? "bad" : ""}`, text: v.message || "" })), jsonView(result.structuredContent));
     } else if (call.validation && call.validation.state === "invalid") {
-      box.append(h("div", { class: "badge bad", text: call.validation.message }));
+      rest.append(h("div", { class: "badge bad", text: call.validation.message }));
     }
   }
-  if (call.error) box.append(errorView(call.error));
-  if (call.status !== "running" && call.ended) box.append(h("div", { class: "muted", text: `${((call.ended - call.started) * 1000).toFixed(0)} ms` }));
-  if (fresh) $("calls").prepend(box);
+  if (call.error) rest.append(errorView(call.error));
+  if (call.status !== "running" && call.ended) rest.append(h("div", { class: "muted", text: `${((call.ended - call.started) * 1000).toFixed(0)} ms` }));
+  if (fresh) $("calls").prepend(outer);
   if (call.status !== "running") announce(`${call.name}: ${state}`);
 }
 
@@ -820,6 +814,7 @@ function applyState(state, initial) {
   renderServer();
   if (initial) {
     renderRoots();
+    closeViews("the page drew its state again");
     clear($("calls"));
     for (const c of state.calls || []) renderCall(c);
     clear($("asks"));
@@ -827,6 +822,7 @@ function applyState(state, initial) {
     for (const r of state.pending || []) renderAsk(r);
   }
   const fresh = was !== "connected" || wasVersion !== state.protocolVersion || wasGeneration !== state.generation;
+  if (wasGeneration !== null && wasGeneration !== state.generation) closeViews("the inspector reconnected");
   if (state.status === "connected" && (initial || fresh)) {
     renderRoots();
     reloadAll();
