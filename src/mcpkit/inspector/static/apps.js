@@ -130,7 +130,9 @@ class ViewHost {
     }
     if (size > MAX_MESSAGE_CHARS) {
       this.note("refused", `dropped a message of ${size === Infinity ? "unreadable" : size} characters (more than ${MAX_MESSAGE_CHARS})`);
-      return this.answerError(msg, -32600, "message too large");
+      const id = msg && typeof msg === "object" ? msg.id : undefined;
+      if (typeof id === "string" || typeof id === "number") this.reply(id, null, { code: -32600, message: "message too large" });
+      return;
     }
     if (!msg || typeof msg !== "object" || Array.isArray(msg) || msg.jsonrpc !== "2.0") {
       this.note("refused", `dropped a malformed message (not a JSON-RPC 2.0 object): ${short(msg, 120)}`);
