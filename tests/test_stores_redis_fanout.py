@@ -213,22 +213,39 @@ async def test_a_worker_cut_off_past_the_log_bound_tells_its_clients_to_look_aga
             assert await b.read("1-0") is None  # a position the log no longer holds: the caller must look again
 
 
-async def test_publish_without_redis_still_tells_this_workers_clients(redis_url: str) -> None:  # noqa: F811
+async def test_publish_without_redis_tells_this_workers_clients_now_and_the_others_later(
+    redis_url: str,  # noqa: F811
+) -> None:
     port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
     with TcpProxy(port) as proxy:
-        async with fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,):
+        async with (
+            fanouts(redis_url, 1) as (a,),
+            fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,),
+        ):
+            b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
+            ra = await _started(a)
             rb = await _started(b)
             proxy.cut()
             started = time.monotonic()
-            await b.publish("list_changed", "prompts")  # the log is unreachable: local clients are told anyway
+            await b.publish("list_changed", "prompts")  # the log is unreachable: B's clients are told at once
+            await b.publish("resource_updated", "mcpkit://late")
             assert time.monotonic() - started < 2.0
-            assert rb.events == [("list_changed", "prompts", None)]
+            assert rb.events == [("list_changed", "prompts", ""), ("resource_updated", "mcpkit://late", "")]
             assert "unavailable" in (await b.check() or "") or "lost" in (await b.check() or "")
+            await asyncio.sleep(0.3)
+            assert ra.events == []
             proxy.restore()
+            await ra.until(2, timeout=15)  # the others get them when B reaches the log again, in order
+            assert [(k, v) for k, v, _ in ra.events] == [
+                ("list_changed", "prompts"),
+                ("resource_updated", "mcpkit://late"),
+            ]
             deadline = time.monotonic() + 10
             while await b.check() is not None:  # ready again by itself
                 assert time.monotonic() < deadline
                 await asyncio.sleep(0.1)
+            await asyncio.sleep(0.3)
+            assert len(rb.events) == 2  # and B's clients were not told twice
 
 
 async def test_a_fanout_started_while_redis_is_down_starts_by_itself_when_it_is_back(

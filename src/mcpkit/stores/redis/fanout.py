@@ -26,6 +26,7 @@ import logging
 import math
 import secrets
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -87,6 +88,8 @@ class RedisFanout:
         max_inbox: messages a worker's inbox keeps.
         message_ttl: seconds a session message (and an inbox) is kept after its last write.
         heartbeat: seconds between heartbeats (a worker is taken for gone after three missed).
+        max_unsent: events this worker keeps while the log cannot be reached, logged when it can (beyond, the
+            oldest are dropped and the other workers are told to look again).
         cluster, timeout: for a URL (see :class:`~mcpkit.stores.redis.RedisConnection`).
     """
 
@@ -101,6 +104,7 @@ class RedisFanout:
         max_messages_per_session: int = 1000,
         message_ttl: float = 3600.0,
         heartbeat: float = 1.0,
+        max_unsent: int = 10_000,
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
@@ -118,6 +122,7 @@ class RedisFanout:
         self.max_messages_per_session = max_messages_per_session
         self.message_ttl = message_ttl
         self.heartbeat = heartbeat
+        self.max_unsent = max_unsent
         self.origin = secrets.token_hex(8)
         self._origin = self.origin.encode()
         self.published = 0
@@ -133,6 +138,9 @@ class RedisFanout:
         self._first: asyncio.Future[None] | None = None
         self._supervisor: asyncio.Task[None] | None = None
         self._reading = False  # the log reader's last read succeeded
+        self._checked: tuple[float, str | None] = (-1.0, None)  # the last readiness ping: (when, why not ready)
+        self._unsent: deque[dict[bytes, bytes]] = deque()  # events the log could not take yet (this worker's)
+        self._overflowed = False
         self._warned = 0.0
         self._closed = False
         client = self.conn.client
@@ -158,22 +166,48 @@ class RedisFanout:
 
     async def publish(self, event: str, value: str) -> None:
         """Log ``event``; every worker (this one too, while it reads the log) delivers it. When the log cannot be
-        reached, this worker's clients are told at once and the others miss it (logged)."""
+        reached, this worker's clients are told at once and the event waits in this worker's outbox (at most
+        ``max_unsent``) until the log can be reached again: the other workers get it late, not never."""
         if self._closed:
             return
-        try:
-            await self._log({b"o": self._origin, b"e": event.encode(), b"v": value.encode()})
-        except Exception as exc:
-            self._warn("could not log %s (delivered on this worker only): %s", event, exc)
-        else:
-            self.published += 1
-            return
+        fields = {b"o": self._origin, b"e": event.encode(), b"v": value.encode()}
+        if not self._unsent:  # (while some wait, later ones wait behind them: one order)
+            try:
+                await self._log(fields)
+            except Exception as exc:
+                self._warn("could not log %s (told this worker's clients; the others later): %s", event, exc)
+            else:
+                self.published += 1
+                return
+        self._hold(fields)
         server = self.server
         if server is not None and self.running:  # the server left its own delivery to the log: do it here
-            if event == "list_changed":
-                await server.deliver_list_changed(value)
-            elif event == "resource_updated":
-                await server.deliver_resource_updated(value)
+            token = LOG_POSITION.set("")  # (no position yet: the GET streams send it without an id)
+            try:
+                if event == "list_changed":
+                    await server.deliver_list_changed(value)
+                elif event == "resource_updated":
+                    await server.deliver_resource_updated(value)
+            finally:
+                LOG_POSITION.reset(token)
+
+    def _hold(self, fields: dict[bytes, bytes]) -> None:
+        """Keep an event the log could not take (``l``: this worker delivered it already)."""
+        fields[b"l"] = b"1"
+        if len(self._unsent) >= self.max_unsent:
+            self._unsent.popleft()
+            self._overflowed = True  # the others will be told to look again
+        self._unsent.append(fields)
+
+    async def _flush(self) -> None:
+        """Log what waits in the outbox, in order (the log is reachable again)."""
+        if self._overflowed:
+            await self._log({b"o": self._origin, b"e": b"missed", b"v": b"", b"l": b"1"})
+            self._overflowed = False
+        while self._unsent:
+            await self._log(self._unsent[0])
+            self._unsent.popleft()
+            self.published += 1
 
     def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
         if listener not in self._session_listeners:
@@ -183,10 +217,14 @@ class RedisFanout:
         """Tell the other workers that a session's record changed (they reload it before their next delivery)."""
         if self._closed:
             return
-        try:
-            await self._log({b"o": self._origin, b"e": b"session", b"v": session_id.encode()})
-        except Exception as exc:  # the others re-read the record on the session's next request anyway
-            self._warn("could not announce a change of session %s: %s", session_id[:8], exc)
+        fields = {b"o": self._origin, b"e": b"session", b"v": session_id.encode()}
+        if not self._unsent:
+            try:
+                await self._log(fields)
+                return
+            except Exception as exc:  # (the others re-read the record on the session's next request anyway)
+                self._warn("could not announce a change of session %s (later): %s", session_id[:8], exc)
+        self._hold(fields)
 
     async def start(self) -> None:
         """Take a worker number and start reading the log and the inbox (idempotent). When Redis cannot be reached
@@ -254,6 +292,9 @@ class RedisFanout:
         tasks = [t for t in (self._supervisor, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
+        if self._unsent and self.running:  # one last try for what waits (bounded by the timeout)
+            with contextlib.suppress(Exception):
+                await self._flush()
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
@@ -360,11 +401,17 @@ class RedisFanout:
             return f"the notification log is unreachable ({self.conn.last_error or 'not started'})"
         if not self._reading:
             return f"the notification log reader lost Redis ({self.conn.last_error})"
-        try:
-            await self.conn.ping()
-        except StoreUnavailable as exc:
-            return str(exc)
-        return None
+        if not self.conn.available:
+            return f"Redis is unavailable ({self.conn.last_error})"
+        now = time.monotonic()
+        if now - self._checked[0] >= 0.5:  # (one ping per half second, however often a probe asks)
+            try:
+                await self.conn.ping()
+                reason = None
+            except StoreUnavailable as exc:
+                reason = str(exc)
+            self._checked = (time.monotonic(), reason)
+        return self._checked[1]
 
     # ------------------------------------------------------------------ internals
 
@@ -417,6 +464,11 @@ class RedisFanout:
                 continue
             self._reading = True
             self.conn.failed_at = 0.0  # Redis answers again: close the breaker for everyone
+            if self._unsent or self._overflowed:
+                try:
+                    await self._flush()
+                except Exception as exc:
+                    self._warn("could not log the events that waited: %s", exc)
             delay = 0.05
             for entry_id, fields in _stream_entries(reply):
                 position = _text(entry_id)
@@ -451,6 +503,8 @@ class RedisFanout:
         kind = fields.get(b"e")
         own = fields.get(b"o") == self._origin
         server = self.server
+        if own and fields.get(b"l") == b"1":
+            return  # logged late: this worker told its clients when it happened
         if kind == b"list_changed" or kind == b"resource_updated":
             if server is None:
                 return
@@ -468,6 +522,13 @@ class RedisFanout:
                 return  # the worker that changed the record has it
             for listener in list(self._session_listeners):
                 await listener(_text(fields.get(b"v")))
+        elif kind == b"missed":  # another worker dropped events it could not log: look again
+            if server is not None:
+                token = LOG_POSITION.set("")
+                try:
+                    await server.deliver_missed()
+                finally:
+                    LOG_POSITION.reset(token)
         elif kind == b"direct" or kind == b"cancel":
             entry = self._entry(position, fields)
             if entry is not None:

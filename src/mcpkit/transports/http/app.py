@@ -5,7 +5,6 @@ it with uvicorn (:func:`mcpkit.transports.http.serve`). One DNS-rebinding policy
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,6 @@ class MCPApp:
         self.ws: Any = None
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining = False
-        self._ready: tuple[float, str | None] = (-1.0, None)  # (when, why not ready): probes reuse it for 0.5 s
         if health_path:
             routes["/" + health_path.strip("/")] = self._health
         if ready_path:
@@ -90,13 +88,7 @@ class MCPApp:
         fanout = self.server.fanout if self.server is not None else None
         if not isinstance(fanout, SharedFanout):
             return None
-        now = time.monotonic()
-        when, reason = self._ready
-        if now - when < 0.5:
-            return reason
-        reason = await fanout.check()
-        self._ready = (time.monotonic(), reason)
-        return reason
+        return await fanout.check()
 
     async def _health(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Liveness: 200 while the process serves requests."""

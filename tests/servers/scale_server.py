@@ -1,0 +1,30 @@
+"""The server of the scale-out fault tests (served by `mcpkit run tests/servers/scale_server.py -t http` with the
+MCPKIT_* configuration): notifications a test can tell apart (one URI each), and a tool that says which worker
+process answered."""
+
+from __future__ import annotations
+
+import os
+
+from mcpkit import MCPKit
+
+app = MCPKit("scale-faults")
+
+
+@app.resource("mcpkit://item/{n}", name="item", mime_type="text/plain")
+def item(n: int) -> str:
+    """Item ``n``."""
+    return f"item {n}"
+
+
+@app.tool
+async def touch(uri: str) -> str:
+    """Tell the subscribers of ``uri`` that it changed (on every worker)."""
+    await app.notify_resource_updated(uri)
+    return f"touched {uri}"
+
+
+@app.tool
+def whoami() -> int:
+    """The process id of the worker that answered."""
+    return os.getpid()
