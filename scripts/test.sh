@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # THE test command of mcpkit: bash scripts/test.sh
 # Works on a fresh Debian machine with python3/pip/node/npm: creates .venv, installs the package with its dev
-# extras, redis-server (apt) and the pinned npm peers (tests/package-lock.json), then runs
+# extras, redis-server, nginx and haproxy (apt) and the pinned npm peers (tests/package-lock.json), then runs
 # ruff, mypy, pytest and regenerates docs/compliance.md. Any failing step fails the script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,15 +24,25 @@ PY="$ROOT/.venv/bin/python"
 "$PY" --version
 elapsed
 
-section "redis-server"
-if ! command -v redis-server >/dev/null 2>&1; then
+section "redis-server, nginx, haproxy"
+# The Redis store tests need redis-server and redis-cli (a single Redis and a three-primary Redis Cluster), the
+# scale-out tests a real load balancer: nginx and HAProxy run the configurations shipped in deploy/. Installed
+# only when missing; the daemons the packages would start are not used (the tests start their own on free ports).
+MISSING_PKGS=()
+command -v redis-server >/dev/null 2>&1 || MISSING_PKGS+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || MISSING_PKGS+=(redis-tools)
+{ command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || MISSING_PKGS+=(nginx)
+{ command -v haproxy || [ -x /usr/sbin/haproxy ]; } >/dev/null 2>&1 || MISSING_PKGS+=(haproxy)
+if [ "${#MISSING_PKGS[@]}" -gt 0 ]; then
   SUDO=""
   if [ "$(id -u)" != "0" ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -q
-  $SUDO apt-get install -y -q --no-install-recommends redis-server
+  $SUDO apt-get update -qq >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends "${MISSING_PKGS[@]}" >/dev/null
 fi
 redis-server --version
+PATH="$PATH:/usr/sbin" nginx -v 2>&1
+PATH="$PATH:/usr/sbin" haproxy -v 2>&1 | head -1
 elapsed
 
 section "chromium (the inspector's browser tests)"
