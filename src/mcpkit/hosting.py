@@ -47,10 +47,11 @@ class Fanout(Protocol):
     """How a server's change notifications reach the clients of OTHER workers: the server is given one
     (``create_app(server, fanout=...)`` or ``server.set_fanout(...)``) and owns it.
 
-    ``server.notify_list_changed`` / ``notify_resource_updated`` deliver to this worker's sessions and listen
-    streams (unless :attr:`delivers_locally`), then call :meth:`publish`; a fan-out that receives another worker's
-    event hands it to the bound server's ``deliver_list_changed`` / ``deliver_resource_updated`` (local delivery
-    only, never re-published).
+    ``server.notify_list_changed`` / ``notify_resource_updated`` call :meth:`publish`, which delivers the event to
+    this worker's sessions and listen streams (the bound server's ``deliver_list_changed`` /
+    ``deliver_resource_updated``) and tells the other workers, whose fan-outs deliver it there the same way (local
+    delivery only, never re-published). A fan-out that keeps one order for all (``RedisFanout``) delivers this
+    worker's own events from that order too.
     Session-record announcements (``session_changed`` / ``on_session_changed``) keep the copies of a handshake
     session held by several workers in step (the Streamable HTTP endpoint uses them with a session store).
     """
@@ -58,12 +59,6 @@ class Fanout(Protocol):
     @property
     def running(self) -> bool:
         """True once events from other workers are being received (always True for ``LocalFanout``)."""
-        ...
-
-    @property
-    def delivers_locally(self) -> bool:
-        """True when the fan-out also delivers this worker's own events (through ``deliver_*``, in the one order
-        every worker sees): ``notify_*`` then only publishes."""
         ...
 
     def bind(self, server: FanoutTarget) -> None:
@@ -75,7 +70,8 @@ class Fanout(Protocol):
         ...
 
     async def publish(self, event: str, value: str) -> None:
-        """Tell the other workers about ``event`` ("list_changed" with a kind, "resource_updated" with a URI)."""
+        """Deliver ``event`` ("list_changed" with a kind, "resource_updated" with a URI) to this worker's clients and
+        tell the other workers."""
         ...
 
     async def session_changed(self, session_id: str) -> None:

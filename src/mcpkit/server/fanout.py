@@ -8,8 +8,9 @@ transports use it without importing the server) and re-exported here.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..hosting import Fanout
 
@@ -18,19 +19,22 @@ if TYPE_CHECKING:
 
 
 class LocalFanout:
-    """The default :class:`Fanout`: one worker, nothing to tell anyone (local delivery is the server's own)."""
+    """The default :class:`Fanout`: one worker; a change is delivered to this worker's clients and told to nobody
+    else."""
 
     running = True
-    delivers_locally = False
+
+    def __init__(self, server: FanoutTarget | None = None) -> None:
+        self.server = server
 
     def bind(self, server: FanoutTarget) -> None:
-        pass
+        self.server = server
 
     async def start(self) -> None:
         pass
 
     async def publish(self, event: str, value: str) -> None:
-        pass
+        await deliver(self.server, event, value)
 
     async def session_changed(self, session_id: str) -> None:
         pass
@@ -42,4 +46,24 @@ class LocalFanout:
         pass
 
 
-__all__ = ["Fanout", "LocalFanout"]
+async def deliver(server: FanoutTarget | None, event: str, value: str) -> None:
+    """Deliver a published event to this worker's clients (``server.deliver_*``; nothing for an unknown event)."""
+    if server is None:
+        return
+    if event == "list_changed":
+        await server.deliver_list_changed(value)
+    elif event == "resource_updated":
+        await server.deliver_resource_updated(value)
+
+
+async def deliver_missed(server: Any) -> None:
+    """``Server.deliver_missed``: events of other workers may have been lost (a fan-out found a gap), so this
+    worker's clients look again at every list and every resource they watch (a notice too many, never one too
+    few). ``server`` is a ``Server`` (its sessions and ``subscriptions/listen`` streams)."""
+    sessions, listeners = list(server._sessions), list(server._listeners)
+    uris = {u for s in sessions if not s.closed for u in s.subscriptions} | {u for x in listeners for u in x.uris}
+    changes = [server.deliver_list_changed(kind) for kind in ("tools", "resources", "prompts")]
+    await asyncio.gather(*changes, *(server.deliver_resource_updated(uri) for uri in sorted(uris)))
+
+
+__all__ = ["Fanout", "LocalFanout", "deliver", "deliver_missed"]

@@ -49,7 +49,7 @@ from ..protocol.versions import (
 )
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
-from .fanout import Fanout, LocalFanout
+from .fanout import Fanout, LocalFanout, deliver_missed
 from .request_context import (
     CLIENT_CAPABILITY_FOR,
     CURRENT_AUTHORIZATION,
@@ -155,7 +155,7 @@ class Server:
         self.listen_queue_size = listen_queue_size
         self.logging_enabled = logging_enabled
         self.fanout_timeout = 5.0
-        self.fanout: Fanout = LocalFanout()  # how changes reach other workers' clients: set_fanout()
+        self.fanout: Fanout = LocalFanout(self)  # how changes reach this worker's and other workers' clients
         self._fanout_start: asyncio.Task[None] | None = None
         self.experimental: JSONDict = {}
         self.resource_subscriptions = True
@@ -439,14 +439,10 @@ class Server:
     async def notify_list_changed(self, kind: str) -> None:
         """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras, on
         this worker and (through :attr:`fanout`) on every other."""
-        if not self.fanout.delivers_locally:  # (a fan-out that does delivers this worker's events in its order)
-            await self.deliver_list_changed(kind)
-        await self.fanout.publish("list_changed", kind)
+        await self.fanout.publish("list_changed", kind)  # (here too: the fan-out delivers in its own order)
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the subscribers of ``uri`` that it changed, in both eras, on this worker and every other."""
-        if not self.fanout.delivers_locally:
-            await self.deliver_resource_updated(uri)
         await self.fanout.publish("resource_updated", uri)
 
     async def deliver_list_changed(self, kind: str) -> None:
@@ -466,11 +462,7 @@ class Server:
             if uri in listener.uris:
                 listener.offer("notifications/resources/updated", {"uri": uri})
 
-    async def deliver_missed(self) -> None:
-        """A fan-out gap (events may be lost): this worker's clients look again at every list and watched resource."""
-        uris = {u for s in list(self._sessions) for u in s.subscriptions} | {u for x in self._listeners for u in x.uris}
-        changes = [self.deliver_list_changed(kind) for kind in _LIST_CHANGED_FILTER]
-        await asyncio.gather(*changes, *(self.deliver_resource_updated(uri) for uri in sorted(uris)))
+    deliver_missed = deliver_missed  # a fan-out gap: every list changed, every watched resource updated (fanout.py)
 
     async def _fan_out(self, sessions: list[ServerSession], method: str, params: JSONDict | None) -> None:
         """Send to every session concurrently; a slow or dead one is given up on after ``fanout_timeout``

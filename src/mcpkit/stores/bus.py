@@ -54,7 +54,7 @@ import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send
 from ..hosting import Fanout
-from ..server.fanout import LocalFanout
+from ..server.fanout import LocalFanout, deliver
 
 if TYPE_CHECKING:
     from ..hosting import FanoutTarget, HostedServer
@@ -202,8 +202,6 @@ class BusFanout:
         self._session_listeners: list[Callable[[str], Awaitable[None]]] = []
         self._closed = False
 
-    delivers_locally = False  # the server delivers its own events; the subscriber skips them by origin
-
     @property
     def running(self) -> bool:
         return self._sub is not None
@@ -214,6 +212,9 @@ class BusFanout:
         self.server = server
 
     async def publish(self, event: str, value: str) -> None:
+        """Deliver to this worker's clients at once, then publish (the other workers' subscribers deliver it; this
+        worker's skips its own events by origin)."""
+        await deliver(self.server, event, value)
         await self._publish({"o": self.origin, "e": event, "v": value})
 
     def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:

@@ -30,6 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ...server.fanout import deliver
 from ..log import ID_SHIFT, LOG_POSITION, LogEntry, position_order
 from .connection import DEFAULT_TIMEOUT, RedisConnection, StoreUnavailable, connection_for
 
@@ -154,42 +155,43 @@ class RedisFanout:
         """True once this worker reads the log."""
         return self._position is not None and not self._closed
 
-    @property
-    def delivers_locally(self) -> bool:
-        """While the log is read here, this worker's own events are delivered from it too (one order for all)."""
-        return self.running
-
     def bind(self, server: FanoutTarget) -> None:
         if self.server is not None and self.server is not server:
             raise ValueError("this fan-out already serves another server: give each server its own")
         self.server = server
 
     async def publish(self, event: str, value: str) -> None:
-        """Log ``event``; every worker (this one too, while it reads the log) delivers it. When the log cannot be
-        reached, this worker's clients are told at once and the event waits in this worker's outbox (at most
-        ``max_unsent``) until the log can be reached again: the other workers get it late, not never."""
+        """Log ``event``; every worker, this one too, delivers it from the log in one order (before this worker
+        reads the log, it delivers its own at once). When the log cannot be reached, this worker's clients are told
+        at once and the event waits in this worker's outbox (at most ``max_unsent``) until the log can be reached
+        again: the other workers get it late, not never."""
         if self._closed:
             return
         fields = {b"o": self._origin, b"e": event.encode(), b"v": value.encode()}
+        here = not self.running  # (before this worker reads the log, it delivers its own events at once)
         if not self._unsent:  # (while some wait, later ones wait behind them: one order)
+            if here:
+                fields[b"l"] = b"1"
             try:
                 await self._log(fields)
             except Exception as exc:
                 self._warn("could not log %s (told this worker's clients; the others later): %s", event, exc)
             else:
                 self.published += 1
+                if here:
+                    await self._deliver_here(event, value)
                 return
         self._hold(fields)
-        server = self.server
-        if server is not None and self.running:  # the server left its own delivery to the log: do it here
-            token = LOG_POSITION.set("")  # (no position yet: the GET streams send it without an id)
-            try:
-                if event == "list_changed":
-                    await server.deliver_list_changed(value)
-                elif event == "resource_updated":
-                    await server.deliver_resource_updated(value)
-            finally:
-                LOG_POSITION.reset(token)
+        await self._deliver_here(event, value)
+
+    async def _deliver_here(self, event: str, value: str) -> None:
+        """This worker's clients get an event the log does not deliver here (no position: GET streams send it
+        without an id)."""
+        token = LOG_POSITION.set("")
+        try:
+            await deliver(self.server, event, value)
+        finally:
+            LOG_POSITION.reset(token)
 
     def _hold(self, fields: dict[bytes, bytes]) -> None:
         """Keep an event the log could not take (``l``: this worker delivered it already)."""
