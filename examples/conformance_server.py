@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from mcpkit import Audio, Context, Image, InputRequired, MCPKit, Message, Tool, ToolError
+from mcpkit import Audio, Context, Image, InputRequired, MCPKit, Message, TaskFailed, Tool, ToolError
 from mcpkit.protocol.jsonrpc import JSONDict
 
 PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg=="
@@ -502,6 +502,62 @@ def create_app() -> MCPKit:
     @app.completion(prompt="test_prompt_with_arguments", argument="arg1")
     def complete_arg1(value: str, context: dict[str, str]) -> list[str]:
         return [v for v in ("test", "testValue1", "example") if v.startswith(value)]
+
+    # ------------------------------------------------------------------ tasks (the io.modelcontextprotocol/tasks
+    # extension's scenarios; the same tools run as 2025-11-25 tasks when a client sends params.task)
+
+    @app.tool
+    def greet(name: str) -> str:
+        """Greets synchronously (never a task)."""
+        return f"Hello, {name}!"
+
+    @app.tool(task=True)
+    async def slow_compute(ctx: Context, seconds: float = 1.0, label: str = "") -> str:
+        """Sleeps `seconds`, then answers; a task when the client declares the tasks extension."""
+        await ctx.report_status(f"computing {label}".strip())
+        await asyncio.sleep(max(0.0, min(seconds, 300.0)))
+        return f"computed {label} after {seconds} s".replace("  ", " ")
+
+    @app.tool(task="required")
+    async def failing_job() -> str:
+        """Fails as a tool (isError) after about a second; runs only as a task."""
+        await asyncio.sleep(1.0)
+        raise ToolError("the job failed")
+
+    @app.tool(task=True)
+    async def protocol_error_job() -> str:
+        """Ends with a JSON-RPC error (the task fails) after a short while."""
+        await asyncio.sleep(0.2)
+        raise TaskFailed("the job hit a protocol-level failure")
+
+    confirm_schema: JSONDict = {"type": "object", "properties": {"confirm": {"type": "boolean"}}}
+
+    @app.tool(task=True)
+    async def confirm_delete(ctx: Context, filename: str = "file.txt") -> str:
+        """Becomes a task, then asks the user to confirm (the task turns input_required)."""
+        await ctx.become_task()
+        answer = await ctx.elicit(f"Delete {filename}?", confirm_schema)
+        confirmed = answer.accepted and bool((answer.content or {}).get("confirm"))
+        return f"{'Deleted' if confirmed else 'Kept'} {filename}"
+
+    @app.tool(task=True)
+    async def multi_input(ctx: Context) -> str:
+        """Becomes a task, then asks two questions at once (two input requests outstanding)."""
+        await ctx.become_task()
+        name_schema: JSONDict = {"type": "object", "properties": {"name": {"type": "string"}}}
+        first, second = await asyncio.gather(
+            ctx.elicit("Your name?", name_schema), ctx.elicit("Confirm?", confirm_schema)
+        )
+        return f"Got {(first.content or {}).get('name')} and {(second.content or {}).get('confirm')}"
+
+    @app.tool(task="required")
+    async def test_tool_with_task(ctx: Context) -> str:
+        """Asks for a name before the task exists (an input_required round trip), then finishes as a task."""
+        answer = await ctx.elicit(
+            "What is your name?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        )
+        await ctx.become_task()
+        return f"Hello, {(answer.content or {}).get('name', 'unknown')}!"
 
     return app
 

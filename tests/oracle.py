@@ -259,6 +259,8 @@ def _result_type_for(revision: str, request_method: str, responder: Sender, resu
     defs = _defs(_official_schemas()[revision])
     if isinstance(result, dict) and result.get("resultType") == "input_required" and "InputRequiredResult" in defs:
         return "InputRequiredResult"
+    if isinstance(result, dict) and "task" in result and "CreateTaskResult" in defs:
+        return "CreateTaskResult"  # (2025-11-25: a task-augmented request is answered with its task)
     candidate = req_name[: -len("Request")] + "Result"
     if candidate in defs:
         return candidate
@@ -273,6 +275,12 @@ def _check_id(msg: dict[str, Any], revision: str, what: str, *, allow_null: bool
         return
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         raise AssertionError(f"[{revision}] {what} 'id' must be a string or an integer, got {rid!r}")
+
+
+def _is_create_task(result: Any) -> bool:
+    """A 2025-11-25 CreateTaskResult (the mcp-types models have no tasks: they would read it as the method's own
+    result type)."""
+    return isinstance(result, dict) and "task" in result
 
 
 def _mcp_types_check(msg: dict[str, Any], revision: str, sender: Sender, request_method: str | None) -> None:
@@ -298,7 +306,7 @@ def _mcp_types_check(msg: dict[str, Any], revision: str, sender: Sender, request
                 if params is not None:
                     body["params"] = params
                 model.model_validate(body, by_name=False)
-        elif "result" in msg and request_method is not None:
+        elif "result" in msg and request_method is not None and not _is_create_task(msg["result"]):
             results = mt.SERVER_RESULTS if sender == "server" else mt.CLIENT_RESULTS
             target = results.get((request_method, revision))
             if target is not None:

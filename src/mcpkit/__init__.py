@@ -32,6 +32,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "MissingExtra": ("mcpkit._extras", "MissingExtra"),
     "proxy": ("mcpkit.proxies", "proxy"),
     "ProxyServer": ("mcpkit.proxies", "ProxyServer"),
+    "TaskFailed": ("mcpkit.protocol.errors", "TaskFailed"),
 }
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .client.client import Client, ToolCallError, ToolOutputError, ToolResult
     from .client.lowlevel import ClientSession
     from .client.multi import MultiClient
-    from .protocol.errors import InvalidParams, MCPError, ResourceNotFound
+    from .protocol.errors import InvalidParams, MCPError, ResourceNotFound, TaskFailed
     from .protocol.types import ResourceLink
     from .proxies import ProxyServer, proxy
     from .server.app import MCPKit, ToolError
@@ -81,6 +82,7 @@ __all__ = [
     "ResourceNotFound",
     "Server",
     "StdioServer",
+    "TaskFailed",
     "Tool",
     "ToolCallError",
     "ToolError",

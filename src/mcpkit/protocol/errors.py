@@ -172,6 +172,22 @@ class MessageTooLarge(ConnectionClosed):
         self.limit = limit
 
 
+class TaskFailed(MCPError):
+    """Raise it in a tool to end its call with this JSON-RPC error rather than an ``isError`` result: a task then
+    ends ``failed`` with the error inlined (2026-07-28) or answered by ``tasks/result`` (2025-11-25); a call
+    that is not a task gets the error as its answer. Default code -32603."""
+
+    code = INTERNAL_ERROR
+    default_message = "Task failed"
+
+
+class TaskLimitReached(InvalidRequest):
+    """-32600: a task was refused because the caller (or the server) already has as many tasks in progress as
+    it allows (``max_tasks_per_principal`` / ``max_tasks``); retry once one has finished."""
+
+    default_message = "Too many tasks in progress"
+
+
 class CapabilityNotSupported(RuntimeError):
     """Local error: the peer did not declare the capability this call needs, so the call was not sent."""
 

@@ -66,7 +66,7 @@ def shape_result(
                 result["nextCursor"] = ""
         elif not result.get("nextCursor"):
             result.pop("nextCursor", None)
-    elif method == "tools/call":
+    elif method == "tools/call" and "task" not in result:  # (a 2025-11-25 CreateTaskResult is not a tool's result)
         result.setdefault("isError", False)  # always sent, never required on receipt
         if feats.always_structured_content and result.get("structuredContent") is None:
             result["structuredContent"] = {}

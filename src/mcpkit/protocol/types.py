@@ -179,6 +179,13 @@ class ToolUI(MCPModel):
         return self.visibility is None or "app" in self.visibility
 
 
+class ToolExecution(MCPModel):
+    """How a tool may be run (2025-11-25): ``task_support`` is "forbidden" (the default), "optional" or
+    "required" (task-augmented ``tools/call``)."""
+
+    task_support: Literal["forbidden", "optional", "required"] | None = None
+
+
 class Tool(MCPModel):
     name: str
     title: str | None = None
@@ -187,6 +194,7 @@ class Tool(MCPModel):
     output_schema: dict[str, Any] | None = None
     annotations: ToolAnnotations | None = None
     icons: list[Icon] | None = None
+    execution: ToolExecution | None = None
     meta: Meta = None
 
     @property
@@ -399,6 +407,53 @@ class DiscoverResult(MCPModel):
     instructions: str | None = None
     ttl_ms: int | None = None
     cache_scope: str | None = None
+    meta: Meta = None
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+TaskStatus: TypeAlias = Literal["working", "input_required", "completed", "failed", "cancelled"]
+TERMINAL_STATUSES: frozenset[str] = frozenset(("completed", "failed", "cancelled"))
+
+
+class Task(MCPModel):
+    """A task's state, read from either wire form: 2025-11-25 (``ttl``, ``pollInterval``) or the 2026-07-28
+    extension (``ttlMs``, ``pollIntervalMs``; a ``tasks/get`` answer also inlines ``result``, ``error`` or
+    ``inputRequests``). :attr:`ttl_ms` and :attr:`poll_interval_ms` read whichever the peer sent."""
+
+    task_id: str
+    status: TaskStatus
+    status_message: str | None = None
+    created_at: str | None = None
+    last_updated_at: str | None = None
+    ttl: int | None = None
+    poll_interval: int | None = None
+    ttl_ms_: int | None = Field(default=None, alias="ttlMs")
+    poll_interval_ms_: int | None = Field(default=None, alias="pollIntervalMs")
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+    meta: Meta = None
+
+    @property
+    def ttl_ms(self) -> int | None:
+        """How long the server keeps the task from its creation, in milliseconds (None: unlimited or unsaid)."""
+        return self.ttl_ms_ if self.ttl_ms_ is not None else self.ttl
+
+    @property
+    def poll_interval_ms(self) -> int | None:
+        """The polling interval the server suggests, in milliseconds (None: none given)."""
+        return self.poll_interval_ms_ if self.poll_interval_ms_ is not None else self.poll_interval
+
+    @property
+    def terminal(self) -> bool:
+        """True once the task is ``completed``, ``failed`` or ``cancelled`` (its state no longer changes)."""
+        return self.status in TERMINAL_STATUSES
+
+
+class ListTasksResult(MCPModel):
+    tasks: list[Task]
+    next_cursor: str | None = None
     meta: Meta = None
 
 

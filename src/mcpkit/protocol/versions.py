@@ -28,11 +28,20 @@ META_CLIENT_INFO = "io.modelcontextprotocol/clientInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+# Tasks: the 2025-11-25 core utility (experimental) and the 2026-07-28 extension (SEP-2663).
+META_RELATED_TASK = "io.modelcontextprotocol/related-task"
+META_MODEL_IMMEDIATE_RESPONSE = "io.modelcontextprotocol/model-immediate-response"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 # Methods that exist in one era only: the other era answers them -32601 Method not found.
-HANDSHAKE_ONLY = frozenset(("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"))
-MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen"))
+HANDSHAKE_ONLY = frozenset(
+    (
+        *("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"),
+        *("tasks/result", "tasks/list"),  # 2025-11-25 tasks; the 2026-07-28 extension dropped them
+    )
+)
+MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen", "tasks/update"))
 
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 
@@ -65,6 +74,7 @@ class Features:
     url_elicitation: bool
     sampling_tools: bool
     sse_polling: bool  # priming events / retry (SEP-1699)
+    tasks: bool  # the experimental tasks utility of 2025-11-25 (params.task, tasks/get|result|list|cancel)
     streamable_http: bool
     # conventions of 2024-11-05/2025-03-26 sessions (from 2025-06-18 on, the official spec's behaviour)
     always_next_cursor: bool  # nextCursor "" at the end of every list
@@ -74,6 +84,7 @@ class Features:
     cacheable_results: bool
     input_required: bool  # InputRequiredResult instead of server->client requests
     listen: bool  # subscriptions/listen instead of resources/subscribe and the GET stream
+    tasks_extension: bool  # tasks as the io.modelcontextprotocol/tasks extension (SEP-2663)
     ping: bool
     set_level: bool
     resource_not_found_code: int
@@ -105,6 +116,7 @@ def _make(version: str) -> Features:
         url_elicitation=at_least(V2025_11_25),
         sampling_tools=at_least(V2025_11_25),
         sse_polling=at_least(V2025_11_25),
+        tasks=version == V2025_11_25,
         streamable_http=at_least(V2025_03_26),
         always_next_cursor=version in (V2024_11_05, V2025_03_26),
         always_structured_content=version in (V2024_11_05, V2025_03_26),
@@ -112,6 +124,7 @@ def _make(version: str) -> Features:
         cacheable_results=modern,
         input_required=modern,
         listen=modern,
+        tasks_extension=modern,
         ping=not modern,
         set_level=not modern,
         resource_not_found_code=-32602 if modern else -32002,

@@ -192,6 +192,7 @@ class MCPKit(Server, Mounting, Rules, Apps):
         scopes: Iterable[str] | None = None,
         enabled: bool = True,
         ui: str | JSONDict | Resource | None = None,
+        task: bool | str | None = None,
     ) -> Callable[[F], F]: ...
 
     def tool(self, fn: Any = None, /, **options: Any) -> Any:
@@ -206,6 +207,8 @@ class MCPKit(Server, Mounting, Rules, Apps):
         ``tags`` label it for visibility rules, ``scopes`` name the OAuth scopes a call needs (see
         :attr:`scope_rule`), ``enabled=False`` registers it disabled (:meth:`enable` shows it). ``ui`` links it to
         an MCP Apps view (see :mod:`mcpkit.server.apps`): a ``ui://`` URI, or ``{"resourceUri", "visibility"}``.
+        ``task=True`` (or ``"optional"``) lets it run as a task, ``task="required"`` only as one (both protocol
+        forms; see the tasks guide); the first such tool enables tasks (:meth:`enable_tasks` chooses the store).
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
@@ -224,6 +227,8 @@ class MCPKit(Server, Mounting, Rules, Apps):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
         _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
         tool.debug = self.debug
+        if tool.task_support is not None and self.tasks is None:
+            self.enable_tasks()
         self._tools[tool.name] = tool
         self._serve_lists(("tools",))
         self._changed("tools")
@@ -272,6 +277,11 @@ class MCPKit(Server, Mounting, Rules, Apps):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
+        tasks = self.tasks
+        if tasks is not None and (tool.task_support is not None or "task" in params):
+            self._serving_loop = running_loop()  # (a task's plain def runs on a worker thread: see below)
+            run = _tool_runner(self, tool, arguments, ctx)
+            return tasks.call_tool(ctx, params, tool, run)  # type: ignore[no-any-return]
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
         result = tool.call(arguments, context, ctx.features)
@@ -652,6 +662,13 @@ class MCPKit(Server, Mounting, Rules, Apps):
         """Serve one connection (memory, stdio, ...) inside the app's lifespan."""
         async with self.running():
             await super().serve(conn, **peer_options)
+
+
+def _tool_runner(app: MCPKit, tool: Tool, arguments: JSONDict, ctx: ServerRequestContext) -> Callable[[], Any]:
+    """What a task runs: the call of ``tool`` (its Context made when it starts)."""
+    return lambda: tool.call(
+        arguments, Context(app, ctx) if tool.info.context_param is not None else None, ctx.features
+    )
 
 
 def _name(item: Tool | Prompt) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..hosting import HostedServer
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
@@ -20,13 +20,14 @@ logger = logging.getLogger("mcpkit.server")
 class _Listener:
     """One ``subscriptions/listen`` stream (modern era)."""
 
-    __slots__ = ("filter", "queue", "sub_id", "uris")
+    __slots__ = ("filter", "queue", "removers", "sub_id", "uris")
 
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
         self.filter = agreed
         self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
         self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
         self.sub_id = sub_id
+        self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
 
     def offer(self, method: str, params: JSONDict) -> None:
         try:
@@ -44,6 +45,7 @@ class _Host(HostedServer, Protocol):
     max_subscriptions: int
     max_subscription_uri: int
     _listeners: set[_Listener]
+    tasks: Any  # the server's ServerTasks, or None
 
 
 _LIST_CHANGED_FILTER = {
@@ -139,10 +141,16 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
         res = caps.get("resources")
         if isinstance(res, dict) and res.get("subscribe"):
             agreed["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    task_ids = requested.get("taskIds")  # (the tasks extension's; a server without tasks agrees to none)
+    tasks = server.tasks
+    if isinstance(task_ids, list) and len(task_ids) > server.max_subscriptions:
+        raise InvalidParams(f"too many taskIds (max_subscriptions={server.max_subscriptions}): ask for fewer")
     sub_id = ctx.request_id
     if not server.fanout.running:
         await server.start_fanout()  # changes made on other workers reach this stream from its acknowledgement on
     listener = _Listener(agreed, sub_id, server.listen_queue_size)
+    if task_ids is not None and tasks is not None:
+        agreed["taskIds"] = await tasks.listen_for(ctx, task_ids, listener)
     server._listeners.add(listener)
     try:
         await ctx.rc.notify(
@@ -157,6 +165,8 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
             await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
     finally:
         server._listeners.discard(listener)
+        for remove in listener.removers:
+            remove()
     return {"_meta": {META_SUBSCRIPTION_ID: sub_id}}
 
 

@@ -12,6 +12,8 @@ Declare a parameter annotated ``Context`` (any name, ``Context | None = None`` w
 Everything works in both eras through the same call: ``elicit``, ``sample`` and ``list_roots`` are server→client
 requests in a handshake-era session and ``InputRequiredResult`` round trips in the 2026-07-28 era (there the
 function is run again from the start once the client has answered, so do side effects after the questions).
+In a tool that runs as a task they are the task's input requests instead (the task turns ``input_required``
+until the client answers), in both eras; ``report_progress`` and ``report_status`` then update the task.
 Context methods are coroutines: await them in ``async def`` functions; a sync function (run in a worker thread)
 calls them through ``ctx.run(ctx.report_progress(1, 2))``.
 """
@@ -217,8 +219,31 @@ class Context:
     # ------------------------------------------------------------------ progress and logging
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Report progress (sent only if the client asked for it with a progress token; must increase)."""
+        """Report progress (sent only if the client asked for it with a progress token; must increase). In a task
+        the report is kept with the task as well: ``tasks/get`` shows it (its message as the status message),
+        in both protocol forms."""
         return await self._ctx.report_progress(progress, total, message)
+
+    async def report_status(self, message: str) -> bool:
+        """Set the status message of the task this call runs as (what ``tasks/get`` shows the client, in both
+        protocol forms). Outside a task it does nothing and returns False."""
+        return await self._ctx.report_status(message)
+
+    async def become_task(self) -> bool:
+        """Make this call a task now, when it may be one: in 2026-07-28, a task tool called by a client that
+        declared the tasks extension runs inside the request until it first waits (its questions until then are
+        ordinary ``input_required`` round trips); this is such a wait, so the request is answered with the task
+        and the function goes on in the background. Returns whether the call is a task (in 2025-11-25 it is one
+        from the start when the client asked for it; otherwise this only yields to the event loop once)."""
+        await asyncio.sleep(0)
+        task = self._ctx.task
+        return task is not None and task.active
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this call runs as (None when it is a plain request, or not yet a task)."""
+        task = self._ctx.task
+        return task.id if task is not None and task.active else None
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
         """Send a log message to the client if its level (setLevel / per-request ``_meta``) lets it through."""

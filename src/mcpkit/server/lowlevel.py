@@ -69,6 +69,8 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..engine import Connection
+    from ..tasks import TaskEngine, TaskStore
+    from .tasks import ServerTasks
 
 logger = logging.getLogger("mcpkit.server")
 _CoroutineType = types.CoroutineType
@@ -112,6 +114,8 @@ class Server:
     #: None: the server has none), and ``resume_call``, which finishes a Resume as :meth:`dispatch` would
     quick_call: Callable[..., Any] | None = None
     resume_call: Callable[..., Any]
+    #: the server's task support (``enable_tasks``); None: the server runs no tasks and declares none
+    tasks: ServerTasks | None = None
     _quick_for = -1  # the handlers_version that _quick_ok was read for
     _quick_ok = False
 
@@ -229,6 +233,8 @@ class Server:
             caps["logging"] = {}
         if "completion/complete" in h and feats.completions_capability:
             caps["completions"] = {}
+        if self.tasks is not None and feats.tasks:
+            caps["tasks"] = self.tasks.capability(feats)
         if self.experimental:
             caps["experimental"] = self.experimental
         extensions = self.extensions.for_version(feats.version)
@@ -236,6 +242,16 @@ class Server:
             caps["extensions"] = extensions
         self._caps_cache[feats.version] = caps
         return caps
+
+    def enable_tasks(self, engine: TaskEngine | TaskStore | None = None, **options: Any) -> ServerTasks:
+        """Run tools as tasks in both protocol forms, and declare it. ``engine``: a TaskEngine, or the TaskStore
+        to build one on (default: in memory; a shared store serves every task on every worker); ``options`` go
+        to the engine (limits, TTLs). A tool registered with ``task=`` enables the defaults."""
+        from .tasks import ServerTasks
+
+        self.tasks = ServerTasks.build(self, engine, options)
+        self._caps_cache.clear()
+        return self.tasks
 
     @property
     def supported_versions(self) -> list[str]:
@@ -480,10 +496,13 @@ class Server:
             await asyncio.gather(*(one(s) for s in sessions))
 
     async def close_listeners(self) -> None:
-        """End every ``subscriptions/listen`` stream gracefully (server shutdown)."""
+        """End every ``subscriptions/listen`` stream gracefully, and drain the tasks running here (server
+        shutdown: they get the engine's ``drain_timeout`` to finish, then are cancelled and recorded failed)."""
         for listener in list(self._listeners):
             with contextlib.suppress(asyncio.QueueFull):
                 listener.queue.put_nowait(None)
+        if self.tasks is not None:
+            await self.tasks.engine.drain()
 
     # ------------------------------------------------------------------ serving
 

@@ -12,7 +12,8 @@ path decides (the cheapest questions first: the order changes no outcome, since 
 is yes):
 
 - the lifespan gate, the ``tools/call`` handler (MCPKit's own, not one set with ``set_handler``), the tool (a
-  plain :class:`~.tools.Tool` without a Context parameter whose policy is inline now), ``requestState`` /
+  plain :class:`~.tools.Tool` without a Context parameter whose policy is inline now, that never runs as a task,
+  called without ``params.task`` on a server with tasks), ``requestState`` /
   ``inputResponses`` (none), the arguments (the tool's quick check passes), the authorization (its ``check``
   passes): when any of these says otherwise, nothing was run and the caller takes the generic path, which
   decides the same and answers (an error, a refusal, a validation message, a worker-thread call);
@@ -73,8 +74,10 @@ def quick_call(app: MCPKit, params: JSONDict, feats: Any) -> JSONDict | Resume |
     :class:`Resume` to finish with :func:`resume` when the tool ran but its outcome needs the dispatcher."""
     name = params.get("name")
     tool = app._tools.get(name) if type(name) is str else None  # type: ignore[arg-type]
-    if tool is None or type(tool) is not Tool:
-        return None
+    if tool is None or type(tool) is not Tool or tool.task_support is not None:
+        return None  # (a tool that may run as a task takes the dispatcher's path: the task entry decides)
+    if app.tasks is not None and "task" in params:
+        return None  # asked for as a task (2025-11-25): the dispatcher answers -32601 or ignores it, not this
     sync = tool.sync
     if sync is None or sync.mode != INLINE:  # (first: an async def tool is asked twice on some paths)
         return None

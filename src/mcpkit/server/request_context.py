@@ -16,6 +16,7 @@ from ..protocol.versions import LOG_LEVELS, Features
 
 if TYPE_CHECKING:
     from ..hosting import HostedServer, HostedSession
+    from ..tasks import TaskControl
 
 # server -> client request methods and the client capability each needs
 CLIENT_CAPABILITY_FOR = {
@@ -159,6 +160,7 @@ class ServerRequestContext:
         "rc",
         "server",
         "session",
+        "task",
     )
 
     def __init__(
@@ -182,6 +184,9 @@ class ServerRequestContext:
         self._ask_counter = 0
         self.principal: str | None = None
         self.input_state: Any = None  # what the handler's InputRequired(state=...) sealed in the previous round
+        #: the task this call runs as (None: a plain request); its input requests, progress and status go
+        #: through the task once it is one (``task.active``)
+        self.task: TaskControl | None = None
 
     # --- request facts
     @property
@@ -210,6 +215,9 @@ class ServerRequestContext:
 
     @property
     def cancelled(self) -> bool:
+        task = self.task
+        if task is not None and task.active:
+            return task.cancelled
         return self.rc.cancelled
 
     # --- extensions the client declared (capabilities.extensions: initialize, or this request's _meta)
@@ -223,8 +231,21 @@ class ServerRequestContext:
 
     # --- outgoing, related to this request
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
-        """Progress for this request (sent only if the client asked for it, strictly increasing)."""
+        """Progress for this request (sent only if the client asked for it, strictly increasing); in a task, kept
+        with the task too (``tasks/get`` shows it)."""
+        task = self.task
+        if task is not None and task.active:
+            await task.progress(progress, total, message)
+            return True
         return await self.rc.report_progress(progress, total, message if self.features.progress_message else None)
+
+    async def report_status(self, message: str) -> bool:
+        """Set the status message of the task this call runs as (False, and nothing sent, outside a task)."""
+        task = self.task
+        if task is None or not task.active:
+            return False
+        await task.status(message)
+        return True
 
     async def notify(self, method: str, params: JSONDict | None = None) -> None:
         await self.rc.notify(method, params)
@@ -273,6 +294,9 @@ class ServerRequestContext:
                 if self.features.modern:
                     raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
                 raise CapabilityNotSupported("the client did not declare URL-mode elicitation")
+        task = self.task
+        if task is not None and task.active:  # a task asks through its own input requests, in both forms
+            return await task.ask(method, params)
         if self.features.modern:
             return self._ask_modern(method, params)
         assert self.session is not None

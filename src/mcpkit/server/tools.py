@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
+from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability, TaskFailed
 from ..protocol.versions import Features
 from .content import (  # the content helpers live in the leaf module; imported from here as before
     Audio,
@@ -58,10 +58,15 @@ def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
     return dumped
 
 
+_TASK_SUPPORT = {None: None, False: None, True: "optional", "optional": "optional", "required": "required"}
+
+
 class Tool(Listed):
     """A registered tool: the function, its definition and how to call it."""
 
     debug = False  # development mode: exception messages reach the client (MCPKit sets it from its own)
+    #: "optional" or "required" when the tool may (must) run as a task, None when it never does
+    task_support: str | None = None
 
     def __init__(
         self,
@@ -75,8 +80,19 @@ class Tool(Listed):
         meta: JSONDict | None = None,
         structured_output: bool | None = None,
         thread: bool | None = None,
+        task: bool | str | None = None,
     ) -> None:
         self.name = name or function_name(fn)
+        if task not in _TASK_SUPPORT:
+            raise ValueError(f"task must be True, False, 'optional' or 'required', not {task!r}")
+        self.task_support = _TASK_SUPPORT[task]
+        if self.task_support is not None:
+            if thread is False:
+                raise ValueError(
+                    "a tool that runs as a task never runs inline on the event loop: drop thread=False "
+                    "(a plain def runs on a worker thread)"
+                )
+            thread = True
         # Where a sync function runs (see sync_exec): thread=True always on a worker thread, False always inline,
         # None (default) learned: inline once its calls prove fast and non-blocking, back to the thread for good
         # the first time an inline call runs long.
@@ -138,6 +154,8 @@ class Tool(Listed):
             d["icons"] = self.icons
         if self.meta:  # (every revision: no schema forbids a member it does not name)
             d["_meta"] = self.meta
+        if self.task_support is not None and feats.tasks:
+            d["execution"] = {"taskSupport": self.task_support}
         self._defs[feats.version] = d
         return d
 
@@ -195,8 +213,8 @@ class Tool(Listed):
 
     def _failed(self, exc: Exception) -> JSONDict:
         """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again)."""
-        if isinstance(exc, (InputRequired, MissingRequiredClientCapability)):
-            raise exc  # protocol signals: an InputRequiredResult / -32021, not tool failures
+        if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed)):
+            raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's JSON-RPC error, not tool failures
         if isinstance(exc, ToolError):
             return error_result(str(exc))
         if isinstance(exc, MCPError):

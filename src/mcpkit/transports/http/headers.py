@@ -1,8 +1,10 @@
 """The Streamable HTTP request-metadata headers of 2026-07-28, shared by server and client.
 
-``Mcp-Name`` mirrors ``params.name`` (or ``params.uri``); ``Mcp-Param-{Name}`` mirrors a ``tools/call`` argument
-whose ``inputSchema`` property carries ``x-mcp-header: Name``. Values that are not plain visible ASCII (or that look
-like the sentinel) travel as ``=?base64?…?=``. The server rejects any disagreement with the body (-32020).
+``Mcp-Name`` mirrors ``params.name`` (or ``params.uri``; ``params.taskId`` for the tasks extension's
+``tasks/get``, ``tasks/update`` and ``tasks/cancel``, so a load balancer can route every request of a task alike);
+``Mcp-Param-{Name}`` mirrors a ``tools/call`` argument whose ``inputSchema`` property carries
+``x-mcp-header: Name``. Values that are not plain visible ASCII (or that look like the sentinel) travel as
+``=?base64?…?=``. The server rejects any disagreement with the body (-32020).
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+NAME_FIELD = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _SENTINEL_PREFIX = "=?base64?"
 _SENTINEL_SUFFIX = "?="

@@ -1,0 +1,237 @@
+"""Where tasks are kept: the :class:`TaskStore` interface and the bounded in-memory default.
+
+A store keeps task records (:mod:`.model`) between the request that creates a task and the requests that poll,
+answer, cancel or read it, which may come to another worker (a shared store: ``mcpkit.stores.redis.RedisTaskStore``).
+It knows nothing of the protocol: the engine (:mod:`.engine`) decides what a change is; the store applies it
+atomically, enforces the caps on tasks in progress, expires records at their time to live, and tells listeners
+which task changed (changes made by other workers included) so that a runner waiting for an answer, or a
+``tasks/result`` waiting for the end, wakes up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+import orjson
+
+from ..protocol.errors import TaskLimitReached
+from .model import TaskRecord, after_cursor, expired, is_terminal, now_ms
+
+#: ``change(record) -> bool``: mutate the record in place and return True to keep the change (False: no change).
+#: A shared store may call it more than once (an optimistic retry), so it must depend on the record only.
+Change = Callable[[TaskRecord], bool]
+Listener = Callable[[str], None]
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Keeps task records for the task engine (see the module docstring)."""
+
+    async def create(self, record: TaskRecord, *, max_live: int, max_live_per_owner: int) -> None:
+        """Keep a new task, unless ``max_live`` tasks are already in progress (not terminal), or
+        ``max_live_per_owner`` of ``record["owner"]``'s: then raise :class:`~mcpkit.protocol.errors.TaskLimitReached`.
+        When this returns, :meth:`get` finds the task on every worker sharing the store."""
+        ...
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        """The task's record (a copy), None if unknown or past its time to live."""
+        ...
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        """Apply ``change`` atomically; the record as it is afterwards (None if unknown or expired)."""
+        ...
+
+    async def delete(self, task_id: str) -> None:
+        """Forget the task (its place among the tasks in progress is free again)."""
+        ...
+
+    async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
+        """Up to ``limit`` of ``owner``'s tasks that come after the position ``after`` (creation time, id), in
+        that order."""
+        ...
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(task_id)`` after every change of a task, made here or by another worker (it must not
+        block); returns the function that unsubscribes."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the store holds (connections, background readers)."""
+        ...
+
+
+def _size(record: TaskRecord) -> int:
+    """The bytes a record's payloads take, estimated from their JSON (result, error, input requests)."""
+    size = 256
+    for key in ("result", "error", "requests", "answers"):
+        value = record.get(key)
+        if value:
+            size += len(orjson.dumps(value))
+    return size
+
+
+class InMemoryTaskStore:
+    """A :class:`TaskStore` in this process (the default): bounded in records and in bytes.
+
+    Args:
+        max_records: records kept, whatever their status (default 10,000); beyond it the oldest finished tasks
+            are dropped first (a task in progress is never dropped: the caps on tasks in progress keep their
+            number below this).
+        max_bytes: the bytes of results, errors and input requests kept (default 256 MiB, estimated from their
+            JSON); beyond it the oldest finished tasks are dropped, so a result may go before its time to live
+            when the budget is tight.
+    """
+
+    def __init__(self, *, max_records: int = 10_000, max_bytes: int = 256 * 1024 * 1024) -> None:
+        if max_records < 1 or max_bytes < 1:
+            raise ValueError("max_records and max_bytes must be positive")
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self._records: dict[str, TaskRecord] = {}  # in creation order
+        self._sizes: dict[str, int] = {}
+        self._bytes = 0
+        self._live: dict[str | None, set[str]] = {}  # tasks in progress, by owner
+        self._live_count = 0
+        self._listeners: list[Listener] = []
+
+    @property
+    def size_bytes(self) -> int:
+        """The estimated bytes the records' payloads take."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    async def create(self, record: TaskRecord, *, max_live: int, max_live_per_owner: int) -> None:
+        owner = record.get("owner")
+        mine = self._live.get(owner)
+        if mine:
+            self._forget_expired(mine)
+        if self._live_count >= max_live:
+            self._sweep(force=True)
+            if self._live_count >= max_live:
+                raise TaskLimitReached(
+                    f"the server has {max_live} tasks in progress, as many as it allows (max_tasks): retry later"
+                )
+        if mine is not None and len(mine) >= max_live_per_owner:
+            raise TaskLimitReached(
+                f"{max_live_per_owner} tasks of yours are in progress, as many as this server allows per caller "
+                "(max_tasks_per_principal): wait for one to finish or cancel one"
+            )
+        task_id = record["id"]
+        kept = orjson.loads(orjson.dumps(record))
+        self._records[task_id] = kept
+        size = _size(kept)
+        self._sizes[task_id] = size
+        self._bytes += size
+        self._live.setdefault(owner, set()).add(task_id)
+        self._live_count += 1
+        if len(self._records) > self.max_records or self._bytes > self.max_bytes:
+            self._sweep(force=False)
+        self._changed(task_id)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        record = self._records.get(task_id)
+        if record is None:
+            return None
+        if expired(record):
+            self._drop(task_id)
+            return None
+        return orjson.loads(orjson.dumps(record))  # type: ignore[no-any-return]
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        record = self._records.get(task_id)
+        if record is None:
+            return None
+        if expired(record):
+            self._drop(task_id)
+            return None
+        draft: TaskRecord = orjson.loads(orjson.dumps(record))
+        if change(draft):
+            self._records[task_id] = draft
+            size = _size(draft)
+            self._bytes += size - self._sizes.get(task_id, 0)
+            self._sizes[task_id] = size
+            if is_terminal(draft) and not is_terminal(record):
+                self._end_live(draft.get("owner"), task_id)
+            if self._bytes > self.max_bytes:
+                self._sweep(force=False)
+            self._changed(task_id)
+            return orjson.loads(orjson.dumps(draft))  # type: ignore[no-any-return]
+        return draft
+
+    async def delete(self, task_id: str) -> None:
+        self._drop(task_id)
+
+    async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
+        now = now_ms()
+        mine = [r for r in self._records.values() if r.get("owner") == owner and after_cursor(r, after)]
+        out: list[TaskRecord] = []
+        for record in sorted(mine, key=lambda r: (int(r["created"]), str(r["id"]))):
+            if expired(record, now):
+                self._drop(record["id"])
+                continue
+            out.append(orjson.loads(orjson.dumps(record)))
+            if len(out) >= limit:
+                break
+        return out
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    async def aclose(self) -> None:
+        self._listeners.clear()
+
+    # ------------------------------------------------------------------ bookkeeping
+
+    def _changed(self, task_id: str) -> None:
+        for listener in list(self._listeners):
+            listener(task_id)
+
+    def _end_live(self, owner: str | None, task_id: str) -> None:
+        mine = self._live.get(owner)
+        if mine is not None and task_id in mine:
+            mine.discard(task_id)
+            self._live_count -= 1
+            if not mine:
+                del self._live[owner]
+
+    def _drop(self, task_id: str) -> None:
+        record = self._records.pop(task_id, None)
+        if record is None:
+            return
+        self._bytes -= self._sizes.pop(task_id, 0)
+        if not is_terminal(record):
+            self._end_live(record.get("owner"), task_id)
+
+    def _forget_expired(self, ids: set[str]) -> None:
+        now = now_ms()
+        for task_id in [t for t in ids if expired(self._records[t], now)]:
+            self._drop(task_id)
+
+    def _sweep(self, *, force: bool) -> None:
+        """Drop expired records; then, while over a bound, the oldest finished ones (down to 90% of the bounds,
+        so a flood at the bound does not sweep on every create)."""
+        now = now_ms()
+        for task_id in [t for t, r in self._records.items() if expired(r, now)]:
+            self._drop(task_id)
+        if force:
+            return
+        records, budget = int(self.max_records * 0.9), int(self.max_bytes * 0.9)
+        if len(self._records) <= self.max_records and self._bytes <= self.max_bytes:
+            return
+        for task_id in [t for t, r in self._records.items() if is_terminal(r)]:
+            if len(self._records) <= records and self._bytes <= budget:
+                break
+            self._drop(task_id)
+
+
+__all__ = ["Change", "InMemoryTaskStore", "Listener", "TaskStore"]
