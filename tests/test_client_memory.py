@@ -136,17 +136,20 @@ async def test_capabilities_declared_only_for_given_handlers(mode: str) -> None:
             return first["params"]["capabilities"]  # type: ignore[no-any-return]
         return first["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"]  # type: ignore[no-any-return]
 
+    # tasks are always supported (Client(tasks=True) by default): the 2026-07-28 extension, and in 2025-11-25 the
+    # running of the server's sampling/elicitation requests as tasks, declared with the handlers that serve them
+    task_keys = {"extensions"} if mode == "modern" else {"tasks"}
     bare = Wire()
     async with client(mode, bare):
         pass
-    assert caps(bare) == {}
+    assert caps(bare) == ({"extensions": {"io.modelcontextprotocol/tasks": {}}} if mode == "modern" else {})
     full = Wire()
     async with client(
         mode, full, roots=[], sampling_handler=lambda p: "x", sampling_tools=True, elicitation_handler=lambda p: None
     ):
         pass
     got = caps(full)
-    assert set(got) == {"roots", "sampling", "elicitation"}
+    assert set(got) == {"roots", "sampling", "elicitation"} | task_keys
     assert got["sampling"] == {"tools": {}}
     assert got["elicitation"] == {"form": {}, "url": {}}
 

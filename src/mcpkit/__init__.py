@@ -33,6 +33,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "proxy": ("mcpkit.proxies", "proxy"),
     "ProxyServer": ("mcpkit.proxies", "ProxyServer"),
     "TaskFailed": ("mcpkit.protocol.errors", "TaskFailed"),
+    "TaskHandle": ("mcpkit.client.tasks", "TaskHandle"),
 }
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from .client.client import Client, ToolCallError, ToolOutputError, ToolResult
     from .client.lowlevel import ClientSession
     from .client.multi import MultiClient
+    from .client.tasks import TaskHandle
     from .protocol.errors import InvalidParams, MCPError, ResourceNotFound, TaskFailed
     from .protocol.types import ResourceLink
     from .proxies import ProxyServer, proxy
@@ -83,6 +85,7 @@ __all__ = [
     "Server",
     "StdioServer",
     "TaskFailed",
+    "TaskHandle",
     "Tool",
     "ToolCallError",
     "ToolError",

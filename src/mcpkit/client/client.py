@@ -34,6 +34,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
+    CallToolResult,
     CompleteResult,
     DiscoverResult,
     GetPromptResult,
@@ -41,6 +42,7 @@ from ..protocol.types import (
     ReadResourceResult,
     Resource,
     ResourceTemplate,
+    Task,
     TextResourceContents,
     Tool,
 )
@@ -66,6 +68,7 @@ from .results import (
     _validator,
     apply_schema_defaults,
 )
+from .tasks import StatusCallback, TaskCancelled, TaskHandle
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -76,6 +79,8 @@ __all__ = [
     "ElicitationContentError",
     "PaginationLimitExceeded",
     "SessionExpired",
+    "TaskCancelled",
+    "TaskHandle",
     "ToolCallError",
     "ToolOutputError",
     "ToolResult",
@@ -269,6 +274,14 @@ class Client(ClientConnection):
             ),
             safe=safe,
         )
+        return self._tool_result(name, raw, tool, check, result_type, raise_on_error)
+
+    def _tool_result(
+        self, name: str, raw: Any, tool: Tool | None, check: bool, result_type: Any, raise_on_error: bool
+    ) -> ToolResult:
+        """What a call's result becomes: a ToolResult, its output checked, typed, raised on error if asked."""
+        if isinstance(raw, dict):
+            raw = CallToolResult.model_validate(raw)
         result = ToolResult(raw, tool)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             self._check_output(tool, result)
@@ -277,6 +290,54 @@ class Client(ClientConnection):
         if raise_on_error and result.is_error:
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        meta: JSONDict | None = None,
+        result_type: Any = None,
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+    ) -> TaskHandle:
+        """Start a tool as a task; returns its :class:`~mcpkit.client.tasks.TaskHandle` at once: ``status()``,
+        ``await handle.result()`` (the :class:`ToolResult`, checked as :meth:`call_tool` checks it), ``cancel()``,
+        ``handle.task_id`` (keep it to follow the task later, from this client or another). ``on_progress``
+        receives ``(progress, total, message)``, ``on_status`` each new :class:`~mcpkit.protocol.types.Task` state.
+
+        2025-11-25: the call carries ``params.task`` (``ttl``: milliseconds the server should keep it); the server
+        must declare ``tasks.requests.tools.call`` and the tool ``execution.taskSupport``. 2026-07-28: the server
+        must declare the tasks extension; it decides, and a call it answers at once gives a handle already done.
+        Otherwise :class:`~mcpkit.protocol.errors.CapabilityNotSupported`."""
+        check = self.validate_output if validate is None else validate
+        tool = self._tools.get(name)
+        if tool is None and check and not self._tools_complete:
+            with contextlib.suppress(MCPError):
+                tool = await self.get_tool(name)
+        args = dict(arguments or {})
+        handle: TaskHandle = await self._call(
+            "tools/call",
+            lambda s: s.call_tool_as_task(name, args, ttl=ttl, meta=meta, on_progress=on_progress, on_status=on_status),
+        )
+        handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
+        return handle
+
+    async def task(
+        self, task_id: str, *, on_progress: ProgressCallback | None = None, on_status: StatusCallback | None = None
+    ) -> TaskHandle:
+        """A handle on a task this client (or another, with the same credentials) started earlier: its state now,
+        then ``result()``, ``cancel()`` as for :meth:`call_tool_as_task`."""
+        session = self.session
+        modern = session.features is not None and session.features.modern
+        placeholder = Task(task_id=task_id, status="working")
+        handle = TaskHandle(session, placeholder, modern=modern, on_progress=on_progress, on_status=on_status)
+        handle._finish = lambda raw: self._tool_result("", raw, None, False, None, False)
+        await handle.status()
+        return handle
 
     def _check_output(self, tool: Tool, result: ToolResult) -> None:
         assert tool.output_schema is not None

@@ -109,6 +109,7 @@ class ClientConnection:
         cache: ResponseCache | bool = True,
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
+        tasks: bool = True,
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
@@ -129,6 +130,7 @@ class ClientConnection:
             "max_batch_size": max_batch_size,
             "experimental": experimental,
             "relay_answers": relay_answers,
+            "tasks": tasks,
         }
         #: the extensions this client declares (``capabilities.extensions``, both eras): ``{id: settings}``;
         #: :meth:`declare_extension` adds one (it applies from the next connection on)

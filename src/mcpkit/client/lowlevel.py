@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._version import __version__
-from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, ProgressCallback, RequestContext
+from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, RequestContext
 from ..protocol import versions
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -50,6 +50,7 @@ from ..protocol.types import (
     ListToolsResult,
     ReadResourceResult,
     Root,
+    Task,
 )
 from ..protocol.versions import (
     META_CLIENT_CAPABILITIES,
@@ -57,13 +58,16 @@ from ..protocol.versions import (
     META_LOG_LEVEL,
     META_PROTOCOL_VERSION,
     META_SUBSCRIPTION_ID,
+    TASKS_EXTENSION,
     Features,
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from .handlers import _as_dict, _maybe_await, _validated
 from .subscription import Subscription as Subscription
+from .tasks import ClientTasks, ProgressCallback, StatusCallback, TaskHandle, follow, start_tool_task
 
 if TYPE_CHECKING:
+    from ..tasks import TaskEngine
     from ..transports.base import Connection
 
 logger = logging.getLogger("mcpkit.client")
@@ -126,6 +130,10 @@ class ClientSession:
         extensions: the extensions this client supports, ``{id: settings}`` (an
             :class:`~mcpkit.protocol.extensions.Extensions` is used as it is, so declarations made on it later
             apply too): declared under ``capabilities.extensions`` in both eras.
+        tasks: take part in tasks (default True): declare the 2026-07-28 tasks extension (a server may then answer
+            a ``tools/call`` with a task, which ``call_tool`` follows to its end) and, in 2025-11-25, run the
+            server's sampling and elicitation requests as tasks when it asks (on ``task_engine``, in memory by
+            default).
     """
 
     def __init__(
@@ -155,6 +163,8 @@ class ClientSession:
         keepalive_timeout: float = 10.0,
         relay_answers: bool = False,
         extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
+        tasks: bool = True,
+        task_engine: TaskEngine | None = None,
     ) -> None:
         if mode not in ("auto", "handshake", "modern"):
             raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
@@ -181,6 +191,8 @@ class ClientSession:
         self.experimental = experimental
         self.extensions = as_extensions(extensions)
         self.extensions.on_change = self._forget_meta
+        if tasks and TASKS_EXTENSION not in self.extensions:  # (2026-07-28 only: 2025-11-25 has capabilities.tasks)
+            self.extensions.declare(TASKS_EXTENSION, {}, versions=versions.MODERN_VERSIONS)
         self.relay_answers = relay_answers  # answers to the server's requests sent as the handlers gave them
         self.seen: Callable[[str, JSONDict | None], None] | None = None  # told of every notification (a cache)
         self.peer = Peer(
@@ -207,6 +219,9 @@ class ClientSession:
         self.closed_reason: str | None = None
         self._meta_cache: tuple[tuple[str, str | None, bool], JSONDict] | None = None
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
+        self.tasks = tasks
+        self._tasks = ClientTasks(task_engine)
+        self.peer.unclaimed_progress = self._tasks.progress  # (2025-11-25 tasks keep their request's token)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -243,6 +258,7 @@ class ClientSession:
     async def aclose(self) -> None:
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
+        await self._tasks.aclose()
         await self.peer.close("client closed")
         with contextlib.suppress(Exception):
             await self.conn.close()
@@ -278,6 +294,8 @@ class ClientSession:
         declared = self.extensions.for_version(feats.version if feats is not None else self._requested_version())
         if declared is not None:
             caps["extensions"] = declared
+        if self.tasks and feats is not None and feats.tasks and ("sampling" in caps or "elicitation" in caps):
+            caps["tasks"] = ClientTasks.capability()  # 2025-11-25: the server's requests we run as tasks
         return caps
 
     def _requested_version(self) -> str:
@@ -403,13 +421,15 @@ class ClientSession:
         on_progress: ProgressCallback | None = None,
         reset_timeout_on_progress: bool = False,
         answer_input: bool = True,
+        raw_task: bool = False,
     ) -> JSONDict:
-        """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered).
+        """Send any request in the negotiated era; returns the raw result (``InputRequiredResult`` answered; a
+        2026-07-28 task followed to its end and its result returned, unless ``raw_task``: then the task itself).
 
-        ``timeout`` is a deadline; with ``reset_timeout_on_progress`` each progress notification restarts it,
-        up to the peer's ``max_timeout`` in all. ``answer_input=False``: one round only, an ``InputRequiredResult``
-        is returned as it is (``params`` may then carry ``inputResponses`` and ``requestState`` of a later
-        round: a proxy relays them)."""
+        ``timeout`` is a deadline (for a task, on the whole wait: it is cancelled when the deadline passes); with
+        ``reset_timeout_on_progress`` each progress notification restarts it, up to the peer's ``max_timeout`` in
+        all. ``answer_input=False``: one round only, an ``InputRequiredResult`` is returned as it is (``params`` may
+        then carry ``inputResponses`` and ``requestState`` of a later round: a proxy relays them)."""
         reset = reset_timeout_on_progress
         if self.features is None:
             raise ConnectionClosed("not connected")
@@ -431,6 +451,10 @@ class ClientSession:
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
+            if rtype == "task" and method == "tools/call":
+                if raw_task:
+                    return result
+                return await follow(self, Task.model_validate(result), timeout, on_progress)
             if rtype != "input_required":
                 raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")
             base = dict(base)
@@ -442,6 +466,20 @@ class ClientSession:
             if "requestState" in result:
                 base["requestState"] = result["requestState"]
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: JSONDict | None = None,
+        *,
+        ttl: int | None = None,
+        meta: JSONDict | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+    ) -> TaskHandle:
+        """Start ``tools/call`` as a task and return its :class:`~mcpkit.client.tasks.TaskHandle` (see
+        :func:`mcpkit.client.tasks.start_tool_task`; ``ttl``: milliseconds to keep it, 2025-11-25)."""
+        return await start_tool_task(self, self._tasks, name, arguments, ttl, meta, on_progress, on_status)
 
     async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
         if len(requests) > self.max_input_requests:
@@ -509,9 +547,20 @@ class ClientSession:
         return self.features is None or not self.features.modern
 
     async def _on_request(self, rc: RequestContext) -> JSONDict:
-        if rc.method == "ping":
+        method = rc.method
+        if method == "ping":
             return {}
-        return await self._serve_client_request(rc.method, rc.params or {})
+        params = rc.params or {}
+        if self.features is not None and self.features.tasks and self.tasks:
+            if method.startswith("tasks/"):
+                return await self._tasks.serve(method, params)
+            if (
+                "task" in params
+                and method in ClientTasks.METHODS
+                and method.split("/")[0] in self.capabilities(self.features)
+            ):
+                return await self._tasks.create(method, params, lambda p: self._serve_client_request(method, p))
+        return await self._serve_client_request(method, params)
 
     async def _on_notification(self, method: str, params: JSONDict | None) -> None:
         if self.seen is not None:

@@ -74,6 +74,9 @@ class Requests:
     #: session give their copies distinct bases (``worker << 32``, see ``mcpkit.stores.log``), so a request id
     #: is unique across workers and names the worker waiting for the answer.
     id_base: int = 0
+    #: receives ``notifications/progress`` params for a token no request of ours is waiting on (a 2025-11-25 task
+    #: keeps its request's token after the request was answered); None: such progress is dropped
+    unclaimed_progress: Callable[[JSONDict], None] | None = None
 
     # ------------------------------------------------------------------ outgoing
 
@@ -193,7 +196,9 @@ class Requests:
             return
         pending = self._pending.get(token)  # type: ignore[arg-type]
         if pending is None or pending.future.done():
-            return  # progress for an unknown or finished request: ignored
+            if self.unclaimed_progress is not None:
+                self.unclaimed_progress(params)
+            return  # progress for an unknown or finished request: not ours to track
         if pending.last_progress is not None and progress <= pending.last_progress:
             return  # progress MUST increase; a non-increasing value is dropped
         pending.last_progress = float(progress)

@@ -277,11 +277,8 @@ class MCPKit(Server, Mounting, Rules, Apps):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
-        tasks = self.tasks
-        if tasks is not None and (tool.task_support is not None or "task" in params):
-            self._serving_loop = running_loop()  # (a task's plain def runs on a worker thread: see below)
-            run = _tool_runner(self, tool, arguments, ctx)
-            return tasks.call_tool(ctx, params, tool, run)  # type: ignore[no-any-return]
+        if self.tasks is not None and (tool.task_support is not None or "task" in params):
+            return self.tasks.call_tool(ctx, params, tool, arguments)  # type: ignore[no-any-return]
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
         result = tool.call(arguments, context, ctx.features)
@@ -662,13 +659,6 @@ class MCPKit(Server, Mounting, Rules, Apps):
         """Serve one connection (memory, stdio, ...) inside the app's lifespan."""
         async with self.running():
             await super().serve(conn, **peer_options)
-
-
-def _tool_runner(app: MCPKit, tool: Tool, arguments: JSONDict, ctx: ServerRequestContext) -> Callable[[], Any]:
-    """What a task runs: the call of ``tool`` (its Context made when it starts)."""
-    return lambda: tool.call(
-        arguments, Context(app, ctx) if tool.info.context_param is not None else None, ctx.features
-    )
 
 
 def _name(item: Tool | Prompt) -> str:

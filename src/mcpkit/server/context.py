@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..protocol.types import CreateMessageResult, Root
-    from .lowlevel import ServerRequestContext
+    from .request_context import ServerRequestContext
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")

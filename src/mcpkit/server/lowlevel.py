@@ -69,7 +69,6 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..engine import Connection
-    from ..tasks import TaskEngine, TaskStore
     from .tasks import ServerTasks
 
 logger = logging.getLogger("mcpkit.server")
@@ -114,8 +113,7 @@ class Server:
     #: None: the server has none), and ``resume_call``, which finishes a Resume as :meth:`dispatch` would
     quick_call: Callable[..., Any] | None = None
     resume_call: Callable[..., Any]
-    #: the server's task support (``enable_tasks``); None: the server runs no tasks and declares none
-    tasks: ServerTasks | None = None
+    tasks: ServerTasks | None = None  #: its task support (enable_tasks); None: it runs and declares no tasks
     _quick_for = -1  # the handlers_version that _quick_ok was read for
     _quick_ok = False
 
@@ -243,15 +241,11 @@ class Server:
         self._caps_cache[feats.version] = caps
         return caps
 
-    def enable_tasks(self, engine: TaskEngine | TaskStore | None = None, **options: Any) -> ServerTasks:
-        """Run tools as tasks in both protocol forms, and declare it. ``engine``: a TaskEngine, or the TaskStore
-        to build one on (default: in memory; a shared store serves every task on every worker); ``options`` go
-        to the engine (limits, TTLs). A tool registered with ``task=`` enables the defaults."""
-        from .tasks import ServerTasks
+    def enable_tasks(self, engine: Any = None, **options: Any) -> ServerTasks:
+        """Run tools as tasks in both protocol forms: see :func:`mcpkit.server.tasks.enable_tasks`."""
+        from .tasks import enable_tasks
 
-        self.tasks = ServerTasks.build(self, engine, options)
-        self._caps_cache.clear()
-        return self.tasks
+        return enable_tasks(self, engine, **options)
 
     @property
     def supported_versions(self) -> list[str]:
@@ -496,8 +490,7 @@ class Server:
             await asyncio.gather(*(one(s) for s in sessions))
 
     async def close_listeners(self) -> None:
-        """End every ``subscriptions/listen`` stream gracefully, and drain the tasks running here (server
-        shutdown: they get the engine's ``drain_timeout`` to finish, then are cancelled and recorded failed)."""
+        """End every ``subscriptions/listen`` stream gracefully, drain the tasks running here (server shutdown)."""
         for listener in list(self._listeners):
             with contextlib.suppress(asyncio.QueueFull):
                 listener.queue.put_nowait(None)

@@ -34,6 +34,7 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._aio import running_loop
 from ..protocol.errors import (
     InvalidParams,
     MCPError,
@@ -58,6 +59,7 @@ from ..tasks.model import (
     list_cursor,
     read_cursor,
 )
+from .context import Context
 from .request_context import ServerRequestContext, session_binding
 
 if TYPE_CHECKING:
@@ -72,6 +74,11 @@ class Tool(Protocol):
     name: str
     task_support: str | None
     sync: Any  # a plain def's SyncPolicy, None for an async def
+    info: Any  # its FunctionInfo (context_param: the name of its Context parameter, if any)
+
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+        """Run the tool and build its CallToolResult (a dict at once, or the coroutine that makes it)."""
+        ...
 
 
 logger = logging.getLogger("mcpkit.server.tasks")
@@ -114,24 +121,23 @@ class ServerTasks:
         # the extension exists in 2026-07-28 only (in 2025-11-25 tasks are the core's capabilities.tasks)
         server.declare_extension(TASKS_EXTENSION, {}, versions=MODERN_VERSIONS)
 
-    @classmethod
-    def build(cls, server: Any, engine: TaskEngine | TaskStore | None, options: JSONDict) -> ServerTasks:
-        """The task support of ``server`` on ``engine`` (an engine, or a store to build one on with ``options``)."""
-        if not isinstance(engine, TaskEngine):
-            return cls(server, TaskEngine(engine, **options))
-        if options:
-            raise TypeError("give the engine's options to TaskEngine(...) itself")
-        return cls(server, engine)
-
     def capability(self, feats: Features) -> JSONDict | None:
         """The 2025-11-25 ``capabilities.tasks`` (None in other revisions)."""
         return dict(_LEGACY_CAPABILITY) if feats.tasks else None
 
     # ------------------------------------------------------------------ tools/call
 
-    def call_tool(self, sctx: ServerRequestContext, params: JSONDict, tool: Tool, run: Callable[[], Any]) -> Any:
-        """The entry of a ``tools/call`` for ``tool`` (``run()`` starts the call itself): runs it as a task when
-        the revision and the request say so, plainly otherwise, or refuses it (see the module docstring)."""
+    def call_tool(self, sctx: ServerRequestContext, params: JSONDict, tool: Tool, arguments: JSONDict) -> Any:
+        """The entry of a ``tools/call`` of ``tool`` (its name and arguments checked): runs it as a task when the
+        revision and the request say so, plainly otherwise, or refuses it (see the module docstring)."""
+        server = self.server
+
+        def run() -> Any:
+            context = Context(server, sctx) if tool.info.context_param is not None else None
+            return tool.call(arguments, context, sctx.features)
+
+        if tool.sync is not None:  # a plain def's worker thread reaches the serving loop through this
+            server._serving_loop = running_loop()
         feats = sctx.features
         support = tool.task_support
         if feats.tasks:
@@ -274,7 +280,7 @@ class ServerTasks:
         record = await self._find(sctx, params)
         if sctx.features.tasks_extension:
             return extension_task(record, detailed=True)
-        return legacy_task(record)
+        return legacy_task(record, detailed=True)
 
     async def _cancel(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         record = await self._find(sctx, params)
@@ -405,6 +411,23 @@ class ServerTasks:
             listener.offer("notifications/tasks", extension_task(record, detailed=True))
 
 
+def enable_tasks(server: Any, engine: TaskEngine | TaskStore | None = None, **options: Any) -> ServerTasks:
+    """Make ``server`` run tools as tasks, in both protocol forms, and declare it (``Server.enable_tasks``).
+
+    ``engine``: a :class:`~mcpkit.tasks.TaskEngine`, or the :class:`~mcpkit.tasks.TaskStore` to build one on
+    (default: in memory; a shared store such as ``mcpkit.stores.redis.RedisTaskStore`` lets every worker serve
+    every task); ``options`` go to the engine (``max_tasks``, ``max_tasks_per_principal``, ``default_ttl_ms``,
+    ``max_ttl_ms``, ``poll_interval_ms``, ``max_result_bytes``, ``drain_timeout``). Registering a tool with
+    ``task=`` enables tasks with the defaults; call this before serving to choose."""
+    if not isinstance(engine, TaskEngine):
+        engine = TaskEngine(engine, **options)
+    elif options:
+        raise TypeError("give the engine's options to TaskEngine(...) itself")
+    server.tasks = tasks = ServerTasks(server, engine)
+    server._caps_cache.clear()
+    return tasks
+
+
 async def _body(run: Callable[[], Any]) -> Any:
     """Start the call and await it (``run()`` answers at once with a dict, or returns what to await)."""
     value = run()
@@ -418,4 +441,4 @@ def _quiet(task: asyncio.Task[Any]) -> None:
         logger.warning("task notification failed: %s", task.exception())
 
 
-__all__ = ["ServerTasks", "declares_extension", "owner_of"]
+__all__ = ["ServerTasks", "declares_extension", "enable_tasks", "owner_of"]

@@ -117,8 +117,9 @@ def legacy_status(record: TaskRecord) -> str:
     return status
 
 
-def legacy_task(record: TaskRecord) -> JSONDict:
-    """The ``Task`` object of 2025-11-25 (``ttl``, ``pollInterval``; no result inlined)."""
+def legacy_task(record: TaskRecord, *, detailed: bool = False) -> JSONDict:
+    """The ``Task`` object of 2025-11-25 (``ttl``, ``pollInterval``; no result inlined); ``detailed`` (a
+    ``tasks/get`` answer): with the last progress report in ``_meta``."""
     task: JSONDict = {"taskId": record["id"], "status": legacy_status(record)}
     message = record.get("message")
     if message is not None:
@@ -128,6 +129,8 @@ def legacy_task(record: TaskRecord) -> JSONDict:
     task["ttl"] = record.get("ttl")
     if record.get("poll"):
         task["pollInterval"] = record["poll"]
+    if detailed and record.get("progress"):
+        task["_meta"] = {PROGRESS_META: record["progress"]}
     return task
 
 
@@ -153,7 +156,7 @@ def extension_task(record: TaskRecord, *, detailed: bool = False) -> JSONDict:
         elif status == INPUT_REQUIRED:
             task["inputRequests"] = dict(record.get("requests") or {})
         progress = record.get("progress")
-        if progress and status not in TERMINAL:
+        if progress:
             task["_meta"] = {PROGRESS_META: progress}
     return task
 

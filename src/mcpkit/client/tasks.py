@@ -1,0 +1,425 @@
+"""Tasks on the client: following a server's task (both protocol forms), and running a server's requests as tasks.
+
+- :class:`TaskHandle`: what ``Client.call_tool_as_task`` returns. ``status()`` reads the task (``tasks/get``),
+  ``result()`` waits for its end and returns the tool's result, ``cancel()`` cancels it; progress and status
+  callbacks follow it meanwhile. 2026-07-28 (the tasks extension): ``result()`` polls ``tasks/get`` at the
+  interval the server suggests, answers the task's input requests with the client's handlers (``tasks/update``)
+  and reads the result inlined in the final state; a plain ``call_tool`` does the same transparently when a
+  server answers it with a task. 2025-11-25: ``result()`` calls ``tasks/result``, which blocks until the end (the
+  server sends the task's input requests on it, answered by the same handlers), while a poller reports status.
+- :class:`ClientTasks`: the receiving side of 2025-11-25 (``tasks.requests.sampling.createMessage`` and
+  ``tasks.requests.elicitation.create``): a server's ``sampling/createMessage`` or ``elicitation/create`` with
+  ``params.task`` is answered with a ``CreateTaskResult`` at once, the handler runs as a task of the client's own
+  :class:`~mcpkit.tasks.TaskEngine`, and the server's ``tasks/get``, ``tasks/result``, ``tasks/list`` and
+  ``tasks/cancel`` are answered from it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    ConnectionClosed,
+    InvalidParams,
+    MCPError,
+    MethodNotFound,
+    RequestTimeout,
+    error_from_response,
+)
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import Task
+from ..protocol.versions import META_RELATED_TASK, TASKS_EXTENSION, Features
+from ..tasks import TaskEngine
+from ..tasks.model import PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
+
+if TYPE_CHECKING:
+    from types import EllipsisType
+
+logger = logging.getLogger("mcpkit.client")
+
+MIN_POLL = 0.05  # seconds: the fastest a handle polls, whatever the server suggests
+MAX_POLL = 5.0  # the slowest (a server suggesting an hour is not followed that far)
+DEFAULT_POLL = 0.5
+#: ``(progress, total, message)``, as for a request's progress
+ProgressCallback = Callable[[float, "float | None", "str | None"], Any]
+#: receives each new state of the task (a :class:`~mcpkit.protocol.types.Task`)
+StatusCallback = Callable[[Task], Any]
+
+
+class TaskCancelled(MCPError):
+    """The task ended ``cancelled``: it has no result."""
+
+
+class _Session(Protocol):
+    """What a handle needs of its client session (a :class:`~mcpkit.client.lowlevel.ClientSession`)."""
+
+    features: Features | None
+    server_capabilities: JSONDict
+    peer: Any  # its engine peer (ids, the default timeout)
+
+    async def request(
+        self,
+        method: str,
+        params: JSONDict | None = None,
+        *,
+        timeout: float | EllipsisType | None = ...,
+        raw_task: bool = False,
+    ) -> JSONDict: ...
+
+    async def _answer_input_requests(self, requests: JSONDict) -> JSONDict: ...
+
+
+async def follow(session: _Session, task: Task, timeout: Any, on_progress: ProgressCallback | None) -> JSONDict:
+    """A 2026-07-28 task a server answered ``tools/call`` with, followed to its end: its result (the deadline
+    ``timeout``, or the session's default, covers the whole wait; the task is cancelled when it passes)."""
+    handle = TaskHandle(session, task, modern=True, on_progress=on_progress)
+    limit = session.peer.default_timeout if timeout is ... else timeout
+    try:
+        result: JSONDict = await handle.result(timeout=limit)
+    except TimeoutError:
+        with contextlib.suppress(Exception):
+            await handle.cancel()
+        raise RequestTimeout("tools/call", float(limit or 0)) from None
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await asyncio.shield(handle.cancel())
+        raise
+    return result
+
+
+async def start_tool_task(
+    session: _Session,
+    tasks: ClientTasks,
+    name: str,
+    arguments: JSONDict | None,
+    ttl: int | None,
+    meta: JSONDict | None,
+    on_progress: ProgressCallback | None,
+    on_status: StatusCallback | None,
+) -> TaskHandle:
+    """``tools/call`` as a task: 2025-11-25 with ``params.task`` (the server must declare
+    ``tasks.requests.tools.call``); 2026-07-28 (the server must declare the tasks extension) the server decides,
+    and a call it answers at once gives a handle that is already done."""
+    feats = session.features
+    if feats is None:
+        raise ConnectionClosed("not connected")
+    params: JSONDict = {"name": name, "arguments": arguments or {}}
+    user_meta = dict(meta or {})
+    caps = session.server_capabilities
+    if feats.modern:
+        if not isinstance((caps.get("extensions") or {}).get(TASKS_EXTENSION), dict):
+            raise CapabilityNotSupported(f"the server did not declare the {TASKS_EXTENSION} extension")
+        if user_meta:
+            params["_meta"] = user_meta
+        raw = await session.request("tools/call", params, raw_task=True)
+        if raw.get("resultType") != "task":  # ended at once: a handle that is already done
+            done = Task(task_id="", status="completed", result=raw)
+            return TaskHandle(session, done, modern=True, on_progress=on_progress, on_status=on_status, final=raw)
+        return TaskHandle(session, Task.model_validate(raw), modern=True, on_progress=on_progress, on_status=on_status)
+    declared = caps.get("tasks")
+    tools = ((declared or {}).get("requests") or {}).get("tools") if isinstance(declared, dict) else None
+    if not feats.tasks or not isinstance(tools, dict) or not isinstance(tools.get("call"), dict):
+        raise CapabilityNotSupported("the server did not declare tasks.requests.tools.call (2025-11-25 tasks)")
+    params["task"] = {"ttl": ttl} if ttl is not None else {}
+    token: str | int | None = None
+    if on_progress is not None:
+        token = user_meta.setdefault("progressToken", f"task-{session.peer.next_id()}")
+    if user_meta:
+        params["_meta"] = user_meta
+    raw = await session.request("tools/call", params)
+    task = Task.model_validate(raw.get("task") or {})
+    handle = TaskHandle(session, task, modern=False, on_progress=on_progress, on_status=on_status)
+    if token is not None:
+        tasks.follow_progress(token, handle)
+    return handle
+
+
+class TaskHandle:
+    """A task of the server (see the module docstring). ``task`` is its last known state; ``task_id`` its id.
+    Awaiting the handle is ``await handle.result()``."""
+
+    def __init__(
+        self,
+        session: _Session,
+        task: Task,
+        *,
+        modern: bool,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        finish: Callable[[JSONDict], Any] | None = None,
+        final: JSONDict | None = None,
+    ) -> None:
+        self._session = session
+        self.task = task
+        self.modern = modern
+        self.on_progress = on_progress
+        self.on_status = on_status
+        self._finish = finish  # what turns the final result dict into the caller's value (a ToolResult)
+        self._final = final  # the result, when the call ended at once (no task was made)
+        self._answered: set[str] = set()
+        self._last_progress: float | None = None
+        self._last_seen: tuple[str, str | None] | None = None
+
+    @property
+    def task_id(self) -> str:
+        """The task's id (keep it: another client, or this one after a restart, can follow it with it)."""
+        return self.task.task_id
+
+    def __repr__(self) -> str:
+        return f"TaskHandle({self.task_id!r}, status={self.task.status!r})"
+
+    def __await__(self) -> Any:
+        return self.result().__await__()
+
+    async def status(self) -> Task:
+        """The task's state now (``tasks/get``); progress and status callbacks see it too."""
+        if self._final is not None:
+            return self.task
+        raw = await self._session.request("tasks/get", {"taskId": self.task_id})
+        task = Task.model_validate(raw)
+        await self._observe(task)
+        return task
+
+    async def cancel(self) -> None:
+        """Cancel the task (``tasks/cancel``); a task that already ended is left as it is."""
+        if self._final is not None or self.task.terminal:
+            return
+        try:
+            raw = await self._session.request("tasks/cancel", {"taskId": self.task_id})
+        except InvalidParams:
+            return  # (2025-11-25: it ended meanwhile)
+        if not self.modern:
+            self.task = Task.model_validate(raw)
+
+    async def result(self, *, timeout: float | None = None) -> Any:
+        """Wait for the task to end and return its result (a :class:`~mcpkit.client.results.ToolResult` for a
+        tool call). Raises the JSON-RPC error a failed task ended with, :class:`TaskCancelled` for a cancelled
+        one, ``TimeoutError`` after ``timeout`` seconds (the task goes on: call again, or cancel it)."""
+        if self._final is not None:
+            return self._done(self._final)
+        waiting = self._wait_modern() if self.modern else self._wait_legacy()
+        raw = await (asyncio.wait_for(waiting, timeout) if timeout is not None else waiting)
+        return self._done(raw)
+
+    def _done(self, raw: JSONDict) -> Any:
+        return self._finish(raw) if self._finish is not None else raw
+
+    # ------------------------------------------------------------------ 2026-07-28
+
+    async def _wait_modern(self) -> JSONDict:
+        task = self.task
+        while True:
+            if task.status == "completed":
+                return dict(task.result or {})
+            if task.status == "failed":
+                raise error_from_response(task.error or {"code": -32603, "message": task.status_message or "failed"})
+            if task.status == "cancelled":
+                raise TaskCancelled(f"task {self.task_id} was cancelled", {"taskId": self.task_id})
+            if task.status == "input_required" and task.input_requests:
+                fresh = {k: v for k, v in task.input_requests.items() if k not in self._answered}
+                if fresh:
+                    answers = await self._session._answer_input_requests(fresh)
+                    self._answered.update(fresh)
+                    await self._session.request("tasks/update", {"taskId": self.task_id, "inputResponses": answers})
+                    task = await self.status()
+                    continue
+            await asyncio.sleep(self._interval(task))
+            task = await self.status()
+
+    # ------------------------------------------------------------------ 2025-11-25
+
+    async def _wait_legacy(self) -> JSONDict:
+        poller = asyncio.get_running_loop().create_task(self._poll_legacy())
+        try:
+            raw = await self._session.request("tasks/result", {"taskId": self.task_id}, timeout=None)
+        except MCPError:
+            with contextlib.suppress(Exception):
+                await self.status()
+            if self.task.status == "cancelled":
+                raise TaskCancelled(f"task {self.task_id} was cancelled", {"taskId": self.task_id}) from None
+            raise
+        finally:
+            poller.cancel()
+            with contextlib.suppress(BaseException):
+                await poller
+        with contextlib.suppress(Exception):
+            await self.status()
+        return raw
+
+    async def _poll_legacy(self) -> None:
+        """Status and progress callbacks while ``tasks/result`` blocks."""
+        if self.on_progress is None and self.on_status is None:
+            return
+        while True:
+            await asyncio.sleep(self._interval(self.task))
+            with contextlib.suppress(MCPError):
+                if (await self.status()).terminal:
+                    return
+
+    # ------------------------------------------------------------------ callbacks
+
+    def _interval(self, task: Task) -> float:
+        ms = task.poll_interval_ms
+        return DEFAULT_POLL if ms is None else min(MAX_POLL, max(MIN_POLL, ms / 1000))
+
+    async def _observe(self, task: Task) -> None:
+        self.task = task
+        seen = (task.status, task.status_message)
+        if seen != self._last_seen:
+            self._last_seen = seen
+            if self.on_status is not None:
+                await _call(self.on_status, task)
+        progress = (task.meta or {}).get(PROGRESS_META)
+        if isinstance(progress, dict):
+            await self.progress(progress.get("progress"), progress.get("total"), progress.get("message"))
+
+    async def progress(self, value: Any, total: Any = None, message: Any = None) -> None:
+        """Hand a progress report to ``on_progress`` (only increasing values, as for a request's progress)."""
+        if self.on_progress is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+            return
+        if self._last_progress is not None and value <= self._last_progress:
+            return
+        self._last_progress = float(value)
+        total_f = float(total) if isinstance(total, (int, float)) and not isinstance(total, bool) else None
+        await _call(self.on_progress, float(value), total_f, message if isinstance(message, str) else None)
+
+
+async def _call(fn: Callable[..., Any], *args: Any) -> None:
+    try:
+        outcome = fn(*args)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        logger.exception("task callback failed")
+
+
+# ---------------------------------------------------------------------------------------------- the receiving side
+
+
+class ClientTasks:
+    """A client's own tasks: the server's ``sampling/createMessage`` and ``elicitation/create`` run as tasks when
+    it asks (2025-11-25), on a :class:`~mcpkit.tasks.TaskEngine` of the client's (in memory by default: one
+    connection's)."""
+
+    METHODS = ("sampling/createMessage", "elicitation/create")
+
+    MAX_FOLLOWED = 1024  # handles whose 2025-11-25 progress notifications are routed (the oldest are dropped)
+
+    def __init__(self, engine: TaskEngine | None = None) -> None:
+        self._engine = engine
+        self._progress: dict[str | int, TaskHandle] = {}
+
+    def follow_progress(self, token: str | int, handle: TaskHandle) -> None:
+        """Route ``notifications/progress`` for ``token`` (the task's request's token) to ``handle``."""
+        self._progress[token] = handle
+        while len(self._progress) > self.MAX_FOLLOWED:
+            self._progress.pop(next(iter(self._progress)))
+
+    def progress(self, params: JSONDict) -> None:
+        """A progress notification for a token no request waits on (the engine's ``unclaimed_progress``)."""
+        token = params.get("progressToken")
+        handle = self._progress.get(token) if isinstance(token, (str, int)) else None
+        if handle is None:
+            return
+        if handle.task.terminal:
+            del self._progress[token]  # type: ignore[arg-type]
+            return
+        report = handle.progress(params.get("progress"), params.get("total"), params.get("message"))
+        asyncio.get_running_loop().create_task(report).add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    @property
+    def engine(self) -> TaskEngine:
+        if self._engine is None:
+            self._engine = TaskEngine(max_tasks=256, max_tasks_per_principal=256)
+        return self._engine
+
+    @staticmethod
+    def capability() -> JSONDict:
+        """The 2025-11-25 ``capabilities.tasks`` a client with these tasks declares."""
+        return {
+            "list": {},
+            "cancel": {},
+            "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
+        }
+
+    async def create(
+        self, method: str, params: JSONDict, work: Callable[[JSONDict], Coroutine[Any, Any, JSONDict]]
+    ) -> JSONDict:
+        """Answer a task-augmented request: the task made, ``work(params)`` running as it."""
+        task_param = params.get("task")
+        if not isinstance(task_param, dict):
+            raise InvalidParams("params.task must be an object")
+        plain = {k: v for k, v in params.items() if k != "task"}
+        engine = self.engine
+        record = await engine.create(owner=None, method=method, ttl_ms=task_param.get("ttl"))
+        control = engine.control()
+        engine.adopt(record, control, asyncio.ensure_future(work(plain)))
+        return {"task": legacy_task(record)}
+
+    async def serve(self, method: str, params: JSONDict) -> JSONDict:
+        """Answer the server's ``tasks/get``, ``tasks/result``, ``tasks/list`` or ``tasks/cancel``."""
+        engine = self.engine
+        if method == "tasks/list":
+            after = None
+            cursor = params.get("cursor")
+            if cursor is not None and (after := read_cursor(cursor)) is None:
+                raise InvalidParams("Invalid cursor")
+            records = await engine.list(None, after, 51)
+            out: JSONDict = {"tasks": [legacy_task(r) for r in records[:50]]}
+            if len(records) > 50:
+                out["nextCursor"] = list_cursor(records[49])
+            return out
+        record = await engine.get(params.get("taskId"), None)
+        if record is None:
+            raise InvalidParams("Failed to retrieve task: Task not found")
+        task_id = record["id"]
+        if method == "tasks/get":
+            return legacy_task(record)
+        if method == "tasks/cancel":
+            if record["status"] in TERMINAL:
+                raise InvalidParams(f"Cannot cancel task: already in terminal status '{record['status']}'")
+            return legacy_task(await engine.cancel(task_id) or record)
+        if method != "tasks/result":
+            raise MethodNotFound(f"Method not found: {method}")
+        while record["status"] not in TERMINAL:
+            fut = engine.watch(task_id)
+            try:
+                fresh = await engine.store.get(task_id)
+                if fresh is None:
+                    raise InvalidParams("Failed to retrieve task: Task has expired")
+                record = fresh
+                if record["status"] not in TERMINAL:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(fut), 2.0)
+            finally:
+                engine.unwatch(task_id, fut)
+        if record.get("result") is not None:
+            result = dict(record["result"])
+            meta = result.get("_meta")
+            related = {META_RELATED_TASK: {"taskId": task_id}}
+            result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
+            return result
+        if record.get("error") is not None:
+            raise error_from_response(record["error"])
+        raise MCPError("The task was cancelled: it has no result", {"taskId": task_id})
+
+    async def aclose(self) -> None:
+        if self._engine is not None:
+            await self._engine.drain(0.5)
+
+
+__all__ = [
+    "ClientTasks",
+    "ProgressCallback",
+    "StatusCallback",
+    "TaskCancelled",
+    "TaskHandle",
+    "follow",
+    "start_tool_task",
+]
