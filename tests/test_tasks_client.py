@@ -26,7 +26,7 @@ def confirm_yes(params: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_call_tool_as_task_gives_a_handle_with_status_progress_and_result(era: str) -> None:
-    app, probe = make_app()
+    app, _ = make_app()
     progress: list[tuple[float, float | None, str | None]] = []
     states: list[str] = []
     async with Client(app, protocol_version=MODES[era]) as client:
