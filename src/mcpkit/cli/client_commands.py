@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..client.display import display_name, shown_description
+from ..protocol.versions import TASKS_EXTENSION
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
     NAMED_WITH_ARGUMENTS,
@@ -44,6 +45,7 @@ from .client_io import (
     _stdout,
     ask_user,
     described,
+    follow_task,
     parse_pairs,
 )
 
@@ -358,6 +360,8 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
     "-o", "--output", type=click.Choice(["human", "json"]), default="human", show_default=True, help="-o json = --json."
 )
 @click.option("--no-validate", is_flag=True, help="Do not check structured output against the outputSchema.")
+@click.option("--task", "as_task", is_flag=True, help="Run the call as a task (its id is shown; Ctrl-C cancels it).")
+@click.option("--ttl", type=int, default=None, metavar="MS", help="With --task: how long the server keeps the task.")
 def call_command(
     target: str,
     tool: str,
@@ -366,11 +370,15 @@ def call_command(
     args_json: str | None,
     output: str,
     no_validate: bool,
+    as_task: bool,
+    ttl: int | None,
     **kw: Any,
 ) -> None:
     """Call TOOL on the server at TARGET with KEY=VALUE arguments (values parsed as JSON when they parse).
 
-    --timeout is a hard bound on the call: progress notifications do not extend it."""
+    --timeout is a hard bound on the call: progress notifications do not extend it. A call that runs as a task
+    (--task, a tool that requires one, or a 2026-07-28 server that answers with one) shows the task's status and
+    progress; Ctrl-C or the timeout cancels the task on the server."""
 
     def go() -> None:
         _check_target(target)
@@ -388,7 +396,7 @@ def call_command(
         opts = _collect(target, **kw)
         opts["validate_output"] = not no_validate
         deadline = float(kw["timeout"])
-        result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline))
+        result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline, as_task, ttl))
         if machine:
             _print_json(_result_dict(result), machine=True)
         else:
@@ -417,7 +425,13 @@ def call_command(
 
 
 async def _call_with_progress(
-    client: Client, tool: str, arguments: dict[str, Any], machine: bool, deadline: float
+    client: Client,
+    tool: str,
+    arguments: dict[str, Any],
+    machine: bool,
+    deadline: float,
+    as_task: bool = False,
+    ttl: int | None = None,
 ) -> Any:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -444,7 +458,22 @@ async def _call_with_progress(
             line = f"progress: {done:g}{'/' + format(total, 'g') if total else ''}{pct} {shown}".rstrip()
             err.print(line, markup=False)
 
+    def on_status(task: Any) -> None:
+        label = f"task {visible(task.task_id[:12], one_line=True)} {visible(task.status, one_line=True)}"
+        progress.update(task_id, description=label, msg=visible(task.status_message or "", one_line=True, limit=200))
+        if not err.is_terminal and not machine:
+            err.print(f"{label}: {visible(task.status_message or '', one_line=True, limit=200)}".rstrip(": "))
+
     with progress:
+        if not as_task:  # a tool that requires a task (2025-11-25); any call a 2026-07-28 server may make one
+            definition = await client.get_tool(tool)
+            execution = definition.execution if definition is not None else None
+            as_task = execution is not None and execution.task_support == "required"
+            as_task = as_task or (
+                client.modern and TASKS_EXTENSION in (client.server_capabilities.get("extensions") or {})
+            )
+        if as_task:
+            return await follow_task(client, tool, arguments, deadline, ttl, (on_progress, on_status), machine)
         try:
             async with asyncio.timeout(deadline):
                 return await client.call_tool(tool, arguments, on_progress=on_progress)

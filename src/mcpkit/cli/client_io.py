@@ -380,3 +380,47 @@ def _print_table(title: str, columns: Sequence[tuple[str, dict[str, Any]]], rows
     for row in rows:
         table.add_row(*row)
     _stdout().print(table)
+
+
+# ---------------------------------------------------------------------------------------------- tasks
+
+
+async def follow_task(
+    client: Any,
+    tool: str,
+    arguments: dict[str, Any],
+    deadline: float,
+    ttl: int | None,
+    callbacks: tuple[Any, Any],
+    machine: bool,
+) -> Any:
+    """``mcpkit call`` of a task: start it (its id shown on stderr), follow it with the progress and status
+    ``callbacks``; the deadline or Ctrl-C (asyncio.run cancels the command's coroutine) cancels it on the server."""
+    import asyncio
+
+    from ..client.tasks import TaskCancelled
+    from .safe import visible
+
+    on_progress, on_status = callbacks
+    handle = await client.call_tool_as_task(tool, arguments, ttl=ttl, on_progress=on_progress, on_status=on_status)
+    if not machine and handle.task_id:
+        _stderr().print(f"task {visible(handle.task_id, one_line=True)} started", markup=False)
+    try:
+        async with asyncio.timeout(deadline):
+            return await handle.result()
+    except TimeoutError:
+        await _cancel_quietly(handle)
+        raise CLIError(f"timed out after {deadline}s: task {handle.task_id} cancelled") from None
+    except asyncio.CancelledError:
+        await _cancel_quietly(handle)
+        raise CLIError(f"interrupted: task {handle.task_id} cancelled", code=130) from None
+    except TaskCancelled:
+        raise CLIError(f"task {handle.task_id} was cancelled on the server") from None
+
+
+async def _cancel_quietly(handle: Any) -> None:
+    import asyncio
+    import contextlib
+
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(handle.cancel(), 5.0)

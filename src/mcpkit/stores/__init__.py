@@ -13,12 +13,15 @@ Both are protocols so a shared backend (Redis, ...) can replace the bounded in-m
   truth for every worker: the HTTP endpoint re-reads the record on each request (DELETE anywhere means 404
   everywhere). A store may also offer ``async touch(session_id, ttl) -> state | None`` (read and renew the TTL in
   one step; both built-in stores do); without it the endpoint reads with ``load`` and renews with ``save``.
+* :class:`TaskStore`: where a server's tasks are kept (:mod:`mcpkit.tasks`; the in-memory default is
+  :class:`InMemoryTaskStore`, ``mcpkit.stores.redis.RedisTaskStore`` shares them between workers).
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+from ..tasks.store import InMemoryTaskStore, TaskStore
 from .memory import InMemoryEventStore, InMemorySessionStore
 
 
@@ -62,4 +65,12 @@ class SessionStore(Protocol):
     async def delete(self, session_id: str) -> None: ...
 
 
-__all__ = ["EventStore", "FollowableEventStore", "InMemoryEventStore", "InMemorySessionStore", "SessionStore"]
+__all__ = [
+    "EventStore",
+    "FollowableEventStore",
+    "InMemoryEventStore",
+    "InMemorySessionStore",
+    "InMemoryTaskStore",
+    "SessionStore",
+    "TaskStore",
+]

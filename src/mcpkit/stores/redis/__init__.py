@@ -10,6 +10,7 @@ import redis, building a backend does).
 * :class:`RedisFanout`: change notifications and cross-worker messages over Redis Streams (an ordered log every
   worker reads, worker numbers and inboxes; nothing lost while a worker is cut off).
 * :class:`RedisBus`: Redis pub/sub as a :class:`~mcpkit.stores.bus.Bus` (at most once; one Redis).
+* :class:`RedisTaskStore` (:mod:`.tasks`): tasks every worker serves (``app.enable_tasks(RedisTaskStore(url))``).
 
 Each takes a URL, a ``redis.asyncio`` client (``Redis`` or ``RedisCluster``, bytes responses) or a shared
 :class:`RedisConnection`; one built from a URL or a client owns what it made (``await store.aclose()``).
@@ -22,6 +23,7 @@ from .connection import BLOCK, DEFAULT_TIMEOUT, KeyScheme, RedisConnection, Stor
 from .events import RedisEventStore
 from .fanout import RedisFanout
 from .sessions import RedisSessionStore
+from .tasks import RedisTaskStore
 
 __all__ = [
     "BLOCK",
@@ -32,6 +34,7 @@ __all__ = [
     "RedisEventStore",
     "RedisFanout",
     "RedisSessionStore",
+    "RedisTaskStore",
     "StoreUnavailable",
     "connection_for",
 ]

@@ -1,0 +1,332 @@
+"""Tasks in Redis: :class:`RedisTaskStore`, a :class:`~mcpkit.tasks.TaskStore` that every worker sharing it serves
+(needs ``pip install 'mcpkit[redis]'``).
+
+A task started on worker A is polled, answered, cancelled and read on worker B; its record (and its result) stays
+in Redis until its time to live, whatever becomes of A. Layout (``<prefix>`` shared by the app's keys; the part in
+braces is the Redis Cluster hash tag):
+
+====================================  ========================================================================
+key                                   holds
+====================================  ========================================================================
+``<prefix>{<task id>}:task``          the record, one JSON value, expiring at the task's time to live (``PX``)
+``<prefix>{tasks}:live``              the tasks in progress, all owners (sorted set, score: when they expire)
+``<prefix>{tasks}:live:<owner>``      one owner's tasks in progress (``<owner>``: a SHA-256 prefix of it)
+``<prefix>{tasks}:own:<owner>``       one owner's tasks (score: creation time), what ``tasks/list`` pages through
+``<prefix>{tasks}:changes``           a Redis stream: the id of each task that changed (capped, ~10,000 entries)
+====================================  ========================================================================
+
+Creating a task is one script on the ``{tasks}`` keys (the caps on tasks in progress are checked and the place
+reserved atomically), then the record's ``SET``: both before the task id is returned, so a ``tasks/get`` on any
+worker finds it. A change is an optimistic transaction (``WATCH`` the record, ``SET ... KEEPTTL``), retried on a
+conflict, then an ``XADD`` to the change stream, which every worker's store follows (``XREAD BLOCK``) to wake what
+waits on that task (a runner waiting for an answer, a ``tasks/result`` waiting for the end, a cancellation reaching
+the worker that runs the task). A worker cut off from Redis meanwhile reads every record it waits on again when it
+is back (waiters read again every few seconds anyway).
+
+The ``{tasks}`` keys share one Redis Cluster slot (one node holds them; the records spread over all). Every key
+expires: records at their TTL, the sets with the longest TTL granted; entries of a worker that died mid-task leave
+the sets when their score passes. Every command goes through the connection's guard: an unreachable Redis raises
+:class:`~mcpkit.stores.redis.StoreUnavailable` at once instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ...protocol.errors import TaskLimitReached
+from ...tasks.model import TaskRecord, after_cursor, expires_at, is_terminal, now_ms
+from ...tasks.store import Change, Listener
+from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
+
+if TYPE_CHECKING:
+    from .connection import RedisClient
+
+logger = logging.getLogger("mcpkit.stores.redis")
+
+#: the longest a record may live here (and how long the sets are kept after their last change): 30 days
+MAX_TTL_MS = 30 * 24 * 3600 * 1000
+UPDATE_RETRIES = 32
+FEED_LENGTH = 10_000  # entries the change stream keeps (approximately: MAXLEN ~)
+
+# KEYS: live (all), live (owner), index (owner). ARGV: now, max live, max live per owner, id, expiry, created,
+# index floor (entries older than this are expired whatever they were), set ttl ms.
+_CREATE = """
+local now = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
+redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
+redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[7])
+redis.call('PEXPIRE', KEYS[1], ARGV[8])
+redis.call('PEXPIRE', KEYS[2], ARGV[8])
+redis.call('PEXPIRE', KEYS[3], ARGV[8])
+return 0
+"""
+
+
+class RedisTaskStore:
+    """A :class:`~mcpkit.tasks.TaskStore` shared by every worker (see the module docstring).
+
+    Args:
+        redis: a URL, a ``redis.asyncio`` client or a shared :class:`~mcpkit.stores.redis.RedisConnection`.
+        prefix, cluster, timeout: for a URL or a client (see :class:`~mcpkit.stores.redis.RedisConnection`).
+
+    ``app.enable_tasks(RedisTaskStore(url))`` on every worker. Built from a URL or a client it owns its connection:
+    the engine's ``aclose()`` closes it.
+    """
+
+    def __init__(
+        self,
+        redis: str | RedisClient | RedisConnection,
+        *,
+        prefix: str = "mcpkit:",
+        cluster: bool = False,
+        timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
+        self._create = self.conn.client.register_script(_CREATE)
+        self._listeners: list[Listener] = []
+        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix."""
+        return self.conn.prefix
+
+    # ------------------------------------------------------------------ keys
+
+    def _record(self, task_id: str) -> str:
+        return self.conn.keys.key(task_id, "task")
+
+    def _live(self, owner: str | None = None, *, everyone: bool = False) -> str:
+        if everyone:
+            return self.conn.keys.key("tasks", "live")
+        return self.conn.keys.key("tasks", "live", _owner_key(owner))
+
+    def _index(self, owner: str | None) -> str:
+        return self.conn.keys.key("tasks", "own", _owner_key(owner))
+
+    @property
+    def feed(self) -> str:
+        """The key of the change stream."""
+        return self.conn.keys.key("tasks", "changes")
+
+    # ------------------------------------------------------------------ TaskStore
+
+    async def create(self, record: TaskRecord, *, max_live: int, max_live_per_owner: int) -> None:
+        self._ensure_reader()
+        task_id = record["id"]
+        owner = record.get("owner")
+        now = now_ms()
+        expiry = expires_at(record) or now + MAX_TTL_MS
+        keys = [self._live(everyone=True), self._live(owner), self._index(owner)]
+        args = [
+            now,
+            max_live,
+            max_live_per_owner,
+            task_id,
+            expiry,
+            int(record["created"]),
+            now - MAX_TTL_MS,
+            MAX_TTL_MS,
+        ]
+        async with self.conn.guard("task store"):
+            refused = await self._create(keys=keys, args=args)
+            if not refused:
+                await self.conn.client.set(self._record(task_id), orjson.dumps(record), px=_ttl(record, now))
+        if refused == 1:
+            raise TaskLimitReached(
+                f"the server has {max_live} tasks in progress, as many as it allows (max_tasks): retry later"
+            )
+        if refused == 2:
+            raise TaskLimitReached(
+                f"{max_live_per_owner} tasks of yours are in progress, as many as this server allows per caller "
+                "(max_tasks_per_principal): wait for one to finish or cancel one"
+            )
+        await self._changed(task_id)
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        self._ensure_reader()
+        async with self.conn.guard("task store"):
+            raw = await self.conn.client.get(self._record(task_id))
+        return _load(raw)
+
+    async def update(self, task_id: str, change: Change) -> TaskRecord | None:
+        self._ensure_reader()
+        from redis.exceptions import WatchError
+
+        key = self._record(task_id)
+        for _ in range(UPDATE_RETRIES):
+            async with self.conn.guard("task store"), self.conn.client.pipeline(transaction=True) as pipe:
+                try:
+                    await pipe.watch(key)
+                    before = _load(await pipe.get(key))
+                    if before is None:
+                        return None
+                    draft: TaskRecord = orjson.loads(orjson.dumps(before))
+                    if not change(draft):
+                        await pipe.unwatch()  # type: ignore[no-untyped-call]
+                        return draft
+                    pipe.multi()  # type: ignore[no-untyped-call]
+                    pipe.set(key, orjson.dumps(draft), keepttl=True)
+                    await pipe.execute()
+                except WatchError:
+                    continue
+            if is_terminal(draft) and not is_terminal(before):
+                owner = draft.get("owner")
+                async with self.conn.guard("task store"):
+                    await self.conn.client.zrem(self._live(everyone=True), task_id)
+                    await self.conn.client.zrem(self._live(owner), task_id)
+            await self._changed(task_id)
+            return draft
+        raise RuntimeError(f"task {task_id[:8]}: the record kept changing under {UPDATE_RETRIES} attempts")
+
+    async def delete(self, task_id: str) -> None:
+        record = await self.get(task_id)
+        async with self.conn.guard("task store"):
+            await self.conn.client.unlink(self._record(task_id))
+            if record is not None:
+                owner = record.get("owner")
+                await self.conn.client.zrem(self._live(everyone=True), task_id)
+                await self.conn.client.zrem(self._live(owner), task_id)
+                await self.conn.client.zrem(self._index(owner), task_id)
+        await self._changed(task_id)
+
+    async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
+        self._ensure_reader()
+        index = self._index(owner)
+        low = after[0] if after is not None else "-inf"
+        out: list[TaskRecord] = []
+        offset = 0
+        client = self.conn.client
+        while len(out) < limit:
+            async with self.conn.guard("task store"):
+                batch = await client.zrangebyscore(index, low, "+inf", start=offset, num=limit * 2 + 8)
+                if not batch:
+                    break
+                ids = [b.decode() if isinstance(b, bytes) else str(b) for b in batch]
+                async with client.pipeline(transaction=False) as pipe:  # (records of several slots: no MGET)
+                    for task_id in ids:
+                        pipe.get(self._record(task_id))
+                    raws = await pipe.execute()
+            offset += len(batch)
+            gone: list[str] = []
+            for task_id, raw in zip(ids, raws, strict=True):
+                record = _load(raw)
+                if record is None:
+                    gone.append(task_id)
+                elif record.get("owner") == owner and after_cursor(record, after):
+                    out.append(record)
+                    if len(out) >= limit:
+                        break
+            if gone:
+                async with self.conn.guard("task store"):
+                    await client.zrem(index, *gone)
+        return out
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    async def aclose(self) -> None:
+        self._closed = True
+        self._listeners.clear()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+            self._reader = None
+        if self._owns:
+            await self.conn.aclose()
+
+    # ------------------------------------------------------------------ the change feed
+
+    async def _changed(self, task_id: str) -> None:
+        for listener in list(self._listeners):
+            listener(task_id)  # this worker's waiters at once; the others through the stream
+        try:
+            async with self.conn.guard("task store"):
+                await self.conn.client.xadd(self.feed, {b"t": task_id}, maxlen=FEED_LENGTH, approximate=True)
+                await self.conn.client.pexpire(self.feed, MAX_TTL_MS)
+        except Exception as exc:  # the change is stored; other workers read it at their next look
+            logger.warning("task %s: could not announce the change: %s", task_id[:8], exc)
+
+    def _ensure_reader(self) -> None:
+        if self._reader is None and not self._closed and self._listeners:
+            self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        """Follow the change stream from now on; every listener hears of every task that changed on any worker."""
+        client, block = self.conn.blocking()
+        block_ms = int(block * 1000)
+        position = "$"
+        delay = 0.05
+        while not self._closed:
+            try:
+                reply = await client.xread({self.feed: position}, count=256, block=block_ms)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis went away: read on once it is back (waiters read their records anyway)
+                if isinstance(exc, self.conn.errors):
+                    self.conn.failed(exc)
+                logger.warning("task store: the change stream is unreachable (%s); retrying in %.2fs", exc, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            delay = 0.05
+            for entry_id, fields in _stream_entries(reply):
+                position = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+                value = fields.get(b"t") if isinstance(fields, dict) else None
+                if value is None:
+                    continue
+                task_id = value.decode() if isinstance(value, bytes) else str(value)
+                for listener in list(self._listeners):
+                    try:
+                        listener(task_id)
+                    except Exception:
+                        logger.exception("task store: a listener failed")
+
+
+def _stream_entries(reply: Any) -> list[tuple[Any, Any]]:
+    """The entries of a one-stream XREAD reply (RESP2 list or RESP3 dict)."""
+    if not reply:
+        return []
+    if isinstance(reply, dict):
+        return list(next(iter(reply.values()))[0])
+    return list(reply[0][1])
+
+
+def _owner_key(owner: str | None) -> str:
+    """A fixed-size key part naming ``owner`` (principals and session bindings are arbitrary text)."""
+    return hashlib.sha256(("" if owner is None else owner).encode()).hexdigest()[:32] if owner is not None else "-"
+
+
+def _ttl(record: TaskRecord, now: int) -> int:
+    end = expires_at(record)
+    return max(1, min(MAX_TTL_MS, (end - now) if end is not None else MAX_TTL_MS))
+
+
+def _load(raw: Any) -> TaskRecord | None:
+    if raw is None:
+        return None
+    record = orjson.loads(raw)
+    return record if isinstance(record, dict) else None
+
+
+__all__ = ["RedisTaskStore"]
