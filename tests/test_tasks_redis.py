@@ -13,15 +13,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core_helpers import RawPeer
-from redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
-from support.procs import stop, wait_listening
-from tasks_support import LEGACY, Probe, call, make_app, raw
 
+from core_helpers import RawPeer
 from mcpkit import Client
 from mcpkit.stores.redis import RedisTaskStore
 from mcpkit.tasks import TaskEngine
 from mcpkit.tasks.model import new_record
+from redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
+from support.procs import stop, wait_listening
+from tasks_support import LEGACY, Probe, call, make_app, raw
 
 pytestmark = pytest.mark.redis
 
@@ -40,7 +40,17 @@ def workers(url: str, prefix: str) -> Iterator[dict[str, tuple[str, subprocess.P
         for name in ("A", "B"):
             port = _free_port()
             proc = subprocess.Popen(
-                [sys.executable, "-m", "mcpkit.cli.main", "run", str(WORKER), "--transport", "http", "--port", str(port)],
+                [
+                    sys.executable,
+                    "-m",
+                    "mcpkit.cli.main",
+                    "run",
+                    str(WORKER),
+                    "--transport",
+                    "http",
+                    "--port",
+                    str(port),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
