@@ -166,6 +166,16 @@ const adapter = {
                 if (step._meta) params._meta = step._meta;
                 return client.callTool(params, undefined, o);
             }
+            case 'callToolStream': {
+                // SDK 1.x experimental tasks (2025-11-25): tools/call with params.task, then tasks/get polling and
+                // tasks/result; every message the stream yields, errors as JSON
+                const params = { name: step.name, arguments: step.arguments ?? {} };
+                const messages = [];
+                for await (const m of client.experimental.tasks.callToolStream(params, undefined, { ...o, task: step.task ?? {} })) {
+                    messages.push(m.type === 'error' ? { type: 'error', error: errorJson(m.error) } : m);
+                }
+                return { messages };
+            }
             case 'readResource':
                 return client.readResource({ uri: step.uri }, o);
             case 'getPrompt':

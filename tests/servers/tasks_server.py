@@ -1,0 +1,16 @@
+"""The task tools of tests/tasks_support.py as a server file (stdio: ``python tests/servers/tasks_server.py``,
+HTTP: ``mcpkit run tests/servers/tasks_server.py -t http --port N``), for peers in other processes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tasks_support import make_app  # noqa: E402
+
+app, probe = make_app()
+probe.release.set()  # (hold ends at once here)
+
+if __name__ == "__main__":
+    app.run()
