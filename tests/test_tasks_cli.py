@@ -25,8 +25,18 @@ def _env(marker: Path) -> dict[str, str]:
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
 def test_call_task_shows_its_id_status_and_progress_then_the_result(version: str, tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "mcpkit.cli.main", "call", SERVER, "crunch", "steps=3", "--task"]
-        + ["--protocol-version", version],
+        [
+            sys.executable,
+            "-m",
+            "mcpkit.cli.main",
+            "call",
+            SERVER,
+            "crunch",
+            "steps=3",
+            "--task",
+            "--protocol-version",
+            version,
+        ],
         capture_output=True,
         text=True,
         timeout=60,
@@ -39,8 +49,19 @@ def test_call_task_shows_its_id_status_and_progress_then_the_result(version: str
     assert any(line.startswith("progress: ") and "step" in line for line in lines), proc.stderr
     assert any("completed" in line for line in lines if line.startswith("task ")), proc.stderr
     machine = subprocess.run(
-        [sys.executable, "-m", "mcpkit.cli.main", "call", SERVER, "crunch", "steps=1", "--task", "--json"]
-        + ["--protocol-version", version],
+        [
+            sys.executable,
+            "-m",
+            "mcpkit.cli.main",
+            "call",
+            SERVER,
+            "crunch",
+            "steps=1",
+            "--task",
+            "--json",
+            "--protocol-version",
+            version,
+        ],
         capture_output=True,
         text=True,
         timeout=60,

@@ -169,3 +169,38 @@ async def test_the_client_runs_a_servers_sampling_request_as_a_task_when_asked()
     assert seen["get"]["taskId"] == seen["created"]["taskId"]
     assert [t["taskId"] for t in seen["list"]["tasks"]] == [seen["created"]["taskId"]]
     assert seen["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": seen["created"]["taskId"]}
+
+
+def test_the_client_bounds_its_polling_and_the_handles_it_routes_progress_to() -> None:
+    """A handle polls at the interval the server suggests, but never faster than 50 ms nor slower than 5 s; the
+    client routes 2025-11-25 progress notifications to at most ClientTasks.MAX_FOLLOWED handles (oldest dropped)."""
+    from mcpkit.client.tasks import MAX_POLL, MIN_POLL, ClientTasks, TaskHandle
+
+    handle = TaskHandle(None, Task(task_id="t", status="working"), modern=True)  # type: ignore[arg-type]
+    assert handle._interval(Task(task_id="t", status="working", pollInterval=1)) == MIN_POLL == 0.05
+    assert handle._interval(Task(task_id="t", status="working", pollInterval=3_600_000)) == MAX_POLL == 5.0
+    assert handle._interval(Task(task_id="t", status="working", pollIntervalMs=800)) == 0.8
+    tasks = ClientTasks()
+    for i in range(ClientTasks.MAX_FOLLOWED + 10):
+        tasks.follow_progress(f"tok-{i}", handle)
+    assert len(tasks._progress) == ClientTasks.MAX_FOLLOWED and "tok-0" not in tasks._progress
+
+
+async def test_the_client_runs_at_most_256_of_a_servers_requests_as_tasks_at_once() -> None:
+    from mcpkit.client.tasks import ClientTasks
+    from mcpkit.protocol.errors import TaskLimitReached
+
+    tasks = ClientTasks()
+    gate = asyncio.Event()
+
+    async def work(params: dict[str, Any]) -> dict[str, Any]:
+        await gate.wait()
+        return {"action": "accept"}
+
+    for _ in range(256):
+        created = await tasks.create("elicitation/create", {"message": "?", "task": {}}, work)
+        assert created["task"]["status"] == "working" and created["task"]["ttl"] == 3_600_000
+    with pytest.raises(TaskLimitReached):
+        await tasks.create("elicitation/create", {"message": "?", "task": {}}, work)
+    gate.set()
+    await tasks.aclose()

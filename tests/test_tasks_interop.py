@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.procs import stop, wait_listening
 
 from mcpkit import Client
+from support.procs import stop, wait_listening
 
 pytestmark = pytest.mark.npm
 

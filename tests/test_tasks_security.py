@@ -157,3 +157,31 @@ async def test_the_in_memory_store_is_bounded_in_records_and_bytes_and_keeps_tas
         await store.update(record["id"], finish)
         assert len(store) <= 20 and store.size_bytes <= 50_000
     assert await store.get(live["id"]) is not None
+
+
+async def test_shutdown_drains_the_running_tasks_then_cancels_what_is_left() -> None:
+    """At shutdown (close_listeners) the tasks running get drain_timeout seconds; a task still running then is
+    cancelled and recorded failed, one that finishes in time keeps its result."""
+    app, probe = make_app(Probe(), drain_timeout=0.5)
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        quick = await call(peer, 1, "tools/call", {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}})
+        stuck = await call(peer, 2, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await app.close_listeners()
+        assert 0.4 < loop.time() - start < 3.0
+        store = app.tasks.engine.store
+        done = await store.get(quick["result"]["task"]["taskId"])
+        left = await store.get(stuck["result"]["task"]["taskId"])
+        assert done["status"] == "completed"
+        assert left["status"] == "failed" and left["error"]["message"] == "the server shut down"
+        assert probe.cancelled == ["hold"]
+
+
+async def test_listening_to_more_task_ids_than_max_subscriptions_is_refused() -> None:
+    app, _ = make_app()
+    app.max_subscriptions = 3
+    async with raw(app) as peer:
+        r = await modern(peer, 1, "subscriptions/listen", {"notifications": {"taskIds": ["a", "b", "c", "d"]}})
+        assert r["error"]["code"] == -32602 and "max_subscriptions" in r["error"]["message"]

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tasks_support import make_app  # noqa: E402
+from tasks_support import make_app
 
 app, probe = make_app()
 probe.release.set()  # (hold ends at once here)

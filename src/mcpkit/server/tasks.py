@@ -21,8 +21,8 @@ of both forms; this module is what the protocol makes of it:
   streams ``notifications/tasks``. ``tasks/result`` and ``tasks/list`` do not exist there (-32601).
 
 Who may reach a task: the caller that created it, by principal when the request is authenticated, else by its
-handshake session; a stateless request without a principal has only the unguessable id. Another caller's task
-id reads exactly as an unknown one.
+handshake-era session; a 2026-07-28 request without a principal has only the unguessable id (on every transport:
+that era has no sessions). Another caller's task id reads exactly as an unknown one.
 """
 
 from __future__ import annotations
@@ -95,10 +95,11 @@ def declares_extension(client_capabilities: JSONDict) -> bool:
 
 
 def owner_of(sctx: ServerRequestContext) -> str | None:
-    """Who a task belongs to: the principal when the request is authenticated, else its handshake session."""
+    """Who a task belongs to: the principal when the request is authenticated, else its handshake-era session; a
+    2026-07-28 request without a principal has no binding (that era has no sessions, whatever the transport)."""
     if sctx.principal is not None:
         return f"p:{sctx.principal}"
-    if sctx.session is not None:
+    if sctx.session is not None and not sctx.features.modern:
         return f"s:{session_binding(sctx.session)}"
     return None
 
