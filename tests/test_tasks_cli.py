@@ -97,3 +97,20 @@ def test_ctrl_c_cancels_the_task_on_the_server(version: str, tmp_path: Path) -> 
             break
         time.sleep(0.1)
     assert marker.read_text() == "cancelled"
+
+
+async def test_a_stdio_server_finishes_its_tasks_after_the_client_leaves(tmp_path: Path) -> None:
+    """The client disconnecting does not cancel a task: a stdio server whose input ended drains its tasks (up to
+    drain_timeout) before it exits."""
+    from mcpkit import Client, StdioServer
+
+    marker = tmp_path / "marker"
+    server = StdioServer([sys.executable, SERVER], env={"TASKS_MARKER": str(marker)})
+    async with Client(server, protocol_version="2025-11-25") as client:
+        handle = await client.call_tool_as_task("mark", {"seconds": 1.0})
+        assert handle.task.status == "working"
+    for _ in range(100):
+        if marker.exists():
+            break
+        time.sleep(0.05)
+    assert marker.read_text() == "done"

@@ -21,13 +21,17 @@ __all__ = ["run", "run_stdio_async"]
 
 
 async def run_stdio_async(server: HostedServer, **transport_options: Any) -> None:
-    """Serve ``server`` on stdin/stdout until the input ends; ``transport_options`` go to
+    """Serve ``server`` on stdin/stdout until the input ends, then shut it down (``close_listeners``: the tasks
+    still running get their drain time); ``transport_options`` go to
     :class:`~mcpkit.transports.stdio.StdioServerTransport`."""
     from .transports.stdio import StdioServerTransport
 
     transport = StdioServerTransport(**transport_options)
     await transport.start()
-    await server.serve(transport)
+    try:
+        await server.serve(transport)
+    finally:
+        await server.close_listeners()
 
 
 def run(server: HostedServer, transport: str = "stdio", **options: Any) -> None:

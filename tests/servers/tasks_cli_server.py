@@ -33,5 +33,13 @@ async def hold() -> str:
     return "held"
 
 
+@app.tool(task=True)
+async def mark(seconds: float = 1.0) -> str:
+    """Writes ``done`` to the file named by ``TASKS_MARKER`` after ``seconds``."""
+    await asyncio.sleep(seconds)
+    Path(os.environ["TASKS_MARKER"]).write_text("done")
+    return "marked"
+
+
 if __name__ == "__main__":
     app.run()
