@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Client, MCPError, Server
+from mcpkit import Client, Context, MCPError, MCPKit, Server
 from mcpkit.client.tasks import TaskCancelled
 from mcpkit.protocol.errors import CapabilityNotSupported, RequestTimeout
 from mcpkit.protocol.types import Task
@@ -204,3 +204,33 @@ async def test_the_client_runs_at_most_256_of_a_servers_requests_as_tasks_at_onc
         await tasks.create("elicitation/create", {"message": "?", "task": {}}, work)
     gate.set()
     await tasks.aclose()
+
+
+async def test_call_tool_runs_a_tool_that_requires_a_task_as_one_in_2025_11_25() -> None:
+    """A tool whose execution.taskSupport is "required" is called as a task by call_tool itself."""
+    app, probe = make_app()
+    async with Client(app, protocol_version="2025-11-25") as client:
+        result = await client.call_tool("must")
+        assert result.text == "done as a task" and probe.calls["must"] == 1
+
+
+async def test_a_2025_task_logs_to_its_session_with_related_task_meta() -> None:
+    app = MCPKit("logs")
+
+    @app.tool(task=True)
+    async def chatty(ctx: Context) -> str:
+        await ctx.become_task()
+        await ctx.info("working on it")
+        return "ok"
+
+    logs: list[dict[str, Any]] = []
+    async with Client(app, protocol_version="2025-11-25", logging_handler=logs.append, log_level="info") as client:
+        handle = await client.call_tool_as_task("chatty")
+        assert (await handle.result()).text == "ok"
+        for _ in range(50):
+            if logs:
+                break
+            await asyncio.sleep(0.02)
+    [log] = logs
+    assert log["data"] == "working on it"
+    assert log["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": handle.task_id}

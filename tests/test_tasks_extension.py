@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mcpkit import Context
 from mcpkit.protocol.versions import TASKS_EXTENSION
 from tasks_support import TASK_CAPS, make_app, modern, raw, wait_status
 
@@ -133,8 +134,6 @@ async def test_input_required_before_the_task_exists_then_the_task() -> None:
     result reflects the answers."""
     app = make_app()[0]
 
-    from mcpkit import Context
-
     @app.tool(task="required")
     async def named(ctx: Context) -> str:
         answer = await ctx.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
@@ -154,7 +153,7 @@ async def test_input_required_before_the_task_exists_then_the_task() -> None:
         r2 = (await modern(peer, 2, "tools/call", params))["result"]
         assert r2["resultType"] == "task" and "requestState" not in r2 and "inputRequests" not in r2
         done = await wait_status(peer, r2["taskId"], ("completed",), era="modern")
-        assert "Hello, Zed" in done["result"]["content"][0]["text"]
+        assert done["result"]["content"][0]["text"] == "Hello, Zed"
 
 
 async def test_a_required_task_tool_that_ends_at_once_is_still_answered_with_a_task() -> None:

@@ -30,6 +30,7 @@ from ..engine import ProgressCallback
 from ..protocol.errors import (
     CapabilityNotSupported,
     MCPError,
+    RequestTimeout,
     SessionExpired,
 )
 from ..protocol.jsonrpc import JSONDict
@@ -262,6 +263,9 @@ class Client(ClientConnection):
                 tool = await self.get_tool(name)
         safe = bool(tool and tool.annotations and (tool.annotations.read_only_hint or tool.annotations.idempotent_hint))
         args = dict(arguments or {})
+        if tool is not None and tool.execution is not None and tool.execution.task_support == "required":
+            task = (timeout, on_progress, meta, check, result_type, raise_on_error)
+            return await self._call_required_task(name, args, tool, *task)
         raw = await self._call(
             "tools/call",
             lambda s: s.call_tool(
@@ -275,6 +279,31 @@ class Client(ClientConnection):
             safe=safe,
         )
         return self._tool_result(name, raw, tool, check, result_type, raise_on_error)
+
+    async def _call_required_task(
+        self,
+        name: str,
+        args: JSONDict,
+        tool: Tool,
+        timeout: Any,
+        on_progress: ProgressCallback | None,
+        meta: JSONDict | None,
+        check: bool,
+        result_type: Any,
+        raise_on_error: bool,
+    ) -> ToolResult:
+        """``call_tool`` of a tool that requires a task (2025-11-25 ``execution.taskSupport``): run as one and
+        waited for; the deadline covers the whole wait and cancels the task when it passes."""
+        handle = await self.call_tool_as_task(name, args, on_progress=on_progress, meta=meta, validate=check)
+        handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
+        limit = self.timeout if timeout is ... else timeout
+        try:
+            result: ToolResult = await handle.result(timeout=limit)
+        except TimeoutError:
+            with contextlib.suppress(Exception):
+                await handle.cancel()
+            raise RequestTimeout("tools/call", float(limit or 0)) from None
+        return result
 
     def _tool_result(
         self, name: str, raw: Any, tool: Tool | None, check: bool, result_type: Any, raise_on_error: bool

@@ -265,6 +265,13 @@ class ServerRequestContext:
             raise ValueError(f"unknown log level {level!r}")
         if not self.log_enabled(level):
             return False
+        task = self.task
+        if task is not None and task.active:  # the request was answered: the task's own channel, if it has one
+            send = task.data.get("notify")
+            if send is None:
+                return False  # (2026-07-28: no log messages from a task)
+            await send("notifications/message", log_message(level, data, logger_name))
+            return True
         await self.rc.notify("notifications/message", log_message(level, data, logger_name))
         return True
 

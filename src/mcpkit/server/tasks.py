@@ -215,6 +215,12 @@ class ServerTasks:
             return
         task_id = record["id"]
         related = {META_RELATED_TASK: {"taskId": task_id}}
+
+        async def notify(method: str, params: JSONDict) -> None:  # (what the task logs, with its related-task)
+            if not session.closed:
+                await session.peer.notify(method, {**params, "_meta": related})
+
+        control.data["notify"] = notify
         token = sctx.rc.progress_token
         if token is not None:
             last: list[float] = []
