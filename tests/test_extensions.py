@@ -74,11 +74,13 @@ async def test_a_handler_sees_the_extensions_the_client_declared_in_both_eras(mo
     async with Client(app, mode=mode, extensions={UI_EXTENSION: UI_SETTINGS}) as client:
         data = (await client.call_tool("probe", {})).data
         assert data == {"ui": UI_SETTINGS, "supportsUi": True, "supportsOther": False, "low": True}
-        assert client.session.capabilities(client.session.features)["extensions"] == {UI_EXTENSION: UI_SETTINGS}
+        declared = client.session.capabilities(client.session.features)["extensions"]
+        tasks = {"io.modelcontextprotocol/tasks": {}} if mode == "modern" else {}  # (every client takes tasks)
+        assert declared == {UI_EXTENSION: UI_SETTINGS, **tasks}
     async with Client(app, mode=mode) as plain:
         data = (await plain.call_tool("probe", {})).data
         assert data == {"ui": None, "supportsUi": False, "supportsOther": False, "low": False}
-        assert "extensions" not in plain.session.capabilities(plain.session.features)
+        assert plain.session.capabilities(plain.session.features).get("extensions") == (tasks or None)
 
 
 async def test_a_client_extension_declared_later_reaches_the_next_modern_request() -> None:

@@ -69,7 +69,7 @@ from .results import (
     _validator,
     apply_schema_defaults,
 )
-from .tasks import StatusCallback, TaskCancelled, TaskHandle
+from .tasks import StatusCallback, TaskCancelled, TaskHandle, start_tool_task
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -349,8 +349,7 @@ class Client(ClientConnection):
                 tool = await self.get_tool(name)
         args = dict(arguments or {})
         handle: TaskHandle = await self._call(
-            "tools/call",
-            lambda s: s.call_tool_as_task(name, args, ttl=ttl, meta=meta, on_progress=on_progress, on_status=on_status),
+            "tools/call", lambda s: start_tool_task(s, s._tasks, name, args, ttl, meta, on_progress, on_status)
         )
         handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
         return handle

@@ -64,7 +64,7 @@ from ..protocol.versions import (
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from .handlers import _as_dict, _maybe_await, _validated
 from .subscription import Subscription as Subscription
-from .tasks import ClientTasks, ProgressCallback, StatusCallback, TaskHandle, follow, start_tool_task
+from .tasks import ClientTasks, ProgressCallback, follow
 
 if TYPE_CHECKING:
     from ..tasks import TaskEngine
@@ -130,10 +130,8 @@ class ClientSession:
         extensions: the extensions this client supports, ``{id: settings}`` (an
             :class:`~mcpkit.protocol.extensions.Extensions` is used as it is, so declarations made on it later
             apply too): declared under ``capabilities.extensions`` in both eras.
-        tasks: take part in tasks (default True): declare the 2026-07-28 tasks extension (a server may then answer
-            a ``tools/call`` with a task, which ``call_tool`` follows to its end) and, in 2025-11-25, run the
-            server's sampling and elicitation requests as tasks when it asks (on ``task_engine``, in memory by
-            default).
+        tasks: take part in tasks (default True; see :mod:`mcpkit.client.tasks`); ``task_engine`` runs the server's
+            requests as tasks (2025-11-25; in memory by default).
     """
 
     def __init__(
@@ -467,20 +465,6 @@ class ClientSession:
                 base["requestState"] = result["requestState"]
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
 
-    async def call_tool_as_task(
-        self,
-        name: str,
-        arguments: JSONDict | None = None,
-        *,
-        ttl: int | None = None,
-        meta: JSONDict | None = None,
-        on_progress: ProgressCallback | None = None,
-        on_status: StatusCallback | None = None,
-    ) -> TaskHandle:
-        """Start ``tools/call`` as a task and return its :class:`~mcpkit.client.tasks.TaskHandle` (see
-        :func:`mcpkit.client.tasks.start_tool_task`; ``ttl``: milliseconds to keep it, 2025-11-25)."""
-        return await start_tool_task(self, self._tasks, name, arguments, ttl, meta, on_progress, on_status)
-
     async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
         if len(requests) > self.max_input_requests:
             raise MCPError(
@@ -551,15 +535,8 @@ class ClientSession:
         if method == "ping":
             return {}
         params = rc.params or {}
-        if self.features is not None and self.features.tasks and self.tasks:
-            if method.startswith("tasks/"):
-                return await self._tasks.serve(method, params)
-            if (
-                "task" in params
-                and method in ClientTasks.METHODS
-                and method.split("/")[0] in self.capabilities(self.features)
-            ):
-                return await self._tasks.create(method, params, lambda p: self._serve_client_request(method, p))
+        if self.tasks and self._tasks.takes(method, params, self.features, self.capabilities):
+            return await self._tasks.answer(method, params, self._serve_client_request)
         return await self._serve_client_request(method, params)
 
     async def _on_notification(self, method: str, params: JSONDict | None) -> None:

@@ -348,6 +348,25 @@ class ClientTasks:
             "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
         }
 
+    def takes(
+        self, method: str, params: JSONDict, feats: Features | None, capabilities: Callable[..., JSONDict]
+    ) -> bool:
+        """Whether a request of the server is one of these (2025-11-25): its ``tasks/*`` methods, and its requests
+        with ``params.task`` of a kind the client declared (``capabilities(feats)``: sampling, elicitation)."""
+        if feats is None or not feats.tasks:
+            return False
+        if method.startswith("tasks/"):
+            return True
+        return "task" in params and method in self.METHODS and method.split("/")[0] in capabilities(feats)
+
+    async def answer(
+        self, method: str, params: JSONDict, serve: Callable[[str, JSONDict], Coroutine[Any, Any, JSONDict]]
+    ) -> JSONDict:
+        """Answer what :meth:`takes`: a ``tasks/*`` method, or a request to run as a task with ``serve``."""
+        if method.startswith("tasks/"):
+            return await self.serve(method, params)
+        return await self.create(method, params, lambda p: serve(method, p))
+
     async def create(
         self, method: str, params: JSONDict, work: Callable[[JSONDict], Coroutine[Any, Any, JSONDict]]
     ) -> JSONDict:

@@ -207,8 +207,7 @@ class MCPKit(Server, Mounting, Rules, Apps):
         ``tags`` label it for visibility rules, ``scopes`` name the OAuth scopes a call needs (see
         :attr:`scope_rule`), ``enabled=False`` registers it disabled (:meth:`enable` shows it). ``ui`` links it to
         an MCP Apps view (see :mod:`mcpkit.server.apps`): a ``ui://`` URI, or ``{"resourceUri", "visibility"}``.
-        ``task=True`` (or ``"optional"``) lets it run as a task, ``task="required"`` only as one (both protocol
-        forms; see the tasks guide); the first such tool enables tasks (:meth:`enable_tasks` chooses the store).
+        ``task=True`` / ``"required"``: it may / must run as a task (the tasks guide; :meth:`enable_tasks`).
         """
         return _bare_or_configured(self.add_tool, fn, options)
 
@@ -227,8 +226,7 @@ class MCPKit(Server, Mounting, Rules, Apps):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
         _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
         tool.debug = self.debug
-        if tool.task_support is not None and self.tasks is None:
-            self.enable_tasks()
+        tool.task_support is None or self.tasks is not None or self.enable_tasks()  # (the first task tool: tasks on)
         self._tools[tool.name] = tool
         self._serve_lists(("tools",))
         self._changed("tools")

@@ -43,9 +43,9 @@ from ..protocol.errors import (
     RequestTimeout,
     error_from_response,
 )
+from ..protocol.extensions import declares
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.shaping import shape_result
-from ..protocol.extensions import declares
 from ..protocol.versions import META_RELATED_TASK, MODERN_VERSIONS, TASKS_EXTENSION, Features
 from ..tasks import TaskControl, TaskEngine, TaskStore
 from ..tasks.engine import FALLBACK_POLL
