@@ -114,6 +114,13 @@ def make_app(probe: Probe | None = None, **engine: Any) -> tuple[MCPKit, Probe]:
         return "released"
 
     @app.tool(task=True)
+    async def asks_first(ctx: Context) -> str:
+        """Asks before it waits (2026-07-28: an input_required round trip, before any task exists)."""
+        answer = await ctx.elicit("Go?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        await asyncio.sleep(0.01)
+        return f"went: {answer.action}"
+
+    @app.tool(task=True)
     async def big(size: int = 10) -> str:
         await asyncio.sleep(0)
         return "x" * size

@@ -8,7 +8,7 @@ import re
 
 from mcpkit.tasks import InMemoryTaskStore
 from mcpkit.tasks.model import new_record, new_task_id
-from tasks_support import LEGACY, Probe, call, make_app, modern, raw, wait_status
+from tasks_support import LEGACY, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
 
 UNKNOWN = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
 
@@ -185,3 +185,20 @@ async def test_listening_to_more_task_ids_than_max_subscriptions_is_refused() ->
     async with raw(app) as peer:
         r = await modern(peer, 1, "subscriptions/listen", {"notifications": {"taskIds": ["a", "b", "c", "d"]}})
         assert r["error"]["code"] == -32602 and "max_subscriptions" in r["error"]["message"]
+
+
+async def test_a_call_that_ends_before_becoming_a_task_gives_its_place_back() -> None:
+    """2026-07-28: a call answered in its first step (an input_required round trip, an error, a plain result)
+    leaves no task behind: with room for one task per caller, later tasks still get in."""
+    app, probe = make_app(Probe(), max_tasks_per_principal=1)
+    async with raw(app, "dora") as peer:
+        for i in range(3):
+            r = await modern(peer, i, "tools/call", {"name": "asks_first", "arguments": {}})
+            assert r["result"]["resultType"] == "input_required"
+        no_elicitation = {"extensions": TASK_CAPS["extensions"]}
+        for i in range(3):
+            r = await modern(peer, 10 + i, "tools/call", {"name": "asks_first", "arguments": {}}, caps=no_elicitation)
+            assert r["error"]["code"] == -32021
+        held = await modern(peer, 20, "tools/call", {"name": "hold", "arguments": {}})
+        assert held["result"]["resultType"] == "task"
+        probe.release.set()

@@ -191,17 +191,19 @@ class ServerTasks:
                 await asyncio.sleep(0)  # (the runner's first step runs before this coroutine resumes)
                 if runner.done():
                     exc = runner.exception()
-                    if exc is not None or tool.task_support != "required":
+                    if exc is not None:
+                        raise exc  # input_required (before any task exists), -32021, a TaskFailed error
+                    if tool.task_support != "required":
                         await engine.discard(record["id"])
-                        if exc is not None:
-                            raise exc  # input_required (before any task exists), -32021, a TaskFailed error
                         result: JSONDict = runner.result()
                         return result  # done at once: the plain answer (the extension allows it)
                     record = await engine.complete_now(record, runner.result())
                     return {"resultType": "task", **extension_task(record)}
-        except BaseException:
+        except BaseException:  # (the request was cancelled, or ended with its error): no task came of it
             if not runner.done():
                 runner.cancel()
+            with contextlib.suppress(Exception):
+                await asyncio.shield(engine.discard(record["id"]))
             raise
         engine.adopt(record, control, runner)  # from here on its input requests, progress and status go to the task
         return {"resultType": "task", **extension_task(record)}
