@@ -204,3 +204,42 @@ async def _until(peer: RawPeer, task_id: str, status: str) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"task never became {status}")
+
+
+async def test_a_handshake_session_task_without_a_principal_is_found_on_the_worker_the_session_moved_to(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """2025-11-25 over Streamable HTTP, no authentication: a task belongs to its session, and a session restored
+    from the shared session store on another worker is the same session there (its binding comes from its id), so
+    tasks/get and tasks/result on worker B reach the task worker A created."""
+    import httpx
+
+    from mcpkit.stores.redis import RedisSessionStore
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    probe = Probe()
+    apps = [make_app(probe, engine=TaskEngine(RedisTaskStore(redis_url, prefix="xw6:")))[0] for _ in range(2)]
+    endpoints = [create_app(app, session_store=RedisSessionStore(redis_url, prefix="xw6:")) for app in apps]
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def body(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+    try:
+        async with serve_asgi(endpoints[0]) as port_a, serve_asgi(endpoints[1]) as port_b, httpx.AsyncClient() as http:
+            a, b = f"http://127.0.0.1:{port_a}/mcp", f"http://127.0.0.1:{port_b}/mcp"
+            init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+            r = await http.post(a, json=body(1, "initialize", init), headers=headers)
+            session = {**headers, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY}
+            await http.post(a, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            call_params = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}}
+            created = (await http.post(a, json=body(2, "tools/call", call_params), headers=session)).json()
+            task_id = created["result"]["task"]["taskId"]
+            got = (await http.post(b, json=body(3, "tasks/get", {"taskId": task_id}), headers=session)).json()
+            assert got["result"]["taskId"] == task_id
+            result = await http.post(b, json=body(4, "tasks/result", {"taskId": task_id}), headers=session)
+            assert "slept 0.2" in result.text
+    finally:
+        for app in apps:
+            await app.tasks.engine.aclose()

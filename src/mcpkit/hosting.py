@@ -20,6 +20,11 @@ if TYPE_CHECKING:
     from .protocol.jsonrpc import JSONDict
     from .protocol.versions import Features
 
+#: The key of ``HostedSession.state`` under which a session's binding is kept: a stable, unguessable name of the
+#: session for what belongs to it (a sealed ``requestState``, tasks created without a principal). A transport whose
+#: sessions are restored on other workers sets it from the session id, so that every worker names a session alike.
+SESSION_BINDING = "_request_state_binding"
+
 #: What a modern request's ``_meta`` says once validated (``server.modern_context(meta)``): the features of its
 #: revision, the client capabilities, the client info and the log level.
 ModernContext = tuple["Features", "JSONDict", "JSONDict | None", "str | None"]
@@ -176,4 +181,4 @@ class HostedServer(FanoutTarget, Protocol):
         ...
 
 
-__all__ = ["Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext", "StateKeys"]
+__all__ = ["SESSION_BINDING", "Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext", "StateKeys"]

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine import RequestContext
+from ..hosting import SESSION_BINDING
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.extensions import declared_settings
 from ..protocol.jsonrpc import JSONDict
@@ -109,9 +110,9 @@ def session_binding(session: HostedSession | None) -> str | None:
     for one session is refused on another."""
     if session is None:
         return None
-    binding = session.state.get("_request_state_binding")
+    binding = session.state.get(SESSION_BINDING)
     if binding is None:
-        binding = session.state["_request_state_binding"] = secrets.token_urlsafe(12)
+        binding = session.state[SESSION_BINDING] = secrets.token_urlsafe(12)
     return str(binding)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import heapq
 import logging
 import secrets
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Scope
 from ...engine import NULL_OUTBOX
+from ...hosting import SESSION_BINDING
 from ...protocol import versions
 from ...protocol.errors import INVALID_REQUEST
 from .stream import _WORKER_SHIFT, _HTTPSession
@@ -76,6 +78,7 @@ class SessionManager:
         sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
         hs = self.session_class(sid, client)
         hs.session = self.server.create_session(hs, **self.peer_options)
+        hs.session.state[SESSION_BINDING] = _binding(sid)
         if self.shared is not None:
             self.shared.adopt(hs)
         self.table[sid] = hs
@@ -149,6 +152,7 @@ class SessionManager:
         client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
         hs = self.session_class(sid, client)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
+        session.state[SESSION_BINDING] = _binding(sid)  # (the name every worker gives it: its tasks are found)
         session.version = state["version"]
         session.features = versions.features(state["version"])
         caps = state.get("capabilities")
@@ -437,3 +441,9 @@ def owner_matches(owner: tuple[Any, ...] | None, scope: Scope) -> bool:
     """Whether the request of ``scope`` may use a session (or legacy SSE stream) opened by ``owner`` (a
     :func:`_client_key`): always unless a principal opened it, then only that principal."""
     return owner is None or owner[0] != "principal" or _client_key(scope) == owner
+
+
+def _binding(session_id: str) -> str:
+    """A session's binding (``hosting.SESSION_BINDING``), the same on every worker: a hash of its id (the id itself,
+    a credential, is not copied into what the session owns)."""
+    return hashlib.sha256(b"mcpkit session binding:" + session_id.encode()).hexdigest()[:32]
