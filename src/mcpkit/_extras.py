@@ -12,6 +12,7 @@ extra      brings                                      for
 ``cli``    click, rich, watchfiles                     the ``mcpkit`` command (watchfiles: ``mcpkit dev``)
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
+``skills`` pyyaml                                      Skills: ``add_skills``, reading and checking skills
 ``all``    all of the above
 =========  ==========================================  ====================================================
 """
@@ -37,6 +38,7 @@ EXTRA_OF: dict[str, str] = {
     "redis": "redis",
     "jwt": "auth",
     "cryptography": "auth",
+    "yaml": "skills",
 }
 
 

@@ -69,6 +69,7 @@ from .results import (
     _validator,
     apply_schema_defaults,
 )
+from .skills import LoadedSkill, Skill, SkillsClient
 from .tasks import StatusCallback, TaskCancelled, TaskHandle, start_tool_task
 
 logger = logging.getLogger("mcpkit.client")
@@ -228,6 +229,28 @@ class Client(ClientConnection):
         ``resources/read`` and checked (:class:`~mcpkit.client.apps.ViewError` when a host must not render it; see
         :mod:`mcpkit.client.apps`)."""
         return await read_view(self, tool, max_bytes=max_bytes)
+
+    # ------------------------------------------------------------------ skills (mcpkit.client.skills)
+
+    async def list_skills(self) -> list[Skill]:
+        """Every skill the server lists (``skills/list``, all pages), each entry checked; nothing is read."""
+        return await SkillsClient(self).list_skills()
+
+    async def get_skill(self, uri: str) -> Skill:
+        """``skills/get``: the checked entry of the skill whose ``SKILL.md`` is at ``uri``."""
+        return await SkillsClient(self).get_skill(uri)
+
+    async def load_skill(self, skill: Skill | str, *, allow_dynamic: bool = False) -> LoadedSkill:
+        """The skill's ``SKILL.md``, read and verified against its entry (size, digest, frontmatter)."""
+        return await SkillsClient(self).load_skill(skill, allow_dynamic=allow_dynamic)
+
+    async def read_skill_file(self, skill: Skill, uri: str, *, allow_dynamic: bool = False) -> bytes:
+        """One file the skill's entry lists, read and verified (size and digest)."""
+        return await SkillsClient(self).read_skill_file(skill, uri, allow_dynamic=allow_dynamic)
+
+    async def read_skill_directory(self, uri: str, cursor: str | None = None) -> tuple[list[JSONDict], str | None]:
+        """``resources/directory/read`` of a skill directory: one page of its children and the next cursor."""
+        return await SkillsClient(self).read_directory(uri, cursor)
 
     async def call_tool(
         self,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from importlib import resources
 from urllib.parse import parse_qs
 
-from .._asgi import Receive, Scope, Send
+from .._asgi import Receive, Scope, Send, lifespan
 from ..protocol.apps import CSP_LISTS, MAX_CSP_SOURCES, content_security_policy, csp_source_problem
 from ..transports.http.security import make_request_check
 
@@ -47,13 +47,8 @@ class SandboxApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
-            while True:
-                message = await receive()
-                if message["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif message["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
+            await lifespan(receive, send)
+            return
         if scope["type"] != "http":
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})

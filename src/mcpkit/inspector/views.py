@@ -21,7 +21,7 @@ import itertools
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import orjson
@@ -31,8 +31,16 @@ from ..protocol.apps import CSP_LISTS, content_security_policy, permission_polic
 from ..protocol.errors import MCPError
 from .asks import InspectorError
 
-if TYPE_CHECKING:
-    from .session import Inspector
+
+class _Host(Protocol):
+    """What the table needs of its :class:`~.session.Inspector`."""
+
+    _generation: int
+
+    def _require(self) -> Any: ...
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+
 
 __all__ = ["BURST", "FORWARDED", "MAX_IN_FLIGHT", "MAX_PARAMS_BYTES", "MAX_VIEWS", "RATE", "ViewTable"]
 
@@ -83,7 +91,7 @@ def refusal(code: int, message: str) -> MCPError:
 class ViewTable:
     """The open views of one :class:`~.session.Inspector` (see the module docstring)."""
 
-    def __init__(self, inspector: Inspector) -> None:
+    def __init__(self, inspector: _Host) -> None:
         self._inspector = inspector
         self._views: OrderedDict[str, _View] = OrderedDict()
         self._ids = itertools.count(1)

@@ -52,6 +52,7 @@ from .pagination import Paginator, Snapshot, list_result
 from .prompts import Prompt
 from .quick import quick_call, resume
 from .resources import Resource, ResourceTemplate, cache_hints
+from .skills import Skills
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
 from .tools import Tool, ToolError, internal_error_message
 from .uri_template import UriTemplate
@@ -69,7 +70,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
 
 
-class MCPKit(Server, Mounting, Rules, Apps):
+class MCPKit(Server, Mounting, Rules, Apps, Skills):
     """A high-level MCP server.
 
     Args:

@@ -1,0 +1,293 @@
+"""Skills on the server (``io.modelcontextprotocol/skills``, SEP-2640): ``app.add_skills(path)`` publishes a
+directory of Agent Skills. Mixed into :class:`~mcpkit.server.app.MCPKit`.
+
+    app.add_skills("skills/", directory_read=True)
+
+Every directory under ``path`` that holds a ``SKILL.md`` is a skill (``path`` itself may be one; skills may nest).
+Each file becomes a resource ``skill://<skill-path>/<file-path>`` (``<skill-path>`` is the directory's path under
+``path``, after an optional ``prefix``; its last segment is the skill's name), read with ``resources/read``: text
+when it is UTF-8, else a base64 blob, its bytes exactly those the manifest's digest covers. The server answers
+``skills/list`` (paginated, ``page_size`` entries a page) and ``skills/get``, and with ``directory_read=True``
+``resources/directory/read`` for every directory of the served tree. It declares the extension
+(``{"directoryRead": true}`` when enabled).
+
+What is checked when the skills are added, so nothing wrong is ever served: each ``SKILL.md``'s frontmatter (YAML,
+the Agent Skills rules, ``name`` equal to its directory), the per-skill limits (512 files, 16 MiB), each file's size
+(``max_file_bytes``), and that nothing is read outside ``path``: symbolic links are refused, and so are hidden
+files (names starting with a dot), which are skipped. A ``ValueError`` names the file and the problem.
+"""
+
+from __future__ import annotations
+
+import mimetypes
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ..protocol.errors import InvalidParams
+from ..protocol.extensions import SKILLS_EXTENSION
+from ..protocol.skills import (
+    DIRECTORY_MIME_TYPE,
+    MAX_SKILL_BYTES,
+    MAX_SKILL_FILES,
+    SKILL_FILE,
+    SKILL_MIME_TYPE,
+    FrontmatterError,
+    digest,
+    frontmatter_problems,
+    parse_frontmatter,
+)
+
+JSONDict = dict[str, Any]
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "Skills", "SkillsCatalog"]
+
+DEFAULT_MAX_FILE_BYTES = MAX_SKILL_BYTES
+#: Most files one ``add_skills`` reads (every skill together).
+MAX_TREE_FILES = 10_000
+_MIME = {".md": SKILL_MIME_TYPE, ".markdown": SKILL_MIME_TYPE, ".py": "text/x-python", ".sh": "text/x-shellscript"}
+
+
+@dataclass
+class _File:
+    uri: str
+    name: str
+    data: bytes
+    mime: str
+
+    def manifest(self) -> JSONDict:
+        return {"uri": self.uri, "digest": digest(self.data), "size": len(self.data)}
+
+
+@dataclass
+class _Skill:
+    uri: str
+    root: str
+    frontmatter: JSONDict
+    files: list[_File]
+
+    def entry(self) -> JSONDict:
+        return {"uri": self.uri, "frontmatter": self.frontmatter, "resources": [f.manifest() for f in self.files]}
+
+
+def _segment(name: str) -> str:
+    return quote(name, safe="-._~!$&'()*+,;=@")
+
+
+def _mime(path: Path) -> str:
+    return _MIME.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+
+
+class SkillsCatalog:
+    """The skills one server publishes, and the handlers of ``skills/list``, ``skills/get`` and
+    ``resources/directory/read`` (see the module docstring)."""
+
+    def __init__(self, paginate: Callable[..., tuple[list[Any], str | None]], page_size: int) -> None:
+        self._paginate = paginate
+        self.page_size = page_size
+        self.skills: dict[str, _Skill] = {}
+        self.directories: dict[str, dict[str, JSONDict]] = {}  # directory URI -> {child URI: Resource}
+        self.directory_read = False
+        self.ttl_ms = 0
+        self.cache_scope = "public"
+
+    def _cache(self) -> JSONDict:
+        return {"ttlMs": self.ttl_ms, "cacheScope": self.cache_scope}
+
+    async def list_skills(self, ctx: Any, params: JSONDict) -> JSONDict:
+        skills = list(self.skills.values())
+        page, cursor = self._paginate("skills", skills, params, self.page_size, lambda s: s.uri)
+        result: JSONDict = {"skills": [s.entry() for s in page], **self._cache()}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return result
+
+    async def get_skill(self, ctx: Any, params: JSONDict) -> JSONDict:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("skills/get: uri must be a string")
+        skill = self.skills.get(uri)
+        if skill is None:
+            raise InvalidParams(f"No skill is served at {uri[:300]}", {"uri": uri[:300]})
+        return {"skill": skill.entry(), **self._cache()}
+
+    async def read_directory(self, ctx: Any, params: JSONDict) -> JSONDict:
+        uri = params.get("uri")
+        if not isinstance(uri, str):
+            raise InvalidParams("resources/directory/read: uri must be a string")
+        children = self.directories.get(uri.rstrip("/") if uri.endswith("/") and "://" in uri[:-1] else uri)
+        if children is None:
+            raise InvalidParams(f"{uri[:300]} is not a directory resource", {"uri": uri[:300]})
+        items = list(children.values())
+        page, cursor = self._paginate("dir:" + uri, items, params, self.page_size, lambda r: r["uri"])
+        result: JSONDict = {"resources": page}
+        if cursor is not None:
+            result["nextCursor"] = cursor
+        return result
+
+    def _add_directory_entries(self, uri: str) -> None:
+        """Register ``uri`` (a file or a directory) as the child of each directory above it, up to the scheme."""
+        scheme, _, path = uri.partition("://")
+        parts = path.split("/")
+        for depth in range(len(parts) - 1, 0, -1):
+            parent = f"{scheme}://{'/'.join(parts[:depth])}"
+            child = f"{scheme}://{'/'.join(parts[: depth + 1])}"
+            siblings = self.directories.setdefault(parent, {})
+            if child in siblings:
+                break
+            if child != uri:
+                siblings[child] = {"uri": child, "name": parts[depth], "mimeType": DIRECTORY_MIME_TYPE}
+                self.directories.setdefault(child, {})
+
+
+class Skills:
+    """``add_skills`` for :class:`~mcpkit.server.app.MCPKit` (see the module docstring)."""
+
+    extensions: Any
+    add_resource: Callable[..., Any]
+    set_handler: Callable[..., None]
+    _paginator: Any
+    _skills: SkillsCatalog | None = None
+
+    def add_skills(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        prefix: str | None = None,
+        scheme: str = "skill",
+        directory_read: bool = False,
+        page_size: int = 50,
+        ttl_ms: int = 0,
+        cache_scope: str = "public",
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_skill_files: int = MAX_SKILL_FILES,
+        max_skill_bytes: int = MAX_SKILL_BYTES,
+    ) -> list[JSONDict]:
+        """Publish the skills under ``path`` (see the module docstring); returns their entries. ``prefix``: skill
+        path segments before each skill's own (``"acme/billing"``); ``scheme``: the URI scheme (``skill``)."""
+        root = Path(path)
+        if not root.is_dir():
+            raise ValueError(f"skills directory {str(root)!r} not found")
+        if not scheme.isalnum() or not scheme[0].isalpha():
+            raise ValueError(f"scheme {scheme!r} must be letters and digits, starting with a letter")
+        base_parts = [p for p in (prefix or "").strip("/").split("/") if p]
+        for part in base_parts:
+            if part in (".", ".."):
+                raise ValueError(f"prefix {prefix!r}: '.' and '..' are not path segments")
+        found = _walk(root.resolve(), max_file_bytes)
+        skill_dirs = sorted(d for d, files in found.items() if SKILL_FILE in files)
+        if not skill_dirs:
+            raise ValueError(f"no SKILL.md under {str(root)!r}: a skill is a directory with a SKILL.md")
+        catalog = self._skills
+        if catalog is None:
+            catalog = self._skills = SkillsCatalog(self._paginator.page, page_size)
+            self.set_handler("skills/list", catalog.list_skills)
+            self.set_handler("skills/get", catalog.get_skill)
+        catalog.page_size = page_size
+        catalog.ttl_ms, catalog.cache_scope = ttl_ms, cache_scope
+        top = root.resolve()
+        base = top.parent if SKILL_FILE in found.get(top, {}) else top  # (path itself a skill: its name leads)
+        new: list[_Skill] = []
+        files: dict[str, _File] = {}
+        for skill_dir in skill_dirs:
+            rel = skill_dir.relative_to(base).parts
+            skill_path = "/".join(_segment(p) for p in (*base_parts, *rel))
+            skill_root = f"{scheme}://{skill_path}"
+            text = found[skill_dir][SKILL_FILE].decode("utf-8", errors="strict")
+            where = str(skill_dir / SKILL_FILE)
+            try:
+                frontmatter, _ = parse_frontmatter(text)
+            except FrontmatterError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+            problems = frontmatter_problems(frontmatter, rel[-1])
+            if problems:
+                raise ValueError(f"{where}: " + "; ".join(problems))
+            if f"{skill_root}/{SKILL_FILE}" in catalog.skills:
+                raise ValueError(f"{where}: a skill is already served at {skill_root}/{SKILL_FILE}")
+            members: list[_File] = []
+            for directory, names in found.items():
+                if directory != skill_dir and skill_dir not in directory.parents:
+                    continue
+                sub = directory.relative_to(skill_dir).parts
+                for name, data in names.items():
+                    uri = "/".join([skill_root, *(_segment(p) for p in (*sub, name))])
+                    item = files.get(uri) or _File(uri, name, data, _mime(directory / name))
+                    files[uri] = item
+                    members.append(item)
+            members.sort(key=lambda f: (f.uri != f"{skill_root}/{SKILL_FILE}", f.uri))
+            total = sum(len(f.data) for f in members)
+            if len(members) > max_skill_files or total > max_skill_bytes:
+                raise ValueError(
+                    f"{where}: the skill has {len(members)} files of {total} bytes in all; the limits are "
+                    f"{max_skill_files} files and {max_skill_bytes} bytes (max_skill_files, max_skill_bytes)"
+                )
+            new.append(_Skill(f"{skill_root}/{SKILL_FILE}", skill_root, frontmatter, members))
+        for item in files.values():  # (every check passed: now register)
+            is_skill_md = item.name == SKILL_FILE
+            skill = next((s for s in new if s.uri == item.uri), None) if is_skill_md else None
+            try:
+                content: str | bytes = item.data.decode("utf-8")
+            except UnicodeDecodeError:
+                content = item.data
+            self.add_resource(
+                item.uri,
+                content,
+                name=skill.frontmatter["name"] if skill is not None else item.name,
+                description=skill.frontmatter["description"] if skill is not None else None,
+                mime_type=item.mime,
+            )
+            catalog._add_directory_entries(item.uri)
+            parent = item.uri.rsplit("/", 1)[0]
+            catalog.directories.setdefault(parent, {})[item.uri] = {
+                "uri": item.uri,
+                "name": item.name,
+                "mimeType": item.mime,
+                "size": len(item.data),
+            }
+        for skill in new:
+            catalog.skills[skill.uri] = skill
+        if directory_read and not catalog.directory_read:
+            catalog.directory_read = True
+            self.set_handler("resources/directory/read", catalog.read_directory)
+        self.extensions.declare(SKILLS_EXTENSION, {"directoryRead": True} if catalog.directory_read else {})
+        return [s.entry() for s in new]
+
+    @property
+    def skills(self) -> list[JSONDict]:
+        """The entries of the published skills (what ``skills/list`` returns)."""
+        return [s.entry() for s in self._skills.skills.values()] if self._skills is not None else []
+
+
+def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, bytes]]:
+    """Every regular file under ``root`` (hidden names skipped), read, by directory; a symlink is an error."""
+    out: dict[Path, dict[str, bytes]] = {}
+    count = 0
+    for directory, dirs, names in os.walk(root, followlinks=False):
+        here = Path(directory)
+        for d in list(dirs):
+            if d.startswith("."):
+                dirs.remove(d)
+            elif (here / d).is_symlink():
+                raise ValueError(f"{str(here / d)!r} is a symbolic link: skills are read from real files only")
+        dirs.sort()
+        files: dict[str, bytes] = {}
+        for name in sorted(names):
+            if name.startswith("."):
+                continue
+            path = here / name
+            if path.is_symlink():
+                raise ValueError(f"{str(path)!r} is a symbolic link: skills are read from real files only")
+            if not path.is_file():
+                continue
+            count += 1
+            if count > MAX_TREE_FILES:
+                raise ValueError(f"more than {MAX_TREE_FILES} files under {str(root)!r}")
+            size = path.stat().st_size
+            if size > max_file_bytes:
+                raise ValueError(f"{str(path)!r} is {size} bytes, more than max_file_bytes={max_file_bytes}")
+            files[name] = path.read_bytes()
+        out[here] = files
+    return out
