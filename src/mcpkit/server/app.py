@@ -355,8 +355,7 @@ class MCPKit(Server, Mounting, Rules, Apps, Skills):
         Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
         a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
-        labels = pop_labels(options)
-        check_ui_resource(uri, options)  # (a ui:// resource is an MCP Apps view: its MIME type)
+        labels = pop_labels(check_ui_resource(uri, options))  # (a ui:// resource is an MCP Apps view: its MIME)
         # (two membership tests, not a union of the key sets: registering n resources stays O(n))
         if uri in self._templates:
             _check_duplicate("resource", uri, self._templates, replace, "remove_resource")

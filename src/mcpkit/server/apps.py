@@ -255,15 +255,16 @@ def tool_ui_meta(ui: Any, meta: Mapping[str, Any] | None, has_view: Callable[[st
     return merged
 
 
-def check_ui_resource(uri: str, options: dict[str, Any]) -> None:
-    """A ``ui://`` resource's MIME type: the Apps type by default, an error when another one is given."""
+def check_ui_resource(uri: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` of a resource: a ``ui://`` one gets the Apps MIME type by default, an error for another one."""
     if not uri.startswith("ui://"):
-        return
+        return options
     mime = options.get("mime_type")
     if mime is None:
         options["mime_type"] = APP_MIME_TYPE
     elif mime != APP_MIME_TYPE:
         raise ValueError(f"ui:// resource {uri!r}: the MIME type of a view must be {APP_MIME_TYPE!r}, not {mime!r}")
+    return options
 
 
 class Apps:
