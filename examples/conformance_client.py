@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mcpkit.client.client import Client
+from mcpkit.client.skills import SkillError
 from mcpkit.protocol.versions import LATEST_HANDSHAKE, is_modern
 
 logger = logging.getLogger("conformance-client")
@@ -180,6 +181,30 @@ async def invalid_tool_headers(url: str) -> None:
         for tool in tools:
             args = stub_arguments(tool.input_schema)
             await client.call_tool(tool.name, args, raise_on_error=False)
+
+
+@scenario("sep-2640-client-no-prefetch")
+async def skills_listed(url: str) -> None:
+    """Build the skill registry from skills/list: entries only, no file is read before a skill is loaded."""
+    async with make_client(url) as client:
+        skills = await client.list_skills()
+        logger.info("skills: %s", [(s.name, s.uri, len(s.files or ())) for s in skills])
+
+
+@scenario("sep-2640-client-verify-digest", "sep-2640-client-verify-size", "sep-2640-client-verify-frontmatter")
+async def skills_loaded(url: str) -> None:
+    """Load each listed skill (its SKILL.md verified by size, digest and frontmatter), then read its other files;
+    a skill that fails verification is not used, and none of its files is read."""
+    async with make_client(url) as client:
+        for skill in await client.list_skills():
+            try:
+                await client.load_skill(skill)
+            except SkillError as exc:
+                logger.warning("skill %s not loaded: %s", skill.uri, exc)
+                continue
+            for file in skill.files or ():
+                if file.uri != skill.uri:
+                    await client.read_skill_file(skill, file.uri)
 
 
 @scenario("json-schema-ref-no-deref")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -563,6 +564,8 @@ def create_app() -> MCPKit:
 
 
 app = create_app()
+# Skills (SEP-2640): the example skills, with resources/directory/read (the sep-2640-* server scenarios)
+app.add_skills(Path(__file__).resolve().parent / "skills", directory_read=True)
 
 if __name__ == "__main__":
     app.run()

@@ -8,7 +8,7 @@ server scenario of both pinned harnesses (tests/package.json: 0.1.16 and 0.2.0-a
 scenarios included) at 2025-06-18, 2025-11-25 and (0.2) 2026-07-28, plus the bare 0.2 ``--suite all`` leg, the only
 one that reaches the extension scenarios (tasks-*, sep-2640-*).
 Client side: runs ``examples/conformance_client.py`` in every client scenario each harness lists (``auth/*`` and
-extensions included; the skills-extension scenarios are listed as skipped with their reason), at each revision the
+extensions included, the skills-extension scenarios too), at each revision the
 scenario applies to.
 Authorization-server side: every authorization-server scenario (0.2) at each revision, against
 ``examples/oauth_server.py`` (the runner registers a client per leg and plays the browser).
@@ -68,10 +68,7 @@ SERVER_LEGS: list[tuple[str, str | None]] = [
 # the summary prints. 0.1.16 runs a client scenario one way whatever the revision (its scenarios take no spec
 # version): one leg each. 0.2 runs each at every revision it lists; an ``extension`` scenario runs bare (the
 # harness skips an extension scenario given --spec-version).
-CLIENT_SKIPPED: dict[str, str] = {
-    "sep-2640-client-*": "the skills extension (SEP-2640) comes with the extensions issue; mcpkit has no skills "
-    "support yet",
-}
+CLIENT_SKIPPED: dict[str, str] = {}
 _TS_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}T[\d-]+Z$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
