@@ -234,3 +234,15 @@ async def test_a_2025_task_logs_to_its_session_with_related_task_meta() -> None:
     [log] = logs
     assert log["data"] == "working on it"
     assert log["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": handle.task_id}
+
+
+async def test_a_short_2026_task_is_read_without_waiting_the_servers_poll_interval() -> None:
+    """The first looks at a task come sooner than the interval the server suggests (0, 50, 100 ms ...): a task that
+    ends at once is read in well under the 5 s the server suggests."""
+    app, _ = make_app(Probe(), poll_interval_ms=5000)
+    async with Client(app, protocol_version="2026-07-28") as client:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        handle = await client.call_tool_as_task("big", {"size": 3})
+        assert (await handle.result()).text == "xxx"
+        assert loop.time() - start < 1.0

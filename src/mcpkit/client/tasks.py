@@ -2,8 +2,8 @@
 
 - :class:`TaskHandle`: what ``Client.call_tool_as_task`` returns. ``status()`` reads the task (``tasks/get``),
   ``result()`` waits for its end and returns the tool's result, ``cancel()`` cancels it; progress and status
-  callbacks follow it meanwhile. 2026-07-28 (the tasks extension): ``result()`` polls ``tasks/get`` at the
-  interval the server suggests, answers the task's input requests with the client's handlers (``tasks/update``)
+  callbacks follow it meanwhile. 2026-07-28 (the tasks extension): ``result()`` polls ``tasks/get`` (at once, then
+  sooner than the server's interval for the first few looks, then at that interval), answers the task's input requests with the client's handlers (``tasks/update``)
   and reads the result inlined in the final state; a plain ``call_tool`` does the same transparently when a
   server answers it with a task. 2025-11-25: ``result()`` calls ``tasks/result``, which blocks until the end (the
   server sends the task's input requests on it, answered by the same handlers), while a poller reports status.
@@ -214,6 +214,7 @@ class TaskHandle:
 
     async def _wait_modern(self) -> JSONDict:
         task = self.task
+        polls = 0
         while True:
             if task.status == "completed":
                 return dict(task.result or {})
@@ -229,7 +230,10 @@ class TaskHandle:
                     await self._session.request("tasks/update", {"taskId": self.task_id, "inputResponses": answers})
                     task = await self.status()
                     continue
-            await asyncio.sleep(self._interval(task))
+            # the first looks come sooner than the server's interval (a short task is often done at once): 0 s,
+            # 50 ms, 100 ms, ... up to it
+            await asyncio.sleep(0 if polls == 0 else min(self._interval(task), MIN_POLL * 2 ** (polls - 1)))
+            polls += 1
             task = await self.status()
 
     # ------------------------------------------------------------------ 2025-11-25
