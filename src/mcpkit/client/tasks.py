@@ -5,8 +5,9 @@
   callbacks follow it meanwhile. 2026-07-28 (the tasks extension): ``result()`` polls ``tasks/get`` (at once, then
   sooner than the server's interval for the first few looks, then at that interval), answers the task's input
   requests with the client's handlers (``tasks/update``) and reads the result inlined in the final state; a plain
-  ``call_tool`` does the same transparently when a server answers it with a task. 2025-11-25: ``result()`` calls ``tasks/result``, which blocks until the end (the
-  server sends the task's input requests on it, answered by the same handlers), while a poller reports status.
+  ``call_tool`` does the same transparently when a server answers it with a task. 2025-11-25: ``result()`` calls
+  ``tasks/result``, which blocks until the end (the server sends the task's input requests on it, answered by the
+  same handlers), while a poller reports status.
 - :class:`ClientTasks`: the receiving side of 2025-11-25 (``tasks.requests.sampling.createMessage`` and
   ``tasks.requests.elicitation.create``): a server's ``sampling/createMessage`` or ``elicitation/create`` with
   ``params.task`` is answered with a ``CreateTaskResult`` at once, the handler runs as a task of the client's own
