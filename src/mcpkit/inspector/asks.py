@@ -36,6 +36,8 @@ class _Call:
     outcome: dict[str, Any] = field(default_factory=dict)
     size: int = 0
     tool: dict[str, Any] | None = None  # the tool's definition when known at the start (its _meta: an Apps view)
+    as_task: bool = False
+    task_state: dict[str, Any] | None = None  # the server's task, while it runs as one
 
     def public(self) -> dict[str, Any]:
         return {
@@ -46,6 +48,8 @@ class _Call:
             "status": self.status,
             "progress": self.progress,
             **({"tool": self.tool} if self.tool is not None else {}),
+            "asTask": self.as_task,
+            "taskState": self.task_state,
             **self.outcome,
         }
 

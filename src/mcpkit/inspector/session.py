@@ -35,6 +35,7 @@ from ..client.apps import UI_HOST_SETTINGS
 from ..client.client import ToolOutputError
 from ..client.display import display_name, segments, shown_description
 from ..client.targets import ServerStartError, parse_target
+from ..client.tasks import TaskCancelled
 from ..protocol.errors import CapabilityNotSupported, MCPError
 from ..protocol.extensions import UI_EXTENSION
 from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, settle
@@ -397,10 +398,10 @@ class Inspector:
 
     async def tasks(self, op: str, task_id: str | None = None) -> dict[str, Any]:
         """The server's tasks (``tasks/list``, ``tasks/get``, ``tasks/cancel``) while it declares the ``tasks``
-        capability. (The client's own task API, when it has one, takes this place.)"""
+        capability (the client has no list of tasks: 2026-07-28 dropped it)."""
         client = self._require()
         if "tasks" not in (client.server_capabilities or {}):
-            raise InspectorError("the server declares no tasks capability")
+            raise InspectorError("the server declares no tasks capability (2025-11-25)")
         if op == "list":
             return await self.request("tasks/list", {})
         if op in ("get", "cancel") and isinstance(task_id, str) and task_id:
@@ -499,14 +500,17 @@ class Inspector:
 
     # ------------------------------------------------------------------ tool calls
 
-    async def start_call(self, name: str, arguments: dict[str, Any]) -> str:
-        """Start ``tools/call``; returns the call's id at once (its progress and outcome come as events)."""
+    async def start_call(self, name: str, arguments: dict[str, Any], *, as_task: bool = False) -> str:
+        """Start ``tools/call``; returns the call's id at once (its progress and outcome come as events). With
+        ``as_task`` the server runs it as a task (``Client.call_tool_as_task``): its status comes as events too,
+        and a cancel cancels the task."""
         client = self._require()
         if not isinstance(name, str) or not name or not isinstance(arguments, dict):
             raise InspectorError("name must be a non-empty string and arguments an object")
         if len(self._calls) >= self.max_running_calls:
             raise InspectorError(f"{self.max_running_calls} calls are already running: wait or cancel one", 429)
         call = _Call(id=f"call-{next(self._ids)}", name=name, arguments=arguments, started=time.time())
+        call.as_task = as_task
         with contextlib.suppress(Exception):  # (its definition from the start: the page shows its MCP Apps view)
             known = await client.get_tool(name)
             call.tool = known.dump() if known is not None else None
@@ -526,9 +530,16 @@ class Inspector:
                 last = now
                 self.hub.publish("call", call=call.public())
 
+        def on_status(task: Any) -> None:
+            call.task_state = {"taskId": task.task_id, "status": task.status, "statusMessage": task.status_message}
+            self.hub.publish("call", call=call.public())
+
         tool: dict[str, Any] | None = None
         try:
-            result = await client.call_tool(call.name, call.arguments, timeout=None, on_progress=on_progress)
+            if call.as_task:
+                result = await self._run_as_task(client, call, on_progress, on_status)
+            else:
+                result = await client.call_tool(call.name, call.arguments, timeout=None, on_progress=on_progress)
             call.outcome = {"result": result.raw.dump(), "validation": self._validation(result)}
             call.status = "done"
             tool = result.tool.dump() if result.tool is not None else None
@@ -538,7 +549,7 @@ class Inspector:
                 "validation": {"state": "invalid", "message": exc.message},
             }
             call.status = "done"
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, TaskCancelled):
             call.status = "cancelled"
         except Exception as exc:
             call.outcome = {"error": _describe_failure(exc)}
@@ -549,6 +560,18 @@ class Inspector:
         self._calls.pop(call.id, None)
         self._keep(call)
         self.hub.publish("call", call=call.public())
+
+    @staticmethod
+    async def _run_as_task(client: Any, call: _Call, on_progress: Any, on_status: Any) -> Any:
+        handle = await client.call_tool_as_task(call.name, call.arguments, on_progress=on_progress, on_status=on_status)
+        on_status(handle.task)
+        try:
+            return await handle.result()
+        except asyncio.CancelledError:  # the person cancelled: so is the server's task
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(handle.cancel()), 5)
+                await asyncio.wait_for(asyncio.shield(handle.status()), 5)  # (its state is shown)
+            raise
 
     @staticmethod
     def _validation(result: Any) -> dict[str, Any]:

@@ -357,7 +357,8 @@ class InspectorApp:
 
     async def _call(self, body: dict[str, Any]) -> Any:
         arguments = body.get("arguments", {})
-        return {"id": await self.inspector.start_call(body.get("name"), arguments)}  # type: ignore[arg-type]
+        as_task = body.get("task", False) is True
+        return {"id": await self.inspector.start_call(body.get("name"), arguments, as_task=as_task)}  # type: ignore[arg-type]
 
     async def _cancel(self, body: dict[str, Any]) -> Any:
         return {"cancelled": self.inspector.cancel_call(str(body.get("id")))}

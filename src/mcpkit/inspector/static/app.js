@@ -268,6 +268,12 @@ function renderTool() {
     }
   } }), "Edit the arguments as JSON");
   const status = h("div", { class: "err", "aria-live": "polite" });
+  const support = (tool.execution && tool.execution.taskSupport) || null;
+  const taskExtension = S.state && S.state.era === "modern" && "io.modelcontextprotocol/tasks" in (caps().extensions || {});
+  const asTask = h("input", { type: "checkbox", id: "task-toggle", checked: support === "required", disabled: support === "required" });
+  const taskLabel = support === "optional" || support === "required" || taskExtension
+    ? h("label", { class: "check" }, asTask, support === "required" ? "Runs as a task (required)" : "Run as a task")
+    : null;
   const f = h("form", { class: "schema", id: "tool-form", novalidate: true, "aria-label": `Arguments of ${tool.name}`, onsubmit: async (e) => {
     e.preventDefault();
     let args;
@@ -287,9 +293,9 @@ function renderTool() {
       args = v.value;
     }
     status.textContent = "";
-    const r = await api("call", { name: tool.name, arguments: args });
+    const r = await api("call", { name: tool.name, arguments: args, task: !!(taskLabel && asTask.checked) });
     if (r.error) status.textContent = errorText(r.error);
-  } }, form.el, raw, h("div", { class: "actions" }, h("button", { type: "submit", id: "call-button", text: `Call ${tool.name}` }), rawLabel), status);
+  } }, form.el, raw, h("div", { class: "actions" }, h("button", { type: "submit", id: "call-button", text: `Call ${tool.name}` }), taskLabel, rawLabel), status);
   f.addEventListener("keydown", (e) => {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
       e.preventDefault();
@@ -321,6 +327,12 @@ function renderCall(call) {
     title.append(h("button", { type: "button", class: "danger", text: "Cancel", "aria-label": `Cancel the call of ${call.name}`, onclick: () => api("cancel", { id: call.id }) }));
   }
   box.append(title);
+  if (call.taskState) {
+    const t = call.taskState;
+    box.append(h("div", { class: "task-state" }, "task ", h("code", { text: String(t.taskId) }), " · ",
+      h("span", { class: `badge ${t.status === "completed" ? "ok" : t.status === "failed" || t.status === "cancelled" ? "bad" : ""}`, text: String(t.status) }),
+      t.statusMessage ? ` · ${t.statusMessage}` : ""));
+  } else if (call.asTask && call.status === "running") box.append(h("div", { class: "task-state muted", text: "starting as a task…" }));
   if (call.status === "running") {
     const p = call.progress;
     const bar = h("progress", { "aria-label": `progress of ${call.name}` });
@@ -504,7 +516,10 @@ async function loadTasks() {
   const box = clear($("tasks"));
   if (!connected()) return;
   if (!("tasks" in caps())) {
-    box.append(h("p", { class: "hint", text: "The server declares no tasks capability." }));
+    const modern = "io.modelcontextprotocol/tasks" in (caps().extensions || {});
+    box.append(h("p", { class: "hint", text: modern
+      ? "The server offers tasks (2026-07-28 extension), which has no list of tasks: a tool called with “Run as a task” shows its task's status in its call."
+      : "The server declares no tasks capability." }));
     return;
   }
   const r = await api("tasks", { op: "list" });
