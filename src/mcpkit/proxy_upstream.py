@@ -291,6 +291,9 @@ class Upstream:
             handlers["elicitation_url"] = caps is None or (isinstance(elicitation, dict) and "url" in elicitation)
         if caps is None or "roots" in caps:
             handlers["roots"] = conn.roots
+        # the server's requests run as tasks only when the proxy can relay them so: never (a client's own tasks
+        # capability is not ours to declare upstream, and a server may offer other tools for it)
+        handlers["tasks"] = False
         options = {**self.client_options, **handlers}
         client = Client(
             self.target,
