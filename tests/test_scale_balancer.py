@@ -331,3 +331,21 @@ def test_the_manifests_parse_and_use_only_settings_mcpkit_knows() -> None:
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+async def test_a_legacy_sse_session_works_through_round_robin(deployment: tuple[Workers, Balancer]) -> None:
+    """2024-11-05 HTTP+SSE through nginx: the stream stays on one worker, the POSTs (requests, and the answer to
+    a sampling request) reach the others and are forwarded to it."""
+    _, balancer = deployment
+    asked: list[str] = []
+
+    def sampling(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append("sampling")
+        return {"role": "assistant", "content": {"type": "text", "text": "forty-two"}, "model": "m"}
+
+    async with Client(balancer.base + "/sse", transport="sse", sampling_handler=sampling) as client:
+        for i in range(6):  # six POSTs: round robin sends them to all three workers
+            assert (await client.call_tool("add", {"a": i, "b": 1})).structured == {"result": i + 1}
+        assert (await client.call_tool("sample", {"prompt": "6 x 7?"})).text == "forty-two"
+        assert len(await client.list_resources()) == 101
+    assert asked == ["sampling"]

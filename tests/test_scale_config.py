@@ -211,3 +211,47 @@ async def test_readiness_and_draining(redis_url: str) -> None:  # noqa: F811
             events = sse_events(other.aiter_lines())
             _, notice = await next_message(events)  # (an id older than the log: "look again" first)
             assert notice["method"] == "notifications/tools/list_changed"
+
+
+class SlowSaves:
+    """A session store whose saves take 0.3 s (a slow Redis): what a record written after the answer would race."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None:
+        await asyncio.sleep(0.3)
+        await self.store.save(session_id, state, ttl)
+
+    async def load(self, session_id: str) -> dict[str, Any] | None:
+        result: dict[str, Any] | None = await self.store.load(session_id)
+        return result
+
+    async def delete(self, session_id: str) -> None:
+        await self.store.delete(session_id)
+
+
+@pytest.mark.redis
+async def test_a_session_is_recorded_before_its_initialize_is_answered(redis_url: str) -> None:  # noqa: F811
+    """The next request of a new session may reach another worker at once (a balancer): the record is written
+    before the initialize answer leaves, so that worker finds it."""
+    from mcpkit.stores.redis import RedisSessionStore
+
+    store = RedisSessionStore(redis_url, prefix=f"t{secrets.token_hex(4)}:")
+    try:
+        async with (
+            two_workers(redis_url, session_store=SlowSaves(store)) as ((a, b), _),
+            httpx.AsyncClient(timeout=20) as http,
+        ):
+            init = rpc(
+                "initialize",
+                {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "r", "version": "0"}},
+            )
+            answer = await http.post(a, json=init, headers={"accept": ACCEPT_BOTH})
+            assert answer.status_code == 200
+            headers = {"mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-11-25"}
+            note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+            done = await http.post(b, json=note, headers={**headers, "accept": ACCEPT_BOTH})
+            assert done.status_code == 202, done.text
+    finally:
+        await store.aclose()

@@ -43,10 +43,11 @@ class LogEntry(NamedTuple):
     """One event of the log as a reader sees it."""
 
     position: str
-    kind: str  # "list_changed", "resource_updated", "session", "direct", "cancel", or "forward" (an inbox message)
+    kind: str  # "list_changed", "resource_updated", "session", "direct", "cancel"; inbox: "forward", "legacy"
     value: str  # a list kind, a URI or a session id
-    data: bytes | None = None  # inline bytes ("cancel", "forward")
+    data: bytes | None = None  # inline bytes ("cancel", "forward", "legacy")
     ref: str | None = None  # where a "direct" message's bytes are kept (see SharedFanout.payload)
+    owner: str | None = None  # an inbox message: the principal the forwarding worker authenticated (JSON), if any
 
 
 def worker_of(request_id: Any) -> int | None:
@@ -98,9 +99,12 @@ class SharedFanout(Fanout, Protocol):
         """The bytes of a ``"direct"`` entry (None once expired)."""
         ...
 
-    async def forward(self, worker: int, session_id: str, data: bytes) -> bool:
-        """Put a client's message (an answer, a progress notification) in another worker's inbox; False when that
-        worker is gone."""
+    async def forward(
+        self, worker: int, session_id: str, data: bytes, *, kind: str = "forward", owner: str | None = None
+    ) -> bool:
+        """Put a client's message in another worker's inbox (``"forward"``: an answer or a progress notification
+        for a handshake session; ``"legacy"``: a POST of a legacy HTTP+SSE session, with the principal the sender
+        authenticated as ``owner``); False when that worker is gone."""
         ...
 
     async def alive(self, worker: int) -> bool:
@@ -109,7 +113,7 @@ class SharedFanout(Fanout, Protocol):
 
     def on_session_event(self, listener: Callable[[LogEntry], Awaitable[None]]) -> None:
         """Call ``await listener(entry)`` for ``"direct"`` and ``"cancel"`` entries and for this worker's inbox
-        messages (kind ``"forward"``)."""
+        messages (kinds ``"forward"`` and ``"legacy"``)."""
         ...
 
     async def check(self) -> str | None:

@@ -46,10 +46,10 @@ __all__ = ["MAX_INLINE", "RedisFanout"]
 MAX_INLINE = 4096
 _WORKERS = (1 << 20) - 1  # worker numbers cycle through 1 .. 2**20 - 1
 
-# KEYS: inbox, alive; ARGV: maxlen, session id, data, ttl ms. 1: queued; 0: the worker is gone.
+# KEYS: inbox, alive; ARGV: maxlen, session id, data, ttl ms, kind, owner. 1: queued; 0: the worker is gone.
 _FORWARD = """
 if redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
-redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', ARGV[2], 'd', ARGV[3])
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', 's', ARGV[2], 'd', ARGV[3], 'k', ARGV[5], 'p', ARGV[6])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 """
@@ -374,13 +374,15 @@ class RedisFanout:
         data = fields.get(b"d")
         return data if isinstance(data, bytes) else None
 
-    async def forward(self, worker: int, session_id: str, data: bytes) -> bool:
+    async def forward(
+        self, worker: int, session_id: str, data: bytes, *, kind: str = "forward", owner: str | None = None
+    ) -> bool:
         """Put a client's message into worker ``worker``'s inbox; False when that worker is gone."""
         keys = self.conn.keys
         async with self.conn.guard("worker inbox"):
             done = await self._forward(
                 keys=[keys.worker(worker, "in"), keys.worker(worker, "alive")],
-                args=[self.max_inbox, session_id, data, self._ms(self.message_ttl)],
+                args=[self.max_inbox, session_id, data, self._ms(self.message_ttl), kind, owner or ""],
             )
         if done:
             self.forwarded += 1
@@ -560,7 +562,9 @@ class RedisFanout:
             delay = 0.05
             for entry_id, fields in _stream_entries(reply):
                 last = _text(entry_id)
-                entry = LogEntry("", "forward", _text(fields.get(b"s")), fields.get(b"d"))
+                kind = _text(fields.get(b"k")) or "forward"
+                owner = _text(fields.get(b"p")) or None
+                entry = LogEntry("", kind, _text(fields.get(b"s")), fields.get(b"d"), owner=owner)
                 for listener in list(self._event_listeners):
                     try:
                         await listener(entry)

@@ -89,7 +89,8 @@ class Answering(SSEPump):
         hs = stream.hs
         try:
             answer = runner if type(runner) is Outgoing else await runner  # type: ignore[misc]
-            if hs is not None and self.session_store is not None and hs.dirty():
+            recorded = not new_session or answer is None or answer.kind == ERROR  # (a new session: record it)
+            if hs is not None and self.session_store is not None and (hs.dirty() or not recorded):
                 await self._sync(hs)  # before the answer leaves: the client may go to another worker next
             if answer is not None and stream.mode == _SSE_MODE:
                 await stream.emit(answer.data, answer)  # notifications came first: the answer ends the SSE stream

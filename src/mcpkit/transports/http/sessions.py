@@ -267,11 +267,11 @@ class SessionManager:
             await self.announce(hs.id)
 
     async def sync(self, hs: _HTTPSession) -> None:
-        """The log level or the subscriptions changed (a request of this session): save and announce."""
+        """The log level or the subscriptions changed (a request of this session): save and announce. A session
+        not recorded yet (its ``initialize`` answered) is recorded, before the answer leaves."""
         session = hs.session
         hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
-        if hs.stored:
-            await self.save(hs, announce=True)
+        await self.save(hs, announce=bool(hs.stored))
 
     def bus(self) -> Fanout:
         """The server's fan-out (``server.fanout``), listened to for session changes once this manager holds

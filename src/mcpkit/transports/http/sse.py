@@ -15,7 +15,8 @@ check_request=None, **peer_options)``
 Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also accepted at ``/message``):
 
 * ``GET`` opens ``text/event-stream``; its FIRST event is ``event: endpoint`` whose data is the POST URI,
-  ``<root_path><messages_path>?session_id=<32 hex chars from a CSPRNG>``. Every server message (responses
+  ``<root_path><messages_path>?session_id=<32 hex chars from a CSPRNG>`` (with a shared fan-out, five more hex
+  digits first: the worker holding the stream, to which another worker forwards a POST). Every server message (responses
   included: this transport has a single stream) follows as ``event: message``. ``: keepalive`` comments go out
   when the stream is idle. The session (one :class:`~mcpkit.server.lowlevel.ServerSession`) lives exactly as long
   as this stream: when the client disconnects, the session is closed and its id answers 404.
@@ -49,11 +50,14 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote
 
+import orjson
+
 from ..._asgi import Receive, Scope, Send
 from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
 from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
+from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
@@ -201,6 +205,11 @@ class LegacySSEEndpoint:
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._streams: dict[str, _SSEStream] = {}
+        # several workers behind a balancer: a POST that reaches another worker is forwarded to this one's inbox
+        fanout = server.fanout
+        self.shared = fanout if isinstance(fanout, SharedFanout) else None
+        if self.shared is not None:
+            self.shared.on_session_event(self._forwarded)
 
     @property
     def session_count(self) -> int:
@@ -243,7 +252,9 @@ class LegacySSEEndpoint:
             message = f"too many SSE sessions for this client (max_sessions_per_client={quota}): close some streams"
             await respond(send, 429, message.encode(), headers=[(b"retry-after", b"5")])
             return
-        sid = secrets.token_hex(16)
+        shared = self.shared
+        worker = shared.worker if shared is not None else 0
+        sid = (f"{worker:05x}" if worker else "") + secrets.token_hex(16)  # (the worker that holds the stream)
         stream = _SSEStream(sid, BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort()), client)
         session = self.server.create_session(stream.outbox, **self.peer_options)
         stream.session = session
@@ -305,6 +316,9 @@ class LegacySSEEndpoint:
             await respond(send, 400, b"session_id is required")
             return
         stream = self._streams.get(ids[0])
+        if stream is None and self.shared is not None:
+            await self._forward(ids[0], scope, receive, send)
+            return
         if stream is None or stream.session is None or stream.outbox.closed or not owner_matches(stream.client, scope):
             # (a stream opened by an authenticated principal takes messages from that principal only)
             await respond(send, 404, b"Could not find session")
@@ -330,6 +344,53 @@ class LegacySSEEndpoint:
             await respond(send, 404, b"Could not find session")
             return
         await respond(send, 202, b"Accepted")
+
+    async def _forward(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
+        """A POST for a session another worker holds (its number leads the id): into that worker's inbox, with
+        the principal this worker authenticated (that worker checks it against the session's owner)."""
+        assert self.shared is not None
+        worker = int(sid[:5], 16) if len(sid) == 37 and all(c in "0123456789abcdef" for c in sid) else 0
+        if not worker or worker == self.shared.worker:
+            await respond(send, 404, b"Could not find session")
+            return
+        try:
+            body = await read_body(scope, receive, self.max_body)
+        except _Disconnected:
+            return
+        if body is None:
+            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
+            return
+        key = _client_key(scope)
+        owner = orjson.dumps(list(key)).decode() if key is not None and key[0] == "principal" else None
+        try:
+            sent = await self.shared.forward(worker, sid, body, kind="legacy", owner=owner)
+        except ConnectionError as exc:
+            await respond(send, 503, f"Service Unavailable: {exc}".encode(), headers=[(b"retry-after", b"1")])
+            return
+        if sent:
+            await respond(send, 202, b"Accepted")
+        else:
+            await respond(send, 404, b"Could not find session")  # (that worker is gone, and the stream with it)
+
+    async def _forwarded(self, entry: LogEntry) -> None:
+        """A POST another worker took for a session of this one."""
+        if entry.kind != "legacy" or entry.data is None:
+            return
+        stream = self._streams.get(entry.value)
+        if stream is None or stream.session is None or stream.outbox.closed:
+            return
+        client = stream.client
+        if client is not None and client[0] == "principal" and entry.owner != orjson.dumps(list(client)).decode():
+            logger.warning("SSE session %s: a forwarded message of another principal was refused", entry.value[:8])
+            return
+        try:
+            msg = jsonrpc.parse(entry.data)
+        except ParseError as exc:
+            with contextlib.suppress(Exception):
+                await stream.outbox.send(jsonrpc.encode_error(None, exc.to_error()))
+            return
+        with contextlib.suppress(ConnectionClosed):
+            await stream.session.peer.receive_parsed(msg, stream.outbox)
 
 
 def _noop() -> None:

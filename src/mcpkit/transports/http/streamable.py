@@ -572,7 +572,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         if new_session:
             if status != 200:
                 await self.sessions.end(hs)
-            elif self.session_store is not None:
+            elif self.session_store is not None and not hs.stored:  # (recorded before the answer, unless that failed)
                 await self.sessions.save(hs)
 
     def _session_stream(self, hs: _HTTPSession) -> _Stream:
