@@ -123,3 +123,35 @@ def test_the_help_names_every_environment_variable() -> None:
     for flag in ("--workers", "--redis", "--redis-cluster", "--state-keys-file", "--forwarded-allow-ips"):
         assert flag in done.stdout
     assert json.dumps("MCPKIT_STATE_KEYS")[1:-1] in done.stdout
+
+
+async def test_sigterm_lets_the_requests_in_flight_finish(redis_url: str) -> None:  # noqa: F811
+    """Graceful shutdown: the worker stops accepting at once, and a request it is running still gets its answer
+    (within --drain-timeout) before the process exits."""
+    import asyncio
+
+    server = Path(__file__).resolve().parent / "servers" / "scale_server.py"
+    env = {**os.environ, "MCPKIT_STATE_KEYS": "k" * 40, "MCPKIT_REDIS_PREFIX": "cli-drain:"}
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(server), "-t", "http", "--redis", redis_url, "--port", "0", "--drain-timeout", "10"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        url = re.search(rb"serving http on (\S+)", line).group(1).decode()  # type: ignore[union-attr]
+        async with Client(url, mode="modern") as client:
+            call = asyncio.create_task(client.call_tool("slow", {"seconds": 2.0}))
+            await asyncio.sleep(0.5)
+            proc.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.3)
+            async with httpx.AsyncClient(timeout=2) as http:
+                with pytest.raises(httpx.TransportError):
+                    await http.get(url.rsplit("/", 1)[0] + "/healthz", headers={"connection": "close"})
+            assert (await call).text == "slept 2.0"  # answered, though the worker was told to stop
+        assert proc.wait(timeout=15) in (0, -signal.SIGTERM)  # (uvicorn re-raises the signal once it is done)
+    finally:
+        stop(proc)

@@ -385,3 +385,42 @@ async def test_inboxes_and_session_messages_are_bounded_and_expire(redis_url: st
         assert await client.xlen(inbox) <= 200 and await client.xlen(out) <= 200
         assert 0 < await client.pttl(inbox) <= 30_000 and 0 < await client.pttl(out) <= 30_000
         assert await client.xlen(a.log_key) <= a.max_log + 100
+
+
+async def test_the_outbox_of_events_waiting_for_the_log_is_bounded(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with (
+            fanouts(redis_url, 1) as (a,),
+            fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3, max_unsent=3) as (b,),
+        ):
+            b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
+            ra = await _started(a)
+            await _started(b)
+            proxy.cut()
+            for i in range(5):  # two more than the outbox keeps
+                await b.publish("resource_updated", f"mcpkit://r/{i}")
+            assert len(b._unsent) == 3
+            proxy.restore()
+            await ra.until(3, timeout=15)
+            deadline = time.monotonic() + 10
+            while ra.missed == 0:  # the two dropped ones: A's clients are told to look again
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert [v for _, v, _ in ra.events] == [f"mcpkit://r/{i}" for i in (2, 3, 4)]
+
+
+async def test_a_stalled_log_is_noticed_within_a_block_and_a_timeout(redis_url: str) -> None:  # noqa: F811
+    from mcpkit.stores.redis import BLOCK
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,):
+            await _started(b)
+            assert await b.check() is None
+            proxy.stall()
+            started = time.monotonic()
+            while b._reading:  # the blocking read gives up after BLOCK + timeout
+                assert time.monotonic() - started < BLOCK + 0.3 + 1.0
+                await asyncio.sleep(0.05)
+            assert "lost Redis" in (await b.check() or "")

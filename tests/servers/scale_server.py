@@ -28,3 +28,12 @@ async def touch(uri: str) -> str:
 def whoami() -> int:
     """The process id of the worker that answered."""
     return os.getpid()
+
+
+@app.tool
+async def slow(seconds: float) -> str:
+    """Work for ``seconds`` (a request in flight while the worker is told to stop)."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
+    return f"slept {seconds}"
