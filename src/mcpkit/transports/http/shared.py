@@ -208,7 +208,12 @@ class SharedSessions:
             feats = hs.session.features
             if last is None and feats is not None and feats.sse_polling:
                 await send({"type": "http.response.body", "body": self._priming(start), "more_body": True})
-            await self._replay(hs, start, conn, send)
+            try:
+                await self._replay(hs, start, conn, send)
+            except ConnectionError as exc:  # the log cannot be read now: the client comes back (here or elsewhere)
+                logger.warning("session %s: its GET stream could not be replayed: %s", hs.id[:8], exc)
+                conn.queue.put_nowait((0, b"retry: 1000\n\n"))
+                conn.end()
             await self.ep._pump(conn, receive, send)
         finally:
             hs.busy -= 1
@@ -285,7 +290,11 @@ class SharedSessions:
             await self.ep._resume(hs, last, receive, send)
             return
         key = f"{hs.id}/{no}"
-        first = await store.follow(key, after, 0)
+        try:
+            first = await store.follow(key, after, 0)
+        except ConnectionError as exc:
+            await _respond(send, 503, unavailable(exc), extra=((b"retry-after", b"1"),))
+            return
         if first is None:
             await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
             return
@@ -304,13 +313,17 @@ class SharedSessions:
                     after = seq
                 if ended or not following or gone.done():
                     break
-                followed = await store.follow(key, after, self.ep.keepalive or 15.0)
-                if followed is None:
-                    break  # expired or forgotten
-                events, ended = followed
-                if not events:
-                    if gone.done() or not await self.fanout.alive(writer):
+                try:
+                    followed = await store.follow(key, after, self.ep.keepalive or 15.0)
+                    if followed is None:
+                        break  # expired or forgotten
+                    events, ended = followed
+                    if not events and (gone.done() or not await self.fanout.alive(writer)):
                         break  # the client left, or the worker running the request is gone
+                except ConnectionError:
+                    await send({"type": "http.response.body", "body": b"retry: 1000\n\n", "more_body": True})
+                    break  # the client resumes again from what it has
+                if not events:
                     await send({"type": "http.response.body", "body": b":\n\n", "more_body": True})
         finally:
             hs.busy -= 1
