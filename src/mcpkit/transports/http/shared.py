@@ -118,6 +118,8 @@ class SharedSessions:
             hs.base = hs.next_no = worker << ID_SHIFT
 
     async def post(self, hs: _HTTPSession, data: bytes, msg: Outgoing | None) -> None:
+        """A message for the session's GET stream, sent outside any request: logged for the session (a request
+        that cannot be logged fails at once; a notification is dropped, with a warning)."""
         try:
             await self.fanout.post(hs.id, "direct", data)
         except Exception as exc:
