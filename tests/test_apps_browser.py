@@ -110,7 +110,10 @@ def apps_inspector(request: pytest.FixtureRequest) -> Iterator[tuple[str, Inspec
 def test_the_plain_html_view_calls_its_app_only_tool_in_both_eras(browser: Any, apps_inspector: Any) -> None:
     era, proc = apps_inspector
     page = open_page(browser, proc)
+    page.click("#tools-list button[data-key='reroll']")
+    assert "app only" in page.locator("#tool-detail .annotations").inner_text()
     box, view = call_with_view(page, "roll_dice", sides="20")
+    assert "MCP Apps view" in page.locator("#tool-detail .annotations").inner_text()
     view.locator("#sides:text('20')").wait_for(timeout=10_000)  # ui/notifications/tool-input
     view.locator("#result").filter(has_text=re.compile(r"^\d+$")).wait_for(
         timeout=10_000

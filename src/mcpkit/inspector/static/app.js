@@ -245,6 +245,9 @@ function annotationBadges(tool) {
   const task = tool.execution && tool.execution.taskSupport;
   if (task) out.append(h("span", { class: "badge", text: `tasks: ${task}` }));
   if (tool.outputSchema) out.append(h("span", { class: "badge ok", text: "structured output" }));
+  const ui = (tool._meta && typeof tool._meta.ui === "object" && tool._meta.ui) || {};
+  if (typeof ui.resourceUri === "string" || (tool._meta && typeof tool._meta["ui/resourceUri"] === "string")) out.append(h("span", { class: "badge", text: "MCP Apps view" }));
+  if (Array.isArray(ui.visibility) && !ui.visibility.includes("model")) out.append(h("span", { class: "badge", text: "app only: a host does not offer it to the model" }));
   return out;
 }
 
