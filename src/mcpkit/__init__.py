@@ -34,6 +34,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ProxyServer": ("mcpkit.proxies", "ProxyServer"),
     "TaskFailed": ("mcpkit.protocol.errors", "TaskFailed"),
     "TaskHandle": ("mcpkit.client.tasks", "TaskHandle"),
+    "Call": ("mcpkit.server.interceptors", "Call"),
+    "CallNext": ("mcpkit.server.interceptors", "CallNext"),
+    "ToolCall": ("mcpkit.server.interceptors", "ToolCall"),
+    "TapEvent": ("mcpkit.engine.tap", "TapEvent"),
+    "TapRecorder": ("mcpkit.engine.tap", "TapRecorder"),
 }
 
 if TYPE_CHECKING:
@@ -42,12 +47,14 @@ if TYPE_CHECKING:
     from .client.lowlevel import ClientSession
     from .client.multi import MultiClient
     from .client.tasks import TaskHandle
+    from .engine.tap import TapEvent, TapRecorder
     from .protocol.errors import InvalidParams, MCPError, ResourceNotFound, TaskFailed
     from .protocol.types import ResourceLink
     from .proxies import ProxyServer, proxy
     from .server.app import MCPKit, ToolError
     from .server.content import Audio, Image
     from .server.context import Context
+    from .server.interceptors import Call, CallNext, ToolCall
     from .server.lowlevel import InputRequired, Server
     from .server.prompts import Message
     from .server.tools import Tool
@@ -68,6 +75,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Audio",
+    "Call",
+    "CallNext",
     "Client",
     "ClientSession",
     "Context",
@@ -86,7 +95,10 @@ __all__ = [
     "StdioServer",
     "TaskFailed",
     "TaskHandle",
+    "TapEvent",
+    "TapRecorder",
     "Tool",
+    "ToolCall",
     "ToolCallError",
     "ToolError",
     "ToolOutputError",

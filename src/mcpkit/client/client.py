@@ -141,6 +141,9 @@ class Client(ClientConnection):
         extensions: the extensions this client supports, ``{id: settings}``, declared under
             ``capabilities.extensions`` in both eras (``{UI_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}`` for an
             MCP Apps host); :meth:`declare_extension` adds one, :meth:`server_extension` reads the server's.
+        tap: ``fn(event)``, shown every JSON-RPC message of the connection, sent and received, synchronously (a
+            :class:`~mcpkit.engine.tap.TapEvent`; :class:`~mcpkit.engine.tap.TapRecorder` keeps them bounded); it
+            must not block, and what it raises is logged. It stays on across reconnections.
     """
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:

@@ -13,6 +13,7 @@ from types import EllipsisType
 from typing import Any, Self, TypeVar
 
 from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback
+from ..engine.tap import Tap
 from ..protocol.errors import (
     URL_ELICITATION_REQUIRED,
     ConnectionClosed,
@@ -110,6 +111,7 @@ class ClientConnection:
         middleware: Sequence[ClientMiddleware] = (),
         extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
         tasks: bool = True,
+        tap: Tap | None = None,
     ) -> None:
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
@@ -131,6 +133,7 @@ class ClientConnection:
             "experimental": experimental,
             "relay_answers": relay_answers,
             "tasks": tasks,
+            "tap": tap,
         }
         #: the extensions this client declares (``capabilities.extensions``, both eras): ``{id: settings}``;
         #: :meth:`declare_extension` adds one (it applies from the next connection on)

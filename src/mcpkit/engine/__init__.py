@@ -9,6 +9,8 @@ without reading the engine's bytes. Modules, one idea each:
   :class:`Connection`) and :data:`NULL_OUTBOX`; the batch limits' texts.
 - :mod:`.context`: :class:`RequestContext`, one incoming request being handled.
 - :mod:`.peer`: :class:`Peer`: ids, concurrency slots, timeouts, cancellation, progress, batches, draining.
+- :mod:`.tap`: the message tap (:class:`TapEvent`, :class:`TapRecorder`): every message a peer receives or sends,
+  shown to an observer.
 """
 
 from __future__ import annotations
@@ -33,14 +35,17 @@ from .messages import (
 )
 from .outgoing import ProgressCallback
 from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
+from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder
 
 __all__ = [
     "BATCH",
     "DEFAULT_MAX_BATCH_SIZE",
     "ERROR",
+    "IN",
     "MODERN_BATCH_REFUSAL",
     "NOTIFICATION",
     "NULL_OUTBOX",
+    "OUT",
     "REQUEST",
     "RESULT",
     "UNKNOWN",
@@ -54,6 +59,10 @@ __all__ = [
     "ProgressCallback",
     "RequestContext",
     "RequestHandler",
+    "Tap",
+    "TapEvent",
+    "TapHub",
+    "TapRecorder",
     "batch_too_long",
     "describe",
 ]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.jsonrpc import JSONDict, RequestId
 from . import messages
 from .messages import Outbox
+from .tap import OUT
 
 if TYPE_CHECKING:
     from .outgoing import ProgressCallback, Requests
@@ -73,6 +74,8 @@ class RequestContext:
     async def notify(self, method: str, params: JSONDict | None = None) -> None:
         """Send a notification related to this request (on the request's own channel)."""
         msg = messages.notification(method, params)
+        if self.peer.tap is not None:
+            self.peer._tapped(OUT, msg)
         await self.out.send(msg.data, msg)
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
@@ -93,6 +96,8 @@ class RequestContext:
         if message is not None:
             params["message"] = message
         msg = messages.notification("notifications/progress", params)
+        if self.peer.tap is not None:
+            self.peer._tapped(OUT, msg)
         await self.out.send(msg.data, msg)
         return True
 

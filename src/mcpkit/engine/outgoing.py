@@ -10,7 +10,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from types import EllipsisType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._aio import running_loop as _running_loop
 from ..protocol.errors import (
@@ -22,7 +22,11 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import ErrorResponse, JSONDict, RequestId, Response
 from . import messages
-from .messages import Outbox
+from .messages import Outbox, Outgoing
+from .tap import OUT
+
+if TYPE_CHECKING:
+    from .tap import TapHub
 
 logger = logging.getLogger("mcpkit.engine")
 
@@ -77,6 +81,14 @@ class Requests:
     #: receives ``notifications/progress`` params for a token no request of ours is waiting on (a 2025-11-25 task
     #: keeps its request's token after the request was answered); None: such progress is dropped
     unclaimed_progress: Callable[[JSONDict], None] | None = None
+    tap: TapHub | None  # the message tap (see mcpkit.engine.tap)
+    channel: int
+
+    def _tapped(self, direction: str, msg: Outgoing) -> None:
+        """Show ``msg`` to the tap (called only when there is one)."""
+        tap = self.tap
+        if tap is not None:
+            tap.emit(direction, msg, self.name, self.channel)
 
     # ------------------------------------------------------------------ outgoing
 
@@ -94,6 +106,8 @@ class Requests:
         if self._closed is not None:
             raise ConnectionClosed(f"{self.name}: connection closed")
         msg = messages.notification(method, params)
+        if self.tap is not None:
+            self._tapped(OUT, msg)
         await (out or self.outbox).send(msg.data, msg)
 
     async def request(
@@ -142,6 +156,8 @@ class Requests:
                     pending.deadline_max = loop.time() + max(self.max_timeout, t)
                 pending.timer = loop.call_later(t, self._expire, rid)
             msg = messages.request(rid, method, params)
+            if self.tap is not None:
+                self._tapped(OUT, msg)
             await (out or self.outbox).send(msg.data, msg)
             return await fut
         except TimeoutError:
@@ -168,6 +184,8 @@ class Requests:
         if method == "initialize" or self._closed is not None:
             return  # initialize MUST NOT be cancelled
         note = messages.notification("notifications/cancelled", {"requestId": rid, "reason": reason})
+        if self.tap is not None:
+            self._tapped(OUT, note)
 
         async def send() -> None:
             with contextlib.suppress(Exception):
@@ -283,6 +301,3 @@ class Requests:
         for pending in list(self._pending.values()):
             if not pending.future.done():
                 pending.future.set_exception(exc)
-
-    def pending_count(self) -> int:
-        return len(self._pending)

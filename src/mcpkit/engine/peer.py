@@ -14,11 +14,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import itertools
 import logging
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 from .._aio import current_task as _current_task
 from .._aio import running_loop as _running_loop
@@ -43,8 +44,20 @@ from ..protocol.jsonrpc import (
 )
 from . import messages
 from .context import RequestContext
-from .messages import BATCH, DEFAULT_MAX_BATCH_SIZE, ERROR, NULL_OUTBOX, RESULT, Outbox, Outgoing, _new, batch_too_long
+from .messages import (
+    BATCH,
+    DEFAULT_MAX_BATCH_SIZE,
+    ERROR,
+    REQUEST,
+    RESULT,
+    UNKNOWN,
+    Outbox,
+    Outgoing,
+    _new,
+    batch_too_long,
+)
 from .outgoing import Requests, _Pending
+from .tap import IN, OUT, TapHub, described
 
 logger = logging.getLogger("mcpkit.engine")
 
@@ -58,12 +71,7 @@ NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
 
 
-class Unfinished(Protocol):
-    """The rest of a request that :meth:`Peer.answer_at_once`'s call began and did not end (run by the caller)."""
-
-    def close(self) -> None:
-        """Drop it without running it."""
-        ...
+_channels = itertools.count(1)  # (TapEvent.channel: one number per peer)
 
 
 async def _no_answer() -> None:
@@ -89,6 +97,8 @@ class Peer(Requests):
             the reader).
         max_batch_size: longest incoming JSON-RPC batch accepted (messages in it); a longer one is answered with
             one -32600 error and none of it runs.
+        tap: the message tap (:class:`~mcpkit.engine.tap.TapHub`) shown every message received and sent (None:
+            none; the owner may set :attr:`tap` later).
     """
 
     def __init__(
@@ -104,8 +114,11 @@ class Peer(Requests):
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         name: str = "peer",
         cancel_timeout: float = 5.0,
+        tap: TapHub | None = None,
     ) -> None:
         self.outbox = outbox
+        self.tap = tap
+        self.channel = next(_channels)
         self.request_handler = request_handler
         self.notification_handler = notification_handler
         self.batch_policy = batch_policy
@@ -116,7 +129,6 @@ class Peer(Requests):
         self._next_id = 0
         self._pending: dict[RequestId, _Pending] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
-        self._held: RequestContext | None = None  # the in-flight entry of answer_at_once's calls (done: free)
         self._max_concurrency = max_concurrency
         self.max_batch_size = max_batch_size
         # what a refused batch is told (the layer above may name the revision that has no batches)
@@ -150,10 +162,14 @@ class Peer(Requests):
                 try:
                     msg = parse(data)
                 except ParseError as exc:
+                    if self.tap is not None:
+                        self._tapped(IN, Outgoing(data, UNKNOWN))
                     await self._send_error(None, exc.to_error(), out)
                     continue
+                if self.tap is not None:
+                    self._tapped(IN, described(msg, data))
                 if not self._take(msg, out):  # the common cases without a coroutine hop
-                    await self.receive_parsed(msg, out)
+                    await self._receive(msg, out)
         finally:
             self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
             await self.drain(drain_timeout)
@@ -189,6 +205,11 @@ class Peer(Requests):
             msg = jsonrpc.parse(data)
         except ParseError:
             return False
+        if self.tap is not None:
+            t = type(msg)  # (shown to the tap only when _take takes it: otherwise run's receive shows it)
+            if not ((t is Request and self._active < self._max_concurrency) or t is Response or t is ErrorResponse):
+                return False
+            self._tapped(IN, described(msg, data))
         return self._take(msg, self.outbox)
 
     def _take(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> bool:
@@ -206,17 +227,14 @@ class Peer(Requests):
             return True
         return False
 
-    async def receive_bytes(self, data: bytes, out: Outbox | None = None) -> None:
-        """Dispatch one framed payload. Requests are started as tasks; the call returns without awaiting them."""
-        out = out or self.outbox
-        try:
-            msg = jsonrpc.parse(data)
-        except ParseError as exc:
-            await self._send_error(None, exc.to_error(), out)
-            return
-        await self.receive_parsed(msg, out)
+    async def receive_parsed(self, msg: jsonrpc.Parsed | Batch, out: Outbox, data: bytes | None = None) -> None:
+        """Dispatch one message a transport parsed (``data``: its bytes, for the tap). Requests are started as
+        tasks; the call returns without awaiting them (it waits for a concurrency slot when none is free)."""
+        if self.tap is not None:
+            self._tapped(IN, described(msg, data))
+        await self._receive(msg, out)
 
-    async def receive_parsed(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
+    async def _receive(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
         t = type(msg)
         if t is Request:
             await self._start_request(msg, out)  # type: ignore[arg-type]
@@ -233,94 +251,82 @@ class Peer(Requests):
             else:
                 logger.warning("%s: dropped an invalid response: %s", self.name, inv.reason)
 
-    async def handle(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> Outgoing | None:
-        """Dispatch a parsed payload and return its answer once every request in it has been answered.
+    async def handle(self, msg: jsonrpc.Parsed | Batch, out: Outbox, data: bytes | None = None) -> Outgoing | None:
+        """Dispatch a parsed payload and return its answer once every request in it has been answered (``data``:
+        its bytes, for the tap).
 
         For request-scoped transports (an HTTP POST, handshake era): the answer (a request's result or error, a
         batch's array, the error an invalid message gets) is returned, not sent, because it is the POST's response;
         what the handlers send before it (notifications, requests) goes to ``out``. None when there is nothing to
         answer (notifications and responses only, or a request its requester cancelled).
         """
+        if self.tap is not None:
+            self._tapped(IN, described(msg, data))
         t = type(msg)
+        answer: Outgoing | None
         if t is Request:
             req: Request = msg  # type: ignore[assignment]
             if req.id in self._inflight:
-                return messages.error(req.id, self._duplicate(req.id))
-            ctx = self._admit(req, out)
-            assert ctx is not None
-            return await self._run_request(ctx, True)
-        if t is Batch:
+                answer = messages.error(req.id, self._duplicate(req.id))
+            else:
+                ctx = self._admit(req, out)
+                assert ctx is not None
+                return await self._run_request(ctx, True)
+        elif t is Batch:
             return await self._on_batch(msg, out, keep=True)  # type: ignore[arg-type]
-        if t is Invalid:
-            inv: Invalid = msg  # type: ignore[assignment]
-            if not inv.is_response:
-                return messages.error(inv.id, inv.error())
-        await self.receive_parsed(msg, out)
-        return None
+        elif t is Invalid and not (inv := msg).is_response:  # type: ignore[union-attr]
+            answer = messages.error(inv.id, inv.error())  # type: ignore[union-attr,operator]
+        else:
+            await self._receive(msg, out)
+            return None
+        if self.tap is not None:
+            self._tapped(OUT, answer)
+        return answer
 
     def answer(
-        self, msg: jsonrpc.Parsed | Batch, out: Outbox, handler: RequestHandler | None = None
+        self, msg: jsonrpc.Parsed | Batch, out: Outbox, data: bytes | None = None
     ) -> Outgoing | Awaitable[Outgoing | None]:
         """:meth:`handle`, without a coroutine when ``msg`` is a request whose handler answers at once (a plain
         ``def`` tool that ran inline, a built-in with nothing to wait for, a refusal): the answer itself then.
-        Otherwise the awaitable that makes it (None from it: nothing to answer). ``handler``: a request's, in
-        place of the peer's request handler (see :meth:`run_detached`)."""
+        Otherwise the awaitable that makes it (None from it: nothing to answer). ``data``: the message's bytes,
+        for the tap.
+
+        The one way a request-scoped transport (an HTTP POST to a handshake-era session) has a message answered:
+        whatever the server decides about running it (a plain ``def`` tool inline, or not), the transport gets an
+        :class:`~mcpkit.engine.Outgoing` now or an awaitable of one."""
         if type(msg) is not Request:
-            return self.handle(msg, out)
+            return self.handle(msg, out, data)
         req: Request = msg  # type: ignore[assignment]
+        if self.tap is not None:
+            self._tapped(IN, described(req, data))
         rid = req.id
         inflight = self._inflight
         if rid in inflight:
-            return messages.error(rid, self._duplicate(rid))
+            refusal = messages.error(rid, self._duplicate(rid))
+            if self.tap is not None:
+                self._tapped(OUT, refusal)
+            return refusal
         ctx = inflight[rid] = RequestContext(self, rid, req.method, req.params, out)  # (_admit, its id known free)
-        answer = self.run_detached(ctx, handler)  # (the awaitable, if any, leaves the table when it ends)
+        answer = self.run_detached(ctx)  # (the awaitable, if any, leaves the table when it ends)
         if type(answer) is Outgoing:
-            self._finished(ctx)
+            if inflight.get(rid) is ctx:  # (_finished, for a context that holds no slot and is done)
+                del inflight[rid]
             if ctx.cancelled:  # while the loop was handed over during an inline call: no response (spec)
                 return _no_answer()
         return answer
 
-    def answer_at_once(self, req: Request, run: Callable[[Any, Any], JSONDict | Unfinished | None], arg: Any) -> Any:
-        """``run(req.params, arg)``, a call that answers at once or runs nothing (the server's quick path of
-        ``tools/call``: see ``mcpkit.server.quick``), with ``req`` held in the in-flight table meanwhile as
-        :meth:`answer` holds a request: the one moment others run meanwhile is while the loop is handed over to a
-        stand-in thread during an inline call. ``run`` returns the result (a dict), None (it ran nothing) or the
-        rest of the request to run later, an object with ``close()`` (:class:`Unfinished`). Returns what ``run``
-        returned; None, without calling it, when the id is in use or another call holds the table's entry for
-        at-once calls (:meth:`answer` then refuses the duplicate, or runs the request); the awaitable of no answer
-        when the requester cancelled it meanwhile (a rest is closed, not run)."""
-        held = self._held
-        if held is None:
-            held = self._held = RequestContext(self, 0, req.method, None, NULL_OUTBOX)
-            held.done = True  # (free)
-        rid = req.id
-        inflight = self._inflight
-        if not held.done or rid in inflight:
-            return None
-        held.id = rid
-        held.method = req.method
-        held.cancelled = held.done = False
-        inflight[rid] = held
-        try:
-            result = run(req.params, arg)
-        finally:
-            held.done = True
-            if inflight.get(rid) is held:
-                del inflight[rid]
-        if held.cancelled and result is not None:
-            if not isinstance(result, dict):
-                result.close()  # what was left of a cancelled request is not run
-            return _no_answer()
-        return result
-
-    def detached(self, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> RequestContext:
+    def detached(
+        self, id: RequestId, method: str, params: JSONDict | None, out: Outbox, data: bytes | None = None
+    ) -> RequestContext:
         """A context for one request that :meth:`run_detached` will run; what its handler sends before the answer
-        goes to ``out``."""
+        goes to ``out`` (``data``: the request's bytes, for the tap)."""
+        if self.tap is not None:
+            if data is None:
+                data = jsonrpc.encode_request(id, method, params)
+            self._tapped(IN, Outgoing(data, REQUEST, id, method, params))
         return RequestContext(self, id, method, params, out)
 
-    def run_detached(
-        self, ctx: RequestContext, handler: RequestHandler | None = None
-    ) -> Outgoing | Awaitable[Outgoing | None]:
+    def run_detached(self, ctx: RequestContext) -> Outgoing | Awaitable[Outgoing | None]:
         """Run one request without entering it in the in-flight table and return its answer (a result or an error
         response; None when the requester cancelled the request: it gets no answer), as :meth:`handle` does.
 
@@ -330,11 +336,9 @@ class Peer(Requests):
 
         For request-scoped transports where several independent clients share one peer (stateless HTTP, both
         eras): their request ids may collide, and each request's cancellation is its own stream closing, not a
-        ``notifications/cancelled`` addressed by id. (:meth:`answer` runs an admitted request through it too,
-        and leaves the in-flight table itself.) ``handler``: run it instead of the peer's request handler (a
-        transport that began the request on a shorter path and has the rest of it to run)."""
+        ``notifications/cancelled`` addressed by id."""
         try:
-            result = self.request_handler(ctx) if handler is None else handler(ctx)
+            result = self.request_handler(ctx)
         except Exception as exc:
             answer = self._failed(ctx, exc)
         else:
@@ -342,6 +346,8 @@ class Peer(Requests):
                 return self._run_request(ctx, True, result)
             ctx.done = True
             answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+        if self.tap is not None:
+            self._tapped(OUT, answer)
         return answer  # (a detached context is in no table and holds no slot: nothing to leave)
 
     def _failed(self, ctx: RequestContext, exc: Exception) -> Outgoing:
@@ -477,10 +483,11 @@ class Peer(Requests):
                 sink += answer.data
                 sink += b","
                 return None
-            data = answer.data
+            if self.tap is not None:
+                self._tapped(OUT, answer)
             if keep:
                 return answer
-            await ctx.out.send(data, answer)
+            await ctx.out.send(answer.data, answer)
         except (ConnectionError, OSError) as exc:
             logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
         finally:
@@ -502,6 +509,8 @@ class Peer(Requests):
         await self._send(messages.error(rid, error), out)
 
     async def _send(self, msg: Outgoing, out: Outbox) -> None:
+        if self.tap is not None:
+            self._tapped(OUT, msg)
         try:
             await out.send(msg.data, msg)
         except (ConnectionError, OSError) as exc:
@@ -545,6 +554,8 @@ class Peer(Requests):
         if refusal is not None:
             answer = messages.error(None, InvalidRequest(refusal).to_error())
             if keep:
+                if self.tap is not None:
+                    self._tapped(OUT, answer)
                 return answer
             await self._send(answer, out)
             return None
@@ -581,7 +592,7 @@ class Peer(Requests):
                 if not inv.is_response:
                     responses += encode_error(inv.id, inv.error()) + b","
             else:
-                await self.receive_parsed(item, out)
+                await self._receive(item, out)
         if not tasks:
             answer = _batch_answer(responses)
         elif keep:
@@ -594,7 +605,11 @@ class Peer(Requests):
             self._active += 1
             self._spawn(self._send_batch(tasks, responses, out))
             return None
-        if keep or answer is None:
+        if answer is None:
+            return None
+        if keep:
+            if self.tap is not None:
+                self._tapped(OUT, answer)
             return answer
         await self._send(answer, out)
         return None

@@ -50,7 +50,6 @@ from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .pagination import Paginator, Snapshot, list_result
 from .prompts import Prompt
-from .quick import quick_call, resume
 from .resources import Resource, ResourceTemplate, cache_hints
 from .skills import Skills
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
@@ -100,9 +99,6 @@ class MCPKit(Server, Mounting, Rules, Apps, Skills):
             to the worker thread for good, with a warning.
         **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
     """
-
-    quick_call = quick_call  # tools/call the short way for a plain def tool that runs inline (server/quick.py)
-    resume_call = resume
 
     def __init__(
         self,
@@ -286,8 +282,6 @@ class MCPKit(Server, Mounting, Rules, Apps, Skills):
             # runs on the loop itself). (_aio.running_loop: no getpid() system call on CPython 3.11.)
             self._serving_loop = running_loop()
         return result
-
-    _quick_own = _call_tool  # (the tools/call handler that server/quick.py stands in for)
 
     # ================================================================== resources
 

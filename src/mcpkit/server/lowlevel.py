@@ -20,13 +20,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import orjson
-
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
+from ..engine.tap import Tap, TapHub
 from ..hosting import ModernContext as ModernContext
 from ..protocol import versions
 from ..protocol.errors import (
-    CapabilityNotSupported,
     InvalidParams,
     InvalidRequest,
     MCPError,
@@ -50,20 +48,17 @@ from ..protocol.versions import (
 from .builtins import _BUILTINS as _BUILTINS
 from .builtins import _LIST_CHANGED_FILTER, _Listener
 from .fanout import Fanout, LocalFanout, deliver_missed
+from .interceptors import Call, Interceptor, Interceptors, call_for, run_chain
 from .request_context import (
-    CLIENT_CAPABILITY_FOR,
     CURRENT_AUTHORIZATION,
     INPUT_REQUIRED_METHODS,
     InputRequired,
     ServerRequestContext,
-    level_index,
-    log_message,
     session_binding,
 )
 from .request_state import RequestStateSealer, request_digest
-
-# Appended to the refusal of a batch sent before initialize to a server that also speaks the handshake era.
-NO_SESSION_BATCH_REFUSAL = "; in the handshake era, batches exist only after initialize"
+from .session import NO_SESSION_BATCH_REFUSAL as NO_SESSION_BATCH_REFUSAL
+from .session import ServerSession
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -109,13 +104,7 @@ class Server:
     #: arguments; it enters the lifespan, then dispatches), as MCPKit does
     _lazy_lifespan: Any = None
     _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
-    #: tools/call the short way, ``(params, features) -> result | Resume | None`` (MCPKit's: see server/quick.py;
-    #: None: the server has none), and ``resume_call``, which finishes a Resume as :meth:`dispatch` would
-    quick_call: Callable[..., Any] | None = None
-    resume_call: Callable[..., Any]
     tasks: ServerTasks | None = None  #: its task support (enable_tasks); None: it runs and declares no tasks
-    _quick_for = -1  # the handlers_version that _quick_ok was read for
-    _quick_ok = False
 
     def __init__(
         self,
@@ -172,11 +161,54 @@ class Server:
         self._caps_cache: dict[str, JSONDict] = {}
         #: the extensions declared under ``capabilities.extensions`` (both eras): ``server.extensions[id] = settings``
         self.extensions = Extensions(self._caps_cache.clear)
+        self._interceptors = Interceptors()
+        self._intercepting: Interceptors | None = None  # the interceptors while there are any (dispatch tests it)
+        self._taps = TapHub()
+        self._tap: TapHub | None = None  # the taps while there are any (what each peer of this server is given)
 
     def declare_extension(self, extension_id: str, settings: JSONDict | None = None, *, versions: Any = None) -> None:
         """Declare an extension (``{}`` settings by default) in the revisions ``versions`` (default: all); handlers
         see the client's with ``ctx.client_supports_extension(id)`` (:class:`mcpkit.protocol.extensions.Extensions`)."""
         self.extensions.declare(extension_id, settings, versions=versions)
+
+    # ------------------------------------------------------------------ interceptors and taps
+
+    def add_interceptor(
+        self, fn: Interceptor, *, methods: Iterable[str] | str | None = None, notifications: bool = False
+    ) -> Callable[[], None]:
+        """Run ``async fn(call, call_next)`` around every request this server dispatches (``methods``: only those;
+        ``notifications=True``: around the client's notifications too). The first added is the outermost.
+        Returns a function that removes it. See :mod:`mcpkit.server.interceptors` for what ``call`` holds and
+        what the chain sees (results before they are shaped for the request's revision)."""
+        remove = self._interceptors.add(fn, methods, notifications)
+        self._intercepting = self._interceptors
+
+        def remover() -> None:
+            remove()
+            self._intercepting = self._interceptors if self._interceptors.entries else None
+
+        return remover
+
+    def add_tap(self, fn: Tap) -> Callable[[], None]:
+        """Show every JSON-RPC message of this server, received and sent, to ``fn(event)`` (a
+        :class:`~mcpkit.engine.tap.TapEvent`), synchronously: on every peer (each session, the stateless peer of
+        2026-07-28 requests), every transport. ``fn`` must not block; what it raises is logged. Returns a function
+        that removes it. :class:`~mcpkit.engine.tap.TapRecorder` is a bounded recorder to give it."""
+        remove = self._taps.add(fn)
+        self._set_tap(self._taps)
+
+        def remover() -> None:
+            remove()
+            self._set_tap(self._taps if self._taps.taps else None)
+
+        return remover
+
+    def _set_tap(self, tap: TapHub | None) -> None:
+        self._tap = tap
+        for session in list(self._sessions):
+            session.peer.tap = tap
+        if self._stateless_peer is not None:
+            self._stateless_peer.tap = tap
 
     # ------------------------------------------------------------------ registration
 
@@ -279,12 +311,6 @@ class Server:
             return self._dispatch_holding(rc, session, feats, client_caps, client_info, log_level)
         method = rc.method
         params = rc.params or {}
-        if method == "tools/call" and self.quick_call is not None:
-            quick = self.quick_call(params, feats)  # (None: nothing was run, the path below decides)
-            if quick is not None:
-                if type(quick) is dict:
-                    return quick  # type: ignore[no-any-return]
-                return self.resume_call(rc, params, (feats, client_caps, client_info, log_level), session, quick)  # type: ignore[no-any-return]
         sctx = ServerRequestContext(self, session, rc, feats, client_caps, client_info, log_level)
         authz = _current_authorization()
         if authz is not None:  # one authorization decision for every transport and every batch item
@@ -292,17 +318,14 @@ class Server:
             sctx.principal = authz.principal
         if feats.modern and ("requestState" in params or "inputResponses" in params):
             self._load_answers(sctx, method, params)
-        handler = self._handlers.get(method)
+        if self._intercepting is not None and (chain := self._intercepting.chain(method)):
+            return self._intercepted(chain, sctx, method, params, feats)
         try:
-            if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # a method of the other era
-                raise MethodNotFound(f"Method not found: {method}")
-            if handler is None:
-                builtin = _BUILTINS.get(method)
-                if builtin is None:
-                    raise MethodNotFound(f"Method not found: {method}")
-                pending: Any = builtin(self, sctx, params)
+            handler = self._handlers.get(method)
+            if handler is not None and method not in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):
+                pending = handler(sctx, params)  # (the usual case, without _call_handler's frame)
             else:
-                pending = handler(sctx, params)
+                pending = self._call_handler(sctx, method, params, feats)
             if type(pending) is not dict:
                 return self._dispatched(pending, sctx, method, params, feats)
             result: JSONDict = pending
@@ -310,10 +333,55 @@ class Server:
             result = self._settle(exc, sctx, method, params, feats)
         return shape_result(method, result, feats, self.info if feats.modern else None)
 
-    async def _dispatched(
-        self, pending: Any, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features
+    def _call_handler(self, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features) -> Any:
+        """Call the handler of ``method`` (a registered one, else the built-in): what it returns, a result or what
+        to await for it. A method of the other era, or one nobody answers, is -32601."""
+        if method in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):  # a method of the other era
+            raise MethodNotFound(f"Method not found: {method}")
+        handler = self._handlers.get(method)
+        if handler is not None:
+            return handler(sctx, params)
+        builtin = _BUILTINS.get(method)
+        if builtin is None:
+            raise MethodNotFound(f"Method not found: {method}")
+        return builtin(self, sctx, params)
+
+    async def _intercepted(
+        self,
+        chain: tuple[Interceptor, ...],
+        sctx: ServerRequestContext,
+        method: str,
+        params: JSONDict,
+        feats: Features,
     ) -> JSONDict:
-        """The rest of :meth:`dispatch` for a handler that did not answer at once: await it, shape its result."""
+        """:meth:`dispatch` with interceptors: the chain around the handler, then the shaping of what it returns."""
+
+        async def handle(call: Call) -> JSONDict:
+            # the innermost step: the handler with the call's params, its result unshaped (a requestState is bound
+            # to the params the client sent)
+            try:
+                pending = self._call_handler(sctx, call.method, call.params, feats)
+            except (InputRequired, ResourceNotFound) as exc:
+                return self._settle(exc, sctx, method, params, feats)
+            return await self._dispatched(pending, sctx, method, params, feats, shaped=False)
+
+        result = await run_chain(chain, call_for(method, params, sctx), handle)
+        if not isinstance(result, dict):
+            raise TypeError(f"an interceptor of {method!r} returned {type(result).__name__}, not a result dict")
+        # shaped as a copy: what the chain returned stays as it was (an interceptor may keep it, e.g. in a cache)
+        return shape_result(method, dict(result), feats, self.info if feats.modern else None)
+
+    async def _dispatched(
+        self,
+        pending: Any,
+        sctx: ServerRequestContext,
+        method: str,
+        params: JSONDict,
+        feats: Features,
+        shaped: bool = True,
+    ) -> JSONDict:
+        """The rest of :meth:`dispatch` for a handler that did not answer at once: await it, shape its result
+        (``shaped=False``: the result as the handler made it, for the interceptors)."""
         try:
             result = await pending if type(pending) is _CoroutineType or inspect.isawaitable(pending) else pending
         except (InputRequired, ResourceNotFound) as exc:
@@ -321,6 +389,8 @@ class Server:
         if not isinstance(result, dict):
             # A pydantic model (checked by duck typing so importing the server does not import pydantic).
             result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        if not shaped:
+            return result  # type: ignore[no-any-return]
         return shape_result(method, result, feats, self.info if feats.modern else None)
 
     def _settle(
@@ -506,7 +576,7 @@ class Server:
         if peer is None:
             # the engine calls dispatch_modern(rc) directly (session None): no wrapper per request
             peer = self._stateless_peer = Peer(
-                NULL_OUTBOX, request_handler=self.dispatch_modern, name=f"server:{self.name}:modern"
+                NULL_OUTBOX, request_handler=self.dispatch_modern, name=f"server:{self.name}:modern", tap=self._tap
             )
         return peer
 
@@ -547,159 +617,6 @@ def versions_mod() -> Any:
 
 def versions_is_supported(v: str) -> bool:
     return versions.is_supported(v)
-
-
-class ServerSession:
-    """One connection to a client: the engine peer plus handshake-era state."""
-
-    def __init__(self, server: Server, outbox: Outbox, **peer_options: Any) -> None:
-        self.server = server
-        self.version: str | None = None
-        self.features: Features | None = None
-        self.client_capabilities: JSONDict = {}
-        self.client_info: JSONDict | None = None
-        self.initialized = False
-        self._initialized_event: asyncio.Event | None = None
-        self.log_level: str | None = None
-        self.subscriptions: set[str] = set()
-        self.state: dict[str, Any] = {}
-        self.closed = False
-        self.peer = Peer(
-            outbox,
-            request_handler=self._on_request,
-            notification_handler=self._on_notification,
-            batch_policy=self._batch_policy,
-            name=f"server:{server.name}",
-            **peer_options,
-        )
-        self.peer.batch_refusal = (
-            MODERN_BATCH_REFUSAL if not server.handshake_versions else MODERN_BATCH_REFUSAL + NO_SESSION_BATCH_REFUSAL
-        )
-        server.register_session(self)
-
-    def _batch_policy(self) -> bool:
-        # Batches are accepted in a handshake-era session once initialize has chosen its revision
-        # (interoperability with 2025-03-26 peers); modern requests inside such a batch are refused one by one in
-        # dispatch_modern. Before initialize a batch cannot be valid in any era (initialize itself must not be
-        # batched, and 2026-07-28 has no batches): it is refused whole, in one error, never answered as an array.
-        version = self.version
-        return version is not None and not versions.is_modern(version)
-
-    async def wait_initialized(self, timeout: float = 10.0) -> None:
-        """Server→client requests wait for ``notifications/initialized`` (only ping and logging may go before)."""
-        if self.initialized:
-            return
-        if self._initialized_event is None:
-            self._initialized_event = asyncio.Event()
-        try:
-            await asyncio.wait_for(self._initialized_event.wait(), timeout)
-        except TimeoutError:
-            raise CapabilityNotSupported("the client has not sent notifications/initialized") from None
-
-    async def notify(self, method: str, params: JSONDict | None = None) -> None:
-        """Send a notification on the session's own channel (not related to a request)."""
-        await self.peer.notify(method, params)
-
-    async def request(self, method: str, params: JSONDict | None = None, **kw: Any) -> JSONDict:
-        """A server→client request outside any client request (handshake era)."""
-        if self.features is None or self.features.modern:
-            raise RuntimeError("server-to-client requests need an initialized handshake-era session")
-        cap = CLIENT_CAPABILITY_FOR.get(method)
-        if cap is not None and not isinstance(self.client_capabilities.get(cap), dict):
-            raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
-        if method != "ping":
-            await self.wait_initialized()
-        return await self.peer.request(method, params, **kw)
-
-    async def log(self, level: str, data: Any, logger_name: str | None = None) -> bool:
-        """Session-level log message (respects ``logging/setLevel``)."""
-        if self.features is None or self.features.modern or "logging" not in self.server.capabilities(self.features):
-            return False
-        if self.log_level is not None and level_index(level) < level_index(self.log_level):
-            return False
-        await self.peer.notify("notifications/message", log_message(level, data, logger_name))
-        return True
-
-    def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict] | JSONDict:
-        # Not a coroutine itself (one frame less per request): it returns the dispatcher's answer or coroutine,
-        # and its checks raise when called, which the engine treats like a raise on await.
-        server = self.server
-        method = rc.method
-        params = rc.params
-        if method in MODERN_ONLY or (
-            params is not None and type(meta := params.get("_meta")) is dict and META_PROTOCOL_VERSION in meta
-        ):
-            return server.dispatch_modern(rc, self)
-        feats = self.features
-        if feats is None or method == "initialize":
-            return self._before_initialized(rc)  # answered at once
-        return server.dispatch(rc, self, feats, self.client_capabilities, self.client_info, None)
-
-    def _before_initialized(self, rc: RequestContext) -> JSONDict:
-        if rc.method == "initialize":
-            return self._initialize(rc)
-        if rc.method == "ping":
-            return {}
-        raise InvalidRequest(
-            "not initialized: send initialize first (or, for protocol 2026-07-28, "
-            f"put {META_PROTOCOL_VERSION!r} in params._meta)"
-        )
-
-    def _initialize(self, rc: RequestContext) -> JSONDict:
-        server = self.server
-        if rc.sink is not None:
-            raise InvalidRequest("initialize MUST NOT be part of a batch")
-        if not server.handshake_versions:
-            raise MethodNotFound(
-                "Method not found: initialize. This server speaks only protocol " + ", ".join(server.modern_versions),
-                {"supported": server.supported_versions},
-            )
-        p = rc.params or {}
-        requested = p.get("protocolVersion")
-        if not isinstance(requested, str):
-            raise InvalidParams("initialize: protocolVersion must be a string")
-        caps = p.get("capabilities", {})
-        if not isinstance(caps, dict):
-            raise InvalidParams("initialize: capabilities must be an object")
-        info = p.get("clientInfo")
-        if info is not None and not isinstance(info, dict):
-            raise InvalidParams("initialize: clientInfo must be an object")
-        if self.version is not None:
-            raise InvalidRequest("already initialized")
-        try:
-            metadata_size = len(orjson.dumps((caps, info)))
-        except orjson.JSONEncodeError:  # nested deeper than orjson writes (254): no client needs that
-            metadata_size = server.max_client_metadata + 1
-        if metadata_size > server.max_client_metadata:
-            raise InvalidParams(
-                f"initialize: capabilities and clientInfo larger than {server.max_client_metadata} bytes "
-                "(the server's max_client_metadata option)"
-            )
-        version = versions.negotiate_handshake(requested, server.handshake_versions)
-        feats = versions.features(version)
-        self.version = version
-        self.features = feats
-        self.client_capabilities = caps
-        self.client_info = info
-        result: JSONDict = {
-            "protocolVersion": version,
-            "capabilities": server.capabilities(feats),
-            "serverInfo": server.info,
-        }
-        if server.instructions:
-            result["instructions"] = server.instructions
-        return result
-
-    async def _on_notification(self, method: str, params: JSONDict | None) -> None:
-        if method == "notifications/initialized":
-            if self.version is not None:
-                self.initialized = True
-                if self._initialized_event is not None:
-                    self._initialized_event.set()
-            return
-        handler = self.server._notification_handlers.get(method)
-        if handler is not None:
-            await handler(self, params)
 
 
 __all__ = [

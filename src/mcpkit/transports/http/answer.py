@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +51,6 @@ class Answering(SSEPump):
     max_requests_per_session: int  # the endpoint's (a session's waiting POSTs run below it)
     server: HostedServer
     _session_stream: Callable[[_HTTPSession], _Stream]  # the endpoint's: the stream of a session's next POST
-    _quick_resume: Any  # the server's resume_call (what finishes a quick call's rest; see mcpkit.server.quick)
 
     async def _serve(
         self,
@@ -179,21 +177,6 @@ class Answering(SSEPump):
             else:
                 await _respond(send, 202)  # nothing to answer (a cancelled request)
         return answer
-
-    def _quick_rest(self, hs: _HTTPSession, msg: Any, quick: Any, receive: Receive, send: Send) -> Awaitable[int]:
-        """A session's ``tools/call`` that the server's quick path began and did not end at once (see
-        ``mcpkit.server.quick``): ``quick`` is the awaitable of no answer (the client cancelled it meanwhile) or
-        what the tool left for the server's dispatcher to finish (``server.resume_call``), run in the session's
-        in-flight table; :meth:`_serve` answers either as any POST of the session."""
-        stream = self._session_stream(hs)
-        session = hs.session
-        peer = session.peer
-        if not inspect.isawaitable(quick):
-            read = (session.features, session.client_capabilities, session.client_info, None)
-            resume = self._quick_resume
-            params = msg.params
-            quick = peer.answer(msg, stream, lambda rc: resume(rc, params, read, session, quick))
-        return self._serve(stream, quick, None, receive, send, ())
 
     def _tick(self) -> None:
         """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching

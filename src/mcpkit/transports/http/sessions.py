@@ -103,7 +103,7 @@ class SessionManager:
         """A POST of notifications and answers only, for session ``hs``; with a shared fan-out an answer to another
         worker's request goes to that worker (raises ``ConnectionError`` when it cannot)."""
         if self.shared is None:
-            await hs.session.peer.receive_parsed(msg, NULL_OUTBOX)
+            await hs.session.peer.receive_parsed(msg, NULL_OUTBOX, body)
         else:
             await self.shared.receive(hs, msg, body)
 

@@ -339,7 +339,7 @@ class LegacySSEEndpoint:
                 await stream.outbox.send(error)
             return
         try:
-            await stream.session.peer.receive_parsed(msg, stream.outbox)
+            await stream.session.peer.receive_parsed(msg, stream.outbox, body)
         except ConnectionClosed:
             await respond(send, 404, b"Could not find session")
             return

@@ -38,7 +38,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Receive, Scope, Send, lifespan
 from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
-from ...engine.messages import result as result_answer
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
@@ -195,8 +194,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
         self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
         self._modern_peer: Peer | None = None
-        self._quick: Any = getattr(server, "quick_call", None)  # tools/call the short way, if the server has one
-        self._quick_resume: Any = getattr(server, "resume_call", None)  # (and what finishes a quick call's rest)
         self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
         self._closing = False
@@ -419,23 +416,14 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 if self.json_response and m.method != "subscriptions/listen":
                     # answered with application/json, nothing before it: what the handler sends first (progress,
                     # log messages) has nowhere to go, so its outbox drops it
-                    quick = None
-                    if m.method == "tools/call" and p is not None and self._quick is not None:
-                        quick = self._quick(p, read[0])  # a plain def tool run inline (see server/quick.py)
-                        if type(quick) is dict:
-                            return result_answer(m.id, quick)
-                    ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX)
+                    ctx = peer.detached(m.id, m.method, p, NULL_OUTBOX, body)
                     ctx.validated_meta = read  # what _meta says, for dispatch_modern
-                    if quick is None:
-                        runner = peer.run_detached(ctx)
-                    else:  # the tool ran; the server's dispatcher finishes the rest
-                        resume = self._quick_resume
-                        runner = peer.run_detached(ctx, lambda c: resume(c, p, read, None, quick))
+                    runner = peer.run_detached(ctx)
                     if type(runner) is Outgoing:
                         return runner  # answered at once: __call__ sends it
                     return self._answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
                 stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer is returned, not sent through it)
-                ctx = peer.detached(m.id, m.method, p, stream)
+                ctx = peer.detached(m.id, m.method, p, stream, body)
                 ctx.validated_meta = read
                 return self._serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
         elif t is Invalid:
@@ -452,7 +440,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
             return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
         if self.stateless:
-            return self._post_stateless(receive, send, h, msg)
+            return self._post_stateless(receive, send, h, msg, body)
         return self._post_session(scope, h, hv, msg, receive, send, body)
 
     def _post_session(
@@ -472,18 +460,17 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 and ((owner := hs.client) is None or owner[0] != "principal" or _owned_by(hs, scope))
             ):
                 hs.busy += 1
-                session = hs.session
-                if msg.method == "tools/call" and self._quick is not None and (feats := session.features) is not None:
-                    p = msg.params  # a plain def tool run inline (see server/quick.py), held in the session's table
-                    if p is not None and not (type(meta := p.get("_meta")) is dict and META_PROTOCOL_VERSION in meta):
-                        quick = session.peer.answer_at_once(msg, self._quick, feats)
-                        if type(quick) is dict:
-                            hs.finish_post(0, self.max_requests_per_session)
-                            return result_answer(msg.id, quick)
-                        if quick is not None:
-                            return self._quick_rest(hs, msg, quick, receive, send)
+                if self.json_response and self.event_store is None:
+                    # a JSON answer: what the handler sends first goes to the session's standalone stream, which
+                    # is all a JSON-mode POST stream would do with it (no store here), so no stream is made unless
+                    # the answer is not made at once
+                    answer = hs.session.peer.answer(msg, hs, body)
+                    if type(answer) is Outgoing and answer.kind != ERROR:
+                        hs.finish_post(0, self.max_requests_per_session)
+                        return answer
+                    return self._serve(self._session_stream(hs), answer, None, receive, send, ())
                 stream = self._session_stream(hs)
-                answer = session.peer.answer(msg, stream)
+                answer = hs.session.peer.answer(msg, stream, body)
                 if type(answer) is Outgoing and answer.kind != ERROR:
                     # answered at once (nothing can have gone out before it): __call__ sends it, status 200
                     hs.finish_post(stream.no, self.max_requests_per_session)
@@ -562,7 +549,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         stream = self._session_stream(hs)
         try:
             status = await self._serve(
-                stream, hs.session.peer.answer(msg, stream), None, receive, send, extra, new_session=new_session
+                stream, hs.session.peer.answer(msg, stream, body), None, receive, send, extra, new_session=new_session
             )
         finally:
             if weight != 1:
@@ -585,7 +572,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             hs.live[stream.no] = stream
         return stream
 
-    async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any) -> None:
+    async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any, body: bytes) -> None:
         hv = _text(h.get(b"mcp-protocol-version"))
         if hv is not None and hv not in self.server.handshake_versions:
             await _respond(send, 400, _unsupported_header(hv))
@@ -599,17 +586,17 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         else:
             session = self._stateless_session(version)
         if not _has_requests(msg):
-            await session.peer.receive_parsed(msg, NULL_OUTBOX)
+            await session.peer.receive_parsed(msg, NULL_OUTBOX, body)
             await _respond(send, 202)
             return
         stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
         runner: Outgoing | Awaitable[Outgoing | None]
         if t is Request:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
-            ctx = session.peer.detached(msg.id, msg.method, msg.params, stream)
+            ctx = session.peer.detached(msg.id, msg.method, msg.params, stream, body)
             runner = session.peer.run_detached(ctx)
         else:
-            runner = self._preinitialized(version).peer.answer(msg, stream)
+            runner = self._preinitialized(version).peer.answer(msg, stream, body)
         await self._serve(stream, runner, None, receive, send, ())
 
     def _preinitialized(self, version: str) -> ServerSession:

@@ -1,0 +1,222 @@
+"""The message tap: every JSON-RPC message a peer receives or sends, shown to an observer as it passes.
+
+A tap is a plain function ``tap(event)`` called synchronously with a :class:`TapEvent` for each message, in both
+directions, on every transport: the peer calls it where the message enters it (parsed from the transport's
+bytes) and where it leaves (written to an outbox, or returned to a request-scoped transport as a POST's answer).
+It must not block: it runs on the event loop, inside the message's path. An exception in a tap is logged and
+never breaks the peer. A peer without a tap pays one attribute test per message.
+
+Taps are installed on a server with ``Server.add_tap(fn)`` (every peer of that server: its sessions, the stateless
+peer of 2026-07-28 requests) and on a client with ``Client(..., tap=fn)`` or ``ClientSession(..., tap=fn)``.
+:class:`TapRecorder` is a tap that keeps the last events, bounded in count and in bytes (tests, an inspector's
+message log).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Final, NamedTuple
+
+from ..protocol import jsonrpc
+from ..protocol.jsonrpc import Batch, ErrorResponse, Invalid, Notification, Request, RequestId, Response
+from .messages import BATCH, ERROR, NOTIFICATION, REQUEST, RESULT, UNKNOWN, Outgoing
+
+logger = logging.getLogger("mcpkit.engine")
+
+IN: Final = "in"
+"""A message the peer received."""
+OUT: Final = "out"
+"""A message the peer sent (or returned as a request-scoped transport's answer)."""
+
+_KIND_NAMES = {REQUEST: "request", NOTIFICATION: "notification", RESULT: "result", ERROR: "error", BATCH: "batch"}
+
+
+class TapEvent(NamedTuple):
+    """One message passing through a peer.
+
+    Attributes:
+        direction: :data:`IN` (received) or :data:`OUT` (sent).
+        message: the message: its bytes (``message.data``) and what it is (``kind``: one of the engine's
+            ``REQUEST``, ``NOTIFICATION``, ``RESULT``, ``ERROR``, ``BATCH``, ``UNKNOWN``; ``id``, ``method``,
+            ``params``, an error's ``code``), as the engine's :class:`~mcpkit.engine.Outgoing` describes it.
+        timestamp: when it passed (``time.time()``, seconds since the epoch).
+        peer: the name of the peer it passed through (``"client"``, ``"server:<name>"``, ...).
+        channel: a number for the connection (the peer) it passed through, unique in this process: the events of
+            one session share it.
+    """
+
+    direction: str
+    message: Outgoing
+    timestamp: float
+    peer: str
+    channel: int
+
+    @property
+    def kind(self) -> str:
+        """The message's kind as a word: "request", "notification", "result", "error", "batch" or "unknown"."""
+        return _KIND_NAMES.get(self.message.kind, "unknown")
+
+    @property
+    def method(self) -> str | None:
+        """A request's or a notification's method."""
+        return self.message.method
+
+    @property
+    def id(self) -> RequestId | None:
+        """The request id of a request, a result or an error."""
+        return self.message.id
+
+    @property
+    def data(self) -> bytes:
+        """The message's bytes."""
+        return self.message.data
+
+
+Tap = Callable[[TapEvent], None]
+"""A message observer: called synchronously with every :class:`TapEvent`; must not block."""
+
+
+def described(msg: jsonrpc.Parsed | Batch, data: bytes | None) -> Outgoing:
+    """What a parsed incoming message is (its bytes: ``data``, or the message encoded again when the transport
+    parsed them itself and did not keep them)."""
+    t = type(msg)
+    if t is Request:
+        req: Request = msg  # type: ignore[assignment]
+        if data is None:
+            data = jsonrpc.encode_request(req.id, req.method, req.params)
+        return Outgoing(data, REQUEST, req.id, req.method, req.params)
+    if t is Notification:
+        note: Notification = msg  # type: ignore[assignment]
+        if data is None:
+            data = jsonrpc.encode_notification(note.method, note.params)
+        return Outgoing(data, NOTIFICATION, None, note.method, note.params)
+    if t is Response:
+        res: Response = msg  # type: ignore[assignment]
+        if data is None:
+            data = jsonrpc.encode_result(res.id, res.result)
+        return Outgoing(data, RESULT, res.id)
+    if t is ErrorResponse:
+        err: ErrorResponse = msg  # type: ignore[assignment]
+        if data is None:
+            data = jsonrpc.encode_error(err.id, err.error)
+        code = err.error.get("code") if type(err.error) is dict else None
+        return Outgoing(data, ERROR, err.id, code=code if type(code) is int else None)
+    if t is Batch:
+        return Outgoing(data if data is not None else b"", BATCH)
+    inv: Invalid = msg  # type: ignore[assignment]
+    return Outgoing(data if data is not None else b"", UNKNOWN, inv.id)
+
+
+class TapHub:
+    """The taps of one server or client, called in the order they were added; what a peer calls (``peer.tap``)."""
+
+    __slots__ = ("taps",)
+
+    def __init__(self) -> None:
+        self.taps: tuple[Tap, ...] = ()
+
+    def add(self, fn: Tap) -> Callable[[], None]:
+        """Add ``fn``; returns a function that removes it again."""
+        self.taps = (*self.taps, fn)
+
+        def remove() -> None:
+            taps = list(self.taps)
+            if fn in taps:
+                taps.remove(fn)
+                self.taps = tuple(taps)
+
+        return remove
+
+    def __bool__(self) -> bool:
+        return bool(self.taps)
+
+    def emit(self, direction: str, message: Outgoing, peer: str, channel: int) -> None:
+        """Show one message to every tap (an exception in a tap is logged, never raised)."""
+        event = TapEvent(direction, message, time.time(), peer, channel)
+        for fn in self.taps:
+            try:
+                fn(event)
+            except Exception:
+                logger.exception("a message tap failed (the message went on)")
+
+
+class TapRecorder:
+    """A tap that keeps the most recent events: at most ``max_events`` of them, holding at most ``max_bytes`` of
+    message bytes (the oldest go first). For tests and message logs::
+
+        recorder = TapRecorder()
+        server.add_tap(recorder)
+        ...
+        [e.method for e in recorder.events if e.direction == "in"]
+
+    Args:
+        max_events: events kept at most (default 1,000).
+        max_bytes: message bytes kept at most, summed over the events kept (default 4 MiB); an event larger than
+            that on its own is kept with its message's bytes left out (``b""``) and its size in :attr:`dropped_bytes`.
+    """
+
+    def __init__(self, max_events: int = 1000, max_bytes: int = 4 * 1024 * 1024) -> None:
+        if max_events < 1 or max_bytes < 1:
+            raise ValueError("max_events and max_bytes must be at least 1")
+        self.max_events = max_events
+        self.max_bytes = max_bytes
+        self._events: deque[TapEvent] = deque()
+        self._bytes = 0
+        self.dropped = 0
+        """Events let go to stay within the bounds."""
+        self.dropped_bytes = 0
+        """Bytes of messages too large to keep on their own (their events are kept without them)."""
+
+    def __call__(self, event: TapEvent) -> None:
+        size = len(event.message.data)
+        if size > self.max_bytes:
+            self.dropped_bytes += size
+            event = event._replace(message=event.message._replace(data=b""))
+            size = 0
+        events = self._events
+        events.append(event)
+        self._bytes += size
+        while len(events) > self.max_events or self._bytes > self.max_bytes:
+            old = events.popleft()
+            self._bytes -= len(old.message.data)
+            self.dropped += 1
+
+    @property
+    def events(self) -> list[TapEvent]:
+        """The events kept, oldest first."""
+        return list(self._events)
+
+    @property
+    def size(self) -> int:
+        """Bytes of messages kept."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+    def __iter__(self) -> Iterator[TapEvent]:
+        return iter(list(self._events))
+
+    def clear(self) -> None:
+        """Forget every event kept."""
+        self._events.clear()
+        self._bytes = 0
+
+    def messages(
+        self, direction: str | None = None, *, kind: str | None = None, method: str | None = None
+    ) -> list[TapEvent]:
+        """The events kept that match: ``direction`` ("in"/"out"), ``kind`` ("request", "result", ...),
+        ``method``."""
+        return [
+            e
+            for e in self._events
+            if (direction is None or e.direction == direction)
+            and (kind is None or e.kind == kind)
+            and (method is None or e.message.method == method)
+        ]
+
+
+__all__ = ["IN", "OUT", "Tap", "TapEvent", "TapHub", "TapRecorder", "described"]
