@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._version import __version__
-from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, RequestContext
-from ..engine.tap import Tap, TapHub
+from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -133,8 +132,7 @@ class ClientSession:
             apply too): declared under ``capabilities.extensions`` in both eras.
         tasks: take part in tasks (default True; see :mod:`mcpkit.client.tasks`); ``task_engine`` runs the server's
             requests as tasks (2025-11-25; in memory by default).
-        tap: ``fn(event)``, shown every JSON-RPC message of the connection, sent and received (see
-            :mod:`mcpkit.engine.tap`); :meth:`add_tap` adds more.
+        tap: ``fn(event)``, shown every JSON-RPC message of the connection, both ways (:mod:`mcpkit.engine.tap`).
     """
 
     def __init__(
@@ -206,10 +204,8 @@ class ClientSession:
             max_concurrency=max_concurrency,
             max_batch_size=max_batch_size,
             name="client",
+            tap=hub_of(tap),
         )
-        self._taps = TapHub()
-        if tap is not None:
-            self.add_tap(tap)
         self.peer.batch_refusal = MODERN_BATCH_REFUSAL  # (the policy refuses batches only in 2026-07-28)
         self.protocol_version: str | None = None
         self.features: Features | None = None
@@ -227,18 +223,6 @@ class ClientSession:
         self.tasks = tasks
         self._tasks = ClientTasks(task_engine)
         self.peer.unclaimed_progress = self._tasks.progress  # (2025-11-25 tasks keep their request's token)
-
-    def add_tap(self, fn: Tap) -> Callable[[], None]:
-        """Show every JSON-RPC message of this connection, sent and received, to ``fn(event)`` (see
-        :mod:`mcpkit.engine.tap`); returns a function that removes it."""
-        remove = self._taps.add(fn)
-        self.peer.tap = self._taps
-
-        def remover() -> None:
-            remove()
-            self.peer.tap = self._taps if self._taps.taps else None
-
-        return remover
 
     # ------------------------------------------------------------------ lifecycle
 

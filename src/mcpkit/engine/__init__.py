@@ -35,7 +35,7 @@ from .messages import (
 )
 from .outgoing import ProgressCallback
 from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
-from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder
+from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder, hub_of
 
 __all__ = [
     "BATCH",
@@ -65,4 +65,5 @@ __all__ = [
     "TapRecorder",
     "batch_too_long",
     "describe",
+    "hub_of",
 ]

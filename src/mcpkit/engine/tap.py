@@ -143,6 +143,15 @@ class TapHub:
                 logger.exception("a message tap failed (the message went on)")
 
 
+def hub_of(fn: Tap | None) -> TapHub | None:
+    """A hub holding the one tap ``fn`` (None without one): what a peer is given."""
+    if fn is None:
+        return None
+    hub = TapHub()
+    hub.add(fn)
+    return hub
+
+
 class TapRecorder:
     """A tap that keeps the most recent events: at most ``max_events`` of them, holding at most ``max_bytes`` of
     message bytes (the oldest go first). For tests and message logs::
@@ -219,4 +228,4 @@ class TapRecorder:
         ]
 
 
-__all__ = ["IN", "OUT", "Tap", "TapEvent", "TapHub", "TapRecorder", "described"]
+__all__ = ["IN", "OUT", "Tap", "TapEvent", "TapHub", "TapRecorder", "described", "hub_of"]
