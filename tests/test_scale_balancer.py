@@ -349,3 +349,31 @@ async def test_a_legacy_sse_session_works_through_round_robin(deployment: tuple[
         assert (await client.call_tool("sample", {"prompt": "6 x 7?"})).text == "forty-two"
         assert len(await client.list_resources()) == 101
     assert asked == ["sampling"]
+
+
+@pytest.mark.req("A012")
+async def test_a_rolling_restart_under_mcpkits_client_loses_and_repeats_nothing(
+    redis_url: str,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The same rolling restart under mcpkit's own client (handshake era: its GET stream resumes with
+    Last-Event-ID through HAProxy, which takes a draining worker out on its /readyz)."""
+    with (
+        Workers(redis_url, 3) as workers,
+        Balancer("haproxy", workers.ports, tmp_path / "haproxy") as balancer,
+    ):
+        async with Client(balancer.url, mode="handshake") as watcher, Client(balancer.url, mode="modern") as other:
+            async with watcher.watch(resource_uris=["mcpkit://counter"]) as watch:
+                await asyncio.sleep(1.0)  # (the GET stream opens in the background after the handshake)
+                got: list[str] = []
+                for index in range(3):
+                    await other.call_tool("touch", {})
+                    await asyncio.to_thread(workers.restart, index)
+                    await other.call_tool("touch", {})
+                for _ in range(6):
+                    method, _ = await watch.next(timeout=30)
+                    got.append(method)
+                with pytest.raises(asyncio.TimeoutError):
+                    await watch.next(timeout=1.0)  # and none twice
+            assert (await watcher.call_tool("add", {"a": 1, "b": 2})).structured == {"result": 3}
+    assert got == ["notifications/resources/updated"] * 6

@@ -571,6 +571,12 @@ class StreamableHTTPClientTransport:
                 if resp.status_code == 400 and decoder.last_event_id:
                     decoder.last_event_id = ""  # the server cannot replay: start over without resumption
                     continue
+                if resp.status_code in (502, 503, 504):  # a draining worker, a balancer between two: again, later
+                    failures += 1
+                    if failures > self.max_reconnects:
+                        return
+                    await asyncio.sleep(self._backoff(decoder.retry, failures))
+                    continue
                 return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
             decoder.new_stream()
             try:
