@@ -141,43 +141,46 @@ def test_the_app_sdk_view_calls_its_app_only_tool_in_both_eras(browser: Any, app
     screenshot(page, f"apps-counter-{era}")
 
 
-def test_display_modes_links_messages_and_teardown(browser: Any, apps_inspector: Any) -> None:
-    era, proc = apps_inspector
-    if era == "handshake":
-        pytest.skip("the host side does not depend on the era: once is enough")
-    page = open_page(browser, proc)
-    box, view = call_with_view(page, "roll_dice")
-    view.locator("#fullscreen").click()
-    view.locator("#status:text('display mode: fullscreen')").wait_for(timeout=10_000)
-    assert "fullscreen" in (box.get_attribute("class") or "")
-    box.locator("button:text('Exit fullscreen')").click()
-    page.wait_for_selector(".app-view:not(.fullscreen)")
+def test_display_modes_links_messages_and_teardown(browser: Any) -> None:
+    """(The host side does not depend on the era: one run, negotiated.)"""
+    proc = InspectorProcess("inspect", APPS)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "roll_dice")
+        view.locator("#fullscreen").click()
+        view.locator("#status:text('display mode: fullscreen')").wait_for(timeout=10_000)
+        assert "fullscreen" in (box.get_attribute("class") or "")
+        box.locator("button:text('Exit fullscreen')").click()
+        page.wait_for_selector(".app-view:not(.fullscreen)")
 
-    view.locator("#share").click()
-    page.wait_for_selector(".app-note:has-text('the view sends to the conversation (user): I rolled')")
+        view.locator("#share").click()
+        page.wait_for_selector(".app-note:has-text('the view sends to the conversation (user): I rolled')")
 
-    view.locator("#docs").click()  # ui/open-link: nothing opens until the person says so
-    row = box.locator(".app-note.link").last
-    row.wait_for()
-    assert "modelcontextprotocol.io" in row.inner_text()
-    # (dispatched: the view may resize itself while the row scrolls into view, moving the button under the pointer)
-    row.locator('button:text("Don\'t open")').dispatch_event("click")
-    view.locator("#status:text('Link opening denied by user')").wait_for(timeout=10_000)
-    view.locator("#docs").click()
-    page.context.route(
-        "https://modelcontextprotocol.io/**", lambda route: route.fulfill(body="docs", content_type="text/html")
-    )
-    with page.context.expect_page(timeout=10_000) as opened:
-        box.locator(".app-note.link").last.get_by_role("button", name="Open", exact=True).dispatch_event("click")
-    opened.value.wait_for_load_state()
-    assert opened.value.url == "https://modelcontextprotocol.io/extensions/apps/overview"
-    assert opened.value.evaluate("() => window.opener") is None  # (noopener)
-    view.locator("#status:text('link opened')").wait_for(timeout=10_000)
+        view.locator("#docs").click()  # ui/open-link: nothing opens until the person says so
+        row = box.locator(".app-note.link").last
+        row.wait_for()
+        assert "modelcontextprotocol.io" in row.inner_text()
+        # (dispatched: the view may resize itself while the row scrolls into view, moving the button under the pointer)
+        row.locator('button:text("Don\'t open")').dispatch_event("click")
+        view.locator("#status:text('Link opening denied by user')").wait_for(timeout=10_000)
+        view.locator("#docs").click()
+        page.context.route(
+            "https://modelcontextprotocol.io/**", lambda route: route.fulfill(body="docs", content_type="text/html")
+        )
+        with page.context.expect_page(timeout=10_000) as opened:
+            box.locator(".app-note.link").last.get_by_role("button", name="Open", exact=True).dispatch_event("click")
+        opened.value.wait_for_load_state()
+        assert opened.value.url == "https://modelcontextprotocol.io/extensions/apps/overview"
+        assert opened.value.evaluate("() => window.opener") is None  # (noopener)
+        view.locator("#status:text('link opened')").wait_for(timeout=10_000)
 
-    box.locator("button:text('Close view')").click()  # ui/resource-teardown, answered by the view, then gone
-    box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
-    assert box.locator("iframe").count() == 0
-    assert "did not answer ui/resource-teardown" not in box.inner_text()
+        box.locator("button:text('Close view')").click()  # ui/resource-teardown, answered by the view, then gone
+        box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
+        assert box.locator("iframe").count() == 0
+        assert "did not answer ui/resource-teardown" not in box.inner_text()
+
+    finally:
+        proc.stop()
 
 
 def test_a_cancelled_call_is_told_to_its_view(browser: Any) -> None:
