@@ -44,10 +44,10 @@ from ..protocol.versions import Features
 from . import compose
 from .apps import Apps, check_ui_resource
 from .completions import Completer, complete, completer_plan
-from .compose import Mounting
 from .context import Context
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
+from .openapi import OpenAPIImport
 from .pagination import Paginator, Snapshot, list_result
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
@@ -69,7 +69,7 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 _LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
 
 
-class MCPKit(Server, Mounting, Rules, Apps, Skills):
+class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
     """A high-level MCP server.
 
     Args:

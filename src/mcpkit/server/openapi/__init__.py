@@ -1,0 +1,123 @@
+"""OpenAPI -> MCP: an app whose tools (and, by route rules, resources and templates) call an HTTP API.
+
+    import httpx
+    from mcpkit import MCPKit
+    from mcpkit.server.openapi import Route
+
+    api = httpx.AsyncClient(base_url="https://api.example.com", headers={"Authorization": "Bearer ..."})
+    app = MCPKit.from_openapi(spec, client=api, routes=[Route(kind="resource", methods="GET")])
+
+Each operation's parameters and JSON or form body become the tool's input schema, its documented success answer
+the output schema (OpenAPI 3.0 schemas converted to JSON Schema 2020-12); the client's headers, auth and cookies
+pass through to the API and are never tool arguments; requests go to the base URL's origin (and
+``allowed_origins``) only, each bounded in time and in the size of its answer. See :mod:`.operations`,
+:mod:`.http`, :mod:`.components`, :mod:`.routes`.
+
+Importing this package costs nothing: the builder is loaded by :meth:`OpenAPIImport.from_openapi`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Collection, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Self
+
+if TYPE_CHECKING:
+    from .components import OpenAPIResource, OpenAPITemplate, OpenAPITool
+    from .document import OpenAPIError, UnsupportedOperation
+    from .http import HTTPClient
+    from .routes import RESOURCES_FOR_GET, Route
+
+_LAZY = {
+    "Route": "routes",
+    "RESOURCES_FOR_GET": "routes",
+    "OpenAPIError": "document",
+    "UnsupportedOperation": "document",
+    "OpenAPITool": "components",
+    "OpenAPIResource": "components",
+    "OpenAPITemplate": "components",
+}
+
+
+class OpenAPIImport:
+    """The ``from_openapi`` constructor of :class:`~mcpkit.server.app.MCPKit`."""
+
+    @classmethod
+    def from_openapi(
+        cls,
+        spec: Mapping[str, Any] | str | bytes | os.PathLike[str],
+        *,
+        client: HTTPClient,
+        name: str | None = None,
+        routes: Collection[Route] = (),
+        names: Mapping[str, str] | None = None,
+        base_url: str | None = None,
+        allowed_origins: Iterable[str] = (),
+        timeout: float = 30.0,
+        max_response_bytes: int = 4 * 1024 * 1024,
+        uri_base: str | None = None,
+        output_schemas: bool = True,
+        validate_output: bool = True,
+        **options: Any,
+    ) -> Self:
+        """An app whose components call the API that ``spec`` (an OpenAPI 3.0 or 3.1 document: a dict, JSON or
+        YAML text, or a file path) describes, through ``client`` (an ``httpx.AsyncClient``).
+
+        Args:
+            client: sends every request: its headers, auth, cookies and TLS settings apply (the credentials the
+                API needs go here; they are never tool arguments).
+            name: the server's name (default: the document's ``info.title``).
+            routes: :class:`~mcpkit.server.openapi.routes.Route` rules, first match wins; by default every
+                operation is a tool.
+            names: new names by operationId (or by default name).
+            base_url: where the API is (default: the client's ``base_url``, else the document's first server).
+            allowed_origins: other origins (``https://host:port``) requests may go to; the base URL's always.
+            timeout: seconds one exchange may take, connecting to last byte.
+            max_response_bytes: the largest answer read (decompressed).
+            uri_base: the root of resource URIs (default ``openapi://<name>``).
+            output_schemas: declare each tool's output schema from its documented success answer.
+            validate_output: check JSON answers against that schema (a mismatch is an ``isError`` result).
+            **options: passed to the app's constructor (``version``, ``instructions``, ``include_tags``, ...).
+        """
+        from .build import populate
+        from .document import Document, load
+
+        doc = Document(load(spec))
+        app = cls(name or doc.title, **options)  # type: ignore[call-arg]
+        populate(
+            app,
+            spec,
+            client=client,
+            routes=routes,
+            names=names,
+            base_url=base_url,
+            allowed_origins=allowed_origins,
+            timeout=timeout,
+            max_response_bytes=max_response_bytes,
+            uri_base=uri_base,
+            output_schemas=output_schemas,
+            validate_output=validate_output,
+            document=doc,
+        )
+        return app
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+__all__ = [
+    "RESOURCES_FOR_GET",
+    "OpenAPIError",
+    "OpenAPIImport",
+    "OpenAPIResource",
+    "OpenAPITemplate",
+    "OpenAPITool",
+    "Route",
+    "UnsupportedOperation",
+]

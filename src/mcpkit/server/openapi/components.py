@@ -1,0 +1,280 @@
+"""The components an OpenAPI operation becomes: a tool, a static resource or a resource template.
+
+A tool call checks its arguments against the input schema (a refusal is an ``isError`` result naming what is
+wrong), sends the request (:mod:`.http`) and turns the answer into a ``CallToolResult``: a 2xx JSON answer is
+``structuredContent`` when the operation documents its schema (checked against it: an answer that does not match
+is an ``isError`` result rather than structured content that breaks its own promise), and its text either way;
+text is text, an image or audio body that content, anything else an embedded blob. Any other status is an
+``isError`` result with the status and the start of the body. A resource read answers the body as its contents;
+a 404 is "resource not found".
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from ...protocol.errors import InternalError, ResourceNotFound
+from ...protocol.versions import Features
+from ..content import downgrade_content
+from ..pagination import Listed
+from ..resources import Resource, ResourceTemplate, _ResourceBase
+from ..tools import Tool, error_result
+from ..uri_template import UriTemplate
+from .http import Answer, APIError, Caller
+from .operations import Operation
+
+if TYPE_CHECKING:
+    from ..context import Context
+
+JSONDict = dict[str, Any]
+ERROR_BODY_CHARS = 2_000
+"""How much of a failed answer's body an ``isError`` result quotes."""
+_MAX_ISSUES = 5
+
+
+class _Info:
+    """The part of a function's description the dispatcher reads of a tool."""
+
+    def __init__(self, input_schema: JSONDict, description: str) -> None:
+        self.input_schema = input_schema
+        self.context_param: str | None = None
+        self.is_async = True
+        self.fast_plan = None
+        self.description = description
+        self.params: list[Any] = []
+
+
+def _validator(schema: JSONDict) -> Any:
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(schema, validate_formats=True)
+
+
+def _issues(validator: Any, instance: Any) -> str | None:
+    """What is wrong with ``instance`` (None when it is valid)."""
+    if validator.is_valid(instance):
+        return None
+    found = []
+    for error in validator.iter_errors(instance):
+        path = "/".join(str(p) for p in error.instance_path)
+        found.append(f"{path or '(top)'}: {error.message}")
+        if len(found) == _MAX_ISSUES:
+            break
+    return "; ".join(found)
+
+
+def describe(op: Operation) -> str:
+    """The component's description: the operation's summary and description."""
+    parts = [p for p in (op.summary, op.description) if p]
+    if len(parts) == 2 and parts[1].startswith(parts[0]):
+        parts = parts[1:]
+    text = "\n\n".join(parts) or op.label
+    return text + ("\n\n(deprecated)" if op.deprecated else "")
+
+
+def _annotations(op: Operation) -> JSONDict:
+    method = op.method
+    read_only = method in ("get", "head", "options")
+    out: JSONDict = {"readOnlyHint": read_only, "openWorldHint": True}
+    if not read_only:
+        out["destructiveHint"] = method == "delete"
+        out["idempotentHint"] = method in ("put", "delete")
+    else:
+        out["idempotentHint"] = True
+    return out
+
+
+class OpenAPITool(Tool):
+    """A tool that calls one operation of an HTTP API."""
+
+    def __init__(self, op: Operation, caller: Caller, *, validate_output: bool = True) -> None:
+        # (Tool.__init__ is not run: there is no Python function to read)
+        self.operation = op
+        self.caller = caller
+        self.name = op.name
+        self.title = None
+        self.description = describe(op)
+        self.annotations = _annotations(op)
+        self.icons = None
+        self.meta = None
+        self.thread = None
+        self.sync = None
+        self.fn = None  # type: ignore[assignment]
+        self._structured_output = None
+        self._returns = None
+        self.info = _Info(op.input_schema, self.description)  # type: ignore[assignment]
+        self._inputs = _validator(op.input_schema)
+        self._outputs = _validator(op.output_schema) if op.output_schema is not None and validate_output else None
+        Listed.__init__(self)
+
+    @property
+    def output_schema(self) -> JSONDict | None:
+        return self.operation.output_schema
+
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+        return self._call(arguments, feats)
+
+    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
+        return await self._call(arguments, None)
+
+    async def _call(self, arguments: JSONDict, feats: Features | None) -> JSONDict:
+        issues = _issues(self._inputs, arguments)
+        if issues is not None:
+            return error_result(f"tool {self.name!r}: invalid arguments: {issues}")
+        try:
+            answer = await self.caller.call(self.operation, arguments)
+        except APIError as exc:
+            return error_result(str(exc))
+        return self._result(answer, feats)
+
+    def _result(self, answer: Answer, feats: Features | None) -> JSONDict:
+        op = self.operation
+        if not answer.ok:
+            return error_result(_failure(op, answer))
+        if answer.is_json and op.output_schema is not None:
+            try:
+                value = answer.json()
+            except APIError as exc:
+                return error_result(f"{op.label}: {exc}")
+            structured = {"result": value} if op.wrap_result else value
+            if self._outputs is not None:
+                issues = _issues(self._outputs, structured)
+                if issues is not None:
+                    return error_result(f"{op.label}: the API's answer does not match its documented schema: {issues}")
+            text = answer.text()
+            return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
+        if op.output_schema is not None:
+            return error_result(f"{op.label} answered {answer.content_type or 'no body'} where JSON was documented")
+        content = _content(answer)
+        return {"content": downgrade_content(content, feats) if feats is not None else content, "isError": False}
+
+
+def _failure(op: Operation, answer: Answer) -> str:
+    if 300 <= answer.status < 400:
+        where = f" to {answer.location}" if answer.location else ""
+        return f"{op.label} answered HTTP {answer.status} (a redirect{where}, not followed)"
+    body = answer.text(ERROR_BODY_CHARS).strip()
+    return f"{op.label} answered HTTP {answer.status} {answer.reason}".rstrip() + (f": {body}" if body else "")
+
+
+def _content(answer: Answer) -> list[JSONDict]:
+    media = answer.content_type.split(";")[0].strip().lower()
+    if not answer.body:
+        return [{"type": "text", "text": f"HTTP {answer.status} {answer.reason}".rstrip()}]
+    if answer.is_json or media.startswith("text/") or media in ("application/xml", "application/yaml", ""):
+        return [{"type": "text", "text": answer.text()}]
+    data = base64.b64encode(answer.body).decode("ascii")
+    if media.startswith("image/"):
+        return [{"type": "image", "data": data, "mimeType": media}]
+    if media.startswith("audio/"):
+        return [{"type": "audio", "data": data, "mimeType": media}]
+    uri = "openapi://answer"
+    return [{"type": "resource", "resource": {"uri": uri, "mimeType": media, "blob": data}}]
+
+
+def _contents(answer: Answer, uri: str, op: Operation) -> list[JSONDict]:
+    if answer.status == 404:
+        raise ResourceNotFound(uri)
+    if not answer.ok:
+        raise InternalError(_failure(op, answer))
+    media = answer.content_type.split(";")[0].strip().lower() or "application/octet-stream"
+    if answer.is_json or media.startswith("text/"):
+        return [{"uri": uri, "mimeType": media, "text": answer.text()}]
+    return [{"uri": uri, "mimeType": media, "blob": base64.b64encode(answer.body).decode("ascii")}]
+
+
+class OpenAPIResource(Resource):
+    """A static resource read with one ``GET`` operation (without arguments)."""
+
+    def __init__(self, op: Operation, caller: Caller, uri: str) -> None:
+        self.operation = op
+        self.caller = caller
+        self.uri = uri
+        self.fn = None
+        self.content = None
+        self.info = None
+        self.sync = None
+        self.size = None
+        _ResourceBase.__init__(
+            self,
+            name=op.name,
+            title=None,
+            description=describe(op),
+            mime_type=op.media,
+            annotations=None,
+            icons=None,
+            meta=None,
+        )
+
+    async def read(self, ctx: Context | None) -> list[JSONDict]:
+        try:
+            answer = await self.caller.call(self.operation, {})
+        except APIError as exc:
+            raise InternalError(str(exc)) from None
+        return _contents(answer, self.uri, self.operation)
+
+
+class OpenAPITemplate(ResourceTemplate):
+    """A resource template read with one ``GET`` operation: its path parameters are the template's variables,
+    its query parameters optional ``{?...}`` ones."""
+
+    def __init__(self, op: Operation, caller: Caller, uri_template: str, variables: dict[str, str]) -> None:
+        self.operation = op
+        self.caller = caller
+        self.template = UriTemplate(uri_template)
+        self.uri_template = uri_template
+        self.variables = variables  # template variable -> argument
+        self.fn = None  # type: ignore[assignment]
+        self.info = None  # type: ignore[assignment]
+        self.sync = None
+        self.completions = {}
+        self._inputs = _validator(op.input_schema)
+        self._kinds = {p.arg: p.kind for p in op.params}
+        _ResourceBase.__init__(
+            self,
+            name=op.name,
+            title=None,
+            description=describe(op),
+            mime_type=op.media,
+            annotations=None,
+            icons=None,
+            meta=None,
+        )
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+        arguments: JSONDict = {}
+        for var, text in variables.items():
+            arg = self.variables.get(var)
+            if arg is None or text == "":
+                continue
+            value = _typed(text, self._kinds.get(arg))
+            if value is None:
+                raise ResourceNotFound(uri)
+            arguments[arg] = value
+        if _issues(self._inputs, arguments) is not None:
+            raise ResourceNotFound(uri)  # (the URI has the template's shape, not a valid value: no such resource)
+        try:
+            answer = await self.caller.call(self.operation, arguments)
+        except APIError as exc:
+            raise InternalError(str(exc)) from None
+        return _contents(answer, uri, self.operation)
+
+
+def _typed(text: str, kind: str | None) -> Any:
+    """A template variable's text as its parameter's JSON type (None when it is not one)."""
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+        if kind == "boolean":
+            return {"true": True, "false": False}.get(text.lower())
+        if kind == "array":
+            return text.split(",")
+    except ValueError:
+        return None
+    return text
+
+
+__all__ = ["ERROR_BODY_CHARS", "OpenAPIResource", "OpenAPITemplate", "OpenAPITool", "describe"]

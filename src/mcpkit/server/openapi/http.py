@@ -1,0 +1,302 @@
+"""Calling the API: one operation's arguments as one HTTP request, sent to the configured origins only.
+
+The request goes through the ``httpx.AsyncClient`` the operator gave (its headers, auth, cookies, TLS settings
+and connection pool), to the base URL joined with the operation's path. What the model supplies never chooses
+where it goes: path parameters are percent-encoded as one segment each (``/`` included), a value that is empty,
+``.`` or ``..`` is refused, the URL built is checked against the allowed origins before it is sent, and redirects
+are never followed. Each exchange is bounded: the whole of it (connecting, sending, reading every byte) within
+``timeout`` seconds, the answer's body to ``max_response_bytes`` (counted after decompression, so a compressed
+bomb stops at the bound).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import quote, urlsplit
+
+import orjson
+
+from .operations import FORM_TYPE, Operation, Param, is_json
+
+logger = logging.getLogger("mcpkit.server.openapi")
+JSONDict = dict[str, Any]
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds one API exchange may take, from connecting to the last byte of the answer."""
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+"""The largest answer body read from the API (decompressed bytes)."""
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_COOKIE_SAFE = "!#$%&'()*+-./:<=>?@[]^_`{|}~"  # (RFC 6265 cookie-octets; the rest is percent-encoded)
+
+
+class HTTPClient(Protocol):
+    """What is used of an ``httpx.AsyncClient``."""
+
+    @property
+    def base_url(self) -> Any: ...
+
+    @property
+    def headers(self) -> Any: ...
+
+    @property
+    def params(self) -> Any: ...
+
+    @property
+    def cookies(self) -> Any: ...
+
+    def build_request(self, method: str, url: str, **kwargs: Any) -> Any: ...
+
+    async def send(self, request: Any, **kwargs: Any) -> Any: ...
+
+
+class APIError(Exception):
+    """The exchange failed before an answer was read (its message is what the tool's caller is told)."""
+
+
+@dataclass
+class Answer:
+    """The API's answer, read whole."""
+
+    status: int
+    reason: str
+    content_type: str
+    body: bytes
+    location: str | None
+
+    @property
+    def ok(self) -> bool:
+        """A 2xx status."""
+        return 200 <= self.status < 300
+
+    def text(self, limit: int | None = None) -> str:
+        """The body as text (undecodable bytes replaced), cut at ``limit`` characters."""
+        text = self.body.decode("utf-8", errors="replace")
+        return text if limit is None or len(text) <= limit else text[:limit] + f"... ({len(text) - limit} more)"
+
+    def json(self) -> Any:
+        """The body parsed as JSON (``APIError`` when it is not JSON)."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            raise APIError(f"the API said its answer is {self.content_type} but it is not valid JSON") from None
+
+    @property
+    def is_json(self) -> bool:
+        """Whether the answer says it is JSON."""
+        return is_json(self.content_type) if self.content_type else False
+
+
+def origin(url: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of an absolute http(s) URL (``ValueError`` otherwise)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"{url!r} is not an absolute http(s) URL")
+    return scheme, parts.hostname.lower(), parts.port or _DEFAULT_PORTS[scheme]
+
+
+class Caller:
+    """Sends operations to the API through ``client`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: HTTPClient,
+        base_url: str,
+        *,
+        allowed_origins: Iterable[str] = (),
+        timeout: float = DEFAULT_TIMEOUT,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    ) -> None:
+        if timeout <= 0 or max_response_bytes < 1:
+            raise ValueError("timeout and max_response_bytes must be positive")
+        self.client = client
+        self.base_url = base_url.rstrip("/")
+        self.origins = {origin(base_url)} | {origin(o) for o in allowed_origins}
+        self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+
+    async def call(self, op: Operation, arguments: JSONDict) -> Answer:
+        """Send ``op`` with ``arguments`` (already checked against its input schema) and read the answer."""
+        url, query, headers, body = build_request(op, arguments, self.base_url)
+        request = self.client.build_request(
+            op.method.upper(), url, params=query or None, headers=headers or None, timeout=self.timeout, **body
+        )
+        where = request.url
+        scheme = str(where.scheme).lower()
+        port = where.port or _DEFAULT_PORTS.get(scheme, 0)
+        if (scheme, str(where.host).lower(), port) not in self.origins:
+            logger.warning("openapi: %s would go to %s, not an allowed origin: refused", op.label, where)
+            raise APIError(f"{op.label}: the request would leave the API's allowed origins; refused")
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._exchange(request, op)
+        except TimeoutError:
+            raise APIError(f"{op.label}: the API did not answer within {self.timeout:g} s") from None
+
+    async def _exchange(self, request: Any, op: Operation) -> Answer:
+        try:
+            response = await self.client.send(request, stream=True, follow_redirects=False)
+        except Exception as exc:  # (httpx's errors: the module imports no httpx)
+            if isinstance(exc, TimeoutError):
+                raise
+            logger.warning("openapi: %s could not reach the API: %r", op.label, exc)
+            raise APIError(f"{op.label}: the API could not be reached ({type(exc).__name__})") from None
+        try:
+            limit = self.max_response_bytes
+            declared = response.headers.get("content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                raise APIError(f"{op.label}: the API's answer is larger than {limit} bytes")
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise APIError(f"{op.label}: the API's answer is larger than {limit} bytes")
+                chunks.append(chunk)
+        except APIError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            logger.warning("openapi: %s: reading the answer failed: %r", op.label, exc)
+            raise APIError(f"{op.label}: the API's answer broke off ({type(exc).__name__})") from None
+        finally:
+            await response.aclose()
+        return Answer(
+            status=response.status_code,
+            reason=str(getattr(response, "reason_phrase", "") or ""),
+            content_type=response.headers.get("content-type", ""),
+            body=b"".join(chunks),
+            location=response.headers.get("location"),
+        )
+
+
+# ---------------------------------------------------------------------------------------------- the request
+
+
+def build_request(
+    op: Operation, arguments: JSONDict, base_url: str
+) -> tuple[str, list[tuple[str, str]], dict[str, str], JSONDict]:
+    """``(url, query, headers, body keyword arguments)`` for ``op`` called with ``arguments``."""
+    path = op.path
+    query: list[tuple[str, str]] = []
+    headers: dict[str, str] = {}
+    cookies: list[str] = []
+    for param in op.params:
+        if param.arg not in arguments or arguments[param.arg] is None:
+            continue
+        value = arguments[param.arg]
+        if param.location == "path":
+            path = path.replace("{" + param.name + "}", _path_value(param, value))
+        elif param.location == "query":
+            query.extend(_query_pairs(param, value))
+        elif param.location == "header":
+            headers[param.name] = _header_value(param, value)
+        else:
+            cookies.append(f"{quote(param.name, safe='')}={quote(_scalar_list(value, ','), safe=_COOKIE_SAFE)}")
+    if cookies:
+        headers["Cookie"] = "; ".join(cookies)
+    body: JSONDict = {}
+    spec = op.body
+    if spec is not None:
+        if spec.arg is not None:
+            present = spec.arg in arguments
+            payload = arguments.get(spec.arg)
+        else:
+            payload = {spec.fields[a]: v for a, v in arguments.items() if a in spec.fields}
+            present = bool(payload) or spec.required
+        if present:
+            media = spec.media_type.split(";")[0].strip().lower()
+            if is_json(media):
+                body["content"] = orjson.dumps(payload)
+                headers["Content-Type"] = spec.media_type
+            elif media == FORM_TYPE:
+                if not isinstance(payload, dict):
+                    raise APIError(f"{op.label}: a form body must be an object")
+                body["data"] = {k: _form_value(v) for k, v in payload.items() if v is not None}
+            else:
+                body["content"] = (payload if isinstance(payload, str) else _scalar(payload)).encode()
+                headers["Content-Type"] = spec.media_type
+    return base_url + path, query, headers, body
+
+
+def _scalar(value: Any) -> str:
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value).decode()
+    return str(value)
+
+
+def _scalar_list(value: Any, sep: str, explode_object: bool = False) -> str:
+    if isinstance(value, list):
+        return sep.join(_scalar(v) for v in value)
+    if isinstance(value, dict):
+        if explode_object:
+            return sep.join(f"{k}={_scalar(v)}" for k, v in value.items())
+        return sep.join(f"{k}{sep}{_scalar(v)}" for k, v in value.items())
+    return _scalar(value)
+
+
+def _path_value(param: Param, value: Any) -> str:
+    raw = _scalar_list(value, ",", explode_object=param.explode)
+    if raw in ("", ".", ".."):
+        raise APIError(f"path parameter {param.name!r} cannot be {raw!r}")
+    encoded = quote(raw, safe="")
+    if param.style == "label":
+        return "." + encoded
+    if param.style == "matrix":
+        return f";{quote(param.name, safe='')}={encoded}"
+    return encoded
+
+
+def _query_pairs(param: Param, value: Any) -> list[tuple[str, str]]:
+    name = param.name
+    if param.style == "deepObject" and isinstance(value, dict):
+        return [(f"{name}[{k}]", _scalar(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        if param.style == "spaceDelimited":
+            return [(name, " ".join(_scalar(v) for v in value))]
+        if param.style == "pipeDelimited":
+            return [(name, "|".join(_scalar(v) for v in value))]
+        if param.explode:
+            return [(name, _scalar(v)) for v in value]
+        return [(name, ",".join(_scalar(v) for v in value))]
+    if isinstance(value, dict):
+        if param.explode:
+            return [(str(k), _scalar(v)) for k, v in value.items()]
+        return [(name, _scalar_list(value, ","))]
+    return [(name, _scalar(value))]
+
+
+def _header_value(param: Param, value: Any) -> str:
+    text = _scalar_list(value, ",", explode_object=param.explode)
+    if any(c in text for c in "\r\n\0"):
+        raise APIError(f"header parameter {param.name!r} cannot hold a line break")
+    return text
+
+
+def _form_value(value: Any) -> str | list[str]:
+    if isinstance(value, list):
+        return [_scalar(v) for v in value]
+    return _scalar(value)
+
+
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "DEFAULT_TIMEOUT",
+    "APIError",
+    "Answer",
+    "Caller",
+    "HTTPClient",
+    "build_request",
+    "origin",
+]
