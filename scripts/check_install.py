@@ -11,7 +11,11 @@ says (bare ``pip install mcpkit`` and ``pip install 'mcpkit[all]'``), with no de
   examples/everything.py" add a=2 b=3`` prints 5), and every tool of ``@modelcontextprotocol/server-everything``
   (tests/node_modules) through ``mcpkit call``;
 * in the bare venv, each missing-extra path (``mcpkit --help``, ``app.run("http")``) must fail with one line
-  naming ``pip install 'mcpkit[...]'``.
+  naming ``pip install 'mcpkit[...]'``;
+* the five programs of a new user (``examples/first_steps/``: a server with a model-returning tool, a template, a
+  prompt and progress; a stdio client; elicitation; sampling; a server and client over HTTP), each run, then
+  checked with ``mypy --strict`` (no ``type: ignore``, no ``cast``) in the ``[all]`` venv with mypy added last
+  (after every other check, so the dev-tool probe above still holds for them).
 
 A missing runtime dependency fails here (a ModuleNotFoundError is not one of mcpkit's one-line extra errors).
 Usage: ``python scripts/check_install.py [--keep] [--only bare|all]``; exit 0 when everything passed.
@@ -405,6 +409,61 @@ def check_server_everything(venv: Venv, report: Report) -> None:
             report.fail(f"server-everything: mcpkit call {tool['name']}", f"exit {proc.returncode}\n{out}")
 
 
+FIRST_STEPS = ROOT / "examples" / "first_steps"
+# each program runs on its own and checks what it got (``client.py`` starts ``server.py`` over stdio)
+FIRST_STEPS_PROGRAMS = ("client.py", "elicitation.py", "sampling.py", "over_http.py")
+FIRST_STEPS_CALL = ("find_book", "isbn=9780261102217")  # ``mcpkit call`` reads the digits as the string they are
+FIRST_STEPS_MYPY = "mypy>=1.10"
+
+
+def check_first_steps(venv: Venv, report: Report) -> None:
+    """The five programs of ``examples/first_steps`` run, and pass ``mypy --strict`` with no escape hatch."""
+    found = sorted(p.name for p in FIRST_STEPS.glob("*.py"))
+    expected = sorted((*FIRST_STEPS_PROGRAMS, "server.py"))
+    if found != expected:
+        report.fail("first steps", f"examples/first_steps holds {found}, expected {expected}: update FIRST_STEPS_*")
+        return
+    for name in FIRST_STEPS_PROGRAMS:
+        proc = venv.run([str(venv.python), str(FIRST_STEPS / name)], timeout=120)
+        if proc.returncode == 0:
+            report.ok(f"first steps: {name}")
+        else:
+            report.fail(f"first steps: {name}", f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    server = str(FIRST_STEPS / "server.py")
+    proc = venv.run([str(venv.bin / "mcpkit"), "call", server, *FIRST_STEPS_CALL, "-o", "json"])
+    title = ""
+    if proc.returncode == 0:
+        try:
+            title = str(json.loads(proc.stdout)["structuredContent"]["title"])
+        except (ValueError, KeyError, TypeError):
+            title = ""
+    if title == "The Hobbit":
+        report.ok(f"first steps: mcpkit call server.py {' '.join(FIRST_STEPS_CALL)}")
+    else:
+        report.fail("first steps: mcpkit call server.py", f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    hatches = [
+        f"{p.name}:{n}: {line.strip()}"
+        for p in sorted(FIRST_STEPS.glob("*.py"))
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if "type: ignore" in line or re.search(r"\bcast\(", line)
+    ]
+    if hatches:
+        report.fail("first steps: no type: ignore, no cast", "\n".join(hatches))
+    install = venv.run(
+        [str(venv.python), "-m", "pip", "install", "--disable-pip-version-check", "-q", FIRST_STEPS_MYPY], timeout=300
+    )
+    if install.returncode != 0:
+        report.fail("first steps: install mypy", install.stdout + install.stderr)
+        return
+    check = venv.run(
+        [str(venv.python), "-m", "mypy", "--strict", "--no-incremental", "examples/first_steps"], timeout=300
+    )
+    if check.returncode == 0:
+        report.ok(f"first steps: mypy --strict examples/first_steps ({check.stdout.strip()})")
+    else:
+        report.fail("first steps: mypy --strict examples/first_steps", check.stdout + check.stderr)
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
@@ -437,6 +496,7 @@ def main() -> int:
             check_cli(full, report)
             check_examples(full, report)
             check_server_everything(full, report)
+            check_first_steps(full, report)  # last: it adds mypy to the venv
     finally:
         if opts.keep:
             print(f"\nkept: {tmp}")

@@ -60,7 +60,7 @@ async def test_every_tool(kind: str, mode: str) -> None:
         log_level="info",
         on_notification=lambda m, p: notes.append(m),
     ) as c:
-        assert c.server_info and c.server_info["name"] == "mcpkit-everything"
+        assert c.server_info and c.server_info.name == "mcpkit-everything"
         tools = {t.name for t in await c.list_tools()}
         assert tools >= {
             "echo",

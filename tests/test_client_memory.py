@@ -88,7 +88,7 @@ async def test_server_identity_exposed() -> None:
         assert c.instructions == "a server for the client tests"
     async with client("modern") as c:
         assert c.protocol_version == "2026-07-28" and c.modern
-        assert c.server_info is not None and c.server_info["name"] == "client-test"
+        assert c.server_info is not None and c.server_info.name == "client-test"
 
 
 async def test_auto_mode_prefers_the_modern_era_and_pinning_works() -> None:

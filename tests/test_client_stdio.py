@@ -204,7 +204,7 @@ async def test_everything_tools(everything: list[str]) -> None:
         env={"TEST_VAR_EVERYTHING": "mcpkit-test"},
     ) as c:
         assert c.protocol_version == "2025-11-25"  # auto mode fell back from the discover probe
-        assert c.server_info and c.server_info["name"] == "mcp-servers/everything"
+        assert c.server_info and c.server_info.name == "mcp-servers/everything"
         tools = {t.name: t for t in await c.list_tools()}
         expected = {
             "echo",

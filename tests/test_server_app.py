@@ -492,9 +492,9 @@ async def test_resource_errors_and_sync_resource_functions() -> None:
 
 def test_registration_errors_are_caught_early() -> None:
     app = MCPKit("bad")
-    with pytest.raises(ValueError, match="not template variables"):
+    with pytest.raises(ValueError, match="are not variables of the URI"):
         app.add_resource("x://{a}", lambda a, b: a)
-    with pytest.raises(ValueError, match="not function arguments"):
+    with pytest.raises(ValueError, match="are not parameters of"):
         app.add_resource("x://{a}/{b}", lambda a: a)
     with pytest.raises(ValueError, match="level 4"):
         app.add_resource("x://{a*}", lambda a: a)

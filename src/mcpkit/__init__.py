@@ -39,13 +39,35 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ToolCall": ("mcpkit.server.interceptors", "ToolCall"),
     "TapEvent": ("mcpkit.engine.tap", "TapEvent"),
     "TapRecorder": ("mcpkit.engine.tap", "TapRecorder"),
+    "ServerStartError": ("mcpkit.client.targets", "ServerStartError"),
+    # the client's handlers: what they receive, and the protocols they follow
+    "SamplingParams": ("mcpkit.client.handlers", "SamplingParams"),
+    "ElicitationParams": ("mcpkit.client.handlers", "ElicitationParams"),
+    "LogMessage": ("mcpkit.client.handlers", "LogMessage"),
+    "SamplingHandler": ("mcpkit.client.handlers", "SamplingHandler"),
+    "ElicitationHandler": ("mcpkit.client.handlers", "ElicitationHandler"),
+    "LoggingHandler": ("mcpkit.client.handlers", "LoggingHandler"),
+    # what ctx.elicit returns
+    "ElicitationResult": ("mcpkit.server.elicitation", "ElicitationResult"),
+    "AcceptedElicitation": ("mcpkit.server.elicitation", "AcceptedElicitation"),
+    "DeclinedElicitation": ("mcpkit.server.elicitation", "DeclinedElicitation"),
+    "CancelledElicitation": ("mcpkit.server.elicitation", "CancelledElicitation"),
 }
 
 if TYPE_CHECKING:
     from ._extras import MissingExtra
     from .client.client import Client, ToolCallError, ToolOutputError, ToolResult
+    from .client.handlers import (
+        ElicitationHandler,
+        ElicitationParams,
+        LoggingHandler,
+        LogMessage,
+        SamplingHandler,
+        SamplingParams,
+    )
     from .client.lowlevel import ClientSession
     from .client.multi import MultiClient
+    from .client.targets import ServerStartError
     from .client.tasks import TaskHandle
     from .engine.tap import TapEvent, TapRecorder
     from .protocol.errors import InvalidParams, MCPError, ResourceNotFound, TaskFailed
@@ -54,6 +76,12 @@ if TYPE_CHECKING:
     from .server.app import MCPKit, ToolError
     from .server.content import Audio, Image
     from .server.context import Context
+    from .server.elicitation import (
+        AcceptedElicitation,
+        CancelledElicitation,
+        DeclinedElicitation,
+        ElicitationResult,
+    )
     from .server.interceptors import Call, CallNext, ToolCall
     from .server.lowlevel import InputRequired, Server
     from .server.prompts import Message
@@ -74,15 +102,23 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AcceptedElicitation",
     "Audio",
     "Call",
     "CallNext",
+    "CancelledElicitation",
     "Client",
     "ClientSession",
     "Context",
+    "DeclinedElicitation",
+    "ElicitationHandler",
+    "ElicitationParams",
+    "ElicitationResult",
     "Image",
     "InputRequired",
     "InvalidParams",
+    "LogMessage",
+    "LoggingHandler",
     "MCPError",
     "MCPKit",
     "Message",
@@ -91,7 +127,10 @@ __all__ = [
     "MultiClient",
     "ResourceLink",
     "ResourceNotFound",
+    "SamplingHandler",
+    "SamplingParams",
     "Server",
+    "ServerStartError",
     "StdioServer",
     "TaskFailed",
     "TaskHandle",

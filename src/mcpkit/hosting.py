@@ -12,7 +12,8 @@ checks it wherever a ``Server`` is handed to a transport). Nothing here runs on 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import contextvars
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -181,4 +182,60 @@ class HostedServer(FanoutTarget, Protocol):
         ...
 
 
-__all__ = ["SESSION_BINDING", "Fanout", "FanoutTarget", "HostedServer", "HostedSession", "ModernContext", "StateKeys"]
+#: The raw headers of the HTTP request (or WebSocket upgrade) that carried the request being served, as ASGI gives
+#: them (lowercase byte names, byte values), set by the HTTP app (``mcpkit.transports.http.create_app``) around each
+#: ASGI call; None elsewhere (stdio, in-process). Tasks a handler starts inherit it. Read it through
+#: ``ctx.headers`` (:class:`RequestHeaders`).
+HTTP_REQUEST_HEADERS: contextvars.ContextVar[Sequence[tuple[bytes, bytes]] | None] = contextvars.ContextVar(
+    "mcpkit_http_request_headers", default=None
+)
+
+
+class RequestHeaders(Mapping[str, str]):
+    """The headers of an HTTP request, read-only: names are case-insensitive (``headers["Authorization"]`` and
+    ``headers["authorization"]`` are the same), values are text (latin-1, as HTTP defines them), a name sent
+    several times reads as its values joined by ``", "`` (:meth:`get_all` gives them one by one)."""
+
+    __slots__ = ("_map", "_raw")
+
+    def __init__(self, raw: Sequence[tuple[bytes, bytes]]) -> None:
+        self._raw = raw
+        merged: dict[str, str] = {}
+        for name, value in raw:
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            merged[key] = f"{merged[key]}, {text}" if key in merged else text
+        self._map = merged
+
+    def __getitem__(self, name: str) -> str:
+        return self._map[name.lower()]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._map
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._map)
+
+    def __len__(self) -> int:
+        return len(self._map)
+
+    def get_all(self, name: str) -> list[str]:
+        """Every value of header ``name``, in the order they came."""
+        key = name.lower().encode("latin-1")
+        return [value.decode("latin-1") for n, value in self._raw if n.lower() == key]
+
+    def __repr__(self) -> str:
+        return f"RequestHeaders({self._map!r})"
+
+
+__all__ = [
+    "HTTP_REQUEST_HEADERS",
+    "Fanout",
+    "FanoutTarget",
+    "HostedServer",
+    "HostedSession",
+    "ModernContext",
+    "RequestHeaders",
+    "SESSION_BINDING",
+    "StateKeys",
+]

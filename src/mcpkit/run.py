@@ -7,25 +7,55 @@ and none comes back up: no import circle.
     from mcpkit.run import run
     run(server)                       # stdio
     run(server, "http", port=8000)    # Streamable HTTP (needs mcpkit[http]); also "sse", "ws"
+
+Every option is checked before anything is served: a misspelled one (``port=`` given to stdio, ``prot=`` to
+HTTP) is a ``TypeError`` naming the closest valid option, raised by ``run`` itself.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, overload
+
+from ._options import check_choice, check_options
 
 if TYPE_CHECKING:
     from .hosting import HostedServer
+    from .transports.http.options import RunHTTPOptions as RunHTTPOptions
 
-__all__ = ["run", "run_stdio_async"]
+__all__ = ["TRANSPORTS", "StdioOptions", "TransportName", "run", "run_stdio_async"]
+
+#: The transports a server runs on by name: ``"stdio"``, or one of the HTTP ones (``"http"`` is Streamable HTTP;
+#: ``"streamable-http"`` is the same; legacy ``"sse"``; ``"ws"``), which one ASGI app serves together.
+TransportName: TypeAlias = Literal["stdio", "http", "streamable-http", "sse", "ws"]
+TRANSPORTS: tuple[str, ...] = ("stdio", "http", "streamable-http", "sse", "ws")
 
 
-async def run_stdio_async(server: HostedServer, **transport_options: Any) -> None:
+class StdioOptions(TypedDict, total=False):
+    """What ``app.run()`` (stdio) takes: the options of :class:`~mcpkit.transports.stdio.StdioServerTransport`."""
+
+    max_message_size: int
+    """Longest line accepted, bytes (default 4 MiB): a longer one is answered with an error, not read."""
+    guard_stdout: bool
+    """Move the real stdout aside so a stray ``print`` goes to stderr, not into the protocol (default True)."""
+    stdin: IO[bytes] | None
+    """Read from this binary stream instead of the process's stdin."""
+    stdout: IO[bytes] | None
+    """Write to this binary stream instead of the process's stdout."""
+
+
+_STDIO_KEYS = StdioOptions.__optional_keys__
+_HTTP_ONLY_HINT = "an option of the HTTP transports (app.run('http', {name}=...)), not of stdio"
+
+
+async def run_stdio_async(server: HostedServer, **transport_options: Unpack[StdioOptions]) -> None:
     """Serve ``server`` on stdin/stdout until the input ends, then shut it down (``close_listeners``: the tasks
     still running get their drain time); ``transport_options`` go to
     :class:`~mcpkit.transports.stdio.StdioServerTransport`."""
     from .transports.stdio import StdioServerTransport
 
+    check_options("the stdio transport", transport_options, _STDIO_KEYS, _stdio_hints(transport_options))
     transport = StdioServerTransport(**transport_options)
     await transport.start()
     try:
@@ -34,13 +64,31 @@ async def run_stdio_async(server: HostedServer, **transport_options: Any) -> Non
         await server.close_listeners()
 
 
-def run(server: HostedServer, transport: str = "stdio", **options: Any) -> None:
+@overload
+def run(server: HostedServer, transport: Literal["stdio"] = "stdio", **options: Unpack[StdioOptions]) -> None: ...
+
+
+@overload
+def run(
+    server: HostedServer,
+    transport: Literal["http", "streamable-http", "sse", "ws"],
+    **options: Unpack[RunHTTPOptions],
+) -> None: ...
+
+
+def run(server: HostedServer, transport: TransportName = "stdio", **options: Any) -> None:
     """Run ``server`` (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
     without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
-    transport (``host``, ``port``, ...)."""
+    transport (stdio: :class:`StdioOptions`; HTTP: ``host``, ``port`` and the rest of
+    :class:`~mcpkit.transports.http.options.RunHTTPOptions`), checked before anything is served."""
+    check_choice("transport", transport, TRANSPORTS)
     if transport == "stdio":
+        check_options("the stdio transport", options, _STDIO_KEYS, _stdio_hints(options))
         asyncio.run(run_stdio_async(server, **options))
         return
+    from .transports.http.options import RunHTTPOptions, keys
+
+    check_options(f"the {transport!r} transport", options, keys(RunHTTPOptions), see="mcpkit.transports.http.options")
     from ._extras import MissingExtra, require
 
     try:
@@ -50,3 +98,13 @@ def run(server: HostedServer, transport: str = "stdio", **options: Any) -> None:
         serve(server, transport, **options)
     except MissingExtra as exc:
         raise SystemExit(f"mcpkit: {exc}") from None
+
+
+def _stdio_hints(options: Mapping[str, Any]) -> dict[str, str]:
+    """For an option of the HTTP transports given to stdio (``app.run(port=8000)``): which call takes it."""
+    if all(name in _STDIO_KEYS for name in options):
+        return {}
+    from .transports.http.options import RunHTTPOptions, keys
+
+    http = keys(RunHTTPOptions)
+    return {name: _HTTP_ONLY_HINT.format(name=name) for name in options if name in http}

@@ -44,6 +44,7 @@ from .client_io import (
     _stderr,
     _stdout,
     ask_user,
+    coerce_arguments,
     described,
     follow_task,
     parse_pairs,
@@ -374,7 +375,8 @@ def call_command(
     ttl: int | None,
     **kw: Any,
 ) -> None:
-    """Call TOOL on the server at TARGET with KEY=VALUE arguments (values parsed as JSON when they parse).
+    """Call TOOL on the server at TARGET with KEY=VALUE arguments, each read as the tool's input schema says
+    (isbn=978 stays text for a string parameter; n=3 is a number for an integer one).
 
     --timeout is a hard bound on the call: progress notifications do not extend it. A call that runs as a task
     (--task, a tool that requires one, or a 2026-07-28 server that answers with one) shows the task's status and
@@ -392,11 +394,13 @@ def call_command(
             if not isinstance(parsed, dict):
                 raise CLIError("--args: the arguments must be a JSON object", code=2)
             arguments.update(parsed)
-        arguments.update(parse_pairs(pairs))
+        typed = parse_pairs(pairs, json_values=False)  # read by the tool's input schema once connected
         opts = _collect(target, **kw)
         opts["validate_output"] = not no_validate
         deadline = float(kw["timeout"])
-        result = _run(opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline, as_task, ttl))
+        result = _run(
+            opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline, as_task, ttl, typed)
+        )
         if machine:
             _print_json(_result_dict(result), machine=True)
         else:
@@ -432,6 +436,7 @@ async def _call_with_progress(
     deadline: float,
     as_task: bool = False,
     ttl: int | None = None,
+    pairs: dict[str, str] | None = None,
 ) -> Any:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -457,6 +462,10 @@ async def _call_with_progress(
             pct = f" ({done / total:.0%})" if total else ""
             line = f"progress: {done:g}{'/' + format(total, 'g') if total else ''}{pct} {shown}".rstrip()
             err.print(line, markup=False)
+
+    if pairs:  # key=value arguments, read by the tool's input schema
+        found = await client.get_tool(tool)
+        arguments = {**arguments, **coerce_arguments(pairs, found.input_schema if found is not None else None)}
 
     def on_status(task: Any) -> None:
         label = f"task {visible(task.task_id[:12], one_line=True)} {visible(task.status, one_line=True)}"

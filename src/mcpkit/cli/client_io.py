@@ -39,6 +39,83 @@ def parse_value(raw: str) -> Any:
         return raw
 
 
+_TRUE = frozenset(("true", "1", "yes", "on"))
+_FALSE = frozenset(("false", "0", "no", "off"))
+
+
+def coerce_arguments(raw: dict[str, str], schema: dict[str, Any] | None) -> dict[str, Any]:
+    """``key=value`` arguments read by the tool's input schema: ``isbn=978`` stays the string ``"978"`` for a
+    string parameter and ``n=3`` is the integer 3 for an integer one; a value that cannot be what the schema says
+    is a ``CLIError`` naming the parameter. Without a schema for a key, a value that parses as JSON is that JSON."""
+    props = (schema or {}).get("properties")
+    props = props if isinstance(props, dict) else {}
+    defs = (schema or {}).get("$defs") or (schema or {}).get("definitions") or {}
+    out: dict[str, Any] = {}
+    for key, text in raw.items():
+        prop = props.get(key)
+        out[key] = _coerce(key, text, _deref(prop, defs)) if isinstance(prop, dict) else parse_value(text)
+    return out
+
+
+def _deref(prop: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    ref = prop.get("$ref")
+    if isinstance(ref, str) and isinstance(defs, dict):
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        if isinstance(target, dict):
+            return {**target, **{k: v for k, v in prop.items() if k != "$ref"}}
+    return prop
+
+
+def _types_of(prop: dict[str, Any]) -> list[str]:
+    kind = prop.get("type")
+    if isinstance(kind, str):
+        return [kind]
+    if isinstance(kind, list):
+        return [k for k in kind if isinstance(k, str)]
+    found: list[str] = []
+    for branch in prop.get("anyOf") or prop.get("oneOf") or []:
+        if isinstance(branch, dict):
+            found += [k for k in _types_of(branch) if k not in found]
+    if not found and "enum" in prop:
+        found = sorted({_json_type(v) for v in prop["enum"]})
+    return found
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _coerce(key: str, text: str, prop: dict[str, Any]) -> Any:
+    types = _types_of(prop)
+    if not types:
+        return parse_value(text)
+    if types == ["string"]:
+        return text
+    lowered = text.strip().lower()
+    if "boolean" in types and lowered in _TRUE | _FALSE:
+        return lowered in _TRUE
+    if "null" in types and lowered in ("null", "none", ""):
+        return None
+    parsed = parse_value(text)
+    kind = _json_type(parsed)
+    if kind in types or (kind == "integer" and "number" in types):
+        return parsed
+    if "string" in types:
+        return text
+    wanted = " or ".join(types)
+    raise CLIError(f"argument {key!r} must be {wanted} (the tool's input schema says so), got {text!r}", code=2)
+
+
 def parse_pairs(pairs: tuple[str, ...], *, json_values: bool = True) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for pair in pairs:

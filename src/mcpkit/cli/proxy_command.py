@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
+
+if TYPE_CHECKING:
+    from ..transports.http import HTTPTransport
 
 
 def _targets(specs: tuple[str, ...]) -> dict[str | None, str]:
@@ -104,7 +107,7 @@ async def _serve_http(
 
     await app.startup()  # connect upstream first: the capabilities clients see mirror the upstream's
     try:
-        uv = build_server(app, transport, host, port, path=path)
+        uv = build_server(app, cast("HTTPTransport", transport), host, port, path=path)  # (a click.Choice)
         if tokens:
             from ..auth import StaticTokenVerifier, protect
 

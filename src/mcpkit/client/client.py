@@ -24,7 +24,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import EllipsisType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 from ..engine import ProgressCallback
 from ..protocol.errors import (
@@ -47,12 +47,23 @@ from ..protocol.types import (
     TextResourceContents,
     Tool,
 )
+from ..protocol.versions import LogLevel
 from .apps import DEFAULT_MAX_VIEW_BYTES, AppView, read_view
 from .connection import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from .connection import DEFAULT_MAX_URL_ELICITATIONS as DEFAULT_MAX_URL_ELICITATIONS
 from .connection import SAFE_METHODS as SAFE_METHODS
 from .connection import ClientConnection
-from .handlers import _LIST_CHANGED, Watch
+from .handlers import (
+    _LIST_CHANGED,
+    ElicitationHandler,
+    ElicitationParams,
+    LoggingHandler,
+    LogMessage,
+    SamplingHandler,
+    SamplingParams,
+    ServerInfo,
+    Watch,
+)
 from .lowlevel import ClientSession, RootsProvider, Subscription
 from .results import RESULT_TYPE_CACHE_SIZE as RESULT_TYPE_CACHE_SIZE
 from .results import (
@@ -70,6 +81,7 @@ from .results import (
     apply_schema_defaults,
 )
 from .skills import LoadedSkill, Skill, SkillsClient
+from .targets import ServerStartError
 from .tasks import StatusCallback, TaskCancelled, TaskHandle, start_tool_task
 
 logger = logging.getLogger("mcpkit.client")
@@ -79,7 +91,15 @@ T = TypeVar("T")
 __all__ = [
     "Client",
     "ElicitationContentError",
+    "ElicitationHandler",
+    "ElicitationParams",
+    "LogMessage",
+    "LoggingHandler",
     "PaginationLimitExceeded",
+    "SamplingHandler",
+    "SamplingParams",
+    "ServerInfo",
+    "ServerStartError",
     "SessionExpired",
     "TaskCancelled",
     "TaskHandle",
@@ -255,25 +275,56 @@ class Client(ClientConnection):
         """``resources/directory/read`` of a skill directory: one page of its children and the next cursor."""
         return await SkillsClient(self).read_directory(uri, cursor)
 
+    @overload
     async def call_tool(
         self,
         name: str,
         arguments: Mapping[str, Any] | None = None,
         *,
+        result_type: type[T],
         timeout: float | EllipsisType | None = ...,
         on_progress: ProgressCallback | None = None,
         meta: JSONDict | None = None,
-        result_type: Any = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
         reset_timeout_on_progress: bool = False,
-    ) -> ToolResult:
+    ) -> ToolResult[T]: ...
+
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        result_type: Any = None,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        meta: JSONDict | None = None,
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> ToolResult[Any]: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        result_type: Any = None,
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        meta: JSONDict | None = None,
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> ToolResult[Any]:
         """Call a tool; returns a :class:`ToolResult` (``content``, ``structured``, ``data``, ``is_error``, ``text``).
 
         ``result_type``: a type pydantic can validate (a pydantic model, a dataclass, a TypedDict, ``list[Model]``,
         ``int``, ...): ``result.data`` is then the tool's value validated into it (the same unwrapped value
-        ``data`` always is), and a value that does not fit raises :class:`ToolOutputError`. Not applied to
-        ``isError`` results.
+        ``data`` always is), typed ``T`` for a type checker (``ToolResult[T]``), and a value that does not fit
+        raises :class:`ToolOutputError`. A failed call (``isError``) has no ``data``: reading it raises
+        :class:`ToolCallError`, and ``text`` holds the tool's message.
 
         The structured output is validated against the tool's ``outputSchema`` (``validate=False`` or the client's
         ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
@@ -317,14 +368,14 @@ class Client(ClientConnection):
         check: bool,
         result_type: Any,
         raise_on_error: bool,
-    ) -> ToolResult:
+    ) -> ToolResult[Any]:
         """``call_tool`` of a tool that requires a task (2025-11-25 ``execution.taskSupport``): run as one and
         waited for; the deadline covers the whole wait and cancels the task when it passes."""
         handle = await self.call_tool_as_task(name, args, on_progress=on_progress, meta=meta, validate=check)
         handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
         limit = self.timeout if timeout is ... else timeout
         try:
-            result: ToolResult = await handle.result(timeout=limit)
+            result: ToolResult[Any] = await handle.result(timeout=limit)
         except TimeoutError:
             with contextlib.suppress(Exception):
                 await handle.cancel()
@@ -333,11 +384,11 @@ class Client(ClientConnection):
 
     def _tool_result(
         self, name: str, raw: Any, tool: Tool | None, check: bool, result_type: Any, raise_on_error: bool
-    ) -> ToolResult:
+    ) -> ToolResult[Any]:
         """What a call's result becomes: a ToolResult, its output checked, typed, raised on error if asked."""
         if isinstance(raw, dict):
             raw = CallToolResult.model_validate(raw)
-        result = ToolResult(raw, tool)
+        result: ToolResult[Any] = ToolResult(raw, tool, name=name)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             self._check_output(tool, result)
         if result_type is not None and not result.is_error:
@@ -393,7 +444,7 @@ class Client(ClientConnection):
         await handle.status()
         return handle
 
-    def _check_output(self, tool: Tool, result: ToolResult) -> None:
+    def _check_output(self, tool: Tool, result: ToolResult[Any]) -> None:
         assert tool.output_schema is not None
         if result.structured is None:
             raise ToolOutputError(
@@ -556,7 +607,7 @@ class Client(ClientConnection):
         ref_d: JSONDict = ref
         return await self._call("completion/complete", lambda s: s.complete(ref_d, argument, value, ctx))
 
-    async def set_logging_level(self, level: str) -> None:
+    async def set_logging_level(self, level: LogLevel) -> None:
         """Ask for log messages at ``level`` and above (``logging/setLevel``, or ``_meta`` in 2026-07-28)."""
         self.log_level = level
         await self._call("logging/setLevel", lambda s: s.set_logging_level(level))

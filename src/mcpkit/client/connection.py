@@ -10,8 +10,9 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
 
+from .._options import named_options
 from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback
 from ..engine.tap import Tap
 from ..protocol.errors import (
@@ -26,16 +27,39 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     Tool,
 )
+from ..protocol.versions import LogLevel
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from .cache import ResponseCache
-from .handlers import Watch, _elicitation_result, _maybe_await, _sampling_result
+from .handlers import (
+    ClientMode,
+    ElicitationHandler,
+    ElicitationParams,
+    LoggingHandler,
+    SamplingHandler,
+    SamplingParams,
+    ServerInfo,
+    Watch,
+    _elicitation_result,
+    _maybe_await,
+    _sampling_result,
+    check_client_options,
+)
 from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider
 from .middleware import ClientCall, ClientMiddleware, run_chain
-from .targets import OpenedTarget, ServerStartError, Target, open_target, parse_target
+from .targets import HTTP, SSE, WS, OpenedTarget, ServerStartError, Target, open_target, parse_target
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
+
+#: ``Client(url, transport=...)``: force one HTTP transport for a URL.
+ClientTransport: TypeAlias = Literal["http", "streamable-http", "sse", "ws"]
+#: ``Client(url, auth=...)``: ``"oauth"`` (an OAuth 2.1 flow in the browser), a bearer token, or an ``httpx.Auth``
+#: flow such as :class:`~mcpkit.auth.client.OAuthClient`.
+ClientAuth: TypeAlias = "str | httpx.Auth"
 
 
 # Requests that may be repeated after a re-initialization without changing anything on the server.
@@ -63,24 +87,48 @@ DEFAULT_MAX_LIST_BYTES = 64 * 1024 * 1024
 """Default of ``Client(max_list_bytes=...)``: estimated memory (bytes) one auto-paginating list call may collect."""
 
 
+def _root_os_error(exc: BaseException) -> OSError | None:
+    """The deepest ``OSError`` in ``exc``'s chain of causes (the socket's own error), if any."""
+    found: OSError | None = None
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, ServerStartError):
+            found = current
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """Why a connection could not be made, in a few words."""
+    root = _root_os_error(exc)
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused (is the server running, and on that port?)"
+    if root is not None and root.strerror:
+        return root.strerror[:1].lower() + root.strerror[1:]
+    return str(root or exc)
+
+
 class ClientConnection:
     """Opens, heals and closes one client connection (the base of :class:`~mcpkit.client.client.Client`, whose
     docstring lists the options)."""
 
+    @named_options
     def __init__(
         self,
         target: Any,
         *,
-        mode: str = "auto",
+        mode: ClientMode = "auto",
         protocol_version: str | None = None,
         client_info: JSONDict | None = None,
         roots: RootsProvider | None = None,
-        sampling_handler: Callable[[JSONDict], Any] | None = None,
+        sampling_handler: SamplingHandler | None = None,
         sampling_tools: bool = False,
-        elicitation_handler: Callable[[JSONDict], Any] | None = None,
+        elicitation_handler: ElicitationHandler | None = None,
         elicitation_url: bool = True,
-        logging_handler: Callable[[JSONDict], Any] | None = None,
-        log_level: str | None = None,
+        logging_handler: LoggingHandler | None = None,
+        log_level: LogLevel | None = None,
         on_notification: Callable[[str, JSONDict | None], Any] | None = None,
         timeout: float | None = 60.0,
         connect_timeout: float | None = 30.0,
@@ -103,7 +151,7 @@ class ClientConnection:
         env: Mapping[str, str | None] | None = None,
         cwd: str | None = None,
         headers: Mapping[str, str] | None = None,
-        transport: str | None = None,
+        transport: ClientTransport | None = None,
         transport_options: Mapping[str, Any] | None = None,
         experimental: JSONDict | None = None,
         relay_answers: bool = False,
@@ -112,8 +160,14 @@ class ClientConnection:
         extensions: Extensions | Mapping[str, JSONDict | None] | None = None,
         tasks: bool = True,
         tap: Tap | None = None,
+        auth: ClientAuth | None = None,
     ) -> None:
+        check_client_options(mode, log_level)
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
+        self._auth = auth
+        self._own_oauth: Any = None  # the OAuthClient auth="oauth" made (closed with the client)
+        if auth is not None:
+            self._check_auth(auth)
         # an http(s) URL whose transport was not forced may fall back to legacy HTTP+SSE
         self._legacy_fallback = self.target.kind == "http" and transport is None
         self._session_options: dict[str, Any] = {
@@ -138,8 +192,6 @@ class ClientConnection:
         #: the extensions this client declares (``capabilities.extensions``, both eras): ``{id: settings}``;
         #: :meth:`declare_extension` adds one (it applies from the next connection on)
         self.extensions = as_extensions(extensions)
-        if mode not in ("auto", "handshake", "modern"):
-            raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
         self._roots = roots
         self._sampling_handler = sampling_handler
         self._elicitation_handler = elicitation_handler
@@ -160,6 +212,10 @@ class ClientConnection:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.transport_options = dict(transport_options or {})
+        if isinstance(auth, str) and auth != "oauth":
+            self.target.headers["Authorization"] = f"Bearer {auth}"
+        elif auth is not None and auth != "oauth":
+            self.transport_options["auth"] = auth
         self._opened: OpenedTarget | None = None
         self._session: ClientSession | None = None
         self._tools: dict[str, Tool] = {}
@@ -199,6 +255,9 @@ class ClientConnection:
                 await session.aclose()
         if opened is not None:
             await opened.aclose()
+        if self._own_oauth is not None:
+            with contextlib.suppress(Exception):
+                await self._own_oauth.aclose()  # (its HTTP client; the tokens stay for a reconnect)
 
     async def _open(self) -> tuple[ClientSession, OpenedTarget]:
         try:
@@ -217,7 +276,46 @@ class ClientConnection:
             self.target.kind = "http"
             raise
 
+    def _check_auth(self, auth: object) -> None:
+        if self.target.kind not in (HTTP, SSE, WS):
+            raise ValueError(
+                f"auth= applies to http(s):// and ws(s):// servers, not to {self.target.description!r} (a stdio server "
+                "takes its credentials from its environment: env={...})"
+            )
+        if isinstance(auth, str):
+            if not auth.strip():
+                raise ValueError("auth: an empty token")
+            return
+        if not callable(getattr(auth, "async_auth_flow", None)):
+            raise TypeError(
+                f'auth must be "oauth", a bearer token (str) or an httpx.Auth flow such as OAuthClient, not {auth!r}'
+            )
+        if self.target.kind == WS:
+            raise ValueError(
+                "auth: an OAuth flow needs an HTTP target; for a ws:// URL give a bearer token (auth=token)"
+            )
+
+    def _oauth_flow(self) -> Any:
+        """``auth="oauth"``: an :class:`~mcpkit.auth.client.OAuthClient` for this URL that signs in through the
+        browser (a one-shot listener on 127.0.0.1 receives the redirect); tokens live as long as the client."""
+        from .._extras import require
+
+        require("httpx", 'Client(url, auth="oauth")')
+        from ..auth.client import LoopbackCallback, OAuthClient
+
+        callback = LoopbackCallback()
+        assert self.target.url is not None
+        return OAuthClient(
+            self.target.url,
+            client_metadata={"client_name": "mcpkit", "redirect_uris": [callback.redirect_uri]},
+            redirect_handler=callback.redirect_handler,
+            callback_handler=callback.callback_handler,
+        )
+
     async def _open_once(self) -> tuple[ClientSession, OpenedTarget]:
+        if self._auth == "oauth" and self._own_oauth is None:
+            # made once: a re-initialization (or a second connect) keeps its registration and tokens
+            self._own_oauth = self.transport_options["auth"] = self._oauth_flow()
         opened = await open_target(self.target, **self.transport_options)
         session = self._new_session(opened.conn)
         try:
@@ -233,7 +331,10 @@ class ClientConnection:
             error = await self._explain_start_failure(opened, exc)
             await opened.aclose()
             if error is not None:
-                raise error from exc
+                # one short line; the cause kept is the deepest OSError (the socket's own, without the frames of
+                # asyncio's connect), not each layer's restatement of it (the transport's, the engine's)
+                root = _root_os_error(exc)
+                raise error from (root.with_traceback(None) if root is not None else exc)
             raise
         return session, opened
 
@@ -245,7 +346,7 @@ class ClientConnection:
                 return None
             if isinstance(exc, (TimeoutError, RequestTimeout)):
                 return ServerStartError(f"{opened.target.url} did not answer within {self.connect_timeout}s")
-            return ServerStartError(f"cannot connect to {opened.target.url}: {exc}")
+            return ServerStartError(f"cannot connect to {opened.target.url}: {_connect_reason(exc)}")
         if isinstance(exc, (TimeoutError, RequestTimeout)):
             # (closing the session has already stopped the process: its exit code would be our own signal)
             return ServerStartError(
@@ -279,11 +380,11 @@ class ClientConnection:
             session.seen = self.cache.invalidate  # every notification, listen streams' included
         return session
 
-    async def _sample(self, params: JSONDict) -> Any:
+    async def _sample(self, params: SamplingParams) -> Any:
         assert self._sampling_handler is not None
         return _sampling_result(await _maybe_await(self._sampling_handler(params)))
 
-    async def _elicit(self, params: JSONDict) -> JSONDict:
+    async def _elicit(self, params: ElicitationParams) -> JSONDict:
         assert self._elicitation_handler is not None
         answer = await _maybe_await(self._elicitation_handler(params))
         if self._relay_answers and isinstance(answer, dict) and "action" in answer:
@@ -332,9 +433,16 @@ class ClientConnection:
         return self._session is not None and self._session.modern
 
     @property
-    def server_info(self) -> JSONDict | None:
-        """The server's ``serverInfo`` (name, version, ...)."""
-        return self.session.server_info
+    def server_info(self) -> ServerInfo | None:
+        """The server's ``serverInfo``, typed (``.name``, ``.version``, ``.title``, ...) and still the dict it sent
+        (``["name"]``); None when a 2026-07-28 server gave none (or gave one without a name and version)."""
+        info = self.session.server_info
+        if info is None:
+            return None
+        try:
+            return ServerInfo(info)
+        except MCPError:  # (an invalid one from a modern server's _meta: no typed view of it)
+            return None
 
     @property
     def server_capabilities(self) -> JSONDict:
@@ -474,7 +582,7 @@ class ClientConnection:
         for item in items:
             if not isinstance(item, dict) or item.get("mode") != "url" or not isinstance(item.get("url"), str):
                 return False
-            answer = await self._elicit(item)
+            answer = await self._elicit(ElicitationParams.from_wire(item))
             if answer.get("action") != "accept":
                 return False
             if isinstance(item.get("elicitationId"), str):

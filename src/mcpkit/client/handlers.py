@@ -1,19 +1,42 @@
-"""What the high-level client does with what the server asks of it or tells it: the answers of the sampling and
+"""What the client does with what the server asks of it or tells it: the typed objects its handlers receive
+(:class:`SamplingParams`, :class:`ElicitationParams`, :class:`LogMessage`) and the protocols those handlers follow
+(:class:`SamplingHandler`, :class:`ElicitationHandler`, :class:`LoggingHandler`), the answers of the sampling and
 elicitation handlers checked and shaped for the wire, and :class:`Watch`, the stream of list changes and resource
 updates that ``Client.watch`` yields (re-exported by :mod:`mcpkit.client.client`).
+
+A handler gets the params dict as the server sent it, with typed, snake_case attributes read from it when it
+arrived (``params.max_tokens``, ``params.requested_schema``; pydantic models inside), so a handler written against
+the wire form (``params["requestedSchema"]``, JSON encoding, ``isinstance(params, dict)``) keeps working.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from ..protocol.errors import InternalError
+from .._options import check_choice
+from ..protocol.errors import InternalError, InvalidParams
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    Icon,
+    Implementation,
+    LoggingMessageParams,
+    MCPModel,
+    ModelPreferences,
+    SamplingMessage,
+    Tool,
+)
+from ..protocol.versions import LOG_LEVELS, LogLevel
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -24,6 +47,296 @@ from .results import (
 from .subscription import Subscription
 
 logger = logging.getLogger("mcpkit.client")
+
+
+class WireParams(dict[str, Any]):
+    """The params of a server's request or notification as the server sent them (this *is* that dict: ``[key]``,
+    ``get``, iteration, JSON encoding all work as before), with typed attributes read from it once, when it
+    arrived (``-32602`` when they do not fit the type). ``.model`` is the validated pydantic model."""
+
+    _model_type: ClassVar[type[MCPModel]] = MCPModel
+    __slots__ = ("_model",)
+
+    def __init__(self, params: Mapping[str, Any]) -> None:
+        super().__init__(params)
+        try:
+            self._model = self._model_type.model_validate(params)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "params"
+            raise InvalidParams(f"invalid {type(self).__name__}: {where}: {first['msg']}") from None
+
+    @classmethod
+    def from_wire(cls, params: Mapping[str, Any]) -> Self:
+        """Read the params the server sent (-32602 when they do not fit the type)."""
+        return cls(params)
+
+    @property
+    def wire(self) -> JSONDict:
+        """The params as the server sent them (camelCase keys): the object itself, as a plain dict."""
+        return dict(self)
+
+
+class SamplingParams(WireParams):
+    """What a sampling handler receives (``sampling/createMessage`` params): ``messages``, ``max_tokens``,
+    ``system_prompt``, ``temperature``, ... as typed attributes; ``text`` is the last message's text."""
+
+    _model_type = CreateMessageRequestParams
+    _model: CreateMessageRequestParams
+
+    @property
+    def messages(self) -> list[SamplingMessage]:
+        """The conversation to continue (``SamplingMessage`` models)."""
+        return self._model.messages
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens the server wants in the answer."""
+        return self._model.max_tokens
+
+    @property
+    def system_prompt(self) -> str | None:
+        """The system prompt the server asks for, if any."""
+        return self._model.system_prompt
+
+    @property
+    def temperature(self) -> float | None:
+        """The sampling temperature the server asks for, if any."""
+        return self._model.temperature
+
+    @property
+    def stop_sequences(self) -> list[str] | None:
+        """Sequences that end the answer, if any."""
+        return self._model.stop_sequences
+
+    @property
+    def model_preferences(self) -> ModelPreferences | None:
+        """The server's model hints and priorities, if any."""
+        return self._model.model_preferences
+
+    @property
+    def include_context(self) -> str | None:
+        """``none``, ``thisServer`` or ``allServers`` (the last two deprecated), if given."""
+        return self._model.include_context
+
+    @property
+    def tools(self) -> list[Tool] | None:
+        """Tools the model may call (2025-11-25 on, when the client declared ``sampling.tools``)."""
+        return self._model.tools
+
+    @property
+    def tool_choice(self) -> JSONDict | None:
+        """How the model may use :attr:`tools`, if given."""
+        return self._model.tool_choice
+
+    @property
+    def metadata(self) -> JSONDict | None:
+        """Provider-specific metadata the server passes on, if any."""
+        return self._model.metadata
+
+    @property
+    def text(self) -> str:
+        """The text of the last message (the question, in the common one-message case)."""
+        messages = self._model.messages
+        return messages[-1].text if messages else ""
+
+
+class ElicitationParams(WireParams):
+    """What an elicitation handler receives (``elicitation/create`` params): ``message``, ``mode`` ("form" or
+    "url"), ``requested_schema`` (form mode: a flat JSON Schema), ``url`` and ``elicitation_id`` (URL mode)."""
+
+    _model_type = ElicitRequestParams
+    _model: ElicitRequestParams
+
+    @property
+    def message(self) -> str:
+        """What the server asks the user."""
+        return self._model.message
+
+    @property
+    def mode(self) -> Literal["form", "url"]:
+        """``"form"`` (the default when the server gave none) or ``"url"``."""
+        return self._model.mode or "form"
+
+    @property
+    def requested_schema(self) -> JSONDict | None:
+        """Form mode: the flat JSON Schema of the answer."""
+        return self._model.requested_schema
+
+    @property
+    def url(self) -> str | None:
+        """URL mode: where to send the user."""
+        return self._model.url
+
+    @property
+    def elicitation_id(self) -> str | None:
+        """URL mode (2025-11-25): the id its completion notification names."""
+        return self._model.elicitation_id
+
+    @property
+    def is_url(self) -> bool:
+        """True for a URL-mode elicitation (send the user to :attr:`url`; the answer is only their consent)."""
+        return self._model.mode == "url"
+
+
+class LogMessage(WireParams):
+    """What a logging handler receives (``notifications/message`` params): ``level``, ``logger`` (the server's
+    logger name, if any) and ``data`` (any JSON value)."""
+
+    _model_type = LoggingMessageParams
+    _model: LoggingMessageParams
+
+    @property
+    def level(self) -> LogLevel:
+        """The message's level (``debug`` ... ``emergency``)."""
+        return self._model.level
+
+    @property
+    def logger(self) -> str | None:
+        """The name of the server's logger, if it gave one."""
+        return self._model.logger
+
+    @property
+    def data(self) -> Any:
+        """The message (any JSON value)."""
+        return self._model.data
+
+
+class ServerInfo(WireParams):
+    """The server's ``Implementation`` (``serverInfo``): ``name``, ``version`` and, from 2025-06-18,
+    ``title``, ``description``, ``website_url``, ``icons``; the dict as the server sent it, too."""
+
+    _model_type = Implementation
+    _model: Implementation
+
+    @property
+    def name(self) -> str:
+        """The server's programmatic name."""
+        return self._model.name
+
+    @property
+    def version(self) -> str:
+        """The server's version."""
+        return self._model.version
+
+    @property
+    def title(self) -> str | None:
+        """A display name, if the server gave one."""
+        return self._model.title
+
+    @property
+    def description(self) -> str | None:
+        """What the server is, if it said."""
+        return self._model.description
+
+    @property
+    def website_url(self) -> str | None:
+        """The server's website, if it gave one."""
+        return self._model.website_url
+
+    @property
+    def icons(self) -> list[Icon] | None:
+        """The server's icons, if any."""
+        return self._model.icons
+
+
+#: What a sampling handler may return: a ``CreateMessageResult`` (or its dict), or a string (an assistant text).
+SamplingAnswer: TypeAlias = CreateMessageResult | JSONDict | str
+#: What an elicitation handler may return: an ``ElicitResult`` (or a dict with ``action``), a dict of content
+#: (accepted), a pydantic model or dataclass instance of the content (accepted), or ``None`` (declined).
+ElicitationAnswer: TypeAlias = ElicitResult | JSONDict | BaseModel | None
+
+
+class SamplingHandler(Protocol):
+    """``Client(sampling_handler=...)``: ``def`` or ``async def handler(params: SamplingParams) -> answer``."""
+
+    def __call__(self, params: SamplingParams, /) -> SamplingAnswer | Awaitable[SamplingAnswer]: ...
+
+
+class ElicitationHandler(Protocol):
+    """``Client(elicitation_handler=...)``: ``def`` or ``async def handler(params: ElicitationParams) -> answer``;
+    content is checked against the requested schema (its defaults filled in) before it is sent."""
+
+    def __call__(self, params: ElicitationParams, /) -> ElicitationAnswer | Awaitable[ElicitationAnswer]: ...
+
+
+class LoggingHandler(Protocol):
+    """``Client(logging_handler=...)``: ``def`` or ``async def handler(message: LogMessage)`` (``list.append``
+    works); its return value is ignored."""
+
+    def __call__(self, message: LogMessage, /) -> object: ...
+
+
+#: Where the server's log messages go when the client has no logging handler (Python's ``logging``, at the
+#: message's level; the message names the server's own logger, if it gave one).
+server_logger = logging.getLogger("mcpkit.client.server_log")
+_PY_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def python_log_level() -> str | None:
+    """The lowest MCP log level :data:`server_logger` lets through (None when it lets none through)."""
+    return next((name for name, level in _PY_LEVELS.items() if server_logger.isEnabledFor(level)), None)
+
+
+def to_python_logging(params: JSONDict | None) -> None:
+    """A server log message for a client without a logging handler: to :data:`server_logger` at its level."""
+    params = params or {}
+    level = _PY_LEVELS.get(str(params.get("level")), logging.INFO)
+    if server_logger.isEnabledFor(level):
+        name = params.get("logger")
+        server_logger.log(level, "%s%s", f"{name}: " if isinstance(name, str) else "", params.get("data"))
+
+
+#: How a client negotiates: "auto" (probe 2026-07-28, fall back to ``initialize``), "handshake" or "modern".
+ClientMode: TypeAlias = Literal["auto", "handshake", "modern"]
+CLIENT_MODES: tuple[str, ...] = ("auto", "handshake", "modern")
+
+
+def check_client_options(mode: str, log_level: str | None) -> None:
+    """``mode`` and ``log_level`` of a client, checked when it is built (``ValueError`` naming the closest)."""
+    check_choice("mode", mode, CLIENT_MODES)
+    if log_level is not None:
+        check_choice("log_level", log_level, LOG_LEVELS)
+
+
+async def roots_list(source: Any) -> list[JSONDict]:
+    """The client's roots as ``roots/list`` answers them: ``source`` is a list (URIs, ``Root`` models, dicts) or a
+    function returning one (sync or async)."""
+    items = await _maybe_await(source()) if callable(source) else source
+    return [{"uri": item} if isinstance(item, str) else _as_dict(item) for item in items or []]
+
+
+def wanted_log_level(log_level: str | None, has_handler: bool, python_level: str | None) -> str | None:
+    """The log level a 2026-07-28 request asks for (that era sends log messages only to a request whose ``_meta``
+    asks): ``log_level`` when set; with a logging handler, every level, as a handshake-era session gets by
+    default; without one, the levels :data:`server_logger` lets through (``python_level``; none when it is off)."""
+    if log_level is not None:
+        return log_level
+    return "debug" if has_handler else python_level
+
+
+async def deliver_log(handler: LoggingHandler | None, params: JSONDict | None) -> bool:
+    """A ``notifications/message``: to ``handler`` as a :class:`LogMessage` (True: delivered, or dropped when
+    malformed, never a crash), else to Python's ``logging`` (False: other listeners may see it too)."""
+    if handler is None:
+        to_python_logging(params)
+        return False
+    try:
+        message = LogMessage.from_wire(params or {})
+    except InvalidParams as exc:
+        logger.warning("dropped a log message from the server: %s", exc)
+        return True
+    await _maybe_await(handler(message))
+    return True
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -67,7 +380,7 @@ def _sampling_result(value: Any) -> Any:
     return value
 
 
-def _elicitation_result(value: Any, params: JSONDict) -> JSONDict:
+def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSONDict:
     """Normalize what an elicitation handler returned and finish it: schema defaults applied, content validated.
 
     Accepted returns: an ``ElicitResult`` (model or dict with ``action``), a dict of content (means accept),
@@ -79,6 +392,8 @@ def _elicitation_result(value: Any, params: JSONDict) -> JSONDict:
         return {"action": "decline"}
     if isinstance(value, BaseModel):
         value = value.model_dump(by_alias=True, exclude_none=True, mode="json")
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
     if not isinstance(value, dict):
         raise TypeError(f"elicitation handler returned {type(value).__name__}; expected a dict, ElicitResult or None")
     result: JSONDict = dict(value) if "action" in value else {"action": "accept", "content": dict(value)}

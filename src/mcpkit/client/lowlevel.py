@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._options import check_choice, named_options
 from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
@@ -53,6 +54,7 @@ from ..protocol.types import (
     Task,
 )
 from ..protocol.versions import (
+    LOG_LEVELS,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_LOG_LEVEL,
@@ -60,8 +62,10 @@ from ..protocol.versions import (
     META_SUBSCRIPTION_ID,
     TASKS_EXTENSION,
     Features,
+    LogLevel,
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
+from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
 from .subscription import Subscription as Subscription
 from .tasks import ClientTasks, ProgressCallback, follow
@@ -73,9 +77,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.client")
 
 RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
-SamplingHandler = Callable[[JSONDict], Any]  # params -> CreateMessageResult | dict (sync or async)
-ElicitationHandler = Callable[[JSONDict], Any]  # params -> ElicitResult | dict (sync or async)
-LoggingHandler = Callable[[JSONDict], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
 
 DEFAULT_MAX_INPUT_REQUESTS = 32  # input requests in one InputRequiredResult (ClientSession(max_input_requests=...))
@@ -113,7 +114,8 @@ class ClientSession:
         sampling_tools: the sampling handler accepts ``tools``/``toolChoice`` (declares ``sampling.tools``).
         elicitation_handler: answers ``elicitation/create``; declares ``elicitation`` (form, and URL when
             ``elicitation_url`` is true).
-        logging_handler: receives ``notifications/message`` params.
+        logging_handler: receives each log message as a :class:`LogMessage`, in both eras; without one, they go to
+            Python's ``logging`` (``mcpkit.client.server_log``; see :func:`~.handlers.wanted_log_level`).
         notification_handler: receives every other notification ``(method, params)``.
         timeout: default per-request timeout in seconds.
         discover_timeout: how long the ``server/discover`` probe may take before falling back.
@@ -135,21 +137,22 @@ class ClientSession:
         tap: ``fn(event)``, shown every JSON-RPC message of the connection, both ways (:mod:`mcpkit.engine.tap`).
     """
 
+    @named_options
     def __init__(
         self,
         conn: Connection,
         *,
-        mode: str = "auto",
+        mode: h.ClientMode = "auto",
         protocol_version: str | None = None,
         client_info: JSONDict | None = None,
         roots: RootsProvider | None = None,
-        sampling_handler: SamplingHandler | None = None,
+        sampling_handler: h.SamplingHandler | None = None,
         sampling_tools: bool = False,
-        elicitation_handler: ElicitationHandler | None = None,
+        elicitation_handler: h.ElicitationHandler | None = None,
         elicitation_url: bool = True,
-        logging_handler: LoggingHandler | None = None,
+        logging_handler: h.LoggingHandler | None = None,
         notification_handler: NotificationCallback | None = None,
-        log_level: str | None = None,
+        log_level: LogLevel | None = None,
         timeout: float | None = 60.0,
         discover_timeout: float = 5.0,
         max_input_rounds: int = 8,
@@ -166,8 +169,7 @@ class ClientSession:
         task_engine: TaskEngine | None = None,
         tap: Tap | None = None,
     ) -> None:
-        if mode not in ("auto", "handshake", "modern"):
-            raise ValueError("mode must be 'auto', 'handshake' or 'modern'")
+        h.check_client_options(mode, log_level)
         if protocol_version is not None:
             if not versions.is_supported(protocol_version):
                 raise ValueError(f"unsupported protocol version {protocol_version!r}")
@@ -219,6 +221,7 @@ class ClientSession:
         self._keepalive_task: asyncio.Task[None] | None = None
         self.closed_reason: str | None = None
         self._meta_cache: tuple[tuple[str, str | None, bool], JSONDict] | None = None
+        self._python_log_level: str | None = None
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
         self.tasks = tasks
         self._tasks = ClientTasks(task_engine)
@@ -313,6 +316,7 @@ class ClientSession:
 
     async def connect(self) -> None:
         """Negotiate the era and the protocol version (and tell the transport, which may need it for headers)."""
+        self._python_log_level = h.python_log_level()  # read once: the meta of every modern request is cached
         await self._negotiate()
         hook = getattr(self.conn, "set_protocol_version", None)
         if hook is not None and self.protocol_version is not None:
@@ -382,7 +386,8 @@ class ClientSession:
 
     def _modern_meta(self, version: str) -> JSONDict:
         """The per-request ``_meta`` of the modern era (cached: it changes only with the log level or roots)."""
-        key = (version, self.log_level, self._roots is None)
+        level = h.wanted_log_level(self.log_level, self.logging_handler is not None, self._python_log_level)
+        key = (version, level, self._roots is None)
         cached = self._meta_cache
         if cached is not None and cached[0] == key:
             return dict(cached[1])
@@ -391,8 +396,8 @@ class ClientSession:
             META_CLIENT_CAPABILITIES: self.capabilities(versions.features(version)),
             META_CLIENT_INFO: self.client_info,
         }
-        if self.log_level is not None:
-            meta[META_LOG_LEVEL] = self.log_level
+        if level is not None:
+            meta[META_LOG_LEVEL] = level
         self._meta_cache = (key, meta)
         return dict(meta)
 
@@ -498,13 +503,14 @@ class ClientSession:
         if method == "roots/list":
             if self._roots is None:
                 raise MethodNotFound("Method not found: roots/list (this client has no roots)")
-            return {"roots": await self._roots_list()}
+            return {"roots": await h.roots_list(self._roots)}
         if method == "sampling/createMessage":
             if self.sampling_handler is None:
                 raise MethodNotFound("Method not found: sampling/createMessage (sampling not supported)")
             if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
                 raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
-            result = _as_dict(await _maybe_await(self.sampling_handler(params)))
+            asked: Any = params if self.relay_answers else h.SamplingParams.from_wire(params)
+            result = _as_dict(await _maybe_await(self.sampling_handler(asked)))
             checked = _validated(CreateMessageResult, result, "sampling")
             return result if self.relay_answers else checked
         if method == "elicitation/create":
@@ -513,21 +519,11 @@ class ClientSession:
             mode = params.get("mode", "form")
             if mode == "url" and not self.elicitation_url:
                 raise InvalidParams("URL-mode elicitation is not supported by this client")
-            result = _as_dict(await _maybe_await(self.elicitation_handler(params)))
+            wanted: Any = params if self.relay_answers else h.ElicitationParams.from_wire(params)
+            result = _as_dict(await _maybe_await(self.elicitation_handler(wanted)))
             checked = _validated(ElicitResult, result, "elicitation")
             return result if self.relay_answers else checked
         raise MethodNotFound(f"Method not found: {method}")
-
-    async def _roots_list(self) -> list[JSONDict]:
-        source = self._roots
-        items = await _maybe_await(source()) if callable(source) else source
-        out: list[JSONDict] = []
-        for item in items or []:
-            if isinstance(item, str):
-                out.append({"uri": item})
-            else:
-                out.append(_as_dict(item))
-        return out
 
     def _batch_policy(self) -> bool:
         # batches from the server exist only in the handshake era (and are bounded by max_batch_size)
@@ -553,8 +549,7 @@ class ClientSession:
                     with contextlib.suppress(asyncio.QueueFull):
                         queue.put_nowait((method, params))
                     return
-        if method == "notifications/message" and self.logging_handler is not None:
-            await _maybe_await(self.logging_handler(params or {}))
+        if method == "notifications/message" and await h.deliver_log(self.logging_handler, params):
             return
         if self.notification_handler is not None:
             await _maybe_await(self.notification_handler(method, params))
@@ -632,8 +627,9 @@ class ClientSession:
             params["context"] = {"arguments": context_arguments}
         return CompleteResult.model_validate(await self.request("completion/complete", params))
 
-    async def set_logging_level(self, level: str) -> None:
+    async def set_logging_level(self, level: LogLevel) -> None:
         """``logging/setLevel`` (handshake era). In 2026-07-28 the level rides on every request's ``_meta``."""
+        check_choice("level", level, LOG_LEVELS)
         if self.features is not None and self.features.modern:
             self.log_level = level
             return

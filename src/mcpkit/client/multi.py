@@ -215,7 +215,7 @@ class MultiClient:
                 tools.append(t.model_copy(update={"name": self.qualify(server, t.name)}))
         return tools
 
-    async def call_tool(self, qualified: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> ToolResult:
+    async def call_tool(self, qualified: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> ToolResult[Any]:
         server, name = self.split(qualified)
         client = self.client(server)
         try:

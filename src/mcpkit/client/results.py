@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ..protocol.errors import (
     MCPError,
@@ -22,11 +22,15 @@ from ..protocol.types import (
 
 logger = logging.getLogger("mcpkit.client")
 
+T = TypeVar("T")
+
 
 class ToolCallError(MCPError):
-    """``call_tool(..., raise_on_error=True)`` on a result with ``isError: true``; ``.result`` is the ToolResult."""
+    """The tool reported a failure (a result with ``isError: true``): raised by ``result.data`` and by
+    ``call_tool(..., raise_on_error=True)``. ``.result`` is the :class:`ToolResult`, its ``text`` the tool's
+    message."""
 
-    def __init__(self, message: str, result: ToolResult) -> None:
+    def __init__(self, message: str, result: ToolResult[Any]) -> None:
         super().__init__(message)
         self.result = result
 
@@ -34,7 +38,7 @@ class ToolCallError(MCPError):
 class ToolOutputError(MCPError):
     """The server's structured tool output does not match the tool's ``outputSchema`` (or is missing)."""
 
-    def __init__(self, message: str, result: ToolResult) -> None:
+    def __init__(self, message: str, result: ToolResult[Any]) -> None:
         super().__init__(message)
         self.result = result
 
@@ -52,21 +56,27 @@ class PaginationLimitExceeded(MCPError):
         self.items = items
 
 
-class ToolResult:
-    """The outcome of ``tools/call``.
+class ToolResult(Generic[T]):
+    """The outcome of ``tools/call``: ``ToolResult[T]`` when called with ``result_type=T`` (``data`` is then a
+    ``T``), ``ToolResult[Any]`` otherwise.
 
     Attributes:
         content: the content blocks (typed models).
         structured: ``structuredContent`` as sent (validated against the tool's ``outputSchema`` when it has one).
-        is_error: the tool reported an error (``isError``): the content then describes it.
+        is_error: the tool reported an error (``isError``): the content then describes it, and :attr:`data`
+            raises :class:`ToolCallError`.
         meta: the result's ``_meta``.
         raw: the :class:`~mcpkit.protocol.types.CallToolResult` model.
         validated: True when ``structured`` was checked against an output schema.
+        name: the tool's name.
     """
 
-    __slots__ = ("content", "is_error", "meta", "raw", "structured", "tool", "typed", "validated")
+    __slots__ = ("content", "is_error", "meta", "name", "raw", "structured", "tool", "typed", "validated")
 
-    def __init__(self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False) -> None:
+    def __init__(
+        self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False, name: str | None = None
+    ) -> None:
+        self.name = name if name is not None else (tool.name if tool is not None else "")
         self.typed: Any = _UNTYPED
         self.raw = raw
         self.content: list[ContentBlock] = raw.content
@@ -82,13 +92,21 @@ class ToolResult:
         return "\n".join(c.text for c in self.content if isinstance(c, TextContent))
 
     @property
-    def data(self) -> Any:
+    def data(self) -> T:
         """The most useful value: the structured output (unwrapped from ``{"result": x}`` when the output
         schema is the wrapper of a non-object return value, whatever that value is: ``-> int``, ``-> list[Model]``
         alike), else the text content; with ``call_tool(..., result_type=T)``, that value validated into ``T``.
-        ``structured`` stays raw."""
-        if self.typed is not _UNTYPED:
-            return self.typed
+        ``structured`` stays raw.
+
+        A failed call has no value: ``data`` raises :class:`ToolCallError` (its message is the tool's; the result
+        stays readable: ``is_error``, ``text``, ``content``)."""
+        if self.is_error:
+            raise ToolCallError(f"tool {self.name!r} failed: {self.text or '(no message)'}", self)
+        value: T = self.typed if self.typed is not _UNTYPED else self._value()
+        return value
+
+    def _value(self) -> Any:
+        """``data`` before ``result_type`` (and whether the call failed) is applied."""
         s = self.structured
         if s is not None and not (s == {} and self.tool is not None and self.tool.output_schema is None):
             schema = self.tool.output_schema if self.tool is not None else None
@@ -133,11 +151,11 @@ class SchemaError(ValueError):
 _UNTYPED: Any = object()
 
 
-def _typed(name: str, result: ToolResult, result_type: Any) -> Any:
+def _typed(name: str, result: ToolResult[Any], result_type: Any) -> Any:
     """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
     from pydantic import TypeAdapter, ValidationError
 
-    value = result.data
+    value = result._value()
     if isinstance(value, str) and result.structured is None and result_type is not str:
         try:
             import orjson

@@ -416,5 +416,10 @@ async def _open_network(target: Target, options: dict[str, Any]) -> OpenedTarget
         except ConnectionClosed:
             raise
         except OSError as exc:
-            raise ServerStartError(f"cannot connect to {target.url}: {exc}") from None
+            reason = (
+                "connection refused (is the server running, and on that port?)"
+                if isinstance(exc, ConnectionRefusedError)
+                else (exc.strerror or str(exc))
+            )
+            raise ServerStartError(f"cannot connect to {target.url}: {reason}") from exc
     return OpenedTarget(target, transport)

@@ -29,7 +29,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..client.apps import UI_HOST_SETTINGS
 from ..client.client import ToolOutputError
@@ -43,6 +43,9 @@ from .events import EventHub
 from .log import MessageLog
 from .tap import tapped_client
 from .views import ViewTable
+
+if TYPE_CHECKING:
+    from ..protocol.versions import LogLevel
 
 logger = logging.getLogger("mcpkit.inspector")
 
@@ -264,7 +267,7 @@ class Inspector:
             self.views.close_all()  # (a view speaks to the server it was opened on only)
             if self.log_level is not None:
                 with contextlib.suppress(MCPError, CapabilityNotSupported):
-                    await client.set_logging_level(self.log_level)
+                    await client.set_logging_level(cast("LogLevel", self.log_level))  # (checked when set)
             if client.modern:
                 self._restart_watch()
             else:

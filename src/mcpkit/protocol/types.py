@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 Role: TypeAlias = Literal["user", "assistant"]
-LoggingLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 from .apps import tool_ui  # noqa: E402
 from .versions import LOG_LEVELS as LOG_LEVELS  # noqa: E402
+from .versions import LogLevel as LoggingLevel  # noqa: E402
 
 
 class MCPModel(BaseModel):
@@ -30,6 +30,11 @@ class MCPModel(BaseModel):
 
 
 Meta = Annotated[dict[str, Any] | None, Field(alias="_meta")]
+
+
+def _text_of(blocks: list[Any], sep: str) -> str:
+    """The text of the text blocks among ``blocks``, joined by ``sep``."""
+    return sep.join(b.text for b in blocks if isinstance(b, TextContent))
 
 
 def dump(model: BaseModel | dict[str, Any]) -> dict[str, Any]:
@@ -211,6 +216,11 @@ class CallToolResult(MCPModel):
     is_error: bool = False
     meta: Meta = None
 
+    @property
+    def text(self) -> str:
+        """The text of its text blocks, joined by newlines."""
+        return _text_of(self.content, "\n")
+
 
 class ListToolsResult(MCPModel):
     tools: list[Tool]
@@ -260,6 +270,11 @@ class ReadResourceResult(MCPModel):
     contents: list[TextResourceContents | BlobResourceContents]
     meta: Meta = None
 
+    @property
+    def text(self) -> str:
+        """The text of its text contents, joined (blobs left out)."""
+        return "".join(c.text for c in self.contents if isinstance(c, TextResourceContents))
+
 
 # ---------------------------------------------------------------------------------------------- prompts
 
@@ -284,11 +299,21 @@ class PromptMessage(MCPModel):
     role: Role
     content: ContentBlock
 
+    @property
+    def text(self) -> str:
+        """The message's text ("" when its content is not text)."""
+        return _text_of([self.content], "")
+
 
 class GetPromptResult(MCPModel):
     description: str | None = None
     messages: list[PromptMessage]
     meta: Meta = None
+
+    @property
+    def text(self) -> str:
+        """The text of its messages, joined by blank lines (a one-message prompt: that message's text)."""
+        return "\n\n".join(m.text for m in self.messages if m.text)
 
 
 class ListPromptsResult(MCPModel):
@@ -352,6 +377,11 @@ class SamplingMessage(MCPModel):
     content: SamplingContent | list[SamplingContent]
     meta: Meta = None
 
+    @property
+    def text(self) -> str:
+        """The message's text (its text blocks, joined by newlines)."""
+        return _text_of(self.content if isinstance(self.content, list) else [self.content], "\n")
+
 
 class CreateMessageRequestParams(MCPModel):
     messages: list[SamplingMessage]
@@ -373,6 +403,11 @@ class CreateMessageResult(MCPModel):
     model: str
     stop_reason: str | None = "endTurn"
     meta: Meta = None
+
+    @property
+    def text(self) -> str:
+        """The model's answer as text (its text blocks, joined by newlines)."""
+        return _text_of(self.content if isinstance(self.content, list) else [self.content], "\n")
 
 
 class ElicitRequestParams(MCPModel):

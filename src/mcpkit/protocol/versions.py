@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import Literal, TypeAlias
 
 V2024_11_05 = "2024-11-05"
 V2025_03_26 = "2025-03-26"
@@ -44,6 +45,8 @@ HANDSHAKE_ONLY = frozenset(
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen", "tasks/update"))
 
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: A log level (RFC 5424 severities, as MCP names them), least severe first.
+LogLevel: TypeAlias = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
 class Era(Enum):
@@ -72,6 +75,7 @@ class Features:
     protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
     icons: bool
     url_elicitation: bool
+    elicitation_choices: bool  # titled and multi-select enums, a default on every field (2025-11-25 on)
     sampling_tools: bool
     sse_polling: bool  # priming events / retry (SEP-1699)
     tasks: bool  # the experimental tasks utility of 2025-11-25 (params.task, tasks/get|result|list|cancel)
@@ -114,6 +118,7 @@ def _make(version: str) -> Features:
         protocol_version_header=at_least(V2025_06_18),
         icons=at_least(V2025_11_25),
         url_elicitation=at_least(V2025_11_25),
+        elicitation_choices=at_least(V2025_11_25),
         sampling_tools=at_least(V2025_11_25),
         sse_polling=at_least(V2025_11_25),
         tasks=version == V2025_11_25,

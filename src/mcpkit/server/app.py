@@ -30,21 +30,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import operator
 import os
 import re
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from .._aio import running_loop
+from .._options import named_options
 from ..engine import RequestContext
 from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.versions import Features
+from ..protocol.versions import ALL_VERSIONS, Features
 from . import compose
 from .apps import Apps, check_ui_resource
 from .completions import Completer, complete, completer_plan
 from .context import Context
+from .decorators import bare_or_configured, check_duplicate, checked_resource_uri
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .openapi import OpenAPIImport
@@ -97,9 +100,12 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             after ``sync_learn_calls`` (default 20) fast, non-waiting calls on a worker thread a function runs
             inline on the event loop; an inline call longer than ``sync_long_ms`` (default 2 ms) sends it back
             to the worker thread for good, with a warning.
-        **options: passed to :class:`~mcpkit.server.lowlevel.Server` (title, icons, website_url, versions, ...).
+        title, description, website_url, icons: more of the server's ``Implementation`` info.
+        versions, request_state_keys, request_timeout, listen_queue_size, logging_enabled: as for
+            :class:`~mcpkit.server.lowlevel.Server`.
     """
 
+    @named_options
     def __init__(
         self,
         name: str,
@@ -111,14 +117,35 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         page_size: int | Mapping[str, int] = 50,
         cursor_key: bytes | None = None,
         list_ttl_ms: int = 0,
-        list_cache_scope: str = "private",
+        list_cache_scope: Literal["private", "public"] = "private",
         sync_long_ms: float = DEFAULT_LONG_MS,
         sync_learn_calls: int = DEFAULT_LEARN_CALLS,
         include_tags: Iterable[str] | None = None,
         exclude_tags: Iterable[str] | None = None,
-        **options: Any,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        versions: Iterable[str] = ALL_VERSIONS,
+        request_state_keys: list[bytes] | None = None,
+        request_timeout: float = 300.0,
+        listen_queue_size: int = 256,
+        logging_enabled: bool = True,
     ) -> None:
-        super().__init__(name, version, instructions=instructions, **options)
+        super().__init__(
+            name,
+            version,
+            instructions=instructions,
+            title=title,
+            description=description,
+            website_url=website_url,
+            icons=icons,
+            versions=versions,
+            request_state_keys=request_state_keys,
+            request_timeout=request_timeout,
+            listen_queue_size=listen_queue_size,
+            logging_enabled=logging_enabled,
+        )
         self.debug = debug_from_env() if debug is None else debug
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
@@ -206,7 +233,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         an MCP Apps view (see :mod:`mcpkit.server.apps`): a ``ui://`` URI, or ``{"resourceUri", "visibility"}``.
         ``task=True`` / ``"required"``: it may / must run as a task (the tasks guide; :meth:`enable_tasks`).
         """
-        return _bare_or_configured(self.add_tool, fn, options)
+        return bare_or_configured("tool", self.add_tool, fn, options, MCPKit.tool)
 
     def add_tool(self, fn: Callable[..., Any] | Tool, *, replace: bool = False, **options: Any) -> Tool:
         """Register a tool, at any time. Connected clients get ``tools/list_changed``.
@@ -221,7 +248,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         self._tune(tool.sync)
         if not _TOOL_NAME.match(tool.name):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
-        _check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
+        check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
         tool.debug = self.debug
         tool.task_support is None or self.tasks is not None or self.enable_tasks()  # (the first task tool: tasks on)
         self._tools[tool.name] = tool
@@ -308,7 +335,9 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
     ) -> Callable[[F], F]:
         """Register a resource: ``@app.resource("file:///readme")``; a URI with ``{...}`` makes a template
         whose variables are the function's arguments (``@app.resource("items://{id}")``). ``thread``: where a
-        plain ``def`` runs; ``tags``, ``scopes``, ``enabled``: as for :meth:`tool`."""
+        plain ``def`` runs; ``tags``, ``scopes``, ``enabled``: as for :meth:`tool`. A bare ``@app.resource`` (no
+        URI) is a ``TypeError`` saying so."""
+        checked_resource_uri(uri)
 
         def register(fn: F) -> F:
             self.add_resource(
@@ -352,8 +381,8 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         labels = pop_labels(check_ui_resource(uri, options))  # (a ui:// resource is an MCP Apps view: its MIME)
         # (two membership tests, not a union of the key sets: registering n resources stays O(n))
         if uri in self._templates:
-            _check_duplicate("resource", uri, self._templates, replace, "remove_resource")
-        _check_duplicate("resource", uri, self._resources, replace, "remove_resource")
+            check_duplicate("resource", uri, self._templates, replace, "remove_resource")
+        check_duplicate("resource", uri, self._resources, replace, "remove_resource")
         if UriTemplate.is_template(uri):
             if not callable(source):
                 raise TypeError(f"resource template {uri!r} needs a function")
@@ -463,7 +492,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
     def prompt(self, fn: Any = None, /, **options: Any) -> Any:
         """Register a prompt: ``@app.prompt`` or ``@app.prompt(name=..., completions={"arg": [...]})``.
         ``thread``: where a plain ``def`` runs; ``tags``, ``scopes``, ``enabled``: as for :meth:`tool`."""
-        return _bare_or_configured(self.add_prompt, fn, options)
+        return bare_or_configured("prompt", self.add_prompt, fn, options, MCPKit.prompt)
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, *, replace: bool = False, **options: Any) -> Prompt:
         """Register a prompt at any time. Connected clients get ``prompts/list_changed``. A second prompt with
@@ -472,7 +501,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
         self._label("prompts", prompt.name, prompt, labels)
         self._tune(prompt.sync)
-        _check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
+        check_duplicate("prompt", prompt.name, self._prompts, replace, "remove_prompt")
         self._prompts[prompt.name] = prompt
         self._serve_lists(("prompts",))
         if prompt.completions:
@@ -653,42 +682,13 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             await super().serve(conn, **peer_options)
 
 
-def _name(item: Tool | Prompt) -> str:
-    return item.name
-
-
-def _uri(item: Resource) -> str:
-    return item.uri
-
-
-def _template_uri(item: ResourceTemplate) -> str:
-    return item.uri_template
+# the key of an item of each list (its cursor position)
+_name, _uri, _template_uri = (operator.attrgetter(key) for key in ("name", "uri", "uri_template"))
 
 
 def debug_from_env() -> bool:
     """Whether the environment asks for development mode (``MCPKIT_DEBUG=1``; ``mcpkit run --dev`` sets it)."""
     return os.environ.get("MCPKIT_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def _check_duplicate(kind: str, key: str, existing: Any, replace: bool, remover: str) -> None:
-    if key in existing and not replace:
-        raise ValueError(
-            f"a {kind} named {key!r} is already registered; pass replace=True to replace it "
-            f"(or call app.{remover}({key!r}) first)"
-        )
-
-
-def _bare_or_configured(add: Callable[..., Any], fn: Any, options: dict[str, Any]) -> Any:
-    """One decorator, two spellings: ``@app.tool`` registers ``fn`` now; ``@app.tool(...)`` returns a decorator."""
-    if fn is not None:
-        add(fn, **options)
-        return fn
-
-    def register(f: F) -> F:
-        add(f, **options)
-        return f
-
-    return register
 
 
 __all__ = ["Context", "MCPKit", "ToolError"]

@@ -21,47 +21,25 @@ calls them through ``ctx.run(ctx.report_progress(1, 2))``.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import uuid
 from collections.abc import Awaitable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, overload
 
+from ..hosting import HTTP_REQUEST_HEADERS, RequestHeaders
 from ..protocol.errors import CapabilityNotSupported
+from ..protocol.versions import LogLevel
 from .content import dump_model
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..protocol.types import CreateMessageResult, Root
+    from .elicitation import ElicitationResult
     from .request_context import ServerRequestContext
 
 JSONDict = dict[str, Any]
 T = TypeVar("T")
-
-_PRIMITIVE_KEYS = frozenset(
-    {
-        *("type", "title", "description", "default", "enum", "enumNames", "oneOf", "anyOf", "items", "format"),
-        *("minLength", "maxLength", "minimum", "maximum", "minItems", "maxItems", "pattern"),
-    }
-)
-
-
-@dataclasses.dataclass(slots=True)
-class ElicitationResult(Generic[T]):
-    """The user's answer: ``action`` is ``"accept"``, ``"decline"`` or ``"cancel"``.
-
-    ``content`` is the raw answer (accept only); ``data`` is it validated into the pydantic model you asked with
-    (or the same dict when you passed a JSON Schema).
-    """
-
-    action: str
-    content: JSONDict | None = None
-    data: T | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return self.action == "accept"
 
 
 class ContextApp(Protocol):
@@ -173,6 +151,14 @@ class Context:
         return self._ctx.cancelled
 
     @property
+    def headers(self) -> RequestHeaders | None:
+        """The headers of the HTTP request that carried this request (the WebSocket upgrade's over WebSocket), read-
+        only and case-insensitive (``ctx.headers.get("x-tenant")``); None over stdio and in-process. They include
+        ``Authorization`` when the client sent one: never echo them to the model."""
+        raw = HTTP_REQUEST_HEADERS.get()
+        return RequestHeaders(raw) if raw is not None else None
+
+    @property
     def lifespan_state(self) -> Any:
         """What the app's lifespan yielded (shared by every session), None without a lifespan."""
         return self._app.lifespan_state
@@ -245,7 +231,7 @@ class Context:
         task = self._ctx.task
         return task.id if task is not None and task.active else None
 
-    async def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+    async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> bool:
         """Send a log message to the client if its level (setLevel / per-request ``_meta``) lets it through."""
         return await self._ctx.log(level, data, logger)
 
@@ -287,39 +273,46 @@ class Context:
     async def elicit(self, message: str, schema: type[T], *, timeout: float | None = None) -> ElicitationResult[T]: ...
 
     @overload
+    async def elicit(self, message: str, schema: None, *, timeout: float | None = None) -> ElicitationResult[None]: ...
+
+    @overload
+    async def elicit(
+        self, message: str, schema: Sequence[str], *, timeout: float | None = None
+    ) -> ElicitationResult[str]: ...
+
+    @overload
     async def elicit(
         self, message: str, schema: JSONDict, *, timeout: float | None = None
     ) -> ElicitationResult[JSONDict]: ...
 
-    async def elicit(
-        self, message: str, schema: type[Any] | JSONDict, *, timeout: float | None = None
-    ) -> ElicitationResult[Any]:
-        """Ask the user for structured input (form mode). ``schema``: a flat pydantic model or a JSON Schema."""
+    @overload
+    async def elicit(self, message: str, schema: object, *, timeout: float | None = None) -> ElicitationResult[Any]: ...
+
+    async def elicit(self, message: str, schema: object, *, timeout: float | None = None) -> ElicitationResult[Any]:
+        """Ask the user for input (form mode). ``schema`` says what, and ``data`` comes back in that type:
+
+        - a pydantic model, dataclass or TypedDict of flat fields (strings, numbers, booleans, choices): an
+          instance (a dict for a TypedDict);
+        - ``bool``, ``str``, ``int``, ``float``: that value (``await ctx.elicit("Delete it?", bool)``);
+        - a choice: ``Literal["a", "b"]``, an ``Enum`` with string values (its member comes back), a list of strings;
+          ``list[Literal[...]]`` / ``list[AnEnum]`` for several (2025-11-25 on);
+        - ``None``: nothing to fill in (accept, decline or cancel: a confirmation);
+        - a JSON Schema dict (sent as given): the content dict.
+
+        The result is :class:`AcceptedElicitation` (``data``, ``content``), :class:`DeclinedElicitation` or
+        :class:`CancelledElicitation`: ``if result.action == "accept":`` narrows it (``result.data`` is then typed).
+        A type that cannot be asked in a form is a ``TypeError`` raised here, before anything is sent; an answer
+        that does not fit the type is :class:`~mcpkit.protocol.errors.InvalidParams` (the tool's call then ends with
+        ``isError`` and that message, unless it catches it)."""
         if not self._ctx.features.elicitation:
             raise CapabilityNotSupported(f"elicitation does not exist in protocol {self._ctx.protocol_version}")
-        from pydantic import BaseModel
+        from .elicitation import elicitation_form, elicitation_result  # (loaded by the first question only)
 
-        model: type[BaseModel] | None = None
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            model = schema
-            requested = elicitation_schema(schema)
-        elif isinstance(schema, dict):
-            requested = schema
-        else:
-            raise TypeError("schema must be a pydantic model class or a JSON Schema dict")
+        form = elicitation_form(schema, self._ctx.features)
         raw = await self._ctx.ask(
-            "elicitation/create", {"message": message, "requestedSchema": requested}, timeout=timeout
+            "elicitation/create", {"message": message, "requestedSchema": form.schema}, timeout=timeout
         )
-        action = raw.get("action")
-        if action not in ("accept", "decline", "cancel"):
-            raise ValueError(f"invalid elicitation action {action!r}")
-        content = raw.get("content") if action == "accept" else None
-        if content is not None and not isinstance(content, dict):
-            content = None
-        data: Any = content
-        if model is not None and content is not None:
-            data = model.model_validate(content)
-        return ElicitationResult(action, content, data)
+        return elicitation_result(raw, form.read)
 
     async def elicit_url(
         self, message: str, url: str, *, elicitation_id: str | None = None, timeout: float | None = None
@@ -335,10 +328,9 @@ class Context:
             "elicitationId": elicitation_id or uuid.uuid4().hex,
         }
         raw = await self._ctx.ask("elicitation/create", params, timeout=timeout)
-        action = raw.get("action")
-        if action not in ("accept", "decline", "cancel"):
-            raise ValueError(f"invalid elicitation action {action!r}")
-        return ElicitationResult(action)
+        from .elicitation import elicitation_result
+
+        return elicitation_result(raw, _nothing)
 
     async def sample(
         self,
@@ -398,32 +390,18 @@ class Context:
         return await self._app.read_resource_contents(uri, self)
 
 
-def elicitation_schema(model: type[BaseModel]) -> JSONDict:
-    """The restricted, flat JSON Schema elicitation accepts, from a pydantic model of primitive fields."""
-    from .schema import json_schema_of
-
-    full = json_schema_of(model)
-    defs = full.get("$defs") or {}
-    props: JSONDict = {}
-    for name, prop in (full.get("properties") or {}).items():
-        if "$ref" in prop:
-            prop = defs.get(prop["$ref"].rsplit("/", 1)[-1], {})
-        if "anyOf" in prop:  # Optional[X]: keep X
-            non_null = [p for p in prop["anyOf"] if p.get("type") != "null"]
-            if len(non_null) == 1:
-                prop = {**non_null[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
-        kept = {k: v for k, v in prop.items() if k in _PRIMITIVE_KEYS and not (k == "default" and v is None)}
-        if kept.get("type") not in ("string", "number", "integer", "boolean", "array"):
-            if "enum" in kept:
-                kept.setdefault("type", "string")
-            else:
-                raise TypeError(f"elicitation field {name!r} must be a string, number, integer, boolean or enum")
-        props[name] = kept
-    schema: JSONDict = {"type": "object", "properties": props}
-    required = full.get("required")
-    if required:
-        schema["required"] = list(required)
-    return schema
+def _nothing(content: JSONDict) -> None:
+    """A URL-mode answer carries no data (only the user's consent)."""
+    return None
 
 
-__all__ = ["Context", "ContextApp", "ElicitationResult", "elicitation_schema"]
+def __getattr__(name: str) -> Any:
+    """The elicitation results, importable from here as before (they live in :mod:`.elicitation`, loaded late)."""
+    if name in ("AcceptedElicitation", "CancelledElicitation", "DeclinedElicitation", "ElicitationResult"):
+        from . import elicitation
+
+        return getattr(elicitation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["Context", "ContextApp"]

@@ -17,9 +17,10 @@ import inspect
 import logging
 import types
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._options import check_choice, named_options
 from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
 from ..engine.tap import Tap, TapHub
 from ..hosting import ModernContext as ModernContext
@@ -57,6 +58,7 @@ from .request_context import (
     session_binding,
 )
 from .request_state import RequestStateSealer, request_digest
+from .running import Runnable
 from .session import NO_SESSION_BATCH_REFUSAL as NO_SESSION_BATCH_REFUSAL
 from .session import ServerSession
 
@@ -64,6 +66,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..engine import Connection
+    from ..protocol.types import Icon
     from .tasks import ServerTasks
 
 logger = logging.getLogger("mcpkit.server")
@@ -78,7 +81,7 @@ _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatche
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
 
 
-class Server:
+class Server(Runnable):
     """A low-level MCP server: register handlers per method, serve any transport, both eras.
 
     Args:
@@ -88,6 +91,9 @@ class Server:
         request_state_keys: HMAC keys for ``requestState`` (share them between workers).
         request_timeout: default timeout for server→client requests (handshake era).
         listen_queue_size: bound of each ``subscriptions/listen`` stream's queue.
+        logging_enabled: declare the ``logging`` capability (default True).
+
+    A misspelled option is a ``TypeError`` naming the closest one.
     """
 
     #: resource subscriptions one session may hold, and URIs one ``subscriptions/listen`` may name (set it on the
@@ -106,6 +112,7 @@ class Server:
     _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
     tasks: ServerTasks | None = None  #: its task support (enable_tasks); None: it runs and declares no tasks
 
+    @named_options
     def __init__(
         self,
         name: str,
@@ -114,7 +121,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         website_url: str | None = None,
-        icons: list[JSONDict] | None = None,
+        icons: Sequence[JSONDict | Icon] | None = None,
         instructions: str | None = None,
         versions: Iterable[str] = versions.ALL_VERSIONS,
         request_state_keys: list[bytes] | None = None,
@@ -132,13 +139,13 @@ class Server:
         if website_url:
             info["websiteUrl"] = website_url
         if icons:
-            info["icons"] = icons
+            info["icons"] = [i if isinstance(i, dict) else i.dump() for i in icons]
         self.info = info
         self.instructions = instructions
         vs = tuple(v for v in versions)
         for v in vs:
             if not versions_is_supported(v):
-                raise ValueError(f"unknown protocol version {v!r}")
+                check_choice("each of versions", v, versions_mod().ALL_VERSIONS)
         self.handshake_versions = tuple(v for v in vs if v in versions_mod().HANDSHAKE_VERSIONS)
         self.modern_versions = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
         self.request_state = RequestStateSealer(request_state_keys)
@@ -595,20 +602,6 @@ class Server:
         finally:
             session.closed = True
             await conn.close()
-
-    async def run_stdio_async(self, **transport_options: Any) -> None:
-        """Serve stdin/stdout until the input ends (``transport_options`` go to the stdio transport)."""
-        from ..run import run_stdio_async  # the face that owns the transports: server/ imports none of them
-
-        await run_stdio_async(self, **transport_options)
-
-    def run(self, transport: str = "stdio", **options: Any) -> None:
-        """Run the server (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
-        without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
-        transport (``host``, ``port``, ...). Delegates to :func:`mcpkit.run.run`."""
-        from ..run import run
-
-        run(self, transport, **options)
 
 
 def versions_mod() -> Any:

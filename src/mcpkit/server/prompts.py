@@ -89,7 +89,7 @@ class Prompt(Listed):
         completions: dict[str, Completer] | None = None,
         thread: bool | None = None,
     ) -> None:
-        self.name = name or function_name(fn)
+        self.name = name or function_name(fn, kind="prompt")
         self.fn = fn
         self.info = FunctionInfo(fn, name=self.name)
         # where a sync prompt function runs (see sync_exec): learned by default, thread=True/False to declare

@@ -14,6 +14,7 @@ import types
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Union, get_origin
 
+from .._options import check_choice
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer, gather_completions
@@ -97,8 +98,7 @@ def cache_hints(ttl_ms: int | None, scope: str | None) -> JSONDict:
             raise ValueError("ttl_ms must be an integer >= 0")
         hints["ttlMs"] = ttl_ms
     if scope is not None:
-        if scope not in ("public", "private"):
-            raise ValueError("cache_scope must be 'public' or 'private'")
+        check_choice("cache_scope", scope, ("private", "public"))
         hints["cacheScope"] = scope
     return hints
 
@@ -261,10 +261,18 @@ class ResourceTemplate(_ResourceBase):
         params = {p.name for p in self.info.params}
         missing = [p.name for p in self.info.params if p.required and p.name not in variables]
         if missing:
-            raise ValueError(f"resource template {uri_template!r}: arguments {missing} are not template variables")
+            raise ValueError(
+                f"resource template {uri_template!r}: the function's parameters {missing} are not variables of the "
+                f"URI, so no request could give them a value: add {{{missing[0]}}} to the URI (or "
+                f"{{?{missing[0]}}}, an optional query variable, with a default), or give {missing[0]} a default"
+            )
         extra = sorted(variables - params)
         if extra:
-            raise ValueError(f"resource template {uri_template!r}: variables {extra} are not function arguments")
+            raise ValueError(
+                f"resource template {uri_template!r}: the URI's variables {extra} are not parameters of "
+                f"{getattr(fn, '__name__', 'the function')}(): add a parameter {extra[0]} (its value comes from "
+                "the URI) or take it out of the URI"
+            )
         unknown = f"resource template {uri_template!r}: completions for unknown variables"
         self.completions = gather_completions(self.info.params, completions, variables, unknown)
         super().__init__(

@@ -488,13 +488,17 @@ def _type_name(tp: Any) -> str:
     return tp.__qualname__ if isinstance(tp, type) else repr(tp)
 
 
-def function_name(fn: Callable[..., Any], default: str | None = None) -> str:
-    """A callable's ``__name__``; ``default`` or a clear error for those without one (lambdas, partials)."""
+def function_name(fn: Callable[..., Any], default: str | None = None, kind: str = "tool") -> str:
+    """A callable's ``__name__``; ``default`` or an error saying how to name it for those without one (lambdas,
+    partials). ``kind`` ("tool", "prompt") is what is being registered."""
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or not name or name == "<lambda>":
         if default is not None:
             return default
-        raise ValueError(f"{fn!r} has no usable name: pass name=...")
+        raise ValueError(
+            f"this {kind} needs a name: {fn!r} has none (a lambda or a functools.partial has no usable __name__); "
+            f'give one: @app.{kind}(name="...") or app.add_{kind}(fn, name="...")'
+        )
     return name
 
 

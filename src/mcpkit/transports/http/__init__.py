@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import socket
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Unpack
+
+from ..._options import check_choice, check_options
+from .options import GuardOptions, ServeOptions, UvicornOptions, keys
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer
@@ -27,25 +31,14 @@ _LAZY = {
     "SessionExpired": ".streamable_client",
 }
 
-_UVICORN_KEYS = frozenset(
-    (
-        "log_level",
-        "access_log",
-        "timeout_keep_alive",
-        "timeout_graceful_shutdown",
-        "limit_concurrency",
-        "backlog",
-        "ssl_keyfile",
-        "ssl_certfile",
-        "proxy_headers",
-        "forwarded_allow_ips",
-        "root_path",
-        "loop",
-        "http",
-        "h11_max_incomplete_event_size",
-    )
-)
-_GUARD_KEYS = frozenset(("header_timeout", "body_timeout", "max_connections", "max_header_bytes"))
+_UVICORN_KEYS = keys(UvicornOptions)
+_GUARD_KEYS = keys(GuardOptions)
+_SERVE_KEYS = keys(ServeOptions)
+
+#: The name of an HTTP transport (every one is served by the same app; the name says which URL is announced).
+HTTPTransport: TypeAlias = Literal["http", "streamable-http", "sse", "ws"]
+HTTP_TRANSPORTS: tuple[str, ...] = ("http", "streamable-http", "sse", "ws")
+_SEE = "mcpkit.transports.http.options"
 
 
 def __getattr__(name: str) -> Any:
@@ -58,7 +51,11 @@ def __getattr__(name: str) -> Any:
 
 
 def build_server(
-    server: HostedServer, transport: str = "http", host: str = "127.0.0.1", port: int = 8000, **options: Any
+    server: HostedServer,
+    transport: HTTPTransport = "http",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    **options: Unpack[ServeOptions],
 ) -> Any:
     """A configured ``uvicorn.Server`` (not started) serving :func:`create_app` for ``server``.
 
@@ -72,17 +69,21 @@ def build_server(
     clients and connection counts).
 
     uvicorn's ``http`` option (default ``"auto"``) picks httptools, which the ``http`` extra installs (its server
-    CPU per call is about a third of h11's); the guard wraps either. ``http="h11"`` pins the pure-Python parser."""
+    CPU per call is about a third of h11's); the guard wraps either. ``http="h11"`` pins the pure-Python parser.
+
+    Every option is checked here, before anything listens: a misspelled one is a ``TypeError`` naming the
+    closest (see :class:`~.options.ServeOptions` for them all)."""
+    check_choice("the HTTP transport", transport, HTTP_TRANSPORTS)
+    check_options(f"the {transport!r} transport", options, _SERVE_KEYS | {"host", "port"}, see=_SEE)
     from .app import create_app
     from .security import default_policy
 
-    if transport not in ("http", "streamable-http", "sse", "ws"):
-        raise ValueError(f"unknown HTTP transport {transport!r} (expected 'http', 'sse' or 'ws')")
-    uv = {k: options.pop(k) for k in list(options) if k in _UVICORN_KEYS or k in _GUARD_KEYS}
-    if transport in ("sse", "ws") and "path" in options:
-        options[f"{transport}_path"] = options.pop("path")  # ``--path`` names the chosen transport's route
-    origins, hosts = default_policy(host, options.pop("allowed_origins", None), options.pop("allowed_hosts", None))
-    app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **options)
+    rest: dict[str, Any] = dict(options)
+    uv = {k: rest.pop(k) for k in list(rest) if k in _UVICORN_KEYS or k in _GUARD_KEYS}
+    if transport in ("sse", "ws") and "path" in rest:
+        rest[f"{transport}_path"] = rest.pop("path")  # ``--path`` names the chosen transport's route
+    origins, hosts = default_policy(host, rest.pop("allowed_origins", None), rest.pop("allowed_hosts", None))
+    app = create_app(server, allowed_origins=origins, allowed_hosts=hosts, **rest)
     return build_asgi_server(app, host, port, **app.uvicorn_options(), **uv)
 
 
@@ -162,16 +163,18 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
 
 def serve(
     server: HostedServer,
-    transport: str = "http",
+    transport: HTTPTransport = "http",
     host: str = "127.0.0.1",
     port: int = 8000,
     *,
     announce: bool = True,
-    **options: Any,
+    sockets: list[socket.socket] | None = None,
+    **options: Unpack[ServeOptions],
 ) -> None:
     """Serve ``server`` over HTTP with uvicorn (blocking). Every transport is mounted on the one app; ``transport``
     only names the one the caller means (``http``: Streamable HTTP at ``/mcp``; ``sse``: ``/sse``; ``ws``: ``/ws``).
-    Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...).
+    Binds 127.0.0.1 by default; ``options`` go to :func:`create_app` or to uvicorn (``log_level``, ...), checked
+    by :func:`build_server` before anything listens.
 
     Once uvicorn listens, ``mcpkit: serving <transport> on <url>`` is printed to stderr (the real port when
     ``port=0``); ``announce=False`` leaves it out. ``sockets=[...]``: serve on sockets that already listen (host
@@ -183,7 +186,7 @@ def serve(
 
     path = options.get("path")
     endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
-    sockets = options.pop("sockets", None)  # already listening (the workers of ``mcpkit run --workers``)
+    # ``sockets``: already listening (the workers of ``mcpkit run --workers``)
     uv = build_server(server, transport, host, port, **options)
     if not announce:
         uv.run(sockets=sockets)
@@ -213,6 +216,8 @@ def serve(
 
 
 __all__ = [
+    "HTTP_TRANSPORTS",
+    "HTTPTransport",
     "MCPApp",
     "SessionExpired",
     "StreamableHTTPClientTransport",

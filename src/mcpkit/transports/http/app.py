@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import orjson
 
 from ..._asgi import ASGIApp, Receive, Scope, Send, lifespan
+from ..._options import check_options
+from ...hosting import HTTP_REQUEST_HEADERS
 from ...stores.config import ScaleConfig
 from ...stores.log import SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from .options import EndpointOptions, keys
 from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
 
@@ -133,7 +136,11 @@ class MCPApp:
             )
             await send({"type": "http.response.body", "body": body})
             return
-        await app(scope, receive, send)
+        token = HTTP_REQUEST_HEADERS.set(scope.get("headers"))  # (ctx.headers reads it; nothing is copied here)
+        try:
+            await app(scope, receive, send)
+        finally:
+            HTTP_REQUEST_HEADERS.reset(token)
 
     async def aclose(self) -> None:
         for close in self._closers:
@@ -163,6 +170,7 @@ async def _probe_answer(scope: Scope, send: Send, status: int, body: dict[str, A
 
 # Options of every session's engine (mcpkit.engine.Peer), passed to the legacy SSE and WebSocket endpoints too.
 _ENGINE_OPTIONS = ("max_concurrency", "max_batch_size", "default_timeout", "max_timeout", "cancel_timeout")
+_ENDPOINT_KEYS = keys(EndpointOptions)
 
 
 def create_app(
@@ -189,7 +197,7 @@ def create_app(
     health_path: str | None = "/healthz",
     ready_path: str | None = "/readyz",
     max_followers: int | None = None,
-    **options: Any,
+    **options: Unpack[EndpointOptions],
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
     ``queue_size``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
@@ -208,7 +216,10 @@ def create_app(
     while draining or while the shared fan-out cannot reach Redis) answer GET without the Host/Origin checks;
     None leaves them out. ``max_followers``: with a shared fan-out, the streams of requests running on other
     workers one worker follows at once for clients that resume them there (default 256; see
-    :mod:`~mcpkit.transports.http.shared`)."""
+    :mod:`~mcpkit.transports.http.shared`).
+
+    Every option is checked here: a misspelled one is a ``TypeError`` naming the closest."""
+    check_options("create_app()", options, _ENDPOINT_KEYS)
     config = ScaleConfig.from_env() if config is None else config
     if config.state_keys:
         server.request_state.adopt(config.state_keys)
@@ -229,7 +240,8 @@ def create_app(
         server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)
     # the engine's own bounds apply to every endpoint's sessions, not only to /mcp's
-    engine = {key: options[key] for key in _ENGINE_OPTIONS if key in options}
+    given: dict[str, Any] = dict(options)
+    engine = {key: given[key] for key in _ENGINE_OPTIONS if key in given}
     streamable = StreamableHTTPEndpoint(
         server,
         stateless=stateless,

@@ -1,0 +1,157 @@
+"""The client's handlers just work, in both eras: a logging handler alone receives the server's log messages (in
+2026-07-28 a request gets log messages only when its ``_meta`` asks for a level, so the client asks), with no
+handler the messages go to Python's ``logging``, and sampling and elicitation handlers receive typed parameter
+objects (the wire dict still reachable). Real servers: in process over the framed memory transport and over HTTP on
+uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Protocol
+
+import pytest
+
+import mcpkit
+from mcpkit import (
+    Client,
+    Context,
+    ElicitationHandler,
+    ElicitationParams,
+    LoggingHandler,
+    LogMessage,
+    MCPKit,
+    SamplingHandler,
+    SamplingParams,
+)
+
+ERAS = ("handshake", "modern")
+
+
+def make_app() -> MCPKit:
+    app = MCPKit("handlers")
+
+    @app.tool
+    async def chatty(ctx: Context) -> str:
+        """Log at three levels."""
+        await ctx.debug("tiny detail", logger="db")
+        await ctx.info("working")
+        await ctx.warning({"disk": "almost full"})
+        return "done"
+
+    @app.tool
+    async def ask_llm(question: str, ctx: Context) -> str:
+        """Sample the client's model."""
+        answer = await ctx.sample(question, max_tokens=64, system_prompt="be brief", temperature=0.5)
+        return answer.text
+
+    @app.tool
+    async def ask_user(ctx: Context) -> str:
+        """Elicit a name."""
+        answer = await ctx.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+        )
+        return str(answer.data["name"]) if answer.action == "accept" else answer.action
+
+    return app
+
+
+async def _settle() -> None:
+    await asyncio.sleep(0.05)  # (notifications that arrived with the result are delivered by now)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_logging_handler_alone_receives_every_level_in_both_eras(mode: str) -> None:
+    logs: list[LogMessage] = []
+    async with Client(make_app(), mode=mode, logging_handler=logs.append) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("chatty")).text == "done"
+        await _settle()
+    assert [(m.level, m.logger, m.data) for m in logs] == [
+        ("debug", "db", "tiny detail"),
+        ("info", None, "working"),
+        ("warning", None, {"disk": "almost full"}),
+    ]
+    assert all(isinstance(m, LogMessage) for m in logs)
+    assert logs[0].wire == {"level": "debug", "logger": "db", "data": "tiny detail"} == logs[0]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_log_level_still_filters_with_a_handler(mode: str) -> None:
+    logs: list[LogMessage] = []
+    async with Client(make_app(), mode=mode, logging_handler=logs.append, log_level="info") as client:  # type: ignore[arg-type]
+        await client.call_tool("chatty")
+        await _settle()
+    assert [m.level for m in logs] == ["info", "warning"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_over_http_a_logging_handler_alone_receives_logs(mode: str) -> None:
+    pytest.importorskip("uvicorn")
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    logs: list[LogMessage] = []
+    async with serve_asgi(create_app(make_app())) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, logging_handler=logs.append) as client:  # type: ignore[arg-type]
+            await client.call_tool("chatty")
+            await _settle()
+    assert [m.level for m in logs] == ["debug", "info", "warning"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_without_a_handler_server_logs_go_to_python_logging(mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="mcpkit.client.server_log")
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        await client.call_tool("chatty")
+        await _settle()
+    got = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "mcpkit.client.server_log"]
+    assert got == [(logging.INFO, "working"), (logging.WARNING, "{'disk': 'almost full'}")]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_the_sampling_handler_receives_typed_params_with_the_wire_dict(mode: str) -> None:
+    seen: list[SamplingParams] = []
+
+    async def llm(params: SamplingParams) -> str:
+        seen.append(params)
+        return f"answer to: {params.text}"
+
+    async with Client(make_app(), mode=mode, sampling_handler=llm) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("ask_llm", {"question": "Capital of France?"})).text == (
+            "answer to: Capital of France?"
+        )
+    (params,) = seen
+    assert isinstance(params, SamplingParams)
+    assert params.max_tokens == 64 and params.system_prompt == "be brief" and params.temperature == 0.5
+    assert params.messages[0].role == "user"
+    assert params.wire["maxTokens"] == 64 and params["systemPrompt"] == "be brief" and "messages" in params
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_the_elicitation_handler_receives_typed_params_with_the_wire_dict(mode: str) -> None:
+    seen: list[ElicitationParams] = []
+
+    def user(params: ElicitationParams) -> dict[str, Any]:
+        seen.append(params)
+        return {"name": "Ada"}
+
+    async with Client(make_app(), mode=mode, elicitation_handler=user) as client:  # type: ignore[arg-type]
+        assert (await client.call_tool("ask_user")).text == "Ada"
+    (params,) = seen
+    assert isinstance(params, ElicitationParams) and not params.is_url
+    assert params.message == "Your name?"
+    assert params.requested_schema is not None and params.requested_schema["required"] == ["name"]
+    assert params["requestedSchema"] == params.wire["requestedSchema"] == params.requested_schema
+
+
+def test_the_handler_protocols_and_params_are_exported() -> None:
+    for name in ("SamplingHandler", "ElicitationHandler", "LoggingHandler"):
+        proto = getattr(mcpkit, name)
+        assert issubclass(proto, Protocol) and proto.__module__ == "mcpkit.client.handlers"  # type: ignore[arg-type]
+    from mcpkit.client.client import ElicitationHandler as E2
+    from mcpkit.client.client import SamplingParams as S2
+
+    assert (ElicitationHandler, SamplingParams) == (E2, S2)
+    assert {"SamplingHandler", "ElicitationHandler", "LoggingHandler", "LogMessage"} <= set(mcpkit.__all__)
+    assert LoggingHandler is not SamplingHandler

@@ -1,0 +1,179 @@
+"""What a call gives back is typed past the payload: ``ToolResult[T]`` with ``result_type=T``; the ``data`` of a
+failed call raises ``ToolCallError`` (the error result stays readable) instead of being the error text;
+``server_info`` is typed (and still the dict the server sent); ``.text`` where a result is mostly text. The static
+side is checked with ``mypy --strict`` on a program that uses them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from mcpkit import Client, Context, MCPKit, ToolCallError, ToolError
+from mcpkit.client.client import ServerInfo
+
+ERAS = ("handshake", "modern")
+
+
+class Seat(BaseModel):
+    row: int
+    seat: str
+
+
+def make_app() -> MCPKit:
+    app = MCPKit("results", "2.1.0", title="Results")
+
+    @app.tool
+    def double(n: int) -> int:
+        """Twice n."""
+        return 2 * n
+
+    @app.tool
+    def book(row: int) -> Seat:
+        """A seat."""
+        if row > 30:
+            raise ToolError(f"row {row} does not exist")
+        return Seat(row=row, seat="A")
+
+    @app.resource("notes://{name}")
+    def note(name: str) -> str:
+        return f"note {name}"
+
+    @app.prompt
+    def review(code: str) -> str:
+        """Review code."""
+        return f"Please review:\n{code}"
+
+    @app.tool
+    async def summarize(text: str, ctx: Context) -> str:
+        """Sample a summary."""
+        return (await ctx.sample(f"Summarize: {text}")).text
+
+    return app
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_data_of_a_failed_call_raises_tool_call_error_and_the_result_stays_readable(mode: str) -> None:
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        bad = await client.call_tool("double", {"n": "many"})
+        assert bad.is_error and "Invalid arguments for tool 'double'" in bad.text
+        with pytest.raises(ToolCallError) as caught:
+            _ = bad.data
+        assert caught.value.result is bad and "tool 'double' failed: Invalid arguments" in str(caught.value)
+        refused = await client.call_tool("book", {"row": 99}, result_type=Seat)
+        with pytest.raises(ToolCallError, match="row 99 does not exist"):
+            _ = refused.data
+        assert refused.text == "row 99 does not exist"
+        assert (await client.call_tool("double", {"n": 4})).data == 8
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_result_type_gives_data_of_that_type(mode: str) -> None:
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("book", {"row": 3}, result_type=Seat)
+        assert result.data == Seat(row=3, seat="A") and isinstance(result.data, Seat)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_server_info_is_a_typed_implementation(mode: str) -> None:
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        info = client.server_info
+        assert isinstance(info, ServerInfo)
+        assert (info.name, info.version, info.title) == ("results", "2.1.0", "Results")
+        assert info == client.session.server_info == {"name": "results", "version": "2.1.0", "title": "Results"}
+        assert info["name"] == "results"  # still the dict the server sent
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_text_shortcuts_where_a_result_is_mostly_text(mode: str) -> None:
+    async with Client(make_app(), mode=mode, sampling_handler=lambda p: "short") as client:  # type: ignore[arg-type]
+        assert (await client.read_resource("notes://a")).text == "note a"
+        assert (await client.get_prompt("review", {"code": "x = 1"})).text == "Please review:\nx = 1"
+        assert (await client.call_tool("summarize", {"text": "long"})).text == "short"  # CreateMessageResult.text
+
+
+def test_the_typed_surface_as_a_type_checker_sees_it(tmp_path: Path) -> None:
+    """``mypy --strict`` reveals the types a new user's program relies on (no cast, no type: ignore)."""
+    pytest.importorskip("mypy")
+    program = tmp_path / "program.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            from dataclasses import dataclass
+
+            from pydantic import BaseModel
+
+            from mcpkit import Client, Context, ElicitationParams, MCPKit, SamplingParams
+
+            class Seat(BaseModel):
+                row: int
+
+            @dataclass
+            class Answer:
+                ok: bool
+
+            app = MCPKit("x")
+
+            @app.tool
+            async def tool(ctx: Context) -> str:
+                yes = await ctx.elicit("Delete?", bool)
+                if yes.action == "accept":
+                    reveal_type(yes.data)
+                form = await ctx.elicit("Form?", Answer)
+                if form.accepted:
+                    reveal_type(form.data)
+                reveal_type(ctx.headers)
+                return "ok"
+
+            async def llm(params: SamplingParams) -> str:
+                reveal_type(params.max_tokens)
+                return params.text
+
+            def user(params: ElicitationParams) -> dict[str, object]:
+                return {"ok": True}
+
+            async def main() -> None:
+                async with Client(app, sampling_handler=llm, elicitation_handler=user) as client:
+                    seat = await client.call_tool("book", {"row": 1}, result_type=Seat)
+                    reveal_type(seat.data)
+                    seats = await client.call_tool("list", result_type=list[Seat])
+                    reveal_type(seats.data)
+                    reveal_type(client.server_info)
+                    reveal_type((await client.read_resource("a://b")).text)
+            """
+        )
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    revealed = [
+        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
+    ]
+    assert "error:" not in proc.stdout, proc.stdout
+    assert revealed == [
+        "bool",
+        "program.Answer",
+        "mcpkit.hosting.RequestHeaders | None",
+        "int",
+        "program.Seat",
+        "list[program.Seat]",
+        "mcpkit.client.handlers.ServerInfo | None",
+        "str",
+    ], proc.stdout
