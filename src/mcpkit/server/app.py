@@ -250,7 +250,8 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             logger.warning("tool name %r should be 1-128 characters of A-Z a-z 0-9 _ - .", tool.name)
         check_duplicate("tool", tool.name, self._tools, replace, "remove_tool")
         tool.debug = self.debug
-        tool.task_support is None or self.tasks is not None or self.enable_tasks()  # (the first task tool: tasks on)
+        if tool.task_support is not None and self.tasks is None:
+            self.enable_tasks()  # (the first tool that may run as a task)
         self._tools[tool.name] = tool
         self._serve_lists(("tools",))
         self._changed("tools")
@@ -264,6 +265,11 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
     def get_tool(self, name: str) -> Tool | None:
         """The registered tool called ``name``, or None."""
         return self._tools.get(name)
+
+    def task_tool(self, name: Any, ctx: ServerRequestContext) -> Tool | None:
+        """The tool a ``tools/call`` of ``name`` would run for the caller of ``ctx`` (None: none it may see)."""
+        tool = self._tools.get(name) if type(name) is str else None
+        return tool if tool is not None and self._visible("tools", name, tool, ctx) else None
 
     @property
     def tools(self) -> list[Tool]:
@@ -299,8 +305,6 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             arguments = {}
         if not isinstance(arguments, dict):
             raise InvalidParams("tools/call: arguments must be an object")
-        if self.tasks is not None and (tool.task_support is not None or "task" in params):
-            return self.tasks.call_tool(ctx, params, tool, arguments)  # type: ignore[no-any-return]
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
         result = tool.call(arguments, context, ctx.features)

@@ -280,6 +280,10 @@ class Server(Runnable):
         self._caps_cache[feats.version] = caps
         return caps
 
+    def task_tool(self, name: Any, ctx: ServerRequestContext) -> Any:
+        """The tool a ``tools/call`` of ``name`` runs, for the task entry (a low-level server has none; MCPKit's)."""
+        return None
+
     def enable_tasks(self, engine: Any = None, **options: Any) -> ServerTasks:
         """Run tools as tasks in both protocol forms: see :func:`mcpkit.server.tasks.enable_tasks`."""
         from .tasks import enable_tasks

@@ -1,7 +1,9 @@
 """Tasks on the server: ``tools/call`` as a task, and the ``tasks/*`` methods, in both protocol forms.
 
 One :class:`~mcpkit.tasks.TaskEngine` (owned by the server, over a :class:`~mcpkit.tasks.TaskStore`) runs the tasks
-of both forms; this module is what the protocol makes of it:
+of both forms; this module is what the protocol makes of it. Its entry is an interceptor of ``tools/call``
+(:meth:`ServerTasks.intercept`, on the server's one dispatch seam: after the authorization decision, so a tool's
+scopes are checked before any task exists), installed by ``enable_tasks``; a server without tasks has none.
 
 - **2025-11-25** (experimental, in the core): the server declares ``capabilities.tasks`` (``list``, ``cancel``,
   ``requests.tools.call``) and each task tool's ``execution.taskSupport``. A ``tools/call`` with ``params.task``
@@ -31,10 +33,9 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .._aio import running_loop
 from ..protocol.errors import (
     InvalidParams,
     MCPError,
@@ -59,7 +60,6 @@ from ..tasks.model import (
     list_cursor,
     read_cursor,
 )
-from .context import Context
 from .request_context import ServerRequestContext, session_binding
 
 if TYPE_CHECKING:
@@ -74,11 +74,6 @@ class Tool(Protocol):
     name: str
     task_support: str | None
     sync: Any  # a plain def's SyncPolicy, None for an async def
-    info: Any  # its FunctionInfo (context_param: the name of its Context parameter, if any)
-
-    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
-        """Run the tool and build its CallToolResult (a dict at once, or the coroutine that makes it)."""
-        ...
 
 
 logger = logging.getLogger("mcpkit.server.tasks")
@@ -121,6 +116,8 @@ class ServerTasks:
             server.set_handler(method, handler)
         # the extension exists in 2026-07-28 only (in 2025-11-25 tasks are the core's capabilities.tasks)
         server.declare_extension(TASKS_EXTENSION, {}, versions=MODERN_VERSIONS)
+        #: removes the task entry from the server's interceptors
+        self.remove: Callable[[], None] = server.add_interceptor(self.intercept, methods="tools/call")
 
     def capability(self, feats: Features) -> JSONDict | None:
         """The 2025-11-25 ``capabilities.tasks`` (None in other revisions)."""
@@ -128,17 +125,19 @@ class ServerTasks:
 
     # ------------------------------------------------------------------ tools/call
 
-    def call_tool(self, sctx: ServerRequestContext, params: JSONDict, tool: Tool, arguments: JSONDict) -> Any:
-        """The entry of a ``tools/call`` of ``tool`` (its name and arguments checked): runs it as a task when the
-        revision and the request say so, plainly otherwise, or refuses it (see the module docstring)."""
-        server = self.server
+    async def intercept(self, call: Any, call_next: Callable[[Any], Awaitable[JSONDict]]) -> JSONDict:
+        """The task entry: an interceptor of ``tools/call`` (``Server.add_interceptor``). A call of a tool that may
+        run as a task, or one that asks for a task, is decided by :meth:`call_tool`; any other goes on as it is."""
+        params = call.params
+        tool = self.server.task_tool(params.get("name"), call.context)
+        if tool is None or (tool.task_support is None and "task" not in params) or not _arguments_ok(params):
+            return await call_next(call)  # (an unknown or hidden tool, bad arguments: the handler answers)
+        outcome = self.call_tool(call.context, params, tool, lambda: call_next(call))
+        return await outcome if inspect.isawaitable(outcome) else outcome  # type: ignore[no-any-return]
 
-        def run() -> Any:
-            context = Context(server, sctx) if tool.info.context_param is not None else None
-            return tool.call(arguments, context, sctx.features)
-
-        if tool.sync is not None:  # a plain def's worker thread reaches the serving loop through this
-            server._serving_loop = running_loop()
+    def call_tool(self, sctx: ServerRequestContext, params: JSONDict, tool: Tool, run: Callable[[], Any]) -> Any:
+        """A ``tools/call`` of ``tool``, ``run()`` being the call itself: run as a task when the revision and the
+        request say so, plainly otherwise, or refused (see the module docstring)."""
         feats = sctx.features
         support = tool.task_support
         if feats.tasks:
@@ -192,11 +191,11 @@ class ServerTasks:
                 if runner.done():
                     exc = runner.exception()
                     if exc is not None:
-                        raise exc  # input_required (before any task exists), -32021, a TaskFailed error
-                    if tool.task_support != "required":
+                        raise exc  # -32021, a TaskFailed error, ...: no task
+                    result: JSONDict = runner.result()
+                    if tool.task_support != "required" or result.get("resultType") == "input_required":
                         await engine.discard(record["id"])
-                        result: JSONDict = runner.result()
-                        return result  # done at once: the plain answer (the extension allows it)
+                        return result  # done at once, or asks first (before any task exists): the plain answer
                     record = await engine.complete_now(record, runner.result())
                     return {"resultType": "task", **extension_task(record)}
         except BaseException:  # (the request was cancelled, or ended with its error): no task came of it
@@ -432,9 +431,16 @@ def enable_tasks(server: Any, engine: TaskEngine | TaskStore | None = None, **op
         engine = TaskEngine(engine, **options)
     elif options:
         raise TypeError("give the engine's options to TaskEngine(...) itself")
+    if server.tasks is not None:
+        server.tasks.remove()  # (enabled again: the new engine replaces the old one)
     server.tasks = tasks = ServerTasks(server, engine)
     server._caps_cache.clear()
     return tasks
+
+
+def _arguments_ok(params: JSONDict) -> bool:
+    arguments = params.get("arguments")
+    return arguments is None or type(arguments) is dict
 
 
 async def _body(run: Callable[[], Any]) -> Any:
