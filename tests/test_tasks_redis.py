@@ -16,10 +16,11 @@ import pytest
 
 from core_helpers import RawPeer
 from mcpkit import Client
+from mcpkit.protocol.errors import TaskLimitReached
 from mcpkit.stores.redis import RedisTaskStore
 from mcpkit.tasks import TaskEngine
 from mcpkit.tasks.model import new_record
-from redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
+from redis_server import _free_port, redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 from support.procs import stop, wait_listening
 from tasks_support import LEGACY, Probe, call, make_app, raw
 
@@ -243,3 +244,40 @@ async def test_a_handshake_session_task_without_a_principal_is_found_on_the_work
     finally:
         for app in apps:
             await app.tasks.engine.aclose()
+
+
+async def test_the_task_store_works_on_a_redis_cluster(redis_cluster_url: str) -> None:  # noqa: F811
+    """Redis Cluster: the caps' keys share one slot ({tasks}), each record its own; a change on one store wakes a
+    task waiting on another; list and expiry as on one Redis."""
+    one = RedisTaskStore(redis_cluster_url, prefix="xc1:", cluster=True)
+    two = RedisTaskStore(redis_cluster_url, prefix="xc1:", cluster=True)
+    engine_a, engine_b = TaskEngine(one, max_tasks_per_principal=2), TaskEngine(two, max_tasks_per_principal=2)
+    try:
+        record = await engine_a.create(owner="p:carol", method="tools/call", name="t")
+        await engine_a.create(owner="p:carol", method="tools/call", name="t")
+        with pytest.raises(TaskLimitReached):
+            await engine_b.create(owner="p:carol", method="tools/call", name="t")
+        control = engine_a.control()
+
+        async def work() -> dict[str, Any]:
+            answer = await control.ask("elicitation/create", {"message": "?"})
+            return {"content": [{"type": "text", "text": answer["action"]}]}
+
+        engine_a.adopt(record, control, asyncio.ensure_future(work()))
+        for _ in range(200):
+            seen = await engine_b.get(record["id"], "p:carol")
+            if seen is not None and seen["requests"]:
+                break
+            await asyncio.sleep(0.02)
+        await engine_b.answer(record["id"], {"elicitation-1": {"result": {"action": "accept"}}})
+        for _ in range(200):
+            done = await engine_b.get(record["id"], "p:carol")
+            if done is not None and done["status"] == "completed":
+                break
+            await asyncio.sleep(0.02)
+        assert done is not None and done["result"]["content"][0]["text"] == "accept"
+        listed = await engine_b.list("p:carol", None, 10)
+        assert record["id"] in [r["id"] for r in listed]
+    finally:
+        await engine_a.aclose()
+        await engine_b.aclose()
