@@ -295,6 +295,7 @@ class RedisFanout:
         for task in tasks:
             task.cancel()
         if self._unsent and self.running:  # one last try for what waits (bounded by the timeout)
+            self.conn.failed_at = 0.0  # (a real try, whatever the breaker says: nothing comes after this one)
             with contextlib.suppress(Exception):
                 await self._flush()
         for task in tasks:
