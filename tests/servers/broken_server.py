@@ -37,6 +37,7 @@ STDIO_FAULTS: dict[str, set[str]] = {
     "no-fallback": {"M046"},
     "progress-decreasing": {"M085"},
     "ignore-cancel": {"S027"},
+    "answer-cancelled": {"SX12"},  # answers a cancelled request with an error at once
     "accept-any-cursor": {"S030"},
     "no-batch": {"M011"},
     "no-content": {"M068"},
@@ -239,6 +240,8 @@ class Server:
             task = s.tasks.pop(json.dumps(params.get("requestId")), None)
             if task is not None and not self.has("ignore-cancel"):
                 task.cancel()
+                if self.has("answer-cancelled"):
+                    await emit(self.error(params.get("requestId"), -32800, "Request cancelled"))
             elif task is None and self.has("answer-cancel"):
                 return self.error(None, -32602, "Unknown request to cancel")
         return None

@@ -28,6 +28,7 @@ JSON = dict[str, Any]
 
 MAX_MESSAGE = DEFAULT_MAX_MESSAGE_SIZE
 """The largest message (stdio line, HTTP body, SSE event, WebSocket message) the checker accepts from a server."""
+MAX_RECORDED = 50_000  # payloads (and notifications, server requests) a wire keeps; beyond, counted only
 STDERR_LINES = 50  # the last lines of a stdio server's stderr kept for evidence
 STDERR_LINE_BYTES = 8 * 1024
 
@@ -92,6 +93,7 @@ class Wire:
         self.modern_meta: JSON | None = None  # set for a stateless (2026-07-28) session
         self.initialized_at: float | None = None  # when notifications/initialized was sent
         self.cancelled: set[str] = set()  # keys of the requests we cancelled
+        self.dropped = 0  # payloads past MAX_RECORDED, not kept
 
     def with_meta(self, params: JSON | None) -> JSON | None:
         """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
@@ -116,18 +118,24 @@ class Wire:
         return json.dumps(msg_id, sort_keys=True)
 
     def record(self, inc: Incoming) -> None:
-        """Take one received payload: route responses, keep notifications, answer the server's requests."""
-        self.incoming.append(inc)
+        """Take one received payload: route responses, keep notifications, answer the server's requests. Past
+        :data:`MAX_RECORDED` payloads a flooding server's messages are counted, not kept (responses still route)."""
+        if len(self.incoming) < MAX_RECORDED:
+            self.incoming.append(inc)
+        else:
+            self.dropped += 1
         if inc.error is not None:
             return
         items = inc.data if isinstance(inc.data, list) else [inc.data]
         for msg in items:
             sub = Incoming(json.dumps(msg), msg, None, inc.at, inc.channel) if isinstance(inc.data, list) else inc
             if is_request(msg):
-                self.server_requests.append(sub)
+                if len(self.server_requests) < MAX_RECORDED:
+                    self.server_requests.append(sub)
                 self._answer_server_request(msg)
             elif is_notification(msg):
-                self.notifications.append(sub)
+                if len(self.notifications) < MAX_RECORDED:
+                    self.notifications.append(sub)
             elif isinstance(msg, dict):
                 key = self.key(msg.get("id"))
                 fut = self._pending.pop(key, None)

@@ -98,11 +98,13 @@ class HttpWire(Wire):
 
     transport = "http"
 
-    def __init__(self, url: str, headers: dict[str, str] | None = None, *, timeout: float = 30.0):
+    def __init__(
+        self, url: str, headers: dict[str, str] | None = None, *, timeout: float = 30.0, auth: httpx.Auth | None = None
+    ):
         super().__init__()
         self.url = url
         self.extra_headers = dict(headers or {})  # sent to ``url`` only: the wire never talks to another origin
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False)
+        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False, auth=auth)
         self.session_id: str | None = None
         self.exchanges: list[HttpExchange] = []
         self._tasks: set[asyncio.Task[HttpExchange]] = set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -71,6 +72,15 @@ _output = click.option("--output", "-o", default=None, help="Also write the repo
 )
 @click.option("--header", "-H", multiple=True, help="Extra HTTP header 'Name: value' (sent to the target only).")
 @click.option("--token", default=None, envvar="MCPKIT_CHECK_TOKEN", help="Bearer token for a protected server.")
+@click.option(
+    "--auth",
+    "use_oauth",
+    is_flag=True,
+    help="Get a token with mcpkit's OAuth client: the browser flow, or with --client-id and --client-secret the "
+    "client credentials grant.",
+)
+@click.option("--client-id", default=None, envvar="MCPKIT_CHECK_CLIENT_ID", help="With --auth: a registered client.")
+@click.option("--client-secret", default=None, envvar="MCPKIT_CHECK_CLIENT_SECRET", help="With --auth: its secret.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
 @click.option(
     "--no-stateless",
@@ -88,6 +98,9 @@ def check(
     transport: str | None,
     header: tuple[str, ...],
     token: str | None,
+    use_oauth: bool,
+    client_id: str | None,
+    client_secret: str | None,
     verbose: bool,
     no_stateless: bool,
 ) -> None:
@@ -108,9 +121,13 @@ def check(
     if version not in HANDSHAKE_VERSIONS:
         raise click.BadParameter(f"choose one of {', '.join(HANDSHAKE_VERSIONS)}", param_hint="--protocol-version")
     spec: str | list[str] = target[0] if len(target) == 1 else list(target)
-    try:
-        report = asyncio.run(
-            run_checks(
+    if use_oauth and not (isinstance(spec, str) and spec.startswith(("http://", "https://"))):
+        raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
+
+    async def main() -> object:
+        auth = _oauth(str(spec), client_id, client_secret) if use_oauth else None
+        try:
+            return await run_checks(
                 spec,
                 protocol_version=version,
                 timeout=timeout,
@@ -118,12 +135,37 @@ def check(
                 modern=not no_stateless,
                 transport=transport,
                 token=token,
+                auth=auth,
             )
-        )
+        finally:
+            if auth is not None:
+                await auth.aclose()
+
+    try:
+        report = asyncio.run(main())
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
+    from ..check.report import Report
+
+    assert isinstance(report, Report)
     _emit(report, "json" if as_json else fmt, verbose, output)
     sys.exit(report.exit_code(fail_on))
+
+
+def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
+    """mcpkit's OAuth client for ``url``: client credentials when both are given, else the browser flow."""
+    from ..auth import LoopbackCallback, OAuthClient
+
+    if client_id and client_secret:
+        return OAuthClient(url, grant_type="client_credentials", client_id=client_id, client_secret=client_secret)
+    callback = LoopbackCallback()
+    return OAuthClient(
+        url,
+        client_id=client_id,
+        client_metadata={"client_name": "mcpkit check", "redirect_uris": [callback.redirect_uri]},
+        redirect_handler=callback.redirect_handler,
+        callback_handler=callback.callback_handler,
+    )
 
 
 @click.command("check-client")

@@ -122,7 +122,8 @@ class CheckerBase:
 
     ``target`` is a command line (or argv list) run over stdio, or a URL: ``http(s)://`` Streamable HTTP (legacy
     HTTP+SSE when its path ends in ``/sse``), ``ws(s)://`` WebSocket; ``transport`` overrides the guess. ``headers``
-    and ``token`` (sent as ``Authorization: Bearer``) go to the target's own origin only."""
+    and ``token`` (sent as ``Authorization: Bearer``) go to the target's own origin only; ``auth`` (an
+    ``httpx.Auth`` such as :class:`mcpkit.auth.OAuthClient`) authorizes the Streamable HTTP sessions instead."""
 
     def __init__(
         self,
@@ -136,6 +137,7 @@ class CheckerBase:
         modern: bool = True,
         transport: str | None = None,
         token: str | None = None,
+        auth: Any = None,
     ) -> None:
         self.target = target
         self.modern_pass = modern
@@ -145,6 +147,7 @@ class CheckerBase:
         self.timeout = timeout
         self.env = env
         self.token = token
+        self.auth = auth  # an httpx.Auth (e.g. mcpkit.auth.OAuthClient) for a protected Streamable HTTP target
         self.headers = dict(headers or {})
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
@@ -166,7 +169,7 @@ class CheckerBase:
         wire: Wire
         if self.transport == "http":
             assert isinstance(self.target, str)
-            wire = HttpWire(self.target, self.headers, timeout=max(30.0, self.timeout * 3))
+            wire = HttpWire(self.target, self.headers, timeout=max(30.0, self.timeout * 3), auth=self.auth)
         elif self.transport in ("sse", "ws"):
             assert isinstance(self.target, str)
             wire = network_wire(self.transport, self.target, self.headers, max(10.0, self.timeout))

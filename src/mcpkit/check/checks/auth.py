@@ -21,7 +21,7 @@ import httpx
 from ...auth.client_discovery import fetch_refusal
 from ...transports.http.client_support import ResponseTooLarge, read_capped
 from ..wire_http import origin_of
-from ._base import JSON, CheckerBase, _short
+from ._base import CLIENT_INFO, JSON, CheckerBase, _short
 
 MAX_DOCUMENT = 256 * 1024
 INVALID_TOKEN = "mcpkit-check-invalid-token"
@@ -39,7 +39,7 @@ class AuthChecks(CheckerBase):
     """The authorization rules of a protected HTTP server (only when it answers 401 without credentials)."""
 
     def _initialize_body(self, rid: int) -> JSON:
-        params = {"protocolVersion": self.version, "capabilities": {}, "clientInfo": {"name": "mcpkit-check"}}
+        params = {"protocolVersion": self.version, "capabilities": {}, "clientInfo": CLIENT_INFO}
         return {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}
 
     async def _post(self, client: httpx.AsyncClient, url: str, authorization: str | None) -> tuple[int, dict[str, str]]:

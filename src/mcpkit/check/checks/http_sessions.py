@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from ..wire_http import HttpWire
-from ._base import CheckerBase
+from ._base import CLIENT_INFO, CheckerBase
 
 BAD_ORIGIN = "http://mcpkit-check.invalid"
 
@@ -50,7 +50,7 @@ class HttpSessionChecks(CheckerBase):
                     "jsonrpc": "2.0",
                     "id": wire.new_id(),
                     "method": "initialize",
-                    "params": {"protocolVersion": self.version, "capabilities": {}, "clientInfo": {"name": "o"}},
+                    "params": {"protocolVersion": self.version, "capabilities": {}, "clientInfo": CLIENT_INFO},
                 },
                 headers={"Origin": BAD_ORIGIN},
             )

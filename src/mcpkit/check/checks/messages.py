@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..wire import MAX_MESSAGE, OVERSIZED, Incoming, Wire
+from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, Incoming, Wire
 from ._base import (
     CheckerBase,
     _is_int,
@@ -53,6 +53,9 @@ class MessageChecks(CheckerBase):
                     "ids",
                 )
         r.info["messages received"] = total
+        dropped = sum(w.dropped for w in self.wires)
+        if dropped:
+            r.info["messages not kept"] = f"{dropped} past the {MAX_RECORDED} a session keeps (not judged)"
         if oversized:
             r.info["messages not read"] = f"{oversized} over {MAX_MESSAGE} bytes (the bound of mcpkit's client)"
         if self.transport == "stdio":

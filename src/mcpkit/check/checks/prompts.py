@@ -23,7 +23,7 @@ class PromptChecks(CheckerBase):
         resp = await self.call(wire, "prompts/list", {})
         self.capability_matches("M058", "prompts", "prompts/list", resp)
         if _res(resp) is None:
-            for req in ("M059", "M060", "M061", "M062", "M063"):
+            for req in ("M059", "M060", "M061", "M062", "M063", "A019"):
                 r.skip(req, "the server offers no prompts")
             return
         prompts = await self.list_all(wire, "prompts/list", "prompts", "M059") or []
@@ -95,6 +95,7 @@ class PromptChecks(CheckerBase):
         if ref is None:
             r.skip("M088", "no prompt argument or template variable to complete")
             r.skip("M089", "nothing to complete")
+            r.skip("A026", "nothing to complete")
             return
         resp = await self.call(wire, "completion/complete", {"ref": ref, "argument": {"name": arg, "value": ""}})
         if self.feats.completions_capability:
@@ -102,6 +103,7 @@ class PromptChecks(CheckerBase):
         res = _res(resp)
         if res is None:
             r.skip("M089", f"completion/complete refused ({_code(resp)})")
+            r.skip("A026", f"completion/complete refused ({_code(resp)})")
             return
         comp = res.get("completion")
         values = comp.get("values") if isinstance(comp, dict) else None

@@ -22,7 +22,7 @@ class ResourceChecks(CheckerBase):
         resp = await self.call(wire, "resources/list", {})
         self.capability_matches("M048", "resources", "resources/list", resp)
         if _res(resp) is None:
-            for req in ("M049", "M050", "M051", "M052", "M053", "M054", "M055", "M056", "S022"):
+            for req in ("M049", "M050", "M051", "M052", "M053", "M054", "M056", "S022", "A017", "A018"):
                 r.skip(req, "the server offers no resources")
             return
         resources = await self.list_all(wire, "resources/list", "resources", "M049") or []
@@ -56,7 +56,8 @@ class ResourceChecks(CheckerBase):
             r.skip("M051", "no resource to read")
         resp = await self.call(wire, "resources/templates/list", {})
         if _res(resp) is None:
-            r.skip("M053", f"resources/templates/list not offered ({_code(resp)})")
+            for req in ("M053", "M054", "A018"):
+                r.skip(req, f"resources/templates/list not offered ({_code(resp)})")
             templates: list[Any] = []
         else:
             templates = await self.list_all(wire, "resources/templates/list", "resourceTemplates", "M053") or []
@@ -75,6 +76,7 @@ class ResourceChecks(CheckerBase):
                     r.skip("A018", "no template carries a name, description or mimeType", "resources/templates/list")
             else:
                 r.skip("M054", "no resource templates")
+                r.skip("A018", "no resource templates")
         self.templates = templates
         if subscribe:
             await self.check_subscribe(wire, resources)

@@ -68,7 +68,8 @@ class Checker(
         r = self.report
         r.info["requested protocol version"] = self.version
         try:
-            if self.transport == "http" and await self.check_auth() and "Authorization" not in self.headers:
+            protected = self.transport == "http" and await self.check_auth()
+            if protected and "Authorization" not in self.headers and self.auth is None:
                 r.info["aborted"] = (
                     "the server requires authorization; its authorization rules were checked, the rest needs a "
                     "token (--token)"
@@ -120,7 +121,15 @@ class Checker(
             target = {"type": self.transport, "url": self.target, "headers": self.headers}
         try:
             async with asyncio.timeout(30):
-                client = Client(target, env=self.env, cwd=self.cwd, reconnect=False, timeout=self.timeout)
+                options = {"auth": self.auth} if self.auth is not None and self.transport == "http" else None
+                client = Client(
+                    target,
+                    env=self.env,
+                    cwd=self.cwd,
+                    reconnect=False,
+                    timeout=self.timeout,
+                    transport_options=options,
+                )
                 async with client:
                     tools = await client.list_tools() if "tools" in client.server_capabilities else []
                     prompts = await client.list_prompts() if "prompts" in client.server_capabilities else []
@@ -214,7 +223,7 @@ def _one_call(checker: Callable[P, Checker]) -> Callable[P, Coroutine[Any, Any, 
     async def run_checks(*args: P.args, **kwargs: P.kwargs) -> Report:
         """Run every check against ``target`` (a command line, an argv list, or an http(s) URL); the options are
         those of :class:`Checker` (``protocol_version``, ``timeout``, ``env``, ``headers``, ``cwd``, ``modern``,
-        ``transport``, ``token``).
+        ``transport``, ``token``, ``auth``).
         With ``modern`` (the default) a server that offers 2026-07-28 is checked in a stateless session, too."""
         return await checker(*args, **kwargs).run()
 

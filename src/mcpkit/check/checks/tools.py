@@ -23,7 +23,7 @@ class ToolChecks(CheckerBase):
         resp = await self.call(wire, "tools/list", {})
         self.capability_matches("M065", "tools", "tools/list", resp)
         if _res(resp) is None:
-            for req in ("M066", "M067", "M068", "M069"):
+            for req in ("M066", "M067", "M068", "M069", "A020"):
                 r.skip(req, "the server offers no tools")
             return
         tools = await self.list_all(wire, "tools/list", "tools", "M066") or []

@@ -23,7 +23,7 @@ from typing import Any
 
 from ...transports.http.headers import decode_header_value
 from ..wire import MAX_MESSAGE
-from .scripted import Conn, Entry, ScriptedServer
+from .scripted import Conn, Entry, ScriptedServer, TooMany
 
 RELAY = Path(__file__).with_name("relay.py")
 RELAY_FRAME = 8 * MAX_MESSAGE  # a relay frame: one line of the client, JSON-escaped (latin-1: up to 6 bytes a byte)
@@ -60,8 +60,12 @@ class StdioHost:
         if not hmac.compare_digest(token.encode(), self.token.encode()):
             writer.close()
             return
-        conn = self.server.connect("stdio")
-        conn.log.append(Entry("event", "hello", hello))
+        try:
+            conn = self.server.connect("stdio")
+        except TooMany:
+            writer.close()
+            return
+        conn.keep(Entry("event", "hello", hello))
         lock = asyncio.Lock()
 
         async def emit(msg: Any) -> None:
@@ -85,7 +89,7 @@ class StdioHost:
                     continue
                 kind = event.get("t") if isinstance(event, dict) else None
                 if kind != "in":
-                    conn.log.append(Entry("event", str(kind), event))
+                    conn.keep(Entry("event", str(kind), event))
                     continue
                 raw = str(event.get("d", "")).encode("latin-1", "replace").decode("utf-8", "replace")
                 entry = self.server.record_in(conn, raw)
@@ -95,7 +99,7 @@ class StdioHost:
                     task.add_done_callback(self._tasks.discard)
         finally:
             conn.closed_at = time.monotonic()
-            conn.log.append(Entry("event", "closed"))
+            conn.keep(Entry("event", "closed"))
             writer.close()
 
     async def _answer(self, conn: Conn, msg: Any, emit: Any) -> None:
@@ -184,14 +188,17 @@ class HttpHost:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         method = scope["method"]
-        if method == "POST":
-            await self.post(scope, receive, send, headers)
-        elif method == "GET":
-            await self.get(headers, receive, send)
-        elif method == "DELETE":
-            await self.delete(headers, send)
-        else:
-            await _respond(send, 405, b"", "text/plain")
+        try:
+            if method == "POST":
+                await self.post(scope, receive, send, headers)
+            elif method == "GET":
+                await self.get(headers, receive, send)
+            elif method == "DELETE":
+                await self.delete(headers, send)
+            else:
+                await _respond(send, 405, b"", "text/plain")
+        except TooMany as exc:
+            await _respond(send, 503, str(exc).encode(), "text/plain")
 
     def _conn_for(self, headers: dict[str, str]) -> tuple[Conn, _Session | None]:
         sid = headers.get("mcp-session-id")
@@ -209,7 +216,7 @@ class HttpHost:
         info: dict[str, Any] = {"method": "POST", "headers": headers}
         if body is None:
             conn, _ = self._conn_for(headers)
-            conn.log.append(Entry("in", f"<a body over {MAX_MESSAGE} bytes>", None, "too large", http=info))
+            conn.keep(Entry("in", f"<a body over {MAX_MESSAGE} bytes>", None, "too large", http=info))
             await _respond(send, 413, b"", "text/plain")
             return
         text = body.decode("utf-8", "replace")
@@ -227,6 +234,7 @@ class HttpHost:
             conn, session = self.server.connect("http"), None
         else:
             conn, session = self._conn_for(headers)
+        info["ids"] = [m["id"] for m in (msg if isinstance(msg, list) else [msg]) if isinstance(m, dict) and "id" in m]
         entry = self.server.record_in(conn, text, info)
         if entry.data is None:
             await self._json(
@@ -313,7 +321,7 @@ class HttpHost:
         retry = self.server.scenario.retry_ms
         info["status"] = 200
         info["cut"] = time.monotonic()
-        conn.log.append(Entry("event", "cut", {"id": event_id, "retry": retry}))
+        conn.keep(Entry("event", "cut", {"id": event_id, "retry": retry}))
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         frame = f"id: {event_id}\nretry: {retry}\ndata: \n\n".encode()
         await send({"type": "http.response.body", "body": frame, "more_body": False})
@@ -321,7 +329,7 @@ class HttpHost:
     async def get(self, headers: dict[str, str], receive: Any, send: Any) -> None:
         conn, session = self._conn_for(headers)
         info: dict[str, Any] = {"method": "GET", "headers": headers}
-        conn.log.append(Entry("http", "GET", http=info))
+        conn.keep(Entry("http", "GET", http=info))
         if session is None or session.ended:
             info["status"] = 404 if session is not None else 400
             await _respond(send, info["status"], b"", "text/plain")
@@ -344,7 +352,7 @@ class HttpHost:
     async def delete(self, headers: dict[str, str], send: Any) -> None:
         conn, session = self._conn_for(headers)
         info: dict[str, Any] = {"method": "DELETE", "headers": headers}
-        conn.log.append(Entry("http", "DELETE", http=info))
+        conn.keep(Entry("http", "DELETE", http=info))
         if session is None:
             info["status"] = 404
             await _respond(send, 404, b"", "text/plain")
@@ -355,6 +363,8 @@ class HttpHost:
 
     async def _json(self, send: Any, conn: Conn, status: int, answer: Any, info: dict[str, Any]) -> None:
         raw = self.server.record_out(conn, answer)
+        if isinstance(answer, dict) and answer.get("id") is None and info.get("ids"):
+            conn.keep(Entry("event", "answered", info["ids"]))  # an id-less refusal ends those requests too
         info["status"] = status
         await _respond(send, status, raw.encode(), "application/json")
 

@@ -63,8 +63,9 @@ class ClientJudge:
         total = 0
         for conn in self.conns:
             seen: set[str] = set()
-            # no session (HTTP requests without one, 2026-07-28): an id need only differ from the outstanding ones
-            outstanding_only = self.transport == "http" and conn.era != "handshake"
+            # without a session (HTTP requests without one, the 2026-07-28 era) an id need only differ from the
+            # ids of the requests still unanswered
+            outstanding_only = conn.era != "handshake"
             asked = {
                 json.dumps(m.get("id"))
                 for e in conn.log
@@ -72,19 +73,21 @@ class ClientJudge:
                 for m in items(e)
                 if isinstance(m, dict) and "method" in m and "id" in m
             }
-            for entry in conn.incoming():
-                if entry.error is not None:
-                    if entry.error == "too large":
-                        continue
-                    r.fail("M001", f"not JSON: {short(entry.raw, 160)!r}", "messages")
-                    continue
+            for entry in conn.log:  # in the order things happened
+                if entry.dir == "out" and outstanding_only:
+                    for m in items(entry):
+                        if isinstance(m, dict) and "method" not in m:
+                            seen.discard(json.dumps(m.get("id"), sort_keys=True))  # answered: its id is free
+                if entry.dir == "event" and entry.raw == "answered" and outstanding_only:
+                    for rid in entry.data or []:
+                        seen.discard(json.dumps(rid, sort_keys=True))
+                if entry.dir != "in" or entry.error is not None:
+                    continue  # (not JSON at all: the transport's framing rule, M017 over stdio, M021 over HTTP)
                 if isinstance(entry.data, list) and conn.version != V2025_03_26:
                     r.fail("M001", f"a JSON-RPC batch at {conn.version}, which has none: {short(entry.raw)}")
                 for msg in items(entry):
                     total += 1
                     self.message(msg, seen, asked)
-                if outstanding_only:
-                    seen.clear()  # each stateless POST is answered before its exchange ends
         if total:
             for req, what in (
                 ("M001", "every message is JSON-RPC 2.0"),

@@ -88,7 +88,8 @@ class TransportRules:
         if gets:
             bad_get = [e for e in gets if not accepts(e, "text/event-stream")]
             if bad_get:
-                r.fail("M024", f"a GET without text/event-stream in Accept: {bad_get[0].http}", "http")
+                accept = headers_of(bad_get[0]).get("accept")
+                r.fail("M024", f"a GET with Accept {accept!r} (must list text/event-stream)", "http")
             else:
                 r.ok("M024", f"{len(gets)} GET(s) accept text/event-stream", "http")
             r.ok("A006", f"the client opened {len(gets)} GET stream(s)", "http")

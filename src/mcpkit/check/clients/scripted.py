@@ -40,6 +40,9 @@ CAPABILITIES: JSON = {"tools": {"listChanged": False}}
 ASK_TIMEOUT = 10.0  # how long the server waits for the client's answer to one of its requests
 INIT_DELAY = 0.3  # the initialize response waits this long: requests sent meanwhile are judged (S013)
 UNKNOWN_VERSION = "1999-01-01"
+PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
+MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of a client may open
+MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
 ECHO = {
     "name": "check_echo",
     "description": "Answers at once (with progress notifications first when asked for progress).",
@@ -59,6 +62,10 @@ ELICIT_PARAMS: JSON = {
     "message": "Your name? (mcpkit check-client)",
     "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
 }
+
+
+class TooMany(Exception):
+    """The client opened more connections in one run than the scripted server takes."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +126,15 @@ class Conn:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.closed_at: float | None = None
+        self.dropped = 0  # entries past MAX_ENTRIES, not kept
         self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
+
+    def keep(self, entry: Entry) -> None:
+        """Log ``entry`` unless the connection's log is full (then it is counted in ``dropped``)."""
+        if len(self.log) < MAX_ENTRIES:
+            self.log.append(entry)
+        else:
+            self.dropped += 1
 
     def incoming(self) -> list[Entry]:
         return [e for e in self.log if e.dir == "in"]
@@ -144,22 +159,27 @@ class ScriptedServer:
         self.activity = asyncio.Event()  # set on every message (the --url mode waits on it)
 
     def connect(self, transport: str) -> Conn:
+        """A new connection of the client; :class:`TooMany` past :data:`MAX_CONNECTIONS` in one run."""
+        if len(self.conns) >= MAX_CONNECTIONS:
+            raise TooMany(f"more than {MAX_CONNECTIONS} connections in one run")
         conn = Conn(len(self.conns) + 1, transport)
         self.conns.append(conn)
         return conn
 
     def record_in(self, conn: Conn, raw: str, http: JSON | None = None) -> Entry:
+        """Record what the client sent (kept up to :data:`MAX_ENTRIES` a connection; the rest is counted)."""
         try:
             entry = Entry("in", raw, json.loads(raw), http=http)
         except ValueError as exc:
             entry = Entry("in", raw, None, f"not JSON: {exc}", http=http)
-        conn.log.append(entry)
+        conn.keep(entry)
         self.activity.set()
         return entry
 
     def record_out(self, conn: Conn, msg: Any) -> str:
+        """Record what the server sends; returns it as compact JSON."""
         raw = json.dumps(msg, separators=(",", ":"))
-        conn.log.append(Entry("out", raw, msg))
+        conn.keep(Entry("out", raw, msg))
         return raw
 
     async def handle(self, conn: Conn, msg: Any, emit: Emit) -> JSON | list[Any] | None:
@@ -236,8 +256,9 @@ class ScriptedServer:
 
     async def echo(self, conn: Conn, rid: Any, params: JSON, emit: Emit, modern: bool) -> JSON:
         token = (params.get("_meta") or {}).get("progressToken")
-        if token is not None:
+        if token is not None:  # two steps a little apart: a request with progress stays active a moment (M083)
             for n in (1, 2):
+                await asyncio.sleep(PROGRESS_STEP)
                 note = {"progressToken": token, "progress": n, "total": 2, "message": f"step {n} of 2"}
                 await emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
         text = str((params.get("arguments") or {}).get("text", "echo"))

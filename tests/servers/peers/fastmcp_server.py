@@ -1,0 +1,46 @@
+"""A server on FastMCP (``fastmcp`` 4.1.6), written as its docs show: stdio by default, ``--http PORT`` for
+Streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from fastmcp import Context, FastMCP
+
+mcp = FastMCP("fastmcp-example")
+
+
+@mcp.tool
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@mcp.tool
+async def slow(steps: int, ctx: Context) -> str:
+    """Report progress for steps x 100 ms."""
+    for i in range(steps):
+        await asyncio.sleep(0.1)
+        await ctx.report_progress(i + 1, steps)
+    return "done"
+
+
+@mcp.resource("test://hello", mime_type="text/plain")
+def hello() -> str:
+    """A static text resource."""
+    return "hello"
+
+
+@mcp.prompt
+def greet(name: str) -> str:
+    """Greet someone."""
+    return f"Please greet {name}."
+
+
+if __name__ == "__main__":
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--http") + 1])
+        mcp.run(transport="http", host="127.0.0.1", port=port, show_banner=False)
+    else:
+        mcp.run(show_banner=False)
