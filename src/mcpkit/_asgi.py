@@ -73,6 +73,15 @@ async def read_rest(receive: Receive, first: Message, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of request header ``name`` (lower-case), decoded as latin-1 (ASGI servers give names in
+    lower case; a name in another case matches too)."""
+    for key, value in scope.get("headers", ()):
+        if key == name or bytes(key).lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
 async def read_body(receive: Receive, limit: int) -> bytes:
     """The whole request body, at most ``limit`` bytes (see :func:`read_rest`)."""
     return await read_rest(receive, await receive(), limit)
@@ -86,6 +95,7 @@ __all__ = [
     "Receive",
     "Scope",
     "Send",
+    "header",
     "lifespan",
     "read_body",
     "read_rest",

@@ -107,6 +107,10 @@ class HostedSession(Protocol):
     subscriptions: set[str]
     state: dict[str, Any]
 
+    def mark_initialized(self) -> None:
+        """The client sent ``notifications/initialized`` (here, or on another worker: a restored session)."""
+        ...
+
     async def wait_initialized(self, timeout: float = 10.0) -> None:
         """Return once the client sent ``notifications/initialized``."""
         ...
@@ -151,6 +155,11 @@ class HostedServer(FanoutTarget, Protocol):
 
     def implements(self, method: str, *, modern: bool) -> bool:
         """Whether the server answers ``method`` in the given era."""
+        ...
+
+    def tool_param_headers(self, name: str) -> Mapping[str, Sequence[str]] | None:
+        """Tool ``name``'s ``Mcp-Param-*`` headers (``x-mcp-header`` annotations: header name -> argument path);
+        None when it has none or is unknown (``Server``: None; ``MCPKit``: from the tool's input schema)."""
         ...
 
     def modern_context(self, meta: JSONDict | None) -> ModernContext:
@@ -228,14 +237,60 @@ class RequestHeaders(Mapping[str, str]):
         return f"RequestHeaders({self._map!r})"
 
 
+class LocalFanout:
+    """The default :class:`Fanout`: one worker; a change is delivered to this worker's clients and told to nobody
+    else."""
+
+    running = True
+
+    def __init__(self, server: FanoutTarget | None = None) -> None:
+        self.server = server
+
+    def bind(self, server: FanoutTarget) -> None:
+        self.server = server
+
+    async def start(self) -> None:
+        pass
+
+    async def publish(self, event: str, value: str) -> None:
+        await deliver(self.server, event, value)
+
+    async def session_changed(self, session_id: str) -> None:
+        pass
+
+    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def deliver(server: FanoutTarget | None, event: str, value: str) -> None:
+    """Deliver a published event to this worker's clients (``server.deliver_*``; nothing for an unknown event)."""
+    if server is None:
+        return
+    if event == "list_changed":
+        await server.deliver_list_changed(value)
+    elif event == "resource_updated":
+        await server.deliver_resource_updated(value)
+
+
+MAX_KEYS = 8
+"""Keys one ``requestState`` / cursor key ring holds at most (a forged state costs one HMAC per key): the server's
+sealer and the workers' configuration both check it."""
+
+
 __all__ = [
     "HTTP_REQUEST_HEADERS",
+    "MAX_KEYS",
     "Fanout",
     "FanoutTarget",
     "HostedServer",
     "HostedSession",
+    "LocalFanout",
     "ModernContext",
     "RequestHeaders",
     "SESSION_BINDING",
     "StateKeys",
+    "deliver",
 ]

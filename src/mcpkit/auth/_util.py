@@ -11,7 +11,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
-from .._asgi import Scope, Send
+from .._asgi import Send
+from .._asgi import header as header
 from .._asgi import read_body as read_body
 
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
@@ -64,13 +65,6 @@ def pkce_pair() -> tuple[str, str]:
 
 def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
-
-
-def header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if bytes(key).lower() == name:
-            return bytes(value).decode("latin-1")
-    return None
 
 
 async def send_json(send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:

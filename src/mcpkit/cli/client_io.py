@@ -308,10 +308,6 @@ def described(name: str | None, description: str | None) -> Any:
     return out
 
 
-def _dump(model: Any) -> Any:
-    return model.dump() if hasattr(model, "dump") else model
-
-
 def _schema_type(prop: Any, defs: dict[str, Any], depth: int = 0) -> str:
     """A short type for a JSON Schema: ``string``, ``list[integer]``, ``{x*: integer, y: integer}``, ``A|B``."""
     if not isinstance(prop, dict):

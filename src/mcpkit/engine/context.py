@@ -56,6 +56,12 @@ class RequestContext:
         self._slot = False  # holds one of the peer's max_concurrency slots
 
     @property
+    def rc(self) -> RequestContext:
+        """This context (what a server's request context calls its engine context: code that takes either reads
+        ``ctx.rc``)."""
+        return self
+
+    @property
     def meta(self) -> JSONDict | None:
         p = self.params
         if p is None:

@@ -71,19 +71,3 @@ def shape_result(
         if feats.always_structured_content and result.get("structuredContent") is None:
             result["structuredContent"] = {}
     return result
-
-
-def strip_modern_meta(params: dict[str, Any] | None) -> dict[str, Any] | None:
-    """Drop the modern-era per-request ``_meta`` keys (for handing params to era-neutral handlers)."""
-    if not params:
-        return params
-    meta = params.get("_meta")
-    if not meta:
-        return params
-    rest = {k: v for k, v in meta.items() if not k.startswith("io.modelcontextprotocol/")}
-    out = dict(params)
-    if rest:
-        out["_meta"] = rest
-    else:
-        del out["_meta"]
-    return out

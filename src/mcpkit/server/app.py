@@ -56,7 +56,7 @@ from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
 from .skills import Skills
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
-from .tools import Tool, ToolError, internal_error_message
+from .tools import Tool, ToolError, internal_error_message, tool_param_headers
 from .uri_template import UriTemplate
 from .visibility import Rules, Visibility, everything, pop_labels
 
@@ -265,6 +265,8 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
     def get_tool(self, name: str) -> Tool | None:
         """The registered tool called ``name``, or None."""
         return self._tools.get(name)
+
+    tool_param_headers = tool_param_headers  # (a tool's Mcp-Param-* headers, from its schema: server/tools.py)
 
     def task_tool(self, name: Any, ctx: ServerRequestContext) -> Tool | None:
         """The tool a ``tools/call`` of ``name`` would run for the caller of ``ctx`` (None: none it may see)."""

@@ -2,58 +2,16 @@
 
 The server owns one (``Server.fanout``, :class:`LocalFanout` by default) and calls it explicitly; backends live in
 :mod:`mcpkit.stores` (:class:`~mcpkit.stores.bus.BusFanout`, :class:`~mcpkit.stores.redis.RedisFanout`). The
-:class:`Fanout` interface itself is defined in :mod:`mcpkit.hosting` (below ``server/``, so ``stores/`` and the
-transports use it without importing the server) and re-exported here.
+:class:`Fanout` interface, :class:`LocalFanout` and :func:`deliver` are defined in :mod:`mcpkit.hosting` (below
+``server/``, so ``stores/`` and the transports use them without importing the server) and re-exported here.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..hosting import Fanout
-
-if TYPE_CHECKING:
-    from ..hosting import FanoutTarget
-
-
-class LocalFanout:
-    """The default :class:`Fanout`: one worker; a change is delivered to this worker's clients and told to nobody
-    else."""
-
-    running = True
-
-    def __init__(self, server: FanoutTarget | None = None) -> None:
-        self.server = server
-
-    def bind(self, server: FanoutTarget) -> None:
-        self.server = server
-
-    async def start(self) -> None:
-        pass
-
-    async def publish(self, event: str, value: str) -> None:
-        await deliver(self.server, event, value)
-
-    async def session_changed(self, session_id: str) -> None:
-        pass
-
-    def on_session_changed(self, listener: Callable[[str], Awaitable[None]]) -> None:
-        pass
-
-    async def aclose(self) -> None:
-        pass
-
-
-async def deliver(server: FanoutTarget | None, event: str, value: str) -> None:
-    """Deliver a published event to this worker's clients (``server.deliver_*``; nothing for an unknown event)."""
-    if server is None:
-        return
-    if event == "list_changed":
-        await server.deliver_list_changed(value)
-    elif event == "resource_updated":
-        await server.deliver_resource_updated(value)
+from ..hosting import Fanout, LocalFanout, deliver
 
 
 async def deliver_missed(server: Any) -> None:

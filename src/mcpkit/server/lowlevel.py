@@ -17,7 +17,7 @@ import inspect
 import logging
 import types
 import weakref
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._options import check_choice, named_options
@@ -294,6 +294,11 @@ class Server(Runnable):
     def supported_versions(self) -> list[str]:
         """Every revision served, newest first (modern ones lead)."""
         return sorted(self.modern_versions, reverse=True) + sorted(self.handshake_versions, reverse=True)
+
+    def tool_param_headers(self, name: str) -> Mapping[str, Sequence[str]] | None:
+        """Tool ``name``'s ``Mcp-Param-*`` headers, which the Streamable HTTP endpoint checks on 2026-07-28 calls:
+        None here (a low-level server's tools are its handler's); ``MCPKit`` reads its tools' schemas."""
+        return None
 
     def implements(self, method: str, *, modern: bool) -> bool:
         """Whether this server answers ``method`` in the given era (a registered handler or a built-in)."""

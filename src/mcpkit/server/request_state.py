@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from ..hosting import MAX_KEYS as MAX_KEYS
 from ..protocol.errors import InvalidParams
 
 _PREFIX = "v1."
@@ -41,8 +42,7 @@ def request_digest(method: str, params: dict[str, Any] | None) -> str:
     return hashlib.sha256(raw).hexdigest()[:32]
 
 
-#: Keys a ring holds at most (a forged state costs one HMAC per key).
-MAX_KEYS = 8
+# MAX_KEYS (hosting): keys a ring holds at most (a forged state costs one HMAC per key)
 
 
 def _checked(keys: Sequence[bytes]) -> list[bytes]:

@@ -96,6 +96,12 @@ class ServerSession:
         version = self.version
         return version is not None and not versions.is_modern(version)
 
+    def mark_initialized(self) -> None:
+        """The client sent ``notifications/initialized`` (or another worker saw it): requests waiting go on."""
+        self.initialized = True
+        if self._initialized_event is not None:
+            self._initialized_event.set()
+
     async def wait_initialized(self, timeout: float = 10.0) -> None:
         """Server→client requests wait for ``notifications/initialized`` (only ping and logging may go before)."""
         if self.initialized:
@@ -242,9 +248,7 @@ class ServerSession:
     async def _notified(self, method: str, params: JSONDict | None) -> None:
         if method == "notifications/initialized":
             if self.version is not None:
-                self.initialized = True
-                if self._initialized_event is not None:
-                    self._initialized_event.set()
+                self.mark_initialized()
             return
         handler = self.server._notification_handlers.get(method)
         if handler is not None:

@@ -15,10 +15,11 @@ from __future__ import annotations
 import inspect
 import logging
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability, TaskFailed
+from ..protocol.headers import param_headers_from_schema
 from ..protocol.versions import Features
 from .content import (  # the content helpers live in the leaf module; imported from here as before
     Audio,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 logger = logging.getLogger("mcpkit.server.tools")
+_UNREAD: Any = object()  # (Tool.param_headers not read yet)
 JSONDict = dict[str, Any]
 
 
@@ -112,6 +114,7 @@ class Tool(Listed):
         self.meta = meta
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
+        self._param_headers: Any = _UNREAD
         Listed.__init__(self)
         self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
 
@@ -120,6 +123,18 @@ class Tool(Listed):
         if self._returns is None:
             self._returns = ReturnInfo(self.info.return_annotation, structured=self._structured_output)
         return self._returns
+
+    @property
+    def param_headers(self) -> Mapping[str, Sequence[str]] | None:
+        """The ``Mcp-Param-*`` headers its input schema declares (``x-mcp-header``): header name -> argument path;
+        None when none (or an invalid annotation: clients drop such a tool, nothing is checked). Read once."""
+        if self._param_headers is _UNREAD:
+            try:
+                self._param_headers = param_headers_from_schema(self.input_schema) or None
+            except ValueError:
+                self._param_headers = None
+        headers: Mapping[str, Sequence[str]] | None = self._param_headers
+        return headers
 
     @property
     def input_schema(self) -> JSONDict:
@@ -252,6 +267,13 @@ class Tool(Listed):
                 result = {"content": to_content(value, blob_uri=f"mcpkit://tools/{self.name}/result"), "isError": False}
         result["content"] = downgrade_content(result.get("content") or [], feats)
         return result
+
+
+def tool_param_headers(app: Any, name: str) -> Mapping[str, Sequence[str]] | None:
+    """``MCPKit.tool_param_headers``: the ``Mcp-Param-*`` headers of the tool ``app.get_tool(name)`` (None: none, or
+    no such tool), which the Streamable HTTP endpoint checks on 2026-07-28 calls."""
+    tool = app.get_tool(name)
+    return tool.param_headers if tool is not None else None
 
 
 def _validation_error() -> type[ValidationError]:

@@ -53,8 +53,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send
-from ..hosting import Fanout
-from ..server.fanout import LocalFanout, deliver
+from ..hosting import Fanout, LocalFanout, deliver
 
 if TYPE_CHECKING:
     from ..hosting import FanoutTarget, HostedServer

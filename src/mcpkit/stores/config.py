@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..hosting import MAX_KEYS
+
 if TYPE_CHECKING:
     from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore
 
@@ -73,8 +75,6 @@ def parse_keys(text: str, *, source: str = ENV["state_keys"]) -> tuple[bytes, ..
             if len(key) < MIN_KEY_CHARS:
                 raise ValueError(f"{source}: a key has {len(key)} characters, at least {MIN_KEY_CHARS} are needed")
             keys.append(key.encode())
-    from ..server.request_state import MAX_KEYS
-
     if len(keys) > MAX_KEYS:
         raise ValueError(f"{source}: {len(keys)} keys; a key ring holds at most {MAX_KEYS}")
     return tuple(keys)

@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ...server.fanout import deliver
+from ...hosting import deliver
 from ..log import ID_SHIFT, LOG_POSITION, LogEntry, position_order
 from .connection import DEFAULT_TIMEOUT, RedisConnection, StoreUnavailable, connection_for
 

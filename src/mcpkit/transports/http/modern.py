@@ -26,7 +26,7 @@ from ...protocol.versions import (
     MODERN_ONLY,
     Features,
 )
-from .headers import NAME_FIELD, check_param_headers, decode_header_value, param_headers_from_schema
+from .headers import NAME_FIELD, check_param_headers, decode_header_value
 from .security import MISSING
 from .wire import Headers, _text
 
@@ -63,37 +63,6 @@ class _Refused(Exception):
 
 def _mismatch(text: str) -> _Refused:
     return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
-
-
-def _schema_headers(server: Any) -> ToolHeaders | None:
-    """For servers that expose ``get_tool(name).input_schema`` (MCPKit): read ``x-mcp-header`` annotations from
-    the schema, cached per tool object (a tool registered anew under the same name is read anew; a tool's
-    schema is fixed when it is built)."""
-    get_tool = getattr(server, "get_tool", None)
-    if get_tool is None:
-        return None
-    cache: dict[str, tuple[Any, Mapping[str, Sequence[str]] | None]] = {}
-
-    def resolve(name: str) -> Mapping[str, Sequence[str]] | None:
-        tool = get_tool(name)
-        if tool is None:
-            return None
-        hit = cache.get(name)
-        if hit is not None and hit[0] is tool:
-            return hit[1]
-        schema = getattr(tool, "input_schema", None)
-        if not isinstance(schema, dict):
-            return None
-        try:
-            spec: Mapping[str, Sequence[str]] | None = param_headers_from_schema(schema) or None
-        except ValueError:
-            spec = None  # an invalid annotation: clients drop the tool; nothing to validate here
-        if len(cache) > 4096:
-            cache.clear()
-        cache[name] = (tool, spec)
-        return spec
-
-    return resolve
 
 
 class ModernChecks:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..._asgi import Scope
+from ..._asgi import Scope, header
 
 RequestCheck = Callable[[Scope], "tuple[int, str] | None"]
 
@@ -27,13 +27,6 @@ LOOPBACK_BINDS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 def is_loopback(host: str) -> bool:
     """True when a bind address only accepts local connections."""
     return host.lower() in LOOPBACK_BINDS or host.startswith("127.")
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
 
 
 def hostname(authority: str) -> str:
@@ -109,7 +102,7 @@ class RequestPolicy:
         return verdict
 
     def __call__(self, scope: Scope) -> tuple[int, str] | None:
-        return self.allows(_header(scope, b"host"), _header(scope, b"origin"))
+        return self.allows(header(scope, b"host"), header(scope, b"origin"))
 
 
 MISSING: Any = object()  # "no verdict cached yet", for callers' own caches (dict.get(key, MISSING))

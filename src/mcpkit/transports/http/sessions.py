@@ -218,10 +218,7 @@ class SessionManager:
                 session.subscriptions = wanted
             hs.synced_level, hs.synced_subs = session.log_level, frozenset(session.subscriptions)
         if state.get("initialized") and not session.initialized:
-            session.initialized = True
-            event = getattr(session, "_initialized_event", None)
-            if event is not None:
-                event.set()
+            session.mark_initialized()
             hs.stored = 2
 
     def state(self, hs: _HTTPSession) -> dict[str, Any]:

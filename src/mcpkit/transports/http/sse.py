@@ -52,7 +52,7 @@ from urllib.parse import parse_qs, quote
 
 import orjson
 
-from ..._asgi import Receive, Scope, Send
+from ..._asgi import Receive, Scope, Send, header
 from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
 from ...engine import Outgoing
 from ...protocol import jsonrpc
@@ -61,7 +61,7 @@ from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
 from .sessions import _client_key, owner_matches
-from .wire import _declared_too_large, _Disconnected, _read_rest, _TooLarge, _wait_disconnect
+from .wire import _declared_too_large, _Disconnected, _read_rest, _respond, _TooLarge, _wait_disconnect
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
@@ -72,14 +72,6 @@ logger = logging.getLogger("mcpkit.sse")
 # ---------------------------------------------------------------- small ASGI helpers (also used by ws.py)
 
 
-def header(scope: Scope, name: bytes) -> str | None:
-    """The first value of a request header (``name`` lower-case), decoded as latin-1."""
-    for key, value in scope.get("headers", ()):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
-
-
 async def respond(
     send: Send,
     status: int,
@@ -88,10 +80,8 @@ async def respond(
     content_type: bytes = b"text/plain; charset=utf-8",
     headers: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
-    """Send a complete small response."""
-    hdrs = [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *headers]
-    await send({"type": "http.response.start", "status": status, "headers": hdrs})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
+    """Send a complete small response (plain text unless ``content_type`` says otherwise)."""
+    await _respond(send, status, body, content_type, headers)
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:

@@ -17,7 +17,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
@@ -57,6 +57,14 @@ def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
     if event_id is None:
         return b"event: message\ndata: " + data + b"\n\n"
     return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
+
+
+class HasRequestContext(Protocol):
+    """What :func:`close_sse_stream` takes: a request context of the server (``ServerRequestContext``, whose
+    ``rc`` is the engine's) or of the engine (``RequestContext``, whose ``rc`` is itself)."""
+
+    @property
+    def rc(self) -> RequestContext: ...
 
 
 class _Conn:
@@ -215,12 +223,11 @@ class _Stream:
         return True
 
 
-async def close_sse_stream(ctx: Any, retry_ms: int | None = None) -> bool:
+async def close_sse_stream(ctx: HasRequestContext, retry_ms: int | None = None) -> bool:
     """From inside a handler: close the client's connection to this request's SSE stream without ending the
     stream (SEP-1699). The client resumes with ``Last-Event-ID``. ``ctx`` is a ServerRequestContext or engine
     RequestContext. Returns False when the request is not on a resumable SSE stream."""
-    rc = getattr(ctx, "rc", ctx)
-    out = getattr(rc, "out", None)
+    out = ctx.rc.out
     if isinstance(out, _Stream):
         return out.close_connection(retry_ms)
     return False

@@ -45,8 +45,8 @@ from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY, Features
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .answer import Answering, _error_status
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
-from .modern import ModernChecks, ToolHeaders, _Refused, _schema_headers
-from .security import MISSING, RequestCheck, make_request_check
+from .modern import ModernChecks, ToolHeaders, _Refused
+from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
 from .sessions import SessionManager, _client_key, _owned_by
 from .shared import unavailable
 from .stream import (
@@ -131,7 +131,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         cors: answer CORS preflights and add CORS headers for browser requests whose ``Origin`` the policy
             accepts (localhost origins and ``allowed_origins``), exposing ``Mcp-Session-Id``.
         tool_headers: ``fn(tool_name) -> {header_name: property_path}`` for ``Mcp-Param-*`` validation; default:
-            the server's ``tool_param_headers`` method if it has one.
+            the server's ``tool_param_headers``.
     """
 
     def __init__(
@@ -166,7 +166,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self.event_store = event_store
         self.session_store = session_store
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
-        self._allows = getattr(self.check_request, "allows", None)
+        self._allows = self.check_request.allows if isinstance(self.check_request, RequestPolicy) else None
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
         self._host_verdicts: dict[bytes | None, tuple[int, str] | None] = {}
         self.max_body = max_body
@@ -179,7 +179,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self.max_queued_bytes_per_session = max_queued_bytes_per_session
         self._max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
         self.cors = cors
-        self.tool_headers = tool_headers or getattr(server, "tool_param_headers", None) or _schema_headers(server)
+        self.tool_headers = tool_headers or server.tool_param_headers
         self.peer_options = peer_options
         self.sessions = SessionManager(
             server,
@@ -438,7 +438,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         if not server.handshake_versions:
             requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
-            return _respond(send, 400, jsonrpc.encode_error(getattr(msg, "id", None), err.to_error()))
+            return _respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err.to_error()))  # type: ignore[union-attr]
         if self.stateless:
             return self._post_stateless(receive, send, h, msg, body)
         return self._post_session(scope, h, hv, msg, receive, send, body)
