@@ -1,11 +1,12 @@
 """Streamable HTTP server, the 2026-07-28 checks: a request's ``Mcp-*`` headers against its body.
 
-:class:`ModernChecks` (a base class of the endpoint) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
+:class:`ModernValidator` (the endpoint holds one) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` headers against the body, the tool's ``Mcp-Param-*`` headers against its arguments, and reads the
 request's ``_meta`` (``server.modern_context``). The usual request passes one quick test against tables of
 header values seen before (bounded); anything else is diagnosed step by step, and the first problem found is
-the one answered (:class:`_Refused`: the HTTP status and the JSON-RPC error). It also refuses a batch that
-2026-07-28 does not allow, or that is longer than ``max_batch_size`` (``_refuse_batch``).
+the one answered: :meth:`ModernValidator.validate` returns the request's context or its :class:`Refused` (the HTTP
+status and the JSON-RPC error). It also refuses a batch that 2026-07-28 does not allow, or that is longer than
+``max_batch_size`` (:meth:`ModernValidator.refuse_batch`).
 """
 
 from __future__ import annotations
@@ -52,43 +53,58 @@ def _param_headers(scope: Scope) -> dict[str, str]:
     return params
 
 
-class _Refused(Exception):
+class Refused:
     """A 2026-07-28 request refused before it runs: the HTTP status and the JSON-RPC error of the answer."""
 
+    __slots__ = ("error", "status")
+
     def __init__(self, status: int, error: JSONDict) -> None:
-        super().__init__(status, error)
         self.status = status
         self.error = error
 
 
-def _mismatch(text: str) -> _Refused:
-    return _Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
+def _mismatch(text: str) -> Refused:
+    return Refused(400, {"code": HEADER_MISMATCH, "message": f"Header mismatch: {text}"})
 
 
-class ModernChecks:
-    """The endpoint's 2026-07-28 header checks (a base class of the endpoint)."""
+class ModernValidator:
+    """The 2026-07-28 checks of one Streamable HTTP endpoint: :meth:`validate` a request against its headers,
+    :meth:`refuse_batch`. ``tool_headers(name)``: a tool's ``Mcp-Param-*`` headers; ``max_batch``: the endpoint's
+    ``max_batch_size``."""
 
-    # set by the endpoint (see StreamableHTTPEndpoint)
-    server: HostedServer
-    tool_headers: ToolHeaders | None
-    # the quick test of _validate_modern: header values (bytes) known to stand for what they say
-    _known_stamp: Any
-    _known_handlers: int
-    _known_versions: dict[bytes | None, str]  # the modern versions served
-    _known_feats: dict[str, Features]  # their features, as server.modern_context read them
-    _known_methods: dict[bytes | None, str]  # methods implemented in the modern era, seen before
-    _known_names: dict[bytes | None, str]  # plain visible-ASCII names (bounded; not the sentinel)
-    _max_batch: int  # the endpoint's max_batch_size
+    __slots__ = (
+        "_known_feats",
+        "_known_handlers",
+        "_known_methods",
+        "_known_names",
+        "_known_stamp",
+        "_known_versions",
+        "max_batch",
+        "server",
+        "tool_headers",
+    )
 
-    def _modern_header(self, hv: bytes) -> bool:
+    def __init__(self, server: HostedServer, tool_headers: ToolHeaders | None, max_batch: int) -> None:
+        self.server = server
+        self.tool_headers = tool_headers
+        self.max_batch = max_batch
+        # the quick test of validate: header values (bytes) known to stand for what they say (each bounded)
+        self._known_stamp: Any = None
+        self._known_handlers = -1
+        self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
+        self._known_feats: dict[str, Features] = {}  # their features, as server.modern_context read them
+        self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
+        self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (not the sentinel)
+
+    def modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
         v = _text(hv)
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
-    def _validate_modern(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext:
+    def validate(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext | Refused:
         """Check a 2026-07-28 request against its headers and read its ``_meta`` (``server.modern_context``: the
-        client capabilities and log level; the ``Mcp-Param-*`` headers of a tool that declares some). Raises
-        :class:`_Refused` with the HTTP status and JSON-RPC error it gets instead."""
+        client capabilities and log level; the ``Mcp-Param-*`` headers of a tool that declares some): what it
+        says, or the :class:`Refused` answer it gets instead."""
         method = msg.method
         params = msg.params
         # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
@@ -113,15 +129,15 @@ class ModernChecks:
                 if feats is not None and type(caps) is dict and META_LOG_LEVEL not in meta:
                     info = meta.get(META_CLIENT_INFO)
                     read = (feats, caps, info if type(info) is dict else None, None)
-            else:
-                self._diagnose_modern(h, msg, meta)
-        else:
-            self._diagnose_modern(h, msg, meta)
+            elif (refused := self._diagnose(h, msg, meta)) is not None:
+                return refused
+        elif (refused := self._diagnose(h, msg, meta)) is not None:
+            return refused
         if read is None:
             try:
                 read = server.modern_context(meta)  # the client capabilities and log level (the version is known good)
             except MCPError as exc:
-                raise _Refused(400, exc.to_error()) from None
+                return Refused(400, exc.to_error())
             if len(self._known_feats) < 16:
                 self._known_feats[meta[META_PROTOCOL_VERSION]] = read[0]  # (a version the server serves)
         if method == "tools/call" and self.tool_headers is not None:
@@ -131,7 +147,7 @@ class ModernChecks:
                 if spec:
                     problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))  # type: ignore[union-attr]
                     if problem is not None:
-                        raise _mismatch(problem)
+                        return _mismatch(problem)
         return read
 
     def _forget_known(self) -> None:
@@ -143,14 +159,14 @@ class ModernChecks:
         self._known_feats = {}
         self._known_methods = {}
 
-    def _diagnose_modern(self, h: Headers, msg: Request, meta: Any) -> None:
-        """The header checks of :meth:`_validate_modern`, step by step: raises :class:`_Refused` for the first
-        problem found; returns when there is none."""
+    def _diagnose(self, h: Headers, msg: Request, meta: Any) -> Refused | None:
+        """The header checks of :meth:`validate`, step by step: the refusal of the first problem found, None when
+        there is none."""
         params = msg.params or {}
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
             # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
-            raise _Refused(
+            return Refused(
                 400,
                 {
                     "code": INVALID_PARAMS,
@@ -159,27 +175,27 @@ class ModernChecks:
             )
         hv = h.get(b"mcp-protocol-version")
         if hv is None:
-            raise _mismatch("the MCP-Protocol-Version header is required")
+            return _mismatch("the MCP-Protocol-Version header is required")
         if _text(hv) != body_version:
-            raise _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
+            return _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
         server = self.server
         if body_version not in server.modern_versions:
-            raise _Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
+            return Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
         method = msg.method
         hm = h.get(b"mcp-method")
         if hm is None:
-            raise _mismatch("the Mcp-Method header is required")
+            return _mismatch("the Mcp-Method header is required")
         if _text(hm) != method:
-            raise _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
+            return _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
-            raise _Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+            return Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
         if len(self._known_methods) < 64:
             self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
         field = NAME_FIELD.get(method)
         if field is not None:
             raw_b = h.get(b"mcp-name")
             if raw_b is None:
-                raise _mismatch("the Mcp-Name header is required for " + method)
+                return _mismatch("the Mcp-Name header is required for " + method)
             raw = _text(raw_b)
             expected = params.get(field)
             # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
@@ -187,23 +203,24 @@ class ModernChecks:
                 try:
                     name = decode_header_value(raw)
                 except ValueError as exc:
-                    raise _mismatch(f"Mcp-Name: {exc}") from None
+                    return _mismatch(f"Mcp-Name: {exc}")
             else:
                 name = raw
             if name != expected:
-                raise _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
+                return _mismatch(f"Mcp-Name header value {name!r} does not match body value {params.get(field)!r}")
             if name is raw and len(self._known_names) < 512:
                 self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
+        return None
 
-    def _refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
+    def refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
         member or the server says that revision), and a batch has at most ``max_batch_size`` messages."""
         server = self.server
         modern = server.modern_versions
-        if modern and (not server.handshake_versions or (hv_raw is not None and self._modern_header(hv_raw))):
+        if modern and (not server.handshake_versions or (hv_raw is not None and self.modern_header(hv_raw))):
             return MODERN_BATCH_REFUSAL
-        if len(batch) > self._max_batch:  # (before looking at the members: a long batch costs one compare)
-            return batch_too_long(len(batch), self._max_batch)
+        if len(batch) > self.max_batch:  # (before looking at the members: a long batch costs one compare)
+            return batch_too_long(len(batch), self.max_batch)
         if modern:
             for item in batch:
                 if type(item) is Request or type(item) is Notification:

@@ -41,11 +41,11 @@ from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
-from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY, Features
+from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
 from .answer import Answering, _error_status
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
-from .modern import ModernChecks, ToolHeaders, _Refused
+from .modern import ModernValidator, Refused, ToolHeaders
 from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
 from .sessions import SessionManager, _client_key, _owned_by
 from .shared import unavailable
@@ -92,7 +92,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.http")
 
 
-class StreamableHTTPEndpoint(ModernChecks, Answering):
+class StreamableHTTPEndpoint(Answering):
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
 
     Args:
@@ -179,7 +179,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         self.max_queued_bytes_per_session = max_queued_bytes_per_session
         self._max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
         self.cors = cors
-        self.tool_headers = tool_headers or server.tool_param_headers
+        self.modern = ModernValidator(server, tool_headers or server.tool_param_headers, self._max_batch)
         self.peer_options = peer_options
         self.sessions = SessionManager(
             server,
@@ -201,13 +201,6 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
         # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
         self._slow: dict[RequestContext, tuple[int, Receive, _Stream | None]] = {}
         self._watchers: dict[RequestContext, asyncio.Task[None]] = {}
-        # the quick test of _validate_modern: header values (bytes) known to stand for what they say
-        self._known_stamp: Any = None
-        self._known_handlers = -1
-        self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
-        self._known_feats: dict[str, Features] = {}  # their features (see _validate_modern)
-        self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
-        self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (bounded; not the sentinel)
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
         self._slow_gen = 0
@@ -399,17 +392,16 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
                 or (
-                    hv_raw is not None  # (_modern_header, inline: the header's text is kept for below)
+                    hv_raw is not None  # (ModernValidator.modern_header, inline: the header's text is kept for below)
                     and (hv := _text(hv_raw)) not in server.handshake_versions
                     and versions.is_modern(hv)
                 )
             ):
                 if t is not Request:
                     return _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
-                try:
-                    read = self._validate_modern(scope, h, m, meta)
-                except _Refused as refused:
-                    return _respond(send, refused.status, jsonrpc.encode_error(m.id, refused.error))
+                read = self.modern.validate(scope, h, m, meta)
+                if type(read) is Refused:
+                    return _respond(send, read.status, jsonrpc.encode_error(m.id, read.error))
                 peer = self._modern_peer
                 if peer is None:
                     peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc)
@@ -430,7 +422,7 @@ class StreamableHTTPEndpoint(ModernChecks, Answering):
             inv: Invalid = msg  # type: ignore[assignment]
             return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
         elif t is Batch:
-            refusal = self._refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
+            refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
             if refusal is not None:
                 return _respond(send, 400, _bad(INVALID_REQUEST, refusal))
         if hv is None and hv_raw is not None:
