@@ -170,6 +170,9 @@ class Server(Runnable):
         self.extensions = Extensions(self._caps_cache.clear)
         self._interceptors = Interceptors()
         self._intercepting: Interceptors | None = None  # the interceptors while there are any (dispatch tests it)
+        #: ``observer(event, value)`` for every change delivered here ("list_changed", kind; "resource_updated", uri),
+        #: whoever listens (a response cache drops what went stale)
+        self.change_observers: list[Callable[[str, str], None]] = []
         self._taps = TapHub()
         self._tap: TapHub | None = None  # the taps while there are any (what each peer of this server is given)
 
@@ -195,6 +198,17 @@ class Server(Runnable):
             self._intercepting = self._interceptors if self._interceptors.entries else None
 
         return remover
+
+    def add_middleware(self, *middleware: Any) -> Callable[[], None]:
+        """Install each :class:`~mcpkit.server.middleware.Middleware` (outermost first) for the methods it hooks;
+        returns a function that removes them all."""
+        removers = [m.install(self) for m in middleware]
+
+        def remove() -> None:
+            for undo in removers:
+                undo()
+
+        return remove
 
     def add_tap(self, fn: Tap) -> Callable[[], None]:
         """Show every JSON-RPC message of this server, received and sent, to ``fn(event)`` (a
@@ -543,6 +557,8 @@ class Server(Runnable):
 
     async def deliver_list_changed(self, kind: str) -> None:
         """``notify_list_changed`` for this worker's clients only (what a fan-out calls for a change elsewhere)."""
+        for observe in self.change_observers:
+            observe("list_changed", kind)
         method = f"notifications/{kind}/list_changed"
         await self._fan_out([s for s in list(self._sessions) if s.initialized and not s.closed], method, None)
         key = _LIST_CHANGED_FILTER[kind]
@@ -552,6 +568,8 @@ class Server(Runnable):
 
     async def deliver_resource_updated(self, uri: str) -> None:
         """``notify_resource_updated`` for this worker's clients only."""
+        for observe in self.change_observers:
+            observe("resource_updated", uri)
         subscribers = [s for s in list(self._sessions) if uri in s.subscriptions and not s.closed]
         await self._fan_out(subscribers, "notifications/resources/updated", {"uri": uri})
         for listener in list(self._listeners):

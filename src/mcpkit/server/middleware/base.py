@@ -1,0 +1,195 @@
+"""The middleware base class: typed hooks per method family on the server's interceptor chain.
+
+    from mcpkit.server.middleware import Middleware
+
+    class Audit(Middleware):
+        async def on_call_tool(self, call, call_next):
+            result = await call_next(call)
+            audit_log.append((call.principal, call.name, result.get("isError", False)))
+            return result
+
+    app.add_middleware(Audit())
+
+A :class:`Middleware` is an interceptor (``server.add_interceptor``): ``app.add_middleware(m)`` installs it for
+exactly the methods it has hooks for, so a middleware that only watches ``tools/call`` costs nothing on the other
+methods. :meth:`Middleware.on_request` wraps every request (a subclass that overrides it is installed for every
+method); the typed hooks run inside it, :meth:`Middleware.on_notification` wraps the client's notifications. Each
+hook gets the typed call of :mod:`mcpkit.server.interceptors` (``ToolCall.name``/``arguments``,
+``ResourceRead.uri``, ``ListCall.cursor``, with ``principal``, ``session``, ``features`` and the request
+``context``) and ``call_next``; it returns the result (before it is shaped for the request's revision: one form for
+every revision) or raises an ``MCPError``. :meth:`Middleware.context` gives an ``MCPKit`` request's
+:class:`~mcpkit.server.context.Context` (log to the client, report progress).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..interceptors import NOTIFICATION, Call, CallNext
+
+if TYPE_CHECKING:
+    from ..context import Context
+    from ..interceptors import ListCall, NotificationCall, PromptGet, ResourceRead, ToolCall
+
+JSONDict = dict[str, Any]
+
+#: method -> the hook that handles it
+HOOKS: dict[str, str] = {
+    "tools/call": "on_call_tool",
+    "resources/read": "on_read_resource",
+    "prompts/get": "on_get_prompt",
+    "tools/list": "on_list_tools",
+    "resources/list": "on_list_resources",
+    "resources/templates/list": "on_list_resource_templates",
+    "prompts/list": "on_list_prompts",
+    "completion/complete": "on_complete",
+    "initialize": "on_initialize",
+    "server/discover": "on_discover",
+    "resources/subscribe": "on_subscribe",
+    "resources/unsubscribe": "on_unsubscribe",
+}
+
+
+def _overridden(obj: Middleware, name: str) -> bool:
+    return getattr(type(obj), name) is not getattr(Middleware, name)
+
+
+class Middleware:
+    """Override the hooks you need; every hook's default passes the call on unchanged."""
+
+    #: The label of the middleware in logs.
+    name: ClassVar[str] = ""
+
+    def __init__(self) -> None:
+        hooks = {method: getattr(self, hook) for method, hook in HOOKS.items() if _overridden(self, hook)}
+        self._hooks: dict[str, Callable[[Any, CallNext], Any]] = hooks
+        self._wraps_all = _overridden(self, "on_request")
+        self.notifications = _overridden(self, "on_notification")
+
+    @property
+    def methods(self) -> frozenset[str] | None:
+        """The methods it is installed for (None: every method, because :meth:`on_request` is overridden)."""
+        return None if self._wraps_all else frozenset(self._hooks)
+
+    def install(self, server: Any) -> Callable[[], None]:
+        """Add it to ``server``'s interceptors for :attr:`methods` (what ``server.add_middleware`` does); returns
+        the function that removes it."""
+        remove: Callable[[], None] = server.add_interceptor(
+            self, methods=self.methods, notifications=self.notifications
+        )
+        return remove
+
+    async def __call__(self, call: Call, call_next: CallNext) -> Any:
+        if call.kind == NOTIFICATION:
+            return await self.on_notification(call, call_next)  # type: ignore[arg-type]
+        hook = self._hooks.get(call.method)
+        if not self._wraps_all:
+            return await (hook(call, call_next) if hook is not None else call_next(call))
+        if hook is None:
+            return await self.on_request(call, call_next)
+
+        def typed(inner: Call) -> Any:
+            return hook(inner, call_next)
+
+        return await self.on_request(call, typed)
+
+    async def on_request(self, call: Call, call_next: CallNext) -> Any:
+        """Around every request (the typed hooks run inside it)."""
+        return await call_next(call)
+
+    async def on_notification(self, call: NotificationCall, call_next: CallNext) -> Any:
+        """Around every notification the client sends."""
+        return await call_next(call)
+
+    async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+        """``tools/call``."""
+        return await call_next(call)
+
+    async def on_read_resource(self, call: ResourceRead, call_next: CallNext) -> Any:
+        """``resources/read``."""
+        return await call_next(call)
+
+    async def on_get_prompt(self, call: PromptGet, call_next: CallNext) -> Any:
+        """``prompts/get``."""
+        return await call_next(call)
+
+    async def on_list_tools(self, call: ListCall, call_next: CallNext) -> Any:
+        """``tools/list`` (one page)."""
+        return await call_next(call)
+
+    async def on_list_resources(self, call: ListCall, call_next: CallNext) -> Any:
+        """``resources/list`` (one page)."""
+        return await call_next(call)
+
+    async def on_list_resource_templates(self, call: ListCall, call_next: CallNext) -> Any:
+        """``resources/templates/list`` (one page)."""
+        return await call_next(call)
+
+    async def on_list_prompts(self, call: ListCall, call_next: CallNext) -> Any:
+        """``prompts/list`` (one page)."""
+        return await call_next(call)
+
+    async def on_complete(self, call: Call, call_next: CallNext) -> Any:
+        """``completion/complete``."""
+        return await call_next(call)
+
+    async def on_initialize(self, call: Call, call_next: CallNext) -> Any:
+        """``initialize`` (handshake era)."""
+        return await call_next(call)
+
+    async def on_discover(self, call: Call, call_next: CallNext) -> Any:
+        """``server/discover`` (2026-07-28)."""
+        return await call_next(call)
+
+    async def on_subscribe(self, call: Call, call_next: CallNext) -> Any:
+        """``resources/subscribe``."""
+        return await call_next(call)
+
+    async def on_unsubscribe(self, call: Call, call_next: CallNext) -> Any:
+        """``resources/unsubscribe``."""
+        return await call_next(call)
+
+    @staticmethod
+    def context(call: Call) -> Context:
+        """The :class:`~mcpkit.server.context.Context` of an ``MCPKit`` request (``ctx.info(...)``, progress)."""
+        from ..context import Context
+
+        return Context(call.context.server, call.context)  # type: ignore[arg-type]
+
+
+def target_of(call: Call) -> str | None:
+    """What a request is about: the tool's or prompt's name, the resource's URI (None for the others)."""
+    params = call.params
+    if call.method in ("tools/call", "prompts/get"):
+        name = params.get("name")
+        return name if type(name) is str else None
+    if call.method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
+        uri = params.get("uri")
+        return uri if type(uri) is str else None
+    return None
+
+
+_SESSION_KEY = "mcpkit.middleware.session"
+
+
+def session_label(call: Call) -> str | None:
+    """A stable label of the request's handshake-era session, made for it in this process (None without one); it
+    is not the HTTP session id, which is never logged."""
+    session = call.session
+    if session is None:
+        return None
+    label = session.state.get(_SESSION_KEY)
+    if label is None:
+        label = session.state[_SESSION_KEY] = secrets.token_hex(6)
+    return str(label)
+
+
+def principal_label(principal: str) -> str:
+    """A short digest of a principal, for keys that should not hold it as it is."""
+    return hashlib.sha256(principal.encode()).hexdigest()[:24]
+
+
+__all__ = ["HOOKS", "Middleware", "principal_label", "session_label", "target_of"]
