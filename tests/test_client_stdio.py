@@ -283,9 +283,12 @@ async def test_everything_tools(everything: list[str]) -> None:
         assert len(handled) == 2 and all(f["mode"] == "url" for f in handled) and "elicitationId" in handled[0]
         assert handled[1]["url"] == "https://example.com/e"
 
-        # a task-only tool: a client without the tasks extension gets a clear error result
+        # a task-only tool: the client runs it as a task (2025-11-25) and waits for its result
         research = await c.call_tool("simulate-research-query", {"topic": "mcp"})
-        assert research.is_error and "task" in research.text
+        assert not research.is_error and "Research Report: mcp" in research.text
+        # called plainly (the low-level session sends no task), the server answers with a clear error result
+        plain = await c.session.call_tool("simulate-research-query", {"topic": "mcp"})
+        assert plain.is_error and "task" in plain.text
 
 
 @pytest.mark.npm
