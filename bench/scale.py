@@ -289,7 +289,11 @@ def _print(report: dict[str, Any]) -> None:
     for era in ("modern", "legacy"):
         runs = report[f"workers_{era}"]
         one, two = _median(runs["1"], "rate"), _median(runs["2"], "rate")
-        print(f"{era:8} 1 worker {one:8.0f} calls/s   2 workers {two:8.0f} calls/s   ({two / one:.2f}x)")
+        cpu1, cpu2 = _median(runs["1"], "cpu_us_per_call"), _median(runs["2"], "cpu_us_per_call")
+        print(
+            f"{era:8} 1 worker {one:8.0f} calls/s ({cpu1:.0f} us CPU/call)   "
+            f"2 workers {two:8.0f} calls/s ({cpu2:.0f} us CPU/call)   ({two / one:.2f}x)"
+        )
     bench = report.get("redis_benchmark", {})
     print(f"\n== 3. paper estimate (redis-benchmark here, 50 clients, no pipelining: {bench})")
     capacity = {"measured here": min(bench.values()) if bench else 0.0, "published": float(PUBLISHED_OPS)}

@@ -284,12 +284,12 @@ def _run_workers(
 ) -> None:
     """The parent of ``--workers N``: bind once, start the workers (see :mod:`mcpkit.cli.workers`)."""
     from ..stores.config import generate_key
-    from .workers import bind, child_environment, python_command, supervise
+    from .workers import Listeners, child_environment, python_command, supervise
 
     if not scale.state_keys:  # one host: one generated key ring for its workers
         scale = scale.with_keys([generate_key().encode()])
-    sock = bind(host, port)
-    bound = sock.getsockname()
+    listeners = Listeners(host, port)
+    bound = listeners.address
     endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
     scheme = "ws" if transport == "ws" else "http"
     shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
@@ -308,7 +308,7 @@ def _run_workers(
         command += [flag] if value is True else [flag, str(bound[1]) if name == "port" else str(value)]
     command.insert(len(python_command()) + 1, ctx.params["target"])
     grace = ctx.params.get("drain_timeout") or 5.0
-    sys.exit(supervise(command, workers, sock, child_environment(scale.to_env()), grace, announce))
+    sys.exit(supervise(command, workers, listeners, child_environment(scale.to_env()), grace, announce))
 
 
 def _register_optional() -> None:

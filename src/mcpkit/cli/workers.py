@@ -1,7 +1,8 @@
 """``mcpkit run --workers N``: N worker processes serving one listening socket on one host.
 
-The parent binds the socket once (so ``--port 0`` works and every worker shares one port), then starts each worker
-as ``mcpkit run TARGET ... --worker-fd FD`` with the shared configuration in its environment (the ``MCPKIT_*``
+The parent binds the port (so ``--port 0`` works and every worker shares one port: on Linux one ``SO_REUSEPORT``
+socket per worker, which spreads new connections evenly, see :class:`Listeners`), then starts each worker as
+``mcpkit run TARGET ... --worker-fd FD`` with the shared configuration in its environment (the ``MCPKIT_*``
 variables of :mod:`mcpkit.stores.config`, a generated key ring included when none was given). Each worker is a
 complete guarded server (connection guard, every limit), so the per-process limits add up: N workers accept up to N
 times ``max_connections`` connections and hold up to N times ``max_sessions`` sessions (copies of one session on
@@ -30,25 +31,72 @@ from types import FrameType
 MAX_RESTARTS = 10
 
 
-def bind(host: str, port: int, backlog: int = 2048) -> socket.socket:
-    """The listening socket the workers share (inheritable)."""
-    sock = socket.create_server((host, port), backlog=backlog, dualstack_ipv6=False)
-    sock.set_inheritable(True)
-    return sock
+class Listeners:
+    """Where the workers accept connections. On Linux, one socket per worker bound to the one port with
+    ``SO_REUSEPORT``: the kernel spreads new connections evenly over the workers, and a worker that dies takes its
+    socket out of the group. Elsewhere, one socket all workers accept on (the kernel gives each connection to
+    whichever worker asks first)."""
+
+    def __init__(self, host: str, port: int, backlog: int = 2048) -> None:
+        self.host = host
+        self.backlog = backlog
+        self.reuseport = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+        self.first: socket.socket | None = self._make(port)
+        self.address = self.first.getsockname()
+        self._shared = None if self.reuseport else self.first
+
+    def _make(self, port: int) -> socket.socket:
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self.reuseport:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+            sock.bind((self.host, port))
+            sock.listen(self.backlog)
+        except BaseException:
+            sock.close()
+            raise
+        sock.set_inheritable(True)
+        return sock
+
+    def for_worker(self) -> socket.socket:
+        """The socket of a worker about to start (:meth:`given` once it has it)."""
+        if self._shared is not None:
+            return self._shared
+        if self.first is not None:
+            sock, self.first = self.first, None
+            return sock
+        return self._make(self.address[1])
+
+    def given(self, sock: socket.socket) -> None:
+        """The worker has its copy: a socket of its own is closed here (its worker's death ends it)."""
+        if sock is not self._shared:
+            sock.close()
+
+    def close(self) -> None:
+        for sock in (self.first, self._shared):
+            if sock is not None:
+                sock.close()
 
 
 def supervise(
-    command: Sequence[str], workers: int, sock: socket.socket, env: dict[str, str], grace: float, announce: str
+    command: Sequence[str], workers: int, listeners: Listeners, env: dict[str, str], grace: float, announce: str
 ) -> int:
     """Run ``workers`` processes of ``command`` (which gets ``--worker-fd <fd>`` appended) until a signal stops
     them; returns the exit status."""
-    fd = sock.fileno()
-    argv = [*command, "--worker-fd", str(fd)]
     stopping = False
     failed = False
 
     def spawn(index: int) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(argv, pass_fds=(fd,), env={**env, "MCPKIT_WORKER_INDEX": str(index)})
+        sock = listeners.for_worker()
+        fd = sock.fileno()
+        try:
+            return subprocess.Popen(
+                [*command, "--worker-fd", str(fd)], pass_fds=(fd,), env={**env, "MCPKIT_WORKER_INDEX": str(index)}
+            )
+        finally:
+            listeners.given(sock)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         nonlocal stopping
@@ -86,7 +134,7 @@ def supervise(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        sock.close()
+        listeners.close()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
