@@ -6,9 +6,10 @@
 ``--transport stdio`` drives each server over its stdin/stdout instead (sequential with ``--concurrency 1``,
 the default there, or N calls in flight), handshake era or ``--era modern``.
 
-Each contender is ``name=[PYTHONPATH:]script`` (a script of ``bench/servers``; ``PYTHONPATH`` puts another mcpkit
-first, e.g. ``git archive <rev> src | tar -x -C /tmp/old`` then ``/tmp/old/src``). All servers start side by side
-under the suite's uvicorn configuration; the closed-loop load (the 2026-07-28 era with 32 in flight by default, or
+Each contender is ``name=[PYTHONPATH:]script`` (a script of ``bench/servers``, a ``.mjs`` one run by Node.js;
+``PYTHONPATH`` puts another mcpkit first, e.g. ``git archive <rev> src | tar -x -C /tmp/old`` then ``/tmp/old/src``).
+All servers start side by side under the suite's uvicorn configuration (httptools, as the ``http`` extra gives
+users; ``BENCH_HTTP_PARSER=h11`` pins h11); the closed-loop load (the 2026-07-28 era with 32 in flight by default, or
 the handshake era with ``--era legacy``) goes to each in turn, in alternating order, ``--reps`` times. Reported per
 contender: the median server CPU per call (utime + stime from ``/proc``, which the machine's load barely moves),
 every rep's figure, and the median rate. Run it inside the bench environment (``.bench-venv/bin/python``; ``python
@@ -32,6 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from harness import driver  # noqa: E402
+from harness.contenders import command  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -88,8 +90,7 @@ async def _main_stdio(args: argparse.Namespace) -> int:
         for spec in args.contenders:
             name, script, env = _contender(spec)
             proc = await asyncio.create_subprocess_exec(
-                sys.executable,
-                script,
+                *command(HERE / "servers" / script),
                 cwd=HERE / "servers",
                 env=env,
                 stdin=asyncio.subprocess.PIPE,
@@ -178,7 +179,7 @@ async def main() -> int:
         for i, spec in enumerate(args.contenders):
             name, script, env = _contender(spec)
             port = args.port + i
-            argv = [sys.executable, script, "http", str(port)]
+            argv = [*command(HERE / "servers" / script), "http", str(port)]
             proc = subprocess.Popen(argv, cwd=HERE / "servers", env=env, stdout=subprocess.DEVNULL)
             servers[name] = (proc, port)
         for proc, port in servers.values():

@@ -90,7 +90,16 @@ def main() -> int:
     )
     parser.add_argument("--no-docs", dest="docs", action="store_false")
     parser.add_argument("--list", action="store_true", help="list cases and contenders, then exit")
+    parser.add_argument(
+        "--http-parser",
+        choices=("httptools", "h11"),
+        default=None,
+        help="uvicorn's HTTP parser for every Python contender and the ASGI floor (default: httptools, what "
+        "mcpkit's http extra installs; h11 when it is missing)",
+    )
     args = parser.parse_args()
+    if args.http_parser:
+        os.environ["BENCH_HTTP_PARSER"] = args.http_parser  # (inherited by every server process)
 
     ensure_venv()
     sys.path.insert(0, str(BENCH))

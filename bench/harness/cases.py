@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import os
 import statistics
-import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import asdict, dataclass
@@ -20,7 +19,7 @@ from typing import Any
 import orjson
 
 from . import driver, procs
-from .contenders import CLIENT_CONTENDERS, CLIENTS, SERVER_CONTENDERS, SERVERS, Contender
+from .contenders import CLIENT_CONTENDERS, CLIENTS, SERVER_CONTENDERS, SERVERS, Contender, command
 
 START_TIMEOUT = 30.0
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -195,7 +194,7 @@ GROWTH: dict[str, tuple[str, str, str, int]] = {
 }
 # The ones whose scripts take BENCH_TOOLS/BENCH_RESOURCES. Not mcpkit-def: a list walk does not run a tool, so it
 # would measure mcpkit's registry a second time.
-GROWTH_CONTENDERS = {"floor", "mcp", "fastmcp", "mcpkit"}
+GROWTH_CONTENDERS = {"floor", "mcp", "fastmcp", "mcpkit", "ts-v2"}
 # (contender, growth case) pairs not run, with the reason the report shows (each would take minutes to start).
 GROWTH_SKIP = {
     ("fastmcp", "list_res_100k"): "not run: fastmcp 4.1.2 registers resources in quadratic time (every add scans "
@@ -227,8 +226,8 @@ INFLIGHT: dict[str, int] = {"inflight_32": 32, "inflight_256": 256, "inflight_1k
 # group -> the contenders it runs (None: every server contender with the script the group needs)
 GROUP_CONTENDERS: dict[str, set[str] | None] = {
     "growth": GROWTH_CONTENDERS,
-    "idle": {"floor", "mcp", "fastmcp", "mcpkit"},
-    "inflight": {"floor", "mcp", "fastmcp", "mcpkit"},
+    "idle": {"floor", "mcp", "fastmcp", "mcpkit", "ts-v2"},
+    "inflight": {"floor", "mcp", "fastmcp", "mcpkit", "ts-v2"},
 }
 
 Metrics = dict[str, float]
@@ -264,10 +263,6 @@ async def _measured(pid: int, load: Callable[[], Awaitable[driver.LoadResult]], 
         out["server_sys_us"] = (t_server2[1] - t_server[1]) * per_call  # of which in the kernel (socket I/O)
     out["driver_cpu_us"] = d_self / res.calls * 1e6
     return out
-
-
-def _python() -> str:
-    return sys.executable
 
 
 async def _bounded(coro: Awaitable[Any], seconds: float, what: str) -> Any:
@@ -307,7 +302,7 @@ class _StartFailed(Exception):
 async def _stdio_server(c: Contender) -> AsyncIterator[tuple[procs.Child, driver.StdioConn]]:
     """``c``'s stdio server, initialized and checked (echo, add); closed and stopped on the way out."""
     assert c.stdio_script is not None
-    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+    child = await procs.spawn(command(SERVERS / c.stdio_script), stdio=True)
     conn: driver.StdioConn | None = None
     try:
         assert child.proc.stdout is not None and child.proc.stdin is not None
@@ -356,7 +351,7 @@ async def group_stdio(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 async def group_stdio_modern(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     """2026-07-28 era over stdio: no initialize; every request carries the ``_meta`` envelope."""
     assert c.stdio_script is not None
-    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+    child = await procs.spawn(command(SERVERS / c.stdio_script), stdio=True)
     out: Outcome = {}
     conn: driver.StdioConn | None = None
     try:
@@ -412,7 +407,7 @@ async def group_cold(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     samples: list[float] = []
     for _ in range(b.cold_spawns):
         t0 = time.perf_counter()
-        child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True)
+        child = await procs.spawn(command(SERVERS / c.stdio_script), stdio=True)
         conn: driver.StdioConn | None = None
         try:
             assert child.proc.stdout is not None and child.proc.stdin is not None
@@ -431,7 +426,7 @@ async def group_cold(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 async def _start_http(c: Contender, stateless: bool) -> tuple[procs.Child, int]:
     assert c.http_script is not None
     port = procs.free_port()
-    argv = [_python(), str(SERVERS / c.http_script), "http", str(port)] + (["stateless"] if stateless else [])
+    argv = [*command(SERVERS / c.http_script), "http", str(port)] + (["stateless"] if stateless else [])
     child = await procs.spawn(argv, stdio=False)
     await _wait_listening(child, port)
     return child, port
@@ -606,7 +601,7 @@ async def _growth_one(c: Contender, b: Budget, cid: str) -> Metrics:
     method, key, env, size = GROWTH[cid]
     n = max(1, int(size * b.growth_scale))
     assert c.stdio_script is not None
-    child = await procs.spawn([_python(), str(SERVERS / c.stdio_script)], stdio=True, env={env: str(n)})
+    child = await procs.spawn(command(SERVERS / c.stdio_script), stdio=True, env={env: str(n)})
     conn: driver.StdioConn | None = None
     try:
         assert child.proc.stdout is not None and child.proc.stdin is not None
@@ -924,7 +919,7 @@ async def group_inflight(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     try:
         try:
             port = procs.free_port()
-            argv = [_python(), str(SERVERS / c.http_script), "http", str(port)]
+            argv = [*command(SERVERS / c.http_script), "http", str(port)]
             child = await procs.spawn(argv, stdio=False, env={"BENCH_SLOW_TOOL": "1"})
             await _wait_listening(child, port)
         except Exception as exc:
@@ -942,7 +937,7 @@ async def group_inflight(c: Contender, b: Budget, cases: set[str]) -> Outcome:
 async def _client_run(c: Contender, b: Budget, target: list[str], case_id: str) -> Outcome:
     """Run one client script against ``target`` (a server argv, or a URL) and read its one-line result."""
     assert c.stdio_script is not None
-    argv = [_python(), str(CLIENTS / c.stdio_script), str(b.client_calls), str(b.client_s), *target]
+    argv = [*command(CLIENTS / c.stdio_script), str(b.client_calls), str(b.client_s), *target]
     child = await procs.spawn(argv, stdio=True)
     try:
         assert child.proc.stdout is not None
@@ -973,7 +968,7 @@ async def _client_run(c: Contender, b: Budget, target: list[str], case_id: str) 
 async def group_clients(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     out: Outcome = {}
     if "client_seq" in cases:
-        out.update(await _client_run(c, b, [_python(), str(SERVERS / "floor_stdio.py")], "client_seq"))
+        out.update(await _client_run(c, b, command(SERVERS / "floor_stdio.py"), "client_seq"))
     if "client_http_seq" in cases:
         floor = next(s for s in SERVER_CONTENDERS if s.key == "floor")
         server: procs.Child | None = None

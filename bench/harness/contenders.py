@@ -3,12 +3,33 @@ command-line contract in servers/_serve.py (clients/_common.py); adding one is a
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 SERVERS = BENCH / "servers"
 CLIENTS = BENCH / "clients"
+#: the pinned npm peers (the test suite's): the TypeScript contenders import their packages from here
+NODE_MODULES = Path(os.environ.get("BENCH_NODE_MODULES") or BENCH.parent / "tests" / "node_modules")
+
+
+def node() -> str | None:
+    """The Node.js of the pinned npm peers (``tests/node_modules/.bin/node``), else the one on PATH."""
+    pinned = NODE_MODULES / ".bin" / "node"
+    return str(pinned) if pinned.exists() else shutil.which("node")
+
+
+def command(script: Path) -> list[str]:
+    """The argv that runs a contender's script: a ``.mjs`` under Node.js, anything else under this Python."""
+    if script.suffix == ".mjs":
+        exe = node()
+        if exe is None:
+            raise FileNotFoundError("Node.js not found (tests/node_modules/.bin/node or node on PATH)")
+        return [exe, str(script)]
+    return [sys.executable, str(script)]
 
 
 @dataclass(frozen=True)
@@ -17,7 +38,7 @@ class Contender:
     label: str
     stdio_script: str | None
     http_script: str | None
-    package: str | None  # distribution whose version the report shows
+    package: str | None  # distribution whose version the report shows (npm: "npm:<package>")
     floor: bool = False
 
 
@@ -29,6 +50,13 @@ SERVER_CONTENDERS: list[Contender] = [
     Contender("mcpkit", "mcpkit MCPKit", "mcpkit_server.py", "mcpkit_server.py", "mcpkit"),
     Contender("mcpkit-def", "mcpkit MCPKit, plain def tools", "mcpkit_def.py", "mcpkit_def.py", "mcpkit"),
     Contender("mcpkit-lowlevel", "mcpkit low-level Server", "mcpkit_lowlevel.py", None, "mcpkit"),
+    Contender(
+        "ts-v2",
+        "TypeScript SDK v2 McpServer",
+        "ts_v2_server.mjs",
+        "ts_v2_server.mjs",
+        "npm:@modelcontextprotocol/server",
+    ),
 ]
 
 CLIENT_CONTENDERS: list[Contender] = [

@@ -342,6 +342,7 @@ def markdown(result: dict[str, Any]) -> str:
     cases: dict[str, Any] = result["cases"]
     mach = meta["machine"]
     reps = meta["budget"]["reps"]
+    parser = meta.get("http_parser", "h11")  # (runs before it was recorded: h11)
     server_cases = {k: v for k, v in cases.items() if v["group"] != "clients"}
     client_cases = {k: v for k, v in cases.items() if v["group"] == "clients"}
     server_keys = [c.key for c in SERVER_CONTENDERS if any(c.key in v["contenders"] for v in server_cases.values())]
@@ -372,8 +373,21 @@ def markdown(result: dict[str, Any]) -> str:
         "- The floors are the least Python that still answers MCP correctly: `bench/servers/floor_stdio.py` "
         "(raw asyncio + orjson, newline-delimited) and `bench/servers/floor_asgi.py` (a raw ASGI app, JSON "
         "responses, `Mcp-Session-Id`) served by the same uvicorn configuration as every HTTP contender "
-        "(`bench/servers/_serve.py`: asyncio loop, h11, no access log). For clients the floor is the bench's "
+        f"(`bench/servers/_serve.py`: asyncio loop, {parser}, no access log). For clients the floor is the bench's "
         "own raw JSON-RPC client against `floor_stdio.py`."
+    )
+    w(
+        f"- Every Python contender and the ASGI floor are served with uvicorn's {parser} parser and the asyncio "
+        "event loop: what a user of mcpkit's `http` extra gets (it installs httptools, which uvicorn picks "
+        "when present, and no uvloop). `bench/run.py --http-parser h11` serves them all with the pure-Python "
+        "parser instead."
+    )
+    w(
+        "- `TypeScript SDK v2 McpServer` is the official TypeScript SDK (`@modelcontextprotocol/server`, the "
+        "version below) on Node.js, through its public API (`bench/servers/ts_v2_server.mjs`): `serveStdio` over "
+        "stdio; over HTTP a `NodeStreamableHTTPServerTransport` and an `McpServer` per session for 2025 traffic "
+        "(the SDK's documented sessionful pattern) and `createMcpHandler` (one server per request, its design) for "
+        "2026-07-28 traffic and for the stateless cases, JSON responses, on `node:http`."
     )
     w(
         "- The load generator speaks raw JSON-RPC (asyncio pipes; a keep-alive HTTP/1.1 client on raw asyncio "

@@ -17,12 +17,24 @@ from typing import Any
 import orjson
 
 from .cases import Budget, run_cases
-from .contenders import BENCH
+from .contenders import BENCH, NODE_MODULES, SERVER_CONTENDERS, node
 
 ROOT = BENCH.parent
 RESULTS = BENCH / "results"
 KEEP_RESULTS = 40  # per session name; the oldest beyond this are deleted
-DISTS = ["mcp", "mcp-types", "fastmcp", "mcpkit", "uvicorn", "h11", "starlette", "pydantic", "orjson", "anyio"]
+DISTS = [
+    "mcp",
+    "mcp-types",
+    "fastmcp",
+    "mcpkit",
+    "uvicorn",
+    "httptools",
+    "h11",
+    "starlette",
+    "pydantic",
+    "orjson",
+    "anyio",
+]
 
 
 def machine() -> dict[str, Any]:
@@ -65,7 +77,27 @@ def versions() -> dict[str, str]:
             out["mcpkit"] += f" (commit {rev})"
     except (OSError, subprocess.SubprocessError):
         pass
+    for c in SERVER_CONTENDERS:  # the npm contenders' packages, and the Node.js that runs them
+        if c.package and c.package.startswith("npm:"):
+            name = c.package[4:]
+            try:
+                out[name] = orjson.loads((NODE_MODULES / name / "package.json").read_bytes())["version"]
+            except (OSError, ValueError, KeyError):
+                out[name] = "not installed"
+    exe = node()
+    if exe is not None:
+        try:
+            out["node"] = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=10).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            out["node"] = "unknown"
     return out
+
+
+def http_parser() -> str:
+    """uvicorn's HTTP parser for the Python contenders in this run (servers/_serve.py decides, in each server)."""
+    from servers._serve import http_parser as chosen
+
+    return str(chosen())
 
 
 def log(msg: str) -> None:
@@ -138,6 +170,7 @@ def run_session(
         "quick": quick,
         "machine": machine(),
         "versions": versions(),
+        "http_parser": http_parser(),
         "budget": asdict(budget),
         "argv": sys.argv[1:],
     }

@@ -11,16 +11,24 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from importlib.util import find_spec
 from typing import Any
+
+
+def http_parser() -> str:
+    """The HTTP parser every Python contender (and the ASGI floor) is served with: what users of mcpkit's ``http``
+    extra get, uvicorn's choice when ``httptools`` is installed (the extra installs it), else h11.
+    ``BENCH_HTTP_PARSER=h11`` (``bench/run.py --http-parser h11``) pins the pure-Python parser for all."""
+    return os.environ.get("BENCH_HTTP_PARSER") or ("httptools" if find_spec("httptools") else "h11")
+
 
 UVICORN_CONFIG: dict[str, Any] = {
     "host": "127.0.0.1",
     "log_level": "warning",
     "access_log": False,
+    # the event loop of the ``http`` extra (it brings no uvloop, so uvicorn's "auto" is asyncio's)
     "loop": "asyncio",
-    # h11 for every contender by default (the yardstick of the published figures); BENCH_HTTP_PARSER=httptools
-    # (``bench/run.py --http-parser httptools``) serves them all with llhttp, as uvicorn[standard] would
-    "http": os.environ.get("BENCH_HTTP_PARSER", "h11"),
+    "http": http_parser(),
     "ws": "none",
     "lifespan": "on",
     "timeout_keep_alive": 120,
