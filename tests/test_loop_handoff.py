@@ -75,6 +75,12 @@ def watch(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     return str(request.param)
 
 
+def _inline(fn: Any, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+    """``fn(args, kw)`` inline on the running loop's thread under its hand-off guard: what the sync policy does for
+    a function declared ``thread=False`` (the one inline path, ``SyncPolicy.try_inline``)."""
+    return SyncPolicy(lambda *a, **k: fn(a, k), "test", thread=False).try_inline(args, kw)
+
+
 async def _watched_by(guard: LoopHandoff, watch: str) -> None:
     """Wait (2 s at most) until the watch is the one asked for: the helper process, once it runs (the watchdog
     thread covers its start and then ends), or the thread."""
@@ -82,7 +88,7 @@ async def _watched_by(guard: LoopHandoff, watch: str) -> None:
     while watch == "process" and (guard._cell is None or guard._watchdog is not None):
         if time.monotonic() > deadline:
             break
-        guard.run(lambda a, k: None, (), {})
+        _inline(lambda a, k: None, (), {})
         await asyncio.sleep(0.005)
     if watch == "process":
         assert guard._cell is not None and guard._watchdog is None
@@ -97,13 +103,13 @@ async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_sleeps(watc
     loop = asyncio.get_running_loop()
     guard = handoff_for(loop)
     assert guard is not None and running_guard() is guard
-    guard.run(lambda a, k: None, (), {})  # the first inline call starts the watch
+    _inline(lambda a, k: None, (), {})  # the first inline call starts the watch
     await _watched_by(guard, watch)
     await asyncio.sleep(0.1)  # (the helper process starting)
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    ran_on = guard.run(sleeper(0.5), (), {})
+    ran_on = _inline(sleeper(0.5), (), {})
     took = time.perf_counter() - t0
     assert ran_on == threading.current_thread().name and took >= 0.5
     assert asyncio.current_task() is not None  # the interrupted task is current again
@@ -120,13 +126,13 @@ async def test_issue16_item1_loop_keeps_serving_while_an_inline_call_computes(wa
     interval, so the loop is still served within 50 ms."""
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None
-    guard.run(lambda a, k: None, (), {})
+    _inline(lambda a, k: None, (), {})
     await _watched_by(guard, watch)
     await asyncio.sleep(0.1)
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    assert guard.run(spinner(0.5), (), {}) > 0
+    assert _inline(spinner(0.5), (), {}) > 0
     await asyncio.sleep(0.03)
     await ticker.stop()
     assert guard.handovers == 1
@@ -140,7 +146,7 @@ async def test_issue16_item1_short_inline_calls_are_never_handed_over() -> None:
     end = time.perf_counter() + 4 * TICK_S * 10
     n = 0
     while time.perf_counter() < end:
-        assert guard.run(lambda a, k: a[0] + 1, (n,), {}) == n + 1
+        assert _inline(lambda a, k: a[0] + 1, (n,), {}) == n + 1
         n += 1
         if n % 1000 == 0:
             await asyncio.sleep(0)
@@ -158,7 +164,7 @@ async def test_issue16_item1_an_error_of_a_handed_over_call_reaches_its_caller()
         raise LookupError("boom")
 
     with pytest.raises(LookupError, match="boom"):
-        guard.run(boom, (), {})
+        _inline(boom, (), {})
     assert guard.handovers == 1 and not guard.lost
     assert await asyncio.wait_for(asyncio.sleep(0.01, "still served"), 1) == "still served"
 
@@ -184,7 +190,7 @@ async def test_issue16_item1_many_hand_overs_among_busy_tasks_lose_nothing() -> 
             made_long[0] += long
             fn = sleeper(0.06) if long else (lambda a, k: a[0])
             # (while the loop is handed over, SyncPolicy runs inline functions on a worker thread instead)
-            out = guard.run(fn, (i,), {}) if not guard.lost else i
+            out = _inline(fn, (i,), {}) if not guard.lost else i
             assert asyncio.current_task() is me[i]
             total += 1 if out is not None else 0
             inner = asyncio.create_task(asyncio.sleep(0.001, i))
@@ -215,7 +221,7 @@ def test_issue16_item1_the_loop_stops_cleanly_while_handed_over() -> None:
             done.append("finisher ran on " + threading.current_thread().name)
 
         task = asyncio.create_task(finisher())
-        done.append(guard.run(sleeper(0.3), (), {}))
+        done.append(_inline(sleeper(0.3), (), {}))
         await task
 
     asyncio.run(main())
@@ -253,7 +259,7 @@ async def _worst_gap_of_a_blocking_call(guard: LoopHandoff) -> float:
     ticker = Ticker()
     await asyncio.sleep(0.03)
     t0 = time.perf_counter()
-    guard.run(sleeper(0.3), (), {})
+    _inline(sleeper(0.3), (), {})
     await asyncio.sleep(0.03)
     await ticker.stop()
     return ticker.worst_gap(t0)
@@ -288,12 +294,12 @@ def test_issue16_item1_inline_calls_are_watched_without_taking_the_servers_gil()
     async def main() -> tuple[int, float, int]:
         guard = handoff_for(asyncio.get_running_loop())
         assert guard is not None
-        guard.run(lambda a, k: None, (), {})
+        _inline(lambda a, k: None, (), {})
         await _watched_by(guard, "process")
         ticks = TICKS[0]
         end = time.perf_counter() + 30 * TICK_S
         while time.perf_counter() < end:
-            guard.run(lambda a, k: None, (), {})
+            _inline(lambda a, k: None, (), {})
             await asyncio.sleep(0)
         woken = TICKS[0] - ticks
         return woken, await _worst_gap_of_a_blocking_call(guard), guard.handovers
@@ -315,7 +321,7 @@ async def test_issue16_item1_a_killed_helper_leaves_the_watch_to_a_thread() -> N
     guard = handoff_for(asyncio.get_running_loop())
     assert guard is not None
     before = _helpers()
-    guard.run(lambda a, k: None, (), {})
+    _inline(lambda a, k: None, (), {})
     await _watched_by(guard, "process")
     (helper,) = _helpers() - before if len(_helpers() - before) == 1 else (None,)
     assert helper is not None
@@ -324,7 +330,7 @@ async def test_issue16_item1_a_killed_helper_leaves_the_watch_to_a_thread() -> N
     while guard._cell is not None and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     assert guard._cell is None
-    guard.run(lambda a, k: None, (), {})
+    _inline(lambda a, k: None, (), {})
     assert guard._watchdog is not None  # the thread took over the watch
     gap = await _worst_gap_of_a_blocking_call(guard)
     assert guard.handovers == 1 and gap < BOUND_S, f"the loop went unserved {gap * 1000:.1f} ms"

@@ -58,14 +58,12 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from .loop_watch import CELL_SIZE
 
 logger = logging.getLogger("mcpkit.server.sync")
 
-T = TypeVar("T")
 
 #: How often (seconds) the watchdog looks at the inline call under way: a call seen twice is handed over.
 TICK_S = 0.010
@@ -187,29 +185,6 @@ class LoopHandoff:
     def handovers(self) -> int:
         """How many times the loop was handed to the stand-in (diagnostics, tests)."""
         return self._handovers
-
-    def run(self, fn: Callable[[tuple[Any, ...], dict[str, Any]], T], args: tuple[Any, ...], kw: dict[str, Any]) -> T:
-        """``fn(args, kw)`` on this (the loop's) thread; the loop is handed over if it runs long."""
-        seq = self._seq + 1
-        self._seq = seq
-        slot = self._slot
-        slot.append(seq)
-        cell = self._cell
-        if cell is None and self._sleeping:
-            self._rouse()
-            cell = self._cell
-        if cell is not None:
-            cell[0] = seq
-        ready = len(self._ready)
-        try:
-            return fn(args, kw)
-        finally:
-            if cell is not None:
-                cell[0] = -seq
-            try:
-                slot.pop()
-            except IndexError:  # the watchdog took it: the loop was handed over
-                self._take_back(ready)
 
     # ------------------------------------------------------------------ watchdog
 

@@ -266,10 +266,10 @@ class SyncPolicy:
         when the running task is in its eager first step (the caller yields one loop turn, ``await
         asyncio.sleep(0)``, and asks again; see :func:`~.loop_handoff.in_eager_step`).
 
-        One frame for the whole inline path: the guard's lookup, the hand-off slot (see
-        :meth:`~.loop_handoff.LoopHandoff.run`, inlined here) and the timing. A call is timed with the clock
-        alone; the thread's usage counters (a system call) are read around it only once a call of this function
-        has run long without an explanation (see :meth:`_ran_long`)."""
+        One frame for the whole inline path: the guard's lookup, the hand-off slot (the one place a call takes
+        it: see :class:`~.loop_handoff.LoopHandoff`) and the timing. A call is timed with the clock alone; the
+        thread's usage counters (a system call) are read around it only once a call of this function has run long
+        without an explanation (see :meth:`_ran_long`)."""
         if self.mode != INLINE:
             return ON_THREAD
         tid = _get_ident()  # running_guard(), its fast path inlined
@@ -282,7 +282,7 @@ class SyncPolicy:
             return ON_THREAD  # the loop is handed over meanwhile: inline functions run on worker threads
         if _eager_tasks and in_eager_step():
             return EAGER
-        # LoopHandoff.run, inlined (keep the two alike)
+        # the hand-off slot (the one place an inline call takes it: see LoopHandoff)
         seq = h._seq + 1
         h._seq = seq
         slot = h._slot
