@@ -13,6 +13,7 @@ extra      brings                                      for
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
 ``skills`` pyyaml                                      Skills: ``add_skills``, reading and checking skills
+``otel``   opentelemetry-api, opentelemetry-sdk        ``mcpkit.telemetry`` (OpenTelemetry spans)
 ``all``    all of the above
 =========  ==========================================  ====================================================
 """
@@ -39,6 +40,7 @@ EXTRA_OF: dict[str, str] = {
     "jwt": "auth",
     "cryptography": "auth",
     "yaml": "skills",
+    "opentelemetry": "otel",
 }
 
 

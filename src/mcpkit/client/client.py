@@ -164,6 +164,8 @@ class Client(ClientConnection):
         tap: ``fn(event)``, shown every JSON-RPC message of the connection, sent and received, synchronously (a
             :class:`~mcpkit.engine.tap.TapEvent`; :class:`~mcpkit.engine.tap.TapRecorder` keeps them bounded); it
             must not block, and what it raises is logged. It stays on across reconnections.
+        telemetry: a :class:`mcpkit.telemetry.Telemetry`: an OpenTelemetry span per request sent (its trace context
+            in ``_meta``) and per request the server sends (needs ``mcpkit[otel]``).
     """
 
     async def ping(self, *, timeout: float | None = 10.0) -> float:

@@ -10,11 +10,11 @@ import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Literal, Self, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeVar
 
 from .._options import named_options
-from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback
-from ..engine.tap import Tap
+from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback, RequestTracer
+from ..engine.tap import Tap, TapEvent
 from ..protocol.errors import (
     URL_ELICITATION_REQUIRED,
     ConnectionClosed,
@@ -110,6 +110,26 @@ def _connect_reason(exc: BaseException) -> str:
     return str(root or exc)
 
 
+class ClientTelemetry(Protocol):
+    """What ``Client(telemetry=...)`` takes (:class:`mcpkit.telemetry.Telemetry`): a tracer for each session's
+    outgoing requests and a tap for the requests the server sends."""
+
+    def client_tracer(self, session: ClientSession) -> RequestTracer: ...
+
+    def tap(self, event: TapEvent) -> None: ...
+
+
+def _both(first: Tap | None, second: Tap) -> Tap:
+    if first is None:
+        return second
+
+    def tap(event: TapEvent) -> None:
+        first(event)
+        second(event)
+
+    return tap
+
+
 class ClientConnection:
     """Opens, heals and closes one client connection (the base of :class:`~mcpkit.client.client.Client`, whose
     docstring lists the options)."""
@@ -161,8 +181,12 @@ class ClientConnection:
         tasks: bool = True,
         tap: Tap | None = None,
         auth: ClientAuth | None = None,
+        telemetry: ClientTelemetry | None = None,
     ) -> None:
         check_client_options(mode, log_level)
+        self._telemetry = telemetry
+        if telemetry is not None:
+            tap = _both(tap, telemetry.tap)
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)
         self._auth = auth
         self._own_oauth: Any = None  # the OAuthClient auth="oauth" made (closed with the client)
@@ -378,6 +402,8 @@ class ClientConnection:
         )
         if self.cache is not None:
             session.seen = self.cache.invalidate  # every notification, listen streams' included
+        if self._telemetry is not None:
+            session.peer.tracer = self._telemetry.client_tracer(session)
         return session
 
     async def _sample(self, params: SamplingParams) -> Any:

@@ -33,7 +33,7 @@ from .messages import (
     batch_too_long,
     describe,
 )
-from .outgoing import ProgressCallback
+from .outgoing import ProgressCallback, RequestDone, RequestTracer
 from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
 from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder, hub_of
 
@@ -58,7 +58,9 @@ __all__ = [
     "Peer",
     "ProgressCallback",
     "RequestContext",
+    "RequestDone",
     "RequestHandler",
+    "RequestTracer",
     "Tap",
     "TapEvent",
     "TapHub",

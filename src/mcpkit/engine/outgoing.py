@@ -8,9 +8,10 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._aio import running_loop as _running_loop
 from ..protocol.errors import (
@@ -61,6 +62,19 @@ class _Pending:
         self.progress_next: tuple[float, float | None, str | None] | None = None
 
 
+RequestDone = Callable[[BaseException | None, "asyncio.Future[JSONDict]"], None]
+
+
+class RequestTracer(Protocol):
+    """Watches the requests a peer sends (OpenTelemetry client spans, :mod:`mcpkit.telemetry`): ``start`` is called
+    before a request goes out and returns its params (it may add trace context to ``_meta``) and the function called
+    once it is over, with the exception that ended it (None) and its future (its result when it has one)."""
+
+    def start(
+        self, method: str, params: JSONDict | None, request_id: RequestId, peer: Any
+    ) -> tuple[JSONDict | None, RequestDone]: ...
+
+
 class Requests:
     """Outgoing requests and notifications of a peer (see :class:`~mcpkit.engine.peer.Peer` for the options)."""
 
@@ -83,6 +97,8 @@ class Requests:
     unclaimed_progress: Callable[[JSONDict], None] | None = None
     tap: TapHub | None  # the message tap (see mcpkit.engine.tap)
     channel: int
+    #: watches every request this peer sends (None: nothing is done, one attribute test per request)
+    tracer: RequestTracer | None = None
 
     def _tapped(self, direction: str, msg: Outgoing) -> None:
         """Show ``msg`` to the tap (called only when there is one)."""
@@ -139,6 +155,9 @@ class Requests:
         loop = _running_loop()
         fut: asyncio.Future[JSONDict] = loop.create_future()
         pending = _Pending(fut, method, on_progress)
+        finish: RequestDone | None = None
+        if self.tracer is not None:
+            params, finish = self.tracer.start(method, params, rid, self)
         if on_progress is not None:
             # The request id doubles as the progress token: unique among our active requests by construction.
             params = dict(params) if params else {}
@@ -172,6 +191,8 @@ class Requests:
             if pending.timer is not None:
                 pending.timer.cancel()
             self._pending.pop(rid, None)
+            if finish is not None:
+                finish(sys.exc_info()[1], fut)
 
     def _expire(self, rid: RequestId) -> None:
         pending = self._pending.get(rid)

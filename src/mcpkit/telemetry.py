@@ -1,0 +1,263 @@
+"""OpenTelemetry spans for every MCP request, on the server and on the client, with W3C trace context in ``_meta``.
+
+    from mcpkit.telemetry import Telemetry
+
+    telemetry = Telemetry()                      # the global tracer provider, or tracer_provider=...
+    app.add_middleware(telemetry)                # server: a SERVER span per request it handles
+    async with Client(url, telemetry=telemetry): # client: a CLIENT span per request it sends
+        ...
+
+Needs the ``otel`` extra (``pip install 'mcpkit[otel]'``: opentelemetry-api and -sdk); nothing of it is imported,
+and nothing is done on any request, unless a :class:`Telemetry` is made and installed.
+
+**Spans** follow the OpenTelemetry semantic conventions for MCP: named ``<method> <target>`` (``tools/call add``,
+``prompts/get review``; the method alone otherwise), with ``mcp.method.name``, ``mcp.protocol.version``,
+``mcp.session.id`` (a label made for the session in this process: never the HTTP session id),
+``jsonrpc.request.id``, ``gen_ai.tool.name`` and ``gen_ai.operation.name`` (``execute_tool``) for a tool call,
+``gen_ai.prompt.name``, ``mcp.resource.uri``, and ``mcpkit.era`` (``handshake`` or ``modern``). A request that
+fails is an error span: ``error.type`` and ``rpc.response.status_code`` are the JSON-RPC error code, or
+``tool_error`` for a tool's ``isError`` result, or the exception's type (recorded on the span).
+
+Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
+your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
+spans, children of the tool's span); on the client, the requests its session sends (CLIENT spans) and, from its
+message tap, the requests the server sends it (SERVER spans).
+
+**Propagation**: every request sent carries the current span's context in ``params._meta`` as ``traceparent``
+(and ``tracestate``), the convention the 2026-07-28 specification reserves (read and written in every revision).
+An incoming context is untrusted input: it is checked and bounded (:mod:`mcpkit.protocol.tracecontext`) and, with
+``incoming="parent"`` (default), becomes the span's parent; ``"link"`` starts a new trace linked to it (for an
+endpoint open to anyone: a client cannot put its spans in your traces or force sampling); ``"ignore"`` drops it.
+``baggage`` is never read.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ._extras import require
+from ._version import __version__
+from .protocol.errors import MCPError
+from .protocol.tracecontext import TRACEPARENT, TRACESTATE, format_traceparent, incoming
+from .server.interceptors import Call, CallNext
+from .server.middleware.base import Middleware, session_label
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from .engine.tap import TapEvent
+    from .protocol.jsonrpc import JSONDict, RequestId
+
+INCOMING = ("parent", "link", "ignore")
+DEFAULT_MAX_PENDING = 4_096
+"""How many requests the client's tap may hold open spans for (server-to-client requests not yet answered)."""
+
+
+def span_name(method: str, params: Any) -> str:
+    """``<method> <tool or prompt name>``, else the method."""
+    if method in ("tools/call", "prompts/get") and type(params) is dict:
+        name = params.get("name")
+        if type(name) is str:
+            return f"{method} {name[:128]}"
+    return method
+
+
+def request_attributes(method: str, params: Any, request_id: Any, version: str | None, session: str | None) -> JSONDict:
+    """The span attributes of one request (see the module docstring)."""
+    attrs: JSONDict = {"mcp.method.name": method}
+    if request_id is not None:
+        attrs["jsonrpc.request.id"] = str(request_id)
+    if version is not None:
+        attrs["mcp.protocol.version"] = version
+        attrs["mcpkit.era"] = "modern" if version >= "2026" else "handshake"
+    if session is not None:
+        attrs["mcp.session.id"] = session
+    if type(params) is dict:
+        if method == "tools/call" and type(params.get("name")) is str:
+            attrs["gen_ai.tool.name"] = params["name"][:128]
+            attrs["gen_ai.operation.name"] = "execute_tool"
+        elif method == "prompts/get" and type(params.get("name")) is str:
+            attrs["gen_ai.prompt.name"] = params["name"][:128]
+        elif type(params.get("uri")) is str:
+            attrs["mcp.resource.uri"] = params["uri"][:2048]
+    return attrs
+
+
+class Telemetry(Middleware):
+    """Spans for every request, both sides (see the module docstring).
+
+    Args:
+        tracer_provider: where spans go (default: the global one, ``opentelemetry.trace.set_tracer_provider``).
+        incoming: what an incoming ``traceparent`` becomes: "parent", "link" or "ignore".
+        max_pending: bound of the client tap's table of open spans (the oldest is ended, marked abandoned).
+    """
+
+    name = "telemetry"
+
+    def __init__(
+        self, *, tracer_provider: Any = None, incoming: str = "parent", max_pending: int = DEFAULT_MAX_PENDING
+    ) -> None:
+        super().__init__()
+        if incoming not in INCOMING:
+            raise ValueError(f"incoming must be one of {', '.join(INCOMING)}")
+        trace = require("opentelemetry.trace", "mcpkit.telemetry")
+        self._trace = trace
+        self._context = require("opentelemetry.context", "mcpkit.telemetry")
+        self.tracer = trace.get_tracer("mcpkit", __version__, tracer_provider=tracer_provider)
+        self.incoming = incoming
+        self.max_pending = max_pending
+        self._open: OrderedDict[tuple[int, Any], Any] = OrderedDict()
+
+    # ------------------------------------------------------------------ incoming context
+
+    def _remote(self, params: Any) -> tuple[Any, list[Any]]:
+        """``(parent context or None, links)`` for a request's ``_meta``."""
+        if self.incoming == "ignore" or type(params) is not dict:
+            return None, []
+        found = incoming(params.get("_meta"))
+        if found is None:
+            return None, []
+        parent, state = found
+        trace = self._trace
+        remote = trace.SpanContext(
+            trace_id=parent.trace_id,
+            span_id=parent.span_id,
+            is_remote=True,
+            trace_flags=trace.TraceFlags(parent.flags & 1),
+            trace_state=trace.TraceState(state),
+        )
+        if self.incoming == "link":
+            return None, [trace.Link(remote)]
+        return trace.set_span_in_context(trace.NonRecordingSpan(remote)), []
+
+    def _failed(self, span: Any, exc: BaseException) -> None:
+        trace = self._trace
+        if isinstance(exc, MCPError):
+            code = str(exc.code)
+            span.set_attribute("error.type", code)
+            span.set_attribute("rpc.response.status_code", code)
+            span.set_status(trace.Status(trace.StatusCode.ERROR, exc.message[:256]))
+        elif isinstance(exc, Exception):
+            span.set_attribute("error.type", type(exc).__qualname__)
+            span.record_exception(exc)
+            span.set_status(trace.Status(trace.StatusCode.ERROR, type(exc).__qualname__))
+        else:
+            span.set_attribute("error.type", "cancelled")
+            span.set_status(trace.Status(trace.StatusCode.ERROR, "cancelled"))
+
+    def _outcome(self, span: Any, result: Any) -> None:
+        if type(result) is dict and result.get("isError") is True:
+            span.set_attribute("error.type", "tool_error")
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, "tool_error"))
+
+    # ------------------------------------------------------------------ server: the interceptor chain
+
+    async def on_request(self, call: Call, call_next: CallNext) -> Any:
+        session = call.session
+        if session is not None and getattr(session.peer, "tracer", None) is None:
+            label = session_label(call)
+            session.peer.tracer = _PeerTracer(self, lambda: session.version, label)  # server->client requests
+        parent, links = self._remote(call.params)
+        trace = self._trace
+        method = call.method
+        attrs = request_attributes(
+            method, call.params, call.request_id, call.context.features.version, session_label(call)
+        )
+        span = self.tracer.start_span(
+            span_name(method, call.params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links
+        )
+        token = self._context.attach(trace.set_span_in_context(span))
+        try:
+            result = await call_next(call)
+        except BaseException as exc:
+            self._failed(span, exc)
+            raise
+        else:
+            self._outcome(span, result)
+            return result
+        finally:
+            self._context.detach(token)
+            span.end()
+
+    # ------------------------------------------------------------------ client
+
+    def client_tracer(self, session: Any) -> _PeerTracer:
+        """The tracer of a client session's outgoing requests (``Client(telemetry=...)`` installs it)."""
+        return _PeerTracer(self, lambda: getattr(session.features, "version", None), secrets.token_hex(6))
+
+    def tap(self, event: TapEvent) -> None:
+        """A client's message tap: a SERVER span for each request the server sends it, ended by the answer."""
+        key = (event.channel, event.id)
+        if event.direction == "in" and event.kind == "request":
+            method = event.method or ""
+            params = event.message.params
+            parent, links = self._remote(params)
+            attrs = request_attributes(method, params, event.id, None, None)
+            span = self.tracer.start_span(
+                span_name(method, params),
+                context=parent,
+                kind=self._trace.SpanKind.SERVER,
+                attributes=attrs,
+                links=links,
+            )
+            self._open[key] = span
+            while len(self._open) > self.max_pending:
+                _, stale = self._open.popitem(last=False)
+                stale.set_attribute("error.type", "abandoned")
+                stale.end()
+        elif event.direction == "out" and event.kind in ("result", "error"):
+            span = self._open.pop(key, None)
+            if span is None:
+                return
+            if event.kind == "error":
+                code = str(event.message.code)
+                span.set_attribute("error.type", code)
+                span.set_attribute("rpc.response.status_code", code)
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+            span.end()
+
+
+class _PeerTracer:
+    """The engine's :class:`~mcpkit.engine.outgoing.RequestTracer` for one peer: a CLIENT span per request it
+    sends, its context put in the request's ``_meta``."""
+
+    __slots__ = ("owner", "session", "version")
+
+    def __init__(self, owner: Telemetry, version: Callable[[], str | None], session: str | None) -> None:
+        self.owner = owner
+        self.version = version
+        self.session = session
+
+    def start(
+        self, method: str, params: JSONDict | None, request_id: RequestId, peer: Any
+    ) -> tuple[JSONDict | None, Callable[[BaseException | None, asyncio.Future[JSONDict]], None]]:
+        owner = self.owner
+        trace = owner._trace
+        attrs = request_attributes(method, params, request_id, self.version(), self.session)
+        span = owner.tracer.start_span(span_name(method, params), kind=trace.SpanKind.CLIENT, attributes=attrs)
+        context = span.get_span_context()
+        if context.is_valid:
+            out = dict(params) if params else {}
+            meta = out.get("_meta")
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            meta[TRACEPARENT] = format_traceparent(context.trace_id, context.span_id, int(context.trace_flags))
+            state = context.trace_state.to_header() if context.trace_state else ""
+            if state:
+                meta[TRACESTATE] = state
+            out["_meta"] = meta
+            params = out
+
+        def done(exc: BaseException | None, fut: asyncio.Future[JSONDict]) -> None:
+            if exc is not None:
+                owner._failed(span, exc)
+            elif fut.done() and not fut.cancelled() and fut.exception() is None:
+                owner._outcome(span, fut.result())
+            span.end()
+
+        return params, done
+
+
+__all__ = ["DEFAULT_MAX_PENDING", "INCOMING", "Telemetry", "request_attributes", "span_name"]
