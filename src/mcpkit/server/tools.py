@@ -67,6 +67,7 @@ class Tool(Listed):
     """A registered tool: the function, its definition and how to call it."""
 
     debug = False  # development mode: exception messages reach the client (MCPKit sets it from its own)
+    _param_headers: Any = _UNREAD  # (param_headers, read once: a tool built another way reads it too)
     #: "optional" or "required" when the tool may (must) run as a task, None when it never does
     task_support: str | None = None
 
@@ -114,7 +115,6 @@ class Tool(Listed):
         self.meta = meta
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
-        self._param_headers: Any = _UNREAD
         Listed.__init__(self)
         self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
 
