@@ -155,9 +155,6 @@ class MountedTool(Tool):
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         return self.inner.call(arguments, self.mount.context(ctx), feats)
 
-    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
-        return await self.inner.run(arguments, self.mount.context(ctx))
-
 
 def _renamed(contents: list[JSONDict], old: str, new: str) -> list[JSONDict]:
     """``contents`` whose ``uri`` is the mounted server's name for the resource, given the parent's."""

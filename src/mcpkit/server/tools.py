@@ -174,15 +174,6 @@ class Tool(Listed):
         self._defs[feats.version] = d
         return d
 
-    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
-        """Validate the arguments and call the function (sync functions run in a worker thread)."""
-        kwargs = self.info.validate(arguments)
-        if self.info.context_param is not None:
-            kwargs[self.info.context_param] = ctx
-        if self.sync is None:
-            return await self.fn(**kwargs)
-        return await self.sync(**kwargs)
-
     def call(
         self, arguments: JSONDict, ctx: Context | None, feats: Features
     ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
@@ -193,7 +184,7 @@ class Tool(Listed):
         coroutine frame for a sync tool that runs inline. The dispatcher awaits what is not a dict."""
         info = self.info
         try:
-            # Tool.run, inlined (and FunctionInfo.validate's fast path too)
+            # the arguments (FunctionInfo.validate, its fast path inline), then the function where its policy says
             fast = info.fast_plan
             kwargs = fast_validate(fast, arguments) if fast is not None else None
             if kwargs is None:

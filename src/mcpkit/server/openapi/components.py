@@ -115,9 +115,6 @@ class OpenAPITool(Tool):
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         return self._call(arguments, feats)
 
-    async def run(self, arguments: JSONDict, ctx: Context | None) -> Any:
-        return await self._call(arguments, None)
-
     async def _call(self, arguments: JSONDict, feats: Features | None) -> JSONDict:
         issues = _issues(self._inputs, arguments)
         if issues is not None:
