@@ -3,21 +3,26 @@
 
 from __future__ import annotations
 
+import gc
+import sys
 import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
 
-from mcpkit import MCPKit
+from mcpkit import Client, MCPKit
 from mcpkit.protocol.errors import MCPError
 from mcpkit.protocol.versions import features
-from mcpkit.server.pagination import Paginator, Snapshot
+from mcpkit.server.pagination import DEFAULT_PAGE_SIZE, Paginator, Snapshot
 from test_everything_support import connect
+
+SERVERS = Path(__file__).parent / "servers"
 
 
 def resource_app(n: int) -> MCPKit:
-    app = MCPKit("many")
+    app = MCPKit("many", page_size=50)
     for i in range(n):
         app.add_resource(f"mem://r/{i}", "x", name=f"r{i}")
     return app
@@ -118,7 +123,7 @@ async def test_issue16_item4_each_listed_item_is_encoded_once_per_revision() -> 
     assert tool is not None and list(tool._texts) == [version]
     text = tool.listed(features(version))
     assert text is tool._texts[version]  # the same text object on every page and walk
-    assert orjson.loads(orjson.dumps([text]))[0] == tool.definition(features(version)) == first[3]
+    assert orjson.loads(text) == tool.definition(features(version)) == first[3]
 
 
 @pytest.mark.req("S030")
@@ -246,10 +251,102 @@ async def test_issue16_item4_a_page_window_is_remembered_per_snapshot(monkeypatc
         assert [t.name for t in second.tools] == ["t3", "t4", "t5"]
         names, _ = await walk(cs)
         assert names == ["t0", "t2", "t3", "t4", "t5", "t6", "t7", "t8"]
-        monkeypatch.setattr("mcpkit.server.pagination.MAX_CACHED_PAGES", 2)
-        app.add_tool(lambda: "x", name="t9")
+        app.add_tool(lambda: "x", name="t9")  # (a change: what the snapshot kept is given back)
+        assert app._list_caches.used == 0
+        app._list_caches.max_bytes = 1_000  # room for a window and a page or two, not for all four pages
         names, _ = await walk(cs)
-        assert names == ["t0", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"] and len(snap._windows) == 2
-        before = len(asked)
-        names, _ = await walk(cs)  # the third page was not remembered: asked again, same answer
-        assert names[-1] == "t9" and len(asked) == before + 1
+        assert names == ["t0", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"]
+        assert 0 < len(snap._windows) < 4 and app._list_caches.used <= 1_000
+        before, kept = len(asked), len(snap._windows)
+        names, _ = await walk(cs)  # the pages not remembered were asked again, with the same answer
+        assert names[-1] == "t9" and before < len(asked) <= before + 4 - kept and app._list_caches.used <= 1_000
+
+
+async def test_a_walked_list_keeps_memory_in_proportion_to_its_json() -> None:
+    """What a server keeps after a list was walked (each item's text, each page's text and window) is a small
+    multiple of the list's JSON: every kept text is a right-sized copy (the bytes orjson returns keep its whole
+    encoding buffer, 4 KiB at least, which made each listed resource cost ~4 KiB), and the definition an item's
+    text was made from is not kept beside it."""
+    n = 20_000
+    app = MCPKit("kept")
+    for i in range(n):
+        app.add_resource(f"mem://r/{i}", "x", name=f"r{i}")
+    gc.collect()
+    tracemalloc.start()
+    try:
+        async with connect(app) as (cs, _, _):
+            cursor: str | None = None
+            pages = 0
+            while True:
+                page = await cs.list_resources(cursor)
+                pages += 1
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+            version = cs.protocol_version
+        gc.collect()
+        kept = sum(
+            stat.size
+            for stat in tracemalloc.take_snapshot().statistics("filename")
+            if "mcpkit/server/" in stat.traceback[0].filename
+        )
+    finally:
+        tracemalloc.stop()
+    assert version is not None and pages == n // DEFAULT_PAGE_SIZE
+    listed = sum(len(r.listed(features(version))) for r in app._resources.values())
+    assert kept < 6 * listed, (kept, listed)  # ~4x: the item texts, the page texts and their containers
+    assert kept / n < 600, kept / n  # bytes per resource (the old code: ~4,400)
+    assert app._list_caches.used < 2 * listed
+
+
+async def test_every_revision_and_view_of_every_list_share_one_byte_bound() -> None:
+    """The page texts and windows of every list, revision and per-principal view are charged to the app's one
+    ListCache: with a bound smaller than what the walks would keep it is never passed, every walk stays exact,
+    and a change gives back what the changed list kept."""
+    app = MCPKit("bounded", page_size=10)
+    for i in range(200):
+        app.add_tool(lambda: "x", name=f"t{i}", description="d" * 50)
+        app.add_resource(f"mem://r/{i}", "x", name=f"r{i}")
+    app.set_view_filter(lambda component, principal: True)  # (a view per principal)
+    app._list_caches.max_bytes = 40_000  # a few of the ~100 pages' texts these walks would keep
+    for version in ("2024-11-05", "2025-06-18", "2025-11-25"):
+        async with connect(app, version=version) as (cs, _, _):
+            for _ in range(2):
+                tools: list[str] = []
+                resources: list[str] = []
+                cursor: str | None = None
+                while True:
+                    page = await cs.list_tools(cursor)
+                    tools += [t.name for t in page.tools]
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+                cursor = None  # (a 2024-11-05 list ends with nextCursor "")
+                while True:
+                    rpage = await cs.list_resources(cursor)
+                    resources += [r.name for r in rpage.resources]
+                    cursor = rpage.next_cursor
+                    if not cursor:
+                        break
+                assert tools == [f"t{i}" for i in range(200)] and resources == [f"r{i}" for i in range(200)]
+                assert 0 < app._list_caches.used <= 40_000
+    used = app._list_caches.used
+    app.remove_resource("mem://r/0")  # (the list walked last: its view holds what is kept)
+    assert app._list_caches.used < used
+
+
+@pytest.mark.timeout(120)
+async def test_the_client_lists_100000_resources_with_its_default_settings() -> None:
+    """``Client(...).list_resources()`` with no option set returns all 100,000 resources of an MCPKit server with
+    no option set, over stdio: the server's pages (1,000 items) and the client's bounds (10,000 pages, 1,000,000
+    items, 64 MiB) fit each other (it stopped at 5,000 before: 50 a page times 100 pages)."""
+    async with Client([sys.executable, str(SERVERS / "large_lists_server.py"), "100000"], timeout=60) as client:
+        resources = await client.list_resources()
+        assert len(resources) == 100_000
+        assert resources[0].uri == "mem://r/0" and resources[-1].name == "r99999"
+        assert len({r.uri for r in resources}) == 100_000
+    small_pages = MCPKit("fifty", page_size=50)  # a server paging by 50, as many do: 240 pages
+    for i in range(12_000):
+        small_pages.add_resource(f"mem://r/{i}", "x", name=f"r{i}")
+    async with Client(small_pages) as client:
+        assert len(await client.list_resources()) == 12_000

@@ -10,7 +10,7 @@ import pytest
 
 from mcpkit import Client, MCPKit
 from mcpkit.protocol.errors import MCPError
-from mcpkit.server.pagination import MAX_VIEWS
+from mcpkit.server.pagination import VIEW_BYTES, VIEW_ITEM_BYTES, ListCache
 from mcpkit.server.visibility import Visibility
 from support.toolkit import ERAS, TRANSPORTS, build, serve_http, toolkit_client
 
@@ -111,18 +111,26 @@ async def test_a_hidden_inline_tool_cannot_be_called_on_the_quick_path() -> None
         assert (await client.call_tool("fast", {})).text == "fast"
 
 
-def test_views_are_bounded_and_dropped_when_a_rule_changes() -> None:
+def test_views_are_bounded_in_bytes_and_dropped_when_a_rule_changes() -> None:
+    """Per-principal views share the app's one byte bound (ListCache) with every page they keep: past it the least
+    recently used view is dropped (its bytes given back); a rule change drops them all."""
     rules = Visibility()
     rules.view_filter = lambda component, principal: True
     registry = {"t": MCPKit("x").add_tool(lambda: 1, name="t")}
-    for i in range(MAX_VIEWS + 10):
-        rules.view("tools", registry, f"user{i}")
-    assert len(rules._views["tools"]) == MAX_VIEWS
-    first, name = rules.view("tools", registry, "user0")  # (evicted, made again)
-    assert name.startswith("tools/") and rules.view("tools", registry, "user0")[0] is first
+    one_view = VIEW_BYTES + VIEW_ITEM_BYTES
+    cache = ListCache(max_bytes=20 * one_view)
+    for i in range(30):
+        rules.view("tools", registry, f"user{i}", cache)
+    assert len(rules._views) == 20 and cache.used == 20 * one_view
+    assert [p for _, p in rules._views] == [f"user{i}" for i in range(10, 30)]  # the oldest ten went
+    first, name = rules.view("tools", registry, "user0", cache)  # (dropped, made again: user10 goes)
+    assert name.startswith("tools/") and rules.view("tools", registry, "user0", cache)[0] is first
+    assert ("tools", "user10") not in rules._views and cache.used == 20 * one_view
     rules.set(False, ["t"], None, ["tools"])
-    assert len(rules._views["tools"]) == 0
-    assert rules.view("tools", registry, "user0")[0].items == []
+    assert len(rules._views) == 0 and cache.used == 0
+    assert rules.view("tools", registry, "user0", cache)[0].items == []
+    tiny = ListCache(max_bytes=10)  # not even one view fits: the page is answered, nothing is kept
+    assert rules.view("prompts", {}, "user0", tiny)[0].items == [] and tiny.used == 0 and len(rules._views) == 1
     with pytest.raises(ValueError, match="unknown list"):
         rules.set(False, ["t"], None, ["widgets"])
 

@@ -137,7 +137,8 @@ class Client(ClientConnection):
         timeout: default per-request timeout in seconds (None: none). Expiry sends ``notifications/cancelled``.
         connect_timeout: bound on opening the connection and negotiating.
         validate_output: check ``structuredContent`` against each tool's ``outputSchema``.
-        max_pages, max_items: bounds for the auto-paginating list calls.
+        max_pages, max_items: bounds for the auto-paginating list calls (default 10,000 pages and 1,000,000 items:
+            with them ``max_list_bytes`` decides, so every list whose items fit in it is walked whole).
         max_input_requests, max_input_reply_size: bounds on one 2026-07-28 input round (the input requests one
             ``InputRequiredResult`` may list, default 32; the bytes of their answers, default 4 MiB).
         max_concurrency: server→client requests (sampling, elicitation, roots, input-round answers, batch items)
@@ -216,6 +217,7 @@ class Client(ClientConnection):
             nxt = page.get("nextCursor")
             if not isinstance(nxt, str) or not nxt:
                 return items
+            size += 50 + len(nxt)  # (the cursors seen are kept too)
             if nxt in seen:
                 raise MCPError(f"{method}: the server returned the cursor {nxt!r} twice (pagination loop)")
             seen.add(nxt)

@@ -85,6 +85,12 @@ DEFAULT_MAX_URL_ELICITATIONS = 8
 """Default of ``Client(max_url_elicitations=...)``: URL elicitations one -32042 error may ask for."""
 DEFAULT_MAX_LIST_BYTES = 64 * 1024 * 1024
 """Default of ``Client(max_list_bytes=...)``: estimated memory (bytes) one auto-paginating list call may collect."""
+DEFAULT_MAX_PAGES = 10_000
+"""Default of ``Client(max_pages=...)``: pages one auto-paginating list call may ask for (round trips)."""
+DEFAULT_MAX_ITEMS = 1_000_000
+"""Default of ``Client(max_items=...)``: items one auto-paginating list call may collect. With the two defaults
+above, the memory bound is the one that decides: any list whose items fit in ``max_list_bytes`` is walked whole
+from a server paging by 100 items or more (mcpkit's servers page by 1,000, the official SDKs answer in one page)."""
 
 
 def _root_os_error(exc: BaseException) -> OSError | None:
@@ -154,8 +160,8 @@ class ClientConnection:
         connect_timeout: float | None = 30.0,
         discover_timeout: float = 5.0,
         validate_output: bool = True,
-        max_pages: int = 100,
-        max_items: int = 100_000,
+        max_pages: int = DEFAULT_MAX_PAGES,
+        max_items: int = DEFAULT_MAX_ITEMS,
         max_input_rounds: int = 8,
         max_input_requests: int = DEFAULT_MAX_INPUT_REQUESTS,
         max_input_reply_size: int = DEFAULT_MAX_MESSAGE_SIZE,

@@ -51,7 +51,7 @@ from .decorators import bare_or_configured, check_duplicate, checked_resource_ur
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .openapi import OpenAPIImport
-from .pagination import Paginator, Snapshot, list_result
+from .pagination import DEFAULT_PAGE_SIZE, ListCache, Paginator, Snapshot, list_result
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
 from .skills import Skills
@@ -85,8 +85,8 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         lifespan: ``async with lifespan(app) as state:`` runs around serving (once while any connection is
             served, shared by every session); ``state`` is :attr:`lifespan_state` (``ctx.lifespan_state``).
             An ``@asynccontextmanager`` function or a plain async generator function.
-        page_size: items per page of every list (default 50), or a mapping such as ``{"resources": 10}``
-            (keys: tools, resources, resource_templates, prompts; missing keys use 50).
+        page_size: items per page of every list (default 1,000), or a mapping such as ``{"resources": 10}``
+            (keys: tools, resources, resource_templates, prompts; missing keys use 1,000).
         list_ttl_ms, list_cache_scope: the 2026-07-28 caching hints of every list result (default 0 ms,
             "private": clients re-fetch and rely on list_changed); "public" only when every caller sees the same
             lists. Per resource: ``ttl_ms=``/``cache_scope=`` on ``@app.resource``.
@@ -114,7 +114,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         instructions: str | None = None,
         debug: bool | None = None,
         lifespan: Lifespan | None = None,
-        page_size: int | Mapping[str, int] = 50,
+        page_size: int | Mapping[str, int] = DEFAULT_PAGE_SIZE,
         cursor_key: bytes | None = None,
         list_ttl_ms: int = 0,
         list_cache_scope: Literal["private", "public"] = "private",
@@ -152,12 +152,14 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         self._templates: dict[str, ResourceTemplate] = {}
         self._prompts: dict[str, Prompt] = {}
         self._completers: dict[tuple[str, str, str], Completer] = {}
-        # ordered list views for paging, rebuilt once per change (per-page cost independent of registry size)
+        # ordered list views for paging, rebuilt once per change (per-page cost independent of registry size); what
+        # they and the per-principal views keep is bounded in bytes by one ListCache (pagination.py)
+        self._list_caches = ListCache()
         self._snapshots: dict[str, Snapshot[Any]] = {
-            "tools": Snapshot(self._tools),
-            "resources": Snapshot(self._resources),
-            "resource_templates": Snapshot(self._templates),
-            "prompts": Snapshot(self._prompts),
+            "tools": Snapshot(self._tools, self._list_caches),
+            "resources": Snapshot(self._resources, self._list_caches),
+            "resource_templates": Snapshot(self._templates, self._list_caches),
+            "prompts": Snapshot(self._prompts, self._list_caches),
         }
         check_sync_limits(sync_long_ms, sync_learn_calls)
         self._sync_limits = (sync_long_ms, sync_learn_calls)
@@ -167,7 +169,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             unknown = set(page_size) - set(_LIST_KINDS)
             if unknown:
                 raise ValueError(f"page_size: unknown lists {sorted(unknown)}; use {', '.join(_LIST_KINDS)}")
-            sizes = {k: page_size.get(k, 50) for k in _LIST_KINDS}
+            sizes = {k: page_size.get(k, DEFAULT_PAGE_SIZE) for k in _LIST_KINDS}
         if any(v < 1 for v in sizes.values()):
             raise ValueError("page_size must be at least 1")
         self.page_sizes = sizes
@@ -285,7 +287,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         ``field``: the window from the list's snapshot, its text per revision, the next cursor."""
         snap, name, cache, visibility = self._snapshots[kind], kind, self._list_cache, self._visibility
         if visibility is not None:  # the caller's view: its own snapshot and cursors that name it (visibility.py)
-            snap, name = visibility.view(kind, self._registries[kind], ctx.principal)
+            snap, name = visibility.view(kind, self._registries[kind], ctx.principal, self._list_caches)
             cache = self._private_list_cache if visibility.per_principal else cache
         start, end, cursor = snap.window(self._paginator, name, params, self.page_sizes[kind], key)
         return list_result(field, snap.page_text(ctx.features, start, end), cursor, cache)

@@ -27,11 +27,51 @@ from .request_state import RequestStateSealer
 
 T = TypeVar("T")
 _MAX_CURSOR = 1024
-#: pages one :class:`Snapshot` keeps as text (per revision and offsets; every page of a 200,000-item registry)
-MAX_CACHED_PAGES = 4096
-#: views of one list kept at once when visibility rules filter lists per principal (each a :class:`Snapshot` with
-#: its own pages, bounded by :data:`MAX_CACHED_PAGES`); the least recently used view is dropped beyond it
-MAX_VIEWS = 256
+#: items a list page holds unless the app says otherwise (``MCPKit(page_size=...)``): a 100,000-resource list is
+#: 100 round trips, and the client's default bounds walk any list whose items fit its memory bound
+DEFAULT_PAGE_SIZE = 1000
+#: bytes all the list caches of one app may hold together (:class:`ListCache`): page texts, remembered page windows
+#: and per-principal views, whatever the number of lists, revisions, views or pages
+MAX_LIST_CACHE_BYTES = 64 * 1024 * 1024
+# what a cache entry costs beyond its text, roughly (CPython 3.11-3.13: key tuple, dict slot, Fragment, str headers)
+_PAGE_ENTRY_BYTES = 200
+_WINDOW_ENTRY_BYTES = 300
+#: what a per-principal view costs beyond its items (its snapshot, its name, its place in the table) and per item
+#: (its own dict of the visible items and their ordered list), charged to the app's :class:`ListCache`
+VIEW_BYTES = 1024
+VIEW_ITEM_BYTES = 72
+
+
+def kept_json(value: Any) -> bytes:
+    """``value`` as JSON text to keep (a cache's entry), in a right-sized copy: the bytes ``orjson.dumps`` returns
+    keep its whole encoding buffer (4 KiB at least with orjson 3.12+, however short the text), which made each
+    cached list item cost ~4 KiB instead of its ~100 bytes."""
+    return bytes(memoryview(orjson.dumps(value)))
+
+
+class ListCache:
+    """The one byte bound of everything an app keeps to answer list pages fast (:data:`MAX_LIST_CACHE_BYTES` by
+    default): the pages' texts and windows of every :class:`Snapshot` (the shared list and every per-principal
+    view) and the views themselves (see :mod:`mcpkit.server.visibility`). A snapshot charges what it keeps and gives
+    it back when it is dropped; what would go past the bound is not kept (a page is then encoded again when asked
+    for, from its items' texts), so memory stays proportional to the lists and bounded, and no answer changes."""
+
+    __slots__ = ("max_bytes", "used")
+
+    def __init__(self, max_bytes: int = MAX_LIST_CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        """Charge ``size`` bytes if they fit under the bound; False (nothing charged) if they do not."""
+        if self.used + size > self.max_bytes:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        """Give back ``size`` bytes charged before."""
+        self.used -= size
 
 
 def _b64(data: bytes) -> str:
@@ -139,12 +179,15 @@ class Snapshot(Generic[T]):
 
     Listing a page then costs O(page size) whatever the registry's size and the page's position (instead of
     copying the whole registry per page). Call :meth:`invalidate` whenever the dict changes; as a safety net a
-    changed length also rebuilds it."""
+    changed length also rebuilds it. What it keeps to answer pages again (their texts and windows) is charged to
+    ``cache`` (the app's :class:`ListCache`; one of its own by default) and given back when it is dropped."""
 
-    __slots__ = ("_index", "_items", "_pages", "_source", "_windows")
+    __slots__ = ("_cache", "_held", "_index", "_items", "_pages", "_source", "_windows")
 
-    def __init__(self, source: Mapping[str, T]) -> None:
+    def __init__(self, source: Mapping[str, T], cache: ListCache | None = None) -> None:
         self._source = source
+        self._cache = cache if cache is not None else ListCache()
+        self._held = 0  # bytes charged to the cache for _pages and _windows
         self._items: list[T] | None = None
         self._index: dict[str, int] | None = None
         # pages as JSON text: (revision, start, end) -> the array of the items' listed() texts (see page_text)
@@ -153,11 +196,23 @@ class Snapshot(Generic[T]):
         self._windows: dict[tuple[str | None, int], tuple[int, int, str | None]] = {}
 
     def invalidate(self) -> None:
-        """Forget the snapshot; the next page rebuilds it (O(registry) once per change)."""
+        """Forget the snapshot and give back what it kept; the next page rebuilds it (O(registry) once per
+        change)."""
         self._items = None
         self._index = None
+        self._forget_pages()
+
+    def _forget_pages(self) -> None:
         self._pages = {}
         self._windows = {}
+        self._cache.give(self._held)
+        self._held = 0
+
+    def _keep(self, size: int) -> bool:
+        if self._cache.take(size):
+            self._held += size
+            return True
+        return False
 
     @property
     def items(self) -> list[T]:
@@ -166,8 +221,7 @@ class Snapshot(Generic[T]):
         if items is None or len(items) != len(self._source):
             items = self._items = list(self._source.values())
             self._index = None
-            self._pages = {}
-            self._windows = {}
+            self._forget_pages()
         return items
 
     def window(
@@ -176,8 +230,8 @@ class Snapshot(Generic[T]):
         """:meth:`Paginator.window` over :attr:`items` (one paginator and list ``kind`` per snapshot), remembered
         per cursor and page size while the snapshot stands: a page asked for again (every walk asks for the same
         pages) then costs one lookup instead of verifying its cursor (HMAC, base64, JSON) and sealing the next
-        one, and reads no item. Only cursors that verified are remembered (a forged one is refused every time);
-        bounded by :data:`MAX_CACHED_PAGES` windows, like the pages' texts."""
+        one, and reads no item. Only cursors that verified are remembered (a forged one is refused every time),
+        while the app's :class:`ListCache` has room."""
         items = self.items  # (first: a changed registry starts the snapshot afresh)
         cursor = params.get("cursor")
         if cursor is not None and type(cursor) is not str:
@@ -186,21 +240,23 @@ class Snapshot(Generic[T]):
         found = self._windows.get(memo)
         if found is None:
             found = paginator.window(kind, items, params, page_size, key, self.position)
-            if len(self._windows) < MAX_CACHED_PAGES:
+            nxt = found[2]
+            if self._keep(_WINDOW_ENTRY_BYTES + len(cursor or "") + len(nxt or "")):
                 self._windows[memo] = found
         return found
 
     def page_text(self, feats: Features, start: int, end: int) -> orjson.Fragment:
         """``items[start:end]`` (:class:`Listed` items) as one JSON array for ``feats``' revision, encoded once
         per snapshot: a page then reads one contiguous text instead of one object per item scattered over the
-        heap, so its cost depends neither on the registry's size nor on the page's position. Bounded: past
-        :data:`MAX_CACHED_PAGES` pages (cursors of an older snapshot resume at odd offsets) a page is encoded
-        anew each time."""
+        heap, so its cost depends neither on the registry's size nor on the page's position. Kept while the app's
+        :class:`ListCache` has room; past it a page is encoded again each time it is asked for (from its items'
+        texts)."""
         key = (feats.version, start, end)
         text = self._pages.get(key)
         if text is None:
-            text = orjson.Fragment(orjson.dumps([item.listed(feats) for item in self.items[start:end]]))  # type: ignore[attr-defined]
-            if len(self._pages) < MAX_CACHED_PAGES:
+            body = b",".join([item.listed(feats) for item in self.items[start:end]])  # type: ignore[attr-defined]
+            text = orjson.Fragment(b"[%b]" % body)
+            if self._keep(_PAGE_ENTRY_BYTES + len(body)):
                 self._pages[key] = text
         return text
 
@@ -231,29 +287,42 @@ class Listed:
 
     def __init__(self) -> None:
         self._defs: dict[str, JSONDict] = {}
-        self._texts: dict[str, orjson.Fragment] = {}
+        self._texts: dict[str, bytes] = {}
 
     def definition(self, feats: Features) -> JSONDict:
         """The object a list shows for this item in ``feats``' revision."""
         raise NotImplementedError
 
-    def listed(self, feats: Features) -> orjson.Fragment:
-        """:meth:`definition` as JSON text, for the page's encoder (the engine's orjson writes it as it is)."""
+    def listed(self, feats: Features) -> bytes:
+        """:meth:`definition` as JSON text (kept per revision), what a page's text is joined from."""
         text = self._texts.get(feats.version)
         if text is None:
-            text = self._texts[feats.version] = orjson.Fragment(orjson.dumps(self.definition(feats)))
+            text = self._texts[feats.version] = kept_json(self.definition(feats))
+            # the text is what a list needs again; the object it was made from would double the item's cost
+            self._defs.pop(feats.version, None)
         return text
 
 
 def list_result(
     key: str, items: list[orjson.Fragment] | orjson.Fragment, cursor: str | None, cache: JSONDict
 ) -> JSONDict:
-    """A ``*/list`` result: the page's items (:meth:`Listed.listed` texts, or :meth:`Snapshot.page_text`), the
-    cache hints, the next cursor."""
+    """A ``*/list`` result: the page's items (ready JSON texts, e.g. :meth:`Snapshot.page_text`), the cache hints,
+    the next cursor."""
     result: JSONDict = {key: items, **cache}
     if cursor is not None:
         result["nextCursor"] = cursor
     return result
 
 
-__all__ = ["MAX_CACHED_PAGES", "MAX_VIEWS", "Listed", "Paginator", "Snapshot", "list_result"]
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_LIST_CACHE_BYTES",
+    "VIEW_BYTES",
+    "VIEW_ITEM_BYTES",
+    "ListCache",
+    "Listed",
+    "Paginator",
+    "Snapshot",
+    "kept_json",
+    "list_result",
+]

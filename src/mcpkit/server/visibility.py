@@ -15,10 +15,12 @@ called: it is answered exactly like a tool that does not exist. The same holds f
 Lists are kept per *view*: one snapshot of the visible items (with its page texts and windows, see
 :class:`~mcpkit.server.pagination.Snapshot`) per principal when a per-principal filter is set, else one shared
 by everyone. A view's cursors carry the view (its list name includes a digest of the principal), so a cursor
-handed to one principal is refused (-32602) when another presents it. Views are bounded
-(:data:`~mcpkit.server.pagination.MAX_VIEWS` per list, least recently used dropped) and dropped whenever a list
-or a rule changes. A per-principal filter's answer is cached per principal: it must depend on the principal
-and the component only.
+handed to one principal is refused (-32602) when another presents it. Views are bounded in bytes with everything
+else the app keeps for its lists (its :class:`~mcpkit.server.pagination.ListCache`: a view costs
+:data:`~mcpkit.server.pagination.VIEW_BYTES` plus :data:`~mcpkit.server.pagination.VIEW_ITEM_BYTES` per visible
+item, plus its pages), the least recently used view dropped to make room; all are dropped whenever a list or a rule
+changes. A per-principal filter's answer is cached per principal: it must depend on the principal and the
+component only.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .pagination import MAX_VIEWS, Listed, Snapshot
+from .pagination import VIEW_BYTES, VIEW_ITEM_BYTES, ListCache, Listed, Snapshot
 
 #: ``fn(component, principal) -> bool``: whether the caller ``principal`` (None when unauthenticated) sees it
 ViewFilter = Callable[[Any, "str | None"], bool]
@@ -54,7 +56,9 @@ class Visibility:
         self.disabled: set[tuple[str, str]] = set()  # (kind, key)
         self.disabled_tags: set[str] = set()
         self.view_filter: ViewFilter | None = None
-        self._views: dict[str, OrderedDict[str | None, tuple[Snapshot[Any], str]]] = {k: OrderedDict() for k in KINDS}
+        # (kind, principal or None) -> (its snapshot, its list name, the bytes it charged), least recently used first
+        self._views: OrderedDict[tuple[str, str | None], tuple[Snapshot[Any], str, int]] = OrderedDict()
+        self._cache: ListCache | None = None  # the app's, given with the first view
 
     # ------------------------------------------------------------------ the rule
 
@@ -98,33 +102,46 @@ class Visibility:
 
     def invalidate(self, kinds: Iterable[str]) -> None:
         """Forget the views of ``kinds`` (a list or a rule changed); the next page rebuilds them."""
-        for kind in kinds:
-            views = self._views.get(kind)
-            if views:
-                views.clear()
+        kinds = set(kinds)
+        for view_key in [k for k in self._views if k[0] in kinds]:
+            self._drop(view_key)
+
+    def _drop(self, view_key: tuple[str, str | None]) -> None:
+        snapshot, _, cost = self._views.pop(view_key)
+        snapshot.invalidate()  # (gives back its pages and windows)
+        if self._cache is not None:
+            self._cache.give(cost)
 
     # ------------------------------------------------------------------ views
 
-    def view(self, kind: str, registry: Mapping[str, Listed], principal: str | None) -> tuple[Snapshot[Any], str]:
+    def view(
+        self, kind: str, registry: Mapping[str, Listed], principal: str | None, cache: ListCache
+    ) -> tuple[Snapshot[Any], str]:
         """The snapshot of ``kind`` that ``principal`` sees, and the list name its cursors carry (``kind`` itself for
-        the view everyone shares, ``kind/<digest of the principal>`` for a per-principal one)."""
-        views = self._views[kind]
-        view_key = principal if self.view_filter is not None else None
+        the view everyone shares, ``kind/<digest of the principal>`` for a per-principal one). Views are charged to
+        ``cache`` (the app's list cache), the least recently used ones dropped to make room; a view that does not
+        fit even then answers this page and is not kept."""
+        view_key = (kind, principal if self.view_filter is not None else None)
+        views = self._views
         found = views.get(view_key)
         if found is not None:
             views.move_to_end(view_key)
-            return found
+            return found[0], found[1]
+        self._cache = cache
         visible = {key: item for key, item in registry.items() if self.allows(kind, key, item, principal)}
-        if view_key is None and self.view_filter is None:
+        if self.view_filter is None:
             name = kind
         else:
             digest = hashlib.sha256(("" if principal is None else "p:" + principal).encode()).hexdigest()[:16]
             name = f"{kind}/{digest}"
-        found = (Snapshot(visible), name)
-        views[view_key] = found
-        if len(views) > MAX_VIEWS:
-            views.popitem(last=False)
-        return found
+        cost = VIEW_BYTES + VIEW_ITEM_BYTES * len(visible)
+        while not cache.take(cost):
+            if not views:
+                return Snapshot(visible, ListCache(0)), name  # (keeps nothing)
+            self._drop(next(iter(views)))
+        snapshot = Snapshot(visible, cache)
+        views[view_key] = (snapshot, name, cost)
+        return snapshot, name
 
 
 def everything(kind: str, key: str, item: Any, caller: Any) -> bool:
