@@ -61,6 +61,7 @@ async def test_the_chain_wraps_every_tools_call_in_memory(era: str) -> None:
     async with Client(app, protocol_version=era) as client:
         _all_marked(await _every_call(client))
     assert ("tools/call", "ToolCall") in seen
+    assert ("inline", "echo") in seen and ("worker", "echo") not in seen  # inside the chain, still inline
 
 
 @pytest.mark.parametrize("era", ERAS)
@@ -150,7 +151,7 @@ async def test_the_chain_wraps_a_modern_request_answered_at_once_over_http() -> 
         r = await http.post(base + "/mcp", content=orjson.dumps(body), headers=modern_headers("tools/call", "echo"))
     assert r.status_code == 200
     assert [b["text"] for b in r.json()["result"]["content"]] == ["x", MARK]
-    assert seen == [("tools/call", "ToolCall")]
+    assert seen == [("tools/call", "ToolCall"), ("inline", "echo")]
 
 
 # ---------------------------------------------------------------------- what the chain is and does

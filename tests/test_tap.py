@@ -103,6 +103,16 @@ async def test_the_tap_sees_both_directions_over_streamable_http(era: str, json_
         assert (OUT, "request", "tools/call") in _triples(client) and (IN, "result", None) in _triples(client)
 
 
+@pytest.mark.parametrize("era", ["2026-07-28", "2025-06-18"])
+async def test_the_tap_sees_both_directions_over_stateless_streamable_http(era: str) -> None:
+    app, _, server = make_app()
+    client = TapRecorder()
+    async with running(app, stateless=True) as (base, _), Client(base + "/mcp", protocol_version=era, tap=client) as c:
+        await _exercise(c)
+    _check_server_side(server)
+    _check_client_side(client)
+
+
 async def test_the_tap_sees_both_directions_over_legacy_sse() -> None:
     app, _, server = make_app()
     client = TapRecorder()
@@ -126,6 +136,45 @@ async def test_the_tap_sees_both_directions_over_websocket(era: str) -> None:
         await _exercise(c)
     _check_server_side(server)
     _check_client_side(client)
+
+
+def _plain_app() -> tuple[MCPKit, TapRecorder]:
+    """No interceptor: a plain def tool's call is answered at once, with no coroutine, on every path."""
+    app = MCPKit("plain")
+
+    @app.tool(thread=False)
+    def echo(text: str) -> str:
+        return text
+
+    recorder = TapRecorder()
+    app.add_tap(recorder)
+    return app, recorder
+
+
+def _every_request_answered(recorder: TapRecorder) -> None:
+    asked = [e.id for e in recorder.events if e.direction == IN and e.kind == "request"]
+    answered = [e.id for e in recorder.events if e.direction == OUT and e.kind in ("result", "error")]
+    assert len(asked) >= 2 and sorted(asked, key=str) == sorted(answered, key=str)
+
+
+@pytest.mark.parametrize("stateless", [False, True], ids=["session", "stateless"])
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_tap_sees_answers_made_at_once_over_http(era: str, stateless: bool) -> None:
+    app, recorder = _plain_app()
+    async with (
+        running(app, json_response=True, stateless=stateless) as (base, _),
+        Client(base + "/mcp", protocol_version=era) as c,
+    ):
+        await c.call_tool("echo", {"text": "x"})
+    _every_request_answered(recorder)
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_tap_sees_answers_made_at_once_in_memory(era: str) -> None:
+    app, recorder = _plain_app()
+    async with Client(app, protocol_version=era) as c:
+        await c.call_tool("echo", {"text": "x"})
+    _every_request_answered(recorder)
 
 
 async def test_a_tap_added_later_reaches_open_sessions_and_a_removed_one_sees_nothing() -> None:

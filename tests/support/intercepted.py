@@ -11,6 +11,7 @@ interceptor and the tap saw, as JSON text).
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from mcpkit import Context, MCPKit
@@ -28,6 +29,7 @@ def make_app() -> tuple[MCPKit, list[tuple[str, str]], TapRecorder]:
 
     @app.tool(thread=False)
     def echo(text: str) -> str:
+        seen.append(("inline" if threading.current_thread() is threading.main_thread() else "worker", "echo"))
         return text
 
     @app.tool
