@@ -134,6 +134,7 @@ def broken_client_reports() -> dict[str, Report]:
         return lambda: run_client_checks(argv, transport=transport, scenarios=scenarios, timeout=60)
 
     jobs = {"none:stdio": job(None, "stdio", None), "none:http": job(None, "http", None)}
+    jobs["none:auth"] = job(None, "http", ("auth",))
     jobs.update({f: job(f, t, s) for f, (_, t, s) in FAULTS.items()})
     return asyncio.run(_limited(jobs, limit=6))
 
@@ -141,12 +142,11 @@ def broken_client_reports() -> dict[str, Report]:
 def test_broken_client_without_faults_passes(broken_client_reports: dict[str, Report]) -> None:
     """The fixture is correct over both transports in every scenario, so each fault is the only thing differing;
     and every rule a fault breaks passes when it is not broken."""
-    for name in ("none:stdio", "none:http"):
+    nones = ("none:stdio", "none:http", "none:auth")
+    for name in nones:
         report = broken_client_reports[name]
         assert not bad_ids(report), render(report, "text", verbose=True)
-    passing = {
-        r.req for name in ("none:stdio", "none:http") for r in broken_client_reports[name].sorted() if r.status == PASS
-    }
+    passing = {r.req for name in nones for r in broken_client_reports[name].sorted() if r.status == PASS}
     broken = {rid for ids, _, _ in FAULTS.values() for rid in ids}
     assert broken <= passing, broken - passing
 
@@ -295,6 +295,18 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+@pytest.mark.req("M031", "M032", "M033", "M036", "M037", "S012")
+def test_mcpkits_client_authorizes_as_the_oauth_rules_say() -> None:
+    """The auth scenario (mcpkit's development authorization server in front of the scripted endpoint): mcpkit's
+    client with its OAuth client follows the metadata, uses PKCE S256, state and resource, and sends its token in
+    the Authorization header only."""
+    argv = [*command("mcpkit", "http"), "--oauth"]
+    report = asyncio.run(run_client_checks(argv, transport="http", scenarios=["auth"], timeout=60))
+    assert not bad_ids(report), render(report, "text", verbose=True)
+    assert {r.req for r in report.sorted() if r.status == PASS} >= {"M031", "M032", "M033", "M036", "M037", "S012"}
+    assert "SX11" not in report.requirements  # (the other scenarios did not run: auth runs only by name)
 
 
 def test_what_a_flooding_client_sends_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -57,6 +57,29 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     "no-resume": ({"SX11"}, "http", ("resume",)),
     "resume-at-once": ({"MX11"}, "http", ("resume",)),
     "modern-wrong-headers": ({"MX14"}, "http", ("modern",)),
+    "bad-jsonrpc": ({"M001"}, "stdio", ("handshake",)),  # a request with "jsonrpc": "1.0"
+    "request-bad-method": ({"M005"}, "stdio", ("handshake",)),  # a request whose method is a number
+    "result-and-error": ({"M007"}, "stdio", ("handshake",)),  # an answer with both
+    "error-without-message": ({"M008", "S018"}, "stdio", ("handshake",)),  # elicitation refused so: a declared one
+    "initialized-with-id": ({"M009", "M043"}, "stdio", ("handshake",)),  # so it is no notification at all
+    "notification-bad-method": ({"M010"}, "stdio", ("handshake",)),
+    "no-launch": ({"M012"}, "stdio", ("handshake",)),  # never starts the server
+    "pretty-printed": ({"M014", "M015", "M017"}, "stdio", ("handshake",)),  # a message across lines
+    "put-message": ({"M019"}, "http", ("handshake",)),  # a notification sent with PUT
+    "tools-before-initialize": ({"M039"}, "stdio", ("handshake",)),
+    "initialize-in-batch": ({"M041"}, "stdio", ("handshake",)),
+    "unknown-version": ({"M044", "S015"}, "stdio", ("handshake",)),  # asks for 1999-01-01
+    "no-capabilities": ({"M040", "M047"}, "stdio", ("handshake",)),
+    "roots-without-array": ({"M072"}, "stdio", ("handshake",)),
+    "refuse-sampling": ({"M076"}, "stdio", ("handshake",)),
+    "sampling-html": ({"M078"}, "stdio", ("handshake",)),
+    "string-params": ({"A001"}, "stdio", ("handshake",)),  # a request whose params is a string
+    "string-notification-params": ({"A002"}, "stdio", ("handshake",)),
+    "auth-token-in-query": ({"M037"}, "http", ("auth",)),
+    "auth-forgets-header": ({"M036"}, "http", ("auth",)),
+    "auth-no-version-header": ({"S012"}, "http", ("auth",)),
+    "auth-plain-pkce": ({"M031"}, "http", ("auth",)),
+    "auth-no-metadata": ({"M032"}, "http", ("auth",)),
 }
 LATEST = "2025-11-25"
 KNOWN = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
@@ -124,9 +147,13 @@ class Client:
     async def receive(self, msg: Any) -> None:
         """One message from the server (or a batch)."""
         if isinstance(msg, list):
-            if self.has("ignore-batch"):
+            for item in msg:  # answers to our batch
+                if isinstance(item, dict) and "method" not in item:
+                    await self.receive(item)
+            requests = [m for m in msg if isinstance(m, dict) and "method" in m]
+            if not requests or self.has("ignore-batch"):
                 return
-            answers = [a for a in [self.answer(m) for m in msg] if a is not None]
+            answers = [a for a in [self.answer(m) for m in requests] if a is not None]
             if answers:
                 await self.send(answers)
             return
@@ -150,18 +177,27 @@ class Client:
         method, rid = msg.get("method"), msg.get("id")
         if self.has("wrong-answer-id") and method == "roots/list":
             rid = f"{rid}-x"
+        if method == "ping" and self.has("result-and-error"):
+            return {"jsonrpc": "2.0", "id": rid, "result": {}, "error": {"code": -32603, "message": "both"}}
         if method == "ping":
             result: dict[str, Any] = {"ok": True} if self.has("ping-nonempty") else {}
         elif method == "roots/list":
             if self.has("refuse-roots"):
                 return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no roots"}}
             root = {"name": "project"} if self.has("root-without-uri") else {"uri": "file:///tmp/p", "name": "p"}
-            result = {"roots": [root]}
+            result = {"items": [root]} if self.has("roots-without-array") else {"roots": [root]}
         elif method == "sampling/createMessage":
-            result = {"role": "assistant", "content": {"type": "text", "text": "hi"}, "stopReason": "endTurn"}
+            if self.has("refuse-sampling"):
+                return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no sampling"}}
+            content = (
+                {"type": "html", "html": "<b>hi</b>"} if self.has("sampling-html") else {"type": "text", "text": "hi"}
+            )
+            result = {"role": "assistant", "content": content, "stopReason": "endTurn"}
             if not self.has("sampling-without-model"):
                 result["model"] = "test"
         elif method == "elicitation/create":
+            if self.has("error-without-message"):
+                return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32603}}
             result = {"action": "accept", "content": {"name": "Ada"}}
         else:
             return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "Method not found"}}
@@ -198,12 +234,22 @@ class Client:
         }
 
     async def initialize(self) -> bool:
-        params: dict[str, Any] = {"protocolVersion": "2024-11-05" if self.has("old-version") else LATEST}
-        params["capabilities"] = CAPS
+        version = "2024-11-05" if self.has("old-version") else "1999-01-01" if self.has("unknown-version") else LATEST
+        params: dict[str, Any] = {"protocolVersion": version}
+        if not self.has("no-capabilities"):
+            params["capabilities"] = CAPS
         if not self.has("no-client-info"):
             params["clientInfo"] = INFO
+        if self.has("tools-before-initialize"):
+            await self.request("tools/list")
         rid = self.new_id()
-        waiting = asyncio.ensure_future(self.request("initialize", params, rid=rid))
+        if self.has("initialize-in-batch"):
+            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            self.pending[json.dumps(rid)] = fut
+            await self.send([{"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}])
+            waiting: asyncio.Future[Any] = fut
+        else:
+            waiting = asyncio.ensure_future(self.request("initialize", params, rid=rid))
         if self.has("early-request"):
             await asyncio.sleep(0.05)
             await self.request("ping")
@@ -217,8 +263,22 @@ class Client:
         if version not in KNOWN and not self.has("ignore-version"):
             return False  # a version this client does not support: disconnect
         self.version = version if version in KNOWN else LATEST
-        if not self.has("no-initialized"):
+        if self.has("initialized-with-id"):
+            await self.send({"jsonrpc": "2.0", "id": 999, "method": "notifications/initialized"})
+        elif not self.has("no-initialized"):
             await self.notify("notifications/initialized")
+        extra = {
+            "bad-jsonrpc": {"jsonrpc": "1.0", "id": 998, "method": "ping"},
+            "request-bad-method": {"jsonrpc": "2.0", "id": 997, "method": 5},
+            "notification-bad-method": {"jsonrpc": "2.0", "method": 5},
+            "string-params": {"jsonrpc": "2.0", "id": 996, "method": "ping", "params": "x"},
+            "string-notification-params": {"jsonrpc": "2.0", "method": "notifications/mcpkit/x", "params": "x"},
+        }
+        for fault, msg in extra.items():
+            if self.has(fault):
+                await self.send(msg)
+        if self.has("pretty-printed"):
+            await self.send_raw(json.dumps({"jsonrpc": "2.0", "id": 995, "method": "ping"}, indent=1).encode() + b"\n")
         if self.has("stdin-junk"):
             await self.send_raw(b"this is not JSON\n")
         return True
@@ -270,6 +330,8 @@ class StdioClient(Client):
         await self.proc.stdin.drain()
 
     async def run(self) -> None:
+        if self.has("no-launch"):
+            return
         self.proc = await asyncio.create_subprocess_exec(
             *self.command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
         )
@@ -308,10 +370,15 @@ class HttpClient(Client):
         self.http = httpx.AsyncClient(timeout=15)
         self.sid: str | None = None
         self.initialized = False
+        self.token: str | None = None
+        self.authorizing = False
+        self.forget_once = False
 
     def headers(self, msg: Any = None) -> dict[str, str]:
         accept = "application/json" if self.has("accept-json-only") else "application/json, text/event-stream"
         h = {"Accept": accept, "Content-Type": "application/json"}
+        if self.token:
+            h["Authorization"] = f"Bearer {self.token}"
         if self.sid and not (self.has("no-session-id") and self.initialized):
             h["Mcp-Session-Id"] = self.sid
         if self.initialized and self.version >= "2025-06-18" and not self.has("no-version-header"):
@@ -334,11 +401,82 @@ class HttpClient(Client):
     async def send_raw(self, data: bytes) -> None:
         await self.http.post(self.url, content=data, headers=self.headers())
 
+    async def authorize(self, challenge: str) -> None:
+        """The OAuth authorization code flow with PKCE against the server's authorization server (no browser: the
+        development server approves at once and its redirect is read, not followed)."""
+        import base64
+        import hashlib
+        import re
+        import secrets
+        from urllib.parse import parse_qs, urlencode, urlsplit
+
+        found = re.search(r'resource_metadata="([^"]+)"', challenge)
+        version = {} if self.has("auth-no-version-header") else {"MCP-Protocol-Version": LATEST}
+        prm = (await self.http.get(found.group(1), headers=version)).json() if found else {}
+        issuer = (prm.get("authorization_servers") or [self.url.rsplit("/", 1)[0]])[0]
+        endpoints = {"authorization_endpoint": issuer + "/authorize", "token_endpoint": issuer + "/token"}
+        endpoints["registration_endpoint"] = issuer + "/register"
+        if not self.has("auth-no-metadata"):
+            meta = await self.http.get(issuer + "/.well-known/oauth-authorization-server", headers=version)
+            endpoints.update(meta.json())
+        redirect = "http://127.0.0.1:1/callback"
+        registration = {
+            "client_name": "broken-client",
+            "redirect_uris": [redirect],
+            "token_endpoint_auth_method": "none",
+            "grant_types": ["authorization_code"],
+            "response_types": ["code"],
+            "application_type": "native",
+        }
+        client_id = (await self.http.post(endpoints["registration_endpoint"], json=registration)).json()["client_id"]
+        verifier = secrets.token_urlsafe(48)
+        challenge_value = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+        query = {
+            "response_type": "code",
+            "client_id": client_id,
+            "redirect_uri": redirect,
+            "code_challenge": verifier if self.has("auth-plain-pkce") else challenge_value,
+            "code_challenge_method": "plain" if self.has("auth-plain-pkce") else "S256",
+            "state": secrets.token_urlsafe(8),
+            "resource": self.url,
+            "scope": "mcp",
+        }
+        answer = await self.http.get(endpoints["authorization_endpoint"] + "?" + urlencode(query))
+        code = parse_qs(urlsplit(answer.headers.get("location", "")).query).get("code", [""])[0]
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": redirect,
+            "client_id": client_id,
+            "code_verifier": verifier,
+            "resource": self.url,
+        }
+        token = await self.http.post(endpoints["token_endpoint"], data=form)
+        self.token = token.json().get("access_token") if token.status_code == 200 else None
+        if self.token and self.has("auth-token-in-query"):
+            await self.http.post(f"{self.url}?access_token={self.token}", content=b"{}", headers=self.headers())
+        if self.token and self.has("auth-forgets-header"):
+            self.forget_once = True
+
     async def post(self, msg: Any) -> None:
         if isinstance(msg, dict) and msg.get("method") == "notifications/initialized":
             self.initialized = True
         body = json.dumps(msg).encode()
-        async with self.http.stream("POST", self.url, content=body, headers=self.headers(msg)) as resp:
+        headers = self.headers(msg)
+        if self.forget_once:
+            headers.pop("Authorization", None)
+        self.forget_once = False
+        async with self.http.stream("POST", self.url, content=body, headers=headers) as resp:
+            if resp.status_code == 401 and self.token is None and not self.authorizing:
+                self.authorizing = True
+                await self.authorize(resp.headers.get("www-authenticate", ""))
+                self.authorizing = False
+                if self.token:
+                    await self.post(msg)
+                    return
+            if resp.status_code == 401 and self.token:  # (a request sent without the token: once more, with it)
+                await self.post(msg)
+                return
             if resp.status_code == 404 and self.sid and not self.has("no-reinitialize"):
                 self.sid, self.initialized = None, False
                 self.spawn(self.reinitialize(msg))
@@ -396,6 +534,9 @@ class HttpClient(Client):
     async def run(self) -> None:
         try:
             await self.session()
+            if self.has("put-message"):
+                body = json.dumps({"jsonrpc": "2.0", "method": "notifications/mcpkit/put"}).encode()
+                await self.http.put(self.url, content=body, headers=self.headers())
             if self.sid:
                 headers = self.headers()
                 headers.pop("Content-Type")

@@ -54,6 +54,30 @@ STDIO_FAULTS: dict[str, set[str]] = {
     "answer-cancel": {"A024"},  # answers a cancellation of an unknown request with an error
     "stderr-not-utf8": {"A004"},
     "oversized": {"M065"},  # tools/list answered with a 5 MiB line: over the checker's 4 MiB bound (not read)
+    "request-bad-method": {"M005"},  # its roots/list request has a number for a method
+    "notification-bad-method": {"M010"},  # a notification with a number for a method (while echo runs)
+    "wrong-echo": {"M045"},  # asked for 2025-06-18 (which server/discover lists), answers 2025-11-25
+    # and so every feature looks undeclared:
+    "no-capabilities": {"M042", "M047", "M048", "M056", "M058", "M065", "M087", "M088"},
+    "undeclared-resources": {"M048"},
+    "undeclared-subscribe": {"M056"},  # resources/subscribe served without resources.subscribe
+    "undeclared-list-changed": {"M070"},  # notifications/tools/list_changed without tools.listChanged
+    "no-resources-array": {"M049"},
+    "no-templates-array": {"M053"},
+    "no-prompts-array": {"M059"},
+    "no-tools-array": {"M066"},
+    "no-contents": {"M051"},
+    "content-without-uri": {"M052"},
+    "template-without-uri": {"M054"},
+    "prompt-without-name": {"M060"},
+    "prompt-without-messages": {"M061"},
+    "prompt-bad-content": {"M063"},
+    "progress-without-token": {"M084"},
+    "undeclared-logging": {"M087"},  # notifications/message (and logging/setLevel) without the logging capability
+    "undeclared-completions": {"M088"},
+    "completion-without-values": {"M089"},
+    "content-without-mime-type": {"S022"},
+    "stdio-wants-token": {"M042", "S009"},  # initialize refused for want of a bearer token, over stdio
 }
 HTTP_FAULTS: dict[str, set[str]] = {
     "text-content-type": {"M023"},  # a request POST answered 200 text/plain
@@ -76,6 +100,7 @@ HTTP_FAULTS: dict[str, set[str]] = {
     "modern-no-header-check": {"MX05"},  # 2026-07-28: Mcp-Method is not compared with the body
     "accept-crash": {"S021"},  # a POST whose Accept lacks application/json gets 500
     "oversized-body": {"M065"},  # tools/list answered with a 5 MiB body: over the checker's 4 MiB bound
+    "get-404": {"M018", "M025"},  # GET on the endpoint: 404
 }
 AUTH_FAULTS: dict[str, set[str]] = {
     "auth-403": {"M030"},  # no token -> 403 instead of 401
@@ -157,8 +182,16 @@ class Server:
             "logging": {},
             "completions": {},
         }
-        if self.has("undeclared-prompts"):
-            del caps["prompts"]
+        for fault, cap in (
+            ("undeclared-prompts", "prompts"),
+            ("undeclared-resources", "resources"),
+            ("undeclared-logging", "logging"),
+            ("undeclared-completions", "completions"),
+        ):
+            if self.has(fault):
+                del caps[cap]
+        if self.has("undeclared-subscribe"):
+            caps["resources"] = {}
         return caps
 
     def request_id(self, s: Session) -> Any:
@@ -173,7 +206,7 @@ class Server:
         rid = self.request_id(s)
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         s.waiting[json.dumps(rid)] = fut
-        await emit({"jsonrpc": "2.0", "id": rid, "method": method})
+        await emit({"jsonrpc": "2.0", "id": rid, "method": 7 if self.has("request-bad-method") else method})
         try:
             return await asyncio.wait_for(fut, timeout)
         except TimeoutError:
@@ -211,6 +244,17 @@ class Server:
         if method == "tools/call" and self.has("notification-id"):
             log = {"level": "info", "data": "calling a tool"}
             await emit({"jsonrpc": "2.0", "id": 77, "method": "notifications/message", "params": log})
+        if method == "tools/call":
+            for fault, note in (
+                ("notification-bad-method", {"jsonrpc": "2.0", "method": 5, "params": {}}),
+                ("undeclared-list-changed", {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+                (
+                    "undeclared-logging",
+                    {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}},
+                ),
+            ):
+                if self.has(fault):
+                    await emit(note)
         try:
             result = self.dispatch(s, method, params, rid, modern)
         except LookupError as exc:
@@ -253,12 +297,19 @@ class Server:
                 if self.has("no-fallback"):
                     raise LookupError(-32602, f"Unsupported protocol version {requested}")
                 requested = "2024-11-05" if self.has("stale-fallback") else "2025-11-25"
+            if self.has("stdio-wants-token"):
+                raise LookupError(-32001, "Unauthorized: a bearer token is required")
+            if requested == "2025-06-18" and self.has("wrong-echo"):
+                requested = "2025-11-25"
             s.version = requested
             s.client_caps = params.get("capabilities") or {}
             info: dict[str, Any] = {"name": "broken-server", "version": "0.1"}
             if self.has("missing-fields"):
                 del info["version"]
-            return {"protocolVersion": requested, "capabilities": self.capabilities(), "serverInfo": info}
+            result = {"protocolVersion": requested, "capabilities": self.capabilities(), "serverInfo": info}
+            if self.has("no-capabilities"):
+                del result["capabilities"]
+            return result
         if method == "server/discover":
             version = (params.get("_meta") or {}).get(META_VERSION)
             if version != MODERN and not self.has("modern-any-version"):
@@ -283,10 +334,17 @@ class Server:
         if method == "resources/read":
             uri = params.get("uri")
             if uri == "test://one":
-                return {"contents": [{"uri": uri, "mimeType": "text/plain", "text": "one"}]}
+                item: dict[str, Any] = {"uri": uri, "mimeType": "text/plain", "text": "one"}
+                if self.has("content-without-uri"):
+                    del item["uri"]
+                if self.has("content-without-mime-type"):
+                    del item["mimeType"]
+                return {"items": [item]} if self.has("no-contents") else {"contents": [item]}
             if uri == "test://two":
                 return {"contents": [{"uri": uri, "mimeType": "application/octet-stream", "blob": "AAEC"}]}
             raise LookupError(-32002, f"Resource not found: {uri}")
+        if method in ("resources/subscribe", "resources/unsubscribe") and self.has("undeclared-resources"):
+            raise LookupError(-32601, "Method not found")
         if method in ("resources/subscribe", "resources/unsubscribe", "logging/setLevel"):
             return {}
         if method == "prompts/get":
@@ -296,8 +354,12 @@ class Server:
             message: dict[str, Any] = {"role": "user", "content": {"type": "text", "text": f"Hello {who}"}}
             if self.has("missing-fields"):
                 del message["role"]
-            return {"messages": [message]}
+            if self.has("prompt-bad-content"):
+                message["content"] = {"type": "video", "url": "https://example.com/v.mp4"}
+            return {"lines": [message]} if self.has("prompt-without-messages") else {"messages": [message]}
         if method == "completion/complete":
+            if self.has("completion-without-values"):
+                return {"completion": {"suggestions": ["alice", "bob"]}}
             return {"completion": {"values": ["alice", "bob"], "total": 2, "hasMore": False}}
         raise LookupError(-32601, f"Method not found: {method}")
 
@@ -314,11 +376,17 @@ class Server:
             "prompts": PROMPTS,
             "resourceTemplates": [{"uriTemplate": "test://items/{id}", "name": "item"}],
         }[key]
+        if self.has("prompt-without-name") and key == "prompts":
+            items = [{k: v for k, v in p.items() if k != "name"} for p in items]
+        if self.has("template-without-uri") and key == "resourceTemplates":
+            items = [{"name": "item"}]
         if self.has("missing-fields"):
             if key == "tools":
                 items = [{k: v for k, v in t.items() if k != "description"} for t in items]
             if key == "resources":
                 items = [{k: v for k, v in r.items() if k != "name"} for r in items]
+        if self.has({"resourceTemplates": "no-templates-array"}.get(key, f"no-{key}-array")):
+            key = "entries"  # the list under another name
         cursor = params.get("cursor")
         if key == "resources":  # two pages
             if cursor is None:
@@ -354,13 +422,10 @@ class Server:
                 if token is not None:
                     value = steps - i if self.has("progress-decreasing") else i + 1
                     shown = "an-earlier-request" if self.has("foreign-progress") and i == 0 else token
-                    await emit(
-                        {
-                            "jsonrpc": "2.0",
-                            "method": "notifications/progress",
-                            "params": {"progressToken": shown, "progress": value, "total": steps},
-                        }
-                    )
+                    note: dict[str, Any] = {"progressToken": shown, "progress": value, "total": steps}
+                    if self.has("progress-without-token"):
+                        del note["progressToken"]
+                    await emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": note})
             result = {"content": [{"type": "text", "text": f"{steps} steps"}], "isError": False}
             await emit(self.result(rid, result))
         except asyncio.CancelledError:
@@ -742,6 +807,9 @@ class HttpApp:
             return
         if self.has("get-json"):
             await respond(send, 200, b"{}", "application/json")
+            return
+        if self.has("get-404"):
+            await respond(send, 404, b"Not Found", "text/plain")
             return
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
         last = headers.get("last-event-id")

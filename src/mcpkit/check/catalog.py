@@ -123,6 +123,8 @@ UNOBSERVABLE: dict[str, dict[str, str]] = {
     },
     "client": {
         "M074": "a checker cannot change the client's roots; judged when the client sends the notification",
+        "M034": "the 2025-03-26 discovery (no resource metadata): the auth scenario serves RFC 9728 metadata",
+        "M035": "the 2025-03-26 default endpoints (no metadata at all): the auth scenario serves metadata",
         "M075": "judged when the client sends notifications/roots/list_changed (see M074)",
         "S019": "the timeout of the client's requests is its configuration, usually longer than a check waits",
         "S020": "cancelling after a timeout happens on the client's schedule (see S019)",

@@ -72,7 +72,8 @@ class EnvelopeChecks(CheckerBase):
         if not isinstance(wire, StdioWire):
             return
         r = self.report
-        r.ok("S009", "the stdio server served the session without asking for credentials", "stdio")
+        if r.info.get("negotiated protocol version"):
+            r.ok("S009", "the stdio server served the session without asking for credentials", "stdio")
         if wire.stderr_not_utf8:
             r.fail("A004", f"{wire.stderr_not_utf8} stderr line(s) are not UTF-8", "stdio stderr")
         elif wire.stderr_bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 
 from ...protocol.versions import (
@@ -24,6 +25,8 @@ from ._base import (
     _res,
     _short,
 )
+
+_ASKS_FOR_AUTH = re.compile(r"unauthori[sz]ed|bearer|access token|authori[sz]ation required|credential", re.I)
 
 
 class LifecycleChecks(CheckerBase):
@@ -55,6 +58,8 @@ class LifecycleChecks(CheckerBase):
         err = _err(resp)
         if err is not None:
             r.fail("M042", f"initialize answered with an error: {resp.short()}", "initialize")
+            if self.transport == "stdio" and _ASKS_FOR_AUTH.search(str(err.get("message", ""))):
+                r.fail("S009", f"the stdio server asks for authorization: {resp.short(160)}", "initialize")
             r.info["aborted"] = "the server did not complete initialize; nothing else was checked"
             return False
         res = _res(resp) or {}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...protocol.versions import (
     META_PROTOCOL_VERSION,
     META_SERVER_INFO,
@@ -41,6 +43,16 @@ class ModernChecks(CheckerBase):
         else:
             r.ok("M042", f"server/discover: supportedVersions, capabilities and server info: {_short(res, 160)}")
             r.ok("M047", f"capabilities declared in server/discover: {_short(res.get('capabilities'), 160)}")
+
+    def judge_echo_against_discover(self, versions: list[Any]) -> None:
+        """M045 once more: a handshake revision ``server/discover`` lists as supported must be echoed when asked."""
+        for requested, answered in self.answered_versions.items():
+            if requested != answered and requested in versions:
+                self.report.fail(
+                    "M045",
+                    f"server/discover lists {requested} as supported, but initialize asking for it got {answered}",
+                    "version echo",
+                )
 
     async def check_modern_version(self, wire: Wire) -> None:
         """M046 in the stateless era: an unsupported version is refused with -32022 naming the supported ones."""

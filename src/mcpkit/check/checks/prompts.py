@@ -83,11 +83,15 @@ class PromptChecks(CheckerBase):
         arg = ""
         for prompt in self.prompts:
             args = prompt.get("arguments") if isinstance(prompt, dict) else None
+            if not isinstance(prompt, dict) or not isinstance(prompt.get("name"), str) or not isinstance(args, list):
+                continue
             if args and isinstance(args[0], dict) and isinstance(args[0].get("name"), str):
                 ref, arg = {"type": "ref/prompt", "name": prompt["name"]}, args[0]["name"]
                 break
         if ref is None:
             for tpl in self.templates:
+                if not isinstance(tpl, dict):
+                    continue
                 m = re.search(r"\{[+#./;?&]?([A-Za-z0-9_]+)", str(tpl.get("uriTemplate", "")))
                 if m:
                     ref, arg = {"type": "ref/resource", "uri": tpl["uriTemplate"]}, m.group(1)

@@ -163,6 +163,9 @@ class Checker(
                 return
             r.info[V2026_07_28] = f"offered; supportedVersions {versions}"
             self.check_discover(resp, res)
+            r.prefix = ""
+            self.judge_echo_against_discover(versions)
+            r.prefix = f"[{V2026_07_28}] "
             caps = res.get("capabilities")
             self.caps = caps if isinstance(caps, dict) else {}
             self.feats = features(V2026_07_28)

@@ -18,6 +18,7 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from .scripted import Conn, Entry, ScriptedServer, TooMany
 RELAY = Path(__file__).with_name("relay.py")
 RELAY_FRAME = 8 * MAX_MESSAGE  # a relay frame: one line of the client, JSON-escaped (latin-1: up to 6 bytes a byte)
 GET_HOLD = 20.0  # seconds a standalone GET stream is kept open (nothing is sent on it)
+MAX_HTTP_LOG = 10_000  # HTTP requests the auth scenario records
 
 
 class StdioHost:
@@ -161,10 +163,50 @@ class HttpHost:
         if base is not None:
             guard = ConnectionGuard(header_timeout=10.0, body_timeout=30.0, max_connections=64)
             options["http"] = guarded_protocol(base, guard)
-        self._uv = uvicorn.Server(uvicorn.Config(self, **options))
+        app: Any = self
+        if self.server.scenario.auth:
+            app = self.protected(f"http://127.0.0.1:{port}")
+        self._uv = uvicorn.Server(uvicorn.Config(app, **options))
         self._task = asyncio.get_running_loop().create_task(self._uv.serve(sockets=[sock]))
         while not self._uv.started and not self._task.done():
             await asyncio.sleep(0.02)
+
+    def protected(self, base: str) -> Any:
+        """The auth scenario: this endpoint behind mcpkit's ``protect`` and its development authorization server
+        (automatic approval, registration, PKCE S256), every HTTP request recorded for the client's OAuth rules."""
+        from ...auth import AuthorizationServer, JWTVerifier, protect
+
+        authz = AuthorizationServer(base, auto_approve=True, scopes_supported=["mcp"], resources=[base + "/mcp"])
+        authz.app = protect(
+            self,
+            resource=base + "/mcp",
+            verifier=JWTVerifier(issuer=base, audience=base + "/mcp", keys={authz.kid: authz.key.public_key()}),
+            authorization_servers=[base],
+            required_scopes=["mcp"],
+        )
+        log = self.server.http_log
+
+        async def recorded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+            if scope["type"] != "http" or len(log) >= MAX_HTTP_LOG:
+                await authz(scope, receive, send)
+                return
+            entry: dict[str, Any] = {
+                "at": time.monotonic(),
+                "method": scope["method"],
+                "path": scope["path"],
+                "query": bytes(scope.get("query_string", b"")).decode("latin-1"),
+                "headers": {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]},
+            }
+            log.append(entry)
+
+            async def status(message: MutableMapping[str, Any]) -> None:
+                if message["type"] == "http.response.start":
+                    entry["status"] = message["status"]
+                await send(message)
+
+            await authz(scope, receive, status)
+
+        return recorded
 
     async def stop(self) -> None:
         if self._uv is not None:
@@ -176,7 +218,7 @@ class HttpHost:
 
     # ------------------------------------------------------------------------------------------------ ASGI
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
         refusal = self.policy(scope)
@@ -195,7 +237,9 @@ class HttpHost:
                 await self.get(headers, receive, send)
             elif method == "DELETE":
                 await self.delete(headers, send)
-            else:
+            else:  # a message sent with another method (M019) is recorded, then refused
+                conn, _ = self._conn_for(headers)
+                conn.keep(Entry("http", method, http={"method": method, "headers": headers, "status": 405}))
                 await _respond(send, 405, b"", "text/plain")
         except TooMany as exc:
             await _respond(send, 503, str(exc).encode(), "text/plain")
@@ -209,7 +253,7 @@ class HttpHost:
             self.loose = self.server.connect("http")
         return self.loose, None
 
-    async def post(self, scope: dict[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
+    async def post(self, scope: MutableMapping[str, Any], receive: Any, send: Any, headers: dict[str, str]) -> None:
         from ...transports.http.sse import read_body
 
         body = await read_body(scope, receive, MAX_MESSAGE)

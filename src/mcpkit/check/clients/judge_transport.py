@@ -1,11 +1,12 @@
 """The client rules of each transport, judged from one scenario's recordings: stdio framing and shutdown; the
 Streamable HTTP rules (POST and Accept, session and version headers, DELETE, a new session after a 404, resumption
 after a cut stream); and the 2026-07-28 rules (``_meta`` and headers on every request, the ``input_required``
-retry, no responses)."""
+retry, no responses); and, in the auth scenario, the client's OAuth rules."""
 
 from __future__ import annotations
 
 import json
+from urllib.parse import parse_qs
 
 from ...protocol.versions import ALL_VERSIONS
 from ..report import Report
@@ -71,7 +72,10 @@ class TransportRules:
         r = self.r
         posts = [e for c in self.conns for e in c.incoming() if e.http]
         gets = [e for c in self.conns for e in c.log if e.dir == "http" and e.raw == "GET"]
-        if posts:
+        others = [e for c in self.conns for e in c.log if e.dir == "http" and e.raw not in ("GET", "DELETE")]
+        if others:
+            r.fail("M019", f"a request to the endpoint with HTTP {others[0].raw} (messages go by POST)", "http")
+        elif posts:
             r.ok("M019", f"{len(posts)} message(s) sent as HTTP POSTs", "http")
         bad_accept = [e for e in posts if not accepts(e, "application/json", "text/event-stream")]
         if bad_accept:
@@ -253,3 +257,55 @@ class TransportRules:
             r.ok("MX17", f"inputResponses answered every input request ({', '.join(keys) or 'none asked'})")
         else:
             r.fail("MX17", f"inputResponses keys {keys} for input requests {info['keys']}", "input_required")
+
+    def authorization(self) -> None:
+        """The client's OAuth rules (the auth scenario): the metadata protocol followed (M032, M033), PKCE S256,
+        ``state`` and ``resource`` on the authorization request (M031), ``MCP-Protocol-Version`` on the discovery
+        requests (S012), the token in the ``Authorization`` header of every request after it was issued (M036) and
+        never in a query string (M037)."""
+        r = self.r
+        log = self.server.http_log
+        if not log:
+            return
+        discovery = [e for e in log if e["path"].startswith("/.well-known/")]
+        as_meta = [e for e in discovery if "oauth-authorization-server" in e["path"] or "openid" in e["path"]]
+        authorize = [e for e in log if e["path"] == "/authorize"]
+        tokens = [e for e in log if e["path"] == "/token" and e.get("status") == 200]
+        if not authorize and not tokens:
+            r.fail("M036", "the client never authorized (no request to /authorize or /token)", "oauth")
+            return
+        if as_meta and (not authorize or as_meta[0]["at"] < authorize[0]["at"]):
+            r.ok("M032", f"authorization server metadata fetched: {as_meta[0]['path']}", "oauth")
+            r.ok("M033", "the endpoints the metadata names were then used (/authorize, /token)", "oauth")
+        else:
+            r.fail("M032", "the client authorized without fetching the authorization server's metadata", "oauth")
+        missing = [e["path"] for e in discovery if not e["headers"].get("mcp-protocol-version")]
+        if missing:
+            r.fail("S012", f"discovery without MCP-Protocol-Version: {missing[0]}", "oauth")
+        elif discovery:
+            r.ok("S012", f"MCP-Protocol-Version on all {len(discovery)} discovery request(s)", "oauth")
+        if authorize:
+            query = parse_qs(authorize[0]["query"])
+            problems = []
+            if query.get("code_challenge_method") != ["S256"] or not query.get("code_challenge"):
+                problems.append(f"code_challenge_method {query.get('code_challenge_method')} (PKCE S256 is required)")
+            if not query.get("state"):
+                problems.append("no state")
+            if not query.get("resource"):
+                problems.append("no resource (RFC 8707)")
+            if problems:
+                r.fail("M031", f"the authorization request: {'; '.join(problems)}", "oauth")
+            else:
+                r.ok("M031", "the authorization request used PKCE S256, a state and the resource parameter", "oauth")
+        issued = tokens[0]["at"] if tokens else None
+        later = [e for e in log if e["path"] == "/mcp" and issued is not None and e["at"] > issued]
+        bare = [e for e in later if not e["headers"].get("authorization", "").lower().startswith(("bearer ", "dpop "))]
+        if bare:
+            r.fail("M036", f"a request after the token was issued without it in Authorization: {bare[0]['method']}")
+        elif later:
+            r.ok("M036", f"the token in the Authorization header of all {len(later)} later request(s)", "oauth")
+        in_query = [e for e in log if "access_token=" in e["query"]]
+        if in_query:
+            r.fail("M037", f"a token in the query string: {in_query[0]['method']} {in_query[0]['path']}", "oauth")
+        elif later:
+            r.ok("M037", "no token in any query string", "oauth")

@@ -81,12 +81,17 @@ async def run_client_checks(
     server over ``transport`` (``stdio`` or ``http``); returns the report (``Report.side == "client"``).
 
     ``scenarios`` picks some by name (default: every scenario the transport has: ``handshake``, ``modern``,
-    ``version``, ``batch``, and over HTTP ``expiry`` and ``resume``). Each run of the client gets ``timeout``
+    ``version``, ``batch``, and over HTTP ``expiry`` and ``resume``; ``auth``, for a client set up to authorize,
+    only by name). Each run of the client gets ``timeout``
     seconds. With ``command=None`` and ``transport="http"`` one scripted server is served on 127.0.0.1:``port``
     (its URL given to ``announce``) until a client has come and gone quiet, or ``timeout`` passes."""
     if transport not in ("stdio", "http"):
         raise ValueError("transport is 'stdio' or 'http'")
-    names = list(scenarios) if scenarios else [n for n, s in SCENARIOS.items() if transport in s.transports]
+    names = (
+        list(scenarios)
+        if scenarios
+        else [n for n, s in SCENARIOS.items() if transport in s.transports and not s.optional]
+    )
     unknown = [n for n in names if n not in SCENARIOS or transport not in SCENARIOS[n].transports]
     if unknown:
         raise ValueError(f"no {transport} scenario {', '.join(unknown)} (have: {', '.join(SCENARIOS)})")
@@ -131,6 +136,7 @@ async def _one(
             if announce is not None:
                 announce(host.url)
         if argv is not None:
+            server.started_client = True
             key = "server" if transport == "stdio" else "url"
             await _run_client(_substitute(argv, key, where), run_env, cwd, timeout, report, name)
             await asyncio.sleep(SETTLE)
@@ -139,6 +145,8 @@ async def _one(
     finally:
         await host.stop()
     report.prefix = f"[{name}] "
+    if scenario.auth:
+        report.protected = True
     ClientJudge(report, server, transport).judge()
     report.prefix = ""
     connections = [c for c in server.conns if c.incoming()]

@@ -81,6 +81,8 @@ class Scenario:
     expire: bool = False  # HTTP: the session ends after initialization (404 for its id)
     resume: bool = False  # HTTP: check_echo's stream is cut after a priming event with ``retry``
     retry_ms: int = 300
+    auth: bool = False  # HTTP: the endpoint needs an OAuth token (mcpkit's development authorization server)
+    optional: bool = False  # run only when asked for by name (the client needs something set up for it)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -93,6 +95,14 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("expiry", "the session ends after initialization (404 for its id)", frozenset({"http"}), expire=True),
         Scenario(
             "resume", "check_echo's SSE stream is cut after an event id and retry", frozenset({"http"}), resume=True
+        ),
+        Scenario(
+            "auth",
+            "the endpoint needs an OAuth token: metadata, registration, authorization with PKCE (the client must "
+            "be set up to authorize: run it by name)",
+            frozenset({"http"}),
+            auth=True,
+            optional=True,
         ),
     )
 }
@@ -157,6 +167,8 @@ class ScriptedServer:
         self.states: dict[str, JSON] = {}  # requestState issued -> what it asked
         self.started = time.monotonic()
         self.activity = asyncio.Event()  # set on every message (the --url mode waits on it)
+        self.started_client = False  # the runner started the client command (M012 needs to know it ran)
+        self.http_log: list[JSON] = []  # auth scenario: every HTTP request (method, path, query, headers, status)
 
     def connect(self, transport: str) -> Conn:
         """A new connection of the client; :class:`TooMany` past :data:`MAX_CONNECTIONS` in one run."""
