@@ -179,7 +179,8 @@ def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
     "--scenario",
     "scenarios",
     multiple=True,
-    help="Run only these scenarios (repeatable; default: every scenario of the transport).",
+    help="Run only these scenarios (repeatable; default: every scenario of the transport but auth, which runs only "
+    "by name: handshake, modern, version, batch; over HTTP also expiry, resume, auth).",
 )
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds each run of the client gets.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
