@@ -201,7 +201,7 @@ def check_client(
     the server command it is given: write {server} where the client takes it (one argument, a command line), or
     read it from $MCPKIT_CHECK_SERVER. With --url COMMAND connects to the URL it is given ({url}, or
     $MCPKIT_CHECK_URL); without COMMAND, --url serves one scripted server and waits for any client to connect
-    (Ctrl-C ends the run).
+    (the run ends once it has been quiet for 10 s, or after --timeout seconds).
 
     The client is expected to connect, list the tools (following the pages) and call each tool it is offered,
     then close. The command runs in its own process group and is always reaped.
