@@ -190,6 +190,14 @@ class HostedServer(FanoutTarget, Protocol):
         """End every ``subscriptions/listen`` stream (shutdown)."""
         ...
 
+    async def startup(self) -> None:
+        """Enter what serving needs (``MCPKit``: its lifespan; counted, paired with :meth:`shutdown`)."""
+        ...
+
+    async def shutdown(self) -> None:
+        """Leave what :meth:`startup` entered."""
+        ...
+
 
 #: The raw headers of the HTTP request (or WebSocket upgrade) that carried the request being served, as ASGI gives
 #: them (lowercase byte names, byte values), set by the HTTP app (``mcpkit.transports.http.create_app``) around each

@@ -175,18 +175,6 @@ class ProxyServer(MCPKit):
         self.logging_enabled = any("logging" in u.capabilities for u in self.upstreams)
         self._caps_cache.clear()
 
-    async def start_fanout(self) -> None:
-        """Also connect upstream when an HTTP app starts (its ASGI lifespan calls this): clients initializing
-        then see the upstream's info and capabilities. Held until the app shuts down (``close_listeners``)."""
-        await super().start_fanout()
-        holder = self._lifespan
-        if holder.users == 0:
-            async with holder.lock():
-                if holder.users == 0:
-                    self._serving_loop = asyncio.get_running_loop()
-                    await holder.enter_locked()
-                    self._lazy_hold = True
-
     async def _stop(self) -> None:
         for ex in list(self._exchanges.values()):
             ex.task.cancel()

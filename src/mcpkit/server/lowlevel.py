@@ -535,6 +535,13 @@ class Server(Runnable):
         fanout.bind(self)
         self.fanout = fanout
 
+    async def startup(self) -> None:
+        """Enter what serving needs, for a transport that serves without :meth:`serve` (an ASGI app's lifespan
+        calls it at startup): nothing for a low-level server; ``MCPKit`` enters its lifespan."""
+
+    async def shutdown(self) -> None:
+        """Leave what :meth:`startup` entered (an ASGI app's lifespan calls it at shutdown)."""
+
     async def start_fanout(self) -> None:
         """Start receiving other workers' events (idempotent; a failure is logged and retried later)."""
         try:

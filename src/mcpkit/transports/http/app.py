@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 
 class MCPApp:
-    """The routing table (exact paths, ``root_path`` aware) plus the lifespan that shuts every endpoint down, the
+    """The routing table (exact paths, ``root_path`` aware) plus the lifespan (startup: the server's fan-out and
+    its own lifespan, ``server.startup()``; shutdown: every endpoint, then the server's lifespan and fan-out), the
     health and readiness endpoints, and the first half of a graceful shutdown (:meth:`drain`)."""
 
     def __init__(
@@ -48,6 +49,7 @@ class MCPApp:
         self.ws: Any = None
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining = False
+        self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
         if health_path:
             routes["/" + health_path.strip("/")] = self._health
         if ready_path:
@@ -56,12 +58,18 @@ class MCPApp:
     async def _startup(self) -> None:
         if self.server is not None:
             await self.server.start_fanout()
+            await self.server.startup()  # the server's lifespan, held until shutdown
+            self._started = True
 
     async def _shutdown(self) -> None:
         try:
             await self.aclose()
         finally:
             if self.server is not None:
+                if self._started:
+                    self._started = False
+                    with contextlib.suppress(Exception):
+                        await self.server.shutdown()
                 with contextlib.suppress(Exception):
                     await self.server.fanout.aclose()
             if self.shared is not None:
