@@ -198,3 +198,28 @@ def test_a_proxy_needs_targets_and_a_gateway_names_them() -> None:
     with pytest.raises(ValueError, match="prefix"):
         mcpkit.ProxyServer({None: "a.py", "x": "b.py"})
     assert isinstance(mcpkit.proxy(MCPKit("x")), mcpkit.ProxyServer)
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_the_official_python_client_reads_the_upstreams_server_info_through_the_proxy(mode: str) -> None:
+    """In 2026-07-28 the official client learns serverInfo from ``server/discover`` (``mode="auto"`` asks it; a
+    pinned ``mode="2026-07-28"`` adopts a made-up discover result and asks nothing, so it has None whatever the
+    server): through the proxy it reads the upstream's, as it does directly. The proxy's HTTP app connects
+    upstream when it starts (its ASGI lifespan enters the proxy's), before the first client arrives."""
+    from mcp import Client as OfficialClient
+
+    upstream = MCPKit("upstream-named", version="9.9.1")
+    upstream.tool(lambda: "x", name="x")
+    async with serve_http(upstream) as direct_url:
+        async with OfficialClient(direct_url, mode=mode) as direct:
+            expected = (direct.server_info.name, direct.server_info.version) if direct.server_info else None
+            version = direct.protocol_version
+        proxy_app = mcpkit.proxy(direct_url, allow_private_network=True)
+        async with serve_http(proxy_app) as url:
+            assert proxy_app.name == "upstream-named"  # connected at startup: the upstream's info, no request yet
+            async with OfficialClient(url, mode=mode) as proxied:
+                assert proxied.server_info is not None
+                assert (
+                    (proxied.server_info.name, proxied.server_info.version) == expected == ("upstream-named", "9.9.1")
+                )
+                assert proxied.protocol_version == ("2026-07-28" if mode == "auto" else version)
