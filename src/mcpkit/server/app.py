@@ -155,11 +155,11 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         # ordered list views for paging, rebuilt once per change (per-page cost independent of registry size); what
         # they and the per-principal views keep is bounded in bytes by one ListCache (pagination.py)
         self._list_caches = ListCache()
+        self._registries: dict[str, dict[str, Any]] = dict(
+            zip(_LIST_KINDS, (self._tools, self._resources, self._templates, self._prompts), strict=True)
+        )
         self._snapshots: dict[str, Snapshot[Any]] = {
-            "tools": Snapshot(self._tools, self._list_caches),
-            "resources": Snapshot(self._resources, self._list_caches),
-            "resource_templates": Snapshot(self._templates, self._list_caches),
-            "prompts": Snapshot(self._prompts, self._list_caches),
+            k: Snapshot(r, self._list_caches) for k, r in self._registries.items()
         }
         check_sync_limits(sync_long_ms, sync_learn_calls)
         self._sync_limits = (sync_long_ms, sync_learn_calls)
@@ -190,9 +190,6 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         if include_tags is not None or exclude_tags is not None:
             self._visibility = Visibility(include_tags, exclude_tags)
         self._private_list_cache = {**self._list_cache, "cacheScope": "private"}
-        self._registries: dict[str, dict[str, Any]] = dict(
-            zip(_LIST_KINDS, (self._tools, self._resources, self._templates, self._prompts), strict=True)
-        )
 
     # ================================================================== tools
 
