@@ -296,21 +296,27 @@ def _print(report: dict[str, Any]) -> None:
         )
     bench = report.get("redis_benchmark", {})
     print(f"\n== 3. paper estimate (redis-benchmark here, 50 clients, no pipelining: {bench})")
-    capacity = {"measured here": min(bench.values()) if bench else 0.0, "published": float(PUBLISHED_OPS)}
-    host_rate = _median(report["workers_legacy"]["2"], "rate")
     for era in ("legacy", "modern"):
         ops = per_call.get(era, 0.0)
-        for source, ops_per_s in capacity.items():
-            if not ops or not ops_per_s:
+        if not ops:
+            print(f"{era:8} 0 Redis commands per call: requests never touch Redis (notifications do: 1 XADD each)")
+            continue
+        per_core = 1e6 / _median(report[f"one_worker_{era}"]["redis"], "cpu_us_per_call")  # calls/s, one core
+        print(f"{era:8} {ops:.2f} Redis commands per call (GETEX); one worker core serves {per_core:,.0f} calls/s")
+        redis_cpu = _median(report[f"one_worker_{era}"]["redis"], "redis_cpu_us_per_call")
+        capacities = (
+            (f"its CPU per call measured here, {redis_cpu:.0f} us", 1e6 / redis_cpu * ops if redis_cpu else 0.0),
+            ("redis-benchmark GETEX here", bench.get("GETEX", 0.0)),
+            ("Redis's published GET figure", float(PUBLISHED_OPS)),
+        )
+        for source, ops_per_s in capacities:
+            if not ops_per_s:
                 continue
             calls = ops_per_s * 0.5 / ops  # Redis kept at half its capacity
             print(
-                f"{era:8} {ops:.2f} Redis ops/call; one Redis ({source}: {ops_per_s:,.0f} ops/s, at 50%) serves "
-                f"{calls:,.0f} calls/s = {calls / host_rate:,.0f} hosts like this one ({host_rate:,.0f} calls/s); "
-                f"a 3-primary cluster about 3x that"
+                f"{'':8} one Redis ({source}: {ops_per_s:,.0f} commands/s; kept at 50%) serves {calls:,.0f} calls/s"
+                f" = {calls / per_core:,.1f} worker cores; a 3-primary cluster about 3x (sessions spread by slot)"
             )
-        if not ops:
-            print(f"{era:8} 0 Redis ops per call: requests never touch Redis (only notifications do)")
 
 
 if __name__ == "__main__":
