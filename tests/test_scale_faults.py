@@ -102,9 +102,11 @@ async def test_sessions_survive_a_redis_restart_with_persistence(tmp_path: Path)
                     while (await http.get(url.rsplit("/", 1)[0] + "/readyz")).status_code != 200:
                         assert time.monotonic() < deadline, "not ready after the restart"
                         await asyncio.sleep(0.2)
-                assert (await _post(http, b, headers, _touch(1))).status_code == 200
+                touched = await _post(http, b, headers, _touch(1))
+                assert touched.status_code == 200, touched.text
                 workers.restart(1)  # a worker that never held the session: it exists only in Redis now
-                assert (await _post(http, b, headers, rpc("ping", rid=7))).status_code == 200
+                pong = await _post(http, b, headers, rpc("ping", rid=7))
+                assert pong.status_code == 200, pong.text
                 resume = {**headers, "accept": "text/event-stream", "last-event-id": str(last_id)}
                 async with http.stream("GET", b, headers=resume) as stream:
                     assert stream.status_code == 200

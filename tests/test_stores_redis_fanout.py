@@ -424,3 +424,48 @@ async def test_a_stalled_log_is_noticed_within_a_block_and_a_timeout(redis_url: 
                 assert time.monotonic() - started < BLOCK + 0.3 + 1.0
                 await asyncio.sleep(0.05)
             assert "lost Redis" in (await b.check() or "")
+
+
+async def test_concurrent_session_touches_share_a_pipeline_and_each_gets_its_own(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    url, cluster = url_and_cluster
+    store = RedisSessionStore(url, prefix=f"t{secrets.token_hex(4)}:", cluster=cluster)
+    try:
+        for i in range(10):
+            await store.save(f"s{i}", {"n": i}, 60)
+        touched = await asyncio.gather(*(store.touch(f"s{i}", 30 if i % 2 else None) for i in range(12)))
+        assert touched == [{"n": i} for i in range(10)] + [None, None]  # each its own record; unknown ones None
+        client = store.redis
+        assert 25_000 < await client.pttl(store.key("s1")) <= 30_000  # renewed to its own TTL
+        assert await client.pttl(store.key("s0")) == -1  # (None: no expiry)
+        assert await store.touch("s3", 60) == {"n": 3}  # a lone one too
+    finally:
+        await store.aclose()
+
+
+async def test_concurrent_session_touches_all_fail_fast_without_redis() -> None:
+    from redis_server import _free_port
+
+    store = RedisSessionStore(f"redis://127.0.0.1:{_free_port()}/0", timeout=0.5)
+    try:
+        results = await asyncio.gather(*(store.touch(f"s{i}", 60) for i in range(8)), return_exceptions=True)
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+    finally:
+        await store.aclose()
+
+
+async def test_a_worker_that_stops_logs_what_waited_on_its_way_out(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with fanouts(redis_url, 1) as (a,):
+            b = RedisFanout(f"redis://127.0.0.1:{proxy.port}/0", prefix=a.conn.prefix, timeout=0.3)
+            ra = await _started(a)
+            await _started(b)
+            proxy.cut()
+            await b.publish("list_changed", "tools")  # waits in B's outbox
+            assert len(b._unsent) == 1
+            proxy.restore()
+            await b.aclose()  # stopped before its reader flushed: the last try logs it
+            await ra.until(1)
+            assert ra.events[0][:2] == ("list_changed", "tools")

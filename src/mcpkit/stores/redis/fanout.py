@@ -294,10 +294,10 @@ class RedisFanout:
         tasks = [t for t in (self._supervisor, *self._tasks) if t is not None]
         for task in tasks:
             task.cancel()
-        if self._unsent and self.running:  # one last try for what waits (bounded by the timeout)
+        if self._unsent and self._position is not None:  # one last try for what waits (bounded by the timeout)
             self.conn.failed_at = 0.0  # (a real try, whatever the breaker says: nothing comes after this one)
             with contextlib.suppress(Exception):
-                await self._flush()
+                await asyncio.wait_for(self._flush(), 5 * self.conn.timeout)
         for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
