@@ -46,8 +46,11 @@ def handlers() -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def open_session(
-    transport: str, *, tap: Any = None, server_mod: ModuleType | None = None, **kw: Any
+    transport: str, *, tap: Any = None, traffic: Any = None, server_mod: ModuleType | None = None, **kw: Any
 ) -> AsyncIterator[ClientSession]:
+    """A session with the core server over ``transport``; ``tap``: the memory pair's ``(direction, bytes)`` tap,
+    ``traffic``: the client engine's message tap (a :class:`mcpkit.testing.Traffic`)."""
+    kw["tap"] = traffic
     if transport == "memory":
         mod = server_mod or load_core_server()
         c, s = create_memory_pair(tap=tap)

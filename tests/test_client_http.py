@@ -625,66 +625,19 @@ async def test_standalone_stream_resumes_after_the_server_drops_it() -> None:
             await cs.call_tool("echo", {"text": "x"})
 
 
-class WireTap:
-    """ASGI middleware feeding a WireRecorder with every JSON-RPC message in HTTP bodies and SSE events."""
-
-    def __init__(self, recorder: Any) -> None:
-        self.recorder = recorder
-
-    def __call__(self, app: Any) -> Any:
-        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-            if scope["type"] != "http":
-                await app(scope, receive, send)
-                return
-            request: list[bytes] = []
-            response: list[bytes] = []
-            sse = False
-
-            async def tap_receive() -> Any:
-                message = await receive()
-                if message["type"] == "http.request":
-                    request.append(message.get("body", b""))
-                return message
-
-            async def tap_send(message: Any) -> None:
-                nonlocal sse
-                if message["type"] == "http.response.start":
-                    sse = any(
-                        k == b"content-type" and v.startswith(b"text/event-stream") for k, v in message["headers"]
-                    )
-                    if request and b"".join(request).strip():
-                        self.recorder("client->server", b"".join(request))
-                elif message["type"] == "http.response.body":
-                    response.append(message.get("body", b""))
-                    if not message.get("more_body", False):
-                        self._flush(b"".join(response), sse)
-                await send(message)
-
-            await app(scope, tap_receive, tap_send)
-
-        return wrapped
-
-    def _flush(self, body: bytes, sse: bool) -> None:
-        if not body.strip():
-            return
-        if not sse:
-            self.recorder("server->client", body)
-            return
-        for block in body.split(b"\n\n"):
-            data = [line[6:] for line in block.split(b"\n") if line.startswith(b"data: ")]
-            if data and b"".join(data).strip():
-                self.recorder("server->client", b"\n".join(data))
-
-
 @pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25", MODERN])
 async def test_http_wire_traffic_matches_the_official_schemas(version: str) -> None:
     from wire_recorder import WireRecorder
 
     recorder = WireRecorder()
-    async with running(make_server(), wrap=WireTap(recorder)) as (base, _):
+    async with running(make_server()) as (base, _):
         kwargs = answers() if version != "2025-03-26" else {}
         async with ClientSession(
-            StreamableHTTPClientTransport(base + "/mcp"), protocol_version=version, log_level="info", **kwargs
+            StreamableHTTPClientTransport(base + "/mcp"),
+            protocol_version=version,
+            log_level="info",
+            tap=recorder,
+            **kwargs,
         ) as cs:
             await cs.list_tools()
             await cs.call_tool("echo", {"text": "x"})

@@ -17,7 +17,7 @@ from wire_recorder import WireRecorder
 async def test_full_session_is_schema_valid(revision: str) -> None:
     rec = WireRecorder()
     feats = versions.features(revision)
-    async with open_session("memory", tap=rec, protocol_version=revision, log_level="debug", **handlers()) as cs:
+    async with open_session("memory", traffic=rec, protocol_version=revision, log_level="debug", **handlers()) as cs:
         assert cs.protocol_version == revision
         await cs.list_tools()
         await cs.call_tool("echo", {"text": "hi"})

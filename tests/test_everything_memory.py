@@ -9,7 +9,8 @@ import json
 import pytest
 
 from mcpkit.protocol.errors import MCPError
-from test_everything_support import MODES, Recorder, connect, running_functions, text_of
+from mcpkit.testing import running_functions
+from test_everything_support import MODES, Recorder, connect, text_of
 
 pytestmark = pytest.mark.parametrize("mode", MODES)
 

@@ -1,5 +1,5 @@
 """One full everything.py session per protocol revision, every message on the wire checked against the official
-schema of that revision (tests/oracle.py via the memory transport's tap)."""
+schema of that revision (tests/oracle.py, through the client's message tap)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28
 async def test_full_session_is_schema_valid(revision: str) -> None:
     wire = WireRecorder()
     modern = revision == "2026-07-28"
-    async with connect(version=revision, tap=wire) as (cs, _, rec):
+    async with connect(version=revision, traffic=wire) as (cs, _, rec):
         assert cs.protocol_version == revision
         await cs.set_logging_level("debug")
         # every list, walked to the end

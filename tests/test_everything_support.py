@@ -96,6 +96,7 @@ async def connect(
     mode: str = "handshake",
     version: str | None = None,
     tap: Any = None,
+    traffic: Any = None,
     rec: Recorder | None = None,
     client_handlers: bool = True,
     **kw: Any,
@@ -107,6 +108,7 @@ async def connect(
     options: dict[str, Any] = {
         "notification_handler": rec.on_notification,
         "logging_handler": rec.on_log,
+        "tap": traffic,  # the client engine's message tap (a WireRecorder); ``tap``: the memory pair's bytes
     }
     if client_handlers:
         options.update(
@@ -121,21 +123,6 @@ async def connect(
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 5)
-
-
-def running_functions() -> set[str]:
-    """Names of every Python function currently suspended inside a task of this loop (walks await chains)."""
-    names: set[str] = set()
-    for task in asyncio.all_tasks():
-        coro: Any = task.get_coro()
-        depth = 0
-        while coro is not None and depth < 100:
-            code = getattr(coro, "cr_code", None) or getattr(coro, "gi_code", None)
-            if code is not None:
-                names.add(code.co_name)
-            coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
-            depth += 1
-    return names
 
 
 def text_of(result: Any) -> str:

@@ -688,7 +688,7 @@ async def test_model_elicitation_and_rich_results_are_schema_valid(version: str)
 
     wire = WireRecorder()
     rec = Recorder(elicit_answer={"action": "accept", "content": {"email": "a@b.c"}})
-    async with connect(app, version=version, tap=wire, rec=rec) as (cs, _, _):
+    async with connect(app, version=version, traffic=wire, rec=rec) as (cs, _, _):
         signup_result = await cs.call_tool("signup", {})
         assert signup_result.is_error if version < "2025-06-18" else text_of(signup_result) == "accept"
         for name in ("png_bytes", "raw_bytes", "audio", "mixed", "full", "as_dict", "titled", "iconic"):

@@ -1,30 +1,25 @@
-"""Record every message crossing a memory pair and validate it against the official wire types (tests/oracle.py)."""
+"""The testing kit's traffic recorder (:class:`mcpkit.testing.Traffic`, on the client engine's message tap), plus a
+check of every message it saw against the official wire types (tests/oracle.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
+from mcpkit.testing import Traffic
 from oracle import validate_message
 
 
-class WireRecorder:
-    """Use as the ``tap`` of ``create_memory_pair``; ``validate(revision)`` checks every recorded message."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, Any]] = []
-
-    def __call__(self, direction: str, data: bytes) -> None:
-        self.messages.append((direction, orjson.loads(data)))
+class WireRecorder(Traffic):
+    """Give it as a client's ``tap=``; ``validate(revision)`` checks every recorded message."""
 
     def validate(self, revision: str, *, skip_probe: bool = True) -> int:
         """Validate each message; returns how many were checked. The era probe (server/discover and its
         answer, sent before the revision is known) is skipped for handshake revisions."""
         methods: dict[tuple[str, Any], str] = {}
         checked = 0
-        for direction, msg in self.messages:
-            sender = "client" if direction == "client->server" else "server"
+        for event, msg in self.entries():
+            assert event.peer == "client", "a WireRecorder records a client's traffic"
+            sender = "client" if event.direction == "out" else "server"
             items = msg if isinstance(msg, list) else [msg]
             for item in items:
                 if "method" in item and "id" in item:

@@ -16,6 +16,9 @@ extra      brings                                      for
 ``otel``   opentelemetry-api, opentelemetry-sdk        ``mcpkit.telemetry`` (OpenTelemetry spans)
 ``all``    all of the above
 =========  ==========================================  ====================================================
+
+The ``testing`` extra (pytest, pytest-asyncio and the ``http`` extra; not in ``all``) is for test suites: the
+testing kit, :mod:`mcpkit.testing`, and its pytest plugin.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ EXTRA_OF: dict[str, str] = {
     "cryptography": "auth",
     "yaml": "skills",
     "opentelemetry": "otel",
+    "pytest": "testing",
+    "pytest_asyncio": "testing",
 }
 
 

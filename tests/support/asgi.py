@@ -1,10 +1,11 @@
-"""The one way the tests serve an ASGI app: real uvicorn on 127.0.0.1, port 0 (or a socket bound beforehand).
+"""The one way the tests serve an ASGI app: the testing kit's :func:`mcpkit.testing.serve_asgi` (uvicorn behind
+mcpkit's connection guard, 127.0.0.1, port 0 or a socket bound beforehand), yielding the port.
 
     async with serve_asgi(app) as port: ...             # inside the test's event loop
     with serve_asgi_in_thread(app) as port: ...         # for synchronous tests (a CLI subprocess, ...)
 
-Both wait until uvicorn listens (a start failure is raised, not hung on) and stop it on exit (graceful shutdown
-bounded by ``timeout_graceful_shutdown``, the wait for the server bounded by ``STOP_TIMEOUT``).
+Both wait until uvicorn listens (a start failure is raised, not hung on) and stop it on exit within the kit's
+bounds.
 """
 
 from __future__ import annotations
@@ -16,77 +17,56 @@ import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import uvicorn
+from mcpkit.testing import serve_asgi as kit_serve_asgi
 
-START_TIMEOUT = 10.0  # seconds uvicorn may take to listen
-STOP_TIMEOUT = 15.0  # seconds the server task may take to end after should_exit
-
-
-def _config(app: Any, options: dict[str, Any]) -> uvicorn.Config:
-    settings: dict[str, Any] = {
-        "host": "127.0.0.1",
-        "port": 0,
-        "log_level": "warning",
-        "lifespan": "on",
-        "timeout_graceful_shutdown": 1,
-    }
-    settings.update(options)
-    return uvicorn.Config(app, **settings)
-
-
-def _port(server: uvicorn.Server, sock: socket.socket | None) -> int:
-    listening = sock if sock is not None else server.servers[0].sockets[0]
-    port: int = listening.getsockname()[1]
-    return port
+START_TIMEOUT = 10.0  # seconds the thread's server may take to listen
+STOP_TIMEOUT = 15.0  # seconds the thread may take to end after it was told to stop
 
 
 @contextlib.asynccontextmanager
 async def serve_asgi(
     app: Any, *, sock: socket.socket | None = None, close_app: bool = False, **options: Any
 ) -> AsyncIterator[int]:
-    """Serve ``app`` on real uvicorn in this event loop; yields the port. ``sock``: a socket bound beforehand (the
-    app must know its URL before it is built). ``close_app``: await ``app.aclose()`` before stopping. ``options``
-    go to ``uvicorn.Config``. No signal handlers are taken from pytest."""
-    server = uvicorn.Server(_config(app, options))
-    task = asyncio.get_running_loop().create_task(server._serve(sockets=[sock] if sock is not None else None))
-    deadline = asyncio.get_running_loop().time() + START_TIMEOUT
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn ended before it listened")
-        if asyncio.get_running_loop().time() > deadline:
-            task.cancel()
-            raise RuntimeError(f"uvicorn did not listen within {START_TIMEOUT} s")
-        await asyncio.sleep(0.01)
-    try:
-        yield _port(server, sock)
-    finally:
-        closer = getattr(app, "aclose", None) if close_app else None
-        if closer is not None:
-            await closer()
-        server.should_exit = True
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, STOP_TIMEOUT)
-        if sock is not None:
-            sock.close()
+    """Serve ``app`` in this event loop; yields the port. ``sock``: a socket bound beforehand (the app must know
+    its URL before it is built). ``close_app``: await ``app.aclose()`` before stopping. ``options`` go to
+    uvicorn (through :func:`mcpkit.transports.http.build_asgi_server`)."""
+    options.setdefault("timeout_graceful_shutdown", 1)
+    async with kit_serve_asgi(app, sock=sock, **options) as served:
+        try:
+            yield served.port
+        finally:
+            closer = getattr(app, "aclose", None) if close_app else None
+            if closer is not None:
+                await closer()
 
 
 @contextlib.contextmanager
 def serve_asgi_in_thread(app: Any, **options: Any) -> Iterator[int]:
-    """Serve ``app`` on real uvicorn in a background thread with its own event loop; yields the port."""
-    server = uvicorn.Server(_config(app, options))
-    thread = threading.Thread(target=lambda: asyncio.run(server._serve()), daemon=True)
+    """Serve ``app`` in a background thread with its own event loop; yields the port."""
+    ready = threading.Event()
+    port: list[int] = []
+    failure: list[BaseException] = []
+    stop: list[asyncio.Event] = []
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> None:
+        stop.append(asyncio.Event())
+        loops.append(asyncio.get_running_loop())
+        try:
+            async with serve_asgi(app, **options) as bound:
+                port.append(bound)
+                ready.set()
+                await stop[0].wait()
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
     thread.start()
-    for _ in range(int(START_TIMEOUT / 0.01)):
-        if server.started or not thread.is_alive():
-            break
-        thread.join(0.01)
-    if not server.started:
-        server.should_exit = True
-        thread.join(STOP_TIMEOUT)
-        raise RuntimeError("uvicorn did not listen")
+    if not ready.wait(START_TIMEOUT) or not port:
+        raise RuntimeError(f"uvicorn did not listen: {failure[0] if failure else 'timed out'}")
     try:
-        yield _port(server, None)
+        yield port[0]
     finally:
-        server.should_exit = True
+        loops[0].call_soon_threadsafe(stop[0].set)
         thread.join(STOP_TIMEOUT)

@@ -1,4 +1,5 @@
-"""The one way the tests (and ``tests/conformance/run.py``) wait for a server subprocess to listen and stop it.
+"""The one way the tests (and ``tests/conformance/run.py``) wait for a server subprocess to listen and stop it: the
+testing kit's :mod:`mcpkit.testing.processes`.
 
 proc = subprocess.Popen([...])
 try:
@@ -10,40 +11,13 @@ finally:
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import time
-from typing import Any
 
+from mcpkit.testing.processes import ServerDidNotStart, wait_listening
+from mcpkit.testing.processes import stop_process as stop
 
-class ServerDidNotStart(AssertionError):
-    """The server subprocess exited, or did not listen in time; the message says which."""
-
-
-def wait_listening(port: int, proc: subprocess.Popen[Any], timeout: float = 20.0) -> None:
-    """Return once something accepts connections on 127.0.0.1:``port``; raise :class:`ServerDidNotStart` when
-    ``proc`` exits first (with its stderr, when it was piped) or after ``timeout`` seconds."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if proc.poll() is not None:
-            err = proc.stderr.read() if proc.stderr is not None else b""
-            shown = err.decode(errors="replace") if isinstance(err, bytes) else str(err)
-            raise ServerDidNotStart(f"server exited with code {proc.returncode}: {shown}")
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        time.sleep(0.1)
-    raise ServerDidNotStart(f"server did not listen on port {port} within {timeout:g}s")
-
-
-def stop(proc: subprocess.Popen[Any], timeout: float = 10.0) -> None:
-    """End ``proc``: SIGTERM, then SIGKILL when it has not exited after ``timeout`` seconds; always reaped."""
-    proc.terminate()
-    try:
-        proc.wait(timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+__all__ = ["ServerDidNotStart", "stderr_until", "stop", "wait_listening"]
 
 
 def stderr_until(proc: subprocess.Popen[str], needle: str, timeout: float = 20.0) -> list[str]:

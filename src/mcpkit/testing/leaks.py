@@ -1,0 +1,178 @@
+"""What a test leaves behind: asyncio tasks still running, child processes still alive (or never reaped), sockets
+still listening. Take a :class:`LeakProbe` before, check it after::
+
+    probe = LeakProbe.take()
+    ... start and stop servers and clients ...
+    await probe.assert_clean()          # waits a little for what is ending, then fails naming what is left
+
+Child processes and listening sockets are read from ``/proc`` (Linux); elsewhere only tasks are checked
+(:attr:`LeakProbe.sees_processes` says which). :func:`running_functions` tells whether some function is still
+suspended in a task of the loop (that a cancelled tool really stopped, for instance).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+_PROC = "/proc"
+
+
+def running_functions(tasks: Iterable[asyncio.Task[Any]] | None = None) -> set[str]:
+    """The names of the Python functions currently suspended in the tasks of the running loop (or in ``tasks``),
+    following each task's chain of awaits."""
+    names: set[str] = set()
+    for task in asyncio.all_tasks() if tasks is None else tasks:
+        coro: Any = task.get_coro()
+        depth = 0
+        while coro is not None and depth < 100:
+            code = getattr(coro, "cr_code", None) or getattr(coro, "gi_code", None)
+            if code is not None:
+                names.add(code.co_name)
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+            depth += 1
+    return names
+
+
+def _task_line(task: asyncio.Task[Any]) -> str:
+    stack = [frame.f_code.co_name for frame in task.get_stack(limit=8)]
+    coro = task.get_coro()
+    name = getattr(coro, "__qualname__", None) or type(coro).__name__
+    return f"task {task.get_name()} running {name}" + (f" (at {' > '.join(stack)})" if stack else "")
+
+
+def child_processes() -> dict[int, str]:
+    """This process's children (pid -> state and command line), from ``/proc``; empty where there is none."""
+    me = os.getpid()
+    found: dict[int, str] = {}
+    try:
+        entries = os.listdir(_PROC)
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{_PROC}/{entry}/stat", "rb") as fh:
+                stat = fh.read().decode(errors="replace")
+        except OSError:
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after its last ')'
+        rest = stat[stat.rfind(")") + 2 :].split()
+        if len(rest) < 2 or int(rest[1]) != me:
+            continue
+        try:
+            with open(f"{_PROC}/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            cmdline = ""
+        state = "zombie (exited, never reaped)" if rest[0] == "Z" else "running"
+        found[int(entry)] = f"{state}: {cmdline or stat[: stat.rfind(')') + 1]}"
+    return found
+
+
+def listening_ports() -> set[int]:
+    """The TCP ports this process listens on (IPv4 and IPv6), from ``/proc``; empty where there is none."""
+    inodes: set[str] = set()
+    try:
+        fds = os.listdir(f"{_PROC}/self/fd")
+    except OSError:
+        return set()
+    for fd in fds:
+        try:
+            target = os.readlink(f"{_PROC}/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[8:-1])
+    ports: set[int] = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            with open(f"{_PROC}/self/net/{table}") as fh:
+                next(fh, None)
+                for line in fh:
+                    cols = line.split()
+                    # sl local_address rem_address st ... inode: st 0A is LISTEN
+                    if len(cols) > 9 and cols[3] == "0A" and cols[9] in inodes:
+                        ports.add(int(cols[1].rsplit(":", 1)[1], 16))
+        except OSError:
+            continue
+    return ports
+
+
+@dataclass
+class Leaks:
+    """What was left: tasks (a line each), child processes (pid -> what it is), listening ports."""
+
+    tasks: list[str] = field(default_factory=list)
+    processes: dict[int, str] = field(default_factory=dict)
+    ports: set[int] = field(default_factory=set)
+
+    def __bool__(self) -> bool:
+        return bool(self.tasks or self.processes or self.ports)
+
+    def __str__(self) -> str:
+        lines = [*self.tasks]
+        lines += [f"child process {pid} {what}" for pid, what in sorted(self.processes.items())]
+        lines += [f"a socket still listening on port {port}" for port in sorted(self.ports)]
+        return "\n".join(lines)
+
+
+class LeakProbe:
+    """A picture of the running tasks, child processes and listening ports, to compare with later ones."""
+
+    def __init__(self, tasks: set[asyncio.Task[Any]], processes: dict[int, str], ports: set[int]) -> None:
+        self.tasks = tasks
+        self.processes = processes
+        self.ports = ports
+
+    @classmethod
+    def take(cls) -> LeakProbe:
+        """The picture now (the tasks of the running loop, if there is one)."""
+        try:
+            tasks = set(asyncio.all_tasks())
+        except RuntimeError:
+            tasks = set()
+        return cls(tasks, child_processes(), listening_ports())
+
+    @property
+    def sees_processes(self) -> bool:
+        """Child processes and ports can be read here (Linux ``/proc``)."""
+        return os.path.isdir(f"{_PROC}/self/fd")
+
+    def leaks(self) -> Leaks:
+        """What appeared since the picture and is still there (the calling task excepted)."""
+        try:
+            current = asyncio.current_task()
+            now = {t for t in asyncio.all_tasks() if t is not current and not t.done()}
+        except RuntimeError:
+            now = set()
+        tasks = [_task_line(t) for t in now - self.tasks]
+        processes = {pid: what for pid, what in child_processes().items() if pid not in self.processes}
+        return Leaks(sorted(tasks), processes, listening_ports() - self.ports)
+
+    async def assert_clean(self, timeout: float = 5.0) -> None:
+        """Wait up to ``timeout`` seconds for what is still ending (a task's last step, a process being reaped),
+        then raise ``AssertionError`` naming each task, process and port left since the picture."""
+        __tracebackhide__ = True  # (pytest shows the test's line, not this one)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        delay = 0.005
+        while (found := self.leaks()) and loop.time() < deadline:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.1)
+        if found:
+            raise AssertionError("left behind:\n" + str(found))
+
+    def assert_clean_now(self) -> None:
+        """As :meth:`assert_clean`, without waiting (outside an event loop)."""
+        __tracebackhide__ = True  # (pytest shows the test's line, not this one)
+        found = self.leaks()
+        if found:
+            raise AssertionError("left behind:\n" + str(found))
+
+
+__all__ = ["LeakProbe", "Leaks", "child_processes", "listening_ports", "running_functions"]

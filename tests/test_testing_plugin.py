@@ -1,0 +1,253 @@
+"""The testing kit's pytest plugin from the outside: a user's project (written by pytester into a temporary
+directory) run by pytest, with the plugin loaded the way a user's pytest loads it. What a run selects (options, ini,
+markers), what it prints, how it fails (no server, a changed surface, a leak), what it records."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from typing import Any
+
+import pytest
+
+SERVER = '''
+from mcpkit import Context, MCPKit
+
+app = MCPKit("demo")
+
+
+@app.tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@app.tool
+async def capital(country: str, ctx: Context) -> str:
+    """Ask the model."""
+    return (await ctx.sample(f"Capital of {country}?")).text
+'''
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A user's project: server.py, the ini naming it, no asyncio_mode (pytest-asyncio's strict default)."""
+    monkeypatch.delenv("MCPKIT_COMPLIANCE_RESULTS", raising=False)  # (the outer run's report is not theirs)
+    pytester.makepyfile(server=SERVER)
+    pytester.makeini(
+        """
+        [pytest]
+        mcp_server = server.py:app
+        asyncio_default_fixture_loop_scope = function
+        """
+    )
+    return pytester
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """pytest in a subprocess, as the user runs it (in process, pytester would re-import mcpkit between runs)."""
+    return pytester.runpytest_subprocess("-p", "no:cacheprovider", *args, timeout=300)
+
+
+TESTS = """
+import pytest
+
+async def test_add(mcp_client, mcp_transport, mcp_era):
+    assert (await mcp_client.call_tool("add", {"a": 1, "b": 2})).data == 3
+    assert mcp_client.protocol_version == mcp_era
+
+@pytest.mark.mcp(transports=["memory"], sampling=["Lima"])
+async def test_capital(mcp_client):
+    assert (await mcp_client.call_tool("capital", {"country": "Peru"})).data == "Lima"
+
+@pytest.mark.mcp(transports=["stdio"], eras=["modern"])
+async def test_stdio_modern_only(mcp_client):
+    assert mcp_client.protocol_version == "2026-07-28"
+"""
+
+
+def test_options_narrow_the_transports_and_eras_and_the_summary_counts_the_runs(project: pytest.Pytester) -> None:
+    project.makepyfile(test_user_demo=TESTS)
+    result = run(project, "-v", "--mcp-transports=memory,stdio", "--mcp-eras=handshake,2026-07-28")
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        [
+            "mcpkit: transports memory, stdio; eras 2025-11-25, 2026-07-28",
+            "*test_add?memory-2025-11-25? PASSED*",
+            "*test_add?stdio-2026-07-28? PASSED*",
+            "*test_capital?memory-2026-07-28? PASSED*",
+            "*test_stdio_modern_only?stdio-2026-07-28? PASSED*",
+            "mcpkit: 7 test runs over 2 transport(s) x 2 era(s) (7 passed)",
+            "  memory  2025-11-25 2/2  2026-07-28 2/2",
+            "  stdio   2025-11-25 1/1  2026-07-28 2/2",
+        ]
+    )
+
+
+def test_a_test_no_selected_transport_applies_to_is_skipped_with_the_reason(project: pytest.Pytester) -> None:
+    project.makepyfile(test_user_demo=TESTS)
+    result = run(project, "-rs", "--mcp-transports=http", "--mcp-eras=2025-11-25")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*none of this run's transports and eras applies to this test*"])
+
+
+def test_ini_options_choose_the_transports_and_eras(project: pytest.Pytester) -> None:
+    project.makeini(
+        """
+        [pytest]
+        mcp_server = server.py:app
+        mcp_transports = ws
+        mcp_eras = modern
+        asyncio_default_fixture_loop_scope = function
+        """
+    )
+    project.makepyfile(test_user_demo=TESTS)
+    result = run(project, "-v")
+    result.assert_outcomes(passed=1, skipped=2)
+    result.stdout.fnmatch_lines(["*test_add?ws-2026-07-28? PASSED*"])
+
+
+def test_an_unknown_transport_or_era_is_a_usage_error_naming_the_choices(project: pytest.Pytester) -> None:
+    project.makepyfile(test_user_demo=TESTS)
+    result = run(project, "--mcp-transports=carrier-pigeon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown transport 'carrier-pigeon': one of memory, stdio, http, sse, ws*"])
+    result = run(project, "--mcp-eras=2099-01-01")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown era '2099-01-01'*handshake, modern*"])
+
+
+def test_without_a_server_the_failure_says_how_to_name_one(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(
+        test_user_noserver="async def test_x(mcp_client):\n    pass\n",
+    )
+    result = run(pytester, "--mcp-transports=memory", "--mcp-eras=modern")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*which server? Set mcp_server in the pytest configuration*"])
+
+
+def test_the_ini_server_path_is_relative_to_the_ini_file(project: pytest.Pytester) -> None:
+    sub = project.mkdir("tests")
+    (sub / "test_user_elsewhere.py").write_text(TESTS)
+    result = run(project, "--rootdir", str(project.path), "--mcp-transports=memory", str(sub))
+    result.assert_outcomes(passed=4, skipped=1)
+
+
+def test_a_server_fixture_and_the_marker_override_the_ini(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        other="from mcpkit import MCPKit\n\nmcp = MCPKit('other')\n",
+        test_user_override=textwrap.dedent(
+            """
+            import pytest
+            from mcpkit import MCPKit
+
+            @pytest.fixture
+            def mcp_server():
+                return MCPKit("from-fixture")
+
+            @pytest.mark.mcp(transports="memory", eras="modern")
+            async def test_fixture(mcp_client):
+                assert mcp_client.server_info.name == "from-fixture"
+            """
+        ),
+        test_user_marker=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(server="other.py", transports=["memory", "stdio"], eras="handshake")
+            async def test_marker(mcp_client):
+                assert mcp_client.server_info.name == "other"
+            """
+        ),
+    )
+    run(project).assert_outcomes(passed=3)
+
+
+SNAPSHOT_TESTS = """
+async def test_surface(mcp_client, mcp_snapshot):
+    await mcp_snapshot.check(mcp_client)
+"""
+
+
+def test_the_surface_snapshot_is_recorded_with_the_flag_and_fails_when_the_server_changes(
+    project: pytest.Pytester,
+) -> None:
+    project.makepyfile(test_user_surface=SNAPSHOT_TESTS)
+    args = ("--mcp-transports=memory,http",)
+    missing = run(project, *args)
+    missing.assert_outcomes(failed=4)
+    missing.stdout.fnmatch_lines(["*no surface snapshot at *run pytest with --mcp-update-snapshots*"])
+    recorded = run(project, *args, "--mcp-update-snapshots")
+    recorded.assert_outcomes(passed=4)
+    recorded.stdout.fnmatch_lines(["mcpkit: 2 surface snapshot(s) written:", "*test_surface?2025-11-25?.json"])
+    folder = project.path / "__snapshots__" / "test_user_surface"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_surface[2025-11-25].json",
+        "test_surface[2026-07-28].json",
+    ]
+    run(project, *args).assert_outcomes(passed=4)
+    (project.path / "server.py").write_text(SERVER.replace("b: int", "b: float"))
+    changed = run(project, *args)
+    changed.assert_outcomes(failed=4)
+    changed.stdout.fnmatch_lines(["*tool 'add' changed: inputSchema*"])
+
+
+def test_a_leaked_task_fails_the_test_in_teardown_unless_the_check_is_off(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_user_leak=textwrap.dedent(
+            """
+            import asyncio
+
+            async def test_leaky(mcp_client):
+                asyncio.get_running_loop().create_task(asyncio.sleep(30), name="left-running")
+            """
+        )
+    )
+    leaky = run(project, "--mcp-transports=memory", "--mcp-eras=modern")
+    leaky.assert_outcomes(passed=1, errors=1)
+    leaky.stdout.fnmatch_lines(["*left behind:*", "*task left-running running sleep*"])
+    off = run(project, "--mcp-transports=memory", "--mcp-eras=modern", "-o", "mcp_leak_check=false")
+    off.assert_outcomes(passed=1)
+
+
+def test_the_requirement_report_records_each_test_with_its_ids(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_user_reqs=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.req("M079", "S001")
+            def test_proves():
+                pass
+
+            @pytest.mark.req("M001")
+            def test_fails():
+                assert False
+            """
+        )
+    )
+    report = project.path / "out" / "reqs.json"
+    run(project, f"--mcp-requirements-report={report}").assert_outcomes(passed=1, failed=1)
+    tests: dict[str, Any] = json.loads(report.read_text())["tests"]
+    assert tests == {
+        "test_user_reqs.py::test_fails": {"reqs": ["M001"], "outcome": "failed"},
+        "test_user_reqs.py::test_proves": {"reqs": ["M079", "S001"], "outcome": "passed"},
+    }
+
+
+def test_a_bad_marker_argument_fails_the_collection_naming_the_keywords(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_user_badmark=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(transport="memory")
+            async def test_x(mcp_client):
+                pass
+            """
+        )
+    )
+    result = run(project)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["@pytest.mark.mcp takes * as keywords, not ?'transport'?"])
