@@ -255,3 +255,28 @@ async def test_a_session_is_recorded_before_its_initialize_is_answered(redis_url
             assert done.status_code == 202, done.text
     finally:
         await store.aclose()
+
+
+@pytest.mark.redis
+async def test_cancellations_logged_for_the_other_workers_are_bounded(redis_url: str) -> None:  # noqa: F811
+    """A client's cancellation of a request that does not run on the worker it reached is logged for every
+    worker; a flood of them is cut at 20 a second per session (each costs every worker a read)."""
+    from mcpkit.transports.http.shared import MAX_LOGGED_CANCELS
+
+    async with two_workers(redis_url) as ((a, b), apps), httpx.AsyncClient(timeout=20) as http:
+        init = rpc(
+            "initialize",
+            {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "c", "version": "0"}},
+        )
+        answer = await http.post(a, json=init, headers={"accept": ACCEPT_BOTH})
+        headers = {"mcp-session-id": answer.headers["mcp-session-id"], "mcp-protocol-version": "2025-03-26"}
+        cancels = [
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": f"r{i}"}}
+            for i in range(100)
+        ]
+        flood = await http.post(b, json=cancels, headers={**headers, "accept": ACCEPT_BOTH})  # a batch (2025-03-26)
+        assert flood.status_code == 202
+        fanout = apps[1].server.fanout
+        entries = await fanout.conn.client.xrange(fanout.log_key, "-", "+")
+        logged = [f for _, f in entries if f.get(b"e") == b"cancel"]
+        assert 0 < len(logged) <= MAX_LOGGED_CANCELS

@@ -43,6 +43,9 @@ logger = logging.getLogger("mcpkit.http")
 
 #: POST streams of other workers one worker follows at once (a resumption beyond it gets what is stored, then ends).
 DEFAULT_MAX_FOLLOWERS = 256
+#: Cancellations of one session this worker logs for the others per second (every worker reads each one: a
+#: client flooding them would cost every worker and push real events out of the log); beyond, they are dropped.
+MAX_LOGGED_CANCELS = 20
 _READ = 500  # log entries read per round trip
 _LIST_KINDS = ("tools", "resources", "prompts")
 
@@ -103,6 +106,7 @@ class SharedSessions:
         self.fanout = fanout
         self.max_followers = max_followers
         self.followers = 0
+        self._cancels: dict[str, tuple[float, int]] = {}  # session -> (second, cancellations logged in it)
         fanout.on_session_event(self._on_event)
 
     # ------------------------------------------------------------------ sessions
@@ -142,14 +146,28 @@ class SharedSessions:
                 if item.method == "notifications/progress":
                     target = worker_of(item.params.get("progressToken"))
                 elif item.method == "notifications/cancelled" and not peer.is_running(item.params.get("requestId")):
-                    with contextlib.suppress(ValueError):  # (an oversized one is only delivered here)
-                        await self.fanout.post(hs.id, "cancel", body if whole else jsonrpc.encode(item))
-                        continue
+                    if self._may_log_cancel(hs.id):
+                        with contextlib.suppress(ValueError):  # (an oversized one is only delivered here)
+                            await self.fanout.post(hs.id, "cancel", body if whole else jsonrpc.encode(item))
+                    continue
             if target is not None and target != me:
                 if not await self.fanout.forward(target, hs.id, body if whole else jsonrpc.encode(item)):
                     logger.info("session %s: an answer for worker %d, which is gone", hs.id[:8], target)
                 continue
             await peer.receive_parsed(item, NULL_OUTBOX)
+
+    def _may_log_cancel(self, sid: str) -> bool:
+        """At most :data:`MAX_LOGGED_CANCELS` a second for one session (the table of counts is bounded too)."""
+        now = int(time.monotonic())
+        second, count = self._cancels.get(sid, (now, 0))
+        if second != now:
+            count = 0
+        if count >= MAX_LOGGED_CANCELS:
+            return False
+        if len(self._cancels) >= 10_000:
+            self._cancels.clear()
+        self._cancels[sid] = (now, count + 1)
+        return True
 
     async def _on_event(self, entry: LogEntry) -> None:
         hs = self.table.get(entry.value)
