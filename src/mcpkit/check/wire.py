@@ -369,6 +369,17 @@ def split_command(target: str | Sequence[str]) -> list[str]:
     return list(target)
 
 
+def server_argv(target: str | Sequence[str]) -> list[str]:
+    """The command line of a stdio server target, read as mcpkit's ``Client`` reads it: a ``*.py`` file or
+    ``python server.py`` runs with this Python interpreter, any other command line as given."""
+    from ..client.targets import parse_target
+
+    stdio = parse_target(target if isinstance(target, str) else list(target)).stdio
+    if stdio is None:
+        raise ValueError(f"{target!r} is not a command line")
+    return stdio.argv
+
+
 def target_transport(target: str | Sequence[str], transport: str | None = None) -> str:
     """The transport a target is checked over: ``stdio`` for a command line, ``ws`` for a ``ws(s)://`` URL, ``sse``
     for an http(s) URL whose path ends in ``/sse`` (the legacy HTTP+SSE endpoint), ``http`` (Streamable HTTP) for

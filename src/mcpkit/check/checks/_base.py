@@ -12,7 +12,7 @@ from ...protocol.versions import (
     features,
 )
 from ..report import Report
-from ..wire import Incoming, StdioWire, Wire, WireClosed, network_wire, split_command, target_transport
+from ..wire import Incoming, StdioWire, Wire, WireClosed, network_wire, server_argv, target_transport
 from ..wire_http import HttpWire
 
 JSON = dict[str, Any]
@@ -174,7 +174,7 @@ class CheckerBase:
             assert isinstance(self.target, str)
             wire = network_wire(self.transport, self.target, self.headers, max(10.0, self.timeout))
         else:
-            wire = StdioWire(split_command(self.target), env=self.env, cwd=self.cwd)
+            wire = StdioWire(server_argv(self.target), env=self.env, cwd=self.cwd)
         self.wires.append(wire)
         await wire.start()
         return wire

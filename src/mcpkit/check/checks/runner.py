@@ -14,7 +14,7 @@ from ...protocol.versions import (
     features,
 )
 from ..report import Report
-from ..wire import Wire, split_command
+from ..wire import Wire, server_argv
 from ..wire_http import HttpWire
 from ._base import (
     CLIENT_INFO,
@@ -116,7 +116,7 @@ class Checker(
 
         target: Any
         if self.transport == "stdio":
-            target = split_command(self.target)
+            target = server_argv(self.target)
         else:
             target = {"type": self.transport, "url": self.target, "headers": self.headers}
         try:
