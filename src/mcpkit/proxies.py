@@ -370,16 +370,20 @@ class ProxyServer(MCPKit):
         if exchange.expiry is not None:
             exchange.expiry.cancel()
             exchange.expiry = None
-        asked = asyncio.ensure_future(lease.asks.get())
-        try:
-            await asyncio.wait({exchange.task, asked}, return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            asked.cancel()
-            exchange.task.cancel()
-            await upstream.release(lease)
-            raise
-        if not asked.done():
-            asked.cancel()
+        task = exchange.task
+        if not lease.asks and not task.done():  # wait for whichever comes first: the answer or a question
+            lease.waker = asyncio.get_running_loop().create_future()
+            task.add_done_callback(lease.wake)
+            try:
+                await lease.waker
+            except BaseException:
+                task.cancel()
+                await upstream.release(lease)
+                raise
+            finally:
+                task.remove_done_callback(lease.wake)
+                lease.waker = None
+        if not lease.asks:
             await upstream.release(lease)
             if exchange.relay is not None:
                 await exchange.relay.flush()
@@ -397,16 +401,11 @@ class ProxyServer(MCPKit):
             await upstream.release(lease)
             raise MCPError(f"too many requests waiting on client input (max_suspended={self.max_suspended})")
         requests: dict[str, JSONDict] = {}
-        item = asked.result()
-        while True:
-            m, p, future = item
+        while lease.asks:
+            m, p, future = lease.asks.popleft()
             key = f"{m.split('/')[0]}-{next(self._ids)}"
             exchange.pending[key] = future
             requests[key] = {"method": m, "params": p}
-            try:
-                item = lease.asks.get_nowait()
-            except asyncio.QueueEmpty:
-                break
         if exchange.relay is not None:
             await exchange.relay.flush()
         ident = f"{next(self._ids)}-{id(exchange):x}"

@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 import logging
 import weakref
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -81,7 +82,7 @@ class _Conn:
             if method not in ("roots/list",) and not lease.sctx.has_client_capability(_ask_capability(method)):
                 raise MethodNotFound(f"Method not found: {method} (the client did not declare it)")
             future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
-            await lease.asks.put((method, params, future))
+            lease.ask(method, params, future)
             return await future
         sctx = self._speaker()
         if sctx is not None:
@@ -152,13 +153,32 @@ def caps_key(caps: JSONDict | None) -> str:
     return ",".join(parts)
 
 
+MAX_ASKS = 64
+"""What the upstream may ask at once in one 2026-07-28 request before the proxy answers for its client."""
+
+
 class _Lease:
-    """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks``."""
+    """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
+    most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on."""
 
     def __init__(self, conn: _Conn, sctx: ServerRequestContext) -> None:
         self.conn = conn
         self.sctx = sctx
-        self.asks: asyncio.Queue[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = asyncio.Queue(64)
+        self.asks: deque[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = deque()
+        self.waker: asyncio.Future[None] | None = None
+
+    def ask(self, method: str, params: JSONDict, future: asyncio.Future[JSONDict]) -> None:
+        """Queue what the upstream asks (a request beyond the bound is refused) and wake the exchange."""
+        if len(self.asks) >= MAX_ASKS:
+            raise MCPError(f"the upstream asked more than {MAX_ASKS} things at once in one request")
+        self.asks.append((method, params, future))
+        self.wake()
+
+    def wake(self, _: object = None) -> None:
+        """Wake the exchange waiting on this lease (the upstream asked, or its request ended)."""
+        waker = self.waker
+        if waker is not None and not waker.done():
+            waker.set_result(None)
 
 
 class ProgressRelay:

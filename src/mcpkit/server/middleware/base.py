@@ -77,9 +77,9 @@ class Middleware:
     def install(self, server: Any) -> Callable[[], None]:
         """Add it to ``server``'s interceptors for :attr:`methods` (what ``server.add_middleware`` does); returns
         the function that removes it."""
-        remove: Callable[[], None] = server.add_interceptor(
-            self, methods=self.methods, notifications=self.notifications
-        )
+        # a middleware with only on_request is installed as that method itself (one call frame less per request)
+        fn = self.on_request if self._wraps_all and not self._hooks and not self.notifications else self
+        remove: Callable[[], None] = server.add_interceptor(fn, methods=self.methods, notifications=self.notifications)
         return remove
 
     async def __call__(self, call: Call, call_next: CallNext) -> Any:

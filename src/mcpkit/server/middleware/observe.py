@@ -111,14 +111,18 @@ class RequestLogging(Middleware):
         if self.sink is not None:
             self.sink(record)
         level = self.level if outcome != "error" else self.error_level
-        if not self.logger.isEnabledFor(level):
+        logger = self.logger
+        if not logger.isEnabledFor(level):
             return
         if self.as_json:
-            self.logger.log(level, "%s", orjson.dumps(record).decode(), extra={"mcp": record})
+            msg, args = "%s", (orjson.dumps(record).decode(),)
         else:
             target = f" {record['target']}" if record["target"] is not None else ""
             tail = f" {code}" if code is not None else (f" {kind}" if kind else "")
-            self.logger.log(level, "%s%s %s%s %.1f ms", call.method, target, outcome, tail, ms, extra={"mcp": record})
+            msg, args = "%s%s %s%s %.1f ms", (call.method, target, outcome, tail, ms)
+        # made and handled directly: Logger.log would walk the stack for a caller's file and line (half its cost),
+        # which would name this module anyway
+        logger.handle(logger.makeRecord(logger.name, level, __file__, 0, msg, args, None, extra={"mcp": record}))
 
 
 class _Stats:
