@@ -117,7 +117,6 @@ async def test_each_request_is_logged_once_with_its_outcome(transport: str, mode
     assert "'session':" in structured
 
 
-@pytest.mark.req("M031")
 @ERA
 async def test_logs_never_hold_a_token_or_request_state(mode: str) -> None:
     """Every log line of the server process (every logger, DEBUG) through an authorized session, an input round
@@ -312,7 +311,6 @@ async def test_lists_and_reads_are_cached_by_their_own_hints(transport: str, mod
         assert asked["tools/list"] == 2 and asked["reads"] == 2
 
 
-@pytest.mark.req("M031")
 @ERA
 async def test_a_private_cache_entry_is_never_served_to_another_principal(mode: str) -> None:
     app = middleware_apps.build("cached")
