@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 import mcpkit
-from mcpkit import Client, MCPKit
+from mcpkit import Client, Context, MCPKit
+from mcpkit.engine.tap import IN, TapEvent
 from mcpkit.protocol.errors import MCPError
 from support.asgi import serve_asgi
 from support.toolkit import APPS_FILE, ERAS, build, serve_http
@@ -97,6 +98,75 @@ async def test_a_handshake_only_server_reached_by_a_2026_07_28_only_client(front
             assert asked.is_error
         else:
             assert asked.text == "Hello, Oslo!"
+
+
+async def _progress_across_an_input_round(in_gap_count: int) -> tuple[list[float], list[float]]:
+    """A 2026-07-28 call through the proxy to a handshake-era tool that asks its client for roots from the side
+    (as server-everything's roots sync does) and goes on: it reports ``in_gap_count`` updates while the client
+    holds the ``input_required`` answer and has not sent its retry (the client answers once they reached the
+    proxy), then one more. Returns the progress the client saw on the wire and the one its callback got."""
+    in_gap = asyncio.Event()  # the client has the input_required answer and has not sent its retry yet
+    relayed = asyncio.Event()  # the proxy has received the progress the upstream sent meanwhile
+    total = in_gap_count + 1
+    upstream = MCPKit("side-asker", versions=["2025-06-18"])
+
+    @upstream.tool
+    async def work(ctx: Context) -> str:
+        asking = asyncio.ensure_future(ctx.list_roots())  # the tool does not wait for the answer
+        await in_gap.wait()
+        for i in range(in_gap_count):
+            await ctx.report_progress(i + 1, total)
+        roots = await asking
+        await ctx.report_progress(total, total)
+        return ",".join(str(r.uri) for r in roots)
+
+    def upstream_tap(event: TapEvent) -> None:  # the proxy's upstream clients: what reaches the proxy
+        msg = event.message
+        if event.direction == IN and msg.method == "notifications/progress" and msg.params["progress"] == in_gap_count:
+            relayed.set()
+
+    async def roots() -> list[str]:  # answered between the two rounds, once the upstream's progress is in
+        in_gap.set()
+        await relayed.wait()
+        return ["file:///work"]
+
+    wire: list[float] = []
+
+    def client_tap(event: TapEvent) -> None:
+        msg = event.message
+        if event.direction == IN and msg.method == "notifications/progress":
+            wire.append(msg.params["progress"])
+
+    app = mcpkit.proxy(upstream, client_options={"tap": upstream_tap})
+    async with serve_http(app) as url, Client(url, mode="modern", roots=roots, tap=client_tap) as client:
+        progress: list[float] = []
+        result = await client.call_tool("work", {}, on_progress=lambda p, t, m: progress.append(p), timeout=30)
+        assert result.text == "file:///work"
+    assert in_gap.is_set() and relayed.is_set()
+    return wire, progress
+
+
+async def test_upstream_progress_sent_between_two_rounds_of_a_2026_07_28_call_reaches_the_client_on_the_retry() -> None:
+    """No request of the client is open between the ``input_required`` answer and the retry: the proxy holds the
+    upstream's progress of that time and sends it on the retry's stream, before the rest. None is lost."""
+    wire, progress = await _progress_across_an_input_round(2)
+    assert wire == progress == [1, 2, 3]
+
+
+async def test_progress_held_for_a_retry_beyond_its_bound_drops_the_oldest_and_says_so(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """At most ProgressRelay.MAX_QUEUED updates wait: beyond, the oldest go (the latest progress is kept, in
+    order) and a warning is logged once."""
+    from mcpkit.proxy_upstream import ProgressRelay
+
+    bound = ProgressRelay.MAX_QUEUED
+    extra = 44
+    with caplog.at_level("WARNING", logger="mcpkit.proxy"):
+        wire, progress = await _progress_across_an_input_round(bound + extra)
+    assert wire == progress == list(range(extra + 1, bound + extra + 2))
+    warnings = [r for r in caplog.records if r.name == "mcpkit.proxy" and "progress updates" in r.getMessage()]
+    assert len(warnings) == 1 and "dropping the oldest" in warnings[0].getMessage()
 
 
 @pytest.mark.parametrize("mode", ERAS)

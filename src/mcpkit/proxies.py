@@ -311,6 +311,8 @@ class ProxyServer(MCPKit):
             exchange.lease.sctx = sctx
             if exchange.relay is None and progress is not None:
                 exchange.relay = progress
+            elif exchange.relay is not None:
+                exchange.relay.resume()  # the progress held since the last round goes to this one
             return await self._await_exchange(exchange, method, upstream)
         if isinstance(state, dict) and "u" in state:  # the upstream's own round (it speaks 2026-07-28)
             if state["u"] is not None:
@@ -378,6 +380,8 @@ class ProxyServer(MCPKit):
                 await lease.waker
             except BaseException:
                 task.cancel()
+                if exchange.relay is not None:
+                    exchange.relay.close()
                 await upstream.release(lease)
                 raise
             finally:
@@ -398,6 +402,8 @@ class ProxyServer(MCPKit):
         # the upstream asks something of the client: suspend until the client answers in its next round
         if len(self._exchanges) >= self.max_suspended:
             exchange.task.cancel()
+            if exchange.relay is not None:
+                exchange.relay.close()
             await upstream.release(lease)
             raise MCPError(f"too many requests waiting on client input (max_suspended={self.max_suspended})")
         requests: dict[str, JSONDict] = {}
@@ -408,6 +414,7 @@ class ProxyServer(MCPKit):
             requests[key] = {"method": m, "params": p}
         if exchange.relay is not None:
             await exchange.relay.flush()
+            exchange.relay.hold()  # until the retry: the client has no request open meanwhile
         ident = f"{next(self._ids)}-{id(exchange):x}"
         self._exchanges[ident] = exchange
         exchange.expiry = asyncio.get_running_loop().call_later(self.suspended_timeout, self._expire, ident, upstream)
@@ -417,6 +424,8 @@ class ProxyServer(MCPKit):
         exchange = self._exchanges.pop(ident, None)
         if exchange is not None:
             exchange.task.cancel()
+            if exchange.relay is not None:
+                exchange.relay.close()
             task = asyncio.get_running_loop().create_task(upstream.release(exchange.lease))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
