@@ -174,12 +174,14 @@ def measure(
 ) -> dict[str, float | dict[str, float]]:
     asyncio.run(_load(server.port, era, 1.0, concurrency))  # warm up (sessions, caches, learned inline tools)
     pids = server.pids()
+    each = {pid: _cpu_ticks([pid]) for pid in pids}
     before = _cpu_ticks(pids)
     redis_before = _cpu_ticks([redis.proc.pid]) if redis else 0
     stats_before = redis.commandstats() if redis else {}
     result = asyncio.run(_load(server.port, era, seconds, concurrency))
     cpu = (_cpu_ticks(pids) - before) / CLK_TCK
     out: dict[str, Any] = {
+        "cpu_s_per_process": sorted(round((_cpu_ticks([p]) - t) / CLK_TCK, 2) for p, t in each.items()),
         "calls": result.calls,
         "rate": result.rate,
         "cpu_us_per_call": cpu / max(result.calls, 1) * 1e6,
@@ -292,7 +294,8 @@ def _print(report: dict[str, Any]) -> None:
         cpu1, cpu2 = _median(runs["1"], "cpu_us_per_call"), _median(runs["2"], "cpu_us_per_call")
         print(
             f"{era:8} 1 worker {one:8.0f} calls/s ({cpu1:.0f} us CPU/call)   "
-            f"2 workers {two:8.0f} calls/s ({cpu2:.0f} us CPU/call)   ({two / one:.2f}x)"
+            f"2 workers {two:8.0f} calls/s ({cpu2:.0f} us CPU/call)   ({two / one:.2f}x); "
+            f"CPU seconds per process, 2 workers: {runs['2'][-1]['cpu_s_per_process']}"
         )
     bench = report.get("redis_benchmark", {})
     print(f"\n== 3. paper estimate (redis-benchmark here, 50 clients, no pipelining: {bench})")
