@@ -321,7 +321,7 @@ async def test_a_subscription_made_through_a_reaches_the_get_stream_on_b(store_w
             _tool_text(
                 await _rpc(http, a, headers, "tools/call", {"name": "touch", "arguments": {"uri": "mcpkit://doc"}})
             )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 3)
+            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 10)
             assert orjson.loads(data)["method"] == "notifications/resources/updated"
 
 
@@ -352,7 +352,7 @@ async def test_a_get_stream_moved_from_b_to_a_keeps_receiving(store_workers: dic
             _tool_text(
                 await _rpc(http, b, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "m2"}})
             )
-            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 3)
+            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 10)
             assert orjson.loads(data)["method"] == "notifications/tools/list_changed"
 
 

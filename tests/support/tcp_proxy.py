@@ -28,6 +28,7 @@ class TcpProxy:
         self._pairs: dict[socket.socket, socket.socket] = {}
         self._mode = "open"  # "open", "cut", "stall"
         self._lock = threading.Lock()
+        self._acks: list[threading.Event] = []  # callers of _set waiting for the loop to act on their mode
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
         self._sel.register(self._wake_r, selectors.EVENT_READ, "wake")
@@ -49,9 +50,14 @@ class TcpProxy:
         self._set("open")
 
     def _set(self, mode: str) -> None:
+        """Switch, and return once the proxy's thread acted on it (a cut connection is reset before this returns)."""
+        done = threading.Event()
         with self._lock:
             self._mode = mode
+            self._acks.append(done)
         self._wake_w.send(b"x")
+        if not done.wait(timeout=5):
+            raise RuntimeError("the TCP proxy did not take the new mode within 5 s")
 
     def close(self) -> None:
         self._stopped = True
@@ -91,9 +97,12 @@ class TcpProxy:
         while not self._stopped:
             with self._lock:
                 mode = self._mode
+                acks, self._acks = self._acks, []
             if mode == "cut":
                 for sock in list(self._pairs):
                     self._drop(sock)
+            for ack in acks:
+                ack.set()
             for key, _ in self._sel.select(timeout=0.2):
                 if key.data == "wake":
                     try:
