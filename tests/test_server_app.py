@@ -787,3 +787,17 @@ async def test_a_sync_tool_on_a_worker_thread_over_http_can_reach_the_serving_lo
         assert r.status_code == 200 and "ok" in r.text, r.text
         assert app._serving_loop is asyncio.get_running_loop()
         assert app.get_tool("grown") is not None
+
+
+async def test_annotations_resolve_one_by_one_when_one_cannot_be_resolved() -> None:
+    """``from __future__ import annotations`` with ``Context`` imported inside a function (tests/servers/
+    local_context_server.py): that one annotation cannot be resolved, yet ``-> str`` is still ``str`` (plain text, no
+    output schema) and ``n: int`` still an integer."""
+    from mcpkit import Client
+    from servers.local_context_server import build
+
+    async with Client(build()) as client:
+        (tool,) = await client.list_tools()
+        assert tool.output_schema is None and tool.input_schema["properties"]["n"]["type"] == "integer"
+        result = await client.call_tool("t", {"n": 2})
+        assert result.text == "aa" and result.structured is None

@@ -15,6 +15,7 @@ JSON Schemas are built lazily on first use, so importing a server with many tool
 from __future__ import annotations
 
 import collections.abc as collections_abc
+import contextlib
 import dataclasses
 import enum
 import functools
@@ -218,6 +219,34 @@ def _is_context(tp: Any) -> bool:
     return isinstance(tp, type) and getattr(tp, "_injected_as_context", False) is True
 
 
+def _type_hints(fn: Callable[..., Any], sig: inspect.Signature) -> dict[str, Any]:
+    """The function's annotations resolved. When one cannot be (``from __future__ import annotations`` with a name
+    imported inside a function, such as ``Context``), each of the others is still resolved on its own in the
+    function's globals, so ``-> str`` stays ``str`` beside an unresolvable ``ctx: Context``; what cannot be resolved
+    stays its text."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        pass
+    globalns = getattr(inspect.unwrap(fn), "__globals__", {})
+    raw = {name: p.annotation for name, p in sig.parameters.items()}
+    raw["return"] = sig.return_annotation
+    hints: dict[str, Any] = {}
+    for name, ann in raw.items():
+        if isinstance(ann, str):
+            with contextlib.suppress(Exception):
+                ann = typing.get_type_hints(_Annotated(ann), globalns, include_extras=True)["x"]
+        hints[name] = ann
+    return hints
+
+
+class _Annotated:
+    """A stand-in holding one annotation's text, for ``typing.get_type_hints`` to resolve on its own."""
+
+    def __init__(self, text: str) -> None:
+        self.__annotations__ = {"x": text}
+
+
 @dataclasses.dataclass(slots=True)
 class Param:
     name: str
@@ -241,11 +270,7 @@ class FunctionInfo:
             getattr(fn, "__call__", None)  # noqa: B004
         )
         sig = inspect.signature(fn)
-        try:
-            hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # unresolvable forward references: fall back to the raw annotations
-            hints = {k: v.annotation for k, v in sig.parameters.items()}
-            hints["return"] = sig.return_annotation
+        hints = _type_hints(fn, sig)
         self.doc = parse_docstring(inspect.getdoc(fn))
         self.context_param: str | None = None
         self.params: list[Param] = []
