@@ -7,8 +7,8 @@ text, JSON, Markdown or JUnit XML.
 
 Everything a report quotes may come from the peer (evidence cites what the server or client sent, its name and
 version are in the info), so each form escapes it for its own reader: the text through the CLI's one terminal
-sanitizer (:func:`mcpkit.cli.safe.visible`: control characters, ANSI/OSC sequences and bidi overrides made visible),
-JSON through :func:`~mcpkit.cli.safe.json_visible` (the same JSON value, safe on a terminal), Markdown with its own
+sanitizer (:func:`mcpkit.client.safe.visible`: control characters, ANSI/OSC sequences and bidi overrides made visible),
+JSON through :func:`~mcpkit.client.safe.json_visible` (the same JSON value, safe on a terminal), Markdown with its own
 metacharacters, HTML and line breaks neutralised, and JUnit by XML escaping (after the characters XML 1.0 cannot
 carry at all are made visible).
 """
@@ -22,8 +22,8 @@ from datetime import UTC, datetime
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
-from ..cli import safe
-from ..cli.safe import json_visible
+from ..client import safe
+from ..client.safe import json_visible
 from .catalog import TRANSPORT_NAMES, Requirement, level, order, requirements, why_not_judged
 
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
@@ -230,7 +230,7 @@ FORMATS = ("text", "json", "junit", "markdown")
 
 
 def visible(value: Any, *, one_line: bool = False, limit: int | None = None) -> str:
-    """:func:`mcpkit.cli.safe.visible` of ``value`` with any lone surrogate written out first (encodable)."""
+    """:func:`mcpkit.client.safe.visible` of ``value`` with any lone surrogate written out first (encodable)."""
     return safe.visible(printable(str(value)), one_line=one_line, limit=limit)
 
 

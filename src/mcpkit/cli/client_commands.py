@@ -131,7 +131,7 @@ class _StderrPassthrough:
         self.cut = False
 
     def __call__(self, line: str) -> None:
-        from .safe import visible
+        from ..client.safe import visible
 
         if self.cut:
             return
@@ -197,7 +197,7 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
 
 
 def _fail(exc: CLIError) -> None:
-    from .safe import text
+    from ..client.safe import text
 
     err = _stderr()
     err.print(text("error: ", "bold red") + text(str(exc)), soft_wrap=True)
@@ -336,7 +336,7 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([t.dump() for t in tools], machine=True)
             return
-        from .safe import text
+        from ..client.safe import text
 
         def row(t: Any) -> list[Any]:
             title = display_name(t)
@@ -420,7 +420,7 @@ def call_command(
                 _print_json(structured, machine=False)
         if result.is_error:
             if not machine:
-                from .safe import text
+                from ..client.safe import text
 
                 _stderr().print(text("error: ", "bold red") + text(f"the tool {tool!r} reported an error"))
             sys.exit(1)
@@ -440,7 +440,7 @@ async def _call_with_progress(
 ) -> Any:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from .safe import visible
+    from ..client.safe import visible
 
     err = _stderr()
     progress = Progress(
@@ -512,7 +512,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                 machine=True,
             )
             return
-        from .safe import text
+        from ..client.safe import text
 
         uri_column = {"style": "bold cyan", "overflow": "fold"}
         _print_table(
@@ -575,7 +575,7 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
             return
         if out is not None:
             return
-        from .safe import text
+        from ..client.safe import text
 
         console = _stdout()
         for c in contents:
@@ -599,7 +599,7 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
         if as_json:
             _print_json([p.dump() for p in prompts], machine=True)
             return
-        from .safe import text
+        from ..client.safe import text
 
         def row(p: Any) -> list[Any]:
             args = ", ".join(a.name + ("*" if a.required else "") for a in p.arguments or [])
@@ -629,7 +629,7 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
         if as_json:
             _print_json(result.dump(), machine=True)
             return
-        from .safe import text
+        from ..client.safe import text
 
         console = _stdout()
         if result.description:
@@ -662,7 +662,7 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
             _print_json(info, machine=True)
             return
         server = info["server"] or {}
-        from .safe import text
+        from ..client.safe import text
 
         _stdout().print(
             text("pong", "green")

@@ -150,7 +150,7 @@ def _clip(value: Any, depth: int = 0) -> Any:
 
 
 def _print_json(value: Any, *, machine: bool) -> None:
-    from .safe import json_visible, visible
+    from ..client.safe import json_visible, visible
 
     if machine:
         try:
@@ -180,7 +180,7 @@ class _Answers:
         self.answers = answers
 
     def __call__(self, params: dict[str, Any]) -> Any:
-        from .safe import text
+        from ..client.safe import text
 
         err = _stderr()
         err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
@@ -215,7 +215,7 @@ def _prompt_value(name: str, prop: dict[str, Any], required: bool) -> Any:
     choice is answered by its visible form and mapped back to the server's value."""
     from rich.prompt import Confirm, FloatPrompt, IntPrompt, Prompt
 
-    from .safe import text, visible
+    from ..client.safe import text, visible
 
     err = _stderr()
     label = text(prop.get("title") or name, one_line=True)
@@ -267,7 +267,7 @@ def ask_user(params: dict[str, Any]) -> Any:
     server's message and URL are shown through :func:`~mcpkit.cli.safe.visible` (no markup, no hidden link)."""
     from rich.prompt import Confirm
 
-    from .safe import text
+    from ..client.safe import text
 
     err = _stderr()
     err.print(text("The server asks: ", "bold yellow") + text(params.get("message", "")))
@@ -294,7 +294,7 @@ def described(name: str | None, description: str | None) -> Any:
     from rich.text import Text
 
     from ..client.display import segments, shown_description
-    from .safe import visible
+    from ..client.safe import visible
 
     out = Text()
     if name:
@@ -390,7 +390,7 @@ def _content_lines(blocks: list[dict[str, Any]]) -> list[tuple[str, Any]]:
 
 
 def _print_content(blocks: list[dict[str, Any]]) -> None:
-    from .safe import text
+    from ..client.safe import text
 
     console = _stdout()
     for kind, payload in _content_lines(blocks):
@@ -471,8 +471,8 @@ async def follow_task(
     ``callbacks``; the deadline or Ctrl-C (asyncio.run cancels the command's coroutine) cancels it on the server."""
     import asyncio
 
+    from ..client.safe import visible
     from ..client.tasks import TaskCancelled
-    from .safe import visible
 
     on_progress, on_status = callbacks
     handle = await client.call_tool_as_task(tool, arguments, ttl=ttl, on_progress=on_progress, on_status=on_status)

@@ -64,7 +64,7 @@ def skills_command(
             if as_json:
                 _print_json([s.raw for s in found], machine=True)
                 return
-            from .safe import text
+            from ..client.safe import text
 
             _print_table(
                 f"{len(found)} skills",
@@ -90,7 +90,7 @@ def skills_command(
             _print_json(out, machine=True)
             return
         if show_files:
-            from .safe import text
+            from ..client.safe import text
 
             _print_table(
                 f"{entry.name}: {len(entry.files or ())} files",
@@ -102,7 +102,7 @@ def skills_command(
             sys.stdout.buffer.write(data)
             sys.stdout.flush()
             return
-        from .safe import text
+        from ..client.safe import text
 
         _stderr().print(
             f"{entry.uri}: verified ({len(loaded.text.encode())} bytes, frontmatter as listed)", markup=False

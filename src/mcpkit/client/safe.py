@@ -1,4 +1,4 @@
-"""Showing text a server sent to a person, safely: :func:`visible` is the ONE sanitizer the CLI uses.
+"""Showing text a server sent to a person, safely: :func:`visible` is the ONE sanitizer the CLI and the checker use.
 
 A server controls tool names, descriptions, results, resource and prompt text, error and progress messages,
 elicitation titles and its own stderr. Printed as they are, ANSI/OSC escape sequences in them would clear the
