@@ -193,11 +193,11 @@ async def test_every_slow_modern_request_is_cancelled_when_its_client_leaves(jso
         assert sorted(probe.cancelled) == [20, 21, 22]
         ep = app.streamable
         for _ in range(100):
-            if not ep._slow and not ep._watchers:
+            if not ep.answers.slow and not ep.answers.watchers:
                 break
             await asyncio.sleep(0.05)
-        assert not ep._slow  # nothing left behind for the timer
-        assert not ep._watchers  # nor a watcher
+        assert not ep.answers.slow  # nothing left behind for the timer
+        assert not ep.answers.watchers  # nor a watcher
 
 
 @pytest.mark.parametrize("json_response", [False, True])
@@ -219,7 +219,7 @@ async def test_a_slow_modern_request_that_finishes_is_answered_and_its_watcher_r
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("application/json")
         assert orjson.loads(r.content)["result"]["messages"][0]["content"]["text"] == "late"
-        assert not ep._slow and not ep._watchers
+        assert not ep.answers.slow and not ep.answers.watchers
 
 
 async def test_handshake_requests_release_their_session_slot() -> None:
@@ -241,7 +241,7 @@ async def test_a_modern_answer_leaves_no_reference_cycle_behind() -> None:
     import gc
 
     from mcpkit.engine import RequestContext
-    from mcpkit.transports.http.stream import _Stream
+    from mcpkit.transports.http.stream import Stream
 
     app = create_app(make_server(), sse=False, ws=False, json_response=True)
     headers = _raw({"host": "localhost:1", "accept": ACCEPT_BOTH, "content-type": "application/json"})
@@ -255,7 +255,7 @@ async def test_a_modern_answer_leaves_no_reference_cycle_behind() -> None:
         for _ in range(5):
             assert (await Exchange(app, modern, body).run())[0] == 200
         gc.collect()
-        leaked = [o for o in gc.garbage if isinstance(o, (_Stream, RequestContext))]
+        leaked = [o for o in gc.garbage if isinstance(o, (Stream, RequestContext))]
     finally:
         gc.set_debug(0)
         gc.garbage.clear()

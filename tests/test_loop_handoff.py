@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from mcpkit.server import loop_handoff
-from mcpkit.server.loop_handoff import TICK_S, TICKS, LoopHandoff, handoff_for, running_guard
+from mcpkit._runtime import TICK_S, TICKS, LoopHandoff, handoff_for, running_guard
+from mcpkit._runtime import handoff as loop_handoff
 from mcpkit.server.sync_exec import INLINE, SyncPolicy
 
 BOUND_S = 0.050  # the guarantee: the loop is never left unserved longer than this

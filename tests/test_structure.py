@@ -241,7 +241,7 @@ def test_issue14_item4_one_request_body_reader() -> None:
     third and ``BearerAuthMiddleware._inspect_body`` a fourth."""
     from mcpkit import _asgi
     from mcpkit.auth import _util
-    from mcpkit.transports.http import sse, wire
+    from mcpkit.transports.http import sse
 
     readers: list[str] = []
     for path in sorted(SRC.rglob("*.py")):
@@ -252,7 +252,7 @@ def test_issue14_item4_one_request_body_reader() -> None:
                 if any("await receive()" in loop and "more_body" in loop for loop in loops):
                     readers.append(f"{path.relative_to(SRC)}:{node.name}")  # (it loops over the body's chunks)
     assert readers == ["_asgi.py:read_rest"]
-    assert sse._Disconnected is wire._Disconnected is _asgi.Disconnected
+    assert sse.Disconnected is _asgi.Disconnected
     assert _util.read_body is _asgi.read_body
 
 
@@ -478,15 +478,16 @@ def test_issue14_item5_helpers_defined_once() -> None:
     disconnect (legacy SSE and the SSE stream each had one), the client's callback
     awaiting, the ``notifications/message`` params of a session's and a request's log, and the completers of a
     prompt's arguments / a template's variables."""
+    from mcpkit import _asgi
     from mcpkit.client import handlers, lowlevel
-    from mcpkit.transports.http import sse, wire
+    from mcpkit.transports.http import sse
 
-    assert sse._Disconnected is wire._Disconnected
+    assert sse.Disconnected is _asgi.Disconnected
     assert lowlevel._maybe_await is handlers._maybe_await
     text = [p.read_text() for p in SRC.rglob("*.py")]
     once = (
         "class Disconnected(",
-        "def _wait_disconnect(",
+        "def wait_disconnect(",
         "def _maybe_await(",
         '{"level": level, "data": data}',
         "literal_choices(p.annotation)",
@@ -523,3 +524,116 @@ def test_issue14_item5_one_asgi_lifespan_answerer() -> None:
     three of them had their own copy of the loop."""
     holders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "lifespan.startup.complete" in p.read_text()]
     assert holders == ["_asgi.py"]
+
+
+#: Layers above server/ (server/ imports none of them), and the one face it may name: ``Server.run`` reaches
+#: ``mcpkit.run`` through an import inside the method (server/running.py).
+_ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
+_ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.telemetry", "mcpkit.run")
+
+
+def test_server_imports_no_layer_above_it_but_the_run_face() -> None:
+    """server/ (every file, at any depth, late and typing-only imports included) imports nothing of the layers
+    above it; the one exception is ``server/running.py`` naming the ``mcpkit.run`` face inside ``Server.run``."""
+    found = {
+        str(path.relative_to(SRC)): sorted(m for m in _imported_modules(path) if m.startswith(_ABOVE_SERVER))
+        for path in sorted((SRC / "server").rglob("*.py"))
+    }
+    assert {k: v for k, v in found.items() if v} == {"server/running.py": ["mcpkit.run"]}
+
+
+def test_no_class_in_transports_over_400_lines() -> None:
+    """Every class of transports/ fits in 400 lines: the HTTP endpoint and the HTTP client transport are built from
+    parts, not one class spread over files."""
+    sizes = {
+        f"{path.relative_to(SRC)}:{node.name}": (node.end_lineno or node.lineno) - node.lineno + 1
+        for path in sorted((SRC / "transports").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    }
+    assert {k: n for k, n in sizes.items() if n > 400} == {}
+
+
+def test_the_http_endpoint_is_composed_of_parts() -> None:
+    """The Streamable HTTP endpoint inherits from nothing: its parts are objects it holds (the 2026-07-28 checks,
+    the session table, the SSE side handed to every stream, the answering, the handshake era's routes), and a
+    stream reaches the SSE side it was given, never the endpoint."""
+    from mcpkit import MCPKit
+    from mcpkit.transports.http import answer, create_app, handshake, modern, sessions, stream, streamable
+
+    assert streamable.StreamableHTTPEndpoint.__bases__ == (object,)
+    ep = create_app(MCPKit("parts")).streamable
+    assert isinstance(ep.modern, modern.ModernValidator)
+    assert isinstance(ep.sessions, sessions.SessionManager)
+    assert isinstance(ep.sse, stream.SSEPump)
+    assert isinstance(ep.answers, answer.Answerer)
+    assert isinstance(ep.handshake, handshake.HandshakeRoutes)
+    assert ep.answers.sse is ep.sse and ep.handshake.sse is ep.sse
+    assert stream.Stream(ep.sse, None, 0).sse is ep.sse
+    assert "ep" not in stream.Stream.__slots__
+
+
+def test_no_underscore_name_is_imported_from_another_file_of_transports() -> None:
+    """The files of transports/ name each other's parts by package-internal public names: no ``from .x import
+    _name`` (a name private to its module stays in it)."""
+    found = [
+        f"{path.relative_to(SRC)}: {alias.name}"
+        for path in sorted((SRC / "transports").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and node.level
+        for alias in node.names
+        if alias.name.startswith("_") and not alias.name.startswith("__")
+    ]
+    assert found == []
+
+
+#: The getattr calls transports/ keeps, each a read of data, not a capability: (file, first argument, why).
+_DATA_GETATTRS = {
+    ("transports/http/__init__.py", "importlib.import_module(module, __name__)"),  # the lazy names of the package
+    ("transports/http/sessions.py", "auth"),  # the fields of whatever principal the auth layer put in the scope
+}
+
+
+def test_transports_find_no_capability_with_getattr() -> None:
+    """No getattr or hasattr in transports/ discovers what an object can do: optional capabilities are declared
+    (``engine.BaseConnection``, ``stores.BaseSessionStore``, the hosting protocols). What remains reads data."""
+    calls = {
+        (str(path.relative_to(SRC)), ast.unparse(node.args[0]))
+        for path in sorted((SRC / "transports").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+    }
+    assert calls == _DATA_GETATTRS
+
+
+def test_optional_capabilities_have_defaults_and_old_objects_still_work() -> None:
+    """A connection or session store that only has the required methods (written before the base classes) is
+    still served; one that derives from the base class gets the optional methods' defaults."""
+    import asyncio
+
+    from mcpkit.engine import BaseConnection
+    from mcpkit.stores import BaseSessionStore, SessionStore
+
+    class Plain:
+        def __init__(self) -> None:
+            self.saved: dict[str, dict[str, object]] = {}
+
+        async def save(self, sid: str, state: dict[str, object], ttl: float | None) -> None:
+            self.saved[sid] = state
+
+        async def load(self, sid: str) -> dict[str, object] | None:
+            return self.saved.get(sid)
+
+        async def delete(self, sid: str) -> None:
+            self.saved.pop(sid, None)
+
+    class Derived(Plain, BaseSessionStore):
+        pass
+
+    store = Derived()
+    assert isinstance(store, SessionStore) and isinstance(Plain(), SessionStore)
+    asyncio.run(store.save("s", {"v": 1}, 10.0))
+    assert asyncio.run(store.touch("s", 10.0)) == {"v": 1} and asyncio.run(store.touch("gone", 1.0)) is None
+    conn = BaseConnection()
+    conn.set_fast_path(lambda data: False, None)  # the defaults do nothing, and raise nothing
+    conn.set_protocol_version("2025-11-25")

@@ -22,7 +22,7 @@ import orjson
 
 from .._options import check_choice, named_options
 from .._version import __version__
-from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, Peer, RequestContext, Tap, hub_of
+from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
 from ..protocol.errors import (
     HEADER_MISMATCH,
@@ -230,9 +230,8 @@ class ClientSession:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> ClientSession:
-        fast_path = getattr(self.conn, "set_fast_path", None)
-        if fast_path is not None:
-            fast_path(self.peer.feed, None)  # answers complete their requests as the bytes arrive
+        if isinstance(self.conn, BaseConnection):  # (its optional capabilities, declared)
+            self.conn.set_fast_path(self.peer.feed, None)  # answers complete their requests as the bytes arrive
         self._reader = asyncio.get_running_loop().create_task(self.peer.run(self.conn.receive, drain_timeout=1.0))
         try:
             await self.connect()
@@ -318,9 +317,8 @@ class ClientSession:
         """Negotiate the era and the protocol version (and tell the transport, which may need it for headers)."""
         self._python_log_level = h.python_log_level()  # read once: the meta of every modern request is cached
         await self._negotiate()
-        hook = getattr(self.conn, "set_protocol_version", None)
-        if hook is not None and self.protocol_version is not None:
-            hook(self.protocol_version)
+        if isinstance(self.conn, BaseConnection) and self.protocol_version is not None:
+            self.conn.set_protocol_version(self.protocol_version)
 
     async def _negotiate(self) -> None:
         if self.mode in ("auto", "modern"):

@@ -10,6 +10,7 @@ POST's response and not a message of the stream.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple, Protocol
 
 from ..protocol import jsonrpc
@@ -69,7 +70,8 @@ class Outgoing(NamedTuple):
         return self.kind >= RESULT
 
 
-_new = tuple.__new__  # an Outgoing without the named tuple's generated __new__ (fields in order): ~50 ns less
+# an Outgoing made without the named tuple's own __new__, fields in order (hot path: docs/architecture.md)
+_new = tuple.__new__
 
 
 def request(rid: RequestId, method: str, params: JSONDict | None) -> Outgoing:
@@ -132,6 +134,34 @@ class Connection(Protocol):
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None: ...
 
     async def close(self) -> None: ...
+
+
+class BaseConnection:
+    """A :class:`Connection` with its optional capabilities declared, each with a default that does nothing.
+
+    A transport derives from it and overrides what it can do better. ``Server.serve`` and ``ClientSession`` call
+    these methods on a connection of this class; any other object with ``receive``, ``send`` and ``close`` (the
+    :class:`Connection` protocol: a transport written before these existed) is served the same way, with the
+    defaults."""
+
+    async def receive(self) -> bytes | None:
+        """One framed payload, or None at the end of input."""
+        raise NotImplementedError
+
+    async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
+        """Write one message (see :class:`Outbox`)."""
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        """Release the connection."""
+
+    def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None = None) -> None:
+        """Shortcuts from the peer: ``feed`` (``Peer.feed``) takes a framed message as it arrives and returns True
+        when it handled it (else the message goes through :meth:`receive`, in order); ``load``
+        (``Peer.inflight_count``) counts the requests being worked on. Default: no fast path."""
+
+    def set_protocol_version(self, version: str) -> None:
+        """The protocol version the client negotiated (for a transport that sends it in headers). Default: nothing."""
 
 
 class NullOutbox:

@@ -552,13 +552,7 @@ class Peer(Requests):
         answer: Outgoing | None
         refusal = self._batch_refusal(batch)
         if refusal is not None:
-            answer = messages.error(None, InvalidRequest(refusal).to_error())
-            if keep:
-                if self.tap is not None:
-                    self._tapped(OUT, answer)
-                return answer
-            await self._send(answer, out)
-            return None
+            return await self._batch_answer(messages.error(None, InvalidRequest(refusal).to_error()), out, keep)
         responses = bytearray()
         tasks: list[asyncio.Task[Any]] = []
         encode_error = jsonrpc.encode_error
@@ -607,6 +601,10 @@ class Peer(Requests):
             return None
         if answer is None:
             return None
+        return await self._batch_answer(answer, out, keep)
+
+    async def _batch_answer(self, answer: Outgoing, out: Outbox, keep: bool) -> Outgoing | None:
+        """A batch's answer: returned when ``keep`` (a request-scoped transport sends it), else sent to ``out``."""
         if keep:
             if self.tap is not None:
                 self._tapped(OUT, answer)

@@ -293,8 +293,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         return self._list_page("tools", "tools", _name, ctx, params)
 
     def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
-        # Not a coroutine itself (one frame less per call): checks raise when called, which the dispatcher treats
-        # exactly like a raise on await; a sync tool that ran inline returns its result itself (Tool.call).
+        # Checks raise when called (the dispatcher treats it like a raise on await); an inline result comes back itself.
         name = params.get("name")
         if not isinstance(name, str):
             raise InvalidParams("tools/call: name must be a string")
@@ -310,8 +309,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         context = Context(self, ctx) if tool.info.context_param is not None else None
         result = tool.call(arguments, context, ctx.features)
         if type(result) is not dict and not tool.info.is_async:
-            # a sync tool on a worker thread: its add_tool() reaches the serving loop through this (an inline one
-            # runs on the loop itself). (_aio.running_loop: no getpid() system call on CPython 3.11.)
+            # a sync tool on a worker thread: its add_tool() reaches the serving loop through this
             self._serving_loop = running_loop()
         return result
 

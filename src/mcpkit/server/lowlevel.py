@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, S
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._options import check_choice, named_options
-from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, Outbox, Peer, RequestContext
+from ..engine import MODERN_BATCH_REFUSAL, NULL_OUTBOX, BaseConnection, Outbox, Peer, RequestContext
 from ..engine.tap import Tap, TapHub
 from ..hosting import ModernContext as ModernContext
 from ..protocol import versions
@@ -106,7 +106,7 @@ class Server(Runnable):
     #: keeps them for its whole life (``server.max_client_metadata = n``).
     max_client_metadata = 64 * 1024
     #: a lifespan the first request enters when no transport did (an object with ``users``): checked at the top
-    #: of :meth:`dispatch`, no frame of its own; a subclass that sets it defines ``_dispatch_holding`` (dispatch's
+    #: of :meth:`dispatch`; a subclass that sets it defines ``_dispatch_holding`` (dispatch's
     #: arguments; it enters the lifespan, then dispatches), as MCPKit does
     _lazy_lifespan: Any = None
     _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
@@ -353,7 +353,7 @@ class Server(Runnable):
         try:
             handler = self._handlers.get(method)
             if handler is not None and method not in (HANDSHAKE_ONLY if feats.modern else MODERN_ONLY):
-                pending = handler(sctx, params)  # (the usual case, without _call_handler's frame)
+                pending = handler(sctx, params)  # _call_handler's usual case (hot path: docs/architecture.md)
             else:
                 pending = self._call_handler(sctx, method, params, feats)
             if type(pending) is not dict:
@@ -628,9 +628,8 @@ class Server(Runnable):
     async def serve(self, conn: Connection, **peer_options: Any) -> None:
         """Serve one connection until its input ends."""
         session = self.create_session(conn, **peer_options)
-        fast_path = getattr(conn, "set_fast_path", None)
-        if fast_path is not None:
-            fast_path(session.peer.feed, session.peer.inflight_count)
+        if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
+            conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
         try:
             await session.peer.run(conn.receive)
         finally:

@@ -138,8 +138,8 @@ class ServerSession:
         return True
 
     def _on_request(self, rc: RequestContext) -> Awaitable[JSONDict] | JSONDict:
-        # Not a coroutine itself (one frame less per request): it returns the dispatcher's answer or coroutine,
-        # and its checks raise when called, which the engine treats like a raise on await.
+        # It returns the dispatcher's answer or coroutine (hot path: docs/architecture.md), and its checks raise
+        # when called, which the engine treats like a raise on await.
         server = self.server
         method = rc.method
         params = rc.params

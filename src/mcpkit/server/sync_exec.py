@@ -30,9 +30,9 @@ block, though, and for those that cost is pure waste. So every sync function get
 
 Guarantee and worst case: a function on a worker thread never stalls other requests (beyond the GIL's switch
 interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
-(:mod:`.loop_handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over running the
-event loop until the call returns, so a learned-inline function that suddenly blocks stalls other requests for
-at most 10-20 ms per long call, and at most twice: its first long call makes its calls exactly timed, the
+(:mod:`mcpkit._runtime.handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over
+running the event loop until the call returns, so a learned-inline function that suddenly blocks stalls other
+requests for at most 10-20 ms per long call, and at most twice: its first long call makes its calls exactly timed, the
 second demotes it to the worker thread for good (a wait or computation past ``long_ms`` + 10 ms; shorter waits,
 12 ms at most by default, are forgiven while they are rarer than three within 10 s). Where the loop cannot be
 handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker thread; a
@@ -50,15 +50,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import gc
 import inspect
 import logging
 import sys
-import time
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
-from .loop_handoff import TICKS, LoopHandoff, _by_thread, _eager_tasks, _get_ident, in_eager_step, running_guard
+from .._runtime import EAGER, ON_THREAD, TICKS, LoopHandoff, clock, hook_gc, run_inline, running_guard, thread_usage
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -74,81 +72,21 @@ LEARNING = 1
 INLINE = 2
 _MODE_NAMES = {THREAD: "thread", LEARNING: "learning", INLINE: "inline"}
 
-_clock = time.perf_counter
 
-
-class _Sentinel:
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return self.name
-
-
-#: What :meth:`SyncPolicy.try_inline` returns when the function must run on a worker thread (it was not called).
-ON_THREAD: Any = _Sentinel("ON_THREAD")
-#: What :meth:`SyncPolicy.try_inline` returns inside a task's eager first step (it was not called).
-EAGER: Any = _Sentinel("EAGER")
 #: Types a function's return value is never awaitable as (the usual ones: no ``inspect.isawaitable`` call).
 PLAIN_TYPES = frozenset((str, dict, list, int, float, bool, type(None), bytes, tuple))
 
 
-class _Usage(NamedTuple):
-    """What ``getrusage(RUSAGE_THREAD)`` gives, where it is missing: no switch counts, precise CPU time."""
-
-    ru_nvcsw: int
-    ru_nivcsw: int
-    ru_utime: float
-    ru_stime: float
-
-
-try:
-    import resource
-
-    # (voluntary, involuntary context switches, CPU seconds) of the calling thread, read straight from the C
-    # struct (no Python frame per inline call): a function that sleeps, waits for I/O or a lock gives up the
-    # CPU voluntarily; one the OS preempts does not. The CPU time is tick-grained (it may lag by a tick).
-    _usage: Callable[[], Any] = functools.partial(resource.getrusage, resource.RUSAGE_THREAD)
-except (ImportError, AttributeError):  # no per-thread rusage (not Linux): waits show as wall time minus CPU
-
-    def _usage() -> Any:
-        return _Usage(-1, -1, time.thread_time(), 0.0)
-
-
 class _Unguarded:
-    """Runs a declared ``thread=False`` function inline on a loop that cannot be handed over (uvloop, ...)."""
+    """What :meth:`SyncPolicy.guard` says of a declared ``thread=False`` function on a loop that cannot be handed
+    over (uvloop, ...): it runs inline, unguarded."""
 
     __slots__ = ()
-
-    @staticmethod
-    def run(fn: Callable[[tuple[Any, ...], dict[str, Any]], Any], args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
-        return fn(args, kw)
 
 
 _UNGUARDED = _Unguarded()
 
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
-
-
-# Time spent in garbage collection so far (seconds): a collection that runs during an inline call would have
-# paused the loop wherever the function ran, so it is not held against the function. Hooked into gc.callbacks
-# once the first function runs inline.
-_gc_time = [0.0]
-_gc_start = [0.0]
-
-
-def _gc_callback(phase: str, _info: dict[str, Any]) -> None:
-    if phase == "start":
-        _gc_start[0] = _clock()
-    else:
-        _gc_time[0] += _clock() - _gc_start[0]
-
-
-def _hook_gc() -> None:
-    if _gc_callback not in gc.callbacks:
-        gc.callbacks.append(_gc_callback)
 
 
 NOT, MAYBE, YES = 0, 1, 2  # verdicts of _by_itself
@@ -202,15 +140,15 @@ class SyncPolicy:
     """
 
     __slots__ = (
-        "_exact",
         "_fast",
         "_fast_s",
-        "_long_s",
         "_maybe",
         "_maybe_at",
         "declared",
+        "exact",
         "fn",
         "learn_calls",
+        "long_s",
         "mode",
         "what",
     )
@@ -230,16 +168,16 @@ class SyncPolicy:
         self.declared = thread is False
         if thread is False:
             self.mode = INLINE
-            _hook_gc()
+            hook_gc()
         elif thread is None and learnable:
             self.mode = LEARNING
         else:
             self.mode = THREAD
         self._fast = 0
-        self._exact = False  # time inline calls with the thread's usage counters too (see _ran_long)
+        self.exact = False  # time inline calls with the thread's usage counters too (see ran_long)
         self._maybe = 0
         self._maybe_at = 0.0
-        self._long_s = 0.0
+        self.long_s = 0.0
         self._fast_s = 0.0
         self.learn_calls = 0
         self.configure(long_ms, learn_calls)
@@ -248,8 +186,8 @@ class SyncPolicy:
         """Change the limits (``MCPKit`` passes its ``sync_long_ms`` / ``sync_learn_calls`` here)."""
         check_sync_limits(long_ms, learn_calls)
         if long_ms is not None:
-            self._long_s = long_ms / 1000
-            self._fast_s = self._long_s / 10
+            self.long_s = long_ms / 1000
+            self._fast_s = self.long_s / 10
         if learn_calls is not None:
             self.learn_calls = learn_calls
 
@@ -264,87 +202,35 @@ class SyncPolicy:
         """Call the function inline on the running loop when the policy says so and return what it returned;
         :data:`ON_THREAD` (not called) when it must run on a worker thread instead, :data:`EAGER` (not called)
         when the running task is in its eager first step (the caller yields one loop turn, ``await
-        asyncio.sleep(0)``, and asks again; see :func:`~.loop_handoff.in_eager_step`).
-
-        One frame for the whole inline path: the guard's lookup, the hand-off slot (the one place a call takes
-        it: see :class:`~.loop_handoff.LoopHandoff`) and the timing. A call is timed with the clock alone; the
-        thread's usage counters (a system call) are read around it only once a call of this function has run long
-        without an explanation (see :meth:`_ran_long`)."""
+        asyncio.sleep(0)``, and asks again). The runtime runs it (:func:`mcpkit._runtime.run_inline`: the loop
+        stays served if the call runs long) and tells :meth:`ran_long` of a call longer than ``long_ms``; the
+        thread's usage counters (a system call) are read around a call only once a call of this function has run
+        long without an explanation."""
         if self.mode != INLINE:
             return ON_THREAD
-        tid = _get_ident()  # running_guard(), its fast path inlined
-        h = _by_thread.get(tid)
-        if h is None or (loop := h._loop()) is None or loop._thread_id != tid:  # type: ignore[attr-defined]
-            h = running_guard()
-            if h is None:  # a loop that cannot be handed over: only a declared function runs inline, unguarded
-                return self.fn(*args, **kwargs) if self.declared else ON_THREAD
-        if h.lost:
-            return ON_THREAD  # the loop is handed over meanwhile: inline functions run on worker threads
-        if _eager_tasks and in_eager_step():
-            return EAGER
-        # the hand-off slot (the one place an inline call takes it: see LoopHandoff)
-        seq = h._seq + 1
-        h._seq = seq
-        slot = h._slot
-        slot.append(seq)
-        cell = h._cell
-        if cell is None and h._sleeping:
-            h._rouse()
-            cell = h._cell
-        if cell is not None:
-            cell[0] = seq
-        ready = len(h._ready)
-        if self.declared:  # never demoted: nothing to time
-            try:
-                return self.fn(*args, **kwargs)
-            finally:
-                if cell is not None:
-                    cell[0] = -seq
-                try:
-                    slot.pop()
-                except IndexError:  # the watchdog took it: the loop was handed over
-                    h._take_back(ready)
-        exact = self._exact
-        u0 = _usage() if exact else None
-        k0 = TICKS[0]
-        g0 = _gc_time[0]
-        t0 = _clock()
-        try:
-            return self.fn(*args, **kwargs)
-        finally:
-            took = _clock() - t0
-            try:
-                if took > self._long_s:
-                    self._ran_long(took, took - (_gc_time[0] - g0), u0, k0)
-            finally:
-                if cell is not None:
-                    cell[0] = -seq
-                try:
-                    slot.pop()
-                except IndexError:  # the watchdog took it: the loop was handed over
-                    h._take_back(ready)
+        return run_inline(self.fn, args, kwargs, self)
 
-    def _ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
+    def ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
         ``u0``: the thread's usage counters when the call started (None: not read, the call was timed with the
         clock alone); ``k0``: the watchdog's wake count when the call started (a short wait overlapping a wake
         is forgiven)."""
-        if self.mode != INLINE or self.declared or own <= self._long_s:
+        if self.mode != INLINE or self.declared or own <= self.long_s:
             return
         if u0 is None:
             # The clock alone cannot tell the function's own wait or computation from the OS running something
             # else meanwhile (a busy machine, a CPU quota): from now on its calls are timed exactly, and the next
             # one that runs long is judged. (The loop's hand-over kept other requests served meanwhile.)
-            self._exact = True
+            self.exact = True
             logger.debug("%s ran %.1f ms inline: its calls are timed exactly from now on", self.what, took * 1000)
             return
-        verdict = _by_itself(u0, _usage(), own, self._long_s)
+        verdict = _by_itself(u0, thread_usage(), own, self.long_s)
         if verdict == NOT:
             return  # the OS ran something else meanwhile: a thread would not have helped
         if verdict == MAYBE:
             if TICKS[0] != k0:
                 return  # the watchdog woke meanwhile: the wait may have been its turn with the GIL
-            now = _clock()
+            now = clock()
             self._maybe = self._maybe + 1 if now - self._maybe_at < MAYBE_WINDOW_S else 1
             self._maybe_at = now
             if self._maybe < MAYBE_STRIKES:
@@ -356,30 +242,30 @@ class SyncPolicy:
             "on. Declare thread=True for functions that can block, or raise MCPKit(sync_long_ms=...).",
             self.what,
             took * 1000,
-            self._long_s * 1000,
+            self.long_s * 1000,
         )
 
     # ------------------------------------------------------------------ worker thread
 
     def _measured(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         """Runs on the worker while learning: time the call, promote after enough fast, non-waiting calls."""
-        t0 = _clock()
-        u0 = _usage()
+        t0 = clock()
+        u0 = thread_usage()
         try:
             return self.fn(*args, **kwargs)
         finally:
-            wall = _clock() - t0
+            wall = clock() - t0
             if self.mode == LEARNING:
-                u1 = _usage()
+                u1 = thread_usage()
                 blocked = _blocked(u0, u1, wall)
-                if wall > self._long_s and (blocked or _by_itself(u0, u1, wall, self._long_s) == YES):
+                if wall > self.long_s and (blocked or _by_itself(u0, u1, wall, self.long_s) == YES):
                     self.mode = THREAD  # it waited or computed long: never inline
                 elif blocked or wall > self._fast_s:
                     self._fast = 0  # it waited (or was slow, perhaps only preempted): start counting again
                 else:
                     self._fast += 1
                     if self._fast >= self.learn_calls:
-                        _hook_gc()
+                        hook_gc()
                         self.mode = INLINE
                         logger.debug("%s: %d fast calls, now runs inline", self.what, self._fast)
 
@@ -394,7 +280,7 @@ class SyncPolicy:
 
     def guard(self) -> LoopHandoff | _Unguarded | None:
         """How the next call would run: inline under the returned guard (the running loop's
-        :class:`~.loop_handoff.LoopHandoff`, or an unguarded runner for a declared function on a loop that cannot
+        :class:`~mcpkit._runtime.LoopHandoff`, or an unguarded marker for a declared function on a loop that cannot
         be handed over), or on a worker thread (None). :meth:`try_inline` decides the same way and runs the call
         in one step; this is for diagnostics and tests."""
         if self.mode != INLINE:

@@ -11,8 +11,9 @@ Both are protocols so a shared backend (Redis, ...) can replace the bounded in-m
 * :class:`SessionStore`: the state of a handshake-era session (version, client capabilities and info, log level,
   subscriptions) as a JSON-able dict, so another worker can restore a session it did not create. The store is the
   truth for every worker: the HTTP endpoint re-reads the record on each request (DELETE anywhere means 404
-  everywhere). A store may also offer ``async touch(session_id, ttl) -> state | None`` (read and renew the TTL in
-  one step; both built-in stores do); without it the endpoint reads with ``load`` and renews with ``save``.
+  everywhere). A store derived from :class:`BaseSessionStore` declares ``async touch(session_id, ttl) -> state |
+  None`` too (read and renew the TTL in one step; both built-in stores do it in one round trip); any other store
+  is read with ``load`` and renewed with ``save``.
 * :class:`TaskStore`: where a server's tasks are kept (:mod:`mcpkit.tasks`; the in-memory default is
   :class:`InMemoryTaskStore`, ``mcpkit.stores.redis.RedisTaskStore`` shares them between workers).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 from ..tasks.store import InMemoryTaskStore, TaskStore
+from .base import BaseSessionStore
 from .memory import InMemoryEventStore, InMemorySessionStore
 
 
@@ -66,6 +68,7 @@ class SessionStore(Protocol):
 
 
 __all__ = [
+    "BaseSessionStore",
     "EventStore",
     "FollowableEventStore",
     "InMemoryEventStore",

@@ -7,6 +7,8 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from .base import BaseSessionStore
+
 
 class _Stream:
     __slots__ = ("events", "first", "size")
@@ -86,7 +88,7 @@ class InMemoryEventStore:
             self._bytes -= self._streams.pop(key).size
 
 
-class InMemorySessionStore:
+class InMemorySessionStore(BaseSessionStore):
     """Session records with a TTL, at most ``max_sessions`` (oldest dropped first)."""
 
     def __init__(self, *, max_sessions: int = 100_000) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
-from ..engine import Outgoing
+from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed
 
 Tap = Callable[[str, bytes], None]
 
 
-class MemoryConnection:
+class MemoryConnection(BaseConnection):
     """One end of an in-memory pair (bounded queue: a fast sender waits for a slow receiver)."""
 
     def __init__(self, inbox: asyncio.Queue[bytes | None], name: str, tap: Tap | None) -> None:

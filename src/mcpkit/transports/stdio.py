@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from .._aio import running_loop as _running_loop
-from ..engine import Outgoing
+from .._runtime import read_in_chunks
+from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed, FrameTooLarge
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -37,14 +38,6 @@ _COPY_LIMIT = 16 * 1024  # a message at least this long is written as is, then i
 #: message. 64 KiB comes from the heap and is reused (measured, sequential tools/call over stdio: about 20 µs
 #: less server CPU per call, 20% more calls/s). Longer messages just take more reads.
 PIPE_READ_SIZE = 64 * 1024
-
-
-def _read_in_chunks(transport: asyncio.BaseTransport) -> None:
-    """Make an asyncio read-pipe transport read :data:`PIPE_READ_SIZE` bytes at a time (other event loops'
-    transports, e.g. uvloop's, are left as they are)."""
-    with contextlib.suppress(AttributeError, TypeError):
-        if getattr(transport, "max_size", 0) > PIPE_READ_SIZE:
-            transport.max_size = PIPE_READ_SIZE  # type: ignore[attr-defined]
 
 
 class _FlowControl(asyncio.Protocol):
@@ -262,7 +255,7 @@ class _LineReader(asyncio.Protocol):
         return item  # type: ignore[return-value]
 
 
-class StdioServerTransport:
+class StdioServerTransport(BaseConnection):
     """The server end of stdio: read requests from stdin, write messages to stdout.
 
     Outgoing messages leave at once when nothing else is being worked on; while several requests run, their
@@ -297,7 +290,7 @@ class StdioServerTransport:
         self._flush_handle: asyncio.Handle | None = None
         self._load: Callable[[], int] | None = None
 
-    def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None) -> None:
+    def set_fast_path(self, feed: Callable[[bytes], bool] | None, load: Callable[[], int] | None = None) -> None:
         """Optional shortcuts from the peer (``Peer.feed`` and ``Peer.inflight_count``).
 
         ``feed`` takes a line straight from the pipe when nothing is queued ahead of it and returns True if it
@@ -322,7 +315,7 @@ class StdioServerTransport:
         lines.limit = self.max_message_size  # (the attribute may have been changed since __init__)
         if _pollable(stdin.fileno()):
             reading, _ = await loop.connect_read_pipe(lambda: lines, stdin)
-            _read_in_chunks(reading)
+            read_in_chunks(reading, PIPE_READ_SIZE)
         else:
             self._blocking_in = _BlockingReader(stdin.fileno(), lines)
         out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
@@ -435,7 +428,7 @@ class StdioServer:
         return list(self.command)
 
 
-class StdioClientTransport:
+class StdioClientTransport(BaseConnection):
     """The client end of stdio: spawns the server and talks to it over its stdin/stdout."""
 
     def __init__(self, server: StdioServer) -> None:
@@ -492,7 +485,7 @@ class StdioClientTransport:
         reading, _ = await asyncio.get_running_loop().connect_read_pipe(
             lambda: lines, os.fdopen(out_r, "rb", buffering=0)
         )
-        _read_in_chunks(reading)
+        read_in_chunks(reading, PIPE_READ_SIZE)
         if self.process.stderr is not None:
             self._stderr_task = asyncio.get_running_loop().create_task(self._read_stderr(self.process.stderr))
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..base import BaseSessionStore
 from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ def _state(raw: bytes | None) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
-class RedisSessionStore:
+class RedisSessionStore(BaseSessionStore):
     """A :class:`~mcpkit.stores.SessionStore`: one JSON value per session (key ``<prefix>{<session>}:sess``, in
     the session's Redis Cluster slot) with ``PX`` = the idle TTL, renewed by every :meth:`save` and :meth:`touch`
     (so the TTL counts from the session's last activity on any worker). :meth:`touch` is ``GETEX`` (Redis >= 6.2):

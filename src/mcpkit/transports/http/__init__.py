@@ -141,7 +141,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
         async def shutdown(self, sockets: Any = None) -> None:
             # Graceful: stop accepting, end the SSE streams with a retry hint (clients resume elsewhere), then
             # uvicorn waits for the requests in flight (timeout_graceful_shutdown) and runs the lifespan's end.
-            for listening in getattr(self, "servers", ()):
+            for listening in self.servers:  # (uvicorn shuts down only a server that started)
                 listening.close()
             if drain is not None:
                 with contextlib.suppress(Exception):
@@ -154,7 +154,8 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
     class GuardedServer(DrainingServer):
         async def startup(self, sockets: Any = None) -> None:
             await super().startup(sockets)
-            relisten(getattr(self, "servers", ()), backlog)
+            if not self.should_exit:  # (it listens)
+                relisten(self.servers, backlog)
 
     userver = GuardedServer(config)
     userver.mcpkit_guard = guard  # type: ignore[attr-defined]  # (diagnostics and tests)

@@ -1,6 +1,6 @@
 """Streamable HTTP server, answering a request: one ``application/json`` body or an SSE stream.
 
-:class:`Answering` (a base class of the endpoint) runs a request inline in the ASGI request's task and sends its
+:class:`Answerer` (the endpoint holds one) runs a request inline in the ASGI request's task and sends its
 answer, which the engine returns typed (:class:`~mcpkit.engine.Outgoing`: a result, an error and its code, a
 batch's answer) in both protocol eras: the answer alone as JSON, or, as soon as the handler sends anything first,
 an SSE stream (see :mod:`.stream`). The engine's bytes are never read here: the HTTP status comes from the
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._aio import current_task as _current_task
@@ -25,36 +25,49 @@ from ...protocol.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .stream import _JSON_MODE, _SSE_MODE, SSEPump, _Stream
-from .wire import _CONTENT_TYPE_JSON, _LENGTHS, _bad, _content_length, _respond, _wait_disconnect
+from .stream import JSON_MODE, SSE_MODE, SSEPump, Stream, cancel_request
+from .wire import CONTENT_TYPE_JSON, LENGTHS, bad, content_length, respond, wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
-    from ...hosting import HostedServer
-    from .stream import _HTTPSession
 
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 # the errors of a 2026-07-28 request answered with HTTP 400 (the others are 200: the JSON-RPC error says it all)
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
 
-class Answering(SSEPump):
-    """The endpoint's answering of requests (a base class of the endpoint)."""
+class Answerer:
+    """How one endpoint answers the requests it runs (the endpoint holds one): :meth:`serve` (JSON or SSE, both
+    eras) and :meth:`answer_modern` (a 2026-07-28 JSON answer that was not made at once), and the disconnect
+    watch of slow 2026-07-28 requests (:meth:`tick`).
 
-    _closing: bool  # set by the endpoint: it shuts down
-    # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
-    # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
-    _slow: dict[RequestContext, tuple[int, Receive, _Stream | None]]
-    _watchers: dict[RequestContext, asyncio.Task[None]]
-    _slow_gen: int
-    _slow_timer: asyncio.TimerHandle | None
-    max_requests_per_session: int  # the endpoint's (a session's waiting POSTs run below it)
-    server: HostedServer
-    _session_stream: Callable[[_HTTPSession], _Stream]  # the endpoint's: the stream of a session's next POST
+    Args:
+        sse: the endpoint's SSE side (its session store and ``sync`` too: a session's changed state is saved
+            before its answer leaves).
+        max_requests_per_session: the endpoint's (a session's waiting POSTs run below it).
+    """
 
-    async def _serve(
+    def __init__(self, sse: SSEPump, max_requests_per_session: int) -> None:
+        self.sse = sse
+        self.max_requests_per_session = max_requests_per_session
+        self.closing = False  # the endpoint shuts down
+        # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
+        # if they have one); and the disconnect watchers of slow ones without a stream (see tick)
+        self.slow: dict[RequestContext, tuple[int, Receive, Stream | None]] = {}
+        self.watchers: dict[RequestContext, asyncio.Task[None]] = {}
+        self.slow_gen = 0
+        self.slow_timer: asyncio.TimerHandle | None = None
+
+    def close(self) -> None:
+        """The endpoint shuts down: requests cancelled under it end cleanly, and the watch timer stops."""
+        self.closing = True
+        if self.slow_timer is not None:
+            self.slow_timer.cancel()
+            self.slow_timer = None
+
+    async def serve(
         self,
-        stream: _Stream,
+        stream: Stream,
         runner: Outgoing | Awaitable[Outgoing | None],
         ctx: RequestContext | None,
         receive: Receive,
@@ -66,9 +79,9 @@ class Answering(SSEPump):
         """Run the request inline and answer with JSON or an SSE stream.
 
         The handler runs in this (the ASGI request's) task: no extra task for the common case of a handler that
-        answers at once. ``runner`` returns the answer; the handler's outbox, the :class:`_Stream`, turns the
+        answers at once. ``runner`` returns the answer; the handler's outbox, the :class:`Stream`, turns the
         answer into an SSE stream as soon as the handler sends anything first (its pump then runs in its own task).
-        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`_tick`). For a session's
+        ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`tick`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
         ``runner`` may be the answer itself (the handler answered at once: ``Peer.run_detached``).
         """
@@ -76,11 +89,11 @@ class Answering(SSEPump):
         if ctx is not None:
             stream.asgi = (receive, send, extra, ctx)
             ctx.task = task = _current_task()
-            self._slow[ctx] = (self._slow_gen, receive, stream)  # see _tick
-            if self._slow_timer is None:
-                self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
-        elif stream.mode != _JSON_MODE:
-            stream.asgi = (receive, send, extra, None)  # what _start_sse needs to turn the answer into SSE
+            self.slow[ctx] = (self.slow_gen, receive, stream)  # see tick
+            if self.slow_timer is None:
+                self.slow_timer = _running_loop().call_later(_SLOW_AFTER, self.tick)
+        elif stream.mode != JSON_MODE:
+            stream.asgi = (receive, send, extra, None)  # what SSEPump.start needs to turn the answer into SSE
         # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
         ended = False
         answer: Outgoing | None = None
@@ -88,12 +101,12 @@ class Answering(SSEPump):
         try:
             answer = runner if type(runner) is Outgoing else await runner  # type: ignore[misc]
             recorded = not new_session or answer is None or answer.kind == ERROR  # (a new session: record it)
-            if hs is not None and self.session_store is not None and (hs.dirty() or not recorded):
-                await self._sync(hs)  # before the answer leaves: the client may go to another worker next
-            if answer is not None and stream.mode == _SSE_MODE:
+            if hs is not None and self.sse.session_store is not None and (hs.dirty() or not recorded):
+                await self.sse.sync(hs)  # before the answer leaves: the client may go to another worker next
+            if answer is not None and stream.mode == SSE_MODE:
                 await stream.emit(answer.data, answer)  # notifications came first: the answer ends the SSE stream
         except asyncio.CancelledError:
-            if not (self._closing or (hs is not None and hs.session.closed)):
+            if not (self.closing or (hs is not None and hs.session.closed)):
                 raise
             ended = True  # the session ended (DELETE, expiry, shutdown) under the request: close the answer cleanly
         finally:
@@ -102,20 +115,20 @@ class Answering(SSEPump):
             # behind receive/send) are freed at once rather than by the garbage collector.
             stream.asgi = None
             if ctx is not None:
-                self._slow.pop(ctx, None)
+                self.slow.pop(ctx, None)
             if hs is not None:
                 hs.finish_post(stream.no, self.max_requests_per_session)  # room for the session's next POST
-        if answer is None or ended or stream.mode == _SSE_MODE:
+        if answer is None or ended or stream.mode == SSE_MODE:
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets
             # no answer): we go on with this task. An answered request was not cancelled.
             if task is None:
                 task = _current_task()
             if task is not None and task.cancelling():
                 task.uncancel()
-        if stream.mode == _SSE_MODE:
+        if stream.mode == SSE_MODE:
             stream.finish()
-            if stream.pump is not None:
-                await stream.pump
+            if stream.pump_task is not None:
+                await stream.pump_task
             return 200
         watcher = stream.watcher
         if watcher is not None:
@@ -124,23 +137,23 @@ class Answering(SSEPump):
             watcher.cancel()
         if answer is None or ended:
             if ended:
-                await _respond(send, 404, _bad(INVALID_REQUEST, "Session ended"))
+                await respond(send, 404, bad(INVALID_REQUEST, "Session ended"))
                 return 404
-            await _respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
+            await respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
         if answer.kind == ERROR:
-            status = _error_status(answer, ctx is not None, new_session)
+            status = error_status(answer, ctx is not None, new_session)
             if status != 200 and new_session:
                 extra = [e for e in extra if e[0] != b"mcp-session-id"]
         data = answer.data
-        length = _LENGTHS.get(len(data)) or _content_length(len(data))
-        headers = [length, *extra, _CONTENT_TYPE_JSON] if extra else [length, _CONTENT_TYPE_JSON]
+        length = LENGTHS.get(len(data)) or content_length(len(data))
+        headers = [length, *extra, CONTENT_TYPE_JSON] if extra else [length, CONTENT_TYPE_JSON]
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": data, "more_body": False})
         return status
 
-    async def _answer_modern(
+    async def answer_modern(
         self, runner: Awaitable[Outgoing | None], ctx: RequestContext, receive: Receive, send: Send
     ) -> Outgoing | None:
         """Run a 2026-07-28 request that did not answer at once (``runner``: what ``peer.run_detached(ctx)``
@@ -148,15 +161,15 @@ class Answering(SSEPump):
         caller sends with ``application/json`` as it sends one made at once (see the endpoint's ``__call__``), or
         None when there is nothing more to send (answered here with 202 or 503, or the client left)."""
         ctx.task = task = _current_task()
-        slow = self._slow
-        slow[ctx] = (self._slow_gen, receive, None)  # see _tick
-        if self._slow_timer is None:
-            self._slow_timer = _running_loop().call_later(_SLOW_AFTER, self._tick)
+        slow = self.slow
+        slow[ctx] = (self.slow_gen, receive, None)  # see tick
+        if self.slow_timer is None:
+            self.slow_timer = _running_loop().call_later(_SLOW_AFTER, self.tick)
         ended = False
         try:
             answer = await runner
         except asyncio.CancelledError:
-            if not self._closing:
+            if not self.closing:
                 raise
             answer, ended = None, True  # the endpoint shuts down under the request
         finally:
@@ -165,45 +178,45 @@ class Answering(SSEPump):
             # A cancellation aimed at the request was absorbed here or by the engine (a cancelled request gets no
             # answer): this task goes on.
             task.uncancel()
-        if self._watchers:
-            watcher = self._watchers.pop(ctx, None)
+        if self.watchers:
+            watcher = self.watchers.pop(ctx, None)
             if watcher is not None:
                 if watcher.done():
                     return None  # the client left: the request was cancelled and gets no answer
                 watcher.cancel()
         if answer is None:
             if ended:
-                await _respond(send, 503, _bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+                await respond(send, 503, bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
             else:
-                await _respond(send, 202)  # nothing to answer (a cancelled request)
+                await respond(send, 202)  # nothing to answer (a cancelled request)
         return answer
 
-    def _tick(self) -> None:
+    def tick(self) -> None:
         """A modern request still running after a tick or two of :data:`_SLOW_AFTER` seconds gets a task watching
         its ``receive``, so that the client leaving cancels it. One timer serves every request: most answer at once
         and never get a watcher. (A request answered over SSE is watched by its pump instead.)"""
-        self._slow_timer = None
-        slow = self._slow
-        gen = self._slow_gen
-        self._slow_gen = gen + 1
+        self.slow_timer = None
+        slow = self.slow
+        gen = self.slow_gen
+        self.slow_gen = gen + 1
         loop = asyncio.get_running_loop()
         for ctx, (seen, receive, stream) in list(slow.items()):  # oldest first
             if seen >= gen:
                 break  # started since the last tick: not slow yet
             del slow[ctx]
-            if stream is not None and (stream.watcher is not None or stream.mode == _SSE_MODE or stream.asgi is None):
+            if stream is not None and (stream.watcher is not None or stream.mode == SSE_MODE or stream.asgi is None):
                 continue
-            w = loop.create_task(_wait_disconnect(receive))
+            w = loop.create_task(wait_disconnect(receive))
             w.add_done_callback(functools.partial(_cancel_on_disconnect, ctx))
             if stream is not None:
                 stream.watcher = w  # handed to the SSE pump if the answer turns into a stream
             else:
-                self._watchers[ctx] = w
-        if slow and not self._closing:
-            self._slow_timer = loop.call_later(_SLOW_AFTER, self._tick)
+                self.watchers[ctx] = w
+        if slow and not self.closing:
+            self.slow_timer = loop.call_later(_SLOW_AFTER, self.tick)
 
 
-def _error_status(answer: Outgoing, modern: bool, new_session: bool) -> int:
+def error_status(answer: Outgoing, modern: bool, new_session: bool) -> int:
     """The HTTP status of an error answer: 400 for a failed ``initialize`` (no session is created) and for the
     2026-07-28 errors of :data:`MODERN_400`; 200 otherwise."""
     if new_session or (modern and answer.code in MODERN_400):
@@ -212,4 +225,4 @@ def _error_status(answer: Outgoing, modern: bool, new_session: bool) -> int:
 
 
 def _cancel_on_disconnect(ctx: RequestContext | None, _: Any) -> None:
-    SSEPump._cancel(ctx)
+    cancel_request(ctx)

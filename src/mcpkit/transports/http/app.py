@@ -157,7 +157,7 @@ class MCPApp:
 
     def uvicorn_options(self) -> dict[str, Any]:
         """Options the mounted endpoints need from uvicorn (WebSocket ping/size settings)."""
-        if self.ws is not None and hasattr(self.ws, "uvicorn_options"):
+        if self.ws is not None:
             return dict(self.ws.uvicorn_options())
         return {}
 
@@ -289,8 +289,7 @@ def create_app(
 
         websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check, **engine)
         routes["/" + ws_path.strip("/")] = websocket
-        if hasattr(websocket, "aclose"):
-            closers.append(websocket.aclose)
+        closers.append(websocket.aclose)
     if streamable.shared is not None and max_followers is not None:
         streamable.shared.max_followers = max_followers
     app = MCPApp(routes, closers, server, health_path=health_path, ready_path=ready_path, shared=shared)

@@ -1,33 +1,38 @@
 """The Streamable HTTP client transport's parts that are not its state machine
 (:mod:`.streamable_client`): the response interface both HTTP engines give (httpx and :mod:`.lite`), which engine a
-URL gets (:func:`fast_path_applies`), the errors the transport raises, one request's POST exchange, and the readers
-of an answer's bytes. Public names are re-exported by :mod:`.streamable_client`, their import path.
+URL gets (:func:`fast_path_applies`) and the two engines behind one object (:class:`HTTPEngine`), the errors the
+transport raises, one request's POST exchange, the reconnection policy (:class:`Backoff`), the 2026-07-28 headers
+that mirror a request's body (:class:`ModernHeaders`), and the readers of an answer's bytes. Public names are
+re-exported by :mod:`.streamable_client`, their import path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
 import urllib.request
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import httpx
 import orjson
 
-from ...protocol.errors import (
-    INTERNAL_ERROR,
-    INVALID_REQUEST,
-    MCPError,
-)
-from .lite import LiteHTTPError
-from .sse_decoder import SSEDecoder, SSEEvent
+from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError
+from ...protocol.versions import META_PROTOCOL_VERSION
+from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
+from .lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
+from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
+
+logger = logging.getLogger("mcpkit.http.client")
 
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
-_IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
+IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
 
 
-class _Response(Protocol):
+class HTTPResponse(Protocol):
     """The part of a streaming ``httpx.Response`` the transport uses (a ``LiteResponse`` has the same)."""
 
     @property
@@ -50,7 +55,7 @@ def fast_path_applies(url: str) -> bool:
     proxies = urllib.request.getproxies_environment()
     if not (proxies.get("http") or proxies.get("all")):
         return True
-    bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 (not in typeshed)
+    bypass: Any = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]  # (not in typeshed)
     return bool(bypass(parts.hostname, proxies))
 
 
@@ -78,7 +83,7 @@ class HTTPTransportError(MCPError):
         self.status = status
 
 
-class _Exchange:
+class Exchange:
     """One request's POST, running in its own task."""
 
     __slots__ = ("cancelled", "detached", "modern", "streaming", "task")
@@ -91,12 +96,12 @@ class _Exchange:
         self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
 
 
-def _wake(ready: asyncio.Future[None]) -> None:
+def wake(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)
 
 
-def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
+def json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
     """(id, error) when ``body`` is a JSON-RPC error response."""
     try:
         obj = orjson.loads(body)
@@ -107,7 +112,7 @@ def _json_rpc_error(body: bytes) -> tuple[Any, Any] | None:
     return None
 
 
-def _answers(raw: bytes, rid: Any) -> bool:
+def answers_request(raw: bytes, rid: Any) -> bool:
     if b'"method"' in raw and b'"result"' not in raw and b'"error"' not in raw:
         return False
     try:
@@ -119,7 +124,7 @@ def _answers(raw: bytes, rid: Any) -> bool:
     return isinstance(obj, dict) and obj.get("id") == rid and "method" not in obj
 
 
-async def read_capped(resp: _Response, limit: int) -> bytes:
+async def read_capped(resp: HTTPResponse, limit: int) -> bytes:
     """The whole body of a streamed ``httpx`` response, at most ``limit`` bytes: a declared ``Content-Length`` above
     it is refused before anything is read, a body that grows past it as soon as it does (:class:`ResponseTooLarge`).
     The caller closes the response."""
@@ -136,7 +141,7 @@ async def read_capped(resp: _Response, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
+async def sse_events(resp: HTTPResponse, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
     """The SSE events of a response, through the shared bounded decoder."""
     async for chunk in resp.aiter_bytes():
         for event in decoder.feed(chunk):
@@ -144,3 +149,247 @@ async def _events(resp: _Response, decoder: SSEDecoder) -> AsyncIterator[SSEEven
 
 
 __all__ = ["HTTPTransportError", "ResponseTooLarge", "fast_path_applies", "read_capped"]
+
+
+class HTTPEngine:
+    """The client transport's two HTTP engines behind one interface: :mod:`.lite`'s pool (``fast_path``: plain
+    ``http://``, no auth flow, no caller's client) or httpx. Both give a response of :class:`HTTPResponse`.
+
+    Args:
+        url: the MCP endpoint.
+        timeout: connect/write timeout in seconds (reads are unbounded: SSE streams may idle).
+        client, auth: an httpx client (not closed here) and auth flow; either rules the lean engine out.
+        fast_path: use the lean engine; None: when :func:`fast_path_applies` and neither ``client`` nor ``auth``.
+        max_connections: keep-alive connections at most.
+        max_message_size: the bound of :meth:`read_body`.
+    """
+
+    __slots__ = ("client", "max_message_size", "own_client", "pool", "target", "url")
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float,
+        client: httpx.AsyncClient | None,
+        auth: httpx.Auth | None,
+        fast_path: bool | None,
+        max_connections: int,
+        max_message_size: int,
+    ) -> None:
+        if fast_path is None:
+            fast_path = client is None and auth is None and fast_path_applies(url)
+        elif fast_path and (client is not None or auth is not None):
+            raise ValueError("fast_path=True cannot use an httpx client or auth flow; leave fast_path unset")
+        self.url = url
+        self.max_message_size = max_message_size
+        self.pool: LitePool | None = None
+        self.target = ""
+        self.client: httpx.AsyncClient | None = None
+        self.own_client = client is None
+        if fast_path:
+            self.pool, self.target = LitePool.for_url(url, timeout=timeout, max_connections=max_connections)
+        else:
+            self.client = client or httpx.AsyncClient(
+                timeout=httpx.Timeout(timeout, read=None),
+                auth=auth,
+                follow_redirects=False,
+                # keep every connection of a burst of concurrent requests alive (httpx keeps only 20 by default)
+                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            )
+
+    async def open(self, method: str, headers: dict[str, str], body: bytes | None = None) -> HTTPResponse:
+        """Send one request; the response's body is left to read (raises one of ``IO_ERRORS``)."""
+        if self.pool is not None:
+            return await self.pool.request(method, self.target, headers, body)
+        assert self.client is not None
+        request = self.client.build_request(method, self.url, content=body, headers=headers)
+        return await self.client.send(request, stream=True)
+
+    async def read_body(self, resp: HTTPResponse) -> bytes:
+        """The whole body, bounded by ``max_message_size`` (the declared length is checked before reading)."""
+        limit = self.max_message_size
+        try:
+            if isinstance(resp, LiteResponse):
+                return await resp.aread(limit)
+            return await read_capped(resp, limit)
+        except BodyTooLarge:
+            raise ResponseTooLarge(limit) from None
+        except IO_ERRORS as exc:
+            raise ConnectionClosed(f"reading the answer from {self.url} failed: {exc}") from exc
+        finally:
+            await resp.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pool, and the httpx client when it is ours."""
+        if self.pool is not None:
+            await self.pool.aclose()
+        if self.own_client and self.client is not None:
+            with contextlib.suppress(Exception):
+                await self.client.aclose()
+
+
+class Backoff:
+    """When a broken SSE stream is opened again: after the server's ``retry:`` (at least ``min_delay``) or
+    ``delay``, doubled per attempt, at most ``max_delay``; a stream that stayed open ``stable`` seconds resets the
+    attempt count (an event does not)."""
+
+    __slots__ = ("delay", "max_delay", "min_delay", "stable")
+
+    def __init__(self, delay: float, min_delay: float, max_delay: float, stable: float) -> None:
+        self.delay = delay
+        self.min_delay = min_delay
+        self.max_delay = max_delay
+        self.stable = stable
+
+    def attempts_after(self, attempts: int, opened: float) -> int:
+        """The attempt count for the next reconnection: reset only after a stream that stayed open a while."""
+        return 1 if time.monotonic() - opened >= self.stable else attempts + 1
+
+    def wait(self, retry_ms: int | None, attempt: int) -> float:
+        """Delay before reconnection ``attempt`` (1, 2...)."""
+        base = self.delay if retry_ms is None else max(retry_ms / 1000, self.min_delay)
+        return float(min(base * 2 ** min(attempt - 1, 30), self.max_delay))
+
+
+class ModernHeaders:
+    """The 2026-07-28 headers that mirror a request's body (``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name``,
+    a tool's ``Mcp-Param-*``), with the tools' ``x-mcp-header`` annotations learnt from ``tools/list`` results
+    (tools with invalid annotations are dropped from those results, as the spec requires)."""
+
+    __slots__ = ("tool_headers", "tools_list_ids")
+
+    def __init__(self) -> None:
+        self.tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
+        self.tools_list_ids: set[Any] = set()  # tools/list requests whose answers are still to be read
+
+    def mirror(self, headers: dict[str, str], method: str, params: Any) -> bool:
+        """Add the modern-era headers mirroring a request's body; True when it is a modern request."""
+        if not isinstance(params, dict):
+            return False
+        meta = params.get("_meta")
+        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
+        if not isinstance(version, str):
+            return False
+        # a modern request: the headers mirror its body
+        headers["mcp-protocol-version"] = version
+        headers.pop("mcp-session-id", None)
+        headers["mcp-method"] = method
+        field = NAME_FIELD.get(method)
+        if field is not None and isinstance(params.get(field), str):
+            headers["mcp-name"] = encode_header_value(params[field])
+        if method == "tools/call":
+            spec = self.tool_headers.get(params.get("name"))  # type: ignore[arg-type]
+            if spec:
+                args = params.get("arguments")
+                for name, path in spec.items():
+                    value: Any = args
+                    for key in path:
+                        value = value.get(key) if isinstance(value, dict) else None
+                    text = header_text(value)
+                    if text is not None:
+                        headers["mcp-param-" + name] = encode_header_value(text)
+        return True
+
+    def learn_tools(self, data: bytes) -> bytes:
+        """Read the tools' header annotations from a ``tools/list`` answer; the answer, without the tools whose
+        annotations are invalid."""
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return data
+        if not isinstance(obj, dict) or obj.get("id") not in self.tools_list_ids:
+            return data
+        self.tools_list_ids.discard(obj.get("id"))
+        result = obj.get("result")
+        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
+            return data
+        tools: list[Any] = result["tools"]
+        kept = []
+        for tool in tools:
+            name = tool.get("name") if isinstance(tool, dict) else None
+            if not isinstance(name, str):
+                kept.append(tool)
+                continue
+            try:
+                spec = param_headers_from_schema(tool.get("inputSchema"))
+            except ValueError as exc:
+                logger.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", name, exc)
+                self.tool_headers.pop(name, None)
+                continue
+            if spec:
+                self.tool_headers[name] = spec
+            else:
+                self.tool_headers.pop(name, None)
+            kept.append(tool)
+        if len(kept) == len(tools):
+            return data
+        result["tools"] = kept
+        return orjson.dumps(obj)
+
+
+class StandaloneStream:
+    """The standalone GET stream of a handshake session (server-initiated messages, given to ``deliver``): opened
+    again with ``Last-Event-ID`` when it breaks (backing off: ``backoff``, at most ``max_reconnects`` times in a
+    row) while ``headers(accept)`` gives the headers of a GET (None once the session ended)."""
+
+    __slots__ = ("backoff", "deliver", "engine", "headers", "max_reconnects")
+
+    def __init__(
+        self,
+        engine: HTTPEngine,
+        backoff: Backoff,
+        max_reconnects: int,
+        headers: Callable[[str], dict[str, str] | None],
+        deliver: Callable[[bytes], Awaitable[None]],
+    ) -> None:
+        self.engine = engine
+        self.backoff = backoff
+        self.max_reconnects = max_reconnects
+        self.headers = headers
+        self.deliver = deliver
+
+    async def run(self) -> None:
+        """Read the stream until the session ends, the server offers none, or the reconnections run out."""
+        decoder = SSEDecoder(self.engine.max_message_size)
+        failures = 0
+        while (headers := self.headers("text/event-stream")) is not None:
+            if decoder.last_event_id:
+                headers["last-event-id"] = decoder.last_event_id
+            opened = time.monotonic()
+            try:
+                resp = await self.engine.open("GET", headers)
+            except IO_ERRORS:
+                failures += 1
+                if failures > self.max_reconnects:
+                    return
+                await asyncio.sleep(self.backoff.wait(decoder.retry, failures))
+                continue
+            if resp.status_code != 200:
+                await resp.aclose()
+                if resp.status_code == 400 and decoder.last_event_id:
+                    decoder.last_event_id = ""  # the server cannot replay: start over without resumption
+                    continue
+                if resp.status_code in (502, 503, 504):  # a draining worker, a balancer between two: again, later
+                    failures += 1
+                    if failures > self.max_reconnects:
+                        return
+                    await asyncio.sleep(self.backoff.wait(decoder.retry, failures))
+                    continue
+                return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
+            decoder.new_stream()
+            try:
+                async for ev in sse_events(resp, decoder):
+                    if ev.data:
+                        await self.deliver(ev.data)
+            except SSEEventTooLarge as exc:
+                logger.warning("closed the standalone SSE stream: %s (max_message_size)", exc)
+                return
+            except IO_ERRORS:
+                pass
+            finally:
+                await resp.aclose()
+            failures = self.backoff.attempts_after(failures, opened)
+            if failures > self.max_reconnects:
+                return
+            await asyncio.sleep(self.backoff.wait(decoder.retry, failures))

@@ -206,7 +206,7 @@ class ConnectionGuard:
 
 
 def _close(proto: Any) -> None:
-    transport = getattr(proto, "transport", None)
+    transport = proto.transport  # (set by connection_made: the guard counts connections from there)
     if transport is not None and not transport.is_closing():
         transport.close()
 
@@ -301,9 +301,17 @@ def resolve_protocol(http: Any) -> type[asyncio.Protocol] | None:
         cls = import_from_string(HTTP_PROTOCOLS.get(http, http))
     else:
         cls = http
-    if isinstance(cls, type) and hasattr(cls, "on_response_complete") and hasattr(cls, "data_received"):
-        import inspect
-
-        if len(inspect.signature(cls.on_response_complete).parameters) == 1:  # HTTP/1.1 (not the h2 one)
-            return cls
+    if isinstance(cls, type) and issubclass(cls, _uvicorn_http11()):
+        return cls
     return None
+
+
+def _uvicorn_http11() -> tuple[type[asyncio.Protocol], ...]:
+    """uvicorn's HTTP/1.1 protocol classes (httptools' only when it is installed): the ones the guard wraps."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return (H11Protocol,)
+    return (H11Protocol, HttpToolsProtocol)

@@ -2,11 +2,12 @@
 
 :class:`ModernValidator` (the endpoint holds one) checks the ``MCP-Protocol-Version``, ``Mcp-Method`` and
 ``Mcp-Name`` headers against the body, the tool's ``Mcp-Param-*`` headers against its arguments, and reads the
-request's ``_meta`` (``server.modern_context``). The usual request passes one quick test against tables of
-header values seen before (bounded); anything else is diagnosed step by step, and the first problem found is
-the one answered: :meth:`ModernValidator.validate` returns the request's context or its :class:`Refused` (the HTTP
-status and the JSON-RPC error). It also refuses a batch that 2026-07-28 does not allow, or that is longer than
-``max_batch_size`` (:meth:`ModernValidator.refuse_batch`).
+request's ``_meta`` (``server.modern_context``). The rules are written once, in the step-by-step diagnosis
+(:meth:`ModernValidator.diagnose`), and the first problem it finds is the one answered; the usual request passes
+one quick test instead, a lookup of header values the diagnosis found good before (bounded tables: a memo of its
+verdicts, deciding nothing of its own). :meth:`ModernValidator.validate` returns the request's context or its
+:class:`Refused` (the HTTP status and the JSON-RPC error). It also refuses a batch that 2026-07-28 does not allow,
+or that is longer than ``max_batch_size`` (:meth:`ModernValidator.refuse_batch`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ...protocol.versions import (
 )
 from .headers import NAME_FIELD, check_param_headers, decode_header_value
 from .security import MISSING
-from .wire import Headers, _text
+from .wire import Headers, text
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer, ModernContext
@@ -88,17 +89,18 @@ class ModernValidator:
         self.server = server
         self.tool_headers = tool_headers
         self.max_batch = max_batch
-        # the quick test of validate: header values (bytes) known to stand for what they say (each bounded)
+        # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
+        # (each bounded; started afresh when the server's versions or handlers change)
         self._known_stamp: Any = None
         self._known_handlers = -1
-        self._known_versions: dict[bytes | None, str] = {}  # the modern versions served
+        self._known_versions: dict[bytes | None, str] = {}  # modern versions served
         self._known_feats: dict[str, Features] = {}  # their features, as server.modern_context read them
         self._known_methods: dict[bytes | None, str] = {}  # methods implemented in the modern era, seen before
         self._known_names: dict[bytes | None, str] = {}  # plain visible-ASCII names (not the sentinel)
 
     def modern_header(self, hv: bytes) -> bool:
         """An MCP-Protocol-Version header naming a modern revision (and no handshake one this server speaks)."""
-        v = _text(hv)
+        v = text(hv)
         return v not in self.server.handshake_versions and versions.is_modern(v)
 
     def validate(self, scope: Scope, h: Headers, msg: Request, meta: Any) -> ModernContext | Refused:
@@ -107,9 +109,8 @@ class ModernValidator:
         says, or the :class:`Refused` answer it gets instead."""
         method = msg.method
         params = msg.params
-        # The usual request, in one test: headers that are, byte for byte, a version this server serves and the
-        # body's, a method it implements in this era and the body's, and a plain name seen before and the body's.
-        # Anything else is diagnosed step by step (which gives a valid request the same verdict).
+        # The usual request, in one test: header values diagnose found good before, standing for the body's
+        # version, method and name. Anything else is diagnosed step by step.
         server = self.server
         read: ModernContext | None = None
         if type(meta) is dict:
@@ -129,9 +130,9 @@ class ModernValidator:
                 if feats is not None and type(caps) is dict and META_LOG_LEVEL not in meta:
                     info = meta.get(META_CLIENT_INFO)
                     read = (feats, caps, info if type(info) is dict else None, None)
-            elif (refused := self._diagnose(h, msg, meta)) is not None:
+            elif (refused := self.diagnose(h, msg, meta)) is not None:
                 return refused
-        elif (refused := self._diagnose(h, msg, meta)) is not None:
+        elif (refused := self.diagnose(h, msg, meta)) is not None:
             return refused
         if read is None:
             try:
@@ -155,13 +156,13 @@ class ModernValidator:
         server = self.server
         self._known_stamp = server.modern_versions
         self._known_handlers = server.handlers_version
-        self._known_versions = {v.encode(): v for v in server.modern_versions}
+        self._known_versions = {}
         self._known_feats = {}
         self._known_methods = {}
 
-    def _diagnose(self, h: Headers, msg: Request, meta: Any) -> Refused | None:
+    def diagnose(self, h: Headers, msg: Request, meta: Any) -> Refused | None:
         """The header checks of :meth:`validate`, step by step: the refusal of the first problem found, None when
-        there is none."""
+        there is none. What it finds good is remembered for :meth:`validate`'s quick test."""
         params = msg.params or {}
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
@@ -176,17 +177,19 @@ class ModernValidator:
         hv = h.get(b"mcp-protocol-version")
         if hv is None:
             return _mismatch("the MCP-Protocol-Version header is required")
-        if _text(hv) != body_version:
-            return _mismatch(f"MCP-Protocol-Version header {_text(hv)!r} does not match the body's {body_version!r}")
+        if text(hv) != body_version:
+            return _mismatch(f"MCP-Protocol-Version header {text(hv)!r} does not match the body's {body_version!r}")
         server = self.server
         if body_version not in server.modern_versions:
             return Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
+        if len(self._known_versions) < 16:
+            self._known_versions[hv] = body_version  # served, and the header says it
         method = msg.method
         hm = h.get(b"mcp-method")
         if hm is None:
             return _mismatch("the Mcp-Method header is required")
-        if _text(hm) != method:
-            return _mismatch(f"Mcp-Method header {_text(hm)!r} does not match the body's method {method!r}")
+        if text(hm) != method:
+            return _mismatch(f"Mcp-Method header {text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
             return Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
         if len(self._known_methods) < 64:
@@ -196,7 +199,7 @@ class ModernValidator:
             raw_b = h.get(b"mcp-name")
             if raw_b is None:
                 return _mismatch("the Mcp-Name header is required for " + method)
-            raw = _text(raw_b)
+            raw = text(raw_b)
             expected = params.get(field)
             # the usual case: the header carries the body's value as is (plain visible ASCII, not a sentinel)
             if raw != expected or not (raw.isascii() and raw.isprintable()) or raw.startswith("=?base64?"):

@@ -23,8 +23,9 @@ from ...engine import NULL_OUTBOX
 from ...hosting import SESSION_BINDING
 from ...protocol import versions
 from ...protocol.errors import INVALID_REQUEST
-from .stream import _WORKER_SHIFT, _HTTPSession
-from .wire import _error_body
+from ...stores.base import BaseSessionStore
+from .stream import WORKER_SHIFT, HTTPSession
+from .wire import error_body
 
 if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
@@ -63,18 +64,18 @@ class SessionManager:
         self.max_sessions = max_sessions
         self.max_sessions_per_client = max_sessions_per_client
         self.peer_options = peer_options
-        self.table: dict[str, _HTTPSession] = {}  # session id -> session
-        self._clients: dict[Any, dict[str, _HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
+        self.table: dict[str, HTTPSession] = {}  # session id -> session
+        self._clients: dict[Any, dict[str, HTTPSession]] = {}  # client key -> its sessions (max_sessions_per_client)
         self._evicted = 0  # idle sessions evicted because the table was full
         self._evicted_logged = -10.0
         self._fanout: Fanout | None = None  # the server's fan-out this manager listens to (session changes, DELETEs)
         # with a shared fan-out (clients move between workers): its sessions and their cross-worker side
         self._store_warned = -10.0
-        self.session_class: type[_HTTPSession] = _HTTPSession
+        self.session_class: type[HTTPSession] = HTTPSession
         self.shared: SharedSessions | None = None
 
-    def create(self, client: Any = None) -> _HTTPSession:
-        """A new session (``initialize``) of ``client`` (see :func:`_client_key`), in the table."""
+    def create(self, client: Any = None) -> HTTPSession:
+        """A new session (``initialize``) of ``client`` (see :func:`client_key`), in the table."""
         sid = secrets.token_urlsafe(24)  # 192 bits from the OS CSPRNG; [A-Za-z0-9_-] only (visible ASCII)
         hs = self.session_class(sid, client)
         hs.session = self.server.create_session(hs, **self.peer_options)
@@ -86,7 +87,7 @@ class SessionManager:
             self._clients.setdefault(client, {})[sid] = hs
         return hs
 
-    def share(self, ep: SSEPump) -> SharedSessions | None:
+    def share(self, sse: SSEPump) -> SharedSessions | None:
         """With a session store and a shared fan-out (clients may reach any worker with any request): sessions of
         :class:`~.shared.SharedHTTPSession` and their cross-worker side, returned; else None."""
         from ...stores.log import SharedFanout
@@ -96,10 +97,10 @@ class SessionManager:
         if self.session_store is None or not isinstance(fanout, SharedFanout):
             return None
         self.session_class = SharedHTTPSession
-        self.shared = SharedSessions(ep, self.table, fanout)
+        self.shared = SharedSessions(sse, self.table, fanout)
         return self.shared
 
-    async def receive(self, hs: _HTTPSession, msg: Any, body: bytes) -> None:
+    async def receive(self, hs: HTTPSession, msg: Any, body: bytes) -> None:
         """A POST of notifications and answers only, for session ``hs``; with a shared fan-out an answer to another
         worker's request goes to that worker (raises ``ConnectionError`` when it cannot)."""
         if self.shared is None:
@@ -107,7 +108,7 @@ class SessionManager:
         else:
             await self.shared.receive(hs, msg, body)
 
-    async def find(self, sid: str | None) -> _HTTPSession | None:
+    async def find(self, sid: str | None) -> HTTPSession | None:
         """The session ``sid`` as this worker serves it: its copy (refreshed against the store), or restored from
         the store; None when unknown or ended. Raises ``ConnectionError`` when the store cannot be reached."""
         hs = self.table.get(sid)  # type: ignore[arg-type]
@@ -128,7 +129,7 @@ class SessionManager:
             if stream is not None and stream.conn is not None and not stream.close_connection(retry_ms):
                 stream.conn.end()
 
-    async def restore(self, sid: str) -> _HTTPSession | None:
+    async def restore(self, sid: str) -> HTTPSession | None:
         """The session ``sid`` as the session store records it, now held by this worker too; None when the store
         does not know it (or serves another era), or every session here is busy and the table is full. Raises
         ``ConnectionError`` when the store cannot be reached (the request gets 503, not 404)."""
@@ -165,7 +166,7 @@ class SessionManager:
         # request (or the sweeper, while a stream stays open) renews it.
         hs.renewed = time.monotonic()
         # Stream numbers key the shared event store: start where the originating worker's numbers will not reach.
-        hs.base = hs.next_no = (secrets.randbits(31) + 1) << _WORKER_SHIFT
+        hs.base = hs.next_no = (secrets.randbits(31) + 1) << WORKER_SHIFT
         if self.shared is not None:
             self.shared.adopt(hs)  # (numbered by worker: unique among workers)
         self.table[sid] = hs
@@ -174,7 +175,7 @@ class SessionManager:
         self.bus()  # listen for changes to the sessions this worker now holds
         return hs
 
-    async def refresh(self, hs: _HTTPSession) -> bool:
+    async def refresh(self, hs: HTTPSession) -> bool:
         """Re-read a session this worker holds from the store and renew its TTL: False when the store no longer
         has it (deleted on another worker, or expired), in which case this worker's copy is ended too."""
         store = self.session_store
@@ -183,10 +184,10 @@ class SessionManager:
         ttl = self.session_idle_timeout
         now = time.monotonic()
         try:
-            touch = getattr(store, "touch", None)
-            if touch is not None:
-                state: dict[str, Any] | None = await touch(hs.id, ttl)  # one round trip: read + renew
-            else:
+            state: dict[str, Any] | None
+            if isinstance(store, BaseSessionStore):
+                state = await store.touch(hs.id, ttl)  # one step: read + renew
+            else:  # (a store of the protocol alone)
                 state = await store.load(hs.id)
                 if state is not None and now - hs.renewed >= ttl / 3:
                     await store.save(hs.id, state, ttl)
@@ -205,7 +206,7 @@ class SessionManager:
         self.apply(hs, state)
         return True
 
-    def apply(self, hs: _HTTPSession, state: dict[str, Any]) -> None:
+    def apply(self, hs: HTTPSession, state: dict[str, Any]) -> None:
         """Adopt the stored log level and subscriptions (unless this worker has a change of its own not saved
         yet: it is being saved, and wins) and the initialized flag."""
         session = hs.session
@@ -221,7 +222,7 @@ class SessionManager:
             session.mark_initialized()
             hs.stored = 2
 
-    def state(self, hs: _HTTPSession) -> dict[str, Any]:
+    def state(self, hs: HTTPSession) -> dict[str, Any]:
         """The record the session store keeps for ``hs``."""
         session = hs.session
         return {
@@ -235,7 +236,7 @@ class SessionManager:
             "owner": list(hs.client) if hs.client is not None and hs.client[0] == "principal" else None,
         }
 
-    async def save(self, hs: _HTTPSession, *, announce: bool = False) -> None:
+    async def save(self, hs: HTTPSession, *, announce: bool = False) -> None:
         """Record the session's state so another worker sharing the store can serve this session; ``announce``
         tells the other workers holding a copy (over the bus, if the server has one) to reload it."""
         session = hs.session
@@ -263,7 +264,7 @@ class SessionManager:
         if announce:
             await self.announce(hs.id)
 
-    async def sync(self, hs: _HTTPSession) -> None:
+    async def sync(self, hs: HTTPSession) -> None:
         """The log level or the subscriptions changed (a request of this session): save and announce. A session
         not recorded yet (its ``initialize`` answered) is recorded, before the answer leaves."""
         session = hs.session
@@ -306,7 +307,7 @@ class SessionManager:
         if mine is not None and len(mine) >= self.max_sessions_per_client:
             idle = [hs for hs in mine.values() if hs.busy == 0]
             if not idle:
-                return 429, _error_body(
+                return 429, error_body(
                     None,
                     INVALID_REQUEST,
                     f"too many sessions for this client (max_sessions_per_client={self.max_sessions_per_client}, "
@@ -316,7 +317,7 @@ class SessionManager:
         if len(self.table) >= self.max_sessions:
             idle = [hs for hs in self.table.values() if hs.busy == 0]
             if not idle:
-                return 503, _error_body(
+                return 503, error_body(
                     None,
                     INVALID_REQUEST,
                     f"too many sessions (max_sessions={self.max_sessions}, all busy): retry later",
@@ -369,7 +370,7 @@ class SessionManager:
             except Exception:  # pragma: no cover - defensive: the sweeper must not die
                 logger.exception("session sweeper failed")
 
-    async def end(self, hs: _HTTPSession, *, forget: bool = True) -> None:
+    async def end(self, hs: HTTPSession, *, forget: bool = True) -> None:
         """End this worker's copy of the session; ``forget``: also drop its events from the event store."""
         if self.table.pop(hs.id, None) is None:
             return
@@ -395,7 +396,7 @@ class SessionManager:
         hs.standalone = None
         hs.live = None
 
-    async def delete(self, hs: _HTTPSession) -> None:
+    async def delete(self, hs: HTTPSession) -> None:
         """A DELETE: end the session, drop its stored record and tell the other workers (they end their copies)."""
         await self.end(hs)
         if self.session_store is not None:
@@ -410,11 +411,11 @@ class SessionManager:
             await self.end(hs, forget=not shared)
 
 
-def _last_seen(hs: _HTTPSession) -> float:
+def _last_seen(hs: HTTPSession) -> float:
     return hs.last_seen
 
 
-def _client_key(scope: Scope) -> tuple[Any, ...] | None:
+def client_key(scope: Scope) -> tuple[Any, ...] | None:
     """Whose session this is, for ``max_sessions_per_client``: the authenticated principal, else the remote address."""
     auth = scope.get("auth")
     if auth is not None:
@@ -427,7 +428,7 @@ def _client_key(scope: Scope) -> tuple[Any, ...] | None:
     return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
 
 
-def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
+def owned_by(hs: HTTPSession, scope: Scope) -> bool:
     """A session opened by an authenticated principal serves that principal only, on every worker sharing the
     session store (the owner travels in the stored record); another token gets 404, as for an unknown session,
     and learns nothing. Sessions opened without authentication are keyed by address, which is no binding."""
@@ -436,8 +437,8 @@ def _owned_by(hs: _HTTPSession, scope: Scope) -> bool:
 
 def owner_matches(owner: tuple[Any, ...] | None, scope: Scope) -> bool:
     """Whether the request of ``scope`` may use a session (or legacy SSE stream) opened by ``owner`` (a
-    :func:`_client_key`): always unless a principal opened it, then only that principal."""
-    return owner is None or owner[0] != "principal" or _client_key(scope) == owner
+    :func:`client_key`): always unless a principal opened it, then only that principal."""
+    return owner is None or owner[0] != "principal" or client_key(scope) == owner
 
 
 def _binding(session_id: str) -> str:

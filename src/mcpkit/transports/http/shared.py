@@ -33,8 +33,8 @@ from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
 from ...protocol.jsonrpc import Batch, ErrorResponse, Notification, Response
 from ...stores import FollowableEventStore
 from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, position_order, worker_of
-from .stream import _SSE_HEADERS, _SSE_MODE, _Conn, _HTTPSession, _sse_frame, _Stream
-from .wire import _bad, _error_body, _respond, _wait_disconnect
+from .stream import SSE_HEADERS, SSE_MODE, Conn, HTTPSession, Stream, sse_frame
+from .wire import bad, error_body, respond, wait_disconnect
 
 if TYPE_CHECKING:
     from .stream import SSEPump
@@ -52,18 +52,18 @@ _LIST_KINDS = ("tools", "resources", "prompts")
 
 def unavailable(exc: BaseException) -> bytes:
     """The body of a 503: the store a request needs cannot be reached."""
-    return _error_body(None, INTERNAL_ERROR, f"Service Unavailable: {exc}; retry shortly")
+    return error_body(None, INTERNAL_ERROR, f"Service Unavailable: {exc}; retry shortly")
 
 
-def _offer(stream: _Stream, position: str, data: bytes) -> None:
+def _offer(stream: Stream, position: str, data: bytes) -> None:
     """Queue one event for the stream's open connection (id ``g<position>``; none for a "look again" notice)."""
     conn = stream.conn
     if conn is None or conn.ended:
         return
     if position:
-        item = (position_order(position), _sse_frame(data, b"g" + position.encode()))
+        item = (position_order(position), sse_frame(data, b"g" + position.encode()))
     else:
-        item = (0, _sse_frame(data, None))
+        item = (0, sse_frame(data, None))
     try:
         conn.queue.put_nowait(item)
     except asyncio.QueueFull:
@@ -73,7 +73,7 @@ def _offer(stream: _Stream, position: str, data: bytes) -> None:
             stream.conn = None
 
 
-class SharedHTTPSession(_HTTPSession):
+class SharedHTTPSession(HTTPSession):
     """A handshake session of an endpoint whose fan-out is shared: its standalone stream is fed from the log."""
 
     __slots__ = ("shared",)
@@ -95,13 +95,13 @@ class SharedSessions:
 
     def __init__(
         self,
-        ep: SSEPump,
-        table: dict[str, _HTTPSession],
+        sse: SSEPump,
+        table: dict[str, HTTPSession],
         fanout: SharedFanout,
         *,
         max_followers: int = DEFAULT_MAX_FOLLOWERS,
     ) -> None:
-        self.ep = ep
+        self.sse = sse  # the endpoint's SSE side
         self.table = table  # the endpoint's sessions (SessionManager.table)
         self.fanout = fanout
         self.max_followers = max_followers
@@ -111,7 +111,7 @@ class SharedSessions:
 
     # ------------------------------------------------------------------ sessions
 
-    def adopt(self, hs: _HTTPSession) -> None:
+    def adopt(self, hs: HTTPSession) -> None:
         """A session this worker now holds (created or restored): its requests and stream numbers are this
         worker's."""
         if isinstance(hs, SharedHTTPSession):
@@ -121,7 +121,7 @@ class SharedSessions:
             hs.session.peer.id_base = self.fanout.id_base
             hs.base = hs.next_no = worker << ID_SHIFT
 
-    async def post(self, hs: _HTTPSession, data: bytes, msg: Outgoing | None) -> None:
+    async def post(self, hs: HTTPSession, data: bytes, msg: Outgoing | None) -> None:
         """A message for the session's GET stream, sent outside any request: logged for the session (a request
         that cannot be logged fails at once; a notification is dropped, with a warning)."""
         try:
@@ -131,7 +131,7 @@ class SharedSessions:
                 raise ConnectionClosed(f"the session's stream cannot be reached: {exc}") from exc
             logger.warning("session %s: a message for its GET stream was lost: %s", hs.id[:8], exc)
 
-    async def receive(self, hs: _HTTPSession, msg: Any, body: bytes) -> None:
+    async def receive(self, hs: HTTPSession, msg: Any, body: bytes) -> None:
         """A POST's notifications and answers: each goes to the worker that waits for it (see the module
         docstring). Raises ``ConnectionError`` when one cannot be passed on (the client may post it again)."""
         peer = hs.session.peer
@@ -200,26 +200,26 @@ class SharedSessions:
 
     # ------------------------------------------------------------------ the GET stream
 
-    async def get(self, hs: _HTTPSession, last: str | None, receive: Receive, send: Send) -> None:
+    async def get(self, hs: HTTPSession, last: str | None, receive: Receive, send: Send) -> None:
         """A GET of the session's standalone stream, fresh or resumed (``Last-Event-ID``), on any worker."""
         if last is not None and not last.startswith("g"):
             await self.resume_post(hs, last, receive, send)
             return
         start = last[1:] if last is not None else self.fanout.position
         if start is None:
-            await _respond(send, 503, unavailable(ConnectionError("the notification log is unreachable")))
+            await respond(send, 503, unavailable(ConnectionError("the notification log is unreachable")))
             return
         if last is not None and position_order(start) == 0:
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
+            await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         stream = hs.standalone
         if last is None and stream is not None and stream.conn is not None and not stream.conn.ended:
-            await _respond(send, 409, _bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
+            await respond(send, 409, bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
             return
         if stream is None:
-            stream = hs.standalone = _Stream(self.ep, hs, hs.base, _SSE_MODE)
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        conn = _Conn(self.ep.queue_size)
+            stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        conn = Conn(self.sse.queue_size)
         if stream.conn is not None:
             stream.conn.abort()  # the client resumes, so it considers that connection dead
         stream.conn = conn  # events delivered from now on queue up; the replay below covers what came before
@@ -234,7 +234,7 @@ class SharedSessions:
                 logger.warning("session %s: its GET stream could not be replayed: %s", hs.id[:8], exc)
                 conn.queue.put_nowait((0, b"retry: 1000\n\n"))
                 conn.end()
-            await self.ep._pump(conn, receive, send)
+            await self.sse.pump(conn, receive, send)
         finally:
             hs.busy -= 1
             hs.last_seen = time.monotonic()
@@ -243,31 +243,31 @@ class SharedSessions:
 
     def _priming(self, position: str) -> bytes:
         frame = b"id: g" + position.encode() + b"\n"
-        retry = self.ep.retry_interval
+        retry = self.sse.retry_interval
         if retry is not None:
             frame += b"retry: " + str(int(retry)).encode() + b"\n"
         return frame + b"data: \n\n"
 
-    async def _replay(self, hs: _HTTPSession, after: str, conn: _Conn, send: Send) -> None:
+    async def _replay(self, hs: HTTPSession, after: str, conn: Conn, send: Send) -> None:
         """Send what the log holds for this session after ``after`` (a gap: "look again" notices first)."""
         while True:
             entries = await self.fanout.read(after, _READ)
             if entries is None:  # the log no longer holds `after`: the client looks again, then the log from its start
                 for notice in self._look_again(hs):
-                    await send({"type": "http.response.body", "body": _sse_frame(notice, None), "more_body": True})
+                    await send({"type": "http.response.body", "body": sse_frame(notice, None), "more_body": True})
                 entries = await self.fanout.read("", _READ) or []
             for entry in entries:
                 data = await self._wanted(hs, entry)
                 order = position_order(entry.position)
                 if data is not None and order > conn.last_seq:
-                    frame = _sse_frame(data, b"g" + entry.position.encode())
+                    frame = sse_frame(data, b"g" + entry.position.encode())
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                 conn.last_seq = max(conn.last_seq, order)
                 after = entry.position
             if len(entries) < _READ:
                 return
 
-    async def _wanted(self, hs: _HTTPSession, entry: LogEntry) -> bytes | None:
+    async def _wanted(self, hs: HTTPSession, entry: LogEntry) -> bytes | None:
         """The message a log entry is for this session (what the server's delivery would send it), or None. (The
         rule of ``Server.deliver_*``: list changes to every initialized session, a resource's update to its
         subscribers.)"""
@@ -285,7 +285,7 @@ class SharedSessions:
         return None
 
     @staticmethod
-    def _look_again(hs: _HTTPSession) -> list[bytes]:
+    def _look_again(hs: HTTPSession) -> list[bytes]:
         session = hs.session
         out = [engine_messages.notification(f"notifications/{k}/list_changed", None).data for k in _LIST_KINDS]
         out += [
@@ -296,45 +296,45 @@ class SharedSessions:
 
     # ------------------------------------------------------------------ POST streams of other workers
 
-    async def resume_post(self, hs: _HTTPSession, last: str, receive: Receive, send: Send) -> None:
+    async def resume_post(self, hs: HTTPSession, last: str, receive: Receive, send: Send) -> None:
         """Resume a request's stream (``<stream>_<seq>``): this worker's own through the endpoint; another
         worker's from the shared event store, followed up to the answer while that worker runs."""
         no_s, _, seq_s = last.partition("_")
-        store = self.ep.event_store
+        store = self.sse.event_store
         if not no_s.isdigit() or not seq_s.isdigit() or store is None:
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
+            await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)
         writer = no >> ID_SHIFT
         if (hs.live and no in hs.live) or writer == self.fanout.worker or not isinstance(store, FollowableEventStore):
-            await self.ep._resume(hs, last, receive, send)
+            await self.sse.resume(hs, last, receive, send)
             return
         key = f"{hs.id}/{no}"
         try:
             first = await store.follow(key, after, 0)
         except ConnectionError as exc:
-            await _respond(send, 503, unavailable(exc), extra=((b"retry-after", b"1"),))
+            await respond(send, 503, unavailable(exc), extra=((b"retry-after", b"1"),))
             return
         if first is None:
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
+            await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
             return
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         events, ended = first
         following = not ended and self.followers < self.max_followers
         if following:
             self.followers += 1
-        gone = asyncio.get_running_loop().create_task(_wait_disconnect(receive))
+        gone = asyncio.get_running_loop().create_task(wait_disconnect(receive))
         hs.busy += 1
         try:
             while True:
                 for seq, data in events:
-                    frame = _sse_frame(data, f"{no}_{seq}".encode())
+                    frame = sse_frame(data, f"{no}_{seq}".encode())
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                     after = seq
                 if ended or not following or gone.done():
                     break
                 try:
-                    followed = await store.follow(key, after, self.ep.keepalive or 15.0)
+                    followed = await store.follow(key, after, self.sse.keepalive or 15.0)
                     if followed is None:
                         break  # expired or forgotten
                     events, ended = followed

@@ -52,7 +52,7 @@ from urllib.parse import parse_qs, quote
 
 import orjson
 
-from ..._asgi import Receive, Scope, Send, header
+from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, header, read_rest
 from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
 from ...engine import Outgoing
 from ...protocol import jsonrpc
@@ -60,8 +60,8 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
-from .sessions import _client_key, owner_matches
-from .wire import _declared_too_large, _Disconnected, _read_rest, _respond, _TooLarge, _wait_disconnect
+from .sessions import client_key, owner_matches
+from .wire import TEXT_TYPE, declared_too_large, respond, wait_disconnect
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
@@ -69,28 +69,16 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.sse")
 
 
-# ---------------------------------------------------------------- small ASGI helpers (also used by ws.py)
-
-
-async def respond(
-    send: Send,
-    status: int,
-    body: bytes = b"",
-    *,
-    content_type: bytes = b"text/plain; charset=utf-8",
-    headers: Iterable[tuple[bytes, bytes]] = (),
-) -> None:
-    """Send a complete small response (plain text unless ``content_type`` says otherwise)."""
-    await _respond(send, status, body, content_type, headers)
+# ---------------------------------------------------------------- the body of a POST
 
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes | None:
     """The request body, or None when it exceeds ``limit`` bytes (declared or streamed)."""
-    if _declared_too_large(header(scope, b"content-length"), limit):
+    if declared_too_large(header(scope, b"content-length"), limit):
         return None
     try:
-        return await _read_rest(receive, await receive(), limit)
-    except _TooLarge:
+        return await read_rest(receive, await receive(), limit)
+    except BodyTooLarge:
         return None
 
 
@@ -218,7 +206,7 @@ class LegacySSEEndpoint:
         elif method == "POST":
             await self.handle_post(scope, receive, send)
         else:
-            await respond(send, 405, b"Method Not Allowed", headers=[(b"allow", b"GET, POST")])
+            await respond(send, 405, b"Method Not Allowed", TEXT_TYPE, [(b"allow", b"GET, POST")])
 
     async def aclose(self) -> None:
         """End every open stream (and so every session)."""
@@ -230,17 +218,17 @@ class LegacySSEEndpoint:
     async def handle_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused = self.check_request(scope)
         if refused is not None:
-            await respond(send, refused[0], refused[1].encode())
+            await respond(send, refused[0], refused[1].encode(), TEXT_TYPE)
             return
         if self.max_sessions is not None and len(self._streams) >= self.max_sessions:
             message = f"too many sessions (max_sessions={self.max_sessions}): retry later"
-            await respond(send, 503, message.encode(), headers=[(b"retry-after", b"5")])
+            await respond(send, 503, message.encode(), TEXT_TYPE, [(b"retry-after", b"5")])
             return
-        client = _client_key(scope)
+        client = client_key(scope)
         quota = self.max_sessions_per_client
         if quota is not None and client is not None and self._per_client.get(client, 0) >= quota:
             message = f"too many SSE sessions for this client (max_sessions_per_client={quota}): close some streams"
-            await respond(send, 429, message.encode(), headers=[(b"retry-after", b"5")])
+            await respond(send, 429, message.encode(), TEXT_TYPE, [(b"retry-after", b"5")])
             return
         shared = self.shared
         worker = shared.worker if shared is not None else 0
@@ -252,7 +240,7 @@ class LegacySSEEndpoint:
         self._per_client[client] = self._per_client.get(client, 0) + 1
         root = scope.get("root_path", "").rstrip("/")
         endpoint = quote(root + self.messages_path) + "?session_id=" + sid
-        watcher = asyncio.get_running_loop().create_task(_wait_disconnect(receive))
+        watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             await send(
@@ -262,7 +250,7 @@ class LegacySSEEndpoint:
             if stream.outbox.closed:  # aclose() ran while the stream was starting
                 stream.task.cancel()
             await asyncio.wait((watcher, stream.task), return_when=asyncio.FIRST_COMPLETED)
-        except (OSError, _Disconnected):
+        except (OSError, Disconnected):
             pass
         finally:
             self._streams.pop(sid, None)
@@ -298,12 +286,12 @@ class LegacySSEEndpoint:
     async def handle_post(self, scope: Scope, receive: Receive, send: Send) -> None:
         refused = self.check_request(scope)
         if refused is not None:
-            await respond(send, refused[0], refused[1].encode())
+            await respond(send, refused[0], refused[1].encode(), TEXT_TYPE)
             return
         query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
         ids = query.get("session_id") or query.get("sessionId")
         if not ids:
-            await respond(send, 400, b"session_id is required")
+            await respond(send, 400, b"session_id is required", TEXT_TYPE)
             return
         stream = self._streams.get(ids[0])
         if stream is None and self.shared is not None:
@@ -311,29 +299,35 @@ class LegacySSEEndpoint:
             return
         if stream is None or stream.session is None or stream.outbox.closed or not owner_matches(stream.client, scope):
             # (a stream opened by an authenticated principal takes messages from that principal only)
-            await respond(send, 404, b"Could not find session")
+            await respond(send, 404, b"Could not find session", TEXT_TYPE)
             return
-        try:
-            body = await read_body(scope, receive, self.max_body)
-        except _Disconnected:
-            return
+        body = await self._read_post(scope, receive, send)
         if body is None:
-            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
             return
         try:
             msg = jsonrpc.parse(body)
         except ParseError as exc:
             error = jsonrpc.encode_error(None, exc.to_error())
-            await respond(send, 400, error, content_type=b"application/json")
+            await respond(send, 400, error)
             with contextlib.suppress(Exception):
                 await stream.outbox.send(error)
             return
         try:
             await stream.session.peer.receive_parsed(msg, stream.outbox, body)
         except ConnectionClosed:
-            await respond(send, 404, b"Could not find session")
+            await respond(send, 404, b"Could not find session", TEXT_TYPE)
             return
-        await respond(send, 202, b"Accepted")
+        await respond(send, 202, b"Accepted", TEXT_TYPE)
+
+    async def _read_post(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
+        """A POST's body; None when it is answered already (413 beyond ``max_body``) or the client left."""
+        try:
+            body = await read_body(scope, receive, self.max_body)
+        except Disconnected:
+            return None
+        if body is None:
+            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode(), TEXT_TYPE)
+        return body
 
     async def _forward(self, sid: str, scope: Scope, receive: Receive, send: Send) -> None:
         """A POST for a session another worker holds (its number leads the id): into that worker's inbox, with
@@ -341,26 +335,24 @@ class LegacySSEEndpoint:
         assert self.shared is not None
         worker = int(sid[:5], 16) if len(sid) == 37 and all(c in "0123456789abcdef" for c in sid) else 0
         if not worker or worker == self.shared.worker:
-            await respond(send, 404, b"Could not find session")
+            await respond(send, 404, b"Could not find session", TEXT_TYPE)
             return
-        try:
-            body = await read_body(scope, receive, self.max_body)
-        except _Disconnected:
-            return
+        body = await self._read_post(scope, receive, send)
         if body is None:
-            await respond(send, 413, f"request body larger than {self.max_body} bytes".encode())
             return
-        key = _client_key(scope)
+        key = client_key(scope)
         owner = orjson.dumps(list(key)).decode() if key is not None and key[0] == "principal" else None
         try:
             sent = await self.shared.forward(worker, sid, body, kind="legacy", owner=owner)
         except ConnectionError as exc:
-            await respond(send, 503, f"Service Unavailable: {exc}".encode(), headers=[(b"retry-after", b"1")])
+            await respond(send, 503, f"Service Unavailable: {exc}".encode(), TEXT_TYPE, [(b"retry-after", b"1")])
             return
         if sent:
-            await respond(send, 202, b"Accepted")
+            await respond(send, 202, b"Accepted", TEXT_TYPE)
         else:
-            await respond(send, 404, b"Could not find session")  # (that worker is gone, and the stream with it)
+            await respond(
+                send, 404, b"Could not find session", TEXT_TYPE
+            )  # (that worker is gone, and the stream with it)
 
     async def _forwarded(self, entry: LogEntry) -> None:
         """A POST another worker took for a session of this one."""

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from ...engine import Outgoing
+from ...engine import BaseConnection, Outgoing
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .sse_decoder import SSEDecoder, SSEEventTooLarge
@@ -40,7 +40,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
-class SSEClientTransport:
+class SSEClientTransport(BaseConnection):
     """The client end of the legacy HTTP+SSE transport (see the module docstring)."""
 
     def __init__(

@@ -1,12 +1,12 @@
 """Streamable HTTP server, the outboxes and the SSE pump.
 
-A :class:`_Stream` is the outbox of one POST (or of a session's standalone GET stream): the engine returns the POST's
-answer (see :class:`.answer.Answering`), so whatever the handler sends through the stream before it (a notification
+A :class:`Stream` is the outbox of one POST (or of a session's standalone GET stream): the engine returns the POST's
+answer (see :class:`.answer.Answerer`), so whatever the handler sends through the stream before it (a notification
 or a request) turns the answer into ``text/event-stream``. What a message is comes with it (the engine's
-:class:`~mcpkit.engine.Outgoing`): the bytes are never read here. A :class:`_HTTPSession` is a handshake-era
-session's own outbox (the standalone stream). :class:`SSEPump`, a part of the endpoint, writes the queued events to
-the client (keepalive comments, disconnect detection), replays them from the event store on ``Last-Event-ID``, and
-watches slow 2026-07-28 requests for a client that leaves.
+:class:`~mcpkit.engine.Outgoing`): the bytes are never read here. A :class:`HTTPSession` is a handshake-era
+session's own outbox (the standalone stream). :class:`SSEPump`, one object of the endpoint handed to each stream,
+turns an answer into a stream and writes the queued events to the client (keepalive comments, disconnect
+detection), and replays them from the event store on ``Last-Event-ID``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
 from ...stores import FollowableEventStore
-from .wire import _bad, _respond, _wait_disconnect
+from .wire import bad, respond, wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcpkit.http")
 
-_SSE_HEADERS = [
+SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
     (b"x-accel-buffering", b"no"),
@@ -43,17 +43,16 @@ _SSE_HEADERS = [
 _KEEPALIVE = b":\n\n"
 
 
-# _Stream.mode, how the answer to one POST goes out: _UNDECIDED (the answer alone -> one application/json body,
-# anything the handler sends before it -> text/event-stream), _JSON_MODE (one
-# JSON body: json_response=True) or _SSE_MODE (an SSE stream). Plain ints, not an IntEnum: _Stream.send compares the
-# mode for every message, and an IntEnum compare costs ~1.5x an int compare (CPython 3.11 specialises exact ints).
-_UNDECIDED: Final = 0
-_JSON_MODE: Final = 1
-_SSE_MODE: Final = 2
-_WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
+# Stream.mode, how the answer to one POST goes out: UNDECIDED (the answer alone -> one application/json body,
+# anything the handler sends before it -> text/event-stream), JSON_MODE (one JSON body: json_response=True) or
+# SSE_MODE (an SSE stream). Plain ints, not an IntEnum (hot path: docs/architecture.md).
+UNDECIDED: Final = 0
+JSON_MODE: Final = 1
+SSE_MODE: Final = 2
+WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
 
 
-def _sse_frame(data: bytes, event_id: bytes | None) -> bytes:
+def sse_frame(data: bytes, event_id: bytes | None) -> bytes:
     if event_id is None:
         return b"event: message\ndata: " + data + b"\n\n"
     return b"id: " + event_id + b"\nevent: message\ndata: " + data + b"\n\n"
@@ -67,7 +66,7 @@ class HasRequestContext(Protocol):
     def rc(self) -> RequestContext: ...
 
 
-class _Conn:
+class Conn:
     """One open SSE response: a bounded queue the request's coroutine drains into ASGI ``send``."""
 
     __slots__ = ("aborted", "ended", "last_seq", "queue")
@@ -92,7 +91,7 @@ class _Conn:
         self.queue.put_nowait(None)
 
 
-class _Stream:
+class Stream:
     """The outbox of one POST (or the session's standalone GET stream): turns the POST's answer into an SSE stream
     when the handler sends something first, then records events (ids + event store) and feeds the open connection,
     if any."""
@@ -100,34 +99,34 @@ class _Stream:
     __slots__ = (
         "asgi",
         "conn",
-        "ep",
         "finished",
         "hs",
         "mode",
         "no",
-        "pump",
+        "pump_task",
         "resumable",
         "seq",
+        "sse",
         "watcher",
     )
 
     def __init__(
         self,
-        ep: SSEPump,
-        hs: _HTTPSession | None,
+        sse: SSEPump,
+        hs: HTTPSession | None,
         no: int,
-        mode: int = _UNDECIDED,
+        mode: int = UNDECIDED,
     ) -> None:
-        self.ep = ep
+        self.sse = sse  # the endpoint's SSE side: it turns this stream's answer into SSE and writes it out
         self.hs = hs
         self.no = no
         self.mode = mode
-        self.conn: _Conn | None = None
+        self.conn: Conn | None = None
         self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
-        self.pump: asyncio.Task[None] | None = None
+        self.pump_task: asyncio.Task[None] | None = None  # the pump writing this stream out, once it is SSE
         self.watcher: asyncio.Task[None] | None = None
         self.seq = 0
-        self.resumable = hs is not None and ep.event_store is not None
+        self.resumable = hs is not None and sse.event_store is not None
         self.finished = False
 
     def finish(self) -> None:
@@ -141,13 +140,13 @@ class _Stream:
         returned by the engine): it makes the answer an SSE stream, or in JSON mode goes to the standalone
         stream."""
         hs = self.hs
-        if hs is not None and self.ep.session_store is not None and hs.dirty():
-            await self.ep._sync(hs)  # before the message leaves: the client may go to another worker next
+        if hs is not None and self.sse.session_store is not None and hs.dirty():
+            await self.sse.sync(hs)  # before the message leaves: the client may go to another worker next
         mode = self.mode
-        if mode == _UNDECIDED:
-            await self.ep._start_sse(self, data)
+        if mode == UNDECIDED:
+            await self.sse.start(self, data)
             return
-        if mode == _JSON_MODE:
+        if mode == JSON_MODE:
             # A JSON answer carries one message: the response. Anything else goes to the standalone stream.
             if hs is not None:
                 await hs.send(data, msg)
@@ -160,7 +159,7 @@ class _Stream:
         if self.resumable:
             self.seq = seq = self.seq + 1
             key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
-            store: Any = self.ep.event_store
+            store: Any = self.sse.event_store
             try:
                 if last and isinstance(store, FollowableEventStore):
                     await store.append_last(key, seq, data)
@@ -168,8 +167,8 @@ class _Stream:
                     await store.append(key, seq, data)
             except Exception:  # a failing store costs resumability, not the live stream
                 logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
-            return seq, _sse_frame(data, f"{self.no}_{seq}".encode())
-        return 0, _sse_frame(data, None)
+            return seq, sse_frame(data, f"{self.no}_{seq}".encode())
+        return 0, sse_frame(data, None)
 
     async def emit(self, data: bytes, msg: Outgoing | None = None) -> None:
         seq, frame = await self.record(data, msg is not None and msg.is_answer)
@@ -202,8 +201,9 @@ class _Stream:
         if feats is None or not feats.sse_polling:
             return None
         frame = b"id: " + f"{self.no}_{max(first - 1, 0)}".encode() + b"\n"
-        if self.ep.retry_interval is not None:
-            frame += b"retry: " + str(int(self.ep.retry_interval)).encode() + b"\n"
+        retry = self.sse.retry_interval
+        if retry is not None:
+            frame += b"retry: " + str(int(retry)).encode() + b"\n"
         return frame + b"data: \n\n"
 
     def close_connection(self, retry_ms: int | None = None) -> bool:
@@ -212,7 +212,7 @@ class _Stream:
         conn = self.conn
         if conn is None or not self.resumable:
             return False
-        ms = retry_ms if retry_ms is not None else self.ep.retry_interval
+        ms = retry_ms if retry_ms is not None else self.sse.retry_interval
         if ms is not None:
             try:
                 conn.queue.put_nowait((0, b"retry: " + str(int(ms)).encode() + b"\n\n"))
@@ -228,12 +228,12 @@ async def close_sse_stream(ctx: HasRequestContext, retry_ms: int | None = None) 
     stream (SEP-1699). The client resumes with ``Last-Event-ID``. ``ctx`` is a ServerRequestContext or engine
     RequestContext. Returns False when the request is not on a resumable SSE stream."""
     out = ctx.rc.out
-    if isinstance(out, _Stream):
+    if isinstance(out, Stream):
         return out.close_connection(retry_ms)
     return False
 
 
-class _HTTPSession:
+class HTTPSession:
     """A handshake-era session over HTTP. It is also its ServerSession's outbox: messages not related to a client
     request go to the standalone GET stream (or the event store, or nowhere when no stream was ever opened)."""
 
@@ -261,8 +261,8 @@ class _HTTPSession:
         self.client = client  # who opened it (see _client_key), for max_sessions_per_client
         self.session: ServerSession = None  # type: ignore[assignment]
         self.last_seen = time.monotonic()
-        self.standalone: _Stream | None = None
-        self.live: dict[int, _Stream] | None = None  # POST streams still running, by number (for resumption)
+        self.standalone: Stream | None = None
+        self.live: dict[int, Stream] | None = None  # POST streams still running, by number (for resumption)
         self.next_no = 0
         self.base = 0  # this worker's standalone stream number; POST streams count up from it
         self.busy = 0
@@ -338,29 +338,55 @@ class _HTTPSession:
         await stream.emit(data, msg)
 
 
+def cancel_request(ctx: RequestContext | None) -> None:
+    """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
+    if ctx is not None and not ctx.done and ctx.task is not None:
+        ctx.cancelled = True
+        ctx.task.cancel()
+
+
 class SSEPump:
-    """The endpoint's SSE side (a base class of the endpoint): turning an answer into a stream, writing it out,
-    attaching a GET to a stream (with replay), and the disconnect watch of slow 2026-07-28 requests."""
+    """The endpoint's SSE side, one object handed to each of its streams: turning a POST's answer into an SSE
+    stream (:meth:`start`) and writing a stream out (:meth:`pump`: keepalive comments, disconnects), attaching a
+    GET to a stream (:meth:`attach`, with replay) and resuming one from ``Last-Event-ID`` (:meth:`resume`).
 
-    # set by the endpoint (see StreamableHTTPEndpoint for their meaning)
-    event_store: EventStore | None
-    session_store: SessionStore | None
-    retry_interval: int | None
-    keepalive: float
-    queue_size: int
-    _sync: Callable[[_HTTPSession], Awaitable[None]]  # save and announce a session's changed state
+    Args:
+        event_store, session_store, retry_interval, keepalive, queue_size: the endpoint's (see
+            :class:`~.streamable.StreamableHTTPEndpoint`).
+        sync: saves and announces a session's changed state (``SessionManager.sync``), called before a message
+            leaves when the session's log level or subscriptions changed.
+    """
 
-    async def _start_sse(self, stream: _Stream, first: bytes) -> None:
+    __slots__ = ("event_store", "keepalive", "queue_size", "retry_interval", "session_store", "sync")
+
+    def __init__(
+        self,
+        *,
+        event_store: EventStore | None,
+        session_store: SessionStore | None,
+        retry_interval: int | None,
+        keepalive: float,
+        queue_size: int,
+        sync: Callable[[HTTPSession], Awaitable[None]],
+    ) -> None:
+        self.event_store = event_store
+        self.session_store = session_store
+        self.retry_interval = retry_interval
+        self.keepalive = keepalive
+        self.queue_size = queue_size
+        self.sync = sync
+
+    async def start(self, stream: Stream, first: bytes) -> None:
         """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
         if stream.asgi is None:
             raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
         receive, send, extra, ctx = stream.asgi
-        conn = _Conn(self.queue_size)
+        conn = Conn(self.queue_size)
         stream.conn = conn
-        stream.mode = _SSE_MODE
+        stream.mode = SSE_MODE
         seq, frame = await stream.record(first)
         conn.queue.put_nowait((seq, frame))
-        await send({"type": "http.response.start", "status": 200, "headers": [*_SSE_HEADERS, *extra]})
+        await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
         priming = stream.priming_for(first=seq)
         if priming is not None:
             await send({"type": "http.response.body", "body": priming, "more_body": True})
@@ -368,27 +394,20 @@ class SSEPump:
         stream.watcher = None
 
         async def pump() -> None:
-            gone = await self._pump(conn, receive, send, watcher)
+            gone = await self.pump(conn, receive, send, watcher)
             if stream.conn is conn:
                 stream.conn = None
             if gone:
-                self._cancel(ctx)
+                cancel_request(ctx)
 
-        stream.pump = asyncio.get_running_loop().create_task(pump())
+        stream.pump_task = asyncio.get_running_loop().create_task(pump())
 
-    @staticmethod
-    def _cancel(ctx: RequestContext | None) -> None:
-        """Modern era: the client closed the response stream, which cancels the request (no further messages)."""
-        if ctx is not None and not ctx.done and ctx.task is not None:
-            ctx.cancelled = True
-            ctx.task.cancel()
-
-    async def _pump(self, conn: _Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
+    async def pump(self, conn: Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
         """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
         loop = asyncio.get_running_loop()
         queue = conn.queue
         if watcher is None or watcher.done():
-            watcher = loop.create_task(_wait_disconnect(receive))
+            watcher = loop.create_task(wait_disconnect(receive))
 
         def on_disconnect(_: Any) -> None:
             conn.abort()
@@ -436,17 +455,17 @@ class SSEPump:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return False
 
-    async def _attach(
+    async def attach(
         self,
-        hs: _HTTPSession,
-        stream: _Stream,
+        hs: HTTPSession,
+        stream: Stream,
         replay: list[tuple[int, bytes]] | None,
         receive: Receive,
         send: Send,
         replay_no: int | None = None,
     ) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
-        conn = _Conn(self.queue_size)
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        conn = Conn(self.queue_size)
         live = not stream.finished and (
             stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
         )
@@ -463,7 +482,7 @@ class SSEPump:
             else:
                 no = stream.no if replay_no is None else replay_no
                 for seq, data in replay:
-                    frame = _sse_frame(data, f"{no}_{seq}".encode())
+                    frame = sse_frame(data, f"{no}_{seq}".encode())
                     await send({"type": "http.response.body", "body": frame, "more_body": True})
                     if replay_no is None:
                         conn.last_seq = seq
@@ -474,18 +493,18 @@ class SSEPump:
                         await send({"type": "http.response.body", "body": priming, "more_body": True})
             if not live:
                 conn.end()
-            await self._pump(conn, receive, send)
+            await self.pump(conn, receive, send)
         finally:
             hs.busy -= 1
             hs.last_seen = time.monotonic()
             if stream.conn is conn:
                 stream.conn = None
 
-    async def _resume(self, hs: _HTTPSession, last: str, receive: Receive, send: Send) -> None:
+    async def resume(self, hs: HTTPSession, last: str, receive: Receive, send: Send) -> None:
         store = self.event_store
         no_s, _, seq_s = last.partition("_")
         if store is None or not no_s.isdigit() or not seq_s.isdigit():
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
+            await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)
         live = hs.live or {}
@@ -495,15 +514,15 @@ class SSEPump:
         else:
             replay = await store.replay(f"{hs.id}/{no}", after)
         if replay is None:
-            await _respond(send, 400, _bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
+            await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: the events after that id are gone"))
             return
         if stream is None:
-            if no & ((1 << _WORKER_SHIFT) - 1) == 0:
+            if no & ((1 << WORKER_SHIFT) - 1) == 0:
                 # A standalone stream this worker does not hold (another worker's, or from before a restart): replay
                 # what the store kept under its ids, then continue on this worker's standalone stream.
                 if hs.standalone is None:
-                    hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
-                await self._attach(hs, hs.standalone, replay, receive, send, replay_no=no)
+                    hs.standalone = Stream(self, hs, hs.base, SSE_MODE)
+                await self.attach(hs, hs.standalone, replay, receive, send, replay_no=no)
                 return
-            stream = _Stream(self, hs, no, _SSE_MODE)  # a finished stream (maybe another worker's): replay only
-        await self._attach(hs, stream, replay, receive, send)
+            stream = Stream(self, hs, no, SSE_MODE)  # a finished stream (maybe another worker's): replay only
+        await self.attach(hs, stream, replay, receive, send)

@@ -32,67 +32,48 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Iterable, Sequence
+from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import Receive, Scope, Send, lifespan
+from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, lifespan, read_rest
 from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
-from .answer import Answering, _error_status
+from .answer import Answerer, error_status
+from .handshake import HandshakeRoutes
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernValidator, Refused, ToolHeaders
 from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
-from .sessions import SessionManager, _client_key, _owned_by
-from .shared import unavailable
-from .stream import (
-    _JSON_MODE,
-    _SSE_MODE,
-    _UNDECIDED,
-    _HTTPSession,
-    _Stream,
-    close_sse_stream,
-)
+from .sessions import SessionManager
+from .stream import UNDECIDED, SSEPump, Stream, close_sse_stream
 from .wire import (
-    _CONTENT_TYPE_JSON,
-    _JSON,
-    _LENGTHS,
-    _RETRY_AFTER_1,
-    _TOO_BUSY,
+    CONTENT_TYPE_JSON,
+    JSON_TYPE,
+    LENGTHS,
     Headers,
-    _accepts,
-    _bad,
-    _content_length,
-    _Disconnected,
-    _error_body,
-    _has_requests,
-    _headers,
-    _preflight,
-    _read_rest,
-    _request_count,
-    _respond,
-    _text,
-    _TooLarge,
-    _unsupported_header,
-    _with_cors,
-    refusal_headers,
+    bad,
+    content_length,
+    error_body,
+    preflight,
     refuse_post,
+    request_headers,
+    respond,
+    text,
+    with_cors,
 )
 
 if TYPE_CHECKING:
-    from ...engine import Peer, RequestContext
+    from ...engine import Peer
     from ...hosting import HostedServer as Server
-    from ...hosting import HostedSession as ServerSession
     from ...stores import EventStore, SessionStore
 
 logger = logging.getLogger("mcpkit.http")
 
 
-class StreamableHTTPEndpoint(Answering):
+class StreamableHTTPEndpoint:
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
 
     Args:
@@ -170,17 +151,12 @@ class StreamableHTTPEndpoint(Answering):
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
         self._host_verdicts: dict[bytes | None, tuple[int, str] | None] = {}
         self.max_body = max_body
-        self.get_stream = get_stream
-        self.retry_interval = retry_interval
-        self.keepalive = keepalive
-        self.queue_size = queue_size
-        self.max_requests_per_session = max_requests_per_session
-        self.max_queued_per_session = max_queued_per_session
-        self.max_queued_bytes_per_session = max_queued_bytes_per_session
-        self._max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
         self.cors = cors
-        self.modern = ModernValidator(server, tool_headers or server.tool_param_headers, self._max_batch)
         self.peer_options = peer_options
+        max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
+        # the parts, each an object of its own: the 2026-07-28 checks, the session table, the SSE side handed to
+        # every stream, the answering, and the handshake era's routes
+        self.modern = ModernValidator(server, tool_headers or server.tool_param_headers, max_batch)
         self.sessions = SessionManager(
             server,
             session_store=session_store,
@@ -190,21 +166,35 @@ class StreamableHTTPEndpoint(Answering):
             max_sessions_per_client=max_sessions_per_client,
             peer_options=peer_options,
         )
-        self.shared, self.draining = self.sessions.share(self), False  # (see .shared; MCPApp.drain)
-        self._sessions = self.sessions.table  # (the manager's table, read here without a call per request)
-        self._sync = self.sessions.sync  # (for the streams: a session's changed state is saved before a response)
+        self.sse = SSEPump(
+            event_store=event_store,
+            session_store=session_store,
+            retry_interval=retry_interval,
+            keepalive=keepalive,
+            queue_size=queue_size,
+            sync=self.sessions.sync,  # a session's changed state is saved before a message leaves
+        )
+        self.shared = self.sessions.share(self.sse)  # (see .shared)
+        self.answers = Answerer(self.sse, max_requests_per_session)
+        self.handshake = HandshakeRoutes(
+            server,
+            self.sessions,
+            self.answers,
+            self.sse,
+            stateless=stateless,
+            json_response=json_response,
+            event_store=event_store,
+            session_store=session_store,
+            get_stream=get_stream,
+            max_queued_per_session=max_queued_per_session,
+            max_queued_bytes_per_session=max_queued_bytes_per_session,
+            peer_options=peer_options,
+        )
+        self._sessions = self.sessions.table  # (the manager's table)
         self._modern_peer: Peer | None = None
-        self._stateless_sessions: dict[str, ServerSession] = {}
         self._sweeper: asyncio.Task[None] | None = None
-        self._closing = False
-        # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
-        # if they have one); and the disconnect watchers of slow ones without a stream (see _tick)
-        self._slow: dict[RequestContext, tuple[int, Receive, _Stream | None]] = {}
-        self._watchers: dict[RequestContext, asyncio.Task[None]] = {}
         # Accept values that list both types (the quick test of a POST's headers; bounded, see refuse_post)
         self._good_accepts: set[bytes | None] = set()
-        self._slow_gen = 0
-        self._slow_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------ public
 
@@ -217,6 +207,24 @@ class StreamableHTTPEndpoint(Answering):
     def max_body(self, value: int) -> None:
         self._max_body = value
         self._limit_digits = len(str(value))  # a Content-Length shorter than this is below the limit
+
+    @property
+    def draining(self) -> bool:
+        """This worker stops (``MCPApp.drain``): new GET streams are refused with 503, to be opened elsewhere."""
+        return self.handshake.draining
+
+    @draining.setter
+    def draining(self, value: bool) -> None:
+        self.handshake.draining = value
+
+    @property
+    def max_requests_per_session(self) -> int:
+        """Requests of one session running at once (each item of a batch counts as one)."""
+        return self.answers.max_requests_per_session
+
+    @max_requests_per_session.setter
+    def max_requests_per_session(self, value: int) -> None:
+        self.answers.max_requests_per_session = value
 
     @property
     def session_idle_timeout(self) -> float:
@@ -256,10 +264,7 @@ class StreamableHTTPEndpoint(Answering):
 
     async def aclose(self) -> None:
         """End every session and stream (server shutdown)."""
-        self._closing = True
-        if self._slow_timer is not None:
-            self._slow_timer.cancel()
-            self._slow_timer = None
+        self.answers.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
             self._sweeper = None
@@ -285,10 +290,10 @@ class StreamableHTTPEndpoint(Answering):
             return
         if kind != "http":
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
-        raw = scope.get("headers", ())  # _headers(scope), its usual case inline
+        raw = scope.get("headers", ())  # request_headers(scope)'s usual case (hot path: docs/architecture.md)
         h = dict(raw) if type(raw) is list else None
         if h is None or len(h) != len(raw) or b"content-type" not in h:
-            h = _headers(scope)
+            h = request_headers(scope)
         origin_raw = h.get(b"origin")
         allows = self._allows
         if origin_raw is None and allows is not None:
@@ -296,90 +301,89 @@ class StreamableHTTPEndpoint(Answering):
             host_raw = h.get(b"host")
             refused = self._host_verdicts.get(host_raw, MISSING)
             if refused is MISSING:
-                refused = allows(_text(host_raw), None)
+                refused = allows(text(host_raw), None)
                 if len(self._host_verdicts) < 64:
                     self._host_verdicts[host_raw] = refused
             origin = None
         else:
-            origin = _text(origin_raw)
-            refused = allows(_text(h.get(b"host")), origin) if allows is not None else self.check_request(scope)
+            origin = text(origin_raw)
+            refused = allows(text(h.get(b"host")), origin) if allows is not None else self.check_request(scope)
         if refused is not None:
             status, reason = refused
-            await _respond(send, status, _error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
+            await respond(send, status, error_body(None, INVALID_REQUEST, f"Forbidden: {reason}"))
             return
-        if self._sweeper is None and not self.stateless and not self._closing:
+        if self._sweeper is None and not self.stateless and not self.answers.closing:
             self._sweeper = asyncio.get_running_loop().create_task(self.sessions.sweep())
         method = scope["method"]
         if origin is not None and self.cors:
             # a browser page from an origin the policy trusts: let it read the answers (CORS)
             if method == "OPTIONS":
-                await _preflight(scope, origin, send)
+                await preflight(scope, origin, send)
                 return
-            send = _with_cors(send, origin)
+            send = with_cors(send, origin)
         if method == "POST":
             # the usual POST in one test (an Accept seen to pass before, Content-Type exactly application/json, a
             # Content-Length shorter than the limit's digits); anything else is judged by refuse_post
             if (
                 h.get(b"accept") not in self._good_accepts
-                or h.get(b"content-type") != _JSON
+                or h.get(b"content-type") != JSON_TYPE
                 or len(h.get(b"content-length", b"")) >= self._limit_digits
             ):
                 refused_post = refuse_post(h, self.json_response, self._good_accepts, self._max_body)
                 if refused_post is not None:
-                    await _respond(send, *refused_post)
+                    await respond(send, *refused_post)
                     return
-            # The body, read here rather than in another coroutine: the whole of it in one message is the usual case.
+            # The body: the whole of it in one message is the usual case (hot path: docs/architecture.md).
             limit = self._max_body
             try:
                 message = await receive()
                 if message.get("more_body", False) or message["type"] != "http.request":
-                    body = await _read_rest(receive, message, limit)
+                    body = await read_rest(receive, message, limit)
                 else:
                     body = message.get("body", b"")
                     if len(body) > limit:
-                        raise _TooLarge
+                        raise BodyTooLarge
                     if type(body) is not bytes:
                         body = bytes(body)
-            except _TooLarge:
-                await _respond(send, 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
+            except BodyTooLarge:
+                await respond(send, 413, error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes"))
                 return
-            except _Disconnected:
+            except Disconnected:
                 return
             answer = self._post(scope, h, body, receive, send)
             if type(answer) is not Outgoing:
-                answer = await answer  # type: ignore[misc]  # (an Outgoing only from _answer_modern: sent below)
+                answer = await answer  # type: ignore[misc]  # (an Outgoing: made later, sent below)
                 if type(answer) is not Outgoing:
                     return
             # An answer with application/json: a 2026-07-28 one (made at once, without a coroutine, or by
-            # _answer_modern), or a handshake-era result made at once (_post_session; never an error: their
-            # status follows other rules, _serve sends them)
+            # Answerer.answer_modern), or a handshake-era result made without a stream (HandshakeRoutes.post; never
+            # an error: their status follows other rules, Answerer.serve sends them)
             data = answer.data
             await send(
                 {
                     "type": "http.response.start",
-                    "status": 200 if answer.kind != ERROR else _error_status(answer, True, False),
-                    "headers": [_LENGTHS.get(len(data)) or _content_length(len(data)), _CONTENT_TYPE_JSON],
+                    "status": 200 if answer.kind != ERROR else error_status(answer, True, False),
+                    "headers": [LENGTHS.get(len(data)) or content_length(len(data)), CONTENT_TYPE_JSON],
                 }
             )
             await send({"type": "http.response.body", "body": data, "more_body": False})
         elif method == "GET":
-            await self._get(scope, h, receive, send)
+            await self.handshake.get(scope, h, receive, send)
         elif method == "DELETE":
-            await self._delete(scope, h, send)
+            await self.handshake.delete(scope, h, send)
         else:
-            await _respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
+            await respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
 
     # ------------------------------------------------------------------ POST
 
     def _post(self, scope: Scope, h: Headers, body: bytes, receive: Receive, send: Send) -> Outgoing | Awaitable[Any]:
-        """Route a POST's body; returns the awaitable that answers it (not a coroutine itself: one frame less on
-        the way to a 2026-07-28 request's handler), or the answer itself, which the caller sends with
-        ``application/json``: a 2026-07-28 request answered at once (the awaitable of one that is not returns its
-        answer to send the same way)."""
+        """Route a POST's body; returns the awaitable that answers it, or the answer itself, which the caller
+        sends with ``application/json``: a 2026-07-28 request answered at once (the awaitable of one that is not
+        returns its answer to send the same way), or a handshake-era one made at once."""
         try:
             msg = jsonrpc.parse(body)
         except ParseError as exc:
-            return _respond(send, 400, _error_body(None, PARSE_ERROR, exc.message))
+            return respond(send, 400, error_body(None, PARSE_ERROR, exc.message))
         t = type(msg)
         hv_raw = h.get(b"mcp-protocol-version")
         hv: str | None = None
@@ -392,16 +396,16 @@ class StreamableHTTPEndpoint(Answering):
                 (type(meta) is dict and META_PROTOCOL_VERSION in meta)
                 or m.method in MODERN_ONLY
                 or (
-                    hv_raw is not None  # (ModernValidator.modern_header, inline: the header's text is kept for below)
-                    and (hv := _text(hv_raw)) not in server.handshake_versions
+                    hv_raw is not None  # (ModernValidator.modern_header; the header's text is kept for below)
+                    and (hv := text(hv_raw)) not in server.handshake_versions
                     and versions.is_modern(hv)
                 )
             ):
                 if t is not Request:
-                    return _respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
+                    return respond(send, 202)  # no client notifications are defined over modern HTTP: ignored
                 read = self.modern.validate(scope, h, m, meta)
                 if type(read) is Refused:
-                    return _respond(send, read.status, jsonrpc.encode_error(m.id, read.error))
+                    return respond(send, read.status, jsonrpc.encode_error(m.id, read.error))
                 peer = self._modern_peer
                 if peer is None:
                     peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc)
@@ -413,260 +417,27 @@ class StreamableHTTPEndpoint(Answering):
                     runner = peer.run_detached(ctx)
                     if type(runner) is Outgoing:
                         return runner  # answered at once: __call__ sends it
-                    return self._answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
-                stream = _Stream(self, None, 0, _UNDECIDED)  # (the answer is returned, not sent through it)
+                    return self.answers.answer_modern(runner, ctx, receive, send)  # type: ignore[arg-type]
+                stream = Stream(self.sse, None, 0, UNDECIDED)  # (the answer is returned, not sent through it)
                 ctx = peer.detached(m.id, m.method, p, stream, body)
                 ctx.validated_meta = read
-                return self._serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
+                return self.answers.serve(stream, peer.run_detached(ctx), ctx, receive, send, ())
         elif t is Invalid:
             inv: Invalid = msg  # type: ignore[assignment]
-            return _respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
+            return respond(send, 400, jsonrpc.encode_error(inv.id, inv.error()))
         elif t is Batch:
             refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
             if refusal is not None:
-                return _respond(send, 400, _bad(INVALID_REQUEST, refusal))
+                return respond(send, 400, bad(INVALID_REQUEST, refusal))
         if hv is None and hv_raw is not None:
-            hv = _text(hv_raw)
+            hv = text(hv_raw)
         if not server.handshake_versions:
             requested = msg.params.get("protocolVersion") if t is Request and msg.params else hv  # type: ignore[union-attr]
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
-            return _respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err.to_error()))  # type: ignore[union-attr]
+            return respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err.to_error()))  # type: ignore[union-attr]
         if self.stateless:
-            return self._post_stateless(receive, send, h, msg, body)
-        return self._post_session(scope, h, hv, msg, receive, send, body)
-
-    def _post_session(
-        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
-    ) -> Outgoing | Awaitable[Any]:
-        """A handshake-era POST to a stateful endpoint; returns the awaitable that answers it. The usual POST (one
-        request, in a session this worker holds, with room for it) runs without a coroutine of its own: its
-        result itself when it was made at once (the caller sends it as JSON), else :meth:`_serve`'s awaitable;
-        everything else goes to :meth:`_post_session_full`."""
-        if type(msg) is Request and self.session_store is None:
-            hs = self._sessions.get(_text(h.get(b"mcp-session-id")))  # type: ignore[arg-type]
-            # (the owner test: _owned_by's quick cases inline, an unauthenticated session first)
-            if (
-                hs is not None
-                and (hv is None or hv in self.server.handshake_versions)
-                and not (hs.busy and hs.busy >= self.max_requests_per_session)
-                and ((owner := hs.client) is None or owner[0] != "principal" or _owned_by(hs, scope))
-            ):
-                hs.busy += 1
-                if self.json_response and self.event_store is None:
-                    # a JSON answer: what the handler sends first goes to the session's standalone stream, which
-                    # is all a JSON-mode POST stream would do with it (no store here), so no stream is made unless
-                    # the answer is not made at once
-                    answer = hs.session.peer.answer(msg, hs, body)
-                    if type(answer) is Outgoing and answer.kind != ERROR:
-                        hs.finish_post(0, self.max_requests_per_session)
-                        return answer
-                    return self._serve(self._session_stream(hs), answer, None, receive, send, ())
-                stream = self._session_stream(hs)
-                answer = hs.session.peer.answer(msg, stream, body)
-                if type(answer) is Outgoing and answer.kind != ERROR:
-                    # answered at once (nothing can have gone out before it): __call__ sends it, status 200
-                    hs.finish_post(stream.no, self.max_requests_per_session)
-                    return answer
-                return self._serve(stream, answer, None, receive, send, ())
-        return self._post_session_full(scope, h, hv, msg, receive, send, body)
-
-    async def _post_session_full(
-        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes = b""
-    ) -> None:
-        """:meth:`_post_session`, every case: ``initialize`` opens a session, anything else names one."""
-        t = type(msg)
-        server = self.server
-        sid = _text(h.get(b"mcp-session-id"))
-        new_session = False
-        if sid is None:
-            if t is not Request or msg.method != "initialize":  # type: ignore[union-attr]
-                await _respond(
-                    send, 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-                )
-                return
-            client = _client_key(scope)
-            refused = await self.sessions.make_room(client)
-            if refused is not None:
-                await _respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
-                return
-            hs = self.sessions.create(client)
-            new_session = True
-        else:
-            try:
-                found = await self.sessions.find(sid)
-            except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
-                await _respond(send, 503, unavailable(exc), extra=_RETRY_AFTER_1)
-                return
-            if found is None or not _owned_by(found, scope):
-                await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
-                return
-            hs = found
-            if hv is not None and hv not in server.handshake_versions:
-                await _respond(send, 400, _unsupported_header(hv))
-                return
-        if t is not Request and not _has_requests(msg):
-            # notifications and responses only: 202, nothing else (responses resolve server->client requests)
-            hs.last_seen = time.monotonic()
-            try:  # (an answer to another worker's request goes there, with a shared fan-out)
-                await self.sessions.receive(hs, msg, body)
-            except ConnectionError as exc:
-                await _respond(send, 503, unavailable(exc), extra=_RETRY_AFTER_1)
-                return
-            if self.session_store is not None and hs.session.initialized and hs.stored < 2:
-                await self.sessions.save(hs, announce=True)
-            await _respond(send, 202)
-            return
-        weight = 1 if t is Request else _request_count(msg)  # each request of a batch counts
-        if hs.busy and hs.busy + weight > self.max_requests_per_session:
-            msg = None  # a waiting POST holds its body, not the parsed message (several times larger)
-            if not await hs.wait_turn(
-                weight,
-                len(body),
-                self.max_requests_per_session,
-                self.max_queued_per_session,
-                self.max_queued_bytes_per_session,
-            ):
-                hs.last_seen = time.monotonic()
-                await _respond(send, 429, _TOO_BUSY, extra=_RETRY_AFTER_1)
-                return
-            if hs.session.closed:
-                hs.busy -= weight
-                hs.next_turn(self.max_requests_per_session)
-                await _respond(send, 404, _error_body(None, INVALID_REQUEST, "Session not found"))
-                return
-            msg = jsonrpc.parse(body)  # (it parsed before)
-        else:
-            hs.busy += weight
-        extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),) if new_session else ()
-        stream = self._session_stream(hs)
-        try:
-            status = await self._serve(
-                stream, hs.session.peer.answer(msg, stream, body), None, receive, send, extra, new_session=new_session
-            )
-        finally:
-            if weight != 1:
-                hs.busy -= weight - 1  # (_serve gives one back, and lets the next waiting POSTs run)
-                if hs.queue:
-                    hs.next_turn(self.max_requests_per_session)
-        if new_session:
-            if status != 200:
-                await self.sessions.end(hs)
-            elif self.session_store is not None and not hs.stored:  # (recorded before the answer, unless that failed)
-                await self.sessions.save(hs)
-
-    def _session_stream(self, hs: _HTTPSession) -> _Stream:
-        """The stream of a session's next POST (numbered; kept in the session while it may be resumed)."""
-        hs.next_no += 1
-        stream = _Stream(self, hs, hs.next_no, _JSON_MODE if self.json_response else _UNDECIDED)
-        if stream.resumable:
-            if hs.live is None:
-                hs.live = {}
-            hs.live[stream.no] = stream
-        return stream
-
-    async def _post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any, body: bytes) -> None:
-        hv = _text(h.get(b"mcp-protocol-version"))
-        if hv is not None and hv not in self.server.handshake_versions:
-            await _respond(send, 400, _unsupported_header(hv))
-            return
-        version = hv or versions.V2025_03_26
-        if version not in self.server.handshake_versions:
-            version = max(self.server.handshake_versions)
-        t = type(msg)
-        if t is Request and msg.method == "initialize":
-            session = self.server.create_session(NULL_OUTBOX, **self.peer_options)  # answers initialize, then forgotten
-        else:
-            session = self._stateless_session(version)
-        if not _has_requests(msg):
-            await session.peer.receive_parsed(msg, NULL_OUTBOX, body)
-            await _respond(send, 202)
-            return
-        stream = _Stream(self, None, 0, _JSON_MODE if self.json_response else _UNDECIDED)
-        runner: Outgoing | Awaitable[Outgoing | None]
-        if t is Request:
-            # A detached run: concurrent clients may reuse request ids on this shared peer.
-            ctx = session.peer.detached(msg.id, msg.method, msg.params, stream, body)
-            runner = session.peer.run_detached(ctx)
-        else:
-            runner = self._preinitialized(version).peer.answer(msg, stream, body)
-        await self._serve(stream, runner, None, receive, send, ())
-
-    def _preinitialized(self, version: str) -> ServerSession:
-        session = self.server.create_session(NULL_OUTBOX, **self.peer_options)
-        session.version = version
-        session.features = versions.features(version)
-        session.initialized = True
-        return session
-
-    def _stateless_session(self, version: str) -> ServerSession:
-        session = self._stateless_sessions.get(version)
-        if session is None:
-            session = self._stateless_sessions[version] = self._preinitialized(version)
-        return session
-
-    # ------------------------------------------------------------------ modern era
-
-    # ------------------------------------------------------------------ answering: JSON or SSE
-
-    # ------------------------------------------------------------------ GET and DELETE
-
-    async def _session_for(self, scope: Scope, h: Headers, verb: str) -> tuple[int, bytes] | _HTTPSession:
-        hv = _text(h.get(b"mcp-protocol-version"))
-        if hv is not None and versions.is_modern(hv):
-            return 405, b""
-        if self.stateless or not self.server.handshake_versions:
-            return 405, b""
-        if self.draining and verb == "GET":  # this worker stops: the client opens its stream on another one
-            return 503, _bad(INVALID_REQUEST, "Service Unavailable: draining")
-        sid = _text(h.get(b"mcp-session-id"))
-        if sid is None:
-            return 400, _error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
-        try:
-            hs = await self.sessions.find(sid)
-        except ConnectionError as exc:
-            return 503, unavailable(exc)
-        if hs is None or not _owned_by(hs, scope):
-            return 404, _error_body(None, INVALID_REQUEST, "Session not found")
-        if hv is not None and hv not in self.server.handshake_versions:
-            return 400, _unsupported_header(hv)
-        return hs
-
-    async def _get(self, scope: Scope, h: Headers, receive: Receive, send: Send) -> None:
-        if not self.get_stream:
-            await _respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
-            return
-        found = await self._session_for(scope, h, "GET")
-        if not isinstance(found, _HTTPSession):
-            status, body = found
-            await _respond(send, status, body, _JSON, refusal_headers(status))
-            return
-        if not _accepts(h.get(b"accept"))[1]:
-            await _respond(send, 406, _bad(INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream"))
-            return
-        hs = found
-        hs.last_seen = time.monotonic()
-        last = _text(h.get(b"last-event-id"))
-        if self.shared is not None:
-            return await self.shared.get(hs, last, receive, send)
-        if last is not None:
-            await self._resume(hs, last, receive, send)
-            return
-        stream = hs.standalone
-        if stream is not None and stream.conn is not None and not stream.conn.ended:
-            await _respond(send, 409, _bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
-            return
-        if stream is None:
-            stream = hs.standalone = _Stream(self, hs, hs.base, _SSE_MODE)
-        await self._attach(hs, stream, None, receive, send)
-
-    async def _delete(self, scope: Scope, h: Headers, send: Send) -> None:
-        found = await self._session_for(scope, h, "DELETE")
-        if not isinstance(found, _HTTPSession):
-            status, body = found
-            await _respond(send, status, body, _JSON, refusal_headers(status))
-            return
-        await self.sessions.delete(found)
-        await _respond(send, 200)
+            return self.handshake.post_stateless(receive, send, h, msg, body)
+        return self.handshake.post(scope, h, hv, msg, receive, send, body)
 
 
 __all__ = [

@@ -19,7 +19,7 @@ common case (``fast_path=None`` picks it when the URL is plain ``http://``, no `
 given, and no proxy from the environment applies to the host: ``HTTP_PROXY``/``ALL_PROXY`` unless ``NO_PROXY``
 exempts it).
 ``fast_path=True``/``False`` forces one (True with https, auth or a client is a ValueError). Both hand
-:meth:`StreamableHTTPClientTransport._open` a response with the same small interface (``status_code``,
+:meth:`.client_support.HTTPEngine.open` a response with the same small interface (``status_code``,
 ``headers.get``, ``aiter_bytes``, ``aclose``); status → behaviour lives once, in ``_post``,
 ``_read_post_stream``, ``_standalone`` and ``terminate``.
 
@@ -43,7 +43,7 @@ from typing import Any
 import httpx
 import orjson
 
-from ...engine import Outgoing, describe
+from ...engine import BaseConnection, Outgoing, describe
 from ...protocol import versions
 from ...protocol.errors import (
     INTERNAL_ERROR,
@@ -52,23 +52,23 @@ from ...protocol.errors import (
     SessionExpired,
     error_from_response,
 )
-from ...protocol.versions import META_PROTOCOL_VERSION
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .client_support import (
-    _IO_ERRORS,
+    IO_ERRORS,
+    Backoff,
+    Exchange,
+    HTTPEngine,
+    HTTPResponse,
     HTTPTransportError,
+    ModernHeaders,
     ResponseTooLarge,
-    _answers,
-    _events,
-    _Exchange,
-    _json_rpc_error,
-    _Response,
-    _wake,
+    StandaloneStream,
+    answers_request,
     fast_path_applies,
-    read_capped,
+    json_rpc_error,
+    sse_events,
+    wake,
 )
-from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
-from .lite import BodyTooLarge, LitePool, LiteResponse
 from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.http.client")
@@ -76,7 +76,7 @@ logger = logging.getLogger("mcpkit.http.client")
 ACCEPT = "application/json, text/event-stream"
 
 
-class StreamableHTTPClientTransport:
+class StreamableHTTPClientTransport(BaseConnection):
     """The client end of Streamable HTTP.
 
     Args:
@@ -124,31 +124,21 @@ class StreamableHTTPClientTransport:
     ) -> None:
         self.url = url
         self.extra_headers = dict(headers or {})
-        if fast_path is None:
-            fast_path = client is None and auth is None and fast_path_applies(url)
-        elif fast_path and (client is not None or auth is not None):
-            raise ValueError("fast_path=True cannot use an httpx client or auth flow; leave fast_path unset")
-        self._pool: LitePool | None = None
-        self._target = ""
-        self.client: httpx.AsyncClient | None = None
-        self._own_client = client is None
-        if fast_path:
-            self._pool, self._target = LitePool.for_url(url, timeout=timeout, max_connections=max_connections)
-        else:
-            self.client = client or httpx.AsyncClient(
-                timeout=httpx.Timeout(timeout, read=None),
-                auth=auth,
-                follow_redirects=False,
-                # keep every connection of a burst of concurrent requests alive (httpx keeps only 20 by default)
-                limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
-            )
+        self.engine = HTTPEngine(
+            url,
+            timeout=timeout,
+            client=client,
+            auth=auth,
+            fast_path=fast_path,
+            max_connections=max_connections,
+            max_message_size=max_message_size,
+        )
+        self.client = self.engine.client
+        self._pool = self.engine.pool
+        self.backoff = Backoff(reconnect_delay, min_reconnect_delay, max_reconnect_delay, stable_stream)
         self.get_stream = get_stream
         self.max_message_size = max_message_size
-        self.min_reconnect_delay = min_reconnect_delay
-        self.max_reconnect_delay = max_reconnect_delay
-        self.stable_stream = stable_stream
         self.max_reconnects = max_reconnects
-        self.reconnect_delay = reconnect_delay
         self.answer_window = answer_window
         self.session_id: str | None = None
         self.protocol_version: str | None = None
@@ -156,11 +146,10 @@ class StreamableHTTPClientTransport:
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._get_task: asyncio.Task[None] | None = None
-        self._tools_list_ids: set[Any] = set()
+        self.modern_headers = ModernHeaders()
         self._init_id: Any = None
-        self._exchanges: dict[Any, _Exchange] = {}
+        self._exchanges: dict[Any, Exchange] = {}
         self._expired: str | None = None  # a session found gone by a background exchange: raise on next send
-        self._tool_headers: dict[str, dict[str, tuple[str, ...]]] = {}
         self._closed = False
 
     async def __aenter__(self) -> StreamableHTTPClientTransport:
@@ -183,7 +172,8 @@ class StreamableHTTPClientTransport:
         feats = versions.features(version)
         self._version_header = feats.protocol_version_header
         if not feats.modern and self.session_id is not None and self.get_stream and self._get_task is None:
-            self._get_task = asyncio.get_running_loop().create_task(self._standalone())
+            get = StandaloneStream(self.engine, self.backoff, self.max_reconnects, self._live_headers, self._deliver)
+            self._get_task = asyncio.get_running_loop().create_task(get.run())
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed:
@@ -199,9 +189,9 @@ class StreamableHTTPClientTransport:
         rid: Any = msg.id if method is not None else None
         modern = False
         if method is not None:
-            modern = self._message_headers(headers, method, msg.params)
+            modern = self.modern_headers.mirror(headers, method, msg.params)
             if method == "tools/list" and rid is not None:
-                self._tools_list_ids.add(rid)
+                self.modern_headers.tools_list_ids.add(rid)
             elif method == "initialize":
                 self._init_id = rid
             elif method == "notifications/cancelled" and self._cancel_exchange(msg.params):
@@ -213,7 +203,7 @@ class StreamableHTTPClientTransport:
         # transport failures (404 for our session, modern errors for era detection) still raise here, and let
         # it finish in the background otherwise: the engine's timeout and cancellation keep working.
         loop = asyncio.get_running_loop()
-        exchange = _Exchange(modern)
+        exchange = Exchange(modern)
         exchange.streaming = ready = loop.create_future()
         task = loop.create_task(self._run_exchange(exchange, data, headers, rid, method, self.session_id))
         exchange.task = task
@@ -227,8 +217,8 @@ class StreamableHTTPClientTransport:
 
         task.add_done_callback(done)
         # `ready` completes first of: the exchange ended, its answer started streaming, or the window passed
-        # (one future and one timer: lighter than asyncio.wait on the hot path)
-        timer = loop.call_later(self.answer_window, _wake, ready)
+        # (hot path: docs/architecture.md)
+        timer = loop.call_later(self.answer_window, wake, ready)
         try:
             await ready
         except asyncio.CancelledError:
@@ -244,7 +234,7 @@ class StreamableHTTPClientTransport:
 
     async def _run_exchange(
         self,
-        exchange: _Exchange,
+        exchange: Exchange,
         data: bytes,
         headers: dict[str, str],
         rid: Any,
@@ -284,11 +274,11 @@ class StreamableHTTPClientTransport:
         rid: Any,
         method: str | None,
         sent_session: str | None,
-        exchange: _Exchange | None = None,
+        exchange: Exchange | None = None,
     ) -> None:
         try:
-            resp = await self._open("POST", headers, data)
-        except _IO_ERRORS as exc:
+            resp = await self.engine.open("POST", headers, data)
+        except IO_ERRORS as exc:
             raise ConnectionClosed(f"POST {self.url} failed: {exc}") from exc
         status = resp.status_code
         if status == 202:
@@ -308,12 +298,12 @@ class StreamableHTTPClientTransport:
                         exchange.streaming.set_result(None)  # the answer is on its way: send() may return
                     await self._read_post_stream(resp, rid, exchange)
                 return
-            body = await self._read_body(resp)
+            body = await self.engine.read_body(resp)
             if body:
                 await self._deliver(body)
             return
-        body = await self._read_body(resp)
-        answer = _json_rpc_error(body)
+        body = await self.engine.read_body(resp)
+        answer = json_rpc_error(body)
         answers_us = answer is not None and rid is not None and answer[0] == rid
         if status == 404 and sent_session is not None and not answers_us:
             if self.session_id == sent_session:
@@ -342,11 +332,7 @@ class StreamableHTTPClientTransport:
                 await t
         if self.session_id is not None:
             await self.terminate()
-        if self._pool is not None:
-            await self._pool.aclose()
-        if self._own_client and self.client is not None:
-            with contextlib.suppress(Exception):
-                await self.client.aclose()
+        await self.engine.aclose()
         with contextlib.suppress(asyncio.QueueFull):
             self._inbox.put_nowait(None)
 
@@ -358,36 +344,14 @@ class StreamableHTTPClientTransport:
         self.session_id = None
         headers = self._headers(None)
         headers["mcp-session-id"] = sid
-        with contextlib.suppress(*_IO_ERRORS):
-            resp = await self._open("DELETE", headers)
+        with contextlib.suppress(*IO_ERRORS):
+            resp = await self.engine.open("DELETE", headers)
             await resp.aclose()
 
     @property
     def fast_path(self) -> bool:
         """True when this transport talks through the lean HTTP/1.1 engine rather than httpx."""
-        return self._pool is not None
-
-    async def _read_body(self, resp: _Response) -> bytes:
-        """The whole body, bounded by ``max_message_size`` (the declared length is checked before reading)."""
-        limit = self.max_message_size
-        try:
-            if isinstance(resp, LiteResponse):
-                return await resp.aread(limit)
-            return await read_capped(resp, limit)
-        except BodyTooLarge:
-            raise ResponseTooLarge(limit) from None
-        except _IO_ERRORS as exc:
-            raise ConnectionClosed(f"reading the answer from {self.url} failed: {exc}") from exc
-        finally:
-            await resp.aclose()
-
-    async def _open(self, method: str, headers: dict[str, str], body: bytes | None = None) -> _Response:
-        """Send one request; the response's body is left to read (raises one of ``_IO_ERRORS``)."""
-        if self._pool is not None:
-            return await self._pool.request(method, self._target, headers, body)
-        assert self.client is not None
-        request = self.client.build_request(method, self.url, content=body, headers=headers)
-        return await self.client.send(request, stream=True)
+        return self.engine.pool is not None
 
     # ------------------------------------------------------------------ headers
 
@@ -401,41 +365,13 @@ class StreamableHTTPClientTransport:
             headers["mcp-protocol-version"] = self.protocol_version
         return headers
 
-    def _message_headers(self, headers: dict[str, str], method: str, params: Any) -> bool:
-        """Add the modern-era headers mirroring a request's body; True when it is a modern request."""
-        if not isinstance(params, dict):
-            return False
-        meta = params.get("_meta")
-        version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
-        if not isinstance(version, str):
-            return False
-        # a modern request: the headers mirror its body
-        headers["mcp-protocol-version"] = version
-        headers.pop("mcp-session-id", None)
-        headers["mcp-method"] = method
-        field = NAME_FIELD.get(method)
-        if field is not None and isinstance(params.get(field), str):
-            headers["mcp-name"] = encode_header_value(params[field])
-        if method == "tools/call":
-            spec = self._tool_headers.get(params.get("name"))  # type: ignore[arg-type]
-            if spec:
-                args = params.get("arguments")
-                for name, path in spec.items():
-                    value: Any = args
-                    for key in path:
-                        value = value.get(key) if isinstance(value, dict) else None
-                    text = header_text(value)
-                    if text is not None:
-                        headers["mcp-param-" + name] = encode_header_value(text)
-        return True
-
     # ------------------------------------------------------------------ incoming
 
     async def _deliver(self, data: bytes) -> None:
         if self._init_id is not None:
             self._learn_version(data)
-        if self._tools_list_ids and b'"tools"' in data:
-            data = self._learn_tools(data)
+        if self.modern_headers.tools_list_ids and b'"tools"' in data:
+            data = self.modern_headers.learn_tools(data)
         await self._inbox.put(data)
 
     def _learn_version(self, data: bytes) -> None:
@@ -454,54 +390,21 @@ class StreamableHTTPClientTransport:
             self.protocol_version = version
             self._version_header = versions.features(version).protocol_version_header
 
-    def _learn_tools(self, data: bytes) -> bytes:
-        try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            return data
-        if not isinstance(obj, dict) or obj.get("id") not in self._tools_list_ids:
-            return data
-        self._tools_list_ids.discard(obj.get("id"))
-        result = obj.get("result")
-        if not isinstance(result, dict) or not isinstance(result.get("tools"), list):
-            return data
-        tools: list[Any] = result["tools"]
-        kept = []
-        for tool in tools:
-            name = tool.get("name") if isinstance(tool, dict) else None
-            if not isinstance(name, str):
-                kept.append(tool)
-                continue
-            try:
-                spec = param_headers_from_schema(tool.get("inputSchema"))
-            except ValueError as exc:
-                logger.warning("ignoring tool %r: invalid x-mcp-header annotation: %s", name, exc)
-                self._tool_headers.pop(name, None)
-                continue
-            if spec:
-                self._tool_headers[name] = spec
-            else:
-                self._tool_headers.pop(name, None)
-            kept.append(tool)
-        if len(kept) == len(tools):
-            return data
-        result["tools"] = kept
-        return orjson.dumps(obj)
-
-    async def _read_post_stream(self, resp: _Response, rid: Any, exchange: _Exchange | None) -> None:
+    async def _read_post_stream(self, resp: HTTPResponse, rid: Any, exchange: Exchange | None) -> None:
         """Read one POST's SSE stream; resume via GET + Last-Event-ID until the response to ``rid`` arrives.
 
-        Resumption backs off (see :meth:`_backoff`): an event on a stream does not reset the attempt count, so a
-        server that ends every stream after one event (``retry: 0``) gets at most ``max_reconnects`` GETs."""
+        Resumption backs off (:class:`.client_support.Backoff`): an event on a stream does not reset the attempt
+        count, so a server that ends every stream after one event (``retry: 0``) gets at most ``max_reconnects``
+        GETs."""
         decoder = SSEDecoder(self.max_message_size)
         attempts = 0
         opened = time.monotonic()
         while True:
             got = False
             try:
-                async for ev in _events(resp, decoder):
+                async for ev in sse_events(resp, decoder):
                     if ev.data:
-                        if rid is not None and _answers(ev.data, rid):
+                        if rid is not None and answers_request(ev.data, rid):
                             got = True
                         await self._deliver(ev.data)
             except SSEEventTooLarge:
@@ -509,7 +412,7 @@ class StreamableHTTPClientTransport:
                 if rid is not None:
                     await self._fail(rid, ResponseTooLarge(self.max_message_size, "SSE event").message)
                 return
-            except _IO_ERRORS as exc:
+            except IO_ERRORS as exc:
                 logger.debug("SSE stream for %r broke: %s", rid, exc)
             finally:
                 await resp.aclose()
@@ -519,14 +422,14 @@ class StreamableHTTPClientTransport:
             if not last_id or attempts >= self.max_reconnects or self.session_id is None:
                 await self._fail(rid, "the SSE stream ended before the response arrived")
                 return
-            attempts = self._attempts_after(attempts, opened)
-            await asyncio.sleep(self._backoff(decoder.retry, attempts))
+            attempts = self.backoff.attempts_after(attempts, opened)
+            await asyncio.sleep(self.backoff.wait(decoder.retry, attempts))
             headers = self._headers("text/event-stream")
             headers["last-event-id"] = last_id
             opened = time.monotonic()
             try:
-                resp = await self._open("GET", headers)
-            except _IO_ERRORS:
+                resp = await self.engine.open("GET", headers)
+            except IO_ERRORS:
                 continue
             if resp.status_code != 200:
                 await resp.aclose()
@@ -534,66 +437,13 @@ class StreamableHTTPClientTransport:
                 return
             decoder.new_stream()
 
-    def _attempts_after(self, attempts: int, opened: float) -> int:
-        """The attempt count for the next reconnection: reset only after a stream that stayed open a while."""
-        return 1 if time.monotonic() - opened >= self.stable_stream else attempts + 1
-
-    def _backoff(self, retry_ms: int | None, attempt: int) -> float:
-        """Delay before reconnection ``attempt`` (1, 2...): the server's ``retry:`` (at least
-        ``min_reconnect_delay``) or ``reconnect_delay``, doubled per attempt, at most ``max_reconnect_delay``."""
-        base = self.reconnect_delay if retry_ms is None else max(retry_ms / 1000, self.min_reconnect_delay)
-        return float(min(base * 2 ** min(attempt - 1, 30), self.max_reconnect_delay))
-
     async def _fail(self, rid: Any, message: str, code: int = INTERNAL_ERROR) -> None:
         err = {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
         await self._inbox.put(orjson.dumps(err))
 
-    async def _standalone(self) -> None:
-        """The standalone GET stream of a handshake session: server-initiated messages; reconnects with
-        ``Last-Event-ID`` (backing off, see :meth:`_read_post_stream`) while the session lives."""
-        decoder = SSEDecoder(self.max_message_size)
-        failures = 0
-        while not self._closed and self.session_id is not None:
-            headers = self._headers("text/event-stream")
-            if decoder.last_event_id:
-                headers["last-event-id"] = decoder.last_event_id
-            opened = time.monotonic()
-            try:
-                resp = await self._open("GET", headers)
-            except _IO_ERRORS:
-                failures += 1
-                if failures > self.max_reconnects:
-                    return
-                await asyncio.sleep(self._backoff(decoder.retry, failures))
-                continue
-            if resp.status_code != 200:
-                await resp.aclose()
-                if resp.status_code == 400 and decoder.last_event_id:
-                    decoder.last_event_id = ""  # the server cannot replay: start over without resumption
-                    continue
-                if resp.status_code in (502, 503, 504):  # a draining worker, a balancer between two: again, later
-                    failures += 1
-                    if failures > self.max_reconnects:
-                        return
-                    await asyncio.sleep(self._backoff(decoder.retry, failures))
-                    continue
-                return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
-            decoder.new_stream()
-            try:
-                async for ev in _events(resp, decoder):
-                    if ev.data:
-                        await self._deliver(ev.data)
-            except SSEEventTooLarge as exc:
-                logger.warning("closed the standalone SSE stream: %s (max_message_size)", exc)
-                return
-            except _IO_ERRORS:
-                pass
-            finally:
-                await resp.aclose()
-            failures = self._attempts_after(failures, opened)
-            if failures > self.max_reconnects:
-                return
-            await asyncio.sleep(self._backoff(decoder.retry, failures))
+    def _live_headers(self, accept: str) -> dict[str, str] | None:
+        """The headers of a GET while the session lives (None once it ended or the transport closed)."""
+        return None if self._closed or self.session_id is None else self._headers(accept)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.get_running_loop().create_task(coro)

@@ -8,28 +8,29 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, overload
 
-from ..._asgi import BodyTooLarge, Disconnected, Message, Receive, Scope, Send, read_rest
+from ..._asgi import Message, Receive, Scope, Send
 from ...protocol import jsonrpc
 from ...protocol.errors import INVALID_REQUEST
 from ...protocol.jsonrpc import Batch, Invalid, JSONDict, Request
 
-_JSON = b"application/json"
+JSON_TYPE = b"application/json"
+TEXT_TYPE = b"text/plain; charset=utf-8"
 
 
-_CONTENT_TYPE_JSON = (b"content-type", _JSON)
+CONTENT_TYPE_JSON = (b"content-type", JSON_TYPE)
 
 
-# The Content-Length field of an answer, by its length: most answers of a server have a handful of sizes, and
-# formatting an int as bytes (``b"%d" % n``) is a rarely used, cache-cold path of the interpreter.
-_LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+# The Content-Length field of an answer, by its length: most answers of a server have a handful of sizes
+# (hot path: docs/architecture.md).
+LENGTHS: dict[int, tuple[bytes, bytes]] = {}
 
 
-def _content_length(n: int) -> tuple[bytes, bytes]:
-    """The ``(b"content-length", b"<n>")`` field (the hot callers look in ``_LENGTHS`` themselves first)."""
+def content_length(n: int) -> tuple[bytes, bytes]:
+    """The ``(b"content-length", b"<n>")`` field (the hot callers look in ``LENGTHS`` themselves first)."""
     field = (b"content-length", str(n).encode("ascii"))
-    if len(_LENGTHS) >= 4096:
-        _LENGTHS.clear()
-    _LENGTHS[n] = field
+    if len(LENGTHS) >= 4096:
+        LENGTHS.clear()
+    LENGTHS[n] = field
     return field
 
 
@@ -52,11 +53,11 @@ _WANTED = frozenset(
 Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
 
 
-def _headers(scope: Scope) -> Headers:
+def request_headers(scope: Scope) -> Headers:
     """The request headers, by lower-case name; values are the raw bytes (most are compared, few are decoded).
 
     A field value excludes the whitespace around it (RFC 9110 §5.5): h11 strips it, httptools (llhttp) keeps what
-    trails. Values are kept as sent here and trimmed where they are read: :func:`_text` trims what it decodes, and
+    trails. Values are kept as sent here and trimmed where they are read: :func:`text` trims what it decodes, and
     a value compared byte for byte (the 2026-07-28 headers' quick test) that carries whitespace fails that test
     and goes to the step-by-step check, which trims. ASGI servers send a list of lower-case names (the ASGI spec
     requires it): without duplicates that is one ``dict()``. Anything else takes the careful pass, which
@@ -75,23 +76,23 @@ def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     for key, value in raw:
         k = bytes(key).lower()
         if k in _WANTED and k not in h:
-            h[k] = bytes(value)  # (trimmed where read, as in _headers)
+            h[k] = bytes(value)  # (trimmed where read, as in request_headers)
     return h
 
 
 @overload
-def _text(value: bytes) -> str: ...
+def text(value: bytes) -> str: ...
 @overload
-def _text(value: bytes | None) -> str | None: ...
-def _text(value: bytes | None) -> str | None:
-    """A header value as text, without the whitespace around it (see :func:`_headers`)."""
+def text(value: bytes | None) -> str | None: ...
+def text(value: bytes | None) -> str | None:
+    """A header value as text, without the whitespace around it (see :func:`request_headers`)."""
     return None if value is None else value.strip(b" \t").decode("latin-1")
 
 
 _ACCEPT_CACHE: dict[bytes, tuple[bool, bool]] = {}
 
 
-def _accepts(accept: bytes | None) -> tuple[bool, bool]:
+def accepts(accept: bytes | None) -> tuple[bool, bool]:
     """(accepts application/json, accepts text/event-stream)."""
     if not accept:
         return False, False
@@ -116,59 +117,53 @@ def _parse_accept(accept: bytes) -> tuple[bool, bool]:
     return js, sse
 
 
-async def _respond(
+async def respond(
     send: Send,
     status: int,
     body: bytes = b"",
-    content_type: bytes | None = _JSON,
+    content_type: bytes | None = JSON_TYPE,
     extra: Iterable[tuple[bytes, bytes]] = (),
 ) -> None:
-    headers = [_LENGTHS.get(len(body)) or _content_length(len(body)), *extra]
+    headers = [LENGTHS.get(len(body)) or content_length(len(body)), *extra]
     if content_type is not None and body:
         headers.append((b"content-type", content_type))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-def _unsupported_header(hv: str) -> bytes:
-    return _error_body(None, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {hv!r}")
+def unsupported_header(hv: str) -> bytes:
+    return error_body(None, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {hv!r}")
 
 
-def _bad(code: int, message: str) -> bytes:
-    return _error_body(None, code, message)
+def bad(code: int, message: str) -> bytes:
+    return error_body(None, code, message)
 
 
-_TOO_BUSY = (
+TOO_BUSY = (
     b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"too many requests in flight for this session: '
     b"wait for answers before sending more (the limits are the max_requests_per_session and max_queued_per_session "
     b'options)"}}'
 )
 
 
-_RETRY_AFTER_1 = ((b"retry-after", b"1"),)
+RETRY_AFTER_1 = ((b"retry-after", b"1"),)
 
 
 def refusal_headers(status: int) -> list[tuple[bytes, bytes]]:
     """The headers of a GET or DELETE refusal: ``Allow`` with a 405, ``Retry-After`` with a 503."""
     if status == 405:
         return [(b"allow", b"POST")]
-    return list(_RETRY_AFTER_1) if status == 503 else []
+    return list(RETRY_AFTER_1) if status == 503 else []
 
 
-def _error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
+def error_body(rid: Any, code: int, message: str, data: Any = None) -> bytes:
     err: JSONDict = {"code": code, "message": message}
     if data is not None:
         err["data"] = data
     return jsonrpc.encode_error(rid, err)
 
 
-# the one request-body reader (mcpkit._asgi), under the names the endpoints use
-_TooLarge = BodyTooLarge
-_Disconnected = Disconnected
-_read_rest = read_rest
-
-
-def _declared_too_large(declared: bytes | str | None, limit: int) -> bool:
+def declared_too_large(declared: bytes | str | None, limit: int) -> bool:
     if declared is None:
         return False
     try:
@@ -185,27 +180,27 @@ def refuse_post(
     usual POST."""
     accept = h.get(b"accept")
     verdict = _ACCEPT_CACHE.get(accept) if accept is not None else None
-    js, sse = verdict if verdict is not None else _accepts(accept)
+    js, sse = verdict if verdict is not None else accepts(accept)
     if not js or (not sse and not json_response):
-        return 406, _error_body(
+        return 406, error_body(
             None, INVALID_REQUEST, "Not Acceptable: Accept must list application/json and text/event-stream"
         )
     if sse and len(good_accepts) < 64:
         good_accepts.add(accept)  # (good whatever json_response says)
     ctype = h.get(b"content-type", b"")
-    if ctype != _JSON and ctype.split(b";", 1)[0].strip().lower() != _JSON:
-        return 415, _error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
+    if ctype != JSON_TYPE and ctype.split(b";", 1)[0].strip().lower() != JSON_TYPE:
+        return 415, error_body(None, INVALID_REQUEST, "Content-Type must be application/json")
     declared = h.get(b"content-length")
     # fewer characters than the limit has digits: below it whatever they say
-    if declared is not None and len(declared) >= len(str(limit)) and _declared_too_large(declared, limit):
-        return 413, _error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes")
+    if declared is not None and len(declared) >= len(str(limit)) and declared_too_large(declared, limit):
+        return 413, error_body(None, INVALID_REQUEST, f"request body larger than {limit} bytes")
     return None
 
 
 _EXPOSED = b"mcp-session-id, mcp-protocol-version, www-authenticate"
 
 
-async def _preflight(scope: Scope, origin: str, send: Send) -> None:
+async def preflight(scope: Scope, origin: str, send: Send) -> None:
     requested = b""
     for key, value in scope.get("headers", ()):
         if key == b"access-control-request-headers":
@@ -217,10 +212,10 @@ async def _preflight(scope: Scope, origin: str, send: Send) -> None:
         (b"access-control-max-age", b"600"),
         (b"vary", b"origin"),
     ]
-    await _respond(send, 204, b"", None, headers)
+    await respond(send, 204, b"", None, headers)
 
 
-def _with_cors(send: Send, origin: str) -> Send:
+def with_cors(send: Send, origin: str) -> Send:
     extra = [
         (b"access-control-allow-origin", origin.encode("latin-1")),
         (b"access-control-expose-headers", _EXPOSED),
@@ -235,7 +230,7 @@ def _with_cors(send: Send, origin: str) -> Send:
     return cors_send
 
 
-def _request_count(msg: Any) -> int:
+def request_count(msg: Any) -> int:
     """How many requests a POST's batch holds (at least 1: the POST itself is in flight)."""
     n = 0
     for item in msg:
@@ -244,7 +239,7 @@ def _request_count(msg: Any) -> int:
     return n or 1
 
 
-def _has_requests(msg: Any) -> bool:
+def has_requests(msg: Any) -> bool:
     """Whether a POST's message (parsed from its body) holds anything to answer."""
     t = type(msg)
     if t is Request:
@@ -257,7 +252,7 @@ def _has_requests(msg: Any) -> bool:
     return False
 
 
-async def _wait_disconnect(receive: Receive) -> None:
+async def wait_disconnect(receive: Receive) -> None:
     """Return when the client disconnects (what else the ASGI server sends meanwhile is dropped)."""
     while True:
         message = await receive()

@@ -42,7 +42,8 @@ from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .security import RequestCheck, make_request_check
-from .sse import BoundedOutbox, respond
+from .sse import BoundedOutbox
+from .wire import TEXT_TYPE, respond
 
 if TYPE_CHECKING:
     from ...hosting import HostedServer
@@ -143,7 +144,7 @@ class WebSocketEndpoint:
             await lifespan(receive, send, self.aclose)
         elif kind == "http":
             await respond(
-                send, 426, b"this endpoint speaks WebSocket (subprotocol mcp)", headers=[(b"upgrade", b"websocket")]
+                send, 426, b"this endpoint speaks WebSocket (subprotocol mcp)", TEXT_TYPE, [(b"upgrade", b"websocket")]
             )
         else:
             raise RuntimeError(f"WebSocketEndpoint cannot serve {kind!r} connections")

@@ -25,7 +25,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WSConnectionClosed
 
-from ...engine import Outgoing
+from ...engine import BaseConnection, Outgoing
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 
@@ -34,7 +34,7 @@ logger = logging.getLogger("mcpkit.ws.client")
 SUBPROTOCOL = "mcp"
 
 
-class WebSocketClientTransport:
+class WebSocketClientTransport(BaseConnection):
     """The client end of the MCP WebSocket transport (see the module docstring)."""
 
     def __init__(

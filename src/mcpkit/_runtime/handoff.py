@@ -1,7 +1,7 @@
 """Keeping the event loop serving while a sync function runs inline on its thread for too long.
 
-A plain ``def`` learned to be fast runs inline on the event loop (see :mod:`.sync_exec`): no thread hand-off,
-the speed of an ``async def``. Python cannot move a running call off a thread, so a function that suddenly
+A plain ``def`` learned to be fast runs inline on the event loop (see :mod:`mcpkit.server.sync_exec`): no thread
+hand-off, the speed of an ``async def``. Python cannot move a running call off a thread, so a function that suddenly
 blocks (a slow disk, a lock, ``time.sleep``) would stall every other request for as long as it runs. Instead,
 the *loop* moves: a watchdog notices an inline call that has run for two of its ticks (10-20 ms), and a
 stand-in thread takes over running the loop (``_run_once``) while the call goes on. When the call returns, its
@@ -58,9 +58,11 @@ import tempfile
 import threading
 import time
 import weakref
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from .loop_watch import CELL_SIZE
+from .usage import clock, gc_time, thread_usage
 
 logger = logging.getLogger("mcpkit.server.sync")
 
@@ -131,9 +133,89 @@ def running_guard() -> LoopHandoff | None:
     return h
 
 
+class _Sentinel:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+#: What :func:`run_inline` returns when the function must run on a worker thread (it was not called).
+ON_THREAD: Any = _Sentinel("ON_THREAD")
+#: What :func:`run_inline` returns inside a task's eager first step (it was not called).
+EAGER: Any = _Sentinel("EAGER")
+
+
+class InlinePolicy(Protocol):
+    """What :func:`run_inline` asks of the policy of the function it runs (``mcpkit.server.sync_exec.SyncPolicy``)."""
+
+    declared: bool  # declared inline: it runs inline, unguarded, where the loop cannot be handed over
+    exact: bool  # read the thread's usage counters around the call (a system call) as well as the clock
+    long_s: float  # a call that held the loop longer than this (seconds) is reported to ran_long
+
+    def ran_long(self, took: float, own: float, u0: Any, k0: int) -> None:
+        """A call held the loop ``took`` seconds, ``own`` of them outside garbage collection; ``u0``: the thread's
+        usage counters when it started (None unless ``exact``); ``k0``: :data:`TICKS` when it started."""
+
+
+def run_inline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: InlinePolicy) -> Any:
+    """Call ``fn(*args, **kwargs)`` inline on the event loop running on this thread, under the loop's hand-off guard
+    (a call that runs long gets the loop served by a stand-in thread meanwhile), and return what it returned; a
+    call that held the loop longer than ``policy.long_s`` is reported to ``policy.ran_long`` (the policy judges
+    it). Without calling it, :data:`ON_THREAD` when it must run on a worker thread instead (the loop is handed over
+    meanwhile, or it cannot be handed over and the policy is not ``declared`` inline: a declared one then runs
+    unguarded), :data:`EAGER` when the running task is in its eager first step (the caller yields one loop turn and
+    asks again; see :func:`in_eager_step`).
+
+    The one place an inline call takes the hand-off slot: the guard's lookup by thread id (checked against the
+    loop's own record of its thread), the slot, the helper's cell, the timing and the call, in one frame."""
+    tid = _get_ident()
+    h = _by_thread.get(tid)
+    if h is None or (loop := h._loop()) is None or loop._thread_id != tid:  # type: ignore[attr-defined]
+        h = running_guard()
+        if h is None:  # a loop that cannot be handed over: only a declared function runs inline, unguarded
+            return fn(*args, **kwargs) if policy.declared else ON_THREAD
+    if h.lost:
+        return ON_THREAD  # the loop is handed over meanwhile: inline functions run on worker threads
+    if _eager_tasks and in_eager_step():
+        return EAGER
+    seq = h._seq + 1
+    h._seq = seq
+    slot = h._slot
+    slot.append(seq)  # (the watchdog takes it out to hand the loop over; see LoopHandoff)
+    cell = h._cell
+    if cell is None and h._sleeping:
+        h._rouse()
+        cell = h._cell
+    if cell is not None:
+        cell[0] = seq  # (the helper process reads it: see .loop_watch)
+    ready = len(h._ready)
+    u0 = thread_usage() if policy.exact else None
+    k0 = TICKS[0]
+    g0 = gc_time[0]
+    t0 = clock()
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        took = clock() - t0
+        try:
+            if took > policy.long_s:
+                policy.ran_long(took, took - (gc_time[0] - g0), u0, k0)
+        finally:
+            if cell is not None:
+                cell[0] = -seq
+            try:
+                slot.pop()
+            except IndexError:  # the watchdog took it: the loop was handed over
+                h._take_back(ready)
+
+
 class LoopHandoff:
-    """The guard of one event loop: :meth:`run` calls a sync function inline and keeps the loop served if the
-    call runs long (see the module docs). Made by :func:`handoff_for`."""
+    """The guard of one event loop: it keeps the loop served while a sync function called inline by
+    :func:`run_inline` runs long (see the module docs). Made by :func:`handoff_for`."""
 
     __slots__ = (
         "__weakref__",
@@ -423,4 +505,9 @@ def _listen(ref: weakref.ref[LoopHandoff], alarm: int, proc: subprocess.Popen[by
             proc.wait(5)
 
 
-__all__ = ["IDLE_S", "TICKS", "TICK_S", "LoopHandoff", "handoff_for", "in_eager_step", "running_guard"]
+def read_in_chunks(transport: Any, size: int) -> None:
+    """Make an asyncio read-pipe transport read ``size`` bytes at a time (the ``max_size`` of asyncio's own
+    ``_UnixReadPipeTransport``; other event loops' transports, e.g. uvloop's, are left as they are)."""
+    with contextlib.suppress(AttributeError, TypeError):
+        if getattr(transport, "max_size", 0) > size:
+            transport.max_size = size

@@ -1,5 +1,5 @@
 """The watch over inline sync calls, in a small helper process: it notices a call that runs long without taking the
-server's GIL (see :mod:`.loop_handoff`).
+server's GIL (see :mod:`.handoff`).
 
 A watchdog *thread* must take the GIL at every tick to look at the call under way. On a server busy with requests
 the loop's thread gives the GIL up at every system call and takes it straight back, so a waiting watchdog is woken

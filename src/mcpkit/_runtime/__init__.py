@@ -1,0 +1,57 @@
+"""The interpreter and event-loop tricks of mcpkit, behind one small interface (private: no public API).
+
+What the rest of mcpkit asks of the runtime, and nothing else:
+
+* :func:`run_inline` runs a sync function inline on the running event loop under the loop's hand-off guard (a
+  call that runs long has the loop served by a stand-in thread meanwhile), times it and reports a long call to the
+  function's :class:`InlinePolicy`, or says it cannot run it (:data:`ON_THREAD`: run it on a worker thread;
+  :data:`EAGER`: yield one loop turn first). The server's sync policy (``mcpkit.server.sync_exec.SyncPolicy``)
+  is its one caller, and judges what it is told.
+* What a call cost its thread (:mod:`.usage`): :data:`clock`, :func:`thread_usage` (``getrusage``), the time of
+  garbage collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
+* :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
+  :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
+* :func:`read_in_chunks` sets how much an asyncio read-pipe transport reads at once (the stdio transports).
+
+How: :mod:`.handoff` (the guard: CPython 3.11-3.13 asyncio loops; it sets the running loop's thread id and
+current task while a stand-in runs it) and :mod:`.loop_watch` (the helper process that watches inline calls without
+taking the server's GIL). Nothing here imports the rest of mcpkit.
+"""
+
+from __future__ import annotations
+
+from .handoff import (
+    EAGER,
+    IDLE_S,
+    ON_THREAD,
+    TICK_S,
+    TICKS,
+    InlinePolicy,
+    LoopHandoff,
+    handoff_for,
+    in_eager_step,
+    read_in_chunks,
+    run_inline,
+    running_guard,
+)
+from .usage import Usage, clock, gc_time, hook_gc, thread_usage
+
+__all__ = [
+    "EAGER",
+    "IDLE_S",
+    "ON_THREAD",
+    "TICKS",
+    "TICK_S",
+    "InlinePolicy",
+    "LoopHandoff",
+    "Usage",
+    "clock",
+    "gc_time",
+    "hook_gc",
+    "handoff_for",
+    "in_eager_step",
+    "read_in_chunks",
+    "run_inline",
+    "running_guard",
+    "thread_usage",
+]

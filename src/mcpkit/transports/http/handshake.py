@@ -1,0 +1,341 @@
+"""Streamable HTTP server, the handshake era's routes: a session's POST, GET and DELETE, and the stateless POST.
+
+:class:`HandshakeRoutes` (the endpoint holds one) serves what a POST of the handshake era asks of a session:
+``initialize`` opens one (``SessionManager.make_room`` / ``create``), any other POST names one by
+``Mcp-Session-Id`` (404 when unknown or another principal's) and runs in its turn (``max_requests_per_session``
+at once, each batch item counting as one; ``max_queued_per_session`` more wait, 429 beyond); a POST of
+notifications and answers only is taken and answered 202. The answer comes back from the session's peer
+(``Peer.answer``): the answer itself when it was made at once, which the endpoint sends as JSON, else an
+awaitable that :class:`~.answer.Answerer` serves (JSON or SSE). GET opens (or resumes, ``Last-Event-ID``) a
+session's standalone stream through the endpoint's :class:`~.stream.SSEPump`; DELETE ends a session. A stateless
+endpoint runs each request on a pre-initialized session of its version instead.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..._asgi import Receive, Scope, Send
+from ...engine import ERROR, NULL_OUTBOX, Outgoing
+from ...protocol import jsonrpc, versions
+from ...protocol.errors import INVALID_REQUEST
+from ...protocol.jsonrpc import Request
+from .answer import Answerer
+from .sessions import SessionManager, client_key, owned_by
+from .shared import unavailable
+from .stream import JSON_MODE, SSE_MODE, UNDECIDED, HTTPSession, SSEPump, Stream
+from .wire import (
+    JSON_TYPE,
+    RETRY_AFTER_1,
+    TOO_BUSY,
+    Headers,
+    accepts,
+    bad,
+    error_body,
+    has_requests,
+    refusal_headers,
+    request_count,
+    respond,
+    text,
+    unsupported_header,
+)
+
+if TYPE_CHECKING:
+    from ...hosting import HostedServer, HostedSession
+    from ...stores import EventStore, SessionStore
+
+_NOT_FOUND = error_body(None, INVALID_REQUEST, "Session not found")
+_SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+
+
+class HandshakeRoutes:
+    """The handshake era's requests of one endpoint (see the module docstring). Every argument is the endpoint's
+    (see :class:`~.streamable.StreamableHTTPEndpoint`): its session manager, answerer and SSE side, and options."""
+
+    def __init__(
+        self,
+        server: HostedServer,
+        sessions: SessionManager,
+        answers: Answerer,
+        sse: SSEPump,
+        *,
+        stateless: bool,
+        json_response: bool,
+        event_store: EventStore | None,
+        session_store: SessionStore | None,
+        get_stream: bool,
+        max_queued_per_session: int,
+        max_queued_bytes_per_session: int,
+        peer_options: dict[str, Any],
+    ) -> None:
+        self.server = server
+        self.sessions = sessions
+        self.table = sessions.table
+        self.answers = answers
+        self.sse = sse
+        self.stateless = stateless
+        self.json_response = json_response
+        self.event_store = event_store
+        self.session_store = session_store
+        self.get_stream = get_stream
+        self.max_queued_per_session = max_queued_per_session
+        self.max_queued_bytes_per_session = max_queued_bytes_per_session
+        self.peer_options = peer_options
+        self.draining = False  # this worker stops: new GET streams are refused (MCPApp.drain)
+        self.stateless_sessions: dict[str, HostedSession] = {}
+
+    # ------------------------------------------------------------------ a session's POST
+
+    def post(
+        self, scope: Scope, h: Headers, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
+    ) -> Outgoing | Awaitable[Any]:
+        """A handshake-era POST to a stateful endpoint: the answer itself when the session's peer made it at once
+        (the endpoint sends it with ``application/json``), else the awaitable that answers the POST (its result, an
+        answer for the endpoint to send the same way, or anything else when it has answered)."""
+        sid = text(h.get(b"mcp-session-id"))
+        if sid is None:
+            return self._open(scope, msg, receive, send, body)
+        hs = self.table.get(sid)
+        if hs is None or self.session_store is not None:
+            return self._find(sid, scope, hv, msg, receive, send, body)
+        if (owner := hs.client) is not None and owner[0] == "principal" and not owned_by(hs, scope):
+            return respond(send, 404, _NOT_FOUND)
+        return self._run(hs, hv, msg, receive, send, body)
+
+    async def _find(
+        self, sid: str, scope: Scope, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
+    ) -> Any:
+        """:meth:`post` for a session this worker does not hold, or with a session store (which is the truth)."""
+        try:
+            hs = await self.sessions.find(sid)
+        except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
+            await respond(send, 503, unavailable(exc), extra=RETRY_AFTER_1)
+            return None
+        if hs is None or not owned_by(hs, scope):
+            await respond(send, 404, _NOT_FOUND)
+            return None
+        answer = self._run(hs, hv, msg, receive, send, body)
+        return answer if isinstance(answer, Outgoing) else await answer
+
+    def _run(
+        self, hs: HTTPSession, hv: str | None, msg: Any, receive: Receive, send: Send, body: bytes
+    ) -> Outgoing | Awaitable[Any]:
+        """A POST of session ``hs``: checked, then run in its turn."""
+        if hv is not None and hv not in self.server.handshake_versions:
+            return respond(send, 400, unsupported_header(hv))
+        t = type(msg)
+        if t is not Request and not has_requests(msg):
+            return self._receive(hs, msg, body, send)
+        weight = 1 if t is Request else request_count(msg)  # each request of a batch counts
+        if hs.busy and hs.busy + weight > self.answers.max_requests_per_session:
+            return self._wait_turn(hs, weight, body, receive, send)
+        hs.busy += weight
+        if weight != 1:
+            return self._weighed(hs, weight, self._answer(hs, msg, body, receive, send))
+        return self._answer(hs, msg, body, receive, send)
+
+    def _answer(
+        self, hs: HTTPSession, msg: Any, body: bytes, receive: Receive, send: Send
+    ) -> Outgoing | Awaitable[Any]:
+        """Hand a POST with room for it to the session's peer: the answer itself when it was made at once (nothing
+        can have gone out before it: status 200), else :meth:`.Answerer.serve`'s awaitable."""
+        cap = self.answers.max_requests_per_session
+        if self.json_response and self.event_store is None:
+            # a JSON answer: what the handler sends first goes to the session's standalone stream, which is all a
+            # JSON-mode POST stream would do with it (no store here), so no stream is made unless the answer is not
+            # made at once
+            answer = hs.session.peer.answer(msg, hs, body)
+            if type(answer) is Outgoing and answer.kind != ERROR:
+                hs.finish_post(0, cap)
+                return answer
+            return self.answers.serve(self.session_stream(hs), answer, None, receive, send, ())
+        stream = self.session_stream(hs)
+        answer = hs.session.peer.answer(msg, stream, body)
+        if type(answer) is Outgoing and answer.kind != ERROR:
+            hs.finish_post(stream.no, cap)
+            return answer
+        return self.answers.serve(stream, answer, None, receive, send, ())
+
+    async def _weighed(self, hs: HTTPSession, weight: int, answering: Outgoing | Awaitable[Any]) -> Any:
+        """A batch's answer: its ``weight`` requests counted in the session's ``busy`` until it is answered (the
+        answer gives one back)."""
+        try:
+            return answering if isinstance(answering, Outgoing) else await answering
+        finally:
+            hs.busy -= weight - 1
+            if hs.queue:
+                hs.next_turn(self.answers.max_requests_per_session)
+
+    async def _wait_turn(self, hs: HTTPSession, weight: int, body: bytes, receive: Receive, send: Send) -> Any:
+        """A POST of a session running ``max_requests_per_session`` already: it waits its turn (holding its body,
+        not the parsed message, which is several times larger), or is refused 429 when the queue is full."""
+        cap = self.answers.max_requests_per_session
+        if not await hs.wait_turn(
+            weight, len(body), cap, self.max_queued_per_session, self.max_queued_bytes_per_session
+        ):
+            hs.last_seen = time.monotonic()
+            await respond(send, 429, TOO_BUSY, extra=RETRY_AFTER_1)
+            return None
+        if hs.session.closed:
+            hs.busy -= weight
+            hs.next_turn(cap)
+            await respond(send, 404, _NOT_FOUND)
+            return None
+        msg = jsonrpc.parse(body)  # (it parsed before)
+        answering = self._answer(hs, msg, body, receive, send)
+        if weight != 1:
+            return await self._weighed(hs, weight, answering)
+        return answering if isinstance(answering, Outgoing) else await answering
+
+    async def _receive(self, hs: HTTPSession, msg: Any, body: bytes, send: Send) -> None:
+        """Notifications and answers only: 202, nothing else (answers resolve the server's requests)."""
+        hs.last_seen = time.monotonic()
+        try:  # (an answer to another worker's request goes there, with a shared fan-out)
+            await self.sessions.receive(hs, msg, body)
+        except ConnectionError as exc:
+            await respond(send, 503, unavailable(exc), extra=RETRY_AFTER_1)
+            return
+        if self.session_store is not None and hs.session.initialized and hs.stored < 2:
+            await self.sessions.save(hs, announce=True)
+        await respond(send, 202)
+
+    async def _open(self, scope: Scope, msg: Any, receive: Receive, send: Send, body: bytes) -> None:
+        """A POST without ``Mcp-Session-Id``: ``initialize`` opens a session (ended again when it fails)."""
+        if type(msg) is not Request or msg.method != "initialize":
+            await respond(send, 400, _SESSION_ID_REQUIRED)
+            return
+        client = client_key(scope)
+        refused = await self.sessions.make_room(client)
+        if refused is not None:
+            await respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
+            return
+        hs = self.sessions.create(client)
+        hs.busy += 1
+        extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),)
+        stream = self.session_stream(hs)
+        answer = hs.session.peer.answer(msg, stream, body)
+        status = await self.answers.serve(stream, answer, None, receive, send, extra, new_session=True)
+        if status != 200:
+            await self.sessions.end(hs)
+        elif self.session_store is not None and not hs.stored:  # (recorded before the answer, unless that failed)
+            await self.sessions.save(hs)
+
+    def session_stream(self, hs: HTTPSession) -> Stream:
+        """The stream of a session's next POST (numbered; kept in the session while it may be resumed)."""
+        hs.next_no += 1
+        stream = Stream(self.sse, hs, hs.next_no, JSON_MODE if self.json_response else UNDECIDED)
+        if stream.resumable:
+            if hs.live is None:
+                hs.live = {}
+            hs.live[stream.no] = stream
+        return stream
+
+    # ------------------------------------------------------------------ stateless
+
+    async def post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any, body: bytes) -> None:
+        """A handshake-era POST to a stateless endpoint: run on a pre-initialized session of its version."""
+        server = self.server
+        hv = text(h.get(b"mcp-protocol-version"))
+        if hv is not None and hv not in server.handshake_versions:
+            await respond(send, 400, unsupported_header(hv))
+            return
+        version = hv or versions.V2025_03_26
+        if version not in server.handshake_versions:
+            version = max(server.handshake_versions)
+        t = type(msg)
+        if t is Request and msg.method == "initialize":
+            session = server.create_session(NULL_OUTBOX, **self.peer_options)  # answers initialize, then forgotten
+        else:
+            session = self._stateless_session(version)
+        if not has_requests(msg):
+            await session.peer.receive_parsed(msg, NULL_OUTBOX, body)
+            await respond(send, 202)
+            return
+        stream = Stream(self.sse, None, 0, JSON_MODE if self.json_response else UNDECIDED)
+        runner: Outgoing | Awaitable[Outgoing | None]
+        if t is Request:
+            # A detached run: concurrent clients may reuse request ids on this shared peer.
+            ctx = session.peer.detached(msg.id, msg.method, msg.params, stream, body)
+            runner = session.peer.run_detached(ctx)
+        else:
+            runner = self._preinitialized(version).peer.answer(msg, stream, body)
+        await self.answers.serve(stream, runner, None, receive, send, ())
+
+    def _preinitialized(self, version: str) -> HostedSession:
+        session = self.server.create_session(NULL_OUTBOX, **self.peer_options)
+        session.version = version
+        session.features = versions.features(version)
+        session.initialized = True
+        return session
+
+    def _stateless_session(self, version: str) -> HostedSession:
+        session = self.stateless_sessions.get(version)
+        if session is None:
+            session = self.stateless_sessions[version] = self._preinitialized(version)
+        return session
+
+    # ------------------------------------------------------------------ GET and DELETE
+
+    async def _session_for(self, scope: Scope, h: Headers, verb: str) -> tuple[int, bytes] | HTTPSession:
+        """The session a GET or DELETE names, or the status and body of its refusal."""
+        hv = text(h.get(b"mcp-protocol-version"))
+        if hv is not None and versions.is_modern(hv):
+            return 405, b""
+        if self.stateless or not self.server.handshake_versions:
+            return 405, b""
+        if self.draining and verb == "GET":  # this worker stops: the client opens its stream on another one
+            return 503, bad(INVALID_REQUEST, "Service Unavailable: draining")
+        sid = text(h.get(b"mcp-session-id"))
+        if sid is None:
+            return 400, _SESSION_ID_REQUIRED
+        try:
+            hs = await self.sessions.find(sid)
+        except ConnectionError as exc:
+            return 503, unavailable(exc)
+        if hs is None or not owned_by(hs, scope):
+            return 404, _NOT_FOUND
+        if hv is not None and hv not in self.server.handshake_versions:
+            return 400, unsupported_header(hv)
+        return hs
+
+    async def get(self, scope: Scope, h: Headers, receive: Receive, send: Send) -> None:
+        """GET: the session's standalone SSE stream, opened or resumed (``Last-Event-ID``)."""
+        if not self.get_stream:
+            await respond(send, 405, b"", None, [(b"allow", b"POST, DELETE")])
+            return
+        found = await self._session_for(scope, h, "GET")
+        if not isinstance(found, HTTPSession):
+            status, body = found
+            await respond(send, status, body, JSON_TYPE, refusal_headers(status))
+            return
+        if not accepts(h.get(b"accept"))[1]:
+            await respond(send, 406, bad(INVALID_REQUEST, "Not Acceptable: Accept must list text/event-stream"))
+            return
+        hs = found
+        hs.last_seen = time.monotonic()
+        last = text(h.get(b"last-event-id"))
+        shared = self.sessions.shared
+        if shared is not None:
+            return await shared.get(hs, last, receive, send)
+        if last is not None:
+            await self.sse.resume(hs, last, receive, send)
+            return
+        stream = hs.standalone
+        if stream is not None and stream.conn is not None and not stream.conn.ended:
+            await respond(send, 409, bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
+            return
+        if stream is None:
+            stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
+        await self.sse.attach(hs, stream, None, receive, send)
+
+    async def delete(self, scope: Scope, h: Headers, send: Send) -> None:
+        """DELETE: end the session."""
+        found = await self._session_for(scope, h, "DELETE")
+        if not isinstance(found, HTTPSession):
+            status, body = found
+            await respond(send, status, body, JSON_TYPE, refusal_headers(status))
+            return
+        await self.sessions.delete(found)
+        await respond(send, 200)
