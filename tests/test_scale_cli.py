@@ -1,9 +1,12 @@
-"""`mcpkit run server.py -t http --workers N --redis URL`: N processes on one port sharing one Redis serve both
-protocol eras; connections reach different workers; SIGTERM stops them all gracefully; a worker that keeps dying
-is restarted a bounded number of times; the flags are refused where they mean nothing."""
+"""`mcpkit run server.py -t http --workers N --redis URL`: N processes on one port sharing one Redis serve both protocol
+eras; connections reach different workers; a task started on one worker is read on another; SIGTERM stops them all
+gracefully; a worker that keeps dying is restarted a bounded number of times; the flags are refused where they mean
+nothing."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import re
@@ -24,6 +27,7 @@ from support.scale import EVERYTHING, REPO
 pytestmark = pytest.mark.redis
 
 MCPKIT = [sys.executable, "-m", "mcpkit.cli.main"]
+SCALE_SERVER = Path(__file__).resolve().parent / "servers" / "scale_server.py"
 
 
 def _started(proc: subprocess.Popen[bytes], timeout: float = 30) -> str:
@@ -82,6 +86,41 @@ async def test_workers_on_one_port_serve_both_eras_and_stop_together(redis_url: 
     assert children.stdout == b""  # no worker left behind
 
 
+async def test_a_task_started_through_one_worker_is_read_through_the_other(redis_url: str) -> None:  # noqa: F811
+    """The task store is one of what the configured workers share: the server enables tasks without naming a
+    store, and ``--redis`` keeps them in Redis, not in each worker's memory."""
+    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-tasks:"}
+    env.pop("MCPKIT_STATE_KEYS", None)
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(SCALE_SERVER), "-t", "http", "--workers", "2", "--redis", redis_url, "--port", "0"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        url = _started(proc)
+        async with contextlib.AsyncExitStack() as stack:
+            by_worker: dict[int, Client] = {}  # one client (one kept-alive connection) per worker process
+            for _ in range(40):
+                client = await stack.enter_async_context(Client(url, mode="modern"))
+                by_worker.setdefault((await client.call_tool("whoami")).structured["result"], client)
+                if len(by_worker) == 2:
+                    break
+            assert len(by_worker) == 2, by_worker
+            (pid_a, a), (pid_b, b) = by_worker.items()
+            started = await a.call_tool_as_task("whoami_later", {"seconds": 0.3})
+            assert (await b.call_tool("whoami")).structured == {"result": pid_b}  # (b still reaches the other)
+            followed = await b.task(started.task_id)
+            result = await asyncio.wait_for(followed.result(), 15)
+            assert result.structured == {"result": pid_a}  # ran on a's worker, read through b's
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        stop(proc)
+
+
 def test_a_worker_that_keeps_dying_is_restarted_a_bounded_number_of_times(
     redis_url: str,  # noqa: F811
     tmp_path: Path,
@@ -128,12 +167,9 @@ def test_the_help_names_every_environment_variable() -> None:
 async def test_sigterm_lets_the_requests_in_flight_finish(redis_url: str) -> None:  # noqa: F811
     """Graceful shutdown: the worker stops accepting at once, and a request it is running still gets its answer
     (within --drain-timeout) before the process exits."""
-    import asyncio
-
-    server = Path(__file__).resolve().parent / "servers" / "scale_server.py"
     env = {**os.environ, "MCPKIT_STATE_KEYS": "k" * 40, "MCPKIT_REDIS_PREFIX": "cli-drain:"}
     proc = subprocess.Popen(
-        [*MCPKIT, "run", str(server), "-t", "http", "--redis", redis_url, "--port", "0", "--drain-timeout", "10"],
+        [*MCPKIT, "run", str(SCALE_SERVER), "-t", "http", "--redis", redis_url, "--port", "0", "--drain-timeout", "10"],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

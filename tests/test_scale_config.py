@@ -83,6 +83,31 @@ def test_the_default_stays_in_memory() -> None:
     assert create_app(MCPKit("y"), session_store=InMemorySessionStore()).streamable.shared is None  # type: ignore[union-attr]
 
 
+def test_a_redis_configuration_keeps_tasks_in_redis_unless_the_server_chose_a_store() -> None:
+    from mcpkit.stores.redis import RedisTaskStore
+    from mcpkit.tasks import InMemoryTaskStore
+
+    config = ScaleConfig(redis_url="redis://127.0.0.1:1/0", state_keys=(KEY_A,))
+    enabled_before = MCPKit("before")
+    enabled_before.enable_tasks(max_tasks=7)  # no store named: the deployment's
+    built = create_app(enabled_before, config=config)
+    assert built.shared is not None and enabled_before.tasks is not None
+    assert enabled_before.tasks.engine.store is built.shared.task_store
+    assert isinstance(built.shared.task_store, RedisTaskStore) and enabled_before.tasks.engine.max_tasks == 7
+    enabled_after = MCPKit("after")
+    built = create_app(enabled_after, config=config)
+    assert built.shared is not None and enabled_after.enable_tasks().engine.store is built.shared.task_store
+    chosen = InMemoryTaskStore(max_records=5)
+    own = MCPKit("own")
+    own.enable_tasks(chosen)
+    create_app(own, config=config)
+    assert own.tasks is not None and own.tasks.engine.store is chosen  # a store given explicitly stays
+    plain = MCPKit("plain")
+    plain.enable_tasks()
+    create_app(plain, config=ScaleConfig())  # no Redis: in memory, as before
+    assert plain.tasks is not None and isinstance(plain.tasks.engine.store, InMemoryTaskStore)
+
+
 # ---------------------------------------------------------------------------------------------- the key ring
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .engine import Connection, Outbox, Peer
     from .protocol.jsonrpc import JSONDict
     from .protocol.versions import Features
+    from .tasks import TaskStore
 
 #: The key of ``HostedSession.state`` under which a session's binding is kept: a stable, unguessable name of the
 #: session for what belongs to it (a sealed ``requestState``, tasks created without a principal). A transport whose
@@ -184,6 +185,10 @@ class HostedServer(FanoutTarget, Protocol):
 
     async def start_fanout(self) -> None:
         """Start receiving other workers' events."""
+        ...
+
+    def use_task_store(self, store: TaskStore) -> None:
+        """Keep tasks in the store every worker shares (unless the server chose a store itself)."""
         ...
 
     async def close_listeners(self) -> None:

@@ -1,9 +1,10 @@
 """The server of the scale-out fault tests (served by `mcpkit run tests/servers/scale_server.py -t http` with the
-MCPKIT_* configuration): notifications a test can tell apart (one URI each), and a tool that says which worker
-process answered."""
+MCPKIT_* configuration): notifications a test can tell apart (one URI each), and tools that say which worker
+process answered or ran a task."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from mcpkit import MCPKit
@@ -33,7 +34,12 @@ def whoami() -> int:
 @app.tool
 async def slow(seconds: float) -> str:
     """Work for ``seconds`` (a request in flight while the worker is told to stop)."""
-    import asyncio
-
     await asyncio.sleep(seconds)
     return f"slept {seconds}"
+
+
+@app.tool(task=True)
+async def whoami_later(seconds: float = 0.2) -> int:
+    """Work for ``seconds`` (as a task when asked), then say which worker process ran it."""
+    await asyncio.sleep(seconds)
+    return os.getpid()

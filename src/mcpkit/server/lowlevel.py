@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 
     from ..engine import Connection
     from ..protocol.types import Icon
+    from ..tasks import TaskStore
     from .tasks import ServerTasks
 
 logger = logging.getLogger("mcpkit.server")
@@ -111,6 +112,9 @@ class Server(Runnable):
     _lazy_lifespan: Any = None
     _dispatch_holding: Callable[..., Coroutine[Any, Any, JSONDict]]
     tasks: ServerTasks | None = None  #: its task support (enable_tasks); None: it runs and declares no tasks
+    #: where tasks are kept when :meth:`enable_tasks` is given no store of its own (None: in memory); set by
+    #: :meth:`use_task_store`
+    task_store: TaskStore | None = None
 
     @named_options
     def __init__(
@@ -303,6 +307,16 @@ class Server(Runnable):
         from .tasks import enable_tasks
 
         return enable_tasks(self, engine, **options)
+
+    def use_task_store(self, store: TaskStore) -> None:
+        """Keep tasks in ``store``, the store every worker of a deployment shares, unless :meth:`enable_tasks` was
+        given a store or an engine of its own (that one is kept). ``create_app`` calls it with the
+        ``RedisTaskStore`` its Redis configuration builds (``mcpkit run --workers N --redis URL``), so a task
+        started on one worker is read, answered and cancelled on any other. Tasks enabled later without a store
+        use it too."""
+        self.task_store = store
+        if self.tasks is not None:
+            self.tasks.engine.use_shared_store(store)
 
     @property
     def supported_versions(self) -> list[str]:

@@ -422,13 +422,15 @@ class ServerTasks:
 def enable_tasks(server: Any, engine: TaskEngine | TaskStore | None = None, **options: Any) -> ServerTasks:
     """Make ``server`` run tools as tasks, in both protocol forms, and declare it (``Server.enable_tasks``).
 
-    ``engine``: a :class:`~mcpkit.tasks.TaskEngine`, or the :class:`~mcpkit.tasks.TaskStore` to build one on
-    (default: in memory; a shared store such as ``mcpkit.stores.redis.RedisTaskStore`` lets every worker serve
-    every task); ``options`` go to the engine (``max_tasks``, ``max_tasks_per_principal``, ``default_ttl_ms``,
-    ``max_ttl_ms``, ``poll_interval_ms``, ``max_result_bytes``, ``drain_timeout``). Registering a tool with
-    ``task=`` enables tasks with the defaults; call this before serving to choose."""
+    ``engine``: a :class:`~mcpkit.tasks.TaskEngine`, or the :class:`~mcpkit.tasks.TaskStore` to build one on (default:
+    the store the deployment's workers share, :meth:`Server.use_task_store
+    <mcpkit.server.lowlevel.Server.use_task_store>`, else in memory; a shared store such as
+    ``mcpkit.stores.redis.RedisTaskStore`` lets every worker serve every task); ``options`` go to the engine
+    (``max_tasks``, ``max_tasks_per_principal``, ``default_ttl_ms``, ``max_ttl_ms``, ``poll_interval_ms``,
+    ``max_result_bytes``, ``drain_timeout``). Registering a tool with ``task=`` enables tasks with the defaults; call
+    this before serving to choose."""
     if not isinstance(engine, TaskEngine):
-        engine = TaskEngine(engine, **options)
+        engine = TaskEngine(engine if engine is not None else server.task_store, **options)
     elif options:
         raise TypeError("give the engine's options to TaskEngine(...) itself")
     if server.tasks is not None:

@@ -13,11 +13,12 @@ setting            environment variable           ``mcpkit run``                
                    ``MCPKIT_STATE_KEYS_FILE``
 =================  =============================  ============================  ===================================
 
-With a Redis URL, ``create_app`` builds one :class:`~mcpkit.stores.redis.RedisConnection` and on it the session
-store, the event store and the fan-out (:class:`~mcpkit.stores.redis.RedisFanout`), for each of them not given
-explicitly; the state keys (a key ring: the first signs, every one verifies) seal ``requestState`` and list cursors
-on every worker alike, so they are required with a Redis URL (``mcpkit run --workers N`` on one host generates one
-for its workers). Without a URL nothing changes: in-memory stores, the zero-configuration default.
+With a Redis URL, ``create_app`` builds one :class:`~mcpkit.stores.redis.RedisConnection` and on it the session store,
+the event store and the fan-out (:class:`~mcpkit.stores.redis.RedisFanout`), for each of them not given explicitly, and
+the task store (:class:`~mcpkit.stores.redis.RedisTaskStore`), which the server uses unless ``enable_tasks`` was given a
+store of its own; the state keys (a key ring: the first signs, every one verifies) seal ``requestState`` and list
+cursors on every worker alike, so they are required with a Redis URL (``mcpkit run --workers N`` on one host generates
+one for its workers). Without a URL nothing changes: in-memory stores, the zero-configuration default.
 
 Keys are text of at least 32 characters (their UTF-8 bytes are the key), e.g. ``python -c "import secrets;
 print(secrets.token_urlsafe(32))"``. Rotation: add the new key last everywhere (it verifies), then move it first (it
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ..hosting import MAX_KEYS
 
 if TYPE_CHECKING:
-    from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore
+    from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
 
 __all__ = ["ENV", "MIN_KEY_CHARS", "ScaleConfig", "SharedStores", "generate_key", "parse_keys"]
 
@@ -162,10 +163,11 @@ class ScaleConfig:
         )
 
     def build(self, *, session_store: Any = None, event_store: Any = None, fanout: Any = None) -> SharedStores | None:
-        """The Redis pieces on one connection, for those not given (None without a Redis URL)."""
+        """The Redis pieces on one connection, for those not given, and the task store (None without a Redis
+        URL)."""
         if not self.redis_url:
             return None
-        from .redis import RedisEventStore, RedisFanout, RedisSessionStore
+        from .redis import RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
 
         conn = self.connect()
         return SharedStores(
@@ -173,6 +175,7 @@ class ScaleConfig:
             session_store if session_store is not None else RedisSessionStore(conn),
             event_store if event_store is not None else RedisEventStore(conn),
             fanout if fanout is not None else RedisFanout(conn),
+            RedisTaskStore(conn),
         )
 
 
@@ -196,7 +199,12 @@ class SharedStores:
     session_store: RedisSessionStore
     event_store: RedisEventStore
     fanout: RedisFanout
+    task_store: RedisTaskStore
 
     async def aclose(self) -> None:
-        """Close the connection (the fan-out is closed by the app's lifespan first)."""
-        await self.connection.aclose()
+        """Stop the task store's change reader and close the connection (the fan-out is closed by the app's
+        lifespan first)."""
+        try:
+            await self.task_store.aclose()
+        finally:
+            await self.connection.aclose()

@@ -191,6 +191,7 @@ class TaskEngine:
         if min(max_tasks, max_tasks_per_principal, default_ttl_ms, max_ttl_ms, max_result_bytes) < 1:
             raise ValueError("task limits must be positive")
         self.store: TaskStore = store if store is not None else InMemoryTaskStore()
+        self._default_store = store is None  # (a deployment's shared store may take its place: use_shared_store)
         self.max_tasks = max_tasks
         self.max_tasks_per_principal = max_tasks_per_principal
         self.default_ttl_ms = min(default_ttl_ms, max_ttl_ms)
@@ -204,6 +205,19 @@ class TaskEngine:
         self._reacting: set[str] = set()
         self._closed = False
         self._unsubscribe = self.store.subscribe(self._on_change)
+
+    def use_shared_store(self, store: TaskStore) -> bool:
+        """Keep tasks in ``store`` (the one every worker of a deployment shares) instead of the in-memory default.
+        Only an engine built without a store, that has kept no task yet, moves: a store given explicitly stays.
+        True when it moved."""
+        old = self.store
+        if not self._default_store or not isinstance(old, InMemoryTaskStore) or len(old) or self._runs:
+            return False
+        self._unsubscribe()
+        self.store = store
+        self._default_store = False
+        self._unsubscribe = store.subscribe(self._on_change)
+        return True
 
     # ------------------------------------------------------------------ creating and running
 

@@ -218,7 +218,8 @@ def create_app(
 
     ``config`` (default: :meth:`ScaleConfig.from_env() <mcpkit.stores.config.ScaleConfig.from_env>`, the
     ``MCPKIT_*`` environment variables) is what the workers of one deployment share: with a Redis URL, the session
-    store, the event store and the fan-out not given here are built on one Redis connection, and the key ring
+    store, the event store and the fan-out not given here are built on one Redis connection (and the task store,
+    which the server uses unless it chose one: ``Server.use_task_store``), and the key ring
     seals ``requestState`` and list cursors (required then, unless the server was given keys of its own). Without
     one, nothing changes (in-memory stores). ``health_path`` (liveness: 200) and ``ready_path`` (readiness: 503
     while draining or while the shared fan-out cannot reach Redis) answer GET without the Host/Origin checks;
@@ -244,6 +245,7 @@ def create_app(
         shared = config.build(session_store=session_store, event_store=event_store, fanout=fanout)
         assert shared is not None
         session_store, event_store, fanout = shared.session_store, shared.event_store, shared.fanout
+        server.use_task_store(shared.task_store)
     if fanout is not None:
         server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)
