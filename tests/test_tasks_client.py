@@ -246,3 +246,18 @@ async def test_a_short_2026_task_is_read_without_waiting_the_servers_poll_interv
         handle = await client.call_tool_as_task("big", {"size": 3})
         assert (await handle.result()).text == "xxx"
         assert loop.time() - start < 1.0
+
+
+async def test_a_2026_task_that_ended_before_its_creation_was_answered_gives_its_result() -> None:
+    """The CreateTaskResult of a required task that ended within its request already says "completed" but carries
+    no result (only tasks/get does): the client reads it there, for call_tool and for a handle alike."""
+    app = MCPKit("quick")
+
+    @app.tool(task="required")
+    async def at_once(x: int) -> int:
+        return x + 1
+
+    async with Client(app, protocol_version="2026-07-28") as client:
+        assert (await client.call_tool("at_once", {"x": 2})).structured == {"result": 3}
+        handle = await client.call_tool_as_task("at_once", {"x": 4})
+        assert (await handle.result()).structured == {"result": 5}

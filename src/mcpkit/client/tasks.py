@@ -215,6 +215,8 @@ class TaskHandle:
 
     async def _wait_modern(self) -> JSONDict:
         task = self.task
+        if (task.status == "completed" and task.result is None) or (task.status == "failed" and task.error is None):
+            task = await self.status()  # (a CreateTaskResult may say the task ended; tasks/get carries the outcome)
         polls = 0
         while True:
             if task.status == "completed":
