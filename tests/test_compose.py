@@ -87,6 +87,32 @@ async def test_mount_is_live_with_list_changed_and_import_is_a_copy(transport: s
         assert "copy_ghost" not in names and "ghost" not in names
 
 
+@pytest.mark.parametrize("mode", ["2025-11-25", "2026-07-28"])
+async def test_a_mounted_tool_that_may_run_as_a_task_runs_as_one_in_the_parent(mode: str) -> None:
+    """The parent takes on the mounted tool's task support (as if registered there): it declares tasks, runs the
+    call as a task when asked, and a tool that requires one is never run plainly."""
+    child = MCPKit("child")
+
+    @child.tool(task=True)
+    async def double(x: int) -> int:
+        await asyncio.sleep(0.05)
+        return x * 2
+
+    parent = MCPKit("parent")
+    parent.mount(child, prefix="c")
+    assert parent.tasks is not None
+
+    @child.tool(task="required")  # (registered after mounting: the live mount brings it too)
+    async def must(ctx: Context, x: int) -> str:
+        await ctx.become_task()
+        return f"{x} in task {ctx.task_id is not None}"
+
+    async with Client(parent, protocol_version=mode) as client:
+        handle = await client.call_tool_as_task("c_double", {"x": 21})
+        assert (await handle.result()).structured == {"result": 42}
+        assert (await client.call_tool("c_must", {"x": 1})).text == "1 in task True"
+
+
 def test_prefixed_uris_round_trip() -> None:
     for uri, expected in [
         ("data://today", "data://w/today"),

@@ -8,7 +8,8 @@ at once, with ``list_changed`` to the parent's clients. ``app.import_server(othe
 What passes through: a mounted function gets a :class:`~mcpkit.server.context.Context` whose ``app`` is the
 server it was registered on (so ``ctx.lifespan_state`` is that server's), over the parent's request, so progress,
 logging, sampling, elicitation and roots reach the parent's client in either era; its tags and OAuth scopes
-follow it (``MCPKit.scope_rule`` names the prefixed tool); the mounted server's lifespan runs inside the parent's.
+follow it (``MCPKit.scope_rule`` names the prefixed tool), and so does a tool's task support (the parent enables
+tasks for it); the mounted server's lifespan runs inside the parent's.
 A component hidden in the mounted server (``other.disable(...)``, its tag rules) is not mounted.
 
 Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``). A name the
@@ -56,6 +57,9 @@ class Composable(Protocol):
     _mounted_in: list[tuple[Any, Mount]]
     _visibility: Any
     _lifespan: Any
+    tasks: Any
+
+    def enable_tasks(self) -> Any: ...
 
     def _changed(self, kind: str) -> None: ...
 
@@ -116,7 +120,14 @@ class Mount:
 # ---------------------------------------------------------------------------------------------- the wrappers
 
 
-def _copy_labels(wrapper: Listed, inner: Listed, mount: Mount) -> None:
+def _wrap(wrapper: Any, inner: Listed, mount: Mount) -> None:
+    """Make ``wrapper`` a copy of ``inner``'s state (the wrappers skip their base class's ``__init__``: there is no
+    function of their own to read; copying the instance's attributes forgets none, where naming them one by one
+    left out what was added later, e.g. a tool's task support), with definitions of its own and the mount's
+    labels."""
+    vars(wrapper).update(vars(inner))
+    wrapper.inner = inner
+    wrapper.mount = mount
     wrapper.tags = inner.tags | mount.tags
     wrapper.scopes = inner.scopes
     Listed.__init__(wrapper)
@@ -125,22 +136,12 @@ def _copy_labels(wrapper: Listed, inner: Listed, mount: Mount) -> None:
 class MountedTool(Tool):
     """A tool of a mounted server, under its prefixed name (calls go to the original, which is not touched)."""
 
-    def __init__(self, inner: Tool, name: str, mount: Mount) -> None:  # (Tool.__init__ is not run: nothing to read)
-        self.inner = inner
-        self.mount = mount
+    inner: Tool
+    mount: Mount
+
+    def __init__(self, inner: Tool, name: str, mount: Mount) -> None:
+        _wrap(self, inner, mount)
         self.name = name
-        self.fn = inner.fn
-        self.info = inner.info
-        self.sync = inner.sync
-        self.thread = inner.thread
-        self.title = inner.title
-        self.description = inner.description
-        self.annotations = inner.annotations
-        self.icons = inner.icons
-        self.meta = inner.meta
-        self._structured_output = inner._structured_output
-        self._returns = None
-        _copy_labels(self, inner, mount)
 
     @property
     def returns(self) -> Any:
@@ -164,24 +165,12 @@ def _renamed(contents: list[JSONDict], old: str, new: str) -> list[JSONDict]:
 class MountedResource(Resource):
     """A static resource of a mounted server, under its prefixed URI."""
 
+    inner: Resource
+    mount: Mount
+
     def __init__(self, inner: Resource, uri: str, mount: Mount) -> None:
-        self.inner = inner
-        self.mount = mount
+        _wrap(self, inner, mount)
         self.uri = uri
-        self.fn = inner.fn
-        self.content = inner.content
-        self.info = inner.info
-        self.sync = inner.sync
-        self.cache_hints = inner.cache_hints
-        self.name = inner.name
-        self.title = inner.title
-        self.description = inner.description
-        self.mime_type = inner.mime_type
-        self.annotations = inner.annotations
-        self.icons = inner.icons
-        self.meta = inner.meta
-        self.size = inner.size
-        _copy_labels(self, inner, mount)
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
         return _renamed(await self.inner.read(self.mount.context(ctx)), self.inner.uri, self.uri)
@@ -190,24 +179,13 @@ class MountedResource(Resource):
 class MountedTemplate(ResourceTemplate):
     """A resource template of a mounted server, under its prefixed URI template."""
 
+    inner: ResourceTemplate
+    mount: Mount
+
     def __init__(self, inner: ResourceTemplate, uri_template: str, mount: Mount) -> None:
-        self.inner = inner
-        self.mount = mount
+        _wrap(self, inner, mount)
         self.template = UriTemplate(uri_template)
         self.uri_template = uri_template
-        self.fn = inner.fn
-        self.info = inner.info
-        self.sync = inner.sync
-        self.completions = inner.completions
-        self.cache_hints = inner.cache_hints
-        self.name = inner.name
-        self.title = inner.title
-        self.description = inner.description
-        self.mime_type = inner.mime_type
-        self.annotations = inner.annotations
-        self.icons = inner.icons
-        self.meta = inner.meta
-        _copy_labels(self, inner, mount)
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
         inner_uri = unprefixed_uri(self.mount.prefix, uri)
@@ -219,19 +197,13 @@ class MountedTemplate(ResourceTemplate):
 class MountedPrompt(Prompt):
     """A prompt of a mounted server, under its prefixed name."""
 
+    inner: Prompt
+    mount: Mount
+
     def __init__(self, inner: Prompt, name: str, mount: Mount, completions: dict[str, Any]) -> None:
-        self.inner = inner
-        self.mount = mount
+        _wrap(self, inner, mount)
         self.name = name
-        self.fn = inner.fn
-        self.info = inner.info
-        self.sync = inner.sync
-        self.title = inner.title
-        self.description = inner.description
-        self.icons = inner.icons
-        self.meta = inner.meta
         self.completions = completions
-        _copy_labels(self, inner, mount)
 
     def definition(self, feats: Features) -> JSONDict:
         cached = self._defs.get(feats.version)
@@ -314,6 +286,7 @@ def attach(
     completing = (MountedPrompt, MountedTemplate)
     if any(isinstance(t, completing) and t.completions for items in wanted.values() for t in items.values()):
         parent._enable_completion()
+    _enable_tasks(parent, wanted["tools"].values())
     if live:
         parent._mounts[prefix] = mount
         child._mounted_in.append((parent, mount))
@@ -358,6 +331,14 @@ def refresh(parent: Composable, mount: Mount, kind: str) -> None:
             registry[key] = item
             kept.add(key)
         mount.owned[k] = kept
+        if k == "tools":
+            _enable_tasks(parent, (registry[key] for key in kept))
+
+
+def _enable_tasks(parent: Composable, tools: Iterable[Listed]) -> None:
+    """A mounted tool that may run as a task needs the parent's task support, as a tool registered there does."""
+    if parent.tasks is None and any(isinstance(t, Tool) and t.task_support is not None for t in tools):
+        parent.enable_tasks()
 
 
 class Mounting:
