@@ -75,6 +75,24 @@ async def test_a_wrapper_gets_the_context_and_forward_raw_uses_the_original_name
     assert logs == ["adding", "twice", "adding", "adding"]
 
 
+@pytest.mark.parametrize("mode", ["2025-11-25", "2026-07-28"])
+async def test_a_tool_derived_from_a_task_tool_runs_as_a_task(mode: str) -> None:
+    source = MCPKit("source")
+
+    @source.tool(task=True)
+    async def scan(path: str, depth: int) -> str:
+        return f"{path} to depth {depth}"
+
+    original = source.get_tool("scan")
+    assert original is not None
+    app = MCPKit("x")
+    app.add_tool(transform_tool(original, name="scan_root", args={"path": ArgTransform(hide=True, default="/")}))
+    assert app.tasks is not None  # (as for a task tool registered here)
+    async with Client(app, protocol_version=mode) as client:
+        handle = await client.call_tool_as_task("scan_root", {"depth": 2})
+        assert (await handle.result()).text == "/ to depth 2"
+
+
 def test_transform_refuses_what_cannot_work() -> None:
     app = MCPKit("x")
 

@@ -16,7 +16,8 @@
 
 What the client sees is the derived schema; a call maps the arguments back to the original's names, fills the
 defaults and the hidden values, and runs the original (its validation, its result). A hidden argument cannot be
-set by the client: a call naming it (or any argument the derived schema does not have) is refused.
+set by the client: a call naming it (or any argument the derived schema does not have) is refused. The derived
+tool runs as a task when the original may (it keeps the original's task support).
 
 ``fn=`` wraps the original: an ``async def`` taking the derived arguments (and optionally a ``Context``) that
 calls :func:`forward` (derived names) or :func:`forward_raw` (the original's names) to run the original and gets
@@ -130,6 +131,7 @@ class TransformedTool(Tool):
         self.meta = meta if meta is not None else original.meta
         self.thread = None
         self.sync = None
+        self.task_support = original.task_support
         self.fn = fn if fn is not None else original.fn
         self._structured_output = None
         self._args = dict(args)
