@@ -42,6 +42,8 @@ NO_RUN = re.compile(r"^\s*<!--\s*no-run:\s*(.+?)\s*-->\s*$")
 FENCE = re.compile(r"^(\s*)```python\s*$")
 NODE_BIN = ROOT / "tests" / "node_modules" / ".bin"
 EXTRA_ERROR = re.compile(r"pip install 'mcpkit\[\w+\]'")
+TESTING_GUIDE = ROOT / "docs" / "guides" / "testing.md"
+TESTING_EXAMPLE = ROOT / "examples" / "testing"
 
 
 @dataclass
@@ -103,9 +105,10 @@ def extract_blocks(path: Path) -> list[Block]:
 
 
 def markdown_files(readme_only: bool) -> list[Path]:
+    """README.md, and the docs (but the testing guide: its blocks are pytest files, run in the testing venv)."""
     files = [ROOT / "README.md"]
     if not readme_only:
-        files += sorted(p for p in (ROOT / "docs").rglob("*.md") if p.is_file())
+        files += sorted(p for p in (ROOT / "docs").rglob("*.md") if p.is_file() and p != TESTING_GUIDE)
     return files
 
 
@@ -161,8 +164,9 @@ def build_wheel(out: Path) -> Path:
     return wheels[0]
 
 
-def make_venv(path: Path, wheel: Path, extras: str) -> Venv:
-    """A fresh venv with only the wheel installed, the way the README says (``pip install 'mcpkit[all]'``)."""
+def make_venv(path: Path, wheel: Path, extras: str, brings: tuple[str, ...] = ()) -> Venv:
+    """A fresh venv with only the wheel installed, the way the README says (``pip install 'mcpkit[all]'``);
+    ``brings``: the dev tools the extras themselves install (``testing``: pytest)."""
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     venv = Venv(path)
     spec = f"mcpkit{extras} @ {wheel.as_uri()}"
@@ -176,6 +180,8 @@ def make_venv(path: Path, wheel: Path, extras: str) -> Venv:
     if where.returncode != 0 or not where.stdout.strip().startswith(str(path)):
         raise SystemExit(f"mcpkit in {path} is not the installed wheel: {where.stdout}{where.stderr}")
     for tool in ("pytest", "ruff", "mypy", "jsonschema"):  # no dev tools: what users have, nothing more
+        if tool in brings:
+            continue
         probe = venv.run([str(venv.python), "-c", f"import {tool}"], timeout=60)
         if probe.returncode == 0:
             raise SystemExit(f"the fresh venv {path} has the dev package {tool!r}: it would hide a missing dependency")
@@ -464,13 +470,112 @@ def check_first_steps(venv: Venv, report: Report) -> None:
         report.fail("first steps: mypy --strict examples/first_steps", check.stdout + check.stderr)
 
 
+# ---------------------------------------------------------------------------------------------- the testing kit
+
+_RUNS = re.compile(r"^mcpkit: (\d+) test runs over (\d+) transport\(s\) x (\d+) era\(s\) \((\d+) passed\)$", re.M)
+_TEST_FUNCTION = re.compile(r"^(async )?def test_", re.M)
+
+
+def _session_processes(sid: int) -> list[str]:
+    """The processes still alive (zombies too) in session ``sid`` (a run started with ``start_new_session``)."""
+    left = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 3 and int(fields[3]) == sid:  # state ppid pgrp session
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+            except OSError:
+                cmdline = ""
+            shown = cmdline or stat[: stat.rfind(")") + 1]
+            left.append(f"pid {entry.name} (parent {fields[1]}, state {fields[0]}): {shown}")
+    return left
+
+
+def run_pytest(
+    venv: Venv, cwd: Path, args: list[str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    """``python -m pytest ARGS`` in ``cwd`` as its own session; also the processes of that session still there
+    once pytest has exited (none may be: whatever a test started must be stopped)."""
+    argv = [str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", *args]
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=venv.env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, err = proc.communicate()
+        err += f"\n(timed out after {timeout:.0f} s)"
+    deadline = time.monotonic() + 10  # what the run ended may still be on its way out (and be reaped)
+    while (left := _session_processes(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err), left
+
+
+def check_testing_kit(venv: Venv, report: Report, tmp: Path) -> None:
+    """``pip install 'mcpkit[testing]'`` plus examples/testing: its tests, run by the plugin on every transport and
+    in both eras (the count printed), nothing left running after; then the testing guide's blocks, each a test file
+    run by pytest (a block that records a surface snapshot runs a second time, comparing with it)."""
+    pip = [str(venv.python), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    install = venv.run([*pip, str(TESTING_EXAMPLE)], timeout=600)
+    if install.returncode != 0:
+        report.fail("testing: pip install examples/testing", install.stdout + install.stderr)
+        return
+    started = time.monotonic()
+    proc, left = run_pytest(venv, TESTING_EXAMPLE, ["-q"], timeout=1800)
+    took = time.monotonic() - started
+    runs = _RUNS.search(proc.stdout)
+    what = "testing: examples/testing under the plugin"
+    if proc.returncode != 0 or runs is None:
+        report.fail(what, f"exit {proc.returncode}\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}")
+    elif (runs.group(2), runs.group(3)) != ("5", "2") or runs.group(1) != runs.group(4):
+        report.fail(what, f"not every test on 5 transports x 2 eras, all passed: {runs.group(0)}")
+    elif left:
+        report.fail(what, "processes left running after the run:\n" + "\n".join(left))
+    else:
+        total = proc.stdout.strip().splitlines()[-1].strip("= ")
+        report.ok(f"{what}: {runs.group(0).removeprefix('mcpkit: ')}; {total}; no process left ({took:.0f} s)")
+    for n, block in enumerate(extract_blocks(TESTING_GUIDE)):
+        what = f"code block {block.where}"
+        if block.skip is not None:
+            report.skip(what, f"no-run: {block.skip}")
+            continue
+        folder = tmp / f"guide_{n}"
+        folder.mkdir()
+        started = time.monotonic()
+        if _TEST_FUNCTION.search(block.code):
+            (folder / f"test_guide_{n}.py").write_text(block.code, encoding="utf-8")
+            args = ["-q", "-o", "asyncio_default_fixture_loop_scope=function"]
+            snapshot = "mcp_snapshot" in block.code
+            proc, left = run_pytest(venv, folder, [*args, "--mcp-update-snapshots"] if snapshot else args, 600)
+            if proc.returncode == 0 and snapshot:
+                proc, left = run_pytest(venv, folder, args, 600)
+        else:
+            (folder / f"guide_{n}.py").write_text(block.code, encoding="utf-8")
+            proc = venv.run([str(venv.python), str(folder / f"guide_{n}.py")], timeout=300)
+            left = []
+        if proc.returncode != 0:
+            report.fail(what, f"exit {proc.returncode}\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+        elif left:
+            report.fail(what, "processes left running:\n" + "\n".join(left))
+        else:
+            report.ok(f"{what} ({time.monotonic() - started:.1f} s)")
+
+
 # ---------------------------------------------------------------------------------------------- main
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the venvs (printed) for a look")
-    parser.add_argument("--only", choices=("bare", "all"), help="check one install only")
+    parser.add_argument("--only", choices=("bare", "all", "testing"), help="check one install only")
     opts = parser.parse_args()
     report = Report()
     tmp = Path(tempfile.mkdtemp(prefix="mcpkit-install-"))
@@ -497,6 +602,10 @@ def main() -> int:
             check_examples(full, report)
             check_server_everything(full, report)
             check_first_steps(full, report)  # last: it adds mypy to the venv
+        if opts.only in (None, "testing"):
+            print("\n-- testing: pip install 'mcpkit[testing]' and examples/testing", flush=True)
+            kit = make_venv(tmp / "testing", wheel, "[testing]", brings=("pytest",))
+            check_testing_kit(kit, report, tmp)
     finally:
         if opts.keep:
             print(f"\nkept: {tmp}")

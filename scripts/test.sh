@@ -103,9 +103,11 @@ elapsed
 section "what users install (scripts/check_install.py)"
 # Builds the wheel and installs it into fresh venvs exactly as the README says (bare, and [all]) with no dev tools,
 # then runs there every ```python block of README.md and docs/**/*.md, every example against the client, the
-# README's CLI commands and every tool of server-everything through `mcpkit call`. A missing runtime dependency
-# fails here (the dev venv above would hide it). Serial: overlapping it with pytest on 2 cores made timing-sensitive
-# tests the risk; it takes ~2.5 minutes, mostly pip and node start-ups.
+# README's CLI commands and every tool of server-everything through `mcpkit call`; in a third venv,
+# `pip install 'mcpkit[testing]'` plus examples/testing, whose tests the plugin runs on 5 transports x 2 eras (the
+# count printed, no process left after), and the testing guide's blocks as pytest files. A missing runtime
+# dependency fails here (the dev venv above would hide it). Serial: overlapping it with pytest on 2 cores made
+# timing-sensitive tests the risk; it takes ~4.5 minutes, mostly pip and node start-ups.
 "$PY" scripts/check_install.py
 elapsed
 

@@ -39,3 +39,32 @@ async def test_a_late_unexpected_failure_fails_the_call(mode: str) -> None:
             auth.calls = 10  # from now on every request fails late
             with pytest.raises(MCPError, match="token service exploded"):
                 await asyncio.wait_for(cs.call_tool("echo", {"text": "x"}), 10)
+
+
+async def test_a_client_closed_from_another_task_as_its_get_stream_opens_does_not_hang() -> None:
+    """A handshake-era client opens its GET stream right after initialize. Served and connected in one task and
+    closed at once from another (a pytest fixture's setup and teardown), the close's cancellation met the stream's
+    connect as it completed; asyncio.wait_for (Python 3.11) lost it, and the close waited on the open stream
+    forever."""
+    import contextlib
+    from collections.abc import AsyncIterator
+
+    from mcpkit import Client
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[Client]:
+        async with running(make_server()) as (base, _app):
+            client = Client(f"{base}/mcp", protocol_version="2025-11-25")
+            await client.connect()
+            try:
+                yield client
+            finally:
+                closing = asyncio.ensure_future(client.aclose())
+                done, _ = await asyncio.wait({closing}, timeout=10)
+                assert done, "the client did not close"
+                closing.result()
+
+    for _ in range(3):
+        fixture = connected()
+        await asyncio.wait_for(fixture.__aenter__(), 20)  # set up in a task of its own, which ends here
+        await asyncio.ensure_future(fixture.__aexit__(None, None, None))  # torn down from another

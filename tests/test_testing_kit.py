@@ -297,3 +297,28 @@ async def test_a_leaked_task_fails_the_test_in_teardown(mcp_client: Any, mcp_lea
     task.cancel()  # ...were it not cancelled here
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+async def test_a_client_that_does_not_close_fails_with_where_each_task_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A close that hangs fails within the kit's bound, showing every task of the loop and where it waits, instead
+    of hanging the test run."""
+    from mcpkit import Client
+    from mcpkit.testing import serving
+
+    real_close = Client.aclose
+    opened: list[Client] = []
+
+    async def stuck_close(self: Client) -> None:
+        opened.append(self)
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(serving, "STOP_TIMEOUT", 0.3)
+    monkeypatch.setattr(Client, "aclose", stuck_close)
+    with pytest.raises(RuntimeError, match=r"did not close within 0.3 s") as failed:
+        async with connect(KIT_SERVER):
+            pass
+    message = str(failed.value)
+    assert "stuck_close (test_testing_kit.py:" in message  # where the close waits...
+    assert "run (peer.py:" in message  # ...and the session it did not end
+    monkeypatch.undo()
+    await real_close(opened[0])

@@ -251,3 +251,21 @@ def test_a_bad_marker_argument_fails_the_collection_naming_the_keywords(project:
     result = run(project)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["@pytest.mark.mcp takes * as keywords, not ?'transport'?"])
+
+
+def test_a_marker_may_name_a_revision_the_default_run_leaves_out(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_user_old=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(transports="memory", eras=["2024-11-05", "modern"])
+            async def test_old(mcp_client, mcp_era):
+                assert mcp_client.protocol_version == mcp_era
+            """
+        )
+    )
+    result = run(project, "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_old?memory-2024-11-05? PASSED*", "*test_old?memory-2026-07-28? PASSED*"])
+    run(project, "--mcp-eras=2025-11-25").assert_outcomes(skipped=1)  # the run's choice narrows the marker's

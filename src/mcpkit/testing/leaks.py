@@ -6,19 +6,24 @@ still listening. Take a :class:`LeakProbe` before, check it after::
     await probe.assert_clean()          # waits a little for what is ending, then fails naming what is left
 
 Child processes and listening sockets are read from ``/proc`` (Linux); elsewhere only tasks are checked
-(:attr:`LeakProbe.sees_processes` says which). :func:`running_functions` tells whether some function is still
-suspended in a task of the loop (that a cancelled tool really stopped, for instance).
+(:attr:`LeakProbe.sees_processes` says which). mcpkit's own helper process that watches the inline calls of an event
+loop lives as long as that loop (it ends when the loop is gone), so it is not counted. :func:`running_functions`
+tells whether some function is still suspended in a task of the loop (that a cancelled tool really stopped, for
+instance).
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 _PROC = "/proc"
+# mcpkit's helper that watches an event loop's inline sync calls (server/loop_handoff.py): it ends with its loop
+_LOOP_HELPER = re.compile(r" -I -S \S*[/\\]mcpkit[/\\]\S*loop_watch\.py ")
 
 
 def running_functions(tasks: Iterable[asyncio.Task[Any]] | None = None) -> set[str]:
@@ -45,7 +50,8 @@ def _task_line(task: asyncio.Task[Any]) -> str:
 
 
 def child_processes() -> dict[int, str]:
-    """This process's children (pid -> state and command line), from ``/proc``; empty where there is none."""
+    """This process's children (pid -> state and command line), from ``/proc``; empty where there is none. The
+    loop-watch helper of mcpkit's event loops is left out (it ends with its loop)."""
     me = os.getpid()
     found: dict[int, str] = {}
     try:
@@ -69,6 +75,8 @@ def child_processes() -> dict[int, str]:
                 cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
         except OSError:
             cmdline = ""
+        if _LOOP_HELPER.search(cmdline + " "):
+            continue
         state = "zombie (exited, never reaped)" if rest[0] == "Z" else "running"
         found[int(entry)] = f"{state}: {cmdline or stat[: stat.rfind(')') + 1]}"
     return found

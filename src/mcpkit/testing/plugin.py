@@ -12,9 +12,10 @@ Name the server once, then ask for a client::
         assert not result.is_error
 
 Every test that uses ``mcp_client`` runs once per transport (``memory``, ``stdio``, ``http``, ``sse``, ``ws``) and
-era (``2025-11-25``, ``2026-07-28``): ``test_forecast[http-2026-07-28]``. A run narrows them with
-``--mcp-transports`` / ``--mcp-eras`` (or the ``mcp_transports`` / ``mcp_eras`` ini options), a test with
-``@pytest.mark.mcp(transports=[...], eras=[...])``; a test runs on what both allow.
+era (``2025-11-25``, ``2026-07-28``): ``test_forecast[http-2026-07-28]``. A test says what it applies to with
+``@pytest.mark.mcp(transports=[...], eras=[...])`` (any revision, ``2024-11-05`` included); a run narrows what it
+covers with ``--mcp-transports`` / ``--mcp-eras`` (or the ``mcp_transports`` / ``mcp_eras`` ini options); a test
+runs on what both allow.
 
 Fixtures: ``mcp_client`` (connected, parametrized), ``mcp_server`` (the server: the ini option, ``--mcp-server``,
 the marker's ``server=``, or your own fixture), ``mcp_transport`` and ``mcp_era`` (this run's), ``mcp_script``
@@ -100,14 +101,23 @@ def _listed(value: str | None, ini: list[str]) -> list[str] | None:
     return parts or None
 
 
-def _selected(config: pytest.Config) -> tuple[list[str], list[str]]:
-    """The transports and eras this run covers (options, else ini, else all), checked."""
-    transports = _listed(config.getoption("--mcp-transports"), config.getini("mcp_transports")) or list(TRANSPORTS)
-    eras = _listed(config.getoption("--mcp-eras"), config.getini("mcp_eras")) or list(ERAS)
+def _chosen(config: pytest.Config) -> tuple[list[str] | None, list[str] | None]:
+    """The transports and eras this run was told to cover (options, else ini), checked; None where it was not."""
+    transports = _listed(config.getoption("--mcp-transports"), config.getini("mcp_transports"))
+    eras = _listed(config.getoption("--mcp-eras"), config.getini("mcp_eras"))
     try:
-        return [check_transport(t) for t in transports], list(dict.fromkeys(era_revision(e) for e in eras))
+        return (
+            [check_transport(t) for t in transports] if transports else None,
+            list(dict.fromkeys(era_revision(e) for e in eras)) if eras else None,
+        )
     except ValueError as exc:
         raise pytest.UsageError(f"mcpkit: {exc}") from None
+
+
+def _selected(config: pytest.Config) -> tuple[list[str], list[str]]:
+    """The transports and eras this run covers: as told, else all transports and both eras."""
+    transports, eras = _chosen(config)
+    return transports or list(TRANSPORTS), eras or list(ERAS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -160,15 +170,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = metafunc.fixturenames
     if "mcp_transport" not in names and "mcp_era" not in names:
         return
-    transports, eras = _selected(metafunc.config)
+    run_transports, run_eras = _chosen(metafunc.config)
+    transports, eras = run_transports or list(TRANSPORTS), run_eras or list(ERAS)
     marker = _marker(metafunc.definition)
-    try:
+    try:  # the marker's lists, narrowed by what the run was told to cover (if it was)
         if marker.get("transports") is not None:
-            allowed = {check_transport(t) for t in _as_list(marker["transports"])}
-            transports = [t for t in transports if t in allowed]
+            wanted = [check_transport(t) for t in _as_list(marker["transports"])]
+            transports = [t for t in dict.fromkeys(wanted) if run_transports is None or t in run_transports]
         if marker.get("eras") is not None:
-            allowed = {era_revision(e) for e in _as_list(marker["eras"])}
-            eras = [e for e in eras if e in allowed]
+            wanted = [era_revision(e) for e in _as_list(marker["eras"])]
+            eras = [e for e in dict.fromkeys(wanted) if run_eras is None or e in run_eras]
     except ValueError as exc:
         pytest.fail(f"{metafunc.definition.nodeid}: @pytest.mark.mcp: {exc}", pytrace=False)
     combos: list[tuple[str | None, str | None]] = []

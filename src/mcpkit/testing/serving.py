@@ -182,19 +182,58 @@ async def connect(
     check_transport(transport)
     options = _client_options(era, client_options)
     if transport == "memory":
-        async with Client(load_server(server), **options) as client:
+        async with _connected(Client(load_server(server), **options)) as client:
             yield client
         return
     if transport == "stdio":
         env = {**subprocess_env(), **dict(options.pop("env", None) or {})}
-        async with Client(stdio_command(server), env=env, **options) as client:
+        async with _connected(Client(stdio_command(server), env=env, **options)) as client:
             yield client
         return
     async with serve(server, transport, **dict(serve_options or {})) as served:
         if transport == "sse":
             options.setdefault("transport", "sse")
-        async with Client(served.url, **options) as client:
+        async with _connected(Client(served.url, **options)) as client:
             yield client
+
+
+def _stacks() -> str:
+    """Every task of the running loop with where it waits (its chain of awaits): what a hang report shows."""
+    lines = []
+    current = asyncio.current_task()
+    for task in asyncio.all_tasks():
+        if task is current or task.done():
+            continue
+        frames: list[str] = []
+        coro: Any = task.get_coro()
+        while coro is not None and len(frames) < 40:
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+            if frame is not None:
+                frames.append(
+                    f"{frame.f_code.co_name} ({frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno})"
+                )
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        lines.append(f"  {task.get_name()}: " + " > ".join(frames))
+    return "\n".join(lines)
+
+
+@contextlib.asynccontextmanager
+async def _connected(client: Client) -> AsyncIterator[Client]:
+    """``client`` connected, then closed within :data:`STOP_TIMEOUT` seconds: a close that hangs fails with the
+    tasks of the loop and where each waits, instead of hanging the test run."""
+    await client.connect()
+    try:
+        yield client
+    finally:
+        closing = asyncio.ensure_future(client.aclose())
+        done, _ = await asyncio.wait({closing}, timeout=STOP_TIMEOUT)
+        if not done:
+            where = _stacks()
+            closing.cancel()
+            with contextlib.suppress(BaseException):
+                await closing
+            raise RuntimeError(f"the client did not close within {STOP_TIMEOUT:g} s; the tasks of the loop:\n{where}")
+        closing.result()
 
 
 __all__ = [

@@ -281,9 +281,12 @@ class LitePool:
             raise LiteHTTPError(f"a header is not latin-1: {exc}") from exc
         if body:
             data += body
+        # (asyncio.timeout, not wait_for: on Python 3.11 wait_for loses a cancellation that arrives as the awaited
+        # step completes, and the request then goes on; a client closed right then waited on its GET stream forever)
         if self._slots.locked():
             try:
-                await asyncio.wait_for(self._slots.acquire(), self.timeout)
+                async with asyncio.timeout(self.timeout):
+                    await self._slots.acquire()
             except TimeoutError:
                 raise LiteHTTPError(
                     f"no connection to {self.host_header} came free within {self.timeout}s "
@@ -297,7 +300,8 @@ class LitePool:
                 try:
                     conn.writer.write(data)  # one write: head + body
                     if conn.writer.transport.get_write_buffer_size():
-                        await asyncio.wait_for(conn.writer.drain(), self.timeout)
+                        async with asyncio.timeout(self.timeout):
+                            await conn.writer.drain()
                 except (TimeoutError, OSError) as exc:
                     conn.close()
                     if conn.reused and not isinstance(exc, asyncio.TimeoutError):
@@ -320,7 +324,8 @@ class LitePool:
                 return conn
             conn.close()
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(self.host, self.port), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                reader, writer = await asyncio.open_connection(self.host, self.port)
         except (TimeoutError, OSError) as exc:
             raise LiteHTTPError(f"cannot connect to {self.host_header}: {exc!r}") from exc
         self.connects += 1

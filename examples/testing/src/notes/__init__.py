@@ -1,0 +1,1 @@
+"""A notes MCP server (see server.py)."""
