@@ -1,10 +1,11 @@
-"""CPU per Streamable HTTP call inside one process: uvicorn's own h11 protocol and the ASGI app, without sockets.
+"""CPU per Streamable HTTP call inside one process: uvicorn's own HTTP protocol and the ASGI app, without sockets.
 
     python bench/uvicorn_inproc.py floor_asgi mcpkit_server mcpkit_def [--era modern] [--rounds 3]
     python bench/uvicorn_inproc.py floor_asgi /path/to/old/src:mcpkit_server mcpkit_server
 
 Each contender is ``[PYTHONPATH:]module`` (a server of ``bench/servers`` with ``make_asgi``/``make_app``). Each runs
-in a fresh process: uvicorn's ``H11Protocol`` (the suite's configuration) over in-memory transports, 32
+in a fresh process: uvicorn's protocol of the suite's parser (``HttpToolsProtocol``, or ``H11Protocol`` with
+``BENCH_HTTP_PARSER=h11``) over in-memory transports, 32
 connections with a request in flight each, ``tools/call echo`` as in the suite's ``http_c32``/``http_modern``
 cases. What it measures is the process's CPU time per call with the system calls taken out, which makes
 differences of a microsecond visible that the socket-level A/B (``bench/ab.py``) cannot separate from
@@ -81,8 +82,12 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
     from harness.driver import MODERN_META, MODERN_VERSION, initialize_params
     from uvicorn.config import Config
     from uvicorn.lifespan.on import LifespanOn
-    from uvicorn.protocols.http.h11_impl import H11Protocol
     from uvicorn.server import ServerState
+
+    if UVICORN_CONFIG["http"] == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol as Protocol
+    else:
+        from uvicorn.protocols.http.h11_impl import H11Protocol as Protocol
 
     mod = importlib.import_module(module)
     app = mod.make_asgi(False) if hasattr(mod, "make_asgi") else mod.make_app(False)
@@ -92,7 +97,7 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
     await LifespanOn(config).startup()
     loop = asyncio.get_running_loop()
 
-    def connection(on_response: Any) -> H11Protocol:
+    def connection(on_response: Any) -> Any:
         buf = bytearray()
 
         def on_write(data: bytes) -> None:
@@ -108,7 +113,7 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
                 del buf[: end + 4 + size]
                 on_response(response)
 
-        proto = H11Protocol(config, state, {})
+        proto = Protocol(config, state, {})
         proto.connection_made(_Transport(on_write))
         return proto
 
@@ -148,7 +153,7 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
     ]
     remaining = [0]
     done = asyncio.Event()
-    conns: list[H11Protocol] = []
+    conns: list[Any] = []
 
     def make(k: int) -> None:
         def on_response(response: bytes) -> None:
@@ -229,9 +234,16 @@ def main() -> int:
             value = float(lines[-1])
             best[spec] = min(best.get(spec, value), value)
     for spec in args.contenders:
-        where = f"uvicorn h11 in process, {args.era}, {args.concurrency} in flight"
+        where = f"uvicorn {_parser()} in process, {args.era}, {args.concurrency} in flight"
         print(f"{spec:40s} {best[spec]:7.1f} us CPU/call ({where})")
     return 0
+
+
+def _parser() -> str:
+    sys.path.insert(0, str(HERE / "servers"))
+    from _serve import http_parser
+
+    return http_parser()
 
 
 def _instructions(args: argparse.Namespace) -> int:
@@ -258,7 +270,7 @@ def _instructions(args: argparse.Namespace) -> int:
                 raise SystemExit(f"{spec}: {err[-2000:]}")
             totals.append(int(found.group(1)))
         per_call = (totals[1] - totals[0]) / (4 * (large - small))  # four measured runs per child
-        where = f"uvicorn h11 in process, {args.era}, {args.concurrency} in flight"
+        where = f"uvicorn {_parser()} in process, {args.era}, {args.concurrency} in flight"
         print(f"{spec:40s} {per_call / 1000:7.1f}k instructions/call ({where})")
     return 0
 

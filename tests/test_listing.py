@@ -340,7 +340,7 @@ async def test_the_client_lists_100000_resources_with_its_default_settings() -> 
     """``Client(...).list_resources()`` with no option set returns all 100,000 resources of an MCPKit server with
     no option set, over stdio: the server's pages (1,000 items) and the client's bounds (10,000 pages, 1,000,000
     items, 64 MiB) fit each other (it stopped at 5,000 before: 50 a page times 100 pages)."""
-    async with Client([sys.executable, str(SERVERS / "large_lists_server.py"), "100000"], timeout=60) as client:
+    async with Client([sys.executable, str(SERVERS / "large_lists_server.py"), "100000"]) as client:
         resources = await client.list_resources()
         assert len(resources) == 100_000
         assert resources[0].uri == "mem://r/0" and resources[-1].name == "r99999"

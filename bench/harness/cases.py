@@ -148,6 +148,7 @@ CASES: list[Case] = [
     Case("list_res_100", "growth", "resources/list full walk, 100 resources", "ms", "lower"),
     Case("list_res_10k", "growth", "resources/list full walk, 10,000 resources", "ms", "lower"),
     Case("list_res_100k", "growth", "resources/list full walk, 100,000 resources", "ms", "lower"),
+    Case("list_res_100k_rss", "growth", "server RSS after the 100,000-resource walks", "MB", "lower"),
     # growth curves (issue 16): payload size, idle sessions, requests in flight
     Case("echo_stdio_1k", "payload_stdio", "stdio, 1 KB echo, sequential", "ms/call", "lower"),
     Case("echo_stdio_10k", "payload_stdio", "stdio, 10 KB echo, sequential", "ms/call", "lower"),
@@ -192,6 +193,8 @@ GROWTH: dict[str, tuple[str, str, str, int]] = {
     "list_res_10k": ("resources/list", "resources", "BENCH_RESOURCES", 10_000),
     "list_res_100k": ("resources/list", "resources", "BENCH_RESOURCES", 100_000),
 }
+# growth case id -> the walk case whose server it is read from after its walks (the server's RSS, MB)
+GROWTH_RSS: dict[str, str] = {"list_res_100k_rss": "list_res_100k"}
 # The ones whose scripts take BENCH_TOOLS/BENCH_RESOURCES. Not mcpkit-def: a list walk does not run a tool, so it
 # would measure mcpkit's registry a second time.
 GROWTH_CONTENDERS = {"floor", "mcp", "fastmcp", "mcpkit", "ts-v2"}
@@ -618,7 +621,12 @@ async def _growth_one(c: Contender, b: Budget, cid: str) -> Metrics:
             walks.append((time.perf_counter() - t0) * 1000)
             if got != expect:
                 raise driver.BenchError(f"{method}: the walk returned {got} items, not {expect}")
-        return {"value": min(walks[1:]), "first_walk_ms": walks[0], "items": float(expect)}
+        await asyncio.sleep(0.2)  # (a collector running after the last answer)
+        rss = procs.rss_kb(child.pid)
+        out: Metrics = {"value": min(walks[1:]), "first_walk_ms": walks[0], "items": float(expect)}
+        if rss is not None:
+            out["rss_mb"] = rss / 1024
+        return out
     finally:
         if conn is not None:
             await conn.close()
@@ -628,11 +636,20 @@ async def _growth_one(c: Contender, b: Budget, cid: str) -> Metrics:
 async def group_growth(c: Contender, b: Budget, cases: set[str]) -> Outcome:
     """One server per case (its registry sized by the environment), three full walks of the list over stdio."""
     out: Outcome = {}
-    for cid in sorted(cases, key=lambda x: (GROWTH[x][0], GROWTH[x][3])):
+    walks = {cid for cid in cases if cid in GROWTH} | {GROWTH_RSS[cid] for cid in cases if cid in GROWTH_RSS}
+    for cid in sorted(walks, key=lambda x: (GROWTH[x][0], GROWTH[x][3])):
         if (c.key, cid) in GROWTH_SKIP:
-            out[cid] = GROWTH_SKIP[(c.key, cid)]
-            continue
-        out[cid] = await _try(None, lambda cid=cid: _growth_one(c, b, cid), b.growth_s)  # type: ignore[misc]
+            res: Metrics | str = GROWTH_SKIP[(c.key, cid)]
+        else:
+            res = await _try(None, lambda cid=cid: _growth_one(c, b, cid), b.growth_s)  # type: ignore[misc]
+        if cid in cases:
+            out[cid] = res
+        for rss_case, walk in GROWTH_RSS.items():
+            if walk == cid and rss_case in cases:
+                if isinstance(res, str) or "rss_mb" not in res:
+                    out[rss_case] = res if isinstance(res, str) else "could not read the server's RSS"
+                else:
+                    out[rss_case] = {"value": res["rss_mb"]}
     return out
 
 

@@ -513,6 +513,7 @@ def markdown(result: dict[str, Any]) -> str:
         "list_res_100": "full resources/list walk over 100 static text resources",
         "list_res_10k": "full resources/list walk over 10,000 resources",
         "list_res_100k": "full resources/list walk over 100,000 resources",
+        "list_res_100k_rss": "the server's RSS (VmRSS) after the five walks of `list_res_100k`, what it keeps",
         "echo_stdio_1k": "`echo` of a 1,000-character string over stdio, sequential, in ms per call (the reply is "
         "checked); `_10k`, `_100k`, `_1m`: 10,000, 100,000 and 1,000,000 characters",
         "echo_http_1k": "the same over one stateful Streamable HTTP session (JSON answers)",
