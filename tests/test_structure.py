@@ -587,9 +587,8 @@ def test_no_underscore_name_is_imported_from_another_file_of_transports() -> Non
     assert found == []
 
 
-#: The getattr calls transports/ keeps, each a read of data, not a capability: (file, first argument, why).
+#: The getattr calls transports/ keeps, each a read of data, not a capability: (file, first argument), and why.
 _DATA_GETATTRS = {
-    ("transports/http/__init__.py", "importlib.import_module(module, __name__)"),  # the lazy names of the package
     ("transports/http/sessions.py", "auth"),  # the fields of whatever principal the auth layer put in the scope
 }
 

@@ -11,8 +11,9 @@ handling, the size/time guard), :mod:`.ratelimit`, :mod:`.cache`. Nothing here i
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .base import Middleware
@@ -35,11 +36,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -22,6 +22,8 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
+from ..._lazy import lazy_getattr
+
 if TYPE_CHECKING:
     from .components import OpenAPIResource, OpenAPITemplate, OpenAPITool
     from .document import OpenAPIError, UnsupportedOperation
@@ -102,13 +104,7 @@ class OpenAPIImport:
         return app
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -8,11 +8,11 @@ uvicorn nor httpx.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import socket
 import sys
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Unpack
 
+from ..._lazy import lazy_getattr
 from ..._options import check_choice, check_options
 from .options import GuardOptions, ServeOptions, UvicornOptions, keys
 
@@ -41,13 +41,7 @@ HTTP_TRANSPORTS: tuple[str, ...] = ("http", "streamable-http", "sse", "ws")
 _SEE = "mcpkit.transports.http.options"
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def build_server(
