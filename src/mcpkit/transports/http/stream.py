@@ -103,6 +103,7 @@ class Stream:
         "hs",
         "mode",
         "no",
+        "order",
         "pump_task",
         "resumable",
         "seq",
@@ -124,6 +125,9 @@ class Stream:
         self.conn: Conn | None = None
         self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
         self.pump_task: asyncio.Task[None] | None = None  # the pump writing this stream out, once it is SSE
+        # Held while an event is numbered, stored and queued, once the answer turned SSE (SSEPump.start): a message
+        # sent from another task than the handler's cannot overtake the one before it while the store is written.
+        self.order: asyncio.Lock | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.seq = 0
         self.resumable = hs is not None and sse.event_store is not None
@@ -171,6 +175,14 @@ class Stream:
         return 0, sse_frame(data, None)
 
     async def emit(self, data: bytes, msg: Outgoing | None = None) -> None:
+        order = self.order
+        if order is None:
+            await self._emit(data, msg)
+        else:
+            async with order:
+                await self._emit(data, msg)
+
+    async def _emit(self, data: bytes, msg: Outgoing | None) -> None:
         seq, frame = await self.record(data, msg is not None and msg.is_answer)
         conn = self.conn
         if conn is None or conn.ended:
@@ -377,30 +389,46 @@ class SSEPump:
         self.sync = sync
 
     async def start(self, stream: Stream, first: bytes) -> None:
-        """Turn a POST's answer into an SSE stream (called from the stream's first non-final message)."""
+        """Turn a POST's answer into an SSE stream (called from the stream's first non-final message).
+
+        The stream is SSE and its pump exists before anything is awaited: the first message may come from another
+        task than the handler's, and the handler may return (and its answer be emitted) while this one is stored;
+        the pump, not this call, starts the HTTP response, so the request never ends with no response started."""
         if stream.asgi is None:
             raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
         receive, send, extra, ctx = stream.asgi
         conn = Conn(self.queue_size)
         stream.conn = conn
         stream.mode = SSE_MODE
-        seq, frame = await stream.record(first)
-        conn.queue.put_nowait((seq, frame))
-        await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
-        priming = stream.priming_for(first=seq)
+        order = stream.order = asyncio.Lock()
+        head: list[bytes] = []
+        priming = stream.priming_for(first=stream.seq + 1)
         if priming is not None:
-            await send({"type": "http.response.body", "body": priming, "more_body": True})
+            head.append(priming)
         watcher = stream.watcher
         stream.watcher = None
 
         async def pump() -> None:
-            gone = await self.pump(conn, receive, send, watcher)
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": [*SSE_HEADERS, *extra]})
+                for frame in head:
+                    await send({"type": "http.response.body", "body": frame, "more_body": True})
+            except OSError:
+                gone = True
+                conn.abort()
+                if watcher is not None:
+                    watcher.cancel()
+            else:
+                gone = await self.pump(conn, receive, send, watcher)
             if stream.conn is conn:
                 stream.conn = None
             if gone:
                 cancel_request(ctx)
 
         stream.pump_task = asyncio.get_running_loop().create_task(pump())
+        async with order:
+            seq, frame = await stream.record(first)
+            conn.queue.put_nowait((seq, frame))
 
     async def pump(self, conn: Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
         """Write queued events to the client until the stream ends (False) or the client disconnects (True)."""
