@@ -182,6 +182,23 @@ async def test_cancellation_reaches_the_upstream(mode: str) -> None:
             pytest.fail("the upstream tool was never cancelled")
 
 
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_requests_one_after_the_other_go_back_to_the_first_upstream_process_after_a_burst(front: str) -> None:
+    """A stdio target is one process per pooled connection: a burst of 2026-07-28 calls opens a second one, and
+    once they are done the next calls are served by the first again (whatever order the burst ended in), so what
+    a call changed in that server's state is seen by the calls after it."""
+    async with through_proxy("legacy-2025-06-18", front, "modern", **HANDLERS) as client:
+        first = (await client.call_tool("process", {})).data
+        started = asyncio.Event()
+        short = asyncio.ensure_future(
+            client.call_tool("slow", {"steps": 4}, on_progress=lambda p, t, m: started.set(), timeout=30)
+        )
+        await started.wait()  # the short call holds the first process: the long one opens another
+        long_call = await client.call_tool("slow", {"steps": 10}, timeout=30)
+        assert long_call.text == "done" and (await short).text == "done"  # the second process was freed last
+        assert [(await client.call_tool("process", {})).data for _ in range(3)] == [first] * 3
+
+
 async def test_a_gateway_prefixes_its_members_and_sends_one_request_out_per_request_in() -> None:
     first, second = build("visibility"), build("transform")
     counts = {"first": 0, "second": 0}

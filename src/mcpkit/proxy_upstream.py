@@ -5,8 +5,10 @@ upstream requests of 2026-07-28 clients answering input rounds."""
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import contextvars
+import itertools
 import logging
 import weakref
 from collections import deque
@@ -55,6 +57,7 @@ class _Conn:
 
     def __init__(self, upstream: Upstream, session: ServerSession | None, primary: bool = False) -> None:
         self.upstream = upstream
+        self.seq = next(upstream._seq)  # the order connections were opened in: a pool prefers its oldest
         self.session = session
         self.primary = primary
         self.client: Client | None = None
@@ -151,6 +154,10 @@ def caps_key(caps: JSONDict | None) -> str:
         "url" if isinstance(elicitation, dict) and "url" in elicitation else "",
     ]
     return ",".join(parts)
+
+
+def _opened(conn: _Conn) -> int:
+    return conn.seq
 
 
 MAX_ASKS = 64
@@ -286,6 +293,7 @@ class Upstream:
         self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
         self._pool_count = 0
         self._pool_free = asyncio.Condition()
+        self._seq = itertools.count()
         self._sessions: weakref.WeakKeyDictionary[ServerSession, _Conn] = weakref.WeakKeyDictionary()
         self._opening: dict[int, asyncio.Task[_Conn]] = {}
         self._all: set[_Conn] = set()
@@ -411,7 +419,12 @@ class Upstream:
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
         middle of a request, so its connections serve one request at a time (the primary first, then up to
         ``pool_size`` in all; a request waits while all are busy); a 2026-07-28 upstream asks nothing that way,
-        so every request shares the primary."""
+        so every request shares the primary.
+
+        Among the idle connections that fit, the one opened first is taken: a stdio target is one process per
+        connection, and a 2026-07-28 client's requests one after the other go back to the same process as soon as
+        it is free, even after a burst (or a request arriving while a cancelled one still held it) opened another.
+        What a request changed in the server's state (a cancelled call, a setting) is then seen by the next ones."""
         primary = self.primary
         assert primary is not None
         if self.modern:
@@ -427,15 +440,16 @@ class Upstream:
                 self._idle.setdefault(caps_key(None), []).append(primary)
                 self._pool_count = 1
             while not self._idle.get(key) and self._pool_count >= self.proxy.pool_size:
-                spare = next((c for idle in self._idle.values() for c in idle if not c.primary), None)
-                if spare is not None:  # an idle connection declaring other capabilities makes room
+                spares = [c for idle in self._idle.values() for c in idle if not c.primary]
+                if spares:  # an idle connection declaring other capabilities makes room (the newest goes)
+                    spare = max(spares, key=_opened)
                     self._idle[caps_key(spare.caps)].remove(spare)
                     self._pool_count -= 1
                     evicted = spare
                     break
                 await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
             idle = self._idle.get(key)
-            conn = idle.pop() if idle else None
+            conn = idle.pop(0) if idle else None  # the oldest (kept in the order they were opened)
             if conn is None:
                 self._pool_count += 1
         if evicted is not None:
@@ -460,7 +474,7 @@ class Upstream:
             return
         async with self._pool_free:
             if conn.client is not None and conn.client.connected:
-                self._idle.setdefault(caps_key(conn.caps), []).append(conn)
+                bisect.insort(self._idle.setdefault(caps_key(conn.caps), []), conn, key=_opened)
             else:
                 self._pool_count -= 1
             self._pool_free.notify()

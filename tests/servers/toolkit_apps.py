@@ -227,6 +227,13 @@ def legacy_app(version: str) -> MCPKit:
     def was_cancelled() -> bool:
         return bool(state["cancelled"])
 
+    @app.tool
+    def process() -> int:
+        """The id of the server's process (which one of a proxy's upstream connections answered)."""
+        import os
+
+        return os.getpid()
+
     return app
 
 
