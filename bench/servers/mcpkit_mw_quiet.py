@@ -1,8 +1,11 @@
 """Contender: ``mcpkit_middleware.py`` with ``BENCH_MIDDLEWARE=quiet`` (see there)."""
 
 import os
-import runpy
-from pathlib import Path
 
 os.environ["BENCH_MIDDLEWARE"] = "quiet"
-runpy.run_path(str(Path(__file__).resolve().parent / "mcpkit_middleware.py"), run_name="__main__")
+
+from _serve import main
+from mcpkit_middleware import app, make_asgi, run_http
+
+if __name__ == "__main__":
+    main(app.run, make_asgi, run_http)
