@@ -12,7 +12,7 @@ import pytest
 from mcpkit import Client, MCPKit
 from mcpkit.client.cache import ResponseCache
 from mcpkit.client.middleware import CallLogging, ClientCall, Retry
-from mcpkit.protocol.errors import ConnectionClosed
+from mcpkit.protocol.errors import ConnectionClosed, RequestTimeout
 from support.toolkit import ERAS, TRANSPORTS, toolkit_client
 
 pytestmark = pytest.mark.timeout(60)
@@ -86,6 +86,24 @@ def test_cache_rules_ttl_input_rounds_and_bounds() -> None:
     short.put("resources/read", {"uri": "z"}, {"contents": [], "ttlMs": 1})
     time.sleep(0.01)
     assert short.get("resources/read", {"uri": "z"}) is None  # stale after ttlMs
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_retry_repeats_a_timed_out_safe_call_over_a_real_transport(
+    transport: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The first call of each tool hangs until it times out: the read-only one is sent again and answers, the
+    other's timeout goes to the caller and the server saw it once."""
+    chain = [CallLogging(), Retry(attempts=3, backoff=0.01)]
+    with caplog.at_level(logging.INFO, logger="mcpkit.client.calls"):
+        async with toolkit_client("flaky", transport, mode, middleware=chain) as client:
+            assert (await client.call_tool("look", {}, timeout=2.0)).text == "look: done"
+            with pytest.raises(RequestTimeout):
+                await client.call_tool("change", {}, timeout=2.0)
+            assert (await client.call_tool("attempts", {})).data == {"look": 2, "change": 1}
+    assert "tools/call failed (RequestTimeout); retrying" in caplog.text
+    assert "tools/call failed after" in caplog.text and "tools/call ok in" in caplog.text
 
 
 async def test_retry_repeats_safe_calls_only_and_logging_records_each_call(caplog: pytest.LogCaptureFixture) -> None:

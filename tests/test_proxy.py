@@ -170,8 +170,9 @@ async def test_progress_held_for_a_retry_beyond_its_bound_drops_the_oldest_and_s
 
 
 @pytest.mark.parametrize("mode", ERAS)
-async def test_cancellation_reaches_the_upstream(mode: str) -> None:
-    async with through_proxy("legacy-2025-06-18", "http", mode, **HANDLERS) as client:
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_cancellation_reaches_the_upstream(front: str, mode: str) -> None:
+    async with through_proxy("legacy-2025-06-18", front, mode, **HANDLERS) as client:
         with pytest.raises((TimeoutError, MCPError)):
             await client.call_tool("slow", {"steps": 100}, timeout=0.3)
         for _ in range(50):

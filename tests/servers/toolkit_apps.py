@@ -271,8 +271,38 @@ def cached_app() -> MCPKit:
     return app
 
 
+def flaky_app() -> MCPKit:
+    """Tools whose first call hangs (until cancelled) and later calls answer at once: ``look`` (read-only, safe to
+    repeat) and ``change`` (not); ``attempts`` says how often each was called."""
+    app = MCPKit("flaky")
+    attempts = {"look": 0, "change": 0}
+
+    async def first_hangs(name: str) -> str:
+        import asyncio
+
+        attempts[name] += 1
+        if attempts[name] == 1:
+            await asyncio.sleep(60)
+        return f"{name}: done"
+
+    @app.tool(annotations={"readOnlyHint": True})
+    async def look() -> str:
+        return await first_hangs("look")
+
+    @app.tool
+    async def change() -> str:
+        return await first_hangs("change")
+
+    @app.tool(name="attempts")
+    def attempts_made() -> dict[str, int]:
+        return dict(attempts)
+
+    return app
+
+
 APPS = {
     "cached": cached_app,
+    "flaky": flaky_app,
     "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
     "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,
