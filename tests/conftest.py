@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,3 +71,17 @@ def node_bin(npm_bin_dir: Path) -> Path:
     if not path.exists():
         _missing_npm_peers(str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _process_signal_handlers() -> Iterator[None]:
+    """Each test leaves SIGTERM/SIGINT as it found them. uvicorn's ``serve()`` points them at the server while it
+    runs and restores them when it returns; two servers whose lives overlap restore out of order and leave them on
+    a stopped server. Third-party code reads that handler: sse-starlette (the official SDK's SSE) ends every SSE
+    stream of the process when the server it finds there says ``should_exit``, so one test's leftover broke every
+    later test of the official server's SSE."""
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    yield
+    for sig, handler in before.items():
+        if signal.getsignal(sig) is not handler and handler is not None:
+            signal.signal(sig, handler)
