@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 import mcpkit
@@ -17,6 +20,7 @@ from mcpkit import Client, Context, MCPKit
 from mcpkit.engine.tap import IN, TapEvent
 from mcpkit.protocol.errors import MCPError
 from support.asgi import serve_asgi
+from support.procs import stderr_until, stop
 from support.toolkit import APPS_FILE, ERAS, build, serve_http
 
 pytestmark = pytest.mark.timeout(90)
@@ -81,7 +85,7 @@ async def test_every_era_pair_is_bridged_with_progress_logs_elicitation_sampling
     assert {"level": "info", "data": "forecast for Paris"} in [{k: e[k] for k in ("level", "data")} for e in logs]
 
 
-@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18"])
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
 @pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_a_handshake_only_server_reached_by_a_2026_07_28_only_client(front: str, version: str) -> None:
     async with through_proxy(f"legacy-{version}", front, "modern", **HANDLERS) as client:
@@ -94,7 +98,7 @@ async def test_a_handshake_only_server_reached_by_a_2026_07_28_only_client(front
         ).text == "done"
         assert progress == [1, 2, 3]
         asked = await client.call_tool("ask", {})
-        if version == "2025-03-26":  # elicitation does not exist in 2025-03-26: the server cannot ask
+        if version < "2025-06-18":  # elicitation came with 2025-06-18: an older server cannot ask
             assert asked.is_error
         else:
             assert asked.text == "Hello, Oslo!"
@@ -238,6 +242,41 @@ async def test_a_gateway_prefixes_its_members_and_sends_one_request_out_per_requ
         forged = cursor or "x"
         with pytest.raises(MCPError):
             await client.list_tools_page(forged + "tampered")
+
+
+async def test_mcpkit_proxy_serves_a_2024_11_05_stdio_server_as_a_2026_07_28_endpoint_behind_a_token() -> None:
+    """The command line: ``mcpkit proxy "<2024-11-05 stdio server>" -t http --port 0 --auth-token T``. A
+    2026-07-28-only client presenting T is served (sampling, roots and progress of the old server reach it); a
+    request without T is refused with 401 and a challenge naming the resource metadata, which names the endpoint."""
+    upstream = " ".join(_upstream("legacy-2024-11-05"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "proxy", upstream, "-t", "http", "--port", "0", "--auth-token", "s3cret"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = stderr_until(proc, "proxying on", timeout=30)
+        match = re.search(r"proxying on (http://\S+)", "".join(lines))
+        assert match, f"mcpkit proxy did not announce its URL: {lines}"
+        url = match.group(1)
+        async with httpx.AsyncClient() as raw:
+            refused = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "server/discover"})
+        assert refused.status_code == 401
+        challenge = re.search(r'resource_metadata="([^"]+)"', refused.headers.get("www-authenticate", ""))
+        assert challenge, refused.headers
+        async with httpx.AsyncClient() as raw:
+            metadata = (await raw.get(challenge.group(1))).json()
+        assert metadata["resource"] == url  # (the port it listens on, though it was asked for port 0)
+        async with Client(url, mode="modern", headers={"Authorization": "Bearer s3cret"}, **HANDLERS) as client:
+            assert client.protocol_version == "2026-07-28"
+            assert (await client.call_tool("sample", {})).text == "model: mild and dry"
+            assert (await client.call_tool("roots", {})).text == "file:///work"
+            progress: list[float] = []
+            slow = await client.call_tool("slow", {"steps": 3}, on_progress=lambda p, t, m: progress.append(p))
+            assert slow.text == "done" and progress == [1, 2, 3]
+            assert (await client.call_tool("ask", {})).is_error  # (no elicitation before 2025-06-18)
+    finally:
+        stop(proc)
 
 
 async def test_the_incoming_token_is_never_forwarded_upstream() -> None:

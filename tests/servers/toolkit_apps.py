@@ -303,6 +303,7 @@ def flaky_app() -> MCPKit:
 APPS = {
     "cached": cached_app,
     "flaky": flaky_app,
+    "legacy-2024-11-05": lambda: legacy_app("2024-11-05"),
     "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
     "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,

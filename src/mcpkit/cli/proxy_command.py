@@ -7,6 +7,7 @@ mcpkit proxy fs="npx server-fs /tmp" web=https://example.com/mcp -t http --auth-
 from __future__ import annotations
 
 import asyncio
+import socket
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
@@ -106,7 +107,13 @@ async def _serve_http(
     from ..transports.http import build_server
 
     await app.startup()  # connect upstream first: the capabilities clients see mirror the upstream's
+    sockets = None
     try:
+        if tokens and resource is None and port == 0:
+            # the resource clients are told (the token audience) names the port: take one before saying it
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sockets = [socket.create_server((host, 0), family=family)]
+            port = sockets[0].getsockname()[1]
         uv = build_server(app, cast("HTTPTransport", transport), host, port, path=path)  # (a click.Choice)
         if tokens:
             from ..auth import StaticTokenVerifier, protect
@@ -114,7 +121,7 @@ async def _serve_http(
             url = resource or f"http://{host}:{port}{path}"
             verifier = StaticTokenVerifier.simple(dict.fromkeys(tokens, ()), audience=url)
             uv.config.app = protect(uv.config.app, resource=url, verifier=verifier)
-        task = asyncio.ensure_future(uv.serve())
+        task = asyncio.ensure_future(uv.serve(sockets=sockets))
         while not uv.started and not task.done():
             await asyncio.wait({task}, timeout=0.02)
         if uv.started and uv.servers:
@@ -124,6 +131,8 @@ async def _serve_http(
             print(f"mcpkit: proxying on {scheme}://{bound[0]}:{bound[1]}{endpoint}", file=sys.stderr, flush=True)
         await task
     finally:
+        for sock in sockets or ():
+            sock.close()
         await app.shutdown()
 
 
