@@ -244,6 +244,38 @@ async def test_a_gateway_prefixes_its_members_and_sends_one_request_out_per_requ
             await client.list_tools_page(forged + "tampered")
 
 
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_a_gateway_of_stdio_servers_serves_either_era_over_either_front(front: str, mode: str) -> None:
+    """``mcpkit proxy t=CMD l=CMD`` (stdio front) or ``mcpkit.proxy({...})`` over HTTP: each member's tools under
+    its prefix, calls routed to their member with elicitation and progress passing through, unprefixed names and
+    forged cursors refused."""
+    members = {"t": " ".join(_upstream("transform")), "l": " ".join(_upstream("legacy-2025-06-18"))}
+    async with contextlib.AsyncExitStack() as stack:
+        if front == "stdio":
+            command = [sys.executable, "-m", "mcpkit", "proxy", *(f"{k}={v}" for k, v in members.items())]
+            client = await stack.enter_async_context(Client(command, mode=mode, **HANDLERS))
+        else:
+            url = await stack.enter_async_context(serve_http(mcpkit.proxy(members)))
+            client = await stack.enter_async_context(Client(url, mode=mode, **HANDLERS))
+        names = {t.name for t in await client.list_tools()}
+        assert {"t_search", "t_find", "t_shout", "l_ask", "l_sample", "l_slow"} <= names
+        assert all(n.startswith(("t_", "l_")) for n in names)
+        assert (await client.call_tool("t_find", {"q": "cats"})).data == {
+            "query": "cats",
+            "limit": 3,
+            "key_used": True,
+        }
+        assert (await client.call_tool("l_ask", {})).text == "Hello, Oslo!"
+        progress: list[float] = []
+        slow = await client.call_tool("l_slow", {"steps": 3}, on_progress=lambda p, t, m: progress.append(p))
+        assert slow.text == "done" and progress == [1, 2, 3]
+        with pytest.raises(MCPError):
+            await client.call_tool("find", {"q": "cats"})  # only prefixed names exist
+        with pytest.raises(MCPError):
+            await client.list_tools_page("forged-cursor")
+
+
 async def test_mcpkit_proxy_serves_a_2024_11_05_stdio_server_as_a_2026_07_28_endpoint_behind_a_token() -> None:
     """The command line: ``mcpkit proxy "<2024-11-05 stdio server>" -t http --port 0 --auth-token T``. A
     2026-07-28-only client presenting T is served (sampling, roots and progress of the old server reach it); a
