@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -274,6 +276,29 @@ async def test_a_gateway_of_stdio_servers_serves_either_era_over_either_front(fr
             await client.call_tool("find", {"q": "cats"})  # only prefixed names exist
         with pytest.raises(MCPError):
             await client.list_tools_page("forged-cursor")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_an_mcp_json_entry_is_a_target(front: str, mode: str, tmp_path: Path) -> None:
+    """``mcpkit proxy mcp.json#name`` (stdio front) and ``mcpkit.proxy(entry)`` over HTTP start the entry's
+    command with its environment."""
+    entry = {
+        "command": sys.executable,
+        "args": [str(APPS_FILE), "legacy-2025-06-18"],
+        "env": {"TOOLKIT_MARK": "from-the-entry"},
+    }
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"legacy": entry, "other": {"url": "http://127.0.0.1:1/mcp"}}}))
+    async with contextlib.AsyncExitStack() as stack:
+        if front == "stdio":
+            command = [sys.executable, "-m", "mcpkit", "proxy", f"{path}#legacy"]
+            client = await stack.enter_async_context(Client(command, mode=mode, **HANDLERS))
+        else:
+            url = await stack.enter_async_context(serve_http(mcpkit.proxy(entry)))
+            client = await stack.enter_async_context(Client(url, mode=mode, **HANDLERS))
+        assert (await client.call_tool("environment", {"name": "TOOLKIT_MARK"})).text == "from-the-entry"
+        assert (await client.call_tool("sample", {})).text == "model: mild and dry"
 
 
 async def test_mcpkit_proxy_serves_a_2024_11_05_stdio_server_as_a_2026_07_28_endpoint_behind_a_token() -> None:

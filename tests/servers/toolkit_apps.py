@@ -228,6 +228,13 @@ def legacy_app(version: str) -> MCPKit:
         return bool(state["cancelled"])
 
     @app.tool
+    def environment(name: str) -> str:
+        """The value of one environment variable of the server's process (empty when unset)."""
+        import os
+
+        return os.environ.get(name, "")
+
+    @app.tool
     def process() -> int:
         """The id of the server's process (which one of a proxy's upstream connections answered)."""
         import os
