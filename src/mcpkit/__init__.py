@@ -2,56 +2,57 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ._lazy import lazy_getattr
 from ._version import __version__
 
 # Public names load lazily so `import mcpkit` stays cheap (cold start of a stdio server is benchmarked).
-_LAZY: dict[str, tuple[str, str]] = {
-    "MCPKit": ("mcpkit.server.app", "MCPKit"),
-    "Context": ("mcpkit.server.context", "Context"),
-    "ToolError": ("mcpkit.server.app", "ToolError"),
-    "Server": ("mcpkit.server.lowlevel", "Server"),
-    "Client": ("mcpkit.client.client", "Client"),
-    "MultiClient": ("mcpkit.client.multi", "MultiClient"),
-    "ToolResult": ("mcpkit.client.client", "ToolResult"),
-    "ClientSession": ("mcpkit.client.lowlevel", "ClientSession"),
-    "MCPError": ("mcpkit.protocol.errors", "MCPError"),
+_LAZY: dict[str, str] = {
+    "MCPKit": "server.app",
+    "Context": "server.context",
+    "ToolError": "server.app",
+    "Server": "server.lowlevel",
+    "Client": "client.client",
+    "MultiClient": "client.multi",
+    "ToolResult": "client.client",
+    "ClientSession": "client.lowlevel",
+    "MCPError": "protocol.errors",
     # what servers and examples use most, so nobody has to know the module layout
-    "Image": ("mcpkit.server.content", "Image"),
-    "Audio": ("mcpkit.server.content", "Audio"),
-    "Tool": ("mcpkit.server.tools", "Tool"),
-    "Message": ("mcpkit.server.prompts", "Message"),
-    "InputRequired": ("mcpkit.server.lowlevel", "InputRequired"),
-    "ResourceNotFound": ("mcpkit.protocol.errors", "ResourceNotFound"),
-    "InvalidParams": ("mcpkit.protocol.errors", "InvalidParams"),
-    "ResourceLink": ("mcpkit.protocol.types", "ResourceLink"),
-    "ToolCallError": ("mcpkit.client.client", "ToolCallError"),
-    "ToolOutputError": ("mcpkit.client.client", "ToolOutputError"),
-    "StdioServer": ("mcpkit.transports.stdio", "StdioServer"),
-    "MissingExtra": ("mcpkit._extras", "MissingExtra"),
-    "proxy": ("mcpkit.proxies", "proxy"),
-    "ProxyServer": ("mcpkit.proxies", "ProxyServer"),
-    "TaskFailed": ("mcpkit.protocol.errors", "TaskFailed"),
-    "TaskHandle": ("mcpkit.client.tasks", "TaskHandle"),
-    "Call": ("mcpkit.server.interceptors", "Call"),
-    "CallNext": ("mcpkit.server.interceptors", "CallNext"),
-    "ToolCall": ("mcpkit.server.interceptors", "ToolCall"),
-    "TapEvent": ("mcpkit.engine.tap", "TapEvent"),
-    "TapRecorder": ("mcpkit.engine.tap", "TapRecorder"),
-    "ServerStartError": ("mcpkit.client.targets", "ServerStartError"),
+    "Image": "server.content",
+    "Audio": "server.content",
+    "Tool": "server.tools",
+    "Message": "server.prompts",
+    "InputRequired": "server.lowlevel",
+    "ResourceNotFound": "protocol.errors",
+    "InvalidParams": "protocol.errors",
+    "ResourceLink": "protocol.types",
+    "ToolCallError": "client.client",
+    "ToolOutputError": "client.client",
+    "StdioServer": "transports.stdio",
+    "MissingExtra": "_extras",
+    "proxy": "proxies",
+    "ProxyServer": "proxies",
+    "TaskFailed": "protocol.errors",
+    "TaskHandle": "client.tasks",
+    "Call": "server.interceptors",
+    "CallNext": "server.interceptors",
+    "ToolCall": "server.interceptors",
+    "TapEvent": "engine.tap",
+    "TapRecorder": "engine.tap",
+    "ServerStartError": "client.targets",
     # the client's handlers: what they receive, and the protocols they follow
-    "SamplingParams": ("mcpkit.client.handlers", "SamplingParams"),
-    "ElicitationParams": ("mcpkit.client.handlers", "ElicitationParams"),
-    "LogMessage": ("mcpkit.client.handlers", "LogMessage"),
-    "SamplingHandler": ("mcpkit.client.handlers", "SamplingHandler"),
-    "ElicitationHandler": ("mcpkit.client.handlers", "ElicitationHandler"),
-    "LoggingHandler": ("mcpkit.client.handlers", "LoggingHandler"),
+    "SamplingParams": "client.handlers",
+    "ElicitationParams": "client.handlers",
+    "LogMessage": "client.handlers",
+    "SamplingHandler": "client.handlers",
+    "ElicitationHandler": "client.handlers",
+    "LoggingHandler": "client.handlers",
     # what ctx.elicit returns
-    "ElicitationResult": ("mcpkit.server.elicitation", "ElicitationResult"),
-    "AcceptedElicitation": ("mcpkit.server.elicitation", "AcceptedElicitation"),
-    "DeclinedElicitation": ("mcpkit.server.elicitation", "DeclinedElicitation"),
-    "CancelledElicitation": ("mcpkit.server.elicitation", "CancelledElicitation"),
+    "ElicitationResult": "server.elicitation",
+    "AcceptedElicitation": "server.elicitation",
+    "DeclinedElicitation": "server.elicitation",
+    "CancelledElicitation": "server.elicitation",
 }
 
 if TYPE_CHECKING:
@@ -89,16 +90,7 @@ if TYPE_CHECKING:
     from .transports.stdio import StdioServer
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module, attr = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module), attr)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

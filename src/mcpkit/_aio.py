@@ -1,4 +1,5 @@
-"""Small asyncio helpers shared by the engine and the transports (no mcpkit imports).
+"""Small asyncio helpers shared by the engine and the transports (no mcpkit imports): the running loop and task
+without a system call, and :func:`read_capped`, the one bounded read of a streamed HTTP response's body.
 
 On CPython 3.11, :func:`asyncio.get_running_loop` (and so :func:`asyncio.current_task`) makes a ``getpid()``
 system call on every call, to notice a fork. On a hot path that is one system call per request; from 3.12 on the
@@ -11,7 +12,8 @@ import asyncio
 import os
 import sys
 import threading
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 if sys.version_info >= (3, 12):
     current_task = asyncio.current_task  # implemented in C, no system call
@@ -46,4 +48,30 @@ else:  # 3.11
         return _current_tasks.get(running_loop())
 
 
-__all__ = ["current_task", "running_loop"]
+class StreamedBody(Protocol):
+    """What :func:`read_capped` reads: a streamed ``httpx.Response`` (or mcpkit's lean HTTP client's response)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+async def read_capped(resp: StreamedBody, limit: int) -> bytes | None:
+    """The whole body of a streamed response, or ``None`` when it is larger than ``limit`` bytes: a declared
+    ``Content-Length`` above it is refused before anything is read, a body that grows past it as soon as it does
+    (so a decompression bomb stops there too). The caller raises its own error and closes the response."""
+    declared = resp.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return None
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+__all__ = ["StreamedBody", "current_task", "read_capped", "running_loop"]

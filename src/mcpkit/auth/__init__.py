@@ -14,8 +14,9 @@ embedder that authenticates a stdio peer can install the same decision with
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from .client import (
@@ -81,22 +82,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from .._extras import explain, require
-
-    require("jwt", "mcpkit.auth")
-    try:
-        value = getattr(importlib.import_module(module, __name__), name)
-    except ModuleNotFoundError as exc:
-        err = explain(exc, "mcpkit.auth")
-        if err is None:
-            raise
-        raise err from None
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY, needs="jwt")
 
 
 __all__ = [

@@ -11,6 +11,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import orjson
 
+from .._aio import read_capped
 from .._asgi import Send
 from .._asgi import header as header
 from .._asgi import read_body as read_body
@@ -110,14 +111,10 @@ async def fetch_capped_response(
 ) -> tuple[int, Mapping[str, str], bytes]:
     """:func:`fetch_capped` with the response headers: (status, headers, body)."""
     async with client.stream(method, url, **kw) as resp:
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in resp.aiter_bytes():
-            size += len(chunk)
-            if size > limit:
-                raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
-            chunks.append(chunk)
-        return int(resp.status_code), resp.headers, b"".join(chunks)
+        body = await read_capped(resp, limit)
+        if body is None:
+            raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
+        return int(resp.status_code), resp.headers, body
 
 
 def quote_param(value: str) -> str:

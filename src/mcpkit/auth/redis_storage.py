@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
 
-class RedisAuthStorage:
-    """The authorization server's state in Redis (keys under ``prefix``), shared by every replica."""
+class _RedisHolder:
+    """A Redis client given, or made from a URL (and then closed by :meth:`aclose`), and the keys' prefix."""
 
-    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:") -> None:
+    def __init__(self, redis: str | Redis, prefix: str) -> None:
         if isinstance(redis, str):
             from redis.asyncio import Redis as _Redis
 
@@ -42,8 +42,16 @@ class RedisAuthStorage:
         self.prefix = prefix
 
     async def aclose(self) -> None:
+        """Close the client if it was made here from a URL (one given is the caller's to close)."""
         if self._owned:
             await self.redis.aclose()
+
+
+class RedisAuthStorage(_RedisHolder):
+    """The authorization server's state in Redis (keys under ``prefix``), shared by every replica."""
+
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:") -> None:
+        super().__init__(redis, prefix)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -90,25 +98,13 @@ class RedisAuthStorage:
         return bool(await self.redis.exists(self._key("revoked", family)))
 
 
-class RedisReplayCache:
+class RedisReplayCache(_RedisHolder):
     """A :class:`~mcpkit.auth.replay.ReplayCache` in Redis: ``SET key NX`` with the JWT's remaining lifetime, so the
     first worker to see a key wins and Redis forgets it when it could no longer be accepted anyway. Its size is
     bounded by time (accepted JWTs per second x the acceptance window), each key about 100 bytes."""
 
     def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:replay:") -> None:
-        if isinstance(redis, str):
-            from redis.asyncio import Redis as _Redis
-
-            self.redis: Redis = _Redis.from_url(redis)
-            self._owned = True
-        else:
-            self.redis = redis
-            self._owned = False
-        self.prefix = prefix
-
-    async def aclose(self) -> None:
-        if self._owned:
-            await self.redis.aclose()
+        super().__init__(redis, prefix)
 
     async def first_use(self, key: str, issued_at: float, expires_at: float) -> bool:
         ttl = int((expires_at - time.time()) * 1000)

@@ -19,19 +19,11 @@ import click
 
 from .._version import __version__
 
-DEFAULT_APP_NAMES = ("app", "mcp", "server")
-
 
 class LoadError(click.ClickException):
     """A user-facing error while loading the server module (exit code 2)."""
 
     exit_code = 2
-
-
-def _is_server(obj: Any) -> bool:
-    from ..server.lowlevel import Server
-
-    return isinstance(obj, Server)
 
 
 def load_module(path: str) -> ModuleType:
@@ -75,27 +67,9 @@ def load_server(spec: str) -> Any:
     if not name and len(path) > 2 and path[1] == ":" and path[0].isalpha():  # C:\\ style path: keep it whole
         path, name = spec, ""
     module = load_module(path)
-    if name:
-        obj: Any = module
-        for part in name.split("."):
-            if not hasattr(obj, part):
-                raise LoadError(f"{path} has no object named {name!r}")
-            obj = getattr(obj, part)
-        if callable(obj) and not _is_server(obj):
-            obj = obj()  # a factory
-        if not _is_server(obj):
-            raise LoadError(f"{path}:{name} is a {type(obj).__name__}, not an mcpkit server")
-        return obj
-    for candidate in DEFAULT_APP_NAMES:
-        obj = getattr(module, candidate, None)
-        if obj is not None and _is_server(obj):
-            return obj
-    found = [v for v in vars(module).values() if _is_server(v)]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise LoadError(f"{path} defines no mcpkit server (looked for {', '.join(DEFAULT_APP_NAMES)} or any Server)")
-    raise LoadError(f"{path} defines several servers; pick one with {path}:NAME")
+    from ..server.locate import find_server
+
+    return find_server(module, name, path, LoadError)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

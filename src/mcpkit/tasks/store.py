@@ -25,6 +25,25 @@ Change = Callable[[TaskRecord], bool]
 Listener = Callable[[str], None]
 
 
+class Listeners(list[Listener]):
+    """The listeners a store tells which task changed: :meth:`TaskStore.subscribe` for every store."""
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Add ``listener``; the function returned removes it (twice is harmless)."""
+        self.append(listener)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self.remove(listener)
+
+        return unsubscribe
+
+    def tell(self, task_id: str) -> None:
+        """Call every listener with ``task_id`` (a listener may unsubscribe while it is called)."""
+        for listener in list(self):
+            listener(task_id)
+
+
 @runtime_checkable
 class TaskStore(Protocol):
     """Keeps task records for the task engine (see the module docstring)."""
@@ -94,7 +113,7 @@ class InMemoryTaskStore:
         self._bytes = 0
         self._live: dict[str | None, set[str]] = {}  # tasks in progress, by owner
         self._live_count = 0
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
 
     @property
     def size_bytes(self) -> int:
@@ -132,21 +151,23 @@ class InMemoryTaskStore:
             self._sweep(force=False)
         self._changed(task_id)
 
-    async def get(self, task_id: str) -> TaskRecord | None:
+    def _alive(self, task_id: str) -> TaskRecord | None:
+        """The stored record of ``task_id``, or None when there is none or it expired (then it is dropped)."""
         record = self._records.get(task_id)
-        if record is None:
-            return None
-        if expired(record):
+        if record is not None and expired(record):
             self._drop(task_id)
+            return None
+        return record
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        record = self._alive(task_id)
+        if record is None:
             return None
         return orjson.loads(orjson.dumps(record))  # type: ignore[no-any-return]
 
     async def update(self, task_id: str, change: Change) -> TaskRecord | None:
-        record = self._records.get(task_id)
+        record = self._alive(task_id)
         if record is None:
-            return None
-        if expired(record):
-            self._drop(task_id)
             return None
         draft: TaskRecord = orjson.loads(orjson.dumps(record))
         if change(draft):
@@ -179,13 +200,7 @@ class InMemoryTaskStore:
         return out
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     async def aclose(self) -> None:
         self._listeners.clear()
@@ -193,8 +208,7 @@ class InMemoryTaskStore:
     # ------------------------------------------------------------------ bookkeeping
 
     def _changed(self, task_id: str) -> None:
-        for listener in list(self._listeners):
-            listener(task_id)
+        self._listeners.tell(task_id)
 
     def _end_live(self, owner: str | None, task_id: str) -> None:
         mine = self._live.get(owner)

@@ -22,36 +22,38 @@ See the testing guide (docs/guides/testing.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
 
 # Loaded on first use: the stdio servers the kit starts run ``python -m mcpkit.testing._serve``, which imports this
 # package first, and should start as fast as the server alone.
 _LAZY: dict[str, str] = {
-    "ServerLoadError": "mcpkit.testing._load",
-    "load_server": "mcpkit.testing._load",
-    "stdio_command": "mcpkit.testing._load",
-    "NonConformant": "mcpkit.testing.conformance",
-    "assert_conformant": "mcpkit.testing.conformance",
-    "check_server": "mcpkit.testing.conformance",
-    "LeakProbe": "mcpkit.testing.leaks",
-    "Leaks": "mcpkit.testing.leaks",
-    "running_functions": "mcpkit.testing.leaks",
-    "Scripted": "mcpkit.testing.scripted",
-    "ScriptExhausted": "mcpkit.testing.scripted",
-    "ERAS": "mcpkit.testing.serving",
-    "TRANSPORTS": "mcpkit.testing.serving",
-    "Served": "mcpkit.testing.serving",
-    "connect": "mcpkit.testing.serving",
-    "era_revision": "mcpkit.testing.serving",
-    "serve": "mcpkit.testing.serving",
-    "serve_asgi": "mcpkit.testing.serving",
-    "SurfaceChanged": "mcpkit.testing.snapshot",
-    "SurfaceSnapshot": "mcpkit.testing.snapshot",
-    "surface": "mcpkit.testing.snapshot",
-    "Traffic": "mcpkit.testing.traffic",
-    "ServerDidNotStart": "mcpkit.testing.processes",
-    "stop_process": "mcpkit.testing.processes",
-    "wait_listening": "mcpkit.testing.processes",
+    "ServerLoadError": "_load",
+    "load_server": "_load",
+    "stdio_command": "_load",
+    "NonConformant": "conformance",
+    "assert_conformant": "conformance",
+    "check_server": "conformance",
+    "LeakProbe": "leaks",
+    "Leaks": "leaks",
+    "running_functions": "leaks",
+    "Scripted": "scripted",
+    "ScriptExhausted": "scripted",
+    "ERAS": "serving",
+    "TRANSPORTS": "serving",
+    "Served": "serving",
+    "connect": "serving",
+    "era_revision": "serving",
+    "serve": "serving",
+    "serve_asgi": "serving",
+    "SurfaceChanged": "snapshot",
+    "SurfaceSnapshot": "snapshot",
+    "surface": "snapshot",
+    "Traffic": "traffic",
+    "ServerDidNotStart": "processes",
+    "stop_process": "processes",
+    "wait_listening": "processes",
 }
 
 if TYPE_CHECKING:
@@ -65,16 +67,7 @@ if TYPE_CHECKING:
     from .traffic import Traffic
 
 
-def __getattr__(name: str) -> Any:
-    try:
-        module = _LAZY[name]
-    except KeyError:
-        raise AttributeError(f"module 'mcpkit.testing' has no attribute {name!r}") from None
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -16,19 +16,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-DEFAULT_NAMES = ("app", "mcp", "server")
+from ..server import locate
+from ..server.locate import DEFAULT_NAMES, is_server
+
 _FILE_MODULE_PREFIX = "mcpkit_testing_"
 
 
 class ServerLoadError(Exception):
     """The server could not be found or imported; the message says what was looked for and how to name it."""
-
-
-def is_server(obj: Any) -> bool:
-    """An mcpkit server object (a low-level ``Server`` or an ``MCPKit`` app)."""
-    from ..server.lowlevel import Server
-
-    return isinstance(obj, Server)
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -78,28 +73,8 @@ def load_module(where: str) -> ModuleType:
 
 def find_server(module: ModuleType, name: str, shown: str) -> Any:
     """The server object ``name`` of ``module`` (a dotted attribute path; a factory is called), else the default
-    names, else its only server."""
-    if name:
-        obj: Any = module
-        for part in name.split("."):
-            if not hasattr(obj, part):
-                raise ServerLoadError(f"{shown} has no object named {name!r}")
-            obj = getattr(obj, part)
-        if callable(obj) and not is_server(obj):
-            obj = obj()
-        if not is_server(obj):
-            raise ServerLoadError(f"{shown}:{name} is a {type(obj).__name__}, not an mcpkit server")
-        return obj
-    for candidate in DEFAULT_NAMES:
-        obj = getattr(module, candidate, None)
-        if is_server(obj):
-            return obj
-    found = [value for value in vars(module).values() if is_server(value)]
-    if len(found) == 1:
-        return found[0]
-    if not found:
-        raise ServerLoadError(f"{shown} defines no mcpkit server (looked for {', '.join(DEFAULT_NAMES)} or any server)")
-    raise ServerLoadError(f"{shown} defines several servers: name one, {shown}:NAME")
+    names, else its only server (:func:`mcpkit.server.locate.find_server`)."""
+    return locate.find_server(module, name, shown, ServerLoadError)
 
 
 def load_server(server: Any) -> Any:

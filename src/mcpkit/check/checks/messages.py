@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..jsonrpc_rules import judge_envelope, judge_error
 from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, Incoming, Wire
 from ._base import (
     CheckerBase,
-    _is_int,
     _short,
 )
 
@@ -94,38 +94,9 @@ class MessageChecks(CheckerBase):
 
     def judge_message(self, msg: Any, inc: Incoming, seen_ids: set[str], wire: Wire) -> None:
         r = self.report
-        if not isinstance(msg, dict):
-            r.fail("M001", f"not a JSON object: {inc.short(160)}", "messages")
-            return
-        if msg.get("jsonrpc") != "2.0":
-            r.fail("M001", f'jsonrpc is {msg.get("jsonrpc")!r}, not "2.0": {_short(msg, 160)}', "messages")
-        if "method" in msg:
-            if not isinstance(msg["method"], str):
-                req = "M005" if "id" in msg else "M010"
-                r.fail(req, f"method is not a string: {_short(msg, 160)}", "messages")
-            if "id" in msg:
-                if str(msg.get("method", "")).startswith("notifications/"):
-                    r.fail("M009", f"a notification carries an id: {_short(msg, 160)}", "messages")
-                    return
-                rid = msg["id"]
-                if rid is None:
-                    r.fail("M003", f"request id is null: {_short(msg, 160)}", "messages")
-                    r.fail("M002", f"request id is null, not a string or integer: {_short(msg, 160)}", "messages")
-                    return
-                if not (_is_int(rid) or isinstance(rid, str)):
-                    r.fail("M002", f"request id is neither string nor integer: {_short(msg, 160)}", "messages")
-                key = wire.key(rid)
-                if key in seen_ids:
-                    r.fail("M004", f"request id {rid!r} reused in one session: {_short(msg, 160)}", "messages")
-                seen_ids.add(key)
-            return
-        has_result, has_error = "result" in msg, "error" in msg
-        if has_result == has_error:
-            r.fail("M007", f"response with {'both' if has_result else 'neither'} result and error: {_short(msg, 160)}")
+        shown = _short(msg, 160) if isinstance(msg, dict) else inc.short(160)
+        if not judge_envelope(r, msg, shown, seen_ids, wire.key, "in one session"):
             return
         if "id" not in msg:
-            r.fail("M001", f"a response without an id: {_short(msg, 160)}", "messages")
-        if has_error:
-            err = msg["error"]
-            if not isinstance(err, dict) or not _is_int(err.get("code")) or not isinstance(err.get("message"), str):
-                r.fail("M008", f"error without an integer code and a string message: {_short(msg, 160)}", "messages")
+            r.fail("M001", f"a response without an id: {shown}", "messages")
+        judge_error(r, msg, shown)

@@ -11,10 +11,11 @@ import json
 from typing import Any
 
 from ...protocol.versions import ALL_VERSIONS, LATEST_HANDSHAKE, V2025_03_26
+from ..jsonrpc_rules import judge_envelope, judge_error
 from ..report import Report
 from .judge_transport import TransportRules
 from .scripted import ASK_TIMEOUT, Conn, ScriptedServer
-from .traffic import JSON, is_int, is_modern, items, notifications_of, obj, requests_of, short
+from .traffic import JSON, is_modern, items, notifications_of, obj, requests_of, short
 
 PROMPT = 2.0  # seconds within which a ping is answered "promptly" (M079)
 SERVER_METHODS = {  # a server capability -> the client methods it makes available (S018)
@@ -112,40 +113,12 @@ class ClientJudge:
 
     def message(self, msg: Any, seen: set[str], asked: set[str]) -> None:
         r = self.r
-        if not isinstance(msg, dict):
-            r.fail("M001", f"not a JSON object: {short(msg)}", "messages")
-            return
-        if msg.get("jsonrpc") != "2.0":
-            r.fail("M001", f'jsonrpc is {msg.get("jsonrpc")!r}, not "2.0": {short(msg)}', "messages")
-        if "method" in msg:
-            if not isinstance(msg["method"], str):
-                r.fail("M005" if "id" in msg else "M010", f"method is not a string: {short(msg)}", "messages")
-            if "id" not in msg:
-                return
-            if str(msg.get("method", "")).startswith("notifications/"):
-                r.fail("M009", f"a notification carries an id: {short(msg)}", "messages")
-                return
-            rid = msg["id"]
-            if rid is None:
-                r.fail("M003", f"request id is null: {short(msg)}", "messages")
-                r.fail("M002", f"request id is null, not a string or integer: {short(msg)}", "messages")
-                return
-            if not (is_int(rid) or isinstance(rid, str)):
-                r.fail("M002", f"request id is neither string nor integer: {short(msg)}", "messages")
-            key = json.dumps(rid, sort_keys=True)
-            if key in seen:
-                r.fail("M004", f"request id {rid!r} used twice on one connection: {short(msg)}", "messages")
-            seen.add(key)
-            return
-        if ("result" in msg) == ("error" in msg):
-            r.fail("M007", f"an answer with {'both' if 'result' in msg else 'neither'} result and error: {short(msg)}")
+        shown = short(msg)
+        if not judge_envelope(r, msg, shown, seen, _id_key, "on one connection"):
             return
         if json.dumps(msg.get("id")) not in asked:
-            r.fail("M006", f"an answer whose id matches no request of the server: {short(msg)}", "messages")
-        if "error" in msg:
-            err = msg["error"]
-            if not isinstance(err, dict) or not is_int(err.get("code")) or not isinstance(err.get("message"), str):
-                r.fail("M008", f"error without an integer code and a string message: {short(msg)}", "messages")
+            r.fail("M006", f"an answer whose id matches no request of the server: {shown}", "messages")
+        judge_error(r, msg, shown)
 
     def batch(self) -> None:
         """M011 (batch scenario): the server's batch of two pings got both answers."""
@@ -311,15 +284,23 @@ class ClientJudge:
             else:
                 r.fail("M075", f"notifications/roots/list_changed without roots.listChanged declared: {short(note)}")
 
+    def _answered(self, reply: JSON, declared: bool, req: str, area: str, method: str) -> JSON | None:
+        """The result of a request the client declared it answers (``req``: a declared capability is answered),
+        or None when it did not declare it or refused."""
+        if not declared:
+            return None
+        result = reply.get("result")
+        if not isinstance(result, dict):
+            self.r.fail(req, f"{area} declared but {method} refused: {short(reply)}", area)
+            return None
+        self.r.ok(req, f"{area} declared and {method} answered", area)
+        return result
+
     def roots(self, reply: JSON, declared: bool) -> None:
         r = self.r
-        result = reply.get("result")
-        if not declared:
+        result = self._answered(reply, declared, "M071", "roots", "roots/list")
+        if result is None:
             return
-        if not isinstance(result, dict):
-            r.fail("M071", f"roots declared but roots/list refused: {short(reply)}", "roots")
-            return
-        r.ok("M071", "roots declared and roots/list answered", "roots")
         roots = result.get("roots")
         if not isinstance(roots, list):
             r.fail("M072", f"roots/list result without a roots array: {short(result)}", "roots")
@@ -335,13 +316,9 @@ class ClientJudge:
 
     def sampling(self, reply: JSON, declared: bool) -> None:
         r = self.r
-        result = reply.get("result")
-        if not declared:
+        result = self._answered(reply, declared, "M076", "sampling", "sampling/createMessage")
+        if result is None:
             return
-        if not isinstance(result, dict):
-            r.fail("M076", f"sampling declared but sampling/createMessage refused: {short(reply)}", "sampling")
-            return
-        r.ok("M076", "sampling declared and sampling/createMessage answered", "sampling")
         missing = [k for k in ("role", "content", "model") if k not in result]
         if missing:
             r.fail("M077", f"sampling result without {', '.join(missing)}: {short(result)}", "sampling")
@@ -458,3 +435,7 @@ class ClientJudge:
             r.skip("A003", "the client sends no batches (optional)", "envelope")
 
     # ---------------------------------------------------------------------------------------- 2026-07-28
+
+
+def _id_key(rid: Any) -> str:
+    return json.dumps(rid, sort_keys=True)

@@ -193,16 +193,7 @@ class OpenAPIResource(Resource):
         self.info = None
         self.sync = None
         self.size = None
-        _ResourceBase.__init__(
-            self,
-            name=op.name,
-            title=None,
-            description=describe(op),
-            mime_type=op.media,
-            annotations=None,
-            icons=None,
-            meta=None,
-        )
+        _describe_as(self, op)
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
         try:
@@ -210,6 +201,20 @@ class OpenAPIResource(Resource):
         except APIError as exc:
             raise InternalError(str(exc)) from None
         return _contents(answer, self.uri, self.operation)
+
+
+def _describe_as(component: _ResourceBase, op: Operation) -> None:
+    """Name and describe a resource or template after its operation (no title, icons or annotations)."""
+    _ResourceBase.__init__(
+        component,
+        name=op.name,
+        title=None,
+        description=describe(op),
+        mime_type=op.media,
+        annotations=None,
+        icons=None,
+        meta=None,
+    )
 
 
 class OpenAPITemplate(ResourceTemplate):
@@ -228,16 +233,7 @@ class OpenAPITemplate(ResourceTemplate):
         self.completions = {}
         self._inputs = _validator(op.input_schema)
         self._kinds = {p.arg: p.kind for p in op.params}
-        _ResourceBase.__init__(
-            self,
-            name=op.name,
-            title=None,
-            description=describe(op),
-            mime_type=op.media,
-            annotations=None,
-            icons=None,
-            meta=None,
-        )
+        _describe_as(self, op)
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
         arguments: JSONDict = {}

@@ -20,6 +20,7 @@ from urllib.parse import quote, urlsplit
 
 import orjson
 
+from ..._aio import read_capped
 from .operations import FORM_TYPE, Operation, Param, is_json
 
 logger = logging.getLogger("mcpkit.server.openapi")
@@ -146,17 +147,9 @@ class Caller:
             logger.warning("openapi: %s could not reach the API: %r", op.label, exc)
             raise APIError(f"{op.label}: the API could not be reached ({type(exc).__name__})") from None
         try:
-            limit = self.max_response_bytes
-            declared = response.headers.get("content-length")
-            if declared is not None and declared.isdigit() and int(declared) > limit:
-                raise APIError(f"{op.label}: the API's answer is larger than {limit} bytes")
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in response.aiter_bytes():
-                size += len(chunk)
-                if size > limit:
-                    raise APIError(f"{op.label}: the API's answer is larger than {limit} bytes")
-                chunks.append(chunk)
+            body = await read_capped(response, self.max_response_bytes)
+            if body is None:
+                raise APIError(f"{op.label}: the API's answer is larger than {self.max_response_bytes} bytes")
         except APIError:
             raise
         except Exception as exc:
@@ -170,7 +163,7 @@ class Caller:
             status=response.status_code,
             reason=str(getattr(response, "reason_phrase", "") or ""),
             content_type=response.headers.get("content-type", ""),
-            body=b"".join(chunks),
+            body=body,
             location=response.headers.get("location"),
         )
 

@@ -44,7 +44,15 @@ DEFAULT_TIMEOUT = 1.0
 #: it asks again.
 BLOCK = 2.0
 
-__all__ = ["BLOCK", "DEFAULT_TIMEOUT", "KeyScheme", "RedisConnection", "StoreUnavailable", "connection_for"]
+__all__ = [
+    "BLOCK",
+    "DEFAULT_TIMEOUT",
+    "KeyScheme",
+    "OnConnection",
+    "RedisConnection",
+    "StoreUnavailable",
+    "connection_for",
+]
 
 
 class StoreUnavailable(ConnectionError):
@@ -247,3 +255,19 @@ def connection_for(
     if isinstance(redis, RedisConnection):
         return redis, False
     return RedisConnection(redis, prefix=prefix, cluster=cluster, timeout=timeout), True
+
+
+class OnConnection:
+    """A store on a :class:`RedisConnection` (``conn``, made by :func:`connection_for`): its client and key prefix."""
+
+    conn: RedisConnection
+
+    @property
+    def redis(self) -> Any:
+        """The Redis client."""
+        return self.conn.client
+
+    @property
+    def prefix(self) -> str:
+        """The key prefix."""
+        return self.conn.prefix

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
+from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
 if TYPE_CHECKING:
     from .connection import RedisClient
@@ -77,7 +77,7 @@ def _entries(raw: Any) -> tuple[list[tuple[int, bytes]], bool]:
     return events, last
 
 
-class RedisEventStore:
+class RedisEventStore(OnConnection):
     """An :class:`~mcpkit.stores.EventStore` in Redis streams (see the module docstring for the layout); also a
     :class:`~mcpkit.stores.FollowableEventStore`.
 
@@ -112,16 +112,6 @@ class RedisEventStore:
         client = self.conn.client
         self._append = client.register_script(_APPEND)
         self._replay = client.register_script(_REPLAY)
-
-    @property
-    def redis(self) -> Any:
-        """The Redis client."""
-        return self.conn.client
-
-    @property
-    def prefix(self) -> str:
-        """The key prefix."""
-        return self.conn.prefix
 
     def key(self, stream: str) -> str:
         """The Redis key of ``stream``: ``<prefix>{<session>}:ev:<rest>`` for ``<session>/<rest>``."""

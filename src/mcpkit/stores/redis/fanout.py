@@ -492,17 +492,22 @@ class RedisFanout:
             return
         self.missed += 1
         logger.warning("redis fan-out: events may have been lost while this worker was cut off; clients look again")
-        server = self.server
-        if server is not None:
-            token = LOG_POSITION.set("")
-            try:
-                await server.deliver_missed()
-            finally:
-                LOG_POSITION.reset(token)
+        await self._missed()
         if not first:
             return
         self._position = _text(first[0][0])  # everything before the oldest entry is gone anyway
         await self._deliver(self._position, first[0][1])
+
+    async def _missed(self) -> None:
+        """Tell this worker's clients to look again (events may be lost): no log position to resume from."""
+        server = self.server
+        if server is None:
+            return
+        token = LOG_POSITION.set("")
+        try:
+            await server.deliver_missed()
+        finally:
+            LOG_POSITION.reset(token)
 
     async def _deliver(self, position: str, fields: dict[bytes, bytes]) -> None:
         kind = fields.get(b"e")
@@ -528,12 +533,7 @@ class RedisFanout:
             for listener in list(self._session_listeners):
                 await listener(_text(fields.get(b"v")))
         elif kind == b"missed":  # another worker dropped events it could not log: look again
-            if server is not None:
-                token = LOG_POSITION.set("")
-                try:
-                    await server.deliver_missed()
-                finally:
-                    LOG_POSITION.reset(token)
+            await self._missed()
         elif kind == b"direct" or kind == b"cancel":
             entry = self._entry(position, fields)
             if entry is not None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..base import BaseSessionStore
-from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
+from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
 if TYPE_CHECKING:
     from .connection import RedisClient
@@ -33,7 +33,7 @@ def _state(raw: bytes | None) -> dict[str, Any] | None:
     return state if isinstance(state, dict) else None
 
 
-class RedisSessionStore(BaseSessionStore):
+class RedisSessionStore(BaseSessionStore, OnConnection):
     """A :class:`~mcpkit.stores.SessionStore`: one JSON value per session (key ``<prefix>{<session>}:sess``, in
     the session's Redis Cluster slot) with ``PX`` = the idle TTL, renewed by every :meth:`save` and :meth:`touch`
     (so the TTL counts from the session's last activity on any worker). :meth:`touch` is ``GETEX`` (Redis >= 6.2):
@@ -57,16 +57,6 @@ class RedisSessionStore(BaseSessionStore):
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._touches: list[tuple[str, float | None, asyncio.Future[Any]]] = []  # waiting for this loop turn's batch
         self._tasks: set[asyncio.Task[None]] = set()
-
-    @property
-    def redis(self) -> Any:
-        """The Redis client."""
-        return self.conn.client
-
-    @property
-    def prefix(self) -> str:
-        """The key prefix."""
-        return self.conn.prefix
 
     def key(self, session_id: str) -> str:
         """The Redis key of a session's record."""

@@ -42,8 +42,8 @@ import orjson
 
 from ...protocol.errors import TaskLimitReached
 from ...tasks.model import TaskRecord, after_cursor, expires_at, is_terminal, now_ms
-from ...tasks.store import Change, Listener
-from .connection import DEFAULT_TIMEOUT, RedisConnection, connection_for
+from ...tasks.store import Change, Listener, Listeners
+from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
 if TYPE_CHECKING:
     from .connection import RedisClient
@@ -74,7 +74,7 @@ return 0
 """
 
 
-class RedisTaskStore:
+class RedisTaskStore(OnConnection):
     """A :class:`~mcpkit.tasks.TaskStore` shared by every worker (see the module docstring).
 
     Args:
@@ -95,14 +95,9 @@ class RedisTaskStore:
     ) -> None:
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._create = self.conn.client.register_script(_CREATE)
-        self._listeners: list[Listener] = []
+        self._listeners = Listeners()
         self._reader: asyncio.Task[None] | None = None
         self._closed = False
-
-    @property
-    def prefix(self) -> str:
-        """The key prefix."""
-        return self.conn.prefix
 
     # ------------------------------------------------------------------ keys
 
@@ -236,13 +231,7 @@ class RedisTaskStore:
         return out
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        self._listeners.append(listener)
-
-        def unsubscribe() -> None:
-            with contextlib.suppress(ValueError):
-                self._listeners.remove(listener)
-
-        return unsubscribe
+        return self._listeners.subscribe(listener)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -258,8 +247,7 @@ class RedisTaskStore:
     # ------------------------------------------------------------------ the change feed
 
     async def _changed(self, task_id: str) -> None:
-        for listener in list(self._listeners):
-            listener(task_id)  # this worker's waiters at once; the others through the stream
+        self._listeners.tell(task_id)  # this worker's waiters at once; the others through the stream
         try:
             async with self.conn.guard("task store"):
                 await self.conn.client.xadd(self.feed, {b"t": task_id}, maxlen=FEED_LENGTH, approximate=True)

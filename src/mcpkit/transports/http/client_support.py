@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from ..._aio import read_capped as _read_capped
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError
 from ...protocol.versions import META_PROTOCOL_VERSION
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
@@ -125,20 +126,12 @@ def answers_request(raw: bytes, rid: Any) -> bool:
 
 
 async def read_capped(resp: HTTPResponse, limit: int) -> bytes:
-    """The whole body of a streamed ``httpx`` response, at most ``limit`` bytes: a declared ``Content-Length`` above
-    it is refused before anything is read, a body that grows past it as soon as it does (:class:`ResponseTooLarge`).
-    The caller closes the response."""
-    declared = resp.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
+    """The whole body of a streamed ``httpx`` response, at most ``limit`` bytes (:func:`mcpkit._aio.read_capped`);
+    past it, :class:`ResponseTooLarge`. The caller closes the response."""
+    body = await _read_capped(resp, limit)
+    if body is None:
         raise ResponseTooLarge(limit)
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in resp.aiter_bytes():
-        size += len(chunk)
-        if size > limit:
-            raise ResponseTooLarge(limit)
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return body
 
 
 async def sse_events(resp: HTTPResponse, decoder: SSEDecoder) -> AsyncIterator[SSEEvent]:
