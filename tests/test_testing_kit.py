@@ -322,3 +322,46 @@ async def test_a_client_that_does_not_close_fails_with_where_each_task_waits(mon
     assert "run (peer.py:" in message  # ...and the session it did not end
     monkeypatch.undo()
     await real_close(opened[0])
+
+
+def test_a_factory_gives_each_connection_a_fresh_server(tmp_path: Path) -> None:
+    server_file = tmp_path / "fresh_server.py"
+    server_file.write_text("from mcpkit import MCPKit\n\n\ndef create():\n    return MCPKit('fresh')\n")
+    first, second = load_server(f"{server_file}:create"), load_server(f"{server_file}:create")
+    assert first is not second and first.name == second.name == "fresh"
+    with pytest.raises(ServerLoadError, match=r"fresh_server\.py defines no mcpkit server"):
+        load_server(str(server_file))
+
+
+@pytest.fixture
+def mcp_asgi_app() -> Any:
+    """A FastAPI app with the kit server's endpoint mounted under /agents (and a route of its own)."""
+    from fastapi import FastAPI
+
+    from mcpkit.transports.http import create_app
+
+    mcp_app = create_app(load_server(KIT_SERVER))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> Any:
+        yield
+        await mcp_app.aclose()
+
+    api = FastAPI(lifespan=lifespan)
+
+    @api.get("/status")
+    def status() -> dict[str, str]:
+        return {"status": "up"}
+
+    api.mount("/agents", mcp_app)
+    return api
+
+
+@pytest.mark.mcp(path="/agents/mcp", sampling=["Quito"])
+async def test_an_endpoint_mounted_in_fastapi_is_served_in_each_era(
+    mcp_asgi_client: Any, mcp_asgi: Any, mcp_era: str
+) -> None:
+    assert mcp_asgi_client.protocol_version == mcp_era
+    assert (await mcp_asgi_client.call_tool("capital", {"country": "Ecuador"})).data == "Quito"
+    async with httpx.AsyncClient() as http:
+        assert (await http.get(f"{mcp_asgi.url}/status")).json() == {"status": "up"}

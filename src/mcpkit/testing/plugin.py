@@ -535,6 +535,8 @@ class _RequirementRecorder:
             "pytest_exitstatus": int(exitstatus),
             "tests": dict(sorted(self.tests.items())),
         }
-        tmp = self.path.with_suffix(".tmp")
+        # A name of this process's own: two sessions writing the same results (two pytest runs in one tree, or
+        # xdist's controller and a plain run) never rename each other's file away.
+        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
         tmp.replace(self.path)
