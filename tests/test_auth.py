@@ -36,7 +36,8 @@ from mcpkit.auth import (
     protect,
     tool_scopes,
 )
-from mcpkit.auth._util import parse_www_authenticate, pkce_pair
+from mcpkit.auth._util import pkce_pair
+from mcpkit.auth.challenges import parse_www_authenticate
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app

@@ -28,7 +28,8 @@ from mcpkit.auth import (
     OAuthFlowError,
     SigningKey,
 )
-from mcpkit.auth._util import parse_challenges, pkce_pair
+from mcpkit.auth._util import pkce_pair
+from mcpkit.auth.challenges import parse_challenges
 from mcpkit.auth.client import InvalidClientError
 from mcpkit.auth.dpop import DPoPError, access_token_hash, make_proof
 from mcpkit.auth.keys import jwk_thumbprint

@@ -59,10 +59,8 @@ import httpx
 import orjson
 
 from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
-from ._util import (
-    parse_challenges,
-    pkce_pair,
-)
+from ._util import pkce_pair
+from .challenges import parse_challenges
 from .client_discovery import _Discovery
 from .client_errors import InvalidClientError, OAuthFlowError
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest, IdJagExchange

@@ -20,7 +20,8 @@ from urllib.parse import quote, urlencode
 import httpx
 import orjson
 
-from ._util import DocumentTooLarge, fetch_capped_response, parse_challenges
+from ._util import DocumentTooLarge, fetch_capped_response
+from .challenges import parse_challenges
 from .client_discovery import DiscoveryMixin, _Discovery
 from .client_errors import InvalidClientError, OAuthFlowError
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest

@@ -48,10 +48,10 @@ from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, 
 from ._util import (
     canonical_resource,
     header,
-    quote_param,
     send_json,
     send_preflight,
 )
+from .challenges import quote_param
 from .verifiers import AccessToken, InvalidToken, TokenRevocation, TokenVerifier
 
 if TYPE_CHECKING:

@@ -125,7 +125,7 @@ def dev_command(
     try:
         from ..inspector import Inspector, start_inspector
         from ..inspector.dev import DevLoop, dev_target
-        from ..inspector.serve import _open_browser
+        from ..inspector.serve import open_in_browser
     except ModuleNotFoundError as exc:
         from .._extras import explain
 
@@ -157,7 +157,7 @@ def dev_command(
         running = await start_inspector(inspector, port=port, configure=configure)
         click.echo(f"mcpkit dev: {running.url}")
         if not no_browser:
-            _open_browser(running.url)
+            open_in_browser(running.url)
         await running.wait()
 
     try:

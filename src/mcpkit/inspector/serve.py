@@ -21,7 +21,7 @@ from .sandbox import SandboxApp
 from .session import Inspector
 from .web import InspectorApp
 
-__all__ = ["RunningInspector", "inspect", "start_inspector"]
+__all__ = ["RunningInspector", "inspect", "open_in_browser", "start_inspector"]
 
 
 @dataclass
@@ -106,7 +106,8 @@ def _port(server: Any) -> int:
     return int(server.servers[0].sockets[0].getsockname()[1])
 
 
-def _open_browser(url: str) -> None:
+def open_in_browser(url: str) -> None:
+    """Open ``url`` in a new browser tab, without waiting for the browser (``mcpkit inspect`` and ``mcpkit dev``)."""
     import webbrowser
 
     def go() -> None:
@@ -132,7 +133,7 @@ def inspect(
         running = await start_inspector(Inspector(target, **inspector_options), host=host, port=port)
         (announce or _print)(running.url)
         if open_browser:
-            _open_browser(running.url)
+            open_in_browser(running.url)
         await running.wait()
 
     with contextlib.suppress(KeyboardInterrupt):

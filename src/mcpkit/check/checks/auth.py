@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ...auth.challenges import parse_www_authenticate
 from ...auth.client_discovery import fetch_refusal
 from ...transports.http.client_support import ResponseTooLarge, read_capped
 from ..wire_http import origin_of
@@ -26,13 +27,6 @@ from ._base import CLIENT_INFO, JSON, CheckerBase, _short
 MAX_DOCUMENT = 256 * 1024
 INVALID_TOKEN = "mcpkit-check-invalid-token"
 _PRM = "/.well-known/oauth-protected-resource"
-
-
-def parse_challenge(value: str) -> tuple[str, dict[str, str]]:
-    """``Bearer realm="x", resource_metadata="..."`` -> ("bearer", {...}) (the first challenge only)."""
-    from ...auth._util import parse_www_authenticate
-
-    return parse_www_authenticate(value)
 
 
 class AuthChecks(CheckerBase):
@@ -94,7 +88,7 @@ class AuthChecks(CheckerBase):
             self.report.protected = True
             r.info["authorization"] = f"required (HTTP {status} without a token)"
             challenge = headers.get("www-authenticate", "")
-            scheme, params = parse_challenge(challenge) if challenge else ("", {})
+            scheme, params = parse_www_authenticate(challenge) if challenge else ("", {})
             if status == 401:
                 r.ok("M030", f"initialize without a token -> 401 (WWW-Authenticate: {_short(challenge, 160)})")
             else:
