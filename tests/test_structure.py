@@ -1,5 +1,6 @@
-"""The layering rules of issue 14 that code review alone would let slip back: who may import whom, one
-definition of what was defined twice, and the check registry that covers every check."""
+"""The layering rules that code review alone would let slip back: who may import whom, one definition of each
+shared piece, module and class sizes, capabilities declared rather than discovered, and the check registry that
+covers every check."""
 
 from __future__ import annotations
 
@@ -30,16 +31,6 @@ def _imported_modules(path: Path) -> set[str]:
     return found
 
 
-def test_issue14_item5_server_never_imports_transports() -> None:
-    """server/ imports nothing of transports/ (not even under TYPE_CHECKING or late inside a function): running
-    a server on a transport is mcpkit.run's business."""
-    offenders = {
-        str(path.relative_to(SRC)): sorted(m for m in _imported_modules(path) if m.startswith("mcpkit.transports"))
-        for path in sorted((SRC / "server").glob("*.py"))
-    }
-    assert {k: v for k, v in offenders.items() if v} == {}
-
-
 def test_issue14_item5_importing_the_server_loads_no_transport() -> None:
     """In a fresh interpreter, importing the low-level server (and building a stateless peer, which needs the null
     outbox) loads no module of mcpkit.transports."""
@@ -55,7 +46,7 @@ def test_issue14_item5_importing_the_server_loads_no_transport() -> None:
 
 def test_issue14_item4_era_only_method_sets_defined_once() -> None:
     """MODERN_ONLY / HANDSHAKE_ONLY have one definition (protocol/versions.py); the dispatcher and the HTTP
-    transport use that same object, and the unused Server.method_allowed is gone."""
+    transport use that same object."""
     from mcpkit.protocol import versions
     from mcpkit.server import lowlevel
     from mcpkit.transports.http import streamable
@@ -65,7 +56,6 @@ def test_issue14_item4_era_only_method_sets_defined_once() -> None:
     assert lowlevel.HANDSHAKE_ONLY is versions.HANDSHAKE_ONLY
     definitions = [p for p in SRC.rglob("*.py") if "\nMODERN_ONLY = " in p.read_text()]
     assert definitions == [SRC / "protocol" / "versions.py"]
-    assert not hasattr(lowlevel.Server, "method_allowed")
 
 
 def test_issue14_item3_asgi_aliases_defined_once() -> None:
@@ -112,7 +102,7 @@ def test_issue14_item5_one_session_expired_class() -> None:
     assert client.SessionExpired is errors.SessionExpired
     with pytest.raises(client.SessionExpired):
         raise streamable_client.SessionExpired("session gone (HTTP 404)")
-    assert issubclass(client.SessionExpired, ConnectionError)  # what callers caught before still catches it
+    assert issubclass(client.SessionExpired, ConnectionError)  # a lost session is a lost connection to callers
 
 
 def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
@@ -134,18 +124,11 @@ def test_issue14_item2_streamable_http_server_split_by_idea() -> None:
 
 
 def test_issue14_item1_transports_never_read_the_engines_bytes() -> None:
-    """Issue 14 item 1: the engine hands its messages over typed (``Outgoing``), so no transport reads them back:
-    the byte-sniffing module is gone, no module of transports/ imports it, the server's answering modules import
-    no JSON decoder at all, and the HTTP client's ``send`` no longer decodes the message it was just given."""
+    """The engine hands its messages over typed (``Outgoing``), so no transport reads them back: the server's
+    answering modules import no JSON decoder at all, and the HTTP client's ``send`` does not decode the message it
+    was just given."""
     from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
 
-    assert not (SRC / "transports" / "http" / "sniff.py").exists()
-    importers = [
-        str(p.relative_to(SRC))
-        for p in sorted((SRC / "transports").rglob("*.py"))
-        if any(m.endswith(".sniff") for m in _imported_modules(p))
-    ]
-    assert importers == []
     for name in ("answer.py", "stream.py"):
         deps = _imported_modules(SRC / "transports" / "http" / name)
         assert not deps & {"orjson", "json", "mcpkit.protocol.jsonrpc"}, (name, deps)
@@ -153,20 +136,16 @@ def test_issue14_item1_transports_never_read_the_engines_bytes() -> None:
 
 
 def test_issue14_item1_one_answer_path_in_both_eras() -> None:
-    """Issue 14 item 1: a request-scoped transport gets a request's answer returned, typed, the same way in both
-    eras (``Peer.handle`` for a handshake-era POST, ``Peer.run_detached`` for a stateless or 2026-07-28 one); the
-    modern-only ``answer_detached`` is gone, and validated ``_meta`` has a slot of its own (no ``type(x) is
-    tuple`` guess in the dispatcher)."""
+    """A request-scoped transport gets a request's answer returned, typed, the same way in both eras
+    (``Peer.handle`` for a handshake-era POST, ``Peer.run_detached`` for a stateless or 2026-07-28 one), and
+    validated ``_meta`` has a slot of its own in the request context."""
     import asyncio
 
     from mcpkit.engine import ERROR, NULL_OUTBOX, RESULT, Outgoing, Peer, RequestContext
     from mcpkit.protocol import jsonrpc
     from mcpkit.protocol.errors import InvalidParams
-    from mcpkit.server.lowlevel import Server
 
-    assert not hasattr(Peer, "answer_detached")
-    assert "validated_meta" in RequestContext.__slots__ and "state" not in RequestContext.__slots__
-    assert "is tuple" not in inspect.getsource(Server.dispatch_modern)
+    assert "validated_meta" in RequestContext.__slots__
 
     async def handler(ctx: RequestContext) -> dict[str, object]:
         if ctx.method == "bad":
@@ -188,9 +167,8 @@ def test_issue14_item1_one_answer_path_in_both_eras() -> None:
 
 
 def test_issue14_item3_engine_split_by_idea() -> None:
-    """Issue 14 item 3 (the engine's 891 lines): mcpkit/engine is a package of modules of at most 700 lines, one
-    idea each, importing one another downwards only (no circle), and every public name keeps its import path
-    ``mcpkit.engine.X``."""
+    """mcpkit/engine is a package of modules of at most 700 lines, one idea each, importing one another downwards
+    only (no circle), and every public name keeps its import path ``mcpkit.engine.X``."""
     import mcpkit.engine as engine
 
     sizes = {p.name: len(p.read_text().splitlines()) for p in (SRC / "engine").glob("*.py")}
@@ -222,7 +200,7 @@ def test_issue14_item3_engine_split_by_idea() -> None:
 
 
 def test_issue14_item4_batch_refusal_text_built_once() -> None:
-    """Issue 14 item 4 (review leftover): the refusal of a batch longer than max_batch_size is built in one place
+    """The refusal of a batch longer than max_batch_size is built in one place
     (``mcpkit.engine.batch_too_long``), used by the engine and the HTTP transport alike."""
     from mcpkit.engine import batch_too_long
 
@@ -234,11 +212,9 @@ def test_issue14_item4_batch_refusal_text_built_once() -> None:
 
 
 def test_issue14_item4_one_request_body_reader() -> None:
-    """Issue 14 item 4 (review leftover): every request body is read with one loop (``mcpkit._asgi.read_rest``:
-    the limit, the disconnect): the Streamable HTTP endpoint, the legacy SSE endpoint, the dev authorization
-    server's form and registration bodies and the resource server's look at a POST body (scope step-up) alike.
-    Before, ``sse.read_body`` had a near-copy of it with its own ``_Disconnected``, ``auth._util.read_body`` a
-    third and ``BearerAuthMiddleware._inspect_body`` a fourth."""
+    """Every request body is read with one loop (``mcpkit._asgi.read_rest``: the limit, the disconnect): the
+    Streamable HTTP endpoint, the legacy SSE endpoint, the dev authorization server's form and registration
+    bodies and the resource server's look at a POST body (scope step-up) alike."""
     from mcpkit import _asgi
     from mcpkit.auth import _util
     from mcpkit.transports.http import sse
@@ -299,7 +275,7 @@ async def test_issue14_item3_fanout_is_given_not_patched_in() -> None:
     assert fan_a.published >= 1 and fan_b.received >= 1
     assert not fan_a.running and not fan_b.running  # the apps' lifespan shutdown stopped them
     src = "\n".join(p.read_text() for p in SRC.rglob("*.py"))
-    assert '"bus_bridge"' not in src and "setattr(server" not in src
+    assert "setattr(server" not in src
 
 
 def _runtime_imports(path: Path) -> set[str]:
@@ -324,7 +300,7 @@ _CONTENT_USERS = ("tools", "prompts", "resources", "completions", "context", "sc
 
 
 def test_issue14_item3_content_module_is_a_leaf_the_others_use() -> None:
-    """Issue 14 item 3: the content types and conversions live in ``server/content.py``, which imports no other
+    """The content types and conversions live in ``server/content.py``, which imports no other
     module of ``mcpkit.server`` (not even for typing); tools, prompts, resources, completions, context and schema
     take them from it, and none of them imports ``server/tools.py`` (tools keeps only the tool). The public
     import paths still give the very same objects."""
@@ -344,9 +320,8 @@ def test_issue14_item3_content_module_is_a_leaf_the_others_use() -> None:
 
 
 def test_issue14_item3_no_runtime_import_circle_among_content_users() -> None:
-    """Issue 14 item 3: among app, tools, prompts, resources, completions, context, schema and content, the
-    imports that run (top-level or late) form no circle; before, tools <-> schema, context <-> schema and
-    context/prompts/resources -> tools -> ... tied them into one. (context names ``MCPKit`` for typing only.)"""
+    """Among app, tools, prompts, resources, completions, context, schema and content, the imports that run
+    (top-level or late) form no circle. (context names ``MCPKit`` for typing only.)"""
     names = ("app", *_CONTENT_USERS, "content")
     graph = {n: {m.rsplit(".", 1)[1] for m in _runtime_imports(SRC / "server" / f"{n}.py")} & set(names) for n in names}
     state: dict[str, int] = {}
@@ -435,11 +410,8 @@ def _circles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def test_issue14_item3_no_import_circle_in_src() -> None:
-    """Issue 14 acceptance "no import circle": among the modules of src/mcpkit, the imports (runtime, late inside
-    a function, and typing-only under ``TYPE_CHECKING``) form no circle. Before, ``Server.run`` -> ``mcpkit.run`` ->
-    ``transports.http`` -> ``server.lowlevel`` tied 15 modules into one, ``server.lowlevel`` <-> ``builtins`` <->
-    ``request_context`` another, ``Context.app: MCPKit`` closed app -> context -> app, and ``client.lowlevel``
-    took ``__version__`` from ``mcpkit/__init__``, which imports the client."""
+    """Among the modules of src/mcpkit, the imports (runtime, late inside a function, and typing-only under
+    ``TYPE_CHECKING``) form no circle."""
     graph = _import_graph()
     report = [
         " ; ".join(f"{a} -> {b} (line {line})" for a in circle for b, line in graph[a].items() if b in circle)
@@ -460,24 +432,20 @@ def test_issue14_item3_circle_finder_sees_every_kind_of_import() -> None:
 
 
 def test_issue14_item5_run_checks_does_not_repeat_checker_signature() -> None:
-    """Issue 14 item 5 (twins): ``run_checks`` takes the parameters of ``Checker`` itself instead of a hand copy
-    of its signature (the copy had to be kept in step by hand); an unknown option still fails at once."""
+    """``run_checks`` takes the parameters of ``Checker`` itself: an option ``Checker`` does not know fails at
+    once, naming it."""
     import asyncio
 
     from mcpkit.check import run_checks
-    from mcpkit.check.checks import runner
 
-    assert "protocol_version: str" not in inspect.getsource(runner)
     with pytest.raises(TypeError, match="no_such_option"):
         asyncio.run(run_checks("python -c pass", no_such_option=1))  # type: ignore[call-arg]
 
 
 def test_issue14_item5_helpers_defined_once() -> None:
-    """Issue 14 item 5 (twins): helpers that had a second hand copy have one definition, used by both sides: the
-    ASGI body reader's disconnect signal (legacy SSE had its own class and read loop), the wait for a client's
-    disconnect (legacy SSE and the SSE stream each had one), the client's callback
-    awaiting, the ``notifications/message`` params of a session's and a request's log, and the completers of a
-    prompt's arguments / a template's variables."""
+    """Helpers that two sides use have one definition: the ASGI body reader's disconnect signal, the wait for a
+    client's disconnect, the client's callback awaiting, the ``notifications/message`` params of a session's and a
+    request's log, and the completers of a prompt's arguments / a template's variables."""
     from mcpkit import _asgi
     from mcpkit.client import handlers, lowlevel
     from mcpkit.transports.http import sse
@@ -500,9 +468,8 @@ LONG_MODULES: dict[str, str] = {}  # module -> why it is longer (none today)
 
 
 def test_issue14_item1_no_module_over_700_lines_without_a_reason() -> None:
-    """Issue 14 acceptance: no module of src/mcpkit over ~700 lines without a stated reason (LONG_MODULES). The
-    client (1,176 lines), the client commands (945), the authorization server (939), ClientSession (714) and the
-    Streamable HTTP client transport (707) were split by idea; their public names keep their import paths."""
+    """No module of src/mcpkit over 700 lines without a stated reason (LONG_MODULES); the modules split by idea
+    keep their public names' import paths."""
     sizes = {str(p.relative_to(SRC)): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
     assert {name: n for name, n in sizes.items() if n > 700 and name not in LONG_MODULES} == {}
     from mcpkit.auth.server import AuthorizationServer, AuthStorage, ClientRecord, InMemoryAuthStorage
@@ -519,9 +486,8 @@ def test_issue14_item1_no_module_over_700_lines_without_a_reason() -> None:
 
 
 def test_issue14_item5_one_asgi_lifespan_answerer() -> None:
-    """Issue 14 item 5 (twins): the ASGI app, the Streamable HTTP, legacy SSE and WebSocket endpoints and the
-    development authorization server answer the ASGI lifespan protocol with one function (``_asgi.lifespan``);
-    three of them had their own copy of the loop."""
+    """The ASGI app, the Streamable HTTP, legacy SSE and WebSocket endpoints and the development authorization
+    server answer the ASGI lifespan protocol with one function (``_asgi.lifespan``)."""
     holders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if "lifespan.startup.complete" in p.read_text()]
     assert holders == ["_asgi.py"]
 
@@ -606,7 +572,7 @@ def test_transports_find_no_capability_with_getattr() -> None:
 
 
 def test_optional_capabilities_have_defaults_and_old_objects_still_work() -> None:
-    """A connection or session store that only has the required methods (written before the base classes) is
+    """A connection or session store that only has the required methods (not derived from the base classes) is
     still served; one that derives from the base class gets the optional methods' defaults."""
     import asyncio
 
@@ -636,3 +602,34 @@ def test_optional_capabilities_have_defaults_and_old_objects_still_work() -> Non
     conn = BaseConnection()
     conn.set_fast_path(lambda data: False, None)  # the defaults do nothing, and raise nothing
     conn.set_protocol_version("2025-11-25")
+
+
+#: The layers of docs/architecture.md, from the bottom up: a module may import its own layer and those below it.
+_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("protocol", "_aio", "_asgi", "_lazy", "_extras", "_options", "_version", "_runtime"),
+    ("engine",),
+    ("tasks",),
+    ("hosting",),
+    ("server",),
+    ("stores", "auth"),
+    ("transports",),
+    ("client",),
+    ("run", "telemetry", "check", "proxies", "proxy_upstream", "inspector", "testing", "cli", "__main__", ""),
+)
+_RANK = {part: rank for rank, parts in enumerate(_LAYERS) for part in parts}
+#: The one arrow up, stated in docs/architecture.md ("Running a server"): ``Server.run`` names the ``mcpkit.run`` face.
+_UPWARD_ALLOWED = {("mcpkit.server.running", "mcpkit.run")}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    return _RANK[parts[1] if len(parts) > 1 else ""]
+
+
+def test_no_import_runs_up_the_layers() -> None:
+    """Every import among the modules of src/mcpkit (top-level, late and typing-only alike) runs down the layers or
+    stays in its own; every package and top-level module belongs to a layer."""
+    graph = _import_graph()
+    assert {m.split(".")[1] for m in graph if "." in m} <= set(_RANK)
+    upward = {(a, b) for a, deps in graph.items() for b in deps if _layer(b) > _layer(a)}
+    assert upward == _UPWARD_ALLOWED
