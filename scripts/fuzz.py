@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Long fuzz runs of the server: ``python scripts/fuzz.py --minutes N [--seed S]``.
 
-Runs tests/test_fuzz_server.py with budgets scaled to N minutes (CI runs the same file with a short budget):
+Runs tests/e2e/test_fuzz_server.py with budgets scaled to N minutes (CI runs the same file with a short budget):
 hypothesis examples per revision over the memory transport, and seconds of hostile frames per real stdio and
 HTTP server process. A failure prints the seed (``MCPKIT_FUZZ_SEED``) and hypothesis' minimal failing frame.
 """
@@ -44,7 +44,7 @@ def main() -> int:
         "no:cacheprovider",
         "-o",
         "timeout=0",
-        "tests/test_fuzz_server.py",
+        "tests/e2e/test_fuzz_server.py",
     ]
     print(f"fuzz: {examples} examples per revision, {process_seconds:.0f} s per process run", flush=True)
     start = time.monotonic()

@@ -20,7 +20,7 @@ PY="$ROOT/.venv/bin/python"
 "$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
 # Bytecode once, up front: the tests spawn hundreds of server processes, and with PYTHONDONTWRITEBYTECODE set
 # (as in CI) each of them would otherwise compile mcpkit's source again.
-"$PY" -m compileall -q src tests/servers examples >/dev/null
+"$PY" -m compileall -q src tests/support/servers examples >/dev/null
 "$PY" --version
 elapsed
 
@@ -136,9 +136,12 @@ for v in 3.12 3.13; do
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e '.[dev]'
   "$VENV/bin/python" --version
   MCPKIT_COMPLIANCE_RESULTS="$ROOT/.compliance/results-py$v-$$.json" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
-    tests/test_core_*.py tests/test_client_memory.py tests/test_client_stdio.py tests/test_server_*.py \
-    tests/test_everything_memory.py tests/test_everything_stdio.py tests/test_stores.py \
-    tests/test_loop_handoff.py tests/test_sync_exec.py
+    tests/protocol/test_protocol.py tests/runtime tests/engine/test_peer.py tests/engine/test_lifecycle.py \
+    tests/server/test_era.py tests/transports/test_stdio.py tests/transports/test_stdio_framing.py \
+    tests/e2e/test_wire_oracle.py tests/client/test_memory.py tests/client/test_stdio.py tests/server/test_app.py \
+    tests/server/test_units.py tests/server/test_schema.py tests/server/test_app_over_http.py tests/e2e/test_examples.py \
+    tests/e2e/test_everything_memory.py tests/e2e/test_everything_stdio.py tests/stores/test_stores.py \
+    tests/server/test_sync_exec.py
   rm -f "$ROOT/.compliance/results-py$v-$$.json"
 done
 elapsed

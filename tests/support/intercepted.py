@@ -1,6 +1,6 @@
 """A server whose every ``tools/call`` answer shows whether an interceptor ran around it, and which records its
-messages with a tap (the server of tests/test_interceptors.py and tests/test_tap.py, in process and as the stdio
-script tests/servers/intercepted_server.py).
+messages with a tap (the server of tests/server/test_interceptors.py and tests/engine/test_tap.py, in process and as
+the stdio script tests/support/servers/intercepted_server.py).
 
 Tools: ``echo`` (a plain ``def`` that runs inline: the inline path), ``learned`` (a plain ``def`` with the default
 policy, inline once learned), ``threaded`` (a plain ``def`` on a worker thread), ``slow`` (an ``async def`` that

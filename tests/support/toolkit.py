@@ -1,5 +1,5 @@
-"""Connect a client to one of ``tests/servers/toolkit_apps.py``'s apps over stdio (a subprocess) or Streamable HTTP
-(real uvicorn on 127.0.0.1), in either era, so every toolkit test runs on both transports and both eras.
+"""Connect a client to one of ``tests/support/servers/toolkit_apps.py``'s apps over stdio (a subprocess) or Streamable
+HTTP (real uvicorn on 127.0.0.1), in either era, so every toolkit test runs on both transports and both eras.
 
     async with toolkit_client("compose", "stdio", "modern", elicitation_handler=...) as client: ...
 
@@ -20,17 +20,18 @@ from typing import Any
 
 from mcpkit import Client
 from mcpkit.server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
+from support.paths import SERVERS
 
 from .asgi import serve_asgi
 
 TESTS = Path(__file__).resolve().parent.parent
-APPS_FILE = TESTS / "servers" / "toolkit_apps.py"
+APPS_FILE = SERVERS / "toolkit_apps.py"
 TRANSPORTS = ("stdio", "http")
 ERAS = ("handshake", "modern")
 
 
 def apps_module() -> ModuleType:
-    """``tests/servers/toolkit_apps.py`` as a module (imported once)."""
+    """``tests/support/servers/toolkit_apps.py`` as a module (imported once)."""
     name = "toolkit_apps"
     module = sys.modules.get(name)
     if module is None:

@@ -1,0 +1,618 @@
+"""The OAuth client (``mcpkit.auth.OAuthClient``, an ``httpx.Auth`` flow) end to end against the resource server
+and the authorization server: discovery, registration, PKCE, refresh, step-up, the loopback redirect, what it
+refuses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+import jwt
+import pytest
+
+from mcpkit.auth import (
+    AuthorizationServer,
+    HeadlessBrowser,
+    InMemoryTokenStorage,
+    JWTVerifier,
+    OAuthClient,
+    StaticTokenVerifier,
+    protect,
+    tool_scopes,
+)
+from mcpkit.auth._util import pkce_pair
+from mcpkit.auth.challenges import parse_www_authenticate
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.protocol.errors import MCPError
+from mcpkit.transports.http import create_app
+from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+from support.oauth import REDIRECT, _forge, mcp_server, oauth, serve, stack, whoami
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+
+# ---------------------------------------------------------------------------------------------------- full flows
+@pytest.mark.req("M031", "M032", "M033", "M036", "M037", "S008", "S010", "S011", "S012", "A016")
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_full_flow_prm_dcr_pkce_resource(mode: str) -> None:
+    async with stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client, mode) == "test-user|mcp:read"
+        # discovery: the challenge's resource_metadata, then RFC 8414 at the issuer, then DCR
+        as_paths = [p for _, p, _ in s["as_log"].requests]
+        assert as_paths[0] == "/.well-known/oauth-authorization-server"
+        assert "/register" in as_paths
+        # S012: every discovery request carried MCP-Protocol-Version
+        discovery = [h for _, p, h in s["as_log"].requests + s["rs_log"].requests if "/.well-known/" in p]
+        assert discovery and all(h.get("mcp-protocol-version") for h in discovery)
+        # the authorization request: PKCE S256 and the RFC 8707 resource
+        q = dict(parse_qsl(urlsplit(browser.visited[0]).query))
+        assert q["code_challenge_method"] == "S256" and len(q["code_challenge"]) == 43
+        assert q["resource"] == s["mcp_url"]
+        assert q["scope"] == "mcp:read"  # the challenge's scope wins over scopes_supported
+        # M036/M037: the token only ever travelled in the Authorization header
+        mcp_reqs = [(p, h) for m, p, h in s["rs_log"].requests if p.startswith("/mcp")]
+        authed = [h for p, h in mcp_reqs if "authorization" in h]
+        assert authed and all(h["authorization"].startswith("Bearer ") for h in authed)
+        assert all("?" not in p for p, _ in mcp_reqs)
+        token = authed[-1]["authorization"].split(" ", 1)[1]
+        claims = jwt.decode(token, options={"verify_signature": False})
+        assert claims["aud"] == s["mcp_url"] and claims["iss"] == s["as_url"]
+        # stored keyed by issuer, with the registration
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        assert set(storage.tokens) == {s["as_url"]} and set(storage.clients) == {s["as_url"]}
+        # a second session reuses the token: no new authorization
+        visits = len(browser.visited)
+        assert await whoami(s["mcp_url"], client, mode) == "test-user|mcp:read"
+        assert len(browser.visited) == visits
+        await client.aclose()
+
+
+@pytest.mark.req("M034", "M035", "M031", "M036")
+async def test_2025_03_26_server_without_metadata_uses_default_endpoints() -> None:
+    """A 2025-03-26 layout: no PRM, the AS shares the MCP server's origin and serves no metadata; the client
+    discards the URL path to get the authorization base URL and uses /authorize, /token, /register there."""
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        a = AuthorizationServer(base, auto_approve=True, metadata=False, default_resource=resource)
+        inner = protect(
+            create_app(mcp_server()),
+            resource=resource,
+            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+            resource_metadata=False,
+        )
+        a.app = inner
+        holder["as"] = a
+        return a
+
+    async with serve(make) as (base, log):
+        client, browser = oauth(base + "/mcp", protocol_version="2025-03-26")
+        async with (
+            StreamableHTTPClientTransport(base + "/mcp", auth=client) as conn,
+            ClientSession(conn, mode="handshake", protocol_version="2025-03-26") as session,
+        ):
+            result = await session.call_tool("whoami", {})
+            assert result.content[0].text == "test-user|"  # type: ignore[union-attr]
+        paths = [p.split("?")[0] for _, p, _ in log.requests]
+        assert "/.well-known/oauth-authorization-server" in paths  # tried at the base URL first (M034)
+        assert "/.well-known/oauth-authorization-server/mcp" not in paths
+        assert "/register" in paths and "/token" in paths  # defaults at the base URL (M035)
+        assert browser.visited[0].startswith(base + "/authorize?")
+        assert "resource=" not in browser.visited[0]  # no PRM: nothing to name
+        # S012: the discovery request carried the version of the request that was refused
+        disc = [h for _, p, h in log.requests if p.startswith("/.well-known/oauth-authorization-server")]
+        assert disc[0]["mcp-protocol-version"] == "2025-03-26"
+        await client.aclose()
+
+
+@pytest.mark.req("M032", "M033")
+async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        a = AuthorizationServer(base, auto_approve=True, default_resource=resource)
+        a.app = protect(
+            create_app(mcp_server()),
+            resource=resource,
+            resource_metadata=False,
+            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+        )
+        return a
+
+    async with serve(make) as (base, log):
+        client, _ = oauth(base + "/mcp")
+        assert await whoami(base + "/mcp", client, "handshake") == "test-user|"
+        assert client.issuer == base
+        assert ("GET", "/.well-known/oauth-authorization-server") in [(m, p) for m, p, _ in log.requests]
+        await client.aclose()
+
+
+@pytest.mark.req("M033")
+@pytest.mark.parametrize("variant", ["oidc-root", "path-8414", "path-oidc-suffix"])
+async def test_as_metadata_discovery_variants(variant: str) -> None:
+    """Issuer with a path (RFC 8414 path insertion, OIDC insertion and suffix) and OIDC-only servers."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        issuer = base if variant == "oidc-root" else base + "/tenant1"
+        a = AuthorizationServer(issuer, auto_approve=True)
+        holder["as"] = a
+        allowed = {
+            "oidc-root": "/.well-known/openid-configuration",
+            "path-8414": "/.well-known/oauth-authorization-server/tenant1",
+            "path-oidc-suffix": "/tenant1/.well-known/openid-configuration",
+        }[variant]
+
+        async def only(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and "/.well-known/" in scope["path"] and scope["path"] != allowed:
+                await send({"type": "http.response.start", "status": 404, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            await a(scope, receive, send)
+
+        return only
+
+    async with serve(make_as) as (_as_url, _as_log):
+        issuer = holder["as"].issuer
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[issuer],
+                verifier=JWTVerifier(issuer=issuer, audience=resource, jwks_url=issuer + "/jwks"),
+            )
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp")
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            assert client.issuer == issuer
+            await client.aclose()
+
+
+@pytest.mark.req("M033")
+async def test_prm_well_known_fallback_without_header_and_root_prm() -> None:
+    """2025-11-25: no resource_metadata in the challenge → /.well-known/oauth-protected-resource/<path>, then
+    the root. Here the path-aware document is missing, so the root one must be used."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, _):
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            mw = protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+            )
+            mw.metadata_path = "/.well-known/oauth-protected-resource"  # only the root document exists
+
+            def challenge(*a: Any, **k: Any) -> bytes:
+                return b"Bearer"  # no resource_metadata parameter
+
+            mw.challenge = challenge  # type: ignore[method-assign]
+            return mw
+
+        async with serve(make_rs) as (rs, log):
+            client, _b = oauth(rs + "/mcp")
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            prm = [p for _, p, _ in log.requests if "oauth-protected-resource" in p]
+            assert prm[:2] == ["/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"]
+            await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_refresh_on_expiry_with_rotation() -> None:
+    async with stack(as_options={"access_token_ttl": 31}) as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        first = storage.tokens[s["as_url"]]
+        assert first.refresh_token
+        first.expires_at = time.time()  # expired from the client's point of view: refresh before use
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        second = storage.tokens[s["as_url"]]
+        assert second.access_token != first.access_token
+        assert second.refresh_token and second.refresh_token != first.refresh_token  # rotated
+        assert len(browser.visited) == 1  # no new authorization
+        # the old refresh token is dead (rotation)
+        a: AuthorizationServer = s["as"]
+        info = storage.clients[s["as_url"]]
+        async with httpx.AsyncClient() as http:
+            r = await http.post(
+                s["as_url"] + "/token",
+                data={
+                    "grant_type": "refresh_token",
+                    "client_id": info["client_id"],
+                    "refresh_token": first.refresh_token,
+                },
+            )
+            assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+        assert a.counts["token"] >= 3
+        await client.aclose()
+
+
+@pytest.mark.req("M038")
+async def test_server_side_rejection_triggers_refresh_then_retry() -> None:
+    """The RS refuses a token the client still thinks valid (401 invalid_token): the client refreshes and retries
+    the request once."""
+    async with stack() as s:
+        client, browser = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        tok = storage.tokens[s["as_url"]]
+        tok.access_token = _forge(s["as"], aud="http://127.0.0.1:1/elsewhere")  # wrong audience → 401
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        assert len(browser.visited) == 1
+        assert storage.tokens[s["as_url"]].access_token != tok.access_token
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_step_up_on_insufficient_scope() -> None:
+    async with stack(
+        scopes_supported=["mcp:read", "mcp:admin"],
+        required=("mcp:read",),
+        scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
+    ) as s:
+        client, browser = oauth(s["mcp_url"])
+        async with (
+            StreamableHTTPClientTransport(s["mcp_url"], auth=client) as conn,
+            ClientSession(conn, mode="handshake") as session,
+        ):
+            who = await session.call_tool("whoami", {})
+            assert who.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+            res = await session.call_tool("admin", {})
+            assert res.content[0].text == "admin ok"  # type: ignore[union-attr]
+            who = await session.call_tool("whoami", {})
+            assert who.content[0].text == "test-user|mcp:admin mcp:read"  # type: ignore[union-attr]
+        assert len(browser.visited) == 2
+        q = dict(parse_qsl(urlsplit(browser.visited[1]).query))
+        assert set(q["scope"].split()) == {"mcp:read", "mcp:admin"}
+        # the raw 403 shape
+        async with httpx.AsyncClient() as http:
+            token = _forge(s["as"], aud=s["mcp_url"], scope="mcp:read")
+            r = await http.post(
+                s["mcp_url"],
+                json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "admin", "arguments": {}}},
+                headers={"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"},
+            )
+            assert r.status_code == 403
+            _, params = parse_www_authenticate(r.headers["www-authenticate"])
+            assert params["error"] == "insufficient_scope"
+            assert set(params["scope"].split()) == {"mcp:read", "mcp:admin"}
+            assert params["resource_metadata"].endswith("/.well-known/oauth-protected-resource/mcp")
+        await client.aclose()
+
+
+# ---------------------------------------------------------------------------------------------------- client checks
+@pytest.mark.req("M031")
+async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
+    """The client refuses to proceed on: a PRM naming another resource, a metadata issuer mismatch, an iss in
+    the redirect from another issuer, an AS without S256, a missing promised iss."""
+
+    async def attempt(
+        tamper: Callable[[dict[str, Any]], None],
+        expect: str,
+        *,
+        iss: str | None = "keep",
+        prm_resource: str | None = None,
+    ) -> None:
+        holder: dict[str, Any] = {}
+
+        def make_as(base: str) -> Any:
+            a = AuthorizationServer(base, auto_approve=True)
+            holder["as"] = a
+            orig = a.metadata
+
+            def meta() -> dict[str, Any]:
+                doc = orig()
+                tamper(doc)
+                return doc
+
+            a.metadata = meta  # type: ignore[method-assign]
+            if iss != "keep":
+                orig_redirect = a._redirect
+
+                async def redirect(send: Any, uri: str, params: Any) -> None:
+                    params = dict(params)
+                    if iss is None:
+                        params.pop("iss", None)
+                    else:
+                        params["iss"] = iss
+                    await orig_redirect(send, uri, params)
+
+                a._redirect = redirect  # type: ignore[method-assign]
+            return a
+
+        async with serve(make_as) as (as_url, _):
+
+            def make_rs(base: str) -> Any:
+                resource = base + "/mcp"
+                mw = protect(
+                    create_app(mcp_server()),
+                    resource=resource,
+                    authorization_servers=[as_url],
+                    verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+                )
+                if prm_resource:
+                    mw.metadata_extra["resource"] = prm_resource
+                return mw
+
+            async with serve(make_rs) as (rs, _):
+                client, _b = oauth(rs + "/mcp")
+                try:
+                    with pytest.raises(MCPError) as info:
+                        await whoami(rs + "/mcp", client, "handshake")
+                finally:
+                    await client.aclose()
+                # the OAuthFlowError itself, or (when the flow outlasted the transport's answer window) the error
+                # response the transport made of it for the pending request
+                assert isinstance(info.value, MCPError) and expect in str(info.value), repr(info.value)
+
+    await attempt(lambda d: None, "names resource", prm_resource="http://127.0.0.1:1/mcp")
+    await attempt(lambda d: d.update(issuer="http://127.0.0.1:1"), "metadata issuer")
+    await attempt(lambda d: d.pop("code_challenge_methods_supported"), "PKCE S256")
+    await attempt(lambda d: None, "comes from issuer", iss="http://127.0.0.1:1")
+    await attempt(lambda d: None, "promised an iss", iss=None)
+    await attempt(lambda d: d.update(token_endpoint="http://as.example/token"), "must be an https URL")
+
+
+@pytest.mark.req("M036")
+async def test_client_uses_preregistered_credentials_and_client_secret_basic() -> None:
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, registration=False)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, as_log):
+        rec = await holder["as"].register_client(
+            redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
+        )
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+            )
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
+            assert await whoami(rs + "/mcp", client) == "test-user|"
+            token_reqs = [h for m, p, h in as_log.requests if p == "/token"]
+            assert token_reqs and token_reqs[0]["authorization"].startswith("Basic ")
+            assert "/register" not in [p for _, p, _ in as_log.requests]
+            await client.aclose()
+
+
+@pytest.mark.req("S008", "M036")
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_high_level_client_with_oauth(mode: str) -> None:
+    from mcpkit.client.client import Client
+
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        auth, browser = oauth(s["mcp_url"])
+        async with Client(s["mcp_url"], mode=mode, transport_options={"auth": auth}) as c:
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+            assert [t.name for t in await c.list_tools()] == ["whoami", "admin"]
+        assert len(browser.visited) == 1
+        await auth.aclose()
+
+
+@pytest.mark.req("M031", "M036")
+async def test_client_credentials_grant_machine_to_machine() -> None:
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        a: AuthorizationServer = s["as"]
+        rec = await a.register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        auth = OAuthClient(
+            s["mcp_url"], client_id=rec.client_id, client_secret=rec.client_secret, grant_type="client_credentials"
+        )
+        assert await whoami(s["mcp_url"], auth) == f"{rec.client_id}|mcp:read"
+        token_reqs = [h for m, p, h in s["as_log"].requests if p == "/token"]
+        assert len(token_reqs) == 1 and token_reqs[0]["authorization"].startswith("Basic ")
+        assert "/authorize" not in [p.split("?")[0] for _, p, _ in s["as_log"].requests]
+        await auth.aclose()
+        with pytest.raises(ValueError):
+            OAuthClient(s["mcp_url"], grant_type="client_credentials")
+
+
+@pytest.mark.req("M031")
+async def test_client_registers_again_when_the_as_refuses_its_registration(tmp_path: Any) -> None:
+    """python-sdk #3256: a client stuck with a dead dynamic registration. Here the AS rotates the secret (the token
+    endpoint answers invalid_client) and later the stored secret expires: both times the client registers again."""
+    from mcpkit.auth import FileTokenStorage
+
+    async with stack() as s:
+        a: AuthorizationServer = s["as"]
+        storage = FileTokenStorage(tmp_path / "tokens.json")
+        browser = HeadlessBrowser()
+        meta = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
+        client = OAuthClient(
+            s["mcp_url"],
+            client_metadata=meta,
+            storage=storage,
+            redirect_handler=browser.redirect_handler,
+            callback_handler=browser.callback_handler,
+        )
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        first = await storage.get_client_info(s["as_url"])
+        assert first is not None and first["client_secret"]
+        assert (tmp_path / "tokens.json").stat().st_mode & 0o777 == 0o600
+        # the AS rotates the secret; the client's tokens are gone: a full flow hits invalid_client at /token
+        record = await a.storage.get_client(first["client_id"])
+        assert record is not None
+        record.client_secret = "rotated-elsewhere"
+        await storage.set_tokens(s["as_url"], None)
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        second = await storage.get_client_info(s["as_url"])
+        assert second is not None and second["client_id"] != first["client_id"]
+        # the stored secret expires: registered again before authorizing
+        second["client_secret_expires_at"] = int(time.time()) - 1
+        await storage.set_client_info(s["as_url"], second)
+        await storage.set_tokens(s["as_url"], None)
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        third = await storage.get_client_info(s["as_url"])
+        assert third is not None and third["client_id"] not in (first["client_id"], second["client_id"])
+        assert a.counts["register"] == 3
+        await client.aclose()
+        # a new process with the same file needs no authorization at all
+        again, browser2 = oauth(s["mcp_url"], storage=FileTokenStorage(tmp_path / "tokens.json"))
+        assert await whoami(s["mcp_url"], again) == "test-user|"
+        assert browser2.visited == []
+        await again.aclose()
+
+
+async def test_loopback_redirect_uri_matches_on_any_port() -> None:
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        a: AuthorizationServer = holder["as"]
+        rec = await a.register_client(redirect_uris=["http://127.0.0.1/callback", "https://app.example/cb"])
+        _, challenge = pkce_pair()
+
+        async def ask(uri: str) -> httpx.Response:
+            return await http.get(
+                base
+                + "/authorize?"
+                + urlencode(
+                    {
+                        "response_type": "code",
+                        "client_id": rec.client_id,
+                        "redirect_uri": uri,
+                        "code_challenge": challenge,
+                        "code_challenge_method": "S256",
+                    }
+                )
+            )
+
+        ok = await ask("http://127.0.0.1:53117/callback")
+        assert ok.status_code == 302 and ok.headers["location"].startswith("http://127.0.0.1:53117/callback?code=")
+        assert (await ask("http://127.0.0.1:53117/other")).status_code == 400
+        assert (await ask("https://app.example:8443/cb")).status_code == 400  # only loopback ports float
+        assert (await ask("https://app.example/cb")).status_code == 302
+
+
+@pytest.mark.req("M031")
+async def test_a_slow_failing_authorization_fails_the_call_instead_of_hanging() -> None:
+    """The HTTP transport hands a request to the background after a short answer window; an authorization that
+    fails after that (slow AS, then a security check refuses) must still fail the pending call."""
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> Any:
+        a = AuthorizationServer(base, auto_approve=True)
+        holder["as"] = a
+
+        async def slow(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http" and scope["path"].startswith("/.well-known/"):
+                await asyncio.sleep(0.6)
+                doc = {**a.metadata(), "issuer": "http://127.0.0.1:1"}  # mismatch: the client must refuse
+                body = json.dumps(doc).encode()
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+            await a(scope, receive, send)
+
+        return slow
+
+    async with serve(make_as) as (as_url, _):
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=StaticTokenVerifier({}),
+            )
+
+        async with serve(make_rs) as (rs, _):
+            client, _b = oauth(rs + "/mcp")
+            started = time.monotonic()
+            with pytest.raises(Exception) as info:
+                await asyncio.wait_for(whoami(rs + "/mcp", client, "handshake"), 15)
+            assert not isinstance(info.value, (asyncio.TimeoutError, TimeoutError)), "the call hung"
+            assert "issuer" in str(info.value)
+            assert time.monotonic() - started < 10
+            await client.aclose()
+
+
+@pytest.mark.req("M036")
+async def test_token_never_sent_to_another_origin() -> None:
+    async with stack() as s:
+        auth, _ = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], auth) == "test-user|"
+        async with httpx.AsyncClient(auth=auth) as http:
+            r = await http.get(s["as_url"] + "/jwks")  # another origin (the AS): no Authorization header
+            assert r.status_code == 200
+            mcp = await http.get(s["rs_base"] + "/.well-known/oauth-protected-resource")
+            assert mcp.status_code == 200
+        assert "authorization" not in [h for _, p, hs in s["as_log"].requests if p == "/jwks" for h in hs]
+        sent = [hs for _, p, hs in s["rs_log"].requests if p == "/.well-known/oauth-protected-resource"]
+        assert sent[-1]["authorization"].startswith("Bearer ")  # same origin: sent
+        await auth.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_loopback_callback_receives_the_redirect_like_a_browser_would() -> None:
+    """The interactive flow: a one-shot listener on 127.0.0.1 gets the redirect; the 'browser' here is httpx
+    following the AS's 302 to that listener. A step-up runs a second flow on the same redirect URI."""
+    from mcpkit.auth import LoopbackCallback
+
+    opened: list[str] = []
+
+    async def browser(url: str) -> None:
+        opened.append(url)
+        async with httpx.AsyncClient(follow_redirects=True) as http:
+            page = await http.get(url)
+            assert page.status_code == 200 and "Authorization complete" in page.text
+
+    async with stack(
+        scopes_supported=["mcp:read", "mcp:admin"],
+        required=("mcp:read",),
+        scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
+    ) as s:
+        cb = LoopbackCallback(open_url=browser)
+        auth = OAuthClient(
+            s["mcp_url"],
+            client_metadata={"redirect_uris": [cb.redirect_uri]},
+            redirect_handler=cb.redirect_handler,
+            callback_handler=cb.callback_handler,
+        )
+        async with (
+            StreamableHTTPClientTransport(s["mcp_url"], auth=auth) as conn,
+            ClientSession(conn, mode="handshake") as session,
+        ):
+            assert (await session.call_tool("admin", {})).content[0].text == "admin ok"  # type: ignore[union-attr]
+        assert len(opened) == 2
+        # the listener is gone after each callback
+        with pytest.raises(httpx.ConnectError):
+            async with httpx.AsyncClient() as http:
+                await http.get(cb.redirect_uri)
+        await auth.aclose()

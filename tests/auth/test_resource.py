@@ -1,0 +1,320 @@
+"""The resource server's side of OAuth 2.1 for MCP (``mcpkit.auth.protect`` and the token verifiers): 401s
+with the resource metadata, tokens refused for their audience, expiry or place, the principal handed to the
+handlers, sessions bound to it, scopes."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+import pytest
+
+from mcpkit.auth import (
+    AccessToken,
+    AuthorizationServer,
+    IntrospectionVerifier,
+    InvalidToken,
+    JWTVerifier,
+    StaticTokenVerifier,
+    current_access_token,
+    protect,
+)
+from mcpkit.auth.challenges import parse_www_authenticate
+from support.http import initialize_body
+from support.oauth import _forge, serve, stack
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+
+# ---------------------------------------------------------------------------------------------------- resource server
+@pytest.mark.req("M030", "M038")
+async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None:
+    async with (
+        stack(scopes_supported=["mcp:read", "mcp:admin"], required=("mcp:read",)) as s,
+        httpx.AsyncClient() as http,
+    ):
+        r = await http.post(
+            s["mcp_url"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream"},
+        )
+        assert r.status_code == 401
+        scheme, params = parse_www_authenticate(r.headers["www-authenticate"])
+        assert scheme == "bearer"
+        assert params["resource_metadata"] == s["rs_base"] + "/.well-known/oauth-protected-resource/mcp"
+        assert params["scope"] == "mcp:read"
+        assert "error" not in params  # no credentials: no error code (RFC 6750 §3.1)
+        # the GET stream and DELETE are protected too
+        assert (await http.get(s["mcp_url"], headers={"accept": "text/event-stream"})).status_code == 401
+        assert (await http.delete(s["mcp_url"])).status_code == 401
+        # RFC 9728 metadata at the path-aware location and at the root
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            prm = (await http.get(s["rs_base"] + path)).json()
+            assert prm["resource"] == s["mcp_url"]
+            assert prm["authorization_servers"] == [s["as_url"]]
+            assert prm["scopes_supported"] == ["mcp:read", "mcp:admin"]
+            assert prm["bearer_methods_supported"] == ["header"]
+
+
+@pytest.mark.req("M038", "M031")
+async def test_invalid_expired_and_wrong_audience_tokens_get_401() -> None:
+    async with stack() as s:
+        a: AuthorizationServer = s["as"]
+        good = _forge(a, aud=s["mcp_url"])
+        from cryptography.hazmat.primitives.asymmetric import ec
+
+        other_key = ec.generate_private_key(ec.SECP256R1())
+        cases = {
+            "garbage": "not-a-jwt",
+            "expired": _forge(a, aud=s["mcp_url"], exp=int(time.time()) - 3600),
+            "wrong audience": _forge(a, aud="http://127.0.0.1:1/other"),
+            "no audience": _forge(a, aud=None),
+            "wrong issuer": _forge(a, aud=s["mcp_url"], iss="http://127.0.0.1:1"),
+            "bad signature": jwt.encode(
+                {"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                other_key,
+                algorithm="ES256",
+                headers={"kid": a.kid},
+            ),
+            "unknown kid": jwt.encode(
+                {"iss": a.issuer, "aud": s["mcp_url"], "exp": int(time.time()) + 60},
+                other_key,
+                algorithm="ES256",
+                headers={"kid": "rotated-away"},
+            ),
+        }
+        body = initialize_body("2025-06-18")
+        hdrs = {"accept": "application/json, text/event-stream"}
+        async with httpx.AsyncClient() as http:
+            for name, token in cases.items():
+                r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Bearer {token}"})
+                assert r.status_code == 401, name
+                _, params = parse_www_authenticate(r.headers["www-authenticate"])
+                assert params["error"] == "invalid_token", name
+                assert "resource_metadata" in params
+            # the same request with a valid token goes through
+            r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Bearer {good}"})
+            assert r.status_code == 200
+            # a non-Bearer scheme is refused
+            r = await http.post(s["mcp_url"], json=body, headers={**hdrs, "authorization": f"Basic {good}"})
+            assert r.status_code == 401
+        # the unknown kid made the verifier re-fetch the JWKS once (rotation), not once per request
+        assert s["verifier"].fetches <= 3
+
+
+@pytest.mark.req("M037")
+async def test_query_string_token_is_refused_even_when_valid() -> None:
+    async with stack() as s:
+        good = _forge(s["as"], aud=s["mcp_url"])
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+        async with httpx.AsyncClient() as http:
+            r = await http.post(
+                s["mcp_url"] + "?" + urlencode({"access_token": good}),
+                json=body,
+                headers={"accept": "application/json, text/event-stream"},
+            )
+            assert r.status_code == 400
+            assert r.json()["error"] == "invalid_request"
+            # a token in the query string next to a header is refused too: the query is never a credential
+            r = await http.post(
+                s["mcp_url"] + "?" + urlencode({"access_token": good}),
+                json=body,
+                headers={"accept": "application/json, text/event-stream", "authorization": f"Bearer {good}"},
+            )
+            assert r.status_code == 400
+
+
+async def test_static_and_introspection_verifiers() -> None:
+    aud = "http://127.0.0.1:5/mcp"
+    static = StaticTokenVerifier.simple({"t1": ["a"]}, audience=aud)
+    assert (await static.verify("t1")).scopes == {"a"}
+    with pytest.raises(InvalidToken):
+        await static.verify("t2")
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, resources=[aud])
+        return holder["as"]
+
+    async with serve(make) as (as_url, _):
+        a: AuthorizationServer = holder["as"]
+        rs = await a.register_client(
+            token_endpoint_auth_method="client_secret_basic", grant_types=[], resource_server=True
+        )
+        verifier = IntrospectionVerifier(
+            as_url + "/introspect", client_id=rs.client_id, client_secret=rs.client_secret, issuer=as_url
+        )
+        token = a.issue_access_token(subject="alice", client_id="c", scopes=["x", "y"], resource=aud)
+        got = await verifier.verify(token)
+        assert (got.subject, got.scopes, got.audience) == ("alice", {"x", "y"}, (aud,))
+        with pytest.raises(InvalidToken):
+            await verifier.verify(token + "x")
+        bad = IntrospectionVerifier(as_url + "/introspect", client_id=rs.client_id, client_secret="wrong")
+        with pytest.raises(InvalidToken):
+            await bad.verify(token)
+
+
+async def test_jwt_verifier_static_keys_and_jwks_bound() -> None:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    v = JWTVerifier(issuer="https://as.example", audience="https://rs.example/mcp", keys={"k1": key.public_key()})
+    ok = jwt.encode(
+        {
+            "iss": "https://as.example",
+            "aud": "https://rs.example/mcp",
+            "exp": int(time.time()) + 60,
+            "scope": "a b",
+            "sub": "s",
+        },
+        key,
+        algorithm="ES256",
+        headers={"kid": "k1"},
+    )
+    assert (await v.verify(ok)).scopes == {"a", "b"}
+    with pytest.raises(InvalidToken):  # alg none is never accepted
+        await v.verify(
+            jwt.encode(
+                {"iss": "https://as.example", "exp": int(time.time()) + 60},
+                None,
+                algorithm="none",
+                headers={"kid": "k1"},
+            )
+        )
+    with pytest.raises(InvalidToken):  # exp is required
+        await v.verify(
+            jwt.encode(
+                {"iss": "https://as.example", "aud": "https://rs.example/mcp"},
+                key,
+                algorithm="ES256",
+                headers={"kid": "k1"},
+            )
+        )
+    with pytest.raises(ValueError):
+        JWTVerifier(issuer=None, audience=None, keys={"k": key.public_key()}, algorithms=["none"])
+    # a flood of unknown kids costs at most one JWKS fetch per min_refresh_interval
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base)
+        return holder["as"]
+
+    async with serve(make) as (as_url, log):
+        jv = JWTVerifier(issuer=as_url, audience=None, jwks_url=as_url + "/jwks", min_refresh_interval=60)
+        good = holder["as"].issue_access_token(subject="s", client_id="c", scopes=[], resource=None)
+        assert (await jv.verify(good)).subject == "s"
+        for i in range(20):
+            forged = jwt.encode(
+                {"iss": as_url, "exp": int(time.time()) + 60}, key, algorithm="ES256", headers={"kid": f"kid-{i}"}
+            )
+            with pytest.raises(InvalidToken):
+                await jv.verify(forged)
+        assert jv.fetches == 1
+        assert sum(1 for m, p, _ in log.requests if p == "/jwks") == 1
+
+
+@pytest.mark.req("M038")
+async def test_principal_reaches_handlers_and_asgi_state() -> None:
+    seen: list[AccessToken] = []
+    aud = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(scope["state"]["access_token"])
+        assert current_access_token() is scope["auth"]
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    verifier = StaticTokenVerifier(
+        {
+            "t": AccessToken("t", subject="a", audience=(aud + "/",)),  # canonical form compares equal
+            "other": AccessToken("other", audience=("http://127.0.0.1:2/mcp",)),
+            "none": AccessToken("none"),
+            "old": AccessToken("old", audience=(aud,), expires_at=time.time() - 5),
+        }
+    )
+    mw = protect(app, resource=aud, verifier=verifier)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        assert (await http.get("/mcp", headers={"authorization": "Bearer t"})).status_code == 204
+        for bad in ("u", "other", "none", "old"):  # unknown, another resource (RFC 8707), no audience, expired
+            r = await http.get("/mcp", headers={"authorization": f"Bearer {bad}"})
+            assert r.status_code == 401, bad
+            assert 'error="invalid_token"' in r.headers["www-authenticate"]
+    assert [t.token for t in seen] == ["t"]
+    assert current_access_token() is None
+    assert json.dumps(mw.metadata())
+
+
+@pytest.mark.req("M038")
+async def test_session_is_bound_to_the_principal_that_created_it() -> None:
+    async with stack() as s, httpx.AsyncClient() as http:
+        alice = _forge(s["as"], aud=s["mcp_url"], sub="alice")
+        bob = _forge(s["as"], aud=s["mcp_url"], sub="bob")
+        hdrs = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+        init = initialize_body("2025-06-18")
+        r = await http.post(s["mcp_url"], json=init, headers={**hdrs, "authorization": f"Bearer {alice}"})
+        assert r.status_code == 200
+        sid = r.headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        as_bob = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {bob}"}
+        )
+        assert as_bob.status_code == 404
+        as_alice = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice}"}
+        )
+        assert as_alice.status_code == 200
+        # a fresh token for the same principal (after a refresh) keeps the session
+        alice2 = _forge(s["as"], aud=s["mcp_url"], sub="alice", jti="second")
+        again = await http.post(
+            s["mcp_url"], json=ping, headers={**hdrs, "mcp-session-id": sid, "authorization": f"Bearer {alice2}"}
+        )
+        assert again.status_code == 200
+
+
+@pytest.mark.req("M030", "M038")
+async def test_scope_hierarchy_and_malformed_credentials() -> None:
+    aud = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    verifier = StaticTokenVerifier.simple(
+        {"admin": ["files:admin"], "writer": ["files:write"], "other": ["unrelated"]}, audience=aud
+    )
+    mw = protect(
+        app,
+        resource=aud,
+        verifier=verifier,
+        required_scopes=["files:read"],
+        scope_implies={"files:admin": ["files:write"], "files:write": ["files:read"]},
+    )
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        for tok in ("admin", "writer"):  # transitively implies files:read
+            assert (await http.get("/mcp", headers={"authorization": f"Bearer {tok}"})).status_code == 204
+        r = await http.get("/mcp", headers={"authorization": "Bearer other"})
+        assert r.status_code == 403 and 'scope="files:read unrelated"' in r.headers["www-authenticate"]
+        r = await http.get("/mcp", headers={"authorization": "Basic dXNlcjpwYXNz"})
+        assert r.status_code == 401 and "error=" not in r.headers["www-authenticate"]  # not a bearer: challenge
+        r = await http.get("/mcp", headers={"authorization": "Bearer"})
+        assert r.status_code == 400 and 'error="invalid_request"' in r.headers["www-authenticate"]
+
+
+@pytest.mark.req("S009")
+async def test_stdio_never_uses_oauth() -> None:
+    """stdio SHOULD NOT use the OAuth mechanism: the client refuses an auth flow for a stdio target (credentials go
+    through the server's environment), and the stdio transport has no hook for one."""
+    import inspect
+    import sys
+
+    from mcpkit import Client
+    from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+
+    with pytest.raises(ValueError, match="environment"):
+        async with Client([sys.executable, "-c", "pass"], transport_options={"auth": object()}):
+            pass
+    assert "auth" not in inspect.signature(StdioServer).parameters
+    assert "auth" not in inspect.signature(StdioClientTransport).parameters

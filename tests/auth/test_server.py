@@ -1,0 +1,247 @@
+"""The development authorization server (``mcpkit.auth.AuthorizationServer``): its rules, replicas sharing
+Redis storage, and the OAuth example."""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+import jwt
+import pytest
+
+from mcpkit.auth import (
+    AuthorizationServer,
+)
+from mcpkit.auth._util import pkce_pair
+from support.oauth import REDIRECT, serve
+from support.paths import REPO
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+
+# ---------------------------------------------------------------------------------------------------- the AS itself
+@pytest.mark.req("S010", "A016", "M031")
+async def test_authorization_server_rules() -> None:
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(
+            base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"], registration_client_credentials=True
+        )
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        meta = (await http.get(base + "/.well-known/oauth-authorization-server")).json()
+        assert meta["issuer"] == base and meta["code_challenge_methods_supported"] == ["S256"]
+        assert meta["authorization_response_iss_parameter_supported"] is True
+        assert (await http.get(base + "/.well-known/openid-configuration")).json() == meta
+        # DCR: https or localhost redirect URIs only
+        bad = await http.post(base + "/register", json={"redirect_uris": ["http://evil.example/cb"]})
+        assert bad.status_code == 400 and bad.json()["error"] == "invalid_redirect_uri"
+        reg = await http.post(
+            base + "/register",
+            json={"redirect_uris": [REDIRECT], "client_name": "x", "token_endpoint_auth_method": "none"},
+        )
+        assert reg.status_code == 201
+        cid = reg.json()["client_id"]
+        assert "client_secret" not in reg.json()
+        verifier, challenge = pkce_pair()
+
+        async def authorize(**params: str) -> dict[str, str]:
+            q = {
+                "response_type": "code",
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "state": "st",
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": "http://127.0.0.1:7/mcp",
+                **params,
+            }
+            q = {k: v for k, v in q.items() if v != ""}
+            r = await http.get(base + "/authorize?" + urlencode(q))
+            assert r.status_code == 302
+            assert r.headers["location"].startswith(REDIRECT + "?")
+            return dict(parse_qsl(urlsplit(r.headers["location"]).query))
+
+        # PKCE is required, and only S256
+        assert (await authorize(code_challenge=""))["error"] == "invalid_request"
+        assert (await authorize(code_challenge_method="plain"))["error"] == "invalid_request"
+        assert (await authorize(resource="http://127.0.0.1:8/other"))["error"] == "invalid_target"
+        # unregistered redirect_uri: no redirect at all (no open redirector)
+        r = await http.get(
+            base
+            + "/authorize?"
+            + urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": cid,
+                    "redirect_uri": "http://127.0.0.1:9/other",
+                    "code_challenge": challenge,
+                    "code_challenge_method": "S256",
+                }
+            )
+        )
+        assert r.status_code == 400
+        ok = await authorize()
+        assert ok["iss"] == base and ok["state"] == "st"  # RFC 9207
+        # a wrong verifier fails, and burns the code (single use)
+        r = await http.post(
+            base + "/token",
+            data={
+                "grant_type": "authorization_code",
+                "code": ok["code"],
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "code_verifier": "x" * 50,
+            },
+        )
+        assert r.status_code == 400 and r.json()["error"] == "invalid_grant"
+        ok = await authorize()
+        form = {
+            "grant_type": "authorization_code",
+            "code": ok["code"],
+            "client_id": cid,
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+            "resource": "http://127.0.0.1:7/mcp",
+        }
+        r = await http.post(base + "/token", data=form)
+        assert r.status_code == 200, r.text
+        tokens = r.json()
+        assert tokens["token_type"] == "Bearer" and tokens["refresh_token"]
+        claims = jwt.decode(
+            tokens["access_token"],
+            holder["as"].key.public_key(),
+            algorithms=["ES256"],
+            audience="http://127.0.0.1:7/mcp",
+            issuer=base,
+        )
+        assert claims["client_id"] == cid
+        assert (await http.post(base + "/token", data=form)).status_code == 400  # code reuse
+        # client_credentials for a confidential client (client_secret_basic)
+        reg = await http.post(
+            base + "/register",
+            json={"grant_types": ["client_credentials"], "token_endpoint_auth_method": "client_secret_basic"},
+        )
+        info = reg.json()
+        basic = base64.b64encode(f"{info['client_id']}:{info['client_secret']}".encode()).decode()
+        r = await http.post(
+            base + "/token",
+            data={"grant_type": "client_credentials", "resource": "http://127.0.0.1:7/mcp"},
+            headers={"authorization": "Basic " + basic},
+        )
+        assert r.status_code == 200 and "refresh_token" not in r.json()
+        r = await http.post(
+            base + "/token",
+            data={"grant_type": "client_credentials"},
+            headers={"authorization": "Basic " + base64.b64encode(f"{info['client_id']}:wrong".encode()).decode()},
+        )
+        assert r.status_code == 401
+    with pytest.raises(RuntimeError):
+        AuthorizationServer("https://as.example", production=True)
+    AuthorizationServer("https://as.example", production=True, allow_in_memory=True)
+    with pytest.raises(ValueError):
+        AuthorizationServer("http://as.example")  # plain http only on loopback
+
+
+@pytest.mark.req("M031")
+async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
+    """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated
+    refresh token dies everywhere; both replicas publish the same key id."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from mcpkit.auth import RedisAuthStorage
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    prefix = f"mcpkit-test:{time.time_ns()}:"
+    holder: dict[str, Any] = {}
+
+    def replica(name: str) -> Callable[[str], AuthorizationServer]:
+        def make(base: str) -> AuthorizationServer:
+            issuer = holder.setdefault("issuer", base)  # one issuer for both (behind one load balancer)
+            holder[name] = AuthorizationServer(
+                issuer,
+                auto_approve=True,
+                signing_key=key,
+                production=True,
+                storage=RedisAuthStorage(redis_url, prefix=prefix),
+            )
+            return holder[name]
+
+        return make
+
+    async with (
+        serve(replica("a")) as (url_a, _),
+        serve(replica("b")) as (url_b, _),
+        httpx.AsyncClient(follow_redirects=False) as http,
+    ):
+        a, b = holder["a"], holder["b"]
+        assert a.kid == b.kid and (await http.get(url_a + "/jwks")).json() == (await http.get(url_b + "/jwks")).json()
+        reg = (
+            await http.post(
+                url_a + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+            )
+        ).json()
+        verifier, challenge = pkce_pair()
+        loc = (
+            await http.get(
+                url_a
+                + "/authorize?"
+                + urlencode(
+                    {
+                        "response_type": "code",
+                        "client_id": reg["client_id"],
+                        "redirect_uri": REDIRECT,
+                        "code_challenge": challenge,
+                        "code_challenge_method": "S256",
+                    }
+                )
+            )
+        ).headers["location"]
+        code = dict(parse_qsl(urlsplit(loc).query))["code"]
+        form = {
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": reg["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_verifier": verifier,
+        }
+        first = await http.post(url_b + "/token", data=form)  # the other replica knows the client and the code
+        assert first.status_code == 200, first.text
+        refresh = {
+            "grant_type": "refresh_token",
+            "client_id": reg["client_id"],
+            "refresh_token": first.json()["refresh_token"],
+        }
+        rotated = await http.post(url_a + "/token", data=refresh)
+        assert rotated.status_code == 200
+        again = await http.post(url_b + "/token", data=refresh)
+        assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+        # the reuse revoked the family on every replica: the rotated successor is dead too
+        successor = {**refresh, "refresh_token": rotated.json()["refresh_token"]}
+        assert (await http.post(url_a + "/token", data=successor)).status_code == 400
+        assert (await http.post(url_a + "/token", data=form)).status_code == 400  # the code: used once, everywhere
+        await a.storage.aclose()
+        await b.storage.aclose()
+
+
+@pytest.mark.req("M030", "M036")
+def test_oauth_example_demo_runs(free_port: Callable[[], int]) -> None:
+    import subprocess
+    import sys
+
+    example = REPO / "examples" / "oauth_server.py"
+    out = subprocess.run(
+        [sys.executable, str(example), "--demo", "--port", str(free_port())], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:3] == [
+        "whoami: test-user (mcp:read)",
+        "admin: admin status: ok",
+        "whoami: test-user (mcp:admin mcp:read)",
+    ]

@@ -1,0 +1,259 @@
+"""The client commands of the ``mcpkit`` CLI, run as real subprocesses (``python -m mcpkit.cli.main``) against
+real servers over stdio."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.paths import SERVERS, TESTS
+
+SERVER = str(SERVERS / "client_server.py")
+EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+def mcpkit(*args: str, timeout: float = 60, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**_env(), "COLUMNS": "200"},
+        input=stdin,
+    )
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    env = dict(os.environ)
+    env.pop("FORCE_COLOR", None)
+    env["NO_COLOR"] = "1"
+    return env
+
+
+def as_json(proc: subprocess.CompletedProcess[str]) -> Any:
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_tools_table_and_json() -> None:
+    human = mcpkit("tools", SERVER)
+    assert human.returncode == 0, human.stderr
+    assert "27 tools" in human.stdout and "echo" in human.stdout and "a*: number" not in human.stdout
+    assert "text: string" in human.stdout
+    tools = as_json(mcpkit("tools", SERVER, "--json"))
+    assert len(tools) == 27 and tools[0]["name"] == "echo" and "inputSchema" in tools[0]
+
+
+def test_call_with_key_values_parsed_as_json() -> None:
+    out = as_json(mcpkit("call", SERVER, "add", "a=2", "b=3.5", "-o", "json"))
+    assert out["structuredContent"] == {"sum": 5.5} and out["isError"] is False
+    # values that are not JSON stay strings; JSON-looking ones become numbers
+    echo = as_json(mcpkit("call", SERVER, "echo", "text=hello world", "--json"))
+    assert echo["content"][0]["text"] == "hello world"
+    num = as_json(mcpkit("call", SERVER, "echo", "text=42", "-o", "json"))
+    assert num["content"][0]["text"] == "42"  # the server str()s it: it arrived as a number or a string
+
+
+def test_call_with_json_arguments_and_human_output() -> None:
+    proc = mcpkit("call", SERVER, "add", "--args", '{"a": 1, "b": 2}')
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[0] == "3"
+    assert '"sum": 3' in proc.stdout  # the structured content, pretty JSON
+    assert "validated" in proc.stderr
+    both = as_json(mcpkit("call", SERVER, "add", "--args", '{"a": 1}', "b=10", "-o", "json"))
+    assert both["structuredContent"] == {"sum": 11}
+    bad = mcpkit("call", SERVER, "add", "--args", "[1, 2]")
+    assert bad.returncode == 2 and "JSON object" in bad.stderr
+
+
+def test_call_tool_error_and_invalid_output() -> None:
+    failed = mcpkit("call", SERVER, "fail", "why=because")
+    assert failed.returncode == 1 and "failed: because" in failed.stdout and "reported an error" in failed.stderr
+    invalid = mcpkit("call", SERVER, "bad_output")
+    assert invalid.returncode == 1 and "outputSchema" in invalid.stderr
+    unchecked = mcpkit("call", SERVER, "bad_output", "--no-validate")
+    assert unchecked.returncode == 0
+
+
+def test_call_reports_progress() -> None:
+    proc = mcpkit("call", SERVER, "slow", "steps=3", "delay=0.05")
+    assert proc.returncode == 0, proc.stderr
+    assert "done after 3 steps" in proc.stdout
+    assert [line for line in proc.stderr.splitlines() if line.startswith("progress:")] == [
+        "progress: 1/3 (33%) step 1",
+        "progress: 2/3 (67%) step 2",
+        "progress: 3/3 (100%) step 3",
+    ]
+
+
+def test_call_timeout() -> None:
+    # (progress notifications extend a request's timeout, so the first step is made slower than the timeout; the
+    # timeout leaves the server time to start on a loaded machine, since the deadline covers the connection too)
+    proc = mcpkit("call", SERVER, "slow", "steps=3", "delay=6", "--timeout", "2.5")
+    assert proc.returncode == 1 and "timed out after 2.5s waiting for tools/call" in proc.stderr
+
+
+def test_resources_and_read() -> None:
+    human = mcpkit("resources", SERVER)
+    assert human.returncode == 0 and "mcpkit://text/5" in human.stdout and "mcpkit://item/{id}" in human.stdout
+    listing = as_json(mcpkit("resources", SERVER, "--json"))
+    assert len(listing["resources"]) == 7 and listing["resourceTemplates"][0]["name"] == "item"
+    read = mcpkit("read", SERVER, "mcpkit://text/4")
+    assert read.returncode == 0 and read.stdout.strip() == "text number 4"
+    assert as_json(mcpkit("read", SERVER, "mcpkit://item/9", "--json"))["contents"][0]["text"] == "item 9"
+    blob = mcpkit("read", SERVER, "mcpkit://blob")
+    assert "binary application/octet-stream, 16 bytes" in blob.stdout
+
+
+def test_read_binary_to_file(tmp_path: Path) -> None:
+    out = tmp_path / "blob.bin"
+    proc = mcpkit("read", SERVER, "mcpkit://blob", "--out", str(out))
+    assert proc.returncode == 0 and out.read_bytes() == bytes(range(16))
+    missing = mcpkit("read", SERVER, "mcpkit://missing")
+    assert missing.returncode == 1 and "error" in missing.stderr
+
+
+def test_prompts_and_prompt() -> None:
+    human = mcpkit("prompts", SERVER)
+    assert "greet" in human.stdout and "name*, style" in human.stdout
+    assert [p["name"] for p in as_json(mcpkit("prompts", SERVER, "--json"))] == ["greet", "plain"]
+    got = mcpkit("prompt", SERVER, "greet", "name=Ada", "style=123")
+    assert got.returncode == 0 and "Say hello to Ada in a 123 way." in got.stdout and "user:" in got.stdout
+    data = as_json(mcpkit("prompt", SERVER, "greet", "name=Ada", "--json"))
+    assert data["messages"][0]["content"]["text"] == "Say hello to Ada in a friendly way."
+    bad = mcpkit("prompt", SERVER, "greet")
+    assert bad.returncode == 1 and "missing argument" in bad.stderr
+
+
+@pytest.mark.parametrize("mode,version", [("handshake", "2025-11-25"), ("modern", "2026-07-28")])
+def test_ping_both_eras(mode: str, version: str) -> None:
+    human = mcpkit("ping", SERVER, "--mode", mode)
+    assert human.returncode == 0 and human.stdout.startswith("pong from client-test 2.0.0") and version in human.stdout
+    info = as_json(mcpkit("ping", SERVER, "--mode", mode, "--json"))
+    assert info["ok"] and info["protocolVersion"] == version and info["roundTripMs"] >= 0
+    pinned = as_json(mcpkit("ping", SERVER, "--protocol-version", "2025-03-26", "--json"))
+    assert pinned["protocolVersion"] == "2025-03-26"
+
+
+def test_interactive_elicitation_and_roots() -> None:
+    # name typed, then Enter keeps each default (color, size, count); answers go through the schema checks
+    out = as_json(mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\n\n\n\n"))
+    assert json.loads(out["content"][0]["text"]) == {
+        "action": "accept",
+        "content": {"name": "Ada", "color": "green", "size": "s", "count": 3},
+    }
+    # an answer outside the enum is asked again
+    proc = mcpkit("call", SERVER, "ask", "--interactive", "-o", "json", stdin="Ada\npurple\nred\nl\n2\n")
+    answer = json.loads(as_json(proc)["content"][0]["text"])
+    assert answer["content"] == {"name": "Ada", "color": "red", "size": "l", "count": 2}
+    assert "What is your name?" in proc.stderr and "Please select one of the available options" in proc.stderr
+    url = as_json(mcpkit("call", SERVER, "ask_url", "--interactive", "-o", "json", stdin="y\n"))
+    assert json.loads(url["content"][0]["text"]) == {"action": "accept"}
+    # not interactive (stdin is not a TTY): declined, and the CLI says how to answer (issue 13)
+    plain = mcpkit("call", SERVER, "ask", "-o", "json")
+    assert json.loads(as_json(plain)["content"][0]["text"]) == {"action": "decline"}
+    assert "--interactive" in plain.stderr and "--answer name=..." in plain.stderr
+    roots = as_json(mcpkit("call", SERVER, "roots", "--root", "file:///a", "--root", "file:///b", "-o", "json"))
+    assert json.loads(roots["content"][0]["text"]) == {"roots": [{"uri": "file:///a"}, {"uri": "file:///b"}]}
+
+
+def test_clear_errors() -> None:
+    missing = mcpkit("tools", "no-such-mcp-binary --stdio")
+    assert missing.returncode == 2 and "server command not found on PATH: no-such-mcp-binary" in missing.stderr
+    no_file = mcpkit("tools", "/nonexistent/server.py")
+    assert no_file.returncode == 2 and "not found" in no_file.stderr
+    crashed = mcpkit("tools", f"{SERVER} --crash")
+    assert crashed.returncode == 1
+    assert "exited before the connection was established" in crashed.stderr
+    assert "exit code 3" in crashed.stderr and "told to crash" in crashed.stderr  # the server's own stderr
+    hung = mcpkit("ping", f"{SERVER} --hang", "--timeout", "1")
+    assert hung.returncode == 1 and "did not complete initialization within 1.0s" in hung.stderr
+    assert "hanging on purpose" in hung.stderr
+    bad_pair = mcpkit("call", SERVER, "echo", "novalue")
+    assert bad_pair.returncode == 2 and "expected key=value" in bad_pair.stderr
+
+
+@pytest.mark.npm
+def test_env_option_reaches_the_server(tmp_path: Path, node_bin: Path) -> None:
+    if not EVERYTHING.is_file():
+        pytest.skip("server-everything missing")
+    target = f"{node_bin} {EVERYTHING} stdio"
+    out = as_json(mcpkit("call", target, "get-env", "-e", "TEST_VAR_EVERYTHING=from-cli", "-o", "json"))
+    assert "from-cli" in out["content"][0]["text"]
+
+
+@pytest.mark.npm
+def test_against_server_everything(node_bin: Path) -> None:
+    if not EVERYTHING.is_file():
+        pytest.skip("server-everything missing")
+    target = f"{node_bin} {EVERYTHING} stdio"
+    tools = as_json(mcpkit("tools", target, "--json"))
+    assert "get-sum" in {t["name"] for t in tools}
+    total = as_json(mcpkit("call", target, "get-sum", "a=4", "b=5", "--json"))
+    assert "is 9" in total["content"][0]["text"]
+    weather = as_json(mcpkit("call", target, "get-structured-content", "location=Chicago", "-o", "json"))
+    assert set(weather["structuredContent"]) == {"temperature", "conditions", "humidity"}
+    progress = mcpkit("call", target, "trigger-long-running-operation", "duration=1", "steps=2")
+    assert progress.returncode == 0 and "progress: 1/2" in progress.stderr
+    assert "demo://resource/static/document/features.md" in mcpkit("resources", target).stdout
+    assert mcpkit("read", target, "demo://resource/dynamic/text/1").returncode == 0
+    prompt = as_json(mcpkit("prompt", target, "args-prompt", "city=Lyon", "--json"))
+    assert "Lyon" in json.dumps(prompt)
+    assert as_json(mcpkit("ping", target, "--json"))["protocolVersion"] == "2025-11-25"
+
+
+# ---------------------------------------------------------------------------------------------- network targets
+
+
+@pytest.fixture
+def http_base() -> Any:
+    """mcpkit's test server on real uvicorn (127.0.0.1, port 0) in a background thread."""
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi_in_thread
+    from support.servers.client_server import build_server
+
+    with serve_asgi_in_thread(create_app(build_server())) as port:
+        yield f"http://127.0.0.1:{port}"
+
+
+def test_http_sse_and_ws_targets(http_base: str) -> None:
+    assert len(as_json(mcpkit("tools", f"{http_base}/mcp", "--json"))) == 27
+    out = as_json(mcpkit("call", f"{http_base}/mcp", "add", "a=1", "b=2", "--mode", "handshake", "-o", "json"))
+    assert out["structuredContent"] == {"sum": 3}
+    # /sse refuses the POST: the CLI falls back to the legacy HTTP+SSE transport by itself
+    assert as_json(mcpkit("ping", f"{http_base}/sse", "--json"))["ok"]
+    assert as_json(mcpkit("ping", f"{http_base}/sse", "--transport", "sse", "--json"))["ok"]
+    ws = http_base.replace("http://", "ws://") + "/ws"
+    assert as_json(mcpkit("read", ws, "mcpkit://text/0", "--json"))["contents"][0]["text"] == "text number 0"
+    progress = mcpkit("call", f"{http_base}/mcp", "slow", "steps=2", "delay=0.01")
+    assert progress.returncode == 0 and "progress: 2/2" in progress.stderr
+
+
+def test_unreachable_url() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once the socket is closed
+    proc = mcpkit("ping", f"http://127.0.0.1:{port}/mcp")
+    assert proc.returncode == 1 and f"cannot connect to http://127.0.0.1:{port}/mcp" in proc.stderr
+
+
+def test_cli_timeout_is_a_hard_bound_despite_progress() -> None:
+    """Issue 15.3: a tool reporting progress every 0.2 s for 10 s does not keep ``mcpkit call --timeout 1``
+    running: the timeout is a deadline (it used to be reset by each progress notification)."""
+    import time
+
+    t0 = time.monotonic()
+    proc = mcpkit("call", SERVER, "slow", "steps=50", "delay=0.2", "--timeout", "1", timeout=30)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode != 0
+    assert "timed out" in proc.stderr
+    assert elapsed < 6, f"took {elapsed:.1f}s"

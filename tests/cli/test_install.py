@@ -1,0 +1,173 @@
+"""``mcpkit install``: each host's configuration file, written in a temporary home directory by the real command,
+parses, keeps what was there (with a backup), and names a command that starts the server (started here with the
+client and asked for its tools)."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, StdioServer
+from support.paths import REPO
+
+WEATHER = str(REPO / "examples" / "weather.py")
+OTHER = {"command": "node", "args": ["/opt/other/server.js"], "env": {"TOKEN": "keep-me"}}
+
+# (host, scope) -> (path under the temporary home or project, key of the servers)
+CASES = {
+    ("claude-desktop", "user"): ("home", ".config/Claude/claude_desktop_config.json", ("mcpServers",)),
+    ("claude-code", "user"): ("home", ".claude.json", ("mcpServers",)),
+    ("claude-code", "project"): ("project", ".mcp.json", ("mcpServers",)),
+    ("claude-code", "local"): ("home", ".claude.json", ("projects", "<project>", "mcpServers")),
+    ("cursor", "user"): ("home", ".cursor/mcp.json", ("mcpServers",)),
+    ("cursor", "project"): ("project", ".cursor/mcp.json", ("mcpServers",)),
+    ("vscode", "user"): ("home", ".config/Code/User/mcp.json", ("servers",)),
+    ("vscode", "project"): ("project", ".vscode/mcp.json", ("servers",)),
+}
+
+
+def mcpkit(*args: str, home: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "APPDATA")}
+    environ.update({"HOME": str(home), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "install", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=environ,
+    )
+
+
+def dig(document: dict[str, Any], keys: tuple[str, ...], project: Path) -> dict[str, Any]:
+    node: Any = document
+    for key in keys:
+        node = node[str(project.resolve()) if key == "<project>" else key]
+    assert isinstance(node, dict)
+    return node
+
+
+async def tools_of(entry: dict[str, Any]) -> list[str]:
+    server = StdioServer([entry["command"], *entry["args"]], env=entry.get("env"))
+    async with Client(server, mode="handshake") as client:
+        return [t.name for t in await client.list_tools()]
+
+
+@pytest.mark.parametrize(("host", "scope"), list(CASES))
+async def test_the_config_file_parses_keeps_other_entries_and_starts_the_server(
+    host: str, scope: str, tmp_path: Path
+) -> None:
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    where, rel, keys = CASES[(host, scope)]
+    file = (home if where == "home" else project) / rel
+    file.parent.mkdir(parents=True, exist_ok=True)
+    before: dict[str, Any] = {"someSetting": {"theme": "dark"}}
+    holder: dict[str, Any] = before
+    for key in keys:
+        holder = holder.setdefault(str(project.resolve()) if key == "<project>" else key, {})
+    holder["other"] = OTHER
+    file.write_text(json.dumps(before, indent=4))
+    os.chmod(file, 0o640)
+
+    proc = mcpkit(host, WEATHER, "--scope", scope, "-e", "WEATHER_UNITS=metric", home=home, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert f"added 'weather' in {file}" in proc.stdout
+
+    document = json.loads(file.read_text())
+    assert document["someSetting"] == {"theme": "dark"}
+    servers = dig(document, keys, project)
+    assert servers["other"] == OTHER
+    entry = servers["weather"]
+    assert entry["env"] == {"WEATHER_UNITS": "metric"}
+    assert Path(entry["command"]).is_absolute() and entry["args"][-1] == str(Path(WEATHER).resolve())
+    if host in ("claude-code", "vscode"):
+        assert entry["type"] == "stdio"
+    if host == "vscode":
+        assert document["inputs"] == []
+    assert stat.S_IMODE(file.stat().st_mode) == 0o640  # the file keeps its mode
+    (backup,) = file.parent.glob(file.name + ".*.bak")
+    assert json.loads(backup.read_text()) == before
+    assert "get_weather" in await tools_of(entry)
+
+    again = mcpkit(host, WEATHER, "--scope", scope, home=home, cwd=project)
+    assert again.returncode == 0 and "replaced 'weather'" in again.stdout
+    assert dig(json.loads(file.read_text()), keys, project)["other"] == OTHER
+
+
+def test_a_new_config_file_is_created_private(tmp_path: Path) -> None:
+    proc = mcpkit("cursor", WEATHER, "--name", "wx", home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    file = tmp_path / ".cursor" / "mcp.json"
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600  # it may hold the server's secrets (env)
+    assert list(json.loads(file.read_text())["mcpServers"]) == ["wx"]
+    assert not list(file.parent.glob("*.bak"))
+
+
+def test_dry_run_changes_nothing_and_a_file_with_comments_is_left_alone(tmp_path: Path) -> None:
+    file = tmp_path / ".config" / "Code" / "User" / "mcp.json"
+    file.parent.mkdir(parents=True)
+    file.write_text('{"servers": {"x": {"command": "x"}}}')
+    dry = mcpkit("vscode", WEATHER, "--dry-run", home=tmp_path, cwd=tmp_path)
+    assert dry.returncode == 0 and "would write" in dry.stdout and '"weather"' in dry.stdout
+    assert file.read_text() == '{"servers": {"x": {"command": "x"}}}'
+    commented = '{\n  // mine\n  "servers": {},\n}\n'
+    file.write_text(commented)
+    proc = mcpkit("vscode", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert proc.returncode != 0 and "not plain JSON" in proc.stderr and '"weather"' in proc.stderr
+    assert file.read_text() == commented
+
+
+def test_mcp_json_prints_the_entry_and_an_env_file_fills_its_environment(tmp_path: Path) -> None:
+    envfile = tmp_path / ".env"
+    envfile.write_text("# secrets\nexport API_KEY='abc'\nREGION=eu\n")
+    proc = mcpkit("mcp-json", f"{WEATHER}:app", "--env-file", str(envfile), home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    printed = json.loads(proc.stdout)
+    assert printed["weather"]["env"] == {"API_KEY": "abc", "REGION": "eu"}
+    assert printed["weather"]["args"][-1].endswith("weather.py:app")
+
+
+async def test_with_packages_run_through_uv(tmp_path: Path) -> None:
+    # A stand-in for uv on PATH: `uv run --no-project --python PY --with PKG ... python ARGS` runs PY ARGS (it installs
+    # nothing; the real uv layers the packages over PY's environment).
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    uv = bindir / "uv"
+    uv.write_text(
+        "#!/bin/sh\n"
+        'py=""; while [ $# -gt 0 ]; do case "$1" in --python) py="$2"; shift 2;; run|--no-project) shift;; '
+        '--with) echo "with $2" >> "$(dirname "$0")/with.log"; shift 2;; python) shift; exec "$py" "$@";; '
+        "*) shift;; esac; done\n"
+    )
+    uv.chmod(0o755)
+    path = f"{bindir}{os.pathsep}{os.environ['PATH']}"
+    missing = mcpkit("cursor", WEATHER, "--with", "httpx", home=tmp_path, cwd=tmp_path, env={"PATH": "/nonexistent"})
+    assert missing.returncode != 0 and "--with needs uv" in missing.stderr
+    proc = mcpkit(
+        "cursor", WEATHER, "--with", "httpx", "--with", "rich>=13", home=tmp_path, cwd=tmp_path, env={"PATH": path}
+    )
+    assert proc.returncode == 0, proc.stderr
+    entry = json.loads((tmp_path / ".cursor" / "mcp.json").read_text())["mcpServers"]["weather"]
+    assert entry["command"] == str(uv)
+    assert entry["args"][:4] == ["run", "--no-project", "--python", sys.executable]
+    assert entry["args"][4:8] == ["--with", "httpx", "--with", "rich>=13"]
+    assert "get_weather" in await tools_of(entry)
+    assert (bindir / "with.log").read_text().split("\n")[:2] == ["with httpx", "with rich>=13"]
+
+
+def test_a_server_that_does_not_load_is_not_installed(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise RuntimeError('boom')\n")
+    proc = mcpkit("claude-desktop", str(broken), home=tmp_path, cwd=tmp_path)
+    assert proc.returncode != 0 and "boom" in proc.stderr and "--name" in proc.stderr
+    assert not (tmp_path / ".config").exists()
+    assert mcpkit("claude-desktop", str(tmp_path / "nope.py"), home=tmp_path, cwd=tmp_path).returncode != 0

@@ -1,0 +1,138 @@
+"""`mcpkit run`: loads a user's server file and serves it; clear errors for the usual mistakes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from support.core import CORE_SERVER
+from support.procs import stderr_until, stop, wait_listening
+
+MCPKIT = [sys.executable, "-m", "mcpkit.cli.main"]
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}\n'
+
+
+def run(args: list[str], stdin: bytes = b"", timeout: float = 20) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(MCPKIT + args, input=stdin, capture_output=True, timeout=timeout)
+
+
+@pytest.mark.req("M013")
+def test_run_serves_stdio() -> None:
+    p = run(["run", str(CORE_SERVER)], INIT)
+    assert p.returncode == 0, p.stderr
+    (line,) = p.stdout.splitlines()
+    assert orjson.loads(line)["result"]["serverInfo"]["name"] == "core-test"
+
+
+def test_run_with_explicit_object(tmp_path: Path) -> None:
+    f = tmp_path / "two.py"
+    f.write_text(
+        "from mcpkit.server.lowlevel import Server\n"
+        "a = Server('first')\nb = Server('second')\n"
+        "def make():\n    return Server('made')\n"
+    )
+    p = run(["run", f"{f}:b"], INIT)
+    assert orjson.loads(p.stdout)["result"]["serverInfo"]["name"] == "second"
+    p = run(["run", f"{f}:make"], INIT)
+    assert orjson.loads(p.stdout)["result"]["serverInfo"]["name"] == "made"
+    p = run(["run", str(f)], INIT)
+    assert p.returncode == 2 and b"several servers" in p.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "target_suffix", "message"),
+    [
+        (None, "", b"no such file"),
+        ("x = (\n", "", b"syntax error"),
+        ("y = 1\n", ":app", b"no object named 'app'"),
+        ("y = 1\n", "", b"defines no mcpkit server"),
+        ("raise RuntimeError('db down')\n", "", b"RuntimeError: db down"),
+        ("y = 1\n", ":y", b"not an mcpkit server"),
+    ],
+)
+def test_run_errors_are_clear(tmp_path: Path, content: str | None, target_suffix: str, message: bytes) -> None:
+    f = tmp_path / "srv.py"
+    if content is not None:
+        f.write_text(content)
+    p = run(["run", f"{f}{target_suffix}"])
+    assert p.returncode == 2
+    assert message in p.stderr, p.stderr
+    assert p.stdout == b""
+
+
+#: A server file whose MCPKit subclass overrides run(); each test appends the body of its run() and the app.
+CUSTOM_RUN = (
+    "import sys\nfrom mcpkit import MCPKit\n\nclass Custom(MCPKit):\n    def run(self, transport='stdio', **options):\n"
+)
+
+
+def test_run_http_goes_through_a_run_override(tmp_path: Path) -> None:
+    """A server class that customizes ``run()`` (as examples/conformance_server.py does to add an event store) is
+    served through it by ``mcpkit run -t http``; the options of the command line reach it."""
+    server = tmp_path / "custom.py"
+    server.write_text(
+        CUSTOM_RUN + "        print('custom run', transport, sorted(options), file=sys.stderr, flush=True)\n"
+        "        raise SystemExit(0)\n\n"
+        "app = Custom('custom')\n"
+    )
+    out = run(["run", str(server), "-t", "http", "--port", "0", "--max-sessions", "5"])
+    assert out.returncode == 0, out.stderr
+    assert b"custom run http ['host', 'max_sessions', 'port']" in out.stderr, out.stderr
+
+
+def test_run_override_that_serves_still_prints_its_url(tmp_path: Path) -> None:
+    """Issue 14 item 5 (the URL announcement lives in the HTTP serve, not in the CLI): a server class whose run()
+    override adds something and then serves (as examples/conformance_server.py does) is served through it by
+    ``mcpkit run -t http --port 0`` AND the URL it listens on is printed, with the real port. Before, the CLI
+    printed the URL only on its own serving path, which it skipped for an override: no URL was printed."""
+    import re
+    import socket
+
+    server = tmp_path / "custom.py"
+    server.write_text(
+        CUSTOM_RUN + "        print('custom run', transport, flush=True, file=sys.stderr)\n"
+        "        super().run(transport, **options)\n\n"
+        "app = Custom('custom')\n"
+    )
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(server), "-t", "http", "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = stderr_until(proc, "serving")
+        assert "custom run http\n" in lines, lines
+        match = re.search(r"mcpkit: serving http on http://127\.0\.0\.1:(\d+)/mcp\s*$", lines[-1])
+        assert match, lines
+        with socket.create_connection(("127.0.0.1", int(match.group(1))), timeout=5):
+            pass  # it listens where it says
+    finally:
+        stop(proc)
+
+
+@pytest.mark.parametrize("announce", [True, False])
+def test_server_run_announces_its_url_unless_told_not_to(announce: bool) -> None:
+    """``Server.run("http", ...)`` (the library, not only ``mcpkit run``) prints ``mcpkit: serving http on <url>``
+    once it listens; ``announce=False`` leaves the line out."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = f"from mcpkit import MCPKit\nMCPKit('a').run('http', port={port}, announce={announce})"
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True)
+    line = f"mcpkit: serving http on http://127.0.0.1:{port}/mcp"
+    try:
+        if announce:
+            assert line in "".join(stderr_until(proc, "serving"))
+        else:
+            wait_listening(port, proc)
+            time.sleep(0.5)  # (the line, when printed, follows the listen within one 20 ms poll)
+    finally:
+        stop(proc)
+    assert proc.stderr is not None
+    if not announce:
+        assert line not in proc.stderr.read()

@@ -1,0 +1,52 @@
+"""``mcpkit skills TARGET [SKILL]`` as a person runs it: the real command, a real stdio server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from support.paths import REPO
+
+SKILLS = str(REPO / "examples" / "skills" / "server.py")
+TAMPERED = str(REPO / "tests" / "support" / "servers" / "skills_tampered_server.py")
+
+
+def mcpkit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", *args], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
+
+
+def test_the_skills_are_listed_and_nothing_is_read() -> None:
+    run = mcpkit("skills", SKILLS, "--json")
+    assert run.returncode == 0, run.stderr
+    entries = json.loads(run.stdout)
+    assert {e["frontmatter"]["name"] for e in entries} == {"git-workflow", "pdf-processing", "refunds"}
+    table = mcpkit("skills", SKILLS)
+    assert table.returncode == 0 and "3 skills" in table.stdout and "pdf-processing" in table.stdout
+
+
+def test_a_skill_is_loaded_verified_and_its_files_read_by_relative_path() -> None:
+    run = mcpkit("skills", SKILLS, "pdf-processing")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("---\nname: pdf-processing") and "verified" in run.stderr
+    by_uri = mcpkit("skills", SKILLS, "skill://acme/billing/refunds/SKILL.md", "--files")
+    assert by_uri.returncode == 0 and "refunds: 2 files" in by_uri.stdout
+    loaded = json.loads(mcpkit("skills", SKILLS, "skill://acme/billing/refunds/SKILL.md", "--json").stdout)
+    assert loaded["verified"] and loaded["text"].startswith("---\nname: refunds")
+    assert [r["uri"] for r in loaded["skill"]["resources"]][1] == "skill://acme/billing/refunds/examples/email.md"
+    form = mcpkit("skills", SKILLS, "pdf-processing", "--file", "references/FORMS.md")
+    on_disk = (REPO / "examples/skills/pdf-processing/references/FORMS.md").read_text()
+    assert form.returncode == 0 and form.stdout == on_disk
+
+
+def test_a_skill_that_fails_verification_is_never_printed() -> None:
+    run = mcpkit("skills", TAMPERED, "pdf")
+    assert run.returncode == 1
+    assert "does not match its digest" in run.stderr or "bytes, the entry says" in run.stderr
+    assert "curl" not in run.stdout + run.stderr
+    missing = mcpkit("skills", SKILLS, "nope")
+    assert missing.returncode == 1 and "no skill named 'nope'" in missing.stderr
+    plain = mcpkit("skills", str(REPO / "examples" / "apps" / "server.py"))
+    assert plain.returncode == 1 and "io.modelcontextprotocol/skills" in plain.stderr

@@ -1,0 +1,87 @@
+"""Connecting where nothing listens gives one short line, ``ServerStartError``, with the socket's own error kept as
+its cause (not four chained restatements of it); the error is exported and documented, as is debugging a server."""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import mcpkit
+from mcpkit import Client, ServerStartError
+from support.paths import REPO
+
+ROOT = REPO
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port  # closed again: nothing listens there
+
+
+@pytest.mark.parametrize("scheme", ["http", "ws"])
+async def test_a_refused_connection_is_one_short_line_caused_by_the_socket_error(scheme: str) -> None:
+    pytest.importorskip("httpx")
+    port = _closed_port()
+    url = f"{scheme}://127.0.0.1:{port}/{'ws' if scheme == 'ws' else 'mcp'}"
+    with pytest.raises(ServerStartError) as caught:
+        async with Client(url):
+            pass
+    error = caught.value
+    assert str(error) == f"cannot connect to {url}: connection refused (is the server running, and on that port?)"
+    assert isinstance(error.__cause__, ConnectionRefusedError)
+    assert error.__cause__.__cause__ is None
+
+
+def test_a_program_that_cannot_connect_prints_a_short_traceback_ending_in_one_line() -> None:
+    pytest.importorskip("httpx")
+    port = _closed_port()
+    code = textwrap.dedent(
+        f"""
+        import asyncio
+        from mcpkit import Client
+
+        async def main():
+            async with Client("http://127.0.0.1:{port}/mcp"):
+                pass
+
+        asyncio.run(main())
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 1
+    assert lines[-1] == (
+        f"mcpkit.client.targets.ServerStartError: cannot connect to http://127.0.0.1:{port}/mcp: connection refused "
+        "(is the server running, and on that port?)"
+    )
+    # the socket's error in one line, then ours with its traceback: no restatement by each layer in between
+    assert lines[0].startswith("ConnectionRefusedError: [Errno 111]")
+    assert proc.stderr.count("Traceback") == 1 and proc.stderr.count("The above exception") == 1 and len(lines) < 30
+
+
+def test_server_start_error_is_exported_and_documented() -> None:
+    assert mcpkit.ServerStartError is ServerStartError and "ServerStartError" in mcpkit.__all__
+    page = (ROOT / "docs" / "guides" / "errors.md").read_text(encoding="utf-8")
+    names = "ServerStartError ToolCallError ToolOutputError SessionExpired RequestTimeout CapabilityNotSupported"
+    for name in (*names.split(), "ElicitationContentError", "PaginationLimitExceeded", "MissingExtra"):
+        assert f"`{name}`" in page, name
+    for needle in ("MCPKit(debug=True)", "MCPKIT_DEBUG=1", "mcpkit run --dev", "error id"):
+        assert needle in page, needle
+    nav = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    assert re.search(r"Errors and debugging: guides/errors\.md", nav)
+
+
+def test_the_docs_say_what_the_2026_deprecations_of_sampling_and_logging_mean() -> None:
+    page = (ROOT / "docs" / "guides" / "eras.md").read_text(encoding="utf-8")
+    start = page.index("## Deprecated in 2026-07-28")
+    section = page[start : page.index("\n## ", start + 1)]
+    assert "SEP-2577" in section
+    for needle in ("Sampling", "Logging", "Roots", "deprecated", "stderr", "logLevel"):
+        assert needle in section, needle

@@ -1,0 +1,115 @@
+"""A hostile stdio server, run as a real process (tests/support/servers/hostile_cli_server.py), cannot exhaust the
+client's memory through its stderr, make it run the user's handler thousands of times, or grow a list walk without
+bound."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from typing import Any
+
+import pytest
+
+from mcpkit.client.client import Client, PaginationLimitExceeded
+from mcpkit.protocol.errors import MCPError
+from support.paths import SERVERS
+
+HOSTILE = str(SERVERS / "hostile_cli_server.py")
+MiB = 1024 * 1024
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class PeakRSS:
+    """Samples this process's RSS every 10 ms while it runs: ``growth`` is the peak over the starting value."""
+
+    def __init__(self) -> None:
+        self.start = rss()
+        self.peak = self.start
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> PeakRSS:
+        async def sample() -> None:
+            while True:
+                self.peak = max(self.peak, rss())
+                await asyncio.sleep(0.01)
+
+        self._task = asyncio.get_running_loop().create_task(sample())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self.peak = max(self.peak, rss())
+        self._task.cancel()
+
+    @property
+    def growth(self) -> int:
+        return self.peak - self.start
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+async def test_stdio_stderr_is_bounded_in_bytes() -> None:
+    """Issue 15.4: 40 stderr lines of 3 MiB each (each under the 4 MiB line limit, 120 MiB in all) keep at most
+    ``stderr_bytes`` (256 KiB) in the client, and the client's memory stays within +40 MB while they arrive."""
+    async with PeakRSS() as mem:  # (the flood starts before the server answers initialize)
+        client = Client([sys.executable, HOSTILE, "stderr-flood", "40"], mode="handshake", timeout=30)
+        await client.connect()
+        deadline = time.monotonic() + 60
+        while "flood done" not in client.stderr and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+    assert mem.growth < 40 * MiB, f"client grew by {mem.growth / MiB:.1f} MiB"
+    async with client:
+        assert "flood done" in client.stderr
+        assert len(client.stderr) <= 256 * 1024 + 2048
+        assert "more bytes of this line dropped: StdioServer(stderr_line_bytes=...)" in client.stderr
+        assert await client.ping() >= 0  # the session goes on
+
+
+async def test_url_elicitation_flood_is_capped() -> None:
+    """Issue 15.6: one -32042 error listing 10,000 URL elicitations does not run the handler 10,000 times: the list
+    is refused whole (``max_url_elicitations``, default 8) with an error that names the option."""
+    calls: list[dict[str, Any]] = []
+
+    def handler(params: dict[str, Any]) -> dict[str, Any]:
+        calls.append(params)
+        return {"action": "accept"}
+
+    target = [sys.executable, HOSTILE, "url-flood", "10000"]
+    async with Client(target, mode="handshake", elicitation_handler=handler, timeout=20) as client:
+        started = time.monotonic()
+        with pytest.raises(MCPError) as info:
+            await client.call_tool("add", {})
+        assert time.monotonic() - started < 10
+        assert calls == []
+        assert info.value.code == -32042 and "max_url_elicitations=8" in info.value.message
+        assert "10000 URL elicitations" in info.value.message
+        assert await client.ping() >= 0
+        assert client.max_url_elicitations == 8  # the default
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+async def test_list_walk_is_bounded_in_bytes() -> None:
+    """Issue 15.6: a list walk is bounded in bytes, not only pages and items: pages of 0.5 MiB of nested empty lists
+    (one item each, ~22x larger once parsed) stop at ``max_list_bytes`` (default 64 MiB of estimated memory) with
+    an error naming the option, the client growing by less than 100 MB (the unbounded walk: +234 MB in 20 pages)."""
+    async with Client([sys.executable, HOSTILE, "fat-pages", "0.5"], mode="handshake", timeout=30) as client:
+        async with PeakRSS() as mem:
+            with pytest.raises(PaginationLimitExceeded) as info:
+                await client.list_tools(max_pages=20)
+        assert "max_list_bytes" in str(info.value) and "67108864 bytes" in str(info.value)
+        assert mem.growth < 100 * MiB, f"client grew by {mem.growth / MiB:.1f} MiB"
+        assert await client.ping() >= 0
+        await asyncio.sleep(0.3)  # the server logged each page before it answered the ping: let stderr catch up
+        served = client.stderr.count("served page")
+        assert 5 <= served <= 7, client.stderr  # ~11.7 MB estimated per page: the 6th passes 64 MiB
+        client.max_list_bytes = 4 * MiB
+        with pytest.raises(PaginationLimitExceeded):
+            await client.list_tools(max_pages=20)
+        await client.ping()
+        await asyncio.sleep(0.3)
+        assert client.stderr.count("served page") == served + 1  # a lower bound stops at the first page

@@ -1,0 +1,683 @@
+"""mcpkit's clients over the network, against real servers.
+
+The high-level Client: Streamable HTTP (both eras), the legacy HTTP+SSE fallback, WebSocket, stale-session
+self-healing, SSE resumption through the client, and npm server-everything over Streamable HTTP. Below it (second
+half of the file): the Streamable HTTP client transport under ClientSession: headers per era, session expiry,
+resumption of POST and GET streams, era fallback, wire traffic against the official schemas, timeouts.
+
+Servers are real: mcpkit's ASGI app on uvicorn bound to 127.0.0.1 (port 0), and the Node reference server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.client.client import Client, SessionExpired
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.protocol.errors import RequestTimeout
+from mcpkit.server.lowlevel import Server
+from mcpkit.stores import InMemoryEventStore
+from mcpkit.transports.http import SessionExpired as TransportSessionExpired
+from mcpkit.transports.http import StreamableHTTPClientTransport
+from support.http import MODERN, make_server, running, silent_prompt
+from support.paths import INTEROP, TESTS
+from support.servers.client_server import build_server, state
+
+EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+PRELOAD = INTEROP / "localhost_preload.mjs"
+ERAS = ["handshake", "modern"]
+
+
+class Recorder:
+    """ASGI middleware that records every HTTP request: (method, path, headers, body)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
+        self.times: list[float] = []  # loop time at which each request arrived
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        entry: list[Any] = [scope["method"], scope["path"], headers, b""]
+        self.requests.append(entry)  # type: ignore[arg-type]
+        self.times.append(asyncio.get_running_loop().time())
+
+        async def recv() -> Any:
+            message = await receive()
+            if message["type"] == "http.request":
+                entry[3] += message.get("body", b"")
+            return message
+
+        await self.app(scope, recv, send)
+
+
+@contextlib.asynccontextmanager
+async def serving(server: Any, **options: Any) -> AsyncIterator[tuple[str, Any, Recorder]]:
+    """``running`` (real uvicorn on 127.0.0.1) with every transport of ``create_app`` on and a :class:`Recorder`
+    in front of the app."""
+    recorders: list[Recorder] = []
+
+    def record(app: Any) -> Recorder:
+        recorders.append(Recorder(app))
+        return recorders[0]
+
+    options.setdefault("sse", True)
+    options.setdefault("ws", True)
+    async with running(server, wrap=record, **options) as (base, app):
+        yield base, app, recorders[0]
+
+
+@pytest.fixture(autouse=True)
+def _reset_state() -> None:
+    state.update(cancelled=[], finished=[], counter=0, roots_changed=0)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_streamable_http_both_eras(mode: str) -> None:
+    async with (
+        serving(build_server()) as (base, _, _rec),
+        Client(
+            f"{base}/mcp",
+            mode=mode,
+            roots=["file:///h"],
+            sampling_handler=lambda p: "http-llm",
+            elicitation_handler=lambda p: {"name": "Ada"},
+        ) as c,
+    ):
+        assert c.target.kind == "http"
+        assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
+        assert len(await c.list_tools()) == 27
+        assert (await c.call_tool("add", {"a": 1, "b": 2})).data == {"sum": 3}
+        assert json.loads((await c.call_tool("ask")).text)["content"]["name"] == "Ada"
+        assert "http-llm" in (await c.call_tool("sample")).text
+        assert "file:///h" in (await c.call_tool("roots")).text
+        seen: list[float] = []
+        await c.call_tool("slow", {"steps": 3, "delay": 0.01}, on_progress=lambda p, t, m: seen.append(p))
+        assert seen == [1.0, 2.0, 3.0]
+        assert await c.read_text("mcpkit://text/2") == "text number 2"
+        assert (await c.get_prompt("greet", {"name": "H"})).messages
+        # cancelling the awaiting task sends notifications/cancelled over HTTP and stops the handler
+        task = asyncio.create_task(c.call_tool("slow", {"steps": 50, "delay": 0.05}))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        for _ in range(100):
+            if state["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+        assert len(state["cancelled"]) == 1 and state["cancelled"][0] not in state["finished"]
+
+
+@pytest.mark.req("S019", "S020")
+@pytest.mark.parametrize("mode", ERAS)
+async def test_timeout_over_streamable_http_cancels_in_time(mode: str) -> None:
+    async with serving(build_server()) as (base, _, _rec), Client(f"{base}/mcp", mode=mode) as c:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        with pytest.raises(RequestTimeout):
+            await c.call_tool("slow", {"steps": 20, "delay": 0.1}, timeout=0.3)
+        assert loop.time() - start < 1.0
+        for _ in range(50):
+            if state["cancelled"]:
+                break
+            await asyncio.sleep(0.02)
+        assert state["cancelled"] and not state["finished"]
+
+
+@pytest.mark.req("M019", "M020", "M021", "M024", "M029", "S007")
+async def test_http_wire_rules_handshake() -> None:
+    async with serving(build_server()) as (base, app, rec):
+        async with Client(f"{base}/mcp", mode="handshake") as c:
+            await c.list_tools()
+            await c.call_tool("echo", {"text": "x"})
+            await asyncio.sleep(0.1)  # let the standalone GET stream open
+            assert app.streamable.session_count == 1
+            open_sid = [r for r in rec.requests if r[0] == "POST"][-1][2].get("mcp-session-id")
+            assert open_sid and app.streamable.session_ids() == [open_sid]
+        for _ in range(100):
+            if app.streamable.session_count == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert app.streamable.session_count == 0, " ".join(r[0] for r in rec.requests)  # DELETE sent
+    posts = [r for r in rec.requests if r[0] == "POST"]
+    assert posts and all(r[1] == "/mcp" for r in posts)
+    for _, _, headers, body in posts:
+        accept = {a.strip() for a in headers["accept"].split(",")}
+        assert {"application/json", "text/event-stream"} <= accept
+        msg = json.loads(body)
+        assert isinstance(msg, dict) and msg["jsonrpc"] == "2.0"  # one message per POST, never a batch
+    session_id = None
+    for method, _, headers, body in rec.requests:
+        if method == "POST" and json.loads(body).get("method") == "initialize":
+            assert "mcp-session-id" not in headers
+            continue
+        sid = headers.get("mcp-session-id")
+        assert sid, f"{method} without Mcp-Session-Id"
+        session_id = session_id or sid
+        assert sid == session_id
+        if method != "DELETE" and json.loads(body or b"{}").get("method") != "notifications/initialized":
+            assert headers.get("mcp-protocol-version") == "2025-11-25"
+    gets = [r for r in rec.requests if r[0] == "GET"]
+    assert gets and all("text/event-stream" in r[2]["accept"] for r in gets)
+    assert [r[0] for r in rec.requests][-1] == "DELETE"
+    deletes = [r for r in rec.requests if r[0] == "DELETE"]
+    assert len(deletes) == 1 and deletes[0][2]["mcp-session-id"] == session_id == open_sid
+
+
+async def test_self_healing_after_the_server_forgets_the_session() -> None:
+    async with serving(build_server()) as (base, app, _rec), Client(f"{base}/mcp", mode="handshake") as c:
+        await c.list_tools()
+        first = app.streamable.session_ids()
+
+        async def forget() -> None:
+            for sid in app.streamable.session_ids():
+                await app.streamable.sessions.end(app.streamable._sessions[sid])
+
+        await forget()
+        # a safe request is retried once on a fresh session, transparently
+        assert len(await c.list_tools()) == 27
+        assert c.reconnects == 1 and app.streamable.session_ids() != first
+        # an idempotent tool (idempotentHint) is retried too
+        await forget()
+        assert (await c.call_tool("add", {"a": 2, "b": 2})).data == {"sum": 4}
+        assert c.reconnects == 2
+        # a tool that is neither read-only nor idempotent is NOT repeated: the caller is told, the session is
+        # already fresh for the next call
+        await forget()
+        with pytest.raises(SessionExpired, match="not safe to repeat"):
+            await c.call_tool("counter")
+        assert c.reconnects == 3
+        assert (await c.call_tool("counter")).text == "1"  # ran exactly once
+        assert state["counter"] == 1
+
+
+async def test_self_healing_renews_subscriptions() -> None:
+    server = build_server()
+    notes: list[tuple[str, Any]] = []
+    async with (
+        serving(server) as (base, app, _rec),
+        Client(f"{base}/mcp", mode="handshake", on_notification=lambda m, p: notes.append((m, p))) as c,
+    ):
+        await c.subscribe_resource("mcpkit://text/1")
+        for sid in app.streamable.session_ids():
+            await app.streamable.sessions.end(app.streamable._sessions[sid])
+        await c.ping()  # 404 -> re-initialize -> subscriptions renewed -> retry
+        assert c.reconnects == 1
+        await server.notify_resource_updated("mcpkit://text/1")
+        for _ in range(100):
+            if notes:
+                break
+            await asyncio.sleep(0.02)
+        assert ("notifications/resources/updated", {"uri": "mcpkit://text/1"}) in notes
+
+
+async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
+    async with (
+        serving(build_server()) as (base, app, _rec),
+        Client(f"{base}/mcp", mode="handshake", reconnect=False) as c,
+    ):
+        await c.list_tools()
+        for sid in app.streamable.session_ids():
+            await app.streamable.sessions.end(app.streamable._sessions[sid])
+        with pytest.raises(ConnectionError):
+            await c.list_tools()
+        assert c.reconnects == 0
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_legacy_sse_fallback(mode: str) -> None:
+    async with (
+        serving(build_server()) as (base, _, rec),
+        Client(f"{base}/sse", mode=mode, elicitation_handler=lambda p: {"name": "Old"}) as c,
+    ):
+        assert c.target.kind == "sse"  # the POST failed with 4xx, the client switched to HTTP+SSE
+        assert (await c.call_tool("echo", {"text": "legacy"})).text == "legacy"
+        assert "Old" in (await c.call_tool("ask")).text
+    first_post = next(r for r in rec.requests if r[0] == "POST")
+    assert first_post[1] == "/sse"
+    assert any(r[0] == "GET" and r[1] == "/sse" for r in rec.requests)
+
+
+async def test_forced_transports_and_websocket() -> None:
+    async with serving(build_server()) as (base, _, _rec):
+        async with Client(f"{base}/sse", transport="sse") as c:
+            assert (await c.call_tool("echo", {"text": "sse"})).text == "sse"
+        ws = base.replace("http://", "ws://") + "/ws"
+        for mode in ERAS:
+            async with Client(ws, mode=mode, sampling_handler=lambda p: "ws-llm") as c:
+                assert c.target.kind == "ws"
+                assert (await c.call_tool("echo", {"text": "ws"})).text == "ws"
+                assert "ws-llm" in (await c.call_tool("sample")).text
+
+
+async def test_sse_stream_resumption_through_the_client() -> None:
+    from mcpkit.stores import InMemoryEventStore
+    from support.http import make_server
+
+    logs: list[Any] = []
+    async with (
+        serving(make_server(), event_store=InMemoryEventStore(), retry_interval=100) as (base, _, rec),
+        Client(f"{base}/mcp", mode="handshake", logging_handler=logs.append) as c,
+    ):
+        r = await c.call_tool("polled", {"n": 6})
+        assert r.text == "polled 6"
+    assert [m["data"] for m in logs] == [f"event {i}" for i in range(6)]  # nothing lost across the drop
+    resumed = [i for i, r in enumerate(rec.requests) if r[0] == "GET" and "last-event-id" in r[2]]
+    assert resumed  # the dropped stream was resumed with Last-Event-ID
+    call = next(i for i, r in enumerate(rec.requests) if r[0] == "POST" and b'"polled"' in r[3])
+    # the handler closes the stream after >= 80 ms of work, announcing `retry: 50` (close_sse_stream(ctx, 50)):
+    # the client waited that long before resuming
+    assert rec.times[resumed[0]] - rec.times[call] >= 0.125
+
+
+# ---------------------------------------------------------------------------------------------- server-everything
+
+
+@contextlib.contextmanager
+def everything_http(node_bin: Path, mode: str) -> Any:
+    if not EVERYTHING.is_file():
+        pytest.skip("server-everything missing: run scripts/test.sh")
+    env = {**os.environ, "PORT": "0"}
+    proc = subprocess.Popen(
+        [str(node_bin), "--import", str(PRELOAD), str(EVERYTHING), mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        text=True,
+    )
+    try:
+        port = None
+        assert proc.stdout is not None
+        for _ in range(50):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            if line.startswith("{") and '"port"' in line:
+                port = json.loads(line)["port"]
+                break
+        assert port, "server-everything did not announce its port"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.npm
+async def test_everything_over_streamable_http(node_bin: Path) -> None:
+    with everything_http(node_bin, "streamableHttp") as base:
+        async with Client(
+            f"{base}/mcp",
+            roots=["file:///e"],
+            sampling_handler=lambda p: "via http",
+            elicitation_handler=lambda p: {"action": "decline"},
+        ) as c:
+            assert c.protocol_version == "2025-11-25"
+            names = {t.name for t in await c.list_tools()}
+            assert {"echo", "get-sum", "trigger-sampling-request", "get-roots-list"} <= names
+            assert (await c.call_tool("echo", {"message": "h"})).text == "Echo: h"
+            assert (await c.call_tool("get-structured-content", {"location": "New York"})).validated
+            assert "via http" in (await c.call_tool("trigger-sampling-request", {"prompt": "x"})).text
+            assert "file:///e" in (await c.call_tool("get-roots-list")).text
+            assert "declined" in (await c.call_tool("trigger-elicitation-request")).text
+            seen: list[float] = []
+            await c.call_tool(
+                "trigger-long-running-operation",
+                {"duration": 0.5, "steps": 2},
+                on_progress=lambda p, t, m: seen.append(p),
+            )
+            assert seen == [1.0, 2.0]
+            assert len(await c.list_resources()) == 7
+            assert (await c.get_prompt("args-prompt", {"city": "Oslo"})).messages
+            await c.ping()
+
+
+@pytest.mark.npm
+async def test_everything_over_legacy_sse(node_bin: Path) -> None:
+    with everything_http(node_bin, "sse") as base:
+        async with Client(f"{base}/sse") as c:
+            assert c.target.kind == "sse"
+            assert (await c.call_tool("get-sum", {"a": 1, "b": 2})).text.endswith("is 3.")
+            assert len(await c.list_prompts()) == 4
+
+
+async def test_reinitialization_backs_off_and_gives_up() -> None:
+    from mcpkit.protocol.errors import ConnectionClosed
+
+    async with serving(build_server()) as (base, app, _rec):
+        c = Client(f"{base}/mcp", mode="handshake", max_reconnect_attempts=3, backoff_initial=0.1, backoff_max=0.15)
+        await c.connect()
+        try:
+            await c.list_tools()
+            for sid in app.streamable.session_ids():
+                await app.streamable.sessions.end(app.streamable._sessions[sid])
+            real = app.routes["/mcp"]
+
+            async def refuse_new_sessions(scope: Any, receive: Any, send: Any) -> None:
+                # the stale session still gets its 404; a new initialize gets 503 (the server is "restarting")
+                if any(k == b"mcp-session-id" for k, _ in scope["headers"]):
+                    await real(scope, receive, send)
+                    return
+                await send({"type": "http.response.start", "status": 503, "headers": []})
+                await send({"type": "http.response.body", "body": b"down"})
+
+            app.routes["/mcp"] = refuse_new_sessions
+            loop = asyncio.get_running_loop()
+            start = loop.time()
+            with pytest.raises(ConnectionClosed, match="could not re-initialize"):
+                await c.list_tools()
+            elapsed = loop.time() - start
+            assert 0.25 <= elapsed < 3  # two waits between three attempts: 0.1 then 0.15 (capped)
+            assert c.reconnects == 0 and not c.connected
+        finally:
+            await c.aclose()
+
+
+# ---------------------------------------------------------------------------------------------- TS SDK v2 over HTTP
+
+TS_V2 = INTEROP / "ts_server_v2.mjs"
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("mode", ERAS)
+async def test_typescript_v2_server_over_http(node_bin: Path, mode: str) -> None:
+    if not TS_V2.is_file():
+        pytest.skip("tests/support/interop/ts_server_v2.mjs missing")
+    proc = subprocess.Popen(
+        [str(node_bin), str(TS_V2), "--http", "--port", "0", "--legacy", "sessionful"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = json.loads(proc.stdout.readline())["listening"]
+        async with Client(
+            url,
+            mode=mode,
+            roots=["file:///ts"],
+            sampling_handler=lambda p: "from mcpkit",
+            elicitation_handler=lambda p: {"name": "Grace"},
+        ) as c:
+            assert c.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
+            added = await c.call_tool("add", {"a": 1, "b": 2})
+            assert added.validated and added.data == 3
+            assert "from mcpkit" in (await c.call_tool("sample", {"prompt": "x"})).text
+            assert (await c.call_tool("ask_name")).text == "Hello, Grace!"
+            assert "file:///ts" in (await c.call_tool("roots")).text
+            assert len(await c.list_resources()) == 101
+            seen: list[float] = []
+            await c.call_tool("slow", {"steps": 2, "delay_ms": 5}, on_progress=lambda p, t, m: seen.append(p))
+            assert seen == [1.0, 2.0]
+            async with c.watch(resource_uris=["mcpkit://counter"]) as w:
+                await c.call_tool("touch", {})
+                method, params = await w.next(timeout=5)
+                assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://counter"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+# ---------------------------------------------------------------------------------------------- ClientSession + the
+# Streamable HTTP client transport (the layer under Client)
+
+
+def answers() -> dict[str, Any]:
+    return {"elicitation_handler": lambda p: {"action": "accept", "content": {"name": "Ada"}}}
+
+
+class HeaderLog:
+    """ASGI middleware recording (method, headers) of every HTTP request."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, str]]] = []
+
+    def __call__(self, app: Any) -> Any:
+        async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":
+                hdrs = {k.decode().lower(): v.decode("latin-1") for k, v in scope["headers"]}
+                self.requests.append((scope["method"], hdrs))
+            await app(scope, receive, send)
+
+        return wrapped
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern", "auto"])
+async def test_client_session_over_streamable_http(mode: str) -> None:
+    async with running(make_server()) as (base, app):
+        transport = StreamableHTTPClientTransport(base + "/mcp")
+        logs: list[Any] = []
+        async with ClientSession(transport, mode=mode, logging_handler=logs.append, **answers()) as cs:
+            assert cs.modern == (mode != "handshake")
+            tools = await cs.list_tools()
+            assert "echo" in [t.name for t in tools.tools]
+            assert (await cs.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
+            r = await cs.call_tool("progress", {"steps": 3})
+            assert r.content[0].text == "done 3"  # type: ignore[union-attr]
+            if mode == "handshake":
+                assert [entry["data"] for entry in logs] == ["step 1", "step 2", "step 3"]  # via the POST's SSE
+            assert (await cs.call_tool("ask")).content[0].text == "accept:Ada"  # type: ignore[union-attr]
+            results = await asyncio.gather(*(cs.call_tool("echo", {"text": str(i)}) for i in range(32)))
+            assert [x.content[0].text for x in results] == [str(i) for i in range(32)]  # type: ignore[union-attr]
+        assert app.streamable.session_count == 0  # handshake sessions were DELETEd on close
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"), [("2025-03-26", None), ("2025-06-18", "2025-06-18"), ("2025-11-25", "2025-11-25")]
+)
+async def test_protocol_version_header_only_from_2025_06_18(version: str, expected: str | None) -> None:
+    log = HeaderLog()
+    async with running(make_server(), wrap=log) as (base, _):
+        async with ClientSession(StreamableHTTPClientTransport(base + "/mcp"), protocol_version=version) as cs:
+            await cs.list_tools()
+        after_init = [h for m, h in log.requests if m == "POST"][1:]
+        assert after_init
+        assert all(h.get("mcp-protocol-version") == expected for h in after_init)
+
+
+async def test_modern_headers_and_x_mcp_header_mirroring() -> None:
+    log = HeaderLog()
+    async with running(make_server(), wrap=log) as (base, _):
+        async with ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="modern") as cs:
+            names = [t.name for t in (await cs.list_tools()).tools]
+            assert "region" in names and "bad-header" not in names  # invalid x-mcp-header → tool excluded
+            r = await cs.call_tool("region", {"region": "Zürich", "count": 7, "query": "q"})
+            assert r.content[0].text == "Zürich/7"  # type: ignore[union-attr]
+        h = next(h for m, h in log.requests if h.get("mcp-name") == "region")
+        assert h["mcp-method"] == "tools/call" and h["mcp-protocol-version"] == MODERN
+        assert h["mcp-param-region"] == "=?base64?WsO8cmljaA==?=" and h["mcp-param-count"] == "7"
+        assert "mcp-param-query" not in h
+        assert all("mcp-session-id" not in h for _, h in log.requests)
+
+
+async def test_session_expired_is_signalled() -> None:
+    async with running(make_server()) as (base, app):
+        transport = StreamableHTTPClientTransport(base + "/mcp", get_stream=False)
+        async with ClientSession(transport, mode="handshake") as cs:
+            await cs.call_tool("echo", {"text": "x"})
+            await app.streamable.aclose()  # the server forgets every session
+            with pytest.raises(TransportSessionExpired):
+                await cs.call_tool("echo", {"text": "y"})
+            assert transport.session_id is None  # ready for a fresh initialize
+
+
+@pytest.mark.req("A008", "A011", "A012")
+async def test_client_resumes_after_the_server_closes_the_connection() -> None:
+    async with running(make_server(), event_store=InMemoryEventStore()) as (base, _):
+        logs: list[Any] = []
+        transport = StreamableHTTPClientTransport(base + "/mcp", reconnect_delay=5.0)
+        async with ClientSession(transport, mode="handshake", logging_handler=logs.append) as cs:
+            t0 = time.monotonic()
+            r = await cs.call_tool("polled", {"n": 6})
+            elapsed = time.monotonic() - t0
+        assert r.content[0].text == "polled 6"  # type: ignore[union-attr]
+        assert [entry["data"] for entry in logs] == [f"event {i}" for i in range(6)]  # nothing lost, nothing doubled
+        assert 0.05 <= elapsed < 3  # waited the server's retry: 50 ms, not the 5 s default
+
+
+async def test_standalone_get_stream_delivers_server_notifications() -> None:
+    async with running(make_server()) as (base, _):
+        seen: list[str] = []
+        got = asyncio.Event()
+
+        def on_note(method: str, params: Any) -> None:
+            seen.append(method)
+            got.set()
+
+        transport = StreamableHTTPClientTransport(base + "/mcp")
+        async with ClientSession(transport, mode="handshake", notification_handler=on_note) as cs:
+            await asyncio.sleep(0.2)  # the GET stream is open
+            await cs.call_tool("touch")
+            await asyncio.wait_for(got.wait(), 5)
+        assert seen == ["notifications/tools/list_changed"]
+
+
+async def test_era_fallback_against_single_era_servers() -> None:
+    legacy = make_server()
+    legacy_only = Server("legacy", "1", versions=["2025-03-26", "2025-06-18", "2025-11-25"])
+    for method in ("tools/list",):
+        legacy_only.set_handler(method, legacy._handlers[method])
+    async with (
+        running(legacy_only) as (base, _),
+        ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs,
+    ):
+        assert not cs.modern and cs.protocol_version == "2025-11-25"
+        await cs.list_tools()
+    modern_only = Server("modern", "1", versions=[MODERN])
+    modern_only.set_handler("tools/list", legacy._handlers["tools/list"])
+    async with (
+        running(modern_only) as (base, _),
+        ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="auto") as cs,
+    ):
+        assert cs.modern
+        await cs.list_tools()
+
+
+async def test_one_app_serves_every_transport() -> None:
+    """create_app mounts the legacy SSE endpoint (/sse, /messages, /message) and WebSocket (/ws) next to /mcp."""
+    import httpx
+
+    from mcpkit.transports.http.sse_client import SSEClientTransport
+    from mcpkit.transports.http.ws_client import WebSocketClientTransport
+
+    async with running(make_server(), sse=True, ws=True) as (base, _):
+        async with ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="handshake") as cs:
+            assert (await cs.call_tool("echo", {"text": "mcp"})).content[0].text == "mcp"  # type: ignore[union-attr]
+        async with SSEClientTransport(base + "/sse") as conn, ClientSession(conn, mode="handshake") as cs:
+            assert (await cs.call_tool("echo", {"text": "sse"})).content[0].text == "sse"  # type: ignore[union-attr]
+        ws_url = base.replace("http://", "ws://") + "/ws"
+        async with WebSocketClientTransport(ws_url) as conn, ClientSession(conn, mode="auto") as cs:
+            assert (await cs.call_tool("echo", {"text": "ws"})).content[0].text == "ws"  # type: ignore[union-attr]
+        async with httpx.AsyncClient() as http:
+            assert (await http.get(base + "/nowhere")).status_code == 404
+            assert (await http.post(base + "/message", json={})).status_code == 400  # legacy POST needs session_id
+            r = await http.get(base + "/sse", headers={"origin": "http://evil.example"})
+            assert r.status_code == 403  # one DNS-rebinding policy for every route
+
+
+@pytest.mark.req("A008", "A012")
+async def test_standalone_stream_resumes_after_the_server_drops_it() -> None:
+    """The server drops the GET stream's connection; a notification sent meanwhile is kept in the event store;
+    the client reconnects after ``retry:`` with Last-Event-ID and gets it exactly once."""
+    server = make_server()
+    async with running(server, event_store=InMemoryEventStore(), retry_interval=100) as (base, app):
+        seen: list[str] = []
+        transport = StreamableHTTPClientTransport(base + "/mcp", reconnect_delay=5.0)
+        async with ClientSession(transport, mode="handshake", notification_handler=lambda m, p: seen.append(m)) as cs:
+            ep = app.streamable
+            hs = ep._sessions[transport.session_id]
+            for _ in range(100):
+                if hs.standalone is not None and hs.standalone.conn is not None:
+                    break
+                await asyncio.sleep(0.02)
+            stream = hs.standalone
+            assert stream is not None and stream.close_connection()
+            await server.notify_list_changed("tools")  # nobody is connected: it waits in the event store
+            t0 = time.monotonic()
+            for _ in range(100):
+                if seen:
+                    break
+                await asyncio.sleep(0.02)
+            assert seen == ["notifications/tools/list_changed"]
+            assert time.monotonic() - t0 < 2  # the server's retry (100 ms), not the client's 5 s default
+            await server.notify_list_changed("tools")  # and the resumed stream is live
+            for _ in range(100):
+                if len(seen) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert seen == ["notifications/tools/list_changed"] * 2
+            await cs.call_tool("echo", {"text": "x"})
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25", MODERN])
+async def test_http_wire_traffic_matches_the_official_schemas(version: str) -> None:
+    from support.wire_recorder import WireRecorder
+
+    recorder = WireRecorder()
+    async with running(make_server()) as (base, _):
+        kwargs = answers() if version != "2025-03-26" else {}
+        async with ClientSession(
+            StreamableHTTPClientTransport(base + "/mcp"),
+            protocol_version=version,
+            log_level="info",
+            tap=recorder,
+            **kwargs,
+        ) as cs:
+            await cs.list_tools()
+            await cs.call_tool("echo", {"text": "x"})
+            await cs.call_tool("progress", {"steps": 2})
+            if version != "2025-03-26":
+                await cs.call_tool("ask")
+    assert recorder.validate(version) >= 8
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_timeouts_and_cancellation_reach_the_server(mode: str) -> None:
+    """A silent slow handler: the client's timeout fires on time (the POST is not awaited to the end) and the
+    server stops the work: via notifications/cancelled (handshake) or by the closed response stream (modern)."""
+    from mcpkit.protocol.errors import RequestTimeout
+    from support.http import Probe
+
+    probe = Probe()
+    server = make_server(probe)
+
+    server.set_handler("prompts/get", silent_prompt(probe))
+
+    async with running(server) as (base, _):
+        transport = StreamableHTTPClientTransport(base + "/mcp", answer_window=0.1)
+        async with ClientSession(transport, mode=mode) as cs:
+            t0 = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await cs.request("prompts/get", {"name": "p"}, timeout=0.3)
+            assert time.monotonic() - t0 < 2
+            for _ in range(100):
+                if probe.cancelled:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(probe.cancelled) == 1
+            # cancelling the caller's task cancels the request on the server too
+            task = asyncio.ensure_future(cs.request("prompts/get", {"name": "q"}, timeout=None))
+            await asyncio.sleep(0.3)
+            task.cancel()
+            for _ in range(100):
+                if len(probe.cancelled) == 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(probe.cancelled) == 2
+            assert (await cs.call_tool("echo", {"text": "ok"})).content[0].text == "ok"  # type: ignore[union-attr]

@@ -1,0 +1,42 @@
+"""The five programs a new user writes first (``examples/first_steps``): each runs and checks what it got, and the
+five pass ``mypy --strict`` with no ``type: ignore`` and no ``cast``. scripts/check_install.py runs the same in a
+fresh ``pip install 'mcpkit[all]'`` venv; this is the quick version in the dev venv."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.paths import REPO
+
+FIRST_STEPS = REPO / "examples" / "first_steps"
+PROGRAMS = ("client.py", "elicitation.py", "sampling.py", "over_http.py")
+
+
+@pytest.mark.parametrize("program", PROGRAMS)
+def test_each_program_runs_and_gets_what_it_expects(program: str) -> None:
+    if program == "over_http.py":
+        pytest.importorskip("uvicorn")
+    proc = subprocess.run([sys.executable, str(FIRST_STEPS / program)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_programs_pass_mypy_strict_with_no_escape_hatch(tmp_path: Path) -> None:
+    pytest.importorskip("mypy")
+    sources = sorted(FIRST_STEPS.glob("*.py"))
+    assert [p.name for p in sources] == sorted((*PROGRAMS, "server.py"))
+    for path in sources:
+        text = path.read_text(encoding="utf-8")
+        assert "type: ignore" not in text and not re.search(r"\bcast\(", text), path.name
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path), str(FIRST_STEPS)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Success: no issues found in 5 source files" in proc.stdout

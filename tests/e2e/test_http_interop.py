@@ -1,0 +1,170 @@
+"""Streamable HTTP interop with the official implementations, over real uvicorn/Node servers on 127.0.0.1:
+the TypeScript SDK clients (1.32 handshake era, v2 both eras) and the official Python SDK (mcp 2.3.0) client
+against mcpkit's endpoint; mcpkit's client against the official Python SDK server and the TypeScript v2 server."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import StreamableHTTPClientTransport
+from support.asgi import serve_asgi
+from support.http import make_server, running
+from support.paths import INTEROP, TESTS
+
+OPTIONS = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}
+STEPS = [
+    {"op": "listTools"},
+    {"op": "callTool", "name": "echo", "arguments": {"text": "hi"}},
+    {"op": "callTool", "name": "progress", "arguments": {"steps": 2}},
+    {"op": "callTool", "name": "ask"},
+    {"op": "callTool", "name": "region", "arguments": {"region": "Zürich", "count": 2}},
+]
+
+
+async def run_ts_client(
+    node: Path,
+    script: str,
+    url: str,
+    *extra: str,
+    options: dict[str, Any] | None = None,
+    steps: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        str(node),
+        str(INTEROP / script),
+        *extra,
+        "--http",
+        url,
+        "--script",
+        json.dumps({"options": {**OPTIONS, **(options or {})}, "steps": steps or STEPS}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(TESTS),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+def texts(out: dict[str, Any]) -> list[str]:
+    return [r["content"][0]["text"] for r in out["results"][1:]]
+
+
+async def eventually(pred: Any, timeout: float = 5.0) -> None:
+    for _ in range(int(timeout / 0.05)):
+        if pred():
+            return
+        await asyncio.sleep(0.05)
+    assert pred()
+
+
+@pytest.mark.npm
+@pytest.mark.req("M019", "M020", "M029", "S007", "A005", "A007")
+async def test_typescript_sdk_v1_client(node_bin: Path) -> None:
+    async with running(make_server()) as (base, app):
+        out = await run_ts_client(node_bin, "ts_client.mjs", base + "/mcp", options={"terminateSession": True})
+        assert out["era"] == "legacy" and out["protocolVersion"] == "2025-11-25"
+        assert "echo" in [t["name"] for t in out["results"][0]["tools"]]
+        assert texts(out) == ["hi", "done 2", "accept:Ada", "Zürich/2"]
+        assert [r["method"] for r in out["requests"]] == ["elicitation/create"]
+        await eventually(lambda: app.streamable.session_count == 0)  # DELETE honoured
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("negotiation", ["legacy", "auto"])
+async def test_typescript_sdk_v2_client(node_bin: Path, negotiation: str) -> None:
+    async with running(make_server()) as (base, _):
+        out = await run_ts_client(node_bin, "ts_client_v2.mjs", base + "/mcp", "--negotiation", negotiation)
+        assert out["era"] == ("legacy" if negotiation == "legacy" else "modern")
+        if negotiation == "auto":
+            assert out["protocolVersion"] == "2026-07-28"
+        # the v2 client mirrors x-mcp-header arguments (Mcp-Param-Region); our server validated them
+        assert texts(out) == ["hi", "done 2", "accept:Ada", "Zürich/2"]
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_official_python_client(mode: str) -> None:
+    from mcp import Client
+
+    async with running(make_server()) as (base, app):
+        async with Client(base + "/mcp", mode=mode) as client:  # type: ignore[arg-type]
+            tools = await client.list_tools()
+            assert "echo" in [t.name for t in tools.tools]
+            r = await client.call_tool("echo", {"text": "py"})
+            assert r.content[0].text == "py"  # type: ignore[union-attr]
+            r = await client.call_tool("region", {"region": "Zürich", "count": 2})
+            assert r.content[0].text == "Zürich/2"  # type: ignore[union-attr]
+        await eventually(lambda: app.streamable.session_count == 0)
+
+
+@contextlib.asynccontextmanager
+async def official_server(**options: Any) -> AsyncIterator[str]:
+    from mcp.server.mcpserver import MCPServer
+
+    official = MCPServer("official-http")
+
+    @official.tool()
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    app = official.streamable_http_app(**options)
+    async with serve_asgi(app) as port:
+        yield f"http://127.0.0.1:{port}/mcp"
+
+
+@pytest.mark.parametrize(("mode", "json_response"), [("handshake", False), ("handshake", True), ("auto", False)])
+async def test_our_client_against_the_official_python_server(mode: str, json_response: bool) -> None:
+    async with official_server(json_response=json_response) as url:
+        transport = StreamableHTTPClientTransport(url)
+        async with ClientSession(transport, mode=mode) as cs:
+            assert cs.server_info is not None and cs.server_info["name"] == "official-http"
+            assert [t.name for t in (await cs.list_tools()).tools] == ["add"]
+            r = await cs.call_tool("add", {"a": 2, "b": 3})
+            assert r.content[0].text == "5"  # type: ignore[union-attr]
+            if mode == "handshake":
+                assert transport.session_id is not None
+
+
+@contextlib.asynccontextmanager
+async def ts_v2_server(node: Path) -> AsyncIterator[str]:
+    proc = await asyncio.create_subprocess_exec(
+        str(node),
+        str(INTEROP / "ts_server_v2.mjs"),
+        "--http",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(TESTS),
+    )
+    try:
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        yield json.loads(line)["listening"]
+    finally:
+        proc.terminate()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(proc.wait(), 5)
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("mode", ["handshake", "auto"])
+async def test_our_client_against_the_typescript_v2_server(node_bin: Path, mode: str) -> None:
+    async with ts_v2_server(node_bin) as url, ClientSession(StreamableHTTPClientTransport(url), mode=mode) as cs:
+        assert cs.modern == (mode == "auto")
+        tools = (await cs.list_tools()).tools
+        assert tools
+        names = [t.name for t in tools]
+        assert "echo" in names
+        r = await cs.call_tool("echo", {"text": "ts"})
+        assert "ts" in r.content[0].text  # type: ignore[union-attr]

@@ -1,0 +1,376 @@
+"""Engine and lifecycle behaviour through the real ClientSession and low-level Server, over memory AND stdio,
+in both eras: concurrency, ordering, progress, cancellation, timeouts, ping, server->client requests."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import orjson
+import pytest
+
+from mcpkit.protocol.errors import CapabilityNotSupported, MCPError, RequestTimeout
+from support.core import handlers, load_core_server, open_session
+
+TRANSPORTS = ["memory", "stdio"]
+MODES = ["handshake", "modern"]
+
+
+@pytest.mark.req("M012", "M013", "M039", "M040", "M042", "M043", "M044", "M047", "S015")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_connect_list_and_call(transport: str, mode: str) -> None:
+    async with open_session(transport, mode=mode) as cs:
+        assert cs.protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
+        assert cs.server_info is not None and cs.server_info["name"] == "core-test"
+        assert "tools" in cs.server_capabilities and "resources" in cs.server_capabilities
+        tools = await cs.list_tools()
+        assert {t.name for t in tools.tools} >= {"echo", "slow", "ask"}
+        r = await cs.call_tool("echo", {"text": "héllo\nworld"})
+        assert r.content[0].text == "héllo\nworld" and r.is_error is False  # type: ignore[union-attr]
+
+
+@pytest.mark.req("M039", "M040", "M041", "M043", "S013")
+async def test_handshake_wire_order_initialize_first_then_initialized() -> None:
+    wire: list[tuple[str, Any]] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append((d, orjson.loads(b)))) as cs:
+        await cs.list_tools()
+    sent = [m for d, m in wire if d == "client->server"]
+    assert sent[0]["method"] == "initialize" and isinstance(sent[0], dict)  # first, and never in a batch
+    p = sent[0]["params"]
+    assert set(p) >= {"protocolVersion", "capabilities", "clientInfo"}
+    assert p["clientInfo"]["name"] and p["clientInfo"]["version"]
+    # the initialized notification follows the initialize response; no request was sent before that response
+    idx_resp = next(i for i, (d, m) in enumerate(wire) if d == "server->client" and m.get("id") == sent[0]["id"])
+    client_msgs_before = [m for d, m in wire[:idx_resp] if d == "client->server"]
+    assert client_msgs_before == [sent[0]]
+    assert sent[1] == {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+@pytest.mark.req("M004", "M006")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_concurrent_requests_answer_out_of_order(transport: str, mode: str) -> None:
+    async with open_session(transport, mode=mode) as cs:
+        t0 = time.monotonic()
+        slow = asyncio.create_task(cs.call_tool("slow", {"steps": 3, "delay_ms": 150}))
+        await asyncio.sleep(0.05)
+        fast = await cs.call_tool("echo", {"text": "fast"})
+        assert fast.content[0].text == "fast"  # type: ignore[union-attr]
+        assert not slow.done(), "one slow handler must not block the others"
+        assert (await slow).content[0].text == "done 3"  # type: ignore[union-attr]
+        assert time.monotonic() - t0 < 5
+        many = await asyncio.gather(*(cs.call_tool("echo", {"text": str(i)}) for i in range(50)))
+        assert [m.content[0].text for m in many] == [str(i) for i in range(50)]  # type: ignore[union-attr]
+
+
+@pytest.mark.req("M004")
+async def test_request_ids_are_unique_within_a_session() -> None:
+    wire: list[Any] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append((d, orjson.loads(b)))) as cs:
+        await asyncio.gather(*(cs.call_tool("echo", {"text": "x"}) for _ in range(20)))
+        await cs.ping()
+    ids = [m["id"] for d, m in wire if d == "client->server" and "method" in m and "id" in m]
+    assert len(ids) == len(set(ids)) == 22
+
+
+@pytest.mark.req("M083", "M084", "M085", "M086", "A025")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_progress_notifications(transport: str, mode: str) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+    async with open_session(transport, mode=mode) as cs:
+        r = await cs.call_tool("slow", {"steps": 4, "delay_ms": 10}, on_progress=lambda p, t, m: seen.append((p, t, m)))
+        assert r.content[0].text == "done 4"  # type: ignore[union-attr]
+    assert [p for p, _, _ in seen] == [1, 2, 3, 4]
+    assert all(t == 4 for _, t, _ in seen)
+    assert seen[0][2] == "step 1"
+
+
+@pytest.mark.req("M083", "M084", "M086")
+async def test_progress_token_is_the_unique_request_and_stops_after_completion() -> None:
+    wire: list[tuple[str, Any]] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append((d, orjson.loads(b)))) as cs:
+        await asyncio.gather(
+            *(cs.call_tool("slow", {"steps": 2, "delay_ms": 5}, on_progress=lambda *a: None) for _ in range(5))
+        )
+    tokens = [m["params"]["_meta"]["progressToken"] for d, m in wire if m.get("method") == "tools/call"]
+    assert len(set(tokens)) == 5
+    # every progress notification references a request still active (its response comes after it)
+    for i, (_d, m) in enumerate(wire):
+        if m.get("method") == "notifications/progress":
+            tok = m["params"]["progressToken"]
+            assert set(m["params"]) >= {"progressToken", "progress"}
+            later = [x for dd, x in wire[i:] if dd == "server->client" and x.get("id") == tok and "result" in x]
+            assert later, "progress after the response"
+
+
+@pytest.mark.req("M080", "M081", "S027", "S028", "A023")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_cancelling_the_awaiting_task_cancels_the_handler(transport: str, mode: str) -> None:
+    async with open_session(transport, mode=mode) as cs:
+        call = asyncio.create_task(cs.call_tool("slow", {"steps": 100, "delay_ms": 20, "tag": "c1"}))
+        await asyncio.sleep(0.3)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.2)
+        status = await cs.call_tool("status")
+        assert status.structured_content == {"cancelled": ["c1"], "finished": []}
+        # the session goes on
+        assert (await cs.call_tool("echo", {"text": "after"})).content[0].text == "after"  # type: ignore[union-attr]
+
+
+@pytest.mark.req("M080", "M081", "A023")
+async def test_cancel_notification_on_the_wire_references_the_request() -> None:
+    wire: list[tuple[str, Any]] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append((d, orjson.loads(b)))) as cs:
+        call = asyncio.create_task(cs.call_tool("slow", {"steps": 100, "delay_ms": 20}))
+        await asyncio.sleep(0.1)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.sleep(0.1)
+    call_id = next(m["id"] for d, m in wire if m.get("method") == "tools/call")
+    cancels = [m for d, m in wire if m.get("method") == "notifications/cancelled"]
+    assert len(cancels) == 1 and cancels[0]["params"]["requestId"] == call_id
+    assert isinstance(cancels[0]["params"].get("reason"), str)
+    # no response for the cancelled request came back
+    assert not any(d == "server->client" and m.get("id") == call_id for d, m in wire)
+
+
+@pytest.mark.req("S019", "S020")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_timeout_sends_cancel_and_raises(transport: str) -> None:
+    async with open_session(transport, mode="handshake") as cs:
+        with pytest.raises(RequestTimeout):
+            await cs.call_tool("slow", {"steps": 100, "delay_ms": 20, "tag": "t1"}, timeout=0.2)
+        await asyncio.sleep(0.2)
+        status = await cs.call_tool("status")
+        assert status.structured_content["cancelled"] == ["t1"]  # type: ignore[index]
+
+
+@pytest.mark.req("S019")
+async def test_progress_extends_the_timeout_but_never_past_the_maximum() -> None:
+    """Opted in (reset_timeout_on_progress=True), progress restarts the timeout, never past max_timeout."""
+    async with open_session("memory", mode="handshake") as cs:
+        r = await cs.call_tool(
+            "slow",
+            {"steps": 6, "delay_ms": 100},
+            timeout=0.3,
+            on_progress=lambda *a: None,
+            reset_timeout_on_progress=True,
+        )
+        assert r.content[0].text == "done 6"  # type: ignore[union-attr]
+        cs.peer.max_timeout = 0.4
+        with pytest.raises(RequestTimeout):
+            await cs.call_tool(
+                "slow",
+                {"steps": 20, "delay_ms": 100},
+                timeout=0.3,
+                on_progress=lambda *a: None,
+                reset_timeout_on_progress=True,
+            )
+
+
+async def test_timeout_is_a_deadline_despite_progress() -> None:
+    """Issue 15.3: without opting in, progress every 100 ms does not extend a 0.3 s timeout."""
+    async with open_session("memory", mode="handshake") as cs:
+        t0 = time.monotonic()
+        with pytest.raises(RequestTimeout):
+            await cs.call_tool("slow", {"steps": 20, "delay_ms": 100}, timeout=0.3, on_progress=lambda *a: None)
+        assert time.monotonic() - t0 < 0.6
+
+
+@pytest.mark.req("M082")
+async def test_initialize_is_never_cancelled() -> None:
+    """A client that gives up on initialize does not send notifications/cancelled for it."""
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.memory import create_memory_pair
+
+    wire: list[Any] = []
+    c, s = create_memory_pair(tap=lambda d, b: wire.append(orjson.loads(b)))
+
+    async def silent_server() -> None:  # never answers
+        while await s.receive() is not None:
+            pass
+
+    task = asyncio.create_task(silent_server())
+    cs = ClientSession(c, mode="handshake", timeout=0.2)
+    with pytest.raises(RequestTimeout):
+        await cs.__aenter__()
+    await c.close()
+    await s.close()
+    task.cancel()
+    assert [m.get("method") for m in wire] == ["initialize"]
+
+
+@pytest.mark.req("M079")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_ping_both_ways(transport: str) -> None:
+    async with open_session(transport, mode="handshake") as cs:
+        t0 = time.monotonic()
+        await cs.ping()
+        assert time.monotonic() - t0 < 1
+    mod = load_core_server()
+    async with open_session("memory", mode="handshake", server_mod=mod) as cs:
+        await cs.ping()
+        (session,) = [s for s in mod.server.sessions if s.initialized]
+        assert await session.request("ping", timeout=2) == {}
+
+
+@pytest.mark.req("M071", "M072", "M073", "M076", "M077", "M078", "A021")
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("mode", MODES)
+async def test_server_asks_the_client_in_both_eras(transport: str, mode: str) -> None:
+    async with open_session(transport, mode=mode, **handlers()) as cs:
+        r = await cs.call_tool("ask")
+        assert r.content[0].text == "accept:Ada|4|file:///work,file:///tmp"  # type: ignore[union-attr]
+
+
+@pytest.mark.req("S018", "M076")
+@pytest.mark.parametrize("mode", MODES)
+async def test_server_never_sends_requests_the_client_did_not_declare(mode: str) -> None:
+    wire: list[tuple[str, Any]] = []
+    async with open_session("memory", mode=mode, tap=lambda d, b: wire.append((d, orjson.loads(b)))) as cs:
+        if mode == "modern":
+            with pytest.raises(MCPError) as ei:
+                await cs.call_tool("ask")
+            assert ei.value.code == -32021
+            assert ei.value.data == {"requiredCapabilities": {"elicitation": {}}}
+        else:
+            with pytest.raises(MCPError):
+                await cs.call_tool("ask")
+    assert not any(m.get("method") in ("elicitation/create", "sampling/createMessage", "roots/list") for _, m in wire)
+    assert not any("inputRequests" in (m.get("result") or {}) for _, m in wire)
+
+
+@pytest.mark.req("S018")
+async def test_client_refuses_calls_the_server_did_not_declare() -> None:
+    wire: list[Any] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append(orjson.loads(b))) as cs:
+        assert "prompts" not in cs.server_capabilities
+        with pytest.raises(CapabilityNotSupported):
+            await cs.list_prompts()
+        with pytest.raises(CapabilityNotSupported):
+            await cs.complete({"type": "ref/prompt", "name": "x"}, "a", "b")
+    assert not any(m.get("method") in ("prompts/list", "completion/complete") for m in wire)
+
+
+@pytest.mark.req("M074", "M075")
+async def test_roots_list_changed_notification() -> None:
+    mod = load_core_server()
+    got: list[Any] = []
+
+    @mod.server.notification_handler("notifications/roots/list_changed")
+    async def changed(session: Any, params: Any) -> None:
+        got.append(params)
+
+    async with open_session("memory", mode="handshake", server_mod=mod, roots=["file:///a"]) as cs:
+        await cs.set_roots(["file:///b"])
+        await cs.ping()
+        assert got == [None]
+    init_caps = {"roots": {"listChanged": True}}
+    assert cs.capabilities(None)["roots"] == init_caps["roots"]
+
+
+@pytest.mark.req("S026", "A022")
+async def test_keepalive_pings_and_drops_a_dead_connection() -> None:
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.memory import create_memory_pair
+
+    c, s = create_memory_pair()
+    pings = 0
+
+    async def server() -> None:  # answers initialize and the first two pings, then goes silent
+        nonlocal pings
+        while (data := await s.receive()) is not None:
+            m = orjson.loads(data)
+            if m.get("method") == "initialize":
+                r = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}}
+                await s.send(orjson.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}))
+            elif m.get("method") == "ping":
+                pings += 1
+                if pings <= 2:
+                    await s.send(orjson.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {}}))
+
+    task = asyncio.create_task(server())
+    cs = ClientSession(c, mode="handshake", keepalive=0.05, keepalive_timeout=0.2)
+    await cs.__aenter__()
+    await asyncio.sleep(0.8)
+    assert pings >= 3
+    assert cs.closed_reason and "keepalive" in cs.closed_reason
+    assert cs.peer.closed
+    await cs.aclose()
+    task.cancel()
+
+
+@pytest.mark.req("S017")
+async def test_client_disconnects_when_it_cannot_speak_the_servers_version() -> None:
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.memory import create_memory_pair
+
+    c, s = create_memory_pair()
+
+    async def server() -> None:
+        while (data := await s.receive()) is not None:
+            m = orjson.loads(data)
+            if m.get("method") == "initialize":
+                r = {"protocolVersion": "1999-01-01", "capabilities": {}, "serverInfo": {"name": "x", "version": "1"}}
+                await s.send(orjson.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}))
+
+    task = asyncio.create_task(server())
+    with pytest.raises(MCPError, match="1999-01-01"):
+        async with ClientSession(c, mode="handshake"):
+            pass
+    assert await asyncio.wait_for(s.receive(), 1) is None  # the client closed the connection
+    task.cancel()
+
+
+@pytest.mark.req("S025")
+async def test_one_stuck_session_does_not_hold_up_notification_fan_out() -> None:
+    mod = load_core_server()
+    server = mod.server
+    server.fanout_timeout = 0.3
+    got: list[bytes] = []
+
+    class Stuck:
+        async def send(self, data: bytes, msg: object = None) -> None:
+            await asyncio.Event().wait()  # a reader that never reads
+
+    class Recorder:
+        async def send(self, data: bytes, msg: object = None) -> None:
+            got.append(data)
+
+    sessions = [server.create_session(Stuck()), server.create_session(Recorder()), server.create_session(Stuck())]
+    for s in sessions:
+        s.version, s.initialized = "2025-11-25", True
+    t0 = time.monotonic()
+    await server.notify_list_changed("tools")
+    assert time.monotonic() - t0 < 1.0
+    assert [orjson.loads(d)["method"] for d in got] == ["notifications/tools/list_changed"]
+
+
+@pytest.mark.req("M075")
+async def test_roots_cannot_change_when_they_were_not_declared() -> None:
+    wire: list[Any] = []
+    async with open_session("memory", mode="handshake", tap=lambda d, b: wire.append(orjson.loads(b))) as cs:
+        with pytest.raises(CapabilityNotSupported):
+            await cs.set_roots(["file:///x"])
+    assert not any(m.get("method") == "notifications/roots/list_changed" for m in wire)
+
+
+async def test_an_invalid_handler_answer_is_reported_with_its_reason() -> None:
+    bad = {"role": "assistant", "content": {"type": "text", "text": "x"}}  # no "model"
+    async with open_session(
+        "memory",
+        mode="handshake",
+        sampling_handler=lambda p: bad,
+        elicitation_handler=lambda p: {"action": "accept"},
+        roots=[],
+    ) as cs:
+        with pytest.raises(MCPError) as ei:
+            await cs.call_tool("ask")
+    assert "the client's sampling handler returned an invalid result: model" in ei.value.message

@@ -1,0 +1,259 @@
+"""``mcpkit inspect`` as an MCP Apps host, end to end in a real headless Chromium (Debian's, through Playwright).
+
+The Apps spec (2026-01-26) says what these tests check: a web host renders a view through a sandbox proxy on
+another origin, with the CSP its resource declares ("Host MUST NOT allow undeclared domains"); the host answers
+``ui/initialize`` with its context, sends ``ui/notifications/tool-input`` then ``tool-result`` (or
+``tool-cancelled``), forwards the view's ``tools/call`` (never to a tool whose visibility lacks ``"app"``) and
+``resources/read``, opens links on the person's say-so, and sends ``ui/resource-teardown`` before tearing a view
+down. Against the official example servers from npm (``@modelcontextprotocol/server-basic-vanillajs`` and
+``server-basic-react``, over stdio) and against examples/apps in both eras; a hostile view shows that the page stays
+responsive and says what the view did.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from support.browser import InspectorProcess, chromium, screenshot
+from support.paths import REPO
+
+APPS = str(REPO / "examples" / "apps" / "server.py")
+HOSTILE = str(REPO / "tests" / "support" / "servers" / "apps_hostile_server.py")
+NODE = REPO / "tests" / "node_modules"
+ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+
+
+def official(package: str) -> str:
+    entry = NODE / "@modelcontextprotocol" / package / "dist" / "index.js"
+    if not entry.is_file():
+        pytest.skip(f"{package} is not installed in tests/node_modules (bash scripts/test.sh installs it)")
+    return f"{NODE / '.bin' / 'node'} {entry} --stdio"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as b:
+        yield b
+
+
+def open_page(browser: Any, proc: InspectorProcess) -> Any:
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))  # type: ignore[attr-defined]
+    page.goto(proc.url)
+    page.wait_for_selector("#status-text:text('connected')", timeout=30_000)
+    page.wait_for_selector("#tools-list button", timeout=30_000)
+    return page
+
+
+def call_with_view(page: Any, tool: str, **arguments: str) -> tuple[Any, Any]:
+    """Call ``tool`` from its form; returns (the call's view box, the view's frame) once the view is ready."""
+    page.click(f"#tools-list button[data-key='{tool}']")
+    for field, value in arguments.items():
+        page.fill(f"#tool-form [name='{field}']", value)
+    before = page.locator(".app-view").count()
+    page.click("#call-button")
+    page.locator(".app-view").nth(before).wait_for(timeout=20_000)  # (no wait_for_function: the page's CSP stays on)
+    box = page.locator(".app-view").first
+    box.locator("xpath=self::*[@data-state='ready']").wait_for(timeout=30_000)
+    frame = page.frame_locator(".app-view >> nth=0 >> .app-iframe").frame_locator("iframe")
+    return box, frame
+
+
+def requests_in_log(page: Any, method: str) -> int:
+    """How many requests ``method`` the message log lists (each request the client sent, the view's included)."""
+    rows = page.eval_on_selector_all("#log li[data-kind='request'] .what", "els => els.map(e => e.textContent)")
+    return sum(1 for row in rows if row.startswith(f"request {method} "))
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("package", ["server-basic-vanillajs", "server-basic-react"])
+def test_an_official_example_app_renders_and_its_button_calls_the_server_through_the_inspector(
+    browser: Any, package: str
+) -> None:
+    proc = InspectorProcess("inspect", official(package), timeout=60)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "get-time")
+        frame_src = page.locator(".app-iframe").first.get_attribute("src")
+        assert frame_src and not frame_src.startswith(proc.base)  # the sandbox is another origin
+        time_text = view.locator("#server-time, code, .server-time").first
+        time_text.wait_for(timeout=20_000)
+        assert requests_in_log(page, "tools/call") == 1  # the person's call
+        view.get_by_role("button", name=re.compile("Get Server Time", re.I)).click()
+        page.wait_for_selector(".app-view .app-note:has-text('tools/call get-time: answered by the server')")
+        assert ISO_TIME.search(view.locator("body").inner_text())  # the result shows in the view
+        assert requests_in_log(page, "tools/call") == 2  # the view's call went through the client: in the log
+        assert requests_in_log(page, "resources/read") >= 1  # (the view's document)
+        assert "connected (apps protocol 2026-01-26)" in box.inner_text()
+        screenshot(page, f"apps-{package}")
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="module", params=["handshake", "modern"])
+def apps_inspector(request: pytest.FixtureRequest) -> Iterator[tuple[str, InspectorProcess]]:
+    proc = InspectorProcess("inspect", APPS, "--mode", request.param)
+    try:
+        yield request.param, proc
+    finally:
+        proc.stop()
+
+
+def test_the_plain_html_view_calls_its_app_only_tool_in_both_eras(browser: Any, apps_inspector: Any) -> None:
+    era, proc = apps_inspector
+    page = open_page(browser, proc)
+    page.click("#tools-list button[data-key='reroll']")
+    assert "app only" in page.locator("#tool-detail .annotations").inner_text()
+    box, view = call_with_view(page, "roll_dice", sides="20")
+    assert "MCP Apps view" in page.locator("#tool-detail .annotations").inner_text()
+    view.locator("#sides:text('20')").wait_for(timeout=10_000)  # ui/notifications/tool-input
+    view.locator("#result").filter(has_text=re.compile(r"^\d+$")).wait_for(
+        timeout=10_000
+    )  # ui/notifications/tool-result
+    view.locator("#reroll").click()
+    view.locator("#status:text('rolled by the view')").wait_for(timeout=20_000)
+    assert re.fullmatch(r"\d+", view.locator("#result").inner_text())
+    page.wait_for_selector(".app-note:has-text('tools/call reroll: answered by the server')")
+    assert "model context now: The die shows" in box.inner_text()
+    assert requests_in_log(page, "tools/call") == 2  # roll_dice by the person, reroll by the view
+    screenshot(page, f"apps-dice-{era}")
+
+
+def test_the_app_sdk_view_calls_its_app_only_tool_in_both_eras(browser: Any, apps_inspector: Any) -> None:
+    era, proc = apps_inspector
+    page = open_page(browser, proc)
+    _, view = call_with_view(page, "count", name="taps")
+    view.locator("#name:text('taps')").wait_for(timeout=10_000)
+    view.locator("#count:text('0')").wait_for(timeout=10_000)  # ui/notifications/tool-result
+    view.locator("#increment").click()
+    view.locator("#count:text('1')").wait_for(timeout=20_000)
+    view.locator("#increment").click()
+    view.locator("#count:text('2')").wait_for(timeout=20_000)
+    page.wait_for_selector(".app-note:has-text('tools/call increment: answered by the server')")
+    screenshot(page, f"apps-counter-{era}")
+
+
+def test_display_modes_links_messages_and_teardown(browser: Any) -> None:
+    """(The host side does not depend on the era: one run, negotiated.)"""
+    proc = InspectorProcess("inspect", APPS)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "roll_dice")
+        view.locator("#fullscreen").click()
+        view.locator("#status:text('display mode: fullscreen')").wait_for(timeout=10_000)
+        assert "fullscreen" in (box.get_attribute("class") or "")
+        box.locator("button:text('Exit fullscreen')").click()
+        page.wait_for_selector(".app-view:not(.fullscreen)")
+
+        view.locator("#share").click()
+        page.wait_for_selector(".app-note:has-text('the view sends to the conversation (user): I rolled')")
+
+        view.locator("#docs").click()  # ui/open-link: nothing opens until the person says so
+        row = box.locator(".app-note.link").last
+        row.wait_for()
+        assert "modelcontextprotocol.io" in row.inner_text()
+        # (dispatched: the view may resize itself while the row scrolls into view, moving the button under the pointer)
+        row.locator('button:text("Don\'t open")').dispatch_event("click")
+        view.locator("#status:text('Link opening denied by user')").wait_for(timeout=10_000)
+        view.locator("#docs").click()
+        page.context.route(
+            "https://modelcontextprotocol.io/**", lambda route: route.fulfill(body="docs", content_type="text/html")
+        )
+        with page.context.expect_page(timeout=10_000) as opened:
+            box.locator(".app-note.link").last.get_by_role("button", name="Open", exact=True).dispatch_event("click")
+        opened.value.wait_for_load_state()
+        assert opened.value.url == "https://modelcontextprotocol.io/extensions/apps/overview"
+        assert opened.value.evaluate("() => window.opener") is None  # (noopener)
+        view.locator("#status:text('link opened')").wait_for(timeout=10_000)
+
+        box.locator("button:text('Close view')").click()  # ui/resource-teardown, answered by the view, then gone
+        box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
+        assert box.locator("iframe").count() == 0
+        assert "did not answer ui/resource-teardown" not in box.inner_text()
+
+    finally:
+        proc.stop()
+
+
+def test_a_cancelled_call_is_told_to_its_view(browser: Any) -> None:
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        page.click("#tools-list button[data-key='slow']")
+        page.click("#call-button")
+        box = page.locator(".app-view").first
+        box.locator("xpath=self::*[@data-state='ready']").wait_for(timeout=30_000)
+        page.click(".call button.danger")  # Cancel
+        page.wait_for_selector(".call[data-status='cancelled']")
+        view = page.frame_locator(".app-iframe").frame_locator("iframe")
+        view.locator("#out:has-text('[cancelled: cancelled by the person]')").wait_for(timeout=10_000)
+    finally:
+        proc.stop()
+
+
+def test_a_misbehaving_view_is_contained_and_the_page_says_what_it_did(browser: Any) -> None:
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "hostile")
+        notes = box.locator(".app-activity")
+        # the CSP it asked for, checked: the invalid sources dropped and said so, the valid one kept
+        assert "csp.connectDomains: '*' is not an https:// or wss:// origin" in notes.inner_text()
+        assert "permissions.usb is not a permission of MCP Apps" in notes.inner_text()
+        assert "connectDomains: https://api.example.com" in notes.inner_text()
+        page.wait_for_selector(".app-note:has-text('csp blocked img-src https://images.example.com/pixel.png')")
+
+        view.locator("#malformed").click()
+        page.wait_for_selector(
+            ".app-note:has-text('dropped a malformed message (not a JSON-RPC 2.0 object): not json-rpc at all')"
+        )
+        page.wait_for_selector(".app-note:has-text('its params are not an object')")
+        page.wait_for_selector(".app-note:has-text('dropped an answer to no request of ours')")
+
+        view.locator("#forbidden").click()
+        page.wait_for_selector(
+            ".app-note:has-text('refused sampling/createMessage: a view may not ask that of the host')"
+        )
+        page.wait_for_selector(".app-note:has-text('refused prompts/get')")
+        view.locator("#out:has-text('error -32601')").wait_for()
+
+        view.locator("#model-only").click()
+        page.wait_for_selector(".app-note:has-text(\"the tool 'secret' is not callable by views\")")
+        assert "the view must never get this" not in page.locator("#log").inner_text()
+
+        view.locator("#bad-link").click()
+        page.wait_for_selector(".app-note:has-text('only http(s) links are opened')")
+
+        view.locator("#escape").click()
+        report = page.locator(".app-note:has-text('escape report')")
+        report.wait_for(timeout=15_000)
+        text = report.inner_text()
+        for blocked in ("parent.document:blocked", "top.storage:blocked", "storage:blocked", "fetch:blocked"):
+            assert blocked in text, text
+
+        view.locator("#huge").click()
+        page.wait_for_selector(".app-note:has-text('characters (more than 1048576)')")
+
+        started = time.monotonic()
+        view.locator("#flood").click()
+        page.wait_for_selector(".app-note:has-text('the view sent too many messages')", timeout=20_000)
+        # the page stays responsive: the person can still call a tool and read its result
+        page.click("#tools-list button[data-key='echo']")
+        page.fill("#tool-form [name='text']", "from the person")
+        page.click("#call-button")
+        page.wait_for_selector(".call pre.text:text('from the person')", timeout=20_000)
+        assert time.monotonic() - started < 30
+        view.locator("#ok").click()
+        page.wait_for_selector(".app-note:has-text('tools/call echo: answered by the server')")
+        screenshot(page, "apps-hostile")
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()

@@ -1,0 +1,220 @@
+"""The inspector's page under attack: a hostile server's strings render as text and run nothing (in a real headless
+Chromium, with the page's CSP on and, to prove the page itself never parses them, off); and nobody but the page
+opened with the run's token may use its API: another origin, a rebinding Host, a missing or wrong token are
+refused on every route, the event stream included."""
+
+from __future__ import annotations
+
+import http.server
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from support.browser import InspectorProcess, chromium, screenshot
+from support.paths import REPO
+
+ROOT = REPO
+HOSTILE = f"{sys.executable} {ROOT / 'tests' / 'support' / 'servers' / 'hostile_inspector_server.py'}"
+EVERYTHING = str(ROOT / "examples" / "everything.py")
+
+# Any element with an event-handler attribute, or a URL attribute that would run script (data-* attributes holding a
+# server's text are inert and allowed).
+NO_HANDLERS = r"""() => [...document.querySelectorAll('*')].flatMap(el => [...el.attributes].filter(a =>
+    a.name.toLowerCase().startsWith('on') ||
+    (['href', 'src', 'action', 'formaction', 'xlink:href', 'srcdoc'].includes(a.name.toLowerCase()) &&
+     !/^(data:(image|audio)\/|blob:|\/static\/|#main$)/i.test(a.value.trim())))
+  .map(a => el.tagName + ' ' + a.name + '=' + a.value))"""
+
+
+@pytest.fixture(scope="module")
+def everything() -> Iterator[InspectorProcess]:
+    proc = InspectorProcess("inspect", EVERYTHING)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+# ---------------------------------------------------------------------------------------------- the API's gate
+
+
+def test_the_api_refuses_other_origins_rebinding_hosts_and_missing_or_wrong_tokens(
+    everything: InspectorProcess,
+) -> None:
+    base, token = everything.base, everything.token
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    port = base.rsplit(":", 1)[1]
+    with httpx.Client(timeout=10) as http:
+        ok = http.post(f"{base}/api/state", headers=auth, content=b"{}")  # the control: the right token, no Origin
+        assert ok.status_code == 200 and ok.json()["result"]["target"]
+        same = http.post(f"{base}/api/state", headers={**auth, "Origin": base}, content=b"{}")
+        assert same.status_code == 200
+        for origin in ("http://evil.example", "http://localhost:1", f"http://127.0.0.1:{int(port) + 1}", "null"):
+            for method, path in (("GET", "/"), ("GET", "/api/events"), ("POST", "/api/call"), ("POST", "/api/answer")):
+                r = http.request(
+                    method,
+                    f"{base}{path}",
+                    headers={**auth, "Origin": origin},
+                    content=b"{}" if method == "POST" else None,
+                )
+                assert r.status_code == 403, (origin, path, r.status_code)
+        r = http.request("OPTIONS", f"{base}/api/call", headers={"Origin": "http://evil.example"})
+        assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
+        assert http.get(f"{base}/", headers={"Host": "evil.example"}).status_code == 403
+        assert (
+            http.post(f"{base}/api/state", headers={**auth, "Host": f"evil.example:{port}"}, content=b"{}").status_code
+            == 403
+        )
+        assert (
+            http.post(f"{base}/api/state", headers={**auth, "Sec-Fetch-Site": "cross-site"}, content=b"{}").status_code
+            == 403
+        )
+        assert (
+            http.post(f"{base}/api/state", content=b"{}", headers={"Content-Type": "application/json"}).status_code
+            == 401
+        )
+        wrong = {**auth, "Authorization": "Bearer " + ("x" * len(token))}
+        assert http.post(f"{base}/api/state", headers=wrong, content=b"{}").status_code == 401
+        assert http.get(f"{base}/api/events", headers={"Authorization": "Bearer nope"}).status_code == 401
+        plain = {**auth, "Content-Type": "text/plain"}
+        assert http.post(f"{base}/api/call", headers=plain, content=b'{"name":"echo"}').status_code == 415
+        assert http.get(f"{base}/static/../session.py").status_code == 404
+        assert http.get(f"{base}/static/session.py").status_code == 404
+        page = http.get(f"{base}/")
+        assert page.status_code == 200
+        csp = page.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe" not in csp
+        assert page.headers["x-frame-options"] == "DENY" and page.headers["x-content-type-options"] == "nosniff"
+        assert http.get(f"{base}/static/app.js").headers["content-type"].startswith("text/javascript")
+        log = http.post(f"{base}/api/log", headers=auth, content=b"{}").json()["result"]["entries"]
+        assert not [e for e in log if e["method"] == "tools/call"]  # none of the refused calls reached the server
+    with httpx.Client(timeout=30) as http:  # (its own connection: the server closes it after a 413)
+        big = http.post(f"{base}/api/state", headers=auth, content=b"x" * (8 * 1024 * 1024 + 1))
+        assert big.status_code == 413
+
+
+class _OtherSite(http.server.BaseHTTPRequestHandler):
+    page = b""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        self.wfile.write(self.page)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_page_on_another_origin_cannot_call_tools_or_answer_even_with_the_token(everything: InspectorProcess) -> None:
+    base, token = everything.base, everything.token
+    _OtherSite.page = f"""<!doctype html><script>
+    window.results = [];
+    const tryIt = (path, body, headers) => fetch("{base}" + path, {{method: "POST", body, headers}})
+        .then(r => window.results.push(path + " " + r.status)).catch(e => window.results.push(path + " blocked"));
+    Promise.all([
+      tryIt("/api/call", '{{"name":"echo","arguments":{{"text":"from evil"}}}}',
+            {{"Content-Type": "application/json", "Authorization": "Bearer {token}"}}),
+      tryIt("/api/call", '{{"name":"echo","arguments":{{"text":"simple"}}}}', {{"Content-Type": "text/plain"}}),
+      tryIt("/api/answer", '{{"id":"ask-1","answer":{{"action":"accept"}}}}', {{"Content-Type": "text/plain"}}),
+    ]).then(() => window.done = true);
+    </script>""".encode()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OtherSite)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with chromium() as browser:
+            page = browser.new_page()
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/")
+            page.wait_for_function("window.done === true", timeout=15_000)
+            results = page.evaluate("window.results")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert results and all(r.endswith(("blocked", "403")) for r in results), results
+    with httpx.Client(timeout=10) as http_client:
+        auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        log = http_client.post(f"{base}/api/log", headers=auth, content=b"{}").json()["result"]["entries"]
+    assert not [e for e in log if e["method"] == "tools/call"]
+
+
+# ---------------------------------------------------------------------------------------------- a hostile server
+
+
+@pytest.fixture
+def hostile() -> Iterator[InspectorProcess]:
+    proc = InspectorProcess("inspect", HOSTILE, "--mode", "auto")
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.mark.parametrize("csp", ["csp-on", "csp-off"])
+def test_hostile_names_descriptions_and_results_render_as_text_and_run_nothing(
+    hostile: InspectorProcess, csp: str
+) -> None:
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=csp == "csp-off")
+        page = context.new_page()
+        dialogs: list[str] = []
+        popups: list[str] = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        context.on("page", lambda p: popups.append(p.url))
+        page.goto(hostile.url)
+        page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+        first = page.locator("#tools-list button").first
+        first.wait_for(timeout=20_000)
+        assert "<script>window.__pwned='title'</script>" in first.text_content()
+        assert "<script>window.__pwned='server-name'</script>" in page.text_content("#server-name")
+        first.click()
+        detail = page.text_content("#tool-detail")
+        assert "<img src=x onerror=\"window.__pwned='name'\">" in detail
+        assert "<img src=x onerror=\"window.__pwned='field-help'\">" in detail
+        page.click("#call-button")
+        done = page.locator(".call[data-status='done']")
+        done.wait_for(timeout=20_000)
+        text = done.text_content()
+        assert "<script>window.__pwned='result'</script>" in text
+        assert "<script>window.__pwned='embedded'</script>" in text
+        assert "window.__pwned='structured'" in text
+        assert done.locator("img").count() == 0  # neither image is a valid image: text/html, a MIME with a quote
+        assert "not shown" in text
+        # a resource_link to javascript: is read through MCP on request, never navigated to
+        done.locator("button", has_text="Read it").click()
+        page.locator("#resource-detail .contents, #resource-detail .banner").first.wait_for(timeout=10_000)
+        # structured content that does not match the tool's outputSchema is shown, and said so; audio plays
+        page.click("#tab-tools")
+        page.click("#tools-list button[data-key='mismatch']")
+        page.click("#call-button")
+        checked = page.locator(".call[data-status='done']", has_text="mismatch")
+        checked.wait_for(timeout=20_000)
+        assert "does not match its outputSchema" in checked.locator(".validation").text_content()
+        assert checked.locator("audio").get_attribute("src").startswith("data:audio/wav;base64,")
+        # a URL elicitation to javascript: is shown, never opened
+        page.click("#tools-list button[data-key='phish']")
+        page.click("#call-button")
+        ask = page.locator(".ask[data-kind='elicitation']")
+        ask.wait_for(timeout=20_000)
+        assert "javascript:window.__pwned='url'" in ask.text_content()
+        assert ask.locator("button", has_text="Open the link").is_disabled()
+        assert "not an http(s) link" in ask.text_content()
+        screenshot(page, f"hostile-{csp}")
+        ask.locator("button", has_text="Decline").click()
+        page.locator(".call[data-status='done'] pre.text", has_text="the user chose decline").wait_for(timeout=20_000)
+        page.click("#tab-server")
+        assert "(not an http(s) link)" in page.text_content("#server-info")
+        page.click("#tab-resources")
+        page.click("#resources-list button >> nth=0")
+        page.locator("#resource-contents pre.text").wait_for(timeout=10_000)
+        page.click("#tab-prompts")
+        page.locator("#prompts-list button").first.wait_for()
+        assert page.evaluate("window.__pwned") is None
+        assert page.evaluate(NO_HANDLERS) == []
+        assert page.locator("script").count() == 1  # the page's own module, nothing the server sent
+        assert page.locator("img[src='x']").count() == 0
+        assert not dialogs and not popups
+        context.close()

@@ -1,0 +1,172 @@
+"""The inspector's parts in process: the bounded message log, the event fan-out, the page's files (no HTML parsing
+of data anywhere in them), and the Inspector against a real in-process server (answers checked against the
+requested schema, bounded tables)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+
+from mcpkit.inspector import EventHub, Inspector, InspectorError, MessageLog
+from mcpkit.inspector.web import load_static
+from support.paths import REPO
+
+STATIC = REPO / "src" / "mcpkit" / "inspector" / "static"
+
+
+def test_the_message_log_is_a_ring_bounded_in_entries_and_bytes() -> None:
+    log = MessageLog(max_entries=5, max_bytes=1000, max_entry_bytes=100)
+    for i in range(8):
+        log.record("out", b'{"jsonrpc":"2.0","method":"notifications/x","params":{"i":%d}}' % i)
+    assert len(log) == 5 and log.dropped == 3
+    assert [e.seq for e in log.entries()] == [4, 5, 6, 7, 8]
+    big = log.record("in", b'{"jsonrpc":"2.0","id":1,"result":{"x":"' + b"a" * 5000 + b'"}}')
+    assert big.size > 5000 and big.cut and len(big.text) == 100
+    assert log.held_bytes <= 1000
+    for _ in range(30):
+        log.record("in", b"x" * 100)
+    assert log.held_bytes <= 1000 and len(log) <= 5
+    assert log.get(1) is None and log.get(log.entries()[-1].seq) is log.entries()[-1]
+    log.clear()
+    assert len(log) == 0 and log.held_bytes == 0
+
+
+def test_the_message_log_times_each_answer_against_its_request() -> None:
+    log = MessageLog()
+    log.record("out", b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{}}', when=10.0)
+    log.record("in", b'{"jsonrpc":"2.0","id":9,"method":"roots/list"}', when=10.1)
+    log.record("out", b'{"jsonrpc":"2.0","id":9,"result":{"roots":[]}}', when=10.2)
+    answer = log.record("in", b'{"jsonrpc":"2.0","id":7,"error":{"code":-1,"message":"no"}}', when=10.5)
+    assert answer.kind == "error" and answer.method == "tools/call" and answer.elapsed == pytest.approx(0.5)
+    roots = log.entries()[2]
+    assert roots.direction == "out" and roots.method == "roots/list" and roots.elapsed == pytest.approx(0.1)
+    assert log.record("in", b"not json").kind == "invalid"
+    assert log.record("in", b"[1,2]").kind == "batch"
+
+
+async def test_a_page_that_falls_behind_gets_resync_and_the_pages_are_bounded() -> None:
+    hub = EventHub(max_subscribers=2, queue_size=3)
+    a, b = hub.subscribe(), hub.subscribe()
+    with pytest.raises(RuntimeError):
+        hub.subscribe()
+    for i in range(5):
+        hub.publish("log", n=i)
+    assert a.overflowed == 1 and b"resync" in await a.next()
+    a.close()
+    hub.subscribe()  # a place was freed
+    assert hub.subscribers == 2 and b.overflowed == 1
+
+
+def test_the_page_never_parses_data_as_html() -> None:
+    files = load_static()
+    assert {"index.html", "app.js", "dom.js", "forms.js", "render.js", "inspector.css"} <= set(files)
+    for path in STATIC.glob("*.js"):
+        source = path.read_text()
+        for banned in (
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+            "eval(",
+            "new Function",
+            'setAttribute("on',
+            "srcdoc",
+            "createContextualFragment",
+            "DOMParser",
+        ):
+            assert banned not in source, (path.name, banned)
+    html = (STATIC / "index.html").read_text()
+    assert not re.search(r"<script(?![^>]*\bsrc=)", html)  # no inline script: the CSP allows 'self' only
+    assert " on" not in re.sub(r"<[^>]*>", lambda m: re.sub(r"\son\w+=", " ON", m.group(0)), html).replace(" ON", "")
+
+
+def _everything():  # type: ignore[no-untyped-def]
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("everything_for_inspector", REPO / "examples" / "everything.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.create_app()
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_an_elicitation_answer_is_checked_against_the_requested_schema(mode: str) -> None:
+    inspector = Inspector(_everything(), mode=mode)
+    await inspector.connect()
+    try:
+        assert inspector.status == "connected", inspector.error
+        call_id = await inspector.start_call("ask_name", {})
+        for _ in range(200):
+            if inspector.snapshot()["pending"]:
+                break
+            await asyncio.sleep(0.01)
+        (ask,) = inspector.snapshot()["pending"]
+        assert ask["kind"] == "elicitation" and ask["server"] == "mcpkit-everything"
+        with pytest.raises(InspectorError) as wrong:
+            inspector.answer(ask["id"], {"action": "accept", "content": {"name": 5}})
+        assert wrong.value.status == 422
+        with pytest.raises(InspectorError):
+            inspector.answer(ask["id"], {"action": "maybe"})
+        inspector.answer(ask["id"], {"action": "accept", "content": {"name": "Ada"}})
+        for _ in range(200):
+            calls = {c["id"]: c for c in inspector.snapshot()["calls"]}
+            if calls[call_id]["status"] != "running":
+                break
+            await asyncio.sleep(0.01)
+        assert calls[call_id]["result"]["content"][0]["text"] == "Hello, Ada!"
+        with pytest.raises(InspectorError) as gone:
+            inspector.answer(ask["id"], {"action": "decline"})
+        assert gone.value.status == 404
+    finally:
+        await inspector.aclose()
+
+
+async def test_running_calls_and_roots_are_bounded() -> None:
+    inspector = Inspector(_everything(), mode="handshake", max_running_calls=2)
+    await inspector.connect()
+    try:
+        for _ in range(2):
+            await inspector.start_call("slow", {"steps": 100, "delay_ms": 50})
+        with pytest.raises(InspectorError) as full:
+            await inspector.start_call("slow", {"steps": 1})
+        assert full.value.status == 429
+        with pytest.raises(InspectorError):
+            await inspector.set_roots([{"uri": f"file:///r{i}"} for i in range(300)])
+        await inspector.set_roots(["file:///tmp", {"uri": "file:///srv", "name": "srv"}])
+        result = await inspector.request("tools/call", {"name": "roots", "arguments": {}})
+        assert "file:///srv" in result["content"][0]["text"]
+    finally:
+        await inspector.aclose()
+    assert inspector.status == "disconnected" and not inspector.snapshot()["pending"]
+
+
+async def test_the_inspector_listens_on_loopback_only() -> None:
+    from mcpkit.inspector import start_inspector
+
+    for host in ("0.0.0.0", "192.168.1.5", "::"):
+        with pytest.raises(ValueError, match="loopback"):
+            await start_inspector(Inspector(_everything()), host=host)
+
+
+async def test_the_inspector_asks_the_server_every_time_even_when_it_says_cache() -> None:
+    from mcpkit import MCPKit
+
+    app = MCPKit("cached", list_ttl_ms=60_000, list_cache_scope="public")
+
+    @app.tool
+    def ping_tool() -> str:
+        """A tool."""
+        return "pong"
+
+    inspector = Inspector(app, mode="modern")
+    await inspector.connect()
+    try:
+        for _ in range(2):
+            assert [t["name"] for t in (await inspector.list_page("tools"))["items"]] == ["ping_tool"]
+        asked = [e for e in inspector.log.entries() if e.method == "tools/list" and e.direction == "out"]
+        assert len(asked) == 2  # a Refresh shows what the server answers now, and its messages
+    finally:
+        await inspector.aclose()

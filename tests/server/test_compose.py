@@ -1,0 +1,247 @@
+"""Composition: ``app.mount(other, prefix=...)`` (live) and ``app.import_server(other, prefix=...)`` (a copy), in both
+eras over stdio and Streamable HTTP (the apps are in tests/support/servers/toolkit_apps.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, Context, MCPKit
+from mcpkit.protocol.errors import MCPError
+from mcpkit.server.compose import prefixed_uri, unprefixed_uri
+from support.toolkit import ERAS, TRANSPORTS, serve_http, toolkit_client
+
+pytestmark = pytest.mark.timeout(60)
+HANDLERS: dict[str, Any] = {
+    "elicitation_handler": lambda params: {"name": "Oslo"},
+    "sampling_handler": lambda params: "mild and dry",
+}
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_mounted_and_imported_components_are_served_under_their_prefix(transport: str, mode: str) -> None:
+    async with toolkit_client("compose", transport, mode, **HANDLERS) as client:
+        tools = {t.name for t in await client.list_tools()}
+        assert {"local", "weather_forecast", "weather_ask_city", "weather_double", "copy_hello"} <= tools
+        assert "forecast" not in tools and "hello" not in tools
+        assert [r.uri for r in await client.list_resources()] == ["data://weather/today"]
+        assert [t.uri_template for t in await client.list_resource_templates()] == ["data://weather/city/{name}"]
+        assert [p.name for p in await client.list_prompts()] == ["weather_brief"]
+        assert (await client.call_tool("weather_double", {"x": 21})).data == 42
+        assert (await client.call_tool("copy_hello", {})).text == "hello from the copy"
+        assert await client.read_text("data://weather/today") == "sunny today"
+        read = await client.read_resource("data://weather/city/Rome")
+        assert str(read.contents[0].uri) == "data://weather/city/Rome"  # the parent's URI, not the mounted one
+        assert read.contents[0].text == "data of Rome"  # type: ignore[union-attr]
+        prompt = await client.get_prompt("weather_brief", {"city": "Oslo", "style": "long"})
+        assert prompt.messages[0].content.text == "Write a long brief for Oslo"  # type: ignore[union-attr]
+        assert (await client.complete("weather_brief", "style", "l")).completion.values == ["long"]
+        with pytest.raises(MCPError):
+            await client.call_tool("forecast", {"city": "Oslo"})  # only the prefixed name exists
+        with pytest.raises(MCPError):
+            await client.read_resource("data://today")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_mounted_tool_gets_its_servers_lifespan_and_the_callers_progress_log_elicitation_sampling(
+    transport: str, mode: str
+) -> None:
+    logs: list[Any] = []
+    async with toolkit_client(
+        "compose", transport, mode, logging_handler=logs.append, log_level="info", **HANDLERS
+    ) as client:
+        progress: list[float] = []
+        result = await client.call_tool(
+            "weather_forecast", {"city": "Paris"}, on_progress=lambda p, total, message: progress.append(p)
+        )
+        assert result.text == "Paris: sunny, celsius (served by weather)"  # ctx.app and its lifespan_state
+        assert progress == [1, 2]
+        assert (await client.call_tool("weather_ask_city", {})).text == "you chose Oslo"
+        assert (await client.call_tool("weather_summarize", {})).text == "model says mild and dry"
+    assert {"level": "info", "data": "forecast for Paris"} in [{k: e[k] for k in ("level", "data")} for e in logs]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_mount_is_live_with_list_changed_and_import_is_a_copy(transport: str, mode: str) -> None:
+    async with toolkit_client("compose", transport, mode) as client:
+        async with client.watch(tools=True) as watch:
+            assert (await client.call_tool("grow", {"name": "later"})).text == "grown"
+            method, _ = await watch.next(timeout=5)
+            assert method == "notifications/tools/list_changed"
+        assert "weather_later" in {t.name for t in await client.list_tools()}
+        assert (await client.call_tool("weather_later", {})).text == "I am later"
+        await client.call_tool("shrink", {"name": "later"})
+        assert "weather_later" not in {t.name for t in await client.list_tools()}
+        with pytest.raises(MCPError):
+            await client.call_tool("weather_later", {})
+        await client.call_tool("grow_copy", {"name": "ghost"})
+        names = {t.name for t in await client.list_tools()}
+        assert "copy_ghost" not in names and "ghost" not in names
+
+
+@pytest.mark.parametrize("mode", ["2025-11-25", "2026-07-28"])
+async def test_a_mounted_tool_that_may_run_as_a_task_runs_as_one_in_the_parent(mode: str) -> None:
+    """The parent takes on the mounted tool's task support (as if registered there): it declares tasks, runs the
+    call as a task when asked, and a tool that requires one is never run plainly."""
+    child = MCPKit("child")
+
+    @child.tool(task=True)
+    async def double(x: int) -> int:
+        await asyncio.sleep(0.05)
+        return x * 2
+
+    parent = MCPKit("parent")
+    parent.mount(child, prefix="c")
+    assert parent.tasks is not None
+
+    @child.tool(task="required")  # (registered after mounting: the live mount brings it too)
+    async def must(ctx: Context, x: int) -> str:
+        await ctx.become_task()
+        return f"{x} in task {ctx.task_id is not None}"
+
+    async with Client(parent, protocol_version=mode) as client:
+        handle = await client.call_tool_as_task("c_double", {"x": 21})
+        assert (await handle.result()).structured == {"result": 42}
+        assert (await client.call_tool("c_must", {"x": 1})).text == "1 in task True"
+
+
+def test_prefixed_uris_round_trip() -> None:
+    for uri, expected in [
+        ("data://today", "data://w/today"),
+        ("file:///etc/x", "file://w//etc/x"),
+        ("urn:isbn:1", "urn:w/isbn:1"),
+        ("plain", "w/plain"),
+        ("data://city/{name}", "data://w/city/{name}"),
+    ]:
+        assert prefixed_uri("w", uri) == expected
+        assert unprefixed_uri("w", expected) == uri
+    assert unprefixed_uri("w", "data://other/today") is None
+    assert prefixed_uri(None, "data://x") == "data://x"
+
+
+def test_mount_refuses_collisions_cycles_and_bad_prefixes() -> None:
+    parent, child = MCPKit("parent"), MCPKit("child")
+    parent.add_tool(lambda: 1, name="c_x")
+    child.add_tool(lambda: 2, name="x")
+    with pytest.raises(ValueError, match="c_x"):
+        parent.mount(child, prefix="c")
+    assert parent.get_tool("c_x") is not None and len(parent.tools) == 1  # nothing was half-mounted
+    parent.mount(child, prefix="k")
+    with pytest.raises(ValueError, match="already mounted"):
+        parent.mount(MCPKit("other"), prefix="k")
+    with pytest.raises(ValueError, match="itself"):
+        child.mount(parent, prefix="loop")
+    with pytest.raises(ValueError, match="itself"):
+        parent.mount(parent, prefix="self")
+    for bad in ("", "a b", "a/b", "-x", "x" * 65):
+        with pytest.raises(ValueError, match="prefix"):
+            parent.mount(MCPKit("z"), prefix=bad)
+
+
+def test_a_later_colliding_name_is_left_out_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    parent, child = MCPKit("parent"), MCPKit("child")
+    parent.add_tool(lambda: "mine", name="c_x")
+    parent.mount(child, prefix="c")
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        child.add_tool(lambda: "theirs", name="x")
+    tool = parent.get_tool("c_x")
+    assert tool is not None and type(tool).__name__ == "Tool"  # the parent's own tool stays
+    assert "collides" in caplog.text
+
+
+def test_scopes_and_tags_follow_the_prefixed_names() -> None:
+    parent, child = MCPKit("parent"), MCPKit("child")
+
+    @child.tool(scopes=["files:write"], tags={"files"})
+    def delete(path: str) -> str:
+        return path
+
+    @child.resource("files://{path}", scopes=["files:read"])
+    def read(path: str) -> str:
+        return path
+
+    parent.mount(child, prefix="fs", tags={"mounted"})
+    rule = parent.scope_rule
+    assert rule("tools/call", {"name": "fs_delete"}) == ["files:write"]
+    assert rule("tools/call", {"name": "delete"}) == []
+    assert rule("resources/read", {"uri": "files://fs/a.txt"}) == ["files:read"]
+    tool = parent.get_tool("fs_delete")
+    assert tool is not None and tool.tags == {"files", "mounted"}
+
+
+async def test_prefixed_tool_scopes_are_enforced_over_http() -> None:
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+    from support.toolkit import UserHeader, build
+
+    app = build("compose")
+    async with serve_asgi(UserHeader(create_app(app), app.scope_rule)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, headers={"X-User": "bob"}) as client:
+            with pytest.raises(MCPError) as refused:
+                await client.call_tool("weather_forecast", {"city": "Oslo"})
+            assert refused.value.code == -32003 and refused.value.data["scopes"] == ["weather:read"]
+        async with Client(url, headers={"X-User": "ann", "X-Scopes": "weather:read"}) as client:
+            assert (await client.call_tool("weather_forecast", {"city": "Oslo"})).text.startswith("Oslo: sunny")
+
+
+async def test_mounted_lifespans_run_inside_the_parents_in_order() -> None:
+    events: list[str] = []
+
+    def lifespan(tag: str) -> Any:
+        @contextlib.asynccontextmanager
+        async def run(app: MCPKit) -> AsyncIterator[str]:
+            events.append(f"enter {tag}")
+            yield tag
+            events.append(f"exit {tag}")
+
+        return run
+
+    parent = MCPKit("parent", lifespan=lifespan("parent"))
+    child = MCPKit("child", lifespan=lifespan("child"))
+    grandchild = MCPKit("grandchild", lifespan=lifespan("grandchild"))
+    child.mount(grandchild, prefix="g")
+    parent.mount(child, prefix="c")
+
+    @grandchild.tool
+    def state(ctx: Context) -> str:
+        return str(ctx.lifespan_state)
+
+    async with Client(parent) as client:
+        assert (await client.call_tool("c_g_state", {})).text == "grandchild"
+        assert events == ["enter parent", "enter child", "enter grandchild"]
+    assert events[3:] == ["exit grandchild", "exit child", "exit parent"]
+
+
+async def test_a_server_mounted_while_serving_starts_its_lifespan_and_clients_are_told() -> None:
+    parent = MCPKit("parent")
+    parent.add_tool(lambda: "x", name="x")
+    started = asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: MCPKit) -> AsyncIterator[str]:
+        started.set()
+        yield "late"
+
+    child = MCPKit("child", lifespan=lifespan)
+
+    @child.tool
+    def state(ctx: Context) -> str:
+        return str(ctx.lifespan_state)
+
+    async with serve_http(parent) as url, Client(url) as client, client.watch(tools=True) as watch:
+        parent.mount(child, prefix="late")
+        assert (await watch.next(timeout=5))[0] == "notifications/tools/list_changed"
+        assert (await client.call_tool("late_state", {})).text == "late"  # (the first request entered it)
+        assert started.is_set()
+        parent.unmount("late")
+        assert (await watch.next(timeout=5))[0] == "notifications/tools/list_changed"
+        assert [t.name for t in await client.list_tools()] == ["x"]

@@ -1,0 +1,387 @@
+"""Server middleware on the interceptor chain: typed hooks, request logging, timing, error handling, rate limiting,
+the response cache and the size/time guard, over stdio and Streamable HTTP in both eras."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, MCPKit
+from mcpkit.protocol.errors import InvalidParams, MCPError
+from mcpkit.server.interceptors import Call, CallNext, ToolCall
+from mcpkit.server.middleware import Middleware, RateLimit, RateLimited, RequestLogging, ResponseCache, Timing
+from mcpkit.server.middleware.ratelimit import MemoryBuckets
+from support.paths import SERVERS
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+from support.toolkit import ERAS, TRANSPORTS, serve_http
+
+sys.path.insert(0, str(SERVERS))
+
+import middleware_apps
+
+BOTH = pytest.mark.parametrize("transport", TRANSPORTS)
+ERA = pytest.mark.parametrize("mode", ERAS)
+
+
+@contextlib.asynccontextmanager
+async def connect(
+    name: str, transport: str, mode: str, *, app: MCPKit | None = None, user: str | None = None, **options: Any
+) -> AsyncIterator[Client]:
+    """A client of middleware app ``name`` over ``transport`` in ``mode`` (HTTP: ``X-User`` names the principal)."""
+    if transport == "stdio":
+        async with Client([sys.executable, str(SERVERS / "middleware_apps.py"), name], mode=mode, **options) as c:
+            yield c
+        return
+    served = app if app is not None else middleware_apps.build(name)
+    async with serve_http(served) as url:
+        headers = {"X-User": user} if user is not None else None
+        async with Client(url, mode=mode, headers=headers, **options) as client:
+            yield client
+
+
+async def _data(client: Client, tool: str) -> Any:
+    result = await client.call_tool(tool, {})
+    assert not result.is_error, result.text
+    return (
+        result.structured["result"]
+        if isinstance(result.structured, dict) and "result" in result.structured
+        else result.data
+    )
+
+
+# ---------------------------------------------------------------------------------------------- hooks
+
+
+def test_a_middleware_is_installed_for_the_methods_it_hooks_only() -> None:
+    class ToolsOnly(Middleware):
+        async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    class Everything(Middleware):
+        async def on_request(self, call: Call, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    assert ToolsOnly().methods == frozenset({"tools/call"})
+    assert Everything().methods is None
+    assert ResponseCache().methods == frozenset(
+        {"tools/list", "resources/list", "resources/templates/list", "prompts/list", "resources/read"}
+    )
+    app = MCPKit("m")
+    remove = app.add_middleware(ToolsOnly())
+    assert app._intercepting is not None and app._intercepting.chain("tools/list") == ()
+    assert len(app._intercepting.chain("tools/call")) == 1
+    remove()
+    assert app._intercepting is None  # nothing left: dispatch pays nothing again
+
+
+@BOTH
+@ERA
+async def test_typed_hooks_see_the_call_and_can_refuse_or_change_the_result(transport: str, mode: str) -> None:
+    async with connect("observed", transport, mode) as client:
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).data == 5
+        with pytest.raises(InvalidParams, match="negative numbers"):
+            await client.call_tool("add", {"a": -1, "b": 3})
+        page = await client.session.list_tools()
+        assert page.meta is not None and page.meta.get("com.example/checked") is True
+        seen = await _data(client, "hook_seen")
+        assert seen.count("call add as None") == 2 and "list tools" in seen
+
+
+# ---------------------------------------------------------------------------------------------- logging, timing, errors
+
+
+@BOTH
+@ERA
+async def test_each_request_is_logged_once_with_its_outcome(transport: str, mode: str) -> None:
+    async with connect("observed", transport, mode) as client:
+        await client.call_tool("add", {"a": 1, "b": 1})
+        await client.call_tool("refuse", {})
+        with pytest.raises(MCPError):
+            await client.call_tool("add", {"a": -5, "b": 1})
+        lines = [line for line in await _data(client, "log_lines") if line.startswith("mcpkit.requests")]
+    records = [line for line in lines if "tools/call" in line]
+    assert any("tools/call add ok" in line for line in records)
+    assert any("tools/call refuse tool_error" in line for line in records)
+    assert any("tools/call add error -32602" in line and "WARNING" in line for line in records)
+    structured = next(line for line in records if "tools/call add ok" in line)
+    era = "modern" if mode == "modern" else "handshake"
+    assert f"'era': '{era}'" in structured and "'arguments': ['a', 'b']" in structured
+    assert "'session':" in structured
+
+
+@ERA
+async def test_logs_never_hold_a_token_or_request_state(mode: str) -> None:
+    """Every log line of the server process (every logger, DEBUG) through an authorized session, an input round
+    with requestState, a masked crash: the bearer token and the requestState never appear."""
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    token = "tok-SECRET-0123456789"
+    app = middleware_apps.build("observed")
+    verifier = StaticTokenVerifier.simple({token: []}, audience="http://mcp.test/mcp")
+    asgi = protect(create_app(app), resource="http://mcp.test/mcp", verifier=verifier)
+    seen: list[bytes] = []
+
+    def elicit(params: Any) -> dict[str, Any]:
+        return {"name": "ada"}
+
+    async with serve_asgi(asgi) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(
+            url,
+            mode=mode,
+            headers={"Authorization": f"Bearer {token}"},
+            elicitation_handler=elicit,
+            tap=lambda event: seen.append(event.data),
+        ) as client:
+            assert (await client.call_tool("ask", {})).text == "hello ada"
+            crashed = await client.call_tool("crash", {})  # (a tool's exception: an isError result, masked)
+            assert crashed.is_error and "error id" in crashed.text and "secret internals" not in crashed.text
+            with pytest.raises(MCPError) as exploded:
+                await client.call_tool("explode", {})  # (an inner middleware's: masked by ErrorHandling)
+            assert "error id" in exploded.value.message and "secret internals" not in exploded.value.message
+            lines = await _data(client, "log_lines")
+    text = "\n".join(lines)
+    assert "tools/call ask ok" in text and "tools/call explode error RuntimeError" in text
+    assert "the secret internals of explode" in text  # the masked error's details are in the log, with its id
+    assert token not in text and "Bearer" not in text
+    if mode == "modern":
+        answers = [json.loads(data) for data in seen if b'"requestState"' in data]
+        sealed = [a["result"]["requestState"] for a in answers if "result" in a and "requestState" in a["result"]]
+        assert sealed, "the modern round trip carried a requestState"
+        assert all(state not in text and state[:24] not in text for state in sealed)
+
+
+@BOTH
+@ERA
+async def test_timing_per_method_and_per_tool(transport: str, mode: str) -> None:
+    async with connect("observed", transport, mode) as client:
+        for i in range(5):
+            await client.call_tool("add", {"a": i, "b": 1})
+        await client.call_tool("refuse", {})
+        await client.list_tools()
+        stats = await _data(client, "timing_stats")
+    add = stats["tools/call add"]
+    assert (
+        add["count"] == 5 and add["errors"] == 0 and 0 < add["p50_ms"] <= add["p99_ms"] <= add["max_ms"] * 1.25 + 0.01
+    )
+    assert stats["tools/call refuse"]["errors"] == 1 and stats["tools/list"]["count"] >= 1
+
+
+def test_the_timing_table_is_bounded() -> None:
+    timing = Timing(max_entries=3)
+
+    class Fake:
+        def __init__(self, name: str) -> None:
+            self.method = "tools/call"
+            self.params = {"name": name}
+
+    for i in range(10):
+        timing._record(Fake(f"t{i}"), 1.0, False)  # type: ignore[arg-type]
+    assert list(timing.stats()) == ["tools/call t7", "tools/call t8", "tools/call t9"]
+
+
+@BOTH
+@ERA
+async def test_unexpected_exceptions_are_masked_behind_an_error_id(transport: str, mode: str) -> None:
+    async with connect("observed", transport, mode) as client:
+        with pytest.raises(MCPError) as caught:
+            await client.call_tool("explode", {})
+        assert caught.value.code == -32603 and "error id" in caught.value.message
+        assert "secret" not in caught.value.message
+        assert (await client.call_tool("crash", {})).is_error
+        counts = await _data(client, "error_counts")
+        assert (await client.call_tool("add", {"a": 1, "b": 2})).data == 3  # the session goes on
+    assert counts["tools/call RuntimeError"] == 1 and counts["tools/call isError"] == 1
+
+
+# ---------------------------------------------------------------------------------------------- rate limiting
+
+
+@BOTH
+@ERA
+async def test_a_token_bucket_per_caller(transport: str, mode: str) -> None:
+    async with connect("limited", transport, mode) as client:
+        for _ in range(3):
+            assert (await client.call_tool("hit", {})).text == "hit"
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("hit", {})
+        assert refused.value.code == RateLimited.code == -32010 and 0 < refused.value.data["retryAfterMs"] <= 1000
+        await client.list_tools()  # (cost 0: never limited)
+        await asyncio.sleep(1.1)
+        assert (await client.call_tool("hit", {})).text == "hit"  # refilled
+
+
+@ERA
+async def test_principals_have_buckets_of_their_own(mode: str) -> None:
+    app = middleware_apps.build("limited")
+    async with serve_http(app) as url, Client(url, mode=mode, headers={"X-User": "alice"}) as alice:
+        for _ in range(3):
+            await alice.call_tool("hit", {})
+        with pytest.raises(MCPError, match="Rate limit"):
+            await alice.call_tool("hit", {})
+        async with Client(url, mode=mode, headers={"X-User": "bob"}) as bob:
+            assert (await bob.call_tool("hit", {})).text == "hit"
+
+
+async def test_the_in_memory_buckets_are_bounded() -> None:
+    buckets = MemoryBuckets(max_keys=100)
+    for i in range(1_000):
+        await buckets.take(f"caller-{i}", 1, 1, 1)
+    assert len(buckets) == 100
+    assert await buckets.take("caller-999", 1, 1, 1) > 0  # the recent ones are still there
+    assert await buckets.take("caller-0", 1, 1, 1) == 0  # a dropped one starts full
+
+
+@pytest.mark.redis
+async def test_redis_buckets_are_shared_by_every_worker(redis_url: str) -> None:  # noqa: F811
+    from mcpkit.stores.redis.ratelimit import RedisBuckets, buckets_from_env
+
+    one, two = RedisBuckets(redis_url, prefix="rl-test:"), RedisBuckets(redis_url, prefix="rl-test:")
+    try:
+        limit_one = RateLimit(1, burst=2, store=one, costs={"tools/list": 0})
+        limit_two = RateLimit(1, burst=2, store=two, costs={"tools/list": 0})
+        apps = []
+        for limit in (limit_one, limit_two):
+            app = MCPKit("w")
+            app.add_middleware(limit)
+            app.tool(lambda: "hit", name="hit")
+            apps.append(app)
+        async with Client(apps[0]) as first, Client(apps[1]) as second:
+            key = "shared"
+            limit_one.key = limit_two.key = lambda call: key
+            await first.call_tool("hit", {})
+            await second.call_tool("hit", {})
+            with pytest.raises(MCPError, match="Rate limit"):
+                await first.call_tool("hit", {})  # the two workers took from one bucket
+        assert await one.conn.client.pttl(one.key("shared")) > 0  # it expires by itself
+        assert buckets_from_env({}) is None
+        from_env = buckets_from_env({"MCPKIT_REDIS_URL": redis_url})
+        assert isinstance(from_env, RedisBuckets)
+        await from_env.aclose()
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_an_unreachable_store_lets_requests_through_or_refuses_them() -> None:
+    class Down:
+        async def take(self, key: str, cost: float, rate: float, burst: float) -> float:
+            raise ConnectionError("down")
+
+    for fail_open in (True, False):
+        app = MCPKit("down")
+        app.add_middleware(RateLimit(1, store=Down(), fail_open=fail_open))
+        app.tool(lambda: "hit", name="hit")
+        async with Client(app) as client:
+            if fail_open:
+                assert (await client.call_tool("hit", {})).text == "hit"
+            else:
+                with pytest.raises(MCPError, match="unavailable"):
+                    await client.call_tool("hit", {})
+
+
+# ---------------------------------------------------------------------------------------------- response cache
+
+
+@BOTH
+@ERA
+async def test_lists_and_reads_are_cached_by_their_own_hints(transport: str, mode: str) -> None:
+    async with connect("cached", transport, mode, cache=False) as client:
+        for _ in range(3):
+            await client.list_tools()
+            await client.read_resource("data://news")
+        asked = await _data(client, "asked")
+        assert asked["tools/list"] == 1 and asked["reads"] == 1  # one trip to the handler each
+        await client.call_tool("grow", {"name": "fresh"})  # a change (told to clients or not) drops the page
+        await asyncio.sleep(0.2)
+        assert "fresh" in {t.name for t in await client.list_tools()}
+        await client.call_tool("touch", {})  # an update drops the read
+        await client.read_resource("data://news")
+        asked = await _data(client, "asked")
+        assert asked["tools/list"] == 2 and asked["reads"] == 2
+
+
+@ERA
+async def test_a_private_cache_entry_is_never_served_to_another_principal(mode: str) -> None:
+    app = middleware_apps.build("cached")
+    async with serve_http(app) as url:
+        async with Client(url, mode=mode, headers={"X-User": "alice"}, cache=False) as alice:
+            first = await alice.read_text("data://me")
+            again = await alice.read_text("data://me")
+            assert first == again and first.startswith("you are alice")  # alice's entry, kept for her
+            async with Client(url, mode=mode, headers={"X-User": "mallory"}, cache=False) as mallory:
+                theirs = await mallory.read_text("data://me")
+                assert theirs.startswith("you are mallory") and "alice" not in theirs
+                news = await mallory.read_text("data://news")
+            assert news == await alice.read_text("data://news")  # a public entry serves everyone
+        if mode == "handshake":
+            async with Client(url, mode=mode, cache=False) as anon_one, Client(url, mode=mode, cache=False) as anon_two:
+                one, two = await anon_one.read_text("data://me"), await anon_two.read_text("data://me")
+                assert one != two  # no principal: private entries are kept per session
+                assert one == await anon_one.read_text("data://me")
+        else:
+            async with Client(url, mode=mode, cache=False) as anon:
+                one = await anon.read_text("data://me")
+                assert one != await anon.read_text("data://me")  # stateless and anonymous: never kept
+
+
+def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
+    cache = ResponseCache(max_entries=10, max_bytes=2_000, max_entry_bytes=500)
+    now = 0.0
+    for i in range(50):
+        cache._keep(
+            {"contents": [{"text": "z" * 100}], "ttlMs": 1000, "cacheScope": "public"},
+            ("r", str(i), "v", None),
+            None,
+            now,
+        )
+    assert len(cache) == 10 and cache.size_bytes <= 2_000
+    cache._keep(
+        {"contents": [{"text": "z" * 1000}], "ttlMs": 1000, "cacheScope": "public"}, ("big", None, "v", None), None, now
+    )
+    assert ("big", None, "v", None) not in cache._entries  # over max_entry_bytes: not kept
+    for i in range(50):
+        cache._keep({"x": "y" * 300, "ttlMs": 1000, "cacheScope": "public"}, ("s", str(i), "v", None), None, now)
+    assert cache.size_bytes <= 2_000 and len(cache) <= 10
+
+
+# ---------------------------------------------------------------------------------------------- guard
+
+
+@BOTH
+@ERA
+async def test_the_guard_bounds_time_and_sizes(transport: str, mode: str) -> None:
+    async with connect("guarded", transport, mode) as client:
+        late = await client.call_tool("nap", {"seconds": 5})
+        assert late.is_error and "no answer within 0.5 s" in late.text
+        assert (await client.call_tool("nap", {"seconds": 0.01})).text == "rested"
+        big = await client.call_tool("blob", {"n": 10_000})
+        assert big.is_error and "larger than 2000 bytes" in big.text
+        long = await client.call_tool("echo", {"text": "w" * 2_000})
+        assert long.is_error and "params larger than 1000 bytes" in long.text
+        with pytest.raises(MCPError, match="larger than 2000 bytes"):
+            await client.read_resource("data://big")
+        assert (await client.call_tool("echo", {"text": "ok"})).text == "ok"  # the session goes on
+
+
+async def test_structured_logging_as_json_and_to_a_sink(caplog: pytest.LogCaptureFixture) -> None:
+    records: list[dict[str, Any]] = []
+    app = MCPKit("j")
+    app.add_middleware(RequestLogging(as_json=True, sink=records.append))
+    app.tool(lambda: "x", name="x")
+    with caplog.at_level(logging.INFO, logger="mcpkit.requests"):
+        async with Client(app) as client:
+            await client.call_tool("x", {})
+    logged = [json.loads(r.getMessage()) for r in caplog.records if r.name == "mcpkit.requests"]
+    calls = [r for r in logged if r["method"] == "tools/call"]
+    assert calls and calls[0]["target"] == "x" and calls[0]["outcome"] == "ok"
+    assert any(r["method"] == "tools/call" for r in records)

@@ -1,0 +1,362 @@
+"""Skills (SEP-2640, ``io.modelcontextprotocol/skills``) on mcpkit's server and client, in both eras.
+
+The spec's words these tests hold the code to: "Each file within a skill directory is exposed as an MCP resource";
+"The final segment of <skill-path> MUST equal the skill's name"; an entry's ``resources`` "MUST be complete", each
+with ``digest`` ``sha256:{hex}`` and ``size``; ``skills/get`` of an unknown URI and ``resources/directory/read`` of a
+non-directory answer -32602; subdirectories are listed with ``mimeType: inode/directory``; a host "MUST verify the
+content against that entry's digest and size", "MUST parse its YAML frontmatter and compare it field-by-field",
+"MUST NOT retrieve a skill's files ahead of need", and reads only files the held entry lists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, MCPKit
+from mcpkit.client.skills import SkillError, SkillVerificationError, check_entry
+from mcpkit.protocol.errors import CapabilityNotSupported, MCPError
+from mcpkit.protocol.extensions import SKILLS_EXTENSION
+from mcpkit.protocol.skills import frontmatter_problems, parse_frontmatter
+from support.paths import REPO
+
+EXAMPLES = REPO / "examples" / "skills"
+ERAS = ["handshake", "modern"]
+
+
+def write_skill(root: Path, rel: str, frontmatter: str, files: dict[str, bytes | str] | None = None) -> Path:
+    skill = root / rel
+    skill.mkdir(parents=True, exist_ok=True)
+    (skill / "SKILL.md").write_text(f"---\n{frontmatter}\n---\n\nBody of {rel}.\n")
+    for name, content in (files or {}).items():
+        path = skill / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return skill
+
+
+def ok_frontmatter(name: str) -> str:
+    return f"name: {name}\ndescription: Does {name} things."
+
+
+# ---------------------------------------------------------------------------------------------- the server
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_each_file_is_a_resource_and_the_entries_carry_its_digest_and_size(mode: str) -> None:
+    app = MCPKit("skills")
+    app.add_skills(EXAMPLES, directory_read=True)
+    async with Client(app, mode=mode, cache=False) as client:
+        assert client.server_extension(SKILLS_EXTENSION) == {"directoryRead": True}
+        assert "resources" in client.server_capabilities  # (a server declaring the extension declares resources)
+        listed = (await client.request("skills/list", {}))["skills"]
+        by_name = {e["frontmatter"]["name"]: e for e in listed}
+        assert set(by_name) == {"git-workflow", "pdf-processing", "refunds"}
+        pdf = by_name["pdf-processing"]
+        assert pdf["uri"] == "skill://pdf-processing/SKILL.md"
+        assert pdf["frontmatter"] == {
+            "name": "pdf-processing",
+            "description": "Extract text and tables from PDF files, fill PDF forms and assemble documents from "
+            "templates. Use when the user works with PDF files.",
+            "metadata": {"version": "2.1.0", "owner": "documents-team"},
+        }
+        assert by_name["refunds"]["uri"] == "skill://acme/billing/refunds/SKILL.md"
+        files = {r["uri"]: r for r in pdf["resources"]}
+        assert pdf["resources"][0]["uri"] == pdf["uri"]
+        assert set(files) == {
+            "skill://pdf-processing/SKILL.md",
+            "skill://pdf-processing/references/FORMS.md",
+            "skill://pdf-processing/templates/invoice.md",
+            "skill://pdf-processing/templates/regional/eu-invoice.md",
+        }
+        for uri, item in files.items():
+            on_disk = (EXAMPLES / uri.removeprefix("skill://")).read_bytes()
+            assert item == {"uri": uri, "digest": "sha256:" + hashlib.sha256(on_disk).hexdigest(), "size": len(on_disk)}
+            read = (await client.request("resources/read", {"uri": uri}))["contents"][0]
+            assert read["text"].encode() == on_disk and read["mimeType"] == "text/markdown"
+        resources = {r.uri: r for r in await client.list_resources()}
+        assert resources["skill://pdf-processing/SKILL.md"].name == "pdf-processing"
+        assert resources["skill://pdf-processing/SKILL.md"].description == pdf["frontmatter"]["description"]
+        got = await client.request("skills/get", {"uri": "skill://acme/billing/refunds/SKILL.md"})
+        assert got["skill"] == by_name["refunds"] and "nextCursor" not in got
+        if mode == "modern":
+            assert {"ttlMs", "cacheScope"} <= set(got) and {"ttlMs", "cacheScope"} <= set(
+                await client.request("skills/list", {})
+            )
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_unknown_skills_and_non_directories_are_invalid_params(mode: str) -> None:
+    app = MCPKit("skills")
+    app.add_skills(EXAMPLES, directory_read=True)
+    async with Client(app, mode=mode) as client:
+        for method, uri in (
+            ("skills/get", "skill://nope/SKILL.md"),
+            ("skills/get", "skill://pdf-processing/references/FORMS.md"),
+            ("resources/directory/read", "skill://pdf-processing/SKILL.md"),
+            ("resources/directory/read", "skill://nowhere"),
+        ):
+            with pytest.raises(MCPError) as err:
+                await client.request(method, {"uri": uri})
+            assert err.value.code == -32602, (method, uri)
+        children = await client.request("resources/directory/read", {"uri": "skill://pdf-processing/templates"})
+        assert children["resources"] == [
+            {
+                "uri": "skill://pdf-processing/templates/invoice.md",
+                "name": "invoice.md",
+                "mimeType": "text/markdown",
+                "size": len((EXAMPLES / "pdf-processing/templates/invoice.md").read_bytes()),
+            },
+            {"uri": "skill://pdf-processing/templates/regional", "name": "regional", "mimeType": "inode/directory"},
+        ]
+        acme = await client.request("resources/directory/read", {"uri": "skill://acme"})
+        assert acme["resources"] == [{"uri": "skill://acme/billing", "name": "billing", "mimeType": "inode/directory"}]
+
+
+async def test_without_directory_read_the_method_is_not_offered(tmp_path: Path) -> None:
+    write_skill(tmp_path, "one", ok_frontmatter("one"))
+    app = MCPKit("skills")
+    app.add_skills(tmp_path)
+    async with Client(app) as client:
+        assert client.server_extension(SKILLS_EXTENSION) == {}
+        with pytest.raises(MCPError) as err:
+            await client.request("resources/directory/read", {"uri": "skill://one"})
+        assert err.value.code == -32601
+        with pytest.raises(CapabilityNotSupported):
+            await client.read_skill_directory("skill://one")
+
+
+async def test_skills_list_is_paginated_and_no_entry_is_split(tmp_path: Path) -> None:
+    for i in range(7):
+        write_skill(tmp_path, f"s{i}", ok_frontmatter(f"s{i}"), {"a.md": "x", "b/c.md": "y"})
+    app = MCPKit("skills")
+    app.add_skills(tmp_path, page_size=3)
+    async with Client(app, mode="modern", cache=False) as client:
+        seen: list[str] = []
+        cursor = None
+        pages = 0
+        while True:
+            page = await client.request("skills/list", {"cursor": cursor} if cursor else {})
+            pages += 1
+            assert len(page["skills"]) <= 3
+            assert all(len(e["resources"]) == 3 for e in page["skills"])
+            seen += [e["frontmatter"]["name"] for e in page["skills"]]
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        assert pages == 3 and sorted(seen) == [f"s{i}" for i in range(7)]
+        assert [s.name for s in await client.list_skills()] == seen
+        with pytest.raises(MCPError) as err:
+            await client.request("skills/list", {"cursor": "forged"})
+        assert err.value.code == -32602
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "message"),
+    [
+        ("description: no name", "frontmatter.name is required"),
+        ("name: Bad-Name\ndescription: x", "must be 1-64 lowercase"),
+        ("name: -x\ndescription: x", "must be 1-64 lowercase"),
+        ("name: a--b\ndescription: x", "must be 1-64 lowercase"),
+        (f"name: {'a' * 65}\ndescription: x", "must be 1-64 lowercase"),
+        ("name: other\ndescription: x", "must equal the skill's directory name"),
+        ("name: skill\ndescription: ''", "description is required"),
+        (f"name: skill\ndescription: {'d' * 1025}", "longer than 1024"),
+        (f"name: skill\ndescription: x\ncompatibility: {'c' * 501}", "compatibility"),
+        ("name: skill\ndescription: x\nmetadata: [1, 2]", "metadata must map strings to strings"),
+        ("name: skill\ndescription: x\nmetadata:\n  io.modelcontextprotocol/x: y", "reserved for MCP extensions"),
+        ("name: skill\ndescription: x\nlicense: 3", "license must be a string"),
+        ("name: [unclosed", "not valid YAML"),
+        ("- a list", "must be a YAML mapping"),
+    ],
+)
+def test_frontmatter_that_breaks_the_agent_skills_rules_is_refused_when_added(
+    tmp_path: Path, frontmatter: str, message: str
+) -> None:
+    write_skill(tmp_path, "skill", frontmatter)
+    with pytest.raises(ValueError, match=message):
+        MCPKit("x").add_skills(tmp_path)
+
+
+def test_a_skill_without_frontmatter_or_beyond_the_limits_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "bare").mkdir()
+    (tmp_path / "bare" / "SKILL.md").write_text("# no frontmatter\n")
+    with pytest.raises(ValueError, match="must begin with YAML frontmatter"):
+        MCPKit("x").add_skills(tmp_path)
+    big = write_skill(tmp_path / "b", "big", ok_frontmatter("big"), {f"f{i}.txt": "x" for i in range(12)})
+    with pytest.raises(ValueError, match="the limits are 10 files"):
+        MCPKit("x").add_skills(tmp_path / "b", max_skill_files=10)
+    with pytest.raises(ValueError, match="more than max_file_bytes=10"):
+        (big / "large.bin").write_bytes(b"z" * 11)
+        MCPKit("x").add_skills(tmp_path / "b", max_file_bytes=10)
+    with pytest.raises(ValueError, match=r"no SKILL\.md"):
+        (tmp_path / "empty").mkdir()
+        MCPKit("x").add_skills(tmp_path / "empty")
+
+
+def test_nothing_outside_the_directory_is_read(tmp_path: Path) -> None:
+    (tmp_path / "secret.txt").write_text("secret")
+    skill = write_skill(tmp_path / "skills", "s", ok_frontmatter("s"), {".env": "TOKEN=1", "ok.md": "fine"})
+    os.symlink(tmp_path / "secret.txt", skill / "link.txt")
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        MCPKit("x").add_skills(tmp_path / "skills")
+    (skill / "link.txt").unlink()
+    os.symlink(tmp_path, skill / "up")
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        MCPKit("x").add_skills(tmp_path / "skills")
+    (skill / "up").unlink()
+    entries = MCPKit("x").add_skills(tmp_path / "skills")
+    assert [r["uri"] for r in entries[0]["resources"]] == ["skill://s/SKILL.md", "skill://s/ok.md"]  # (no .env)
+    with pytest.raises(ValueError, match=r"'\.' and '\.\.'"):
+        MCPKit("x").add_skills(tmp_path / "skills", prefix="../x")
+
+
+def test_a_nested_skill_is_its_own_entry_and_part_of_the_enclosing_one(tmp_path: Path) -> None:
+    outer = write_skill(tmp_path, "outer", ok_frontmatter("outer"))
+    write_skill(outer, "inner", ok_frontmatter("inner"), {"notes.md": "n"})
+    app = MCPKit("x")
+    entries = {e["frontmatter"]["name"]: e for e in app.add_skills(tmp_path / "outer", prefix="team")}
+    assert entries["inner"]["uri"] == "skill://team/outer/inner/SKILL.md"
+    outer_files = [r["uri"] for r in entries["outer"]["resources"]]
+    assert "skill://team/outer/inner/notes.md" in outer_files and "skill://team/outer/inner/SKILL.md" in outer_files
+    assert len(app.resources) == 3  # (each file once)
+
+
+def test_frontmatter_is_rendered_verbatim_as_json() -> None:
+    frontmatter, body = parse_frontmatter("---\nname: x\ndescription: d\ncreated: 2024-01-02\nn: 3\n---\nbody\n")
+    assert frontmatter == {"name": "x", "description": "d", "created": "2024-01-02", "n": 3} and body == "body\n"
+    assert frontmatter_problems(frontmatter, "x") == []
+
+
+# ---------------------------------------------------------------------------------------------- the client
+
+
+def tampered_app(mode: str, entry_override: dict[str, Any] | None = None) -> tuple[MCPKit, list[str]]:
+    """A server whose skills/list entry and resources/read contents disagree as ``mode`` says; ``reads`` records
+    every resources/read it answers."""
+    good = "---\nname: pdf\ndescription: PDF things\n---\n\nBody.\n"
+    served = {
+        "digest": good.replace("Body.", "Evil!"),
+        "size": good + "extra\n",
+        "frontmatter": good.replace("description: PDF things", "description: Exfiltrate"),
+        "none": good,
+    }[mode]
+    entry_text = served if mode == "frontmatter" else good
+    support = "Support.\n"
+    entry = {
+        "uri": "skill://pdf/SKILL.md",
+        "frontmatter": {"name": "pdf", "description": "PDF things"},
+        "resources": [
+            {
+                "uri": "skill://pdf/SKILL.md",
+                "digest": "sha256:" + hashlib.sha256(entry_text.encode()).hexdigest(),
+                "size": len(entry_text.encode()),
+            },
+            {
+                "uri": "skill://pdf/ref.md",
+                "digest": "sha256:" + hashlib.sha256(support.encode()).hexdigest(),
+                "size": len(support),
+            },
+        ],
+        **(entry_override or {}),
+    }
+    app = MCPKit("tampered")
+    reads: list[str] = []
+    app.declare_extension(SKILLS_EXTENSION)
+
+    @app.resource("skill://pdf/SKILL.md", mime_type="text/markdown")
+    def skill_md() -> str:
+        reads.append("skill://pdf/SKILL.md")
+        return served
+
+    @app.resource("skill://pdf/ref.md", mime_type="text/markdown")
+    def ref() -> str:
+        reads.append("skill://pdf/ref.md")
+        return support
+
+    @app.resource("skill://pdf/unlisted.md", mime_type="text/markdown")
+    def unlisted() -> str:
+        reads.append("skill://pdf/unlisted.md")
+        return "x"
+
+    async def list_skills(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        return {"skills": [entry], "ttlMs": 0, "cacheScope": "private"}
+
+    app.set_handler("skills/list", list_skills)
+    return app, reads
+
+
+@pytest.mark.parametrize("mode", ["digest", "size", "frontmatter"])
+async def test_the_client_never_uses_a_skill_file_that_fails_verification(mode: str) -> None:
+    app, reads = tampered_app(mode)
+    async with Client(app, cache=False) as client:
+        (skill,) = await client.list_skills()
+        assert reads == []  # listing reads no file (no prefetch)
+        with pytest.raises(
+            SkillVerificationError,
+            match={"digest": "digest", "size": "bytes, the entry says", "frontmatter": "frontmatter differs"}[mode],
+        ):
+            await client.load_skill(skill)
+        assert reads == ["skill://pdf/SKILL.md"]
+
+
+async def test_the_client_reads_only_files_the_held_entry_lists() -> None:
+    app, reads = tampered_app("none")
+    async with Client(app, cache=False) as client:
+        (skill,) = await client.list_skills()
+        loaded = await client.load_skill(skill)
+        assert loaded.body == "\nBody.\n" and loaded.skill is skill
+        assert await client.read_skill_file(skill, skill.resolve("ref.md")) == b"Support.\n"
+        with pytest.raises(SkillVerificationError, match="not listed"):
+            await client.read_skill_file(skill, "skill://pdf/unlisted.md")
+        assert "skill://pdf/unlisted.md" not in reads
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"resources": None}, "resources is required"),
+        ({"resources": "later"}, "resources is required"),
+        ({"frontmatter": {"name": "other", "description": "d"}}, "must end with frontmatter.name"),
+        ({"uri": "skill://pdf/README.md"}, "is not the URI of a skill's SKILL.md"),
+        ({"resources": [{"uri": "skill://pdf/SKILL.md", "digest": "md5:x", "size": 1}]}, "digest must be sha256"),
+        ({"resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:" + "0" * 64, "size": -1}]}, "size"),
+        ({"resources": [{"uri": "skill://other/x.md", "digest": "sha256:" + "0" * 64, "size": 1}]}, "not a file of"),
+        ({"resources": [{"uri": "skill://pdf/x.md", "digest": "sha256:" + "0" * 64, "size": 1}]}, "does not list"),
+        (
+            {"resources": [{"uri": f"skill://pdf/{i}", "digest": "sha256:" + "0" * 64, "size": 1} for i in range(513)]},
+            "513 files",
+        ),
+        (
+            {"resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:" + "0" * 64, "size": 17 * 2**20}]},
+            "the limit is 16777216",
+        ),
+    ],
+)
+def test_an_invalid_entry_is_not_loaded(override: dict[str, Any], message: str) -> None:
+    entry = {
+        "uri": "skill://pdf/SKILL.md",
+        "frontmatter": {"name": "pdf", "description": "d"},
+        "resources": [{"uri": "skill://pdf/SKILL.md", "digest": "sha256:" + "0" * 64, "size": 1}],
+    }
+    with pytest.raises(SkillError, match=message):
+        check_entry({**entry, **override})
+
+
+async def test_a_dynamic_skill_is_read_only_when_allowed_and_never_without_the_declaration() -> None:
+    app, reads = tampered_app("none", {"resources": "dynamic"})
+    async with Client(app, cache=False) as client:
+        (skill,) = await client.list_skills()
+        assert skill.dynamic
+        with pytest.raises(SkillError, match="dynamic"):
+            await client.load_skill(skill)
+        assert reads == []
+        assert (await client.load_skill(skill, allow_dynamic=True)).body == "\nBody.\n"
+    plain = MCPKit("plain")
+    async with Client(plain) as client:
+        with pytest.raises(CapabilityNotSupported):
+            await client.list_skills()

@@ -1,0 +1,471 @@
+"""RedisFanout (Redis Streams), RedisConnection (bounded waits, the breaker) and the followable event store, against
+a real redis-server and a real three-primary Redis Cluster: every worker delivers every event once, in one order,
+with its position; a worker cut off from Redis catches up from where it was (or, past the log's bound, tells its
+clients to look again); answers are forwarded to the worker that waits for them; an unreachable or stalled Redis
+fails fast and recovers by itself."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from mcpkit.stores.log import LOG_POSITION, SharedFanout, position_order, worker_of
+from mcpkit.stores.redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, StoreUnavailable
+from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
+from support.tcp_proxy import TcpProxy
+
+pytestmark = pytest.mark.redis
+
+
+class Recorder:
+    """A FanoutTarget that records what a fan-out delivers, with the log position of each."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None]] = []
+        self.missed = 0
+        self.changed = asyncio.Event()
+
+    async def deliver_list_changed(self, kind: str) -> None:
+        self.events.append(("list_changed", kind, LOG_POSITION.get()))
+        self.changed.set()
+
+    async def deliver_resource_updated(self, uri: str) -> None:
+        self.events.append(("resource_updated", uri, LOG_POSITION.get()))
+        self.changed.set()
+
+    async def deliver_missed(self) -> None:
+        self.missed += 1
+        self.changed.set()
+
+    async def until(self, count: int, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while len(self.events) < count:
+            assert time.monotonic() < deadline, f"{len(self.events)} of {count} events: {self.events[-5:]}"
+            self.changed.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), 0.2)
+
+
+@pytest.fixture(params=["redis", "cluster"])
+def url_and_cluster(request: pytest.FixtureRequest) -> tuple[str, bool]:
+    name = "redis_url" if request.param == "redis" else "redis_cluster_url"
+    return request.getfixturevalue(name), request.param == "cluster"
+
+
+@contextlib.asynccontextmanager
+async def fanouts(url: str, n: int, *, cluster: bool = False, **options: Any) -> AsyncIterator[list[RedisFanout]]:
+    prefix = f"t{secrets.token_hex(4)}:"
+    made = [RedisFanout(url, prefix=prefix, cluster=cluster, **options) for _ in range(n)]
+    try:
+        yield made
+    finally:
+        for fanout in made:
+            await fanout.aclose()
+
+
+async def _started(fanout: RedisFanout) -> Recorder:
+    recorder = Recorder()
+    fanout.bind(recorder)
+    await fanout.start()
+    return recorder
+
+
+async def test_every_worker_delivers_every_event_once_in_one_order(url_and_cluster: tuple[str, bool]) -> None:
+    url, cluster = url_and_cluster
+    async with fanouts(url, 3, cluster=cluster) as (a, b, c):
+        assert isinstance(a, SharedFanout)
+        recorders = [await _started(f) for f in (a, b, c)]
+        assert len({a.worker, b.worker, c.worker}) == 3 and all(f.worker > 0 for f in (a, b, c))
+        assert a.running  # the publisher delivers its own events from the log too: one order for all
+
+        async def burst(fanout: RedisFanout, name: str) -> None:
+            for i in range(30):
+                await fanout.publish("resource_updated", f"mcpkit://{name}/{i}")
+
+        await asyncio.gather(burst(a, "a"), burst(b, "b"), c.publish("list_changed", "tools"))
+        for recorder in recorders:
+            await recorder.until(61)
+        await asyncio.sleep(0.2)  # nothing more comes (no event twice)
+        first = recorders[0].events
+        assert len(first) == 61 and len(set(first)) == 61
+        for recorder in recorders[1:]:
+            assert recorder.events == first  # the same events, in the same order, at the same positions
+        positions = [position_order(p or "") for _, _, p in first]
+        assert positions == sorted(positions) and all(positions)
+        assert [v for _, v, _ in first if v.startswith("mcpkit://a/")] == [f"mcpkit://a/{i}" for i in range(30)]
+        assert (a.published, b.published, c.published) == (30, 30, 1)
+        assert a.received == 31 and c.received == 60  # from the other workers
+
+
+async def test_request_ids_name_the_worker_that_waits_for_the_answer(url_and_cluster: tuple[str, bool]) -> None:
+    url, cluster = url_and_cluster
+    async with fanouts(url, 2, cluster=cluster) as (a, b):
+        await _started(a)
+        await _started(b)
+        got: list[Any] = []
+        arrived = asyncio.Event()
+
+        async def inbox(entry: Any) -> None:
+            got.append(entry)
+            arrived.set()
+
+        a.on_session_event(inbox)
+        rid = a.id_base + 7  # what a session peer of worker A numbers its 7th request
+        assert worker_of(rid) == a.worker and worker_of(7) is None and rid < 2**53
+        assert await b.forward(worker_of(rid) or 0, "sess-1", b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        await asyncio.wait_for(arrived.wait(), 5)
+        assert [(e.kind, e.value, e.data) for e in got] == [
+            ("forward", "sess-1", b'{"jsonrpc":"2.0","id":1,"result":{}}')
+        ]
+        assert await b.alive(a.worker)
+        gone = a.worker
+        await a.aclose()
+        assert not await b.alive(gone)
+        assert not await b.forward(gone, "sess-1", b"{}")  # nobody waits there any more: refused, not queued
+
+
+async def test_session_messages_are_logged_for_whichever_worker_holds_the_stream(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    url, cluster = url_and_cluster
+    async with fanouts(url, 2, cluster=cluster) as (a, b):
+        await _started(a)
+        await _started(b)
+        seen: list[Any] = []
+        b.on_session_event(lambda e: _append(seen, e))
+        before = b.position
+        assert before is not None
+        big = b"x" * 100_000
+        pos = await a.post("sess-2", "direct", big)
+        cancel = await a.post("sess-2", "cancel", b'{"method":"notifications/cancelled"}')
+        assert position_order(before) < position_order(pos) < position_order(cancel)
+        deadline = time.monotonic() + 5
+        while len(seen) < 2:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        direct, cancelled = seen
+        assert (direct.kind, direct.value, direct.position) == ("direct", "sess-2", pos)
+        assert direct.data is None and await b.payload(direct) == big  # the bytes stay in the session's own key
+        assert (cancelled.kind, cancelled.data) == ("cancel", b'{"method":"notifications/cancelled"}')
+        entries = await b.read(before)  # any worker reads the log back from a position
+        assert entries is not None and [e.position for e in entries] == [pos, cancel]
+        with pytest.raises(ValueError):
+            await a.post("sess-2", "cancel", b"y" * 5000)  # inline messages are bounded
+
+
+async def _append(seen: list[Any], entry: Any) -> None:
+    seen.append(entry)
+
+
+async def test_a_worker_cut_off_from_redis_catches_up_in_order(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with fanouts(redis_url, 1) as (a,), fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1) as (b,):
+            b.conn.keys = a.conn.keys  # (the same prefix: one deployment)
+            b.log_key = a.log_key
+            b._seq_key = a._seq_key
+            await _started(a)
+            rb = await _started(b)
+            await a.publish("list_changed", "tools")
+            await rb.until(1)
+            proxy.cut()  # B loses Redis; A goes on publishing
+            await asyncio.sleep(0.3)
+            for i in range(50):
+                await a.publish("resource_updated", f"mcpkit://r/{i}")
+            await asyncio.sleep(0.5)
+            assert len(rb.events) == 1
+            proxy.restore()
+            await rb.until(51, timeout=15)
+            assert [v for _, v, _ in rb.events[1:]] == [f"mcpkit://r/{i}" for i in range(50)]
+            assert rb.missed == 0
+
+
+async def test_a_worker_cut_off_past_the_log_bound_tells_its_clients_to_look_again(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with (
+            fanouts(redis_url, 1, max_log=100) as (a,),
+            fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, max_log=100) as (b,),
+        ):
+            b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
+            await _started(a)
+            rb = await _started(b)
+            proxy.cut()
+            await asyncio.sleep(0.3)
+            for i in range(600):  # far past the ~100 entries the log keeps
+                await a.publish("resource_updated", f"mcpkit://r/{i}")
+            proxy.restore()
+            deadline = time.monotonic() + 15
+            while rb.missed == 0 or not rb.events or rb.events[-1][1] != "mcpkit://r/599":
+                assert time.monotonic() < deadline, (rb.missed, rb.events[-3:])
+                await asyncio.sleep(0.05)
+            assert rb.missed == 1 and b.missed == 1
+            # what the log still had is delivered in order after the "look again"
+            tail = [int(v.rsplit("/", 1)[1]) for _, v, _ in rb.events]
+            assert tail == sorted(tail) and tail[-1] == 599
+            assert (await b.read(a.position or "0-0")) == []
+            assert await b.read("1-0") is None  # a position the log no longer holds: the caller must look again
+
+
+async def test_publish_without_redis_tells_this_workers_clients_now_and_the_others_later(
+    redis_url: str,  # noqa: F811
+) -> None:
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with (
+            fanouts(redis_url, 1) as (a,),
+            fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,),
+        ):
+            b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
+            ra = await _started(a)
+            rb = await _started(b)
+            proxy.cut()
+            started = time.monotonic()
+            await b.publish("list_changed", "prompts")  # the log is unreachable: B's clients are told at once
+            await b.publish("resource_updated", "mcpkit://late")
+            assert time.monotonic() - started < 2.0
+            assert rb.events == [("list_changed", "prompts", ""), ("resource_updated", "mcpkit://late", "")]
+            assert "unavailable" in (await b.check() or "") or "lost" in (await b.check() or "")
+            await asyncio.sleep(0.3)
+            assert ra.events == []
+            proxy.restore()
+            await ra.until(2, timeout=15)  # the others get them when B reaches the log again, in order
+            assert [(k, v) for k, v, _ in ra.events] == [
+                ("list_changed", "prompts"),
+                ("resource_updated", "mcpkit://late"),
+            ]
+            deadline = time.monotonic() + 10
+            while await b.check() is not None:  # ready again by itself
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.1)
+            await asyncio.sleep(0.3)
+            assert len(rb.events) == 2  # and B's clients were not told twice
+
+
+async def test_a_fanout_started_while_redis_is_down_starts_by_itself_when_it_is_back(
+    redis_url: str,  # noqa: F811
+) -> None:
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        proxy.cut()
+        async with fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,):
+            recorder = Recorder()
+            b.bind(recorder)
+            with pytest.raises(StoreUnavailable):
+                await b.start()
+            assert not b.running and await b.check() is not None
+            proxy.restore()
+            deadline = time.monotonic() + 15
+            while not b.running:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert b.worker > 0 and await b.check() is None
+
+
+async def test_a_stalled_redis_fails_fast_and_recovery_needs_nothing(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        conn = RedisConnection(f"redis://127.0.0.1:{proxy.port}/0", prefix=f"t{secrets.token_hex(4)}:", timeout=0.3)
+        store = RedisSessionStore(conn)
+        try:
+            await store.save("s", {"v": 1}, 60)
+            proxy.stall()  # Redis takes the connection and never answers
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="session store: Redis is unavailable"):
+                await store.load("s")
+            assert time.monotonic() - started < 1.5  # bounded: the socket timeout, not forever
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="retrying shortly"):
+                await store.load("s")  # the breaker is open: no second wait
+            assert time.monotonic() - started < 0.05
+            proxy.restore()
+            deadline = time.monotonic() + 10
+            while True:
+                try:
+                    assert await store.load("s") == {"v": 1}
+                    break
+                except StoreUnavailable:
+                    assert time.monotonic() < deadline
+                    await asyncio.sleep(0.1)
+            assert conn.available
+        finally:
+            await conn.aclose()
+
+
+async def test_an_unreachable_redis_fails_at_once() -> None:
+    from support.redis_server import _free_port
+
+    store = RedisSessionStore(f"redis://127.0.0.1:{_free_port()}/0", timeout=0.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match=r"refused|Connect|connect"):
+            await store.load("s")
+        assert time.monotonic() - started < 1.0
+    finally:
+        await store.aclose()
+
+
+async def test_a_stream_is_followed_by_another_worker_until_its_last_event(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    url, cluster = url_and_cluster
+    prefix = f"t{secrets.token_hex(4)}:"
+    writer = RedisEventStore(url, prefix=prefix, cluster=cluster)
+    reader = RedisEventStore(url, prefix=prefix, cluster=cluster)
+    try:
+        await writer.append("sid/5", 1, b"progress 1")
+        got, ended = await reader.follow("sid/5", 0, timeout=0) or ([], True)
+        assert (got, ended) == ([(1, b"progress 1")], False)
+
+        async def write_later() -> None:
+            await asyncio.sleep(0.3)
+            await writer.append("sid/5", 2, b"progress 2")
+            await writer.append_last("sid/5", 3, b"the answer")
+
+        task = asyncio.create_task(write_later())
+        events: list[tuple[int, bytes]] = []
+        last = 1
+        while True:
+            followed = await reader.follow("sid/5", last, timeout=5)
+            assert followed is not None
+            new, ended = followed
+            events += new
+            if new:
+                last = new[-1][0]
+            if ended:
+                break
+        await task
+        assert events == [(2, b"progress 2"), (3, b"the answer")]
+        assert await reader.replay("sid/5", 0) == [(1, b"progress 1"), (2, b"progress 2"), (3, b"the answer")]
+        assert await reader.follow("sid/5", 3, timeout=0.1) == ([], False)
+        assert await reader.follow("gone/1", 0, timeout=0.1) is None
+    finally:
+        await writer.aclose()
+        await reader.aclose()
+
+
+async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) -> None:  # noqa: F811
+    from redis.asyncio.cluster import RedisCluster
+
+    conn = RedisConnection(redis_cluster_url, cluster=True, prefix="slots:")
+    try:
+        assert isinstance(conn.client, RedisCluster)
+        events = RedisEventStore(conn)
+        sessions = RedisSessionStore(conn)
+        sid = secrets.token_urlsafe(24)
+        keys = [events.key(f"{sid}/0"), events.key(f"{sid}/17"), sessions.key(sid), conn.keys.key(sid, "out")]
+        slots = {conn.client.keyslot(k) for k in keys}
+        assert len(slots) == 1
+        other = {conn.client.keyslot(sessions.key(secrets.token_urlsafe(24))) for _ in range(20)}
+        assert len(other) > 1  # sessions spread over the cluster
+        with pytest.raises(ValueError):
+            RedisConnection(redis_cluster_url, cluster=True, prefix="bad{prefix}:")
+    finally:
+        await conn.aclose()
+
+
+async def test_inboxes_and_session_messages_are_bounded_and_expire(redis_url: str) -> None:  # noqa: F811
+    async with fanouts(redis_url, 2, max_inbox=100, max_messages_per_session=100, message_ttl=30) as (a, b):
+        await _started(a)
+        await _started(b)
+        a._event_listeners.clear()  # (nobody reads A's inbox messages: only the bound keeps it small)
+        for i in range(1000):
+            assert await b.forward(a.worker, "s", f"answer {i}".encode())
+            await b.post("s", "direct", f"message {i}".encode())
+        client = a.conn.client
+        inbox = a.conn.keys.worker(a.worker, "in")
+        out = a.conn.keys.key("s", "out")
+        # MAXLEN ~ trims whole stream nodes (100 entries each): "about" the bound, never the 1000 written
+        assert await client.xlen(inbox) <= 200 and await client.xlen(out) <= 200
+        assert 0 < await client.pttl(inbox) <= 30_000 and 0 < await client.pttl(out) <= 30_000
+        assert await client.xlen(a.log_key) <= a.max_log + 100
+
+
+async def test_the_outbox_of_events_waiting_for_the_log_is_bounded(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with (
+            fanouts(redis_url, 1) as (a,),
+            fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3, max_unsent=3) as (b,),
+        ):
+            b.conn.keys, b.log_key, b._seq_key = a.conn.keys, a.log_key, a._seq_key
+            ra = await _started(a)
+            await _started(b)
+            proxy.cut()
+            for i in range(5):  # two more than the outbox keeps
+                await b.publish("resource_updated", f"mcpkit://r/{i}")
+            assert len(b._unsent) == 3
+            proxy.restore()
+            await ra.until(3, timeout=15)
+            deadline = time.monotonic() + 10
+            while ra.missed == 0:  # the two dropped ones: A's clients are told to look again
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert [v for _, v, _ in ra.events] == [f"mcpkit://r/{i}" for i in (2, 3, 4)]
+
+
+async def test_a_stalled_log_is_noticed_within_a_block_and_a_timeout(redis_url: str) -> None:  # noqa: F811
+    from mcpkit.stores.redis import BLOCK
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with fanouts(f"redis://127.0.0.1:{proxy.port}/0", 1, timeout=0.3) as (b,):
+            await _started(b)
+            assert await b.check() is None
+            proxy.stall()
+            started = time.monotonic()
+            while b._reading:  # the blocking read gives up after BLOCK + timeout
+                assert time.monotonic() - started < BLOCK + 0.3 + 1.0
+                await asyncio.sleep(0.05)
+            assert "lost Redis" in (await b.check() or "")
+
+
+async def test_concurrent_session_touches_share_a_pipeline_and_each_gets_its_own(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    url, cluster = url_and_cluster
+    store = RedisSessionStore(url, prefix=f"t{secrets.token_hex(4)}:", cluster=cluster)
+    try:
+        for i in range(10):
+            await store.save(f"s{i}", {"n": i}, 60)
+        touched = await asyncio.gather(*(store.touch(f"s{i}", 30 if i % 2 else None) for i in range(12)))
+        assert touched == [{"n": i} for i in range(10)] + [None, None]  # each its own record; unknown ones None
+        client = store.redis
+        assert 25_000 < await client.pttl(store.key("s1")) <= 30_000  # renewed to its own TTL
+        assert await client.pttl(store.key("s0")) == -1  # (None: no expiry)
+        assert await store.touch("s3", 60) == {"n": 3}  # a lone one too
+    finally:
+        await store.aclose()
+
+
+async def test_concurrent_session_touches_all_fail_fast_without_redis() -> None:
+    from support.redis_server import _free_port
+
+    store = RedisSessionStore(f"redis://127.0.0.1:{_free_port()}/0", timeout=0.5)
+    try:
+        results = await asyncio.gather(*(store.touch(f"s{i}", 60) for i in range(8)), return_exceptions=True)
+        assert all(isinstance(r, StoreUnavailable) for r in results), results
+    finally:
+        await store.aclose()
+
+
+async def test_a_worker_that_stops_logs_what_waited_on_its_way_out(redis_url: str) -> None:  # noqa: F811
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    with TcpProxy(port) as proxy:
+        async with fanouts(redis_url, 1) as (a,):
+            b = RedisFanout(f"redis://127.0.0.1:{proxy.port}/0", prefix=a.conn.prefix, timeout=0.3)
+            ra = await _started(a)
+            await _started(b)
+            proxy.cut()
+            await b.publish("list_changed", "tools")  # waits in B's outbox
+            assert len(b._unsent) == 1
+            proxy.restore()
+            await b.aclose()  # stopped before its reader flushed: the last try logs it
+            await ra.until(1)
+            assert ra.events[0][:2] == ("list_changed", "tools")

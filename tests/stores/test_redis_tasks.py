@@ -1,0 +1,283 @@
+"""Tasks on a shared Redis: a task started on one worker is polled, answered, cancelled and read on another, and
+its result outlives the worker that ran it (a real redis-server; worker processes behind real HTTP)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from mcpkit import Client
+from mcpkit.protocol.errors import TaskLimitReached
+from mcpkit.stores.redis import RedisTaskStore
+from mcpkit.tasks import TaskEngine
+from mcpkit.tasks.model import new_record
+from support.core import RawPeer
+from support.paths import SERVERS
+from support.procs import stop, wait_listening
+from support.redis_server import _free_port, redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
+from support.tasks import LEGACY, Probe, call, make_app, raw
+
+pytestmark = pytest.mark.redis
+
+WORKER = SERVERS / "tasks_worker.py"
+
+
+def yes(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"ok": True}}
+
+
+@contextlib.contextmanager
+def workers(url: str, prefix: str) -> Iterator[dict[str, tuple[str, subprocess.Popen[str]]]]:
+    """Two worker processes of tests/support/servers/tasks_worker.py on one redis-server."""
+    procs: dict[str, tuple[str, subprocess.Popen[str]]] = {}
+    try:
+        for name in ("A", "B"):
+            port = _free_port()
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "mcpkit.cli.main",
+                    "run",
+                    str(WORKER),
+                    "--transport",
+                    "http",
+                    "--port",
+                    str(port),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**os.environ, "REDIS_URL": url, "TASKS_PREFIX": prefix, "WORKER_NAME": name},
+            )
+            procs[name] = (f"http://127.0.0.1:{port}/mcp", proc)
+            wait_listening(port, proc, timeout=30)
+        yield procs
+    finally:
+        for _, proc in procs.values():
+            stop(proc)
+            if proc.stderr is not None:
+                proc.stderr.close()
+
+
+async def test_a_task_started_on_one_worker_is_answered_cancelled_and_read_on_another(redis_url: str) -> None:  # noqa: F811
+    with workers(redis_url, "xw1:") as procs:
+        url_a, proc_a = procs["A"]
+        url_b, _ = procs["B"]
+        async with (
+            Client(url_a, protocol_version="2026-07-28", elicitation_handler=yes) as a,
+            Client(url_b, protocol_version="2026-07-28", elicitation_handler=yes) as b,
+        ):
+            # input: asked on A, answered through B (tasks/update there), resumed on A, its result read on B
+            started = await a.call_tool_as_task("confirm", {"what": "x.txt"})
+            followed = await b.task(started.task_id)
+            result = await asyncio.wait_for(followed.result(), 15)
+            assert result.text == "deleted x.txt on A"
+            # cancelled through B: the work on A stops
+            long = await a.call_tool_as_task("hold")
+            await asyncio.sleep(0.2)
+            await (await b.task(long.task_id)).cancel()
+            for _ in range(100):
+                if (await long.status()).status == "cancelled":
+                    break
+                await asyncio.sleep(0.05)
+            assert long.task.status == "cancelled"
+            # a result outlives the worker that ran it
+            short = await a.call_tool_as_task("slow", {"seconds": 0.2})
+            for _ in range(100):
+                if (await short.status()).terminal:
+                    break
+                await asyncio.sleep(0.05)
+            task_id = short.task_id
+        stop(proc_a)
+        assert proc_a.stderr is not None and "hold cancelled on A" in proc_a.stderr.read()
+        async with Client(url_b, protocol_version="2026-07-28") as b:
+            result = await (await b.task(task_id)).result()
+            assert result.text == "slept 0.2 on A"
+
+
+@contextlib.asynccontextmanager
+async def two_apps(url: str, prefix: str, **limits: Any) -> AsyncIterator[tuple[Any, Any, Probe]]:
+    """Two apps in this process sharing one Redis task store (each with its own connection): two workers."""
+    probe = Probe()
+    stores = [RedisTaskStore(url, prefix=prefix), RedisTaskStore(url, prefix=prefix)]
+    apps = [make_app(probe, engine=TaskEngine(store, **limits))[0] for store in stores]
+    try:
+        yield apps[0], apps[1], probe
+    finally:
+        for app in apps:
+            await app.tasks.engine.aclose()
+
+
+async def test_2025_tasks_result_on_another_worker_forwards_the_input_request_and_resumes_the_task(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """2025-11-25 across workers (one principal): created on A, its elicitation delivered through tasks/result on
+    B, the answer resumes the task on A, B answers tasks/result with the outcome."""
+    async with two_apps(redis_url, "xw2:") as (app_a, app_b, _), raw(app_a, "alice") as a, raw(app_b, "alice") as b:
+        await a.initialize(LEGACY, {"elicitation": {"form": {}}})
+        await b.initialize(LEGACY, {"elicitation": {"form": {}}})
+        created = await call(a, 1, "tools/call", {"name": "confirm", "arguments": {"what": "y"}, "task": {}})
+        task_id = created["result"]["task"]["taskId"]
+        await _until(b, task_id, "input_required")
+        await b.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task_id}})
+        request = await b.recv()
+        assert request["method"] == "elicitation/create"
+        await b.send({"jsonrpc": "2.0", "id": request["id"], "result": {"action": "accept", "content": {"ok": True}}})
+        result, _ = await b.recv_until(lambda m: m.get("id") == 2, timeout=10)
+        assert result["result"]["content"][0]["text"] == "deleted y"
+        listing = await call(b, 3, "tasks/list")
+        assert task_id in [t["taskId"] for t in listing["result"]["tasks"]]
+
+
+async def test_the_caps_on_tasks_in_progress_hold_across_workers(redis_url: str) -> None:  # noqa: F811
+    async with (
+        two_apps(redis_url, "xw3:", max_tasks_per_principal=2) as (app_a, app_b, probe),
+        raw(app_a, "bob") as a,
+        raw(app_b, "bob") as b,
+    ):
+        await a.initialize(LEGACY)
+        await b.initialize(LEGACY)
+        for i, peer in enumerate((a, b)):
+            ok = await call(peer, i, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+            assert ok["result"]["task"]["status"] == "working"
+        refused = await call(b, 9, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert refused["error"]["code"] == -32600
+        probe.release.set()
+
+
+async def test_a_store_change_wakes_the_other_workers_waiters(redis_url: str) -> None:  # noqa: F811
+    """The change feed: an answer written by one worker's store reaches a task waiting on another at once (not
+    at the next poll)."""
+    one, two = RedisTaskStore(redis_url, prefix="xw4:"), RedisTaskStore(redis_url, prefix="xw4:")
+    engine_a, engine_b = TaskEngine(one), TaskEngine(two)
+    try:
+        record = await engine_a.create(owner=None, method="tools/call", name="t")
+        control = engine_a.control()
+
+        async def work() -> dict[str, Any]:
+            answer = await control.ask("elicitation/create", {"message": "?"})
+            return {"content": [{"type": "text", "text": str(answer)}]}
+
+        engine_a.adopt(record, control, asyncio.ensure_future(work()))
+        for _ in range(100):
+            seen = await engine_b.get(record["id"], None)
+            if seen is not None and seen["requests"]:
+                break
+            await asyncio.sleep(0.02)
+        assert seen is not None and list(seen["requests"]) == ["elicitation-1"]
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await engine_b.answer(record["id"], {"elicitation-1": {"result": {"action": "accept"}}})
+        while (await engine_b.get(record["id"], None) or {}).get("status") != "completed":
+            await asyncio.sleep(0.01)
+        assert loop.time() - start < 1.0  # woken by the change feed, well before the fallback poll (2 s)
+    finally:
+        await engine_a.aclose()
+        await engine_b.aclose()
+
+
+async def test_records_expire_in_redis_at_their_ttl(redis_url: str) -> None:  # noqa: F811
+    store = RedisTaskStore(redis_url, prefix="xw5:")
+    try:
+        record = new_record(owner="o", method="tools/call", name="t", ttl_ms=300, poll_ms=100)
+        await store.create(record, max_live=10, max_live_per_owner=10)
+        assert await store.get(record["id"]) is not None
+        await asyncio.sleep(0.5)
+        assert await store.get(record["id"]) is None
+        assert await store.list("o", None, 10) == []
+    finally:
+        await store.aclose()
+
+
+async def _until(peer: RawPeer, task_id: str, status: str) -> None:
+    for i in range(200):
+        got = await call(peer, f"w{i}", "tasks/get", {"taskId": task_id})
+        if got["result"]["status"] == status:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"task never became {status}")
+
+
+async def test_a_handshake_session_task_without_a_principal_is_found_on_the_worker_the_session_moved_to(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """2025-11-25 over Streamable HTTP, no authentication: a task belongs to its session, and a session restored
+    from the shared session store on another worker is the same session there (its binding comes from its id), so
+    tasks/get and tasks/result on worker B reach the task worker A created."""
+    import httpx
+
+    from mcpkit.stores.redis import RedisSessionStore
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    probe = Probe()
+    apps = [make_app(probe, engine=TaskEngine(RedisTaskStore(redis_url, prefix="xw6:")))[0] for _ in range(2)]
+    endpoints = [create_app(app, session_store=RedisSessionStore(redis_url, prefix="xw6:")) for app in apps]
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+    def body(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+    try:
+        async with serve_asgi(endpoints[0]) as port_a, serve_asgi(endpoints[1]) as port_b, httpx.AsyncClient() as http:
+            a, b = f"http://127.0.0.1:{port_a}/mcp", f"http://127.0.0.1:{port_b}/mcp"
+            init = {"protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}
+            r = await http.post(a, json=body(1, "initialize", init), headers=headers)
+            session = {**headers, "Mcp-Session-Id": r.headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY}
+            await http.post(a, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+            call_params = {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}}
+            created = (await http.post(a, json=body(2, "tools/call", call_params), headers=session)).json()
+            task_id = created["result"]["task"]["taskId"]
+            got = (await http.post(b, json=body(3, "tasks/get", {"taskId": task_id}), headers=session)).json()
+            assert got["result"]["taskId"] == task_id
+            result = await http.post(b, json=body(4, "tasks/result", {"taskId": task_id}), headers=session)
+            assert "slept 0.2" in result.text
+    finally:
+        for app in apps:
+            await app.tasks.engine.aclose()
+
+
+async def test_the_task_store_works_on_a_redis_cluster(redis_cluster_url: str) -> None:  # noqa: F811
+    """Redis Cluster: the caps' keys share one slot ({tasks}), each record its own; a change on one store wakes a
+    task waiting on another; list and expiry as on one Redis."""
+    one = RedisTaskStore(redis_cluster_url, prefix="xc1:", cluster=True)
+    two = RedisTaskStore(redis_cluster_url, prefix="xc1:", cluster=True)
+    engine_a, engine_b = TaskEngine(one, max_tasks_per_principal=2), TaskEngine(two, max_tasks_per_principal=2)
+    try:
+        record = await engine_a.create(owner="p:carol", method="tools/call", name="t")
+        await engine_a.create(owner="p:carol", method="tools/call", name="t")
+        with pytest.raises(TaskLimitReached):
+            await engine_b.create(owner="p:carol", method="tools/call", name="t")
+        control = engine_a.control()
+
+        async def work() -> dict[str, Any]:
+            answer = await control.ask("elicitation/create", {"message": "?"})
+            return {"content": [{"type": "text", "text": answer["action"]}]}
+
+        engine_a.adopt(record, control, asyncio.ensure_future(work()))
+        for _ in range(200):
+            seen = await engine_b.get(record["id"], "p:carol")
+            if seen is not None and seen["requests"]:
+                break
+            await asyncio.sleep(0.02)
+        await engine_b.answer(record["id"], {"elicitation-1": {"result": {"action": "accept"}}})
+        for _ in range(200):
+            done = await engine_b.get(record["id"], "p:carol")
+            if done is not None and done["status"] == "completed":
+                break
+            await asyncio.sleep(0.02)
+        assert done is not None and done["result"]["content"][0]["text"] == "accept"
+        listed = await engine_b.list("p:carol", None, 10)
+        assert record["id"] in [r["id"] for r in listed]
+    finally:
+        await engine_a.aclose()
+        await engine_b.aclose()

@@ -1,0 +1,329 @@
+"""Apps for the toolkit tests (composition, transformation, visibility), served over stdio by
+``python tests/support/servers/toolkit_apps.py <name>`` and over HTTP in-process (``build(name)``).
+
+Every change a test makes goes through a tool of the app, so the same test drives stdio and HTTP alike.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+from mcpkit import Context, MCPKit
+from mcpkit.server.transform import ArgTransform, forward, transform_tool
+
+
+def compose_app() -> MCPKit:
+    """``main`` mounts ``weather`` (live, prefix weather, with a lifespan) and imports ``copy`` (prefix copy)."""
+
+    @contextlib.asynccontextmanager
+    async def weather_lifespan(app: MCPKit) -> AsyncIterator[dict[str, str]]:
+        yield {"units": "celsius"}
+
+    weather = MCPKit("weather", lifespan=weather_lifespan)
+
+    @weather.tool(tags={"public"}, scopes=["weather:read"])
+    async def forecast(city: str, ctx: Context) -> str:
+        """The forecast of a city."""
+        await ctx.report_progress(1, 2)
+        await ctx.report_progress(2, 2)
+        await ctx.info(f"forecast for {city}")
+        return f"{city}: sunny, {ctx.lifespan_state['units']} (served by {ctx.app.name})"
+
+    @weather.tool
+    async def ask_city(ctx: Context) -> str:
+        """Ask the user for a city."""
+        answer = await ctx.elicit("Which city?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"you chose {answer.content['name'] if answer.content else answer.action}"
+
+    @weather.tool
+    async def summarize(ctx: Context) -> str:
+        """Ask the client's model."""
+        reply = await ctx.sample("summarize the weather")
+        return f"model says {reply.content.text}"  # type: ignore[union-attr]
+
+    @weather.tool
+    def double(x: int) -> int:
+        """Twice x."""
+        return 2 * x
+
+    @weather.resource("data://today")
+    def today() -> str:
+        return "sunny today"
+
+    @weather.resource("data://city/{name}")
+    def city(name: str) -> str:
+        return f"data of {name}"
+
+    @weather.prompt(completions={"style": ["short", "long"]})
+    def brief(city: str, style: str = "short") -> str:
+        """A weather brief."""
+        return f"Write a {style} brief for {city}"
+
+    app = MCPKit("main")
+
+    @app.tool
+    def local() -> str:
+        """A tool of the parent itself."""
+        return "parent"
+
+    @app.tool
+    def grow(name: str) -> str:
+        """Register a tool on the mounted server at run time."""
+        weather.add_tool(lambda: f"I am {name}", name=name, description="added later")
+        return "grown"
+
+    @app.tool
+    def shrink(name: str) -> str:
+        """Remove a tool of the mounted server."""
+        weather.remove_tool(name)
+        return "shrunk"
+
+    copy = MCPKit("copy")
+
+    @copy.tool
+    def hello() -> str:
+        return "hello from the copy"
+
+    app.mount(weather, prefix="weather")
+    app.import_server(copy, prefix="copy")
+
+    @app.tool
+    def grow_copy(name: str) -> str:
+        """Register a tool on the imported server (it must not show)."""
+        copy.add_tool(lambda: name, name=name)
+        return "grown"
+
+    return app
+
+
+def transform_app() -> MCPKit:
+    """``search(query, limit, api_key)`` and tools derived from it."""
+    app = MCPKit("transform")
+
+    @app.tool
+    def search(query: str, limit: int = 10, api_key: str = "") -> dict[str, Any]:
+        """Search the catalog."""
+        return {"query": query, "limit": limit, "key_used": bool(api_key)}
+
+    original = app.get_tool("search")
+    assert original is not None
+    app.add_tool(
+        transform_tool(
+            original,
+            name="find",
+            description="Find things in the catalog.",
+            args={
+                "query": ArgTransform(name="q", description="What to look for"),
+                "limit": ArgTransform(default=3),
+                "api_key": ArgTransform(hide=True, default="secret-key"),
+            },
+        )
+    )
+
+    async def shout(q: str) -> str:
+        result = await forward(q=q)
+        return str(result["structuredContent"]["query"]).upper()
+
+    app.add_tool(
+        transform_tool(
+            original,
+            name="shout",
+            args={"query": ArgTransform(name="q"), "api_key": ArgTransform(hide=True, default="k")},
+            fn=shout,
+        )
+    )
+    return app
+
+
+def visibility_app() -> MCPKit:
+    """Tags, include/exclude, enable/disable at run time, per-principal views (principal from ``X-User``)."""
+    app = MCPKit("visibility", exclude_tags={"internal"}, page_size=2)
+    for i in range(5):
+        app.add_tool(lambda i=i: f"public {i}", name=f"public_{i}", tags={"public"})
+
+    @app.tool(tags={"admin"})
+    def wipe() -> str:
+        return "wiped"
+
+    @app.tool(tags={"internal"})
+    def debug_dump() -> str:
+        return "internal state"
+
+    @app.tool(enabled=False)
+    def beta() -> str:
+        return "beta"
+
+    @app.resource("secret://plan", tags={"admin"})
+    def plan() -> str:
+        return "the plan"
+
+    @app.prompt(tags={"admin"}, completions={"topic": ["all", "mine"]})
+    def admin_prompt(topic: str = "all") -> str:
+        return f"admin {topic}"
+
+    @app.tool
+    def set_admin(on: bool) -> str:
+        """Show or hide the admin tag."""
+        if on:
+            app.enable(tags="admin")
+        else:
+            app.disable(tags="admin")
+        return "ok"
+
+    @app.tool
+    def set_beta(on: bool) -> str:
+        if on:
+            app.enable("beta")
+        else:
+            app.disable("beta")
+        return "ok"
+
+    return app
+
+
+def per_principal_app() -> MCPKit:
+    """A view per principal: ``admin``-tagged components only for alice."""
+    app = visibility_app()
+    app.set_view_filter(lambda component, principal: "admin" not in component.tags or principal == "alice")
+    return app
+
+
+def legacy_app(version: str) -> MCPKit:
+    """A server speaking one handshake-era revision only, which asks its client things mid-call."""
+    app = MCPKit(f"legacy-{version}", versions=[version])
+    state: dict[str, Any] = {"cancelled": False}
+
+    @app.tool
+    async def ask(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+        return f"Hello, {answer.content['name'] if answer.content else answer.action}!"
+
+    @app.tool
+    async def sample(ctx: Context) -> str:
+        reply = await ctx.sample("say something")
+        return f"model: {reply.content.text}"  # type: ignore[union-attr]
+
+    @app.tool
+    async def roots(ctx: Context) -> str:
+        return ",".join(str(r.uri) for r in await ctx.list_roots())
+
+    @app.tool
+    async def slow(steps: int, ctx: Context) -> str:
+        import asyncio
+
+        try:
+            for i in range(steps):
+                await ctx.report_progress(i + 1, steps)
+                await asyncio.sleep(0.05)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+        return "done"
+
+    @app.tool
+    def was_cancelled() -> bool:
+        return bool(state["cancelled"])
+
+    @app.tool
+    def environment(name: str) -> str:
+        """The value of one environment variable of the server's process (empty when unset)."""
+        import os
+
+        return os.environ.get(name, "")
+
+    @app.tool
+    def process() -> int:
+        """The id of the server's process (which one of a proxy's upstream connections answered)."""
+        import os
+
+        return os.getpid()
+
+    return app
+
+
+def cached_app() -> MCPKit:
+    """Lists and a resource with 2026-07-28 caching hints; tools report how often the server was asked."""
+    app = MCPKit("cached", list_ttl_ms=60_000, list_cache_scope="public")
+    counts = {"tools/list": 0, "reads": 0}
+
+    @app.resource("data://clock", ttl_ms=60_000, cache_scope="private")
+    def clock() -> str:
+        counts["reads"] += 1
+        return f"read {counts['reads']}"
+
+    @app.tool
+    def asked() -> dict[str, int]:
+        return dict(counts)
+
+    @app.tool
+    def grow(name: str) -> str:
+        app.add_tool(lambda: name, name=name)
+        return "grown"
+
+    @app.tool
+    async def touch() -> str:
+        await app.notify_resource_updated("data://clock")
+        return "touched"
+
+    original = app._handlers["tools/list"]
+
+    def counting(ctx: Any, params: Any) -> Any:
+        counts["tools/list"] += 1
+        return original(ctx, params)
+
+    app.set_handler("tools/list", counting)
+    return app
+
+
+def flaky_app() -> MCPKit:
+    """Tools whose first call hangs (until cancelled) and later calls answer at once: ``look`` (read-only, safe to
+    repeat) and ``change`` (not); ``attempts`` says how often each was called."""
+    app = MCPKit("flaky")
+    attempts = {"look": 0, "change": 0}
+
+    async def first_hangs(name: str) -> str:
+        import asyncio
+
+        attempts[name] += 1
+        if attempts[name] == 1:
+            await asyncio.sleep(60)
+        return f"{name}: done"
+
+    @app.tool(annotations={"readOnlyHint": True})
+    async def look() -> str:
+        return await first_hangs("look")
+
+    @app.tool
+    async def change() -> str:
+        return await first_hangs("change")
+
+    @app.tool(name="attempts")
+    def attempts_made() -> dict[str, int]:
+        return dict(attempts)
+
+    return app
+
+
+APPS = {
+    "cached": cached_app,
+    "flaky": flaky_app,
+    "legacy-2024-11-05": lambda: legacy_app("2024-11-05"),
+    "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
+    "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
+    "compose": compose_app,
+    "transform": transform_app,
+    "visibility": visibility_app,
+    "per_principal": per_principal_app,
+}
+
+
+def build(name: str) -> MCPKit:
+    """A fresh instance of the app called ``name``."""
+    return APPS[name]()
+
+
+if __name__ == "__main__":
+    build(sys.argv[1]).run()

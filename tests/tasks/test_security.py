@@ -1,0 +1,204 @@
+"""Task security and bounds: ids nobody can guess, tasks bound to who created them, caps on tasks in progress, on
+their time to live and on what a store keeps (each bound is a row of docs/security.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from mcpkit.tasks import InMemoryTaskStore
+from mcpkit.tasks.model import new_record, new_task_id
+from support.tasks import LEGACY, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
+
+UNKNOWN = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
+
+
+async def test_task_ids_are_unguessable() -> None:
+    """Task ids come from the OS's CSPRNG: 192 bits, URL-safe, never repeated."""
+    ids = {new_task_id() for _ in range(5000)}
+    assert len(ids) == 5000
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{32}", i) for i in ids)
+
+
+async def test_another_principals_task_id_gets_the_same_answer_as_an_unknown_one() -> None:
+    """Receivers MUST reject tasks/get, tasks/result and tasks/cancel for tasks of another authorization context,
+    and tasks/list lists only the requestor's: mallory learns nothing from alice's id, in either form."""
+    app, probe = make_app()
+    async with raw(app, "alice") as alice, raw(app, "mallory") as mallory:
+        await alice.initialize(LEGACY)
+        await mallory.initialize(LEGACY)
+        reply = await call(alice, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        task_id = reply["result"]["task"]["taskId"]
+        for i, method in enumerate(("tasks/get", "tasks/result", "tasks/cancel")):
+            theirs = await call(mallory, 10 + i, method, {"taskId": task_id})
+            unknown = await call(mallory, 20 + i, method, {"taskId": "x" * 32})
+            assert theirs["error"] == unknown["error"] == UNKNOWN, method
+        assert (await call(mallory, 30, "tasks/list"))["result"]["tasks"] == []
+        extension = await modern(alice, 40, "tools/call", {"name": "hold", "arguments": {}})
+        modern_id = extension["result"]["taskId"]
+        for i, (method, params) in enumerate(
+            (("tasks/get", {}), ("tasks/cancel", {}), ("tasks/update", {"inputResponses": {"k": {}}}))
+        ):
+            theirs = await modern(mallory, 50 + i, method, {"taskId": modern_id, **params})
+            unknown = await modern(mallory, 60 + i, method, {"taskId": "y" * 32, **params})
+            assert theirs["error"] == unknown["error"] == UNKNOWN, method
+        assert (await call(alice, 70, "tasks/get", {"taskId": task_id}))["result"]["status"] == "working"
+        assert probe.cancelled == []  # mallory's cancels reached nothing
+        probe.release.set()
+
+
+async def test_a_flood_of_task_creations_stops_at_the_per_principal_cap_and_others_still_get_in() -> None:
+    """max_tasks_per_principal bounds a caller's tasks in progress (-32600 beyond it); another caller is not
+    affected; a finished or cancelled task frees its place. max_tasks bounds all callers together."""
+    app, probe = make_app(Probe(), max_tasks=7, max_tasks_per_principal=5)
+    async with raw(app, "flood") as flood, raw(app, "other") as other, raw(app, "third") as third:
+        for peer in (flood, other, third):
+            await peer.initialize(LEGACY)
+        ids = []
+        for i in range(5):
+            ids.append(
+                (await call(flood, i, "tools/call", {"name": "hold", "arguments": {}, "task": {}}))["result"]["task"][
+                    "taskId"
+                ]
+            )
+        refused = await call(flood, 99, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert refused["error"]["code"] == -32600 and "max_tasks_per_principal" in refused["error"]["message"]
+        extension = await modern(flood, 98, "tools/call", {"name": "hold", "arguments": {}})
+        assert extension["error"]["code"] == -32600
+        assert probe.calls["hold"] == 5  # the refused calls did not run
+        for i in range(2):
+            ok = await call(other, i, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+            assert ok["result"]["task"]["status"] == "working"
+        total = await call(third, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert total["error"]["code"] == -32600 and "max_tasks" in total["error"]["message"]
+        await call(flood, 100, "tasks/cancel", {"taskId": ids[0]})
+        again = await call(flood, 101, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert again["result"]["task"]["status"] == "working"
+        probe.release.set()
+
+
+async def test_the_tools_scope_is_checked_when_the_task_is_created() -> None:
+    """A token without the tool's scope is refused at creation (-32003): no task exists, nothing ran."""
+    app, probe = make_app()
+
+    def rule(method: str, params: dict[str, object]) -> list[str]:
+        return ["deploy"] if method == "tools/call" and params.get("name") == "hold" else []
+
+    from mcpkit.server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
+    from mcpkit.transports.memory import create_memory_pair
+    from support.core import RawPeer
+
+    c, s = create_memory_pair()
+    token = authorize_as(ScopeAuthorization("carol", ["read"], rule))
+    server = asyncio.get_running_loop().create_task(app.serve(s))
+    CURRENT_AUTHORIZATION.reset(token)
+    peer = RawPeer(c)
+    try:
+        await peer.initialize(LEGACY)
+        r = await call(peer, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert r["error"]["code"] == -32003 and r["error"]["data"]["scopes"] == ["deploy"]
+        r = await modern(peer, 2, "tools/call", {"name": "hold", "arguments": {}})
+        assert r["error"]["code"] == -32003
+        assert "hold" not in probe.calls
+        assert (await call(peer, 3, "tasks/list"))["result"]["tasks"] == []
+    finally:
+        await c.close()
+        await asyncio.wait_for(server, 5)
+
+
+async def test_a_result_larger_than_max_result_bytes_fails_the_task() -> None:
+    app, _ = make_app(Probe(), max_result_bytes=1000)
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        small = (await call(peer, 1, "tools/call", {"name": "big", "arguments": {"size": 10}, "task": {}}))["result"]
+        assert (await wait_status(peer, small["task"]["taskId"], ("completed",)))["status"] == "completed"
+        large = (await call(peer, 2, "tools/call", {"name": "big", "arguments": {"size": 5000}, "task": {}}))["result"]
+        failed = await wait_status(peer, large["task"]["taskId"], ("failed",))
+        assert "max_result_bytes" in failed["statusMessage"]
+        r = await call(peer, 3, "tasks/result", {"taskId": large["task"]["taskId"]})
+        assert r["error"]["code"] == -32603
+
+
+async def test_a_task_still_running_at_the_end_of_its_ttl_is_stopped_and_fails() -> None:
+    app, probe = make_app(Probe(), default_ttl_ms=1000, max_ttl_ms=1000)
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        task = (await call(peer, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {"ttl": 10**8}}))["result"]
+        assert task["task"]["ttl"] == 1000
+        await asyncio.sleep(1.3)
+        assert probe.cancelled == ["hold"]
+        r = await call(peer, 2, "tasks/get", {"taskId": task["task"]["taskId"]})
+        assert r["error"] == UNKNOWN  # past its ttl the record is gone too
+
+
+async def test_oversized_task_ids_and_cursors_are_refused_without_a_lookup() -> None:
+    app, _ = make_app()
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        assert (await call(peer, 1, "tasks/get", {"taskId": "z" * 100_000}))["error"] == UNKNOWN
+        assert (await call(peer, 2, "tasks/get", {"taskId": 12}))["error"] == UNKNOWN
+        assert (await call(peer, 3, "tasks/list", {"cursor": "c" * 5000}))["error"]["code"] == -32602
+
+
+async def test_the_in_memory_store_is_bounded_in_records_and_bytes_and_keeps_tasks_in_progress() -> None:
+    """InMemoryTaskStore drops the oldest finished tasks beyond max_records / max_bytes, never one in progress."""
+    store = InMemoryTaskStore(max_records=20, max_bytes=50_000)
+    live = new_record(owner="o", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+    await store.create(live, max_live=100, max_live_per_owner=100)
+    for _ in range(40):
+        record = new_record(owner="o", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+        await store.create(record, max_live=100, max_live_per_owner=100)
+
+        def finish(r: dict[str, object]) -> bool:
+            r["status"] = "completed"
+            r["result"] = {"content": [{"type": "text", "text": "r" * 4000}]}
+            return True
+
+        await store.update(record["id"], finish)
+        assert len(store) <= 20 and store.size_bytes <= 50_000
+    assert await store.get(live["id"]) is not None
+
+
+async def test_shutdown_drains_the_running_tasks_then_cancels_what_is_left() -> None:
+    """At shutdown (close_listeners) the tasks running get drain_timeout seconds; a task still running then is
+    cancelled and recorded failed, one that finishes in time keeps its result."""
+    app, probe = make_app(Probe(), drain_timeout=0.5)
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        quick = await call(peer, 1, "tools/call", {"name": "slow", "arguments": {"seconds": 0.2}, "task": {}})
+        stuck = await call(peer, 2, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        await app.close_listeners()
+        assert 0.4 < loop.time() - start < 3.0
+        store = app.tasks.engine.store
+        done = await store.get(quick["result"]["task"]["taskId"])
+        left = await store.get(stuck["result"]["task"]["taskId"])
+        assert done["status"] == "completed"
+        assert left["status"] == "failed" and left["error"]["message"] == "the server shut down"
+        assert probe.cancelled == ["hold"]
+
+
+async def test_listening_to_more_task_ids_than_max_subscriptions_is_refused() -> None:
+    app, _ = make_app()
+    app.max_subscriptions = 3
+    async with raw(app) as peer:
+        r = await modern(peer, 1, "subscriptions/listen", {"notifications": {"taskIds": ["a", "b", "c", "d"]}})
+        assert r["error"]["code"] == -32602 and "max_subscriptions" in r["error"]["message"]
+
+
+async def test_a_call_that_ends_before_becoming_a_task_gives_its_place_back() -> None:
+    """2026-07-28: a call answered in its first step (an input_required round trip, an error, a plain result)
+    leaves no task behind: with room for one task per caller, later tasks still get in."""
+    app, probe = make_app(Probe(), max_tasks_per_principal=1)
+    async with raw(app, "dora") as peer:
+        for i in range(3):
+            r = await modern(peer, i, "tools/call", {"name": "asks_first", "arguments": {}})
+            assert r["result"]["resultType"] == "input_required"
+        no_elicitation = {"extensions": TASK_CAPS["extensions"]}
+        for i in range(3):
+            r = await modern(peer, 10 + i, "tools/call", {"name": "asks_first", "arguments": {}}, caps=no_elicitation)
+            assert r["error"]["code"] == -32021
+        held = await modern(peer, 20, "tools/call", {"name": "hold", "arguments": {}})
+        assert held["result"]["resultType"] == "task"
+        probe.release.set()

@@ -1,0 +1,219 @@
+"""OpenTelemetry (``mcpkit.telemetry``): spans for every request on both sides, W3C trace context carried in
+``_meta`` across stdio and Streamable HTTP in both eras, incoming context checked and bounded as untrusted input,
+and nothing imported or done without it."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from mcpkit import Client
+from mcpkit.protocol.errors import InvalidParams
+from mcpkit.protocol.tracecontext import MAX_TRACESTATE_MEMBERS, parse_traceparent, parse_tracestate
+from mcpkit.telemetry import Telemetry
+from support.extras import run_without
+from support.paths import SERVERS
+from support.toolkit import ERAS, TRANSPORTS, serve_http
+
+sys.path.insert(0, str(SERVERS))
+
+import telemetry_app
+
+BOTH = pytest.mark.parametrize("transport", TRANSPORTS)
+ERA = pytest.mark.parametrize("mode", ERAS)
+VALID = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def recorder() -> tuple[TracerProvider, InMemorySpanExporter]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider, exporter
+
+
+@contextlib.asynccontextmanager
+async def connect(transport: str, mode: str, incoming: str = "parent", **options: Any) -> AsyncIterator[Client]:
+    if transport == "stdio":
+        async with Client([sys.executable, str(SERVERS / "telemetry_app.py"), incoming], mode=mode, **options) as c:
+            yield c
+        return
+    async with serve_http(telemetry_app.build(incoming)) as url, Client(url, mode=mode, **options) as client:
+        yield client
+
+
+async def server_spans(client: Client) -> list[dict[str, Any]]:
+    result = await client.call_tool("spans", {})
+    spans: list[dict[str, Any]] = result.structured["result"]
+    return [s for s in spans if s["name"] != "tools/call spans"]
+
+
+@BOTH
+@ERA
+async def test_one_trace_from_the_clients_span_to_the_tools_own(transport: str, mode: str) -> None:
+    provider, exporter = recorder()
+    telemetry = Telemetry(tracer_provider=provider)
+    async with connect(transport, mode, telemetry=telemetry, cache=False) as client:
+        await client.call_tool("forget", {})
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).data == 5
+        remote = await server_spans(client)
+    mine = [s for s in exporter.get_finished_spans() if s.name == "tools/call add"]
+    assert len(mine) == 1 and mine[0].kind.name == "CLIENT"
+    call = mine[0]
+    served = next(s for s in remote if s["name"] == "tools/call add")
+    inside = next(s for s in remote if s["name"] == "inside add")
+    # the server's span continues the client's trace (traceparent in _meta), the tool's span nests in it
+    assert served["trace"] == format(call.context.trace_id, "032x")
+    assert served["parent"] == format(call.context.span_id, "016x") and served["remote_parent"]
+    assert inside["trace"] == served["trace"] and inside["parent"] == served["span"]
+    assert served["kind"] == "SERVER" and served["status"] == "UNSET"
+    version = "2026-07-28" if mode == "modern" else "2025-11-25"
+    for attrs in (served["attributes"], dict(call.attributes or {})):
+        assert attrs["mcp.method.name"] == "tools/call"
+        assert attrs["gen_ai.tool.name"] == "add" and attrs["gen_ai.operation.name"] == "execute_tool"
+        assert attrs["mcp.protocol.version"] == version
+        assert attrs["mcpkit.era"] == ("modern" if mode == "modern" else "handshake")
+        assert "jsonrpc.request.id" in attrs
+    if mode == "handshake":
+        assert "mcp.session.id" in served["attributes"]
+
+
+@BOTH
+@ERA
+async def test_failures_are_error_spans(transport: str, mode: str) -> None:
+    provider, exporter = recorder()
+    async with connect(transport, mode, telemetry=Telemetry(tracer_provider=provider), cache=False) as client:
+        await client.call_tool("forget", {})
+        assert (await client.call_tool("fail", {})).is_error
+        with pytest.raises(InvalidParams):
+            await client.session.call_tool("nonexistent", {})
+        remote = await server_spans(client)
+    failed = next(s for s in remote if s["name"] == "tools/call fail")
+    assert failed["status"] == "ERROR" and failed["attributes"]["error.type"] == "tool_error"
+    unknown = next(s for s in remote if s["name"] == "tools/call nonexistent")
+    assert unknown["status"] == "ERROR" and unknown["attributes"]["error.type"] == "-32602"
+    assert unknown["attributes"]["rpc.response.status_code"] == "-32602"
+    client_side = {s.name: s for s in exporter.get_finished_spans()}
+    assert client_side["tools/call nonexistent"].status.status_code.name == "ERROR"
+    assert client_side["tools/call fail"].attributes["error.type"] == "tool_error"  # type: ignore[index]
+
+
+@BOTH
+async def test_server_to_client_requests_are_spans_on_both_sides(transport: str) -> None:
+    provider, exporter = recorder()
+    telemetry = Telemetry(tracer_provider=provider)
+    async with connect(transport, "handshake", telemetry=telemetry, sampling_handler=lambda p: "hi") as client:
+        await client.call_tool("forget", {})
+        assert (await client.call_tool("ask", {})).text == "model: hi"
+        remote = await server_spans(client)
+    tool = next(s for s in remote if s["name"] == "tools/call ask")
+    asked = next(s for s in remote if s["name"] == "sampling/createMessage")
+    assert asked["kind"] == "CLIENT" and asked["parent"] == tool["span"]  # the server's request, in the tool's span
+    answered = next(s for s in exporter.get_finished_spans() if s.name == "sampling/createMessage")
+    assert answered.kind.name == "SERVER"  # the client handled it: its span continues the server's
+    assert format(answered.context.trace_id, "032x") == tool["trace"]
+    assert answered.parent is not None and format(answered.parent.span_id, "016x") == asked["span"]
+
+
+# ---------------------------------------------------------------------------------------------- untrusted context
+
+
+def test_traceparent_and_tracestate_are_checked_and_bounded() -> None:
+    assert parse_traceparent(VALID) is not None
+    bad = [
+        None,
+        42,
+        "",
+        VALID.upper(),
+        "ff" + VALID[2:],
+        "00-00000000000000000000000000000000-b7ad6b7169203331-01",
+        "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+        VALID + "-extra",  # (version 00 has no more fields)
+        "00-0af7651916cd43dd8448eb211c80319-b7ad6b7169203331-01",
+        "01-" + VALID[3:] + "-" + "x" * 600,  # a later version, but too long
+        VALID.replace("-", "_"),
+    ]
+    assert [parse_traceparent(v) for v in bad] == [None] * len(bad)
+    later = parse_traceparent("cc-" + VALID[3:] + "-what-comes-later")
+    assert later is not None and later.trace_id == int("0af7651916cd43dd8448eb211c80319c", 16)
+    members = ",".join(f"k{i}=v{i}" for i in range(100))
+    assert len(parse_tracestate(members)) <= MAX_TRACESTATE_MEMBERS
+    assert parse_tracestate("ok=1,Bad=2,sp ace=3,x=a=b,dup=1,dup=2,t@s=4," + "a" * 600) == [
+        ("ok", "1"),
+        ("dup", "1"),
+        ("t@s", "4"),
+    ]
+    assert parse_tracestate("k=" + "v" * 300) == []  # a value over 256 characters
+    assert parse_tracestate(["k=v"]) == []
+
+
+@BOTH
+@ERA
+async def test_an_incoming_trace_context_is_untrusted(transport: str, mode: str) -> None:
+    """A client without telemetry sends hand-made trace context: a valid one is the parent, a malformed one
+    starts a new trace, a long tracestate is cut to its valid members, baggage is never read."""
+    hostile_state = ",".join([f"m{i}=v{i}" for i in range(40)] + ["BAD KEY=x", "z=" + "y" * 400])
+    async with connect(transport, mode, cache=False) as client:
+        await client.call_tool("forget", {})
+        await client.session.call_tool(
+            "add", {"a": 1, "b": 1}, meta={"traceparent": VALID, "tracestate": hostile_state}
+        )
+        for bad in ("00-00000000000000000000000000000000-b7ad6b7169203331-01", "junk", "x" * 100_000):
+            await client.session.call_tool("add", {"a": 1, "b": 2}, meta={"traceparent": bad, "baggage": "k=v"})
+        remote = [s for s in await server_spans(client) if s["name"] == "tools/call add"]
+    adopted, *fresh = remote
+    assert adopted["trace"] == VALID[3:35] and adopted["parent"] == VALID[36:52] and adopted["remote_parent"]
+    members = adopted["state"].split(",")
+    assert len(members) == MAX_TRACESTATE_MEMBERS and all(m.startswith("m") for m in members)
+    assert len(fresh) == 3 and all(s["parent"] is None and s["trace"] != VALID[3:35] for s in fresh)
+
+
+@ERA
+async def test_link_and_ignore_keep_a_strangers_trace_out(mode: str) -> None:
+    for incoming in ("link", "ignore"):
+        async with connect("http", mode, incoming=incoming, cache=False) as client:
+            await client.call_tool("forget", {})
+            await client.session.call_tool("add", {"a": 1, "b": 1}, meta={"traceparent": VALID})
+            span = next(s for s in await server_spans(client) if s["name"] == "tools/call add")
+        assert span["parent"] is None and span["trace"] != VALID[3:35]
+        assert span["links"] == ([VALID[3:35]] if incoming == "link" else [])
+
+
+# ---------------------------------------------------------------------------------------------- cost
+
+
+def test_nothing_is_imported_without_telemetry(tmp_path: Path) -> None:
+    code = """
+    import asyncio, sys
+    import mcpkit
+    from mcpkit import Client, MCPKit
+    app = MCPKit("t")
+    app.tool(lambda: "x", name="x")
+    async def main():
+        async with Client(app) as client:
+            await client.call_tool("x", {})
+    asyncio.run(main())
+    assert not [m for m in sys.modules if m.startswith("opentelemetry") or m == "mcpkit.telemetry"], "imported"
+    try:
+        from mcpkit.telemetry import Telemetry
+        Telemetry()
+    except ModuleNotFoundError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(3)
+    """
+    proc = run_without(["opentelemetry"], code, tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert "pip install 'mcpkit[otel]'" in proc.stderr.strip().splitlines()[-1]
+
+
+def test_an_uninstrumented_peer_pays_one_attribute_test() -> None:
+    from mcpkit.engine.outgoing import Requests
+
+    assert Requests.tracer is None  # (the class default every peer reads: no tracer, nothing done per request)

@@ -1,0 +1,38 @@
+"""The legacy SSE and WebSocket endpoints as mounted by ``create_app`` (the one ASGI app for every HTTP
+transport): ``/sse`` + ``/messages`` + ``/message`` and ``/ws`` on one real uvicorn server, one shared policy."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http.app import create_app
+from mcpkit.transports.http.sse_client import SSEClientTransport
+from mcpkit.transports.http.ws_client import WebSocketClientTransport
+from support.sse import client_handlers, eventually, make_server, serve
+
+
+@pytest.mark.req("A007")
+async def test_sse_and_ws_routes_of_create_app() -> None:
+    app = create_app(make_server())
+    async with serve(app, **app.uvicorn_options()) as port:
+        base = f"http://127.0.0.1:{port}"
+        async with (
+            SSEClientTransport(base + "/sse") as conn,
+            ClientSession(conn, mode="handshake", **client_handlers()) as session,
+        ):
+            assert conn.endpoint is not None and conn.endpoint.path == "/messages"
+            r = await session.call_tool("ask")
+            assert r.content[0].text == "accept:Ada|4|file:///work"  # type: ignore[union-attr]
+            singular = str(conn.endpoint).replace("/messages", "/message")
+            async with httpx.AsyncClient() as client:
+                res = await client.post(singular, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+                assert res.status_code == 202
+                res = await client.get(base + "/sse", headers={"Origin": "http://evil.example"})
+                assert res.status_code == 403
+        async with WebSocketClientTransport(f"ws://127.0.0.1:{port}/ws") as ws, ClientSession(ws) as modern:
+            assert modern.modern
+            r = await modern.call_tool("echo", {"text": "ws via create_app"})
+            assert r.content[0].text == "ws via create_app"  # type: ignore[union-attr]
+        await eventually(lambda: app.sse.session_count == 0 and app.ws.connection_count == 0)

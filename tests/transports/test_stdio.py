@@ -1,0 +1,236 @@
+"""stdio transport guarantees, with real subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.protocol.errors import ConnectionClosed
+from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+from support.core import CORE_SERVER, open_session, raw_stdio
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); look at its state
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.req("M013", "M014", "M015", "M016", "A004")
+async def test_stray_print_goes_to_stderr_not_the_protocol_stream() -> None:
+    async with raw_stdio() as (p, t):
+        await p.initialize()
+        r = await p.request(1, "tools/call", {"name": "shout", "arguments": {}})
+        assert r["result"]["content"][0]["text"] == "shouted"
+        assert (await p.request(2, "ping"))["result"] == {}
+        await asyncio.sleep(0.1)
+        assert "THIS MUST NOT REACH THE PROTOCOL STREAM" in t.stderr_text
+
+
+@pytest.mark.req("M014", "M015", "M016")
+async def test_every_stdout_line_is_one_valid_message() -> None:
+    """Read the server's raw stdout bytes: newline-delimited, one JSON-RPC message per line, nothing else."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CORE_SERVER),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None
+    msgs = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}},
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "shout", "arguments": {}}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "a\nb"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "big", "arguments": {"n": 300000}}},
+    ]
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in msgs))
+    proc.stdin.close()
+    out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
+    lines = out.split(b"\n")
+    assert lines[-1] == b""
+    parsed = [orjson.loads(line) for line in lines[:-1]]
+    assert sorted(m["id"] for m in parsed if "id" in m) == [1, 2, 3, 4]
+    assert [m["method"] for m in parsed if "id" not in m] == ["notifications/message"]  # echo logs at info
+    assert all(m["jsonrpc"] == "2.0" for m in parsed)
+    assert b"THIS MUST NOT REACH" in err
+
+
+@pytest.mark.req("S021")
+async def test_oversized_line_is_refused_and_the_stream_stays_in_sync() -> None:
+    code = textwrap.dedent(
+        f"""
+        import sys; sys.path.insert(0, {str(CORE_SERVER.parent)!r})
+        from core_server import server
+        server.run(max_message_size=64 * 1024)
+        """
+    )
+    async with raw_stdio([sys.executable, "-c", code]) as (p, _t):
+        await p.initialize()
+        huge = (
+            b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"'
+            + b"x" * 200_000
+            + b'"}}}'
+        )
+        await p.send(huge)
+        e = await p.recv()
+        assert e["error"]["code"] == -32600 and "limit" in e["error"]["message"]
+        assert (await p.request(2, "ping"))["result"] == {}
+
+
+async def test_large_answers_arrive_whole_one_per_line() -> None:
+    """Answers past the transport's copy limit (written without joining their newline) still arrive as one line
+    each, in order, among small ones."""
+    async with raw_stdio([sys.executable, str(CORE_SERVER)]) as (p, _t):
+        await p.initialize()
+        for i, size in enumerate((20_000, 10, 300_000, 16 * 1024, 16 * 1024 - 1, 1), start=2):
+            text = "y" * size
+            r = await p.request(i, "tools/call", {"name": "echo", "arguments": {"text": text}})
+            assert r["id"] == i and r["result"]["content"][0]["text"] == text
+
+
+@pytest.mark.req("S001")
+async def test_on_stdin_eof_the_server_answers_everything_received_then_exits() -> None:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CORE_SERVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None
+    msgs = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}]
+    msgs += [
+        {
+            "jsonrpc": "2.0",
+            "id": i,
+            "method": "tools/call",
+            "params": {"name": "slow", "arguments": {"steps": 3, "delay_ms": 100}},
+        }
+        for i in range(1, 6)
+    ]
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in msgs))
+    proc.stdin.close()  # EOF right away: the five slow calls are still running
+    t0 = time.monotonic()
+    out, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
+    ids = sorted(orjson.loads(line)["id"] for line in out.splitlines())
+    assert ids == [0, 1, 2, 3, 4, 5]
+    assert time.monotonic() - t0 < 10
+
+
+@pytest.mark.req("M012", "S001")
+async def test_client_close_shuts_a_well_behaved_server_down_by_closing_stdin() -> None:
+    t = StdioClientTransport(StdioServer([sys.executable, str(CORE_SERVER)]))
+    await t.start()
+    async with ClientSession(t, mode="handshake") as cs:
+        await cs.ping()
+    assert t.process is not None
+    assert t.returncode == 0  # exited by itself after stdin closed (no signal)
+
+
+async def test_client_close_escalates_to_sigterm_then_sigkill_and_reaps_everything(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    code = textwrap.dedent(
+        f"""
+        import signal, subprocess, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        stubborn = "import time, signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(120)"
+        child = subprocess.Popen([sys.executable, "-c", stubborn])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        sys.stderr.write("ready\\n"); sys.stderr.flush()
+        while True:
+            time.sleep(1)
+        """
+    )
+    t = StdioClientTransport(StdioServer([sys.executable, "-c", code], shutdown_timeout=0.5))
+    await t.start()
+    for _ in range(100):
+        if pidfile.exists() and pidfile.read_text():
+            break
+        await asyncio.sleep(0.05)
+    child_pid = int(pidfile.read_text())
+    assert t.process is not None
+    server_pid = t.process.pid
+    t0 = time.monotonic()
+    await t.close()
+    assert time.monotonic() - t0 < 5
+    assert t.returncode == -signal.SIGKILL
+    assert not _alive(server_pid)
+    for _ in range(50):
+        if not _alive(child_pid):
+            break
+        await asyncio.sleep(0.05)
+    assert not _alive(child_pid), "grandchild left behind"
+    assert "ready" in t.stderr_text
+
+
+async def test_stderr_of_a_server_that_fails_to_start_is_readable() -> None:
+    t = StdioClientTransport(
+        StdioServer([sys.executable, "-c", "import sys; sys.stderr.write('boom: no config\\n'); sys.exit(3)"])
+    )
+    await t.start()
+    with pytest.raises(ConnectionClosed):
+        async with ClientSession(t, mode="handshake", timeout=5):
+            pass
+    assert "boom: no config" in t.stderr_text
+    assert t.returncode == 3
+
+
+@pytest.mark.req("M017")
+async def test_client_writes_only_valid_messages_to_stdin(tmp_path: Path) -> None:
+    """A recording shim sits between the client and the real server and keeps every line the client wrote."""
+    record = tmp_path / "stdin.log"
+    shim = textwrap.dedent(
+        f"""
+        import subprocess, sys, threading
+        srv = subprocess.Popen([sys.executable, {str(CORE_SERVER)!r}], stdin=subprocess.PIPE, stdout=sys.stdout.buffer)
+        log = open({str(record)!r}, "wb")
+        for line in sys.stdin.buffer:
+            log.write(line); log.flush()
+            srv.stdin.write(line); srv.stdin.flush()
+        srv.stdin.close(); srv.wait()
+        """
+    )
+    t = StdioClientTransport(StdioServer([sys.executable, "-c", shim]))
+    await t.start()
+    async with ClientSession(t, mode="auto", elicitation_handler=lambda p: {"action": "decline"}) as cs:
+        await cs.list_tools()
+        await cs.call_tool("echo", {"text": "multi\nline"})
+        call = asyncio.create_task(cs.call_tool("slow", {"steps": 50, "delay_ms": 20}))
+        await asyncio.sleep(0.1)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+    lines = record.read_bytes().split(b"\n")
+    assert lines[-1] == b""
+    for line in lines[:-1]:
+        m = orjson.loads(line)
+        assert m["jsonrpc"] == "2.0" and ("method" in m or "result" in m or "error" in m)
+    assert len(lines) > 4
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_large_payloads_round_trip(mode: str) -> None:
+    async with open_session("stdio", mode=mode) as cs:
+        r = await cs.call_tool("big", {"n": 1_000_000})
+        assert len(r.content[0].text) == 1_000_000  # type: ignore[union-attr]
