@@ -49,6 +49,11 @@ def judge_envelope(r: Report, msg: Any, shown: str, seen: set[str], key: Callabl
     return True
 
 
+def names_itself(info: Any) -> bool:
+    """An implementation's info (``serverInfo``, ``clientInfo``): an object with a string name and version."""
+    return isinstance(info, dict) and isinstance(info.get("name"), str) and isinstance(info.get("version"), str)
+
+
 def judge_error(r: Report, msg: dict[str, Any], shown: str) -> None:
     """M008: an answer's error has an integer code and a string message."""
     if "error" in msg:

@@ -9,6 +9,7 @@ from ...protocol.versions import (
     META_SERVER_INFO,
     V2026_07_28,
 )
+from ..jsonrpc_rules import names_itself
 from ..wire import Incoming, Wire
 from ..wire_http import HttpWire
 from ._base import (
@@ -32,11 +33,7 @@ class ModernChecks(CheckerBase):
             problems.append("capabilities missing")
         meta = res.get("_meta")
         info = res.get("serverInfo") or (meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None)
-        if (
-            not isinstance(info, dict)
-            or not isinstance(info.get("name"), str)
-            or not isinstance(info.get("version"), str)
-        ):
+        if not names_itself(info):
             problems.append("no server info (name and version) in the result or its _meta")
         if problems:
             r.fail("M042", f"server/discover: {'; '.join(problems)}: {resp.short() if resp else ''}", "discover")

@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 from ...protocol.versions import ALL_VERSIONS, LATEST_HANDSHAKE, V2025_03_26
-from ..jsonrpc_rules import judge_envelope, judge_error
+from ..jsonrpc_rules import judge_envelope, judge_error, names_itself
 from ..report import Report
 from .judge_transport import TransportRules
 from .scripted import ASK_TIMEOUT, Conn, ScriptedServer
@@ -168,11 +168,7 @@ class ClientJudge:
             problems.append("protocolVersion")
         if not isinstance(params.get("capabilities"), dict):
             problems.append("capabilities")
-        if (
-            not isinstance(info, dict)
-            or not isinstance(info.get("name"), str)
-            or not isinstance(info.get("version"), str)
-        ):
+        if not names_itself(info):
             problems.append("clientInfo (name and version)")
         if problems:
             r.fail("M040", f"initialize without {', '.join(problems)}: {short(msg)}", "lifecycle")
