@@ -1,6 +1,7 @@
-"""Limits on batches and requests in flight (issues 12.3, 12.12, 15.2, 15.6, 16): tried as a hostile peer would,
-against real processes (tests/support/servers/limits_server.py over stdio, and the same server over HTTP and WebSocket
-on 127.0.0.1), and against a hostile stdio server (tests/support/servers/hostile_server.py) for the client side."""
+"""A peer's limits on batches and requests in flight, tried as a hostile peer would: on the server side against a
+real process (tests/support/servers/limits_server.py over stdio and WebSocket on 127.0.0.1), on the client side
+against a hostile stdio server (tests/support/servers/hostile_server.py). The same limits over Streamable HTTP, where
+a session's cap and the HTTP edges add their own, are in tests/transports/http/test_limits.py."""
 
 from __future__ import annotations
 
@@ -11,196 +12,26 @@ import os
 import sys
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
-import httpx
-import orjson
 import pytest
-import websockets
 
-import mcpkit
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol import errors
 from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+from support.limits import (
+    MODERN,
+    PeakRSS,
+    batches,
+    flood,
+    raw_peer,
+    stats,
+    stats_of,
+)
 from support.paths import SERVERS
 
-LIMITS_SERVER = SERVERS / "limits_server.py"
-V = "2025-03-26"  # the revision with batches
-MODERN = "2026-07-28"
-# the subprocesses import the mcpkit this test imports
-ENV = {**os.environ, "PYTHONPATH": str(Path(mcpkit.__file__).resolve().parent.parent)}
-
-
-def rss_kb(pid: int) -> int:
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-class PeakRSS:
-    """Samples a process's RSS every 20 ms while the block runs; ``growth_mb`` is the peak over the start."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.base = rss_kb(pid)
-        self.peak = self.base
-        self._task: asyncio.Task[None] | None = None
-
-    async def _sample(self) -> None:
-        while True:
-            self.peak = max(self.peak, rss_kb(self.pid))
-            await asyncio.sleep(0.02)
-
-    async def __aenter__(self) -> PeakRSS:
-        self._task = asyncio.create_task(self._sample())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self.peak = max(self.peak, rss_kb(self.pid))
-
-    @property
-    def growth_mb(self) -> float:
-        return (self.peak - self.base) / 1024
-
-
-def initialize(rid: int = 0, version: str = V) -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": rid,
-        "method": "initialize",
-        "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}},
-    }
-
-
-INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-
-
-def slow(rid: int, ms: float) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": ms}}}
-
-
-def stats(rid: int) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": "stats", "arguments": {}}}
-
-
-def batches(count: int, size: int, ms: float, first_id: int = 1000) -> list[list[dict[str, Any]]]:
-    return [[slow(first_id + b * size + i, ms) for i in range(size)] for b in range(count)]
-
-
-def stats_of(answer: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(answer["result"]["content"][0]["text"])
-    return out
-
-
 # ---------------------------------------------------------------- raw peers over each transport
-
-
-class StdioPeer:
-    """The limits server as a subprocess, spoken to with raw JSON lines."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-        self.pid = proc.pid
-
-    async def send(self, msg: Any) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(orjson.dumps(msg) + b"\n")
-        await self.proc.stdin.drain()
-
-    async def recv(self) -> Any:
-        assert self.proc.stdout is not None
-        line = await asyncio.wait_for(self.proc.stdout.readline(), 30)
-        assert line, "the server ended its output"
-        return orjson.loads(line)
-
-
-class WsPeer:
-    def __init__(self, ws: Any, pid: int) -> None:
-        self.ws = ws
-        self.pid = pid
-
-    async def send(self, msg: Any) -> None:
-        await self.ws.send(orjson.dumps(msg).decode())
-
-    async def recv(self) -> Any:
-        return orjson.loads(await asyncio.wait_for(self.ws.recv(), 30))
-
-
-@contextlib.asynccontextmanager
-async def server_process(mode: str, *opts: str) -> AsyncIterator[tuple[asyncio.subprocess.Process, int | None]]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(LIMITS_SERVER),
-        mode,
-        *opts,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env=ENV,
-        limit=8 * 1024 * 1024,
-    )
-    try:
-        port = None
-        if mode == "http":
-            assert proc.stdout is not None
-            line = await asyncio.wait_for(proc.stdout.readline(), 30)
-            assert line.startswith(b"PORT "), line
-            port = int(line.split()[1])
-        yield proc, port
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        await proc.wait()
-
-
-@contextlib.asynccontextmanager
-async def raw_peer(transport: str, *opts: str, handshake: bool = True) -> AsyncIterator[Any]:
-    """A raw peer of the limits server over ``transport``, initialized in 2025-03-26 unless ``handshake`` is False."""
-    if transport == "stdio":
-        async with server_process("stdio", *opts) as (proc, _):
-            peer: Any = StdioPeer(proc)
-            if handshake:
-                await peer.send(initialize())
-                assert "result" in await peer.recv()
-                await peer.send(INITIALIZED)
-            yield peer
-        return
-    async with server_process("http", *opts) as (proc, port):
-        url = f"ws://127.0.0.1:{port}/ws"
-        async with websockets.connect(url, max_size=None, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
-            peer = WsPeer(ws, proc.pid)
-            if handshake:
-                await peer.send(initialize())
-                assert "result" in await peer.recv()
-                await peer.send(INITIALIZED)
-            yield peer
-
-
-async def flood(peer: Any, work: list[list[dict[str, Any]]]) -> list[Any]:
-    """Send every batch (without waiting for answers) while reading the answers; returns the answer arrays."""
-    expected = len(work)
-
-    async def writer() -> None:
-        for b in work:
-            await peer.send(b)
-
-    w = asyncio.create_task(writer())
-    answers: list[Any] = []
-    try:
-        while len(answers) < expected:
-            answers.append(await peer.recv())
-        await w
-    finally:
-        w.cancel()
-    return answers
 
 
 # ---------------------------------------------------------------- 12.3: batches count against the caps
@@ -258,116 +89,10 @@ async def test_batch_longer_than_max_batch_size_is_refused(transport: str) -> No
 # ---------------------------------------------------------------- over Streamable HTTP
 
 
-@contextlib.asynccontextmanager
-async def http_session(*opts: str) -> AsyncIterator[tuple[httpx.AsyncClient, str, dict[str, str], int]]:
-    async with (
-        server_process("http", *opts) as (proc, port),
-        httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=1200, max_keepalive_connections=0)) as http,
-    ):
-        url = f"http://127.0.0.1:{port}/mcp"
-        headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-        r = await http.post(url, json=initialize(), headers=headers)
-        assert r.status_code == 200, r.text
-        headers["mcp-session-id"] = r.headers["mcp-session-id"]
-        r = await http.post(url, json=INITIALIZED, headers=headers)
-        assert r.status_code == 202
-        yield http, url, headers, proc.pid
-
-
-@pytest.mark.req("M011")
-async def test_http_batch_items_count_against_the_session_cap() -> None:
-    """Issue 12.3 over HTTP: each request of a POSTed batch counts against the session's cap
-    (max_requests_per_session, set to 256 here) like a single request: 6 concurrent batches of 100 calls of a 300 ms
-    tool never run more than 256 at once (on 91956f7 a batch counted as one, and all 600 ran at once)."""
-    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in batches(6, 100, 300)))
-        assert [r.status_code for r in rs] == [200] * 6
-        assert all(len(r.json()) == 100 for r in rs)
-        r = await http.post(url, json=stats(1), headers=headers)
-        seen = stats_of(r.json())
-        assert seen["calls"] == 600 and seen["peak"] <= 256, seen
-
-
-async def test_http_batch_flood_memory_is_bounded() -> None:
-    """Issue 12.3 over HTTP: 300 concurrent POSTs of 100 batched calls (30,000 calls) of a tool that holds each call
-    for up to 3 s: ten batches run (1,024 places by default), the other POSTs wait in the session's bounded queue,
-    and the server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
-    async with http_session() as (http, url, headers, pid):
-        until = time.time() + 3.0
-        work = [
-            [{**c, "params": {"name": "slow", "arguments": {"until": until}}} for c in b] for b in batches(300, 100, 0)
-        ]
-        async with PeakRSS(pid) as rss:
-            rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in work))
-        assert [r.status_code for r in rs] == [200] * 300
-        assert sum(len(r.json()) for r in rs) == 30_000
-        print(f"http: 30,000 batched calls in 300 POSTs, server RSS +{rss.growth_mb:.1f} MB")
-        assert rss.growth_mb < 20, rss.growth_mb
-
-
-async def test_http_long_batch_is_refused() -> None:
-    """Issue 12.3 over HTTP: a POSTed batch longer than max_batch_size is refused whole (400, -32600)."""
-    async with http_session() as (http, url, headers, _):
-        r = await http.post(url, json=batches(1, 101, 1)[0], headers=headers)
-        assert r.status_code == 400 and r.json()["error"]["code"] == -32600
-        assert "max_batch_size" in r.json()["error"]["message"]
-
-
 # ---------------------------------------------------------------- 16: queue before refusing
 
 
-async def test_http_requests_beyond_the_session_cap_queue_before_429() -> None:
-    """Issue 16 (HTTP part): 600 calls in flight on one session with a cap of 256 are queued and all answered 200
-    (on 91956f7 344 of them got 429); beyond the queue (max_queued_per_session) the answer is a cheap 429 with
-    Retry-After that names the options, and the session goes on."""
-    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=slow(i, 200), headers=headers) for i in range(600)))
-        assert [r.status_code for r in rs] == [200] * 600
-        seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
-        assert seen["calls"] == 600 and 200 <= seen["peak"] <= 256, seen
-    async with http_session("max_requests_per_session=4", "max_queued_per_session=4") as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1500), headers=headers) for i in range(12)))
-        codes = sorted(r.status_code for r in rs)
-        assert codes == [200] * 8 + [429] * 4, codes
-        refused = next(r for r in rs if r.status_code == 429)
-        assert refused.headers["retry-after"] == "1"
-        assert "max_queued_per_session" in refused.json()["error"]["message"]
-        r = await http.post(url, json=slow(99, 1), headers=headers)
-        assert r.status_code == 200
-
-
-async def test_http_default_session_cap_runs_what_the_connections_carry() -> None:
-    """Issue 16: by default a session runs as many single requests at once as the server's default connection bound
-    (1,024) lets arrive: 600 concurrent POSTs of a 1 s tool all run together (the earlier default of 256 queued
-    the rest, and 1,024 in flight ran slower than 256); a batch still counts one place per item."""
-    async with http_session() as (http, url, headers, _):
-        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1000), headers=headers) for i in range(600)))
-        assert [r.status_code for r in rs] == [200] * 600
-        seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
-        assert seen["calls"] == 600 and seen["peak"] > 256, seen
-
-
 # ---------------------------------------------------------------- 12.12: modern batches
-
-
-async def test_modern_batch_over_http_says_batches_do_not_exist() -> None:
-    """Issue 12.12: a 2026-07-28 batch over HTTP gets -32600 "batches do not exist in 2026-07-28" (on 91956f7:
-    "Mcp-Session-Id header is required"), on a server of both eras and on a modern-only one."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": MODERN,
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-    }
-    item = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
-    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-    for opts in ((), ("modern_only=1",)):
-        async with server_process("http", *opts) as (_, port), httpx.AsyncClient(timeout=30) as http:
-            url = f"http://127.0.0.1:{port}/mcp"
-            for h in (headers, {**headers, "mcp-protocol-version": MODERN}):
-                r = await http.post(url, json=[item, {**item, "id": 2}], headers=h)
-                assert r.status_code == 400, r.text
-                err = r.json()["error"]
-                assert err["code"] == -32600 and "batches do not exist in 2026-07-28" in err["message"], err
 
 
 @pytest.mark.parametrize("transport", ["stdio", "ws"])

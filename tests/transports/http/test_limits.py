@@ -1,7 +1,9 @@
-"""Issue 12, items 5-7 (server side): connection, session and size limits at the edges of the HTTP server.
+"""The HTTP server's limits: connections, headers and bodies at the edges, sessions per client and per principal,
+sizes of what a session keeps, and batches and requests in flight per session (the session's cap, its turn queue,
+429).
 
-Every test serves a real mcpkit server on 127.0.0.1 (uvicorn through ``build_server`` in this loop, or a
-``mcpkit run`` subprocess) and attacks it over real sockets.
+Every test serves a real mcpkit server on 127.0.0.1 (uvicorn through ``build_server`` in this loop, a ``mcpkit run``
+subprocess, or the limits server of tests/support/limits.py) and attacks it over real sockets.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from mcpkit.transports.http import build_server
 from support.core import CORE_SERVER
 from support.edges import closed_by_peer, half_open, served, tool_call
 from support.http import handshake_headers, initialize_body, make_server, open_session, running
+from support.limits import MODERN, PeakRSS, batches, http_session, server_process, slow, stats, stats_of
 from support.procs import stop
 
 V = "2025-11-25"
@@ -420,3 +423,93 @@ async def test_initialize_client_metadata_is_capped() -> None:
         assert "max_client_metadata" in r.json()["error"]["message"]
         assert userver.config.app.streamable.session_count == 0
         await tool_call(http, url)
+
+
+@pytest.mark.req("M011")
+async def test_http_batch_items_count_against_the_session_cap() -> None:
+    """Issue 12.3 over HTTP: each request of a POSTed batch counts against the session's cap
+    (max_requests_per_session, set to 256 here) like a single request: 6 concurrent batches of 100 calls of a 300 ms
+    tool never run more than 256 at once (on 91956f7 a batch counted as one, and all 600 ran at once)."""
+    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
+        rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in batches(6, 100, 300)))
+        assert [r.status_code for r in rs] == [200] * 6
+        assert all(len(r.json()) == 100 for r in rs)
+        r = await http.post(url, json=stats(1), headers=headers)
+        seen = stats_of(r.json())
+        assert seen["calls"] == 600 and seen["peak"] <= 256, seen
+
+
+async def test_http_batch_flood_memory_is_bounded() -> None:
+    """Issue 12.3 over HTTP: 300 concurrent POSTs of 100 batched calls (30,000 calls) of a tool that holds each call
+    for up to 3 s: ten batches run (1,024 places by default), the other POSTs wait in the session's bounded queue,
+    and the server's memory stays flat (on 91956f7 all 30,000 calls were in flight at once)."""
+    async with http_session() as (http, url, headers, pid):
+        until = time.time() + 3.0
+        work = [
+            [{**c, "params": {"name": "slow", "arguments": {"until": until}}} for c in b] for b in batches(300, 100, 0)
+        ]
+        async with PeakRSS(pid) as rss:
+            rs = await asyncio.gather(*(http.post(url, json=b, headers=headers) for b in work))
+        assert [r.status_code for r in rs] == [200] * 300
+        assert sum(len(r.json()) for r in rs) == 30_000
+        print(f"http: 30,000 batched calls in 300 POSTs, server RSS +{rss.growth_mb:.1f} MB")
+        assert rss.growth_mb < 20, rss.growth_mb
+
+
+async def test_http_long_batch_is_refused() -> None:
+    """Issue 12.3 over HTTP: a POSTed batch longer than max_batch_size is refused whole (400, -32600)."""
+    async with http_session() as (http, url, headers, _):
+        r = await http.post(url, json=batches(1, 101, 1)[0], headers=headers)
+        assert r.status_code == 400 and r.json()["error"]["code"] == -32600
+        assert "max_batch_size" in r.json()["error"]["message"]
+
+
+async def test_http_requests_beyond_the_session_cap_queue_before_429() -> None:
+    """Issue 16 (HTTP part): 600 calls in flight on one session with a cap of 256 are queued and all answered 200
+    (on 91956f7 344 of them got 429); beyond the queue (max_queued_per_session) the answer is a cheap 429 with
+    Retry-After that names the options, and the session goes on."""
+    async with http_session("max_requests_per_session=256") as (http, url, headers, _):
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 200), headers=headers) for i in range(600)))
+        assert [r.status_code for r in rs] == [200] * 600
+        seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
+        assert seen["calls"] == 600 and 200 <= seen["peak"] <= 256, seen
+    async with http_session("max_requests_per_session=4", "max_queued_per_session=4") as (http, url, headers, _):
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1500), headers=headers) for i in range(12)))
+        codes = sorted(r.status_code for r in rs)
+        assert codes == [200] * 8 + [429] * 4, codes
+        refused = next(r for r in rs if r.status_code == 429)
+        assert refused.headers["retry-after"] == "1"
+        assert "max_queued_per_session" in refused.json()["error"]["message"]
+        r = await http.post(url, json=slow(99, 1), headers=headers)
+        assert r.status_code == 200
+
+
+async def test_http_default_session_cap_runs_what_the_connections_carry() -> None:
+    """Issue 16: by default a session runs as many single requests at once as the server's default connection bound
+    (1,024) lets arrive: 600 concurrent POSTs of a 1 s tool all run together (the earlier default of 256 queued
+    the rest, and 1,024 in flight ran slower than 256); a batch still counts one place per item."""
+    async with http_session() as (http, url, headers, _):
+        rs = await asyncio.gather(*(http.post(url, json=slow(i, 1000), headers=headers) for i in range(600)))
+        assert [r.status_code for r in rs] == [200] * 600
+        seen = stats_of((await http.post(url, json=stats(1), headers=headers)).json())
+        assert seen["calls"] == 600 and seen["peak"] > 256, seen
+
+
+async def test_modern_batch_over_http_says_batches_do_not_exist() -> None:
+    """Issue 12.12: a 2026-07-28 batch over HTTP gets -32600 "batches do not exist in 2026-07-28" (on 91956f7:
+    "Mcp-Session-Id header is required"), on a server of both eras and on a modern-only one."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MODERN,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+    }
+    item = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    for opts in ((), ("modern_only=1",)):
+        async with server_process("http", *opts) as (_, port), httpx.AsyncClient(timeout=30) as http:
+            url = f"http://127.0.0.1:{port}/mcp"
+            for h in (headers, {**headers, "mcp-protocol-version": MODERN}):
+                r = await http.post(url, json=[item, {**item, "id": 2}], headers=h)
+                assert r.status_code == 400, r.text
+                err = r.json()["error"]
+                assert err["code"] == -32600 and "batches do not exist in 2026-07-28" in err["message"], err
