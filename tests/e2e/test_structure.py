@@ -635,3 +635,26 @@ def test_no_import_runs_up_the_layers() -> None:
     assert {m.split(".")[1] for m in graph if "." in m} <= set(_RANK)
     upward = {(a, b) for a, deps in graph.items() for b in deps if _layer(b) > _layer(a)}
     assert upward == _UPWARD_ALLOWED
+
+
+#: tests/ folders that are not named after a package or module of src/mcpkit: cross-cutting tests, helpers, the
+#: conformance runner, and the leaves ``_aio``/``_runtime`` (tests/runtime).
+_TEST_FOLDERS_OF_THEIR_OWN = {"e2e", "support", "conformance", "runtime", "node_modules", "__pycache__"}
+
+
+def test_tests_are_laid_out_like_the_code() -> None:
+    """tests/<package>/test_<module>.py mirrors src/mcpkit (cross-cutting tests in tests/e2e, helpers and test
+    servers in tests/support): no test file or helper at the top of tests/, every folder names a package or
+    module of mcpkit, and every test_*.py holds tests."""
+    tests = REPO / "tests"
+    assert sorted(p.name for p in tests.glob("*.py")) == ["conftest.py"]
+    for folder in (p for p in tests.iterdir() if p.is_dir() and p.name not in _TEST_FOLDERS_OF_THEIR_OWN):
+        if not any(f.suffix == ".py" and "__pycache__" not in f.parts for f in folder.rglob("*")):
+            continue  # (what a checkout leaves behind after a move: byte code only)
+        assert (SRC / folder.name).is_dir() or (SRC / f"{folder.name}.py").is_file(), folder.name
+    for path in tests.rglob("test_*.py"):
+        if {"node_modules", "support"} & set(path.relative_to(tests).parts):
+            continue
+        tree = ast.parse(path.read_text())
+        names = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        assert any(name.startswith("test_") for name in names), path
