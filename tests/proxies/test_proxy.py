@@ -198,10 +198,10 @@ async def test_requests_one_after_the_other_go_back_to_the_first_upstream_proces
         first = (await client.call_tool("process", {})).data
         started = asyncio.Event()
         short = asyncio.ensure_future(
-            client.call_tool("slow", {"steps": 4}, on_progress=lambda p, t, m: started.set(), timeout=30)
+            client.call_tool("slow", {"steps": 10}, on_progress=lambda p, t, m: started.set(), timeout=30)
         )
         await started.wait()  # the short call holds the first process: the long one opens another
-        long_call = await client.call_tool("slow", {"steps": 10}, timeout=30)
+        long_call = await client.call_tool("slow", {"steps": 30}, timeout=30)
         assert long_call.text == "done" and (await short).text == "done"  # the second process was freed last
         assert [(await client.call_tool("process", {})).data for _ in range(3)] == [first] * 3
 
