@@ -154,11 +154,14 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
     remaining = [0]
     done = asyncio.Event()
     conns: list[Any] = []
+    wrong: list[bytes] = []  # an unexpected answer ends the run (raised inside the app's send, uvicorn would log it)
 
     def make(k: int) -> None:
         def on_response(response: bytes) -> None:
             if b" 200 " not in response[:16] or b"hello" not in response:
-                raise SystemExit(f"{module}: unexpected answer {response[:300]!r}")
+                wrong.append(response)
+                done.set()
+                return
             remaining[0] -= 1
             if remaining[0] > 0:
                 loop.call_soon(conns[k].data_received, wires[k])
@@ -176,6 +179,8 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
         for k, c in enumerate(conns):
             c.data_received(wires[k])
         await done.wait()
+        if wrong:
+            raise SystemExit(f"{module}: unexpected answer {wrong[0][:300]!r}")
 
     await run(3000)  # warm-up (and a sync tool's learning)
     if profile:
@@ -194,6 +199,8 @@ async def _child(module: str, era: str, calls: int, concurrency: int, profile: s
         # PROFILE_FILTER=mcpkit keeps mcpkit's own functions; PROFILE_LINES: how many rows
         stats = pstats.Stats(prof).sort_stats(profile)
         stats.print_stats(os.environ.get("PROFILE_FILTER", ""), int(os.environ.get("PROFILE_LINES", "40")))
+        if os.environ.get("PROFILE_CALLERS"):
+            stats.print_callers(os.environ["PROFILE_CALLERS"])
     return cpu
 
 

@@ -422,8 +422,10 @@ def markdown(result: dict[str, Any]) -> str:
         "non-blocking, then inline (`mcpkit.server.sync_exec`)."
     )
     w(
-        "- Growth cases (`list_*`): one server per registry size, five full walks of the list over stdio "
-        "(every page, following `nextCursor`); the figure is the fastest of the last four walks, in ms. The floor "
+        "- Growth cases (`list_*`): one server per registry size, full walks of the list over stdio "
+        "(every page, following `nextCursor`): the first fills what a server caches, then at least four more, and "
+        "more while they take less than a second together (40 walks at most); the figure is the fastest walk "
+        "after the first, in ms, and `list_res_100k_rss` the server's RSS after them. The floor "
         "answers the whole list in one page. fastmcp is not run at 100,000 resources: it registers resources in "
         "quadratic time, so that server would take tens of minutes to start; its other sizes run in the first "
         "repetition only (10,000 tools take it ~30 s of CPU to register). The plain-`def` mcpkit app is not "
@@ -513,7 +515,7 @@ def markdown(result: dict[str, Any]) -> str:
         "list_res_100": "full resources/list walk over 100 static text resources",
         "list_res_10k": "full resources/list walk over 10,000 resources",
         "list_res_100k": "full resources/list walk over 100,000 resources",
-        "list_res_100k_rss": "the server's RSS (VmRSS) after the five walks of `list_res_100k`, what it keeps",
+        "list_res_100k_rss": "the server's RSS (VmRSS) after the walks of `list_res_100k`, what it keeps",
         "echo_stdio_1k": "`echo` of a 1,000-character string over stdio, sequential, in ms per call (the reply is "
         "checked); `_10k`, `_100k`, `_1m`: 10,000, 100,000 and 1,000,000 characters",
         "echo_http_1k": "the same over one stateful Streamable HTTP session (JSON answers)",
@@ -572,7 +574,7 @@ def markdown(result: dict[str, Any]) -> str:
     w("# A/B of servers by server CPU per call (alternating loads, real sockets), e.g. a change vs its base:")
     w(".bench-venv/bin/python bench/ab.py floor=floor_asgi.py base=/tmp/base/src:mcpkit_server.py new=mcpkit_server.py")
     w(".bench-venv/bin/python bench/ab.py --transport stdio floor=floor_stdio.py new=mcpkit_server.py  # sequential")
-    w("# CPU per HTTP call in one process (uvicorn's h11 protocol, no sockets; resolves ~1 µs), best of 3 rounds:")
+    w("# CPU per HTTP call in one process (uvicorn, the suite's parser, no sockets; ~1 µs), best of 3 rounds:")
     w(".bench-venv/bin/python bench/uvicorn_inproc.py floor_asgi /tmp/base/src:mcpkit_def mcpkit_def")
     w("# the same in instructions per call under callgrind (load-independent, ~1 minute per contender):")
     w(".bench-venv/bin/python bench/uvicorn_inproc.py --instructions floor_asgi mcpkit_def")
