@@ -22,7 +22,9 @@ How upstream connections are used:
 - a 2026-07-28 request leases an upstream connection from a bounded pool for its duration, so what the upstream
   sends meanwhile (progress, logs, requests) belongs to that request alone;
 - one primary connection, opened when the proxy starts, learns the upstream's info and capabilities and relays
-  its list changes (and resource updates) to ``subscriptions/listen`` streams.
+  its list changes (and resource updates) to ``subscriptions/listen`` streams; on a 2026-07-28 upstream it holds
+  one listen stream naming the URIs the clients subscribed to (sessions' ``resources/subscribe`` and listen
+  streams together, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`).
 
 Security: the upstream is treated as any server a client meets (every client limit applies: message sizes,
 list walks, input rounds, timeouts); the token a client presents to the proxy is never sent upstream (upstream
@@ -40,10 +42,10 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .protocol.errors import InvalidParams, MCPError
+from .protocol.errors import InvalidParams, InvalidRequest, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
-from .proxy_upstream import _ASKING, ProgressRelay, Upstream, _Exchange
+from .proxy_upstream import _ASKING, MAX_WATCHED, ProgressRelay, Upstream, _Exchange
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
 from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri
@@ -140,6 +142,7 @@ class ProxyServer(MCPKit):
         self.upstreams = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
         self._cursors = Paginator(None)
         self._exchanges: dict[str, _Exchange] = {}
+        self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
         self._ids = itertools.count(1)
         for method in (*_LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
             self.set_handler(method, self._handle)
@@ -485,6 +488,14 @@ class ProxyServer(MCPKit):
         if not isinstance(uri, str) or sctx.session is None:
             raise InvalidParams("uri must be a string")
         upstream, inner = self._route_uri(uri)
+        if upstream.modern:  # no resources/subscribe in 2026-07-28: the session's subscription, one upstream watch
+            subscribing = sctx.method == "resources/subscribe"
+            if subscribing:
+                self._check_watch(upstream, {inner})
+            builtin: Any = _BUILTINS[sctx.method]
+            result: JSONDict = await builtin(self, sctx, params)
+            await upstream.watch_resources(self._watched_by_clients(upstream))
+            return result
         out = {**_upstream_params(params, sctx), "uri": inner}
         return self._shape(sctx.method, await self._forward(sctx, upstream, sctx.method, out), sctx.features, upstream)
 
@@ -494,18 +505,29 @@ class ProxyServer(MCPKit):
         requested = params.get("notifications")
         uris = requested.get("resourceSubscriptions") if isinstance(requested, dict) else None
         subscribed: list[tuple[Upstream, str]] = []
+        watching: dict[Upstream, set[str]] = {}  # 2026-07-28 upstreams: the URIs this stream adds to their watch
         if isinstance(uris, list):
             for uri in uris[: self.max_subscriptions]:
                 if not isinstance(uri, str):
                     continue
                 with contextlib.suppress(MCPError):
                     upstream, inner = self._route_uri(uri)
+                    if upstream.modern:
+                        watching.setdefault(upstream, set()).add(inner)
+                        continue
                     primary = upstream.primary
                     if primary is not None and primary.client is not None and not primary.client.modern:
                         with contextlib.suppress(Exception):
                             await primary.client.subscribe_resource(inner)
                             subscribed.append((upstream, inner))
+        key = object()
         try:
+            for upstream, inner_uris in watching.items():
+                self._check_watch(upstream, inner_uris)
+            if watching:
+                self._listening[key] = watching
+            for upstream in watching:
+                await upstream.watch_resources(self._watched_by_clients(upstream))
             builtin: Any = _BUILTINS["subscriptions/listen"]
             result: JSONDict = await builtin(self, sctx, params)
             return result
@@ -515,6 +537,33 @@ class ProxyServer(MCPKit):
                 if primary is not None and primary.client is not None:
                     with contextlib.suppress(Exception):
                         await primary.client.unsubscribe_resource(inner)
+            if self._listening.pop(key, None) is not None:
+                for upstream in watching:
+                    with contextlib.suppress(Exception):
+                        await upstream.watch_resources(self._watched_by_clients(upstream))
+
+    def _watched_by_clients(self, upstream: Upstream) -> set[str]:
+        """The URIs of a 2026-07-28 ``upstream`` that this proxy's clients want to hear about: the handshake-era
+        sessions' subscriptions and the listen streams' resource subscriptions routed to it."""
+        wanted: set[str] = set()
+        for session in list(self._sessions):
+            if session.closed:
+                continue
+            for uri in session.subscriptions:
+                with contextlib.suppress(MCPError):
+                    routed, inner = self._route_uri(uri)
+                    if routed is upstream:
+                        wanted.add(inner)
+        for watching in self._listening.values():
+            wanted |= watching.get(upstream, set())
+        return wanted
+
+    def _check_watch(self, upstream: Upstream, more: set[str]) -> None:
+        if len(self._watched_by_clients(upstream) | more) > MAX_WATCHED:
+            raise InvalidRequest(
+                f"the proxy watches {MAX_WATCHED} resources of this server for its clients already: "
+                "unsubscribe from some first"
+            )
 
     async def _roots_changed(self, session: ServerSession, params: JSONDict | None) -> None:
         for upstream in self.upstreams:

@@ -39,6 +39,8 @@ class ProxyHost(Protocol):
 
     async def notify_list_changed(self, kind: str) -> None: ...
 
+    async def notify_resource_updated(self, uri: str) -> None: ...
+
 
 logger = logging.getLogger("mcpkit.proxy")
 
@@ -159,6 +161,10 @@ def caps_key(caps: JSONDict | None) -> str:
 def _opened(conn: _Conn) -> int:
     return conn.seq
 
+
+MAX_WATCHED = 256
+"""Resource URIs one 2026-07-28 upstream is watched for at once: what the proxy's clients subscribed to or listen
+for there, together (the default ``max_subscriptions`` of one listen stream of an mcpkit server)."""
 
 MAX_ASKS = 64
 """What the upstream may ask at once in one 2026-07-28 request before the proxy answers for its client."""
@@ -298,6 +304,9 @@ class Upstream:
         self._opening: dict[int, asyncio.Task[_Conn]] = {}
         self._all: set[_Conn] = set()
         self._watcher: asyncio.Task[None] | None = None
+        self.watched: frozenset[str] = frozenset()  # (2026-07-28 upstream) the URIs its resource watch names
+        self._resource_watch: asyncio.Task[None] | None = None
+        self._rewatching = asyncio.Lock()
 
     async def start(self) -> None:
         await self.check_target()
@@ -326,6 +335,42 @@ class Upstream:
                         await self.proxy.notify_list_changed(method.split("/")[1])
         except Exception as exc:
             logger.warning("no longer relaying list changes of %s: %s", self.target.description, exc)
+
+    async def watch_resources(self, uris: set[str]) -> None:
+        """(2026-07-28 upstream) Hold one listen stream on the primary connection naming ``uris`` (the upstream's
+        own URIs) and relay the updates it brings to the proxy's subscribers; a new set replaces the stream (the
+        new one is open before the old one closes), an empty one closes it. Returns once the stream is open."""
+        async with self._rewatching:
+            wanted = frozenset(uris)
+            if wanted == self.watched:
+                return
+            old, self._resource_watch = self._resource_watch, None
+            self.watched = wanted
+            if wanted and self.primary is not None and self.primary.client is not None:
+                opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                self._resource_watch = asyncio.get_running_loop().create_task(
+                    self._relay_updates(self.primary.client, sorted(wanted), opened)
+                )
+                try:
+                    await asyncio.wait_for(asyncio.shield(opened), self.proxy.lease_timeout)
+                except Exception as exc:
+                    logger.warning("could not watch resources of %s: %s", self.target.description, exc)
+            if old is not None:
+                old.cancel()
+
+    async def _relay_updates(self, client: Client, uris: list[str], opened: asyncio.Future[None]) -> None:
+        try:
+            async with client.watch(resource_uris=uris) as watch:
+                opened.set_result(None)
+                async for method, params in watch:
+                    uri = params.get("uri") if isinstance(params, dict) else None
+                    if method == "notifications/resources/updated" and isinstance(uri, str):
+                        await self.proxy.notify_resource_updated(prefixed_uri(self.prefix, uri))
+        except Exception as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            else:
+                logger.warning("no longer relaying resource updates of %s: %s", self.target.description, exc)
 
     async def check_target(self) -> None:
         """The SSRF rule for URL targets: no private, link-local or reserved address unless allowed."""
@@ -487,10 +532,11 @@ class Upstream:
                 await client.aclose()
 
     async def aclose(self) -> None:
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(BaseException):
-                await self._watcher
+        for watcher in (self._watcher, self._resource_watch):
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(BaseException):
+                    await watcher
         for conn in list(self._all):
             await self._close(conn)
         self._idle.clear()

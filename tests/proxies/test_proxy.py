@@ -177,6 +177,50 @@ async def test_progress_held_for_a_retry_beyond_its_bound_drops_the_oldest_and_s
 
 @pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_resource_updates_of_a_2026_07_28_upstream_reach_subscribers_of_either_era(front: str, mode: str) -> None:
+    """A 2026-07-28 server has no resources/subscribe: the proxy holds one listen stream upstream naming what its
+    clients subscribed to (a handshake-era session's resources/subscribe, a 2026-07-28 client's listen stream) and
+    relays the updates, once each; a subscription ended and made again works again."""
+    async with through_proxy("cached", front, mode, "modern") as client:
+        for _ in range(2):
+            async with client.watch(resource_uris=["data://clock"]) as watch:
+                await client.call_tool("touch", {})
+                method, params = await watch.next(timeout=10)
+                assert method == "notifications/resources/updated" and params["uri"] == "data://clock"
+                with pytest.raises(TimeoutError):
+                    await watch.next(timeout=0.5)  # (relayed once)
+
+
+async def test_the_upstream_resource_watch_follows_the_subscriptions_and_is_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The URIs watched on a 2026-07-28 upstream are the union of what the clients want, at most MAX_WATCHED (a
+    subscription beyond is refused with -32600); they go when the subscriptions end."""
+    monkeypatch.setattr(mcpkit.proxies, "MAX_WATCHED", 3)
+    app = mcpkit.proxy(_upstream("cached"), client_options={"mode": "modern"})
+    async with serve_http(app) as url, Client(url, mode="handshake") as first, Client(url, mode="handshake") as other:
+        upstream = app.upstreams[0]
+        await first.subscribe_resource("data://clock")
+        await first.subscribe_resource("data://a")
+        await other.subscribe_resource("data://clock")  # already watched
+        assert upstream.watched == {"data://clock", "data://a"}
+        await other.subscribe_resource("data://b")
+        with pytest.raises(MCPError) as refused:
+            await other.subscribe_resource("data://c")
+        assert refused.value.code == -32600 and "watches 3 resources" in str(refused.value)
+        await first.unsubscribe_resource("data://a")
+        await other.subscribe_resource("data://c")
+        assert upstream.watched == {"data://clock", "data://b", "data://c"}
+        async with Client(url, mode="modern") as modern, modern.watch(resource_uris=["data://clock"]):
+            assert upstream.watched == {"data://clock", "data://b", "data://c"}
+        for uri in ("data://clock", "data://b", "data://c"):
+            await other.unsubscribe_resource(uri)
+        await first.unsubscribe_resource("data://clock")
+        assert upstream.watched == frozenset()
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_cancellation_reaches_the_upstream(front: str, mode: str) -> None:
     async with through_proxy("legacy-2025-06-18", front, mode, **HANDLERS) as client:
         with pytest.raises((TimeoutError, MCPError)):
