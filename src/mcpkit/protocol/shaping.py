@@ -22,6 +22,8 @@ CACHEABLE_METHODS = frozenset(
     ("tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read", "server/discover")
 )
 MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
+# what a handshake-era result may carry that shaping takes out or looks into
+_STRIPPED_KEYS = frozenset((*MODERN_ONLY_KEYS, "_meta"))
 
 
 def shape_result(
@@ -51,15 +53,16 @@ def shape_result(
         elif complete and method == "tools/call":
             result.setdefault("isError", False)
         return result
-    for key in MODERN_ONLY_KEYS:
-        result.pop(key, None)
-    meta = result.get("_meta")
-    if meta is not None and META_SERVER_INFO in meta:
-        meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
-        if meta:
-            result["_meta"] = meta
-        else:
-            del result["_meta"]
+    if not _STRIPPED_KEYS.isdisjoint(result):  # (the usual result has none of them: one test)
+        for key in MODERN_ONLY_KEYS:
+            result.pop(key, None)
+        meta = result.get("_meta")
+        if meta is not None and META_SERVER_INFO in meta:
+            meta = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
+            if meta:
+                result["_meta"] = meta
+            else:
+                del result["_meta"]
     if method in LIST_RESULT_KEYS:
         if feats.always_next_cursor:
             if not result.get("nextCursor"):
