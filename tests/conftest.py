@@ -79,7 +79,12 @@ def _process_signal_handlers() -> Iterator[None]:
     runs and restores them when it returns; two servers whose lives overlap restore out of order and leave them on
     a stopped server. Third-party code reads that handler: sse-starlette (the official SDK's SSE) ends every SSE
     stream of the process when the server it finds there says ``should_exit``, so one test's leftover broke every
-    later test of the official server's SSE."""
+    later test of the official server's SSE. A handler left on a stopped server by a fixture of a wider scope is
+    put back to the default before the test."""
+    for sig, default in ((signal.SIGTERM, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+        owner = getattr(signal.getsignal(sig), "__self__", None)
+        if getattr(owner, "should_exit", False) is True:
+            signal.signal(sig, default)
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
     yield
     for sig, handler in before.items():

@@ -49,7 +49,7 @@ def command(client: str, transport: str) -> list[str]:
         return [PY, str(ROOT / "tests" / "support" / "clients" / "sdk_client.py"), where]
     script = {"ts1": "ts_client.mjs", "ts2": "ts_client_v2.mjs"}[client]
     flag = "--http" if transport == "http" else "--stdio"
-    return [str(NODE), str(ROOT / "tests" / "interop" / script), flag, where, "--script", SCRIPT]
+    return [str(NODE), str(ROOT / "tests" / "support" / "interop" / script), flag, where, "--script", SCRIPT]
 
 
 def bad_ids(report: Report) -> set[str]:

@@ -36,7 +36,7 @@ async def run_ts_v2(node: Path, steps: list[dict[str, Any]], negotiation: str) -
     }
     proc = await asyncio.create_subprocess_exec(
         str(node),
-        str(REPO / "tests" / "interop" / "ts_client_v2.mjs"),
+        str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
         "--negotiation",
         negotiation,
         "--stdio",

@@ -151,6 +151,24 @@ async def test_the_inspector_listens_on_loopback_only() -> None:
             await start_inspector(Inspector(_everything()), host=host)
 
 
+async def test_a_stopped_inspector_leaves_the_process_signal_handlers_as_it_found_them() -> None:
+    """Only the page's server takes SIGTERM/SIGINT while it runs: the sandbox's server, stopped first, does not
+    leave them on a stopped server (code that reads the handler, like sse-starlette, would take it for a shutdown)."""
+    import signal
+
+    from mcpkit.inspector import start_inspector
+
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    running = await start_inspector(Inspector(_everything()))
+    try:
+        assert running.sandbox is not None
+        running.sandbox[0].should_exit = True
+        await asyncio.wait_for(running.sandbox[1], 10)
+    finally:
+        await running.stop()
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
 async def test_the_inspector_asks_the_server_every_time_even_when_it_says_cache() -> None:
     from mcpkit import MCPKit
 

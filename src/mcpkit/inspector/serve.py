@@ -50,8 +50,11 @@ class RunningInspector:
                     await task
 
     async def wait(self) -> None:
-        """Until the server stops (Ctrl-C)."""
-        await self.task
+        """Until the server stops (Ctrl-C); then the rest (the sandbox, the connection) stops too."""
+        try:
+            await self.task
+        finally:
+            await self.stop()
 
 
 async def start_inspector(
@@ -75,6 +78,9 @@ async def start_inspector(
     shown = f"[{host}]" if ":" in host else host
     # the MCP Apps sandbox: its own port, so its origin is not the page's (inspector/sandbox.py)
     sandbox = build_asgi_server(SandboxApp(lambda: app.origins), host, 0, log_level="warning")
+    # Only the page's server takes the process's signals (Ctrl-C): two uvicorn servers that both do, stopped in
+    # the other order, leave SIGTERM pointing at a stopped server.
+    sandbox.capture_signals = contextlib.nullcontext
     sandbox_task = await _serving(sandbox, "the MCP Apps sandbox")
     inspector.views.sandbox_origin = f"http://{shown}:{_port(sandbox)}"
     server = build_asgi_server(app, host, port, log_level="warning")

@@ -167,6 +167,7 @@ class HttpHost:
         if self.server.scenario.auth:
             app = self.protected(f"http://127.0.0.1:{port}")
         self._uv = uvicorn.Server(uvicorn.Config(app, **options))
+        self._uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign]  # a host inside the checker: the process's signals are not its own
         self._task = asyncio.get_running_loop().create_task(self._uv.serve(sockets=[sock]))
         while not self._uv.started and not self._task.done():
             await asyncio.sleep(0.02)
