@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-NODE_MODULES = Path(os.environ.get("INTEROP_NODE_MODULES", HERE.parent / "node_modules"))
+NODE_MODULES = Path(os.environ.get("INTEROP_NODE_MODULES", HERE.parents[1] / "node_modules"))
 NODE = str(NODE_MODULES / ".bin" / "node")
 EVERYTHING = str(NODE_MODULES / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js")
 
