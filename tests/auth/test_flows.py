@@ -33,7 +33,7 @@ from mcpkit.auth.challenges import parse_challenges
 from mcpkit.auth.client import InvalidClientError
 from mcpkit.auth.dpop import DPoPError, access_token_hash, make_proof
 from mcpkit.auth.keys import jwk_thumbprint
-from support.http import initialize_body
+from support.mcp_http import initialize_body
 from support.oauth import REDIRECT, _forge, oauth, serve, stack, whoami
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 

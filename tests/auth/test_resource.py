@@ -24,7 +24,7 @@ from mcpkit.auth import (
     protect,
 )
 from mcpkit.auth.challenges import parse_www_authenticate
-from support.http import initialize_body
+from support.mcp_http import initialize_body
 from support.oauth import _forge, serve, stack
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 

@@ -32,7 +32,7 @@ from mcpkit.auth import (
 )
 from mcpkit.auth._util import pkce_pair
 from mcpkit.transports.http import create_app
-from support.http import initialize_body, modern_body, modern_headers
+from support.mcp_http import initialize_body, modern_body, modern_headers
 from support.oauth import _forge, serve, stack
 from support.paths import REPO
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)

@@ -28,7 +28,7 @@ from mcpkit.server.lowlevel import Server
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired as TransportSessionExpired
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from support.http import MODERN, make_server, running, silent_prompt
+from support.mcp_http import MODERN, make_server, running, silent_prompt
 from support.paths import INTEROP, TESTS
 from support.servers.client_server import build_server, state
 
@@ -265,7 +265,7 @@ async def test_forced_transports_and_websocket() -> None:
 
 async def test_sse_stream_resumption_through_the_client() -> None:
     from mcpkit.stores import InMemoryEventStore
-    from support.http import make_server
+    from support.mcp_http import make_server
 
     logs: list[Any] = []
     async with (
@@ -652,7 +652,7 @@ async def test_timeouts_and_cancellation_reach_the_server(mode: str) -> None:
     """A silent slow handler: the client's timeout fires on time (the POST is not awaited to the end) and the
     server stops the work: via notifications/cancelled (handshake) or by the closed response stream (modern)."""
     from mcpkit.protocol.errors import RequestTimeout
-    from support.http import Probe
+    from support.mcp_http import Probe
 
     probe = Probe()
     server = make_server(probe)

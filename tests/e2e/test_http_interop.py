@@ -16,7 +16,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from support.asgi import serve_asgi
-from support.http import make_server, running
+from support.mcp_http import make_server, running
 from support.paths import INTEROP, TESTS
 
 OPTIONS = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}

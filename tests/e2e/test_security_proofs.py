@@ -11,7 +11,7 @@ import httpx
 import orjson
 
 from mcpkit.stores import InMemoryEventStore
-from support.http import handshake_headers, make_server, messages, open_session, running, sse_events
+from support.mcp_http import handshake_headers, make_server, messages, open_session, running, sse_events
 
 V = "2025-11-25"
 

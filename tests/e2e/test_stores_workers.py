@@ -26,7 +26,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.stores.log import position_order
 from mcpkit.transports.http import StreamableHTTPClientTransport
-from support.http import ACCEPT_BOTH, initialize_body
+from support.mcp_http import ACCEPT_BOTH, initialize_body
 from support.paths import TESTS
 from support.redis_server import _free_port, redis_url  # noqa: F401  (the session fixture)
 

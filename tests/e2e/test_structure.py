@@ -242,7 +242,7 @@ async def test_fanout_is_given_not_patched_in() -> None:
     from mcpkit.client.lowlevel import ClientSession
     from mcpkit.stores.bus import BusFanout, Fanout, InMemoryBus
     from mcpkit.transports.http import StreamableHTTPClientTransport
-    from support.http import running
+    from support.mcp_http import running
 
     def worker(name: str) -> MCPKit:
         app = MCPKit(name)
@@ -658,3 +658,15 @@ def test_tests_are_laid_out_like_the_code() -> None:
         tree = ast.parse(path.read_text())
         names = [n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         assert any(name.startswith("test_") for name in names), path
+
+
+def test_no_test_helper_shadows_a_standard_library_module() -> None:
+    """Helpers in tests/support are also run as scripts (a worker, a server), with their own folder first on
+    sys.path: a ``support/http.py`` there made ``import uvicorn`` import it instead of the standard ``http``."""
+    support = REPO / "tests" / "support"
+    shadowing = sorted(
+        str(path.relative_to(support))
+        for path in support.rglob("*.py")
+        if "node_modules" not in path.parts and path.stem in sys.stdlib_module_names
+    )
+    assert shadowing == []

@@ -14,7 +14,7 @@ from mcpkit import MCPKit
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.engine import Outgoing
 from mcpkit.stores import BaseSessionStore
-from support.http import handshake_headers, open_session, running
+from support.mcp_http import handshake_headers, open_session, running
 
 V = "2025-11-25"
 

@@ -16,8 +16,8 @@ from mcpkit import Client, MCPKit
 from mcpkit.engine import IN, OUT, Outgoing
 from mcpkit.engine.messages import RESULT
 from mcpkit.engine.tap import TapEvent, TapRecorder
-from support.http import running
 from support.intercepted import make_app
+from support.mcp_http import running
 from support.paths import SERVERS
 
 SERVER = SERVERS / "intercepted_server.py"

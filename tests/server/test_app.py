@@ -772,7 +772,7 @@ async def test_a_sync_tool_on_a_worker_thread_over_http_can_reach_the_serving_lo
     thread leaves the serving loop where the tool's add_tool() finds it; one that ran inline needs none."""
     import httpx
 
-    from support.http import modern_body, modern_headers, running
+    from support.mcp_http import modern_body, modern_headers, running
 
     app = MCPKit("grow-http")
 

@@ -12,7 +12,7 @@ from mcpkit import Context, MCPKit
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from support.everything import MODES, Recorder, new_app, text_of
-from support.http import running
+from support.mcp_http import running
 
 
 async def test_lifespan_is_held_from_first_request_to_shutdown() -> None:

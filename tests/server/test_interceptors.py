@@ -21,8 +21,8 @@ from mcpkit.protocol.errors import InvalidParams, MCPError
 from mcpkit.server.interceptors import Call, CallNext, ListCall, NotificationCall, ResourceRead, ToolCall
 from mcpkit.server.lowlevel import InputRequired
 from mcpkit.server.request_context import ScopeAuthorization, authorize_as
-from support.http import handshake_headers, initialize_body, modern_body, modern_headers, running
 from support.intercepted import MARK, make_app
+from support.mcp_http import handshake_headers, initialize_body, modern_body, modern_headers, running
 from support.paths import SERVERS
 
 SERVER = SERVERS / "intercepted_server.py"

@@ -24,7 +24,7 @@ from mcpkit.protocol.errors import MissingRequiredClientCapability
 from mcpkit.server.lowlevel import InputRequired
 from mcpkit.server.request_context import ScopeAuthorization, authorize_as
 from mcpkit.server.tools import ToolError
-from support.http import MODERN, handshake_headers, modern_body, modern_headers, open_session, running
+from support.mcp_http import MODERN, handshake_headers, modern_body, modern_headers, open_session, running
 
 HANDSHAKE = "2025-11-25"
 

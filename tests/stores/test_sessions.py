@@ -16,7 +16,7 @@ import pytest
 from mcpkit import MCPKit
 from mcpkit.stores import InMemoryEventStore, InMemorySessionStore
 from mcpkit.stores.bus import BusFanout, InMemoryBus
-from support.http import handshake_headers, open_session, running
+from support.mcp_http import handshake_headers, open_session, running
 
 V = "2025-11-25"
 

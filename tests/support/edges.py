@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from mcpkit.transports.http import build_server
-from support.http import handshake_headers, make_server, open_session
+from support.mcp_http import handshake_headers, make_server, open_session
 
 #: The revision the helpers speak.
 V = "2025-11-25"

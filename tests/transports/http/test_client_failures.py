@@ -12,7 +12,7 @@ import pytest
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
-from support.http import make_server, running
+from support.mcp_http import make_server, running
 
 
 class FailsLate(httpx.Auth):

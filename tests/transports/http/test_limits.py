@@ -23,8 +23,8 @@ import pytest
 from mcpkit.transports.http import build_server
 from support.core import CORE_SERVER
 from support.edges import closed_by_peer, half_open, served, tool_call
-from support.http import handshake_headers, initialize_body, make_server, open_session, running
 from support.limits import MODERN, PeakRSS, batches, http_session, server_process, slow, stats, stats_of
+from support.mcp_http import handshake_headers, initialize_body, make_server, open_session, running
 from support.procs import stop
 
 V = "2025-11-25"

@@ -36,7 +36,7 @@ from mcpkit.transports.http.lite import LiteHTTPError, LitePool
 from mcpkit.transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from mcpkit.transports.http.streamable_client import fast_path_applies
 from support.extras import HTTP_CLIENT_CODE, one_line_error, run_without
-from support.http import make_server, running
+from support.mcp_http import make_server, running
 from support.rawhttp import raw_server
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "RawServer"], Awaitable[None]]

@@ -88,7 +88,7 @@ async def test_mcp_header_values_are_compared_without_surrounding_whitespace(htt
     compares. Modern Mcp-Method / Mcp-Name / MCP-Protocol-Version and a handshake Mcp-Session-Id, padded."""
     import orjson
 
-    from support.http import initialize_body, modern_body
+    from support.mcp_http import initialize_body, modern_body
 
     async with served(http=http) as (base, _):
         port = int(base.rsplit(":", 1)[1])

@@ -16,7 +16,7 @@ from pydantic import Field
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.headers import decode_header_value, encode_header_value
-from support.http import (
+from support.mcp_http import (
     ACCEPT_BOTH,
     MODERN,
     Probe,

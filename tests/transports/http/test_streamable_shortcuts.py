@@ -15,7 +15,7 @@ from pydantic import Field
 from mcpkit import MCPKit
 from mcpkit.server.lowlevel import ServerRequestContext
 from mcpkit.transports.http import create_app
-from support.http import (
+from support.mcp_http import (
     ACCEPT_BOTH,
     MODERN,
     Probe,
