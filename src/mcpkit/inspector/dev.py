@@ -53,6 +53,8 @@ class DevLoop:
         self.error: str | None = None
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._reloading: asyncio.Task[None] | None = None
+        self._dirty = False
 
     def publish(self) -> None:
         self.inspector.set_extra(
@@ -72,10 +74,11 @@ class DevLoop:
 
     async def stop(self) -> None:
         self._stop.set()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        for task in (self._task, self._reloading):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
 
     async def _watch(self) -> None:
         import watchfiles
@@ -88,6 +91,16 @@ class DevLoop:
         ):
             changed = sorted({Path(p).name for _, p in changes})
             logger.info("changed: %s: reloading", ", ".join(changed))
+            # The reload runs beside the watcher, never inside this loop: watchfiles forgets what changed while
+            # nobody waits on it, so an edit saved during a reload (a second or so) was lost and the server kept
+            # the code before it. Changes seen while a reload runs make one more reload after it.
+            self._dirty = True
+            if self._reloading is None or self._reloading.done():
+                self._reloading = asyncio.get_running_loop().create_task(self._reload_while_changed())
+
+    async def _reload_while_changed(self) -> None:
+        while self._dirty:
+            self._dirty = False
             await self.reload()
 
     async def reload(self) -> bool:
