@@ -374,3 +374,118 @@ async def test_an_invalid_handler_answer_is_reported_with_its_reason() -> None:
         with pytest.raises(MCPError) as ei:
             await cs.call_tool("ask")
     assert "the client's sampling handler returned an invalid result: model" in ei.value.message
+
+
+# ---------------------------------------------------------------------------------------------- the request runner
+# The requests a reader takes in one go (a read of several lines) run in turn in one task; these pin down what a
+# task per request gave them: a context of their own, cancellation before they ran, and no wait behind a call that
+# blocks.
+
+
+class _Collect:
+    """An outbox that keeps what is sent, with the time it left."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[float, dict[str, Any]]] = []
+
+    async def send(self, data: bytes, msg: Any = None) -> None:
+        self.sent.append((time.monotonic(), orjson.loads(data)))
+
+    def ids(self) -> list[Any]:
+        return [m.get("id") for _, m in self.sent]
+
+
+def _line(rid: int, method: str = "work") -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": {}})
+
+
+async def _until(cond: Any, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.005)
+
+
+async def test_requests_taken_together_each_run_in_a_context_of_their_own() -> None:
+    """A handler that sets a context variable and never resets it leaks nothing into the next request of the same
+    read, as with a task per request."""
+    import contextvars
+
+    from mcpkit.engine import Peer
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+
+    def handler(ctx: Any) -> dict[str, Any]:
+        seen = var.get()
+        var.set(f"set by {ctx.id}")
+        return {"seen": seen}
+
+    out = _Collect()
+    peer = Peer(out, request_handler=handler)
+    for rid in range(5):
+        assert peer.feed(_line(rid))
+    await _until(lambda: len(out.sent) == 5)
+    assert sorted(out.ids()) == list(range(5))
+    assert {m["result"]["seen"] for _, m in out.sent} == {"unset"}
+    assert var.get() == "unset" and peer.inflight_count() == 0
+
+
+async def test_a_request_cancelled_before_it_ran_gets_no_answer_and_frees_its_place() -> None:
+    """notifications/cancelled for a request taken but not started yet: its handler never runs, nothing is sent
+    for it, and it leaves the in-flight table and its concurrency slot."""
+    from mcpkit.engine import Peer
+    from mcpkit.protocol import jsonrpc
+
+    ran: list[Any] = []
+
+    def handler(ctx: Any) -> dict[str, Any]:
+        ran.append(ctx.id)
+        return {}
+
+    out = _Collect()
+    peer = Peer(out, request_handler=handler, max_concurrency=2)
+    assert peer.feed(_line(1)) and peer.feed(_line(2))
+    assert not peer.feed(_line(9))  # queued for the runner, both hold their slots: a third waits (backpressure)
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}}
+    await peer.receive_parsed(jsonrpc.parse(orjson.dumps(cancel)), out)
+    await _until(lambda: len(out.sent) == 1)
+    await asyncio.sleep(0.05)
+    assert ran == [2] and out.ids() == [2]
+    assert peer.inflight_count() == 0
+    assert peer.feed(_line(3)) and peer.feed(_line(4))  # both slots are free again
+    await _until(lambda: len(out.sent) == 3)
+
+
+async def test_requests_behind_an_inline_call_that_blocks_are_answered_meanwhile() -> None:
+    """Three requests taken together; the first one's handler runs a call inline that blocks for 0.6 s (under
+    the loop's hand-off guard, as a learned plain ``def`` tool does). The two behind it are answered while it
+    blocks, not after it; then it is answered too."""
+    from mcpkit._runtime.handoff import handoff_for, run_inline
+    from mcpkit.engine import Peer
+
+    class Policy:
+        declared = False
+        exact = False
+        long_s = 10.0
+
+        def ran_long(self, took: float, own: float, u0: Any, k0: int) -> None:
+            return None
+
+    if handoff_for(asyncio.get_running_loop()) is None:
+        pytest.fail("this event loop cannot be handed over: the test needs asyncio's own loop")
+
+    def handler(ctx: Any) -> dict[str, Any]:
+        if ctx.method == "block":
+            run_inline(time.sleep, (0.6,), {}, Policy())
+        return {"method": ctx.method}
+
+    out = _Collect()
+    peer = Peer(out, request_handler=handler)
+    run_inline(lambda: None, (), {}, Policy())  # (the watch starts at the first inline call)
+    await asyncio.sleep(0.2)
+    t0 = time.monotonic()
+    assert peer.feed(_line(1, "block")) and peer.feed(_line(2)) and peer.feed(_line(3))
+    await _until(lambda: len(out.sent) == 3)
+    at = {m["id"]: when - t0 for when, m in out.sent}
+    assert at[1] >= 0.6
+    assert at[2] < 0.4 and at[3] < 0.4, f"answered {at[2]:.3f} s and {at[3]:.3f} s after the read"

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import itertools
 import logging
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any
 
 from .._aio import current_task as _current_task
@@ -138,6 +139,10 @@ class Peer(Requests):
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
+        # The requests the reader took, waiting for the runner: one task that runs them in turn (see _queue)
+        self._runq: deque[RequestContext] = deque()
+        self._runner: asyncio.Task[None] | None = None
+        self._runner_busy = False  # the runner is inside a handler's synchronous part
 
     # ------------------------------------------------------------------ incoming
 
@@ -183,14 +188,18 @@ class Peer(Requests):
 
     async def drain(self, timeout: float = 30.0) -> None:
         """Wait for running incoming requests to finish (then cancel what is left)."""
-        tasks = self._running_tasks()
-        if not tasks:
-            return
-        _, left = await asyncio.wait(tasks, timeout=timeout)
-        for t in left:
-            t.cancel()
-        if left:
-            await asyncio.wait(left, timeout=5.0)
+        loop = _running_loop()
+        deadline = loop.time() + timeout
+        while True:  # (again: a request the runner was still to run may have moved to a task of its own meanwhile)
+            tasks = self._running_tasks()
+            if not tasks:
+                return
+            _, left = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
+            if left:
+                for t in left:
+                    t.cancel()
+                await asyncio.wait(left, timeout=5.0)
+                return
 
     def feed(self, data: bytes) -> bool:
         """Synchronous fast path for a transport that frames input in a protocol callback.
@@ -220,7 +229,7 @@ class Peer(Requests):
                 return False
             ctx = self._admit(msg, out)  # type: ignore[arg-type]
             if ctx is not None:
-                self._launch(ctx)
+                self._queue(ctx)
             return True
         if t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]
@@ -394,7 +403,7 @@ class Peer(Requests):
             except BaseException:
                 self._finished(ctx)  # (it holds no slot yet)
                 raise
-        self._launch(ctx)
+        self._queue(ctx)
 
     async def _wait_slot(self) -> None:
         """Wait until one of the ``max_concurrency`` slots is free. Backpressure: the reader waits here, so the
@@ -442,6 +451,109 @@ class Peer(Requests):
             return None
         ctx.task = task
         return task
+
+    def _queue(self, ctx: RequestContext) -> None:
+        """Start ``ctx`` (it holds one of the ``max_concurrency`` slots until it ends): handed to the runner, one
+        task that runs the requests the reader took in turn, each in a copy of the reader's context, as a task of its
+        own would. A request its handler answers at once (a plain ``def`` tool run inline, a built-in) is answered
+        there and needs no task at all; one that has to wait continues in a task of its own. On a burst of requests
+        (a read of 32 lines) that is one task step instead of 32 tasks (about 1.8 µs each on CPython 3.11).
+
+        While the runner is inside a handler (an inline call the loop was handed over from, see
+        :mod:`mcpkit._runtime.handoff`), new requests get tasks of their own, and a callback the runner leaves
+        behind at each pass starts the ones queued behind that call: nothing waits for a blocked call."""
+        self._active += 1
+        ctx._slot = True
+        if self._runner_busy:
+            self._continue(ctx, self._run_request(ctx), None)
+            return
+        self._runq.append(ctx)
+        runner = self._runner
+        if runner is None or runner.done():  # (done: cancelled before its first step, when the peer closed)
+            loop = _running_loop()
+            coro = self._run_queue()
+            # (never an eager start: the runner's handlers must run in a task step of their own, not in the reader's
+            # callback; see mcpkit._runtime.handoff.in_eager_step)
+            runner = asyncio.Task(coro, loop=loop) if loop.get_task_factory() is None else loop.create_task(coro)
+            self._runner = runner
+            self._tasks.add(runner)  # (drain waits for it)
+
+    async def _run_queue(self) -> None:
+        """The runner (see :meth:`_queue`): each queued request's handler, its answer sent when it made one at once,
+        else the rest of it in a task of its own."""
+        q = self._runq
+        handler = self.request_handler
+        copy_context = contextvars.copy_context
+        loop = _running_loop()
+        try:
+            while q:
+                loop.call_soon(self._spill)  # (starts what waits behind a call the loop is handed over from)
+                while q:
+                    ctx = q.popleft()
+                    if ctx.cancelled:  # cancelled before it ran: no response (spec)
+                        self._finished(ctx)
+                        continue
+                    context = copy_context()
+                    self._runner_busy = True
+                    try:
+                        result = context.run(handler, ctx)
+                    except Exception as exc:
+                        answer = self._failed(ctx, exc)
+                    except BaseException:
+                        self._finished(ctx)
+                        raise
+                    else:
+                        if not isinstance(result, dict):  # it has to wait: the rest in a task of its own
+                            self._runner_busy = False
+                            self._continue(ctx, self._run_request(ctx, False, result), context)
+                            continue
+                        ctx.done = True
+                        answer = _new(
+                            Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None)
+                        )
+                    finally:
+                        self._runner_busy = False
+                    try:
+                        if ctx.cancelled:
+                            continue
+                        if self.tap is not None:
+                            self._tapped(OUT, answer)
+                        await ctx.out.send(answer.data, answer)
+                    except (ConnectionError, OSError) as exc:
+                        logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
+                    finally:
+                        self._finished(ctx)
+        finally:
+            self._runner = None
+            self._tasks.discard(_current_task())  # type: ignore[arg-type]
+            self._runner_busy = False
+            while q:  # the runner was cancelled (the peer closes): what it had not run gets no answer
+                self._finished(q.popleft())
+
+    def _spill(self) -> None:
+        """Run by the loop after the runner's pass: when that pass is still inside a handler (the loop was handed
+        over from its inline call, and this runs on the stand-in), the requests queued behind it start in tasks
+        of their own."""
+        if self._runner_busy:
+            q = self._runq
+            while q:
+                ctx = q.popleft()
+                self._continue(ctx, self._run_request(ctx), None)
+
+    def _continue(
+        self, ctx: RequestContext, coro: Coroutine[Any, Any, Outgoing | None], context: contextvars.Context | None
+    ) -> None:
+        """Run ``coro`` (``ctx``'s request, or its rest) in a task of its own, in ``context`` (None: a copy of the
+        current one); the in-flight table holds the task."""
+        loop = _running_loop()
+        if loop.get_task_factory() is not None:
+            task = loop.create_task(coro, context=context)
+        elif _EAGER_START:
+            task = asyncio.Task(coro, loop=loop, context=context, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+        else:
+            task = asyncio.Task(coro, loop=loop, context=context)
+        if not task.done():
+            ctx.task = task
 
     def _release(self) -> None:
         self._active -= 1
