@@ -143,6 +143,7 @@ class Peer(Requests):
         self._runq: deque[RequestContext] = deque()
         self._runner: asyncio.Task[None] | None = None
         self._runner_busy = False  # the runner is inside a handler's synchronous part
+        self._spill_due = False  # a _spill callback is scheduled
 
     # ------------------------------------------------------------------ incoming
 
@@ -461,7 +462,7 @@ class Peer(Requests):
 
         While the runner is inside a handler (an inline call the loop was handed over from, see
         :mod:`mcpkit._runtime.handoff`), new requests get tasks of their own, and a callback the runner leaves
-        behind at each pass starts the ones queued behind that call: nothing waits for a blocked call."""
+        when requests wait behind the one it runs starts them: nothing waits for a blocked call."""
         self._active += 1
         ctx._slot = True
         if self._runner_busy:
@@ -487,42 +488,43 @@ class Peer(Requests):
         loop = _running_loop()
         try:
             while q:
-                loop.call_soon(self._spill)  # (starts what waits behind a call the loop is handed over from)
-                while q:
-                    ctx = q.popleft()
-                    if ctx.cancelled:  # cancelled before it ran: no response (spec)
-                        self._finished(ctx)
-                        continue
-                    context = copy_context()
-                    self._runner_busy = True
-                    try:
-                        result = context.run(handler, ctx)
-                    except Exception as exc:
-                        answer = self._failed(ctx, exc)
-                    except BaseException:
-                        self._finished(ctx)
-                        raise
-                    else:
-                        if not isinstance(result, dict):  # it has to wait: the rest in a task of its own
-                            self._runner_busy = False
-                            self._continue(ctx, self._run_request(ctx, False, result), context)
-                            continue
-                        ctx.done = True
-                        answer = _new(
-                            Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None)
-                        )
-                    finally:
+                ctx = q.popleft()
+                if ctx.cancelled:  # cancelled before it ran: no response (spec)
+                    self._finished(ctx)
+                    continue
+                if q and not self._spill_due:
+                    # requests wait behind this one: the loop's next pass starts them in tasks of their own if
+                    # this one's handler is still running then (the loop was handed over from its inline call)
+                    self._spill_due = True
+                    loop.call_soon(self._spill)
+                context = copy_context()
+                self._runner_busy = True
+                try:
+                    result = context.run(handler, ctx)
+                except Exception as exc:
+                    answer = self._failed(ctx, exc)
+                except BaseException:
+                    self._finished(ctx)
+                    raise
+                else:
+                    if not isinstance(result, dict):  # it has to wait: the rest in a task of its own
                         self._runner_busy = False
-                    try:
-                        if ctx.cancelled:
-                            continue
-                        if self.tap is not None:
-                            self._tapped(OUT, answer)
-                        await ctx.out.send(answer.data, answer)
-                    except (ConnectionError, OSError) as exc:
-                        logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
-                    finally:
-                        self._finished(ctx)
+                        self._continue(ctx, self._run_request(ctx, False, result), context)
+                        continue
+                    ctx.done = True
+                    answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                finally:
+                    self._runner_busy = False
+                try:
+                    if ctx.cancelled:
+                        continue
+                    if self.tap is not None:
+                        self._tapped(OUT, answer)
+                    await ctx.out.send(answer.data, answer)
+                except (ConnectionError, OSError) as exc:
+                    logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
+                finally:
+                    self._finished(ctx)
         finally:
             self._runner = None
             self._tasks.discard(_current_task())  # type: ignore[arg-type]
@@ -531,9 +533,10 @@ class Peer(Requests):
                 self._finished(q.popleft())
 
     def _spill(self) -> None:
-        """Run by the loop after the runner's pass: when that pass is still inside a handler (the loop was handed
-        over from its inline call, and this runs on the stand-in), the requests queued behind it start in tasks
-        of their own."""
+        """Run by the loop's pass after the runner left it: when the runner is still inside a handler then (the loop
+        was handed over from its inline call, and this runs on the stand-in), the requests queued behind it start
+        in tasks of their own."""
+        self._spill_due = False
         if self._runner_busy:
             q = self._runq
             while q:
