@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import functools
 import itertools
 import logging
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from .._aio import current_task as _current_task
@@ -58,6 +57,7 @@ from .messages import (
     batch_too_long,
 )
 from .outgoing import Requests, _Pending
+from .runner import RequestRunner
 from .tap import IN, OUT, TapHub, described
 
 logger = logging.getLogger("mcpkit.engine")
@@ -139,11 +139,7 @@ class Peer(Requests):
         self._closed: BaseException | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
-        # The requests the reader took, waiting for the runner: one task that runs them in turn (see _queue)
-        self._runq: deque[RequestContext] = deque()
-        self._runner: asyncio.Task[None] | None = None
-        self._runner_busy = False  # the runner is inside a handler's synchronous part
-        self._spill_due = False  # a _spill callback is scheduled
+        self._runner = RequestRunner(self)  # runs the requests the reader takes (see _queue)
 
     # ------------------------------------------------------------------ incoming
 
@@ -454,109 +450,11 @@ class Peer(Requests):
         return task
 
     def _queue(self, ctx: RequestContext) -> None:
-        """Start ``ctx`` (it holds one of the ``max_concurrency`` slots until it ends): handed to the runner, one
-        task that runs the requests the reader took in turn, each in a copy of the reader's context, as a task of its
-        own would. A request its handler answers at once (a plain ``def`` tool run inline, a built-in) is answered
-        there and needs no task at all; one that has to wait continues in a task of its own. On a burst of requests
-        (a read of 32 lines) that is one task step instead of 32 tasks (about 1.8 µs each on CPython 3.11).
-
-        While the runner is inside a handler (an inline call the loop was handed over from, see
-        :mod:`mcpkit._runtime.handoff`), new requests get tasks of their own, and a callback the runner leaves
-        when requests wait behind the one it runs starts them: nothing waits for a blocked call."""
+        """Start ``ctx``, holding one of the ``max_concurrency`` slots until it ends: through the peer's
+        :class:`~.runner.RequestRunner`, one task that runs the requests the reader took in turn."""
         self._active += 1
         ctx._slot = True
-        if self._runner_busy:
-            self._continue(ctx, self._run_request(ctx), None)
-            return
-        self._runq.append(ctx)
-        runner = self._runner
-        if runner is None or runner.done():  # (done: cancelled before its first step, when the peer closed)
-            loop = _running_loop()
-            coro = self._run_queue()
-            # (never an eager start: the runner's handlers must run in a task step of their own, not in the reader's
-            # callback; see mcpkit._runtime.handoff.in_eager_step)
-            runner = asyncio.Task(coro, loop=loop) if loop.get_task_factory() is None else loop.create_task(coro)
-            self._runner = runner
-            self._tasks.add(runner)  # (drain waits for it)
-
-    async def _run_queue(self) -> None:
-        """The runner (see :meth:`_queue`): each queued request's handler, its answer sent when it made one at once,
-        else the rest of it in a task of its own."""
-        q = self._runq
-        handler = self.request_handler
-        copy_context = contextvars.copy_context
-        loop = _running_loop()
-        try:
-            while q:
-                ctx = q.popleft()
-                if ctx.cancelled:  # cancelled before it ran: no response (spec)
-                    self._finished(ctx)
-                    continue
-                if q and not self._spill_due:
-                    # requests wait behind this one: the loop's next pass starts them in tasks of their own if
-                    # this one's handler is still running then (the loop was handed over from its inline call)
-                    self._spill_due = True
-                    loop.call_soon(self._spill)
-                context = copy_context()
-                self._runner_busy = True
-                try:
-                    result = context.run(handler, ctx)
-                except Exception as exc:
-                    answer = self._failed(ctx, exc)
-                except BaseException:
-                    self._finished(ctx)
-                    raise
-                else:
-                    if not isinstance(result, dict):  # it has to wait: the rest in a task of its own
-                        self._runner_busy = False
-                        self._continue(ctx, self._run_request(ctx, False, result), context)
-                        continue
-                    ctx.done = True
-                    answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
-                finally:
-                    self._runner_busy = False
-                try:
-                    if ctx.cancelled:
-                        continue
-                    if self.tap is not None:
-                        self._tapped(OUT, answer)
-                    await ctx.out.send(answer.data, answer)
-                except (ConnectionError, OSError) as exc:
-                    logger.debug("%s: could not answer %r: %s", self.name, ctx.method, exc)
-                finally:
-                    self._finished(ctx)
-        finally:
-            self._runner = None
-            self._tasks.discard(_current_task())  # type: ignore[arg-type]
-            self._runner_busy = False
-            while q:  # the runner was cancelled (the peer closes): what it had not run gets no answer
-                self._finished(q.popleft())
-
-    def _spill(self) -> None:
-        """Run by the loop's pass after the runner left it: when the runner is still inside a handler then (the loop
-        was handed over from its inline call, and this runs on the stand-in), the requests queued behind it start
-        in tasks of their own."""
-        self._spill_due = False
-        if self._runner_busy:
-            q = self._runq
-            while q:
-                ctx = q.popleft()
-                self._continue(ctx, self._run_request(ctx), None)
-
-    def _continue(
-        self, ctx: RequestContext, coro: Coroutine[Any, Any, Outgoing | None], context: contextvars.Context | None
-    ) -> None:
-        """Run ``coro`` (``ctx``'s request, or its rest) in a task of its own, in ``context`` (None: a copy of the
-        current one); the in-flight table holds the task."""
-        loop = _running_loop()
-        if loop.get_task_factory() is not None:
-            task = loop.create_task(coro, context=context)
-        elif _EAGER_START:
-            task = asyncio.Task(coro, loop=loop, context=context, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-        else:
-            task = asyncio.Task(coro, loop=loop, context=context)
-        if not task.done():
-            ctx.task = task
+        self._runner.queue(ctx)
 
     def _release(self) -> None:
         self._active -= 1
