@@ -59,6 +59,40 @@ async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None
             assert prm["bearer_methods_supported"] == ["header"]
 
 
+async def test_a_browser_page_can_read_the_401_challenge() -> None:
+    """A request from a web page (``Origin``) without a token: the 401 carries CORS headers that let the page read
+    its status and ``WWW-Authenticate`` (where the resource metadata is named), as the metadata itself is served
+    to any origin; without them a browser client cannot start authorization. No credentials are allowed."""
+    async with stack(required=("mcp:read",)) as s, httpx.AsyncClient() as http:
+        origin = "http://localhost:6274"
+        r = await http.post(
+            s["mcp_url"],
+            json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            headers={"accept": "application/json, text/event-stream", "origin": origin},
+        )
+        assert r.status_code == 401
+        assert r.headers["access-control-allow-origin"] in ("*", origin)
+        exposed = {h.strip().lower() for h in r.headers["access-control-expose-headers"].split(",")}
+        assert "www-authenticate" in exposed
+        assert "access-control-allow-credentials" not in r.headers
+        scheme, params = parse_www_authenticate(r.headers["www-authenticate"])
+        assert scheme == "bearer" and params["resource_metadata"].startswith(s["rs_base"])
+        # the preflight of the authorized request passes (it carries no credentials) and allows the header
+        pre = await http.options(
+            s["mcp_url"],
+            headers={
+                "origin": origin,
+                "access-control-request-method": "POST",
+                "access-control-request-headers": "authorization, content-type",
+            },
+        )
+        assert pre.status_code == 204 and pre.headers["access-control-allow-origin"] == origin
+        assert "authorization" in pre.headers["access-control-allow-headers"].lower()
+        # a request without Origin (not from a page) gets no CORS headers
+        plain = await http.post(s["mcp_url"], json={"jsonrpc": "2.0", "id": 2, "method": "ping"})
+        assert plain.status_code == 401 and "access-control-allow-origin" not in plain.headers
+
+
 @pytest.mark.req("M038", "M031")
 async def test_invalid_expired_and_wrong_audience_tokens_get_401() -> None:
     async with stack() as s:

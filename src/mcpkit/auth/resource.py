@@ -472,7 +472,18 @@ class BearerAuthMiddleware:
         headers = [(b"www-authenticate", self.challenge(error, description, scopes, s)) for s in schemes]
         if nonce is not None:
             headers.append((b"dpop-nonce", nonce.encode("ascii")))
+        if header(scope, b"origin"):
+            # a browser client must be able to read the challenge to start authorization (the resource metadata
+            # it names is public, served to any origin too); no credentials are allowed with it
+            headers += _CORS_CHALLENGE
         await send_json(send, status, body, headers)
+
+
+#: CORS headers of a refusal sent to a browser page: it may read the status and the challenge headers.
+_CORS_CHALLENGE = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-expose-headers", b"www-authenticate, dpop-nonce"),
+]
 
 
 def protect(
