@@ -42,7 +42,7 @@ if [ "${#MISSING_PKGS[@]}" -gt 0 ]; then
 fi
 redis-server --version
 PATH="$PATH:/usr/sbin" nginx -v 2>&1
-PATH="$PATH:/usr/sbin" haproxy -v 2>&1 | head -1
+PATH="$PATH:/usr/sbin" haproxy -v 2>&1 | sed -n 1p
 elapsed
 
 section "chromium (the inspector's browser tests)"
@@ -55,7 +55,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null
   $SUDO apt-get update -q
   $SUDO apt-get install -y -q --no-install-recommends chromium chromium-driver
 fi
-chromium --version 2>/dev/null | head -1
+chromium --version 2>/dev/null | sed -n 1p
 elapsed
 
 section "npm test peers (tests/node_modules)"
