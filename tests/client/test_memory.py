@@ -51,7 +51,7 @@ def client(mode: str = "handshake", wire: Wire | None = None, **kw: Any) -> Clie
 
 @pytest.fixture(autouse=True)
 def _reset_state() -> None:
-    state.update(cancelled=[], finished=[], counter=0, roots_changed=0, url_done=False)
+    state.update(started=[], cancelled=[], finished=[], counter=0, roots_changed=0, url_done=False)
 
 
 # ---------------------------------------------------------------------------------------------- lifecycle
@@ -267,7 +267,11 @@ async def test_cancelling_the_task_cancels_the_request(mode: str) -> None:
     wire = Wire()
     async with client(mode, wire) as c:
         task = asyncio.create_task(c.call_tool("slow", {"steps": 100, "delay": 0.02}))
-        await asyncio.sleep(0.2)
+        for _ in range(500):  # until the server's handler runs (a fixed wait was too short on a loaded machine)
+            if state["started"]:
+                break
+            await asyncio.sleep(0.01)
+        assert state["started"], "the slow tool never started"
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -141,6 +141,7 @@ def build_server() -> Server:
         if name == "slow":
             steps = int(args.get("steps", 5))
             delay = float(args.get("delay", 0.05))
+            state.setdefault("started", []).append(ctx.request_id)
             try:
                 for i in range(steps):
                     await asyncio.sleep(delay)
