@@ -16,7 +16,6 @@ import contextlib
 import functools
 import itertools
 import logging
-import sys
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -57,14 +56,10 @@ from .messages import (
     batch_too_long,
 )
 from .outgoing import Requests, _Pending
-from .runner import RequestRunner
+from .runner import RequestRunner, start_request_task
 from .tap import IN, OUT, TapHub, described
 
 logger = logging.getLogger("mcpkit.engine")
-
-# Python 3.12+: a request's handler starts at once, inside the reader's step, and runs until it first waits. A
-# handler that never waits (most do not) then costs no event-loop scheduling at all.
-_EAGER_START = sys.version_info >= (3, 12)
 
 
 RequestHandler = Callable[[RequestContext], "Awaitable[JSONDict] | JSONDict"]
@@ -437,13 +432,7 @@ class Peer(Requests):
         self._active += 1
         ctx._slot = True
         coro = self._run_request(ctx)
-        loop = _running_loop()
-        if loop.get_task_factory() is not None:
-            task = loop.create_task(coro)
-        elif _EAGER_START:
-            task = asyncio.Task(coro, loop=loop, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-        else:
-            task = asyncio.Task(coro, loop=loop)
+        task = start_request_task(coro)
         if task.done():
             return None
         ctx.task = task

@@ -36,8 +36,22 @@ from .tap import OUT, TapHub
 
 logger = logging.getLogger("mcpkit.engine")
 
-# Python 3.12+: a request's task starts at once and runs until it first waits (see Peer)
+# Python 3.12+: a request's handler starts at once, inside the step that starts its task, and runs until it first
+# waits. A handler that never waits (most do not) then costs no event-loop scheduling at all.
 _EAGER_START = sys.version_info >= (3, 12)
+
+
+def start_request_task(
+    coro: Coroutine[Any, Any, Outgoing | None], context: contextvars.Context | None = None
+) -> asyncio.Task[Any]:
+    """Start the task of one request's coroutine on the running loop, in ``context`` (None: a copy of the current
+    one): through the loop's task factory if one is set, else started eagerly where Python can (3.12+)."""
+    loop = _running_loop()
+    if loop.get_task_factory() is not None:
+        return loop.create_task(coro, context=context)
+    if _EAGER_START:
+        return asyncio.Task(coro, loop=loop, context=context, eager_start=True)  # type: ignore[call-arg,unused-ignore]
+    return asyncio.Task(coro, loop=loop, context=context)
 
 
 class RunnerHost(Protocol):
@@ -158,15 +172,9 @@ class RequestRunner:
     ) -> None:
         """Run ``coro`` (``ctx``'s request, or its rest) in a task of its own, in ``context`` (None: a copy of the
         current one); the peer's in-flight table holds the task."""
-        loop = _running_loop()
-        if loop.get_task_factory() is not None:
-            task = loop.create_task(coro, context=context)
-        elif _EAGER_START:
-            task = asyncio.Task(coro, loop=loop, context=context, eager_start=True)  # type: ignore[call-arg,unused-ignore]
-        else:
-            task = asyncio.Task(coro, loop=loop, context=context)
+        task = start_request_task(coro, context)
         if not task.done():
             ctx.task = task
 
 
-__all__ = ["RequestRunner", "RunnerHost"]
+__all__ = ["RequestRunner", "RunnerHost", "start_request_task"]
