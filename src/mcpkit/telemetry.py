@@ -21,7 +21,10 @@ fails is an error span: ``error.type`` and ``rpc.response.status_code`` are the 
 Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
 your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
 spans, children of the tool's span); on the client, the requests its session sends (CLIENT spans) and, from its
-message tap, the requests the server sends it (SERVER spans).
+message tap, the requests the server sends it (SERVER spans). In 2026-07-28 a server asks for input inside its
+result (``InputRequiredResult``) instead: the server makes a CLIENT span for each input request it lists (a child of
+the request's span, its context in the input request's ``_meta``), and the client a SERVER span around its handler
+for each one it answers (current while the handler runs), so the trace has the same shape in both eras.
 
 **Propagation**: every request sent carries the current span's context in ``params._meta`` as ``traceparent``
 (and ``tracestate``), the convention the 2026-07-28 specification reserves (read and written in every revision).
@@ -33,9 +36,10 @@ endpoint open to anyone: a client cannot put its spans in your traces or force s
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._extras import require
@@ -177,16 +181,68 @@ class Telemetry(Middleware):
             raise
         else:
             self._outcome(span, result)
+            if type(result) is dict and result.get("resultType") == "input_required":
+                return self._asking(result, span, attrs)
             return result
         finally:
             self._context.detach(token)
             span.end()
+
+    def _asking(self, result: JSONDict, span: Any, attrs: JSONDict) -> JSONDict:
+        """A 2026-07-28 ``input_required`` result with a CLIENT span (a child of the request's ``span``) for each input
+        request it lists, that span's context in the input request's ``_meta`` (a copy: the handler's dict is left as
+        it was). The span ends here: the server does not wait for the answer, which comes with a later request."""
+        requests = result.get("inputRequests")
+        if type(requests) is not dict:
+            return result
+        trace = self._trace
+        parent = trace.set_span_in_context(span)
+        version = attrs.get("mcp.protocol.version")
+        session = attrs.get("mcp.session.id")
+        traced: JSONDict = {}
+        for key, request in requests.items():
+            method = request.get("method") if type(request) is dict else None
+            if type(method) is not str:
+                traced[key] = request
+                continue
+            params = request.get("params")
+            asked = self.tracer.start_span(
+                span_name(method, params),
+                context=parent,
+                kind=trace.SpanKind.CLIENT,
+                attributes=request_attributes(method, params, None, version, session),
+            )
+            traced[key] = {**request, "params": carrying(params, asked)}
+            asked.end()
+        return {**result, "inputRequests": traced}
 
     # ------------------------------------------------------------------ client
 
     def client_tracer(self, session: Any) -> _PeerTracer:
         """The tracer of a client session's outgoing requests (``Client(telemetry=...)`` installs it)."""
         return _PeerTracer(self, lambda: getattr(session.features, "version", None), secrets.token_hex(6))
+
+    @contextlib.contextmanager
+    def serve_input(self, method: str, params: JSONDict, key: str, version: str | None) -> Iterator[None]:
+        """A SERVER span around the client's handler of one input request of a 2026-07-28 ``InputRequiredResult``
+        (``key``: its key there), current while the handler runs, continuing the trace whose context the server put
+        in its ``_meta`` (checked like any incoming context); an error span when the handler fails."""
+        trace = self._trace
+        parent, links = self._remote(params)
+        attrs = request_attributes(method, params, None, version, None)
+        attrs["mcpkit.input.key"] = key[:128]
+        span = self.tracer.start_span(
+            span_name(method, params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links
+        )
+        token = self._context.attach(trace.set_span_in_context(span))
+        try:
+            yield
+        except BaseException as exc:
+            self._failed(span, exc)
+            raise
+        finally:
+            self._context.detach(token)
+            span.end()
 
     def tap(self, event: TapEvent) -> None:
         """A client's message tap: a SERVER span for each request the server sends it, ended by the answer."""
@@ -220,6 +276,23 @@ class Telemetry(Middleware):
             span.end()
 
 
+def carrying(params: JSONDict | None, span: Any) -> JSONDict | None:
+    """``params`` with ``span``'s context in ``_meta`` (``traceparent``, ``tracestate``): a copy, the caller's dicts
+    left as they were; ``params`` itself when the span has no valid context (a non-recording tracer)."""
+    context = span.get_span_context()
+    if not context.is_valid:
+        return params
+    out = dict(params) if params else {}
+    meta = out.get("_meta")
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    meta[TRACEPARENT] = format_traceparent(context.trace_id, context.span_id, int(context.trace_flags))
+    state = context.trace_state.to_header() if context.trace_state else ""
+    if state:
+        meta[TRACESTATE] = state
+    out["_meta"] = meta
+    return out
+
+
 class _PeerTracer:
     """The engine's :class:`~mcpkit.engine.outgoing.RequestTracer` for one peer: a CLIENT span per request it
     sends, its context put in the request's ``_meta``."""
@@ -238,17 +311,7 @@ class _PeerTracer:
         trace = owner._trace
         attrs = request_attributes(method, params, request_id, self.version(), self.session)
         span = owner.tracer.start_span(span_name(method, params), kind=trace.SpanKind.CLIENT, attributes=attrs)
-        context = span.get_span_context()
-        if context.is_valid:
-            out = dict(params) if params else {}
-            meta = out.get("_meta")
-            meta = dict(meta) if isinstance(meta, dict) else {}
-            meta[TRACEPARENT] = format_traceparent(context.trace_id, context.span_id, int(context.trace_flags))
-            state = context.trace_state.to_header() if context.trace_state else ""
-            if state:
-                meta[TRACESTATE] = state
-            out["_meta"] = meta
-            params = out
+        params = carrying(params, span)
 
         def done(exc: BaseException | None, fut: asyncio.Future[JSONDict]) -> None:
             if exc is not None:

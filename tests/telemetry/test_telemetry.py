@@ -122,6 +122,56 @@ async def test_server_to_client_requests_are_spans_on_both_sides(transport: str)
     assert answered.parent is not None and format(answered.parent.span_id, "016x") == asked["span"]
 
 
+@BOTH
+async def test_input_requests_of_2026_07_28_are_spans_on_both_sides(transport: str) -> None:
+    # A 2026-07-28 server asks for input inside its result (InputRequiredResult), not with a request of its own; the
+    # trace has the same shape as a handshake-era server-to-client request's: the tool's span, the server's CLIENT
+    # span for what it asked, the client's SERVER span for answering it, and the client's handler inside that.
+    provider, exporter = recorder()
+    handler_tracer = provider.get_tracer("handler")
+
+    def sample(params: Any) -> str:
+        with handler_tracer.start_as_current_span("inside the handler"):
+            return "hi"
+
+    telemetry = Telemetry(tracer_provider=provider)
+    async with connect(transport, "modern", telemetry=telemetry, sampling_handler=sample) as client:
+        await client.call_tool("forget", {})
+        assert (await client.call_tool("ask", {})).text == "model: hi"
+        remote = await server_spans(client)
+    rounds = [s for s in remote if s["name"] == "tools/call ask"]
+    assert len(rounds) == 2  # the round that asked, the round that got the answer
+    asked = next(s for s in remote if s["name"] == "sampling/createMessage")
+    assert asked["kind"] == "CLIENT" and asked["parent"] in {r["span"] for r in rounds}
+    assert asked["attributes"]["mcp.method.name"] == "sampling/createMessage"
+    assert asked["attributes"]["mcp.protocol.version"] == "2026-07-28"
+    mine = exporter.get_finished_spans()
+    answered = next(s for s in mine if s.name == "sampling/createMessage")
+    assert answered.kind.name == "SERVER"  # the client handled it: its span continues the server's
+    assert format(answered.context.trace_id, "032x") == asked["trace"]
+    assert answered.parent is not None and format(answered.parent.span_id, "016x") == asked["span"]
+    assert answered.attributes is not None and answered.attributes["mcpkit.era"] == "modern"
+    inside = next(s for s in mine if s.name == "inside the handler")
+    assert inside.parent is not None and inside.parent.span_id == answered.context.span_id
+
+
+@BOTH
+async def test_a_failing_input_handler_is_an_error_span(transport: str) -> None:
+    provider, exporter = recorder()
+
+    def sample(params: Any) -> str:
+        raise InvalidParams("no model here")
+
+    async with connect(
+        transport, "modern", telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample
+    ) as client:
+        with pytest.raises(InvalidParams):
+            await client.session.call_tool("ask", {})
+    answered = next(s for s in exporter.get_finished_spans() if s.name == "sampling/createMessage")
+    assert answered.status.status_code.name == "ERROR"
+    assert answered.attributes is not None and answered.attributes["error.type"] == "-32602"
+
+
 # ---------------------------------------------------------------------------------------------- untrusted context
 
 

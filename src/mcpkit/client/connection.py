@@ -118,9 +118,14 @@ def _connect_reason(exc: BaseException) -> str:
 
 class ClientTelemetry(Protocol):
     """What ``Client(telemetry=...)`` takes (:class:`mcpkit.telemetry.Telemetry`): a tracer for each session's
-    outgoing requests and a tap for the requests the server sends."""
+    outgoing requests, spans around its answers to 2026-07-28 input requests, and a tap for the requests the server
+    sends."""
 
     def client_tracer(self, session: ClientSession) -> RequestTracer: ...
+
+    def serve_input(
+        self, method: str, params: JSONDict, key: str, version: str | None
+    ) -> contextlib.AbstractContextManager[None]: ...
 
     def tap(self, event: TapEvent) -> None: ...
 
@@ -410,6 +415,7 @@ class ClientConnection:
             session.seen = self.cache.invalidate  # every notification, listen streams' included
         if self._telemetry is not None:
             session.peer.tracer = self._telemetry.client_tracer(session)
+            session.input_tracer = self._telemetry
         return session
 
     async def _sample(self, params: SamplingParams) -> Any:
