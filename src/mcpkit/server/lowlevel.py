@@ -514,9 +514,10 @@ class Server(Runnable):
         return feats, caps, info if isinstance(info, dict) else None, level
 
     def dispatch_modern(
-        self, rc: RequestContext, session: ServerSession | None = None
+        self, rc: RequestContext, session: ServerSession | None = None, meta: JSONDict | None = None
     ) -> Awaitable[JSONDict] | JSONDict:
-        """Handle one stateless 2026-07-28 request (used by every transport; ``session``: the connection's, if any).
+        """Handle one stateless 2026-07-28 request (used by every transport; ``session``: the connection's, if any;
+        ``meta``: its ``_meta``, when the caller has read it already).
 
         Returns what :meth:`dispatch` returns: the result, or the coroutine that makes it (checks that fail
         raise at once, before anything is awaited)."""
@@ -525,7 +526,7 @@ class Server(Runnable):
         if not self.modern_versions:
             raise MethodNotFound(f"Method not found: {rc.method}")
         read: ModernContext | None = rc.validated_meta  # what the transport read with modern_context(), if it did
-        feats, caps, info, level = read if read is not None else self.modern_context(rc.meta)
+        feats, caps, info, level = read if read is not None else self.modern_context(meta or rc.meta)
         return self.dispatch(rc, session, feats, caps, info, level)
 
     # ------------------------------------------------------------------ notification fan-out

@@ -55,7 +55,7 @@ class SessionServer(HostedServer, Protocol):
         ...
 
     def dispatch_modern(
-        self, rc: RequestContext, session: ServerSession | None = None
+        self, rc: RequestContext, session: ServerSession | None = None, meta: JSONDict | None = None
     ) -> Awaitable[JSONDict] | JSONDict: ...
 
 
@@ -143,9 +143,11 @@ class ServerSession:
         server = self.server
         method = rc.method
         params = rc.params
-        if method in MODERN_ONLY or (
-            params is not None and type(meta := params.get("_meta")) is dict and META_PROTOCOL_VERSION in meta
-        ):
+        meta = params.get("_meta") if params is not None else None
+        if type(meta) is dict:
+            if META_PROTOCOL_VERSION in meta:
+                return server.dispatch_modern(rc, self, meta)
+        elif method in MODERN_ONLY:
             return server.dispatch_modern(rc, self)
         feats = self.features
         if feats is None or method == "initialize":
