@@ -3,6 +3,10 @@
 # Works on a fresh Debian machine with python3/pip/node/npm: creates .venv, installs the package with its dev
 # extras, redis-server, nginx and haproxy (apt) and the pinned npm peers (tests/package-lock.json), then runs
 # ruff, mypy, pytest and regenerates docs/compliance.md. Any failing step fails the script.
+# Stages that need nothing from pytest (the install check, the 3.12/3.13 subsets, the conformance suites, the
+# benchmark smoke run, mkdocs) run one after another in the background while pytest runs, at a lower priority (the
+# suite mostly waits on subprocesses and servers: ~10% of one core), their output captured and printed in order
+# after pytest with each stage's time and exit status; any stage failing fails the script, named.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -17,7 +21,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 PY="$ROOT/.venv/bin/python"
 "$PY" -m pip install --disable-pip-version-check -q --upgrade pip
-"$PY" -m pip install --disable-pip-version-check -q -e '.[dev]'
+# The docs extra too, now: nothing may install into this venv while the tests import from it.
+"$PY" -m pip install --disable-pip-version-check -q -e '.[dev,docs]'
 # Bytecode once, up front: the tests spawn hundreds of server processes, and with PYTHONDONTWRITEBYTECODE set
 # (as in CI) each of them would otherwise compile mcpkit's source again.
 "$PY" -m compileall -q src tests/support/servers examples >/dev/null
@@ -74,47 +79,40 @@ section "ruff check and ruff format --check"
 section "mypy (config in pyproject.toml)"
 "$PY" -m mypy
 
-section "pytest"
-# Serial by default. Measured on the 2-core machine (~480 tests): serial 139 s, `-n 2` 86 s, but one
-# timing-sensitive npm-peer test failed in 1 of 4 parallel full runs while serial runs were all green; CI
-# reliability wins over ~1 minute. MCPKIT_PYTEST_WORKERS=2 runs on both cores (fine for local runs).
-WORKERS="${MCPKIT_PYTEST_WORKERS:-1}"
-XDIST=()
-if [ "$WORKERS" != "1" ] && [ "$WORKERS" != "0" ]; then XDIST=(-p xdist -n "$WORKERS"); fi
-# This run's requirement/outcome record goes to its own file (tests/conftest.py honours the variable), so a
-# concurrent partial pytest run in the same work tree cannot replace it before compliance.py reads it.
-mkdir -p .compliance
-RUN_RESULTS="$ROOT/.compliance/results-run-$$.json"
-trap 'rm -f "$RUN_RESULTS"' EXIT
-export MCPKIT_COMPLIANCE_RESULTS="$RUN_RESULTS"
-set +e
-"$PY" -m pytest "${XDIST[@]}" -q -ra "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "pytest collected no tests: that is a failure" >&2
-  exit 1
-elif [ "$rc" -ne 0 ]; then
-  echo "pytest failed (exit $rc)" >&2
-  exit "$rc"
-fi
-# The results are this suite's only: the install check below runs a user project's tests under the testing kit,
-# whose requirement recorder would otherwise write its own few results over them.
-unset MCPKIT_COMPLIANCE_RESULTS
-elapsed
+section "later stages: started in the background (output printed after pytest)"
+# Each stage's output goes to its own log, its exit status and time beside it. The stages run one after another
+# (together they take ~13 minutes, pytest ~25), under nice so that the suite's timing-sensitive tests keep the CPU
+# they need. MCPKIT_COMPLIANCE_RESULTS is never set for them: the install check runs a user project's tests under
+# the testing kit, whose requirement recorder would otherwise write over the suite's results.
+STAGES_DIR="$(mktemp -d)"
+BG_PID=""
+cleanup() {
+  if [ -n "$BG_PID" ] && kill -0 "$BG_PID" 2>/dev/null; then kill -- -"$BG_PID" 2>/dev/null || true; fi
+  rm -f "${RUN_RESULTS:-}"
+  rm -rf "$STAGES_DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+STAGE_NAMES=(
+  "what users install (scripts/check_install.py)"
+  "Python 3.12: core, server, client, stdio and sync-path tests"
+  "Python 3.13: core, server, client, stdio and sync-path tests"
+  "official MCP conformance suites (tests/conformance/run.py)"
+  "benchmark smoke run (bench/run.py --quick)"
+  "documentation site (mkdocs build --strict)"
+)
 
-section "what users install (scripts/check_install.py)"
-# Builds the wheel and installs it into fresh venvs exactly as the README says (bare, and [all]) with no dev tools,
-# then runs there every ```python block of README.md and docs/**/*.md, every example against the client, the
-# README's CLI commands and every tool of server-everything through `mcpkit call`; in a third venv,
-# `pip install 'mcpkit[testing]'` plus examples/testing, whose tests the plugin runs on 5 transports x 2 eras (the
-# count printed, no process left after), and the testing guide's blocks as pytest files. A missing runtime
-# dependency fails here (the dev venv above would hide it). Serial: overlapping it with pytest on 2 cores made
-# timing-sensitive tests the risk; it takes ~4.5 minutes, mostly pip and node start-ups.
-"$PY" scripts/check_install.py
-elapsed
+stage_install() {
+  # Builds the wheel and installs it into fresh venvs exactly as the README says (bare, and [all]) with no dev
+  # tools, then runs there every ```python block of README.md and docs/**/*.md, every example against the client,
+  # the README's CLI commands and every tool of server-everything through `mcpkit call`; in a third venv,
+  # `pip install 'mcpkit[testing]'` plus examples/testing, whose tests the plugin runs on 5 transports x 2 eras
+  # (the count printed, no process left after), and the testing guide's blocks as pytest files. A missing runtime
+  # dependency fails here (the dev venv would hide it).
+  "$PY" scripts/check_install.py
+}
 
-section "other Python versions (3.12, 3.13): core, server, client, stdio and sync-path tests"
 # requires-python is >=3.11 and asyncio changed between 3.11 and 3.13 (3.12+ starts request tasks eagerly), so
 # the protocol core, the server and client layers and the stdio transport also run on every newer CPython this
 # machine has (on PATH, or installed by pyenv). A version that is missing is reported here, not skipped quietly.
@@ -128,51 +126,120 @@ find_python() {
   fi
   return 1
 }
-for v in 3.12 3.13; do
+stage_python() {
+  local v="$1" PYV VENV rc
   if ! PYV="$(find_python "$v")"; then
     echo "python$v: not found on this machine, NOT tested on it"
-    continue
+    return 0
   fi
   VENV=".venv-$v"
   if [ ! -x "$VENV/bin/python" ]; then "$PYV" -m venv "$VENV"; fi
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q --upgrade pip
   "$VENV/bin/python" -m pip install --disable-pip-version-check -q -e '.[dev]'
   "$VENV/bin/python" --version
+  rc=0
   MCPKIT_COMPLIANCE_RESULTS="$ROOT/.compliance/results-py$v-$$.json" "$VENV/bin/python" -m pytest -q -p no:cacheprovider \
     tests/protocol/test_protocol.py tests/runtime tests/engine/test_peer.py tests/engine/test_lifecycle.py \
     tests/server/test_era.py tests/transports/test_stdio.py tests/transports/test_stdio_framing.py \
     tests/e2e/test_wire_oracle.py tests/client/test_memory.py tests/client/test_stdio.py tests/server/test_app.py \
     tests/server/test_units.py tests/server/test_schema.py tests/server/test_app_over_http.py tests/e2e/test_examples.py \
     tests/e2e/test_everything_memory.py tests/e2e/test_everything_stdio.py tests/stores/test_stores.py \
-    tests/server/test_sync_exec.py
+    tests/server/test_sync_exec.py || rc=$?
   rm -f "$ROOT/.compliance/results-py$v-$$.json"
+  return "$rc"
+}
+
+stage_conformance() {
+  # Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
+  # 2025-06-18, 2025-11-25 and 2026-07-28), examples/conformance_client.py (every client scenario, auth/* and
+  # extensions included) and examples/oauth_server.py (the authorization-server scenarios); totals printed.
+  # Fails on any failure not in tests/conformance/expected-failures.yml (reasons: tests/conformance/README.md).
+  "$PY" tests/conformance/run.py
+}
+
+stage_bench() {
+  # Proves the benchmark suite still runs end to end against every contender (its own .bench-venv with the
+  # official SDK and fastmcp); asserts no timing. The real measurement is `python bench/run.py`.
+  "$PY" scripts/bench_smoke.py
+}
+
+stage_mkdocs() {
+  # The docs extra (MkDocs, Material, mkdocstrings, installed with the dev venv above); strict mode fails on any
+  # warning: a broken link or anchor, a page missing from the nav, a ``::: mcpkit.X`` reference that does not
+  # resolve. The site goes to a temporary directory (site/ is ignored anyway). Never --quiet: it hides the
+  # warnings, and strict mode then passes whatever they say.
+  local site rc=0
+  site="$(mktemp -d)"
+  NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --site-dir "$site" || rc=$?
+  rm -rf "$site"
+  return "$rc"
+}
+
+STAGE_CMDS=(stage_install "stage_python 3.12" "stage_python 3.13" stage_conformance stage_bench stage_mkdocs)
+run_later_stages() {
+  local i t0 rc
+  set +e
+  for i in "${!STAGE_CMDS[@]}"; do
+    t0=$(date +%s)
+    # (not `|| rc=$?`: that would switch set -e off inside the stage)
+    ( set -euo pipefail; ${STAGE_CMDS[$i]} ) >"$STAGES_DIR/$i.log" 2>&1 </dev/null
+    rc=$?
+    echo "$(( $(date +%s) - t0 ))" >"$STAGES_DIR/$i.time"
+    echo "$rc" >"$STAGES_DIR/$i.rc"
+  done
+}
+# Its own process group (setsid), so that an interrupted run stops the whole chain and whatever it started.
+export -f run_later_stages stage_install find_python stage_python stage_conformance stage_bench stage_mkdocs
+STAGES_DIR="$STAGES_DIR" PY="$PY" ROOT="$ROOT" STAGE_CMDS_LIST="$(printf '%s\n' "${STAGE_CMDS[@]}")" \
+  env -u MCPKIT_COMPLIANCE_RESULTS setsid -w nice -n 5 bash -c '
+    set -uo pipefail
+    mapfile -t STAGE_CMDS <<<"$STAGE_CMDS_LIST"
+    run_later_stages' &
+BG_PID=$!
+printf '  %s\n' "${STAGE_NAMES[@]}"
+elapsed
+
+section "pytest"
+# Serial by default. Measured on the 2-core machine (~480 tests): serial 139 s, `-n 2` 86 s, but one
+# timing-sensitive npm-peer test failed in 1 of 4 parallel full runs while serial runs were all green; CI
+# reliability wins over ~1 minute. MCPKIT_PYTEST_WORKERS=2 runs on both cores (fine for local runs).
+WORKERS="${MCPKIT_PYTEST_WORKERS:-1}"
+XDIST=()
+if [ "$WORKERS" != "1" ] && [ "$WORKERS" != "0" ]; then XDIST=(-p xdist -n "$WORKERS"); fi
+# This run's requirement/outcome record goes to its own file (tests/conftest.py honours the variable), so a
+# concurrent partial pytest run in the same work tree cannot replace it before compliance.py reads it. Set for
+# this command only: the results are this suite's only (the gate below reads them).
+mkdir -p .compliance
+RUN_RESULTS="$ROOT/.compliance/results-run-$$.json"
+set +e
+MCPKIT_COMPLIANCE_RESULTS="$RUN_RESULTS" "$PY" -m pytest "${XDIST[@]}" -q -ra --durations=50 "$@"
+PYTEST_RC=$?
+set -e
+elapsed
+
+section "waiting for the later stages"
+wait "$BG_PID" || true
+BG_PID=""
+elapsed
+FAILED=()
+if [ "$PYTEST_RC" -eq 5 ]; then
+  echo "pytest collected no tests: that is a failure" >&2
+  FAILED+=("pytest (collected no tests)")
+elif [ "$PYTEST_RC" -ne 0 ]; then
+  FAILED+=("pytest (exit $PYTEST_RC)")
+fi
+for i in "${!STAGE_NAMES[@]}"; do
+  section "${STAGE_NAMES[$i]}"
+  cat "$STAGES_DIR/$i.log" 2>/dev/null || echo "(no output: the stage did not run)"
+  rc="$(cat "$STAGES_DIR/$i.rc" 2>/dev/null || echo "did not finish")"
+  echo "-- stage took $(cat "$STAGES_DIR/$i.time" 2>/dev/null || echo '?')s, exit $rc"
+  if [ "$rc" != "0" ]; then FAILED+=("${STAGE_NAMES[$i]} (exit $rc)"); fi
 done
-elapsed
-
-section "official MCP conformance suites (tests/conformance/run.py)"
-# Both pinned harnesses against examples/conformance_server.py (every server scenario, pending included, at
-# 2025-06-18, 2025-11-25 and 2026-07-28), examples/conformance_client.py (every client scenario, auth/* and
-# extensions included) and examples/oauth_server.py (the authorization-server scenarios); totals printed.
-# Fails on any failure not in tests/conformance/expected-failures.yml (reasons: tests/conformance/README.md).
-"$PY" tests/conformance/run.py
-elapsed
-
-section "benchmark smoke run (bench/run.py --quick)"
-# Proves the benchmark suite still runs end to end against every contender (its own .bench-venv with the
-# official SDK and fastmcp); asserts no timing. The real measurement is `python bench/run.py`.
-"$PY" scripts/bench_smoke.py
-elapsed
-
-section "documentation site (mkdocs build --strict)"
-# The docs extra (MkDocs, Material, mkdocstrings) in the dev venv; strict mode fails on any warning: a broken link
-# or anchor, a page missing from the nav, a ``::: mcpkit.X`` reference that does not resolve. The site goes to a
-# temporary directory (site/ is ignored anyway).
-"$PY" -m pip install --disable-pip-version-check -q -e '.[docs]'
-DOCS_SITE="$(mktemp -d)"
-# (never --quiet: it hides the warnings, and strict mode then passes whatever they say)
-NO_MKDOCS_2_WARNING=1 "$PY" -m mkdocs build --strict --site-dir "$DOCS_SITE"
-rm -rf "$DOCS_SITE"
-elapsed
+if [ "${#FAILED[@]}" -gt 0 ]; then
+  section "FAILED"
+  printf '  %s\n' "${FAILED[@]}" >&2
+  exit 1
+fi
 
 section "compliance matrix (docs/compliance.md) and MUST gate"
 # Fails when a MUST requirement has no passing test, except the IDs deferred (with reasons) in
