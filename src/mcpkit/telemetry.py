@@ -202,10 +202,10 @@ class Telemetry(Middleware):
         traced: JSONDict = {}
         for key, request in requests.items():
             method = request.get("method") if type(request) is dict else None
-            if type(method) is not str:
-                traced[key] = request
+            params = request.get("params") if type(request) is dict else None
+            if type(method) is not str or (params is not None and type(params) is not dict):
+                traced[key] = request  # (not an input request this can carry a context in)
                 continue
-            params = request.get("params")
             asked = self.tracer.start_span(
                 span_name(method, params),
                 context=parent,

@@ -1,6 +1,7 @@
 """What the client does with what the server asks of it or tells it: the typed objects its handlers receive
 (:class:`SamplingParams`, :class:`ElicitationParams`, :class:`LogMessage`) and the protocols those handlers follow
-(:class:`SamplingHandler`, :class:`ElicitationHandler`, :class:`LoggingHandler`), the answers of the sampling and
+(:class:`SamplingHandler`, :class:`ElicitationHandler`, :class:`LoggingHandler`; :class:`InputTracer`, which
+watches the answers to 2026-07-28 input requests), the answers of the sampling and
 elicitation handlers checked and shaped for the wire, and :class:`Watch`, the stream of list changes and resource
 updates that ``Client.watch`` yields (re-exported by :mod:`mcpkit.client.client`).
 
@@ -12,6 +13,7 @@ the wire form (``params["requestedSchema"]``, JSON encoding, ``isinstance(params
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
@@ -245,6 +247,17 @@ SamplingAnswer: TypeAlias = CreateMessageResult | JSONDict | str
 #: What an elicitation handler may return: an ``ElicitResult`` (or a dict with ``action``), a dict of content
 #: (accepted), a pydantic model or dataclass instance of the content (accepted), or ``None`` (declined).
 ElicitationAnswer: TypeAlias = ElicitResult | JSONDict | BaseModel | None
+
+
+class InputTracer(Protocol):
+    """Watches the client's answers to the input requests of 2026-07-28 ``InputRequiredResult`` results
+    (:meth:`mcpkit.telemetry.Telemetry.serve_input`)."""
+
+    def serve_input(
+        self, method: str, params: JSONDict, key: str, version: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A context manager around the handler of input request ``key`` (its ``method`` and ``params``)."""
+        ...
 
 
 class SamplingHandler(Protocol):

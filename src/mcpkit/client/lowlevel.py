@@ -16,7 +16,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -97,17 +97,6 @@ SERVER_CAPABILITY_FOR: dict[str, tuple[str, str | None]] = {
     "logging/setLevel": ("logging", None),
     "completion/complete": ("completions", None),
 }
-
-
-class InputTracer(Protocol):
-    """Watches the client's answers to the input requests of 2026-07-28 ``InputRequiredResult`` results
-    (:meth:`mcpkit.telemetry.Telemetry.serve_input`)."""
-
-    def serve_input(
-        self, method: str, params: JSONDict, key: str, version: str | None
-    ) -> contextlib.AbstractContextManager[None]:
-        """A context manager around the handler of input request ``key`` (its ``method`` and ``params``)."""
-        ...
 
 
 class ClientSession:
@@ -208,9 +197,8 @@ class ClientSession:
             self.extensions.declare(TASKS_EXTENSION, {}, versions=versions.MODERN_VERSIONS)
         self.relay_answers = relay_answers  # answers to the server's requests sent as the handlers gave them
         self.seen: Callable[[str, JSONDict | None], None] | None = None  # told of every notification (a cache)
-        #: a span around the handler of each 2026-07-28 input request this session answers (``Client(telemetry=...)``
-        #: sets it); None: nothing is done
-        self.input_tracer: InputTracer | None = None
+        #: spans around its answers to 2026-07-28 input requests (``Client(telemetry=...)`` sets it; None: none)
+        self.input_tracer: h.InputTracer | None = None
         self.peer = Peer(
             conn,
             request_handler=self._on_request,
@@ -499,13 +487,10 @@ class ClientSession:
             if not isinstance(req, dict) or not isinstance(req.get("method"), str):
                 raise MCPError(f"malformed input request {key!r}")
             method, params = req["method"], req.get("params") or {}
+            tracer, version = self.input_tracer, self.features.version if self.features else None
             async with self.peer.slot():  # the same bound as server->client requests
-                tracer = self.input_tracer
-                if tracer is None:
+                with tracer.serve_input(method, params, key, version) if tracer else contextlib.nullcontext():
                     result = await self._serve_client_request(method, params)
-                else:
-                    with tracer.serve_input(method, params, key, self.features.version if self.features else None):
-                        result = await self._serve_client_request(method, params)
             size += len(key) + len(orjson.dumps(result))
             if size > limit:
                 raise MCPError(
