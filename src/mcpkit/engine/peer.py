@@ -219,16 +219,9 @@ class Peer(Requests):
         if t is Request:
             if self._active >= self._max_concurrency:
                 return False
-            req: Request = msg  # type: ignore[assignment]
-            inflight = self._inflight
-            if req.id in inflight:
-                self._admit(req, out)  # (refuses the duplicate)
-                return True
-            # _admit and _queue, in this frame (once per request a transport's reader takes)
-            ctx = inflight[req.id] = RequestContext(self, req.id, req.method, req.params, out)
-            self._active += 1
-            ctx._slot = True
-            self._runner.queue(ctx)
+            ctx = self._admit(msg, out)  # type: ignore[arg-type]
+            if ctx is not None:
+                self._queue(ctx)
             return True
         if t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]
@@ -454,7 +447,8 @@ class Peer(Requests):
 
     def _release(self) -> None:
         self._active -= 1
-        self._wake_one()
+        if self._slot_waiters:  # (none waits, the usual case: no call)
+            self._wake_one()
 
     def _wake_one(self) -> None:
         waiters = self._slot_waiters
@@ -512,9 +506,7 @@ class Peer(Requests):
             del inflight[ctx.id]
         if ctx._slot:
             ctx._slot = False
-            self._active -= 1  # (_release, inline: once per request)
-            if self._slot_waiters:
-                self._wake_one()
+            self._release()
 
     async def _send_error(self, rid: RequestId | None, error: JSONDict, out: Outbox) -> None:
         await self._send(messages.error(rid, error), out)

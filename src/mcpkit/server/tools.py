@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._runtime import run_inline
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability, TaskFailed
 from ..protocol.headers import param_headers_from_schema
 from ..protocol.versions import Features
@@ -37,7 +36,7 @@ from .content import (  # the content helpers live in the leaf module; imported 
 from .lowlevel import InputRequired
 from .pagination import Listed
 from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
-from .sync_exec import EAGER, INLINE, ON_THREAD, PLAIN_TYPES, SyncPolicy
+from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
@@ -195,8 +194,7 @@ class Tool(Listed):
             sync = self.sync
             if sync is None:
                 return self._finish(self.fn(**kwargs), feats)
-            # inline (timed, guarded), or not called (SyncPolicy.try_inline, in this frame: once per call)
-            value = run_inline(sync.fn, (), kwargs, sync) if sync.mode == INLINE else ON_THREAD
+            value = sync.try_inline((), kwargs)  # inline (timed, guarded), or not called
             if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
                 return self._finish(value, feats, kwargs)
         except Exception as exc:
