@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from mcpkit import Context, MCPKit
-from mcpkit.server.sync_exec import INLINE, LEARNING, THREAD, SyncPolicy, check_sync_limits
+from mcpkit.server.sync_exec import EXACT_CALLS, INLINE, LEARNING, THREAD, SyncPolicy, check_sync_limits
 from support.everything import connect
 from support.paths import SERVERS
 
@@ -276,6 +276,33 @@ async def test_sync_policy_states_and_limits() -> None:
         check_sync_limits(0, None)
     with pytest.raises(ValueError, match="sync_learn_calls"):
         MCPKit("x", sync_learn_calls=0)
+
+
+async def test_exact_timing_lapses_after_its_window_and_the_next_window_is_twice_as_long() -> None:
+    """One inline call that runs long (a preemption is enough) makes the function's next EXACT_CALLS inline calls
+    exactly timed, not all of them: after that many without a long call, the clock alone times them again. The
+    next clock-timed call that runs long is not held against the function either; it opens a window twice as
+    long, and a long call of the function's own inside it sends the function to the worker thread."""
+
+    def fn(seconds: float = 0) -> str:
+        if seconds:
+            time.sleep(seconds)
+        return "ok"
+
+    p = SyncPolicy(fn, "f", None, long_ms=5, learn_calls=3)
+    for _ in range(3):
+        assert await p() == "ok"
+    assert p.mode == INLINE and p.exact == 0
+    assert await p(0.02) == "ok"  # runs long, timed by the clock alone: not judged
+    assert p.mode == INLINE and p.exact == EXACT_CALLS
+    for _ in range(EXACT_CALLS - 1):
+        await p()
+    assert p.exact == 1
+    assert await p() == "ok" and p.exact == 0 and p.mode == INLINE  # the window is over: the clock alone again
+    assert await p(0.02) == "ok"  # runs long, timed by the clock alone again: not judged, a longer window
+    assert p.mode == INLINE and p.exact == 2 * EXACT_CALLS
+    assert await p(0.02) == "ok"  # runs long, timed exactly: a wait of its own, back to the thread
+    assert p.mode == THREAD
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")

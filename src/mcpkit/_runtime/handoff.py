@@ -153,12 +153,15 @@ class InlinePolicy(Protocol):
     """What :func:`run_inline` asks of the policy of the function it runs (``mcpkit.server.sync_exec.SyncPolicy``)."""
 
     declared: bool  # declared inline: it runs inline, unguarded, where the loop cannot be handed over
-    exact: bool  # read the thread's usage counters around the call (a system call) as well as the clock
+    # how many more calls to time with the thread's usage counters (a system call) as well as the clock; run_inline
+    # counts it down (0: the clock alone)
+    exact: int
     long_s: float  # a call that held the loop longer than this (seconds) is reported to ran_long
 
     def ran_long(self, took: float, own: float, u0: Any, k0: int) -> None:
         """A call held the loop ``took`` seconds, ``own`` of them outside garbage collection; ``u0``: the thread's
-        usage counters when it started (None unless ``exact``); ``k0``: :data:`TICKS` when it started."""
+        usage counters when it started (None when it was timed by the clock alone); ``k0``: :data:`TICKS` when it
+        started."""
 
 
 def run_inline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], policy: InlinePolicy) -> Any:
@@ -193,7 +196,11 @@ def run_inline(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, 
     if cell is not None:
         cell[0] = seq  # (the helper process reads it: see .loop_watch)
     ready = len(h._ready)
-    u0 = thread_usage() if policy.exact else None
+    if policy.exact:
+        u0 = thread_usage()
+        policy.exact -= 1
+    else:
+        u0 = None
     k0 = TICKS[0]
     g0 = gc_time[0]
     t0 = clock()

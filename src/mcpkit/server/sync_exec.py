@@ -13,11 +13,14 @@ block, though, and for those that cost is pure waste. So every sync function get
   gave up the CPU voluntarily (no sleep, no I/O wait, no lock wait: the thread's voluntary context switches,
   from ``getrusage(RUSAGE_THREAD)``; elsewhere wall time minus thread CPU time under 50 µs), the function runs
   inline. Every inline call is timed with the clock (tens of nanoseconds). The clock alone cannot tell the
-  function's own wait or computation from the OS running something else meanwhile, so the first inline call
-  that takes longer than ``long_ms`` makes the function's calls *exactly* timed from then on (a ``getrusage``
-  reading on each side as well, about a microsecond per call); the next one that takes longer than ``long_ms``
-  *because of the function* (it waited, or computed that long) sends it back to the worker thread for good,
-  with a warning naming it. Two tolerances keep a busy machine from demoting
+  function's own wait or computation from the OS running something else meanwhile, so an inline call that takes
+  longer than ``long_ms`` makes the function's next calls *exactly* timed (a ``getrusage`` reading on each side
+  as well, about a microsecond per call): the next :data:`EXACT_CALLS` (10,000) of them, a window twice as long
+  each time a clock-timed call runs long again (up to :data:`EXACT_CALLS_MAX`), which starts again whenever an
+  exactly timed call runs long without it being the function's fault. One that takes longer than
+  ``long_ms`` *because of the function* (it waited, or computed that long) sends it back to the worker thread
+  for good, with a warning naming it. So one preemption costs a fast function 10,000 exactly timed calls, not
+  all its calls from then on. Two tolerances keep a busy machine from demoting
   fast functions at random: being preempted by the OS (a busy machine, a CPU quota) or a garbage collection
   (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
   ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
@@ -32,9 +35,11 @@ Guarantee and worst case: a function on a worker thread never stalls other reque
 interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
 (:mod:`mcpkit._runtime.handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over
 running the event loop until the call returns, so a learned-inline function that suddenly blocks stalls other
-requests for at most 10-20 ms per long call, and at most twice: its first long call makes its calls exactly timed, the
-second demotes it to the worker thread for good (a wait or computation past ``long_ms`` + 10 ms; shorter waits,
-12 ms at most by default, are forgiven while they are rarer than three within 10 s). Where the loop cannot be
+requests for at most 10-20 ms per long call, and twice when it blocks again within 10,000 calls: its first long call
+makes its calls exactly timed, the second demotes it to the worker thread for good (a wait or computation past
+``long_ms`` + 10 ms; shorter waits, 12 ms at most by default, are forgiven while they are rarer than three within
+10 s). One that blocks less often, once every ``n`` calls, is demoted by its ``2 + log2(n / 10,000)``-th long call
+(rounded up) at the latest, since each window is twice the one before. Where the loop cannot be
 handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker thread; a
 declared ``thread=False`` function runs inline there, unguarded. While the loop is handed over, inline
 functions run on worker threads. Declare ``thread=True`` for a function that can ever
@@ -66,6 +71,10 @@ DEFAULT_LONG_MS = 2.0
 DEFAULT_LEARN_CALLS = 20
 #: Wall time minus thread CPU time above this (seconds) means the call waited (sleep, I/O, a lock).
 WAIT_SLACK_S = 50e-6
+#: Inline calls timed exactly after a clock-timed one ran long (the first window; each later one is twice as long).
+EXACT_CALLS = 10_000
+#: The longest window of exactly timed calls (a function that keeps running long stays exactly timed).
+EXACT_CALLS_MAX = EXACT_CALLS << 10
 
 THREAD = 0
 LEARNING = 1
@@ -144,6 +153,7 @@ class SyncPolicy:
         "_fast_s",
         "_maybe",
         "_maybe_at",
+        "_window",
         "declared",
         "exact",
         "fn",
@@ -174,7 +184,8 @@ class SyncPolicy:
         else:
             self.mode = THREAD
         self._fast = 0
-        self.exact = False  # time inline calls with the thread's usage counters too (see ran_long)
+        self.exact = 0  # inline calls still to be timed with the thread's usage counters too (see ran_long)
+        self._window = 0  # the length of the last window of exactly timed calls (0: none yet)
         self._maybe = 0
         self._maybe_at = 0.0
         self.long_s = 0.0
@@ -219,15 +230,19 @@ class SyncPolicy:
             return
         if u0 is None:
             # The clock alone cannot tell the function's own wait or computation from the OS running something
-            # else meanwhile (a busy machine, a CPU quota): from now on its calls are timed exactly, and the next
-            # one that runs long is judged. (The loop's hand-over kept other requests served meanwhile.)
-            self.exact = True
-            logger.debug("%s ran %.1f ms inline: its calls are timed exactly from now on", self.what, took * 1000)
+            # else meanwhile (a busy machine, a CPU quota): its next calls are timed exactly, and the next one that
+            # runs long among them is judged. (The loop's hand-over kept other requests served meanwhile.) Each
+            # window is twice the one before, so a function that blocks now and then is caught all the same.
+            window = min(self._window * 2, EXACT_CALLS_MAX) if self._window else EXACT_CALLS
+            self._window = self.exact = window
+            logger.debug("%s ran %.1f ms inline: its next %d calls are timed exactly", self.what, took * 1000, window)
             return
         verdict = _by_itself(u0, thread_usage(), own, self.long_s)
         if verdict == NOT:
-            return  # the OS ran something else meanwhile: a thread would not have helped
+            self.exact = self._window  # the OS ran something else meanwhile: the machine is busy, the window restarts
+            return
         if verdict == MAYBE:
+            self.exact = self._window
             if TICKS[0] != k0:
                 return  # the watchdog woke meanwhile: the wait may have been its turn with the GIL
             now = clock()
@@ -307,6 +322,8 @@ __all__ = [
     "DEFAULT_LEARN_CALLS",
     "DEFAULT_LONG_MS",
     "EAGER",
+    "EXACT_CALLS",
+    "EXACT_CALLS_MAX",
     "ON_THREAD",
     "PLAIN_TYPES",
     "INLINE",
