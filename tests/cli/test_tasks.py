@@ -16,6 +16,13 @@ import pytest
 from support.paths import SERVERS
 
 SERVER = str(SERVERS / "tasks_cli_server.py")
+# `python -m mcpkit.cli.main` as a terminal starts it, Ctrl-C at its default: a run of the suite that inherited
+# SIGINT ignored (a background job of a non-interactive shell) passes that on to its children, and a CLI started so
+# rightly ignores Ctrl-C
+CLI_AS_FROM_A_TERMINAL = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('mcpkit.cli.main', run_name='__main__', alter_sys=True)"
+)
 
 
 def _env(marker: Path) -> dict[str, str]:
@@ -77,7 +84,7 @@ def test_ctrl_c_cancels_the_task_on_the_server(version: str, tmp_path: Path) -> 
     """A tool that requires a task runs as one without --task; Ctrl-C sends tasks/cancel and exits 130."""
     marker = tmp_path / "marker"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpkit.cli.main", "call", SERVER, "hold", "--protocol-version", version],
+        [sys.executable, "-c", CLI_AS_FROM_A_TERMINAL, "call", SERVER, "hold", "--protocol-version", version],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
