@@ -4,6 +4,7 @@
     python bench/run.py                 full run (~15 minutes), rewrites docs/benchmarks.md + the .svg charts
     python bench/run.py --quick         smoke run (seconds), JSON only
     python bench/run.py --only stdio_seq,http_c32
+    python bench/run.py --only stdio_c32,http_c32 --reps 9     (narrower medians on a noisy machine)
     python bench/run.py --only list_res_10k,list_res_100k --contenders floor,mcp,mcpkit --docs
                                         (a partial run's own section in docs/benchmarks.md)
     python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs
@@ -16,6 +17,7 @@ bench/results/<utc-stamp>[-quick].json. See docs/benchmarks.md for what each cas
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import os
 import subprocess
@@ -27,6 +29,7 @@ ROOT = BENCH.parent
 VENV = ROOT / ".bench-venv"
 PEERS = ["mcp==2.3.0", "fastmcp==4.1.2"]  # fastmcp 4.1.6 does not resolve on this index
 BASE = ["orjson", "uvicorn"]  # what the floors need even if mcpkit cannot be installed
+MAX_REPS = 25  # --reps bound: 25 full repetitions take about 75 minutes
 
 
 def _stamp_value() -> str:
@@ -97,7 +100,16 @@ def main() -> int:
         help="uvicorn's HTTP parser for every Python contender and the ASGI floor (default: httptools, what "
         "mcpkit's http extra installs; h11 when it is missing)",
     )
+    parser.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="repetitions of each case, 1 to 25 (default: 5, or 1 with --quick): more narrow the medians on a "
+        "noisy machine, and the run's time bound grows with them",
+    )
     args = parser.parse_args()
+    if args.reps is not None and not 1 <= args.reps <= MAX_REPS:
+        parser.error(f"--reps must be between 1 and {MAX_REPS}, not {args.reps}")
     if args.http_parser:
         os.environ["BENCH_HTTP_PARSER"] = args.http_parser  # (inherited by every server process)
 
@@ -122,10 +134,15 @@ def main() -> int:
         parser.error(f"unknown case(s) {unknown}; known: {sorted(known)}")
     keys = [s.strip() for s in args.contenders.split(",") if s.strip()] or None
     write_docs = args.docs if args.docs is not None else (not args.quick and not args.only and not keys)
+    budget = QUICK if args.quick else FULL
+    if args.reps is not None:
+        # the run's bound scales with its repetitions (the curves keep their own, fewer, repetitions)
+        deadline = budget.run_deadline_s * max(1.0, args.reps / budget.reps)
+        budget = dataclasses.replace(budget, reps=args.reps, run_deadline_s=deadline)
     return run_session(
         name="bench",
         selected=selected,
-        budget=QUICK if args.quick else FULL,
+        budget=budget,
         quick=args.quick,
         server_keys=keys,
         write_docs=write_docs,

@@ -1,6 +1,6 @@
 """CI smoke run of the benchmark suite: `bench/run.py --quick`, then insist that every case `bench/run.py --list`
 names was run and that mcpkit's contenders produced a figure in every case they take part in (a run that silently
-reports mcpkit as n/a, or drops a case, proves nothing).
+reports mcpkit as n/a, or drops a case, proves nothing); then that `--reps 2` runs a case twice.
 
 No timing is asserted: the numbers of a smoke run on a shared machine mean nothing; `python bench/run.py` is the
 real measurement (docs/benchmarks.md)."""
@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
@@ -34,18 +35,42 @@ def listed_cases() -> list[str]:
     return ids
 
 
-def main() -> int:
-    expected = listed_cases()
+def quick_run(*extra: str) -> tuple[Path, dict[str, Any]] | None:
+    """``bench/run.py --quick --no-docs`` with ``extra``: its results file and what it holds (None: it failed)."""
     before = set(RESULTS.glob("bench-*-quick.json")) if RESULTS.exists() else set()
-    rc = subprocess.call([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-docs"], cwd=ROOT)
+    argv = [sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--no-docs", *extra]
+    rc = subprocess.call(argv, cwd=ROOT)
     if rc != 0:
-        print(f"bench smoke: bench/run.py --quick exited {rc}", file=sys.stderr)
-        return 1
+        print(f"bench smoke: {' '.join(argv[1:])} exited {rc}", file=sys.stderr)
+        return None
     new = sorted(set(RESULTS.glob("bench-*-quick.json")) - before)
     if not new:
         print("bench smoke: no results file was written", file=sys.stderr)
+        return None
+    return new[-1], json.loads(new[-1].read_text())
+
+
+def reps_problems() -> list[str]:
+    """``--reps 2``: the run says 2 repetitions, and each contender of the case has two samples."""
+    run = quick_run("--reps", "2", "--only", "stdio_seq", "--contenders", "floor,mcpkit-def")
+    if run is None:
+        return ["--reps 2: the run failed"]
+    _, data = run
+    problems = []
+    if data["meta"]["budget"]["reps"] != 2:
+        problems.append(f"--reps 2: the run says {data['meta']['budget']['reps']} repetitions")
+    for name, result in data["cases"]["stdio_seq"]["contenders"].items():
+        if len(result.get("samples", [])) != 2:
+            problems.append(f"--reps 2: stdio_seq/{name} has {len(result.get('samples', []))} samples")
+    return problems
+
+
+def main() -> int:
+    expected = listed_cases()
+    run = quick_run()
+    if run is None:
         return 1
-    data = json.loads(new[-1].read_text())
+    path, data = run
     problems = [f"{case_id}: missing from the results" for case_id in expected if case_id not in data["cases"]]
     if not expected:
         problems.append("bench/run.py --list named no case")
@@ -59,9 +84,10 @@ def main() -> int:
                 problems.append(f"{case_id}/{name}: {result.get('status')} {result.get('errors')}")
     if not seen:
         problems.append("mcpkit took part in no case")
+    problems += reps_problems()
     for p in problems:
         print("bench smoke:", p, file=sys.stderr)
-    print(f"bench smoke: {seen} mcpkit figures, {len(problems)} problems ({new[-1].name})")
+    print(f"bench smoke: {seen} mcpkit figures, {len(problems)} problems ({path.name})")
     return 1 if problems else 0
 
 

@@ -567,6 +567,7 @@ def markdown(result: dict[str, Any]) -> str:
     w("python bench/run.py            # full run, ~15 minutes; rewrites this page and its .svg charts")
     w("python bench/run.py --quick    # smoke run (CI), seconds; JSON only")
     w("python bench/run.py --only stdio_seq,http_c32 --contenders floor,mcp,mcpkit")
+    w("python bench/run.py --only stdio_c32,http_c32 --reps 9  # more repetitions: narrower medians on a noisy machine")
     w("python bench/run.py --list     # case ids and contender keys")
     w("python bench/run.py --only inflight_32,inflight_256,inflight_1k --docs  # one growth curve's own section")
     w("python bench/inflight.py --inflight 256,1024  # mcpkit alone, in flight on one session, e.g. before/after")
