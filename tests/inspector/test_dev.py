@@ -145,7 +145,12 @@ async def test_a_file_saved_again_within_the_second_of_its_reported_change_is_re
             write(server, f"Version {attempt}, saved again.")
             if int(server.stat().st_mtime) != second:
                 return False
-            assert await reloaded(loop, 2, 10), f"the second save was never reloaded: {loop.reloads} {loop.error!r}"
+            # two server starts one after the other (the first save's reload may still run): seconds each on a loaded
+            # machine, so the bound is wide; the message says whether the missed save was found at all
+            assert await reloaded(loop, 2, 30), (
+                f"the second save was never reloaded: {loop.reloads} reloads, error {loop.error!r}, "
+                f"{sum('reloading' in r.getMessage() for r in caplog.records)} changes reported"
+            )
             assert await hello_doc(inspector) == f"Version {attempt}, saved again."
             assert loop.error is None
             return True
