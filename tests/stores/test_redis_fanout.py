@@ -469,3 +469,10 @@ async def test_a_worker_that_stops_logs_what_waited_on_its_way_out(redis_url: st
             await b.aclose()  # stopped before its reader flushed: the last try logs it
             await ra.until(1)
             assert ra.events[0][:2] == ("list_changed", "tools")
+
+
+def test_a_position_with_non_ascii_digits_orders_as_nothing() -> None:
+    # what a client's Last-Event-ID ("g<position>") may carry: latin-1 superscripts pass str.isdigit(), not int()
+    assert position_order("\xb2-1") == 0
+    assert position_order("1-\xb9") == 0
+    assert position_order("12-3") == (12 << 32) + 3

@@ -60,7 +60,7 @@ def worker_of(request_id: Any) -> int | None:
 def position_order(position: str) -> int:
     """An integer that orders log positions (``<ms>-<n>``) as the log does; 0 for anything else."""
     ms, _, n = position.partition("-")
-    if not (ms.isdigit() and n.isdigit()):
+    if not (ms.isascii() and ms.isdigit() and n.isascii() and n.isdigit()):
         return 0
     return (int(ms) << 32) + int(n)
 

@@ -313,6 +313,23 @@ async def test_resume_a_post_stream_with_last_event_id_loses_nothing() -> None:
         assert r.status_code == 400
 
 
+@pytest.mark.parametrize("last_event_id", [b"\xb2_1", b"1_\xb9", b"\xb3"])
+async def test_a_last_event_id_with_non_ascii_digits_is_a_400_not_a_crash(last_event_id: bytes) -> None:
+    # Latin-1 superscript digits pass str.isdigit() but not int(): a header any client can send
+    async with (
+        running(make_server(), event_store=InMemoryEventStore()) as (base, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        url = base + "/mcp"
+        sid = await open_session(http, url, V)
+        get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": V}
+        r = await http.get(url, headers={**get, "last-event-id": last_event_id})  # type: ignore[dict-item]
+        assert r.status_code == 400
+        assert "Last-Event-ID" in r.json()["error"]["message"]
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=handshake_headers(sid, V))
+        assert r.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the session goes on
+
+
 async def test_no_priming_event_before_2025_11_25() -> None:
     async with running(make_server(), event_store=InMemoryEventStore()) as (base, _), httpx.AsyncClient() as http:
         url = base + "/mcp"

@@ -301,7 +301,7 @@ class SharedSessions:
         worker's from the shared event store, followed up to the answer while that worker runs."""
         no_s, _, seq_s = last.partition("_")
         store = self.sse.event_store
-        if not no_s.isdigit() or not seq_s.isdigit() or store is None:
+        if not (no_s.isascii() and no_s.isdigit() and seq_s.isascii() and seq_s.isdigit()) or store is None:
             await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)

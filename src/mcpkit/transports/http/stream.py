@@ -531,7 +531,7 @@ class SSEPump:
     async def resume(self, hs: HTTPSession, last: str, receive: Receive, send: Send) -> None:
         store = self.event_store
         no_s, _, seq_s = last.partition("_")
-        if store is None or not no_s.isdigit() or not seq_s.isdigit():
+        if store is None or not (no_s.isascii() and no_s.isdigit() and seq_s.isascii() and seq_s.isdigit()):
             await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)
