@@ -76,6 +76,30 @@ async def test_accept_header_rules() -> None:
         assert r.status_code == 200
 
 
+async def test_accept_sent_as_two_header_lines_is_one_list() -> None:
+    # RFC 9110 5.3: field lines of one list-based field combine with commas; some HTTP clients (Go's Header.Add,
+    # Java's HttpRequest.Builder.header) send each media type on its own Accept line
+    async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
+        url = base + "/mcp"
+        split = [("content-type", "application/json"), ("accept", "application/json"), ("accept", "text/event-stream")]
+        r = await http.post(url, json=initialize_body(V), headers=split)
+        assert r.status_code == 200, r.text
+        sid = r.headers["mcp-session-id"]
+        session = [("mcp-session-id", sid), ("mcp-protocol-version", V)]
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=split + session)
+        assert r.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        modern = [(k, v) for k, v in modern_headers("tools/list").items() if k != "accept"] + split[1:]
+        r = await http.post(url, json=modern_body("tools/list"), headers=modern)
+        assert r.status_code == 200 and "tools" in r.json()["result"], r.text
+        get = [("accept", "application/json"), ("accept", "text/event-stream"), *session]
+        async with http.stream("GET", url, headers=get) as g:
+            assert g.status_code == 200 and g.headers["content-type"].startswith("text/event-stream")
+        # two lines that still lack a type are refused as before
+        lacking = [("content-type", "application/json"), ("accept", "application/json"), ("accept", "text/html")]
+        r = await http.post(url, json=initialize_body(V), headers=lacking)
+        assert r.status_code == 406
+
+
 @pytest.mark.req("M021")
 async def test_body_is_one_message_or_a_batch() -> None:
     async with running(make_server()) as (base, _), httpx.AsyncClient() as http:

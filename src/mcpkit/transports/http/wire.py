@@ -50,7 +50,7 @@ _WANTED = frozenset(
 )
 
 
-Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates
+Headers = dict[bytes, bytes]  # lower-case name -> raw value (latin-1 bytes), the first of duplicates (Accept: all)
 
 
 def request_headers(scope: Scope) -> Headers:
@@ -61,8 +61,8 @@ def request_headers(scope: Scope) -> Headers:
     a value compared byte for byte (the 2026-07-28 headers' quick test) that carries whitespace fails that test
     and goes to the step-by-step check, which trims. ASGI servers send a list of lower-case names (the ASGI spec
     requires it): without duplicates that is one ``dict()``. Anything else takes the careful pass, which
-    lower-cases names and keeps the first of duplicates. (A POST names its Content-Type: finding it is the sign
-    that the names are lower-case.)"""
+    lower-cases names, joins the lines of ``Accept`` (a list) and keeps the first of other duplicates. (A POST
+    names its Content-Type: finding it is the sign that the names are lower-case.)"""
     raw = scope.get("headers", ())
     if type(raw) is list:
         h = dict(raw)
@@ -75,8 +75,13 @@ def _headers_careful(raw: Iterable[tuple[bytes, bytes]]) -> Headers:
     h: Headers = {}
     for key, value in raw:
         k = bytes(key).lower()
-        if k in _WANTED and k not in h:
-            h[k] = bytes(value)  # (trimmed where read, as in request_headers)
+        if k in _WANTED:
+            if k not in h:
+                h[k] = bytes(value)  # (trimmed where read, as in request_headers)
+            elif k == b"accept":
+                # a list-based field sent on several lines is one list (RFC 9110 §5.3): Go's Header.Add and
+                # Java's HttpRequest.Builder.header send each media type on a line of its own
+                h[k] += b", " + bytes(value)
     return h
 
 
