@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcpkit.client.client import Client, PaginationLimitExceeded
-from mcpkit.protocol.errors import MCPError
+from mcpkit.protocol.errors import ConnectionClosed, MCPError
 from support.paths import SERVERS
 
 HOSTILE = str(SERVERS / "hostile_cli_server.py")
@@ -113,3 +113,35 @@ async def test_list_walk_is_bounded_in_bytes() -> None:
         await client.ping()
         await asyncio.sleep(0.3)
         assert client.stderr.count("served page") == served + 1  # a lower bound stops at the first page
+
+
+async def test_calls_after_the_server_exits_fail_at_once() -> None:
+    """A server that closes its output and exits in the middle of a call fails that call with ConnectionClosed, and
+    every later call fails the same way at once: none is written to a server that can no longer answer, to wait
+    out its timeout (or, without one, forever)."""
+    async with Client([sys.executable, HOSTILE, "exit-on-call"], mode="handshake", timeout=None) as client:
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(client.call_tool("add", {"a": 1}), 10)
+        for _ in range(3):
+            for call in (lambda: client.call_tool("add", {"a": 1}), client.ping):
+                started = time.monotonic()
+                with pytest.raises(ConnectionClosed):
+                    await asyncio.wait_for(call(), 10)
+                assert time.monotonic() - started < 1
+
+
+@pytest.mark.parametrize("answer", ["null", "list", "both", "bad-error", "version"])
+async def test_invalid_answer_fails_its_request_at_once(answer: str) -> None:
+    """A response that carries the request's id but is not a valid JSON-RPC response (``"result": null``, a list,
+    both result and error, an error without a message, ``"jsonrpc": "1.0"``) fails that request at once with an
+    error saying what was wrong with it, instead of leaving it to wait out its timeout (or forever); the client
+    does not answer the response as if it were a request; the session goes on."""
+    async with Client([sys.executable, HOSTILE, "invalid-answer"], mode="handshake", timeout=None) as client:
+        started = time.monotonic()
+        with pytest.raises(MCPError, match="invalid response") as info:
+            await asyncio.wait_for(client.call_tool(answer, {}), 10)
+        assert time.monotonic() - started < 5
+        assert "tools/call" in info.value.message
+        assert (await client.call_tool("add", {"a": 1})).text == "ok"
+        await asyncio.sleep(0.3)  # (stderr is read apart from stdout: let it catch up)
+        assert "got " not in client.stderr

@@ -17,6 +17,7 @@ from .._aio import running_loop as _running_loop
 from ..protocol.errors import (
     ConnectionClosed,
     FrameTooLarge,
+    MCPError,
     MessageTooLarge,
     RequestTimeout,
     error_from_response,
@@ -86,6 +87,9 @@ class Requests:
     _next_id: int
     _pending: dict[RequestId, _Pending]
     _closed: BaseException | None
+    #: why no request of ours can be answered any more: the peer was closed, or its input ended (the other side
+    #: is gone, but the answers to its requests may still be written while they drain)
+    _stopped: str | None
     _tasks: set[asyncio.Task[Any]]
     _cancel_sends: set[asyncio.Task[None]]
     #: Added to the counter of the ids this peer gives its requests (1, 2, ...). Several workers serving one
@@ -147,8 +151,8 @@ class Requests:
         if the connection ends first. Cancelling the awaiting task sends ``notifications/cancelled`` the same way
         (never for ``initialize``).
         """
-        if self._closed is not None:
-            raise ConnectionClosed(f"{self.name}: connection closed")
+        if self._stopped is not None:
+            raise ConnectionClosed(self._stopped)
         rid = request_id if request_id is not None else self.next_id()
         if rid in self._pending:
             raise ValueError(f"request id {rid!r} is already in flight")
@@ -227,6 +231,17 @@ class Requests:
             pending.future.set_result(msg.result)  # type: ignore[union-attr]
         else:
             pending.future.set_exception(error_from_response(msg.error))  # type: ignore[union-attr]
+
+    def _on_invalid_response(self, rid: RequestId | None, reason: str) -> None:
+        """A response that is not valid JSON-RPC: when its id names a request of ours, that request fails now, saying
+        why (its answer will not come: waiting out its timeout would only hide the cause)."""
+        pending = self._pending.get(rid) if rid is not None else None
+        if pending is None or pending.future.done():
+            logger.warning("%s: dropped an invalid response: %s", self.name, reason)
+            return
+        pending.future.set_exception(
+            MCPError(f"{self.name}: the peer sent an invalid response to {pending.method!r}: {reason}")
+        )
 
     def _on_progress(self, params: JSONDict) -> None:
         token = params.get("progressToken")

@@ -132,6 +132,7 @@ class Peer(Requests):
         self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
         self._closed: BaseException | None = None
+        self._stopped: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
         self._runner = RequestRunner(self)  # runs the requests the reader takes (see _queue)
@@ -168,7 +169,9 @@ class Peer(Requests):
                 if not self._take(msg, out):  # the common cases without a coroutine hop
                     await self._receive(msg, out)
         finally:
-            self._fail_pending(ConnectionClosed(f"{self.name}: end of input"))
+            if self._stopped is None:
+                self._stopped = f"{self.name}: connection closed by the peer (end of input)"
+            self._fail_pending(ConnectionClosed(self._stopped))
             await self.drain(drain_timeout)
 
     def _running_tasks(self) -> list[asyncio.Task[Any]]:
@@ -250,7 +253,7 @@ class Peer(Requests):
             if not inv.is_response:
                 await self._send_error(inv.id, inv.error(), out)
             else:
-                logger.warning("%s: dropped an invalid response: %s", self.name, inv.reason)
+                self._on_invalid_response(inv.id, inv.reason)
 
     async def handle(self, msg: jsonrpc.Parsed | Batch, out: Outbox, data: bytes | None = None) -> Outgoing | None:
         """Dispatch a parsed payload and return its answer once every request in it has been answered (``data``:
@@ -588,6 +591,8 @@ class Peer(Requests):
                 inv: Invalid = item  # type: ignore[assignment]
                 if not inv.is_response:
                     responses += encode_error(inv.id, inv.error()) + b","
+                else:
+                    self._on_invalid_response(inv.id, inv.reason)
             else:
                 await self._receive(item, out)
         if not tasks:
@@ -652,6 +657,7 @@ class Peer(Requests):
         if self._closed is not None:
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
+        self._stopped = f"{self.name}: connection closed"
         self._fail_pending(self._closed)
         if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
             await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)

@@ -126,7 +126,8 @@ def classify(obj: object) -> Parsed:
         return Invalid(None, "a message must be a JSON object")
     rid = obj.get("id")
     if obj.get("jsonrpc") != "2.0":
-        return Invalid(rid if _valid_id(rid) else None, 'missing or wrong "jsonrpc": must be "2.0"')
+        answer = "method" not in obj and ("result" in obj or "error" in obj)  # (a response is never answered)
+        return Invalid(rid if _valid_id(rid) else None, 'missing or wrong "jsonrpc": must be "2.0"', answer)
     method = obj.get("method")
     params = obj.get("params")
     if method is not None or ("result" not in obj and "error" not in obj):

@@ -17,7 +17,13 @@ Behaviours (each otherwise answers initialize/ping/tools/resources/prompts corre
 - ``structured``: tools/call returns {"sum": 5} both as text and as structuredContent;
 - ``squat``: lists ``mcpkit://text/1`` and the template ``mcpkit://item/{id}`` (both also served by
   tests/support/servers/client_server.py) and ``evil://{x}``, answers every resources/read with "evil" and logs each
-  URI it was asked for to stderr (``read URI``).
+  URI it was asked for to stderr (``read URI``);
+- ``exit-on-call``: tools/call closes stdout without answering and exits (code 3) a second later (a dying process:
+  the client sees the end of its output before the process is gone);
+- ``invalid-answer``: tools/call named ``null``, ``list``, ``both``, ``bad-error`` or ``version`` is answered with a
+  response that carries the request's id but is not a valid JSON-RPC response (``"result": null``, ``"result": []``,
+  both result and error, an error without a message, ``"jsonrpc": "1.0"``); stderr logs every message it receives
+  that is not a request or notification (``got {...}``); any other name is answered correctly.
 """
 
 from __future__ import annotations
@@ -93,6 +99,16 @@ def tools() -> list[dict[str, Any]]:
 
 def call_tool(rid: Any, params: dict[str, Any]) -> None:
     token = (params.get("_meta") or {}).get("progressToken")
+    if BEHAVIOUR == "exit-on-call":
+        import os
+
+        sys.stdout.flush()
+        os.close(1)
+        time.sleep(1)
+        os._exit(3)
+    if BEHAVIOUR == "invalid-answer" and params.get("name") in INVALID_ANSWERS:
+        send({"jsonrpc": "2.0", "id": rid, **INVALID_ANSWERS[params["name"]]})
+        return
     if BEHAVIOUR == "paint":
         if token is not None:
             send(
@@ -155,6 +171,13 @@ def call_tool(rid: Any, params: dict[str, Any]) -> None:
         result(rid, {"content": [{"type": "text", "text": "ok"}]})
 
 
+INVALID_ANSWERS: dict[str, dict[str, Any]] = {
+    "null": {"result": None},
+    "list": {"result": []},
+    "both": {"result": {"content": []}, "error": {"code": -32000, "message": "both"}},
+    "bad-error": {"error": {"code": -32000}},
+    "version": {"jsonrpc": "1.0", "result": {"content": []}},
+}
 PENDING: dict[Any, Any] = {}
 PAGES = [0]
 
@@ -164,6 +187,8 @@ def handle(msg: dict[str, Any]) -> None:
     rid = msg.get("id")
     params = msg.get("params") or {}
     if method is None:  # a response to our request
+        if BEHAVIOUR == "invalid-answer":
+            print(f"got {json.dumps(msg)}", file=sys.stderr, flush=True)
         waiting = PENDING.pop(rid, None)
         if waiting is not None:
             text = json.dumps(msg.get("result", msg.get("error")))
