@@ -187,8 +187,15 @@ def serve(
         uv.run(sockets=sockets)
         return
 
-    async def main() -> None:
-        task = asyncio.ensure_future(uv.serve(sockets=sockets))
+    async def serving() -> int | str | None:
+        try:
+            await uv.serve(sockets=sockets)
+        except SystemExit as exc:  # uvicorn could not start (it logged why, e.g. the port is taken): its exit code,
+            return exc.code  # raised below, outside the loop (raised in this task, it left a traceback behind)
+        return None
+
+    async def main() -> int | str | None:
+        task = asyncio.ensure_future(serving())
         while not uv.started and not task.done():
             await asyncio.wait({task}, timeout=0.02)
         if uv.started and uv.servers and uv.servers[0].sockets:
@@ -198,16 +205,18 @@ def serve(
             print(
                 f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint}", file=sys.stderr, flush=True
             )
-        await task
+        return await task
 
     try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
         from uvicorn._compat import asyncio_run
 
         loop_factory = uv.config.get_loop_factory()
     except (ImportError, AttributeError):  # another uvicorn version: the default loop
-        asyncio.run(main())
-        return
-    asyncio_run(main(), loop_factory=loop_factory)
+        code = asyncio.run(main())
+    else:
+        code = asyncio_run(main(), loop_factory=loop_factory)
+    if code is not None:
+        raise SystemExit(code)
 
 
 __all__ = [
