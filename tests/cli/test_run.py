@@ -136,3 +136,38 @@ def test_server_run_announces_its_url_unless_told_not_to(announce: bool) -> None
     assert proc.stderr is not None
     if not announce:
         assert line not in proc.stderr.read()
+
+
+def test_run_http_on_a_port_in_use_says_so_in_one_line() -> None:
+    """The most common start-up failure of an HTTP server (the port is taken) ends with uvicorn's one-line reason
+    and its exit code 3, not a traceback of the task that failed to bind."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = run(["run", str(CORE_SERVER), "-t", "http", "--port", str(port)])
+    assert out.returncode == 3, out.stderr
+    assert b"address already in use" in out.stderr, out.stderr
+    assert b"Traceback" not in out.stderr and b"never retrieved" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", str(CORE_SERVER), "-t", "http", "--port", "99999"],
+        ["run", str(CORE_SERVER), "-t", "http", "--port", "-3"],
+        ["proxy", str(CORE_SERVER), "-t", "http", "--port", "70000"],
+        ["inspect", str(CORE_SERVER), "--port", "65536", "--no-browser"],
+        ["dev", str(CORE_SERVER), "--port", "-1", "--no-browser"],
+        ["check-client", "--url", "--port", "99999"],
+    ],
+)
+def test_a_port_out_of_range_is_a_usage_error(args: list[str]) -> None:
+    """A port no socket can bind is refused by the option itself (exit 2, its name in the message), before
+    anything starts, not by an OverflowError out of bind()."""
+    out = run(args)
+    assert out.returncode == 2, out.stderr
+    assert b"--port" in out.stderr and b"0<=x<=65535" in out.stderr, out.stderr
+    assert b"Traceback" not in out.stderr, out.stderr

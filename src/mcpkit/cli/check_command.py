@@ -14,6 +14,8 @@ from typing import Any
 
 import click
 
+from ._params import PORT, SECONDS
+
 FORMATS = ("text", "json", "junit", "markdown")  # mcpkit.check.report.FORMATS (not imported: mcpkit run starts fast)
 
 
@@ -62,7 +64,7 @@ _output = click.option("--output", "-o", default=None, help="Also write the repo
 @_output
 @click.option("--json", "as_json", is_flag=True, help="Same as --format json.")
 @click.option("--protocol-version", default=None, help="Revision to request in initialize (default: latest).")
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds to wait for each response.")
+@click.option("--timeout", type=SECONDS, default=10.0, show_default=True, help="Seconds to wait for each response.")
 @click.option(
     "--transport",
     type=click.Choice(["http", "sse", "ws"]),
@@ -174,7 +176,7 @@ def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
 @_fail_on
 @_output
 @click.option("--url", "serve_url", is_flag=True, help="Judge the client over Streamable HTTP: serve on 127.0.0.1.")
-@click.option("--port", type=int, default=0, show_default=True, help="With --url: the port to serve on (0: any).")
+@click.option("--port", type=PORT, default=0, show_default=True, help="With --url: the port to serve on (0: any).")
 @click.option(
     "--scenario",
     "scenarios",
@@ -182,7 +184,7 @@ def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
     help="Run only these scenarios (repeatable; default: every scenario of the transport but auth, which runs only "
     "by name: handshake, modern, version, batch; over HTTP also expiry, resume, auth).",
 )
-@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds each run of the client gets.")
+@click.option("--timeout", type=SECONDS, default=30.0, show_default=True, help="Seconds each run of the client gets.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
 def check_client(
     command: tuple[str, ...],

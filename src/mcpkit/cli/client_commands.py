@@ -29,6 +29,7 @@ import click
 
 from ..client.display import display_name, shown_description
 from ..protocol.versions import TASKS_EXTENSION
+from ._params import SECONDS
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
     NAMED_WITH_ARGUMENTS,
@@ -215,7 +216,7 @@ def _connection_options(fn: F) -> F:
         click.argument("target"),
         click.option(
             "--timeout",
-            type=float,
+            type=SECONDS,
             default=30.0,
             show_default=True,
             help="Seconds to wait for the connection and for each request.",

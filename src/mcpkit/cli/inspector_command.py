@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ._params import PORT, SECONDS
 from .client_io import CLIError
 
 INSPECT_TARGET_HELP = (
@@ -33,7 +34,7 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
 @click.argument("target")
 @click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Loopback address to listen on.")
-@click.option("--port", "-p", type=int, default=0, help="Port of the page (default: a free one).")
+@click.option("--port", "-p", type=PORT, default=0, help="Port of the page (default: a free one).")
 @click.option(
     "--mode",
     type=click.Choice(["auto", "handshake", "modern"]),
@@ -48,7 +49,7 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
     "--transport", type=click.Choice(["http", "sse", "ws"]), default=None, help="Force the transport of a URL."
 )
 @click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (editable in the page).")
-@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds for each request but calls.")
+@click.option("--timeout", type=SECONDS, default=60.0, show_default=True, help="Seconds for each request but calls.")
 def inspect_command(
     target: str,
     no_browser: bool,
@@ -100,7 +101,7 @@ def inspect_command(
 @click.command("dev")
 @click.argument("server", metavar="SERVER.py[:OBJECT]")
 @click.option("--no-browser", is_flag=True, help="Print the URL only; do not open a browser.")
-@click.option("--port", "-p", type=int, default=0, help="Port of the inspector's page (default: a free one).")
+@click.option("--port", "-p", type=PORT, default=0, help="Port of the inspector's page (default: a free one).")
 @click.option(
     "--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True, help="Era."
 )

@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from .._version import __version__
+from ._params import PORT
 
 
 class LoadError(click.ClickException):
@@ -89,7 +90,7 @@ def cli() -> None:
     help="stdio, Streamable HTTP (/mcp), legacy HTTP+SSE (/sse) or WebSocket (/ws).",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
-@click.option("--port", "-p", type=int, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
+@click.option("--port", "-p", type=PORT, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
 @click.option("--path", default=None, help="Endpoint path for Streamable HTTP (default /mcp).")
 @click.option("--stateless", is_flag=True, help="Streamable HTTP: no sessions in the handshake era.")
 @click.option("--json-response", is_flag=True, help="Streamable HTTP: answer with JSON instead of SSE when possible.")

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from ._params import PORT
+
 if TYPE_CHECKING:
     from ..transports.http import HTTPTransport
 
@@ -54,7 +56,7 @@ def register(cli: click.Group) -> None:
         "--transport", "-t", type=click.Choice(["stdio", "http", "sse", "ws"]), default="stdio", show_default=True
     )
     @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
-    @click.option("--port", "-p", type=int, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
+    @click.option("--port", "-p", type=PORT, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
     @click.option("--path", default="/mcp", show_default=True, help="Endpoint path for Streamable HTTP.")
     @click.option("--auth-token", multiple=True, help="HTTP: a bearer token the proxy accepts (repeatable).")
     @click.option("--resource", default=None, help="HTTP with --auth-token: this endpoint's URL (token audience).")

@@ -1,0 +1,31 @@
+"""Option types shared by the commands: a value no run can use is refused by click (exit 2, naming the option)
+before anything starts."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import click
+
+#: A TCP port (0: any free one).
+PORT = click.IntRange(0, 65535)
+
+
+class Seconds(click.ParamType):
+    """A duration in seconds: a number greater than 0 (not NaN)."""
+
+    name = "seconds"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        """``value`` as a float, or a usage error naming the option."""
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number of seconds", param, ctx)
+        if math.isnan(seconds) or seconds <= 0:
+            self.fail(f"{value!r} is not a duration: give a number of seconds greater than 0", param, ctx)
+        return seconds
+
+
+SECONDS = Seconds()
