@@ -257,3 +257,30 @@ def test_cli_timeout_is_a_hard_bound_despite_progress() -> None:
     assert proc.returncode != 0
     assert "timed out" in proc.stderr
     assert elapsed < 6, f"took {elapsed:.1f}s"
+
+
+@pytest.mark.parametrize("command", [["tools", SERVER], ["check", SERVER], ["check-client", "--", "true"]])
+@pytest.mark.parametrize("timeout", ["0", "-1", "nan"])
+def test_a_timeout_that_is_not_a_duration_is_a_usage_error(command: list[str], timeout: str) -> None:
+    """``--timeout 0`` (or negative, or NaN) is refused by the option (exit 2, naming it): it used to be taken,
+    so a working server 'did not complete initialization within -1.0s', and ``mcpkit check`` reported it
+    failing M013 and M042."""
+    proc = mcpkit(command[0], "--timeout", timeout, *command[1:])
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--timeout" in proc.stderr and "greater than 0" in proc.stderr, proc.stderr
+    assert "FAIL" not in proc.stdout
+
+
+def test_an_unknown_protocol_version_is_a_usage_error() -> None:
+    proc = mcpkit("tools", SERVER, "--protocol-version", "1999-01-01")
+    assert proc.returncode == 2, proc.stderr
+    assert "1999-01-01" in proc.stderr and "2025-11-25" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_read_out_into_a_missing_directory_is_a_clear_error(tmp_path: Path) -> None:
+    out = tmp_path / "no-such-dir" / "blob.bin"
+    proc = mcpkit("read", SERVER, "mcpkit://blob", "--out", str(out))
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith("error: ") and str(out) in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

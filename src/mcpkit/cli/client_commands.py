@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..client.display import display_name, shown_description
-from ..protocol.versions import TASKS_EXTENSION
+from ..protocol.versions import ALL_VERSIONS, TASKS_EXTENSION
 from ._params import SECONDS
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
@@ -228,7 +228,12 @@ def _connection_options(fn: F) -> F:
             show_default=True,
             help="Protocol era: negotiate, or force one.",
         ),
-        click.option("--protocol-version", default=None, help="Pin one protocol revision (e.g. 2025-06-18)."),
+        click.option(
+            "--protocol-version",
+            type=click.Choice(ALL_VERSIONS),
+            default=None,
+            help="Pin one protocol revision (e.g. 2025-06-18).",
+        ),
         click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for a stdio server."),
         click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target."),
         click.option(
@@ -567,8 +572,11 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
                 raise CLIError(f"{uri} has no contents")
             first = contents[0]
             data = first["text"].encode() if "text" in first else base64.b64decode(first.get("blob", ""))
-            with open(out, "wb") as fh:
-                fh.write(data)
+            try:
+                with open(out, "wb") as fh:
+                    fh.write(data)
+            except OSError as exc:
+                raise CLIError(f"cannot write {out}: {exc.strerror or exc}") from None
             if not as_json:
                 _stderr().print(f"wrote {len(data)} bytes to {out}", markup=False)
         if as_json:
