@@ -4,7 +4,7 @@ before anything starts."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -12,7 +12,13 @@ import click
 PORT = click.IntRange(0, 65535)
 
 
-class Seconds(click.ParamType):
+if TYPE_CHECKING:
+    _ParamType = click.ParamType[float]  # (generic from click 8.2; the base class at run time stays plain)
+else:
+    _ParamType = click.ParamType
+
+
+class Seconds(_ParamType):
     """A duration in seconds: a number greater than 0 (not NaN)."""
 
     name = "seconds"
