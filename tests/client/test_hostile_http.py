@@ -291,3 +291,24 @@ async def test_event_id_with_nul_ignored(hostile: str) -> None:
         assert not any("\0" in i for i in ids)
 
     await asyncio.wait_for(run(), 10)
+
+
+@pytest.mark.parametrize("fast", ENGINES)
+@pytest.mark.parametrize("attack", ["accepted", "empty_json", "bad_json", "text_plain", "other_id", "note_only"])
+async def test_post_answer_without_the_response_fails_at_once(hostile: str, fast: bool, attack: str) -> None:
+    """A request's POST answered 2xx with no response to it (202, an empty or broken JSON body, text/plain, a JSON
+    response to another id, a lone notification) fails that request at once, saying what the server answered,
+    instead of leaving it to wait out its timeout (the spec: the POST of a request is answered with its response,
+    as JSON or on an SSE stream; no other stream may carry it). The session goes on."""
+
+    async def run() -> None:
+        transport = StreamableHTTPClientTransport(hostile + "/mcp", fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", timeout=None) as cs:
+            started = time.monotonic()
+            with pytest.raises(MCPError, match="no response to the request") as info:
+                await cs.call_tool(attack, {})
+            assert time.monotonic() - started < 5
+            assert "with HTTP 20" in info.value.message
+            assert (await cs.call_tool("fine", {})).content
+
+    await asyncio.wait_for(run(), 10)

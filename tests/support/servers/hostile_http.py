@@ -106,6 +106,9 @@ async def tool_call(name: str, rid: Any, writer: asyncio.StreamWriter) -> bool:
         ev = b"id: good\ndata: " + note + b"\n\nid: bad\0id\ndata: " + note + b"\n\n"
         writer.write(sse + b"%x\r\n%s\r\n0\r\n\r\n" % (len(ev), ev))
         return True
+    if name in NO_ANSWER:  # a 2xx answer to the request's POST that cannot hold its response
+        writer.write(NO_ANSWER[name](rid))
+        return True
     if name in FRAMING:
         writer.write(FRAMING[name](text_result(rid, "lenient framing accepted")))
         return False
@@ -134,6 +137,24 @@ FRAMING = {
     "te_notchunked": lambda b: _chunked(f"{len(b):x}", b, te="notchunked"),
     "status_plus": lambda b: (
         b"HTTP/1.1 +20 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(b), b)
+    ),
+}
+
+
+def _plain(status: str, ctype: str | None, body: bytes) -> bytes:
+    return head(status, ctype, f"content-length: {len(body)}\r\n") + body
+
+
+# a request's POST answered with a 2xx that cannot carry its response (the spec: a request's POST is answered with
+# its response, as JSON or on an SSE stream; the standalone stream never carries it)
+NO_ANSWER = {
+    "accepted": lambda rid: _plain("202 Accepted", None, b""),
+    "empty_json": lambda rid: _plain("200 OK", "application/json", b""),
+    "bad_json": lambda rid: _plain("200 OK", "application/json", b'{"jsonrpc":"2.0","id":'),
+    "text_plain": lambda rid: _plain("200 OK", "text/plain", b"all good"),
+    "other_id": lambda rid: json_response(text_result("no-such-request", "for another request")),
+    "note_only": lambda rid: json_response(
+        orjson.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": 1}})
     ),
 }
 

@@ -65,6 +65,7 @@ from .client_support import (
     StandaloneStream,
     answers_request,
     fast_path_applies,
+    holds_answer,
     json_rpc_error,
     sse_events,
     wake,
@@ -283,6 +284,8 @@ class StreamableHTTPClientTransport(BaseConnection):
         status = resp.status_code
         if status == 202:
             await resp.aclose()
+            if rid is not None:
+                raise _no_response(rid, status, None, b"")
             return
         if 200 <= status < 300:
             if method == "initialize":
@@ -299,6 +302,8 @@ class StreamableHTTPClientTransport(BaseConnection):
                     await self._read_post_stream(resp, rid, exchange)
                 return
             body = await self.engine.read_body(resp)
+            if rid is not None and not holds_answer(body, rid):
+                raise _no_response(rid, status, resp.headers.get("content-type"), body)
             if body:
                 await self._deliver(body)
             return
@@ -449,6 +454,18 @@ class StreamableHTTPClientTransport(BaseConnection):
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+
+def _no_response(rid: Any, status: int, ctype: str | None, body: bytes) -> MCPError:
+    """A request's POST was answered with a 2xx that does not hold its response (the spec: the response comes as
+    the JSON body or on the POST's SSE stream, never elsewhere): the request fails now rather than at its timeout."""
+    what = f"HTTP {status}" + (f" ({ctype}, {len(body)} bytes)" if ctype or body else " and no body")
+    shown = body[:200].decode("utf-8", "replace")
+    return MCPError(
+        f"the server answered the POST of request {rid!r} with {what} and no response to the request"
+        + (f": {shown!r}" if shown else ""),
+        {"status": status},
+    )
 
 
 __all__ = [
