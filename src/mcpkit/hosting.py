@@ -107,6 +107,7 @@ class HostedSession(Protocol):
     log_level: str | None
     subscriptions: set[str]
     state: dict[str, Any]
+    stateless: bool  # it stands for no one client (stateless HTTP): requests keep nothing in it
 
     def mark_initialized(self) -> None:
         """The client sent ``notifications/initialized`` (here, or on another worker: a restored session)."""

@@ -66,7 +66,8 @@ async def _set_level(server: _Host, ctx: ServerRequestContext, params: JSONDict)
     if level not in LOG_LEVELS:
         raise InvalidParams(f"invalid log level {level!r}; expected one of {', '.join(LOG_LEVELS)}")
     assert ctx.session is not None
-    ctx.session.log_level = level
+    if not ctx.session.stateless:  # (a stateless endpoint's session is every client's: nothing to keep)
+        ctx.session.log_level = level
     return {}
 
 
@@ -92,6 +93,8 @@ def _uri_too_long(server: _Host) -> str:
 async def _subscribe(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     uri = _subscription_uri(server, ctx, params)
     assert ctx.session is not None
+    if ctx.session.stateless:
+        return {}  # every client's session (stateless HTTP): no stream would carry the updates, nothing to keep
     subscriptions = ctx.session.subscriptions
     if len(subscriptions) >= server.max_subscriptions and uri not in subscriptions:
         raise InvalidRequest(

@@ -167,13 +167,14 @@ class Context:
     def session_state(self) -> JSONDict:
         """A dict for per-client state.
 
-        Handshake era: one dict per session, stable across every call of that session.
+        Handshake era: one dict per session, stable across every call of that session; a stateless HTTP endpoint
+        (``create_app(stateless=True)``) has no sessions, so a fresh dict per request there too.
         2026-07-28: the protocol has no session and forbids inferring one from the connection, so this is a fresh
         dict per request. Keep cross-call state behind an explicit handle your tools return and accept (the
         spec's "stateful tools" pattern), or in :attr:`lifespan_state`.
         """
         session = self._ctx.session
-        if self._ctx.modern or session is None:
+        if self._ctx.modern or session is None or session.stateless:
             if self._modern_state is None:
                 self._modern_state = {}
             return self._modern_state

@@ -73,6 +73,10 @@ class ServerSession:
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self.state: dict[str, Any] = {}
+        # A session that stands for no one client (stateless HTTP runs every client's requests on one): what a
+        # request sets in it is not kept (session_state is per request; logging/setLevel and resources/subscribe
+        # keep nothing), so no client reaches another's state
+        self.stateless = False
         self.closed = False
         self.peer = Peer(
             outbox,

@@ -13,6 +13,7 @@ import orjson
 import pytest
 from pydantic import Field
 
+from mcpkit import Client, Context, MCPKit
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.headers import decode_header_value, encode_header_value
@@ -561,6 +562,55 @@ async def test_stateless_mode() -> None:
         r = await http.get(url, headers={"accept": "text/event-stream"})
         assert r.status_code == 405
         assert app.streamable.session_count == 0
+
+
+async def test_stateless_clients_share_no_session_state() -> None:
+    # Stateless: every POST stands alone, so nothing one client sets may reach another: not ctx.session_state (a
+    # fresh dict per request, as in 2026-07-28), not the log level, not resource subscriptions (whose cap would
+    # then lock every client out)
+    app = MCPKit("stateless-state")
+    max_subscriptions = 3
+
+    @app.tool
+    def remember(secret: str, ctx: Context) -> str:
+        ctx.session_state["secret"] = secret
+        return str(ctx.session_state.get("secret"))  # the same dict for the whole request
+
+    @app.tool
+    def recall(ctx: Context) -> str:
+        return str(ctx.session_state.get("secret"))
+
+    @app.tool
+    async def chatty(ctx: Context) -> str:
+        await ctx.info("said")
+        return "done"
+
+    @app.resource("note://{n}")
+    def note(n: int) -> str:
+        return str(n)
+
+    app.max_subscriptions = max_subscriptions
+    async with running(app, stateless=True) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        async with Client(url, mode="handshake") as alice:
+            assert (await alice.call_tool("remember", {"secret": "alice's"})).data == "alice's"
+        async with Client(url, mode="handshake") as bob:
+            assert (await bob.call_tool("recall")).data == "None"
+        h = handshake_headers(None, V)
+        r = await http.post(url, json=initialize_body(V), headers=handshake_headers())
+        assert r.json()["result"]["capabilities"]["resources"].get("subscribe") is True
+        r = await http.post(
+            url,
+            json={"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "emergency"}},
+            headers=h,
+        )
+        assert r.json()["result"] == {}
+        r = await http.post(url, json=call(2, "chatty"), headers=h)
+        assert [m["params"]["data"] for m in messages(sse_events(r.text)) if m.get("method")] == ["said"]
+        for i in range(max_subscriptions + 2):  # one client each
+            sub = {"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {"uri": f"note://{i}"}}
+            r = await http.post(url, json=sub, headers=h)
+            assert r.json().get("result") == {}, r.text
 
 
 async def test_json_response_mode() -> None:

@@ -268,6 +268,7 @@ class HandshakeRoutes:
         session.version = version
         session.features = versions.features(version)
         session.initialized = True
+        session.stateless = True  # every client's requests run on it: they keep nothing in it
         return session
 
     def _stateless_session(self, version: str) -> HostedSession:
