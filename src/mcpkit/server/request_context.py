@@ -287,6 +287,11 @@ class ServerRequestContext:
         if not self.has_client_capability(cap):
             if self.features.modern:
                 raise MissingRequiredClientCapability({cap: {}})
+            if self.session is not None and self.session.stateless:
+                raise CapabilityNotSupported(
+                    f"this server runs stateless (no session), so it cannot send {method!r} to the client: serve "
+                    "it with sessions, or have the client speak 2026-07-28"
+                )
             raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
         if cap == "elicitation" and not self.features.elicitation:
             raise CapabilityNotSupported(f"elicitation does not exist in protocol {self.features.version}")

@@ -613,6 +613,23 @@ async def test_stateless_clients_share_no_session_state() -> None:
             assert r.json().get("result") == {}, r.text
 
 
+async def test_a_stateless_endpoint_says_why_it_cannot_ask_the_client() -> None:
+    # no session, so no channel for the client's answer: the error names that, not a capability the client declared
+    app = MCPKit("stateless-ask")
+
+    @app.tool
+    async def ask(ctx: Context) -> str:
+        return str(await ctx.list_roots())
+
+    async with (
+        running(app, stateless=True) as (base, _),
+        Client(base + "/mcp", mode="handshake", roots=["file:///tmp"]) as client,
+    ):
+        result = await client.call_tool("ask", raise_on_error=False)
+    assert result.is_error
+    assert "stateless" in result.text and "did not declare" not in result.text, result.text
+
+
 async def test_json_response_mode() -> None:
     async with running(make_server(), json_response=True) as (base, _), httpx.AsyncClient() as http:
         url = base + "/mcp"
