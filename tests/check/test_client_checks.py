@@ -234,6 +234,22 @@ def test_url_mode_serves_and_waits_for_any_client(free_port: Callable[[], int]) 
     assert "PASS MX13" in out and "RESULT: PASS" in out
 
 
+def test_url_mode_on_a_port_in_use_says_so_in_one_line() -> None:
+    """``--url --port N`` with N taken: one line naming the port and the reason (exit 2), no traceback."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [*CLI, "--url", "--port", str(port), "--", "true"], capture_output=True, text=True, timeout=60
+        )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert f"127.0.0.1:{port}" in proc.stderr and "in use" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+
+
 async def test_the_scripted_servers_are_guarded() -> None:
     """A relay that does not present the run's token gets no session; the HTTP host refuses a browser page's
     Origin and a rebound Host name (403), as any local mcpkit server does, and bounds the body (413)."""

@@ -155,7 +155,11 @@ class HttpHost:
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", self.requested_port))
+        try:
+            sock.bind(("127.0.0.1", self.requested_port))
+        except OSError as exc:  # (a port taken, or not ours to bind): the caller's to fix, said in one line
+            sock.close()
+            raise ValueError(f"cannot serve on 127.0.0.1:{self.requested_port}: {exc.strerror or exc}") from None
         port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/mcp"
         options: dict[str, Any] = {"log_level": "warning", "lifespan": "off", "timeout_keep_alive": 5}

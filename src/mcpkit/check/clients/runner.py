@@ -84,7 +84,10 @@ async def run_client_checks(
     ``version``, ``batch``, and over HTTP ``expiry`` and ``resume``; ``auth``, for a client set up to authorize,
     only by name). Each run of the client gets ``timeout``
     seconds. With ``command=None`` and ``transport="http"`` one scripted server is served on 127.0.0.1:``port``
-    (its URL given to ``announce``) until a client has come and gone quiet, or ``timeout`` passes."""
+    (its URL given to ``announce``) until a client has come and gone quiet, or ``timeout`` passes.
+
+    Raises ``ValueError`` for arguments it cannot run with: an unknown transport or scenario, no command over
+    stdio, a ``port`` it cannot listen on."""
     if transport not in ("stdio", "http"):
         raise ValueError("transport is 'stdio' or 'http'")
     names = (
