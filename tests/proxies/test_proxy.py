@@ -451,3 +451,29 @@ async def test_the_official_python_client_reads_the_upstreams_server_info_throug
                     (proxied.server_info.name, proxied.server_info.version) == expected == ("upstream-named", "9.9.1")
                 )
                 assert proxied.protocol_version == ("2026-07-28" if mode == "auto" else version)
+
+
+@pytest.mark.parametrize(
+    ("target", "transport", "code", "message"),
+    [
+        ("/nonexistent/server.py", "stdio", 2, "server file not found: /nonexistent/server.py"),
+        ("no-such-mcp-binary --stdio", "http", 2, "server command not found on PATH: no-such-mcp-binary"),
+        (f"{sys.executable} -c \"raise SystemExit('db down')\"", "stdio", 1, "exited before the connection"),
+        ("http://127.0.0.1:1/mcp", "http", 1, "cannot connect to http://127.0.0.1:1/mcp"),
+    ],
+)
+def test_mcpkit_proxy_with_an_upstream_it_cannot_reach_says_so_in_one_line(
+    target: str, transport: str, code: int, message: str
+) -> None:
+    """An upstream that does not exist, dies at start or does not listen: ``mcpkit proxy`` ends with one line
+    (and the upstream's stderr when it has some) and the client commands' exit codes, not a traceback."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "proxy", target, "-t", transport, "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == code, proc.stderr
+    assert proc.stderr.startswith("Error: ") and message in proc.stderr.splitlines()[0], proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr

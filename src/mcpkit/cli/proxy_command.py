@@ -94,13 +94,29 @@ def register(cli: click.Group) -> None:
         headers = _headers(upstream_header)
         if headers:
             client_options["headers"] = headers
-        app = ProxyServer(_targets(targets), allow_private_network=allow_private_network, client_options=client_options)
-        if transport == "stdio":
-            if auth_token:
-                raise click.UsageError("--auth-token applies to HTTP transports (stdio takes no tokens)")
-            app.run()
-            return
-        asyncio.run(_serve_http(app, transport, host, port, path, auth_token, resource))
+        if transport == "stdio" and auth_token:
+            raise click.UsageError("--auth-token applies to HTTP transports (stdio takes no tokens)")
+        from ..client.targets import ServerStartError, TargetError
+
+        try:
+            app = ProxyServer(
+                _targets(targets), allow_private_network=allow_private_network, client_options=client_options
+            )
+            if transport == "stdio":
+                app.run()
+                return
+            asyncio.run(_serve_http(app, transport, host, port, path, auth_token, resource))
+        except TargetError as exc:  # no such file or command, a bad mcp.json entry: as the client commands say it
+            raise _UpstreamMissing(str(exc)) from None
+        except ServerStartError as exc:  # did not start or answer (its text: why, its exit code, its stderr)
+            raise click.ClickException(str(exc)) from None
+
+
+class _UpstreamMissing(click.ClickException):
+    """An upstream that does not exist (no such file or command, no such mcp.json entry): exit code 2, as the
+    client commands say it."""
+
+    exit_code = 2
 
 
 async def _serve_http(
