@@ -583,3 +583,28 @@ async def test_in_memory_event_store_holds_what_max_bytes_counts() -> None:
         tracemalloc.stop()
     assert store.size_bytes < 2_000_000
     assert held < 8 * 1024 * 1024, f"{held / 1e6:.1f} MB held for {store.size_bytes / 1e6:.1f} MB of events"
+
+
+async def test_in_memory_event_store_max_bytes_holds_for_a_single_stream() -> None:
+    """One long stream (a session's GET stream, a tool logging large messages) is held to ``max_bytes`` too: its
+    oldest events go, and a resumption that needs them is refused (no replay with a hole)."""
+    from mcpkit.stores import InMemoryEventStore
+
+    store = InMemoryEventStore(max_events_per_stream=1000, max_bytes=10_000)
+    for i in range(1, 101):
+        await store.append("only/1", i, b"x" * 1000)
+    assert store.size_bytes <= 10_000
+    assert await store.replay("only/1", 95) == [(i, b"x" * 1000) for i in range(96, 101)]
+    assert await store.replay("only/1", 1) is None
+    # the same when the stream written to is the oldest of several
+    store = InMemoryEventStore(max_events_per_stream=1000, max_bytes=10_000)
+    await store.append("old/1", 1, b"o" * 1000)
+    await store.append("new/1", 1, b"n" * 1000)
+    for i in range(2, 101):
+        await store.append("old/1", i, b"o" * 1000)
+    assert store.size_bytes <= 10_000
+    assert (await store.replay("old/1", 99)) == [(100, b"o" * 1000)]
+    # an event larger than the whole budget is kept alone (the stream's newest event stays resumable)
+    await store.append("old/1", 101, b"b" * 20_000)
+    assert await store.replay("old/1", 100) == [(101, b"b" * 20_000)]
+    assert store.size_bytes == 20_000

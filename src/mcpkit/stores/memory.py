@@ -23,8 +23,9 @@ class InMemoryEventStore:
     """Keeps the last ``max_events_per_stream`` events of each stream, at most ``max_streams`` streams and
     ``max_bytes`` of event data in total.
 
-    When the budget is exceeded the oldest streams are dropped whole; a replay that would need an evicted event
-    returns None (the server then answers the resumption with an error instead of a stream with a hole).
+    When the budget is exceeded the oldest streams are dropped whole (the stream being written, when it is the
+    oldest, loses its own oldest events instead); a replay that would need an evicted event returns None (the
+    server then answers the resumption with an error instead of a stream with a hole).
     """
 
     def __init__(
@@ -68,10 +69,22 @@ class InMemoryEventStore:
         events.append((seq, data))
         s.size += len(data)
         self._bytes += len(data)
-        while self._bytes > self.max_bytes and len(self._streams) > 1:
-            key, victim = next(iter(self._streams.items()))
+        while self._bytes > self.max_bytes:
+            streams = iter(self._streams.items())
+            key, victim = next(streams)
             if victim is s:
-                break
+                # the stream written to is the oldest (or the only one): its own oldest events go first, down to
+                # the one just written; then the next oldest stream
+                if len(events) > 1:
+                    old_seq, old = events.popleft()
+                    s.size -= len(old)
+                    self._bytes -= len(old)
+                    s.first = old_seq + 1
+                    continue
+                following = next(streams, None)
+                if following is None:
+                    break  # one event larger than the whole budget: kept alone, so the stream stays resumable
+                key, victim = following
             del self._streams[key]
             self._bytes -= victim.size
 
