@@ -312,3 +312,21 @@ async def test_post_answer_without_the_response_fails_at_once(hostile: str, fast
             assert (await cs.call_tool("fine", {})).content
 
     await asyncio.wait_for(run(), 10)
+
+
+@pytest.mark.parametrize("fast", ENGINES)
+@pytest.mark.parametrize("attack", ["hangup", "hangup_late"])
+async def test_connection_lost_mid_call_is_connection_closed(hostile: str, fast: bool, attack: str) -> None:
+    """The server closing the connection of a request's POST without answering fails that request with
+    ConnectionClosed (what the docs promise when the connection ends), whether the call had lasted a moment
+    (``hangup``) or longer than the transport's ``answer_window`` (``hangup_late``: its POST then runs in the
+    background), never as a JSON-RPC error the server did not send. The session goes on."""
+
+    async def run() -> None:
+        transport = StreamableHTTPClientTransport(hostile + "/mcp", fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", timeout=20) as cs:
+            with pytest.raises(ConnectionClosed, match=r"POST .* failed"):
+                await cs.call_tool(attack, {})
+            assert (await cs.call_tool("fine", {})).content
+
+    await asyncio.wait_for(run(), 10)

@@ -234,6 +234,7 @@ class ClientSession:
     async def __aenter__(self) -> ClientSession:
         if isinstance(self.conn, BaseConnection):  # (its optional capabilities, declared)
             self.conn.set_fast_path(self.peer.feed, None)  # answers complete their requests as the bytes arrive
+            self.conn.set_request_failure(self.peer.fail_request)
         self._reader = asyncio.get_running_loop().create_task(self.peer.run(self.conn.receive, drain_timeout=1.0))
         try:
             await self.connect()

@@ -160,6 +160,11 @@ class BaseConnection:
         when it handled it (else the message goes through :meth:`receive`, in order); ``load``
         (``Peer.inflight_count``) counts the requests being worked on. Default: no fast path."""
 
+    def set_request_failure(self, fail: Callable[[Any, BaseException], None] | None) -> None:
+        """``fail(request_id, exc)`` (``Peer.fail_request``) fails a request this side sent with ``exc``: for a
+        transport that learns in the background that a request's answer will not come (its HTTP exchange broke),
+        so the caller gets the transport's own exception. Default: not used."""
+
     def set_protocol_version(self, version: str) -> None:
         """The protocol version the client negotiated (for a transport that sends it in headers). Default: nothing."""
 

@@ -232,6 +232,13 @@ class Requests:
         else:
             pending.future.set_exception(error_from_response(msg.error))  # type: ignore[union-attr]
 
+    def fail_request(self, rid: RequestId, exc: BaseException) -> None:
+        """Fail our request ``rid`` with ``exc`` if it is still waiting (a transport learnt its answer will not
+        come: see ``BaseConnection.set_request_failure``)."""
+        pending = self._pending.get(rid)
+        if pending is not None and not pending.future.done():
+            pending.future.set_exception(exc)
+
     def _on_invalid_response(self, rid: RequestId | None, reason: str) -> None:
         """A response that is not valid JSON-RPC: when its id names a request of ours, that request fails now, saying
         why (its answer will not come: waiting out its timeout would only hide the cause)."""

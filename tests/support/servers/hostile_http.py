@@ -106,6 +106,9 @@ async def tool_call(name: str, rid: Any, writer: asyncio.StreamWriter) -> bool:
         ev = b"id: good\ndata: " + note + b"\n\nid: bad\0id\ndata: " + note + b"\n\n"
         writer.write(sse + b"%x\r\n%s\r\n0\r\n\r\n" % (len(ev), ev))
         return True
+    if name in ("hangup", "hangup_late"):  # the connection closed without an answer (at once, or after 0.6 s)
+        await asyncio.sleep(0.6 if name == "hangup_late" else 0)
+        return False
     if name in NO_ANSWER:  # a 2xx answer to the request's POST that cannot hold its response
         writer.write(NO_ANSWER[name](rid))
         return True

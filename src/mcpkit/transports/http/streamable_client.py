@@ -37,7 +37,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
@@ -152,6 +152,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._exchanges: dict[Any, Exchange] = {}
         self._expired: str | None = None  # a session found gone by a background exchange: raise on next send
         self._closed = False
+        self._fail_request: Callable[[Any, BaseException], None] | None = None
 
     async def __aenter__(self) -> StreamableHTTPClientTransport:
         return self
@@ -166,6 +167,9 @@ class StreamableHTTPClientTransport(BaseConnection):
         if item is None:
             self._inbox.put_nowait(None)  # stay at end of input for any later caller
         return item
+
+    def set_request_failure(self, fail: Callable[[Any, BaseException], None] | None) -> None:
+        self._fail_request = fail
 
     def set_protocol_version(self, version: str) -> None:
         """Called by ClientSession after negotiation: from now on send ``MCP-Protocol-Version`` (2025-06-18+)."""
@@ -251,6 +255,9 @@ class StreamableHTTPClientTransport(BaseConnection):
                 raise
             if isinstance(exc, SessionExpired):
                 self._expired = session
+            if self._fail_request is not None and isinstance(exc, (MCPError, ConnectionClosed)):
+                self._fail_request(rid, exc)  # the exception itself, as within the answer window
+                return
             code = exc.code if isinstance(exc, MCPError) else INTERNAL_ERROR
             message = str(exc) if isinstance(exc, (MCPError, ConnectionClosed)) else f"{type(exc).__name__}: {exc}"
             await self._fail(rid, message, code)
