@@ -3,8 +3,12 @@ transport): ``/sse`` + ``/messages`` + ``/message`` and ``/ws`` on one real uvic
 
 from __future__ import annotations
 
+import logging
+
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.transports.http.app import create_app
@@ -36,3 +40,19 @@ async def test_sse_and_ws_routes_of_create_app() -> None:
             r = await modern.call_tool("echo", {"text": "ws via create_app"})
             assert r.content[0].text == "ws via create_app"  # type: ignore[union-attr]
         await eventually(lambda: app.sse.session_count == 0 and app.ws.connection_count == 0)
+
+
+async def test_a_websocket_upgrade_on_an_http_route_is_refused_quietly(caplog: pytest.LogCaptureFixture) -> None:
+    # a client that tries WebSocket on /mcp or /sse (a wrong URL, a scanner) gets the 403 an unknown path gets, not
+    # a 500 and a traceback in the server's log per attempt; the server goes on
+    app = create_app(make_server())
+    async with serve(app, **app.uvicorn_options()) as port:
+        for path in ("/mcp", "/sse", "/messages", "/nope"):
+            with pytest.raises(InvalidStatus) as refused:
+                async with connect(f"ws://127.0.0.1:{port}{path}", subprotocols=["mcp"]):  # type: ignore[list-item]
+                    pass
+            assert refused.value.response.status_code == 403, path
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+        async with WebSocketClientTransport(f"ws://127.0.0.1:{port}/ws") as ws, ClientSession(ws) as session:
+            r = await session.call_tool("echo", {"text": "still serving"})
+            assert r.content[0].text == "still serving"  # type: ignore[union-attr]

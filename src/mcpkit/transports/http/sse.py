@@ -199,6 +199,9 @@ class LegacySSEEndpoint:
             await lifespan(receive, send, self.aclose)
             return
         if kind != "http":
+            if kind == "websocket":  # (a client that tries WebSocket here: refused before the upgrade, HTTP 403)
+                await send({"type": "websocket.close", "code": 1008})
+                return
             raise RuntimeError(f"LegacySSEEndpoint cannot serve {kind!r} connections")
         method = scope["method"]
         if method == "GET":

@@ -289,6 +289,9 @@ class StreamableHTTPEndpoint:
             await lifespan(receive, send, self.aclose)
             return
         if kind != "http":
+            if kind == "websocket":  # (a client that tries WebSocket here: refused before the upgrade, HTTP 403)
+                await send({"type": "websocket.close", "code": 1008})
+                return
             raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
         raw = scope.get("headers", ())  # request_headers(scope)'s usual case (hot path: docs/architecture.md)
         h = dict(raw) if type(raw) is list else None
