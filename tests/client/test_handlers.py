@@ -155,3 +155,79 @@ def test_the_handler_protocols_and_params_are_exported() -> None:
     assert (ElicitationHandler, SamplingParams) == (E2, S2)
     assert {"SamplingHandler", "ElicitationHandler", "LoggingHandler", "LogMessage"} <= set(mcpkit.__all__)
     assert LoggingHandler is not SamplingHandler
+
+
+def make_growing_app() -> MCPKit:
+    app = MCPKit("grows")
+    added: list[str] = []
+
+    @app.tool
+    async def grow(ctx: Context) -> str:
+        """Add a tool (``notifications/tools/list_changed``), then log."""
+        added.append(f"extra{len(added)}")
+
+        def extra() -> str:
+            return "x"
+
+        app.add_tool(extra, name=added[-1])
+        await ctx.info("grew")
+        return "grown"
+
+    return app
+
+
+@pytest.mark.parametrize("over", ["memory", "http"])
+@pytest.mark.parametrize("mode", ERAS)
+async def test_handlers_may_call_the_client_back(mode: str, over: str) -> None:
+    """A logging handler and an ``on_notification`` callback that call the client back (re-list the tools when
+    they changed: the usual thing to do) get their answers: the session goes on reading while they wait, instead
+    of waiting on them and never reading the answer they wait for (every call of the session then timed out). The
+    call that caused a log message returns once its handler has run, as before."""
+    seen: list[Any] = []
+    client: Client
+
+    async def on_log(message: LogMessage) -> None:
+        seen.append(("log", message.data, sorted(t.name for t in await client.list_tools())))
+
+    async def on_notification(method: str, params: Any) -> None:
+        if method == "notifications/tools/list_changed":
+            seen.append(("changed", sorted(t.name for t in await client.list_tools())))
+
+    async def run(target: Any) -> None:
+        nonlocal client
+        client = Client(target, mode=mode, logging_handler=on_log, on_notification=on_notification, timeout=5)
+        async with client:
+            assert (await client.call_tool("grow")).text == "grown"
+            assert ("log", "grew", ["extra0", "grow"]) in seen
+            if mode == "handshake":  # (list_changed is not tied to the call: it may come after its answer)
+                for _ in range(100):
+                    if ("changed", ["extra0", "grow"]) in seen:
+                        break
+                    await asyncio.sleep(0.05)
+                assert ("changed", ["extra0", "grow"]) in seen
+            assert (await client.call_tool("extra0")).text == "x"
+
+    if over == "memory":
+        await asyncio.wait_for(run(make_growing_app()), 20)
+        return
+    pytest.importorskip("uvicorn")
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    async with serve_asgi(create_app(make_growing_app())) as port:
+        await asyncio.wait_for(run(f"http://127.0.0.1:{port}/mcp"), 20)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_call_returns_after_the_handlers_of_its_log_messages(mode: str) -> None:
+    """The log messages a tool sends before its result are handled before the call returns, even by a slow async
+    handler: the handlers run apart from the reader, but the caller waits for them to catch up."""
+    logs: list[str] = []
+
+    async def slow_handler(message: LogMessage) -> None:
+        await asyncio.sleep(0.1)
+        logs.append(message.level)
+
+    async with Client(make_app(), mode=mode, logging_handler=slow_handler) as client:
+        assert (await client.call_tool("chatty")).text == "done"
+        assert logs == ["debug", "info", "warning"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
@@ -80,6 +81,13 @@ RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
 
 DEFAULT_MAX_INPUT_REQUESTS = 32  # input requests in one InputRequiredResult (ClientSession(max_input_requests=...))
+#: notifications waiting for the logging and notification handlers; beyond it the session stops reading until one
+#: is handled
+MAX_QUEUED_NOTIFICATIONS = 1024
+
+# the session whose notification handlers run in this task (and the tasks they start): their calls back into it
+# do not wait for the handlers to catch up (they are the handlers)
+_HANDLING: contextvars.ContextVar[ClientSession | None] = contextvars.ContextVar("mcpkit_client_handling", default=None)
 
 MODERN_ERROR_CODES = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
@@ -227,6 +235,14 @@ class ClientSession:
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
         self.tasks = tasks
         self._tasks = ClientTasks(task_engine)
+        # The logging and notification handlers run in one task of their own, in order, so that a handler may call
+        # the session back (the reader goes on meanwhile); a request returns once the notifications that arrived
+        # before its answer are handled (see _catch_up).
+        self._notes: asyncio.Queue[tuple[str, JSONDict | None]] | None = None
+        self._notes_task: asyncio.Task[None] | None = None
+        self._notes_in = 0
+        self._notes_done = 0
+        self._notes_event: asyncio.Event | None = None
         self.peer.unclaimed_progress = self._tasks.progress  # (2025-11-25 tasks keep their request's token)
 
     # ------------------------------------------------------------------ lifecycle
@@ -264,6 +280,8 @@ class ClientSession:
     async def aclose(self) -> None:
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
+        if self._notes_task is not None:
+            self._notes_task.cancel()
         await self._tasks.aclose()
         await self.peer.close("client closed")
         with contextlib.suppress(Exception):
@@ -442,9 +460,17 @@ class ClientSession:
             raise ConnectionClosed("not connected")
         self._check_capability(method)
         if not self.features.modern:
-            return await self.peer.request(
-                method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
-            )
+            try:
+                answer = await self.peer.request(
+                    method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
+                )
+            except MCPError:
+                if self._notes_in != self._notes_done:
+                    await self._catch_up()
+                raise
+            if self._notes_in != self._notes_done:
+                await self._catch_up()
+            return answer
         base = dict(params) if params else {}
         user_meta = base.get("_meta")
         meta = self._modern_meta(self.features.version)
@@ -452,9 +478,16 @@ class ClientSession:
             meta = {**user_meta, **meta}
         base["_meta"] = meta
         for _ in range(self.max_input_rounds + 1):
-            result = await self.peer.request(
-                method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
-            )
+            try:
+                result = await self.peer.request(
+                    method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
+                )
+            except MCPError:
+                if self._notes_in != self._notes_done:
+                    await self._catch_up()
+                raise
+            if self._notes_in != self._notes_done:
+                await self._catch_up()
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
@@ -553,10 +586,47 @@ class ClientSession:
                     with contextlib.suppress(asyncio.QueueFull):
                         queue.put_nowait((method, params))
                     return
+        if self.logging_handler is None and self.notification_handler is None:
+            await self._deliver(method, params)  # (to Python's logging: no code of the user's runs)
+            return
+        notes = self._notes
+        if notes is None:
+            notes = self._notes = asyncio.Queue(MAX_QUEUED_NOTIFICATIONS)
+            self._notes_event = asyncio.Event()
+            self._notes_task = asyncio.get_running_loop().create_task(self._run_handlers(notes))
+        self._notes_in += 1
+        await notes.put((method, params))  # (waits only when the handlers are MAX_QUEUED_NOTIFICATIONS behind)
+
+    async def _deliver(self, method: str, params: JSONDict | None) -> None:
         if method == "notifications/message" and await h.deliver_log(self.logging_handler, params):
             return
         if self.notification_handler is not None:
             await _maybe_await(self.notification_handler(method, params))
+
+    async def _run_handlers(self, notes: asyncio.Queue[tuple[str, JSONDict | None]]) -> None:
+        """Run the logging and notification handlers, one notification after the other, apart from the reader."""
+        _HANDLING.set(self)
+        event = self._notes_event
+        assert event is not None
+        while True:
+            method, params = await notes.get()
+            try:
+                await self._deliver(method, params)
+            except Exception:
+                logger.exception("the handler of a %r notification failed", method)
+            finally:
+                self._notes_done += 1
+                event.set()
+
+    async def _catch_up(self) -> None:
+        """Wait until the handlers have seen every notification received so far (those that came before the
+        answer just received), unless called from a handler (it would wait for itself)."""
+        event, task, target = self._notes_event, self._notes_task, self._notes_in
+        if event is None or task is None or _HANDLING.get() is self:
+            return
+        while self._notes_done < target and not task.done():
+            event.clear()
+            await event.wait()
 
     # ------------------------------------------------------------------ typed calls
 
@@ -566,6 +636,8 @@ class ClientSession:
             await self.request("server/discover", {}, timeout=timeout)
             return
         await self.peer.request("ping", None, timeout=timeout)
+        if self._notes_in != self._notes_done:
+            await self._catch_up()
 
     async def discover(self) -> DiscoverResult:
         if self.features is None or not self.features.modern:
