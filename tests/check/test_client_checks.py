@@ -234,6 +234,22 @@ def test_url_mode_serves_and_waits_for_any_client(free_port: Callable[[], int]) 
     assert "PASS MX13" in out and "RESULT: PASS" in out
 
 
+@pytest.mark.parametrize("command", [["check-client", "--", "true"], ["check", "--no-stateless", "true"]])
+def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(tmp_path: Path, command: list[str]) -> None:
+    """``--output`` into a directory that does not exist: a usage error (exit 2) before anything runs, not a
+    FileNotFoundError traceback once the whole run is done (and its report lost)."""
+    target = tmp_path / "no-such-dir" / "report.json"
+    proc = subprocess.run(
+        [PY, "-m", "mcpkit.cli.main", command[0], "--output", str(target), *command[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--output" in proc.stderr and "no-such-dir" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stdout + proc.stderr
+
+
 def test_url_mode_on_a_port_in_use_says_so_in_one_line() -> None:
     """``--url --port N`` with N taken: one line naming the port and the reason (exit 2), no traceback."""
     import socket

@@ -39,9 +39,24 @@ def _emit(report: object, fmt: str, verbose: bool, output: str | None) -> None:
 
     assert isinstance(report, Report)
     text = render(report, fmt, verbose=verbose)
-    if output:
-        Path(output).write_text(text + "\n", encoding="utf-8")
     click.echo(text)
+    if output:
+        try:
+            Path(output).write_text(text + "\n", encoding="utf-8")
+        except OSError as exc:  # (its directory was checked before the run; this is the rare late failure)
+            raise click.FileError(output, exc.strerror or str(exc)) from None
+
+
+def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--output``: refused before the run when the report could not be written there."""
+    if value is None:
+        return None
+    path = Path(value)
+    if path.is_dir():
+        raise click.BadParameter(f"{value} is a directory", ctx, param)
+    if not path.parent.is_dir():
+        raise click.BadParameter(f"the directory {path.parent} does not exist", ctx, param)
+    return value
 
 
 _format = click.option(
@@ -54,7 +69,7 @@ _fail_on = click.option(
     show_default=True,
     help="Exit 1 when a requirement of this level (or a stronger one) fails.",
 )
-_output = click.option("--output", "-o", default=None, help="Also write the report to this file.")
+_output = click.option("--output", "-o", default=None, callback=_writable, help="Also write the report to this file.")
 
 
 @click.command()
