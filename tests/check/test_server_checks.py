@@ -454,6 +454,21 @@ def test_other_python_sdks_servers_show_their_true_faults_only(
     assert_pass(report, ["M006", "M042", "M045", "M046", "M066", "M067", "M068", "M079", "M084", "M085", "S027"])
 
 
+async def test_nothing_passes_for_a_server_that_never_completed_initialize(free_port: Callable[[], int]) -> None:
+    """A server that never answered ``initialize`` (nothing listens, it never answers, it exits at once) proved
+    nothing: no requirement about its session (S018: its requests respect the client's capabilities) is reported
+    held; it used to pass S018 with "0 server request(s) over 1 session(s)"."""
+    targets: list[str | list[str]] = [
+        f"http://127.0.0.1:{free_port()}/mcp",
+        [PY, "-c", "import sys; sys.stdin.read()"],
+        [PY, "-c", "raise SystemExit(3)"],
+    ]
+    for target in targets:
+        report = await run_checks(target, timeout=1.0, modern=False)
+        held = [r.req for r in report.sorted() if r.status == PASS and r.req != "A004"]  # (A004: its stderr)
+        assert held == [], report.render_text()
+
+
 async def test_unreachable_and_non_mcp_targets_fail_fast(free_port: Callable[[], int]) -> None:
     t0 = time.monotonic()
     report = await run_checks(f"http://127.0.0.1:{free_port()}/mcp")  # nothing listens there
