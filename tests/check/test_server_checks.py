@@ -401,6 +401,30 @@ async def test_server_everything_from_npm(npm_bin_dir: Path, node_bin: Path) -> 
     assert_pass(report, ["M006", "M016", "M042", "M045", "M046", "M067", "M069", "M079", "M085", "M089"])
 
 
+async def test_server_everything_over_streamable_http_a_replayed_request_is_not_an_id_reused(
+    npm_bin_dir: Path, node_bin: Path, free_port: Callable[[], int]
+) -> None:
+    """server-everything over Streamable HTTP answers a ``Last-Event-ID`` GET with the events of other streams
+    (A012 fails) and with ``{}`` for its priming events (M001, M007). The requests it so delivers again are the
+    same messages, not new requests reusing an id: M004 holds (it used to fail with "request id 2 used twice")."""
+    entry = npm_bin_dir.parent / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(node_bin), str(entry), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await asyncio.to_thread(wait_listening, port, proc, 60)
+        report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=10.0, modern=False)
+    finally:
+        stop(proc)
+    assert report.status("A012") == FAIL and "another stream" in report.requirements["A012"].evidence
+    assert report.status("M001") == FAIL and "{}" in report.requirements["M001"].evidence
+    assert report.status("M004") == PASS, report.render_text(verbose=True)
+
+
 PEERS = ROOT / "tests" / "support" / "servers" / "peers"
 # What the other Python SDKs' servers fail, each a true fault (see the issue's note):
 # M011: over stdio they negotiate 2025-03-26 but answer no JSON-RPC batch (receiving batches is a MUST there);

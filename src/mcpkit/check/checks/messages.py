@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..jsonrpc_rules import judge_envelope, judge_error
@@ -20,6 +21,7 @@ class MessageChecks(CheckerBase):
         lines = bad_lines = total = oversized = 0
         for wire in self.wires:
             seen_ids: set[str] = set()
+            delivered: set[str] = set()  # the requests received, as JSON with sorted keys
             for inc in wire.incoming:
                 if inc.error == OVERSIZED:
                     oversized += 1
@@ -39,7 +41,15 @@ class MessageChecks(CheckerBase):
                     r.fail("M001", "an empty JSON array was sent", "messages")
                 for msg in items:
                     total += 1
-                    self.judge_message(msg, inc, seen_ids, wire)
+                    seen = seen_ids
+                    if isinstance(msg, dict) and "method" in msg and "id" in msg:
+                        canonical = json.dumps(msg, sort_keys=True, default=str)
+                        if inc.channel == "http-replay" and canonical in delivered:
+                            # the same request delivered again by a Last-Event-ID replay (A012 judges from which
+                            # stream): a redelivery, not a new request reusing its id (M004)
+                            seen = set()
+                        delivered.add(canonical)
+                    self.judge_message(msg, inc, seen, wire)
             for stray in wire.strays:
                 if isinstance(stray.data, dict) and stray.data.get("id") is None and "error" in stray.data:
                     continue  # a parse-error reply (id null) to our malformed input
