@@ -357,6 +357,25 @@ def test_cli_exit_codes_formats_and_schema(tmp_path: Path) -> None:
     assert "RESULT: PASS" in text.stdout and "PASS M006" in text.stdout
 
 
+def test_cli_checks_a_server_file_as_mcpkit_run_serves_it(tmp_path: Path) -> None:
+    """``mcpkit check server.py`` takes the file as every other ``mcpkit`` command does (``mcpkit run`` semantics):
+    a server file without an ``app.run()`` block is served and judged. It used to be run as a plain script,
+    which defined the server and exited, and the server was reported failing M013 and M042."""
+    server = tmp_path / "server.py"
+    server.write_text(
+        "from mcpkit import MCPKit\n\napp = MCPKit('no-run-block')\n\n\n"
+        "@app.tool()\ndef add(a: int, b: int) -> int:\n    'Add two numbers.'\n    return a + b\n"
+    )
+    proc = subprocess.run(
+        [PY, "-m", "mcpkit.cli.main", "check", "--no-stateless", str(server)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "RESULT: PASS" in proc.stdout and '"name":"no-run-block"' in proc.stdout, proc.stdout
+
+
 def _validate(data: Any) -> None:
     import jsonschema
 

@@ -8,6 +8,7 @@ SHOULD), 0 otherwise.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -127,7 +128,8 @@ def check(
     that a client can observe from outside the server (MX/SX: rules of the official specification beyond that
     list); the report names each one with its text and the message that proved or broke it.
 
-    TARGET is a command line that starts a stdio server (quote it, or put it after --) or a URL: http(s):// for
+    TARGET is a server file (server.py[:object], served as 'mcpkit run' serves it), a command line that starts a
+    stdio server (quote it, or put it after --) or a URL: http(s):// for
     Streamable HTTP (a path ending in /sse: legacy HTTP+SSE), ws(s):// for WebSocket. A server that asks for
     authorization has its authorization rules checked; --token lets the checker in for the rest.
     """
@@ -138,6 +140,7 @@ def check(
     if version not in HANDSHAKE_VERSIONS:
         raise click.BadParameter(f"choose one of {', '.join(HANDSHAKE_VERSIONS)}", param_hint="--protocol-version")
     spec: str | list[str] = target[0] if len(target) == 1 else list(target)
+    spec = _server_file(spec)
     if use_oauth and not (isinstance(spec, str) and spec.startswith(("http://", "https://"))):
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
 
@@ -167,6 +170,18 @@ def check(
     assert isinstance(report, Report)
     _emit(report, "json" if as_json else fmt, verbose, output)
     sys.exit(report.exit_code(fail_on))
+
+
+def _server_file(spec: str | list[str]) -> str | list[str]:
+    """A ``server.py[:object]`` target is served as every ``mcpkit`` command serves it (``mcpkit run``, with this
+    Python: a file without an ``app.run()`` block works, a script that serves by itself too); anything else is
+    the command line it says."""
+    if not isinstance(spec, str):
+        return spec
+    path, colon, obj = spec.strip().partition(":")
+    if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
+        return [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", spec.strip()]
+    return spec
 
 
 def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
