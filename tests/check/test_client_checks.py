@@ -250,6 +250,17 @@ def test_an_output_file_that_cannot_be_written_is_refused_before_the_run(tmp_pat
     assert "Traceback" not in proc.stderr and proc.stdout == "", proc.stdout + proc.stderr
 
 
+def test_a_client_command_that_cannot_start_is_a_usage_error() -> None:
+    """A client command that does not exist is said in one line (exit 2): it used to be judged, each scenario
+    failing M012 with "the client ran but never launched the server command it was given"."""
+    proc = subprocess.run(
+        [*CLI, "--", "/nonexistent/mcp-client", "{server}"], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "cannot start the client command" in proc.stderr and "/nonexistent/mcp-client" in proc.stderr
+    assert "M012" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
 def test_url_mode_on_a_port_in_use_says_so_in_one_line() -> None:
     """``--url --port N`` with N taken: one line naming the port and the reason (exit 2), no traceback."""
     import socket

@@ -39,9 +39,8 @@ async def _run_client(
     started = time.monotonic()
     try:
         await client.start()
-    except OSError as exc:
-        report.info[f"{scenario}: client"] = f"could not be started: {exc}"
-        return
+    except OSError as exc:  # (no such command, not executable): nothing of the client to judge
+        raise ValueError(f"cannot start the client command {argv[0]!r}: {exc.strerror or exc}") from None
     assert client.process is not None
 
     async def drain() -> None:  # its stdout is not ours to judge: read (bounded) and drop
@@ -87,7 +86,7 @@ async def run_client_checks(
     (its URL given to ``announce``) until a client has come and gone quiet, or ``timeout`` passes.
 
     Raises ``ValueError`` for arguments it cannot run with: an unknown transport or scenario, no command over
-    stdio, a ``port`` it cannot listen on."""
+    stdio, a ``port`` it cannot listen on, a command that cannot be started."""
     if transport not in ("stdio", "http"):
         raise ValueError("transport is 'stdio' or 'http'")
     names = (
