@@ -284,3 +284,13 @@ def test_read_out_into_a_missing_directory_is_a_clear_error(tmp_path: Path) -> N
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith("error: ") and str(out) in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_websocket_url_the_server_refuses_is_a_clear_error(http_base: str) -> None:
+    """``ws://`` at a path that serves no WebSocket (the server answers the upgrade with 403): one line naming
+    the URL and the status, not a traceback of the websockets library's InvalidStatus."""
+    url = http_base.replace("http://", "ws://") + "/nowhere"
+    proc = mcpkit("ping", url)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.startswith(f"error: cannot connect to {url}") and "403" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -24,6 +24,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WSConnectionClosed
+from websockets.exceptions import InvalidHandshake, InvalidStatus
 
 from ...engine import BaseConnection, Outgoing
 from ...protocol.errors import ConnectionClosed
@@ -66,16 +67,22 @@ class WebSocketClientTransport(BaseConnection):
         await self.close()
 
     async def start(self) -> None:
-        ws = await connect(
-            self.url,
-            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
-            additional_headers=self.headers or None,
-            ping_interval=self.ping_interval,
-            ping_timeout=self.ping_timeout,
-            open_timeout=self.open_timeout,
-            max_size=self.max_message_size,
-            **self.connect_options,
-        )
+        try:
+            ws = await connect(
+                self.url,
+                subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+                additional_headers=self.headers or None,
+                ping_interval=self.ping_interval,
+                ping_timeout=self.ping_timeout,
+                open_timeout=self.open_timeout,
+                max_size=self.max_message_size,
+                **self.connect_options,
+            )
+        except InvalidStatus as exc:  # the upgrade answered with an HTTP status: a connection error, said in a line
+            status = exc.response.status_code
+            raise ConnectionError(f"the server refused the WebSocket connection: HTTP {status}") from None
+        except InvalidHandshake as exc:  # (not a WebSocket server there)
+            raise ConnectionError(f"no WebSocket handshake: {exc}") from None
         if ws.subprotocol != SUBPROTOCOL:
             await ws.close(1002, "subprotocol mcp was not selected")
             raise ConnectionError(f"{self.url}: the server did not select the {SUBPROTOCOL!r} subprotocol")
