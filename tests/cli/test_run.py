@@ -171,3 +171,21 @@ def test_a_port_out_of_range_is_a_usage_error(args: list[str]) -> None:
     assert out.returncode == 2, out.stderr
     assert b"--port" in out.stderr and b"0<=x<=65535" in out.stderr, out.stderr
     assert b"Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize(("transport", "scheme"), [("ws", "ws"), ("sse", "http"), ("http", "http")])
+def test_run_announces_the_path_it_serves_the_transport_on(transport: str, scheme: str) -> None:
+    """``--path`` names the chosen transport's route (cli guide), and the URL printed is that route: with
+    ``-t ws --path /sock`` it printed ``ws://.../ws`` while the WebSocket was served at /sock."""
+    import re
+
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(CORE_SERVER), "-t", transport, "--port", "0", "--path", "/custom"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = stderr_until(proc, "serving")
+        assert re.search(rf"serving {transport} on {scheme}://127\.0\.0\.1:\d+/custom\s*$", lines[-1]), lines
+    finally:
+        stop(proc)

@@ -265,7 +265,7 @@ def _run_workers(
         scale = scale.with_keys([generate_key().encode()])
     listeners = Listeners(host, port)
     bound = listeners.address
-    endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
+    endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
     scheme = "ws" if transport == "ws" else "http"
     shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
     announce = f"mcpkit: serving {transport} on {scheme}://{shown}:{bound[1]}{endpoint} ({workers} workers)"

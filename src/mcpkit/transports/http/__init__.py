@@ -180,7 +180,7 @@ def serve(
     import asyncio
 
     path = options.get("path")
-    endpoint = {"sse": path or "/sse", "ws": "/ws"}.get(transport, path or "/mcp")
+    endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
     # ``sockets``: already listening (the workers of ``mcpkit run --workers``)
     uv = build_server(server, transport, host, port, **options)
     if not announce:
