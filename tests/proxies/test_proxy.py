@@ -477,3 +477,26 @@ def test_mcpkit_proxy_with_an_upstream_it_cannot_reach_says_so_in_one_line(
     assert proc.returncode == code, proc.stderr
     assert proc.stderr.startswith("Error: ") and message in proc.stderr.splitlines()[0], proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(("transport", "path"), [("ws", None), ("sse", None), ("ws", "/gate"), ("http", "/gate")])
+async def test_mcpkit_proxy_serves_each_transport_at_the_url_it_announces(transport: str, path: str | None) -> None:
+    """``mcpkit proxy -t ws`` (or ``sse``) is reached at the URL it prints: it printed ``/ws`` (``/sse``) while
+    it served that transport at ``/mcp``, the default of its ``--path`` moved onto the chosen transport."""
+    upstream = " ".join(_upstream("legacy-2024-11-05"))
+    extra = ["--path", path] if path else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpkit", "proxy", upstream, "-t", transport, "--port", "0", *extra],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = stderr_until(proc, "proxying on", timeout=30)
+        match = re.search(r"proxying on (\S+)", "".join(lines))
+        assert match, lines
+        url = match.group(1)
+        assert url.endswith(path or {"ws": "/ws", "sse": "/sse"}[transport]), url
+        async with Client(url, transport=transport) as client:
+            assert client.server_info.name
+    finally:
+        stop(proc)

@@ -57,7 +57,7 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
     @click.option("--port", "-p", type=PORT, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
-    @click.option("--path", default="/mcp", show_default=True, help="Endpoint path for Streamable HTTP.")
+    @click.option("--path", default=None, help="Endpoint path of the chosen transport [/mcp, /sse or /ws].")
     @click.option("--auth-token", multiple=True, help="HTTP: a bearer token the proxy accepts (repeatable).")
     @click.option("--resource", default=None, help="HTTP with --auth-token: this endpoint's URL (token audience).")
     @click.option("--upstream-header", multiple=True, help="'Name: value' sent upstream (the proxy's credentials).")
@@ -69,7 +69,7 @@ def register(cli: click.Group) -> None:
         transport: str,
         host: str,
         port: int,
-        path: str,
+        path: str | None,
         auth_token: tuple[str, ...],
         resource: str | None,
         upstream_header: tuple[str, ...],
@@ -120,7 +120,7 @@ class _UpstreamMissing(click.ClickException):
 
 
 async def _serve_http(
-    app: Any, transport: str, host: str, port: int, path: str, tokens: tuple[str, ...], resource: str | None
+    app: Any, transport: str, host: str, port: int, path: str | None, tokens: tuple[str, ...], resource: str | None
 ) -> None:
     from ..transports.http import build_server
 
@@ -132,11 +132,14 @@ async def _serve_http(
             family = socket.AF_INET6 if ":" in host else socket.AF_INET
             sockets = [socket.create_server((host, 0), family=family)]
             port = sockets[0].getsockname()[1]
-        uv = build_server(app, cast("HTTPTransport", transport), host, port, path=path)  # (a click.Choice)
+        kind = cast("HTTPTransport", transport)  # (a click.Choice)
+        # (build_server puts --path on the chosen transport's route; without it each has its own default)
+        uv = build_server(app, kind, host, port, path=path) if path else build_server(app, kind, host, port)
+        endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
         if tokens:
             from ..auth import StaticTokenVerifier, protect
 
-            url = resource or f"http://{host}:{port}{path}"
+            url = resource or f"http://{host}:{port}{endpoint}"
             verifier = StaticTokenVerifier.simple(dict.fromkeys(tokens, ()), audience=url)
             uv.config.app = protect(uv.config.app, resource=url, verifier=verifier)
         task = asyncio.ensure_future(uv.serve(sockets=sockets))
@@ -144,7 +147,6 @@ async def _serve_http(
             await asyncio.wait({task}, timeout=0.02)
         if uv.started and uv.servers:
             bound = uv.servers[0].sockets[0].getsockname()
-            endpoint = {"sse": "/sse", "ws": "/ws"}.get(transport, path)
             scheme = "ws" if transport == "ws" else "http"
             print(f"mcpkit: proxying on {scheme}://{bound[0]}:{bound[1]}{endpoint}", file=sys.stderr, flush=True)
         await task
