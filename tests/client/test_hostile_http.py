@@ -142,6 +142,22 @@ async def test_legacy_sse_client_line_flood(hostile: str) -> None:
 # ---------------------------------------------------------------------------------------------- 15.3 timeouts
 
 
+async def test_legacy_sse_timeout_holds_when_the_post_is_never_answered(hostile: str) -> None:
+    """Legacy HTTP+SSE: a server that takes a request's POST and never answers it does not stretch the call's
+    timeout to the HTTP client's (30 s): the call fails at its own deadline, and the session goes on."""
+
+    async def run() -> None:
+        async with SSEClientTransport(hostile + "/sse-stall") as conn, ClientSession(conn, mode="handshake") as cs:
+            assert (await cs.call_tool("fine", {})).content
+            started = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await cs.call_tool("stall", {}, timeout=1)
+            assert time.monotonic() - started < 3
+            assert (await cs.call_tool("fine", {})).content
+
+    await asyncio.wait_for(run(), 20)
+
+
 async def test_abandoned_streams_closed_in_handshake_era(hostile: str) -> None:
     """Handshake era, 3 connections at most: 5 requests whose SSE answers never come each time out, and the
     6th request (a ping) still gets through: the abandoned streams were closed, not left holding the pool."""

@@ -191,6 +191,10 @@ class Requests:
             if fut.cancelled() or not fut.done():
                 self._send_cancel(rid, method, "cancelled by the caller", out)
             raise
+        except Exception:
+            if fut.done() and not fut.cancelled():
+                fut.exception()  # (the send failed after the timeout fired: its TimeoutError is not an error to log)
+            raise
         finally:
             if pending.timer is not None:
                 pending.timer.cancel()

@@ -5,7 +5,9 @@
 It answers ``initialize`` (2025-06-18, handshake era, with a session id), ``notifications/*`` with 202, the
 standalone GET with 405, ``ping`` with a JSON result, and each ``tools/call`` by the tool's name with one attack
 (see ``ATTACKS``). ``GET /stats`` answers the counters as JSON; ``GET /sse-flood`` is a legacy HTTP+SSE endpoint
-that sends its ``endpoint`` event and then one endless line. Every flood is bounded (``FLOOD`` bytes) so even an
+that sends its ``endpoint`` event and then one endless line; ``GET /sse-stall`` is a legacy HTTP+SSE server whose
+answers travel on that stream, except that the POST of a ``tools/call`` named ``stall`` is never answered (nor the
+call). Every flood is bounded (``FLOOD`` bytes) so even an
 unfixed client cannot take the machine down, and is written with backpressure (drain).
 """
 
@@ -162,6 +164,24 @@ NO_ANSWER = {
 }
 
 
+legacy_streams: list[asyncio.StreamWriter] = []
+
+
+def legacy_answer(msg: dict[str, Any]) -> bytes | None:
+    """The answer a legacy HTTP+SSE server sends on its stream for ``msg`` (None for a notification)."""
+    rid, what = msg.get("id"), msg.get("method")
+    if rid is None or what is None:
+        return None
+    if what == "initialize":
+        info = {"name": "hostile-legacy", "version": "1"}
+        return rpc(rid, {"protocolVersion": "2024-11-05", "capabilities": {"tools": {}}, "serverInfo": info})
+    if what == "tools/call":
+        return text_result(rid, f"ok {msg['params']['name']}")
+    if what == "ping":
+        return rpc(rid, {})
+    return orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"no {what}"}})
+
+
 async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
         while True:
@@ -175,6 +195,22 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             body = await reader.readexactly(int(headers.get("content-length", "0")))
             if method == "GET" and path == "/stats":
                 writer.write(json_response(orjson.dumps(stats)))
+            elif method == "GET" and path == "/sse-stall":
+                writer.write(head("200 OK", "text/event-stream") + b"event: endpoint\ndata: /stall-messages\n\n")
+                await writer.drain()
+                legacy_streams.append(writer)
+                hold.append(writer)
+                return
+            elif method == "POST" and path == "/stall-messages":
+                msg = orjson.loads(body)
+                if msg.get("method") == "tools/call" and msg["params"]["name"] == "stall":
+                    hold.append(writer)  # the POST is never answered
+                    return
+                writer.write(head("202 Accepted", None, "content-length: 0\r\n"))
+                answer = legacy_answer(msg)
+                if answer is not None:
+                    for stream in legacy_streams:
+                        stream.write(b"event: message\ndata: " + answer + b"\n\n")
             elif method == "GET" and path == "/sse-flood":
                 start = head("200 OK", "text/event-stream") + b"event: endpoint\ndata: /messages\n\n"
                 await flood(writer, start + b"data: ", b"x" * PIECE)

@@ -10,7 +10,9 @@ queue_size=256, client=None)`` is a :class:`~mcpkit.transports.base.Connection`:
 ``start()`` (or entering the context) GETs the SSE URL and waits up to ``timeout`` seconds for the ``endpoint``
 event. The endpoint is resolved against the SSE URL; one on a different origin (scheme, host, port) is refused,
 so a hostile server cannot make us POST elsewhere. ``send`` POSTs one message there (a non-2xx answer raises
-:class:`~mcpkit.protocol.errors.ConnectionClosed`); ``receive`` returns the data of each ``message`` event and
+:class:`~mcpkit.protocol.errors.ConnectionClosed`); a request's POST that takes longer than ``answer_window``
+seconds goes on in the background (its failure then fails the request), so the request's own timeout holds
+however slowly the server takes the POST; ``receive`` returns the data of each ``message`` event and
 None once the stream has ended. The stream is read by the shared bounded decoder (:mod:`.sse_decoder`): an event or
 line larger than ``max_message_size`` ends the connection (logged, naming the limit; every pending request fails
 at once, as nobody can tell which one it answered). A bounded queue sits between the stream and ``receive``: when
@@ -21,8 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 
@@ -53,6 +57,7 @@ class SSEClientTransport(BaseConnection):
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
         queue_size: int = 256,
         client: httpx.AsyncClient | None = None,
+        answer_window: float = 0.25,
     ) -> None:
         self.url = httpx.URL(url)
         self.headers = dict(headers or {})
@@ -68,6 +73,12 @@ class SSEClientTransport(BaseConnection):
         self._endpoint_ready: asyncio.Future[httpx.URL] | None = None
         self._closed = False
         self._ended = False
+        self.answer_window = answer_window
+        self._posts: set[asyncio.Task[None]] = set()  # requests' POSTs gone on in the background
+        self._fail_request: Callable[[Any, BaseException], None] | None = None
+
+    def set_request_failure(self, fail: Callable[[Any, BaseException], None] | None) -> None:
+        self._fail_request = fail
 
     async def __aenter__(self) -> SSEClientTransport:
         await self.start()
@@ -155,6 +166,33 @@ class SSEClientTransport(BaseConnection):
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed or self._ended or self.endpoint is None or self._client is None:
             raise ConnectionClosed("the SSE connection is closed")
+        if msg is None or msg.method is None or msg.id is None:
+            await self._post(data)  # a notification or a response: nobody waits on a deadline for it
+            return
+        # A request: its answer comes on the stream, and its timeout runs while we POST. Wait for the POST only
+        # briefly, so a quick failure still raises here, and let a slow one go on without holding the caller.
+        post = asyncio.get_running_loop().create_task(self._post(data))
+        try:
+            await asyncio.wait({post}, timeout=self.answer_window)
+        except asyncio.CancelledError:
+            post.cancel()
+            raise
+        if post.done():
+            post.result()
+            return
+        self._posts.add(post)
+        post.add_done_callback(functools.partial(self._post_done, msg.id))
+
+    def _post_done(self, rid: Any, post: asyncio.Task[None]) -> None:
+        self._posts.discard(post)
+        if post.cancelled():
+            return
+        exc = post.exception()
+        if exc is not None and self._fail_request is not None:
+            self._fail_request(rid, exc)
+
+    async def _post(self, data: bytes) -> None:
+        assert self.endpoint is not None and self._client is not None
         request = self._client.build_request(
             "POST", self.endpoint, content=data, headers={**self.headers, "Content-Type": "application/json"}
         )
@@ -171,7 +209,7 @@ class SSEClientTransport(BaseConnection):
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:
-            raise ConnectionClosed(f"POST to {self.endpoint} failed: {exc}") from exc
+            raise ConnectionClosed(f"POST to {self.endpoint} failed: {exc or type(exc).__name__}") from exc
         text = head[:200].decode("utf-8", "replace")
         raise ConnectionClosed(f"POST to {self.endpoint} answered HTTP {response.status_code}: {text}")
 
@@ -179,6 +217,8 @@ class SSEClientTransport(BaseConnection):
         if self._closed:
             return
         self._closed = True
+        for post in list(self._posts):
+            post.cancel()
         if self._reader is not None and not self._reader.done():
             self._reader.cancel()
             with contextlib.suppress(BaseException):
