@@ -1,5 +1,6 @@
 """Small asyncio helpers shared by the engine and the transports (no mcpkit imports): the running loop and task
-without a system call, and :func:`read_capped`, the one bounded read of a streamed HTTP response's body.
+without a system call, :func:`read_capped`, the one bounded read of a streamed HTTP response's body, and
+:class:`SizedQueue`, the outgoing queues bounded in bytes as well as in messages.
 
 On CPython 3.11, :func:`asyncio.get_running_loop` (and so :func:`asyncio.current_task`) makes a ``getpid()``
 system call on every call, to notice a fork. On a hot path that is one system call per request; from 3.12 on the
@@ -12,8 +13,10 @@ import asyncio
 import os
 import sys
 import threading
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+_T = TypeVar("_T")
 
 if sys.version_info >= (3, 12):
     current_task = asyncio.current_task  # implemented in C, no system call
@@ -74,4 +77,32 @@ async def read_capped(resp: StreamedBody, limit: int) -> bytes | None:
     return b"".join(chunks)
 
 
-__all__ = ["StreamedBody", "current_task", "read_capped", "running_loop"]
+class SizedQueue(asyncio.Queue[_T]):
+    """An :class:`asyncio.Queue` bounded in bytes as well as in items: it is full once it holds ``maxsize`` items or
+    once the sizes of its items (``size(item)``) add up to ``max_bytes``. An item is taken while the queue is not
+    full, so the queued bytes stay under ``max_bytes`` plus one item, and an item larger than ``max_bytes`` passes
+    alone. ``put`` waits and ``put_nowait`` raises :class:`asyncio.QueueFull`, as for a count-bounded queue."""
+
+    def __init__(self, maxsize: int, max_bytes: int, size: Callable[[_T], int]) -> None:
+        if max_bytes < 1:
+            raise ValueError(f"max_bytes must be at least 1, not {max_bytes}")
+        super().__init__(maxsize)
+        self.max_bytes = max_bytes
+        self.queued_bytes = 0
+        self._size = size
+
+    def full(self) -> bool:
+        """Whether ``put`` would wait: ``maxsize`` items, or ``max_bytes`` bytes, are queued."""
+        return self.queued_bytes >= self.max_bytes or super().full()
+
+    def _put(self, item: _T) -> None:
+        self.queued_bytes += self._size(item)
+        super()._put(item)  # type: ignore[misc]
+
+    def _get(self) -> _T:
+        item: _T = super()._get()  # type: ignore[misc]
+        self.queued_bytes -= self._size(item)
+        return item
+
+
+__all__ = ["SizedQueue", "StreamedBody", "current_task", "read_capped", "running_loop"]

@@ -1,4 +1,5 @@
-"""mcpkit._aio: the running loop and task without asyncio's per-call getpid() on 3.11, and never a wrong answer."""
+"""mcpkit._aio: the running loop and task without asyncio's per-call getpid() on 3.11, and never a wrong answer; the
+queue bounded in bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 
 import pytest
 
-from mcpkit._aio import current_task, running_loop
+from mcpkit._aio import SizedQueue, current_task, running_loop
 
 
 def test_same_answers_as_asyncio_across_loops_in_one_thread() -> None:
@@ -86,3 +87,33 @@ def test_a_forked_child_does_not_see_the_parents_loop() -> None:
     if sys.version_info >= (3, 12):
         pytest.skip("3.12+ uses asyncio.get_running_loop itself")
     assert asyncio.run(main()) == 0
+
+
+async def test_a_sized_queue_is_full_by_bytes_before_its_item_count() -> None:
+    q: SizedQueue[bytes] = SizedQueue(256, 100, len)
+    q.put_nowait(b"x" * 60)
+    q.put_nowait(b"x" * 60)  # taken: the queue was under its bytes; now over them, so full
+    assert q.queued_bytes == 120 and q.full() and q.qsize() == 2
+    with pytest.raises(asyncio.QueueFull):
+        q.put_nowait(b"x")
+    waiting = asyncio.ensure_future(q.put(b"y" * 10))
+    await asyncio.sleep(0)
+    assert not waiting.done()  # put waits for room in bytes, as for room in items
+    assert q.get_nowait() == b"x" * 60
+    await asyncio.wait_for(waiting, 1)
+    assert q.queued_bytes == 70 and q.qsize() == 2
+    while not q.empty():
+        q.get_nowait()
+    assert q.queued_bytes == 0
+    q.put_nowait(b"z" * 1000)  # one item larger than the bound passes alone
+    assert q.full()
+
+
+async def test_a_sized_queue_is_still_full_by_item_count() -> None:
+    q: SizedQueue[bytes] = SizedQueue(2, 1 << 20, len)
+    q.put_nowait(b"a")
+    q.put_nowait(b"b")
+    with pytest.raises(asyncio.QueueFull):
+        q.put_nowait(b"c")
+    with pytest.raises(ValueError):
+        SizedQueue(2, 0, len)

@@ -10,5 +10,8 @@ from __future__ import annotations
 from ..engine import NULL_OUTBOX, BaseConnection, Connection, NullOutbox
 
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+#: The bytes an outgoing queue of one connection (an SSE stream, a WebSocket) holds before it counts as full: four
+#: max-size messages. A server's own messages have no size limit, so a bound in messages alone is not one in memory.
+DEFAULT_QUEUE_BYTES = 16 * 1024 * 1024
 
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "NULL_OUTBOX", "BaseConnection", "Connection", "NullOutbox"]

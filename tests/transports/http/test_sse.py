@@ -235,12 +235,17 @@ async def test_server_closing_the_stream_ends_the_client_connection() -> None:
         assert endpoint.session_count == 0
 
 
+@pytest.mark.parametrize(
+    "bounds",
+    [{"queue_size": 2}, {"queue_bytes": 3_000_000}],  # (bytes: a 256-message queue would take every answer)
+    ids=["messages", "bytes"],
+)
 async def test_a_reader_that_stops_reading_is_dropped_and_memory_stays_bounded(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, bounds: dict[str, int]
 ) -> None:
     caplog.set_level("WARNING", logger="mcpkit.sse")
     async with (
-        sse_server(queue_size=2, stall_timeout=0.5) as (endpoint, base),
+        sse_server(stall_timeout=0.5, **bounds) as (endpoint, base),
         httpx.AsyncClient(timeout=10) as client,
         raw_stream(client, base + "/sse") as (_, ep),
     ):

@@ -466,10 +466,16 @@ async def test_body_limit_and_session_cap() -> None:
         assert r.status_code == 404
 
 
-async def test_slow_standalone_reader_cannot_grow_memory() -> None:
-    """A GET stream whose client never reads: the per-stream queue stays bounded and the stream is dropped."""
+@pytest.mark.parametrize(
+    ("bounds", "most"),
+    [({"queue_size": 16}, 16), ({"queue_bytes": 2_000}, 40)],  # (bytes: ~70 per event, far fewer than 256 events)
+    ids=["messages", "bytes"],
+)
+async def test_slow_standalone_reader_cannot_grow_memory(bounds: dict[str, int], most: int) -> None:
+    """A GET stream whose client never reads: the per-stream queue stays bounded, in messages and in bytes, and the
+    stream is dropped."""
     server = make_server()
-    app = create_app(server, sse=False, ws=False, queue_size=16, keepalive=0)
+    app = create_app(server, sse=False, ws=False, keepalive=0, **bounds)  # type: ignore[arg-type]
     ep = app.streamable
     assert ep is not None
     body = orjson.dumps(initialize_body(V))
@@ -512,7 +518,8 @@ async def test_slow_standalone_reader_cannot_grow_memory() -> None:
     conn = stream.conn
     for _i in range(5000):
         await server.notify_list_changed("tools")
-        assert conn.queue.qsize() <= 16
+        assert conn.queue.qsize() <= most
+        assert conn.queue.queued_bytes <= bounds.get("queue_bytes", 1 << 30) + 200
     assert conn.aborted  # the laggard was cut off instead of buffering 5000 messages
     assert stream.conn is None  # and the session accepts a new GET (resumable from the event store, if any)
     disconnect.set()

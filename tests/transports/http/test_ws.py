@@ -323,8 +323,13 @@ async def test_server_shutdown_closes_with_1001() -> None:
             await session.call_tool("echo", {"text": "x"})
 
 
-async def test_a_client_that_stops_reading_is_dropped() -> None:
-    async with ws_server(queue_size=2, stall_timeout=0.5) as (endpoint, url):
+@pytest.mark.parametrize(
+    "bounds",
+    [{"queue_size": 2}, {"queue_bytes": 3_000_000}],  # (bytes: a 256-message queue would take every answer)
+    ids=["messages", "bytes"],
+)
+async def test_a_client_that_stops_reading_is_dropped(bounds: dict[str, int]) -> None:
+    async with ws_server(stall_timeout=0.5, **bounds) as (endpoint, url):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         raw = await RawWS.open(port)
         raw.send_frame(0x1, orjson.dumps(INIT))

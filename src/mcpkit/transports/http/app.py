@@ -208,10 +208,11 @@ def create_app(
     **options: Unpack[EndpointOptions],
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
-    ``queue_size``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
+    ``queue_size``, ``queue_bytes``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
     ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``.
     The engine options among them (``max_concurrency``, ``max_batch_size``, timeouts) apply to the sessions of
-    every endpoint: ``/mcp``, ``/sse`` and ``/ws``. ``fanout`` (e.g. :class:`~mcpkit.stores.redis.RedisFanout`)
+    every endpoint: ``/mcp``, ``/sse`` and ``/ws``, and so do the bounds of a connection's outgoing queue
+    (``queue_size``, ``queue_bytes``). ``fanout`` (e.g. :class:`~mcpkit.stores.redis.RedisFanout`)
     is given to the server (``server.set_fanout``) so its change notifications reach every worker's clients; the
     app's ASGI lifespan starts it and stops it. Without it the server keeps the one it has (in process by
     default).
@@ -252,6 +253,8 @@ def create_app(
     # the engine's own bounds apply to every endpoint's sessions, not only to /mcp's
     given: dict[str, Any] = dict(options)
     engine = {key: given[key] for key in _ENGINE_OPTIONS if key in given}
+    # and the bounds of a connection's outgoing queue, to every endpoint's connections
+    queues = {key: given[key] for key in ("queue_size", "queue_bytes") if key in given}
     streamable = StreamableHTTPEndpoint(
         server,
         stateless=stateless,
@@ -279,6 +282,7 @@ def create_app(
             check_request=check,
             max_sessions=max_sessions,
             max_sessions_per_client=max_sessions_per_client,
+            **queues,
             **engine,
         )
         routes["/" + sse_path.strip("/")] = legacy
@@ -289,7 +293,7 @@ def create_app(
     if ws:
         from .ws import WebSocketEndpoint
 
-        websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check, **engine)
+        websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check, **queues, **engine)
         routes["/" + ws_path.strip("/")] = websocket
         closers.append(websocket.aclose)
     if streamable.shared is not None and max_followers is not None:

@@ -55,7 +55,10 @@ class EndpointOptions(EngineOptions, total=False):
     keepalive: float
     """Seconds between SSE keepalive comments (default 15)."""
     queue_size: int
-    """Messages buffered per SSE stream (default 256)."""
+    """Messages buffered per SSE stream or WebSocket connection (default 256)."""
+    queue_bytes: int
+    """Bytes buffered per SSE stream or WebSocket connection (default 16 MiB; the message that crosses the bound is
+    still buffered)."""
     max_requests_per_session: int
     """Requests of one session in flight at once (default 1024; then queued)."""
     max_queued_per_session: int

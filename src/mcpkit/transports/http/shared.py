@@ -219,7 +219,7 @@ class SharedSessions:
         if stream is None:
             stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        conn = Conn(self.sse.queue_size)
+        conn = Conn(self.sse.queue_size, self.sse.queue_bytes)
         if stream.conn is not None:
             stream.conn.abort()  # the client resumes, so it considers that connection dead
         stream.conn = conn  # events delivered from now on queue up; the replay below covers what came before

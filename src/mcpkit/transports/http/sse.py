@@ -8,9 +8,9 @@ Mounting::
     # explicitly to ``sse.handle_stream`` (GET) and ``sse.handle_post`` (POST). ``sse`` alone is also a complete
     # ASGI app (it answers the lifespan protocol), which is how the tests serve it.
 
-``LegacySSEEndpoint(server, *, messages_path="/messages", max_body=4 MiB, queue_size=256, stall_timeout=30.0,
-keepalive=15.0, max_sessions=10_000, max_sessions_per_client=100, allowed_origins=None, allowed_hosts=None,
-check_request=None, **peer_options)``
+``LegacySSEEndpoint(server, *, messages_path="/messages", max_body=4 MiB, queue_size=256, queue_bytes=16 MiB,
+stall_timeout=30.0, keepalive=15.0, max_sessions=10_000, max_sessions_per_client=100, allowed_origins=None,
+allowed_hosts=None, check_request=None, **peer_options)``
 
 Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also accepted at ``/message``):
 
@@ -32,7 +32,8 @@ Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also 
 * Bounded sessions: at most ``max_sessions`` open streams (503 beyond) and ``max_sessions_per_client`` per
   client (429 beyond; the client is the authenticated principal, ``scope["auth"]``, else the remote address).
   A session here IS its open stream, so none is idle enough to evict: the caps refuse instead.
-* Bounded memory: each session has a bounded queue (``queue_size`` messages). A writer that finds it full waits
+* Bounded memory: each session has a bounded queue (``queue_size`` messages, ``queue_bytes`` bytes: the message
+  that crosses that bound is still queued). A writer that finds it full waits
   up to ``stall_timeout`` seconds for the reader, then the session is dropped (its stream ends), so a slow or
   stuck SSE reader cannot grow server memory or stall notification fan-out for everyone else.
 
@@ -52,13 +53,14 @@ from urllib.parse import parse_qs, quote
 
 import orjson
 
+from ..._aio import SizedQueue
 from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, header, read_rest
 from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
 from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ...stores.log import LogEntry, SharedFanout
-from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
 from .sessions import client_key, owner_matches
 from .wire import TEXT_TYPE, declared_too_large, respond, wait_disconnect
@@ -90,8 +92,10 @@ class BoundedOutbox:
 
     __slots__ = ("closed", "on_stall", "queue", "stall_timeout")
 
-    def __init__(self, maxsize: int, stall_timeout: float, on_stall: Callable[[], None]) -> None:
-        self.queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize)
+    def __init__(
+        self, maxsize: int, stall_timeout: float, on_stall: Callable[[], None], max_bytes: int = DEFAULT_QUEUE_BYTES
+    ) -> None:
+        self.queue: SizedQueue[bytes] = SizedQueue(maxsize, max_bytes, len)
         self.stall_timeout = stall_timeout
         self.on_stall = on_stall
         self.closed = False
@@ -160,6 +164,7 @@ class LegacySSEEndpoint:
         messages_path: str = "/messages",
         max_body: int = DEFAULT_MAX_MESSAGE_SIZE,
         queue_size: int = 256,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         stall_timeout: float = 30.0,
         keepalive: float = 15.0,
         max_sessions: int | None = 10_000,
@@ -175,6 +180,7 @@ class LegacySSEEndpoint:
         self.messages_path = "/" + messages_path.lstrip("/")
         self.max_body = max_body
         self.queue_size = queue_size
+        self.queue_bytes = queue_bytes
         self.stall_timeout = stall_timeout
         self.keepalive = keepalive
         self.max_sessions = max_sessions
@@ -236,7 +242,8 @@ class LegacySSEEndpoint:
         shared = self.shared
         worker = shared.worker if shared is not None else 0
         sid = (f"{worker:05x}" if worker else "") + secrets.token_hex(16)  # (the worker that holds the stream)
-        stream = _SSEStream(sid, BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort()), client)
+        outbox = BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort(), self.queue_bytes)
+        stream = _SSEStream(sid, outbox, client)
         session = self.server.create_session(stream.outbox, **self.peer_options)
         stream.session = session
         self._streams[sid] = stream

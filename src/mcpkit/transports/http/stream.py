@@ -19,11 +19,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from ..._aio import SizedQueue
 from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
 from ...stores import FollowableEventStore
+from ..base import DEFAULT_QUEUE_BYTES
 from .wire import bad, respond, wait_disconnect
 
 if TYPE_CHECKING:
@@ -66,13 +68,18 @@ class HasRequestContext(Protocol):
     def rc(self) -> RequestContext: ...
 
 
+def _frame_size(item: tuple[int, bytes] | None) -> int:
+    return 0 if item is None else len(item[1])
+
+
 class Conn:
-    """One open SSE response: a bounded queue the request's coroutine drains into ASGI ``send``."""
+    """One open SSE response: a queue, bounded in events and in bytes, that the request's coroutine drains into
+    ASGI ``send``."""
 
     __slots__ = ("aborted", "ended", "last_seq", "queue")
 
-    def __init__(self, maxsize: int) -> None:
-        self.queue: asyncio.Queue[tuple[int, bytes] | None] = asyncio.Queue(maxsize)
+    def __init__(self, maxsize: int, max_bytes: int = DEFAULT_QUEUE_BYTES) -> None:
+        self.queue: SizedQueue[tuple[int, bytes] | None] = SizedQueue(maxsize, max_bytes, _frame_size)
         self.ended = False
         self.aborted = False
         self.last_seq = 0
@@ -363,13 +370,13 @@ class SSEPump:
     GET to a stream (:meth:`attach`, with replay) and resuming one from ``Last-Event-ID`` (:meth:`resume`).
 
     Args:
-        event_store, session_store, retry_interval, keepalive, queue_size: the endpoint's (see
+        event_store, session_store, retry_interval, keepalive, queue_size, queue_bytes: the endpoint's (see
             :class:`~.streamable.StreamableHTTPEndpoint`).
         sync: saves and announces a session's changed state (``SessionManager.sync``), called before a message
             leaves when the session's log level or subscriptions changed.
     """
 
-    __slots__ = ("event_store", "keepalive", "queue_size", "retry_interval", "session_store", "sync")
+    __slots__ = ("event_store", "keepalive", "queue_bytes", "queue_size", "retry_interval", "session_store", "sync")
 
     def __init__(
         self,
@@ -379,6 +386,7 @@ class SSEPump:
         retry_interval: int | None,
         keepalive: float,
         queue_size: int,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         sync: Callable[[HTTPSession], Awaitable[None]],
     ) -> None:
         self.event_store = event_store
@@ -386,6 +394,7 @@ class SSEPump:
         self.retry_interval = retry_interval
         self.keepalive = keepalive
         self.queue_size = queue_size
+        self.queue_bytes = queue_bytes
         self.sync = sync
 
     async def start(self, stream: Stream, first: bytes) -> None:
@@ -397,7 +406,7 @@ class SSEPump:
         if stream.asgi is None:
             raise ConnectionClosed("the answer to this request is complete; nothing more can be sent on it")
         receive, send, extra, ctx = stream.asgi
-        conn = Conn(self.queue_size)
+        conn = Conn(self.queue_size, self.queue_bytes)
         stream.conn = conn
         stream.mode = SSE_MODE
         order = stream.order = asyncio.Lock()
@@ -493,7 +502,7 @@ class SSEPump:
         replay_no: int | None = None,
     ) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        conn = Conn(self.queue_size)
+        conn = Conn(self.queue_size, self.queue_bytes)
         live = not stream.finished and (
             stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
         )

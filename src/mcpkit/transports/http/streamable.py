@@ -41,7 +41,7 @@ from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
 from ...protocol.jsonrpc import Batch, Invalid, Notification, Request
 from ...protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY
-from ..base import DEFAULT_MAX_MESSAGE_SIZE, NULL_OUTBOX
+from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES, NULL_OUTBOX
 from .answer import Answerer, error_status
 from .handshake import HandshakeRoutes
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
@@ -101,7 +101,10 @@ class StreamableHTTPEndpoint:
         get_stream: offer the standalone GET stream (405 when False).
         retry_interval: milliseconds sent as ``retry:`` with priming events and server-side closes.
         keepalive: seconds of silence after which an SSE stream gets a ``:`` comment line.
-        queue_size: bound of each SSE connection's queue.
+        queue_size: bound of each SSE connection's queue, in messages.
+        queue_bytes: bound of each SSE connection's queue, in bytes (default 16 MiB; the message that crosses it
+            is still queued). A POST's stream makes its handler wait for the reader; the standalone GET stream of
+            a reader that falls that far behind is closed (it may reconnect and resume).
         max_requests_per_session: requests of one session running at once (each item of a batch counts as one).
             Default 1,024, the default bound on open connections: one HTTP/1.1 connection carries one POST at a
             time, so single requests are not held back below what the server admits anyway; batches and lower
@@ -134,6 +137,7 @@ class StreamableHTTPEndpoint:
         retry_interval: int | None = None,
         keepalive: float = 15.0,
         queue_size: int = 256,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         max_requests_per_session: int = 1024,
         max_queued_per_session: int = 768,
         max_queued_bytes_per_session: int = DEFAULT_MAX_MESSAGE_SIZE,
@@ -172,6 +176,7 @@ class StreamableHTTPEndpoint:
             retry_interval=retry_interval,
             keepalive=keepalive,
             queue_size=queue_size,
+            queue_bytes=queue_bytes,
             sync=self.sessions.sync,  # a session's changed state is saved before a message leaves
         )
         self.shared = self.sessions.share(self.sse)  # (see .shared)

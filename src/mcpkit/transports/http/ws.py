@@ -9,8 +9,8 @@ Mounting::
     # ``ws`` alone is also a complete ASGI app (it answers the lifespan protocol and 404s plain HTTP).
 
 ``WebSocketEndpoint(server, *, max_message=4 MiB, ping_interval=20.0, ping_timeout=20.0, queue_size=256,
-stall_timeout=30.0, require_subprotocol=True, allowed_origins=None, allowed_hosts=None, check_request=None,
-**peer_options)``
+queue_bytes=16 MiB, stall_timeout=30.0, require_subprotocol=True, allowed_origins=None, allowed_hosts=None,
+check_request=None, **peer_options)``
 
 Rules:
 
@@ -20,7 +20,8 @@ Rules:
 * ``Origin``/``Host`` are checked before the upgrade (the same policy as the SSE endpoint; refused → HTTP 403).
 * One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
   text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
-  the frame reaches us); a stuck reader (outgoing queue full for ``stall_timeout`` s) → 1008; shutdown → 1001.
+  the frame reaches us); a stuck reader (outgoing queue full, ``queue_size`` messages or ``queue_bytes``
+  bytes, for ``stall_timeout`` s) → 1008; shutdown → 1001.
   Text that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection stays open.
 * One :class:`~mcpkit.server.lowlevel.ServerSession` per connection, so both eras work: handshake-era sessions
   (``initialize`` …) and modern-era requests carrying ``params._meta`` protocol version go through the same peer.
@@ -40,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from ..._asgi import Receive, Scope, Send, lifespan
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
-from ..base import DEFAULT_MAX_MESSAGE_SIZE
+from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
 from .sse import BoundedOutbox
 from .wire import TEXT_TYPE, respond
@@ -96,6 +97,7 @@ class WebSocketEndpoint:
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         queue_size: int = 256,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
         stall_timeout: float = 30.0,
         require_subprotocol: bool = True,
         allowed_origins: Iterable[str] | str | None = None,
@@ -108,6 +110,7 @@ class WebSocketEndpoint:
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.queue_size = queue_size
+        self.queue_bytes = queue_bytes
         self.stall_timeout = stall_timeout
         self.require_subprotocol = require_subprotocol
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
@@ -165,7 +168,7 @@ class WebSocketEndpoint:
         else:
             await send({"type": "websocket.accept"})
 
-        conn = _Connection(BoundedOutbox(self.queue_size, self.stall_timeout, lambda: None))
+        conn = _Connection(BoundedOutbox(self.queue_size, self.stall_timeout, lambda: None, self.queue_bytes))
         conn.outbox.on_stall = lambda: conn.abort(CLOSE_POLICY_VIOLATION, "client is not reading")
         session = self.server.create_session(conn.outbox, **self.peer_options)
         self._connections.add(conn)
