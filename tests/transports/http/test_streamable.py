@@ -1074,6 +1074,14 @@ async def test_cors_for_trusted_browser_origins() -> None:
         assert r.status_code == 403 and "access-control-allow-origin" not in r.headers
         r = await http.post(url, json=initialize_body(V), headers=handshake_headers())
         assert "access-control-allow-origin" not in r.headers  # not a browser request: no CORS headers
+        # an OPTIONS that is no preflight (no Origin) is told what the endpoint allows; a method it does not serve
+        # is a 405 naming them
+        r = await http.options(url)
+        assert r.status_code == 204 and r.headers["allow"] == "GET, POST, DELETE, OPTIONS"
+        assert "access-control-allow-origin" not in r.headers
+        r = await http.put(url, content=b"{}")
+        assert r.status_code == 405 and r.headers["allow"] == "GET, POST, DELETE, OPTIONS"
     async with running(make_server(), cors=False) as (base, _), httpx.AsyncClient() as http:
-        r = await http.options(base + "/mcp", headers={"origin": "http://localhost:3000"})
-        assert r.status_code == 405
+        # without CORS a browser's preflight gets no CORS headers: the page may not call the endpoint
+        r = await http.options(base + "/mcp", headers={**pre, "origin": "http://localhost:3000"})
+        assert r.status_code == 204 and "access-control-allow-origin" not in r.headers

@@ -73,6 +73,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.http")
 
 
+#: The methods of the endpoint (the ``Allow`` header of a 405 and of an OPTIONS answer)
+ALLOWED_METHODS = b"GET, POST, DELETE, OPTIONS"
+
+
 class StreamableHTTPEndpoint:
     """The Streamable HTTP endpoint (both eras) as an ASGI callable. See the module docstring for the rules.
 
@@ -379,8 +383,12 @@ class StreamableHTTPEndpoint:
             await self.handshake.get(scope, h, receive, send)
         elif method == "DELETE":
             await self.handshake.delete(scope, h, send)
+        elif method == "OPTIONS":
+            # not a CORS preflight (no Origin, or CORS off): what the endpoint allows (RFC 9110 9.3.7), no CORS
+            # headers, so a browser page still may not call it
+            await respond(send, 204, b"", None, [(b"allow", ALLOWED_METHODS)])
         else:
-            await respond(send, 405, b"", None, [(b"allow", b"GET, POST, DELETE, OPTIONS")])
+            await respond(send, 405, b"", None, [(b"allow", ALLOWED_METHODS)])
 
     # ------------------------------------------------------------------ POST
 
