@@ -35,6 +35,10 @@ def test_request_ids_must_be_string_or_integer_never_null(raw: bytes) -> None:
     r = jsonrpc.parse(raw)
     assert isinstance(r, Invalid) and r.id is None
     assert r.error()["code"] == errors.INVALID_REQUEST
+    # the message says what the id was
+    said = {b"null": "null", b"1.5": "a number (1.5)", b"true": "true", b"[1]": "an array"}
+    kind = next(v for k, v in said.items() if b'"id":' + k in raw)
+    assert r.error()["message"].endswith(f'"id" must be a string or an integer, not {kind}')
 
 
 @pytest.mark.req("M005", "M010")

@@ -120,6 +120,15 @@ def _valid_id(value: object) -> bool:
     return t is str or t is int
 
 
+def _json_kind(value: object) -> str:
+    """What a JSON value is, for an error message: ``null``, ``true``, ``a number (1.5)``, ``an array``..."""
+    if value is None or type(value) is bool:
+        return orjson.dumps(value).decode()
+    if isinstance(value, (int, float)):
+        return f"a number ({value!r})"
+    return "an array" if isinstance(value, list) else "an object" if isinstance(value, dict) else type(value).__name__
+
+
 def classify(obj: object) -> Parsed:
     """Turn one decoded JSON value into a message, or an :class:`Invalid` saying what is wrong."""
     if type(obj) is not dict:
@@ -137,7 +146,7 @@ def classify(obj: object) -> Parsed:
                 return Request(rid, method, params)  # type: ignore[arg-type]
             if "id" not in obj:
                 return Notification(method, params)
-            return Invalid(None, '"id" must be a string or an integer (not null)')
+            return Invalid(None, f'"id" must be a string or an integer, not {_json_kind(rid)}')
         if type(method) is not str:
             return Invalid(rid if _valid_id(rid) else None, '"method" must be a string')
         return Invalid(rid if _valid_id(rid) else None, '"params" must be an object')
