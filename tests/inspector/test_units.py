@@ -57,6 +57,12 @@ async def test_a_page_that_falls_behind_gets_resync_and_the_pages_are_bounded() 
     a.close()
     hub.subscribe()  # a place was freed
     assert hub.subscribers == 2 and b.overflowed == 1
+    # in bytes too: large events overflow a page long before its count does
+    hub = EventHub(queue_size=2_000, queue_bytes=100_000)
+    c = hub.subscribe()
+    for _ in range(5):
+        hub.publish("result", text="x" * 40_000)
+    assert c.overflowed == 1 and b"resync" in await c.next()
 
 
 def test_the_page_never_parses_data_as_html() -> None:
