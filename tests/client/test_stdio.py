@@ -15,7 +15,7 @@ import pytest
 
 from mcpkit.client.client import Client, ToolResult
 from mcpkit.client.targets import ServerNotFound, ServerStartError
-from mcpkit.protocol.errors import MCPError, RequestTimeout
+from mcpkit.protocol.errors import ConnectionClosed, MCPError, RequestTimeout
 from mcpkit.protocol.types import EmbeddedResource, ImageContent, ResourceLink, TextContent
 from mcpkit.transports.stdio import StdioServer
 from support.oracle import validate_message
@@ -48,6 +48,31 @@ async def test_launches_subprocess_and_shuts_down_by_closing_stdin(mode: str) ->
         assert (await c.call_tool("echo", {"text": "over stdio"})).text == "over stdio"
     # the client closed stdin and the server exited on its own (0): no SIGTERM (-15) or SIGKILL (-9) was needed
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("how", ["async for", "next"])
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_watch_ends_with_connection_closed_when_the_server_dies(mode: str, how: str) -> None:
+    """A loop over ``client.watch()`` (``async for`` or ``next()``) ends with ConnectionClosed when the server
+    dies, in both eras: it neither waits forever for changes that cannot come nor ends as if the server had closed
+    the subscription on purpose."""
+    async with Client(SERVER, mode=mode, timeout=10) as client, client.watch(tools=True) as watch:
+
+        async def consume() -> None:
+            if how == "next":
+                await watch.next()
+            else:
+                async for _ in watch:
+                    pass
+
+        consumer = asyncio.ensure_future(consume())
+        await asyncio.sleep(0.2)
+        with pytest.raises(ConnectionClosed):
+            await client.call_tool("exit")
+        with pytest.raises(ConnectionClosed):
+            await asyncio.wait_for(consumer, 5)
+        with pytest.raises(ConnectionClosed):  # and again, at once
+            await asyncio.wait_for(watch.next(), 1)
 
 
 @pytest.mark.req("M017")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import EllipsisType
@@ -285,6 +286,7 @@ class ClientConnection:
         """Close the session and the transport (stdio: close stdin, then signal; HTTP: DELETE the session)."""
         session, opened = self._session, self._opened
         self._session = self._opened = None
+        self._end_watches(ConnectionClosed("the client was closed"))
         if session is not None:
             with contextlib.suppress(Exception):
                 await session.aclose()
@@ -413,10 +415,21 @@ class ClientConnection:
         )
         if self.cache is not None:
             session.seen = self.cache.invalidate  # every notification, listen streams' included
+        session.on_end = functools.partial(self._session_ended, session)
         if self._telemetry is not None:
             session.peer.tracer = self._telemetry.client_tracer(session)
             session.input_tracer = self._telemetry
         return session
+
+    def _session_ended(self, session: ClientSession, reason: str) -> None:
+        """The connection of ``session`` ended: unless it was replaced (re-initialized) or closed here, the watches
+        end with ConnectionClosed (no change can reach them any more)."""
+        if self._session is session:
+            self._end_watches(ConnectionClosed(reason))
+
+    def _end_watches(self, exc: ConnectionClosed) -> None:
+        for watch in list(self._watches):
+            watch.fail(exc)
 
     async def _sample(self, params: SamplingParams) -> Any:
         assert self._sampling_handler is not None

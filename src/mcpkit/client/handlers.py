@@ -453,7 +453,7 @@ class Watch:
 
     def __init__(
         self,
-        queue: asyncio.Queue[tuple[str, JSONDict]],
+        queue: asyncio.Queue[tuple[str, JSONDict] | None],
         methods: frozenset[str],
         uris: frozenset[str],
         subscription: Subscription | None = None,
@@ -462,11 +462,23 @@ class Watch:
         self.methods = methods
         self.uris = uris
         self.subscription = subscription
+        self._error: BaseException | None = None
+
+    def fail(self, exc: BaseException) -> None:
+        """The connection ended: once the changes already received are read, the watch raises ``exc``."""
+        if self._error is not None:
+            return
+        self._error = exc
+        if self._queue.full():
+            self._queue.get_nowait()  # (one change dropped to make room for the end)
+        self._queue.put_nowait(None)
 
     def offer(self, method: str, params: JSONDict | None) -> None:
         if method in self.methods or (
             method == "notifications/resources/updated" and isinstance(params, dict) and params.get("uri") in self.uris
         ):
+            if self._error is not None:
+                return
             try:
                 self._queue.put_nowait((method, params or {}))
             except asyncio.QueueFull:
@@ -476,7 +488,14 @@ class Watch:
         """The next change ``(method, params)``; ``timeout`` in seconds (``TimeoutError`` when it passes)."""
         if self.subscription is not None:
             return await self.subscription.next(timeout)
-        return await asyncio.wait_for(self._queue.get(), timeout)
+        return self._item(await asyncio.wait_for(self._queue.get(), timeout))
+
+    def _item(self, item: tuple[str, JSONDict] | None) -> tuple[str, JSONDict]:
+        if item is None:
+            self._queue.put_nowait(None)  # (stays at its end)
+            assert self._error is not None
+            raise self._error
+        return item
 
     def __aiter__(self) -> Watch:
         return self
@@ -484,4 +503,4 @@ class Watch:
     async def __anext__(self) -> tuple[str, JSONDict]:
         if self.subscription is not None:
             return await self.subscription.__anext__()
-        return await self._queue.get()
+        return self._item(await self._queue.get())

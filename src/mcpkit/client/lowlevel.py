@@ -230,6 +230,8 @@ class ClientSession:
         self.keepalive_timeout = keepalive_timeout
         self._keepalive_task: asyncio.Task[None] | None = None
         self.closed_reason: str | None = None
+        #: called with the reason once the connection has ended (the server closed it, or it was closed here)
+        self.on_end: Callable[[str], None] | None = None
         self._meta_cache: tuple[tuple[str, str | None, bool], JSONDict] | None = None
         self._python_log_level: str | None = None
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
@@ -252,6 +254,7 @@ class ClientSession:
             self.conn.set_fast_path(self.peer.feed, None)  # answers complete their requests as the bytes arrive
             self.conn.set_request_failure(self.peer.fail_request)
         self._reader = asyncio.get_running_loop().create_task(self.peer.run(self.conn.receive, drain_timeout=1.0))
+        self._reader.add_done_callback(self._reader_ended)
         try:
             await self.connect()
         except BaseException:
@@ -260,6 +263,10 @@ class ClientSession:
         if self.keepalive and self.features is not None and self.features.ping:
             self._keepalive_task = asyncio.get_running_loop().create_task(self._keepalive_loop(self.keepalive))
         return self
+
+    def _reader_ended(self, _: object) -> None:
+        if self.on_end is not None:
+            self.on_end(self.closed_reason or self.peer._stopped or "the connection was closed")
 
     async def _keepalive_loop(self, interval: float) -> None:
         while True:

@@ -46,22 +46,28 @@ class Subscription:
         raise RequestTimeout("subscriptions/listen", timeout)
 
     async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
-        """The next notification on this stream."""
-        item = await asyncio.wait_for(self._queue.get(), timeout)
-        if item is None:
-            raise StopAsyncIteration
-        return item
+        """The next notification on this stream (``TimeoutError`` after ``timeout`` seconds); StopAsyncIteration
+        once the server ended the subscription, the error that ended it otherwise (ConnectionClosed when the
+        connection did)."""
+        if not self._queue.empty() or not self._task.done():
+            get = asyncio.ensure_future(self._queue.get())
+            try:
+                done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not get.done():
+                    get.cancel()
+            if get in done:
+                item = get.result()
+                if item is not None:
+                    return item
+            elif not done:
+                raise TimeoutError
+        if self._task.done() and not self._task.cancelled() and self._task.exception() is not None:
+            raise self._task.exception()  # type: ignore[misc]
+        raise StopAsyncIteration  # the server ended the subscription
 
     def __aiter__(self) -> Subscription:
         return self
 
     async def __anext__(self) -> tuple[str, JSONDict]:
-        get = asyncio.ensure_future(self._queue.get())
-        done, _ = await asyncio.wait({get, self._task}, return_when=asyncio.FIRST_COMPLETED)
-        if get in done:
-            item = get.result()
-            if item is None:
-                raise StopAsyncIteration
-            return item
-        get.cancel()
-        raise StopAsyncIteration  # the server ended the subscription
+        return await self.next()

@@ -6,7 +6,8 @@ the in-memory tests. Everything is paginated with a small page size so the clien
 Tools: echo (read-only), add (outputSchema), bad_output / no_structured (break their outputSchema), wrapped
 (x-mcpkit-wrap-result), fail (isError), slow (progress; records cancellation), status, counter (not idempotent),
 ask (form elicitation), ask_url (URL elicitation), sample (sampling, optionally with tools), roots, log,
-needs_url (-32042 until a URL flow completed), t00..t11 (27 tools in all).
+needs_url (-32042 until a URL flow completed), t00..t11 (27 tools in all); and, unlisted, exit (the process exits
+with code 3 without answering).
 Resources: mcpkit://text/0..5, mcpkit://blob (binary), template mcpkit://item/{id}. Prompts: greet, plain.
 """
 
@@ -125,6 +126,10 @@ def build_server() -> Server:
     async def call_tool(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
         args = params.get("arguments") or {}
+        if name == "exit":
+            import os
+
+            os._exit(3)
         if name == "echo":
             return text(str(args.get("text", "")))
         if name == "add":
