@@ -171,3 +171,14 @@ def test_a_server_that_does_not_load_is_not_installed(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "boom" in proc.stderr and "--name" in proc.stderr
     assert not (tmp_path / ".config").exists()
     assert mcpkit("claude-desktop", str(tmp_path / "nope.py"), home=tmp_path, cwd=tmp_path).returncode != 0
+
+
+def test_an_empty_server_name_is_refused(tmp_path: Path) -> None:
+    """``--name ''`` (or a server named "" or " "): no entry keyed by an empty name is written to a host's file;
+    it used to be added (``added '' in ...claude_desktop_config.json``)."""
+    server = tmp_path / "server.py"
+    server.write_text("from mcpkit import MCPKit\napp = MCPKit(' ')\n")
+    for args in (["--name", ""], ["--name", "  "], []):
+        proc = mcpkit("claude-desktop", str(server), *args, home=tmp_path, cwd=tmp_path)
+        assert proc.returncode != 0 and "name" in proc.stderr and "empty" in proc.stderr, proc.stdout + proc.stderr
+    assert not (tmp_path / ".config").exists()

@@ -229,6 +229,8 @@ def install_command(
                 name = str(load_server(server).name)
             except LoadError as exc:
                 raise InstallError(f"{exc.message}\n(--name NAME installs it without importing it)") from None
+        if not name.strip():  # (a host lists servers by name: an empty key is no name)
+            raise InstallError("the server's name in the host is empty: give one with --name NAME")
         if host == "mcp-json":
             click.echo(json.dumps({name: entry}, indent=2, ensure_ascii=False))
             return
