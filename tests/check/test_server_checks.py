@@ -444,6 +444,30 @@ async def test_server_everything_over_streamable_http_a_replayed_request_is_not_
     assert report.status("M004") == PASS, report.render_text(verbose=True)
 
 
+async def test_a_2026_07_28_only_server_is_judged_statelessly_not_failed_for_refusing_initialize(
+    node_bin: Path, free_port: Callable[[], int]
+) -> None:
+    """The official TypeScript SDK v2 server serving only 2026-07-28 (``--legacy reject``) answers ``initialize``
+    with -32022 naming the versions it supports, as the 2026-07-28 versioning page asks of a modern-only server.
+    The checker judges it in the stateless era and does not fail M042 (or abort) over the handshake it refuses."""
+    script = ROOT / "tests" / "support" / "interop" / "ts_server_v2.mjs"
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(node_bin), str(script), "--http", "--port", str(port), "--legacy", "reject"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await asyncio.to_thread(wait_listening, port, proc, 60)
+        report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=10.0)
+    finally:
+        stop(proc)
+    assert report.failed_musts() == [], report.render_text(verbose=True)
+    assert "aborted" not in report.info and "2026-07-28 only" in str(report.info), report.info
+    assert report.status("M042") == PASS and "server/discover" in report.requirements["M042"].evidence
+    assert report.exit_code() == 0
+
+
 PEERS = ROOT / "tests" / "support" / "servers" / "peers"
 # What the other Python SDKs' servers fail, each a true fault (see the issue's note):
 # M011: over stdio they negotiate 2025-03-26 but answer no JSON-RPC batch (receiving batches is a MUST there);

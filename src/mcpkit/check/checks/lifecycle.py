@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from typing import Any
 
 from ...protocol.versions import (
     ALL_VERSIONS,
+    HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE,
     V2024_11_05,
     V2025_03_26,
@@ -56,6 +58,15 @@ class LifecycleChecks(CheckerBase):
         if self.transport == "stdio":
             r.ok("M013", "initialize answered on stdout", "initialize")
         err = _err(resp)
+        supported = _modern_only(err)
+        if supported is not None:  # a 2026-07-28-only server, which refuses initialize as that revision asks
+            r.info["handshake era"] = (
+                f"not served: initialize refused with -32022, supported {supported} (a 2026-07-28 only server, "
+                "judged in the stateless era)"
+            )
+            if not self.modern_pass:
+                r.info["aborted"] = "the server speaks 2026-07-28 only, which --no-stateless skips"
+            return False
         if err is not None:
             r.fail("M042", f"initialize answered with an error: {resp.short()}", "initialize")
             if self.transport == "stdio" and _ASKS_FOR_AUTH.search(str(err.get("message", ""))):
@@ -285,3 +296,18 @@ class LifecycleChecks(CheckerBase):
             r.warn("S021", "a request without a method got no response (JSON-RPC expects -32600)")
         else:
             r.fail("S021", f"a request without a method got {reply.short()}", "request without method")
+
+
+def _modern_only(err: dict[str, Any] | None) -> list[str] | None:
+    """The versions an ``initialize`` error names when it says the server speaks no handshake-era revision:
+    UnsupportedProtocolVersionError (-32022) whose ``data.supported`` lists only later revisions (the 2026-07-28
+    versioning page: a modern-only server SHOULD name its versions in any error to ``initialize``)."""
+    if err is None or err.get("code") != -32022:
+        return None
+    data = err.get("data")
+    supported = data.get("supported") if isinstance(data, dict) else None
+    if not isinstance(supported, list) or not supported or not all(isinstance(v, str) for v in supported):
+        return None
+    if any(v in HANDSHAKE_VERSIONS for v in supported):
+        return None
+    return supported
