@@ -189,3 +189,28 @@ def test_run_announces_the_path_it_serves_the_transport_on(transport: str, schem
         assert re.search(rf"serving {transport} on {scheme}://127\.0\.0\.1:\d+/custom\s*$", lines[-1]), lines
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--log-level", "loud"),
+        ("--max-sessions", "-1"),
+        ("--max-sessions-per-client", "0"),
+        ("--max-connections", "0"),
+        ("--header-timeout", "-1"),
+        ("--body-timeout", "0"),
+        ("--max-header-bytes", "10"),
+        ("--limit-concurrency", "0"),
+        ("--timeout-keep-alive", "-5"),
+        ("--drain-timeout", "-1"),
+        ("--redis-timeout", "0"),
+    ],
+)
+def test_a_value_no_server_can_run_with_is_a_usage_error(option: str, value: str) -> None:
+    """Each option of ``mcpkit run`` refuses, by its own name and before anything starts, a value no server
+    can run with: they used to end in a ValueError traceback (an unknown log level, a zero connection bound),
+    or be taken (``--max-sessions -1``, ``--drain-timeout -1``)."""
+    out = run(["run", str(CORE_SERVER), "-t", "http", "--port", "0", option, value], timeout=30)
+    assert out.returncode == 2, out.stderr
+    assert option.encode() in out.stderr and b"Traceback" not in out.stderr, out.stderr

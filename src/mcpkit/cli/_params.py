@@ -19,9 +19,12 @@ else:
 
 
 class Seconds(_ParamType):
-    """A duration in seconds: a number greater than 0 (not NaN)."""
+    """A duration in seconds: a number greater than 0 (or at least 0 with ``zero=True``), not NaN."""
 
     name = "seconds"
+
+    def __init__(self, *, zero: bool = False) -> None:
+        self.zero = zero
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
         """``value`` as a float, or a usage error naming the option."""
@@ -29,9 +32,16 @@ class Seconds(_ParamType):
             seconds = float(value)
         except (TypeError, ValueError):
             self.fail(f"{value!r} is not a number of seconds", param, ctx)
-        if math.isnan(seconds) or seconds <= 0:
-            self.fail(f"{value!r} is not a duration: give a number of seconds greater than 0", param, ctx)
+        if math.isnan(seconds) or seconds < 0 or (seconds == 0 and not self.zero):
+            least = "0 or more" if self.zero else "greater than 0"
+            self.fail(f"{value!r} is not a duration: give a number of seconds {least}", param, ctx)
         return seconds
 
 
 SECONDS = Seconds()
+#: A duration that may be 0 (e.g. no grace at shutdown).
+SECONDS_OR_ZERO = Seconds(zero=True)
+#: A bound on a count: at least 1.
+COUNT = click.IntRange(min=1)
+#: A logging level (the names of :mod:`logging`, any case).
+LOG_LEVEL = click.Choice(["debug", "info", "warning", "error", "critical"], case_sensitive=False)

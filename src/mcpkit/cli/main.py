@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from .._version import __version__
-from ._params import PORT
+from ._params import COUNT, LOG_LEVEL, PORT, SECONDS, SECONDS_OR_ZERO
 
 
 class LoadError(click.ClickException):
@@ -94,15 +94,22 @@ def cli() -> None:
 @click.option("--path", default=None, help="Endpoint path for Streamable HTTP (default /mcp).")
 @click.option("--stateless", is_flag=True, help="Streamable HTTP: no sessions in the handshake era.")
 @click.option("--json-response", is_flag=True, help="Streamable HTTP: answer with JSON instead of SSE when possible.")
-@click.option("--log-level", default="warning", show_default=True, help="Server-side logging level (to stderr).")
-@click.option("--max-sessions", type=int, default=None, help="HTTP: sessions at most, /mcp and /sse each [10000].")
-@click.option("--max-sessions-per-client", type=int, default=None, help="HTTP: sessions per principal/address [100].")
-@click.option("--max-connections", type=int, default=None, help="HTTP: open connections at most [1024].")
-@click.option("--header-timeout", type=float, default=None, help="HTTP: seconds to send a request head [10].")
-@click.option("--body-timeout", type=float, default=None, help="HTTP: seconds to send a request body [30].")
-@click.option("--max-header-bytes", type=int, default=None, help="HTTP: largest request head in bytes [65536].")
-@click.option("--limit-concurrency", type=int, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
-@click.option("--timeout-keep-alive", type=float, default=None, help="HTTP: idle keep-alive seconds [5].")
+@click.option(
+    "--log-level", type=LOG_LEVEL, default="warning", show_default=True, help="Server-side logging level (to stderr)."
+)
+@click.option("--max-sessions", type=COUNT, default=None, help="HTTP: sessions at most, /mcp and /sse each [10000].")
+@click.option("--max-sessions-per-client", type=COUNT, default=None, help="HTTP: sessions per principal/address [100].")
+@click.option("--max-connections", type=COUNT, default=None, help="HTTP: open connections at most [1024].")
+@click.option("--header-timeout", type=SECONDS, default=None, help="HTTP: seconds to send a request head [10].")
+@click.option("--body-timeout", type=SECONDS, default=None, help="HTTP: seconds to send a request body [30].")
+@click.option(
+    "--max-header-bytes",
+    type=click.IntRange(min=1024),
+    default=None,
+    help="HTTP: largest request head in bytes [65536].",
+)
+@click.option("--limit-concurrency", type=COUNT, default=None, help="HTTP: uvicorn's 503 threshold [1100].")
+@click.option("--timeout-keep-alive", type=SECONDS, default=None, help="HTTP: idle keep-alive seconds [5].")
 @click.option(
     "--workers",
     type=click.IntRange(1, 256),
@@ -119,7 +126,7 @@ def cli() -> None:
 )
 @click.option("--redis-prefix", default=None, envvar="MCPKIT_REDIS_PREFIX", help="HTTP: Redis key prefix [mcpkit:].")
 @click.option(
-    "--redis-timeout", type=float, default=None, envvar="MCPKIT_REDIS_TIMEOUT", help="HTTP: Redis timeout [1]."
+    "--redis-timeout", type=SECONDS, default=None, envvar="MCPKIT_REDIS_TIMEOUT", help="HTTP: Redis timeout [1]."
 )
 @click.option(
     "--state-keys-file",
@@ -134,7 +141,9 @@ def cli() -> None:
     envvar="MCPKIT_FORWARDED_ALLOW_IPS",
     help="HTTP: balancer addresses whose X-Forwarded-For/-Proto are trusted (comma-separated).",
 )
-@click.option("--drain-timeout", type=float, default=None, help="HTTP: seconds requests in flight get at shutdown [5].")
+@click.option(
+    "--drain-timeout", type=SECONDS_OR_ZERO, default=None, help="HTTP: seconds requests in flight get at shutdown [5]."
+)
 @click.option(
     "--dev",
     is_flag=True,

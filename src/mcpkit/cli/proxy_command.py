@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from ._params import PORT
+from ._params import LOG_LEVEL, PORT
 
 if TYPE_CHECKING:
     from ..transports.http import HTTPTransport
@@ -63,7 +63,9 @@ def register(cli: click.Group) -> None:
     @click.option("--upstream-header", multiple=True, help="'Name: value' sent upstream (the proxy's credentials).")
     @click.option("--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True)
     @click.option("--allow-private-network", is_flag=True, help="Allow URL targets on private/link-local addresses.")
-    @click.option("--log-level", default="warning", show_default=True, help="The proxy's own logging (stderr).")
+    @click.option(
+        "--log-level", type=LOG_LEVEL, default="warning", show_default=True, help="The proxy's own logging (stderr)."
+    )
     def proxy_command(
         targets: tuple[str, ...],
         transport: str,
