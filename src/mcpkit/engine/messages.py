@@ -126,8 +126,8 @@ class Outbox(Protocol):
 
 
 class Connection(Protocol):
-    """A bidirectional message channel: ``receive()`` returns one framed payload or None at end of input;
-    ``send`` is an :class:`Outbox`'s."""
+    """A bidirectional message channel: ``receive()`` returns one framed payload or None at end of input (or raises
+    :class:`~mcpkit.protocol.errors.ConnectionClosed` to end the input saying why); ``send`` is an :class:`Outbox`'s."""
 
     async def receive(self) -> bytes | None: ...
 

@@ -140,13 +140,15 @@ class Peer(Requests):
     # ------------------------------------------------------------------ incoming
 
     async def run(self, receive: Callable[[], Awaitable[bytes | None]], *, drain_timeout: float = 30.0) -> None:
-        """Read and dispatch messages until ``receive`` returns None (end of input).
+        """Read and dispatch messages until ``receive`` returns None (end of input) or raises ConnectionClosed (the
+        end of input, saying why: its message becomes the reason every request then fails with).
 
         At end of input, outgoing requests fail (no response can arrive any more), then every request already
         received is finished and answered (bounded by ``drain_timeout``) before returning.
         """
         out = self.outbox
         parse = jsonrpc.parse
+        ended: ConnectionClosed | None = None
         try:
             while True:
                 try:
@@ -155,6 +157,9 @@ class Peer(Requests):
                     self._fail_oversize(exc)
                     await self._send_error(None, InvalidRequest(str(exc)).to_error(), out)
                     continue
+                except ConnectionClosed as exc:  # the end of input, with the transport's word on why
+                    ended = exc
+                    break
                 if data is None:
                     break
                 try:
@@ -170,7 +175,8 @@ class Peer(Requests):
                     await self._receive(msg, out)
         finally:
             if self._stopped is None:
-                self._stopped = f"{self.name}: connection closed by the peer (end of input)"
+                why = str(ended) if ended is not None else "connection closed by the peer (end of input)"
+                self._stopped = f"{self.name}: {why}"
             self._fail_pending(ConnectionClosed(self._stopped))
             await self.drain(drain_timeout)
 

@@ -208,6 +208,18 @@ async def test_client_session_handshake_era_over_sse() -> None:
 
 
 @pytest.mark.req("A009", "A014")
+async def test_client_says_why_the_stream_ended_on_a_too_large_message() -> None:
+    """A result larger than the client's max_message_size ends the connection (nobody can tell which request it
+    answered): the calls fail with an error naming the limit and the option, not a bare 'end of input'."""
+    async with (
+        sse_server() as (_endpoint, base),
+        SSEClientTransport(base + "/sse", max_message_size=64 * 1024) as conn,
+        ClientSession(conn, mode="handshake", timeout=10) as session,
+    ):
+        with pytest.raises(ConnectionClosed, match=r"larger than .*65536.*max_message_size"):
+            await session.call_tool("big", {"n": 100_000})
+
+
 async def test_client_closing_the_stream_ends_the_session() -> None:
     async with sse_server() as (endpoint, base), httpx.AsyncClient(timeout=10) as client:
         conn = SSEClientTransport(base + "/sse")

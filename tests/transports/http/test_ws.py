@@ -271,6 +271,23 @@ async def test_oversized_message_closes_with_1009() -> None:
         await eventually(lambda: endpoint.connection_count == 0)
 
 
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_client_says_why_a_websocket_closed_on_a_too_large_message(mode: str) -> None:
+    """A result larger than the client's max_message_size (the client closes with 1009) fails the call with an
+    error naming the limit and the option, as stdio and HTTP do; an argument larger than the server's limit (the
+    server closes with 1009) fails it with the server's close code and reason, not a bare 'end of input'."""
+    async with ws_server(max_message=1024 * 1024) as (_endpoint, url):
+        async with (
+            WebSocketClientTransport(url, max_message_size=64 * 1024) as conn,
+            ClientSession(conn, mode=mode, timeout=10) as session,
+        ):
+            with pytest.raises(ConnectionClosed, match=r"larger than .*65536.*max_message_size"):
+                await session.call_tool("big", {"n": 100_000})
+        async with WebSocketClientTransport(url) as conn, ClientSession(conn, mode=mode, timeout=10) as session:
+            with pytest.raises(ConnectionClosed, match=r"closed the WebSocket connection: 1009"):
+                await session.call_tool("echo", {"text": "x" * 2_000_000})
+
+
 async def test_invalid_utf8_closes_with_1007() -> None:
     async with ws_server() as (endpoint, url):
         port = int(url.rsplit(":", 1)[1].split("/")[0])

@@ -13,7 +13,8 @@ so a hostile server cannot make us POST elsewhere. ``send`` POSTs one message th
 :class:`~mcpkit.protocol.errors.ConnectionClosed`); a request's POST that takes longer than ``answer_window``
 seconds goes on in the background (its failure then fails the request), so the request's own timeout holds
 however slowly the server takes the POST; ``receive`` returns the data of each ``message`` event and
-None once the stream has ended. The stream is read by the shared bounded decoder (:mod:`.sse_decoder`): an event or
+None once the stream has ended (or raises ConnectionClosed naming the limit, once, when it ended on a too large
+event). The stream is read by the shared bounded decoder (:mod:`.sse_decoder`): an event or
 line larger than ``max_message_size`` ends the connection (logged, naming the limit; every pending request fails
 at once, as nobody can tell which one it answered). A bounded queue sits between the stream and ``receive``: when
 it is full we stop reading the socket (TCP backpressure).
@@ -73,6 +74,7 @@ class SSEClientTransport(BaseConnection):
         self._endpoint_ready: asyncio.Future[httpx.URL] | None = None
         self._closed = False
         self._ended = False
+        self._end_reason: str | None = None
         self.answer_window = answer_window
         self._posts: set[asyncio.Task[None]] = set()  # requests' POSTs gone on in the background
         self._fail_request: Callable[[Any, BaseException], None] | None = None
@@ -128,6 +130,9 @@ class SSEClientTransport(BaseConnection):
         except SSEEventTooLarge as exc:
             # we cannot tell which request it answers: end the connection so every pending request fails now
             logger.error("closing the SSE connection to %s: %s (raise max_message_size)", self.url, exc)
+            self._end_reason = (
+                f"the SSE connection was closed: {exc}; raise the transport's max_message_size option to accept it"
+            )
         except (httpx.HTTPError, OSError) as exc:
             logger.debug("SSE stream ended: %s", exc)
         except ValueError as exc:  # refused endpoint
@@ -157,11 +162,19 @@ class SSEClientTransport(BaseConnection):
 
     async def receive(self) -> bytes | None:
         if self._ended and self._queue.empty():
-            return None  # the end marker may not have fitted in a full queue
+            self._raise_end_reason()  # the end marker may not have fitted in a full queue
+            return None
         data = await self._queue.get()
         if data is None:
             self._queue.put_nowait(None)  # stay at end of input
+            self._raise_end_reason()
         return data
+
+    def _raise_end_reason(self) -> None:
+        """At the end of input: ConnectionClosed saying why (once) when the stream was cut for a too large event."""
+        reason, self._end_reason = self._end_reason, None
+        if reason is not None:
+            raise ConnectionClosed(reason)
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self._closed or self._ended or self.endpoint is None or self._client is None:

@@ -9,8 +9,10 @@ max_message_size=4 MiB)`` is a :class:`~mcpkit.transports.base.Connection`::
             ...
 
 It offers subprotocol ``mcp`` and refuses a server that does not select it. Each message is one text frame.
-``receive`` returns None once the connection has closed (the close code is kept in ``close_code``); a binary frame
-from the server is a protocol violation: the connection is closed with 1003. The ``websockets`` library sends
+``receive`` returns None once the connection has closed normally (the close code is kept in ``close_code``), and
+raises :class:`~mcpkit.protocol.errors.ConnectionClosed` saying why when it did not (the server's close code and
+reason; our 1009 for a message over ``max_message_size``), so pending requests fail with that reason; a binary
+frame from the server is a protocol violation: the connection is closed with 1003. The ``websockets`` library sends
 pings every ``ping_interval`` s and closes the connection when a pong is ``ping_timeout`` s late; it closes with
 1009 when a message exceeds ``max_message_size``.
 """
@@ -102,13 +104,31 @@ class WebSocketClientTransport(BaseConnection):
             return None
         try:
             message = await ws.recv()
-        except WSConnectionClosed:
-            return None
+        except WSConnectionClosed as exc:
+            why = self._why_closed(exc)
+            if why is None:
+                return None
+            raise ConnectionClosed(why) from None
         if isinstance(message, str):
             return message.encode()
         with contextlib.suppress(Exception):
             await ws.close(1003, "binary frames are not supported")
         logger.warning("%s sent a binary frame; connection closed", self.url)
+        return None
+
+    def _why_closed(self, exc: WSConnectionClosed) -> str | None:
+        """Why the connection ended, when that was not a normal closure (None: it was)."""
+        if self._closed:
+            return None  # (we closed it)
+        sent, rcvd = exc.sent, exc.rcvd
+        if sent is not None and sent.code == 1009 and not exc.rcvd_then_sent:
+            return (
+                f"a message from the server was larger than the {self.max_message_size}-byte limit, so the WebSocket "
+                "connection was closed (1009); raise the transport's max_message_size option to accept it"
+            )
+        if rcvd is not None and rcvd.code not in (1000, 1001):
+            reason = f" ({rcvd.reason})" if rcvd.reason else ""
+            return f"the server closed the WebSocket connection: {rcvd.code}{reason}"
         return None
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
