@@ -294,3 +294,24 @@ def test_a_websocket_url_the_server_refuses_is_a_clear_error(http_base: str) -> 
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr.startswith(f"error: cannot connect to {url}") and "403" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("command", [["call", SERVER, "slow", "steps=100", "delay=0.1"], ["check", SERVER]])
+def test_ctrl_c_exits_130(command: list[str]) -> None:
+    """Ctrl-C ends a command with 130, as a shell reports an interrupted program (and as ``call --task`` does):
+    it ended with click's exit code 1, which ``mcpkit check`` uses for "a MUST failed"."""
+    import signal
+    import time
+
+    terminal = (  # started as from a terminal: SIGINT at its default, whatever this test run inherited
+        "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_module('mcpkit.cli.main', run_name='__main__', alter_sys=True)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", terminal, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err

@@ -73,7 +73,20 @@ def load_server(spec: str) -> Any:
     return find_server(module, name, path, LoadError)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """The ``mcpkit`` group: Ctrl-C ends any command with 130, as a shell reports an interrupted program (click
+    alone exits 1, the code ``mcpkit check`` gives a failed MUST)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; an interrupt is said in one word and exits 130."""
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("\nAborted!", err=True)
+            sys.exit(130)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcpkit")
 def cli() -> None:
     """mcpkit: build, run, inspect and check MCP servers."""
