@@ -23,7 +23,7 @@ import pytest
 
 from mcpkit.client.client import Client, SessionExpired
 from mcpkit.client.lowlevel import ClientSession
-from mcpkit.protocol.errors import RequestTimeout
+from mcpkit.protocol.errors import MCPError, RequestTimeout
 from mcpkit.server.lowlevel import Server
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired as TransportSessionExpired
@@ -681,3 +681,18 @@ async def test_timeouts_and_cancellation_reach_the_server(mode: str) -> None:
                 await asyncio.sleep(0.02)
             assert len(probe.cancelled) == 2
             assert (await cs.call_tool("echo", {"text": "ok"})).content[0].text == "ok"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_tools_list_requests_that_fail_leave_nothing_behind(mode: str) -> None:
+    """The transport notes each tools/list request to read the x-mcp-header annotations of its answer; a request
+    answered with an error (an invalid cursor here), one that times out, is forgotten all the same: a client that
+    keeps asking does not grow."""
+    async with serving(build_server()) as (base, _, _rec):
+        transport = StreamableHTTPClientTransport(f"{base}/mcp")
+        async with transport, ClientSession(transport, mode=mode, timeout=10) as cs:
+            for _ in range(20):
+                with pytest.raises(MCPError):
+                    await cs.request("tools/list", {"cursor": "not-a-cursor"})
+            assert len((await cs.list_tools()).tools) == 4  # (a page)
+            assert transport.modern_headers.tools_list_ids == set()

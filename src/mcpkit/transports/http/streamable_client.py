@@ -217,6 +217,8 @@ class StreamableHTTPClientTransport(BaseConnection):
         def done(_: object) -> None:
             if self._exchanges.get(rid) is exchange:
                 del self._exchanges[rid]
+            if method == "tools/list":  # (its answer, if any, has been read: an error or a timeout leaves it here)
+                self.modern_headers.tools_list_ids.discard(rid)
             if not ready.done():
                 ready.set_result(None)
 
