@@ -376,6 +376,24 @@ def test_cli_checks_a_server_file_as_mcpkit_run_serves_it(tmp_path: Path) -> Non
     assert "RESULT: PASS" in proc.stdout and '"name":"no-run-block"' in proc.stdout, proc.stdout
 
 
+def test_cli_target_that_names_no_server_is_a_usage_error(tmp_path: Path) -> None:
+    """``mcpkit check`` with a TARGET that names no server (no such file or command, an mcp.json that does not
+    parse or has no such entry) says so in one line and exits 2; it reported the server failing M013 ("Server
+    MUST read from stdin and write to stdout") and exited 1, as for a server that broke the rule."""
+    bad = tmp_path / "mcp.json"
+    bad.write_text("{not json")
+    for target, message in [
+        (str(tmp_path / "missing.py"), "server file not found"),
+        ("no-such-mcp-binary --stdio", "server command not found on PATH"),
+        (f"{bad}#server", "not valid JSON"),
+    ]:
+        proc = subprocess.run(
+            [PY, "-m", "mcpkit.cli.main", "check", target], capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert message in proc.stderr and "M013" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+
+
 def _validate(data: Any) -> None:
     import jsonschema
 

@@ -141,6 +141,7 @@ def check(
         raise click.BadParameter(f"choose one of {', '.join(HANDSHAKE_VERSIONS)}", param_hint="--protocol-version")
     spec: str | list[str] = target[0] if len(target) == 1 else list(target)
     spec = _server_file(spec)
+    _names_a_server(spec, transport)
     if use_oauth and not (isinstance(spec, str) and spec.startswith(("http://", "https://"))):
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
 
@@ -182,6 +183,21 @@ def _server_file(spec: str | list[str]) -> str | list[str]:
     if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
         return [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", spec.strip()]
     return spec
+
+
+def _names_a_server(spec: str | list[str], transport: str | None) -> None:
+    """A command-line TARGET must name a server before anything is judged: no such file or command, an mcp.json
+    that does not parse or lacks the entry, is the caller's to fix (exit 2), not a rule the server broke."""
+    from ..check.wire import target_transport
+    from ..client.targets import _check_command, parse_target
+
+    try:
+        if target_transport(spec, transport) == "stdio":
+            stdio = parse_target(spec if isinstance(spec, str) else list(spec)).stdio
+            if stdio is not None:
+                _check_command(stdio)  # (no such file, or not on PATH: as the client commands say it)
+    except ValueError as exc:  # (the client's TargetError, ServerNotFound: ValueErrors)
+        raise click.BadParameter(str(exc), param_hint="TARGET") from None
 
 
 def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
