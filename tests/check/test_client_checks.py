@@ -261,6 +261,16 @@ def test_a_client_command_that_cannot_start_is_a_usage_error() -> None:
     assert "M012" not in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.parametrize("command", [[], ["--", PY, "-c", "pass"]])
+def test_url_mode_without_any_client_judged_is_incomplete_not_a_pass(command: list[str]) -> None:
+    """``check-client --url`` where no client ever connects (none came, or the command exited without
+    connecting) judged nothing: the run is INCOMPLETE with exit 2. It said 'RESULT: PASS' and exited 0, so a CI
+    job whose client never reached the checker passed."""
+    proc = subprocess.run([*CLI, "--url", "--timeout", "2", *command], capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "RESULT: INCOMPLETE" in proc.stdout and "no client" in proc.stdout, proc.stdout
+
+
 def test_url_mode_on_a_port_in_use_says_so_in_one_line() -> None:
     """``--url --port N`` with N taken: one line naming the port and the reason (exit 2), no traceback."""
     import socket

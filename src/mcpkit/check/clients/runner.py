@@ -102,12 +102,15 @@ async def run_client_checks(
     argv = split_command(command) if command is not None else None
     if argv is None and transport == "stdio":
         raise ValueError("over stdio the client command is needed (it launches the scripted server)")
+    spoke = False
     try:
         for name in names if argv is not None else ["modern"]:
-            await _one(report, name, argv, transport, timeout, port, env, cwd, announce)
+            spoke = await _one(report, name, argv, transport, timeout, port, env, cwd, announce) or spoke
     finally:
         report.prefix = ""
         report.finish()
+    if not spoke and not report.failed("MUST"):  # (nothing of a client to judge: not a pass)
+        report.info["aborted"] = "no client connected to the scripted server; nothing was judged"
     return report
 
 
@@ -121,7 +124,8 @@ async def _one(
     env: dict[str, str] | None,
     cwd: str | None,
     announce: Callable[[str], Any] | None,
-) -> None:
+) -> bool:
+    """One scenario; True when the client spoke to its scripted server."""
     scenario = SCENARIOS[name]
     server = ScriptedServer(scenario)
     host: StdioHost | HttpHost = StdioHost(server) if transport == "stdio" else HttpHost(server, port)
@@ -158,6 +162,7 @@ async def _one(
         report.info[f"{name}: not kept"] = f"{dropped} message(s) past the {MAX_ENTRIES} a connection keeps"
     if not connections:
         report.info[f"{name}: note"] = "the client never spoke to the scripted server"
+    return bool(connections)
 
 
 async def _wait_for_a_client(server: ScriptedServer, timeout: float) -> None:
