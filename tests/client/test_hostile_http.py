@@ -160,6 +160,21 @@ async def test_legacy_sse_timeout_holds_when_the_post_is_never_answered(hostile:
     await asyncio.wait_for(run(), 20)
 
 
+@pytest.mark.parametrize("fast", ENGINES)
+async def test_close_does_not_wait_for_an_unanswered_delete(hostile: str, fast: bool) -> None:
+    """Closing a handshake-era session sends DELETE; a server that never answers it does not make close() hang:
+    the DELETE is a courtesy, bounded by a few seconds."""
+
+    async def run() -> float:
+        transport = StreamableHTTPClientTransport(hostile + "/mcp", fast_path=fast)
+        async with ClientSession(transport, mode="handshake", timeout=10) as cs:
+            assert (await cs.call_tool("hold_delete", {})).content
+            started = time.monotonic()  # (leaving the block closes the session: DELETE)
+        return time.monotonic() - started
+
+    assert await asyncio.wait_for(run(), 20) < 8
+
+
 async def test_abandoned_streams_closed_in_handshake_era(hostile: str) -> None:
     """Handshake era, 3 connections at most: 5 requests whose SSE answers never come each time out, and the
     6th request (a ping) still gets through: the abandoned streams were closed, not left holding the pool."""

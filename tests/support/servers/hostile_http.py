@@ -111,6 +111,10 @@ async def tool_call(name: str, rid: Any, writer: asyncio.StreamWriter) -> bool:
     if name in ("hangup", "hangup_late"):  # the connection closed without an answer (at once, or after 0.6 s)
         await asyncio.sleep(0.6 if name == "hangup_late" else 0)
         return False
+    if name == "hold_delete":  # the next DELETE is held forever
+        stats["hold_delete"] = True
+        writer.write(json_response(text_result(rid, "the next DELETE will hang")))
+        return True
     if name in NO_ANSWER:  # a 2xx answer to the request's POST that cannot hold its response
         writer.write(NO_ANSWER[name](rid))
         return True
@@ -228,6 +232,10 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 else:
                     writer.write(head("405 Method Not Allowed", None, "content-length: 0\r\n"))
             elif method == "DELETE":
+                if stats.get("hold_delete"):  # (set by the tool hold_delete) the DELETE is never answered
+                    stats["hold_delete"] = False
+                    hold.append(writer)
+                    return
                 writer.write(head("200 OK", None, "content-length: 0\r\n"))
             else:
                 stats["posts"] += 1

@@ -75,6 +75,7 @@ from .sse_decoder import SSEDecoder, SSEEventTooLarge
 logger = logging.getLogger("mcpkit.http.client")
 
 ACCEPT = "application/json, text/event-stream"
+TERMINATE_TIMEOUT = 2.0  # seconds the DELETE that ends a session may take before close() goes on without it
 
 
 class StreamableHTTPClientTransport(BaseConnection):
@@ -351,16 +352,21 @@ class StreamableHTTPClientTransport(BaseConnection):
             self._inbox.put_nowait(None)
 
     async def terminate(self) -> None:
-        """DELETE the session (a 405 means the server does not let clients end sessions; that is fine)."""
+        """DELETE the session (a 405 means the server does not let clients end sessions; that is fine). A courtesy:
+        a server that does not answer within ``TERMINATE_TIMEOUT`` seconds is not waited for."""
         sid = self.session_id
         if sid is None:
             return
         self.session_id = None
         headers = self._headers(None)
         headers["mcp-session-id"] = sid
-        with contextlib.suppress(*IO_ERRORS):
+
+        async def delete() -> None:
             resp = await self.engine.open("DELETE", headers)
             await resp.aclose()
+
+        with contextlib.suppress(TimeoutError, *IO_ERRORS):
+            await asyncio.wait_for(delete(), TERMINATE_TIMEOUT)
 
     @property
     def fast_path(self) -> bool:
