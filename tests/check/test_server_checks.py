@@ -503,6 +503,29 @@ PEER_FAULTS: dict[tuple[str, str], set[str]] = {
 }
 
 
+async def test_the_official_sdks_legacy_sse_server_refusing_a_batch_fails_m011_not_the_checker(
+    free_port: Callable[[], int],
+) -> None:
+    """The official Python SDK's server on the legacy HTTP+SSE transport answers the POST of a JSON-RPC batch
+    with 400 "Could not parse message". At 2025-03-26 receiving batches is a MUST: M011 fails with that answer,
+    and the other checks go on; the refused POST escaped the checker, which ended in a WireClosed traceback (and
+    the same 400 to an initialize inside a batch was judged a hang-up, failing S021)."""
+    pytest.importorskip("mcp.server.mcpserver")
+    port = free_port()
+    proc = subprocess.Popen(
+        [PY, str(PEERS / "sdk_highlevel.py"), "--sse", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        await asyncio.to_thread(wait_listening, port, proc, 60)
+        report = await run_checks(f"http://127.0.0.1:{port}/sse", timeout=10.0)
+    finally:
+        stop(proc)
+    assert report.status("M011") == FAIL and "400" in report.requirements["M011"].evidence, report.render_text()
+    assert report.status("M042") == PASS and report.status("M079") == PASS, report.render_text()
+    # initialize inside a batch refused with 400 is the protocol error handled, not a hang-up (S021)
+    assert report.status("S021") == PASS, report.render_text(verbose=True)
+
+
 async def _check_peer(name: str, transport: str, port: int) -> Report:
     script = str(PEERS / f"{name}.py")
     if transport == "stdio":

@@ -194,7 +194,14 @@ class LifecycleChecks(CheckerBase):
             {"jsonrpc": "2.0", "method": "notifications/mcpkit-check/ignored"},
             {"jsonrpc": "2.0", "id": ids[1], "method": "ping"},
         ]
-        await wire.send(batch)
+        try:
+            await wire.send(batch)
+        except WireClosed as exc:  # the transport refused it (e.g. a POST answered 400): no batch received
+            for i in ids:
+                wire.forget(i)
+            r.fail("M011", f"a batch of 2 pings at 2025-03-26 was refused: {_short(str(exc), 200)}", "batch")
+            r.skip("A003", "the server answered no batch (see M011)")
+            return
         done, _ = await asyncio.wait(futs, timeout=min(self.timeout, 3.0))  # two pings: quick or never
         if len(done) == 2:
             as_array = any(

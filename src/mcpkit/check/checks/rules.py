@@ -95,14 +95,23 @@ class RuleChecks(CheckerBase):
             rid = wire.new_id()
             fut = wire.expect(rid)
             params = {"protocolVersion": V2025_03_26, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
-            await wire.send([{"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}])
+            refused = ""
             try:
-                reply = await asyncio.wait_for(fut, min(self.timeout, 5.0))
-            except TimeoutError:
+                await wire.send([{"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}])
+            except WireClosed as exc:
+                if not wire.alive:  # (the server hung up)
+                    raise
+                wire.forget(rid)  # the transport refused the message (a POST answered 400), the session stays
+                refused = f"refused ({_short(str(exc), 100)})"
                 reply = None
+            else:
+                try:
+                    reply = await asyncio.wait_for(fut, min(self.timeout, 5.0))
+                except TimeoutError:
+                    reply = None
             after = await self.initialize(wire, V2025_03_26)
             if _res(after) is not None or reply is not None:
-                what = reply.short(100) if reply is not None else "no answer"
+                what = reply.short(100) if reply is not None else refused or "no answer"
                 r.ok("S021", f"initialize inside a batch -> {what}; the server went on", "initialize in a batch")
             else:
                 r.fail("S021", "after initialize inside a batch the server answered nothing", "initialize in a batch")

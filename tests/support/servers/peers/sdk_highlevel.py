@@ -1,5 +1,5 @@
 """A server on the official Python SDK's high-level ``MCPServer`` (``mcp`` 2.3.0), written as its docs show:
-stdio by default, ``--http PORT`` for Streamable HTTP on 127.0.0.1."""
+stdio by default, ``--http PORT`` for Streamable HTTP on 127.0.0.1, ``--sse PORT`` for the legacy HTTP+SSE transport."""
 
 from __future__ import annotations
 
@@ -41,5 +41,7 @@ def greet(name: str) -> str:
 if __name__ == "__main__":
     if "--http" in sys.argv:
         mcp.run("streamable-http", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--http") + 1]))
+    elif "--sse" in sys.argv:  # the legacy HTTP+SSE transport, at /sse
+        mcp.run("sse", host="127.0.0.1", port=int(sys.argv[sys.argv.index("--sse") + 1]))
     else:
         mcp.run()
