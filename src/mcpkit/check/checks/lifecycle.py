@@ -31,12 +31,28 @@ from ._base import (
 _ASKS_FOR_AUTH = re.compile(r"unauthori[sz]ed|bearer|access token|authori[sz]ation required|credential", re.I)
 
 
+def _not_connected(wire: Wire) -> str | None:
+    """Why the HTTP wire's first request never reached a server (connection refused, no such host, TLS failure, a
+    connect timeout), or None when something answered it."""
+    if not isinstance(wire, HttpWire) or not wire.exchanges:
+        return None
+    first = wire.exchanges[0]
+    if first.status or first.error is None or not first.error.startswith(("ConnectError", "ConnectTimeout")):
+        return None
+    return first.error
+
+
 class LifecycleChecks(CheckerBase):
     """The handshake, version negotiation, batches (2025-03-26), ping/ids/errors and malformed input."""
 
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
         resp = await self.initialize(wire, self.version, capabilities=dict(ALL_CLIENT_CAPABILITIES))
+        unreachable = _not_connected(wire)
+        if unreachable is not None:
+            # no TCP (or TLS) connection at all: nothing answered, so nothing can be said of the server
+            r.info["aborted"] = f"could not connect to {self.target}: {unreachable}; nothing was checked"
+            return False
         if resp is not None and resp.error is not None and resp.channel == "http":
             r.fail("M042", f"initialize POST to {self.target} got no JSON-RPC response: {resp.raw}", "initialize")
             r.fail("M018", f"the endpoint does not answer an initialize POST: {resp.raw}", "initialize")
