@@ -246,6 +246,17 @@ def test_unreachable_url() -> None:
     assert proc.returncode == 1 and f"cannot connect to http://127.0.0.1:{port}/mcp" in proc.stderr
 
 
+def test_a_file_that_defines_no_server_is_named_as_the_cause(tmp_path: Path) -> None:
+    """A .py target with no server object runs as a script (it may start its own server); one that serves nothing
+    ends at once, and the error says the file defines no mcpkit server, not only that the server exited."""
+    script = tmp_path / "tool_helpers.py"
+    script.write_text("VALUE = 1\n")
+    proc = mcpkit("tools", str(script))
+    assert proc.returncode == 1
+    assert "exited before the connection was established" in proc.stderr
+    assert "tool_helpers.py defines no mcpkit server" in proc.stderr, proc.stderr
+
+
 def test_cli_timeout_is_a_hard_bound_despite_progress() -> None:
     """Issue 15.3: a tool reporting progress every 0.2 s for 10 s does not keep ``mcpkit call --timeout 1``
     running: the timeout is a deadline (it used to be reset by each progress notification)."""

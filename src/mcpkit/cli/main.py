@@ -230,6 +230,8 @@ def run(
         import runpy
 
         runpy.run_path(target, run_name="__main__")  # a script that builds and runs its server itself
+        # (said when it ends: a file with no server at all ends at once, and the client then knows why)
+        click.echo(f"mcpkit: {exc.message}; it ran as a script, which has ended", err=True)
         return
     if transport == "stdio":
         server.run()
