@@ -257,6 +257,11 @@ def test_a_file_that_defines_no_server_is_named_as_the_cause(tmp_path: Path) -> 
     assert "tool_helpers.py defines no mcpkit server" in proc.stderr, proc.stderr
 
 
+def test_an_argument_given_twice_is_a_usage_error() -> None:
+    proc = mcpkit("call", SERVER, "echo", "text=a", "text=b")
+    assert proc.returncode == 2 and "'text' is given twice" in proc.stderr, proc.stderr
+
+
 def test_cli_timeout_is_a_hard_bound_despite_progress() -> None:
     """Issue 15.3: a tool reporting progress every 0.2 s for 10 s does not keep ``mcpkit call --timeout 1``
     running: the timeout is a deadline (it used to be reset by each progress notification)."""

@@ -122,6 +122,8 @@ def parse_pairs(pairs: tuple[str, ...], *, json_values: bool = True) -> dict[str
         key, sep, value = pair.partition("=")
         if not sep or not key:
             raise CLIError(f"expected key=value, got {pair!r}", code=2)
+        if key in out:  # (one would silently win: say so instead)
+            raise CLIError(f"{key!r} is given twice ({key}=...): give each argument once", code=2)
         out[key] = parse_value(value) if json_values else value
     return out
 
