@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import EllipsisType
@@ -26,8 +25,7 @@ from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
 from ..protocol.errors import (
-    HEADER_MISMATCH,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    MODERN_ERROR_CODES,
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
@@ -68,7 +66,9 @@ from ..protocol.versions import (
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
+from .notes import HandlerQueue
 from .subscription import Subscription as Subscription
+from .subscription import listen_filter
 from .tasks import ClientTasks, ProgressCallback, follow
 
 if TYPE_CHECKING:
@@ -81,30 +81,6 @@ RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
 
 DEFAULT_MAX_INPUT_REQUESTS = 32  # input requests in one InputRequiredResult (ClientSession(max_input_requests=...))
-#: notifications waiting for the logging and notification handlers; beyond it the session stops reading until one
-#: is handled
-MAX_QUEUED_NOTIFICATIONS = 1024
-
-# the session whose notification handlers run in this task (and the tasks they start): their calls back into it
-# do not wait for the handlers to catch up (they are the handlers)
-_HANDLING: contextvars.ContextVar[ClientSession | None] = contextvars.ContextVar("mcpkit_client_handling", default=None)
-
-MODERN_ERROR_CODES = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
-
-# client -> server methods and the server capability (and sub-flag) each needs
-SERVER_CAPABILITY_FOR: dict[str, tuple[str, str | None]] = {
-    "tools/list": ("tools", None),
-    "tools/call": ("tools", None),
-    "resources/list": ("resources", None),
-    "resources/templates/list": ("resources", None),
-    "resources/read": ("resources", None),
-    "resources/subscribe": ("resources", "subscribe"),
-    "resources/unsubscribe": ("resources", "subscribe"),
-    "prompts/list": ("prompts", None),
-    "prompts/get": ("prompts", None),
-    "logging/setLevel": ("logging", None),
-    "completion/complete": ("completions", None),
-}
 
 
 class ClientSession:
@@ -237,14 +213,7 @@ class ClientSession:
         self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
         self.tasks = tasks
         self._tasks = ClientTasks(task_engine)
-        # The logging and notification handlers run in one task of their own, in order, so that a handler may call
-        # the session back (the reader goes on meanwhile); a request returns once the notifications that arrived
-        # before its answer are handled (see _catch_up).
-        self._notes: asyncio.Queue[tuple[str, JSONDict | None]] | None = None
-        self._notes_task: asyncio.Task[None] | None = None
-        self._notes_in = 0
-        self._notes_done = 0
-        self._notes_event: asyncio.Event | None = None
+        self._notes = HandlerQueue(self._deliver)  # the logging and notification handlers' task (see .notes)
         self.peer.unclaimed_progress = self._tasks.progress  # (2025-11-25 tasks keep their request's token)
 
     # ------------------------------------------------------------------ lifecycle
@@ -287,8 +256,7 @@ class ClientSession:
     async def aclose(self) -> None:
         if self._keepalive_task is not None:
             self._keepalive_task.cancel()
-        if self._notes_task is not None:
-            self._notes_task.cancel()
+        self._notes.close()
         await self._tasks.aclose()
         await self.peer.close("client closed")
         with contextlib.suppress(Exception):
@@ -430,19 +398,10 @@ class ClientSession:
     # ------------------------------------------------------------------ requests
 
     def _check_capability(self, method: str) -> None:
-        need = SERVER_CAPABILITY_FOR.get(method)
-        if need is None or self.features is None:
-            return
-        cap, flag = need
-        if cap == "completions" and not self.features.completions_capability:
-            return  # 2024-11-05 had no completions capability flag
-        value = self.server_capabilities.get(cap)
-        if not isinstance(value, dict):
-            raise CapabilityNotSupported(
-                f"the server did not declare the {cap!r} capability, so {method!r} is not sent"
-            )
-        if flag is not None and not value.get(flag):
-            raise CapabilityNotSupported(f"the server did not declare {cap}.{flag}, so {method!r} is not sent")
+        if self.features is not None:
+            missing = versions.undeclared_capability(method, self.server_capabilities, self.features)
+            if missing is not None:
+                raise CapabilityNotSupported(missing)
 
     async def request(
         self,
@@ -463,6 +422,7 @@ class ClientSession:
         all. ``answer_input=False``: one round only, an ``InputRequiredResult`` is returned as it is (``params`` may
         then carry ``inputResponses`` and ``requestState`` of a later round: a proxy relays them)."""
         reset = reset_timeout_on_progress
+        notes = self._notes
         if self.features is None:
             raise ConnectionClosed("not connected")
         self._check_capability(method)
@@ -472,11 +432,11 @@ class ClientSession:
                     method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
                 )
             except MCPError:
-                if self._notes_in != self._notes_done:
-                    await self._catch_up()
+                if notes.received != notes.handled:
+                    await notes.catch_up()
                 raise
-            if self._notes_in != self._notes_done:
-                await self._catch_up()
+            if notes.received != notes.handled:
+                await notes.catch_up()
             return answer
         base = dict(params) if params else {}
         user_meta = base.get("_meta")
@@ -490,11 +450,11 @@ class ClientSession:
                     method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
                 )
             except MCPError:
-                if self._notes_in != self._notes_done:
-                    await self._catch_up()
+                if notes.received != notes.handled:
+                    await notes.catch_up()
                 raise
-            if self._notes_in != self._notes_done:
-                await self._catch_up()
+            if notes.received != notes.handled:
+                await notes.catch_up()
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
@@ -569,8 +529,7 @@ class ClientSession:
             return result if self.relay_answers else checked
         raise MethodNotFound(f"Method not found: {method}")
 
-    def _batch_policy(self) -> bool:
-        # batches from the server exist only in the handshake era (and are bounded by max_batch_size)
+    def _batch_policy(self) -> bool:  # batches from the server: handshake era only (bounded by max_batch_size)
         return self.features is None or not self.features.modern
 
     async def _on_request(self, rc: RequestContext) -> JSONDict:
@@ -596,44 +555,13 @@ class ClientSession:
         if self.logging_handler is None and self.notification_handler is None:
             await self._deliver(method, params)  # (to Python's logging: no code of the user's runs)
             return
-        notes = self._notes
-        if notes is None:
-            notes = self._notes = asyncio.Queue(MAX_QUEUED_NOTIFICATIONS)
-            self._notes_event = asyncio.Event()
-            self._notes_task = asyncio.get_running_loop().create_task(self._run_handlers(notes))
-        self._notes_in += 1
-        await notes.put((method, params))  # (waits only when the handlers are MAX_QUEUED_NOTIFICATIONS behind)
+        await self._notes.put(method, params)
 
     async def _deliver(self, method: str, params: JSONDict | None) -> None:
         if method == "notifications/message" and await h.deliver_log(self.logging_handler, params):
             return
         if self.notification_handler is not None:
             await _maybe_await(self.notification_handler(method, params))
-
-    async def _run_handlers(self, notes: asyncio.Queue[tuple[str, JSONDict | None]]) -> None:
-        """Run the logging and notification handlers, one notification after the other, apart from the reader."""
-        _HANDLING.set(self)
-        event = self._notes_event
-        assert event is not None
-        while True:
-            method, params = await notes.get()
-            try:
-                await self._deliver(method, params)
-            except Exception:
-                logger.exception("the handler of a %r notification failed", method)
-            finally:
-                self._notes_done += 1
-                event.set()
-
-    async def _catch_up(self) -> None:
-        """Wait until the handlers have seen every notification received so far (those that came before the
-        answer just received), unless called from a handler (it would wait for itself)."""
-        event, task, target = self._notes_event, self._notes_task, self._notes_in
-        if event is None or task is None or _HANDLING.get() is self:
-            return
-        while self._notes_done < target and not task.done():
-            event.clear()
-            await event.wait()
 
     # ------------------------------------------------------------------ typed calls
 
@@ -643,8 +571,9 @@ class ClientSession:
             await self.request("server/discover", {}, timeout=timeout)
             return
         await self.peer.request("ping", None, timeout=timeout)
-        if self._notes_in != self._notes_done:
-            await self._catch_up()
+        notes = self._notes
+        if notes.received != notes.handled:
+            await notes.catch_up()
 
     async def discover(self) -> DiscoverResult:
         if self.features is None or not self.features.modern:
@@ -747,15 +676,7 @@ class ClientSession:
         """``subscriptions/listen`` (2026-07-28): yields a :class:`Subscription` to iterate notifications."""
         if self.features is None or not self.features.modern:
             raise CapabilityNotSupported("subscriptions/listen exists only in protocol 2026-07-28")
-        filt: JSONDict = {}
-        if tools:
-            filt["toolsListChanged"] = True
-        if prompts:
-            filt["promptsListChanged"] = True
-        if resources:
-            filt["resourcesListChanged"] = True
-        if resource_uris:
-            filt["resourceSubscriptions"] = list(resource_uris)
+        filt = listen_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
         rid = self.peer.next_id()
         queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
         self._listen_queues[rid] = queue

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
 
 from ..protocol.errors import (
     MCPError,
@@ -15,10 +15,23 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONDict
 
-if TYPE_CHECKING:
-    pass
-
 logger = logging.getLogger("mcpkit.client")
+
+
+def listen_filter(
+    *, tools: bool = False, prompts: bool = False, resources: bool = False, resource_uris: Sequence[str] = ()
+) -> JSONDict:
+    """The ``notifications`` filter of a ``subscriptions/listen`` request."""
+    filt: JSONDict = {}
+    if tools:
+        filt["toolsListChanged"] = True
+    if prompts:
+        filt["promptsListChanged"] = True
+    if resources:
+        filt["resourcesListChanged"] = True
+    if resource_uris:
+        filt["resourceSubscriptions"] = list(resource_uris)
+    return filt
 
 
 class Subscription:

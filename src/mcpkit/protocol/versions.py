@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 V2024_11_05 = "2024-11-05"
 V2025_03_26 = "2025-03-26"
@@ -43,6 +43,22 @@ HANDSHAKE_ONLY = frozenset(
     )
 )
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen", "tasks/update"))
+
+#: The server capability (and its sub-flag) each client-to-server method needs: a client does not send one the
+#: server did not declare (see :func:`undeclared_capability`).
+SERVER_CAPABILITY_FOR: dict[str, tuple[str, str | None]] = {
+    "tools/list": ("tools", None),
+    "tools/call": ("tools", None),
+    "resources/list": ("resources", None),
+    "resources/templates/list": ("resources", None),
+    "resources/read": ("resources", None),
+    "resources/subscribe": ("resources", "subscribe"),
+    "resources/unsubscribe": ("resources", "subscribe"),
+    "prompts/list": ("prompts", None),
+    "prompts/get": ("prompts", None),
+    "logging/setLevel": ("logging", None),
+    "completion/complete": ("completions", None),
+}
 
 LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 #: A log level (RFC 5424 severities, as MCP names them), least severe first.
@@ -158,3 +174,20 @@ def negotiate_handshake(requested: str, supported: tuple[str, ...] = HANDSHAKE_V
     if requested in supported:
         return requested
     return max(supported)
+
+
+def undeclared_capability(method: str, server_capabilities: dict[str, Any], feats: Features) -> str | None:
+    """Why a client may not send ``method`` to a server that declared ``server_capabilities`` in revision
+    ``feats`` (the capability or sub-flag it lacks), or None when it may."""
+    need = SERVER_CAPABILITY_FOR.get(method)
+    if need is None:
+        return None
+    cap, flag = need
+    if cap == "completions" and not feats.completions_capability:
+        return None  # 2024-11-05 had no completions capability flag
+    value = server_capabilities.get(cap)
+    if not isinstance(value, dict):
+        return f"the server did not declare the {cap!r} capability, so {method!r} is not sent"
+    if flag is not None and not value.get(flag):
+        return f"the server did not declare {cap}.{flag}, so {method!r} is not sent"
+    return None
