@@ -249,3 +249,46 @@ def test_a_type_that_cannot_be_a_form_field_is_refused_before_anything_is_sent()
         elicitation_form(Nested, features("2025-11-25"))
     with pytest.raises(TypeError, match="elicitation choices are strings"):
         elicitation_form(Literal[1, 2], features("2025-11-25"))
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+async def test_a_tool_that_catches_every_exception_around_elicit_still_asks(revision: str) -> None:
+    """``except Exception`` around ``ctx.elicit`` (a tool guarding against a client that cannot answer) does not
+    swallow the 2026-07-28 round trip: the question reaches the client and the tool gets the answer, in every
+    revision (in 2026-07-28 the asking unwinds the tool as an InputRequiredResult, like a cancellation)."""
+    app = MCPKit("guarded")
+
+    @app.tool
+    async def greet(ctx: Context) -> str:
+        try:
+            answer = await ctx.elicit("name?", str)
+        except Exception as exc:
+            return f"could not ask: {type(exc).__name__}"
+        return f"hello {answer.data}" if isinstance(answer, AcceptedElicitation) else answer.action
+
+    async with Client(app, protocol_version=revision, elicitation_handler=lambda p: {"value": "Ada"}) as client:
+        result = await client.call_tool("greet", {})
+        assert not result.is_error and result.text == "hello Ada", result.text
+
+
+async def test_input_asked_by_a_method_that_cannot_ask_is_an_internal_error_and_the_session_goes_on() -> None:
+    """Only tools/call, prompts/get and resources/read may answer with an InputRequiredResult; a handler of another
+    method that asks (here a resource list) gets -32603, and the session goes on."""
+    from mcpkit import MCPError
+    from mcpkit.server.lowlevel import InputRequired
+
+    app = MCPKit("asks")
+
+    @app.tool
+    def ping_tool() -> str:
+        return "pong"
+
+    async def asking_list(ctx: Any, params: Any) -> Any:
+        raise InputRequired({"q": {"method": "elicitation/create", "params": {"message": "?"}}})
+
+    app.set_handler("resources/list", asking_list)
+    async with Client(app, protocol_version="2026-07-28") as client:
+        with pytest.raises(MCPError) as raised:
+            await client.session.request("resources/list", {})
+        assert raised.value.code == -32603
+        assert (await client.call_tool("ping_tool", {})).text == "pong"

@@ -26,6 +26,7 @@ from ..engine.tap import Tap, TapHub
 from ..hosting import ModernContext as ModernContext
 from ..protocol import versions
 from ..protocol.errors import (
+    InternalError,
     InvalidParams,
     InvalidRequest,
     MCPError,
@@ -438,12 +439,22 @@ class Server(Runnable):
         return shape_result(method, result, feats, self.info if feats.modern else None)
 
     def _settle(
-        self, exc: Exception, sctx: ServerRequestContext, method: str, params: JSONDict, feats: Features
+        self,
+        exc: InputRequired | ResourceNotFound,
+        sctx: ServerRequestContext,
+        method: str,
+        params: JSONDict,
+        feats: Features,
     ) -> JSONDict:
         """What a handler's InputRequired or ResourceNotFound becomes: an ``input_required`` result (for the
-        methods that may ask for input), InvalidParams (2026-07-28: a missing resource is -32602), else itself."""
-        if isinstance(exc, InputRequired) and method in INPUT_REQUIRED_METHODS:
-            return self._input_required(sctx, method, params, exc)
+        methods that may ask for input; another method's handler that asks gets -32603), InvalidParams
+        (2026-07-28: a missing resource is -32602), else itself."""
+        if isinstance(exc, InputRequired):
+            if method in INPUT_REQUIRED_METHODS:
+                return self._input_required(sctx, method, params, exc)
+            raise InternalError(
+                f"{method} cannot ask the client for input (only {', '.join(sorted(INPUT_REQUIRED_METHODS))})"
+            )
         if isinstance(exc, ResourceNotFound) and feats.modern:
             raise InvalidParams(exc.message, exc.data) from None
         raise exc

@@ -131,10 +131,13 @@ def level_index(level: str) -> int:
         return 0
 
 
-class InputRequired(Exception):
+class InputRequired(BaseException):
     """Raised inside a modern-era handler that needs client input: becomes an ``InputRequiredResult``. ``state``
     (JSON) rides in the sealed ``requestState`` and comes back as ``ServerRequestContext.input_state`` when the
-    client retries (a handler that keeps work between rounds finds it again with it)."""
+    client retries (a handler that keeps work between rounds finds it again with it).
+
+    Like :class:`asyncio.CancelledError` it derives from :class:`BaseException`: it unwinds the handler, and a
+    tool's ``except Exception`` around ``ctx.elicit``/``ctx.sample`` does not swallow the question."""
 
     def __init__(self, requests: dict[str, JSONDict], state: Any = None) -> None:
         super().__init__("input required")
