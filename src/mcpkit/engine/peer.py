@@ -680,6 +680,10 @@ class Peer(Requests):
         """Whether a request of the other side with this id is in progress here (its answer not sent yet)."""
         return type(request_id) in (str, int) and request_id in self._inflight
 
+    def is_running_method(self, method: str) -> bool:
+        """Whether a request of the other side for ``method`` is in progress here (taken, not answered yet)."""
+        return any(ctx.method == method for ctx in self._inflight.values())
+
 
 def _batch_answer(responses: bytearray) -> Outgoing | None:
     """A batch's answer from its members' comma-terminated answers (notifications from batched handlers leave as

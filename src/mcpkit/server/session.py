@@ -70,6 +70,9 @@ class ServerSession:
         self.client_info: JSONDict | None = None
         self.initialized = False
         self._initialized_event: asyncio.Event | None = None
+        # notifications/initialized read while initialize was taken but not yet run (a client that writes both at
+        # once: requests run as tasks, notifications at once): it counts once initialize has chosen the revision
+        self._initialized_early = False
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self.state: dict[str, Any] = {}
@@ -202,6 +205,7 @@ class ServerSession:
                 {"supported": server.supported_versions},
             )
         p = params or {}
+        early, self._initialized_early = self._initialized_early, False  # (an initialize that fails drops it)
         requested = p.get("protocolVersion")
         if not isinstance(requested, str):
             raise InvalidParams("initialize: protocolVersion must be a string")
@@ -228,6 +232,8 @@ class ServerSession:
         self.features = feats
         self.client_capabilities = caps
         self.client_info = info
+        if early:
+            self.mark_initialized()
         result: JSONDict = {
             "protocolVersion": version,
             "capabilities": server.capabilities(feats),
@@ -255,6 +261,8 @@ class ServerSession:
         if method == "notifications/initialized":
             if self.version is not None:
                 self.mark_initialized()
+            elif self.peer.is_running_method("initialize"):
+                self._initialized_early = True
             return
         handler = self.server._notification_handlers.get(method)
         if handler is not None:
