@@ -4,10 +4,12 @@ pydantic accepts with the same values and types (anything else falls through to 
 from __future__ import annotations
 
 import itertools
+import typing
 from typing import Any
 
 import pytest
 
+from mcpkit import Client, MCPKit
 from mcpkit.server.schema import FunctionInfo, fast_validate
 
 
@@ -154,3 +156,36 @@ def test_a_server_of_scalar_tools_never_imports_pydantic(tmp_path: Any) -> None:
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+class _Address(typing.TypedDict):
+    street: str
+    number: int
+
+
+class _Parcel(typing.TypedDict, total=False):
+    to: typing.Required[_Address]
+    weight: float
+    tags: list[_Address]
+
+
+async def test_typing_typeddicts_are_tool_parameters_and_results_on_every_python() -> None:
+    """``typing.TypedDict`` (what users import; pydantic reads only ``typing_extensions``' before Python 3.12), as a
+    parameter, nested, in a list, optional, and as the return annotation: schemas and validation as documented, not
+    an empty input schema and an internal error on every call."""
+    app = MCPKit("typeddicts")
+
+    @app.tool
+    def ship(parcel: _Parcel, back: _Address | None = None) -> _Parcel:
+        return parcel
+
+    async with Client(app) as client:
+        (tool,) = await client.list_tools()
+        parcel = tool.input_schema["$defs"]["_Parcel"]
+        assert parcel["required"] == ["to"] and set(parcel["properties"]) == {"to", "weight", "tags"}
+        assert tool.output_schema is not None and tool.output_schema["required"] == ["to"]
+        sent = {"to": {"street": "Main", "number": 1}, "tags": [{"street": "Side", "number": 2}]}
+        result = await client.call_tool("ship", {"parcel": sent})
+        assert not result.is_error and result.structured == sent
+        bad = await client.call_tool("ship", {"parcel": {"to": {"street": "Main", "number": "one"}}})
+        assert bad.is_error and "parcel.to.number" in (bad.text or "")

@@ -60,6 +60,55 @@ def _schema_generator() -> type[GenerateJsonSchema]:
     return Schema
 
 
+def portable_type(tp: Any) -> Any:
+    """``tp`` with every ``typing.TypedDict`` in it (nested in containers, unions, ``Annotated``, other TypedDicts)
+    made the same ``typing_extensions.TypedDict``: before Python 3.12 pydantic reads only those, and refuses the
+    ``typing`` ones users write. ``tp`` itself when there is none (and always from Python 3.12 on)."""
+    if sys.version_info >= (3, 12):
+        return tp
+    return _portable(tp, {})
+
+
+def _portable(tp: Any, done: dict[int, Any]) -> Any:
+    if isinstance(tp, type) and type(tp).__module__ == "typing" and typing.is_typeddict(tp):
+        if id(tp) in done:
+            return done[id(tp)]  # (a recursive TypedDict: left as it is, pydantic says what it says of it)
+        done[id(tp)] = tp
+        import typing_extensions
+
+        fields: dict[str, Any] = {}
+        for name, hint in typing.get_type_hints(tp, include_extras=True).items():
+            # (Required/NotRequired written as text, under `from __future__ import annotations`, are missed by
+            # typing's own __required_keys__ before 3.12; the resolved hint still has them)
+            qualifier = get_origin(hint)
+            if qualifier in (typing.Required, typing.NotRequired):
+                required, hint = qualifier is typing.Required, get_args(hint)[0]
+            else:
+                required = name in tp.__required_keys__  # type: ignore[attr-defined]
+            marker = typing_extensions.Required if required else typing_extensions.NotRequired
+            fields[name] = marker[_portable(hint, done)]
+        made = typing_extensions.TypedDict(tp.__name__, fields)  # type: ignore[misc]
+        made.__doc__, made.__module__, made.__qualname__ = tp.__doc__, tp.__module__, tp.__qualname__
+        done[id(tp)] = made
+        return made
+    origin = get_origin(tp)
+    if origin is None or origin is Literal:
+        return tp
+    args = get_args(tp)
+    if origin is typing.Annotated:
+        inner = _portable(args[0], done)
+        return tp if inner is args[0] else typing.Annotated[(inner, *tp.__metadata__)]
+    new = tuple(_portable(a, done) if a is not Ellipsis else a for a in args)
+    if all(n is a for n, a in zip(new, args, strict=True)):
+        return tp
+    if origin in (Union, types.UnionType):
+        return Union[new]  # noqa: UP007 - built from a tuple
+    if isinstance(tp, types.GenericAlias):
+        return types.GenericAlias(origin, new)
+    copy_with = getattr(tp, "copy_with", None)
+    return copy_with(new) if copy_with is not None else tp
+
+
 def json_schema_of(adapter: TypeAdapter[Any] | type[BaseModel], mode: JsonSchemaMode = "validation") -> JSONDict:
     from pydantic import TypeAdapter
 
@@ -308,14 +357,15 @@ class FunctionInfo:
         fields: dict[str, Any] = {}
         for p in self.params:
             default = ... if p.required else p.default
+            annotation = portable_type(p.annotation)
             if p.field is not None:
                 if p.description and not p.field.description:
                     p.field.description = p.description
-                fields[p.name] = (p.annotation, p.field)
+                fields[p.name] = (annotation, p.field)
             elif p.description is not None and not _has_description(p.annotation):
-                fields[p.name] = (p.annotation, Field(default, description=p.description))
+                fields[p.name] = (annotation, Field(default, description=p.description))
             else:
-                fields[p.name] = (p.annotation, default)
+                fields[p.name] = (annotation, default)
         model: type[BaseModel] = create_model(  # type: ignore[call-overload]
             f"{_camel(self.name)}Arguments",
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
@@ -344,7 +394,7 @@ class FunctionInfo:
 
             for p in self.params:
                 try:
-                    json_schema_of(TypeAdapter(p.annotation))
+                    json_schema_of(TypeAdapter(portable_type(p.annotation)))
                 except Exception as param_exc:
                     raise TypeError(
                         f"{what}: parameter {p.name!r} has type {_type_name(p.annotation)}, which cannot become a "
@@ -599,7 +649,7 @@ class ReturnInfo:
         try:
             from pydantic import TypeAdapter
 
-            self.adapter = TypeAdapter(annotation)
+            self.adapter = TypeAdapter(portable_type(annotation))
             self.output_schema  # noqa: B018 - build it now so a bad annotation fails here, not in tools/list
         except Exception as exc:
             logger.warning("no output schema for return annotation %r: %s", annotation, exc)
@@ -683,4 +733,5 @@ __all__ = [
     "json_schema_of",
     "literal_choices",
     "parse_docstring",
+    "portable_type",
 ]
