@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcpkit.client.client import Client, PaginationLimitExceeded
-from mcpkit.protocol.errors import ConnectionClosed, MCPError
+from mcpkit.protocol.errors import ConnectionClosed, MCPError, RequestTimeout
 from support.paths import SERVERS
 
 HOSTILE = str(SERVERS / "hostile_cli_server.py")
@@ -145,3 +145,20 @@ async def test_invalid_answer_fails_its_request_at_once(answer: str) -> None:
         assert (await client.call_tool("add", {"a": 1})).text == "ok"
         await asyncio.sleep(0.3)  # (stderr is read apart from stdout: let it catch up)
         assert "got " not in client.stderr
+
+
+async def test_a_call_times_out_while_a_server_that_stopped_reading_blocks_its_send() -> None:
+    """A server that stops reading its stdin: a call whose message does not fit in the pipe waits in its send; its
+    timeout holds all the same (RequestTimeout, not a hang), later calls time out too, and closing does not hang."""
+    started = time.monotonic()
+    client = Client([sys.executable, HOSTILE, "deaf"], mode="handshake", timeout=None)
+    await asyncio.wait_for(client.__aenter__(), 10)
+    try:
+        for size in (3 * MiB, 10):  # (the first fills the pipe; the second waits behind it)
+            t0 = time.monotonic()
+            with pytest.raises(RequestTimeout):
+                await asyncio.wait_for(client.call_tool("add", {"a": "x" * size}, timeout=1), 10)
+            assert time.monotonic() - t0 < 4
+    finally:
+        await asyncio.wait_for(client.__aexit__(None, None, None), 15)
+    assert time.monotonic() - started < 30

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from types import EllipsisType
 from typing import Any, TypeVar, overload
@@ -340,8 +341,13 @@ class Client(ClientConnection):
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
         if tool is None and (check or self.target.is_http) and not self._tools_complete:
-            with contextlib.suppress(MCPError):
-                tool = await self.get_tool(name)
+            # the tool's definition first (its output schema), within the call's deadline: the call gets the rest
+            limit = self.timeout if timeout is ... else timeout
+            started = time.monotonic()
+            with contextlib.suppress(MCPError, TimeoutError):
+                tool = await asyncio.wait_for(self.get_tool(name), limit)
+            if limit is not None:
+                timeout = max(limit - (time.monotonic() - started), 0.001)
         safe = bool(tool and tool.annotations and (tool.annotations.read_only_hint or tool.annotations.idempotent_hint))
         args = dict(arguments or {})
         if tool is not None and tool.execution is not None and tool.execution.task_support == "required":

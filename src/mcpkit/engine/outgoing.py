@@ -11,8 +11,9 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from .._aio import current_task as _current_task
 from .._aio import running_loop as _running_loop
 from ..protocol.errors import (
     ConnectionClosed,
@@ -45,6 +46,7 @@ class _Pending:
         "out",
         "progress_busy",
         "progress_next",
+        "sender",
         "timeout",
         "timer",
     )
@@ -61,6 +63,9 @@ class _Pending:
         # an async progress callback still running, and the latest update that arrived meanwhile (see _on_progress)
         self.progress_busy = False
         self.progress_next: tuple[float, float | None, str | None] | None = None
+        # the task still in the request's send (a timed request only): its timeout interrupts the send, which
+        # waits as long as the peer does not read (a full pipe); "interrupted" once it did
+        self.sender: asyncio.Task[Any] | Literal[False] | None = None
 
 
 RequestDone = Callable[[BaseException | None, "asyncio.Future[JSONDict]"], None]
@@ -181,12 +186,23 @@ class Requests:
             msg = messages.request(rid, method, params)
             if self.tap is not None:
                 self._tapped(OUT, msg)
-            await (out or self.outbox).send(msg.data, msg)
+            if timeout is None:
+                await (out or self.outbox).send(msg.data, msg)
+            else:
+                pending.sender = _current_task()
+                await (out or self.outbox).send(msg.data, msg)
+                pending.sender = None
             return await fut
         except TimeoutError:
             self._send_cancel(rid, method, f"timed out after {timeout}s", out)
             raise RequestTimeout(method, float(timeout or 0)) from None
         except asyncio.CancelledError:
+            if pending.sender is False:  # the timeout interrupted the send (see _expire): a timeout, unless the
+                task = _current_task()  # task was also cancelled from elsewhere
+                if task is not None and task.uncancel() == 0:
+                    fut.exception()  # (the TimeoutError the timer set: retrieved)
+                    self._send_cancel(rid, method, f"timed out after {timeout}s (still sending)", out)
+                    raise RequestTimeout(method, float(timeout or 0)) from None
             # Cancelling the awaiting task also cancels `fut`; a future that already holds an answer needs no cancel.
             if fut.cancelled() or not fut.done():
                 self._send_cancel(rid, method, "cancelled by the caller", out)
@@ -206,6 +222,10 @@ class Requests:
         pending = self._pending.get(rid)
         if pending is not None and not pending.future.done():
             pending.future.set_exception(TimeoutError())
+            sender = pending.sender
+            if sender:  # still sending: the peer does not take the message (what was written stays queued)
+                pending.sender = False
+                sender.cancel()
 
     def _send_cancel(self, rid: RequestId, method: str, reason: str, out: Outbox | None) -> None:
         """Send ``notifications/cancelled`` in the background, bounded by ``cancel_timeout``: the caller's

@@ -23,7 +23,9 @@ Behaviours (each otherwise answers initialize/ping/tools/resources/prompts corre
 - ``invalid-answer``: tools/call named ``null``, ``list``, ``both``, ``bad-error`` or ``version`` is answered with a
   response that carries the request's id but is not a valid JSON-RPC response (``"result": null``, ``"result": []``,
   both result and error, an error without a message, ``"jsonrpc": "1.0"``); stderr logs every message it receives
-  that is not a request or notification (``got {...}``); any other name is answered correctly.
+  that is not a request or notification (``got {...}``); any other name is answered correctly;
+- ``deaf``: once initialized, stops reading its stdin for good (a server stuck in a loop): what the client writes
+  fills the pipe.
 """
 
 from __future__ import annotations
@@ -270,6 +272,8 @@ def main() -> None:
             continue
         if isinstance(msg, dict):
             handle(msg)
+            if BEHAVIOUR == "deaf" and msg.get("method") == "notifications/initialized":
+                time.sleep(3600)
 
 
 if __name__ == "__main__":
