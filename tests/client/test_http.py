@@ -696,3 +696,22 @@ async def test_tools_list_requests_that_fail_leave_nothing_behind(mode: str) -> 
                     await cs.request("tools/list", {"cursor": "not-a-cursor"})
             assert len((await cs.list_tools()).tools) == 4  # (a page)
             assert transport.modern_headers.tools_list_ids == set()
+
+
+def test_the_tool_header_annotations_a_client_keeps_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that keeps listing new tools with x-mcp-header annotations does not grow the client without bound:
+    beyond MAX_TOOL_HEADERS the annotations learnt longest ago are forgotten; one listed again is kept afresh."""
+    import orjson
+
+    from mcpkit.transports.http import client_support
+    from mcpkit.transports.http.client_support import ModernHeaders
+
+    monkeypatch.setattr(client_support, "MAX_TOOL_HEADERS", 3)
+    learnt = ModernHeaders()
+    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    for rid, names in enumerate((["a", "b"], ["c", "d"], ["b", "e"])):
+        learnt.tools_list_ids.add(rid)
+        tools = [{"name": n, "inputSchema": schema} for n in names]
+        learnt.learn_tools(orjson.dumps({"jsonrpc": "2.0", "id": rid, "result": {"tools": tools}}))
+        assert len(learnt.tool_headers) <= 3
+    assert list(learnt.tool_headers) == ["d", "b", "e"]  # a and c forgotten; b listed again, kept as recent

@@ -29,6 +29,10 @@ from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
 
 logger = logging.getLogger("mcpkit.http.client")
 
+#: tools whose ``x-mcp-header`` annotations a client keeps (learnt from ``tools/list``); beyond, the one learnt
+#: longest ago is forgotten (its calls then go without their ``Mcp-Param-*`` headers until it is listed again)
+MAX_TOOL_HEADERS = 10_000
+
 # what either HTTP engine raises when a connection fails or the server breaks HTTP
 IO_ERRORS: tuple[type[Exception], ...] = (httpx.HTTPError, LiteHTTPError)
 
@@ -319,7 +323,11 @@ class ModernHeaders:
                 self.tool_headers.pop(name, None)
                 continue
             if spec:
-                self.tool_headers[name] = spec
+                headers = self.tool_headers
+                headers.pop(name, None)  # (learnt again: the most recent)
+                headers[name] = spec
+                if len(headers) > MAX_TOOL_HEADERS:
+                    del headers[next(iter(headers))]
             else:
                 self.tool_headers.pop(name, None)
             kept.append(tool)
