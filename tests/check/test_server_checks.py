@@ -586,6 +586,8 @@ async def test_unreachable_and_non_mcp_targets_fail_fast(free_port: Callable[[],
     report = await run_checks([PY, "-c", "import sys; sys.stdin.read()"], timeout=2.0)  # it never answers
     assert "M042" in report.failed_musts() and "M013" in report.failed_musts()
     assert "nothing else was checked" in report.render_text()
+    report = await run_checks([PY, "-c", "raise SystemExit(3)"], timeout=2.0)  # it exits at once
+    assert "exited (code 3) without answering initialize" in report.requirements["M042"].evidence
     report = await run_checks(["/nonexistent/mcp-server"])
     assert report.failed_musts() == ["M013"] and "No such file" in report.requirements["M013"].evidence
     assert time.monotonic() - t0 < 60

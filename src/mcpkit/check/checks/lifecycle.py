@@ -67,7 +67,13 @@ class LifecycleChecks(CheckerBase):
             extra = ""
             if isinstance(wire, StdioWire) and wire.stderr_tail:
                 extra = f"; stderr: {_short(' / '.join(wire.stderr_tail[-3:]))}"
-            r.fail("M042", f"no response to initialize on {where} within {self.timeout * 2:.0f}s{extra}", "initialize")
+            code = wire.conn.returncode if isinstance(wire, StdioWire) else None
+            if code is not None:  # it ended without answering: no wait is to blame
+                r.fail("M042", f"the server exited (code {code}) without answering initialize{extra}", "initialize")
+            else:
+                r.fail(
+                    "M042", f"no response to initialize on {where} within {self.timeout * 2:.0f}s{extra}", "initialize"
+                )
             if self.transport == "stdio":
                 r.fail("M013", f"no initialize response on {where}{extra}", "initialize")
             return False
