@@ -64,6 +64,18 @@ def test_run_errors_are_clear(tmp_path: Path, content: str | None, target_suffix
     assert p.stdout == b""
 
 
+def test_a_file_that_fails_while_imported_shows_its_own_lines_not_the_import_machinery(tmp_path: Path) -> None:
+    """The traceback starts at the user's file and keeps its frames even when the error comes from deep inside a
+    library it called (the last lines alone would show only the library's)."""
+    f = tmp_path / "srv.py"
+    f.write_text('import json\n\ndef load_settings():\n    return json.loads("{")\n\nSETTINGS = load_settings()\n')
+    p = run(["run", str(f)])
+    assert p.returncode == 2
+    err = p.stderr.decode()
+    assert 'SETTINGS = load_settings()' in err and 'return json.loads("{")' in err, err
+    assert "importlib" not in err and "mcpkit/cli" not in err, err
+
+
 #: A server file whose MCPKit subclass overrides run(); each test appends the body of its run() and the app.
 CUSTOM_RUN = (
     "import sys\nfrom mcpkit import MCPKit\n\nclass Custom(MCPKit):\n    def run(self, transport='stdio', **options):\n"

@@ -56,7 +56,11 @@ def load_module(path: str) -> ModuleType:
     except SystemExit:
         raise LoadError(f"{path} called sys.exit() while being imported") from None
     except Exception as exc:
-        tb = "".join(traceback.format_exception(exc)[-6:])
+        # the traceback from the user's file on (the import machinery's and mcpkit's frames above it say nothing)
+        frames = exc.__traceback__
+        while frames is not None and frames.tb_frame.f_code.co_filename != spec.origin:
+            frames = frames.tb_next
+        tb = "".join(traceback.format_exception(type(exc), exc, frames or exc.__traceback__))
         raise LoadError(f"{path} failed while being imported: {type(exc).__name__}: {exc}\n{tb}") from None
     return module
 
