@@ -72,7 +72,7 @@ def test_a_file_that_fails_while_imported_shows_its_own_lines_not_the_import_mac
     p = run(["run", str(f)])
     assert p.returncode == 2
     err = p.stderr.decode()
-    assert 'SETTINGS = load_settings()' in err and 'return json.loads("{")' in err, err
+    assert "SETTINGS = load_settings()" in err and 'return json.loads("{")' in err, err
     assert "importlib" not in err and "mcpkit/cli" not in err, err
 
 
