@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 import re
 
+import httpx
+
 from mcpkit.tasks import InMemoryTaskStore
 from mcpkit.tasks.model import new_record, new_task_id
+from support.mcp_http import handshake_headers, messages, running, sse_events
 from support.tasks import LEGACY, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
 
 UNKNOWN = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
@@ -201,4 +204,51 @@ async def test_a_call_that_ends_before_becoming_a_task_gives_its_place_back() ->
             assert r["error"]["code"] == -32021
         held = await modern(peer, 20, "tools/call", {"name": "hold", "arguments": {}})
         assert held["result"]["resultType"] == "task"
+        probe.release.set()
+
+
+async def _stateless_call(http: httpx.AsyncClient, url: str, rid: int, method: str, params: dict) -> dict:
+    r = await http.post(
+        url,
+        json={"jsonrpc": "2.0", "id": rid, "method": method, "params": params},
+        headers=handshake_headers(None, LEGACY),
+    )
+    assert r.status_code == 200, r.text
+    return messages(sse_events(r.text))[-1] if r.text.startswith(("event:", "id:", "data:")) else r.json()
+
+
+async def test_a_stateless_endpoint_never_lists_one_anonymous_callers_tasks_to_another() -> None:
+    """Stateless HTTP runs every client's handshake-era requests on one shared session, so it identifies no
+    requestor: tasks/list must not hand alice's task ids (and through tasks/result her results) to bob. Without a
+    principal the id alone reaches a task, as in 2026-07-28."""
+    app, probe = make_app()
+    async with running(app, stateless=True) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        reply = await _stateless_call(http, url, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        task_id = reply["result"]["task"]["taskId"]
+        assert (await _stateless_call(http, url, 2, "tasks/list", {}))["result"]["tasks"] == []
+        got = await _stateless_call(http, url, 3, "tasks/get", {"taskId": task_id})
+        assert got["result"]["status"] == "working"  # the id still reaches it
+        probe.release.set()
+
+
+async def test_a_stateless_task_started_on_one_worker_is_found_on_another() -> None:
+    """Two stateless workers sharing a task store: the task created through one is read through the other (the
+    shared session of each worker is nobody's: it binds no task)."""
+    store = InMemoryTaskStore()
+    app_a, probe = make_app()
+    app_b, _ = make_app(probe)
+    app_a.enable_tasks(store)
+    app_b.enable_tasks(store)
+    async with (
+        running(app_a, stateless=True) as (base_a, _),
+        running(app_b, stateless=True) as (base_b, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        reply = await _stateless_call(
+            http, base_a + "/mcp", 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}}
+        )
+        task_id = reply["result"]["task"]["taskId"]
+        got = await _stateless_call(http, base_b + "/mcp", 2, "tasks/get", {"taskId": task_id})
+        assert got.get("result", {}).get("status") == "working", got
         probe.release.set()

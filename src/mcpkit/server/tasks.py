@@ -91,11 +91,13 @@ def declares_extension(client_capabilities: JSONDict) -> bool:
 
 def owner_of(sctx: ServerRequestContext) -> str | None:
     """Who a task belongs to: the principal when the request is authenticated, else its handshake-era session; a
-    2026-07-28 request without a principal has no binding (that era has no sessions, whatever the transport)."""
+    2026-07-28 request without a principal has no binding (that era has no sessions, whatever the transport), nor
+    has one on a stateless endpoint (its one session runs every client's requests: it stands for nobody)."""
     if sctx.principal is not None:
         return f"p:{sctx.principal}"
-    if sctx.session is not None and not sctx.features.modern:
-        return f"s:{session_binding(sctx.session)}"
+    session = sctx.session
+    if session is not None and not session.stateless and not sctx.features.modern:
+        return f"s:{session_binding(session)}"
     return None
 
 
@@ -318,7 +320,10 @@ class ServerTasks:
             after = read_cursor(cursor)
             if after is None:
                 raise InvalidParams("Invalid cursor")
-        records = await self.engine.list(owner_of(sctx), after, LIST_PAGE_SIZE + 1)
+        owner = owner_of(sctx)
+        if owner is None:  # a requestor nothing identifies has no tasks of its own to list: never anyone else's
+            return {"tasks": []}
+        records = await self.engine.list(owner, after, LIST_PAGE_SIZE + 1)
         page = records[:LIST_PAGE_SIZE]
         result: JSONDict = {"tasks": [legacy_task(r) for r in page]}
         if len(records) > LIST_PAGE_SIZE:
