@@ -24,9 +24,13 @@ from mcpkit.auth import (
     protect,
 )
 from mcpkit.auth.challenges import parse_www_authenticate
+from mcpkit.transports.http import create_app
 from support.mcp_http import initialize_body
-from support.oauth import _forge, serve, stack
+from support.oauth import _forge, mcp_server, serve, stack
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+# what an auth-param value of a Bearer challenge may hold (RFC 6750 §3)
+_RFC6750_CHARS = frozenset(map(chr, [0x20, 0x21, *range(0x23, 0x5C), *range(0x5D, 0x7F)]))
 
 
 # ---------------------------------------------------------------------------------------------------- resource server
@@ -352,3 +356,39 @@ async def test_stdio_never_uses_oauth() -> None:
             pass
     assert "auth" not in inspect.signature(StdioServer).parameters
     assert "auth" not in inspect.signature(StdioClientTransport).parameters
+
+
+async def test_a_verifier_refusal_in_any_words_is_a_401_whose_challenge_holds_only_allowed_characters() -> None:
+    """Whatever a verifier says when it refuses a token (non-Latin-1 text, a line break, quotes), the answer is a
+    401 whose ``error_description`` auth-param keeps to the characters RFC 6750 §3 allows (%x20-21 / %x23-5B /
+    %x5D-7E), and the JSON body carries the verifier's words as they were; it was a 500 (a header that could not be
+    encoded, or that the HTTP server refused to send)."""
+    words = {
+        "unicode": "jeton refusé — expiré",
+        "newline": "bad\r\nX-Injected: yes",
+        "quotes": 'bad "quoted" \\ value',
+    }
+
+    class Wordy:
+        async def verify(self, token: str) -> AccessToken:
+            raise InvalidToken(words[token])
+
+    def make(base: str) -> Any:
+        return protect(
+            create_app(mcp_server()),
+            resource=base + "/mcp",
+            verifier=Wordy(),
+            authorization_servers=["https://as.example"],
+        )
+
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+        for token, said in words.items():
+            r = await http.post(base + "/mcp", json=initialize_body(), headers={"authorization": f"Bearer {token}"})
+            assert r.status_code == 401, (token, r.status_code)
+            assert r.json() == {"error": "invalid_token", "error_description": said}
+            challenge = r.headers["www-authenticate"]
+            assert "x-injected" not in {k.lower() for k in r.headers}
+            _, params = parse_www_authenticate(challenge)
+            assert params["error"] == "invalid_token"
+            description = params["error_description"]
+            assert description and all(c in _RFC6750_CHARS for c in description), description

@@ -189,7 +189,7 @@ class BearerAuthMiddleware:
         if error:
             parts.append(f"error={quote_param(error)}")
         if description:
-            parts.append(f"error_description={quote_param(description)}")
+            parts.append(f"error_description={quote_param(_description_param(description))}")
         if self.serve_metadata:
             parts.append(f"resource_metadata={quote_param(self.metadata_url)}")
         wanted = list(scopes) if scopes is not None else list(self.required_scopes)
@@ -477,6 +477,31 @@ class BearerAuthMiddleware:
             # it names is public, served to any origin too); no credentials are allowed with it
             headers += _CORS_CHALLENGE
         await send_json(send, status, body, headers)
+
+
+#: the characters an ``error_description`` auth-param may hold (RFC 6750 §3: %x20-21 / %x23-5B / %x5D-7E)
+_DESCRIPTION_CHARS = frozenset(map(chr, [0x20, 0x21, *range(0x23, 0x5C), *range(0x5D, 0x7F)]))
+
+
+def _description_param(text: str) -> str:
+    """``text`` (a verifier's words, any Unicode) as an ``error_description`` a challenge may carry: accents dropped,
+    whitespace (a line break too) a space, ``"`` an apostrophe, any other character outside RFC 6750 §3 a ``?``. The
+    JSON body keeps the words as they were."""
+    if all(c in _DESCRIPTION_CHARS for c in text):
+        return text
+    import unicodedata
+
+    out: list[str] = []
+    for c in unicodedata.normalize("NFKD", text):
+        if c in _DESCRIPTION_CHARS:
+            out.append(c)
+        elif c == '"':
+            out.append("'")
+        elif c.isspace():
+            out.append(" ")
+        elif not unicodedata.combining(c):
+            out.append("?")
+    return "".join(out)
 
 
 #: CORS headers of a refusal sent to a browser page: it may read the status and the challenge headers.
