@@ -148,6 +148,90 @@ async def test_authorization_server_rules() -> None:
         AuthorizationServer("http://as.example")  # plain http only on loopback
 
 
+def _as_on(base: str) -> AuthorizationServer:
+    return AuthorizationServer(base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"])
+
+
+async def _public_client(http: httpx.AsyncClient, base: str) -> str:
+    reg = await http.post(base + "/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"})
+    return str(reg.json()["client_id"])
+
+
+async def _code_for(http: httpx.AsyncClient, base: str, cid: str, challenge: str, **extra: str) -> str:
+    query = {
+        "response_type": "code",
+        "client_id": cid,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "resource": "http://127.0.0.1:7/mcp",
+        **extra,
+    }
+    r = await http.get(base + "/authorize?" + urlencode(query))
+    assert r.status_code == 302, r.text
+    return dict(parse_qsl(urlsplit(r.headers["location"]).query))["code"]
+
+
+async def test_a_code_asked_for_with_a_redirect_uri_is_exchanged_only_with_that_redirect_uri() -> None:
+    """RFC 6749 §4.1.3 and OAuth 2.1 §4.1.3: when the authorization request carried ``redirect_uri``, the token
+    request must carry it too, identical; a token request without it is ``invalid_grant``. It was accepted. A code
+    asked for without ``redirect_uri`` (a client with one registered URI) is exchanged without it."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        verifier, challenge = pkce_pair()
+        form = {"grant_type": "authorization_code", "client_id": cid, "code_verifier": verifier}
+        code = await _code_for(http, base, cid, challenge, redirect_uri=REDIRECT)
+        r = await http.post(base + "/token", data={**form, "code": code})
+        assert r.status_code == 400 and r.json()["error"] == "invalid_grant", r.text
+        code = await _code_for(http, base, cid, challenge, redirect_uri=REDIRECT)
+        r = await http.post(base + "/token", data={**form, "code": code, "redirect_uri": REDIRECT})
+        assert r.status_code == 200, r.text
+        code = await _code_for(http, base, cid, challenge)  # the one registered URI, implied
+        r = await http.post(base + "/token", data={**form, "code": code})
+        assert r.status_code == 200, r.text
+
+
+async def test_token_endpoint_error_codes_follow_rfc_6749() -> None:
+    """RFC 6749 §5.2: a grant type the server does not support at all is ``unsupported_grant_type`` (it was
+    ``unauthorized_client``, which says this client may not use a grant the server has), and a request without
+    ``grant_type`` is ``invalid_request``."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        password = {"grant_type": "password", "client_id": cid, "username": "u", "password": "p"}
+        r = await http.post(base + "/token", data=password)
+        assert (r.status_code, r.json()["error"]) == (400, "unsupported_grant_type"), r.text
+        r = await http.post(base + "/token", data={"client_id": cid})
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_request"), r.text
+        # a grant the server has but this client was not registered for stays unauthorized_client
+        r = await http.post(base + "/token", data={"grant_type": "client_credentials", "client_id": cid})
+        assert (r.status_code, r.json()["error"]) == (400, "unauthorized_client"), r.text
+
+
+async def test_an_endpoint_asked_with_the_wrong_method_names_the_methods_it_takes() -> None:
+    """RFC 9110 §15.5.6: a 405 carries ``Allow``. /token, /register and /introspect take POST, /authorize GET and
+    POST; their 405s had no ``Allow``."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        for method, path, allowed in (
+            ("GET", "/token", {"POST", "OPTIONS"}),
+            ("GET", "/register", {"POST", "OPTIONS"}),
+            ("GET", "/introspect", {"POST", "OPTIONS"}),
+            ("PUT", "/authorize", {"GET", "POST", "OPTIONS"}),
+        ):
+            r = await http.request(method, base + path)
+            assert r.status_code == 405, (path, r.status_code)
+            assert {m.strip() for m in r.headers.get("allow", "").split(",")} == allowed, (path, r.headers)
+
+
+async def test_registration_with_malformed_grant_types_is_invalid_client_metadata() -> None:
+    """RFC 7591 §3.2.2: bad client metadata gets 400 ``invalid_client_metadata``; ``grant_types`` that is a number,
+    or a list holding something other than strings, was a 500. A redirect URI with an impossible port is refused."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        for grant_types in (5, [[]], [{"a": 1}], [5], "authorization_code", True):
+            r = await http.post(base + "/register", json={"redirect_uris": [REDIRECT], "grant_types": grant_types})
+            assert (r.status_code, r.json()["error"]) == (400, "invalid_client_metadata"), (grant_types, r.text)
+        r = await http.post(base + "/register", json={"redirect_uris": ["http://127.0.0.1:99999/cb"]})
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_redirect_uri"), r.text
+
+
 @pytest.mark.req("M031")
 async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
     """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated

@@ -51,6 +51,7 @@ def valid_redirect_uri(uri: str) -> bool:
     """MCP: redirect URIs are either localhost URLs or HTTPS URLs; no fragment (OAuth 2.1 §2.3)."""
     try:
         parts = urlsplit(uri)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range or not a number)
     except ValueError:
         return False
     if parts.fragment or not parts.hostname:

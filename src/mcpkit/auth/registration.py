@@ -134,6 +134,8 @@ class ClientRegistration:
         grant_types = meta.get("grant_types") or ["authorization_code", "refresh_token"]
         if not isinstance(uris, list) or not all(isinstance(u, str) for u in uris):
             raise _OAuthError("invalid_redirect_uri", "redirect_uris must be a list of strings")
+        if not isinstance(grant_types, list) or not all(isinstance(g, str) for g in grant_types):
+            raise _OAuthError("invalid_client_metadata", "grant_types must be a list of strings")
         if "authorization_code" in grant_types and not uris:
             raise _OAuthError("invalid_redirect_uri", "redirect_uris are required for the authorization code grant")
         bad = [u for u in uris if not valid_redirect_uri(u)]

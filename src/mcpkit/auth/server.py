@@ -106,6 +106,11 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
     return False
 
 
+_GRANTS = frozenset({"authorization_code", "refresh_token", "client_credentials"})  # besides jwt-bearer
+#: what each endpoint's 405 names in ``Allow`` (RFC 9110 §15.5.6)
+_ALLOW = {"authorize": b"GET, POST, OPTIONS"}
+
+
 def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
@@ -418,6 +423,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             extra: list[tuple[bytes, bytes]] = list(exc.headers)
             if exc.status == 401:
                 extra.append((b"www-authenticate", b'Basic realm="oauth"'))
+            elif exc.status == 405:
+                extra.append((b"allow", _ALLOW.get(name, b"POST, OPTIONS")))
             elif exc.status == 429 and self.registration_rate is not None:
                 extra.append((b"retry-after", str(max(1, int(self.registration_rate[1]))).encode()))
             await send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, extra)
@@ -483,7 +490,16 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         code = secrets.token_urlsafe(32)
         await self.storage.save_code(
             code,
-            _Code(client.client_id, redirect_uri, challenge, scopes, resource, subject, self.clock() + self.code_ttl),
+            _Code(
+                client.client_id,
+                redirect_uri,
+                challenge,
+                scopes,
+                resource,
+                subject,
+                self.clock() + self.code_ttl,
+                redirect_uri_given="redirect_uri" in q,
+            ),
         )
         params = {"code": code, "iss": self.issuer}
         if state is not None:
@@ -585,6 +601,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
     async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)
         grant = form.get("grant_type")
+        if not grant:
+            raise _OAuthError("invalid_request", "grant_type is required")
+        if grant not in _GRANTS and not (grant == JWT_BEARER_GRANT and self.assertion_verifiers):
+            # RFC 6749 §5.2: a grant this server does not have at all (unauthorized_client is for one it has)
+            raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
         anonymous = not (form.get("client_id") or header(scope, b"authorization") or "client_assertion" in form)
         # a jwt-bearer grant may come without client authentication (workload identity: the assertion is all)
         client = None if grant == JWT_BEARER_GRANT and anonymous else await self._client_auth(scope, form)

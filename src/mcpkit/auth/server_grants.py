@@ -72,6 +72,9 @@ class TokenGrants:
         await self.ledger.mark_used(key, family, self._family_expiry())
         if code.client_id != client.client_id or code.expires_at < self.clock():
             raise _OAuthError("invalid_grant", "invalid, expired or already used authorization code")
+        if code.redirect_uri_given and "redirect_uri" not in form:
+            # RFC 6749 / OAuth 2.1 §4.1.3: named in the authorization request, so required here, identical
+            raise _OAuthError("invalid_grant", "redirect_uri is required: the authorization request named one")
         if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
             raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
         verifier = form.get("code_verifier")

@@ -66,6 +66,7 @@ class _Code:
     resource: str | None
     subject: str
     expires_at: float
+    redirect_uri_given: bool = False  # the authorization request named it: the token request must too
 
 
 @dataclass
