@@ -593,7 +593,8 @@ class Server(Runnable):
         for observe in self.change_observers:
             observe("list_changed", kind)
         method = f"notifications/{kind}/list_changed"
-        await self._fan_out([s for s in list(self._sessions) if s.initialized and not s.closed], method, None)
+        told = [s for s in list(self._sessions) if s.initialized and not s.closed and s.declared_list_changed(kind)]
+        await self._fan_out(told, method, None)
         key = _LIST_CHANGED_FILTER[kind]
         for listener in list(self._listeners):
             if listener.filter.get(key):

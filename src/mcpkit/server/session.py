@@ -73,6 +73,9 @@ class ServerSession:
         # notifications/initialized read while initialize was taken but not yet run (a client that writes both at
         # once: requests run as tasks, notifications at once): it counts once initialize has chosen the revision
         self._initialized_early = False
+        #: the capabilities its initialize answer declared: the lists it is told about (None: not known here, a
+        #: session restored on another worker or a stateless one; the server's current ones then)
+        self.server_capabilities: JSONDict | None = None
         self.log_level: str | None = None
         self.subscriptions: set[str] = set()
         self.state: dict[str, Any] = {}
@@ -119,6 +122,16 @@ class ServerSession:
             await asyncio.wait_for(self._initialized_event.wait(), timeout)
         except TimeoutError:
             raise CapabilityNotSupported("the client has not sent notifications/initialized") from None
+
+    def declared_list_changed(self, kind: str) -> bool:
+        """Whether this session was declared ``listChanged`` for the ``kind`` list ("tools", "resources",
+        "prompts"): only then is it sent ``notifications/<kind>/list_changed``."""
+        caps = self.server_capabilities
+        if caps is None:
+            feats = self.features
+            caps = self.server.capabilities(feats) if feats is not None else {}
+        entry = caps.get(kind)
+        return isinstance(entry, dict) and entry.get("listChanged") is True
 
     async def notify(self, method: str, params: JSONDict | None = None) -> None:
         """Send a notification on the session's own channel (not related to a request)."""
@@ -234,9 +247,10 @@ class ServerSession:
         self.client_info = info
         if early:
             self.mark_initialized()
+        self.server_capabilities = declared = server.capabilities(feats)
         result: JSONDict = {
             "protocolVersion": version,
-            "capabilities": server.capabilities(feats),
+            "capabilities": declared,
             "serverInfo": server.info,
         }
         if server.instructions:
