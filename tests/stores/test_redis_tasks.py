@@ -198,6 +198,37 @@ async def test_records_expire_in_redis_at_their_ttl(redis_url: str) -> None:  # 
         await store.aclose()
 
 
+async def test_nothing_in_redis_keeps_a_task_past_its_ttl_but_the_capped_change_feed(redis_url: str) -> None:  # noqa: F811
+    """Every task's id leaves Redis with its record (but for the change feed, capped at ~10,000 entries): the
+    per-owner listing index expires with the last record it lists, and anonymous tasks (a 2026-07-28 caller
+    without a principal, a stateless endpoint's), which no tasks/list ever shows, are not indexed at all. The index
+    used to be kept 30 days after each creation, so a busy anonymous server grew it by every task for a month."""
+    import redis.asyncio as redis
+
+    store = RedisTaskStore(redis_url, prefix="xw7:")
+    client = redis.from_url(redis_url)
+    try:
+        ids = []
+        for owner in (None, None, "s:session-1", "p:alice"):
+            record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=300, poll_ms=100)
+            await store.create(record, max_live=10, max_live_per_owner=10)
+            await store.update(record["id"], lambda r: r.update(status="completed", result={}) is None)
+            ids.append(record["id"])
+        assert [r["id"] for r in await store.list("p:alice", None, 10)] == ids[3:]
+        await asyncio.sleep(0.6)
+        left: dict[str, list[bytes]] = {}
+        async for key in client.scan_iter(match="xw7:*"):
+            kind = (await client.type(key)).decode()
+            if kind == "zset":
+                left[key.decode()] = await client.zrange(key, 0, -1)
+            elif kind != "stream":  # (the change feed)
+                left[key.decode()] = [await client.get(key) or b""]
+        assert left == {}
+    finally:
+        await client.aclose()
+        await store.aclose()
+
+
 async def _until(peer: RawPeer, task_id: str, status: str) -> None:
     for i in range(200):
         got = await call(peer, f"w{i}", "tasks/get", {"taskId": task_id})

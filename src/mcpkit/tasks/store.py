@@ -68,7 +68,7 @@ class TaskStore(Protocol):
 
     async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
         """Up to ``limit`` of ``owner``'s tasks that come after the position ``after`` (creation time, id), in
-        that order."""
+        that order. Tasks without an owner (None) need not be listed: no requestor may list them."""
         ...
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:

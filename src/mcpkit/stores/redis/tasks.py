@@ -11,7 +11,8 @@ key                                   holds
 ``<prefix>{<task id>}:task``          the record, one JSON value, expiring at the task's time to live (``PX``)
 ``<prefix>{tasks}:live``              the tasks in progress, all owners (sorted set, score: when they expire)
 ``<prefix>{tasks}:live:<owner>``      one owner's tasks in progress (``<owner>``: a SHA-256 prefix of it)
-``<prefix>{tasks}:own:<owner>``       one owner's tasks (score: creation time), what ``tasks/list`` pages through
+``<prefix>{tasks}:own:<owner>``       one owner's tasks (score: creation time), what ``tasks/list`` pages through;
+                                      expires with the last record it lists (anonymous tasks: not indexed)
 ``<prefix>{tasks}:changes``           a Redis stream: the id of each task that changed (capped, ~10,000 entries)
 ====================================  ========================================================================
 
@@ -56,7 +57,8 @@ UPDATE_RETRIES = 32
 FEED_LENGTH = 10_000  # entries the change stream keeps (approximately: MAXLEN ~)
 
 # KEYS: live (all), live (owner), index (owner). ARGV: now, max live, max live per owner, id, expiry, created,
-# index floor (entries older than this are expired whatever they were), set ttl ms.
+# index floor (entries older than this are expired whatever they were), set ttl ms, the record's ttl ms (0: an
+# anonymous task, listed by nobody: not indexed).
 _CREATE = """
 local now = tonumber(ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -65,11 +67,14 @@ if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return 1 end
 if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 2 end
 redis.call('ZADD', KEYS[1], ARGV[5], ARGV[4])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[4])
-redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[7])
 redis.call('PEXPIRE', KEYS[1], ARGV[8])
 redis.call('PEXPIRE', KEYS[2], ARGV[8])
-redis.call('PEXPIRE', KEYS[3], ARGV[8])
+local ttl = tonumber(ARGV[9])
+if ttl > 0 then
+  redis.call('ZADD', KEYS[3], ARGV[6], ARGV[4])
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[7])
+  if redis.call('PTTL', KEYS[3]) < ttl then redis.call('PEXPIRE', KEYS[3], ttl) end
+end
 return 0
 """
 
@@ -135,6 +140,7 @@ class RedisTaskStore(OnConnection):
             int(record["created"]),
             now - MAX_TTL_MS,
             MAX_TTL_MS,
+            0 if owner is None else _ttl(record, now),  # (the index lives as long as the last record it lists)
         ]
         async with self.conn.guard("task store"):
             refused = await self._create(keys=keys, args=args)
