@@ -232,6 +232,33 @@ async def test_registration_with_malformed_grant_types_is_invalid_client_metadat
         assert (r.status_code, r.json()["error"]) == (400, "invalid_redirect_uri"), r.text
 
 
+async def test_an_authorization_request_with_a_repeated_parameter_is_invalid_request() -> None:
+    """RFC 6749 §3.1 and §4.1.2.1: request parameters must not be included more than once; a repeated one is
+    ``invalid_request``, sent back to the client's redirect URI, or answered directly when what is repeated is the
+    ``client_id`` or ``redirect_uri`` (the redirect target is then in doubt). It was issued a code, the last value
+    silently winning (``scope=mcp&scope=admin``)."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        _, challenge = pkce_pair()
+        query = [
+            ("response_type", "code"),
+            ("client_id", cid),
+            ("redirect_uri", REDIRECT),
+            ("code_challenge", challenge),
+            ("code_challenge_method", "S256"),
+            ("state", "st"),
+        ]
+        r = await http.get(base + "/authorize?" + urlencode([*query, ("state", "other")]))
+        assert r.status_code == 302 and r.headers["location"].startswith(REDIRECT + "?")
+        answer = dict(parse_qsl(urlsplit(r.headers["location"]).query))
+        assert answer["error"] == "invalid_request" and "code" not in answer, answer
+        for repeated in (("client_id", cid), ("redirect_uri", REDIRECT)):
+            r = await http.get(base + "/authorize?" + urlencode([*query, repeated]))
+            assert r.status_code == 400 and r.json()["error"] == "invalid_request", (repeated, r.status_code)
+        r = await http.get(base + "/authorize?" + urlencode(query))  # once each: a code
+        assert "code" in dict(parse_qsl(urlsplit(r.headers["location"]).query))
+
+
 @pytest.mark.req("M031")
 async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
     """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated

@@ -33,6 +33,7 @@ import hashlib
 import hmac
 import secrets
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -438,9 +439,14 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
     async def _authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("method") not in ("GET", "POST"):
             raise _OAuthError("invalid_request", "use GET", 405)
-        q: dict[str, str] = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        pairs = parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1"))
         if scope.get("method") == "POST":
-            q.update(parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace")))
+            pairs += parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace"))
+        q: dict[str, str] = dict(pairs)
+        # RFC 6749 §3.1: no parameter more than once (§4.1.2.1: invalid_request)
+        repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1) if len(q) != len(pairs) else []
+        if "client_id" in repeated or "redirect_uri" in repeated:
+            raise _OAuthError("invalid_request", "repeated parameter: " + " ".join(repeated))
         client = await self._client(q.get("client_id", ""))
         if client is None:
             raise _OAuthError("invalid_client", "unknown client_id")
@@ -460,6 +466,9 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
                 params["state"] = state
             await self._redirect(send, redirect_uri, params)
 
+        if repeated:
+            await fail("invalid_request", "repeated parameter: " + " ".join(repeated))
+            return
         if q.get("response_type") != "code":
             await fail("unsupported_response_type", "only response_type=code")
             return
