@@ -117,6 +117,11 @@ class HostedSession(Protocol):
         """Return once the client sent ``notifications/initialized``."""
         ...
 
+    def declared_list_changed(self, kind: str) -> bool:
+        """Whether the session was declared ``listChanged`` for the ``kind`` list (only then is it sent
+        ``notifications/<kind>/list_changed``)."""
+        ...
+
 
 class StateKeys(Protocol):
     """The key ring that seals a server's ``requestState`` (and, for ``MCPKit``, its list cursors)."""

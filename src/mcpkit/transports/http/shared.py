@@ -270,10 +270,10 @@ class SharedSessions:
     async def _wanted(self, hs: HTTPSession, entry: LogEntry) -> bytes | None:
         """The message a log entry is for this session (what the server's delivery would send it), or None. (The
         rule of ``Server.deliver_*``: list changes to every initialized session, a resource's update to its
-        subscribers.)"""
+        subscribers, and a list change only to a session declared that list.)"""
         session = hs.session
         if entry.kind == "list_changed":
-            if not session.initialized:
+            if not session.initialized or not session.declared_list_changed(str(entry.value)):
                 return None
             return engine_messages.notification(f"notifications/{entry.value}/list_changed", None).data
         if entry.kind == "resource_updated":
@@ -287,7 +287,11 @@ class SharedSessions:
     @staticmethod
     def _look_again(hs: HTTPSession) -> list[bytes]:
         session = hs.session
-        out = [engine_messages.notification(f"notifications/{k}/list_changed", None).data for k in _LIST_KINDS]
+        out = [
+            engine_messages.notification(f"notifications/{k}/list_changed", None).data
+            for k in _LIST_KINDS
+            if session.declared_list_changed(k)
+        ]
         out += [
             engine_messages.notification("notifications/resources/updated", {"uri": uri}).data
             for uri in sorted(session.subscriptions)

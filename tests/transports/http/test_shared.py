@@ -1,0 +1,67 @@
+"""The cross-worker side of the Streamable HTTP endpoint (a fan-out shared through a real redis-server): what a
+handshake session's GET stream replays from the shared log."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+import httpx
+import orjson
+import pytest
+
+from mcpkit import MCPKit
+from mcpkit.stores.config import ScaleConfig
+from support.mcp_http import handshake_headers, open_session, running
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+pytestmark = pytest.mark.redis
+
+
+async def _events(response: httpx.Response, until: str) -> list[tuple[str | None, str | None]]:
+    """(id, method) of each event of a GET stream, up to the first whose method is ``until``."""
+    out: list[tuple[str | None, str | None]] = []
+    event_id: str | None = None
+    async for line in response.aiter_lines():
+        if line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data = line[5:].strip()
+            method = orjson.loads(data).get("method") if data else None
+            out.append((event_id, method))
+            event_id = None
+            if method == until:
+                return out
+    return out
+
+
+async def test_a_resumed_get_stream_replays_only_the_list_changes_the_session_was_declared(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """A GET stream resumed from the shared log (Last-Event-ID) gets what a live one would: the list_changed of a
+    list the session's initialize answer declared (tools here), never one of a list this server does not have
+    (prompts): a client is only sent what was negotiated."""
+    app = MCPKit("tools-only")
+
+    @app.tool
+    def echo(text: str) -> str:
+        return text
+
+    config = ScaleConfig(redis_url=redis_url, redis_prefix=f"sh{secrets.token_hex(4)}:", state_keys=(b"k" * 32,))
+    async with running(app, config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url)
+        headers = handshake_headers(sid, "2025-11-25", accept="text/event-stream")
+        async with http.stream("GET", url, headers=headers) as r:
+            assert r.status_code == 200
+            lines = r.aiter_lines()
+            first = await anext(lines)
+            assert first.startswith("id:")
+            start = first[3:].strip()
+        await app.notify_list_changed("prompts")
+        await app.notify_list_changed("tools")
+        await asyncio.sleep(0.2)
+        async with http.stream("GET", url, headers={**headers, "last-event-id": start}) as r:
+            assert r.status_code == 200
+            events = await asyncio.wait_for(_events(r, "notifications/tools/list_changed"), 5)
+        assert [m for _, m in events if m] == ["notifications/tools/list_changed"]
