@@ -21,6 +21,7 @@ from mcpkit.auth import (
     InMemoryTokenStorage,
     JWTVerifier,
     OAuthClient,
+    OAuthFlowError,
     StaticTokenVerifier,
     protect,
     tool_scopes,
@@ -616,3 +617,72 @@ async def test_loopback_callback_receives_the_redirect_like_a_browser_would() ->
             async with httpx.AsyncClient() as http:
                 await http.get(cb.redirect_uri)
         await auth.aclose()
+
+
+async def test_malformed_discovery_documents_fail_the_flow_with_an_oauth_flow_error() -> None:
+    """A resource metadata whose ``authorization_servers`` is no list of URLs, or authorization server metadata
+    without the ``token_endpoint`` (or, for the authorization code grant, the ``authorization_endpoint``) RFC 8414
+    requires, ends the flow with an :class:`OAuthFlowError` naming what is missing; they escaped as a bare
+    ``KeyError: 0``, ``TypeError`` or ``KeyError: 'authorization_endpoint'`` from deep inside the flow."""
+
+    def documents(prm: dict[str, Any], as_doc: Callable[[str], Any]) -> Callable[[str], Any]:
+        def make(base: str) -> Any:
+            async def app(scope: Any, receive: Any, send: Any) -> None:
+                if scope["type"] != "http":
+                    return
+                path = scope["path"]
+                if path.startswith("/.well-known/oauth-protected-resource"):
+                    body: Any = {"resource": base + "/mcp", "authorization_servers": [base], **prm}
+                elif path.startswith("/.well-known/oauth-authorization-server"):
+                    body = as_doc(base)
+                else:
+                    await send(
+                        {"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", b"Bearer")]}
+                    )
+                    await send({"type": "http.response.body", "body": b""})
+                    return
+                await send(
+                    {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]}
+                )
+                await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+
+            return app
+
+        return make
+
+    def as_doc(**without: None) -> Callable[[str], Any]:
+        def doc(base: str) -> dict[str, Any]:
+            full = {
+                "issuer": base,
+                "authorization_endpoint": base + "/authorize",
+                "token_endpoint": base + "/token",
+                "code_challenge_methods_supported": ["S256"],
+            }
+            return {k: v for k, v in full.items() if k not in without}
+
+        return doc
+
+    cases = [
+        ({"authorization_servers": {"a": 1}}, as_doc(), "names no authorization server"),
+        ({"authorization_servers": 5}, as_doc(), "names no authorization server"),
+        ({"authorization_servers": []}, as_doc(), "names no authorization server"),
+        ({}, as_doc(authorization_endpoint=None), "authorization_endpoint"),
+        ({}, as_doc(token_endpoint=None), "token_endpoint"),
+    ]
+    for prm, doc, expect in cases:
+        async with serve(documents(prm, doc)) as (base, _):
+            browser = HeadlessBrowser()
+            client = OAuthClient(
+                base + "/mcp",
+                client_id="pre-registered",
+                client_metadata={"redirect_uris": [REDIRECT]},
+                redirect_handler=browser.redirect_handler,
+                callback_handler=browser.callback_handler,
+            )
+            try:
+                async with httpx.AsyncClient(auth=client) as http:
+                    with pytest.raises(OAuthFlowError) as info:
+                        await http.post(base + "/mcp", json={})
+            finally:
+                await client.aclose()
+            assert expect in str(info.value), (prm, expect, info.value)

@@ -502,6 +502,11 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             params["scope"] = " ".join(scopes)
         if discovery.resource:
             params["resource"] = discovery.resource
+        if not discovery.metadata.get("authorization_endpoint"):
+            raise OAuthFlowError(
+                "the authorization server metadata names no authorization_endpoint: it offers no authorization code "
+                "grant (a machine client uses grant_type='client_credentials' or 'jwt_bearer')"
+            )
         endpoint = str(discovery.metadata["authorization_endpoint"])
         sep = "&" if urlsplit(endpoint).query else "?"
         self.log.append("AUTHORIZE " + endpoint)

@@ -172,8 +172,8 @@ class DiscoveryMixin:
                 raise OAuthFlowError(
                     f"the protected resource metadata names resource {resource!r}, which is not {self.server_url}"
                 )
-            servers = prm.get("authorization_servers") or []
-            if not servers or not isinstance(servers[0], str):
+            servers = prm.get("authorization_servers")
+            if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
                 raise OAuthFlowError("the protected resource metadata names no authorization server")
             issuer = servers[0]
             await self._check_target(issuer, "authorization server")
@@ -238,6 +238,8 @@ class DiscoveryMixin:
 
     @staticmethod
     def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
+        if metadata.get("token_endpoint") is None:
+            raise OAuthFlowError("the authorization server metadata names no token_endpoint (RFC 8414 requires it)")
         methods = metadata.get("code_challenge_methods_supported")
         if methods is None and legacy:
             return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
