@@ -4,6 +4,7 @@ pydantic accepts with the same values and types (anything else falls through to 
 from __future__ import annotations
 
 import itertools
+import math
 import typing
 from typing import Any
 
@@ -74,13 +75,13 @@ def test_a_non_finite_default_goes_to_pydantic() -> None:
 
 @pytest.mark.parametrize("tp", [int, float, bool])
 def test_scalar_return_schema_and_values_are_pydantics(tp: type) -> None:
-    from pydantic import TypeAdapter
+    from pydantic import ConfigDict, TypeAdapter
 
     from mcpkit.server.schema import ReturnInfo, json_schema_of
 
     fast = ReturnInfo(tp)
     assert fast.structured and fast.adapter is None
-    adapter = TypeAdapter(tp)
+    adapter = TypeAdapter(tp, config=ConfigDict(allow_inf_nan=False))  # (JSON has no NaN or Infinity)
     inner = json_schema_of(adapter, mode="serialization")
     assert fast.output_schema == {"type": "object", "properties": {"result": inner}, "required": ["result"]}
     for value in [0, 1, -7, 2**70, 1.5, -0.0, float("inf"), float("nan"), True, False, "3", "x", None]:
@@ -189,3 +190,30 @@ async def test_typing_typeddicts_are_tool_parameters_and_results_on_every_python
         assert not result.is_error and result.structured == sent
         bad = await client.call_tool("ship", {"parcel": {"to": {"street": "Main", "number": "one"}}})
         assert bad.is_error and "parcel.to.number" in (bad.text or "")
+
+
+async def test_a_non_finite_result_is_an_error_not_structured_content_that_breaks_the_output_schema() -> None:
+    """JSON has no NaN or Infinity: a tool declared ``-> float`` (or ``list[float]``, ``dict[str, float]``) that
+    returns one gets an error result, not ``structuredContent`` with ``null`` where its outputSchema says number
+    (which the official SDK's client and mcpkit's both refuse, failing the call with the server's contract
+    broken). Finite values are unchanged."""
+    app = MCPKit("non-finite")
+
+    @app.tool
+    def mean(values: list[float]) -> float:
+        return sum(values) / len(values) if values else math.nan
+
+    @app.tool
+    def scaled(factor: float) -> list[float]:
+        return [1.0 * factor, math.inf * factor]
+
+    @app.tool
+    def ratios(total: float) -> dict[str, float]:
+        return {"share": 1 / total if total else math.nan}
+
+    async with Client(app) as client:
+        assert (await client.call_tool("mean", {"values": [1, 2]})).data == 1.5
+        assert (await client.call_tool("ratios", {"total": 4})).data == {"share": 0.25}
+        for name, arguments in [("mean", {"values": []}), ("scaled", {"factor": 2}), ("ratios", {"total": 0})]:
+            result = await client.call_tool(name, arguments)
+            assert result.is_error and result.structured is None, (name, result)

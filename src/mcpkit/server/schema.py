@@ -647,9 +647,7 @@ class ReturnInfo:
             tp = get_args(tp)[0]
         self.wrap = not _is_object_type(tp)
         try:
-            from pydantic import TypeAdapter
-
-            self.adapter = TypeAdapter(portable_type(annotation))
+            self.adapter = _result_adapter(portable_type(annotation))
             self.output_schema  # noqa: B018 - build it now so a bad annotation fails here, not in tools/list
         except Exception as exc:
             logger.warning("no output schema for return annotation %r: %s", annotation, exc)
@@ -680,13 +678,23 @@ class ReturnInfo:
             if type(value) is scalar and (scalar is not float or math.isfinite(cast(float, value))):
                 return {"result": value}  # exactly what pydantic would give back for it
             if self.adapter is None:
-                from pydantic import TypeAdapter
-
-                self.adapter = TypeAdapter(scalar)  # coercions and errors are pydantic's own
+                self.adapter = _result_adapter(scalar)  # coercions and errors are pydantic's own
         adapter = self.adapter
         assert adapter is not None
         data = adapter.dump_python(adapter.validate_python(value), mode="json", by_alias=True)
         return {"result": data} if self.wrap else data
+
+
+def _result_adapter(annotation: Any) -> TypeAdapter[Any]:
+    """The adapter that validates and dumps a tool's results: one that refuses NaN and Infinity, which JSON cannot
+    carry (dumped, they would become ``null`` where the output schema says number), except for a model, dataclass
+    or TypedDict, whose own configuration decides."""
+    from pydantic import ConfigDict, PydanticUserError, TypeAdapter
+
+    try:
+        return TypeAdapter(annotation, config=ConfigDict(allow_inf_nan=False))
+    except PydanticUserError:  # (a type with a configuration of its own takes no other)
+        return TypeAdapter(annotation)
 
 
 def _is_unstructured(annotation: Any) -> bool:
