@@ -255,6 +255,10 @@ async def test_an_authorization_request_with_a_repeated_parameter_is_invalid_req
         for repeated in (("client_id", cid), ("redirect_uri", REDIRECT)):
             r = await http.get(base + "/authorize?" + urlencode([*query, repeated]))
             assert r.status_code == 400 and r.json()["error"] == "invalid_request", (repeated, r.status_code)
+        # several resources (RFC 8707 §2 allows them) are a target this server cannot issue one token for
+        two = [("resource", "http://127.0.0.1:7/mcp"), ("resource", "http://127.0.0.1:7/mcp")]
+        r = await http.get(base + "/authorize?" + urlencode([*query, *two]))
+        assert dict(parse_qsl(urlsplit(r.headers["location"]).query))["error"] == "invalid_target"
         r = await http.get(base + "/authorize?" + urlencode(query))  # once each: a code
         assert "code" in dict(parse_qsl(urlsplit(r.headers["location"]).query))
 

@@ -466,6 +466,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
                 params["state"] = state
             await self._redirect(send, redirect_uri, params)
 
+        if repeated == ["resource"]:
+            # RFC 8707 §2 lets a client name several resources; a token here is for one (its audience)
+            await fail("invalid_target", "one resource per authorization request")
+            return
         if repeated:
             await fail("invalid_request", "repeated parameter: " + " ".join(repeated))
             return
