@@ -167,6 +167,40 @@ def test_a_directory_of_built_assets_becomes_one_document(tmp_path: Path) -> Non
     assert 'src="https://cdn.example.com/x.png"' in html  # (a remote URL is left alone: its domain needs the CSP)
 
 
+def test_an_inlined_directory_view_behaves_in_a_browser_as_its_files_did(tmp_path: Path) -> None:
+    """What inlining keeps, checked in a real Chromium: a deferred classic script still runs once the document is
+    parsed (an inline script ignores defer: run where it stood in the head, it found no element), a print-only
+    stylesheet still applies to print only (its media attribute kept), and an attribute value with a double quote
+    (single-quoted in the source) stays one attribute."""
+    from support.browser import chromium
+
+    root = tmp_path / "dist"
+    (root / "assets").mkdir(parents=True)
+    (root / "index.html").write_text(
+        "<!doctype html><html><head>"
+        '<script src="assets/first.js" defer></script><script defer src="assets/second.js"></script>'
+        '<link rel="stylesheet" href="assets/print.css" media="print">'
+        "</head><body><p id=out>waiting</p>"
+        "<img src='assets/dot.png' alt='the \"dot\" image' id=dot></body></html>"
+    )
+    (root / "assets" / "first.js").write_text('document.getElementById("out").textContent = "first";')
+    (root / "assets" / "second.js").write_text('document.getElementById("out").textContent += " then second";')
+    (root / "assets" / "print.css").write_text("p { color: rgb(255, 0, 0) }")
+    (root / "assets" / "dot.png").write_bytes(b"\x89PNG\r\n")
+    html = build_view_document(directory=root)
+    with chromium() as browser:
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.set_content(html)
+        assert page.text_content("#out") == "first then second"
+        assert page.eval_on_selector("#out", "p => getComputedStyle(p).color") != "rgb(255, 0, 0)"
+        page.emulate_media(media="print")
+        assert page.eval_on_selector("#out", "p => getComputedStyle(p).color") == "rgb(255, 0, 0)"
+        assert page.get_attribute("#dot", "alt") == 'the "dot" image'
+        assert errors == []
+
+
 def test_a_directory_view_cannot_reach_outside_its_directory(tmp_path: Path) -> None:
     root = built_app(tmp_path / "dist")
     (tmp_path / "secret.js").write_text("steal()")

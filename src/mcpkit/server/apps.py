@@ -67,8 +67,10 @@ def _attrs(text: str) -> dict[str, str]:
 
 
 def _render_attrs(attrs: Mapping[str, str], drop: Iterable[str]) -> str:
-    skip = set(drop)
-    return "".join(f' {k}="{v}"' if v != "" else f" {k}" for k, v in attrs.items() if k not in skip)
+    skip = set(drop)  # (a value keeps its entities as written; a double quote of a single-quoted one is escaped)
+    return "".join(
+        f' {k}="{v.replace(chr(34), "&quot;")}"' if v != "" else f" {k}" for k, v in attrs.items() if k not in skip
+    )
 
 
 class _Inliner:
@@ -121,6 +123,7 @@ class _Inliner:
     def document(self, entry: Path) -> str:
         html = self.read(entry).decode("utf-8")
         base = entry.parent
+        deferred: list[str] = []
 
         def script(m: re.Match[str]) -> str:
             attrs = _attrs(m["attrs"])
@@ -129,6 +132,13 @@ class _Inliner:
                 return m[0]
             code = self.read(target).decode("utf-8")
             code = re.sub(r"</(script)", r"<\\/\1", code, flags=re.I).replace("<!--", "<\\!--")
+            classic = attrs.get("type", "").strip().lower() != "module"  # (a module script is deferred inline too)
+            if classic and "defer" in attrs and "async" not in attrs:
+                # an inline script ignores defer: it runs once the document is parsed only from the end of the body
+                deferred.append(
+                    f"<script{_render_attrs(attrs, ('src', 'integrity', 'crossorigin', 'defer'))}>{code}</script>"
+                )
+                return ""
             return f"<script{_render_attrs(attrs, ('src', 'integrity', 'crossorigin'))}>{code}</script>"
 
         def link(m: re.Match[str]) -> str:
@@ -139,7 +149,10 @@ class _Inliner:
                 return m[0]
             if "stylesheet" in rel:
                 css = self.css(self.read(target).decode("utf-8"), target.parent)
-                return "<style>" + re.sub(r"</(style)", r"<\\/\1", css, flags=re.I) + "</style>"
+                kept = {k: v for k, v in attrs.items() if k in ("media", "title", "nonce")}  # (print-only stays so)
+                return (
+                    f"<style{_render_attrs(kept, ())}>" + re.sub(r"</(style)", r"<\\/\1", css, flags=re.I) + "</style>"
+                )
             if "modulepreload" in rel or "preload" in rel or "prefetch" in rel:
                 return ""  # (what it preloads is inlined, or not needed)
             return f"<link{_render_attrs({**attrs, 'href': self.data_url(target)}, ())}>"
@@ -153,7 +166,12 @@ class _Inliner:
 
         html = _SCRIPT.sub(script, html)
         html = _LINK.sub(link, html)
-        return _MEDIA.sub(media, html)
+        html = _MEDIA.sub(media, html)
+        if deferred:  # in their order, after everything the document holds (before </body> when there is one)
+            end = [m.start() for m in re.finditer(r"</body\s*>", html, re.I)]
+            at = end[-1] if end else len(html)
+            html = html[:at] + "".join(deferred) + html[at:]
+        return html
 
 
 def build_view_document(
