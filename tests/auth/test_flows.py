@@ -708,6 +708,8 @@ async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() ->
         },
         "/bad-redirect.json": {"client_id": "{base}/bad-redirect.json", "redirect_uris": ["http://evil.example/cb"]},
         "/huge.json": (200, [], b'{"client_id": "' + b"x" * 10_000 + b'"}'),
+        # grant_types holding a list: was a TypeError (unhashable) and a 500 at /authorize
+        "/bad-grants.json": {"client_id": "{base}/bad-grants.json", "redirect_uris": [REDIRECT], "grant_types": [[]]},
         "/moved.json": (302, [(b"location", b"/good.json")], b""),
     }
     async with serve(_documents(docs, hits)) as (docs_url, _), stack() as s, httpx.AsyncClient() as http:
@@ -732,6 +734,7 @@ async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() ->
             ("/jwks-uri.json", "jwks_uri"),
             ("/bad-redirect.json", "redirect_uris"),
             ("/huge.json", "larger than"),
+            ("/bad-grants.json", "grant_types"),
             ("/moved.json", "redirects are not followed"),
             ("/missing.json", "HTTP 404"),
         ):

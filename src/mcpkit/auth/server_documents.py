@@ -145,7 +145,9 @@ class ClientDocuments:
             except ValueError as exc:
                 raise refuse(str(exc)) from None
         grant_types = meta.get("grant_types", ["authorization_code"])
-        if not isinstance(grant_types, list) or not set(grant_types) <= {"authorization_code", "refresh_token"}:
+        if not isinstance(grant_types, list) or any(
+            g not in ("authorization_code", "refresh_token") for g in grant_types
+        ):
             raise refuse("grant_types may be authorization_code and refresh_token only")
         scope = meta.get("scope") if isinstance(meta.get("scope"), str) else None
         return ClientRecord(
