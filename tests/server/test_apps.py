@@ -201,6 +201,42 @@ def test_an_inlined_directory_view_behaves_in_a_browser_as_its_files_did(tmp_pat
         assert errors == []
 
 
+def test_an_inlined_directory_views_responsive_images_still_load_in_a_browser(tmp_path: Path) -> None:
+    """A browser loads an <img>'s srcset (or a <picture>'s <source srcset>) before its src: each local candidate is
+    inlined too, with its descriptor, or the image is broken in a sandbox that has no server to fetch it from."""
+    import struct
+    import zlib
+
+    from support.browser import chromium
+
+    def png(width: int) -> bytes:
+        raw = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(1))
+        chunk = lambda kind, data: (  # noqa: E731
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+        header = struct.pack(">IIBBBBB", width, 1, 8, 2, 0, 0, 0)
+        return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+    root = tmp_path / "dist"
+    (root / "img").mkdir(parents=True)
+    (root / "img" / "one.png").write_bytes(png(1))
+    (root / "img" / "two.png").write_bytes(png(2))
+    (root / "index.html").write_text(
+        "<!doctype html><html><body>"
+        '<img id=a src="img/one.png" srcset="img/one.png 1x, ./img/two.png 2x">'
+        '<picture><source srcset="img/two.png" type="image/png"><img id=b src="img/one.png"></picture>'
+        "</body></html>"
+    )
+    html = build_view_document(directory=root)
+    assert "img/" not in html
+    with chromium() as browser:
+        page = browser.new_page()
+        page.set_content(html)
+        page.wait_for_function("[...document.images].every(i => i.complete)")
+        assert page.eval_on_selector("#a", "i => i.naturalWidth") in (1, 2)
+        assert page.eval_on_selector("#b", "i => i.naturalWidth") == 2
+
+
 def test_a_directory_view_cannot_reach_outside_its_directory(tmp_path: Path) -> None:
     root = built_app(tmp_path / "dist")
     (tmp_path / "secret.js").write_text("steal()")

@@ -55,6 +55,8 @@ _SCRIPT = re.compile(r"<script\b(?P<attrs>[^>]*)>\s*</script\s*>", re.I)
 _LINK = re.compile(r"<link\b(?P<attrs>[^>]*?)/?>", re.I)
 _MEDIA = re.compile(r"<(?P<tag>img|source|audio|video)\b(?P<attrs>[^>]*?)(?P<end>/?)>", re.I)
 _ATTR = re.compile(r"""([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
+# one candidate of a srcset: its URL (no whitespace; a trailing comma ends it), then its descriptor, if any
+_SRCSET = re.compile(r"\s*(?P<url>[^\s,][^\s]*?),?(?=\s|$)(?P<rest>[^,]*)(?:,|$)")
 _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.I)
 _EXTERNAL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//|#)")
 
@@ -157,12 +159,24 @@ class _Inliner:
                 return ""  # (what it preloads is inlined, or not needed)
             return f"<link{_render_attrs({**attrs, 'href': self.data_url(target)}, ())}>"
 
+        def srcset(value: str) -> str:  # "a.png 1x, b.png 2x": each local candidate inlined, its descriptor kept
+            out = []
+            for candidate in _SRCSET.finditer(value):
+                target = self.resolve(candidate["url"], base)
+                out.append((candidate["url"] if target is None else self.data_url(target)) + candidate["rest"])
+            return ", ".join(out)
+
         def media(m: re.Match[str]) -> str:
             attrs = _attrs(m["attrs"])
+            changed = dict(attrs)
             target = self.resolve(attrs.get("src", ""), base)
-            if target is None:
+            if target is not None:
+                changed["src"] = self.data_url(target)
+            if attrs.get("srcset"):  # (a browser loads a candidate of srcset before src)
+                changed["srcset"] = srcset(attrs["srcset"])
+            if changed == attrs:
                 return m[0]
-            return f"<{m['tag']}{_render_attrs({**attrs, 'src': self.data_url(target)}, ())}{m['end']}>"
+            return f"<{m['tag']}{_render_attrs(changed, ())}{m['end']}>"
 
         html = _SCRIPT.sub(script, html)
         html = _LINK.sub(link, html)
