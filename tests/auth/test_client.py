@@ -686,3 +686,31 @@ async def test_malformed_discovery_documents_fail_the_flow_with_an_oauth_flow_er
             finally:
                 await client.aclose()
             assert expect in str(info.value), (prm, expect, info.value)
+
+
+async def test_file_token_storage_writes_a_private_file_whatever_lies_at_its_temporary_name(tmp_path: Any) -> None:
+    """``FileTokenStorage`` promises a file of mode 0600, replaced atomically. Its temporary file had a fixed name
+    opened without ``O_EXCL``: a stale one of mode 0644 left the tokens readable by everyone, and a symlink planted
+    there (a shared directory) had the tokens written to the file it pointed at, then became the token file."""
+    import os
+    import stat
+
+    from mcpkit.auth import FileTokenStorage, TokenSet
+
+    loose = tmp_path / "loose" / "tokens.json"
+    loose.parent.mkdir()
+    (loose.parent / "tokens.json.tmp").write_text("")
+    os.chmod(loose.parent / "tokens.json.tmp", 0o644)
+    await FileTokenStorage(loose).set_tokens("https://as.example", TokenSet("secret-token"))
+    assert stat.S_IMODE(os.stat(loose).st_mode) == 0o600
+    assert (await FileTokenStorage(loose).get_tokens("https://as.example")) == TokenSet("secret-token")
+
+    planted = tmp_path / "planted" / "tokens.json"
+    planted.parent.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    os.symlink(elsewhere, planted.parent / "tokens.json.tmp")
+    await FileTokenStorage(planted).set_tokens("https://as.example", TokenSet("secret-token"))
+    assert not elsewhere.exists()
+    assert not planted.is_symlink() and stat.S_IMODE(os.stat(planted).st_mode) == 0o600
+    await FileTokenStorage(planted).set_client_info("https://as.example", {"client_id": "c"})
+    assert sorted(p.name for p in planted.parent.iterdir() if p.name != "tokens.json.tmp") == ["tokens.json"]

@@ -3,8 +3,10 @@ behind the :class:`TokenStorage` protocol (in memory, or a JSON file)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -81,11 +83,17 @@ class FileTokenStorage:
 
     def _save(self, data: dict[str, Any]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh)
-        os.replace(tmp, self.path)
+        # a fresh file of our own (mkstemp: O_EXCL, mode 0600, a random name): never one that lies at a fixed name
+        # already, a stale file of another mode or a symlink planted to catch the tokens
+        fd, tmp = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     async def get_tokens(self, issuer: str) -> TokenSet | None:
         raw = self._load().get("tokens", {}).get(issuer)
