@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 import textwrap
 import time
@@ -234,3 +235,50 @@ async def test_large_payloads_round_trip(mode: str) -> None:
     async with open_session("stdio", mode=mode) as cs:
         r = await cs.call_tool("big", {"n": 1_000_000})
         assert len(r.content[0].text) == 1_000_000  # type: ignore[union-attr]
+
+
+_CHATTY_SERVER = textwrap.dedent(
+    """
+    import sys
+    from mcpkit import MCPKit
+
+    print("a stray line printed while the server module loads")
+    sys.stdout.write("and one written without a newline")
+
+    app = MCPKit("chatty")
+
+    @app.tool
+    def hello() -> str:
+        print("printed by a tool")
+        return "hi"
+
+    app.run()
+    """
+)
+
+
+def test_text_printed_before_serving_goes_to_stderr_not_into_the_protocol_stream() -> None:
+    """The stdout of a stdio server carries only MCP messages (a MUST of the transport): text a server module
+    printed before ``app.run()`` (still in Python's buffer, as it is when stdout is a pipe) goes to stderr, like
+    what its tools print while serving; it used to be flushed ahead of the first answer. (With PYTHONUNBUFFERED
+    such text has left before the server could move stdout: nothing can take it back.)"""
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "hello", "arguments": {}}},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", _CHATTY_SERVER],
+        input=b"".join(orjson.dumps(m) + b"\n" for m in lines),
+        capture_output=True,
+        env=env,
+        timeout=30,
+        check=True,
+    )
+    answers = [orjson.loads(line) for line in done.stdout.splitlines()]  # every line is a JSON-RPC message
+    assert sorted(a["id"] for a in answers) == [0, 1]
+    assert b"a stray line printed while the server module loads" in done.stderr
+    assert b"and one written without a newline" in done.stderr
+    assert b"printed by a tool" in done.stderr

@@ -306,11 +306,11 @@ class StdioServerTransport(BaseConnection):
         if self._stdout is not None:
             out_fd = self._stdout.fileno()
         else:
-            with contextlib.suppress(Exception):
-                sys.stdout.flush()
             out_fd = os.dup(1)
             if self._guard:
                 os.dup2(2, 1)  # stray writes to fd 1 (print, C extensions) now go to stderr
+            with contextlib.suppress(Exception):
+                sys.stdout.flush()  # (after the move: what the module printed before serving goes to stderr too)
         lines = self._lines
         lines.limit = self.max_message_size  # (the attribute may have been changed since __init__)
         if _pollable(stdin.fileno()):
