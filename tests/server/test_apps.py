@@ -237,6 +237,42 @@ def test_an_inlined_directory_views_responsive_images_still_load_in_a_browser(tm
         assert page.eval_on_selector("#b", "i => i.naturalWidth") == 2
 
 
+def test_an_inlined_directory_views_css_imports_still_apply_in_a_browser(tmp_path: Path) -> None:
+    """A stylesheet's @import of a local file (quoted or url(), with a media condition or not, nested) is inlined
+    in its place: left as a file name it is fetched from nowhere in the host's sandbox, and as a data: URL the
+    view's CSP (style-src without data:) refuses it."""
+    from support.browser import chromium
+
+    root = tmp_path / "dist"
+    (root / "css" / "parts").mkdir(parents=True)
+    (root / "index.html").write_text(
+        '<!doctype html><html><head><link rel="stylesheet" href="css/main.css"></head>'
+        "<body><p id=a>a</p><p id=b>b</p><p id=c>c</p></body></html>"
+    )
+    (root / "css" / "main.css").write_text(
+        '@import "parts/a.css";\n@import url(parts/b.css);\n@import url("parts/c.css") print;\n#a { margin: 0 }'
+    )
+    (root / "css" / "parts" / "a.css").write_text('@import "deep.css";\n#a { color: rgb(0, 128, 0) }')
+    (root / "css" / "parts" / "deep.css").write_text("#a { font-weight: 700 }")
+    (root / "css" / "parts" / "b.css").write_text("#b { color: rgb(0, 0, 255) }")
+    (root / "css" / "parts" / "c.css").write_text("#c { color: rgb(255, 0, 0) }")
+    html = build_view_document(directory=root)
+    assert "@import" not in html
+    (root / "css" / "parts" / "deep.css").write_text('@import "a.css";')  # a cycle: refused when registered
+    with pytest.raises(ValueError, match="@import nested deeper than 8"):
+        build_view_document(directory=root)
+    with chromium() as browser:
+        page = browser.new_page()
+        page.set_content(html)
+        color = "e => getComputedStyle(e).color"
+        assert page.eval_on_selector("#a", color) == "rgb(0, 128, 0)"
+        assert page.eval_on_selector("#a", "e => getComputedStyle(e).fontWeight") == "700"
+        assert page.eval_on_selector("#b", color) == "rgb(0, 0, 255)"
+        assert page.eval_on_selector("#c", color) != "rgb(255, 0, 0)"  # print only
+        page.emulate_media(media="print")
+        assert page.eval_on_selector("#c", color) == "rgb(255, 0, 0)"
+
+
 def test_a_directory_view_cannot_reach_outside_its_directory(tmp_path: Path) -> None:
     root = built_app(tmp_path / "dist")
     (tmp_path / "secret.js").write_text("steal()")

@@ -10,8 +10,9 @@ to them (``@app.tool(ui=...)``). Mixed into :class:`~mcpkit.server.app.MCPKit`.
     def refresh() -> dict[str, str]: ...
 
 A view's document comes from an HTML string, a file, a function returning HTML (``@app.view``) or a directory of
-built assets (``directory=``, ``entry="index.html"``): its local scripts, stylesheets, images and fonts are inlined
-into one document (a view is one document: the host loads it from ``resources/read``). A path that leaves the
+built assets (``directory=``, ``entry="index.html"``): its local scripts, stylesheets (with their ``@import``\ s),
+images (``srcset`` too) and fonts are inlined into one document (a view is one document: the host loads it from
+``resources/read``), so that it behaves as its files did: a ``defer`` script runs from the end of the body. A path that leaves the
 directory (``..``, an absolute path, a symlink out of it) is an error; so is a document over ``max_bytes``.
 
 Mistakes are found when the view or the tool is registered, not when a host renders it: a view URI that is not
@@ -57,6 +58,11 @@ _MEDIA = re.compile(r"<(?P<tag>img|source|audio|video)\b(?P<attrs>[^>]*?)(?P<end
 _ATTR = re.compile(r"""([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+)))?""")
 # one candidate of a srcset: its URL (no whitespace; a trailing comma ends it), then its descriptor, if any
 _SRCSET = re.compile(r"\s*(?P<url>[^\s,][^\s]*?),?(?=\s|$)(?P<rest>[^,]*)(?:,|$)")
+_CSS_IMPORT = re.compile(
+    r"""@import\s+(?:url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)|"([^"]*)"|'([^']*)')(?P<media>[^;]*);""", re.I
+)
+#: how deep a directory view's stylesheets may @import one another (a cycle ends here too)
+MAX_CSS_IMPORT_DEPTH = 8
 _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.I)
 _EXTERNAL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//|#)")
 
@@ -114,7 +120,20 @@ class _Inliner:
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         return f"data:{mime};base64,{base64.b64encode(self.read(path)).decode('ascii')}"
 
-    def css(self, text: str, base: Path) -> str:
+    def css(self, text: str, base: Path, depth: int = 0) -> str:
+        def imported(m: re.Match[str]) -> str:  # the file in place of its @import (media: an @media block)
+            ref = next(g for g in m.groups()[:5] if g is not None)
+            target = self.resolve(ref, base)
+            if target is None:
+                return m[0]
+            if depth >= MAX_CSS_IMPORT_DEPTH:
+                raise ValueError(f"view stylesheet {ref!r}: @import nested deeper than {MAX_CSS_IMPORT_DEPTH}")
+            inner = self.css(self.read(target).decode("utf-8"), target.parent, depth + 1)
+            condition = m["media"].strip()
+            return f"@media {condition} {{\n{inner}\n}}" if condition else inner
+
+        text = _CSS_IMPORT.sub(imported, text)
+
         def one(m: re.Match[str]) -> str:
             ref = m[1] if m[1] is not None else m[2] if m[2] is not None else m[3]
             target = self.resolve(ref, base)
