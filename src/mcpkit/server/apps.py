@@ -10,10 +10,11 @@ to them (``@app.tool(ui=...)``). Mixed into :class:`~mcpkit.server.app.MCPKit`.
     def refresh() -> dict[str, str]: ...
 
 A view's document comes from an HTML string, a file, a function returning HTML (``@app.view``) or a directory of
-built assets (``directory=``, ``entry="index.html"``): its local scripts, stylesheets (with their ``@import``\ s),
-images (``srcset`` too) and fonts are inlined into one document (a view is one document: the host loads it from
-``resources/read``), so that it behaves as its files did: a ``defer`` script runs from the end of the body. A path that leaves the
-directory (``..``, an absolute path, a symlink out of it) is an error; so is a document over ``max_bytes``.
+built assets (``directory=``, ``entry="index.html"``): its local scripts, stylesheets (their local ``@import``
+rules too), images (``srcset`` too) and fonts are inlined into one document (a view is one document: the host loads
+it from ``resources/read``), so that it behaves as its files did: a ``defer`` script runs from the end of the body.
+A path that leaves the directory (``..``, an absolute path, a symlink out of it) is an error; so is a document
+over ``max_bytes``.
 
 Mistakes are found when the view or the tool is registered, not when a host renders it: a view URI that is not
 ``ui://``, a MIME type other than ``text/html;profile=mcp-app`` (the default for every ``ui://`` resource), a CSP
