@@ -9,8 +9,11 @@ checked. A ``Literal``/``Enum`` argument completes automatically.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ..protocol.errors import InvalidParams
 from ..protocol.versions import Features
@@ -139,7 +142,15 @@ class Prompt(Listed):
         try:
             kwargs = self.info.validate(arguments)
         except ValidationError as exc:
-            raise InvalidParams(format_validation_error(exc, f"prompt {self.name!r}")) from None
+            # a list, dict or model argument comes as JSON text (the wire carries strings only)
+            decoded = _json_arguments(arguments)
+            read: dict[str, Any] | None = None
+            if decoded is not None:
+                with contextlib.suppress(ValidationError):
+                    read = self.info.validate(decoded)
+            if read is None:
+                raise InvalidParams(format_validation_error(exc, f"prompt {self.name!r}")) from None
+            kwargs = read
         if self.info.context_param is not None:
             kwargs[self.info.context_param] = ctx
         value = await self.fn(**kwargs) if self.sync is None else await self.sync(**kwargs)
@@ -150,6 +161,22 @@ class Prompt(Listed):
         if self.description:
             result["description"] = self.description
         return result
+
+
+def _json_arguments(arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """``arguments`` with every string that holds a JSON array or object read as JSON (prompt arguments are strings
+    on the wire, so a client sends a list, dict or model argument as JSON text); None when there is none."""
+    decoded: dict[str, Any] | None = None
+    for name, value in arguments.items():
+        if isinstance(value, str) and value[:1] in ("[", "{"):
+            try:
+                parsed = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                continue
+            if decoded is None:
+                decoded = dict(arguments)
+            decoded[name] = parsed
+    return decoded
 
 
 __all__ = ["Message", "Prompt", "to_messages"]
