@@ -217,3 +217,23 @@ async def test_a_non_finite_result_is_an_error_not_structured_content_that_break
         for name, arguments in [("mean", {"values": []}), ("scaled", {"factor": 2}), ("ratios", {"total": 0})]:
             result = await client.call_tool(name, arguments)
             assert result.is_error and result.structured is None, (name, result)
+
+
+def test_a_parameter_type_that_names_a_local_class_says_why_it_cannot_be_resolved() -> None:
+    """Under ``from __future__ import annotations`` (this module) an annotation is text, resolved in the module's
+    globals: a model defined inside a function cannot be found. The error says so and how to fix it, rather than
+    that a pydantic model "cannot become a JSON Schema"."""
+    from pydantic import BaseModel
+
+    class Query(BaseModel):
+        text: str
+
+    def search(query: Query) -> str:
+        return query.text
+
+    with pytest.raises(TypeError) as caught:
+        MCPKit("local-types").add_tool(search)
+    message = str(caught.value)
+    assert "parameter 'query'" in message and "'Query'" in message
+    assert "from __future__ import annotations" in message and "module level" in message
+    assert "cannot become a JSON Schema" not in message

@@ -393,6 +393,13 @@ class FunctionInfo:
             from pydantic import TypeAdapter
 
             for p in self.params:
+                if isinstance(p.annotation, str):  # text no name in the function's module resolves
+                    raise TypeError(
+                        f"{what}: parameter {p.name!r} is annotated {p.annotation!r}, which cannot be resolved: with "
+                        "`from __future__ import annotations` an annotation is text, looked up in the module's "
+                        "globals, so a class defined inside a function is not found; define it at module level "
+                        "(or import what it names there)"
+                    ) from exc
                 try:
                     json_schema_of(TypeAdapter(portable_type(p.annotation)))
                 except Exception as param_exc:
