@@ -303,6 +303,37 @@ async def test_the_resource_server_refuses_dpop_proofs_that_do_not_bind_this_req
         assert set(_challenges(bare)) == {"bearer", "dpop"}
 
 
+async def test_dpop_proofs_with_malformed_claims_are_refused_not_a_500() -> None:
+    """A proof signed by any key the sender made up, whose ``ath`` holds a non-ASCII character or whose ``htu`` is
+    no URL (``http://[``), is refused: 401 ``invalid_dpop_proof`` at the MCP server, 400 at the token endpoint. The
+    comparison of a non-ASCII ``ath`` raised TypeError and the unparsable ``htu`` ValueError: a 500 from both
+    servers, the token endpoint's to anyone without a token."""
+    async with stack(as_options={"dpop": True}, rs_options={"dpop": True}) as s, httpx.AsyncClient() as http:
+        key = SigningKey.generate()
+        token = _forge(s["as"], aud=s["mcp_url"], cnf={"jkt": key.thumbprint})
+
+        def proof(htu: str, **claims: Any) -> str:
+            base = {"jti": uuid.uuid4().hex, "htm": "POST", "htu": htu, "iat": int(time.time()), **claims}
+            return str(key.sign(base, headers={"typ": "dpop+jwt", "jwk": key.public_jwk}))
+
+        for name, value in (
+            ("non-ASCII ath", proof(s["mcp_url"], ath="é")),
+            ("htu no URL", proof("http://[", ath=access_token_hash(token))),
+        ):
+            headers = {**MCP_HEADERS, "authorization": f"DPoP {token}", "dpop": value}
+            r = await http.post(s["mcp_url"], json=PING, headers=headers)
+            assert (r.status_code, r.json()["error"]) == (401, "invalid_dpop_proof"), (name, r.status_code, r.text)
+        form = {"grant_type": "client_credentials", "client_id": "nobody"}
+        r = await http.post(s["as_url"] + "/token", data=form, headers={"dpop": proof("http://[")})
+        assert r.status_code in (400, 401) and r.status_code != 500, r.text
+        cc = await s["as"].register_client(
+            token_endpoint_auth_method="client_secret_post", grant_types=["client_credentials"]
+        )
+        form = {"grant_type": "client_credentials", "client_id": cc.client_id, "client_secret": cc.client_secret}
+        r = await http.post(s["as_url"] + "/token", data=form, headers={"dpop": proof("http://[")})
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_dpop_proof"), r.text
+
+
 @pytest.mark.req("M038")
 async def test_a_resource_server_requiring_dpop_refuses_bearer_tokens() -> None:
     async with stack(rs_options={"dpop_required": True}) as s, httpx.AsyncClient() as http:

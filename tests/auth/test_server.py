@@ -263,6 +263,43 @@ async def test_an_authorization_request_with_a_repeated_parameter_is_invalid_req
         assert "code" in dict(parse_qsl(urlsplit(r.headers["location"]).query))
 
 
+async def test_non_ascii_pkce_values_and_client_secrets_are_refused_not_a_500() -> None:
+    """A ``code_verifier``, ``code_challenge`` or ``client_secret`` holding a non-ASCII character gets the OAuth
+    error (``invalid_grant``; ``invalid_request`` for a challenge that is no S256 value, RFC 7636 §4.2: 43
+    base64url characters; ``invalid_client``), not a 500: the verifier's S256 raised UnicodeEncodeError and the
+    constant-time comparisons TypeError (``compare_digest`` takes no non-ASCII str)."""
+    holder: dict[str, AuthorizationServer] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = _as_on(base)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        _, challenge = pkce_pair()
+        code = await _code_for(http, base, cid, challenge, redirect_uri=REDIRECT)
+        form = {"grant_type": "authorization_code", "client_id": cid, "redirect_uri": REDIRECT}
+        r = await http.post(base + "/token", data={**form, "code": code, "code_verifier": "é" * 50})
+        assert (r.status_code, r.json()["error"]) == (400, "invalid_grant"), r.text
+        for bad in ("é" * 43, "short", challenge + "="):
+            query = {
+                "response_type": "code",
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "code_challenge": bad,
+                "code_challenge_method": "S256",
+            }
+            r = await http.get(base + "/authorize?" + urlencode(query))
+            assert r.status_code == 302, r.text
+            assert dict(parse_qsl(urlsplit(r.headers["location"]).query))["error"] == "invalid_request", bad
+        record = await holder["as"].register_client(
+            token_endpoint_auth_method="client_secret_post", grant_types=["client_credentials"]
+        )
+        cc = {"grant_type": "client_credentials", "client_id": record.client_id, "client_secret": "é"}
+        r = await http.post(base + "/token", data=cc)
+        assert (r.status_code, r.json()["error"]) == (401, "invalid_client"), r.text
+
+
 @pytest.mark.req("M031")
 async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
     """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated

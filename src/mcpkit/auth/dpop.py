@@ -54,7 +54,10 @@ def access_token_hash(token: str) -> str:
 def normalize_htu(url: str) -> str:
     """A request URI as ``htu`` compares: lower-case scheme and host, default port dropped, no query, no
     fragment, no trailing slash (RFC 9449 §4.3, RFC 3986 §6 normalization)."""
-    parts = urlsplit(url.strip())
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # not a URL (an unclosed "[" of an IPv6 host): it matches no request URI
+        return ""
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
     if ":" in host:
@@ -240,18 +243,19 @@ class DPoPVerifier:
             raise DPoPError("invalid_dpop_proof", "the DPoP proof needs a jti")
         if htm != method.upper():
             raise DPoPError("invalid_dpop_proof", "the DPoP proof's htm does not match the request method")
-        if not isinstance(htu, str) or normalize_htu(htu) != normalize_htu(url):
+        if not isinstance(htu, str) or not normalize_htu(htu) or normalize_htu(htu) != normalize_htu(url):
             raise DPoPError("invalid_dpop_proof", "the DPoP proof's htu does not match the request URI")
         now = self.clock()
         if not isinstance(iat, (int, float)) or isinstance(iat, bool) or abs(now - iat) > self.max_age:
             raise DPoPError("invalid_dpop_proof", f"the DPoP proof's iat is not within {self.max_age:g} s of now")
         if self.nonces is not None and not self.nonces.valid(claims.get("nonce")):
             raise DPoPError("use_dpop_nonce", "the server requires a DPoP nonce", self.nonces.issue())
+        # compared as bytes: compare_digest refuses str with non-ASCII characters (TypeError), and ath is the sender's
         if access_token is not None and not hmac.compare_digest(
-            str(claims.get("ath", "")), access_token_hash(access_token)
+            str(claims.get("ath", "")).encode(), access_token_hash(access_token).encode()
         ):
             raise DPoPError("invalid_dpop_proof", "the DPoP proof's ath does not match the access token")
-        if jkt is not None and not hmac.compare_digest(thumbprint, jkt):
+        if jkt is not None and not hmac.compare_digest(thumbprint.encode(), str(jkt).encode()):
             raise DPoPError("invalid_dpop_proof", "the DPoP proof's key is not the key the access token is bound to")
         replay_key = _b64(hashlib.sha256(f"{thumbprint}.{jti}".encode()).digest()[:16])
         if not await self.replay_cache.first_use(replay_key, float(iat), float(iat) + self.max_age):

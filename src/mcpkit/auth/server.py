@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 import time
 from collections import Counter
@@ -107,6 +108,7 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
     return False
 
 
+_S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 _GRANTS = frozenset({"authorization_code", "refresh_token", "client_credentials"})  # besides jwt-bearer
 #: what each endpoint's 405 names in ``Allow`` (RFC 9110 §15.5.6)
 _ALLOW = {"authorize": b"GET, POST, OPTIONS"}
@@ -486,6 +488,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         if q.get("code_challenge_method") != "S256":
             await fail("invalid_request", "PKCE code_challenge_method must be S256")
             return
+        if not _S256_CHALLENGE.fullmatch(challenge):
+            # RFC 7636 §4.2: BASE64URL(SHA256(verifier)), 43 characters without padding; nothing else can match
+            await fail("invalid_request", "code_challenge is not an S256 value (43 base64url characters)")
+            return
         try:
             scopes = self._scopes(q.get("scope"), client)
             resource = self._resource(q.get("resource"))
@@ -592,7 +598,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             raise _OAuthError(
                 "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
             )
-        if client.client_secret is not None and not hmac.compare_digest(client.client_secret, secret or ""):
+        # as bytes: compare_digest takes no str with non-ASCII characters, and the secret here is the sender's
+        if client.client_secret is not None and not hmac.compare_digest(
+            client.client_secret.encode(), (secret or "").encode()
+        ):
             raise _OAuthError("invalid_client", "bad client credentials", 401)
         return client
 

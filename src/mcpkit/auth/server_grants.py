@@ -78,7 +78,7 @@ class TokenGrants:
         if form.get("redirect_uri", code.redirect_uri) != code.redirect_uri:
             raise _OAuthError("invalid_grant", "redirect_uri does not match the authorization request")
         verifier = form.get("code_verifier")
-        if not verifier or not hmac.compare_digest(s256(verifier), code.challenge):
+        if not verifier or not verifier.isascii() or not hmac.compare_digest(s256(verifier), code.challenge):
             raise _OAuthError("invalid_grant", "PKCE verification failed")
         resource = self._same_resource(form, code.resource, "the authorization request")
         return await self._tokens(
