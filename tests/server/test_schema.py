@@ -237,3 +237,16 @@ def test_a_parameter_type_that_names_a_local_class_says_why_it_cannot_be_resolve
     assert "parameter 'query'" in message and "'Query'" in message
     assert "from __future__ import annotations" in message and "module level" in message
     assert "cannot become a JSON Schema" not in message
+
+
+def test_a_positional_only_parameter_is_refused_where_the_function_is_registered() -> None:
+    """MCP passes arguments by name: a positional-only parameter (before ``/``) could never be given, and every
+    call failed with an internal error. Registering such a tool or prompt is a ``TypeError`` naming it."""
+
+    def add(a: int, /, b: int) -> int:
+        return a + b
+
+    app = MCPKit("positional")
+    for register in (app.add_tool, app.add_prompt):
+        with pytest.raises(TypeError, match=r"add: parameter 'a' is positional-only .* make it an ordinary"):
+            register(add)

@@ -326,6 +326,11 @@ class FunctionInfo:
         for p in sig.parameters.values():
             if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 continue
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY:  # (arguments are passed by name: it could never be given)
+                raise TypeError(
+                    f"{name}: parameter {p.name!r} is positional-only (before '/'), but MCP passes arguments by "
+                    "name; make it an ordinary parameter"
+                )
             ann = hints.get(p.name, Any)
             if ann is inspect.Parameter.empty:
                 ann = Any
