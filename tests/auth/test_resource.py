@@ -254,6 +254,45 @@ async def test_jwt_verifier_static_keys_and_jwks_bound() -> None:
         assert sum(1 for m, p, _ in log.requests if p == "/jwks") == 1
 
 
+async def test_a_jwks_endpoint_that_does_not_answer_costs_one_fetch_per_interval_not_one_per_request() -> None:
+    """While the JWKS cannot be fetched (the authorization server down, or silent), a burst of requests makes one
+    fetch per ``min_refresh_interval`` and the others are refused at once (401), naming why. Every request fetched
+    again, one after another behind the verifier's lock: five concurrent requests took five fetch timeouts, a
+    hundred would have waited a hundred."""
+    import asyncio
+
+    accepted: list[object] = []
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # holds the connection open and never answers
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        jv = JWTVerifier(
+            issuer="https://as.example", audience=None, jwks_url=f"http://127.0.0.1:{port}/jwks", http_timeout=1.0
+        )
+        token = AuthorizationServer("https://as.example").issue_access_token(
+            subject="s", client_id="c", scopes=[], resource=None
+        )
+
+        async def verify() -> str:
+            with pytest.raises(InvalidToken) as info:
+                await jv.verify(token)
+            return str(info.value)
+
+        started = time.monotonic()
+        reasons = await asyncio.gather(*(verify() for _ in range(5)))
+        assert time.monotonic() - started < 3.0
+        assert len(accepted) == 1
+        assert all("JWKS" in why for why in reasons), reasons
+    finally:
+        for writer in accepted:
+            writer.close()  # type: ignore[attr-defined]
+        server.close()
+        await server.wait_closed()
+
+
 @pytest.mark.req("M038")
 async def test_principal_reaches_handlers_and_asgi_state() -> None:
     seen: list[AccessToken] = []

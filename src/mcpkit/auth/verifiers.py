@@ -187,6 +187,7 @@ class JWTVerifier:
         self._jwks: dict[str, Any] = {}
         self._fetched_at = 0.0
         self._last_attempt = float("-inf")
+        self._fetch_error: str | None = None  # why the last JWKS fetch failed (None: it did not)
         self._lock = asyncio.Lock()
         self.fetches = 0  # how many times the JWKS was fetched (observability, tests)
 
@@ -206,16 +207,25 @@ class JWTVerifier:
             fresh = self._jwks and now - self._fetched_at < self.jwks_ttl
             if fresh and not force:
                 return
-            if now - self._last_attempt < self.min_refresh_interval and (self._jwks or force):
+            if now - self._last_attempt < self.min_refresh_interval:
+                # one attempt per interval, failed ones too: while the JWKS cannot be had, the requests waiting
+                # here are refused at once instead of each fetching again, one after another
+                if not self._jwks and self._fetch_error is not None:
+                    raise InvalidToken(self._fetch_error)
                 return
             self._last_attempt = now
             import httpx
             import jwt
 
-            async with httpx.AsyncClient(timeout=self.http_timeout, follow_redirects=False) as client:
-                doc = await _fetch_json(
-                    client, "cannot fetch the JWKS", "JWTVerifier", "GET", self.jwks_url, self.max_document_size
-                )
+            try:
+                async with httpx.AsyncClient(timeout=self.http_timeout, follow_redirects=False) as client:
+                    doc = await _fetch_json(
+                        client, "cannot fetch the JWKS", "JWTVerifier", "GET", self.jwks_url, self.max_document_size
+                    )
+            except InvalidToken as exc:
+                self._fetch_error = f"{exc} (next attempt within {self.min_refresh_interval:g} s)"
+                raise
+            self._fetch_error = None
             self.fetches += 1
             found = doc.get("keys") if isinstance(doc, dict) else None
             keys: dict[str, Any] = {}
