@@ -250,3 +250,25 @@ def test_a_positional_only_parameter_is_refused_where_the_function_is_registered
     for register in (app.add_tool, app.add_prompt):
         with pytest.raises(TypeError, match=r"add: parameter 'a' is positional-only .* make it an ordinary"):
             register(add)
+
+
+async def test_a_partial_is_described_by_the_function_it_wraps() -> None:
+    """A ``functools.partial`` registered as a tool is described by its function's docstring (what the model reads),
+    not by the docstring of ``functools.partial`` itself."""
+    import functools
+
+    def multiply(a: int, b: int) -> int:
+        """Multiply a by b.
+
+        Args:
+            a: The first factor.
+        """
+        return a * b
+
+    app = MCPKit("partials")
+    app.add_tool(functools.partial(multiply, b=3), name="triple")
+    async with Client(app) as client:
+        (tool,) = await client.list_tools()
+        assert tool.description == "Multiply a by b."
+        assert tool.input_schema["properties"]["a"]["description"] == "The first factor."
+        assert (await client.call_tool("triple", {"a": 2})).data == 6

@@ -320,7 +320,10 @@ class FunctionInfo:
         )
         sig = inspect.signature(fn)
         hints = _type_hints(fn, sig)
-        self.doc = parse_docstring(inspect.getdoc(fn))
+        described = fn
+        while isinstance(described, functools.partial):  # (its own __doc__ is functools.partial's)
+            described = described.func
+        self.doc = parse_docstring(inspect.getdoc(described))
         self.context_param: str | None = None
         self.params: list[Param] = []
         for p in sig.parameters.values():
