@@ -625,7 +625,7 @@ async def test_malformed_discovery_documents_fail_the_flow_with_an_oauth_flow_er
     requires, ends the flow with an :class:`OAuthFlowError` naming what is missing; they escaped as a bare
     ``KeyError: 0``, ``TypeError`` or ``KeyError: 'authorization_endpoint'`` from deep inside the flow."""
 
-    def documents(prm: dict[str, Any], as_doc: Callable[[str], Any]) -> Callable[[str], Any]:
+    def documents(prm: dict[str, Any], as_doc: Callable[[str], Any], challenge: bytes) -> Callable[[str], Any]:
         def make(base: str) -> Any:
             async def app(scope: Any, receive: Any, send: Any) -> None:
                 if scope["type"] != "http":
@@ -637,7 +637,7 @@ async def test_malformed_discovery_documents_fail_the_flow_with_an_oauth_flow_er
                     body = as_doc(base)
                 else:
                     await send(
-                        {"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", b"Bearer")]}
+                        {"type": "http.response.start", "status": 401, "headers": [(b"www-authenticate", challenge)]}
                     )
                     await send({"type": "http.response.body", "body": b""})
                     return
@@ -663,14 +663,21 @@ async def test_malformed_discovery_documents_fail_the_flow_with_an_oauth_flow_er
         return doc
 
     cases = [
-        ({"authorization_servers": {"a": 1}}, as_doc(), "names no authorization server"),
-        ({"authorization_servers": 5}, as_doc(), "names no authorization server"),
-        ({"authorization_servers": []}, as_doc(), "names no authorization server"),
-        ({}, as_doc(authorization_endpoint=None), "authorization_endpoint"),
-        ({}, as_doc(token_endpoint=None), "token_endpoint"),
+        ({"authorization_servers": {"a": 1}}, as_doc(), "names no authorization server", b"Bearer"),
+        ({"authorization_servers": 5}, as_doc(), "names no authorization server", b"Bearer"),
+        ({"authorization_servers": []}, as_doc(), "names no authorization server", b"Bearer"),
+        ({}, as_doc(authorization_endpoint=None), "authorization_endpoint", b"Bearer"),
+        ({}, as_doc(token_endpoint=None), "token_endpoint", b"Bearer"),
+        # URLs that do not parse (an unclosed IPv6 "["): they escaped as ValueError: Invalid IPv6 URL
+        # (a challenge's resource_metadata that is no URL is ignored: the well-known location is tried, and the flow
+        # reaches the authorization endpoint, which this server does not have)
+        ({}, as_doc(), "without a redirect", b'Bearer resource_metadata="http://["'),
+        ({"resource": "http://["}, as_doc(), "names resource", b"Bearer"),
+        ({"authorization_servers": ["http://["]}, as_doc(), "not a URL", b"Bearer"),
+        ({}, lambda base: {**as_doc()(base), "token_endpoint": "http://["}, "token_endpoint must be", b"Bearer"),
     ]
-    for prm, doc, expect in cases:
-        async with serve(documents(prm, doc)) as (base, _):
+    for prm, doc, expect, challenge in cases:
+        async with serve(documents(prm, doc, challenge)) as (base, _):
             browser = HeadlessBrowser()
             client = OAuthClient(
                 base + "/mcp",

@@ -40,8 +40,13 @@ def is_loopback_host(host: str | None) -> bool:
 
 
 def is_secure_url(url: str) -> bool:
-    """HTTPS, or plain HTTP to a loopback host (development). OAuth 2.1 requires TLS for every other endpoint."""
-    parts = urlsplit(url)
+    """HTTPS, or plain HTTP to a loopback host (development). OAuth 2.1 requires TLS for every other endpoint. A
+    string that does not parse as a URL is neither."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port out of range or not a number)
+    except ValueError:
+        return False
     if parts.scheme == "https":
         return True
     return parts.scheme == "http" and is_loopback_host(parts.hostname)

@@ -75,6 +75,10 @@ async def fetch_refusal(
     not https (plain http only on a loopback host), or on a private / link-local / shared / reserved address while
     the MCP server is not on that kind of address (unless ``allow_private_network``). The SSRF rule of every fetch
     of :class:`~mcpkit.auth.client.OAuthClient`, for other clients of the same servers (``mcpkit check``)."""
+    try:
+        urlsplit(url).port  # noqa: B018  (raises ValueError for what is no URL: an unclosed "[", a bad port)
+    except ValueError:
+        return f"the {what} {url!r} is not a URL"
     if not is_secure_url(url):
         return f"the {what} {url!r} must be https (plain http only on a loopback host)"
     if allow_private_network:
@@ -153,8 +157,12 @@ class DiscoveryMixin:
         prm: dict[str, Any] | None = None
         candidates: list[str] = []
         named = challenge.get("resource_metadata")
-        if named:
-            theirs = urlsplit(named)
+        try:
+            theirs = urlsplit(named) if named else None
+        except ValueError:
+            theirs = None
+            self.log.append(f"ignored resource_metadata that is not a URL: {named}")
+        if named and theirs is not None:
             if (theirs.scheme, theirs.netloc) == (server.scheme, server.netloc):
                 candidates.append(named)
             else:  # a metadata URL elsewhere than the MCP server itself: never fetched (SSRF)
@@ -210,7 +218,10 @@ class DiscoveryMixin:
 
     def _resource_matches(self, resource: str) -> bool:
         mine = urlsplit(canonical_resource(self.server_url))
-        theirs = urlsplit(canonical_resource(resource))
+        try:
+            theirs = urlsplit(canonical_resource(resource))
+        except ValueError:  # not a URL
+            return False
         if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
             return False
         base = theirs.path.rstrip("/")
