@@ -134,6 +134,31 @@ async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
         await client.aclose()
 
 
+@pytest.mark.req("M031")
+async def test_a_server_without_resource_metadata_still_gets_the_resource_parameter_from_2025_06_18() -> None:
+    """2025-06-18 and later: the ``resource`` parameter (RFC 8707) MUST be in the authorization and the token
+    request, naming the MCP server's canonical URI, "regardless of whether authorization servers support it". A
+    server without resource metadata sent the client down the 2025-03-26 path, where it named none; 2025-03-26
+    itself predates resource indicators and still gets none."""
+
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        a = AuthorizationServer(base, auto_approve=True, resources=[resource])  # refuses a token for no resource
+        a.app = protect(
+            create_app(mcp_server()),
+            resource=resource,
+            resource_metadata=False,
+            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
+        )
+        return a
+
+    async with serve(make) as (base, _):
+        client, browser = oauth(base + "/mcp")
+        assert await whoami(base + "/mcp", client, "handshake") == "test-user|"
+        assert dict(parse_qsl(urlsplit(browser.visited[0]).query))["resource"] == base + "/mcp"
+        await client.aclose()
+
+
 @pytest.mark.req("M033")
 @pytest.mark.parametrize("variant", ["oidc-root", "path-8414", "path-oidc-suffix"])
 async def test_as_metadata_discovery_variants(variant: str) -> None:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 import httpx
 import orjson
 
+from ..protocol.versions import features, is_supported
 from ._util import (
     DocumentTooLarge,
     canonical_resource,
@@ -205,7 +206,9 @@ class DiscoveryMixin:
             if f"{parts.scheme}://{parts.netloc}" != origin:
                 raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
             self._check_metadata(metadata, legacy=True)
-            return _Discovery(str(issuer).rstrip("/"), metadata, None, None, None, legacy=True)
+            return _Discovery(
+                str(issuer).rstrip("/"), metadata, self._legacy_resource(version), None, None, legacy=True
+            )
         self.log.append("no metadata: default endpoints")
         defaults = {
             "issuer": origin,
@@ -214,7 +217,15 @@ class DiscoveryMixin:
             "registration_endpoint": origin + "/register",
             "code_challenge_methods_supported": ["S256"],
         }
-        return _Discovery(origin, defaults, None, None, None, legacy=True)
+        return _Discovery(origin, defaults, self._legacy_resource(version), None, None, legacy=True)
+
+    def _legacy_resource(self, version: str) -> str | None:
+        """The ``resource`` to name without resource metadata: from 2025-06-18 on the client MUST name the MCP
+        server's canonical URI in the authorization and token requests, whether or not the authorization server
+        knows the parameter (RFC 8707); 2025-03-26 predates it."""
+        if is_supported(version) and features(version).resource_indicators:
+            return canonical_resource(self.server_url)
+        return None
 
     def _resource_matches(self, resource: str) -> bool:
         mine = urlsplit(canonical_resource(self.server_url))

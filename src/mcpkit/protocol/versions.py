@@ -89,6 +89,7 @@ class Features:
     titles: bool
     completion_context: bool
     protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
+    resource_indicators: bool  # OAuth: the client MUST name the server (RFC 8707 resource) to the authorization server
     icons: bool
     url_elicitation: bool
     elicitation_choices: bool  # titled and multi-select enums, a default on every field (2025-11-25 on)
@@ -132,6 +133,7 @@ def _make(version: str) -> Features:
         titles=at_least(V2025_06_18),
         completion_context=at_least(V2025_06_18),
         protocol_version_header=at_least(V2025_06_18),
+        resource_indicators=at_least(V2025_06_18),
         icons=at_least(V2025_11_25),
         url_elicitation=at_least(V2025_11_25),
         elicitation_choices=at_least(V2025_11_25),
