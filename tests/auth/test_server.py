@@ -300,6 +300,32 @@ async def test_non_ascii_pkce_values_and_client_secrets_are_refused_not_a_500() 
         assert (r.status_code, r.json()["error"]) == (401, "invalid_client"), r.text
 
 
+async def test_a_resource_that_is_no_url_is_invalid_target() -> None:
+    """RFC 8707 §2: a ``resource`` that is not an absolute URI is ``invalid_target``; one that does not parse at all
+    (``http://[``, a port out of range) was a 500 at /authorize and at /token."""
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        verifier, challenge = pkce_pair()
+        for bad in ("http://[", "http://127.0.0.1:99999/mcp"):
+            query = {
+                "response_type": "code",
+                "client_id": cid,
+                "redirect_uri": REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "resource": bad,
+            }
+            r = await http.get(base + "/authorize?" + urlencode(query))
+            assert r.status_code == 302, (bad, r.status_code)
+            assert dict(parse_qsl(urlsplit(r.headers["location"]).query))["error"] == "invalid_target", bad
+            code = await _code_for(http, base, cid, challenge, redirect_uri=REDIRECT)
+            form = {"grant_type": "authorization_code", "client_id": cid, "redirect_uri": REDIRECT}
+            r = await http.post(
+                base + "/token", data={**form, "code": code, "code_verifier": verifier, "resource": bad}
+            )
+            assert (r.status_code, r.json()["error"]) == (400, "invalid_target"), (bad, r.text)
+
+
 @pytest.mark.req("M031")
 async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
     """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated

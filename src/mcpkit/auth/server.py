@@ -562,9 +562,13 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
     def _resource(self, requested: str | None) -> str | None:
         if requested is None:
             return self.default_resource
-        if urlsplit(requested).fragment or not urlsplit(requested).scheme:
+        try:
+            parts = urlsplit(requested)
+            canonical = canonical_resource(requested)
+        except ValueError:  # no URL at all (an unclosed "[", a port out of range)
+            raise _OAuthError("invalid_target", "resource must be an absolute URI without fragment") from None
+        if parts.fragment or not parts.scheme:
             raise _OAuthError("invalid_target", "resource must be an absolute URI without fragment")
-        canonical = canonical_resource(requested)
         if self.resources and canonical not in self.resources:
             raise _OAuthError("invalid_target", "unknown resource")
         return canonical
