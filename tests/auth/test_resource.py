@@ -431,3 +431,24 @@ async def test_a_verifier_refusal_in_any_words_is_a_401_whose_challenge_holds_on
             assert params["error"] == "invalid_token"
             description = params["error_description"]
             assert description and all(c in _RFC6750_CHARS for c in description), description
+
+
+async def test_an_audience_that_is_no_url_is_another_resource_not_a_500() -> None:
+    """A verified token whose ``aud`` holds a value that does not parse as a URL (``http://[``; a verifier with
+    ``audience=None`` or introspection leaves the check to the middleware) is for another resource: 401, or accepted
+    when another of its audiences is this resource. canonical_resource raised ValueError: a 500."""
+    aud = "http://127.0.0.1:1/mcp"
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    tokens = {
+        "odd": AccessToken("odd", subject="s", audience=("http://[",)),
+        "both": AccessToken("both", subject="s", audience=("http://[", aud)),
+    }
+    mw = protect(app, resource=aud, verifier=StaticTokenVerifier(tokens))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        r = await http.get("/mcp", headers={"authorization": "Bearer odd"})
+        assert r.status_code == 401 and r.json()["error"] == "invalid_token"
+        assert (await http.get("/mcp", headers={"authorization": "Bearer both"})).status_code == 204

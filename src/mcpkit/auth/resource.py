@@ -317,7 +317,7 @@ class BearerAuthMiddleware:
         """Why a verified token cannot be used here: (error, description, the DPoP nonce to send), or None."""
         if verified.expired(leeway=self.leeway):
             return "invalid_token", "the access token expired", None
-        if self.check_audience and not any(canonical_resource(a) == self.resource for a in verified.audience):
+        if self.check_audience and not any(_same_resource(a, self.resource) for a in verified.audience):
             return "invalid_token", "the access token is for another resource", None
         if self.revocation is not None:
             try:
@@ -477,6 +477,14 @@ class BearerAuthMiddleware:
             # it names is public, served to any origin too); no credentials are allowed with it
             headers += _CORS_CHALLENGE
         await send_json(send, status, body, headers)
+
+
+def _same_resource(audience: str, resource: str) -> bool:
+    """A token audience names this resource (canonical URIs equal); one that is no URL names none."""
+    try:
+        return canonical_resource(audience) == resource
+    except ValueError:
+        return False
 
 
 #: the characters an ``error_description`` auth-param may hold (RFC 6750 §3: %x20-21 / %x23-5B / %x5D-7E)
