@@ -272,3 +272,21 @@ async def test_a_partial_is_described_by_the_function_it_wraps() -> None:
         assert tool.description == "Multiply a by b."
         assert tool.input_schema["properties"]["a"]["description"] == "The first factor."
         assert (await client.call_tool("triple", {"a": 2})).data == 6
+
+
+def test_a_generator_function_is_refused_where_it_is_registered() -> None:
+    """A generator function (``yield``, async or not) gives a generator object, not a result: it used to be
+    accepted and every call answered with the generator's repr (``"<generator object ... at 0x...>"``). Registering
+    one as a tool or prompt is a ``TypeError`` saying to return the values instead."""
+
+    def numbers() -> typing.Iterator[int]:
+        yield 1
+
+    async def words() -> typing.AsyncIterator[str]:
+        yield "a"
+
+    app = MCPKit("generators")
+    for fn in (numbers, words):
+        for register in (app.add_tool, app.add_prompt):
+            with pytest.raises(TypeError, match=r"is a generator function .* return"):
+                register(fn)

@@ -320,6 +320,11 @@ class FunctionInfo:
         )
         sig = inspect.signature(fn)
         hints = _type_hints(fn, sig)
+        if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+            raise TypeError(
+                f"{name}: {function_name(fn, name)} is a generator function (it uses yield), whose call gives a "
+                "generator, not a result; return the values instead (a list, for several)"
+            )
         described = fn
         while isinstance(described, functools.partial):  # (its own __doc__ is functools.partial's)
             described = described.func
