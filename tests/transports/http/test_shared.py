@@ -65,3 +65,56 @@ async def test_a_resumed_get_stream_replays_only_the_list_changes_the_session_wa
             assert r.status_code == 200
             events = await asyncio.wait_for(_events(r, "notifications/tools/list_changed"), 5)
         assert [m for _, m in events if m] == ["notifications/tools/list_changed"]
+
+
+async def test_a_session_opened_while_redis_is_unreachable_is_refused_not_left_on_one_worker(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """An initialize answered while the session store cannot record the session used to be 200 with a session id
+    that no other worker would ever know (nothing saved it when Redis came back): every request the balancer sent
+    elsewhere was a 404 for good. It is a 503 with Retry-After, as any request that needs Redis meanwhile; once
+    Redis is back, a session opened on one worker is served by the other."""
+    from support.mcp_http import initialize_body
+    from support.tcp_proxy import TcpProxy
+
+    def worker() -> MCPKit:
+        app = MCPKit("scaled")
+
+        @app.tool
+        def echo(text: str) -> str:
+            return text
+
+        return app
+
+    port = int(redis_url.rsplit(":", 1)[1].split("/")[0])
+    prefix = f"sh{secrets.token_hex(4)}:"
+    keys = (b"k" * 32,)
+    with TcpProxy(port) as proxy:
+        through_proxy = ScaleConfig(
+            redis_url=f"redis://127.0.0.1:{proxy.port}/0", redis_prefix=prefix, state_keys=keys, redis_timeout=0.5
+        )
+        direct = ScaleConfig(redis_url=redis_url, redis_prefix=prefix, state_keys=keys)
+        async with (
+            running(worker(), config=through_proxy) as (base_a, _),
+            running(worker(), config=direct) as (base_b, _),
+            httpx.AsyncClient(timeout=10) as http,
+        ):
+            proxy.cut()
+            r = await http.post(base_a + "/mcp", json=initialize_body(), headers=handshake_headers())
+            assert r.status_code == 503, (r.status_code, r.headers.get("mcp-session-id"))
+            assert r.headers["retry-after"] == "1" and "mcp-session-id" not in r.headers
+            proxy.restore()
+            for _ in range(50):  # (the connection's breaker lets requests through again within its timeout)
+                r = await http.post(base_a + "/mcp", json=initialize_body(), headers=handshake_headers())
+                if r.status_code == 200:
+                    break
+                await asyncio.sleep(0.1)
+            sid = r.headers["mcp-session-id"]
+            call = {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "b"}},
+            }
+            r = await http.post(base_b + "/mcp", json=call, headers=handshake_headers(sid, "2025-11-25"))
+            assert r.status_code == 200, r.text

@@ -21,16 +21,21 @@ from ..._asgi import Receive, Send
 from ...engine import ERROR, Outgoing
 from ...protocol.errors import (
     HEADER_MISMATCH,
+    INTERNAL_ERROR,
     INVALID_REQUEST,
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from .stream import JSON_MODE, SSE_MODE, SSEPump, Stream, cancel_request
-from .wire import CONTENT_TYPE_JSON, LENGTHS, bad, content_length, respond, wait_disconnect
+from .wire import CONTENT_TYPE_JSON, LENGTHS, RETRY_AFTER_1, bad, content_length, respond, wait_disconnect
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
 
+#: the answer to an initialize whose session the shared session store cannot record now (503, Retry-After: 1)
+_UNRECORDED = bad(
+    INTERNAL_ERROR, "Service Unavailable: session store: the new session cannot be recorded now; retry shortly"
+)
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 # the errors of a 2026-07-28 request answered with HTTP 400 (the others are 200: the JSON-RPC error says it all)
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
@@ -96,6 +101,7 @@ class Answerer:
             stream.asgi = (receive, send, extra, None)  # what SSEPump.start needs to turn the answer into SSE
         # (a JSON-mode answer is sent from here: a session's or a stateless POST does not need them)
         ended = False
+        unrecorded = False
         answer: Outgoing | None = None
         hs = stream.hs
         try:
@@ -103,6 +109,8 @@ class Answerer:
             recorded = not new_session or answer is None or answer.kind == ERROR  # (a new session: record it)
             if hs is not None and self.sse.session_store is not None and (hs.dirty() or not recorded):
                 await self.sse.sync(hs)  # before the answer leaves: the client may go to another worker next
+                # a new session the store could not record (unreachable): no other worker would ever know it
+                unrecorded = not recorded and not hs.stored and stream.mode != SSE_MODE
             if answer is not None and stream.mode == SSE_MODE:
                 await stream.emit(answer.data, answer)  # notifications came first: the answer ends the SSE stream
         except asyncio.CancelledError:
@@ -135,6 +143,9 @@ class Answerer:
             if watcher.done():
                 return 499  # the client left; the request was cancelled and gets no answer
             watcher.cancel()
+        if unrecorded:
+            await respond(send, 503, _UNRECORDED, extra=RETRY_AFTER_1)
+            return 503
         if answer is None or ended:
             if ended:
                 await respond(send, 404, bad(INVALID_REQUEST, "Session ended"))
