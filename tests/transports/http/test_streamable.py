@@ -1028,11 +1028,11 @@ async def test_standalone_stream_resumes_on_another_worker() -> None:
                     if "data" in ev:
                         got.append(orjson.loads(ev["data"]))
                         if len(got) == 1:
-                            await server_b.notify_list_changed("prompts")  # live on B now
+                            await server_b.notify_list_changed("tools")  # live on B now (a list it declared)
                         else:
                             break
                     ev = {}
-        assert [m["method"] for m in got] == ["notifications/tools/list_changed", "notifications/prompts/list_changed"]
+        assert [m["method"] for m in got] == ["notifications/tools/list_changed"] * 2
         assert ids[0] == "0_1"  # A's event under A's id
         b_stream = ids[-1].split("_")[0]
         assert b_stream != "0" and int(b_stream) % (1 << 20) == 0  # B's own standalone stream from then on
