@@ -129,7 +129,9 @@ class ServerSession:
         caps = self.server_capabilities
         if caps is None:
             feats = self.features
-            caps = self.server.capabilities(feats) if feats is not None else {}
+            if feats is None:
+                return True  # (nothing is known of what it was told: it is told, as before)
+            caps = self.server.capabilities(feats)
         entry = caps.get(kind)
         return isinstance(entry, dict) and entry.get("listChanged") is True
 
