@@ -58,10 +58,61 @@ async def run_stdio_async(server: HostedServer, **transport_options: Unpack[Stdi
     check_options("the stdio transport", transport_options, _STDIO_KEYS, _stdio_hints(transport_options))
     transport = StdioServerTransport(**transport_options)
     await transport.start()
+    terminated = _TerminateOnSigterm()
     try:
         await server.serve(transport)
+    except asyncio.CancelledError:
+        if not terminated.stopped():  # (a cancellation of our own caller's: it goes on)
+            raise
     finally:
+        terminated.remove()
         await server.close_listeners()
+
+
+class _TerminateOnSigterm:
+    """SIGTERM, the step after closing stdin in the stdio shutdown sequence (and what process managers send), ends
+    serving at once: the serving task is cancelled, so the server's lifespan is left as at the end of the input
+    (its cleanup runs), running calls included. Installed only where it can be (the main thread of a POSIX
+    process) and only over the default disposition (a handler of the program's own is left alone); a second
+    SIGTERM while the first is being handled kills the process as usual."""
+
+    def __init__(self) -> None:
+        import signal
+        import threading
+
+        self._task = asyncio.current_task()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._signalled = False
+        if threading.current_thread() is not threading.main_thread() or self._task is None:
+            return
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGTERM, self._terminate)
+        except (NotImplementedError, RuntimeError, ValueError):  # (Windows, or no signals on this loop)
+            return
+        self._loop = loop
+
+    def _terminate(self) -> None:
+        self._signalled = True
+        self.remove()  # the next SIGTERM is the default one: the process ends on the spot
+        assert self._task is not None
+        self._task.cancel()
+
+    def stopped(self) -> bool:
+        """Whether SIGTERM ended serving (the cancellation is then taken back: the caller returns normally)."""
+        if self._signalled and self._task is not None:
+            self._task.uncancel()
+        return self._signalled
+
+    def remove(self) -> None:
+        """Put the default SIGTERM disposition back."""
+        if self._loop is not None:
+            import signal
+
+            self._loop.remove_signal_handler(signal.SIGTERM)
+            self._loop = None
 
 
 @overload

@@ -282,3 +282,65 @@ def test_text_printed_before_serving_goes_to_stderr_not_into_the_protocol_stream
     assert b"a stray line printed while the server module loads" in done.stderr
     assert b"and one written without a newline" in done.stderr
     assert b"printed by a tool" in done.stderr
+
+
+_LIFESPAN_SERVER = textwrap.dedent(
+    """
+    import asyncio
+    import contextlib
+    import sys
+    from mcpkit import MCPKit
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        try:
+            yield {}
+        finally:
+            print("lifespan closed", file=sys.stderr, flush=True)
+
+    app = MCPKit("terminated", lifespan=lifespan)
+
+    @app.tool
+    async def wait() -> str:
+        await asyncio.sleep(60)
+        return "waited"
+
+    app.run()
+    """
+)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+async def test_sigterm_ends_a_stdio_server_through_its_lifespan() -> None:
+    """SIGTERM is the step after closing stdin in the stdio shutdown sequence (and what process managers send): the
+    server stops at once, a running call included, and its lifespan's cleanup runs, as at the end of its input; it
+    used to die on the spot and leave the cleanup undone."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _LIFESPAN_SERVER,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "wait", "arguments": {}}},
+    ]
+    proc.stdin.write(b"".join(orjson.dumps(m) + b"\n" for m in lines))
+    await proc.stdin.drain()
+    assert orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 20))["id"] == 0
+    await asyncio.sleep(0.5)  # (the call is running)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), 10)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+    stderr = (await proc.stderr.read()).decode()
+    assert "lifespan closed" in stderr
+    assert "Traceback" not in stderr
+    assert proc.returncode == 0

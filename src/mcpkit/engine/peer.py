@@ -144,11 +144,13 @@ class Peer(Requests):
         end of input, saying why: its message becomes the reason every request then fails with).
 
         At end of input, outgoing requests fail (no response can arrive any more), then every request already
-        received is finished and answered (bounded by ``drain_timeout``) before returning.
+        received is finished and answered (bounded by ``drain_timeout``) before returning. When the task running
+        it is cancelled, those requests are cancelled at once instead.
         """
         out = self.outbox
         parse = jsonrpc.parse
         ended: ConnectionClosed | None = None
+        cancelled = False
         try:
             while True:
                 try:
@@ -173,12 +175,15 @@ class Peer(Requests):
                     self._tapped(IN, described(msg, data))
                 if not self._take(msg, out):  # the common cases without a coroutine hop
                     await self._receive(msg, out)
+        except asyncio.CancelledError:  # serving itself is stopped (e.g. SIGTERM): its requests stop too, at once
+            cancelled = True
+            raise
         finally:
             if self._stopped is None:
                 why = str(ended) if ended is not None else "connection closed by the peer (end of input)"
                 self._stopped = f"{self.name}: {why}"
             self._fail_pending(ConnectionClosed(self._stopped))
-            await self.drain(drain_timeout)
+            await self.drain(0.0 if cancelled else drain_timeout)
 
     def _running_tasks(self) -> list[asyncio.Task[Any]]:
         tasks = {t for t in self._tasks if not t.done()}
