@@ -131,7 +131,17 @@ def run(server: HostedServer, transport: TransportName = "stdio", **options: Any
     """Run ``server`` (blocking). ``transport``: "stdio" (default), or "http", "sse", "ws" (needs mcpkit[http];
     without it the program exits with one line naming ``pip install 'mcpkit[http]'``); ``options`` go to the
     transport (stdio: :class:`StdioOptions`; HTTP: ``host``, ``port`` and the rest of
-    :class:`~mcpkit.transports.http.options.RunHTTPOptions`), checked before anything is served."""
+    :class:`~mcpkit.transports.http.options.RunHTTPOptions`), checked before anything is served.
+
+    Ctrl-C ends serving (the server's lifespan is left, its cleanup runs) and the program with exit code 130, as a
+    shell reports an interrupted program, without a traceback (``SystemExit(130)``)."""
+    try:
+        _run(server, transport, **options)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+
+
+def _run(server: HostedServer, transport: TransportName, **options: Any) -> None:
     check_choice("transport", transport, TRANSPORTS)
     if transport == "stdio":
         check_options("the stdio transport", options, _STDIO_KEYS, _stdio_hints(options))

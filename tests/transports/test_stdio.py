@@ -344,3 +344,54 @@ async def test_sigterm_ends_a_stdio_server_through_its_lifespan() -> None:
     assert "lifespan closed" in stderr
     assert "Traceback" not in stderr
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_ctrl_c_ends_app_run_with_130_and_no_traceback(tmp_path: Path, transport: str) -> None:
+    """A server script run with ``app.run()`` (``python server.py``) and stopped with Ctrl-C leaves its lifespan
+    (its cleanup runs) and exits 130, as a shell reports an interrupted program, with no KeyboardInterrupt
+    traceback."""
+    script = tmp_path / "server.py"
+    script.write_text(
+        "import contextlib, sys\n"
+        "from mcpkit import MCPKit\n"
+        "@contextlib.asynccontextmanager\n"
+        "async def life(app):\n"
+        "    print('started', file=sys.stderr, flush=True)\n"
+        "    yield\n"
+        "    print('cleaned up', file=sys.stderr, flush=True)\n"
+        "app = MCPKit('x', lifespan=life)\n"
+        "@app.tool\n"
+        "def echo(text: str) -> str:\n"
+        "    return text\n"
+        "if __name__ == '__main__':\n"
+        f"    app.run({transport!r}{', port=0' if transport == 'http' else ''})\n"
+    )
+    terminal = (  # started as from a terminal: SIGINT at its default, whatever this test run inherited
+        "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        "runpy.run_path(sys.argv[1], run_name='__main__')"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", terminal, str(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    if transport == "stdio":  # (the lifespan is entered with the first session)
+        assert proc.stdin is not None
+        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        proc.stdin.write(
+            orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}).decode() + "\n"
+        )
+        proc.stdin.flush()
+    deadline = time.monotonic() + 20
+    seen = ""
+    assert proc.stderr is not None
+    while "started" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    err = seen + err
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "cleaned up" in err, err
