@@ -422,22 +422,11 @@ class ClientSession:
         all. ``answer_input=False``: one round only, an ``InputRequiredResult`` is returned as it is (``params`` may
         then carry ``inputResponses`` and ``requestState`` of a later round: a proxy relays them)."""
         reset = reset_timeout_on_progress
-        notes = self._notes
         if self.features is None:
             raise ConnectionClosed("not connected")
         self._check_capability(method)
         if not self.features.modern:
-            try:
-                answer = await self.peer.request(
-                    method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
-                )
-            except MCPError:
-                if notes.received != notes.handled:
-                    await notes.catch_up()
-                raise
-            if notes.received != notes.handled:
-                await notes.catch_up()
-            return answer
+            return await self._round(method, params, timeout, on_progress, reset)
         base = dict(params) if params else {}
         user_meta = base.get("_meta")
         meta = self._modern_meta(self.features.version)
@@ -445,16 +434,7 @@ class ClientSession:
             meta = {**user_meta, **meta}
         base["_meta"] = meta
         for _ in range(self.max_input_rounds + 1):
-            try:
-                result = await self.peer.request(
-                    method, base, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
-                )
-            except MCPError:
-                if notes.received != notes.handled:
-                    await notes.catch_up()
-                raise
-            if notes.received != notes.handled:
-                await notes.catch_up()
+            result = await self._round(method, base, timeout, on_progress, reset)
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
@@ -473,6 +453,23 @@ class ClientSession:
             if "requestState" in result:
                 base["requestState"] = result["requestState"]
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
+
+    async def _round(
+        self, method: str, params: JSONDict | None, timeout: Any, on_progress: ProgressCallback | None, reset: bool
+    ) -> JSONDict:
+        """One request's answer (or error) once the handlers have seen the notifications that came before it."""
+        notes = self._notes
+        try:
+            answer = await self.peer.request(
+                method, params, timeout=timeout, on_progress=on_progress, reset_timeout_on_progress=reset
+            )
+        except MCPError:  # (a cancellation goes at once)
+            if notes.received != notes.handled:
+                await notes.catch_up()
+            raise
+        if notes.received != notes.handled:
+            await notes.catch_up()
+        return answer
 
     async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
         if len(requests) > self.max_input_requests:
