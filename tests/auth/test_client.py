@@ -113,11 +113,14 @@ async def test_2025_03_26_server_without_metadata_uses_default_endpoints() -> No
         await client.aclose()
 
 
-@pytest.mark.req("M032", "M033")
-async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
+def without_resource_metadata(**as_options: Any) -> Callable[[str], Any]:
+    """A factory for ``serve``: an authorization server at ``base`` (``as_options(resource)`` its options) whose
+    protected MCP server at ``base/mcp`` serves no resource metadata (the 2025-03-26 way)."""
+
     def make(base: str) -> Any:
         resource = base + "/mcp"
-        a = AuthorizationServer(base, auto_approve=True, default_resource=resource)
+        options = {k: (v(resource) if callable(v) else v) for k, v in as_options.items()}
+        a = AuthorizationServer(base, auto_approve=True, **options)
         a.app = protect(
             create_app(mcp_server()),
             resource=resource,
@@ -126,6 +129,12 @@ async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
         )
         return a
 
+    return make
+
+
+@pytest.mark.req("M032", "M033")
+async def test_2025_03_26_server_with_metadata_at_base_url() -> None:
+    make = without_resource_metadata(default_resource=lambda resource: resource)
     async with serve(make) as (base, log):
         client, _ = oauth(base + "/mcp")
         assert await whoami(base + "/mcp", client, "handshake") == "test-user|"
@@ -141,17 +150,7 @@ async def test_a_server_without_resource_metadata_still_gets_the_resource_parame
     server without resource metadata sent the client down the 2025-03-26 path, where it named none; 2025-03-26
     itself predates resource indicators and still gets none."""
 
-    def make(base: str) -> Any:
-        resource = base + "/mcp"
-        a = AuthorizationServer(base, auto_approve=True, resources=[resource])  # refuses a token for no resource
-        a.app = protect(
-            create_app(mcp_server()),
-            resource=resource,
-            resource_metadata=False,
-            verifier=JWTVerifier(issuer=base, audience=resource, keys={a.kid: a.key.public_key()}),
-        )
-        return a
-
+    make = without_resource_metadata(resources=lambda resource: [resource])  # (refuses a token for no resource)
     async with serve(make) as (base, _):
         client, browser = oauth(base + "/mcp")
         assert await whoami(base + "/mcp", client, "handshake") == "test-user|"
