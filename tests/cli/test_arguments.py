@@ -58,7 +58,7 @@ def structured(proc: subprocess.CompletedProcess[str]) -> Any:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout)
     assert out["isError"] is False, out
-    return out["structuredContent"]["result"]  # (a -> dict tool's value, wrapped as {"result": ...})
+    return out["structuredContent"]  # (a -> dict tool's value is the object itself)
 
 
 @pytest.fixture(scope="module")

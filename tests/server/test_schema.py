@@ -290,3 +290,36 @@ def test_a_generator_function_is_refused_where_it_is_registered() -> None:
         for register in (app.add_tool, app.add_prompt):
             with pytest.raises(TypeError, match=r"is a generator function .* return"):
                 register(fn)
+
+
+async def test_a_bare_dict_result_is_the_object_like_typing_dict_and_dict_of_str() -> None:
+    """``-> dict`` means ``dict[str, Any]``: its outputSchema is an object schema and ``structuredContent`` is the
+    returned dict itself, exactly as for ``-> typing.Dict`` and ``-> dict[str, Any]`` (not ``{"result": {...}}``
+    for the bare one alone). Non-str keys and optional dicts are still wrapped."""
+    app = MCPKit("dicts")
+
+    @app.tool
+    def bare() -> dict:  # type: ignore[type-arg]
+        return {"a": 1}
+
+    @app.tool
+    def legacy() -> typing.Dict:  # type: ignore[type-arg]  # noqa: UP006
+        return {"a": 1}
+
+    @app.tool
+    def keyed() -> dict[str, Any]:
+        return {"a": 1}
+
+    @app.tool
+    def maybe() -> dict | None:  # type: ignore[type-arg]
+        return {"a": 1}
+
+    async with Client(app) as client:
+        schemas = {tool.name: tool.output_schema for tool in await client.list_tools()}
+        object_schema = {"type": "object", "additionalProperties": True}
+        assert schemas["bare"] == schemas["legacy"] == schemas["keyed"] == object_schema
+        assert schemas["maybe"] is not None and schemas["maybe"]["required"] == ["result"]
+        for name in ("bare", "legacy", "keyed"):
+            result = await client.call_tool(name, {})
+            assert not result.is_error and result.structured == {"a": 1}, name
+        assert (await client.call_tool("maybe", {})).structured == {"result": {"a": 1}}

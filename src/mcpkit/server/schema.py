@@ -641,6 +641,8 @@ def _is_unstructured(annotation: Any) -> bool:
 
 
 def _is_object_type(tp: Any) -> bool:
+    if tp is dict:  # a bare ``dict`` means ``dict[str, Any]``, as ``typing.Dict`` does
+        return True
     if isinstance(tp, type):
         if _is_model_class(tp) or dataclasses.is_dataclass(tp):
             return True
