@@ -68,6 +68,18 @@ _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.
 _EXTERNAL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//|#)")
 
 
+# what would end an inline script element ("</script") or stop its end tag from ending it ("<!--", then "<script")
+_SCRIPT_CLOSE = re.compile(r"</(script)", re.I)
+_COMMENT_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)\\?<!--")
+
+
+def _escape_script(code: str) -> str:
+    """A script's text made safe to inline, as the HTML standard advises: ``</script`` as ``<\\/script`` and ``<!--``
+    as ``\\x3C!--`` (the same characters in a string, a template or a regular expression, even one with the ``u``
+    flag, where ``<\\!--`` is a SyntaxError; a backslash that escaped the ``<`` is replaced with it)."""
+    return _COMMENT_OPEN.sub(r"\1\\x3C!--", _SCRIPT_CLOSE.sub(r"<\\/\1", code))
+
+
 def _attrs(text: str) -> dict[str, str]:
     return {
         m[1].lower(): (m[2] if m[2] is not None else m[3] if m[3] is not None else m[4] or "")
@@ -152,8 +164,7 @@ class _Inliner:
             target = self.resolve(attrs.get("src", ""), base)
             if target is None:
                 return m[0]
-            code = self.read(target).decode("utf-8")
-            code = re.sub(r"</(script)", r"<\\/\1", code, flags=re.I).replace("<!--", "<\\!--")
+            code = _escape_script(self.read(target).decode("utf-8"))
             classic = attrs.get("type", "").strip().lower() != "module"  # (a module script is deferred inline too)
             if classic and "defer" in attrs and "async" not in attrs:
                 # an inline script ignores defer: it runs once the document is parsed only from the end of the body
