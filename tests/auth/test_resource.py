@@ -452,3 +452,42 @@ async def test_an_audience_that_is_no_url_is_another_resource_not_a_500() -> Non
         r = await http.get("/mcp", headers={"authorization": "Bearer odd"})
         assert r.status_code == 401 and r.json()["error"] == "invalid_token"
         assert (await http.get("/mcp", headers={"authorization": "Bearer both"})).status_code == 204
+
+
+async def test_the_clock_skew_leeway_on_a_token_expiry_is_counted_once_from_its_exp() -> None:
+    """A token is accepted until its ``exp`` plus the resource server's leeway, once: JWTVerifier reported
+    ``exp + its leeway`` as the token's expiry and ``protect(leeway=)`` added its own on top, so ``leeway=10``
+    accepted a token 39 s after it expired. ``AccessToken.expires_at`` is the token's ``exp`` as issued."""
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    aud = "http://127.0.0.1:1/mcp"
+    seen: list[float | None] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        token = current_access_token()
+        seen.append(token.expires_at if token is not None else None)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    def token(exp: int) -> str:
+        claims = {"iss": "https://as.example", "aud": aud, "sub": "s", "exp": exp}
+        return jwt.encode(claims, key, algorithm="ES256", headers={"kid": "k1"})
+
+    verifier = JWTVerifier(issuer="https://as.example", audience=aud, keys={"k1": key.public_key()}, leeway=30)
+    for leeway in (10, 30):
+        mw = protect(app, resource=aud, verifier=verifier, leeway=leeway)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+            now = int(time.time())
+            inside = await http.get("/mcp", headers={"authorization": f"Bearer {token(now - leeway + 5)}"})
+            assert inside.status_code == 204, leeway
+            assert seen[-1] == now - leeway + 5  # the token's own exp, no leeway added
+            outside = await http.get("/mcp", headers={"authorization": f"Bearer {token(now - leeway - 5)}"})
+            assert outside.status_code == 401, leeway
+            assert parse_www_authenticate(outside.headers["www-authenticate"])[1]["error"] == "invalid_token"
+    # the default: the same 30 s a JWTVerifier tolerates by default, not 30 + 30
+    mw = protect(app, resource=aud, verifier=verifier)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=mw), base_url="http://127.0.0.1:1") as http:
+        now = int(time.time())
+        assert (await http.get("/mcp", headers={"authorization": f"Bearer {token(now - 25)}"})).status_code == 204
+        assert (await http.get("/mcp", headers={"authorization": f"Bearer {token(now - 35)}"})).status_code == 401

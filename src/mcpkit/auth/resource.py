@@ -17,6 +17,11 @@
   (default 4 MiB) cannot be looked at and is refused with 413, never passed. A WebSocket stops running requests
   when the token it was opened with expires. The authenticated principal also binds a modern ``requestState``.
 - Any error of the verifier (not only :class:`InvalidToken`) is a 401, never a 500.
+- The clock skew tolerated on a token's expiry is counted once from its ``exp`` (``AccessToken.expires_at``): by
+  default the verifier's (``AccessToken.leeway``: a :class:`~mcpkit.auth.verifiers.JWTVerifier`'s ``leeway``,
+  30 s unless set; none for static tokens and introspection), or ``leeway=`` (seconds) given to :func:`protect`
+  instead. A request after ``exp + leeway`` gets 401 and a WebSocket stops its requests then. A JWTVerifier
+  refuses a token past its own leeway in any case, so a larger ``leeway=`` does not extend it.
 - DPoP (RFC 9449), with ``dpop=True`` or a :class:`~mcpkit.auth.dpop.DPoPVerifier`: ``Authorization: DPoP <token>``
   is accepted with a ``DPoP`` proof that must verify (signature, ``htm``/``htu`` of this request, ``iat`` window,
   ``ath`` of this token, the key the token is bound to by ``cnf.jkt``, the server's nonce when required, a ``jti``
@@ -109,7 +114,7 @@ class BearerAuthMiddleware:
         root_metadata: bool = True,
         metadata_extra: Mapping[str, Any] | None = None,
         check_audience: bool = True,
-        leeway: float = 0.0,
+        leeway: float | None = None,
         resource_name: str | None = None,
         max_body: int = 4 * 1024 * 1024,
         bind_sessions: bool = True,
@@ -261,7 +266,8 @@ class BearerAuthMiddleware:
             await self._deny(scope, send, 401, error, description, None, nonce, scheme=scheme)
             return
         granted = self._effective(verified.scopes)
-        expires = verified.expires_at + self.leeway if verified.expires_at is not None else None
+        leeway = verified.leeway if self.leeway is None else self.leeway
+        expires = verified.expires_at + leeway if verified.expires_at is not None else None
         authz = ScopeAuthorization(principal_of(verified), granted, self.scope_rule, expires)
         needed = list(self.required_scopes)
         if self.scope_rule is not None and scope["type"] == "http" and scope.get("method") == "POST":
@@ -315,7 +321,7 @@ class BearerAuthMiddleware:
         self, scope: Scope, verified: AccessToken, token: str, scheme: str
     ) -> tuple[str, str, str | None] | None:
         """Why a verified token cannot be used here: (error, description, the DPoP nonce to send), or None."""
-        if verified.expired(leeway=self.leeway):
+        if verified.expired(leeway=verified.leeway if self.leeway is None else self.leeway):
             return "invalid_token", "the access token expired", None
         if self.check_audience and not any(_same_resource(a, self.resource) for a in verified.audience):
             return "invalid_token", "the access token is for another resource", None

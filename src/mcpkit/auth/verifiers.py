@@ -45,12 +45,14 @@ class AccessToken:
     client_id: str | None = None
     subject: str | None = None
     scopes: frozenset[str] = frozenset()
-    expires_at: float | None = None  # epoch seconds
+    expires_at: float | None = None  # epoch seconds: the token's own expiry (``exp``), without any leeway
     audience: tuple[str, ...] = ()
     issuer: str | None = None
     claims: Mapping[str, Any] = field(default_factory=dict)
+    leeway: float = 0.0  # the clock skew (seconds) the verifier tolerated on ``expires_at``
 
     def expired(self, now: float | None = None, leeway: float = 0.0) -> bool:
+        """Whether the token is past ``expires_at + leeway`` (``now``: epoch seconds, default the clock)."""
         return self.expires_at is not None and (now if now is not None else time.time()) > self.expires_at + leeway
 
 
@@ -137,7 +139,9 @@ class JWTVerifier:
         keys: static keys instead of (or besides) a JWKS URL: JWK dicts, PEM strings or key objects; a mapping
             ``kid -> key`` or a list (a list entry without ``kid`` is tried for tokens without a ``kid``).
         algorithms: accepted ``alg`` values (never ``none``).
-        leeway: clock skew tolerated on ``exp``/``nbf``/``iat``.
+        leeway: clock skew tolerated on ``exp``/``nbf``/``iat`` ; the verified token's ``expires_at`` is its
+            ``exp`` as issued and its ``leeway`` this value, which :func:`protect` counts once (unless it is given
+            its own ``leeway``).
         jwks_ttl: how long a fetched JWKS is trusted; after it the next verification re-fetches.
         min_refresh_interval: an unknown ``kid`` triggers at most one re-fetch per this many seconds (so a flood of
             forged ``kid`` values cannot turn the verifier into a JWKS-fetching amplifier).
@@ -287,7 +291,8 @@ class JWTVerifier:
             client_id=claims.get("client_id") or claims.get("azp"),
             subject=claims.get("sub"),
             scopes=_scopes(claims.get("scope", claims.get("scp"))),
-            expires_at=float(claims["exp"]) + self.leeway,
+            expires_at=float(claims["exp"]),  # the token's own expiry; the tolerance travels apart, counted once
+            leeway=self.leeway,
             audience=_audience(claims.get("aud")),
             issuer=claims.get("iss"),
             claims=claims,
