@@ -751,6 +751,29 @@ async def test_modern_errors_and_status_codes() -> None:
         assert r.status_code == 400 and MODERN in orjson.loads(r.content)["error"]["data"]["supported"]
 
 
+async def test_a_response_posted_in_2026_07_28_is_refused_as_not_a_request() -> None:
+    # 2026-07-28 (Streamable HTTP, "Sending Messages"): the body is a request or a notification; the client MUST
+    # NOT send responses. There are no sessions in that era, so the refusal says so, not "Mcp-Session-Id required"
+    from mcpkit.server.lowlevel import Server
+
+    for server in (make_server(), Server("m", "1", versions=[MODERN])):
+        async with running(server) as (base, app), httpx.AsyncClient() as http:
+            url = base + "/mcp"
+            h = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": MODERN}
+            for answer in (
+                {"jsonrpc": "2.0", "id": 5, "result": {}},
+                {"jsonrpc": "2.0", "id": 5, "error": {"code": -32603, "message": "x"}},
+            ):
+                r = await http.post(url, json=answer, headers=h)
+                assert r.status_code == 400, r.text
+                err = r.json()["error"]
+                assert err["code"] == -32600, err
+                assert "2026-07-28" in err["message"] and "response" in err["message"], err
+                assert "Mcp-Session-Id" not in err["message"], err
+                assert "mcp-session-id" not in r.headers
+            assert app.streamable.session_count == 0
+
+
 async def test_modern_listen_stream_keepalives_and_cancellation() -> None:
     probe = Probe()
     server = make_server(probe)

@@ -73,6 +73,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("mcpkit.http")
 
 
+#: Why a JSON-RPC response POSTed under a 2026-07-28 ``MCP-Protocol-Version`` header is refused (400, -32600)
+MODERN_RESPONSE_REFUSAL = (
+    "JSON-RPC responses are not accepted in 2026-07-28: a client POSTs only requests (and notifications); answers"
+    " to a server's input requests go in the retried request's inputResponses"
+)
+
 #: The methods of the endpoint (the ``Allow`` header of a 405 and of an OPTIONS answer)
 ALLOWED_METHODS = b"GET, POST, DELETE, OPTIONS"
 
@@ -445,6 +451,10 @@ class StreamableHTTPEndpoint:
             refusal = self.modern.refuse_batch(msg, hv_raw)  # type: ignore[arg-type]
             if refusal is not None:
                 return respond(send, 400, bad(INVALID_REQUEST, refusal))
+        elif hv_raw is not None and server.modern_versions and self.modern.modern_header(hv_raw):
+            # a response (or error response) under a 2026-07-28 header: that era has no client responses (the
+            # answers to a server's input requests travel in the retried request's inputResponses) and no session
+            return respond(send, 400, bad(INVALID_REQUEST, MODERN_RESPONSE_REFUSAL))
         if hv is None and hv_raw is not None:
             hv = text(hv_raw)
         if not server.handshake_versions:
