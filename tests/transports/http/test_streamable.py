@@ -774,6 +774,37 @@ async def test_a_response_posted_in_2026_07_28_is_refused_as_not_a_request() -> 
             assert app.streamable.session_count == 0
 
 
+async def test_initialize_with_a_2026_07_28_header_says_what_to_do() -> None:
+    # 2026-07-28 has no initialize; the header names that revision while the body (no _meta version) is a
+    # handshake: a header/body mismatch (400, -32020) whose message says how to proceed
+    from mcpkit.server.lowlevel import Server
+
+    h = {"accept": ACCEPT_BOTH, "content-type": "application/json", "mcp-protocol-version": MODERN}
+    async with running(make_server()) as (base, app), httpx.AsyncClient() as http:
+        r = await http.post(base + "/mcp", json=initialize_body(V), headers=h)
+        assert r.status_code == 400, r.text
+        body = r.json()
+        assert body["id"] == 1 and body["error"]["code"] == -32020, body
+        message = body["error"]["message"]
+        assert "MCP-Protocol-Version" in message and "server/discover" in message, message
+        assert "without" in message and V in message, message  # drop the header for a handshake (a version it speaks)
+        assert app.streamable.session_count == 0
+        # initialize with a 2026-07-28 _meta as well: an unknown method there (404, -32601), with the same advice
+        body = initialize_body(V)
+        body["params"]["_meta"] = modern_body("initialize")["params"]["_meta"]
+        r = await http.post(base + "/mcp", json=body, headers=modern_headers("initialize"))
+        err = r.json()["error"]
+        assert r.status_code == 404 and err["code"] == -32601 and "server/discover" in err["message"], err
+        # the same request without the header opens a session as usual
+        r = await http.post(base + "/mcp", json=initialize_body(V), headers=handshake_headers())
+        assert r.status_code == 200 and "mcp-session-id" in r.headers
+    async with running(Server("m", "1", versions=[MODERN])) as (base, _), httpx.AsyncClient() as http:
+        r = await http.post(base + "/mcp", json=initialize_body(V), headers=h)
+        err = r.json()["error"]
+        assert r.status_code == 400 and err["code"] == -32020, err
+        assert "server/discover" in err["message"] and MODERN in err["message"], err
+
+
 async def test_modern_listen_stream_keepalives_and_cancellation() -> None:
     probe = Probe()
     server = make_server(probe)

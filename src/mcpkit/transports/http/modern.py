@@ -166,6 +166,8 @@ class ModernValidator:
         params = msg.params or {}
         body_version = meta.get(META_PROTOCOL_VERSION) if isinstance(meta, dict) else None
         if not isinstance(body_version, str):
+            if msg.method == "initialize":
+                return self._initialize_refusal(h)
             # A malformed body is the body's fault (-32602), not a header mismatch: check it first.
             return Refused(
                 400,
@@ -191,7 +193,10 @@ class ModernValidator:
         if text(hm) != method:
             return _mismatch(f"Mcp-Method header {text(hm)!r} does not match the body's method {method!r}")
         if not server.implements(method, modern=True):
-            return Refused(404, {"code": METHOD_NOT_FOUND, "message": f"Method not found: {method}"})
+            message = f"Method not found: {method}"
+            if method == "initialize":
+                message += f" (2026-07-28 has no handshake; {self._initialize_advice()})"
+            return Refused(404, {"code": METHOD_NOT_FOUND, "message": message})
         if len(self._known_methods) < 64:
             self._known_methods[hm] = method  # implemented, and its header was the body's method byte for byte
         field = NAME_FIELD.get(method)
@@ -214,6 +219,27 @@ class ModernValidator:
             if name is raw and len(self._known_names) < 512:
                 self._known_names[raw_b] = raw  # a plain name: the next request naming it takes the quick test
         return None
+
+    def _initialize_refusal(self, h: Headers) -> Refused:
+        """``initialize`` under a 2026-07-28 ``MCP-Protocol-Version`` header: a handshake in the body, a revision
+        without one in the header (HeaderMismatch), with what to do instead."""
+        hv = text(h.get(b"mcp-protocol-version"))
+        return _mismatch(
+            f"MCP-Protocol-Version header {hv!r} names a revision without initialize (it has no handshake); "
+            + self._initialize_advice()
+        )
+
+    def _initialize_advice(self) -> str:
+        """What a client that sent ``initialize`` the 2026-07-28 way does instead (naming the versions served)."""
+        server = self.server
+        handshake = sorted(server.handshake_versions, reverse=True)
+        if handshake:
+            return (
+                "for a handshake-era session send initialize without the 2026-07-28 header and _meta (this server"
+                f" speaks {', '.join(handshake)}), or use server/discover and per-request _meta"
+            )
+        modern = ", ".join(sorted(server.modern_versions, reverse=True))
+        return f"this server speaks only {modern}: use server/discover and per-request _meta"
 
     def refuse_batch(self, batch: Batch, hv_raw: bytes | None) -> str | None:
         """Why a batch is refused whole (-32600, 400), or None: batches do not exist in 2026-07-28 (the header, any
