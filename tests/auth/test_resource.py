@@ -491,3 +491,25 @@ async def test_the_clock_skew_leeway_on_a_token_expiry_is_counted_once_from_its_
         now = int(time.time())
         assert (await http.get("/mcp", headers={"authorization": f"Bearer {token(now - 25)}"})).status_code == 204
         assert (await http.get("/mcp", headers={"authorization": f"Bearer {token(now - 35)}"})).status_code == 401
+
+
+async def test_the_resource_metadata_is_read_only_get_head_and_options() -> None:
+    """RFC 9728 metadata, at its path-aware and root locations: GET and HEAD answer it, OPTIONS is the CORS
+    preflight naming those methods, any other method is 405 with the complete ``Allow`` (RFC 9110 §15.5.6: the
+    405 named ``GET, OPTIONS`` though HEAD is served)."""
+    read_only = {"GET", "HEAD", "OPTIONS"}
+    async with stack() as s, httpx.AsyncClient(follow_redirects=False) as http:
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            url = s["rs_base"] + path
+            assert (await http.get(url)).json()["resource"] == s["mcp_url"], path
+            head = await http.head(url)
+            assert head.status_code == 200 and head.content == b"", path
+            pre = await http.options(
+                url, headers={"origin": "https://app.example", "access-control-request-method": "GET"}
+            )
+            assert pre.status_code == 204, path
+            assert {m.strip() for m in pre.headers["access-control-allow-methods"].split(",")} == read_only, path
+            for method in ("POST", "PUT", "DELETE", "PATCH"):
+                r = await http.request(method, url)
+                assert r.status_code == 405, (method, path, r.status_code)
+                assert {m.strip() for m in r.headers.get("allow", "").split(",")} == read_only, (method, path)

@@ -423,3 +423,28 @@ def test_oauth_example_demo_runs(free_port: Callable[[], int]) -> None:
         "admin: admin status: ok",
         "whoami: test-user (mcp:admin mcp:read)",
     ]
+
+
+async def test_metadata_documents_are_read_only_get_head_and_options() -> None:
+    """The metadata (RFC 8414, its OpenID Connect aliases) and the JWKS are documents to read: GET and HEAD answer
+    them, OPTIONS is the CORS preflight naming those methods, and any other method is 405 with the complete
+    ``Allow`` (RFC 9110 §15.5.6). They answered POST and DELETE with 200."""
+    read_only = {"GET", "HEAD", "OPTIONS"}
+    async with serve(_as_on) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        for path in (
+            "/.well-known/oauth-authorization-server",
+            "/.well-known/openid-configuration",
+            "/jwks",
+        ):
+            assert (await http.get(base + path)).status_code == 200, path
+            head = await http.head(base + path)
+            assert head.status_code == 200 and head.content == b"", path
+            pre = await http.options(
+                base + path, headers={"origin": "https://app.example", "access-control-request-method": "GET"}
+            )
+            assert pre.status_code == 204, path
+            assert {m.strip() for m in pre.headers["access-control-allow-methods"].split(",")} == read_only, path
+            for method in ("POST", "PUT", "DELETE", "PATCH"):
+                r = await http.request(method, base + path)
+                assert r.status_code == 405, (method, path, r.status_code)
+                assert {m.strip() for m in r.headers.get("allow", "").split(",")} == read_only, (method, path)

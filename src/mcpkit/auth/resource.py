@@ -441,10 +441,10 @@ class BearerAuthMiddleware:
     async def _serve_metadata(self, scope: Scope, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]
         if scope.get("method") == "OPTIONS":
-            await send_preflight(send, b"GET, OPTIONS", b"mcp-protocol-version")
+            await send_preflight(send, b"GET, HEAD, OPTIONS", b"mcp-protocol-version")
             return
         if scope.get("method") not in ("GET", "HEAD"):
-            await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, OPTIONS")])
+            await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, HEAD, OPTIONS")])
             return
         await send_json(send, 200, self.metadata(), cors)
 

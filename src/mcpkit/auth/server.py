@@ -111,7 +111,9 @@ def _redirect_registered(uri: str, registered: list[str]) -> bool:
 _S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 _GRANTS = frozenset({"authorization_code", "refresh_token", "client_credentials"})  # besides jwt-bearer
 #: what each endpoint's 405 names in ``Allow`` (RFC 9110 §15.5.6)
-_ALLOW = {"authorize": b"GET, POST, OPTIONS"}
+#: (also the methods a CORS preflight is told); the metadata and the JWKS are read-only documents
+_ALLOW = {"authorize": b"GET, POST, OPTIONS", "metadata": b"GET, HEAD, OPTIONS", "jwks": b"GET, HEAD, OPTIONS"}
+_READ_ONLY = frozenset({"metadata", "jwks"})
 
 
 def _b64url(n: int, size: int) -> str:
@@ -415,10 +417,13 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             return
         name = route.__name__.lstrip("_")
         self.counts[name] = self.counts.get(name, 0) + 1
+        allow = _ALLOW.get(name, b"POST, OPTIONS")
         if method == "OPTIONS":
-            await send_preflight(send, b"GET, POST, OPTIONS", b"*")
+            await send_preflight(send, allow, b"*")
             return
         try:
+            if name in _READ_ONLY and method not in ("GET", "HEAD"):
+                raise _OAuthError("invalid_request", "this document is read with GET", 405)
             await route(scope, receive, send)
         except ConnectionError:
             return  # the client went away while sending its body
@@ -427,7 +432,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             if exc.status == 401:
                 extra.append((b"www-authenticate", b'Basic realm="oauth"'))
             elif exc.status == 405:
-                extra.append((b"allow", _ALLOW.get(name, b"POST, OPTIONS")))
+                extra.append((b"allow", allow))
             elif exc.status == 429 and self.registration_rate is not None:
                 extra.append((b"retry-after", str(max(1, int(self.registration_rate[1]))).encode()))
             await send_json(send, exc.status, {"error": exc.error, "error_description": exc.description}, extra)
