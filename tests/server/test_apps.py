@@ -128,6 +128,38 @@ def test_view_meta_that_a_host_cannot_enforce_is_refused_when_registered() -> No
     app.add_view("ui://dev", html=PAGE, csp={"connectDomains": ["http://localhost:5173", "ws://127.0.0.1:5173"]})
 
 
+async def test_a_csp_source_is_read_with_its_scheme_and_host_case_insensitive_and_sent_in_lower_case() -> None:
+    """URL schemes and host names are case-insensitive (RFC 3986 3.1, 3.2.2; CSP matches both so): a view's
+    ``HTTPS://cdn.example.com`` is the https origin, registered and sent with its scheme in lower case; what is
+    really not an enforceable origin is still refused, whatever its case."""
+    app = MCPKit("x")
+    app.add_view(
+        "ui://v",
+        html=PAGE,
+        csp={
+            "connectDomains": ["HTTPS://api.example.com", "Wss://rt.example.com", "https://api.example.com"],
+            "resourceDomains": ["HTTP://LOCALHOST:5173", "HTTPS://*.CDN.example.com"],
+        },
+    )
+    async with Client(app, cache=False) as client:
+        contents = (await client.request("resources/read", {"uri": "ui://v"}))["contents"][0]
+    assert contents["_meta"]["ui"]["csp"] == {
+        "connectDomains": ["https://api.example.com", "wss://rt.example.com"],
+        "resourceDomains": ["http://LOCALHOST:5173", "https://*.CDN.example.com"],
+    }
+    ui, problems = check_view_meta({"ui": {"csp": {"frameDomains": ["HTTPS://embed.example.com"]}}})
+    assert problems == [] and ui["csp"] == {"frameDomains": ["https://embed.example.com"]}
+    for bad, message in (
+        ("HTTP://evil.example.com", "localhost only"),
+        ("FTP://files.example.com", "not an https:// or wss:// origin"),
+        ("HTTPS://*", "not an https:// or wss:// origin"),
+        ("DATA:", "not an https:// or wss:// origin"),
+    ):
+        assert message in (csp_source_problem(bad) or "")
+        with pytest.raises(ValueError, match=message):
+            app.add_view("ui://w", html=PAGE, csp={"connectDomains": [bad]})
+
+
 def test_a_view_document_larger_than_its_bound_is_refused() -> None:
     with pytest.raises(ValueError, match="larger than 100 bytes"):
         build_view_document(html="x" * 101, max_bytes=100)

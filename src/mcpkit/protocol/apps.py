@@ -12,8 +12,9 @@ dedicated sandbox origin (``domain``) and whether the host draws a border (``pre
 This module checks those shapes (:func:`tool_ui`, :func:`check_view_meta`) and builds what a host enforces from
 them (:func:`content_security_policy`, :func:`permission_policy`). A CSP source is accepted only as an origin a host
 can enforce: ``https://`` or ``wss://`` with a host name (``*.`` allowed as its first label), a port and a path;
-``http://``/``ws://`` only for loopback hosts (development servers); never a keyword, a bare ``*``, a scheme alone
-(``data:``, ``blob:``), quotes, commas or semicolons. Each list keeps at most :data:`MAX_CSP_SOURCES` entries.
+``http://``/``ws://`` only for loopback hosts (development servers); scheme and host in any case (the scheme is kept
+in lower case); never a keyword, a bare ``*``, a scheme alone (``data:``, ``blob:``), quotes, commas or semicolons.
+Each list keeps at most :data:`MAX_CSP_SOURCES` entries.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ MAX_DOMAIN_LENGTH = 253
 
 _LOOPBACK = ("localhost", "127.0.0.1", "[::1]")
 _SOURCE = re.compile(
-    r"^(?P<scheme>https|wss|http|ws)://"
+    r"^(?P<scheme>(?i:https|wss|http|ws))://"
     r"(?P<host>(?:\*\.)?[A-Za-z0-9](?:[A-Za-z0-9-]{0,62})(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,62}))*|\[::1\])"
     r"(?::(?:\d{1,5}|\*))?"
     r"(?:/[A-Za-z0-9._~!$&()*+=:@%/-]*)?$"
@@ -76,7 +77,7 @@ def csp_source_problem(source: object) -> str | None:
     match = _SOURCE.match(source)
     if match is None:
         return f"{source!r} is not an https:// or wss:// origin (keywords, '*', data:, blob: are never allowed)"
-    if match["scheme"] in ("http", "ws") and match["host"] not in _LOOPBACK:
+    if match["scheme"].lower() in ("http", "ws") and match["host"].lower() not in _LOOPBACK:
         return f"{source!r}: plain http:// and ws:// are allowed for localhost only"
     return None
 
@@ -98,8 +99,11 @@ def _check_csp(csp: object, problems: list[str]) -> JSONDict:
             why = csp_source_problem(source)
             if why is not None:
                 problems.append(f"csp.{key}: {why}")
-            elif source not in good:
-                good.append(source)
+            else:  # (a scheme is case-insensitive: sent in lower case, as CSP writes it)
+                scheme, rest = source.split("://", 1)
+                source = f"{scheme.lower()}://{rest}"
+                if source not in good:
+                    good.append(source)
         if len(good) > MAX_CSP_SOURCES:
             problems.append(f"csp.{key}: {len(good)} sources, only the first {MAX_CSP_SOURCES} are kept")
             good = good[:MAX_CSP_SOURCES]

@@ -276,9 +276,11 @@ def view_meta(
     out = dict(meta or {})
     if not ui:
         return out
-    _, problems = check_view_meta({"ui": ui})
+    checked, problems = check_view_meta({"ui": ui})
     if problems:
         raise ValueError("view _meta.ui: " + "; ".join(problems))
+    if "csp" in ui:
+        ui["csp"] = checked["csp"]  # (each scheme in lower case, each source once)
     out["ui"] = ui
     return out
 
