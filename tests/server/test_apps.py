@@ -346,6 +346,59 @@ def test_an_inlined_script_keeps_every_literal_that_would_end_or_change_the_scri
         assert page.evaluate("document.scripts.length") == 1
 
 
+def vite_split_build(root: Path, entry_code: str) -> Path:
+    """What ``vite build`` writes for a view whose code is split into chunks (without vite-plugin-singlefile)."""
+    (root / "assets").mkdir(parents=True)
+    (root / "index.html").write_text(
+        '<!doctype html><html><head><script type="module" crossorigin src="/assets/index-B2x9.js"></script>'
+        '<link rel="modulepreload" crossorigin href="/assets/vendor-Cq1z.js"></head>'
+        "<body><p id=out>waiting</p></body></html>"
+    )
+    (root / "assets" / "index-B2x9.js").write_text(entry_code)
+    (root / "assets" / "vendor-Cq1z.js").write_text("export const v = 1;")
+    (root / "assets" / "Lazy-D4kp.js").write_text("export default 2;")
+    return root
+
+
+def test_a_directory_view_split_into_chunks_is_refused_naming_the_chunk_and_the_fix(tmp_path: Path) -> None:
+    """A view is one document, loaded from ``resources/read`` into a sandbox with no server behind it: a chunk its
+    code imports (``import ... from``, ``export ... from``, ``import()``) cannot be loaded there, and no inline form
+    can stand in for a module file under the view's CSP. Such a build is refused when the view is registered, naming
+    the chunk and the fix (one file: vite-plugin-singlefile, as the MCP Apps quickstart builds views)."""
+    static = 'import{v as e}from"./vendor-Cq1z.js";document.getElementById("out").textContent="ran "+e;'
+    dynamic = (
+        'const __vite__mapDeps=(i,m=__vite__mapDeps,d=(m.f||(m.f=["assets/Lazy-D4kp.js"])))=>i.map(i=>d[i]);'
+        'document.getElementById("out").onclick=()=>import("./Lazy-D4kp.js");'
+    )
+    reexport = 'export { v } from "/assets/vendor-Cq1z.js";'
+    for name, code, chunk in (
+        ("static", static, "vendor-Cq1z.js"),
+        ("dynamic", dynamic, "Lazy-D4kp.js"),
+        ("reexport", reexport, "vendor-Cq1z.js"),
+    ):
+        root = vite_split_build(tmp_path / name, code)
+        with pytest.raises(
+            ValueError, match=rf"imports 'assets/{chunk}'.*single file.*vite-plugin-singlefile"
+        ) as caught:
+            build_view_document(directory=root)
+        assert "index-B2x9.js" in str(caught.value)
+    # one file (what vite-plugin-singlefile writes): text that only looks like an import of a file that is not in
+    # the directory, or a bare specifier, is not a chunk
+    single = (
+        'const doc = "use import(\\"./x.js\\") to load it"; import("https://cdn.example.com/m.js").catch(() => {});'
+        'document.getElementById("out").textContent = "ran alone";'
+    )
+    root = vite_split_build(tmp_path / "single", single)
+    html = build_view_document(directory=root)
+    from support.browser import chromium
+
+    with chromium() as browser:
+        page = browser.new_page()
+        page.set_content(html)
+        page.wait_for_function("document.getElementById('out').textContent !== 'waiting'")
+        assert page.text_content("#out") == "ran alone"
+
+
 def test_a_directory_view_cannot_reach_outside_its_directory(tmp_path: Path) -> None:
     root = built_app(tmp_path / "dist")
     (tmp_path / "secret.js").write_text("steal()")

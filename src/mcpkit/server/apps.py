@@ -14,7 +14,8 @@ built assets (``directory=``, ``entry="index.html"``): its local scripts, styles
 rules too), images (``srcset`` too) and fonts are inlined into one document (a view is one document: the host loads
 it from ``resources/read``), so that it behaves as its files did: a ``defer`` script runs from the end of the body.
 A path that leaves the directory (``..``, an absolute path, a symlink out of it) is an error; so is a document
-over ``max_bytes``.
+over ``max_bytes``, and a script that imports another file of the directory (a code-split chunk: build the view as
+one file, with Vite ``vite-plugin-singlefile``).
 
 Mistakes are found when the view or the tool is registered, not when a host renders it: a view URI that is not
 ``ui://``, a MIME type other than ``text/html;profile=mcp-app`` (the default for every ``ui://`` resource), a CSP
@@ -68,6 +69,12 @@ _CSS_URL = re.compile(r"""url\(\s*(?:"([^"]*)"|'([^']*)'|([^)\s]*))\s*\)""", re.
 _EXTERNAL = re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*:|//|#)")
 
 
+# a module a script loads by a relative URL: `import x from "./a.js"`, `import "./a.js"`, `export {x} from "./a.js"`,
+# `import("./a.js")` (minified or not)
+_IMPORT = re.compile(
+    r"""(?:\bimport\s*(?:\(\s*|[\w$*{}\s,]*?\bfrom\s*)?|\bexport\s*[\w$*{}\s,]*?\bfrom\s*)"""
+    r"""(?:"((?:\.{1,2})?/[^"\n]*)"|'((?:\.{1,2})?/[^'\n]*)'|`((?:\.{1,2})?/[^`$\n]*)`)"""
+)
 # what would end an inline script element ("</script") or stop its end tag from ending it ("<!--", then "<script")
 _SCRIPT_CLOSE = re.compile(r"</(script)", re.I)
 _COMMENT_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)\\?<!--")
@@ -133,6 +140,21 @@ class _Inliner:
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         return f"data:{mime};base64,{base64.b64encode(self.read(path)).decode('ascii')}"
 
+    def refuse_chunks(self, code: str, script: Path) -> None:
+        """ValueError when ``script`` imports another file of the directory (a code-split chunk): the view is one
+        document in a sandbox with nothing to fetch it from, and its CSP allows no module URL to stand in for it."""
+        for m in _IMPORT.finditer(code):
+            ref = next(g for g in m.groups() if g is not None)
+            path = unquote(ref.split("#", 1)[0].split("?", 1)[0])
+            chunk = (self.root / path.lstrip("/") if path.startswith("/") else script.parent / path).resolve()
+            if chunk.is_relative_to(self.root) and chunk.is_file():
+                raise ValueError(
+                    f"view script {script.relative_to(self.root).as_posix()!r} imports "
+                    f"{chunk.relative_to(self.root).as_posix()!r}: a view is one document, and a code-split chunk "
+                    "cannot be loaded in the host's sandbox; build the view as a single file (with Vite: "
+                    "vite-plugin-singlefile, as the MCP Apps quickstart does)"
+                )
+
     def css(self, text: str, base: Path, depth: int = 0) -> str:
         def imported(m: re.Match[str]) -> str:  # the file in place of its @import (media: an @media block)
             ref = next(g for g in m.groups()[:5] if g is not None)
@@ -164,7 +186,9 @@ class _Inliner:
             target = self.resolve(attrs.get("src", ""), base)
             if target is None:
                 return m[0]
-            code = _escape_script(self.read(target).decode("utf-8"))
+            code = self.read(target).decode("utf-8")
+            self.refuse_chunks(code, target)
+            code = _escape_script(code)
             classic = attrs.get("type", "").strip().lower() != "module"  # (a module script is deferred inline too)
             if classic and "defer" in attrs and "async" not in attrs:
                 # an inline script ignores defer: it runs once the document is parsed only from the end of the body
