@@ -29,6 +29,7 @@ _LAZY: dict[str, str] = {
     "ResourceLink": "protocol.types",
     "ToolCallError": "client.client",
     "ToolOutputError": "client.client",
+    "InvalidServerResult": "client.client",
     "StdioServer": "transports.stdio",
     "MissingExtra": "_extras",
     "proxy": "proxies",
@@ -57,7 +58,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from ._extras import MissingExtra
-    from .client.client import Client, ToolCallError, ToolOutputError, ToolResult
+    from .client.client import Client, InvalidServerResult, ToolCallError, ToolOutputError, ToolResult
     from .client.handlers import (
         ElicitationHandler,
         ElicitationParams,
@@ -109,6 +110,7 @@ __all__ = [
     "Image",
     "InputRequired",
     "InvalidParams",
+    "InvalidServerResult",
     "LogMessage",
     "LoggingHandler",
     "MCPError",

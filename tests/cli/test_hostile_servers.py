@@ -107,7 +107,8 @@ def test_invalid_tool_list_is_a_one_line_error() -> None:
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr and "pydantic" not in proc.stderr.lower()
     lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: the server sent an invalid Tool"), proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("error: the server's tools/list result is invalid at 'tools.0."), proc.stderr
 
 
 def test_deep_structured_content_does_not_kill_the_cli() -> None:

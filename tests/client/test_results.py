@@ -5,16 +5,20 @@ side is checked with ``mypy --strict`` on a program that uses them."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from mcpkit import Client, Context, MCPKit, ToolCallError, ToolError
+from mcpkit import Client, Context, InvalidServerResult, MCPError, MCPKit, ToolCallError, ToolError
 from mcpkit.client.client import ServerInfo
+from support.paths import SERVERS
 
 ERAS = ("handshake", "modern")
 
@@ -177,3 +181,65 @@ def test_the_typed_surface_as_a_type_checker_sees_it(tmp_path: Path) -> None:
         "mcpkit.client.handlers.ServerInfo | None",
         "str",
     ], proc.stdout
+
+
+# ------------------------------------------------------------------------------------------ invalid results
+
+
+@contextlib.asynccontextmanager
+async def invalid_results_target(transport: str) -> AsyncIterator[Any]:
+    """The target of a Client for the invalid-results server over ``transport`` (memory, stdio, http, ws)."""
+    from support.servers.invalid_results_server import build_server
+
+    if transport == "memory":
+        yield build_server()
+    elif transport == "stdio":
+        yield [sys.executable, str(SERVERS / "invalid_results_server.py")]
+    else:
+        from support.mcp_http import running
+
+        async with running(build_server(), ws=transport == "ws") as (base, _):
+            yield base.replace("http://", "ws://") + "/ws" if transport == "ws" else base + "/mcp"
+
+
+@pytest.mark.parametrize("transport", ["memory", "stdio", "http", "ws"])
+@pytest.mark.parametrize("era", ERAS)
+async def test_a_result_that_does_not_fit_the_protocol_types_raises_invalid_server_result(
+    era: str, transport: str
+) -> None:
+    """A server result that fails the protocol's typed models is a mcpkit error naming the method and the first
+    invalid field (not a raw pydantic ValidationError), with the ValidationError as its cause; the session goes on."""
+    async with invalid_results_target(transport) as target, Client(target, mode=era, timeout=20) as client:
+        cases: list[tuple[Any, str, str]] = [
+            (lambda: client.call_tool("t"), "tools/call", "content.1"),
+            (lambda: client.session.call_tool("t"), "tools/call", "content.1"),
+            (lambda: client.list_tools(), "tools/list", "tools.1.name"),
+            (lambda: client.session.list_tools(), "tools/list", "tools.1.name"),
+            (lambda: client.get_prompt("p"), "prompts/get", "messages.0.role"),
+            (lambda: client.read_resource("x://1"), "resources/read", "contents.0"),
+            (lambda: client.list_resources(), "resources/list", "resources.0.name"),
+        ]
+        for call, method, field in cases:
+            with pytest.raises(InvalidServerResult) as caught:
+                await call()
+            exc = caught.value
+            assert isinstance(exc, MCPError) and exc.method == method, (method, exc)
+            assert exc.field.startswith(field), (field, exc.field)
+            assert method in str(exc) and exc.field in str(exc), str(exc)
+            assert isinstance(exc.__cause__, ValidationError), method
+        assert await client.ping() >= 0
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_an_invalid_handshake_result_raises_invalid_server_result(era: str) -> None:
+    """An invalid InitializeResult (handshake) or DiscoverResult (2026-07-28) fails connecting with a mcpkit error
+    naming the method and the field, not a pydantic ValidationError."""
+    method = "initialize" if era == "handshake" else "server/discover"
+    command = [sys.executable, str(SERVERS / "hostile_cli_server.py"), "invalid-initialize"]
+    client = Client(command, mode=era, timeout=20)
+    with pytest.raises(InvalidServerResult) as caught:
+        async with client:
+            pass
+    exc = caught.value
+    assert exc.method == method and exc.field == "capabilities", str(exc)
+    assert isinstance(exc.__cause__, ValidationError)

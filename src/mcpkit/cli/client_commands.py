@@ -150,7 +150,7 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
     """Connect, run ``body``, map every failure to a clear CLIError."""
     from pydantic import ValidationError
 
-    from ..client.client import Client, PaginationLimitExceeded, ToolOutputError
+    from ..client.client import Client, InvalidServerResult, PaginationLimitExceeded, ToolOutputError
     from ..client.targets import ServerNotFound, ServerStartError, TargetError
     from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
 
@@ -174,7 +174,7 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
     except (RequestTimeout, TimeoutError) as exc:
         what = f" waiting for {exc.method}" if isinstance(exc, RequestTimeout) else ""
         raise CLIError(f"timed out after {opts.get('timeout')}s{what}") from None
-    except ToolOutputError as exc:
+    except (ToolOutputError, InvalidServerResult) as exc:
         raise CLIError(str(exc)) from None
     except PaginationLimitExceeded as exc:
         raise CLIError(f"the server's list is too large: {exc}") from None

@@ -69,6 +69,7 @@ from .lowlevel import ClientSession, RootsProvider, Subscription
 from .results import RESULT_TYPE_CACHE_SIZE as RESULT_TYPE_CACHE_SIZE
 from .results import (
     ElicitationContentError,
+    InvalidServerResult,
     PaginationLimitExceeded,
     SchemaError,
     ToolCallError,
@@ -80,6 +81,8 @@ from .results import (
     _typed,
     _validator,
     apply_schema_defaults,
+    checked,
+    checked_items,
 )
 from .skills import LoadedSkill, Skill, SkillsClient
 from .targets import ServerStartError
@@ -95,6 +98,7 @@ __all__ = [
     "ElicitationHandler",
     "ElicitationParams",
     "LogMessage",
+    "InvalidServerResult",
     "LoggingHandler",
     "PaginationLimitExceeded",
     "SamplingHandler",
@@ -230,7 +234,7 @@ class Client(ClientConnection):
     async def list_tools(self, *, max_pages: int | None = None, max_items: int | None = None) -> list[Tool]:
         """Every tool (all pages, bounded by ``max_pages``/``max_items``); refreshes the output-schema cache."""
         raw = await self._walk("tools/list", "tools", max_pages, max_items)
-        tools = [Tool.model_validate(t) for t in raw]
+        tools = checked_items(Tool, raw, "tools/list", "tools")
         self._tools = {t.name: t for t in tools}
         self._validators.clear()
         self._tools_complete = True
@@ -239,7 +243,7 @@ class Client(ClientConnection):
     async def list_tools_page(self, cursor: str | None = None) -> tuple[list[Tool], str | None]:
         """One raw page: ``(tools, next_cursor)``."""
         page = await self._page("tools/list", cursor)
-        tools = [Tool.model_validate(t) for t in page.get("tools") or []]
+        tools = checked_items(Tool, page.get("tools") or [], "tools/list", "tools")
         for t in tools:
             self._tools[t.name] = t
         return tools, page.get("nextCursor") or None
@@ -397,7 +401,7 @@ class Client(ClientConnection):
     ) -> ToolResult[Any]:
         """What a call's result becomes: a ToolResult, its output checked, typed, raised on error if asked."""
         if isinstance(raw, dict):
-            raw = CallToolResult.model_validate(raw)
+            raw = checked(CallToolResult, raw, "tools/call")
         result: ToolResult[Any] = ToolResult(raw, tool, name=name)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
             self._check_output(tool, result)
@@ -483,26 +487,29 @@ class Client(ClientConnection):
     async def list_resources(self, *, max_pages: int | None = None, max_items: int | None = None) -> list[Resource]:
         """Every resource (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("resources/list", "resources", max_pages, max_items)
-        return [Resource.model_validate(r) for r in raw]
+        return checked_items(Resource, raw, "resources/list", "resources")
 
     async def list_resources_page(self, cursor: str | None = None) -> tuple[list[Resource], str | None]:
         """One raw page of resources: ``(resources, next_cursor)``."""
         page = await self._page("resources/list", cursor)
-        return [Resource.model_validate(r) for r in page.get("resources") or []], page.get("nextCursor") or None
+        items = checked_items(Resource, page.get("resources") or [], "resources/list", "resources")
+        return items, page.get("nextCursor") or None
 
     async def list_resource_templates(
         self, *, max_pages: int | None = None, max_items: int | None = None
     ) -> list[ResourceTemplate]:
         """Every resource template (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("resources/templates/list", "resourceTemplates", max_pages, max_items)
-        return [ResourceTemplate.model_validate(r) for r in raw]
+        return checked_items(ResourceTemplate, raw, "resources/templates/list", "resourceTemplates")
 
     async def list_resource_templates_page(
         self, cursor: str | None = None
     ) -> tuple[list[ResourceTemplate], str | None]:
         """One raw page of resource templates: ``(templates, next_cursor)``."""
         page = await self._page("resources/templates/list", cursor)
-        items = [ResourceTemplate.model_validate(r) for r in page.get("resourceTemplates") or []]
+        items = checked_items(
+            ResourceTemplate, page.get("resourceTemplates") or [], "resources/templates/list", "resourceTemplates"
+        )
         return items, page.get("nextCursor") or None
 
     async def read_resource(self, uri: str, *, timeout: float | EllipsisType | None = ...) -> ReadResourceResult:
@@ -511,7 +518,7 @@ class Client(ClientConnection):
         params = {"uri": uri}
         cache = self.cache
         if cache is not None and (hit := cache.get("resources/read", params)) is not None:
-            return ReadResourceResult.model_validate(hit)
+            return checked(ReadResourceResult, hit, "resources/read")
 
         async def op(s: ClientSession) -> JSONDict:
             return await s.request("resources/read", params, timeout=timeout)
@@ -519,7 +526,7 @@ class Client(ClientConnection):
         raw = await self._call("resources/read", op)
         if cache is not None:
             cache.put("resources/read", params, raw)
-        return ReadResourceResult.model_validate(raw)
+        return checked(ReadResourceResult, raw, "resources/read")
 
     async def read_text(self, uri: str) -> str:
         """The text of a resource (its text contents joined); raises for a binary-only resource."""
@@ -588,12 +595,13 @@ class Client(ClientConnection):
     async def list_prompts(self, *, max_pages: int | None = None, max_items: int | None = None) -> list[Prompt]:
         """Every prompt (all pages, bounded by ``max_pages``/``max_items``)."""
         raw = await self._walk("prompts/list", "prompts", max_pages, max_items)
-        return [Prompt.model_validate(p) for p in raw]
+        return checked_items(Prompt, raw, "prompts/list", "prompts")
 
     async def list_prompts_page(self, cursor: str | None = None) -> tuple[list[Prompt], str | None]:
         """One raw page of prompts: ``(prompts, next_cursor)``."""
         page = await self._page("prompts/list", cursor)
-        return [Prompt.model_validate(p) for p in page.get("prompts") or []], page.get("nextCursor") or None
+        items = checked_items(Prompt, page.get("prompts") or [], "prompts/list", "prompts")
+        return items, page.get("nextCursor") or None
 
     async def get_prompt(self, name: str, arguments: Mapping[str, Any] | None = None) -> GetPromptResult:
         """``prompts/get``; argument values that are not strings are sent as JSON text (prompt args are strings)."""

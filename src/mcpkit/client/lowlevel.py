@@ -67,6 +67,7 @@ from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
 from .notes import HandlerQueue
+from .results import checked
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter
 from .tasks import ClientTasks, ProgressCallback, follow
@@ -347,7 +348,7 @@ class ClientSession:
     async def _use_modern(self, result: JSONDict, version: str) -> None:
         self.protocol_version = version
         self.features = versions.features(version)
-        d = DiscoverResult.model_validate(result)
+        d = checked(DiscoverResult, result, "server/discover")
         self.server_capabilities = d.capabilities
         self.server_versions = d.supported_versions
         self.instructions = d.instructions
@@ -364,7 +365,7 @@ class ClientSession:
             "clientInfo": self.client_info,
         }
         raw = await self.peer.request("initialize", params)
-        result = InitializeResult.model_validate(raw)
+        result = checked(InitializeResult, raw, "initialize")
         if result.protocol_version not in versions.HANDSHAKE_VERSIONS:
             # We cannot speak what the server answered: disconnect (spec SHOULD).
             await self.aclose()
@@ -441,7 +442,7 @@ class ClientSession:
             if rtype == "task" and method == "tools/call":
                 if raw_task:
                     return result
-                return await follow(self, Task.model_validate(result), timeout, on_progress)
+                return await follow(self, checked(Task, result, "tools/call"), timeout, on_progress)
             if rtype != "input_required":
                 raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")
             base = dict(base)
@@ -575,10 +576,10 @@ class ClientSession:
     async def discover(self) -> DiscoverResult:
         if self.features is None or not self.features.modern:
             raise CapabilityNotSupported("server/discover exists only in protocol 2026-07-28")
-        return DiscoverResult.model_validate(await self.request("server/discover", {}))
+        return checked(DiscoverResult, await self.request("server/discover", {}), "server/discover")
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
-        return ListToolsResult.model_validate(await self.request("tools/list", _cursor(cursor)))
+        return checked(ListToolsResult, await self.request("tools/list", _cursor(cursor)), "tools/list")
 
     async def call_tool(
         self,
@@ -600,18 +601,18 @@ class ClientSession:
             on_progress=on_progress,
             reset_timeout_on_progress=reset_timeout_on_progress,
         )
-        return CallToolResult.model_validate(raw)
+        return checked(CallToolResult, raw, "tools/call")
 
     async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
-        return ListResourcesResult.model_validate(await self.request("resources/list", _cursor(cursor)))
+        raw = await self.request("resources/list", _cursor(cursor))
+        return checked(ListResourcesResult, raw, "resources/list")
 
     async def list_resource_templates(self, cursor: str | None = None) -> ListResourceTemplatesResult:
-        return ListResourceTemplatesResult.model_validate(
-            await self.request("resources/templates/list", _cursor(cursor))
-        )
+        raw = await self.request("resources/templates/list", _cursor(cursor))
+        return checked(ListResourceTemplatesResult, raw, "resources/templates/list")
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
-        return ReadResourceResult.model_validate(await self.request("resources/read", {"uri": uri}))
+        return checked(ReadResourceResult, await self.request("resources/read", {"uri": uri}), "resources/read")
 
     async def subscribe_resource(self, uri: str) -> None:
         await self.request("resources/subscribe", {"uri": uri})
@@ -620,13 +621,13 @@ class ClientSession:
         await self.request("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self, cursor: str | None = None) -> ListPromptsResult:
-        return ListPromptsResult.model_validate(await self.request("prompts/list", _cursor(cursor)))
+        return checked(ListPromptsResult, await self.request("prompts/list", _cursor(cursor)), "prompts/list")
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> GetPromptResult:
         params: JSONDict = {"name": name}
         if arguments:
             params["arguments"] = arguments
-        return GetPromptResult.model_validate(await self.request("prompts/get", params))
+        return checked(GetPromptResult, await self.request("prompts/get", params), "prompts/get")
 
     async def complete(
         self, ref: JSONDict, argument_name: str, value: str, context_arguments: dict[str, str] | None = None
@@ -634,7 +635,7 @@ class ClientSession:
         params: JSONDict = {"ref": ref, "argument": {"name": argument_name, "value": value}}
         if context_arguments and self.features is not None and self.features.completion_context:
             params["context"] = {"arguments": context_arguments}
-        return CompleteResult.model_validate(await self.request("completion/complete", params))
+        return checked(CompleteResult, await self.request("completion/complete", params), "completion/complete")
 
     async def set_logging_level(self, level: LogLevel) -> None:
         """``logging/setLevel`` (handshake era). In 2026-07-28 the level rides on every request's ``_meta``."""

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterable
 from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
 
 from ..protocol.errors import (
     MCPError,
@@ -16,6 +19,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     CallToolResult,
     ContentBlock,
+    MCPModel,
     TextContent,
     Tool,
 )
@@ -23,6 +27,50 @@ from ..protocol.types import (
 logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
+M = TypeVar("M", bound=MCPModel)
+
+
+class InvalidServerResult(MCPError):
+    """The server answered with a result that does not fit the protocol's types (an ``InitializeResult`` without
+    ``capabilities``, a content block of an unknown ``type``, a tool whose name is not a string...): a server bug.
+    ``.method`` is the request it answered, ``.field`` the first invalid field (a dotted path into the result, e.g.
+    ``content.0``); the pydantic ``ValidationError`` with every problem is the ``__cause__``."""
+
+    def __init__(self, method: str, field: str, problem: str, more: int = 0) -> None:
+        where = f"at {field!r}" if field else "at its top level"
+        also = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+        super().__init__(f"the server's {method} result is invalid {where}: {problem}{also}")
+        self.method = method
+        self.field = field
+
+
+def _invalid(method: str, exc: ValidationError, prefix: str) -> InvalidServerResult:
+    errors = exc.errors(include_url=False)
+    first = errors[0] if errors else {"loc": (), "msg": str(exc)}
+    loc = ".".join(str(part) for part in first.get("loc", ()))
+    field = f"{prefix}.{loc}" if prefix and loc else prefix or loc
+    return InvalidServerResult(method, field, str(first.get("msg", "invalid")), len(errors) - 1)
+
+
+def checked(model: type[M], raw: Any, method: str, where: str = "") -> M:
+    """``model.model_validate(raw)`` for the result of ``method``; a result that does not fit raises
+    :class:`InvalidServerResult` (``where``: the path of ``raw`` inside the result, prefixed to the field)."""
+    try:
+        return model.model_validate(raw)
+    except ValidationError as exc:
+        raise _invalid(method, exc, where) from exc
+
+
+def checked_items(model: type[M], items: Iterable[Any], method: str, key: str) -> list[M]:
+    """Each of ``items`` (the ``key`` list of ``method``'s results, e.g. the tools of ``tools/list``) validated as
+    ``model``; the first that does not fit raises :class:`InvalidServerResult` naming ``key.<index>.<field>``."""
+    out: list[M] = []
+    for i, item in enumerate(items):
+        try:
+            out.append(model.model_validate(item))
+        except ValidationError as exc:
+            raise _invalid(method, exc, f"{key}.{i}") from exc
+    return out
 
 
 class ToolCallError(MCPError):

@@ -38,6 +38,7 @@ from ..protocol.types import Task
 from ..protocol.versions import META_RELATED_TASK, TASKS_EXTENSION, Features
 from ..tasks import TaskEngine
 from ..tasks.model import PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
+from .results import checked
 
 if TYPE_CHECKING:
     from types import EllipsisType
@@ -122,7 +123,8 @@ async def start_tool_task(
         if raw.get("resultType") != "task":  # ended at once: a handle that is already done
             done = Task(task_id="", status="completed", result=raw)
             return TaskHandle(session, done, modern=True, on_progress=on_progress, on_status=on_status, final=raw)
-        return TaskHandle(session, Task.model_validate(raw), modern=True, on_progress=on_progress, on_status=on_status)
+        task = checked(Task, raw, "tools/call")
+        return TaskHandle(session, task, modern=True, on_progress=on_progress, on_status=on_status)
     declared = caps.get("tasks")
     tools = ((declared or {}).get("requests") or {}).get("tools") if isinstance(declared, dict) else None
     if not feats.tasks or not isinstance(tools, dict) or not isinstance(tools.get("call"), dict):
@@ -134,7 +136,7 @@ async def start_tool_task(
     if user_meta:
         params["_meta"] = user_meta
     raw = await session.request("tools/call", params)
-    task = Task.model_validate(raw.get("task") or {})
+    task = checked(Task, raw.get("task") or {}, "tools/call", "task")
     handle = TaskHandle(session, task, modern=False, on_progress=on_progress, on_status=on_status)
     if token is not None:
         tasks.follow_progress(token, handle)
@@ -183,7 +185,7 @@ class TaskHandle:
         if self._final is not None:
             return self.task
         raw = await self._session.request("tasks/get", {"taskId": self.task_id})
-        task = Task.model_validate(raw)
+        task = checked(Task, raw, "tasks/get")
         await self._observe(task)
         return task
 
@@ -196,7 +198,7 @@ class TaskHandle:
         except InvalidParams:
             return  # (2025-11-25: it ended meanwhile)
         if not self.modern:
-            self.task = Task.model_validate(raw)
+            self.task = checked(Task, raw, "tasks/cancel")
 
     async def result(self, *, timeout: float | None = None) -> Any:
         """Wait for the task to end and return its result (a :class:`~mcpkit.client.results.ToolResult` for a

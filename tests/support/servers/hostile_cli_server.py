@@ -24,6 +24,8 @@ Behaviours (each otherwise answers initialize/ping/tools/resources/prompts corre
   response that carries the request's id but is not a valid JSON-RPC response (``"result": null``, ``"result": []``,
   both result and error, an error without a message, ``"jsonrpc": "1.0"``); stderr logs every message it receives
   that is not a request or notification (``got {...}``); any other name is answered correctly;
+- ``invalid-initialize``: answers initialize with ``capabilities`` that are not an object and no ``serverInfo``,
+  and server/discover (2026-07-28) with ``supportedVersions: ["2026-07-28"]`` and ``capabilities`` not an object;
 - ``deaf``: once initialized, stops reading its stdin for good (a server stuck in a loop): what the client writes
   fills the pipe.
 """
@@ -198,7 +200,11 @@ def handle(msg: dict[str, Any]) -> None:
         return
     if rid is None:
         return
-    if method == "initialize":
+    if BEHAVIOUR == "invalid-initialize" and method == "initialize":
+        result(rid, {"protocolVersion": params.get("protocolVersion", "2025-06-18"), "capabilities": "all"})
+    elif BEHAVIOUR == "invalid-initialize" and method == "server/discover":
+        result(rid, {"supportedVersions": ["2026-07-28"], "capabilities": "all"})
+    elif method == "initialize":
         result(
             rid,
             {
