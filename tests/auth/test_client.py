@@ -745,3 +745,93 @@ async def test_file_token_storage_writes_a_private_file_whatever_lies_at_its_tem
     assert not planted.is_symlink() and stat.S_IMODE(os.stat(planted).st_mode) == 0o600
     await FileTokenStorage(planted).set_client_info("https://as.example", {"client_id": "c"})
     assert sorted(p.name for p in planted.parent.iterdir() if p.name != "tokens.json.tmp") == ["tokens.json"]
+
+
+async def test_preregistered_credentials_go_only_to_the_authorization_server_they_were_registered_with() -> None:
+    """A client secret registered with one authorization server is never sent to another that an MCP server's
+    resource metadata names (a compromised or lying PRM would collect it, e.g. with the client credentials grant).
+    Bound by ``issuer=``, or else to the first authorization server the client uses: elsewhere the client registers
+    dynamically when it can, and otherwise fails naming both issuers."""
+    import base64
+
+    servers: dict[str, AuthorizationServer] = {}
+
+    def make_as(name: str, **options: Any) -> Callable[[str], Any]:
+        def make(base: str) -> Any:
+            servers[name] = AuthorizationServer(base, auto_approve=True, **options)
+            return servers[name]
+
+        return make
+
+    async with (
+        serve(make_as("home", registration=False)) as (home_url, home_log),
+        serve(make_as("open")) as (open_url, open_log),
+        serve(make_as("closed", registration=False)) as (closed_url, closed_log),
+    ):
+        rec = await servers["home"].register_client(
+            redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
+        )
+        machine = await servers["home"].register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        secrets_seen = {base64.b64encode(f"{c.client_id}:{c.client_secret}".encode()).decode() for c in (rec, machine)}
+        holder: dict[str, Any] = {}
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            holder["rs"] = protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[home_url],
+                verifier=JWTVerifier(issuer=home_url, audience=resource, jwks_url=home_url + "/jwks"),
+            )
+            return holder["rs"]
+
+        def point_at(as_url: str) -> None:
+            rs = holder["rs"]
+            rs.authorization_servers = [as_url]
+            rs.verifier = JWTVerifier(issuer=as_url, audience=rs.resource, jwks_url=as_url + "/jwks")
+
+        def leaked(log: Any) -> bool:
+            return any(any(sec in h.get("authorization", "") for sec in secrets_seen) for _, _, h in log.requests)
+
+        async with serve(make_rs) as (rs_base, _):
+            url = rs_base + "/mcp"
+            # bound explicitly, the resource names another AS that registers clients: a dynamic registration there
+            point_at(open_url)
+            client, _b = oauth(url, client_id=rec.client_id, client_secret=rec.client_secret, issuer=home_url)
+            assert await whoami(url, client) == "test-user|"
+            assert "/register" in [p for _, p, _ in open_log.requests]
+            assert not leaked(open_log)
+            await client.aclose()
+            # ... an AS without registration: a clear error naming both issuers, nothing sent there
+            point_at(closed_url)
+            client, _b = oauth(url, client_id=rec.client_id, client_secret=rec.client_secret, issuer=home_url)
+            with pytest.raises(OAuthFlowError) as info:
+                await whoami(url, client)
+            assert home_url in str(info.value) and closed_url in str(info.value)
+            assert "/token" not in [p for _, p, _ in closed_log.requests]
+            await client.aclose()
+            # the client credentials grant cannot register: the same error, the secret stays home
+            machine_client = OAuthClient(
+                url,
+                client_id=machine.client_id,
+                client_secret=machine.client_secret,
+                grant_type="client_credentials",
+                issuer=home_url,
+            )
+            with pytest.raises(OAuthFlowError, match="registered with"):
+                await whoami(url, machine_client)
+            await machine_client.aclose()
+            # not bound explicitly: bound to the first AS used; when the resource later names another, the
+            # secret does not follow
+            point_at(home_url)
+            client, _b = oauth(url, client_id=rec.client_id, client_secret=rec.client_secret)
+            assert await whoami(url, client) == "test-user|"
+            point_at(closed_url)
+            with pytest.raises(OAuthFlowError) as info:
+                await whoami(url, client)
+            assert home_url in str(info.value) and closed_url in str(info.value)
+            await client.aclose()
+            assert not leaked(closed_log) and not leaked(open_log)
+            assert [p for _, p, _ in home_log.requests if p == "/token"]  # the home AS did get them

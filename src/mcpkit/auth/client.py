@@ -105,7 +105,12 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         storage: token/registration storage (in memory by default).
         redirect_handler: sends the user to the authorization URL (opens a browser, or :class:`HeadlessBrowser`).
         callback_handler: returns the query parameters the redirect URI received (``code``, ``state``, ``iss``).
-        client_id / client_secret: pre-registered credentials (used for every issuer unless ``storage`` has some).
+        client_id / client_secret: pre-registered credentials, for the authorization server ``issuer`` only.
+        issuer: the authorization server (its issuer identifier) the pre-registered credentials were registered
+            with: they are sent to no other. Default: the first authorization server this client authorizes with.
+            Where an MCP server names another one, the client registers there dynamically (a Client ID Metadata
+            Document or RFC 7591) when it can, and otherwise fails naming both issuers; a ``client_credentials``
+            or ``jwt_bearer`` client fails at once.
         client_metadata_url: a Client ID Metadata Document URL, used as ``client_id`` when the AS advertises
             ``client_id_metadata_document_supported``.
         scope: scopes to request when neither the challenge nor the PRM names any.
@@ -145,6 +150,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         callback_handler: CallbackHandler | None = None,
         client_id: str | None = None,
         client_secret: str | None = None,
+        issuer: str | None = None,
         token_endpoint_auth_method: str | None = None,
         client_metadata_url: str | None = None,
         scope: str | None = None,
@@ -206,6 +212,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             if grant_type == "jwt_bearer"
             else None
         )
+        # the issuer the pre-registered credentials belong to (None: not bound yet, bound on first use)
+        self._preregistered_issuer = issuer if client_id else None
         self.client_metadata_url = client_metadata_url
         self.scope = scope
         self.protocol_version = protocol_version
@@ -298,7 +306,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         if not tokens.refresh_token or self._discovery is None:
             await self.storage.set_tokens(self.issuer, None)
             return None
-        client = await self.storage.get_client_info(self.issuer) or self.preregistered
+        client = await self.storage.get_client_info(self.issuer) or self._preregistration_for(self.issuer)
         if client is None:
             return None
         form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token}
@@ -411,7 +419,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
                 # a dynamic registration the AS no longer honours (secret rotated, client purged): register
                 # again and authorize once more; pre-registered credentials are the user's to fix
                 if (
-                    self.preregistered is not None
+                    self._preregistration_for(discovery.issuer) is not None
                     or await self.storage.get_client_info(discovery.issuer) is None
                     or client.get("client_id") == self.client_metadata_url
                 ):
@@ -442,14 +450,22 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             await self.storage.set_client_info(discovery.issuer, None)
         if stored is not None:
             return stored
-        if self.preregistered is not None:
-            return self.preregistered
+        preregistered = self._preregistration_for(discovery.issuer)
+        if preregistered is not None:
+            return preregistered
+        foreign = self._foreign_credentials(discovery.issuer)
+        if foreign is not None:
+            self.log.append(foreign)
+            if self.grant_type != "authorization_code":
+                raise OAuthFlowError(foreign)
         if self.client_metadata_url and discovery.metadata.get("client_id_metadata_document_supported"):
             info = {"client_id": self.client_metadata_url, "token_endpoint_auth_method": "none"}
             await self.storage.set_client_info(discovery.issuer, info)
             return info
         endpoint = discovery.metadata.get("registration_endpoint")
         if not endpoint:
+            if foreign is not None:
+                raise OAuthFlowError(foreign + ", and it offers no registration")
             raise OAuthFlowError("no client credentials and the authorization server offers no registration")
         body = dict(self.client_metadata)
         supported = discovery.metadata.get("token_endpoint_auth_methods_supported")
@@ -483,6 +499,29 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             info["token_endpoint_auth_method"] = method
         await self.storage.set_client_info(discovery.issuer, info)
         return info
+
+    def _preregistration_for(self, issuer: str) -> dict[str, Any] | None:
+        """The pre-registered credentials when they belong to ``issuer`` (binding them to it when no issuer was
+        named and this is the first authorization server they are used with), else None."""
+        if self.preregistered is None or not self.preregistered.get("client_id"):
+            return self.preregistered  # none, or a jwt_bearer grant without a client identity: nothing to bind
+        if self._preregistered_issuer is None:
+            self._preregistered_issuer = issuer
+        return self.preregistered if _same_issuer(self._preregistered_issuer, issuer) else None
+
+    def _foreign_credentials(self, issuer: str) -> str | None:
+        """Why the pre-registered credentials are not used with ``issuer`` (None: there are none, or they are
+        for it)."""
+        bound = self._preregistered_issuer
+        if self.preregistered is None or not self.preregistered.get("client_id") or bound is None:
+            return None
+        if _same_issuer(bound, issuer):
+            return None
+        return (
+            f"the pre-registered client {self.preregistered['client_id']!r} was registered with {bound!r}, and the "
+            f"MCP server's authorization server is {issuer!r}: its credentials are not sent there "
+            "(OAuthClient(issuer=...) names the authorization server they belong to)"
+        )
 
     async def _code_flow(self, discovery: _Discovery, client: Mapping[str, Any], scopes: list[str] | None) -> TokenSet:
         if self.redirect_handler is None or self.callback_handler is None:
@@ -539,3 +578,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         if tokens.scope is None and scopes:
             tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
         return tokens
+
+
+def _same_issuer(a: str, b: str) -> bool:
+    """Whether two issuer identifiers name the same authorization server (a trailing slash aside)."""
+    return a.rstrip("/") == b.rstrip("/")
