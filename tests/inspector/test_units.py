@@ -194,3 +194,30 @@ async def test_the_inspector_asks_the_server_every_time_even_when_it_says_cache(
         assert len(asked) == 2  # a Refresh shows what the server answers now, and its messages
     finally:
         await inspector.aclose()
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_stdio_server_that_exits_is_shown_disconnected_with_why(mode: str) -> None:
+    """The page must not go on saying "connected" to a server process that is gone: every action would then fail
+    with ConnectionClosed while the header still invites the person to use it."""
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "client_server.py"
+    inspector = Inspector(f"{sys.executable} {server}", mode=mode)
+    await inspector.connect()
+    try:
+        assert inspector.status == "connected", inspector.error
+        states: list[dict[str, object]] = []
+        inspector.hub.publish = lambda kind, **data: states.append(data["state"]) if kind == "state" else None  # type: ignore[method-assign]
+        await inspector.start_call("exit", {})
+        for _ in range(100):
+            if inspector.status != "connected":
+                break
+            await asyncio.sleep(0.05)
+        assert inspector.status == "disconnected"
+        assert inspector.error is not None and "closed" in inspector.error["message"]
+        assert states and states[-1]["status"] == "disconnected"  # the open pages are told
+        (call,) = inspector.snapshot()["calls"]
+        assert call["status"] == "failed"
+    finally:
+        await inspector.aclose()

@@ -234,6 +234,12 @@ class ClientSession:
             self._keepalive_task = asyncio.get_running_loop().create_task(self._keepalive_loop(self.keepalive))
         return self
 
+    @property
+    def ended(self) -> str | None:
+        """Why the connection ended (the server closed it or exited, a keepalive failed, or it was closed here);
+        None while it is open."""
+        return self.closed_reason or self.peer._stopped
+
     def _reader_ended(self, _: object) -> None:
         if self.on_end is not None:
             self.on_end(self.closed_reason or self.peer._stopped or "the connection was closed")

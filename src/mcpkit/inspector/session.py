@@ -317,15 +317,14 @@ class Inspector:
         while self._client is client:
             await asyncio.sleep(0.5)
             try:
-                closed = client.session.peer.closed
-            except Exception:
-                closed = True
-            if closed and self._client is client:
-                reason = getattr(client.session, "closed_reason", None) if client.connected else None
+                reason = client.session.ended
+            except Exception:  # (the client closed its session)
+                reason = "the connection was closed"
+            if reason is not None and self._client is client:
                 async with self._lock:
                     if self._client is client:
                         await self._close_client("lost")
-                        self._set_status("disconnected", {"message": reason or "the connection ended"})
+                        self._set_status("disconnected", {"message": reason})
                 return
 
     def _extensions(self) -> dict[str, Any]:
