@@ -182,3 +182,39 @@ def test_an_empty_server_name_is_refused(tmp_path: Path) -> None:
         proc = mcpkit("claude-desktop", str(server), *args, home=tmp_path, cwd=tmp_path)
         assert proc.returncode != 0 and "name" in proc.stderr and "empty" in proc.stderr, proc.stdout + proc.stderr
     assert not (tmp_path / ".config").exists()
+
+
+def test_every_install_keeps_the_file_it_replaced_even_several_in_one_second(tmp_path: Path) -> None:
+    """Two installs in a row (a setup script adding two servers) used to share one backup name (its time in whole
+    seconds): the second backup overwrote the first, and the user's original file was gone."""
+    from mcpkit.cli.install import install
+
+    file = tmp_path / "mcp.json"
+    original = {"mcpServers": {"other": OTHER}, "theme": "dark"}
+    file.write_text(json.dumps(original))
+    states = [json.loads(file.read_text())]
+    backups = []
+    for name in ("a", "b", "c"):
+        done = install("cursor", name, {"command": "x"}, path=file)
+        assert done.backup is not None
+        backups.append(done.backup)
+        states.append(json.loads(file.read_text()))
+    assert len(set(backups)) == 3
+    assert [json.loads(b.read_text()) for b in backups] == states[:3]  # each holds the file as it was before
+    assert states[0] == original
+
+
+def test_a_symlinked_config_file_is_updated_where_it_points_and_stays_a_link(tmp_path: Path) -> None:
+    """Configuration kept in a dotfiles folder and linked into place: the link was replaced by a plain file, so the
+    dotfiles copy never got the server and the link the user made was gone."""
+    home, dotfiles = tmp_path / "home", tmp_path / "dotfiles"
+    (home / ".cursor").mkdir(parents=True)
+    dotfiles.mkdir()
+    real = dotfiles / "cursor-mcp.json"
+    real.write_text(json.dumps({"mcpServers": {"other": OTHER}}))
+    link = home / ".cursor" / "mcp.json"
+    link.symlink_to(real)
+    proc = mcpkit("cursor", WEATHER, home=home, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert link.is_symlink() and link.resolve() == real.resolve()
+    assert set(json.loads(real.read_text())["mcpServers"]) == {"other", "weather"}

@@ -25,8 +25,9 @@ there without installing them into the environment. ``--env KEY=VALUE`` and ``--
 environment.
 
 The file is merged, never replaced: the other servers and every other key stay as they were; an existing entry of
-the same name is replaced (and said so). The original is copied next to it first (``<file>.<time>.bak``), the new
-file is written whole and then moved into place. A file that is not plain JSON (comments, trailing commas) is left
+the same name is replaced (and said so). The original is copied next to it first (``<file>.<time>.bak``, never
+over an earlier backup), the new file is written whole and then moved into place (a symbolic link stays one: the
+file it points to is updated). A file that is not plain JSON (comments, trailing commas) is left
 alone: the command prints the entry to add by hand instead. ``--dry-run`` shows what would be written.
 """
 
@@ -209,12 +210,12 @@ def install(
     backup: Path | None = None
     if dry_run:
         return Installed(file, name, entry, document, replaced, None, False)
-    file.parent.mkdir(parents=True, exist_ok=True)
+    real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
+    real.parent.mkdir(parents=True, exist_ok=True)
     if original is not None:
-        backup = file.with_name(f"{file.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
-        shutil.copy2(file, backup)
+        backup = _backup(real, original)
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    tmp = file.with_name(f".{file.name}.mcpkit-tmp")
+    tmp = real.with_name(f".{real.name}.mcpkit-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -222,9 +223,26 @@ def install(
             fh.flush()
             os.fsync(fh.fileno())
         if original is not None:
-            shutil.copymode(file, tmp)
-        os.replace(tmp, file)
+            shutil.copymode(real, tmp)
+        os.replace(tmp, real)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     return Installed(file, name, entry, document, replaced, backup, True)
+
+
+def _backup(file: Path, original: bytes) -> Path:
+    """Copy ``original`` (the content of ``file``) to a new ``<file>.<time>[-n].bak`` next to it: never over an
+    earlier backup (two installs in one second would otherwise leave only the second one's)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        backup = file.with_name(f"{file.name}.{stamp}{'' if n == 1 else f'-{n}'}.bak")
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(original)
+        shutil.copystat(file, backup)
+        return backup
+    raise InstallError(f"too many backups of {file} this second: it was left as it is")
