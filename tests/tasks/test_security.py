@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+from typing import Any
 
 import httpx
 
 from mcpkit.tasks import InMemoryTaskStore
 from mcpkit.tasks.model import new_record, new_task_id
-from support.mcp_http import handshake_headers, messages, running, sse_events
+from support.mcp_http import handshake_headers, initialize_body, messages, running, sse_events
 from support.tasks import LEGACY, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
 
 UNKNOWN = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
@@ -230,6 +231,42 @@ async def test_a_stateless_endpoint_never_lists_one_anonymous_callers_tasks_to_a
         got = await _stateless_call(http, url, 3, "tasks/get", {"taskId": task_id})
         assert got["result"]["status"] == "working"  # the id still reaches it
         probe.release.set()
+
+
+async def test_a_stateless_endpoint_declares_tasks_list_only_to_a_caller_it_can_identify() -> None:
+    """2025-11-25 tasks, Security: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list
+    capability". A stateless endpoint identifies a caller only by its principal: an anonymous initialize is answered
+    without tasks.list (tasks/get, tasks/cancel and task-augmented tools/call stay), an authenticated one with it; a
+    session of a stateful endpoint identifies its client, and declares it."""
+    from mcpkit.server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
+
+    def as_alice(asgi: Any) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            token = authorize_as(ScopeAuthorization("alice", ()))
+            try:
+                await asgi(scope, receive, send)
+            finally:
+                CURRENT_AUTHORIZATION.reset(token)
+
+        return app
+
+    async def declared(base: str, http: httpx.AsyncClient) -> dict:
+        r = await http.post(base + "/mcp", json=initialize_body(LEGACY), headers=handshake_headers())
+        assert r.status_code == 200, r.text
+        body = messages(sse_events(r.text))[-1] if r.text.startswith(("event:", "id:", "data:")) else r.json()
+        return body["result"]["capabilities"]["tasks"]
+
+    app, _ = make_app()
+    async with httpx.AsyncClient(timeout=10) as http:
+        async with running(app, stateless=True) as (base, _):
+            assert await declared(base, http) == {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        async with running(app, stateless=True, wrap=as_alice) as (base, _):
+            assert await declared(base, http) == {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+        async with running(app) as (base, _):
+            assert "list" in await declared(base, http)
+    async with raw(app) as peer:  # (a stdio-like connection is one client)
+        reply = await peer.initialize(LEGACY)
+        assert "list" in reply["result"]["capabilities"]["tasks"]
 
 
 async def test_a_stateless_task_started_on_one_worker_is_found_on_another() -> None:

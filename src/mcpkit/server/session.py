@@ -249,7 +249,15 @@ class ServerSession:
         self.client_info = info
         if early:
             self.mark_initialized()
-        self.server_capabilities = declared = server.capabilities(feats)
+        declared = server.capabilities(feats)
+        tasks = declared.get("tasks")
+        if tasks is not None and "list" in tasks and self.stateless:
+            authz = _current_authorization()
+            if authz is None or authz.principal is None:
+                # 2025-11-25 tasks: "receivers that cannot identify requestors SHOULD NOT declare the tasks.list
+                # capability"; a stateless endpoint identifies a caller by its principal only
+                declared = {**declared, "tasks": {k: v for k, v in tasks.items() if k != "list"}}
+        self.server_capabilities = declared
         result: JSONDict = {
             "protocolVersion": version,
             "capabilities": declared,

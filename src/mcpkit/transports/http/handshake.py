@@ -247,6 +247,7 @@ class HandshakeRoutes:
         t = type(msg)
         if t is Request and msg.method == "initialize":
             session = server.create_session(NULL_OUTBOX, **self.peer_options)  # answers initialize, then forgotten
+            session.stateless = True  # (it stands for nobody either: what it declares is what every request gets)
         else:
             session = self._stateless_session(version)
         if not has_requests(msg):
