@@ -87,6 +87,19 @@ async def test_mount_is_live_with_list_changed_and_import_is_a_copy(transport: s
         assert "copy_ghost" not in names and "ghost" not in names
 
 
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_mounted_servers_resource_updates_reach_the_parents_subscribers_under_the_prefixed_uri(
+    transport: str, mode: str
+) -> None:
+    async with toolkit_client("compose", transport, mode) as client:
+        uris = ["data://weather/today", "data://weather/city/Rome"]
+        async with client.watch(resource_uris=uris) as watch:
+            assert (await client.call_tool("weather_touch", {"city": "Rome"})).text == "touched"
+            got = sorted([(await watch.next(timeout=5))[1]["uri"] for _ in uris])
+            assert got == sorted(uris)
+
+
 @pytest.mark.parametrize("mode", ["2025-11-25", "2026-07-28"])
 async def test_a_mounted_tool_that_may_run_as_a_task_runs_as_one_in_the_parent(mode: str) -> None:
     """The parent takes on the mounted tool's task support (as if registered there): it declares tasks, runs the

@@ -582,6 +582,13 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         if policy is not None:
             policy.configure(*self._sync_limits)
 
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the subscribers of ``uri`` that it changed, in both eras, on this worker and every other; the
+        subscribers of the apps this one is mounted into are told too, under the URI they know it by."""
+        await super().notify_resource_updated(uri)
+        for parent, mount in list(self._mounted_in):
+            await parent.notify_resource_updated(compose.prefixed_uri(mount.prefix, uri))
+
     def _changed(self, kind: str) -> None:
         """Coalesce list changes made in one loop iteration into one notification per list. Safe to call from
         a sync tool (worker thread): the change is handed to the serving loop."""

@@ -53,6 +53,13 @@ def compose_app() -> MCPKit:
     def today() -> str:
         return "sunny today"
 
+    @weather.tool
+    async def touch(city: str, ctx: Context) -> str:
+        """Tell the subscribers that today's weather and a city's data changed (on the server and on ctx.app)."""
+        await weather.notify_resource_updated("data://today")
+        await ctx.app.notify_resource_updated(f"data://city/{city}")
+        return "touched"
+
     @weather.resource("data://city/{name}")
     def city(name: str) -> str:
         return f"data of {name}"
