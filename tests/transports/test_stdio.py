@@ -16,7 +16,7 @@ import pytest
 
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
-from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+from mcpkit.transports.stdio import StdioClientTransport, StdioServer, StdioServerTransport
 from support.core import CORE_SERVER, open_session, raw_stdio
 
 
@@ -395,3 +395,80 @@ def test_ctrl_c_ends_app_run_with_130_and_no_traceback(tmp_path: Path, transport
     err = seen + err
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "cleaned up" in err, err
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+async def test_a_client_that_does_not_read_holds_the_server_back_instead_of_growing_its_memory() -> None:
+    """A client pipelining requests faster than it reads the answers: once the pipe and the server's write buffer
+    are full, the server stops reading requests (answers wait in the bounded write buffer, not in memory without
+    end); when the client reads again, every answer arrives, once."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CORE_SERVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    proc.stdin.write(orjson.dumps(init) + b"\n")
+    await proc.stdout.readline()
+    baseline = _rss_kib(proc.pid)
+    count, size = 10_000, 10_000  # 100 MB of answers
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "big", "arguments": {"n": size}}}
+    requests = b"".join(orjson.dumps({**call, "id": i}) + b"\n" for i in range(1, count + 1))
+
+    async def write() -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(requests)
+        await proc.stdin.drain()
+
+    writer = asyncio.create_task(write())
+    try:
+        await asyncio.sleep(3)  # the client reads nothing meanwhile
+        grown = _rss_kib(proc.pid) - baseline
+        assert grown < 30 * 1024, f"the server buffered {grown} KiB of answers nobody reads"
+        ids = []
+        for _ in range(count):
+            line = await asyncio.wait_for(proc.stdout.readline(), 10)
+            answer = orjson.loads(line)
+            assert len(answer["result"]["content"][0]["text"]) == size
+            ids.append(answer["id"])
+        assert sorted(ids) == list(range(1, count + 1))
+        await asyncio.wait_for(writer, 20)
+        for i in range(count + 1, count + 301):  # and the server goes on: no request is left waiting for ever
+            proc.stdin.write(orjson.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}) + b"\n")
+            assert orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 10)) == {
+                "jsonrpc": "2.0",
+                "id": i,
+                "result": {},
+            }
+    finally:
+        writer.cancel()
+        proc.kill()
+        await asyncio.wait_for(proc.communicate(), 20)
+
+
+async def test_every_answer_waiting_for_a_slow_reader_goes_on_once_the_reader_catches_up() -> None:
+    """Several answers waiting at once for the client to read (the pipe and the write buffer full): each of them
+    returns when the client reads again; none is left waiting for ever (holding its request's slot)."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    transport = StdioServerTransport(stdin=os.fdopen(in_r, "rb"), stdout=os.fdopen(out_w, "wb"))
+    await transport.start()
+    transport.set_fast_path(None, lambda: 8)  # answers of concurrent requests: the gathered path
+    try:
+        message = b"x" * 600_000
+        sends = [asyncio.create_task(transport.send(message)) for _ in range(8)]
+        await asyncio.sleep(0.2)
+        assert not all(s.done() for s in sends)  # nobody reads: the writers wait
+        received = 0
+        loop = asyncio.get_running_loop()
+        while received < 8 * (len(message) + 1):
+            received += len(await loop.run_in_executor(None, os.read, out_r, 1 << 20))
+        await asyncio.wait_for(asyncio.gather(*sends), 5)
+    finally:
+        await transport.close()
+        os.close(in_w)
+        os.close(out_r)

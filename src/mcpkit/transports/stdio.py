@@ -60,8 +60,13 @@ class _FlowControl(asyncio.Protocol):
 
     async def drain(self) -> None:
         if self._paused:
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
+            # one future for every writer waiting (each request's task may be one): a second drain must not replace
+            # the first's future, which would then never be resolved; shielded, so that a waiter cancelled does not
+            # cancel it for the others
+            waiter = self._waiter
+            if waiter is None or waiter.done():
+                waiter = self._waiter = asyncio.get_running_loop().create_future()
+            await asyncio.shield(waiter)
 
 
 class _TooLarge:
@@ -354,9 +359,12 @@ class StdioServerTransport(BaseConnection):
                 self._out_bytes += len(data) + 1
                 if self._flush_handle is None:
                     self._flush_handle = _running_loop().call_soon(self._flush)
-                if self._out_bytes < _WRITE_HIGH_WATER:
+                if self._out_bytes >= _WRITE_HIGH_WATER:
+                    self._flush()
+                elif transport.get_write_buffer_size() <= _WRITE_HIGH_WATER:
                     return
-                self._flush()
+                # (else the client reads slower than we write: wait below, holding the request's slot, so that the
+                # peer stops reading requests instead of buffering their answers without end)
             if transport.get_write_buffer_size() > _WRITE_HIGH_WATER and self._flow is not None:
                 await self._flow.drain()
         elif self._blocking_out is not None:
