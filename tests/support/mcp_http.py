@@ -219,6 +219,120 @@ def modern_headers(method: str, name: str | None = None, version: str = MODERN, 
     return h
 
 
+def dechunk(raw: bytes) -> tuple[bytes, bool]:
+    """The body of a chunked HTTP/1.1 response read from a socket (``raw``: head and body), and whether its
+    terminating chunk arrived."""
+    body = raw.split(b"\r\n\r\n", 1)[1]
+    out = bytearray()
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            return bytes(out), True
+        if len(rest) < size + 2:
+            out += rest[:size]
+            return bytes(out), False
+        out += rest[:size]
+        body = rest[size + 2 :]
+    return bytes(out), False
+
+
+def burst_server(count: int, size: int = 64 * 1024) -> Server:
+    """make_server() whose prompts/get sends ``count`` log messages of ``size`` bytes to the session outside any
+    request (they go to its standalone GET stream), then answers."""
+    server = make_server()
+
+    @server.handler("prompts/get")
+    async def burst(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        # messages unrelated to any request: the session's standalone GET stream carries them
+        for i in range(count):
+            await ctx.session.notify("notifications/message", {"level": "info", "data": {"i": i, "pad": "x" * size}})
+        return {"messages": []}
+
+    return server
+
+
+async def check_get_takeover(base: str, app: Any, count: int, version: str = "2025-11-25") -> None:
+    """A GET stream goes half-open (a raw socket that stops reading) while ``burst_server(count)`` sends it
+    ``count`` messages; a new GET takes over: asserts it is 200, that the old response ends cleanly, and that the
+    messages arrive each once, in order, split between the two; then that later messages reach the new one."""
+    import socket
+
+    async with httpx.AsyncClient(timeout=30) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url, version)
+        port = int(base.rsplit(":", 1)[1])
+        old = socket.socket()
+        old.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        old.connect(("127.0.0.1", port))
+        head = f"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1:{port}\r\naccept: text/event-stream\r\n"
+        head += f"mcp-session-id: {sid}\r\nmcp-protocol-version: {version}\r\n\r\n"
+        old.sendall(head.encode())
+        old.setblocking(False)
+        loop = asyncio.get_running_loop()
+        try:
+            hs = app.streamable._sessions[sid]
+            for _ in range(100):
+                if hs.standalone is not None and hs.standalone.conn is not None:
+                    break
+                await asyncio.sleep(0.02)
+            r = await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 7, "method": "prompts/get", "params": {"name": "b"}},
+                headers=handshake_headers(sid, version),
+            )
+            assert r.status_code == 200, r.text
+            for _ in range(250):  # (with a shared fan-out the messages come through the log: wait for them)
+                if hs.standalone.conn.queue.qsize():
+                    break
+                await asyncio.sleep(0.02)
+            assert hs.standalone.conn.queue.qsize() > 0  # the old reader stopped: messages wait in its queue
+            newer: list[dict[str, Any]] = []
+            get = {"accept": "text/event-stream", "mcp-session-id": sid, "mcp-protocol-version": version}
+            async with http.stream("GET", url, headers=get) as g:
+                assert g.status_code == 200  # not 409: the newer stream takes over
+                # the old connection is read again (as if the network came back): it ends cleanly
+                raw = bytearray()
+                deadline = loop.time() + 20
+                while loop.time() < deadline:
+                    try:
+                        chunk = await asyncio.wait_for(loop.sock_recv(old, 1 << 20), 1)
+                    except TimeoutError:
+                        chunk = b""
+                    raw += chunk
+                    if raw.endswith(b"0\r\n\r\n"):
+                        break
+                body, ended = dechunk(bytes(raw))
+                assert ended, "the old stream was not ended cleanly"
+                older = messages(sse_events(body.decode()))
+                lines = g.aiter_lines()
+
+                async def read(n: int, into: list[dict[str, Any]]) -> None:
+                    async for line in lines:
+                        if line.startswith("data: ") and len(line) > 6:
+                            into.append(orjson.loads(line[6:]))
+                            if len(into) >= n:
+                                return
+
+                await asyncio.wait_for(read(count - len(older), newer), 20)
+                assert newer and older, (len(older), len(newer))
+                seen = [m["params"]["data"]["i"] for m in older + newer]
+                assert seen == list(range(count))  # nothing lost, nothing twice, in order
+                assert hs.standalone.conn is not None  # one live stream: the new one
+                # messages sent from now on go to the new stream
+                r = await http.post(
+                    url,
+                    json={"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "touch"}},
+                    headers=handshake_headers(sid, version),
+                )
+                assert r.status_code == 200
+                later: list[dict[str, Any]] = []
+                await asyncio.wait_for(read(1, later), 10)
+                assert later[0]["method"] == "notifications/tools/list_changed"
+        finally:
+            old.close()
+
+
 def sse_events(raw: str) -> list[dict[str, Any]]:
     """Parse an SSE body into events: {"id", "data", "retry"} (comments dropped)."""
     events: list[dict[str, Any]] = []

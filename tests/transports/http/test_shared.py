@@ -118,3 +118,17 @@ async def test_a_session_opened_while_redis_is_unreachable_is_refused_not_left_o
             }
             r = await http.post(base_b + "/mcp", json=call, headers=handshake_headers(sid, "2025-11-25"))
             assert r.status_code == 200, r.text
+
+
+async def test_a_new_get_stream_takes_over_from_a_half_open_one_with_a_shared_fanout(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """With the GET stream fed from the shared log, a new GET while the old one is half-open takes over as on a
+    single worker: the old response ends cleanly, what it had queued and not written goes out on the new one
+    first (with its log ids), and every message arrives once, in order."""
+    from support.mcp_http import burst_server, check_get_takeover
+
+    count = 120
+    config = ScaleConfig(redis_url=redis_url, redis_prefix=f"sh{secrets.token_hex(4)}:", state_keys=(b"k" * 32,))
+    async with running(burst_server(count), config=config) as (base, app):
+        await check_get_takeover(base, app, count)

@@ -21,6 +21,8 @@ from support.mcp_http import (
     ACCEPT_BOTH,
     MODERN,
     Probe,
+    burst_server,
+    check_get_takeover,
     handshake_headers,
     initialize_body,
     make_server,
@@ -525,6 +527,16 @@ async def test_slow_standalone_reader_cannot_grow_memory(bounds: dict[str, int],
     disconnect.set()
     getter.cancel()
     await app.aclose()
+
+
+async def test_a_new_get_stream_takes_over_from_a_half_open_one() -> None:
+    """A client whose GET stream went half-open (the network died, no FIN: the server still sees it open) opens a
+    new one: it takes over. The old stream is ended cleanly, and what was queued for it but not yet written moves to
+    the new one in order: every message arrives once, on one stream (2025-03-26 .. 2025-11-25, "Multiple
+    Connections"). Still one live GET stream per session."""
+    count = 120
+    async with running(burst_server(count)) as (base, app):
+        await check_get_takeover(base, app, count)
 
 
 # ------------------------------------------------------------------------------------------ security

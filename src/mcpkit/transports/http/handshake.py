@@ -324,10 +324,7 @@ class HandshakeRoutes:
         if last is not None:
             await self.sse.resume(hs, last, receive, send)
             return
-        stream = hs.standalone
-        if stream is not None and stream.conn is not None and not stream.conn.ended:
-            await respond(send, 409, bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
-            return
+        stream = hs.standalone  # (one open at a time: a newer GET takes over an open one, see SSEPump.attach)
         if stream is None:
             stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
         await self.sse.attach(hs, stream, None, receive, send)

@@ -213,20 +213,28 @@ class SharedSessions:
             await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         stream = hs.standalone
-        if last is None and stream is not None and stream.conn is not None and not stream.conn.ended:
-            await respond(send, 409, bad(INVALID_REQUEST, "Conflict: a standalone SSE stream is already open"))
-            return
         if stream is None:
             stream = hs.standalone = Stream(self.sse, hs, hs.base, SSE_MODE)
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         conn = Conn(self.sse.queue_size, self.sse.queue_bytes)
-        if stream.conn is not None:
-            stream.conn.abort()  # the client resumes, so it considers that connection dead
+        taken: list[tuple[int, bytes]] = []
+        old = stream.conn
+        if old is not None:
+            if last is None:
+                # a new GET while one is open here (that one went half-open, or the client lost track of it): the
+                # newer one takes over what the older one has not written yet, each event with its id
+                taken = old.hand_over()
+                conn.last_seq = old.last_seq
+            else:
+                old.abort()  # the client resumes, so it considers that connection dead
         stream.conn = conn  # events delivered from now on queue up; the replay below covers what came before
         hs.busy += 1
         try:
+            for order, frame in taken:  # (before the replay: they came first; the replay skips them by position)
+                await send({"type": "http.response.body", "body": frame, "more_body": True})
+                conn.last_seq = max(conn.last_seq, order)
             feats = hs.session.features
-            if last is None and feats is not None and feats.sse_polling:
+            if last is None and feats is not None and feats.sse_polling and position_order(start) >= conn.last_seq:
                 await send({"type": "http.response.body", "body": self._priming(start), "more_body": True})
             try:
                 await self._replay(hs, start, conn, send)

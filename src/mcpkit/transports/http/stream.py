@@ -90,6 +90,19 @@ class Conn:
         if self.queue.empty():
             self.queue.put_nowait(None)
 
+    def hand_over(self) -> list[tuple[int, bytes]]:
+        """A newer connection takes this stream over: what is queued here and not yet written, in order (for the new
+        connection to write instead), and this response ends cleanly after the event being written, if any."""
+        queue = self.queue
+        taken: list[tuple[int, bytes]] = []
+        while not queue.empty():
+            item = queue.get_nowait()
+            if item is not None and item[1] is not _KEEPALIVE:
+                taken.append(item)
+        self.ended = True
+        queue.put_nowait(None)
+        return taken
+
     def abort(self) -> None:
         """Finish the response now, dropping what is queued (those events stay in the event store, if any)."""
         self.ended = self.aborted = True
@@ -506,14 +519,25 @@ class SSEPump:
         live = not stream.finished and (
             stream is hs.standalone or (hs.live is not None and hs.live.get(stream.no) is stream)
         )
+        taken: list[tuple[int, bytes]] = []
         if live:
-            if stream.conn is not None:
-                stream.conn.abort()  # the client resumes, so it considers that connection dead
+            old = stream.conn
+            if old is not None:
+                if replay is None:
+                    # a new GET of the standalone stream while one is open (that one went half-open, or the client
+                    # lost track of it): the newer one takes over what the older one has not written yet
+                    taken = old.hand_over()
+                    conn.last_seq = old.last_seq
+                    for item in taken:
+                        conn.queue.put_nowait(item)  # (fits: the same bounds held it)
+                else:
+                    old.abort()  # the client resumes, so it considers that connection dead
             stream.conn = conn  # new events queue up while the replay is written; duplicates are skipped by seq
         hs.busy += 1
         try:
             if replay is None:
-                priming = stream.priming()
+                first = next((seq for seq, _ in taken if seq), 0)  # (the priming id precedes what was taken over)
+                priming = stream.priming_for(first) if first else stream.priming()
                 if priming is not None:
                     await send({"type": "http.response.body", "body": priming, "more_body": True})
             else:
