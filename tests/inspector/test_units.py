@@ -221,3 +221,27 @@ async def test_a_stdio_server_that_exits_is_shown_disconnected_with_why(mode: st
         assert call["status"] == "failed"
     finally:
         await inspector.aclose()
+
+
+@pytest.mark.parametrize("command", ["inspect", "dev"])
+def test_a_taken_port_is_one_clear_line_not_a_traceback(command: str) -> None:
+    """``--port N`` with N in use: uvicorn exits (SystemExit 3) from inside the serving task, which ``mcpkit
+    inspect`` ended with exit code 3 and no word, and ``mcpkit dev`` with pages of tracebacks."""
+    import socket
+    import subprocess
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "client_server.py"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "mcpkit.cli.main", command, str(server), "--port", str(port), "--no-browser"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 1, out.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "in use" in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "never retrieved" not in out.stderr, out.stderr

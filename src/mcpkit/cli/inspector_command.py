@@ -95,7 +95,7 @@ def inspect_command(
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from None
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @click.command("dev")
@@ -155,7 +155,10 @@ def dev_command(
             app.startup_hooks.append(loop.start)
             app.shutdown_hooks.append(loop.stop)
 
-        running = await start_inspector(inspector, port=port, configure=configure)
+        try:
+            running = await start_inspector(inspector, port=port, configure=configure)
+        except OSError as exc:
+            raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
         click.echo(f"mcpkit dev: {running.url}")
         if not no_browser:
             open_in_browser(running.url)

@@ -76,6 +76,8 @@ async def start_inspector(
     if configure is not None:
         configure(app)
     shown = f"[{host}]" if ":" in host else host
+    if port:
+        _check_free(host, port)
     # the MCP Apps sandbox: its own port, so its origin is not the page's (inspector/sandbox.py)
     sandbox = build_asgi_server(SandboxApp(lambda: app.origins), host, 0, log_level="warning")
     # Only the page's server takes the process's signals (Ctrl-C): two uvicorn servers that both do, stopped in
@@ -103,9 +105,21 @@ async def _serving(server: Any, what: str) -> asyncio.Task[Any]:
     while not server.started and not task.done():
         await asyncio.wait({task}, timeout=0.02)
     if task.done():
-        task.result()  # raises why it did not start
+        try:
+            task.result()  # raises why it did not start
+        except SystemExit:  # uvicorn exits when it cannot listen (it logged why)
+            raise OSError(f"{what} could not listen") from None
         raise RuntimeError(f"{what} stopped before it listened")
     return task
+
+
+def _check_free(host: str, port: int) -> None:
+    """Raise the :class:`OSError` of binding ``host:port`` (a port in use, say) before uvicorn tries: uvicorn
+    logs it and exits the process from inside its serving task instead."""
+    import socket
+
+    with socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET):
+        pass
 
 
 def _port(server: Any) -> int:
