@@ -245,3 +245,26 @@ def test_a_taken_port_is_one_clear_line_not_a_traceback(command: str) -> None:
     assert out.returncode == 1, out.stderr
     assert f"cannot listen on 127.0.0.1:{port}" in out.stderr and "in use" in out.stderr, out.stderr
     assert "Traceback" not in out.stderr and "never retrieved" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_server_that_needs_authorization_says_how_to_give_a_token(mode: str) -> None:
+    """Pointed at an OAuth-protected server, the page said only 'HTTP 401: {"error":"unauthorized"}'; it now says
+    the server needs authorization and how to pass a token (a header), which then connects."""
+    from support.oauth import _forge, stack
+
+    async with stack() as s:
+        inspector = Inspector(s["mcp_url"], mode=mode)
+        assert await inspector.connect() is not None
+        assert inspector.status == "failed" and inspector.error is not None
+        message = inspector.error["message"]
+        assert "401" in message and "authorization" in message and "Authorization: Bearer" in message, message
+        token = _forge(s["as"], aud=s["mcp_url"])
+        authorized = Inspector(
+            s["mcp_url"], mode=mode, client_options={"headers": {"Authorization": f"Bearer {token}"}}
+        )
+        try:
+            assert await authorized.connect() is None, authorized.error
+        finally:
+            await authorized.aclose()
+            await inspector.aclose()

@@ -55,6 +55,10 @@ MAX_SUBSCRIPTIONS = 256
 MAX_ROOTS = 256
 MAX_STDERR_LINES = 500
 MAX_ROOT_URI = 4_096
+NEEDS_AUTHORIZATION = (
+    "The server needs authorization (OAuth): give its access token as a header, "
+    "mcpkit inspect URL -H 'Authorization: Bearer TOKEN' (client_options={'headers': {...}} in code)."
+)
 
 
 def _describe_failure(exc: BaseException) -> dict[str, Any]:
@@ -257,6 +261,8 @@ class Inspector:
                 with contextlib.suppress(Exception):
                     await client.aclose()
                 failure = _describe_failure(exc)
+                if isinstance(exc, MCPError) and isinstance(exc.data, dict) and exc.data.get("status") == 401:
+                    failure["message"] = f"{failure['message']}\n{NEEDS_AUTHORIZATION}"
                 if not keep:
                     self._set_status("failed", failure)
                 return failure
