@@ -122,6 +122,10 @@ class HostedSession(Protocol):
         ``notifications/<kind>/list_changed``)."""
         ...
 
+    def on_close(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` once when the session ends (at once when it has); returns what cancels that."""
+        ...
+
 
 class StateKeys(Protocol):
     """The key ring that seals a server's ``requestState`` (and, for ``MCPKit``, its list cursors)."""

@@ -208,6 +208,37 @@ async def test_a_call_that_ends_before_becoming_a_task_gives_its_place_back() ->
         probe.release.set()
 
 
+async def test_a_sessions_task_status_watchers_end_with_the_session() -> None:
+    """A 2025-11-25 session's task is followed for notifications/tasks/status while the session lives: when the
+    session ends (its connection closes, or a DELETE ends it over HTTP) with its tasks still working, none of their
+    watchers is left behind (they were kept until each task changed again: as long as the task ran)."""
+    app, probe = make_app()
+    engine = app.tasks.engine
+    async with raw(app) as peer:
+        await peer.initialize(LEGACY)
+        for i in range(3):
+            reply = await call(peer, i + 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+            assert reply["result"]["task"]["status"] == "working"
+        assert engine.watchers == 3
+    assert engine.watchers == 0 and engine.running == 3  # the tasks go on; nobody is told of them any more
+    async with running(app) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        r = await http.post(base + "/mcp", json=initialize_body(LEGACY), headers=handshake_headers())
+        sid = r.headers["mcp-session-id"]
+        headers = handshake_headers(sid, LEGACY)
+        await http.post(base + "/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+        body = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "hold", "arguments": {}, "task": {}},
+        }
+        r = await http.post(base + "/mcp", json=body, headers=headers)
+        assert r.status_code == 200 and engine.watchers == 1
+        assert (await http.delete(base + "/mcp", headers=headers)).status_code == 200
+        assert engine.watchers == 0
+        probe.release.set()  # (before the server stops: its shutdown drains the tasks running)
+
+
 async def _stateless_call(http: httpx.AsyncClient, url: str, rid: int, method: str, params: dict) -> dict:
     r = await http.post(
         url,

@@ -8,6 +8,7 @@ for a request carrying 2026-07-28 ``_meta``); ``initialize`` and a request befor
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -35,6 +36,11 @@ if TYPE_CHECKING:
 NO_SESSION_BATCH_REFUSAL = "; in the handshake era, batches exist only after initialize"
 
 _current_authorization = CURRENT_AUTHORIZATION.get
+logger = logging.getLogger("mcpkit.server")
+
+
+def _nothing() -> None:
+    return None
 
 
 class SessionServer(HostedServer, Protocol):
@@ -83,7 +89,8 @@ class ServerSession:
         # request sets in it is not kept (session_state is per request; logging/setLevel and resources/subscribe
         # keep nothing), so no client reaches another's state
         self.stateless = False
-        self.closed = False
+        self._closed = False
+        self._on_close: dict[int, Callable[[], None]] | None = None  # what to undo when it ends (task watchers)
         self.peer = Peer(
             outbox,
             request_handler=self._on_request,
@@ -97,6 +104,39 @@ class ServerSession:
             MODERN_BATCH_REFUSAL if not server.handshake_versions else MODERN_BATCH_REFUSAL + NO_SESSION_BATCH_REFUSAL
         )
         server.register_session(self)
+
+    @property
+    def closed(self) -> bool:
+        """The session has ended (its connection closed, a DELETE or its expiry): nothing more is sent to it."""
+        return self._closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self._closed = value
+        callbacks = self._on_close
+        if value and callbacks:
+            self._on_close = None
+            for callback in callbacks.values():
+                try:
+                    callback()
+                except Exception:
+                    logger.exception("a callback at the end of a session failed")
+
+    def on_close(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback()`` once when the session ends (at once when it has); returns what cancels that."""
+        if self._closed:
+            callback()
+            return _nothing
+        if self._on_close is None:
+            self._on_close = {}
+        key = id(callback)
+        self._on_close[key] = callback
+
+        def cancel() -> None:
+            if self._on_close is not None and self._on_close.get(key) is callback:
+                del self._on_close[key]
+
+        return cancel
 
     def _batch_policy(self) -> bool:
         # Batches are accepted in a handshake-era session once initialize has chosen its revision

@@ -244,12 +244,17 @@ class ServerTasks:
 
         def changed(_: str) -> None:
             if session.closed:
-                remove()
+                stop()
                 return
-            task = asyncio.get_running_loop().create_task(self._status_note(session, task_id, sent, remove))
+            task = asyncio.get_running_loop().create_task(self._status_note(session, task_id, sent, stop))
             task.add_done_callback(_quiet)
 
-        remove = self.engine.add_watcher(task_id, changed)
+        def stop() -> None:
+            unwatch()
+            forget()
+
+        unwatch = self.engine.add_watcher(task_id, changed)
+        forget = session.on_close(unwatch)  # (the watcher ends with the session, or with the task)
 
     async def _status_note(
         self, session: HostedSession, task_id: str, sent: list[str], remove: Callable[[], None]

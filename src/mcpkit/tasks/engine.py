@@ -546,6 +546,12 @@ class TaskEngine:
         """How many tasks this engine runs now."""
         return len(self._runs)
 
+    @property
+    def watchers(self) -> int:
+        """How many change callbacks (:meth:`add_watcher`) are registered now: one per task a live 2025-11-25
+        session follows or a ``subscriptions/listen`` stream watches."""
+        return sum(len(callbacks) for callbacks in self._watchers.values())
+
     async def drain(self, timeout: float | None = None) -> None:
         """Refuse new tasks, wait up to ``timeout`` (default :attr:`drain_timeout`) for the tasks running here,
         then cancel what is left (recorded ``failed``: the server shut down). New tasks are accepted again once
