@@ -66,7 +66,7 @@ async def test_full_flow_prm_dcr_pkce_resource(mode: str) -> None:
         # stored keyed by issuer, with the registration
         storage = client.storage
         assert isinstance(storage, InMemoryTokenStorage)
-        assert set(storage.tokens) == {s["as_url"]} and set(storage.clients) == {s["as_url"]}
+        assert set(storage.tokens) == {(s["as_url"], s["mcp_url"])} and set(storage.clients) == {s["as_url"]}
         # a second session reuses the token: no new authorization
         visits = len(browser.visited)
         assert await whoami(s["mcp_url"], client, mode) == "test-user|mcp:read"
@@ -245,11 +245,11 @@ async def test_refresh_on_expiry_with_rotation() -> None:
         assert await whoami(s["mcp_url"], client) == "test-user|"
         storage = client.storage
         assert isinstance(storage, InMemoryTokenStorage)
-        first = storage.tokens[s["as_url"]]
+        first = storage.tokens[(s["as_url"], s["mcp_url"])]
         assert first.refresh_token
         first.expires_at = time.time()  # expired from the client's point of view: refresh before use
         assert await whoami(s["mcp_url"], client) == "test-user|"
-        second = storage.tokens[s["as_url"]]
+        second = storage.tokens[(s["as_url"], s["mcp_url"])]
         assert second.access_token != first.access_token
         assert second.refresh_token and second.refresh_token != first.refresh_token  # rotated
         assert len(browser.visited) == 1  # no new authorization
@@ -279,11 +279,11 @@ async def test_server_side_rejection_triggers_refresh_then_retry() -> None:
         assert await whoami(s["mcp_url"], client) == "test-user|"
         storage = client.storage
         assert isinstance(storage, InMemoryTokenStorage)
-        tok = storage.tokens[s["as_url"]]
+        tok = storage.tokens[(s["as_url"], s["mcp_url"])]
         tok.access_token = _forge(s["as"], aud="http://127.0.0.1:1/elsewhere")  # wrong audience → 401
         assert await whoami(s["mcp_url"], client) == "test-user|"
         assert len(browser.visited) == 1
-        assert storage.tokens[s["as_url"]].access_token != tok.access_token
+        assert storage.tokens[(s["as_url"], s["mcp_url"])].access_token != tok.access_token
         await client.aclose()
 
 
@@ -488,14 +488,14 @@ async def test_client_registers_again_when_the_as_refuses_its_registration(tmp_p
         record = await a.storage.get_client(first["client_id"])
         assert record is not None
         record.client_secret = "rotated-elsewhere"
-        await storage.set_tokens(s["as_url"], None)
+        await storage.set_tokens(s["as_url"], None, s["mcp_url"])
         assert await whoami(s["mcp_url"], client) == "test-user|"
         second = await storage.get_client_info(s["as_url"])
         assert second is not None and second["client_id"] != first["client_id"]
         # the stored secret expires: registered again before authorizing
         second["client_secret_expires_at"] = int(time.time()) - 1
         await storage.set_client_info(s["as_url"], second)
-        await storage.set_tokens(s["as_url"], None)
+        await storage.set_tokens(s["as_url"], None, s["mcp_url"])
         assert await whoami(s["mcp_url"], client) == "test-user|"
         third = await storage.get_client_info(s["as_url"])
         assert third is not None and third["client_id"] not in (first["client_id"], second["client_id"])
@@ -835,3 +835,63 @@ async def test_preregistered_credentials_go_only_to_the_authorization_server_the
             await client.aclose()
             assert not leaked(closed_log) and not leaked(open_log)
             assert [p for _, p, _ in home_log.requests if p == "/token"]  # the home AS did get them
+
+
+async def test_tokens_are_kept_per_authorization_server_and_resource(tmp_path: Any) -> None:
+    """Two MCP servers behind one authorization server, one token file: each keeps its own token. Keyed by issuer
+    alone, the second server's token replaced the first's, and the first client then presented it to the first
+    server (a token for another audience, which that server could replay where it is valid). A file written
+    before (one token per issuer) is still read for the resource its token was issued for, and for no other."""
+    from mcpkit.auth import FileTokenStorage
+
+    holder: dict[str, Any] = {}
+
+    def make_as(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True)
+        return holder["as"]
+
+    async with serve(make_as) as (as_url, _):
+
+        def make_rs(base: str) -> Any:
+            resource = base + "/mcp"
+            return protect(
+                create_app(mcp_server()),
+                resource=resource,
+                authorization_servers=[as_url],
+                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
+            )
+
+        async with serve(make_rs) as (one, one_log), serve(make_rs) as (two, two_log):
+            path = tmp_path / "tokens.json"
+            first, browser1 = oauth(one + "/mcp", storage=FileTokenStorage(path))
+            second, browser2 = oauth(two + "/mcp", storage=FileTokenStorage(path))
+            assert await whoami(one + "/mcp", first) == "test-user|"
+            assert await whoami(two + "/mcp", second) == "test-user|"
+            assert await whoami(one + "/mcp", first) == "test-user|"
+            assert await whoami(two + "/mcp", second) == "test-user|"
+            assert (len(browser1.visited), len(browser2.visited)) == (1, 1)  # nobody signed in again
+            for base, log in ((one, one_log), (two, two_log)):
+                for _, _, headers in log.requests:
+                    if "authorization" in headers:
+                        claims = jwt.decode(headers["authorization"].split()[1], options={"verify_signature": False})
+                        assert claims["aud"] == base + "/mcp"  # never the other server's token
+            await first.aclose()
+            await second.aclose()
+            # a file of the earlier layout: {"tokens": {issuer: token}}; its token is for server one
+            stored = json.loads(path.read_text())
+            token_one = next(t for t in stored["tokens"].values() if t["resource"] == one + "/mcp")
+            legacy = tmp_path / "legacy.json"
+            legacy.write_text(json.dumps({"tokens": {as_url: token_one}, "clients": stored["clients"]}))
+            again, browser3 = oauth(one + "/mcp", storage=FileTokenStorage(legacy))
+            assert await whoami(one + "/mcp", again) == "test-user|"
+            assert browser3.visited == []  # the old entry served the resource it was issued for
+            await again.aclose()
+            legacy.write_text(json.dumps({"tokens": {as_url: token_one}, "clients": stored["clients"]}))
+            other, browser4 = oauth(two + "/mcp", storage=FileTokenStorage(legacy))
+            seen = len(two_log.requests)
+            assert await whoami(two + "/mcp", other) == "test-user|"
+            assert len(browser4.visited) == 1  # ... and not another one: server two signed in
+            assert all(
+                token_one["access_token"] not in h.get("authorization", "") for _, _, h in two_log.requests[seen:]
+            )
+            await other.aclose()

@@ -201,7 +201,7 @@ async def test_dpop_bound_tokens_from_the_authorization_server_to_the_mcp_server
         token_requests = _token_requests(s["as_log"])
         assert token_requests and all("dpop" in h for h in token_requests)
         assert client.issuer is not None
-        tokens = await client.storage.get_tokens(client.issuer)
+        tokens = await client.storage.get_tokens(client.issuer, client.resource)
         assert tokens is not None and tokens.token_type == "DPoP"
         claims = jwt.decode(tokens.access_token, options={"verify_signature": False})
         assert claims["cnf"]["jkt"] == tokens.dpop_jkt == client._dpop_key.thumbprint  # type: ignore[union-attr]

@@ -16,7 +16,7 @@ client). On a 401 (or a 403 ``insufficient_scope``) it:
    (pre-registered ``client_id``, a Client ID Metadata Document URL, or an earlier registration in ``storage``);
 4. runs the authorization code grant with PKCE S256, ``state``, the RFC 8707 ``resource`` parameter and the scopes
    of the challenge (else the PRM ``scopes_supported``); validates the RFC 9207 ``iss`` of the redirect;
-5. exchanges the code, stores the tokens keyed by issuer, and retries the request once with
+5. exchanges the code, stores the tokens keyed by issuer and resource, and retries the request once with
    ``Authorization: Bearer`` (the only place a token ever goes).
 
 Expired access tokens are refreshed before use (``refresh_token`` grant, rotation honoured). Every discovery
@@ -222,6 +222,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self.timeout = timeout
         self._lock = asyncio.Lock()
         self.issuer: str | None = None  # the issuer whose tokens are in use
+        self.resource: str | None = None  # the resource they were issued for (the MCP server; None: unnamed)
         self._discovery: _Discovery | None = None
         self.offline_access = offline_access
         self._requested: dict[str, list[str]] = {}  # issuer -> scopes last requested there
@@ -287,11 +288,13 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         if self.issuer is None:
             return None
         async with self._lock:
-            tokens = await self.storage.get_tokens(self.issuer)
+            tokens = await self.storage.get_tokens(self.issuer, self.resource)
             if tokens is None:
                 return None
             if not self._holds_key(tokens):
-                await self.storage.set_tokens(self.issuer, None)  # bound to a key this client does not have
+                await self.storage.set_tokens(
+                    self.issuer, None, self.resource
+                )  # bound to a key this client does not have
                 return None
             if tokens.expired():
                 tokens = await self._refresh(tokens)
@@ -304,7 +307,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
     async def _refresh(self, tokens: TokenSet) -> TokenSet | None:
         assert self.issuer is not None
         if not tokens.refresh_token or self._discovery is None:
-            await self.storage.set_tokens(self.issuer, None)
+            await self.storage.set_tokens(self.issuer, None, self.resource)
             return None
         client = await self.storage.get_client_info(self.issuer) or self._preregistration_for(self.issuer)
         if client is None:
@@ -316,13 +319,13 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             fresh = await self._token_request(self._discovery, client, form, tokens.resource)
         except OAuthFlowError as exc:
             self.log.append(f"refresh failed: {exc}")
-            await self.storage.set_tokens(self.issuer, None)
+            await self.storage.set_tokens(self.issuer, None, self.resource)
             return None
         if fresh.refresh_token is None:
             fresh.refresh_token = tokens.refresh_token  # the AS did not rotate it
         if fresh.scope is None:
             fresh.scope = tokens.scope
-        await self.storage.set_tokens(self.issuer, fresh)
+        await self.storage.set_tokens(self.issuer, fresh, self.resource)
         return fresh
 
     # ------------------------------------------------------------------ the flow
@@ -354,36 +357,35 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
     ) -> None:
         # another request may have re-authorized while we waited for the lock
         if self.issuer is not None and not step_up:
-            current = await self.storage.get_tokens(self.issuer)
+            current = await self.storage.get_tokens(self.issuer, self.resource)
             if current is not None and (stale is None or current.access_token != stale.access_token):
                 return
         version = self._version_for(request)
         discovery = await self._discover(challenge, version)
-        if not step_up and (self.issuer is None or self.issuer != discovery.issuer):
+        same = self.issuer is not None and (self.issuer, self.resource) == (discovery.issuer, discovery.resource)
+        if not step_up and not same:
             # tokens this storage already holds for that issuer and resource (an earlier run): use them
-            existing = await self.storage.get_tokens(discovery.issuer)
+            existing = await self.storage.get_tokens(discovery.issuer, discovery.resource)
             if (
                 existing is not None
                 and existing.resource == discovery.resource
                 and self._holds_key(existing)
                 and (stale is None or existing.access_token != stale.access_token)
             ):
-                self.issuer = discovery.issuer
-                self._discovery = discovery
+                self._use(discovery)
                 if not existing.expired() or await self._refresh(existing) is not None:
                     return
         if self.issuer is not None and self.issuer != discovery.issuer:
             # credentials are bound to their issuer: the new AS gets its own registration and tokens
             self.log.append(f"authorization server changed: {self.issuer} -> {discovery.issuer}")
-        elif self.issuer is not None and not step_up:
-            current = await self.storage.get_tokens(self.issuer)
+        elif same and not step_up:
+            current = await self.storage.get_tokens(discovery.issuer, discovery.resource)
             if current is not None and current.refresh_token and self._holds_key(current):
                 current.expires_at = 0
                 self._discovery = discovery
                 if await self._refresh(current) is not None:
                     return
-        self.issuer = discovery.issuer
-        self._discovery = discovery
+        self._use(discovery)
         client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
         if step_up and scopes is not None:
@@ -428,7 +430,13 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
                 await self.storage.set_client_info(discovery.issuer, None)
                 client = await self._registration(discovery, version)
                 tokens = await self._code_flow(discovery, client, scopes)
-        await self.storage.set_tokens(discovery.issuer, tokens)
+        await self.storage.set_tokens(discovery.issuer, tokens, discovery.resource)
+
+    def _use(self, discovery: _Discovery) -> None:
+        """From now on, the tokens in use are those ``discovery``'s issuer issued for its resource."""
+        self.issuer = discovery.issuer
+        self.resource = discovery.resource
+        self._discovery = discovery
 
     def _select_scopes(self, challenge: Mapping[str, str], discovery: _Discovery) -> list[str] | None:
         if challenge.get("scope"):

@@ -1,5 +1,6 @@
-"""Where the OAuth client keeps what it obtained: a :class:`TokenSet` per issuer and the client registration,
-behind the :class:`TokenStorage` protocol (in memory, or a JSON file)."""
+"""Where the OAuth client keeps what it obtained: a :class:`TokenSet` per authorization server and resource (MCP
+server), and the client registration per authorization server, behind the :class:`TokenStorage` protocol (in
+memory, or a JSON file)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ class TokenSet:
 
 
 class TokenStorage(Protocol):
-    """Where tokens and client registrations live, keyed by issuer (credentials are never reused across
-    authorization servers)."""
+    """Where tokens and client registrations live. Tokens are keyed by issuer and resource (the MCP server they
+    were issued for: one authorization server serving several MCP servers issues each its own token, which no
+    other is shown); registrations by issuer (credentials are never reused across authorization servers)."""
 
-    async def get_tokens(self, issuer: str) -> TokenSet | None: ...
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None: ...
+    async def get_tokens(self, issuer: str, resource: str | None = None) -> TokenSet | None:
+        """The tokens ``issuer`` issued for ``resource`` (None: a server that names no resource)."""
+        ...
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None, resource: str | None = None) -> None:
+        """Store the tokens ``issuer`` issued for ``resource`` (None forgets them)."""
+        ...
+
     async def get_client_info(self, issuer: str) -> dict[str, Any] | None: ...
     async def set_client_info(self, issuer: str, info: dict[str, Any] | None) -> None:
         """Store a registration (None forgets it: the client registers again)."""
@@ -44,18 +52,20 @@ class TokenStorage(Protocol):
 
 
 class InMemoryTokenStorage:
+    """Tokens and registrations for the life of the process."""
+
     def __init__(self) -> None:
-        self.tokens: dict[str, TokenSet] = {}
+        self.tokens: dict[tuple[str, str | None], TokenSet] = {}
         self.clients: dict[str, dict[str, Any]] = {}
 
-    async def get_tokens(self, issuer: str) -> TokenSet | None:
-        return self.tokens.get(issuer)
+    async def get_tokens(self, issuer: str, resource: str | None = None) -> TokenSet | None:
+        return self.tokens.get((issuer, resource))
 
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None, resource: str | None = None) -> None:
         if tokens is None:
-            self.tokens.pop(issuer, None)
+            self.tokens.pop((issuer, resource), None)
         else:
-            self.tokens[issuer] = tokens
+            self.tokens[(issuer, resource)] = tokens
 
     async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
         return self.clients.get(issuer)
@@ -69,7 +79,11 @@ class InMemoryTokenStorage:
 
 class FileTokenStorage:
     """Tokens and registrations in one JSON file (mode 0600, replaced atomically), so a restarted client keeps
-    its refresh tokens and its dynamic registration. One process per file."""
+    its refresh tokens and its dynamic registration. One process per file.
+
+    Tokens are stored under ``"<issuer> <resource>"`` (a space never occurs in a URL). A file written by an earlier
+    version holds one token per issuer (under ``"<issuer>"``): that entry is still read, for the resource its token
+    was issued for only (its ``resource`` field), and is moved to the new key on first use."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
@@ -95,17 +109,43 @@ class FileTokenStorage:
                 os.unlink(tmp)
             raise
 
-    async def get_tokens(self, issuer: str) -> TokenSet | None:
-        raw = self._load().get("tokens", {}).get(issuer)
-        return TokenSet(**raw) if isinstance(raw, dict) else None
+    @staticmethod
+    def _key(issuer: str, resource: str | None) -> str:
+        return f"{issuer} {resource or ''}"
 
-    async def set_tokens(self, issuer: str, tokens: TokenSet | None) -> None:
+    @staticmethod
+    def _token_set(raw: Any) -> TokenSet | None:
+        try:
+            return TokenSet(**raw) if isinstance(raw, dict) else None
+        except TypeError:  # not a token set this version can read
+            return None
+
+    async def get_tokens(self, issuer: str, resource: str | None = None) -> TokenSet | None:
+        data = self._load()
+        table = data.get("tokens")
+        if not isinstance(table, dict):
+            return None
+        found = self._token_set(table.get(self._key(issuer, resource)))
+        if found is not None:
+            return found
+        legacy = self._token_set(table.get(issuer))  # an earlier version's entry: one token per issuer
+        if legacy is None or legacy.resource != resource:
+            return None  # never shown to a resource it was not issued for
+        del table[issuer]
+        table[self._key(issuer, resource)] = asdict(legacy)
+        self._save(data)
+        return legacy
+
+    async def set_tokens(self, issuer: str, tokens: TokenSet | None, resource: str | None = None) -> None:
         data = self._load()
         table = data.setdefault("tokens", {})
+        legacy = self._token_set(table.get(issuer))
+        if legacy is not None and legacy.resource == resource:
+            del table[issuer]  # superseded
         if tokens is None:
-            table.pop(issuer, None)
+            table.pop(self._key(issuer, resource), None)
         else:
-            table[issuer] = asdict(tokens)
+            table[self._key(issuer, resource)] = asdict(tokens)
         self._save(data)
 
     async def get_client_info(self, issuer: str) -> dict[str, Any] | None:
