@@ -258,3 +258,38 @@ async def test_a_server_mounted_while_serving_starts_its_lifespan_and_clients_ar
         parent.unmount("late")
         assert (await watch.next(timeout=5))[0] == "notifications/tools/list_changed"
         assert [t.name for t in await client.list_tools()] == ["x"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_completions_a_mounted_server_gains_after_mounting_are_served_by_the_parent(mode: str) -> None:
+    """A prompt or template with completions, or a completer, that the mounted server gets after it was mounted
+    (even into a server mounted in turn) completes through the parent, which then declares completions."""
+    child = MCPKit("child")
+    child.add_tool(lambda: "x", name="x")
+    middle = MCPKit("middle")
+    middle.mount(child, prefix="c")
+    app = MCPKit("main")
+    app.mount(middle, prefix="m")
+
+    @child.prompt(completions={"style": ["short", "long"]})
+    def brief(city: str, style: str = "short") -> str:
+        return f"{style} {city}"
+
+    @child.resource("data://city/{name}")
+    def city(name: str) -> str:
+        return name
+
+    @child.completion(prompt="brief", argument="city")
+    def cities(value: str) -> list[str]:
+        return [c for c in ("Oslo", "Rome") if c.startswith(value)]
+
+    @child.completion(template="data://city/{name}", argument="name")
+    def names(value: str) -> list[str]:
+        return ["Lima"]
+
+    async with Client(app, mode=mode) as client:
+        assert "completions" in client.server_capabilities
+        assert (await client.complete("m_c_brief", "style", "l")).completion.values == ["long"]
+        assert (await client.complete("m_c_brief", "city", "R")).completion.values == ["Rome"]
+        ref = {"type": "ref/resource", "uri": "data://m/c/city/{name}"}
+        assert (await client.complete(ref, "name", "")).completion.values == ["Lima"]

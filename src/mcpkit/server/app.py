@@ -565,6 +565,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             self._completers[(key[0], str(key[1]), key[2])] = fn
             self._tune(completer_plan(fn, thread)[0])
             self._enable_completion()
+            compose.completions_changed(self, "prompts" if key[0] == "ref/prompt" else "resources")  # type: ignore[arg-type]
             return fn
 
         return register

@@ -333,6 +333,18 @@ def refresh(parent: Composable, mount: Mount, kind: str) -> None:
         mount.owned[k] = kept
         if k == "tools":
             _enable_tasks(parent, (registry[key] for key in kept))
+        elif any(
+            isinstance(registry[key], (MountedPrompt, MountedTemplate)) and registry[key].completions for key in kept
+        ):
+            parent._enable_completion()
+
+
+def completions_changed(app: Composable, kind: str) -> None:
+    """A completer was registered on ``app`` for one of its prompts (``kind`` "prompts") or templates
+    ("resources"): the apps it is mounted into (and theirs, in turn) complete with it too."""
+    for parent, mount in list(app._mounted_in):
+        refresh(parent, mount, kind)
+        completions_changed(parent, kind)
 
 
 def _enable_tasks(parent: Composable, tools: Iterable[Listed]) -> None:
@@ -409,6 +421,7 @@ __all__ = [
     "MountedTemplate",
     "MountedTool",
     "attach",
+    "completions_changed",
     "detach",
     "prefixed_name",
     "prefixed_uri",
