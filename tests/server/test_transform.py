@@ -7,6 +7,7 @@ import pytest
 
 from mcpkit import Client, Context, MCPKit
 from mcpkit.server.transform import ArgTransform, forward, forward_raw, transform_tool
+from support.servers import toolkit_apps
 from support.toolkit import ERAS, TRANSPORTS, toolkit_client
 
 pytestmark = pytest.mark.timeout(60)
@@ -36,6 +37,16 @@ async def test_derived_tools_show_their_own_schema_and_call_the_original(transpo
         ).is_error  # the original's name is not the derived one's
         assert set(shout.input_schema["properties"]) == {"q", "limit"}
         assert (await client.call_tool("shout", {"q": "cats"})).text == "CATS"
+
+
+async def test_a_missing_argument_of_a_derived_tool_is_named_as_the_client_knows_it() -> None:
+    """The refusal names the derived tool and its renamed argument, not the original's names (which the client
+    cannot send: the model would be told to send ``query`` and then refused for it)."""
+    async with Client(toolkit_apps.build("transform")) as client:
+        refused = await client.call_tool("find", {})
+        assert refused.is_error
+        assert "'find'" in refused.text and "'q'" in refused.text
+        assert "search" not in refused.text and "query" not in refused.text
 
 
 async def test_a_wrapper_gets_the_context_and_forward_raw_uses_the_original_names() -> None:

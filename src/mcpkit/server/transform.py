@@ -165,6 +165,7 @@ class TransformedTool(Tool):
             self._to_original[new] = arg
         schema["properties"] = renamed
         new_required = [n for n, o in self._to_original.items() if o in required and o not in self._fixed]
+        self._required = new_required
         if new_required:
             schema["required"] = new_required
         else:
@@ -207,6 +208,10 @@ class TransformedTool(Tool):
             if original is None:
                 return f"tool {self.name!r} has no argument {key!r}"
             out[original] = value
+        missing = [name for name in self._required if name not in arguments]
+        if missing:  # (said here, in the names the client knows: the original would name its own)
+            problems = "; ".join(f"missing required argument {name!r}" for name in missing)
+            return f"Invalid arguments for tool {self.name!r}: {problems}"
         for original, value in self._fixed.items():
             if original in self._hidden or original not in out:
                 out[original] = value
