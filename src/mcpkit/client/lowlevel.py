@@ -66,6 +66,7 @@ from ..protocol.versions import (
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
+from .keepalive import keep_alive
 from .notes import HandlerQueue
 from .results import checked
 from .subscription import Subscription as Subscription
@@ -231,7 +232,9 @@ class ClientSession:
             await self.aclose()
             raise
         if self.keepalive and self.features is not None and self.features.ping:
-            self._keepalive_task = asyncio.get_running_loop().create_task(self._keepalive_loop(self.keepalive))
+            self._keepalive_task = asyncio.get_running_loop().create_task(
+                keep_alive(self.peer, self.conn, self.keepalive, self.keepalive_timeout, self._keepalive_failed)
+            )
         return self
 
     @property
@@ -240,22 +243,12 @@ class ClientSession:
         None while it is open."""
         return self.closed_reason or self.peer._stopped
 
+    def _keepalive_failed(self, reason: str) -> None:
+        self.closed_reason = reason
+
     def _reader_ended(self, _: object) -> None:
         if self.on_end is not None:
-            self.on_end(self.closed_reason or self.peer._stopped or "the connection was closed")
-
-    async def _keepalive_loop(self, interval: float) -> None:
-        while True:
-            await asyncio.sleep(interval)
-            try:
-                await self.peer.request("ping", None, timeout=self.keepalive_timeout)
-            except (RequestTimeout, ConnectionClosed, MCPError) as exc:
-                self.closed_reason = f"keepalive ping failed: {exc}"
-                logger.warning("closing the connection: %s", self.closed_reason)
-                await self.peer.close(self.closed_reason)
-                with contextlib.suppress(Exception):
-                    await self.conn.close()
-                return
+            self.on_end(self.ended or "the connection was closed")
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()

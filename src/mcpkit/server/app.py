@@ -179,7 +179,6 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         self._lifespan = LifespanHolder(self, lifespan)
         self._pending_changes: dict[str, asyncio.Task[None]] = {}
         self._serving_loop: asyncio.AbstractEventLoop | None = None
-        self._lazy_hold = False
         # (a lifespan to enter at the first request of a transport that did not: see Server._lazy_lifespan)
         self._lazy_lifespan = self._lifespan if self._lifespan.configured else None
         self._background: set[asyncio.Task[None]] = set()
@@ -668,24 +667,16 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         client_info: JSONDict | None,
         log_level: str | None,
     ) -> JSONDict:
-        """The first request of a transport that did not enter the lifespan (Server.dispatch sends it here)."""
-        holder = self._lifespan
-        if holder.users == 0 and holder.configured:
-            # served by a transport that did not enter the lifespan (e.g. an ASGI app): hold it from the first
-            # request until close_listeners() (server shutdown)
-            async with holder.lock():
-                if holder.users == 0:
-                    self._serving_loop = asyncio.get_running_loop()
-                    await holder.enter_locked()
-                    self._lazy_hold = True
+        """The first request of a transport that did not enter the lifespan (Server.dispatch sends it here): it
+        holds the lifespan from then until close_listeners() (server shutdown)."""
+        if await self._lifespan.hold_for_requests():
+            self._serving_loop = asyncio.get_running_loop()
         result = super().dispatch(rc, session, feats, client_caps, client_info, log_level)
         return result if type(result) is dict else await result  # type: ignore[misc]
 
     async def close_listeners(self) -> None:
         await super().close_listeners()
-        if self._lazy_hold:
-            self._lazy_hold = False
-            await self.shutdown()
+        await self._lifespan.release_for_requests()
 
     async def serve(self, conn: Any, **peer_options: Any) -> None:
         """Serve one connection (memory, stdio, ...) inside the app's lifespan."""

@@ -32,6 +32,7 @@ class LifespanHolder:
         self._entered: list[Any] = []
         self._lock: asyncio.Lock | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._held_for_requests = False
 
     def lock(self) -> asyncio.Lock:
         loop = asyncio.get_running_loop()
@@ -83,6 +84,23 @@ class LifespanHolder:
                 raise
             self._entered = entered
         self.users += 1
+
+    async def hold_for_requests(self) -> bool:
+        """Enter for a transport that never said it was starting (e.g. an ASGI app without lifespan events): the
+        first request enters, :meth:`release_for_requests` (server shutdown) leaves. True when this call entered."""
+        if self.users == 0 and self.configured:
+            async with self.lock():
+                if self.users == 0:
+                    await self.enter_locked()
+                    self._held_for_requests = True
+                    return True
+        return False
+
+    async def release_for_requests(self) -> None:
+        """Leave what :meth:`hold_for_requests` entered, if it did."""
+        if self._held_for_requests:
+            self._held_for_requests = False
+            await self.exit()
 
     async def exit(self) -> None:
         async with self.lock():
