@@ -189,3 +189,31 @@ async def test_a_reload_runs_the_source_as_saved_even_if_bytecode_of_the_same_se
         pytest.fail("no attempt saved twice within one second (the machine is too slow for this test)")
     finally:
         await inspector.aclose()
+
+
+async def test_a_save_while_a_reload_hangs_starts_the_new_code_at_once(project: Path) -> None:
+    """A change whose server hangs while it starts (a blocking call at import) held the dev loop until the connect
+    timeout (30 s): the fix saved meanwhile ran only then. A newer change abandons the start in progress, and the
+    hung process is stopped."""
+    server = project / "server.py"
+    inspector = Inspector(dev_target(str(server)))
+    loop = DevLoop(inspector, [project], shown=str(server))
+    assert await inspector.connect() is None
+    await loop.start()
+    try:
+        await asyncio.sleep(0.5)  # (the watcher's first scan)
+        server.write_text("import time\n\ntime.sleep(600)\n")
+        end = time.monotonic() + 20
+        while loop._reloading is None or loop._reloading.done():  # the hung reload has started
+            assert time.monotonic() < end, "the change was not reported"
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1.0)
+        started = time.monotonic()
+        write(server, "Say hello, fixed.")
+        assert await reloaded(loop, 1, 20), f"no reload: {loop.error!r}"
+        assert time.monotonic() - started < 15  # not after the 30 s connect timeout
+        assert await hello_doc(inspector) == "Say hello, fixed."
+        assert loop.error is None
+    finally:
+        await loop.stop()
+        await inspector.aclose()

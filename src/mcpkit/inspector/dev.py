@@ -4,7 +4,8 @@ whenever a watched file changes.
 :class:`DevLoop` watches the server's folder (Python files; ``watchfiles``, from the ``cli`` extra) and, after a
 change, opens a connection to a fresh server process with the new code. Only once that process answered does it
 replace the running one (the page reloads its lists); when the new code does not load or does not answer, the
-last good server keeps running and the page shows why (the error and the server's stderr).
+last good server keeps running and the page shows why (the error and the server's stderr). A change made while
+a server is still starting abandons that start (it runs older code, and may hang) and starts the new code.
 
 The polling watcher (``WATCHFILES_FORCE_POLLING``, and watchfiles' default on WSL) compares file times in whole
 seconds: a file saved again within the second of a change it already reported is never reported. The loop looks
@@ -142,6 +143,8 @@ class DevLoop:
         self._dirty = True
         if self._reloading is None or self._reloading.done():
             self._reloading = asyncio.get_running_loop().create_task(self._reload_while_changed())
+        else:  # a server still starting runs the code before this change (and may hang): start the new one now
+            self.inspector.abandon_connect()
 
     def _schedule_look_again(self) -> None:
         """Look at the reported files again once the second of their change is over (by the clock and by their
@@ -172,6 +175,8 @@ class DevLoop:
     async def reload(self) -> bool:
         """Start the server again with the code as it is now; keep the running one when that fails."""
         failure = await self.inspector.connect(keep_on_failure=True)
+        if failure is not None and failure.get("abandoned"):
+            return False  # (a newer change reloads next)
         if failure is None and self.inspector.status == "connected":
             self.reloads += 1
             self.last_reload = time.time()

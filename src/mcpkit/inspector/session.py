@@ -55,6 +55,7 @@ MAX_SUBSCRIPTIONS = 256
 MAX_ROOTS = 256
 MAX_STDERR_LINES = 500
 MAX_ROOT_URI = 4_096
+ABANDONED = ConnectionAbortedError("abandoned: a newer change replaced it before it answered")
 NEEDS_AUTHORIZATION = (
     "The server needs authorization (OAuth): give its access token as a header, "
     "mcpkit inspect URL -H 'Authorization: Bearer TOKEN' (client_options={'headers': {...}} in code)."
@@ -145,6 +146,7 @@ class Inspector:
         self._subscriptions: set[str] = set()
         self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)
         self._watch_task: asyncio.Task[None] | None = None
+        self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
         self._generation = 0
         self._connections = 0
@@ -255,12 +257,23 @@ class Inspector:
                 extensions=self._extensions(),
                 **self.client_options,
             )
+            attempt = self._attempt = asyncio.ensure_future(client.connect())
             try:
-                await client.connect()
-            except Exception as exc:
+                await asyncio.wait({attempt})  # (not cancelled with it: abandon_connect() cancels the attempt only)
+            except asyncio.CancelledError:
+                attempt.cancel()
+                with contextlib.suppress(BaseException):
+                    await attempt
+                raise
+            finally:
+                self._attempt = None
+            exc = ABANDONED if attempt.cancelled() else attempt.exception()
+            if exc is not None:
+                if not isinstance(exc, Exception):
+                    raise exc
                 with contextlib.suppress(Exception):
                     await client.aclose()
-                failure = _describe_failure(exc)
+                failure = {"message": str(exc), "abandoned": True} if exc is ABANDONED else _describe_failure(exc)
                 if isinstance(exc, MCPError) and isinstance(exc.data, dict) and exc.data.get("status") == 401:
                     failure["message"] = f"{failure['message']}\n{NEEDS_AUTHORIZATION}"
                 if not keep:
@@ -285,6 +298,16 @@ class Inspector:
             self._alive_task = asyncio.get_running_loop().create_task(self._watch_alive(client))
             self._set_status("connected")
             return None
+
+    def abandon_connect(self) -> bool:
+        """Stop waiting for the connection being opened (a server that hangs as it starts): its :meth:`connect`
+        returns the failure ``{"message", "abandoned": True}`` at once, and the new server is stopped. False when
+        no connection is being opened."""
+        attempt = self._attempt
+        if attempt is None or attempt.done():
+            return False
+        attempt.cancel()
+        return True
 
     async def disconnect(self) -> None:
         """Close the connection (a stdio server is stopped)."""
