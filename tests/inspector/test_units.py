@@ -268,3 +268,22 @@ async def test_a_server_that_needs_authorization_says_how_to_give_a_token(mode: 
         finally:
             await authorized.aclose()
             await inspector.aclose()
+
+
+def test_an_unknown_protocol_version_is_a_usage_error() -> None:
+    """``mcpkit inspect --protocol-version 2025-6-18`` (a typo) served a page that then failed to connect with
+    "ValueError: unsupported protocol version"; the other client commands refuse it as a usage error, before anything
+    starts, naming the revisions."""
+    import subprocess
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "client_server.py"
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "inspect", str(server), "--protocol-version", "2025-6-18"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert "--protocol-version" in out.stderr and "2025-06-18" in out.stderr, out.stderr
+    assert "http://" not in out.stdout

@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from ..protocol.versions import ALL_VERSIONS
 from ._params import PORT, SECONDS
 from .client_io import CLIError
 
@@ -42,7 +43,12 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
     show_default=True,
     help="Protocol era: negotiate, or force one (the page can reconnect in the other).",
 )
-@click.option("--protocol-version", default=None, help="Pin one protocol revision (e.g. 2025-06-18).")
+@click.option(
+    "--protocol-version",
+    type=click.Choice(ALL_VERSIONS),
+    default=None,
+    help="Pin one protocol revision (e.g. 2025-06-18).",
+)
 @click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for a stdio server.")
 @click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target.")
 @click.option(
