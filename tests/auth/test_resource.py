@@ -513,3 +513,52 @@ async def test_the_resource_metadata_is_read_only_get_head_and_options() -> None
                 r = await http.request(method, url)
                 assert r.status_code == 405, (method, path, r.status_code)
                 assert {m.strip() for m in r.headers.get("allow", "").split(",")} == read_only, (method, path)
+
+
+async def test_without_an_authorization_server_there_is_no_resource_metadata_only_bearer_tokens() -> None:
+    """MCP (2025-06-18, 2025-11-25): the resource metadata MUST name at least one authorization server. Without
+    one, ``protect`` is plain bearer-token protection: no metadata document (404 at both locations), a challenge
+    without ``resource_metadata``; it served ``authorization_servers: []``. An authorization server that hosts the
+    protected app (mcpkit's, in the same process) is named by default."""
+    async with (
+        serve(
+            lambda base: protect(
+                create_app(mcp_server()),
+                resource=base + "/mcp",
+                verifier=StaticTokenVerifier.simple({"t": []}, audience=base + "/mcp"),
+            )
+        ) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            r = await http.get(base + path)
+            assert r.status_code == 404, (path, r.status_code, r.text)
+        r = await http.post(base + "/mcp", json=initialize_body("2025-11-25"))
+        assert r.status_code == 401
+        scheme, params = parse_www_authenticate(r.headers["www-authenticate"])
+        assert scheme.lower() == "bearer" and "resource_metadata" not in params
+        r = await http.post(
+            base + "/mcp",
+            json=initialize_body("2025-11-25"),
+            headers={"authorization": "Bearer t", "accept": "application/json, text/event-stream"},
+        )
+        assert r.status_code == 200
+    # colocated: the authorization server hosting the app is the one named
+    async with (
+        serve(
+            lambda base: AuthorizationServer(
+                base,
+                app=protect(
+                    create_app(mcp_server()),
+                    resource=base + "/mcp",
+                    verifier=StaticTokenVerifier.simple({"t": []}, audience=base + "/mcp"),
+                ),
+            )
+        ) as (base, _),
+        httpx.AsyncClient() as http,
+    ):
+        for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
+            assert (await http.get(base + path)).json()["authorization_servers"] == [base], path
+        r = await http.post(base + "/mcp", json=initialize_body("2025-11-25"))
+        params = parse_www_authenticate(r.headers["www-authenticate"])[1]
+        assert params["resource_metadata"] == base + "/.well-known/oauth-protected-resource/mcp"

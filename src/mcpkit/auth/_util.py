@@ -74,6 +74,11 @@ def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
 
 
+#: the ASGI scope key under which mcpkit's AuthorizationServer names itself (its issuer) to the app it hosts: the
+#: authorization server a ``protect``-ed app in it names when none is configured
+COLOCATED_ISSUER = "mcpkit.authorization_server"
+
+
 async def send_json(send: Send, status: int, body: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
     data = orjson.dumps(body) if body is not None else b""
     hdrs = [

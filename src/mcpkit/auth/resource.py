@@ -2,7 +2,11 @@
 :func:`protect`.
 
 - Serves RFC 9728 Protected Resource Metadata at ``/.well-known/oauth-protected-resource<path>`` (the path-aware
-  location named in the 401 challenge) and, unless disabled, at ``/.well-known/oauth-protected-resource``.
+  location named in the 401 challenge) and, unless disabled, at ``/.well-known/oauth-protected-resource``, naming
+  ``authorization_servers``: the configured ones, else mcpkit's
+  :class:`~mcpkit.auth.server.AuthorizationServer` when it hosts the protected app. With neither there is no
+  metadata (MCP requires it to name at least one authorization server): 404 at those locations, a challenge
+  without ``resource_metadata``; that is plain bearer-token protection, without OAuth discovery.
 - Requires ``Authorization: Bearer <token>`` on the protected paths: missing → 401 with
   ``WWW-Authenticate: Bearer resource_metadata="…"[, scope="…"]``; invalid, expired or meant for another resource
   (RFC 8707 audience) → 401 ``error="invalid_token"``; too few scopes → 403 ``error="insufficient_scope"`` (step-up;
@@ -51,6 +55,7 @@ import orjson
 from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, read_body
 from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
+    COLOCATED_ISSUER,
     canonical_resource,
     header,
     send_json,
@@ -162,10 +167,21 @@ class BearerAuthMiddleware:
     def metadata_url(self) -> str:
         return self.origin + self.metadata_path
 
-    def metadata(self) -> dict[str, Any]:
+    def servers_for(self, scope: Scope) -> list[str]:
+        """The authorization servers named to the client of this request: the configured ones, else the
+        authorization server hosting this app (mcpkit's, in the same process), else none (then there is no
+        resource metadata: plain bearer-token protection)."""
+        if self.authorization_servers:
+            return self.authorization_servers
+        colocated = scope.get(COLOCATED_ISSUER)
+        return [colocated] if isinstance(colocated, str) else []
+
+    def metadata(self, authorization_servers: Sequence[str] | None = None) -> dict[str, Any]:
+        """The RFC 9728 document (``authorization_servers``: default the configured ones)."""
+        servers = self.authorization_servers if authorization_servers is None else authorization_servers
         doc: dict[str, Any] = {
             "resource": self.resource,
-            "authorization_servers": list(self.authorization_servers),
+            "authorization_servers": list(servers),
             "bearer_methods_supported": ["header"],
         }
         if self.dpop is not None:
@@ -186,8 +202,14 @@ class BearerAuthMiddleware:
         description: str | None = None,
         scopes: Iterable[str] | None = None,
         scheme: str = "Bearer",
+        *,
+        discoverable: bool | None = None,
     ) -> bytes:
-        """A ``WWW-Authenticate`` challenge of ``scheme`` (``Bearer``, or ``DPoP`` with its ``algs``)."""
+        """A ``WWW-Authenticate`` challenge of ``scheme`` (``Bearer``, or ``DPoP`` with its ``algs``); it names the
+        resource metadata when that is served and ``discoverable`` (default: authorization servers are
+        configured)."""
+        if discoverable is None:
+            discoverable = bool(self.authorization_servers)
         parts: list[str] = []
         if scheme == "DPoP" and self.dpop is not None:
             parts.append(f"algs={quote_param(' '.join(self.dpop.algorithms))}")
@@ -195,7 +217,7 @@ class BearerAuthMiddleware:
             parts.append(f"error={quote_param(error)}")
         if description:
             parts.append(f"error_description={quote_param(_description_param(description))}")
-        if self.serve_metadata:
+        if self.serve_metadata and discoverable:
             parts.append(f"resource_metadata={quote_param(self.metadata_url)}")
         wanted = list(scopes) if scopes is not None else list(self.required_scopes)
         if wanted:
@@ -440,13 +462,18 @@ class BearerAuthMiddleware:
 
     async def _serve_metadata(self, scope: Scope, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]
+        servers = self.servers_for(scope)
+        if not servers:
+            # MCP: the document MUST name an authorization server; without one there is no OAuth discovery
+            await send_json(send, 404, {"error": "not_found"})
+            return
         if scope.get("method") == "OPTIONS":
             await send_preflight(send, b"GET, HEAD, OPTIONS", b"mcp-protocol-version")
             return
         if scope.get("method") not in ("GET", "HEAD"):
             await send_json(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET, HEAD, OPTIONS")])
             return
-        await send_json(send, 200, self.metadata(), cors)
+        await send_json(send, 200, self.metadata(servers), cors)
 
     async def _deny(
         self,
@@ -475,7 +502,11 @@ class BearerAuthMiddleware:
             schemes = [] if self.dpop_required else ["Bearer"]
             if self.dpop is not None:
                 schemes.append("DPoP")
-        headers = [(b"www-authenticate", self.challenge(error, description, scopes, s)) for s in schemes]
+        discoverable = bool(self.servers_for(scope))
+        headers = [
+            (b"www-authenticate", self.challenge(error, description, scopes, s, discoverable=discoverable))
+            for s in schemes
+        ]
         if nonce is not None:
             headers.append((b"dpop-nonce", nonce.encode("ascii")))
         if header(scope, b"origin"):

@@ -43,6 +43,7 @@ import orjson
 
 from .._asgi import ASGIApp, Receive, Scope, Send, lifespan
 from ._util import (
+    COLOCATED_ISSUER,
     _OAuthError,
     canonical_resource,
     header,
@@ -389,6 +390,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             return
         if scope["type"] != "http":
             if self.app is not None:
+                scope[COLOCATED_ISSUER] = self.issuer
                 await self.app(scope, receive, send)
             return
         path: str = scope.get("path", "")
@@ -411,6 +413,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             route = self._jwks
         if route is None:
             if self.app is not None:
+                scope[COLOCATED_ISSUER] = self.issuer  # the default authorization server of a protected app
                 await self.app(scope, receive, send)
             else:
                 await send_json(send, 404, {"error": "not_found"})
