@@ -467,7 +467,9 @@ async def test_a_2026_07_28_only_server_is_judged_statelessly_not_failed_for_ref
 ) -> None:
     """The official TypeScript SDK v2 server serving only 2026-07-28 (``--legacy reject``) answers ``initialize``
     with -32022 naming the versions it supports, as the 2026-07-28 versioning page asks of a modern-only server.
-    The checker judges it in the stateless era and does not fail M042 (or abort) over the handshake it refuses."""
+    The checker judges it in the stateless era and does not fail M042 (or abort) over the handshake it refuses.
+    The one MUST it fails is a true fault: it serves a request with a foreign Origin (MX01: 403 is a MUST in
+    2026-07-28 too; its handshake-era endpoint does the same)."""
     script = ROOT / "tests" / "support" / "interop" / "ts_server_v2.mjs"
     port = free_port()
     proc = subprocess.Popen(
@@ -480,10 +482,45 @@ async def test_a_2026_07_28_only_server_is_judged_statelessly_not_failed_for_ref
         report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=10.0)
     finally:
         stop(proc)
-    assert report.failed_musts() == [], report.render_text(verbose=True)
+    assert report.failed_musts() == ["MX01"], report.render_text(verbose=True)
     assert "aborted" not in report.info and "2026-07-28 only" in str(report.info), report.info
     assert report.status("M042") == PASS and "server/discover" in report.requirements["M042"].evidence
-    assert report.exit_code() == 0
+    assert_pass(report, ["M023", "MX03", "MX04", "MX05"])
+
+
+def modern_only_server() -> Any:
+    from mcpkit import MCPKit
+
+    app = MCPKit("modern-only", versions=["2026-07-28"])
+
+    @app.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return app
+
+
+@pytest.mark.req("MX01", "MX03", "M023")
+async def test_a_2026_07_28_only_server_is_judged_on_the_http_rules_of_that_revision() -> None:
+    """A server that speaks only 2026-07-28 has no handshake session to run the HTTP-level checks in; the rules
+    its revision keeps are judged on stateless requests instead: a foreign Origin gets 403 (MX01), an unsupported
+    MCP-Protocol-Version 400 (MX03), a request POST JSON or SSE (M023), its SSE stream carries its response and
+    nothing unrelated (S002, S003, S004), each message on one stream (M027), a wrong Accept or Content-Type a 4xx
+    (S021). What that revision dropped (sessions, the GET stream, resumption) is not asked of it."""
+    from support.mcp_http import running
+
+    async with running(modern_only_server()) as (base, _):
+        report = await run_checks(base + "/mcp", timeout=10.0)
+    assert report.failed_musts() == [], report.render_text(verbose=True)
+    assert_pass(report, ["MX01", "MX03", "M023", "M027", "S021"])
+    for rid in ("MX01", "MX03", "M023"):
+        assert "[2026-07-28]" in report.requirements[rid].evidence, (rid, report.requirements[rid].evidence)
+    for rid in ("MX02", "M025", "A012", "A013"):  # (sessions, GET stream, resumption: not in 2026-07-28)
+        assert report.status(rid) == SKIP, (rid, report.requirements[rid].evidence)
+    async with running(modern_only_server(), allowed_origins="*") as (base, _):  # it serves any Origin
+        report = await run_checks(base + "/mcp", timeout=10.0)
+    assert report.status("MX01") == FAIL and "403" in report.requirements["MX01"].evidence
 
 
 PEERS = ROOT / "tests" / "support" / "servers" / "peers"

@@ -163,6 +163,8 @@ class CheckerBase:
         self.templates: list[Any] = []
         self.progress_tokens: dict[str, Any] = {}
         self.declared_capabilities: dict[int, JSON] = {}  # id(wire) -> the client capabilities it declared
+        #: the server refused initialize as a 2026-07-28-only server does: no handshake session to judge HTTP in
+        self.modern_only = False
 
     async def open_wire(self) -> Wire:
         """A new connection to the target (a new process for stdio), started; OSError/ValueError when it fails."""

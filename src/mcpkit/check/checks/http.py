@@ -7,9 +7,12 @@ import json
 import re
 from typing import Any
 
+from ...protocol.versions import META_PROTOCOL_VERSION
 from ..wire import Incoming
 from ..wire_http import HttpExchange, HttpWire
-from ._base import CheckerBase, _short
+from ._base import UNKNOWN_VERSION, CheckerBase, _short
+
+BAD_ORIGIN = "http://mcpkit-check.invalid"
 
 _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 
@@ -64,10 +67,29 @@ class HttpChecks(CheckerBase):
         elif init is not None:
             r.fail("M018", f"POST initialize -> {init.status}, GET -> {get.status if get else 'not tried'}", "http")
         self.judge_sse_streams(wire)
+        self.judge_event_ids(wire)
         await self.judge_resumption(wire)
         self.judge_one_stream_per_message(wire)
         await self.judge_http_errors(wire)
         await self.judge_session_headers(wire)
+
+    async def check_stateless_http(self, wire: HttpWire) -> None:
+        """For a server that speaks only 2026-07-28 (no handshake session to judge them in), the Streamable HTTP
+        rules that revision keeps, on its stateless requests: MX01 (a foreign Origin: 403), M023 and M022 (what a
+        POST gets), S002/S003/S004/A005/A008 (a request's SSE stream), M027 (each message on one stream), S021 and
+        MX03 (wrong headers: a 4xx, an unsupported MCP-Protocol-Version: 400). Sessions, the GET stream and
+        resumption are not part of that revision: nothing is asked of them."""
+        r = self.report
+        probe = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "server/discover", "params": wire.with_meta({})}
+        ex = await wire.post(probe, headers={"Origin": BAD_ORIGIN})
+        if ex.status == 403:
+            r.ok("MX01", f"server/discover with Origin: {BAD_ORIGIN} -> 403", "http origin")
+        else:
+            r.fail("MX01", f"server/discover with Origin: {BAD_ORIGIN} -> {ex.brief(120)} (must be 403)", "http")
+        self.judge_content_types(wire)
+        self.judge_sse_streams(wire)
+        self.judge_one_stream_per_message(wire)
+        await self.judge_http_errors(wire)
 
     def judge_content_types(self, wire: HttpWire) -> None:
         """M023 (a request POST gets JSON or SSE) and M022 (a notification or response POST gets 202, no body)."""
@@ -123,8 +145,7 @@ class HttpChecks(CheckerBase):
 
     def judge_sse_streams(self, wire: HttpWire) -> None:
         """S002/S003 (a POST's SSE stream carries its response and is not closed before it), S004 (what comes before
-        the response relates to the request), A005 (messages before the response), A008 (streams closed), A011
-        (event ids, unique across the session's streams)."""
+        the response relates to the request), A005 (messages before the response), A008 (streams closed)."""
         r = self.report
         streams = [e for e in wire.exchanges if _is_request_post(e) and e.status == 200 and e.is_sse]
         if not streams:
@@ -158,6 +179,11 @@ class HttpChecks(CheckerBase):
         if streams and not any(isinstance(m.data, dict) and "method" in m.data for e in streams for m in e.messages):
             r.skip("S004", "no message came before a response on any SSE stream")
             r.skip("A005", "no message came before a response on any SSE stream")
+
+    def judge_event_ids(self, wire: HttpWire) -> None:
+        """A011: SSE event ids, when the server puts them, unique across the session's streams."""
+        r = self.report
+        streams = [e for e in wire.exchanges if _is_request_post(e) and e.status == 200 and e.is_sse]
         ids: dict[str, str] = {}
         duplicates = []
         for e in wire.exchanges:
@@ -246,6 +272,8 @@ class HttpChecks(CheckerBase):
         never a 5xx, and the session goes on. MX03: an unsupported MCP-Protocol-Version header gets 400."""
         r = self.report
         ping: dict[str, Any] = {"jsonrpc": "2.0", "id": wire.new_id(), "method": "ping"}
+        if wire.modern_meta is not None:  # (2026-07-28: every request carries its _meta; discover is its probe)
+            ping = {**ping, "method": "server/discover", "params": wire.with_meta({})}
         for label, headers in (
             ("Accept: text/html", {"Accept": "text/html"}),
             ("Content-Type: text/plain", {"Content-Type": "text/plain"}),
@@ -255,7 +283,15 @@ class HttpChecks(CheckerBase):
                 r.fail("S021", f"POST with {label} -> {ex.brief(120)}", "http errors")
             else:
                 r.ok("S021", f"POST with {label} -> HTTP {ex.status}", "http errors")
-        if wire.protocol_version and wire.protocol_version >= "2025-06-18":
+        if wire.modern_meta is not None:
+            meta = {**(wire.modern_meta or {}), META_PROTOCOL_VERSION: UNKNOWN_VERSION}
+            ex = await wire.post({**ping, "id": wire.new_id(), "params": {"_meta": meta}})
+            codes = [m.data["error"].get("code") for m in ex.messages if isinstance(m.data, dict) and "error" in m.data]
+            if ex.status == 400:
+                r.ok("MX03", f"MCP-Protocol-Version: {UNKNOWN_VERSION} -> 400 {codes}", "http version header")
+            else:
+                r.fail("MX03", f"MCP-Protocol-Version: {UNKNOWN_VERSION} -> {ex.brief(120)} (must be 400)", "http")
+        elif wire.protocol_version and wire.protocol_version >= "2025-06-18":
             ex = await wire.post(dict(ping, id=wire.new_id()), headers={"MCP-Protocol-Version": "1999-01-01"})
             if ex.status == 400:
                 r.ok("MX03", "MCP-Protocol-Version: 1999-01-01 -> 400", "http version header")

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from ..wire_http import HttpWire
 from ._base import CLIENT_INFO, CheckerBase
-
-BAD_ORIGIN = "http://mcpkit-check.invalid"
+from .http import BAD_ORIGIN
 
 
 class HttpSessionChecks(CheckerBase):

@@ -82,6 +82,7 @@ class LifecycleChecks(CheckerBase):
         err = _err(resp)
         supported = _modern_only(err)
         if supported is not None:  # a 2026-07-28-only server, which refuses initialize as that revision asks
+            self.modern_only = True
             r.info["handshake era"] = (
                 f"not served: initialize refused with -32022, supported {supported} (a 2026-07-28 only server, "
                 "judged in the stateless era)"

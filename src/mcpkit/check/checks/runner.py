@@ -181,6 +181,8 @@ class Checker(
                 pending = check(self, wire)
                 if pending is not None:
                     await pending
+            if self.modern_only and isinstance(wire, HttpWire):  # (else the handshake session judged them)
+                await self.check_stateless_http(wire)
         finally:
             r.prefix = ""
             self.caps, self.feats, self.tools, self.prompts, self.templates, self.progress_tokens = saved
