@@ -110,6 +110,11 @@ class ProxyServer(MCPKit):
         **options: passed to :class:`~mcpkit.server.app.MCPKit`.
     """
 
+    _not_mountable = (
+        "a proxy cannot be mounted or imported: its components live upstream, not in it. Put the servers behind "
+        "one gateway instead: mcpkit.proxy({'local': app, 'remote': target})"
+    )
+
     def __init__(
         self,
         targets: Mapping[str | None, Any],

@@ -293,3 +293,26 @@ async def test_completions_a_mounted_server_gains_after_mounting_are_served_by_t
         assert (await client.complete("m_c_brief", "city", "R")).completion.values == ["Rome"]
         ref = {"type": "ref/resource", "uri": "data://m/c/city/{name}"}
         assert (await client.complete(ref, "name", "")).completion.values == ["Lima"]
+
+
+async def test_mounting_a_proxy_or_a_low_level_server_is_refused_with_what_to_do_instead() -> None:
+    """A proxy's components live upstream (nothing is registered in it) and a low-level ``Server`` has no
+    registries: mounting either used to mount nothing, silently, or fail on a missing attribute. The refusal
+    names the gateway, which does put a proxied server and a local app behind one endpoint."""
+    import mcpkit
+    from mcpkit.server.lowlevel import Server
+
+    upstream = MCPKit("up")
+    upstream.add_tool(lambda: "hi", name="hi")
+    app = MCPKit("main")
+    app.add_tool(lambda: "local", name="here")
+    proxy = mcpkit.proxy(upstream)
+    for mount in (app.mount, app.import_server):
+        with pytest.raises(TypeError, match="gateway"):
+            mount(proxy, prefix="p")
+        with pytest.raises(TypeError, match="MCPKit"):
+            mount(Server("low"), prefix="low")
+    assert app.get_tool("p_hi") is None
+    async with Client(mcpkit.proxy({"main": app, "p": upstream})) as client:
+        assert {t.name for t in await client.list_tools()} == {"main_here", "p_hi"}
+        assert (await client.call_tool("p_hi", {})).text == "hi"

@@ -24,7 +24,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..protocol.versions import Features
 from .context import Context
@@ -266,6 +266,10 @@ def attach(
     parent: Composable, child: Composable, prefix: str | None, *, live: bool, tags: Iterable[str] | None = None
 ) -> Mount:
     """Mount (``live=True``) or import ``child`` into ``parent`` under ``prefix`` (see the module docstring)."""
+    if not isinstance(child, Mounting):
+        raise TypeError(f"only an MCPKit app can be mounted or imported, not {type(child).__name__}")
+    if child._not_mountable is not None:
+        raise TypeError(child._not_mountable)
     if prefix is not None and not _PREFIX.match(prefix):
         raise ValueError(f"prefix {prefix!r}: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit")
     if child is parent or id(child) in _ancestors(parent):
@@ -355,6 +359,10 @@ def _enable_tasks(parent: Composable, tools: Iterable[Listed]) -> None:
 
 class Mounting:
     """The composition API of :class:`~mcpkit.server.app.MCPKit` (a base class of it)."""
+
+    #: why an app of this class cannot be mounted or imported (None: it can); a subclass whose components are not
+    #: in its registries (they are served by handlers of its own) says so here
+    _not_mountable: ClassVar[str | None] = None
 
     _lifespan: Any
     _lazy_lifespan: Any
