@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Any, cast
 from ..client.apps import UI_HOST_SETTINGS
 from ..client.client import ToolOutputError
 from ..client.display import display_name, segments, shown_description
-from ..client.targets import ServerStartError, parse_target
+from ..client.targets import parse_target
 from ..client.tasks import TaskCancelled
 from ..protocol.errors import CapabilityNotSupported, MCPError
 from ..protocol.extensions import UI_EXTENSION
 from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, settle
 from .events import EventHub
+from .failures import ABANDONED, connect_failure, describe_failure
 from .log import MessageLog
 from .tap import tapped_client
 from .views import ViewTable
@@ -55,19 +56,6 @@ MAX_SUBSCRIPTIONS = 256
 MAX_ROOTS = 256
 MAX_STDERR_LINES = 500
 MAX_ROOT_URI = 4_096
-ABANDONED = ConnectionAbortedError("abandoned: a newer change replaced it before it answered")
-NEEDS_AUTHORIZATION = (
-    "The server needs authorization (OAuth): give its access token as a header, "
-    "mcpkit inspect URL -H 'Authorization: Bearer TOKEN' (client_options={'headers': {...}} in code)."
-)
-
-
-def _describe_failure(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, MCPError):
-        return {"code": exc.code, "message": exc.message, "data": exc.data}
-    if isinstance(exc, ServerStartError):
-        return {"message": exc.message, "stderr": exc.stderr}
-    return {"message": f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__}
 
 
 def _displayed(item: dict[str, Any]) -> dict[str, Any]:
@@ -273,9 +261,7 @@ class Inspector:
                     raise exc
                 with contextlib.suppress(Exception):
                     await client.aclose()
-                failure = {"message": str(exc), "abandoned": True} if exc is ABANDONED else _describe_failure(exc)
-                if isinstance(exc, MCPError) and isinstance(exc.data, dict) and exc.data.get("status") == 401:
-                    failure["message"] = f"{failure['message']}\n{NEEDS_AUTHORIZATION}"
+                failure = connect_failure(exc)
                 if not keep:
                     self._set_status("failed", failure)
                 return failure
@@ -583,7 +569,7 @@ class Inspector:
         except (asyncio.CancelledError, TaskCancelled):
             call.status = "cancelled"
         except Exception as exc:
-            call.outcome = {"error": _describe_failure(exc)}
+            call.outcome = {"error": describe_failure(exc)}
             call.status = "failed"
         call.outcome["ended"] = time.time()
         if tool is not None:

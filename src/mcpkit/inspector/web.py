@@ -38,7 +38,8 @@ from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, l
 from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
 from ..transports.http.security import make_request_check
 from .events import TooManySubscribers, frame
-from .session import Inspector, InspectorError, _describe_failure
+from .failures import describe_failure
+from .session import Inspector, InspectorError
 
 __all__ = ["CSP", "DEFAULT_MAX_BODY", "InspectorApp", "load_static"]
 
@@ -323,10 +324,10 @@ class InspectorApp:
             await _json(send, exc.status, {"error": {"message": str(exc)}})
             return
         except (MCPError, CapabilityNotSupported, ConnectionClosed, RequestTimeout, TimeoutError, OSError) as exc:
-            await _json(send, 200, {"error": _describe_failure(exc)})
+            await _json(send, 200, {"error": describe_failure(exc)})
             return
         except Exception as exc:  # a server answer the client could not read (a validation error, ...)
-            await _json(send, 200, {"error": _describe_failure(exc)})
+            await _json(send, 200, {"error": describe_failure(exc)})
             return
         await _json(send, 200, {"result": result})
 
