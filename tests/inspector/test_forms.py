@@ -72,3 +72,30 @@ def test_a_form_with_nested_objects_arrays_enums_and_defaults(inspector: Inspect
             "toppings": ["cheese", "olives"],
             "note": None,
         }
+
+
+def test_a_schema_with_boolean_subschemas_gets_a_form() -> None:
+    """JSON Schema allows ``true`` and ``false`` as schemas (schemars writes ``"value": true`` for a
+    ``serde_json::Value`` field): the page threw on them and the tool had no form and no Call button at all. A
+    ``true`` property is edited as JSON; a ``false`` one (never allowed) gets no field."""
+    proc = InspectorProcess("inspect", f"{sys.executable} {SERVERS / 'schema_shapes_server.py'}")
+    try:
+        with chromium() as browser:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
+            page.goto(proc.url)
+            page.click("#tools-list button[data-key='anything']")
+            form = page.locator("#tool-form")
+            form.locator("[name='value']").fill('[1, {"a": 2}]')
+            form.locator("[name='label']").fill("x")
+            assert form.locator("[name='forbidden']").count() == 0
+            form.get_by_role("button", name="Add an item to many").click()
+            form.locator("[name='many[1]']").fill('"free"')
+            page.click("#call-button")
+            done = page.locator(".call[data-status='done'] pre.text")
+            done.wait_for(timeout=20_000)
+            assert json.loads(done.text_content()) == {"value": [1, {"a": 2}], "label": "x", "many": ["free"]}
+            assert not errors, errors
+    finally:
+        proc.stop()

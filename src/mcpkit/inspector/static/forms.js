@@ -92,6 +92,7 @@ export function buildField(name, rawSchema, opts = {}) {
   const required = !!opts.required;
   let schema = deref(rawSchema, root, depth);
   if (schema === null) return jsonField(name, {}, required, opts, "its $ref cannot be resolved: edit it as JSON");
+  if (typeof schema !== "object" || Array.isArray(schema)) schema = {}; // the schema `true` (any value), or not a schema
   const nullable = nullableInner(schema, root, depth);
   if (nullable) schema = nullable;
   if (depth > MAX_DEPTH) return jsonField(name, schema, required, opts, "nested too deeply: edit it as JSON");
@@ -291,9 +292,11 @@ function jsonField(name, schema, required, opts, note) {
 }
 
 function objectFields(schema, opts) {
-  const props = schema.properties || {};
+  const props = schema.properties && typeof schema.properties === "object" && !Array.isArray(schema.properties) ? schema.properties : {};
   const requiredSet = new Set(Array.isArray(schema.required) ? schema.required : []);
-  const fields = Object.entries(props).map(([name, sub]) => ({ name, f: buildField(name, sub, { ...opts, required: requiredSet.has(name) }) }));
+  const fields = Object.entries(props)
+    .filter(([, sub]) => sub !== false) // the schema `false`: the argument may never be given
+    .map(([name, sub]) => ({ name, f: buildField(name, sub, { ...opts, required: requiredSet.has(name) }) }));
   const el = h("div", { class: "fields" });
   fields.forEach(({ f }) => el.append(f.el));
   return {
