@@ -895,3 +895,49 @@ async def test_tokens_are_kept_per_authorization_server_and_resource(tmp_path: A
                 token_one["access_token"] not in h.get("authorization", "") for _, _, h in two_log.requests[seen:]
             )
             await other.aclose()
+
+
+async def test_the_oauth_client_connects_to_the_address_it_checked_not_a_rebound_one() -> None:
+    """DNS rebinding: the SSRF rule resolved a name to check it, then httpx resolved it again to connect, so a name
+    that answered a public address first and ``169.254.169.254`` next reached the second. The OAuth client's
+    transport resolves once per connection, checks every address and connects to the checked one (``Host`` still
+    the name); a name that resolves to a refused kind of address is never connected to."""
+    from mcpkit.auth.client_discovery import CheckedAddressTransport
+
+    answers = ["127.0.0.1", "169.254.169.254"]  # what the name resolves to, one answer per lookup
+    lookups: list[str] = []
+
+    async def rebinding(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return [answers[min(len(lookups), len(answers)) - 1]]
+
+    seen: list[str] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            seen.append(dict(scope["headers"])[b"host"].decode())
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+
+    async with serve(lambda base: app) as (base, _):
+        port = urlsplit(base).port
+        mcp = base + "/mcp"  # the MCP server is on loopback: loopback targets are allowed, link-local never
+        transport = CheckedAddressTransport(mcp, resolve=rebinding)
+        async with httpx.AsyncClient(transport=transport, timeout=5) as http:
+            assert (await http.get(f"http://as.rebind.test:{port}/.well-known/x")).status_code == 200
+        assert seen == [f"as.rebind.test:{port}"] and lookups == ["as.rebind.test"]
+        # the next connection: the name now answers the metadata address; refused before any connection
+        transport = CheckedAddressTransport(mcp, resolve=rebinding)
+        async with httpx.AsyncClient(transport=transport, timeout=5) as http:
+            with pytest.raises(httpx.ConnectError, match=r"169\.254\.169\.254, a link-local address"):
+                await http.get(f"http://as.rebind.test:{port}/.well-known/x")
+        assert len(seen) == 1
+        # allow_private_network lets it through to whatever the name resolves to (here: loopback again)
+        answers[1] = "127.0.0.1"
+        transport = CheckedAddressTransport(mcp, resolve=rebinding, allow_private_network=True)
+        async with httpx.AsyncClient(transport=transport, timeout=5) as http:
+            assert (await http.get(f"http://as.rebind.test:{port}/.well-known/x")).status_code == 200
+    # the OAuth client's own fetches go through this transport
+    client = OAuthClient("http://127.0.0.1:1/mcp", client_metadata={"redirect_uris": [REDIRECT]})
+    assert isinstance(client._client()._transport, CheckedAddressTransport)
+    await client.aclose()

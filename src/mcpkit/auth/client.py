@@ -34,8 +34,9 @@ every MCP request then carry a fresh proof, and a server's ``use_dpop_nonce`` an
 What a hostile MCP server (or metadata document) names is never fetched blindly (SSRF): every URL the flow
 requests must be https (plain http only on a loopback host); a ``resource_metadata`` URL of a challenge is used only
 on the MCP server's own origin; a target on a private, link-local (``169.254.169.254``), shared or reserved address
-is refused unless the MCP server itself is on that kind of address or ``allow_private_network=True``; and every
-document read is capped at ``max_document_size`` bytes.
+is refused unless the MCP server itself is on that kind of address or ``allow_private_network=True``, at the moment
+of connecting (the address checked is the address connected to: no DNS rebinding); and every document read is
+capped at ``max_document_size`` bytes.
 
 This module is the ``httpx.Auth`` flow itself; it re-exports the pieces it is built from: token storage
 (:mod:`~mcpkit.auth.client_tokens`), the loopback callback server and headless browser
@@ -136,6 +137,10 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         allow_private_network: fetch metadata/endpoints on private or link-local addresses even when the MCP server
             is not on such an address itself (default False: SSRF protection).
         max_document_size: the largest metadata, registration or token response read, in bytes (default 256 KiB).
+        http_client: the httpx client of the flow's own requests (discovery, registration, tokens). By default one
+            whose transport applies the address rule where it connects
+            (:class:`~mcpkit.auth.client_discovery.CheckedAddressTransport`: no DNS rebinding); a client of your
+            own gets the URL checks only.
     """
 
     requires_response_body = False

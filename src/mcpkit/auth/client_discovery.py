@@ -4,6 +4,11 @@
 Every URL fetched must be https (plain http only on a loopback host); a target on a private, link-local, shared
 or reserved address is refused unless the MCP server itself is on that kind of address or
 ``allow_private_network=True``; every document read is capped at ``max_document_size`` bytes.
+
+The address rule is enforced where the connection is made (:class:`CheckedAddressTransport`): a host name is
+resolved once, every address it resolves to is checked, and the connection goes to a checked address (TLS still
+verifies the certificate for the name, and ``Host`` is the name). A name that resolved to a public address for the
+check and to ``169.254.169.254`` for the connection (DNS rebinding) cannot reach the second.
 """
 
 from __future__ import annotations
@@ -11,11 +16,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 import orjson
 
@@ -69,6 +75,101 @@ async def _address_class(host: str | None) -> str:
     return max(kinds, key=_RANK.__getitem__) if kinds else "public"
 
 
+#: a resolver: (host, port) -> the IP addresses to connect to, in order
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+
+
+async def _system_resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    found: list[str] = []
+    for info in infos:
+        ip = str(info[4][0]).split("%")[0]
+        if ip not in found:
+            found.append(ip)
+    return found
+
+
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """Connects to an address it checked: resolve once, refuse when any address is of a kind the rule refuses,
+    connect to those very addresses (never to a second resolution of the name)."""
+
+    def __init__(self, server_url: str, allow_private_network: bool, resolve: Resolver) -> None:
+        self._server_host = urlsplit(server_url).hostname
+        self._server_kind: str | None = None
+        self._allow_private = allow_private_network
+        self._resolve = resolve
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        bare = host.strip("[]")
+        try:
+            addresses = [str(ipaddress.ip_address(bare))]  # an IP literal: nothing to resolve
+        except ValueError:
+            try:
+                addresses = await self._resolve(bare, port)
+            except OSError as exc:
+                raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
+        if not addresses:
+            raise httpcore.ConnectError(f"cannot resolve {host}")
+        if not self._allow_private:
+            if self._server_kind is None:
+                self._server_kind = await _address_class(self._server_host)
+            for ip in addresses:
+                kind = _ip_class(ipaddress.ip_address(ip))
+                if kind not in ("public", self._server_kind):
+                    raise httpcore.ConnectError(
+                        f"{host} resolves to {ip}, a {kind} address, and the MCP server is not on one; refusing to "
+                        "connect (OAuthClient(allow_private_network=True) allows it)"
+                    )
+        failure: httpcore.ConnectError | None = None
+        for ip in addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    ip, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                failure = httpcore.ConnectError(str(exc)) if isinstance(exc, httpcore.ConnectTimeout) else exc
+        assert failure is not None
+        raise failure
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("the OAuth client connects to no Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class CheckedAddressTransport(httpx.AsyncHTTPTransport):
+    """An httpx transport that connects only to addresses the OAuth client's SSRF rule allows, checked at the
+    moment of connecting (see the module docstring): each connection resolves the host once and goes to the
+    address it checked, with TLS and ``Host`` still for the name. ``resolve`` replaces the system resolver."""
+
+    def __init__(
+        self, server_url: str, *, allow_private_network: bool = False, resolve: Resolver | None = None
+    ) -> None:
+        import os
+        import ssl
+
+        import certifi
+
+        super().__init__()
+        backend = _CheckedBackend(server_url, allow_private_network, resolve or _system_resolve)
+        # the certificates httpx trusts by default: certifi's, or SSL_CERT_FILE / SSL_CERT_DIR when set
+        context = ssl.create_default_context(
+            cafile=os.environ.get("SSL_CERT_FILE") or certifi.where(), capath=os.environ.get("SSL_CERT_DIR")
+        )
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=backend)
+
+
 async def fetch_refusal(
     url: str, server_url: str, *, what: str = "metadata URL", allow_private_network: bool = False
 ) -> str | None:
@@ -117,7 +218,8 @@ class DiscoveryMixin:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+            transport = CheckedAddressTransport(self.server_url, allow_private_network=self.allow_private_network)
+            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, transport=transport)
         return self._http
 
     async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
