@@ -472,3 +472,29 @@ async def test_every_answer_waiting_for_a_slow_reader_goes_on_once_the_reader_ca
         await transport.close()
         os.close(in_w)
         os.close(out_r)
+
+
+async def test_a_server_whose_client_stopped_reading_its_output_ends_as_at_end_of_input() -> None:
+    """The client is gone but its end of the server's stdin is still held open (by a child it left behind, say):
+    the server's stdout is closed, so nothing it does can ever reach anyone. It ends as it does at end of input
+    (its lifespan left) instead of running requests for nobody for ever."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(CORE_SERVER),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+        proc.stdin.write(orjson.dumps(init) + b"\n")
+        await asyncio.wait_for(proc.stdout.readline(), 10)
+        transport = proc._transport  # type: ignore[attr-defined]
+        transport.get_pipe_transport(1).close()  # our read end of its stdout; its stdin stays open
+        assert await asyncio.wait_for(proc.wait(), 10) == 0
+        assert b"Traceback" not in await proc.stderr.read()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

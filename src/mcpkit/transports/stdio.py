@@ -41,10 +41,11 @@ PIPE_READ_SIZE = 64 * 1024
 
 
 class _FlowControl(asyncio.Protocol):
-    def __init__(self) -> None:
+    def __init__(self, on_lost: Callable[[], None] | None = None) -> None:
         self._paused = False
         self._waiter: asyncio.Future[None] | None = None
         self.closed = False
+        self._on_lost = on_lost
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -57,6 +58,8 @@ class _FlowControl(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.resume_writing()
+        if self._on_lost is not None:
+            self._on_lost()
 
     async def drain(self) -> None:
         if self._paused:
@@ -325,7 +328,9 @@ class StdioServerTransport(BaseConnection):
             self._blocking_in = _BlockingReader(stdin.fileno(), lines)
         out_file = os.fdopen(out_fd, "wb", buffering=0, closefd=self._stdout is None)
         try:
-            flow = _FlowControl()
+            # the client's end of stdout closed (the client is gone, even if its end of stdin is still held open
+            # by a process it left behind): nothing can be answered any more, so input ends here as at EOF
+            flow = _FlowControl(on_lost=lines.close)
             transport, _ = await loop.connect_write_pipe(lambda: flow, out_file)
             self._flow = flow
             self._write_transport = transport
