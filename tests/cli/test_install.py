@@ -218,3 +218,17 @@ def test_a_symlinked_config_file_is_updated_where_it_points_and_stays_a_link(tmp
     assert proc.returncode == 0, proc.stderr
     assert link.is_symlink() and link.resolve() == real.resolve()
     assert set(json.loads(real.read_text())["mcpServers"]) == {"other", "weather"}
+
+
+def test_a_config_file_that_cannot_be_read_or_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """A configuration path that is a folder, or whose folder is a file (or one the user may not write: a
+    ~/.claude.json left owned by root after a sudo run) ended the command with a Python traceback."""
+    (tmp_path / ".cursor" / "mcp.json").mkdir(parents=True)
+    proc = mcpkit("cursor", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"cannot read {tmp_path / '.cursor' / 'mcp.json'}" in proc.stderr, proc.stderr
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    proc = mcpkit("cursor", WEATHER, "--config", str(blocker / "mcp.json"), home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"cannot write {blocker / 'mcp.json'}" in proc.stderr, proc.stderr

@@ -188,7 +188,10 @@ def install(
     document: dict[str, Any] = {}
     original: bytes | None = None
     if file.exists():
-        original = file.read_bytes()
+        try:
+            original = file.read_bytes()
+        except OSError as exc:
+            raise InstallError(f"cannot read {file}: {exc.strerror or exc}") from None
         if original.strip():
             try:
                 document = json.loads(original)
@@ -207,13 +210,20 @@ def install(
     servers[name] = entry
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
-    backup: Path | None = None
     if dry_run:
         return Installed(file, name, entry, document, replaced, None, False)
     real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
+    try:
+        return _write(real, document, original, Installed(file, name, entry, document, replaced, None, True))
+    except OSError as exc:
+        raise InstallError(f"cannot write {file}: {exc.strerror or exc}: it was left as it is") from None
+
+
+def _write(real: Path, document: dict[str, Any], original: bytes | None, done: Installed) -> Installed:
+    """Back up ``real`` (when it existed) and replace it with ``document``, written whole then moved in place."""
     real.parent.mkdir(parents=True, exist_ok=True)
     if original is not None:
-        backup = _backup(real, original)
+        done.backup = _backup(real, original)
     data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
     tmp = real.with_name(f".{real.name}.mcpkit-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -228,7 +238,7 @@ def install(
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return Installed(file, name, entry, document, replaced, backup, True)
+    return done
 
 
 def _backup(file: Path, original: bytes) -> Path:
