@@ -110,6 +110,34 @@ def test_encoding_never_contains_a_raw_newline() -> None:
     assert orjson.loads(data)["result"]["text"] == "line1\nline2\r\n"
 
 
+def test_integers_beyond_64_bits_are_encoded_exactly() -> None:
+    """JSON numbers have no size limit: an integer orjson cannot write (beyond 64 bits) is written by the standard
+    library instead, digit for digit, in every message the encoder makes; what neither can write is still refused
+    with orjson's own error."""
+    import json
+
+    big = {"n": 2**70, "neg": -(2**80), "list": [2**64, 1.5, "x", None, True]}
+    made = [
+        jsonrpc.encode_result(1, big),
+        jsonrpc.encode_error(2, {"code": -32000, "message": "m", "data": big}),
+        jsonrpc.encode_request(3, "sampling/createMessage", big),
+        jsonrpc.encode_notification("notifications/message", big),
+        jsonrpc.encode({"jsonrpc": "2.0", "id": 4, "result": big}),
+        jsonrpc.encode(Response(5, big)),
+        jsonrpc.encode([{"jsonrpc": "2.0", "id": 6, "result": big}]),
+    ]
+    for data in made:
+        assert b"\n" not in data and b" " not in data
+        decoded = json.loads(data)
+        body = decoded[0] if isinstance(decoded, list) else decoded
+        got = body.get("result") or body.get("params") or body["error"]["data"]
+        assert got == big and type(got["n"]) is int, data
+    with pytest.raises(TypeError, match="Dict key must be str"):
+        jsonrpc.encode_result(1, {"bad": {1: 2}})
+    with pytest.raises(TypeError):
+        jsonrpc.encode_result(1, {"n": 2**70, "bad": object()})
+
+
 def test_every_error_code_round_trips_as_a_typed_exception() -> None:
     cases = {
         -32700: errors.ParseError,

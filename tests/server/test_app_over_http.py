@@ -69,3 +69,49 @@ async def test_everything_over_streamable_http(mode: str) -> None:
                 async with cs.listen(resource_uris=["mcpkit://counter"]) as sub:
                     await cs.call_tool("touch", {})
                     assert (await sub.next(timeout=5))[0] == "notifications/resources/updated"
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_integers_beyond_64_bits_reach_the_client_digit_for_digit(version: str) -> None:
+    """JSON numbers have no size limit: a tool's result (structured and as text) and a log message holding an
+    integer beyond 64 bits reach an HTTP client exactly, in both eras, not as an internal error."""
+    import json
+
+    import httpx
+
+    from support.mcp_http import handshake_headers, modern_body, modern_headers, open_session, sse_events
+
+    app = MCPKit("big-numbers")
+
+    @app.tool
+    async def power(exponent: int, ctx: Context) -> int:
+        await ctx.info({"n": -(2**80)})
+        return 2**exponent
+
+    call = {"name": "power", "arguments": {"exponent": 70}}
+    async with running(app) as (base, _), httpx.AsyncClient() as http:
+        url = base + "/mcp"
+        if version == "2026-07-28":
+            body = modern_body("tools/call", call, log_level="info")
+            r = await http.post(url, json=body, headers=modern_headers("tools/call", "power"))
+        else:
+            sid = await open_session(http, url, version)
+            headers = handshake_headers(sid, version)
+            await http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel", "params": {"level": "info"}},
+                headers=headers,
+            )
+            r = await http.post(
+                url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}, headers=headers
+            )
+        assert r.status_code == 200, r.text
+        got = (
+            [json.loads(e["data"]) for e in sse_events(r.text) if e.get("data")]
+            if r.text.startswith(("event:", "id:", "data:"))
+            else [r.json()]
+        )
+    (answer,) = [m["result"] for m in got if m.get("id") == 1]
+    assert not answer["isError"] and answer["structuredContent"] == {"result": 2**70}, answer
+    assert json.loads(answer["content"][0]["text"]) == {"result": 2**70}
+    assert [m["params"]["data"] for m in got if m.get("method") == "notifications/message"] == [{"n": -(2**80)}]

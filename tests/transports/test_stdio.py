@@ -498,3 +498,58 @@ async def test_a_server_whose_client_stopped_reading_its_output_ends_as_at_end_o
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+_BIG_NUMBERS_SERVER = textwrap.dedent(
+    """
+    from mcpkit import Context, MCPKit
+
+    app = MCPKit("big-numbers")
+
+    @app.tool
+    def power(exponent: int) -> int:
+        return 2**exponent
+
+    @app.tool
+    async def untyped(ctx: Context):
+        await ctx.info({"n": -(2**80)})
+        return [2**70, 1]
+
+    app.run()
+    """
+)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+def test_integers_beyond_64_bits_reach_the_client_digit_for_digit(tmp_path: Path, version: str) -> None:
+    """JSON numbers have no size limit: a tool's result (structured and as text) and a log message holding an
+    integer beyond 64 bits reach the client exactly, not as an internal error."""
+    import json
+
+    from support.mcp_http import modern_body
+
+    script = tmp_path / "big_numbers.py"
+    script.write_text(_BIG_NUMBERS_SERVER)
+    lines: list[dict[str, object]] = []
+    if version == "2026-07-28":
+        for rid, (name, args) in enumerate([("power", {"exponent": 70}), ("untyped", {})], 1):
+            lines.append(modern_body("tools/call", {"name": name, "arguments": args}, rid=rid, log_level="info"))
+    else:
+        init = {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}
+        lines.append({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init})
+        lines.append({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        lines.append({"jsonrpc": "2.0", "id": 9, "method": "logging/setLevel", "params": {"level": "info"}})
+        for rid, (name, args) in enumerate([("power", {"exponent": 70}), ("untyped", {})], 1):
+            lines.append(
+                {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}}
+            )
+    stdin = "".join(json.dumps(line) + "\n" for line in lines)
+    proc = subprocess.run([sys.executable, str(script)], input=stdin, capture_output=True, text=True, timeout=60)
+    got = [json.loads(line) for line in proc.stdout.splitlines()]
+    answers = {m["id"]: m["result"] for m in got if m.get("id") in (1, 2)}
+    assert answers[1]["structuredContent"] == {"result": 2**70}, proc.stderr
+    assert answers[1]["content"][0]["text"] == json.dumps({"result": 2**70}, separators=(",", ":"))
+    assert not answers[1]["isError"] and not answers[2]["isError"], proc.stderr
+    assert json.loads(answers[2]["content"][0]["text"]) == [2**70, 1]
+    logged = [m["params"]["data"] for m in got if m.get("method") == "notifications/message"]
+    assert logged == [{"n": -(2**80)}]

@@ -6,6 +6,7 @@ MCP-level validation of ``params`` happens once, in the handler that owns the me
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -184,29 +185,77 @@ def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
 
 def encode(msg: Message | JSONDict | list[Any]) -> bytes:
     """Serialize a message (or a raw dict / batch list) to compact UTF-8 JSON with no newlines."""
-    if isinstance(msg, (dict, list)):
-        return _dumps(msg)
-    return _dumps(msg.to_dict())
+    obj = msg if isinstance(msg, (dict, list)) else msg.to_dict()
+    try:
+        return _dumps(obj)
+    except TypeError as exc:
+        return dumps_wide(obj, exc)
 
 
 def encode_request(id: RequestId, method: str, params: JSONDict | None) -> bytes:
     if params is None:
         return _dumps({"jsonrpc": "2.0", "id": id, "method": method})
-    return _dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+    except TypeError as exc:
+        return dumps_wide({"jsonrpc": "2.0", "id": id, "method": method, "params": params}, exc)
 
 
 def encode_notification(method: str, params: JSONDict | None) -> bytes:
     if params is None:
         return _dumps({"jsonrpc": "2.0", "method": method})
-    return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+    try:
+        return _dumps({"jsonrpc": "2.0", "method": method, "params": params})
+    except TypeError as exc:
+        return dumps_wide({"jsonrpc": "2.0", "method": method, "params": params}, exc)
 
 
 def encode_result(id: RequestId, result: JSONDict) -> bytes:
-    return _dumps({"jsonrpc": "2.0", "id": id, "result": result})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": id, "result": result})
+    except TypeError as exc:  # (zero cost until raised: the usual message never comes here)
+        return dumps_wide({"jsonrpc": "2.0", "id": id, "result": result}, exc)
 
 
 def encode_error(id: RequestId | None, error: JSONDict) -> bytes:
-    return _dumps({"jsonrpc": "2.0", "id": id, "error": error})
+    try:
+        return _dumps({"jsonrpc": "2.0", "id": id, "error": error})
+    except TypeError as exc:
+        return dumps_wide({"jsonrpc": "2.0", "id": id, "error": error}, exc)
+
+
+_WIDE_INT = "Integer exceeds 64-bit range"
+
+
+def dumps_wide(value: Any, exc: TypeError, default: Callable[[Any], Any] | None = None) -> bytes:
+    """``value`` as compact JSON by the standard library, after orjson refused it with ``exc``: JSON numbers have
+    no size limit, but orjson writes no integer beyond 64 bits. Anything else orjson refused (or that the standard
+    library cannot write either) raises ``exc`` again. Only ever called on orjson's error branch."""
+    if str(exc) != _WIDE_INT:
+        raise exc
+    import dataclasses
+    import datetime
+    import enum
+    import json
+    import uuid
+
+    def fallback(obj: Any) -> Any:  # what orjson writes natively and the standard library does not
+        if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+            return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+        if isinstance(obj, (datetime.datetime, datetime.date, datetime.time)):
+            return obj.isoformat()
+        if isinstance(obj, uuid.UUID):
+            return str(obj)
+        if isinstance(obj, enum.Enum):
+            return obj.value
+        if default is not None:
+            return default(obj)
+        raise TypeError(f"Type is not JSON serializable: {type(obj).__name__}")
+
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=fallback).encode()
+    except (TypeError, ValueError):  # (ValueError: NaN, a lone surrogate, a circular reference)
+        raise exc from None
 
 
 PARSE_ERROR_OBJECT: Final[JSONDict] = {"code": PARSE_ERROR, "message": "Parse error"}

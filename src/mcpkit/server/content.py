@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from ..protocol.jsonrpc import dumps_wide
 from ..protocol.versions import Features
 
 if TYPE_CHECKING:
@@ -136,7 +137,10 @@ def sniff_mime(data: bytes) -> str | None:
 def _json_text(value: Any) -> str:
     if is_model(value):
         return str(value.model_dump_json(by_alias=True, exclude_none=True))
-    return orjson.dumps(value, default=_default).decode()
+    try:
+        return orjson.dumps(value, default=_default).decode()
+    except TypeError as exc:  # (an integer beyond 64 bits: written by the standard library instead)
+        return dumps_wide(value, exc, _default).decode()
 
 
 def _default(obj: Any) -> Any:
