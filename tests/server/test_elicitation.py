@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import enum
 import json
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pytest
 
@@ -25,6 +25,7 @@ from mcpkit import (
     MCPKit,
 )
 from mcpkit.client.lowlevel import ClientSession
+from mcpkit.client.results import ElicitationContentError
 from mcpkit.transports.memory import create_memory_pair
 from support.oracle import validate_def, validate_message
 
@@ -292,3 +293,72 @@ async def test_input_asked_by_a_method_that_cannot_ask_is_an_internal_error_and_
             await client.session.request("resources/list", {})
         assert raised.value.code == -32603
         assert (await client.call_tool("ping_tool", {})).text == "pong"
+
+
+class _Signup(TypedDict, total=False):
+    email: Required[str]
+    nickname: str
+
+
+class _Profile(TypedDict):
+    name: str
+    bio: NotRequired[str]
+
+
+class _Street(TypedDict):
+    street: str
+
+
+class _Letter(TypedDict):
+    to: str
+    address: _Street
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+async def test_typeddict_forms_keep_required_and_not_required_keys_on_every_python(revision: str) -> None:
+    """``typing.TypedDict`` forms with ``Required``/``NotRequired`` keys written as text (this module has ``from
+    __future__ import annotations``, which hides them from ``__required_keys__`` before Python 3.12): the form
+    says which keys are required and an answer without one is refused, on every Python the package supports."""
+    app = MCPKit("typeddict-forms")
+
+    @app.tool
+    async def ask(kind: str, ctx: Context) -> str:
+        result = await ctx.elicit(kind, {"signup": _Signup, "profile": _Profile}[kind])
+        return json.dumps(result.data)
+
+    answers: dict[str, dict[str, Any]] = {}
+    seen: dict[str, ElicitationParams] = {}
+
+    def user(params: ElicitationParams) -> dict[str, Any]:
+        seen[params.message] = params
+        return answers[params.message]
+
+    async with Client(app, protocol_version=revision, elicitation_handler=user) as client:
+        for kind, full, missing in [
+            ("signup", {"email": "a@b.c", "nickname": "ab"}, {"nickname": "ab"}),
+            ("profile", {"name": "Ada"}, {"bio": "x"}),
+        ]:
+            answers[kind] = full
+            result = await client.call_tool("ask", {"kind": kind})
+            assert not result.is_error and json.loads(result.text) == full, result.text
+            answers[kind] = missing
+            try:
+                result = await client.call_tool("ask", {"kind": kind})
+                refused = result.text if result.is_error else None
+            except ElicitationContentError as exc:  # (2026-07-28: the client checks its answer before it retries)
+                refused = str(exc)
+            assert refused is not None and "required" in refused, refused
+    assert seen["signup"].requested_schema["required"] == ["email"]
+    assert seen["profile"].requested_schema["required"] == ["name"]
+    for params in seen.values():
+        _check_on_the_wire(params, revision)
+
+
+def test_a_nested_typeddict_is_refused_as_a_nested_field_on_every_python() -> None:
+    """A ``typing.TypedDict`` with another one inside is refused for what it is (a form holds nothing nested),
+    not with pydantic's "use typing_extensions.TypedDict" on Python before 3.12."""
+    from mcpkit.protocol.versions import features
+    from mcpkit.server.elicitation import elicitation_form
+
+    with pytest.raises(TypeError, match=r"elicitation field 'address': _Street cannot be asked in a form"):
+        elicitation_form(_Letter, features("2025-11-25"))

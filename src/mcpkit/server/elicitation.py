@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -323,21 +322,9 @@ def _type_name(tp: Any) -> str:
 def _adapter(tp: Any) -> Any:
     from pydantic import TypeAdapter
 
-    if typing.is_typeddict(tp) and sys.version_info < (3, 12):
-        tp = _portable_typeddict(tp)
-    return TypeAdapter(tp)
+    from .schema import portable_type
 
-
-def _portable_typeddict(tp: Any) -> Any:
-    """The same TypedDict as ``typing_extensions.TypedDict`` (pydantic reads only those before Python 3.12)."""
-    import typing_extensions
-
-    hints = typing.get_type_hints(tp, include_extras=True)
-    fields = {
-        name: (typing_extensions.Required if name in tp.__required_keys__ else typing_extensions.NotRequired)[hint]
-        for name, hint in hints.items()
-    }
-    return typing_extensions.TypedDict(tp.__name__, fields)  # type: ignore[operator]
+    return TypeAdapter(portable_type(tp))  # (every typing.TypedDict in it, nested ones and Required keys included)
 
 
 def _validated(adapter: Any, value: Any, what: Any) -> Any:
