@@ -150,22 +150,37 @@ async def test_changes_between_pages_and_tampered_cursors() -> None:
         assert exc.value.code == -32602
 
 
-def test_snapshot_position_and_rebuild() -> None:
-    """Issue 16 item 4: Snapshot finds a key's index in O(1) and rebuilds after invalidate() or a size change;
-    Paginator resumes after the last key seen through it."""
+def test_snapshot_numbers_items_in_registration_order_and_rebuilds() -> None:
+    """A Snapshot rebuilds after invalidate() or a size change, and numbers its items: increasing in registration
+    order, kept while an item stays (a replacement, told by its key, keeps its number), a new number at the end for
+    an item added or registered again. No memory for the numbers while nothing was removed (a range); a cursor that
+    carries the number of the last item seen resumes right after it, whatever was removed since (that item
+    included)."""
     reg = {f"k{i}": i for i in range(10)}
     snap = Snapshot(reg)
-    assert snap.items == list(range(10)) and snap.position("k4") == 4 and snap.position("nope") is None
+    assert snap.items == list(range(10)) and snap.seqs == range(10)
     assert snap.items is snap.items  # no copy per page
     reg["k10"] = 10
-    assert snap.items[-1] == 10 and snap.position("k10") == 10  # a missed invalidate(): length check rebuilds
+    assert snap.items[-1] == 10 and snap.seqs == range(11)  # a missed invalidate(): the length check rebuilds
     del reg["k0"]
     snap.invalidate()
-    assert snap.position("k4") == 3
+    assert list(snap.seqs) == list(range(1, 11))
+    del reg["k5"]
+    reg["k5"] = 5  # registered again: at the end, with a new number
+    snap.invalidate()
+    assert snap.items == [1, 2, 3, 4, 6, 7, 8, 9, 10, 5]
+    assert list(snap.seqs) == [1, 2, 3, 4, 6, 7, 8, 9, 10, 11]
     p = Paginator(b"k" * 32)
-    cursor = p.encode("x", 5, "k5")  # the client saw up to k5 before k0 was removed
-    chunk, _ = p.page("x", snap.items, {"cursor": cursor}, 2, lambda v: f"k{v}", snap.position)
-    assert chunk == [6, 7]
+    cursor = p.encode("x", 5, "")  # the client saw up to the old k5, number 5
+    assert p.window("x", snap.items, {"cursor": cursor}, 2, str, snap.seqs)[:2] == (4, 6)  # k6, k7
+    names = {f"k{i}": [f"k{i}"] for i in range(10)}
+    named = Snapshot(names, key=lambda item: item[0])  # (a replacement is told by its key, not by ==)
+    assert named.seqs == range(10)
+    del names["k1"]
+    names["k4"] = ["k4", "replaced"]
+    names["k1"] = ["k1"]
+    named.invalidate()
+    assert list(named.seqs) == [0, 2, 3, 4, 5, 6, 7, 8, 9, 10]
 
 
 async def test_a_page_is_encoded_once_per_snapshot_and_revision() -> None:
@@ -348,3 +363,52 @@ async def test_the_client_lists_100000_resources_with_its_default_settings() -> 
         small_pages.add_resource(f"mem://r/{i}", "x", name=f"r{i}")
     async with Client(small_pages) as client:
         assert len(await client.list_resources()) == 12_000
+
+
+async def _names(cs: Any, cursor: str | None) -> tuple[list[str], str | None]:
+    page = await cs.list_tools(cursor)
+    return [t.name for t in page.tools], page.next_cursor
+
+
+@pytest.mark.req("S030")
+async def test_a_walk_resumes_by_position_so_removals_never_skip_items() -> None:
+    """A cursor resumes after the last item the client saw by its place in registration order, whatever was
+    removed since (that item included): with t0..t4 in pages of two, seeing t0, t1 and then removing t1 and t2
+    leaves t3, t4 for the next page (resuming at the old offset skipped t3). Items added at the end are seen; an
+    item removed and registered again moves to the end. The same holds for a list seen through visibility rules
+    (a shared view and a per-principal one), where disabling an item removes it."""
+    app = MCPKit("positions", page_size=2)
+    for i in range(5):
+        app.add_tool(lambda: "x", name=f"t{i}")
+    async with connect(app) as (cs, _, _):
+        names, cursor = await _names(cs, None)
+        assert names == ["t0", "t1"]
+        app.remove_tool("t1")
+        app.remove_tool("t2")
+        names, cursor = await _names(cs, cursor)
+        assert names == ["t3", "t4"] and cursor is None
+
+        app.add_tool(lambda: "x", name="t1")  # registered again: now after t4
+        names, cursor = await _names(cs, None)
+        assert names == ["t0", "t3"]
+        app.remove_tool("t0")
+        app.remove_tool("t3")
+        app.remove_tool("t4")
+        app.add_tool(lambda: "x", name="t5")
+        names, cursor = await _names(cs, cursor)
+        assert names == ["t1", "t5"] and cursor is None
+
+        for view_filter in (None, lambda component, principal: True):
+            app.set_view_filter(view_filter)
+            names, cursor = await _names(cs, None)
+            assert names == ["t1", "t5"] and cursor is None
+            app.add_tool(lambda: "x", name="late")
+            app.add_tool(lambda: "x", name="last")
+            names, cursor = await _names(cs, None)
+            assert names == ["t1", "t5"] and cursor is not None
+            app.disable("t5", "late")
+            names, cursor = await _names(cs, cursor)
+            assert names == ["last"] and cursor is None
+            app.enable("t5", "late")
+            app.remove_tool("late")
+            app.remove_tool("last")

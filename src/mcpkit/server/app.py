@@ -159,7 +159,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             zip(_LIST_KINDS, (self._tools, self._resources, self._templates, self._prompts), strict=True)
         )
         self._snapshots: dict[str, Snapshot[Any]] = {
-            k: Snapshot(r, self._list_caches) for k, r in self._registries.items()
+            k: Snapshot(r, self._list_caches, key=_LIST_KEYS[k]) for k, r in self._registries.items()
         }
         check_sync_limits(sync_long_ms, sync_learn_calls)
         self._sync_limits = (sync_long_ms, sync_learn_calls)
@@ -283,7 +283,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         ``field``: the window from the list's snapshot, its text per revision, the next cursor."""
         snap, name, cache, visibility = self._snapshots[kind], kind, self._list_cache, self._visibility
         if visibility is not None:  # the caller's view: its own snapshot and cursors that name it (visibility.py)
-            snap, name = visibility.view(kind, self._registries[kind], ctx.principal, self._list_caches)
+            snap, name = visibility.view(kind, self._registries[kind], ctx.principal, self._list_caches, snap)
             cache = self._private_list_cache if visibility.per_principal else cache
         start, end, cursor = snap.window(self._paginator, name, params, self.page_sizes[kind], key)
         return list_result(field, snap.page_text(ctx.features, start, end), cursor, cache)
@@ -686,6 +686,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
 
 # the key of an item of each list (its cursor position)
 _name, _uri, _template_uri = (operator.attrgetter(key) for key in ("name", "uri", "uri_template"))
+_LIST_KEYS = dict(zip(_LIST_KINDS, (_name, _uri, _template_uri, _name), strict=True))  # (what items are keyed by)
 
 
 def debug_from_env() -> bool:

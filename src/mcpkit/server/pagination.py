@@ -1,9 +1,15 @@
 """Opaque, tamper-proof list cursors.
 
-A cursor is ``base64url(json) + "." + HMAC`` over the list it belongs to, the offset of the next page and the
-key of the last item sent. Anything that does not verify is an invalid cursor (-32602), so a forged, truncated
-or foreign cursor can never crash the server or index out of range. When the list changed between pages, the
-next page resumes after the last item the client saw (if it still exists) instead of trusting the offset.
+A cursor is ``base64url(json) + "." + HMAC`` over the list it belongs to and where the next page starts.
+Anything that does not verify is an invalid cursor (-32602), so a forged, truncated or foreign cursor can never
+crash the server or index out of range.
+
+The lists of an app (:class:`Snapshot`) give each item a *sequence number*: increasing in registration order and
+kept while the item stays registered (a replacement keeps it; an item removed and registered again gets a new
+one, at the end). A cursor carries the sequence number of the last item sent, and the next page starts at the
+first item with a greater one (a bisection). So whatever changed between pages, a walk never skips an item that
+was there all along (even when the item the client saw last was removed) and never shows one twice, and items
+registered since show at the end. Plain sequences (:meth:`Paginator.page`) page by offset.
 
 A ``cursor`` of ``""`` is an empty last page (2024-11-05/2025-03-26 sessions end their lists
 with ``nextCursor: ""``, and a client that sends it back must not get the first page again).
@@ -15,6 +21,8 @@ import base64
 import hashlib
 import hmac
 import os
+from array import array
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
@@ -26,6 +34,7 @@ from ..protocol.versions import Features
 from .request_state import RequestStateSealer
 
 T = TypeVar("T")
+_UNSET: Any = object()
 _MAX_CURSOR = 1024
 #: items a list page holds unless the app says otherwise (``MCPKit(page_size=...)``): a 100,000-resource list is
 #: 100 round trips, and the client's default bounds walk any list whose items fit its memory bound
@@ -128,34 +137,36 @@ class Paginator:
         params: dict[str, Any],
         page_size: int,
         key: Callable[[T], str],
-        position: Callable[[str], int | None] | None = None,
+        seqs: Sequence[int] | None = None,
     ) -> tuple[int, int, str | None]:
         """Where the page ``params["cursor"]`` asks for starts and ends in ``items`` (``items[start:end]``), and the
         cursor of the next one (None at the end).
 
-        ``position(key)`` (e.g. :meth:`Snapshot.position`) finds an item by key in O(1) when the list changed
-        between pages; without it that rare case scans the list."""
+        ``seqs`` (e.g. :attr:`Snapshot.seqs`): the items' sequence numbers, increasing; the cursor then carries the
+        last one sent and the next page starts after it by bisection, whatever changed since. Without them the
+        cursor carries the offset of the next page and the key of the last item sent, and a list that changed
+        since resumes after that item if it is still there (found by a scan)."""
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
             if cursor == "":
                 return 0, 0, None
             offset, last = self.decode(kind, cursor)
-            start = offset
-            if not (0 < offset <= len(items) and key(items[offset - 1]) == last):
-                # the list changed since: resume after the last item the client saw, if it is still there
-                if position is not None:
-                    found = position(last)
-                    if found is not None:
-                        start = found + 1
-                else:
+            if seqs is not None:
+                start = bisect_right(seqs, offset)
+            else:
+                start = offset
+                if not (0 < offset <= len(items) and key(items[offset - 1]) == last):
+                    # the list changed since: resume after the last item the client saw, if it is still there
                     for i, item in enumerate(items):
                         if key(item) == last:
                             start = i + 1
                             break
-                start = min(start, len(items))
+                    start = min(start, len(items))
         end = min(start + page_size, len(items))
         if end < len(items) and end > start:
+            if seqs is not None:
+                return start, end, self.encode(kind, seqs[end - 1], "")
             return start, end, self.encode(kind, end, key(items[end - 1]))
         return start, end, None
 
@@ -166,11 +177,10 @@ class Paginator:
         params: dict[str, Any],
         page_size: int,
         key: Callable[[T], str],
-        position: Callable[[str], int | None] | None = None,
     ) -> tuple[list[T], str | None]:
         """The page ``params["cursor"]`` asks for, and the cursor of the next one (None at the end): the items of
-        :meth:`window`."""
-        start, end, cursor = self.window(kind, items, params, page_size, key, position)
+        :meth:`window` (by offset)."""
+        start, end, cursor = self.window(kind, items, params, page_size, key)
         return list(items[start:end]), cursor
 
 
@@ -180,16 +190,47 @@ class Snapshot(Generic[T]):
     Listing a page then costs O(page size) whatever the registry's size and the page's position (instead of
     copying the whole registry per page). Call :meth:`invalidate` whenever the dict changes; as a safety net a
     changed length also rebuilds it. What it keeps to answer pages again (their texts and windows) is charged to
-    ``cache`` (the app's :class:`ListCache`; one of its own by default) and given back when it is dropped."""
+    ``cache`` (the app's :class:`ListCache`; one of its own by default) and given back when it is dropped.
 
-    __slots__ = ("_cache", "_held", "_index", "_items", "_pages", "_source", "_windows")
+    Its items' sequence numbers (:attr:`seqs`, see the module docstring) are its own, or, for a view of part of a
+    registry (``base``: the registry's own snapshot; ``source`` then holds some of its keys, in its order), the
+    registry's: a cursor then means the same place in every view of it. ``key`` (an item's key in ``source``,
+    e.g. a tool's name) tells a replaced item (the same place, the same number) from a new one; without it items
+    are compared with ``==``."""
 
-    def __init__(self, source: Mapping[str, T], cache: ListCache | None = None) -> None:
+    __slots__ = (
+        "_base",
+        "_cache",
+        "_held",
+        "_items",
+        "_key",
+        "_next",
+        "_pages",
+        "_seqs",
+        "_source",
+        "_was",
+        "_windows",
+    )
+
+    def __init__(
+        self,
+        source: Mapping[str, T],
+        cache: ListCache | None = None,
+        base: Snapshot[Any] | None = None,
+        key: Callable[[T], str] | None = None,
+    ) -> None:
         self._source = source
         self._cache = cache if cache is not None else ListCache()
+        self._base = base
+        self._key = key
         self._held = 0  # bytes charged to the cache for _pages and _windows
         self._items: list[T] | None = None
-        self._index: dict[str, int] | None = None
+        # the sequence numbers of the items: a range while nothing was ever removed (no memory), else an array (8
+        # bytes an item); _next: the next number to give; _was: the items of the last build, until the next one
+        # (numbered from them)
+        self._seqs: Sequence[int] = range(0)
+        self._next = 0
+        self._was: list[T] | None = None
         # pages as JSON text: (revision, start, end) -> the array of the items' listed() texts (see page_text)
         self._pages: dict[tuple[str, int, int], orjson.Fragment] = {}
         # (cursor, page size) -> the page's window (see window)
@@ -198,8 +239,9 @@ class Snapshot(Generic[T]):
     def invalidate(self) -> None:
         """Forget the snapshot and give back what it kept; the next page rebuilds it (O(registry) once per
         change)."""
+        if self._items is not None:
+            self._was = self._items
         self._items = None
-        self._index = None
         self._forget_pages()
 
     def _forget_pages(self) -> None:
@@ -219,10 +261,61 @@ class Snapshot(Generic[T]):
         """The registry's items in registration order."""
         items = self._items
         if items is None or len(items) != len(self._source):
+            if items is not None:
+                self._was = items  # (a missed invalidate())
             items = self._items = list(self._source.values())
-            self._index = None
+            self._number(items)
             self._forget_pages()
         return items
+
+    @property
+    def seqs(self) -> Sequence[int]:
+        """The sequence numbers of :attr:`items`, increasing (see the module docstring)."""
+        self.items  # noqa: B018 - (first: a changed registry is numbered afresh)
+        return self._seqs
+
+    def _number(self, items: list[T]) -> None:
+        """Give the items of a new build their sequence numbers: O(registry), once per change."""
+        base = self._base
+        if base is not None:  # a view: the registry's numbers, for the keys it shows
+            shown = self._source
+            shown_seqs = array("q", [s for k, s in zip(base._source, base.seqs, strict=True) if k in shown])
+            if len(shown_seqs) == len(items):
+                self._seqs = shown_seqs
+                return
+            self._base = None  # (not a view of that registry after all: numbered on its own from now on)
+        was, old, nxt, key, n = self._was, self._seqs, self._next, self._key, len(items)
+        self._was = None
+        kept = len(was) if was is not None else 0
+        if items[:kept] == (was or []):  # nothing removed or replaced (the usual change: items added at the end)
+            if isinstance(old, range) and old.stop == nxt:
+                seqs: Sequence[int] = range(old.start, nxt + n - kept)
+            else:
+                seqs = array("q", old)
+                seqs.extend(range(nxt, nxt + n - kept))
+            nxt += n - kept
+        else:  # something removed or replaced: one pass over both builds, in order (each is a subsequence)
+            assert was is not None
+            seqs = array("q")
+            i, kept = 0, len(was)
+            for item in items:
+                wanted: Any = _UNSET
+                while i < kept:
+                    before = was[i]
+                    if before is item:
+                        break
+                    if wanted is _UNSET:
+                        wanted = item if key is None else key(item)
+                    if (before if key is None else key(before)) == wanted:
+                        break  # replaced: the same place, the same number
+                    i += 1  # (removed since)
+                if i < kept:
+                    seqs.append(old[i])
+                    i += 1
+                else:  # added since (or removed and registered again): a new number, at the end
+                    seqs.append(nxt)
+                    nxt += 1
+        self._seqs, self._next = seqs, nxt
 
     def window(
         self, paginator: Paginator, kind: str, params: dict[str, Any], page_size: int, key: Callable[[T], str]
@@ -235,11 +328,11 @@ class Snapshot(Generic[T]):
         items = self.items  # (first: a changed registry starts the snapshot afresh)
         cursor = params.get("cursor")
         if cursor is not None and type(cursor) is not str:
-            return paginator.window(kind, items, params, page_size, key, self.position)  # (refused)
+            return paginator.window(kind, items, params, page_size, key, self._seqs)  # (refused)
         memo = (cursor, page_size)
         found = self._windows.get(memo)
         if found is None:
-            found = paginator.window(kind, items, params, page_size, key, self.position)
+            found = paginator.window(kind, items, params, page_size, key, self._seqs)
             nxt = found[2]
             if self._keep(_WINDOW_ENTRY_BYTES + len(cursor or "") + len(nxt or "")):
                 self._windows[memo] = found
@@ -259,15 +352,6 @@ class Snapshot(Generic[T]):
             if self._keep(_PAGE_ENTRY_BYTES + len(body)):
                 self._pages[key] = text
         return text
-
-    def position(self, key: str) -> int | None:
-        """The index of ``key`` in :attr:`items` (None if absent), from a lazily built index."""
-        items = self.items
-        index = self._index
-        if index is None:
-            index = self._index = {k: i for i, k in enumerate(self._source)}
-        found = index.get(key)
-        return found if found is not None and found < len(items) else None
 
 
 class Listed:

@@ -115,12 +115,18 @@ class Visibility:
     # ------------------------------------------------------------------ views
 
     def view(
-        self, kind: str, registry: Mapping[str, Listed], principal: str | None, cache: ListCache
+        self,
+        kind: str,
+        registry: Mapping[str, Listed],
+        principal: str | None,
+        cache: ListCache,
+        base: Snapshot[Any] | None = None,
     ) -> tuple[Snapshot[Any], str]:
         """The snapshot of ``kind`` that ``principal`` sees, and the list name its cursors carry (``kind`` itself for
         the view everyone shares, ``kind/<digest of the principal>`` for a per-principal one). Views are charged to
         ``cache`` (the app's list cache), the least recently used ones dropped to make room; a view that does not
-        fit even then answers this page and is not kept."""
+        fit even then answers this page and is not kept. ``base``: the registry's own snapshot, whose sequence
+        numbers the view's cursors carry (so a cursor resumes at the same place whatever the rules hide since)."""
         view_key = (kind, principal if self.view_filter is not None else None)
         views = self._views
         found = views.get(view_key)
@@ -137,9 +143,9 @@ class Visibility:
         cost = VIEW_BYTES + VIEW_ITEM_BYTES * len(visible)
         while not cache.take(cost):
             if not views:
-                return Snapshot(visible, ListCache(0)), name  # (keeps nothing)
+                return Snapshot(visible, ListCache(0), base), name  # (keeps nothing)
             self._drop(next(iter(views)))
-        snapshot = Snapshot(visible, cache)
+        snapshot = Snapshot(visible, cache, base)
         views[view_key] = (snapshot, name, cost)
         return snapshot, name
 
