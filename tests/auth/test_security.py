@@ -311,6 +311,29 @@ async def test_self_registered_clients_get_only_policy_scopes_and_the_approver_d
         assert ok["_status"] == 200 and ok["scope"] == "mcp:read"
 
 
+async def test_a_self_registered_client_may_step_up_to_any_scope_of_the_registration_policy() -> None:
+    """MCP (2025-11-25) keeps ``scopes_supported`` minimal and adds scopes by step-up; the official clients
+    register with ``scope`` set to those minimal scopes. The registration ``scope`` was kept as the client's cap
+    for good, so every step-up was ``invalid_scope`` (scope not allowed for this client). A self-registered client
+    may ask for any scope of the registration policy (``registration_scopes``, else ``scopes_supported``, else
+    any); each authorization still goes to the approver."""
+    for options in ({}, {"scopes_supported": ["mcp:read", "mcp:admin"]}):
+        async with _as(auto_approve=True, **options) as (base, _), httpx.AsyncClient() as http:
+            reg = await http.post(
+                base + "/register",
+                json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none", "scope": "mcp:read"},
+            )
+            assert reg.status_code == 201, reg.text
+            cid = reg.json()["client_id"]
+            stepped = await _code_tokens(http, base, cid, scope="mcp:read mcp:admin")
+            assert stepped["_status"] == 200, (options, stepped)
+            assert stepped["scope"] == "mcp:read mcp:admin"
+            if "scopes_supported" in options:
+                assert reg.json()["scope"] == "mcp:read mcp:admin"  # RFC 7591 §3.2.1: what it was granted
+                refused = await _code_tokens(http, base, cid, scope="mcp:root")
+                assert refused["error"] == "invalid_scope"  # outside the policy: still refused
+
+
 # ---------------------------------------------------------------------------------------------------- item 7 (auth)
 async def test_registration_is_size_capped_rate_limited_and_never_evicts_preregistered() -> None:
     """DCR metadata had no size cap and a registration flood evicted pre-registered clients."""

@@ -10,11 +10,12 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
 from mcpkit.client.lowlevel import ClientSession
-from mcpkit.transports.http import StreamableHTTPClientTransport
+from mcpkit.transports.http import StreamableHTTPClientTransport, create_app
 from support.asgi import serve_asgi
 from support.mcp_http import make_server, running
 from support.paths import INTEROP, TESTS
@@ -168,3 +169,89 @@ async def test_our_client_against_the_typescript_v2_server(node_bin: Path, mode:
         assert "echo" in names
         r = await cs.call_tool("echo", {"text": "ts"})
         assert "ts" in r.content[0].text  # type: ignore[union-attr]
+
+
+async def test_official_python_client_steps_up_a_scope_at_mcpkits_authorization_server() -> None:
+    """The official client (mcp 2.3.0, ``OAuthClientProvider``) against a protected mcpkit server whose resource
+    metadata lists only the minimal scope (MCP 2025-11-25) and a tool that needs one more: it registers with the
+    minimal scope, signs in, and steps up on the tool's 403. mcpkit's authorization server kept the registration
+    scope as the client's cap: the step-up was refused (invalid_scope) and the call failed."""
+    import httpx
+    import httpx2
+    from mcp import ClientSession as OfficialSession
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+
+    from mcpkit import MCPKit
+    from mcpkit.auth import AuthorizationServer, JWTVerifier, protect, tool_scopes
+    from support.oauth import serve
+
+    app = MCPKit("step-up")
+
+    @app.tool
+    def admin() -> str:
+        """Needs mcp:admin."""
+        return "admin ok"
+
+    def make(base: str) -> AuthorizationServer:
+        authz = AuthorizationServer(base, auto_approve=True, resources=[base + "/mcp"])
+        authz.app = protect(
+            create_app(app),
+            resource=base + "/mcp",
+            verifier=JWTVerifier(issuer=base, audience=base + "/mcp", keys={authz.kid: authz.key.public_key()}),
+            authorization_servers=[base],
+            required_scopes=["mcp:read"],
+            scope_rule=tool_scopes({"admin": ["mcp:admin"]}),
+        )
+        return authz
+
+    class Storage:
+        tokens: OAuthToken | None = None
+        client: OAuthClientInformationFull | None = None
+
+        async def get_tokens(self) -> OAuthToken | None:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> OAuthClientInformationFull | None:
+            return self.client
+
+        async def set_client_info(self, info: OAuthClientInformationFull) -> None:
+            self.client = info
+
+    asked: list[str] = []
+    redirect: dict[str, str] = {}
+
+    async def follow(url: str) -> None:  # the user-agent: the authorization server approves by itself
+        query = dict(parse_qsl(urlsplit(url).query))
+        asked.append(query.get("scope", ""))
+        async with httpx.AsyncClient() as browser:
+            location = (await browser.get(url)).headers["location"]
+        redirect.clear()
+        redirect.update(parse_qsl(urlsplit(location).query))
+
+    async def callback() -> AuthorizationCodeResult:
+        assert "code" in redirect, redirect  # an error here: the authorization server refused
+        return AuthorizationCodeResult(code=redirect["code"], state=redirect.get("state"), iss=redirect.get("iss"))
+
+    async with serve(make) as (base, _):
+        provider = OAuthClientProvider(
+            base + "/mcp",
+            OAuthClientMetadata(redirect_uris=["http://127.0.0.1:3999/callback"], client_name="official"),  # type: ignore[list-item]
+            Storage(),
+            follow,
+            callback,
+        )
+        async with (
+            httpx2.AsyncClient(auth=provider) as http,
+            streamable_http_client(base + "/mcp", http_client=http) as (read, write),
+            OfficialSession(read, write) as session,
+        ):
+            await session.initialize()
+            result = await session.call_tool("admin", {})
+            assert result.content[0].text == "admin ok"  # type: ignore[union-attr]
+    # signed in with the minimal scope, then stepped up keeping it
+    assert len(asked) == 2 and asked[0] == "mcp:read" and set(asked[1].split()) == {"mcp:read", "mcp:admin"}

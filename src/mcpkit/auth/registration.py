@@ -201,14 +201,13 @@ class ClientRegistration:
         await send_json(send, 201, body)
 
     def _registration_grant(self, requested: str | None) -> str | None:
-        """The scope a self-registered client gets, by policy (``registration_scopes``, else ``scopes_supported``):
-        what it asked for narrowed to the policy, or the whole policy when it asked for nothing."""
+        """The scope a self-registered client gets: the whole registration policy (``registration_scopes``, else
+        ``scopes_supported``; None: any scope), whatever it asked for. MCP clients register with the resource's
+        minimal ``scopes_supported`` and add scopes later by step-up (MCP 2025-11-25, scope selection): keeping
+        what they asked for as their cap refused every step-up. Each authorization still asks for its own scopes
+        and goes to the approver (RFC 7591 §3.2.1 lets the server replace the requested value)."""
         policy = self.registration_scopes if self.registration_scopes is not None else self.scopes_supported
-        if policy is None:
-            return requested
-        if requested is None:
-            return " ".join(policy)
-        return " ".join(s for s in requested.split() if s in policy)
+        return None if policy is None else " ".join(policy)
 
     def _registration_allowed(self, scope: Scope) -> None:
         if self.registration_rate is None:

@@ -136,9 +136,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         metadata: serve the discovery documents (False mimics a 2025-03-26 server without metadata: the client must
             fall back to the default ``/authorize``, ``/token`` and ``/register``).
         registration: enable /register (RFC 7591).
-        registration_scopes: the policy for self-registered clients: the scopes one may ever be granted (its
-            requested ``scope`` is narrowed to these, and the response says what was granted). None: every scope of
-            ``scopes_supported`` (any scope when that is None too); every grant still goes to the approver.
+        registration_scopes: the policy for self-registered clients: the scopes one may ever be granted. A client
+            registering gets the whole policy whatever ``scope`` it asked for (it steps up within it later; the
+            response says what was granted). None: every scope of ``scopes_supported`` (any scope when that is
+            None too); every grant still goes to the approver.
         registration_client_credentials: let self-registered clients use ``client_credentials`` (default False:
             a machine client without a user must be pre-registered with :meth:`register_client`).
         max_client_metadata: the largest /register body in bytes (413 beyond it; default 16 KiB).
