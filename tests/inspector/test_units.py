@@ -287,3 +287,41 @@ def test_an_unknown_protocol_version_is_a_usage_error() -> None:
     assert out.returncode == 2, out.stdout + out.stderr
     assert "--protocol-version" in out.stderr and "2025-06-18" in out.stderr, out.stderr
     assert "http://" not in out.stdout
+
+
+@pytest.mark.parametrize(("version", "offered"), [("2024-11-05", True), ("2025-11-25", True)])
+async def test_completions_are_offered_where_the_revision_has_no_capability_flag_for_them(
+    version: str, offered: bool
+) -> None:
+    """2024-11-05 has ``completion/complete`` but no ``completions`` server capability (the flag came with
+    2025-03-26): the page must ask such a server, and learn from a -32601 that it completes nothing, instead of
+    never asking because the flag is absent."""
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "client_server.py"
+    inspector = Inspector(f"{sys.executable} {server}", protocol_version=version)
+    await inspector.connect()
+    try:
+        assert inspector.status == "connected", inspector.error
+        assert inspector.snapshot()["completions"] is offered
+        ref = {"type": "ref/prompt", "name": "greet"}
+        assert (await inspector.complete(ref, "name", "al"))["values"] == ["alice", "albert"]
+    finally:
+        await inspector.aclose()
+
+
+async def test_a_2024_11_05_server_without_completions_is_not_offered_them_once_it_said_so() -> None:
+    """The -32601 of a 2024-11-05 server that does not complete is an empty answer, and the page stops asking."""
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "forms_server.py"
+    inspector = Inspector(f"{sys.executable} {server}", protocol_version="2024-11-05")
+    await inspector.connect()
+    try:
+        assert inspector.status == "connected", inspector.error
+        assert inspector.snapshot()["completions"] is True  # (nothing says otherwise yet)
+        ref = {"type": "ref/prompt", "name": "any"}
+        assert await inspector.complete(ref, "x", "") == {"values": [], "total": None, "hasMore": False}
+        assert inspector.snapshot()["completions"] is False
+    finally:
+        await inspector.aclose()

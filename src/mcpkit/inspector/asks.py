@@ -1,6 +1,7 @@
 """The requests the server makes of the person at the page (sampling, elicitation), the calls that run, and how
 an answer becomes the reply the client sends: :func:`settle` checks what the page sent (an elicitation's content
-against the requested schema) before it resolves the waiting request."""
+against the requested schema) before it resolves the waiting request; the roots the page sets are checked here
+too (:func:`checked_roots`)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 
 from ..protocol.errors import MCPError
 
-__all__ = ["SAMPLING_REJECTED", "InspectorError", "settle"]
+__all__ = ["MAX_ROOTS", "MAX_ROOT_URI", "SAMPLING_REJECTED", "InspectorError", "checked_roots", "settle"]
 
 SAMPLING_REJECTED = -1  # the code the sampling specification's example uses for a request the user rejected
 
@@ -120,3 +121,29 @@ def _check_content(schema: Any, content: dict[str, Any]) -> str | None:
         where = "/".join(str(p) for p in error.instance_path) or "the answer"
         return f"{where}: {error.message}"
     return None
+
+
+MAX_ROOTS = 256
+MAX_ROOT_URI = 4_096
+
+
+def checked_roots(roots: list[Any]) -> list[dict[str, Any]]:
+    """The roots the page set, checked: each a ``uri`` (a string, or ``{"uri", "name"?}``), at most
+    :data:`MAX_ROOTS` of them."""
+    if len(roots) > MAX_ROOTS:
+        raise InspectorError(f"at most {MAX_ROOTS} roots")
+    out: list[dict[str, Any]] = []
+    for root in roots:
+        if isinstance(root, str):
+            root = {"uri": root}
+        if not isinstance(root, dict) or not isinstance(root.get("uri"), str) or not root["uri"].strip():
+            raise InspectorError("each root needs a uri (a string)")
+        uri = root["uri"].strip()
+        if len(uri) > MAX_ROOT_URI:
+            raise InspectorError(f"a root uri is longer than {MAX_ROOT_URI} characters")
+        entry: dict[str, Any] = {"uri": uri}
+        name = root.get("name")
+        if isinstance(name, str) and name.strip():
+            entry["name"] = name.strip()
+        out.append(entry)
+    return out

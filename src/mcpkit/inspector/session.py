@@ -11,7 +11,7 @@ JSON-RPC message goes to its :class:`~.log.MessageLog` (see :mod:`.tap`).
 Every table here is bounded: calls running at once (``max_running_calls``), finished results kept for a page
 that reconnects (``max_kept_results`` and ``max_kept_result_bytes``), requests waiting for the person
 (``max_pending_requests``: one more is declined at once), resource subscriptions (``MAX_SUBSCRIPTIONS``), roots
-(``MAX_ROOTS``), server stderr lines (``MAX_STDERR_LINES``). The client's own limits (message sizes, list walks,
+(``asks.MAX_ROOTS``), server stderr lines (``MAX_STDERR_LINES``). The client's own limits (message sizes, list walks,
 concurrency) apply to everything the server sends.
 
 Extension points (for what later issues add on this page): :meth:`Inspector.request` sends any request through
@@ -36,9 +36,17 @@ from ..client.client import ToolOutputError
 from ..client.display import display_name, segments, shown_description
 from ..client.targets import parse_target
 from ..client.tasks import TaskCancelled
-from ..protocol.errors import CapabilityNotSupported, MCPError
+from ..protocol import versions
+from ..protocol.errors import CapabilityNotSupported, MCPError, MethodNotFound
 from ..protocol.extensions import UI_EXTENSION
-from .asks import SAMPLING_REJECTED, InspectorError, _Call, _HumanRequest, settle
+from .asks import (
+    SAMPLING_REJECTED,
+    InspectorError,
+    _Call,
+    _HumanRequest,
+    checked_roots,
+    settle,
+)
 from .events import EventHub
 from .failures import ABANDONED, connect_failure, describe_failure
 from .log import MessageLog
@@ -53,9 +61,7 @@ logger = logging.getLogger("mcpkit.inspector")
 __all__ = ["Inspector", "InspectorError"]
 
 MAX_SUBSCRIPTIONS = 256
-MAX_ROOTS = 256
 MAX_STDERR_LINES = 500
-MAX_ROOT_URI = 4_096
 
 
 def _displayed(item: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +121,7 @@ class Inspector:
         self.hub = hub or EventHub()
         self.log = log or MessageLog()
         self.log.on_entry = lambda entry: self.hub.publish("log", entry=entry.summary())
-        self.roots: list[dict[str, Any]] = self._checked_roots(list(roots))
+        self.roots: list[dict[str, Any]] = checked_roots(list(roots))
         self.max_running_calls = max_running_calls
         self.max_pending_requests = max_pending_requests
         self.max_kept_results = max_kept_results
@@ -132,6 +138,7 @@ class Inspector:
         self._finished_bytes = 0
         self._pending: dict[str, _HumanRequest] = {}
         self._subscriptions: set[str] = set()
+        self._no_completions = False  # a server of a revision without the capability flag said -32601
         self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)
         self._watch_task: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
@@ -185,6 +192,7 @@ class Inspector:
                     "era": "modern" if client.modern else "handshake",
                     "serverInfo": client.server_info,
                     "capabilities": client.server_capabilities,
+                    "completions": self._completes(client),
                     "instructions": client.instructions,
                 }
             )
@@ -268,6 +276,7 @@ class Inspector:
             if keep:
                 await self._close_client("replaced")
             self._client = client
+            self._no_completions = False
             self._generation += 1
             self.views.close_all()  # (a view speaks to the server it was opened on only)
             if self.log_level is not None:
@@ -400,11 +409,23 @@ class Inspector:
         client = self._require()
         if not isinstance(ref, dict) or not isinstance(argument, str) or not isinstance(value, str):
             raise InspectorError("ref must be an object, argument and value strings")
-        if "completions" not in (client.server_capabilities or {}):
+        try:
+            if not self._completes(client):
+                raise MethodNotFound("completion/complete")
+            completion = (await client.complete(ref, argument, value, context or None)).completion
+        except MethodNotFound:
+            if not self._no_completions and "completions" not in (client.server_capabilities or {}):
+                self._no_completions = True  # (2024-11-05: the answer is the only way to know)
+                self.hub.publish("state", state=self.snapshot(whole=False))
             return {"values": [], "total": None, "hasMore": False}
-        result = await client.complete(ref, argument, value, context or None)
-        completion = result.completion
         return {"values": list(completion.values), "total": completion.total, "hasMore": completion.has_more}
+
+    def _completes(self, client: Any) -> bool:
+        """Whether to ask ``client``'s server for completions: it declared them, or its revision has no flag for
+        them (2024-11-05) and it has not answered -32601."""
+        v = client.protocol_version
+        unflagged = v is not None and not versions.features(v).completions_capability and not self._no_completions
+        return unflagged or "completions" in (client.server_capabilities or {})
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Any request through the client, its raw result (the client's limits and era handling apply). A caller
@@ -666,31 +687,11 @@ class Inspector:
     def _roots_now(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.roots]
 
-    @staticmethod
-    def _checked_roots(roots: list[Any]) -> list[dict[str, Any]]:
-        if len(roots) > MAX_ROOTS:
-            raise InspectorError(f"at most {MAX_ROOTS} roots")
-        out: list[dict[str, Any]] = []
-        for root in roots:
-            if isinstance(root, str):
-                root = {"uri": root}
-            if not isinstance(root, dict) or not isinstance(root.get("uri"), str) or not root["uri"].strip():
-                raise InspectorError("each root needs a uri (a string)")
-            uri = root["uri"].strip()
-            if len(uri) > MAX_ROOT_URI:
-                raise InspectorError(f"a root uri is longer than {MAX_ROOT_URI} characters")
-            entry: dict[str, Any] = {"uri": uri}
-            name = root.get("name")
-            if isinstance(name, str) and name.strip():
-                entry["name"] = name.strip()
-            out.append(entry)
-        return out
-
     async def set_roots(self, roots: list[Any]) -> None:
         """Replace the roots; a connected server is told (``notifications/roots/list_changed``, handshake era)."""
         if not isinstance(roots, list):
             raise InspectorError("roots must be a list")
-        self.roots = self._checked_roots(roots)
+        self.roots = checked_roots(roots)
         client = self._client
         if client is not None:
             with contextlib.suppress(CapabilityNotSupported):

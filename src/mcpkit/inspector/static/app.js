@@ -471,7 +471,7 @@ async function readInto(uri, out) {
 }
 
 async function complete(ref, name, value, inputs) {
-  if (!("completions" in caps())) return [];
+  if (!(S.state && S.state.completions)) return []; // (declared, or a 2024-11-05 server not yet known not to)
   const context = {};
   for (const [k, i] of Object.entries(inputs || {})) if (k !== name && i.value) context[k] = i.value;
   const r = await api("complete", { ref, argument: name, value, context });
