@@ -488,6 +488,34 @@ async def test_a_2026_07_28_only_server_is_judged_statelessly_not_failed_for_ref
     assert_pass(report, ["M023", "MX03", "MX04", "MX05"])
 
 
+@pytest.mark.req("M004", "M027")
+async def test_a_stateless_server_reusing_request_ids_across_posts_fails_m004_and_only_m004(
+    node_bin: Path, free_port: Callable[[], int]
+) -> None:
+    """The official TypeScript SDK 1.32 server without sessions (``--stateless``) numbers its own requests from 0
+    again on each POST, so two tool calls each send an elicitation with id 0. The MCP session is the client's from
+    its initialize on, with or without an Mcp-Session-Id (2025-11-25 transports, Session Management; its event ids
+    are likewise unique "across all streams with that specific client, if session management is not in use"), so
+    the reused id fails M004, saying the server assigned no session id. It is not also a message broadcast on two
+    streams (M027): the two streams were never open at the same time, so those are two messages."""
+    script = ROOT / "tests" / "support" / "interop" / "ts_server.mjs"
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(node_bin), str(script), "--http", "--port", str(port), "--stateless"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        await asyncio.to_thread(wait_listening, port, proc, 60)
+        report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=10.0)
+    finally:
+        stop(proc)
+    evidence = report.requirements["M004"].evidence
+    assert report.status("M004") == FAIL and "request id 0 used twice" in evidence, evidence
+    assert "no Mcp-Session-Id" in evidence, evidence
+    assert report.status("M027") == PASS, report.requirements["M027"].evidence
+
+
 def modern_only_server() -> Any:
     from mcpkit import MCPKit
 

@@ -18,13 +18,14 @@ _VISIBLE_ASCII = re.compile(r"[\x21-\x7e]+")
 
 
 def _msg_key(inc: Incoming) -> str | None:
-    """What identifies one JSON-RPC message across streams: a response or request by kind and id, a notification by
-    its whole text (two identical notifications on two streams look the same as one message sent twice)."""
+    """What identifies one JSON-RPC message across streams: a response by its id (ours, unique), a server request or
+    a progress notification by its whole text (two identical ones on two streams look the same as one message sent
+    twice)."""
     msg = inc.data
     if not isinstance(msg, dict):
         return None
-    if "method" in msg and "id" in msg:
-        return "request " + json.dumps(msg["id"])
+    if "method" in msg and "id" in msg:  # (by its whole text: the server may reuse an id, M004 judges that)
+        return "request " + json.dumps(msg, sort_keys=True)
     if "method" not in msg and msg.get("id") is not None:  # (id-less error answers are each their own)
         return "response " + json.dumps(msg["id"])
     if msg.get("method") == "notifications/progress":
@@ -246,10 +247,15 @@ class HttpChecks(CheckerBase):
             )
 
     def judge_one_stream_per_message(self, wire: HttpWire) -> None:
-        """M027: no message of the server is sent on two of the session's streams (replays we asked for aside)."""
+        """M027: no message of the server is sent on two of the session's streams (replays we asked for aside). A
+        response (to our own unique id) or a progress notification is one message wherever it shows. A request of
+        the server carries an id the server chose: the same request on another stream is that one message only when
+        that stream was already open as it was first sent (a broadcast); on a stream opened later it was sent anew,
+        as a new request reusing an id (M004 judges that), e.g. a server without sessions asking two tool calls the
+        same question, each numbered from 0."""
         r = self.report
-        seen: dict[str, int] = {}
-        twice = []
+        seen: dict[str, list[tuple[int, float]]] = {}
+        shown: dict[str, str] = {}
         streams = 0
         for n, e in enumerate(wire.exchanges):
             if e.request_headers.get("Last-Event-ID") or not e.messages:
@@ -257,13 +263,19 @@ class HttpChecks(CheckerBase):
             streams += 1
             for m in e.messages:
                 key = _msg_key(m)
-                if key is None:
-                    continue
-                if key in seen and seen[key] != n:
-                    twice.append(m.short(120))
-                seen[key] = n
+                if key is not None:
+                    seen.setdefault(key, []).append((n, m.at))
+                    shown.setdefault(key, m.short(120))
+        twice = []
+        for key, where in seen.items():
+            first, at = min(where, key=lambda x: x[1])
+            others = {n for n, _ in where if n != first}
+            if key.startswith("request "):
+                others = {n for n in others if wire.exchanges[n].started <= at}
+            if others:
+                twice.append(key)
         if twice:
-            r.fail("M027", f"the same message on two streams: {twice[0]}", "http streams")
+            r.fail("M027", f"the same message on two streams: {shown[twice[0]]}", "http streams")
         elif streams > 1:
             r.ok("M027", f"{len(seen)} messages over {streams} responses and streams, each on one only", "http")
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..jsonrpc_rules import judge_envelope, judge_error
 from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, Incoming, Wire
+from ..wire_http import HttpWire
 from ._base import (
     CheckerBase,
     _short,
@@ -105,7 +106,11 @@ class MessageChecks(CheckerBase):
     def judge_message(self, msg: Any, inc: Incoming, seen_ids: set[str], wire: Wire) -> None:
         r = self.report
         shown = _short(msg, 160) if isinstance(msg, dict) else inc.short(160)
-        if not judge_envelope(r, msg, shown, seen_ids, wire.key, "in one session"):
+        scope = "in one session"
+        if isinstance(wire, HttpWire) and wire.session_id is None and wire.modern_meta is None:
+            # the MCP session is the client's from its initialize on, with or without a session id
+            scope += " (the server assigns no Mcp-Session-Id, yet the session is the client's since initialize)"
+        if not judge_envelope(r, msg, shown, seen_ids, wire.key, scope):
             return
         if "id" not in msg:
             r.fail("M001", f"a response without an id: {shown}", "messages")
