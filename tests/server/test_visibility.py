@@ -142,3 +142,43 @@ def test_include_tags_keep_only_tagged_components() -> None:
     assert app._visibility is not None
     assert app._visibility.allows("tools", "a", tagged, None)
     assert not app._visibility.allows("tools", "b", plain, None)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_enable_and_disable_announce_only_the_lists_whose_content_changed(mode: str) -> None:
+    """``app.disable``/``app.enable`` (all kinds by default) send ``list_changed`` for the lists where something
+    appeared or disappeared, and for no other: disabling a tool re-lists no prompts or resources; a tag only
+    prompts carry announces prompts; a rule that hides nothing more (or shows nothing new) announces nothing."""
+    import asyncio
+
+    app = MCPKit("announce")
+    app.add_tool(lambda: "x", name="deploy", tags={"ops"})
+    app.add_tool(lambda: "x", name="status")
+    app.add_prompt(lambda: "x", name="runbook", tags={"docs"})
+    app.add_resource("mem://manual", "x", name="manual", tags={"docs", "ops"})
+    app.add_resource("mem://barrier", "x", name="barrier")
+
+    async with Client(app, mode=mode) as client:
+        async with client.watch(tools=True, prompts=True, resources=True, resource_uris=["mem://barrier"]) as watch:
+
+            async def announced(change: Any) -> set[str]:
+                change()
+                await asyncio.sleep(0.05)  # (the changes are sent from the next loop iteration)
+                await app.notify_resource_updated("mem://barrier")  # everything sent before it is read before it
+                seen: set[str] = set()
+                while True:
+                    method = (await watch.next(timeout=5))[0]
+                    if method == "notifications/resources/updated":
+                        return seen
+                    seen.add(method.split("/")[1])
+
+            assert await announced(lambda: app.disable("status")) == {"tools"}
+            assert await announced(lambda: app.disable("status")) == set()  # already hidden
+            assert await announced(lambda: app.disable("nothing-by-that-name")) == set()
+            assert await announced(lambda: app.disable(tags="docs")) == {"prompts", "resources"}
+            assert await announced(lambda: app.disable(tags="ops")) == {"tools"}  # (the manual is hidden already)
+            assert await announced(lambda: app.enable(tags="docs")) == {"prompts"}  # (ops still hides the manual)
+            assert await announced(lambda: app.enable(tags="ops")) == {"tools", "resources"}
+            assert await announced(lambda: app.enable("status")) == {"tools"}
+            assert await announced(lambda: app.enable("status", tags="nobody")) == set()
+        assert [t.name for t in await client.list_tools()] == ["deploy", "status"]

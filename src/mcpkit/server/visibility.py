@@ -177,14 +177,36 @@ class Rules:
     def disable(self, *keys: str, tags: Iterable[str] | str | None = None, kinds: Iterable[str] = KINDS) -> None:
         """Hide components at run time: by key (a tool's or prompt's name, a resource's URI, a template's URI
         template) and/or by tag, in ``kinds`` (default all: tools, resources, resource_templates, prompts). A
-        hidden component is neither listed nor callable, readable or gettable. Clients get ``list_changed``."""
-        self._rules().set(False, keys, tags, kinds)
-        self._rules_changed()
+        hidden component is neither listed nor callable, readable or gettable. Clients get ``list_changed`` for
+        the lists where something disappeared."""
+        self._switch(False, keys, tags, kinds)
 
     def enable(self, *keys: str, tags: Iterable[str] | str | None = None, kinds: Iterable[str] = KINDS) -> None:
-        """Undo :meth:`disable` for these keys and tags. Clients get ``list_changed``."""
-        self._rules().set(True, keys, tags, kinds)
-        self._rules_changed()
+        """Undo :meth:`disable` for these keys and tags. Clients get ``list_changed`` for the lists where something
+        appeared."""
+        self._switch(True, keys, tags, kinds)
+
+    def _switch(
+        self, enabled: bool, keys: Iterable[str], tags: Iterable[str] | str | None, kinds: Iterable[str]
+    ) -> None:
+        """Disable or enable, then announce the lists whose visible items changed: only the components named by
+        ``keys`` (in ``kinds``) or carrying one of ``tags`` (in every list: tags are disabled everywhere) can."""
+        rules, keys, kinds, tagged = self._rules(), tuple(keys), tuple(kinds), _tags(tags)
+        registries = {"tools": self._tools, "resources": self._resources}
+        registries.update(resource_templates=self._templates, prompts=self._prompts)
+        named = [(kind, key) for kind in kinds if kind in registries for key in keys if key in registries[kind]]
+        if tagged:
+            named += [(kind, key) for kind, reg in registries.items() for key, c in reg.items() if c.tags & tagged]
+        before = [rules.shown(kind, key, registries[kind][key]) for kind, key in named]
+        rules.set(enabled, keys, tags, kinds)
+        changed = {
+            kind
+            for (kind, key), was in zip(named, before, strict=True)
+            if rules.shown(kind, key, registries[kind][key]) != was
+        }
+        for kind in ("tools", "resources", "prompts"):  # (templates are announced as resources)
+            if kind in changed or (kind == "resources" and "resource_templates" in changed):
+                self._changed(kind)
 
     def set_view_filter(self, fn: ViewFilter | None) -> None:
         """Filter per principal: ``fn(component, principal) -> bool`` (``principal``: the caller's, as the installed
