@@ -182,3 +182,38 @@ async def test_enable_and_disable_announce_only_the_lists_whose_content_changed(
             assert await announced(lambda: app.enable("status")) == {"tools"}
             assert await announced(lambda: app.enable("status", tags="nobody")) == set()
         assert [t.name for t in await client.list_tools()] == ["deploy", "status"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_ctx_read_resource_sees_only_what_the_caller_may_read(mode: str) -> None:
+    """A tool that reads a URI its caller gave (``ctx.read_resource``) reads only what ``resources/read`` would
+    give that caller: a resource or template hidden by ``exclude_tags``, by ``disable`` or by the per-principal
+    filter is answered like one that does not exist, so the tool cannot be used to read past the rules."""
+    from mcpkit import Context
+
+    app = MCPKit("reader", exclude_tags={"internal"})
+    app.add_resource("mem://public", "open", name="public")
+    app.add_resource("mem://internal", "excluded", name="internal", tags={"internal"})
+    app.add_resource("mem://off", "disabled", name="off")
+    app.add_resource("mem://t/{id}", lambda id: f"templated {id}", name="templated")
+    app.add_resource("mem://filtered", "filtered out", name="filtered")
+    app.disable("mem://off", "mem://t/{id}")
+    app.set_view_filter(lambda component, principal: getattr(component, "name", None) != "filtered")
+
+    @app.tool
+    async def fetch(uri: str, ctx: Context) -> str:
+        return str((await ctx.read_resource(uri))[0]["text"])
+
+    async with Client(app, mode=mode) as client:
+        assert (await client.call_tool("fetch", {"uri": "mem://public"})).text == "open"
+        missing = await client.call_tool("fetch", {"uri": "mem://nothing-there"})
+        assert missing.is_error
+        for hidden in ("mem://internal", "mem://off", "mem://t/1", "mem://filtered"):
+            refused = await client.call_tool("fetch", {"uri": hidden})
+            assert refused.is_error, hidden
+            assert refused.text == (missing.text or "").replace("mem://nothing-there", hidden), refused.text
+        app.enable("mem://t/{id}")
+        assert (await client.call_tool("fetch", {"uri": "mem://t/1"})).text == "templated 1"
+    assert await app.read_resource_contents("mem://internal") == [
+        {"uri": "mem://internal", "mimeType": "text/plain", "text": "excluded"}
+    ]  # (the app's own reads, outside any request, see everything)

@@ -443,8 +443,10 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         return result
 
     async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:
-        """Read one of this app's resources (what ``resources/read`` answers); ResourceNotFound if none."""
-        return (await self._read(uri, ctx))[1]
+        """Read one of this app's resources (what ``resources/read`` answers); ResourceNotFound if none. With
+        ``ctx`` (a request being served), only what that request's caller may read is there, as for its own
+        ``resources/read``; without it (the app's own code, outside a request), everything."""
+        return (await self._read(uri, ctx, ctx.request_context if ctx is not None else None))[1]
 
     async def _read(
         self, uri: str, ctx: Context | None, caller: ServerRequestContext | None = None

@@ -55,7 +55,7 @@ class ContextApp(Protocol):
         ...
 
     async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:
-        """Read one of the app's resources (what ``resources/read`` answers)."""
+        """Read one of the app's resources (what ``resources/read`` answers; with ``ctx``, as its caller may)."""
         ...
 
     async def notify_list_changed(self, kind: str) -> None:
@@ -387,7 +387,11 @@ class Context:
         return [Root.model_validate(r) for r in raw.get("roots") or []]
 
     async def read_resource(self, uri: str) -> list[JSONDict]:
-        """Read one of this app's resources (the ``contents`` list, wire form)."""
+        """Read one of this app's resources (the ``contents`` list, wire form), as this request's caller may: a
+        resource or template hidden from the caller (``exclude_tags``, ``app.disable``, the per-principal view
+        filter) is ``ResourceNotFound`` exactly like one that does not exist, just as the caller's own
+        ``resources/read`` would be, so a tool that reads a URI its caller gave cannot read past the rules. The
+        app's own code outside a request reads everything with ``app.read_resource_contents(uri)``."""
         return await self._app.read_resource_contents(uri, self)
 
 
