@@ -96,3 +96,57 @@ async def test_list_changed_goes_only_to_sessions_that_were_declared_that_list()
         await pipe.write({"jsonrpc": "2.0", "method": "notifications/initialized"})
         seen = await pipe.call(1, "change_everything")
         assert [m.get("method") for m in seen] == ["notifications/tools/list_changed", None]
+
+
+_DESCRIBED_SERVER = textwrap.dedent(
+    """
+    from mcpkit import MCPKit
+
+    icon = {"src": "https://example.com/icon.png", "mimeType": "image/png"}
+    app = MCPKit(
+        "described", version="1.2.3", title="Described", description="A server that says what it is",
+        website_url="https://example.com", icons=[icon],
+    )
+
+    @app.tool
+    def hello() -> str:
+        return "hi"
+
+    app.run()
+    """
+)
+
+
+async def test_server_info_carries_only_the_fields_of_the_negotiated_revision() -> None:
+    """``serverInfo`` is the revision's ``Implementation`` (schema.ts): name and version at 2024-11-05 and
+    2025-03-26, a title from 2025-06-18, description, websiteUrl and icons from 2025-11-25, as tools, resources
+    and prompts are shaped; 2026-07-28 requests carry all of it in ``_meta``."""
+    from support.mcp_http import modern_body
+
+    expected = {
+        "2024-11-05": {"name", "version"},
+        "2025-03-26": {"name", "version"},
+        "2025-06-18": {"name", "version", "title"},
+        "2025-11-25": {"name", "version", "title", "description", "websiteUrl", "icons"},
+    }
+    for version, keys in expected.items():
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _DESCRIBED_SERVER, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        pipe = _Pipe(proc)
+        try:
+            await pipe.write(
+                {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {**_INIT, "protocolVersion": version}}
+            )
+            answer = (await pipe.read())["result"]
+            assert answer["protocolVersion"] == version
+            assert set(answer["serverInfo"]) == keys, (version, answer["serverInfo"])
+            assert answer["serverInfo"]["name"] == "described" and answer["serverInfo"]["version"] == "1.2.3"
+            if version == "2025-11-25":
+                await pipe.write(modern_body("tools/list", rid=1))  # (a 2026-07-28 request on its own)
+                modern = (await pipe.read())["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]
+                assert modern == answer["serverInfo"]
+        finally:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), 10)

@@ -26,6 +26,22 @@ MODERN_ONLY_KEYS = ("resultType", "ttlMs", "cacheScope")
 _STRIPPED_KEYS = frozenset((*MODERN_ONLY_KEYS, "_meta"))
 
 
+def shape_implementation(info: dict[str, Any], feats: Features) -> dict[str, Any]:
+    """An ``Implementation`` (``serverInfo``) with only the fields ``feats``' revision defines (schema.ts): name and
+    version, a ``title`` from 2025-06-18, ``icons``, ``description`` and ``websiteUrl`` from 2025-11-25; ``info``
+    itself when it has no other (as tools, resources and prompts are shaped)."""
+    if feats.implementation_details and feats.icons:
+        return info
+    return {
+        k: v
+        for k, v in info.items()
+        if k in ("name", "version")
+        or (k == "title" and feats.titles)
+        or (k == "icons" and feats.icons)
+        or (k in ("description", "websiteUrl") and feats.implementation_details)
+    }
+
+
 def shape_result(
     method: str,
     result: dict[str, Any],

@@ -91,6 +91,7 @@ class Features:
     protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
     resource_indicators: bool  # OAuth: the client MUST name the server (RFC 8707 resource) to the authorization server
     icons: bool
+    implementation_details: bool  # Implementation.description and websiteUrl (serverInfo; 2025-11-25 on)
     url_elicitation: bool
     elicitation_choices: bool  # titled and multi-select enums, a default on every field (2025-11-25 on)
     sampling_tools: bool
@@ -135,6 +136,7 @@ def _make(version: str) -> Features:
         protocol_version_header=at_least(V2025_06_18),
         resource_indicators=at_least(V2025_06_18),
         icons=at_least(V2025_11_25),
+        implementation_details=at_least(V2025_11_25),
         url_elicitation=at_least(V2025_11_25),
         elicitation_choices=at_least(V2025_11_25),
         sampling_tools=at_least(V2025_11_25),

@@ -19,6 +19,7 @@ from ..hosting import HostedServer
 from ..protocol import versions
 from ..protocol.errors import CapabilityNotSupported, InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.shaping import shape_implementation
 from ..protocol.versions import META_PROTOCOL_VERSION, MODERN_ONLY, Features
 from .interceptors import Call, Interceptor, Interceptors, NotificationCall, call_for, run_chain
 from .request_context import (
@@ -301,7 +302,7 @@ class ServerSession:
         result: JSONDict = {
             "protocolVersion": version,
             "capabilities": declared,
-            "serverInfo": server.info,
+            "serverInfo": shape_implementation(server.info, feats),
         }
         if server.instructions:
             result["instructions"] = server.instructions
