@@ -158,6 +158,12 @@ def caps_key(caps: JSONDict | None) -> str:
     return ",".join(parts)
 
 
+def _alive(conn: _Conn) -> bool:
+    """Whether ``conn``'s upstream connection still stands (a stdio server that exited ends it)."""
+    client = conn.client
+    return client is not None and client.connected and client.session.ended is None
+
+
 def _opened(conn: _Conn) -> int:
     return conn.seq
 
@@ -428,7 +434,11 @@ class Upstream:
         """The upstream session of a handshake-era client session (opened at its first request)."""
         conn = self._sessions.get(session)
         if conn is not None:
-            return conn
+            if _alive(conn):
+                return conn
+            # its upstream ended (a stdio server that crashed): the session goes on with a new upstream session
+            del self._sessions[session]
+            await self._close(conn)
         key = id(session)
         opening = self._opening.get(key)
         if opening is None:
@@ -479,9 +489,14 @@ class Upstream:
         # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
         # connection serves the requests whose clients declared what it declared
         key = caps_key(sctx.client_capabilities)
-        evicted: _Conn | None = None
+        evicted: list[_Conn] = []
         async with self._pool_free:
-            if not self._pool_count:
+            for waiting in self._idle.values():  # a connection whose upstream ended (a crashed stdio server) leaves
+                for dead in [c for c in waiting if not _alive(c)]:
+                    waiting.remove(dead)
+                    self._pool_count -= 1
+                    evicted.append(dead)
+            if not self._pool_count and _alive(primary):
                 self._idle.setdefault(caps_key(None), []).append(primary)
                 self._pool_count = 1
             while not self._idle.get(key) and self._pool_count >= self.proxy.pool_size:
@@ -490,15 +505,15 @@ class Upstream:
                     spare = max(spares, key=_opened)
                     self._idle[caps_key(spare.caps)].remove(spare)
                     self._pool_count -= 1
-                    evicted = spare
+                    evicted.append(spare)
                     break
                 await asyncio.wait_for(self._pool_free.wait(), self.proxy.lease_timeout)
             idle = self._idle.get(key)
             conn = idle.pop(0) if idle else None  # the oldest (kept in the order they were opened)
             if conn is None:
                 self._pool_count += 1
-        if evicted is not None:
-            await self._close(evicted)
+        for gone in evicted:
+            await self._close(gone)
         if conn is None:
             try:
                 conn = await self._open(None, caps=sctx.client_capabilities)
@@ -517,12 +532,15 @@ class Upstream:
             conn.leases.remove(lease)
         if self.modern:
             return
+        alive = _alive(conn)
         async with self._pool_free:
-            if conn.client is not None and conn.client.connected:
+            if alive:
                 bisect.insort(self._idle.setdefault(caps_key(conn.caps), []), conn, key=_opened)
             else:
                 self._pool_count -= 1
             self._pool_free.notify()
+        if not alive:
+            await self._close(conn)  # (its process reaped)
 
     async def _close(self, conn: _Conn) -> None:
         self._all.discard(conn)

@@ -233,6 +233,24 @@ async def test_cancellation_reaches_the_upstream(front: str, mode: str) -> None:
             pytest.fail("the upstream tool was never cancelled")
 
 
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_after_the_upstream_process_crashed_the_next_calls_reach_a_new_one(front: str, mode: str) -> None:
+    """A stdio upstream that dies fails the call it was running; the proxy does not keep the dead connection:
+    the next calls get a new process (a handshake-era client session too: a new upstream session)."""
+    async with through_proxy("legacy-2025-06-18", front, mode, **HANDLERS) as client:
+        first = (await client.call_tool("process", {})).data
+        try:
+            crashed = await client.call_tool("crash", {}, timeout=10)
+        except MCPError:
+            pass
+        else:
+            assert crashed.is_error
+        for _ in range(2):
+            second = (await client.call_tool("process", {}, timeout=10)).data
+            assert isinstance(second, int) and second != first
+
+
 @pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_requests_one_after_the_other_go_back_to_the_first_upstream_process_after_a_burst(front: str) -> None:
     """A stdio target is one process per pooled connection: a burst of 2026-07-28 calls opens a second one, and

@@ -248,6 +248,13 @@ def legacy_app(version: str) -> MCPKit:
 
         return os.getpid()
 
+    @app.tool
+    def crash() -> str:
+        """End the server's process at once, as a crash does."""
+        import os
+
+        os._exit(3)
+
     return app
 
 
