@@ -331,3 +331,16 @@ def test_ctrl_c_exits_130(command: list[str]) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize(
+    ("command", "mode", "version"),
+    [("tools", "handshake", "2026-07-28"), ("tools", "modern", "2025-06-18"), ("inspect", "handshake", "2026-07-28")],
+)
+def test_a_mode_that_contradicts_the_pinned_revision_is_a_usage_error(command: str, mode: str, version: str) -> None:
+    """``--mode handshake --protocol-version 2026-07-28`` connected in 2026-07-28 without a word: the person asked
+    for two things that cannot both hold, and got one of them silently."""
+    proc = mcpkit(command, SERVER, "--mode", mode, "--protocol-version", version, timeout=30)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--mode" in proc.stderr and version in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -101,6 +101,16 @@ async def test_auto_mode_prefers_the_modern_era_and_pinning_works() -> None:
         assert (await c.call_tool("echo", {"text": "old"})).text == "old"
 
 
+@pytest.mark.parametrize(("mode", "version"), [("handshake", "2026-07-28"), ("modern", "2024-11-05")])
+async def test_a_mode_that_contradicts_the_pinned_revision_is_refused_when_the_client_is_built(
+    mode: str, version: str
+) -> None:
+    with pytest.raises(ValueError, match=f"mode={mode!r}.*{version}"):
+        Client(build_server(), mode=mode, protocol_version=version)  # type: ignore[arg-type]
+    async with Client(build_server(), mode="auto", protocol_version=version) as c:  # (auto follows the pin)
+        assert c.protocol_version == version
+
+
 @pytest.mark.req("S017")
 async def test_unsupported_server_version_disconnects() -> None:
     client_end, server_end = create_memory_pair()

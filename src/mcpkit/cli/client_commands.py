@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..client.display import display_name, shown_description
+from ..protocol import versions
 from ..protocol.versions import ALL_VERSIONS, TASKS_EXTENSION
 from ._params import SECONDS
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
@@ -67,6 +68,12 @@ TARGET_HELP = (
 )
 
 
+def _check_era(mode: str, protocol_version: str | None) -> None:
+    """``--mode`` against ``--protocol-version``: a revision of the other era is a usage error."""
+    if protocol_version is not None and mode != "auto" and (mode == "modern") != versions.is_modern(protocol_version):
+        raise click.UsageError(f"--mode {mode} contradicts --protocol-version {protocol_version}: drop one of them")
+
+
 def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     env: dict[str, str | None] = {}
     for item in ctx_obj["env"]:
@@ -80,6 +87,7 @@ def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
         if not sep:
             raise CLIError(f"--header expects 'Name: value', got {item!r}", code=2)
         headers[k.strip()] = v.strip()
+    _check_era(ctx_obj["mode"], ctx_obj["protocol_version"])
     opts: dict[str, Any] = {
         "mode": ctx_obj["mode"],
         "protocol_version": ctx_obj["protocol_version"],

@@ -72,7 +72,7 @@ def inspect_command(
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
     requests and watch every message, in either protocol era."""
-    from .client_commands import _cli_target
+    from .client_commands import _check_era, _cli_target
 
     try:
         from ..inspector import inspect
@@ -83,6 +83,7 @@ def inspect_command(
         if err is None:
             raise
         raise click.ClickException(str(err)) from None
+    _check_era(mode, protocol_version)
     options: dict[str, Any] = {
         "mode": mode,
         "protocol_version": protocol_version,

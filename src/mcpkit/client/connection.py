@@ -195,7 +195,7 @@ class ClientConnection:
         auth: ClientAuth | None = None,
         telemetry: ClientTelemetry | None = None,
     ) -> None:
-        check_client_options(mode, log_level)
+        check_client_options(mode, log_level, protocol_version)
         self._telemetry = telemetry
         if telemetry is not None:
             tap = _both(tap, telemetry.tap)

@@ -38,7 +38,7 @@ from ..protocol.types import (
     SamplingMessage,
     Tool,
 )
-from ..protocol.versions import LOG_LEVELS, LogLevel
+from ..protocol.versions import LOG_LEVELS, LogLevel, is_modern, is_supported
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -314,11 +314,24 @@ ClientMode: TypeAlias = Literal["auto", "handshake", "modern"]
 CLIENT_MODES: tuple[str, ...] = ("auto", "handshake", "modern")
 
 
-def check_client_options(mode: str, log_level: str | None) -> None:
-    """``mode`` and ``log_level`` of a client, checked when it is built (``ValueError`` naming the closest)."""
+def check_client_options(mode: str, log_level: str | None, protocol_version: str | None = None) -> str:
+    """``mode``, ``log_level`` and ``protocol_version`` of a client, checked when it is built (``ValueError`` naming
+    the closest, or the contradiction of a mode and a pinned revision of the other era); returns the era to speak
+    (the pinned revision's, else ``mode``)."""
     check_choice("mode", mode, CLIENT_MODES)
     if log_level is not None:
         check_choice("log_level", log_level, LOG_LEVELS)
+    if protocol_version is None:
+        return mode
+    if not is_supported(protocol_version):
+        raise ValueError(f"unsupported protocol version {protocol_version!r}")
+    era = "modern" if is_modern(protocol_version) else "handshake"
+    if mode not in ("auto", era):
+        raise ValueError(
+            f"mode={mode!r} contradicts protocol_version={protocol_version!r}, a revision of the {era} era: "
+            "drop one of them (a pinned revision chooses the era)"
+        )
+    return era
 
 
 async def roots_list(source: Any) -> list[JSONDict]:

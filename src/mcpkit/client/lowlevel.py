@@ -155,11 +155,7 @@ class ClientSession:
         task_engine: TaskEngine | None = None,
         tap: Tap | None = None,
     ) -> None:
-        h.check_client_options(mode, log_level)
-        if protocol_version is not None:
-            if not versions.is_supported(protocol_version):
-                raise ValueError(f"unsupported protocol version {protocol_version!r}")
-            mode = "modern" if versions.is_modern(protocol_version) else "handshake"
+        mode = h.check_client_options(mode, log_level, protocol_version)  # type: ignore[assignment]
         self.conn = conn
         self.mode = mode
         self.pinned_version = protocol_version
