@@ -170,6 +170,32 @@ def test_a_later_colliding_name_is_left_out_with_a_warning(caplog: pytest.LogCap
     assert "collides" in caplog.text
 
 
+async def test_mounting_a_server_with_middleware_of_its_own_warns_that_the_parents_chain_runs_instead(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Requests for a mounted server's components run the parent's interceptor chain, not the mounted server's:
+    a guard installed on the mounted server does not hold there, which mounting says in the log."""
+    child = MCPKit("child")
+
+    async def deny(call: Any, call_next: Any) -> Any:
+        raise MCPError("denied")
+
+    child.add_interceptor(deny, methods=["tools/call"])
+    child.add_tool(lambda: "data", name="secret")
+    parent = MCPKit("parent")
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        parent.mount(child, prefix="c")
+    assert (
+        "'child' has interceptors or middleware of its own" in caplog.text and "install them on 'parent'" in caplog.text
+    )
+    async with Client(parent) as client:
+        assert (await client.call_tool("c_secret", {})).text == "data"  # as the warning says
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        MCPKit("other").mount(MCPKit("plain"), prefix="p")
+    assert caplog.text == ""
+
+
 def test_scopes_and_tags_follow_the_prefixed_names() -> None:
     parent, child = MCPKit("parent"), MCPKit("child")
 

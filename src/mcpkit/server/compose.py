@@ -57,6 +57,7 @@ class Composable(Protocol):
     _mounted_in: list[tuple[Any, Mount]]
     _visibility: Any
     _lifespan: Any
+    _intercepting: Any
     tasks: Any
 
     def enable_tasks(self) -> Any: ...
@@ -276,6 +277,15 @@ def attach(
         raise ValueError(f"cannot mount {child.name!r} into itself or into a server mounted in it")
     if live and prefix in parent._mounts:
         raise ValueError(f"a server is already mounted with prefix {prefix!r}; unmount it first")
+    if child._intercepting is not None:
+        logger.warning(
+            "%r has interceptors or middleware of its own: they do not run for the requests %r serves of it (only "
+            "%r's own chain runs); install them on %r",
+            child.name,
+            parent.name,
+            parent.name,
+            parent.name,
+        )
     mount = Mount(child, prefix, live, frozenset(tags or ()))
     wanted = {kind: _wrapped(mount, kind) for kind in _REGISTRY}
     clashes = sorted(key for kind, items in wanted.items() for key in items if key in getattr(parent, _REGISTRY[kind]))
