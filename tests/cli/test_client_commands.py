@@ -344,3 +344,15 @@ def test_a_mode_that_contradicts_the_pinned_revision_is_a_usage_error(command: s
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "--mode" in proc.stderr and version in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_client_commands_take_a_max_message_size() -> None:
+    """The error for an answer over the limit says to raise max_message_size: the CLI must have a way to."""
+    core = str(SERVERS / "core_server.py")
+    small = mcpkit("call", core, "big", "n=5000000", "--json")
+    assert small.returncode == 1 and "--max-message-size" in small.stderr, small.stderr
+    proc = mcpkit("call", core, "big", "n=5000000", "--json", "--max-message-size", str(8 << 20))
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["content"][0]["text"]) == 5_000_000
+    bad = mcpkit("tools", core, "--max-message-size", "0")
+    assert bad.returncode == 2 and "--max-message-size" in bad.stderr, bad.stderr

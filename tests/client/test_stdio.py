@@ -492,3 +492,18 @@ async def test_official_python_sdk_server(mode: str, tmp_path: Path) -> None:
         assert weather.validated and weather.data == {"city": "Oslo", "celsius": 21.5}
         assert await c.read_text("data://greeting") == "hello from the official SDK"
         assert (await c.get_prompt("review", {"code": "x=1"})).messages[0].content.text == "Review this: x=1"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_stdio_client_takes_the_max_message_size_it_is_given(mode: str) -> None:
+    """A 5 MB answer is over the 4 MiB default: it fails naming the option, and with
+    ``transport_options={"max_message_size": ...}`` it arrives (that option was silently ignored for stdio targets,
+    while the error told the user to raise it)."""
+    from mcpkit.protocol.errors import MessageTooLarge
+
+    core = str(SERVERS / "core_server.py")
+    async with Client(core, mode=mode) as c:
+        with pytest.raises(MessageTooLarge, match="max_message_size"):
+            await c.call_tool("big", {"n": 5_000_000})
+    async with Client(core, mode=mode, transport_options={"max_message_size": 8 << 20}) as c:
+        assert len((await c.call_tool("big", {"n": 5_000_000})).text) == 5_000_000

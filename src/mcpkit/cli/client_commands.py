@@ -160,7 +160,7 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
 
     from ..client.client import Client, InvalidServerResult, PaginationLimitExceeded, ToolOutputError
     from ..client.targets import ServerNotFound, ServerStartError, TargetError
-    from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
+    from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, MessageTooLarge, RequestTimeout
 
     opts = dict(opts)
     sink = opts.pop("stderr_sink", None)
@@ -199,6 +199,9 @@ def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T
         raise CLIError("the server sent a value nested too deeply to handle") from None
     except CapabilityNotSupported as exc:
         raise CLIError(str(exc)) from None
+    except MessageTooLarge as exc:
+        limit = f"the {exc.limit}-byte limit"
+        raise CLIError(f"the server sent a message over {limit}; raise it with --max-message-size BYTES") from None
     except ConnectionClosed as exc:
         raise CLIError(f"the connection to the server was lost: {exc}") from None
     except OSError as exc:
@@ -251,6 +254,13 @@ def _connection_options(fn: F) -> F:
             help="Force the transport of a URL target.",
         ),
         click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (repeatable)."),
+        click.option(
+            "--max-message-size",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="BYTES",
+            help="The largest message accepted from the server (default: 4 MiB).",
+        ),
         click.option(
             "--interactive/--no-interactive",
             default=None,
@@ -305,6 +315,7 @@ def _collect(
     answer: tuple[str, ...] = (),
     show_stderr: bool = False,
     stderr_limit: int = STDERR_PASSTHROUGH_BYTES,
+    max_message_size: int | None = None,
 ) -> dict[str, Any]:
     _check_target(target)
     opts = _client_options(
@@ -322,6 +333,8 @@ def _collect(
     )
     if show_stderr:
         opts["stderr_sink"] = _StderrPassthrough(stderr_limit)
+    if max_message_size is not None:
+        opts["transport_options"] = {"max_message_size": max_message_size}
     return opts
 
 

@@ -56,6 +56,13 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
 )
 @click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (editable in the page).")
 @click.option("--timeout", type=SECONDS, default=60.0, show_default=True, help="Seconds for each request but calls.")
+@click.option(
+    "--max-message-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES",
+    help="The largest message accepted from the server (default: 4 MiB).",
+)
 def inspect_command(
     target: str,
     no_browser: bool,
@@ -68,6 +75,7 @@ def inspect_command(
     transport: str | None,
     root: tuple[str, ...],
     timeout: float,
+    max_message_size: int | None,
 ) -> None:
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
@@ -93,6 +101,7 @@ def inspect_command(
             "env": _pairs(env, "=", "--env") or None,
             "headers": _pairs(header, ":", "--header") or None,
             "transport": transport,
+            "transport_options": {"max_message_size": max_message_size} if max_message_size else None,
         },
     }
     try:

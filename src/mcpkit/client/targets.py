@@ -355,6 +355,8 @@ async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
                 "environment (env={...} or an mcp.json 'env' entry)"
             )
         _check_command(target.stdio)
+        if options.get("max_message_size") is not None:  # (the one transport option a stdio target takes)
+            target.stdio.max_message_size = int(options["max_message_size"])
         transport = StdioClientTransport(target.stdio)
         try:
             await transport.start()
