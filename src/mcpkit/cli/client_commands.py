@@ -22,20 +22,16 @@ import asyncio
 import base64
 import json
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..client.display import display_name, shown_description
-from ..protocol import versions
-from ..protocol.versions import ALL_VERSIONS, TASKS_EXTENSION
-from ._params import SECONDS
+from ..protocol.versions import TASKS_EXTENSION
 from .client_io import MAX_SHOWN_DEPTH as MAX_SHOWN_DEPTH
 from .client_io import (
     NAMED_WITH_ARGUMENTS,
     CLIError,
-    _Answers,
     _describe_args,
     _is_result_wrapper,
     _print_content,
@@ -45,321 +41,37 @@ from .client_io import (
     _same_as_text,
     _stderr,
     _stdout,
-    ask_user,
     coerce_arguments,
     described,
     follow_task,
     parse_pairs,
 )
+from .connecting import (
+    JSON_HELP,
+    TARGET_HELP,
+    check_target,
+    collect,
+    connection_options,
+    guard,
+    run_client,
+)
 
 if TYPE_CHECKING:
     from ..client.client import Client
-
-T = TypeVar("T")
-
-STDERR_PASSTHROUGH_BYTES = 1024 * 1024
-"""Default of ``--stderr-limit``: how much of the server's stderr ``--stderr`` shows live."""
-
-
-TARGET_HELP = (
-    "TARGET is a command line in quotes ('python server.py', 'npx -y @scope/server'), a .py file (served as "
-    "'mcpkit run FILE.py[:object]' does, with this Python), an http(s):// URL (Streamable HTTP, falling back to the "
-    "legacy HTTP+SSE transport), a ws:// URL, or mcp.json#NAME."
-)
-
-
-def _check_era(mode: str, protocol_version: str | None) -> None:
-    """``--mode`` against ``--protocol-version``: a revision of the other era is a usage error."""
-    if protocol_version is not None and mode != "auto" and (mode == "modern") != versions.is_modern(protocol_version):
-        raise click.UsageError(f"--mode {mode} contradicts --protocol-version {protocol_version}: drop one of them")
-
-
-def _client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
-    env: dict[str, str | None] = {}
-    for item in ctx_obj["env"]:
-        k, sep, v = item.partition("=")
-        if not sep:
-            raise CLIError(f"--env expects KEY=VALUE, got {item!r}", code=2)
-        env[k] = v
-    headers: dict[str, str] = {}
-    for item in ctx_obj["header"]:
-        k, sep, v = item.partition(":")
-        if not sep:
-            raise CLIError(f"--header expects 'Name: value', got {item!r}", code=2)
-        headers[k.strip()] = v.strip()
-    _check_era(ctx_obj["mode"], ctx_obj["protocol_version"])
-    opts: dict[str, Any] = {
-        "mode": ctx_obj["mode"],
-        "protocol_version": ctx_obj["protocol_version"],
-        "timeout": ctx_obj["timeout"],
-        "connect_timeout": ctx_obj["timeout"],
-        "env": env or None,
-        "headers": headers or None,
-        "transport": ctx_obj["transport"],
-    }
-    if ctx_obj.get("root"):
-        opts["roots"] = list(ctx_obj["root"])
-    interactive = ctx_obj.get("interactive")
-    answers = parse_pairs(tuple(ctx_obj.get("answer") or ()), json_values=False)
-    if interactive and answers:
-        raise CLIError("--answer and --interactive exclude each other: pick one way to answer the server", code=2)
-    if interactive is None:
-        interactive = not answers and sys.stdin.isatty() and sys.stderr.isatty()
-    if interactive:
-        opts["elicitation_handler"] = ask_user
-    else:
-        opts["elicitation_handler"] = _Answers(answers)
-    return opts
-
-
-def _cli_target(target: str, stderr_sink: Callable[[str], Any] | None) -> Any:
-    """The target the CLI connects to: a ``file.py[:object]`` runs as ``mcpkit run file.py[:object]`` (so a file
-    without ``app.run()`` works, with the caller's Python), and ``--stderr`` gets the server's stderr lines."""
-    import os
-
-    from ..client.targets import parse_target
-    from ..transports.stdio import StdioServer
-
-    path, colon, obj = target.strip().partition(":")
-    if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
-        argv = [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", target.strip()]
-        t = parse_target(StdioServer(argv))
-    else:
-        t = parse_target(target)
-    if stderr_sink is not None and t.stdio is not None:
-        t.stdio.on_stderr = stderr_sink
-    return t
-
-
-class _StderrPassthrough:
-    """``--stderr``: the server's stderr lines, shown live (made visible), at most ``limit`` bytes in all."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.shown = 0
-        self.cut = False
-
-    def __call__(self, line: str) -> None:
-        from ..client.safe import visible
-
-        if self.cut:
-            return
-        data = visible(line) + "\n"
-        if self.shown + len(data) > self.limit:
-            data = data[: max(0, self.limit - self.shown)]
-            data += f"\n[server stderr: the rest is not shown (over --stderr-limit={self.limit} bytes)]\n"
-            self.cut = True
-        self.shown += len(data)
-        sys.stderr.write(data)
-        sys.stderr.flush()
-
-
-def _run(opts: dict[str, Any], target: str, body: Callable[[Client], Awaitable[T]]) -> T:
-    """Connect, run ``body``, map every failure to a clear CLIError."""
-    from pydantic import ValidationError
-
-    from ..client.client import Client, InvalidServerResult, PaginationLimitExceeded, ToolOutputError
-    from ..client.targets import ServerNotFound, ServerStartError, TargetError
-    from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, MessageTooLarge, RequestTimeout
-
-    opts = dict(opts)
-    sink = opts.pop("stderr_sink", None)
-
-    async def main() -> T:
-        async with Client(_cli_target(target, sink), **opts) as client:
-            return await body(client)
-
-    try:
-        return asyncio.run(main())
-    except ServerNotFound as exc:
-        raise CLIError(str(exc), code=2) from None
-    except ServerStartError as exc:
-        raise CLIError(
-            exc.message + (f" (exit code {exc.returncode})" if exc.returncode is not None else ""), detail=exc.stderr
-        ) from None
-    except TargetError as exc:
-        raise CLIError(str(exc), code=2) from None
-    except (RequestTimeout, TimeoutError) as exc:
-        what = f" waiting for {exc.method}" if isinstance(exc, RequestTimeout) else ""
-        raise CLIError(f"timed out after {opts.get('timeout')}s{what}") from None
-    except (ToolOutputError, InvalidServerResult) as exc:
-        raise CLIError(str(exc)) from None
-    except PaginationLimitExceeded as exc:
-        raise CLIError(f"the server's list is too large: {exc}") from None
-    except MCPError as exc:
-        raise CLIError(f"the server answered with error {exc.code}: {exc.message}") from None
-    except ValidationError as exc:
-        errors = exc.errors()
-        where = ".".join(str(p) for p in errors[0]["loc"]) if errors else ""
-        why = errors[0]["msg"] if errors else "invalid"
-        raise CLIError(
-            f"the server sent an invalid {exc.title} ({exc.error_count()} problem(s); first: {where or 'value'}: {why})"
-        ) from None
-    except RecursionError:
-        raise CLIError("the server sent a value nested too deeply to handle") from None
-    except CapabilityNotSupported as exc:
-        raise CLIError(str(exc)) from None
-    except MessageTooLarge as exc:
-        limit = f"the {exc.limit}-byte limit"
-        raise CLIError(f"the server sent a message over {limit}; raise it with --max-message-size BYTES") from None
-    except ConnectionClosed as exc:
-        raise CLIError(f"the connection to the server was lost: {exc}") from None
-    except OSError as exc:
-        raise CLIError(f"cannot connect to {target}: {exc}") from None
-
-
-def _fail(exc: CLIError) -> None:
-    from ..client.safe import text
-
-    err = _stderr()
-    err.print(text("error: ", "bold red") + text(str(exc)), soft_wrap=True)
-    if exc.detail.strip():
-        err.print(text("--- server stderr ---", "dim"))
-        err.print(text(exc.detail.rstrip()), soft_wrap=True)
-    sys.exit(exc.code)
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _connection_options(fn: F) -> F:
-    decorators = [
-        click.argument("target"),
-        click.option(
-            "--timeout",
-            type=SECONDS,
-            default=30.0,
-            show_default=True,
-            help="Seconds to wait for the connection and for each request.",
-        ),
-        click.option(
-            "--mode",
-            type=click.Choice(["auto", "handshake", "modern"]),
-            default="auto",
-            show_default=True,
-            help="Protocol era: negotiate, or force one.",
-        ),
-        click.option(
-            "--protocol-version",
-            type=click.Choice(ALL_VERSIONS),
-            default=None,
-            help="Pin one protocol revision (e.g. 2025-06-18).",
-        ),
-        click.option("-e", "--env", multiple=True, metavar="KEY=VALUE", help="Environment for a stdio server."),
-        click.option("-H", "--header", multiple=True, metavar="'NAME: VALUE'", help="HTTP header for a URL target."),
-        click.option(
-            "--transport",
-            type=click.Choice(["http", "sse", "ws"]),
-            default=None,
-            help="Force the transport of a URL target.",
-        ),
-        click.option("--root", multiple=True, metavar="URI", help="Offer this root to the server (repeatable)."),
-        click.option(
-            "--max-message-size",
-            type=click.IntRange(min=1),
-            default=None,
-            metavar="BYTES",
-            help="The largest message accepted from the server (default: 4 MiB).",
-        ),
-        click.option(
-            "--interactive/--no-interactive",
-            default=None,
-            help="Answer the server's elicitation requests on the terminal (default: when it is a TTY).",
-        ),
-        click.option(
-            "--answer",
-            multiple=True,
-            metavar="KEY=VALUE",
-            help="Answer the server's form elicitations without a terminal: accept with these fields "
-            "(repeatable; values parsed as JSON when they parse). URL elicitations need --interactive.",
-        ),
-        click.option(
-            "--stderr",
-            "show_stderr",
-            is_flag=True,
-            help="Show the stdio server's stderr as it arrives (made visible, bounded by --stderr-limit).",
-        ),
-        click.option(
-            "--stderr-limit",
-            type=int,
-            default=STDERR_PASSTHROUGH_BYTES,
-            show_default=True,
-            metavar="BYTES",
-            help="With --stderr: show at most this much of the server's stderr.",
-        ),
-    ]
-    for d in reversed(decorators):
-        fn = d(fn)
-    return fn
-
-
-def _check_target(target: str) -> None:
-    if target.lstrip().startswith(("{", "[")):
-        raise CLIError(
-            f"TARGET looks like JSON ({target[:30]!r}): --json is a flag that prints JSON; pass tool arguments "
-            "with --args '{...}'",
-            code=2,
-        )
-
-
-def _collect(
-    target: str,
-    timeout: float,
-    mode: str,
-    protocol_version: str | None,
-    env: tuple[str, ...],
-    header: tuple[str, ...],
-    transport: str | None,
-    root: tuple[str, ...] = (),
-    interactive: bool | None = None,
-    answer: tuple[str, ...] = (),
-    show_stderr: bool = False,
-    stderr_limit: int = STDERR_PASSTHROUGH_BYTES,
-    max_message_size: int | None = None,
-) -> dict[str, Any]:
-    _check_target(target)
-    opts = _client_options(
-        {
-            "mode": mode,
-            "protocol_version": protocol_version,
-            "timeout": timeout,
-            "env": env,
-            "header": header,
-            "transport": transport,
-            "root": root,
-            "interactive": interactive,
-            "answer": answer,
-        }
-    )
-    if show_stderr:
-        opts["stderr_sink"] = _StderrPassthrough(stderr_limit)
-    if max_message_size is not None:
-        opts["transport_options"] = {"max_message_size": max_message_size}
-    return opts
-
-
-def _guard(fn: Callable[[], None]) -> None:
-    try:
-        fn()
-    except CLIError as exc:
-        _fail(exc)
-
-
-JSON_HELP = "Print JSON on stdout (for scripts)."
 
 
 # ---------------------------------------------------------------------------------------------- commands
 
 
 @click.command("tools", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def tools_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the tools of the server at TARGET (every page)."""
 
     def go() -> None:
-        opts = _collect(target, **kw)
-        tools = _run(opts, target, lambda c: c.list_tools())
+        opts = collect(target, **kw)
+        tools = run_client(opts, target, lambda c: c.list_tools())
         if as_json:
             _print_json([t.dump() for t in tools], machine=True)
             return
@@ -375,11 +87,11 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
 
         _print_table(f"{len(tools)} tools", NAMED_WITH_ARGUMENTS, [row(t) for t in tools])
 
-    _guard(go)
+    guard(go)
 
 
 @click.command("call", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.argument("tool")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
@@ -410,7 +122,7 @@ def call_command(
     progress; Ctrl-C or the timeout cancels the task on the server."""
 
     def go() -> None:
-        _check_target(target)
+        check_target(target)
         machine = output == "json" or as_json
         arguments: dict[str, Any] = {}
         if args_json is not None:
@@ -422,10 +134,10 @@ def call_command(
                 raise CLIError("--args: the arguments must be a JSON object", code=2)
             arguments.update(parsed)
         typed = parse_pairs(pairs, json_values=False)  # read by the tool's input schema once connected
-        opts = _collect(target, **kw)
+        opts = collect(target, **kw)
         opts["validate_output"] = not no_validate
         deadline = float(kw["timeout"])
-        result = _run(
+        result = run_client(
             opts, target, lambda c: _call_with_progress(c, tool, arguments, machine, deadline, as_task, ttl, typed)
         )
         if machine:
@@ -452,7 +164,7 @@ def call_command(
                 _stderr().print(text("error: ", "bold red") + text(f"the tool {tool!r} reported an error"))
             sys.exit(1)
 
-    _guard(go)
+    guard(go)
 
 
 async def _call_with_progress(
@@ -521,7 +233,7 @@ async def _call_with_progress(
 
 
 @click.command("resources", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def resources_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the resources and resource templates of the server at TARGET."""
@@ -532,7 +244,7 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
         return resources, templates
 
     def go() -> None:
-        resources, templates = _run(_collect(target, **kw), target, body)
+        resources, templates = run_client(collect(target, **kw), target, body)
         if as_json:
             _print_json(
                 {"resources": [r.dump() for r in resources], "resourceTemplates": [t.dump() for t in templates]},
@@ -569,11 +281,11 @@ def resources_command(target: str, as_json: bool, **kw: Any) -> None:
                 ],
             )
 
-    _guard(go)
+    guard(go)
 
 
 @click.command("read", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.argument("uri")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 @click.option(
@@ -586,7 +298,7 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
     """Read the resource URI from the server at TARGET."""
 
     def go() -> None:
-        result = _run(_collect(target, **kw), target, lambda c: c.read_resource(uri))
+        result = run_client(collect(target, **kw), target, lambda c: c.read_resource(uri))
         contents = [c.dump() for c in result.contents]
         if out is not None:
             if not contents:
@@ -615,17 +327,17 @@ def read_command(target: str, uri: str, as_json: bool, out: str | None, **kw: An
                 size = len(base64.b64decode(c.get("blob", "")))
                 console.print(text(f"[binary {c.get('mimeType') or 'data'}, {size} bytes: use --out FILE]", "cyan"))
 
-    _guard(go)
+    guard(go)
 
 
 @click.command("prompts", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
     """List the prompts of the server at TARGET."""
 
     def go() -> None:
-        prompts = _run(_collect(target, **kw), target, lambda c: c.list_prompts())
+        prompts = run_client(collect(target, **kw), target, lambda c: c.list_prompts())
         if as_json:
             _print_json([p.dump() for p in prompts], machine=True)
             return
@@ -642,11 +354,11 @@ def prompts_command(target: str, as_json: bool, **kw: Any) -> None:
 
         _print_table(f"{len(prompts)} prompts", NAMED_WITH_ARGUMENTS, [row(p) for p in prompts])
 
-    _guard(go)
+    guard(go)
 
 
 @click.command("prompt", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.argument("name")
 @click.argument("pairs", nargs=-1, metavar="[KEY=VALUE]...")
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
@@ -655,7 +367,7 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
 
     def go() -> None:
         arguments = parse_pairs(pairs, json_values=False)
-        result = _run(_collect(target, **kw), target, lambda c: c.get_prompt(name, arguments))
+        result = run_client(collect(target, **kw), target, lambda c: c.get_prompt(name, arguments))
         if as_json:
             _print_json(result.dump(), machine=True)
             return
@@ -668,11 +380,11 @@ def prompt_command(target: str, name: str, pairs: tuple[str, ...], as_json: bool
             console.print(text(f"{m.role}:", "bold magenta", one_line=True))
             _print_content([m.content.dump()])
 
-    _guard(go)
+    guard(go)
 
 
 @click.command("ping", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.option("--json", "as_json", is_flag=True, help=JSON_HELP)
 def ping_command(target: str, as_json: bool, **kw: Any) -> None:
     """Check that the server at TARGET answers; prints its name, protocol version and the round-trip time."""
@@ -687,7 +399,7 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
         }
 
     def go() -> None:
-        info = _run(_collect(target, **kw), target, body)
+        info = run_client(collect(target, **kw), target, body)
         if as_json:
             _print_json(info, machine=True)
             return
@@ -700,7 +412,7 @@ def ping_command(target: str, as_json: bool, **kw: Any) -> None:
             + text(f" (protocol {info['protocolVersion']}) in {info['roundTripMs']:.1f} ms", one_line=True)
         )
 
-    _guard(go)
+    guard(go)
 
 
 COMMANDS = (tools_command, call_command, resources_command, read_command, prompts_command, prompt_command, ping_command)

@@ -80,7 +80,7 @@ def inspect_command(
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
     requests and watch every message, in either protocol era."""
-    from .client_commands import _check_era, _cli_target
+    from .connecting import check_era, cli_target
 
     try:
         from ..inspector import inspect
@@ -91,7 +91,7 @@ def inspect_command(
         if err is None:
             raise
         raise click.ClickException(str(err)) from None
-    _check_era(mode, protocol_version)
+    check_era(mode, protocol_version)
     options: dict[str, Any] = {
         "mode": mode,
         "protocol_version": protocol_version,
@@ -105,7 +105,7 @@ def inspect_command(
         },
     }
     try:
-        inspect(_cli_target(target, None), host=host, port=port, open_browser=not no_browser, **options)
+        inspect(cli_target(target, None), host=host, port=port, open_browser=not no_browser, **options)
     except CLIError as exc:
         raise click.ClickException(str(exc)) from None
     except ValueError as exc:

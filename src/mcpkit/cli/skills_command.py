@@ -15,14 +15,14 @@ from typing import Any
 
 import click
 
-from .client_commands import JSON_HELP, TARGET_HELP, _collect, _connection_options, _guard, _run
 from .client_io import CLIError, _print_json, _print_table, _stderr, _stdout, described
+from .connecting import JSON_HELP, TARGET_HELP, collect, connection_options, guard, run_client
 
 __all__ = ["register", "skills_command"]
 
 
 @click.command("skills", epilog=TARGET_HELP)
-@_connection_options
+@connection_options
 @click.argument("skill", required=False)
 @click.option("--files", "show_files", is_flag=True, help="List the skill's files (its manifest).")
 @click.option("--file", "file_path", metavar="PATH", help="Print this file of the skill (verified), not SKILL.md.")
@@ -58,7 +58,7 @@ def skills_command(
 
     def go() -> None:
         if skill is None:
-            found, skipped = _run(_collect(target, **kw), target, listing)
+            found, skipped = run_client(collect(target, **kw), target, listing)
             for why in skipped:
                 _stderr().print(f"skipped an invalid entry: {why}", markup=False)
             if as_json:
@@ -81,7 +81,7 @@ def skills_command(
             )
             return
         try:
-            entry, loaded, data = _run(_collect(target, **kw), target, load)
+            entry, loaded, data = run_client(collect(target, **kw), target, load)
         except SkillError as exc:
             raise CLIError(str(exc)) from None
         if as_json:
@@ -109,7 +109,7 @@ def skills_command(
         )
         _stdout().print(text(loaded.text))
 
-    _guard(go)
+    guard(go)
 
 
 def register(group: click.Group) -> None:
