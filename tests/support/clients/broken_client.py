@@ -48,6 +48,7 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     "modern-no-inputs": ({"MX17"}, "stdio", ("modern",)),
     "modern-answers": ({"MX18", "M006"}, "stdio", ("modern",)),
     "accept-json-only": ({"M020"}, "http", ("handshake",)),
+    "accept-sse-q0": ({"M020"}, "http", ("handshake",)),  # lists both, but text/event-stream with q=0
     "no-session-id": ({"M029"}, "http", ("handshake",)),
     "no-version-header": ({"MX12"}, "http", ("handshake",)),
     "no-delete": ({"S007"}, "http", ("handshake",)),
@@ -376,6 +377,8 @@ class HttpClient(Client):
 
     def headers(self, msg: Any = None) -> dict[str, str]:
         accept = "application/json" if self.has("accept-json-only") else "application/json, text/event-stream"
+        if self.has("accept-sse-q0"):
+            accept = "application/json, text/event-stream;q=0"
         h = {"Accept": accept, "Content-Type": "application/json"}
         if self.token:
             h["Authorization"] = f"Bearer {self.token}"

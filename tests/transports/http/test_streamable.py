@@ -103,6 +103,43 @@ async def test_accept_sent_as_two_header_lines_is_one_list() -> None:
         assert r.status_code == 406
 
 
+async def test_a_media_type_with_q_0_is_not_acceptable() -> None:
+    # RFC 9110 12.4.2: "a weight of 0 means not acceptable"; 12.5.1: the most specific range that matches decides
+    refused = [
+        "application/json;q=0, text/event-stream",
+        "application/json, text/event-stream;q=0",
+        "application/json; Q=0.000, text/event-stream",
+        "*/*;q=0",
+        "application/json;q=0, */*",
+        "application/*;q=0, application/json;q=0, text/event-stream",
+        "text/*;q=0, application/json",
+    ]
+    allowed = [
+        "application/json;q=0.5, text/event-stream;q=0.001",
+        "application/*;q=0, application/json, text/event-stream",  # (the exact type wins over application/*)
+        "*/*;q=0, application/json, text/event-stream",
+        "text/html;q=0, */*",
+    ]
+    async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
+        url = base + "/mcp"
+        for accept in refused:
+            h = {"content-type": "application/json", "accept": accept}
+            r = await http.post(url, json=initialize_body(V), headers=h)
+            assert r.status_code == 406, accept
+            modern = {**modern_headers("tools/list"), "accept": accept}
+            r = await http.post(url, json=modern_body("tools/list"), headers=modern)
+            assert r.status_code == 406, accept
+        for accept in allowed:
+            h = {"content-type": "application/json", "accept": accept}
+            r = await http.post(url, json=initialize_body(V), headers=h)
+            assert r.status_code == 200, (accept, r.text)
+        sid = await open_session(http, url, V)
+        for accept, status in (("text/event-stream;q=0", 406), ("*/*;q=0, text/event-stream;q=0.1", 200)):
+            get = {"accept": accept, "mcp-session-id": sid, "mcp-protocol-version": V}
+            async with http.stream("GET", url, headers=get) as g:
+                assert g.status_code == status, accept
+
+
 @pytest.mark.req("M021")
 async def test_body_is_one_message_or_a_batch() -> None:
     async with running(make_server()) as (base, _), httpx.AsyncClient() as http:

@@ -8,6 +8,7 @@ from typing import Any
 
 from ...protocol.versions import META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION
 from ...transports.http.headers import NAME_FIELD
+from ...transports.http.wire import accepts_types
 from .hosts import header_value
 from .scripted import Conn, Entry
 
@@ -57,9 +58,8 @@ def headers_of(entry: Entry) -> dict[str, str]:
 
 
 def accepts(entry: Entry, *types: str) -> bool:
-    accept = headers_of(entry).get("accept", "")
-    listed = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return all(t in listed or "*/*" in listed for t in types)
+    """The request's Accept admits every one of ``types`` (a range of weight 0 does not: RFC 9110 12.4.2)."""
+    return all(accepts_types(headers_of(entry).get("accept", ""), *types))
 
 
 def carries_request(entry: Entry) -> bool:

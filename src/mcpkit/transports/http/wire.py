@@ -112,14 +112,48 @@ def accepts(accept: bytes | None) -> tuple[bool, bool]:
 
 
 def _parse_accept(accept: bytes) -> tuple[bool, bool]:
-    js = sse = False
-    for part in accept.decode("latin-1").split(","):
-        mt = part.split(";", 1)[0].strip().lower()
-        if mt in ("application/json", "application/*", "*/*"):
-            js = True
-        if mt in ("text/event-stream", "text/*", "*/*"):
-            sse = True
+    """RFC 9110 12.5.1: for each type, the most specific media range that matches it gives its weight (``q``, 1
+    when absent), and a weight of 0 means "not acceptable" (12.4.2)."""
+    js, sse = accepts_types(accept.decode("latin-1"), "application/json", "text/event-stream")
     return js, sse
+
+
+def _weight(params: list[str]) -> float:
+    """The ``q`` of a media range's parameters (1 when absent; 1 when malformed: be lenient in what is read)."""
+    for param in params:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "q":
+            try:
+                return float(value.strip())
+            except ValueError:
+                return 1.0
+    return 1.0
+
+
+def accepts_types(accept: str, *types: str) -> tuple[bool, ...]:
+    """For each of ``types`` (``type/subtype``, lower case), whether an ``Accept`` value admits it: the most specific
+    range that matches (``type/subtype`` over ``type/*`` over ``*/*``) has a weight above 0 (RFC 9110 12.5.1,
+    12.4.2)."""
+    best: list[tuple[int, float]] = [(0, 0.0)] * len(types)  # (specificity of the best match, its weight)
+    for part in accept.split(","):
+        range_, *params = part.split(";")
+        mt = range_.strip().lower()
+        if not mt:
+            continue
+        q = _weight(params) if params else 1.0
+        for i, t in enumerate(types):
+            if mt == t:
+                rank = 3
+            elif mt == "*/*":
+                rank = 1
+            elif mt.endswith("/*") and t.startswith(mt[:-1]):
+                rank = 2
+            else:
+                continue
+            b_rank, b_q = best[i]
+            if rank > b_rank or (rank == b_rank and q > b_q):
+                best[i] = (rank, q)
+    return tuple(rank > 0 and q > 0 for rank, q in best)
 
 
 async def respond(
