@@ -30,6 +30,7 @@ _LAZY: dict[str, str] = {
     "ToolCallError": "client.client",
     "ToolOutputError": "client.client",
     "InvalidServerResult": "client.client",
+    "InputHandlerError": "client.client",
     "StdioServer": "transports.stdio",
     "MissingExtra": "_extras",
     "proxy": "proxies",
@@ -58,7 +59,14 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from ._extras import MissingExtra
-    from .client.client import Client, InvalidServerResult, ToolCallError, ToolOutputError, ToolResult
+    from .client.client import (
+        Client,
+        InputHandlerError,
+        InvalidServerResult,
+        ToolCallError,
+        ToolOutputError,
+        ToolResult,
+    )
     from .client.handlers import (
         ElicitationHandler,
         ElicitationParams,
@@ -108,6 +116,7 @@ __all__ = [
     "ElicitationParams",
     "ElicitationResult",
     "Image",
+    "InputHandlerError",
     "InputRequired",
     "InvalidParams",
     "InvalidServerResult",

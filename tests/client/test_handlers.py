@@ -231,3 +231,46 @@ async def test_a_call_returns_after_the_handlers_of_its_log_messages(mode: str) 
     async with Client(make_app(), mode=mode, logging_handler=slow_handler) as client:
         assert (await client.call_tool("chatty")).text == "done"
         assert logs == ["debug", "info", "warning"]
+
+
+def _raising(*args: Any) -> Any:
+    raise ValueError("boom")
+
+
+@pytest.mark.parametrize("what", ["sampling", "elicitation", "roots"])
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_handler_that_raises_is_reported_as_the_era_allows(mode: str, what: str) -> None:
+    """A sampling, elicitation or roots handler that raises: in the handshake era the server gets -32603 and its
+    tool decides what the call returns (here a failed call); 2026-07-28 has no error form for an input response, so
+    the call raises InputHandlerError naming the handler and the call, the handler's exception as its cause (not
+    that exception as if the call itself had raised it). The session goes on."""
+    app = make_app()
+
+    @app.tool
+    async def where(ctx: Context) -> str:
+        """List the client's roots."""
+        return ", ".join(str(r.uri) for r in await ctx.list_roots())
+
+    options: dict[str, Any] = {
+        "sampling": {"sampling_handler": _raising},
+        "elicitation": {"elicitation_handler": _raising},
+        "roots": {"roots": _raising},
+    }[what]
+    tool, arguments, method = {
+        "sampling": ("ask_llm", {"question": "q"}, "sampling/createMessage"),
+        "elicitation": ("ask_user", {}, "elicitation/create"),
+        "roots": ("where", {}, "roots/list"),
+    }[what]
+    async with Client(app, mode=mode, **options) as client:
+        if mode == "handshake":
+            result = await client.call_tool(tool, arguments)
+            assert result.is_error, result.text
+        else:
+            with pytest.raises(mcpkit.InputHandlerError) as caught:
+                await client.call_tool(tool, arguments)
+            exc = caught.value
+            assert isinstance(exc, mcpkit.MCPError)
+            assert isinstance(exc.__cause__, ValueError) and str(exc.__cause__) == "boom"
+            assert exc.handler == method and exc.method == "tools/call" and exc.name == tool
+            assert method in str(exc) and f"tools/call {tool!r}" in str(exc) and "boom" in str(exc), str(exc)
+        assert await client.ping() >= 0

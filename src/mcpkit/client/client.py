@@ -69,6 +69,7 @@ from .lowlevel import ClientSession, RootsProvider, Subscription
 from .results import RESULT_TYPE_CACHE_SIZE as RESULT_TYPE_CACHE_SIZE
 from .results import (
     ElicitationContentError,
+    InputHandlerError,
     InvalidServerResult,
     PaginationLimitExceeded,
     SchemaError,
@@ -98,6 +99,7 @@ __all__ = [
     "ElicitationHandler",
     "ElicitationParams",
     "LogMessage",
+    "InputHandlerError",
     "InvalidServerResult",
     "LoggingHandler",
     "PaginationLimitExceeded",

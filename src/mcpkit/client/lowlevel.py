@@ -68,7 +68,7 @@ from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
 from .notes import HandlerQueue
-from .results import checked
+from .results import InputHandlerError, checked
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter
 from .tasks import ClientTasks, ProgressCallback, follow
@@ -445,7 +445,7 @@ class ClientSession:
             base.pop("requestState", None)
             requests = result.get("inputRequests")
             if isinstance(requests, dict) and requests:
-                base["inputResponses"] = await self._answer_input_requests(requests)
+                base["inputResponses"] = await self._answer_input_requests(requests, method, base)
             if "requestState" in result:
                 base["requestState"] = result["requestState"]
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
@@ -467,7 +467,7 @@ class ClientSession:
             await notes.catch_up()
         return answer
 
-    async def _answer_input_requests(self, requests: JSONDict) -> JSONDict:
+    async def _answer_input_requests(self, requests: JSONDict, call: str, about: JSONDict | None) -> JSONDict:
         if len(requests) > self.max_input_requests:
             raise MCPError(
                 f"the server asked for {len(requests)} inputs in one round, more than the limit of "
@@ -484,7 +484,10 @@ class ClientSession:
             tracer, version = self.input_tracer, self.features.version if self.features else None
             async with self.peer.slot():  # the same bound as server->client requests
                 with tracer.serve_input(method, params, key, version) if tracer else contextlib.nullcontext():
-                    result = await self._serve_client_request(method, params)
+                    try:  # (a handler that raises: no error form for an input response, the call fails)
+                        result = await self._serve_client_request(method, params)
+                    except Exception as exc:
+                        raise InputHandlerError(method, call, about, exc) from exc
             size += len(key) + len(orjson.dumps(result))
             if size > limit:
                 raise MCPError(

@@ -44,6 +44,28 @@ class InvalidServerResult(MCPError):
         self.field = field
 
 
+class InputHandlerError(MCPError):
+    """2026-07-28: a handler of this client (sampling, elicitation, roots) raised while answering an input request
+    the server made in answer to a call. That era has no error form for an input response (in the handshake era the
+    server would get -32603 and decide), so the call fails here instead of being retried. ``.handler`` is the input
+    request's method (``sampling/createMessage``, ``elicitation/create``, ``roots/list``), ``.method`` and ``.name``
+    the call's (``tools/call`` and the tool's name; ``name`` is None when the call names nothing); the handler's
+    exception is the ``__cause__``."""
+
+    def __init__(self, handler: str, method: str, params: JSONDict | None, error: BaseException) -> None:
+        named = (params or {}).get("name", (params or {}).get("uri", (params or {}).get("taskId")))
+        name = named if isinstance(named, str) else None
+        call = f"{method} {name!r}" if name is not None else method
+        reason = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        super().__init__(
+            f"the client's {handler} handler failed while answering the server's input request for {call}: {reason}"
+            " (2026-07-28 has no error answer for an input request, so the call was not retried)"
+        )
+        self.handler = handler
+        self.method = method
+        self.name = name
+
+
 def _invalid(method: str, exc: ValidationError, prefix: str) -> InvalidServerResult:
     errors = exc.errors(include_url=False)
     first = errors[0] if errors else {"loc": (), "msg": str(exc)}

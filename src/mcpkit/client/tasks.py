@@ -74,7 +74,7 @@ class _Session(Protocol):
         raw_task: bool = False,
     ) -> JSONDict: ...
 
-    async def _answer_input_requests(self, requests: JSONDict) -> JSONDict: ...
+    async def _answer_input_requests(self, requests: JSONDict, call: str, about: JSONDict | None) -> JSONDict: ...
 
 
 async def follow(session: _Session, task: Task, timeout: Any, on_progress: ProgressCallback | None) -> JSONDict:
@@ -230,7 +230,9 @@ class TaskHandle:
             if task.status == "input_required" and task.input_requests:
                 fresh = {k: v for k, v in task.input_requests.items() if k not in self._answered}
                 if fresh:
-                    answers = await self._session._answer_input_requests(fresh)
+                    answers = await self._session._answer_input_requests(
+                        fresh, "tasks/update", {"taskId": self.task_id}
+                    )
                     self._answered.update(fresh)
                     await self._session.request("tasks/update", {"taskId": self.task_id, "inputResponses": answers})
                     task = await self.status()
