@@ -70,7 +70,8 @@ def test_server_start_error_is_exported_and_documented() -> None:
     assert mcpkit.ServerStartError is ServerStartError and "ServerStartError" in mcpkit.__all__
     page = (ROOT / "docs" / "guides" / "errors.md").read_text(encoding="utf-8")
     names = "ServerStartError ToolCallError ToolOutputError SessionExpired RequestTimeout CapabilityNotSupported"
-    for name in (*names.split(), "ElicitationContentError", "PaginationLimitExceeded", "MissingExtra"):
+    more = ("ElicitationContentError", "PaginationLimitExceeded", "MissingExtra", "InvalidServerResult")
+    for name in (*names.split(), *more, "InputHandlerError"):
         assert f"`{name}`" in page, name
     for needle in ("MCPKit(debug=True)", "MCPKIT_DEBUG=1", "mcpkit run --dev", "error id"):
         assert needle in page, needle
