@@ -489,3 +489,40 @@ async def test_requests_behind_an_inline_call_that_blocks_are_answered_meanwhile
     at = {m["id"]: when - t0 for when, m in out.sent}
     assert at[1] >= 0.6
     assert at[2] < 0.4 and at[3] < 0.4, f"answered {at[2]:.3f} s and {at[3]:.3f} s after the read"
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_result_that_is_no_json_is_answered_with_an_internal_error_not_dropped(
+    transport: str, mode: str
+) -> None:
+    """A handler's result that cannot be encoded (an object inside it) left the request unanswered: the encoding
+    ran after the handler's error handling, so the client waited out its timeout. It gets -32603 at once, whether
+    the handler answered inline or after an await, and the session goes on."""
+    import contextlib
+    import sys
+
+    from mcpkit.client.client import Client
+    from support.paths import SERVERS
+    from support.toolkit import serve_http
+
+    path = SERVERS / "unencodable_server.py"
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "stdio":
+            target: Any = [sys.executable, str(path)]
+        else:
+            import importlib.util
+
+            spec = importlib.util.spec_from_file_location("unencodable_server", path)
+            assert spec is not None and spec.loader is not None
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            target = await stack.enter_async_context(serve_http(mod.server))
+        c = await stack.enter_async_context(Client(target, mode=mode, timeout=10))
+        for method in ("prompts/list", "resources/list"):
+            started = time.monotonic()
+            with pytest.raises(MCPError) as err:
+                await c.request(method, {})
+            assert err.value.code == -32603, err.value
+            assert time.monotonic() - started < 5
+        assert (await c.request("tools/list", {}))["tools"] == []

@@ -1,7 +1,8 @@
 """The ``mcpkit`` command line.
 
 ``mcpkit run path/to/server.py[:app]`` serves an MCP server (stdio by default, or ``--transport http|sse|ws``).
-Client commands (``tools``, ``call``, ``read``, ...) live in :mod:`mcpkit.cli.client_commands` (how they connect: :mod:`mcpkit.cli.connecting`).
+Client commands (``tools``, ``call``, ``read``, ...) live in :mod:`mcpkit.cli.client_commands` (how they connect:
+:mod:`mcpkit.cli.connecting`).
 Heavy imports (rich, httpx, uvicorn) happen inside the commands that need them, so ``mcpkit run`` starts fast.
 """
 

@@ -360,7 +360,10 @@ class Peer(Requests):
             if not isinstance(result, dict):
                 return self._run_request(ctx, True, result)
             ctx.done = True
-            answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+            try:
+                answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+            except Exception as exc:  # a result that is no JSON: -32603, not a lost answer (free until raised)
+                answer = self._failed(ctx, exc)
         if self.tap is not None:
             self._tapped(OUT, answer)
         return answer  # (a detached context is in no table and holds no slot: nothing to leave)
@@ -494,7 +497,10 @@ class Peer(Requests):
                 ctx.done = True
                 if ctx.cancelled:
                     return None
-                answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                try:
+                    answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                except Exception as exc:  # (as in run_detached)
+                    answer = self._failed(ctx, exc)
             sink = ctx.sink
             if sink is not None:  # a batch member: no object of its own
                 sink += answer.data

@@ -136,7 +136,12 @@ class RequestRunner:
                         self._continue(ctx, peer._run_request(ctx, False, result), context)
                         continue
                     ctx.done = True
-                    answer = _new(Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None))
+                    try:
+                        answer = _new(
+                            Outgoing, (jsonrpc.encode_result(ctx.id, result), RESULT, ctx.id, None, None, None)
+                        )
+                    except Exception as exc:  # a result that is no JSON: -32603, not a lost answer (free until raised)
+                        answer = peer._failed(ctx, exc)
                 finally:
                     self._busy = False
                 try:
