@@ -94,6 +94,16 @@ def error(rid: RequestId | None, err: JSONDict) -> Outgoing:
     return Outgoing(jsonrpc.encode_error(rid, err), ERROR, rid, code=err.get("code"))
 
 
+def batch(responses: bytearray) -> Outgoing | None:
+    """A batch's answer from its members' comma-terminated answers (notifications from batched handlers leave as
+    they come; the responses leave as one array), made in place. None when there is none."""
+    if not responses:
+        return None
+    responses[-1:] = b"]"  # (the last member's comma)
+    responses[0:0] = b"["
+    return Outgoing(bytes(responses), BATCH)
+
+
 def describe(data: bytes) -> Outgoing:
     """What bytes that did not come from the engine say (a message a test or a tool writes to a transport as is):
     parsed once. The engine's own messages always come with their :class:`Outgoing`."""

@@ -44,7 +44,6 @@ from ..protocol.jsonrpc import (
 from . import messages
 from .context import RequestContext
 from .messages import (
-    BATCH,
     DEFAULT_MAX_BATCH_SIZE,
     ERROR,
     REQUEST,
@@ -613,7 +612,7 @@ class Peer(Requests):
             else:
                 await self._receive(item, out)
         if not tasks:
-            answer = _batch_answer(responses)
+            answer = messages.batch(responses)
         elif keep:
             answer = await self._finish_batch(tasks, responses)
         else:
@@ -656,7 +655,7 @@ class Peer(Requests):
                 task.cancel()
             raise
         tasks.clear()  # (done tasks keep their coroutines: a batch whose answer waits must not hold them)
-        return _batch_answer(responses)
+        return messages.batch(responses)
 
     async def _send_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox) -> None:
         """Send the batch's answer once its requests ended, then give back the slot this task holds."""
@@ -694,13 +693,3 @@ class Peer(Requests):
     def is_running_method(self, method: str) -> bool:
         """Whether a request of the other side for ``method`` is in progress here (taken, not answered yet)."""
         return any(ctx.method == method for ctx in self._inflight.values())
-
-
-def _batch_answer(responses: bytearray) -> Outgoing | None:
-    """A batch's answer from its members' comma-terminated answers (notifications from batched handlers leave as
-    they come; the responses leave as one array). None when there is none."""
-    if not responses:
-        return None
-    responses[-1:] = b"]"  # (the last member's comma)
-    responses[0:0] = b"["
-    return Outgoing(bytes(responses), BATCH)
