@@ -88,6 +88,30 @@ async def test_everything_over_stdio_passes_every_checkable_requirement() -> Non
     assert report.exit_code("should") == 0
 
 
+@pytest.mark.req("M067")
+async def test_a_tool_without_a_description_is_a_warning_not_a_failure_as_the_schema_makes_it_optional(
+    tmp_path: Path,
+) -> None:
+    """Every revision's schema has ``description?`` on Tool: a server whose tool carries none is judged on what is
+    required (a name and an object inputSchema), in both eras; M067's words ask for a description, so a warning
+    (which fails no ``--fail-on`` level) says which tool lacks one."""
+    server = tmp_path / "undescribed.py"
+    server.write_text(
+        "from mcpkit import MCPKit\n"
+        "app = MCPKit('undescribed')\n"
+        "@app.tool()\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+    )
+    report = await run_checks([PY, "-m", "mcpkit.cli.main", "run", str(server)], cwd=str(tmp_path), timeout=10.0)
+    findings = report.requirements["M067"].findings
+    assert {f.status for f in findings} == {"warn"}, findings
+    assert {f.evidence.startswith("[2026-07-28]") for f in findings} == {True, False}, findings
+    assert all("(add)" in f.evidence and "optional" in f.evidence for f in findings), findings
+    assert "M067" not in report.failed_musts()
+    assert report.exit_code("may") == 0, report.render_text()
+
+
 @pytest.fixture
 def resumable_everything() -> Iterator[str]:
     proc = subprocess.Popen(RESUMABLE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -383,7 +383,8 @@ class Server:
             items = [{"name": "item"}]
         if self.has("missing-fields"):
             if key == "tools":
-                items = [{k: v for k, v in t.items() if k != "description"} for t in items]
+                # inputSchema is required in every revision (a description is optional: leaving it out is no fault)
+                items = [{k: v for k, v in t.items() if k != "inputSchema"} for t in items]
             if key == "resources":
                 items = [{k: v for k, v in r.items() if k != "name"} for r in items]
         if self.has({"resourceTemplates": "no-templates-array"}.get(key, f"no-{key}-array")):

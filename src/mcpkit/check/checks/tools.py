@@ -28,12 +28,18 @@ class ToolChecks(CheckerBase):
             return
         tools = await self.list_all(wire, "tools/list", "tools", "M066") or []
         self.tools = tools
-        bad = []
+        bad, undescribed = [], []
         for tool in tools:
             if not isinstance(tool, dict):
                 bad.append(f"not an object: {_short(tool)}")
                 continue
-            missing = [k for k in ("name", "description") if not isinstance(tool.get(k), str) or not tool.get(k)]
+            # every revision's schema.ts: `name` and `inputSchema` are required, `description?` is optional: a tool
+            # without one is valid (a warning, as M067's words ask for it), one that is not a string is malformed
+            missing = [] if isinstance(tool.get("name"), str) and tool["name"] else ["name"]
+            if "description" in tool and not isinstance(tool["description"], str):
+                missing.append("description (a string when present)")
+            elif not tool.get("description"):
+                undescribed.append(str(tool.get("name", "?")))
             schema = tool.get("inputSchema")
             if not isinstance(schema, dict) or schema.get("type") != "object":
                 missing.append("inputSchema (an object schema)")
@@ -43,6 +49,13 @@ class ToolChecks(CheckerBase):
             r.skip("M067", "tools/list is empty")
         elif bad:
             r.fail("M067", f"{len(bad)} of {len(tools)} tool(s): " + "; ".join(bad[:4]), "tools/list")
+        elif undescribed:
+            r.warn(
+                "M067",
+                f"{len(undescribed)} of {len(tools)} tool(s) without a description ({', '.join(undescribed[:4])}): "
+                "requirement M067 asks for one; the official schema makes it optional",
+                "tools/list",
+            )
         else:
             r.ok("M067", f"all {len(tools)} tool(s) have name, description and an object inputSchema", "tools/list")
         if any(isinstance(t, dict) and "annotations" in t for t in tools):
