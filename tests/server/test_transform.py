@@ -3,6 +3,9 @@ wrapping function) while the original stays as it is; both eras over stdio and H
 
 from __future__ import annotations
 
+from typing import Any
+
+import httpx
 import pytest
 
 from mcpkit import Client, Context, MCPKit
@@ -47,6 +50,109 @@ async def test_a_missing_argument_of_a_derived_tool_is_named_as_the_client_knows
         assert refused.is_error
         assert "'find'" in refused.text and "'q'" in refused.text
         assert "search" not in refused.text and "query" not in refused.text
+
+
+def _catalog() -> MCPKit:
+    app = MCPKit("catalog")
+
+    @app.tool
+    def search(query: str, limit: int = 10, api_key: str = "", filters: dict[str, int] | None = None) -> str:
+        """Search the catalog."""
+        return f"{query} {limit}"
+
+    return app
+
+
+def _derived_from(original: str) -> tuple[MCPKit, str]:
+    """An app offering ``find(q, limit, where)``, derived from ``search(query, limit, api_key, filters)`` of another
+    app: directly (a function tool), through a mount, through another derived tool, or by a wrapper."""
+    args = {
+        "query": ArgTransform(name="q"),
+        "filters": ArgTransform(name="where"),
+        "api_key": ArgTransform(hide=True, default="k"),
+    }
+    catalog = _catalog()
+    app = MCPKit("front")
+    if original == "mounted":
+        app.mount(catalog, prefix="cat")
+        tool = app.get_tool("cat_search")
+    elif original == "derived":
+        middle = transform_tool(catalog.get_tool("search"), name="lookup", args={"query": ArgTransform(name="text")})  # type: ignore[arg-type]
+        catalog.add_tool(middle)
+        tool = middle
+        args = {"text": ArgTransform(name="q"), "filters": args["filters"], "api_key": args["api_key"]}
+    else:
+        tool = catalog.get_tool("search")
+    assert tool is not None
+    if original == "wrapper":
+
+        async def find(q: Any, limit: Any = 3, where: Any = None):  # type: ignore[no-untyped-def]
+            return await forward(q=q, limit=limit, where=where)
+
+        app.add_tool(transform_tool(tool, name="find", args=args, fn=find))
+    else:
+        app.add_tool(transform_tool(tool, name="find", args=args))
+    return app, "search" if original != "derived" else "lookup"
+
+
+@pytest.mark.parametrize("original", ["function", "mounted", "derived", "wrapper"])
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_argument_of_the_wrong_type_for_a_derived_tool_is_named_as_the_client_knows_it(
+    original: str, mode: str
+) -> None:
+    """The refusal of a value the original's validation rejects names the derived tool and the renamed argument
+    (also inside it: ``where.a``), never the original tool or the original's names for them."""
+    app, original_name = _derived_from(original)
+    async with Client(app, mode=mode) as client:
+        refused = await client.call_tool("find", {"q": ["not", "text"], "where": {"a": "x"}})
+        assert refused.is_error, refused.text
+        text = refused.text
+        assert "Invalid arguments for tool 'find'" in text
+        assert "q: " in text and "where.a: " in text
+        for foreign in (original_name, "query", "text:", "filters", "cat_"):
+            assert foreign not in text, (foreign, text)
+        assert (await client.call_tool("find", {"q": "cats", "limit": 2})).text == "cats 2"
+
+
+async def test_a_derived_tools_invalid_hidden_value_is_an_internal_error_that_does_not_reveal_it() -> None:
+    """A hidden value the server set that the original rejects is the server's mistake: the client is told an
+    internal error occurred (the details go to the log), not the name of an argument it cannot see or set."""
+    catalog = _catalog()
+    app = MCPKit("front")
+    app.add_tool(
+        transform_tool(catalog.get_tool("search"), name="find", args={"api_key": ArgTransform(hide=True, default=7)})  # type: ignore[arg-type]
+    )
+    async with Client(app) as client:
+        refused = await client.call_tool("find", {"query": "cats"})
+        assert refused.is_error and "internal error" in refused.text
+        assert "api_key" not in refused.text and "search" not in refused.text
+
+
+async def test_an_invalid_argument_of_a_tool_derived_from_an_api_operation_is_named_as_the_client_knows_it() -> None:
+    spec = {
+        "openapi": "3.1.0",
+        "info": {"title": "pets", "version": "1"},
+        "paths": {
+            "/pets": {
+                "get": {
+                    "operationId": "list_pets",
+                    "parameters": [{"name": "limit", "in": "query", "schema": {"type": "integer"}}],
+                    "responses": {"200": {"description": "ok"}},
+                }
+            }
+        },
+    }
+    async with httpx.AsyncClient(base_url="http://127.0.0.1:9") as http:  # (never reached: the call is refused)
+        api = MCPKit.from_openapi(spec, client=http)
+        tool = api.get_tool("list_pets")
+        assert tool is not None
+        app = MCPKit("front")
+        app.add_tool(transform_tool(tool, name="pets", args={"limit": ArgTransform(name="at_most")}))
+        async with Client(app) as client:
+            refused = await client.call_tool("pets", {"at_most": "many"})
+            assert refused.is_error
+            assert "'pets'" in refused.text and "at_most" in refused.text
+            assert "limit" not in refused.text and "list_pets" not in refused.text
 
 
 async def test_a_wrapper_gets_the_context_and_forward_raw_uses_the_original_names() -> None:

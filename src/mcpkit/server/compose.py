@@ -31,6 +31,7 @@ from .context import Context
 from .pagination import Listed
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
+from .schema import ArgumentProblem
 from .tools import Tool
 from .uri_template import UriTemplate
 
@@ -156,6 +157,9 @@ class MountedTool(Tool):
 
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         return self.inner.call(arguments, self.mount.context(ctx), feats)
+
+    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
+        return self.inner.argument_problems(arguments)
 
 
 def _renamed(contents: list[JSONDict], old: str, new: str) -> list[JSONDict]:

@@ -517,23 +517,46 @@ def _camel(name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^A-Za-z0-9]+", name) if part) or "Tool"
 
 
-def format_validation_error(exc: ValidationError, what: str) -> str:
-    """A message a model can act on: which argument, what was wrong, what was received."""
-    problems: list[str] = []
+#: one thing wrong with a tool's arguments: where (the argument's name, then the path inside its value; empty for
+#: the arguments as a whole), what kind ("missing", "unexpected" or "invalid") and, when invalid, what is wrong
+ArgumentProblem = tuple[tuple[str | int, ...], str, str]
+
+
+def validation_problems(exc: ValidationError) -> list[ArgumentProblem]:
+    """The problems a pydantic ``ValidationError`` of a function's arguments reports (see :data:`ArgumentProblem`)."""
+    problems: list[ArgumentProblem] = []
     for err in exc.errors(include_url=False):
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "(arguments)"
+        path = tuple(err.get("loc", ()))
         kind = err.get("type")
         if kind == "extra_forbidden":
-            problems.append(f"unexpected argument {loc!r}")
+            problems.append((path, "unexpected", ""))
         elif kind == "missing":
-            problems.append(f"missing required argument {loc!r}")
+            problems.append((path, "missing", ""))
         else:
-            got = err.get("input")
-            shown = repr(got)
+            shown = repr(err.get("input"))
             if len(shown) > 60:
                 shown = shown[:57] + "..."
-            problems.append(f"{loc}: {err.get('msg')} (got {shown})")
-    return f"Invalid arguments for {what}: " + "; ".join(problems)
+            problems.append((path, "invalid", f"{err.get('msg')} (got {shown})"))
+    return problems
+
+
+def format_argument_problems(problems: list[ArgumentProblem], what: str) -> str:
+    """A message a model can act on: which argument, what was wrong, what was received."""
+    said: list[str] = []
+    for path, kind, detail in problems:
+        loc = ".".join(str(x) for x in path) or "(arguments)"
+        if kind == "unexpected":
+            said.append(f"unexpected argument {loc!r}")
+        elif kind == "missing":
+            said.append(f"missing required argument {loc!r}")
+        else:
+            said.append(f"{loc}: {detail}")
+    return f"Invalid arguments for {what}: " + "; ".join(said)
+
+
+def format_validation_error(exc: ValidationError, what: str) -> str:
+    """A message a model can act on: which argument, what was wrong, what was received."""
+    return format_argument_problems(validation_problems(exc), what)
 
 
 # ---------------------------------------------------------------------------------------------- return values
@@ -662,7 +685,10 @@ __all__ = [
     "FunctionInfo",
     "Param",
     "ReturnInfo",
+    "ArgumentProblem",
+    "format_argument_problems",
     "format_validation_error",
+    "validation_problems",
     "json_schema_of",
     "literal_choices",
     "parse_docstring",

@@ -35,7 +35,15 @@ from .content import (  # the content helpers live in the leaf module; imported 
 )
 from .lowlevel import InputRequired
 from .pagination import Listed
-from .schema import FunctionInfo, ReturnInfo, fast_validate, format_validation_error, function_name
+from .schema import (
+    ArgumentProblem,
+    FunctionInfo,
+    ReturnInfo,
+    fast_validate,
+    format_validation_error,
+    function_name,
+    validation_problems,
+)
 from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
 
 if TYPE_CHECKING:
@@ -216,6 +224,15 @@ class Tool(Listed):
         except Exception as exc:
             return self._failed(exc)
         return self.result(value, feats)
+
+    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
+        """What is wrong with ``arguments`` for this tool (empty: nothing), as :meth:`call` would refuse them, for
+        a tool derived from this one to say in its own names (not used by :meth:`call` itself)."""
+        try:
+            self.info.validate(arguments)
+        except _validation_error() as exc:
+            return validation_problems(exc)
+        return []
 
     def _failed(self, exc: Exception) -> JSONDict:
         """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again)."""

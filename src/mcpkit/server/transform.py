@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.versions import Features
 from .pagination import Listed
-from .schema import FunctionInfo, ReturnInfo
-from .tools import Tool, error_result
+from .schema import ArgumentProblem, FunctionInfo, ReturnInfo, format_argument_problems
+from .tools import Tool, error_result, internal_error_message
 
 if TYPE_CHECKING:
     from .context import Context
@@ -80,7 +80,7 @@ async def forward(**arguments: Any) -> JSONDict:
     current = _current.get()
     if current is None:
         raise RuntimeError("forward() is only available inside the fn of a transformed tool")
-    mapped = current.tool.to_original(arguments)
+    mapped = current.tool.checked(arguments)
     if isinstance(mapped, str):
         return error_result(mapped)
     return await current.tool.run_original(mapped, current.ctx, current.feats)
@@ -217,6 +217,40 @@ class TransformedTool(Tool):
                 out[original] = value
         return out
 
+    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
+        mapped = self.to_original(arguments)
+        if isinstance(mapped, str):  # (a derived tool of this one maps to valid names: only its own values are wrong)
+            return [((), "invalid", mapped)]
+        return self._derived_problems(self.original.argument_problems(mapped))
+
+    def _derived_problems(self, problems: list[ArgumentProblem]) -> list[ArgumentProblem]:
+        """``problems`` of the original's arguments, said in this tool's argument names (a problem with a hidden
+        argument stays in the original's names: :meth:`checked` does not show it to the client)."""
+        to_derived = {original: derived for derived, original in self._to_original.items()}
+        out: list[ArgumentProblem] = []
+        for path, kind, detail in problems:
+            if path and isinstance(path[0], str) and path[0] in to_derived:
+                path = (to_derived[path[0]], *path[1:])
+            out.append((path, kind, detail))
+        return out
+
+    def checked(self, arguments: JSONDict) -> JSONDict | str:
+        """The original's arguments for these derived ones, or the refusal to send the client, naming this tool
+        and its arguments as the client knows them (the original's own refusal would name the original and its
+        arguments: a tool the client may not see, and names it is refused for when it sends them)."""
+        mapped = self.to_original(arguments)
+        if isinstance(mapped, str):
+            return mapped
+        problems = self.original.argument_problems(mapped)
+        if not problems:
+            return mapped
+        visible = set(self._to_original.values())
+        if any(path and path[0] not in visible for path, _, _ in problems):  # a hidden value the server set is wrong
+            wrong = "; ".join(f"{'.'.join(map(str, p)) or '(arguments)'}: {d or k}" for p, k, d in problems)
+            error = ValueError(f"its fixed arguments are invalid: {wrong}")
+            return internal_error_message(f"tool {self.name!r}", error, self.debug)
+        return format_argument_problems(self._derived_problems(problems), f"tool {self.name!r}")
+
     async def run_original(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
         """Call the original tool with its own arguments; its ``CallToolResult``."""
         original_ctx = ctx if self.original.info.context_param is not None else None
@@ -225,7 +259,7 @@ class TransformedTool(Tool):
 
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         if self._wrapper is None:
-            mapped = self.to_original(arguments)
+            mapped = self.checked(arguments)
             if isinstance(mapped, str):
                 return error_result(mapped)
             original_ctx = ctx if self.original.info.context_param is not None else None

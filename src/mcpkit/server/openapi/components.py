@@ -19,6 +19,7 @@ from ...protocol.versions import Features
 from ..content import downgrade_content
 from ..pagination import Listed
 from ..resources import Resource, ResourceTemplate, _ResourceBase
+from ..schema import ArgumentProblem
 from ..tools import Tool, error_result
 from ..uri_template import UriTemplate
 from .http import Answer, APIError, Caller
@@ -114,6 +115,16 @@ class OpenAPITool(Tool):
 
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         return self._call(arguments, feats)
+
+    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
+        if self._inputs.is_valid(arguments):
+            return []
+        found: list[ArgumentProblem] = []
+        for error in self._inputs.iter_errors(arguments):
+            found.append((tuple(error.instance_path), "invalid", error.message))
+            if len(found) == _MAX_ISSUES:
+                break
+        return found
 
     async def _call(self, arguments: JSONDict, feats: Features | None) -> JSONDict:
         issues = _issues(self._inputs, arguments)
