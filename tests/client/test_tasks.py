@@ -105,6 +105,26 @@ async def test_call_tool_follows_a_2026_task_to_its_end_transparently_and_its_de
     assert probe.cancelled == ["hold"] and progress and progress[-1] == 3
 
 
+async def test_call_tool_gives_each_progress_report_of_a_followed_2026_task_once() -> None:
+    """A report made in the task's first step reaches the client twice (the request's progress notification, then
+    the task's state on tasks/get): ``on_progress`` sees it once, then the later ones, increasing."""
+    app = MCPKit("progress")
+
+    @app.tool(task=True)
+    async def staged(ctx: Context) -> str:
+        await ctx.report_progress(1, 3, "stage 1")
+        await asyncio.sleep(0.3)
+        await ctx.report_progress(2, 3, "stage 2")
+        await asyncio.sleep(0.6)
+        return "staged"
+
+    progress: list[float] = []
+    async with Client(app, protocol_version="2026-07-28") as client:
+        result = await client.call_tool("staged", on_progress=lambda p, t, m: progress.append(p))
+    assert result.text == "staged"
+    assert progress == [1, 2]
+
+
 async def test_without_the_servers_task_support_call_tool_as_task_is_refused_locally() -> None:
     plain = Server("plain")
     async with Client(plain, protocol_version="2025-11-25") as client:

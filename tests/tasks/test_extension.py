@@ -156,6 +156,38 @@ async def test_input_required_before_the_task_exists_then_the_task() -> None:
         assert done["result"]["content"][0]["text"] == "Hello, Zed"
 
 
+async def test_status_and_progress_reported_before_the_first_wait_are_kept_with_the_task() -> None:
+    """A task tool's first step runs inside the request: the status and progress it reports there belong to the
+    task the request becomes, so tasks/get shows them (the message of the last report as the status message)."""
+    app = make_app()[0]
+    release = asyncio.Event()
+
+    @app.tool(task="required")
+    async def building(ctx: Context) -> str:
+        await ctx.report_status("building docs")
+        await ctx.report_progress(1, 3, "stage 1 of 3")
+        await release.wait()
+        return "built"
+
+    @app.tool(task="required")
+    async def starting(ctx: Context) -> str:
+        await ctx.report_status("starting")
+        await release.wait()
+        return "started"
+
+    async with raw(app) as peer:
+        created = await start(peer, 1, "building")
+        got = (await modern(peer, 2, "tasks/get", {"taskId": created["taskId"]}))["result"]
+        assert got["status"] == "working" and got["statusMessage"] == "stage 1 of 3"
+        assert got["_meta"]["dev.mcpkit/progress"] == {"progress": 1, "total": 3, "message": "stage 1 of 3"}
+        created = await start(peer, 3, "starting")
+        got = (await modern(peer, 4, "tasks/get", {"taskId": created["taskId"]}))["result"]
+        assert got["status"] == "working" and got["statusMessage"] == "starting"
+        release.set()
+        done = await wait_status(peer, created["taskId"], ("completed",), era="modern")
+        assert done["result"]["content"][0]["text"] == "started"
+
+
 async def test_a_required_task_tool_that_ends_at_once_is_still_answered_with_a_task() -> None:
     app, _ = make_app()
     async with raw(app) as peer:

@@ -71,7 +71,7 @@ from .notes import HandlerQueue
 from .results import InputHandlerError, checked
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter
-from .tasks import ClientTasks, ProgressCallback, follow
+from .tasks import ClientTasks, ProgressCallback, SeenProgress, follow
 
 if TYPE_CHECKING:
     from ..tasks import TaskEngine
@@ -429,15 +429,16 @@ class ClientSession:
         if isinstance(user_meta, dict):
             meta = {**user_meta, **meta}
         base["_meta"] = meta
+        seen = SeenProgress(on_progress) if on_progress is not None and method == "tools/call" else None
         for _ in range(self.max_input_rounds + 1):
-            result = await self._round(method, base, timeout, on_progress, reset)
+            result = await self._round(method, base, timeout, seen or on_progress, reset)
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
                 return result
             if rtype == "task" and method == "tools/call":
                 if raw_task:
                     return result
-                return await follow(self, checked(Task, result, "tools/call"), timeout, on_progress)
+                return await follow(self, checked(Task, result, "tools/call"), timeout, on_progress, seen)
             if rtype != "input_required":
                 raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")
             base = dict(base)

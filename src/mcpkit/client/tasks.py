@@ -77,10 +77,34 @@ class _Session(Protocol):
     async def _answer_input_requests(self, requests: JSONDict, call: str, about: JSONDict | None) -> JSONDict: ...
 
 
-async def follow(session: _Session, task: Task, timeout: Any, on_progress: ProgressCallback | None) -> JSONDict:
+class SeenProgress:
+    """Relays a request's progress reports to ``on_progress``, remembering the last value: the task the request
+    may become reports the same progress again (its state keeps the last report), and only what follows is new."""
+
+    __slots__ = ("last", "on_progress")
+
+    def __init__(self, on_progress: ProgressCallback) -> None:
+        self.on_progress = on_progress
+        self.last: float | None = None
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> Any:
+        self.last = progress
+        return self.on_progress(progress, total, message)
+
+
+async def follow(
+    session: _Session,
+    task: Task,
+    timeout: Any,
+    on_progress: ProgressCallback | None,
+    seen: SeenProgress | None = None,
+) -> JSONDict:
     """A 2026-07-28 task a server answered ``tools/call`` with, followed to its end: its result (the deadline
-    ``timeout``, or the session's default, covers the whole wait; the task is cancelled when it passes)."""
+    ``timeout``, or the session's default, covers the whole wait; the task is cancelled when it passes).
+    ``seen``: the progress the request already reported (not reported again)."""
     handle = TaskHandle(session, task, modern=True, on_progress=on_progress)
+    if seen is not None:
+        handle._last_progress = seen.last
     limit = session.peer.default_timeout if timeout is ... else timeout
     try:
         result: JSONDict = await handle.result(timeout=limit)

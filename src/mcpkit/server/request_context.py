@@ -238,15 +238,19 @@ class ServerRequestContext:
         """Progress for this request (sent only if the client asked for it, strictly increasing); in a task, kept
         with the task too (``tasks/get`` shows it)."""
         task = self.task
-        if task is not None and task.active:
-            await task.progress(progress, total, message)
-            return True
+        if task is not None:
+            if task.active:
+                await task.progress(progress, total, message)
+                return True
+            if task.id is not None:  # the first step of a call its task is made for (2026-07-28): kept there too
+                await task.progress(progress, total, message)
         return await self.rc.report_progress(progress, total, message if self.features.progress_message else None)
 
     async def report_status(self, message: str) -> bool:
-        """Set the status message of the task this call runs as (False, and nothing sent, outside a task)."""
+        """Set the status message of the task this call runs as, or of the task made for its first step
+        (2026-07-28); False, and nothing sent, outside a task."""
         task = self.task
-        if task is None or not task.active:
+        if task is None or (not task.active and task.id is None):
             return False
         await task.status(message)
         return True

@@ -184,7 +184,7 @@ class ServerTasks:
         # The task is made first (the caps on tasks in progress are checked before any of the tool runs); a call
         # that ends in its first step gives its place back.
         record = await engine.create(owner=owner_of(sctx), method="tools/call", name=tool.name)
-        control = engine.control()
+        control = engine.control(record)  # its first step's status and progress are kept with the record
         sctx.task = control  # not active yet: what the first step asks is an ordinary input_required round trip
         runner = asyncio.get_running_loop().create_task(_body(run))
         try:

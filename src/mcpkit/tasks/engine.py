@@ -228,9 +228,13 @@ class TaskEngine:
             return self.default_ttl_ms
         return max(1000, min(int(requested), self.max_ttl_ms))
 
-    def control(self) -> TaskControl:
-        """A control for work that may become a task (see :class:`TaskControl`)."""
-        return TaskControl(self)
+    def control(self, record: TaskRecord | None = None) -> TaskControl:
+        """A control for work that may become a task (see :class:`TaskControl`); given the ``record`` made for it
+        already, what the work reports before it is a task (status, progress) is kept with that record."""
+        control = TaskControl(self)
+        if record is not None:
+            control._set_created(record)
+        return control
 
     async def create(
         self, *, owner: str | None, method: str, name: str | None = None, ttl_ms: int | None = None
