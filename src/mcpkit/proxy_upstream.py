@@ -313,6 +313,8 @@ class Upstream:
         self.watched: frozenset[str] = frozenset()  # (2026-07-28 upstream) the URIs its resource watch names
         self._resource_watch: asyncio.Task[None] | None = None
         self._rewatching = asyncio.Lock()
+        self._relayed_kinds: dict[str, bool] = {}  # (2026-07-28 upstream) the list changes its primary relays
+        self._replacing = asyncio.Lock()
 
     async def start(self) -> None:
         await self.check_target()
@@ -329,7 +331,34 @@ class Upstream:
                 for k in ("tools", "prompts", "resources")
             }
             if any(kinds.values()):
+                self._relayed_kinds = kinds
                 self._watcher = asyncio.get_running_loop().create_task(self._relay_changes(client, kinds))
+
+    async def _live_primary(self) -> _Conn:
+        """(2026-07-28 upstream) The primary connection, which every request shares; one whose upstream ended (a
+        stdio server that crashed) is replaced first by a new one (a new process), with the list-change relay and
+        the resource watch it held: the requests after a crash reach a new server, as the pool's do."""
+        primary = self.primary
+        assert primary is not None
+        if _alive(primary):
+            return primary
+        async with self._replacing:
+            if self.primary is primary:  # (not replaced meanwhile by another request)
+                logger.warning("the upstream %s ended: connecting again", self.target.description)
+                await self._close(primary)
+                new = await self._open(None, primary=True)
+                assert new.client is not None
+                self.primary = new
+                if self._watcher is not None:
+                    self._watcher.cancel()
+                    self._watcher = asyncio.get_running_loop().create_task(
+                        self._relay_changes(new.client, self._relayed_kinds)
+                    )
+                async with self._rewatching:
+                    watched, self.watched = self.watched, frozenset()  # (the watch named them on the old one)
+                await self.watch_resources(set(watched))
+        assert self.primary is not None
+        return self.primary
 
     async def _relay_changes(self, client: Client, kinds: dict[str, bool]) -> None:
         try:
@@ -474,20 +503,21 @@ class Upstream:
         """A connection for one 2026-07-28 request. A handshake-era upstream may ask its client things in the
         middle of a request, so its connections serve one request at a time (the primary first, then up to
         ``pool_size`` in all; a request waits while all are busy); a 2026-07-28 upstream asks nothing that way,
-        so every request shares the primary.
+        so every request shares the primary (a new one when the upstream ended).
 
         Among the idle connections that fit, the one opened first is taken: a stdio target is one process per
         connection, and a 2026-07-28 client's requests one after the other go back to the same process as soon as
         it is free, even after a burst (or a request arriving while a cancelled one still held it) opened another.
         What a request changed in the server's state (a cancelled call, a setting) is then seen by the next ones."""
-        primary = self.primary
-        assert primary is not None
         if self.modern:
-            lease = _Lease(primary, sctx)
-            primary.leases.append(lease)
+            shared = await self._live_primary()
+            lease = _Lease(shared, sctx)
+            shared.leases.append(lease)
             return lease
         # the upstream sees the capabilities of the request's client (a server may offer tools by them): a
         # connection serves the requests whose clients declared what it declared
+        primary = self.primary
+        assert primary is not None
         key = caps_key(sctx.client_capabilities)
         evicted: list[_Conn] = []
         async with self._pool_free:

@@ -259,6 +259,34 @@ async def test_after_the_upstream_process_crashed_the_next_calls_reach_a_new_one
             assert isinstance(second, int) and second != first
 
 
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_after_a_2026_07_28_upstream_process_crashed_the_next_call_reaches_a_new_one_which_relays_changes(
+    front: str, mode: str
+) -> None:
+    """Every request shares a 2026-07-28 upstream's one connection: when its stdio server dies, the next call
+    gets a new process, and what the client watched before (list changes, a resource) is relayed from it."""
+    async with (
+        through_proxy("cached", front, mode, "modern") as client,
+        client.watch(tools=True, resource_uris=["data://clock"]) as watch,
+    ):
+        first = (await client.call_tool("process", {})).data
+        try:
+            crashed = await client.call_tool("crash", {}, timeout=10)
+        except MCPError:
+            pass
+        else:
+            assert crashed.is_error
+        second = (await client.call_tool("process", {}, timeout=10)).data
+        assert isinstance(second, int) and second != first
+        assert (await client.call_tool("process", {}, timeout=10)).data == second  # (the new one stays)
+        await client.call_tool("grow", {"name": "later"})
+        assert (await watch.next(timeout=10))[0] == "notifications/tools/list_changed"
+        await client.call_tool("touch", {})
+        method, params = await watch.next(timeout=10)
+        assert method == "notifications/resources/updated" and params["uri"] == "data://clock"
+
+
 @pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_requests_one_after_the_other_go_back_to_the_first_upstream_process_after_a_burst(front: str) -> None:
     """A stdio target is one process per pooled connection: a burst of 2026-07-28 calls opens a second one, and

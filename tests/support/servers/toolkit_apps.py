@@ -241,9 +241,17 @@ def legacy_app(version: str) -> MCPKit:
 
         return os.environ.get(name, "")
 
+    _add_process_tools(app)
+    return app
+
+
+def _add_process_tools(app: MCPKit) -> None:
+    """``process`` (the id of the server's process: which one of a proxy's upstream connections answered) and
+    ``crash`` (end the server's process at once, as a crash does)."""
+
     @app.tool
     def process() -> int:
-        """The id of the server's process (which one of a proxy's upstream connections answered)."""
+        """The id of the server's process."""
         import os
 
         return os.getpid()
@@ -255,11 +263,10 @@ def legacy_app(version: str) -> MCPKit:
 
         os._exit(3)
 
-    return app
-
 
 def cached_app() -> MCPKit:
-    """Lists and a resource with 2026-07-28 caching hints; tools report how often the server was asked."""
+    """Lists and a resource with 2026-07-28 caching hints; tools report how often the server was asked (and
+    ``process``, ``crash``)."""
     app = MCPKit("cached", list_ttl_ms=60_000, list_cache_scope="public")
     counts = {"tools/list": 0, "reads": 0}
 
@@ -289,6 +296,7 @@ def cached_app() -> MCPKit:
         return original(ctx, params)
 
     app.set_handler("tools/list", counting)
+    _add_process_tools(app)
     return app
 
 
