@@ -183,14 +183,10 @@ async def test_sampling(mode: str) -> None:
         "model": "test-model",
         "stopReason": "endTurn",
     }
-    async with connect(mode=mode, client_handlers=False) as (cs, _, _):
-        if mode == "handshake":
-            r = await cs.call_tool("sample", {"prompt": "x"})
-            assert r.is_error and "sampling" in text_of(r)
-        else:
-            with pytest.raises(MCPError) as exc:
-                await cs.call_tool("sample", {"prompt": "x"})
-            assert exc.value.code == -32021
+    async with connect(mode=mode, client_handlers=False) as (cs, _, _):  # the same error in both eras
+        with pytest.raises(MCPError) as exc:
+            await cs.call_tool("sample", {"prompt": "x"})
+        assert exc.value.code == -32021 and exc.value.data == {"requiredCapabilities": {"sampling": {}}}
 
 
 @pytest.mark.parametrize(
@@ -217,14 +213,10 @@ async def test_roots(mode: str) -> None:
         assert "roots" in cs.capabilities(cs.features)
         r = await cs.call_tool("roots", {})
         assert json.loads(text_of(r)) == [{"uri": "file:///work", "name": "work"}, {"uri": "file:///tmp"}]
-    async with connect(mode=mode, client_handlers=False) as (cs, _, _):
-        if mode == "handshake":
-            r = await cs.call_tool("roots", {})
-            assert r.is_error and "roots" in text_of(r)
-        else:
-            with pytest.raises(MCPError) as exc:
-                await cs.call_tool("roots", {})
-            assert exc.value.code == -32021
+    async with connect(mode=mode, client_handlers=False) as (cs, _, _):  # the same error in both eras
+        with pytest.raises(MCPError) as exc:
+            await cs.call_tool("roots", {})
+        assert exc.value.code == -32021 and exc.value.data == {"requiredCapabilities": {"roots": {}}}
 
 
 @pytest.mark.req("M087")

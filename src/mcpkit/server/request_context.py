@@ -291,29 +291,30 @@ class ServerRequestContext:
         cap = CLIENT_CAPABILITY_FOR.get(method)
         if cap is None:
             raise ValueError(f"{method!r} is not a server-to-client request")
+        # A capability the client did not declare is -32021 naming it, in every era: 2026-07-28 requires that
+        # answer, and the handshake revisions only forbid using what was not negotiated, so the same server code
+        # gets the same outcome in both (a revision without the feature is another matter: CapabilityNotSupported)
         if not self.has_client_capability(cap):
-            if self.features.modern:
-                raise MissingRequiredClientCapability({cap: {}})
-            if self.session is not None and self.session.stateless:
+            if self.session is not None and self.session.stateless and not self.features.modern:
                 raise CapabilityNotSupported(
                     f"this server runs stateless (no session), so it cannot send {method!r} to the client: serve "
                     "it with sessions, or have the client speak 2026-07-28"
                 )
-            raise CapabilityNotSupported(f"the client did not declare the {cap!r} capability")
+            raise MissingRequiredClientCapability({cap: {}})
         if cap == "elicitation" and not self.features.elicitation:
             raise CapabilityNotSupported(f"elicitation does not exist in protocol {self.features.version}")
         if method == "sampling/createMessage" and ("tools" in params or "toolChoice" in params):
+            if not self.features.sampling_tools:
+                raise CapabilityNotSupported(f"sampling with tools does not exist in protocol {self.features.version}")
             sampling = self.client_capabilities.get("sampling") or {}
-            if not self.features.sampling_tools or not isinstance(sampling, dict) or "tools" not in sampling:
-                if self.features.modern:
-                    raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
-                raise CapabilityNotSupported("the client did not declare sampling.tools")
+            if not isinstance(sampling, dict) or "tools" not in sampling:
+                raise MissingRequiredClientCapability({"sampling": {"tools": {}}})
         if cap == "elicitation" and params.get("mode") == "url":
+            if not self.features.url_elicitation:
+                raise CapabilityNotSupported(f"URL elicitation does not exist in protocol {self.features.version}")
             elicitation = self.client_capabilities.get("elicitation") or {}
             if not isinstance(elicitation, dict) or "url" not in elicitation:
-                if self.features.modern:
-                    raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
-                raise CapabilityNotSupported("the client did not declare URL-mode elicitation")
+                raise MissingRequiredClientCapability({"elicitation": {"url": {}}})
         task = self.task
         if task is not None and task.active:  # a task asks through its own input requests, in both forms
             return await task.ask(method, params)
