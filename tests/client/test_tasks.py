@@ -191,6 +191,39 @@ async def test_the_client_runs_a_servers_sampling_request_as_a_task_when_asked()
     assert seen["result"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": seen["created"]["taskId"]}
 
 
+async def test_the_client_declares_task_support_only_for_the_requests_it_has_a_handler_for() -> None:
+    """2025-11-25 capabilities.tasks.requests: task-augmented sampling/createMessage only with a sampling handler,
+    elicitation/create only with an elicitation handler; neither handler, or tasks=False, declares no tasks."""
+    app = MCPKit("caps")
+    declared: list[Any] = []
+
+    async def spy(call: Any, call_next: Any) -> Any:
+        declared.append((call.params.get("capabilities") or {}).get("tasks"))
+        return await call_next(call)
+
+    app.add_interceptor(spy, methods="initialize")
+
+    def sampler(params: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"}
+
+    for options in (
+        {"sampling_handler": sampler},
+        {"elicitation_handler": confirm_yes},
+        {"sampling_handler": sampler, "elicitation_handler": confirm_yes},
+        {"sampling_handler": sampler, "tasks": False},
+        {},
+    ):
+        async with Client(app, protocol_version="2025-11-25", **options):
+            pass
+    assert [(caps or {}).get("requests") for caps in declared] == [
+        {"sampling": {"createMessage": {}}},
+        {"elicitation": {"create": {}}},
+        {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
+        None,
+        None,
+    ]
+
+
 def test_the_client_bounds_its_polling_and_the_handles_it_routes_progress_to() -> None:
     """A handle polls at the interval the server suggests, but never faster than 50 ms nor slower than 5 s; the
     client routes 2025-11-25 progress notifications to at most ClientTasks.MAX_FOLLOWED handles (oldest dropped)."""

@@ -290,7 +290,7 @@ class ClientSession:
         if declared is not None:
             caps["extensions"] = declared
         if self.tasks and feats is not None and feats.tasks and ("sampling" in caps or "elicitation" in caps):
-            caps["tasks"] = ClientTasks.capability()  # 2025-11-25: the server's requests we run as tasks
+            caps["tasks"] = ClientTasks.capability(caps)  # 2025-11-25: the server's requests we run as tasks
         return caps
 
     def _requested_version(self) -> str:

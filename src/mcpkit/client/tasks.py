@@ -375,13 +375,15 @@ class ClientTasks:
         return self._engine
 
     @staticmethod
-    def capability() -> JSONDict:
-        """The 2025-11-25 ``capabilities.tasks`` a client with these tasks declares."""
-        return {
-            "list": {},
-            "cancel": {},
-            "requests": {"sampling": {"createMessage": {}}, "elicitation": {"create": {}}},
-        }
+    def capability(declared: JSONDict) -> JSONDict:
+        """The 2025-11-25 ``capabilities.tasks`` a client with these tasks declares: task-augmented requests of
+        the kinds it ``declared`` a capability (a handler) for, sampling and elicitation."""
+        requests: JSONDict = {}
+        if "sampling" in declared:
+            requests["sampling"] = {"createMessage": {}}
+        if "elicitation" in declared:
+            requests["elicitation"] = {"create": {}}
+        return {"list": {}, "cancel": {}, "requests": requests}
 
     def takes(
         self, method: str, params: JSONDict, feats: Features | None, capabilities: Callable[..., JSONDict]
