@@ -170,30 +170,101 @@ def test_a_later_colliding_name_is_left_out_with_a_warning(caplog: pytest.LogCap
     assert "collides" in caplog.text
 
 
-async def test_mounting_a_server_with_middleware_of_its_own_warns_that_the_parents_chain_runs_instead(
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_mounted_servers_own_interceptors_run_inside_the_parents_for_its_components(
+    transport: str, mode: str
+) -> None:
+    """A request for a mounted component runs the parent's chain (outermost), then the mounted server's own around
+    its handler, as when that server is served alone (it sees the component under its own name), down nested
+    mounts: a guard installed on a mounted server holds for tools, prompts, resources and templates reached
+    through the parent, plain ``def`` tools that run inline and tools that ask the client alike."""
+    async with toolkit_client(
+        "guarded_mount", transport, mode, elicitation_handler=lambda params: {"name": "Ada"}
+    ) as client:
+        assert (await client.call_tool("in_echo", {"text": "x"})).text == "main:in_echo(inner:echo(x))"
+        assert (
+            await client.call_tool("in_deep_echo", {"text": "x"})
+        ).text == "main:in_deep_echo(inner:deep_echo(deep:echo(x)))"
+        asked = await client.call_tool("in_ask", {})
+        assert asked.text == "main:in_ask(inner:ask(hello Ada))"
+        assert (
+            await client.call_tool("in_deep_ask", {})
+        ).text == "main:in_deep_ask(inner:deep_ask(deep:ask(hello Ada)))"
+        for refused in ("in_secret", "in_deep_classified"):
+            with pytest.raises(MCPError) as error:
+                await client.call_tool(refused, {})
+            assert error.value.code == -32001, refused
+        # (inner knows deep's secret as deep_secret, which it does not refuse)
+        assert (
+            await client.call_tool("in_deep_secret", {})
+        ).text == "main:in_deep_secret(inner:deep_secret(deep:secret(the secret)))"
+        assert (await client.call_tool("in_classified", {})).text == "main:in_classified(inner:classified(classified))"
+        with pytest.raises(MCPError) as error:
+            await client.get_prompt("in_secret")
+        assert error.value.code == -32001 and "inner refuses secret" in str(error.value)
+        assert (await client.get_prompt("in_deep_open")).messages[0].content.text == "an open prompt"  # type: ignore[union-attr]
+        for uri in ("data://in/secret", "data://in/item/secret", "data://in/deep/item/classified"):
+            with pytest.raises(MCPError) as error:
+                await client.read_text(uri)
+            assert error.value.code == -32001, uri
+        assert await client.read_text("data://in/open") == "open data"
+        assert await client.read_text("data://in/deep/item/7") == "item 7"
+
+
+async def test_a_mounted_servers_interceptors_added_after_mounting_apply_and_an_import_warns(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """Requests for a mounted server's components run the parent's interceptor chain, not the mounted server's:
-    a guard installed on the mounted server does not hold there, which mounting says in the log."""
+    """The mounted server's chain is read at each request (added or removed later, it holds at once), for a tool
+    that takes no Context too; an import copies the components only, which importing a server with interceptors
+    says in the log (mounting one says nothing)."""
     child = MCPKit("child")
-
-    async def deny(call: Any, call_next: Any) -> Any:
-        raise MCPError("denied")
-
-    child.add_interceptor(deny, methods=["tools/call"])
     child.add_tool(lambda: "data", name="secret")
     parent = MCPKit("parent")
     with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
         parent.mount(child, prefix="c")
-    assert (
-        "'child' has interceptors or middleware of its own" in caplog.text and "install them on 'parent'" in caplog.text
-    )
+
+    async def deny(call: Any, call_next: Any) -> Any:
+        raise MCPError("denied", code=-32001)
+
     async with Client(parent) as client:
-        assert (await client.call_tool("c_secret", {})).text == "data"  # as the warning says
-    caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
-        MCPKit("other").mount(MCPKit("plain"), prefix="p")
+        assert (await client.call_tool("c_secret", {})).text == "data"
+        remove = child.add_interceptor(deny, methods=["tools/call"])
+        with pytest.raises(MCPError, match="denied"):
+            await client.call_tool("c_secret", {})
+        remove()
+        assert (await client.call_tool("c_secret", {})).text == "data"
     assert caplog.text == ""
+    child.add_interceptor(deny, methods=["tools/call"])
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        parent.mount(child, prefix="c2")
+        assert caplog.text == ""
+        MCPKit("other").import_server(child, prefix="i")
+    assert "'child' has interceptors or middleware of its own: importing copies its components only" in caplog.text
+
+
+async def test_a_mounted_task_tool_runs_as_a_task_of_the_parent_inside_the_mounted_servers_chain() -> None:
+    """The mounted server's own task entry does not run for its components served by the parent (the parent's
+    decides, and runs the call as its task); its other interceptors do, inside the task."""
+    child = MCPKit("child")
+    seen: list[str] = []
+
+    @child.tool(task="required")
+    async def scan(depth: int) -> str:
+        return f"scanned to {depth}"
+
+    async def record(call: Any, call_next: Any) -> Any:
+        seen.append(call.params["name"])
+        return await call_next(call)
+
+    child.add_interceptor(record, methods=["tools/call"])
+    parent = MCPKit("parent")
+    parent.mount(child, prefix="c")
+    for mode in ("2025-11-25", "2026-07-28"):
+        async with Client(parent, protocol_version=mode) as client:
+            handle = await client.call_tool_as_task("c_scan", {"depth": 2})
+            assert (await handle.result()).text == "scanned to 2"
+    assert seen == ["scan", "scan"]
 
 
 def test_scopes_and_tags_follow_the_prefixed_names() -> None:

@@ -9,7 +9,9 @@ What passes through: a mounted function gets a :class:`~mcpkit.server.context.Co
 server it was registered on (so ``ctx.lifespan_state`` is that server's), over the parent's request, so progress,
 logging, sampling, elicitation and roots reach the parent's client in either era; its tags and OAuth scopes
 follow it (``MCPKit.scope_rule`` names the prefixed tool), and so does a tool's task support (the parent enables
-tasks for it); the mounted server's lifespan runs inside the parent's.
+tasks for it); the mounted server's lifespan runs inside the parent's. A request for a mounted component runs the
+parent's interceptors, then the mounted server's own (all but its task entry) around its own handler, as when it
+is served alone (:meth:`Mount.run`); a mounted server without interceptors costs one attribute test per call.
 A component hidden in the mounted server (``other.disable(...)``, its tag rules) is not mounted.
 
 Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``). A name the
@@ -20,14 +22,18 @@ collides is left out, with a warning in the log.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .context import Context
+from .interceptors import Call, Interceptor, call_for, run_chain
+from .lowlevel import InputRequired
 from .pagination import Listed
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
@@ -118,6 +124,72 @@ class Mount:
             return ctx
         return Context(self.child, ctx.request_context)
 
+    def chain(self, method: str) -> tuple[Interceptor, ...]:
+        """The mounted server's own interceptors for ``method`` (empty: none, or an import, which copies the
+        components only), but its task entry: the parent's decides whether the call runs as a task."""
+        intercepting = self.child._intercepting
+        if intercepting is None or not self.live:
+            return ()
+        chain: tuple[Interceptor, ...] = intercepting.chain(method)
+        tasks = self.child.tasks
+        if tasks is not None and chain:
+            chain = tuple(fn for fn in chain if fn != tasks.intercept)
+        return chain
+
+    async def run(self, chain: tuple[Interceptor, ...], method: str, params: JSONDict, ctx: Context) -> JSONDict:
+        """A request for one of the mounted server's components through its own interceptors (``chain``), as if
+        it served the request alone: ``params`` name the component as it knows it, and the innermost step is its
+        own handler of ``method``. What the chain returns is the handler's unshaped result; the parent shapes it.
+        An ``InputRequired`` the component raised is the ``input_required`` result inside the chain (as the
+        dispatcher makes it), raised again after it so that the parent answers it as its own."""
+        sctx = ctx.request_context
+        sent = sctx.rc.params or {}
+        meta = sent.get("_meta")
+        if meta is not None:
+            params["_meta"] = meta
+        parent: Any = sctx.server  # (the dispatching server: it seals the requestState of an input round)
+        asked: list[InputRequired] = []
+
+        async def handle(call: Call) -> JSONDict:
+            try:
+                pending = self.child._call_handler(sctx, call.method, call.params, sctx.features)
+                result = await pending if inspect.isawaitable(pending) else pending
+            except (InputRequired, ResourceNotFound) as exc:
+                if isinstance(exc, InputRequired):
+                    asked.append(exc)
+                settled: JSONDict = parent._settle(exc, sctx, method, sent, sctx.features)
+                return settled
+            if not isinstance(result, dict):  # a pydantic model (a handler of the mounted server's own)
+                result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+            return result  # type: ignore[no-any-return]
+
+        result = await run_chain(chain, call_for(method, params, sctx), handle)
+        if not isinstance(result, dict):
+            raise TypeError(f"an interceptor of {method!r} returned {type(result).__name__}, not a result dict")
+        if asked and result.get("resultType") == "input_required":
+            raise asked[0]
+        return result
+
+
+class _MountedInfo:
+    """A mounted tool's view of its original's ``info``: the parent builds the request's Context for it while the
+    mounted server has interceptors (its chain needs the request), even when the function takes none."""
+
+    __slots__ = ("_inner", "_mount")
+
+    def __init__(self, inner: Any, mount: Mount) -> None:
+        self._inner = inner
+        self._mount = mount
+
+    @property
+    def context_param(self) -> str | None:
+        own: str | None = self._inner.context_param
+        mount = self._mount
+        return own if own is not None or mount.child._intercepting is None or not mount.live else "ctx"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
 
 # ---------------------------------------------------------------------------------------------- the wrappers
 
@@ -144,6 +216,7 @@ class MountedTool(Tool):
     def __init__(self, inner: Tool, name: str, mount: Mount) -> None:
         _wrap(self, inner, mount)
         self.name = name
+        self.info = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
 
     @property
     def returns(self) -> Any:
@@ -156,10 +229,21 @@ class MountedTool(Tool):
         return cached
 
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
-        return self.inner.call(arguments, self.mount.context(ctx), feats)
+        mount = self.mount
+        if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("tools/call")):
+            return mount.run(chain, "tools/call", {"name": self.inner.name, "arguments": arguments}, ctx)
+        return self.inner.call(arguments, mount.context(ctx), feats)
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         return self.inner.argument_problems(arguments)
+
+
+def _contents(result: JSONDict) -> list[JSONDict]:
+    """The ``contents`` of a ``resources/read`` result the mounted server's chain returned."""
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        raise TypeError("a resources/read result without a contents list came out of the mounted server's chain")
+    return contents
 
 
 def _renamed(contents: list[JSONDict], old: str, new: str) -> list[JSONDict]:
@@ -178,7 +262,12 @@ class MountedResource(Resource):
         self.uri = uri
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
-        return _renamed(await self.inner.read(self.mount.context(ctx)), self.inner.uri, self.uri)
+        mount = self.mount
+        if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("resources/read")):
+            contents = _contents(await mount.run(chain, "resources/read", {"uri": self.inner.uri}, ctx))
+        else:
+            contents = await self.inner.read(mount.context(ctx))
+        return _renamed(contents, self.inner.uri, self.uri)
 
 
 class MountedTemplate(ResourceTemplate):
@@ -196,7 +285,12 @@ class MountedTemplate(ResourceTemplate):
         inner_uri = unprefixed_uri(self.mount.prefix, uri)
         if inner_uri is None:  # (the template matched, so the prefix is there; kept for safety)
             inner_uri = uri
-        return _renamed(await self.inner.read(inner_uri, variables, self.mount.context(ctx)), inner_uri, uri)
+        mount = self.mount
+        if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("resources/read")):
+            contents = _contents(await mount.run(chain, "resources/read", {"uri": inner_uri}, ctx))
+        else:
+            contents = await self.inner.read(inner_uri, variables, mount.context(ctx))
+        return _renamed(contents, inner_uri, uri)
 
 
 class MountedPrompt(Prompt):
@@ -217,7 +311,10 @@ class MountedPrompt(Prompt):
         return cached
 
     async def render(self, arguments: dict[str, Any], ctx: Context | None, feats: Features) -> JSONDict:
-        return await self.inner.render(arguments, self.mount.context(ctx), feats)
+        mount = self.mount
+        if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("prompts/get")):
+            return await mount.run(chain, "prompts/get", {"name": self.inner.name, "arguments": arguments}, ctx)
+        return await self.inner.render(arguments, mount.context(ctx), feats)
 
 
 # ---------------------------------------------------------------------------------------------- mounting
@@ -281,10 +378,11 @@ def attach(
         raise ValueError(f"cannot mount {child.name!r} into itself or into a server mounted in it")
     if live and prefix in parent._mounts:
         raise ValueError(f"a server is already mounted with prefix {prefix!r}; unmount it first")
-    if child._intercepting is not None:
+    if not live and child._intercepting is not None:
         logger.warning(
-            "%r has interceptors or middleware of its own: they do not run for the requests %r serves of it (only "
-            "%r's own chain runs); install them on %r",
+            "%r has interceptors or middleware of its own: importing copies its components only, so they do not "
+            "run for the requests %r serves of them; mount it instead (its chain then runs inside %r's), or "
+            "install them on %r",
             child.name,
             parent.name,
             parent.name,

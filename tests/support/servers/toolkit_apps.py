@@ -106,6 +106,55 @@ def compose_app() -> MCPKit:
     return app
 
 
+def guarded_mount_app() -> MCPKit:
+    """``main`` mounts ``inner`` (prefix ``in``), which mounts ``deep`` (prefix ``deep``). Each has an interceptor
+    that wraps a tool's text as ``<server>:<tool name it was called by>(<text>)`` (showing the order of the chains
+    and the names each sees); ``inner`` refuses whatever is called ``secret`` (a tool, a prompt, a resource) and
+    ``deep`` whatever is called ``classified``, with error -32001."""
+    from mcpkit.protocol.errors import MCPError
+
+    def server(name: str, refused: str) -> MCPKit:
+        app = MCPKit(name)
+
+        async def guard(call: Any, call_next: Any) -> Any:
+            target = str(call.params.get("name") or call.params.get("uri") or "")
+            if target.rsplit("/", 1)[-1] == refused:
+                raise MCPError(f"{name} refuses {target}", code=-32001)
+            result = await call_next(call)
+            if call.method == "tools/call" and not result.get("isError") and result.get("content"):
+                text = result["content"][0]["text"]
+                result = {**result, "content": [{"type": "text", "text": f"{name}:{call.params['name']}({text})"}]}
+            return result
+
+        app.add_interceptor(guard)
+        return app
+
+    main, inner, deep = server("main", "-"), server("inner", "secret"), server("deep", "classified")
+    for app in (inner, deep):
+
+        @app.tool
+        def echo(text: str) -> str:
+            """A plain def (it runs inline)."""
+            return text
+
+        @app.tool
+        async def ask(ctx: Context) -> str:
+            answer = await ctx.elicit("Your name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            return f"hello {answer.content['name'] if answer.content else answer.action}"
+
+        app.add_tool(lambda: "the secret", name="secret")
+        app.add_tool(lambda: "classified", name="classified")
+        app.add_prompt(lambda: "a secret prompt", name="secret")
+        app.add_prompt(lambda: "an open prompt", name="open")
+        app.add_resource("data://secret", "secret data")
+        app.add_resource("data://open", "open data")
+        app.add_resource("data://item/{key}", lambda key: f"item {key}")
+
+    inner.mount(deep, prefix="deep")
+    main.mount(inner, prefix="in")
+    return main
+
+
 def transform_app() -> MCPKit:
     """``search(query, limit, api_key)`` and tools derived from it."""
     app = MCPKit("transform")
@@ -336,6 +385,7 @@ APPS = {
     "legacy-2025-03-26": lambda: legacy_app("2025-03-26"),
     "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,
+    "guarded_mount": guarded_mount_app,
     "transform": transform_app,
     "visibility": visibility_app,
     "per_principal": per_principal_app,
