@@ -507,3 +507,19 @@ async def test_a_stdio_client_takes_the_max_message_size_it_is_given(mode: str) 
             await c.call_tool("big", {"n": 5_000_000})
     async with Client(core, mode=mode, transport_options={"max_message_size": 8 << 20}) as c:
         assert len((await c.call_tool("big", {"n": 5_000_000})).text) == 5_000_000
+
+
+@pytest.mark.parametrize("program", ["python", "python3"])
+async def test_a_command_line_starting_with_python_runs_under_the_clients_interpreter(
+    program: str, tmp_path: Path
+) -> None:
+    """``Client("python server.py")`` (or ``python3``) runs the server with the client's own interpreter
+    (``sys.executable``), not whichever ``python`` is first on PATH, so the server sees the client's virtual
+    environment; what the server reports as its interpreter is the test's own."""
+    script = tmp_path / "where.py"
+    script.write_text(
+        "import sys\nfrom mcpkit import MCPKit\napp = MCPKit('where')\n\n\n@app.tool\ndef interpreter() -> str:\n"
+        "    return sys.executable\n\n\napp.run()\n"
+    )
+    async with Client(f"{program} {script}", timeout=30) as client:
+        assert (await client.call_tool("interpreter")).data == sys.executable
