@@ -209,6 +209,28 @@ def test_against_server_everything(node_bin: Path) -> None:
     assert as_json(mcpkit("ping", target, "--json"))["protocolVersion"] == "2025-11-25"
 
 
+@pytest.mark.npm
+@pytest.mark.parametrize("forced", [["--mode", "modern"], ["--protocol-version", "2026-07-28"]])
+def test_forcing_2026_07_28_on_a_handshake_only_server_says_to_use_another_mode(
+    node_bin: Path, forced: list[str]
+) -> None:
+    """server-everything (the TS SDK) speaks only the handshake era and answers server/discover "Method not
+    found": the command says the server does not seem to speak 2026-07-28 and which options connect."""
+    if not EVERYTHING.is_file():
+        pytest.skip("server-everything missing")
+    target = f"{node_bin} {EVERYTHING} stdio"
+    refused = mcpkit("tools", target, *forced)
+    assert refused.returncode == 1
+    assert "the server does not seem to speak protocol 2026-07-28" in refused.stderr, refused.stderr
+    assert "Method not found" in refused.stderr
+    if forced[0] == "--mode":
+        assert "use --mode auto" in refused.stderr and "--mode handshake" in refused.stderr
+    else:  # --mode handshake would contradict the pin
+        assert "drop --protocol-version 2026-07-28" in refused.stderr and "--mode" not in refused.stderr
+        assert "--protocol-version 2025-11-25" in refused.stderr
+    assert "get-sum" in mcpkit("tools", target).stdout  # auto mode falls back
+
+
 # ---------------------------------------------------------------------------------------------- network targets
 
 

@@ -3,11 +3,14 @@ its cause (not four chained restatements of it); the error is exported and docum
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -86,3 +89,58 @@ def test_the_docs_say_what_the_2026_deprecations_of_sampling_and_logging_mean() 
     assert "SEP-2577" in section
     for needle in ("Sampling", "Logging", "Roots", "deprecated", "stderr", "logLevel"):
         assert needle in section, needle
+
+
+LEGACY_SERVER = textwrap.dedent(
+    """
+    from mcpkit import MCPKit
+    from mcpkit.protocol.versions import HANDSHAKE_VERSIONS
+
+    app = MCPKit("legacy", versions=HANDSHAKE_VERSIONS)
+
+    @app.tool()
+    def add(a: int, b: int) -> int:
+        \"\"\"Add two integers.\"\"\"
+        return a + b
+
+    if __name__ == "__main__":
+        app.run()
+    """
+)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize("forced", [{"mode": "modern"}, {"protocol_version": "2026-07-28"}])
+async def test_forcing_2026_07_28_on_a_handshake_only_server_says_it_does_not_speak_that_revision(
+    tmp_path: Path, transport: str, forced: dict[str, str]
+) -> None:
+    """A handshake-era server refuses server/discover in its own words (over HTTP 'Mcp-Session-Id header is
+    required', over stdio 'Method not found'), which say nothing about eras: the client says the server does not
+    seem to speak 2026-07-28 and how to connect anyway, keeping the server's words. Auto mode still falls back."""
+    from mcpkit import ModernEraRefused
+    from mcpkit.testing import serve
+
+    path = tmp_path / "legacy.py"
+    path.write_text(LEGACY_SERVER)
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "http":
+            target: Any = (await stack.enter_async_context(serve(str(path)))).url
+            said = "Mcp-Session-Id header is required"
+        else:
+            target = [sys.executable, str(path)]
+            said = "Method not found"
+        with pytest.raises(ModernEraRefused) as caught:
+            async with Client(target, **forced):  # type: ignore[arg-type]
+                pass
+        error = caught.value
+        assert str(error).startswith("the server does not seem to speak protocol 2026-07-28: "), str(error)
+        assert said in str(error) and "server/discover" in str(error)
+        if "mode" in forced:
+            assert "mode='auto'" in str(error) and "mode='handshake'" in str(error)
+        else:  # mode='handshake' would contradict the pin
+            assert "protocol_version='2025-11-25'" in str(error) and "mode='handshake'" not in str(error)
+        assert error.server_message and said in error.server_message
+        assert isinstance(error.__cause__, mcpkit.MCPError)
+        async with Client(target) as client:  # auto: probes, falls back to initialize
+            assert client.protocol_version == "2025-11-25"
+            assert (await client.call_tool("add", {"a": 2, "b": 3})).data == 5

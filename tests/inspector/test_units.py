@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import pytest
 
@@ -267,6 +268,39 @@ async def test_a_server_that_needs_authorization_says_how_to_give_a_token(mode: 
             assert await authorized.connect() is None, authorized.error
         finally:
             await authorized.aclose()
+            await inspector.aclose()
+
+
+async def test_forcing_2026_07_28_on_a_handshake_only_server_says_to_inspect_it_in_another_mode(
+    tmp_path: Path,
+) -> None:
+    """``mcpkit inspect --mode modern`` against a server that speaks only the handshake era showed the server's
+    'Bad Request: Mcp-Session-Id header is required'; the page now says the server does not seem to speak
+    2026-07-28 and which options connect (keeping the server's words). Auto mode connects."""
+    from mcpkit.testing import serve
+
+    path = tmp_path / "legacy.py"
+    path.write_text(
+        "from mcpkit import MCPKit\n"
+        "from mcpkit.protocol.versions import HANDSHAKE_VERSIONS\n"
+        "app = MCPKit('legacy', versions=HANDSHAKE_VERSIONS)\n"
+        "@app.tool()\n"
+        "def hi() -> str:\n"
+        "    return 'hi'\n"
+    )
+    async with serve(str(path)) as served:
+        inspector = Inspector(served.url, mode="modern")
+        auto = Inspector(served.url)
+        try:
+            assert await inspector.connect() is not None
+            assert inspector.status == "failed" and inspector.error is not None
+            message = inspector.error["message"]
+            assert "does not seem to speak protocol 2026-07-28" in message, message
+            assert "Mcp-Session-Id header is required" in message and "--mode auto" in message, message
+            assert "--mode handshake" in message and "mode='auto'" in message, message
+            assert await auto.connect() is None, auto.error
+        finally:
+            await auto.aclose()
             await inspector.aclose()
 
 

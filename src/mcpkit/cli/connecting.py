@@ -39,6 +39,21 @@ def check_era(mode: str, protocol_version: str | None) -> None:
         raise click.UsageError(f"--mode {mode} contradicts --protocol-version {protocol_version}: drop one of them")
 
 
+def modern_refused(server_said: str, code: int, pinned: bool) -> str:
+    """What the client commands say when a connection forced to 2026-07-28 is refused as a handshake-era server
+    refuses it (:class:`~mcpkit.ModernEraRefused`): the server's words, and the options that connect."""
+    how = (
+        "drop --protocol-version 2026-07-28 (auto mode falls back to the handshake era) or pin a handshake "
+        "revision, e.g. --protocol-version 2025-11-25"
+        if pinned
+        else "use --mode auto, which falls back to the handshake era, or --mode handshake"
+    )
+    return (
+        f"the server does not seem to speak protocol 2026-07-28: it answered server/discover with error {code} "
+        f"({server_said}); {how}"
+    )
+
+
 def client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     env: dict[str, str | None] = {}
     for item in ctx_obj["env"]:
@@ -124,6 +139,7 @@ def run_client(opts: dict[str, Any], target: str, body: Callable[[Client], Await
     from pydantic import ValidationError
 
     from ..client.client import Client, InvalidServerResult, PaginationLimitExceeded, ToolOutputError
+    from ..client.results import ModernEraRefused
     from ..client.targets import ServerNotFound, ServerStartError, TargetError
     from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, MessageTooLarge, RequestTimeout
 
@@ -151,6 +167,8 @@ def run_client(opts: dict[str, Any], target: str, body: Callable[[Client], Await
         raise CLIError(str(exc)) from None
     except PaginationLimitExceeded as exc:
         raise CLIError(f"the server's list is too large: {exc}") from None
+    except ModernEraRefused as exc:
+        raise CLIError(modern_refused(exc.server_message, exc.code, opts.get("protocol_version") is not None)) from None
     except MCPError as exc:
         raise CLIError(f"the server answered with error {exc.code}: {exc.message}") from None
     except ValidationError as exc:

@@ -44,6 +44,32 @@ class InvalidServerResult(MCPError):
         self.field = field
 
 
+class ModernEraRefused(MCPError):
+    """A connection forced to 2026-07-28 (``mode="modern"`` or ``protocol_version="2026-07-28"``) was refused in a
+    way that says the server speaks only the handshake era: its answer to ``server/discover`` was an error such as
+    "Mcp-Session-Id header is required" or "Method not found", or an HTTP 4xx. The code and ``data`` are the
+    server's, ``.server_message`` its words; the server's error is the ``__cause__``. Connect with
+    ``mode="auto"`` (which falls back to the handshake era) or ``mode="handshake"`` (the message says so, or, for a
+    pinned revision, to pin a handshake one)."""
+
+    def __init__(self, error: MCPError, *, pinned: bool = False) -> None:
+        how = (
+            "drop protocol_version='2026-07-28' (mode='auto' falls back to the handshake era) or pin a handshake "
+            "revision, e.g. protocol_version='2025-11-25'"
+            if pinned
+            else "connect with mode='auto', which falls back to the handshake era, or mode='handshake'"
+        )
+        super().__init__(
+            "the server does not seem to speak protocol 2026-07-28: it answered server/discover with error "
+            f"{error.code} ({error.message}); {how}",
+            error.data,
+            code=error.code,
+        )
+        self.server_message = error.message
+        #: the HTTP status of a bare HTTP error (the legacy HTTP+SSE fallback of a URL keys on it), else None
+        self.status: int | None = getattr(error, "status", None)
+
+
 class InputHandlerError(MCPError):
     """2026-07-28: a handler of this client (sampling, elicitation, roots) raised while answering an input request
     the server made in answer to a call. That era has no error form for an input response (in the handshake era the

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..client.results import ModernEraRefused
 from ..client.targets import ServerStartError
 from ..protocol.errors import MCPError
 
@@ -19,6 +20,11 @@ ABANDONED = ConnectionAbortedError("abandoned: a newer change replaced it before
 NEEDS_AUTHORIZATION = (
     "The server needs authorization (OAuth): give its access token as a header, "
     "mcpkit inspect URL -H 'Authorization: Bearer TOKEN' (client_options={'headers': {...}} in code)."
+)
+#: Said when a connection forced to 2026-07-28 is refused as a handshake-era server refuses it.
+SPEAKS_HANDSHAKE_ONLY = (
+    "Inspect it with mcpkit inspect TARGET --mode auto (which falls back to the handshake era) or --mode handshake, "
+    "or another --protocol-version (mode='auto' or 'handshake' in code)."
 )
 
 
@@ -38,4 +44,9 @@ def connect_failure(exc: BaseException) -> dict[str, Any]:
     failure = describe_failure(exc)
     if isinstance(exc, MCPError) and isinstance(exc.data, dict) and exc.data.get("status") == 401:
         failure["message"] = f"{failure['message']}\n{NEEDS_AUTHORIZATION}"
+    elif isinstance(exc, ModernEraRefused):
+        failure["message"] = (
+            "The server does not seem to speak protocol 2026-07-28: it answered server/discover with error "
+            f"{exc.code} ({exc.server_message}).\n{SPEAKS_HANDSHAKE_ONLY}"
+        )
     return failure
