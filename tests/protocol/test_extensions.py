@@ -121,13 +121,19 @@ async def test_settings_that_are_not_an_object_are_no_declaration(mode: str) -> 
 
 
 async def test_a_server_extension_declared_while_serving_reaches_the_next_discover() -> None:
+    """The next server/discover shows it, and the client then knows it (server_supports_extension, the
+    capabilities its own checks read)."""
     app = probe_app()
     async with Client(app, mode="modern", cache=False) as client:
         app.extensions["com.example/late"] = {"x": True}  # (the mapping form: every revision)
+        assert not client.server_supports_extension("com.example/late")
         discovered = await client.discover()
         assert discovered.capabilities["extensions"]["com.example/late"] == {"x": True}
+        assert client.server_supports_extension("com.example/late")
+        assert client.server_extension("com.example/late") == {"x": True}
         del app.extensions["com.example/late"]
         assert "com.example/late" not in (await client.discover()).capabilities["extensions"]
+        assert not client.server_supports_extension("com.example/late")
 
 
 def test_extension_identifiers_and_settings_are_checked_when_declared() -> None:

@@ -186,7 +186,8 @@ class Client(ClientConnection):
         return loop.time() - start
 
     async def discover(self) -> DiscoverResult:
-        """``server/discover`` (2026-07-28): the server's revisions, capabilities and info."""
+        """``server/discover`` (2026-07-28): the server's revisions, capabilities and info, which the client knows
+        from then on (``server_capabilities``, ``server_supports_extension``)."""
         return await self._call("server/discover", lambda s: s.discover())
 
     # ------------------------------------------------------------------ pagination

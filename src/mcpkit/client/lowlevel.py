@@ -577,9 +577,15 @@ class ClientSession:
             await notes.catch_up()
 
     async def discover(self) -> DiscoverResult:
+        """``server/discover`` again: what it answers (capabilities, revisions, instructions) is what this session
+        knows of the server from now on (a server may declare an extension while serving)."""
         if self.features is None or not self.features.modern:
             raise CapabilityNotSupported("server/discover exists only in protocol 2026-07-28")
-        return checked(DiscoverResult, await self.request("server/discover", {}), "server/discover")
+        d = checked(DiscoverResult, await self.request("server/discover", {}), "server/discover")
+        self.server_capabilities = d.capabilities
+        self.server_versions = d.supported_versions
+        self.instructions = d.instructions
+        return d
 
     async def list_tools(self, cursor: str | None = None) -> ListToolsResult:
         return checked(ListToolsResult, await self.request("tools/list", _cursor(cursor)), "tools/list")
