@@ -25,8 +25,6 @@ from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
 from ..protocol.errors import (
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
     MODERN_ERROR_CODES,
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
@@ -70,7 +68,7 @@ from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
 from .notes import HandlerQueue
-from .results import InputHandlerError, ModernEraRefused, checked
+from .results import InputHandlerError, ModernEraRefused, checked, refuses_the_modern_era
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter
 from .tasks import ClientTasks, ProgressCallback, SeenProgress, follow
@@ -326,7 +324,7 @@ class ClientSession:
                     if mine:
                         await self._use_modern(await self._discover(max(mine), timeout=None), max(mine))
                         return
-                if self.mode == "modern" and _refuses_the_modern_era(exc):
+                if self.mode == "modern" and refuses_the_modern_era(exc):
                     raise ModernEraRefused(exc, pinned=self.pinned_version is not None) from exc
                 if self.mode == "modern" or exc.code in MODERN_ERROR_CODES:
                     raise
@@ -705,17 +703,3 @@ class ClientSession:
 
 def _cursor(cursor: str | None) -> JSONDict | None:
     return {"cursor": cursor} if cursor is not None else None
-
-
-# A handshake-era server refuses server/discover with "Invalid Request" (a Streamable HTTP request without
-# Mcp-Session-Id, e.g. mcpkit and the official Python SDK), -32000 (the TypeScript SDK's "Server not
-# initialized"), "Method not found" (stdio), or a bare HTTP 4xx. Authorization and rate limits are not that.
-_HANDSHAKE_REFUSALS = frozenset((INVALID_REQUEST, METHOD_NOT_FOUND, -32000))
-
-
-def _refuses_the_modern_era(exc: MCPError) -> bool:
-    """Whether ``exc``, the answer to a forced ``server/discover``, says the server speaks only the handshake era."""
-    status = exc.data.get("status") if isinstance(exc.data, dict) else None
-    if isinstance(status, int):  # an HTTP error without a JSON-RPC answer
-        return 400 <= status < 500 and status not in (401, 403, 407, 429)
-    return exc.code in _HANDSHAKE_REFUSALS

@@ -13,6 +13,8 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from ..protocol.errors import (
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
     MCPError,
 )
 from ..protocol.jsonrpc import JSONDict
@@ -68,6 +70,20 @@ class ModernEraRefused(MCPError):
         self.server_message = error.message
         #: the HTTP status of a bare HTTP error (the legacy HTTP+SSE fallback of a URL keys on it), else None
         self.status: int | None = getattr(error, "status", None)
+
+
+# A handshake-era server refuses server/discover with "Invalid Request" (a Streamable HTTP request without
+# Mcp-Session-Id, e.g. mcpkit and the official Python SDK), -32000 (the TypeScript SDK's "Server not
+# initialized"), "Method not found" (stdio), or a bare HTTP 4xx. Authorization and rate limits are not that.
+_HANDSHAKE_REFUSALS = frozenset((INVALID_REQUEST, METHOD_NOT_FOUND, -32000))
+
+
+def refuses_the_modern_era(exc: MCPError) -> bool:
+    """Whether ``exc``, the answer to a forced ``server/discover``, says the server speaks only the handshake era."""
+    status = exc.data.get("status") if isinstance(exc.data, dict) else None
+    if isinstance(status, int):  # an HTTP error without a JSON-RPC answer
+        return 400 <= status < 500 and status not in (401, 403, 407, 429)
+    return exc.code in _HANDSHAKE_REFUSALS
 
 
 class InputHandlerError(MCPError):
