@@ -22,6 +22,7 @@ from mcpkit import (
     Context,
     DeclinedElicitation,
     ElicitationParams,
+    InputHandlerError,
     MCPKit,
 )
 from mcpkit.client.lowlevel import ClientSession
@@ -345,7 +346,8 @@ async def test_typeddict_forms_keep_required_and_not_required_keys_on_every_pyth
             try:
                 result = await client.call_tool("ask", {"kind": kind})
                 refused = result.text if result.is_error else None
-            except ElicitationContentError as exc:  # (2026-07-28: the client checks its answer before it retries)
+            except InputHandlerError as exc:  # (2026-07-28: the client checks its answer before it retries)
+                assert isinstance(exc.__cause__, ElicitationContentError)
                 refused = str(exc)
             assert refused is not None and "required" in refused, refused
     assert seen["signup"].requested_schema["required"] == ["email"]

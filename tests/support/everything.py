@@ -92,7 +92,7 @@ class Recorder:
 async def connect(
     app: MCPKit | None = None,
     *,
-    mode: str = "handshake",
+    mode: str | None = None,
     version: str | None = None,
     tap: Any = None,
     traffic: Any = None,
@@ -117,7 +117,8 @@ async def connect(
         )
     options.update(kw)
     try:
-        async with ClientSession(c, mode=mode, protocol_version=version, **options) as cs:
+        era = mode or ("auto" if version is not None else "handshake")  # (a pinned revision chooses its era)
+        async with ClientSession(c, mode=era, protocol_version=version, **options) as cs:
             yield cs, app, rec
     finally:
         with contextlib.suppress(Exception):

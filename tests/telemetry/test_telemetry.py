@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mcpkit import Client
+from mcpkit import Client, InputHandlerError
 from mcpkit.protocol.errors import InvalidParams
 from mcpkit.protocol.tracecontext import MAX_TRACESTATE_MEMBERS, parse_traceparent, parse_tracestate
 from mcpkit.telemetry import Telemetry
@@ -165,8 +165,9 @@ async def test_a_failing_input_handler_is_an_error_span(transport: str) -> None:
     async with connect(
         transport, "modern", telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample
     ) as client:
-        with pytest.raises(InvalidParams):
+        with pytest.raises(InputHandlerError) as failed:  # (2026-07-28 has no error answer to send)
             await client.session.call_tool("ask", {})
+        assert isinstance(failed.value.__cause__, InvalidParams)
     answered = next(s for s in exporter.get_finished_spans() if s.name == "sampling/createMessage")
     assert answered.status.status_code.name == "ERROR"
     assert answered.attributes is not None and answered.attributes["error.type"] == "-32602"

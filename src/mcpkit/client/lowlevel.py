@@ -486,11 +486,11 @@ class ClientSession:
             method, params = req["method"], req.get("params") or {}
             tracer, version = self.input_tracer, self.features.version if self.features else None
             async with self.peer.slot():  # the same bound as server->client requests
-                with tracer.serve_input(method, params, key, version) if tracer else contextlib.nullcontext():
-                    try:  # (a handler that raises: no error form for an input response, the call fails)
+                try:  # (a handler that raises: no error form for an input response, the call fails; its span says why)
+                    with tracer.serve_input(method, params, key, version) if tracer else contextlib.nullcontext():
                         result = await self._serve_client_request(method, params)
-                    except Exception as exc:
-                        raise InputHandlerError(method, call, about, exc) from exc
+                except Exception as exc:
+                    raise InputHandlerError(method, call, about, exc) from exc
             size += len(key) + len(orjson.dumps(result))
             if size > limit:
                 raise MCPError(
