@@ -70,7 +70,7 @@ from .keepalive import keep_alive
 from .notes import HandlerQueue
 from .results import InputHandlerError, ModernEraRefused, checked, refuses_the_modern_era
 from .subscription import Subscription as Subscription
-from .subscription import listen_filter
+from .subscription import listen_filter, open_subscription
 from .tasks import ClientTasks, ProgressCallback, SeenProgress, follow
 
 if TYPE_CHECKING:
@@ -682,23 +682,9 @@ class ClientSession:
         if self.features is None or not self.features.modern:
             raise CapabilityNotSupported("subscriptions/listen exists only in protocol 2026-07-28")
         filt = listen_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
-        rid = self.peer.next_id()
-        queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
-        self._listen_queues[rid] = queue
         params = {"notifications": filt, "_meta": self._modern_meta(self.features.version)}
-        task = asyncio.get_running_loop().create_task(
-            self.peer.request("subscriptions/listen", params, timeout=None, request_id=rid)
-        )
-        sub = Subscription(rid, queue, task)
-        try:
-            await sub._wait_ack()
+        async with open_subscription(self.peer, self._listen_queues, params, maxsize) as sub:
             yield sub
-        finally:
-            self._listen_queues.pop(rid, None)
-            if not task.done():
-                task.cancel()  # sends notifications/cancelled for the listen request
-            with contextlib.suppress(BaseException):
-                await task
 
 
 def _cursor(cursor: str | None) -> JSONDict | None:

@@ -6,14 +6,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 
 from ..protocol.errors import (
     MCPError,
     RequestTimeout,
 )
 from ..protocol.jsonrpc import JSONDict
+
+if TYPE_CHECKING:
+    from ..engine import Peer
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -84,3 +89,31 @@ class Subscription:
 
     async def __anext__(self) -> tuple[str, JSONDict]:
         return await self.next()
+
+
+@contextlib.asynccontextmanager
+async def open_subscription(
+    peer: Peer,
+    queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]],
+    params: JSONDict,
+    maxsize: int,
+) -> AsyncIterator[Subscription]:
+    """Send ``subscriptions/listen`` with ``params`` on ``peer`` and yield its :class:`Subscription` once
+    acknowledged; its notifications arrive through ``queues`` (keyed by the request id, bounded by ``maxsize``).
+    Leaving the block cancels the request (``notifications/cancelled``)."""
+    rid = peer.next_id()
+    queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
+    queues[rid] = queue
+    task = asyncio.get_running_loop().create_task(
+        peer.request("subscriptions/listen", params, timeout=None, request_id=rid)
+    )
+    sub = Subscription(rid, queue, task)
+    try:
+        await sub._wait_ack()
+        yield sub
+    finally:
+        queues.pop(rid, None)
+        if not task.done():
+            task.cancel()  # sends notifications/cancelled for the listen request
+        with contextlib.suppress(BaseException):
+            await task
