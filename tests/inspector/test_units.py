@@ -304,6 +304,80 @@ async def test_forcing_2026_07_28_on_a_handshake_only_server_says_to_inspect_it_
             await inspector.aclose()
 
 
+def test_inspect_with_auth_signs_in_through_the_authorization_server_and_connects(tmp_path: Path) -> None:
+    """``mcpkit inspect URL --auth``, as ``mcpkit check --auth``: against mcpkit's everything server behind its
+    development authorization server, the inspector runs the OAuth browser flow (the "browser" is $BROWSER, here
+    a script that follows the redirects as a person approving would), gets a token and connects; a reconnect
+    reuses the token (the browser opens once). Without --auth the page says how to sign in."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.py"
+    browser.write_text(
+        "import sys, httpx\n"
+        f"open({str(opened)!r}, 'a').write(sys.argv[1] + '\\n')\n"
+        "httpx.get(sys.argv[1], follow_redirects=True, timeout=30)\n"
+    )
+    env = {**os.environ, "BROWSER": f"{sys.executable} {browser} %s"}
+    server = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "support" / "servers" / "everything_protected.py")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    inspect: list[subprocess.Popen[str]] = []
+    try:
+        assert server.stdout is not None
+        url = f"http://127.0.0.1:{json.loads(server.stdout.readline())['port']}/mcp"
+        for flags in (["--auth"], []):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "mcpkit.cli.main", "inspect", url, *flags, "--no-browser"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+            )
+            inspect.append(proc)
+            assert proc.stdout is not None
+            page = proc.stdout.readline().split(": ", 1)[1].strip()
+            base, token = page.split("/#token=")
+            api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+            state = api.post("/api/connect", json={}).json()["result"]
+            if flags:
+                assert state.get("status") == "connected", state
+                tools = api.post("/api/list", json={"kind": "tools"}).json()["result"]
+                assert "echo" in json.dumps(tools), tools
+                again = api.post("/api/connect", json={"mode": "handshake"}).json()["result"]
+                assert again["status"] == "connected", again
+                assert len(opened.read_text().splitlines()) == 1  # one sign-in, reused by the reconnect
+                assert "/authorize?" in opened.read_text()
+            else:
+                assert state.get("status") == "failed", state
+                assert "--auth" in state["error"]["message"], state
+    finally:
+        for proc in [*inspect, server]:
+            proc.terminate()
+            proc.wait(30)
+
+
+def test_inspect_auth_needs_a_url() -> None:
+    import subprocess
+    import sys
+
+    server = REPO / "tests" / "support" / "servers" / "client_server.py"
+    out = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "inspect", str(server), "--auth", "--no-browser"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2 and "--auth needs an http(s) URL" in out.stderr, out.stderr
+
+
 def test_an_unknown_protocol_version_is_a_usage_error() -> None:
     """``mcpkit inspect --protocol-version 2025-6-18`` (a typo) served a page that then failed to connect with
     "ValueError: unsupported protocol version"; the other client commands refuse it as a usage error, before anything

@@ -11,11 +11,11 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import click
 
 from ._params import PORT, SECONDS
+from .connecting import oauth_client
 
 FORMATS = ("text", "json", "junit", "markdown")  # mcpkit.check.report.FORMATS (not imported: mcpkit run starts fast)
 
@@ -146,7 +146,7 @@ def check(
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
 
     async def main() -> object:
-        auth = _oauth(str(spec), client_id, client_secret) if use_oauth else None
+        auth = oauth_client(str(spec), client_id, client_secret, "mcpkit check") if use_oauth else None
         try:
             return await run_checks(
                 spec,
@@ -198,22 +198,6 @@ def _names_a_server(spec: str | list[str], transport: str | None) -> None:
                 _check_command(stdio)  # (no such file, or not on PATH: as the client commands say it)
     except ValueError as exc:  # (the client's TargetError, ServerNotFound: ValueErrors)
         raise click.BadParameter(str(exc), param_hint="TARGET") from None
-
-
-def _oauth(url: str, client_id: str | None, client_secret: str | None) -> Any:
-    """mcpkit's OAuth client for ``url``: client credentials when both are given, else the browser flow."""
-    from ..auth import LoopbackCallback, OAuthClient
-
-    if client_id and client_secret:
-        return OAuthClient(url, grant_type="client_credentials", client_id=client_id, client_secret=client_secret)
-    callback = LoopbackCallback()
-    return OAuthClient(
-        url,
-        client_id=client_id,
-        client_metadata={"client_name": "mcpkit check", "redirect_uris": [callback.redirect_uri]},
-        redirect_handler=callback.redirect_handler,
-        callback_handler=callback.callback_handler,
-    )
 
 
 @click.command("check-client")

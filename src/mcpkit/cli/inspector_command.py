@@ -63,6 +63,15 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
     metavar="BYTES",
     help="The largest message accepted from the server (default: 4 MiB).",
 )
+@click.option(
+    "--auth",
+    "use_oauth",
+    is_flag=True,
+    help="Sign in with mcpkit's OAuth client when the server asks for authorization: the browser flow, or with "
+    "--client-id and --client-secret the client credentials grant (an http(s) URL only).",
+)
+@click.option("--client-id", default=None, help="With --auth: a registered OAuth client.")
+@click.option("--client-secret", default=None, envvar="MCPKIT_INSPECT_CLIENT_SECRET", help="With --auth: its secret.")
 def inspect_command(
     target: str,
     no_browser: bool,
@@ -76,11 +85,14 @@ def inspect_command(
     root: tuple[str, ...],
     timeout: float,
     max_message_size: int | None,
+    use_oauth: bool,
+    client_id: str | None,
+    client_secret: str | None,
 ) -> None:
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
     requests and watch every message, in either protocol era."""
-    from .connecting import check_era, cli_target
+    from .connecting import check_era, cli_target, oauth_client
 
     try:
         from ..inspector import inspect
@@ -92,6 +104,10 @@ def inspect_command(
             raise
         raise click.ClickException(str(err)) from None
     check_era(mode, protocol_version)
+    if use_oauth and not target.startswith(("http://", "https://")):
+        raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
+    # one OAuth client for the run: the page's reconnects reuse its tokens instead of signing in again
+    auth = oauth_client(target, client_id, client_secret, "mcpkit inspect") if use_oauth else None
     options: dict[str, Any] = {
         "mode": mode,
         "protocol_version": protocol_version,
@@ -102,6 +118,7 @@ def inspect_command(
             "headers": _pairs(header, ":", "--header") or None,
             "transport": transport,
             "transport_options": {"max_message_size": max_message_size} if max_message_size else None,
+            **({"auth": auth} if auth is not None else {}),
         },
     }
     try:

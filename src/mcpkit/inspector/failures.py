@@ -16,10 +16,10 @@ __all__ = ["ABANDONED", "NEEDS_AUTHORIZATION", "connect_failure", "describe_fail
 
 #: The failure of a connection whose opening was abandoned (``Inspector.abandon_connect``).
 ABANDONED = ConnectionAbortedError("abandoned: a newer change replaced it before it answered")
-#: Said after an HTTP 401 at connect: the inspector runs no OAuth flow of its own.
+#: Said after an HTTP 401 at connect without an OAuth client (``--auth``).
 NEEDS_AUTHORIZATION = (
-    "The server needs authorization (OAuth): give its access token as a header, "
-    "mcpkit inspect URL -H 'Authorization: Bearer TOKEN' (client_options={'headers': {...}} in code)."
+    "The server needs authorization (OAuth): sign in with mcpkit inspect URL --auth (client_options={'auth': "
+    "'oauth'} in code), or give an access token as a header, mcpkit inspect URL -H 'Authorization: Bearer TOKEN'."
 )
 #: Said when a connection forced to 2026-07-28 is refused as a handshake-era server refuses it.
 SPEAKS_HANDSHAKE_ONLY = (
