@@ -257,3 +257,49 @@ def test_a_misbehaving_view_is_contained_and_the_page_says_what_it_did(browser: 
         assert not page.errors  # type: ignore[attr-defined]
     finally:
         proc.stop()
+
+
+FLOODING_APPS = """
+import runpy
+
+from mcpkit import Context
+
+app = runpy.run_path({apps!r})["app"]
+
+
+@app.tool()
+async def flood(count: int, ctx: Context) -> str:
+    \"\"\"Send ``count`` log messages as fast as possible.\"\"\"
+    for i in range(count):
+        await ctx.info(f"line {{i}} " + "x" * 200)
+    return "flooded"
+"""
+
+
+def test_open_views_survive_a_resync_of_a_page_that_fell_behind(browser: Any, tmp_path: Any) -> None:
+    """A page that falls behind gets ``resync`` and draws everything again; the views it shows stay open (their
+    frame, their state), as they close only when the connection they were opened on is replaced."""
+    import httpx
+
+    server = tmp_path / "flooding_apps.py"
+    server.write_text(FLOODING_APPS.format(apps=APPS))
+    proc = InspectorProcess("inspect", str(server))
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "roll_dice", sides="20")
+        view.locator("#result").filter(has_text=re.compile(r"^\d+$")).wait_for(timeout=10_000)
+        rolled = view.locator("#result").inner_text()
+        base, token = proc.url.split("/#token=")
+        api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        assert "id" in api.post("/api/call", json={"name": "flood", "arguments": {"count": 20000}}).json()["result"]
+        page.evaluate("() => { const end = Date.now() + 6000; while (Date.now() < end); }")  # the page stalls
+        page.wait_for_selector("body[data-resyncs]", timeout=60_000)
+        page.wait_for_selector(".call.done:has-text('flood')", timeout=60_000)
+        assert box.get_attribute("data-state") == "ready", box.inner_text()
+        assert "view closed" not in box.inner_text()
+        assert view.locator("#result").inner_text() == rolled  # the same frame, not a reloaded one
+        view.locator("#reroll").click()  # and it still talks to the server
+        view.locator("#status:text('rolled by the view')").wait_for(timeout=20_000)
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()

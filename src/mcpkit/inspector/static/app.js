@@ -3,7 +3,7 @@
 import { announce, clear, h, httpUrl, jsonView, openLink, segmentsView, urlView } from "./dom.js";
 import { buildForm, attachCompletion } from "./forms.js";
 import { blocksView, contentsView, messagesView } from "./render.js";
-import { closeViews, showCallView } from "./apps.js";
+import { closeView, closeViews, showCallView } from "./apps.js";
 
 const MAX_LOG_ROWS = 2000;
 
@@ -800,6 +800,7 @@ function onEvent(ev) {
       if (S.state) S.state.subscriptions = ev.subscriptions;
       break;
     case "resync":
+      document.body.dataset.resyncs = String(Number(document.body.dataset.resyncs || 0) + 1);
       refresh();
       break;
     default:
@@ -832,8 +833,16 @@ function applyState(state, initial) {
   renderServer();
   if (initial) {
     renderRoots();
-    closeViews("the page drew its state again");
-    clear($("calls"));
+    // Drawn again (the event stream reopened, or a resync): a call still kept is redrawn in place, so its MCP Apps
+    // view lives on (views close when the connection they were opened on is replaced, below); a call no longer
+    // kept goes, with its view.
+    const kept = new Set((state.calls || []).map((c) => c.id));
+    for (const el of [...$("calls").querySelectorAll(":scope > .call")]) {
+      if (kept.has(el.dataset.id)) continue;
+      closeView(el.dataset.id, "the inspector no longer keeps its call");
+      S.calls.delete(el.dataset.id);
+      el.remove();
+    }
     for (const c of state.calls || []) renderCall(c);
     clear($("asks"));
     S.asks.clear();

@@ -425,6 +425,11 @@ export function showCallView(call, slot, api) {
   if (uiOf(tool)) hosts.set(call.id, new ViewHost(call, tool, slot, api));
 }
 
+export function closeView(callId, reason) {
+  const host = hosts.get(callId);
+  if (host) host.teardown(reason);
+}
+
 export function closeViews(reason) {
   for (const host of [...hosts.values()]) host.teardown(reason);
 }
