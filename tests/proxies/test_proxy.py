@@ -241,19 +241,25 @@ async def test_cancellation_reaches_the_upstream(front: str, mode: str) -> None:
             pytest.fail("the upstream tool was never cancelled")
 
 
+async def _crash_upstream(client: Any) -> Any:
+    """The upstream process's id (the ``process`` tool), then that process crashed (the ``crash`` tool): the call
+    fails, or answers an error."""
+    first = (await client.call_tool("process", {})).data
+    try:
+        crashed = await client.call_tool("crash", {}, timeout=10)
+    except MCPError:
+        return first
+    assert crashed.is_error
+    return first
+
+
 @pytest.mark.parametrize("mode", ERAS)
 @pytest.mark.parametrize("front", ["stdio", "http"])
 async def test_after_the_upstream_process_crashed_the_next_calls_reach_a_new_one(front: str, mode: str) -> None:
     """A stdio upstream that dies fails the call it was running; the proxy does not keep the dead connection:
     the next calls get a new process (a handshake-era client session too: a new upstream session)."""
     async with through_proxy("legacy-2025-06-18", front, mode, **HANDLERS) as client:
-        first = (await client.call_tool("process", {})).data
-        try:
-            crashed = await client.call_tool("crash", {}, timeout=10)
-        except MCPError:
-            pass
-        else:
-            assert crashed.is_error
+        first = await _crash_upstream(client)
         for _ in range(2):
             second = (await client.call_tool("process", {}, timeout=10)).data
             assert isinstance(second, int) and second != first
@@ -270,13 +276,7 @@ async def test_after_a_2026_07_28_upstream_process_crashed_the_next_call_reaches
         through_proxy("cached", front, mode, "modern") as client,
         client.watch(tools=True, resource_uris=["data://clock"]) as watch,
     ):
-        first = (await client.call_tool("process", {})).data
-        try:
-            crashed = await client.call_tool("crash", {}, timeout=10)
-        except MCPError:
-            pass
-        else:
-            assert crashed.is_error
+        first = await _crash_upstream(client)
         second = (await client.call_tool("process", {}, timeout=10)).data
         assert isinstance(second, int) and second != first
         assert (await client.call_tool("process", {}, timeout=10)).data == second  # (the new one stays)
