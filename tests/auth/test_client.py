@@ -32,7 +32,7 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
-from support.oauth import REDIRECT, _forge, mcp_server, oauth, serve, stack, whoami
+from support.oauth import REDIRECT, _forge, mcp_server, oauth, protected_by, serve, stack, whoami
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 
@@ -186,14 +186,7 @@ async def test_as_metadata_discovery_variants(variant: str) -> None:
     async with serve(make_as) as (_as_url, _as_log):
         issuer = holder["as"].issuer
 
-        def make_rs(base: str) -> Any:
-            resource = base + "/mcp"
-            return protect(
-                create_app(mcp_server()),
-                resource=resource,
-                authorization_servers=[issuer],
-                verifier=JWTVerifier(issuer=issuer, audience=resource, jwks_url=issuer + "/jwks"),
-            )
+        make_rs = protected_by(issuer)
 
         async with serve(make_rs) as (rs, _):
             client, _b = oauth(rs + "/mcp")
@@ -215,13 +208,7 @@ async def test_prm_well_known_fallback_without_header_and_root_prm() -> None:
     async with serve(make_as) as (as_url, _):
 
         def make_rs(base: str) -> Any:
-            resource = base + "/mcp"
-            mw = protect(
-                create_app(mcp_server()),
-                resource=resource,
-                authorization_servers=[as_url],
-                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
-            )
+            mw = protected_by(as_url)(base)
             mw.metadata_path = "/.well-known/oauth-protected-resource"  # only the root document exists
 
             def challenge(*a: Any, **k: Any) -> bytes:
@@ -367,13 +354,7 @@ async def test_client_refuses_insecure_or_inconsistent_servers() -> None:
         async with serve(make_as) as (as_url, _):
 
             def make_rs(base: str) -> Any:
-                resource = base + "/mcp"
-                mw = protect(
-                    create_app(mcp_server()),
-                    resource=resource,
-                    authorization_servers=[as_url],
-                    verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
-                )
+                mw = protected_by(as_url)(base)
                 if prm_resource:
                     mw.metadata_extra["resource"] = prm_resource
                 return mw
@@ -410,14 +391,7 @@ async def test_client_uses_preregistered_credentials_and_client_secret_basic() -
             redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
         )
 
-        def make_rs(base: str) -> Any:
-            resource = base + "/mcp"
-            return protect(
-                create_app(mcp_server()),
-                resource=resource,
-                authorization_servers=[as_url],
-                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
-            )
+        make_rs = protected_by(as_url)
 
         async with serve(make_rs) as (rs, _):
             client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
@@ -844,23 +818,8 @@ async def test_tokens_are_kept_per_authorization_server_and_resource(tmp_path: A
     before (one token per issuer) is still read for the resource its token was issued for, and for no other."""
     from mcpkit.auth import FileTokenStorage
 
-    holder: dict[str, Any] = {}
-
-    def make_as(base: str) -> AuthorizationServer:
-        holder["as"] = AuthorizationServer(base, auto_approve=True)
-        return holder["as"]
-
-    async with serve(make_as) as (as_url, _):
-
-        def make_rs(base: str) -> Any:
-            resource = base + "/mcp"
-            return protect(
-                create_app(mcp_server()),
-                resource=resource,
-                authorization_servers=[as_url],
-                verifier=JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks"),
-            )
-
+    async with serve(lambda base: AuthorizationServer(base, auto_approve=True)) as (as_url, _):
+        make_rs = protected_by(as_url)
         async with serve(make_rs) as (one, one_log), serve(make_rs) as (two, two_log):
             path = tmp_path / "tokens.json"
             first, browser1 = oauth(one + "/mcp", storage=FileTokenStorage(path))

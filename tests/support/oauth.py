@@ -78,6 +78,19 @@ async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Serve
         yield base, served
 
 
+def protected_by(as_url: str, server: Callable[[], Any] = mcp_server, **protect_options: Any) -> Callable[[str], Any]:
+    """For :func:`serve`: ``server()`` at ``<base>/mcp``, protected by access tokens of the authorization server at
+    ``as_url`` (a :class:`JWTVerifier` against its JWKS, the audience being that resource)."""
+
+    def make(base: str) -> Any:
+        resource = base + "/mcp"
+        verifier = JWTVerifier(issuer=as_url, audience=resource, jwks_url=as_url + "/jwks")
+        options = {"authorization_servers": [as_url], **protect_options}
+        return protect(create_app(server()), resource=resource, verifier=verifier, **options)
+
+    return make
+
+
 @contextlib.asynccontextmanager
 async def stack(
     *,
