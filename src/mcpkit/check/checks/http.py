@@ -7,7 +7,7 @@ import json
 import re
 from typing import Any
 
-from ...protocol.versions import META_PROTOCOL_VERSION
+from ...protocol.versions import META_PROTOCOL_VERSION, features, is_supported
 from ..wire import Incoming
 from ..wire_http import HttpExchange, HttpWire
 from ._base import UNKNOWN_VERSION, CheckerBase, _short
@@ -303,7 +303,7 @@ class HttpChecks(CheckerBase):
                 r.ok("MX03", f"MCP-Protocol-Version: {UNKNOWN_VERSION} -> 400 {codes}", "http version header")
             else:
                 r.fail("MX03", f"MCP-Protocol-Version: {UNKNOWN_VERSION} -> {ex.brief(120)} (must be 400)", "http")
-        elif wire.protocol_version and wire.protocol_version >= "2025-06-18":
+        elif (v := wire.protocol_version) is not None and is_supported(v) and features(v).protocol_version_header:
             ex = await wire.post(dict(ping, id=wire.new_id()), headers={"MCP-Protocol-Version": "1999-01-01"})
             if ex.status == 400:
                 r.ok("MX03", "MCP-Protocol-Version: 1999-01-01 -> 400", "http version header")
