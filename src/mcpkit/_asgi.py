@@ -42,6 +42,24 @@ async def lifespan(
             return
 
 
+async def not_http(
+    kind: str,
+    receive: Receive,
+    send: Send,
+    on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    on_startup: Callable[[], Awaitable[None]] | None = None,
+) -> None:
+    """What an HTTP-only app does with a connection of scope type ``kind`` that is not ``"http"``: the lifespan
+    protocol is answered (see :func:`lifespan`), a WebSocket is refused before the upgrade (HTTP 403 where the
+    server has the denial extension, else close 1008), and any other type raises, as ASGI asks."""
+    if kind == "lifespan":
+        await lifespan(receive, send, on_shutdown, on_startup)
+    elif kind == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+    else:
+        raise RuntimeError(f"an HTTP app cannot serve {kind!r} connections")
+
+
 class BodyTooLarge(ValueError):
     """A request body larger than the reader's limit."""
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from importlib import resources
 from urllib.parse import parse_qs
 
-from .._asgi import Receive, Scope, Send, lifespan
+from .._asgi import Receive, Scope, Send, not_http
 from ..protocol.apps import CSP_LISTS, MAX_CSP_SOURCES, content_security_policy, csp_source_problem
 from ..transports.http.security import make_request_check
 
@@ -46,12 +46,8 @@ class SandboxApp:
         self._script = _load("proxy.js")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await lifespan(receive, send)
-            return
         if scope["type"] != "http":
-            if scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1008})
+            await not_http(scope["type"], receive, send)
             return
         verdict = self._policy_check(scope)
         if verdict is not None:

@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, lifespan, read_body
+from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, not_http, read_body
 from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, RequestTimeout
 from ..transports.http.security import make_request_check
 from .events import TooManySubscribers, frame
@@ -176,13 +176,8 @@ class InspectorApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan":
-            await lifespan(receive, send, self._shutdown, self._startup)
-            return
-        if kind == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
         if kind != "http":
+            await not_http(kind, receive, send, self._shutdown, self._startup)
             return
         refusal = self._refusal(scope)
         if refusal is not None:

@@ -54,8 +54,7 @@ from urllib.parse import parse_qs, quote
 import orjson
 
 from ..._aio import SizedQueue
-from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, header, read_rest
-from ..._asgi import lifespan as lifespan  # (re-exported: its old home)
+from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, header, not_http, read_rest
 from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
@@ -201,14 +200,9 @@ class LegacySSEEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan":
-            await lifespan(receive, send, self.aclose)
-            return
         if kind != "http":
-            if kind == "websocket":  # (a client that tries WebSocket here: refused before the upgrade, HTTP 403)
-                await send({"type": "websocket.close", "code": 1008})
-                return
-            raise RuntimeError(f"LegacySSEEndpoint cannot serve {kind!r} connections")
+            await not_http(kind, receive, send, self.aclose)
+            return
         method = scope["method"]
         if method == "GET":
             await self.handle_stream(scope, receive, send)

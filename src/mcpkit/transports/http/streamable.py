@@ -35,7 +35,7 @@ import logging
 from collections.abc import Awaitable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, lifespan, read_rest
+from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, not_http, read_rest
 from ...engine import DEFAULT_MAX_BATCH_SIZE, ERROR, Outgoing
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST, PARSE_ERROR, ParseError, UnsupportedProtocolVersion
@@ -300,14 +300,9 @@ class StreamableHTTPEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
-        if kind == "lifespan":
-            await lifespan(receive, send, self.aclose)
-            return
         if kind != "http":
-            if kind == "websocket":  # (a client that tries WebSocket here: refused before the upgrade, HTTP 403)
-                await send({"type": "websocket.close", "code": 1008})
-                return
-            raise RuntimeError(f"StreamableHTTPEndpoint cannot serve {kind!r} connections")
+            await not_http(kind, receive, send, self.aclose)
+            return
         raw = scope.get("headers", ())  # request_headers(scope)'s usual case (hot path: docs/architecture.md)
         h = dict(raw) if type(raw) is list else None
         if h is None or len(h) != len(raw) or b"content-type" not in h:
