@@ -14,6 +14,7 @@ import mimetypes
 import os
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from mcpkit import MCPKit, ResourceLink, ResourceNotFound, ToolError
 
@@ -31,13 +32,14 @@ def create_app(root: str | os.PathLike[str]) -> MCPKit:
             raise ValueError(f"{relative!r} is outside the served directory")
         return candidate
 
-    def file_uri(path: Path) -> str:
-        return "file:///" + path.relative_to(base).as_posix()
+    def file_uri(relative: str) -> str:
+        # percent-encoded, so that a name with a space, "?", "#" or "%" is a valid URI that reads back this file
+        return "file:///" + quote(relative, safe="/")
 
     @app.resource("file:///{+path}", name="file")
     def read_file(path: str) -> dict[str, str] | bytes:
         """A file under the served directory (text, or a base64 blob when it is not UTF-8)."""
-        uri = f"file:///{path}"
+        uri = file_uri(path)
         try:
             target = resolve(path)
         except ValueError:
@@ -65,11 +67,19 @@ def create_app(root: str | os.PathLike[str]) -> MCPKit:
             raise ToolError(str(exc)) from None
         if not folder.is_dir():
             raise ToolError(f"{directory!r} is not a directory")
+        try:
+            matches = sorted(folder.glob(pattern))
+        except (ValueError, NotImplementedError) as exc:  # "" or an absolute pattern: glob cannot use it
+            raise ToolError(f"pattern {pattern!r} cannot be used: {exc}") from None
         links = []
-        for p in sorted(folder.glob(pattern)):
+        for p in matches:
             if p.is_file() and (p.resolve() == base or base in p.resolve().parents):
                 mime = mimetypes.guess_type(p.name)[0] or "application/octet-stream"
-                links.append(ResourceLink(uri=file_uri(p), name=p.name, mime_type=mime, size=p.stat().st_size))
+                links.append(
+                    ResourceLink(
+                        uri=file_uri(p.relative_to(base).as_posix()), name=p.name, mime_type=mime, size=p.stat().st_size
+                    )
+                )
         return links
 
     return app

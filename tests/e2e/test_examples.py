@@ -103,6 +103,31 @@ async def test_files_serves_the_tree_and_refuses_traversal(tree: Path, mode: str
         assert [x["name"] for x in listed] == ["readme.md"]  # the escaping symlink is not offered
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_files_links_read_back_whatever_the_file_is_named(tree: Path, mode: str) -> None:
+    names = ["my file.txt", "a%20b.txt", "q?x#y.txt", "ünï 日本.md"]
+    for name in names:
+        (tree / name).write_text(name)
+    app = load("files").create_app(tree)
+    async with connect(app, mode=mode) as (cs, _, _):
+        links = (await cs.call_tool("list_files", {})).dump()["content"]
+        by_name = {link["name"]: link["uri"] for link in links}
+        assert set(names) <= set(by_name)
+        for name in names:
+            uri = by_name[name]
+            assert " " not in uri and "?" not in uri and "#" not in uri, uri  # a valid URI (RFC 3986)
+            (c,) = (await cs.read_resource(uri)).dump()["contents"]
+            assert c["text"] == name and c["uri"] == uri
+
+
+@pytest.mark.parametrize("pattern", ["", "/etc/*"])
+async def test_files_answers_a_pattern_it_cannot_use_with_the_reason(tree: Path, pattern: str) -> None:
+    app = load("files").create_app(tree)
+    async with connect(app, mode="modern") as (cs, _, _):
+        r = await cs.call_tool("list_files", {"pattern": pattern})
+        assert r.is_error and "pattern" in text_of(r) and "internal error" not in text_of(r)
+
+
 async def test_files_over_stdio(tree: Path) -> None:
     transport = StdioClientTransport(StdioServer([sys.executable, str(REPO / "examples" / "files.py"), str(tree)]))
     await transport.start()
