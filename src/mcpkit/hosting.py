@@ -13,7 +13,7 @@ checks it wherever a ``Server`` is handed to a transport). Nothing here runs on 
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -302,10 +302,33 @@ MAX_KEYS = 8
 """Keys one ``requestState`` / cursor key ring holds at most (a forged state costs one HMAC per key): the server's
 sealer and the workers' configuration both check it."""
 
+MIN_KEY_BYTES = 32
+"""The shortest key of such a ring, in bytes (256 bits, the size of the HMAC-SHA-256 it keys)."""
+
+#: How to make a key, for the error that refuses one.
+_MAKE_A_KEY = 'make one with: python -c "import secrets; print(secrets.token_urlsafe(32))"'
+
+
+def check_key_ring(keys: Iterable[bytes], *, source: str = "key ring") -> list[bytes]:
+    """``keys`` as a list, once checked: at most :data:`MAX_KEYS` keys, each ``bytes`` of at least
+    :data:`MIN_KEY_BYTES`. Raises ``ValueError`` (``TypeError`` for a key that is not bytes) naming ``source``."""
+    ring = list(keys)
+    if len(ring) > MAX_KEYS:
+        raise ValueError(f"{source}: {len(ring)} keys; a key ring holds at most {MAX_KEYS}")
+    for key in ring:
+        if not isinstance(key, bytes):
+            raise TypeError(f"{source}: a key must be bytes, not {type(key).__name__} (e.g. text.encode())")
+        if len(key) < MIN_KEY_BYTES:
+            raise ValueError(
+                f"{source}: a key has {len(key)} bytes, at least {MIN_KEY_BYTES} bytes are needed; {_MAKE_A_KEY}"
+            )
+    return ring
+
 
 __all__ = [
     "HTTP_REQUEST_HEADERS",
     "MAX_KEYS",
+    "MIN_KEY_BYTES",
     "Fanout",
     "FanoutTarget",
     "HostedServer",
@@ -315,5 +338,6 @@ __all__ = [
     "RequestHeaders",
     "SESSION_BINDING",
     "StateKeys",
+    "check_key_ring",
     "deliver",
 ]

@@ -66,6 +66,25 @@ def test_the_environment_configures_every_setting_and_flags_its_mistakes(tmp_pat
     assert parse_keys("") == ()
 
 
+def test_a_key_ring_given_in_code_refuses_a_key_shorter_than_32_bytes() -> None:
+    short = b"k" * 20
+    for build in (
+        lambda: ScaleConfig(redis_url="redis://127.0.0.1:1/0", state_keys=(KEY_A, short)),
+        lambda: ScaleConfig().with_keys([short]),
+        lambda: MCPKit("x", request_state_keys=[short]),
+        lambda: RequestStateSealer().adopt([b"k" * 31]),
+    ):
+        with pytest.raises(ValueError, match="at least 32 bytes") as exc:
+            build()
+        assert "secrets.token_urlsafe(32)" in str(exc.value)  # how to make one
+    with pytest.raises(ValueError, match="at most 8"):
+        ScaleConfig(state_keys=(KEY_A,) * (MAX_KEYS + 1))
+    with pytest.raises(TypeError, match="bytes"):
+        ScaleConfig(state_keys=("a" * 32,))  # type: ignore[arg-type]
+    assert ScaleConfig(state_keys=[KEY_A, KEY_B]).state_keys == (KEY_A, KEY_B)  # type: ignore[arg-type]  # (a list: kept as a tuple)
+    assert MCPKit("y", request_state_keys=[KEY_A]).request_state.keys == [KEY_A]
+
+
 def test_a_redis_url_without_shared_keys_is_refused_at_startup() -> None:
     with pytest.raises(ValueError, match="MCPKIT_STATE_KEYS"):
         create_app(MCPKit("x"), config=ScaleConfig(redis_url="redis://127.0.0.1:1/0"))

@@ -18,6 +18,8 @@ from typing import Any
 import orjson
 
 from ..hosting import MAX_KEYS as MAX_KEYS
+from ..hosting import MIN_KEY_BYTES as MIN_KEY_BYTES
+from ..hosting import check_key_ring
 from ..protocol.errors import InvalidParams
 
 _PREFIX = "v1."
@@ -46,23 +48,18 @@ def request_digest(method: str, params: dict[str, Any] | None) -> str:
 
 
 def _checked(keys: Sequence[bytes]) -> list[bytes]:
-    ring = list(keys)
-    if len(ring) > MAX_KEYS:
-        raise ValueError(f"a key ring holds at most {MAX_KEYS} keys")
-    for k in ring:
-        if len(k) < 16:
-            raise ValueError("requestState keys must be at least 16 bytes")
-    return ring
+    return check_key_ring(keys, source="requestState keys")
 
 
 class RequestStateSealer:
     """Seal and open ``requestState`` strings.
 
     Args:
-        keys: the key ring: secret keys (bytes, >= 16 bytes each, at most :data:`MAX_KEYS`). The first signs; all
-            verify, so a new key is rolled out first as a verifying one, then moved first, and the old one dropped
-            once what it sealed has expired (``ttl``). Default: a random key per process, fine for one worker;
-            every worker serving one endpoint needs the same ring (:meth:`adopt`, or ``MCPKIT_STATE_KEYS``).
+        keys: the key ring: secret keys (bytes, at least :data:`MIN_KEY_BYTES` = 32 each, at most
+            :data:`MAX_KEYS`). The first signs; all verify, so a new key is rolled out first as a verifying one, then
+            moved first, and the old one dropped once what it sealed has expired (``ttl``). Default: a random key per
+            process, fine for one worker; every worker serving one endpoint needs the same ring (:meth:`adopt`, or
+            ``MCPKIT_STATE_KEYS``).
         ttl: seconds a sealed state stays valid.
         max_size: largest accepted state string (bounds the work an attacker can cause).
     """

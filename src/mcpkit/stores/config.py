@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..hosting import MAX_KEYS
+from ..hosting import MAX_KEYS, check_key_ring
 
 if TYPE_CHECKING:
     from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
@@ -105,6 +105,7 @@ class ScaleConfig:
             raise ValueError("redis_timeout must be positive")
         if self.redis_url is not None and "://" not in self.redis_url:
             raise ValueError(f"not a Redis URL: {self.redis_url!r} (expected redis://host:port/db)")
+        object.__setattr__(self, "state_keys", tuple(check_key_ring(self.state_keys, source="state_keys")))
 
     @property
     def shared(self) -> bool:
