@@ -178,7 +178,8 @@ async def test_a_mounted_servers_own_interceptors_run_inside_the_parents_for_its
     """A request for a mounted component runs the parent's chain (outermost), then the mounted server's own around
     its handler, as when that server is served alone (it sees the component under its own name), down nested
     mounts: a guard installed on a mounted server holds for tools, prompts, resources and templates reached
-    through the parent, plain ``def`` tools that run inline and tools that ask the client alike."""
+    through the parent, and for completing their arguments, plain ``def`` tools that run inline and tools that ask
+    the client alike."""
     async with toolkit_client(
         "guarded_mount", transport, mode, elicitation_handler=lambda params: {"name": "Ada"}
     ) as client:
@@ -210,6 +211,18 @@ async def test_a_mounted_servers_own_interceptors_run_inside_the_parents_for_its
             assert error.value.code == -32001, uri
         assert await client.read_text("data://in/open") == "open data"
         assert await client.read_text("data://in/deep/item/7") == "item 7"
+        # completion of a mounted prompt's argument or template's variable: the same chains, the same guards
+        completed = await client.complete({"type": "ref/prompt", "name": "in_deep_open"}, "style", "f")
+        assert completed.completion.values == ["main:inner:deep:formal"]
+        completed = await client.complete({"type": "ref/resource", "uri": "data://in/item/{key}"}, "key", "")
+        assert completed.completion.values == ["main:inner:7", "main:inner:8"]
+        for ref in (
+            {"type": "ref/prompt", "name": "in_secret"},
+            {"type": "ref/resource", "uri": "data://in/deep/{key}/classified"},
+        ):
+            with pytest.raises(MCPError) as error:
+                await client.complete(ref, "style" if "name" in ref else "key", "")
+            assert error.value.code == -32001, ref
 
 
 async def test_a_mounted_servers_interceptors_added_after_mounting_apply_and_an_import_warns(

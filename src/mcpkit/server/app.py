@@ -576,7 +576,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             self.set_handler("completion/complete", self._complete)
 
     async def _complete(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        return await complete(self, ctx, params, internal_error_message)
+        return await complete(self, ctx, params, internal_error_message, compose.mounted_completion)
 
     # ================================================================== change notifications
 

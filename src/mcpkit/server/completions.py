@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import InternalError, InvalidParams, MCPError
@@ -104,11 +104,17 @@ def completion_result(values: list[str]) -> JSONDict:
 
 
 async def complete(
-    app: Any, ctx: ServerRequestContext, params: JSONDict, error_message: Callable[[str, Exception, bool], str]
+    app: Any,
+    ctx: ServerRequestContext,
+    params: JSONDict,
+    error_message: Callable[[str, Exception, bool], str],
+    through: Callable[[Any, JSONDict, ServerRequestContext], Awaitable[JSONDict] | None] | None = None,
 ) -> JSONDict:
     """``completion/complete`` for an :class:`~mcpkit.server.app.MCPKit` ``app``: the completer of the prompt
     argument or template variable ``params`` names (one the caller may see), run on what the user typed; a
-    completer's exception becomes an internal error saying ``error_message(what, exc, debug)``."""
+    completer's exception becomes an internal error saying ``error_message(what, exc, debug)``. ``through(item,
+    params, ctx)``, when it returns an awaitable, completes for the prompt or template ``item`` instead (a mounted
+    one: through its own server's interceptors)."""
     ref = params.get("ref")
     argument = params.get("argument")
     if not isinstance(ref, dict) or not isinstance(argument, dict):
@@ -147,6 +153,9 @@ async def complete(
         completer = app._completers.get((kind, uri, arg_name)) or template.completions.get(arg_name)
     else:
         raise InvalidParams(f"unknown completion reference type {kind!r}")
+    routed = through(prompt if kind == "ref/prompt" else template, params, ctx) if through is not None else None
+    if routed is not None:
+        return await routed
     if completer is None:
         return completion_result([])
     try:

@@ -9,9 +9,10 @@ What passes through: a mounted function gets a :class:`~mcpkit.server.context.Co
 server it was registered on (so ``ctx.lifespan_state`` is that server's), over the parent's request, so progress,
 logging, sampling, elicitation and roots reach the parent's client in either era; its tags and OAuth scopes
 follow it (``MCPKit.scope_rule`` names the prefixed tool), and so does a tool's task support (the parent enables
-tasks for it); the mounted server's lifespan runs inside the parent's. A request for a mounted component runs the
-parent's interceptors, then the mounted server's own (all but its task entry) around its own handler, as when it
-is served alone (:meth:`Mount.run`); a mounted server without interceptors costs one attribute test per call.
+tasks for it); the mounted server's lifespan runs inside the parent's. A request for a mounted component (a call, a
+read, a prompt, the completion of a prompt's argument or a template's variable) runs the parent's interceptors,
+then the mounted server's own (all but its task entry) around its own handler, as when it is served alone
+(:meth:`Mount.run`); a mounted server without interceptors costs one attribute test per call.
 A component hidden in the mounted server (``other.disable(...)``, its tag rules) is not mounted.
 
 Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``). A name the
@@ -25,7 +26,7 @@ import asyncio
 import inspect
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -33,7 +34,7 @@ from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .context import Context
 from .interceptors import Call, Interceptor, call_for, run_chain
-from .lowlevel import InputRequired
+from .lowlevel import InputRequired, ServerRequestContext
 from .pagination import Listed
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
@@ -317,6 +318,25 @@ class MountedPrompt(Prompt):
         return await self.inner.render(arguments, mount.context(ctx), feats)
 
 
+def mounted_completion(item: Any, params: JSONDict, sctx: ServerRequestContext) -> Awaitable[JSONDict] | None:
+    """``completion/complete`` for ``item``, the parent's prompt or template that ``params`` names: for one of a
+    mounted server with interceptors of its own, the request through them as that server would serve it alone (its
+    own names in ``ref``, its own handler innermost), inside the parent's chain; None for any other (the parent
+    runs the completer itself)."""
+    if isinstance(item, MountedPrompt):
+        ref: JSONDict = {"type": "ref/prompt", "name": item.inner.name}
+    elif isinstance(item, MountedTemplate):
+        ref = {"type": "ref/resource", "uri": item.inner.uri_template}
+    else:
+        return None
+    mount: Mount = item.mount
+    if mount.child._intercepting is None or not (chain := mount.chain("completion/complete")):
+        return None
+    inner = {key: value for key, value in params.items() if key != "_meta"}
+    inner["ref"] = ref
+    return mount.run(chain, "completion/complete", inner, Context(mount.child, sctx))
+
+
 # ---------------------------------------------------------------------------------------------- mounting
 
 
@@ -542,6 +562,7 @@ __all__ = [
     "MountedTool",
     "attach",
     "completions_changed",
+    "mounted_completion",
     "detach",
     "prefixed_name",
     "prefixed_uri",

@@ -108,22 +108,27 @@ def compose_app() -> MCPKit:
 
 def guarded_mount_app() -> MCPKit:
     """``main`` mounts ``inner`` (prefix ``in``), which mounts ``deep`` (prefix ``deep``). Each has an interceptor
-    that wraps a tool's text as ``<server>:<tool name it was called by>(<text>)`` (showing the order of the chains
-    and the names each sees); ``inner`` refuses whatever is called ``secret`` (a tool, a prompt, a resource) and
-    ``deep`` whatever is called ``classified``, with error -32001."""
+    that wraps a tool's text as ``<server>:<tool name it was called by>(<text>)`` and each completion value as
+    ``<server>:<value>`` (showing the order of the chains and the names each sees); ``inner`` refuses whatever is
+    called ``secret`` (a tool, a prompt, a resource, a completion of one) and ``deep`` whatever is called
+    ``classified``, with error -32001."""
     from mcpkit.protocol.errors import MCPError
 
     def server(name: str, refused: str) -> MCPKit:
         app = MCPKit(name)
 
         async def guard(call: Any, call_next: Any) -> Any:
-            target = str(call.params.get("name") or call.params.get("uri") or "")
+            named = call.params.get("ref") if call.method == "completion/complete" else call.params
+            target = str(named.get("name") or named.get("uri") or "")
             if target.rsplit("/", 1)[-1] == refused:
                 raise MCPError(f"{name} refuses {target}", code=-32001)
             result = await call_next(call)
             if call.method == "tools/call" and not result.get("isError") and result.get("content"):
                 text = result["content"][0]["text"]
                 result = {**result, "content": [{"type": "text", "text": f"{name}:{call.params['name']}({text})"}]}
+            if call.method == "completion/complete":
+                values = [f"{name}:{v}" for v in result["completion"]["values"]]
+                result = {**result, "completion": {**result["completion"], "values": values}}
             return result
 
         app.add_interceptor(guard)
@@ -144,11 +149,13 @@ def guarded_mount_app() -> MCPKit:
 
         app.add_tool(lambda: "the secret", name="secret")
         app.add_tool(lambda: "classified", name="classified")
-        app.add_prompt(lambda: "a secret prompt", name="secret")
-        app.add_prompt(lambda: "an open prompt", name="open")
+        styles = {"style": ["formal", "casual"]}
+        app.add_prompt(lambda style="formal": "a secret prompt", name="secret", completions=styles)
+        app.add_prompt(lambda style="formal": "an open prompt", name="open", completions=styles)
         app.add_resource("data://secret", "secret data")
         app.add_resource("data://open", "open data")
-        app.add_resource("data://item/{key}", lambda key: f"item {key}")
+        app.add_resource("data://item/{key}", lambda key: f"item {key}", completions={"key": ["7", "8"]})
+        app.add_resource("data://{key}/classified", lambda key: f"item {key}", completions={"key": ["7", "8"]})
 
     inner.mount(deep, prefix="deep")
     main.mount(inner, prefix="in")
