@@ -117,18 +117,24 @@ def legacy_status(record: TaskRecord) -> str:
     return status
 
 
-def legacy_task(record: TaskRecord, *, detailed: bool = False) -> JSONDict:
-    """The ``Task`` object of 2025-11-25 (``ttl``, ``pollInterval``; no result inlined); ``detailed`` (a
-    ``tasks/get`` answer): with the last progress report in ``_meta``."""
-    task: JSONDict = {"taskId": record["id"], "status": legacy_status(record)}
+def _task(record: TaskRecord, status: str, ttl: str, poll: str) -> JSONDict:
+    """The fields both forms of ``Task`` share, with the names of the form's ``ttl`` and poll-interval fields."""
+    task: JSONDict = {"taskId": record["id"], "status": status}
     message = record.get("message")
     if message is not None:
         task["statusMessage"] = message
     task["createdAt"] = iso(record["created"])
     task["lastUpdatedAt"] = iso(record["updated"])
-    task["ttl"] = record.get("ttl")
+    task[ttl] = record.get("ttl")
     if record.get("poll"):
-        task["pollInterval"] = record["poll"]
+        task[poll] = record["poll"]
+    return task
+
+
+def legacy_task(record: TaskRecord, *, detailed: bool = False) -> JSONDict:
+    """The ``Task`` object of 2025-11-25 (``ttl``, ``pollInterval``; no result inlined); ``detailed`` (a
+    ``tasks/get`` answer): with the last progress report in ``_meta``."""
+    task = _task(record, legacy_status(record), "ttl", "pollInterval")
     if detailed and record.get("progress"):
         task["_meta"] = {PROGRESS_META: record["progress"]}
     return task
@@ -139,15 +145,7 @@ def extension_task(record: TaskRecord, *, detailed: bool = False) -> JSONDict:
     ``DetailedTask`` of ``tasks/get`` and ``notifications/tasks``, with the result, the error or the outstanding
     input requests of its status inlined (and the last progress report in ``_meta``)."""
     status = record["status"]
-    task: JSONDict = {"taskId": record["id"], "status": status}
-    message = record.get("message")
-    if message is not None:
-        task["statusMessage"] = message
-    task["createdAt"] = iso(record["created"])
-    task["lastUpdatedAt"] = iso(record["updated"])
-    task["ttlMs"] = record.get("ttl")
-    if record.get("poll"):
-        task["pollIntervalMs"] = record["poll"]
+    task = _task(record, status, "ttlMs", "pollIntervalMs")
     if detailed:
         if status == COMPLETED and record.get("result") is not None:
             task["result"] = record["result"]
