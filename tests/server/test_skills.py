@@ -316,6 +316,24 @@ async def test_the_client_reads_only_files_the_held_entry_lists() -> None:
         assert "skill://pdf/unlisted.md" not in reads
 
 
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_file_whose_name_needs_percent_encoding_is_read_by_its_plain_relative_path(
+    tmp_path: Path, mode: str
+) -> None:
+    names = ["sub dir/file one.md", "ünï 日本.md", "50%.txt", "what?#.txt"]
+    write_skill(tmp_path, "odd", ok_frontmatter("odd"), {name: f"content of {name}" for name in names})
+    app = MCPKit("odd-skills")
+    app.add_skills(tmp_path)
+    async with Client(app, mode=mode, cache=False) as client:
+        (skill,) = await client.list_skills()
+        for name in names:
+            uri = skill.resolve(name)
+            assert skill.file(uri) is not None, uri  # the URI the server lists for that file
+            assert await client.read_skill_file(skill, uri) == f"content of {name}".encode()
+        listed = skill.files[1].uri  # type: ignore[index]  # an already-encoded path (copied from the manifest)
+        assert skill.resolve(listed.removeprefix(skill.root + "/")) == listed
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

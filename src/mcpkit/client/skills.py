@@ -33,6 +33,7 @@ from ..protocol.skills import (
     digest,
     entry_problems,
     parse_frontmatter,
+    path_segment,
     skill_root,
 )
 
@@ -97,8 +98,15 @@ class Skill:
         return next((f for f in self.files or () if f.uri == uri), None)
 
     def resolve(self, relative: str) -> str:
-        """The URI of a path relative to the skill's root (``references/GUIDE.md``)."""
-        return f"{self.root}/{relative.lstrip('/')}"
+        """The URI of a path relative to the skill's root (``references/GUIDE.md``, ``sub dir/ünï.md``): its segments
+        percent-encoded as in the URIs servers list. A path the manifest lists only as written (already encoded, or
+        a server that does not encode) resolves to that URI."""
+        path = relative.lstrip("/")
+        encoded = f"{self.root}/" + "/".join(path_segment(p) for p in path.split("/"))
+        plain = f"{self.root}/{path}"
+        if encoded != plain and self.file(encoded) is None and self.file(plain) is not None:
+            return plain
+        return encoded
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ import hashlib
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 JSONDict = dict[str, Any]
 
@@ -146,6 +147,12 @@ def digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
+def path_segment(name: str) -> str:
+    """One file or directory name as a segment of a skill URI: percent-encoded (UTF-8) where RFC 3986 requires it
+    (space, ``?``, ``#``, ``%``, ``/``, non-ASCII), so ``ünï.md`` is ``%C3%BCn%C3%AF.md``."""
+    return quote(name, safe="-._~!$&'()*+,;=@")
+
+
 def skill_root(uri: str) -> str | None:
     """The skill's root directory URI (``skill://a/b`` for ``skill://a/b/SKILL.md``), None when ``uri`` does not name
     a ``SKILL.md`` under a skill path."""
@@ -228,6 +235,7 @@ __all__ = [
     "entry_problems",
     "frontmatter_problems",
     "parse_frontmatter",
+    "path_segment",
     "skill_name_of",
     "skill_root",
 ]

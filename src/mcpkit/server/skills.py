@@ -25,7 +25,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from ..protocol.errors import InvalidParams
 from ..protocol.extensions import SKILLS_EXTENSION
@@ -39,6 +38,7 @@ from ..protocol.skills import (
     digest,
     frontmatter_problems,
     parse_frontmatter,
+    path_segment,
 )
 
 JSONDict = dict[str, Any]
@@ -71,10 +71,6 @@ class _Skill:
 
     def entry(self) -> JSONDict:
         return {"uri": self.uri, "frontmatter": self.frontmatter, "resources": [f.manifest() for f in self.files]}
-
-
-def _segment(name: str) -> str:
-    return quote(name, safe="-._~!$&'()*+,;=@")
 
 
 def _mime(path: Path) -> str:
@@ -194,7 +190,7 @@ class Skills:
         files: dict[str, _File] = {}
         for skill_dir in skill_dirs:
             rel = skill_dir.relative_to(base).parts
-            skill_path = "/".join(_segment(p) for p in (*base_parts, *rel))
+            skill_path = "/".join(path_segment(p) for p in (*base_parts, *rel))
             skill_root = f"{scheme}://{skill_path}"
             text = found[skill_dir][SKILL_FILE].decode("utf-8", errors="strict")
             where = str(skill_dir / SKILL_FILE)
@@ -213,7 +209,7 @@ class Skills:
                     continue
                 sub = directory.relative_to(skill_dir).parts
                 for name, data in names.items():
-                    uri = "/".join([skill_root, *(_segment(p) for p in (*sub, name))])
+                    uri = "/".join([skill_root, *(path_segment(p) for p in (*sub, name))])
                     item = files.get(uri) or _File(uri, name, data, _mime(directory / name))
                     files[uri] = item
                     members.append(item)
