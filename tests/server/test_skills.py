@@ -198,6 +198,13 @@ def test_a_skill_without_frontmatter_or_beyond_the_limits_is_refused(tmp_path: P
         MCPKit("x").add_skills(tmp_path / "empty")
 
 
+def test_a_skill_md_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
+    (tmp_path / "latin").mkdir()
+    (tmp_path / "latin" / "SKILL.md").write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\nBody.\n")
+    with pytest.raises(ValueError, match=r"latin/SKILL\.md: .*UTF-8"):
+        MCPKit("x").add_skills(tmp_path)
+
+
 def test_nothing_outside_the_directory_is_read(tmp_path: Path) -> None:
     (tmp_path / "secret.txt").write_text("secret")
     skill = write_skill(tmp_path / "skills", "s", ok_frontmatter("s"), {".env": "TOKEN=1", "ok.md": "fine"})

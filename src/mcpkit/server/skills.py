@@ -192,8 +192,11 @@ class Skills:
             rel = skill_dir.relative_to(base).parts
             skill_path = "/".join(path_segment(p) for p in (*base_parts, *rel))
             skill_root = f"{scheme}://{skill_path}"
-            text = found[skill_dir][SKILL_FILE].decode("utf-8", errors="strict")
             where = str(skill_dir / SKILL_FILE)
+            try:
+                text = found[skill_dir][SKILL_FILE].decode("utf-8", errors="strict")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{where}: a SKILL.md must be UTF-8 text (byte {exc.start} is not)") from None
             try:
                 frontmatter, _ = parse_frontmatter(text)
             except FrontmatterError as exc:
