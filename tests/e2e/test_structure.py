@@ -433,15 +433,28 @@ def test_circle_finder_sees_every_kind_of_import() -> None:
     assert "mcpkit.run" in late  # run_stdio_async imports the stdio transport inside the function
 
 
-def test_run_checks_does_not_repeat_checker_signature() -> None:
-    """``run_checks`` takes the parameters of ``Checker`` itself: an option ``Checker`` does not know fails at
-    once, naming it."""
+def test_run_checks_takes_exactly_the_parameters_of_checker_and_shows_them() -> None:
+    """``run_checks`` takes the parameters of ``Checker`` (names, kinds, defaults, annotations: the two cannot drift
+    apart), an option ``Checker`` does not know fails at once, naming it, and the function is a plain module-level
+    ``async def`` with those parameters, so the API reference (read from the source) shows them instead of
+    ``(*args, **kwargs)``."""
     import asyncio
 
-    from mcpkit.check import run_checks
+    from mcpkit.check import Checker, run_checks
+    from mcpkit.check.checks import runner
 
+    ours = list(inspect.signature(run_checks).parameters.values())
+    theirs = list(inspect.signature(Checker).parameters.values())
+    assert [(p.name, p.kind, p.default, p.annotation) for p in ours] == [
+        (p.name, p.kind, p.default, p.annotation) for p in theirs
+    ]
+    assert inspect.signature(run_checks).return_annotation in ("Report", runner.Report)
     with pytest.raises(TypeError, match="no_such_option"):
         asyncio.run(run_checks("python -c pass", no_such_option=1))  # type: ignore[call-arg]
+    tree = ast.parse(Path(inspect.getfile(runner)).read_text(encoding="utf-8"))
+    defs = [n for n in tree.body if isinstance(n, ast.AsyncFunctionDef) and n.name == "run_checks"]
+    assert len(defs) == 1 and defs[0].args.vararg is None and defs[0].args.kwarg is None
+    assert [a.arg for a in defs[0].args.args + defs[0].args.kwonlyargs] == [p.name for p in theirs]
 
 
 def test_helpers_defined_once() -> None:

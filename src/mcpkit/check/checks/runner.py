@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, ParamSpec
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from ...protocol.versions import (
+    LATEST_HANDSHAKE,
     META_CLIENT_CAPABILITIES,
     META_CLIENT_INFO,
     META_PROTOCOL_VERSION,
@@ -219,20 +220,45 @@ MODERN_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
 )
 
 
-P = ParamSpec("P")
+async def run_checks(
+    target: str | Sequence[str],
+    *,
+    protocol_version: str = LATEST_HANDSHAKE,
+    timeout: float = 10.0,
+    env: dict[str, str] | None = None,
+    headers: dict[str, str] | None = None,
+    cwd: str | None = None,
+    modern: bool = True,
+    transport: str | None = None,
+    token: str | None = None,
+    auth: Any = None,
+) -> Report:
+    """Run every check against ``target`` and return the report.
 
+    Args:
+        target: a command line (or argv list) run over stdio, or a URL: ``http(s)://`` Streamable HTTP (legacy
+            HTTP+SSE when its path ends in ``/sse``), ``ws(s)://`` WebSocket.
+        protocol_version: the revision the handshake-era session asks for.
+        timeout: seconds to wait for each answer.
+        env: the environment of a stdio server (default: this process's).
+        headers: HTTP headers sent to the target's own origin only.
+        cwd: the working directory of a stdio server.
+        modern: also check, in a stateless session, a server that offers 2026-07-28.
+        transport: ``stdio``, ``http``, ``sse`` or ``ws``, overriding the guess from ``target``.
+        token: sent as ``Authorization: Bearer`` to the target's own origin.
+        auth: an ``httpx.Auth`` (such as :class:`mcpkit.auth.OAuthClient`) authorizing the Streamable HTTP sessions.
 
-def _one_call(checker: Callable[P, Checker]) -> Callable[P, Coroutine[Any, Any, Report]]:
-    """``checker(...).run()`` as one call taking the very parameters of :class:`Checker` (written once, there)."""
-
-    async def run_checks(*args: P.args, **kwargs: P.kwargs) -> Report:
-        """Run every check against ``target`` (a command line, an argv list, or an http(s) URL); the options are
-        those of :class:`Checker` (``protocol_version``, ``timeout``, ``env``, ``headers``, ``cwd``, ``modern``,
-        ``transport``, ``token``, ``auth``).
-        With ``modern`` (the default) a server that offers 2026-07-28 is checked in a stateless session, too."""
-        return await checker(*args, **kwargs).run()
-
-    return run_checks
-
-
-run_checks = _one_call(Checker)
+    The parameters are those of :class:`Checker`; ``run_checks(...)`` is ``await Checker(...).run()``.
+    """
+    return await Checker(
+        target,
+        protocol_version=protocol_version,
+        timeout=timeout,
+        env=env,
+        headers=headers,
+        cwd=cwd,
+        modern=modern,
+        transport=transport,
+        token=token,
+        auth=auth,
+    ).run()
