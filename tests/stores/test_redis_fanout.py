@@ -130,6 +130,32 @@ async def test_request_ids_name_the_worker_that_waits_for_the_answer(url_and_clu
         assert not await b.forward(gone, "sess-1", b"{}")  # nobody waits there any more: refused, not queued
 
 
+async def test_a_worker_never_takes_the_number_of_a_live_worker_when_redis_lost_the_counter(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    # Redis restarted without persistence, or the counter was evicted (allkeys-lru): the live workers beat again
+    # and keep their numbers, the next worker to start must not take one of them (their inboxes, request ids and
+    # SSE stream numbers would be shared by two processes)
+    url, cluster = url_and_cluster
+    async with fanouts(url, 3, cluster=cluster) as (a, b, c):
+        await _started(a)
+        await _started(b)
+        await a.conn.client.unlink(a._seq_key)  # what a restart without persistence loses
+        await _started(c)
+        assert c.worker not in (a.worker, b.worker)
+        arrived = asyncio.Event()
+        got: list[Any] = []
+
+        async def inbox(entry: Any) -> None:
+            got.append(entry)
+            arrived.set()
+
+        a.on_session_event(inbox)
+        assert await c.forward(a.worker, "s", b"answer")  # A's inbox survived C's start
+        await asyncio.wait_for(arrived.wait(), 5)
+        assert [e.data for e in got] == [b"answer"]
+
+
 async def test_session_messages_are_logged_for_whichever_worker_holds_the_stream(
     url_and_cluster: tuple[str, bool],
 ) -> None:

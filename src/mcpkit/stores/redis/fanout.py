@@ -9,10 +9,10 @@ from Redis goes on reading from its last position when Redis is back and deliver
 log was trimmed past that position meanwhile, it tells its clients to look again (``deliver_missed``: every list
 changed, every subscribed resource updated) rather than lose anything silently.
 
-Each worker also gets a number (``INCR`` of ``<prefix>{workers}:seq``), a heartbeat key and an inbox stream
-(``<prefix>{w<n>}:alive``, ``<prefix>{w<n>}:in``): an answer to a request this worker sent that reached another
-worker is forwarded to this inbox. Messages for one session's GET stream keep their bytes in
-``<prefix>{<session>}:out`` (one slot with the session's other keys), the log holds a reference.
+Each worker also gets a number (``INCR`` of ``<prefix>{workers}:seq``, skipping the numbers of live workers), a
+heartbeat key and an inbox stream (``<prefix>{w<n>}:alive``, ``<prefix>{w<n>}:in``): an answer to a request this
+worker sent that reached another worker is forwarded to this inbox. Messages for one session's GET stream keep their
+bytes in ``<prefix>{<session>}:out`` (one slot with the session's other keys), the log holds a reference.
 
 One publish is one ``XADD``; each worker holds two blocking connections (the log and its inbox) and refreshes its
 heartbeat every ``heartbeat`` seconds.
@@ -45,6 +45,7 @@ __all__ = ["MAX_INLINE", "RedisFanout"]
 #: Largest message kept inside a log entry (a client's cancellation); larger ones are refused.
 MAX_INLINE = 4096
 _WORKERS = (1 << 20) - 1  # worker numbers cycle through 1 .. 2**20 - 1
+_TAKE_TRIES = 1024  # numbers a starting worker tries past the live ones
 
 # KEYS: inbox, alive; ARGV: maxlen, session id, data, ttl ms, kind, owner. 1: queued; 0: the worker is gone.
 _FORWARD = """
@@ -264,10 +265,16 @@ class RedisFanout:
     async def _start(self) -> None:
         client = self.conn.client
         async with self.conn.guard("fan-out"):
-            n = int(await client.incr(self._seq_key))
-            worker = (n - 1) % _WORKERS + 1
+            # The first number no live worker holds: the counter restarts from 0 when Redis lost it (a restart
+            # without persistence, an eviction) while the workers that took 1, 2, ... still run and beat.
+            for _ in range(_TAKE_TRIES):
+                n = int(await client.incr(self._seq_key))
+                worker = (n - 1) % _WORKERS + 1
+                if await client.set(self.conn.keys.worker(worker, "alive"), b"1", px=self._heartbeat_ms(), nx=True):
+                    break
+            else:
+                raise StoreUnavailable(f"fan-out: no free worker number in {_TAKE_TRIES} tries")
             await client.unlink(self.conn.keys.worker(worker, "in"))  # (a number used long ago may have one left)
-            await client.set(self.conn.keys.worker(worker, "alive"), b"1", px=self._heartbeat_ms())
             start = await client.xadd(
                 self.log_key,
                 {b"o": self._origin, b"e": b"start", b"v": str(worker).encode()},
