@@ -32,6 +32,7 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app
 from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+from support.forward_proxy import ForwardProxy
 from support.oauth import REDIRECT, _forge, mcp_server, oauth, protected_by, serve, stack, whoami
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
@@ -900,3 +901,59 @@ async def test_the_oauth_client_connects_to_the_address_it_checked_not_a_rebound
     client = OAuthClient("http://127.0.0.1:1/mcp", client_metadata={"redirect_uris": [REDIRECT]})
     assert isinstance(client._client()._transport, CheckedAddressTransport)
     await client.aclose()
+
+
+async def test_the_oauth_client_goes_through_the_environment_proxy_and_checks_the_target_before_handing_it_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``HTTP_PROXY`` / ``HTTPS_PROXY`` hold for the OAuth client's own requests as for the MCP connection (a client
+    behind a corporate proxy cannot reach the authorization server directly). The proxy resolves the target's name,
+    so the address rule is applied before handing the request over: an IP literal of a refused kind, or a name that
+    resolves to one on this machine, never reaches the proxy; a name this machine cannot resolve is the proxy's to
+    resolve. The proxy itself (configured by the operator, often on a private address) is not checked."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    async with ForwardProxy() as proxy, stack() as s:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        client, _ = oauth(s["mcp_url"])
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        await client.aclose()
+        as_url = s["as_url"]
+        # discovery, registration and the token request all went through the proxy
+        for path in ("/.well-known/oauth-authorization-server", "/register", "/token"):
+            assert any(r.endswith(as_url + path) for r in proxy.requests), (path, proxy.requests)
+
+        # an MCP server on a public address: loopback, private and link-local targets are refused before the proxy
+        client = OAuthClient("https://93.184.215.14/mcp", client_metadata={"redirect_uris": [REDIRECT]})
+        http = client._client()
+        before = len(proxy.requests)
+        for url, kind in [
+            ("https://169.254.169.254/latest/meta-data/", "link-local"),
+            ("https://10.1.2.3/token", "private"),
+            ("https://[::ffff:127.0.0.1]/token", "loopback"),
+            ("http://localhost:9/x", "loopback"),  # a name that resolves to a refused kind on this machine
+        ]:
+            with pytest.raises(httpx.ConnectError, match=f"a {kind} address"):
+                await http.get(url)
+        assert len(proxy.requests) == before
+        # a name this machine cannot resolve goes to the proxy (reached on loopback though the rule refuses that)
+        with pytest.raises(httpx.ProxyError):
+            await http.get("https://as.example.invalid/.well-known/oauth-authorization-server")
+        assert proxy.requests[before:] == ["CONNECT as.example.invalid:443"]
+        await client.aclose()
+        # allow_private_network hands a private target to the proxy as well
+        client = OAuthClient(
+            "https://93.184.215.14/mcp", client_metadata={"redirect_uris": [REDIRECT]}, allow_private_network=True
+        )
+        with pytest.raises(httpx.ProxyError):
+            await client._client().get("https://10.1.2.3/token")
+        assert proxy.requests[-1] == "CONNECT 10.1.2.3:443"
+        await client.aclose()
+        # NO_PROXY exempts a host: the connection is direct, through the checked transport
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        before = len(proxy.requests)
+        client, _ = oauth(s["mcp_url"], storage=InMemoryTokenStorage())
+        assert await whoami(s["mcp_url"], client) == "test-user|"
+        await client.aclose()
+        assert len(proxy.requests) == before

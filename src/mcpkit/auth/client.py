@@ -35,7 +35,8 @@ What a hostile MCP server (or metadata document) names is never fetched blindly 
 requests must be https (plain http only on a loopback host); a ``resource_metadata`` URL of a challenge is used only
 on the MCP server's own origin; a target on a private, link-local (``169.254.169.254``), shared or reserved address
 is refused unless the MCP server itself is on that kind of address or ``allow_private_network=True``, at the moment
-of connecting (the address checked is the address connected to: no DNS rebinding); and every document read is
+of connecting (the address checked is the address connected to: no DNS rebinding; through a proxy of the
+environment, before handing the request over, since the proxy resolves the name); and every document read is
 capped at ``max_document_size`` bytes.
 
 This module is the ``httpx.Auth`` flow itself; it re-exports the pieces it is built from: token storage
@@ -139,8 +140,11 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         max_document_size: the largest metadata, registration or token response read, in bytes (default 256 KiB).
         http_client: the httpx client of the flow's own requests (discovery, registration, tokens). By default one
             whose transport applies the address rule where it connects
-            (:class:`~mcpkit.auth.client_discovery.CheckedAddressTransport`: no DNS rebinding); a client of your
-            own gets the URL checks only.
+            (:class:`~mcpkit.auth.client_discovery.CheckedAddressTransport`: no DNS rebinding) and that honours the
+            proxies of the environment, checking each target before handing it to the proxy (an IP literal or a
+            name resolving here to a refused address; the proxy's own resolution is beyond reach). With a client
+            of your own you own its transport: each URL is still checked before it is requested, but where the
+            connection goes is your transport's decision.
     """
 
     requires_response_body = False

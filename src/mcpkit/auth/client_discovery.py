@@ -89,14 +89,35 @@ async def _system_resolve(host: str, port: int) -> list[str]:
     return found
 
 
+class _AddressRule:
+    """The SSRF rule on addresses: public, or the MCP server's own kind, or anything with ``allow_private_network``."""
+
+    def __init__(self, server_url: str, allow_private_network: bool) -> None:
+        self._server_host = urlsplit(server_url).hostname
+        self._server_kind: str | None = None
+        self.allow_private = allow_private_network
+
+    async def refusal(self, host: str, ip: str) -> str | None:
+        """Why ``host`` (at ``ip``) must not be reached (None: it may)."""
+        if self.allow_private:
+            return None
+        if self._server_kind is None:
+            self._server_kind = await _address_class(self._server_host)
+        kind = _ip_class(ipaddress.ip_address(ip))
+        if kind in ("public", self._server_kind):
+            return None
+        return (
+            f"{host} resolves to {ip}, a {kind} address, and the MCP server is not on one; refusing to connect "
+            "(OAuthClient(allow_private_network=True) allows it)"
+        )
+
+
 class _CheckedBackend(httpcore.AsyncNetworkBackend):
     """Connects to an address it checked: resolve once, refuse when any address is of a kind the rule refuses,
     connect to those very addresses (never to a second resolution of the name)."""
 
     def __init__(self, server_url: str, allow_private_network: bool, resolve: Resolver) -> None:
-        self._server_host = urlsplit(server_url).hostname
-        self._server_kind: str | None = None
-        self._allow_private = allow_private_network
+        self._rule = _AddressRule(server_url, allow_private_network)
         self._resolve = resolve
         self._inner = httpcore.AnyIOBackend()
 
@@ -118,16 +139,10 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
                 raise httpcore.ConnectError(f"cannot resolve {host}: {exc}") from exc
         if not addresses:
             raise httpcore.ConnectError(f"cannot resolve {host}")
-        if not self._allow_private:
-            if self._server_kind is None:
-                self._server_kind = await _address_class(self._server_host)
-            for ip in addresses:
-                kind = _ip_class(ipaddress.ip_address(ip))
-                if kind not in ("public", self._server_kind):
-                    raise httpcore.ConnectError(
-                        f"{host} resolves to {ip}, a {kind} address, and the MCP server is not on one; refusing to "
-                        "connect (OAuthClient(allow_private_network=True) allows it)"
-                    )
+        for ip in addresses:
+            refusal = await self._rule.refusal(host, ip)
+            if refusal is not None:
+                raise httpcore.ConnectError(refusal)
         failure: httpcore.ConnectError | None = None
         for ip in addresses:
             try:
@@ -156,18 +171,77 @@ class CheckedAddressTransport(httpx.AsyncHTTPTransport):
     def __init__(
         self, server_url: str, *, allow_private_network: bool = False, resolve: Resolver | None = None
     ) -> None:
-        import os
-        import ssl
-
-        import certifi
-
         super().__init__()
         backend = _CheckedBackend(server_url, allow_private_network, resolve or _system_resolve)
-        # the certificates httpx trusts by default: certifi's, or SSL_CERT_FILE / SSL_CERT_DIR when set
-        context = ssl.create_default_context(
-            cafile=os.environ.get("SSL_CERT_FILE") or certifi.where(), capath=os.environ.get("SSL_CERT_DIR")
-        )
-        self._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=backend)
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
+
+
+def _ssl_context() -> Any:
+    """The certificates httpx trusts by default: certifi's, or ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set."""
+    import os
+    import ssl
+
+    import certifi
+
+    return ssl.create_default_context(
+        cafile=os.environ.get("SSL_CERT_FILE") or certifi.where(), capath=os.environ.get("SSL_CERT_DIR")
+    )
+
+
+class _ProxiedTransport(httpx.AsyncBaseTransport):
+    """A request handed to a proxy from the environment (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``). The proxy
+    resolves the target's name and connects, out of this machine's reach; what can be checked is checked before the
+    request is handed over: an IP literal of a kind the rule refuses, or a name that resolves to one here, is refused.
+    The proxy itself, named by the operator, is trusted as configured."""
+
+    def __init__(self, proxy: str, rule: _AddressRule) -> None:
+        self._rule = rule
+        self._inner = httpx.AsyncHTTPTransport(proxy=proxy, verify=_ssl_context())
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        host = request.url.host
+        if not self._rule.allow_private:
+            bare = host.strip("[]")
+            try:
+                addresses = [str(ipaddress.ip_address(bare))]
+            except ValueError:
+                try:
+                    addresses = await _system_resolve(bare, request.url.port or 443)
+                except OSError:
+                    addresses = []  # unknown here: the proxy resolves it, beyond this machine's reach
+            for ip in addresses:
+                refusal = await self._rule.refusal(host, ip)
+                if refusal is not None:
+                    raise httpx.ConnectError(
+                        refusal + "; checked before handing the request to the proxy", request=request
+                    )
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def checked_http_client(
+    server_url: str, *, allow_private_network: bool = False, timeout: float = 30.0
+) -> httpx.AsyncClient:
+    """The httpx client of :class:`~mcpkit.auth.client.OAuthClient`'s own requests: no redirect followed, direct
+    connections through :class:`CheckedAddressTransport`, and the proxies of the environment honoured as httpx honours
+    them (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), each request checked before it is handed to a
+    proxy (an IP literal or a name resolving here to a refused kind of address; the proxy's own resolution of a name
+    is beyond reach)."""
+    from httpx._utils import get_environment_proxies  # what httpx.AsyncClient(trust_env=True) itself reads
+
+    rule = _AddressRule(server_url, allow_private_network)
+    mounts: dict[str, httpx.AsyncBaseTransport | None] = {
+        pattern: None if proxy is None else _ProxiedTransport(proxy, rule)
+        for pattern, proxy in get_environment_proxies().items()
+    }
+    return httpx.AsyncClient(
+        timeout=timeout,
+        follow_redirects=False,
+        transport=CheckedAddressTransport(server_url, allow_private_network=allow_private_network),
+        mounts=mounts,
+    )
 
 
 async def fetch_refusal(
@@ -218,8 +292,9 @@ class DiscoveryMixin:
 
     def _client(self) -> httpx.AsyncClient:
         if self._http is None:
-            transport = CheckedAddressTransport(self.server_url, allow_private_network=self.allow_private_network)
-            self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False, transport=transport)
+            self._http = checked_http_client(
+                self.server_url, allow_private_network=self.allow_private_network, timeout=self.timeout
+            )
         return self._http
 
     async def _get_json(self, url: str, version: str) -> dict[str, Any] | None:
