@@ -494,3 +494,56 @@ async def test_idle_stream_gets_keepalive_comments() -> None:
 
         await asyncio.wait_for(collect(), 5)
         assert lines[0] == "event: endpoint" and lines[-1] == ": keepalive"
+
+
+@contextlib.asynccontextmanager
+async def built_server(grace: float) -> AsyncIterator[tuple[Any, str, asyncio.Task[None]]]:
+    """``build_server`` (what ``app.run("http")`` and ``mcpkit run`` serve) in this loop; yields (uvicorn server,
+    base URL, its serving task). Setting ``should_exit`` is what SIGTERM does."""
+    from mcpkit.transports.http import build_server
+
+    userver = build_server(make_server(), "http", "127.0.0.1", 0, timeout_graceful_shutdown=grace)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    await eventually(lambda: userver.started)
+    port = userver.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield userver, f"http://127.0.0.1:{port}", task
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 20)
+
+
+async def test_shutdown_answers_the_requests_in_flight_then_ends_every_stream_cleanly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On SIGTERM a legacy SSE stream is not held open until the grace period runs out (and then cut in the middle
+    of its chunked body, with uvicorn logging an error): the answers of its requests in flight still go out on
+    it, then it ends cleanly; an idle stream ends at once."""
+    caplog.set_level("WARNING")
+    async with (
+        built_server(grace=8) as (userver, base, task),
+        httpx.AsyncClient(timeout=10) as client,
+        raw_stream(client, base + "/sse") as (busy, endpoint),
+        raw_stream(client, base + "/sse") as (idle, _),
+    ):
+        post = base + endpoint
+        assert (await client.post(post, json=INIT)).status_code == 202
+        assert (await busy.next_message())["id"] == 1
+        await client.post(post, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "slow", "arguments": {"steps": 2, "delay": 0.5}, "_meta": {"progressToken": "p"}}
+        r = await client.post(post, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        assert r.status_code == 202
+        assert (await busy.next_message())["method"] == "notifications/progress"
+        started = asyncio.get_running_loop().time()
+        userver.should_exit = True  # what SIGTERM does
+        with pytest.raises(EOFError):  # the idle stream ends, cleanly (a cut body would raise httpx's error)
+            await idle.next(timeout=3)
+        seen = []
+        with pytest.raises(EOFError):
+            while True:
+                seen.append(await busy.next_message(timeout=5))
+        assert seen[-1]["id"] == 2 and seen[-1]["result"]["content"][0]["text"] == "done 2"
+        await asyncio.wait_for(task, 5)
+        assert asyncio.get_running_loop().time() - started < 4  # not the 8 s grace period
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text

@@ -450,3 +450,41 @@ async def test_abandoned_connections_release_their_sessions() -> None:
         await eventually(lambda: endpoint.connection_count == 0)
         # the last handlers may still be finishing; then nothing may keep a session alive
         await eventually(lambda: gc.collect() >= 0 and len(server.sessions) == 0)
+
+
+async def test_shutdown_answers_the_requests_in_flight_then_closes_with_1001() -> None:
+    """On SIGTERM a WebSocket is not closed at once (uvicorn's 1012, which would cancel the calls in flight while
+    HTTP requests get the grace period): its requests in flight are answered, then it closes with 1001; an idle
+    connection closes at once."""
+    from mcpkit.transports.http import build_server
+
+    userver = build_server(make_server(), "http", "127.0.0.1", 0, timeout_graceful_shutdown=8)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    try:
+        await eventually(lambda: userver.started)
+        url = f"ws://127.0.0.1:{userver.servers[0].sockets[0].getsockname()[1]}/ws"
+        async with connect(url, subprotocols=["mcp"]) as busy, connect(url, subprotocols=["mcp"]) as idle:  # type: ignore[list-item]
+            await busy.send(orjson.dumps(INIT), text=True)
+            assert (await recv_json(busy))["id"] == 1
+            await busy.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', text=True)
+            call = {"name": "slow", "arguments": {"steps": 2, "delay": 0.5}, "_meta": {"progressToken": "p"}}
+            await busy.send(
+                orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}), text=True
+            )
+            assert (await recv_json(busy))["method"] == "notifications/progress"
+            started = asyncio.get_running_loop().time()
+            userver.should_exit = True  # what SIGTERM does
+            await asyncio.wait_for(idle.wait_closed(), 3)
+            assert idle.close_code == 1001
+            seen = []
+            with pytest.raises(WSClosed):
+                while True:
+                    seen.append(await recv_json(busy))
+            assert seen[-1]["id"] == 2 and seen[-1]["result"]["content"][0]["text"] == "done 2"
+            assert busy.close_code == 1001
+            await asyncio.wait_for(task, 5)
+            assert asyncio.get_running_loop().time() - started < 4  # not the 8 s grace period
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 20)

@@ -139,7 +139,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
                 listening.close()
             if drain is not None:
                 with contextlib.suppress(Exception):
-                    await drain()
+                    await drain(timeout=self.config.timeout_graceful_shutdown)
             await super().shutdown(sockets)
 
     if guard is None:

@@ -4,6 +4,7 @@ it with uvicorn (:func:`mcpkit.transports.http.serve`). One DNS-rebinding policy
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Unpack
@@ -76,12 +77,13 @@ class MCPApp:
                 with contextlib.suppress(Exception):
                     await self.shared.aclose()
 
-    async def drain(self, retry_ms: int = 500) -> None:
+    async def drain(self, retry_ms: int = 500, timeout: float | None = 5.0) -> None:
         """Graceful shutdown, first half (``mcpkit run`` and :func:`~mcpkit.transports.http.serve` call it when
         told to stop, after the listening socket closed, before uvicorn waits for the requests in flight): the
         readiness endpoint answers 503, GET streams end after a ``retry:`` hint of ``retry_ms`` so clients resume
-        them elsewhere, ``subscriptions/listen`` streams end gracefully. Under another process manager, call it
-        from its shutdown hook."""
+        them elsewhere, ``subscriptions/listen`` streams end gracefully, and each legacy SSE stream and WebSocket
+        ends (1001 for a WebSocket) once the requests in flight on it are answered, waiting at most ``timeout``
+        seconds (None: no bound) for them. Under another process manager, call it from its shutdown hook."""
         self.draining = True
         ep = self.streamable
         if ep is not None:
@@ -90,6 +92,11 @@ class MCPApp:
         if self.server is not None:
             with contextlib.suppress(Exception):
                 await self.server.close_listeners()
+        # a legacy SSE stream or a WebSocket is its session: it ends once its answers are out (uvicorn would hold
+        # a stream until its grace period runs out, then cut it, and would close a WebSocket at once, with 1012)
+        ends = [ep.drain(timeout) for ep in (self.sse, self.ws) if ep is not None]
+        if ends:
+            await asyncio.gather(*ends, return_exceptions=True)
 
     async def not_ready(self) -> str | None:
         """Why this worker should get no traffic (None: ready): draining, or the shared fan-out's Redis is

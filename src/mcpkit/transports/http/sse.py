@@ -37,8 +37,9 @@ Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also 
   up to ``stall_timeout`` seconds for the reader, then the session is dropped (its stream ends), so a slow or
   stuck SSE reader cannot grow server memory or stall notification fan-out for everyone else.
 
-Shutdown: uvicorn waits for open streaming responses; call ``await sse.aclose()`` (or give uvicorn
-``timeout_graceful_shutdown``) to end every stream.
+Shutdown: uvicorn waits for open streaming responses (until ``timeout_graceful_shutdown``, then it cuts them);
+``await sse.drain(timeout)`` (what ``MCPApp.drain`` does) ends each stream once its requests in flight are
+answered, ``await sse.aclose()`` ends every stream at once.
 """
 
 from __future__ import annotations
@@ -216,6 +217,19 @@ class LegacySSEEndpoint:
         for stream in list(self._streams.values()):
             stream.abort()
 
+    async def drain(self, timeout: float | None = None) -> None:
+        """Graceful shutdown (:meth:`MCPApp.drain <mcpkit.transports.http.MCPApp.drain>` calls it): each open stream
+        ends, cleanly, once the requests in flight on its session are answered (their answers still go out on it);
+        an idle stream ends at once. After ``timeout`` seconds (None: no bound) what is left is ended as
+        :meth:`aclose` does. Without it, uvicorn keeps every stream open until its grace period runs out, then
+        cuts it."""
+        streams = list(self._streams.values())
+        if streams:
+            await asyncio.wait(
+                [asyncio.ensure_future(finish_after_answers(s.session, s.outbox, timeout)) for s in streams]
+            )
+        await self.aclose()
+
     # ------------------------------------------------------------------ GET: the stream
 
     async def handle_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -283,6 +297,8 @@ class LegacySSEEndpoint:
             except TimeoutError:
                 await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
                 continue
+            if not data:  # (the end: drain() queued it after the last answer)
+                return
             await send({"type": "http.response.body", "body": sse_event(b"message", data), "more_body": True})
 
     # ------------------------------------------------------------------ POST: one message
@@ -381,3 +397,15 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
+
+
+async def finish_after_answers(session: HostedSession | None, outbox: BoundedOutbox, timeout: float | None) -> None:
+    """Let the requests in flight on ``session`` finish (at most ``timeout`` s: then they are cancelled), then
+    close ``outbox`` and queue the end marker (an empty message) after what it holds, for the writer to stop at."""
+    if session is not None and not outbox.closed:
+        await session.peer.drain(86_400.0 if timeout is None else timeout)
+    if outbox.closed:
+        return
+    outbox.closed = True
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(outbox.queue.put(b""), outbox.stall_timeout)

@@ -21,7 +21,8 @@ Rules:
 * One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
   text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
   the frame reaches us); a stuck reader (outgoing queue full, ``queue_size`` messages or ``queue_bytes``
-  bytes, for ``stall_timeout`` s) → 1008; shutdown → 1001.
+  bytes, for ``stall_timeout`` s) → 1008; shutdown → 1001 (``drain()``: once the requests in flight on the
+  connection are answered; ``aclose()``: at once).
   Text that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection stays open.
 * One :class:`~mcpkit.server.lowlevel.ServerSession` per connection, so both eras work: handshake-era sessions
   (``initialize`` …) and modern-era requests carrying ``params._meta`` protocol version go through the same peer.
@@ -43,11 +44,11 @@ from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
-from .sse import BoundedOutbox
+from .sse import BoundedOutbox, finish_after_answers
 from .wire import TEXT_TYPE, respond
 
 if TYPE_CHECKING:
-    from ...hosting import HostedServer
+    from ...hosting import HostedServer, HostedSession
 
 logger = logging.getLogger("mcpkit.ws")
 
@@ -69,10 +70,11 @@ class _Close(Exception):
 
 
 class _Connection:
-    __slots__ = ("closing", "outbox", "reader", "writer")
+    __slots__ = ("closing", "outbox", "reader", "session", "writer")
 
     def __init__(self, outbox: BoundedOutbox) -> None:
         self.outbox = outbox
+        self.session: HostedSession | None = None
         self.closing: tuple[int, str] | None = None
         self.reader: asyncio.Task[None] | None = None
         self.writer: asyncio.Task[None] | None = None
@@ -139,6 +141,20 @@ class WebSocketEndpoint:
         for conn in list(self._connections):
             conn.abort(CLOSE_GOING_AWAY, "server shutting down")
 
+    async def drain(self, timeout: float | None = None) -> None:
+        """Graceful shutdown (:meth:`MCPApp.drain <mcpkit.transports.http.MCPApp.drain>` calls it, before uvicorn
+        closes every WebSocket with 1012): each connection is closed with 1001 once the requests in flight on it
+        are answered (the answers are sent first); an idle one at once. After ``timeout`` seconds (None: no bound)
+        what is left is closed as :meth:`aclose` does."""
+        conns = list(self._connections)
+        for conn in conns:
+            conn.closing = conn.closing or (CLOSE_GOING_AWAY, "server shutting down")
+        if conns:
+            await asyncio.wait(
+                [asyncio.ensure_future(finish_after_answers(c.session, c.outbox, timeout)) for c in conns]
+            )
+        await self.aclose()
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "websocket":
@@ -171,6 +187,7 @@ class WebSocketEndpoint:
         conn = _Connection(BoundedOutbox(self.queue_size, self.stall_timeout, lambda: None, self.queue_bytes))
         conn.outbox.on_stall = lambda: conn.abort(CLOSE_POLICY_VIOLATION, "client is not reading")
         session = self.server.create_session(conn.outbox, **self.peer_options)
+        conn.session = session
         self._connections.add(conn)
         loop = asyncio.get_running_loop()
         conn.reader = loop.create_task(self._read(conn, receive, session.peer))
@@ -200,6 +217,7 @@ class WebSocketEndpoint:
             await session.peer.close("WebSocket closed")
             conn.outbox.on_stall = _noop  # break the connection <-> session cycle
             conn.reader = conn.writer = None
+            conn.session = None
             if not peer_closed:
                 code, reason = conn.closing or (CLOSE_NORMAL, "")
                 with contextlib.suppress(Exception):
@@ -234,6 +252,8 @@ class WebSocketEndpoint:
         queue = conn.outbox.queue
         while True:
             data = await queue.get()
+            if not data:  # (the end: drain() queued it after the last answer)
+                return
             await send({"type": "websocket.send", "text": data.decode()})
 
 
