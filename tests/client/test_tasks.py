@@ -63,6 +63,23 @@ async def test_the_handle_answers_the_tasks_input_requests_with_the_clients_hand
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_the_handle_shows_the_tasks_ttl_and_poll_interval_in_both_eras(era: str) -> None:
+    """``task.ttl`` and ``task.poll_interval`` (milliseconds) are what the server sent, whichever name the era gives
+    them on the wire (2025-11-25 ``ttl``/``pollInterval``, 2026-07-28 ``ttlMs``/``pollIntervalMs``)."""
+    app, _ = make_app(default_ttl_ms=120_000, poll_interval_ms=300)
+    async with Client(app, protocol_version=MODES[era]) as client:
+        handle = await client.call_tool_as_task("slow", {"seconds": 0.3})
+        for task in (handle.task, await handle.status()):
+            assert (task.ttl, task.poll_interval) == (120_000, 300)
+            assert (task.ttl_ms, task.poll_interval_ms) == (120_000, 300)
+            assert task.created_at and task.last_updated_at
+        await handle.result()
+        assert handle.task.status == "completed" and handle.task.ttl == 120_000
+    unlimited = Task.model_validate({"taskId": "t", "status": "working", "ttlMs": None, "pollIntervalMs": 5})
+    assert unlimited.ttl is None and unlimited.poll_interval == 5  # ttlMs null: unlimited
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
 async def test_cancel_through_the_handle(era: str) -> None:
     app, probe = make_app()
     async with Client(app, protocol_version=MODES[era]) as client:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 Role: TypeAlias = Literal["user", "assistant"]
@@ -454,7 +454,8 @@ TERMINAL_STATUSES: frozenset[str] = frozenset(("completed", "failed", "cancelled
 class Task(MCPModel):
     """A task's state, read from either wire form: 2025-11-25 (``ttl``, ``pollInterval``) or the 2026-07-28
     extension (``ttlMs``, ``pollIntervalMs``; a ``tasks/get`` answer also inlines ``result``, ``error`` or
-    ``inputRequests``). :attr:`ttl_ms` and :attr:`poll_interval_ms` read whichever the peer sent."""
+    ``inputRequests``). ``ttl`` and ``poll_interval`` (milliseconds; ``ttl`` None: unlimited) hold what the peer
+    sent under either name, as do :attr:`ttl_ms` and :attr:`poll_interval_ms`."""
 
     task_id: str
     status: TaskStatus
@@ -469,6 +470,15 @@ class Task(MCPModel):
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = None
     meta: Meta = None
+
+    @model_validator(mode="after")
+    def _one_name_per_field(self) -> Task:
+        """The 2026-07-28 names fill the fields both eras read (``ttl``, ``poll_interval``)."""
+        if self.ttl is None and self.ttl_ms_ is not None:
+            self.ttl = self.ttl_ms_
+        if self.poll_interval is None and self.poll_interval_ms_ is not None:
+            self.poll_interval = self.poll_interval_ms_
+        return self
 
     @property
     def ttl_ms(self) -> int | None:
