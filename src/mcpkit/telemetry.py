@@ -37,6 +37,7 @@ endpoint open to anyone: a client cannot put its spans in your traces or force s
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -58,6 +59,10 @@ if TYPE_CHECKING:
 INCOMING = ("parent", "link", "ignore")
 DEFAULT_MAX_PENDING = 4_096
 """How many requests the client's tap may hold open spans for (server-to-client requests not yet answered)."""
+
+#: Inside :meth:`Telemetry.rounds`: the CLIENT span of the first round of a 2026-07-28 request (empty until it is
+#: sent), the parent of the later rounds' spans; None elsewhere.
+_ROUNDS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("mcpkit_telemetry_rounds", default=None)
 
 
 def span_name(method: str, params: Any) -> str:
@@ -235,14 +240,44 @@ class Telemetry(Middleware):
             span_name(method, params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links
         )
         token = self._context.attach(trace.set_span_in_context(span))
+        rounds = _ROUNDS.set(None)  # (a request the handler sends is the handler's child, not a round of the call)
         try:
             yield
         except BaseException as exc:
             self._failed(span, exc)
             raise
         finally:
+            _ROUNDS.reset(rounds)
             self._context.detach(token)
             span.end()
+
+    @contextlib.contextmanager
+    def rounds(self) -> Iterator[None]:
+        """Around every round of one 2026-07-28 request (the rounds that answer an ``InputRequiredResult``, the
+        requests that follow its task): their CLIENT spans are children of the first round's, so one call is one
+        trace even when no span was current where it was made."""
+        token = _ROUNDS.set([])
+        try:
+            yield
+        finally:
+            _ROUNDS.reset(token)
+
+    @contextlib.contextmanager
+    def serve_request(self, channel: int, request_id: Any) -> Iterator[None]:
+        """Around the client's handler of a request the server sent (sampling, elicitation, roots): the SERVER span
+        the tap opened for it (``channel``, ``request_id``: the tap event's) is current while the handler runs, so the
+        handler's own spans are its children."""
+        span = self._open.get((channel, request_id))
+        if span is None:
+            yield
+            return
+        token = self._context.attach(self._trace.set_span_in_context(span))
+        rounds = _ROUNDS.set(None)
+        try:
+            yield
+        finally:
+            _ROUNDS.reset(rounds)
+            self._context.detach(token)
 
     def tap(self, event: TapEvent) -> None:
         """A client's message tap: a SERVER span for each request the server sends it, ended by the answer."""
@@ -310,7 +345,13 @@ class _PeerTracer:
         owner = self.owner
         trace = owner._trace
         attrs = request_attributes(method, params, request_id, self.version(), self.session)
-        span = owner.tracer.start_span(span_name(method, params), kind=trace.SpanKind.CLIENT, attributes=attrs)
+        rounds = _ROUNDS.get()
+        parent = trace.set_span_in_context(rounds[0]) if rounds else None  # (a later round: in the first's trace)
+        span = owner.tracer.start_span(
+            span_name(method, params), context=parent, kind=trace.SpanKind.CLIENT, attributes=attrs
+        )
+        if rounds is not None and not rounds:
+            rounds.append(span)
         params = carrying(params, span)
 
         def done(exc: BaseException | None, fut: asyncio.Future[JSONDict]) -> None:

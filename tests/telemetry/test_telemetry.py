@@ -123,6 +123,32 @@ async def test_server_to_client_requests_are_spans_on_both_sides(transport: str)
 
 
 @BOTH
+@ERA
+async def test_the_clients_handler_of_a_server_request_runs_inside_its_span_in_one_trace(
+    transport: str, mode: str
+) -> None:
+    # telemetry.md: a tool that asks the client makes the same trace in both eras, the client's handler's spans
+    # inside the client's SERVER span for the question; with no span of the caller's current, too.
+    provider, exporter = recorder()
+    handler_tracer = provider.get_tracer("handler")
+
+    def sample(params: Any) -> str:
+        with handler_tracer.start_as_current_span("inside the handler"):
+            return "hi"
+
+    telemetry = Telemetry(tracer_provider=provider)
+    async with connect(transport, mode, telemetry=telemetry, sampling_handler=sample) as client:
+        await client.call_tool("forget", {})
+        exporter.clear()
+        assert (await client.call_tool("ask", {})).text == "model: hi"
+        mine = [s for s in exporter.get_finished_spans() if s.name != "tools/call forget"]
+    answered = next(s for s in mine if s.name == "sampling/createMessage")
+    inside = next(s for s in mine if s.name == "inside the handler")
+    assert inside.parent is not None and inside.parent.span_id == answered.context.span_id
+    assert {s.context.trace_id for s in mine} == {answered.context.trace_id}, [s.name for s in mine]
+
+
+@BOTH
 async def test_input_requests_of_2026_07_28_are_spans_on_both_sides(transport: str) -> None:
     # A 2026-07-28 server asks for input inside its result (InputRequiredResult), not with a request of its own; the
     # trace has the same shape as a handshake-era server-to-client request's: the tool's span, the server's CLIENT

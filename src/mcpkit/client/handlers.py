@@ -250,13 +250,21 @@ ElicitationAnswer: TypeAlias = ElicitResult | JSONDict | BaseModel | None
 
 
 class InputTracer(Protocol):
-    """Watches the client's answers to the input requests of 2026-07-28 ``InputRequiredResult`` results
-    (:meth:`mcpkit.telemetry.Telemetry.serve_input`)."""
+    """Watches the client's answers to the server's requests and to the input requests of 2026-07-28
+    ``InputRequiredResult`` results, and the rounds of one request (:class:`mcpkit.telemetry.Telemetry`)."""
 
     def serve_input(
         self, method: str, params: JSONDict, key: str, version: str | None
     ) -> contextlib.AbstractContextManager[None]:
         """A context manager around the handler of input request ``key`` (its ``method`` and ``params``)."""
+        ...
+
+    def serve_request(self, channel: int, request_id: Any) -> contextlib.AbstractContextManager[None]:
+        """A context manager around the handler of the request ``request_id`` the server sent on ``channel``."""
+        ...
+
+    def rounds(self) -> contextlib.AbstractContextManager[None]:
+        """A context manager around every round of one 2026-07-28 request."""
         ...
 
 

@@ -432,6 +432,23 @@ class ClientSession:
             meta = {**user_meta, **meta}
         base["_meta"] = meta
         seen = SeenProgress(on_progress) if on_progress is not None and method == "tools/call" else None
+        if self.input_tracer is not None:
+            with self.input_tracer.rounds():  # (every round's span in the first one's trace)
+                return await self._rounds(method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
+        return await self._rounds(method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
+
+    async def _rounds(
+        self,
+        method: str,
+        base: JSONDict,
+        timeout: Any,
+        on_progress: ProgressCallback | None,
+        reset: bool,
+        answer_input: bool,
+        raw_task: bool,
+        seen: SeenProgress | None,
+    ) -> JSONDict:
+        """The rounds of one 2026-07-28 request (see :meth:`request`)."""
         for _ in range(self.max_input_rounds + 1):
             result = await self._round(method, base, timeout, seen or on_progress, reset)
             rtype = result.get("resultType", "complete")
@@ -538,6 +555,10 @@ class ClientSession:
         params = rc.params or {}
         if self.tasks and self._tasks.takes(method, params, self.features, self.capabilities):
             return await self._tasks.answer(method, params, self._serve_client_request)
+        tracer = self.input_tracer
+        if tracer is not None:  # (its span current: the handler's spans are in the server's trace)
+            with tracer.serve_request(self.peer.channel, rc.id):
+                return await self._serve_client_request(method, params)
         return await self._serve_client_request(method, params)
 
     async def _on_notification(self, method: str, params: JSONDict | None) -> None:
