@@ -445,7 +445,7 @@ async def test_many_concurrent_calls_over_one_connection(mode: str) -> None:
 
 OFFICIAL_SERVER = """
 from pydantic import BaseModel
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 app = MCPServer("official")
 
@@ -475,6 +475,13 @@ def review(code: str) -> str:
     return f"Review this: {code}"
 
 
+@app.tool()
+async def chatty(ctx: Context) -> str:
+    await ctx.debug("detail")
+    await ctx.warning("careful")
+    return "done"
+
+
 app.run()
 """
 
@@ -492,6 +499,21 @@ async def test_official_python_sdk_server(mode: str, tmp_path: Path) -> None:
         assert weather.validated and weather.data == {"city": "Oslo", "celsius": 21.5}
         assert await c.read_text("data://greeting") == "hello from the official SDK"
         assert (await c.get_prompt("review", {"code": "x=1"})).messages[0].content.text == "Review this: x=1"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_log_level_connects_to_a_server_that_declares_no_logging(mode: str, tmp_path: Path) -> None:
+    """``log_level`` is a wish, not a requirement: the official server declares no ``logging`` capability in the
+    handshake era (yet sends log messages). The client used to fail to connect there (CapabilityNotSupported from
+    its own ``logging/setLevel``); now it connects without asking, and the messages it gets are still delivered."""
+    pytest.importorskip("mcp.server.mcpserver")
+    script = tmp_path / "official_server.py"
+    script.write_text(OFFICIAL_SERVER)
+    logs: list[Any] = []
+    async with Client(str(script), mode=mode, log_level="warning", logging_handler=logs.append) as c:  # type: ignore[arg-type]
+        assert (await c.call_tool("chatty")).text == "done"
+        assert await _until(lambda: any(m.data == "careful" for m in logs))
+    assert "careful" in [m.data for m in logs]
 
 
 @pytest.mark.parametrize("mode", ERAS)

@@ -28,7 +28,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     Tool,
 )
-from ..protocol.versions import LogLevel
+from ..protocol.versions import LogLevel, undeclared_capability
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from .cache import ResponseCache
 from .handlers import (
@@ -92,6 +92,18 @@ DEFAULT_MAX_ITEMS = 1_000_000
 """Default of ``Client(max_items=...)``: items one auto-paginating list call may collect. With the two defaults
 above, the memory bound is the one that decides: any list whose items fit in ``max_list_bytes`` is walked whole
 from a server paging by 100 items or more (mcpkit's servers page by 1,000, the official SDKs answer in one page)."""
+
+
+def _may_ask_for_logs(session: ClientSession) -> bool:
+    """Whether the ``log_level`` wish can be told to this server: always in 2026-07-28 (it rides on ``_meta``); in
+    the handshake era only when the server declared ``logging``. A server without it gets no ``logging/setLevel``
+    (the connection must not fail over a wish), and whatever log messages it sends are still delivered."""
+    feats = session.features
+    return (
+        feats is None
+        or feats.modern
+        or undeclared_capability("logging/setLevel", session.server_capabilities, feats) is None
+    )
 
 
 def _root_os_error(exc: BaseException) -> OSError | None:
@@ -364,7 +376,7 @@ class ClientConnection:
                 await asyncio.wait_for(session.__aenter__(), self.connect_timeout)
             else:
                 await session.__aenter__()
-            if self.log_level is not None:
+            if self.log_level is not None and _may_ask_for_logs(session):
                 await session.set_logging_level(self.log_level)
         except BaseException as exc:
             with contextlib.suppress(Exception):
