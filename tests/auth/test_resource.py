@@ -63,6 +63,30 @@ async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None
             assert prm["bearer_methods_supported"] == ["header"]
 
 
+async def test_a_websocket_upgrade_without_a_valid_token_gets_the_same_401_challenge() -> None:
+    """The WebSocket upgrade at ``/ws`` is refused like any request: 401 with the Bearer challenge naming the
+    resource metadata (a client learns there where to get a token), not a bare 403 that reads as "forbidden"."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidStatus
+
+    from mcpkit import Client, ServerStartError
+
+    async with stack(required=("mcp:read",)) as s:
+        ws_url = s["rs_base"].replace("http://", "ws://") + "/ws"
+        for headers in ({}, {"authorization": "Bearer not-a-token"}):
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(ws_url, subprotocols=["mcp"], additional_headers=headers)  # type: ignore[list-item]
+            response = refused.value.response
+            assert response.status_code == 401, headers
+            scheme, params = parse_www_authenticate(response.headers["www-authenticate"])
+            assert scheme == "bearer"
+            assert params["resource_metadata"] == s["rs_base"] + "/.well-known/oauth-protected-resource/mcp"
+            assert ("error" in params) == bool(headers)  # invalid_token only when a token was sent
+        with pytest.raises(ServerStartError, match="HTTP 401"):
+            async with Client(ws_url, connect_timeout=5):
+                pass
+
+
 async def test_a_browser_page_can_read_the_401_challenge() -> None:
     """A request from a web page (``Origin``) without a token: the 401 carries CORS headers that let the page read
     its status and ``WWW-Authenticate`` (where the resource metadata is named), as the metadata itself is served

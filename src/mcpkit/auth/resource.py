@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -490,9 +490,10 @@ class BearerAuthMiddleware:
         """Refuse with ``status`` and the challenge of ``scheme`` (the one the request used; without one, every
         scheme this resource takes: Bearer unless ``dpop_required``, and DPoP when enabled)."""
         if scope["type"] == "websocket":
-            # before accept: an HTTP 403 via the denial extension when available, else a policy close
-            await send({"type": "websocket.close", "code": 1008})
-            return
+            if "websocket.http.response" not in (scope.get("extensions") or {}):
+                await send({"type": "websocket.close", "code": 1008})  # before accept: the ASGI server's HTTP 403
+                return
+            send = _as_websocket_denial(send)  # the same HTTP answer, in place of the upgrade (ASGI denial response)
         body: dict[str, Any] = {"error": error or "unauthorized"}
         if description:
             body["error_description"] = description
@@ -514,6 +515,16 @@ class BearerAuthMiddleware:
             # it names is public, served to any origin too); no credentials are allowed with it
             headers += _CORS_CHALLENGE
         await send_json(send, status, body, headers)
+
+
+def _as_websocket_denial(send: Send) -> Send:
+    """``send`` for an HTTP response given to a WebSocket upgrade (the ASGI ``websocket.http.response``
+    extension): ``http.response.*`` messages become ``websocket.http.response.*``."""
+
+    async def deny(message: MutableMapping[str, Any]) -> None:
+        await send({**message, "type": "websocket." + message["type"]})
+
+    return deny
 
 
 def _same_resource(audience: str, resource: str) -> bool:
