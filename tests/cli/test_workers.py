@@ -87,6 +87,76 @@ async def test_workers_on_one_port_serve_both_eras_and_stop_together(redis_url: 
     assert children.stdout == b""  # no worker left behind
 
 
+def _workers_of(parent: int) -> list[int]:
+    done = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True)
+    return [int(pid) for pid in done.stdout.split()]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(FileNotFoundError):  # (a zombie waiting for its new parent to reap it is gone too)
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    return False
+
+
+async def test_workers_stop_when_their_parent_is_killed(redis_url: str) -> None:  # noqa: F811
+    """The parent killed (SIGKILL, the OOM killer): its workers must not go on serving the port as orphans, with a
+    key ring and a code version the next deployment on that port does not share."""
+    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-orphans:"}
+    proc = subprocess.Popen(
+        [*MCPKIT, "run", str(EVERYTHING), "-t", "http", "--workers", "2", "--redis", redis_url, "--port", "0"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    workers: list[int] = []
+    try:
+        url = _started(proc)
+        workers = _workers_of(proc.pid)
+        assert len(workers) == 2
+        proc.kill()
+        proc.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+            await asyncio.sleep(0.2)
+        assert not [pid for pid in workers if _alive(pid)], "workers outlived their parent"
+        async with httpx.AsyncClient(timeout=2) as http:
+            with pytest.raises(httpx.TransportError):
+                await http.get(url.rsplit("/", 1)[0] + "/healthz")
+    finally:
+        stop(proc)
+        for pid in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_second_deployment_cannot_join_the_port_of_a_running_one(redis_url: str) -> None:  # noqa: F811
+    """Two `--workers` deployments on one port would split its connections between two apps (two key rings, maybe
+    two versions of the code) without a word: the second is refused, like any server on a port in use."""
+    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-twice:"}
+    command = [*MCPKIT, "run", str(EVERYTHING), "-t", "http", "--workers", "2", "--redis", redis_url]
+    first = subprocess.Popen(
+        [*command, "--port", "0"],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        port = _started(first).rsplit(":", 1)[1].split("/")[0]
+        second = subprocess.run([*command, "--port", port], cwd=REPO, env=env, capture_output=True, timeout=60)
+        assert second.returncode != 0 and b"serving" not in second.stderr, second.stderr
+        assert b"in use" in second.stderr, second.stderr
+    finally:
+        stop(first)
+
+
 async def test_a_task_started_through_one_worker_is_read_through_the_other(redis_url: str) -> None:  # noqa: F811
     """The task store is one of what the configured workers share: the server enables tasks without naming a
     store, and ``--redis`` keeps them in Redis, not in each worker's memory."""

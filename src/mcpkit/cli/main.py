@@ -256,8 +256,11 @@ def run(
     if scale.shared or scale.state_keys:  # (else create_app finds the same defaults itself)
         options["config"] = scale
     if worker_fd is not None:  # one of the workers of `--workers N`: the parent announced the URL
-        from .workers import worker_socket
+        from .workers import PARENT_ENV, watch_parent, worker_socket
 
+        parent = os.environ.get(PARENT_ENV, "")
+        if parent.isdigit():
+            watch_parent(int(parent))
         options.update(sockets=[worker_socket(worker_fd)], announce=False)
     # Through the server's own run(): a class that customizes it (e.g. adds an event store) is served as documented;
     # the HTTP serve it reaches prints the URL once it listens.
@@ -292,7 +295,10 @@ def _run_workers(
 
     if not scale.state_keys:  # one host: one generated key ring for its workers
         scale = scale.with_keys([generate_key().encode()])
-    listeners = Listeners(host, port)
+    try:
+        listeners = Listeners(host, port)
+    except OSError as exc:  # (a port in use, an address this host does not have)
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = listeners.address
     endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
     scheme = "ws" if transport == "ws" else "http"

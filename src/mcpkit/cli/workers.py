@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -29,6 +30,8 @@ from types import FrameType
 
 #: Worker restarts allowed within a minute before the parent gives up.
 MAX_RESTARTS = 10
+#: The environment variable naming a worker's parent (the worker stops when that process is gone).
+PARENT_ENV = "MCPKIT_WORKER_PARENT"
 
 
 class Listeners:
@@ -41,6 +44,8 @@ class Listeners:
         self.host = host
         self.backlog = backlog
         self.reuseport = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+        if self.reuseport and port:
+            self._probe(port)
         self.first: socket.socket | None = self._make(port)
         self.address = self.first.getsockname()
         self._shared = None if self.reuseport else self.first
@@ -59,6 +64,15 @@ class Listeners:
             raise
         sock.set_inheritable(True)
         return sock
+
+    def _probe(self, port: int) -> None:
+        """Refuse a port another process listens on: with ``SO_REUSEPORT`` a second deployment would join the first
+        one's group and the kernel would split the connections between two apps (two key rings, maybe two versions
+        of the code) without a word. A socket without the option cannot bind where anyone listens."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((self.host, port))  # OSError EADDRINUSE: "Address already in use"
 
     def for_worker(self) -> socket.socket:
         """The socket of a worker about to start (:meth:`given` once it has it)."""
@@ -93,7 +107,9 @@ def supervise(
         fd = sock.fileno()
         try:
             return subprocess.Popen(
-                [*command, "--worker-fd", str(fd)], pass_fds=(fd,), env={**env, "MCPKIT_WORKER_INDEX": str(index)}
+                [*command, "--worker-fd", str(fd)],
+                pass_fds=(fd,),
+                env={**env, "MCPKIT_WORKER_INDEX": str(index), PARENT_ENV: str(os.getpid())},
             )
         finally:
             listeners.given(sock)
@@ -138,6 +154,18 @@ def supervise(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
+
+
+def watch_parent(parent: int, interval: float = 1.0) -> None:
+    """In a worker: stop gracefully (SIGTERM to itself: drain, then the requests in flight) once the parent is gone
+    (killed with SIGKILL, or by the OOM killer), instead of serving the port on as an orphan nobody supervises."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="mcpkit-parent-watch", daemon=True).start()
 
 
 def worker_socket(fd: int) -> socket.socket:
