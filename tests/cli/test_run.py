@@ -52,6 +52,7 @@ def test_run_with_explicit_object(tmp_path: Path) -> None:
         ("y = 1\n", "", b"defines no mcpkit server"),
         ("raise RuntimeError('db down')\n", "", b"RuntimeError: db down"),
         ("y = 1\n", ":y", b"not an mcpkit server"),
+        ("def forecast(city):\n    return city\n", ":forecast", b"srv.py:forecast takes arguments (city)"),
     ],
 )
 def test_run_errors_are_clear(tmp_path: Path, content: str | None, target_suffix: str, message: bytes) -> None:

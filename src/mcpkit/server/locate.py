@@ -4,6 +4,7 @@ called without arguments); without one, ``app``, ``mcp`` or ``server``, else the
 
 from __future__ import annotations
 
+import inspect
 from types import ModuleType
 from typing import Any
 
@@ -32,6 +33,18 @@ def find_server(module: ModuleType, name: str, shown: str, error: type[Exception
                 raise error(f"{shown} has no object named {name!r}")
             obj = getattr(obj, part)
         if callable(obj) and not is_server(obj):
+            try:
+                signature = inspect.signature(obj)
+            except (TypeError, ValueError):  # (no signature to read: call it and see)
+                signature = None
+            if signature is not None:
+                try:
+                    signature.bind()
+                except TypeError:
+                    raise error(
+                        f"{shown}:{name} takes arguments {signature}: name the server object, or a factory that "
+                        "makes it without arguments"
+                    ) from None
             obj = obj()  # a factory
         if not is_server(obj):
             raise error(f"{shown}:{name} is a {type(obj).__name__}, not an mcpkit server")
