@@ -218,6 +218,30 @@ async def test_origin_and_host_validation() -> None:
                 assert (await recv_json(ws))["id"] == 1
 
 
+async def test_connections_are_capped_per_client_and_in_all() -> None:
+    """One client could open WebSockets until the server's connection limit, locking every other client out (the
+    legacy SSE and Streamable HTTP routes cap each client's sessions). Now a client (the principal, else the
+    address) gets 429 beyond ``max_sessions_per_client``, and everyone 503 beyond ``max_sessions``, before the
+    upgrade; a closed connection gives its place back."""
+    async with ws_server(max_sessions_per_client=3) as (endpoint, url):
+        open_ = [await connect(url, subprotocols=["mcp"]) for _ in range(3)]  # type: ignore[list-item]
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url, subprotocols=["mcp"])  # type: ignore[list-item]
+        assert refused.value.response.status_code == 429
+        assert "max_sessions_per_client" in refused.value.response.body.decode()
+        await open_.pop().close()
+        await eventually(lambda: endpoint.connection_count == 2)
+        async with connect(url, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
+            await ws.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
+            assert (await recv_json(ws))["id"] == 1
+        for ws in open_:
+            await ws.close()
+    async with ws_server(max_sessions=1) as (_, url), connect(url, subprotocols=["mcp"]):  # type: ignore[list-item]
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url, subprotocols=["mcp"])  # type: ignore[list-item]
+        assert refused.value.response.status_code == 503
+
+
 async def test_client_refuses_a_server_without_the_subprotocol() -> None:
     async def no_subprotocol(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "websocket":

@@ -216,7 +216,8 @@ def create_app(
 ) -> MCPApp:
     """Build the ASGI app. ``options`` go to :class:`StreamableHTTPEndpoint` (``retry_interval``, ``keepalive``,
     ``queue_size``, ``queue_bytes``, ``get_stream``, ``tool_headers``, peer options). ``max_sessions`` and
-    ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse``.
+    ``max_sessions_per_client`` bound the sessions of ``/mcp`` and, separately, the streams of legacy ``/sse`` and
+    the connections of ``/ws``.
     The engine options among them (``max_concurrency``, ``max_batch_size``, timeouts) apply to the sessions of
     every endpoint: ``/mcp``, ``/sse`` and ``/ws``, and so do the bounds of a connection's outgoing queue
     (``queue_size``, ``queue_bytes``). ``fanout`` (e.g. :class:`~mcpkit.stores.redis.RedisFanout`)
@@ -300,7 +301,15 @@ def create_app(
     if ws:
         from .ws import WebSocketEndpoint
 
-        websocket = WebSocketEndpoint(server, max_message=max_body, check_request=check, **queues, **engine)
+        websocket = WebSocketEndpoint(
+            server,
+            max_message=max_body,
+            check_request=check,
+            max_sessions=max_sessions,
+            max_sessions_per_client=max_sessions_per_client,
+            **queues,
+            **engine,
+        )
         routes["/" + ws_path.strip("/")] = websocket
         closers.append(websocket.aclose)
     if streamable.shared is not None and max_followers is not None:

@@ -9,8 +9,8 @@ Mounting::
     # ``ws`` alone is also a complete ASGI app (it answers the lifespan protocol and 404s plain HTTP).
 
 ``WebSocketEndpoint(server, *, max_message=4 MiB, ping_interval=20.0, ping_timeout=20.0, queue_size=256,
-queue_bytes=16 MiB, stall_timeout=30.0, require_subprotocol=True, allowed_origins=None, allowed_hosts=None,
-check_request=None, **peer_options)``
+queue_bytes=16 MiB, stall_timeout=30.0, max_sessions=10_000, max_sessions_per_client=100, require_subprotocol=True,
+allowed_origins=None, allowed_hosts=None, check_request=None, **peer_options)``
 
 Rules:
 
@@ -18,6 +18,10 @@ Rules:
   before the upgrade (HTTP 403) unless ``require_subprotocol=False`` (then it is accepted without a subprotocol).
   The official TypeScript SDK's WebSocket client offers ``mcp``; so does ours.
 * ``Origin``/``Host`` are checked before the upgrade (the same policy as the SSE endpoint; refused → HTTP 403).
+* Bounded connections, each one session, as for legacy SSE: at most ``max_sessions`` open (HTTP 503 beyond) and
+  ``max_sessions_per_client`` per client (HTTP 429 beyond; the client is the authenticated principal, else the
+  remote address), refused before the upgrade (HTTP 403 under an ASGI server without the denial-response
+  extension).
 * One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
   text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
   the frame reaches us); a stuck reader (outgoing queue full, ``queue_size`` messages or ``queue_bytes``
@@ -44,6 +48,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
+from .sessions import client_key
 from .sse import BoundedOutbox, finish_after_answers
 from .wire import TEXT_TYPE, respond
 
@@ -101,6 +106,8 @@ class WebSocketEndpoint:
         queue_size: int = 256,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         stall_timeout: float = 30.0,
+        max_sessions: int | None = 10_000,
+        max_sessions_per_client: int | None = 100,
         require_subprotocol: bool = True,
         allowed_origins: Iterable[str] | str | None = None,
         allowed_hosts: Iterable[str] | str | None = None,
@@ -115,6 +122,9 @@ class WebSocketEndpoint:
         self.queue_bytes = queue_bytes
         self.stall_timeout = stall_timeout
         self.require_subprotocol = require_subprotocol
+        self.max_sessions = max_sessions
+        self.max_sessions_per_client = max_sessions_per_client
+        self._per_client: dict[Any, int] = {}  # client key -> open connections (only keys with at least one)
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._connections: set[_Connection] = set()
@@ -175,6 +185,16 @@ class WebSocketEndpoint:
         if self.check_request(scope) is not None:
             await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})  # before accept: HTTP 403
             return
+        if self.max_sessions is not None and len(self._connections) >= self.max_sessions:
+            message = f"too many WebSocket connections (max_sessions={self.max_sessions}): retry later"
+            await _refuse(scope, send, 503, message)
+            return
+        client = client_key(scope)
+        quota = self.max_sessions_per_client
+        if quota is not None and client is not None and self._per_client.get(client, 0) >= quota:
+            message = f"too many WebSocket connections for this client (max_sessions_per_client={quota})"
+            await _refuse(scope, send, 429, message)
+            return
         offered = [str(p).strip() for p in scope.get("subprotocols", ())]
         if SUBPROTOCOL in offered:
             await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
@@ -189,6 +209,7 @@ class WebSocketEndpoint:
         session = self.server.create_session(conn.outbox, **self.peer_options)
         conn.session = session
         self._connections.add(conn)
+        self._per_client[client] = self._per_client.get(client, 0) + 1
         loop = asyncio.get_running_loop()
         conn.reader = loop.create_task(self._read(conn, receive, session.peer))
         conn.writer = loop.create_task(self._write(conn, send))
@@ -207,6 +228,9 @@ class WebSocketEndpoint:
                         conn.closing = conn.closing or (1011, "internal error")
         finally:
             self._connections.discard(conn)
+            left = self._per_client.pop(client, 1) - 1
+            if left > 0:
+                self._per_client[client] = left
             conn.outbox.closed = True
             session.closed = True
             for task in (conn.reader, conn.writer):
@@ -259,6 +283,20 @@ class WebSocketEndpoint:
 
 class _PeerClosed(Exception):
     pass
+
+
+async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
+    """Refuse the upgrade with ``status`` and ``message`` (the ASGI denial response; without that extension the
+    ASGI server answers 403)."""
+    if "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})
+        return
+    body = message.encode()
+    headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+    await send(
+        {"type": "websocket.http.response.start", "status": status, "headers": [*headers, (b"retry-after", b"5")]}
+    )
+    await send({"type": "websocket.http.response.body", "body": body})
 
 
 def _noop() -> None:
