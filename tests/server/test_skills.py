@@ -341,6 +341,18 @@ async def test_a_file_whose_name_needs_percent_encoding_is_read_by_its_plain_rel
         assert skill.resolve(listed.removeprefix(skill.root + "/")) == listed
 
 
+async def test_a_directory_listing_names_each_child_as_it_is_named_on_disk(tmp_path: Path) -> None:
+    write_skill(tmp_path, "odd", ok_frontmatter("odd"), {"sub dir/ünï.md": "x", "top file.md": "y"})
+    app = MCPKit("odd-skills")
+    app.add_skills(tmp_path, directory_read=True)
+    async with Client(app, cache=False) as client:
+        children, _ = await client.read_skill_directory("skill://odd")
+        names = {c["uri"]: c["name"] for c in children}
+        assert names["skill://odd/sub%20dir"] == "sub dir" and names["skill://odd/top%20file.md"] == "top file.md"
+        (inner,), _ = await client.read_skill_directory("skill://odd/sub%20dir")
+        assert inner["name"] == "ünï.md"
+
+
 @pytest.mark.parametrize(
     ("override", "message"),
     [

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from ..protocol.errors import InvalidParams
 from ..protocol.extensions import SKILLS_EXTENSION
@@ -135,7 +136,7 @@ class SkillsCatalog:
             if child in siblings:
                 break
             if child != uri:
-                siblings[child] = {"uri": child, "name": parts[depth], "mimeType": DIRECTORY_MIME_TYPE}
+                siblings[child] = {"uri": child, "name": unquote(parts[depth]), "mimeType": DIRECTORY_MIME_TYPE}
                 self.directories.setdefault(child, {})
 
 
