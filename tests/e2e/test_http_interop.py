@@ -107,6 +107,40 @@ async def test_official_python_client(mode: str) -> None:
         await eventually(lambda: app.streamable.session_count == 0)
 
 
+async def test_official_python_client_hears_the_cancel_of_an_elicitation_its_cancelled_call_had_made() -> None:
+    """The official client cancels a tool call while it answers the tool's elicitation: the server cancels the tool
+    and sends ``notifications/cancelled`` for its elicitation request. That notification went out on the call's
+    SSE stream after the stream had ended (a cancelled request gets no answer) and was lost, so the client's
+    elicitation ran to its end. Now a message sent for a request whose stream has ended goes on the GET stream."""
+    from mcp import Client, types
+
+    state: dict[str, Any] = {"started": asyncio.Event()}
+
+    async def elicit(ctx: Any, params: Any) -> Any:
+        state["started"].set()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+        state["finished"] = True
+        return types.ElicitResult(action="accept", content={"name": "late"})
+
+    async with (
+        running(make_server()) as (base, _),
+        Client(base + "/mcp", mode="legacy", elicitation_callback=elicit) as client,  # type: ignore[arg-type]
+    ):
+        call = asyncio.ensure_future(client.call_tool("ask", {}))
+        await asyncio.wait_for(state["started"].wait(), 10)
+        call.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await call
+        await eventually(lambda: "cancelled" in state or "finished" in state, timeout=8)
+        assert state.get("cancelled") is True and "finished" not in state
+        r = await client.call_tool("echo", {"text": "still here"})
+        assert r.content[0].text == "still here"  # type: ignore[union-attr]
+
+
 @contextlib.asynccontextmanager
 async def official_server(**options: Any) -> AsyncIterator[str]:
     from mcp.server.mcpserver import MCPServer

@@ -175,6 +175,12 @@ class Stream:
             if hs is not None:
                 await hs.send(data, msg)
             return
+        if self.finished and hs is not None:
+            # The request was answered or cancelled and its stream ended: what is sent for it later (above all the
+            # notifications/cancelled of a request its handler had made of the client) goes to the GET stream,
+            # where the client still reads, instead of being lost on the ended one.
+            await hs.send(data, msg)
+            return
         await self.emit(data, msg)
 
     async def record(self, data: bytes, last: bool = False) -> tuple[int, bytes]:
