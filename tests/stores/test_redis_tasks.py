@@ -17,7 +17,7 @@ from mcpkit import Client
 from mcpkit.protocol.errors import TaskLimitReached
 from mcpkit.stores.redis import RedisTaskStore
 from mcpkit.tasks import TaskEngine
-from mcpkit.tasks.model import new_record
+from mcpkit.tasks.model import STOP_MARGIN_MS, new_record, now_ms
 from support.core import RawPeer
 from support.paths import SERVERS
 from support.procs import stop, wait_listening
@@ -186,16 +186,51 @@ async def test_a_store_change_wakes_the_other_workers_waiters(redis_url: str) ->
 
 
 async def test_records_expire_in_redis_at_their_ttl(redis_url: str) -> None:  # noqa: F811
+    """A finished task's record goes at the end of its time to live; one still in progress STOP_MARGIN_MS later
+    (the time its engine has to record it stopped: a task whose worker died is gone then)."""
+    import redis.asyncio as redis
+
     store = RedisTaskStore(redis_url, prefix="xw5:")
+    client = redis.from_url(redis_url)
     try:
         record = new_record(owner="o", method="tools/call", name="t", ttl_ms=300, poll_ms=100)
         await store.create(record, max_live=10, max_live_per_owner=10)
+        running = new_record(owner="o", method="tools/call", name="t", ttl_ms=300, poll_ms=100)
+        await store.create(running, max_live=10, max_live_per_owner=10)
+        await store.update(record["id"], lambda r: r.update(status="completed", result={}) is None)
         assert await store.get(record["id"]) is not None
+        assert 300 < await client.pttl(f"xw5:{{{running['id']}}}:task") <= 300 + STOP_MARGIN_MS
         await asyncio.sleep(0.5)
         assert await store.get(record["id"]) is None
-        assert await store.list("o", None, 10) == []
     finally:
+        await client.aclose()
         await store.aclose()
+
+
+async def test_a_task_stopped_at_its_ttl_is_read_failed_on_another_worker_for_the_grace_period(
+    redis_url: str,  # noqa: F811
+) -> None:
+    one, two = RedisTaskStore(redis_url, prefix="xw8:"), RedisTaskStore(redis_url, prefix="xw8:")
+    engine_a = TaskEngine(one, default_ttl_ms=1000, max_ttl_ms=1000, overrun_grace_ms=3000)
+    engine_b = TaskEngine(two)
+    try:
+        record = await engine_a.create(owner="p:bob", method="tools/call", name="hold")
+        engine_a.adopt(record, engine_a.control(), asyncio.ensure_future(asyncio.sleep(3600)))
+        seen = None
+        for _ in range(100):  # (stopped at 1 s)
+            seen = await engine_b.get(record["id"], "p:bob")
+            if seen is None or seen["status"] == "failed":
+                break
+            await asyncio.sleep(0.05)
+        assert seen is not None and seen["status"] == "failed" and "time to live" in seen["error"]["message"]
+        failed_at = now_ms()
+        assert seen["created"] + seen["ttl"] >= failed_at + 2500  # its new ttl covers the grace (3 s from the stop)
+        assert [r["id"] for r in await engine_b.list("p:bob", None, 10)] == [record["id"]]  # listed as long
+        await asyncio.sleep((seen["created"] + seen["ttl"] - now_ms()) / 1000 + 0.2)
+        assert await engine_b.get(record["id"], "p:bob") is None  # bounded: gone at that ttl
+    finally:
+        await engine_a.aclose()
+        await engine_b.aclose()
 
 
 async def test_nothing_in_redis_keeps_a_task_past_its_ttl_but_the_capped_change_feed(redis_url: str) -> None:  # noqa: F811

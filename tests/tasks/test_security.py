@@ -8,11 +8,13 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 
+from mcpkit import Client, MCPError
 from mcpkit.tasks import InMemoryTaskStore
-from mcpkit.tasks.model import new_record, new_task_id
+from mcpkit.tasks.model import TASK_OVERRUN_GRACE_MS, new_record, new_task_id
 from support.mcp_http import handshake_headers, initialize_body, messages, running, sse_events
-from support.tasks import LEGACY, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
+from support.tasks import LEGACY, MODERN, TASK_CAPS, Probe, call, make_app, modern, raw, wait_status
 
 UNKNOWN = {"code": -32602, "message": "Failed to retrieve task: Task not found"}
 
@@ -123,16 +125,33 @@ async def test_a_result_larger_than_max_result_bytes_fails_the_task() -> None:
         assert r["error"]["code"] == -32603
 
 
-async def test_a_task_still_running_at_the_end_of_its_ttl_is_stopped_and_fails() -> None:
+@pytest.mark.parametrize("era", [LEGACY, MODERN])
+async def test_a_task_still_running_at_the_end_of_its_ttl_is_stopped_and_its_failure_is_kept_for_a_while(
+    era: str,
+) -> None:
+    """A task stopped at its time to live is recorded ``failed`` and that record outlives the limit by a bounded
+    grace period (reported as its new ``ttl``): a client waiting on it gets the failure, not "Task not found"."""
     app, probe = make_app(Probe(), default_ttl_ms=1000, max_ttl_ms=1000)
+    async with Client(app, protocol_version=era) as client:
+        handle = await client.call_tool_as_task("hold", ttl=10**8)
+        assert handle.task.ttl == 1000
+        with pytest.raises(MCPError) as exc:
+            await asyncio.wait_for(handle.result(), 10)  # (a blocked tasks/result in 2025, polling in 2026)
+        assert exc.value.code == -32603 and "time to live" in exc.value.message
+        assert probe.cancelled == ["hold"]
+        await asyncio.sleep(0.3)
+        task = await handle.status()  # read again after the limit: still there, failed, its ttl says how long
+        assert task.status == "failed" and "time to live" in (task.status_message or "")
+        assert task.ttl is not None and 1000 + TASK_OVERRUN_GRACE_MS <= task.ttl <= 1000 + TASK_OVERRUN_GRACE_MS + 2000
+    app, _ = make_app(Probe(), default_ttl_ms=1000, max_ttl_ms=1000, overrun_grace_ms=200)  # a bound: then it goes
     async with raw(app) as peer:
         await peer.initialize(LEGACY)
-        task = (await call(peer, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {"ttl": 10**8}}))["result"]
-        assert task["task"]["ttl"] == 1000
-        await asyncio.sleep(1.3)
-        assert probe.cancelled == ["hold"]
-        r = await call(peer, 2, "tasks/get", {"taskId": task["task"]["taskId"]})
-        assert r["error"] == UNKNOWN  # past its ttl the record is gone too
+        task_id = (await call(peer, 1, "tools/call", {"name": "hold", "arguments": {}, "task": {}}))["result"]["task"]
+        failed = await wait_status(peer, task_id["taskId"], ("failed",))
+        assert 1000 + 200 <= failed["ttl"] <= 1000 + 200 + 2000
+        await asyncio.sleep(0.5)
+        r = await call(peer, 2, "tasks/get", {"taskId": task_id["taskId"]})
+        assert r["error"] == UNKNOWN
 
 
 async def test_oversized_task_ids_and_cursors_are_refused_without_a_lookup() -> None:

@@ -9,7 +9,8 @@ what the work is: the server hands it a coroutine that runs a ``tools/call``.
 - **Running.** :meth:`TaskEngine.adopt` takes the ``asyncio.Task`` that runs the work (started before or after
   the record: the server starts a call, and makes it a task when it does not end at once) and supervises it in a
   task of its own, not a child of any request: a client that disconnects, or the request that created it ending,
-  does not stop it. The supervisor bounds it by the task's time to live and records its outcome: the result
+  does not stop it. The supervisor bounds it by the task's time to live (work still running then is stopped and
+  recorded ``failed``, that record kept ``overrun_grace_ms`` longer) and records its outcome: the result
   (``completed``; one larger than ``max_result_bytes`` fails instead), a JSON-RPC error (``failed``), or nothing
   when it was cancelled.
 - **Talking to the requestor.** The work reaches its task through :class:`TaskControl`: status messages,
@@ -40,6 +41,7 @@ from .model import (
     COMPLETED,
     FAILED,
     INPUT_REQUIRED,
+    TASK_OVERRUN_GRACE_MS,
     TERMINAL,
     WORKING,
     JSONDict,
@@ -169,6 +171,8 @@ class TaskEngine:
             handshake session without one, and one bucket for callers with neither.
         default_ttl_ms: how long a task is kept from its creation when the requestor asks for nothing (1 hour).
         max_ttl_ms: the longest time to live granted (24 hours); a task still running then is stopped and fails.
+        overrun_grace_ms: how long the record of a task stopped at the end of its time to live is kept after that
+            (1 minute; its ``ttl`` grows by as much), so a requestor waiting on it reads the failure.
         poll_interval_ms: the polling interval suggested to requestors (default 500 ms).
         max_result_bytes: the largest result (or error) kept, in bytes of JSON (default 4 MiB, the default
             message size): a larger one fails the task with -32603.
@@ -184,6 +188,7 @@ class TaskEngine:
         max_tasks_per_principal: int = 100,
         default_ttl_ms: int = 3_600_000,
         max_ttl_ms: int = 86_400_000,
+        overrun_grace_ms: int = TASK_OVERRUN_GRACE_MS,
         poll_interval_ms: int = 500,
         max_result_bytes: int = 4 * 1024 * 1024,
         drain_timeout: float = 10.0,
@@ -196,6 +201,7 @@ class TaskEngine:
         self.max_tasks_per_principal = max_tasks_per_principal
         self.default_ttl_ms = min(default_ttl_ms, max_ttl_ms)
         self.max_ttl_ms = max_ttl_ms
+        self.overrun_grace_ms = max(0, overrun_grace_ms)
         self.poll_interval_ms = poll_interval_ms
         self.max_result_bytes = max_result_bytes
         self.drain_timeout = drain_timeout
@@ -285,7 +291,9 @@ class TaskEngine:
                 with contextlib.suppress(BaseException):
                     await runner
                 await self._finish(
-                    task_id, error={"code": INTERNAL_ERROR, "message": "the task ran past its time to live"}
+                    task_id,
+                    error={"code": INTERNAL_ERROR, "message": "the task ran past its time to live"},
+                    keep_ms=self.overrun_grace_ms,
                 )
                 return
             await self._record_outcome(task_id, run)
@@ -313,8 +321,16 @@ class TaskEngine:
             message = f"the task failed: an internal error occurred (error id {error_id})"
             await self._finish(task_id, error={"code": INTERNAL_ERROR, "message": message})
 
-    async def _finish(self, task_id: str, *, result: JSONDict | None = None, error: JSONDict | None = None) -> None:
-        """Record the outcome (unless the task is already terminal: a cancelled task stays cancelled)."""
+    async def _finish(
+        self,
+        task_id: str,
+        *,
+        result: JSONDict | None = None,
+        error: JSONDict | None = None,
+        keep_ms: int | None = None,
+    ) -> None:
+        """Record the outcome (unless the task is already terminal: a cancelled task stays cancelled); ``keep_ms``:
+        keep the record at least that long from now (its ``ttl`` grows to cover it)."""
         if result is not None:
             size = len(orjson.dumps(result))
             if size > self.max_result_bytes:
@@ -339,6 +355,8 @@ class TaskEngine:
             r["requests"] = {}
             r["answers"] = {}
             r["updated"] = now_ms()
+            if keep_ms is not None and r.get("ttl") is not None:
+                r["ttl"] = max(int(r["ttl"]), r["updated"] - int(r["created"]) + keep_ms)
             return True
 
         try:

@@ -12,7 +12,8 @@ name     the tool's name (informative)
 status   working, input_required, completed, failed, cancelled (the last three are terminal)
 message  the status message, or None
 created  creation time, milliseconds since the epoch; ``updated``: the last change
-ttl      how long it is kept from its creation, in milliseconds (always bounded here)
+ttl      how long it is kept from its creation, in milliseconds (always bounded here; a task still running at
+         its end is stopped, recorded ``failed`` and kept a grace period longer: its ``ttl`` grows)
 poll     the polling interval suggested to the requestor, in milliseconds
 result   the request's result (``completed``)
 error    the JSON-RPC error object (``failed``)
@@ -45,6 +46,14 @@ CANCELLED = "cancelled"
 TERMINAL = frozenset((COMPLETED, FAILED, CANCELLED))
 STATUSES = frozenset((WORKING, INPUT_REQUIRED, COMPLETED, FAILED, CANCELLED))
 
+#: how long the record of a task stopped at the end of its time to live is kept after that (milliseconds; the
+#: default of ``TaskEngine(overrun_grace_ms=)``), so a requestor waiting on it, or polling soon after, reads why it
+#: failed instead of an unknown task
+TASK_OVERRUN_GRACE_MS = 60_000
+#: how long a store keeps the record of a task still in progress past the end of its time to live (milliseconds):
+#: the time its engine has to record it stopped (then the record's ``ttl`` covers the grace above); the record of
+#: a task whose worker died goes then
+STOP_MARGIN_MS = 5_000
 #: the longest task id accepted in a request (ours are 32 characters): anything longer is unknown at once
 MAX_TASK_ID_LENGTH = 256
 #: ``_meta`` key under which a task's last progress report rides on its ``tasks/get`` answer (an mcpkit
@@ -93,13 +102,25 @@ def new_record(
 
 
 def expires_at(record: TaskRecord) -> int | None:
-    """When the record may be dropped (milliseconds since the epoch), None if never."""
+    """The end of the task's time to live (milliseconds since the epoch), None if never: a task in progress is
+    stopped there, a finished one may be dropped from then on."""
     ttl = record.get("ttl")
     return None if ttl is None else int(record["created"]) + int(ttl)
 
 
-def expired(record: TaskRecord, now: int | None = None) -> bool:
+def kept_until(record: TaskRecord) -> int | None:
+    """When a store may drop the record (milliseconds since the epoch), None if never: the end of its time to live,
+    and for a task still in progress :data:`STOP_MARGIN_MS` later (the engine stops it at the end and records it
+    ``failed``, with a ``ttl`` that keeps that record a while: the record must still be there then)."""
     end = expires_at(record)
+    if end is None or is_terminal(record):
+        return end
+    return end + STOP_MARGIN_MS
+
+
+def expired(record: TaskRecord, now: int | None = None) -> bool:
+    """True once a store may drop the record (:func:`kept_until`)."""
+    end = kept_until(record)
     return end is not None and (now if now is not None else now_ms()) >= end
 
 

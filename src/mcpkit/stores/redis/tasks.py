@@ -8,7 +8,8 @@ braces is the Redis Cluster hash tag):
 ====================================  ========================================================================
 key                                   holds
 ====================================  ========================================================================
-``<prefix>{<task id>}:task``          the record, one JSON value, expiring at the task's time to live (``PX``)
+``<prefix>{<task id>}:task``          the record, one JSON value, expiring at the task's time to live (``PX``;
+                                      in progress: a grace period later, see ``kept_until``)
 ``<prefix>{tasks}:live``              the tasks in progress, all owners (sorted set, score: when they expire)
 ``<prefix>{tasks}:live:<owner>``      one owner's tasks in progress (``<owner>``: a SHA-256 prefix of it)
 ``<prefix>{tasks}:own:<owner>``       one owner's tasks (score: creation time), what ``tasks/list`` pages through;
@@ -42,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ...protocol.errors import TaskLimitReached
-from ...tasks.model import TaskRecord, after_cursor, expires_at, is_terminal, now_ms
+from ...tasks.model import TaskRecord, after_cursor, expires_at, is_terminal, kept_until, now_ms
 from ...tasks.store import Change, Listener, Listeners
 from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
@@ -140,7 +141,7 @@ class RedisTaskStore(OnConnection):
             int(record["created"]),
             now - MAX_TTL_MS,
             MAX_TTL_MS,
-            0 if owner is None else _ttl(record, now),  # (the index lives as long as the last record it lists)
+            0 if owner is None else _ttl(record, now, granted=True),  # (as long as the last record it lists)
         ]
         async with self.conn.guard("task store"):
             refused = await self._create(keys=keys, args=args)
@@ -180,7 +181,10 @@ class RedisTaskStore(OnConnection):
                         await pipe.unwatch()  # type: ignore[no-untyped-call]
                         return draft
                     pipe.multi()  # type: ignore[no-untyped-call]
-                    pipe.set(key, orjson.dumps(draft), keepttl=True)
+                    if is_terminal(draft) and not is_terminal(before):  # kept as its (final) ttl says from now on
+                        pipe.set(key, orjson.dumps(draft), px=_ttl(draft, now_ms()))
+                    else:
+                        pipe.set(key, orjson.dumps(draft), keepttl=True)
                     await pipe.execute()
                 except WatchError:
                     continue
@@ -189,6 +193,10 @@ class RedisTaskStore(OnConnection):
                 async with self.conn.guard("task store"):
                     await self.conn.client.zrem(self._live(everyone=True), task_id)
                     await self.conn.client.zrem(self._live(owner), task_id)
+                    if owner is not None:  # (a record kept longer than granted: its listing entry lasts as long)
+                        keep = _ttl(draft, now_ms())
+                        if await self.conn.client.pttl(self._index(owner)) < keep:
+                            await self.conn.client.pexpire(self._index(owner), keep)
             await self._changed(task_id)
             return draft
         raise RuntimeError(f"task {task_id[:8]}: the record kept changing under {UPDATE_RETRIES} attempts")
@@ -311,8 +319,10 @@ def _owner_key(owner: str | None) -> str:
     return hashlib.sha256(("" if owner is None else owner).encode()).hexdigest()[:32] if owner is not None else "-"
 
 
-def _ttl(record: TaskRecord, now: int) -> int:
-    end = expires_at(record)
+def _ttl(record: TaskRecord, now: int, *, granted: bool = False) -> int:
+    """Milliseconds from ``now`` until the record may go (:func:`~mcpkit.tasks.model.kept_until`; ``granted``: the
+    end of its time to live), within bounds."""
+    end = expires_at(record) if granted else kept_until(record)
     return max(1, min(MAX_TTL_MS, (end - now) if end is not None else MAX_TTL_MS))
 
 
