@@ -36,7 +36,7 @@ ID_SHIFT = 32
 #: ``""`` for a "look again" notice after a gap, None outside a delivery).
 LOG_POSITION: ContextVar[str | None] = ContextVar("mcpkit_log_position", default=None)
 
-__all__ = ["ID_SHIFT", "LOG_POSITION", "LogEntry", "SharedFanout", "position_order", "worker_of"]
+__all__ = ["ID_SHIFT", "LOG_POSITION", "LogEntry", "SharedFanout", "is_number", "position_order", "worker_of"]
 
 
 class LogEntry(NamedTuple):
@@ -57,10 +57,17 @@ def worker_of(request_id: Any) -> int | None:
     return None
 
 
+def is_number(text: str) -> bool:
+    """Whether ``text`` is a number of an event id or a log position a client sent back: ASCII digits (Latin-1
+    superscripts pass ``str.isdigit()``, not ``int()``), at most 20 (an unsigned 64-bit number: ``int()`` refuses
+    more than 4300, and nothing this side numbers past 64 bits)."""
+    return 0 < len(text) <= 20 and text.isascii() and text.isdigit()
+
+
 def position_order(position: str) -> int:
     """An integer that orders log positions (``<ms>-<n>``) as the log does; 0 for anything else."""
     ms, _, n = position.partition("-")
-    if not (ms.isascii() and ms.isdigit() and n.isascii() and n.isdigit()):
+    if not (is_number(ms) and is_number(n)):
         return 0
     return (int(ms) << 32) + int(n)
 

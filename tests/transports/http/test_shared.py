@@ -132,3 +132,23 @@ async def test_a_new_get_stream_takes_over_from_a_half_open_one_with_a_shared_fa
     config = ScaleConfig(redis_url=redis_url, redis_prefix=f"sh{secrets.token_hex(4)}:", state_keys=(b"k" * 32,))
     async with running(burst_server(count), config=config) as (base, app):
         await check_get_takeover(base, app, count)
+
+
+@pytest.mark.parametrize(
+    "last_event_id", ["9" * 5000 + "_1", "1_" + "9" * 5000, "g" + "9" * 5000 + "-1", "g1-" + "9" * 5000]
+)
+async def test_a_last_event_id_of_thousands_of_digits_is_a_400_not_a_crash(
+    redis_url: str,  # noqa: F811
+    last_event_id: str,
+) -> None:
+    # more than 4300 digits is past Python's limit on int() of a string: a header any client can send
+    config = ScaleConfig(redis_url=redis_url, redis_prefix=f"sh{secrets.token_hex(4)}:", state_keys=(b"k" * 32,))
+    async with running(MCPKit("ids"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        url = base + "/mcp"
+        sid = await open_session(http, url)
+        headers = handshake_headers(sid, "2025-11-25", accept="text/event-stream")
+        r = await http.get(url, headers={**headers, "last-event-id": last_event_id})
+        assert r.status_code == 400
+        assert "Last-Event-ID" in r.json()["error"]["message"]
+        r = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=handshake_headers(sid))
+        assert r.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the session goes on

@@ -32,7 +32,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
 from ...protocol.jsonrpc import Batch, ErrorResponse, Notification, Response
 from ...stores import FollowableEventStore
-from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, position_order, worker_of
+from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, is_number, position_order, worker_of
 from .stream import SSE_HEADERS, SSE_MODE, Conn, HTTPSession, Stream, sse_frame
 from .wire import bad, error_body, respond, wait_disconnect
 
@@ -313,7 +313,7 @@ class SharedSessions:
         worker's from the shared event store, followed up to the answer while that worker runs."""
         no_s, _, seq_s = last.partition("_")
         store = self.sse.event_store
-        if not (no_s.isascii() and no_s.isdigit() and seq_s.isascii() and seq_s.isdigit()) or store is None:
+        if not (is_number(no_s) and is_number(seq_s)) or store is None:
             await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)

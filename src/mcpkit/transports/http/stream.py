@@ -25,6 +25,7 @@ from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
 from ...stores import FollowableEventStore
+from ...stores.log import is_number
 from ..base import DEFAULT_QUEUE_BYTES
 from .wire import bad, respond, wait_disconnect
 
@@ -570,7 +571,7 @@ class SSEPump:
     async def resume(self, hs: HTTPSession, last: str, receive: Receive, send: Send) -> None:
         store = self.event_store
         no_s, _, seq_s = last.partition("_")
-        if store is None or not (no_s.isascii() and no_s.isdigit() and seq_s.isascii() and seq_s.isdigit()):
+        if store is None or not (is_number(no_s) and is_number(seq_s)):
             await respond(send, 400, bad(INVALID_REQUEST, "Bad Request: cannot resume from that Last-Event-ID"))
             return
         no, after = int(no_s), int(seq_s)
