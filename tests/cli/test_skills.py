@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 from support.paths import REPO
 
@@ -50,3 +52,19 @@ def test_a_skill_that_fails_verification_is_never_printed() -> None:
     assert missing.returncode == 1 and "no skill named 'nope'" in missing.stderr
     plain = mcpkit("skills", str(REPO / "examples" / "apps" / "server.py"))
     assert plain.returncode == 1 and "io.modelcontextprotocol/skills" in plain.stderr
+
+
+def test_a_binary_file_in_json_is_its_exact_bytes_in_base64(tmp_path: Path) -> None:
+    skill = tmp_path / "skills" / "pics"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: pics\ndescription: Pictures.\n---\nBody.\n")
+    data = bytes(range(256)) * 4  # not UTF-8
+    (skill / "logo.bin").write_bytes(data)
+    server = tmp_path / "server.py"
+    server.write_text(f"from mcpkit import MCPKit\napp = MCPKit('pics')\napp.add_skills({str(skill.parent)!r})\n")
+    run = mcpkit("skills", str(server), "pics", "--file", "logo.bin", "--json")
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    assert "text" not in out and base64.b64decode(out["blob"]) == data
+    text = json.loads(mcpkit("skills", str(server), "pics", "--json").stdout)
+    assert text["text"].startswith("---\nname: pics") and "blob" not in text

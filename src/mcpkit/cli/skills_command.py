@@ -4,12 +4,14 @@ extension), and one skill loaded as a host loads it.
 Without SKILL, the skills ``skills/list`` returns, checked (name, description, URI, files, size; an invalid entry is
 reported, not shown): nothing is read. With SKILL (a name or the URI of its ``SKILL.md``), its ``SKILL.md`` is read
 and verified against the entry (size, SHA-256 digest, frontmatter) before it is printed; ``--files`` lists its
-manifest, ``--file PATH`` prints one of its files (relative to the skill), verified the same way. A file that fails
+manifest, ``--file PATH`` prints one of its files (relative to the skill), verified the same way (with ``--json``: as
+``text``, or ``blob`` in base64 when it is not UTF-8). A file that fails
 verification is never printed: the command exits 1 and says why.
 """
 
 from __future__ import annotations
 
+import base64
 import sys
 from typing import Any
 
@@ -86,7 +88,13 @@ def skills_command(
             raise CLIError(str(exc)) from None
         if as_json:
             out: dict[str, Any] = {"skill": entry.raw, "verified": True}
-            out["text"] = data.decode("utf-8", "replace") if data is not None else loaded.text
+            if data is None:
+                out["text"] = loaded.text
+            else:
+                try:
+                    out["text"] = data.decode("utf-8")
+                except UnicodeDecodeError:  # (its exact bytes, as resources/read gives a binary file)
+                    out["blob"] = base64.b64encode(data).decode("ascii")
             _print_json(out, machine=True)
             return
         if show_files:
