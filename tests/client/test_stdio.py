@@ -432,6 +432,33 @@ async def test_typescript_v2_server_both_eras(ts_v2: list[str], mode: str) -> No
         assert await cancelled()
 
 
+@pytest.mark.npm
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_call_timeout_bounds_the_elicitation_it_waits_for_in_both_eras(ts_v2: list[str], mode: str) -> None:
+    """``call_tool(timeout=...)`` bounds the whole call. In 2026-07-28 the server's question comes back as an
+    ``InputRequiredResult`` and the client answers it between two requests: the timeout used to apply to each
+    request alone, so a call waiting on a slow elicitation handler ran past it (and succeeded after 3 s)."""
+    state: dict[str, bool] = {}
+
+    async def slow_user(params: Any) -> dict[str, str]:
+        try:
+            await asyncio.sleep(3)
+        except asyncio.CancelledError:
+            state["cancelled"] = True
+            raise
+        state["answered"] = True
+        return {"name": "late"}
+
+    async with Client(ts_v2, mode=mode, elicitation_handler=slow_user) as c:
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(RequestTimeout):
+            await c.call_tool("ask_name", timeout=0.5)
+        assert asyncio.get_running_loop().time() - started < 2.5
+        assert await _until(lambda: "cancelled" in state, timeout=5), state
+        assert "answered" not in state
+        assert (await c.call_tool("echo", {"text": "after"})).text == "after"
+
+
 @pytest.mark.parametrize("mode", ERAS)
 async def test_many_concurrent_calls_over_one_connection(mode: str) -> None:
     async with Client(SERVER, mode=mode) as c:

@@ -448,8 +448,18 @@ class ClientSession:
         raw_task: bool,
         seen: SeenProgress | None,
     ) -> JSONDict:
-        """The rounds of one 2026-07-28 request (see :meth:`request`)."""
+        """The rounds of one 2026-07-28 request (see :meth:`request`). The timeout is one deadline for them all and
+        for the input handlers answering between them, as it is for a handshake-era request whose server asks the
+        client in the middle (unless ``reset``: each round then has it whole, restarted by progress)."""
+        limit = self.peer.default_timeout if timeout is ... else timeout
+        seconds = 0.0 if limit is None else float(limit)
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None or reset else loop.time() + seconds
         for _ in range(self.max_input_rounds + 1):
+            if deadline is not None:
+                timeout = deadline - loop.time()
+                if timeout <= 0:
+                    raise RequestTimeout(method, seconds)
             result = await self._round(method, base, timeout, seen or on_progress, reset)
             rtype = result.get("resultType", "complete")
             if rtype == "complete" or (rtype == "input_required" and not answer_input):
@@ -465,7 +475,14 @@ class ClientSession:
             base.pop("requestState", None)
             requests = result.get("inputRequests")
             if isinstance(requests, dict) and requests:
-                base["inputResponses"] = await self._answer_input_requests(requests, method, base)
+                answering = self._answer_input_requests(requests, method, base)
+                if deadline is None:
+                    base["inputResponses"] = await answering
+                else:
+                    try:  # (past the deadline the handlers are cancelled, as a handshake server's cancel does)
+                        base["inputResponses"] = await asyncio.wait_for(answering, max(deadline - loop.time(), 0))
+                    except TimeoutError:
+                        raise RequestTimeout(method, seconds) from None
             if "requestState" in result:
                 base["requestState"] = result["requestState"]
         raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
