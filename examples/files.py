@@ -23,6 +23,8 @@ MAX_BYTES = 5 * 1024 * 1024
 
 def create_app(root: str | os.PathLike[str]) -> MCPKit:
     base = Path(root).resolve()
+    if not base.is_dir():
+        raise NotADirectoryError(f"{str(root)!r} is not a directory: name the folder to serve")
     app = MCPKit("files", version="1.0.0", instructions=f"Read-only access to the files under {base}.")
 
     def resolve(relative: str) -> Path:
@@ -85,7 +87,11 @@ def create_app(root: str | os.PathLike[str]) -> MCPKit:
     return app
 
 
-app = create_app(sys.argv[1] if len(sys.argv) > 1 and __name__ == "__main__" else os.environ.get("FILES_ROOT", "."))
-
 if __name__ == "__main__":
+    try:
+        app = create_app(sys.argv[1] if len(sys.argv) > 1 else os.environ.get("FILES_ROOT", "."))
+    except NotADirectoryError as exc:
+        sys.exit(f"files.py: {exc}")
     app.run()
+else:
+    app = create_app(os.environ.get("FILES_ROOT", "."))

@@ -71,6 +71,9 @@ def main() -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["serve"]:
+        if len(sys.argv) != 3 or not sys.argv[2].isdigit():
+            print("usage: python over_http.py serve PORT   (no arguments: serve and talk)", file=sys.stderr)
+            sys.exit(2)
         app.run("http", port=int(sys.argv[2]))
     else:
         main()

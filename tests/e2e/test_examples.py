@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import os
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -126,6 +127,21 @@ async def test_files_answers_a_pattern_it_cannot_use_with_the_reason(tree: Path,
     async with connect(app, mode="modern") as (cs, _, _):
         r = await cs.call_tool("list_files", {"pattern": pattern})
         assert r.is_error and "pattern" in text_of(r) and "internal error" not in text_of(r)
+
+
+def test_files_refuses_to_start_on_a_root_that_is_not_a_directory(tmp_path: Path) -> None:
+    for root in (tmp_path / "missing", tmp_path / "a-file.txt"):
+        (tmp_path / "a-file.txt").write_text("x")
+        with pytest.raises(NotADirectoryError, match="not a directory"):
+            load("files").create_app(root)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "examples" / "files.py"), str(tmp_path / "missing")],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode != 0 and "not a directory" in proc.stderr and "Traceback" not in proc.stderr
 
 
 async def test_files_over_stdio(tree: Path) -> None:

@@ -25,6 +25,15 @@ def test_each_program_runs_and_gets_what_it_expects(program: str) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.parametrize("args", [["serve"], ["serve", "eighty"]])
+def test_over_http_serve_without_a_port_number_says_how_to_run_it(args: list[str]) -> None:
+    pytest.importorskip("uvicorn")
+    program = FIRST_STEPS / "over_http.py"
+    proc = subprocess.run([sys.executable, str(program), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "usage: python over_http.py serve PORT" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 def test_the_programs_pass_mypy_strict_with_no_escape_hatch(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
     sources = sorted(FIRST_STEPS.glob("*.py"))
