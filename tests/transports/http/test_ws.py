@@ -512,3 +512,32 @@ async def test_shutdown_answers_the_requests_in_flight_then_closes_with_1001() -
         userver.should_exit = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 20)
+
+
+async def test_shutdown_does_not_wait_on_a_client_that_does_not_read() -> None:
+    """A connection whose reader is stuck (its outgoing queue full) holds its answers: the shutdown closes it when
+    the grace period ends, not after the much longer ``stall_timeout``."""
+    from mcpkit.transports.http import build_server
+
+    userver = build_server(make_server(), "http", "127.0.0.1", 0, timeout_graceful_shutdown=1, queue_size=2)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    try:
+        await eventually(lambda: userver.started)
+        raw = await RawWS.open(userver.servers[0].sockets[0].getsockname()[1])
+        raw.send_frame(0x1, orjson.dumps(INIT))
+        for i in range(20):  # ~40 MB of answers that are never read
+            call = {"name": "big", "arguments": {"n": 2_000_000}}
+            raw.send_frame(0x1, orjson.dumps({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": call}))
+        await raw.writer.drain()
+        ws = userver.config.app.ws
+        await eventually(lambda: any(c.outbox.queue.full() for c in ws._connections), timeout=20)
+        started = asyncio.get_running_loop().time()
+        userver.should_exit = True
+        await asyncio.wait_for(task, 10)
+        assert asyncio.get_running_loop().time() - started < 5  # stall_timeout is 30 s
+        assert ws.connection_count == 0
+        raw.close()
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 40)

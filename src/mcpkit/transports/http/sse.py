@@ -225,9 +225,10 @@ class LegacySSEEndpoint:
         cuts it."""
         streams = list(self._streams.values())
         if streams:
-            await asyncio.wait(
-                [asyncio.ensure_future(finish_after_answers(s.session, s.outbox, timeout)) for s in streams]
-            )
+            ends = [asyncio.ensure_future(finish_after_answers(s.session, s.outbox, timeout)) for s in streams]
+            _, late = await asyncio.wait(ends, timeout=timeout)
+            for end in late:  # (e.g. a reader that does not read: its queue is full)
+                end.cancel()
         await self.aclose()
 
     # ------------------------------------------------------------------ GET: the stream

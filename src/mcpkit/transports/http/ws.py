@@ -160,9 +160,10 @@ class WebSocketEndpoint:
         for conn in conns:
             conn.closing = conn.closing or (CLOSE_GOING_AWAY, "server shutting down")
         if conns:
-            await asyncio.wait(
-                [asyncio.ensure_future(finish_after_answers(c.session, c.outbox, timeout)) for c in conns]
-            )
+            ends = [asyncio.ensure_future(finish_after_answers(c.session, c.outbox, timeout)) for c in conns]
+            _, late = await asyncio.wait(ends, timeout=timeout)
+            for end in late:  # (e.g. a reader that does not read: its queue is full)
+                end.cancel()
         await self.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
