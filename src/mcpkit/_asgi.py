@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any, TypeAlias
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 Scope: TypeAlias = MutableMapping[str, Any]
 Message: TypeAlias = MutableMapping[str, Any]
 Receive: TypeAlias = Callable[[], Awaitable[Message]]
 Send: TypeAlias = Callable[[Message], Awaitable[None]]
 ASGIApp: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@runtime_checkable
+class HasProbes(Protocol):
+    """An app with probe paths (liveness, readiness) that orchestrators and balancers GET without credentials: a
+    wrapper that guards the app (``protect``) lets a GET of them through."""
+
+    probe_paths: frozenset[str]
 
 
 async def lifespan(

@@ -63,6 +63,18 @@ async def test_missing_token_gets_401_with_resource_metadata_and_scope() -> None
             assert prm["bearer_methods_supported"] == ["header"]
 
 
+async def test_the_health_and_readiness_probes_of_a_protected_app_need_no_token() -> None:
+    # deployment.md: /healthz and /readyz are for the orchestrator's probes (Kubernetes, HAProxy's httpchk), which
+    # carry no token: behind protect() they answered 401, so every worker looked down
+    async with stack() as s, httpx.AsyncClient() as http:
+        base = s["rs_base"]
+        assert (await http.get(base + "/healthz")).status_code == 200
+        ready = await http.get(base + "/readyz")
+        assert ready.status_code == 200 and ready.json()["status"] == "ready"
+        assert (await http.post(base + "/readyz")).status_code == 401  # only the probes' GET, nothing else
+        assert (await http.get(s["mcp_url"], headers={"accept": "text/event-stream"})).status_code == 401
+
+
 async def test_a_websocket_upgrade_without_a_valid_token_gets_the_same_401_challenge() -> None:
     """The WebSocket upgrade at ``/ws`` is refused like any request: 401 with the Bearer challenge naming the
     resource metadata (a client learns there where to get a token), not a bare 403 that reads as "forbidden"."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import pytest
 
 from mcpkit import Client
 from support.balancer import Balancer
-from support.paths import INTEROP, TESTS
+from support.paths import INTEROP, SERVERS, TESTS
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 from support.scale import ACCEPT_BOTH, Workers, open_session
 
@@ -294,6 +295,41 @@ def _initialize() -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- what deploy/ ships
 
 DEPLOY = TESTS.parent / "deploy"
+
+
+@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+async def test_an_oauth_protected_server_is_discovered_and_signed_into_through_the_balancer(
+    kind: str, tmp_path: Path
+) -> None:
+    """deployment.md's OAuth note behind the shipped configs: a client that reaches /mcp through the balancer gets
+    the 401, then finds the protected resource metadata, the authorization server's metadata and its endpoints
+    (here the same origin) through the same balancer."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(SERVERS / "everything_protected.py"), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None
+        port = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))["port"]
+        with Balancer(kind, [port], tmp_path / kind) as balancer:
+            async with httpx.AsyncClient(timeout=10) as http:
+                init = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+                r = await http.post(balancer.url, json=init, headers={"accept": ACCEPT_BOTH})
+                assert r.status_code == 401 and "resource_metadata=" in r.headers["www-authenticate"]
+                for path in (
+                    "/.well-known/oauth-protected-resource/mcp",
+                    "/.well-known/oauth-protected-resource",
+                    "/.well-known/oauth-authorization-server",
+                    "/jwks",
+                ):
+                    r = await http.get(balancer.base + path)
+                    assert r.status_code == 200, (path, r.status_code, r.text[:200])
+                r = await http.post(balancer.base + "/register", json={"redirect_uris": ["http://127.0.0.1/cb"]})
+                assert r.status_code == 201, r.text[:200]
+                r = await http.post(balancer.base + "/token", data={"grant_type": "authorization_code"})
+                assert r.status_code in (400, 401) and r.json()["error"], r.text[:200]  # the AS's, not the balancer's
+    finally:
+        proc.kill()
+        await proc.wait()
 
 
 def test_the_compose_nginx_config_has_the_tested_locations() -> None:

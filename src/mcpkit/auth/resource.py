@@ -52,7 +52,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from .._asgi import ASGIApp, BodyTooLarge, Disconnected, Receive, Scope, Send, read_body
+from .._asgi import ASGIApp, BodyTooLarge, Disconnected, HasProbes, Receive, Scope, Send, read_body
 from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
     COLOCATED_ISSUER,
@@ -130,6 +130,8 @@ class BearerAuthMiddleware:
         revocation: TokenRevocation | None = None,
     ) -> None:
         self.app = app
+        # the wrapped app's health and readiness probes: a GET of them needs no token (orchestrators carry none)
+        self.probe_paths: frozenset[str] = app.probe_paths if isinstance(app, HasProbes) else frozenset()
         if dpop is True or (dpop_required and dpop is None):
             from .dpop import DPoPVerifier
 
@@ -247,6 +249,9 @@ class BearerAuthMiddleware:
             await self._serve_metadata(scope, send)
             return
         if self.protected_paths is not None and path not in self.protected_paths:
+            await self.app(scope, receive, send)
+            return
+        if path in self.probe_paths and scope["type"] == "http" and scope.get("method") in ("GET", "HEAD"):
             await self.app(scope, receive, send)
             return
         if scope["type"] == "http" and scope.get("method") == "OPTIONS":

@@ -51,10 +51,15 @@ class MCPApp:
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining = False
         self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
+        probes: list[str] = []
         if health_path:
-            routes["/" + health_path.strip("/")] = self._health
+            probes.append("/" + health_path.strip("/"))
+            routes[probes[-1]] = self._health
         if ready_path:
-            routes["/" + ready_path.strip("/")] = self._readiness
+            probes.append("/" + ready_path.strip("/"))
+            routes[probes[-1]] = self._readiness
+        #: the probe paths (:class:`~mcpkit._asgi.HasProbes`): ``protect`` lets a GET of them through
+        self.probe_paths = frozenset(probes)
 
     async def _startup(self) -> None:
         if self.server is not None:
