@@ -60,8 +60,8 @@ INCOMING = ("parent", "link", "ignore")
 DEFAULT_MAX_PENDING = 4_096
 """How many requests the client's tap may hold open spans for (server-to-client requests not yet answered)."""
 
-#: Inside :meth:`Telemetry.rounds`: the CLIENT span of the first round of a 2026-07-28 request (empty until it is
-#: sent), the parent of the later rounds' spans; None elsewhere.
+#: Inside :meth:`Telemetry.rounds`: the CLIENT span of the first round of one call (empty until it is sent), the
+#: parent of the later rounds' spans; None elsewhere.
 _ROUNDS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("mcpkit_telemetry_rounds", default=None)
 
 
@@ -231,9 +231,13 @@ class Telemetry(Middleware):
     def serve_input(self, method: str, params: JSONDict, key: str, version: str | None) -> Iterator[None]:
         """A SERVER span around the client's handler of one input request of a 2026-07-28 ``InputRequiredResult``
         (``key``: its key there), current while the handler runs, continuing the trace whose context the server put
-        in its ``_meta`` (checked like any incoming context); an error span when the handler fails."""
+        in its ``_meta`` (checked like any incoming context; without one, a child of the call's first round, as a
+        task's input requests read with ``tasks/get`` are); an error span when the handler fails."""
         trace = self._trace
         parent, links = self._remote(params)
+        first = _ROUNDS.get()
+        if parent is None and not links and first:
+            parent = trace.set_span_in_context(first[0])
         attrs = request_attributes(method, params, None, version, None)
         attrs["mcpkit.input.key"] = key[:128]
         span = self.tracer.start_span(
@@ -252,13 +256,17 @@ class Telemetry(Middleware):
             span.end()
 
     @contextlib.contextmanager
-    def rounds(self) -> Iterator[None]:
-        """Around every round of one 2026-07-28 request (the rounds that answer an ``InputRequiredResult``, the
-        requests that follow its task): their CLIENT spans are children of the first round's, so one call is one
-        trace even when no span was current where it was made."""
-        token = _ROUNDS.set([])
+    def rounds(self, trail: Any = None) -> Iterator[Any]:
+        """Around every round of one call (2026-07-28: the rounds that answer an ``InputRequiredResult``, the
+        requests that follow its task; in both eras the requests of the handle of a task it made): their CLIENT
+        spans are children of the first round's, so one call is one trace even when no span was current where it
+        was made. Yields the call's trail: given to a later ``rounds(trail)`` (a task handle's next request), that
+        one continues the same call; without one, the call in progress here, if any, goes on."""
+        if trail is None:
+            trail = _ROUNDS.get()
+        token = _ROUNDS.set([] if trail is None else trail)
         try:
-            yield
+            yield _ROUNDS.get()
         finally:
             _ROUNDS.reset(token)
 

@@ -182,6 +182,35 @@ async def test_input_requests_of_2026_07_28_are_spans_on_both_sides(transport: s
 
 
 @BOTH
+@ERA
+async def test_a_task_handles_requests_are_in_the_trace_of_the_call_that_made_the_task(
+    transport: str, mode: str
+) -> None:
+    # One logical call is one trace: the requests a task handle sends later (tasks/get, tasks/result, tasks/update)
+    # are children of the tools/call that made the task, and the server's spans for them join that trace through
+    # the traceparent they carry; with no span of the caller's current, too.
+    provider, exporter = recorder()
+    telemetry = Telemetry(tracer_provider=provider)
+    async with connect(transport, mode, telemetry=telemetry, sampling_handler=lambda p: "hi") as client:
+        await client.call_tool("forget", {})
+        exporter.clear()
+        handle = await client.call_tool_as_task("ask_later", {})
+        assert (await handle.result()).text == "later: hi"
+        assert (await handle.status()).status == "completed"
+        remote = [s for s in await server_spans(client) if s["name"] != "tools/call forget"]
+    mine = [s for s in exporter.get_finished_spans() if s.name != "tools/call spans"]
+    first = next(s for s in mine if s.name == "tools/call ask_later")
+    later = [s for s in mine if s.name.startswith("tasks/")]
+    assert later, [s.name for s in mine]
+    for span in later:
+        assert span.kind.name == "CLIENT" and span.parent is not None
+        assert span.parent.span_id == first.context.span_id, span.name
+    assert {s.context.trace_id for s in mine} == {first.context.trace_id}, [s.name for s in mine]
+    assert any(s["name"].startswith("tasks/") for s in remote)
+    assert {s["trace"] for s in remote} == {format(first.context.trace_id, "032x")}, [s["name"] for s in remote]
+
+
+@BOTH
 async def test_a_failing_input_handler_is_an_error_span(transport: str) -> None:
     provider, exporter = recorder()
 

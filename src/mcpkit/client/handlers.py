@@ -263,8 +263,9 @@ class InputTracer(Protocol):
         """A context manager around the handler of the request ``request_id`` the server sent on ``channel``."""
         ...
 
-    def rounds(self) -> contextlib.AbstractContextManager[None]:
-        """A context manager around every round of one 2026-07-28 request."""
+    def rounds(self, trail: Any = None) -> contextlib.AbstractContextManager[Any]:
+        """A context manager around every round of one call, yielding its trail; ``trail``: that of a call made
+        earlier, to continue it (a task handle's later requests)."""
         ...
 
 

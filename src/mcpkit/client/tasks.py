@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.errors import (
@@ -42,6 +42,8 @@ from .results import checked
 
 if TYPE_CHECKING:
     from types import EllipsisType
+
+    from .handlers import InputTracer
 
 logger = logging.getLogger("mcpkit.client")
 
@@ -64,6 +66,7 @@ class _Session(Protocol):
     features: Features | None
     server_capabilities: JSONDict
     peer: Any  # its engine peer (ids, the default timeout)
+    input_tracer: InputTracer | None  # (telemetry: a handle's requests are later rounds of the call that made it)
 
     async def request(
         self,
@@ -143,12 +146,13 @@ async def start_tool_task(
             raise CapabilityNotSupported(f"the server did not declare the {TASKS_EXTENSION} extension")
         if user_meta:
             params["_meta"] = user_meta
-        raw = await session.request("tools/call", params, raw_task=True)
+        with _rounds(session) as trail:
+            raw = await session.request("tools/call", params, raw_task=True)
         if raw.get("resultType") != "task":  # ended at once: a handle that is already done
             done = Task(task_id="", status="completed", result=raw)
             return TaskHandle(session, done, modern=True, on_progress=on_progress, on_status=on_status, final=raw)
         task = checked(Task, raw, "tools/call")
-        return TaskHandle(session, task, modern=True, on_progress=on_progress, on_status=on_status)
+        return TaskHandle(session, task, modern=True, on_progress=on_progress, on_status=on_status, trail=trail)
     declared = caps.get("tasks")
     tools = ((declared or {}).get("requests") or {}).get("tools") if isinstance(declared, dict) else None
     if not feats.tasks or not isinstance(tools, dict) or not isinstance(tools.get("call"), dict):
@@ -159,17 +163,26 @@ async def start_tool_task(
         token = user_meta.setdefault("progressToken", f"task-{session.peer.next_id()}")
     if user_meta:
         params["_meta"] = user_meta
-    raw = await session.request("tools/call", params)
+    with _rounds(session) as trail:
+        raw = await session.request("tools/call", params)
     task = checked(Task, raw.get("task") or {}, "tools/call", "task")
-    handle = TaskHandle(session, task, modern=False, on_progress=on_progress, on_status=on_status)
+    handle = TaskHandle(session, task, modern=False, on_progress=on_progress, on_status=on_status, trail=trail)
     if token is not None:
         tasks.follow_progress(token, handle)
     return handle
 
 
+def _rounds(session: _Session, trail: Any = None) -> contextlib.AbstractContextManager[Any]:
+    """The session's telemetry rounds of one call (:meth:`mcpkit.telemetry.Telemetry.rounds`), yielding its trail;
+    nothing (None) without telemetry."""
+    tracer = session.input_tracer
+    return contextlib.nullcontext() if tracer is None else tracer.rounds(trail)
+
+
 class TaskHandle:
     """A task of the server (see the module docstring). ``task`` is its last known state; ``task_id`` its id.
-    Awaiting the handle is ``await handle.result()``."""
+    Awaiting the handle is ``await handle.result()``. With telemetry, the requests it sends are spans in the trace
+    of the call that made the task (children of that call's span)."""
 
     def __init__(
         self,
@@ -181,8 +194,10 @@ class TaskHandle:
         on_status: StatusCallback | None = None,
         finish: Callable[[JSONDict], Any] | None = None,
         final: JSONDict | None = None,
+        trail: Any = None,
     ) -> None:
         self._session = session
+        self._trail = trail  # (telemetry: the call that made the task, which the handle's requests continue)
         self.task = task
         self.modern = modern
         self.on_progress = on_progress
@@ -204,11 +219,20 @@ class TaskHandle:
     def __await__(self) -> Any:
         return self.result().__await__()
 
+    @contextlib.contextmanager
+    def _in_trace(self) -> Iterator[None]:
+        """Around the handle's requests: later rounds of the call that made the task (the first one traced, when
+        that call was not: a handle made from a task id)."""
+        with _rounds(self._session, self._trail) as trail:
+            self._trail = trail
+            yield
+
     async def status(self) -> Task:
         """The task's state now (``tasks/get``); progress and status callbacks see it too."""
         if self._final is not None:
             return self.task
-        raw = await self._session.request("tasks/get", {"taskId": self.task_id})
+        with self._in_trace():
+            raw = await self._session.request("tasks/get", {"taskId": self.task_id})
         task = checked(Task, raw, "tasks/get")
         await self._observe(task)
         return task
@@ -218,7 +242,8 @@ class TaskHandle:
         if self._final is not None or self.task.terminal:
             return
         try:
-            raw = await self._session.request("tasks/cancel", {"taskId": self.task_id})
+            with self._in_trace():
+                raw = await self._session.request("tasks/cancel", {"taskId": self.task_id})
         except InvalidParams:
             return  # (2025-11-25: it ended meanwhile)
         if not self.modern:
@@ -230,8 +255,9 @@ class TaskHandle:
         one, ``TimeoutError`` after ``timeout`` seconds (the task goes on: call again, or cancel it)."""
         if self._final is not None:
             return self._done(self._final)
-        waiting = self._wait_modern() if self.modern else self._wait_legacy()
-        raw = await (asyncio.wait_for(waiting, timeout) if timeout is not None else waiting)
+        with self._in_trace():
+            waiting = self._wait_modern() if self.modern else self._wait_legacy()
+            raw = await (asyncio.wait_for(waiting, timeout) if timeout is not None else waiting)
         return self._done(raw)
 
     def _done(self, raw: JSONDict) -> Any:

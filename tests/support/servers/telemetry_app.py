@@ -6,6 +6,7 @@ a test sees the server's spans over stdio (a subprocess) as over HTTP (in-proces
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from typing import Any
 
@@ -52,6 +53,12 @@ def build(incoming: str = "parent") -> MCPKit:
     async def ask(ctx: Context) -> str:
         reply = await ctx.sample("say hi")
         return f"model: {reply.content.text}"  # type: ignore[union-attr]
+
+    @app.tool(task=True)
+    async def ask_later(ctx: Context) -> str:
+        await asyncio.sleep(0.05)  # (its first wait: a task from here on, its question the task's)
+        reply = await ctx.sample("say hi")
+        return f"later: {reply.content.text}"  # type: ignore[union-attr]
 
     @app.tool
     def refuse() -> str:
