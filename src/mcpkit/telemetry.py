@@ -271,14 +271,18 @@ class Telemetry(Middleware):
             _ROUNDS.reset(token)
 
     @contextlib.contextmanager
-    def serve_request(self, channel: int, request_id: Any) -> Iterator[None]:
+    def serve_request(self, channel: int, request_id: Any, version: str | None) -> Iterator[None]:
         """Around the client's handler of a request the server sent (sampling, elicitation, roots): the SERVER span
         the tap opened for it (``channel``, ``request_id``: the tap event's) is current while the handler runs, so the
-        handler's own spans are its children."""
+        handler's own spans are its children; ``version`` (the session's revision) completes its attributes."""
         span = self._open.get((channel, request_id))
         if span is None:
             yield
             return
+        if version is not None:  # (the tap knows no session: the revision's attributes come from here)
+            attrs = request_attributes("", None, None, version, None)
+            del attrs["mcp.method.name"]
+            span.set_attributes(attrs)
         token = self._context.attach(self._trace.set_span_in_context(span))
         rounds = _ROUNDS.set(None)
         try:

@@ -146,6 +146,8 @@ async def test_the_clients_handler_of_a_server_request_runs_inside_its_span_in_o
     inside = next(s for s in mine if s.name == "inside the handler")
     assert inside.parent is not None and inside.parent.span_id == answered.context.span_id
     assert {s.context.trace_id for s in mine} == {answered.context.trace_id}, [s.name for s in mine]
+    assert answered.attributes is not None and answered.attributes["mcpkit.era"] == mode
+    assert answered.attributes["mcp.protocol.version"] == {"handshake": "2025-11-25", "modern": "2026-07-28"}[mode]
 
 
 @BOTH

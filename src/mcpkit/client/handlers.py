@@ -259,8 +259,11 @@ class InputTracer(Protocol):
         """A context manager around the handler of input request ``key`` (its ``method`` and ``params``)."""
         ...
 
-    def serve_request(self, channel: int, request_id: Any) -> contextlib.AbstractContextManager[None]:
-        """A context manager around the handler of the request ``request_id`` the server sent on ``channel``."""
+    def serve_request(
+        self, channel: int, request_id: Any, version: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A context manager around the handler of the request ``request_id`` the server sent on ``channel`` (in the
+        session's revision ``version``)."""
         ...
 
     def rounds(self, trail: Any = None) -> contextlib.AbstractContextManager[Any]:

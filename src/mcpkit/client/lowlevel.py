@@ -574,7 +574,7 @@ class ClientSession:
             return await self._tasks.answer(method, params, self._serve_client_request)
         tracer = self.input_tracer
         if tracer is not None:  # (its span current: the handler's spans are in the server's trace)
-            with tracer.serve_request(self.peer.channel, rc.id):
+            with tracer.serve_request(self.peer.channel, rc.id, self.features.version if self.features else None):
                 return await self._serve_client_request(method, params)
         return await self._serve_client_request(method, params)
 
