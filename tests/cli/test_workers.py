@@ -220,6 +220,7 @@ def test_a_worker_that_keeps_dying_is_restarted_a_bounded_number_of_times(
         (["-t", "http", "--workers", "2"], b"--workers N shares sessions and notifications through Redis"),
         (["--redis", "redis://127.0.0.1:1/0"], b"are for the HTTP transports"),
         (["-t", "http", "--workers", "2", "--redis", "localhost:6379"], b"not a Redis URL"),
+        (["-t", "http", "--workers", "2", "--redis", "http://127.0.0.1:6379/0"], b"not a Redis URL"),
     ],
 )
 def test_the_scale_flags_are_refused_where_they_mean_nothing(args: list[str], message: bytes) -> None:

@@ -33,6 +33,32 @@ KEY_B = b"b" * 40
 # ---------------------------------------------------------------------------------------------- configuration
 
 
+@pytest.mark.parametrize(
+    "url", ["redis://h:6379/0", "redis://:pw@h/3", "rediss://user:pw@h:6380", "redis://h", "unix:///run/redis.sock"]
+)
+def test_every_redis_url_form_is_accepted(url: str) -> None:
+    assert ScaleConfig(redis_url=url, state_keys=(KEY_A,)).redis_url == url
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:6379/0", "redis://, rediss:// or unix://"),  # each worker died on it, restarted 10 times
+        ("reddis://127.0.0.1:6379/0", "redis://, rediss:// or unix://"),
+        ("redis://127.0.0.1:63a9/0", "port"),
+        ("redis://127.0.0.1:6379/prod", "database number"),  # redis-py took it for database 0 without a word
+    ],
+)
+def test_a_redis_url_redis_cannot_use_is_refused_where_it_is_given(url: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ScaleConfig(redis_url=url)
+    with pytest.raises(ValueError, match=message):
+        ScaleConfig.from_env({"MCPKIT_REDIS_URL": url})
+    with pytest.raises(ValueError, match=message) as refused:
+        ScaleConfig(redis_url=url.replace("://", "://app:s3cret@"))
+    assert "s3cret" not in str(refused.value) and "app:***@" in str(refused.value)  # (messages end up in logs)
+
+
 def test_the_environment_configures_every_setting_and_flags_its_mistakes(tmp_path: Path) -> None:
     assert ScaleConfig.from_env({}) == ScaleConfig()  # nothing set: in-memory, one worker
     assert not ScaleConfig.from_env({}).shared

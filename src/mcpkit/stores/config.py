@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from ..hosting import MAX_KEYS, check_key_ring
 
@@ -90,6 +91,36 @@ def _flag(value: str, name: str) -> bool:
     raise ValueError(f"{name}={value!r}: expected 1 or 0 (true/false, yes/no, on/off)")
 
 
+def _check_redis_url(url: str) -> None:
+    """Refuse, where it is given, a URL that Redis clients cannot use (rather than in every worker at start, or,
+    for a database that is not a number, by using database 0 without a word)."""
+    shown = _without_password(url)
+    if "://" not in url:
+        raise ValueError(f"not a Redis URL: {shown!r} (expected redis://host:port/db)")
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        raise ValueError(f"not a Redis URL: {shown!r} (it must start with redis://, rediss:// or unix://)")
+    if parts.scheme == "unix":
+        return
+    try:
+        parts.port  # noqa: B018  (raises on a port that is not a number)
+    except ValueError:
+        raise ValueError(f"not a Redis URL: {shown!r} (the port is not a number)") from None
+    db = parts.path.strip("/")
+    if db and not (db.isascii() and db.isdigit()):
+        raise ValueError(f"not a Redis URL: {shown!r} (the path is the database number: /0, /1, ...)")
+
+
+def _without_password(url: str) -> str:
+    """``url`` with the password of its user info masked (error messages end up in logs)."""
+    head, at, tail = url.rpartition("@")
+    if not at or "://" not in head:
+        return url
+    scheme, _, userinfo = head.partition("://")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{tail}"
+
+
 @dataclass(frozen=True)
 class ScaleConfig:
     """What the workers of one deployment share (see the module docstring)."""
@@ -103,8 +134,8 @@ class ScaleConfig:
     def __post_init__(self) -> None:
         if self.redis_timeout <= 0:
             raise ValueError("redis_timeout must be positive")
-        if self.redis_url is not None and "://" not in self.redis_url:
-            raise ValueError(f"not a Redis URL: {self.redis_url!r} (expected redis://host:port/db)")
+        if self.redis_url is not None:
+            _check_redis_url(self.redis_url)
         object.__setattr__(self, "state_keys", tuple(check_key_ring(self.state_keys, source="state_keys")))
 
     @property
