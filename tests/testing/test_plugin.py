@@ -193,6 +193,55 @@ def test_the_surface_snapshot_is_recorded_with_the_flag_and_fails_when_the_serve
     changed.stdout.fnmatch_lines(["*tool 'add' changed: inputSchema*"])
 
 
+def test_same_named_tests_of_two_classes_with_two_servers_keep_their_own_snapshots(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_two_servers=textwrap.dedent(
+            """
+            import pytest
+            from mcpkit import MCPKit
+
+            def make(name):
+                app = MCPKit(name)
+
+                @app.tool(name=name)
+                def only() -> str:
+                    \"\"\"The one tool.\"\"\"
+                    return name
+
+                return app
+
+            class TestAlpha:
+                @pytest.fixture
+                def mcp_server(self):
+                    return make("alpha")
+
+                async def test_surface(self, mcp_client, mcp_snapshot):
+                    await mcp_snapshot.check(mcp_client)
+
+            class TestBeta:
+                @pytest.fixture
+                def mcp_server(self):
+                    return make("beta")
+
+                async def test_surface(self, mcp_client, mcp_snapshot):
+                    await mcp_snapshot.check(mcp_client)
+            """
+        )
+    )
+    args = ("--mcp-transports=memory",)
+    recorded = run(project, *args, "--mcp-update-snapshots")
+    recorded.assert_outcomes(passed=4)
+    recorded.stdout.fnmatch_lines(["mcpkit: 4 surface snapshot(s) written:"])
+    folder = project.path / "__snapshots__" / "test_two_servers"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "TestAlpha.test_surface[2025-11-25].json",
+        "TestAlpha.test_surface[2026-07-28].json",
+        "TestBeta.test_surface[2025-11-25].json",
+        "TestBeta.test_surface[2026-07-28].json",
+    ]
+    run(project, *args).assert_outcomes(passed=4)
+
+
 def test_a_leaked_task_fails_the_test_in_teardown_unless_the_check_is_off(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_user_leak=textwrap.dedent(

@@ -439,12 +439,15 @@ class _BoundSnapshot:
 @pytest.fixture
 def mcp_snapshot(request: pytest.FixtureRequest) -> _BoundSnapshot:
     """This test's surface snapshot: ``__snapshots__/<module>/<test>[<era>].json`` next to the test file (every
-    transport compares with the same file). ``await mcp_snapshot.check(mcp_client)`` fails when the server's
-    tools, resources or prompts changed; ``--mcp-update-snapshots`` records them."""
+    transport compares with the same file; a test of a class is ``<Class>.<test>``, so two classes, each with its
+    server, keep their own). ``await mcp_snapshot.check(mcp_client)`` fails when the server's tools, resources or
+    prompts changed; ``--mcp-update-snapshots`` records them."""
     node = request.node
     callspec = getattr(node, "callspec", None)
     era = callspec.params.get("mcp_era") if callspec is not None else None
     name = getattr(node, "originalname", node.name) + (f"[{era}]" if era else "")
+    if request.cls is not None:
+        name = f"{request.cls.__qualname__}.{name}"
     path = Path(str(node.path)).parent / "__snapshots__" / Path(str(node.path)).stem / f"{name}.json"
     update = bool(request.config.getoption("--mcp-update-snapshots"))
     return _BoundSnapshot(path, update, request.config.stash[_RUNS].snapshots)
