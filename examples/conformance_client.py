@@ -232,10 +232,34 @@ CIMD_URL = "https://conformance-test.local/client-metadata.json"  # the harness 
 MACHINE_SCENARIOS = ("auth/client-credentials-jwt", "auth/client-credentials-basic")
 
 
-def oauth_for(url: str, scenario_name: str, ctx: dict[str, Any]) -> Any:
-    """The OAuth client the scenario describes, from its context: pre-registered credentials, a signing key
-    (``private_key_jwt``), a workload identity JWT or an enterprise IdP's ID token (the jwt-bearer grant). A
-    headless browser plays the user, who approves. DPoP is on when a server offers it (the default)."""
+async def credentials_issuer(url: str, ctx: dict[str, Any]) -> str | None:
+    """The authorization server the scenario's pre-registered secret or key belongs to. The suite hands them over
+    for its own authorization server without naming it, and an ``OAuthClient`` sends confidential credentials
+    without ``issuer=`` only to an authorization server on the MCP server's origin (the suite runs its
+    authorization server on another port). This harness trusts the suite as a user trusts the provider who issued
+    the credentials: it reads the resource metadata and names the authorization server there. None without such
+    credentials, or when there is no metadata (the client then applies its own rule)."""
+    if not ctx.get("client_id") or not (ctx.get("client_secret") or ctx.get("private_key_pem")):
+        return None
+    from urllib.parse import urlsplit
+
+    import httpx
+
+    parts = urlsplit(url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    async with httpx.AsyncClient(timeout=10) as http:  # the suite's PRM is path-based (RFC 9728 §3.1)
+        response = await http.get(origin + "/.well-known/oauth-protected-resource" + parts.path.rstrip("/"))
+    try:
+        servers = response.json().get("authorization_servers") if response.status_code == 200 else None
+    except (ValueError, AttributeError):
+        return None
+    return servers[0] if isinstance(servers, list) and servers and isinstance(servers[0], str) else None
+
+
+def oauth_for(url: str, scenario_name: str, ctx: dict[str, Any], issuer: str | None = None) -> Any:
+    """The OAuth client the scenario describes, from its context: pre-registered credentials (for ``issuer``), a
+    signing key (``private_key_jwt``), a workload identity JWT or an enterprise IdP's ID token (the jwt-bearer
+    grant). A headless browser plays the user, who approves. DPoP is on when a server offers it (the default)."""
     from mcpkit.auth import HeadlessBrowser, IdJagExchange, OAuthClient, SigningKey
 
     browser = HeadlessBrowser()
@@ -259,6 +283,7 @@ def oauth_for(url: str, scenario_name: str, ctx: dict[str, Any]) -> Any:
         callback_handler=browser.callback_handler,
         client_id=ctx.get("client_id"),
         client_secret=ctx.get("client_secret"),
+        issuer=issuer,
         client_metadata_url=CIMD_URL,
         protocol_version=protocol_version(),
         **options,
@@ -267,7 +292,8 @@ def oauth_for(url: str, scenario_name: str, ctx: dict[str, Any]) -> Any:
 
 async def authorization(url: str) -> None:
     """Every ``auth/*`` scenario: connect through OAuth (on the first 401), list the tools, call ``test-tool``."""
-    auth = oauth_for(url, os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), context())
+    ctx = context()
+    auth = oauth_for(url, os.environ.get("MCP_CONFORMANCE_SCENARIO", ""), ctx, await credentials_issuer(url, ctx))
     try:
         async with make_client(url, transport_options={"auth": auth}) as client:
             tools = await client.list_tools()

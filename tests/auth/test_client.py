@@ -395,7 +395,7 @@ async def test_client_uses_preregistered_credentials_and_client_secret_basic() -
         make_rs = protected_by(as_url)
 
         async with serve(make_rs) as (rs, _):
-            client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
+            client, _b = oauth(rs + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret, issuer=as_url)
             assert await whoami(rs + "/mcp", client) == "test-user|"
             token_reqs = [h for m, p, h in as_log.requests if p == "/token"]
             assert token_reqs and token_reqs[0]["authorization"].startswith("Basic ")
@@ -426,7 +426,11 @@ async def test_client_credentials_grant_machine_to_machine() -> None:
             grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
         )
         auth = OAuthClient(
-            s["mcp_url"], client_id=rec.client_id, client_secret=rec.client_secret, grant_type="client_credentials"
+            s["mcp_url"],
+            client_id=rec.client_id,
+            client_secret=rec.client_secret,
+            grant_type="client_credentials",
+            issuer=s["as_url"],
         )
         assert await whoami(s["mcp_url"], auth) == f"{rec.client_id}|mcp:read"
         token_reqs = [h for m, p, h in s["as_log"].requests if p == "/token"]
@@ -725,8 +729,8 @@ async def test_file_token_storage_writes_a_private_file_whatever_lies_at_its_tem
 async def test_preregistered_credentials_go_only_to_the_authorization_server_they_were_registered_with() -> None:
     """A client secret registered with one authorization server is never sent to another that an MCP server's
     resource metadata names (a compromised or lying PRM would collect it, e.g. with the client credentials grant).
-    Bound by ``issuer=``, or else to the first authorization server the client uses: elsewhere the client registers
-    dynamically when it can, and otherwise fails naming both issuers."""
+    Bound by ``issuer=``: elsewhere the client registers dynamically when it can, and otherwise fails naming both
+    issuers."""
     import base64
 
     servers: dict[str, AuthorizationServer] = {}
@@ -798,18 +802,100 @@ async def test_preregistered_credentials_go_only_to_the_authorization_server_the
             with pytest.raises(OAuthFlowError, match="registered with"):
                 await whoami(url, machine_client)
             await machine_client.aclose()
-            # not bound explicitly: bound to the first AS used; when the resource later names another, the
-            # secret does not follow
-            point_at(home_url)
-            client, _b = oauth(url, client_id=rec.client_id, client_secret=rec.client_secret)
-            assert await whoami(url, client) == "test-user|"
-            point_at(closed_url)
-            with pytest.raises(OAuthFlowError) as info:
-                await whoami(url, client)
-            assert home_url in str(info.value) and closed_url in str(info.value)
-            await client.aclose()
             assert not leaked(closed_log) and not leaked(open_log)
-            assert [p for _, p, _ in home_log.requests if p == "/token"]  # the home AS did get them
+            assert not [p for _, p, _ in home_log.requests if p == "/token"]  # none of this reached home either
+
+
+async def test_a_client_secret_without_issuer_goes_only_to_an_authorization_server_on_the_mcp_servers_origin() -> None:
+    """Without ``issuer=``, the authorization server of the first contact is whatever the MCP server's resource
+    metadata names: a hostile or compromised MCP server would name its own and collect the secret (or a private_key
+    assertion). So confidential pre-registered credentials go, unbound, only to an authorization server on the MCP
+    server's origin, and any other is refused before anything is sent, with an error that names ``issuer=``. A
+    public pre-registered ``client_id`` (no secret) keeps working anywhere, bound to the first server it uses."""
+    import base64
+
+    from mcpkit.auth import SigningKey
+
+    servers: dict[str, AuthorizationServer] = {}
+
+    def make_as(name: str, **options: Any) -> Callable[[str], Any]:
+        def make(base: str) -> Any:
+            servers[name] = AuthorizationServer(base, auto_approve=True, **options)
+            return servers[name]
+
+        return make
+
+    async with serve(make_as("foreign")) as (foreign_url, foreign_log):
+        foreign = servers["foreign"]
+        rec = await foreign.register_client(redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic")
+        machine = await foreign.register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="client_secret_basic"
+        )
+        key = SigningKey.generate("ES256")
+        keyed = await foreign.register_client(
+            grant_types=["client_credentials"], token_endpoint_auth_method="private_key_jwt", jwks=key.jwks()
+        )
+        public = await foreign.register_client(redirect_uris=[REDIRECT], token_endpoint_auth_method="none")
+        basic = {base64.b64encode(f"{c.client_id}:{c.client_secret}".encode()).decode() for c in (rec, machine)}
+
+        def sent_to_foreign() -> list[str]:
+            return [p for _, p, _ in foreign_log.requests if p in ("/token", "/register", "/authorize")]
+
+        async with serve(protected_by(foreign_url)) as (rs_base, _):
+            url = rs_base + "/mcp"
+            before = len(foreign_log.requests)
+            cases: list[OAuthClient] = [
+                oauth(url, client_id=rec.client_id, client_secret=rec.client_secret)[0],
+                OAuthClient(
+                    url,
+                    grant_type="client_credentials",
+                    client_id=machine.client_id,
+                    client_secret=machine.client_secret,
+                ),
+                OAuthClient(url, grant_type="client_credentials", client_id=keyed.client_id, private_key=key),
+            ]
+            for client in cases:
+                with pytest.raises(OAuthFlowError) as info:
+                    await whoami(url, client)
+                message = str(info.value)
+                assert "issuer=" in message and foreign_url in message and rs_base in message, message
+                await client.aclose()
+            # nothing but its metadata was asked of the foreign AS: no token request, no registration, no secret
+            assert not [p for _, p, _ in foreign_log.requests[before:] if p in ("/token", "/register", "/authorize")]
+            assert not any(
+                any(b in h.get("authorization", "") for b in basic) for _, _, h in foreign_log.requests[before:]
+            )
+            # named by the user: the same credentials work there
+            client, _b = oauth(url, client_id=rec.client_id, client_secret=rec.client_secret, issuer=foreign_url)
+            assert await whoami(url, client) == "test-user|"
+            await client.aclose()
+            client = OAuthClient(
+                url, grant_type="client_credentials", client_id=keyed.client_id, private_key=key, issuer=foreign_url
+            )
+            assert await whoami(url, client) == f"{keyed.client_id}|"  # a machine client is its own subject
+            await client.aclose()
+            # a public client (no secret) needs no issuer=
+            client, _b = oauth(url, client_id=public.client_id)
+            assert await whoami(url, client) == "test-user|"
+            await client.aclose()
+            assert sent_to_foreign()
+
+    # the authorization server on the MCP server's own origin gets them without issuer=
+    holder: dict[str, Any] = {}
+
+    def colocated(base: str) -> Any:
+        authz = holder["as"] = AuthorizationServer(base, auto_approve=True, registration=False)
+        authz.app = protected_by(base)(base)
+        return authz
+
+    async with serve(colocated) as (base, log):
+        rec = await holder["as"].register_client(
+            redirect_uris=[REDIRECT], token_endpoint_auth_method="client_secret_basic"
+        )
+        client, _b = oauth(base + "/mcp", client_id=rec.client_id, client_secret=rec.client_secret)
+        assert await whoami(base + "/mcp", client) == "test-user|"
+        assert any(h.get("authorization", "").startswith("Basic ") for _, p, h in log.requests if p == "/token")
+        await client.aclose()
 
 
 async def test_tokens_are_kept_per_authorization_server_and_resource(tmp_path: Any) -> None:

@@ -408,7 +408,13 @@ async def test_private_key_jwt_client_credentials_end_to_end() -> None:
         assert record.client_secret is None
         from mcpkit.auth import OAuthClient
 
-        client = OAuthClient(s["mcp_url"], grant_type="client_credentials", client_id=record.client_id, private_key=key)
+        client = OAuthClient(
+            s["mcp_url"],
+            grant_type="client_credentials",
+            client_id=record.client_id,
+            private_key=key,
+            issuer=s["as_url"],
+        )
         assert (await whoami(s["mcp_url"], client)).startswith(record.client_id + "|")
         (request,) = _token_requests(s["as_log"])
         assert "authorization" not in request  # no secret anywhere: the key signs
@@ -455,7 +461,9 @@ async def test_private_key_jwt_refusals_wrong_key_audience_expiry_replay_and_lif
         # the OAuth client surfaces the refusal of a pre-registered key (nothing to re-register)
         from mcpkit.auth import OAuthClient
 
-        client = OAuthClient(s["mcp_url"], grant_type="client_credentials", client_id=cid, private_key=wrong)
+        client = OAuthClient(
+            s["mcp_url"], grant_type="client_credentials", client_id=cid, private_key=wrong, issuer=s["as_url"]
+        )
         with pytest.raises(Exception) as info:
             await whoami(s["mcp_url"], client)
         assert isinstance(info.value, InvalidClientError) or "invalid_client" in repr(info.value)
@@ -633,6 +641,7 @@ async def test_enterprise_managed_authorization_id_jag_end_to_end_and_for_anothe
                     grant_type="jwt_bearer",
                     client_id="mcp-client",
                     client_secret="s3cret",
+                    issuer=s["as_url"],
                     assertion=IdJagExchange(idp_url + "/token", id_token, client_id="idp-client"),
                 )
                 if works:

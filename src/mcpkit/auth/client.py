@@ -109,10 +109,13 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         callback_handler: returns the query parameters the redirect URI received (``code``, ``state``, ``iss``).
         client_id / client_secret: pre-registered credentials, for the authorization server ``issuer`` only.
         issuer: the authorization server (its issuer identifier) the pre-registered credentials were registered
-            with: they are sent to no other. Default: the first authorization server this client authorizes with.
-            Where an MCP server names another one, the client registers there dynamically (a Client ID Metadata
-            Document or RFC 7591) when it can, and otherwise fails naming both issuers; a ``client_credentials``
-            or ``jwt_bearer`` client fails at once.
+            with: they are sent to no other. Where an MCP server names another one, the client registers there
+            dynamically (a Client ID Metadata Document or RFC 7591) when it can, and otherwise fails naming both
+            issuers; a ``client_credentials`` or ``jwt_bearer`` client fails at once. Without it, credentials with a
+            ``client_secret`` or ``private_key`` go only to an authorization server on the MCP server's own origin
+            (any other is refused with an :class:`OAuthFlowError` naming ``issuer=``: a hostile MCP server could name
+            an authorization server of its own at the first contact), and a public ``client_id`` is bound to the
+            first authorization server this client authorizes with.
         client_metadata_url: a Client ID Metadata Document URL, used as ``client_id`` when the AS advertises
             ``client_id_metadata_document_supported``.
         scope: scopes to request when neither the challenge nor the PRM names any.
@@ -473,8 +476,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         foreign = self._foreign_credentials(discovery.issuer)
         if foreign is not None:
             self.log.append(foreign)
-            if self.grant_type != "authorization_code":
-                raise OAuthFlowError(foreign)
+            if self.grant_type != "authorization_code" or self._preregistered_issuer is None:
+                raise OAuthFlowError(foreign)  # cannot register, or the user must say where the credentials belong
         if self.client_metadata_url and discovery.metadata.get("client_id_metadata_document_supported"):
             info = {"client_id": self.client_metadata_url, "token_endpoint_auth_method": "none"}
             await self.storage.set_client_info(discovery.issuer, info)
@@ -518,20 +521,42 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         return info
 
     def _preregistration_for(self, issuer: str) -> dict[str, Any] | None:
-        """The pre-registered credentials when they belong to ``issuer`` (binding them to it when no issuer was
-        named and this is the first authorization server they are used with), else None."""
+        """The pre-registered credentials when they belong to ``issuer``, else None. Without ``issuer=`` they are
+        bound to the first authorization server they are used with; confidential ones (a secret or a private key)
+        only when that server is on the MCP server's origin, since a first contact can lie about its authorization
+        server."""
         if self.preregistered is None or not self.preregistered.get("client_id"):
             return self.preregistered  # none, or a jwt_bearer grant without a client identity: nothing to bind
         if self._preregistered_issuer is None:
+            if self._unbound_secret_refused(issuer):
+                return None
             self._preregistered_issuer = issuer
         return self.preregistered if _same_issuer(self._preregistered_issuer, issuer) else None
+
+    def _unbound_secret_refused(self, issuer: str) -> bool:
+        """Whether confidential pre-registered credentials not bound by ``issuer=`` must be kept from ``issuer``:
+        an authorization server on another origin than the MCP server's."""
+        assert self.preregistered is not None
+        confidential = bool(self.preregistered.get("client_secret")) or self.private_key is not None
+        return confidential and self._preregistered_issuer is None and not _same_origin(issuer, self.server_url)
 
     def _foreign_credentials(self, issuer: str) -> str | None:
         """Why the pre-registered credentials are not used with ``issuer`` (None: there are none, or they are
         for it)."""
         bound = self._preregistered_issuer
-        if self.preregistered is None or not self.preregistered.get("client_id") or bound is None:
+        if self.preregistered is None or not self.preregistered.get("client_id"):
             return None
+        if bound is None:
+            if not self._unbound_secret_refused(issuer):
+                return None
+            origin = _origin(self.server_url)
+            return (
+                f"the pre-registered client {self.preregistered['client_id']!r} authenticates with a "
+                f"{'private key' if self.private_key is not None else 'client secret'}, and the MCP server names "
+                f"the authorization server {issuer!r}, not on its own origin {origin!r}: without "
+                f"OAuthClient(issuer=...) the credentials go only to an authorization server on {origin!r}; if they "
+                f"were registered with {issuer!r}, pass issuer={issuer!r}"
+            )
         if _same_issuer(bound, issuer):
             return None
         return (
@@ -595,6 +620,25 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         if tokens.scope is None and scopes:
             tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
         return tokens
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of a URL, lower-cased, the default port left out."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    port = parts.port
+    return f"{scheme}://{host}" + ("" if port is None or port == {"https": 443, "http": 80}.get(scheme) else f":{port}")
+
+
+def _same_origin(a: str, b: str) -> bool:
+    """Whether two URLs share scheme, host and port (RFC 6454)."""
+    try:
+        return _origin(a) == _origin(b)
+    except ValueError:  # a port that is no number
+        return False
 
 
 def _same_issuer(a: str, b: str) -> bool:

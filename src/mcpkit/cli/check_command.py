@@ -99,6 +99,13 @@ _output = click.option("--output", "-o", default=None, callback=_writable, help=
 )
 @click.option("--client-id", default=None, envvar="MCPKIT_CHECK_CLIENT_ID", help="With --auth: a registered client.")
 @click.option("--client-secret", default=None, envvar="MCPKIT_CHECK_CLIENT_SECRET", help="With --auth: its secret.")
+@click.option(
+    "--issuer",
+    default=None,
+    envvar="MCPKIT_CHECK_ISSUER",
+    help="With --auth: the authorization server (issuer) the client is registered with; without it a secret "
+    "goes only to one on the server's own origin.",
+)
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")
 @click.option(
     "--no-stateless",
@@ -119,6 +126,7 @@ def check(
     use_oauth: bool,
     client_id: str | None,
     client_secret: str | None,
+    issuer: str | None,
     verbose: bool,
     no_stateless: bool,
 ) -> None:
@@ -146,7 +154,7 @@ def check(
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
 
     async def main() -> object:
-        auth = oauth_client(str(spec), client_id, client_secret, "mcpkit check") if use_oauth else None
+        auth = oauth_client(str(spec), client_id, client_secret, "mcpkit check", issuer) if use_oauth else None
         try:
             return await run_checks(
                 spec,

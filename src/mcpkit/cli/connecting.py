@@ -39,18 +39,25 @@ def check_era(mode: str, protocol_version: str | None) -> None:
         raise click.UsageError(f"--mode {mode} contradicts --protocol-version {protocol_version}: drop one of them")
 
 
-def oauth_client(url: str, client_id: str | None, client_secret: str | None, client_name: str) -> Any:
+def oauth_client(
+    url: str, client_id: str | None, client_secret: str | None, client_name: str, issuer: str | None = None
+) -> Any:
     """mcpkit's OAuth client for ``url`` (``--auth`` of ``mcpkit check`` and ``mcpkit inspect``): the client
     credentials grant when both are given, else the browser flow (dynamic registration as ``client_name``, or the
-    registered ``client_id``; a loopback listener receives the redirect)."""
+    registered ``client_id``; a loopback listener receives the redirect). ``issuer`` (``--issuer``): the
+    authorization server the client is registered with; a secret goes to no other, and without it only to one on
+    the server's own origin."""
     from ..auth import LoopbackCallback, OAuthClient
 
     if client_id and client_secret:
-        return OAuthClient(url, grant_type="client_credentials", client_id=client_id, client_secret=client_secret)
+        return OAuthClient(
+            url, grant_type="client_credentials", client_id=client_id, client_secret=client_secret, issuer=issuer
+        )
     callback = LoopbackCallback()
     return OAuthClient(
         url,
         client_id=client_id,
+        issuer=issuer,
         client_metadata={"client_name": client_name, "redirect_uris": [callback.redirect_uri]},
         redirect_handler=callback.redirect_handler,
         callback_handler=callback.callback_handler,

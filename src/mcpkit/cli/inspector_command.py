@@ -72,6 +72,13 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
 )
 @click.option("--client-id", default=None, help="With --auth: a registered OAuth client.")
 @click.option("--client-secret", default=None, envvar="MCPKIT_INSPECT_CLIENT_SECRET", help="With --auth: its secret.")
+@click.option(
+    "--issuer",
+    default=None,
+    envvar="MCPKIT_INSPECT_ISSUER",
+    help="With --auth: the authorization server (issuer) the client is registered with; without it a secret "
+    "goes only to one on the server's own origin.",
+)
 def inspect_command(
     target: str,
     no_browser: bool,
@@ -88,6 +95,7 @@ def inspect_command(
     use_oauth: bool,
     client_id: str | None,
     client_secret: str | None,
+    issuer: str | None,
 ) -> None:
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
@@ -107,7 +115,7 @@ def inspect_command(
     if use_oauth and not target.startswith(("http://", "https://")):
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
     # one OAuth client for the run: the page's reconnects reuse its tokens instead of signing in again
-    auth = oauth_client(target, client_id, client_secret, "mcpkit inspect") if use_oauth else None
+    auth = oauth_client(target, client_id, client_secret, "mcpkit inspect", issuer) if use_oauth else None
     options: dict[str, Any] = {
         "mode": mode,
         "protocol_version": protocol_version,
