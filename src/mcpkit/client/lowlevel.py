@@ -50,7 +50,6 @@ from ..protocol.types import (
     ListToolsResult,
     ReadResourceResult,
     Root,
-    Task,
 )
 from ..protocol.versions import (
     LOG_LEVELS,
@@ -69,9 +68,10 @@ from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
 from .notes import HandlerQueue
 from .results import InputHandlerError, ModernEraRefused, checked, refuses_the_modern_era
+from .rounds import input_rounds
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter, open_subscription
-from .tasks import ClientTasks, ProgressCallback, SeenProgress, follow
+from .tasks import ClientTasks, ProgressCallback, SeenProgress
 
 if TYPE_CHECKING:
     from ..tasks import TaskEngine
@@ -434,58 +434,8 @@ class ClientSession:
         seen = SeenProgress(on_progress) if on_progress is not None and method == "tools/call" else None
         if self.input_tracer is not None:
             with self.input_tracer.rounds():  # (every round's span in the first one's trace)
-                return await self._rounds(method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
-        return await self._rounds(method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
-
-    async def _rounds(
-        self,
-        method: str,
-        base: JSONDict,
-        timeout: Any,
-        on_progress: ProgressCallback | None,
-        reset: bool,
-        answer_input: bool,
-        raw_task: bool,
-        seen: SeenProgress | None,
-    ) -> JSONDict:
-        """The rounds of one 2026-07-28 request (see :meth:`request`). The timeout is one deadline for them all and
-        for the input handlers answering between them, as it is for a handshake-era request whose server asks the
-        client in the middle (unless ``reset``: each round then has it whole, restarted by progress)."""
-        limit = self.peer.default_timeout if timeout is ... else timeout
-        seconds = 0.0 if limit is None else float(limit)
-        loop = asyncio.get_running_loop()
-        deadline = None if limit is None or reset else loop.time() + seconds
-        for _ in range(self.max_input_rounds + 1):
-            if deadline is not None:
-                timeout = deadline - loop.time()
-                if timeout <= 0:
-                    raise RequestTimeout(method, seconds)
-            result = await self._round(method, base, timeout, seen or on_progress, reset)
-            rtype = result.get("resultType", "complete")
-            if rtype == "complete" or (rtype == "input_required" and not answer_input):
-                return result
-            if rtype == "task" and method == "tools/call":
-                if raw_task:
-                    return result
-                return await follow(self, checked(Task, result, "tools/call"), timeout, on_progress, seen)
-            if rtype != "input_required":
-                raise MCPError(f"unrecognized resultType {rtype!r} in the answer to {method!r}")
-            base = dict(base)
-            base.pop("inputResponses", None)
-            base.pop("requestState", None)
-            requests = result.get("inputRequests")
-            if isinstance(requests, dict) and requests:
-                answering = self._answer_input_requests(requests, method, base)
-                if deadline is None:
-                    base["inputResponses"] = await answering
-                else:
-                    try:  # (past the deadline the handlers are cancelled, as a handshake server's cancel does)
-                        base["inputResponses"] = await asyncio.wait_for(answering, max(deadline - loop.time(), 0))
-                    except TimeoutError:
-                        raise RequestTimeout(method, seconds) from None
-            if "requestState" in result:
-                base["requestState"] = result["requestState"]
-        raise MCPError(f"{method!r} still required input after {self.max_input_rounds} rounds")
+                return await input_rounds(self, method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
+        return await input_rounds(self, method, base, timeout, on_progress, reset, answer_input, raw_task, seen)
 
     async def _round(
         self, method: str, params: JSONDict | None, timeout: Any, on_progress: ProgressCallback | None, reset: bool
