@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Client
-from mcpkit.protocol.errors import TaskLimitReached
+from mcpkit.protocol.errors import MCPError, TaskLimitReached
 from mcpkit.stores.redis import RedisTaskStore
 from mcpkit.tasks import TaskEngine
 from mcpkit.tasks.model import STOP_MARGIN_MS, new_record, now_ms
@@ -34,7 +34,7 @@ def yes(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def workers(url: str, prefix: str) -> Iterator[dict[str, tuple[str, subprocess.Popen[str]]]]:
+def workers(url: str, prefix: str, **env: str) -> Iterator[dict[str, tuple[str, subprocess.Popen[str]]]]:
     """Two worker processes of tests/support/servers/tasks_worker.py on one redis-server."""
     procs: dict[str, tuple[str, subprocess.Popen[str]]] = {}
     try:
@@ -56,7 +56,7 @@ def workers(url: str, prefix: str) -> Iterator[dict[str, tuple[str, subprocess.P
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
-                env={**os.environ, "REDIS_URL": url, "TASKS_PREFIX": prefix, "WORKER_NAME": name},
+                env={**os.environ, "REDIS_URL": url, "TASKS_PREFIX": prefix, "WORKER_NAME": name, **env},
             )
             procs[name] = (f"http://127.0.0.1:{port}/mcp", proc)
             wait_listening(port, proc, timeout=30)
@@ -102,6 +102,25 @@ async def test_a_task_started_on_one_worker_is_answered_cancelled_and_read_on_an
         async with Client(url_b, protocol_version="2026-07-28") as b:
             result = await (await b.task(task_id)).result()
             assert result.text == "slept 0.2 on A"
+
+
+async def test_a_task_whose_worker_was_killed_is_read_failed_on_another_worker(redis_url: str) -> None:  # noqa: F811
+    """A worker killed mid-task (SIGKILL, the OOM killer) records nothing: its tasks must not read `working`, and
+    block `tasks/result`, and hold a place under the caps, until their time to live (an hour by default)."""
+    with workers(redis_url, "xw-killed:", TASKS_RUNNER_TIMEOUT="1.5") as procs:
+        url_a, proc_a = procs["A"]
+        url_b, _ = procs["B"]
+        async with Client(url_a, protocol_version="2026-07-28") as a:
+            started = await a.call_tool_as_task("slow", {"seconds": 600})
+        proc_a.kill()
+        proc_a.wait(timeout=10)
+        async with Client(url_b, protocol_version="2026-07-28") as b:
+            followed = await b.task(started.task_id)
+            with pytest.raises(MCPError, match="the worker running the task is gone"):
+                await asyncio.wait_for(followed.result(), 20)
+            assert (await followed.status()).status == "failed"
+            quick = await b.call_tool_as_task("slow", {"seconds": 0.1})  # (a worker alive is not taken for gone)
+            assert (await asyncio.wait_for(quick.result(), 20)).text == "slept 0.1 on B"
 
 
 @contextlib.asynccontextmanager
@@ -258,6 +277,9 @@ async def test_nothing_in_redis_keeps_a_task_past_its_ttl_but_the_capped_change_
                 left[key.decode()] = await client.zrange(key, 0, -1)
             elif kind != "stream":  # (the change feed)
                 left[key.decode()] = [await client.get(key) or b""]
+        # (and this live worker's runner mark, one per worker: it expires runner_timeout after the worker stops)
+        assert 0 < await client.pttl(f"xw7:{{tasks}}:runner:{store.runner}") <= 10_000
+        left.pop(f"xw7:{{tasks}}:runner:{store.runner}")
         assert left == {}
     finally:
         await client.aclose()

@@ -12,7 +12,13 @@ from mcpkit.stores.redis import RedisTaskStore
 
 NAME = os.environ.get("WORKER_NAME", "?")
 app = MCPKit(f"tasks-worker-{NAME}", request_state_keys=[b"k" * 32])
-app.enable_tasks(RedisTaskStore(os.environ["REDIS_URL"], prefix=os.environ.get("TASKS_PREFIX", "tasks:")))
+app.enable_tasks(
+    RedisTaskStore(
+        os.environ["REDIS_URL"],
+        prefix=os.environ.get("TASKS_PREFIX", "tasks:"),
+        runner_timeout=float(os.environ.get("TASKS_RUNNER_TIMEOUT", "10")),
+    )
+)
 
 
 @app.tool(task=True)

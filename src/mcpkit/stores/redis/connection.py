@@ -167,6 +167,7 @@ class RedisConnection:
         self.breaker = timeout if breaker is None else breaker
         self.errors = _redis_errors()
         self.failed_at = 0.0  # monotonic time of the last failure (0: none since the last success)
+        self.last_failed_at = float("-inf")  # monotonic time of the last failure ever (successes do not reset it)
         self.last_error = ""
         self._url: str | None
         if isinstance(redis, str):
@@ -213,7 +214,7 @@ class RedisConnection:
 
     def failed(self, exc: BaseException) -> None:
         """Record a failure (opens the breaker)."""
-        self.failed_at = time.monotonic()
+        self.failed_at = self.last_failed_at = time.monotonic()
         self.last_error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
     def guard(self, what: str) -> _Guard:

@@ -15,6 +15,8 @@ key                                   holds
 ``<prefix>{tasks}:own:<owner>``       one owner's tasks (score: creation time), what ``tasks/list`` pages through;
                                       expires with the last record it lists (anonymous tasks: not indexed)
 ``<prefix>{tasks}:changes``           a Redis stream: the id of each task that changed (capped, ~10,000 entries)
+``<prefix>{tasks}:runner:<runner>``   one per worker that created tasks, renewed while it lives (expires
+                                      ``runner_timeout`` after its last beat); each record names its runner
 ====================================  ========================================================================
 
 Creating a task is one script on the ``{tasks}`` keys (the caps on tasks in progress are checked and the place
@@ -27,8 +29,9 @@ is back (waiters read again every few seconds anyway).
 
 The ``{tasks}`` keys share one Redis Cluster slot (one node holds them; the records spread over all). Every key
 expires: records at their TTL, the sets with the longest TTL granted; entries of a worker that died mid-task leave
-the sets when their score passes. Every command goes through the connection's guard: an unreachable Redis raises
-:class:`~mcpkit.stores.redis.StoreUnavailable` at once instead of hanging.
+the sets when their score passes, and the task itself reads ``failed`` ("the worker running the task is gone") on
+any other worker once that worker's runner mark has expired. Every command goes through the connection's guard:
+an unreachable Redis raises :class:`~mcpkit.stores.redis.StoreUnavailable` at once instead of hanging.
 """
 
 from __future__ import annotations
@@ -37,13 +40,15 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import secrets
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ...protocol.errors import TaskLimitReached
-from ...tasks.model import TaskRecord, after_cursor, expires_at, is_terminal, kept_until, now_ms
+from ...protocol.errors import INTERNAL_ERROR, TaskLimitReached
+from ...tasks.model import FAILED, TaskRecord, after_cursor, expires_at, is_terminal, kept_until, now_ms
 from ...tasks.store import Change, Listener, Listeners
 from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
@@ -56,6 +61,10 @@ logger = logging.getLogger("mcpkit.stores.redis")
 MAX_TTL_MS = 30 * 24 * 3600 * 1000
 UPDATE_RETRIES = 32
 FEED_LENGTH = 10_000  # entries the change stream keeps (approximately: MAXLEN ~)
+#: seconds a store's runner mark lives without a beat: the tasks of a worker killed mid-task (SIGKILL, the OOM
+#: killer: nothing recorded) read ``failed`` on the other workers after it
+RUNNER_TIMEOUT = 10.0
+GONE = "the worker running the task is gone"
 
 # KEYS: live (all), live (owner), index (owner). ARGV: now, max live, max live per owner, id, expiry, created,
 # index floor (entries older than this are expired whatever they were), set ttl ms, the record's ttl ms (0: an
@@ -86,6 +95,9 @@ class RedisTaskStore(OnConnection):
     Args:
         redis: a URL, a ``redis.asyncio`` client or a shared :class:`~mcpkit.stores.redis.RedisConnection`.
         prefix, cluster, timeout: for a URL or a client (see :class:`~mcpkit.stores.redis.RedisConnection`).
+        runner_timeout: seconds after which a task whose worker stopped beating (killed mid-task: nothing was
+            recorded) reads ``failed`` ("the worker running the task is gone") on the other workers; each store
+            beats every quarter of it while it has created a task (one ``SET`` in the ``{tasks}`` slot).
 
     ``app.enable_tasks(RedisTaskStore(url))`` on every worker. Built from a URL or a client it owns its connection:
     the engine's ``aclose()`` closes it.
@@ -98,12 +110,18 @@ class RedisTaskStore(OnConnection):
         prefix: str = "mcpkit:",
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
+        runner_timeout: float = RUNNER_TIMEOUT,
     ) -> None:
+        if runner_timeout <= 0:
+            raise ValueError("runner_timeout must be positive")
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._create = self.conn.client.register_script(_CREATE)
         self._listeners = Listeners()
         self._reader: asyncio.Task[None] | None = None
         self._closed = False
+        self.runner_timeout = runner_timeout
+        self.runner = secrets.token_hex(8)  # this store's mark on the tasks it creates (and runs)
+        self._beat: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ keys
 
@@ -117,6 +135,9 @@ class RedisTaskStore(OnConnection):
 
     def _index(self, owner: str | None) -> str:
         return self.conn.keys.key("tasks", "own", _owner_key(owner))
+
+    def _runner(self, runner: str) -> str:
+        return self.conn.keys.key("tasks", "runner", runner)
 
     @property
     def feed(self) -> str:
@@ -143,10 +164,13 @@ class RedisTaskStore(OnConnection):
             MAX_TTL_MS,
             0 if owner is None else _ttl(record, now, granted=True),  # (as long as the last record it lists)
         ]
+        record["runner"] = self.runner
         async with self.conn.guard("task store"):
             refused = await self._create(keys=keys, args=args)
             if not refused:
+                await self.conn.client.set(self._runner(self.runner), b"1", px=self._runner_ms())
                 await self.conn.client.set(self._record(task_id), orjson.dumps(record), px=_ttl(record, now))
+                self._ensure_beat()
         if refused == 1:
             raise TaskLimitReached(
                 f"the server has {max_live} tasks in progress, as many as it allows (max_tasks): retry later"
@@ -162,7 +186,53 @@ class RedisTaskStore(OnConnection):
         self._ensure_reader()
         async with self.conn.guard("task store"):
             raw = await self.conn.client.get(self._record(task_id))
-        return _load(raw)
+        record = _load(raw)
+        if record is not None and not is_terminal(record):
+            return await self._unless_orphaned(task_id, record)
+        return record
+
+    async def _unless_orphaned(self, task_id: str, record: TaskRecord) -> TaskRecord:
+        """``record``, or, when the store that created it stopped beating (its worker was killed mid-task), the
+        record ended ``failed``. Not while this worker may have missed the beats itself (Redis failed it lately)."""
+        runner = record.get("runner")
+        if not isinstance(runner, str) or runner == self.runner:
+            return record
+        if time.monotonic() - self.conn.last_failed_at < self.runner_timeout:
+            return record
+        async with self.conn.guard("task store"):
+            if await self.conn.client.exists(self._runner(runner)):
+                return record
+
+        def fail(r: TaskRecord) -> bool:
+            if is_terminal(r) or r.get("runner") != runner:
+                return False
+            r["status"] = FAILED
+            r["error"] = {"code": INTERNAL_ERROR, "message": GONE}
+            if r.get("message") is None:
+                r["message"] = GONE
+            r["requests"] = {}
+            r["answers"] = {}
+            r["updated"] = now_ms()
+            return True
+
+        logger.warning("task %s: %s (no beat for %.0fs): recorded failed", task_id[:8], GONE, self.runner_timeout)
+        return await self.update(task_id, fail) or record
+
+    def _runner_ms(self) -> int:
+        return max(1, int(self.runner_timeout * 1000))
+
+    def _ensure_beat(self) -> None:
+        if self._beat is None and not self._closed:
+            self._beat = asyncio.get_running_loop().create_task(self._beat_forever())
+
+    async def _beat_forever(self) -> None:
+        """Renew this store's runner mark (the tasks it created run on this worker) until it closes."""
+        key = self._runner(self.runner)
+        while not self._closed:
+            await asyncio.sleep(self.runner_timeout / 4)
+            with contextlib.suppress(Exception):
+                async with self.conn.guard("task store"):
+                    await self.conn.client.set(key, b"1", px=self._runner_ms())
 
     async def update(self, task_id: str, change: Change) -> TaskRecord | None:
         self._ensure_reader()
@@ -250,6 +320,11 @@ class RedisTaskStore(OnConnection):
     async def aclose(self) -> None:
         self._closed = True
         self._listeners.clear()
+        if self._beat is not None:
+            self._beat.cancel()
+            with contextlib.suppress(BaseException):
+                await self._beat
+            self._beat = None
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(BaseException):
