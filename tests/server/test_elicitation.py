@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import enum
 import json
+import sys
 from typing import Any, Literal, NotRequired, Required, TypedDict
 
 import pytest
@@ -364,3 +365,66 @@ def test_a_nested_typeddict_is_refused_as_a_nested_field_on_every_python() -> No
 
     with pytest.raises(TypeError, match=r"elicitation field 'address': _Street cannot be asked in a form"):
         elicitation_form(_Letter, features("2025-11-25"))
+
+
+URL_REQUIRED_SERVER = """
+from mcpkit import MCPKit
+from mcpkit.protocol.errors import URLElicitationRequired
+
+app = MCPKit("url-required")
+done = []
+
+
+@app.tool
+def connect() -> str:
+    \"\"\"Needs the user to sign in at a URL first.\"\"\"
+    if not done:
+        done.append(1)
+        item = {"mode": "url", "message": "Sign in", "url": "https://example.com/in", "elicitationId": "e1"}
+        raise URLElicitationRequired("sign in first", {"elicitations": [item]})
+    return "connected"
+
+
+app.run()
+"""
+
+
+@pytest.mark.npm
+async def test_a_tool_raising_url_elicitation_required_answers_the_32042_error(node_bin: Any, tmp_path: Any) -> None:
+    """Spec 2025-11-25 (client/elicitation, "URL Elicitation Required Error"): a request that cannot go on until the
+    user finished a URL elicitation is answered with the JSON-RPC error -32042 listing them; the client handles them
+    and retries. A tool raising ``URLElicitationRequired`` got an ``isError`` result with the message instead, so
+    no client (the TypeScript SDK's, mcpkit's) could ever see the error. 2026-07-28 MUST NOT emit -32042: there it
+    stays an error result."""
+    from support.paths import INTEROP, TESTS
+
+    script = tmp_path / "url_required.py"
+    script.write_text(URL_REQUIRED_SERVER)
+    steps = [{"op": "callTool", "name": "connect", "arguments": {}}, {"op": "callTool", "name": "connect"}]
+    for client, era in (("ts_client.mjs", []), ("ts_client_v2.mjs", ["--negotiation", "2026-07-28"])):
+        proc = await asyncio.create_subprocess_exec(
+            str(node_bin),
+            str(INTEROP / client),
+            *era,
+            "--stdio",
+            f"{sys.executable} {script}",
+            "--script",
+            json.dumps({"steps": steps}),
+            stdout=asyncio.subprocess.PIPE,
+            cwd=str(TESTS),
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        first, second = json.loads(out)["results"]
+        if not era:
+            assert first["error"]["code"] == -32042, first
+            assert first["error"]["data"]["elicitations"][0]["url"] == "https://example.com/in"
+        else:
+            assert first["isError"] is True and first["content"][0]["text"] == "sign in first"
+        assert second["content"][0]["text"] == "connected"
+
+    asked: list[str] = []
+    async with Client(
+        [sys.executable, str(script)], mode="handshake", elicitation_handler=lambda p: asked.append(p.wire["url"]) or {}
+    ) as c:
+        assert (await c.call_tool("connect")).text == "connected"  # handed to the handler, then retried
+    assert asked == ["https://example.com/in"]

@@ -93,6 +93,9 @@ class Features:
     icons: bool
     implementation_details: bool  # Implementation.description and websiteUrl (serverInfo; 2025-11-25 on)
     url_elicitation: bool
+    url_elicitation_required: (
+        bool  # the -32042 error listing URL elicitations (2025-11-25; 2026-07-28 MUST NOT emit it)
+    )
     elicitation_choices: bool  # titled and multi-select enums, a default on every field (2025-11-25 on)
     sampling_tools: bool
     sse_polling: bool  # priming events / retry (SEP-1699)
@@ -138,6 +141,7 @@ def _make(version: str) -> Features:
         icons=at_least(V2025_11_25),
         implementation_details=at_least(V2025_11_25),
         url_elicitation=at_least(V2025_11_25),
+        url_elicitation_required=version == V2025_11_25,
         elicitation_choices=at_least(V2025_11_25),
         sampling_tools=at_least(V2025_11_25),
         sse_polling=at_least(V2025_11_25),

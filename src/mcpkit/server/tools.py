@@ -18,7 +18,13 @@ import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability, TaskFailed
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    MCPError,
+    MissingRequiredClientCapability,
+    TaskFailed,
+    URLElicitationRequired,
+)
 from ..protocol.headers import param_headers_from_schema
 from ..protocol.versions import Features
 from .content import (  # the content helpers live in the leaf module; imported from here as before
@@ -206,7 +212,7 @@ class Tool(Listed):
             if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
                 return self._finish(value, feats, kwargs)
         except Exception as exc:
-            return self._failed(exc)
+            return self._failed(exc, feats)
         if type(value) is str and (returns := self._returns) is not None and not returns.structured:
             return text_result(value)  # self.result's first case
         return self.result(value, feats)
@@ -222,7 +228,7 @@ class Tool(Listed):
             else:  # an async function's coroutine, or an awaitable a sync function returned
                 value = await value
         except Exception as exc:
-            return self._failed(exc)
+            return self._failed(exc, feats)
         return self.result(value, feats)
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
@@ -234,10 +240,12 @@ class Tool(Listed):
             return validation_problems(exc)
         return []
 
-    def _failed(self, exc: Exception) -> JSONDict:
+    def _failed(self, exc: Exception, feats: Features) -> JSONDict:
         """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again)."""
         if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed)):
             raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's JSON-RPC error, not tool failures
+        if isinstance(exc, URLElicitationRequired) and feats.url_elicitation_required:
+            raise exc  # -32042: the client has the user finish the URL elicitations it lists, then retries
         if isinstance(exc, ToolError):
             return error_result(str(exc))
         if isinstance(exc, MCPError):

@@ -287,7 +287,7 @@ class TransformedTool(Tool):
             finally:
                 _current.reset(token)
         except Exception as exc:
-            return self._failed(exc)
+            return self._failed(exc, feats)
         return self.result(value, feats)
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
