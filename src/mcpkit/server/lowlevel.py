@@ -160,6 +160,7 @@ class Server(Runnable):
         self.fanout_timeout = 5.0
         self.fanout: Fanout = LocalFanout(self)  # how changes reach this worker's and other workers' clients
         self._fanout_start: asyncio.Task[None] | None = None
+        self._fanout_warned = float("-inf")  # (loop time of the last "did not start" line: one per 10 s)
         self.experimental: JSONDict = {}
         self.resource_subscriptions = True
         self._handlers: dict[str, Handler] = {}
@@ -572,8 +573,11 @@ class Server(Runnable):
         """Start receiving other workers' events (idempotent; a failure is logged and retried later)."""
         try:
             await self.fanout.start()
-        except Exception as exc:
-            logger.warning("fan-out did not start (it is retried with the next session or listen): %s", exc)
+        except Exception as exc:  # (one line per 10 s: every new session tries again while Redis is away)
+            now = asyncio.get_running_loop().time()
+            if now - self._fanout_warned >= 10.0:
+                self._fanout_warned = now
+                logger.warning("fan-out did not start (it is retried with the next session or listen): %s", exc)
 
     @property
     def sessions(self) -> list[ServerSession]:

@@ -12,7 +12,7 @@ import pytest
 
 from mcpkit import MCPKit
 from mcpkit.stores.config import ScaleConfig
-from support.mcp_http import handshake_headers, open_session, running
+from support.mcp_http import handshake_headers, initialize_body, open_session, running
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 pytestmark = pytest.mark.redis
@@ -152,3 +152,26 @@ async def test_a_last_event_id_of_thousands_of_digits_is_a_400_not_a_crash(
         assert "Last-Event-ID" in r.json()["error"]["message"]
         r = await http.post(url, json={"jsonrpc": "2.0", "id": 2, "method": "ping"}, headers=handshake_headers(sid))
         assert r.json() == {"jsonrpc": "2.0", "id": 2, "result": {}}  # the session goes on
+
+
+async def test_an_unreachable_session_store_logs_a_line_now_and_then_not_a_traceback_per_request(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Redis down (or refusing writes: maxmemory) under a burst of new clients: each initialize is a 503, and the
+    # log must not get one traceback per request (the re-read of a session already logs one line per 10 s)
+    import logging
+
+    from support.redis_server import _free_port
+
+    config = ScaleConfig(redis_url=f"redis://127.0.0.1:{_free_port()}/0", redis_timeout=0.2, state_keys=(b"k" * 32,))
+    with caplog.at_level(logging.WARNING, logger="mcpkit"):
+        async with running(MCPKit("down"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+            url = base + "/mcp"
+            for _ in range(20):
+                r = await http.post(url, json=initialize_body(), headers=handshake_headers())
+                assert r.status_code == 503
+    saves = [r for r in caplog.records if r.name == "mcpkit.http" and "session" in r.getMessage()]
+    assert 1 <= len(saves) <= 2, [r.getMessage() for r in saves]
+    assert all(r.exc_info is None for r in saves)  # the reason is in the line: Redis is unavailable (...)
+    lines = [r for r in caplog.records if r.name.startswith("mcpkit")]
+    assert len(lines) <= 6, [(r.name, r.getMessage()[:80]) for r in lines]  # not one (or two) per request

@@ -71,6 +71,7 @@ class SessionManager:
         self._fanout: Fanout | None = None  # the server's fan-out this manager listens to (session changes, DELETEs)
         # with a shared fan-out (clients move between workers): its sessions and their cross-worker side
         self._store_warned = -10.0
+        self._save_warned = float("-inf")
         self.session_class: type[HTTPSession] = HTTPSession
         self.shared: SharedSessions | None = None
 
@@ -255,14 +256,27 @@ class SessionManager:
             renewed = time.monotonic()
             try:
                 await self.session_store.save(hs.id, state, self.session_idle_timeout)
-            except Exception:
-                logger.exception("session store: could not save session %s", hs.id[:8])
+            except Exception as exc:
+                self._save_failed(hs, exc)
                 return
             # only now: a request racing this save re-reads the record once `stored` says there is one
             hs.stored = 2 if state["initialized"] else 1
             hs.renewed = renewed
         if announce:
             await self.announce(hs.id)
+
+    def _save_failed(self, hs: HTTPSession, exc: Exception) -> None:
+        """Log a failed save: one line per 10 s while the store fails (a burst of new clients while Redis is down,
+        or refuses writes at its ``maxmemory``, would log one traceback per request); the traceback only for what
+        is not the store being unavailable."""
+        now = time.monotonic()
+        if now - self._save_warned < 10.0:
+            return
+        self._save_warned = now
+        if isinstance(exc, ConnectionError):
+            logger.warning("session store: could not save session %s (and others for 10 s): %s", hs.id[:8], exc)
+        else:
+            logger.exception("session store: could not save session %s (and others for 10 s)", hs.id[:8])
 
     async def sync(self, hs: HTTPSession) -> None:
         """The log level or the subscriptions changed (a request of this session): save and announce. A session
