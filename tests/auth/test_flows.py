@@ -733,6 +733,48 @@ async def test_a_client_named_by_its_metadata_document_url_authorizes_without_re
         assert hits == ["/client.json"]  # fetched once: the second authorization used the cache
 
 
+async def test_a_client_metadata_document_is_fetched_from_the_address_checked_not_a_rebound_one() -> None:
+    """The authorization server fetches the document a stranger's ``client_id`` names, under the OAuth client's
+    rule, checked where the connection is made: the name is resolved once for the connection and every address
+    checked, so a name that passed the check and resolves to ``169.254.169.254`` when connecting (DNS rebinding) is
+    never connected to. (The resolver is the one stand-in: this machine runs no DNS server to re-point a name.)"""
+    hits: list[str] = []
+    doc = {"client_id": "{base}/client.json", "redirect_uris": [REDIRECT]}
+    docs = {"/client.json": doc, "/again.json": {**doc, "client_id": "{base}/again.json"}}
+    answers = ["169.254.169.254"]
+    lookups: list[str] = []
+
+    async def resolver(host: str, port: int) -> list[str]:
+        lookups.append(host)
+        return list(answers)
+
+    async with serve(_documents(docs, hits)) as (docs_url, _), stack() as s, httpx.AsyncClient() as http:
+        s["as"]._resolve = resolver
+        port = urlsplit(docs_url).port
+        _, challenge = pkce_pair()
+
+        async def authorize(client_id: str) -> httpx.Response:
+            q = {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+            return await http.get(s["as_url"] + "/authorize", params=q)
+
+        # localhost passes the check (loopback, as the authorization server is); the connection's lookup answers
+        # the link-local address: refused, the document server never reached
+        r = await authorize(f"http://localhost:{port}/client.json")
+        assert r.status_code == 401 and r.json()["error"] == "invalid_client", r.text
+        assert hits == [] and lookups == ["localhost"]
+        assert "169.254" not in r.text  # what the name resolves to is not told to the stranger
+        # the same name answering loopback: the document is fetched from that checked address
+        answers[:] = ["127.0.0.1"]
+        r = await authorize(f"http://localhost:{port}/again.json")
+        assert hits == ["/again.json"] and lookups == ["localhost", "localhost"], (hits, lookups, r.text)
+
+
 async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() -> None:
     hits: list[str] = []
     good = {"client_id": "{base}/good.json", "redirect_uris": [REDIRECT]}

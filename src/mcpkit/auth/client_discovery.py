@@ -92,10 +92,16 @@ async def _system_resolve(host: str, port: int) -> list[str]:
 class _AddressRule:
     """The SSRF rule on addresses: public, or the MCP server's own kind, or anything with ``allow_private_network``."""
 
-    def __init__(self, server_url: str, allow_private_network: bool) -> None:
+    def __init__(
+        self,
+        server_url: str,
+        allow_private_network: bool,
+        owner: tuple[str, str] = ("the MCP server", "OAuthClient"),
+    ) -> None:
         self._server_host = urlsplit(server_url).hostname
         self._server_kind: str | None = None
         self.allow_private = allow_private_network
+        self._owner = owner  # who the rule protects (whose address kind is allowed) and whose option lifts it
 
     async def refusal(self, host: str, ip: str) -> str | None:
         """Why ``host`` (at ``ip``) must not be reached (None: it may)."""
@@ -107,8 +113,8 @@ class _AddressRule:
         if kind in ("public", self._server_kind):
             return None
         return (
-            f"{host} resolves to {ip}, a {kind} address, and the MCP server is not on one; refusing to connect "
-            "(OAuthClient(allow_private_network=True) allows it)"
+            f"{host} resolves to {ip}, a {kind} address, and {self._owner[0]} is not on one; refusing to connect "
+            f"({self._owner[1]}(allow_private_network=True) allows it)"
         )
 
 
@@ -116,8 +122,8 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
     """Connects to an address it checked: resolve once, refuse when any address is of a kind the rule refuses,
     connect to those very addresses (never to a second resolution of the name)."""
 
-    def __init__(self, server_url: str, allow_private_network: bool, resolve: Resolver) -> None:
-        self._rule = _AddressRule(server_url, allow_private_network)
+    def __init__(self, rule: _AddressRule, resolve: Resolver) -> None:
+        self._rule = rule
         self._resolve = resolve
         self._inner = httpcore.AnyIOBackend()
 
@@ -169,10 +175,16 @@ class CheckedAddressTransport(httpx.AsyncHTTPTransport):
     address it checked, with TLS and ``Host`` still for the name. ``resolve`` replaces the system resolver."""
 
     def __init__(
-        self, server_url: str, *, allow_private_network: bool = False, resolve: Resolver | None = None
+        self,
+        server_url: str,
+        *,
+        allow_private_network: bool = False,
+        resolve: Resolver | None = None,
+        _rule: _AddressRule | None = None,
     ) -> None:
         super().__init__()
-        backend = _CheckedBackend(server_url, allow_private_network, resolve or _system_resolve)
+        rule = _rule or _AddressRule(server_url, allow_private_network)
+        backend = _CheckedBackend(rule, resolve or _system_resolve)
         self._pool = httpcore.AsyncConnectionPool(ssl_context=_ssl_context(), network_backend=backend)
 
 
@@ -222,7 +234,12 @@ class _ProxiedTransport(httpx.AsyncBaseTransport):
 
 
 def checked_http_client(
-    server_url: str, *, allow_private_network: bool = False, timeout: float = 30.0
+    server_url: str,
+    *,
+    allow_private_network: bool = False,
+    timeout: float = 30.0,
+    resolve: Resolver | None = None,
+    _owner: tuple[str, str] = ("the MCP server", "OAuthClient"),
 ) -> httpx.AsyncClient:
     """The httpx client of :class:`~mcpkit.auth.client.OAuthClient`'s own requests: no redirect followed, direct
     connections through :class:`CheckedAddressTransport`, and the proxies of the environment honoured as httpx honours
@@ -231,7 +248,7 @@ def checked_http_client(
     is beyond reach)."""
     from httpx._utils import get_environment_proxies  # what httpx.AsyncClient(trust_env=True) itself reads
 
-    rule = _AddressRule(server_url, allow_private_network)
+    rule = _AddressRule(server_url, allow_private_network, _owner)
     mounts: dict[str, httpx.AsyncBaseTransport | None] = {
         pattern: None if proxy is None else _ProxiedTransport(proxy, rule)
         for pattern, proxy in get_environment_proxies().items()
@@ -239,7 +256,7 @@ def checked_http_client(
     return httpx.AsyncClient(
         timeout=timeout,
         follow_redirects=False,
-        transport=CheckedAddressTransport(server_url, allow_private_network=allow_private_network),
+        transport=CheckedAddressTransport(server_url, resolve=resolve, _rule=rule),
         mounts=mounts,
     )
 

@@ -4,7 +4,8 @@ preferred registration, draft-ietf-oauth-client-id-metadata-document).
 
 The server fetches what a stranger names, so the fetch follows the rules of mcpkit's OAuth client: https only
 (plain http on a loopback host), no private, link-local or reserved address unless the authorization server is on
-that kind of address itself (or ``allow_private_network=True``), no redirect followed, the answer capped
+that kind of address itself (or ``allow_private_network=True``), checked again where the connection is made (the
+address checked is the address connected to: no DNS rebinding), no redirect followed, the answer capped
 (``max_client_document``, 5 KiB by default). The document must name itself (``client_id`` equal to the URL), list
 its ``redirect_uris`` (an authorization request must use one of them) and hold no secret: such a client is public
 (``none``) or authenticates with ``private_key_jwt`` and the ``jwks`` it lists by value. Documents are cached as
@@ -15,13 +16,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import orjson
 
 from ._util import DocumentTooLarge, _OAuthError, fetch_capped_response, is_secure_url, valid_redirect_uri
 from .storage import AuthStorage, ClientRecord
+
+if TYPE_CHECKING:
+    from .client_discovery import Resolver
 
 __all__ = ["ClientDocuments", "is_document_client_id"]
 
@@ -56,6 +60,7 @@ class ClientDocuments:
     max_client_document: int
     max_client_documents: int
     _documents: dict[str, tuple[float, ClientRecord | None, str]]
+    _resolve: Resolver | None = None  # the name resolver of document fetches (None: the system's)
 
     def _registration_grant(self, requested: str | None) -> str | None:
         raise NotImplementedError  # pragma: no cover - ClientRegistration._registration_grant
@@ -90,7 +95,7 @@ class ClientDocuments:
     async def _fetch_document(self, url: str) -> tuple[ClientRecord, float]:
         import httpx
 
-        from .client_discovery import _address_class
+        from .client_discovery import _address_class, checked_http_client
 
         def refuse(why: str) -> _OAuthError:
             return _OAuthError("invalid_client", f"client metadata document {url}: {why}", 401)
@@ -101,7 +106,15 @@ class ClientDocuments:
             if kind != own:
                 raise refuse(f"it is on a {kind} address and this server is not (allow_private_network=True allows it)")
         try:
-            async with httpx.AsyncClient(timeout=5.0, follow_redirects=False) as http:
+            # the address rule again where the connection is made: the name resolved once, every address checked
+            # and the connection made to a checked one (no DNS rebinding between the check above and the fetch)
+            async with checked_http_client(
+                self.issuer,
+                allow_private_network=self.allow_private_network,
+                timeout=5.0,
+                resolve=self._resolve,
+                _owner=("this authorization server", "AuthorizationServer"),
+            ) as http:
                 status, headers, body = await fetch_capped_response(
                     http, "GET", url, self.max_client_document, headers={"accept": "application/json"}
                 )
