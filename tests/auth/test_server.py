@@ -326,6 +326,32 @@ async def test_a_resource_that_is_no_url_is_invalid_target() -> None:
             assert (r.status_code, r.json()["error"]) == (400, "invalid_target"), (bad, r.text)
 
 
+async def test_redis_storage_keeps_at_most_max_dynamic_clients_and_every_preregistered_one(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """security.md: self-registered clients are bounded (the oldest goes), pre-registered ones never; in Redis each
+    registration was a key without a TTL, kept forever: anyone who can register grew Redis without bound."""
+    import redis.asyncio as redis
+
+    from mcpkit.auth import RedisAuthStorage
+    from mcpkit.auth.storage import ClientRecord
+
+    prefix = f"mcpkit-test:{time.time_ns()}:"
+    storage = RedisAuthStorage(redis_url, prefix=prefix, max_dynamic_clients=3)
+    raw = redis.from_url(redis_url)
+    try:
+        await storage.save_client(ClientRecord("pre", None, [REDIRECT]))
+        for i in range(6):
+            await storage.save_client(ClientRecord(f"dyn{i}", None, [REDIRECT], dynamic=True))
+        await storage.save_client(ClientRecord("dyn5", "rotated", [REDIRECT], dynamic=True))  # (saved again: once)
+        kept = [c for c in ("pre", *(f"dyn{i}" for i in range(6))) if await storage.get_client(c) is not None]
+        assert kept == ["pre", "dyn3", "dyn4", "dyn5"]
+        assert len([k async for k in raw.scan_iter(match=prefix + "client:*")]) == 4
+    finally:
+        await raw.aclose()
+        await storage.aclose()
+
+
 @pytest.mark.req("M031")
 async def test_two_as_replicas_share_redis_storage_and_key(redis_url: str) -> None:  # noqa: F811
     """Replica-safe AS state: a code issued by one replica is redeemed at the other, exactly once; a rotated

@@ -26,6 +26,20 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
+# KEYS: the client's key, the set of self-registered clients; ARGV: the record, its score (registration time), the
+# most kept, the client id, the prefix of client keys. Saves the client; past the bound, the oldest self-registered
+# clients go (pre-registered ones are never in the set).
+_SAVE_DYNAMIC = """
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[4])
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
+if over > 0 then
+  local gone = redis.call('ZPOPMIN', KEYS[2], over)
+  for i = 1, #gone, 2 do redis.call('DEL', ARGV[5] .. gone[i]) end
+end
+return 1
+"""
+
 
 class _RedisHolder:
     """A Redis client given, or made from a URL (and then closed by :meth:`aclose`), and the keys' prefix."""
@@ -48,10 +62,17 @@ class _RedisHolder:
 
 
 class RedisAuthStorage(_RedisHolder):
-    """The authorization server's state in Redis (keys under ``prefix``), shared by every replica."""
+    """The authorization server's state in Redis (keys under ``prefix``), shared by every replica. Codes, refresh
+    tokens and the replay ledger expire with their lifetimes; at most ``max_dynamic_clients`` self-registered
+    clients are kept (beyond it the oldest goes, as in :class:`~mcpkit.auth.storage.InMemoryAuthStorage`), and
+    pre-registered clients are never evicted."""
 
-    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:") -> None:
+    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:", max_dynamic_clients: int = 10_000) -> None:
+        if max_dynamic_clients < 1:
+            raise ValueError("max_dynamic_clients must be at least 1")
         super().__init__(redis, prefix)
+        self.max_dynamic_clients = max_dynamic_clients
+        self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -67,7 +88,19 @@ class RedisAuthStorage(_RedisHolder):
         return ClientRecord(**orjson.loads(raw)) if raw else None
 
     async def save_client(self, client: ClientRecord) -> None:
-        await self.redis.set(self._key("client", client.client_id), orjson.dumps(asdict(client)))
+        record = orjson.dumps(asdict(client))
+        if not client.dynamic:
+            await self.redis.set(self._key("client", client.client_id), record)
+            return
+        keys = [self._key("client", client.client_id), self._key("clients", "dynamic")]
+        args: list[bytes | str | int] = [
+            record,
+            time.time_ns() // 1000,
+            self.max_dynamic_clients,
+            client.client_id,
+            self._key("client", ""),
+        ]
+        await self._save_dynamic(keys=keys, args=args)
 
     async def save_code(self, code: str, data: _Code) -> None:
         await self.redis.set(self._key("code", code), orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
