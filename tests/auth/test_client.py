@@ -418,6 +418,21 @@ async def test_high_level_client_with_oauth(mode: str) -> None:
         await auth.aclose()
 
 
+async def test_high_level_client_with_oauth_over_legacy_sse() -> None:
+    """An OAuth flow (any ``httpx.Auth``) given to a client of the legacy HTTP+SSE transport authorizes its stream
+    and its POSTs, as it does for Streamable HTTP; the SSE transport refused the ``auth`` option (TypeError)."""
+    from mcpkit.client.client import Client
+
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        auth, browser = oauth(s["mcp_url"])
+        async with Client(s["rs_base"] + "/sse", transport="sse", transport_options={"auth": auth}) as c:
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+            assert c.protocol_version is not None
+        assert len(browser.visited) == 1
+        await auth.aclose()
+
+
 @pytest.mark.req("M031", "M036")
 async def test_client_credentials_grant_machine_to_machine() -> None:
     async with stack(scopes_supported=["mcp:read"]) as s:

@@ -1,7 +1,8 @@
 """Legacy HTTP+SSE transport (protocol 2024-11-05), client side, over httpx.
 
 ``SSEClientTransport(url, *, headers=None, timeout=30.0, sse_read_timeout=None, max_message_size=4 MiB,
-queue_size=256, client=None)`` is a :class:`~mcpkit.transports.base.Connection`::
+queue_size=256, client=None, answer_window=0.25, auth=None)`` is a :class:`~mcpkit.transports.base.Connection`
+(``auth``: an ``httpx.Auth`` such as :class:`~mcpkit.auth.OAuthClient`, applied to the GET and to every POST)::
 
     async with SSEClientTransport("http://127.0.0.1:8000/sse") as conn:
         async with ClientSession(conn, mode="handshake") as session:
@@ -59,6 +60,7 @@ class SSEClientTransport(BaseConnection):
         queue_size: int = 256,
         client: httpx.AsyncClient | None = None,
         answer_window: float = 0.25,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.url = httpx.URL(url)
         self.headers = dict(headers or {})
@@ -76,6 +78,7 @@ class SSEClientTransport(BaseConnection):
         self._ended = False
         self._end_reason: str | None = None
         self.answer_window = answer_window
+        self.auth = auth  # (an OAuth flow: every request, the GET and each POST, goes through it)
         self._posts: set[asyncio.Task[None]] = set()  # requests' POSTs gone on in the background
         self._fail_request: Callable[[Any, BaseException], None] | None = None
 
@@ -103,7 +106,7 @@ class SSEClientTransport(BaseConnection):
             timeout=httpx.Timeout(self.timeout, read=self.sse_read_timeout),
         )
         try:
-            response = await client.send(request, stream=True)
+            response = await client.send(request, stream=True, auth=self.auth)
         except BaseException:
             await self.close()
             raise
@@ -210,7 +213,7 @@ class SSEClientTransport(BaseConnection):
             "POST", self.endpoint, content=data, headers={**self.headers, "Content-Type": "application/json"}
         )
         try:
-            response = await self._client.send(request, stream=True)
+            response = await self._client.send(request, stream=True, auth=self.auth)
             try:
                 if 200 <= response.status_code < 300:
                     return  # the answer travels on the stream; the POST's own body is not read (nor buffered)
