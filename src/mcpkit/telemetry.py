@@ -47,6 +47,7 @@ from ._extras import require
 from ._version import __version__
 from .protocol.errors import MCPError
 from .protocol.tracecontext import TRACEPARENT, TRACESTATE, format_traceparent, incoming
+from .protocol.versions import is_modern
 from .server.interceptors import Call, CallNext
 from .server.middleware.base import Middleware, session_label
 
@@ -81,7 +82,7 @@ def request_attributes(method: str, params: Any, request_id: Any, version: str |
         attrs["jsonrpc.request.id"] = str(request_id)
     if version is not None:
         attrs["mcp.protocol.version"] = version
-        attrs["mcpkit.era"] = "modern" if version >= "2026" else "handshake"
+        attrs["mcpkit.era"] = "modern" if is_modern(version) else "handshake"
     if session is not None:
         attrs["mcp.session.id"] = session
     if type(params) is dict:

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..protocol.versions import META_PROTOCOL_VERSION
+from ..protocol.versions import META_PROTOCOL_VERSION, features, is_supported
 from ..transports.http.client_support import ResponseTooLarge, read_capped
 from ..transports.http.headers import NAME_FIELD, encode_header_value
 from ..transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
@@ -116,8 +116,9 @@ class HttpWire(Wire):
         h = {"Accept": accept, "Content-Type": "application/json"}
         if self.session_id:
             h["Mcp-Session-Id"] = self.session_id
-        if self.protocol_version and self.protocol_header and self.protocol_version >= "2025-06-18":
-            h["MCP-Protocol-Version"] = self.protocol_version
+        version = self.protocol_version
+        if self.protocol_header and is_supported(version) and features(version).protocol_version_header:
+            h["MCP-Protocol-Version"] = version
         h.update(self.extra_headers)
         return h
 

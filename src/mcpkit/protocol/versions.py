@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeGuard
 
 V2024_11_05 = "2024-11-05"
 V2025_03_26 = "2025-03-26"
@@ -169,7 +169,7 @@ def features(version: str) -> Features:
     return _FEATURES[version]
 
 
-def is_supported(version: object) -> bool:
+def is_supported(version: object) -> TypeGuard[str]:
     return isinstance(version, str) and version in _FEATURES
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs
 
-from ...protocol.versions import ALL_VERSIONS
+from ...protocol.versions import features, is_supported
 from ..report import Report
 from .scripted import Conn, Entry, ScriptedServer
 from .traffic import (
@@ -127,7 +127,7 @@ class TransportRules:
             )
         else:
             r.ok("M029", f"session {conn.no}: Mcp-Session-Id on all {len(entries)} later request(s)", "http session")
-        if conn.version and conn.version >= "2025-06-18" and conn.version in ALL_VERSIONS:
+        if is_supported(conn.version) and features(conn.version).protocol_version_header:
             wrong = [e for e in entries if headers_of(e).get("mcp-protocol-version") != conn.version]
             if wrong:
                 got = headers_of(wrong[0]).get("mcp-protocol-version")
