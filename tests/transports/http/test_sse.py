@@ -547,3 +547,14 @@ async def test_shutdown_answers_the_requests_in_flight_then_ends_every_stream_cl
         await asyncio.wait_for(task, 5)
         assert asyncio.get_running_loop().time() - started < 4  # not the 8 s grace period
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
+
+
+async def test_a_stream_opened_while_draining_is_refused_with_503() -> None:
+    """Once the drain has begun (its streams were taken then), a new stream (an EventSource that reconnects over a
+    kept-alive connection) would be held open until the grace period ended and then cut: it gets 503 and
+    Retry-After instead, to open its stream elsewhere."""
+    async with sse_server() as (endpoint, base), httpx.AsyncClient(timeout=10) as client:
+        await endpoint.drain(1.0)
+        r = await client.get(base + "/sse")
+        assert r.status_code == 503 and "retry-after" in r.headers
+        assert endpoint.session_count == 0

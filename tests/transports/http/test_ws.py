@@ -541,3 +541,12 @@ async def test_shutdown_does_not_wait_on_a_client_that_does_not_read() -> None:
         userver.should_exit = True
         with contextlib.suppress(Exception):
             await asyncio.wait_for(task, 40)
+
+
+async def test_a_connection_opened_while_draining_is_refused_with_503() -> None:
+    async with ws_server() as (endpoint, url):
+        await endpoint.drain(1.0)
+        with pytest.raises(InvalidStatus) as refused:
+            await connect(url, subprotocols=["mcp"])  # type: ignore[list-item]
+        assert refused.value.response.status_code == 503
+        assert endpoint.connection_count == 0

@@ -189,6 +189,7 @@ class LegacySSEEndpoint:
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._streams: dict[str, _SSEStream] = {}
+        self.draining = False  # drain() began: a new stream gets 503 (it would outlive the drain)
         # several workers behind a balancer: a POST that reaches another worker is forwarded to this one's inbox
         fanout = server.fanout
         self.shared = fanout if isinstance(fanout, SharedFanout) else None
@@ -223,6 +224,7 @@ class LegacySSEEndpoint:
         an idle stream ends at once. After ``timeout`` seconds (None: no bound) what is left is ended as
         :meth:`aclose` does. Without it, uvicorn keeps every stream open until its grace period runs out, then
         cuts it."""
+        self.draining = True
         streams = list(self._streams.values())
         if streams:
             ends = [asyncio.ensure_future(finish_after_answers(s.session, s.outbox, timeout)) for s in streams]
@@ -237,6 +239,9 @@ class LegacySSEEndpoint:
         refused = self.check_request(scope)
         if refused is not None:
             await respond(send, refused[0], refused[1].encode(), TEXT_TYPE)
+            return
+        if self.draining:
+            await respond(send, 503, b"Service Unavailable: draining", TEXT_TYPE, [(b"retry-after", b"1")])
             return
         if self.max_sessions is not None and len(self._streams) >= self.max_sessions:
             message = f"too many sessions (max_sessions={self.max_sessions}): retry later"

@@ -125,6 +125,7 @@ class WebSocketEndpoint:
         self.max_sessions = max_sessions
         self.max_sessions_per_client = max_sessions_per_client
         self._per_client: dict[Any, int] = {}  # client key -> open connections (only keys with at least one)
+        self.draining = False  # drain() began: a new connection gets 503 (it would outlive the drain)
         self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._connections: set[_Connection] = set()
@@ -156,6 +157,7 @@ class WebSocketEndpoint:
         closes every WebSocket with 1012): each connection is closed with 1001 once the requests in flight on it
         are answered (the answers are sent first); an idle one at once. After ``timeout`` seconds (None: no bound)
         what is left is closed as :meth:`aclose` does."""
+        self.draining = True
         conns = list(self._connections)
         for conn in conns:
             conn.closing = conn.closing or (CLOSE_GOING_AWAY, "server shutting down")
@@ -185,6 +187,9 @@ class WebSocketEndpoint:
             return
         if self.check_request(scope) is not None:
             await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})  # before accept: HTTP 403
+            return
+        if self.draining:
+            await _refuse(scope, send, 503, "Service Unavailable: draining")
             return
         if self.max_sessions is not None and len(self._connections) >= self.max_sessions:
             message = f"too many WebSocket connections (max_sessions={self.max_sessions}): retry later"
