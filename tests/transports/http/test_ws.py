@@ -550,3 +550,20 @@ async def test_a_connection_opened_while_draining_is_refused_with_503() -> None:
             await connect(url, subprotocols=["mcp"])  # type: ignore[list-item]
         assert refused.value.response.status_code == 503
         assert endpoint.connection_count == 0
+
+
+async def test_a_refused_upgrade_says_why() -> None:
+    """A refused upgrade (a foreign Origin, no ``mcp`` subprotocol) was a bare 403: the answer now says why, and
+    mcpkit's client shows it."""
+    async with ws_server(allowed_origins=["https://app.example"]) as (_, url):
+        for options, why in (
+            ({"subprotocols": ["mcp"], "origin": "http://evil.example"}, "Origin not allowed"),
+            ({"subprotocols": ["other"]}, "subprotocol"),
+        ):
+            with pytest.raises(InvalidStatus) as refused:
+                await connect(url, **options)  # type: ignore[arg-type]
+            assert refused.value.response.status_code == 403
+            assert why in refused.value.response.body.decode()
+        conn = WebSocketClientTransport(url, headers={"Origin": "http://evil.example"})
+        with pytest.raises(ConnectionError, match="HTTP 403: Origin not allowed"):
+            await conn.start()

@@ -185,8 +185,9 @@ class WebSocketEndpoint:
         first = await receive()
         if first["type"] != "websocket.connect":
             return
-        if self.check_request(scope) is not None:
-            await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})  # before accept: HTTP 403
+        refused = self.check_request(scope)
+        if refused is not None:
+            await _refuse(scope, send, refused[0], refused[1], retry=False)  # before accept: an HTTP answer
             return
         if self.draining:
             await _refuse(scope, send, 503, "Service Unavailable: draining")
@@ -205,7 +206,7 @@ class WebSocketEndpoint:
         if SUBPROTOCOL in offered:
             await send({"type": "websocket.accept", "subprotocol": SUBPROTOCOL})
         elif self.require_subprotocol:
-            await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})
+            await _refuse(scope, send, 403, f"offer the WebSocket subprotocol {SUBPROTOCOL!r}", retry=False)
             return
         else:
             await send({"type": "websocket.accept"})
@@ -291,17 +292,17 @@ class _PeerClosed(Exception):
     pass
 
 
-async def _refuse(scope: Scope, send: Send, status: int, message: str) -> None:
+async def _refuse(scope: Scope, send: Send, status: int, message: str, *, retry: bool = True) -> None:
     """Refuse the upgrade with ``status`` and ``message`` (the ASGI denial response; without that extension the
-    ASGI server answers 403)."""
+    ASGI server answers 403). ``retry``: with ``Retry-After`` (a refusal for now, not for good)."""
     if "websocket.http.response" not in (scope.get("extensions") or {}):
         await send({"type": "websocket.close", "code": CLOSE_POLICY_VIOLATION})
         return
     body = message.encode()
     headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
-    await send(
-        {"type": "websocket.http.response.start", "status": status, "headers": [*headers, (b"retry-after", b"5")]}
-    )
+    if retry:
+        headers.append((b"retry-after", b"5"))
+    await send({"type": "websocket.http.response.start", "status": status, "headers": headers})
     await send({"type": "websocket.http.response.body", "body": body})
 
 

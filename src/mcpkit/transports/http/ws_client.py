@@ -82,7 +82,10 @@ class WebSocketClientTransport(BaseConnection):
             )
         except InvalidStatus as exc:  # the upgrade answered with an HTTP status: a connection error, said in a line
             status = exc.response.status_code
-            raise ConnectionError(f"the server refused the WebSocket connection: HTTP {status}") from None
+            why = bytes(exc.response.body or b"")[:200].decode("utf-8", "replace").strip()
+            raise ConnectionError(
+                f"the server refused the WebSocket connection: HTTP {status}" + (f": {why}" if why else "")
+            ) from None
         except InvalidHandshake as exc:  # (not a WebSocket server there)
             raise ConnectionError(f"no WebSocket handshake: {exc}") from None
         if ws.subprotocol != SUBPROTOCOL:
