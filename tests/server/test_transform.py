@@ -9,9 +9,11 @@ import httpx
 import pytest
 
 from mcpkit import Client, Context, MCPKit
+from mcpkit.engine.tap import OUT
 from mcpkit.server.transform import ArgTransform, forward, forward_raw, transform_tool
 from support.servers import toolkit_apps
 from support.toolkit import ERAS, TRANSPORTS, toolkit_client
+from support.upstream_tool import UpstreamTool
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -50,6 +52,41 @@ async def test_a_missing_argument_of_a_derived_tool_is_named_as_the_client_knows
         assert refused.is_error
         assert "'find'" in refused.text and "'q'" in refused.text
         assert "search" not in refused.text and "query" not in refused.text
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_tool_derived_from_an_upstream_servers_tool_refuses_bad_arguments_itself_in_its_own_names(
+    mode: str,
+) -> None:
+    """The original is another server's tool, called through a client (it checks nothing itself): a call of the
+    derived tool with an argument of the wrong type is refused here, naming the derived tool and its arguments,
+    and never reaches the upstream server (whose refusal would name its own tool and arguments); a good call
+    does, with the original's names."""
+    sent: list[Any] = []
+    upstream = Client(
+        toolkit_apps.build("transform"), tap=lambda event: sent.append(event.method) if event.direction == OUT else None
+    )
+    async with upstream:
+        definition = next(t for t in await upstream.list_tools() if t.name == "search")
+        app = MCPKit("front")
+        app.add_tool(
+            transform_tool(
+                UpstreamTool(upstream, definition),
+                name="find",
+                args={"query": ArgTransform(name="q"), "api_key": ArgTransform(hide=True, default="k")},
+            )
+        )
+        async with Client(app, mode=mode) as client:
+            sent.clear()
+            refused = await client.call_tool("find", {"q": ["not", "text"], "limit": "many"})
+            assert refused.is_error
+            assert refused.text.startswith("Invalid arguments for tool 'find': ")
+            assert "q: " in refused.text and "limit: " in refused.text
+            assert "search" not in refused.text and "query" not in refused.text
+            assert "tools/call" not in sent  # (refused before anything was sent upstream)
+            found = await client.call_tool("find", {"q": "cats", "limit": 2})
+            assert not found.is_error and found.data == {"query": "cats", "limit": 2, "key_used": True}
+            assert sent.count("tools/call") == 1
 
 
 def _catalog() -> MCPKit:
@@ -149,6 +186,7 @@ async def test_an_invalid_argument_of_a_tool_derived_from_an_api_operation_is_na
         app = MCPKit("front")
         app.add_tool(transform_tool(tool, name="pets", args={"limit": ArgTransform(name="at_most")}))
         async with Client(app) as client:
+            assert [t.name for t in await client.list_tools()] == ["pets"]
             refused = await client.call_tool("pets", {"at_most": "many"})
             assert refused.is_error
             assert "'pets'" in refused.text and "at_most" in refused.text

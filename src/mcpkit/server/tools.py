@@ -16,6 +16,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (
@@ -84,6 +85,7 @@ class Tool(Listed):
     _param_headers: Any = _UNREAD  # (param_headers, read once: a tool built another way reads it too)
     #: "optional" or "required" when the tool may (must) run as a task, None when it never does
     task_support: str | None = None
+    _input_validator: Any = None  # (argument_problems of a tool without a function: its input schema's, made once)
 
     def __init__(
         self,
@@ -233,9 +235,21 @@ class Tool(Listed):
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         """What is wrong with ``arguments`` for this tool (empty: nothing), as :meth:`call` would refuse them, for
-        a tool derived from this one to say in its own names (not used by :meth:`call` itself)."""
+        a tool derived from this one to say in its own names (not used by :meth:`call` itself). A tool with no
+        Python function of its own (one that sends its arguments elsewhere, e.g. to another server) is checked
+        against its input schema here, so a tool derived from it refuses bad arguments before they are sent."""
+        info = self.info
+        if not isinstance(info, FunctionInfo):
+            validator = self._input_validator
+            if validator is None:
+                import jsonschema_rs
+
+                validator = self._input_validator = jsonschema_rs.validator_for(self.input_schema)
+            if validator.is_valid(arguments):
+                return []
+            return [(tuple(e.instance_path), "invalid", e.message) for e in islice(validator.iter_errors(arguments), 8)]
         try:
-            self.info.validate(arguments)
+            info.validate(arguments)
         except _validation_error() as exc:
             return validation_problems(exc)
         return []

@@ -197,7 +197,9 @@ class TransformedTool(Tool):
 
     @property
     def output_schema(self) -> JSONDict | None:
-        return self.returns.output_schema
+        # (fn's return annotation, else the original's schema: an original with no Python function, e.g. an API
+        # operation's tool, has one without a ReturnInfo)
+        return self._returns.output_schema if self._returns is not None else self.original.output_schema
 
     def to_original(self, arguments: Mapping[str, Any]) -> JSONDict | str:
         """The original's arguments for these derived ones (defaults and hidden values filled in), or the message
