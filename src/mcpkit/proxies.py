@@ -24,7 +24,10 @@ How upstream connections are used:
 - one primary connection, opened when the proxy starts, learns the upstream's info and capabilities and relays
   its list changes (and resource updates) to ``subscriptions/listen`` streams; on a 2026-07-28 upstream it holds
   one listen stream naming the URIs the clients subscribed to (sessions' ``resources/subscribe`` and listen
-  streams together, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`).
+  streams together, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`);
+- a connection whose upstream ended is noticed at once: the primary one, and a handshake-era client session's, are
+  opened again in the background (bounded attempts, backing off), with what they held for the listeners; while
+  the upstream is down, requests are refused at once with an error saying so.
 
 Security: the upstream is treated as any server a client meets (every client limit applies: message sizes,
 list walks, input rounds, timeouts); the token a client presents to the proxy is never sent upstream (upstream
@@ -42,10 +45,11 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .protocol.errors import InvalidParams, InvalidRequest, MCPError
+from .protocol.errors import ConnectionClosed, InvalidParams, InvalidRequest, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
-from .proxy_upstream import _ASKING, MAX_WATCHED, ProgressRelay, Upstream, _Exchange
+from .proxy_rounds import ProgressRelay, _Exchange
+from .proxy_upstream import _ASKING, MAX_WATCHED, Upstream
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
 from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri
@@ -105,6 +109,10 @@ class ProxyServer(MCPKit):
         max_upstream_sessions: upstream sessions per target held for handshake-era client sessions (default 256).
         max_suspended: upstream requests of 2026-07-28 clients waiting on input at once (default 256).
         suspended_timeout: seconds such a request waits for its client's answer (default 300).
+        reconnect_attempts: attempts to connect again to an upstream whose connection ended, in one round
+            (default 10; the first at once); after the last, the next request starts a new round.
+        reconnect_delay: seconds before the second attempt (default 0.5), doubling after each failed one...
+        reconnect_max_delay: ...up to this many seconds (default 30).
         client_options: options of every upstream :class:`~mcpkit.client.client.Client` (``headers``,
             ``auth``, ``timeout``, ``mode``, limits...).
         **options: passed to :class:`~mcpkit.server.app.MCPKit`.
@@ -126,6 +134,9 @@ class ProxyServer(MCPKit):
         max_upstream_sessions: int = 256,
         max_suspended: int = 256,
         suspended_timeout: float = 300.0,
+        reconnect_attempts: int = 10,
+        reconnect_delay: float = 0.5,
+        reconnect_max_delay: float = 30.0,
         client_options: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> None:
@@ -143,6 +154,9 @@ class ProxyServer(MCPKit):
         self.max_upstream_sessions = max_upstream_sessions
         self.max_suspended = max_suspended
         self.suspended_timeout = suspended_timeout
+        self.reconnect_attempts = max(1, reconnect_attempts)
+        self.reconnect_delay = max(0.0, reconnect_delay)
+        self.reconnect_max_delay = max(self.reconnect_delay, reconnect_max_delay)
         opts = dict(client_options or {})
         self.upstreams = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
         self._cursors = Paginator(None)
@@ -289,7 +303,19 @@ class ProxyServer(MCPKit):
 
     async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
         """One request upstream for ``sctx``: on the client session's own upstream session (handshake era), or on a
-        leased pool connection (2026-07-28), suspended while the client answers what the upstream asks."""
+        leased pool connection (2026-07-28), suspended while the client answers what the upstream asks. The
+        upstream's connection ending meanwhile (its server died) is an error saying so."""
+        try:
+            return await self._forward_one(sctx, upstream, method, params)
+        except ConnectionClosed as exc:
+            raise MCPError(
+                f"the upstream server {upstream.target.description} is unavailable: its connection ended "
+                f"while answering ({exc})"
+            ) from None
+
+    async def _forward_one(
+        self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict
+    ) -> JSONDict:
         progress = ProgressRelay(lambda: sctx) if sctx.meta.get("progressToken") is not None else None
         if not sctx.features.modern and sctx.session is not None:
             try:
@@ -359,7 +385,7 @@ class ProxyServer(MCPKit):
             token = _ASKING.set(sctx)
             try:
                 assert lease.conn.client is not None
-                result = await lease.conn.client.session.request(method, params, on_progress=progress)
+                result: JSONDict = await lease.conn.client.session.request(method, params, on_progress=progress)
             finally:
                 _ASKING.reset(token)
                 await upstream.release(lease)
@@ -400,7 +426,7 @@ class ProxyServer(MCPKit):
             if exchange.relay is not None:
                 await exchange.relay.flush()
                 exchange.relay.close()
-            result = exchange.task.result()
+            result: JSONDict = exchange.task.result()
             if result.get("resultType") == "input_required":  # the upstream's own round (2026-07-28)
                 upstream_asks = result.get("inputRequests")
                 raise InputRequired(
@@ -492,6 +518,8 @@ class ProxyServer(MCPKit):
         uri = params.get("uri")
         if not isinstance(uri, str) or sctx.session is None:
             raise InvalidParams("uri must be a string")
+        if len(uri) > self.max_subscription_uri:
+            raise InvalidParams(f"subscription URI longer than {self.max_subscription_uri} characters")
         upstream, inner = self._route_uri(uri)
         if upstream.modern:  # no resources/subscribe in 2026-07-28: the session's subscription, one upstream watch
             subscribing = sctx.method == "resources/subscribe"
@@ -501,30 +529,27 @@ class ProxyServer(MCPKit):
             result: JSONDict = await builtin(self, sctx, params)
             await upstream.watch_resources(self._watched_by_clients(upstream))
             return result
+        subscribing = sctx.method == "resources/subscribe"
+        if subscribing:
+            upstream.check_subscription(sctx.session, inner)  # type: ignore[arg-type]
         out = {**_upstream_params(params, sctx), "uri": inner}
-        return self._shape(sctx.method, await self._forward(sctx, upstream, sctx.method, out), sctx.features, upstream)
+        result = await self._forward(sctx, upstream, sctx.method, out)
+        upstream.subscribed(sctx.session, inner, subscribing)  # type: ignore[arg-type]
+        return self._shape(sctx.method, result, sctx.features, upstream)
 
     async def _listen(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         """``subscriptions/listen``: list changes and resource updates relayed by each target's primary connection
         (subscribed upstream to the URIs listened to, for as long as a stream wants them)."""
         requested = params.get("notifications")
         uris = requested.get("resourceSubscriptions") if isinstance(requested, dict) else None
-        subscribed: list[tuple[Upstream, str]] = []
-        watching: dict[Upstream, set[str]] = {}  # 2026-07-28 upstreams: the URIs this stream adds to their watch
+        watching: dict[Upstream, set[str]] = {}  # the URIs this stream adds to each upstream's watch
         if isinstance(uris, list):
             for uri in uris[: self.max_subscriptions]:
                 if not isinstance(uri, str):
                     continue
                 with contextlib.suppress(MCPError):
                     upstream, inner = self._route_uri(uri)
-                    if upstream.modern:
-                        watching.setdefault(upstream, set()).add(inner)
-                        continue
-                    primary = upstream.primary
-                    if primary is not None and primary.client is not None and not primary.client.modern:
-                        with contextlib.suppress(Exception):
-                            await primary.client.subscribe_resource(inner)
-                            subscribed.append((upstream, inner))
+                    watching.setdefault(upstream, set()).add(inner)
         key = object()
         try:
             for upstream, inner_uris in watching.items():
@@ -537,19 +562,15 @@ class ProxyServer(MCPKit):
             result: JSONDict = await builtin(self, sctx, params)
             return result
         finally:
-            for upstream, inner in subscribed:
-                primary = upstream.primary
-                if primary is not None and primary.client is not None:
-                    with contextlib.suppress(Exception):
-                        await primary.client.unsubscribe_resource(inner)
             if self._listening.pop(key, None) is not None:
                 for upstream in watching:
                     with contextlib.suppress(Exception):
                         await upstream.watch_resources(self._watched_by_clients(upstream))
 
     def _watched_by_clients(self, upstream: Upstream) -> set[str]:
-        """The URIs of a 2026-07-28 ``upstream`` that this proxy's clients want to hear about: the handshake-era
-        sessions' subscriptions and the listen streams' resource subscriptions routed to it."""
+        """The URIs of ``upstream`` its primary connection watches for this proxy's clients: the listen streams'
+        resource subscriptions routed to it and (a 2026-07-28 upstream, which has no ``resources/subscribe``) the
+        handshake-era sessions' subscriptions (a handshake-era upstream has them on the sessions' own)."""
         wanted: set[str] = set()
         for session in list(self._sessions):
             if session.closed:

@@ -10,16 +10,17 @@ import contextlib
 import contextvars
 import itertools
 import logging
+import math
+import random
 import weakref
-from collections import deque
-from collections.abc import Callable
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .client.client import Client
 from .client.targets import Target, parse_target
-from .protocol.errors import MCPError, MethodNotFound
+from .protocol.errors import InvalidRequest, MCPError, MethodNotFound
 from .protocol.jsonrpc import JSONDict
+from .proxy_rounds import ProgressRelay, _Lease
 from .server.compose import prefixed_uri
 from .server.lowlevel import ServerRequestContext, ServerSession
 
@@ -29,8 +30,12 @@ class ProxyHost(Protocol):
 
     allow_private_network: bool
     max_upstream_sessions: int
+    max_subscriptions: int
     pool_size: int
     lease_timeout: float
+    reconnect_attempts: int
+    reconnect_delay: float
+    reconnect_max_delay: float
     _background: set[asyncio.Task[None]]
 
     def offer_listeners(
@@ -172,120 +177,6 @@ MAX_WATCHED = 256
 """Resource URIs one 2026-07-28 upstream is watched for at once: what the proxy's clients subscribed to or listen
 for there, together (the default ``max_subscriptions`` of one listen stream of an mcpkit server)."""
 
-MAX_ASKS = 64
-"""What the upstream may ask at once in one 2026-07-28 request before the proxy answers for its client."""
-
-
-class _Lease:
-    """A 2026-07-28 request's hold on a pool connection: what the upstream asks meanwhile waits in ``asks`` (at
-    most :data:`MAX_ASKS`), and wakes ``waker``, the future the request's exchange waits on."""
-
-    def __init__(self, conn: _Conn, sctx: ServerRequestContext) -> None:
-        self.conn = conn
-        self.sctx = sctx
-        self.asks: deque[tuple[str, JSONDict, asyncio.Future[JSONDict]]] = deque()
-        self.waker: asyncio.Future[None] | None = None
-
-    def ask(self, method: str, params: JSONDict, future: asyncio.Future[JSONDict]) -> None:
-        """Queue what the upstream asks (a request beyond the bound is refused) and wake the exchange."""
-        if len(self.asks) >= MAX_ASKS:
-            raise MCPError(f"the upstream asked more than {MAX_ASKS} things at once in one request")
-        self.asks.append((method, params, future))
-        self.wake()
-
-    def wake(self, _: object = None) -> None:
-        """Wake the exchange waiting on this lease (the upstream asked, or its request ended)."""
-        waker = self.waker
-        if waker is not None and not waker.done():
-            waker.set_result(None)
-
-
-class ProgressRelay:
-    """Upstream progress relayed to the client in order: the engine calls it synchronously (so no update is
-    coalesced away), a task sends them one after the other to the request ``target()`` names (for a 2026-07-28
-    call, the round in progress); :meth:`flush` waits until all are sent (before an answer goes out).
-
-    Between two rounds of a 2026-07-28 call (answered with ``input_required``, its retry not here yet) no request
-    of the client is open, and progress has nowhere to go: :meth:`hold` keeps what the upstream sends meanwhile
-    and :meth:`resume` sends it on the retry, before the rest. At most :attr:`MAX_QUEUED` updates wait: beyond
-    that the oldest waiting one is dropped (the latest progress is kept) and a warning is logged."""
-
-    MAX_QUEUED = 256
-    """Updates waiting to be sent (while the client reads slowly, or between two rounds)."""
-
-    def __init__(self, target: Callable[[], ServerRequestContext]) -> None:
-        self.target = target
-        self.queue: asyncio.Queue[tuple[float, float | None, str | None]] = asyncio.Queue(self.MAX_QUEUED)
-        self.task: asyncio.Task[None] | None = None
-        self.dropped = 0
-        self.closed = False
-        self._open = asyncio.Event()
-        self._open.set()
-
-    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
-        if self.closed:
-            return  # (the request is over: nobody takes its progress any more)
-        queue = self.queue
-        if queue.full():  # the oldest waiting update goes; progress only increases, so order is kept
-            queue.get_nowait()
-            queue.task_done()
-            self.dropped += 1
-            if self.dropped == 1:
-                logger.warning(
-                    "%d progress updates of one request wait to be relayed: dropping the oldest ones", self.MAX_QUEUED
-                )
-        queue.put_nowait((progress, total, message))
-        if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def hold(self) -> None:
-        """No request of the client is open (between two rounds): keep the updates until :meth:`resume`."""
-        self._open.clear()
-
-    def resume(self) -> None:
-        """The client's next round is here (``target()`` names it): send what was kept, then the rest."""
-        self._open.set()
-
-    async def _run(self) -> None:
-        while True:
-            item = await self.queue.get()
-            try:
-                await self._open.wait()
-                sctx = self.target()
-                if not await sctx.report_progress(*item):
-                    # (the client asked for no progress in this round, or its request has ended: nothing to send)
-                    logger.debug("progress %s not relayed: request %r takes none", item[0], sctx.request_id)
-            except Exception:
-                logger.warning("could not relay a progress update", exc_info=True)
-            finally:
-                self.queue.task_done()
-
-    async def flush(self) -> None:
-        """Wait until every update received so far is sent (at most 5 s: a client reading too slowly)."""
-        if self.task is not None:
-            try:
-                await asyncio.wait_for(self.queue.join(), 5.0)
-            except TimeoutError:
-                logger.warning("progress updates still unsent after 5 s: the answer goes out before them")
-
-    def close(self) -> None:
-        """The request is over: stop relaying."""
-        self.closed = True
-        if self.task is not None:
-            self.task.cancel()
-
-
-class _Exchange:
-    """An upstream request of a 2026-07-28 client, suspended while its client answers input requests."""
-
-    def __init__(self, lease: _Lease, task: asyncio.Task[JSONDict], relay: ProgressRelay | None) -> None:
-        self.lease = lease
-        self.relay = relay
-        self.task = task
-        self.pending: dict[str, asyncio.Future[JSONDict]] = {}
-        self.expiry: asyncio.TimerHandle | None = None
-
-
 # ---------------------------------------------------------------------------------------------- one target
 
 
@@ -314,7 +205,17 @@ class Upstream:
         self._resource_watch: asyncio.Task[None] | None = None
         self._rewatching = asyncio.Lock()
         self._relayed_kinds: dict[str, bool] = {}  # (2026-07-28 upstream) the list changes its primary relays
-        self._replacing = asyncio.Lock()
+        # the upstream's end, noticed at once (see _lost): why it is down (None: up), the reconnection running in
+        # the background, the attempt in progress (requests wait for it) and when the next one starts
+        self.down: str | None = None
+        self._reconnecting: asyncio.Task[None] | None = None
+        self._attempt: asyncio.Future[None] | None = None
+        self._retry_at = 0.0
+        self._closing = False
+        # (handshake-era upstream) what each client session subscribed to on its upstream session, re-made on the
+        # new one when that ended (at most the proxy's max_subscriptions each), and the sessions being revived
+        self._session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]] = weakref.WeakKeyDictionary()
+        self._revivals: dict[int, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
         await self.check_target()
@@ -334,31 +235,189 @@ class Upstream:
                 self._relayed_kinds = kinds
                 self._watcher = asyncio.get_running_loop().create_task(self._relay_changes(client, kinds))
 
-    async def _live_primary(self) -> _Conn:
-        """(2026-07-28 upstream) The primary connection, which every request shares; one whose upstream ended (a
-        stdio server that crashed) is replaced first by a new one (a new process), with the list-change relay and
-        the resource watch it held: the requests after a crash reach a new server, as the pool's do."""
+    # ------------------------------------------------------------------ the upstream's end, and reconnecting
+
+    def _watch_end(self, conn: _Conn) -> None:
+        """Hear at once when ``conn``'s upstream connection ends (a stdio server exited, the connection broke)."""
+        assert conn.client is not None
+        session = conn.client.session
+        previous = session.on_end
+
+        def ended(reason: str) -> None:
+            if previous is not None:
+                previous(reason)
+            self._ended(conn, reason)
+
+        session.on_end = ended
+
+    def _ended(self, conn: _Conn, reason: str) -> None:
+        # (the primary is closed here only while it is being replaced, and a session's once it left _sessions: the
+        # end of either otherwise is news, even when a request that failed on it closed it first)
+        if self._closing:
+            return
+        if conn is self.primary:
+            self._lost(reason)
+        elif conn.session is not None and self._sessions.get(conn.session) is conn and not conn.session.closed:
+            self._revive(conn.session, reason)
+        # (a pool connection has no listeners: it is dropped at its next lease)
+
+    def _lost(self, reason: str) -> None:
+        """The primary connection ended (or a relay on it broke): connect again in the background, unless that is
+        under way already. Requests wait for the first attempt; after a failed one they are refused at once until
+        an attempt succeeds (:meth:`_usable`)."""
+        if self._closing or self._reconnecting is not None:
+            return
+        logger.warning("the upstream %s ended (%s): connecting again", self.target.description, reason)
+        self.down = reason
+        self._attempt = asyncio.get_running_loop().create_future()
+        self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
+
+    async def _reconnect(self) -> None:
+        """Replace the primary connection: at most ``reconnect_attempts`` attempts, the first at once, then after
+        ``reconnect_delay`` seconds doubling up to ``reconnect_max_delay`` (with jitter). After the last one it
+        gives up; the next request starts a new round."""
+        proxy = self.proxy
+        loop = asyncio.get_running_loop()
+        delay = proxy.reconnect_delay
+        attempts = max(1, proxy.reconnect_attempts)
+        try:
+            for attempt in range(1, attempts + 1):
+                if self._attempt is None or self._attempt.done():
+                    self._attempt = loop.create_future()
+                future = self._attempt
+                try:
+                    await self._replace_primary()
+                except Exception as exc:
+                    self.down = f"could not connect again: {exc}"
+                    logger.warning("%s: attempt %d of %d: %s", self.target.description, attempt, attempts, self.down)
+                else:
+                    self.down = None
+                    logger.warning("the upstream %s is connected again", self.target.description)
+                    return
+                finally:
+                    if not future.done():
+                        future.set_result(None)
+                if attempt == attempts:
+                    break
+                wait = delay * random.uniform(0.8, 1.0)
+                self._retry_at = loop.time() + wait
+                await asyncio.sleep(wait)
+                delay = min(delay * 2, proxy.reconnect_max_delay)
+            self.down = f"{self.down}; gave up after {attempts} attempts (the next request tries again)"
+            logger.error("the upstream %s: %s", self.target.description, self.down)
+        finally:
+            self._reconnecting = None
+
+    async def _replace_primary(self) -> None:
+        """A new primary connection for the one that ended, with what it held for the proxy's listeners: the
+        list-change relay and the resource watch (subscriptions) on it; then the listeners are told that the lists
+        and those resources may have changed meanwhile (what the upstream said while it was down is lost)."""
+        old = self.primary
+        if old is not None:
+            await self._close(old)  # (its process reaped)
+        new = await self._open(None, primary=True)
+        assert new.client is not None
+        self.primary = new
+        if self._watcher is not None:
+            self._watcher.cancel()
+            self._watcher = asyncio.get_running_loop().create_task(self._relay_changes(new.client, self._relayed_kinds))
+        async with self._rewatching:
+            watched, self.watched = self.watched, frozenset()  # (the watch named them on the old one)
+            if not self.modern:
+                self._resource_watch = None
+        await self.watch_resources(set(watched), strict=True)
+        proxy = self.proxy
+        for kind in ("tools", "prompts", "resources"):
+            declared = self.capabilities.get(kind)
+            if isinstance(declared, dict) and declared.get("listChanged"):
+                if self.modern:
+                    await proxy.notify_list_changed(kind)
+                else:  # (the handshake-era sessions hear it from their own upstream sessions)
+                    proxy.offer_listeners(f"notifications/{kind}/list_changed", {}, kind=kind)
+        for uri in sorted(watched):
+            outer = prefixed_uri(self.prefix, uri)
+            if self.modern:
+                await proxy.notify_resource_updated(outer)
+            else:
+                proxy.offer_listeners("notifications/resources/updated", {"uri": outer}, uri=outer)
+
+    async def _usable(self) -> None:
+        """Before a request: the upstream is up, or it is being connected again and this request waits for the
+        attempt in progress; while it is down (an attempt failed, the next is not due yet) the request is refused at
+        once with the reason. An end not noticed yet, or a reconnection that gave up, starts a new round."""
         primary = self.primary
-        assert primary is not None
-        if _alive(primary):
-            return primary
-        async with self._replacing:
-            if self.primary is primary:  # (not replaced meanwhile by another request)
-                logger.warning("the upstream %s ended: connecting again", self.target.description)
-                await self._close(primary)
-                new = await self._open(None, primary=True)
-                assert new.client is not None
-                self.primary = new
-                if self._watcher is not None:
-                    self._watcher.cancel()
-                    self._watcher = asyncio.get_running_loop().create_task(
-                        self._relay_changes(new.client, self._relayed_kinds)
-                    )
-                async with self._rewatching:
-                    watched, self.watched = self.watched, frozenset()  # (the watch named them on the old one)
-                await self.watch_resources(set(watched))
-        assert self.primary is not None
-        return self.primary
+        if self._reconnecting is None and (self.down is not None or (primary is not None and not _alive(primary))):
+            self._lost(self.down or "its connection ended")
+        attempt = self._attempt
+        if self._reconnecting is not None and attempt is not None and not attempt.done():
+            await asyncio.shield(attempt)
+        if self.down is not None:
+            raise self._unavailable()
+
+    def _unavailable(self) -> MCPError:
+        if self._reconnecting is None:
+            return MCPError(f"the upstream server {self.target.description} is unavailable: {self.down}")
+        wait = max(0.0, self._retry_at - asyncio.get_running_loop().time())
+        return MCPError(
+            f"the upstream server {self.target.description} is unavailable ({self.down}): "
+            f"connecting again in {wait:.1f} s",
+            {"retryAfterMs": math.ceil(wait * 1000)},
+        )
+
+    def _revive(self, session: ServerSession, reason: str) -> None:
+        """(handshake-era upstream) The upstream session of a client session that is still open ended: open a new
+        one in the background, with the subscriptions the old one had (bounded attempts, backing off)."""
+        key = id(session)
+        if key in self._revivals:
+            return
+        logger.warning("the upstream session of a client session ended (%s): opening a new one", reason)
+        task = asyncio.get_running_loop().create_task(self._revive_session(session))
+        self._revivals[key] = task
+        task.add_done_callback(lambda _: self._revivals.pop(key, None))
+
+    async def _revive_session(self, session: ServerSession) -> None:
+        proxy = self.proxy
+        delay = proxy.reconnect_delay
+        attempts = max(1, proxy.reconnect_attempts)
+        for attempt in range(1, attempts + 1):
+            if session.closed or self._closing:
+                return
+            try:
+                conn = await self.session_conn(session)
+            except Exception as exc:
+                logger.warning("attempt %d of %d to open an upstream session again failed: %s", attempt, attempts, exc)
+            else:
+                for kind in ("tools", "prompts", "resources"):  # (what the new session lists may differ)
+                    declared = self.capabilities.get(kind)
+                    if isinstance(declared, dict) and declared.get("listChanged") and not session.closed:
+                        with contextlib.suppress(Exception):
+                            await session.notify(f"notifications/{kind}/list_changed", None)
+                for uri in sorted(self._session_subs.get(session, ())):
+                    if not session.closed and conn.client is not None:
+                        with contextlib.suppress(Exception):
+                            await session.notify(
+                                "notifications/resources/updated", {"uri": prefixed_uri(self.prefix, uri)}
+                            )
+                return
+            if attempt < attempts:
+                await asyncio.sleep(delay * random.uniform(0.8, 1.0))
+                delay = min(delay * 2, proxy.reconnect_max_delay)
+        logger.error("gave up opening an upstream session again after %d attempts", attempts)
+
+    def subscribed(self, session: ServerSession, uri: str, subscribing: bool) -> None:
+        """(handshake-era upstream) ``session`` subscribed to (or unsubscribed from) ``uri`` on its upstream
+        session: re-made on the next one if that one ends."""
+        subs = self._session_subs.setdefault(session, set())
+        (subs.add if subscribing else subs.discard)(uri)
+
+    def check_subscription(self, session: ServerSession, uri: str) -> None:
+        """Refuse a subscription beyond the proxy's ``max_subscriptions`` per client session (-32600)."""
+        subs = self._session_subs.get(session, set())
+        bound = self.proxy.max_subscriptions
+        if len(subs) >= bound and uri not in subs:
+            raise InvalidRequest(
+                f"too many subscriptions on this session (max_subscriptions={bound}): unsubscribe from some first"
+            )
 
     async def _relay_changes(self, client: Client, kinds: dict[str, bool]) -> None:
         try:
@@ -370,25 +429,50 @@ class Upstream:
                         await self.proxy.notify_list_changed(method.split("/")[1])
         except Exception as exc:
             logger.warning("no longer relaying list changes of %s: %s", self.target.description, exc)
+            if self.primary is not None and self.primary.client is client:
+                self._lost(f"its list-change stream broke: {exc}")
 
-    async def watch_resources(self, uris: set[str]) -> None:
-        """(2026-07-28 upstream) Hold one listen stream on the primary connection naming ``uris`` (the upstream's
-        own URIs) and relay the updates it brings to the proxy's subscribers; a new set replaces the stream (the
-        new one is open before the old one closes), an empty one closes it. Returns once the stream is open."""
+    async def watch_resources(self, uris: set[str], *, strict: bool = False) -> None:
+        """Have the primary connection watch ``uris`` (the upstream's own URIs: what the proxy's clients listen
+        for there) and relay their updates to the proxy's subscribers. A 2026-07-28 upstream: one listen stream
+        naming them; a new set replaces the stream (the new one is open before the old one closes), an empty one
+        closes it, and this returns once the stream is open. A handshake-era one: ``resources/subscribe`` (and
+        ``unsubscribe``) on the primary session for what changed. A refusal is logged; ``strict``: a failure to
+        reach the upstream raises (else it is logged too)."""
         async with self._rewatching:
             wanted = frozenset(uris)
             if wanted == self.watched:
                 return
+            primary = self.primary
+            client = primary.client if primary is not None else None
+            if not self.modern:
+                added, removed = wanted - self.watched, self.watched - wanted
+                self.watched = wanted
+                if client is None:
+                    return
+                for uri in sorted(added):
+                    try:
+                        await client.subscribe_resource(uri)
+                    except Exception as exc:
+                        if strict and not isinstance(exc, MCPError):
+                            raise
+                        logger.warning("could not subscribe to %s of %s: %s", uri, self.target.description, exc)
+                for uri in sorted(removed):
+                    with contextlib.suppress(Exception):
+                        await client.unsubscribe_resource(uri)
+                return
             old, self._resource_watch = self._resource_watch, None
             self.watched = wanted
-            if wanted and self.primary is not None and self.primary.client is not None:
+            if wanted and client is not None:
                 opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 self._resource_watch = asyncio.get_running_loop().create_task(
-                    self._relay_updates(self.primary.client, sorted(wanted), opened)
+                    self._relay_updates(client, sorted(wanted), opened)
                 )
                 try:
                     await asyncio.wait_for(asyncio.shield(opened), self.proxy.lease_timeout)
                 except Exception as exc:
+                    if strict and not isinstance(exc, MCPError):
+                        raise
                     logger.warning("could not watch resources of %s: %s", self.target.description, exc)
             if old is not None:
                 old.cancel()
@@ -406,6 +490,8 @@ class Upstream:
                 opened.set_exception(exc)
             else:
                 logger.warning("no longer relaying resource updates of %s: %s", self.target.description, exc)
+                if self.primary is not None and self.primary.client is client:
+                    self._lost(f"its resource-update stream broke: {exc}")
 
     async def check_target(self) -> None:
         """The SSRF rule for URL targets: no private, link-local or reserved address unless allowed."""
@@ -457,10 +543,12 @@ class Upstream:
             with contextlib.suppress(Exception):
                 await client.set_logging_level("debug")
         self._all.add(conn)
+        self._watch_end(conn)
         return conn
 
     async def session_conn(self, session: ServerSession) -> _Conn:
-        """The upstream session of a handshake-era client session (opened at its first request)."""
+        """The upstream session of a handshake-era client session (opened at its first request; when it ended, a
+        new one, with the subscriptions the old one had)."""
         conn = self._sessions.get(session)
         if conn is not None:
             if _alive(conn):
@@ -468,6 +556,7 @@ class Upstream:
             # its upstream ended (a stdio server that crashed): the session goes on with a new upstream session
             del self._sessions[session]
             await self._close(conn)
+        await self._usable()
         key = id(session)
         opening = self._opening.get(key)
         if opening is None:
@@ -476,7 +565,7 @@ class Upstream:
                     f"the proxy holds {self.proxy.max_upstream_sessions} upstream sessions already "
                     "(ProxyServer(max_upstream_sessions=...)): try again later"
                 )
-            opening = asyncio.get_running_loop().create_task(self._open(session))
+            opening = asyncio.get_running_loop().create_task(self._open_session(session))
             self._opening[key] = opening
         try:
             conn = await asyncio.shield(opening)
@@ -485,6 +574,17 @@ class Upstream:
         if session not in self._sessions:
             self._sessions[session] = conn
             weakref.finalize(session, self._release_session_conn, conn)
+        return conn
+
+    async def _open_session(self, session: ServerSession) -> _Conn:
+        conn = await self._open(session)
+        assert conn.client is not None
+        try:
+            for uri in sorted(self._session_subs.get(session, ())):  # (what the session's last one subscribed to)
+                await conn.client.subscribe_resource(uri)
+        except BaseException:
+            await self._close(conn)
+            raise
         return conn
 
     def _release_session_conn(self, conn: _Conn) -> None:
@@ -509,8 +609,10 @@ class Upstream:
         connection, and a 2026-07-28 client's requests one after the other go back to the same process as soon as
         it is free, even after a burst (or a request arriving while a cancelled one still held it) opened another.
         What a request changed in the server's state (a cancelled call, a setting) is then seen by the next ones."""
+        await self._usable()
         if self.modern:
-            shared = await self._live_primary()
+            shared = self.primary
+            assert shared is not None
             lease = _Lease(shared, sctx)
             shared.leases.append(lease)
             return lease
@@ -580,7 +682,8 @@ class Upstream:
                 await client.aclose()
 
     async def aclose(self) -> None:
-        for watcher in (self._watcher, self._resource_watch):
+        self._closing = True
+        for watcher in (self._watcher, self._resource_watch, self._reconnecting, *self._revivals.values()):
             if watcher is not None:
                 watcher.cancel()
                 with contextlib.suppress(BaseException):

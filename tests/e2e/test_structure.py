@@ -510,7 +510,8 @@ def test_one_asgi_lifespan_answerer() -> None:
 #: Layers above server/ (server/ imports none of them), and the one face it may name: ``Server.run`` reaches
 #: ``mcpkit.run`` through an import inside the method (server/running.py).
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
-_ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.telemetry", "mcpkit.run")
+_ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_rounds")
+_ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
 def test_server_imports_no_layer_above_it_but_the_run_face() -> None:
@@ -629,7 +630,19 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
     ("stores", "auth"),
     ("transports",),
     ("client",),
-    ("run", "telemetry", "check", "proxies", "proxy_upstream", "inspector", "testing", "cli", "__main__", ""),
+    (
+        "run",
+        "telemetry",
+        "check",
+        "proxies",
+        "proxy_upstream",
+        "proxy_rounds",
+        "inspector",
+        "testing",
+        "cli",
+        "__main__",
+        "",
+    ),
 )
 _RANK = {part: rank for rank, parts in enumerate(_LAYERS) for part in parts}
 #: The one arrow up, stated in docs/architecture.md ("Running a server"): ``Server.run`` names the ``mcpkit.run`` face.

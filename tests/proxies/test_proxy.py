@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -164,7 +166,7 @@ async def test_progress_held_for_a_retry_beyond_its_bound_drops_the_oldest_and_s
 ) -> None:
     """At most ProgressRelay.MAX_QUEUED updates wait: beyond, the oldest go (the latest progress is kept, in
     order) and a warning is logged once."""
-    from mcpkit.proxy_upstream import ProgressRelay
+    from mcpkit.proxy_rounds import ProgressRelay
 
     bound = ProgressRelay.MAX_QUEUED
     extra = 44
@@ -285,6 +287,116 @@ async def test_after_a_2026_07_28_upstream_process_crashed_the_next_call_reaches
         await client.call_tool("touch", {})
         method, params = await watch.next(timeout=10)
         assert method == "notifications/resources/updated" and params["uri"] == "data://clock"
+
+
+async def _next_after_reconnect(watch: Any, kinds: tuple[str, ...] = ("tools",)) -> Any:
+    """Read ``watch`` until the list changes a proxy says once it connected again (what the new server lists may
+    differ) have all come, then the next resource update (one the new server sent): its params."""
+    waiting = {f"notifications/{kind}/list_changed" for kind in kinds}
+    while waiting:
+        method, _ = await watch.next(timeout=15)
+        waiting.discard(method)
+    while True:
+        method, params = await watch.next(timeout=15)
+        if method == "notifications/resources/updated":
+            return params
+
+
+def _kill_upstreams(pids: Path) -> set[int]:
+    """Kill every process of the ticking app that left its id in ``pids`` (the proxy's connections to it): the
+    upstream server died. Their ids."""
+    killed = set()
+    for entry in pids.iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(entry.name), signal.SIGKILL)
+        killed.add(int(entry.name))
+        entry.unlink()
+    return killed
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+@pytest.mark.parametrize("front", ["stdio", "http"])
+async def test_a_client_that_only_listens_hears_the_upstream_again_after_its_process_died(
+    front: str, upstream_mode: str, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy notices at once that its upstream died and connects again in the background, re-making what its
+    clients listen for (list changes, the resources they subscribed to): a client that sends no request after the
+    crash is told the lists may have changed, then hears the new server's resource updates."""
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(tmp_path))
+    async with through_proxy("ticking", front, mode, upstream_mode) as client:
+        await client.call_tool("process", {})
+        async with client.watch(tools=True, resource_uris=["data://tick"]) as watch:
+            method, params = await watch.next(timeout=10)
+            assert method == "notifications/resources/updated" and params["uri"] == "data://tick"
+            killed = _kill_upstreams(tmp_path)  # (no request from here on until the new server was heard)
+            assert (await _next_after_reconnect(watch))["uri"] == "data://tick"
+        assert int(await client.read_text("data://tick")) not in killed
+
+
+async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once_and_the_proxy_comes_back_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the upstream cannot be reached (its server does not start), a request is refused at once with an
+    error saying so (no hang); the proxy tries again a bounded number of times, backing off, and after it gave up
+    the next request makes it try once more: once the server starts again, requests and listeners are served."""
+    down = tmp_path / "down"
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
+    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
+    app = mcpkit.proxy(
+        _upstream("ticking"),
+        client_options={"mode": "modern"},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.1,
+    )
+    async with (
+        serve_http(app) as url,
+        Client(url, mode="modern") as client,
+        client.watch(tools=True, resource_uris=["data://tick"]) as watch,
+    ):
+        await client.call_tool("process", {})
+        down.touch()
+        killed = _kill_upstreams(pids)
+        loop = asyncio.get_running_loop()
+        for _ in range(50):  # (the attempts fail, then the proxy gives up; each request still answers at once)
+            start = loop.time()
+            with pytest.raises(MCPError) as error:
+                await client.call_tool("process", {}, timeout=10)
+            assert loop.time() - start < 5
+            assert error.value.code == -32603 and "is unavailable" in error.value.message
+            if "gave up" in error.value.message:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            pytest.fail("the proxy never gave up")
+        down.unlink()
+        second = (await client.call_tool("process", {}, timeout=10)).data  # (it tries once more, and succeeds)
+        assert isinstance(second, int) and second not in killed
+        assert (await _next_after_reconnect(watch))["uri"] == "data://tick"
+
+
+async def test_the_subscriptions_a_session_keeps_through_a_proxy_to_make_them_again_are_bounded() -> None:
+    """A handshake-era client session's subscriptions on a handshake-era upstream are kept by the proxy (to make
+    them again on a new upstream session): at most ``max_subscriptions`` of them, of URIs of at most
+    ``max_subscription_uri`` characters; beyond, refused, and the session goes on."""
+    app = mcpkit.proxy(build("ticking"), client_options={"mode": "handshake"})
+    app.max_subscriptions = 2
+    async with Client(app, mode="handshake") as client:
+        for uri in ("data://tick", "data://a"):
+            await client.subscribe_resource(uri)
+        await client.subscribe_resource("data://a")  # (one it holds already)
+        with pytest.raises(MCPError) as error:
+            await client.subscribe_resource("data://b")
+        assert error.value.code == -32600 and "max_subscriptions=2" in error.value.message
+        await client.unsubscribe_resource("data://a")
+        await client.subscribe_resource("data://b")
+        with pytest.raises(MCPError) as error:
+            await client.subscribe_resource("data://" + "x" * app.max_subscription_uri)
+        assert error.value.code == -32602
+        assert await client.read_text("data://tick")
 
 
 @pytest.mark.parametrize("front", ["stdio", "http"])

@@ -356,6 +356,44 @@ def cached_app() -> MCPKit:
     return app
 
 
+def ticking_app() -> MCPKit:
+    """A server that changes by itself, with no request asking: every 0.1 s it tells its subscribers that
+    ``data://tick`` (its text: the server's process id) was updated; with ``process`` and ``crash``. With
+    ``TOOLKIT_PID_DIR`` set, each process serving it leaves an empty file named after its id there."""
+
+    @contextlib.asynccontextmanager
+    async def ticking(app: MCPKit) -> AsyncIterator[None]:
+        import asyncio
+        import os
+        from pathlib import Path
+
+        pids = os.environ.get("TOOLKIT_PID_DIR")
+        if pids:
+            (Path(pids) / str(os.getpid())).touch()
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(0.1)
+                await app.notify_resource_updated("data://tick")
+
+        task = asyncio.get_running_loop().create_task(tick())
+        try:
+            yield None
+        finally:
+            task.cancel()
+
+    app = MCPKit("ticking", lifespan=ticking)
+
+    @app.resource("data://tick")
+    def tick() -> str:
+        import os
+
+        return str(os.getpid())
+
+    _add_process_tools(app)
+    return app
+
+
 def flaky_app() -> MCPKit:
     """Tools whose first call hangs (until cancelled) and later calls answer at once: ``look`` (read-only, safe to
     repeat) and ``change`` (not); ``attempts`` says how often each was called."""
@@ -393,6 +431,7 @@ APPS = {
     "legacy-2025-06-18": lambda: legacy_app("2025-06-18"),
     "compose": compose_app,
     "guarded_mount": guarded_mount_app,
+    "ticking": ticking_app,
     "transform": transform_app,
     "visibility": visibility_app,
     "per_principal": per_principal_app,
@@ -405,4 +444,9 @@ def build(name: str) -> MCPKit:
 
 
 if __name__ == "__main__":
+    import os
+
+    refuse_if = os.environ.get("TOOLKIT_REFUSE_IF")  # (a server that cannot start while that file exists)
+    if refuse_if and os.path.exists(refuse_if):
+        sys.exit(f"refusing to start: {refuse_if} exists")
     build(sys.argv[1]).run()
