@@ -10,8 +10,11 @@ content against that entry's digest and size", "MUST parse its YAML frontmatter 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import tracemalloc
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -220,6 +223,45 @@ def test_nothing_outside_the_directory_is_read(tmp_path: Path) -> None:
     assert [r["uri"] for r in entries[0]["resources"]] == ["skill://s/SKILL.md", "skill://s/ok.md"]  # (no .env)
     with pytest.raises(ValueError, match=r"'\.' and '\.\.'"):
         MCPKit("x").add_skills(tmp_path / "skills", prefix="../x")
+
+
+@contextlib.contextmanager
+def most_bytes_held() -> Iterator[Callable[[], int]]:
+    """The peak of Python's allocations inside the block (``peak()`` once the block is left)."""
+    tracemalloc.start()
+    peak = [0]
+    try:
+        yield lambda: peak[0]
+    finally:
+        peak[0] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+
+
+def sparse_file(path: Path, size: int) -> None:
+    """A file of ``size`` bytes on paper, none on disk (nothing written)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
+def test_a_file_in_no_skill_is_never_read_whatever_its_size(tmp_path: Path) -> None:
+    write_skill(tmp_path, "s", ok_frontmatter("s"), {"ok.md": "fine"})
+    sparse_file(tmp_path / "disk.img", 8 << 30)  # over max_file_bytes (16 MiB), in no skill
+    sparse_file(tmp_path / "logs" / "app.log", 64 << 20)
+    with most_bytes_held() as peak:
+        entries = MCPKit("x").add_skills(tmp_path, max_file_bytes=1 << 30)  # (app.log is within this limit)
+    assert [r["uri"] for r in entries[0]["resources"]] == ["skill://s/SKILL.md", "skill://s/ok.md"]
+    assert peak() < 8 << 20, f"{peak()} bytes held while adding: a file in no skill was read"
+    entries = MCPKit("x").add_skills(tmp_path)  # the default limits: the 8 GiB file is no reason to refuse
+    assert [r["uri"] for r in entries[0]["resources"]] == ["skill://s/SKILL.md", "skill://s/ok.md"]
+
+
+def test_a_skill_over_its_byte_limit_is_refused_before_any_file_is_read(tmp_path: Path) -> None:
+    skill = write_skill(tmp_path, "s", ok_frontmatter("s"))
+    sparse_file(skill / "data.bin", 64 << 20)
+    with most_bytes_held() as peak, pytest.raises(ValueError, match=r"s/SKILL\.md: .*16777216 bytes"):
+        MCPKit("x").add_skills(tmp_path, max_file_bytes=1 << 30)
+    assert peak() < 8 << 20, f"{peak()} bytes held: a file was read before the skill's limits were checked"
 
 
 def test_a_nested_skill_is_its_own_entry_and_part_of_the_enclosing_one(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ when it is UTF-8, else a base64 blob, its bytes exactly those the manifest's dig
 What is checked when the skills are added, so nothing wrong is ever served: each ``SKILL.md``'s frontmatter (YAML,
 the Agent Skills rules, ``name`` equal to its directory), the per-skill limits (512 files, 16 MiB), each file's size
 (``max_file_bytes``), and that nothing is read outside ``path``: symbolic links are refused, and so are hidden
-files (names starting with a dot), which are skipped. A ``ValueError`` names the file and the problem.
+files (names starting with a dot), which are skipped. A ``ValueError`` names the file and the problem. Sizes and
+counts come from ``stat`` before anything is read, and only the files of a skill are read: a file in no skill is
+neither read nor counted.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ JSONDict = dict[str, Any]
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "Skills", "SkillsCatalog"]
 
 DEFAULT_MAX_FILE_BYTES = MAX_SKILL_BYTES
-#: Most files one ``add_skills`` reads (every skill together).
+#: Most files in skills one ``add_skills`` takes (every skill together; files in no skill are not counted).
 MAX_TREE_FILES = 10_000
 _MIME = {".md": SKILL_MIME_TYPE, ".markdown": SKILL_MIME_TYPE, ".py": "text/x-python", ".sh": "text/x-shellscript"}
 
@@ -194,8 +196,13 @@ class Skills:
             skill_path = "/".join(path_segment(p) for p in (*base_parts, *rel))
             skill_root = f"{scheme}://{skill_path}"
             where = str(skill_dir / SKILL_FILE)
+            skill_md = f"{skill_root}/{SKILL_FILE}"
+            if skill_md not in files:
+                md_path = skill_dir / SKILL_FILE
+                data = _read(md_path, found[skill_dir][SKILL_FILE])
+                files[skill_md] = _File(skill_md, SKILL_FILE, data, _mime(md_path))
             try:
-                text = found[skill_dir][SKILL_FILE].decode("utf-8", errors="strict")
+                text = files[skill_md].data.decode("utf-8", errors="strict")
             except UnicodeDecodeError as exc:
                 raise ValueError(f"{where}: a SKILL.md must be UTF-8 text (byte {exc.start} is not)") from None
             try:
@@ -207,23 +214,27 @@ class Skills:
                 raise ValueError(f"{where}: " + "; ".join(problems))
             if f"{skill_root}/{SKILL_FILE}" in catalog.skills:
                 raise ValueError(f"{where}: a skill is already served at {skill_root}/{SKILL_FILE}")
-            members: list[_File] = []
-            for directory, names in found.items():
+            paths: list[tuple[str, str, Path, int]] = []  # (uri, name, path, size): measured, not read yet
+            total = 0
+            for directory, sizes in found.items():
                 if directory != skill_dir and skill_dir not in directory.parents:
                     continue
                 sub = directory.relative_to(skill_dir).parts
-                for name, data in names.items():
+                for name, size in sizes.items():
                     uri = "/".join([skill_root, *(path_segment(p) for p in (*sub, name))])
-                    item = files.get(uri) or _File(uri, name, data, _mime(directory / name))
-                    files[uri] = item
-                    members.append(item)
-            members.sort(key=lambda f: (f.uri != f"{skill_root}/{SKILL_FILE}", f.uri))
-            total = sum(len(f.data) for f in members)
-            if len(members) > max_skill_files or total > max_skill_bytes:
+                    paths.append((uri, name, directory / name, size))
+                    total += len(files[uri].data) if uri in files else size
+            if len(paths) > max_skill_files or total > max_skill_bytes:
                 raise ValueError(
-                    f"{where}: the skill has {len(members)} files of {total} bytes in all; the limits are "
+                    f"{where}: the skill has {len(paths)} files of {total} bytes in all; the limits are "
                     f"{max_skill_files} files and {max_skill_bytes} bytes (max_skill_files, max_skill_bytes)"
                 )
+            members: list[_File] = []
+            for uri, name, file_path, size in paths:  # (within the limits: now read, each file once)
+                item = files.get(uri) or _File(uri, name, _read(file_path, size), _mime(file_path))
+                files[uri] = item
+                members.append(item)
+            members.sort(key=lambda f: (f.uri != skill_md, f.uri))
             new.append(_Skill(f"{skill_root}/{SKILL_FILE}", skill_root, frontmatter, members))
         for item in files.values():  # (every check passed: now register)
             is_skill_md = item.name == SKILL_FILE
@@ -261,9 +272,12 @@ class Skills:
         return [s.entry() for s in self._skills.skills.values()] if self._skills is not None else []
 
 
-def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, bytes]]:
-    """Every regular file under ``root`` (hidden names skipped), read, by directory; a symlink is an error."""
-    out: dict[Path, dict[str, bytes]] = {}
+def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, int]]:
+    """The size of every regular file under ``root`` that belongs to a skill (a directory holding a ``SKILL.md``,
+    or below one), by directory, from ``stat``: nothing is read here, and a file in no skill is neither counted
+    nor measured. Hidden names are skipped; a symlink is an error."""
+    out: dict[Path, dict[str, int]] = {}
+    in_skill: set[Path] = set()
     count = 0
     for directory, dirs, names in os.walk(root, followlinks=False):
         here = Path(directory)
@@ -273,21 +287,35 @@ def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, bytes]]:
             elif (here / d).is_symlink():
                 raise ValueError(f"{str(here / d)!r} is a symbolic link: skills are read from real files only")
         dirs.sort()
-        files: dict[str, bytes] = {}
+        skill_here = here in in_skill or SKILL_FILE in names
+        if skill_here:
+            in_skill.update(here / d for d in dirs)
+        files: dict[str, int] = {}
         for name in sorted(names):
             if name.startswith("."):
                 continue
             path = here / name
             if path.is_symlink():
                 raise ValueError(f"{str(path)!r} is a symbolic link: skills are read from real files only")
-            if not path.is_file():
+            if not skill_here or not path.is_file():
                 continue
             count += 1
             if count > MAX_TREE_FILES:
-                raise ValueError(f"more than {MAX_TREE_FILES} files under {str(root)!r}")
+                raise ValueError(f"more than {MAX_TREE_FILES} files in the skills under {str(root)!r}")
             size = path.stat().st_size
             if size > max_file_bytes:
                 raise ValueError(f"{str(path)!r} is {size} bytes, more than max_file_bytes={max_file_bytes}")
-            files[name] = path.read_bytes()
-        out[here] = files
+            files[name] = size
+        if files:
+            out[here] = files
     return out
+
+
+def _read(path: Path, size: int) -> bytes:
+    """``path``'s bytes, ``size`` of them as ``stat`` measured (checked against the limits); a file that grew
+    since is refused rather than read further (a buffer is never larger than the size measured)."""
+    with open(path, "rb") as f:
+        data = f.read(size + 1)
+    if len(data) > size:
+        raise ValueError(f"{str(path)!r} grew while the skills were added (it was {size} bytes)")
+    return data
