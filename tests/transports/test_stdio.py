@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
 from mcpkit.transports.stdio import StdioClientTransport, StdioServer, StdioServerTransport
 from support.core import CORE_SERVER, open_session, raw_stdio
+from support.paths import INTEROP
 
 
 def _alive(pid: int) -> bool:
@@ -99,7 +101,63 @@ async def test_oversized_line_is_refused_and_the_stream_stays_in_sync() -> None:
         await p.send(huge)
         e = await p.recv()
         assert e["error"]["code"] == -32600 and "limit" in e["error"]["message"]
+        assert e["id"] == 1  # (recovered from the line's first bytes: the client's request fails at once)
         assert (await p.request(2, "ping"))["result"] == {}
+
+
+_SMALL_LIMIT_SERVER = f"""
+import sys; sys.path.insert(0, {str(CORE_SERVER.parent)!r})
+from core_server import server
+server.run(max_message_size=64 * 1024)
+"""
+
+
+@pytest.mark.req("S021")
+async def test_an_oversized_request_is_refused_with_its_id_written_first_or_last() -> None:
+    async with raw_stdio([sys.executable, "-c", _SMALL_LIMIT_SERVER]) as (p, _t):
+        await p.initialize()
+        text = "x" * 200_000
+        last = {"method": "tools/call", "params": {"name": "echo", "arguments": {"text": text}}, "jsonrpc": "2.0"}
+        await p.send(orjson.dumps({**last, "id": "ts-style-7"}))
+        e = await p.recv()
+        assert e["id"] == "ts-style-7" and e["error"]["code"] == -32600
+        # an id the first and last bytes cannot show is not guessed
+        await p.send(orjson.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"t": text, "id": 9}}))
+        e = await p.recv()
+        assert e["id"] is None and e["error"]["code"] == -32600
+        assert (await p.request(3, "ping"))["result"] == {}
+
+
+@pytest.mark.npm
+async def test_a_typescript_client_gets_its_oversized_request_refused_at_once(node_bin: Path, tmp_path: Path) -> None:
+    """The TypeScript SDK writes a request's id last; the refusal carries it, so the call fails at once instead of
+    waiting out the SDK's request timeout, and the session goes on."""
+    server = tmp_path / "server.py"
+    server.write_text(_SMALL_LIMIT_SERVER)
+    script = tmp_path / "script.json"
+    steps = [
+        {"op": "callTool", "name": "echo", "arguments": {"text": "x" * 200_000}, "timeoutMs": 60_000},
+        {"op": "callTool", "name": "echo", "arguments": {"text": "after"}},
+    ]
+    script.write_text(json.dumps({"steps": steps}))
+    proc = await asyncio.create_subprocess_exec(
+        str(node_bin),
+        str(INTEROP / "ts_client.mjs"),
+        "--stdio",
+        f"{sys.executable} {server}",
+        "--script",
+        str(script),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    started = time.monotonic()
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    elapsed = time.monotonic() - started
+    assert proc.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
+    results = json.loads(out)["results"]
+    assert results[0]["error"]["code"] == -32600 and "limit" in results[0]["error"]["message"], results[0]
+    assert results[1]["content"][0]["text"] == "after"
+    assert elapsed < 30, elapsed
 
 
 async def test_large_answers_arrive_whole_one_per_line() -> None:

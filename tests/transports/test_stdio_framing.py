@@ -59,7 +59,7 @@ async def test_a_last_line_without_newline_still_counts_at_end_of_input() -> Non
     assert await _drain(reader) == [b'{"a":1}', b'{"b":2}']
 
 
-async def test_an_oversized_line_is_refused_while_it_streams_and_the_next_line_survives() -> None:
+async def test_an_oversized_line_is_dropped_as_it_streams_and_the_next_line_survives() -> None:
     limit = 100
     reader = _LineReader(limit)
     big = b'{"x":"' + b"y" * 1000 + b'"}'
@@ -69,6 +69,43 @@ async def test_an_oversized_line_is_refused_while_it_streams_and_the_next_line_s
     reader.data_received(b'\n{"ok":1}\n' + b"z" * 150 + b'\n{"ok":2}\n')
     reader.eof_received()
     assert await _drain(reader) == ["TOO LARGE", b'{"ok":1}', "TOO LARGE", b'{"ok":2}']
+
+
+async def test_an_oversized_request_is_refused_with_its_id_wherever_the_pipe_splits_it() -> None:
+    """The id is recovered from the line's first bytes (written first) or last bytes (written last), whatever the
+    chunks; a response's id, or one the kept bytes cannot show for certain, is not."""
+    filler = b"y" * 5000
+    lines = [
+        b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"t":"' + filler + b'"}}',
+        b'{"method":"tools/call","params":{"t":"' + filler + b'"},"jsonrpc":"2.0","id":"last"}',
+        b'{"jsonrpc":"2.0","id":43,"result":{"t":"' + filler + b'"}}',
+        b'{"method":"tools/call","params":{"t":"' + filler + b'","id":44}}',
+    ]
+    wire = b"".join(line + b"\n" for line in lines) + b'{"ok":1}\n' + lines[0][:-2]  # (the last one ends with EOF)
+    for size in (1, 7, 100, 511, 512, 513, 4096, len(wire)):
+        reader = _LineReader(1000)
+        for i in range(0, len(wire), size):
+            reader.data_received(wire[i : i + size])
+        reader.eof_received()
+        got: list[object] = []
+        while True:
+            try:
+                line = await reader.receive()
+            except FrameTooLarge as exc:
+                got.append(("TOO LARGE", exc.request_id))
+                continue
+            if line is None:
+                break
+            got.append(line)
+        assert got == [
+            ("TOO LARGE", 41),
+            ("TOO LARGE", "last"),
+            ("TOO LARGE", None),
+            ("TOO LARGE", None),
+            b'{"ok":1}',
+            ("TOO LARGE", 41),
+        ], size
+        assert not reader.oversized
 
 
 async def test_a_line_of_exactly_the_limit_is_accepted() -> None:

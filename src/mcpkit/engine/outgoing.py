@@ -353,8 +353,9 @@ class Requests:
 
     def _fail_oversize(self, exc: FrameTooLarge) -> None:
         """A message that came in on the default channel was too large and is dropped. It may have been the answer
-        to any request waiting there, which would otherwise wait out its timeout: fail them all, saying why."""
-        if not self._pending:
+        to any request waiting there, which would otherwise wait out its timeout: fail them all, saying why (not
+        when the transport could tell it was a request of the peer's)."""
+        if not self._pending or exc.request_id is not None:
             return
         reason = (
             f"{self.name}: a message from the peer was dropped because it is larger than the {exc.limit}-byte limit "

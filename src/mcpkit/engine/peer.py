@@ -156,7 +156,7 @@ class Peer(Requests):
                     data = await receive()
                 except FrameTooLarge as exc:
                     self._fail_oversize(exc)
-                    await self._send_error(None, InvalidRequest(str(exc)).to_error(), out)
+                    await self._send_error(exc.request_id, InvalidRequest(str(exc)).to_error(), out)
                     continue
                 except ConnectionClosed as exc:  # the end of input, with the transport's word on why
                     ended = exc

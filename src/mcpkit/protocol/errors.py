@@ -132,11 +132,17 @@ class UnsupportedProtocolVersion(MCPError):
 
 class FrameTooLarge(Exception):
     """Raised by a transport's ``receive()`` when a frame exceeds the configured maximum size (the engine answers
-    it with -32600 and goes on reading)."""
+    it with -32600 and goes on reading).
 
-    def __init__(self, limit: int) -> None:
+    ``request_id`` is the id of the request the frame carried when the transport could recover it from the frame's
+    first and last bytes (:func:`mcpkit.protocol.oversize.recover_request_id`); the -32600 answer then carries it,
+    so the peer's request fails at once instead of waiting out its timeout. None: not known (the answer has
+    ``id: null``), or not a request."""
+
+    def __init__(self, limit: int, request_id: int | str | None = None) -> None:
         super().__init__(f"message larger than the {limit}-byte limit")
         self.limit = limit
+        self.request_id = request_id
 
 
 class RequestTimeout(TimeoutError):

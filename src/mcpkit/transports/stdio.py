@@ -27,6 +27,7 @@ from .._aio import running_loop as _running_loop
 from .._runtime import read_in_chunks
 from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed, FrameTooLarge
+from ..protocol.oversize import KEEP_BYTES, recover_request_id
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
 logger = logging.getLogger("mcpkit.stdio")
@@ -73,7 +74,8 @@ class _FlowControl(asyncio.Protocol):
 
 
 class _TooLarge:
-    """Queue marker for a line that exceeded the limit (it was discarded up to its newline)."""
+    """Queue marker for a line that exceeded the limit (it was discarded up to its newline; its first and last
+    bytes wait in ``_LineReader.oversized``, in the same order)."""
 
 
 _TOO_LARGE = _TooLarge()
@@ -143,7 +145,8 @@ def _pollable(fd: int) -> bool:
 class _LineReader(asyncio.Protocol):
     """Newline framing done where the bytes arrive: every complete line of a chunk is queued at once, so a burst of
     requests costs one wake-up, not one per line. Memory is bounded: an over-long line is discarded as it streams
-    (only a marker is queued) and reading pauses while too many lines wait to be consumed."""
+    (only a marker is queued once the line ends, with its first and last :data:`KEEP_BYTES` bytes, to answer the
+    request with its id) and reading pauses while too many lines wait to be consumed."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -151,6 +154,9 @@ class _LineReader(asyncio.Protocol):
         self._parts: list[bytes] = []  # the unfinished line, in chunks (no quadratic re-copying)
         self._partial = 0
         self._skipping = False  # inside an over-long line: drop bytes until its newline
+        self._head = b""  # the first bytes of the over-long line being dropped
+        self._tail = b""  # and the last seen so far
+        self.oversized: deque[tuple[bytes, bytes]] = deque()  # (head, tail) of each queued _TOO_LARGE
         self._eof = False
         self._waiter: asyncio.Future[None] | None = None
         self._transport: asyncio.ReadTransport | None = None
@@ -168,6 +174,7 @@ class _LineReader(asyncio.Protocol):
         while nl != -1:
             if self._skipping:
                 self._skipping = False
+                self._too_large(self._head, (self._tail + data[max(0, nl - KEEP_BYTES) : nl])[-KEEP_BYTES:])
             elif self._parts:
                 self._parts.append(data[start:nl])
                 line = b"".join(self._parts)
@@ -178,25 +185,43 @@ class _LineReader(asyncio.Protocol):
                 self._queue_line(data[start:nl])
             start = nl + 1
             nl = data.find(b"\n", start)
-        if start < len(data) and not self._skipping:
-            rest = data[start:] if start else data
-            self._partial += len(rest)
-            if self._partial > self.limit:
-                self._parts.clear()
-                self._partial = 0
-                self._skipping = True
-                frames.append(_TOO_LARGE)
+        if start < len(data):
+            if self._skipping:  # (keep the last bytes of the over-long line; first, so the usual case jumps no more)
+                self._tail = (self._tail + data)[-KEEP_BYTES:] if len(data) < KEEP_BYTES else data[-KEEP_BYTES:]
             else:
-                self._parts.append(rest)
+                rest = data[start:] if start else data
+                self._partial += len(rest)
+                if self._partial > self.limit:
+                    self._skip_line(rest)
+                else:
+                    self._parts.append(rest)
         if frames:
             self._wake()
             if len(frames) >= _MAX_QUEUED_FRAMES and not self._paused and self._transport is not None:
                 self._paused = True
                 self._transport.pause_reading()
 
+    def _skip_line(self, rest: bytes) -> None:
+        """The line being read is over the limit: keep its first and last bytes, drop the rest up to its newline
+        (its marker is queued at its end, when its last bytes are known)."""
+        head = b""
+        for part in self._parts:
+            head += part[: KEEP_BYTES - len(head)]
+            if len(head) >= KEEP_BYTES:
+                break
+        self._head = head if len(head) >= KEEP_BYTES else head + rest[: KEEP_BYTES - len(head)]
+        self._tail = rest[-KEEP_BYTES:]
+        self._parts.clear()
+        self._partial = 0
+        self._skipping = True
+
+    def _too_large(self, head: bytes, tail: bytes) -> None:
+        self.oversized.append((head, tail))
+        self.frames.append(_TOO_LARGE)
+
     def _queue_line(self, line: bytes) -> None:
         if len(line) > self.limit:
-            self.frames.append(_TOO_LARGE)
+            self._too_large(line[:KEEP_BYTES], line[-KEEP_BYTES:])
             return
         line = line.strip()
         if not line:
@@ -221,7 +246,10 @@ class _LineReader(asyncio.Protocol):
     def _finish(self) -> None:
         if self._eof:
             return
-        if self._parts and not self._skipping:
+        if self._skipping:  # input ended inside an over-long line
+            self._skipping = False
+            self._too_large(self._head, self._tail)
+        elif self._parts:
             rest = b"".join(self._parts).strip()  # a last line without its newline still counts
             if rest:
                 self.frames.append(rest)
@@ -259,7 +287,8 @@ class _LineReader(asyncio.Protocol):
             self._paused = False
             self._transport.resume_reading()
         if item is _TOO_LARGE:
-            raise FrameTooLarge(self.limit)
+            head, tail = self.oversized.popleft()
+            raise FrameTooLarge(self.limit, recover_request_id(head, tail))
         return item  # type: ignore[return-value]
 
 
