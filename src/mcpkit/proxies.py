@@ -45,7 +45,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .protocol.errors import ConnectionClosed, InvalidParams, InvalidRequest, MCPError
+from .protocol.errors import InvalidParams, InvalidRequest, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
 from .proxy_rounds import ProgressRelay, _Exchange
@@ -304,14 +304,11 @@ class ProxyServer(MCPKit):
     async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
         """One request upstream for ``sctx``: on the client session's own upstream session (handshake era), or on a
         leased pool connection (2026-07-28), suspended while the client answers what the upstream asks. The
-        upstream's connection ending meanwhile (its server died) is an error saying so."""
+        upstream's connection ending meanwhile (its server died), or a new one failing, is an error saying so."""
         try:
             return await self._forward_one(sctx, upstream, method, params)
-        except ConnectionClosed as exc:
-            raise MCPError(
-                f"the upstream server {upstream.target.description} is unavailable: its connection ended "
-                f"while answering ({exc})"
-            ) from None
+        except ConnectionError as exc:  # (ConnectionClosed, ServerStartError, a refused connection)
+            raise MCPError(f"the upstream server {upstream.target.description} is unavailable: {exc}") from None
 
     async def _forward_one(
         self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict

@@ -334,8 +334,9 @@ async def test_a_client_that_only_listens_hears_the_upstream_again_after_its_pro
         assert int(await client.read_text("data://tick")) not in killed
 
 
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
 async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once_and_the_proxy_comes_back_with_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    upstream_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the upstream cannot be reached (its server does not start), a request is refused at once with an
     error saying so (no hang); the proxy tries again a bounded number of times, backing off, and after it gave up
@@ -347,7 +348,7 @@ async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once
     monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
     app = mcpkit.proxy(
         _upstream("ticking"),
-        client_options={"mode": "modern"},
+        client_options={"mode": upstream_mode},
         reconnect_attempts=2,
         reconnect_delay=0.05,
         reconnect_max_delay=0.1,
