@@ -4,6 +4,7 @@ server/discover, subscriptions/listen (2026-07-28)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -12,7 +13,7 @@ from ..hosting import HostedServer
 from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
-from .request_context import ServerRequestContext
+from .request_context import ServerRequestContext, at_token_expiry
 
 logger = logging.getLogger("mcpkit.server")
 
@@ -28,6 +29,11 @@ class _Listener:
         self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
         self.sub_id = sub_id
         self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
+
+    def end(self) -> None:
+        """End the stream after what is queued (its result goes out): the token it was opened with expired."""
+        with contextlib.suppress(asyncio.QueueFull):
+            self.queue.put_nowait(None)
 
     def offer(self, method: str, params: JSONDict) -> None:
         try:
@@ -155,6 +161,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     if task_ids is not None and tasks is not None:
         agreed["taskIds"] = await tasks.listen_for(ctx, task_ids, listener)
     server._listeners.add(listener)
+    expiry = at_token_expiry(listener.end)  # (it ends with the token it was opened with)
     try:
         await ctx.rc.notify(
             "notifications/subscriptions/acknowledged",
@@ -167,6 +174,8 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
             method, nparams = item
             await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
     finally:
+        if expiry is not None:
+            expiry.cancel()
         server._listeners.discard(listener)
         for remove in listener.removers:
             remove()

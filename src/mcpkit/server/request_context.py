@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..engine import RequestContext
@@ -30,6 +31,8 @@ _NO_ANSWERS: dict[str, JSONDict] = {}  # shared by every request without input r
 
 
 FORBIDDEN = -32003  # mcpkit's JSON-RPC code for "the caller's credentials do not allow this request"
+#: why a request (-32003), a stream or a WebSocket (close 1008) opened with a token that has expired is refused
+TOKEN_EXPIRED = "the access token this connection was opened with has expired: reconnect with a fresh token"
 
 
 class Forbidden(MCPError):
@@ -68,8 +71,8 @@ def authorize_as(authz: Authorization | None) -> contextvars.Token[Authorization
 
 class ScopeAuthorization:
     """An :class:`Authorization` from granted scopes and a rule ``(method, params) -> scopes needed``.
-    ``expires_at`` (epoch seconds): after it every request is refused, so a long-lived connection (WebSocket)
-    cannot outlive the token it was opened with."""
+    ``expires_at`` (epoch seconds): after it every request is refused, and the HTTP transports end a long-lived
+    stream or WebSocket opened with it then, so none outlives the token it was opened with."""
 
     __slots__ = ("expires_at", "granted", "principal", "rule")
 
@@ -93,16 +96,24 @@ class ScopeAuthorization:
 
     def check(self, method: str, params: JSONDict) -> None:
         if self.expires_at is not None and time.time() > self.expires_at:
-            raise Forbidden(
-                "the access token this connection was opened with has expired: reconnect with a fresh token",
-                {"error": "invalid_token"},
-            )
+            raise Forbidden(TOKEN_EXPIRED, {"error": "invalid_token"})
         missing = self.missing(method, params)
         if missing:
             raise Forbidden(
                 f"this request needs scope {' '.join(missing)}: obtain a token that grants it and retry",
                 {"error": "insufficient_scope", "scopes": missing},
             )
+
+
+def at_token_expiry(end: Callable[[], object]) -> asyncio.TimerHandle | None:
+    """Call ``end`` when the access token that authorized this request expires (the authorization
+    :func:`mcpkit.auth.protect` installed: the token's ``exp`` plus the tolerated clock skew), so a long-lived
+    stream or connection does not outlive it. None when no token, or one that never expires, authorized it. The
+    caller cancels the returned timer when its stream ends (one timer per stream, gone with it)."""
+    authz = CURRENT_AUTHORIZATION.get()
+    if not isinstance(authz, ScopeAuthorization) or authz.expires_at is None:
+        return None
+    return asyncio.get_running_loop().call_later(max(0.0, authz.expires_at - time.time()), end)
 
 
 def session_binding(session: HostedSession | None) -> str | None:

@@ -31,6 +31,7 @@ from ...engine import messages as engine_messages
 from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
 from ...protocol.jsonrpc import Batch, ErrorResponse, Notification, Response
+from ...server.request_context import at_token_expiry
 from ...stores import FollowableEventStore
 from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, is_number, position_order, worker_of
 from .stream import SSE_HEADERS, SSE_MODE, Conn, HTTPSession, Stream, sse_frame
@@ -242,7 +243,12 @@ class SharedSessions:
                 logger.warning("session %s: its GET stream could not be replayed: %s", hs.id[:8], exc)
                 conn.queue.put_nowait((0, b"retry: 1000\n\n"))
                 conn.end()
-            await self.sse.pump(conn, receive, send)
+            expiry = at_token_expiry(conn.abort)  # (behind protect(): the GET ends with the token it was opened with)
+            try:
+                await self.sse.pump(conn, receive, send)
+            finally:
+                if expiry is not None:
+                    expiry.cancel()
         finally:
             hs.busy -= 1
             hs.last_seen = time.monotonic()

@@ -19,7 +19,8 @@ Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also 
   digits first: the worker holding the stream, to which another worker forwards a POST). Every server message (responses
   included: this transport has a single stream) follows as ``event: message``. ``: keepalive`` comments go out
   when the stream is idle. The session (one :class:`~mcpkit.server.lowlevel.ServerSession`) lives exactly as long
-  as this stream: when the client disconnects, the session is closed and its id answers 404.
+  as this stream: when the client disconnects, the session is closed and its id answers 404. Behind
+  :func:`mcpkit.auth.protect`, the stream ends when the access token it was opened with expires.
 * ``POST ...?session_id=<id>`` with one JSON-RPC message (a batch is passed on to the engine, which accepts it in a
   handshake-era session): ``202 Accepted`` once dispatched; the answer travels on the stream. No ``session_id``
   → 400; unknown or ended session → 404; body over ``max_body`` → 413; a body that is not JSON → 400 whose body is
@@ -59,6 +60,7 @@ from ..._asgi import BodyTooLarge, Disconnected, Receive, Scope, Send, header, n
 from ...engine import Outgoing
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
+from ...server.request_context import at_token_expiry
 from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
@@ -265,6 +267,7 @@ class LegacySSEEndpoint:
         root = scope.get("root_path", "").rstrip("/")
         endpoint = quote(root + self.messages_path) + "?session_id=" + sid
         watcher = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+        expiry = at_token_expiry(stream.abort)  # (behind protect(): the stream ends with the token it was opened with)
         try:
             await send({"type": "http.response.start", "status": 200, "headers": _SSE_HEADERS})
             await send(
@@ -277,6 +280,8 @@ class LegacySSEEndpoint:
         except (OSError, Disconnected):
             pass
         finally:
+            if expiry is not None:
+                expiry.cancel()
             self._streams.pop(sid, None)
             left = self._per_client.pop(client, 1) - 1
             if left > 0:

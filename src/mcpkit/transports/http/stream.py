@@ -24,6 +24,7 @@ from ..._aio import running_loop as _running_loop
 from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
+from ...server.request_context import at_token_expiry
 from ...stores import FollowableEventStore
 from ...stores.log import is_number
 from ..base import DEFAULT_QUEUE_BYTES
@@ -561,7 +562,12 @@ class SSEPump:
                         await send({"type": "http.response.body", "body": priming, "more_body": True})
             if not live:
                 conn.end()
-            await self.pump(conn, receive, send)
+            expiry = at_token_expiry(conn.abort)  # (behind protect(): the GET ends with the token it was opened with)
+            try:
+                await self.pump(conn, receive, send)
+            finally:
+                if expiry is not None:
+                    expiry.cancel()
         finally:
             hs.busy -= 1
             hs.last_seen = time.monotonic()

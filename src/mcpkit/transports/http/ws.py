@@ -25,8 +25,10 @@ Rules:
 * One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
   text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
   the frame reaches us); a stuck reader (outgoing queue full, ``queue_size`` messages or ``queue_bytes``
-  bytes, for ``stall_timeout`` s) → 1008; shutdown → 1001 (``drain()``: once the requests in flight on the
-  connection are answered; ``aclose()``: at once).
+  bytes, for ``stall_timeout`` s) → 1008; the access token the connection was opened with expires (behind
+  :func:`mcpkit.auth.protect`) → 1008, the reason says so (the client reconnects with a fresh token);
+  shutdown → 1001 (``drain()``: once the requests in flight on the connection are answered; ``aclose()``: at
+  once).
   Text that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection stays open.
 * One :class:`~mcpkit.server.lowlevel.ServerSession` per connection, so both eras work: handshake-era sessions
   (``initialize`` …) and modern-era requests carrying ``params._meta`` protocol version go through the same peer.
@@ -46,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 from ..._asgi import Receive, Scope, Send, lifespan
 from ...protocol import jsonrpc
 from ...protocol.errors import ConnectionClosed, ParseError
+from ...server.request_context import TOKEN_EXPIRED, at_token_expiry
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
 from .sessions import client_key
@@ -220,6 +223,7 @@ class WebSocketEndpoint:
         loop = asyncio.get_running_loop()
         conn.reader = loop.create_task(self._read(conn, receive, session.peer))
         conn.writer = loop.create_task(self._write(conn, send))
+        expiry = at_token_expiry(lambda: conn.abort(CLOSE_POLICY_VIOLATION, TOKEN_EXPIRED))
         peer_closed = False
         try:
             await asyncio.wait((conn.reader, conn.writer), return_when=asyncio.FIRST_COMPLETED)
@@ -234,6 +238,8 @@ class WebSocketEndpoint:
                         logger.error("WebSocket connection failed", exc_info=exc)
                         conn.closing = conn.closing or (1011, "internal error")
         finally:
+            if expiry is not None:
+                expiry.cancel()
             self._connections.discard(conn)
             left = self._per_client.pop(client, 1) - 1
             if left > 0:
