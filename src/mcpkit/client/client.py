@@ -349,31 +349,44 @@ class Client(ClientConnection):
         """
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
+        limit: float | None = None  # the call's whole timeout, when the lookup below took part of it
         if tool is None and (check or self.target.is_http) and not self._tools_complete:
             # the tool's definition first (its output schema), within the call's deadline: the call gets the rest
             limit = self.timeout if timeout is ... else timeout
             started = time.monotonic()
-            with contextlib.suppress(MCPError, TimeoutError):
+            try:
                 tool = await asyncio.wait_for(self.get_tool(name), limit)
+            except MCPError:
+                pass
+            except TimeoutError:
+                what = f"waiting for tools/list, to learn the output schema of {name!r}: the call was not sent"
+                raise RequestTimeout("tools/call", float(limit or 0), what) from None
             if limit is not None:
                 timeout = max(limit - (time.monotonic() - started), 0.001)
         safe = bool(tool and tool.annotations and (tool.annotations.read_only_hint or tool.annotations.idempotent_hint))
         args = dict(arguments or {})
-        if tool is not None and tool.execution is not None and tool.execution.task_support == "required":
-            task = (timeout, on_progress, meta, check, result_type, raise_on_error)
-            return await self._call_required_task(name, args, tool, *task)
-        raw = await self._call(
-            "tools/call",
-            lambda s: s.call_tool(
-                name,
-                args,
-                timeout=timeout,
-                on_progress=on_progress,
-                meta=meta,
-                reset_timeout_on_progress=reset_timeout_on_progress,
-            ),
-            safe=safe,
-        )
+        try:
+            if tool is not None and tool.execution is not None and tool.execution.task_support == "required":
+                task = (timeout, on_progress, meta, check, result_type, raise_on_error)
+                return await self._call_required_task(name, args, tool, *task)
+            raw = await self._call(
+                "tools/call",
+                lambda s: s.call_tool(
+                    name,
+                    args,
+                    timeout=timeout,
+                    on_progress=on_progress,
+                    meta=meta,
+                    reset_timeout_on_progress=reset_timeout_on_progress,
+                ),
+                safe=safe,
+            )
+        except RequestTimeout as exc:
+            if limit is None or exc.timeout >= limit:
+                raise
+            # the error names the whole timeout the caller gave, not what was left of it after the lookup
+            spent = limit - exc.timeout
+            raise RequestTimeout("tools/call", limit, f"{spent:.2g}s of it went to tools/list first") from None
         return self._tool_result(name, raw, tool, check, result_type, raise_on_error)
 
     async def _call_required_task(

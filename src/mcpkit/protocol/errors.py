@@ -148,8 +148,9 @@ class FrameTooLarge(Exception):
 class RequestTimeout(TimeoutError):
     """Local error: no response arrived in time. A ``notifications/cancelled`` was sent to the peer."""
 
-    def __init__(self, method: str, timeout: float) -> None:
-        super().__init__(f"request {method!r} timed out after {timeout:g}s")
+    def __init__(self, method: str, timeout: float, waiting_for: str | None = None) -> None:
+        detail = f" ({waiting_for})" if waiting_for else ""
+        super().__init__(f"request {method!r} timed out after {timeout:g}s{detail}")
         self.method = method
         self.timeout = timeout
 

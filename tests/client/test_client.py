@@ -1,0 +1,56 @@
+"""The high-level ``Client``'s own behaviour around a call (what is not a transport's or a result's)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, MCPKit
+from mcpkit.protocol.errors import RequestTimeout
+
+
+def _slow_listing_app(list_delay: float, tool_delay: float) -> MCPKit:
+    """A server whose tools/list takes ``list_delay`` s (the client fetches it for the output schema first) and
+    whose ``slow`` tool takes ``tool_delay`` s."""
+    app = MCPKit("slow-list", "1.0.0")
+
+    @app.tool
+    async def slow() -> str:
+        """Takes its time."""
+        await asyncio.sleep(tool_delay)
+        return "done"
+
+    async def late_list(call: Any, call_next: Any) -> Any:
+        await asyncio.sleep(list_delay)
+        return await call_next(call)
+
+    app.add_interceptor(late_list, methods="tools/list")
+    return app
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_timeout_used_up_by_the_tool_lookup_names_the_whole_timeout(mode: str) -> None:
+    """call_tool(timeout=2) whose first tools/list (fetched for the output schema) took the whole deadline said
+    "timed out after 0.001s": the time left, not the timeout the caller gave. It names the whole 2 s, and what the
+    call was waiting for; the call itself is not sent once the deadline has passed."""
+    async with Client(_slow_listing_app(2.5, 0), mode=mode) as client:  # type: ignore[arg-type]
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as caught:
+            await client.call_tool("slow", timeout=2)
+        assert time.monotonic() - started < 2.4
+        assert caught.value.timeout == 2 and caught.value.method == "tools/call"
+        assert "after 2s" in str(caught.value) and "tools/list" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_call_that_times_out_after_the_lookup_names_the_whole_timeout(mode: str) -> None:
+    """The lookup took 1.2 s of a 2 s deadline and the call the rest: the error names 2 s, not the 0.8 s left."""
+    async with Client(_slow_listing_app(1.2, 5), mode=mode) as client:  # type: ignore[arg-type]
+        started = time.monotonic()
+        with pytest.raises(RequestTimeout) as caught:
+            await client.call_tool("slow", timeout=2)
+        assert 1.9 < time.monotonic() - started < 3
+        assert caught.value.timeout == 2 and "after 2s" in str(caught.value)
