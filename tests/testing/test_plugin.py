@@ -242,6 +242,102 @@ def test_same_named_tests_of_two_classes_with_two_servers_keep_their_own_snapsho
     run(project, *args).assert_outcomes(passed=4)
 
 
+TWO_SERVERS = """
+import pytest
+from mcpkit import MCPKit
+
+def make(name):
+    app = MCPKit(name)
+
+    @app.tool(name=name)
+    def only() -> str:
+        \"\"\"The one tool.\"\"\"
+        return name
+
+    return app
+"""
+
+
+def test_a_test_parametrized_over_servers_keeps_a_snapshot_per_parameter(project: pytest.Pytester) -> None:
+    project.makepyfile(
+        test_params=TWO_SERVERS
+        + textwrap.dedent(
+            """
+            @pytest.fixture(params=["alpha", "beta"])
+            def mcp_server(request):
+                return make(request.param)
+
+            async def test_surface(mcp_client, mcp_snapshot):
+                await mcp_snapshot.check(mcp_client)
+
+            @pytest.mark.parametrize("name", ["gamma", "delta/../x"])
+            async def test_each(name, mcp_era, mcp_snapshot):
+                from mcpkit import Client
+                async with Client(make(name), protocol_version=mcp_era) as client:
+                    await mcp_snapshot.check(client)
+            """
+        )
+    )
+    args = ("--mcp-transports=memory,http",)
+    recorded = run(project, *args, "--mcp-update-snapshots")
+    recorded.assert_outcomes(passed=12)
+    recorded.stdout.fnmatch_lines(["mcpkit: 8 surface snapshot(s) written:"])
+    folder = project.path / "__snapshots__" / "test_params"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "test_each[2025-11-25-delta_.._x].json",  # (the node's ids in pytest's order, without the transport)
+        "test_each[2025-11-25-gamma].json",
+        "test_each[2026-07-28-delta_.._x].json",
+        "test_each[2026-07-28-gamma].json",
+        "test_surface[alpha-2025-11-25].json",
+        "test_surface[alpha-2026-07-28].json",
+        "test_surface[beta-2025-11-25].json",
+        "test_surface[beta-2026-07-28].json",
+    ]
+    assert '"beta"' in (folder / "test_surface[beta-2026-07-28].json").read_text()
+    run(project, *args).assert_outcomes(passed=12)
+
+
+def test_a_snapshot_recorded_under_the_earlier_name_is_still_read(project: pytest.Pytester) -> None:
+    """A test of a class was ``<test>[<era>].json`` before it was ``<Class>.<test>[<era>].json``: that file is
+    compared until the new one is recorded; a parametrized test never falls back (its old file was shared)."""
+    project.makepyfile(
+        test_kept=TWO_SERVERS
+        + textwrap.dedent(
+            """
+            class TestOne:
+                @pytest.fixture
+                def mcp_server(self):
+                    return make("one")
+
+                async def test_surface(self, mcp_client, mcp_snapshot):
+                    await mcp_snapshot.check(mcp_client)
+
+            @pytest.fixture(params=["two"])
+            def mcp_server(request):
+                return make(request.param)
+
+            async def test_params(mcp_client, mcp_snapshot):
+                await mcp_snapshot.check(mcp_client)
+            """
+        )
+    )
+    folder = project.path / "__snapshots__" / "test_kept"
+    folder.mkdir(parents=True)
+    one = '{\n  "prompts": [],\n  "resourceTemplates": [],\n  "resources": [],\n  "tools": [{"name": "one"}]\n}\n'
+    args = ("--mcp-transports=memory", "--mcp-eras=2025-11-25")
+    run(project, *args, "--mcp-update-snapshots", "-k", "TestOne").assert_outcomes(passed=1)
+    recorded = folder / "TestOne.test_surface[2025-11-25].json"
+    (folder / "test_surface[2025-11-25].json").write_text(recorded.read_text())
+    (folder / "test_params[2025-11-25].json").write_text(one)
+    recorded.unlink()
+    result = run(project, *args)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*no surface snapshot at *test_params?two-2025-11-25?.json yet*"])
+    assert not recorded.exists()
+    run(project, *args, "--mcp-update-snapshots").assert_outcomes(passed=2)
+    assert recorded.exists() and (folder / "test_params[two-2025-11-25].json").exists()
+
+
 def test_a_leaked_task_fails_the_test_in_teardown_unless_the_check_is_off(project: pytest.Pytester) -> None:
     project.makepyfile(
         test_user_leak=textwrap.dedent(

@@ -38,6 +38,7 @@ need pytest-asyncio (in the ``testing`` extra).
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import os
@@ -410,10 +411,13 @@ async def mcp_asgi_client(
 class _BoundSnapshot:
     """``mcp_snapshot``: the surface snapshot of one test (one file per era, shared by its transports)."""
 
-    def __init__(self, path: Path, update: bool, written: list[str]) -> None:
+    def __init__(self, path: Path, update: bool, written: list[str], *, read_from: Path | None = None) -> None:
         from .snapshot import SurfaceSnapshot
 
-        self.snapshot = SurfaceSnapshot(path, update=update, update_hint="run pytest with --mcp-update-snapshots")
+        hint = "run pytest with --mcp-update-snapshots"
+        if read_from is not None:  # (recorded under the earlier name: compared until recorded under this one)
+            hint += f" (it records {path.name}; {read_from.name} is the earlier name of this test's snapshot)"
+        self.snapshot = SurfaceSnapshot(read_from or path, update=update, update_hint=hint)
         self._written = written
 
     @property
@@ -436,21 +440,51 @@ class _BoundSnapshot:
             self._written.append(str(self.path))
 
 
-@pytest.fixture
-def mcp_snapshot(request: pytest.FixtureRequest) -> _BoundSnapshot:
-    """This test's surface snapshot: ``__snapshots__/<module>/<test>[<era>].json`` next to the test file (every
-    transport compares with the same file; a test of a class is ``<Class>.<test>``, so two classes, each with its
-    server, keep their own). ``await mcp_snapshot.check(mcp_client)`` fails when the server's tools, resources or
-    prompts changed; ``--mcp-update-snapshots`` records them."""
+def _snapshot_names(request: pytest.FixtureRequest) -> tuple[str, str | None]:
+    """The file name (without ``.json``) of this test's snapshot, and the name it had before snapshots were named
+    per parameter and per class (``<test>[<era>]``), for a test that no parameter of its own tells apart (else
+    None). The name is the test's node name (its parameter ids included) without the transport, which every
+    transport shares: ``test[alpha-2025-11-25]`` for ``test[alpha-memory-2025-11-25]``."""
     node = request.node
-    callspec = getattr(node, "callspec", None)
-    era = callspec.params.get("mcp_era") if callspec is not None else None
-    name = getattr(node, "originalname", node.name) + (f"[{era}]" if era else "")
+    original = getattr(node, "originalname", node.name)
+    ids = node.name[len(original) + 1 : -1] if node.name.startswith(original + "[") else ""
+    chosen = {n: request.getfixturevalue(n) for n in ("mcp_transport", "mcp_era") if n in request.fixturenames}
+    era = chosen.get("mcp_era")
+    ours = "-".join(str(v) for v in chosen.values() if v is not None)  # (the id pytest_generate_tests gave)
+    tokens, mine = ids.split("-") if ids else [], ours.split("-") if ours else []
+    for at in range(len(tokens) - len(mine), -1, -1):
+        if mine and tokens[at : at + len(mine)] == mine:
+            tokens[at : at + len(mine)] = [era] if era else []
+            break
+    own_ids = "-".join(tokens) != (era or "")
+    name = original + (f"[{'-'.join(tokens)}]" if tokens else "")
     if request.cls is not None:
         name = f"{request.cls.__qualname__}.{name}"
-    path = Path(str(node.path)).parent / "__snapshots__" / Path(str(node.path)).stem / f"{name}.json"
+    name = name.replace("/", "_").replace("\\", "_")  # (an id is never a path: 'a/../b' stays in the folder)
+    if len(name.encode()) > 200:  # (most file systems take 255 bytes a name)
+        name = f"{name[:120]}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+    earlier = original + (f"[{era}]" if era else "")
+    return name, (earlier if not own_ids and earlier != name else None)
+
+
+@pytest.fixture
+def mcp_snapshot(request: pytest.FixtureRequest) -> _BoundSnapshot:
+    """This test's surface snapshot: ``__snapshots__/<module>/<test>[<params>-<era>].json`` next to the test file,
+    named after the test's node name without the transport (every transport compares with the same file; a test
+    parametrized over servers, or over anything, keeps one file per parameter; a test of a class is
+    ``<Class>.<test>[...]``, so two classes, each with its server, keep their own). A test with no parameter of
+    its own still reads a file recorded under its earlier name, ``<test>[<era>].json``, until the new one is
+    recorded. ``await mcp_snapshot.check(mcp_client)`` fails when the server's tools, resources or prompts
+    changed; ``--mcp-update-snapshots`` records them."""
+    node = request.node
+    name, earlier = _snapshot_names(request)
+    folder = Path(str(node.path)).parent / "__snapshots__" / Path(str(node.path)).stem
+    path = folder / f"{name}.json"
     update = bool(request.config.getoption("--mcp-update-snapshots"))
-    return _BoundSnapshot(path, update, request.config.stash[_RUNS].snapshots)
+    read_from = None
+    if not update and earlier is not None and not path.is_file() and (folder / f"{earlier}.json").is_file():
+        read_from = folder / f"{earlier}.json"
+    return _BoundSnapshot(path, update, request.config.stash[_RUNS].snapshots, read_from=read_from)
 
 
 @pytest.fixture
