@@ -686,6 +686,11 @@ class Peer(Requests):
     def inflight_count(self) -> int:
         return len(self._inflight)
 
+    def requests_in_progress(self) -> list[RequestContext]:
+        """The requests of the other side in progress here (taken, not answered yet), e.g. for a transport to tell
+        which requests a connection ending under them leaves without an answer."""
+        return list(self._inflight.values())
+
     def is_running(self, request_id: Any) -> bool:
         """Whether a request of the other side with this id is in progress here (its answer not sent yet)."""
         return type(request_id) in (str, int) and request_id in self._inflight

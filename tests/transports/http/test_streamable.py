@@ -307,6 +307,43 @@ async def test_delete_ends_the_session() -> None:
         assert r.status_code == 405  # sessions cannot be ended by clients when there are none
 
 
+@pytest.mark.parametrize(("json_response", "resumable"), [(False, False), (True, False), (False, True)])
+async def test_a_request_running_when_its_session_is_deleted_is_answered_with_its_id(
+    json_response: bool, resumable: bool
+) -> None:
+    """The session ends under the request (spec: a terminated session is answered 404): the JSON-RPC error carries
+    the request's id, so the client's request fails at once; one whose answer already turned into an SSE stream
+    gets that error as the stream's last event."""
+    probe = Probe()
+    server = make_server(probe)
+    server.handler("prompts/get")(silent_prompt(probe))
+    store = InMemoryEventStore() if resumable else None
+    async with (
+        running(server, json_response=json_response, event_store=store) as (base, _),
+        httpx.AsyncClient(timeout=10) as http,
+    ):
+        url = base + "/mcp"
+        for rid, body in (
+            ("p-7", {"jsonrpc": "2.0", "id": "p-7", "method": "prompts/get", "params": {"name": "0"}}),
+            (8, call(8, "hang")),  # (it logs first: an SSE answer unless json_response)
+        ):
+            probe.started.clear()
+            sid = await open_session(http, url, V)
+            post = asyncio.create_task(http.post(url, json=body, headers=handshake_headers(sid, V)))
+            await probe.started.wait()
+            await asyncio.sleep(0.05)
+            assert (await http.delete(url, headers={"mcp-session-id": sid})).status_code == 200
+            r = await post
+            if r.headers["content-type"].startswith("text/event-stream"):
+                assert r.status_code == 200 and not json_response and rid == 8
+                answer = messages(sse_events(r.text))[-1]
+            else:
+                assert r.status_code == 404
+                answer = r.json()
+            assert answer["id"] == rid, answer
+            assert answer["error"]["code"] == -32600 and "ended" in answer["error"]["message"]
+
+
 async def test_protocol_version_header_rules() -> None:
     async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
         url = base + "/mcp"
@@ -1087,7 +1124,8 @@ async def test_ending_a_session_closes_its_open_answers_cleanly() -> None:
                     break
             assert (await http.delete(url, headers={"mcp-session-id": sid})).status_code == 200
             rest = [line async for line in lines]  # the SSE body ends properly (no truncated chunked read)
-        assert not any(line.startswith("data: ") for line in rest)
+        # its last event says the session ended, with the request's id
+        assert [orjson.loads(line[6:])["id"] for line in rest if line.startswith("data: ")] == [8]
         silent_answer = await asyncio.wait_for(pending, 5)
         assert silent_answer.status_code == 404
 

@@ -26,8 +26,17 @@ from ...protocol.errors import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .stream import JSON_MODE, SSE_MODE, SSEPump, Stream, cancel_request
-from .wire import CONTENT_TYPE_JSON, LENGTHS, RETRY_AFTER_1, bad, content_length, respond, wait_disconnect
+from .stream import JSON_MODE, SSE_MODE, SSEPump, Stream, cancel_request, sse_frame
+from .wire import (
+    CONTENT_TYPE_JSON,
+    LENGTHS,
+    RETRY_AFTER_1,
+    bad,
+    content_length,
+    error_body,
+    respond,
+    wait_disconnect,
+)
 
 if TYPE_CHECKING:
     from ...engine import RequestContext
@@ -39,6 +48,34 @@ _UNRECORDED = bad(
 _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two ticks gets a disconnect watcher
 # the errors of a 2026-07-28 request answered with HTTP 400 (the others are 200: the JSON-RPC error says it all)
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
+
+
+_ENDED = "Session ended"
+
+
+def _session_ended(stream: Stream) -> bytes:
+    """The answer of a POST whose session ended under it (spec: HTTP 404 for a terminated session): the error
+    with the id of each request it carried (a batch's answer for several), so the client's requests fail at once;
+    ``id: null`` when none is known."""
+    hs = stream.hs
+    ids = None
+    if hs is not None and hs.orphans:
+        ids = hs.orphans.pop(stream, None) or hs.orphans.pop(_current_task(), None)
+    if not ids:
+        return bad(INVALID_REQUEST, _ENDED)
+    errors = [error_body(rid, INVALID_REQUEST, _ENDED) for rid in ids]
+    return errors[0] if len(errors) == 1 else b"[" + b",".join(errors) + b"]"
+
+
+async def _tell_orphans(stream: Stream) -> None:
+    """An SSE answer whose session ended under it: its last event is the error of each request it carried (not
+    kept in the event store, whose events of the session are forgotten)."""
+    hs = stream.hs
+    ids = hs.orphans.pop(stream, None) if hs is not None and hs.orphans else None
+    conn = stream.conn
+    if ids and conn is not None and not conn.ended:
+        for rid in ids:
+            await conn.queue.put((0, sse_frame(error_body(rid, INVALID_REQUEST, _ENDED), None)))
 
 
 class Answerer:
@@ -134,6 +171,8 @@ class Answerer:
             if task is not None and task.cancelling():
                 task.uncancel()
         if stream.mode == SSE_MODE:
+            if ended:
+                await _tell_orphans(stream)
             stream.finish()
             if stream.pump_task is not None:
                 await stream.pump_task
@@ -148,7 +187,7 @@ class Answerer:
             return 503
         if answer is None or ended:
             if ended:
-                await respond(send, 404, bad(INVALID_REQUEST, "Session ended"))
+                await respond(send, 404, _session_ended(stream))
                 return 404
             await respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202

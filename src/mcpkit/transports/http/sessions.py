@@ -24,11 +24,12 @@ from ...hosting import SESSION_BINDING
 from ...protocol import versions
 from ...protocol.errors import INVALID_REQUEST
 from ...stores.base import BaseSessionStore
-from .stream import WORKER_SHIFT, HTTPSession
+from .stream import WORKER_SHIFT, HTTPSession, Stream
 from .wire import error_body
 
 if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
+    from ...protocol.jsonrpc import RequestId
     from ...stores import EventStore, SessionStore
     from .shared import SharedSessions
     from .stream import SSEPump
@@ -395,12 +396,20 @@ class SessionManager:
                 del self._clients[hs.client]
         session = hs.session
         session.closed = True
+        # the requests still running: each POST's answer says the session ended, with the request's id
+        orphans: dict[object, list[RequestId]] = {}
+        for ctx in session.peer.requests_in_progress():
+            out = ctx.out
+            key = out if isinstance(out, Stream) and out.hs is hs else ctx.task if out is hs else None
+            if key is not None:
+                orphans.setdefault(key, []).append(ctx.id)
+        hs.orphans = orphans
         if hs.standalone is not None and hs.standalone.conn is not None:
             hs.standalone.conn.end()
             hs.standalone.conn = None
         if hs.live:
             for stream in hs.live.values():
-                if stream.conn is not None:
+                if stream.conn is not None and stream not in orphans:  # (those end with their answer)
                     stream.conn.end()
         with contextlib.suppress(Exception):
             await session.peer.close("session ended")

@@ -285,6 +285,7 @@ class HTTPSession:
         "last_seen",
         "live",
         "next_no",
+        "orphans",
         "queue",
         "queued_bytes",
         "renewed",
@@ -315,6 +316,10 @@ class HTTPSession:
         # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
         self.synced_level: str | None = None
         self.synced_subs: frozenset[str] = frozenset()
+        # once the session ended: the ids of the requests it left running, by their POST's stream (or the task
+        # answering the POST, for a JSON answer whose handler wrote to the session); each POST's answer then
+        # carries them. Taken from the peer's in-flight table, so bounded like it.
+        self.orphans: dict[object, list[str | int]] | None = None
 
     async def wait_turn(self, weight: int, size: int, cap: int, max_queued: int, max_bytes: int) -> bool:
         """Queue a POST of this session while it has ``cap`` (``max_requests_per_session``) running; True once it
