@@ -433,6 +433,25 @@ async def test_high_level_client_with_oauth_over_legacy_sse() -> None:
         await auth.aclose()
 
 
+async def test_high_level_client_with_oauth_over_websocket() -> None:
+    """An OAuth flow (any ``httpx.Auth``) given to a WebSocket client authorizes its upgrade: the 401 challenge of
+    the upgrade starts the flow, as over HTTP, and the upgrade is tried again with the token. The option reached
+    ``websockets`` and failed there with a TypeError (``transport_options``), or was refused (``auth=``)."""
+    from mcpkit.client.client import Client
+
+    async with stack(scopes_supported=["mcp:read"]) as s:
+        ws_url = s["rs_base"].replace("http://", "ws://") + "/ws"
+        auth, browser = oauth(s["mcp_url"])
+        async with Client(ws_url, transport_options={"auth": auth}) as c:
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+        async with Client(ws_url, auth=auth) as c:  # (the same flow: its token is used again, no second sign-in)
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|mcp:read"  # type: ignore[union-attr]
+        assert len(browser.visited) == 1
+        await auth.aclose()
+
+
 @pytest.mark.req("M031", "M036")
 async def test_client_credentials_grant_machine_to_machine() -> None:
     async with stack(scopes_supported=["mcp:read"]) as s:

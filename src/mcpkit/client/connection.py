@@ -345,10 +345,6 @@ class ClientConnection:
             raise TypeError(
                 f'auth must be "oauth", a bearer token (str) or an httpx.Auth flow such as OAuthClient, not {auth!r}'
             )
-        if self.target.kind == WS:
-            raise ValueError(
-                "auth: an OAuth flow needs an HTTP target; for a ws:// URL give a bearer token (auth=token)"
-            )
 
     def _oauth_flow(self) -> Any:
         """``auth="oauth"``: an :class:`~mcpkit.auth.client.OAuthClient` for this URL that signs in through the
@@ -359,9 +355,12 @@ class ClientConnection:
         from ..auth.client import LoopbackCallback, OAuthClient
 
         callback = LoopbackCallback()
-        assert self.target.url is not None
+        url = self.target.url
+        assert url is not None
+        if self.target.kind == WS:  # (the server's URL as HTTP: the upgrade is authorized as a GET of it would be)
+            url = "http" + url[2:]
         return OAuthClient(
-            self.target.url,
+            url,
             client_metadata={"client_name": "mcpkit", "redirect_uris": [callback.redirect_uri]},
             redirect_handler=callback.redirect_handler,
             callback_handler=callback.callback_handler,

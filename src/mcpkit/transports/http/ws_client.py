@@ -1,8 +1,8 @@
 """WebSocket transport (a custom transport: one JSON-RPC message per text frame, subprotocol ``mcp``), client
 side, over the ``websockets`` library.
 
-``WebSocketClientTransport(url, *, headers=None, ping_interval=20.0, ping_timeout=20.0, open_timeout=10.0,
-max_message_size=4 MiB)`` is a :class:`~mcpkit.transports.base.Connection`::
+``WebSocketClientTransport(url, *, headers=None, auth=None, ping_interval=20.0, ping_timeout=20.0,
+open_timeout=10.0, max_message_size=4 MiB)`` is a :class:`~mcpkit.transports.base.Connection`::
 
     async with WebSocketClientTransport("ws://127.0.0.1:8000/ws") as conn:
         async with ClientSession(conn) as session:   # either era
@@ -15,6 +15,11 @@ reason; our 1009 for a message over ``max_message_size``), so pending requests f
 frame from the server is a protocol violation: the connection is closed with 1003. The ``websockets`` library sends
 pings every ``ping_interval`` s and closes the connection when a pong is ``ping_timeout`` s late; it closes with
 1009 when a message exceeds ``max_message_size``.
+
+``auth``: an ``httpx.Auth`` flow such as :class:`~mcpkit.auth.OAuthClient` (its token goes in the upgrade
+request's headers, as for an HTTP request to ``http(s)://`` the same host and path). An upgrade refused with 401 or
+403 goes back to the flow, as an HTTP answer would: an OAuth flow gets a token (or a wider one) and the upgrade is
+tried again with it. A request the flow makes elsewhere is sent with a plain HTTP client.
 """
 
 from __future__ import annotations
@@ -22,19 +27,24 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed as WSConnectionClosed
 from websockets.exceptions import InvalidHandshake, InvalidStatus
 
 from ...engine import BaseConnection, Outgoing
+
+if TYPE_CHECKING:
+    import httpx
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 
 logger = logging.getLogger("mcpkit.ws.client")
 
 SUBPROTOCOL = "mcp"
+# headers of the flow's HTTP request that the WebSocket upgrade sets itself
+_NOT_FORWARDED = frozenset(("host", "connection", "upgrade", "content-length", "transfer-encoding"))
 
 
 class WebSocketClientTransport(BaseConnection):
@@ -45,6 +55,7 @@ class WebSocketClientTransport(BaseConnection):
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        auth: httpx.Auth | None = None,
         ping_interval: float | None = 20.0,
         ping_timeout: float | None = 20.0,
         open_timeout: float | None = 10.0,
@@ -53,6 +64,7 @@ class WebSocketClientTransport(BaseConnection):
     ) -> None:
         self.url = url
         self.headers = dict(headers or {})
+        self.auth = auth
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
         self.open_timeout = open_timeout
@@ -70,16 +82,7 @@ class WebSocketClientTransport(BaseConnection):
 
     async def start(self) -> None:
         try:
-            ws = await connect(
-                self.url,
-                subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
-                additional_headers=self.headers or None,
-                ping_interval=self.ping_interval,
-                ping_timeout=self.ping_timeout,
-                open_timeout=self.open_timeout,
-                max_size=self.max_message_size,
-                **self.connect_options,
-            )
+            ws = await (self._connect(self.headers) if self.auth is None else self._connect_with_auth(self.auth))
         except InvalidStatus as exc:  # the upgrade answered with an HTTP status: a connection error, said in a line
             status = exc.response.status_code
             why = bytes(exc.response.body or b"")[:200].decode("utf-8", "replace").strip()
@@ -92,6 +95,59 @@ class WebSocketClientTransport(BaseConnection):
             await ws.close(1002, "subprotocol mcp was not selected")
             raise ConnectionError(f"{self.url}: the server did not select the {SUBPROTOCOL!r} subprotocol")
         self.ws = ws
+
+    async def _connect(self, headers: Mapping[str, str]) -> ClientConnection:
+        return await connect(
+            self.url,
+            subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
+            additional_headers=dict(headers) or None,
+            ping_interval=self.ping_interval,
+            ping_timeout=self.ping_timeout,
+            open_timeout=self.open_timeout,
+            max_size=self.max_message_size,
+            **self.connect_options,
+        )
+
+    async def _connect_with_auth(self, auth: httpx.Auth) -> ClientConnection:
+        """Drive ``auth`` as httpx would for a GET of the same URL over HTTP: the upgrade carries the headers the
+        flow adds; a refused upgrade (401, 403) is the response the flow gets back, and it may ask again."""
+        import httpx
+
+        http_url = httpx.URL("http" + self.url[2:] if self.url[:2].lower() == "ws" else self.url)
+        request = httpx.Request("GET", http_url, headers=self.headers)
+        flow = auth.async_auth_flow(request)
+        refused: InvalidStatus | None = None
+        other: httpx.AsyncClient | None = None
+        try:
+            sent = await flow.__anext__()
+            while True:
+                if sent.url == http_url:
+                    headers = {k: v for k, v in sent.headers.items() if k.lower() not in _NOT_FORWARDED}
+                    try:
+                        return await self._connect(headers)
+                    except InvalidStatus as exc:
+                        refused = exc
+                        answer = exc.response
+                        response = httpx.Response(
+                            answer.status_code,
+                            headers=list(answer.headers.raw_items()),
+                            content=bytes(answer.body or b""),
+                            request=sent,
+                        )
+                else:  # (a flow that asks something of another URL on the way)
+                    other = other or httpx.AsyncClient(timeout=self.open_timeout)
+                    response = await other.send(sent)
+                    await response.aread()
+                try:
+                    sent = await flow.asend(response)
+                except StopAsyncIteration:
+                    if refused is not None:
+                        raise refused from None
+                    raise ConnectionError(f"{self.url}: the auth flow ended without a WebSocket upgrade") from None
+        finally:
+            await flow.aclose()
+            if other is not None:
+                await other.aclose()
 
     @property
     def close_code(self) -> int | None:
