@@ -73,6 +73,15 @@ def node_bin(npm_bin_dir: Path) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def pyright_js(node_bin: Path) -> Path:
+    """The pinned ``pyright`` type checker's entry script (run it with ``node_bin``)."""
+    path = NODE_MODULES / "pyright" / "index.js"
+    if not path.is_file():
+        _missing_npm_peers(str(path))
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _process_signal_handlers() -> Iterator[None]:
     """Each test leaves SIGTERM/SIGINT as it found them. uvicorn's ``serve()`` points them at the server while it

@@ -103,11 +103,20 @@ class HostedSession(Protocol):
     client_capabilities: JSONDict
     client_info: JSONDict | None
     initialized: bool
-    closed: bool
     log_level: str | None
     subscriptions: set[str]
     state: dict[str, Any]
     stateless: bool  # it stands for no one client (stateless HTTP): requests keep nothing in it
+
+    # (a property, as ServerSession's is: pyright holds a protocol's mutable attribute to be an attribute in the
+    # class too, and refused every MCPKit as a HostedServer, so app.run() and create_app(app))
+    @property
+    def closed(self) -> bool:
+        """The session has ended: nothing more is sent to it."""
+        ...
+
+    @closed.setter
+    def closed(self, value: bool) -> None: ...
 
     def mark_initialized(self) -> None:
         """The client sent ``notifications/initialized`` (here, or on another worker: a restored session)."""

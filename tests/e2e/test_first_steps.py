@@ -4,6 +4,8 @@ fresh ``pip install 'mcpkit[all]'`` venv; this is the quick version in the dev v
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import subprocess
 import sys
@@ -49,3 +51,22 @@ def test_the_programs_pass_mypy_strict_with_no_escape_hatch(tmp_path: Path) -> N
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success: no issues found in 5 source files" in proc.stdout
+
+
+def test_the_programs_pass_pyright_strict(tmp_path: Path, node_bin: Path, pyright_js: Path) -> None:
+    """Users' editors run pyright, which holds a protocol's mutable attribute to be one in the implementing class
+    too: the same five programs (``app.run()`` included, which binds ``self`` to the ``HostedServer`` protocol)
+    pass its strict mode, against the pinned ``pyright`` of tests/node_modules."""
+    config = tmp_path / "pyrightconfig.json"
+    settings = {"include": [os.path.relpath(FIRST_STEPS, tmp_path)], "typeCheckingMode": "strict"}
+    config.write_text(json.dumps(settings), encoding="utf-8")
+    proc = subprocess.run(
+        [str(node_bin), str(pyright_js), "--pythonpath", sys.executable, "--project", str(config), "--outputjson"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    report = json.loads(proc.stdout)
+    problems = [f"{d['file']}:{d['range']['start']['line'] + 1}: {d['message']}" for d in report["generalDiagnostics"]]
+    assert problems == [], "\n".join(problems)
+    assert report["summary"]["filesAnalyzed"] == 5
