@@ -84,6 +84,62 @@ async def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(redis_url: s
         assert len({event_id for event_id, _ in received}) == N
 
 
+@pytest.mark.npm
+async def test_a_typescript_client_resuming_a_call_whose_worker_died_gets_an_error_at_once(
+    redis_url: str,  # noqa: F811
+    node_bin: Path,
+) -> None:
+    """The TypeScript SDK client's call runs on worker A, which dies mid-call; the client resumes the call's SSE
+    stream (Last-Event-ID) on worker B, which finds A gone and answers the call with -32603 ("retry") before ending
+    the stream: the call fails at once instead of waiting out the SDK's 60 s timeout, and the session goes on."""
+    import json
+
+    import redis.asyncio as aioredis
+
+    from support.paths import INTEROP
+
+    with Workers(redis_url, 2) as workers, TcpProxy(workers.ports[0]) as proxy:  # (examples/everything.py)
+        steps = [
+            {
+                "op": "callTool",
+                "name": "slow",
+                "arguments": {"steps": 600, "delay_ms": 100},
+                "progress": True,
+                "timeoutMs": 60_000,
+            },
+            {"op": "callTool", "name": "echo", "arguments": {"text": "after"}},
+        ]
+        client = await asyncio.create_subprocess_exec(
+            str(node_bin),
+            str(INTEROP / "ts_client.mjs"),
+            "--http",
+            f"http://127.0.0.1:{proxy.port}/mcp",
+            "--script",
+            json.dumps({"steps": steps}),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        prefix = workers.env["MCPKIT_REDIS_PREFIX"]
+        redis = aioredis.from_url(redis_url)
+        try:
+            deadline = time.monotonic() + 30
+            while not [key async for key in redis.scan_iter(match=f"{prefix}*:evr")]:  # the call's stream began
+                assert time.monotonic() < deadline, "the call never streamed"
+                await asyncio.sleep(0.1)
+        finally:
+            await redis.aclose()
+        proxy.target = ("127.0.0.1", workers.ports[1])  # (new connections: the balancer now picks worker B)
+        workers.kill(0)
+        killed = time.monotonic()
+        out, err = await asyncio.wait_for(client.communicate(), 90)
+        waited = time.monotonic() - killed
+    assert client.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
+    results = json.loads(out)["results"]
+    assert results[0]["error"]["code"] == -32603 and "gone" in results[0]["error"]["message"], results[0]
+    assert results[1]["content"][0]["text"] == "after"
+    assert waited < 30, waited
+
+
 async def test_sessions_survive_a_redis_restart_with_persistence(tmp_path: Path) -> None:
     redis = PersistentRedis(require_redis_server(), str(tmp_path))
     try:

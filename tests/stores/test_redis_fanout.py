@@ -376,6 +376,37 @@ async def test_a_stream_is_followed_by_another_worker_until_its_last_event(
         await reader.aclose()
 
 
+async def test_a_streams_request_id_is_kept_with_it_bounded_expiring_and_forgotten_with_the_session(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    from mcpkit.stores import RequestEventStore
+    from mcpkit.stores.redis.events import MAX_REQUEST_ID_BYTES
+
+    url, cluster = url_and_cluster
+    prefix = f"t{secrets.token_hex(4)}:"
+    writer = RedisEventStore(url, prefix=prefix, cluster=cluster, ttl=30)
+    reader = RedisEventStore(url, prefix=prefix, cluster=cluster)
+    try:
+        assert isinstance(writer, RequestEventStore)
+        await writer.append_first("sid/5", 1, b"progress 1", 42)
+        await writer.append_first("sid/6", 1, b"progress 1", "req-a")
+        await writer.append_first("sid/7", 1, b"progress 1", "x" * MAX_REQUEST_ID_BYTES)  # too long: not kept
+        await writer.append("sid/8", 1, b"progress 1")
+        assert await reader.request_of("sid/5") == 42
+        assert await reader.request_of("sid/6") == "req-a"
+        assert await reader.request_of("sid/7") is None
+        assert await reader.request_of("sid/8") is None
+        assert await reader.replay("sid/5", 0) == [(1, b"progress 1")]  # (the event itself, as append keeps it)
+        hash_key = writer.conn.keys.key("sid", "evr")
+        assert 0 < await writer.conn.client.pttl(hash_key) <= 30_000
+        await writer.forget("sid/")
+        assert await reader.request_of("sid/5") is None
+        assert not await writer.conn.client.exists(hash_key)
+    finally:
+        await writer.aclose()
+        await reader.aclose()
+
+
 async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) -> None:  # noqa: F811
     from redis.asyncio.cluster import RedisCluster
 

@@ -8,6 +8,8 @@ Both are protocols so a shared backend (Redis, ...) can replace the bounded in-m
   client's ``Last-Event-ID``. ``replay`` returns None when it cannot replay without a gap (unknown stream, or
   events already evicted): the server then refuses the resumption rather than silently losing messages.
 * :class:`FollowableEventStore`: an event store shared by workers whose streams another worker can follow.
+* :class:`RequestEventStore`: a followable store that also keeps the id of the request a stream answers, so a
+  worker following a stream whose writer is gone answers that request with an error instead of ending silently.
 * :class:`SessionStore`: the state of a handshake-era session (version, client capabilities and info, log level,
   subscriptions) as a JSON-able dict, so another worker can restore a session it did not create. The store is the
   truth for every worker: the HTTP endpoint re-reads the record on each request (DELETE anywhere means 404
@@ -59,6 +61,22 @@ class FollowableEventStore(EventStore, Protocol):
 
 
 @runtime_checkable
+class RequestEventStore(FollowableEventStore, Protocol):
+    """A :class:`FollowableEventStore` that keeps, with a request's stream, the id of the request whose answer
+    ends it (:class:`~mcpkit.stores.redis.RedisEventStore`): a client that resumes the stream on another worker
+    after the worker running the request died gets a JSON-RPC error for that request (-32603, "retry") instead of
+    a stream that ends without an answer."""
+
+    async def append_first(self, stream: str, seq: int, data: bytes, request_id: str | int) -> None:
+        """Keep event ``seq`` (the first of ``stream``) and, with the stream, the id of the request it answers."""
+        ...
+
+    async def request_of(self, stream: str) -> str | int | None:
+        """The id kept by :meth:`append_first` for ``stream``; None when there is none (or it expired)."""
+        ...
+
+
+@runtime_checkable
 class SessionStore(Protocol):
     async def save(self, session_id: str, state: dict[str, Any], ttl: float | None) -> None: ...
 
@@ -74,6 +92,7 @@ __all__ = [
     "InMemoryEventStore",
     "InMemorySessionStore",
     "InMemoryTaskStore",
+    "RequestEventStore",
     "SessionStore",
     "TaskStore",
 ]

@@ -15,7 +15,10 @@ session ends) deletes them in one command without scanning the keyspace; any oth
 
 A stream's last event (the answer of the request that opened it) is marked (:meth:`RedisEventStore.append_last`),
 so a worker that resumes a stream another worker is still writing follows it (:meth:`RedisEventStore.follow`)
-until that answer, then ends it.
+until that answer, then ends it. The id of that request is kept with its first event
+(:meth:`RedisEventStore.append_first`, in the same script) in the session's hash ``<prefix>{<session>}:evr``
+(stream name -> the id in JSON, at most :data:`MAX_REQUEST_ID_BYTES`; same TTL, deleted with the session's events):
+when the writer is gone, the follower answers that request with an error.
 """
 
 from __future__ import annotations
@@ -23,12 +26,15 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
 
 if TYPE_CHECKING:
     from .connection import RedisClient
 
-# KEYS: stream, group; ARGV: entry id, data, maxlen, ttl ms ('' = none), stream name (group member), last ('1'/'')
+# KEYS: stream, group, request ids; ARGV: entry id, data, maxlen, ttl ms ('' = none), stream name (group member),
+# last ('1'/''), the id of the request the stream answers (JSON; '' = none)
 _APPEND = """
 if ARGV[6] == '1' then
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2], 'f', '1')
@@ -38,8 +44,14 @@ end
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 redis.call('SADD', KEYS[2], ARGV[5])
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if ARGV[7] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[5], ARGV[7])
+  if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
+end
 return 1
 """
+#: Longest request id kept with a stream (JSON bytes); a longer one is not kept (its stream is followed as before).
+MAX_REQUEST_ID_BYTES = 256
 
 # KEYS: stream; ARGV: after + 1, ttl ms ('' = none). nil: unknown stream; 0: the next event was trimmed (a gap);
 # else the entries from `after + 1` on.
@@ -79,7 +91,7 @@ def _entries(raw: Any) -> tuple[list[tuple[int, bytes]], bool]:
 
 class RedisEventStore(OnConnection):
     """An :class:`~mcpkit.stores.EventStore` in Redis streams (see the module docstring for the layout); also a
-    :class:`~mcpkit.stores.FollowableEventStore`.
+    :class:`~mcpkit.stores.FollowableEventStore` and a :class:`~mcpkit.stores.RequestEventStore`.
 
     Args:
         redis: a URL, a ``redis.asyncio`` client (bytes responses) or a shared
@@ -121,6 +133,9 @@ class RedisEventStore(OnConnection):
     def _group_key(self, stream: str) -> str:
         return self.conn.keys.key(stream.partition("/")[0], "evs")
 
+    def _requests_key(self, stream: str) -> str:
+        return self.conn.keys.key(stream.partition("/")[0], "evr")
+
     async def append(self, stream: str, seq: int, data: bytes) -> None:
         """Keep event ``seq``. Raises ``redis.ResponseError`` when ``seq`` is not above the stream's last number:
         two writers numbering one stream would otherwise interleave into a history no client can resume."""
@@ -130,9 +145,27 @@ class RedisEventStore(OnConnection):
         """Keep event ``seq`` as the stream's last (the answer that ends it): a follower stops after it."""
         await self._add(stream, seq, data, "1")
 
-    async def _add(self, stream: str, seq: int, data: bytes, last: str) -> None:
-        keys = [self.key(stream), self._group_key(stream)]
-        args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last]
+    async def append_first(self, stream: str, seq: int, data: bytes, request_id: str | int) -> None:
+        """Keep event ``seq`` (the stream's first) and, in the same script, the id of the request the stream
+        answers (not kept when its JSON is longer than :data:`MAX_REQUEST_ID_BYTES`)."""
+        rid = orjson.dumps(request_id)
+        await self._add(stream, seq, data, "", rid if len(rid) <= MAX_REQUEST_ID_BYTES else b"")
+
+    async def request_of(self, stream: str) -> str | int | None:
+        """The id of the request ``stream`` answers, as :meth:`append_first` kept it; None when there is none."""
+        async with self.conn.guard("event store"):
+            raw = await self.conn.client.hget(self._requests_key(stream), stream)
+        if not raw:
+            return None
+        try:
+            rid = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
+
+    async def _add(self, stream: str, seq: int, data: bytes, last: str, request_id: bytes = b"") -> None:
+        keys = [self.key(stream), self._group_key(stream), self._requests_key(stream)]
+        args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last, request_id]
         async with self.conn.guard("event store"):
             await self._append(keys=keys, args=args)
 
@@ -171,14 +204,14 @@ class RedisEventStore(OnConnection):
                 group_key = keys.key(tag, "evs")
                 members = await client.smembers(group_key)
                 names = [self.key(m.decode() if isinstance(m, bytes) else m) for m in members]
-                await client.unlink(group_key, *names)
+                await client.unlink(group_key, keys.key(tag, "evr"), *names)
                 return
             # Any other prefix: SCAN for the streams (and the session sets whose streams all start with it).
             if slash:
                 patterns = [_glob_escape(keys.key(tag, "ev", rest)) + "*"]
             else:
                 start = _glob_escape(f"{keys.prefix}{{{prefix}")
-                patterns = [start + "*}:ev:*", start + "*}:evs"]
+                patterns = [start + "*}:ev:*", start + "*}:evs", start + "*}:evr"]
             batch: list[Any] = []
             for pattern in patterns:
                 async for key in client.scan_iter(match=pattern, count=1000):

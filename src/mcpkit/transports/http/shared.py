@@ -32,7 +32,7 @@ from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
 from ...protocol.jsonrpc import Batch, ErrorResponse, Notification, Response
 from ...server.request_context import at_token_expiry
-from ...stores import FollowableEventStore
+from ...stores import FollowableEventStore, RequestEventStore
 from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, is_number, position_order, worker_of
 from .stream import SSE_HEADERS, SSE_MODE, Conn, HTTPSession, Stream, sse_frame
 from .wire import bad, error_body, respond, wait_disconnect
@@ -49,6 +49,10 @@ DEFAULT_MAX_FOLLOWERS = 256
 MAX_LOGGED_CANCELS = 20
 _READ = 500  # log entries read per round trip
 _LIST_KINDS = ("tools", "resources", "prompts")
+
+
+#: The error answering a request whose worker died while a client followed its stream on another worker.
+ORPHANED = "the worker serving this request is gone; retry"
 
 
 def unavailable(exc: BaseException) -> bytes:
@@ -342,6 +346,7 @@ class SharedSessions:
         if following:
             self.followers += 1
         gone = asyncio.get_running_loop().create_task(wait_disconnect(receive))
+        writer_gone = False
         hs.busy += 1
         try:
             while True:
@@ -357,12 +362,15 @@ class SharedSessions:
                         break  # expired or forgotten
                     events, ended = followed
                     if not events and (gone.done() or not await self.fanout.alive(writer)):
+                        writer_gone = not gone.done()
                         break  # the client left, or the worker running the request is gone
                 except ConnectionError:
                     await send({"type": "http.response.body", "body": b"retry: 1000\n\n", "more_body": True})
                     break  # the client resumes again from what it has
                 if not events:
                     await send({"type": "http.response.body", "body": b":\n\n", "more_body": True})
+            if writer_gone:
+                await self._answer_orphan(store, key, send)
         finally:
             hs.busy -= 1
             hs.last_seen = time.monotonic()
@@ -371,6 +379,21 @@ class SharedSessions:
             gone.cancel()
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    @staticmethod
+    async def _answer_orphan(store: FollowableEventStore, key: str, send: Send) -> None:
+        """The worker running the request whose stream is followed is gone and will never answer it: answer it
+        here with an error (its id is kept with the stream by a :class:`RequestEventStore`), so the client fails
+        the request at once (and may retry it) instead of waiting out its timeout."""
+        if not isinstance(store, RequestEventStore):
+            return
+        try:
+            rid = await store.request_of(key)
+        except ConnectionError:
+            return
+        if rid is not None:
+            error = error_body(rid, INTERNAL_ERROR, ORPHANED)
+            await send({"type": "http.response.body", "body": sse_frame(error, None), "more_body": True})
 
     # ------------------------------------------------------------------ shutdown
 

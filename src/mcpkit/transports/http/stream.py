@@ -25,7 +25,7 @@ from ..._asgi import Receive, Send
 from ...engine import REQUEST, Outgoing
 from ...protocol.errors import INVALID_REQUEST, ConnectionClosed
 from ...server.request_context import at_token_expiry
-from ...stores import FollowableEventStore
+from ...stores import FollowableEventStore, RequestEventStore
 from ...stores.log import is_number
 from ..base import DEFAULT_QUEUE_BYTES
 from .wire import bad, respond, wait_disconnect
@@ -113,6 +113,17 @@ class Conn:
         self.queue.put_nowait(None)
 
 
+def _request_answered_by(stream: Stream) -> str | int | None:
+    """The id of the one request whose answer ``stream`` is, when the event store keeps it (a shared store: a
+    worker following the stream answers that request if the worker running it dies); None otherwise (or for a
+    batch's stream)."""
+    hs = stream.hs
+    if hs is None or not isinstance(stream.sse.event_store, RequestEventStore):
+        return None
+    ids = [ctx.id for ctx in hs.session.peer.requests_in_progress() if ctx.out is stream]
+    return ids[0] if len(ids) == 1 else None
+
+
 class Stream:
     """The outbox of one POST (or the session's standalone GET stream): turns the POST's answer into an SSE stream
     when the handler sends something first, then records events (ids + event store) and feeds the open connection,
@@ -185,9 +196,10 @@ class Stream:
             return
         await self.emit(data, msg)
 
-    async def record(self, data: bytes, last: bool = False) -> tuple[int, bytes]:
+    async def record(self, data: bytes, last: bool = False, request_id: str | int | None = None) -> tuple[int, bytes]:
         """Number the event, keep it in the event store (resumable streams) and frame it. ``last``: the answer that
-        ends the stream (a shared store marks it, for another worker following the stream)."""
+        ends the stream (a shared store marks it, for another worker following the stream); ``request_id``: the
+        first event's, the id of the request the stream answers (kept by a :class:`RequestEventStore`)."""
         if self.resumable:
             self.seq = seq = self.seq + 1
             key = f"{self.hs.id}/{self.no}"  # type: ignore[union-attr]
@@ -195,6 +207,8 @@ class Stream:
             try:
                 if last and isinstance(store, FollowableEventStore):
                     await store.append_last(key, seq, data)
+                elif request_id is not None:
+                    await store.append_first(key, seq, data, request_id)
                 else:
                     await store.append(key, seq, data)
             except Exception:  # a failing store costs resumability, not the live stream
@@ -461,8 +475,9 @@ class SSEPump:
                 cancel_request(ctx)
 
         stream.pump_task = asyncio.get_running_loop().create_task(pump())
+        request_id = _request_answered_by(stream) if stream.resumable else None
         async with order:
-            seq, frame = await stream.record(first)
+            seq, frame = await stream.record(first, request_id=request_id)
             conn.queue.put_nowait((seq, frame))
 
     async def pump(self, conn: Conn, receive: Receive, send: Send, watcher: asyncio.Task[None] | None = None) -> bool:
