@@ -62,8 +62,25 @@ DEFAULT_MAX_PENDING = 4_096
 """How many requests the client's tap may hold open spans for (server-to-client requests not yet answered)."""
 
 #: Inside :meth:`Telemetry.rounds`: the CLIENT span of the first round of one call (empty until it is sent), the
-#: parent of the later rounds' spans; None elsewhere.
+#: parent of the later rounds' spans; inside :meth:`Telemetry.call`, until the call's request is sent, its
+#: :class:`_Reserved` span; None elsewhere.
 _ROUNDS: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("mcpkit_telemetry_rounds", default=None)
+
+
+class _Reserved:
+    """The CLIENT span of a call started before its request is sent (:meth:`Telemetry.call`): the parent of the
+    requests sent first, and the span of the call's request (``method``) once that is sent."""
+
+    __slots__ = ("method", "span")
+
+    def __init__(self, method: str, span: Any) -> None:
+        self.method = method
+        self.span = span
+
+
+def _span_of(first: Any) -> Any:
+    """The span of a call's first round (its reserved span until its request is sent)."""
+    return first.span if type(first) is _Reserved else first
 
 
 def span_name(method: str, params: Any) -> str:
@@ -238,7 +255,7 @@ class Telemetry(Middleware):
         parent, links = self._remote(params)
         first = _ROUNDS.get()
         if parent is None and not links and first:
-            parent = trace.set_span_in_context(first[0])
+            parent = trace.set_span_in_context(_span_of(first[0]))
         attrs = request_attributes(method, params, None, version, None)
         attrs["mcpkit.input.key"] = key[:128]
         span = self.tracer.start_span(
@@ -270,6 +287,34 @@ class Telemetry(Middleware):
             yield _ROUNDS.get()
         finally:
             _ROUNDS.reset(token)
+
+    @contextlib.contextmanager
+    def call(self, method: str, params: JSONDict) -> Iterator[None]:
+        """Around one call that sends other requests before its own (``call_tool`` of a tool not listed yet sends
+        ``tools/list`` first, to learn its output schema and whether it must run as a task): the call's CLIENT span
+        starts here, the requests sent first are its children, and it is the span of the call's own request
+        (``method``) when that is sent, so the call is one trace (with the rounds and task requests that follow, as
+        :meth:`rounds`). A call that never sends its request (the lookup timed out) ends its span here, an error
+        span if it failed. Inside a call already in progress, nothing changes."""
+        if _ROUNDS.get():
+            yield
+            return
+        span = self.tracer.start_span(
+            span_name(method, params), kind=self._trace.SpanKind.CLIENT, attributes={"mcp.method.name": method}
+        )
+        reserved = _Reserved(method, span)
+        trail = [reserved]
+        token = _ROUNDS.set(trail)
+        try:
+            yield
+        except BaseException as exc:
+            if trail[0] is reserved:
+                self._failed(span, exc)
+            raise
+        finally:
+            _ROUNDS.reset(token)
+            if trail[0] is reserved:  # (never sent: nobody else ends it)
+                span.end()
 
     @contextlib.contextmanager
     def serve_request(self, channel: int, request_id: Any, version: str | None) -> Iterator[None]:
@@ -359,12 +404,18 @@ class _PeerTracer:
         trace = owner._trace
         attrs = request_attributes(method, params, request_id, self.version(), self.session)
         rounds = _ROUNDS.get()
-        parent = trace.set_span_in_context(rounds[0]) if rounds else None  # (a later round: in the first's trace)
-        span = owner.tracer.start_span(
-            span_name(method, params), context=parent, kind=trace.SpanKind.CLIENT, attributes=attrs
-        )
-        if rounds is not None and not rounds:
-            rounds.append(span)
+        first = rounds[0] if rounds else None
+        if rounds and type(first) is _Reserved and first.method == method:  # (the call's own request: its span)
+            span = first.span
+            span.set_attributes(attrs)
+            rounds[0] = span  # (claimed: the first round from here on)
+        else:
+            parent = trace.set_span_in_context(_span_of(first)) if rounds else None  # (a later round: in its trace)
+            span = owner.tracer.start_span(
+                span_name(method, params), context=parent, kind=trace.SpanKind.CLIENT, attributes=attrs
+            )
+            if rounds is not None and not rounds:
+                rounds.append(span)
         params = carrying(params, span)
 
         def done(exc: BaseException | None, fut: asyncio.Future[JSONDict]) -> None:

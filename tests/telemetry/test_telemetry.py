@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mcpkit import Client, InputHandlerError
-from mcpkit.protocol.errors import InvalidParams
+from mcpkit.protocol.errors import InvalidParams, RequestTimeout
 from mcpkit.protocol.tracecontext import MAX_TRACESTATE_MEMBERS, parse_traceparent, parse_tracestate
 from mcpkit.telemetry import Telemetry
 from support.extras import run_without
@@ -210,6 +210,55 @@ async def test_a_task_handles_requests_are_in_the_trace_of_the_call_that_made_th
     assert {s.context.trace_id for s in mine} == {first.context.trace_id}, [s.name for s in mine]
     assert any(s["name"].startswith("tasks/") for s in remote)
     assert {s["trace"] for s in remote} == {format(first.context.trace_id, "032x")}, [s["name"] for s in remote]
+
+
+@BOTH
+@ERA
+async def test_the_tools_list_a_call_sends_first_is_a_child_of_the_calls_span(transport: str, mode: str) -> None:
+    # call_tool of a tool the client has not listed yet sends tools/list first (its output schema, whether it must
+    # run as a task): part of that call, so a child of its CLIENT span, in its trace, on both sides; with no span of
+    # the caller's current, too. The same for call_tool_as_task.
+    provider, exporter = recorder()
+    telemetry = Telemetry(tracer_provider=provider)
+    version = "2026-07-28" if mode == "modern" else "2025-11-25"
+    async with connect(transport, mode, telemetry=telemetry) as client:
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).data == 5
+        remote = await server_spans(client)
+    opening = ("initialize", "server/discover", "tools/call spans")  # (the connection's own, and the test's)
+    mine = [s for s in exporter.get_finished_spans() if s.name not in opening]
+    call = next(s for s in mine if s.name == "tools/call add")
+    listed = next(s for s in mine if s.name == "tools/list")
+    assert call.kind.name == listed.kind.name == "CLIENT" and call.parent is None
+    assert listed.parent is not None and listed.parent.span_id == call.context.span_id
+    assert {s.context.trace_id for s in mine} == {call.context.trace_id}, [s.name for s in mine]
+    attrs = dict(call.attributes or {})
+    assert attrs["gen_ai.tool.name"] == "add" and attrs["mcp.protocol.version"] == version
+    assert "jsonrpc.request.id" in attrs and call.start_time <= listed.start_time and listed.end_time <= call.end_time
+    remote = [s for s in remote if s["name"] not in opening]
+    assert {s["name"] for s in remote} == {"tools/list", "tools/call add", "inside add"}
+    assert {s["trace"] for s in remote} == {format(call.context.trace_id, "032x")}, [s["name"] for s in remote]
+    exporter.clear()
+    async with connect(transport, mode, telemetry=telemetry, sampling_handler=lambda p: "hi") as client:
+        handle = await client.call_tool_as_task("ask_later", {})
+        assert (await handle.result()).text == "later: hi"
+    mine = [s for s in exporter.get_finished_spans() if s.name not in opening]
+    call = next(s for s in mine if s.name == "tools/call ask_later")
+    listed = next(s for s in mine if s.name == "tools/list")
+    assert listed.parent is not None and listed.parent.span_id == call.context.span_id
+    assert {s.context.trace_id for s in mine} == {call.context.trace_id}, [s.name for s in mine]
+
+
+def test_a_call_that_never_sends_its_request_still_ends_its_span_as_an_error() -> None:
+    # (call_tool whose tools/list lookup timed out: "the call was not sent"; its span, started early, is ended)
+    provider, exporter = recorder()
+    telemetry = Telemetry(tracer_provider=provider)
+    with pytest.raises(RequestTimeout), telemetry.call("tools/call", {"name": "slow"}):
+        raise RequestTimeout("tools/call", 1.0, "waiting for tools/list")
+    with telemetry.call("tools/call", {"name": "quiet"}):
+        pass
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    assert spans["tools/call slow"].status.status_code.name == "ERROR" and spans["tools/call slow"].end_time
+    assert spans["tools/call quiet"].status.status_code.name == "UNSET" and spans["tools/call quiet"].end_time
 
 
 @BOTH

@@ -349,8 +349,30 @@ class Client(ClientConnection):
         """
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
+        lookup = tool is None and (check or self.target.is_http) and not self._tools_complete
+        options = (timeout, on_progress, meta, check, result_type, raise_on_error, reset_timeout_on_progress)
+        if lookup and self._telemetry is not None:  # (the tools/list sent first: a child of the call's span)
+            with self._telemetry.call("tools/call", {"name": name}):
+                return await self._call_tool(name, arguments, tool, lookup, *options)
+        return await self._call_tool(name, arguments, tool, lookup, *options)
+
+    async def _call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None,
+        tool: Tool | None,
+        lookup: bool,
+        timeout: float | EllipsisType | None,
+        on_progress: ProgressCallback | None,
+        meta: JSONDict | None,
+        check: bool,
+        result_type: Any,
+        raise_on_error: bool,
+        reset_timeout_on_progress: bool,
+    ) -> ToolResult[Any]:
+        """:meth:`call_tool`, ``lookup``: whether the tool's definition is to be learned first."""
         limit: float | None = None  # the call's whole timeout, when the lookup below took part of it
-        if tool is None and (check or self.target.is_http) and not self._tools_complete:
+        if lookup:
             # the tool's definition first (its output schema), within the call's deadline: the call gets the rest
             limit = self.timeout if timeout is ... else timeout
             started = time.monotonic()
@@ -453,13 +475,16 @@ class Client(ClientConnection):
         Otherwise :class:`~mcpkit.protocol.errors.CapabilityNotSupported`."""
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)
-        if tool is None and check and not self._tools_complete:
-            with contextlib.suppress(MCPError):
-                tool = await self.get_tool(name)
-        args = dict(arguments or {})
-        handle: TaskHandle = await self._call(
-            "tools/call", lambda s: start_tool_task(s, s._tasks, name, args, ttl, meta, on_progress, on_status)
-        )
+        lookup = tool is None and check and not self._tools_complete
+        scope = self._telemetry.call("tools/call", {"name": name}) if lookup and self._telemetry is not None else None
+        with scope or contextlib.nullcontext():  # (the tools/list sent first: a child of the call's span)
+            if lookup:
+                with contextlib.suppress(MCPError):
+                    tool = await self.get_tool(name)
+            args = dict(arguments or {})
+            handle: TaskHandle = await self._call(
+                "tools/call", lambda s: start_tool_task(s, s._tasks, name, args, ttl, meta, on_progress, on_status)
+            )
         handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
         return handle
 
