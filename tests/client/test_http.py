@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import time
 from collections.abc import AsyncIterator
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from mcpkit import MCPKit
 from mcpkit.client.client import Client, SessionExpired
 from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import MCPError, RequestTimeout
@@ -28,6 +30,7 @@ from mcpkit.server.lowlevel import Server
 from mcpkit.stores import InMemoryEventStore
 from mcpkit.transports.http import SessionExpired as TransportSessionExpired
 from mcpkit.transports.http import StreamableHTTPClientTransport
+from support.asgi import serve_asgi
 from support.mcp_http import MODERN, make_server, running, silent_prompt
 from support.paths import INTEROP, TESTS
 from support.servers.client_server import build_server, state
@@ -224,17 +227,109 @@ async def test_self_healing_renews_subscriptions() -> None:
         assert ("notifications/resources/updated", {"uri": "mcpkit://text/1"}) in notes
 
 
-async def test_self_healing_is_http_only_and_can_be_disabled() -> None:
+async def test_self_healing_can_be_disabled() -> None:
     async with (
         serving(build_server()) as (base, app, _rec),
         Client(f"{base}/mcp", mode="handshake", reconnect=False) as c,
+        Client(base.replace("http://", "ws://") + "/ws", reconnect=False) as over_ws,
     ):
         await c.list_tools()
+        await over_ws.list_tools()
         for sid in app.streamable.session_ids():
             await app.streamable.sessions.end(app.streamable._sessions[sid])
         with pytest.raises(ConnectionError):
             await c.list_tools()
         assert c.reconnects == 0
+        await app.ws.aclose()
+        await _ended(over_ws)
+        with pytest.raises(ConnectionError):
+            await over_ws.list_tools()
+        assert over_ws.reconnects == 0
+
+
+async def _ended(client: Client) -> None:
+    for _ in range(200):
+        if client.session.ended is not None:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError("the connection did not end")
+
+
+def _bound(port: int = 0) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+@pytest.mark.parametrize(("kind", "mode"), [("ws", "handshake"), ("ws", "modern"), ("sse", "handshake")])
+async def test_self_healing_over_websocket_and_legacy_sse_after_a_server_restart(kind: str, mode: str) -> None:
+    """After a server restart, every later call of a WebSocket or legacy SSE client failed ("connection closed by
+    the peer") until the user built a new Client; only Streamable HTTP re-initialized. Now the client connects
+    again (the same bounded backoff, a new handshake in the handshake era): a call made once the connection has
+    ended is sent on the new one whatever it is (it was never sent); a safe call cut by the end is repeated, an
+    unsafe one is not."""
+    from mcpkit.transports.http import create_app
+
+    sock = _bound()
+    counted = {"n": 0}
+
+    def restartable() -> Any:
+        app = MCPKit("restartable", "1.0.0")
+
+        @app.tool
+        def counter() -> str:
+            """Counts (not safe to repeat)."""
+            counted["n"] += 1
+            return str(counted["n"])
+
+        @app.tool(annotations={"readOnlyHint": True})
+        async def wait() -> str:
+            """Waits a little (read-only: safe to repeat)."""
+            await asyncio.sleep(0.6)
+            return "waited"
+
+        @app.tool
+        async def slow_counter() -> str:
+            """Waits, then counts (not safe to repeat)."""
+            await asyncio.sleep(0.6)
+            counted["n"] += 1
+            return str(counted["n"])
+
+        return app
+
+    port = sock.getsockname()[1]
+    url = f"ws://127.0.0.1:{port}/ws" if kind == "ws" else f"http://127.0.0.1:{port}/sse"
+    client = Client(url, mode=mode, transport="sse" if kind == "sse" else None)  # type: ignore[arg-type]
+    async with serve_asgi(create_app(restartable(), sse=True, ws=True), sock=sock):
+        await client.connect()
+        assert (await client.call_tool("counter")).text == "1"
+    try:
+        await _ended(client)  # (the server stopped: its connection ended)
+        app = create_app(restartable(), sse=True, ws=True)
+        async with serve_asgi(app, sock=_bound(port)):
+            assert (await client.call_tool("counter")).text == "2"  # not safe to repeat, but it was never sent
+            assert client.reconnects == 1
+            if kind == "sse" or mode == "handshake":
+                assert client.protocol_version is not None
+            # the connection ends under a safe call: it is repeated on a new one
+            ended = asyncio.get_running_loop().call_later(0.3, lambda: asyncio.ensure_future(_end_all(app)))
+            assert (await client.call_tool("wait")).text == "waited"  # (readOnlyHint: safe)
+            ended.cancel()
+            assert client.reconnects == 2
+            # ... and under an unsafe call: not repeated, the caller is told; the next call goes through
+            asyncio.get_running_loop().call_later(0.3, lambda: asyncio.ensure_future(_end_all(app)))
+            with pytest.raises(SessionExpired, match="not safe to repeat"):
+                await client.call_tool("slow_counter")
+            assert client.reconnects == 3
+            assert (await client.call_tool("counter")).text in ("3", "4")  # (the cut call may have run, once)
+    finally:
+        await client.aclose()
+
+
+async def _end_all(app: Any) -> None:
+    await app.ws.aclose()
+    await app.sse.aclose()
 
 
 @pytest.mark.parametrize("mode", ERAS)

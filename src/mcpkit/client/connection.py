@@ -20,6 +20,7 @@ from ..protocol.errors import (
     URL_ELICITATION_REQUIRED,
     ConnectionClosed,
     MCPError,
+    MessageTooLarge,
     RequestTimeout,
     SessionExpired,
 )
@@ -547,11 +548,14 @@ class ClientConnection:
 
     # ------------------------------------------------------------------ self-healing
 
-    def _is_stale_session(self, exc: BaseException) -> bool:
-        """A 404 for our session id, as the Streamable HTTP client transport reports it."""
-        if self.target.kind != "http":
+    def _is_stale_session(self, exc: BaseException, session: ClientSession) -> bool:
+        """Streamable HTTP: a 404 for our session id; WebSocket, legacy SSE: the connection (the session) ended."""
+        if isinstance(exc, SessionExpired) and exc.reinitialized:  # (raised here, once the client re-initialized)
             return False
-        return isinstance(exc, SessionExpired) and not exc.reinitialized
+        if self.target.kind == HTTP:
+            return isinstance(exc, SessionExpired)
+        ended = isinstance(exc, ConnectionClosed) and not isinstance(exc, MessageTooLarge) and bool(session.ended)
+        return ended and self.target.kind in (WS, SSE)
 
     async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
         if not self._middleware:
@@ -562,6 +566,9 @@ class ClientConnection:
 
     async def _call_once(self, method: str, op: Callable[[ClientSession], Awaitable[T]], safe: bool | None) -> T:
         session = self.session
+        if session.ended and self.reconnect_enabled and self.target.kind in (WS, SSE):  # (this call is not sent yet)
+            await self._reinitialize(session)
+            session = self.session
         try:
             return await op(session)
         except Exception as exc:
@@ -569,15 +576,16 @@ class ClientConnection:
                 if await self._complete_url_elicitations(exc):
                     return await op(self.session)  # one retry: a second -32042 goes to the caller
                 raise
-            if not (self.reconnect_enabled and self._is_stale_session(exc)):
+            if not (self.reconnect_enabled and self._is_stale_session(exc, session)):
                 raise
             failed = exc
         await self._reinitialize(session)
         if safe is None:
             safe = method in SAFE_METHODS
         if not safe:
+            what = "the server dropped the session" if self.target.kind == HTTP else "the connection ended"
             expired = SessionExpired(
-                f"the server dropped the session; {method!r} was not retried because it is not safe to repeat "
+                f"{what}; {method!r} was not retried because it is not safe to repeat "
                 "(the client has re-initialized: call again to retry)"
             )
             expired.reinitialized = True
