@@ -5,11 +5,15 @@ tasks (2025-11-25)."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcpkit import Client, Context, MCPError, MCPKit, Server
+from mcpkit import Client, Context, MCPError, MCPKit, Server, ToolOutputError
 from mcpkit.client.tasks import TaskCancelled
 from mcpkit.protocol.errors import CapabilityNotSupported, RequestTimeout
 from mcpkit.protocol.types import Task
@@ -331,3 +335,66 @@ async def test_a_2026_task_that_ended_before_its_creation_was_answered_gives_its
         assert (await client.call_tool("at_once", {"x": 2})).structured == {"result": 3}
         handle = await client.call_tool_as_task("at_once", {"x": 4})
         assert (await handle.result()).structured == {"result": 5}
+
+
+@pytest.mark.parametrize("era", ["legacy", "modern"])
+async def test_a_tasks_result_is_validated_into_result_type_as_call_tool_s_is(era: str) -> None:
+    """``call_tool_as_task(..., result_type=T)``: ``await handle.result()`` (and ``await handle``) is the
+    ``ToolResult[T]`` whose ``data`` is validated into ``T``; a value that does not fit is ToolOutputError."""
+    app, _ = make_app()
+    async with Client(app, protocol_version=MODES[era]) as client:
+        handle = await client.call_tool_as_task("crunch", {"n": 4}, result_type=int)
+        assert (await handle.result()).data == 6
+        assert (await handle).data == 6
+        refused = await client.call_tool_as_task("crunch", {"n": 2}, result_type=list[str])
+        with pytest.raises(ToolOutputError):
+            await refused.result()
+
+
+def test_a_tasks_result_is_typed_by_result_type_for_mypy_strict(tmp_path: Path) -> None:
+    """``TaskHandle[T]``: ``(await handle.result()).data`` is a ``T`` for ``mypy --strict`` (it was ``Any``)."""
+    pytest.importorskip("mypy")
+    program = tmp_path / "program.py"
+    program.write_text(
+        textwrap.dedent(
+            """
+            from pydantic import BaseModel
+
+            from mcpkit import Client, TaskHandle, ToolResult
+
+            class Seat(BaseModel):
+                row: int
+
+            async def main(client: Client) -> None:
+                handle = await client.call_tool_as_task("book", {"row": 1}, result_type=Seat)
+                reveal_type((await handle.result()).data)
+                reveal_type((await handle).data)
+                untyped = await client.call_tool_as_task("book")
+                reveal_type(await untyped.result())
+                later: TaskHandle[Seat] = handle
+                done: ToolResult[Seat] = await later.result()
+                reveal_type((await (await client.task("t-1")).result()).data)
+            """
+        )
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    revealed = [
+        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
+    ]
+    assert "error:" not in proc.stdout, proc.stdout
+    assert revealed == ["program.Seat", "program.Seat", "mcpkit.client.results.ToolResult[Any]", "Any"], proc.stdout

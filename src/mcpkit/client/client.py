@@ -451,6 +451,22 @@ class Client(ClientConnection):
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result
 
+    @overload
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        meta: JSONDict | None = None,
+        result_type: type[T],
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+    ) -> TaskHandle[T]: ...
+
+    @overload
     async def call_tool_as_task(
         self,
         name: str,
@@ -463,7 +479,21 @@ class Client(ClientConnection):
         result_type: Any = None,
         raise_on_error: bool = False,
         validate: bool | None = None,
-    ) -> TaskHandle:
+    ) -> TaskHandle[Any]: ...
+
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        meta: JSONDict | None = None,
+        result_type: Any = None,
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+    ) -> TaskHandle[Any]:
         """Start a tool as a task; returns its :class:`~mcpkit.client.tasks.TaskHandle` at once: ``status()``,
         ``await handle.result()`` (the :class:`ToolResult`, checked as :meth:`call_tool` checks it), ``cancel()``,
         ``handle.task_id`` (keep it to follow the task later, from this client or another). ``on_progress``
@@ -482,7 +512,7 @@ class Client(ClientConnection):
                 with contextlib.suppress(MCPError):
                     tool = await self.get_tool(name)
             args = dict(arguments or {})
-            handle: TaskHandle = await self._call(
+            handle: TaskHandle[Any] = await self._call(
                 "tools/call", lambda s: start_tool_task(s, s._tasks, name, args, ttl, meta, on_progress, on_status)
             )
         handle._finish = lambda raw: self._tool_result(name, raw, tool, check, result_type, raise_on_error)
@@ -490,13 +520,15 @@ class Client(ClientConnection):
 
     async def task(
         self, task_id: str, *, on_progress: ProgressCallback | None = None, on_status: StatusCallback | None = None
-    ) -> TaskHandle:
+    ) -> TaskHandle[Any]:
         """A handle on a task this client (or another, with the same credentials) started earlier: its state now,
         then ``result()``, ``cancel()`` as for :meth:`call_tool_as_task`."""
         session = self.session
         modern = session.features is not None and session.features.modern
         placeholder = Task(task_id=task_id, status="working")
-        handle = TaskHandle(session, placeholder, modern=modern, on_progress=on_progress, on_status=on_status)
+        handle: TaskHandle[Any] = TaskHandle(
+            session, placeholder, modern=modern, on_progress=on_progress, on_status=on_status
+        )
         handle._finish = lambda raw: self._tool_result("", raw, None, False, None, False)
         await handle.status()
         return handle

@@ -21,8 +21,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine, Generator, Iterator
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -34,11 +34,11 @@ from ..protocol.errors import (
     error_from_response,
 )
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.types import Task
+from ..protocol.types import CallToolResult, Task
 from ..protocol.versions import META_RELATED_TASK, TASKS_EXTENSION, Features
 from ..tasks import TaskEngine
 from ..tasks.model import PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
-from .results import checked
+from .results import ToolResult, checked
 
 if TYPE_CHECKING:
     from types import EllipsisType
@@ -105,12 +105,12 @@ async def follow(
     """A 2026-07-28 task a server answered ``tools/call`` with, followed to its end: its result (the deadline
     ``timeout``, or the session's default, covers the whole wait; the task is cancelled when it passes).
     ``seen``: the progress the request already reported (not reported again)."""
-    handle = TaskHandle(session, task, modern=True, on_progress=on_progress)
+    handle: TaskHandle[Any] = TaskHandle(session, task, modern=True, on_progress=on_progress)
     if seen is not None:
         handle._last_progress = seen.last
     limit = session.peer.default_timeout if timeout is ... else timeout
     try:
-        result: JSONDict = await handle.result(timeout=limit)
+        result = await handle._raw_result(limit)
     except TimeoutError:
         with contextlib.suppress(Exception):
             await handle.cancel()
@@ -131,7 +131,7 @@ async def start_tool_task(
     meta: JSONDict | None,
     on_progress: ProgressCallback | None,
     on_status: StatusCallback | None,
-) -> TaskHandle:
+) -> TaskHandle[Any]:
     """``tools/call`` as a task: 2025-11-25 with ``params.task`` (the server must declare
     ``tasks.requests.tools.call``); 2026-07-28 (the server must declare the tasks extension) the server decides,
     and a call it answers at once gives a handle that is already done."""
@@ -166,7 +166,9 @@ async def start_tool_task(
     with _rounds(session) as trail:
         raw = await session.request("tools/call", params)
     task = checked(Task, raw.get("task") or {}, "tools/call", "task")
-    handle = TaskHandle(session, task, modern=False, on_progress=on_progress, on_status=on_status, trail=trail)
+    handle: TaskHandle[Any] = TaskHandle(
+        session, task, modern=False, on_progress=on_progress, on_status=on_status, trail=trail
+    )
     if token is not None:
         tasks.follow_progress(token, handle)
     return handle
@@ -179,10 +181,14 @@ def _rounds(session: _Session, trail: Any = None) -> contextlib.AbstractContextM
     return contextlib.nullcontext() if tracer is None else tracer.rounds(trail)
 
 
-class TaskHandle:
+T = TypeVar("T")
+
+
+class TaskHandle(Generic[T]):
     """A task of the server (see the module docstring). ``task`` is its last known state; ``task_id`` its id.
-    Awaiting the handle is ``await handle.result()``. With telemetry, the requests it sends are spans in the trace
-    of the call that made the task (children of that call's span)."""
+    Awaiting the handle is ``await handle.result()``, the :class:`~mcpkit.client.results.ToolResult`:
+    ``TaskHandle[T]`` (its ``data`` a ``T``) from ``call_tool_as_task(..., result_type=T)``. With telemetry, the
+    requests it sends are spans in the trace of the call that made the task (children of that call's span)."""
 
     def __init__(
         self,
@@ -192,7 +198,7 @@ class TaskHandle:
         modern: bool,
         on_progress: ProgressCallback | None = None,
         on_status: StatusCallback | None = None,
-        finish: Callable[[JSONDict], Any] | None = None,
+        finish: Callable[[JSONDict], ToolResult[T]] | None = None,
         final: JSONDict | None = None,
         trail: Any = None,
     ) -> None:
@@ -216,7 +222,7 @@ class TaskHandle:
     def __repr__(self) -> str:
         return f"TaskHandle({self.task_id!r}, status={self.task.status!r})"
 
-    def __await__(self) -> Any:
+    def __await__(self) -> Generator[Any, None, ToolResult[T]]:
         return self.result().__await__()
 
     @contextlib.contextmanager
@@ -249,19 +255,23 @@ class TaskHandle:
         if not self.modern:
             self.task = checked(Task, raw, "tasks/cancel")
 
-    async def result(self, *, timeout: float | None = None) -> Any:
-        """Wait for the task to end and return its result (a :class:`~mcpkit.client.results.ToolResult` for a
-        tool call). Raises the JSON-RPC error a failed task ended with, :class:`TaskCancelled` for a cancelled
-        one, ``TimeoutError`` after ``timeout`` seconds (the task goes on: call again, or cancel it)."""
+    async def result(self, *, timeout: float | None = None) -> ToolResult[T]:
+        """Wait for the task to end and return its result: the tool call's
+        :class:`~mcpkit.client.results.ToolResult`. Raises the JSON-RPC error a failed task ended with,
+        :class:`TaskCancelled` for a cancelled one, ``TimeoutError`` after ``timeout`` seconds (the task goes on:
+        call again, or cancel it)."""
+        raw = await self._raw_result(timeout)
+        if self._finish is not None:
+            return self._finish(raw)
+        return ToolResult(checked(CallToolResult, raw, "tools/call"))
+
+    async def _raw_result(self, timeout: float | None) -> JSONDict:
+        """The task's result as the server sent it (what :meth:`result` makes a ToolResult of)."""
         if self._final is not None:
-            return self._done(self._final)
+            return self._final
         with self._in_trace():
             waiting = self._wait_modern() if self.modern else self._wait_legacy()
-            raw = await (asyncio.wait_for(waiting, timeout) if timeout is not None else waiting)
-        return self._done(raw)
-
-    def _done(self, raw: JSONDict) -> Any:
-        return self._finish(raw) if self._finish is not None else raw
+            return await (asyncio.wait_for(waiting, timeout) if timeout is not None else waiting)
 
     # ------------------------------------------------------------------ 2026-07-28
 
@@ -374,9 +384,9 @@ class ClientTasks:
 
     def __init__(self, engine: TaskEngine | None = None) -> None:
         self._engine = engine
-        self._progress: dict[str | int, TaskHandle] = {}
+        self._progress: dict[str | int, TaskHandle[Any]] = {}
 
-    def follow_progress(self, token: str | int, handle: TaskHandle) -> None:
+    def follow_progress(self, token: str | int, handle: TaskHandle[Any]) -> None:
         """Route ``notifications/progress`` for ``token`` (the task's request's token) to ``handle``."""
         self._progress[token] = handle
         while len(self._progress) > self.MAX_FOLLOWED:
