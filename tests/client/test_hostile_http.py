@@ -252,6 +252,47 @@ async def test_standalone_stream_storm_is_bounded(hostile: str) -> None:
     await asyncio.wait_for(run(), 15)
 
 
+@pytest.mark.parametrize("fast", ENGINES)
+async def test_a_get_stream_refused_409_once_is_opened_again(hostile: str, fast: bool) -> None:
+    """Servers that allow one GET stream per session answer 409 to a second while they still hold the first (a
+    half-open connection): the client tries again, backing off, and gets the stream's notifications."""
+    token = f"t{fast}{time.monotonic_ns()}"
+    seen: list[Any] = []
+    got = asyncio.Event()
+
+    def on_note(method: str, params: Any) -> None:
+        seen.append((method, params.get("data")))
+        got.set()
+
+    async def run() -> None:
+        transport = StreamableHTTPClientTransport(f"{hostile}/mcp?standalone=conflict&once={token}", fast_path=fast)
+        async with transport, ClientSession(transport, mode="handshake", notification_handler=on_note) as cs:
+            await asyncio.wait_for(got.wait(), 5)
+            assert await cs.call_tool("fine", {})
+        assert seen == [("notifications/message", token)]
+
+    await asyncio.wait_for(run(), 15)
+
+
+async def test_a_get_stream_refused_409_every_time_is_given_up_after_bounded_attempts_with_one_warning(
+    hostile: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def run() -> None:
+        before = (await stats(hostile))["conflict_gets"]
+        with caplog.at_level("WARNING", logger="mcpkit"):
+            url = f"{hostile}/mcp?standalone=conflict"
+            transport = StreamableHTTPClientTransport(url, max_reconnects=3, reconnect_delay=0.1)
+            async with transport, ClientSession(transport, mode="handshake", timeout=20) as cs:
+                await asyncio.sleep(2.0)  # backoff 0.1 + 0.2 + 0.4 s, then it gives up
+                assert await cs.call_tool("fine", {})
+                after = (await stats(hostile))["conflict_gets"]
+        assert after - before == 4  # the first GET, then 3 more
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "409" in r.getMessage()]
+        assert len(warnings) == 1, warnings
+
+    await asyncio.wait_for(run(), 15)
+
+
 # ---------------------------------------------------------------------------------------------- 15.6 clear failures
 
 

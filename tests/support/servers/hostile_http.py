@@ -7,8 +7,10 @@ standalone GET with 405, ``ping`` with a JSON result, and each ``tools/call`` by
 (see ``ATTACKS``). ``GET /stats`` answers the counters as JSON; ``GET /sse-flood`` is a legacy HTTP+SSE endpoint
 that sends its ``endpoint`` event and then one endless line; ``GET /sse-stall`` is a legacy HTTP+SSE server whose
 answers travel on that stream, except that the POST of a ``tools/call`` named ``stall`` is never answered (nor the
-call). Every flood is bounded (``FLOOD`` bytes) so even an
-unfixed client cannot take the machine down, and is written with backpressure (drain).
+call). A standalone GET to ``/mcp?standalone=conflict`` is answered 409 (as servers that allow one GET stream per
+session answer a second); with ``&once=<token>`` only the first GET carrying that token is, and the next ones get a
+stream with one ``notifications/message`` (data: the token) that stays open. Every flood is bounded (``FLOOD``
+bytes) so even an unfixed client cannot take the machine down, and is written with backpressure (drain).
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ FLOOD = 64 * 1024 * 1024  # bytes a flood sends at most: 16x the client's 4 MiB 
 PIECE = 256 * 1024
 SID = "hostile-session-0001"
 
-stats: dict[str, Any] = {"gets": 0, "standalone_gets": 0, "last_event_ids": [], "posts": 0, "cancels": 0}
+stats: dict[str, Any] = {
+    "gets": 0,
+    "standalone_gets": 0,
+    "last_event_ids": [],
+    "posts": 0,
+    "cancels": 0,
+    "conflict_gets": 0,
+}
+conflicted: set[str] = set()  # the once=<token> values already answered 409
 calls: dict[Any, str] = {}  # request id -> tool name
 hold: list[asyncio.StreamWriter] = []  # connections kept open forever (never-ending streams)
 
@@ -219,6 +229,22 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
                 start = head("200 OK", "text/event-stream") + b"event: endpoint\ndata: /messages\n\n"
                 await flood(writer, start + b"data: ", b"x" * PIECE)
                 return
+            elif method == "GET" and "standalone=conflict" in path:
+                stats["conflict_gets"] += 1
+                token = path.partition("once=")[2]
+                if not token or token not in conflicted:
+                    conflicted.add(token)
+                    writer.write(head("409 Conflict", None, "content-length: 0\r\n"))
+                else:
+                    note = {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/message",
+                        "params": {"level": "info", "data": token},
+                    }
+                    writer.write(head("200 OK", "text/event-stream") + b"data: " + orjson.dumps(note) + b"\n\n")
+                    await writer.drain()
+                    hold.append(writer)
+                    return
             elif method == "GET" and "standalone=storm" in path and "last-event-id" not in headers:
                 stats["standalone_gets"] += 1  # the standalone stream, also one event per stream with retry: 0
                 if not await tool_call("storm", None, writer):

@@ -379,13 +379,22 @@ class StandaloneStream:
                 if resp.status_code == 400 and decoder.last_event_id:
                     decoder.last_event_id = ""  # the server cannot replay: start over without resumption
                     continue
-                if resp.status_code in (502, 503, 504):  # a draining worker, a balancer between two: again, later
+                # 502/503/504: a draining worker, a balancer between two; 409: a server that allows one GET stream per
+                # session still holds an earlier one (a half-open connection it has not noticed yet): again, later
+                if resp.status_code in (409, 502, 503, 504):
                     failures += 1
                     if failures > self.max_reconnects:
+                        if resp.status_code == 409:
+                            logger.warning(
+                                "%s: the server refused the standalone GET stream %d times (409: it holds another one "
+                                "for this session); server-initiated messages outside requests will not be received",
+                                self.engine.url,
+                                failures,
+                            )
                         return
                     await asyncio.sleep(self.backoff.wait(decoder.retry, failures))
                     continue
-                return  # 405: no stream offered; 404: session gone (the next POST says so); 409: already open
+                return  # 405: no stream offered; 404: session gone (the next POST says so)
             decoder.new_stream()
             try:
                 async for ev in sse_events(resp, decoder):
