@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -410,3 +411,36 @@ async def test_cancelling_a_call_cancels_its_request() -> None:
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert not (await c.call_tool("getPet", {"pet_id": 1})).is_error  # the session goes on
+
+
+def test_an_httpx_async_client_is_the_client_mypy_strict_accepts(tmp_path: Path) -> None:
+    """The guide's ``MCPKit.from_openapi(spec, client=httpx.AsyncClient(...))`` passes ``mypy --strict``: the
+    client's protocol asks for what httpx offers, not for methods taking any keyword."""
+    pytest.importorskip("mypy")
+    program = tmp_path / "program.py"
+    program.write_text(
+        "from typing import Any\n\n"
+        "import httpx\n\n"
+        "from mcpkit import MCPKit\n\n"
+        "def build(spec: dict[str, Any]) -> MCPKit:\n"
+        '    api = httpx.AsyncClient(base_url="http://127.0.0.1:8000")\n'
+        '    return MCPKit.from_openapi(spec, client=api, name="petstore")\n',
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import quote, urlsplit
@@ -49,9 +49,17 @@ class HTTPClient(Protocol):
     @property
     def cookies(self) -> Any: ...
 
-    def build_request(self, method: str, url: str, **kwargs: Any) -> Any: ...
+    # (properties of callables, not methods taking ``**kwargs``: httpx's methods name their keywords, and a type
+    # checker holds a protocol's ``**kwargs`` to mean any keyword, so it refused an httpx.AsyncClient)
+    @property
+    def build_request(self) -> Callable[..., Any]:
+        """``build_request(method, url, params=, headers=, timeout=, content= | json= | data= | files=)``."""
+        ...
 
-    async def send(self, request: Any, **kwargs: Any) -> Any: ...
+    @property
+    def send(self) -> Callable[..., Awaitable[Any]]:
+        """``await send(request, stream=True, follow_redirects=False)``: the response."""
+        ...
 
 
 class APIError(Exception):
