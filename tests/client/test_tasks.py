@@ -5,6 +5,7 @@ tasks (2025-11-25)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import subprocess
 import sys
 import textwrap
@@ -81,6 +82,38 @@ async def test_the_handle_shows_the_tasks_ttl_and_poll_interval_in_both_eras(era
         assert handle.task.status == "completed" and handle.task.ttl == 120_000
     unlimited = Task.model_validate({"taskId": "t", "status": "working", "ttlMs": None, "pollIntervalMs": 5})
     assert unlimited.ttl is None and unlimited.poll_interval == 5  # ttlMs null: unlimited
+
+
+async def test_the_ttl_asked_for_is_sent_in_2025_11_25_and_in_2026_07_28_ignored_saying_so_once_at_debug(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """2025-11-25: ``params.task.ttl`` asks the server to keep the task that long. 2026-07-28 has no such field
+    ("the server decides per-request whether to create a task"): ``ttl=`` is ignored, which the client says in one
+    debug line at the call, never a warning."""
+    app, _ = make_app(default_ttl_ms=120_000)
+    caplog.set_level(logging.DEBUG, logger="mcpkit")
+    sent: list[dict[str, Any]] = []
+
+    def tap(event: Any) -> None:
+        if event.direction == "out" and event.method == "tools/call":
+            sent.append(event.message.params)
+
+    async with Client(app, protocol_version=MODES["legacy"], tap=tap) as client:
+        handle = await client.call_tool_as_task("slow", {"seconds": 0.05}, ttl=5_000)
+        assert handle.task.ttl == 5_000 and sent[-1]["task"] == {"ttl": 5_000}
+        await handle.result()
+    assert not [r for r in caplog.records if "ttl" in r.getMessage()]
+    async with Client(app, protocol_version=MODES["modern"], tap=tap) as client:
+        for _ in range(2):
+            handle = await client.call_tool_as_task("slow", {"seconds": 0.05}, ttl=5_000)
+            assert handle.task.ttl == 120_000 and "task" not in sent[-1]
+            await handle.result()
+        handle = await client.call_tool_as_task("slow", {"seconds": 0.05})
+        await handle.result()
+    about = [r for r in caplog.records if "ttl" in r.getMessage()]
+    assert [r.levelno for r in about] == [logging.DEBUG, logging.DEBUG], [r.getMessage() for r in about]
+    assert "ignored" in about[0].getMessage() and "2026-07-28" in about[0].getMessage()
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 @pytest.mark.parametrize("era", ["legacy", "modern"])

@@ -101,7 +101,13 @@ def tools_command(target: str, as_json: bool, **kw: Any) -> None:
 )
 @click.option("--no-validate", is_flag=True, help="Do not check structured output against the outputSchema.")
 @click.option("--task", "as_task", is_flag=True, help="Run the call as a task (its id is shown; Ctrl-C cancels it).")
-@click.option("--ttl", type=int, default=None, metavar="MS", help="With --task: how long the server keeps the task.")
+@click.option(
+    "--ttl",
+    type=int,
+    default=None,
+    metavar="MS",
+    help="With --task: how long the server should keep the task (2025-11-25; 2026-07-28 servers decide alone).",
+)
 def call_command(
     target: str,
     tool: str,

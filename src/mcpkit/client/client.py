@@ -502,6 +502,8 @@ class Client(ClientConnection):
         2025-11-25: the call carries ``params.task`` (``ttl``: milliseconds the server should keep it); the server
         must declare ``tasks.requests.tools.call`` and the tool ``execution.taskSupport``. 2026-07-28: the server
         must declare the tasks extension; it decides, and a call it answers at once gives a handle already done.
+        ``ttl`` is ignored there (the revision has no way to ask: the server decides how long it keeps the task, in
+        ``handle.task.ttl``); the client says so in one debug line of the ``mcpkit.client`` logger.
         Otherwise :class:`~mcpkit.protocol.errors.CapabilityNotSupported`."""
         check = self.validate_output if validate is None else validate
         tool = self._tools.get(name)

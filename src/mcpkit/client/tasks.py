@@ -134,7 +134,8 @@ async def start_tool_task(
 ) -> TaskHandle[Any]:
     """``tools/call`` as a task: 2025-11-25 with ``params.task`` (the server must declare
     ``tasks.requests.tools.call``); 2026-07-28 (the server must declare the tasks extension) the server decides,
-    and a call it answers at once gives a handle that is already done."""
+    ``ttl`` included (ignored here, said in one debug line), and a call it answers at once gives a handle that is
+    already done."""
     feats = session.features
     if feats is None:
         raise ConnectionClosed("not connected")
@@ -144,6 +145,8 @@ async def start_tool_task(
     if feats.modern:
         if not isinstance((caps.get("extensions") or {}).get(TASKS_EXTENSION), dict):
             raise CapabilityNotSupported(f"the server did not declare the {TASKS_EXTENSION} extension")
+        if ttl is not None:  # (no such field in 2026-07-28: the server decides how long it keeps a task)
+            logger.debug("call_tool_as_task(%r, ttl=%d): ttl is ignored in 2026-07-28, the server decides", name, ttl)
         if user_meta:
             params["_meta"] = user_meta
         with _rounds(session) as trail:
