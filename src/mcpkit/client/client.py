@@ -73,16 +73,14 @@ from .results import (
     InvalidServerResult,
     ModernEraRefused,
     PaginationLimitExceeded,
-    SchemaError,
     ToolCallError,
     ToolOutputError,
     ToolResult,
-    _first_error,
     _json_text,
     _parsed_size,
     _typed,
-    _validator,
     apply_schema_defaults,
+    check_output,
     checked,
     checked_items,
 )
@@ -444,7 +442,7 @@ class Client(ClientConnection):
             raw = checked(CallToolResult, raw, "tools/call")
         result: ToolResult[Any] = ToolResult(raw, tool, name=name)
         if check and tool is not None and tool.output_schema is not None and not result.is_error:
-            self._check_output(tool, result)
+            check_output(tool, result, self._validators)
         if result_type is not None and not result.is_error:
             result.typed = _typed(name, result, result_type)
         if raise_on_error and result.is_error:
@@ -534,30 +532,6 @@ class Client(ClientConnection):
         handle._finish = lambda raw: self._tool_result("", raw, None, False, None, False)
         await handle.status()
         return handle
-
-    def _check_output(self, tool: Tool, result: ToolResult[Any]) -> None:
-        assert tool.output_schema is not None
-        if result.structured is None:
-            raise ToolOutputError(
-                f"tool {tool.name!r} declares an outputSchema but returned no structuredContent", result
-            )
-        validator = self._validators.get(tool.name)
-        if validator is None:
-            try:
-                validator = self._validators[tool.name] = _validator(tool.output_schema)
-            except SchemaError as exc:
-                raise ToolOutputError(
-                    f"tool {tool.name!r}: its outputSchema is {exc} (call_tool(..., validate=False) skips the check)",
-                    result,
-                ) from None
-        e = _first_error(validator, result.structured)
-        if e is not None:
-            where = "/".join(str(p) for p in e.instance_path) or "(root)"
-            raise ToolOutputError(
-                f"tool {tool.name!r}: structuredContent does not match its outputSchema at {where}: {e.message}",
-                result,
-            )
-        result.validated = True
 
     # ------------------------------------------------------------------ resources
 

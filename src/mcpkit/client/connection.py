@@ -36,6 +36,7 @@ from .handlers import (
     ClientMode,
     ElicitationHandler,
     ElicitationParams,
+    InputTracer,
     LoggingHandler,
     SamplingHandler,
     SamplingParams,
@@ -130,22 +131,12 @@ def _connect_reason(exc: BaseException) -> str:
     return str(root or exc)
 
 
-class ClientTelemetry(Protocol):
+class ClientTelemetry(InputTracer, Protocol):
     """What ``Client(telemetry=...)`` takes (:class:`mcpkit.telemetry.Telemetry`): a tracer for each session's
-    outgoing requests, spans around its answers to 2026-07-28 input requests, and a tap for the requests the server
-    sends."""
+    outgoing requests, what a session's :class:`~mcpkit.client.handlers.InputTracer` does, the span of one call
+    that sends other requests before its own, and a tap for the requests the server sends."""
 
     def client_tracer(self, session: ClientSession) -> RequestTracer: ...
-
-    def serve_input(
-        self, method: str, params: JSONDict, key: str, version: str | None
-    ) -> contextlib.AbstractContextManager[None]: ...
-
-    def serve_request(
-        self, channel: int, request_id: Any, version: str | None
-    ) -> contextlib.AbstractContextManager[None]: ...
-
-    def rounds(self, trail: Any = None) -> contextlib.AbstractContextManager[Any]: ...
 
     def call(self, method: str, params: JSONDict) -> contextlib.AbstractContextManager[None]: ...
 

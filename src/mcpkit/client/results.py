@@ -325,6 +325,30 @@ def _first_error(validator: Any, instance: Any) -> Any:
     return min(validator.iter_errors(instance), key=lambda e: len(e.instance_path), default=None)
 
 
+def check_output(tool: Tool, result: ToolResult[Any], validators: dict[str, Any]) -> None:
+    """Check ``result``'s ``structuredContent`` against ``tool``'s ``outputSchema`` (``validators``: the compiled
+    schemas by tool name, a cache the client keeps); :class:`ToolOutputError` names where it does not match."""
+    assert tool.output_schema is not None
+    if result.structured is None:
+        raise ToolOutputError(f"tool {tool.name!r} declares an outputSchema but returned no structuredContent", result)
+    validator = validators.get(tool.name)
+    if validator is None:
+        try:
+            validator = validators[tool.name] = _validator(tool.output_schema)
+        except SchemaError as exc:
+            raise ToolOutputError(
+                f"tool {tool.name!r}: its outputSchema is {exc} (call_tool(..., validate=False) skips the check)",
+                result,
+            ) from None
+    e = _first_error(validator, result.structured)
+    if e is not None:
+        where = "/".join(str(p) for p in e.instance_path) or "(root)"
+        raise ToolOutputError(
+            f"tool {tool.name!r}: structuredContent does not match its outputSchema at {where}: {e.message}", result
+        )
+    result.validated = True
+
+
 def apply_schema_defaults(schema: JSONDict | None, content: JSONDict | None) -> JSONDict:
     """Fill the properties ``content`` lacks with the ``default`` values of the elicitation ``schema``."""
     out = dict(content or {})
