@@ -541,10 +541,8 @@ class ClientConnection:
 
     def _is_stale_session(self, exc: BaseException, session: ClientSession) -> bool:
         """Streamable HTTP: a 404 for our session id; WebSocket, legacy SSE: the connection (the session) ended."""
-        if isinstance(exc, SessionExpired) and exc.reinitialized:  # (raised here, once the client re-initialized)
-            return False
-        if self.target.kind == HTTP:
-            return isinstance(exc, SessionExpired)
+        if self.target.kind == HTTP or isinstance(exc, SessionExpired):  # (not one raised here once re-initialized)
+            return isinstance(exc, SessionExpired) and not exc.reinitialized and self.target.kind == HTTP
         ended = isinstance(exc, ConnectionClosed) and not isinstance(exc, MessageTooLarge) and bool(session.ended)
         return ended and self.target.kind in (WS, SSE)
 
