@@ -79,6 +79,31 @@ async def sse_server(**options: Any) -> AsyncIterator[tuple[LegacySSEEndpoint, s
         yield endpoint, f"http://127.0.0.1:{port}"
 
 
+async def test_a_burst_of_concurrent_calls_reuses_the_clients_connections() -> None:
+    """Each POST's "Accepted" body was left unread, which closed its connection: 600 concurrent calls opened 600
+    connections (600 sockets in TIME_WAIT, ~20 s on a loaded machine). The body is read and the pool keeps as
+    many connections alive as it may open (``max_connections``), so two bursts of 200 calls use at most that
+    many connections, the stream's included."""
+    endpoint = LegacySSEEndpoint(make_server())
+    peers: set[Any] = set()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            peers.add(tuple(scope["client"]))  # (one (host, port) per TCP connection)
+        await endpoint(scope, receive, send)
+
+    async with (
+        serve(app) as port,
+        SSEClientTransport(f"http://127.0.0.1:{port}/sse", max_connections=20) as conn,
+        ClientSession(conn, mode="handshake") as session,
+    ):
+        for _ in range(2):
+            calls = [session.call_tool("echo", {"text": str(i)}) for i in range(200)]
+            results = await asyncio.gather(*calls)
+            assert [r.content[0].text for r in results] == [str(i) for i in range(200)]  # type: ignore[union-attr]
+        assert len(peers) <= 20, len(peers)
+
+
 # ---------------------------------------------------------------- the endpoint event and the POST status codes
 
 

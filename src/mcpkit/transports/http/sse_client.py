@@ -1,8 +1,10 @@
 """Legacy HTTP+SSE transport (protocol 2024-11-05), client side, over httpx.
 
 ``SSEClientTransport(url, *, headers=None, timeout=30.0, sse_read_timeout=None, max_message_size=4 MiB,
-queue_size=256, client=None, answer_window=0.25, auth=None)`` is a :class:`~mcpkit.transports.base.Connection`
-(``auth``: an ``httpx.Auth`` such as :class:`~mcpkit.auth.OAuthClient`, applied to the GET and to every POST)::
+queue_size=256, client=None, answer_window=0.25, auth=None, max_connections=100)`` is a
+:class:`~mcpkit.transports.base.Connection` (``auth``: an ``httpx.Auth`` such as :class:`~mcpkit.auth.OAuthClient`,
+applied to the GET and to every POST; ``max_connections``: connections at most, the stream's included, every one
+kept alive for the next POST, so a burst of concurrent requests does not open and close a connection for each)::
 
     async with SSEClientTransport("http://127.0.0.1:8000/sse") as conn:
         async with ClientSession(conn, mode="handshake") as session:
@@ -46,6 +48,9 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
+_ACK_BODY_LIMIT = 64 * 1024  # bytes of a POST's 2xx body read (and dropped) to keep its connection alive
+
+
 class SSEClientTransport(BaseConnection):
     """The client end of the legacy HTTP+SSE transport (see the module docstring)."""
 
@@ -61,8 +66,10 @@ class SSEClientTransport(BaseConnection):
         client: httpx.AsyncClient | None = None,
         answer_window: float = 0.25,
         auth: httpx.Auth | None = None,
+        max_connections: int = 100,
     ) -> None:
         self.url = httpx.URL(url)
+        self.max_connections = max(2, max_connections)  # (the stream holds one)
         self.headers = dict(headers or {})
         self.timeout = timeout
         self.sse_read_timeout = sse_read_timeout
@@ -95,7 +102,9 @@ class SSEClientTransport(BaseConnection):
     async def start(self) -> None:
         """Open the stream and wait for the ``endpoint`` event."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout)
+            n = self.max_connections  # (httpx keeps 20 alive by default: a burst churned through TIME_WAIT sockets)
+            limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+            self._client = httpx.AsyncClient(timeout=self.timeout, limits=limits)
         client = self._client
         loop = asyncio.get_running_loop()
         self._endpoint_ready = loop.create_future()
@@ -216,7 +225,15 @@ class SSEClientTransport(BaseConnection):
             response = await self._client.send(request, stream=True, auth=self.auth)
             try:
                 if 200 <= response.status_code < 300:
-                    return  # the answer travels on the stream; the POST's own body is not read (nor buffered)
+                    # The answer travels on the stream. The POST's own body ("Accepted") is read to its end, not
+                    # kept, so the connection goes back to the pool: closing it unread closed the connection, and a
+                    # burst opened one per request. A body past _ACK_BODY_LIMIT is not read on (the connection goes).
+                    seen = 0
+                    async for chunk in response.aiter_raw():
+                        seen += len(chunk)
+                        if seen > _ACK_BODY_LIMIT:
+                            break
+                    return
                 head = b""
                 async for chunk in response.aiter_bytes():
                     head += chunk
