@@ -66,6 +66,7 @@ from .handlers import (
     Watch,
 )
 from .lowlevel import ClientSession, RootsProvider, Subscription
+from .pages import walk
 from .results import RESULT_TYPE_CACHE_SIZE as RESULT_TYPE_CACHE_SIZE
 from .results import (
     ElicitationContentError,
@@ -77,7 +78,6 @@ from .results import (
     ToolOutputError,
     ToolResult,
     _json_text,
-    _parsed_size,
     _typed,
     apply_schema_defaults,
     check_output,
@@ -203,34 +203,7 @@ class Client(ClientConnection):
     async def _walk(self, method: str, key: str, max_pages: int | None, max_items: int | None) -> list[JSONDict]:
         pages = self.max_pages if max_pages is None else max_pages
         limit = self.max_items if max_items is None else max_items
-        items: list[JSONDict] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        size = 0
-        for _ in range(pages):
-            page = await self._page(method, cursor)
-            batch = page.get(key) or []
-            if not isinstance(batch, list):
-                raise MCPError(f"{method}: {key!r} is not a list")
-            size += _parsed_size(batch)
-            if size > self.max_list_bytes:
-                raise PaginationLimitExceeded(
-                    f"{method}: the pages would take more than {self.max_list_bytes} bytes of memory "
-                    "(raise Client(max_list_bytes=...) to allow more)",
-                    items,
-                )
-            items.extend(batch)
-            if len(items) > limit:
-                raise PaginationLimitExceeded(f"{method}: more than {limit} items", items[:limit])
-            nxt = page.get("nextCursor")
-            if not isinstance(nxt, str) or not nxt:
-                return items
-            size += 50 + len(nxt)  # (the cursors seen are kept too)
-            if nxt in seen:
-                raise MCPError(f"{method}: the server returned the cursor {nxt!r} twice (pagination loop)")
-            seen.add(nxt)
-            cursor = nxt
-        raise PaginationLimitExceeded(f"{method}: more than {pages} pages", items)
+        return await walk(lambda cursor: self._page(method, cursor), method, key, pages, limit, self.max_list_bytes)
 
     # ------------------------------------------------------------------ tools
 

@@ -49,7 +49,18 @@ from .handlers import (
 )
 from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider
 from .middleware import ClientCall, ClientMiddleware, run_chain
-from .targets import HTTP, SSE, WS, OpenedTarget, ServerStartError, Target, open_target, parse_target
+from .targets import (
+    HTTP,
+    SSE,
+    WS,
+    OpenedTarget,
+    ServerStartError,
+    Target,
+    connect_reason,
+    open_target,
+    parse_target,
+    root_os_error,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -106,29 +117,6 @@ def _may_ask_for_logs(session: ClientSession) -> bool:
         or feats.modern
         or undeclared_capability("logging/setLevel", session.server_capabilities, feats) is None
     )
-
-
-def _root_os_error(exc: BaseException) -> OSError | None:
-    """The deepest ``OSError`` in ``exc``'s chain of causes (the socket's own error), if any."""
-    found: OSError | None = None
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and not isinstance(current, ServerStartError):
-            found = current
-        current = current.__cause__ or current.__context__
-    return found
-
-
-def _connect_reason(exc: BaseException) -> str:
-    """Why a connection could not be made, in a few words."""
-    root = _root_os_error(exc)
-    if isinstance(root, ConnectionRefusedError):
-        return "connection refused (is the server running, and on that port?)"
-    if root is not None and root.strerror:
-        return root.strerror[:1].lower() + root.strerror[1:]
-    return str(root or exc)
 
 
 class ClientTelemetry(InputTracer, Protocol):
@@ -381,7 +369,7 @@ class ClientConnection:
             if error is not None:
                 # one short line; the cause kept is the deepest OSError (the socket's own, without the frames of
                 # asyncio's connect), not each layer's restatement of it (the transport's, the engine's)
-                root = _root_os_error(exc)
+                root = root_os_error(exc)
                 raise error from (root.with_traceback(None) if root is not None else exc)
             raise
         return session, opened
@@ -394,7 +382,7 @@ class ClientConnection:
                 return None
             if isinstance(exc, (TimeoutError, RequestTimeout)):
                 return ServerStartError(f"{opened.target.url} did not answer within {self.connect_timeout}s")
-            return ServerStartError(f"cannot connect to {opened.target.url}: {_connect_reason(exc)}")
+            return ServerStartError(f"cannot connect to {opened.target.url}: {connect_reason(exc)}")
         if isinstance(exc, (TimeoutError, RequestTimeout)):
             # (closing the session has already stopped the process: its exit code would be our own signal)
             return ServerStartError(

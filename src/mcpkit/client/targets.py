@@ -425,3 +425,26 @@ async def _open_network(target: Target, options: dict[str, Any]) -> OpenedTarget
             )
             raise ServerStartError(f"cannot connect to {target.url}: {reason}") from exc
     return OpenedTarget(target, transport)
+
+
+def root_os_error(exc: BaseException) -> OSError | None:
+    """The deepest ``OSError`` in ``exc``'s chain of causes (the socket's own error), if any."""
+    found: OSError | None = None
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and not isinstance(current, ServerStartError):
+            found = current
+        current = current.__cause__ or current.__context__
+    return found
+
+
+def connect_reason(exc: BaseException) -> str:
+    """Why a connection could not be made, in a few words."""
+    root = root_os_error(exc)
+    if isinstance(root, ConnectionRefusedError):
+        return "connection refused (is the server running, and on that port?)"
+    if root is not None and root.strerror:
+        return root.strerror[:1].lower() + root.strerror[1:]
+    return str(root or exc)
