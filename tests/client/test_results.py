@@ -9,6 +9,7 @@ import contextlib
 import subprocess
 import sys
 import textwrap
+import typing
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from mcpkit import Client, Context, InvalidServerResult, MCPError, MCPKit, ToolCallError, ToolError
+from mcpkit import Client, Context, InvalidServerResult, MCPError, MCPKit, ToolCallError, ToolError, ToolOutputError
 from mcpkit.client.client import ServerInfo
 from support.paths import SERVERS
 
@@ -80,6 +81,28 @@ async def test_result_type_gives_data_of_that_type(mode: str) -> None:
     async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
         result = await client.call_tool("book", {"row": 3}, result_type=Seat)
         assert result.data == Seat(row=3, seat="A") and isinstance(result.data, Seat)
+
+
+class SeatDict(typing.TypedDict):
+    row: int
+    seat: typing.NotRequired[str]
+
+
+class Booking(typing.TypedDict):
+    seats: list[SeatDict]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_result_type_takes_a_typing_typeddict_on_every_python(mode: str) -> None:
+    """The guide's ``result_type=`` a TypedDict: one written with ``typing.TypedDict`` (nested, with a
+    ``NotRequired`` key) validates on Python 3.11 too, where pydantic reads only ``typing_extensions`` ones."""
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        result = await client.call_tool("book", {"row": 3}, result_type=SeatDict)
+        assert result.data == {"row": 3, "seat": "A"}
+        both = await client.call_tool("double", {"n": 2}, result_type=dict[str, Booking] | int)
+        assert both.data == 4
+        with pytest.raises(ToolOutputError, match="result_type=Booking"):
+            await client.call_tool("book", {"row": 3}, result_type=Booking)
 
 
 @pytest.mark.parametrize("mode", ERAS)

@@ -265,7 +265,7 @@ _UNTYPED: Any = object()
 
 def _typed(name: str, result: ToolResult[Any], result_type: Any) -> Any:
     """``result.data`` validated into ``result_type`` (pydantic), or :class:`ToolOutputError` saying why not."""
-    from pydantic import TypeAdapter, ValidationError
+    from pydantic import ValidationError
 
     value = result._value()
     if isinstance(value, str) and result.structured is None and result_type is not str:
@@ -278,7 +278,7 @@ def _typed(name: str, result: ToolResult[Any], result_type: Any) -> Any:
     try:
         adapter = _adapter(result_type)
     except TypeError:  # unhashable: not cached
-        adapter = TypeAdapter(result_type)
+        adapter = _make_adapter(result_type)
     try:
         return adapter.validate_python(value)
     except ValidationError as exc:
@@ -296,9 +296,15 @@ RESULT_TYPE_CACHE_SIZE = 128
 
 @functools.lru_cache(maxsize=RESULT_TYPE_CACHE_SIZE)
 def _adapter(result_type: Any) -> Any:
+    return _make_adapter(result_type)
+
+
+def _make_adapter(result_type: Any) -> Any:
     from pydantic import TypeAdapter
 
-    return TypeAdapter(result_type)
+    from ..server.schema import portable_type  # (a typing.TypedDict, which pydantic refuses before Python 3.12)
+
+    return TypeAdapter(portable_type(result_type))
 
 
 def _validator(schema: JSONDict) -> Any:
