@@ -4,6 +4,7 @@ isolated and reported per server."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -121,3 +122,48 @@ async def test_multiclient_routes_by_owner_never_broadcasts() -> None:
             await fresh.read_resource("secret://never-listed")
         await fresh.client("evil").ping()
         assert "secret://" not in fresh.client("evil").stderr and "mcpkit://" not in fresh.client("evil").stderr
+
+
+async def test_a_multiclient_call_is_typed_by_result_type_as_a_clients_is(tmp_path: Path) -> None:
+    """``multi.call_tool(qualified, ..., result_type=T)`` validates ``data`` into ``T`` and is a ``ToolResult[T]``
+    for ``mypy --strict`` (it was ``ToolResult[Any]``), as ``Client.call_tool`` is."""
+    from typing import TypedDict
+
+    class Sum(TypedDict):
+        sum: int
+
+    async with MultiClient({"a": build_server()}) as mc:
+        assert (await mc.call_tool("a__add", {"a": 1, "b": 1}, result_type=Sum)).data == {"sum": 2}
+    pytest.importorskip("mypy")
+    program = tmp_path / "program.py"
+    program.write_text(
+        "from typing import TypedDict\n\n"
+        "from mcpkit import MultiClient\n\n"
+        "class Sum(TypedDict):\n"
+        "    sum: int\n\n"
+        "async def main(multi: MultiClient) -> None:\n"
+        '    reveal_type((await multi.call_tool("a__add", {"a": 1}, result_type=Sum)).data["sum"])\n'
+        '    reveal_type((await multi.call_tool("a__add", {"a": 1}, timeout=5)).data)\n',
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    revealed = [
+        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
+    ]
+    assert "error:" not in proc.stdout, proc.stdout
+    assert revealed == ["int", "Any"], proc.stdout

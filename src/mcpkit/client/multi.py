@@ -19,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ConnectionClosed, MCPError
 from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
 from .client import Client, ToolResult
 from .targets import load_config
+
+T = TypeVar("T")
 
 __all__ = ["MultiClient", "ResourceCollision", "ServerUnavailable", "UnknownResource"]
 
@@ -215,11 +217,25 @@ class MultiClient:
                 tools.append(t.model_copy(update={"name": self.qualify(server, t.name)}))
         return tools
 
-    async def call_tool(self, qualified: str, arguments: Mapping[str, Any] | None = None, **kw: Any) -> ToolResult[Any]:
+    @overload
+    async def call_tool(
+        self, qualified: str, arguments: Mapping[str, Any] | None = None, *, result_type: type[T], **kw: Any
+    ) -> ToolResult[T]: ...
+
+    @overload
+    async def call_tool(
+        self, qualified: str, arguments: Mapping[str, Any] | None = None, *, result_type: Any = None, **kw: Any
+    ) -> ToolResult[Any]: ...
+
+    async def call_tool(
+        self, qualified: str, arguments: Mapping[str, Any] | None = None, *, result_type: Any = None, **kw: Any
+    ) -> ToolResult[Any]:
+        """Call ``server__tool`` on its server: :meth:`Client.call_tool`, its options included (``result_type=T``
+        gives a ``ToolResult[T]``); a server that stopped answering is :class:`ServerUnavailable`."""
         server, name = self.split(qualified)
         client = self.client(server)
         try:
-            return await client.call_tool(name, arguments, **kw)
+            return await client.call_tool(name, arguments, result_type=result_type, **kw)
         except Exception as exc:
             if _fatal(exc):
                 self._mark_dead(server, exc)
