@@ -696,3 +696,28 @@ def test_no_test_helper_shadows_a_standard_library_module() -> None:
         if "node_modules" not in path.parts and path.stem in sys.stdlib_module_names
     )
     assert shadowing == []
+
+
+def test_every_name_the_api_reference_lists_is_in_its_modules_all() -> None:
+    """A name docs/reference shows as a module's member (``::: module`` with ``members: [...]``) is part of that
+    module's public API: listed in its ``__all__`` (what ``from module import *`` and type checkers' view of a
+    ``py.typed`` package go by), and there."""
+    import importlib
+    import re
+
+    missing: list[str] = []
+    for page in sorted((REPO / "docs" / "reference").glob("*.md")):
+        module = None
+        for line in page.read_text(encoding="utf-8").splitlines():
+            if found := re.match(r"\s*:::\s+([\w.]+)", line):
+                module = found.group(1)
+            elif (listed := re.match(r"\s*members:\s*\[(.*)\]", line)) and module is not None:
+                try:
+                    mod = importlib.import_module(module)
+                except ModuleNotFoundError:
+                    continue  # (a class's members)
+                public = getattr(mod, "__all__", None)
+                for name in (n.strip() for n in listed.group(1).split(",") if n.strip()):
+                    if (public is not None and name not in public) or not hasattr(mod, name):
+                        missing.append(f"{page.name}: {module}.{name}")
+    assert missing == []

@@ -41,7 +41,7 @@ from ..hosting import MAX_KEYS, check_key_ring
 if TYPE_CHECKING:
     from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
 
-__all__ = ["ENV", "MIN_KEY_CHARS", "ScaleConfig", "SharedStores", "generate_key", "parse_keys"]
+__all__ = ["ENV", "MIN_KEY_CHARS", "ScaleConfig", "SharedStores", "generate_key", "parse_keys", "read_keys_file"]
 
 #: The environment variable of each setting.
 ENV = {

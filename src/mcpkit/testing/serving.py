@@ -240,6 +240,8 @@ __all__ = [
     "ERAS",
     "ERA_ALIASES",
     "HTTP_PATHS",
+    "START_TIMEOUT",
+    "STOP_TIMEOUT",
     "TRANSPORTS",
     "Served",
     "check_transport",
