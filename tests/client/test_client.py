@@ -54,3 +54,29 @@ async def test_a_call_that_times_out_after_the_lookup_names_the_whole_timeout(mo
             await client.call_tool("slow", timeout=2)
         assert 1.9 < time.monotonic() - started < 3
         assert caught.value.timeout == 2 and "after 2s" in str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_concurrent_first_calls_share_one_tool_lookup(mode: str) -> None:
+    """Fifty calls of a tool the client has not listed yet, made at once, each learned its output schema with a
+    tools/list of its own: fifty walks of the whole list. They share one; the calls all succeed."""
+    app = _slow_listing_app(0.2, 0)
+    listings: list[str] = []
+
+    async def count(call: Any, call_next: Any) -> Any:
+        listings.append(call.method)
+        return await call_next(call)
+
+    app.add_interceptor(count, methods="tools/list")
+    async with Client(app, mode=mode) as client:  # type: ignore[arg-type]
+        results = await asyncio.gather(*(client.call_tool("slow") for _ in range(50)))
+        assert [r.text for r in results] == ["done"] * 50
+        assert len(listings) == 1
+    listings.clear()
+    async with Client(app, mode=mode) as client:  # type: ignore[arg-type]
+        # a lookup whose caller gave up (a timeout) does not stop the others sharing it
+        quick = asyncio.ensure_future(client.call_tool("slow", timeout=0.05))
+        rest = await asyncio.gather(*(client.call_tool("slow") for _ in range(5)))
+        with pytest.raises(RequestTimeout):
+            await quick
+        assert [r.text for r in rest] == ["done"] * 5 and len(listings) == 1

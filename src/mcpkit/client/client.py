@@ -228,7 +228,11 @@ class Client(ClientConnection):
         """The tool's definition (from the cache, listing the tools once when unknown)."""
         tool = self._tools.get(name)
         if tool is None and not self._tools_complete:
-            await self.list_tools()
+            listing = self._listing
+            if listing is None or listing.done():  # (calls looking up at once share one tools/list)
+                listing = self._listing = asyncio.ensure_future(self.list_tools())
+                listing.add_done_callback(_retrieved)
+            await asyncio.shield(listing)  # (a caller that gives up does not stop the others' lookup)
             tool = self._tools.get(name)
         return tool
 
@@ -670,3 +674,9 @@ class Client(ClientConnection):
     def roots(self) -> RootsProvider | None:
         """The roots this client offers (None when it declared no roots capability)."""
         return self._roots
+
+
+def _retrieved(done: asyncio.Future[Any]) -> None:
+    """Reads the outcome of a shared lookup, so that one every caller gave up on logs no 'never retrieved'."""
+    if not done.cancelled():
+        done.exception()

@@ -256,6 +256,7 @@ class ClientConnection:
         self._session: ClientSession | None = None
         self._tools: dict[str, Tool] = {}
         self._tools_complete = False
+        self._listing: asyncio.Future[list[Tool]] | None = None  # the tools/list lookups share (Client.get_tool)
         self._validators: dict[str, Any] = {}
         self._lock = asyncio.Lock()
         self.reconnects = 0  # how many times the client re-initialized after a stale session
