@@ -101,7 +101,8 @@ if TYPE_CHECKING:
     from .transports.stdio import StdioServer
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
+    __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

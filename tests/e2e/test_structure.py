@@ -721,3 +721,54 @@ def test_every_name_the_api_reference_lists_is_in_its_modules_all() -> None:
                     if (public is not None and name not in public) or not hasattr(mod, name):
                         missing.append(f"{page.name}: {module}.{name}")
     assert missing == []
+
+
+#: The packages (and module) that import their public names on first use, through a module ``__getattr__``.
+_LAZY_PACKAGES = (
+    "mcpkit",
+    "mcpkit.auth",
+    "mcpkit.testing",
+    "mcpkit.transports.http",
+    "mcpkit.server.middleware",
+    "mcpkit.server.openapi",
+    "mcpkit.server.context",
+)
+
+
+def test_a_misspelled_import_from_a_lazy_package_is_a_type_error(tmp_path: Path) -> None:
+    """A module ``__getattr__`` returning ``Any`` tells a type checker that every name exists: ``from mcpkit
+    import Clinet`` passed ``mypy --strict`` (typed ``Any``). The lazy packages hide it from type checkers, so
+    every public name imports, typed, and a misspelled one is an error."""
+    pytest.importorskip("mypy")
+    import importlib
+
+    lines = []
+    for i, package in enumerate(_LAZY_PACKAGES):
+        names = list(importlib.import_module(package).__all__)
+        if package == "mcpkit.server.context":
+            names += ["AcceptedElicitation", "CancelledElicitation", "DeclinedElicitation", "ElicitationResult"]
+        lines.append(f"from {package} import {', '.join(f'{n} as _{i}_{n}' for n in names)}")
+        lines.append(f"from {package} import NoSuchName as _{i}_typo  # misspelled")
+    program = tmp_path / "program.py"
+    program.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
+    misspelled = [n for n, line in enumerate(lines, 1) if line.endswith("# misspelled")]
+    wrong = [e for e in errors if int(e.split(":")[1]) not in misspelled or "NoSuchName" not in e]
+    assert wrong == [], proc.stdout
+    assert sorted({int(e.split(":")[1]) for e in errors}) == misspelled, proc.stdout

@@ -82,7 +82,8 @@ _LAZY = {
 }
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY, needs="jwt")
+if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
+    __getattr__ = lazy_getattr(__name__, _LAZY, needs="jwt")
 
 
 __all__ = [

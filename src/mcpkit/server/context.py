@@ -35,7 +35,10 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from ..protocol.types import CreateMessageResult, Root
-    from .elicitation import ElicitationResult
+    from .elicitation import AcceptedElicitation as AcceptedElicitation
+    from .elicitation import CancelledElicitation as CancelledElicitation
+    from .elicitation import DeclinedElicitation as DeclinedElicitation
+    from .elicitation import ElicitationResult as ElicitationResult
     from .request_context import ServerRequestContext
 
 JSONDict = dict[str, Any]
@@ -400,13 +403,16 @@ def _nothing(content: JSONDict) -> None:
     return None
 
 
-def __getattr__(name: str) -> Any:
-    """The elicitation results, importable from here as before (they live in :mod:`.elicitation`, loaded late)."""
-    if name in ("AcceptedElicitation", "CancelledElicitation", "DeclinedElicitation", "ElicitationResult"):
-        from . import elicitation
+if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
 
-        return getattr(elicitation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    def __getattr__(name: str) -> Any:
+        """The elicitation results, importable from here as before (they live in :mod:`.elicitation`, loaded
+        late)."""
+        if name in ("AcceptedElicitation", "CancelledElicitation", "DeclinedElicitation", "ElicitationResult"):
+            from . import elicitation
+
+            return getattr(elicitation, name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = ["Context", "ContextApp"]

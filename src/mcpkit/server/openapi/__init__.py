@@ -104,7 +104,8 @@ class OpenAPIImport:
         return app
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
+    __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [

@@ -41,7 +41,8 @@ HTTP_TRANSPORTS: tuple[str, ...] = ("http", "streamable-http", "sse", "ws")
 _SEE = "mcpkit.transports.http.options"
 
 
-__getattr__ = lazy_getattr(__name__, _LAZY)
+if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
+    __getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def build_server(
