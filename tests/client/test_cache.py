@@ -4,7 +4,11 @@ dropped by list_changed and resources/updated), and runs a middleware chain (ret
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,3 +139,54 @@ async def test_retry_repeats_safe_calls_only_and_logging_records_each_call(caplo
     assert "tools/list ok" in caplog.text and "tools/call failed" in caplog.text
     with pytest.raises(ValueError):
         Retry(attempts=0)
+
+
+async def test_a_client_middleware_is_an_async_function_whatever_its_parameters_are_named(tmp_path: Path) -> None:
+    """The chain calls a middleware positionally, so ``async def mw(c, proceed)`` is one, at run time and for
+    ``mypy --strict`` (whose ``ClientMiddleware`` protocol named the parameters ``call`` and ``call_next``)."""
+    seen: list[str] = []
+
+    async def timing(c: ClientCall, proceed: Callable[[], Awaitable[Any]]) -> Any:
+        seen.append(c.method)
+        return await proceed()
+
+    app = MCPKit("mw")
+
+    @app.tool
+    def look() -> str:
+        return "seen"
+
+    async with Client(app, middleware=[timing]) as client:
+        assert (await client.call_tool("look")).text == "seen"
+    assert "tools/call" in seen
+    pytest.importorskip("mypy")
+    program = tmp_path / "program.py"
+    program.write_text(
+        "from collections.abc import Awaitable, Callable\n"
+        "from typing import Any\n\n"
+        "from mcpkit import Client, MCPKit\n"
+        "from mcpkit.client.middleware import ClientCall, Retry\n\n"
+        "async def timing(c: ClientCall, proceed: Callable[[], Awaitable[Any]]) -> Any:\n"
+        "    return await proceed()\n\n"
+        "async def main() -> None:\n"
+        '    async with Client(MCPKit("mw"), middleware=[Retry(), timing]) as client:\n'
+        "        await client.list_tools()\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--cache-dir",
+            str(tmp_path / "c"),
+            str(program),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -41,9 +41,9 @@ CallNext = Callable[[], Awaitable[Any]]
 
 
 class ClientMiddleware(Protocol):
-    """``async (call, call_next) -> result``."""
+    """``async (call, call_next) -> result`` (called positionally: any parameter names)."""
 
-    async def __call__(self, call: ClientCall, call_next: CallNext) -> Any: ...
+    async def __call__(self, call: ClientCall, call_next: CallNext, /) -> Any: ...
 
 
 async def run_chain(chain: Sequence[ClientMiddleware], call: ClientCall, last: CallNext) -> Any:
