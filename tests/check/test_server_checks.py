@@ -112,6 +112,39 @@ async def test_a_tool_without_a_description_is_a_warning_not_a_failure_as_the_sc
     assert report.exit_code("may") == 0, report.render_text()
 
 
+@pytest.mark.req("S022")
+async def test_resource_contents_without_a_mime_type_are_a_warning_as_the_schema_makes_it_optional(
+    tmp_path: Path,
+) -> None:
+    """``mimeType`` of ``TextResourceContents``/``BlobResourceContents`` is optional in every revision's schema
+    ("if known") and no spec page asks for it: a server (here on the official SDK's low-level API) that reads a
+    resource of unknown type without one is warned (S022's words ask for it), not failed, so ``--fail-on should``
+    does not reject a server the specification accepts. It used to be a SHOULD failure."""
+    pytest.importorskip("mcp.server.lowlevel")
+    server = tmp_path / "unknown_type.py"
+    server.write_text(
+        "import anyio\n"
+        "from mcp import types\n"
+        "from mcp.server.lowlevel import Server\n"
+        "from mcp.server.stdio import stdio_server\n"
+        "async def list_resources(ctx, params):\n"
+        "    return types.ListResourcesResult(resources=[types.Resource(uri='test://blob', name='blob')])\n"
+        "async def read_resource(ctx, params):\n"
+        "    return types.ReadResourceResult(contents=[types.TextResourceContents(uri=str(params.uri), text='?')])\n"
+        "server = Server('unknown-type', on_list_resources=list_resources, on_read_resource=read_resource)\n"
+        "async def main():\n"
+        "    async with stdio_server() as (read, write):\n"
+        "        await server.run(read, write, server.create_initialization_options())\n"
+        "anyio.run(main)\n"
+    )
+    report = await run_checks([PY, str(server)], timeout=10.0, modern=False)
+    findings = report.requirements["S022"].findings
+    assert findings and {f.status for f in findings} == {"warn"}, report.render_text(verbose=True)
+    assert all("test://blob" in f.evidence and "optional" in f.evidence for f in findings), findings
+    assert "S022" not in report.failed("SHOULD"), report.render_text()
+    assert report.status("M052") == PASS, report.render_text()
+
+
 @pytest.fixture
 def resumable_everything() -> Iterator[str]:
     proc = subprocess.Popen(RESUMABLE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

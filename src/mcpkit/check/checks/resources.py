@@ -106,7 +106,12 @@ class ResourceChecks(CheckerBase):
                 if isinstance(item.get("mimeType"), str):
                     r.ok("S022", f"resources/read {uri}: mimeType {item['mimeType']}", "resources/read")
                 else:
-                    r.fail("S022", f"resources/read {uri}: content item without mimeType", "resources/read")
+                    r.warn(
+                        "S022",
+                        f"resources/read {uri}: content item without mimeType (requirement S022 asks for it; the "
+                        "official schema makes it optional, 'if known')",
+                        "resources/read",
+                    )
 
     async def check_subscribe(self, wire: Wire, resources: list[Any]) -> None:
         r = self.report
