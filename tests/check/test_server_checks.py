@@ -493,6 +493,10 @@ async def test_server_everything_from_npm(npm_bin_dir: Path, node_bin: Path) -> 
     assert report.status("M068") == "warn", report.render_text()
     assert report.failed_musts() == ["M011"], report.render_text()
     assert_pass(report, ["M006", "M016", "M042", "M045", "M046", "M067", "M069", "M079", "M085", "M089"])
+    # each failure says what was sent, so that it can be reproduced by hand: the cursor, the call cancelled
+    assert "cursor 'mcpkit-check-not-a-cursor!'" in report.requirements["S030"].evidence, report.render_text()
+    s027 = report.requirements["S027"].evidence
+    assert "tools/call " in s027 and "progressToken 'chk-progress-cancel'" in s027, s027
 
 
 async def test_server_everything_over_streamable_http_a_replayed_request_is_not_an_id_reused(

@@ -263,17 +263,19 @@ class CheckerBase:
 
     async def check_invalid_cursor(self, wire: Wire, method: str) -> None:
         r = self.report
-        resp = await self.call(wire, method, {"cursor": "mcpkit-check-not-a-cursor!"})
+        cursor = "mcpkit-check-not-a-cursor!"
+        resp = await self.call(wire, method, {"cursor": cursor})
+        sent = f"{method} with cursor {cursor!r} (one it never issued)"
         if resp is None:
-            r.fail("S030", f"{method} with an invalid cursor: no response", method)
+            r.fail("S030", f"{sent}: no response", method)
         elif _code(resp) == -32602:
-            r.ok("S030", f"{method} with an invalid cursor -> -32602", method)
+            r.ok("S030", f"{sent} -> -32602", method)
         elif _err(resp) is not None:
-            r.fail("S030", f"{method} with an invalid cursor -> error {_code(resp)} (expected -32602)", method)
+            r.fail("S030", f"{sent} -> error {_code(resp)} (expected -32602)", method)
         elif resp.error is not None:
-            r.fail("S030", f"{method} with an invalid cursor got no JSON-RPC answer: {resp.short(160)}", method)
+            r.fail("S030", f"{sent} got no JSON-RPC answer: {resp.short(160)}", method)
         else:
-            r.fail("S030", f"{method} accepted an invalid cursor: {resp.short(160)}", method)
+            r.fail("S030", f"{sent} was accepted: {resp.short(160)}", method)
 
     def judge_content(self, req: str, label: str, content: list[Any], allow_link: bool) -> None:
         r = self.report

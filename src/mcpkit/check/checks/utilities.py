@@ -83,7 +83,13 @@ class UtilityChecks(CheckerBase):
                 r.ok("S027", f"{slow['name']} stopped at once when cancelled ({after:.1f}s)", "cancellation")
             r.fail("SX12", f"the cancelled {slow['name']} was answered: {answer.short(160)}", "cancellation")
         elif len(late) >= 2:
-            r.fail("S027", f"{len(late)} progress notification(s) after the cancellation was read: {late[0].short()}")
+            r.fail(
+                "S027",
+                f"tools/call {slow['name']} {_short(args)} with progressToken {token!r}, cancelled after "
+                f"{cancelled_at - t0:.1f}s: {len(late)} progress notification(s) after the cancellation was read: "
+                f"{late[0].short()}",
+                "cancellation",
+            )
         else:
             closed = " (its response stream was closed)" if ended_without_response else ""
             r.ok(
