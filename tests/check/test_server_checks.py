@@ -652,6 +652,22 @@ async def test_the_official_sdks_legacy_sse_server_refusing_a_batch_fails_m011_n
     assert report.status("S021") == PASS, report.render_text(verbose=True)
 
 
+@pytest.mark.req("M011")
+async def test_a_run_pinned_to_2025_03_26_still_sends_its_batch() -> None:
+    """2025-03-26 is the one revision where receiving JSON-RPC batches is a MUST: a run that asks for it
+    (``--protocol-version 2025-03-26``) judges M011 as the default run does. It used to leave M011 and A003 "not
+    exercised": the batch went only in the extra 2025-03-26 session, which the run skipped as already covered by its
+    own. The official SDK's server answers no batch (a true fault, as in the default run); mcpkit's answers it."""
+    pytest.importorskip("mcp.server.mcpserver")
+    official = await run_checks([PY, str(PEERS / "sdk_highlevel.py")], protocol_version="2025-03-26", modern=False)
+    assert official.status("M011") == FAIL, official.render_text()
+    assert "batch of 2 pings at 2025-03-26" in official.requirements["M011"].evidence
+    ours = await run_checks(EVERYTHING, protocol_version="2025-03-26", modern=False, cwd=str(ROOT))
+    assert_pass(ours, ["M011", "M045"])
+    assert ours.status("A003") in (PASS, SKIP) and "A003" in ours.requirements, ours.render_text()
+    assert not [n.req.id for n in ours.not_judged() if n.category == "not-exercised"], ours.render_text()
+
+
 async def _check_peer(name: str, transport: str, port: int) -> Report:
     script = str(PEERS / f"{name}.py")
     if transport == "stdio":
