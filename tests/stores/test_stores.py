@@ -214,16 +214,18 @@ async def test_forget_prefix_with_glob_characters_is_literal(backend: Backend) -
 async def test_abandoned_streams_expire_and_activity_keeps_them(backend: Backend) -> None:
     if not backend.has_event_ttl:
         pytest.skip("InMemoryEventStore has no TTL: it is bounded by max_bytes (oldest streams evicted)")
-    store = backend.event_store(ttl=0.3)
+    # (gaps of 0.4 s under a TTL of 1 s: a loaded machine's late wake-ups have 0.6 s of room; with 0.15 s gaps
+    # under 0.3 s one CI run on a busy machine saw the busy stream expire)
+    store = backend.event_store(ttl=1.0)
     await store.append("idle/0", 1, b"x")
     await store.append("busy/0", 1, b"y")
     for seq in (2, 3, 4):
-        await asyncio.sleep(0.15)
+        await asyncio.sleep(0.4)
         await store.append("busy/0", seq, b"y")  # each append renews the TTL
-    await asyncio.sleep(0.15)
-    assert await store.replay("idle/0", 0) is None  # 0.6 s idle > 0.3 s TTL
+    await asyncio.sleep(0.4)
+    assert await store.replay("idle/0", 0) is None  # 1.6 s idle > 1 s TTL
     assert [s for s, _ in await store.replay("busy/0", 0) or []] == [1, 2, 3, 4]
-    await asyncio.sleep(0.45)
+    await asyncio.sleep(1.2)
     assert await store.replay("busy/0", 0) is None
 
 
