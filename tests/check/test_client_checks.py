@@ -201,6 +201,23 @@ def test_cli_names_the_broken_rule_with_exit_codes_and_json(tmp_path: Path) -> N
     assert should.returncode == 1 and "FAIL S007" in should.stdout, should.stdout + should.stderr
 
 
+def test_a_client_that_stops_answering_mid_call_ends_the_run_without_a_traceback() -> None:
+    """The official Python client over HTTP stops answering the scripted server's requests after a stray answer
+    (its S021 fault), so ``check_ask`` is still waiting on it when the run ends. The host ends that request
+    quietly: the report is the only output, stderr says where it served and nothing else. It used to print
+    uvicorn's "Exception in ASGI application" with a CancelledError traceback for every such request."""
+    pytest.importorskip("mcp.client.streamable_http")
+    run = subprocess.run(
+        [*CLI, "--url", "--scenario", "handshake", "--", *command("sdk", "http")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "FAIL S021" in run.stdout, run.stdout + run.stderr
+    assert "Traceback" not in run.stderr and "Exception in ASGI application" not in run.stderr, run.stderr
+    assert [line for line in run.stderr.splitlines() if "serving http://127.0.0.1:" not in line] == [], run.stderr
+
+
 def test_url_mode_serves_and_waits_for_any_client(free_port: Callable[[], int]) -> None:
     """``--url`` without a command: the scripted server is served on the given port and the run ends once the
     client that came has gone quiet."""

@@ -147,6 +147,7 @@ class HttpHost:
         self.expired = False  # the expiry scenario ended the first session already
         self._uv: Any = None
         self._task: asyncio.Task[Any] | None = None
+        self._stopping = False
 
     async def start(self) -> None:
         import uvicorn
@@ -214,18 +215,47 @@ class HttpHost:
         return recorded
 
     async def stop(self) -> None:
+        self._stopping = True
         if self._uv is not None:
             self._uv.should_exit = True
             self._uv.force_exit = True
         if self._task is not None:
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self._task, 5)
+        if self._uv is not None:  # requests still waiting on the client (one that stopped answering) end here
+            left = list(self._uv.server_state.tasks)
+            for task in left:
+                task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=2)
 
     # ------------------------------------------------------------------------------------------------ ASGI
 
     async def __call__(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
+        sent = {"started": False, "done": False}
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                sent["started"] = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                sent["done"] = True
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, tracked)
+        except asyncio.CancelledError:
+            if not self._stopping:
+                raise
+            # the run is over: the response ends cleanly (no traceback from the server under the report)
+            with contextlib.suppress(Exception):
+                if not sent["started"]:
+                    await _respond(send, 503, b"the scripted server stopped", "text/plain")
+                elif not sent["done"]:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _serve(self, scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         refusal = self.policy(scope)
         if refusal is not None:
             await _respond(send, refusal[0], refusal[1].encode(), "text/plain")
