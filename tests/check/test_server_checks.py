@@ -296,6 +296,17 @@ def report_order(rid: str) -> tuple[int, int, int, str]:
 
 
 @pytest.mark.req("M030", "M031", "M037", "M038", "S008", "S010", "S011", "A016")
+async def test_a_delete_answered_with_an_error_says_why_the_ended_session_rules_were_not_judged() -> None:
+    """A DELETE answered neither 2xx (ended) nor 405 (refused) leaves nothing to judge the session 404 rules by:
+    MX02 and A014 are skipped with that reason, as a 405 skips them, and not listed as "nothing in this run
+    exercised it" (which tells the user the checker forgot them)."""
+    report = await _check_http("--fault", "delete-error")
+    assert report.status("A015") == FAIL, report.render_text()
+    for rid in ("MX02", "A014"):
+        assert report.status(rid) == SKIP and "DELETE -> HTTP 500" in report.requirements[rid].evidence, rid
+    assert [n.req.id for n in report.not_judged() if n.category == "not-exercised"] == [], report.render_text()
+
+
 def test_protected_server_without_a_token_is_judged_on_its_authorization(broken_reports: dict[str, Report]) -> None:
     report = broken_reports["auth:none"]
     assert_pass(report, ["M030", "M031", "M037", "M038", "S008", "S010", "S011", "A016"])
