@@ -182,6 +182,32 @@ async def test_the_in_memory_store_is_bounded_in_records_and_bytes_and_keeps_tas
     assert await store.get(live["id"]) is not None
 
 
+async def test_the_in_memory_store_gives_back_expired_records_without_waiting_for_its_bounds() -> None:
+    """A finished task whose time to live ended is dropped by the in-memory store on its own, even when nothing
+    else happens: a server that ran a burst of tasks does not keep their dead results (up to max_bytes) forever."""
+    store = InMemoryTaskStore()
+
+    def finish(r: dict[str, object]) -> bool:
+        r["status"] = "completed"
+        r["result"] = {"content": [{"type": "text", "text": "r" * 10_000}]}
+        return True
+
+    for _ in range(300):
+        record = new_record(owner="o", method="tools/call", name="t", ttl_ms=50, poll_ms=100)
+        await store.create(record, max_live=1000, max_live_per_owner=1000)
+        await store.update(record["id"], finish)
+    kept = new_record(owner="o", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+    await store.create(kept, max_live=1000, max_live_per_owner=1000)
+    assert len(store) == 301
+    for _ in range(100):  # (the records' time to live ends 50 ms after they were made)
+        if len(store) == 1:
+            break
+        await asyncio.sleep(0.02)
+    assert len(store) == 1 and store.size_bytes < 1000
+    assert await store.get(kept["id"]) is not None
+    await store.aclose()
+
+
 async def test_shutdown_drains_the_running_tasks_then_cancels_what_is_left() -> None:
     """At shutdown (close_listeners) the tasks running get drain_timeout seconds; a task still running then is
     cancelled and recorded failed, one that finishes in time keeps its result."""

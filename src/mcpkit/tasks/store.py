@@ -10,14 +10,16 @@ which task changed (changes made by other workers included) so that a runner wai
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import heapq
 from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import orjson
 
 from ..protocol.errors import TaskLimitReached
-from .model import TaskRecord, after_cursor, expired, is_terminal, now_ms
+from .model import TaskRecord, after_cursor, expired, is_terminal, kept_until, now_ms
 
 #: ``change(record) -> bool``: mutate the record in place and return True to keep the change (False: no change).
 #: A shared store may call it more than once (an optimistic retry), so it must depend on the record only.
@@ -101,6 +103,9 @@ class InMemoryTaskStore:
         max_bytes: the bytes of results, errors and input requests kept (default 256 MiB, estimated from their
             JSON); beyond it the oldest finished tasks are dropped, so a result may go before its time to live
             when the budget is tight.
+
+    A record is dropped when its time to live ends (one timer, set for the earliest end), not only when a bound is
+    reached: a server that ran a burst of tasks gives their memory back.
     """
 
     def __init__(self, *, max_records: int = 10_000, max_bytes: int = 256 * 1024 * 1024) -> None:
@@ -114,6 +119,9 @@ class InMemoryTaskStore:
         self._live: dict[str | None, set[str]] = {}  # tasks in progress, by owner
         self._live_count = 0
         self._listeners = Listeners()
+        self._ends: list[tuple[int, str]] = []  # (when the record may go, task id), a heap: the expiry timer's list
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0
 
     @property
     def size_bytes(self) -> int:
@@ -149,6 +157,7 @@ class InMemoryTaskStore:
         self._live_count += 1
         if len(self._records) > self.max_records or self._bytes > self.max_bytes:
             self._sweep(force=False)
+        self._expire_at(kept)
         self._changed(task_id)
 
     def _alive(self, task_id: str) -> TaskRecord | None:
@@ -177,6 +186,8 @@ class InMemoryTaskStore:
             self._sizes[task_id] = size
             if is_terminal(draft) and not is_terminal(record):
                 self._end_live(draft.get("owner"), task_id)
+            if kept_until(draft) != kept_until(record):
+                self._expire_at(draft)
             if self._bytes > self.max_bytes:
                 self._sweep(force=False)
             self._changed(task_id)
@@ -204,8 +215,51 @@ class InMemoryTaskStore:
 
     async def aclose(self) -> None:
         self._listeners.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     # ------------------------------------------------------------------ bookkeeping
+
+    def _expire_at(self, record: TaskRecord) -> None:
+        """Have the record dropped when :func:`kept_until` says it may go (the timer is set for the earliest)."""
+        end = kept_until(record)
+        if end is None:
+            return
+        ends = self._ends
+        if len(ends) > 2 * len(self._records) + 64:  # (entries of records already gone: rebuilt, so it stays bounded)
+            ends[:] = [(e, t) for e, t in ends if t in self._records]
+            heapq.heapify(ends)
+        heapq.heappush(ends, (end, record["id"]))
+        self._arm()
+
+    def _arm(self) -> None:
+        ends = self._ends
+        if not ends:
+            return
+        first = ends[0][0]
+        if self._timer is not None:
+            if self._timer_at <= first:
+                return
+            self._timer.cancel()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # (used outside a loop: the bounds and the lookups still drop expired records)
+            self._timer = None
+            return
+        self._timer_at = first
+        self._timer = loop.call_later(max(first - now_ms(), 0) / 1000 + 0.001, self._reclaim)
+
+    def _reclaim(self) -> None:
+        self._timer = None
+        now = now_ms()
+        ends = self._ends
+        while ends and ends[0][0] <= now:
+            _, task_id = heapq.heappop(ends)
+            record = self._records.get(task_id)
+            if record is not None and expired(record, now):
+                self._drop(task_id)
+        self._arm()
 
     def _changed(self, task_id: str) -> None:
         self._listeners.tell(task_id)
