@@ -4,8 +4,6 @@ dropped by list_changed and resources/updated), and runs a middleware chain (ret
 from __future__ import annotations
 
 import logging
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -18,6 +16,7 @@ from mcpkit.client.cache import ResponseCache
 from mcpkit.client.middleware import CallLogging, ClientCall, Retry
 from mcpkit.protocol.errors import ConnectionClosed, RequestTimeout
 from support.toolkit import ERAS, TRANSPORTS, toolkit_client
+from support.typecheck import mypy_strict
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -173,20 +172,5 @@ async def test_a_client_middleware_is_an_async_function_whatever_its_parameters_
         "        await client.list_tools()\n",
         encoding="utf-8",
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    proc = mypy_strict(program, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

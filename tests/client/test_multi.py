@@ -4,7 +4,6 @@ isolated and reported per server."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from mcpkit.client.multi import MultiClient, ServerUnavailable
 from mcpkit.client.targets import ServerNotFound, ServerStartError
 from support.paths import SERVERS
 from support.servers.client_server import build_server
+from support.typecheck import mypy_strict, revealed_types
 
 SERVER = str(SERVERS / "client_server.py")
 HOSTILE = str(SERVERS / "hostile_cli_server.py")
@@ -146,24 +146,7 @@ async def test_a_multiclient_call_is_typed_by_result_type_as_a_clients_is(tmp_pa
         '    reveal_type((await multi.call_tool("a__add", {"a": 1}, timeout=5)).data)\n',
         encoding="utf-8",
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    revealed = [
-        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
-    ]
+    proc = mypy_strict(program, tmp_path)
+    revealed = revealed_types(proc.stdout)
     assert "error:" not in proc.stdout, proc.stdout
     assert revealed == ["int", "Any"], proc.stdout

@@ -6,7 +6,6 @@ side is checked with ``mypy --strict`` on a program that uses them."""
 from __future__ import annotations
 
 import contextlib
-import subprocess
 import sys
 import textwrap
 import typing
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from mcpkit import Client, Context, InvalidServerResult, MCPError, MCPKit, ToolCallError, ToolError, ToolOutputError
 from mcpkit.client.client import ServerInfo
 from support.paths import SERVERS
+from support.typecheck import mypy_strict, revealed_types
 
 ERAS = ("handshake", "modern")
 
@@ -174,25 +174,8 @@ def test_the_typed_surface_as_a_type_checker_sees_it(tmp_path: Path) -> None:
             """
         )
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    revealed = [
-        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
-    ]
+    proc = mypy_strict(program, tmp_path)
+    revealed = revealed_types(proc.stdout)
     assert "error:" not in proc.stdout, proc.stdout
     assert revealed == [
         "bool",

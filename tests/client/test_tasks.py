@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from mcpkit.protocol.types import Task
 from mcpkit.transports.http import create_app
 from support.asgi import serve_asgi
 from support.tasks import Probe, make_app
+from support.typecheck import mypy_strict, revealed_types
 
 MODES = {"legacy": "2025-11-25", "modern": "2026-07-28"}
 
@@ -410,24 +409,7 @@ def test_a_tasks_result_is_typed_by_result_type_for_mypy_strict(tmp_path: Path) 
             """
         )
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
-    revealed = [
-        line.split('Revealed type is "', 1)[1].rstrip('"') for line in proc.stdout.splitlines() if "Revealed" in line
-    ]
+    proc = mypy_strict(program, tmp_path)
+    revealed = revealed_types(proc.stdout)
     assert "error:" not in proc.stdout, proc.stdout
     assert revealed == ["program.Seat", "program.Seat", "mcpkit.client.results.ToolResult[Any]", "Any"], proc.stdout

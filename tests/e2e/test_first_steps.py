@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO
+from support.typecheck import mypy_strict
 
 FIRST_STEPS = REPO / "examples" / "first_steps"
 PROGRAMS = ("client.py", "elicitation.py", "sampling.py", "over_http.py")
@@ -43,12 +44,7 @@ def test_the_programs_pass_mypy_strict_with_no_escape_hatch(tmp_path: Path) -> N
     for path in sources:
         text = path.read_text(encoding="utf-8")
         assert "type: ignore" not in text and not re.search(r"\bcast\(", text), path.name
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path), str(FIRST_STEPS)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = mypy_strict(FIRST_STEPS, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Success: no issues found in 5 source files" in proc.stdout
 

@@ -15,6 +15,7 @@ import pytest
 from mcpkit import Client, MCPKit
 from mcpkit.server.lowlevel import Server
 from support.paths import REPO
+from support.typecheck import mypy_strict
 
 ROOT = REPO
 
@@ -133,21 +134,6 @@ def test_type_checkers_reject_misspelled_options_and_unknown_names(tmp_path: Pat
             """
         )
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    proc = mypy_strict(program, tmp_path)
     errors = {line.split(":")[1] for line in proc.stdout.splitlines() if ": error:" in line}
     assert errors == {"5", "6", "7", "8", "9"}, proc.stdout

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO
+from support.typecheck import mypy_strict
 
 SRC = REPO / "src" / "mcpkit"
 
@@ -751,22 +752,7 @@ def test_a_misspelled_import_from_a_lazy_package_is_a_type_error(tmp_path: Path)
         lines.append(f"from {package} import NoSuchName as _{i}_typo  # misspelled")
     program = tmp_path / "program.py"
     program.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    proc = mypy_strict(program, tmp_path)
     errors = [line for line in proc.stdout.splitlines() if ": error:" in line]
     misspelled = [n for n, line in enumerate(lines, 1) if line.endswith("# misspelled")]
     wrong = [e for e in errors if int(e.split(":")[1]) not in misspelled or "NoSuchName" not in e]

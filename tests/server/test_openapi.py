@@ -30,6 +30,8 @@ sys.path.insert(0, str(SERVERS))
 
 import openapi_api
 
+from support.typecheck import mypy_strict
+
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
@@ -391,7 +393,6 @@ def test_yaml_documents_and_route_rules(tmp_path: Path) -> None:
 
 
 def test_the_api_client_is_never_imported_by_the_server_package() -> None:
-    import subprocess
 
     code = (
         "import sys, mcpkit, mcpkit.server.app\n"
@@ -427,20 +428,5 @@ def test_an_httpx_async_client_is_the_client_mypy_strict_accepts(tmp_path: Path)
         '    return MCPKit.from_openapi(spec, client=api, name="petstore")\n',
         encoding="utf-8",
     )
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "mypy",
-            "--strict",
-            "--no-incremental",
-            "--cache-dir",
-            str(tmp_path / "c"),
-            str(program),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    proc = mypy_strict(program, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
