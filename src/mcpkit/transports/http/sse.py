@@ -227,12 +227,7 @@ class LegacySSEEndpoint:
         :meth:`aclose` does. Without it, uvicorn keeps every stream open until its grace period runs out, then
         cuts it."""
         self.draining = True
-        streams = list(self._streams.values())
-        if streams:
-            ends = [asyncio.ensure_future(finish_after_answers(s.session, s.outbox, timeout)) for s in streams]
-            _, late = await asyncio.wait(ends, timeout=timeout)
-            for end in late:  # (e.g. a reader that does not read: its queue is full)
-                end.cancel()
+        await finish_all_after_answers([(s.session, s.outbox) for s in self._streams.values()], timeout)
         await self.aclose()
 
     # ------------------------------------------------------------------ GET: the stream
@@ -408,6 +403,18 @@ class LegacySSEEndpoint:
 
 def _noop() -> None:
     pass
+
+
+async def finish_all_after_answers(
+    ends: list[tuple[HostedSession | None, BoundedOutbox]], timeout: float | None
+) -> None:
+    """:func:`finish_after_answers` for each ``(session, outbox)`` at once, all within ``timeout`` s (None: no
+    bound); what is not finished by then is given up (e.g. a reader that does not read: its queue is full)."""
+    if ends:
+        finishing = [asyncio.ensure_future(finish_after_answers(s, o, timeout)) for s, o in ends]
+        _, late = await asyncio.wait(finishing, timeout=timeout)
+        for end in late:
+            end.cancel()
 
 
 async def finish_after_answers(session: HostedSession | None, outbox: BoundedOutbox, timeout: float | None) -> None:

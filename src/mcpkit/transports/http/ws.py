@@ -52,7 +52,7 @@ from ...server.request_context import TOKEN_EXPIRED, at_token_expiry
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
 from .sessions import client_key
-from .sse import BoundedOutbox, finish_after_answers
+from .sse import BoundedOutbox, finish_all_after_answers
 from .wire import TEXT_TYPE, respond
 
 if TYPE_CHECKING:
@@ -164,11 +164,7 @@ class WebSocketEndpoint:
         conns = list(self._connections)
         for conn in conns:
             conn.closing = conn.closing or (CLOSE_GOING_AWAY, "server shutting down")
-        if conns:
-            ends = [asyncio.ensure_future(finish_after_answers(c.session, c.outbox, timeout)) for c in conns]
-            _, late = await asyncio.wait(ends, timeout=timeout)
-            for end in late:  # (e.g. a reader that does not read: its queue is full)
-                end.cancel()
+        await finish_all_after_answers([(c.session, c.outbox) for c in conns], timeout)
         await self.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
