@@ -7,6 +7,7 @@ provider is a small ASGI app of this file on uvicorn too."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable
@@ -831,3 +832,39 @@ async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() ->
             r = await authorize(client_id)
             assert r.status_code == 401 and "address" in r.json()["error_description"], client_id
         assert (await authorize("https://example.com")).json()["error_description"] == "unknown client_id"
+
+
+async def test_a_client_metadata_document_trickled_a_byte_at_a_time_is_given_up_at_the_deadline() -> None:
+    """The document a stranger's ``client_id`` names is fetched within one deadline for the whole exchange. The
+    fetch had only httpx's per-read timeout: a server sending a byte every second (never 5 s apart) held the
+    /authorize request, and a connection and a task of the authorization server, for as long as it liked (5 KiB of
+    spaces: well over an hour)."""
+    import asyncio
+
+    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n")
+            for _ in range(60):  # bounded: a minute at most
+                writer.write(b" ")
+                await writer.drain()
+                await asyncio.sleep(0.25)
+        writer.close()
+
+    server = await asyncio.start_server(trickle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    _, challenge = pkce_pair()
+    query = {
+        "response_type": "code",
+        "client_id": f"http://127.0.0.1:{port}/client.json",
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    async with server, stack(as_options={"client_document_timeout": 1.0}) as s, httpx.AsyncClient() as http:
+        started = time.monotonic()
+        r = await http.get(s["as_url"] + "/authorize", params=query, timeout=20)
+        elapsed = time.monotonic() - started
+        assert r.status_code == 401 and r.json()["error"] == "invalid_client", r.text
+        assert "1 s" in r.json()["error_description"] and "client_document_timeout" in r.json()["error_description"]
+        assert elapsed < 3, elapsed

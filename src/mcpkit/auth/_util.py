@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
 import secrets
@@ -110,22 +111,37 @@ class DocumentTooLarge(Exception):
     """An HTTP answer larger than the reader's cap (see :func:`fetch_capped`)."""
 
 
-async def fetch_capped(client: Any, method: str, url: str, limit: int, **kw: Any) -> tuple[int, bytes]:
+async def fetch_capped(
+    client: Any, method: str, url: str, limit: int, *, deadline: float | None = None, **kw: Any
+) -> tuple[int, bytes]:
     """``client.stream(method, url, **kw)`` (an ``httpx.AsyncClient``) read up to ``limit`` decoded bytes: returns
-    (status, body); raises :class:`DocumentTooLarge` past the cap, which also stops a decompression bomb."""
-    status, _, body = await fetch_capped_response(client, method, url, limit, **kw)
+    (status, body); raises :class:`DocumentTooLarge` past the cap, which also stops a decompression bomb, and
+    ``httpx.ReadTimeout`` when the whole exchange takes longer than ``deadline`` seconds (default: the client's
+    read timeout)."""
+    status, _, body = await fetch_capped_response(client, method, url, limit, deadline=deadline, **kw)
     return status, body
 
 
 async def fetch_capped_response(
-    client: Any, method: str, url: str, limit: int, **kw: Any
+    client: Any, method: str, url: str, limit: int, *, deadline: float | None = None, **kw: Any
 ) -> tuple[int, Mapping[str, str], bytes]:
-    """:func:`fetch_capped` with the response headers: (status, headers, body)."""
-    async with client.stream(method, url, **kw) as resp:
-        body = await read_capped(resp, limit)
-        if body is None:
-            raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
-        return int(resp.status_code), resp.headers, body
+    """:func:`fetch_capped` with the response headers: (status, headers, body).
+
+    The deadline bounds the whole exchange (connecting, the headers, every byte of the body): httpx's timeouts
+    bound each read, so without it a server sending a byte every few seconds holds the caller for hours."""
+    import httpx
+
+    if deadline is None:
+        deadline = client.timeout.read
+    try:
+        async with asyncio.timeout(deadline):
+            async with client.stream(method, url, **kw) as resp:
+                body = await read_capped(resp, limit)
+                if body is None:
+                    raise DocumentTooLarge(f"{url} answered more than {limit} bytes")
+                return int(resp.status_code), resp.headers, body
+    except TimeoutError:
+        raise httpx.ReadTimeout(f"{url} did not answer in full within {deadline:g} s") from None
 
 
 class _OAuthError(Exception):

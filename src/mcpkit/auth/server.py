@@ -167,6 +167,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             not on that kind of address (default False: SSRF protection).
         max_client_document / max_client_documents: the largest document read (bytes; default 5 KiB) and how many
             resolved documents (and failures) are cached (default 1,000).
+        client_document_timeout: the longest a document fetch may take as a whole, connecting to the last byte
+            (seconds; default 5).
 
     Grants: the approver decides every grant, ``client_credentials`` included (it sees an
     :class:`AuthorizationRequest` with ``grant_type="client_credentials"``; None denies). A replayed authorization
@@ -210,6 +212,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         allow_private_network: bool = False,
         max_client_document: int = 5 * 1024,
         max_client_documents: int = 1_000,
+        client_document_timeout: float = 5.0,
         app: ASGIApp | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -273,6 +276,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         self.allow_private_network = allow_private_network
         self.max_client_document = max_client_document
         self.max_client_documents = max_client_documents
+        self.client_document_timeout = client_document_timeout
         self._documents = {}
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app

@@ -6,7 +6,8 @@ The server fetches what a stranger names, so the fetch follows the rules of mcpk
 (plain http on a loopback host), no private, link-local or reserved address unless the authorization server is on
 that kind of address itself (or ``allow_private_network=True``), checked again where the connection is made (the
 address checked is the address connected to: no DNS rebinding), no redirect followed, the answer capped
-(``max_client_document``, 5 KiB by default). The document must name itself (``client_id`` equal to the URL), list
+(``max_client_document``, 5 KiB by default) and the whole fetch bounded in time (``client_document_timeout``, 5 s
+by default, from connecting to the last byte). The document must name itself (``client_id`` equal to the URL), list
 its ``redirect_uris`` (an authorization request must use one of them) and hold no secret: such a client is public
 (``none``) or authenticates with ``private_key_jwt`` and the ``jwks`` it lists by value. Documents are cached as
 their ``Cache-Control`` says (60 s to 1 h, 5 min without one) and failures for a minute, both bounded in entries.
@@ -59,6 +60,7 @@ class ClientDocuments:
     allow_private_network: bool
     max_client_document: int
     max_client_documents: int
+    client_document_timeout: float
     _documents: dict[str, tuple[float, ClientRecord | None, str]]
     _resolve: Resolver | None = None  # the name resolver of document fetches (None: the system's)
 
@@ -111,15 +113,23 @@ class ClientDocuments:
             async with checked_http_client(
                 self.issuer,
                 allow_private_network=self.allow_private_network,
-                timeout=5.0,
+                timeout=self.client_document_timeout,
                 resolve=self._resolve,
                 _owner=("this authorization server", "AuthorizationServer"),
             ) as http:
                 status, headers, body = await fetch_capped_response(
-                    http, "GET", url, self.max_client_document, headers={"accept": "application/json"}
+                    http,
+                    "GET",
+                    url,
+                    self.max_client_document,
+                    deadline=self.client_document_timeout,
+                    headers={"accept": "application/json"},
                 )
         except DocumentTooLarge:
             raise refuse(f"larger than {self.max_client_document} bytes (max_client_document)") from None
+        except httpx.TimeoutException:
+            why = f"not fetched within {self.client_document_timeout:g} s (client_document_timeout)"
+            raise refuse(why) from None
         except httpx.HTTPError as exc:
             raise refuse(f"cannot be fetched ({type(exc).__name__})") from None
         if status != 200:
