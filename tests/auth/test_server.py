@@ -474,3 +474,41 @@ async def test_metadata_documents_are_read_only_get_head_and_options() -> None:
                 r = await http.request(method, base + path)
                 assert r.status_code == 405, (method, path, r.status_code)
                 assert {m.strip() for m in r.headers.get("allow", "").split(",")} == read_only, (method, path)
+
+
+async def test_introspection_names_a_dpop_bound_token_dpop_and_its_key() -> None:
+    """RFC 9449 §6.2: a DPoP-bound token introspects with its ``cnf.jkt`` and ``token_type`` ``DPoP``. /introspect
+    said ``Bearer`` for every token, so a resource server trusting the answer's type took a token bound to a key
+    for a bearer token anyone holding it may use."""
+    from mcpkit.auth.dpop import make_proof
+    from mcpkit.auth.keys import SigningKey
+
+    holder: dict[str, Any] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, dpop=True)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+        authz: AuthorizationServer = holder["as"]
+        machine = await authz.register_client(
+            token_endpoint_auth_method="client_secret_post", grant_types=["client_credentials"]
+        )
+        rs = await authz.register_client(token_endpoint_auth_method="client_secret_post", resource_server=True)
+        key = SigningKey.generate()
+        secret = machine.client_secret or ""
+        form = {"grant_type": "client_credentials", "client_id": machine.client_id, "client_secret": secret}
+        bound = await http.post(base + "/token", data=form, headers={"dpop": make_proof(key, "POST", base + "/token")})
+        plain = await http.post(base + "/token", data=form)
+        assert bound.json()["token_type"] == "DPoP" and plain.json()["token_type"] == "Bearer"
+        for token, kind, jkt in (
+            (bound.json()["access_token"], "DPoP", key.thumbprint),
+            (plain.json()["access_token"], "Bearer", None),
+        ):
+            r = await http.post(
+                base + "/introspect",
+                data={"token": token, "client_id": rs.client_id, "client_secret": rs.client_secret},
+            )
+            answer = r.json()
+            assert answer["active"] is True and answer["token_type"] == kind, answer
+            assert answer.get("cnf", {}).get("jkt") == jkt

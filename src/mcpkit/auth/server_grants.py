@@ -208,7 +208,9 @@ class TokenGrants:
             await send_json(send, 200, {"active": False})
             return
         claims["active"] = True
-        claims["token_type"] = "Bearer"
+        cnf = claims.get("cnf")
+        # RFC 9449 §6.2: a token bound to a DPoP key is a DPoP token (its cnf.jkt goes with the claims)
+        claims["token_type"] = "DPoP" if isinstance(cnf, dict) and "jkt" in cnf else "Bearer"
         await send_json(send, 200, claims)
 
 
