@@ -115,3 +115,36 @@ async def test_integers_beyond_64_bits_reach_the_client_digit_for_digit(version:
     assert not answer["isError"] and answer["structuredContent"] == {"result": 2**70}, answer
     assert json.loads(answer["content"][0]["text"]) == {"result": 2**70}
     assert [m["params"]["data"] for m in got if m.get("method") == "notifications/message"] == [{"n": -(2**80)}]
+
+
+async def test_answers_too_large_for_the_request_state_are_refused_at_once_with_the_reason() -> None:
+    """A 2026-07-28 tool that asks twice carries the first answer in its sealed ``requestState``. A first answer
+    too large for the state (a 300 KB sampling answer: the state accepts 256 KiB) used to be sealed anyway, and the
+    retry that echoed it was refused as 'invalid requestState', as if the client had tampered with it; now the
+    round that would seal it is refused, naming the size and the bound. Answers that fit still go through."""
+    from mcpkit.protocol.errors import MCPError
+
+    app = MCPKit("twice")
+
+    @app.tool
+    async def twice(ctx: Context) -> str:
+        first = await ctx.sample("first")
+        second = await ctx.sample("second")
+        return f"{len(first.content.text)} {len(second.content.text)}"  # type: ignore[union-attr]
+
+    size = [1000]
+
+    def answer(params: object) -> dict[str, object]:
+        return {"role": "assistant", "content": {"type": "text", "text": "x" * size[0]}, "model": "m"}
+
+    async with running(app) as (base, _):
+        transport = StreamableHTTPClientTransport(base + "/mcp")
+        async with ClientSession(transport, mode="modern", sampling_handler=answer) as cs:
+            assert text_of(await cs.call_tool("twice", {})) == "1000 1000"
+            size[0] = 300_000
+            with pytest.raises(MCPError) as caught:
+                await cs.call_tool("twice", {})
+            assert caught.value.code == -32602
+            assert "too large" in caught.value.message and str(app.request_state.max_size) in caught.value.message
+            size[0] = 1000
+            assert text_of(await cs.call_tool("twice", {})) == "1000 1000"  # the session goes on

@@ -80,9 +80,17 @@ class RequestStateSealer:
         return True
 
     def seal(self, payload: dict[str, Any]) -> str:
+        """The sealed state of ``payload``; raises :class:`InvalidParams` (-32602) when it would be longer than
+        ``max_size``: :meth:`open` would refuse it, and the client's retry would fail as if it had tampered."""
         body = _b64(orjson.dumps({**payload, "exp": int(time.time() + self.ttl)}))
         mac = hmac.new(self.keys[0], body.encode("ascii"), hashlib.sha256).digest()
-        return f"{_PREFIX}{body}.{_b64(mac)}"
+        token = f"{_PREFIX}{body}.{_b64(mac)}"
+        if len(token) > self.max_size:
+            raise InvalidParams(
+                f"the answers to this request's input rounds are too large to carry in requestState ({len(token)}"
+                f" characters sealed, at most {self.max_size}: the server's request_state.max_size)"
+            )
+        return token
 
     def open(self, token: object) -> dict[str, Any]:
         """Verify and decode a state; raises :class:`InvalidParams` (-32602) if it is not one we sealed."""
