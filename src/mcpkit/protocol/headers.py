@@ -13,6 +13,7 @@ import base64
 import binascii
 import re
 from collections.abc import Mapping, Sequence
+from decimal import Decimal
 from typing import Any
 
 NAME_FIELD = {
@@ -119,6 +120,23 @@ def _dig(arguments: Any, path: Sequence[str]) -> Any:
     return node
 
 
+_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_MAX_NUMBER_TEXT = 64  # characters of a number header read (a safe integer has 16 digits; reading costs per digit)
+
+
+def _same_number(text: str, value: float) -> bool:
+    """Whether header ``text`` is the number ``value``: plain decimal digits (an optional sign and fraction: "42",
+    "42.0") of exactly that number. Not float(): it reads "4_2", "4.2e1", "+42" and non-ASCII digits as 42, and
+    rounds 9007199254740993 to 9007199254740992, so a header an intermediary reads as another value would pass.
+    A header longer than 64 characters is no number."""
+    if len(text) > _MAX_NUMBER_TEXT or _DECIMAL.fullmatch(text) is None:
+        return False
+    try:
+        return Decimal(text) == Decimal(value if isinstance(value, int) else repr(value))
+    except ArithmeticError:
+        return False
+
+
 def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
     for name, path in spec.items():
         key = name.lower()
@@ -137,10 +155,7 @@ def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given
         if isinstance(value, bool):
             ok = text == ("true" if value else "false")
         elif isinstance(value, (int, float)):
-            try:
-                ok = float(text) == float(value)
-            except ValueError:
-                ok = False
+            ok = _same_number(text, value)
         else:
             ok = text == value
         if not ok:

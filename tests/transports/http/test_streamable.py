@@ -798,6 +798,41 @@ async def test_modern_header_validation() -> None:
         assert (await post(read, modern_headers("resources/list")))[0] == 200
 
 
+async def test_an_integer_param_header_is_the_bodys_integer_exactly() -> None:
+    """An ``Mcp-Param-*`` header of an integer argument is compared with the body as a number written in plain
+    decimal ("3" and "3.0" are 3, as the spec says), exactly: a header an intermediary reads as another number
+    ("9007199254740993" beside 9007199254740992, "3.0000000000000001"), or that only Python's float() reads as
+    the number ("3_0" for 30, "3e1", "+3", Arabic-Indic digits in the base64 sentinel), is refused with -32020."""
+
+    def region(count: int) -> dict[str, Any]:
+        return modern_body("tools/call", {"name": "region", "arguments": {"region": "eu", "count": count}})
+
+    async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
+        url = base + "/mcp"
+
+        async def status(count: int, header: str) -> int:
+            headers = modern_headers("tools/call", "region", **{"mcp-param-region": "eu", "mcp-param-count": header})
+            r = await http.post(url, json=region(count), headers=headers)
+            if r.status_code != 200:
+                assert r.json()["error"]["code"] == -32020, r.text
+            return r.status_code
+
+        for count, header in ((3, "3"), (3, "3.0"), (-7, "-7"), (0, "0"), (2**53 - 1, str(2**53 - 1))):
+            assert await status(count, header) == 200, header
+        refused = [
+            (2**53, str(2**53 + 1)),
+            (2**63, str(2**63 + 1)),
+            (3, "3.0000000000000001"),
+            (30, "3_0"),
+            (30, "3e1"),
+            (3, "+3"),
+            (3, encode_header_value("\u0663")),  # ARABIC-INDIC DIGIT THREE
+            (3, encode_header_value(" 3 ")),
+        ]
+        for count, header in refused:
+            assert await status(count, header) == 400, header
+
+
 def test_header_value_encoding_round_trip() -> None:
     for value in ("us-west1", "Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="):
         enc = encode_header_value(value)
