@@ -512,3 +512,49 @@ async def test_introspection_names_a_dpop_bound_token_dpop_and_its_key() -> None
             answer = r.json()
             assert answer["active"] is True and answer["token_type"] == kind, answer
             assert answer.get("cnf", {}).get("jkt") == jkt
+
+
+async def test_redis_storage_keeps_codes_and_refresh_tokens_by_digest_never_in_clear(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Codes and refresh tokens were Redis keys named by the secret itself: anyone who could list keys (a replica,
+    a dump, ``SCAN``, ``MONITOR``) held every live refresh token, ready to use. They are kept under a digest now
+    (the replay ledger already was); the digest itself redeems nothing, and a refresh token stored by an earlier
+    version under its old key still works once."""
+    import dataclasses
+    import secrets
+
+    import orjson
+    import redis.asyncio as redis
+
+    from mcpkit.auth import RedisAuthStorage
+    from mcpkit.auth.storage import _Code, _Refresh
+
+    prefix = f"mcpkit-test:{time.time_ns()}:"
+    storage = RedisAuthStorage(redis_url, prefix=prefix)
+    raw = redis.from_url(redis_url)
+    try:
+        code, refresh = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        await storage.save_code(code, _Code("c", REDIRECT, "x" * 43, [], None, "alice", time.time() + 60))
+        await storage.save_refresh(refresh, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam"))
+        keys = [k async for k in raw.scan_iter(match=prefix + "*")]
+        values = [await raw.get(k) for k in keys]
+        dump = b" ".join(keys + [v for v in values if v])
+        assert len(keys) == 2 and code.encode() not in dump and refresh.encode() not in dump, keys
+        # what a reader of the key names learns redeems nothing
+        for key in keys:
+            name = key.decode().rsplit(":", 1)[1]
+            assert await storage.pop_code(name) is None and await storage.pop_refresh(name) is None
+        popped = await storage.pop_refresh(refresh)
+        assert popped is not None and popped.subject == "alice" and await storage.pop_refresh(refresh) is None
+        popped_code = await storage.pop_code(code)
+        assert popped_code is not None and popped_code.subject == "alice" and await storage.pop_code(code) is None
+        # a refresh token saved before the upgrade (under the token itself) is taken once
+        old = secrets.token_urlsafe(32)
+        record = _Refresh("c", ["s"], None, "bob", None, "fam")
+        await raw.set(f"{prefix}refresh:{old}", orjson.dumps(dataclasses.asdict(record)))
+        legacy = await storage.pop_refresh(old)
+        assert legacy is not None and legacy.subject == "bob" and await storage.pop_refresh(old) is None
+    finally:
+        await raw.aclose()
+        await storage.aclose()

@@ -2,7 +2,9 @@
 tokens survive restarts and are shared by every replica (pass the same ``signing_key`` to each).
 
 Codes and refresh tokens expire in Redis with their own lifetime, and are taken with ``GETDEL`` (Redis >= 6.2)
-so a code or a rotated refresh token can be used once across all replicas, never twice.
+so a code or a rotated refresh token can be used once across all replicas, never twice. They are kept under the
+SHA-256 of the secret, never the secret itself: whoever can list the keys (a replica, a dump, ``SCAN``) learns
+nothing that redeems.
 
     storage = RedisAuthStorage("redis://127.0.0.1:6379/0")
     AuthorizationServer(issuer, storage=storage, production=True, signing_key=key)
@@ -13,6 +15,8 @@ replica of the authorization server) shares, so a DPoP proof or an assertion rep
 
 from __future__ import annotations
 
+import hashlib
+import re
 import time
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
@@ -39,6 +43,15 @@ if over > 0 then
 end
 return 1
 """
+
+
+#: what the secrets mcpkit issues look like (``secrets.token_urlsafe(32)``): only such a value is looked up under the
+#: key an earlier version kept it by (the secret itself)
+_ISSUED_SECRET = re.compile(r"[A-Za-z0-9_-]{43}")
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
 
 
 class _RedisHolder:
@@ -102,18 +115,36 @@ class RedisAuthStorage(_RedisHolder):
         ]
         await self._save_dynamic(keys=keys, args=args)
 
+    def _secret_key(self, kind: str, secret: str) -> str:
+        """Where a code or refresh token is kept: under its digest (``<kind>-sha256:``, a name no secret a client
+        sends can make the pre-digest key ``<kind>:<secret>`` take)."""
+        return self._key(kind + "-sha256", _digest(secret))
+
+    async def _take(self, kind: str, secret: str) -> Any:
+        """GETDEL of a code or refresh token; one an earlier version stored under the secret itself (a refresh token
+        lives for weeks) is taken from there, in the same round trip."""
+        if not _ISSUED_SECRET.fullmatch(secret):
+            return await self.redis.getdel(self._secret_key(kind, secret))
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.getdel(self._secret_key(kind, secret))
+            pipe.getdel(self._key(kind, secret))
+            current, legacy = await pipe.execute()
+        return current or legacy
+
     async def save_code(self, code: str, data: _Code) -> None:
-        await self.redis.set(self._key("code", code), orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+        key = self._secret_key("code", code)
+        await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
 
     async def pop_code(self, code: str) -> _Code | None:
-        raw: Any = await self.redis.getdel(self._key("code", code))
+        raw: Any = await self._take("code", code)
         return _Code(**orjson.loads(raw)) if raw else None
 
     async def save_refresh(self, token: str, data: _Refresh) -> None:
-        await self.redis.set(self._key("refresh", token), orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+        key = self._secret_key("refresh", token)
+        await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
 
     async def pop_refresh(self, token: str) -> _Refresh | None:
-        raw: Any = await self.redis.getdel(self._key("refresh", token))
+        raw: Any = await self._take("refresh", token)
         return _Refresh(**orjson.loads(raw)) if raw else None
 
     # the replay ledger (see AuthStorage): digests of spent codes / rotated refresh tokens -> their grant family
