@@ -138,6 +138,30 @@ def test_integers_beyond_64_bits_are_encoded_exactly() -> None:
         jsonrpc.encode_result(1, {"n": 2**70, "bad": object()})
 
 
+@pytest.mark.req("M002", "M006")
+def test_a_message_whose_id_is_beyond_64_bits_is_read_exactly() -> None:
+    """orjson reads an integer literal beyond 64 bits as a float: a message whose id is one is read again with
+    exact integers, so its answer carries the same id and its numbers are the ones sent; a fractional id is still
+    refused, and in a message with an ordinary id a wide integer is the nearest float (the documented limit)."""
+    wide, neg = 2**64, -(2**63) - 1
+    r = jsonrpc.parse(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"a":[%d,1.5]}}' % (wide, 10**30))
+    assert isinstance(r, Request) and r.id == wide and type(r.id) is int
+    assert r.params == {"a": [10**30, 1.5]} and type(r.params["a"][0]) is int
+    assert jsonrpc.encode_result(r.id, {}) == b'{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}'
+    r = jsonrpc.parse(bytearray(b'{"jsonrpc":"2.0","id":%d,"result":{"n":%d}}' % (neg, wide)))
+    assert isinstance(r, Response) and (r.id, r.result) == (neg, {"n": wide})
+    r = jsonrpc.parse(memoryview(b'{"jsonrpc":"2.0","id":%d,"error":{"code":1,"message":"m"}}' % wide))
+    assert isinstance(r, ErrorResponse) and r.id == wide
+    b = jsonrpc.parse(f'[{{"jsonrpc":"2.0","id":1,"method":"ping"}},{{"jsonrpc":"2.0","id":{neg},"method":"ping"}}]')
+    assert isinstance(b, Batch) and [m.id for m in b] == [1, neg]  # type: ignore[union-attr]
+    r = jsonrpc.parse(b'{"jsonrpc":"1.0","id":%d,"method":"ping"}' % wide)
+    assert isinstance(r, Invalid) and r.id == wide  # (refused, with its id)
+    r = jsonrpc.parse(b'{"jsonrpc":"2.0","id":1e3,"method":"ping"}')
+    assert isinstance(r, Invalid) and r.id is None
+    r = jsonrpc.parse(b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"n":%d}}' % wide)
+    assert isinstance(r, Request) and type(r.params["n"]) is float  # type: ignore[index]
+
+
 def test_every_error_code_round_trips_as_a_typed_exception() -> None:
     cases = {
         -32700: errors.ParseError,

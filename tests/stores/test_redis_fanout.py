@@ -376,6 +376,19 @@ async def test_a_stream_is_followed_by_another_worker_until_its_last_event(
         await reader.aclose()
 
 
+async def test_a_streams_request_id_beyond_64_bits_is_kept_exactly(url_and_cluster: tuple[str, bool]) -> None:
+    """A request id is any JSON integer: one beyond 64 bits (that orjson neither writes nor reads as an integer)
+    is kept and given back digit for digit, so a resumed stream is still matched to its request."""
+    url, cluster = url_and_cluster
+    store = RedisEventStore(url, prefix=f"t{secrets.token_hex(4)}:", cluster=cluster, ttl=30)
+    try:
+        for n, rid in enumerate((2**64, -(2**63) - 1, 10**40)):
+            await store.append_first(f"sid/{n}", 1, b"progress 1", rid)
+            assert await store.request_of(f"sid/{n}") == rid
+    finally:
+        await store.aclose()
+
+
 async def test_a_streams_request_id_is_kept_with_it_bounded_expiring_and_forgotten_with_the_session(
     url_and_cluster: tuple[str, bool],
 ) -> None:

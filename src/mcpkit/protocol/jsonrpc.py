@@ -118,7 +118,15 @@ class Batch(list[Parsed]):
 
 def _valid_id(value: object) -> bool:
     t = type(value)
-    return t is str or t is int
+    if t is int or t is str:
+        return True
+    if t is float:  # (orjson reads an integer beyond 64 bits as a float: parse reads such a message again, exactly)
+        raise _WideNumber
+    return False
+
+
+class _WideNumber(Exception):
+    """Raised by :func:`_classify` when a message's id is a float: see :func:`parse`."""
 
 
 def _json_kind(value: object) -> str:
@@ -132,6 +140,20 @@ def _json_kind(value: object) -> str:
 
 def classify(obj: object) -> Parsed:
     """Turn one decoded JSON value into a message, or an :class:`Invalid` saying what is wrong."""
+    try:
+        return _classify(obj)
+    except _WideNumber:
+        return _float_id(obj)
+
+
+def _float_id(obj: Any) -> Invalid:
+    rid = obj.get("id")
+    answer = "method" not in obj and ("result" in obj or "error" in obj)
+    return Invalid(None, f'"id" must be a string or an integer, not {_json_kind(rid)}', answer)
+
+
+def _classify(obj: object) -> Parsed:
+    """:func:`classify`, raising :class:`_WideNumber` when the id is a float."""
     if type(obj) is not dict:
         return Invalid(None, "a message must be a JSON object")
     rid = obj.get("id")
@@ -147,6 +169,7 @@ def classify(obj: object) -> Parsed:
                 return Request(rid, method, params)  # type: ignore[arg-type]
             if "id" not in obj:
                 return Notification(method, params)
+            _valid_id(rid)  # (raises for a float)
             return Invalid(None, f'"id" must be a string or an integer, not {_json_kind(rid)}')
         if type(method) is not str:
             return Invalid(rid if _valid_id(rid) else None, '"method" must be a string')
@@ -169,16 +192,38 @@ def classify(obj: object) -> Parsed:
 
 
 def parse(data: bytes | bytearray | memoryview | str) -> Parsed | Batch:
-    """Parse one framed message (or batch). Raises :class:`~mcpkit.protocol.errors.ParseError` on bad JSON."""
+    """Parse one framed message (or batch). Raises :class:`~mcpkit.protocol.errors.ParseError` on bad JSON.
+
+    Numbers are read exactly in a message whose id is an integer beyond 64 bits (orjson reads those as floats: the
+    message is read again by the standard library, so its answer carries the very same id). In any other message an
+    integer beyond 64 bits reads as the nearest float (see docs/guides/tools.md, "Integers of any size")."""
     try:
         obj = _loads(data)
     except orjson.JSONDecodeError as exc:
         from .errors import ParseError
 
         raise ParseError(f"Parse error: {exc}") from None
+    try:
+        if type(obj) is list:
+            if not obj:
+                return Invalid(None, "an empty batch")
+            return Batch(_classify(item) for item in obj)
+        return _classify(obj)
+    except _WideNumber:  # (zero cost until raised: only a message with a float id comes here)
+        return _parse_exact(data, obj)
+
+
+def _parse_exact(data: bytes | bytearray | memoryview | str, loose: Any) -> Parsed | Batch:
+    """``data`` (that orjson read as ``loose``, with a float id) read again with exact integers. orjson accepted
+    it, so the standard library reads it too, the same but for the numbers; if it cannot (an integer of more
+    than 4300 digits, nesting past its recursion limit), the float id is refused as before."""
+    import json
+
+    try:
+        obj = json.loads(bytes(data) if isinstance(data, memoryview) else data)
+    except (ValueError, RecursionError):
+        obj = loose
     if type(obj) is list:
-        if not obj:
-            return Invalid(None, "an empty batch")
         return Batch(classify(item) for item in obj)
     return classify(obj)
 

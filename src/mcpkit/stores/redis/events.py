@@ -148,7 +148,7 @@ class RedisEventStore(OnConnection):
     async def append_first(self, stream: str, seq: int, data: bytes, request_id: str | int) -> None:
         """Keep event ``seq`` (the stream's first) and, in the same script, the id of the request the stream
         answers (not kept when its JSON is longer than :data:`MAX_REQUEST_ID_BYTES`)."""
-        rid = orjson.dumps(request_id)
+        rid = b"%d" % request_id if type(request_id) is int else orjson.dumps(request_id)  # (any size of integer)
         await self._add(stream, seq, data, "", rid if len(rid) <= MAX_REQUEST_ID_BYTES else b"")
 
     async def request_of(self, stream: str) -> str | int | None:
@@ -161,6 +161,8 @@ class RedisEventStore(OnConnection):
             rid = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return None
+        if type(rid) is float:  # (an integer beyond 64 bits, as orjson reads it)
+            return int(raw) if raw.lstrip(b"-").isdigit() else None
         return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
     async def _add(self, stream: str, seq: int, data: bytes, last: str, request_id: bytes = b"") -> None:
