@@ -16,6 +16,7 @@ _LAZY: dict[str, str] = {
     "Client": "client.client",
     "MultiClient": "client.multi",
     "ToolResult": "client.client",
+    "ResultType": "client.client",
     "ClientSession": "client.lowlevel",
     "MCPError": "protocol.errors",
     # what servers and examples use most, so nobody has to know the module layout
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
         InputHandlerError,
         InvalidServerResult,
         ModernEraRefused,
+        ResultType,
         ToolCallError,
         ToolOutputError,
         ToolResult,
@@ -148,6 +150,7 @@ __all__ = [
     "ToolCallError",
     "ToolError",
     "ToolOutputError",
+    "ResultType",
     "ToolResult",
     "__version__",
     "proxy",

@@ -16,10 +16,20 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from mcpkit import Client, Context, InvalidServerResult, MCPError, MCPKit, ToolCallError, ToolError, ToolOutputError
+from mcpkit import (
+    Client,
+    Context,
+    InvalidServerResult,
+    MCPError,
+    MCPKit,
+    ResultType,
+    ToolCallError,
+    ToolError,
+    ToolOutputError,
+)
 from mcpkit.client.client import ServerInfo
 from support.paths import SERVERS
-from support.typecheck import mypy_strict, revealed_types
+from support.typecheck import mypy_strict, pyright_problems, pyright_revealed, pyright_strict, revealed_types
 
 ERAS = ("handshake", "modern")
 
@@ -187,6 +197,73 @@ def test_the_typed_surface_as_a_type_checker_sees_it(tmp_path: Path) -> None:
         "mcpkit.client.handlers.ServerInfo | None",
         "str",
     ], proc.stdout
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_result_type_of_a_special_form_validates_with_or_without_the_result_type_wrapper(mode: str) -> None:
+    """``int | None`` and ``Literal[...]`` are no classes: ``ResultType[...]`` carries them to a type checker, and
+    at run time a call takes them bare or wrapped alike (the wrapper is the form itself)."""
+    assert ResultType[int | None] == int | None
+    async with Client(make_app(), mode=mode) as client:  # type: ignore[arg-type]
+        for result_type in (int | None, ResultType[int | None], ResultType[typing.Literal[4, 6]]):
+            assert (await client.call_tool("double", {"n": 2}, result_type=result_type)).data == 4
+        with pytest.raises(ToolOutputError, match="does not fit result_type"):
+            await client.call_tool("double", {"n": 1}, result_type=ResultType[typing.Literal[4, 6]])
+
+
+RESULT_TYPES_PROGRAM = """
+from typing import Literal
+
+from pydantic import BaseModel
+
+from mcpkit import Client, MultiClient, ResultType
+
+class Seat(BaseModel):
+    row: int
+
+async def main(client: Client, many: MultiClient) -> None:
+    reveal_type((await client.call_tool("t", result_type=Seat)).data)
+    reveal_type((await client.call_tool("t", result_type=list[Seat])).data)
+    reveal_type((await client.call_tool("t", result_type=ResultType[int | None])).data)
+    reveal_type((await client.call_tool("t", result_type=ResultType[Literal["a", "b"]])).data)
+    reveal_type((await client.call_tool("t", result_type=int | None)).data)
+    reveal_type((await client.call_tool("t")).data)
+    reveal_type((await many.call_tool("s__t", result_type=ResultType[int | None])).data)
+    handle = await client.call_tool_as_task("t", result_type=ResultType[Literal["a", "b"]])
+    reveal_type(handle)
+"""
+
+
+def test_result_type_as_mypy_and_pyright_see_it(tmp_path: Path, node_bin: Path, pyright_js: Path) -> None:
+    """What docs/guides/client.md promises each checker infers: a class keeps its type, ``ResultType[X]`` gives
+    ``X`` (a union, a ``Literal``), a bare special form gives ``Any`` -- the same in mypy --strict and pyright
+    strict, with no error in either."""
+    program = tmp_path / "program.py"
+    program.write_text(RESULT_TYPES_PROGRAM, encoding="utf-8")
+    proc = mypy_strict(program, tmp_path)
+    assert "error:" not in proc.stdout, proc.stdout
+    assert revealed_types(proc.stdout) == [
+        "program.Seat",
+        "list[program.Seat]",
+        "int | None",
+        "Literal['a'] | Literal['b']",
+        "Any",
+        "Any",
+        "int | None",
+        "mcpkit.client.tasks.TaskHandle[Literal['a'] | Literal['b']]",
+    ], proc.stdout
+    report = pyright_strict(program, tmp_path, node_bin, pyright_js)
+    assert pyright_problems(report) == []
+    assert pyright_revealed(report) == [
+        "Seat",
+        "list[Seat]",
+        "int | None",
+        "Literal['a', 'b']",
+        "Any",
+        "Any",
+        "int | None",
+        "TaskHandle[Literal['a', 'b']]",
+    ]
 
 
 # ------------------------------------------------------------------------------------------ invalid results

@@ -1,11 +1,13 @@
 """Type-checking a user's program the way a user's editor or CI would (``mypy --strict``), for the tests that
-hold mcpkit's public types to what the docs promise."""
+hold mcpkit's public types to what the docs promise; and pyright's strict mode, as a user's Pylance would."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def mypy_strict(program: Path, workdir: Path) -> subprocess.CompletedProcess[str]:
@@ -23,3 +25,38 @@ def mypy_strict(program: Path, workdir: Path) -> subprocess.CompletedProcess[str
 def revealed_types(report: str) -> list[str]:
     """The types mypy's report gives for the program's ``reveal_type(...)`` calls, in order."""
     return [line.split('Revealed type is "', 1)[1].rstrip('"') for line in report.splitlines() if "Revealed" in line]
+
+
+def pyright_strict(program: Path, workdir: Path, node: Path, pyright_js: Path) -> dict[str, Any]:
+    """pyright's strict mode (what Pylance users see) on ``program`` (a file or a folder), with the pinned
+    ``pyright`` of tests/node_modules run by ``node``, resolving imports with this interpreter (bounded: 300 s);
+    returns its JSON report (``generalDiagnostics``, ``summary``)."""
+    config = workdir / "pyrightconfig.json"
+    config.write_text(json.dumps({"include": [str(program)], "typeCheckingMode": "strict"}), encoding="utf-8")
+    proc = subprocess.run(
+        [str(node), str(pyright_js), "--pythonpath", sys.executable, "--project", str(config), "--outputjson"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=workdir,
+    )
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
+
+
+def pyright_problems(report: dict[str, Any]) -> list[str]:
+    """The errors and warnings of a pyright report, one ``file:line: message`` each."""
+    return [
+        f"{d['file']}:{d['range']['start']['line'] + 1}: {d['message']}"
+        for d in report["generalDiagnostics"]
+        if d["severity"] != "information"
+    ]
+
+
+def pyright_revealed(report: dict[str, Any]) -> list[str]:
+    """The types pyright's report gives for the program's ``reveal_type(...)`` calls, in order."""
+    return [
+        d["message"].split('" is "', 1)[1][:-1]
+        for d in report["generalDiagnostics"]
+        if d["severity"] == "information" and d["message"].startswith("Type of ")
+    ]

@@ -74,6 +74,7 @@ from .results import (
     InvalidServerResult,
     ModernEraRefused,
     PaginationLimitExceeded,
+    ResultType,
     ToolCallError,
     ToolOutputError,
     ToolResult,
@@ -84,7 +85,7 @@ from .results import (
     checked,
     checked_items,
 )
-from .skills import LoadedSkill, Skill, SkillsClient
+from .skills import SkillMethods
 from .targets import ServerStartError
 from .tasks import StatusCallback, TaskCancelled, TaskHandle, start_tool_task
 
@@ -103,6 +104,7 @@ __all__ = [
     "LoggingHandler",
     "ModernEraRefused",
     "PaginationLimitExceeded",
+    "ResultType",
     "SamplingHandler",
     "SamplingParams",
     "ServerInfo",
@@ -118,7 +120,7 @@ __all__ = [
 ]
 
 
-class Client(ClientConnection):
+class Client(SkillMethods, ClientConnection):
     """A high-level MCP client for one server (see the module docstring).
 
     Args:
@@ -242,27 +244,20 @@ class Client(ClientConnection):
         :mod:`mcpkit.client.apps`)."""
         return await read_view(self, tool, max_bytes=max_bytes)
 
-    # ------------------------------------------------------------------ skills (mcpkit.client.skills)
-
-    async def list_skills(self) -> list[Skill]:
-        """Every skill the server lists (``skills/list``, all pages), each entry checked; nothing is read."""
-        return await SkillsClient(self).list_skills()
-
-    async def get_skill(self, uri: str) -> Skill:
-        """``skills/get``: the checked entry of the skill whose ``SKILL.md`` is at ``uri``."""
-        return await SkillsClient(self).get_skill(uri)
-
-    async def load_skill(self, skill: Skill | str, *, allow_dynamic: bool = False) -> LoadedSkill:
-        """The skill's ``SKILL.md``, read and verified against its entry (size, digest, frontmatter)."""
-        return await SkillsClient(self).load_skill(skill, allow_dynamic=allow_dynamic)
-
-    async def read_skill_file(self, skill: Skill, uri: str, *, allow_dynamic: bool = False) -> bytes:
-        """One file the skill's entry lists, read and verified (size and digest)."""
-        return await SkillsClient(self).read_skill_file(skill, uri, allow_dynamic=allow_dynamic)
-
-    async def read_skill_directory(self, uri: str, cursor: str | None = None) -> tuple[list[JSONDict], str | None]:
-        """``resources/directory/read`` of a skill directory: one page of its children and the next cursor."""
-        return await SkillsClient(self).read_directory(uri, cursor)
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        result_type: type[ResultType[T]],
+        timeout: float | EllipsisType | None = ...,
+        on_progress: ProgressCallback | None = None,
+        meta: JSONDict | None = None,
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+        reset_timeout_on_progress: bool = False,
+    ) -> ToolResult[T]: ...
 
     @overload
     async def call_tool(
@@ -313,7 +308,8 @@ class Client(ClientConnection):
         ``int``, ...): ``result.data`` is then the tool's value validated into it (the same unwrapped value
         ``data`` always is), typed ``T`` for a type checker (``ToolResult[T]``), and a value that does not fit
         raises :class:`ToolOutputError`. A failed call (``isError``) has no ``data``: reading it raises
-        :class:`ToolCallError`, and ``text`` holds the tool's message.
+        :class:`ToolCallError`, and ``text`` holds the tool's message. A form that is not a class (``int | None``,
+        ``Literal[...]``) validates too but is ``Any`` to a type checker; ``ResultType[int | None]`` keeps its type.
 
         The structured output is validated against the tool's ``outputSchema`` (``validate=False`` or the client's
         ``validate_output=False`` skips it): a mismatch raises :class:`ToolOutputError`. ``raise_on_error`` turns
@@ -425,6 +421,21 @@ class Client(ClientConnection):
         if raise_on_error and result.is_error:
             raise ToolCallError(f"tool {name!r} failed: {result.text or '(no message)'}", result)
         return result
+
+    @overload
+    async def call_tool_as_task(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        ttl: int | None = None,
+        on_progress: ProgressCallback | None = None,
+        on_status: StatusCallback | None = None,
+        meta: JSONDict | None = None,
+        result_type: type[ResultType[T]],
+        raise_on_error: bool = False,
+        validate: bool | None = None,
+    ) -> TaskHandle[T]: ...
 
     @overload
     async def call_tool_as_task(

@@ -23,7 +23,7 @@ from typing import Any, TypeVar, overload
 
 from ..protocol.errors import INVALID_PARAMS, RESOURCE_NOT_FOUND, ConnectionClosed, MCPError
 from ..protocol.types import GetPromptResult, Prompt, ReadResourceResult, Resource, ResourceTemplate, Tool
-from .client import Client, ToolResult
+from .client import Client, ResultType, ToolResult
 from .targets import load_config
 
 T = TypeVar("T")
@@ -216,6 +216,11 @@ class MultiClient:
             for t in items:
                 tools.append(t.model_copy(update={"name": self.qualify(server, t.name)}))
         return tools
+
+    @overload
+    async def call_tool(
+        self, qualified: str, arguments: Mapping[str, Any] | None = None, *, result_type: type[ResultType[T]], **kw: Any
+    ) -> ToolResult[T]: ...
 
     @overload
     async def call_tool(

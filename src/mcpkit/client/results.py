@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
@@ -30,6 +30,19 @@ logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
 M = TypeVar("M", bound=MCPModel)
+
+
+class ResultType(Generic[T]):
+    """``call_tool(..., result_type=ResultType[X])``: ``X`` for the type checker where ``X`` is not a class, so
+    ``result.data`` is typed ``X``: ``ResultType[int | None]``, ``ResultType[Literal["a", "b"]]``,
+    ``ResultType[Annotated[int, Field(gt=0)]]``. A class (``Seat``, ``list[Seat]``, ``int``) needs no wrapper:
+    ``result_type=Seat`` is typed already. At run time ``ResultType[X]`` is ``X`` itself (nothing to unwrap on a
+    call), and it is never instantiated."""
+
+    if not TYPE_CHECKING:
+
+        def __class_getitem__(cls, item):
+            return item
 
 
 class InvalidServerResult(MCPError):

@@ -259,3 +259,30 @@ class SkillsClient:
         items = result.get("resources")
         nxt = result.get("nextCursor")
         return (items if isinstance(items, list) else []), (nxt if isinstance(nxt, str) and nxt else None)
+
+
+class SkillMethods:
+    """The skill methods of :class:`~mcpkit.client.client.Client` (``client.list_skills()`` and the others; each
+    is the :class:`SkillsClient` operation of the same name)."""
+
+    async def list_skills(self: _Requester) -> list[Skill]:
+        """Every skill the server lists (``skills/list``, all pages), each entry checked; nothing is read."""
+        return await SkillsClient(self).list_skills()
+
+    async def get_skill(self: _Requester, uri: str) -> Skill:
+        """``skills/get``: the checked entry of the skill whose ``SKILL.md`` is at ``uri``."""
+        return await SkillsClient(self).get_skill(uri)
+
+    async def load_skill(self: _Requester, skill: Skill | str, *, allow_dynamic: bool = False) -> LoadedSkill:
+        """The skill's ``SKILL.md``, read and verified against its entry (size, digest, frontmatter)."""
+        return await SkillsClient(self).load_skill(skill, allow_dynamic=allow_dynamic)
+
+    async def read_skill_file(self: _Requester, skill: Skill, uri: str, *, allow_dynamic: bool = False) -> bytes:
+        """One file the skill's entry lists, read and verified (size and digest)."""
+        return await SkillsClient(self).read_skill_file(skill, uri, allow_dynamic=allow_dynamic)
+
+    async def read_skill_directory(
+        self: _Requester, uri: str, cursor: str | None = None
+    ) -> tuple[list[JSONDict], str | None]:
+        """``resources/directory/read`` of a skill directory: one page of its children and the next cursor."""
+        return await SkillsClient(self).read_directory(uri, cursor)
