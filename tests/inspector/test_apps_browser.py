@@ -303,3 +303,54 @@ def test_open_views_survive_a_resync_of_a_page_that_fell_behind(browser: Any, tm
         assert not page.errors  # type: ignore[attr-defined]
     finally:
         proc.stop()
+
+
+def test_the_oldest_view_is_torn_down_when_more_views_open_than_the_inspector_keeps(browser: Any) -> None:
+    """The inspector keeps 32 views (``views.MAX_VIEWS``): the page tears the oldest down the way the spec says
+    (``ui/resource-teardown``, then the frame goes) rather than leaving it running while the inspector no longer
+    forwards anything it asks (it used to stay "ready", its requests answered "no such view is open")."""
+    import httpx
+
+    from mcpkit.inspector.views import MAX_VIEWS
+
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        api = httpx.Client(base_url=proc.base, headers={"Authorization": f"Bearer {proc.token}"}, timeout=30)
+        for _ in range(MAX_VIEWS):
+            assert "id" in api.post("/api/call", json={"name": "hostile", "arguments": {}}).json()["result"]
+        oldest = page.locator(".app-view[data-call='call-1']")
+        ready = page.locator(".app-view[data-state='ready']")
+        deadline = time.monotonic() + 60
+        while ready.count() < MAX_VIEWS and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert ready.count() == MAX_VIEWS
+        assert "id" in api.post("/api/call", json={"name": "hostile", "arguments": {}}).json()["result"]
+        oldest.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=20_000)
+        text = oldest.inner_text()
+        assert "teardown #1" in text  # the view was told, once, and answered
+        assert "teardown #2" not in text and "did not answer ui/resource-teardown" not in text
+        assert f"more than {MAX_VIEWS} views are open" in text
+        page.locator(f".app-view[data-call='call-{MAX_VIEWS + 1}'][data-state='ready']").wait_for(timeout=30_000)
+        assert page.locator(".app-iframe").count() == MAX_VIEWS
+        second = page.locator(".app-view[data-call='call-2']")
+        view = second.frame_locator(".app-iframe").frame_locator("iframe")
+        view.locator("#ok").click()  # the views still shown still reach the server
+        second.locator(".app-note:has-text('tools/call echo: answered by the server')").wait_for(timeout=20_000)
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()
+
+
+def test_closing_a_view_twice_tells_it_once(browser: Any) -> None:
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, _ = call_with_view(page, "hostile")
+        close = box.locator("button:text('Close view')")
+        close.evaluate("b => { b.click(); b.click(); }")
+        box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
+        text = box.inner_text()
+        assert "teardown #1" in text and "teardown #2" not in text, text
+    finally:
+        proc.stop()

@@ -17,6 +17,9 @@ const MAX_WAITING = 8; // forwarded requests of one view waiting for the server
 const MAX_QUEUED = 32; // and queued behind them
 const MAX_ACTIVITY = 200; // lines of "what the view did"
 const TEARDOWN_WAIT_MS = 2000;
+// views shown at once (the inspector's views.MAX_VIEWS: it forgets the oldest beyond that); the oldest is torn down
+// for a new one, so no frame is left running that the inspector no longer answers
+export const MAX_OPEN_VIEWS = 32;
 const MAX_HEIGHT = 2000;
 const INLINE_MAX_HEIGHT = 640;
 const HOST_MODES = ["inline", "fullscreen"];
@@ -49,6 +52,7 @@ class ViewHost {
     this.view = null; // what /api/view-open answered
     this.initialized = false;
     this.closed = false;
+    this.closing = false;
     this.appModes = null;
     this.mode = "inline";
     this.nextId = 1;
@@ -393,7 +397,8 @@ class ViewHost {
   }
 
   async teardown(reason) {
-    if (this.closed) return;
+    if (this.closed || this.closing) return; // (told once, however many ways it is closed meanwhile)
+    this.closing = true;
     if (this.initialized) {
       const answer = await this.request("ui/resource-teardown", { reason }, TEARDOWN_WAIT_MS);
       if (!answer) this.note("warning", "the view did not answer ui/resource-teardown in time");
@@ -422,7 +427,12 @@ export function showCallView(call, slot, api) {
     return;
   }
   const tool = call.tool || null;
-  if (uiOf(tool)) hosts.set(call.id, new ViewHost(call, tool, slot, api));
+  if (!uiOf(tool)) return;
+  const open = [...hosts.values()].filter((host) => !host.closing);
+  for (const host of open.slice(0, Math.max(0, open.length - MAX_OPEN_VIEWS + 1))) {
+    host.teardown(`more than ${MAX_OPEN_VIEWS} views are open: the oldest is closed`);
+  }
+  hosts.set(call.id, new ViewHost(call, tool, slot, api));
 }
 
 export function closeView(callId, reason) {
