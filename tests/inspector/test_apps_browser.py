@@ -354,3 +354,35 @@ def test_closing_a_view_twice_tells_it_once(browser: Any) -> None:
         assert "teardown #1" in text and "teardown #2" not in text, text
     finally:
         proc.stop()
+
+
+def test_closing_a_view_cancels_the_requests_it_still_waits_for(browser: Any) -> None:
+    """A view's request still running on the server when the view is torn down is cancelled
+    (``notifications/cancelled``): nobody is left to read its answer, and the person cannot cancel it from the page
+    (it is not one of their calls)."""
+    import httpx
+
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "hostile")
+        api = httpx.Client(base_url=proc.base, headers={"Authorization": f"Bearer {proc.token}"}, timeout=30)
+
+        def sent(method: str) -> list[Any]:
+            entries = api.post("/api/log", json={"since": 0}).json()["result"]["entries"]
+            return [e for e in entries if e.get("method") == method and e.get("dir") == "out"]
+
+        view.locator("#slow").click()
+        deadline = time.monotonic() + 20
+        while len(sent("tools/call")) < 2 and time.monotonic() < deadline:  # the person's hostile, the view's slow
+            time.sleep(0.2)
+        assert len(sent("tools/call")) == 2
+        box.locator("button:text('Close view')").click()
+        box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
+        deadline = time.monotonic() + 10
+        while not sent("notifications/cancelled") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(sent("notifications/cancelled")) == 1
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()

@@ -11,12 +11,14 @@ What a view may ask: :data:`FORWARDED` (``tools/call`` only for a tool whose vis
 Apps spec: "Host MUST reject tools/call requests from apps for tools that don't include 'app' in visibility").
 Everything else is refused with -32601 and counted. Bounds (each view): :data:`MAX_IN_FLIGHT` forwarded requests at
 once, :data:`RATE` per second (bursts of :data:`BURST`), params of :data:`MAX_PARAMS_BYTES`; at most
-:data:`MAX_VIEWS` views are open (the oldest is closed for a new one). A view opened on an earlier connection is
-refused (it would speak to another server).
+:data:`MAX_VIEWS` views are open (the oldest is closed for a new one). A view closed (or forgotten) has its requests
+still waiting for the server cancelled. A view opened on an earlier connection is refused (it would speak to another
+server).
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import time
 from collections import OrderedDict
@@ -69,6 +71,15 @@ class _View:
     in_flight: int = 0
     forwarded: int = 0
     refused: int = 0
+    waiting: set[asyncio.Task[dict[str, Any]]] = field(default_factory=set)
+    closed: bool = False
+
+    def drop(self) -> None:
+        """The view is gone: its requests still waiting for the server are cancelled (the client sends
+        ``notifications/cancelled``); nobody is left to read their answers."""
+        self.closed = True
+        for task in self.waiting:
+            task.cancel()
 
     def take(self) -> bool:
         """One request's worth of the rate bound (a token bucket)."""
@@ -118,7 +129,7 @@ class ViewTable:
         except ViewError as exc:
             raise InspectorError(str(exc), 422) from None
         while len(self._views) >= MAX_VIEWS:
-            self._views.popitem(last=False)
+            self._views.popitem(last=False)[1].drop()
         name = tool if isinstance(tool, str) else tool.get("name") if isinstance(tool, dict) else None
         entry = _View(f"view-{next(self._ids)}", view_uri, name, self._inspector._generation, time.time())
         self._views[entry.id] = entry
@@ -142,10 +153,17 @@ class ViewTable:
         }
 
     def close(self, view_id: Any) -> bool:
-        """Forget a view (the page tore it down); False when it was not open."""
-        return self._views.pop(view_id, None) is not None if isinstance(view_id, str) else False
+        """Forget a view (the page tore it down) and cancel its requests still waiting for the server; False when
+        it was not open."""
+        view = self._views.pop(view_id, None) if isinstance(view_id, str) else None
+        if view is None:
+            return False
+        view.drop()
+        return True
 
     def close_all(self) -> None:
+        for view in self._views.values():
+            view.drop()
         self._views.clear()
 
     def views(self) -> list[dict[str, Any]]:
@@ -182,9 +200,17 @@ class ViewTable:
         if method == "tools/call":
             await self._check_app_tool(view, params)
         view.in_flight += 1
+        task = asyncio.ensure_future(self._inspector.request(method, params))
+        view.waiting.add(task)
         try:
-            result = await self._inspector.request(method, params)
+            result = await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if not view.closed or (current is not None and current.cancelling()):
+                raise
+            raise refusal(TOO_MANY, "the view was closed: its request was cancelled") from None
         finally:
+            view.waiting.discard(task)
             view.in_flight -= 1
         view.forwarded += 1
         return result
