@@ -8,12 +8,11 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import Client, Context, MCPKit
+from mcpkit import Client, Context, MCPKit, Tool
 from mcpkit.engine.tap import OUT
 from mcpkit.server.transform import ArgTransform, forward, forward_raw, transform_tool
 from support.servers import toolkit_apps
 from support.toolkit import ERAS, TRANSPORTS, toolkit_client
-from support.upstream_tool import UpstreamTool
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -69,9 +68,14 @@ async def test_a_tool_derived_from_an_upstream_servers_tool_refuses_bad_argument
     async with upstream:
         definition = next(t for t in await upstream.list_tools() if t.name == "search")
         app = MCPKit("front")
+
+        async def send_upstream(arguments: dict[str, Any], ctx: Context) -> Any:
+            return await upstream.session.request("tools/call", {"name": definition.name, "arguments": arguments})
+
+        offered = Tool.from_schema(definition.name, definition.input_schema, send_upstream)
         app.add_tool(
             transform_tool(
-                UpstreamTool(upstream, definition),
+                offered,
                 name="find",
                 args={"query": ArgTransform(name="q"), "api_key": ArgTransform(hide=True, default="k")},
             )

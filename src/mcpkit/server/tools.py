@@ -16,7 +16,6 @@ import inspect
 import logging
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.errors import (
@@ -47,10 +46,12 @@ from .schema import (
     FunctionInfo,
     ReturnInfo,
     fast_validate,
+    format_argument_problems,
     format_validation_error,
     function_name,
     validation_problems,
 )
+from .schema_tools import SchemaInfo, schema_problems, schema_validator
 from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
     from .context import Context
 
 logger = logging.getLogger("mcpkit.server.tools")
+_UNSTRUCTURED = ReturnInfo(inspect.Signature.empty)
 _UNREAD: Any = object()  # (Tool.param_headers not read yet)
 JSONDict = dict[str, Any]
 
@@ -78,6 +80,22 @@ def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
 _TASK_SUPPORT = {None: None, False: None, True: "optional", "optional": "optional", "required": "required"}
 
 
+def task_and_thread(task: bool | str | None, thread: bool | None) -> tuple[str | None, bool | None]:
+    """A tool's ``task_support`` ("optional", "required" or None) and ``thread`` for its ``task=`` and ``thread=``
+    options: a tool that may run as a task never runs inline on the event loop."""
+    if task not in _TASK_SUPPORT:
+        raise ValueError(f"task must be True, False, 'optional' or 'required', not {task!r}")
+    support = _TASK_SUPPORT[task]
+    if support is not None:
+        if thread is False:
+            raise ValueError(
+                "a tool that runs as a task never runs inline on the event loop: drop thread=False "
+                "(a plain def runs on a worker thread)"
+            )
+        thread = True
+    return support, thread
+
+
 class Tool(Listed):
     """A registered tool: the function, its definition and how to call it."""
 
@@ -85,7 +103,6 @@ class Tool(Listed):
     _param_headers: Any = _UNREAD  # (param_headers, read once: a tool built another way reads it too)
     #: "optional" or "required" when the tool may (must) run as a task, None when it never does
     task_support: str | None = None
-    _input_validator: Any = None  # (argument_problems of a tool without a function: its input schema's, made once)
 
     def __init__(
         self,
@@ -102,16 +119,7 @@ class Tool(Listed):
         task: bool | str | None = None,
     ) -> None:
         self.name = name or function_name(fn)
-        if task not in _TASK_SUPPORT:
-            raise ValueError(f"task must be True, False, 'optional' or 'required', not {task!r}")
-        self.task_support = _TASK_SUPPORT[task]
-        if self.task_support is not None:
-            if thread is False:
-                raise ValueError(
-                    "a tool that runs as a task never runs inline on the event loop: drop thread=False "
-                    "(a plain def runs on a worker thread)"
-                )
-            thread = True
+        self.task_support, thread = task_and_thread(task, thread)
         # Where a sync function runs (see sync_exec): thread=True always on a worker thread, False always inline,
         # None (default) learned: inline once its calls prove fast and non-blocking, back to the thread for good
         # the first time an inline call runs long.
@@ -133,6 +141,55 @@ class Tool(Listed):
         self._returns: ReturnInfo | None = None
         Listed.__init__(self)
         self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        input_schema: JSONDict,
+        caller: Callable[[JSONDict, Context], Any],
+        *,
+        output_schema: JSONDict | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONDict | t.ToolAnnotations | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        thread: bool | None = None,
+        task: bool | str | None = None,
+        validate_output: bool = True,
+    ) -> Tool:
+        """A tool with no Python signature to read: its name, its JSON Schemas as they are, and a caller.
+
+        Register it with ``app.add_tool(tool, tags=..., ...)`` as any tool. ``caller(arguments, ctx)`` gets the
+        arguments dict, already checked against ``input_schema`` (bad arguments are refused with the
+        ``isError`` result a decorated tool gives, and never reach it), and the request's
+        :class:`~mcpkit.server.context.Context` (progress, logging, elicitation, sampling, ``ctx.become_task()``).
+        An ``async def`` runs on the event loop; a plain ``def`` on a worker thread (``thread=False``: inline,
+        for one that never blocks). It returns what a tool may: a ``CallToolResult`` (model, or a dict with a
+        ``content`` list) sent as it is; with ``output_schema``, any other value that is not content (a dict, a
+        pydantic model) is the structured content; else text, content blocks, ``Image``... as a decorated tool.
+        Structured content that does not match ``output_schema`` is an error result, as a decorated tool's
+        return that does not match its annotation (``validate_output=False``: the caller vouches for it).
+
+        Both schemas must be JSON Schema objects (``"type": "object"``), else ``ValueError``; ``tools/list``
+        shows them exactly as given. ``title``, ``description``, ``annotations``, ``icons``, ``meta`` and
+        ``task`` are as for :meth:`MCPKit.tool <mcpkit.server.app.MCPKit.tool>`.
+        """
+        return SchemaTool(
+            name,
+            input_schema,
+            caller,
+            output_schema=output_schema,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            thread=thread,
+            task=task,
+            validate_output=validate_output,
+        )
 
     @property
     def returns(self) -> ReturnInfo:
@@ -235,21 +292,11 @@ class Tool(Listed):
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         """What is wrong with ``arguments`` for this tool (empty: nothing), as :meth:`call` would refuse them, for
-        a tool derived from this one to say in its own names (not used by :meth:`call` itself). A tool with no
-        Python function of its own (one that sends its arguments elsewhere, e.g. to another server) is checked
-        against its input schema here, so a tool derived from it refuses bad arguments before they are sent."""
-        info = self.info
-        if not isinstance(info, FunctionInfo):
-            validator = self._input_validator
-            if validator is None:
-                import jsonschema_rs
-
-                validator = self._input_validator = jsonschema_rs.validator_for(self.input_schema)
-            if validator.is_valid(arguments):
-                return []
-            return [(tuple(e.instance_path), "invalid", e.message) for e in islice(validator.iter_errors(arguments), 8)]
+        a tool derived from this one to say in its own names (not used by :meth:`call` itself). A tool made
+        :meth:`from_schema` checks them against its input schema, so a tool derived from one that sends its
+        arguments elsewhere (e.g. to another server) refuses bad arguments before they are sent."""
         try:
-            info.validate(arguments)
+            self.info.validate(arguments)
         except _validation_error() as exc:
             return validation_problems(exc)
         return []
@@ -299,6 +346,124 @@ class Tool(Listed):
         return result
 
 
+class SchemaTool(Tool):
+    """A tool defined by its JSON Schemas and a caller (see :meth:`Tool.from_schema`, which makes one): listed with
+    exactly the schemas given, a call's arguments checked against the input schema (in the words a decorated tool's
+    refusal uses) before the caller sees them, the caller given the request's Context, and what it returns made the
+    result as a decorated tool's return value is, its structured content checked against the output schema.
+    Tools imported from OpenAPI are ones."""
+
+    def __init__(
+        self,
+        name: str,
+        input_schema: JSONDict,
+        caller: Callable[[JSONDict, Context], Any],
+        *,
+        output_schema: JSONDict | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: JSONDict | t.ToolAnnotations | None = None,
+        icons: Sequence[JSONDict | t.Icon] | None = None,
+        meta: JSONDict | None = None,
+        thread: bool | None = None,
+        task: bool | str | None = None,
+        validate_output: bool = True,
+    ) -> None:  # (Tool.__init__ is not run: there is no Python function to read)
+        if not name:
+            raise ValueError("a tool needs a name")
+        if not callable(caller):
+            raise TypeError(f"tool {name!r}: the caller must be a function of (arguments, ctx), not {caller!r:.100}")
+        self.name = name
+        self.task_support, self.thread = task_and_thread(task, thread)
+        self._inputs = schema_validator(input_schema, f"tool {name!r}: the input schema")
+        self._outputs = schema_validator(output_schema, f"tool {name!r}: the output schema") if output_schema else None
+        self._output_schema = output_schema
+        self._check_output = validate_output and self._outputs is not None
+        self.caller = caller
+        self.fn = caller
+        is_async = inspect.iscoroutinefunction(caller) or inspect.iscoroutinefunction(
+            getattr(caller, "__call__", None)  # noqa: B004 - an instance whose __call__ is async
+        )
+        self.sync = None if is_async else SyncPolicy(caller, f"tool {name!r}", self.thread, learnable=False)
+        self.title = title
+        self.description = description or ""
+        self.annotations = _dump_annotations(annotations)
+        self.icons = [dump_model(i) for i in icons] if icons else None
+        self.meta = meta
+        self._structured_output = None
+        self._returns = _UNSTRUCTURED
+        self.info = SchemaInfo(input_schema, self.description, is_async)  # type: ignore[assignment]
+        Listed.__init__(self)
+
+    @property
+    def returns(self) -> ReturnInfo:
+        return _UNSTRUCTURED  # (no return annotation: the output schema is the one given)
+
+    @property
+    def input_schema(self) -> JSONDict:
+        return self.info.input_schema
+
+    @property
+    def output_schema(self) -> JSONDict | None:
+        return self._output_schema
+
+    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
+        return schema_problems(self._inputs, arguments)
+
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+        if not self._inputs.is_valid(arguments):
+            problems = schema_problems(self._inputs, arguments)
+            return error_result(format_argument_problems(problems, f"tool {self.name!r}"))
+        if self.sync is not None:
+            return self._call_sync(arguments, ctx, feats)
+        try:
+            running = self.caller(arguments, ctx)  # type: ignore[arg-type]
+        except Exception as exc:
+            return self._failed(exc, feats)
+        return self._finish(running, feats)
+
+    async def _call_sync(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+        assert self.sync is not None
+        try:
+            value = await self.sync(arguments, ctx)
+        except Exception as exc:
+            return self._failed(exc, feats)
+        return self.result(value, feats)
+
+    def result(self, value: Any, feats: Features) -> JSONDict:
+        try:
+            return self.build_result(value, feats)
+        except Exception as exc:
+            return error_result(internal_error_message(f"tool {self.name!r} (result conversion)", exc, self.debug))
+
+    def build_result(self, value: Any, feats: Features) -> JSONDict:
+        """The ``CallToolResult`` of what the caller returned: a ``CallToolResult`` (model, or a dict with a
+        ``content`` list) as it is; with an output schema, any other value that is not content is the structured
+        content (its JSON text the content); without, content as a decorated tool's return value becomes. The
+        structured content of a result that is not an error must match the output schema."""
+        result: JSONDict
+        types_ = loaded_types()
+        if types_ is not None and isinstance(value, types_.CallToolResult):
+            result = dump_model(value)
+        elif isinstance(value, dict) and isinstance(value.get("content"), list):
+            result = dict(value)
+        elif self._output_schema is not None and not is_content_value(value):
+            structured = dump_model(value) if is_model(value) else value
+            result = {"content": [{"type": "text", "text": _json_text(structured)}], "structuredContent": structured}
+            result["isError"] = False
+        else:
+            result = {"content": to_content(value, blob_uri=f"mcpkit://tools/{self.name}/result"), "isError": False}
+        if self._check_output and not result.get("isError"):
+            if "structuredContent" not in result:
+                raise ValueError("the tool has an output schema, but its result has no structured content")
+            problems = schema_problems(self._outputs, result["structuredContent"])
+            if problems:
+                said = "; ".join(f"{'.'.join(map(str, p)) or '(top)'}: {d or k}" for p, k, d in problems)
+                raise ValueError(f"the structured content does not match the output schema: {said}")
+        result["content"] = downgrade_content(result.get("content") or [], feats)
+        return result
+
+
 def tool_param_headers(app: Any, name: str) -> Mapping[str, Sequence[str]] | None:
     """``MCPKit.tool_param_headers``: the ``Mcp-Param-*`` headers of the tool ``app.get_tool(name)`` (None: none, or
     no such tool), which the Streamable HTTP endpoint checks on 2026-07-28 calls."""
@@ -339,6 +504,7 @@ def internal_error_message(what: str, exc: BaseException, debug: bool = False) -
 __all__ = [
     "Audio",
     "Image",
+    "SchemaTool",
     "Tool",
     "ToolError",
     "downgrade_content",

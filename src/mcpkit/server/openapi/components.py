@@ -15,12 +15,8 @@ import base64
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.errors import InternalError, ResourceNotFound
-from ...protocol.versions import Features
-from ..content import downgrade_content
-from ..pagination import Listed
 from ..resources import Resource, ResourceTemplate, _ResourceBase
-from ..schema import ArgumentProblem
-from ..tools import Tool, error_result
+from ..tools import SchemaTool, error_result
 from ..uri_template import UriTemplate
 from .http import Answer, APIError, Caller
 from .operations import Operation
@@ -32,18 +28,6 @@ JSONDict = dict[str, Any]
 ERROR_BODY_CHARS = 2_000
 """How much of a failed answer's body an ``isError`` result quotes."""
 _MAX_ISSUES = 5
-
-
-class _Info:
-    """The part of a function's description the dispatcher reads of a tool."""
-
-    def __init__(self, input_schema: JSONDict, description: str) -> None:
-        self.input_schema = input_schema
-        self.context_param: str | None = None
-        self.is_async = True
-        self.fast_plan = None
-        self.description = description
-        self.params: list[Any] = []
 
 
 def _validator(schema: JSONDict) -> Any:
@@ -86,57 +70,33 @@ def _annotations(op: Operation) -> JSONDict:
     return out
 
 
-class OpenAPITool(Tool):
-    """A tool that calls one operation of an HTTP API."""
+class OpenAPITool(SchemaTool):
+    """A tool that calls one operation of an HTTP API (a :meth:`~mcpkit.server.tools.Tool.from_schema` tool: its
+    arguments are checked against the operation's input schema before the request is sent)."""
 
     def __init__(self, op: Operation, caller: Caller, *, validate_output: bool = True) -> None:
-        # (Tool.__init__ is not run: there is no Python function to read)
         self.operation = op
-        self.caller = caller
-        self.name = op.name
-        self.title = None
-        self.description = describe(op)
-        self.annotations = _annotations(op)
-        self.icons = None
-        self.meta = None
-        self.thread = None
-        self.sync = None
-        self.fn = None  # type: ignore[assignment]
-        self._structured_output = None
-        self._returns = None
-        self.info = _Info(op.input_schema, self.description)  # type: ignore[assignment]
-        self._inputs = _validator(op.input_schema)
-        self._outputs = _validator(op.output_schema) if op.output_schema is not None and validate_output else None
-        Listed.__init__(self)
+        self.api = caller
+        # (the answer is checked against the documented schema here, with a message that blames the API)
+        self._answers = _validator(op.output_schema) if op.output_schema is not None and validate_output else None
+        super().__init__(
+            op.name,
+            op.input_schema,
+            self._call,
+            output_schema=op.output_schema,
+            description=describe(op),
+            annotations=_annotations(op),
+            validate_output=False,
+        )
 
-    @property
-    def output_schema(self) -> JSONDict | None:
-        return self.operation.output_schema
-
-    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
-        return self._call(arguments, feats)
-
-    def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
-        if self._inputs.is_valid(arguments):
-            return []
-        found: list[ArgumentProblem] = []
-        for error in self._inputs.iter_errors(arguments):
-            found.append((tuple(error.instance_path), "invalid", error.message))
-            if len(found) == _MAX_ISSUES:
-                break
-        return found
-
-    async def _call(self, arguments: JSONDict, feats: Features | None) -> JSONDict:
-        issues = _issues(self._inputs, arguments)
-        if issues is not None:
-            return error_result(f"tool {self.name!r}: invalid arguments: {issues}")
+    async def _call(self, arguments: JSONDict, ctx: Context) -> JSONDict:
         try:
-            answer = await self.caller.call(self.operation, arguments)
+            answer = await self.api.call(self.operation, arguments)
         except APIError as exc:
             return error_result(str(exc))
-        return self._result(answer, feats)
+        return self._result(answer)
 
-    def _result(self, answer: Answer, feats: Features | None) -> JSONDict:
+    def _result(self, answer: Answer) -> JSONDict:
         op = self.operation
         if not answer.ok:
             return error_result(_failure(op, answer))
@@ -146,16 +106,15 @@ class OpenAPITool(Tool):
             except APIError as exc:
                 return error_result(f"{op.label}: {exc}")
             structured = {"result": value} if op.wrap_result else value
-            if self._outputs is not None:
-                issues = _issues(self._outputs, structured)
+            if self._answers is not None:
+                issues = _issues(self._answers, structured)
                 if issues is not None:
                     return error_result(f"{op.label}: the API's answer does not match its documented schema: {issues}")
             text = answer.text()
             return {"content": [{"type": "text", "text": text}], "structuredContent": structured, "isError": False}
         if op.output_schema is not None:
             return error_result(f"{op.label} answered {answer.content_type or 'no body'} where JSON was documented")
-        content = _content(answer)
-        return {"content": downgrade_content(content, feats) if feats is not None else content, "isError": False}
+        return {"content": _content(answer), "isError": False}
 
 
 def _failure(op: Operation, answer: Answer) -> str:
