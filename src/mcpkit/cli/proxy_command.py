@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
-from ._params import LOG_LEVEL, PORT
+from ._params import COUNT, LOG_LEVEL, PORT, SECONDS, SECONDS_OR_ZERO
 
 if TYPE_CHECKING:
     from ..transports.http import HTTPTransport
@@ -64,6 +64,28 @@ def register(cli: click.Group) -> None:
     @click.option("--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True)
     @click.option("--allow-private-network", is_flag=True, help="Allow URL targets on private/link-local addresses.")
     @click.option(
+        "--reconnect-attempts",
+        type=COUNT,
+        default=10,
+        show_default=True,
+        help="Attempts to connect again to an upstream whose connection ended, in one round (the first at once; "
+        "after the last, the next request starts a new round).",
+    )
+    @click.option(
+        "--reconnect-delay",
+        type=SECONDS_OR_ZERO,
+        default=0.5,
+        show_default=True,
+        help="Seconds before the second attempt, doubling after each failed one (with jitter).",
+    )
+    @click.option(
+        "--reconnect-max-delay",
+        type=SECONDS,
+        default=30.0,
+        show_default=True,
+        help="The longest wait between two attempts, in seconds (at least --reconnect-delay).",
+    )
+    @click.option(
         "--log-level", type=LOG_LEVEL, default="warning", show_default=True, help="The proxy's own logging (stderr)."
     )
     def proxy_command(
@@ -77,6 +99,9 @@ def register(cli: click.Group) -> None:
         upstream_header: tuple[str, ...],
         mode: str,
         allow_private_network: bool,
+        reconnect_attempts: int,
+        reconnect_delay: float,
+        reconnect_max_delay: float,
         log_level: str,
     ) -> None:
         """Serve TARGETS (commands, URLs, mcp.json entries; PREFIX=TARGET for several) through one MCP endpoint.
@@ -86,6 +111,12 @@ def register(cli: click.Group) -> None:
         import logging
 
         from ..proxies import ProxyServer
+
+        if reconnect_max_delay < reconnect_delay:
+            raise click.BadParameter(
+                f"{reconnect_max_delay:g} is less than --reconnect-delay {reconnect_delay:g}",
+                param_hint="'--reconnect-max-delay'",
+            )
 
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -102,7 +133,12 @@ def register(cli: click.Group) -> None:
 
         try:
             app = ProxyServer(
-                _targets(targets), allow_private_network=allow_private_network, client_options=client_options
+                _targets(targets),
+                allow_private_network=allow_private_network,
+                reconnect_attempts=reconnect_attempts,
+                reconnect_delay=reconnect_delay,
+                reconnect_max_delay=reconnect_max_delay,
+                client_options=client_options,
             )
             if transport == "stdio":
                 app.run()

@@ -1,0 +1,108 @@
+"""``mcpkit proxy``'s reconnect flags: validated before anything starts, shown in ``--help``, and what the real
+proxy does when its upstream dies, cannot start for a while, and comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mcpkit import Client
+from mcpkit.protocol.errors import MCPError
+from support.toolkit import APPS_FILE
+
+pytestmark = pytest.mark.timeout(90)
+MCPKIT = [sys.executable, "-m", "mcpkit"]
+
+
+def _proxy(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MCPKIT, "proxy", *args], capture_output=True, text=True, timeout=30, check=False)
+
+
+def test_the_reconnect_flags_are_in_the_help_with_the_proxy_servers_defaults() -> None:
+    shown = " ".join(_proxy("--help").stdout.split())
+    assert "--reconnect-attempts INTEGER RANGE" in shown and "[default: 10; x>=1]" in shown
+    assert "--reconnect-delay SECONDS" in shown and "[default: 0.5]" in shown
+    assert "--reconnect-max-delay SECONDS" in shown and "[default: 30.0]" in shown
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--reconnect-attempts", "0"], "--reconnect-attempts"),
+        (["--reconnect-attempts", "-3"], "--reconnect-attempts"),
+        (["--reconnect-delay", "-0.5"], "--reconnect-delay"),
+        (["--reconnect-delay", "nan"], "--reconnect-delay"),
+        (["--reconnect-max-delay", "0"], "--reconnect-max-delay"),
+        (["--reconnect-delay", "2", "--reconnect-max-delay", "1"], "--reconnect-max-delay"),
+    ],
+)
+def test_a_reconnect_flag_no_proxy_can_use_is_a_usage_error_before_anything_starts(
+    flags: list[str], named: str
+) -> None:
+    done = _proxy(" ".join([sys.executable, str(APPS_FILE), "ticking"]), *flags)
+    assert done.returncode == 2, done.stderr
+    assert f"Invalid value for '{named}'" in done.stderr
+
+
+def _kill_all(pids: Path) -> set[int]:
+    killed = set()
+    for entry in pids.iterdir():
+        try:
+            os.kill(int(entry.name), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        killed.add(int(entry.name))
+        entry.unlink()
+    return killed
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_the_proxy_reconnects_as_its_flags_say_when_its_upstream_dies_and_comes_back(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The upstream (a stdio server) is killed and cannot start for a while: the proxy makes exactly
+    ``--reconnect-attempts`` attempts, waiting ``--reconnect-delay`` then at most ``--reconnect-max-delay``
+    between them (what its refusals say to retry after), gives up, and once the upstream can start again the
+    next request connects it and is served. With the defaults (10 attempts, 0.5 s doubling to 30 s) it would
+    still be trying minutes later, and the first refusal would say to wait up to 500 ms."""
+    down, pids = tmp_path / "down", tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
+    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
+    upstream = " ".join([sys.executable, str(APPS_FILE), "ticking"])
+    flags = ["--reconnect-attempts", "3", "--reconnect-delay", "0.25", "--reconnect-max-delay", "0.3"]
+    async with Client([*MCPKIT, "proxy", upstream, "--mode", mode, *flags], mode="modern") as client:
+        first = (await client.call_tool("process", {}, timeout=20)).data
+        down.touch()
+        killed = _kill_all(pids)
+        assert first in killed
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        retry_after: list[int] = []
+        for _ in range(200):  # (every refusal comes at once; bounded: 200 polls of 50 ms)
+            asked = loop.time()
+            with pytest.raises(MCPError) as error:
+                await client.call_tool("process", {}, timeout=10)
+            assert loop.time() - asked < 5
+            assert "is unavailable" in error.value.message
+            if isinstance(error.value.data, dict) and "retryAfterMs" in error.value.data:
+                retry_after.append(error.value.data["retryAfterMs"])
+            if "gave up" in error.value.message:
+                break
+            await asyncio.sleep(0.05)
+        else:
+            pytest.fail("the proxy never gave up")
+        gave_up_after = loop.time() - started
+        assert "gave up after 3 attempts" in error.value.message
+        # the two waits between the three attempts: 0.2-0.25 s, then 0.24-0.3 s (capped by --reconnect-max-delay)
+        assert 0.4 <= gave_up_after < 15
+        assert retry_after and max(retry_after) <= 300
+        down.unlink()
+        second = (await client.call_tool("process", {}, timeout=20)).data  # a new round: the upstream is back
+        assert isinstance(second, int) and second not in killed
