@@ -386,3 +386,35 @@ def test_closing_a_view_cancels_the_requests_it_still_waits_for(browser: Any) ->
         assert not page.errors  # type: ignore[attr-defined]
     finally:
         proc.stop()
+
+
+SILENT_VIEW_APP = """
+from mcpkit import MCPKit
+
+app = MCPKit("clock")
+app.add_view("ui://clock/face", html="<!doctype html><html><body><p id=t>…</p></body></html>")
+
+
+@app.tool(ui="ui://clock/face")
+def now() -> dict[str, str]:
+    \"\"\"The time now.\"\"\"
+    return {"time": "12:00"}
+"""
+
+
+def test_a_view_that_never_starts_the_handshake_is_pointed_out(browser: Any, tmp_path: Any) -> None:
+    """A view that never sends ``ui/initialize`` (plain HTML with no script) gets no tool input or result: the page
+    says so, rather than showing a view that silently never fills in."""
+    server = tmp_path / "silent_view_app.py"
+    server.write_text(SILENT_VIEW_APP)
+    proc = InspectorProcess("inspect", str(server))
+    try:
+        page = open_page(browser, proc)
+        page.click("#tools-list button[data-key='now']")
+        page.click("#call-button")
+        box = page.locator(".app-view").first
+        box.locator(".app-note:has-text('has not sent ui/initialize')").wait_for(timeout=20_000)
+        assert box.get_attribute("data-state") == "loading"
+        assert not page.errors  # type: ignore[attr-defined]
+    finally:
+        proc.stop()

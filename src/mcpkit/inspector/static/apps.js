@@ -17,6 +17,7 @@ const MAX_WAITING = 8; // forwarded requests of one view waiting for the server
 const MAX_QUEUED = 32; // and queued behind them
 const MAX_ACTIVITY = 200; // lines of "what the view did"
 const TEARDOWN_WAIT_MS = 2000;
+const HANDSHAKE_WAIT_MS = 5000; // a view silent this long after its document is loaded is pointed out
 // views shown at once (the inspector's views.MAX_VIEWS: it forgets the oldest beyond that); the oldest is torn down
 // for a new one, so no frame is left running that the inspector no longer answers
 export const MAX_OPEN_VIEWS = 32;
@@ -253,6 +254,7 @@ class ViewHost {
   }
 
   initialize(msg, p) {
+    this.greeted = true;
     const caps = (p && p.appCapabilities) || {};
     this.appModes = Array.isArray(caps.availableDisplayModes) ? caps.availableDisplayModes.filter((m) => typeof m === "string") : null;
     const info = p && p.appInfo && typeof p.appInfo.name === "string" ? `${p.appInfo.name} ${p.appInfo.version || ""}`.trim() : "a view";
@@ -375,6 +377,9 @@ class ViewHost {
 
   // the sandbox is ready: send it the document; the view's lifecycle messages follow
   sandboxReady() {
+    this.silentTimer = setTimeout(() => {
+      if (!this.greeted && !this.closed) this.note("warning", `the view has not sent ui/initialize after ${HANDSHAKE_WAIT_MS / 1000} s: until it does, it gets neither the tool's input nor its result (a view speaks the MCP Apps protocol by hand or with the App SDK: see docs/guides/apps.md)`);
+    }, HANDSHAKE_WAIT_MS);
     this.post({ jsonrpc: "2.0", method: "ui/notifications/sandbox-resource-ready", params: { html: this.view.html, csp: this.view.csp || {}, permissions: this.view.permissions || {} } });
   }
 
@@ -404,6 +409,7 @@ class ViewHost {
       if (!answer) this.note("warning", "the view did not answer ui/resource-teardown in time");
     }
     this.closed = true;
+    clearTimeout(this.silentTimer);
     window.removeEventListener("message", this.onMessage);
     if (window.matchMedia) window.matchMedia("(prefers-color-scheme: dark)").removeEventListener("change", this.onTheme);
     if (this.frame) this.frame.remove();
