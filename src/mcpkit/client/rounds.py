@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from ..protocol.errors import MCPError, RequestTimeout
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import Task
+from ..protocol.versions import INPUT_REQUIRED_METHODS
 from .results import checked
 from .tasks import ProgressCallback, SeenProgress, follow
 from .tasks import _Session as _TaskSession
@@ -53,6 +54,10 @@ async def input_rounds(
                 raise RequestTimeout(method, seconds)
         result = await session._round(method, base, timeout, seen or on_progress, reset)
         rtype = result.get("resultType", "complete")
+        if rtype == "input_required":
+            refused = _invalid_input_required(method, result)
+            if refused is not None:
+                raise MCPError(refused)  # (its handlers not run: a list call never turns into a prompt)
         if rtype == "complete" or (rtype == "input_required" and not answer_input):
             return result
         if rtype == "task" and method == "tools/call":
@@ -77,3 +82,17 @@ async def input_rounds(
         if "requestState" in result:
             base["requestState"] = result["requestState"]
     raise MCPError(f"{method!r} still required input after {session.max_input_rounds} rounds")
+
+
+def _invalid_input_required(method: str, result: JSONDict) -> str | None:
+    """Why an ``input_required`` answer to ``method`` breaks the spec (None when it does not): only tools/call,
+    prompts/get and resources/read may ask, and an answer asks for something (``inputRequests``) or carries
+    ``requestState``."""
+    if method not in INPUT_REQUIRED_METHODS:
+        return (
+            f"the server answered {method!r} with input_required, which only "
+            f"{', '.join(sorted(INPUT_REQUIRED_METHODS))} may (2026-07-28): not answered"
+        )
+    if not result.get("inputRequests") and "requestState" not in result:
+        return f"the server answered {method!r} with input_required carrying neither inputRequests nor requestState"
+    return None

@@ -43,6 +43,8 @@ HANDSHAKE_ONLY = frozenset(
     )
 )
 MODERN_ONLY = frozenset(("server/discover", "subscriptions/listen", "tasks/update"))
+#: the requests a 2026-07-28 server may answer with ``resultType: "input_required"`` (MRTR; any other MUST NOT)
+INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
 
 #: The server capability (and its sub-flag) each client-to-server method needs: a client does not send one the
 #: server did not declare (see :func:`undeclared_capability`).

@@ -14,6 +14,7 @@ from ..hosting import SESSION_BINDING
 from ..protocol.errors import CapabilityNotSupported, MCPError, MissingRequiredClientCapability
 from ..protocol.extensions import declared_settings
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.versions import INPUT_REQUIRED_METHODS as INPUT_REQUIRED_METHODS
 from ..protocol.versions import LOG_LEVELS, Features
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ CLIENT_CAPABILITY_FOR = {
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
-INPUT_REQUIRED_METHODS = frozenset(("tools/call", "prompts/get", "resources/read"))
 _NO_ANSWERS: dict[str, JSONDict] = {}  # shared by every request without input responses: read, never written
 
 

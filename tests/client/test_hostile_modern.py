@@ -1,0 +1,44 @@
+"""The client against a 2026-07-28 server that breaks the spec (``support.servers.hostile_modern``, real uvicorn on
+127.0.0.1): what it must not do is refused at once, the user's handlers are not run for it, and the client sends
+nothing the revision forbids."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpkit import Client
+from mcpkit.protocol.errors import MCPError
+from support.asgi import serve_asgi
+from support.servers import hostile_modern
+
+
+async def test_input_required_on_a_method_that_may_not_ask_fails_without_running_the_handlers() -> None:
+    """Only tools/call, prompts/get and resources/read may answer ``input_required``: a ``tools/list`` that does
+    (a list the host makes on its own, turned into a prompt for the user) fails at once, and the elicitation
+    handler is never called (it was called once per round, 9 times, before the round limit stopped it)."""
+    asked: list[Any] = []
+    app = hostile_modern.create(list_asks=True)
+    async with serve_asgi(app) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        handler = lambda params: asked.append(params) or {"action": "accept", "content": {}}  # noqa: E731
+        async with Client(url, mode="modern", elicitation_handler=handler) as client:
+            with pytest.raises(MCPError, match="tools/list") as caught:
+                await client.list_tools()
+            assert "input_required" in str(caught.value)
+            assert asked == []
+            lists = [b for b in app.received if b.get("method") == "tools/list"]
+            assert len(lists) == 1  # no retry
+            assert (await client.call_tool("t", {})).text == "ok"  # the session goes on
+
+
+async def test_input_required_with_nothing_to_answer_fails_at_once() -> None:
+    """An ``input_required`` result with neither ``inputRequests`` nor ``requestState`` (the spec requires one)
+    fails at once, instead of being sent again unchanged until the round limit."""
+    app = hostile_modern.create()
+    async with serve_asgi(app) as port, Client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        with pytest.raises(MCPError, match="neither inputRequests nor requestState"):
+            await client.call_tool("neither", {})
+        assert len([b for b in app.received if b.get("method") == "tools/call"]) == 1
+
