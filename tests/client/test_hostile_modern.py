@@ -4,6 +4,8 @@ nothing the revision forbids."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 import pytest
@@ -42,3 +44,19 @@ async def test_input_required_with_nothing_to_answer_fails_at_once() -> None:
             await client.call_tool("neither", {})
         assert len([b for b in app.received if b.get("method") == "tools/call"]) == 1
 
+
+async def test_a_server_request_on_a_modern_stream_is_not_answered(caplog: pytest.LogCaptureFixture) -> None:
+    """2026-07-28 has no server->client requests (a server MUST NOT send one, a client MUST NOT POST a response):
+    one arriving on a call's stream is dropped with a warning; the roots handler is not run, nothing is POSTed
+    back, and the call gets its answer. (The client used to answer it with its roots, and the server's refusal
+    of that POST surfaced as 'Task exception was never retrieved'.)"""
+    app = hostile_modern.create()
+    caplog.set_level(logging.WARNING, logger="mcpkit")
+    roots = ["file:///secret"]
+    async with serve_asgi(app) as port, Client(f"http://127.0.0.1:{port}/mcp", mode="modern", roots=roots) as client:
+        for _ in range(3):
+            assert (await client.call_tool("request_on_stream", {})).text == "done"
+        await asyncio.sleep(0.2)  # (an answer would be POSTed in the background)
+    assert all(isinstance(b, dict) and "method" in b for b in app.received), app.received
+    warnings = [r for r in caplog.records if "roots/list" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]  # once per session, not per request

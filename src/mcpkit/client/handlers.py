@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import inspect
 import logging
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Literal, Protocol, Self, TypeAlias
 
 from pydantic import BaseModel, ValidationError
@@ -38,7 +38,7 @@ from ..protocol.types import (
     SamplingMessage,
     Tool,
 )
-from ..protocol.versions import LOG_LEVELS, LogLevel, is_modern, is_supported
+from ..protocol.versions import LOG_LEVELS, Features, LogLevel, is_modern, is_supported
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -529,3 +529,26 @@ class Watch:
         if self.subscription is not None:
             return await self.subscription.__anext__()
         return self._item(await self._queue.get())
+
+
+def request_policy(features: Callable[[], Features | None]) -> Callable[[str], bool]:
+    """The client's policy for the server's requests (``Peer(request_policy=)``): run in the handshake era; in
+    2026-07-28, which has none (the server asks through ``input_required``, and a client MUST NOT post
+    responses), dropped unanswered, with one warning per session. ``features``: the session's negotiated ones."""
+    warned = False
+
+    def policy(method: str) -> bool:
+        nonlocal warned
+        feats = features()
+        if feats is None or not feats.modern:
+            return True
+        if not warned:
+            warned = True
+            logger.warning(
+                "the server sent a %s request in 2026-07-28, which has no server->client requests: not answered"
+                " (further ones are dropped silently)",
+                method,
+            )
+        return False
+
+    return policy

@@ -186,6 +186,7 @@ class ClientSession:
             request_handler=self._on_request,
             notification_handler=self._on_notification,
             batch_policy=self._batch_policy,
+            request_policy=h.request_policy(lambda: self.features),
             default_timeout=timeout,
             max_concurrency=max_concurrency,
             max_batch_size=max_batch_size,

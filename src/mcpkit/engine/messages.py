@@ -37,6 +37,18 @@ def batch_too_long(length: int, limit: int) -> str:
     )
 
 
+def batch_refusal(batch: jsonrpc.Batch, accepted: bool, refusal: str, limit: int) -> str | None:
+    """Why an incoming ``batch`` is refused whole, or None. ``accepted``: whether batches are accepted now (the
+    peer's batch policy); ``refusal``: what a batch is told when they are not; ``limit``: ``max_batch_size``."""
+    if not accepted:
+        if any(type(item) is jsonrpc.Request and item.method == "initialize" for item in batch):  # type: ignore[union-attr]
+            return "initialize MUST NOT be part of a batch: send it on its own"
+        return refusal
+    if len(batch) > limit:
+        return batch_too_long(len(batch), limit)
+    return None
+
+
 class Outgoing(NamedTuple):
     """One encoded message the engine sends, and what it is.
 

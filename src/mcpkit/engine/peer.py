@@ -52,10 +52,9 @@ from .messages import (
     Outbox,
     Outgoing,
     _new,
-    batch_too_long,
 )
 from .outgoing import Requests, _Pending
-from .runner import RequestRunner, start_request_task
+from .runner import RequestRunner, finish_batch, start_request_task
 from .tap import IN, OUT, TapHub, described
 
 logger = logging.getLogger("mcpkit.engine")
@@ -64,6 +63,7 @@ logger = logging.getLogger("mcpkit.engine")
 RequestHandler = Callable[[RequestContext], "Awaitable[JSONDict] | JSONDict"]
 NotificationHandler = Callable[[str, "JSONDict | None"], Awaitable[None]]
 BatchPolicy = Callable[[], bool]
+RequestPolicy = Callable[[str], bool]
 
 
 _channels = itertools.count(1)  # (TapEvent.channel: one number per peer)
@@ -84,6 +84,8 @@ class Peer(Requests):
         notification_handler: called for incoming notifications other than the ones the engine handles itself
             (``notifications/cancelled`` and ``notifications/progress``).
         batch_policy: returns True when incoming batches are accepted right now (era/revision dependent).
+        request_policy: called with the method of every incoming request; False drops it unanswered (a 2026-07-28
+            client: that revision has no requests from the server, and a client posts no responses). None: all run.
         default_timeout: seconds before an outgoing request times out (None: never).
         max_timeout: the hard cap on a request that opted into ``reset_timeout_on_progress`` (None: no cap).
         cancel_timeout: how long the background send of ``notifications/cancelled`` after a timeout or a
@@ -103,6 +105,7 @@ class Peer(Requests):
         request_handler: RequestHandler,
         notification_handler: NotificationHandler | None = None,
         batch_policy: BatchPolicy | None = None,
+        request_policy: RequestPolicy | None = None,
         default_timeout: float | None = 60.0,
         max_timeout: float | None = 600.0,
         max_concurrency: int = 256,
@@ -117,6 +120,7 @@ class Peer(Requests):
         self.request_handler = request_handler
         self.notification_handler = notification_handler
         self.batch_policy = batch_policy
+        self.request_policy = request_policy
         self.default_timeout = default_timeout
         self.max_timeout = max_timeout
         self.cancel_timeout = cancel_timeout
@@ -284,7 +288,8 @@ class Peer(Requests):
                 answer = messages.error(req.id, self._duplicate(req.id))
             else:
                 ctx = self._admit(req, out)
-                assert ctx is not None
+                if ctx is None:
+                    return None  # dropped by the request policy
                 return await self._run_request(ctx, True)
         elif t is Batch:
             return await self._on_batch(msg, out, keep=True)  # type: ignore[arg-type]
@@ -385,6 +390,8 @@ class Peer(Requests):
         return InvalidRequest(f"request id {rid!r} is already in use by a request in progress").to_error()
 
     def _admit(self, req: Request, out: Outbox) -> RequestContext | None:
+        if self.request_policy is not None and not self.request_policy(req.method):
+            return None  # dropped unanswered
         if req.id in self._inflight:
             # Never cross wires: refuse the duplicate, the original keeps running. The refusal holds a slot until it
             # is sent, so a flood of duplicates is bounded like requests (the reader waits when the slots are taken).
@@ -572,7 +579,8 @@ class Peer(Requests):
         ``keep``: are returned, see :meth:`handle`). A batch longer than ``max_batch_size`` is refused whole with
         one -32600 error."""
         answer: Outgoing | None
-        refusal = self._batch_refusal(batch)
+        accepted = self.batch_policy is not None and self.batch_policy()
+        refusal = messages.batch_refusal(batch, accepted, self.batch_refusal, self.max_batch_size)
         if refusal is not None:
             return await self._batch_answer(messages.error(None, InvalidRequest(refusal).to_error()), out, keep)
         responses = bytearray()
@@ -590,7 +598,8 @@ class Peer(Requests):
                     responses += encode_error(req.id, self._duplicate(req.id)) + b","
                     continue
                 ctx = self._admit(req, out)
-                assert ctx is not None
+                if ctx is None:
+                    continue  # dropped by the request policy
                 ctx.sink = responses
                 if self._active >= self._max_concurrency:
                     try:
@@ -614,7 +623,7 @@ class Peer(Requests):
         if not tasks:
             answer = messages.batch(responses)
         elif keep:
-            answer = await self._finish_batch(tasks, responses)
+            answer = await finish_batch(tasks, responses)
         else:
             # The task that sends the batch's answer holds a slot of its own until the answer is written: a peer
             # that floods batches and never reads its answers stops being read once the slots are taken.
@@ -636,31 +645,10 @@ class Peer(Requests):
         await self._send(answer, out)
         return None
 
-    def _batch_refusal(self, batch: Batch) -> str | None:
-        """Why ``batch`` is refused whole, or None."""
-        if self.batch_policy is None or not self.batch_policy():
-            if any(type(item) is Request and item.method == "initialize" for item in batch):  # type: ignore[union-attr]
-                return "initialize MUST NOT be part of a batch: send it on its own"
-            return self.batch_refusal
-        if len(batch) > self.max_batch_size:
-            return batch_too_long(len(batch), self.max_batch_size)
-        return None
-
-    async def _finish_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray) -> Outgoing | None:
-        """Wait for the batch's requests; their answers as one array (None when none was answered)."""
-        try:
-            await asyncio.wait(tasks)
-        except asyncio.CancelledError:
-            for task in tasks:
-                task.cancel()
-            raise
-        tasks.clear()  # (done tasks keep their coroutines: a batch whose answer waits must not hold them)
-        return messages.batch(responses)
-
     async def _send_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox) -> None:
         """Send the batch's answer once its requests ended, then give back the slot this task holds."""
         try:
-            answer = await self._finish_batch(tasks, responses)
+            answer = await finish_batch(tasks, responses)
             if answer is not None:
                 await self._send(answer, out)
         finally:

@@ -31,7 +31,7 @@ from .._aio import running_loop as _running_loop
 from ..protocol import jsonrpc
 from ..protocol.jsonrpc import JSONDict
 from .context import RequestContext
-from .messages import RESULT, Outgoing, _new
+from .messages import RESULT, Outgoing, _new, batch
 from .tap import OUT, TapHub
 
 logger = logging.getLogger("mcpkit.engine")
@@ -183,3 +183,16 @@ class RequestRunner:
 
 
 __all__ = ["RequestRunner", "RunnerHost", "start_request_task"]
+
+
+async def finish_batch(tasks: list[asyncio.Task[Any]], responses: bytearray) -> Outgoing | None:
+    """Wait for a batch's requests (``tasks``, cancelled if this is); their answers (gathered in ``responses``) as
+    one array, None when none was answered."""
+    try:
+        await asyncio.wait(tasks)
+    except asyncio.CancelledError:
+        for task in tasks:
+            task.cancel()
+        raise
+    tasks.clear()  # (done tasks keep their coroutines: a batch whose answer waits must not hold them)
+    return batch(responses)
