@@ -197,6 +197,32 @@ async def test_on_stdin_eof_the_server_answers_everything_received_then_exits() 
     assert time.monotonic() - t0 < 10
 
 
+async def test_on_stdin_eof_a_call_waiting_on_the_client_ends_at_once_and_the_server_exits() -> None:
+    """The tool waits on an elicitation the client took and never answers; stdin closes: the elicitation fails
+    at once (ConnectionClosed: no answer can arrive any more), the call is answered with the error, and the
+    process exits promptly rather than after the request timeout (300 s)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(CORE_SERVER), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    init = {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "t"}}
+    for m in (
+        {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ask", "arguments": {}}},
+    ):
+        proc.stdin.write(orjson.dumps(m) + b"\n")
+    while orjson.loads(await asyncio.wait_for(proc.stdout.readline(), 10)).get("method") != "elicitation/create":
+        pass
+    proc.stdin.close()
+    t0 = time.monotonic()
+    out, _ = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0
+    assert time.monotonic() - t0 < 5
+    (answer,) = [orjson.loads(line) for line in out.splitlines()]
+    assert answer["id"] == 1 and ("error" in answer or answer["result"]["isError"]), answer
+
+
 @pytest.mark.req("M012", "S001")
 async def test_client_close_shuts_a_well_behaved_server_down_by_closing_stdin() -> None:
     t = StdioClientTransport(StdioServer([sys.executable, str(CORE_SERVER)]))

@@ -369,3 +369,11 @@ class Requests:
         for pending in list(self._pending.values()):
             if not pending.future.done():
                 pending.future.set_exception(exc)
+
+    async def _fail_waiting(self, exc: BaseException) -> None:
+        """:meth:`_fail_pending`, then one turn of the loop, so that each task awaiting an answer sees ``exc`` (a
+        :class:`ConnectionClosed` saying why: the session ended) before the caller cancels it (``Peer.close``);
+        cancelled at once, a tool saw a bare ``CancelledError`` and could not tell why its ``ctx.elicit`` stopped."""
+        if self._pending:
+            self._fail_pending(exc)
+            await asyncio.sleep(0)

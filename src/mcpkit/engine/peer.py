@@ -662,7 +662,7 @@ class Peer(Requests):
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._stopped = f"{self.name}: connection closed"
-        self._fail_pending(self._closed)
+        await self._fail_waiting(self._closed)
         if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
             await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)
         tasks = self._running_tasks()

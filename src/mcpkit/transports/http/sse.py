@@ -288,7 +288,7 @@ class LegacySSEEndpoint:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
-            await session.peer.close("SSE stream closed")
+            await session.peer.close("session ended (SSE stream closed)")
             stream.session = None  # break the stream <-> session cycle: memory returns without a GC pass
             stream.outbox.on_stall = _noop
             with contextlib.suppress(Exception):

@@ -247,7 +247,7 @@ class WebSocketEndpoint:
                     task.cancel()
                     with contextlib.suppress(BaseException):
                         await task
-            await session.peer.close("WebSocket closed")
+            await session.peer.close("session ended (WebSocket closed)")
             conn.outbox.on_stall = _noop  # break the connection <-> session cycle
             conn.reader = conn.writer = None
             conn.session = None
