@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..._asgi import Receive, Scope, Send
-from ...engine import ERROR, NULL_OUTBOX, Outgoing
+from ...engine import ERROR, NULL_OUTBOX, Outgoing, RequestContext
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST
-from ...protocol.jsonrpc import Request
+from ...protocol.jsonrpc import Batch, Notification, Request, RequestId
 from .answer import Answerer
 from .sessions import SessionManager, client_key, owned_by
 from .shared import unavailable
@@ -48,6 +48,72 @@ if TYPE_CHECKING:
 
 _NOT_FOUND = error_body(None, INVALID_REQUEST, "Session not found")
 _SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
+
+
+#: Running calls of authenticated callers a stateless endpoint keeps for their cancellation (beyond: not kept).
+MAX_STATELESS_CALLS = 10_000
+
+
+class StatelessCalls:
+    """The calls a stateless endpoint is running for authenticated callers, by (principal, request id), so that a
+    caller's ``notifications/cancelled`` (a POST of its own: there is no session) reaches its call.
+
+    A caller is its principal (:func:`~.sessions.client_key`: issuer and subject, else client id), never its
+    address: anonymous calls are not kept, since any client could name another's request id. Two calls of one
+    principal running under one id are both left running by a cancellation naming it (which one was meant is
+    unknown). At most :attr:`limit` calls are kept (:data:`MAX_STATELESS_CALLS`): a call beyond runs and answers,
+    but cannot be cancelled. Only this worker's calls: a cancellation reaching another worker is not passed on."""
+
+    __slots__ = ("_calls", "count", "limit")
+
+    def __init__(self, limit: int = MAX_STATELESS_CALLS) -> None:
+        self._calls: dict[tuple[Any, RequestId], RequestContext | list[RequestContext]] = {}
+        self.count = 0  # calls kept (those sharing a key included)
+        self.limit = limit
+
+    def add(self, key: tuple[Any, RequestId], ctx: RequestContext) -> bool:
+        """Keep ``ctx`` under ``key`` while it runs; False (not kept) when the table is full."""
+        if self.count >= self.limit:
+            return False
+        calls = self._calls
+        kept = calls.get(key)
+        if kept is None:
+            calls[key] = ctx
+        elif type(kept) is list:
+            kept.append(ctx)
+        else:
+            calls[key] = [kept, ctx]  # type: ignore[list-item]
+        self.count += 1
+        return True
+
+    def discard(self, key: tuple[Any, RequestId], ctx: RequestContext) -> None:
+        """``ctx`` (kept under ``key``) ended."""
+        calls = self._calls
+        kept = calls.get(key)
+        if kept is ctx:
+            del calls[key]
+        elif type(kept) is list and ctx in kept:
+            kept.remove(ctx)
+            if len(kept) == 1:
+                calls[key] = kept[0]
+        else:
+            return
+        self.count -= 1
+
+    def cancel(self, principal: Any, msg: Any) -> None:
+        """Cancel the call that each ``notifications/cancelled`` in ``msg`` (a notification or a batch) names, when
+        ``principal`` is running one (and only one) under that id; anything else is ignored."""
+        for item in msg if type(msg) is Batch else (msg,):
+            if type(item) is not Notification or item.method != "notifications/cancelled" or not item.params:
+                continue
+            rid = item.params.get("requestId")
+            if type(rid) is not str and type(rid) is not int:
+                continue
+            ctx = self._calls.get((principal, rid))  # type: ignore[arg-type]
+            if type(ctx) is RequestContext and not ctx.done:
+                ctx.cancelled = True  # (no answer: the engine ends the call's stream without one)
+                if ctx.task is not None:
+                    ctx.task.cancel()
 
 
 class HandshakeRoutes:
@@ -85,6 +151,7 @@ class HandshakeRoutes:
         self.peer_options = peer_options
         self.draining = False  # this worker stops: new GET streams are refused (MCPApp.drain)
         self.stateless_sessions: dict[str, HostedSession] = {}
+        self.stateless_calls = StatelessCalls()
 
     # ------------------------------------------------------------------ a session's POST
 
@@ -234,8 +301,12 @@ class HandshakeRoutes:
 
     # ------------------------------------------------------------------ stateless
 
-    async def post_stateless(self, receive: Receive, send: Send, h: Headers, msg: Any, body: bytes) -> None:
-        """A handshake-era POST to a stateless endpoint: run on a pre-initialized session of its version."""
+    async def post_stateless(
+        self, scope: Scope, receive: Receive, send: Send, h: Headers, msg: Any, body: bytes
+    ) -> None:
+        """A handshake-era POST to a stateless endpoint: run on a pre-initialized session of its version. An
+        authenticated caller's call that does not answer at once is kept in :attr:`stateless_calls` while it runs,
+        for that caller's ``notifications/cancelled`` (see :class:`StatelessCalls`)."""
         server = self.server
         hv = text(h.get(b"mcp-protocol-version"))
         if hv is not None and hv not in server.handshake_versions:
@@ -251,6 +322,8 @@ class HandshakeRoutes:
         else:
             session = self._stateless_session(version)
         if not has_requests(msg):
+            if self.stateless_calls.count and scope.get("auth") is not None:
+                self.stateless_calls.cancel(client_key(scope), msg)  # (the shared peer knows no detached request)
             await session.peer.receive_parsed(msg, NULL_OUTBOX, body)
             await respond(send, 202)
             return
@@ -260,6 +333,14 @@ class HandshakeRoutes:
             # A detached run: concurrent clients may reuse request ids on this shared peer.
             ctx = session.peer.detached(msg.id, msg.method, msg.params, stream, body)
             runner = session.peer.run_detached(ctx)
+            if type(runner) is not Outgoing and scope.get("auth") is not None and msg.method != "initialize":
+                key = (client_key(scope), msg.id)
+                if self.stateless_calls.add(key, ctx):
+                    try:
+                        await self.answers.serve(stream, runner, None, receive, send, ())
+                    finally:
+                        self.stateless_calls.discard(key, ctx)
+                    return
         else:
             runner = self._preinitialized(version).peer.answer(msg, stream, body)
         await self.answers.serve(stream, runner, None, receive, send, ())

@@ -457,7 +457,7 @@ class StreamableHTTPEndpoint:
             err = UnsupportedProtocolVersion(requested, server.supported_versions)
             return respond(send, 400, jsonrpc.encode_error(msg.id if t is Request else None, err.to_error()))  # type: ignore[union-attr]
         if self.stateless:
-            return self.handshake.post_stateless(receive, send, h, msg, body)
+            return self.handshake.post_stateless(scope, receive, send, h, msg, body)
         return self.handshake.post(scope, h, hv, msg, receive, send, body)
 
 

@@ -1,0 +1,140 @@
+"""The handshake era's stateless endpoint (no sessions): a client's ``notifications/cancelled`` for one of its calls
+still running, sent as a POST of its own. Real uvicorn on 127.0.0.1, bearer tokens checked by ``protect``, raw
+httpx clients."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import orjson
+
+from mcpkit.auth import protect
+from mcpkit.auth.verifiers import AccessToken, StaticTokenVerifier
+from mcpkit.transports.http import handshake
+from support.mcp_http import Probe, handshake_headers, make_server, messages, running, sse_events
+
+V = "2025-11-25"
+RESOURCE = "http://127.0.0.1/mcp"
+
+
+def call(rid: int, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": arguments or {}}}
+
+
+def cancelled(rid: int) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid, "reason": "test"}}
+
+
+def protected(app: Any) -> Any:
+    """``app`` behind bearer tokens: alice and bob (two principals of one client), eve (alice's subject, another
+    issuer)."""
+    verifier = StaticTokenVerifier(
+        {
+            "tok-alice": AccessToken("tok-alice", client_id="c", subject="alice", audience=(RESOURCE,)),
+            "tok-alice-2": AccessToken("tok-alice-2", client_id="c", subject="alice", audience=(RESOURCE,)),
+            "tok-bob": AccessToken("tok-bob", client_id="c", subject="bob", audience=(RESOURCE,)),
+        }
+    )
+    return protect(app, resource=RESOURCE, verifier=verifier, check_audience=False)
+
+
+@contextlib.asynccontextmanager
+async def client(token: str | None) -> AsyncIterator[httpx.AsyncClient]:
+    headers = {"authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=10, headers=headers) as http:
+        yield http
+
+
+async def test_a_stateless_call_is_cancelled_by_its_principal_and_by_no_one_else() -> None:
+    """Bob's cancellation of id 7 leaves alice's call 7 running; alice's own (another token, the same principal)
+    stops it: the handler sees the cancellation, the POST's stream ends without an answer, and the table of running
+    calls is empty again."""
+    probe = Probe()
+    async with (
+        running(make_server(probe), stateless=True, wrap=protected) as (base, app),
+        client("tok-alice") as alice,
+        client("tok-alice-2") as alice_again,
+        client("tok-bob") as bob,
+    ):
+        url = base + "/mcp"
+        h = handshake_headers(None, V)
+        post = asyncio.create_task(alice.post(url, json=call(7, "hang"), headers=h))
+        await asyncio.wait_for(probe.started.wait(), 5)
+        assert (await bob.post(url, json=cancelled(7), headers=h)).status_code == 202
+        await asyncio.sleep(0.2)
+        assert probe.cancelled == [] and not post.done()
+        assert (await alice_again.post(url, json=cancelled(7), headers=h)).status_code == 202
+        r = await asyncio.wait_for(post, 5)
+        assert probe.cancelled == [7]
+        assert [m for m in messages(sse_events(r.text)) if "id" in m] == []  # no answer for a cancelled request
+        assert app.streamable.handshake.stateless_calls.count == 0
+        r = await alice.post(url, json=call(8, "echo", {"text": "still here"}), headers=h)
+        assert orjson.loads(r.content)["result"]["content"][0]["text"] == "still here"
+
+
+async def test_an_anonymous_stateless_call_is_not_cancelled_by_request_id() -> None:
+    """Without authentication nothing tells the client that sent a call from any other one: a cancellation naming
+    its id (which any client may send) leaves it running to its answer."""
+    probe = Probe()
+    async with running(make_server(probe), stateless=True) as (base, app), client(None) as http:
+        url = base + "/mcp"
+        h = handshake_headers(None, V)
+        post = asyncio.create_task(http.post(url, json=call(9, "progress", {"steps": 4, "delay": 0.1}), headers=h))
+        await asyncio.sleep(0.15)
+        assert (await http.post(url, json=cancelled(9), headers=h)).status_code == 202
+        r = await asyncio.wait_for(post, 5)
+        answer = messages(sse_events(r.text))[-1]
+        assert answer["id"] == 9 and answer["result"]["content"][0]["text"] == "done 4"
+        assert app.streamable.handshake.stateless_calls.count == 0
+
+
+async def test_a_cancellation_naming_an_id_two_calls_of_the_principal_share_cancels_neither() -> None:
+    """Two calls of one principal under one id (two processes of one service account numbering from 1): which one
+    the cancellation meant is unknown, so both run to their answers; the table is empty afterwards."""
+    async with (
+        running(make_server(), stateless=True, wrap=protected) as (base, app),
+        client("tok-alice") as alice,
+    ):
+        url = base + "/mcp"
+        h = handshake_headers(None, V)
+        posts = [
+            asyncio.create_task(alice.post(url, json=call(3, "progress", {"steps": 4, "delay": 0.1}), headers=h))
+            for _ in range(2)
+        ]
+        await asyncio.sleep(0.15)
+        assert app.streamable.handshake.stateless_calls.count == 2
+        assert (await alice.post(url, json=cancelled(3), headers=h)).status_code == 202
+        for r in await asyncio.wait_for(asyncio.gather(*posts), 5):
+            assert messages(sse_events(r.text))[-1]["result"]["content"][0]["text"] == "done 4"
+        assert app.streamable.handshake.stateless_calls.count == 0
+
+
+async def test_the_table_of_cancellable_stateless_calls_is_bounded() -> None:
+    """Past the table's bound a call still runs and answers, it only cannot be cancelled; one registered
+    before the table filled still can."""
+    probe = Probe()
+    async with (
+        running(make_server(probe), stateless=True, wrap=protected) as (base, app),
+        client("tok-alice") as alice,
+    ):
+        calls = app.streamable.handshake.stateless_calls
+        calls.limit = 1
+        url = base + "/mcp"
+        h = handshake_headers(None, V)
+        first = asyncio.create_task(alice.post(url, json=call(1, "hang"), headers=h))
+        await asyncio.wait_for(probe.started.wait(), 5)
+        assert calls.count == 1
+        second = asyncio.create_task(alice.post(url, json=call(2, "progress", {"steps": 3, "delay": 0.1}), headers=h))
+        await asyncio.sleep(0.1)
+        assert calls.count == 1  # the second is not in the table
+        assert (await alice.post(url, json=cancelled(2), headers=h)).status_code == 202
+        r = await asyncio.wait_for(second, 5)
+        assert messages(sse_events(r.text))[-1]["result"]["content"][0]["text"] == "done 3"
+        assert (await alice.post(url, json=cancelled(1), headers=h)).status_code == 202
+        await asyncio.wait_for(first, 5)
+        assert probe.cancelled == [1] and calls.count == 0
+    assert handshake.MAX_STATELESS_CALLS == 10_000
