@@ -60,3 +60,17 @@ async def test_a_server_request_on_a_modern_stream_is_not_answered(caplog: pytes
     assert all(isinstance(b, dict) and "method" in b for b in app.received), app.received
     warnings = [r for r in caplog.records if "roots/list" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in caplog.records]  # once per session, not per request
+
+
+async def test_notifications_naming_no_request_id_as_their_subscription_are_delivered_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A notification whose ``subscriptionId`` is not a request id (a list, an object, null, a float, true) belongs
+    to no listen stream of the client: it is delivered like any other notification, without the traceback per
+    notification the demultiplexing used to log ('unhashable type')."""
+    app = hostile_modern.create()
+    caplog.set_level(logging.WARNING, logger="mcpkit")
+    async with serve_asgi(app) as port, Client(f"http://127.0.0.1:{port}/mcp", mode="modern") as client:
+        for _ in range(2):
+            assert (await client.call_tool("odd_subscription_ids", {})).text == "done"
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -534,8 +534,9 @@ class ClientSession:
             self.seen(method, params)
         if params is not None:
             meta = params.get("_meta")
-            if isinstance(meta, dict) and META_SUBSCRIPTION_ID in meta:
-                queue = self._listen_queues.get(meta[META_SUBSCRIPTION_ID])
+            sid = meta.get(META_SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+            if type(sid) is str or type(sid) is int:  # (a listen's request id; nothing else names a stream of ours)
+                queue = self._listen_queues.get(sid)
                 if queue is not None:
                     with contextlib.suppress(asyncio.QueueFull):
                         queue.put_nowait((method, params))

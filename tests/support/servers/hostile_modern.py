@@ -22,6 +22,10 @@ def _result(rid: Any, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": rid, "result": {"resultType": "complete", "_meta": INFO, **result}}
 
 
+def _sub(subscription_id: Any) -> dict[str, Any]:
+    return {"_meta": {"io.modelcontextprotocol/subscriptionId": subscription_id}}
+
+
 def _answer(body: dict[str, Any], list_asks: bool) -> dict[str, Any] | list[dict[str, Any]]:
     """The answer to ``body``: one message (a JSON response), or a list (an SSE stream of those messages)."""
     rid, method, params = body.get("id"), body.get("method"), body.get("params") or {}
@@ -41,6 +45,10 @@ def _answer(body: dict[str, Any], list_asks: bool) -> dict[str, Any] | list[dict
         if name == "request_on_stream":  # a server->client request on the POST's stream (spec: MUST NOT)
             ask = {"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list", "params": {}}
             return [ask, _result(rid, {"content": [{"type": "text", "text": "done"}]})]
+        if name == "odd_subscription_ids":  # notifications whose subscriptionId is no request id (a list, ...)
+            odd: list[Any] = [[1], {"a": 1}, None, 1.5, True]
+            notes = [{"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": _sub(v)} for v in odd]
+            return [*notes, _result(rid, {"content": [{"type": "text", "text": "done"}]})]
         return _result(rid, {"content": [{"type": "text", "text": "ok"}]})
     return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"Method not found: {method}"}}
 
