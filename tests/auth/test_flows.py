@@ -335,6 +335,40 @@ async def test_dpop_proofs_with_malformed_claims_are_refused_not_a_500() -> None
         assert (r.status_code, r.json()["error"]) == (400, "invalid_dpop_proof"), r.text
 
 
+async def test_a_dpop_bound_token_opens_a_websocket_with_a_proof_of_the_upgrade_request() -> None:
+    """RFC 9449 §4.3, §7.1: a WebSocket upgrade is an HTTP GET of the resource, so the client proves it like any
+    request (``htm`` GET, ``htu`` the http(s) URL of ``/ws``, ``ath`` of the token), honours the MCP server's DPoP
+    nonce on the upgrade, and a server taking DPoP-bound tokens only serves it; a proof made for another request
+    does not open it."""
+    from mcpkit.client.client import Client
+
+    rs = {"dpop": DPoPVerifier(nonce=True), "dpop_required": True}
+    async with stack(as_options={"dpop": True}, rs_options=rs) as s:
+        ws_url = s["rs_base"].replace("http://", "ws://") + "/ws"
+        key = SigningKey.generate()
+        client, _ = oauth(s["mcp_url"], dpop=key)
+        async with Client(ws_url, auth=client) as c:
+            result = await c.call_tool("whoami", {})
+            assert result.raw.content[0].text == "test-user|"  # type: ignore[union-attr]
+        upgrades = [h for m, path, h in s["rs_log"].requests if m == "WEBSOCKET" and path == "/ws"]
+        assert upgrades and all(h["authorization"].startswith("DPoP ") for h in upgrades if "authorization" in h)
+        last = upgrades[-1]
+        claims = jwt.decode(last["dpop"], options={"verify_signature": False})
+        token = last["authorization"].partition(" ")[2]
+        assert (claims["htm"], claims["htu"]) == ("GET", s["rs_base"] + "/ws")
+        assert claims["ath"] == access_token_hash(token) and claims.get("nonce")
+        # the same token with a proof of a POST to /mcp (a proof of another request) opens nothing
+        import websockets
+
+        proof = make_proof(key, "POST", s["mcp_url"], access_token=token, nonce=claims["nonce"])
+        other = {"authorization": f"DPoP {token}", "dpop": proof}
+        with pytest.raises(websockets.InvalidStatus) as refused:
+            async with websockets.connect(ws_url, additional_headers=other):
+                pass
+        assert refused.value.response.status_code == 401
+        await client.aclose()
+
+
 @pytest.mark.req("M038")
 async def test_a_resource_server_requiring_dpop_refuses_bearer_tokens() -> None:
     async with stack(rs_options={"dpop_required": True}) as s, httpx.AsyncClient() as http:

@@ -63,11 +63,11 @@ async def serve(factory: Callable[[str], Any]) -> AsyncIterator[tuple[str, Serve
     served = Served()
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
+        if scope["type"] in ("http", "websocket"):  # (a WebSocket upgrade is logged as method "WEBSOCKET")
             headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
             served.requests.append(
                 (
-                    scope["method"],
+                    scope.get("method", "WEBSOCKET"),
                     scope["path"] + ("?" + scope["query_string"].decode() if scope["query_string"] else ""),
                     headers,
                 )
