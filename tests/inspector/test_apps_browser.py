@@ -418,3 +418,33 @@ def test_a_view_that_never_starts_the_handshake_is_pointed_out(browser: Any, tmp
         assert not page.errors  # type: ignore[attr-defined]
     finally:
         proc.stop()
+
+
+def test_the_view_is_told_its_container_and_when_it_changes(browser: Any) -> None:
+    """The frame's width is the host's: ``containerDimensions`` says so (a fixed ``width``, a ``maxHeight`` inline;
+    a fixed ``height`` too in fullscreen), and a change (the window resized, the display mode) is sent as
+    ``ui/notifications/host-context-changed``. Before, only ``maxHeight`` was sent: width unbounded, which by the
+    spec gives the view control of it, yet the host ignored the width of its size changes."""
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, _ = call_with_view(page, "hostile")
+        first = box.locator(".app-note:has-text('container {')")
+        first.wait_for(timeout=10_000)
+        sent = re.search(r'container \{"width":(\d+),"maxHeight":640\}', first.inner_text())
+        assert sent and int(sent[1]) > 600, first.inner_text()
+        page.set_viewport_size({"width": 900, "height": 1000})
+        frame = page.locator(".app-iframe").first
+        deadline = time.monotonic() + 10
+        widths: list[int] = []
+        while time.monotonic() < deadline:  # (the last width sent is the frame's)
+            notes = box.locator(".app-note:has-text('context changed')").all_inner_texts()
+            widths = [
+                int(w) for w in re.findall(r'"containerDimensions":\{"width":(\d+),"maxHeight":640\}', " ".join(notes))
+            ]
+            if widths and widths[-1] == frame.evaluate("f => f.clientWidth") < int(sent[1]):
+                break
+            time.sleep(0.2)
+        assert widths and widths[-1] == frame.evaluate("f => f.clientWidth") < int(sent[1]), widths
+    finally:
+        proc.stop()

@@ -113,6 +113,12 @@ class ViewHost {
     if (this.view.allow) this.frame.setAttribute("allow", this.view.allow);
     this.frame.style.height = "160px";
     this.frameBox.append(this.frame);
+    // the frame's width is the host's (fixed: the view fills it), its height the view's up to a maximum (inline) or
+    // the host's (fullscreen); a change is sent as host-context-changed
+    if (window.ResizeObserver) {
+      this.resized = new ResizeObserver(() => this.initialized && !this.closed && this.contextChanged({}));
+      this.resized.observe(this.frame);
+    }
   }
 
   // ------------------------------------------------------------------ messages from the view (via the sandbox)
@@ -260,6 +266,8 @@ class ViewHost {
     const info = p && p.appInfo && typeof p.appInfo.name === "string" ? `${p.appInfo.name} ${p.appInfo.version || ""}`.trim() : "a view";
     this.note("info", `${info} connected (apps protocol ${short(p && p.protocolVersion, 20)})`);
     const tool = { ...(this.tool || { name: this.call.name }) };
+    const dims = this.dimensions();
+    this.sentDimensions = JSON.stringify(dims);
     delete tool._display;
     this.reply(msg.id, {
       protocolVersion: APPS_PROTOCOL_VERSION,
@@ -278,7 +286,7 @@ class ViewHost {
         theme: theme(),
         displayMode: this.mode,
         availableDisplayModes: HOST_MODES,
-        containerDimensions: { maxHeight: INLINE_MAX_HEIGHT },
+        containerDimensions: dims,
         locale: navigator.language || "en",
         timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
         userAgent: "mcpkit-inspector",
@@ -288,11 +296,27 @@ class ViewHost {
     });
   }
 
+  dimensions() {
+    const height = this.mode === "fullscreen" && this.frame ? { height: this.frame.clientHeight } : { maxHeight: INLINE_MAX_HEIGHT };
+    const width = this.frame ? this.frame.clientWidth : 0;
+    return width > 0 ? { width, ...height } : height;
+  }
+
+  // host-context-changed with `changes`, and the container's dimensions when they differ from the ones last sent
+  contextChanged(changes) {
+    const dims = this.dimensions();
+    const key = JSON.stringify(dims);
+    const params = { ...changes };
+    if (key !== this.sentDimensions) params.containerDimensions = dims;
+    this.sentDimensions = key;
+    if (Object.keys(params).length) this.notify("ui/notifications/host-context-changed", params);
+  }
+
   setMode(mode) {
     this.mode = mode;
     this.box.classList.toggle("fullscreen", mode === "fullscreen");
     this.exitButton.hidden = mode !== "fullscreen";
-    if (this.initialized) this.notify("ui/notifications/host-context-changed", { displayMode: mode });
+    if (this.initialized) this.contextChanged({ displayMode: mode });
     this.note("info", `display mode: ${mode}`);
   }
 
@@ -410,6 +434,7 @@ class ViewHost {
     }
     this.closed = true;
     clearTimeout(this.silentTimer);
+    if (this.resized) this.resized.disconnect();
     window.removeEventListener("message", this.onMessage);
     if (window.matchMedia) window.matchMedia("(prefers-color-scheme: dark)").removeEventListener("change", this.onTheme);
     if (this.frame) this.frame.remove();
