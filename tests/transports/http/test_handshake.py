@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import secrets
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import orjson
+import pytest
 
 from mcpkit.auth import protect
 from mcpkit.auth.verifiers import AccessToken, StaticTokenVerifier
+from mcpkit.stores.redis import RedisFanout
 from mcpkit.transports.http import handshake
 from support.mcp_http import Probe, handshake_headers, make_server, messages, running, sse_events
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 V = "2025-11-25"
 RESOURCE = "http://127.0.0.1/mcp"
@@ -138,3 +142,34 @@ async def test_the_table_of_cancellable_stateless_calls_is_bounded() -> None:
         await asyncio.wait_for(first, 5)
         assert probe.cancelled == [1] and calls.count == 0
     assert handshake.MAX_STATELESS_CALLS == 10_000
+
+
+@pytest.mark.redis
+async def test_a_stateless_cancellation_reaching_another_worker_cancels_the_call(redis_url: str) -> None:  # noqa: F811
+    """Two workers sharing a Redis fan-out: alice's call runs on worker A, her cancellation reaches worker B (a
+    balancer sends each POST anywhere), which logs it; A cancels the call. Bob's, logged the same way, does not."""
+    prefix = f"stateless-{secrets.token_hex(4)}:"
+    probe = Probe()
+    async with (
+        running(make_server(probe), stateless=True, wrap=protected, fanout=RedisFanout(redis_url, prefix=prefix)) as (
+            a,
+            app_a,
+        ),
+        running(make_server(), stateless=True, wrap=protected, fanout=RedisFanout(redis_url, prefix=prefix)) as (
+            b,
+            _,
+        ),
+        client("tok-alice") as alice,
+        client("tok-bob") as bob,
+    ):
+        h = handshake_headers(None, V)
+        post = asyncio.create_task(alice.post(a + "/mcp", json=call(7, "hang"), headers=h))
+        await asyncio.wait_for(probe.started.wait(), 5)
+        assert (await bob.post(b + "/mcp", json=cancelled(7), headers=h)).status_code == 202
+        await asyncio.sleep(0.5)
+        assert probe.cancelled == [] and not post.done()
+        assert (await alice.post(b + "/mcp", json=cancelled(7), headers=h)).status_code == 202
+        r = await asyncio.wait_for(post, 5)
+        assert probe.cancelled == [7]
+        assert [m for m in messages(sse_events(r.text)) if "id" in m] == []
+        assert app_a.streamable.handshake.stateless_calls.count == 0

@@ -13,9 +13,12 @@ endpoint runs each request on a pre-initialized session of its version instead.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Sequence
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ..._asgi import Receive, Scope, Send
 from ...engine import ERROR, NULL_OUTBOX, Outgoing, RequestContext
@@ -24,7 +27,7 @@ from ...protocol.errors import INVALID_REQUEST
 from ...protocol.jsonrpc import Batch, Notification, Request, RequestId
 from .answer import Answerer
 from .sessions import SessionManager, client_key, owned_by
-from .shared import unavailable
+from .shared import MAX_LOGGED_CANCELS, unavailable
 from .stream import JSON_MODE, SSE_MODE, UNDECIDED, HTTPSession, SSEPump, Stream
 from .wire import (
     JSON_TYPE,
@@ -43,8 +46,11 @@ from .wire import (
 )
 
 if TYPE_CHECKING:
-    from ...hosting import HostedServer, HostedSession
+    from ...hosting import Fanout, HostedServer, HostedSession
     from ...stores import EventStore, SessionStore
+    from ...stores.log import LogEntry
+
+logger = logging.getLogger("mcpkit.http")
 
 _NOT_FOUND = error_body(None, INVALID_REQUEST, "Session not found")
 _SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
@@ -52,6 +58,8 @@ _SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Sessi
 
 #: Running calls of authenticated callers a stateless endpoint keeps for their cancellation (beyond: not kept).
 MAX_STATELESS_CALLS = 10_000
+#: What a stateless cancellation logged for the other workers is logged under (then the principal, as JSON).
+STATELESS_LOG = "stateless-cancel:"
 
 
 class StatelessCalls:
@@ -62,14 +70,18 @@ class StatelessCalls:
     address: anonymous calls are not kept, since any client could name another's request id. Two calls of one
     principal running under one id are both left running by a cancellation naming it (which one was meant is
     unknown). At most :attr:`limit` calls are kept (:data:`MAX_STATELESS_CALLS`): a call beyond runs and answers,
-    but cannot be cancelled. Only this worker's calls: a cancellation reaching another worker is not passed on."""
+    but cannot be cancelled. With a shared fan-out (several workers, Redis) a cancellation that finds no call here
+    is logged for the other workers (:meth:`cancel_anywhere`, at most ``MAX_LOGGED_CANCELS`` a second per
+    principal), and the worker running the call cancels it."""
 
-    __slots__ = ("_calls", "count", "limit")
+    __slots__ = ("_calls", "_logged", "count", "fanout", "limit")
 
     def __init__(self, limit: int = MAX_STATELESS_CALLS) -> None:
         self._calls: dict[tuple[Any, RequestId], RequestContext | list[RequestContext]] = {}
         self.count = 0  # calls kept (those sharing a key included)
         self.limit = limit
+        self.fanout: Fanout | None = None  # the fan-out whose logged cancellations this table follows
+        self._logged: dict[Any, tuple[int, int]] = {}  # principal -> (second, cancellations logged in it)
 
     def add(self, key: tuple[Any, RequestId], ctx: RequestContext) -> bool:
         """Keep ``ctx`` under ``key`` while it runs; False (not kept) when the table is full."""
@@ -100,9 +112,11 @@ class StatelessCalls:
             return
         self.count -= 1
 
-    def cancel(self, principal: Any, msg: Any) -> None:
+    def cancel(self, principal: Any, msg: Any) -> list[Notification]:
         """Cancel the call that each ``notifications/cancelled`` in ``msg`` (a notification or a batch) names, when
-        ``principal`` is running one (and only one) under that id; anything else is ignored."""
+        ``principal`` is running one (and only one) under that id; returns the cancellations that named no call
+        here (anything else is ignored)."""
+        missed: list[Notification] = []
         for item in msg if type(msg) is Batch else (msg,):
             if type(item) is not Notification or item.method != "notifications/cancelled" or not item.params:
                 continue
@@ -110,10 +124,61 @@ class StatelessCalls:
             if type(rid) is not str and type(rid) is not int:
                 continue
             ctx = self._calls.get((principal, rid))  # type: ignore[arg-type]
-            if type(ctx) is RequestContext and not ctx.done:
+            if ctx is None:
+                missed.append(item)
+            elif type(ctx) is RequestContext and not ctx.done:
                 ctx.cancelled = True  # (no answer: the engine ends the call's stream without one)
                 if ctx.task is not None:
                     ctx.task.cancel()
+        return missed
+
+    async def cancel_anywhere(self, principal: Any, msg: Any, fanout: Fanout) -> None:
+        """:meth:`cancel`, and with a shared fan-out each cancellation that named no call here logged for the
+        other workers (a cancellation that cannot be logged is lost: the call runs to its answer)."""
+        from ...stores.log import SharedFanout
+
+        missed = self.cancel(principal, msg)
+        if not missed or not isinstance(fanout, SharedFanout) or not self._may_log(principal):
+            return
+        value = STATELESS_LOG + orjson.dumps(principal).decode()
+        for item in missed:
+            try:
+                await fanout.post(value, "cancel", jsonrpc.encode(item))
+            except (ConnectionError, ValueError) as exc:  # (unreachable, or larger than a log entry may be)
+                logger.info("a stateless cancellation could not be logged for the other workers: %s", exc)
+
+    def _may_log(self, principal: Any) -> bool:
+        """At most ``MAX_LOGGED_CANCELS`` logged a second for one principal (the table of counts is bounded)."""
+        now = int(time.monotonic())
+        second, count = self._logged.get(principal, (now, 0))
+        if second != now:
+            count = 0
+        if count >= MAX_LOGGED_CANCELS:
+            return False
+        if len(self._logged) >= 10_000:
+            self._logged.clear()
+        self._logged[principal] = (now, count + 1)
+        return True
+
+    def follow(self, fanout: Fanout) -> None:
+        """Follow the cancellations other workers log on ``fanout`` (when it is shared) for the calls kept here."""
+        from ...stores.log import SharedFanout
+
+        self.fanout = fanout
+        if isinstance(fanout, SharedFanout):
+            fanout.on_session_event(self._logged_cancel)
+
+    async def _logged_cancel(self, entry: LogEntry) -> None:
+        """A cancellation another worker logged: cancel the call it names if it runs here."""
+        if entry.kind != "cancel" or not self.count or entry.data is None or not entry.value.startswith(STATELESS_LOG):
+            return
+        try:
+            owner = orjson.loads(entry.value[len(STATELESS_LOG) :])
+            msg = jsonrpc.parse(entry.data)
+        except Exception:
+            return
+        if isinstance(owner, list):
+            self.cancel(tuple(owner), msg)
 
 
 class HandshakeRoutes:
@@ -322,8 +387,8 @@ class HandshakeRoutes:
         else:
             session = self._stateless_session(version)
         if not has_requests(msg):
-            if self.stateless_calls.count and scope.get("auth") is not None:
-                self.stateless_calls.cancel(client_key(scope), msg)  # (the shared peer knows no detached request)
+            if scope.get("auth") is not None:  # (the shared peer knows no detached request)
+                await self.stateless_calls.cancel_anywhere(client_key(scope), msg, server.fanout)
             await session.peer.receive_parsed(msg, NULL_OUTBOX, body)
             await respond(send, 202)
             return
@@ -336,6 +401,8 @@ class HandshakeRoutes:
             if type(runner) is not Outgoing and scope.get("auth") is not None and msg.method != "initialize":
                 key = (client_key(scope), msg.id)
                 if self.stateless_calls.add(key, ctx):
+                    if self.stateless_calls.fanout is not server.fanout:
+                        self.stateless_calls.follow(server.fanout)
                     try:
                         await self.answers.serve(stream, runner, None, receive, send, ())
                     finally:
