@@ -873,6 +873,21 @@ async def test_modern_errors_and_status_codes() -> None:
         assert r.status_code == 400 and MODERN in orjson.loads(r.content)["error"]["data"]["supported"]
 
 
+async def test_a_handshake_revision_sent_per_request_is_refused_saying_how_to_speak_it() -> None:
+    """A handshake-era revision named in a 2026-07-28-style request is -32022, and ``supported`` lists it (the
+    server speaks it, by ``initialize``): the message says so, so a client retrying with a listed version is not
+    refused again without knowing why."""
+    async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
+        r = await http.post(
+            base + "/mcp",
+            json=modern_body("tools/list", version=V),
+            headers=modern_headers("tools/list", version=V),
+        )
+        err = orjson.loads(r.content)["error"]
+        assert r.status_code == 400 and err["code"] == -32022 and V in err["data"]["supported"]
+        assert err["data"]["requested"] == V and "send initialize" in err["message"], err
+
+
 async def test_a_response_posted_in_2026_07_28_is_refused_as_not_a_request() -> None:
     # 2026-07-28 (Streamable HTTP, "Sending Messages"): the body is a request or a notification; the client MUST
     # NOT send responses. There are no sessions in that era, so the refusal says so, not "Mcp-Session-Id required"

@@ -183,7 +183,14 @@ class ModernValidator:
             return _mismatch(f"MCP-Protocol-Version header {text(hv)!r} does not match the body's {body_version!r}")
         server = self.server
         if body_version not in server.modern_versions:
-            return Refused(400, UnsupportedProtocolVersion(body_version, server.supported_versions).to_error())
+            message = None
+            if body_version in server.handshake_versions:  # (listed in `supported`: say how it is spoken here)
+                message = (
+                    f"Unsupported protocol version: {body_version!r} per request; it is a handshake-era revision:"
+                    " send initialize without the 2026-07-28 header and _meta"
+                )
+            refusal = UnsupportedProtocolVersion(body_version, server.supported_versions, message)
+            return Refused(400, refusal.to_error())
         if len(self._known_versions) < 16:
             self._known_versions[hv] = body_version  # served, and the header says it
         method = msg.method
