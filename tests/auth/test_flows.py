@@ -774,7 +774,7 @@ async def test_a_client_metadata_document_is_fetched_from_the_address_checked_no
     checked, so a name that passed the check and resolves to ``169.254.169.254`` when connecting (DNS rebinding) is
     never connected to. (The resolver is the one stand-in: this machine runs no DNS server to re-point a name.)"""
     hits: list[str] = []
-    doc = {"client_id": "{base}/client.json", "redirect_uris": [REDIRECT]}
+    doc = {"client_id": "{base}/client.json", "client_name": "rebound", "redirect_uris": [REDIRECT]}
     docs = {"/client.json": doc, "/again.json": {**doc, "client_id": "{base}/again.json"}}
     answers = ["169.254.169.254"]
     lookups: list[str] = []
@@ -812,7 +812,7 @@ async def test_a_client_metadata_document_is_fetched_from_the_address_checked_no
 
 async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() -> None:
     hits: list[str] = []
-    good = {"client_id": "{base}/good.json", "redirect_uris": [REDIRECT]}
+    good = {"client_id": "{base}/good.json", "client_name": "good", "redirect_uris": [REDIRECT]}
     docs: dict[str, Any] = {
         "/good.json": good,
         "/other-id.json": {"client_id": "https://elsewhere.example/c.json", "redirect_uris": [REDIRECT]},
@@ -828,6 +828,9 @@ async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() ->
         # grant_types holding a list: was a TypeError (unhashable) and a 500 at /authorize
         "/bad-grants.json": {"client_id": "{base}/bad-grants.json", "redirect_uris": [REDIRECT], "grant_types": [[]]},
         "/moved.json": (302, [(b"location", b"/good.json")], b""),
+        # MCP 2025-11-25: the document must hold client_id, client_name and redirect_uris (what the consent shows)
+        "/no-name.json": {"client_id": "{base}/no-name.json", "redirect_uris": [REDIRECT]},
+        "/empty-name.json": {"client_id": "{base}/empty-name.json", "client_name": " ", "redirect_uris": [REDIRECT]},
     }
     async with serve(_documents(docs, hits)) as (docs_url, _), stack() as s, httpx.AsyncClient() as http:
         _, challenge = pkce_pair()
@@ -854,6 +857,8 @@ async def test_client_metadata_documents_that_cannot_be_trusted_are_refused() ->
             ("/bad-grants.json", "grant_types"),
             ("/moved.json", "redirects are not followed"),
             ("/missing.json", "HTTP 404"),
+            ("/no-name.json", "client_name"),
+            ("/empty-name.json", "client_name"),
         ):
             r = await authorize(docs_url + path)
             assert r.status_code == 401 and r.json()["error"] == "invalid_client", path

@@ -7,10 +7,11 @@ The server fetches what a stranger names, so the fetch follows the rules of mcpk
 that kind of address itself (or ``allow_private_network=True``), checked again where the connection is made (the
 address checked is the address connected to: no DNS rebinding), no redirect followed, the answer capped
 (``max_client_document``, 5 KiB by default) and the whole fetch bounded in time (``client_document_timeout``, 5 s
-by default, from connecting to the last byte). The document must name itself (``client_id`` equal to the URL), list
-its ``redirect_uris`` (an authorization request must use one of them) and hold no secret: such a client is public
-(``none``) or authenticates with ``private_key_jwt`` and the ``jwks`` it lists by value. Documents are cached as
-their ``Cache-Control`` says (60 s to 1 h, 5 min without one) and failures for a minute, both bounded in entries.
+by default, from connecting to the last byte). The document must name itself (``client_id`` equal to the URL), have
+a ``client_name``, list its ``redirect_uris`` (an authorization request must use one of them) and hold no secret:
+such a client is public (``none``) or authenticates with ``private_key_jwt`` and the ``jwks`` it lists by value.
+Documents are cached as their ``Cache-Control`` says (60 s to 1 h, 5 min without one) and failures for a minute,
+both bounded in entries.
 """
 
 from __future__ import annotations
@@ -172,6 +173,10 @@ class ClientDocuments:
             g not in ("authorization_code", "refresh_token") for g in grant_types
         ):
             raise refuse("grant_types may be authorization_code and refresh_token only")
+        name = meta.get("client_name")
+        if not isinstance(name, str) or not name.strip():
+            # MCP 2025-11-25: client_id, client_name and redirect_uris at least (the name is what a consent shows)
+            raise refuse("client_name is required")
         scope = meta.get("scope") if isinstance(meta.get("scope"), str) else None
         return ClientRecord(
             url,
