@@ -113,7 +113,7 @@ server.run(max_message_size=64 * 1024)
 
 
 @pytest.mark.req("S021")
-async def test_an_oversized_request_is_refused_with_its_id_written_first_or_last() -> None:
+async def test_an_oversized_request_is_refused_with_its_id_wherever_it_stands() -> None:
     async with raw_stdio([sys.executable, "-c", _SMALL_LIMIT_SERVER]) as (p, _t):
         await p.initialize()
         text = "x" * 200_000
@@ -121,7 +121,13 @@ async def test_an_oversized_request_is_refused_with_its_id_written_first_or_last
         await p.send(orjson.dumps({**last, "id": "ts-style-7"}))
         e = await p.recv()
         assert e["id"] == "ts-style-7" and e["error"]["code"] == -32600
-        # an id the first and last bytes cannot show is not guessed
+        # an id between two long members (neither in the first nor in the last bytes) is found too
+        await p.send(
+            orjson.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"t": text}, "id": 8, "x": text})
+        )
+        e = await p.recv()
+        assert e["id"] == 8 and e["error"]["code"] == -32600
+        # a nested object's id is not the request's
         await p.send(orjson.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {"t": text, "id": 9}}))
         e = await p.recv()
         assert e["id"] is None and e["error"]["code"] == -32600

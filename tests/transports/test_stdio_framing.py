@@ -72,14 +72,16 @@ async def test_an_oversized_line_is_dropped_as_it_streams_and_the_next_line_surv
 
 
 async def test_an_oversized_request_is_refused_with_its_id_wherever_the_pipe_splits_it() -> None:
-    """The id is recovered from the line's first bytes (written first) or last bytes (written last), whatever the
-    chunks; a response's id, or one the kept bytes cannot show for certain, is not."""
+    """The id is found wherever the line has it (first, last, between long members), whatever the chunks; a
+    response's id, a nested one, or text that only looks like an id inside a string, is not."""
     filler = b"y" * 5000
     lines = [
         b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"t":"' + filler + b'"}}',
         b'{"method":"tools/call","params":{"t":"' + filler + b'"},"jsonrpc":"2.0","id":"last"}',
         b'{"jsonrpc":"2.0","id":43,"result":{"t":"' + filler + b'"}}',
         b'{"method":"tools/call","params":{"t":"' + filler + b'","id":44}}',
+        b'{"method":"tools/call","params":{"t":"' + filler + b'"},"id":45,"x":"' + filler + b'"}',
+        b'{"method":"tools/call","params":{"t":"' + filler + b'\\",\\"id\\":46,\\""}}',
     ]
     wire = b"".join(line + b"\n" for line in lines) + b'{"ok":1}\n' + lines[0][:-2]  # (the last one ends with EOF)
     for size in (1, 7, 100, 511, 512, 513, 4096, len(wire)):
@@ -101,6 +103,8 @@ async def test_an_oversized_request_is_refused_with_its_id_wherever_the_pipe_spl
             ("TOO LARGE", 41),
             ("TOO LARGE", "last"),
             ("TOO LARGE", None),
+            ("TOO LARGE", None),
+            ("TOO LARGE", 45),
             ("TOO LARGE", None),
             b'{"ok":1}',
             ("TOO LARGE", 41),

@@ -134,8 +134,8 @@ class FrameTooLarge(Exception):
     """Raised by a transport's ``receive()`` when a frame exceeds the configured maximum size (the engine answers
     it with -32600 and goes on reading).
 
-    ``request_id`` is the id of the request the frame carried when the transport could recover it from the frame's
-    first and last bytes (:func:`mcpkit.protocol.oversize.recover_request_id`); the -32600 answer then carries it,
+    ``request_id`` is the id of the request the frame carried when the transport found it while the frame streamed
+    past (:class:`mcpkit.protocol.oversize.RequestIdScanner`); the -32600 answer then carries it,
     so the peer's request fails at once instead of waiting out its timeout. None: not known (the answer has
     ``id: null``), or not a request."""
 

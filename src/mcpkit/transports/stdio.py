@@ -27,7 +27,7 @@ from .._aio import running_loop as _running_loop
 from .._runtime import read_in_chunks
 from ..engine import BaseConnection, Outgoing
 from ..protocol.errors import ConnectionClosed, FrameTooLarge
-from ..protocol.oversize import KEEP_BYTES, recover_request_id
+from ..protocol.oversize import RequestIdScanner
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
 logger = logging.getLogger("mcpkit.stdio")
@@ -145,8 +145,8 @@ def _pollable(fd: int) -> bool:
 class _LineReader(asyncio.Protocol):
     """Newline framing done where the bytes arrive: every complete line of a chunk is queued at once, so a burst of
     requests costs one wake-up, not one per line. Memory is bounded: an over-long line is discarded as it streams
-    (only a marker is queued once the line ends, with its first and last :data:`KEEP_BYTES` bytes, to answer the
-    request with its id) and reading pauses while too many lines wait to be consumed."""
+    (only a marker is queued once the line ends, with the request id a :class:`RequestIdScanner` found in it as it
+    streamed, to answer the request with its id) and reading pauses while too many lines wait to be consumed."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
@@ -154,9 +154,8 @@ class _LineReader(asyncio.Protocol):
         self._parts: list[bytes] = []  # the unfinished line, in chunks (no quadratic re-copying)
         self._partial = 0
         self._skipping = False  # inside an over-long line: drop bytes until its newline
-        self._head = b""  # the first bytes of the over-long line being dropped
-        self._tail = b""  # and the last seen so far
-        self.oversized: deque[tuple[bytes, bytes]] = deque()  # (head, tail) of each queued _TOO_LARGE
+        self._scanner = RequestIdScanner()  # follows the over-long line being dropped, for its request id
+        self.oversized: deque[int | str | None] = deque()  # the request id of each queued _TOO_LARGE
         self._eof = False
         self._waiter: asyncio.Future[None] | None = None
         self._transport: asyncio.ReadTransport | None = None
@@ -174,7 +173,8 @@ class _LineReader(asyncio.Protocol):
         while nl != -1:
             if self._skipping:
                 self._skipping = False
-                self._too_large(self._head, (self._tail + data[max(0, nl - KEEP_BYTES) : nl])[-KEEP_BYTES:])
+                self._scanner.feed(data[start:nl])
+                self._too_large(self._scanner.request_id())
             elif self._parts:
                 self._parts.append(data[start:nl])
                 line = b"".join(self._parts)
@@ -186,8 +186,8 @@ class _LineReader(asyncio.Protocol):
             start = nl + 1
             nl = data.find(b"\n", start)
         if start < len(data):
-            if self._skipping:  # (keep the last bytes of the over-long line; first, so the usual case jumps no more)
-                self._tail = (self._tail + data)[-KEEP_BYTES:] if len(data) < KEEP_BYTES else data[-KEEP_BYTES:]
+            if self._skipping:  # (first, so the usual case jumps no more)
+                self._scanner.feed(data[start:] if start else data)
             else:
                 rest = data[start:] if start else data
                 self._partial += len(rest)
@@ -202,26 +202,25 @@ class _LineReader(asyncio.Protocol):
                 self._transport.pause_reading()
 
     def _skip_line(self, rest: bytes) -> None:
-        """The line being read is over the limit: keep its first and last bytes, drop the rest up to its newline
-        (its marker is queued at its end, when its last bytes are known)."""
-        head = b""
+        """The line being read is over the limit: follow its bytes for its request id, drop them up to its newline
+        (its marker is queued at its end, when the whole line has been seen)."""
+        scanner = self._scanner = RequestIdScanner()
         for part in self._parts:
-            head += part[: KEEP_BYTES - len(head)]
-            if len(head) >= KEEP_BYTES:
-                break
-        self._head = head if len(head) >= KEEP_BYTES else head + rest[: KEEP_BYTES - len(head)]
-        self._tail = rest[-KEEP_BYTES:]
+            scanner.feed(part)
+        scanner.feed(rest)
         self._parts.clear()
         self._partial = 0
         self._skipping = True
 
-    def _too_large(self, head: bytes, tail: bytes) -> None:
-        self.oversized.append((head, tail))
+    def _too_large(self, request_id: int | str | None) -> None:
+        self.oversized.append(request_id)
         self.frames.append(_TOO_LARGE)
 
     def _queue_line(self, line: bytes) -> None:
         if len(line) > self.limit:
-            self._too_large(line[:KEEP_BYTES], line[-KEEP_BYTES:])
+            scanner = RequestIdScanner()
+            scanner.feed(line)
+            self._too_large(scanner.request_id())
             return
         line = line.strip()
         if not line:
@@ -248,7 +247,7 @@ class _LineReader(asyncio.Protocol):
             return
         if self._skipping:  # input ended inside an over-long line
             self._skipping = False
-            self._too_large(self._head, self._tail)
+            self._too_large(self._scanner.request_id())
         elif self._parts:
             rest = b"".join(self._parts).strip()  # a last line without its newline still counts
             if rest:
@@ -287,8 +286,7 @@ class _LineReader(asyncio.Protocol):
             self._paused = False
             self._transport.resume_reading()
         if item is _TOO_LARGE:
-            head, tail = self.oversized.popleft()
-            raise FrameTooLarge(self.limit, recover_request_id(head, tail))
+            raise FrameTooLarge(self.limit, self.oversized.popleft())
         return item  # type: ignore[return-value]
 
 
