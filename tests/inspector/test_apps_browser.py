@@ -448,3 +448,20 @@ def test_the_view_is_told_its_container_and_when_it_changes(browser: Any) -> Non
         assert widths and widths[-1] == frame.evaluate("f => f.clientWidth") < int(sent[1]), widths
     finally:
         proc.stop()
+
+
+def test_a_request_dropped_by_the_rate_bound_is_answered_with_an_error(browser: Any) -> None:
+    """Beyond the page's rate bound a view's messages are dropped; a request among them is still answered (-32000),
+    so a view that bursts (a well-meaning one included) does not wait forever for answers that never come."""
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "hostile")
+        view.locator("#burst").click()
+        note = box.locator(".app-note:has-text('burst answered')")
+        note.wait_for(timeout=15_000)
+        assert "burst answered 150 of 150" in note.inner_text()
+        view.locator("#out:has-text('error -32000')").wait_for(timeout=5_000)
+        page.wait_for_selector(".app-note:has-text('the view sent too many messages')", timeout=5_000)
+    finally:
+        proc.stop()

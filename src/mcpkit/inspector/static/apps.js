@@ -130,6 +130,10 @@ class ViewHost {
     if (!this.take()) {
       this.dropped += 1;
       this.reportDrops();
+      const m = event.data; // (a request dropped is still answered, cheaply: the view does not wait forever)
+      if (m && typeof m === "object" && typeof m.method === "string" && (typeof m.id === "string" || Number.isFinite(m.id))) {
+        this.reply(m.id, null, { code: -32000, message: `too many messages (more than ${RATE} a second): dropped` });
+      }
       return;
     }
     const msg = event.data;
