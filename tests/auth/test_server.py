@@ -558,3 +558,33 @@ async def test_redis_storage_keeps_codes_and_refresh_tokens_by_digest_never_in_c
     finally:
         await raw.aclose()
         await storage.aclose()
+
+
+async def test_a_refresh_request_refused_for_its_scope_or_resource_does_not_spend_the_refresh_token() -> None:
+    """A refresh asking for more scope than granted (``invalid_scope``) or another resource (``invalid_target``)
+    spent the refresh token and recorded it as used: the client's retry without that parameter then counted as a
+    reused token and revoked the whole grant, access token included. A request the client got wrong now spends
+    nothing; only a refresh that succeeds rotates the token."""
+
+    def make(base: str) -> AuthorizationServer:
+        return AuthorizationServer(
+            base, auto_approve=True, resources=["http://127.0.0.1:7/mcp"], scopes_supported=["read", "admin"]
+        )
+
+    async with serve(make) as (base, _), httpx.AsyncClient(follow_redirects=False) as http:
+        cid = await _public_client(http, base)
+        verifier, challenge = pkce_pair()
+        code = await _code_for(http, base, cid, challenge, scope="read")
+        form = {"grant_type": "authorization_code", "client_id": cid, "code_verifier": verifier, "code": code}
+        tokens = (await http.post(base + "/token", data=form)).json()
+        refresh = {"grant_type": "refresh_token", "client_id": cid, "refresh_token": tokens["refresh_token"]}
+        wider = await http.post(base + "/token", data={**refresh, "scope": "read admin"})
+        assert wider.status_code == 400 and wider.json()["error"] == "invalid_scope", wider.text
+        elsewhere = await http.post(base + "/token", data={**refresh, "resource": "http://127.0.0.1:8/mcp"})
+        assert elsewhere.status_code == 400 and elsewhere.json()["error"] == "invalid_target", elsewhere.text
+        rotated = await http.post(base + "/token", data=refresh)
+        assert rotated.status_code == 200 and rotated.json()["scope"] == "read", rotated.text
+        # rotated once: the old token is spent now, and its reuse still revokes the family
+        assert (await http.post(base + "/token", data=refresh)).json()["error"] == "invalid_grant"
+        successor = {**refresh, "refresh_token": rotated.json()["refresh_token"]}
+        assert (await http.post(base + "/token", data=successor)).json()["error"] == "invalid_grant"

@@ -123,21 +123,30 @@ class TokenGrants:
             # none) is refused without spending the token: whoever holds a copy without the key cannot burn it
             await self.storage.save_refresh(raw, old)
             raise _OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
-        if old.family:
-            await self.ledger.mark_used(key, old.family, self._family_expiry())
-        if (
+        holder_ok = not (
             old.client_id != client.client_id
             or (old.expires_at is not None and old.expires_at < self.clock())
             or (old.family and await self.ledger.revoked(old.family))
-        ):
+        )
+        try:
+            scopes = old.scopes
+            if form.get("scope"):
+                asked = form["scope"].split()
+                if any(s not in old.scopes for s in asked):
+                    raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
+                scopes = asked
+            resource = self._same_resource(form, old.resource, "the original grant")
+        except _OAuthError:
+            if holder_ok:
+                # a request its own client got wrong (more scope, another resource) spends nothing: spending it
+                # made the retry a "reused" token, and that revoked the whole grant
+                await self.storage.save_refresh(raw, old)
+                raise
+            scopes, resource = old.scopes, old.resource  # refused below as invalid_grant, like any bad holder
+        if old.family:
+            await self.ledger.mark_used(key, old.family, self._family_expiry())
+        if not holder_ok:
             raise _OAuthError("invalid_grant", "invalid, expired, revoked or already used refresh token")
-        scopes = old.scopes
-        if form.get("scope"):
-            asked = form["scope"].split()
-            if any(s not in old.scopes for s in asked):
-                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
-            scopes = asked
-        resource = self._same_resource(form, old.resource, "the original grant")
         return await self._tokens(
             client.client_id,
             old.subject,
