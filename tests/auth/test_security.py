@@ -542,16 +542,27 @@ async def test_request_state_is_bound_to_the_session_where_there_is_one() -> Non
             assert orjson.loads(await one.recv())["result"]["content"][0]["text"] == "None:Bob"
 
 
-def _expiring_app(seconds: float) -> Callable[[str], Any]:
-    """A protected app whose only token, ``t``, expires ``seconds`` from now (no leeway: a static token)."""
+class _ExpiringApp:
+    """A protected app whose only token, ``t``, expires ``seconds`` after the app is made (no leeway: a static
+    token); ``expires_at`` is that moment, for tests to measure a stream's end against the token's expiry rather
+    than against the stream's start (which, on a loaded machine, may come well after the app was made)."""
 
-    def make(base: str) -> Any:
-        verifier = StaticTokenVerifier.simple(
-            {"t": ["mcp:read"]}, audience=base + "/mcp", expires_at=time.time() + seconds
-        )
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expires_at = 0.0
+
+    def __call__(self, base: str) -> Any:
+        self.expires_at = time.time() + self.seconds
+        verifier = StaticTokenVerifier.simple({"t": ["mcp:read"]}, audience=base + "/mcp", expires_at=self.expires_at)
         return protect(create_app(_asking_server()), resource=base + "/mcp", verifier=verifier)
 
-    return make
+    def ended_at_expiry(self) -> bool:
+        """Now is when the token expired (not before it, within 3 s after it)."""
+        return self.expires_at - 0.25 <= time.time() < self.expires_at + 3
+
+
+def _expiring_app(seconds: float) -> _ExpiringApp:
+    return _ExpiringApp(seconds)
 
 
 @pytest.mark.req("M038")
@@ -561,17 +572,17 @@ async def test_a_websocket_does_not_outlive_its_token() -> None:
     when the token expires, and the reason says why (the client gets a fresh token and reconnects)."""
     from websockets.exceptions import ConnectionClosed as WSClosed
 
-    async with serve(_expiring_app(1.5)) as (base, _):
+    app = _expiring_app(2.5)
+    async with serve(app) as (base, _):
         ws_url = base.replace("http://", "ws://") + "/ws"
         async with connect(ws_url, subprotocols=["mcp"], additional_headers={"authorization": "Bearer t"}) as ws:  # type: ignore[list-item]
             await ws.send(orjson.dumps(initialize_body("2025-06-18")).decode())
             assert "result" in orjson.loads(await ws.recv())
             await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).decode())
             assert "result" in orjson.loads(await ws.recv())
-            started = time.monotonic()
             with pytest.raises(WSClosed):
                 await asyncio.wait_for(ws.recv(), 10)
-            assert time.monotonic() - started < 5
+            assert app.ended_at_expiry(), (time.time(), app.expires_at)
             assert ws.close_code == 1008
             assert ws.close_reason is not None and "access token" in ws.close_reason and "expired" in ws.close_reason
 
@@ -579,18 +590,18 @@ async def test_a_websocket_does_not_outlive_its_token() -> None:
 async def test_a_legacy_sse_stream_ends_when_its_token_expires() -> None:
     """A legacy SSE stream opened with a token kept receiving server messages after the token expired (only its
     POSTs were refused). Now the stream, and its session, end when the token expires."""
-    async with serve(_expiring_app(1.5)) as (base, _), httpx.AsyncClient(timeout=10) as http:
+    app = _expiring_app(2.5)
+    async with serve(app) as (base, _), httpx.AsyncClient(timeout=10) as http:
         headers = {"authorization": "Bearer t", "accept": "text/event-stream"}
         async with http.stream("GET", base + "/sse", headers=headers) as r:
             assert r.status_code == 200
-            started = time.monotonic()
             lines = r.aiter_lines()
             assert (await asyncio.wait_for(lines.__anext__(), 5)) == "event: endpoint"
             endpoint = (await asyncio.wait_for(lines.__anext__(), 5)).removeprefix("data: ")
             with contextlib.suppress(StopAsyncIteration):
                 while True:  # the stream ends (no keep-alive comment comes for 15 s)
                     await asyncio.wait_for(lines.__anext__(), 10)
-            assert 1.0 < time.monotonic() - started < 5
+            assert app.ended_at_expiry(), (time.time(), app.expires_at)
         auth = {"authorization": "Bearer t"}
         gone = await http.post(base + endpoint, json=initialize_body("2024-11-05"), headers=auth)
         assert gone.status_code == 401  # (the token itself is refused now)
@@ -599,7 +610,8 @@ async def test_a_legacy_sse_stream_ends_when_its_token_expires() -> None:
 async def test_a_streamable_http_get_stream_ends_when_its_token_expires() -> None:
     """The session's standalone GET stream outlived the token it was opened with (only requests were refused).
     Now it ends when the token expires; the client opens it again with a fresh token."""
-    async with serve(_expiring_app(1.5)) as (base, _), httpx.AsyncClient(timeout=10) as http:
+    app = _expiring_app(2.5)
+    async with serve(app) as (base, _), httpx.AsyncClient(timeout=10) as http:
         auth = {"authorization": "Bearer t"}
         init = await http.post(base + "/mcp", json=initialize_body("2025-06-18"), headers={**HS, **auth})
         assert init.status_code == 200
@@ -610,29 +622,28 @@ async def test_a_streamable_http_get_stream_ends_when_its_token_expires() -> Non
         get_headers = {**session, "accept": "text/event-stream"}
         async with http.stream("GET", base + "/mcp", headers=get_headers) as r:
             assert r.status_code == 200
-            started = time.monotonic()
             with contextlib.suppress(StopAsyncIteration):
                 lines = r.aiter_lines()
                 while True:
                     await asyncio.wait_for(lines.__anext__(), 10)
-            assert 1.0 < time.monotonic() - started < 5
+            assert app.ended_at_expiry(), (time.time(), app.expires_at)
 
 
 async def test_a_modern_listen_stream_ends_when_its_token_expires() -> None:
     """A 2026-07-28 ``subscriptions/listen`` stream is as long-lived as a GET stream: it ends (with its result) when
     the token it was opened with expires, and the client listens again with a fresh token."""
-    async with serve(_expiring_app(1.5)) as (base, _), httpx.AsyncClient(timeout=10) as http:
+    app = _expiring_app(2.5)
+    async with serve(app) as (base, _), httpx.AsyncClient(timeout=10) as http:
         listen = modern_body("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, rid=41)
         headers = {**modern_headers("subscriptions/listen"), "authorization": "Bearer t"}
         async with http.stream("POST", base + "/mcp", json=listen, headers=headers) as r:
             assert r.status_code == 200
-            started = time.monotonic()
             seen: list[str] = []
             with contextlib.suppress(StopAsyncIteration):
                 lines = r.aiter_lines()
                 while True:
                     seen.append(await asyncio.wait_for(lines.__anext__(), 10))
-            assert 1.0 < time.monotonic() - started < 5
+            assert app.ended_at_expiry(), (time.time(), app.expires_at)
         final = orjson.loads(next(x for x in reversed(seen) if x.startswith("data: "))[6:])
         assert final["id"] == 41 and "result" in final
 
