@@ -282,6 +282,9 @@ class MountedTemplate(ResourceTemplate):
         self.template = UriTemplate(uri_template)
         self.uri_template = uri_template
 
+    def accepts(self, variables: dict[str, str]) -> bool:
+        return self.inner.accepts(variables)
+
     async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
         inner_uri = unprefixed_uri(self.mount.prefix, uri)
         if inner_uri is None:  # (the template matched, so the prefix is there; kept for safety)

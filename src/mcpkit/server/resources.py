@@ -295,7 +295,23 @@ class ResourceTemplate(_ResourceBase):
         return cached
 
     def match(self, uri: str) -> dict[str, str] | None:
-        return self.template.match(uri)
+        """The variables of ``uri`` when it is one of this template's resources, else None: it has the template's
+        shape and :meth:`accepts` its values (``items://{id}`` of an ``id: int`` does not match ``items://abc``, so
+        that a template registered after it, ``items://{name}``, serves that URI)."""
+        variables = self.template.match(uri)
+        if variables is None or not self.accepts(variables):
+            return None
+        return variables
+
+    def accepts(self, variables: dict[str, str]) -> bool:
+        """Whether the function takes these values (each converts to its parameter's type)."""
+        from pydantic import ValidationError
+
+        try:
+            self.info.validate(variables)
+        except ValidationError:
+            return False
+        return True
 
     async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
         from pydantic import ValidationError

@@ -205,7 +205,8 @@ class OpenAPITemplate(ResourceTemplate):
         self._kinds = {p.arg: p.kind for p in op.params}
         _describe_as(self, op)
 
-    async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+    def _arguments(self, variables: dict[str, str]) -> JSONDict | None:
+        """The operation's arguments from the URI's variables; None when a value does not fit its parameter."""
         arguments: JSONDict = {}
         for var, text in variables.items():
             arg = self.variables.get(var)
@@ -213,9 +214,16 @@ class OpenAPITemplate(ResourceTemplate):
                 continue
             value = _typed(text, self._kinds.get(arg))
             if value is None:
-                raise ResourceNotFound(uri)
+                return None
             arguments[arg] = value
-        if _issues(self._inputs, arguments) is not None:
+        return None if _issues(self._inputs, arguments) is not None else arguments
+
+    def accepts(self, variables: dict[str, str]) -> bool:
+        return self._arguments(variables) is not None
+
+    async def read(self, uri: str, variables: dict[str, str], ctx: Context | None) -> list[JSONDict]:
+        arguments = self._arguments(variables)
+        if arguments is None:
             raise ResourceNotFound(uri)  # (the URI has the template's shape, not a valid value: no such resource)
         try:
             answer = await self.caller.call(self.operation, arguments)

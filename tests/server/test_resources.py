@@ -1,0 +1,41 @@
+"""Resources and templates from the client's side: which template serves a URI that several could serve."""
+
+from __future__ import annotations
+
+import pytest
+
+from mcpkit import MCPKit
+from mcpkit.protocol.errors import MCPError
+from support.everything import MODES, connect
+
+
+def _two_templates_of_one_shape() -> MCPKit:
+    app = MCPKit("shapes")
+
+    @app.resource("items://{id}", scopes=["numbers"])
+    def by_number(id: int) -> str:
+        return f"number {id}"
+
+    @app.resource("items://{name}", scopes=["names"])
+    def by_name(name: str) -> str:
+        return f"name {name}"
+
+    return app
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_uri_whose_value_the_first_template_cannot_convert_is_served_by_the_next_one(mode: str) -> None:
+    app = _two_templates_of_one_shape()
+    async with connect(app, mode=mode) as (cs, _, _):
+        assert (await cs.read_resource("items://7")).dump()["contents"][0]["text"] == "number 7"
+        # "abc" has the shape of both templates, but is no int: the first one does not serve it, the second does
+        assert (await cs.read_resource("items://abc")).dump()["contents"][0]["text"] == "name abc"
+        with pytest.raises(MCPError) as exc:
+            await cs.read_resource("items://a/b")  # (matches neither: a simple variable holds no "/")
+        assert exc.value.code == (-32002 if mode == "handshake" else -32602)
+
+
+def test_the_scopes_a_read_needs_are_those_of_the_template_that_serves_it() -> None:
+    rule = _two_templates_of_one_shape().scope_rule
+    assert rule("resources/read", {"uri": "items://7"}) == ["numbers"]
+    assert rule("resources/read", {"uri": "items://abc"}) == ["names"]
