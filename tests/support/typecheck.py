@@ -4,6 +4,7 @@ hold mcpkit's public types to what the docs promise; and pyright's strict mode, 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -32,7 +33,8 @@ def pyright_strict(program: Path, workdir: Path, node: Path, pyright_js: Path) -
     ``pyright`` of tests/node_modules run by ``node``, resolving imports with this interpreter (bounded: 300 s);
     returns its JSON report (``generalDiagnostics``, ``summary``)."""
     config = workdir / "pyrightconfig.json"
-    config.write_text(json.dumps({"include": [str(program)], "typeCheckingMode": "strict"}), encoding="utf-8")
+    settings = {"include": [os.path.relpath(program, workdir)], "typeCheckingMode": "strict"}
+    config.write_text(json.dumps(settings), encoding="utf-8")
     proc = subprocess.run(
         [str(node), str(pyright_js), "--pythonpath", sys.executable, "--project", str(config), "--outputjson"],
         capture_output=True,

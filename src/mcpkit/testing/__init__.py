@@ -14,6 +14,8 @@ The pieces it is made of work without pytest too:
   recorded snapshot;
 * :func:`assert_conformant` and :func:`check_server`: ``mcpkit check`` against a server, failing on the
   requirements it breaks;
+* :class:`McpSnapshot` and :class:`McpConformance`: the types of the ``mcp_snapshot`` and ``mcp_conformance``
+  fixtures, to annotate a test's parameters with;
 * :class:`LeakProbe` and :func:`running_functions`: tasks, child processes and listening sockets left behind;
   :func:`wait_listening` and :func:`stop_process` for a server you start as a process yourself.
 
@@ -32,6 +34,7 @@ _LAZY: dict[str, str] = {
     "ServerLoadError": "_load",
     "load_server": "_load",
     "stdio_command": "_load",
+    "McpConformance": "conformance",
     "NonConformant": "conformance",
     "assert_conformant": "conformance",
     "check_server": "conformance",
@@ -47,6 +50,7 @@ _LAZY: dict[str, str] = {
     "era_revision": "serving",
     "serve": "serving",
     "serve_asgi": "serving",
+    "McpSnapshot": "snapshot",
     "SurfaceChanged": "snapshot",
     "SurfaceSnapshot": "snapshot",
     "surface": "snapshot",
@@ -58,12 +62,12 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from ._load import ServerLoadError, load_server, stdio_command
-    from .conformance import NonConformant, assert_conformant, check_server
+    from .conformance import McpConformance, NonConformant, assert_conformant, check_server
     from .leaks import LeakProbe, Leaks, running_functions
     from .processes import ServerDidNotStart, stop_process, wait_listening
     from .scripted import Scripted, ScriptExhausted
     from .serving import ERAS, TRANSPORTS, Served, connect, era_revision, serve, serve_asgi
-    from .snapshot import SurfaceChanged, SurfaceSnapshot, surface
+    from .snapshot import McpSnapshot, SurfaceChanged, SurfaceSnapshot, surface
     from .traffic import Traffic
 
 
@@ -75,6 +79,8 @@ __all__ = [
     "ERAS",
     "LeakProbe",
     "Leaks",
+    "McpConformance",
+    "McpSnapshot",
     "NonConformant",
     "ScriptExhausted",
     "Scripted",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from ..check import Report, run_checks
@@ -147,4 +147,29 @@ async def assert_conformant(
     return report
 
 
-__all__ = ["FAIL_ON", "NonConformant", "assert_conformant", "check_server", "findings"]
+class McpConformance:
+    """What the ``mcp_conformance`` fixture gives a test (annotate the parameter with it): ``await
+    mcp_conformance()`` runs ``mcpkit check`` against the test's ``mcp_server`` (or the ``server`` given) and
+    raises :class:`NonConformant` on the requirements it breaks (:func:`assert_conformant`); returns the report.
+    The plugin builds it; a test does not."""
+
+    def __init__(self, default_server: Callable[[], Any]) -> None:
+        self._default_server = default_server
+
+    async def __call__(
+        self,
+        server: Any = None,
+        *,
+        fail_on: str = "must",
+        transport: str = "http",
+        ignore: Sequence[str] = (),
+        **options: Any,
+    ) -> Report:
+        """:func:`assert_conformant` on ``server`` (default: the test's ``mcp_server``); ``options`` are
+        :func:`check_server`'s (``protocol_version``, ``timeout``, ``modern``, ``headers``, ...)."""
+        __tracebackhide__ = True  # (pytest shows the test's line, not this one)
+        target = server if server is not None else self._default_server()
+        return await assert_conformant(target, fail_on=fail_on, transport=transport, ignore=ignore, **options)
+
+
+__all__ = ["FAIL_ON", "McpConformance", "NonConformant", "assert_conformant", "check_server", "findings"]

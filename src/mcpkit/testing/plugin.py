@@ -45,11 +45,15 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ._eras import ERAS, TRANSPORTS, check_transport, era_revision
+
+if TYPE_CHECKING:
+    from .conformance import McpConformance
+    from .snapshot import McpSnapshot
 
 pytest_asyncio: Any
 try:
@@ -408,38 +412,6 @@ async def mcp_asgi_client(
         yield client
 
 
-class _BoundSnapshot:
-    """``mcp_snapshot``: the surface snapshot of one test (one file per era, shared by its transports)."""
-
-    def __init__(self, path: Path, update: bool, written: list[str], *, read_from: Path | None = None) -> None:
-        from .snapshot import SurfaceSnapshot
-
-        hint = "run pytest with --mcp-update-snapshots"
-        if read_from is not None:  # (recorded under the earlier name: compared until recorded under this one)
-            hint += f" (it records {path.name}; {read_from.name} is the earlier name of this test's snapshot)"
-        self.snapshot = SurfaceSnapshot(read_from or path, update=update, update_hint=hint)
-        self._written = written
-
-    @property
-    def path(self) -> Path:
-        """The snapshot file."""
-        return self.snapshot.path
-
-    async def check(self, client: Any) -> dict[str, Any]:
-        """Compare the surface of ``client``'s server with the recording (record it with
-        ``--mcp-update-snapshots``); returns it."""
-        current = await self.snapshot.check(client)
-        if self.snapshot.written and str(self.path) not in self._written:
-            self._written.append(str(self.path))
-        return current
-
-    def assert_matches(self, current: dict[str, Any]) -> None:
-        """Compare a surface already read (:func:`~mcpkit.testing.surface`) with the recording."""
-        self.snapshot.assert_matches(current)
-        if self.snapshot.written and str(self.path) not in self._written:
-            self._written.append(str(self.path))
-
-
 def _snapshot_names(request: pytest.FixtureRequest) -> tuple[str, str | None]:
     """The file name (without ``.json``) of this test's snapshot, and the name it had before snapshots were named
     per parameter and per class (``<test>[<era>]``), for a test that no parameter of its own tells apart (else
@@ -468,7 +440,7 @@ def _snapshot_names(request: pytest.FixtureRequest) -> tuple[str, str | None]:
 
 
 @pytest.fixture
-def mcp_snapshot(request: pytest.FixtureRequest) -> _BoundSnapshot:
+def mcp_snapshot(request: pytest.FixtureRequest) -> McpSnapshot:
     """This test's surface snapshot: ``__snapshots__/<module>/<test>[<params>-<era>].json`` next to the test file,
     named after the test's node name without the transport (every transport compares with the same file; a test
     parametrized over servers, or over anything, keeps one file per parameter; a test of a class is
@@ -484,21 +456,19 @@ def mcp_snapshot(request: pytest.FixtureRequest) -> _BoundSnapshot:
     read_from = None
     if not update and earlier is not None and not path.is_file() and (folder / f"{earlier}.json").is_file():
         read_from = folder / f"{earlier}.json"
-    return _BoundSnapshot(path, update, request.config.stash[_RUNS].snapshots, read_from=read_from)
+    from .snapshot import McpSnapshot
+
+    return McpSnapshot(path, update, request.config.stash[_RUNS].snapshots, read_from=read_from)
 
 
 @pytest.fixture
-def mcp_conformance(request: pytest.FixtureRequest) -> Callable[..., Any]:
+def mcp_conformance(request: pytest.FixtureRequest) -> McpConformance:
     """``await mcp_conformance(server=None, *, fail_on="must", transport="http", ...)``: run ``mcpkit check``
     against the server (default: ``mcp_server``) and fail the test on the requirements it breaks, naming them
     with their evidence (:func:`~mcpkit.testing.assert_conformant`); returns the report."""
-    from .conformance import assert_conformant
+    from .conformance import McpConformance
 
-    async def check(server: Any = None, **options: Any) -> Any:
-        target = server if server is not None else request.getfixturevalue("mcp_server")
-        return await assert_conformant(target, **options)
-
-    return check
+    return McpConformance(lambda: request.getfixturevalue("mcp_server"))
 
 
 # ---------------------------------------------------------------------------------------------- requirements

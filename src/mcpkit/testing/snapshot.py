@@ -140,4 +140,42 @@ class SurfaceSnapshot:
         return current
 
 
-__all__ = ["KINDS", "SurfaceChanged", "SurfaceSnapshot", "changes", "render", "surface"]
+class McpSnapshot:
+    """What the ``mcp_snapshot`` fixture gives a test (annotate the parameter with it): the surface snapshot of
+    that test, one file per era shared by its transports (its :attr:`path` is named after the test). ``await
+    mcp_snapshot.check(mcp_client)`` fails when the server's tools, resources or prompts changed; pytest's
+    ``--mcp-update-snapshots`` records them. The plugin builds it; a test does not."""
+
+    def __init__(self, path: Path, update: bool, written: list[str], *, read_from: Path | None = None) -> None:
+        hint = "run pytest with --mcp-update-snapshots"
+        if read_from is not None:  # (recorded under the earlier name: compared until recorded under this one)
+            hint += f" (it records {path.name}; {read_from.name} is the earlier name of this test's snapshot)"
+        #: the snapshot compared with (:class:`SurfaceSnapshot`)
+        self.snapshot = SurfaceSnapshot(read_from or path, update=update, update_hint=hint)
+        self._written = written
+
+    @property
+    def path(self) -> Path:
+        """The snapshot file."""
+        return self.snapshot.path
+
+    async def check(self, client: Client) -> dict[str, list[Any]]:
+        """Compare the surface of ``client``'s server with the recording (record it with
+        ``--mcp-update-snapshots``); returns it."""
+        __tracebackhide__ = True  # (pytest shows the test's line, not this one)
+        current = await self.snapshot.check(client)
+        self._note_written()
+        return current
+
+    def assert_matches(self, current: dict[str, list[Any]]) -> None:
+        """Compare a surface already read (:func:`surface`) with the recording."""
+        __tracebackhide__ = True
+        self.snapshot.assert_matches(current)
+        self._note_written()
+
+    def _note_written(self) -> None:
+        if self.snapshot.written and str(self.path) not in self._written:
+            self._written.append(str(self.path))
+
+
+__all__ = ["KINDS", "McpSnapshot", "SurfaceChanged", "SurfaceSnapshot", "changes", "render", "surface"]
