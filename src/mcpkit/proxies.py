@@ -57,7 +57,7 @@ from .server.content import downgrade_content
 from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
 from .server.pagination import Paginator
 
-logger = logging.getLogger("mcpkit.proxy")
+logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
 __all__ = ["ProxyServer", "proxy"]
 
@@ -149,16 +149,16 @@ class ProxyServer(MCPKit):
             name or ("mcpkit-gateway" if len(targets) > 1 else "mcpkit-proxy"), lifespan=_lifespan, **options
         )
         self.allow_private_network = allow_private_network
-        self.pool_size = max(1, pool_size)
+        self.pool_size: int = max(1, pool_size)
         self.lease_timeout = lease_timeout
         self.max_upstream_sessions = max_upstream_sessions
         self.max_suspended = max_suspended
         self.suspended_timeout = suspended_timeout
-        self.reconnect_attempts = max(1, reconnect_attempts)
-        self.reconnect_delay = max(0.0, reconnect_delay)
-        self.reconnect_max_delay = max(self.reconnect_delay, reconnect_max_delay)
+        self.reconnect_attempts: int = max(1, reconnect_attempts)
+        self.reconnect_delay: float = max(0.0, reconnect_delay)
+        self.reconnect_max_delay: float = max(self.reconnect_delay, reconnect_max_delay)
         opts = dict(client_options or {})
-        self.upstreams = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
+        self.upstreams: list[Upstream] = [Upstream(self, prefix, target, opts) for prefix, target in targets.items()]
         self._cursors = Paginator(None)
         self._exchanges: dict[str, _Exchange] = {}
         self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
@@ -177,9 +177,9 @@ class ProxyServer(MCPKit):
         if len(self.upstreams) == 1:
             upstream = self.upstreams[0]
             if upstream.info and not self._named:
-                self.info = {**upstream.info}
-                self.name = str(upstream.info.get("name", self.name))
-            self.instructions = self.instructions or upstream.instructions
+                self.info: dict[str, Any] = {**upstream.info}
+                self.name: str = str(upstream.info.get("name", self.name))
+            self.instructions: str | None = self.instructions or upstream.instructions
         caps: set[str] = set()
         for u in self.upstreams:
             caps.update(
@@ -194,7 +194,7 @@ class ProxyServer(MCPKit):
             for u in self.upstreams
         ):
             self.resource_subscriptions = False
-        self.logging_enabled = any("logging" in u.capabilities for u in self.upstreams)
+        self.logging_enabled: bool = any("logging" in u.capabilities for u in self.upstreams)
         self._caps_cache.clear()
 
     async def _stop(self) -> None:

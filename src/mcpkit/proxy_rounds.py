@@ -14,7 +14,7 @@ from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
 from .server.lowlevel import ServerRequestContext
 
-logger = logging.getLogger("mcpkit.proxy")
+logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
 MAX_ASKS = 64
 """What the upstream may ask at once in one 2026-07-28 request before the proxy answers for its client."""

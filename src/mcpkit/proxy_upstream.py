@@ -47,7 +47,7 @@ class ProxyHost(Protocol):
     async def notify_resource_updated(self, uri: str) -> None: ...
 
 
-logger = logging.getLogger("mcpkit.proxy")
+logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
 #: the handshake-era request whose upstream request is answering an input round (2026-07-28 upstream: the round is
 #: answered inside the request's own task, so the request is known without guessing)
@@ -64,7 +64,7 @@ class _Conn:
 
     def __init__(self, upstream: Upstream, session: ServerSession | None, primary: bool = False) -> None:
         self.upstream = upstream
-        self.seq = next(upstream._seq)  # the order connections were opened in: a pool prefers its oldest
+        self.seq: int = next(upstream._seq)  # the order connections were opened in: a pool prefers its oldest
         self.session = session
         self.primary = primary
         self.client: Client | None = None

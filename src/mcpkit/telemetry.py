@@ -133,7 +133,7 @@ class Telemetry(Middleware):
         trace = require("opentelemetry.trace", "mcpkit.telemetry")
         self._trace = trace
         self._context = require("opentelemetry.context", "mcpkit.telemetry")
-        self.tracer = trace.get_tracer("mcpkit", __version__, tracer_provider=tracer_provider)
+        self.tracer: Any = trace.get_tracer("mcpkit", __version__, tracer_provider=tracer_provider)
         self.incoming = incoming
         self.max_pending = max_pending
         self._open: OrderedDict[tuple[int, Any], Any] = OrderedDict()
@@ -393,9 +393,9 @@ class _PeerTracer:
     __slots__ = ("owner", "session", "version")
 
     def __init__(self, owner: Telemetry, version: Callable[[], str | None], session: str | None) -> None:
-        self.owner = owner
+        self.owner: Telemetry = owner
         self.version = version
-        self.session = session
+        self.session: str | None = session
 
     def start(
         self, method: str, params: JSONDict | None, request_id: RequestId, peer: Any

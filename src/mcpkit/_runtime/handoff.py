@@ -64,7 +64,7 @@ from typing import Any, Protocol
 from .loop_watch import CELL_SIZE
 from .usage import clock, gc_time, thread_usage
 
-logger = logging.getLogger("mcpkit.server.sync")
+logger: logging.Logger = logging.getLogger("mcpkit.server.sync")
 
 
 #: How often (seconds) the watchdog looks at the inline call under way: a call seen twice is handed over.

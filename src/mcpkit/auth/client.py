@@ -193,7 +193,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self._nonces: dict[str, str] = {}  # origin -> the latest DPoP-Nonce it sent (RFC 9449 §8, §9)
         self._rs_offers_dpop = False  # the MCP server challenged with the DPoP scheme
         self._refused: deque[str] = deque(maxlen=16)  # digests of assertions the authorization server refused
-        self.client_metadata = dict(client_metadata or {})
+        self.client_metadata: dict[str, Any] = dict(client_metadata or {})
         self._auth_method_given = "token_endpoint_auth_method" in self.client_metadata
         self.client_metadata.setdefault("token_endpoint_auth_method", "none")
         self.client_metadata.setdefault("application_type", "native")

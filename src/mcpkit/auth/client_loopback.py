@@ -76,7 +76,7 @@ class LoopbackCallback:
         self._sock: socket.socket | None = self._bind(port)
         self.port: int = self._sock.getsockname()[1]
         self.path = path
-        self.redirect_uri = f"http://127.0.0.1:{self.port}{path}"
+        self.redirect_uri: str = f"http://127.0.0.1:{self.port}{path}"
         self.timeout = timeout
         self.open_url = open_url
         self.success_page = success_page

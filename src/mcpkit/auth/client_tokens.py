@@ -86,7 +86,7 @@ class FileTokenStorage:
     was issued for only (its ``resource`` field), and is moved to the new key on first use."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
+        self.path: Path = Path(path)
 
     def _load(self) -> dict[str, Any]:
         try:

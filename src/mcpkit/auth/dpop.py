@@ -124,7 +124,7 @@ class NonceSource:
     ) -> None:
         if lifetime <= 0:
             raise ValueError("lifetime must be positive")
-        self.secret = secret or secrets.token_bytes(32)
+        self.secret: bytes = secret or secrets.token_bytes(32)
         self.lifetime = lifetime
         self.clock = clock
 
@@ -172,7 +172,7 @@ class DPoPVerifier:
     ) -> None:
         import jwt  # noqa: F401  (fail early with a clear message when mcpkit[auth] is missing)
 
-        self.algorithms = [a for a in algorithms]
+        self.algorithms: list[str] = [a for a in algorithms]
         bad = [a for a in self.algorithms if a not in ASYMMETRIC_ALGORITHMS]
         if bad or not self.algorithms:
             raise ValueError(f"DPoP proofs use asymmetric algorithms only, not {bad or 'none'}")

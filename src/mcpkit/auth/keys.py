@@ -85,7 +85,7 @@ class SigningKey:
         self.algorithm = algorithm
         self.key_id = key_id
         self.public_jwk: dict[str, str] = self._public_jwk()
-        self.thumbprint = jwk_thumbprint(self.public_jwk)
+        self.thumbprint: str = jwk_thumbprint(self.public_jwk)
 
     # ------------------------------------------------------------------ constructors
     @classmethod

@@ -71,7 +71,7 @@ __all__ = ["BearerAuthMiddleware", "ScopeRule", "current_access_token", "protect
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 
-logger = logging.getLogger("mcpkit.auth")
+logger: logging.Logger = logging.getLogger("mcpkit.auth")
 
 _current: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar("mcpkit_access_token", default=None)
 
@@ -139,26 +139,26 @@ class BearerAuthMiddleware:
         self.dpop: DPoPVerifier | None = dpop or None
         self.dpop_required = dpop_required
         self.revocation = revocation
-        self.scope_implies = {k: tuple(v) for k, v in (scope_implies or {}).items()}
+        self.scope_implies: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in (scope_implies or {}).items()}
         self.bind_sessions = bind_sessions
         self.max_bound_sessions = max_bound_sessions
         self._owners: dict[str, tuple[str | None, str | None]] = {}  # Mcp-Session-Id -> (issuer, subject)
-        self.resource = canonical_resource(resource)
+        self.resource: str = canonical_resource(resource)
         parts = urlsplit(self.resource)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.resource_path = parts.path
+        self.origin: str = f"{parts.scheme}://{parts.netloc}"
+        self.resource_path: str = parts.path
         self.verifier = verifier
-        self.authorization_servers = list(authorization_servers)
-        self.required_scopes = tuple(required_scopes)
-        self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
+        self.authorization_servers: list[str] = list(authorization_servers)
+        self.required_scopes: tuple[str, ...] = tuple(required_scopes)
+        self.scopes_supported: list[str] | None = list(scopes_supported) if scopes_supported is not None else None
         self.scope_rule = scope_rule
-        self.protected_paths = (
+        self.protected_paths: set[str] | None = (
             None if protected_paths is None else {"/" + p.strip("/") if p.strip("/") else "/" for p in protected_paths}
         )
         self.serve_metadata = resource_metadata
-        self.metadata_path = PRM_WELL_KNOWN + self.resource_path
+        self.metadata_path: str = PRM_WELL_KNOWN + self.resource_path
         self.root_metadata = root_metadata
-        self.metadata_extra = dict(metadata_extra or {})
+        self.metadata_extra: dict[str, Any] = dict(metadata_extra or {})
         self.check_audience = check_audience
         self.leeway = leeway
         self.resource_name = resource_name

@@ -229,10 +229,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
         self.issuer = issuer.rstrip("/")
         parts = urlsplit(self.issuer)
-        self.origin = f"{parts.scheme}://{parts.netloc}"
-        self.base_path = parts.path.rstrip("/")
-        self.resources = {canonical_resource(r) for r in resources}
-        self.default_resource = canonical_resource(default_resource) if default_resource else None
+        self.origin: str = f"{parts.scheme}://{parts.netloc}"
+        self.base_path: str = parts.path.rstrip("/")
+        self.resources: set[str] = {canonical_resource(r) for r in resources}
+        self.default_resource: str | None = canonical_resource(default_resource) if default_resource else None
         if self.default_resource:
             self.resources.add(self.default_resource)
         if approver is None and auto_approve:
@@ -243,7 +243,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             approver = approve_all
         self.approver = approver
         self.scopes_supported = list(scopes_supported) if scopes_supported is not None else None
-        self.default_scopes = list(default_scopes)
+        self.default_scopes: list[str] = list(default_scopes)
         self.storage = storage
         self.access_token_ttl = access_token_ttl
         self.refresh_token_ttl = refresh_token_ttl
@@ -288,7 +288,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         self._jwk = {"crv": "P-256", "kty": "EC", "x": _b64url(numbers.x, 32), "y": _b64url(numbers.y, 32)}
         # RFC 7638 thumbprint: replicas sharing the key publish the same kid
         thumb = hashlib.sha256(orjson.dumps(self._jwk, option=orjson.OPT_SORT_KEYS)).digest()
-        self.kid = base64.urlsafe_b64encode(thumb).rstrip(b"=").decode("ascii")
+        self.kid: str = base64.urlsafe_b64encode(thumb).rstrip(b"=").decode("ascii")
         self.counts: dict[str, int] = {}  # endpoint -> hits (observability, tests)
 
     # ------------------------------------------------------------------ metadata

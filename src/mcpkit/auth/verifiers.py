@@ -96,7 +96,7 @@ class StaticTokenVerifier:
     ``StaticTokenVerifier.simple({"tok-1": ["read"]}, audience=url)``."""
 
     def __init__(self, tokens: Mapping[str, AccessToken]) -> None:
-        self.tokens = dict(tokens)
+        self.tokens: dict[str, AccessToken] = dict(tokens)
 
     @classmethod
     def simple(
@@ -173,7 +173,7 @@ class JWTVerifier:
         self.issuer = issuer
         self.audience = audience
         self.jwks_url = jwks_url
-        self.algorithms = list(algorithms)
+        self.algorithms: list[str] = list(algorithms)
         self.leeway = leeway
         self.jwks_ttl = jwks_ttl
         self.min_refresh_interval = min_refresh_interval

@@ -29,7 +29,11 @@ from .catalog import TRANSPORT_NAMES, Requirement, level, order, requirements, w
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 _RANK = {FAIL: 3, WARN: 2, PASS: 1, SKIP: 0}
 SCHEMA = "mcpkit-check-report/1"
-FAIL_ON = {"must": ("MUST",), "should": ("MUST", "SHOULD"), "may": ("MUST", "SHOULD", "MAY")}
+FAIL_ON: dict[str, tuple[str, ...]] = {
+    "must": ("MUST",),
+    "should": ("MUST", "SHOULD"),
+    "may": ("MUST", "SHOULD", "MAY"),
+}
 
 
 def printable(text: str) -> str:
@@ -95,7 +99,7 @@ class Report:
         self.info: dict[str, Any] = {}
         self.prefix = ""  # put before the evidence of the findings being added (e.g. "[2026-07-28] ")
         self.protected = False  # the target asked for authorization (the auth rules apply)
-        self.started = time.time()
+        self.started: float = time.time()
         self.finished: float | None = None
 
     def add(self, req: str, status: str, evidence: str, check: str = "") -> None:

@@ -246,7 +246,7 @@ class ConnectionWire(Wire):
     def __init__(self, transport: str, conn: Any) -> None:
         super().__init__()
         self.transport = transport
-        self.channel = "stdout" if transport == "stdio" else transport
+        self.channel: str = "stdout" if transport == "stdio" else transport
         self.conn = conn
         self.ended: str | None = None  # why the connection ended, when it did
         self._reader: asyncio.Task[None] | None = None

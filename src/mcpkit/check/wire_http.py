@@ -103,8 +103,12 @@ class HttpWire(Wire):
     ):
         super().__init__()
         self.url = url
-        self.extra_headers = dict(headers or {})  # sent to ``url`` only: the wire never talks to another origin
-        self.client = httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False, auth=auth)
+        self.extra_headers: dict[str, str] = dict(
+            headers or {}
+        )  # sent to ``url`` only: the wire never talks to another origin
+        self.client: Any = httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False, auth=auth
+        )
         self.session_id: str | None = None
         self.exchanges: list[HttpExchange] = []
         self._tasks: set[asyncio.Task[HttpExchange]] = set()

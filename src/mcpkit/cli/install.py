@@ -45,8 +45,12 @@ from typing import Any
 __all__ = ["HOSTS", "InstallError", "Installed", "config_path", "install", "server_entry"]
 
 HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
-SCOPES = {"claude-desktop": ("user",), "claude-code": ("user", "project", "local"), "cursor": ("user", "project"),
-          "vscode": ("user", "project")}  # fmt: skip
+SCOPES: dict[str, tuple[str, ...]] = {
+    "claude-desktop": ("user",),
+    "claude-code": ("user", "project", "local"),
+    "cursor": ("user", "project"),
+    "vscode": ("user", "project"),
+}
 
 
 class InstallError(Exception):

@@ -43,7 +43,7 @@ class Listeners:
     def __init__(self, host: str, port: int, backlog: int = 2048) -> None:
         self.host = host
         self.backlog = backlog
-        self.reuseport = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
+        self.reuseport: bool = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
         if self.reuseport and port:
             self._probe(port)
         self.first: socket.socket | None = self._make(port)

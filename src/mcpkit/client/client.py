@@ -89,7 +89,7 @@ from .skills import SkillMethods
 from .targets import ServerStartError
 from .tasks import StatusCallback, TaskCancelled, TaskHandle, start_tool_task
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
 

@@ -65,7 +65,7 @@ from .targets import (
 if TYPE_CHECKING:
     import httpx
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
 
@@ -227,7 +227,7 @@ class ClientConnection:
         }
         #: the extensions this client declares (``capabilities.extensions``, both eras): ``{id: settings}``;
         #: :meth:`declare_extension` adds one (it applies from the next connection on)
-        self.extensions = as_extensions(extensions)
+        self.extensions: Extensions = as_extensions(extensions)
         self._roots = roots
         self._sampling_handler = sampling_handler
         self._elicitation_handler = elicitation_handler
@@ -237,17 +237,17 @@ class ClientConnection:
         self.cache: ResponseCache | None = ResponseCache() if cache is True else (cache or None)
         self._middleware = tuple(middleware)
         self._on_notification = on_notification
-        self.log_level = log_level
+        self.log_level: LogLevel | None = log_level
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.validate_output = validate_output
         self.max_pages = max_pages
         self.max_items = max_items
         self.reconnect_enabled = reconnect
-        self.max_reconnect_attempts = max(1, max_reconnect_attempts)
+        self.max_reconnect_attempts: int = max(1, max_reconnect_attempts)
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.transport_options = dict(transport_options or {})
+        self.transport_options: dict[str, Any] = dict(transport_options or {})
         if isinstance(auth, str) and auth != "oauth":
             self.target.headers["Authorization"] = f"Bearer {auth}"
         elif auth is not None and auth != "oauth":

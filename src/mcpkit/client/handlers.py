@@ -48,7 +48,7 @@ from .results import (
 )
 from .subscription import Subscription
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 
 class WireParams(dict[str, Any]):

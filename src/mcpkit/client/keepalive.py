@@ -11,7 +11,7 @@ from collections.abc import Callable
 from ..engine import Connection, Peer
 from ..protocol.errors import ConnectionClosed, MCPError, RequestTimeout
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 
 async def keep_alive(

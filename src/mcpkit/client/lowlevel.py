@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from ..tasks import TaskEngine
     from ..transports.base import Connection
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
@@ -159,7 +159,7 @@ class ClientSession:
         self.conn = conn
         self.mode = mode
         self.pinned_version = protocol_version
-        self.client_info = client_info or {"name": "mcpkit", "version": __version__}
+        self.client_info: JSONDict = client_info or {"name": "mcpkit", "version": __version__}
         self._roots = roots
         self.sampling_handler = sampling_handler
         self.sampling_tools = sampling_tools
@@ -173,7 +173,7 @@ class ClientSession:
         self.max_input_requests = max_input_requests
         self.max_input_reply_size = max_input_reply_size
         self.experimental = experimental
-        self.extensions = as_extensions(extensions)
+        self.extensions: Extensions = as_extensions(extensions)
         self.extensions.on_change = self._forget_meta
         if tasks and TASKS_EXTENSION not in self.extensions:  # (2026-07-28 only: 2025-11-25 has capabilities.tasks)
             self.extensions.declare(TASKS_EXTENSION, {}, versions=versions.MODERN_VERSIONS)
@@ -181,7 +181,7 @@ class ClientSession:
         self.seen: Callable[[str, JSONDict | None], None] | None = None  # told of every notification (a cache)
         #: spans around its answers to 2026-07-28 input requests (``Client(telemetry=...)`` sets it; None: none)
         self.input_tracer: h.InputTracer | None = None
-        self.peer = Peer(
+        self.peer: Peer = Peer(
             conn,
             request_handler=self._on_request,
             notification_handler=self._on_notification,

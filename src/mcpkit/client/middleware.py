@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from ..protocol.errors import ConnectionClosed, RequestTimeout
 
-logger = logging.getLogger("mcpkit.client.calls")
+logger: logging.Logger = logging.getLogger("mcpkit.client.calls")
 
 
 @dataclass

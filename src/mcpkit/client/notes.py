@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 
 from ..protocol.jsonrpc import JSONDict
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 #: notifications waiting for the logging and notification handlers; beyond it the session stops reading until one
 #: is handled

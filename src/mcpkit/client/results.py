@@ -26,7 +26,7 @@ from ..protocol.types import (
     Tool,
 )
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 T = TypeVar("T")
 M = TypeVar("M", bound=MCPModel)
@@ -80,7 +80,7 @@ class ModernEraRefused(MCPError):
             error.data,
             code=error.code,
         )
-        self.server_message = error.message
+        self.server_message: str = error.message
         #: the HTTP status of a bare HTTP error (the legacy HTTP+SSE fallback of a URL keys on it), else None
         self.status: int | None = getattr(error, "status", None)
 
@@ -201,15 +201,15 @@ class ToolResult(Generic[T]):
     def __init__(
         self, raw: CallToolResult, tool: Tool | None = None, validated: bool = False, name: str | None = None
     ) -> None:
-        self.name = name if name is not None else (tool.name if tool is not None else "")
+        self.name: str = name if name is not None else (tool.name if tool is not None else "")
         self.typed: Any = _UNTYPED
-        self.raw = raw
+        self.raw: CallToolResult = raw
         self.content: list[ContentBlock] = raw.content
         self.structured: Any = raw.structured_content
-        self.is_error = raw.is_error
+        self.is_error: bool = raw.is_error
         self.meta = raw.meta
-        self.tool = tool
-        self.validated = validated
+        self.tool: Tool | None = tool
+        self.validated: bool = validated
 
     @property
     def text(self) -> str:
@@ -282,9 +282,9 @@ def _typed(name: str, result: ToolResult[Any], result_type: Any) -> Any:
 
     value = result._value()
     if isinstance(value, str) and result.structured is None and result_type is not str:
-        try:
-            import orjson
+        import orjson
 
+        try:
             value = orjson.loads(value)  # a server without structured output: its text may still be JSON
         except orjson.JSONDecodeError:
             pass

@@ -20,7 +20,7 @@ from ..protocol.jsonrpc import JSONDict
 if TYPE_CHECKING:
     from ..engine import Peer
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 
 def listen_filter(

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
     from .handlers import InputTracer
 
-logger = logging.getLogger("mcpkit.client")
+logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 MIN_POLL = 0.05  # seconds: the fastest a handle polls, whatever the server suggests
 MAX_POLL = 5.0  # the slowest (a server suggesting an hour is not followed that far)
@@ -87,7 +87,7 @@ class SeenProgress:
     __slots__ = ("last", "on_progress")
 
     def __init__(self, on_progress: ProgressCallback) -> None:
-        self.on_progress = on_progress
+        self.on_progress: ProgressCallback = on_progress
         self.last: float | None = None
 
     def __call__(self, progress: float, total: float | None, message: str | None) -> Any:

@@ -38,13 +38,13 @@ class RequestContext:
     )
 
     def __init__(self, peer: Requests, id: RequestId, method: str, params: JSONDict | None, out: Outbox) -> None:
-        self.peer = peer
-        self.id = id
-        self.method = method
-        self.params = params
-        self.out = out
-        self.cancelled = False
-        self.done = False
+        self.peer: Requests = peer
+        self.id: RequestId = id
+        self.method: str = method
+        self.params: JSONDict | None = params
+        self.out: Outbox = out
+        self.cancelled: bool = False
+        self.done: bool = False
         self._last_progress: float | None = None
         self.task: asyncio.Task[Any] | None = None
         # the request's ``_meta`` as the transport already read and validated it, for the layer above (the server's

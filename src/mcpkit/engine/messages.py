@@ -10,7 +10,7 @@ POST's response and not a message of the stream.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Final, NamedTuple, Protocol
 
 from ..protocol import jsonrpc
@@ -151,7 +151,7 @@ class Connection(Protocol):
     """A bidirectional message channel: ``receive()`` returns one framed payload or None at end of input (or raises
     :class:`~mcpkit.protocol.errors.ConnectionClosed` to end the input saying why); ``send`` is an :class:`Outbox`'s."""
 
-    async def receive(self) -> bytes | None: ...
+    def receive(self) -> Coroutine[Any, Any, bytes | None]: ...  # (an ``async def receive`` is one)
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None: ...
 
@@ -166,8 +166,9 @@ class BaseConnection:
     :class:`Connection` protocol: a transport written before these existed) is served the same way, with the
     defaults."""
 
-    async def receive(self) -> bytes | None:
-        """One framed payload, or None at the end of input."""
+    def receive(self) -> Coroutine[Any, Any, bytes | None]:
+        """One framed payload, or None at the end of input (an ``async def receive`` overrides it; a transport
+        may also hand out another coroutine, as stdio does, to save a frame per message)."""
         raise NotImplementedError
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:

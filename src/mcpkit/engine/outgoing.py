@@ -31,7 +31,7 @@ from .tap import OUT
 if TYPE_CHECKING:
     from .tap import TapHub
 
-logger = logging.getLogger("mcpkit.engine")
+logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 

@@ -57,7 +57,7 @@ from .outgoing import Requests, _Pending
 from .runner import RequestRunner, finish_batch, start_request_task
 from .tap import IN, OUT, TapHub, described
 
-logger = logging.getLogger("mcpkit.engine")
+logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
 
 RequestHandler = Callable[[RequestContext], "Awaitable[JSONDict] | JSONDict"]

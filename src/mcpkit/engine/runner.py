@@ -34,7 +34,7 @@ from .context import RequestContext
 from .messages import RESULT, Outgoing, _new, batch
 from .tap import OUT, TapHub
 
-logger = logging.getLogger("mcpkit.engine")
+logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
 # Python 3.12+: a request's handler starts at once, inside the step that starts its task, and runs until it first
 # waits. A handler that never waits (most do not) then costs no event-loop scheduling at all.

@@ -24,7 +24,7 @@ from ..protocol import jsonrpc
 from ..protocol.jsonrpc import Batch, ErrorResponse, Invalid, Notification, Request, RequestId, Response
 from .messages import BATCH, ERROR, NOTIFICATION, REQUEST, RESULT, UNKNOWN, Outgoing
 
-logger = logging.getLogger("mcpkit.engine")
+logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
 IN: Final = "in"
 """A message the peer received."""

@@ -30,7 +30,7 @@ from .._extras import require
 from ..transports.stdio import StdioServer
 from .session import Inspector
 
-logger = logging.getLogger("mcpkit.inspector")
+logger: logging.Logger = logging.getLogger("mcpkit.inspector")
 
 __all__ = ["DevLoop", "dev_target"]
 
@@ -78,7 +78,7 @@ class DevLoop:
 
     def __init__(self, inspector: Inspector, paths: Sequence[Path], *, shown: str, debounce_ms: int = 300) -> None:
         self.inspector = inspector
-        self.paths = [p.resolve() for p in paths]
+        self.paths: list[Path] = [p.resolve() for p in paths]
         self.shown = shown
         self.debounce_ms = debounce_ms
         self.reloads = 0

@@ -116,7 +116,7 @@ class MessageLog:
             raise ValueError("the message log's bounds must be positive")
         self.max_entries = max_entries
         self.max_bytes = max_bytes
-        self.max_entry_bytes = min(max_entry_bytes, max_bytes)
+        self.max_entry_bytes: int = min(max_entry_bytes, max_bytes)
         self.on_entry = on_entry
         self._entries: deque[LogEntry] = deque()
         self._bytes = 0

@@ -56,7 +56,7 @@ from .views import ViewTable
 if TYPE_CHECKING:
     from ..protocol.versions import LogLevel
 
-logger = logging.getLogger("mcpkit.inspector")
+logger: logging.Logger = logging.getLogger("mcpkit.inspector")
 
 __all__ = ["Inspector", "InspectorError"]
 
@@ -118,8 +118,8 @@ class Inspector:
         self.protocol_version = protocol_version
         self.timeout = timeout
         self.connect_timeout = connect_timeout
-        self.hub = hub or EventHub()
-        self.log = log or MessageLog()
+        self.hub: EventHub = hub or EventHub()
+        self.log: MessageLog = log or MessageLog()
         self.log.on_entry = lambda entry: self.hub.publish("log", entry=entry.summary())
         self.roots: list[dict[str, Any]] = checked_roots(list(roots))
         self.max_running_calls = max_running_calls
@@ -145,7 +145,7 @@ class Inspector:
         self._alive_task: asyncio.Task[None] | None = None
         self._generation = 0
         self._connections = 0
-        self.views = ViewTable(self)  # MCP Apps views shown by the page (views.py)
+        self.views: ViewTable = ViewTable(self)  # MCP Apps views shown by the page (views.py)
 
     # ------------------------------------------------------------------ state
 

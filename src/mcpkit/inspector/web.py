@@ -121,7 +121,7 @@ class InspectorApp:
         self.inspector = inspector
         self._token = token.encode()
         self.max_body = max_body
-        self.static = static if static is not None else load_static()
+        self.static: dict[str, tuple[bytes, bytes]] = static if static is not None else load_static()
         self.connect_on_startup = connect_on_startup
         self._policy = make_request_check(None, None)  # localhost Host, localhost Origin
         self._origins: frozenset[str] = frozenset()

@@ -29,7 +29,7 @@ class MCPError(Exception):
     default_message: ClassVar[str] = "Internal error"
 
     def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
-        self.message = message if message is not None else self.default_message
+        self.message: str = message if message is not None else self.default_message
         self.data = data
         if code is not None:
             self.code = code  # type: ignore[misc]

@@ -26,9 +26,9 @@ class Request:
     __slots__ = ("id", "method", "params")
 
     def __init__(self, id: RequestId, method: str, params: JSONDict | None = None) -> None:
-        self.id = id
-        self.method = method
-        self.params = params
+        self.id: RequestId = id
+        self.method: str = method
+        self.params: JSONDict | None = params
 
     def to_dict(self) -> JSONDict:
         d: JSONDict = {"jsonrpc": "2.0", "id": self.id, "method": self.method}
@@ -46,8 +46,8 @@ class Notification:
     __slots__ = ("method", "params")
 
     def __init__(self, method: str, params: JSONDict | None = None) -> None:
-        self.method = method
-        self.params = params
+        self.method: str = method
+        self.params: JSONDict | None = params
 
     def to_dict(self) -> JSONDict:
         d: JSONDict = {"jsonrpc": "2.0", "method": self.method}
@@ -65,8 +65,8 @@ class Response:
     __slots__ = ("id", "result")
 
     def __init__(self, id: RequestId, result: JSONDict) -> None:
-        self.id = id
-        self.result = result
+        self.id: RequestId = id
+        self.result: JSONDict = result
 
     def to_dict(self) -> JSONDict:
         return {"jsonrpc": "2.0", "id": self.id, "result": self.result}
@@ -81,8 +81,8 @@ class ErrorResponse:
     __slots__ = ("error", "id")
 
     def __init__(self, id: RequestId | None, error: JSONDict) -> None:
-        self.id = id
-        self.error = error
+        self.id: RequestId | None = id
+        self.error: JSONDict = error
 
     def to_dict(self) -> JSONDict:
         return {"jsonrpc": "2.0", "id": self.id, "error": self.error}
@@ -97,9 +97,9 @@ class Invalid:
     __slots__ = ("id", "is_response", "reason")
 
     def __init__(self, id: RequestId | None, reason: str, is_response: bool = False) -> None:
-        self.id = id
-        self.reason = reason
-        self.is_response = is_response
+        self.id: RequestId | None = id
+        self.reason: str = reason
+        self.is_response: bool = is_response
 
     def error(self) -> JSONDict:
         return {"code": INVALID_REQUEST, "message": f"Invalid Request: {self.reason}"}

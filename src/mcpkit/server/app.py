@@ -65,11 +65,11 @@ if TYPE_CHECKING:
 
     from ..protocol import types as t
 
-logger = logging.getLogger("mcpkit.server.app")
+logger: logging.Logger = logging.getLogger("mcpkit.server.app")
 
 F = TypeVar("F", bound=Callable[..., Any])
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-_LIST_KINDS = ("tools", "resources", "resource_templates", "prompts")
+_LIST_KINDS: tuple[str, ...] = ("tools", "resources", "resource_templates", "prompts")
 
 
 class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
@@ -146,7 +146,7 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             listen_queue_size=listen_queue_size,
             logging_enabled=logging_enabled,
         )
-        self.debug = debug_from_env() if debug is None else debug
+        self.debug: bool = debug_from_env() if debug is None else debug
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}

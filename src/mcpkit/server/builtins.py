@@ -15,7 +15,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
 from .request_context import ServerRequestContext, at_token_expiry
 
-logger = logging.getLogger("mcpkit.server")
+logger: logging.Logger = logging.getLogger("mcpkit.server")
 
 
 class _Listener:
@@ -24,10 +24,10 @@ class _Listener:
     __slots__ = ("filter", "queue", "removers", "sub_id", "uris")
 
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
-        self.filter = agreed
+        self.filter: JSONDict = agreed
         self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
         self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
-        self.sub_id = sub_id
+        self.sub_id: str | int = sub_id
         self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
 
     def end(self) -> None:

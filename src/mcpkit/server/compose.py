@@ -42,7 +42,7 @@ from .schema import ArgumentProblem
 from .tools import Tool
 from .uri_template import UriTemplate
 
-logger = logging.getLogger("mcpkit.server.compose")
+logger: logging.Logger = logging.getLogger("mcpkit.server.compose")
 JSONDict = dict[str, Any]
 
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -217,7 +217,7 @@ class MountedTool(Tool):
     def __init__(self, inner: Tool, name: str, mount: Mount) -> None:
         _wrap(self, inner, mount)
         self.name = name
-        self.info = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
+        self.info: _MountedInfo = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
 
     @property
     def returns(self) -> Any:
@@ -279,7 +279,7 @@ class MountedTemplate(ResourceTemplate):
 
     def __init__(self, inner: ResourceTemplate, uri_template: str, mount: Mount) -> None:
         _wrap(self, inner, mount)
-        self.template = UriTemplate(uri_template)
+        self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
 
     def accepts(self, variables: dict[str, str]) -> bool:

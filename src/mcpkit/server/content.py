@@ -86,8 +86,8 @@ class _Media:
             data = p.read_bytes()
             mime_type = mime_type or mimetypes.guess_type(p.name)[0]
         assert data is not None
-        self.data = bytes(data)
-        self.mime_type = mime_type or sniff_mime(self.data) or self.default_mime
+        self.data: bytes = bytes(data)
+        self.mime_type: str = mime_type or sniff_mime(self.data) or self.default_mime
         self.annotations = annotations
 
     def to_content(self) -> JSONDict:

@@ -49,7 +49,7 @@ def parse_docstring(doc: str | None) -> Docstring:
         line = lines[i]
         sphinx = _SPHINX_PARAM.match(line)
         if sphinx:
-            current = sphinx.group(1)
+            current = str(sphinx.group(1))
             params[current] = sphinx.group(2).strip()
             section = "sphinx"
             i += 1
@@ -76,7 +76,7 @@ def parse_docstring(doc: str | None) -> Docstring:
             m = re.match(r"^\s+(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", line) if line[:1].isspace() else None
             indent = len(line) - len(line.lstrip())
             if m and (current is None or indent <= _arg_indent(lines, i)):
-                current = m.group(1).lstrip("*")
+                current = str(m.group(1)).lstrip("*")
                 params[current] = m.group(2).strip()
             elif current and line.strip():
                 params[current] = (params[current] + " " + line.strip()).strip()

@@ -63,9 +63,9 @@ class Call:
     """"request" (or "notification" for a :class:`NotificationCall`)."""
 
     def __init__(self, method: str, params: JSONDict, context: ServerRequestContext) -> None:
-        self.method = method
-        self.params = params
-        self.context = context
+        self.method: str = method
+        self.params: JSONDict = params
+        self.context: ServerRequestContext = context
 
     def replace(self, *, params: JSONDict) -> Call:
         """The same call with other params (what ``call_next`` then runs the handler with)."""
@@ -176,7 +176,7 @@ class NotificationCall(Call):
     ) -> None:
         self.method = method
         self.params = params
-        self.context = None  # type: ignore[assignment]
+        self.context: None = None  # type: ignore[assignment]
         self._session = session
         self._features = features
         self._principal = principal

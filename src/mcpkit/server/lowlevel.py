@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from ..tasks import TaskStore
     from .tasks import ServerTasks
 
-logger = logging.getLogger("mcpkit.server")
+logger: logging.Logger = logging.getLogger("mcpkit.server")
 _CoroutineType = types.CoroutineType
 
 #: A request handler: ``async def handler(ctx, params)`` returning the result (a dict or a pydantic model); a plain
@@ -151,13 +151,13 @@ class Server(Runnable):
         for v in vs:
             if not versions_is_supported(v):
                 check_choice("each of versions", v, versions_mod().ALL_VERSIONS)
-        self.handshake_versions = tuple(v for v in vs if v in versions_mod().HANDSHAKE_VERSIONS)
-        self.modern_versions = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
-        self.request_state = RequestStateSealer(request_state_keys)
+        self.handshake_versions: tuple[str, ...] = tuple(v for v in vs if v in versions_mod().HANDSHAKE_VERSIONS)
+        self.modern_versions: tuple[str, ...] = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
+        self.request_state: RequestStateSealer = RequestStateSealer(request_state_keys)
         self.request_timeout = request_timeout
         self.listen_queue_size = listen_queue_size
         self.logging_enabled = logging_enabled
-        self.fanout_timeout = 5.0
+        self.fanout_timeout: float = 5.0
         self.fanout: Fanout = LocalFanout(self)  # how changes reach this worker's and other workers' clients
         self._fanout_start: asyncio.Task[None] | None = None
         self._fanout_warned = float("-inf")  # (loop time of the last "did not start" line: one per 10 s)
@@ -173,7 +173,7 @@ class Server(Runnable):
         self._listeners: set[_Listener] = set()
         self._caps_cache: dict[str, JSONDict] = {}
         #: the extensions declared under ``capabilities.extensions`` (both eras): ``server.extensions[id] = settings``
-        self.extensions = Extensions(self._caps_cache.clear)
+        self.extensions: Extensions = Extensions(self._caps_cache.clear)
         self._interceptors = Interceptors()
         self._intercepting: Interceptors | None = None  # the interceptors while there are any (dispatch tests it)
         #: ``observer(event, value)`` for every change delivered here ("list_changed", kind; "resource_updated", uri),

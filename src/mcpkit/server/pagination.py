@@ -68,7 +68,7 @@ class ListCache:
     __slots__ = ("max_bytes", "used")
 
     def __init__(self, max_bytes: int = MAX_LIST_CACHE_BYTES) -> None:
-        self.max_bytes = max_bytes
+        self.max_bytes: int = max_bytes
         self.used = 0
 
     def take(self, size: int) -> bool:

@@ -39,7 +39,7 @@ class Message:
         if role not in ("user", "assistant"):
             raise ValueError("role must be 'user' or 'assistant'")
         self.role = role
-        self.content = content
+        self.content: Any = content
 
     @classmethod
     def user(cls, content: Any) -> Message:
@@ -92,20 +92,20 @@ class Prompt(Listed):
         completions: dict[str, Completer] | None = None,
         thread: bool | None = None,
     ) -> None:
-        self.name = name or function_name(fn, kind="prompt")
+        self.name: str = name or function_name(fn, kind="prompt")
         self.fn = fn
-        self.info = FunctionInfo(fn, name=self.name)
+        self.info: FunctionInfo = FunctionInfo(fn, name=self.name)
         # where a sync prompt function runs (see sync_exec): learned by default, thread=True/False to declare
         self.sync: SyncPolicy | None = None
         if not self.info.is_async:
             self.sync = SyncPolicy(fn, f"prompt {self.name!r}", thread, learnable=self.info.context_param is None)
         self.title = title
-        self.description = description if description is not None else self.info.description
-        self.icons = [dump_model(i) for i in icons] if icons else None
+        self.description: str | None = description if description is not None else self.info.description
+        self.icons: list[Any] | None = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         names = {p.name for p in self.info.params}
         unknown = f"prompt {self.name!r}: completions for unknown arguments"
-        self.completions = gather_completions(self.info.params, completions, names, unknown)
+        self.completions: dict[str, Completer] = gather_completions(self.info.params, completions, names, unknown)
         Listed.__init__(self)
 
     def definition(self, feats: Features) -> JSONDict:

@@ -79,10 +79,10 @@ class ScopeAuthorization:
     def __init__(
         self, principal: str | None, granted: Iterable[str], rule: Any = None, expires_at: float | None = None
     ) -> None:
-        self.principal = principal
-        self.granted = frozenset(granted)
-        self.rule = rule
-        self.expires_at = expires_at
+        self.principal: str | None = principal
+        self.granted: frozenset[str] = frozenset(granted)
+        self.rule: Any = rule
+        self.expires_at: float | None = expires_at
 
     def missing(self, method: str, params: JSONDict) -> list[str]:
         """The scopes ``method``/``params`` needs that the caller was not granted (the one scope decision)."""
@@ -188,13 +188,13 @@ class ServerRequestContext:
         client_info: JSONDict | None,
         log_level: str | None,
     ) -> None:
-        self.server = server
-        self.session = session
-        self.rc = rc
-        self.features = feats
-        self.client_capabilities = client_capabilities
-        self.client_info = client_info
-        self.log_level = log_level
+        self.server: HostedServer = server
+        self.session: HostedSession | None = session
+        self.rc: RequestContext = rc
+        self.features: Features = feats
+        self.client_capabilities: JSONDict = client_capabilities
+        self.client_info: JSONDict | None = client_info
+        self.log_level: str | None = log_level
         self._answers: dict[str, JSONDict] = _NO_ANSWERS  # replaced (never mutated) when answers come in
         self._ask_counter = 0
         self.principal: str | None = None

@@ -117,13 +117,13 @@ class _ResourceBase(Listed):
         ttl_ms: int | None = None,
         cache_scope: str | None = None,
     ) -> None:
-        self.cache_hints = cache_hints(ttl_ms, cache_scope)
+        self.cache_hints: JSONDict = cache_hints(ttl_ms, cache_scope)
         self.name = name
         self.title = title
         self.description = description
         self.mime_type = mime_type
-        self.annotations = dump_model(annotations) if annotations is not None else None
-        self.icons = [dump_model(i) for i in icons] if icons else None
+        self.annotations: Any | None = dump_model(annotations) if annotations is not None else None
+        self.icons: list[Any] | None = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         Listed.__init__(self)
 
@@ -252,11 +252,11 @@ class ResourceTemplate(_ResourceBase):
         cache_scope: str | None = None,
         thread: bool | None = None,
     ) -> None:
-        self.template = UriTemplate(uri_template)
+        self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.fn = fn
-        self.info = FunctionInfo(fn, name=name or function_name(fn, uri_template))
-        self.sync = _sync_policy(self.info, fn, f"resource template {uri_template!r}", thread)
+        self.info: FunctionInfo = FunctionInfo(fn, name=name or function_name(fn, uri_template))
+        self.sync: SyncPolicy | None = _sync_policy(self.info, fn, f"resource template {uri_template!r}", thread)
         variables = set(self.template.variables)
         params = {p.name for p in self.info.params}
         missing = [p.name for p in self.info.params if p.required and p.name not in variables]
@@ -274,7 +274,7 @@ class ResourceTemplate(_ResourceBase):
                 "the URI) or take it out of the URI"
             )
         unknown = f"resource template {uri_template!r}: completions for unknown variables"
-        self.completions = gather_completions(self.info.params, completions, variables, unknown)
+        self.completions: dict[str, Completer] = gather_completions(self.info.params, completions, variables, unknown)
         super().__init__(
             name=name or function_name(fn, uri_template),
             title=title,

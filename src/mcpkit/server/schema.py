@@ -41,7 +41,7 @@ from .docstrings import Docstring as Docstring  # (its import path since the par
 from .docstrings import parse_docstring
 
 JSONDict = dict[str, Any]
-logger = logging.getLogger("mcpkit.server")
+logger: logging.Logger = logging.getLogger("mcpkit.server")
 
 
 @functools.cache
@@ -231,7 +231,7 @@ class FunctionInfo:
         described = fn
         while isinstance(described, functools.partial):  # (its own __doc__ is functools.partial's)
             described = described.func
-        self.doc = parse_docstring(inspect.getdoc(described))
+        self.doc: Docstring = parse_docstring(inspect.getdoc(described))
         self.context_param: str | None = None
         self.params: list[Param] = []
         for p in sig.parameters.values():
@@ -260,7 +260,7 @@ class FunctionInfo:
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
         # plain-scalar parameters: validated by fast_validate(fast_plan, arguments) without pydantic (else None)
-        self.fast_plan = _fast_plan(self.params)
+        self.fast_plan: FastPlan | None = _fast_plan(self.params)
 
     @property
     def description(self) -> str | None:
@@ -579,7 +579,7 @@ class ReturnInfo:
         if structured is not False:
             self._read(annotation)
         # whether results carry structuredContent (an attribute, not a property: read on every call)
-        self.structured = self.adapter is not None or self._scalar is not None
+        self.structured: bool = self.adapter is not None or self._scalar is not None
 
     def _read(self, annotation: Any) -> None:
         if annotation in (int, float, bool):

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 NO_SESSION_BATCH_REFUSAL = "; in the handshake era, batches exist only after initialize"
 
 _current_authorization = CURRENT_AUTHORIZATION.get
-logger = logging.getLogger("mcpkit.server")
+logger: logging.Logger = logging.getLogger("mcpkit.server")
 
 
 def _nothing() -> None:
@@ -92,7 +92,7 @@ class ServerSession:
         self.stateless = False
         self._closed = False
         self._on_close: dict[int, Callable[[], None]] | None = None  # what to undo when it ends (task watchers)
-        self.peer = Peer(
+        self.peer: Peer = Peer(
             outbox,
             request_handler=self._on_request,
             notification_handler=self._on_notification,

@@ -63,7 +63,7 @@ from typing import Any
 
 from .._runtime import EAGER, ON_THREAD, TICKS, LoopHandoff, clock, hook_gc, run_inline, running_guard, thread_usage
 
-logger = logging.getLogger("mcpkit.server.sync")
+logger: logging.Logger = logging.getLogger("mcpkit.server.sync")
 
 #: A call longer than this (milliseconds) is "long": it demotes a learned-inline function to the worker thread.
 DEFAULT_LONG_MS = 2.0
@@ -174,8 +174,8 @@ class SyncPolicy:
         learn_calls: int = DEFAULT_LEARN_CALLS,
     ) -> None:
         self.fn = fn
-        self.what = what
-        self.declared = thread is False
+        self.what: str = what
+        self.declared: bool = thread is False
         if thread is False:
             self.mode = INLINE
             hook_gc()

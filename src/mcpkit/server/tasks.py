@@ -76,7 +76,7 @@ class Tool(Protocol):
     sync: Any  # a plain def's SyncPolicy, None for an async def
 
 
-logger = logging.getLogger("mcpkit.server.tasks")
+logger: logging.Logger = logging.getLogger("mcpkit.server.tasks")
 
 LIST_PAGE_SIZE = 50
 TASK_NOT_FOUND = "Failed to retrieve task: Task not found"

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from ..protocol import types as t
     from .context import Context
 
-logger = logging.getLogger("mcpkit.server.tools")
+logger: logging.Logger = logging.getLogger("mcpkit.server.tools")
 _UNSTRUCTURED = ReturnInfo(inspect.Signature.empty)
 _UNREAD: Any = object()  # (Tool.param_headers not read yet)
 JSONDict = dict[str, Any]

@@ -101,7 +101,7 @@ class _Info:
         self.input_schema = input_schema
         self.context_param = context_param
         self.is_async = is_async
-        self.fast_plan = None
+        self.fast_plan: None = None
         self.description = description
         self.params: list[Any] = []
 
@@ -123,13 +123,13 @@ class TransformedTool(Tool):
         meta: JSONDict | None,
     ) -> None:  # (Tool.__init__ is not run: there is no function of its own to read)
         self.original = original
-        self.name = name or original.name
-        self.title = title if title is not None else original.title
-        self.description = description if description is not None else original.description
-        self.annotations = annotations if annotations is not None else original.annotations
-        self.icons = original.icons
-        self.meta = meta if meta is not None else original.meta
-        self.thread = None
+        self.name: str = name or original.name
+        self.title: str | None = title if title is not None else original.title
+        self.description: str = description if description is not None else original.description
+        self.annotations: JSONDict | None = annotations if annotations is not None else original.annotations
+        self.icons: list[Any] | None = original.icons
+        self.meta: JSONDict | None = meta if meta is not None else original.meta
+        self.thread: None = None
         self.sync = None
         self.task_support = original.task_support
         self.fn = fn if fn is not None else original.fn
@@ -185,10 +185,10 @@ class TransformedTool(Tool):
             self._returns = ReturnInfo(annotation) if annotation is not inspect.Signature.empty else None
         else:
             self._returns = None
-        self.info = _Info(schema, context_param, is_async, self.description)  # type: ignore[assignment]
+        self.info: _Info = _Info(schema, context_param, is_async, self.description)  # type: ignore[assignment]
         self.tags = original.tags if tags is None else tags
         self.scopes = original.scopes
-        self.debug = original.debug
+        self.debug: bool = original.debug
         Listed.__init__(self)
 
     @property

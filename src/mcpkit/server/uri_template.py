@@ -62,7 +62,7 @@ class UriTemplate:
     )
 
     def __init__(self, template: str) -> None:
-        self.template = template
+        self.template: str = template
         parts: list[str | _Expression] = []
         pos = 0
         for m in _EXPRESSION.finditer(template):

@@ -52,7 +52,7 @@ class Visibility:
 
     def __init__(self, include_tags: Iterable[str] | None = None, exclude_tags: Iterable[str] | None = None) -> None:
         self.include_tags: frozenset[str] | None = _tags(include_tags) if include_tags is not None else None
-        self.exclude_tags = _tags(exclude_tags)
+        self.exclude_tags: frozenset[str] = _tags(exclude_tags)
         self.disabled: set[tuple[str, str]] = set()  # (kind, key)
         self.disabled_tags: set[str] = set()
         self.view_filter: ViewFilter | None = None

@@ -58,7 +58,7 @@ from ..hosting import Fanout, LocalFanout, deliver
 if TYPE_CHECKING:
     from ..hosting import FanoutTarget, HostedServer
 
-logger = logging.getLogger("mcpkit.stores.bus")
+logger: logging.Logger = logging.getLogger("mcpkit.stores.bus")
 
 
 @runtime_checkable
@@ -191,7 +191,7 @@ class BusFanout:
     def __init__(self, bus: Bus, *, channel: str = "notify") -> None:
         self.bus = bus
         self.channel = channel
-        self.origin = secrets.token_hex(8)
+        self.origin: str = secrets.token_hex(8)
         self.published = 0
         self.received = 0  # events from other workers delivered here
         self.server: FanoutTarget | None = None

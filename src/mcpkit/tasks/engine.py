@@ -53,7 +53,7 @@ from .model import (
 )
 from .store import InMemoryTaskStore, TaskStore
 
-logger = logging.getLogger("mcpkit.tasks")
+logger: logging.Logger = logging.getLogger("mcpkit.tasks")
 
 INTERNAL_ERROR = -32603
 #: how often a waiter re-reads a shared store even without a change event (a lost pub/sub message costs this)
@@ -71,8 +71,8 @@ class TaskControl:
         self._engine = engine
         self._created: asyncio.Future[TaskRecord] = asyncio.get_running_loop().create_future()
         #: True once the call is a task (its input requests go through the task, not through the request)
-        self.active = False
-        self.cancel_requested = False
+        self.active: bool = False
+        self.cancel_requested: bool = False
         #: what the server keeps with the task for itself (e.g. the session to send status notifications to)
         self.data: dict[str, Any] = {}
         #: an extra receiver of progress reports (the server's 2025-11-25 ``notifications/progress``)
@@ -199,9 +199,9 @@ class TaskEngine:
         self._default_store = store is None  # (a deployment's shared store may take its place: use_shared_store)
         self.max_tasks = max_tasks
         self.max_tasks_per_principal = max_tasks_per_principal
-        self.default_ttl_ms = min(default_ttl_ms, max_ttl_ms)
+        self.default_ttl_ms: int = min(default_ttl_ms, max_ttl_ms)
         self.max_ttl_ms = max_ttl_ms
-        self.overrun_grace_ms = max(0, overrun_grace_ms)
+        self.overrun_grace_ms: int = max(0, overrun_grace_ms)
         self.poll_interval_ms = poll_interval_ms
         self.max_result_bytes = max_result_bytes
         self.drain_timeout = drain_timeout

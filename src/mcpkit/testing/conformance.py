@@ -23,7 +23,11 @@ from ..check import Report, run_checks
 from ._load import _is_file_spec, is_server, split_spec, stdio_command, subprocess_env
 from .serving import HTTP_PATHS, serve
 
-FAIL_ON = {"must": ("MUST",), "should": ("MUST", "SHOULD"), "may": ("MUST", "SHOULD", "MAY")}
+FAIL_ON: dict[str, tuple[str, ...]] = {
+    "must": ("MUST",),
+    "should": ("MUST", "SHOULD"),
+    "may": ("MUST", "SHOULD", "MAY"),
+}
 """``fail_on`` -> the requirement levels whose failure fails the assertion."""
 
 

@@ -92,7 +92,7 @@ class SurfaceSnapshot:
     def __init__(
         self, path: Path | str, *, update: bool = False, update_hint: str = "pass update=True to record it"
     ) -> None:
-        self.path = Path(path)
+        self.path: Path = Path(path)
         self.update = update
         self.update_hint = update_hint
         #: whether the last check wrote the file
@@ -151,7 +151,7 @@ class McpSnapshot:
         if read_from is not None:  # (recorded under the earlier name: compared until recorded under this one)
             hint += f" (it records {path.name}; {read_from.name} is the earlier name of this test's snapshot)"
         #: the snapshot compared with (:class:`SurfaceSnapshot`)
-        self.snapshot = SurfaceSnapshot(read_from or path, update=update, update_hint=hint)
+        self.snapshot: SurfaceSnapshot = SurfaceSnapshot(read_from or path, update=update, update_hint=hint)
         self._written = written
 
     @property

@@ -30,7 +30,7 @@ from ..protocol.errors import ConnectionClosed, FrameTooLarge
 from ..protocol.oversize import RequestIdScanner
 from .base import DEFAULT_MAX_MESSAGE_SIZE
 
-logger = logging.getLogger("mcpkit.stdio")
+logger: logging.Logger = logging.getLogger("mcpkit.stdio")
 
 _WRITE_HIGH_WATER = 1024 * 1024
 _COPY_LIMIT = 16 * 1024  # a message at least this long is written as is, then its newline (no copy)

@@ -141,19 +141,19 @@ class CheckerBase:
     ) -> None:
         self.target = target
         self.modern_pass = modern
-        self.transport = target_transport(target, transport)
-        self.http = self.transport == "http"
+        self.transport: str = target_transport(target, transport)
+        self.http: bool = self.transport == "http"
         self.version = protocol_version
         self.timeout = timeout
         self.env = env
         self.token = token
         self.auth = auth  # an httpx.Auth (e.g. mcpkit.auth.OAuthClient) for a protected Streamable HTTP target
-        self.headers = dict(headers or {})
+        self.headers: dict[str, str] = dict(headers or {})
         if token:
             self.headers["Authorization"] = f"Bearer {token}"
         self.cwd = cwd
         shown = target if isinstance(target, str) else " ".join(target)
-        self.report = Report(shown, self.transport, "server")
+        self.report: Report = Report(shown, self.transport, "server")
         self.wires: list[Wire] = []
         self.answered_versions: dict[str, str] = {}  # requested -> answered
         self.caps: JSON = {}

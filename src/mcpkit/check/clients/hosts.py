@@ -39,7 +39,7 @@ class StdioHost:
 
     def __init__(self, server: ScriptedServer) -> None:
         self.server = server
-        self.token = secrets.token_urlsafe(24)
+        self.token: str = secrets.token_urlsafe(24)
         self._srv: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.port = 0
@@ -54,6 +54,7 @@ class StdioHost:
         return [sys.executable, str(RELAY), "127.0.0.1", str(self.port), self.token]
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        hello: Any = None
         try:
             hello = json.loads(await asyncio.wait_for(reader.readline(), 10))
             token = str(hello.get("token", "")) if isinstance(hello, dict) else ""

@@ -34,7 +34,7 @@ class ClientJudge:
         self.server = server
         self.scenario = server.scenario
         self.transport = transport
-        self.conns = [c for c in server.conns if c.incoming() or c.events()]
+        self.conns: list[Conn] = [c for c in server.conns if c.incoming() or c.events()]
 
     def judge(self) -> None:
         if self.scenario.auth:  # (its requests may never have reached the endpoint: judged first)

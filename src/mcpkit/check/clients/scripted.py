@@ -43,12 +43,12 @@ UNKNOWN_VERSION = "1999-01-01"
 PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
 MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of a client may open
 MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
-ECHO = {
+ECHO: dict[str, Any] = {
     "name": "check_echo",
     "description": "Answers at once (with progress notifications first when asked for progress).",
     "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}},
 }
-ASK = {
+ASK: dict[str, Any] = {
     "name": "check_ask",
     "description": "Asks the client for roots, a sampling reply and an elicitation answer, as it declared.",
     "inputSchema": {"type": "object", "properties": {}},
@@ -163,9 +163,9 @@ class ScriptedServer:
     def __init__(self, scenario: Scenario) -> None:
         self.scenario = scenario
         self.conns: list[Conn] = []
-        self.cursor = "opaque-" + secrets.token_urlsafe(12)
+        self.cursor: str = "opaque-" + secrets.token_urlsafe(12)
         self.states: dict[str, JSON] = {}  # requestState issued -> what it asked
-        self.started = time.monotonic()
+        self.started: float = time.monotonic()
         self.activity = asyncio.Event()  # set on every message (the --url mode waits on it)
         self.started_client = False  # the runner started the client command (M012 needs to know it ran)
         self.http_log: list[JSON] = []  # auth scenario: every HTTP request (method, path, query, headers, status)

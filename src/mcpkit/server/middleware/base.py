@@ -67,7 +67,7 @@ class Middleware:
         hooks = {method: getattr(self, hook) for method, hook in HOOKS.items() if _overridden(self, hook)}
         self._hooks: dict[str, Callable[[Any, CallNext], Any]] = hooks
         self._wraps_all = _overridden(self, "on_request")
-        self.notifications = _overridden(self, "on_notification")
+        self.notifications: bool = _overridden(self, "on_notification")
 
     @property
     def methods(self) -> frozenset[str] | None:

@@ -25,7 +25,7 @@ from ...protocol.errors import MCPError
 from ..interceptors import Call, CallNext
 from .base import Middleware, principal_label, session_label
 
-logger = logging.getLogger("mcpkit.requests")
+logger: logging.Logger = logging.getLogger("mcpkit.requests")
 
 RATE_LIMITED = -32010
 _FREE = frozenset(("initialize", "server/discover", "ping"))  # (connecting and liveness cost nothing by default)
@@ -118,11 +118,11 @@ class RateLimit(Middleware):
         if rate <= 0:
             raise ValueError("rate must be positive")
         self.rate = rate
-        self.burst = burst if burst is not None else max(rate, 1.0)
+        self.burst: float = burst if burst is not None else max(rate, 1.0)
         if self.burst <= 0:
             raise ValueError("burst must be positive")
-        self.costs = dict(costs or {})
-        self.only = frozenset(methods) if methods is not None else None
+        self.costs: dict[str, float] = dict(costs or {})
+        self.only: frozenset[str] | None = frozenset(methods) if methods is not None else None
         self.key = key or default_key
         self.store: BucketStore = store if store is not None else MemoryBuckets()
         self.fail_open = fail_open

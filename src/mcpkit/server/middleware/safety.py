@@ -27,7 +27,7 @@ from ..interceptors import Call, CallNext
 from ..tools import error_result
 from .base import Middleware
 
-logger = logging.getLogger("mcpkit.requests")
+logger: logging.Logger = logging.getLogger("mcpkit.requests")
 JSONDict = dict[str, Any]
 
 DEFAULT_MAX_ERROR_KINDS = 256
@@ -113,7 +113,7 @@ class Guard(Middleware):
             if value is not None and value <= 0:
                 raise ValueError("Guard bounds must be positive")
         self.timeout = timeout
-        self.tool_timeouts = dict(tool_timeouts or {})
+        self.tool_timeouts: dict[str, float] = dict(tool_timeouts or {})
         self.max_params_bytes = max_params_bytes
         self.max_result_bytes = max_result_bytes
 

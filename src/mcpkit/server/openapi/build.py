@@ -15,7 +15,7 @@ from .http import DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT, Caller, HTTPClien
 from .operations import Operation, Reader
 from .routes import Route, route_for
 
-logger = logging.getLogger("mcpkit.server.openapi")
+logger: logging.Logger = logging.getLogger("mcpkit.server.openapi")
 JSONDict = dict[str, Any]
 _VAR = re.compile(r"[^A-Za-z0-9_]+")
 

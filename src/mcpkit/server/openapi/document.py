@@ -88,7 +88,7 @@ class Document:
             found = version if version is not None else ("Swagger 2.0" if "swagger" in raw else "no 'openapi' field")
             raise OpenAPIError(f"an OpenAPI 3.0 or 3.1 document is needed (found {found!r})")
         self.raw = raw
-        self.version = version[:3]
+        self.version: str = version[:3]
         paths = raw.get("paths") or {}
         if not isinstance(paths, dict):
             raise OpenAPIError("'paths' must be an object")

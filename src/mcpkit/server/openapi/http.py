@@ -23,7 +23,7 @@ import orjson
 from ..._aio import read_capped
 from .operations import FORM_TYPE, Operation, Param, is_json
 
-logger = logging.getLogger("mcpkit.server.openapi")
+logger: logging.Logger = logging.getLogger("mcpkit.server.openapi")
 JSONDict = dict[str, Any]
 
 DEFAULT_TIMEOUT = 30.0
@@ -123,8 +123,8 @@ class Caller:
         if timeout <= 0 or max_response_bytes < 1:
             raise ValueError("timeout and max_response_bytes must be positive")
         self.client = client
-        self.base_url = base_url.rstrip("/")
-        self.origins = {origin(base_url)} | {origin(o) for o in allowed_origins}
+        self.base_url: str = base_url.rstrip("/")
+        self.origins: set[tuple[str, str, int]] = {origin(base_url)} | {origin(o) for o in allowed_origins}
         self.timeout = timeout
         self.max_response_bytes = max_response_bytes
 

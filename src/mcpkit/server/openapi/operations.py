@@ -121,8 +121,8 @@ class Reader:
         output_schemas: bool = True,
     ) -> None:
         self.doc = doc
-        self.inputs = SchemaConverter(doc, "input")
-        self.outputs = SchemaConverter(doc, "output")
+        self.inputs: SchemaConverter = SchemaConverter(doc, "input")
+        self.outputs: SchemaConverter = SchemaConverter(doc, "output")
         self.output_schemas = output_schemas
         hidden = {h.lower() for h in client_headers} | _IGNORED_HEADERS
         schemes = (doc.raw.get("components") or {}).get("securitySchemes") or {}

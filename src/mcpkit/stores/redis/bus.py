@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from .connection import RedisClient
 
-logger = logging.getLogger("mcpkit.stores.redis")
+logger: logging.Logger = logging.getLogger("mcpkit.stores.redis")
 
 __all__ = ["RedisBus"]
 
@@ -39,7 +39,7 @@ class RedisBus:
     ) -> None:
         self.conn, self._owns = connection_for(redis, prefix=prefix)
         self._redis: Any = self.conn.client
-        self.prefix = self.conn.prefix
+        self.prefix: str = self.conn.prefix
         self.queue_size = queue_size
         self._pubsub: PubSub | None = None
         self._reader: asyncio.Task[None] | None = None

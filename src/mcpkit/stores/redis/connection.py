@@ -119,8 +119,8 @@ class _Guard:
     __slots__ = ("conn", "what")
 
     def __init__(self, conn: RedisConnection, what: str) -> None:
-        self.conn = conn
-        self.what = what
+        self.conn: RedisConnection = conn
+        self.what: str = what
 
     async def __aenter__(self) -> None:
         self.conn.check(self.what)
@@ -162,10 +162,10 @@ class RedisConnection:
         from ..._extras import require
 
         require("redis.asyncio", "mcpkit.stores.redis")  # (one line naming the extra when redis is missing)
-        self.keys = KeyScheme(prefix)
+        self.keys: KeyScheme = KeyScheme(prefix)
         self.timeout = timeout
-        self.breaker = timeout if breaker is None else breaker
-        self.errors = _redis_errors()
+        self.breaker: float = timeout if breaker is None else breaker
+        self.errors: tuple[type[BaseException], ...] = _redis_errors()
         self.failed_at = 0.0  # monotonic time of the last failure (0: none since the last success)
         self.last_failed_at = float("-inf")  # monotonic time of the last failure ever (successes do not reset it)
         self.last_error = ""

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ...hosting import FanoutTarget
     from .connection import RedisClient
 
-logger = logging.getLogger("mcpkit.stores.redis")
+logger: logging.Logger = logging.getLogger("mcpkit.stores.redis")
 
 __all__ = ["MAX_INLINE", "RedisFanout"]
 
@@ -117,7 +117,7 @@ class RedisFanout:
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         keys = self.conn.keys
         self.channel = channel
-        self.log_key = keys.key(channel, "log")
+        self.log_key: str = keys.key(channel, "log")
         self._seq_key = keys.key("workers", "seq")
         self.max_log = max_log
         self.max_inbox = max_inbox
@@ -125,7 +125,7 @@ class RedisFanout:
         self.message_ttl = message_ttl
         self.heartbeat = heartbeat
         self.max_unsent = max_unsent
-        self.origin = secrets.token_hex(8)
+        self.origin: str = secrets.token_hex(8)
         self._origin = self.origin.encode()
         self.published = 0
         self.received = 0  # events from other workers delivered here

@@ -55,7 +55,7 @@ from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connecti
 if TYPE_CHECKING:
     from .connection import RedisClient
 
-logger = logging.getLogger("mcpkit.stores.redis")
+logger: logging.Logger = logging.getLogger("mcpkit.stores.redis")
 
 #: the longest a record may live here (and how long the sets are kept after their last change): 30 days
 MAX_TTL_MS = 30 * 24 * 3600 * 1000
@@ -120,7 +120,7 @@ class RedisTaskStore(OnConnection):
         self._reader: asyncio.Task[None] | None = None
         self._closed = False
         self.runner_timeout = runner_timeout
-        self.runner = secrets.token_hex(8)  # this store's mark on the tasks it creates (and runs)
+        self.runner: str = secrets.token_hex(8)  # this store's mark on the tasks it creates (and runs)
         self._beat: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ keys

@@ -59,7 +59,7 @@ class MCPApp:
             probes.append("/" + ready_path.strip("/"))
             routes[probes[-1]] = self._readiness
         #: the probe paths (:class:`~mcpkit._asgi.HasProbes`): ``protect`` lets a GET of them through
-        self.probe_paths = frozenset(probes)
+        self.probe_paths: frozenset[str] = frozenset(probes)
 
     async def _startup(self) -> None:
         if self.server is not None:

@@ -27,7 +27,7 @@ from .headers import NAME_FIELD, encode_header_value, header_text, param_headers
 from .lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
 from .sse_decoder import SSEDecoder, SSEEvent, SSEEventTooLarge
 
-logger = logging.getLogger("mcpkit.http.client")
+logger: logging.Logger = logging.getLogger("mcpkit.http.client")
 
 #: tools whose ``x-mcp-header`` annotations a client keeps (learnt from ``tools/list``); beyond, the one learnt
 #: longest ago is forgotten (its calls then go without their ``Mcp-Param-*`` headers until it is listed again)
@@ -94,9 +94,9 @@ class Exchange:
     __slots__ = ("cancelled", "detached", "modern", "streaming", "task")
 
     def __init__(self, modern: bool) -> None:
-        self.modern = modern
-        self.detached = False
-        self.cancelled = False
+        self.modern: bool = modern
+        self.detached: bool = False
+        self.cancelled: bool = False
         self.task: asyncio.Task[None] = None  # type: ignore[assignment]
         self.streaming: asyncio.Future[None] = None  # type: ignore[assignment]
 
@@ -186,12 +186,12 @@ class HTTPEngine:
             fast_path = client is None and auth is None and fast_path_applies(url)
         elif fast_path and (client is not None or auth is not None):
             raise ValueError("fast_path=True cannot use an httpx client or auth flow; leave fast_path unset")
-        self.url = url
-        self.max_message_size = max_message_size
+        self.url: str = url
+        self.max_message_size: int = max_message_size
         self.pool: LitePool | None = None
         self.target = ""
         self.client: httpx.AsyncClient | None = None
-        self.own_client = client is None
+        self.own_client: bool = client is None
         if fast_path:
             self.pool, self.target = LitePool.for_url(url, timeout=timeout, max_connections=max_connections)
         else:
@@ -242,10 +242,10 @@ class Backoff:
     __slots__ = ("delay", "max_delay", "min_delay", "stable")
 
     def __init__(self, delay: float, min_delay: float, max_delay: float, stable: float) -> None:
-        self.delay = delay
-        self.min_delay = min_delay
-        self.max_delay = max_delay
-        self.stable = stable
+        self.delay: float = delay
+        self.min_delay: float = min_delay
+        self.max_delay: float = max_delay
+        self.stable: float = stable
 
     def attempts_after(self, attempts: int, opened: float) -> int:
         """The attempt count for the next reconnection: reset only after a stream that stayed open a while."""
@@ -352,9 +352,9 @@ class StandaloneStream:
         headers: Callable[[str], dict[str, str] | None],
         deliver: Callable[[bytes], Awaitable[None]],
     ) -> None:
-        self.engine = engine
-        self.backoff = backoff
-        self.max_reconnects = max_reconnects
+        self.engine: HTTPEngine = engine
+        self.backoff: Backoff = backoff
+        self.max_reconnects: int = max_reconnects
         self.headers = headers
         self.deliver = deliver
 

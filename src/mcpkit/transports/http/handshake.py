@@ -203,7 +203,7 @@ class HandshakeRoutes:
     ) -> None:
         self.server = server
         self.sessions = sessions
-        self.table = sessions.table
+        self.table: dict[str, HTTPSession] = sessions.table
         self.answers = answers
         self.sse = sse
         self.stateless = stateless

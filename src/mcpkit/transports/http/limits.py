@@ -35,7 +35,7 @@ import os
 import time
 from typing import Any
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 30.0
@@ -82,7 +82,7 @@ class ConnectionGuard:
             raise ValueError("max_connections must be at least 1")
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
-        self.max_connections = max_connections or default_max_connections()
+        self.max_connections: int = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
         self.connections = 0
         # protocol -> monotonic time since which it waits for the rest of a request head (a new connection, or a

@@ -98,12 +98,12 @@ class _Exchange:
     )
 
     def __init__(self, max_header_bytes: int, skip_body: bool) -> None:
-        self.max_header_bytes = max_header_bytes
-        self.skip_body = skip_body  # a HEAD request: the response has no body whatever it declares
+        self.max_header_bytes: int = max_header_bytes
+        self.skip_body: bool = skip_body  # a HEAD request: the response has no body whatever it declares
         self.headers = LiteHeaders()
         self.fields = 0
         self.head_size = 0  # bytes of the current head's fields (checked as each field completes)
-        self.head_bytes = 0  # bytes fed while the final head was incomplete (bounds a field still growing)
+        self.head_bytes: int = 0  # bytes fed while the final head was incomplete (bounds a field still growing)
         self.head_done = False
         self.interim = 0
         self.status = 0
@@ -111,7 +111,7 @@ class _Exchange:
         self.close_delimited = False
         self.body: list[bytes] = []
         self.body_size = 0
-        self.stall = 0  # bytes fed since the last piece of body (chunk-size lines, extensions, trailers)
+        self.stall: int = 0  # bytes fed since the last piece of body (chunk-size lines, extensions, trailers)
         self.done = False
         self.keep_alive = False
         self.trailing = False
@@ -218,7 +218,7 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.reused = False
+        self.reused: bool = False
 
     def usable(self) -> bool:
         return not self.reader.at_eof() and not self.writer.transport.is_closing() and not self.reader._buffer  # type: ignore[attr-defined]
@@ -243,7 +243,7 @@ class LitePool:
     ) -> None:
         self.host = host
         self.port = port
-        self.host_header = (f"[{host}]" if ":" in host else host) + f":{port}"
+        self.host_header: str = (f"[{host}]" if ":" in host else host) + f":{port}"
         self.timeout = timeout
         self.max_connections = max_connections
         self.max_header_bytes = max_header_bytes
@@ -397,7 +397,7 @@ class LiteResponse:
         self._conn: _Conn | None = conn
         self._ex = exchange
         self.status_code = exchange.status
-        self.headers = exchange.headers
+        self.headers: LiteHeaders = exchange.headers
         self._released = False
         self._done = False  # the body was read to its end
         if exchange.skip_body:  # HEAD: no body whatever the head declares; the connection is not reused

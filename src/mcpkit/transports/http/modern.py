@@ -60,8 +60,8 @@ class Refused:
     __slots__ = ("error", "status")
 
     def __init__(self, status: int, error: JSONDict) -> None:
-        self.status = status
-        self.error = error
+        self.status: int = status
+        self.error: JSONDict = error
 
 
 def _mismatch(text: str) -> Refused:
@@ -86,9 +86,9 @@ class ModernValidator:
     )
 
     def __init__(self, server: HostedServer, tool_headers: ToolHeaders | None, max_batch: int) -> None:
-        self.server = server
-        self.tool_headers = tool_headers
-        self.max_batch = max_batch
+        self.server: HostedServer = server
+        self.tool_headers: ToolHeaders | None = tool_headers
+        self.max_batch: int = max_batch
         # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
         # (each bounded; started afresh when the server's versions or handlers change)
         self._known_stamp: Any = None

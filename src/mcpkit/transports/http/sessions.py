@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from .shared import SharedSessions
     from .stream import SSEPump
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 
 class SessionManager:

@@ -40,7 +40,7 @@ from .wire import bad, error_body, respond, wait_disconnect
 if TYPE_CHECKING:
     from .stream import SSEPump
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 #: POST streams of other workers one worker follows at once (a resumption beyond it gets what is stored, then ends).
 DEFAULT_MAX_FOLLOWERS = 256

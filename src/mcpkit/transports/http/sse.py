@@ -70,7 +70,7 @@ from .wire import TEXT_TYPE, declared_too_large, respond, wait_disconnect
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
 
-logger = logging.getLogger("mcpkit.sse")
+logger: logging.Logger = logging.getLogger("mcpkit.sse")
 
 
 # ---------------------------------------------------------------- the body of a POST
@@ -98,7 +98,7 @@ class BoundedOutbox:
         self, maxsize: int, stall_timeout: float, on_stall: Callable[[], None], max_bytes: int = DEFAULT_QUEUE_BYTES
     ) -> None:
         self.queue: SizedQueue[bytes] = SizedQueue(maxsize, max_bytes, len)
-        self.stall_timeout = stall_timeout
+        self.stall_timeout: float = stall_timeout
         self.on_stall = on_stall
         self.closed = False
 
@@ -179,7 +179,7 @@ class LegacySSEEndpoint:
         if "://" in messages_path or "?" in messages_path or "#" in messages_path:
             raise ValueError("messages_path must be a path such as '/messages'")
         self.server = server
-        self.messages_path = "/" + messages_path.lstrip("/")
+        self.messages_path: str = "/" + messages_path.lstrip("/")
         self.max_body = max_body
         self.queue_size = queue_size
         self.queue_bytes = queue_bytes
@@ -188,13 +188,13 @@ class LegacySSEEndpoint:
         self.max_sessions = max_sessions
         self.max_sessions_per_client = max_sessions_per_client
         self._per_client: dict[Any, int] = {}  # client key -> open streams (only keys with at least one)
-        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.check_request: RequestCheck = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._streams: dict[str, _SSEStream] = {}
         self.draining = False  # drain() began: a new stream gets 503 (it would outlive the drain)
         # several workers behind a balancer: a POST that reaches another worker is forwarded to this one's inbox
         fanout = server.fanout
-        self.shared = fanout if isinstance(fanout, SharedFanout) else None
+        self.shared: SharedFanout | None = fanout if isinstance(fanout, SharedFanout) else None
         if self.shared is not None:
             self.shared.on_session_event(self._forwarded)
 

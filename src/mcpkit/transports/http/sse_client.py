@@ -39,7 +39,7 @@ from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
-logger = logging.getLogger("mcpkit.sse.client")
+logger: logging.Logger = logging.getLogger("mcpkit.sse.client")
 
 _DEFAULT_PORTS = {"http": 80, "https": 443}
 
@@ -68,9 +68,9 @@ class SSEClientTransport(BaseConnection):
         auth: httpx.Auth | None = None,
         max_connections: int = 100,
     ) -> None:
-        self.url = httpx.URL(url)
-        self.max_connections = max(2, max_connections)  # (the stream holds one)
-        self.headers = dict(headers or {})
+        self.url: Any = httpx.URL(url)
+        self.max_connections: int = max(2, max_connections)  # (the stream holds one)
+        self.headers: dict[str, str] = dict(headers or {})
         self.timeout = timeout
         self.sse_read_timeout = sse_read_timeout
         self.max_message_size = max_message_size

@@ -34,9 +34,9 @@ class SSEEvent:
     __slots__ = ("data", "event", "id")
 
     def __init__(self, event: str, data: bytes, id: str) -> None:
-        self.event = event
-        self.data = data
-        self.id = id
+        self.event: str = event
+        self.data: bytes = data
+        self.id: str = id
 
     def __repr__(self) -> str:
         return f"SSEEvent(event={self.event!r}, data={self.data[:60]!r}, id={self.id!r})"
@@ -65,7 +65,7 @@ class SSEDecoder:
     )
 
     def __init__(self, max_event_size: int) -> None:
-        self.max_event_size = max_event_size
+        self.max_event_size: int = max_event_size
         self.last_event_id = ""
         self.retry: int | None = None
         self._id = ""

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from ...hosting import HostedSession as ServerSession
     from ...stores import EventStore, SessionStore
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 SSE_HEADERS = [
     (b"content-type", b"text/event-stream"),
@@ -84,7 +84,7 @@ class Conn:
         self.queue: SizedQueue[tuple[int, bytes] | None] = SizedQueue(maxsize, max_bytes, _frame_size)
         self.ended = False
         self.aborted = False
-        self.last_seq = 0
+        self.last_seq: int = 0
 
     def end(self) -> None:
         """Finish the response after what is queued (callable from sync code)."""
@@ -151,10 +151,10 @@ class Stream:
         no: int,
         mode: int = UNDECIDED,
     ) -> None:
-        self.sse = sse  # the endpoint's SSE side: it turns this stream's answer into SSE and writes it out
-        self.hs = hs
-        self.no = no
-        self.mode = mode
+        self.sse: SSEPump = sse  # the endpoint's SSE side: it turns this stream's answer into SSE and writes it out
+        self.hs: HTTPSession | None = hs
+        self.no: int = no
+        self.mode: int = mode
         self.conn: Conn | None = None
         self.asgi: tuple[Receive, Send, Sequence[tuple[bytes, bytes]], RequestContext | None] | None = None
         self.pump_task: asyncio.Task[None] | None = None  # the pump writing this stream out, once it is SSE
@@ -163,7 +163,7 @@ class Stream:
         self.order: asyncio.Lock | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.seq = 0
-        self.resumable = hs is not None and sse.event_store is not None
+        self.resumable: bool = hs is not None and sse.event_store is not None
         self.finished = False
 
     def finish(self) -> None:
@@ -312,20 +312,20 @@ class HTTPSession:
     )
 
     def __init__(self, sid: str, client: Any = None) -> None:
-        self.id = sid
-        self.client = client  # who opened it (see _client_key), for max_sessions_per_client
+        self.id: str = sid
+        self.client: Any = client  # who opened it (see _client_key), for max_sessions_per_client
         self.session: ServerSession = None  # type: ignore[assignment]
         self.last_seen = time.monotonic()
         self.standalone: Stream | None = None
         self.live: dict[int, Stream] | None = None  # POST streams still running, by number (for resumption)
-        self.next_no = 0
-        self.base = 0  # this worker's standalone stream number; POST streams count up from it
+        self.next_no: int = 0
+        self.base: int = 0  # this worker's standalone stream number; POST streams count up from it
         self.busy = 0
         # POSTs waiting for the session to drop below max_requests_per_session: (turn, weight, body size)
         self.queue: deque[tuple[asyncio.Future[None], int, int]] | None = None
         self.queued_bytes = 0
-        self.stored = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
-        self.renewed = 0.0  # when the stored record's TTL was last renewed (monotonic)
+        self.stored: int = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
+        self.renewed: float = 0.0  # when the stored record's TTL was last renewed (monotonic)
         self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
         # the log level and subscriptions the store last agreed with (a difference is a change not yet saved)
         self.synced_level: str | None = None
@@ -429,12 +429,12 @@ class SSEPump:
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
         sync: Callable[[HTTPSession], Awaitable[None]],
     ) -> None:
-        self.event_store = event_store
-        self.session_store = session_store
-        self.retry_interval = retry_interval
-        self.keepalive = keepalive
-        self.queue_size = queue_size
-        self.queue_bytes = queue_bytes
+        self.event_store: EventStore | None = event_store
+        self.session_store: SessionStore | None = session_store
+        self.retry_interval: int | None = retry_interval
+        self.keepalive: float = keepalive
+        self.queue_size: int = queue_size
+        self.queue_bytes: int = queue_bytes
         self.sync = sync
 
     async def start(self, stream: Stream, first: bytes) -> None:

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from ...hosting import HostedServer as Server
     from ...stores import EventStore, SessionStore
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 
 #: Why a JSON-RPC response POSTed under a 2026-07-28 ``MCP-Protocol-Version`` header is refused (400, -32600)
@@ -160,7 +160,7 @@ class StreamableHTTPEndpoint:
         self.json_response = json_response
         self.event_store = event_store
         self.session_store = session_store
-        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.check_request: RequestCheck = check_request or make_request_check(allowed_origins, allowed_hosts)
         self._allows = self.check_request.allows if isinstance(self.check_request, RequestPolicy) else None
         # the policy's verdicts (through allows()) on requests without Origin, by raw Host value (bounded)
         self._host_verdicts: dict[bytes | None, tuple[int, str] | None] = {}
@@ -170,8 +170,8 @@ class StreamableHTTPEndpoint:
         max_batch = int(peer_options.get("max_batch_size", DEFAULT_MAX_BATCH_SIZE))
         # the parts, each an object of its own: the 2026-07-28 checks, the session table, the SSE side handed to
         # every stream, the answering, and the handshake era's routes
-        self.modern = ModernValidator(server, tool_headers or server.tool_param_headers, max_batch)
-        self.sessions = SessionManager(
+        self.modern: ModernValidator = ModernValidator(server, tool_headers or server.tool_param_headers, max_batch)
+        self.sessions: SessionManager = SessionManager(
             server,
             session_store=session_store,
             event_store=event_store,
@@ -180,7 +180,7 @@ class StreamableHTTPEndpoint:
             max_sessions_per_client=max_sessions_per_client,
             peer_options=peer_options,
         )
-        self.sse = SSEPump(
+        self.sse: SSEPump = SSEPump(
             event_store=event_store,
             session_store=session_store,
             retry_interval=retry_interval,
@@ -190,8 +190,8 @@ class StreamableHTTPEndpoint:
             sync=self.sessions.sync,  # a session's changed state is saved before a message leaves
         )
         self.shared = self.sessions.share(self.sse)  # (see .shared)
-        self.answers = Answerer(self.sse, max_requests_per_session)
-        self.handshake = HandshakeRoutes(
+        self.answers: Answerer = Answerer(self.sse, max_requests_per_session)
+        self.handshake: HandshakeRoutes = HandshakeRoutes(
             server,
             self.sessions,
             self.answers,

@@ -72,7 +72,7 @@ from .client_support import (
 )
 from .sse_decoder import SSEDecoder, SSEEventTooLarge
 
-logger = logging.getLogger("mcpkit.http.client")
+logger: logging.Logger = logging.getLogger("mcpkit.http.client")
 
 ACCEPT = "application/json, text/event-stream"
 TERMINATE_TIMEOUT = 2.0  # seconds the DELETE that ends a session may take before close() goes on without it
@@ -125,8 +125,8 @@ class StreamableHTTPClientTransport(BaseConnection):
         stable_stream: float = 30.0,
     ) -> None:
         self.url = url
-        self.extra_headers = dict(headers or {})
-        self.engine = HTTPEngine(
+        self.extra_headers: dict[str, str] = dict(headers or {})
+        self.engine: HTTPEngine = HTTPEngine(
             url,
             timeout=timeout,
             client=client,
@@ -135,9 +135,9 @@ class StreamableHTTPClientTransport(BaseConnection):
             max_connections=max_connections,
             max_message_size=max_message_size,
         )
-        self.client = self.engine.client
+        self.client: Any | None = self.engine.client
         self._pool = self.engine.pool
-        self.backoff = Backoff(reconnect_delay, min_reconnect_delay, max_reconnect_delay, stable_stream)
+        self.backoff: Backoff = Backoff(reconnect_delay, min_reconnect_delay, max_reconnect_delay, stable_stream)
         self.get_stream = get_stream
         self.max_message_size = max_message_size
         self.max_reconnects = max_reconnects
@@ -148,7 +148,7 @@ class StreamableHTTPClientTransport(BaseConnection):
         self._inbox: asyncio.Queue[bytes | None] = asyncio.Queue(inbox_size)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._get_task: asyncio.Task[None] | None = None
-        self.modern_headers = ModernHeaders()
+        self.modern_headers: ModernHeaders = ModernHeaders()
         self._init_id: Any = None
         self._exchanges: dict[Any, Exchange] = {}
         self._expired: str | None = None  # a session found gone by a background exchange: raise on next send

@@ -58,7 +58,7 @@ from .wire import TEXT_TYPE, respond
 if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
 
-logger = logging.getLogger("mcpkit.ws")
+logger: logging.Logger = logging.getLogger("mcpkit.ws")
 
 SUBPROTOCOL = "mcp"
 
@@ -129,7 +129,7 @@ class WebSocketEndpoint:
         self.max_sessions_per_client = max_sessions_per_client
         self._per_client: dict[Any, int] = {}  # client key -> open connections (only keys with at least one)
         self.draining = False  # drain() began: a new connection gets 503 (it would outlive the drain)
-        self.check_request = check_request or make_request_check(allowed_origins, allowed_hosts)
+        self.check_request: RequestCheck = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._connections: set[_Connection] = set()
 

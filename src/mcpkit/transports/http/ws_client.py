@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 from ...protocol.errors import ConnectionClosed
 from ..base import DEFAULT_MAX_MESSAGE_SIZE
 
-logger = logging.getLogger("mcpkit.ws.client")
+logger: logging.Logger = logging.getLogger("mcpkit.ws.client")
 
 SUBPROTOCOL = "mcp"
 # headers of the flow's HTTP request that the WebSocket upgrade sets itself
@@ -63,7 +63,7 @@ class WebSocketClientTransport(BaseConnection):
         **connect_options: Any,
     ) -> None:
         self.url = url
-        self.headers = dict(headers or {})
+        self.headers: dict[str, str] = dict(headers or {})
         self.auth = auth
         self.ping_interval = ping_interval
         self.ping_timeout = ping_timeout
