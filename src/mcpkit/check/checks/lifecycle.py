@@ -11,15 +11,20 @@ from ...protocol.versions import (
     ALL_VERSIONS,
     HANDSHAKE_VERSIONS,
     LATEST_HANDSHAKE,
+    META_CLIENT_CAPABILITIES,
+    META_CLIENT_INFO,
+    META_PROTOCOL_VERSION,
     V2024_11_05,
     V2025_03_26,
     V2025_06_18,
+    V2026_07_28,
     features,
 )
 from ..wire import Incoming, StdioWire, Wire, WireClosed
-from ..wire_http import HttpWire
+from ..wire_http import HttpExchange, HttpWire
 from ._base import (
     ALL_CLIENT_CAPABILITIES,
+    CLIENT_INFO,
     UNKNOWN_VERSION,
     CheckerBase,
     _code,
@@ -42,8 +47,44 @@ def _not_connected(wire: Wire) -> str | None:
     return first.error
 
 
+_NOT_HERE = (404, 405, 501)  # no such resource, no POST there, no POST on this whole server
+
+
+def _not_mcp(ex: HttpExchange | None) -> str | None:
+    """What answered a POST instead of an MCP endpoint (``HTTP 404``, ``HTTP 200 text/html, not JSON``), or None
+    when the answer may be one's (a JSON-RPC message in it, a JSON or SSE body, any other status)."""
+    if ex is None or not ex.status or any(m.data is not None for m in ex.messages):  # (data: it parsed as JSON)
+        return None
+    if ex.status in _NOT_HERE:
+        return f"HTTP {ex.status}"
+    json_like = ex.content_type in ("application/json", "text/event-stream") or ex.body.lstrip().startswith(("{", "["))
+    if 200 <= ex.status < 300 and not json_like:
+        return f"HTTP {ex.status} {ex.content_type or '(no content type)'}, not JSON"
+    return None
+
+
 class LifecycleChecks(CheckerBase):
     """The handshake, version negotiation, batches (2025-03-26), ping/ids/errors and malformed input."""
+
+    async def no_mcp_endpoint(self, wire: HttpWire) -> str | None:
+        """What the URL answered when it has no MCP endpoint: the initialize POST and a ``server/discover`` POST
+        (a 2026-07-28 server may refuse the first) both got a 404, 405 or 501 or a 2xx that is not JSON; None
+        when either may have reached an MCP server (then what it answered is judged)."""
+        seen = _not_mcp(next((ex for ex in wire.exchanges if ex.method == "POST"), None))
+        if seen is None:
+            return None
+        meta = {META_PROTOCOL_VERSION: V2026_07_28, META_CLIENT_CAPABILITIES: {}, META_CLIENT_INFO: CLIENT_INFO}
+        discover = {
+            "jsonrpc": "2.0",
+            "id": "mcpkit-check-discover",
+            "method": "server/discover",
+            "params": {"_meta": meta},
+        }
+        headers = {"MCP-Protocol-Version": V2026_07_28, "Mcp-Method": "server/discover"}
+        again = _not_mcp(await wire.post(discover, headers=headers))
+        if again is None:
+            return None
+        return seen if again == seen else f"{seen} to initialize, {again} to server/discover"
 
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
@@ -54,6 +95,12 @@ class LifecycleChecks(CheckerBase):
             r.info["aborted"] = f"could not connect to {self.target}: {unreachable}; nothing was checked"
             return False
         if resp is not None and resp.error is not None and resp.channel == "http":
+            nothing = await self.no_mcp_endpoint(wire) if isinstance(wire, HttpWire) else None
+            if nothing is not None:  # not an MCP server that broke a rule: no MCP server at all (a bad target)
+                r.info["no MCP endpoint"] = nothing
+                r.info["aborted"] = f"no MCP endpoint at {self.target}: {nothing}; nothing was checked"
+                self.modern_pass = False  # (server/discover was asked already)
+                return False
             r.fail("M042", f"initialize POST to {self.target} got no JSON-RPC response: {resp.raw}", "initialize")
             r.fail("M018", f"the endpoint does not answer an initialize POST: {resp.raw}", "initialize")
             r.info["aborted"] = "the server did not complete initialize; nothing else was checked"

@@ -79,9 +79,14 @@ class Checker(
             try:
                 wire = await self.open_wire()
             except (OSError, ValueError) as exc:
-                where = "M013" if self.transport == "stdio" else "M042"
-                r.fail(where, f"could not start the server or connect to it: {exc}", "launch")
-                r.info["aborted"] = "the server could not be reached; nothing else was checked"
+                if self.transport != "stdio":  # (legacy SSE, WebSocket) refused, or no stream or handshake there
+                    r.info["no MCP endpoint"] = _short(str(exc), 200)
+                    r.info["aborted"] = (
+                        f"no MCP endpoint at {self.target}: {_short(str(exc), 200)}; nothing was checked"
+                    )
+                    return r
+                r.fail("M013", f"could not start the server: {exc}", "launch")
+                r.info["aborted"] = "the server could not be started; nothing else was checked"
                 return r
             try:
                 ok = await self.check_handshake(wire)
@@ -93,6 +98,8 @@ class Checker(
             finally:
                 await asyncio.sleep(0.2)
                 await wire.close()
+            if "no MCP endpoint" in r.info:  # what answered is no MCP server: none of it is judged
+                return r
             self.check_stdio_mays(wire)
             if ok:
                 await self.check_versions()
