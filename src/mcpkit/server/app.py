@@ -553,10 +553,10 @@ class MCPKit(Server, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
             @app.completion(prompt="greet", argument="style")
             def styles(value: str, context: dict[str, str]) -> list[str]: ...
 
-        The function gets what the user typed and (optionally) the other arguments already chosen; it returns
-        the candidate values, most relevant first (at most 100 are sent). Static choices can also be given
-        with ``completions={"arg": [...]}`` on ``@app.prompt``/``@app.resource``, and ``Literal``/``Enum``
-        arguments complete automatically. ``thread``: where a plain ``def`` runs, as for :meth:`tool`.
+        The function gets what the user typed and (optionally) the other arguments already chosen; it returns the
+        values, most relevant first (100 are sent), or a ``Completion`` with its own total. Static choices: give
+        ``completions={"arg": [...]}`` to ``@app.prompt``/``@app.resource``; ``Literal``/``Enum`` arguments
+        complete automatically. ``thread``: where a plain ``def`` runs, as for :meth:`tool`.
         """
         if (prompt is None) == (template is None):
             raise ValueError("give exactly one of prompt= or template=")

@@ -84,23 +84,43 @@ def gather_completions(
     return found
 
 
-async def run_completer(completer: Completer, value: str, context: dict[str, str]) -> list[str]:
-    """Evaluate a completer (list, sync or async function) into ranked values."""
+async def run_completer(completer: Completer, value: str, context: dict[str, str]) -> JSONDict:
+    """Evaluate a completer (choices, sync or async function) into the result of ``completion/complete``: the
+    ranked choices, or what the function returned, values (all there are) or a ``Completion`` (some values, and
+    the ``total``/``hasMore`` of its source)."""
     if not callable(completer):
-        return rank(completer, value)
+        return completion_result(rank(completer, value))
     policy, takes_context = completer_plan(completer)
     args: tuple[Any, ...] = (value, context) if takes_context else (value,)
     out = await completer(*args) if policy is None else await policy(*args)
     out = dump_model(out)
     if isinstance(out, dict):
-        values = out.get("values") or []
-        return [str(v) for v in values]
-    return [str(v) for v in out or ()]
+        return _own_count(out)
+    return completion_result([str(v) for v in out or ()])
 
 
-def completion_result(values: list[str]) -> JSONDict:
-    """The ``completion`` member: at most 100 values, with ``total`` and ``hasMore``."""
-    return {"completion": {"values": values[:MAX_VALUES], "total": len(values), "hasMore": len(values) > MAX_VALUES}}
+def completion_result(values: list[str], total: int | None = None, has_more: bool = False) -> JSONDict:
+    """The ``completion`` member: at most 100 of ``values``. ``total`` and ``has_more`` are what a completer said of
+    values it did not return (it pages its source itself); without them ``values`` are all there are. ``total``
+    is never below the count of ``values``, and ``hasMore`` is true whenever values are left out."""
+    count = len(values)
+    known = count if total is None and not has_more else total
+    completion: JSONDict = {"values": values[:MAX_VALUES]}
+    if known is not None:
+        completion["total"] = max(known, count)
+    completion["hasMore"] = has_more or count > MAX_VALUES or (known is not None and known > min(count, MAX_VALUES))
+    return {"completion": completion}
+
+
+def _own_count(out: JSONDict) -> JSONDict:
+    """The completion result of a completer that returned a ``Completion`` (``values``, ``total?``, ``hasMore?``)."""
+    total = out.get("total")
+    has_more = out.get("hasMore", False)
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        raise TypeError(f"a completer's total must be an integer >= 0, not {total!r}")
+    if not isinstance(has_more, bool):
+        raise TypeError(f"a completer's hasMore must be a bool, not {has_more!r}")
+    return completion_result([str(v) for v in out.get("values") or ()], total, has_more)
 
 
 async def complete(
@@ -159,12 +179,11 @@ async def complete(
     if completer is None:
         return completion_result([])
     try:
-        values = await run_completer(completer, value, context_args)
+        return await run_completer(completer, value, context_args)
     except MCPError:
         raise
     except Exception as exc:
         raise InternalError(error_message(f"completion of {arg_name!r}", exc, app.debug)) from None
-    return completion_result(values)
 
 
 __all__ = ["MAX_VALUES", "Completer", "complete", "completer_plan", "completion_result", "rank", "run_completer"]
