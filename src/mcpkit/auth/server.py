@@ -133,6 +133,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             approves everything as ``"test-user"`` (tests); without either /authorize answers ``access_denied``.
         scopes_supported: advertised and enforced (a request for an unknown scope → ``invalid_scope``).
         access_token_ttl / refresh_token_ttl / code_ttl: lifetimes in seconds.
+        default_scopes: the scopes asked for when a request names none (of them, those a client registered with a
+            ``scope`` may have).
+        signing_key: the EC P-256 private key that signs access tokens (default: a new one per process); give the
+            same key, and a shared ``storage``, to every replica.
+        clock: the time source (seconds since the epoch) for lifetimes and checks.
         metadata: serve the discovery documents (False mimics a 2025-03-26 server without metadata: the client must
             fall back to the default ``/authorize``, ``/token`` and ``/register``).
         registration: enable /register (RFC 7591).

@@ -147,6 +147,7 @@ class JWTVerifier:
             forged ``kid`` values cannot turn the verifier into a JWKS-fetching amplifier).
         max_keys: the bound on cached keys.
         max_document_size: the largest JWKS document read, in bytes (default 256 KiB).
+        http_timeout: seconds one JWKS fetch may take (default 10).
     """
 
     def __init__(

@@ -145,6 +145,9 @@ class Client(SkillMethods, ClientConnection):
         on_notification: ``(method, params)`` for every other server notification.
         timeout: default per-request timeout in seconds (None: none). Expiry sends ``notifications/cancelled``.
         connect_timeout: bound on opening the connection and negotiating.
+        discover_timeout: with ``mode="auto"``, how long the 2026-07-28 ``server/discover`` probe may take before
+            the client falls back to the handshake era (default 5 s).
+        experimental: declared as the client's ``capabilities.experimental``.
         validate_output: check ``structuredContent`` against each tool's ``outputSchema``.
         max_pages, max_items: bounds for the auto-paginating list calls (default 10,000 pages and 1,000,000 items:
             with them ``max_list_bytes`` decides, so every list whose items fit in it is walked whole).
