@@ -80,3 +80,46 @@ async def test_concurrent_first_calls_share_one_tool_lookup(mode: str) -> None:
         with pytest.raises(RequestTimeout):
             await quick
         assert [r.text for r in rest] == ["done"] * 5 and len(listings) == 1
+
+
+def _counter_app() -> MCPKit:
+    app = MCPKit("counter")
+    state = {"n": 0}
+
+    @app.resource("counter://value")
+    def value() -> str:
+        return str(state["n"])
+
+    @app.tool
+    async def bump() -> int:
+        state["n"] += 1
+        await app.notify_resource_updated("counter://value")
+        return state["n"]
+
+    return app
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_watch_that_ends_leaves_the_updates_of_another_watch_on_the_same_resource(mode: str) -> None:
+    async with Client(_counter_app(), mode=mode) as client, client.watch(resource_uris=["counter://value"]) as stays:
+        async with client.watch(resource_uris=["counter://value"]) as ends:
+            await client.call_tool("bump")
+            assert (await ends.next(timeout=5))[1]["uri"] == "counter://value"
+            assert (await stays.next(timeout=5))[1]["uri"] == "counter://value"
+        await client.call_tool("bump")
+        assert (await stays.next(timeout=5))[1]["uri"] == "counter://value"
+
+
+async def test_a_watch_that_ends_keeps_a_subscription_made_by_hand() -> None:
+    updates: asyncio.Queue[str] = asyncio.Queue()
+
+    def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        if method == "notifications/resources/updated" and params is not None:
+            updates.put_nowait(params["uri"])
+
+    async with Client(_counter_app(), mode="handshake", on_notification=on_notification) as client:
+        await client.subscribe_resource("counter://value")
+        async with client.watch(resource_uris=["counter://value"]):
+            pass
+        await client.call_tool("bump")
+        assert await asyncio.wait_for(updates.get(), 5) == "counter://value"

@@ -581,12 +581,13 @@ class Client(SkillMethods, ClientConnection):
     async def subscribe_resource(self, uri: str) -> None:
         """``resources/subscribe`` (handshake era; see :meth:`watch` for both eras). Subscriptions are renewed
         when the client re-initializes after a lost session."""
-        await self._call("resources/subscribe", lambda s: s.subscribe_resource(uri))
-        self._subscriptions.add(uri)
+        await self._subscribe(uri)
+        self._held_subscriptions.add(uri)
 
     async def unsubscribe_resource(self, uri: str) -> None:
         """``resources/unsubscribe`` (handshake era)."""
         self._subscriptions.discard(uri)
+        self._held_subscriptions.discard(uri)
         await self._call("resources/unsubscribe", lambda s: s.unsubscribe_resource(uri))
 
     def listen(self, **filters: Any) -> contextlib.AbstractAsyncContextManager[Subscription]:
@@ -606,7 +607,7 @@ class Client(SkillMethods, ClientConnection):
         """Watch list changes and resource updates with one API in both eras.
 
         2026-07-28: one ``subscriptions/listen`` stream with that filter. Handshake era: ``resources/subscribe``
-        for each URI (unsubscribed on exit) and the session's notifications, filtered. Yields a :class:`Watch`.
+        for each URI (on exit unsubscribed unless still wanted) and the session's notifications, filtered.
         """
         uris = tuple(dict.fromkeys(resource_uris))
         if self.modern:
@@ -623,14 +624,15 @@ class Client(SkillMethods, ClientConnection):
         subscribed: list[str] = []
         try:
             for uri in uris:
-                await self.subscribe_resource(uri)
+                await self._subscribe(uri)
                 subscribed.append(uri)
             yield w
         finally:
             self._watches.discard(w)
             for uri in subscribed:
-                with contextlib.suppress(Exception):
-                    await self.unsubscribe_resource(uri)
+                if not self._still_wanted(uri):
+                    with contextlib.suppress(Exception):
+                        await self.unsubscribe_resource(uri)
 
     # ------------------------------------------------------------------ prompts
 

@@ -266,7 +266,8 @@ class ClientConnection:
         self._completed_elicitations: set[str] = set()
         self._elicitation_event = asyncio.Event()
         self._watches: set[Watch] = set()
-        self._subscriptions: set[str] = set()
+        self._subscriptions: set[str] = set()  # every resources/subscribe made (renewed on a new session)
+        self._held_subscriptions: set[str] = set()  # those made by subscribe_resource: a watch's end keeps them
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -598,6 +599,16 @@ class ClientConnection:
                 except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
                     last = exc
             raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
+
+    async def _subscribe(self, uri: str) -> None:
+        """``resources/subscribe``, remembered to be made again on a new session."""
+        await self._call("resources/subscribe", lambda s: s.subscribe_resource(uri))
+        self._subscriptions.add(uri)
+
+    def _still_wanted(self, uri: str) -> bool:
+        """Whether a resource subscription a watch made is wanted after it ends: made by hand too (with
+        ``subscribe_resource``), or listed by another watch (one ending must not stop another's updates)."""
+        return uri in self._held_subscriptions or any(uri in watch.uris for watch in self._watches)
 
     async def _restore_subscriptions(self) -> None:
         """A new session knows nothing of the old one's ``resources/subscribe``: subscribe again."""
