@@ -528,6 +528,20 @@ async def test_official_python_sdk_server(mode: str, tmp_path: Path) -> None:
         assert (await c.get_prompt("review", {"code": "x=1"})).messages[0].content.text == "Review this: x=1"  # type: ignore[union-attr]
 
 
+async def test_auto_mode_connects_to_a_modern_server_slower_to_start_than_the_discover_probe(tmp_path: Path) -> None:
+    """A stdio server that takes longer to start than ``discover_timeout`` (``uvx``/``npx`` fetching a package, a
+    loaded machine) reads the ``server/discover`` probe late and answers it; the client, which had given up on
+    the probe, had sent ``initialize`` meanwhile, which such a server refuses (the official SDK: "connection is
+    serving the 2026-07-28 protocol"), and the connection failed. The late answer to the probe now decides."""
+    pytest.importorskip("mcp.server.mcpserver")
+    script = tmp_path / "slow_official_server.py"
+    script.write_text("import time\ntime.sleep(2.0)\n" + OFFICIAL_SERVER)
+    async with Client(str(script), mode="auto", discover_timeout=0.3) as c:
+        assert c.protocol_version == "2026-07-28"
+        added = await c.call_tool("add", {"a": 1, "b": 2})
+        assert added.structured == {"result": 3}
+
+
 @pytest.mark.parametrize("mode", ["handshake", "modern"])
 async def test_a_log_level_connects_to_a_server_that_declares_no_logging(mode: str, tmp_path: Path) -> None:
     """``log_level`` is a wish, not a requirement: the official server declares no ``logging`` capability in the

@@ -25,14 +25,11 @@ from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
 from ..protocol import versions
 from ..protocol.errors import (
-    MODERN_ERROR_CODES,
-    UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
     InvalidParams,
     MCPError,
     MethodNotFound,
-    RequestTimeout,
 )
 from ..protocol.extensions import Extensions, as_extensions, declared_settings
 from ..protocol.jsonrpc import JSONDict
@@ -66,8 +63,9 @@ from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
+from .negotiation import negotiate
 from .notes import HandlerQueue
-from .results import InputHandlerError, ModernEraRefused, checked, refuses_the_modern_era
+from .results import InputHandlerError, checked
 from .rounds import input_rounds
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter, open_subscription
@@ -309,36 +307,9 @@ class ClientSession:
     async def connect(self) -> None:
         """Negotiate the era and the protocol version (and tell the transport, which may need it for headers)."""
         self._python_log_level = h.python_log_level()  # read once: the meta of every modern request is cached
-        await self._negotiate()
+        await negotiate(self)
         if isinstance(self.conn, BaseConnection) and self.protocol_version is not None:
             self.conn.set_protocol_version(self.protocol_version)
-
-    async def _negotiate(self) -> None:
-        if self.mode in ("auto", "modern"):
-            version = self.pinned_version or versions.LATEST
-            try:
-                result = await self._discover(version, timeout=self.discover_timeout if self.mode == "auto" else None)
-            except MCPError as exc:
-                if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
-                    supported = exc.data.get("supported") or []
-                    mine = [v for v in supported if v in versions.MODERN_VERSIONS]
-                    if mine:
-                        await self._use_modern(await self._discover(max(mine), timeout=None), max(mine))
-                        return
-                if self.mode == "modern" and refuses_the_modern_era(exc):
-                    raise ModernEraRefused(exc, pinned=self.pinned_version is not None) from exc
-                if self.mode == "modern" or exc.code in MODERN_ERROR_CODES:
-                    raise
-            except (TimeoutError, RequestTimeout):
-                if self.mode == "modern":
-                    raise
-            else:
-                if isinstance(result.get("supportedVersions"), list) and version in result["supportedVersions"]:
-                    await self._use_modern(result, version)
-                    return
-                if self.mode == "modern":
-                    raise MCPError(f"server does not support {version}: {result.get('supportedVersions')}")
-        await self._initialize()
 
     async def _discover(self, version: str, timeout: float | None) -> JSONDict:
         return await self.peer.request("server/discover", {"_meta": self._modern_meta(version)}, timeout=timeout)
