@@ -7,17 +7,34 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..protocol import versions
 from ..protocol.errors import MODERN_ERROR_CODES, UNSUPPORTED_PROTOCOL_VERSION, MCPError, RequestTimeout
 from ..protocol.jsonrpc import JSONDict
 from .results import ModernEraRefused, refuses_the_modern_era
 
-if TYPE_CHECKING:
-    from .lowlevel import ClientSession
-
 logger: logging.Logger = logging.getLogger("mcpkit.client")
+
+
+class ClientSession(Protocol):
+    """What negotiating asks of a :class:`~mcpkit.client.lowlevel.ClientSession` (typed here by this protocol, so
+    this module does not import ``lowlevel`` back)."""
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def pinned_version(self) -> str | None: ...
+
+    @property
+    def discover_timeout(self) -> float: ...
+
+    async def _discover(self, version: str, timeout: float | None) -> JSONDict: ...
+
+    async def _use_modern(self, result: JSONDict, version: str) -> None: ...
+
+    async def _initialize(self) -> None: ...
 
 
 class _ProbeLate(Exception):
