@@ -115,15 +115,19 @@ async def test_only_valid_mcp_messages_reach_stdin(mode: str, tmp_path: Path) ->
 async def test_cancellation_reaches_a_stdio_server(mode: str) -> None:
     async with Client(SERVER, mode=mode) as c:
         task = asyncio.create_task(c.call_tool("slow", {"steps": 100, "delay": 0.02}))
-        await asyncio.sleep(0.3)
+        status: dict[str, Any] = {}
+
+        async def poll(key: str = "cancelled") -> bool:
+            status.update(json.loads((await c.call_tool("status")).text))
+            return bool(status[key])
+
+        for _ in range(200):  # cancelled once it runs (cancelled before it ran, it would never run: no record)
+            if await poll("started"):
+                break
+            await asyncio.sleep(0.02)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        status: dict[str, Any] = {}
-
-        async def poll() -> bool:
-            status.update(json.loads((await c.call_tool("status")).text))
-            return bool(status["cancelled"])
 
         for _ in range(40):
             if await poll():

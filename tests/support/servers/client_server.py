@@ -157,7 +157,8 @@ def build_server() -> Server:
             state["finished"].append(ctx.request_id)
             return text(f"done after {steps} steps")
         if name == "status":
-            return text(json.dumps({k: state[k] for k in ("cancelled", "finished", "counter", "roots_changed")}))
+            shown = ("cancelled", "finished", "counter", "roots_changed", "started")
+            return text(json.dumps({k: state.get(k, []) for k in shown}))
         if name == "counter":
             state["counter"] += 1
             return text(str(state["counter"]))
