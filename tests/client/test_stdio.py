@@ -576,6 +576,19 @@ async def test_a_stdio_client_takes_the_max_message_size_it_is_given(mode: str) 
         assert len((await c.call_tool("big", {"n": 5_000_000})).text) == 5_000_000
 
 
+async def test_a_stdio_client_refuses_a_transport_option_it_would_ignore() -> None:
+    """``max_message_size`` is the one transport option a stdio target takes; any other (``max_mesage_size``, an
+    HTTP transport's ``timeout``) is a ``TypeError`` naming the closest one, before the server is started: it was
+    silently dropped, so a misspelled bound was never applied."""
+    core = str(SERVERS / "core_server.py")
+    with pytest.raises(TypeError, match="unknown option 'max_mesage_size'; did you mean 'max_message_size'"):
+        async with Client(core, transport_options={"max_mesage_size": 8 << 20}):
+            pass
+    with pytest.raises(TypeError, match="unknown option 'sse_read_timeout'"):
+        async with Client(core, transport_options={"sse_read_timeout": 5}):
+            pass
+
+
 @pytest.mark.parametrize("program", ["python", "python3"])
 async def test_a_command_line_starting_with_python_runs_under_the_clients_interpreter(
     program: str, tmp_path: Path

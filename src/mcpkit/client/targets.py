@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._options import check_options
 from ..protocol.errors import ConnectionClosed
 from ..transports.stdio import StdioClientTransport, StdioServer
 
@@ -342,6 +343,9 @@ def _check_command(stdio: StdioServer) -> None:
         raise ServerNotFound(f"server command not found on PATH: {exe}")
 
 
+_STDIO_TRANSPORT_OPTIONS = ("max_message_size", "auth")
+
+
 async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
     """Open ``target``: spawn the process, connect the socket, or start the in-process server."""
     options = {**target.options, **transport_options}
@@ -354,8 +358,10 @@ async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
                 "OAuth applies to HTTP transports only; give a stdio server its credentials through its "
                 "environment (env={...} or an mcp.json 'env' entry)"
             )
+        # (max_message_size is the one transport option a stdio target takes: another would be silently dropped)
+        check_options("a stdio target", transport_options, _STDIO_TRANSPORT_OPTIONS)
         _check_command(target.stdio)
-        if options.get("max_message_size") is not None:  # (the one transport option a stdio target takes)
+        if options.get("max_message_size") is not None:
             target.stdio.max_message_size = int(options["max_message_size"])
         transport = StdioClientTransport(target.stdio)
         try:
