@@ -465,3 +465,73 @@ def test_a_request_dropped_by_the_rate_bound_is_answered_with_an_error(browser: 
         page.wait_for_selector(".app-note:has-text('the view sent too many messages')", timeout=5_000)
     finally:
         proc.stop()
+
+
+def test_the_view_gets_the_json_rpc_id_of_the_tools_call_that_opened_it(browser: Any) -> None:
+    """``hostContext.toolInfo.id`` is "JSON-RPC id of the tools/call request" (Apps spec): the id the server saw,
+    which the client assigned, not the page's own name for the call (it used to be ``"call-1"``)."""
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, _ = call_with_view(page, "hostile")
+        result = page.locator(".call pre.text:has-text('request id')").first
+        result.wait_for(timeout=20_000)
+        seen = re.search(r"request id (\d+)", result.inner_text())
+        assert seen, result.inner_text()
+        note = box.locator(".app-note:has-text('tool call id')")
+        note.wait_for(timeout=10_000)
+        assert f"tool call id {seen[1]}" in note.inner_text(), note.inner_text()
+    finally:
+        proc.stop()
+
+
+def test_a_view_is_never_switched_to_a_display_mode_it_did_not_declare(browser: Any) -> None:
+    """A view that declares ``availableDisplayModes: ["fullscreen"]`` is shown fullscreen and stays so: the host
+    offers no "Exit fullscreen" (it used to switch such a view to inline), only "Close view", and its request for
+    inline is answered with the mode it keeps (the spec: the host MUST NOT switch a view to an undeclared mode, and
+    answers with the current mode)."""
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "fullscreen_only")
+        box.locator(".app-note:has-text('mode fullscreen; tool call id')").wait_for(timeout=10_000)
+        assert "fullscreen" in (box.get_attribute("class") or "").split()
+        assert box.locator("button:text('Exit fullscreen')").is_hidden()
+        assert box.locator("button:text('Close view')").is_visible()
+        view.locator("#inline").click()
+        box.locator(".app-note:has-text('display mode answered fullscreen')").wait_for(timeout=10_000)
+        assert "fullscreen" in (box.get_attribute("class") or "").split()
+        assert "display mode: inline" not in box.inner_text()
+        box.locator("button:text('Close view')").click()
+        box.locator("xpath=self::*[@data-state='closed']").wait_for(timeout=10_000)
+    finally:
+        proc.stop()
+
+
+def test_a_view_that_declares_no_modes_may_still_go_fullscreen_and_back(browser: Any) -> None:
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "hostile")
+        view.locator("#fullscreen").click()
+        box.locator(".app-note:has-text('display mode answered fullscreen')").wait_for(timeout=10_000)
+        box.locator("button:text('Exit fullscreen')").click()
+        page.wait_for_selector(".app-view:not(.fullscreen) .app-note:has-text('display mode: inline')")
+    finally:
+        proc.stop()
+
+
+def test_a_message_from_the_view_in_another_role_than_user_is_refused_and_not_shown(browser: Any) -> None:
+    """``ui/message`` carries ``role: "user"`` only (Apps spec): another role is answered -32000 "Invalid message
+    format" and not shown as sent to the conversation (it used to be, as "(assistant)")."""
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        box, view = call_with_view(page, "hostile")
+        view.locator("#assistant").click()
+        view.locator("#out:has-text('error -32000 Invalid message format')").wait_for(timeout=10_000)
+        assert "said by the model" not in box.inner_text()
+        assert "sends to the conversation" not in box.inner_text()
+        box.locator(".app-note.refused:has-text('ui/message')").wait_for(timeout=5_000)
+    finally:
+        proc.stop()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from mcpkit import MCPKit
+from mcpkit import Context, MCPKit
 from mcpkit.protocol.apps import APP_MIME_TYPE
 
 app = MCPKit("apps-hostile")
@@ -24,10 +24,30 @@ def hostile_view() -> str:
     return VIEW
 
 
+@app.resource("ui://hostile/fullscreen-only", mime_type=APP_MIME_TYPE)
+def fullscreen_only_view() -> str:
+    return VIEW.replace("const APP_CAPABILITIES = {};", 'const APP_CAPABILITIES = { availableDisplayModes: ["fullscreen"] };')
+
+
 @app.tool(ui="ui://hostile/view")
-def hostile() -> str:
-    """Show the hostile view."""
+def hostile(ctx: Context) -> str:
+    """Show the hostile view (the result names the JSON-RPC id the call came with)."""
+    return f"shown; request id {ctx.request_id!r}"
+
+
+@app.tool(ui="ui://hostile/fullscreen-only")
+def fullscreen_only() -> str:
+    """Show the view that declares the fullscreen display mode only."""
     return "shown"
+
+
+@app.tool(ui={"visibility": ["app"]})
+async def ticks(count: int, ctx: Context) -> str:
+    """Report ``count`` progress steps (the view may call it)."""
+    for i in range(1, count + 1):
+        await ctx.report_progress(i, count, f"tick {i}")
+        await asyncio.sleep(0.05)
+    return f"ticked {count}"
 
 
 @app.tool(ui={"visibility": ["model"]})
@@ -43,7 +63,7 @@ def echo(text: str) -> str:
 
 
 @app.tool(ui="ui://hostile/view")
-async def slow(seconds: float = 30.0) -> str:
+async def slow(seconds: float = 30.0) -> str:  # (it reports no progress of its own)
     """A call that runs until it is cancelled (its view is told)."""
     await asyncio.sleep(seconds)
     return "slept"

@@ -238,8 +238,14 @@ class ViewHost {
       case "ui/open-link":
         return this.openLink(msg, p);
       case "ui/message": {
-        const text = (Array.isArray(p.content) ? p.content : [p.content]).filter(Boolean).map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
-        this.note("message", `the view sends to the conversation (${p.role || "user"}): ${short(text)}`);
+        // (role "user" only, content blocks: the spec's error otherwise, and nothing shown as sent)
+        const blocks = Array.isArray(p.content) ? p.content : p.content && typeof p.content === "object" ? [p.content] : null;
+        if (p.role !== "user" || !blocks || !blocks.every((c) => c && typeof c === "object" && typeof c.type === "string")) {
+          this.note("refused", `refused ui/message: role ${short(p.role, 40)}${blocks ? "" : ", no content blocks"} (a view sends role "user" with content blocks only)`);
+          return this.reply(msg.id, null, { code: -32000, message: "Invalid message format" });
+        }
+        const text = blocks.map((c) => (c.type === "text" ? c.text : `[${c.type}]`)).join(" ");
+        this.note("message", `the view sends to the conversation (user): ${short(text)}`);
         return this.reply(msg.id, {});
       }
       case "ui/update-model-context": {
@@ -251,10 +257,9 @@ class ViewHost {
       }
       case "ui/request-display-mode": {
         const wanted = p.mode;
-        const ok = HOST_MODES.includes(wanted) && (!this.appModes || this.appModes.includes(wanted));
-        if (ok) this.setMode(wanted);
-        else this.note("refused", `the view asked for display mode ${short(wanted, 40)}: not available`);
-        return this.reply(msg.id, { mode: this.mode });
+        if (this.offers(wanted)) this.setMode(wanted);
+        else this.note("refused", `the view asked for display mode ${short(wanted, 40)}: not available${this.appModes && !this.appModes.includes(wanted) ? " (the view did not declare it)" : ""}`);
+        return this.reply(msg.id, { mode: this.mode }); // (the mode it is in: unchanged when refused)
       }
       default:
         if (FORWARDED.has(msg.method)) return this.forward(msg);
@@ -267,6 +272,12 @@ class ViewHost {
     this.greeted = true;
     const caps = (p && p.appCapabilities) || {};
     this.appModes = Array.isArray(caps.availableDisplayModes) ? caps.availableDisplayModes.filter((m) => typeof m === "string") : null;
+    // a view is never in a mode it did not declare: one that lacks inline starts in a declared mode the host has
+    if (!this.offers(this.mode)) {
+      const mode = HOST_MODES.find((m) => this.offers(m));
+      if (mode) this.setMode(mode);
+      else this.note("warning", `the view declares the display modes ${short(this.appModes.join(", "), 80)}, none of which this host has (${HOST_MODES.join(", ")}): it is shown ${this.mode}`);
+    }
     const info = p && p.appInfo && typeof p.appInfo.name === "string" ? `${p.appInfo.name} ${p.appInfo.version || ""}`.trim() : "a view";
     this.note("info", `${info} connected (apps protocol ${short(p && p.protocolVersion, 20)})`);
     const tool = { ...(this.tool || { name: this.call.name }) };
@@ -316,10 +327,15 @@ class ViewHost {
     if (Object.keys(params).length) this.notify("ui/notifications/host-context-changed", params);
   }
 
+  // whether the host may put the view in `mode`: the host has it, and the view declared it (or declared no modes)
+  offers(mode) {
+    return HOST_MODES.includes(mode) && (!this.appModes || this.appModes.includes(mode));
+  }
+
   setMode(mode) {
     this.mode = mode;
     this.box.classList.toggle("fullscreen", mode === "fullscreen");
-    this.exitButton.hidden = mode !== "fullscreen";
+    this.exitButton.hidden = mode !== "fullscreen" || !this.offers("inline"); // (otherwise: "Close view" only)
     if (this.initialized) this.contextChanged({ displayMode: mode });
     this.note("info", `display mode: ${mode}`);
   }
