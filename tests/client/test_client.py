@@ -123,3 +123,36 @@ async def test_a_watch_that_ends_keeps_a_subscription_made_by_hand() -> None:
             pass
         await client.call_tool("bump")
         assert await asyncio.wait_for(updates.get(), 5) == "counter://value"
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_watch_sent_names_the_request_id_the_server_saw(mode: str) -> None:
+    """An MCP Apps host tells a view the JSON-RPC id of the ``tools/call`` that opened it: ``watch_sent`` shows the
+    id of each request sent within the block (those of the tasks started in it too), the one the server's handler
+    got, and nothing outside the block; blocks nest, and a watcher that raises does not fail the call."""
+    from mcpkit import Context
+    from mcpkit.client import watch_sent
+
+    app = MCPKit("ids", "1.0.0")
+
+    @app.tool
+    def whoami(ctx: Context) -> str:
+        """The id of this request."""
+        return repr(ctx.request_id)
+
+    async with Client(app, mode=mode) as client:  # type: ignore[arg-type]
+        await client.list_tools()
+        outer: list[tuple[str, Any]] = []
+        inner: list[tuple[str, Any]] = []
+
+        def broken(method: str, rid: Any) -> None:
+            raise RuntimeError("a broken watcher")
+
+        with watch_sent(lambda m, r: outer.append((m, r))):
+            with watch_sent(lambda m, r: inner.append((m, r))), watch_sent(broken):
+                first = await client.call_tool("whoami")
+            second = await asyncio.create_task(client.call_tool("whoami"))
+        await client.call_tool("whoami")  # (outside: not seen)
+        assert [m for m, _ in outer] == ["tools/call", "tools/call"]
+        assert inner == outer[:1]
+        assert [repr(r) for _, r in outer] == [first.text, second.text]

@@ -8,6 +8,7 @@ without reading the engine's bytes. Modules, one idea each:
 - :mod:`.messages`: :class:`Outgoing` and its kinds; the interfaces a transport implements (:class:`Outbox`,
   :class:`Connection`) and :data:`NULL_OUTBOX`; the batch limits' texts.
 - :mod:`.context`: :class:`RequestContext`, one incoming request being handled.
+- :mod:`.outgoing`: the requests a peer sends; :func:`watch_sent` shows their ids as they go out.
 - :mod:`.peer`: :class:`Peer`: ids, concurrency slots, timeouts, cancellation, progress, batches, draining.
 - :mod:`.tap`: the message tap (:class:`TapEvent`, :class:`TapRecorder`): every message a peer receives or sends,
   shown to an observer.
@@ -34,7 +35,7 @@ from .messages import (
     batch_too_long,
     describe,
 )
-from .outgoing import ProgressCallback, RequestDone, RequestTracer
+from .outgoing import ProgressCallback, RequestDone, RequestTracer, SentWatcher, watch_sent
 from .peer import BatchPolicy, NotificationHandler, Peer, RequestHandler
 from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder, hub_of
 
@@ -63,6 +64,7 @@ __all__ = [
     "RequestDone",
     "RequestHandler",
     "RequestTracer",
+    "SentWatcher",
     "Tap",
     "TapEvent",
     "TapHub",
@@ -70,4 +72,5 @@ __all__ = [
     "batch_too_long",
     "describe",
     "hub_of",
+    "watch_sent",
 ]

@@ -9,7 +9,8 @@ import contextlib
 import inspect
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextvars import ContextVar
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -69,6 +70,37 @@ class _Pending:
 
 
 RequestDone = Callable[[BaseException | None, "asyncio.Future[JSONDict]"], None]
+
+#: ``(method, request id)`` of a request as it is sent (see :func:`watch_sent`)
+SentWatcher = Callable[[str, RequestId], None]
+_sent_watchers: ContextVar[tuple[SentWatcher, ...]] = ContextVar("mcpkit_sent_watchers", default=())
+
+
+@contextlib.contextmanager
+def watch_sent(watcher: SentWatcher) -> Iterator[None]:
+    """Call ``watcher(method, request_id)`` for each request sent within the block, as it is sent: the JSON-RPC id
+    the peer sees, which the client assigns (a call the server asks input of goes again under a new id, as does a
+    retry; the requests a call sends for itself, a ``tools/list`` lookup or a task's polls, are seen too). It follows
+    the context: requests of the current task and of the tasks started within the block (blocks nest). A watcher
+    that raises is logged and ignored::
+
+        ids = []
+        with watch_sent(lambda method, rid: ids.append(rid) if method == "tools/call" else None):
+            await client.call_tool("add", {"a": 1, "b": 2})
+    """
+    reset = _sent_watchers.set((*_sent_watchers.get(), watcher))
+    try:
+        yield
+    finally:
+        _sent_watchers.reset(reset)
+
+
+def _tell_watchers(watchers: tuple[SentWatcher, ...], method: str, rid: RequestId) -> None:
+    for watcher in watchers:
+        try:
+            watcher(method, rid)
+        except Exception:
+            logger.exception("a watcher of sent requests failed")
 
 
 class RequestTracer(Protocol):
@@ -186,6 +218,9 @@ class Requests:
             msg = messages.request(rid, method, params)
             if self.tap is not None:
                 self._tapped(OUT, msg)
+            watchers = _sent_watchers.get()
+            if watchers:
+                _tell_watchers(watchers, method, rid)
             if timeout is None:
                 await (out or self.outbox).send(msg.data, msg)
             else:

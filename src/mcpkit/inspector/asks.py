@@ -6,6 +6,7 @@ too (:func:`checked_roots`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +40,7 @@ class _Call:
     tool: dict[str, Any] | None = None  # the tool's definition when known at the start (its _meta: an Apps view)
     as_task: bool = False
     task_state: dict[str, Any] | None = None  # the server's task, while it runs as one
+    request_id: Any = None  # the JSON-RPC id of its (first) tools/call request, once sent
 
     def public(self) -> dict[str, Any]:
         return {
@@ -51,8 +53,33 @@ class _Call:
             **({"tool": self.tool} if self.tool is not None else {}),
             "asTask": self.as_task,
             "taskState": self.task_state,
+            "requestId": self.request_id,
             **self.outcome,
         }
+
+
+async def run_as_task(client: Any, call: _Call, on_progress: Any, on_status: Any) -> Any:
+    """Run ``call`` as a task of the server (``Client.call_tool_as_task``) and return its result; cancelled (the
+    person cancelled), the server's task is cancelled too."""
+    handle = await client.call_tool_as_task(call.name, call.arguments, on_progress=on_progress, on_status=on_status)
+    on_status(handle.task)
+    try:
+        return await handle.result()
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(asyncio.shield(handle.cancel()), 5)
+            await asyncio.wait_for(asyncio.shield(handle.status()), 5)  # (its state is shown)
+        raise
+
+
+def validation(result: Any) -> dict[str, Any]:
+    """What the page says of a result's structured output: valid, unchecked, or no schema to check."""
+    if result.validated:
+        return {"state": "valid", "message": "structuredContent matches the tool's outputSchema"}
+    schema = result.tool.output_schema if result.tool is not None else None
+    if schema is None:
+        return {"state": "none", "message": "the tool declares no outputSchema"}
+    return {"state": "unchecked", "message": "not checked"}
 
 
 @dataclass

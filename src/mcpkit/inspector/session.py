@@ -31,6 +31,7 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from ..client import watch_sent
 from ..client.apps import UI_HOST_SETTINGS
 from ..client.client import ToolOutputError
 from ..client.display import display_name, segments, shown_description
@@ -45,7 +46,9 @@ from .asks import (
     _Call,
     _HumanRequest,
     checked_roots,
+    run_as_task,
     settle,
+    validation,
 )
 from .events import EventHub
 from .failures import ABANDONED, connect_failure, describe_failure
@@ -572,13 +575,19 @@ class Inspector:
             call.task_state = {"taskId": task.task_id, "status": task.status, "statusMessage": task.status_message}
             self.hub.publish("call", call=call.public())
 
+        def on_sent(method: str, request_id: Any) -> None:  # (the id the server sees: an Apps view is told it)
+            if method == "tools/call" and call.request_id is None:
+                call.request_id = request_id
+                self.hub.publish("call", call=call.public())
+
         tool: dict[str, Any] | None = None
         try:
-            if call.as_task:
-                result = await self._run_as_task(client, call, on_progress, on_status)
-            else:
-                result = await client.call_tool(call.name, call.arguments, timeout=None, on_progress=on_progress)
-            call.outcome = {"result": result.raw.dump(), "validation": self._validation(result)}
+            with watch_sent(on_sent):
+                if call.as_task:
+                    result = await run_as_task(client, call, on_progress, on_status)
+                else:
+                    result = await client.call_tool(call.name, call.arguments, timeout=None, on_progress=on_progress)
+            call.outcome = {"result": result.raw.dump(), "validation": validation(result)}
             call.status = "done"
             tool = result.tool.dump() if result.tool is not None else None
         except ToolOutputError as exc:
@@ -598,27 +607,6 @@ class Inspector:
         self._calls.pop(call.id, None)
         self._keep(call)
         self.hub.publish("call", call=call.public())
-
-    @staticmethod
-    async def _run_as_task(client: Any, call: _Call, on_progress: Any, on_status: Any) -> Any:
-        handle = await client.call_tool_as_task(call.name, call.arguments, on_progress=on_progress, on_status=on_status)
-        on_status(handle.task)
-        try:
-            return await handle.result()
-        except asyncio.CancelledError:  # the person cancelled: so is the server's task
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(handle.cancel()), 5)
-                await asyncio.wait_for(asyncio.shield(handle.status()), 5)  # (its state is shown)
-            raise
-
-    @staticmethod
-    def _validation(result: Any) -> dict[str, Any]:
-        if result.validated:
-            return {"state": "valid", "message": "structuredContent matches the tool's outputSchema"}
-        schema = result.tool.output_schema if result.tool is not None else None
-        if schema is None:
-            return {"state": "none", "message": "the tool declares no outputSchema"}
-        return {"state": "unchecked", "message": "not checked"}
 
     def _keep(self, call: _Call) -> None:
         import orjson

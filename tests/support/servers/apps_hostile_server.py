@@ -26,7 +26,8 @@ def hostile_view() -> str:
 
 @app.resource("ui://hostile/fullscreen-only", mime_type=APP_MIME_TYPE)
 def fullscreen_only_view() -> str:
-    return VIEW.replace("const APP_CAPABILITIES = {};", 'const APP_CAPABILITIES = { availableDisplayModes: ["fullscreen"] };')
+    declared = 'const APP_CAPABILITIES = { availableDisplayModes: ["fullscreen"] };'
+    return VIEW.replace("const APP_CAPABILITIES = {};", declared)
 
 
 @app.tool(ui="ui://hostile/view")

@@ -297,7 +297,8 @@ class ViewHost {
         sandbox: { csp: this.view.csp || {}, permissions: this.view.permissions || {} },
       },
       hostContext: {
-        toolInfo: { id: this.call.id, tool },
+        // (the JSON-RPC id the server saw, once the client sent the request: it is optional, left out until then)
+        toolInfo: { ...(this.call.requestId !== undefined && this.call.requestId !== null ? { id: this.call.requestId } : {}), tool },
         theme: theme(),
         displayMode: this.mode,
         availableDisplayModes: HOST_MODES,
