@@ -145,14 +145,24 @@ async def test_a_file_saved_again_within_the_second_of_its_reported_change_is_re
             write(server, f"Version {attempt}, saved again.")
             if int(server.stat().st_mtime) != second:
                 return False
-            # two server starts one after the other (the first save's reload may still run): seconds each on a loaded
-            # machine, so the bound is wide; the message says whether the missed save was found at all
-            assert await reloaded(loop, 2, 30), (
-                f"the second save was never reloaded: {loop.reloads} reloads, error {loop.error!r}, "
-                f"{sum('reloading' in r.getMessage() for r in caplog.records)} changes reported"
-            )
-            assert await hello_doc(inspector) == f"Version {attempt}, saved again."
-            assert loop.error is None
+            # two server starts one after the other (the first save's reload may still run, and is then abandoned
+            # for the newer code: one reload or two): seconds each on a loaded machine, so the bound is wide; the
+            # message says whether the missed save was found at all
+            want = f"Version {attempt}, saved again."
+            end = time.monotonic() + 30
+
+            async def serves_it() -> bool:
+                try:
+                    return await hello_doc(inspector) == want
+                except Exception:  # (between two servers while the second reload runs)
+                    return False
+
+            while not (loop.reloads and loop.error is None and await serves_it()):
+                assert time.monotonic() < end, (
+                    f"the second save was never reloaded: {loop.reloads} reloads, error {loop.error!r}, "
+                    f"{sum('reloading' in r.getMessage() for r in caplog.records)} changes reported"
+                )
+                await asyncio.sleep(0.05)
             return True
         finally:
             await loop.stop()
