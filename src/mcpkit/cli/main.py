@@ -200,7 +200,8 @@ def run(
     Several workers: --redis URL (or MCPKIT_REDIS_URL) makes the workers of one deployment share sessions, SSE
     events and notifications, on one host (--workers N) or on several behind a load balancer; they also share the
     key ring that seals requestState and list cursors (MCPKIT_STATE_KEYS or --state-keys-file; --workers N on one
-    host generates one when none is given). Every setting also comes from its MCPKIT_* environment variable."""
+    host generates one when none is given). --workers, the --redis options, --state-keys-file and
+    --forwarded-allow-ips also come from their MCPKIT_* environment variables (MCPKIT_WORKERS, ...)."""
     import logging
     import os
 
