@@ -38,6 +38,11 @@ EXPANSIONS = [
     ("{?x,y,empty}", {"x": "1024", "y": "768", "empty": ""}, "?x=1024&y=768&empty="),
     ("?fixed=yes{&x}", {"x": "1024"}, "?fixed=yes&x=1024"),
     ("{?x,undef}", {"x": "1024"}, "?x=1024"),
+    # a variable followed by a "." expression: the last dot starts the extension
+    ("file:///{name}{.ext}", {"name": "report", "ext": "pdf"}, "file:///report.pdf"),
+    ("file:///{name}{.ext}", {"name": "report.v2", "ext": "pdf"}, "file:///report.v2.pdf"),
+    ("file:///{+path}{.ext}", {"path": "docs/a.b", "ext": "txt"}, "file:///docs/a.b.txt"),
+    ("file:///{name}{.ext}", {"name": "README"}, "file:///README"),
 ]
 
 

@@ -141,7 +141,8 @@ class UriTemplate:
                 self._may_hold_slash.add(g)
             return g
 
-        for part in self._parts:
+        parts = self._parts
+        for i, part in enumerate(parts):
             if isinstance(part, str):
                 regex.append(re.escape(part))
                 continue
@@ -153,9 +154,13 @@ class UriTemplate:
                 char = "[^?#]" if op == "+" else "[^/?#,]"
                 if op == "+" and len(names) > 1:
                     char = "[^?#,]"
+                # before a "{.ext}" the shortest value: the last dot starts the extension ("report.v2.pdf" is
+                # name "report.v2", ext "pdf"), where the longest would take the whole and leave ext out
+                following = parts[i + 1] if i + 1 < len(parts) else None
+                many = "*?" if isinstance(following, _Expression) and following.operator == "." else "*"
                 reserved = op == "+"
-                pieces = [f"(?P<{group(names[0], reserved)}>{char}*)"]
-                pieces.extend(f"(?:,(?P<{group(n, reserved)}>{char}*))?" for n in names[1:])
+                pieces = [f"(?P<{group(names[0], reserved)}>{char}{many})"]
+                pieces.extend(f"(?:,(?P<{group(n, reserved)}>{char}{many}))?" for n in names[1:])
                 regex.append("".join(pieces))
             elif op == "#":
                 inner = "".join(
