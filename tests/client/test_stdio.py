@@ -603,3 +603,15 @@ async def test_a_command_line_starting_with_python_runs_under_the_clients_interp
     )
     async with Client(f"{program} {script}", timeout=30) as client:
         assert (await client.call_tool("interpreter")).data == sys.executable
+
+
+async def test_a_missing_working_directory_is_named_as_such_not_as_a_missing_command(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-dir"
+    with pytest.raises(ServerNotFound) as info:
+        async with Client(StdioServer([sys.executable, SERVER], cwd=str(missing))):
+            pass
+    assert "working directory" in str(info.value) and str(missing) in str(info.value)
+    assert "command not found" not in str(info.value)
+    with pytest.raises(ServerNotFound, match="working directory"):
+        async with Client({"command": sys.executable, "args": [SERVER], "cwd": str(missing)}):
+            pass

@@ -330,6 +330,10 @@ def _check_command(stdio: StdioServer) -> None:
     argv = stdio.argv
     if not argv:
         raise TargetError("empty command line")
+    if stdio.cwd is not None and not os.path.isdir(stdio.cwd):
+        # (else the launch fails with the same error as a missing program, and the message blamed the command)
+        what = "is not a directory" if os.path.exists(stdio.cwd) else "does not exist"
+        raise ServerNotFound(f"the server's working directory {what}: {stdio.cwd}")
     exe = argv[0]
     if os.sep in exe or (os.altsep and os.altsep in exe):
         base = Path(stdio.cwd or ".") / exe if not os.path.isabs(exe) else Path(exe)
