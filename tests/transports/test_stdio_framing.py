@@ -13,7 +13,7 @@ import pytest
 
 from mcpkit.engine import Peer, RequestContext
 from mcpkit.protocol.errors import FrameTooLarge
-from mcpkit.transports.stdio import _MAX_QUEUED_FRAMES, _LineReader
+from mcpkit.transports.stdio_lines import MAX_QUEUED_FRAMES, LineReader
 
 
 class _FakePipe:
@@ -28,7 +28,7 @@ class _FakePipe:
         self.resumed += 1
 
 
-async def _drain(reader: _LineReader) -> list[bytes | str]:
+async def _drain(reader: LineReader) -> list[bytes | str]:
     out: list[bytes | str] = []
     while True:
         try:
@@ -44,7 +44,7 @@ async def _drain(reader: _LineReader) -> list[bytes | str]:
 @pytest.mark.req("M014", "M015")
 async def test_lines_split_anywhere_are_reassembled_exactly() -> None:
     wire = b'{"a":1}\r\n\n  \n{"b":"x y"}\n{"c":[1,2,3]}\n'
-    reader = _LineReader(1024)
+    reader = LineReader(1024)
     for i in range(len(wire)):  # one byte per chunk: every possible split point
         reader.data_received(wire[i : i + 1])
     reader.eof_received()
@@ -52,7 +52,7 @@ async def test_lines_split_anywhere_are_reassembled_exactly() -> None:
 
 
 async def test_a_last_line_without_newline_still_counts_at_end_of_input() -> None:
-    reader = _LineReader(1024)
+    reader = LineReader(1024)
     reader.data_received(b'{"a":1}\n{"b":')
     reader.data_received(b"2}")
     reader.connection_lost(None)
@@ -61,7 +61,7 @@ async def test_a_last_line_without_newline_still_counts_at_end_of_input() -> Non
 
 async def test_an_oversized_line_is_dropped_as_it_streams_and_the_next_line_survives() -> None:
     limit = 100
-    reader = _LineReader(limit)
+    reader = LineReader(limit)
     big = b'{"x":"' + b"y" * 1000 + b'"}'
     for i in range(0, len(big), 30):
         reader.data_received(big[i : i + 30])
@@ -85,7 +85,7 @@ async def test_an_oversized_request_is_refused_with_its_id_wherever_the_pipe_spl
     ]
     wire = b"".join(line + b"\n" for line in lines) + b'{"ok":1}\n' + lines[0][:-2]  # (the last one ends with EOF)
     for size in (1, 7, 100, 511, 512, 513, 4096, len(wire)):
-        reader = _LineReader(1000)
+        reader = LineReader(1000)
         for i in range(0, len(wire), size):
             reader.data_received(wire[i : i + size])
         reader.eof_received()
@@ -113,25 +113,25 @@ async def test_an_oversized_request_is_refused_with_its_id_wherever_the_pipe_spl
 
 
 async def test_a_line_of_exactly_the_limit_is_accepted() -> None:
-    reader = _LineReader(10)
+    reader = LineReader(10)
     reader.data_received(b"0123456789\n01234567890\n")
     reader.eof_received()
     assert await _drain(reader) == [b"0123456789", "TOO LARGE"]
 
 
 async def test_reading_pauses_while_lines_pile_up_and_resumes_when_they_are_consumed() -> None:
-    reader = _LineReader(1024)
+    reader = LineReader(1024)
     pipe = _FakePipe()
     reader.connection_made(pipe)  # type: ignore[arg-type]
-    reader.data_received(b"{}\n" * (_MAX_QUEUED_FRAMES + 10))
+    reader.data_received(b"{}\n" * (MAX_QUEUED_FRAMES + 10))
     assert pipe.paused == 1 and pipe.resumed == 0
     taken = 0
     while pipe.resumed == 0:
         assert await reader.receive() == b"{}"
         taken += 1
-    assert taken > 0 and len(reader.frames) < _MAX_QUEUED_FRAMES // 4
+    assert taken > 0 and len(reader.frames) < MAX_QUEUED_FRAMES // 4
     reader.eof_received()
-    assert len(await _drain(reader)) == _MAX_QUEUED_FRAMES + 10 - taken
+    assert len(await _drain(reader)) == MAX_QUEUED_FRAMES + 10 - taken
 
 
 async def test_the_fast_path_takes_a_line_only_when_nothing_is_ahead_of_it() -> None:
@@ -142,7 +142,7 @@ async def test_the_fast_path_takes_a_line_only_when_nothing_is_ahead_of_it() -> 
         fed.append(line)
         return b"method" in line and b'"id"' in line  # take requests, decline notifications
 
-    reader = _LineReader(1024)
+    reader = LineReader(1024)
     reader.feed = feed
     req1 = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
     note = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'

@@ -1,0 +1,116 @@
+"""How the stdio client ends the server it launched, with real process trees (spec, lifecycle: close stdin, wait,
+SIGTERM, SIGKILL)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit.transports.stdio import SAFE_ENV, StdioClientTransport, StdioServer
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie still answers kill(0); look at its state
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def _server_leaving_a_child(pidfile: Path, *, ignore_sigterm: bool) -> list[str]:
+    """A server that starts a helper process (inheriting its stdout and stderr, as a launcher's child or a browser
+    does), then exits as soon as its stdin ends."""
+    helper = "import signal, time\n"
+    if ignore_sigterm:
+        helper += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+    helper += "time.sleep(60)\n"
+    code = textwrap.dedent(
+        f"""
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", {helper!r}])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        sys.stderr.write("ready\\n"); sys.stderr.flush()
+        sys.stdin.buffer.read()
+        """
+    )
+    return [sys.executable, "-c", code]
+
+
+async def _start(argv: list[str], pidfile: Path, shutdown_timeout: float) -> tuple[StdioClientTransport, int]:
+    t = StdioClientTransport(StdioServer(argv, shutdown_timeout=shutdown_timeout))
+    await t.start()
+    for _ in range(200):
+        if pidfile.exists() and pidfile.read_text() and "ready" in t.stderr_text:
+            break
+        await asyncio.sleep(0.05)
+    return t, int(pidfile.read_text())
+
+
+async def test_a_server_that_exits_on_end_of_input_is_not_signalled_while_its_helper_holds_its_pipes(
+    tmp_path: Path,
+) -> None:
+    pidfile = tmp_path / "child.pid"
+    t, child = await _start(_server_leaving_a_child(pidfile, ignore_sigterm=False), pidfile, shutdown_timeout=5.0)
+    t0 = time.monotonic()
+    await t.close()
+    elapsed = time.monotonic() - t0
+    assert t.returncode == 0  # it ended by itself when its stdin closed: no signal was needed for it
+    assert elapsed < 2.5, f"close() waited {elapsed:.1f}s for pipes a helper holds, not for the server"
+    for _ in range(100):
+        if not _alive(child):
+            break
+        await asyncio.sleep(0.05)
+    assert not _alive(child), "the helper was left running"
+
+
+async def test_a_helper_that_ignores_sigterm_is_killed_once_the_server_has_exited(tmp_path: Path) -> None:
+    pidfile = tmp_path / "child.pid"
+    t, child = await _start(_server_leaving_a_child(pidfile, ignore_sigterm=True), pidfile, shutdown_timeout=0.5)
+    try:
+        t0 = time.monotonic()
+        await t.close()
+        assert time.monotonic() - t0 < 5
+        assert t.returncode == 0
+        for _ in range(100):
+            if not _alive(child):
+                break
+            await asyncio.sleep(0.05)
+        assert not _alive(child), "a helper that ignores SIGTERM outlived close(): it was never sent SIGKILL"
+    finally:
+        if _alive(child):
+            os.kill(child, 9)
+
+
+async def test_the_server_inherits_the_environment_unless_told_to_get_only_the_safe_set(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MCPKIT_TEST_SECRET", "s3cret")
+    show = "import json, os, sys; sys.stderr.write(json.dumps(dict(os.environ)) + '\\n')"
+
+    async def child_env(**options: Any) -> dict[str, str]:
+        t = StdioClientTransport(
+            StdioServer([sys.executable, "-c", show], stderr_line_bytes=1 << 20, stderr_bytes=1 << 20, **options)
+        )
+        await t.start()
+        await t.close()
+        return dict(json.loads(t.stderr_text))
+
+    inherited = await child_env(env={"EXTRA": "1"})
+    assert inherited["MCPKIT_TEST_SECRET"] == "s3cret" and inherited["EXTRA"] == "1"
+    safe = await child_env(inherit_env=False, env={"EXTRA": "1", "PATH": "/bin"})
+    assert "MCPKIT_TEST_SECRET" not in safe
+    assert safe["EXTRA"] == "1" and safe["PATH"] == "/bin"
+    assert set(safe) - {"EXTRA", "LC_CTYPE"} <= set(SAFE_ENV)  # (the interpreter may set LC_CTYPE itself)
+    assert os.environ.get("HOME") is None or safe["HOME"] == os.environ["HOME"]
