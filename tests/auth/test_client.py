@@ -5,6 +5,7 @@ refuses."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -500,7 +501,7 @@ async def test_client_registers_again_when_the_as_refuses_its_registration(tmp_p
         # the AS rotates the secret; the client's tokens are gone: a full flow hits invalid_client at /token
         record = await a.storage.get_client(first["client_id"])
         assert record is not None
-        record.client_secret = "rotated-elsewhere"
+        await a.storage.save_client(dataclasses.replace(record, client_secret="rotated-elsewhere"))
         await storage.set_tokens(s["as_url"], None, s["mcp_url"])
         assert await whoami(s["mcp_url"], client) == "test-user|"
         second = await storage.get_client_info(s["as_url"])

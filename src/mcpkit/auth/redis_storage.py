@@ -30,13 +30,57 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
-# KEYS: the client's key, the set of self-registered clients; ARGV: the record, its score (registration time), the
-# most kept, the client id, the prefix of client keys. Saves the client; past the bound, the oldest self-registered
-# clients go (pre-registered ones are never in the set).
+# KEYS: the client's key, the set of self-registered clients (score: when saved), their sizes (a hash), the sum of
+# their sizes; ARGV: the record, its score, the most kept, the client id, the prefix of client keys, the record's
+# size, the most bytes kept. Saves the client; past either bound the oldest self-registered clients go (never the
+# one just saved; pre-registered ones are never in the set).
 _SAVE_DYNAMIC = """
 redis.call('SET', KEYS[1], ARGV[1])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[2], ARGV[4])
-local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+local old = tonumber(redis.call('HGET', KEYS[3], ARGV[4]) or '0')
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
+local total = redis.call('INCRBY', KEYS[4], tonumber(ARGV[6]) - old)
+local count = redis.call('ZCARD', KEYS[2])
+while count > 1 and (count > tonumber(ARGV[3]) or total > tonumber(ARGV[7])) do
+  local id = redis.call('ZPOPMIN', KEYS[2])[1]
+  if id == ARGV[4] then
+    redis.call('ZADD', KEYS[2], ARGV[2], id)
+    break
+  end
+  redis.call('DEL', ARGV[5] .. id)
+  total = redis.call('INCRBY', KEYS[4], -tonumber(redis.call('HGET', KEYS[3], id) or '0'))
+  redis.call('HDEL', KEYS[3], id)
+  count = count - 1
+end
+return 1
+"""
+
+# KEYS: the token's key (by digest), the key an earlier version kept it under (or the same), the set of unexpiring
+# refresh tokens; ARGV: the DPoP key thumbprint presented ('' for none), the digest, '1' to check the binding.
+# Takes the token unless it is bound to another key: then it is returned, left in place ({0, record}).
+_TAKE_REFRESH = """
+local key = KEYS[1]
+local raw = redis.call('GET', key)
+if not raw then
+  key = KEYS[2]
+  raw = redis.call('GET', key)
+end
+if not raw then return false end
+if ARGV[3] == '1' then
+  local bound = cjson.decode(raw)['jkt']
+  if type(bound) == 'string' and bound ~= ARGV[1] then return {0, raw} end
+end
+redis.call('DEL', key)
+redis.call('ZREM', KEYS[3], ARGV[2])
+return {1, raw}
+"""
+
+# KEYS: the token's key, the set of unexpiring refresh tokens (score: when saved); ARGV: the record, the score, the
+# digest, the most kept, the prefix of the tokens' keys. Past the bound the least recently issued ones go.
+_SAVE_UNEXPIRING = """
+redis.call('SET', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[3])
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
 if over > 0 then
   local gone = redis.call('ZPOPMIN', KEYS[2], over)
   for i = 1, #gone, 2 do redis.call('DEL', ARGV[5] .. gone[i]) end
@@ -77,15 +121,33 @@ class _RedisHolder:
 class RedisAuthStorage(_RedisHolder):
     """The authorization server's state in Redis (keys under ``prefix``), shared by every replica. Codes, refresh
     tokens and the replay ledger expire with their lifetimes; at most ``max_dynamic_clients`` self-registered
-    clients are kept (beyond it the oldest goes, as in :class:`~mcpkit.auth.storage.InMemoryAuthStorage`), and
-    pre-registered clients are never evicted."""
+    clients, together at most ``max_dynamic_client_bytes`` of JSON, are kept (beyond either the oldest goes, as in
+    :class:`~mcpkit.auth.storage.InMemoryAuthStorage`), and pre-registered clients are never evicted. Refresh
+    tokens without an expiry (``AuthorizationServer(refresh_token_ttl=None)``) are kept up to
+    ``max_refresh_tokens``, the least recently issued going first; client secrets are kept as their SHA-256."""
 
-    def __init__(self, redis: str | Redis, *, prefix: str = "mcpkit:oauth:", max_dynamic_clients: int = 10_000) -> None:
+    def __init__(
+        self,
+        redis: str | Redis,
+        *,
+        prefix: str = "mcpkit:oauth:",
+        max_dynamic_clients: int = 10_000,
+        max_dynamic_client_bytes: int = 16 * 1024 * 1024,
+        max_refresh_tokens: int = 100_000,
+    ) -> None:
         if max_dynamic_clients < 1:
             raise ValueError("max_dynamic_clients must be at least 1")
+        if max_dynamic_client_bytes < 16 * 1024:
+            raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
+        if max_refresh_tokens < 1:
+            raise ValueError("max_refresh_tokens must be at least 1")
         super().__init__(redis, prefix)
         self.max_dynamic_clients = max_dynamic_clients
+        self.max_dynamic_client_bytes = max_dynamic_client_bytes
+        self.max_refresh_tokens = max_refresh_tokens
         self._save_dynamic = self.redis.register_script(_SAVE_DYNAMIC)
+        self._take_refresh = self.redis.register_script(_TAKE_REFRESH)
+        self._save_unexpiring = self.redis.register_script(_SAVE_UNEXPIRING)
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self.prefix}{kind}:{name}"
@@ -98,20 +160,27 @@ class RedisAuthStorage(_RedisHolder):
 
     async def get_client(self, client_id: str) -> ClientRecord | None:
         raw = await self.redis.get(self._key("client", client_id))
-        return ClientRecord(**orjson.loads(raw)) if raw else None
+        return ClientRecord.from_dict(orjson.loads(raw)) if raw else None
 
     async def save_client(self, client: ClientRecord) -> None:
-        record = orjson.dumps(asdict(client))
+        record = orjson.dumps(asdict(client.stored()))
         if not client.dynamic:
             await self.redis.set(self._key("client", client.client_id), record)
             return
-        keys = [self._key("client", client.client_id), self._key("clients", "dynamic")]
+        keys = [
+            self._key("client", client.client_id),
+            self._key("clients", "dynamic"),
+            self._key("clients", "dynamic-sizes"),
+            self._key("clients", "dynamic-bytes"),
+        ]
         args: list[bytes | str | int] = [
             record,
             time.time_ns() // 1000,
             self.max_dynamic_clients,
             client.client_id,
             self._key("client", ""),
+            len(record),
+            self.max_dynamic_client_bytes,
         ]
         await self._save_dynamic(keys=keys, args=args)
 
@@ -141,11 +210,36 @@ class RedisAuthStorage(_RedisHolder):
 
     async def save_refresh(self, token: str, data: _Refresh) -> None:
         key = self._secret_key("refresh", token)
-        await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+        if data.expires_at is not None:
+            await self.redis.set(key, orjson.dumps(asdict(data)), px=self._ttl_ms(data.expires_at))
+            return
+        # no expiry (refresh_token_ttl=None): counted, and past max_refresh_tokens the least recently issued go
+        keys = [key, self._key("refresh-unexpiring", "all")]
+        record, prefix = orjson.dumps(asdict(data)), self._key("refresh-sha256", "")
+        args: list[bytes | str | int] = [
+            record,
+            time.time_ns() // 1000,
+            _digest(token),
+            self.max_refresh_tokens,
+            prefix,
+        ]
+        await self._save_unexpiring(keys=keys, args=args)
+
+    async def _take_refresh_record(self, token: str, jkt: str | None, check: bool) -> _Refresh | None:
+        current = self._secret_key("refresh", token)
+        legacy = self._key("refresh", token) if _ISSUED_SECRET.fullmatch(token) else current
+        keys = [current, legacy, self._key("refresh-unexpiring", "all")]
+        answer: Any = await self._take_refresh(keys=keys, args=[jkt or "", _digest(token), "1" if check else "0"])
+        return _Refresh(**orjson.loads(answer[1])) if answer else None
 
     async def pop_refresh(self, token: str) -> _Refresh | None:
-        raw: Any = await self._take("refresh", token)
-        return _Refresh(**orjson.loads(raw)) if raw else None
+        return await self._take_refresh_record(token, None, False)
+
+    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+        """Take the refresh token unless it is bound to another DPoP key (then it is returned and left in place), in
+        one script: a refresh with the wrong key never takes the token away from a concurrent one with the right
+        key."""
+        return await self._take_refresh_record(token, jkt, True)
 
     # the replay ledger (see AuthStorage): digests of spent codes / rotated refresh tokens -> their grant family
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:

@@ -29,6 +29,31 @@ __all__ = ["AUTH_METHODS", "ClientRegistration"]
 AUTH_METHODS = ("none", "client_secret_basic", "client_secret_post", "private_key_jwt")
 _MAX_KEYS = 8  # public keys one private_key_jwt client may register
 _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
+#: the client metadata a self-registered client keeps beyond what its record holds (redirect URIs, grant types,
+#: auth method, scope, keys): RFC 7591 §2 and the IANA registry's members this server has use for, with the JSON
+#: type each must have. Anything else (language-tagged variants, an unverified ``software_statement``, members
+#: of other profiles) is ignored (RFC 7591 §3.2.1): the response shows what was registered.
+_KEPT_MEMBERS: dict[str, type] = {
+    "client_name": str,
+    "client_uri": str,
+    "logo_uri": str,
+    "tos_uri": str,
+    "policy_uri": str,
+    "contacts": list,
+    "software_id": str,
+    "software_version": str,
+    "application_type": str,  # OpenID Connect Dynamic Client Registration
+    "dpop_bound_access_tokens": bool,  # RFC 9449 §5.2
+}
+
+
+def _kept_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The members of ``_KEPT_MEMBERS`` present with their type (``contacts``: strings only)."""
+    kept = {k: v for k, v in meta.items() if k in _KEPT_MEMBERS and type(v) is _KEPT_MEMBERS[k]}
+    contacts = kept.get("contacts")
+    if isinstance(contacts, list) and not all(isinstance(c, str) for c in contacts):
+        del kept["contacts"]
+    return kept
 
 
 def _public_jwks(jwks: Any) -> dict[str, Any]:
@@ -75,12 +100,17 @@ class ClientRegistration:
         dynamic: bool = False,
         jwks: Mapping[str, Any] | None = None,
         dpop_bound_access_tokens: bool = False,
+        metadata: Mapping[str, Any] | None = None,
     ) -> ClientRecord:
         """Pre-register a client (what /register does for DCR). ``scope`` bounds what it may ever be granted (None:
         any scope); ``resource_server=True`` lets it introspect every token (an MCP server using
         :class:`~mcpkit.auth.verifiers.IntrospectionVerifier`). A ``private_key_jwt`` client gives its public keys
         as ``jwks`` (``SigningKey.jwks()``); ``dpop_bound_access_tokens=True`` makes every token request of the
-        client carry a DPoP proof (RFC 9449 §5.2)."""
+        client carry a DPoP proof (RFC 9449 §5.2). ``metadata``: RFC 7591 members to keep with it (``client_name``,
+        ``client_uri``, ``contacts``...; others are ignored).
+
+        The returned record holds the client secret (given, or generated for a ``client_secret_*`` client) in
+        clear: the only time it is shown. The storage keeps its SHA-256 only."""
         uris = list(redirect_uris)
         for uri in uris:
             if not valid_redirect_uri(uri):
@@ -103,10 +133,11 @@ class ClientRegistration:
             dynamic=dynamic,
             resource_server=resource_server,
             jwks=keys,
+            metadata=_kept_metadata(metadata or {}),
         )
         if dpop_bound_access_tokens:
             record.metadata["dpop_bound_access_tokens"] = True
-        await self.storage.save_client(record)
+        await self.storage.save_client(record.stored())
         return record
 
     @staticmethod
@@ -179,10 +210,11 @@ class ClientRegistration:
             scope=granted,
             dynamic=True,
             jwks=jwks,
+            metadata=meta,
         )
-        record.metadata = {k: v for k, v in meta.items() if k not in ("client_id", "client_secret", "scope")}
-        await self.storage.save_client(record)
         body: dict[str, Any] = dict(record.metadata)
+        if jwks is not None:
+            body["jwks"] = jwks
         if granted is not None:
             body["scope"] = granted  # RFC 7591 §3.2.1: what was granted, which may differ from what was asked
         body.update(

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import re
 import secrets
 import time
@@ -63,6 +62,7 @@ from .storage import (
     AuthStorage,
     ClientRecord,
     InMemoryAuthStorage,
+    KeyBoundRefreshStorage,
     LedgerRevocation,
     RevocationLedger,
     _Code,
@@ -78,6 +78,7 @@ __all__ = [
     "AuthorizationServer",
     "ClientRecord",
     "InMemoryAuthStorage",
+    "KeyBoundRefreshStorage",
     "LedgerRevocation",
     "RevocationLedger",
 ]
@@ -132,7 +133,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         approver: decides an authorization request: returns the subject, or None to deny. ``auto_approve=True``
             approves everything as ``"test-user"`` (tests); without either /authorize answers ``access_denied``.
         scopes_supported: advertised and enforced (a request for an unknown scope → ``invalid_scope``).
-        access_token_ttl / refresh_token_ttl / code_ttl: lifetimes in seconds.
+        access_token_ttl / refresh_token_ttl / code_ttl: lifetimes in seconds. ``refresh_token_ttl=None``: refresh
+            tokens never expire (the storage then bounds how many it keeps, the least recently issued going first).
         default_scopes: the scopes asked for when a request names none (of them, those a client registered with a
             ``scope`` may have).
         signing_key: the EC P-256 private key that signs access tokens (default: a new one per process); give the
@@ -151,6 +153,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         max_dynamic_clients: how many self-registered clients the default in-memory storage keeps: beyond it the
             oldest self-registered client is dropped (it registers again, as :class:`OAuthClient` does by itself on
             ``invalid_client``); a pre-registered client is never evicted. A durable storage bounds its own tables.
+        max_dynamic_client_bytes: the same storage's budget for all self-registered clients together (their
+            records' JSON; default 16 MiB): past it the oldest self-registered clients go.
         registration_rate: ``(count, seconds)``: at most ``count`` registrations per client address per ``seconds``
             (429 beyond it, with ``retry-after``); None disables the limit.
         max_form: the largest /token, /introspect or /authorize body in bytes (413 beyond it; default 64 KiB).
@@ -205,6 +209,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         registration_client_credentials: bool = False,
         max_client_metadata: int = 16 * 1024,
         max_dynamic_clients: int = 10_000,
+        max_dynamic_client_bytes: int = 16 * 1024 * 1024,
         registration_rate: tuple[int, float] | None = (20, 60.0),
         max_form: int = 64 * 1024,
         issue_refresh_tokens: bool = True,
@@ -229,7 +234,9 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
                     "AuthorizationServer(production=True) needs durable storage: pass storage=..., or "
                     "allow_in_memory=True to accept losing every client, code and refresh token on restart"
                 )
-            storage = InMemoryAuthStorage(max_dynamic_clients=max_dynamic_clients, clock=clock)
+            storage = InMemoryAuthStorage(
+                max_dynamic_clients=max_dynamic_clients, max_dynamic_client_bytes=max_dynamic_client_bytes, clock=clock
+            )
         if not is_secure_url(issuer):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
         self.issuer = issuer.rstrip("/")
@@ -620,11 +627,11 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             raise _OAuthError(
                 "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
             )
-        # as bytes: compare_digest takes no str with non-ASCII characters, and the secret here is the sender's
-        if client.client_secret is not None and not hmac.compare_digest(
-            client.client_secret.encode(), (secret or "").encode()
-        ):
-            raise _OAuthError("invalid_client", "bad client credentials", 401)
+        if client.has_secret:
+            if not client.secret_matches(secret or ""):
+                raise _OAuthError("invalid_client", "bad client credentials", 401)
+            if client.client_secret is not None:  # stored in clear by an earlier version: keep its digest now
+                await self.storage.save_client(client.stored())
         return client
 
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
@@ -661,7 +668,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         elif grant == "refresh_token" and client is not None:
             result = await self._grant_refresh(client, form, jkt)
         elif grant == "client_credentials" and client is not None:
-            if client.client_secret is None and client.token_endpoint_auth_method != "private_key_jwt":
+            if not client.has_secret and client.token_endpoint_auth_method != "private_key_jwt":
                 raise _OAuthError("unauthorized_client", "client_credentials needs a confidential client")
             if client.dynamic and not self.registration_client_credentials:
                 raise _OAuthError(

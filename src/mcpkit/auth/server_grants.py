@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._util import _OAuthError, s256, send_json
-from .storage import AuthStorage, ClientRecord, RevocationLedger, _Refresh
+from .storage import AuthStorage, ClientRecord, KeyBoundRefreshStorage, RevocationLedger, _Refresh
 
 if TYPE_CHECKING:
     from .._asgi import Receive, Scope, Send
@@ -111,7 +111,13 @@ class TokenGrants:
 
     async def _grant_refresh(self, client: ClientRecord, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
         raw = form.get("refresh_token", "")
-        old = await self.storage.pop_refresh(raw)  # rotation: the old one dies now
+        # rotation: the old one dies now, unless bound to another DPoP key: a storage that can checks the binding
+        # before taking it (atomically), so a wrong-key request never takes it from under its holder's refresh
+        atomic = isinstance(self.storage, KeyBoundRefreshStorage)
+        if isinstance(self.storage, KeyBoundRefreshStorage):
+            old = await self.storage.take_refresh(raw, jkt)
+        else:
+            old = await self.storage.pop_refresh(raw)
         key = "refresh:" + _digest(raw)
         if old is None:
             family = await self.ledger.used(key) if raw else None
@@ -121,7 +127,8 @@ class TokenGrants:
         if old.jkt is not None and jkt != old.jkt:
             # RFC 9449 §5: a public client's refresh token is bound to its DPoP key. A request with another key (or
             # none) is refused without spending the token: whoever holds a copy without the key cannot burn it
-            await self.storage.save_refresh(raw, old)
+            if not atomic:
+                await self.storage.save_refresh(raw, old)
             raise _OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
         holder_ok = not (
             old.client_id != client.client_id
@@ -194,7 +201,7 @@ class TokenGrants:
     async def _introspect(self, scope: Scope, receive: Receive, send: Send) -> None:
         form = await self._form(scope, receive)
         client = await self._client_auth(scope, form)
-        if client.client_secret is None:
+        if not client.has_secret:
             raise _OAuthError("invalid_client", "introspection needs a confidential client", 401)
         import jwt
 
@@ -225,4 +232,4 @@ class TokenGrants:
 
 def _public(client: ClientRecord) -> bool:
     """A client without credentials of its own (RFC 9449 §5: its refresh tokens are bound to its DPoP key)."""
-    return client.client_secret is None and client.token_endpoint_auth_method != "private_key_jwt"
+    return not client.has_secret and client.token_endpoint_auth_method != "private_key_jwt"

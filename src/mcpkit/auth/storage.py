@@ -6,10 +6,15 @@ bounded in-memory default. Re-exported by :mod:`mcpkit.auth.server`, their publi
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import hmac
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import orjson
 
 if TYPE_CHECKING:
     from .verifiers import AccessToken
@@ -19,15 +24,24 @@ __all__ = [
     "AuthorizationRequest",
     "ClientRecord",
     "InMemoryAuthStorage",
+    "KeyBoundRefreshStorage",
     "LedgerRevocation",
     "RevocationLedger",
 ]
 
 
+def _secret_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 @dataclass
 class ClientRecord:
     """A registered client. ``scope`` (space-separated) is everything it may ever be granted (None: any scope);
-    ``dynamic`` marks a self-registered (RFC 7591) client; ``resource_server`` lets it introspect every token."""
+    ``dynamic`` marks a self-registered (RFC 7591) client; ``resource_server`` lets it introspect every token.
+
+    A secret is stored as its SHA-256 (``client_secret_sha256``); ``client_secret`` holds it in clear only in the
+    record :meth:`~mcpkit.auth.server.AuthorizationServer.register_client` returns (the one time it is shown) and in
+    records an earlier version stored (replaced by the digest on their first successful use)."""
 
     client_id: str
     client_secret: str | None
@@ -39,6 +53,40 @@ class ClientRecord:
     dynamic: bool = False
     resource_server: bool = False
     jwks: dict[str, Any] | None = None  # the public keys of a private_key_jwt client (RFC 7591 jwks)
+    client_secret_sha256: str | None = None  # hex SHA-256 of the secret: what storages keep
+
+    @property
+    def has_secret(self) -> bool:
+        """Whether the client authenticates with a secret (a confidential ``client_secret_*`` client)."""
+        return self.client_secret is not None or self.client_secret_sha256 is not None
+
+    def secret_matches(self, presented: str) -> bool:
+        """Whether ``presented`` is this client's secret (compared in constant time, digest against digest)."""
+        expected = self.client_secret_sha256
+        if expected is None:
+            if self.client_secret is None:
+                return False
+            expected = _secret_digest(self.client_secret)
+        return hmac.compare_digest(expected.encode(), _secret_digest(presented).encode())
+
+    def stored(self) -> ClientRecord:
+        """This record as a storage keeps it: the secret replaced by its digest."""
+        if self.client_secret is None:
+            return self
+        return dataclasses.replace(self, client_secret=None, client_secret_sha256=_secret_digest(self.client_secret))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ClientRecord:
+        """A record from its stored JSON form; members this version does not know (a newer one wrote them) are
+        ignored, so replicas of two versions can share a storage during an upgrade."""
+        return cls(**{k: v for k, v in data.items() if k in _CLIENT_FIELDS})
+
+    def size(self) -> int:
+        """The bytes of its stored JSON form: what the self-registered clients' byte budget counts."""
+        return len(orjson.dumps(dataclasses.asdict(self)))
+
+
+_CLIENT_FIELDS = frozenset(f.name for f in dataclasses.fields(ClientRecord))
 
 
 @dataclass
@@ -96,6 +144,18 @@ class AuthStorage(Protocol):
 
 
 @runtime_checkable
+class KeyBoundRefreshStorage(Protocol):
+    """A storage that takes a refresh token only if it is not bound to another DPoP key, in one atomic step. Without
+    it the server takes the token and puts it back when the key differs (a concurrent refresh by the key's holder
+    can then find it missing)."""
+
+    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+        """Take (remove and return) the refresh token unless it is bound (``jkt``) to a key other than ``jkt``:
+        such a one is returned and left in place. None: no such token."""
+        ...
+
+
+@runtime_checkable
 class RevocationLedger(Protocol):
     """The replay ledger of the authorization server (see :class:`AuthStorage`): spent codes and rotated refresh
     tokens by digest, and the grant families revoked. A storage that implements it keeps the ledger with the rest
@@ -129,11 +189,20 @@ class InMemoryAuthStorage:
     a ledger table full of live entries forgets its oldest one."""
 
     def __init__(
-        self, max_entries: int = 100_000, max_dynamic_clients: int = 10_000, *, clock: Callable[[], float] = time.time
+        self,
+        max_entries: int = 100_000,
+        max_dynamic_clients: int = 10_000,
+        *,
+        max_dynamic_client_bytes: int = 16 * 1024 * 1024,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        if max_dynamic_client_bytes < 16 * 1024:
+            raise ValueError("max_dynamic_client_bytes must hold at least one 16 KiB registration")
         self.clock = clock
         self.max_dynamic_clients = max_dynamic_clients
-        self._dynamic: dict[str, None] = {}  # self-registered client ids, oldest first
+        self.max_dynamic_client_bytes = max_dynamic_client_bytes
+        self._dynamic: dict[str, int] = {}  # self-registered client ids -> their size in bytes, oldest first
+        self._dynamic_bytes = 0
         self.clients: dict[str, ClientRecord] = {}
         self.codes: dict[str, _Code] = {}
         self.refresh: dict[str, _Refresh] = {}
@@ -159,19 +228,28 @@ class InMemoryAuthStorage:
     async def get_client(self, client_id: str) -> ClientRecord | None:
         return self.clients.get(client_id)
 
+    def _evict_dynamic(self) -> None:
+        victim = next(iter(self._dynamic))
+        self._dynamic_bytes -= self._dynamic.pop(victim)
+        self.clients.pop(victim, None)
+
     async def save_client(self, client: ClientRecord) -> None:
+        client = client.stored()
         new = client.client_id not in self.clients
         if new and (
             len(self.clients) >= self.max_entries or (client.dynamic and len(self._dynamic) >= self.max_dynamic_clients)
         ):
             if not self._dynamic:
                 raise RuntimeError(f"client table full ({self.max_entries} pre-registered clients: max_entries)")
-            victim = next(iter(self._dynamic))
-            del self._dynamic[victim]
-            self.clients.pop(victim, None)
+            self._evict_dynamic()
+        self._dynamic_bytes -= self._dynamic.pop(client.client_id, 0)
         self.clients[client.client_id] = client
         if client.dynamic:
-            self._dynamic[client.client_id] = None
+            size = client.size()
+            while self._dynamic and self._dynamic_bytes + size > self.max_dynamic_client_bytes:
+                self._evict_dynamic()  # the byte budget: the oldest self-registered clients go
+            self._dynamic[client.client_id] = size
+            self._dynamic_bytes += size
 
     async def mark_used(self, key: str, family: str, expires_at: float | None) -> None:
         self._bound_ledger(self.spent, self.clock())
@@ -205,3 +283,9 @@ class InMemoryAuthStorage:
 
     async def pop_refresh(self, token: str) -> _Refresh | None:
         return self.refresh.pop(token, None)
+
+    async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
+        found = self.refresh.get(token)
+        if found is None or (found.jkt is not None and found.jkt != jkt):
+            return found
+        return self.refresh.pop(token)

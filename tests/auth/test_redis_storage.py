@@ -1,0 +1,59 @@
+"""``RedisAuthStorage`` against a real ``redis-server``: key-bound refresh tokens are taken atomically, and refresh
+tokens without an expiry are bounded in count."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+import pytest
+
+from mcpkit.auth import RedisAuthStorage
+from mcpkit.auth.storage import _Refresh
+from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+
+
+async def test_a_refresh_token_bound_to_another_key_is_left_in_place(redis_url: str) -> None:  # noqa: F811
+    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
+    try:
+        token = secrets.token_urlsafe(32)
+        await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", time.time() + 60, "fam", "jkt-1"))
+        for wrong in ("jkt-2", None):
+            seen = await storage.take_refresh(token, wrong)
+            assert seen is not None and seen.jkt == "jkt-1"  # shown (to be refused), not taken
+        taken = await storage.take_refresh(token, "jkt-1")
+        assert taken is not None and taken.subject == "alice"
+        assert await storage.take_refresh(token, "jkt-1") is None
+        unbound = secrets.token_urlsafe(32)
+        await storage.save_refresh(unbound, _Refresh("c", ["s"], None, "bob", None, "fam"))
+        assert (await storage.take_refresh(unbound, "any")) is not None and await storage.pop_refresh(unbound) is None
+    finally:
+        await storage.aclose()
+
+
+async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(redis_url: str) -> None:  # noqa: F811
+    """``refresh_token_ttl=None`` gave refresh tokens no TTL in Redis: every abandoned one stayed forever (the
+    in-memory storage keeps at most 100,000). At most ``max_refresh_tokens`` unexpiring ones are kept now, the
+    least recently issued going first; tokens with a lifetime expire by themselves and are not counted."""
+    prefix = f"mcpkit-test:{time.time_ns()}:"
+    storage = RedisAuthStorage(redis_url, prefix=prefix, max_refresh_tokens=3)
+    try:
+        tokens = [secrets.token_urlsafe(32) for _ in range(6)]
+        for i, token in enumerate(tokens):
+            await storage.save_refresh(token, _Refresh("c", ["s"], None, f"u{i}", None, "fam"))
+        expiring = secrets.token_urlsafe(32)
+        await storage.save_refresh(expiring, _Refresh("c", ["s"], None, "e", time.time() + 60, "fam"))
+        keys = [k async for k in storage.redis.scan_iter(match=prefix + "refresh-sha256:*")]
+        assert len(keys) == 4, keys  # the three newest unexpiring ones and the expiring one
+        # a token taken (rotated) leaves the count: the next one saved evicts nothing
+        assert (await storage.pop_refresh(tokens[3])) is not None
+        newest = secrets.token_urlsafe(32)
+        await storage.save_refresh(newest, _Refresh("c", ["s"], None, "n", None, "fam"))
+        alive = [t for t in [*tokens, newest] if await storage.pop_refresh(t) is not None]
+        assert alive == [tokens[4], tokens[5], newest]
+        assert await storage.pop_refresh(expiring) is not None
+        assert await storage.redis.zcard(prefix + "refresh-unexpiring:all") == 0
+    finally:
+        await storage.aclose()
+    with pytest.raises(ValueError, match="max_refresh_tokens"):
+        RedisAuthStorage(redis_url, max_refresh_tokens=0)
