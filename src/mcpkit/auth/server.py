@@ -55,7 +55,7 @@ from ._util import (
 from .keys import ASYMMETRIC_ALGORITHMS
 from .registration import ClientRegistration
 from .replay import InMemoryReplayCache, ReplayCache
-from .server_assertions import ID_JAG_PROFILE, JWT_BEARER_GRANT, AssertionChecks, _has_assertion
+from .server_assertions import ID_JAG_PROFILE, JWT_BEARER_GRANT, AssertionChecks
 from .server_documents import ClientDocuments
 from .storage import (
     AuthorizationRequest,
@@ -599,40 +599,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         return canonical
 
     async def _client_auth(self, scope: Scope, form: dict[str, str]) -> ClientRecord:
-        if _has_assertion(scope, form):
-            return await self._assertion_client(form, self._client)  # private_key_jwt
-        basic = header(scope, b"authorization")
-        client_id = form.get("client_id")
-        secret: str | None = None
-        method = "none"
-        if basic and basic.lower().startswith("basic "):
-            try:
-                raw = base64.b64decode(basic[6:].strip()).decode("utf-8")
-            except (ValueError, UnicodeDecodeError):
-                raise _OAuthError("invalid_client", "malformed Basic credentials", 401) from None
-            from urllib.parse import unquote
-
-            cid, _, sec = raw.partition(":")
-            if client_id is not None and client_id != unquote(cid):
-                raise _OAuthError("invalid_client", "client_id mismatch", 401)
-            client_id, secret, method = unquote(cid), unquote(sec), "client_secret_basic"
-        elif "client_secret" in form:
-            secret, method = form["client_secret"], "client_secret_post"
-        if not client_id:
-            raise _OAuthError("invalid_client", "client authentication required", 401)
-        client = await self._client(client_id)
-        if client is None:
-            raise _OAuthError("invalid_client", "unknown client", 401)
-        if client.token_endpoint_auth_method != method:
-            raise _OAuthError(
-                "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
-            )
-        if client.has_secret:
-            if not client.secret_matches(secret or ""):
-                raise _OAuthError("invalid_client", "bad client credentials", 401)
-            if client.client_secret is not None:  # stored in clear by an earlier version: keep its digest now
-                await self.storage.save_client(client.stored())
-        return client
+        return await self._authenticate_client(scope, form, self._client)
 
     async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]:
         if scope.get("method") != "POST":

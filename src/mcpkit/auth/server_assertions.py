@@ -1,7 +1,8 @@
-"""The JWT side of the development authorization server (:mod:`mcpkit.auth.server`): clients that authenticate with
-``private_key_jwt`` (RFC 7523 §2.2, keys registered as ``jwks``), the jwt-bearer grant (RFC 7523 §2.1) for
-assertions of trusted issuers (workload identity tokens, and ID-JAGs of an enterprise identity provider: SEP-990),
-and DPoP proofs at the token endpoint (RFC 9449 §5: the tokens issued get bound to the proof's key).
+"""Client authentication and the JWT side of the development authorization server (:mod:`mcpkit.auth.server`):
+clients that authenticate with a secret (kept as its digest) or with ``private_key_jwt`` (RFC 7523 §2.2, keys
+registered as ``jwks``), the jwt-bearer grant (RFC 7523 §2.1) for assertions of trusted issuers (workload
+identity tokens, and ID-JAGs of an enterprise identity provider: SEP-990), and DPoP proofs at the token endpoint
+(RFC 9449 §5: the tokens issued get bound to the proof's key).
 
 Every assertion is single-use (its ``jti`` goes into a bounded :class:`~mcpkit.auth.replay.ReplayCache` until it
 expires) and short-lived (``max_assertion_lifetime``); an untrusted issuer, a bad signature or audience, an expired
@@ -10,9 +11,11 @@ or replayed assertion is refused with ``invalid_client`` (client authentication)
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ._util import _OAuthError, header
 from .keys import ASYMMETRIC_ALGORITHMS
@@ -55,6 +58,45 @@ class AssertionChecks(TokenGrants):
         (RFC 7523), with or without a trailing slash."""
         names = [self.issuer, self.url("/token")]
         return names + [n + "/" for n in names]
+
+    async def _authenticate_client(
+        self, scope: Scope, form: dict[str, str], lookup: Callable[[str], Awaitable[ClientRecord | None]]
+    ) -> ClientRecord:
+        """The client a token or introspection request authenticates as (``lookup`` finds a client by id): by
+        assertion (``private_key_jwt``), by its secret (``client_secret_basic``/``_post``, compared with the stored
+        digest) or by ``client_id`` alone (a public client); ``invalid_client`` (401) otherwise."""
+        if _has_assertion(scope, form):
+            return await self._assertion_client(form, lookup)  # private_key_jwt
+        basic = header(scope, b"authorization")
+        client_id = form.get("client_id")
+        secret: str | None = None
+        method = "none"
+        if basic and basic.lower().startswith("basic "):
+            try:
+                raw = base64.b64decode(basic[6:].strip()).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                raise _OAuthError("invalid_client", "malformed Basic credentials", 401) from None
+            cid, _, sec = raw.partition(":")
+            if client_id is not None and client_id != unquote(cid):
+                raise _OAuthError("invalid_client", "client_id mismatch", 401)
+            client_id, secret, method = unquote(cid), unquote(sec), "client_secret_basic"
+        elif "client_secret" in form:
+            secret, method = form["client_secret"], "client_secret_post"
+        if not client_id:
+            raise _OAuthError("invalid_client", "client authentication required", 401)
+        client = await lookup(client_id)
+        if client is None:
+            raise _OAuthError("invalid_client", "unknown client", 401)
+        if client.token_endpoint_auth_method != method:
+            raise _OAuthError(
+                "invalid_client", f"this client authenticates with {client.token_endpoint_auth_method}", 401
+            )
+        if client.has_secret:
+            if not client.secret_matches(secret or ""):
+                raise _OAuthError("invalid_client", "bad client credentials", 401)
+            if client.client_secret is not None:  # stored in clear by an earlier version: keep its digest now
+                await self.storage.save_client(client.stored())
+        return client
 
     async def _single_use(self, kind: str, who: str, claims: Mapping[str, Any], error: str, status: int) -> None:
         """The assertion is short-lived and never seen before (its ``jti`` is remembered until ``exp``)."""
