@@ -535,3 +535,37 @@ def test_a_message_from_the_view_in_another_role_than_user_is_refused_and_not_sh
         box.locator(".app-note.refused:has-text('ui/message')").wait_for(timeout=5_000)
     finally:
         proc.stop()
+
+
+def test_a_views_progress_token_never_mixes_with_the_inspectors_own_calls(browser: Any) -> None:
+    """A view's forwarded ``tools/call`` kept its own ``_meta.progressToken`` (the App SDK always sets one, its own
+    request id): equal to the id of one of the inspector's running calls, the server's progress for the view's
+    call was shown on the person's call. The host now sends its own token and passes the progress to the view under
+    the view's token."""
+    import httpx
+
+    proc = InspectorProcess("inspect", HOSTILE)
+    try:
+        page = open_page(browser, proc)
+        page.click("#tools-list button[data-key='slow']")  # runs until cancelled, reports no progress
+        page.click("#call-button")
+        box = page.locator(".app-view").first
+        box.locator("xpath=self::*[@data-state='ready']").wait_for(timeout=30_000)
+        note = box.locator(".app-note:has-text('tool call id')")
+        note.wait_for(timeout=10_000)
+        slow_id = re.search(r"tool call id (\d+)", note.inner_text())
+        assert slow_id, note.inner_text()
+        view = page.frame_locator(".app-iframe").frame_locator("iframe")
+        view.locator("#progress").click()  # tools/call ticks, its progressToken = the slow call's request id
+        box.locator(".app-note:has-text('tools/call ticks: answered by the server')").wait_for(timeout=20_000)
+        api = httpx.Client(base_url=proc.base, headers={"Authorization": f"Bearer {proc.token}"}, timeout=30)
+        calls = api.post("/api/state", json={}).json()["result"]["calls"]
+        slow = next(c for c in calls if c["name"] == "slow")
+        assert slow["status"] == "running" and slow["progress"] is None, slow
+        # the view gets its call's progress, under the token it chose
+        last = box.locator(".app-note:has-text('progress {')").last
+        last.wait_for(timeout=10_000)
+        assert f'"progressToken":{slow_id[1]},"progress":3' in last.inner_text().replace(" ", ""), last.inner_text()
+        page.click(".call button.danger")  # (the slow call ends)
+    finally:
+        proc.stop()

@@ -430,11 +430,14 @@ class Inspector:
         unflagged = v is not None and not versions.features(v).completions_capability and not self._no_completions
         return unflagged or "completions" in (client.server_capabilities or {})
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Any request through the client, its raw result (the client's limits and era handling apply). A caller
-        acting for something other than the person at the page checks ``method`` against its allow-list first."""
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *, on_progress: Any = None
+    ) -> dict[str, Any]:
+        """Any request through the client, its raw result (the client's limits and era handling apply; the client's
+        own progress token with ``on_progress``). A caller acting for something other than the person at the page
+        checks ``method`` against its allow-list first."""
         client = self._require()
-        result: dict[str, Any] = await client.request(method, params)
+        result: dict[str, Any] = await client.request(method, params, on_progress=on_progress)
         return result
 
     async def tasks(self, op: str, task_id: str | None = None) -> dict[str, Any]:

@@ -9,7 +9,11 @@ the server's authorization and limits apply, and each one is in the message log 
 
 What a view may ask: :data:`FORWARDED` (``tools/call`` only for a tool whose visibility includes ``"app"``; the
 Apps spec: "Host MUST reject tools/call requests from apps for tools that don't include 'app' in visibility").
-Everything else is refused with -32601 and counted. Bounds (each view): :data:`MAX_IN_FLIGHT` forwarded requests at
+Everything else is refused with -32601 and counted. A view's ``_meta.progressToken`` is never sent as it is (it
+could equal the token of one of the inspector's own requests, and their progress would mix): the client asks for
+progress under a token of its own, and the page passes it to the view under the view's token.
+
+Bounds (each view): :data:`MAX_IN_FLIGHT` forwarded requests at
 once, :data:`RATE` per second (bursts of :data:`BURST`), params of :data:`MAX_PARAMS_BYTES`; at most
 :data:`MAX_VIEWS` views are open (the oldest is closed for a new one). A view closed (or forgotten) has its requests
 still waiting for the server cancelled. A view opened on an earlier connection is refused (it would speak to another
@@ -29,9 +33,11 @@ from urllib.parse import urlencode
 import orjson
 
 from ..client.apps import ViewError, check_view_contents, view_uri_of
+from ..engine import ProgressCallback
 from ..protocol.apps import CSP_LISTS, content_security_policy, permission_policy, visible_to
 from ..protocol.errors import MCPError
 from .asks import InspectorError
+from .events import EventHub
 
 
 class _Host(Protocol):
@@ -41,7 +47,12 @@ class _Host(Protocol):
 
     def _require(self) -> Any: ...
 
-    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]: ...
+    @property
+    def hub(self) -> EventHub: ...
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *, on_progress: ProgressCallback | None = None
+    ) -> dict[str, Any]: ...
 
 
 __all__ = ["BURST", "FORWARDED", "MAX_IN_FLIGHT", "MAX_PARAMS_BYTES", "MAX_VIEWS", "RATE", "ViewTable"]
@@ -197,10 +208,16 @@ class ViewTable:
             view.refused += 1
             raise refusal(TOO_MANY, f"the view sends more than {RATE:g} requests a second")
         params = {k: v for k, v in params.items() if k != "_meta" or isinstance(v, dict)}
+        on_progress = None
+        if "progressToken" in params.get("_meta", {}):  # (never sent as is: it could be one of the inspector's)
+            meta = dict(params["_meta"])
+            token = meta.pop("progressToken")
+            params = {**params, "_meta": meta}
+            on_progress = self._progress_to(view, token) if type(token) in (str, int) else None
         if method == "tools/call":
             await self._check_app_tool(view, params)
         view.in_flight += 1
-        task = asyncio.ensure_future(self._inspector.request(method, params))
+        task = asyncio.ensure_future(self._inspector.request(method, params, on_progress=on_progress))
         view.waiting.add(task)
         try:
             result = await task
@@ -214,6 +231,23 @@ class ViewTable:
             view.in_flight -= 1
         view.forwarded += 1
         return result
+
+    def _progress_to(self, view: _View, token: str | int) -> ProgressCallback:
+        """The progress of a view's request, which the client asked for under a token of its own: passed to the
+        page (``view-progress``), which tells the view under the view's ``token``; at most ~20 a second, the last
+        one always."""
+        last = 0.0
+
+        def on_progress(done: float, total: float | None, message: str | None) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if view.closed or (now - last < 0.05 and (total is None or done < total)):
+                return
+            last = now
+            update = {"progressToken": token, "progress": done, "total": total, "message": message}
+            self._inspector.hub.publish("view-progress", viewId=view.id, params=update)
+
+        return on_progress
 
     async def _check_app_tool(self, view: _View, params: dict[str, Any]) -> None:
         name = params.get("name")

@@ -3,7 +3,7 @@
 import { announce, clear, h, httpUrl, jsonView, openLink, segmentsView, urlView } from "./dom.js";
 import { buildForm, attachCompletion } from "./forms.js";
 import { blocksView, contentsView, messagesView } from "./render.js";
-import { closeView, closeViews, showCallView } from "./apps.js";
+import { closeView, closeViews, showCallView, viewProgress } from "./apps.js";
 
 const MAX_LOG_ROWS = 2000;
 
@@ -773,6 +773,9 @@ function onEvent(ev) {
       break;
     case "call":
       renderCall(ev.call);
+      break;
+    case "view-progress":
+      viewProgress(ev.viewId, ev.params);
       break;
     case "ask":
       if (!S.asks.has(ev.request.id)) renderAsk(ev.request);

@@ -487,6 +487,17 @@ export function showCallView(call, slot, api) {
   hosts.set(call.id, new ViewHost(call, tool, slot, api));
 }
 
+// The progress of a view's forwarded request (the inspector's event "view-progress"): told to the view under the
+// token it chose, which the inspector never sent to the server as it was.
+export function viewProgress(viewId, params) {
+  for (const host of hosts.values()) {
+    if (host.view && host.view.viewId === viewId && host.initialized && !host.closed) {
+      const { progressToken, progress, total, message } = params || {};
+      host.notify("notifications/progress", { progressToken, progress, ...(total != null ? { total } : {}), ...(typeof message === "string" ? { message } : {}) });
+    }
+  }
+}
+
 export function closeView(callId, reason) {
   const host = hosts.get(callId);
   if (host) host.teardown(reason);
