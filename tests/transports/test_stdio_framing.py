@@ -280,3 +280,19 @@ async def test_stdin_is_read_64_kib_at_a_time_and_a_long_line_still_arrives_whol
         sink.close()
     assert sizes and max(sizes) <= PIPE_READ_SIZE < 256 * 1024, sizes
     assert sum(sizes) == len(line) + 32
+
+
+async def test_a_byte_order_mark_at_the_start_of_the_stream_is_ignored_wherever_the_pipe_splits_it() -> None:
+    """RFC 8259 lets a parser ignore a BOM; a server whose console writes UTF-8 with one (.NET, PowerShell) put it
+    before its first line, and that line (the initialize answer) was refused as a parse error."""
+    wire = b'\xef\xbb\xbf{"a":1}\n{"b":2}\n'
+    for split in range(len(wire)):
+        reader = LineReader(1024)
+        reader.data_received(wire[:split])
+        reader.data_received(wire[split:])
+        reader.eof_received()
+        assert await _drain(reader) == [b'{"a":1}', b'{"b":2}'], split
+    reader = LineReader(1024)  # only at the start: a BOM inside the stream is left to the parser to refuse
+    reader.data_received(b'{"a":1}\n\xef\xbb\xbf{"b":2}\n')
+    reader.eof_received()
+    assert await _drain(reader) == [b'{"a":1}', b'\xef\xbb\xbf{"b":2}']

@@ -27,6 +27,7 @@ class _TooLarge:
 
 
 _TOO_LARGE = _TooLarge()
+_BOM = b"\xef\xbb\xbf"
 MAX_QUEUED_FRAMES = 512  # past this many parsed-but-unread lines, stop reading the pipe until the peer catches up
 
 
@@ -50,11 +51,20 @@ class LineReader(asyncio.Protocol):
         self._paused = False
         self.feed: Callable[[bytes], bool] | None = None
         self._consumer_busy = False  # the consumer holds a line it has not finished with
+        self._head: bytes | None = b""  # the stream's first bytes while they may still be a BOM; None after
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        if self._head is not None:  # (the stream's start only: RFC 8259 lets a parser ignore a byte order mark)
+            data = self._head + data
+            if len(data) < len(_BOM) and _BOM.startswith(data):
+                self._head = data
+                return
+            self._head = None
+            if data.startswith(_BOM):
+                data = data[len(_BOM) :]
         frames = self.frames
         start = 0
         nl = data.find(b"\n")
