@@ -99,8 +99,11 @@ def _uri_too_long(server: _Host) -> str:
 async def _subscribe(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     uri = _subscription_uri(server, ctx, params)
     assert ctx.session is not None
-    if ctx.session.stateless:
-        return {}  # every client's session (stateless HTTP): no stream would carry the updates, nothing to keep
+    if ctx.session.stateless:  # every client's session (stateless HTTP): no stream would carry the updates
+        raise MethodNotFound(
+            "Method not found: resources/subscribe: this endpoint is stateless (no session, no stream to carry "
+            "notifications/resources/updated); it does not declare resources.subscribe"
+        )
     subscriptions = ctx.session.subscriptions
     if len(subscriptions) >= server.max_subscriptions and uri not in subscriptions:
         raise InvalidRequest(

@@ -291,6 +291,8 @@ class ServerSession:
         if early:
             self.mark_initialized()
         declared = server.capabilities(feats)
+        if self.stateless:
+            declared = _deliverable_statelessly(declared)
         tasks = declared.get("tasks")
         if tasks is not None and "list" in tasks and self.stateless:
             authz = _current_authorization()
@@ -335,3 +337,15 @@ class ServerSession:
 
 
 __all__ = ["NO_SESSION_BATCH_REFUSAL", "ServerSession", "SessionServer"]
+
+
+def _deliverable_statelessly(declared: JSONDict) -> JSONDict:
+    """``declared`` without what a stateless endpoint cannot deliver: it has no session and no stream of its own
+    (GET is 405), so no ``notifications/resources/updated`` or ``*/list_changed`` reaches a client (a notification
+    about a request still goes in that request's response stream)."""
+    out = dict(declared)
+    for key in ("tools", "resources", "prompts"):
+        settings = out.get(key)
+        if isinstance(settings, dict) and ("listChanged" in settings or "subscribe" in settings):
+            out[key] = {k: v for k, v in settings.items() if k not in ("listChanged", "subscribe")}
+    return out

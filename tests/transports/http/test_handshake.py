@@ -18,7 +18,7 @@ from mcpkit.auth import protect
 from mcpkit.auth.verifiers import AccessToken, StaticTokenVerifier
 from mcpkit.stores.redis import RedisFanout
 from mcpkit.transports.http import handshake
-from support.mcp_http import Probe, handshake_headers, make_server, messages, running, sse_events
+from support.mcp_http import Probe, handshake_headers, initialize_body, make_server, messages, running, sse_events
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 
 V = "2025-11-25"
@@ -173,3 +173,43 @@ async def test_a_stateless_cancellation_reaching_another_worker_cancels_the_call
         assert probe.cancelled == [7]
         assert [m for m in messages(sse_events(r.text)) if "id" in m] == []
         assert app_a.streamable.handshake.stateless_calls.count == 0
+
+
+async def test_a_stateless_endpoint_declares_no_notification_it_cannot_deliver() -> None:
+    """Stateless HTTP has no session and no GET stream (405): no ``notifications/resources/updated`` or
+    ``list_changed`` can reach a client, so ``initialize`` declares neither ``resources.subscribe`` nor any
+    ``listChanged`` (it declared both, and a client trusting them waited for updates forever), and
+    ``resources/subscribe`` is refused with the reason instead of an empty success."""
+    from mcpkit import MCPKit
+
+    app = MCPKit("stateless-caps")
+
+    @app.tool
+    def echo(text: str) -> str:
+        return text
+
+    @app.resource("data://one")
+    def one() -> str:
+        return "1"
+
+    @app.prompt
+    def greet() -> str:
+        return "hi"
+
+    def answer(r: httpx.Response) -> dict[str, Any]:
+        return messages(sse_events(r.text))[-1] if r.text.startswith(("event", "id", "data")) else r.json()
+
+    for stateless in (False, True):
+        async with running(app, stateless=stateless) as (base, _), client(None) as http:
+            url = base + "/mcp"
+            r = await http.post(url, json=initialize_body(V), headers=handshake_headers(None, V))
+            caps = answer(r)["result"]["capabilities"]
+            if not stateless:  # (the same app with sessions declares them: the difference is the transport's)
+                assert caps["resources"].get("subscribe") and caps["tools"].get("listChanged"), caps
+                continue
+            assert r.headers.get("mcp-session-id") is None
+            assert "subscribe" not in caps["resources"] and "listChanged" not in caps["resources"], caps
+            assert "listChanged" not in caps["tools"] and "listChanged" not in caps["prompts"], caps
+            sub = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "data://one"}}
+            err = answer(await http.post(url, json=sub, headers=handshake_headers(None, V)))["error"]
+            assert err["code"] == -32601 and "stateless" in err["message"], err
