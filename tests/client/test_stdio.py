@@ -615,3 +615,12 @@ async def test_a_missing_working_directory_is_named_as_such_not_as_a_missing_com
     with pytest.raises(ServerNotFound, match="working directory"):
         async with Client({"command": sys.executable, "args": [SERVER], "cwd": str(missing)}):
             pass
+
+
+async def test_a_config_command_that_holds_its_arguments_or_names_a_windows_program_says_what_to_change() -> None:
+    with pytest.raises(ServerNotFound, match="put the arguments in 'args'"):
+        async with Client({"command": "python3 -m some_server"}):
+            pass
+    with pytest.raises(ServerNotFound, match="Windows"):
+        async with Client({"command": "npx.cmd", "args": ["-y", "some-server"]}):
+            pass

@@ -344,7 +344,19 @@ def _check_command(stdio: StdioServer) -> None:
     if stdio.env and "PATH" in stdio.env and stdio.env["PATH"] is not None:
         path = stdio.env["PATH"]
     if shutil.which(exe, path=path) is None:
-        raise ServerNotFound(f"server command not found on PATH: {exe}")
+        raise ServerNotFound(f"server command not found on PATH: {exe}{_hint(exe, path)}")
+
+
+def _hint(exe: str, path: str | None) -> str:
+    """What to change in a config entry whose command could not be found, when the mistake is a common one."""
+    first = exe.split()[0] if exe.split() else exe
+    if first != exe and shutil.which(first, path=path) is not None:
+        return " (the command holds its arguments: put the arguments in 'args', a list)"
+    stem, dot, ext = exe.rpartition(".")
+    if dot and ext.lower() in ("cmd", "bat", "exe") and sys.platform != "win32":
+        found = shutil.which(stem, path=path)
+        return f" (a Windows program name{f'; here it is {stem!r}' if found else ''})"
+    return ""
 
 
 _STDIO_TRANSPORT_OPTIONS = ("max_message_size", "auth")
