@@ -10,7 +10,7 @@ import pytest
 
 from mcpkit.auth import RedisAuthStorage
 from mcpkit.auth.storage import _Refresh
-from support.redis_server import redis_url  # noqa: F401  (the session fixture)
+from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 
 
 async def test_a_refresh_token_bound_to_another_key_is_left_in_place(redis_url: str) -> None:  # noqa: F811
@@ -57,3 +57,30 @@ async def test_refresh_tokens_without_an_expiry_are_bounded_in_count(redis_url: 
         await storage.aclose()
     with pytest.raises(ValueError, match="max_refresh_tokens"):
         RedisAuthStorage(redis_url, max_refresh_tokens=0)
+
+
+async def test_on_a_redis_cluster_the_storage_keeps_its_keys_in_one_slot(redis_cluster_url: str) -> None:  # noqa: F811
+    """Its scripts touch several keys at once (a client and the set of self-registered ones; a refresh token and
+    the set of unexpiring ones), which a Redis Cluster refuses (CROSSSLOT) unless they share a hash slot: given a
+    cluster client, a prefix without a hash tag is refused where it is given, naming one that works; with one,
+    self-registered clients and key-bound refresh tokens work on the cluster."""
+    from redis.asyncio.cluster import RedisCluster
+
+    from mcpkit.auth.storage import ClientRecord
+
+    cluster = RedisCluster.from_url(redis_cluster_url)
+    try:
+        with pytest.raises(ValueError, match=r"hash tag.*\{"):
+            RedisAuthStorage(cluster, prefix="mcpkit-test:oauth:")
+        storage = RedisAuthStorage(cluster, prefix=f"mcpkit-test:{{oauth-{time.time_ns()}}}:", max_dynamic_clients=2)
+        for i in range(3):
+            record = ClientRecord(f"dyn-{i}", None, redirect_uris=["http://127.0.0.1:9/cb"], dynamic=True)
+            await storage.save_client(record)
+        assert await storage.get_client("dyn-0") is None and await storage.get_client("dyn-2") is not None
+        token = secrets.token_urlsafe(32)
+        await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", None, "fam", "jkt-1"))
+        assert (await storage.take_refresh(token, "jkt-2")) is not None  # shown, not taken
+        assert (await storage.take_refresh(token, "jkt-1")) is not None
+        assert await storage.pop_refresh(token) is None
+    finally:
+        await cluster.aclose()

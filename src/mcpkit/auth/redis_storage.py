@@ -98,6 +98,15 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8", "replace")).hexdigest()
 
 
+def _is_cluster(redis: Any) -> bool:
+    """Whether ``redis`` is a ``redis.asyncio.RedisCluster`` client."""
+    try:
+        from redis.asyncio.cluster import RedisCluster
+    except ImportError:  # pragma: no cover - (a Redis client was given: redis is installed)
+        return False
+    return isinstance(redis, RedisCluster)
+
+
 class _RedisHolder:
     """A Redis client given, or made from a URL (and then closed by :meth:`aclose`), and the keys' prefix."""
 
@@ -142,6 +151,11 @@ class RedisAuthStorage(_RedisHolder):
         if max_refresh_tokens < 1:
             raise ValueError("max_refresh_tokens must be at least 1")
         super().__init__(redis, prefix)
+        if _is_cluster(self.redis) and not re.search(r"\{[^}]+\}", prefix):
+            raise ValueError(
+                f"RedisAuthStorage on a Redis Cluster needs a prefix with a hash tag, e.g. 'mcpkit:{{oauth}}:' (got "
+                f"{prefix!r}): its scripts touch several keys at once, which a cluster runs only within one slot"
+            )
         self.max_dynamic_clients = max_dynamic_clients
         self.max_dynamic_client_bytes = max_dynamic_client_bytes
         self.max_refresh_tokens = max_refresh_tokens
