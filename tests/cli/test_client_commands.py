@@ -379,3 +379,28 @@ def test_the_client_commands_take_a_max_message_size() -> None:
     assert len(json.loads(proc.stdout)["content"][0]["text"]) == 5_000_000
     bad = mcpkit("tools", core, "--max-message-size", "0")
     assert bad.returncode == 2 and "--max-message-size" in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("suffix", ["", ":app"])
+def test_a_server_file_whose_path_has_spaces_is_run_as_that_file(tmp_path: Path, suffix: str) -> None:
+    """``mcpkit tools "my servers/sérvér.py"`` split the path at its spaces and ran the program ``my`` (with
+    ``dir with space/x.py`` it ran ``dir``): a path that names an existing file is that file, spaces or not."""
+    folder = tmp_path / "my servers"
+    folder.mkdir()
+    server = folder / "sérvér.py"
+    server.write_text(
+        'from mcpkit import MCPKit\napp = MCPKit("spaced")\n\n\n@app.tool()\ndef greet(name: str) -> str:\n'
+        '    """Say hello."""\n    return f"héllo {name}"\n',
+        encoding="utf-8",
+    )
+    proc = mcpkit("call", f"{server}{suffix}", "greet", "name=Zoë", "--json")
+    assert as_json(proc)["content"][0]["text"] == "héllo Zoë"
+
+
+def test_an_mcp_json_whose_path_has_spaces_is_read_as_that_file(tmp_path: Path) -> None:
+    """``mcpkit ping "my configs/mcp.json#name"`` ran the program ``my``: an existing config file is read."""
+    folder = tmp_path / "my configs"
+    folder.mkdir()
+    config = folder / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": [SERVER]}}}))
+    assert as_json(mcpkit("ping", f"{config}#s", "--json"))["ok"] is True

@@ -624,3 +624,13 @@ async def test_a_config_command_that_holds_its_arguments_or_names_a_windows_prog
     with pytest.raises(ServerNotFound, match="Windows"):
         async with Client({"command": "npx.cmd", "args": ["-y", "some-server"]}):
             pass
+
+
+async def test_a_server_file_path_with_spaces_is_that_file(tmp_path: Path) -> None:
+    """``Client("my servers/server.py")`` shell-split the path and started the program ``my``: a path that names
+    an existing file is run as that file."""
+    folder = tmp_path / "my servers"
+    folder.mkdir()
+    (folder / "server.py").write_text(Path(SERVER).read_text())
+    async with Client(str(folder / "server.py")) as client:
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"

@@ -188,7 +188,7 @@ def _server_file(spec: str | list[str]) -> str | list[str]:
     if not isinstance(spec, str):
         return spec
     path, colon, obj = spec.strip().partition(":")
-    if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
+    if path.endswith(".py") and (not colon or obj.isidentifier()) and os.path.isfile(path):  # (spaces or not)
         return [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", spec.strip()]
     return spec
 

@@ -126,7 +126,8 @@ def cli_target(target: str, stderr_sink: Callable[[str], Any] | None) -> Any:
     from ..transports.stdio import StdioServer
 
     path, colon, obj = target.strip().partition(":")
-    if path.endswith(".py") and " " not in path and (not colon or obj.isidentifier()) and os.path.isfile(path):
+    # (an existing file is that file, spaces in its path or not: "my servers/server.py" is no command line)
+    if path.endswith(".py") and (not colon or obj.isidentifier()) and os.path.isfile(path):
         argv = [sys.executable, "-m", "mcpkit.cli.main", "run", "--script-fallback", target.strip()]
         t = parse_target(StdioServer(argv))
     else:

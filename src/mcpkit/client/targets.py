@@ -7,7 +7,8 @@ A *target* is anything :class:`~mcpkit.client.client.Client` accepts:
   a command line whose program is ``python`` or ``python3`` runs under the caller's interpreter
   (``sys.executable``, so the server sees the same virtual environment); any other program (``uv``,
   ``/usr/bin/python3.12``, ``node``) runs as written, and so does the ``command`` of an ``mcp.json`` entry;
-* a ``*.py`` file path: run with the current Python interpreter over stdio;
+* a ``*.py`` file path: run with the current Python interpreter over stdio (a path with spaces is a file when
+  one exists there, else a command line);
 * an ``http://`` / ``https://`` URL: Streamable HTTP, falling back to the legacy HTTP+SSE transport when the
   server answers the first POST with 400, 404 or 405 (spec, backwards compatibility);
 * a ``ws://`` / ``wss://`` URL: the WebSocket extension transport;
@@ -253,11 +254,12 @@ def _parse(target: Any) -> Target:
         if low.startswith(("ws://", "wss://")):
             return Target(WS, url=s)
         path, _, fragment = s.partition("#")
-        if path.endswith(".json") and " " not in path:
+        # a path with spaces is a file when one exists there, else a command line ("my dir/mcp.json" is a file)
+        if path.endswith(".json") and (" " not in path or Path(path).is_file()):
             p = Path(path)
             servers = load_config(p)
             return _from_entry({"mcpServers": servers}, name=fragment or None, base_dir=p.parent)
-        if s.endswith(".py") and " " not in s:
+        if s.endswith(".py") and (" " not in s or Path(s).is_file()):
             if not Path(s).is_file():
                 raise ServerNotFound(f"server file not found: {s}")
             return Target(STDIO, stdio=StdioServer([sys.executable, s]))
