@@ -744,3 +744,12 @@ async def test_unreachable_and_non_mcp_targets_fail_fast(free_port: Callable[[],
     report = await run_checks(["/nonexistent/mcp-server"])
     assert report.failed_musts() == ["M013"] and "No such file" in report.requirements["M013"].evidence
     assert time.monotonic() - t0 < 60
+
+
+@pytest.mark.parametrize("command", [["true"], ["sh", "-c", "exec 0<&-; sleep 1; exit 4"]])
+async def test_a_server_gone_before_initialize_is_sent_fails_m042_not_the_checker(command: list[str]) -> None:
+    """A stdio server that exits (or closes its stdin) before the checker writes ``initialize`` ended
+    ``mcpkit check`` in a traceback of the checker's WireClosed: it is a server that never answered."""
+    report = await run_checks(command, timeout=2.0, modern=False)
+    assert "M042" in report.failed_musts(), report.render_text()
+    assert "nothing else was checked" in report.info["aborted"]

@@ -88,7 +88,14 @@ class LifecycleChecks(CheckerBase):
 
     async def check_handshake(self, wire: Wire) -> bool:
         r = self.report
-        resp = await self.initialize(wire, self.version, capabilities=dict(ALL_CLIENT_CAPABILITIES))
+        try:
+            resp = await self.initialize(wire, self.version, capabilities=dict(ALL_CLIENT_CAPABILITIES))
+        except WireClosed:  # (a stdio server gone before initialize could be written: it never answered)
+            resp = None
+            for _ in range(20):  # (its exit code, when it comes within a second)
+                if not isinstance(wire, StdioWire) or wire.conn.returncode is not None:
+                    break
+                await asyncio.sleep(0.05)
         unreachable = _not_connected(wire)
         if unreachable is not None:
             # no TCP (or TLS) connection at all: nothing answered, so nothing can be said of the server
