@@ -100,10 +100,15 @@ def inspect_command(
     """Open the inspector for the MCP server at TARGET: a local web page (127.0.0.1, a random port, a token in
     the URL) to list and call its tools, read its resources, get its prompts, answer its sampling and elicitation
     requests and watch every message, in either protocol era."""
+    import asyncio
+
+    from ..client.targets import TargetError
     from .connecting import check_era, cli_target, oauth_client
+    from .main import LoadError
 
     try:
-        from ..inspector import inspect
+        from ..inspector import Inspector, start_inspector
+        from ..inspector.serve import open_in_browser
     except ModuleNotFoundError as exc:
         from .._extras import explain
 
@@ -129,11 +134,20 @@ def inspect_command(
             **({"auth": auth} if auth is not None else {}),
         },
     }
+
+    async def main() -> None:
+        running = await start_inspector(Inspector(cli_target(target, None), **options), host=host, port=port)
+        click.echo(f"mcpkit inspect: {running.url}")
+        if not no_browser:
+            open_in_browser(running.url)
+        await running.wait()
+
+    # (not mcpkit.inspector.inspect, which ends quietly on Ctrl-C: here Ctrl-C exits 130, as every command does)
     try:
-        inspect(cli_target(target, None), host=host, port=port, open_browser=not no_browser, **options)
-    except CLIError as exc:
-        raise click.ClickException(str(exc)) from None
-    except ValueError as exc:
+        asyncio.run(main())
+    except TargetError as exc:  # (no such file or command: the command line names nothing usable)
+        raise LoadError(str(exc)) from None
+    except (CLIError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
@@ -178,7 +192,9 @@ def dev_command(
     path = server.partition(":")[0] if not (len(server) > 2 and server[1] == ":") else server
     file = Path(path)
     if not file.is_file():
-        raise click.ClickException(f"no such file: {path}")
+        from .main import LoadError
+
+        raise LoadError(f"no such file: {path}")
     inspector = Inspector(
         dev_target(server),
         mode=mode,
@@ -206,9 +222,7 @@ def dev_command(
         await running.wait()
 
     try:
-        asyncio.run(main())
-    except KeyboardInterrupt:
-        pass
+        asyncio.run(main())  # (Ctrl-C goes on to the group: exit 130, as every command)
     except ModuleNotFoundError as exc:
         from .._extras import explain
 
@@ -261,18 +275,18 @@ def install_command(
     from pathlib import Path
 
     from .install import InstallError, install, read_env_file, server_entry
+    from .main import LoadError, load_server
 
     try:
         variables = read_env_file(env_file) if env_file else {}
         variables.update(_pairs(env, "=", "--env"))
         entry = server_entry(server, host=host, with_packages=with_packages, env=variables or None)
         if name is None:
-            from .main import LoadError, load_server
-
             try:
                 name = str(load_server(server).name)
             except LoadError as exc:
-                raise InstallError(f"{exc.message}\n(--name NAME installs it without importing it)") from None
+                hint = "(--name NAME installs it without importing it)"
+                raise InstallError(f"{exc.message}\n{hint}", usage=True) from None
         if not name.strip():  # (a host lists servers by name: an empty key is no name)
             raise InstallError("the server's name in the host is empty: give one with --name NAME")
         if host == "mcp-json":
@@ -280,7 +294,7 @@ def install_command(
             return
         done = install(host, name, entry, scope=scope, path=Path(config_file) if config_file else None, dry_run=dry_run)
     except InstallError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise (LoadError if exc.usage else click.ClickException)(str(exc)) from None
     if dry_run:
         click.echo(f"would write {done.path}:")
         click.echo(json.dumps(done.document, indent=2, ensure_ascii=False))

@@ -54,7 +54,12 @@ SCOPES: dict[str, tuple[str, ...]] = {
 
 
 class InstallError(Exception):
-    """The server cannot be installed as asked (the message says why and what to do)."""
+    """The server cannot be installed as asked (the message says why and what to do). ``usage``: the command line
+    names nothing usable (no such file, a server that does not load): exit code 2, as ``mcpkit run`` says it."""
+
+    def __init__(self, message: str, *, usage: bool = False) -> None:
+        super().__init__(message)
+        self.usage = usage
 
 
 def _config_home(home: Path) -> Path:
@@ -99,7 +104,7 @@ def server_entry(
         path, colon, obj = spec, "", ""
     file = Path(path).expanduser()
     if not file.is_file():
-        raise InstallError(f"no such file: {path}")
+        raise InstallError(f"no such file: {path}", usage=True)
     target = str(file.resolve()) + (f":{obj}" if colon and obj else "")
     interpreter = python or sys.executable
     run = ["-m", "mcpkit", "run", target]
