@@ -71,13 +71,18 @@ def _pairs(items: tuple[str, ...], sep: str, what: str) -> dict[str, str]:
     "--client-id and --client-secret the client credentials grant (an http(s) URL only).",
 )
 @click.option("--client-id", default=None, help="With --auth: a registered OAuth client.")
-@click.option("--client-secret", default=None, envvar="MCPKIT_INSPECT_CLIENT_SECRET", help="With --auth: its secret.")
+@click.option(
+    "--client-secret",
+    default=None,
+    envvar="MCPKIT_INSPECT_CLIENT_SECRET",
+    help="With --auth: its secret (or MCPKIT_INSPECT_CLIENT_SECRET, which keeps it off the command line).",
+)
 @click.option(
     "--issuer",
     default=None,
     envvar="MCPKIT_INSPECT_ISSUER",
     help="With --auth: the authorization server (issuer) the client is registered with; without it a secret "
-    "goes only to one on the server's own origin.",
+    "goes only to one on the server's own origin (or MCPKIT_INSPECT_ISSUER).",
 )
 def inspect_command(
     target: str,
