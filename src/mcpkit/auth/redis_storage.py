@@ -249,6 +249,14 @@ class RedisAuthStorage(_RedisHolder):
     async def pop_refresh(self, token: str) -> _Refresh | None:
         return await self._take_refresh_record(token, None, False)
 
+    async def peek_refresh(self, token: str) -> _Refresh | None:
+        """The refresh token's record, left in place (under the key an earlier version kept it by, too)."""
+        current = self._secret_key("refresh", token)
+        legacy = self._key("refresh", token) if _ISSUED_SECRET.fullmatch(token) else current
+        found, old = await self.redis.mget([current, legacy])
+        raw = found or old
+        return _Refresh(**orjson.loads(raw)) if raw else None
+
     async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
         """Take the refresh token unless it is bound to another DPoP key (then it is returned and left in place), in
         one script: a refresh with the wrong key never takes the token away from a concurrent one with the right

@@ -109,12 +109,36 @@ class TokenGrants:
     async def _revoke(self, family: str) -> None:
         await self.ledger.revoke(family, self._family_expiry())
 
+    async def _holder_ok(self, old: _Refresh, client: ClientRecord) -> bool:
+        """Whether ``client`` may still use the refresh token ``old``: its own, not expired, its grant not revoked."""
+        return not (
+            old.client_id != client.client_id
+            or (old.expires_at is not None and old.expires_at < self.clock())
+            or (old.family and await self.ledger.revoked(old.family))
+        )
+
+    def _refreshed_grant(self, form: dict[str, str], old: _Refresh) -> tuple[list[str], str | None]:
+        """The scopes and resource a refresh of ``old`` asks for: at most the original grant."""
+        scopes = old.scopes
+        if form.get("scope"):
+            asked = form["scope"].split()
+            if any(s not in old.scopes for s in asked):
+                raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
+            scopes = asked
+        return scopes, self._same_resource(form, old.resource, "the original grant")
+
     async def _grant_refresh(self, client: ClientRecord, form: dict[str, str], jkt: str | None) -> dict[str, Any]:
         raw = form.get("refresh_token", "")
         # rotation: the old one dies now, unless bound to another DPoP key: a storage that can checks the binding
         # before taking it (atomically), so a wrong-key request never takes it from under its holder's refresh
         atomic = isinstance(self.storage, KeyBoundRefreshStorage)
         if isinstance(self.storage, KeyBoundRefreshStorage):
+            if form.get("scope") or "resource" in form:
+                # a request its own client got wrong (more scope, another resource) is refused from a read that
+                # takes nothing: taking the token and putting it back made a concurrent refresh find it missing
+                seen = await self.storage.peek_refresh(raw)
+                if seen is not None and seen.jkt in (None, jkt) and await self._holder_ok(seen, client):
+                    self._refreshed_grant(form, seen)
             old = await self.storage.take_refresh(raw, jkt)
         else:
             old = await self.storage.pop_refresh(raw)
@@ -130,23 +154,13 @@ class TokenGrants:
             if not atomic:
                 await self.storage.save_refresh(raw, old)
             raise _OAuthError("invalid_grant", "the refresh token is bound to another DPoP key")
-        holder_ok = not (
-            old.client_id != client.client_id
-            or (old.expires_at is not None and old.expires_at < self.clock())
-            or (old.family and await self.ledger.revoked(old.family))
-        )
+        holder_ok = await self._holder_ok(old, client)
         try:
-            scopes = old.scopes
-            if form.get("scope"):
-                asked = form["scope"].split()
-                if any(s not in old.scopes for s in asked):
-                    raise _OAuthError("invalid_scope", "a refresh cannot widen the grant")
-                scopes = asked
-            resource = self._same_resource(form, old.resource, "the original grant")
+            scopes, resource = self._refreshed_grant(form, old)
         except _OAuthError:
             if holder_ok:
-                # a request its own client got wrong (more scope, another resource) spends nothing: spending it
-                # made the retry a "reused" token, and that revoked the whole grant
+                # a request its own client got wrong spends nothing: spending it made the retry a "reused" token,
+                # and that revoked the whole grant (with a KeyBoundRefreshStorage it was refused above, untaken)
                 await self.storage.save_refresh(raw, old)
                 raise
             scopes, resource = old.scopes, old.resource  # refused below as invalid_grant, like any bad holder

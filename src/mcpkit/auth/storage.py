@@ -145,9 +145,13 @@ class AuthStorage(Protocol):
 
 @runtime_checkable
 class KeyBoundRefreshStorage(Protocol):
-    """A storage that takes a refresh token only if it is not bound to another DPoP key, in one atomic step. Without
-    it the server takes the token and puts it back when the key differs (a concurrent refresh by the key's holder
-    can then find it missing)."""
+    """A storage that takes a refresh token only if it is not bound to another DPoP key, in one atomic step, and
+    reads one without taking it. Without it the server takes the token and puts it back when the key differs or
+    the token's client asks for more than its grant (a concurrent refresh can then find it missing)."""
+
+    async def peek_refresh(self, token: str) -> _Refresh | None:
+        """The refresh token's record, left in place. None: no such token."""
+        ...
 
     async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
         """Take (remove and return) the refresh token unless it is bound (``jkt``) to a key other than ``jkt``:
@@ -283,6 +287,9 @@ class InMemoryAuthStorage:
 
     async def pop_refresh(self, token: str) -> _Refresh | None:
         return self.refresh.pop(token, None)
+
+    async def peek_refresh(self, token: str) -> _Refresh | None:
+        return self.refresh.get(token)
 
     async def take_refresh(self, token: str, jkt: str | None) -> _Refresh | None:
         found = self.refresh.get(token)
