@@ -39,3 +39,16 @@ def test_the_scopes_a_read_needs_are_those_of_the_template_that_serves_it() -> N
     rule = _two_templates_of_one_shape().scope_rule
     assert rule("resources/read", {"uri": "items://7"}) == ["numbers"]
     assert rule("resources/read", {"uri": "items://abc"}) == ["names"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_plus_in_a_query_variable_reaches_the_resource_as_a_plus(mode: str) -> None:
+    app = MCPKit("search")
+
+    @app.resource("search://items{?q}")
+    def search(q: str = "") -> str:
+        return f"[{q}]"
+
+    async with connect(app, mode=mode) as (cs, _, _):
+        assert (await cs.read_resource("search://items?q=a+b")).dump()["contents"][0]["text"] == "[a+b]"
+        assert (await cs.read_resource("search://items?q=a%20b")).dump()["contents"][0]["text"] == "[a b]"

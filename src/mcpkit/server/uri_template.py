@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, unquote
+from urllib.parse import quote, unquote
 
 _EXPRESSION = re.compile(r"\{([^{}]*)\}")
 _VARNAME = re.compile(r"^(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2})(?:\.?(?:[A-Za-z0-9_]|%[0-9A-Fa-f]{2}))*$")
@@ -204,12 +204,23 @@ class UriTemplate:
             raw = m.group("q")
             if raw:
                 wanted = set(self._query_names)
-                for key, value in parse_qsl(raw, keep_blank_values=True):
+                for key, value in _query_pairs(raw):
                     if key in wanted and key not in found:
                         if "/" in value or value in _DOT_SEGMENTS:
                             return None
                         found[key] = value
         return found
+
+
+def _query_pairs(raw: str) -> list[tuple[str, str]]:
+    """The ``name=value`` pairs of a query, percent-decoded only: RFC 6570 writes a space as %20 and "+" as %2B,
+    so a "+" is a literal "+" (not a space, as in HTML form encoding)."""
+    pairs = []
+    for part in raw.split("&"):
+        if part:
+            key, _, value = part.partition("=")
+            pairs.append((unquote(key), unquote(value)))
+    return pairs
 
 
 def _parse_expression(body: str, template: str) -> _Expression:
