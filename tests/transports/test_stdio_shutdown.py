@@ -114,3 +114,48 @@ async def test_the_server_inherits_the_environment_unless_told_to_get_only_the_s
     assert safe["EXTRA"] == "1" and safe["PATH"] == "/bin"
     assert set(safe) - {"EXTRA", "LC_CTYPE"} <= set(SAFE_ENV)  # (the interpreter may set LC_CTYPE itself)
     assert os.environ.get("HOME") is None or safe["HOME"] == os.environ["HOME"]
+
+
+async def test_a_server_whose_stdin_ends_ends_its_listen_streams_and_exits_at_once() -> None:
+    """A 2026-07-28 ``subscriptions/listen`` never ends by itself: at the end of stdin (the client closed it, or died:
+    ``mcpkit dev`` killed by SIGHUP) the server waited out its 30 s drain for it before exiting. It now ends the
+    connection's listen streams gracefully (their result is written) and exits as soon as real work is done."""
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    listen = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": True}, "_meta": meta},
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcpkit.cli.main",
+        "run",
+        str(Path(__file__).parents[2] / "examples" / "everything.py"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps(listen).encode() + b"\n")
+        await proc.stdin.drain()
+        ack = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+        proc.stdin.close()
+        t0 = time.monotonic()
+        rest = await asyncio.wait_for(proc.stdout.read(), 30)
+        await asyncio.wait_for(proc.wait(), 30)
+        took = time.monotonic() - t0
+        assert took < 5, f"the server took {took:.1f}s to exit"
+        final = [json.loads(line) for line in rest.splitlines() if line.strip()]
+        assert any(m.get("id") == 7 and "result" in m for m in final), final
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -138,6 +138,8 @@ class Peer(Requests):
         self._stopped: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self._cancel_sends: set[asyncio.Task[None]] = set()  # notifications/cancelled in flight (each bounded)
+        #: called when :meth:`run`'s input ends, before the drain (the owner ends what never ends by itself)
+        self.on_input_end: Callable[[], None] | None = None
         self._runner = RequestRunner(self)  # runs the requests the reader takes (see _queue)
 
     # ------------------------------------------------------------------ incoming
@@ -186,6 +188,8 @@ class Peer(Requests):
                 why = str(ended) if ended is not None else "connection closed by the peer (end of input)"
                 self._stopped = f"{self.name}: {why}"
             self._fail_pending(ConnectionClosed(self._stopped))
+            if self.on_input_end is not None:
+                self.on_input_end()
             await self.drain(0.0 if cancelled else drain_timeout)
 
     def _running_tasks(self) -> list[asyncio.Task[Any]]:

@@ -21,7 +21,7 @@ logger: logging.Logger = logging.getLogger("mcpkit.server")
 class _Listener:
     """One ``subscriptions/listen`` stream (modern era)."""
 
-    __slots__ = ("filter", "queue", "removers", "sub_id", "uris")
+    __slots__ = ("filter", "queue", "removers", "session", "sub_id", "uris")
 
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
         self.filter: JSONDict = agreed
@@ -29,6 +29,7 @@ class _Listener:
         self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
         self.sub_id: str | int = sub_id
         self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
+        self.session: object = None  # the connection's session it runs on (stdio, WebSocket), None over HTTP
 
     def end(self) -> None:
         """End the stream after what is queued (its result goes out): the token it was opened with expired."""
@@ -161,6 +162,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     if not server.fanout.running:
         await server.start_fanout()  # changes made on other workers reach this stream from its acknowledgement on
     listener = _Listener(agreed, sub_id, server.listen_queue_size)
+    listener.session = ctx.session
     if task_ids is not None and tasks is not None:
         agreed["taskIds"] = await tasks.listen_for(ctx, task_ids, listener)
     server._listeners.add(listener)

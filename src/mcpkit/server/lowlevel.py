@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import types
@@ -631,6 +632,13 @@ class Server(Runnable):
         else:
             await asyncio.gather(*(one(s) for s in sessions))
 
+    def _end_listeners(self, session: ServerSession) -> None:
+        """End the ``subscriptions/listen`` streams of ``session``'s connection gracefully: its input ended, and a
+        listen stream never ends by itself (the connection's drain would wait its whole timeout for it)."""
+        for listener in list(self._listeners):
+            if listener.session is session:
+                listener.end()
+
     async def close_listeners(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully, drain the tasks running here (server shutdown)."""
         for listener in list(self._listeners):
@@ -661,6 +669,7 @@ class Server(Runnable):
         session = self.create_session(conn, **peer_options)
         if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
             conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
+        session.peer.on_input_end = functools.partial(self._end_listeners, session)
         try:
             await session.peer.run(conn.receive)
         finally:
