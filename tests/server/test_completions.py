@@ -64,3 +64,37 @@ async def test_a_completers_own_count_never_says_fewer_than_it_sent_nor_more_tha
         with pytest.raises(MCPError) as exc:
             await cs.complete({"type": "ref/prompt", "name": "pick"}, "other", "")
         assert exc.value.code == -32603
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_context_argument_that_is_not_a_string_is_refused_naming_it(mode: str) -> None:
+    """``context.arguments`` maps names to strings (CompleteRequest); a number or an object there was turned into
+    its Python text ("3", "{'a': 1}") and handed to the completer as if the user had typed it."""
+    app = MCPKit("context completion")
+    seen: list[dict[str, str]] = []
+
+    @app.prompt
+    def pick(owner: str, repo: str) -> str:
+        return repo
+
+    @app.completion(prompt="pick", argument="repo")
+    def repos(value: str, context: dict[str, str]) -> list[str]:
+        seen.append(context)
+        return [f"{context.get('owner', '?')}/{value}"]
+
+    ref = {"type": "ref/prompt", "name": "pick"}
+    async with connect(app, mode=mode) as (cs, _, _):
+        for bad, name in (({"owner": 3}, "owner"), ({"owner": "me", "n": {"a": 1}}, "n"), ({"x": None}, "x")):
+            params = {"ref": ref, "argument": {"name": "repo", "value": "r"}, "context": {"arguments": bad}}
+            with pytest.raises(MCPError) as exc:
+                await cs.request("completion/complete", params)
+            assert exc.value.code == -32602 and repr(name) in exc.value.message
+        for bad_context in ({"arguments": ["owner"]}, "owner=me"):
+            params = {"ref": ref, "argument": {"name": "repo", "value": "r"}, "context": bad_context}
+            with pytest.raises(MCPError) as exc:
+                await cs.request("completion/complete", params)
+            assert exc.value.code == -32602
+        assert seen == []
+        params = {"ref": ref, "argument": {"name": "repo", "value": "r"}, "context": {"arguments": {"owner": "me"}}}
+        assert (await cs.request("completion/complete", params))["completion"]["values"] == ["me/r"]
+        assert (await cs.complete(ref, "repo", "s")).completion.values == ["?/s"]

@@ -123,6 +123,24 @@ def _own_count(out: JSONDict) -> JSONDict:
     return completion_result([str(v) for v in out.get("values") or ()], total, has_more)
 
 
+def _context_arguments(context: object) -> dict[str, str]:
+    """``context.arguments`` of a request: names to the strings already chosen (CompleteRequest types them so; a
+    number or object is refused, not turned into its Python text and handed to the completer)."""
+    if context is None:
+        return {}
+    if not isinstance(context, dict):
+        raise InvalidParams("completion/complete: context must be an object")
+    arguments = context.get("arguments")
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams("completion/complete: context.arguments must be an object")
+    for name, value in arguments.items():
+        if not isinstance(value, str):
+            raise InvalidParams(f"completion/complete: context argument {name!r} must be a string")
+    return arguments
+
+
 async def complete(
     app: Any,
     ctx: ServerRequestContext,
@@ -143,10 +161,7 @@ async def complete(
     value = argument.get("value", "")
     if not isinstance(arg_name, str) or not isinstance(value, str):
         raise InvalidParams("completion/complete: argument.name and argument.value must be strings")
-    context_args: dict[str, str] = {}
-    context = params.get("context")
-    if isinstance(context, dict) and isinstance(context.get("arguments"), dict):
-        context_args = {str(k): str(v) for k, v in context["arguments"].items()}
+    context_args = _context_arguments(params.get("context"))
     kind = ref.get("type")
     completer: Completer | None
     if kind == "ref/prompt":
