@@ -404,3 +404,12 @@ def test_an_mcp_json_whose_path_has_spaces_is_read_as_that_file(tmp_path: Path) 
     config = folder / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {"s": {"command": sys.executable, "args": [SERVER]}}}))
     assert as_json(mcpkit("ping", f"{config}#s", "--json"))["ok"] is True
+
+
+def test_a_negative_stderr_limit_is_a_usage_error_naming_the_option() -> None:
+    """``--stderr-limit -5`` was taken (a negative bound on what is shown): refused before anything starts, exit 2,
+    as every numeric option of the CLI; 0 (show nothing, only the note) is a bound."""
+    bad = mcpkit("tools", SERVER, "--stderr", "--stderr-limit", "-5", timeout=30)
+    assert bad.returncode == 2 and "--stderr-limit" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    zero = mcpkit("tools", SERVER, "--stderr", "--stderr-limit", "0", "--json", timeout=30)
+    assert zero.returncode == 0, zero.stderr

@@ -290,7 +290,7 @@ def connection_options(fn: F) -> F:
         ),
         click.option(
             "--stderr-limit",
-            type=int,
+            type=click.IntRange(min=0),
             default=STDERR_PASSTHROUGH_BYTES,
             show_default=True,
             metavar="BYTES",
