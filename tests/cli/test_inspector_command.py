@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from support.extras import one_line_error, run_without
 from support.paths import SERVERS
 
 SERVER = str(SERVERS / "client_server.py")
@@ -78,3 +79,12 @@ def test_ctrl_c_ends_inspect_with_130_and_stops_its_server(tmp_path: Path) -> No
         except FileNotFoundError:
             continue
         assert state == "Z", f"the server {pid} outlived mcpkit inspect"
+
+
+@pytest.mark.parametrize("command", ["inspect", "dev"])
+def test_without_uvicorn_the_error_names_the_command_the_user_ran(command: str, tmp_path: Path) -> None:
+    """``mcpkit dev`` without the http extra said "mcpkit inspect needs ... uvicorn": the one line names the
+    command that was run, and the extra that brings what it needs."""
+    code = f"from mcpkit.cli import main; main([{command!r}, {SERVER!r}, '--no-browser'])"
+    line = one_line_error(run_without(["uvicorn"], code, tmp_path))
+    assert f"mcpkit {command} needs" in line and "'uvicorn'" in line and "pip install 'mcpkit[http]'" in line, line

@@ -112,6 +112,9 @@ def inspect_command(
     from .main import LoadError
 
     try:
+        from .._extras import require
+
+        require("uvicorn", "mcpkit inspect")  # (start_inspector would name the library, not the command)
         from ..inspector import Inspector, start_inspector
         from ..inspector.serve import open_in_browser
     except ModuleNotFoundError as exc:
@@ -212,6 +215,7 @@ def dev_command(
         from .._extras import require
 
         require("watchfiles", "mcpkit dev")
+        require("uvicorn", "mcpkit dev")  # (start_inspector would name the library, not the command)
 
         def configure(app: Any) -> None:
             app.startup_hooks.append(loop.start)

@@ -67,7 +67,7 @@ async def start_inspector(
 ) -> RunningInspector:
     """Serve the page for ``inspector`` on ``host:port`` (loopback only; port 0 picks a free one) and connect it
     to its target. ``configure`` may add startup/shutdown hooks or handlers to the app before it starts."""
-    require("uvicorn", "mcpkit inspect")
+    require("uvicorn", "mcpkit.inspector")
     from ..transports.http import build_asgi_server
 
     if not is_loopback(host):
