@@ -601,6 +601,26 @@ async def test_modern_headers_and_x_mcp_header_mirroring() -> None:
         assert all("mcp-session-id" not in h for _, h in log.requests)
 
 
+async def test_an_integer_too_large_for_its_mcp_param_header_is_refused_before_sending() -> None:
+    """2026-07-28: an integer mirrored into an ``Mcp-Param-*`` header MUST lie within ±(2^53-1) (beyond it a
+    JavaScript intermediary reads another number). The client sent such a value; it now refuses the call locally
+    (-32602, naming the argument) and POSTs nothing; a value at the bound goes out."""
+    log = HeaderLog()
+    async with (
+        running(make_server(), wrap=log) as (base, _),
+        ClientSession(StreamableHTTPClientTransport(base + "/mcp"), mode="modern") as cs,
+    ):
+        await cs.list_tools()
+        for count in (2**53, -(2**53), 2**64, float(2**60)):
+            before = len(log.requests)
+            with pytest.raises(MCPError) as exc:
+                await cs.call_tool("region", {"region": "eu", "count": count})
+            assert exc.value.code == -32602 and "'count'" in exc.value.message, exc.value.message
+            assert len(log.requests) == before  # nothing was sent
+        r = await cs.call_tool("region", {"region": "eu", "count": -(2**53 - 1)})
+        assert r.content[0].text == f"eu/{-(2**53 - 1)}"  # type: ignore[union-attr]
+
+
 async def test_session_expired_is_signalled() -> None:
     async with running(make_server()) as (base, app):
         transport = StreamableHTTPClientTransport(base + "/mcp", get_stream=False)

@@ -56,14 +56,27 @@ def decode_header_value(raw: str) -> str:
     return raw
 
 
+def _unsafe_integer(value: Any) -> bool:
+    """Whether ``value`` is an integer (or an integral float) outside ±(2^53-1): one that must not be mirrored
+    into an ``Mcp-Param-*`` header (an intermediary reading it as an IEEE 754 double sees another number)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not value.is_integer():
+        return False
+    return abs(value) > MAX_SAFE_INTEGER
+
+
 def header_text(value: Any) -> str | None:
-    """The header form (before encoding) of a mirrored argument value; None when it is not mirrorable."""
+    """The header form (before encoding) of a mirrored argument value; None when it is not mirrorable.
+    ValueError for an integer outside ±(2^53-1), which the 2026-07-28 spec forbids in a header."""
     if value is None:
         return None
     if value is True:
         return "true"
     if value is False:
         return "false"
+    if _unsafe_integer(value):
+        raise ValueError(f"the integer {value!r} is outside the range an Mcp-Param header may carry (±(2^53-1))")
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and value.is_integer():
@@ -138,6 +151,9 @@ def _same_number(text: str, value: float) -> bool:
 
 
 def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
+    """What is wrong with the ``Mcp-Param-*`` headers ``given`` (lower-cased names) of a call with ``arguments``,
+    for a tool whose annotations are ``spec``; None when they mirror the body. An integer argument outside
+    ±(2^53-1) is wrong whatever its header says (the spec forbids mirroring it)."""
     for name, path in spec.items():
         key = name.lower()
         value = _dig(arguments, path)
@@ -146,6 +162,8 @@ def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given
             if raw is not None:
                 return f"Mcp-Param-{name} header sent but the argument is absent"
             continue
+        if _unsafe_integer(value):
+            return f"Mcp-Param-{name}: argument {'.'.join(path)!r} is outside the integer range ±(2^53-1)"
         if raw is None:
             return f"the Mcp-Param-{name} header is required (argument {'.'.join(path)!r} is present)"
         try:

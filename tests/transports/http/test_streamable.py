@@ -833,6 +833,27 @@ async def test_an_integer_param_header_is_the_bodys_integer_exactly() -> None:
             assert await status(count, header) == 400, header
 
 
+async def test_an_integer_argument_outside_the_header_range_is_refused_even_with_its_header() -> None:
+    """2026-07-28: an integer mirrored into an ``Mcp-Param-*`` header MUST lie within ±(2^53-1). A body value
+    beyond it, with a header matching it digit for digit, was accepted; a JavaScript intermediary routing on
+    the header reads another number. It is refused with 400 and -32020 now; the bounds themselves pass."""
+    async with running(make_server()) as (base, _), httpx.AsyncClient() as http:
+
+        async def answer(count: int) -> httpx.Response:
+            body = modern_body("tools/call", {"name": "region", "arguments": {"region": "eu", "count": count}})
+            headers = modern_headers(
+                "tools/call", "region", **{"mcp-param-region": "eu", "mcp-param-count": str(count)}
+            )
+            return await http.post(base + "/mcp", json=body, headers=headers)
+
+        for count in (2**53, -(2**53), 2**63 + 5):
+            r = await answer(count)
+            assert r.status_code == 400 and r.json()["error"]["code"] == -32020, r.text
+            assert "Mcp-Param-Count" in r.json()["error"]["message"] or "count" in r.json()["error"]["message"]
+        for count in (2**53 - 1, -(2**53 - 1)):
+            assert (await answer(count)).status_code == 200
+
+
 def test_header_value_encoding_round_trip() -> None:
     for value in ("us-west1", "Hello, 世界", " padded ", "line1\nline2", "=?base64?literal?="):
         enc = encode_header_value(value)

@@ -21,7 +21,7 @@ import httpx
 import orjson
 
 from ..._aio import read_capped as _read_capped
-from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, MCPError
+from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed, InvalidParams, MCPError
 from ...protocol.versions import META_PROTOCOL_VERSION
 from .headers import NAME_FIELD, encode_header_value, header_text, param_headers_from_schema
 from .lite import BodyTooLarge, LiteHTTPError, LitePool, LiteResponse
@@ -291,7 +291,10 @@ class ModernHeaders:
                     value: Any = args
                     for key in path:
                         value = value.get(key) if isinstance(value, dict) else None
-                    text = header_text(value)
+                    try:
+                        text = header_text(value)
+                    except ValueError as exc:  # refused here, before anything is sent (the spec forbids it)
+                        raise InvalidParams(f"tools/call argument {'.'.join(path)!r}: {exc}") from None
                     if text is not None:
                         headers["mcp-param-" + name] = encode_header_value(text)
         return True
