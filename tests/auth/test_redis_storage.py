@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import secrets
 import time
+from dataclasses import asdict
 
+import orjson
 import pytest
 
 from mcpkit.auth import RedisAuthStorage
@@ -27,6 +29,26 @@ async def test_a_refresh_token_bound_to_another_key_is_left_in_place(redis_url: 
         unbound = secrets.token_urlsafe(32)
         await storage.save_refresh(unbound, _Refresh("c", ["s"], None, "bob", None, "fam"))
         assert (await storage.take_refresh(unbound, "any")) is not None and await storage.pop_refresh(unbound) is None
+    finally:
+        await storage.aclose()
+
+
+async def test_a_refresh_token_read_with_peek_stays_in_place(redis_url: str) -> None:  # noqa: F811
+    """The refresh grant refuses a wider scope or another resource from a read that takes nothing: the token, kept
+    under its digest or (by an earlier version) under itself, is still there to take afterwards."""
+    storage = RedisAuthStorage(redis_url, prefix=f"mcpkit-test:{time.time_ns()}:")
+    try:
+        token, legacy = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        await storage.save_refresh(token, _Refresh("c", ["s"], "https://a/mcp", "alice", time.time() + 60, "fam"))
+        record = _Refresh("c", ["s"], None, "bob", None, "fam")
+        await storage.redis.set(storage._key("refresh", legacy), orjson.dumps(asdict(record)))
+        for _ in range(2):
+            seen = await storage.peek_refresh(token)
+            assert seen is not None and seen.subject == "alice" and seen.resource == "https://a/mcp"
+            assert (await storage.peek_refresh(legacy)) == record
+        assert await storage.peek_refresh(secrets.token_urlsafe(32)) is None
+        assert (await storage.take_refresh(token, None)) is not None and await storage.peek_refresh(token) is None
+        assert (await storage.take_refresh(legacy, None)) == record and await storage.peek_refresh(legacy) is None
     finally:
         await storage.aclose()
 
@@ -80,6 +102,7 @@ async def test_on_a_redis_cluster_the_storage_keeps_its_keys_in_one_slot(redis_c
         token = secrets.token_urlsafe(32)
         await storage.save_refresh(token, _Refresh("c", ["s"], None, "alice", None, "fam", "jkt-1"))
         assert (await storage.take_refresh(token, "jkt-2")) is not None  # shown, not taken
+        assert (await storage.peek_refresh(token)) is not None  # (current and legacy keys in one MGET)
         assert (await storage.take_refresh(token, "jkt-1")) is not None
         assert await storage.pop_refresh(token) is None
     finally:
