@@ -46,6 +46,9 @@ class StdioServer:
     A captured stderr is bounded in bytes as well as lines, whatever the server writes: each line is cut to
     ``stderr_line_bytes`` bytes (the rest of it is dropped and counted), and the buffer keeps the newest lines that
     fit in ``stderr_bytes`` bytes and ``stderr_lines`` lines. ``on_stderr`` gets every (cut) line.
+
+    ``extra`` is the caller's own data about this server (a label, where its config came from): mcpkit keeps it
+    with the rest and never reads it.
     """
 
     command: str | Sequence[str]
