@@ -10,6 +10,8 @@ says (bare ``pip install mcpkit`` and ``pip install 'mcpkit[all]'``), with no de
   argument-free or README-documented tools), the README's CLI commands (``mcpkit call "python
   examples/everything.py" add a=2 b=3`` prints 5), and every tool of ``@modelcontextprotocol/server-everything``
   (tests/node_modules) through ``mcpkit call``;
+* ``pip install 'mcpkit[cli]'`` alone: ``mcpkit call`` and ``mcpkit check`` of a stdio server work without the
+  ``http`` extra; ``mcpkit check`` of a URL names it in one line;
 * in the bare venv, each missing-extra path (``mcpkit --help``, ``app.run("http")``) must fail with one line
   naming ``pip install 'mcpkit[...]'``;
 * the five programs of a new user (``examples/first_steps/``: a server with a model-returning tool, a template, a
@@ -18,7 +20,7 @@ says (bare ``pip install mcpkit`` and ``pip install 'mcpkit[all]'``), with no de
   (after every other check, so the dev-tool probe above still holds for them).
 
 A missing runtime dependency fails here (a ModuleNotFoundError is not one of mcpkit's one-line extra errors).
-Usage: ``python scripts/check_install.py [--keep] [--only bare|all]``; exit 0 when everything passed.
+Usage: ``python scripts/check_install.py [--keep] [--only bare|cli|all|testing]``; exit 0 when everything passed.
 """
 
 from __future__ import annotations
@@ -357,6 +359,29 @@ def check_cli(venv: Venv, report: Report) -> None:
             report.ok(f"CLI {command}")
 
 
+def check_cli_extra(venv: Venv, report: Report) -> None:
+    """``pip install 'mcpkit[cli]'`` alone: the stdio commands work (``mcpkit check`` judges a stdio server
+    without the http extra), and a URL target stops with one line naming ``mcpkit check`` and the http extra."""
+    mcpkit = str(venv.bin / "mcpkit")
+    proc = venv.run([mcpkit, "call", "python examples/everything.py", "add", "a=2", "b=3"])
+    if proc.returncode == 0 and proc.stdout.strip() == "5":
+        report.ok("cli: mcpkit call over stdio")
+    else:
+        report.fail("cli: mcpkit call over stdio", f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    proc = venv.run([mcpkit, "check", "--no-stateless", "python examples/everything.py"], timeout=180)
+    if proc.returncode == 0 and "RESULT: PASS" in proc.stdout:
+        report.ok("cli: mcpkit check of a stdio server")
+    else:
+        report.fail("cli: mcpkit check of a stdio server", f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    proc = venv.run([mcpkit, "check", "http://127.0.0.1:9/mcp"])
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    if proc.returncode == 1 and len(lines) == 1 and "mcpkit check needs" in lines[0] and EXTRA_ERROR.search(lines[0]):
+        report.ok(f"cli: mcpkit check of a URL -> {lines[0]}")
+    else:
+        report.fail("cli: mcpkit check of a URL", f"exit {proc.returncode}, expected one line naming the extra:\n"
+                    f"{proc.stderr}")  # fmt: skip
+
+
 def _sample_value(schema: dict[str, object]) -> object:
     if "enum" in schema and isinstance(schema["enum"], list) and schema["enum"]:
         return schema["enum"][0]
@@ -575,7 +600,7 @@ def check_testing_kit(venv: Venv, report: Report, tmp: Path) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the venvs (printed) for a look")
-    parser.add_argument("--only", choices=("bare", "all", "testing"), help="check one install only")
+    parser.add_argument("--only", choices=("bare", "cli", "all", "testing"), help="check one install only")
     opts = parser.parse_args()
     report = Report()
     tmp = Path(tempfile.mkdtemp(prefix="mcpkit-install-"))
@@ -594,6 +619,9 @@ def main() -> int:
                 report.ok(f"bare: examples/everything.py over stdio: {proc.stdout.strip()}")
             else:
                 report.fail("bare: examples/everything.py over stdio", proc.stdout + proc.stderr)
+        if opts.only in (None, "cli"):
+            print("\n-- cli: pip install 'mcpkit[cli]'", flush=True)
+            check_cli_extra(make_venv(tmp / "cli", wheel, "[cli]"), report)
         if opts.only in (None, "all"):
             print("\n-- all: pip install 'mcpkit[all]'", flush=True)
             full = make_venv(tmp / "all", wheel, "[all]")

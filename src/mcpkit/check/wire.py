@@ -351,6 +351,9 @@ class StdioWire(ConnectionWire):
 
 def network_wire(transport: str, url: str, headers: dict[str, str], timeout: float) -> ConnectionWire:
     """A wire for a legacy HTTP+SSE (``sse``) or WebSocket (``ws``) URL (headers to the target only)."""
+    from .._extras import require
+
+    require("websockets" if transport == "ws" else "httpx", "mcpkit check")  # (one line naming the http extra)
     if transport == "ws":
         from ..transports.http.ws_client import WebSocketClientTransport
 

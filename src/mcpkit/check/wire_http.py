@@ -19,16 +19,17 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from .._extras import require
 from ..protocol.versions import META_PROTOCOL_VERSION, features, is_supported
-from ..transports.http.client_support import ResponseTooLarge, read_capped
 from ..transports.http.headers import NAME_FIELD, encode_header_value
 from ..transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
 from .wire import JSON, MAX_MESSAGE, OVERSIZED, Incoming, Wire, decode
+
+if TYPE_CHECKING:
+    import httpx  # (imported when an HttpWire is made: checking a stdio server needs only the cli extra)
 
 EVIDENCE_BODY = 64 * 1024  # the part of a body kept as evidence (the whole body is read, bounded, for its messages)
 
@@ -101,6 +102,9 @@ class HttpWire(Wire):
     def __init__(
         self, url: str, headers: dict[str, str] | None = None, *, timeout: float = 30.0, auth: httpx.Auth | None = None
     ):
+        require("httpx", "mcpkit check")  # (one line naming the http extra when it is missing)
+        import httpx
+
         super().__init__()
         self.url = url
         self.extra_headers: dict[str, str] = dict(
@@ -183,6 +187,8 @@ class HttpWire(Wire):
     ) -> HttpExchange:
         """One HTTP request to the endpoint, its answer read whole (bounded) or, for an SSE stream, until it ends
         or ``read_for`` seconds have passed. Every message in the answer is recorded on this wire."""
+        import httpx
+
         ex = HttpExchange(method, obj, 0, {}, request_headers=dict(headers))
         self.exchanges.append(ex)
         chan = channel or ("http-get" if method == "GET" else "http-sse")
@@ -231,6 +237,8 @@ class HttpWire(Wire):
                 await self._read_body(resp, ex)
 
     async def _read_body(self, resp: httpx.Response, ex: HttpExchange) -> None:
+        from ..transports.http.client_support import ResponseTooLarge, read_capped
+
         try:
             raw = await read_capped(resp, MAX_MESSAGE)
         except ResponseTooLarge:
@@ -256,6 +264,8 @@ class HttpWire(Wire):
             self._feed(text, ex, "http-json")
 
     async def _read_sse(self, resp: httpx.Response, ex: HttpExchange, channel: str) -> None:
+        import httpx
+
         decoder = SSEDecoder(MAX_MESSAGE)
         kept = 0
         try:

@@ -13,16 +13,15 @@ sends the ``--token`` anywhere but the MCP server's origin.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import httpx
-
 from ...auth.challenges import parse_www_authenticate
-from ...auth.client_discovery import fetch_refusal
-from ...transports.http.client_support import ResponseTooLarge, read_capped
 from ..wire_http import origin_of
 from ._base import CLIENT_INFO, JSON, CheckerBase, _short
+
+if TYPE_CHECKING:
+    import httpx  # (imported when an HTTP target is probed: checking a stdio server needs only the cli extra)
 
 MAX_DOCUMENT = 256 * 1024
 INVALID_TOKEN = "mcpkit-check-invalid-token"
@@ -37,6 +36,8 @@ class AuthChecks(CheckerBase):
         return {"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}
 
     async def _post(self, client: httpx.AsyncClient, url: str, authorization: str | None) -> tuple[int, dict[str, str]]:
+        import httpx
+
         headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         headers.update({k: v for k, v in self.headers.items() if k.lower() != "authorization"})
         if authorization is not None:
@@ -55,6 +56,11 @@ class AuthChecks(CheckerBase):
 
     async def _document(self, client: httpx.AsyncClient, url: str) -> tuple[JSON | None, str]:
         """A metadata document: (the JSON object, "") or (None, why not)."""
+        import httpx
+
+        from ...auth.client_discovery import fetch_refusal
+        from ...transports.http.client_support import ResponseTooLarge, read_capped
+
         refusal = await fetch_refusal(url, str(self.target), what="metadata URL")
         if refusal is not None:
             return None, f"not fetched: {refusal}"
@@ -76,6 +82,11 @@ class AuthChecks(CheckerBase):
     async def check_auth(self) -> bool:
         """Probe without credentials. Returns True when the target requires authorization (the report then
         judges the auth rules, and the other checks run only with ``--token``/``auth``)."""
+        from ..._extras import require
+
+        require("httpx", "mcpkit check")  # (one line naming the http extra when it is missing)
+        import httpx
+
         r = self.report
         url = str(self.target)
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0), follow_redirects=False) as c:
@@ -158,6 +169,8 @@ class AuthChecks(CheckerBase):
         await self.judge_as_metadata(client, issuer, legacy=prm is None)
 
     async def judge_as_metadata(self, client: httpx.AsyncClient, issuer: str, *, legacy: bool) -> None:
+        from ...auth.client_discovery import fetch_refusal
+
         r = self.report
         parts = urlsplit(issuer)
         origin = f"{parts.scheme}://{parts.netloc}"
