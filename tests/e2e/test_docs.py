@@ -129,6 +129,33 @@ def test_every_option_of_the_mcpkit_command_is_documented() -> None:
     assert missing == []
 
 
+def test_every_option_of_the_mcpkit_command_says_what_it_does_and_no_help_points_at_itself() -> None:
+    """``mcpkit proxy --help`` showed ``--transport`` and ``--mode`` with no text, and ``mcpkit install --help``
+    said "See `mcpkit install --help`": each visible option has help text, and a command's help names the guide
+    rather than itself; a guide it names exists."""
+    import click
+
+    cli_main = importlib.import_module("mcpkit.cli.main")
+
+    cli_main._register_optional()
+    group = cli_main.cli
+    context = click.Context(group)
+    silent: list[str] = []
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        assert command is not None
+        text = command.help or ""
+        assert f"mcpkit {name} --help" not in text, f"mcpkit {name} --help refers to itself"
+        for guide in re.findall(r"docs/guides/[\w-]+\.md", text):
+            assert (REPO / guide).is_file(), f"mcpkit {name} --help names {guide}, which does not exist"
+        silent += [
+            f"mcpkit {name} {p.opts[0]}"
+            for p in command.params
+            if isinstance(p, click.Option) and not p.hidden and not p.help
+        ]
+    assert silent == []
+
+
 def test_every_mcpkit_environment_variable_the_code_reads_is_documented() -> None:
     """An ``MCPKIT_*`` variable named in the source (``os.environ``, a click ``envvar``) is named in the docs,
     but the ones a parent process sets for its workers."""

@@ -278,8 +278,9 @@ def install_command(
     dry_run: bool,
 ) -> None:
     """Put the server defined in SERVER.py into HOST's MCP configuration (merged with what is there, after a
-    backup), run by this Python; or, with HOST mcp-json, print its entry. See `mcpkit install --help` and the
-    guide for where each host keeps its file."""
+    backup), run by this Python; or, with HOST mcp-json, print its entry. --dry-run shows the file and the entry
+    without writing. Where each host keeps its file, and how it loads the server: docs/guides/inspector.md,
+    section "mcpkit install"."""
     import json
     from pathlib import Path
 

@@ -53,7 +53,12 @@ def register(cli: click.Group) -> None:
     @cli.command("proxy")
     @click.argument("targets", nargs=-1, required=True)
     @click.option(
-        "--transport", "-t", type=click.Choice(["stdio", "http", "sse", "ws"]), default="stdio", show_default=True
+        "--transport",
+        "-t",
+        type=click.Choice(["stdio", "http", "sse", "ws"]),
+        default="stdio",
+        show_default=True,
+        help="Transport the proxy serves its clients on: stdio, Streamable HTTP, legacy HTTP+SSE or WebSocket.",
     )
     @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (HTTP transports).")
     @click.option("--port", "-p", type=PORT, default=8000, show_default=True, help="Port (HTTP transports; 0 = any).")
@@ -61,7 +66,13 @@ def register(cli: click.Group) -> None:
     @click.option("--auth-token", multiple=True, help="HTTP: a bearer token the proxy accepts (repeatable).")
     @click.option("--resource", default=None, help="HTTP with --auth-token: this endpoint's URL (token audience).")
     @click.option("--upstream-header", multiple=True, help="'Name: value' sent upstream (the proxy's credentials).")
-    @click.option("--mode", type=click.Choice(["auto", "handshake", "modern"]), default="auto", show_default=True)
+    @click.option(
+        "--mode",
+        type=click.Choice(["auto", "handshake", "modern"]),
+        default="auto",
+        show_default=True,
+        help="Era spoken upstream: auto (probe server/discover, fall back to initialize), handshake or modern.",
+    )
     @click.option("--allow-private-network", is_flag=True, help="Allow URL targets on private/link-local addresses.")
     @click.option(
         "--reconnect-attempts",
