@@ -47,4 +47,4 @@ def test_a_network_target_without_the_http_extra_names_mcpkit_check_and_the_extr
     """Without the http extra a URL target ends in one line naming ``mcpkit check`` (not "the mcpkit command")
     and ``pip install 'mcpkit[http]'``, exit 1, before anything is sent."""
     line = one_line_error(run_without(HTTP_EXTRA, f"from mcpkit.cli import main; main(['check', {url!r}])", tmp_path))
-    assert "mcpkit check needs" in line and "pip install 'mcpkit[http]'" in line, line
+    assert line.startswith("error: mcpkit check needs") and "pip install 'mcpkit[http]'" in line, line

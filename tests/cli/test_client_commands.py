@@ -411,5 +411,6 @@ def test_a_negative_stderr_limit_is_a_usage_error_naming_the_option() -> None:
     as every numeric option of the CLI; 0 (show nothing, only the note) is a bound."""
     bad = mcpkit("tools", SERVER, "--stderr", "--stderr-limit", "-5", timeout=30)
     assert bad.returncode == 2 and "--stderr-limit" in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
+    assert "Error: Invalid value for '--stderr-limit'" in bad.stderr  # (a usage error: click's own format)
     zero = mcpkit("tools", SERVER, "--stderr", "--stderr-limit", "0", "--json", timeout=30)
     assert zero.returncode == 0, zero.stderr

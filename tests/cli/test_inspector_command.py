@@ -39,6 +39,8 @@ def test_a_server_file_that_does_not_exist_is_a_usage_error(command: list[str], 
     server that failed."""
     proc = _mcpkit(*command, home=tmp_path)
     assert proc.returncode == 2, proc.stdout + proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("error: ") and "no_such_server.py" in first, proc.stderr  # (as every mcpkit error)
     assert "no_such_server.py" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     assert not (tmp_path / ".cursor").exists()
 

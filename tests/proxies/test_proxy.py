@@ -643,7 +643,7 @@ def test_mcpkit_proxy_with_an_upstream_it_cannot_reach_says_so_in_one_line(
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == code, proc.stderr
-    assert proc.stderr.startswith("Error: ") and message in proc.stderr.splitlines()[0], proc.stderr
+    assert proc.stderr.startswith("error: ") and message in proc.stderr.splitlines()[0], proc.stderr
     assert "Traceback" not in proc.stderr, proc.stderr
 
 

@@ -21,5 +21,5 @@ def main(argv: list[str] | None = None) -> None:
         err = explain(exc, "the mcpkit command")
         if err is None:
             raise
-        print(f"mcpkit: {err}", file=sys.stderr)
+        print(f"error: {err}", file=sys.stderr)  # (as mcpkit.cli._errors.PREFIX: click may be absent)
         raise SystemExit(1) from None

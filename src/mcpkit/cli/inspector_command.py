@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from ..protocol.versions import ALL_VERSIONS
+from ._errors import CommandError, LoadError
 from ._params import PORT, SECONDS
 from .client_io import CLIError
 
@@ -109,7 +110,6 @@ def inspect_command(
 
     from ..client.targets import TargetError
     from .connecting import check_era, cli_target, oauth_client
-    from .main import LoadError
 
     try:
         from .._extras import require
@@ -123,7 +123,7 @@ def inspect_command(
         err = explain(exc, "mcpkit inspect")
         if err is None:
             raise
-        raise click.ClickException(str(err)) from None
+        raise CommandError(str(err)) from None
     check_era(mode, protocol_version)
     if use_oauth and not target.startswith(("http://", "https://")):
         raise click.BadParameter("--auth needs an http(s) URL", param_hint="--auth")
@@ -156,9 +156,9 @@ def inspect_command(
     except TargetError as exc:  # (no such file or command: the command line names nothing usable)
         raise LoadError(str(exc)) from None
     except (CLIError, ValueError) as exc:
-        raise click.ClickException(str(exc)) from None
+        raise CommandError(str(exc)) from None
     except OSError as exc:
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 @click.command("dev")
@@ -196,12 +196,10 @@ def dev_command(
         err = explain(exc, "mcpkit dev")
         if err is None:
             raise
-        raise click.ClickException(str(err)) from None
+        raise CommandError(str(err)) from None
     path = server.partition(":")[0] if not (len(server) > 2 and server[1] == ":") else server
     file = Path(path)
     if not file.is_file():
-        from .main import LoadError
-
         raise LoadError(f"no such file: {path}")
     inspector = Inspector(
         dev_target(server),
@@ -224,7 +222,7 @@ def dev_command(
         try:
             running = await start_inspector(inspector, port=port, configure=configure)
         except OSError as exc:
-            raise click.ClickException(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+            raise CommandError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
         click.echo(f"mcpkit dev: {running.url}")
         if not no_browser:
             open_in_browser(running.url)
@@ -238,7 +236,7 @@ def dev_command(
         err = explain(exc, "mcpkit dev")
         if err is None:
             raise
-        raise click.ClickException(str(err)) from None
+        raise CommandError(str(err)) from None
 
 
 RESTART = {
@@ -285,7 +283,7 @@ def install_command(
     from pathlib import Path
 
     from .install import InstallError, install, read_env_file, server_entry
-    from .main import LoadError, load_server
+    from .main import load_server
 
     try:
         variables = read_env_file(env_file) if env_file else {}
@@ -304,7 +302,7 @@ def install_command(
             return
         done = install(host, name, entry, scope=scope, path=Path(config_file) if config_file else None, dry_run=dry_run)
     except InstallError as exc:
-        raise (LoadError if exc.usage else click.ClickException)(str(exc)) from None
+        raise (LoadError if exc.usage else CommandError)(str(exc)) from None
     if dry_run:
         click.echo(f"would write {done.path}:")
         click.echo(json.dumps(done.document, indent=2, ensure_ascii=False))

@@ -19,13 +19,8 @@ from typing import Any
 import click
 
 from .._version import __version__
+from ._errors import CommandError, LoadError
 from ._params import COUNT, LOG_LEVEL, PORT, SECONDS, SECONDS_OR_ZERO
-
-
-class LoadError(click.ClickException):
-    """A user-facing error while loading the server module (exit code 2)."""
-
-    exit_code = 2
 
 
 def load_module(path: str) -> ModuleType:
@@ -299,7 +294,7 @@ def _run_workers(
     try:
         listeners = Listeners(host, port)
     except OSError as exc:  # (a port in use, an address this host does not have)
-        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        raise CommandError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     bound = listeners.address
     endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
     scheme = "ws" if transport == "ws" else "http"

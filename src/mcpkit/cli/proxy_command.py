@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from ._errors import CommandError
 from ._params import COUNT, LOG_LEVEL, PORT, SECONDS, SECONDS_OR_ZERO
 
 if TYPE_CHECKING:
@@ -158,10 +159,10 @@ def register(cli: click.Group) -> None:
         except TargetError as exc:  # no such file or command, a bad mcp.json entry: as the client commands say it
             raise _UpstreamMissing(str(exc)) from None
         except ServerStartError as exc:  # did not start or answer (its text: why, its exit code, its stderr)
-            raise click.ClickException(str(exc)) from None
+            raise CommandError(str(exc)) from None
 
 
-class _UpstreamMissing(click.ClickException):
+class _UpstreamMissing(CommandError):
     """An upstream that does not exist (no such file or command, no such mcp.json entry): exit code 2, as the
     client commands say it."""
 
