@@ -4,8 +4,6 @@ fresh ``pip install 'mcpkit[all]'`` venv; this is the quick version in the dev v
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -14,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO
-from support.typecheck import mypy_strict
+from support.typecheck import mypy_strict, pyright_strict
 
 FIRST_STEPS = REPO / "examples" / "first_steps"
 PROGRAMS = ("client.py", "elicitation.py", "sampling.py", "over_http.py")
@@ -53,16 +51,7 @@ def test_the_programs_pass_pyright_strict(tmp_path: Path, node_bin: Path, pyrigh
     """Users' editors run pyright, which holds a protocol's mutable attribute to be one in the implementing class
     too: the same five programs (``app.run()`` included, which binds ``self`` to the ``HostedServer`` protocol)
     pass its strict mode, against the pinned ``pyright`` of tests/node_modules."""
-    config = tmp_path / "pyrightconfig.json"
-    settings = {"include": [os.path.relpath(FIRST_STEPS, tmp_path)], "typeCheckingMode": "strict"}
-    config.write_text(json.dumps(settings), encoding="utf-8")
-    proc = subprocess.run(
-        [str(node_bin), str(pyright_js), "--pythonpath", sys.executable, "--project", str(config), "--outputjson"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    report = json.loads(proc.stdout)
+    report = pyright_strict(FIRST_STEPS, tmp_path, node_bin, pyright_js)
     problems = [f"{d['file']}:{d['range']['start']['line'] + 1}: {d['message']}" for d in report["generalDiagnostics"]]
     assert problems == [], "\n".join(problems)
     assert report["summary"]["filesAnalyzed"] == 5
