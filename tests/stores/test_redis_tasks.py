@@ -369,3 +369,29 @@ async def test_the_task_store_works_on_a_redis_cluster(redis_cluster_url: str) -
     finally:
         await engine_a.aclose()
         await engine_b.aclose()
+
+
+async def test_a_2025_cancel_racing_the_tasks_completion_never_answers_a_finished_task(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """tasks/cancel on a shared store reads the task, then marks it cancelled: a task that completes between the
+    two must get -32602 (the spec: a terminal task's cancel is rejected; a successful cancel answers the task
+    cancelled), never a success answer whose task says completed. Each cancel is sent as the tool ends."""
+    async with two_apps(redis_url, "xw-race:") as (app, _, _), raw(app, "carol") as peer:
+        await peer.initialize(LEGACY)
+        answers: list[str] = []
+        for i in range(40):
+            created = await call(
+                peer, f"c{i}", "tools/call", {"name": "slow", "arguments": {"seconds": 0.01, "steps": 1}, "task": {}}
+            )
+            task_id = created["result"]["task"]["taskId"]
+            await asyncio.sleep(0.008 + (i % 5) * 0.001)
+            reply = await call(peer, f"x{i}", "tasks/cancel", {"taskId": task_id})
+            after = (await call(peer, f"g{i}", "tasks/get", {"taskId": task_id}))["result"]["status"]
+            if "error" in reply:
+                assert reply["error"]["code"] == -32602 and after == "completed", (reply, after)
+                answers.append("rejected")
+            else:
+                assert reply["result"]["status"] == after == "cancelled", (reply["result"]["status"], after)
+                answers.append("cancelled")
+        assert len(answers) == 40

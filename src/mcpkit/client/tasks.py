@@ -37,7 +37,7 @@ from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import CallToolResult, Task
 from ..protocol.versions import META_RELATED_TASK, TASKS_EXTENSION, Features
 from ..tasks import TaskEngine
-from ..tasks.model import PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
+from ..tasks.model import CANCELLED, PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
 from .results import ToolResult, checked
 
 if TYPE_CHECKING:
@@ -477,9 +477,12 @@ class ClientTasks:
         if method == "tasks/get":
             return legacy_task(record)
         if method == "tasks/cancel":
-            if record["status"] in TERMINAL:
-                raise InvalidParams(f"Cannot cancel task: already in terminal status '{record['status']}'")
-            return legacy_task(await engine.cancel(task_id) or record)
+            final = record if record["status"] in TERMINAL else await engine.cancel(task_id)
+            if final is None:
+                raise InvalidParams("Failed to retrieve task: Task not found")
+            if final["status"] != CANCELLED:  # terminal before, or ended meanwhile (a shared store)
+                raise InvalidParams(f"Cannot cancel task: already in terminal status '{final['status']}'")
+            return legacy_task(final)
         if method != "tasks/result":
             raise MethodNotFound(f"Method not found: {method}")
         while record["status"] not in TERMINAL:

@@ -305,7 +305,11 @@ class ServerTasks:
         if record["status"] in TERMINAL:
             raise InvalidParams(f"Cannot cancel task: already in terminal status '{legacy_status(record)}'")
         after = await self.engine.cancel(record["id"])
-        return legacy_task(after or record)
+        if after is None:  # (its time to live ended meanwhile)
+            raise InvalidParams(TASK_NOT_FOUND)
+        if after["status"] != CANCELLED:  # it ended between the read and the cancel (a shared store): too late
+            raise InvalidParams(f"Cannot cancel task: already in terminal status '{legacy_status(after)}'")
+        return legacy_task(after)
 
     async def _update(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         record = await self._find(sctx, params)
