@@ -1,8 +1,12 @@
 """``mcpkit check`` as a user with only the ``cli`` extra runs it (real subprocesses in which the ``http`` extra's
-packages cannot be imported): a stdio server is judged, an HTTP target is refused in one line naming the extra."""
+packages cannot be imported): a stdio server is judged, an HTTP target is refused in one line naming the extra.
+A report that cannot be written once the run is done is said in mcpkit's own one-line format."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -48,3 +52,21 @@ def test_a_network_target_without_the_http_extra_names_mcpkit_check_and_the_extr
     and ``pip install 'mcpkit[http]'``, exit 1, before anything is sent."""
     line = one_line_error(run_without(HTTP_EXTRA, f"from mcpkit.cli import main; main(['check', {url!r}])", tmp_path))
     assert line.startswith("error: mcpkit check needs") and "pip install 'mcpkit[http]'" in line, line
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, where every write fails (ENOSPC)")
+def test_a_report_that_cannot_be_written_after_the_run_is_said_in_one_error_line() -> None:
+    """``--output /dev/full`` passes the check made before the run (its directory exists, it is not a directory);
+    writing the report there fails once the run is done. That line was click's ``Error: Could not open file ...``,
+    the one error of mcpkit's own not starting with ``error: ``. The report still reaches stdout; exit code 1."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "check-client", "--output", "/dev/full", "--", "true"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "RESULT: " in proc.stdout, proc.stdout
+    assert proc.stderr.splitlines() == ["error: could not write the report to /dev/full: No space left on device"], (
+        proc.stderr
+    )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import click
 
+from ._errors import CommandError
 from ._params import PORT, SECONDS
 from .connecting import oauth_client
 
@@ -45,7 +46,7 @@ def _emit(report: object, fmt: str, verbose: bool, output: str | None) -> None:
         try:
             Path(output).write_text(text + "\n", encoding="utf-8")
         except OSError as exc:  # (its directory was checked before the run; this is the rare late failure)
-            raise click.FileError(output, exc.strerror or str(exc)) from None
+            raise CommandError(f"could not write the report to {output}: {exc.strerror or exc}") from None
 
 
 def _writable(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
