@@ -333,12 +333,26 @@ class Telemetry(Middleware):
         rounds = _ROUNDS.set(None)
         try:
             yield
+        except Exception:
+            raise  # (answered with an error: the tap ends the span when that is sent)
+        except BaseException:
+            self._abandon((channel, request_id), "cancelled")  # (no answer is sent: the span ends here)
+            raise
         finally:
             _ROUNDS.reset(rounds)
             self._context.detach(token)
 
+    def _abandon(self, key: tuple[int, Any], why: str) -> None:
+        """End the tap's open span ``key`` (if still open) as an error span that got no answer: ``why``."""
+        span = self._open.pop(key, None)
+        if span is not None:
+            span.set_attribute("error.type", why)
+            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, why))
+            span.end()
+
     def tap(self, event: TapEvent) -> None:
-        """A client's message tap: a SERVER span for each request the server sends it, ended by the answer."""
+        """A client's message tap: a SERVER span for each request the server sends it, ended by the answer (or,
+        for a request the server cancels, by its ``notifications/cancelled``: no answer follows)."""
         key = (event.channel, event.id)
         if event.direction == "in" and event.kind == "request":
             method = event.method or ""
@@ -352,11 +366,16 @@ class Telemetry(Middleware):
                 attributes=attrs,
                 links=links,
             )
+            if key in self._open:  # (the server reused the id of a request still unanswered)
+                self._abandon(key, "abandoned")
             self._open[key] = span
             while len(self._open) > self.max_pending:
-                _, stale = self._open.popitem(last=False)
-                stale.set_attribute("error.type", "abandoned")
-                stale.end()
+                self._abandon(next(iter(self._open)), "abandoned")
+        elif event.direction == "in" and event.kind == "notification" and event.method == "notifications/cancelled":
+            params = event.message.params
+            rid = params.get("requestId") if self._open and type(params) is dict else None
+            if type(rid) is int or type(rid) is str:  # (a server's word: anything else names no request)
+                self._abandon((event.channel, rid), "cancelled")
         elif event.direction == "out" and event.kind in ("result", "error"):
             span = self._open.pop(key, None)
             if span is None:

@@ -4,6 +4,7 @@ and nothing imported or done without it."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sys
 from collections.abc import AsyncIterator
@@ -246,6 +247,59 @@ async def test_the_tools_list_a_call_sends_first_is_a_child_of_the_calls_span(tr
     listed = next(s for s in mine if s.name == "tools/list")
     assert listed.parent is not None and listed.parent.span_id == call.context.span_id
     assert {s.context.trace_id for s in mine} == {call.context.trace_id}, [s.name for s in mine]
+
+
+async def finished(exporter: InMemorySpanExporter, name: str) -> Any:
+    """The finished span called ``name``, waited for (bounded: 5 s)."""
+    for _ in range(250):
+        span = next((s for s in exporter.get_finished_spans() if s.name == name), None)
+        if span is not None:
+            return span
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no finished span {name!r}: {[s.name for s in exporter.get_finished_spans()]}")
+
+
+@BOTH
+async def test_a_server_request_the_server_gives_up_on_ends_the_clients_span(transport: str) -> None:
+    # The server's sampling request times out: it sends notifications/cancelled and the client never answers it
+    # (spec: no response to a cancelled request). The client's SERVER span for it ends then, as cancelled; it was
+    # left open (never exported) until 4,096 other requests pushed it out.
+    provider, exporter = recorder()
+
+    async def sample(params: Any) -> str:
+        await asyncio.sleep(5)
+        return "too late"
+
+    async with connect(
+        transport, "handshake", telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample
+    ) as client:
+        assert (await client.call_tool("ask_briefly", {})).text == "gave up"
+        answered = await finished(exporter, "sampling/createMessage")
+    assert answered.kind.name == "SERVER" and answered.status.status_code.name == "ERROR"
+    assert answered.attributes is not None and answered.attributes["error.type"] == "cancelled"
+
+
+@BOTH
+async def test_a_server_request_unanswered_when_the_client_closes_ends_its_span(transport: str) -> None:
+    provider, exporter = recorder()
+    entered = asyncio.Event()
+
+    async def sample(params: Any) -> str:
+        entered.set()
+        await asyncio.sleep(5)
+        return "too late"
+
+    async with connect(
+        transport, "handshake", telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample
+    ) as client:
+        asking = asyncio.create_task(client.call_tool("ask", {}))
+        await asyncio.wait_for(entered.wait(), 10)
+        asking.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asking
+    answered = await finished(exporter, "sampling/createMessage")
+    assert answered.status.status_code.name == "ERROR"
+    assert answered.attributes is not None and answered.attributes["error.type"] == "cancelled"
 
 
 def test_a_call_that_never_sends_its_request_still_ends_its_span_as_an_error() -> None:

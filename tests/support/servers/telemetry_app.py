@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from mcpkit import Context, MCPKit
-from mcpkit.protocol.errors import InvalidParams
+from mcpkit.protocol.errors import InvalidParams, RequestTimeout
 from mcpkit.telemetry import Telemetry
 
 
@@ -53,6 +53,14 @@ def build(incoming: str = "parent") -> MCPKit:
     async def ask(ctx: Context) -> str:
         reply = await ctx.sample("say hi")
         return f"model: {reply.content.text}"  # type: ignore[union-attr]
+
+    @app.tool
+    async def ask_briefly(ctx: Context) -> str:
+        try:
+            await ctx.sample("say hi", timeout=0.2)  # (the server gives up: notifications/cancelled to the client)
+        except RequestTimeout:
+            return "gave up"
+        return "answered"
 
     @app.tool(task=True)
     async def ask_later(ctx: Context) -> str:
