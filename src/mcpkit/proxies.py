@@ -48,8 +48,9 @@ from typing import Any
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
+from .proxy_conn import _ASKING
 from .proxy_rounds import ProgressRelay, _Exchange
-from .proxy_upstream import _ASKING, MAX_WATCHED, Upstream
+from .proxy_upstream import MAX_WATCHED, Upstream
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
 from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri

@@ -511,7 +511,8 @@ def test_one_asgi_lifespan_answerer() -> None:
 #: Layers above server/ (server/ imports none of them), and the one face it may name: ``Server.run`` reaches
 #: ``mcpkit.run`` through an import inside the method (server/running.py).
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
-_ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_rounds")
+_ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
+_ABOVE_SERVER += ("mcpkit.proxy_rounds",)
 _ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
@@ -637,6 +638,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "check",
         "proxies",
         "proxy_upstream",
+        "proxy_conn",
         "proxy_rounds",
         "inspector",
         "testing",

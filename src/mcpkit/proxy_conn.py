@@ -1,0 +1,169 @@
+"""One upstream connection of :mod:`mcpkit.proxies` and whom it speaks for (a handshake-era client session, a
+2026-07-28 request's lease, or nobody: the primary): what the upstream asks of its client (sampling, elicitation,
+roots) goes to that client, and its log messages and notifications to the right listeners."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+from typing import Any, Protocol
+
+from .client.client import Client
+from .protocol.errors import MethodNotFound
+from .protocol.jsonrpc import JSONDict
+from .proxy_rounds import _Lease
+from .server.compose import prefixed_uri
+from .server.lowlevel import ServerRequestContext, ServerSession
+
+
+class ProxyHost(Protocol):
+    """What the connections need of their proxy (a :class:`~mcpkit.proxies.ProxyServer`)."""
+
+    allow_private_network: bool
+    max_upstream_sessions: int
+    max_subscriptions: int
+    pool_size: int
+    lease_timeout: float
+    reconnect_attempts: int
+    reconnect_delay: float
+    reconnect_max_delay: float
+    _background: set[asyncio.Task[None]]
+
+    def offer_listeners(
+        self, method: str, params: JSONDict, *, kind: str | None = None, uri: str | None = None
+    ) -> None: ...
+
+    async def notify_list_changed(self, kind: str) -> None: ...
+
+    async def notify_resource_updated(self, uri: str) -> None: ...
+
+
+#: the handshake-era request whose upstream request is answering an input round (2026-07-28 upstream: the round is
+#: answered inside the request's own task, so the request is known without guessing)
+_ASKING: contextvars.ContextVar[ServerRequestContext | None] = contextvars.ContextVar(
+    "mcpkit_proxy_asking", default=None
+)
+
+# ---------------------------------------------------------------------------------------------- one connection
+
+
+class _Conn:
+    """One upstream connection and who it speaks for: a handshake-era client session (``session``, with the
+    requests of it in flight), a 2026-07-28 request that leased it (``lease``), or nobody (the primary)."""
+
+    def __init__(
+        self, proxy: ProxyHost, prefix: str | None, seq: int, session: ServerSession | None, primary: bool = False
+    ) -> None:
+        self.proxy = proxy
+        self.prefix = prefix  # (the target's, in a gateway)
+        self.seq = seq  # the order connections were opened in: a pool prefers its oldest
+        self.session = session
+        self.primary = primary
+        self.client: Client | None = None
+        self.inflight: list[ServerRequestContext] = []
+        self.leases: list[_Lease] = []  # one at a time, unless the upstream speaks 2026-07-28 (it never asks)
+        self.caps: JSONDict | None = None  # the client capabilities it declares upstream (None: all it can)
+
+    @property
+    def lease(self) -> _Lease | None:
+        """The 2026-07-28 request this connection speaks for, when there is exactly one."""
+        return self.leases[0] if len(self.leases) == 1 else None
+
+    def _speaker(self) -> ServerRequestContext | None:
+        if self.leases:
+            return self.leases[0].sctx if len(self.leases) == 1 else None
+        return self.inflight[0] if len(self.inflight) == 1 else None
+
+    async def ask(self, method: str, params: JSONDict) -> JSONDict:
+        """The upstream asks its client (sampling, elicitation, roots): ask ours."""
+        asking = _ASKING.get()
+        if asking is not None:  # an input round of a 2026-07-28 upstream, for a handshake-era client's request
+            return await asking.ask(method, params)
+        lease = self.lease
+        if lease is not None:
+            if method not in ("roots/list",) and not lease.sctx.has_client_capability(_ask_capability(method)):
+                raise MethodNotFound(f"Method not found: {method} (the client did not declare it)")
+            future: asyncio.Future[JSONDict] = asyncio.get_running_loop().create_future()
+            lease.ask(method, params, future)
+            return await future
+        sctx = self._speaker()
+        if sctx is not None:
+            return await sctx.ask(method, params)
+        if self.session is not None:
+            return await self.session.request(method, params)
+        raise MethodNotFound(f"Method not found: {method} (no client to ask)")
+
+    async def sample(self, params: JSONDict) -> JSONDict:
+        return await self.ask("sampling/createMessage", params)
+
+    async def elicit(self, params: JSONDict) -> JSONDict:
+        return await self.ask("elicitation/create", params)
+
+    async def roots(self) -> list[Any]:
+        result = await self.ask("roots/list", {})
+        roots = result.get("roots")
+        return roots if isinstance(roots, list) else []
+
+    async def log(self, params: JSONDict) -> None:
+        level, data, name = params.get("level"), params.get("data"), params.get("logger")
+        if not isinstance(level, str):
+            return
+        sctx = self._speaker()
+        with contextlib.suppress(Exception):
+            if sctx is not None:
+                await sctx.log(level, data, name if isinstance(name, str) else None)
+            elif self.session is not None and not self.session.closed:
+                await self.session.log(level, data, name if isinstance(name, str) else None)
+
+    async def notified(self, method: str, params: JSONDict | None) -> None:
+        proxy = self.proxy
+        prefix = self.prefix
+        if method.endswith("/list_changed"):
+            if self.session is not None and not self.session.closed:
+                await self.session.notify(method, None)
+            elif self.session is None:  # the primary or a pool connection: the listen streams hear of it
+                proxy.offer_listeners(method, {}, kind=method.split("/")[1])
+        elif method == "notifications/resources/updated" and params is not None:
+            uri = params.get("uri")
+            if not isinstance(uri, str):
+                return
+            outer = prefixed_uri(prefix, uri)
+            if self.session is not None and not self.session.closed:
+                await self.session.notify(method, {"uri": outer})
+            elif self.primary:
+                proxy.offer_listeners(method, {"uri": outer}, uri=outer)
+        elif method == "notifications/elicitation/complete" and self.session is not None and params is not None:
+            await self.session.notify(method, params)
+
+
+def _ask_capability(method: str) -> str:
+    return {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}.get(method, "roots")
+
+
+def caps_key(caps: JSONDict | None) -> str:
+    """What of a client's capabilities an upstream connection declares, as a key (None: everything)."""
+    if caps is None:
+        return "*"
+    sampling, elicitation = caps.get("sampling"), caps.get("elicitation")
+    parts = [
+        "roots" if "roots" in caps else "",
+        "sampling" if sampling is not None else "",
+        "tools" if isinstance(sampling, dict) and "tools" in sampling else "",
+        "elicitation" if elicitation is not None else "",
+        "url" if isinstance(elicitation, dict) and "url" in elicitation else "",
+    ]
+    return ",".join(parts)
+
+
+def _alive(conn: _Conn) -> bool:
+    """Whether ``conn``'s upstream connection still stands (a stdio server that exited ends it)."""
+    client = conn.client
+    return client is not None and client.connected and client.session.ended is None
+
+
+def _opened(conn: _Conn) -> int:
+    return conn.seq
+
+
+__all__ = ["ProxyHost", "caps_key"]
