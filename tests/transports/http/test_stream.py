@@ -5,12 +5,15 @@ being opened: the answer must still be written, after the message, whatever the 
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import pytest
 
 from mcpkit import Client, Context, MCPKit
+from mcpkit.stores.redis import RedisEventStore
 from mcpkit.transports.http import create_app
 from support.asgi import serve_asgi
 
@@ -69,3 +72,39 @@ async def test_an_answer_that_ends_while_its_stream_opens_is_still_sent(mode: st
             result = await asyncio.wait_for(client.call_tool("side", {}, on_progress=_into(seen)), 10)
             assert result.text == "answered" and not result.is_error
             assert seen in ([], [1.0])  # (the side task may report after the answer: then nothing is sent)
+
+
+def _closed_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then closed): connecting to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_an_event_store_that_keeps_failing_is_logged_once_a_while_not_once_per_event(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = MCPKit("store-down")
+
+    @app.tool
+    async def steps(ctx: Context) -> str:
+        """Report progress twice (an SSE answer: three events to keep)."""
+        await ctx.report_progress(1, 2)
+        await ctx.report_progress(2, 2)
+        return "done"
+
+    store = RedisEventStore(f"redis://127.0.0.1:{_closed_port()}/0", timeout=0.5)  # (Redis unreachable)
+    caplog.set_level(logging.WARNING, logger="mcpkit.http")
+    async with (
+        serve_asgi(create_app(app, event_store=store)) as port,
+        Client(f"http://127.0.0.1:{port}/mcp", mode="handshake") as client,
+    ):
+        for _ in range(20):  # 60 events the store refuses
+            seen: list[float] = []
+            result = await asyncio.wait_for(client.call_tool("steps", {}, on_progress=_into(seen)), 10)
+            assert result.text == "done" and seen == [1.0, 2.0]  # (the live stream goes on)
+    failures = [r for r in caplog.records if r.getMessage().startswith("event store: could not keep")]
+    assert len(failures) == 1, [r.getMessage() for r in failures]  # (one line per 10 s, not one per event)
+    assert "Redis is unavailable" in failures[0].getMessage()  # (the reason in the line itself)
+    assert failures[0].exc_info is None  # (no traceback for an unavailable store: nothing to debug in mcpkit)

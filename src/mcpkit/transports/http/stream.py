@@ -53,6 +53,8 @@ _KEEPALIVE = b":\n\n"
 UNDECIDED: Final = 0
 JSON_MODE: Final = 1
 SSE_MODE: Final = 2
+#: Seconds between two log lines about events the event store failed to keep.
+STORE_WARN_INTERVAL: Final = 10.0
 WORKER_SHIFT = 20  # restored sessions number their streams from a random multiple of 2**20 (see _restore)
 
 
@@ -211,8 +213,8 @@ class Stream:
                     await store.append_first(key, seq, data, request_id)
                 else:
                     await store.append(key, seq, data)
-            except Exception:  # a failing store costs resumability, not the live stream
-                logger.warning("event store: could not keep event %s of %s", seq, key, exc_info=True)
+            except Exception as exc:  # a failing store costs resumability, not the live stream
+                self.sse.store_failed(seq, key, exc)
             return seq, sse_frame(data, f"{self.no}_{seq}".encode())
         return 0, sse_frame(data, None)
 
@@ -416,7 +418,16 @@ class SSEPump:
             leaves when the session's log level or subscriptions changed.
     """
 
-    __slots__ = ("event_store", "keepalive", "queue_bytes", "queue_size", "retry_interval", "session_store", "sync")
+    __slots__ = (
+        "_store_warned",
+        "event_store",
+        "keepalive",
+        "queue_bytes",
+        "queue_size",
+        "retry_interval",
+        "session_store",
+        "sync",
+    )
 
     def __init__(
         self,
@@ -436,6 +447,20 @@ class SSEPump:
         self.queue_size: int = queue_size
         self.queue_bytes: int = queue_bytes
         self.sync = sync
+        self._store_warned = float("-inf")
+
+    def store_failed(self, seq: int, key: str, exc: Exception) -> None:
+        """Log an event the event store did not keep: one line per :data:`STORE_WARN_INTERVAL` seconds while it
+        fails (Redis down or at its ``maxmemory`` fails every event of every stream: one line, and a traceback,
+        per event flooded the log), the traceback only for what is not the store being unavailable."""
+        now = time.monotonic()
+        if now - self._store_warned < STORE_WARN_INTERVAL:
+            return
+        self._store_warned = now
+        if isinstance(exc, ConnectionError):
+            logger.warning("event store: could not keep event %s of %s (and others for 10 s): %s", seq, key, exc)
+        else:
+            logger.warning("event store: could not keep event %s of %s (and others for 10 s)", seq, key, exc_info=exc)
 
     async def start(self, stream: Stream, first: bytes) -> None:
         """Turn a POST's answer into an SSE stream (called from the stream's first non-final message).
