@@ -175,3 +175,22 @@ async def test_an_unreachable_session_store_logs_a_line_now_and_then_not_a_trace
     assert all(r.exc_info is None for r in saves)  # the reason is in the line: Redis is unavailable (...)
     lines = [r for r in caplog.records if r.name.startswith("mcpkit")]
     assert len(lines) <= 6, [(r.name, r.getMessage()[:80]) for r in lines]  # not one (or two) per request
+
+
+async def test_a_request_refused_while_redis_is_unavailable_says_so_once() -> None:
+    # The first request that needs Redis waits for it (then the breaker opens), the next ones are refused at once:
+    # both are the same 503 for the client, one sentence saying to retry (the breaker's own message said
+    # "retrying shortly" and the 503 added "; retry shortly" after it)
+    from support.redis_server import _free_port
+
+    config = ScaleConfig(redis_url=f"redis://127.0.0.1:{_free_port()}/0", redis_timeout=0.2, state_keys=(b"k" * 32,))
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo", "arguments": {}}}
+    async with running(MCPKit("down"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+        messages = []
+        for _ in range(3):  # (a session this worker does not hold: it must be read from the store)
+            r = await http.post(base + "/mcp", json=call, headers=handshake_headers("elsewhere", "2025-11-25"))
+            assert r.status_code == 503 and r.headers["retry-after"] == "1", r.text
+            messages.append(r.json()["error"]["message"])
+    for message in messages:
+        assert message.startswith("Service Unavailable: session store: Redis is unavailable (ConnectionError: ")
+        assert message.endswith("; retry shortly") and message.count("retr") == 1, message

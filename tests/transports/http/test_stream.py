@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -16,6 +15,7 @@ from mcpkit import Client, Context, MCPKit
 from mcpkit.stores.redis import RedisEventStore
 from mcpkit.transports.http import create_app
 from support.asgi import serve_asgi
+from support.redis_server import _free_port
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -74,14 +74,6 @@ async def test_an_answer_that_ends_while_its_stream_opens_is_still_sent(mode: st
             assert seen in ([], [1.0])  # (the side task may report after the answer: then nothing is sent)
 
 
-def _closed_port() -> int:
-    """A port of 127.0.0.1 nothing listens on (bound, then closed): connecting to it is refused."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_an_event_store_that_keeps_failing_is_logged_once_a_while_not_once_per_event(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -94,7 +86,7 @@ async def test_an_event_store_that_keeps_failing_is_logged_once_a_while_not_once
         await ctx.report_progress(2, 2)
         return "done"
 
-    store = RedisEventStore(f"redis://127.0.0.1:{_closed_port()}/0", timeout=0.5)  # (Redis unreachable)
+    store = RedisEventStore(f"redis://127.0.0.1:{_free_port()}/0", timeout=0.5)  # (Redis unreachable)
     caplog.set_level(logging.WARNING, logger="mcpkit.http")
     async with (
         serve_asgi(create_app(app, event_store=store)) as port,

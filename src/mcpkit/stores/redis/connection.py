@@ -207,10 +207,11 @@ class RedisConnection:
 
     def check(self, what: str) -> None:
         """Raise :class:`StoreUnavailable` at once while the breaker is open (Redis failed under ``breaker``
-        seconds ago)."""
+        seconds ago), with the same message as the failure that opened it (the HTTP endpoint's 503 adds "retry
+        shortly")."""
         failed = self.failed_at
         if failed and time.monotonic() - failed < self.breaker:
-            raise StoreUnavailable(f"{what}: Redis is unavailable ({self.last_error}); retrying shortly")
+            raise StoreUnavailable(f"{what}: Redis is unavailable ({self.last_error})")
 
     def failed(self, exc: BaseException) -> None:
         """Record a failure (opens the breaker)."""
