@@ -28,6 +28,8 @@ from collections import deque
 from collections.abc import Sequence
 from types import FrameType
 
+from ._errors import PREFIX
+
 #: Worker restarts allowed within a minute before the parent gives up.
 MAX_RESTARTS = 10
 #: The environment variable naming a worker's parent (the worker stops when that process is gone).
@@ -133,11 +135,11 @@ def supervise(
                 while restarts and now - restarts[0] > 60:
                     restarts.popleft()
                 if len(restarts) >= MAX_RESTARTS:
-                    print(f"mcpkit: workers keep dying (last exit {code}); stopping", file=sys.stderr, flush=True)
+                    print(f"{PREFIX}workers keep dying (the last {ended(code)}); stopping", file=sys.stderr, flush=True)
                     stopping = failed = True
                     break
                 restarts.append(now)
-                print(f"mcpkit: worker {index} exited ({code}); starting another", file=sys.stderr, flush=True)
+                print(f"mcpkit: worker {index} {ended(code)}; starting another", file=sys.stderr, flush=True)
                 procs[index] = spawn(index)
     finally:
         for proc in procs.values():
@@ -154,6 +156,16 @@ def supervise(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 1 if failed else 0
+
+
+def ended(code: int) -> str:
+    """How a worker ended, from its exit status (negative: the signal that killed it)."""
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with status {code}"
 
 
 def watch_parent(parent: int, interval: float = 1.0) -> None:
