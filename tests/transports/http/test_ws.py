@@ -9,6 +9,7 @@ import base64
 import contextlib
 import gc
 import os
+import socket
 import struct
 from collections.abc import AsyncIterator
 from typing import Any
@@ -384,6 +385,74 @@ async def test_a_client_that_stops_reading_is_dropped(bounds: dict[str, int]) ->
             raw.send_frame(0x1, orjson.dumps(call))
         await raw.writer.drain()
         await eventually(lambda: endpoint.connection_count == 0, timeout=20)
+        raw.close()
+
+
+async def open_raw_not_reading(port: int) -> RawWS:
+    """A raw WebSocket whose socket takes little and is never read (so what the server sends stays with it)."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    key = base64.b64encode(os.urandom(16)).decode()
+    writer.write(
+        (
+            f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
+        ).encode()
+    )
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return RawWS(reader, writer)
+
+
+async def test_a_peer_that_sends_pings_and_never_reads_the_pongs_is_not_read_either() -> None:
+    """uvicorn answers each ping at once: a peer that never read the pongs made the server buffer them all (245 MB
+    for 260 MB of pings). The server now stops reading while its pongs wait, so the peer's sends stop."""
+    async with ws_server() as (endpoint, url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        raw = await open_raw_not_reading(port)
+        ping = struct.pack("!BB", 0x89, 0x80 | 125) + b"\0\0\0\0" + b"p" * 125
+        chunk = ping * 2000  # 262 KB
+        taken = 0
+        with contextlib.suppress(TimeoutError):
+            for _ in range(256):  # 64 MB at most
+                raw.writer.write(chunk)
+                await asyncio.wait_for(raw.writer.drain(), 1.0)
+                taken += len(chunk)
+        assert taken < 24_000_000, taken  # (the sockets' buffers on both sides, then nothing)
+        assert endpoint.connection_count == 1
+        raw.close()
+
+
+async def test_a_peer_dropped_for_not_reading_loses_its_connection_too() -> None:
+    """The close frame of a dropped session waits behind the bytes the peer never read, and asyncio closes a
+    socket only once those are out: the connection stayed open (buffers, handler) after its session was dropped,
+    outside every count. It is aborted when the peer has read nothing for ``stall_timeout`` seconds."""
+    async with ws_server(stall_timeout=0.5, queue_size=2) as (endpoint, url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        raw = await open_raw_not_reading(port)
+        raw.send_frame(0x1, orjson.dumps(INIT))
+        for i in range(8):  # ~16 MB of answers that are never read
+            call = {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call"}
+            call["params"] = {"name": "big", "arguments": {"n": 2_000_000}}
+            raw.send_frame(0x1, orjson.dumps(call))
+        await raw.writer.drain()
+        await eventually(lambda: endpoint.connection_count == 0, timeout=10)
+
+        async def aborted() -> bool:
+            try:
+                raw.send_frame(0x1, b'{"jsonrpc":"2.0","method":"notifications/x"}')
+                await asyncio.wait_for(raw.writer.drain(), 1)
+            except (ConnectionError, TimeoutError):
+                return True
+            return raw.writer.transport.is_closing()
+
+        deadline = asyncio.get_running_loop().time() + 10
+        while not await aborted():
+            assert asyncio.get_running_loop().time() < deadline, "the server kept the connection open"
+            await asyncio.sleep(0.2)
         raw.close()
 
 

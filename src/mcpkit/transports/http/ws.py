@@ -25,10 +25,11 @@ Rules:
 * One JSON-RPC message (or batch) per TEXT frame, each way. Close codes from the server: binary frame → 1003;
   text frame over ``max_message`` bytes → 1009; invalid UTF-8 → 1007 (sent by uvicorn's WebSocket layer before
   the frame reaches us); a stuck reader (outgoing queue full, ``queue_size`` messages or ``queue_bytes``
-  bytes, for ``stall_timeout`` s) → 1008; the access token the connection was opened with expires (behind
-  :func:`mcpkit.auth.protect`) → 1008, the reason says so (the client reconnects with a fresh token);
-  shutdown → 1001 (``drain()``: once the requests in flight on the connection are answered; ``aclose()``: at
-  once).
+  bytes, for ``stall_timeout`` s) → 1008, and its connection is aborted once it has read nothing for
+  ``stall_timeout`` s (uvicorn would wait for it to read the close frame: see ``uvicorn_options()``); the
+  access token the connection was opened with expires (behind :func:`mcpkit.auth.protect`) → 1008, the reason
+  says so (the client reconnects with a fresh token); shutdown → 1001 (``drain()``: once the requests in flight
+  on the connection are answered; ``aclose()``: at once).
   Text that is not JSON is answered with a JSON-RPC parse error (-32700) and the connection stays open.
 * One :class:`~mcpkit.server.lowlevel.ServerSession` per connection, so both eras work: handshake-era sessions
   (``initialize`` …) and modern-era requests carrying ``params._meta`` protocol version go through the same peer.
@@ -138,9 +139,14 @@ class WebSocketEndpoint:
 
         The frame limit given to uvicorn is slightly above ``max_message`` so that an oversized message reaches
         this endpoint and is refused with 1009 and a reason; anything far larger is cut by uvicorn (also 1009).
+        The protocol is uvicorn's ``websockets-sansio`` with flow control both ways
+        (:class:`~.ws_protocol.FlowControlledWebSocketProtocol`): nothing is read from a peer that does not read
+        (its pings included), and a peer that has read nothing for ``stall_timeout`` seconds is cut off.
         """
+        from .ws_protocol import FlowControlledWebSocketProtocol
+
         return {
-            "ws": "websockets-sansio",
+            "ws": FlowControlledWebSocketProtocol.with_stall_timeout(self.stall_timeout),
             "ws_max_size": self.max_message + 64 * 1024,
             "ws_ping_interval": self.ping_interval,
             "ws_ping_timeout": self.ping_timeout,
