@@ -4,6 +4,7 @@ with its bytes, what it is and when, on every transport and in both eras; a fail
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
@@ -15,7 +16,7 @@ import pytest
 from mcpkit import Client, MCPKit
 from mcpkit.engine import IN, OUT, Outgoing
 from mcpkit.engine.messages import RESULT
-from mcpkit.engine.tap import TapEvent, TapRecorder
+from mcpkit.engine.tap import QueuedTap, TapEvent, TapRecorder
 from support.intercepted import make_app
 from support.mcp_http import running
 from support.paths import SERVERS
@@ -246,3 +247,67 @@ def test_recorder_filters_by_direction_kind_and_method() -> None:
     assert [e.kind for e in recorder.messages(IN)] == ["request", "result"]
     assert [e.method for e in recorder.messages(kind="request")] == ["tools/call"]
     assert recorder.messages(OUT) == [] and recorder.messages(method="ping") == []
+
+
+async def test_an_async_tap_is_refused_where_it_is_added_not_silently_never_run() -> None:
+    # (called synchronously, an `async def` tap made a coroutine nobody awaited: it saw nothing, and said so only in
+    # a RuntimeWarning)
+    async def observe(event: TapEvent) -> None:
+        pass
+
+    app = MCPKit("t")
+    with pytest.raises(TypeError, match="QueuedTap"):
+        app.add_tap(observe)
+    with pytest.raises(TypeError, match="QueuedTap"):
+        async with Client(app, tap=observe):
+            pass
+
+
+async def test_a_slow_observer_behind_a_queued_tap_neither_blocks_the_server_nor_grows_its_queue() -> None:
+    seen: list[TapEvent] = []
+
+    async def observe(event: TapEvent) -> None:
+        await asyncio.sleep(0.05)  # (slower than the calls: the queue fills)
+        seen.append(event)
+
+    queued = QueuedTap(observe, max_queued=8)
+    app = MCPKit("t")
+    app.tool(lambda text: text, name="echo")
+    app.add_tap(queued)
+    longest = 0
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    async with Client(app) as client:
+        for _ in range(100):
+            await client.call_tool("echo", {"text": "x"})
+            longest = max(longest, len(queued))
+    took = loop.time() - start
+    assert took < 3, took  # (the observer alone needs 100 calls x 4 messages x 0.05 s = 20 s)
+    assert longest <= 8 and queued.dropped > 0
+    await asyncio.wait_for(queued.drain(), 5)
+    assert len(queued) == 0 and len(seen) == queued.seen - queued.dropped > 0
+    assert [e.direction for e in seen] and {e.kind for e in seen} <= {"request", "result", "notification"}
+
+
+async def test_a_queued_tap_observer_that_fails_is_logged_and_the_next_events_still_reach_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[str | None] = []
+
+    def observe(event: TapEvent) -> None:
+        if event.method == "tools/call":
+            raise RuntimeError("observer broke")
+        seen.append(event.method)
+
+    queued = QueuedTap(observe)
+    app = MCPKit("t")
+    app.tool(lambda text: text, name="echo")
+    app.add_tap(queued)
+    with caplog.at_level(logging.ERROR, logger="mcpkit.engine"):
+        async with Client(app) as client:
+            await client.call_tool("echo", {"text": "x"})
+            await client.list_tools()
+        await asyncio.wait_for(queued.drain(), 5)
+    assert "tools/list" in seen and "observer broke" in caplog.text
+    with pytest.raises(ValueError):
+        QueuedTap(observe, max_queued=0)

@@ -3,8 +3,11 @@
 A tap is a plain function ``tap(event)`` called synchronously with a :class:`TapEvent` for each message, in both
 directions, on every transport: the peer calls it where the message enters it (parsed from the transport's
 bytes) and where it leaves (written to an outbox, or returned to a request-scoped transport as a POST's answer).
-It must not block: it runs on the event loop, inside the message's path. An exception in a tap is logged and
-never breaks the peer. A peer without a tap pays one attribute test per message.
+It must not block: it runs on the event loop, inside the message's path (an ``async def`` tap is refused where it
+is added: nothing would await it). An observer that is slow or must await something goes behind a
+:class:`QueuedTap`, which hands the events to it on a task of its own through a bounded queue (the oldest dropped
+and counted when it falls behind). An exception in a tap is logged and never breaks the peer. A peer without a tap
+pays one attribute test per message.
 
 Taps are installed on a server with ``Server.add_tap(fn)`` (every peer of that server: its sessions, the stateless
 peer of 2026-07-28 requests) and on a client with ``Client(..., tap=fn)`` or ``ClientSession(..., tap=fn)``.
@@ -14,10 +17,12 @@ message log).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Final, NamedTuple
 
 from ..protocol import jsonrpc
@@ -119,7 +124,13 @@ class TapHub:
         self.taps: tuple[Tap, ...] = ()
 
     def add(self, fn: Tap) -> Callable[[], None]:
-        """Add ``fn``; returns a function that removes it again."""
+        """Add ``fn``; returns a function that removes it again. An ``async def`` tap is a TypeError (it is called
+        synchronously: nothing would await it); put it behind a :class:`QueuedTap`."""
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+            raise TypeError(
+                f"{fn!r} is async: a message tap is called synchronously on the event loop (nothing would await it); "
+                "wrap it as QueuedTap(fn) (mcpkit.engine.tap), which runs it on a task of its own, bounded"
+            )
         self.taps = (*self.taps, fn)
 
         def remove() -> None:
@@ -150,6 +161,87 @@ def hub_of(fn: Tap | None) -> TapHub | None:
     hub = TapHub()
     hub.add(fn)
     return hub
+
+
+class QueuedTap:
+    """A tap for an observer that is slow or must await (write to a socket, a database): the events go into a
+    bounded queue and ``fn(event)`` (``async def`` or plain) runs on a task of its own, one event at a time, in
+    order, so the peer never waits for it. When the observer falls behind by ``max_queued`` events the oldest
+    waiting one is dropped (counted in :attr:`dropped`): memory stays bounded and the server's pace is its own. What
+    ``fn`` raises is logged and the next event still reaches it::
+
+        async def ship(event): await sink.send(event.data)
+        app.add_tap(QueuedTap(ship, max_queued=1_000))
+
+    Args:
+        fn: the observer, called with each :class:`TapEvent`.
+        max_queued: events waiting for it at most (default 1,000).
+    """
+
+    def __init__(self, fn: Callable[[TapEvent], Awaitable[None] | None], max_queued: int = 1000) -> None:
+        if max_queued < 1:
+            raise ValueError("max_queued must be at least 1")
+        self.fn = fn
+        self.max_queued = max_queued
+        self._queue: deque[TapEvent] = deque()
+        self._ready: asyncio.Event | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._busy = False
+        self.seen = 0
+        """Events shown to this tap."""
+        self.dropped = 0
+        """Events dropped (the oldest waiting) because the observer was ``max_queued`` behind."""
+
+    def __call__(self, event: TapEvent) -> None:
+        self.seen += 1
+        queue = self._queue
+        if len(queue) >= self.max_queued:
+            queue.popleft()
+            self.dropped += 1
+        queue.append(event)
+        loop = asyncio.get_running_loop()
+        if self._worker is None or self._worker.done() or self._loop is not loop:
+            self._loop = loop
+            self._ready = asyncio.Event()
+            self._worker = loop.create_task(self._run(), name="mcpkit-queued-tap")
+        assert self._ready is not None
+        self._ready.set()
+
+    def __len__(self) -> int:
+        """Events waiting for the observer."""
+        return len(self._queue)
+
+    async def _run(self) -> None:
+        ready = self._ready
+        assert ready is not None
+        queue = self._queue
+        while True:
+            while queue:
+                event = queue.popleft()
+                self._busy = True
+                try:
+                    pending = self.fn(event)
+                    if pending is not None:
+                        await pending
+                except Exception:
+                    logger.exception("a queued message tap failed (the next events still reach it)")
+                finally:
+                    self._busy = False
+            ready.clear()
+            await ready.wait()
+
+    async def drain(self) -> None:
+        """Wait until the observer has seen every event queued so far (or dropped)."""
+        while self._queue or self._busy:
+            await asyncio.sleep(0.005)
+
+    def close(self) -> None:
+        """Stop the observer's task; events still waiting are let go."""
+        if self._worker is not None:
+            self._worker.cancel()
+            self._worker = None
+        self._queue.clear()
 
 
 class TapRecorder:
@@ -228,4 +320,4 @@ class TapRecorder:
         ]
 
 
-__all__ = ["IN", "OUT", "Tap", "TapEvent", "TapHub", "TapRecorder", "described", "hub_of"]
+__all__ = ["IN", "OUT", "QueuedTap", "Tap", "TapEvent", "TapHub", "TapRecorder", "described", "hub_of"]
