@@ -86,11 +86,36 @@ def header_text(value: Any) -> str | None:
     return None
 
 
-def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
+_BOUNDS = {"minimum": 0, "maximum": 0, "exclusiveMinimum": 1, "exclusiveMaximum": 1}  # bound -> slack past the range
+
+
+def _unsafe_declared_integer(node: Mapping[str, Any]) -> str | None:
+    """What of an integer property's schema admits an integer outside ±(2^53-1) by declaring it (a bound beyond
+    the range, or such a value in ``enum``/``const``); None when nothing does (unbounded is fine: each value is
+    checked when called)."""
+    for key, slack in _BOUNDS.items():
+        bound = node.get(key)
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool) and abs(bound) > MAX_SAFE_INTEGER + slack:
+            return f"its {key} {bound!r}"
+    listed = node.get("enum")
+    values: list[Any] = [*listed] if isinstance(listed, list) else []
+    if "const" in node:
+        values.append(node["const"])
+    for value in values:
+        if _unsafe_integer(value):
+            return f"the value {value!r} it lists"
+    return None
+
+
+def param_headers_from_schema(schema: Any, *, declared_range: bool = False) -> dict[str, tuple[str, ...]]:
     """The ``x-mcp-header`` annotations of a tool ``inputSchema``: lower-cased header name part → property path.
 
     Raises ValueError when an annotation breaks a rule of the spec (empty or non-token name, duplicate
     case-insensitively, non-primitive or ``number`` type, or not statically reachable through ``properties``).
+    ``declared_range=True`` (a server registering a tool) also refuses an integer property whose schema admits a
+    value outside ±(2^53-1) by name (a ``minimum``/``maximum`` beyond it, such a value in ``enum``/``const``): no
+    call could carry that value in its header. A client keeps such a tool (the rule is on values, which it checks
+    per call).
     """
     found: dict[str, tuple[str, ...]] = {}
     # An explicit stack, not recursion: a server's schema may nest a thousand levels deep (issue 15.6).
@@ -110,6 +135,11 @@ def param_headers_from_schema(schema: Any) -> dict[str, tuple[str, ...]]:
                 raise ValueError(f"x-mcp-header {name!r} is not a valid header name token")
             if node.get("type") not in ("string", "integer", "boolean"):
                 raise ValueError(f"x-mcp-header {name!r} must annotate a string, integer or boolean property")
+            if declared_range and node["type"] == "integer" and (what := _unsafe_declared_integer(node)):
+                raise ValueError(
+                    f"x-mcp-header {name!r}: {what} lies outside ±(2^53-1), the integers an Mcp-Param header "
+                    "carries exactly; bound the property within that range"
+                )
             key = name.lower()
             if key in found:
                 raise ValueError(f"x-mcp-header {name!r} is used twice")

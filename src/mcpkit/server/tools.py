@@ -16,7 +16,7 @@ import inspect
 import logging
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -45,6 +45,7 @@ from .schema import (
     ArgumentProblem,
     FunctionInfo,
     ReturnInfo,
+    _is_field_info,
     fast_validate,
     format_argument_problems,
     format_validation_error,
@@ -141,6 +142,8 @@ class Tool(Listed):
         self._returns: ReturnInfo | None = None
         Listed.__init__(self)
         self.info.check_schema(f"tool {self.name!r}")  # a parameter type without a JSON Schema fails here
+        if _declares_param_header(self.info):  # (only then: a plain signature's schema waits for tools/list)
+            self._check_param_headers()
 
     @classmethod
     def from_schema(
@@ -197,14 +200,24 @@ class Tool(Listed):
             self._returns = ReturnInfo(self.info.return_annotation, structured=self._structured_output)
         return self._returns
 
+    def _check_param_headers(self) -> None:
+        """Read its ``x-mcp-header`` declarations now, refusing one that breaks a rule of the spec (or admits an
+        integer outside ±(2^53-1)): ValueError naming the tool, where it is registered."""
+        try:
+            self._param_headers = param_headers_from_schema(self.input_schema, declared_range=True) or None
+        except ValueError as exc:
+            raise ValueError(f"tool {self.name!r}: {exc}") from None
+
     @property
     def param_headers(self) -> Mapping[str, Sequence[str]] | None:
         """The ``Mcp-Param-*`` headers its input schema declares (``x-mcp-header``): header name -> argument path;
-        None when none (or an invalid annotation: clients drop such a tool, nothing is checked). Read once."""
+        None when none (or an invalid annotation registration could not see, e.g. on a nested model's field:
+        clients drop such a tool, nothing is checked, a warning is logged). Read once."""
         if self._param_headers is _UNREAD:
             try:
                 self._param_headers = param_headers_from_schema(self.input_schema) or None
-            except ValueError:
+            except ValueError as exc:
+                logger.warning("tool %r: invalid x-mcp-header annotation, clients drop the tool: %s", self.name, exc)
                 self._param_headers = None
         headers: Mapping[str, Sequence[str]] | None = self._param_headers
         return headers
@@ -394,6 +407,7 @@ class SchemaTool(Tool):
         self._returns = _UNSTRUCTURED
         self.info = SchemaInfo(input_schema, self.description, is_async)  # type: ignore[assignment]
         Listed.__init__(self)
+        self._check_param_headers()
 
     @property
     def returns(self) -> ReturnInfo:
@@ -462,6 +476,18 @@ class SchemaTool(Tool):
                 raise ValueError(f"the structured content does not match the output schema: {said}")
         result["content"] = downgrade_content(result.get("content") or [], feats)
         return result
+
+
+def _declares_param_header(info: FunctionInfo) -> bool:
+    """Whether a parameter's own ``Field`` (its default or ``Annotated`` metadata) carries ``x-mcp-header``: the
+    declarations registration reads without building every tool's schema."""
+    for p in info.params:
+        fields = [p.field, *(get_args(p.annotation)[1:] if get_origin(p.annotation) is Annotated else ())]
+        for field in fields:
+            extra = field.json_schema_extra if _is_field_info(field) else None
+            if isinstance(extra, dict) and "x-mcp-header" in extra:
+                return True
+    return False
 
 
 def tool_param_headers(app: Any, name: str) -> Mapping[str, Sequence[str]] | None:
