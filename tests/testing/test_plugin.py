@@ -414,3 +414,39 @@ def test_a_marker_may_name_a_revision_the_default_run_leaves_out(project: pytest
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*test_old?memory-2024-11-05? PASSED*", "*test_old?memory-2026-07-28? PASSED*"])
     run(project, "--mcp-eras=2025-11-25").assert_outcomes(skipped=1)  # the run's choice narrows the marker's
+
+
+def test_the_summary_counts_a_run_that_failed_its_setup_or_teardown_as_an_error_not_a_pass(
+    project: pytest.Pytester,
+) -> None:
+    # pytest itself reports a test whose teardown failed as "1 passed, 1 error"; the table of runs must not show
+    # that run as green, nor leave out a run whose setup failed (here: a server file that does not exist)
+    project.makepyfile(
+        test_user_errors=textwrap.dedent(
+            """
+            import asyncio
+            import pytest
+
+            async def test_leaky(mcp_client):
+                asyncio.get_running_loop().create_task(asyncio.sleep(30), name="left-running")
+
+            @pytest.mark.mcp(server="nope.py:app")
+            async def test_no_server(mcp_client):
+                pass
+
+            async def test_add(mcp_client):
+                assert (await mcp_client.call_tool("add", {"a": 1, "b": 2})).data == 3
+
+            async def test_wrong(mcp_client):
+                assert (await mcp_client.call_tool("add", {"a": 1, "b": 2})).data == 4
+            """
+        )
+    )
+    result = run(project, "--mcp-transports=memory", "--mcp-eras=modern,handshake")
+    result.assert_outcomes(passed=4, failed=2, errors=4)
+    result.stdout.fnmatch_lines(
+        [
+            "mcpkit: 8 test runs over 1 transport(s) x 2 era(s) (2 passed, 2 failed, 4 errors)",
+            "  memory  2025-11-25 1/4  2026-07-28 1/4",
+        ]
+    )

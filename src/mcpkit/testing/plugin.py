@@ -43,6 +43,7 @@ import inspect
 import json
 import os
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -233,30 +234,50 @@ def pytest_pycollect_makeitem(collector: Any, name: str, obj: object) -> Any:
 
 class _Runs:
     """The runs of the parametrized tests per transport and era, and the snapshots written: what the terminal
-    summary shows (one per session; the controlling process's, with pytest-xdist)."""
+    summary shows (one per session; the controlling process's, with pytest-xdist). A run is counted by its worst
+    phase: a setup or teardown that failed makes it an error, as pytest counts it, even when its body passed."""
 
     def __init__(self) -> None:
-        self.runs: dict[tuple[str, str | None], dict[str, int]] = {}
+        self.outcomes: dict[str, tuple[tuple[str, str | None], str]] = {}  # node id -> (transport, era), outcome
         self.snapshots: list[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "call" and not (report.when == "setup" and report.skipped):
+        run = next(
+            (
+                (str(value[0]), None if value[1] is None else str(value[1]))
+                for key, value in report.user_properties
+                if key == _RUN_KEY and isinstance(value, (list, tuple)) and len(value) == 2
+            ),
+            None,
+        )
+        if run is None:
             return
-        for key, value in report.user_properties:
-            if key == _RUN_KEY and isinstance(value, (list, tuple)) and len(value) == 2:
-                counts = self.runs.setdefault((value[0], value[1]), {"passed": 0, "failed": 0, "skipped": 0})
-                counts[report.outcome] += 1
+        known = self.outcomes.get(report.nodeid)
+        if report.when == "call" or known is None:
+            outcome = "error" if report.failed and report.when != "call" else report.outcome
+        elif report.failed and known[1] != "failed":
+            outcome = "error"  # a teardown that failed after a body that passed (or was skipped)
+        else:
+            return
+        self.outcomes[report.nodeid] = (run, outcome)
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-        runs = self.runs
+        runs: dict[tuple[str, str | None], Counter[str]] = {}
+        for run, outcome in self.outcomes.values():
+            runs.setdefault(run, Counter())[outcome] += 1
         if runs:
             total = sum(sum(counts.values()) for counts in runs.values())
-            passed = sum(counts["passed"] for counts in runs.values())
+            every = sum(runs.values(), Counter())
+            tally = ", ".join(
+                f"{every[outcome]} {word}"
+                for outcome, word in (("passed", "passed"), ("failed", "failed"), ("error", "errors"))
+                if every[outcome] or outcome == "passed"
+            )
             transports = sorted({t for t, _ in runs}, key=lambda t: TRANSPORTS.index(t) if t in TRANSPORTS else 99)
             eras = sorted({e for _, e in runs if e is not None})
             terminalreporter.write_sep("-", "mcpkit transports and eras")
             terminalreporter.write_line(
-                f"mcpkit: {total} test runs over {len(transports)} transport(s) x {len(eras)} era(s) ({passed} passed)"
+                f"mcpkit: {total} test runs over {len(transports)} transport(s) x {len(eras)} era(s) ({tally})"
             )
             for transport in transports:
                 cells = [
