@@ -269,8 +269,8 @@ class _Runs:
             total = sum(sum(counts.values()) for counts in runs.values())
             every = sum(runs.values(), Counter())
             tally = ", ".join(
-                f"{every[outcome]} {word}"
-                for outcome, word in (("passed", "passed"), ("failed", "failed"), ("error", "errors"))
+                f"{every[outcome]} {outcome if outcome != 'error' or every[outcome] == 1 else 'errors'}"
+                for outcome in ("passed", "failed", "error")
                 if every[outcome] or outcome == "passed"
             )
             transports = sorted({t for t, _ in runs}, key=lambda t: TRANSPORTS.index(t) if t in TRANSPORTS else 99)
