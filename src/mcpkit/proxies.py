@@ -53,7 +53,7 @@ from .proxy_rounds import ProgressRelay, _Exchange
 from .proxy_upstream import MAX_WATCHED, Upstream
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
-from .server.compose import prefixed_name, prefixed_uri, unprefixed_uri
+from .server.compose import check_prefix, prefixed_name, prefixed_uri, unprefixed_uri
 from .server.content import downgrade_content
 from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
 from .server.pagination import Paginator
@@ -93,6 +93,20 @@ def proxy(target: Any, *, name: str | None = None, **options: Any) -> ProxyServe
 
 def _is_config_entry(value: Mapping[str, Any]) -> bool:
     return any(k in value for k in ("command", "url", "mcpServers", "servers"))
+
+
+def _check_prefixes(prefixes: list[str]) -> None:
+    """A gateway's prefixes follow the mount rule (:func:`~mcpkit.server.compose.check_prefix`), and none starts
+    with another one and "_": with "a" and "a_b", the name "a_b_x" would be a's "b_x" and a_b's "x" alike."""
+    for prefix in prefixes:
+        check_prefix(prefix)
+    for prefix in prefixes:
+        for other in prefixes:
+            if other.startswith(f"{prefix}_"):
+                raise ValueError(
+                    f"gateway prefixes {prefix!r} and {other!r}: a name like {other + '_x'!r} would belong to both "
+                    "members; choose prefixes of which none starts with another one and '_'"
+                )
 
 
 # ---------------------------------------------------------------------------------------------- the server
@@ -145,6 +159,7 @@ class ProxyServer(MCPKit):
             raise ValueError("a proxy needs at least one target")
         if None in targets and len(targets) > 1:
             raise ValueError("a gateway names every target with a prefix")
+        _check_prefixes([p for p in targets if p is not None])
         self._named = name is not None
         super().__init__(
             name or ("mcpkit-gateway" if len(targets) > 1 else "mcpkit-proxy"), lifespan=_lifespan, **options
@@ -485,17 +500,18 @@ class ProxyServer(MCPKit):
             )
         elif method == "tools/call":
             content = result.get("content")
-            result["content"] = (
-                downgrade_content([c for c in content if isinstance(c, dict)], feats)
+            blocks = (
+                [_with_uri(c, upstream.prefix) for c in content if isinstance(c, dict)]
                 if isinstance(content, list)
                 else []
             )
+            result["content"] = downgrade_content(blocks, feats)
         elif method == "prompts/get":
             messages = result.get("messages")
             if isinstance(messages, list):
                 for m in messages:
                     if isinstance(m, dict) and isinstance(m.get("content"), dict):
-                        m["content"] = downgrade_content([m["content"]], feats)[0]
+                        m["content"] = downgrade_content([_with_uri(m["content"], upstream.prefix)], feats)[0]
         elif method == "resources/read" and upstream.prefix is not None:
             contents = result.get("contents")
             if isinstance(contents, list):
@@ -617,6 +633,20 @@ def _upstream_params(params: JSONDict, sctx: ServerRequestContext) -> JSONDict:
         if kept:
             out["_meta"] = kept
     return out
+
+
+def _with_uri(block: JSONDict, prefix: str | None) -> JSONDict:
+    """A content block of a gateway member's result naming the resource by the gateway's URI (a resource link, an
+    embedded resource), as its lists and ``resources/read`` do: the client reads it back through the gateway."""
+    if prefix is None:
+        return block
+    kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str):
+        return {**block, "uri": prefixed_uri(prefix, block["uri"])}
+    resource = block.get("resource")
+    if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+        return {**block, "resource": {**resource, "uri": prefixed_uri(prefix, resource["uri"])}}
+    return block
 
 
 def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats: Features) -> JSONDict:

@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .client.client import Client
-from .client.targets import Target, parse_target
+from .client.targets import Target, TargetError, parse_target
 from .protocol.errors import InvalidRequest, MCPError
 from .protocol.jsonrpc import JSONDict
 from .proxy_conn import ProxyHost, _alive, _Conn, _opened, caps_key
@@ -354,9 +354,9 @@ class Upstream:
 
         kind = await _address_class(urlsplit(self.target.url).hostname)
         if kind not in ("public", "loopback"):
-            raise ValueError(
+            raise TargetError(
                 f"refusing to proxy {self.target.url}: it is on a {kind} address "
-                "(mcpkit.proxy(..., allow_private_network=True) allows it)"
+                "(mcpkit.proxy(..., allow_private_network=True), mcpkit proxy --allow-private-network, allows it)"
             )
 
     async def _open(

@@ -106,3 +106,23 @@ async def test_the_proxy_reconnects_as_its_flags_say_when_its_upstream_dies_and_
         down.unlink()
         second = (await client.call_tool("process", {}, timeout=20)).data  # a new round: the upstream is back
         assert isinstance(second, int) and second not in killed
+
+
+@pytest.mark.parametrize(
+    ("targets", "said"),
+    [
+        (["http://10.1.2.3/mcp"], "refusing to proxy http://10.1.2.3/mcp: it is on a private address"),
+        (["-t", "http", "--port", "0", "http://169.254.169.254/mcp"], "on a link-local address"),
+        (["a=python one.py", "a_b=python two.py"], "gateway prefixes 'a' and 'a_b'"),
+    ],
+)
+def test_a_target_or_a_prefix_the_proxy_refuses_is_one_error_line_not_a_traceback(
+    targets: list[str], said: str
+) -> None:
+    """A URL target on a private address printed a Python traceback (the SSRF rule's ValueError) and a gateway
+    whose prefixes overlap would have too; both are one line and exit code 2, the first naming the flag."""
+    done = _proxy(*targets)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and said in done.stderr
+    if targets[0].startswith(("http", "-t")):
+        assert "--allow-private-network" in done.stderr

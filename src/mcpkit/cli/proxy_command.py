@@ -152,19 +152,24 @@ def register(cli: click.Group) -> None:
                 reconnect_max_delay=reconnect_max_delay,
                 client_options=client_options,
             )
+        except TargetError as exc:  # no such file or command, a bad mcp.json entry: as the client commands say it
+            raise _UpstreamMissing(str(exc)) from None
+        except ValueError as exc:  # prefixes a gateway cannot use
+            raise click.UsageError(str(exc)) from None
+        try:
             if transport == "stdio":
                 app.run()
                 return
             asyncio.run(_serve_http(app, transport, host, port, path, auth_token, resource))
-        except TargetError as exc:  # no such file or command, a bad mcp.json entry: as the client commands say it
+        except TargetError as exc:  # no such file or command, a bad mcp.json entry, a URL the SSRF rule refuses
             raise _UpstreamMissing(str(exc)) from None
         except ServerStartError as exc:  # did not start or answer (its text: why, its exit code, its stderr)
             raise CommandError(str(exc)) from None
 
 
 class _UpstreamMissing(CommandError):
-    """An upstream that does not exist (no such file or command, no such mcp.json entry): exit code 2, as the
-    client commands say it."""
+    """An upstream that does not exist (no such file or command, no such mcp.json entry) or that the proxy may not
+    reach (a URL on a private address): exit code 2, as the client commands say it."""
 
     exit_code = 2
 

@@ -77,6 +77,13 @@ class Composable(Protocol):
     def _serve_lists(self, kinds: Iterable[str]) -> None: ...
 
 
+def check_prefix(prefix: str) -> None:
+    """Refuse (``ValueError``) a prefix that names and URIs cannot carry: 1-64 characters of A-Z a-z 0-9 _ . -,
+    starting with a letter or digit."""
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
+        raise ValueError(f"prefix {prefix!r}: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit")
+
+
 def prefixed_name(prefix: str | None, name: str) -> str:
     """A mounted tool's or prompt's name: ``<prefix>_<name>``."""
     return name if prefix is None else f"{prefix}_{name}"
@@ -395,8 +402,8 @@ def attach(
         raise TypeError(f"only an MCPKit app can be mounted or imported, not {type(child).__name__}")
     if child._not_mountable is not None:
         raise TypeError(child._not_mountable)
-    if prefix is not None and not _PREFIX.match(prefix):
-        raise ValueError(f"prefix {prefix!r}: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit")
+    if prefix is not None:
+        check_prefix(prefix)
     if child is parent or id(child) in _ancestors(parent):
         raise ValueError(f"cannot mount {child.name!r} into itself or into a server mounted in it")
     if live and prefix in parent._mounts:
@@ -564,6 +571,7 @@ __all__ = [
     "MountedTemplate",
     "MountedTool",
     "attach",
+    "check_prefix",
     "completions_changed",
     "mounted_completion",
     "detach",
