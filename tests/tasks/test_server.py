@@ -4,6 +4,7 @@ checked against the official schema of the revision, the rules checked from the 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from mcpkit import MCPKit
@@ -230,6 +231,60 @@ async def test_input_required_the_request_reaches_the_client_through_tasks_resul
         )
         result, _ = await peer.recv_until(lambda m: m.get("id") == 2)
         assert result["result"]["content"][0]["text"] == "deleted a.txt"
+
+
+async def test_a_second_tasks_result_takes_over_the_input_request_and_the_first_copy_is_withdrawn() -> None:
+    """Two tasks/result waiting on one task (a client that retried after its stream dropped, or awaits the task
+    twice): the task's elicitation is asked on the newest one only; the copy sent on the first is withdrawn
+    (notifications/cancelled), so the user is never left with two live prompts for one question, and both
+    waiters get the task's result."""
+    app, _ = make_app()
+    async with raw(app) as peer:
+        await initialize(peer, caps={"elicitation": {"form": {}}})
+        task = await create(peer, 1, "confirm", {"what": "b.txt"})
+        await wait_status(peer, task["taskId"], ("input_required",))
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task["taskId"]}})
+        first = await peer.recv()
+        assert first["method"] == "elicitation/create"
+        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task["taskId"]}})
+        second, before = await peer.recv_until(lambda m: m.get("method") == "elicitation/create")
+        later: list[dict[str, Any]] = []
+        if not any(m.get("method") == "notifications/cancelled" for m in before):
+            with contextlib.suppress(TimeoutError):
+                later.append(await peer.recv(timeout=1.0))
+        withdrawn = [m for m in before + later if m.get("method") == "notifications/cancelled"]
+        assert [m["params"]["requestId"] for m in withdrawn] == [first["id"]], before + later
+        assert second["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task["taskId"]}
+        await peer.send({"jsonrpc": "2.0", "id": second["id"], "result": {"action": "accept", "content": {"ok": True}}})
+        results: dict[Any, Any] = {}
+        while len(results) < 2:
+            message = await peer.recv(timeout=10)
+            assert message.get("method") != "elicitation/create", message  # (asked once more: a duplicate)
+            if message.get("id") in (2, 3) and "method" not in message:
+                results[message["id"]] = message
+        assert [results[i]["result"]["content"][0]["text"] for i in (2, 3)] == ["deleted b.txt"] * 2
+        assert app.tasks is not None and app.tasks.asking == 0  # (the table of requests being asked is empty again)
+
+
+async def test_when_the_newer_tasks_result_goes_away_unanswered_the_older_one_asks_again() -> None:
+    """The waiter that took an input request over is cancelled before the user answered: the request is not lost,
+    the waiter still there asks it again and gets the task's result."""
+    app, _ = make_app()
+    async with raw(app) as peer:
+        await initialize(peer, caps={"elicitation": {"form": {}}})
+        task = await create(peer, 1, "confirm", {"what": "c.txt"})
+        await wait_status(peer, task["taskId"], ("input_required",))
+        await peer.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task["taskId"]}})
+        first = await peer.recv()
+        await peer.send({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task["taskId"]}})
+        second, _ = await peer.recv_until(lambda m: m.get("method") == "elicitation/create")
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}})
+        third, _ = await peer.recv_until(lambda m: m.get("method") == "elicitation/create", timeout=10)
+        assert third["id"] not in (first["id"], second["id"])
+        await peer.send({"jsonrpc": "2.0", "id": third["id"], "result": {"action": "accept", "content": {"ok": True}}})
+        result, _ = await peer.recv_until(lambda m: m.get("id") == 2 and "method" not in m, timeout=10)
+        assert result["result"]["content"][0]["text"] == "deleted c.txt"
+        assert app.tasks is not None and app.tasks.asking == 0
 
 
 async def test_status_notifications_and_progress_reach_the_session_that_created_the_task() -> None:

@@ -118,8 +118,17 @@ class ServerTasks:
             server.set_handler(method, handler)
         # the extension exists in 2026-07-28 only (in 2025-11-25 tasks are the core's capabilities.tasks)
         server.declare_extension(TASKS_EXTENSION, {}, versions=MODERN_VERSIONS)
+        #: the input requests a ``tasks/result`` here is asking the client now, by (task id, key): one at a time,
+        #: the newest waiter's (entries leave when their request ends)
+        self._asking: dict[tuple[str, str], asyncio.Task[None]] = {}
         #: removes the task entry from the server's interceptors
         self.remove: Callable[[], None] = server.add_interceptor(self.intercept, methods="tools/call")
+
+    @property
+    def asking(self) -> int:
+        """How many of its tasks' input requests this worker's ``tasks/result`` waiters are asking clients now (one
+        per request at most: a newer waiter takes it over)."""
+        return len(self._asking)
 
     def capability(self, feats: Features) -> JSONDict | None:
         """The 2025-11-25 ``capabilities.tasks`` (None in other revisions)."""
@@ -357,10 +366,10 @@ class ServerTasks:
                     if record["status"] in TERMINAL:
                         break
                     for key, request in (record.get("requests") or {}).items():
-                        if key not in delivering:
-                            delivering[key] = asyncio.get_running_loop().create_task(
-                                self._forward(sctx, task_id, key, request)
-                            )
+                        mine = delivering.get(key)
+                        # (asked here first; or again when a newer waiter took it over, then went away unanswered)
+                        if mine is None or (mine.cancelled() and (task_id, key) not in self._asking):
+                            delivering[key] = self._ask_client(sctx, task_id, key, request)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(asyncio.shield(fut), FALLBACK_POLL)
                 finally:
@@ -378,6 +387,25 @@ class ServerTasks:
         meta = result.get("_meta")
         result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
         return shape_result("tools/call", result, sctx.features)
+
+    def _ask_client(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict) -> asyncio.Task[None]:
+        """Forward one input request of the task on this ``tasks/result``. A copy another ``tasks/result`` (of this
+        worker) is still waiting on is withdrawn first (cancelled: the client gets ``notifications/cancelled``):
+        the newest waiter is the one the client listens to (it retried after its stream dropped, say), and a user
+        is never left with two live prompts for one question."""
+        slot = (task_id, key)
+        older = self._asking.get(slot)
+        if older is not None:
+            older.cancel()
+        forward = asyncio.get_running_loop().create_task(self._forward(sctx, task_id, key, request))
+        self._asking[slot] = forward
+
+        def release(done: asyncio.Task[None]) -> None:
+            if self._asking.get(slot) is done:
+                del self._asking[slot]
+
+        forward.add_done_callback(release)
+        return forward
 
     async def _forward(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict) -> None:
         """Send one of the task's input requests to the client on this request's channel; its answer (or error)
