@@ -16,6 +16,7 @@ import orjson
 import pytest
 
 from mcpkit.auth import AuthorizationServer, InMemoryAuthStorage, RedisAuthStorage
+from mcpkit.auth._util import pkce_pair
 from mcpkit.auth.storage import ClientRecord
 from support.oauth import REDIRECT, serve
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
@@ -204,3 +205,62 @@ async def test_self_registered_clients_are_bounded_in_bytes_the_oldest_going_fir
         assert await storage.get_client(pre.client_id) is not None
     with pytest.raises(ValueError, match="max_dynamic_client_bytes"):
         make_storage(max_dynamic_client_bytes=100)
+
+
+async def _accepted_authorization(http: httpx.AsyncClient, base: str, client_id: str, challenge: str) -> str:
+    """An authorization request of ``client_id`` (auto-approved): the code it got."""
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+    }
+    r = await http.get(base + "/authorize", params=query)
+    assert r.status_code == 302 and "code=" in r.headers["location"], r.text
+    return r.headers["location"].partition("code=")[2].partition("&")[0]
+
+
+async def test_self_registered_clients_in_use_outlive_idle_ones_registered_later(make_storage: StorageFactory) -> None:
+    """The budget of self-registered clients evicted by registration order: a client signing users in every day
+    went before one registered after it and never used. It evicts the least recently used one now (used: a token
+    issued to it, an authorization request of its accepted; a refused request is no use)."""
+    storage = make_storage(max_dynamic_clients=3)
+    holder: dict[str, AuthorizationServer] = {}
+    secrets_by_id: dict[str, str] = {}
+
+    def make(base: str) -> AuthorizationServer:
+        holder["as"] = AuthorizationServer(base, auto_approve=True, storage=storage, registration_rate=None)
+        return holder["as"]
+
+    async with serve(make) as (base, _), httpx.AsyncClient() as http:
+
+        async def register() -> str:
+            meta = {"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_basic"}
+            r = await http.post(base + "/register", json=meta)
+            assert r.status_code == 201, r.text
+            secrets_by_id[r.json()["client_id"]] = r.json()["client_secret"]
+            return str(r.json()["client_id"])
+
+        def alive(*ids: str) -> Any:
+            return [x for x in ids if x in kept]
+
+        pre = await holder["as"].register_client(redirect_uris=[REDIRECT])
+        a, b, c = [await register() for _ in range(3)]
+        verifier, challenge = pkce_pair()
+        code = await _accepted_authorization(http, base, a, challenge)
+        await _accepted_authorization(http, base, b, challenge)
+        refused = await http.post(  # client_credentials is off for self-registered clients: no use of c
+            base + "/token", data={"grant_type": "client_credentials"}, headers=_basic(c, secrets_by_id[c])
+        )
+        assert refused.status_code == 400, refused.text
+        form = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "code_verifier": verifier}
+        token = await http.post(base + "/token", data=form, headers=_basic(a, secrets_by_id[a]))
+        assert token.status_code == 200, token.text  # a was used last
+        d = await register()  # c, registered after a and b but never used, goes
+        kept = {x for x in (a, b, c, d) if await storage.get_client(x) is not None}
+        assert alive(a, b, c, d) == [a, b, d]
+        e = await register()  # then b, whose authorization request came before a's token
+        kept = {x for x in (a, b, d, e) if await storage.get_client(x) is not None}
+        assert alive(a, b, d, e) == [a, d, e]
+        assert await storage.get_client(pre.client_id) is not None

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisAuthStorage", "RedisReplayCache"]
 
-# KEYS: the client's key, the set of self-registered clients (score: when saved), their sizes (a hash), the sum of
-# their sizes; ARGV: the record, its score, the most kept, the client id, the prefix of client keys, the record's
-# size, the most bytes kept. Saves the client; past either bound the oldest self-registered clients go (never the
-# one just saved; pre-registered ones are never in the set).
+# KEYS: the client's key, the set of self-registered clients (score: when saved or last used), their sizes (a
+# hash), the sum of their sizes; ARGV: the record, its score, the most kept, the client id, the prefix of client
+# keys, the record's size, the most bytes kept. Saves the client; past either bound the least recently used
+# self-registered clients go (never the one just saved; pre-registered ones are never in the set).
 _SAVE_DYNAMIC = """
 redis.call('SET', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
@@ -130,9 +130,9 @@ class _RedisHolder:
 class RedisAuthStorage(_RedisHolder):
     """The authorization server's state in Redis (keys under ``prefix``), shared by every replica. Codes, refresh
     tokens and the replay ledger expire with their lifetimes; at most ``max_dynamic_clients`` self-registered
-    clients, together at most ``max_dynamic_client_bytes`` of JSON, are kept (beyond either the oldest goes, as in
-    :class:`~mcpkit.auth.storage.InMemoryAuthStorage`), and pre-registered clients are never evicted. Refresh
-    tokens without an expiry (``AuthorizationServer(refresh_token_ttl=None)``) are kept up to
+    clients, together at most ``max_dynamic_client_bytes`` of JSON, are kept (beyond either the least recently used
+    goes, as in :class:`~mcpkit.auth.storage.InMemoryAuthStorage`), and pre-registered clients are never evicted.
+    Refresh tokens without an expiry (``AuthorizationServer(refresh_token_ttl=None)``) are kept up to
     ``max_refresh_tokens``, the least recently issued going first; client secrets are kept as their SHA-256."""
 
     def __init__(
@@ -175,6 +175,11 @@ class RedisAuthStorage(_RedisHolder):
     async def get_client(self, client_id: str) -> ClientRecord | None:
         raw = await self.redis.get(self._key("client", client_id))
         return ClientRecord.from_dict(orjson.loads(raw)) if raw else None
+
+    async def client_used(self, client_id: str) -> None:
+        """A self-registered client just used gets the latest score in the eviction order, one ``ZADD XX`` (which
+        never adds: a pre-registered or evicted client stays out of the set)."""
+        await self.redis.zadd(self._key("clients", "dynamic"), {client_id: time.time_ns() // 1000}, xx=True)
 
     async def save_client(self, client: ClientRecord) -> None:
         record = orjson.dumps(asdict(client.stored()))

@@ -61,6 +61,7 @@ from .storage import (
     AuthorizationRequest,
     AuthStorage,
     ClientRecord,
+    ClientUseStorage,
     InMemoryAuthStorage,
     KeyBoundRefreshStorage,
     LedgerRevocation,
@@ -77,6 +78,7 @@ __all__ = [
     "AuthorizationRequest",
     "AuthorizationServer",
     "ClientRecord",
+    "ClientUseStorage",
     "InMemoryAuthStorage",
     "KeyBoundRefreshStorage",
     "LedgerRevocation",
@@ -272,6 +274,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         self.ledger: RevocationLedger = (
             storage if isinstance(storage, RevocationLedger) else InMemoryAuthStorage(clock=clock)
         )
+        # told when a self-registered client is used, so its budget evicts the least recently used one
+        self._uses: ClientUseStorage | None = storage if isinstance(storage, ClientUseStorage) else None
         if dpop is True:
             from .dpop import DPoPVerifier
 
@@ -545,10 +549,16 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
                 redirect_uri_given="redirect_uri" in q,
             ),
         )
+        await self._used(client)
         params = {"code": code, "iss": self.issuer}
         if state is not None:
             params["state"] = state
         await self._redirect(send, redirect_uri, params)
+
+    async def _used(self, client: ClientRecord | None) -> None:
+        """A self-registered client got a code or a token: the storage's budget evicts it last."""
+        if client is not None and client.dynamic and self._uses is not None:
+            await self._uses.client_used(client.client_id)
 
     async def _redirect(self, send: Send, uri: str, params: Mapping[str, str]) -> None:
         sep = "&" if urlsplit(uri).query else "?"
@@ -653,4 +663,5 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             result = await self._grant_jwt_bearer(client, form, jkt)
         else:
             raise _OAuthError("unsupported_grant_type", f"unsupported grant_type {grant!r}")
+        await self._used(client)
         await send_json(send, 200, result, [(b"pragma", b"no-cache")])

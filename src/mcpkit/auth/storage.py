@@ -23,6 +23,7 @@ __all__ = [
     "AuthStorage",
     "AuthorizationRequest",
     "ClientRecord",
+    "ClientUseStorage",
     "InMemoryAuthStorage",
     "KeyBoundRefreshStorage",
     "LedgerRevocation",
@@ -160,6 +161,17 @@ class KeyBoundRefreshStorage(Protocol):
 
 
 @runtime_checkable
+class ClientUseStorage(Protocol):
+    """A storage told when a client is used, so that its budget of self-registered clients evicts the least
+    recently used one (not merely the one registered longest ago). Without it eviction follows registration order."""
+
+    async def client_used(self, client_id: str) -> None:
+        """The client ``client_id`` was just used (a token issued to it, an authorization request of its accepted):
+        a self-registered one becomes the last to be evicted. A pre-registered or unknown one: nothing."""
+        ...
+
+
+@runtime_checkable
 class RevocationLedger(Protocol):
     """The replay ledger of the authorization server (see :class:`AuthStorage`): spent codes and rotated refresh
     tokens by digest, and the grant families revoked. A storage that implements it keeps the ledger with the rest
@@ -187,8 +199,9 @@ class LedgerRevocation:
 
 class InMemoryAuthStorage:
     """Process-local storage (development and tests only). Every table holds at most ``max_entries``; at most
-    ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the oldest
-    *self-registered* client goes, never a pre-registered one. The replay ledger's entries (spent codes and refresh
+    ``max_dynamic_clients`` self-registered clients are kept. When either bound is reached the least recently used
+    *self-registered* client goes (used: registered, or a token issued to it, or an authorization request of its
+    accepted), never a pre-registered one. The replay ledger's entries (spent codes and refresh
     tokens, revoked grant families) are dropped once expired (they live as long as the longest token lifetime);
     a ledger table full of live entries forgets its oldest one."""
 
@@ -205,7 +218,7 @@ class InMemoryAuthStorage:
         self.clock = clock
         self.max_dynamic_clients = max_dynamic_clients
         self.max_dynamic_client_bytes = max_dynamic_client_bytes
-        self._dynamic: dict[str, int] = {}  # self-registered client ids -> their size in bytes, oldest first
+        self._dynamic: dict[str, int] = {}  # self-registered client ids -> size in bytes, least recently used first
         self._dynamic_bytes = 0
         self.clients: dict[str, ClientRecord] = {}
         self.codes: dict[str, _Code] = {}
@@ -237,6 +250,12 @@ class InMemoryAuthStorage:
         self._dynamic_bytes -= self._dynamic.pop(victim)
         self.clients.pop(victim, None)
 
+    async def client_used(self, client_id: str) -> None:
+        """A self-registered client just used moves to the end of the eviction order (see :class:`ClientUseStorage`)."""
+        size = self._dynamic.pop(client_id, None)
+        if size is not None:
+            self._dynamic[client_id] = size
+
     async def save_client(self, client: ClientRecord) -> None:
         client = client.stored()
         new = client.client_id not in self.clients
@@ -251,7 +270,7 @@ class InMemoryAuthStorage:
         if client.dynamic:
             size = client.size()
             while self._dynamic and self._dynamic_bytes + size > self.max_dynamic_client_bytes:
-                self._evict_dynamic()  # the byte budget: the oldest self-registered clients go
+                self._evict_dynamic()  # the byte budget: the least recently used self-registered clients go
             self._dynamic[client.client_id] = size
             self._dynamic_bytes += size
 
