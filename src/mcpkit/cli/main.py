@@ -116,6 +116,9 @@ def cli() -> None:
 @click.option("--header-timeout", type=SECONDS, default=None, help="HTTP: seconds to send a request head [10].")
 @click.option("--body-timeout", type=SECONDS, default=None, help="HTTP: seconds to send a request body [30].")
 @click.option(
+    "--send-timeout", type=SECONDS, default=None, help="HTTP: seconds a peer may read nothing, then it is cut off [30]."
+)
+@click.option(
     "--max-header-bytes",
     type=click.IntRange(min=1024),
     default=None,

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 import re
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -306,6 +307,44 @@ async def test_a_reader_that_stops_reading_is_dropped_and_memory_stays_bounded(
         r = await client.post(url, json={"jsonrpc": "2.0", "id": 99, "method": "ping"})
         assert r.status_code == 404
     assert any("reader is stuck" in rec.getMessage() for rec in caplog.records)
+
+
+async def test_a_stream_dropped_for_not_reading_loses_its_connection_too() -> None:
+    """The end of a dropped session's stream waits behind the bytes its reader never took, and asyncio closes a
+    socket only once those are out: the connection (socket buffers, handler) stayed open after the session was
+    dropped, outside every count. The server aborts a connection whose peer has read nothing for
+    ``send_timeout`` seconds."""
+    endpoint = LegacySSEEndpoint(make_server(), stall_timeout=0.5, queue_size=2)
+    async with serve(endpoint, send_timeout=0.5) as port, httpx.AsyncClient(timeout=10) as client:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+        reader, writer = await asyncio.open_connection(sock=sock)
+        writer.write(f"GET /sse HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        await asyncio.wait_for(reader.readuntil(b"session_id="), 5)
+        url = f"http://127.0.0.1:{port}/messages?session_id={(await reader.readexactly(32)).decode()}"
+        assert (await client.post(url, json=INIT)).status_code == 202
+        for i in range(8):  # ~16 MB of answers that are never read
+            call = {"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call"}
+            call["params"] = {"name": "big", "arguments": {"n": 2_000_000}}
+            if (await client.post(url, json=call)).status_code == 404:
+                break
+        await eventually(lambda: endpoint.session_count == 0, timeout=10)
+
+        async def aborted() -> bool:
+            try:
+                writer.write(b"GET /sse HTTP/1.1\r\n")
+                await asyncio.wait_for(writer.drain(), 1)
+            except (ConnectionError, TimeoutError):
+                return True
+            return writer.transport.is_closing()
+
+        deadline = asyncio.get_running_loop().time() + 10
+        while not await aborted():
+            assert asyncio.get_running_loop().time() < deadline, "the server kept the connection open"
+            await asyncio.sleep(0.2)
+        writer.close()
 
 
 async def test_max_sessions_answers_503() -> None:

@@ -56,7 +56,8 @@ def build_server(
 
     Connection limits (see :mod:`.limits`; each is an option here, of :func:`serve`, ``Server.run`` and
     ``mcpkit run``): ``header_timeout`` (10 s: a connection without a complete request head is closed),
-    ``body_timeout`` (30 s: a request body not whole by then closes the connection), ``max_header_bytes`` (64 KiB:
+    ``body_timeout`` (30 s: a request body not whole by then closes the connection), ``send_timeout`` (30 s: a
+    connection whose peer takes none of what it is sent for that long is aborted), ``max_header_bytes`` (64 KiB:
     a longer request head closes the connection), ``max_connections`` (1024, or the open-file limit minus 200 when
     lower: beyond it the connection waiting longest for a request head is closed to make room), ``backlog`` (2048:
     the kernel's queue of connections not yet accepted), uvicorn's ``limit_concurrency`` (1100: 503 beyond) and
@@ -84,7 +85,7 @@ def build_server(
 
 def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **options: Any) -> Any:
     """A configured ``uvicorn.Server`` (not started) for any ASGI ``app``, behind the same connection guard and
-    limits as :func:`build_server` (``header_timeout``, ``body_timeout``, ``max_header_bytes``,
+    limits as :func:`build_server` (``header_timeout``, ``body_timeout``, ``send_timeout``, ``max_header_bytes``,
     ``max_connections``, ``backlog``, ``limit_concurrency``, ``timeout_keep_alive``; the other ``options`` go to
     ``uvicorn.Config``). mcpkit's own web faces (the inspector) are served this way."""
     import uvicorn
@@ -96,6 +97,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
         DEFAULT_HEADER_TIMEOUT,
         DEFAULT_LIMIT_CONCURRENCY,
         DEFAULT_MAX_HEADER_BYTES,
+        DEFAULT_SEND_TIMEOUT,
         DEFAULT_TIMEOUT_KEEP_ALIVE,
         ConnectionGuard,
         guarded_protocol,
@@ -120,6 +122,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
             guard = ConnectionGuard(
                 header_timeout=header_timeout,
                 body_timeout=guard_options.get("body_timeout") or DEFAULT_BODY_TIMEOUT,
+                send_timeout=guard_options.get("send_timeout") or DEFAULT_SEND_TIMEOUT,
                 max_connections=max_connections,
                 max_header_bytes=max_header_bytes,
             )

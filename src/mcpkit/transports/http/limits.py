@@ -14,6 +14,10 @@ clients time out. :func:`guarded_protocol` wraps uvicorn's HTTP/1.1 protocol cla
   (a request body is at most ``max_body``, 4 MiB by default: 30 s allows ~140 KB/s);
 * ``max_header_bytes``: a connection whose pending request head grows past this many bytes is closed (h11 also
   gets it as ``h11_max_incomplete_event_size`` and answers 400);
+* ``send_timeout``: a connection whose peer has taken nothing of what it is sent for this many seconds (the
+  socket's write buffer stays over its high-water mark) is aborted. Closing it would wait for that buffer to be
+  sent, so a peer that stopped reading kept its socket, its buffers and its handler (e.g. of a legacy SSE stream
+  whose session was dropped for not reading) for as long as it liked;
 * ``max_connections`` (1024, or the open-file limit minus 200 when lower; see :func:`default_max_connections`):
   when a new connection would exceed this many, the connection that has been waiting longest for a request head
   (half-open or idle keep-alive), else the one that has been sending its request body longest, is closed to make
@@ -39,6 +43,7 @@ logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 DEFAULT_HEADER_TIMEOUT = 10.0
 DEFAULT_BODY_TIMEOUT = 30.0
+DEFAULT_SEND_TIMEOUT = 30.0
 DEFAULT_MAX_HEADER_BYTES = 64 * 1024
 DEFAULT_MAX_CONNECTIONS = 1024
 DEFAULT_LIMIT_CONCURRENCY = 1100  # above max_connections: a connection being replaced still counts for a moment
@@ -73,15 +78,19 @@ class ConnectionGuard:
         *,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         body_timeout: float = DEFAULT_BODY_TIMEOUT,
+        send_timeout: float = DEFAULT_SEND_TIMEOUT,
         max_connections: int | None = None,
         max_header_bytes: int = DEFAULT_MAX_HEADER_BYTES,
     ) -> None:
-        if header_timeout <= 0 or body_timeout <= 0 or max_header_bytes < 1024:
-            raise ValueError("header_timeout > 0, body_timeout > 0 and max_header_bytes >= 1024 are required")
+        if header_timeout <= 0 or body_timeout <= 0 or send_timeout <= 0 or max_header_bytes < 1024:
+            raise ValueError(
+                "header_timeout > 0, body_timeout > 0, send_timeout > 0 and max_header_bytes >= 1024 are required"
+            )
         if max_connections is not None and max_connections < 1:
             raise ValueError("max_connections must be at least 1")
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
+        self.send_timeout = send_timeout
         self.max_connections: int = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
         self.connections = 0
@@ -92,11 +101,15 @@ class ConnectionGuard:
         self.idle: dict[Any, float] = {}
         # protocol -> monotonic time its request head arrived, while the rest of its body has not
         self.receiving: dict[Any, float] = {}
+        # protocol -> monotonic time since which its write buffer is full (the peer takes nothing); apart from the
+        # state tables: a connection in any state may stop reading
+        self.stalled: dict[Any, float] = {}
         self._tables: tuple[dict[Any, float], ...] = ({}, self.waiting, self.receiving, self.idle)  # by state
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
         self.closed_slow = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
         self.closed_large = 0  # connections closed by max_header_bytes
+        self.aborted_stalled = 0  # connections aborted by send_timeout
         self.evicted = 0  # connections closed to make room (max_connections)
         self.refused = 0  # new connections closed because every connection was busy
         self._refused_logged = -10.0
@@ -133,6 +146,7 @@ class ConnectionGuard:
     def lost(self, proto: Any) -> None:
         """A connection ended."""
         self.connections -= 1
+        self.stalled.pop(proto, None)
         state = proto._mcpkit_state
         if state:
             proto._mcpkit_state = 0
@@ -178,6 +192,16 @@ class ConnectionGuard:
         proto._mcpkit_state = 0
         del self.receiving[proto]
 
+    def write_paused(self, proto: Any) -> None:
+        """``proto``'s write buffer went over its high-water mark: the peer has ``send_timeout`` s to take some."""
+        at = time.monotonic()
+        self.stalled[proto] = at
+        self._ensure_timer(at + self.send_timeout)
+
+    def write_resumed(self, proto: Any) -> None:
+        """``proto``'s write buffer went below its low-water mark."""
+        self.stalled.pop(proto, None)
+
     def _ensure_timer(self, at: float) -> None:
         """Expiry runs at ``at`` at the latest (one timer; half a second early or late does not matter)."""
         if self._timer is None or at < self._timer_at - 0.5:
@@ -201,6 +225,16 @@ class ConnectionGuard:
                 proto._mcpkit_state = 0
                 self.closed_slow += 1
                 _close(proto)
+        deadline = now - self.send_timeout
+        while self.stalled:
+            proto, since = next(iter(self.stalled.items()))
+            if since > deadline:
+                next_at = min(next_at or since + self.send_timeout, since + self.send_timeout)
+                break
+            del self.stalled[proto]
+            self.aborted_stalled += 1
+            logger.warning("aborting a connection whose peer has read nothing for %ss", self.send_timeout)
+            proto.transport.abort()
         if next_at is not None:
             self._ensure_timer(next_at)
 
@@ -261,6 +295,14 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
                 if self._mcpkit_head > limit and not self.transport.is_closing():
                     guard.closed_large += 1
                     self.transport.close()
+
+        def pause_writing(self) -> None:
+            super().pause_writing()
+            guard.write_paused(self)
+
+        def resume_writing(self) -> None:
+            super().resume_writing()
+            guard.write_resumed(self)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()

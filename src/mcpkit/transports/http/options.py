@@ -123,6 +123,7 @@ class GuardOptions(TypedDict, total=False):
 
     header_timeout: float | None
     body_timeout: float
+    send_timeout: float
     max_connections: int | None
     max_header_bytes: int
 
