@@ -420,6 +420,37 @@ async def test_a_streams_request_id_is_kept_with_it_bounded_expiring_and_forgott
         await reader.aclose()
 
 
+async def test_a_sessions_streams_are_bounded_the_oldest_going_with_its_request_id(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    # Every answer streamed as SSE (a tool reporting progress) is one Redis stream, about 4.7 KB, kept an hour: a
+    # session calling such a tool without pause grew Redis without a bound but time. Its streams are capped; the one
+    # written least recently goes (events and request id: a resume of it finds nothing), the others stay.
+    url, cluster = url_and_cluster
+    prefix = f"t{secrets.token_hex(4)}:"
+    store = RedisEventStore(url, prefix=prefix, cluster=cluster, max_streams_per_session=3)
+    try:
+        for n in range(1, 6):
+            await store.append_first(f"sid/{n}", 1, b"progress", n)
+            await store.append_last(f"sid/{n}", 2, b"answer")
+        await store.append("other/1", 1, b"another session's")
+        assert await store.replay("sid/1", 0) is None and await store.replay("sid/2", 0) is None
+        assert await store.request_of("sid/1") is None and await store.request_of("sid/2") is None
+        for n in (3, 4, 5):
+            assert await store.replay(f"sid/{n}", 0) == [(1, b"progress"), (2, b"answer")]
+            assert await store.request_of(f"sid/{n}") == n
+        assert await store.replay("other/1", 0) == [(1, b"another session's")]
+        await store.append("sid/3", 3, b"a late event")  # (a stream still written to is kept before older ones)
+        await store.append_first("sid/6", 1, b"progress", 6)
+        assert await store.replay("sid/3", 0) is not None and await store.replay("sid/4", 0) is None
+        await store.forget("sid/")  # every stream of the session goes, and its bookkeeping
+        keys = store.conn.keys
+        for key in (keys.key("sid", "ev", "3"), keys.key("sid", "ev", "6"), keys.key("sid", "evo")):
+            assert not await store.conn.client.exists(key), key
+    finally:
+        await store.aclose()
+
+
 async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) -> None:  # noqa: F811
     from redis.asyncio.cluster import RedisCluster
 

@@ -3,12 +3,13 @@
 Each stream is a Redis stream whose entry ids ARE the event numbers (``<seq>-0``): XADD refuses an id that does not
 grow (so two writers can never interleave one stream) and ``XRANGE`` from ``after + 1`` is the replay; the first
 remaining entry tells whether a replay would have a hole. Each append and each replay is ONE command: a small Lua
-script (EVALSHA) that does XADD with MAXLEN + PEXPIRE + SADD/PEXPIRE of the session's set of streams, or reads the
-first entry, checks for a gap and returns the range (renewing the TTL: a client still resuming keeps its stream
-alive).
+script (EVALSHA) that does XADD with MAXLEN + PEXPIRE + ZADD/PEXPIRE of the session's streams (a sorted set, the
+least recently written first: beyond ``max_streams_per_session`` that one is deleted in the same script), or reads
+the first entry, checks for a gap and returns the range (renewing the TTL: a client still resuming keeps its
+stream alive).
 
 Keys (see :class:`~mcpkit.stores.redis.connection.KeyScheme`): stream ``<session>/<n>`` is
-``<prefix>{<session>}:ev:<n>`` and the session's set of streams ``<prefix>{<session>}:evs``, so one session's
+``<prefix>{<session>}:ev:<n>`` and the session's streams ``<prefix>{<session>}:evo``, so one session's
 events live in one Redis Cluster slot and ``forget("<session>/")`` (what the Streamable HTTP server calls when a
 session ends) deletes them in one command without scanning the keyspace; any other prefix falls back to
 ``SCAN MATCH`` (on every node of a cluster).
@@ -33,8 +34,10 @@ from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connecti
 if TYPE_CHECKING:
     from .connection import RedisClient
 
-# KEYS: stream, group, request ids; ARGV: entry id, data, maxlen, ttl ms ('' = none), stream name (group member),
-# last ('1'/''), the id of the request the stream answers (JSON; '' = none)
+# KEYS: stream, the session's streams (sorted set, the least recently written first), request ids. ARGV: entry id,
+# data, maxlen, ttl ms ('' = none), stream name (member), last ('1'/''), the id of the request the stream answers
+# (JSON; '' = none), the most streams a session keeps, the key of the session's streams without the part after '/'
+# (to delete the one that goes).
 _APPEND = """
 if ARGV[6] == '1' then
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2], 'f', '1')
@@ -42,7 +45,21 @@ else
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2])
 end
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
-redis.call('SADD', KEYS[2], ARGV[5])
+local top = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if #top == 0 or top[1] ~= ARGV[5] then
+  local score = 1
+  if #top > 0 then score = tonumber(top[2]) + 1 end
+  local added = redis.call('ZADD', KEYS[2], score, ARGV[5])
+  local extra = added == 1 and redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[8]) or 0
+  if extra > 0 then
+    local old = redis.call('ZPOPMIN', KEYS[2], extra)
+    for i = 1, #old, 2 do
+      local at = string.find(old[i], '/', 1, true)
+      redis.call('DEL', ARGV[9] .. (at and string.sub(old[i], at + 1) or ''))
+      redis.call('HDEL', KEYS[3], old[i])
+    end
+  end
+end
 if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[5], ARGV[7])
@@ -63,6 +80,8 @@ if tonumber(string.match(first[1][1], '^(%d+)')) > want then return 0 end
 if ARGV[2] ~= '' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', '+')
 """
+#: Streams one session keeps by default (see ``RedisEventStore(max_streams_per_session=)``).
+MAX_STREAMS_PER_SESSION = 1000
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
 __all__ = ["RedisEventStore"]
@@ -100,6 +119,8 @@ class RedisEventStore(OnConnection):
         max_events_per_stream: events kept per stream; a replay that needs an evicted one returns None.
         ttl: seconds after the last append (or replay) when a stream expires; None keeps streams until
             :meth:`forget` (not advised: a client that never ends its session would leak them).
+        max_streams_per_session: streams kept per session (each answer streamed as SSE is one, about 5 KB in
+            Redis); beyond, the one the session wrote to least recently is deleted (a resume of it gets None).
         cluster, timeout: for a URL (see :class:`~mcpkit.stores.redis.RedisConnection`).
     """
 
@@ -110,15 +131,19 @@ class RedisEventStore(OnConnection):
         prefix: str = "mcpkit:",
         max_events_per_stream: int = 1000,
         ttl: float | None = 3600.0,
+        max_streams_per_session: int = MAX_STREAMS_PER_SESSION,
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         if max_events_per_stream < 1:
             raise ValueError("max_events_per_stream must be at least 1")
+        if max_streams_per_session < 1:
+            raise ValueError("max_streams_per_session must be at least 1")
         if ttl is not None and ttl <= 0:
             raise ValueError("ttl must be positive (or None)")
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self.max_events_per_stream = max_events_per_stream
+        self.max_streams_per_session = max_streams_per_session
         self.ttl = ttl
         self._ttl_arg = str(_ms(ttl)) if ttl is not None else ""
         client = self.conn.client
@@ -131,7 +156,7 @@ class RedisEventStore(OnConnection):
         return self.conn.keys.key(tag, "ev", rest)
 
     def _group_key(self, stream: str) -> str:
-        return self.conn.keys.key(stream.partition("/")[0], "evs")
+        return self.conn.keys.key(stream.partition("/")[0], "evo")
 
     def _requests_key(self, stream: str) -> str:
         return self.conn.keys.key(stream.partition("/")[0], "evr")
@@ -166,8 +191,11 @@ class RedisEventStore(OnConnection):
         return rid if isinstance(rid, str | int) and not isinstance(rid, bool) else None
 
     async def _add(self, stream: str, seq: int, data: bytes, last: str, request_id: bytes = b"") -> None:
+        tag = stream.partition("/")[0]
         keys = [self.key(stream), self._group_key(stream), self._requests_key(stream)]
-        args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last, request_id]
+        base = self.conn.keys.key(tag, "ev", "")
+        cap = self.max_streams_per_session
+        args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last, request_id, cap, base]
         async with self.conn.guard("event store"):
             await self._append(keys=keys, args=args)
 
@@ -202,18 +230,18 @@ class RedisEventStore(OnConnection):
         tag, slash, rest = prefix.partition("/")
         client = self.conn.client
         async with self.conn.guard("event store"):
-            if slash and not rest:  # "<session>/": the session's set names every stream, all in one slot
-                group_key = keys.key(tag, "evs")
-                members = await client.smembers(group_key)
+            if slash and not rest:  # "<session>/": the session's streams are named in one key, all in one slot
+                group_key, older = keys.key(tag, "evo"), keys.key(tag, "evs")  # (evs: a set, before the cap)
+                members = [*await client.zrange(group_key, 0, -1), *await client.smembers(older)]
                 names = [self.key(m.decode() if isinstance(m, bytes) else m) for m in members]
-                await client.unlink(group_key, keys.key(tag, "evr"), *names)
+                await client.unlink(group_key, older, keys.key(tag, "evr"), *names)
                 return
             # Any other prefix: SCAN for the streams (and the session sets whose streams all start with it).
             if slash:
                 patterns = [_glob_escape(keys.key(tag, "ev", rest)) + "*"]
             else:
                 start = _glob_escape(f"{keys.prefix}{{{prefix}")
-                patterns = [start + "*}:ev:*", start + "*}:evs", start + "*}:evr"]
+                patterns = [start + "*}:ev:*", start + "*}:evo", start + "*}:evs", start + "*}:evr"]
             batch: list[Any] = []
             for pattern in patterns:
                 async for key in client.scan_iter(match=pattern, count=1000):
