@@ -53,7 +53,7 @@ from .proxy_rounds import ProgressRelay, _Exchange
 from .proxy_upstream import MAX_WATCHED, Upstream
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
-from .server.compose import check_prefix, prefixed_name, prefixed_uri, unprefixed_uri
+from .server.compose import check_prefix, prefixed_content, prefixed_name, prefixed_uri, unprefixed_uri
 from .server.content import downgrade_content
 from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
 from .server.pagination import Paginator
@@ -501,7 +501,7 @@ class ProxyServer(MCPKit):
         elif method == "tools/call":
             content = result.get("content")
             blocks = (
-                [_with_uri(c, upstream.prefix) for c in content if isinstance(c, dict)]
+                [prefixed_content(c, upstream.prefix) for c in content if isinstance(c, dict)]
                 if isinstance(content, list)
                 else []
             )
@@ -511,7 +511,7 @@ class ProxyServer(MCPKit):
             if isinstance(messages, list):
                 for m in messages:
                     if isinstance(m, dict) and isinstance(m.get("content"), dict):
-                        m["content"] = downgrade_content([_with_uri(m["content"], upstream.prefix)], feats)[0]
+                        m["content"] = downgrade_content([prefixed_content(m["content"], upstream.prefix)], feats)[0]
         elif method == "resources/read" and upstream.prefix is not None:
             contents = result.get("contents")
             if isinstance(contents, list):
@@ -633,20 +633,6 @@ def _upstream_params(params: JSONDict, sctx: ServerRequestContext) -> JSONDict:
         if kept:
             out["_meta"] = kept
     return out
-
-
-def _with_uri(block: JSONDict, prefix: str | None) -> JSONDict:
-    """A content block of a gateway member's result naming the resource by the gateway's URI (a resource link, an
-    embedded resource), as its lists and ``resources/read`` do: the client reads it back through the gateway."""
-    if prefix is None:
-        return block
-    kind = block.get("type")
-    if kind == "resource_link" and isinstance(block.get("uri"), str):
-        return {**block, "uri": prefixed_uri(prefix, block["uri"])}
-    resource = block.get("resource")
-    if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
-        return {**block, "resource": {**resource, "uri": prefixed_uri(prefix, resource["uri"])}}
-    return block
 
 
 def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats: Features) -> JSONDict:

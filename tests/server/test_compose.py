@@ -426,3 +426,46 @@ async def test_mounting_a_proxy_or_a_low_level_server_is_refused_with_what_to_do
     async with Client(mcpkit.proxy({"main": app, "p": upstream})) as client:
         assert {t.name for t in await client.list_tools()} == {"main_here", "p_hi"}
         assert (await client.call_tool("p_hi", {})).text == "hi"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_resource_uris_a_mounted_tool_or_prompt_hands_out_are_the_parents_and_read_back(mode: str) -> None:
+    """A mounted tool's resource link and embedded resource, and a mounted prompt's embedded resource, named the
+    mounted server's own URI (``data://shelf/a``), which the parent answered with "Resource not found"; they name
+    the parent's (``data://one/shelf/a``), as its lists and ``resources/read`` do (mounted without a prefix: as they
+    are)."""
+    from mcpkit.protocol import types as t
+
+    child = MCPKit("child")
+
+    @child.resource("data://shelf/{name}")
+    def shelf(name: str) -> str:
+        return f"item {name}"
+
+    @child.tool()
+    def find(name: str):  # type: ignore[no-untyped-def]  # (no outputSchema: the list is the content)
+        uri = f"data://shelf/{name}"
+        return [
+            t.ResourceLink(uri=uri, name=name),
+            t.EmbeddedResource(resource=t.TextResourceContents(uri=uri, text=".")),
+        ]
+
+    @child.prompt()
+    def show(name: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "user", "content": {"type": "resource", "resource": {"uri": f"data://shelf/{name}", "text": "."}}}
+        ]
+
+    plain = MCPKit("plain")
+    plain.mount(child)  # (no prefix: URIs as they are)
+    parent = MCPKit("parent")
+    parent.mount(child, "one")
+    async with serve_http(parent) as url, Client(url, mode=mode) as client:
+        link, embedded = (await client.call_tool("one_find", {"name": "a"})).content
+        assert link.uri == embedded.resource.uri == "data://one/shelf/a"
+        assert (await client.read_resource(link.uri)).contents[0].text == "item a"
+        message = (await client.get_prompt("one_show", {"name": "a"})).messages[0]
+        assert message.content.resource.uri == "data://one/shelf/a"
+    async with Client(plain, mode=mode) as client:
+        link, _ = (await client.call_tool("find", {"name": "a"})).content
+        assert link.uri == "data://shelf/a"

@@ -116,6 +116,35 @@ def unprefixed_uri(prefix: str | None, uri: str) -> str | None:
     return f"{scheme}:{rest[len(head) :]}" if rest.startswith(head) else None
 
 
+def prefixed_content(block: JSONDict, prefix: str | None) -> JSONDict:
+    """A content block of a mounted (or proxied) server's result naming a resource by the parent's URI: a resource
+    link's ``uri``, an embedded resource's ``resource.uri`` (so the client reads it back through the parent, as
+    the parent lists it); any other block as it is."""
+    if prefix is None:
+        return block
+    kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str):
+        return {**block, "uri": prefixed_uri(prefix, block["uri"])}
+    resource = block.get("resource")
+    if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
+        return {**block, "resource": {**resource, "uri": prefixed_uri(prefix, resource["uri"])}}
+    return block
+
+
+def _prefixed_result(result: JSONDict, prefix: str) -> JSONDict:
+    """A ``CallToolResult`` whose content names resources by the parent's URIs (the result itself when none)."""
+    content = result.get("content")
+    if not isinstance(content, list) or not any(
+        isinstance(c, dict) and c.get("type") in ("resource", "resource_link") for c in content
+    ):
+        return result
+    return {**result, "content": [prefixed_content(c, prefix) if isinstance(c, dict) else c for c in content]}
+
+
+async def _prefixed_later(pending: Awaitable[JSONDict], prefix: str) -> JSONDict:
+    return _prefixed_result(await pending, prefix)
+
+
 @dataclass(eq=False)
 class Mount:
     """One server mounted (or imported) into an app: its prefix and the parent's keys it put in each list."""
@@ -239,8 +268,15 @@ class MountedTool(Tool):
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
         mount = self.mount
         if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("tools/call")):
-            return mount.run(chain, "tools/call", {"name": self.inner.name, "arguments": arguments}, ctx)
-        return self.inner.call(arguments, mount.context(ctx), feats)
+            pending: Any = mount.run(chain, "tools/call", {"name": self.inner.name, "arguments": arguments}, ctx)
+        else:
+            pending = self.inner.call(arguments, mount.context(ctx), feats)
+        prefix = mount.prefix
+        if prefix is None:
+            return pending
+        if isinstance(pending, dict):
+            return _prefixed_result(pending, prefix)
+        return _prefixed_later(pending, prefix)
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         return self.inner.argument_problems(arguments)
@@ -324,8 +360,18 @@ class MountedPrompt(Prompt):
     async def render(self, arguments: dict[str, Any], ctx: Context | None, feats: Features) -> JSONDict:
         mount = self.mount
         if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("prompts/get")):
-            return await mount.run(chain, "prompts/get", {"name": self.inner.name, "arguments": arguments}, ctx)
-        return await self.inner.render(arguments, mount.context(ctx), feats)
+            result = await mount.run(chain, "prompts/get", {"name": self.inner.name, "arguments": arguments}, ctx)
+        else:
+            result = await self.inner.render(arguments, mount.context(ctx), feats)
+        messages = result.get("messages")
+        if mount.prefix is not None and isinstance(messages, list):
+            result["messages"] = [
+                {**m, "content": prefixed_content(m["content"], mount.prefix)}
+                if isinstance(m, dict) and isinstance(m.get("content"), dict)
+                else m
+                for m in messages
+            ]
+        return result
 
 
 def mounted_completion(item: Any, params: JSONDict, sctx: ServerRequestContext) -> Awaitable[JSONDict] | None:
@@ -575,6 +621,7 @@ __all__ = [
     "completions_changed",
     "mounted_completion",
     "detach",
+    "prefixed_content",
     "prefixed_name",
     "prefixed_uri",
     "refresh",
