@@ -213,3 +213,32 @@ async def test_a_stateless_endpoint_declares_no_notification_it_cannot_deliver()
             sub = {"jsonrpc": "2.0", "id": 2, "method": "resources/subscribe", "params": {"uri": "data://one"}}
             err = answer(await http.post(url, json=sub, headers=handshake_headers(None, V)))["error"]
             assert err["code"] == -32601 and "stateless" in err["message"], err
+
+
+async def test_one_request_of_a_stateless_batch_is_cancelled_by_its_principal() -> None:
+    """2025-03-26 batches: each request of an authenticated caller's batch is kept like a single call, so that
+    caller's ``notifications/cancelled`` naming one stops that one (no entry for it in the batch's answer) while
+    the others answer; bob's naming the same id stops nothing. A batch's calls ran to their answers."""
+    probe = Probe()
+    async with (
+        running(make_server(probe), stateless=True, wrap=protected) as (base, app),
+        client("tok-alice") as alice,
+        client("tok-bob") as bob,
+    ):
+        url = base + "/mcp"
+        h = handshake_headers(None, "2025-03-26")
+        batch = [call(5, "hang"), call(6, "progress", {"steps": 3, "delay": 0.2})]
+        post = asyncio.create_task(alice.post(url, json=batch, headers=h))
+        await asyncio.wait_for(probe.started.wait(), 5)
+        assert app.streamable.handshake.stateless_calls.count == 2
+        assert (await bob.post(url, json=cancelled(5), headers=h)).status_code == 202
+        await asyncio.sleep(0.2)
+        assert probe.cancelled == [] and not post.done()
+        assert (await alice.post(url, json=cancelled(5), headers=h)).status_code == 202
+        r = await asyncio.wait_for(post, 5)
+        assert probe.cancelled == [5]
+        answers = [m for m in messages(sse_events(r.text)) if type(m) is list]  # (the log lines came first: SSE)
+        assert len(answers) == 1, r.text
+        answers = answers[0]
+        assert [a["id"] for a in answers] == [6] and answers[0]["result"]["content"][0]["text"] == "done 3", r.text
+        assert app.streamable.handshake.stateless_calls.count == 0

@@ -22,6 +22,7 @@ import orjson
 
 from ..._asgi import Receive, Scope, Send
 from ...engine import ERROR, NULL_OUTBOX, Outgoing, RequestContext
+from ...engine.peer import Peer
 from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST
 from ...protocol.jsonrpc import Batch, Notification, Request, RequestId
@@ -69,21 +70,25 @@ class StatelessCalls:
     A caller is its principal (:func:`~.sessions.client_key`: issuer and subject, else client id), never its
     address: anonymous calls are not kept, since any client could name another's request id. Two calls of one
     principal running under one id are both left running by a cancellation naming it (which one was meant is
-    unknown). At most :attr:`limit` calls are kept (:data:`MAX_STATELESS_CALLS`): a call beyond runs and answers,
-    but cannot be cancelled. With a shared fan-out (several workers, Redis) a cancellation that finds no call here
-    is logged for the other workers (:meth:`cancel_anywhere`, at most ``MAX_LOGGED_CANCELS`` a second per
-    principal), and the worker running the call cancels it."""
+    unknown). The requests of a batch (2025-03-26) are kept each under its own id, as the batch's peer, which
+    cancels the one named as a session's peer would. At most :attr:`limit` calls are kept
+    (:data:`MAX_STATELESS_CALLS`): a call beyond runs and answers, but cannot be cancelled. With a shared fan-out
+    (several workers, Redis) a cancellation that finds no call here is logged for the other workers
+    (:meth:`cancel_anywhere`, at most ``MAX_LOGGED_CANCELS`` a second per principal), and the worker running the
+    call cancels it. A cancellation that arrives before its call is not remembered (a later call of the principal
+    may reuse the id)."""
 
     __slots__ = ("_calls", "_logged", "count", "fanout", "limit")
 
     def __init__(self, limit: int = MAX_STATELESS_CALLS) -> None:
-        self._calls: dict[tuple[Any, RequestId], RequestContext | list[RequestContext]] = {}
+        # a call's context, or a batch's peer (which cancels the member by id); a list: several calls under one key
+        self._calls: dict[tuple[Any, RequestId], RequestContext | Peer | list[RequestContext | Peer]] = {}
         self.count = 0  # calls kept (those sharing a key included)
         self.limit = limit
         self.fanout: Fanout | None = None  # the fan-out whose logged cancellations this table follows
         self._logged: dict[Any, tuple[int, int]] = {}  # principal -> (second, cancellations logged in it)
 
-    def add(self, key: tuple[Any, RequestId], ctx: RequestContext) -> bool:
+    def add(self, key: tuple[Any, RequestId], ctx: RequestContext | Peer) -> bool:
         """Keep ``ctx`` under ``key`` while it runs; False (not kept) when the table is full."""
         if self.count >= self.limit:
             return False
@@ -98,7 +103,7 @@ class StatelessCalls:
         self.count += 1
         return True
 
-    def discard(self, key: tuple[Any, RequestId], ctx: RequestContext) -> None:
+    def discard(self, key: tuple[Any, RequestId], ctx: RequestContext | Peer) -> None:
         """``ctx`` (kept under ``key``) ended."""
         calls = self._calls
         kept = calls.get(key)
@@ -112,7 +117,7 @@ class StatelessCalls:
             return
         self.count -= 1
 
-    def cancel(self, principal: Any, msg: Any) -> list[Notification]:
+    async def cancel(self, principal: Any, msg: Any) -> list[Notification]:
         """Cancel the call that each ``notifications/cancelled`` in ``msg`` (a notification or a batch) names, when
         ``principal`` is running one (and only one) under that id; returns the cancellations that named no call
         here (anything else is ignored)."""
@@ -126,10 +131,13 @@ class StatelessCalls:
             ctx = self._calls.get((principal, rid))  # type: ignore[arg-type]
             if ctx is None:
                 missed.append(item)
-            elif type(ctx) is RequestContext and not ctx.done:
-                ctx.cancelled = True  # (no answer: the engine ends the call's stream without one)
-                if ctx.task is not None:
-                    ctx.task.cancel()
+            elif type(ctx) is RequestContext:
+                if not ctx.done:
+                    ctx.cancelled = True  # (no answer: the engine ends the call's stream without one)
+                    if ctx.task is not None:
+                        ctx.task.cancel()
+            elif isinstance(ctx, Peer):  # a batch's: its member under that id is cancelled (left out of the answer)
+                await ctx.receive_parsed(item, NULL_OUTBOX)
         return missed
 
     async def cancel_anywhere(self, principal: Any, msg: Any, fanout: Fanout) -> None:
@@ -137,7 +145,7 @@ class StatelessCalls:
         other workers (a cancellation that cannot be logged is lost: the call runs to its answer)."""
         from ...stores.log import SharedFanout
 
-        missed = self.cancel(principal, msg)
+        missed = await self.cancel(principal, msg)
         if not missed or not isinstance(fanout, SharedFanout) or not self._may_log(principal):
             return
         value = STATELESS_LOG + orjson.dumps(principal).decode()
@@ -178,7 +186,7 @@ class StatelessCalls:
         except Exception:
             return
         if isinstance(owner, list):
-            self.cancel(tuple(owner), msg)
+            await self.cancel(tuple(owner), msg)
 
 
 class HandshakeRoutes:
@@ -409,8 +417,36 @@ class HandshakeRoutes:
                         self.stateless_calls.discard(key, ctx)
                     return
         else:
-            runner = self._preinitialized(version).peer.answer(msg, stream, body)
+            peer = self._preinitialized(version).peer
+            runner = peer.answer(msg, stream, body)
+            if t is Batch and scope.get("auth") is not None:
+                await self._serve_batch(scope, msg, peer, stream, runner, receive, send)
+                return
         await self.answers.serve(stream, runner, None, receive, send, ())
+
+    async def _serve_batch(
+        self,
+        scope: Scope,
+        batch: Batch,
+        peer: Peer,
+        stream: Stream,
+        runner: Outgoing | Awaitable[Outgoing | None],
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """An authenticated caller's batch, its requests kept in :attr:`stateless_calls` (as the batch's peer) while
+        it runs, each for that caller's ``notifications/cancelled`` naming it."""
+        principal = client_key(scope)
+        ids = {item.id: None for item in batch if type(item) is Request and item.method != "initialize"}
+        calls = self.stateless_calls
+        kept = [key for key in ((principal, rid) for rid in ids) if calls.add(key, peer)]
+        if kept and calls.fanout is not self.server.fanout:
+            calls.follow(self.server.fanout)
+        try:
+            await self.answers.serve(stream, runner, None, receive, send, ())
+        finally:
+            for key in kept:
+                calls.discard(key, peer)
 
     def _preinitialized(self, version: str) -> HostedSession:
         session = self.server.create_session(NULL_OUTBOX, **self.peer_options)
