@@ -139,9 +139,9 @@ class WebSocketEndpoint:
 
         The frame limit given to uvicorn is slightly above ``max_message`` so that an oversized message reaches
         this endpoint and is refused with 1009 and a reason; anything far larger is cut by uvicorn (also 1009).
-        The protocol is uvicorn's ``websockets-sansio`` with flow control both ways
-        (:class:`~.ws_protocol.FlowControlledWebSocketProtocol`): nothing is read from a peer that does not read
-        (its pings included), and a peer that has read nothing for ``stall_timeout`` seconds is cut off.
+        The protocol is uvicorn's ``websockets-sansio`` that cuts off a peer that does not read
+        (:class:`~.ws_protocol.FlowControlledWebSocketProtocol`): one that has read nothing for ``stall_timeout``
+        seconds, or for which a MiB of pongs waits.
         """
         from .ws_protocol import FlowControlledWebSocketProtocol
 
