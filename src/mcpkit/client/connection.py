@@ -1,6 +1,7 @@
 """The connection half of the high-level :class:`~mcpkit.client.client.Client`: opening the target and negotiating,
-the callbacks a session is built with, and self-healing (a stale HTTP session re-initialized once, safe requests
-retried, URL elicitations completed and the refused request retried). ``Client`` adds the typed MCP calls on top.
+the callbacks a session is built with, its state; self-healing (a stale HTTP session re-initialized once, safe
+requests retried, URL elicitations completed and the refused request retried) is its base class ``SelfHealing``
+(:mod:`mcpkit.client.healing`). ``Client`` adds the typed MCP calls on top.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeVar
 
@@ -17,12 +18,9 @@ from .._options import named_options
 from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback, RequestTracer
 from ..engine.tap import Tap, TapEvent
 from ..protocol.errors import (
-    URL_ELICITATION_REQUIRED,
     ConnectionClosed,
     MCPError,
-    MessageTooLarge,
     RequestTimeout,
-    SessionExpired,
 )
 from ..protocol.extensions import Extensions, as_extensions, declared_settings
 from ..protocol.jsonrpc import JSONDict
@@ -47,8 +45,10 @@ from .handlers import (
     _sampling_result,
     check_client_options,
 )
+from .healing import SAFE_METHODS as SAFE_METHODS
+from .healing import SelfHealing
 from .lowlevel import DEFAULT_MAX_INPUT_REQUESTS, ClientSession, RootsProvider
-from .middleware import ClientCall, ClientMiddleware, run_chain
+from .middleware import ClientMiddleware
 from .targets import (
     HTTP,
     SSE,
@@ -74,25 +74,6 @@ ClientTransport: TypeAlias = Literal["http", "streamable-http", "sse", "ws"]
 #: ``Client(url, auth=...)``: ``"oauth"`` (an OAuth 2.1 flow in the browser), a bearer token, or an ``httpx.Auth``
 #: flow such as :class:`~mcpkit.auth.client.OAuthClient`.
 ClientAuth: TypeAlias = "str | httpx.Auth"
-
-
-# Requests that may be repeated after a re-initialization without changing anything on the server.
-SAFE_METHODS = frozenset(
-    (
-        "ping",
-        "server/discover",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-    )
-)
 
 
 DEFAULT_MAX_URL_ELICITATIONS = 8
@@ -142,7 +123,7 @@ def _both(first: Tap | None, second: Tap) -> Tap:
     return tap
 
 
-class ClientConnection:
+class ClientConnection(SelfHealing):
     """Opens, heals and closes one client connection (the base of :class:`~mcpkit.client.client.Client`, whose
     docstring lists the options)."""
 
@@ -526,143 +507,6 @@ class ClientConnection:
     def stderr(self) -> str:
         """What a stdio server wrote to its stderr lately (empty for other transports)."""
         return self._opened.stderr if self._opened is not None else ""
-
-    # ------------------------------------------------------------------ self-healing
-
-    def _is_stale_session(self, exc: BaseException, session: ClientSession) -> bool:
-        """Streamable HTTP: a 404 for our session id; WebSocket, legacy SSE: the connection (the session) ended."""
-        if self.target.kind == HTTP or isinstance(exc, SessionExpired):  # (not one raised here once re-initialized)
-            return isinstance(exc, SessionExpired) and not exc.reinitialized and self.target.kind == HTTP
-        ended = isinstance(exc, ConnectionClosed) and not isinstance(exc, MessageTooLarge) and bool(session.ended)
-        return ended and self.target.kind in (WS, SSE)
-
-    async def _call(self, method: str, op: Callable[[ClientSession], Awaitable[T]], *, safe: bool | None = None) -> T:
-        if not self._middleware:
-            return await self._call_once(method, op, safe)
-        call = ClientCall(method, safe if safe is not None else method in SAFE_METHODS)
-        result: T = await run_chain(self._middleware, call, lambda: self._call_once(method, op, safe))
-        return result
-
-    async def _call_once(self, method: str, op: Callable[[ClientSession], Awaitable[T]], safe: bool | None) -> T:
-        session = self.session
-        if session.ended and self.reconnect_enabled and self.target.kind in (WS, SSE):  # (this call is not sent yet)
-            await self._reinitialize(session)
-            session = self.session
-        try:
-            return await op(session)
-        except Exception as exc:
-            if isinstance(exc, MCPError) and exc.code == URL_ELICITATION_REQUIRED and self._handles_url_elicitation:
-                if await self._complete_url_elicitations(exc):
-                    return await op(self.session)  # one retry: a second -32042 goes to the caller
-                raise
-            if not (self.reconnect_enabled and self._is_stale_session(exc, session)):
-                raise
-            failed = exc
-        await self._reinitialize(session)
-        if safe is None:
-            safe = method in SAFE_METHODS
-        if not safe:
-            what = "the server dropped the session" if self.target.kind == HTTP else "the connection ended"
-            expired = SessionExpired(
-                f"{what}; {method!r} was not retried because it is not safe to repeat "
-                "(the client has re-initialized: call again to retry)"
-            )
-            expired.reinitialized = True
-            raise expired from failed
-        return await op(self.session)
-
-    async def _reinitialize(self, stale: ClientSession) -> None:
-        async with self._lock:
-            if self._session is not stale:
-                return  # another task already replaced the session
-            old_opened = self._opened
-            self._session = None
-            with contextlib.suppress(Exception):
-                await stale.aclose()
-            if old_opened is not None:
-                with contextlib.suppress(Exception):
-                    await old_opened.aclose()
-            self._opened = None
-            delay = self.backoff_initial
-            last: BaseException | None = None
-            for attempt in range(self.max_reconnect_attempts):
-                if attempt:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, self.backoff_max)
-                try:
-                    self._session, self._opened = await self._open()
-                    self.reconnects += 1
-                    self._tools_complete = False
-                    logger.info("re-initialized the session with %s", self.target.description)
-                    await self._restore_subscriptions()
-                    return
-                except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
-                    last = exc
-            raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
-
-    async def _subscribe(self, uri: str) -> None:
-        """``resources/subscribe``, remembered to be made again on a new session."""
-        await self._call("resources/subscribe", lambda s: s.subscribe_resource(uri))
-        self._subscriptions.add(uri)
-
-    def _still_wanted(self, uri: str) -> bool:
-        """Whether a resource subscription a watch made is wanted after it ends: made by hand too (with
-        ``subscribe_resource``), or listed by another watch (one ending must not stop another's updates)."""
-        return uri in self._held_subscriptions or any(uri in watch.uris for watch in self._watches)
-
-    async def _restore_subscriptions(self) -> None:
-        """A new session knows nothing of the old one's ``resources/subscribe``: subscribe again."""
-        session = self._session
-        if session is None or session.modern:
-            return
-        for uri in sorted(self._subscriptions):
-            try:
-                await session.subscribe_resource(uri)
-            except Exception as exc:  # the resource may be gone: keep the rest
-                logger.warning("could not re-subscribe to %s after re-initializing: %s", uri, exc)
-
-    # ------------------------------------------------------------------ URL elicitation required (-32042)
-
-    @property
-    def _handles_url_elicitation(self) -> bool:
-        return self._elicitation_handler is not None and bool(self._session_options["elicitation_url"])
-
-    async def _complete_url_elicitations(self, exc: MCPError) -> bool:
-        """Spec 2025-11-25: a -32042 error lists URL elicitations to finish before the request can be retried.
-
-        Each goes to the elicitation handler (``mode: "url"``; return accept once the user is done in the
-        browser). When all are accepted, wait (at most ``url_elicitation_wait`` seconds) for the server's
-        ``notifications/elicitation/complete`` of each id, then retry the request once. Returns False (the error
-        goes to the caller) when one is declined, cancelled or malformed."""
-        data = exc.data if isinstance(exc.data, dict) else {}
-        items = data.get("elicitations")
-        if not isinstance(items, list) or not items:
-            return False
-        if len(items) > self.max_url_elicitations:
-            raise MCPError(
-                f"the server asks for {len(items)} URL elicitations in one -32042 error, more than "
-                f"max_url_elicitations={self.max_url_elicitations}: none was shown "
-                "(raise Client(max_url_elicitations=...) to allow more)",
-                code=exc.code,
-            ) from exc
-        ids: list[str] = []
-        for item in items:
-            if not isinstance(item, dict) or item.get("mode") != "url" or not isinstance(item.get("url"), str):
-                return False
-            answer = await self._elicit(ElicitationParams.from_wire(item))
-            if answer.get("action") != "accept":
-                return False
-            if isinstance(item.get("elicitationId"), str):
-                ids.append(item["elicitationId"])
-        if ids and self.url_elicitation_wait > 0:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._elicitations_completed(ids), self.url_elicitation_wait)
-        return True
-
-    async def _elicitations_completed(self, ids: list[str]) -> None:
-        while not all(i in self._completed_elicitations for i in ids):
-            self._elicitation_event.clear()
-            await self._elicitation_event.wait()
 
     # ------------------------------------------------------------------ generic
 
