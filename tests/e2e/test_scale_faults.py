@@ -5,6 +5,8 @@
   and gets every event, once;
 * Redis restarted (SIGTERM, as an operator would) with persistence (AOF): sessions, their subscriptions and the
   log survive; the workers go on by themselves;
+* Redis restarted without persistence: every handshake-era session is a 404 on every worker, clients start new
+  ones (mcpkit's client by itself), and notifications flow again;
 * Redis stalled or unreachable (between the workers and Redis: a proxy that stops forwarding or resets): a request
   that needs Redis gets 503 with a clear error within the timeout, others go on (2026-07-28 requests, a session
   the worker holds), readiness says 503; everything recovers by itself.
@@ -23,6 +25,7 @@ import httpx
 import pytest
 
 from mcpkit import Client
+from mcpkit.client.client import SessionExpired
 from support.paths import SERVERS
 from support.redis_server import PersistentRedis, RedisServer, redis_url, require_redis_server  # noqa: F401
 from support.scale import ACCEPT_BOTH, Workers, next_message, open_session, rpc, sse_events
@@ -169,6 +172,44 @@ async def test_sessions_survive_a_redis_restart_with_persistence(tmp_path: Path)
                     assert stream.status_code == 200
                     _, second = await next_message(sse_events(stream.aiter_lines()))
                 assert second["params"]["uri"] == "mcpkit://item/1"  # the log and the subscriptions survived too
+    finally:
+        redis.stop()
+
+
+async def test_a_redis_restart_without_persistence_ends_the_sessions_and_clients_start_new_ones() -> None:
+    redis = RedisServer(require_redis_server())
+    try:
+        with Workers(redis.url, 2, server=SERVER) as workers:
+            a, b = workers.urls
+            async with (
+                httpx.AsyncClient(timeout=20) as http,
+                Client(a, mode="handshake") as client,
+                Client(b, mode="modern") as watcher,
+                watcher.watch(resource_uris=["mcpkit://item/0"]) as changes,
+            ):
+                headers = await open_session(http, a)
+                assert (await client.call_tool("whoami")).structured is not None
+                port = redis.port
+                redis.stop()
+                redis = RedisServer(require_redis_server(), port)  # empty: every record is gone
+                deadline = time.monotonic() + 20
+                for url in (a, b):  # the session is gone everywhere: 404, the spec's "start a new session"
+                    while (await _post(http, url, headers, rpc("ping", rid=9))).status_code != 404:
+                        assert time.monotonic() < deadline, "the lost session is still served"
+                        await asyncio.sleep(0.2)
+                for _ in range(3):  # mcpkit's client starts a new session by itself (a tools/call is not repeated)
+                    try:
+                        assert (await client.call_tool("whoami")).structured is not None
+                        break
+                    except SessionExpired:
+                        pass
+                else:
+                    raise AssertionError("the client did not recover")
+                assert (await client.ping()) >= 0
+                async with Client(b, mode="handshake") as fresh:  # new sessions are recorded again
+                    await fresh.call_tool("touch", {"uri": "mcpkit://item/0"})
+                method, _ = await asyncio.wait_for(anext(aiter(changes)), 10)  # (the log works again)
+                assert method in ("notifications/resources/updated", "notifications/resources/list_changed")
     finally:
         redis.stop()
 
