@@ -10,7 +10,7 @@ import contextvars
 from typing import Any, Protocol
 
 from .client.client import Client
-from .protocol.errors import MethodNotFound
+from .protocol.errors import MCPError, MethodNotFound
 from .protocol.jsonrpc import JSONDict
 from .proxy_rounds import _Lease
 from .server.compose import prefixed_uri
@@ -76,7 +76,14 @@ class _Conn:
         return self.inflight[0] if len(self.inflight) == 1 else None
 
     async def ask(self, method: str, params: JSONDict) -> JSONDict:
-        """The upstream asks its client (sampling, elicitation, roots): ask ours."""
+        """The upstream asks its client (sampling, elicitation, roots): ask ours. Ours gone (its connection closed
+        before or while it was asked) is an error saying so, not an internal error."""
+        try:
+            return await self._ask(method, params)
+        except ConnectionError:
+            raise MCPError(f"{method}: the client of the proxy has disconnected") from None
+
+    async def _ask(self, method: str, params: JSONDict) -> JSONDict:
         asking = _ASKING.get()
         if asking is not None:  # an input round of a 2026-07-28 upstream, for a handshake-era client's request
             return await asking.ask(method, params)
