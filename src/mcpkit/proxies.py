@@ -336,10 +336,6 @@ class ProxyServer(MCPKit):
             finally:
                 if progress is not None:
                     progress.close()
-            if upstream.modern:  # a stateless upstream: its shared connection; its input rounds asked of this client
-                level = sctx.session.log_level
-                if level is not None:  # the session's level rides on each 2026-07-28 request
-                    params.setdefault("_meta", {})[META_LOG_LEVEL] = level
         state = sctx.input_state
         if isinstance(state, dict) and isinstance(state.get("x"), str):
             exchange = self._exchanges.pop(state["x"], None)
