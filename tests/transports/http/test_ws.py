@@ -8,6 +8,7 @@ import asyncio
 import base64
 import contextlib
 import gc
+import hashlib
 import os
 import socket
 import struct
@@ -545,6 +546,48 @@ async def test_client_transport_keepalive_detects_a_dead_server() -> None:
         assert asyncio.get_running_loop().time() - started < 3  # the silent server would hold it for 30 s
         assert conn.ws is not None and conn.ws.protocol.close_sent is not None
         assert conn.ws.protocol.close_sent.code == 1011  # we closed it: "keepalive ping timeout"
+        await conn.close()
+    finally:
+        for w in accepted:
+            w.close()
+        srv.close()
+
+
+async def test_client_transport_cuts_off_a_server_that_floods_pings_and_never_reads() -> None:
+    """websockets answers each ping at once: a server that sent pings and never read the pongs made the client
+    buffer them all (100 MB for 100 MB of pings). Past a MiB of pongs waiting, the client drops the connection
+    and says why."""
+    sent: list[int] = [0]
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def flooding(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        key = next(
+            line.split(b":", 1)[1].strip()
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"sec-websocket-key")
+        )
+        accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+        writer.write(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
+        )
+        accepted.append(writer)
+        chunk = (struct.pack("!BB", 0x89, 125) + b"p" * 125) * 2000  # 254 KB of pings
+        with contextlib.suppress(ConnectionError, TimeoutError, asyncio.CancelledError):
+            for _ in range(256):  # 64 MB at most
+                writer.write(chunk)
+                await asyncio.wait_for(writer.drain(), 5)
+                sent[0] += len(chunk)
+
+    srv = await asyncio.start_server(flooding, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    try:
+        conn = WebSocketClientTransport(f"ws://127.0.0.1:{port}/ws")
+        await conn.start()
+        with pytest.raises(ConnectionClosed, match="not reading"):
+            await asyncio.wait_for(conn.receive(), 20)
+        assert sent[0] < 24_000_000, sent[0]
         await conn.close()
     finally:
         for w in accepted:

@@ -14,7 +14,8 @@ raises :class:`~mcpkit.protocol.errors.ConnectionClosed` saying why when it did 
 reason; our 1009 for a message over ``max_message_size``), so pending requests fail with that reason; a binary
 frame from the server is a protocol violation: the connection is closed with 1003. The ``websockets`` library sends
 pings every ``ping_interval`` s and closes the connection when a pong is ``ping_timeout`` s late; it closes with
-1009 when a message exceeds ``max_message_size``.
+1009 when a message exceeds ``max_message_size``. A server that does not read what we send while it sends pings
+is cut off once a MiB of pongs waits for it (``websockets`` answers every ping at once: they piled up in memory).
 
 ``auth``: an ``httpx.Auth`` flow such as :class:`~mcpkit.auth.OAuthClient` (its token goes in the upgrade
 request's headers, as for an HTTP request to ``http(s)://`` the same host and path). An upgrade refused with 401 or
@@ -43,8 +44,36 @@ from ..base import DEFAULT_MAX_MESSAGE_SIZE
 logger: logging.Logger = logging.getLogger("mcpkit.ws.client")
 
 SUBPROTOCOL = "mcp"
+MAX_UNREAD_REPLIES = 1024 * 1024  # bytes of pongs queued for a server that is not reading, then it is cut off
+_CUT_OFF = (
+    "the server was not reading while it sent pings (over 1 MiB of pongs waited for it), so the WebSocket "
+    "connection was dropped"
+)
 # headers of the flow's HTTP request that the WebSocket upgrade sets itself
 _NOT_FORWARDED = frozenset(("host", "connection", "upgrade", "content-length", "transfer-encoding"))
+
+
+class _BoundedClientConnection(ClientConnection):
+    """websockets' client connection that drops a server for which pongs pile up unread (see the module)."""
+
+    unread_replies = 0  # bytes websockets wrote by itself (pongs) while the write buffer was full
+    cut_off = False
+
+    def data_received(self, data: bytes) -> None:
+        if not self.paused:
+            super().data_received(data)
+            return
+        before = self.transport.get_write_buffer_size()
+        super().data_received(data)
+        self.unread_replies += self.transport.get_write_buffer_size() - before
+        if self.unread_replies > MAX_UNREAD_REPLIES and not self.cut_off:
+            self.cut_off = True
+            logger.warning("dropping a WebSocket connection: %s", _CUT_OFF)
+            self.transport.abort()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.unread_replies = 0
 
 
 class WebSocketClientTransport(BaseConnection):
@@ -105,6 +134,7 @@ class WebSocketClientTransport(BaseConnection):
             ping_timeout=self.ping_timeout,
             open_timeout=self.open_timeout,
             max_size=self.max_message_size,
+            create_connection=_BoundedClientConnection,
             **self.connect_options,
         )
 
@@ -179,6 +209,8 @@ class WebSocketClientTransport(BaseConnection):
         """Why the connection ended, when that was not a normal closure (None: it was)."""
         if self._closed:
             return None  # (we closed it)
+        if isinstance(self.ws, _BoundedClientConnection) and self.ws.cut_off:
+            return _CUT_OFF
         sent, rcvd = exc.sent, exc.rcvd
         if sent is not None and sent.code == 1009 and not exc.rcvd_then_sent:
             return (
