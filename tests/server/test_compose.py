@@ -469,3 +469,35 @@ async def test_resource_uris_a_mounted_tool_or_prompt_hands_out_are_the_parents_
     async with Client(plain, mode=mode) as client:
         link, _ = (await client.call_tool("find", {"name": "a"})).content
         assert link.uri == "data://shelf/a"
+
+
+async def test_a_server_mounted_twice_keeps_its_lifespan_when_one_of_its_mounts_is_removed() -> None:
+    """Unmounting one of two prefixes of the same server stopped running its lifespan with the parent's for good:
+    the next session's calls under the other prefix had no lifespan state (an internal error)."""
+    runs: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def life(app: Any) -> AsyncIterator[dict[str, str]]:
+        runs.append("enter")
+        yield {"db": "open"}
+        runs.append("exit")
+
+    child = MCPKit("child", lifespan=life)
+
+    @child.tool()
+    def db(ctx: Context) -> str:
+        return str(ctx.lifespan_state["db"])
+
+    parent = MCPKit("parent")
+    parent.mount(child, "one")
+    parent.mount(child, "two")
+    parent.unmount("one")
+    for _ in range(2):  # (each in-memory connection holds the parent's lifespan: entered, then left)
+        async with Client(parent, mode="handshake") as client:
+            assert (await client.call_tool("two_db", {})).text == "open"
+            assert [t.name for t in await client.list_tools()] == ["two_db"]
+    assert runs == ["enter", "exit", "enter", "exit"]
+    parent.unmount("two")
+    async with Client(parent, mode="handshake"):
+        pass
+    assert runs == ["enter", "exit", "enter", "exit"]  # (no mount left: its lifespan no longer runs)

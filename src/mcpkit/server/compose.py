@@ -493,7 +493,8 @@ def detach(parent: Composable, prefix: str | None) -> None:
     """Undo :func:`attach` of a live mount: its components leave the parent (clients get ``list_changed``)."""
     mount = parent._mounts.pop(prefix)
     mount.child._mounted_in[:] = [(p, m) for p, m in mount.child._mounted_in if m is not mount]
-    parent._lifespan.remove_child(mount.child)
+    if not any(p is parent for p, _ in mount.child._mounted_in):  # (mounted under another prefix: it still runs)
+        parent._lifespan.remove_child(mount.child)
     for kind, keys in mount.owned.items():
         registry = getattr(parent, _REGISTRY[kind])
         for key in keys:
