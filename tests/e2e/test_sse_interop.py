@@ -104,3 +104,42 @@ async def test_our_sse_client_against_the_official_python_sdk_server() -> None:
         r = await session.call_tool("add", {"a": 2, "b": 3})
         assert r.content[0].text == "5"  # type: ignore[union-attr]
         await session.ping()
+
+
+@pytest.mark.npm
+async def test_our_sse_client_against_the_typescript_sdk_sse_server(node_bin: Path) -> None:
+    """mcpkit's SSEClientTransport + ClientSession against SDK 1.32's SSEServerTransport (ts_server.mjs --sse:
+    endpoint ``/messages?sessionId=<uuid>``), in both negotiation modes, with the server's questions (sampling,
+    elicitation, roots) answered over the POST side."""
+    from mcpkit.client.lowlevel import ClientSession
+    from mcpkit.transports.http.sse_client import SSEClientTransport
+    from support.sse import client_handlers
+
+    proc = await asyncio.create_subprocess_exec(
+        str(node_bin),
+        str(INTEROP / "ts_server.mjs"),
+        "--sse",
+        "--port",
+        "0",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        cwd=str(TESTS),
+    )
+    try:
+        assert proc.stdout is not None
+        port = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))["port"]
+        for mode in ("handshake", "auto"):
+            async with (
+                SSEClientTransport(f"http://127.0.0.1:{port}/sse") as conn,
+                ClientSession(conn, mode=mode, **client_handlers()) as session,
+            ):
+                assert conn.endpoint is not None and conn.endpoint.path == "/messages"
+                assert session.server_info is not None and session.server_info["name"] == "ts-interop-server"
+                assert "echo" in [t.name for t in (await session.list_tools()).tools]
+                calls = [("echo", {"text": "hi"}), ("sample", {"prompt": "2+2?"}), ("ask_name", {}), ("roots", {})]
+                answers = [(await session.call_tool(name, args)).content[0].text for name, args in calls]  # type: ignore[union-attr]
+                assert answers[:3] == ["hi", "4", "Hello, Ada!"]
+                assert json.loads(answers[3]) == [{"uri": "file:///work"}]
+    finally:
+        proc.terminate()
+        await asyncio.wait_for(proc.wait(), 10)

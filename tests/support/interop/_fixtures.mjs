@@ -81,12 +81,13 @@ export const ASK_NAME_SCHEMA = {
     required: ['name']
 };
 
-/** Parse --http/--port/--host/--stdio style args shared by both servers. */
+/** Parse --http/--sse/--port/--host/--stdio style args shared by both servers. */
 export function serverArgs(argv) {
     const o = { http: false, port: 0, host: '127.0.0.1', path: '/mcp', json: false };
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
         if (a === '--http') o.http = true;
+        else if (a === '--sse') o.http = o.sse = true;
         else if (a === '--stdio') o.http = false;
         else if (a === '--port') o.port = Number(argv[++i]);
         else if (a === '--host') o.host = argv[++i];

@@ -2,12 +2,14 @@
 // MCP "everything" test server built on the official TypeScript SDK 1.x (@modelcontextprotocol/sdk,
 // handshake era, protocol up to 2025-11-25). stdio by default; --http [--port N] serves Streamable
 // HTTP at http://127.0.0.1:N/mcp (sessionful; --stateless for no sessions; --json-response for JSON
-// bodies instead of SSE). See README.md in this directory.
+// bodies instead of SSE); --sse serves the legacy HTTP+SSE transport (2024-11-05: GET /sse, POST
+// /messages?sessionId=...). See README.md in this directory.
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import * as z from 'zod';
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { completable } from '@modelcontextprotocol/sdk/server/completable.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
@@ -44,7 +46,7 @@ import {
 
 const opts = serverArgs(process.argv.slice(2));
 if (opts.help) {
-    process.stderr.write('usage: ts_server.mjs [--stdio | --http [--port N] [--host H] [--path /mcp] [--stateless] [--json-response]]\n');
+    process.stderr.write('usage: ts_server.mjs [--stdio | --sse [--port N] | --http [--port N] [--host H] [--path /mcp] [--stateless] [--json-response]]\n');
     process.exit(0);
 }
 
@@ -230,6 +232,36 @@ function buildServer() {
 if (!opts.http) {
     const mcp = buildServer();
     await mcp.connect(new StdioServerTransport());
+} else if (opts.sse) {
+    const streams = new Map();
+    const http = createServer(async (req, res) => {
+        try {
+            const url = new URL(req.url, 'http://localhost');
+            if (req.method === 'GET' && url.pathname === '/sse') {
+                const transport = new SSEServerTransport('/messages', res);
+                streams.set(transport.sessionId, transport);
+                res.on('close', () => streams.delete(transport.sessionId));
+                await buildServer().connect(transport);
+            } else if (req.method === 'POST' && url.pathname === '/messages') {
+                const transport = streams.get(url.searchParams.get('sessionId'));
+                if (!transport) res.writeHead(404).end('Could not find session');
+                else await transport.handlePostMessage(req, res);
+            } else {
+                res.writeHead(404).end('not found');
+            }
+        } catch (e) {
+            process.stderr.write(`http error: ${e?.stack ?? e}\n`);
+            if (!res.headersSent) res.writeHead(500).end(String(e));
+        }
+    });
+    http.listen(opts.port, opts.host, () => announce(http, '/sse'));
+    const stop = () => {
+        for (const t of streams.values()) t.close().catch(() => {});
+        http.close();
+        process.exit(0);
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
 } else {
     const transports = new Map();
     const http = createServer(async (req, res) => {
