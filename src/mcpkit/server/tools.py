@@ -45,7 +45,6 @@ from .schema import (
     ArgumentProblem,
     FunctionInfo,
     ReturnInfo,
-    _is_field_info,
     fast_validate,
     format_argument_problems,
     format_validation_error,
@@ -54,6 +53,7 @@ from .schema import (
 )
 from .schema_tools import SchemaInfo, schema_problems, schema_validator
 from .sync_exec import EAGER, ON_THREAD, PLAIN_TYPES, SyncPolicy
+from .typehints import is_field_info as _is_field_info
 
 if TYPE_CHECKING:
     from pydantic import BaseModel, ValidationError
