@@ -365,3 +365,66 @@ async def test_a_stateless_task_started_on_one_worker_is_found_on_another() -> N
         got = await _stateless_call(http, base_b + "/mcp", 2, "tasks/get", {"taskId": task_id})
         assert got.get("result", {}).get("status") == "working", got
         probe.release.set()
+
+
+async def test_one_callers_finished_tasks_never_push_another_callers_results_out_of_memory() -> None:
+    """Two clients over real HTTP, each its own handshake session (so its own owner): the flooder's thousands of
+    instant tasks evict only its own oldest results (past its per-caller bound), never the other client's result
+    before its time to live. The store used to drop the oldest finished records of all callers together."""
+    store = InMemoryTaskStore(max_records=60, max_records_per_owner=20)
+    app, _ = make_app()
+    app.enable_tasks(store)
+    async with running(app) as (base, _), Client(base + "/mcp", protocol_version=LEGACY) as victim:
+        kept = await victim.call_tool_as_task("big", {"size": 100})
+        assert (await kept.result(timeout=10)).text == "x" * 100
+        async with Client(base + "/mcp", protocol_version=LEGACY) as flooder:
+            first = await flooder.call_tool_as_task("big", {"size": 100})
+            await first.result(timeout=10)
+            for _ in range(80):
+                await (await flooder.call_tool_as_task("big", {"size": 100})).result(timeout=10)
+            with pytest.raises(MCPError, match="Task not found"):  # its own oldest went: read as an expired task
+                await (await flooder.task(first.task_id)).result(timeout=10)
+        assert (await (await victim.task(kept.task_id)).result(timeout=10)).text == "x" * 100
+        assert len(store) <= 21
+
+
+async def test_a_caller_past_its_byte_budget_loses_its_own_oldest_results_and_never_the_one_just_made() -> None:
+    """max_bytes_per_owner: large results of one caller push out that caller's oldest finished ones (down to the
+    budget), keep the newest even when it alone is past the budget, and leave another caller's alone."""
+    store = InMemoryTaskStore(max_bytes_per_owner=60_000)
+    app, _ = make_app()
+    app.enable_tasks(store)
+    async with raw(app, "alice") as alice, raw(app, "bob") as bob:
+        for peer in (alice, bob):
+            await peer.initialize(LEGACY)
+
+        async def big(peer: Any, rid: int, size: int) -> str:
+            reply = await call(peer, rid, "tools/call", {"name": "big", "arguments": {"size": size}, "task": {}})
+            task_id: str = reply["result"]["task"]["taskId"]
+            await wait_status(peer, task_id, ("completed",))
+            return task_id
+
+        bobs = await big(bob, 1, 20_000)
+        alices = [await big(alice, i, 20_000) for i in range(6)]
+        found = [await call(alice, 100 + i, "tasks/get", {"taskId": t}) for i, t in enumerate(alices)]
+        assert ["result" in f for f in found] == [False, False, False, False, True, True]  # 2 x 20 kB fit in 60 kB
+        assert found[0]["error"] == UNKNOWN
+        huge = await big(alice, 50, 100_000)  # (alone past the budget: kept, the others go)
+        assert "result" in await call(alice, 200, "tasks/result", {"taskId": huge})
+        for i, task_id in enumerate(alices):
+            assert (await call(alice, 300 + i, "tasks/get", {"taskId": task_id}))["error"] == UNKNOWN
+        assert (await call(bob, 400, "tasks/get", {"taskId": bobs}))["result"]["status"] == "completed"
+
+
+async def test_a_caller_whose_kept_tasks_are_all_in_progress_is_refused_a_new_one() -> None:
+    """Past max_records_per_owner with none of its tasks finished, a new task is refused (-32600), nothing runs."""
+    app, probe = make_app()
+    app.enable_tasks(InMemoryTaskStore(max_records_per_owner=3))
+    async with raw(app, "alice") as alice:
+        await alice.initialize(LEGACY)
+        for i in range(3):
+            assert "result" in await call(alice, i, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        refused = await call(alice, 9, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert refused["error"]["code"] == -32600 and "max_records_per_owner" in refused["error"]["message"]
+        assert probe.calls["hold"] == 3
+        probe.release.set()

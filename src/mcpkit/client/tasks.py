@@ -36,7 +36,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import CallToolResult, Task
 from ..protocol.versions import META_RELATED_TASK, TASKS_EXTENSION, Features
-from ..tasks import TaskEngine
+from ..tasks import InMemoryTaskStore, TaskEngine
 from ..tasks.model import CANCELLED, PROGRESS_META, TERMINAL, legacy_task, list_cursor, read_cursor
 from .results import ToolResult, checked
 
@@ -410,7 +410,9 @@ class ClientTasks:
     @property
     def engine(self) -> TaskEngine:
         if self._engine is None:
-            self._engine = TaskEngine(max_tasks=256, max_tasks_per_principal=256)
+            # (its one caller is the server: the store's bounds per caller are its bounds in total)
+            store = InMemoryTaskStore(max_records_per_owner=10_000, max_bytes_per_owner=256 * 1024 * 1024)
+            self._engine = TaskEngine(store, max_tasks=256, max_tasks_per_principal=256)
         return self._engine
 
     @staticmethod

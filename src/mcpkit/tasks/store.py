@@ -93,26 +93,58 @@ def _size(record: TaskRecord) -> int:
     return size
 
 
+#: the tasks a store keeps per caller (in progress and finished), and the bytes of their payloads: a caller past
+#: either loses its own oldest finished task, never another caller's
+MAX_RECORDS_PER_OWNER = 1_000
+MAX_BYTES_PER_OWNER = 32 * 1024 * 1024
+
+
+def _kept_refused(max_records_per_owner: int) -> TaskLimitReached:
+    return TaskLimitReached(
+        f"{max_records_per_owner} tasks of yours are kept, as many as this server keeps per caller "
+        "(max_records_per_owner), and none has finished: wait for one to finish or cancel one"
+    )
+
+
 class InMemoryTaskStore:
-    """A :class:`TaskStore` in this process (the default): bounded in records and in bytes.
+    """A :class:`TaskStore` in this process (the default): bounded per caller and in total, in records and bytes.
 
     Args:
         max_records: records kept, whatever their status (default 10,000); beyond it the oldest finished tasks
             are dropped first (a task in progress is never dropped: the caps on tasks in progress keep their
-            number below this).
+            number below this). A backstop: the bounds per caller are reached first.
         max_bytes: the bytes of results, errors and input requests kept (default 256 MiB, estimated from their
             JSON); beyond it the oldest finished tasks are dropped, so a result may go before its time to live
             when the budget is tight.
+        max_records_per_owner: records kept per caller (the owner of :mod:`.model`: a principal, a handshake
+            session, or one count for the callers neither identifies), in progress or finished (default 1,000):
+            a new task past it drops that caller's oldest finished one; with none finished the task is refused
+            (:class:`~mcpkit.protocol.errors.TaskLimitReached`).
+        max_bytes_per_owner: the bytes of one caller's records (default 32 MiB: eight of the largest results an
+            engine keeps by default); past it that caller's oldest finished tasks are dropped (never the one that
+            just finished). So one caller's flood of tasks only ever pushes out its own results.
 
-    A record is dropped when its time to live ends (one timer, set for the earliest end), not only when a bound is
-    reached: a server that ran a burst of tasks gives their memory back.
+    A dropped task reads as unknown, as one past its time to live does (-32602 "Task not found"). A record is
+    dropped when its time to live ends (one timer, set for the earliest end), not only when a bound is reached: a
+    server that ran a burst of tasks gives their memory back.
     """
 
-    def __init__(self, *, max_records: int = 10_000, max_bytes: int = 256 * 1024 * 1024) -> None:
-        if max_records < 1 or max_bytes < 1:
-            raise ValueError("max_records and max_bytes must be positive")
+    def __init__(
+        self,
+        *,
+        max_records: int = 10_000,
+        max_bytes: int = 256 * 1024 * 1024,
+        max_records_per_owner: int = MAX_RECORDS_PER_OWNER,
+        max_bytes_per_owner: int = MAX_BYTES_PER_OWNER,
+    ) -> None:
+        if min(max_records, max_bytes, max_records_per_owner, max_bytes_per_owner) < 1:
+            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
         self.max_records = max_records
         self.max_bytes = max_bytes
+        self.max_records_per_owner = max_records_per_owner
+        self.max_bytes_per_owner = max_bytes_per_owner
+        self._owned: dict[str | None, dict[str, None]] = {}  # each owner's records, in creation order
+        self._owned_bytes: dict[str | None, int] = {}
         self._records: dict[str, TaskRecord] = {}  # in creation order
         self._sizes: dict[str, int] = {}
         self._bytes = 0
@@ -147,14 +179,22 @@ class InMemoryTaskStore:
                 f"{max_live_per_owner} tasks of yours are in progress, as many as this server allows per caller "
                 "(max_tasks_per_principal): wait for one to finish or cancel one"
             )
+        owned = self._owned.get(owner)
+        if owned is not None and len(owned) >= self.max_records_per_owner:
+            self._forget_expired(set(owned))
+            if len(owned) >= self.max_records_per_owner and not self._drop_oldest_finished(owner):
+                raise _kept_refused(self.max_records_per_owner)
         task_id = record["id"]
         kept = orjson.loads(orjson.dumps(record))
         self._records[task_id] = kept
         size = _size(kept)
         self._sizes[task_id] = size
         self._bytes += size
+        self._owned.setdefault(owner, {})[task_id] = None
+        self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + size
         self._live.setdefault(owner, set()).add(task_id)
         self._live_count += 1
+        self._fit_owner(owner, task_id)
         if len(self._records) > self.max_records or self._bytes > self.max_bytes:
             self._sweep(force=False)
         self._expire_at(kept)
@@ -182,12 +222,16 @@ class InMemoryTaskStore:
         if change(draft):
             self._records[task_id] = draft
             size = _size(draft)
-            self._bytes += size - self._sizes.get(task_id, 0)
+            grown = size - self._sizes.get(task_id, 0)
+            self._bytes += grown
             self._sizes[task_id] = size
+            owner = draft.get("owner")
+            self._owned_bytes[owner] = self._owned_bytes.get(owner, 0) + grown
             if is_terminal(draft) and not is_terminal(record):
-                self._end_live(draft.get("owner"), task_id)
+                self._end_live(owner, task_id)
             if kept_until(draft) != kept_until(record):
                 self._expire_at(draft)
+            self._fit_owner(owner, task_id)
             if self._bytes > self.max_bytes:
                 self._sweep(force=False)
             self._changed(task_id)
@@ -276,9 +320,37 @@ class InMemoryTaskStore:
         record = self._records.pop(task_id, None)
         if record is None:
             return
-        self._bytes -= self._sizes.pop(task_id, 0)
+        size = self._sizes.pop(task_id, 0)
+        self._bytes -= size
+        owner = record.get("owner")
+        owned = self._owned.get(owner)
+        if owned is not None:
+            owned.pop(task_id, None)
+            left = self._owned_bytes.get(owner, 0) - size
+            if owned:
+                self._owned_bytes[owner] = left
+            else:
+                del self._owned[owner]
+                self._owned_bytes.pop(owner, None)
         if not is_terminal(record):
-            self._end_live(record.get("owner"), task_id)
+            self._end_live(owner, task_id)
+
+    def _drop_oldest_finished(self, owner: str | None, *, but: str | None = None) -> bool:
+        """Drop ``owner``'s oldest finished task (not ``but``); False when it has none. Its tasks in progress are
+        skipped: at most ``max_live_per_owner`` of them."""
+        for task_id in self._owned.get(owner, ()):
+            if task_id != but and is_terminal(self._records[task_id]):
+                self._drop(task_id)
+                self._changed(task_id)
+                return True
+        return False
+
+    def _fit_owner(self, owner: str | None, task_id: str) -> None:
+        """While ``owner``'s records take more than its byte budget, drop its oldest finished ones (``task_id``,
+        the one just made or changed, stays: the caller is about to read it)."""
+        while self._owned_bytes.get(owner, 0) > self.max_bytes_per_owner:
+            if not self._drop_oldest_finished(owner, but=task_id):
+                return
 
     def _forget_expired(self, ids: set[str]) -> None:
         now = now_ms()
