@@ -45,7 +45,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from .protocol.errors import InvalidParams, InvalidRequest, MCPError
+from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
 from .proxy_conn import _ASKING
@@ -238,7 +238,7 @@ class ProxyServer(MCPKit):
             head = f"{u.prefix}_"
             if name.startswith(head):
                 return u, name[len(head) :]
-        raise InvalidParams(f"Unknown name: {name!r}", {"name": name})
+        raise UnknownName(name)
 
     def _route_uri(self, uri: str) -> tuple[Upstream, str]:
         for u in self.upstreams:

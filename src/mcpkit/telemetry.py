@@ -11,12 +11,14 @@ Needs the ``otel`` extra (``pip install 'mcpkit[otel]'``: opentelemetry-api and 
 and nothing is done on any request, unless a :class:`Telemetry` is made and installed.
 
 **Spans** follow the OpenTelemetry semantic conventions for MCP: named ``<method> <target>`` (``tools/call add``,
-``prompts/get review``; the method alone otherwise), with ``mcp.method.name``, ``mcp.protocol.version``,
-``mcp.session.id`` (a label made for the session in this process: never the HTTP session id),
-``jsonrpc.request.id``, ``gen_ai.tool.name`` and ``gen_ai.operation.name`` (``execute_tool``) for a tool call,
-``gen_ai.prompt.name``, ``mcp.resource.uri``, and ``mcpkit.era`` (``handshake`` or ``modern``). A request that
-fails is an error span: ``error.type`` and ``rpc.response.status_code`` are the JSON-RPC error code, or
-``tool_error`` for a tool's ``isError`` result, or the exception's type (recorded on the span).
+``prompts/get review``; the method alone otherwise, and for a name the server has nothing for: a handler that
+raises :class:`~mcpkit.protocol.errors.UnknownName`, so a caller cannot make span names up), with
+``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (a label made for the session in this process:
+never the HTTP session id), ``jsonrpc.request.id``, ``gen_ai.tool.name`` and ``gen_ai.operation.name``
+(``execute_tool``) for a tool call, ``gen_ai.prompt.name``, ``mcp.resource.uri``, and ``mcpkit.era``
+(``handshake`` or ``modern``). A request that fails is an error span: ``error.type`` and
+``rpc.response.status_code`` are the JSON-RPC error code, or ``tool_error`` for a tool's ``isError`` result, or the
+exception's type (recorded on the span).
 
 Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
 your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
@@ -45,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._extras import require
 from ._version import __version__
-from .protocol.errors import MCPError
+from .protocol.errors import MCPError, UnknownName
 from .protocol.tracecontext import TRACEPARENT, TRACESTATE, format_traceparent, incoming
 from .protocol.versions import is_modern
 from .server.interceptors import Call, CallNext
@@ -200,6 +202,8 @@ class Telemetry(Middleware):
         try:
             result = await call_next(call)
         except BaseException as exc:
+            if isinstance(exc, UnknownName):  # (the caller's word, not one of ours: no span name of its own)
+                span.update_name(method)
             self._failed(span, exc)
             raise
         else:

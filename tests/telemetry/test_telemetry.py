@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from mcpkit import Client, InputHandlerError
-from mcpkit.protocol.errors import InvalidParams, RequestTimeout
+from mcpkit import Client, InputHandlerError, MCPKit
+from mcpkit.protocol.errors import InvalidParams, MCPError, RequestTimeout
 from mcpkit.protocol.tracecontext import MAX_TRACESTATE_MEMBERS, parse_traceparent, parse_tracestate
 from mcpkit.telemetry import Telemetry
 from support.extras import run_without
@@ -98,12 +98,51 @@ async def test_failures_are_error_spans(transport: str, mode: str) -> None:
         remote = await server_spans(client)
     failed = next(s for s in remote if s["name"] == "tools/call fail")
     assert failed["status"] == "ERROR" and failed["attributes"]["error.type"] == "tool_error"
-    unknown = next(s for s in remote if s["name"] == "tools/call nonexistent")
+    # a name the server has no tool for is the caller's word: the span is named by the method alone (low
+    # cardinality), the name kept as an attribute
+    unknown = next(s for s in remote if s["attributes"].get("gen_ai.tool.name") == "nonexistent")
+    assert unknown["name"] == "tools/call"
     assert unknown["status"] == "ERROR" and unknown["attributes"]["error.type"] == "-32602"
     assert unknown["attributes"]["rpc.response.status_code"] == "-32602"
     client_side = {s.name: s for s in exporter.get_finished_spans()}
     assert client_side["tools/call nonexistent"].status.status_code.name == "ERROR"
     assert client_side["tools/call fail"].attributes["error.type"] == "tool_error"  # type: ignore[index]
+
+
+async def test_names_a_caller_makes_up_do_not_become_span_names() -> None:
+    # A caller controls the names it sends: on an endpoint open to anyone, naming spans after tools, prompts or
+    # resources that do not exist would give a tracing backend as many span names as the caller likes.
+    provider, exporter = recorder()
+    app = MCPKit("names")
+    app.add_middleware(Telemetry(tracer_provider=provider))
+    app.tool(lambda: "x", name="real")
+    app.prompt(lambda: "hello", name="greet")
+    app.resource("note://a", name="a")(lambda: "a")
+    async with Client(app) as client:
+        for i in range(20):
+            with pytest.raises(InvalidParams):
+                await client.session.call_tool(f"made-up-{i}", {})
+            with pytest.raises(MCPError):
+                await client.session.get_prompt(f"made-up-{i}", {})
+            with pytest.raises(MCPError):
+                await client.session.read_resource(f"note://made-up-{i}")
+        await client.session.call_tool("real", {})
+        await client.session.get_prompt("greet", {})
+        await client.session.read_resource("note://a")
+    served = [s for s in exporter.get_finished_spans() if s.kind.name == "SERVER"]
+    names = {s.name for s in served if s.name.startswith(("tools/", "prompts/", "resources/"))}
+    assert names == {
+        "tools/call",
+        "prompts/get",
+        "resources/read",
+        "tools/call real",
+        "prompts/get greet",
+    }
+    made_up = [s for s in served if s.name == "tools/call"]
+    assert len(made_up) == 20 and made_up[0].attributes["gen_ai.tool.name"].startswith("made-up-")  # type: ignore[index,union-attr]
+    assert all(s.status.status_code.name == "ERROR" for s in made_up)
+    prompts = [s for s in served if s.name == "prompts/get"]
+    assert len(prompts) == 20 and prompts[0].attributes["gen_ai.prompt.name"].startswith("made-up-")  # type: ignore[index,union-attr]
 
 
 @BOTH

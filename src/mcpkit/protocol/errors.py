@@ -74,6 +74,31 @@ class InvalidParams(MCPError):
     default_message = "Invalid params"
 
 
+class UnknownName(InvalidParams):
+    """-32602: a ``tools/call`` or ``prompts/get`` (or a proxy's route) names nothing there is, or something hidden
+    from the caller. Raised instead of a plain :class:`InvalidParams` so what observes the request knows the name is
+    the caller's word, unchecked: telemetry names the span after the method alone (a caller could otherwise make
+    as many span names as it likes), the name staying an attribute. On the wire it is any -32602."""
+
+    def __init__(self, name: str, message: str | None = None) -> None:
+        super().__init__(message or f"Unknown name: {name!r}", {"name": name})
+        self.name = name
+
+
+class UnknownTool(UnknownName):
+    """-32602: ``tools/call`` of a tool there is not (see :class:`UnknownName`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, f"Unknown tool: {name!r}")
+
+
+class UnknownPrompt(UnknownName):
+    """-32602: ``prompts/get`` of a prompt there is not (see :class:`UnknownName`)."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name, f"Unknown prompt: {name!r}")
+
+
 class InternalError(MCPError):
     """-32603: the receiver failed while handling the request."""
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .._aio import running_loop
 from ..engine import RequestContext
-from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound
+from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound, UnknownPrompt, UnknownTool
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
 from . import compose
@@ -94,7 +94,7 @@ class AppServing(Server):
             raise InvalidParams("tools/call: name must be a string")
         tool = self._tools.get(name)
         if tool is None or (self._visibility is not None and not self._visible("tools", name, tool, ctx)):
-            raise InvalidParams(f"Unknown tool: {name!r}", {"name": name})  # (a hidden tool does not exist)
+            raise UnknownTool(name)  # (a hidden tool does not exist)
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -159,7 +159,7 @@ class AppServing(Server):
             raise InvalidParams("prompts/get: name must be a string")
         prompt = self._prompts.get(name)
         if prompt is None or not self._visible("prompts", name, prompt, ctx):
-            raise InvalidParams(f"Unknown prompt: {name!r}", {"name": name})
+            raise UnknownPrompt(name)
         arguments = params.get("arguments") or {}
         if not isinstance(arguments, dict):
             raise InvalidParams("prompts/get: arguments must be an object")
