@@ -56,3 +56,15 @@ async def test_a_websocket_upgrade_on_an_http_route_is_refused_quietly(caplog: p
         async with WebSocketClientTransport(f"ws://127.0.0.1:{port}/ws") as ws, ClientSession(ws) as session:
             r = await session.call_tool("echo", {"text": "still serving"})
             assert r.content[0].text == "still serving"  # type: ignore[union-attr]
+
+
+async def test_a_get_on_the_legacy_post_path_opens_no_session() -> None:
+    """``/messages`` (and ``/message``) take the POSTs of the legacy transport; a GET there opened a new SSE
+    stream and session as ``/sse`` does, so a client that mixed up the two URLs seemed to work and held a
+    session it could never use. It is answered 405 (``Allow: POST``)."""
+    app = create_app(make_server())
+    async with serve(app, **app.uvicorn_options()) as port, httpx.AsyncClient(timeout=5) as client:
+        for path in ("/messages", "/message"):
+            res = await client.get(f"http://127.0.0.1:{port}{path}")
+            assert res.status_code == 405 and res.headers["allow"] == "POST", (path, res.status_code)
+        assert app.sse.session_count == 0

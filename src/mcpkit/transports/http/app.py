@@ -298,10 +298,12 @@ def create_app(
             **queues,
             **engine,
         )
+        # (the POST path takes POSTs only, unless it is the stream's path too)
+        posts = legacy if messages_path.strip("/") == sse_path.strip("/") else legacy.messages_route
+        routes["/" + messages_path.strip("/")] = posts
         routes["/" + sse_path.strip("/")] = legacy
-        routes["/" + messages_path.strip("/")] = legacy
         if messages_path.strip("/") == "messages":
-            routes["/message"] = legacy  # the singular form some clients use
+            routes["/message"] = posts  # the singular form some clients use
         closers.append(legacy.aclose)
     if ws:
         from .ws import WebSocketEndpoint

@@ -5,8 +5,9 @@ Mounting::
     from mcpkit.transports.http.sse import LegacySSEEndpoint
     sse = LegacySSEEndpoint(server, messages_path="/messages")
     # Route GET /sse, POST /messages and POST /message to ``sse`` (it dispatches on the HTTP method), or route
-    # explicitly to ``sse.handle_stream`` (GET) and ``sse.handle_post`` (POST). ``sse`` alone is also a complete
-    # ASGI app (it answers the lifespan protocol), which is how the tests serve it.
+    # explicitly: /sse to ``sse``, /messages to ``sse.messages_route`` (POST only: other methods get 405, as
+    # create_app does). ``sse`` alone is also a complete ASGI app (it answers the lifespan protocol), which is how
+    # the tests serve it.
 
 ``LegacySSEEndpoint(server, *, messages_path="/messages", max_body=4 MiB, queue_size=256, queue_bytes=16 MiB,
 stall_timeout=30.0, keepalive=15.0, max_sessions=10_000, max_sessions_per_client=100, allowed_origins=None,
@@ -214,6 +215,16 @@ class LegacySSEEndpoint:
             await self.handle_post(scope, receive, send)
         else:
             await respond(send, 405, b"Method Not Allowed", TEXT_TYPE, [(b"allow", b"GET, POST")])
+
+    async def messages_route(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI callable for the POST path alone (``create_app`` routes ``/messages`` here): POST as
+        :meth:`handle_post`; any other method 405, so a GET there does not open a stream and a session."""
+        if scope["type"] != "http":
+            await not_http(scope["type"], receive, send, self.aclose)
+        elif scope["method"] == "POST":
+            await self.handle_post(scope, receive, send)
+        else:
+            await respond(send, 405, b"Method Not Allowed: POST messages here", TEXT_TYPE, [(b"allow", b"POST")])
 
     async def aclose(self) -> None:
         """End every open stream (and so every session)."""
