@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, Self, TypeAlias, TypeV
 
 from .._options import named_options
 from ..engine import DEFAULT_MAX_BATCH_SIZE, ProgressCallback, RequestTracer
-from ..engine.tap import Tap, TapEvent
+from ..engine.tap import Tap, TapEvent, checked_tap
 from ..protocol.errors import (
     ConnectionClosed,
     MCPError,
@@ -178,6 +178,8 @@ class ClientConnection(SelfHealing):
     ) -> None:
         check_client_options(mode, log_level, protocol_version)
         self._telemetry = telemetry
+        if tap is not None:
+            checked_tap(tap)  # (here, before it is joined to telemetry's: an async tap is refused either way)
         if telemetry is not None:
             tap = _both(tap, telemetry.tap)
         self.target: Target = parse_target(target, env=env, cwd=cwd, headers=headers, transport=transport)

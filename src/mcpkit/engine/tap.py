@@ -126,11 +126,7 @@ class TapHub:
     def add(self, fn: Tap) -> Callable[[], None]:
         """Add ``fn``; returns a function that removes it again. An ``async def`` tap is a TypeError (it is called
         synchronously: nothing would await it); put it behind a :class:`QueuedTap`."""
-        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
-            raise TypeError(
-                f"{fn!r} is async: a message tap is called synchronously on the event loop (nothing would await it); "
-                "wrap it as QueuedTap(fn) (mcpkit.engine.tap), which runs it on a task of its own, bounded"
-            )
+        checked_tap(fn)
         self.taps = (*self.taps, fn)
 
         def remove() -> None:
@@ -152,6 +148,17 @@ class TapHub:
                 fn(event)
             except Exception:
                 logger.exception("a message tap failed (the message went on)")
+
+
+def checked_tap(fn: Tap) -> Tap:
+    """``fn``, or a TypeError naming :class:`QueuedTap` if it is async (a tap is called synchronously on the event
+    loop: nothing would await it). Whatever takes a tap checks it where it is given, before joining it to others."""
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__):
+        raise TypeError(
+            f"{fn!r} is async: a message tap is called synchronously on the event loop (nothing would await it); "
+            "wrap it as QueuedTap(fn) (mcpkit.engine.tap), which runs it on a task of its own, bounded"
+        )
+    return fn
 
 
 def hub_of(fn: Tap | None) -> TapHub | None:
