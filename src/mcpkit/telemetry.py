@@ -16,9 +16,10 @@ raises :class:`~mcpkit.protocol.errors.UnknownName`, so a caller cannot make spa
 ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (a label made for the session in this process:
 never the HTTP session id), ``jsonrpc.request.id``, ``gen_ai.tool.name`` and ``gen_ai.operation.name``
 (``execute_tool``) for a tool call, ``gen_ai.prompt.name``, ``mcp.resource.uri``, and ``mcpkit.era``
-(``handshake`` or ``modern``). A request that fails is an error span: ``error.type`` and
-``rpc.response.status_code`` are the JSON-RPC error code, or ``tool_error`` for a tool's ``isError`` result, or the
-exception's type (recorded on the span).
+(``handshake`` or ``modern``); the client's also ``network.transport`` (``pipe``: stdio; ``tcp``: HTTP, SSE,
+WebSocket). A request that fails is an error span: ``error.type`` and ``rpc.response.status_code`` are the JSON-RPC
+error code, or ``tool_error`` for a tool's ``isError`` result, or the exception's type (recorded on the span); the
+status description is the error's message.
 
 Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
 your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
@@ -41,9 +42,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import secrets
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ._extras import require
 from ._version import __version__
@@ -60,6 +64,8 @@ if TYPE_CHECKING:
     from .protocol.jsonrpc import JSONDict, RequestId
 
 INCOMING = ("parent", "link", "ignore")
+#: ``network.transport`` (OpenTelemetry) of a client's target kind (mcpkit.client.targets); none in memory
+NETWORK_TRANSPORT = {"stdio": "pipe", "http": "tcp", "sse": "tcp", "ws": "tcp"}
 DEFAULT_MAX_PENDING = 4_096
 """How many requests the client's tap may hold open spans for (server-to-client requests not yet answered)."""
 
@@ -139,6 +145,9 @@ class Telemetry(Middleware):
         self.incoming = incoming
         self.max_pending = max_pending
         self._open: OrderedDict[tuple[int, Any], Any] = OrderedDict()
+        #: the tracer of each live client session by its peer's channel (what its tap events carry): the session
+        #: label and transport of the SERVER spans the tap makes; an entry goes with its session (weak)
+        self._peers: weakref.WeakValueDictionary[int, _PeerTracer] = weakref.WeakValueDictionary()
 
     # ------------------------------------------------------------------ incoming context
 
@@ -245,9 +254,13 @@ class Telemetry(Middleware):
 
     # ------------------------------------------------------------------ client
 
-    def client_tracer(self, session: Any) -> _PeerTracer:
-        """The tracer of a client session's outgoing requests (``Client(telemetry=...)`` installs it)."""
-        return _PeerTracer(self, lambda: getattr(session.features, "version", None), secrets.token_hex(6))
+    def client_tracer(self, session: Any, transport: str | None = None) -> _PeerTracer:
+        """The tracer of a client session's outgoing requests (``Client(telemetry=...)`` installs it); ``transport``:
+        the kind of the client's target ("stdio", "http", ...: its ``network.transport``)."""
+        tracer = _PeerTracer(self, lambda: getattr(session.features, "version", None), secrets.token_hex(6))
+        tracer.network = NETWORK_TRANSPORT.get(transport) if transport is not None else None
+        self._peers[session.peer.channel] = tracer
+        return tracer
 
     @contextlib.contextmanager
     def serve_input(self, method: str, params: JSONDict, key: str, version: str | None) -> Iterator[None]:
@@ -362,7 +375,10 @@ class Telemetry(Middleware):
             method = event.method or ""
             params = event.message.params
             parent, links = self._remote(params)
-            attrs = request_attributes(method, params, event.id, None, None)
+            peer = self._peers.get(event.channel)
+            attrs = request_attributes(method, params, event.id, None, peer.session if peer is not None else None)
+            if peer is not None and peer.network is not None:
+                attrs["network.transport"] = peer.network
             span = self.tracer.start_span(
                 span_name(method, params),
                 context=parent,
@@ -388,8 +404,17 @@ class Telemetry(Middleware):
                 code = str(event.message.code)
                 span.set_attribute("error.type", code)
                 span.set_attribute("rpc.response.status_code", code)
-                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR))
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, _error_message(event.message.data)))
             span.end()
+
+
+def _error_message(data: bytes) -> str | None:
+    """The ``message`` of the error response the client sent (``data``: its own encoding), for a span's status."""
+    try:
+        message = orjson.loads(data)["error"]["message"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return message[:256] if type(message) is str else None
 
 
 def carrying(params: JSONDict | None, span: Any) -> JSONDict | None:
@@ -413,12 +438,13 @@ class _PeerTracer:
     """The engine's :class:`~mcpkit.engine.outgoing.RequestTracer` for one peer: a CLIENT span per request it
     sends, its context put in the request's ``_meta``."""
 
-    __slots__ = ("owner", "session", "version")
+    __slots__ = ("__weakref__", "network", "owner", "session", "version")
 
     def __init__(self, owner: Telemetry, version: Callable[[], str | None], session: str | None) -> None:
         self.owner: Telemetry = owner
         self.version = version
         self.session: str | None = session
+        self.network: str | None = None  # (network.transport: "pipe", "tcp"; None in memory)
 
     def start(
         self, method: str, params: JSONDict | None, request_id: RequestId, peer: Any
@@ -426,6 +452,8 @@ class _PeerTracer:
         owner = self.owner
         trace = owner._trace
         attrs = request_attributes(method, params, request_id, self.version(), self.session)
+        if self.network is not None:
+            attrs["network.transport"] = self.network
         rounds = _ROUNDS.get()
         first = rounds[0] if rounds else None
         if rounds and type(first) is _Reserved and first.method == method:  # (the call's own request: its span)

@@ -372,6 +372,47 @@ async def test_a_failing_input_handler_is_an_error_span(transport: str) -> None:
     assert answered.attributes is not None and answered.attributes["error.type"] == "-32602"
 
 
+@BOTH
+async def test_the_clients_spans_for_a_server_request_carry_its_session_transport_and_error_message(
+    transport: str,
+) -> None:
+    # The semantic conventions: mcp.session.id on every span of a session, network.transport (pipe for stdio, tcp
+    # for HTTP), and an error span's status description the JSON-RPC error's message. The client's SERVER spans
+    # (from its tap) had no session, no span had a transport, and the tap's error spans had no description.
+    provider, exporter = recorder()
+
+    def sample(params: Any) -> str:
+        raise InvalidParams("no model here")
+
+    async with connect(
+        transport, "handshake", telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample
+    ) as client:
+        await client.call_tool("forget", {})
+        await client.session.call_tool("ask", {})
+        remote = await server_spans(client)
+    mine = {s.name: s for s in exporter.get_finished_spans()}
+    called, answered = mine["tools/call ask"], mine["sampling/createMessage"]
+    assert called.attributes is not None and answered.attributes is not None
+    assert answered.attributes["mcp.session.id"] == called.attributes["mcp.session.id"]
+    network = {"stdio": "pipe", "http": "tcp"}[transport]
+    assert answered.attributes["network.transport"] == called.attributes["network.transport"] == network
+    asked = next(s for s in remote if s["name"] == "sampling/createMessage")  # (the server's side of the same error)
+    assert answered.status.status_code.name == "ERROR" and answered.attributes["error.type"] == "-32602"
+    assert answered.status.description == "no model here" and asked["attributes"]["error.type"] == "-32602"
+
+
+async def test_a_client_in_memory_names_no_network_transport() -> None:
+    provider, exporter = recorder()
+    app = MCPKit("t")
+    app.tool(lambda: "x", name="x")
+    async with Client(app, telemetry=Telemetry(tracer_provider=provider)) as client:
+        await client.call_tool("x", {})
+    called = next(s for s in exporter.get_finished_spans() if s.name == "tools/call x")
+    assert called.attributes is not None and "network.transport" not in called.attributes
+    async with Client(app) as plain:  # without telemetry: no tracer, no tap, nothing per message
+        assert plain.session.peer.tracer is None and plain.session.peer.tap is None
+
+
 # ---------------------------------------------------------------------------------------------- untrusted context
 
 

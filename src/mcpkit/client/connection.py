@@ -105,7 +105,7 @@ class ClientTelemetry(InputTracer, Protocol):
     outgoing requests, what a session's :class:`~mcpkit.client.handlers.InputTracer` does, the span of one call
     that sends other requests before its own, and a tap for the requests the server sends."""
 
-    def client_tracer(self, session: ClientSession) -> RequestTracer: ...
+    def client_tracer(self, session: ClientSession, transport: str | None = None) -> RequestTracer: ...
 
     def call(self, method: str, params: JSONDict) -> contextlib.AbstractContextManager[None]: ...
 
@@ -401,7 +401,7 @@ class ClientConnection(SelfHealing):
             session.seen = self.cache.invalidate  # every notification, listen streams' included
         session.on_end = functools.partial(self._session_ended, session)
         if self._telemetry is not None:
-            session.peer.tracer = self._telemetry.client_tracer(session)
+            session.peer.tracer = self._telemetry.client_tracer(session, self.target.kind)
             session.input_tracer = self._telemetry
         return session
 
