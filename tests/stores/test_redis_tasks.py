@@ -254,9 +254,9 @@ async def test_a_task_stopped_at_its_ttl_is_read_failed_on_another_worker_for_th
 
 async def test_nothing_in_redis_keeps_a_task_past_its_ttl_but_the_capped_change_feed(redis_url: str) -> None:  # noqa: F811
     """Every task's id leaves Redis with its record (but for the change feed, capped at ~10,000 entries): the
-    per-owner listing index expires with the last record it lists, and anonymous tasks (a 2026-07-28 caller
-    without a principal, a stateless endpoint's), which no tasks/list ever shows, are not indexed at all. The index
-    used to be kept 30 days after each creation, so a busy anonymous server grew it by every task for a month."""
+    per-owner keys (listing index, tasks kept, their sizes) expire with the last record they list, anonymous tasks'
+    (a 2026-07-28 caller without a principal, a stateless endpoint's) too. The index used to be kept 30 days after
+    each creation, so a busy anonymous server grew it by every task for a month."""
     import redis.asyncio as redis
 
     store = RedisTaskStore(redis_url, prefix="xw7:")
@@ -275,6 +275,8 @@ async def test_nothing_in_redis_keeps_a_task_past_its_ttl_but_the_capped_change_
             kind = (await client.type(key)).decode()
             if kind == "zset":
                 left[key.decode()] = await client.zrange(key, 0, -1)
+            elif kind == "hash":
+                left[key.decode()] = list(await client.hkeys(key))
             elif kind != "stream":  # (the change feed)
                 left[key.decode()] = [await client.get(key) or b""]
         # (and this live worker's runner mark, one per worker: it expires runner_timeout after the worker stops)
@@ -395,3 +397,83 @@ async def test_a_2025_cancel_racing_the_tasks_completion_never_answers_a_finishe
                 assert reply["result"]["status"] == after == "cancelled", (reply["result"]["status"], after)
                 answers.append("cancelled")
         assert len(answers) == 40
+
+
+async def _task_records(url: str, prefix: str) -> int:
+    import redis.asyncio as redis
+
+    client = redis.from_url(url)
+    try:
+        return len([key async for key in client.scan_iter(match=f"{prefix}{{*}}:task", count=1000)])
+    finally:
+        await client.aclose()
+
+
+async def test_one_callers_finished_tasks_in_redis_are_bounded_and_never_push_out_another_callers(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """Two clients over real HTTP on an app keeping tasks in Redis, each its own handshake session (its own owner),
+    each asking for a 24 h TTL: the flooder's instant tasks stay within its per-caller bound (its oldest result
+    goes, read as unknown), the other client's result stays. Redis used to keep every finished task until its TTL,
+    whoever made it: a caller filled Redis at ~2 KB (up to 4 MiB) a task, for a day."""
+    from support.mcp_http import running
+
+    store = RedisTaskStore(redis_url, prefix="xw-kept:", max_records_per_owner=20)
+    app, _ = make_app(engine=TaskEngine(store))
+    day = 86_400_000
+    try:
+        async with running(app) as (base, _), Client(base + "/mcp", protocol_version=LEGACY) as victim:
+            kept = await victim.call_tool_as_task("big", {"size": 1000}, ttl=day)
+            assert (await kept.result(timeout=10)).text == "x" * 1000
+            async with Client(base + "/mcp", protocol_version=LEGACY) as flooder:
+                first = await flooder.call_tool_as_task("big", {"size": 1000}, ttl=day)
+                await first.result(timeout=10)
+                for _ in range(60):
+                    await (await flooder.call_tool_as_task("big", {"size": 1000}, ttl=day)).result(timeout=10)
+                with pytest.raises(MCPError, match="Task not found"):
+                    await (await flooder.task(first.task_id)).result(timeout=10)
+            assert (await (await victim.task(kept.task_id)).result(timeout=10)).text == "x" * 1000
+            assert await _task_records(redis_url, "xw-kept:") == 21
+    finally:
+        await app.tasks.engine.aclose()
+
+
+async def test_redis_keeps_a_callers_results_within_its_byte_budget_and_counts_anonymous_callers_together(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """max_bytes_per_owner: a caller's large results evict its own oldest finished ones (their records deleted from
+    Redis), the one just ended stays even alone past the budget; the callers nothing identifies share one count;
+    past max_records_per_owner with none finished a new task is refused."""
+    import redis.asyncio as redis
+
+    store = RedisTaskStore(redis_url, prefix="xw-bytes:", max_records_per_owner=5, max_bytes_per_owner=60_000)
+    client = redis.from_url(redis_url)
+
+    async def finished(owner: str | None, size: int) -> str:
+        record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=86_400_000, poll_ms=100)
+        await store.create(record, max_live=100, max_live_per_owner=100)
+        result = {"content": [{"type": "text", "text": "r" * size}]}
+        await store.update(record["id"], lambda r: r.update(status="completed", result=result) is None)
+        return record["id"]
+
+    try:
+        bobs = await finished("p:bob", 20_000)
+        alices = [await finished("p:alice", 20_000) for _ in range(4)]
+        assert [await store.get(t) is not None for t in alices] == [False, False, True, True]  # 2 x 20 kB fit
+        assert await client.exists(f"xw-bytes:{{{alices[0]}}}:task") == 0  # (deleted, not left to its ttl)
+        huge = await finished("p:alice", 100_000)
+        assert await store.get(huge) is not None and all([await store.get(t) is None for t in alices])
+        assert await store.get(bobs) is not None
+        anonymous = [await finished(None, 10) for _ in range(8)]
+        assert [await store.get(t) is not None for t in anonymous] == [False] * 3 + [True] * 5
+        assert await store.list(None, None, 10) == []  # (indexed for the bound, listed to nobody)
+        for _ in range(5):
+            running = new_record(owner="s:busy", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+            await store.create(running, max_live=100, max_live_per_owner=100)
+        with pytest.raises(TaskLimitReached, match="max_records_per_owner"):
+            await store.create(running | {"id": "z" * 32}, max_live=100, max_live_per_owner=100)
+        await store.delete(running["id"])  # (a deleted task frees its place)
+        await store.create(running | {"id": "y" * 32}, max_live=100, max_live_per_owner=100)
+    finally:
+        await client.aclose()
+        await store.aclose()

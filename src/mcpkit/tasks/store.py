@@ -99,7 +99,8 @@ MAX_RECORDS_PER_OWNER = 1_000
 MAX_BYTES_PER_OWNER = 32 * 1024 * 1024
 
 
-def _kept_refused(max_records_per_owner: int) -> TaskLimitReached:
+def kept_refused(max_records_per_owner: int) -> TaskLimitReached:
+    """The error of a task refused because its caller's kept tasks are at the bound and none has finished."""
     return TaskLimitReached(
         f"{max_records_per_owner} tasks of yours are kept, as many as this server keeps per caller "
         "(max_records_per_owner), and none has finished: wait for one to finish or cancel one"
@@ -120,7 +121,7 @@ class InMemoryTaskStore:
             session, or one count for the callers neither identifies), in progress or finished (default 1,000):
             a new task past it drops that caller's oldest finished one; with none finished the task is refused
             (:class:`~mcpkit.protocol.errors.TaskLimitReached`).
-        max_bytes_per_owner: the bytes of one caller's records (default 32 MiB: eight of the largest results an
+        max_bytes_per_owner: the bytes of one caller's records (default 32 MiB: eight times the largest result an
             engine keeps by default); past it that caller's oldest finished tasks are dropped (never the one that
             just finished). So one caller's flood of tasks only ever pushes out its own results.
 
@@ -183,7 +184,7 @@ class InMemoryTaskStore:
         if owned is not None and len(owned) >= self.max_records_per_owner:
             self._forget_expired(set(owned))
             if len(owned) >= self.max_records_per_owner and not self._drop_oldest_finished(owner):
-                raise _kept_refused(self.max_records_per_owner)
+                raise kept_refused(self.max_records_per_owner)
         task_id = record["id"]
         kept = orjson.loads(orjson.dumps(record))
         self._records[task_id] = kept
