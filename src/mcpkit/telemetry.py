@@ -51,7 +51,7 @@ import orjson
 
 from ._extras import require
 from ._version import __version__
-from .protocol.errors import MCPError, UnknownName
+from .protocol.errors import MCPError, UnknownMethod, UnknownName
 from .protocol.tracecontext import TRACEPARENT, TRACESTATE, format_traceparent, incoming
 from .protocol.versions import is_modern
 from .server.interceptors import Call, CallNext
@@ -64,6 +64,9 @@ if TYPE_CHECKING:
     from .protocol.jsonrpc import JSONDict, RequestId
 
 INCOMING = ("parent", "link", "ignore")
+#: the span name and ``mcp.method.name`` of a request for a method the server does not have (the method itself, at
+#: most 128 characters, in ``rpc.method_original``), as the OpenTelemetry RPC conventions do
+OTHER = "_OTHER"
 #: ``network.transport`` (OpenTelemetry) of a client's target kind (mcpkit.client.targets); none in memory
 NETWORK_TRANSPORT = {"stdio": "pipe", "http": "tcp", "sse": "tcp", "ws": "tcp"}
 DEFAULT_MAX_PENDING = 4_096
@@ -213,6 +216,10 @@ class Telemetry(Middleware):
         except BaseException as exc:
             if isinstance(exc, UnknownName):  # (the caller's word, not one of ours: no span name of its own)
                 span.update_name(method)
+            elif isinstance(exc, UnknownMethod):  # (the same for a method: the RPC conventions' _OTHER)
+                span.update_name(OTHER)
+                span.set_attribute("mcp.method.name", OTHER)
+                span.set_attribute("rpc.method_original", method[:128])
             self._failed(span, exc)
             raise
         else:

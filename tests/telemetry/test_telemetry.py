@@ -145,6 +145,24 @@ async def test_names_a_caller_makes_up_do_not_become_span_names() -> None:
     assert len(prompts) == 20 and prompts[0].attributes["gen_ai.prompt.name"].startswith("made-up-")  # type: ignore[index,union-attr]
 
 
+async def test_methods_a_caller_makes_up_do_not_become_span_names() -> None:
+    # as the RPC conventions do for a method the server does not know: one name, _OTHER, the method kept (bounded)
+    provider, exporter = recorder()
+    app = MCPKit("methods")
+    app.add_middleware(Telemetry(tracer_provider=provider))
+    async with Client(app, mode="handshake") as client:
+        for i in range(20):
+            with pytest.raises(MCPError):
+                await client.session.peer.request(f"made/up-{i}-" + "x" * 500, {})
+    served = [s for s in exporter.get_finished_spans() if s.kind.name == "SERVER"]
+    assert {s.name for s in served} == {"initialize", "_OTHER"}
+    other = [s for s in served if s.name == "_OTHER"]
+    assert len(other) == 20 and all(s.status.status_code.name == "ERROR" for s in other)
+    attrs = other[0].attributes
+    assert attrs is not None and attrs["mcp.method.name"] == "_OTHER" and attrs["error.type"] == "-32601"
+    assert str(attrs["rpc.method_original"]).startswith("made/up-") and len(str(attrs["rpc.method_original"])) == 128
+
+
 @BOTH
 async def test_server_to_client_requests_are_spans_on_both_sides(transport: str) -> None:
     provider, exporter = recorder()

@@ -67,6 +67,12 @@ class MethodNotFound(MCPError):
     default_message = "Method not found"
 
 
+class UnknownMethod(MethodNotFound):
+    """-32601 for a method the server has no handler for at all (not one it knows but does not offer here): raised
+    instead of a plain :class:`MethodNotFound` so what observes the request knows the method is the caller's word
+    (telemetry names the span ``_OTHER``, as the OpenTelemetry RPC conventions do)."""
+
+
 class InvalidParams(MCPError):
     """-32602: the params are invalid (unknown tool, missing argument, bad cursor, ...)."""
 

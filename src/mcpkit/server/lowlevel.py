@@ -33,6 +33,7 @@ from ..protocol.errors import (
     MCPError,
     MethodNotFound,
     ResourceNotFound,
+    UnknownMethod,
     UnsupportedProtocolVersion,
 )
 from ..protocol.extensions import Extensions
@@ -390,7 +391,7 @@ class Server(Runnable):
             return handler(sctx, params)
         builtin = _BUILTINS.get(method)
         if builtin is None:
-            raise MethodNotFound(f"Method not found: {method}")
+            raise UnknownMethod(f"Method not found: {method}")
         return builtin(self, sctx, params)
 
     async def _intercepted(
