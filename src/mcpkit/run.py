@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, overload
 
 from ._options import check_choice, check_options
+from ._runtime import DEFAULT_WORKER_GRACE, install_pool
 
 if TYPE_CHECKING:
     from .hosting import HostedServer
@@ -43,6 +44,9 @@ class StdioOptions(TypedDict, total=False):
     """Read from this binary stream instead of the process's stdin."""
     stdout: IO[bytes] | None
     """Write to this binary stream instead of the process's stdout."""
+    worker_grace: float
+    """Seconds the sync functions still running on worker threads get once serving has ended (SIGTERM, the end
+    of stdin), before the process exits without waiting for them (default 1; see the transports guide)."""
 
 
 _STDIO_KEYS = StdioOptions.__optional_keys__
@@ -52,11 +56,19 @@ _HTTP_ONLY_HINT = "an option of the HTTP transports (app.run('http', {name}=...)
 async def run_stdio_async(server: HostedServer, **transport_options: Unpack[StdioOptions]) -> None:
     """Serve ``server`` on stdin/stdout until the input ends, then shut it down (``close_listeners``: the tasks
     still running get their drain time); ``transport_options`` go to
-    :class:`~mcpkit.transports.stdio.StdioServerTransport`."""
+    :class:`~mcpkit.transports.stdio.StdioServerTransport`.
+
+    ``worker_grace=``: make a :class:`~mcpkit._runtime.WorkerPool` with that grace the running loop's default
+    executor (``run()`` always does, with 1 s by default): at the end of ``asyncio.run`` the sync functions still
+    running on worker threads are waited for that long at most, instead of until they return."""
     from .transports.stdio import StdioServerTransport
 
     check_options("the stdio transport", transport_options, _STDIO_KEYS, _stdio_hints(transport_options))
-    transport = StdioServerTransport(**transport_options)
+    options: dict[str, Any] = dict(transport_options)
+    grace = options.pop("worker_grace", None)
+    if grace is not None:
+        install_pool(grace)
+    transport = StdioServerTransport(**options)
     await transport.start()
     terminated = _TerminateOnSigterm()
     try:
@@ -134,7 +146,10 @@ def run(server: HostedServer, transport: TransportName = "stdio", **options: Any
     :class:`~mcpkit.transports.http.options.RunHTTPOptions`), checked before anything is served.
 
     Ctrl-C ends serving (the server's lifespan is left, its cleanup runs) and the program with exit code 130, as a
-    shell reports an interrupted program, without a traceback (``SystemExit(130)``)."""
+    shell reports an interrupted program, without a traceback (``SystemExit(130)``). SIGTERM ends serving the
+    same way and ``run`` returns (the code after it and the ``atexit`` handlers run). Either way the sync
+    functions still running on worker threads get ``worker_grace`` seconds (1 by default) to finish; the
+    process then exits without waiting for them, with one warning naming them."""
     try:
         _run(server, transport, **options)
     except KeyboardInterrupt:
@@ -145,6 +160,7 @@ def _run(server: HostedServer, transport: TransportName, **options: Any) -> None
     check_choice("transport", transport, TRANSPORTS)
     if transport == "stdio":
         check_options("the stdio transport", options, _STDIO_KEYS, _stdio_hints(options))
+        options.setdefault("worker_grace", DEFAULT_WORKER_GRACE)
         asyncio.run(run_stdio_async(server, **options))
         return
     from .transports.http.options import RunHTTPOptions, keys

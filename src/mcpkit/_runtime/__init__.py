@@ -11,6 +11,8 @@ What the rest of mcpkit asks of the runtime, and nothing else:
   garbage collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
 * :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
   :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
+* :class:`WorkerPool` is the default executor of the event loops ``mcpkit.run`` creates: daemon threads, and a
+  shutdown that waits a bounded grace for the work in flight (:func:`name_work` names it in the warning).
 * :func:`read_in_chunks` sets how much an asyncio read-pipe transport reads at once (the stdio transports).
 
 How: :mod:`.handoff` (the guard: CPython 3.11-3.13 asyncio loops; it sets the running loop's thread id and
@@ -35,8 +37,10 @@ from .handoff import (
     running_guard,
 )
 from .usage import Usage, clock, gc_time, hook_gc, thread_usage
+from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work
 
 __all__ = [
+    "DEFAULT_WORKER_GRACE",
     "EAGER",
     "IDLE_S",
     "ON_THREAD",
@@ -45,11 +49,14 @@ __all__ = [
     "InlinePolicy",
     "LoopHandoff",
     "Usage",
+    "WorkerPool",
     "clock",
     "gc_time",
     "hook_gc",
     "handoff_for",
     "in_eager_step",
+    "install_pool",
+    "name_work",
     "read_in_chunks",
     "run_inline",
     "running_guard",

@@ -161,6 +161,12 @@ def cli() -> None:
     "--drain-timeout", type=SECONDS_OR_ZERO, default=None, help="HTTP: seconds requests in flight get at shutdown [5]."
 )
 @click.option(
+    "--worker-grace",
+    type=SECONDS_OR_ZERO,
+    default=None,
+    help="Seconds sync tools still running on worker threads get at shutdown, then the process exits [1].",
+)
+@click.option(
     "--dev",
     is_flag=True,
     help="Development mode: debug logging, and tool errors shown unmasked (sets MCPKIT_DEBUG=1 for the server).",
@@ -186,6 +192,7 @@ def run(
     state_keys_file: str | None,
     forwarded_allow_ips: str | None,
     drain_timeout: float | None,
+    worker_grace: float | None,
     worker_fd: int | None,
     **limits: Any,
 ) -> None:
@@ -237,10 +244,12 @@ def run(
         # (said when it ends: a file with no server at all ends at once, and the client then knows why)
         click.echo(f"mcpkit: {exc.message}; it ran as a script, which has ended", err=True)
         return
-    if transport == "stdio":
-        server.run()
-        return
     options: dict[str, Any] = {}
+    if worker_grace is not None:
+        options["worker_grace"] = worker_grace
+    if transport == "stdio":
+        server.run(**options)
+        return
     if path:
         options["path"] = path
     if stateless:

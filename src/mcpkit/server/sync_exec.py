@@ -61,7 +61,18 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .._runtime import EAGER, ON_THREAD, TICKS, LoopHandoff, clock, hook_gc, run_inline, running_guard, thread_usage
+from .._runtime import (
+    EAGER,
+    ON_THREAD,
+    TICKS,
+    LoopHandoff,
+    clock,
+    hook_gc,
+    name_work,
+    run_inline,
+    running_guard,
+    thread_usage,
+)
 
 logger: logging.Logger = logging.getLogger("mcpkit.server.sync")
 
@@ -149,6 +160,7 @@ class SyncPolicy:
     """
 
     __slots__ = (
+        "__weakref__",  # (named in the shutdown warning of the worker pool: name_work)
         "_fast",
         "_fast_s",
         "_maybe",
@@ -192,6 +204,8 @@ class SyncPolicy:
         self._fast_s = 0.0
         self.learn_calls = 0
         self.configure(long_ms, learn_calls)
+        name_work(fn, what)  # (a call still running at shutdown is named: "tool 'slow'")
+        name_work(self, what)  # (a learning call runs self._measured)
 
     def configure(self, long_ms: float | None = None, learn_calls: int | None = None) -> None:
         """Change the limits (``MCPKit`` passes its ``sync_long_ms`` / ``sync_learn_calls`` here)."""

@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, Unpack
 
 from ..._lazy import lazy_getattr
 from ..._options import check_choice, check_options
+from ..._runtime import DEFAULT_WORKER_GRACE
 from .options import GuardOptions, ServeOptions, UvicornOptions, keys
 
 if TYPE_CHECKING:
@@ -168,6 +170,7 @@ def serve(
     *,
     announce: bool = True,
     sockets: list[socket.socket] | None = None,
+    worker_grace: float = DEFAULT_WORKER_GRACE,
     **options: Unpack[ServeOptions],
 ) -> None:
     """Serve ``server`` over HTTP with uvicorn (blocking). Every transport is mounted on the one app; ``transport``
@@ -179,19 +182,21 @@ def serve(
     ``port=0``); ``announce=False`` leaves it out. ``sockets=[...]``: serve on sockets that already listen (host
     and port are then ignored). On SIGTERM or SIGINT the shutdown is graceful: the app drains
     (:meth:`~mcpkit.transports.http.MCPApp.drain`), then requests in flight get ``timeout_graceful_shutdown``
-    seconds (5 by default). ``Server.run`` and ``mcpkit run`` come here, through a server
-    class's own ``run()`` override too."""
+    seconds (5 by default); the sync functions still running on worker threads after that get ``worker_grace``
+    seconds (1 by default) before the process exits without waiting for them (one warning names them), and
+    ``serve`` returns (after SIGTERM too: the code after it and the ``atexit`` handlers run). ``Server.run`` and
+    ``mcpkit run`` come here, through a server class's own ``run()`` override too."""
     import asyncio
+
+    from ..._runtime import install_pool
 
     path = options.get("path")
     endpoint = {"sse": path or "/sse", "ws": path or "/ws"}.get(transport, path or "/mcp")
     # ``sockets``: already listening (the workers of ``mcpkit run --workers``)
     uv = build_server(server, transport, host, port, **options)
-    if not announce:
-        uv.run(sockets=sockets)
-        return
 
     async def serving() -> int | str | None:
+        install_pool(worker_grace)  # (sync functions still running at the end get worker_grace, not for ever)
         try:
             await uv.serve(sockets=sockets)
         except SystemExit as exc:  # uvicorn could not start (it logged why, e.g. the port is taken): its exit code,
@@ -200,6 +205,8 @@ def serve(
 
     async def main() -> int | str | None:
         task = asyncio.ensure_future(serving())
+        if not announce:
+            return await task
         while not uv.started and not task.done():
             await asyncio.wait({task}, timeout=0.02)
         if uv.started and uv.servers and uv.servers[0].sockets:
@@ -211,16 +218,51 @@ def serve(
             )
         return await task
 
-    try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
-        from uvicorn._compat import asyncio_run
+    with _sigterm_ends_serving(uv):
+        try:  # the event loop uvicorn itself would pick (uvloop when configured), as uvicorn.Server.run does
+            from uvicorn._compat import asyncio_run
 
-        loop_factory = uv.config.get_loop_factory()
-    except (ImportError, AttributeError):  # another uvicorn version: the default loop
-        code = asyncio.run(main())
-    else:
-        code = asyncio_run(main(), loop_factory=loop_factory)
+            loop_factory = uv.config.get_loop_factory()
+        except (ImportError, AttributeError):  # another uvicorn version: the default loop
+            code = asyncio.run(main())
+        else:
+            code = asyncio_run(main(), loop_factory=loop_factory)
     if code is not None:
         raise SystemExit(code)
+
+
+@contextlib.contextmanager
+def _sigterm_ends_serving(uv: Any) -> Iterator[None]:
+    """SIGTERM ends serving and :func:`serve` returns, so the code after it and the ``atexit`` handlers run.
+
+    uvicorn handles SIGTERM while it serves, then raises it again once it has shut down, to "exit as the signal
+    would": under the default disposition that killed the process on the spot (no ``atexit`` handler ran, no
+    telemetry was flushed). Over the default disposition only (a program's own handler is left alone), in the
+    main thread: the first SIGTERM stops uvicorn (before it listens, too) and the one it raises again is taken;
+    a later one, while the sync functions still running get their grace, kills the process as usual."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not (
+        signal.SIG_DFL
+    ):
+        yield
+        return
+    taken = False
+
+    def terminated(signum: int, frame: Any) -> None:
+        nonlocal taken
+        if taken:  # (a second SIGTERM: the default disposition, now)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.raise_signal(signal.SIGTERM)
+        taken = True
+        uv.should_exit = True
+
+    signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 __all__ = [

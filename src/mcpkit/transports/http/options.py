@@ -143,6 +143,9 @@ class RunHTTPOptions(ServeOptions, total=False):
     """Print ``mcpkit: serving ... on <url>`` to stderr once listening (default True)."""
     sockets: list[socket.socket] | None
     """Serve on these sockets, already listening (``host`` and ``port`` are then ignored)."""
+    worker_grace: float
+    """Seconds the sync functions still running on worker threads get once uvicorn has shut down, before the
+    process exits without waiting for them (default 1; see the transports guide)."""
 
 
 def keys(options: type[Any]) -> frozenset[str]:

@@ -1,0 +1,184 @@
+"""A server stopped while a plain ``def`` tool runs on a worker thread: it waits for the tool a bounded grace
+(``worker_grace``, 1 s by default), then exits without it, and still runs what runs at exit.
+
+The stdio shutdown of the spec (lifecycle, Shutdown/stdio) is: close stdin, wait, SIGTERM, then SIGKILL if the
+server does not exit "within a reasonable time"; the clients of mcpkit and of the official SDKs wait 2 s at each
+step. A server that waited for its worker threads (``asyncio.run`` joined them, then the interpreter's exit did
+again) took as long as the slowest tool, 30 s with a 30 s call, and was SIGKILLed: no ``atexit`` handler ran. Real
+processes throughout: the test server is ``tests/support/servers/sync_sleeper_server.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from mcpkit.transports.stdio import StdioClientTransport, StdioServer
+from support.paths import SERVERS
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
+
+SLEEPER = str(SERVERS / "sync_sleeper_server.py")
+MCPKIT = [sys.executable, "-m", "mcpkit.cli.main", "run"]
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+MARGIN = 4.0  # (seconds beyond the grace: the lifespan's cleanup, the interpreter's exit, a loaded machine)
+
+
+def _msg(method: str, params: dict[str, object] | None = None, id: int | None = None) -> dict[str, object]:
+    m: dict[str, object] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        m["params"] = params
+    if id is not None:
+        m["id"] = id
+    return m
+
+
+def _wait_for(path: Path, proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < end, f"{path.name} never appeared"
+        time.sleep(0.02)
+
+
+def _start(argv: list[str], marks: Path, grace: float | None) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SLEEPER_MARKS": str(marks)}
+    if grace is not None:
+        env["SLEEPER_GRACE"] = str(grace)
+        if argv[: len(MCPKIT)] == MCPKIT:
+            argv = [*argv, "--worker-grace", str(grace)]
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _call_over_stdio(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    assert proc.stdin is not None and proc.stdout is not None
+    for m in (
+        _msg("initialize", INIT, 0),
+        _msg("notifications/initialized"),
+        _msg("tools/call", {"name": "nap", "arguments": {"seconds": seconds}}, 1),
+    ):
+        proc.stdin.write(json.dumps(m).encode() + b"\n")
+        proc.stdin.flush()
+    assert json.loads(proc.stdout.readline())["id"] == 0
+
+
+def _call_over_http(proc: subprocess.Popen[bytes], seconds: float) -> None:
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    found = re.search(r"serving http on (\S+)", line)
+    assert found, line
+    url = found.group(1)
+    headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+    with httpx.Client(timeout=10) as client:
+        r = client.post(url, json=_msg("initialize", INIT, 0), headers=headers)
+        if sid := r.headers.get("mcp-session-id"):
+            headers["mcp-session-id"] = sid
+        client.post(url, json=_msg("notifications/initialized"), headers=headers)
+
+    def call() -> None:  # (its answer is not awaited: the server is stopped while it runs)
+        try:
+            with httpx.Client(timeout=seconds + 10) as c:
+                c.post(
+                    url, json=_msg("tools/call", {"name": "nap", "arguments": {"seconds": seconds}}, 1), headers=headers
+                )
+        except httpx.HTTPError:
+            pass
+
+    threading.Thread(target=call, daemon=True).start()
+
+
+LAUNCHES = {
+    "app.run() stdio": ([sys.executable, SLEEPER], _call_over_stdio),
+    "mcpkit run stdio": ([*MCPKIT, SLEEPER], _call_over_stdio),
+    "app.run('http')": ([sys.executable, SLEEPER, "http"], _call_over_http),
+    "mcpkit run -t http": ([*MCPKIT, SLEEPER, "-t", "http", "--port", "0", "--drain-timeout", "0.5"], _call_over_http),
+}
+
+
+def _stop_with_sigterm(
+    launch: str, tmp_path: Path, seconds: float, grace: float | None
+) -> tuple[subprocess.Popen[bytes], float, str, Path]:
+    argv, call = LAUNCHES[launch]
+    marks = tmp_path / "marks"
+    proc = _start(argv, marks, grace)
+    try:
+        call(proc, seconds)
+        _wait_for(Path(f"{marks}.started"), proc)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=(grace or 1.0) + 20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+        return proc, time.monotonic() - t0, err.decode(), marks
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("launch", list(LAUNCHES))
+def test_sigterm_does_not_wait_for_a_long_sync_tool_past_the_grace(launch: str, tmp_path: Path) -> None:
+    proc, took, err, marks = _stop_with_sigterm(launch, tmp_path, 30, None)
+    drain = 0.5 if "--drain-timeout" in LAUNCHES[launch][0] else 5.0 if "http" in launch else 0.0
+    assert took < drain + 1.0 + MARGIN, (took, err)
+    assert proc.returncode == 0, err
+    assert Path(f"{marks}.atexit").exists(), err  # atexit handlers ran: the process was neither killed nor _exit-ed
+    assert not Path(f"{marks}.tool").exists()
+    if launch.startswith("app.run"):
+        assert Path(f"{marks}.after").exists(), err  # the code after app.run() ran
+    (warning,) = [line for line in err.splitlines() if "still running on worker threads" in line]
+    assert "tool 'nap'" in warning and "worker_grace" in warning
+    assert "Traceback" not in err or "http" in launch, err  # (uvicorn logs the call it cancelled at its deadline)
+
+
+@pytest.mark.parametrize("launch", ["app.run() stdio", "mcpkit run stdio", "mcpkit run -t http"])
+def test_a_sync_tool_that_ends_within_the_grace_finishes_its_work(launch: str, tmp_path: Path) -> None:
+    proc, took, err, marks = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0)
+    assert Path(f"{marks}.tool").read_text() == "nap done", err
+    assert took < 10.0 + MARGIN, (took, err)
+    assert proc.returncode == 0, err
+    assert Path(f"{marks}.atexit").exists(), err
+    assert "still running on worker threads" not in err, err
+
+
+async def test_the_stdio_clients_close_ends_a_server_busy_in_a_sync_tool_before_sigkill(tmp_path: Path) -> None:
+    """The spec's sequence as mcpkit's client runs it (stdin closed, 2 s, SIGTERM, 2 s, SIGKILL): the server exits
+    after the SIGTERM, its atexit handler run, instead of being SIGKILLed 28 s before its tool would end."""
+    marks = tmp_path / "marks"
+    transport = StdioClientTransport(
+        StdioServer([sys.executable, SLEEPER], env={"SLEEPER_MARKS": str(marks)}, shutdown_timeout=2.0)
+    )
+    await transport.start()
+    try:
+        for m in (
+            _msg("initialize", INIT, 0),
+            _msg("notifications/initialized"),
+            _msg("tools/call", {"name": "nap", "arguments": {"seconds": 30}}, 1),
+        ):
+            await transport.send(json.dumps(m).encode())
+        assert json.loads(await asyncio.wait_for(transport.receive(), 20) or b"null")["id"] == 0
+        for _ in range(1000):
+            if Path(f"{marks}.started").exists():
+                break
+            await asyncio.sleep(0.02)
+        t0 = time.monotonic()
+    finally:
+        await transport.close()
+    took = time.monotonic() - t0
+    assert transport.process is not None
+    assert transport.process.returncode == 0, transport.stderr_text  # (not -9: SIGTERM ended it)
+    assert Path(f"{marks}.atexit").exists(), transport.stderr_text
+    assert took < 2.0 + 2.0, took
