@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mcpkit import Client, MCPKit
+from mcpkit.protocol import types as t
 from mcpkit.server.schema import FunctionInfo, fast_validate
 
 
@@ -323,3 +324,54 @@ async def test_a_bare_dict_result_is_the_object_like_typing_dict_and_dict_of_str
             result = await client.call_tool(name, {})
             assert not result.is_error and result.structured == {"a": 1}, name
         assert (await client.call_tool("maybe", {})).structured == {"result": {"a": 1}}
+
+
+async def test_a_return_annotation_of_content_blocks_gets_no_output_schema() -> None:
+    """A tool annotated with content blocks (``-> ContentBlock``, ``-> list[ContentBlock]``, a list of a union of
+    content types, optional or in a ``Sequence``) returns its content: it lists no outputSchema and its result is
+    that content, with no structuredContent. Before, such a tool declared ``{"result": ...}`` as its outputSchema
+    and then sent no structuredContent, breaking the spec's MUST (mcpkit's client raised ToolOutputError). A list
+    that may hold content blocks among other values (``list[int | TextContent]``) is content too: its value can
+    be all content blocks, which no structured result could then carry. Lists of plain values keep their schema."""
+    app = MCPKit("content-annotations")
+    hello = t.TextContent(text="hello")
+    dot = t.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+
+    @app.tool
+    def one() -> t.ContentBlock:
+        return hello
+
+    @app.tool
+    def blocks() -> list[t.ContentBlock]:
+        return [hello, dot]
+
+    @app.tool
+    def union_list() -> list[t.TextContent | t.ImageContent]:
+        return [hello, dot]
+
+    @app.tool
+    def maybe_blocks() -> list[t.ContentBlock] | None:
+        return [hello]
+
+    @app.tool
+    def sequence() -> typing.Sequence[t.ContentBlock]:
+        return [hello]
+
+    @app.tool
+    def mixed() -> list[int | t.TextContent]:
+        return [hello]
+
+    @app.tool
+    def numbers() -> list[int]:
+        return [1, 2]
+
+    async with Client(app) as client:
+        schemas = {tool.name: tool.output_schema for tool in await client.list_tools()}
+        assert schemas.pop("numbers") is not None
+        assert schemas == dict.fromkeys(schemas, None) and len(schemas) == 6, schemas
+        for name in schemas:
+            result = await client.call_tool(name, {})
+            assert not result.is_error and result.structured is None, (name, result)
+            assert result.content[0] == hello, (name, result)
+        assert [c.type for c in (await client.call_tool("blocks", {})).content] == ["text", "image"]
+        assert (await client.call_tool("numbers", {})).data == [1, 2]

@@ -14,6 +14,7 @@ JSON Schemas are built lazily on first use, so importing a server with many tool
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import functools
 import inspect
@@ -360,7 +361,8 @@ def format_validation_error(exc: ValidationError, what: str) -> str:
 class ReturnInfo:
     """How a tool's return annotation maps to ``outputSchema`` and ``structuredContent``.
 
-    * no annotation, ``Any``, ``None``, ``str``, ``bytes``, content types, ``CallToolResult``: no output schema
+    * no annotation, ``Any``, ``None``, ``str``, ``bytes``, content types (``ContentBlock``, a union of them, a
+      list of them, alone or mixed with other types), ``CallToolResult``: no output schema, the value is the content
       (``-> str`` sends the text once, as text content only);
     * a pydantic model, dataclass, TypedDict or ``dict[str, X]``: its object schema, structured content as is;
     * anything else (``int``, ``float``, ``bool``, ``list[X]``, unions, ...): wrapped as ``{"result": value}``.
@@ -448,14 +450,28 @@ def _is_unstructured(annotation: Any) -> bool:
     from .content import Audio, Image
 
     content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
-    if isinstance(tp, type) and issubclass(tp, (*content, t.CallToolResult)):
+    if isinstance(tp, type) and issubclass(tp, t.CallToolResult):
         return True
+    return _names_content(tp, (*content, t.TextResourceContents, t.BlobResourceContents), in_list=False)
+
+
+_LISTS = (list, tuple, collections.abc.Sequence)
+
+
+def _names_content(tp: Any, content: tuple[type, ...], *, in_list: bool) -> bool:
+    """Whether a value of type ``tp`` may be content (or a list of content, unless ``in_list``): then the tool's
+    result is that content and it has no output schema. ``Annotated`` (``ContentBlock`` is one) and unions are
+    looked through; so is one list level, as :func:`to_content` turns a list of content into several blocks. A
+    union or list that mixes content with other values (``list[int | TextContent]``) counts as content too: its
+    value may be all content, which no structured result would carry, and the rest is sent as JSON text."""
     origin = get_origin(tp)
-    if origin in (list, tuple, typing.Sequence, Union, types.UnionType):
-        args = get_args(tp)
-        if any(isinstance(a, type) and issubclass(a, content) for a in args):
-            return True
-    return False
+    if origin is typing.Annotated:
+        return _names_content(get_args(tp)[0], content, in_list=in_list)
+    if origin is Union or origin is types.UnionType:
+        return any(_names_content(a, content, in_list=in_list) for a in get_args(tp))
+    if origin in _LISTS and not in_list:
+        return any(_names_content(a, content, in_list=True) for a in get_args(tp) if a is not Ellipsis)
+    return isinstance(tp, type) and issubclass(tp, content)
 
 
 def _is_object_type(tp: Any) -> bool:
