@@ -27,7 +27,10 @@ How upstream connections are used:
   streams together, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`);
 - a connection whose upstream ended is noticed at once: the primary one, and a handshake-era client session's, are
   opened again in the background (bounded attempts, backing off), with what they held for the listeners; while
-  the upstream is down, requests are refused at once with an error saying so.
+  the upstream is down, requests are refused at once with an error saying so;
+- a gateway member that cannot be reached when the gateway starts is left out (one warning line) and connected
+  in the background until it answers (at most one attempt every ``reconnect_max_delay`` seconds); then its
+  lists are added and the clients told they changed. ``require_all=True`` refuses to start instead.
 
 Security: the upstream is treated as any server a client meets (every client limit applies: message sizes,
 list walks, input rounds, timeouts); the token a client presents to the proxy is never sent upstream (upstream
@@ -45,12 +48,13 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from .client.targets import TargetError
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
 from .proxy_conn import _ASKING
 from .proxy_rounds import ProgressRelay, _Exchange
-from .proxy_upstream import MAX_WATCHED, Upstream
+from .proxy_upstream import MAX_WATCHED, Upstream, _one_line
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
 from .server.compose import check_prefix, prefixed_content, prefixed_name, prefixed_uri, unprefixed_uri
@@ -128,6 +132,10 @@ class ProxyServer(MCPKit):
             (default 10; the first at once); after the last, the next request starts a new round.
         reconnect_delay: seconds before the second attempt (default 0.5), doubling after each failed one...
         reconnect_max_delay: ...up to this many seconds (default 30).
+        require_all: (a gateway) refuse to start unless every member is reached; by default a gateway starts
+            with the members it reaches and connects the others in the background (trying until they answer,
+            once every ``reconnect_max_delay`` seconds at most), adding their tools, resources and prompts then.
+            A plain proxy always needs its target.
         client_options: options of every upstream :class:`~mcpkit.client.client.Client` (``headers``,
             ``auth``, ``timeout``, ``mode``, limits...).
         **options: passed to :class:`~mcpkit.server.app.MCPKit`.
@@ -153,6 +161,7 @@ class ProxyServer(MCPKit):
         reconnect_delay: float = 0.5,
         reconnect_max_delay: float = 30.0,
         client_options: Mapping[str, Any] | None = None,
+        require_all: bool = False,
         **options: Any,
     ) -> None:
         if not targets:
@@ -170,6 +179,7 @@ class ProxyServer(MCPKit):
         self.max_upstream_sessions = max_upstream_sessions
         self.max_suspended = max_suspended
         self.suspended_timeout = suspended_timeout
+        self.require_all = require_all
         self.reconnect_attempts: int = max(1, reconnect_attempts)
         self.reconnect_delay: float = max(0.0, reconnect_delay)
         self.reconnect_max_delay: float = max(self.reconnect_delay, reconnect_max_delay)
@@ -189,14 +199,35 @@ class ProxyServer(MCPKit):
     # ------------------------------------------------------------------ life
 
     async def _start(self) -> None:
-        await asyncio.gather(*(u.start() for u in self.upstreams))
+        """Connect to every target. A gateway whose member cannot be reached (it did not start, or refused the
+        connection) starts without it, unless ``require_all``: one warning line, and the member is connected in
+        the background (:meth:`Upstream.join_later`). A target the proxy may not reach (the SSRF rule), one that
+        does not exist (no such command, no such mcp.json entry) and a plain proxy's only target fail the start."""
+        await asyncio.gather(*(u.check_target() for u in self.upstreams))
+        results = await asyncio.gather(*(u.connect() for u in self.upstreams), return_exceptions=True)
+        failed = [(u, r) for u, r in zip(self.upstreams, results, strict=True) if r is not None]
+        strict = self.require_all or len(self.upstreams) == 1
+        fatal = [r for _, r in failed if strict or not isinstance(r, Exception) or isinstance(r, TargetError)]
+        if fatal:
+            await self._stop()  # (the members that were reached: their processes)
+            raise fatal[0]
+        for upstream, error in failed:
+            logger.warning(
+                "gateway member %r (%s) cannot be reached: %s; serving the other members, connecting to it in the "
+                "background",
+                upstream.prefix,
+                upstream.target.description,
+                _one_line(error),
+            )
+            upstream.join_later(_one_line(error))
+        missing = bool(failed)  # (what it brings is unknown: declared in advance, as capabilities cannot grow)
         if len(self.upstreams) == 1:
             upstream = self.upstreams[0]
             if upstream.info and not self._named:
                 self.info: dict[str, Any] = {**upstream.info}
                 self.name: str = str(upstream.info.get("name", self.name))
             self.instructions: str | None = self.instructions or upstream.instructions
-        caps: set[str] = set()
+        caps: set[str] = {"tools", "resources", "prompts", "completions"} if missing else set()
         for u in self.upstreams:
             caps.update(
                 k for k in ("tools", "resources", "prompts", "completions") if isinstance(u.capabilities.get(k), dict)
@@ -204,13 +235,13 @@ class ProxyServer(MCPKit):
         for method, cap in _CAPABILITY.items():
             if cap not in caps:
                 self.remove_handler(method)
-        if not any(
+        if not missing and not any(
             isinstance((u.capabilities.get("resources") or {}), dict)
             and (u.capabilities.get("resources") or {}).get("subscribe")
             for u in self.upstreams
         ):
             self.resource_subscriptions = False
-        self.logging_enabled: bool = any("logging" in u.capabilities for u in self.upstreams)
+        self.logging_enabled: bool = missing or any("logging" in u.capabilities for u in self.upstreams)
         self._caps_cache.clear()
 
     async def _stop(self) -> None:

@@ -71,8 +71,17 @@ class Upstream:
         self._revivals: dict[int, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
+        """Connect: the target's SSRF check, then the primary connection (the upstream's info and capabilities,
+        and the relay of its list changes). Raises what either raised."""
         await self.check_target()
+        await self.connect()
+
+    async def connect(self) -> None:
+        """Open the primary connection and learn the upstream's info and capabilities from it (the proxy's
+        start, or a gateway member joining later: in both, the upstream is up from then on)."""
+        self._closing = False  # (a proxy started again after it stopped)
         self.primary = await self._open(None, primary=True)
+        self.down = None
         assert self.primary.client is not None
         client = self.primary.client
         self.capabilities = dict(client.server_capabilities)
@@ -87,6 +96,56 @@ class Upstream:
             if any(kinds.values()):
                 self._relayed_kinds = kinds
                 self._watcher = asyncio.get_running_loop().create_task(self._relay_changes(client, kinds))
+
+    # ------------------------------------------------------------------ a gateway member not reached at startup
+
+    def join_later(self, reason: str) -> None:
+        """(a gateway member that could not be reached when the gateway started) Connect in the background,
+        trying until it succeeds: ``reconnect_delay`` seconds after the failed attempt, doubling up to
+        ``reconnect_max_delay`` (with jitter), then once every ``reconnect_max_delay`` seconds at most. Meanwhile
+        its requests are refused at once, saying so (:meth:`_usable`); once connected, the proxy's clients are
+        told that the lists it has changed."""
+        self.down = f"not reached yet: {reason}"
+        self._reconnecting = asyncio.get_running_loop().create_task(self._join())
+
+    async def _join(self) -> None:
+        proxy = self.proxy
+        loop = asyncio.get_running_loop()
+        delay = proxy.reconnect_delay
+        try:
+            for attempt in itertools.count(2):  # (the first was the gateway's start)
+                wait = delay * random.uniform(0.8, 1.0)
+                self._retry_at = loop.time() + wait
+                await asyncio.sleep(wait)
+                delay = min(delay * 2, proxy.reconnect_max_delay)
+                future = self._attempt = loop.create_future()
+                try:
+                    await self.connect()
+                except Exception as exc:
+                    self.down = f"not reached yet: {_one_line(exc)}"
+                    logger.debug("gateway member %r: attempt %d: %s", self.prefix, attempt, self.down)
+                else:
+                    self.down = None
+                    break
+                finally:
+                    if not future.done():
+                        future.set_result(None)
+        finally:
+            self._reconnecting = None
+        logger.warning(
+            "gateway member %r (%s) is connected: its tools, resources and prompts are served from now on",
+            self.prefix,
+            self.target.description,
+        )
+        try:
+            async with self._rewatching:  # what listen streams asked of it meanwhile (not watched: no connection)
+                watched, self.watched = self.watched, frozenset()
+            await self.watch_resources(set(watched))
+            for kind in ("tools", "prompts", "resources"):  # (in both eras, whatever the member itself declares)
+                if isinstance(self.capabilities.get(kind), dict):
+                    await proxy.notify_list_changed(kind)
+        except Exception as exc:
+            logger.warning("gateway member %r: its clients could not all be told it joined: %s", self.prefix, exc)
 
     # ------------------------------------------------------------------ the upstream's end, and reconnecting
 
@@ -545,6 +604,11 @@ class Upstream:
             await self._close(conn)
         self._idle.clear()
         self._pool_count = 0
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error's text on one log line (a stdio server's start error carries the lines of its stderr)."""
+    return " / ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
 
 
 __all__ = ["ProgressRelay", "ProxyHost", "Upstream"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from mcpkit import Client
 from mcpkit.protocol.errors import MCPError
+from support.procs import stderr_until, stop
 from support.toolkit import APPS_FILE
 
 pytestmark = pytest.mark.timeout(90)
@@ -126,3 +128,35 @@ def test_a_target_or_a_prefix_the_proxy_refuses_is_one_error_line_not_a_tracebac
     assert "Traceback" not in done.stderr and said in done.stderr
     if targets[0].startswith(("http", "-t")):
         assert "--allow-private-network" in done.stderr
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as closed:  # (a port nothing listens on)
+        closed.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{closed.getsockname()[1]}/mcp"
+
+
+def test_a_gateway_with_a_member_down_serves_the_others_and_says_so_in_one_line() -> None:
+    """``mcpkit proxy a=... b=...`` with b down: the gateway starts (it did not: one member down took it all
+    down), its log names b once, and a's tools are served; ``--require-all`` keeps the old refusal."""
+    member = f"a={sys.executable} {APPS_FILE} ticking"
+    missing = f"b={_closed_port_url()}"
+    proc = subprocess.Popen(
+        [*MCPKIT, "proxy", member, missing, "-t", "http", "--port", "0"], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        lines = stderr_until(proc, "proxying on")
+        said = [line for line in lines if "gateway member 'b'" in line]
+        assert len(said) == 1 and "cannot be reached" in said[0] and "in the background" in said[0], lines
+        url = lines[-1].split("proxying on ")[1].strip()
+
+        async def tools() -> set[str]:
+            async with Client(url) as client:
+                return {tool.name for tool in await client.list_tools()}
+
+        assert asyncio.run(tools()) == {"a_process", "a_crash"}
+    finally:
+        stop(proc)
+    done = _proxy(member, missing, "--require-all", "-t", "http", "--port", "0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "error:" in done.stderr

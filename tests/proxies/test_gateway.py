@@ -4,14 +4,24 @@ gateway's, so the client reads it back through the gateway."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 import mcpkit
 from mcpkit import Client, MCPKit
+from mcpkit.client.targets import ServerStartError
 from mcpkit.protocol import types as t
-from support.toolkit import ERAS, serve_http
+from mcpkit.protocol.errors import MCPError
+from support.toolkit import APPS_FILE, ERAS, serve_http
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -92,3 +102,143 @@ async def test_resource_uris_in_a_members_results_are_the_gateways_and_read_back
         assert read.contents[0].uri == "books://lib/shelf/dune" and read.contents[0].text == "the text of dune"
         prompt = await client.get_prompt("lib_read_aloud", {"title": "dune"})
         assert prompt.messages[0].content.resource.uri == "books://lib/shelf/dune"
+
+
+# ---------------------------------------------------------------------------------------------- a member that is down
+
+
+def _ticking(tmp_path: Path, name: str) -> tuple[dict[str, Any], Path, Path]:
+    """A member: the toolkit's ticking app as a stdio subprocess that refuses to start while its ``down`` file
+    exists, each process leaving its id in its ``pids`` folder. The entry, that file and that folder."""
+    down, pids = tmp_path / f"{name}-down", tmp_path / f"{name}-pids"
+    pids.mkdir()
+    entry = {
+        "command": sys.executable,
+        "args": [str(APPS_FILE), "ticking"],
+        "env": {"TOOLKIT_REFUSE_IF": str(down), "TOOLKIT_PID_DIR": str(pids)},
+    }
+    return entry, down, pids
+
+
+def _kill(pids: Path) -> None:
+    for entry in pids.iterdir():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(int(entry.name), signal.SIGKILL)
+        entry.unlink()
+
+
+async def _tool_names(client: Client) -> set[str]:
+    return {tool.name for tool in await client.list_tools()}
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+async def test_a_gateway_starts_without_a_member_that_is_down_and_adds_it_when_it_comes_up(
+    mode: str, upstream_mode: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One member of two cannot be reached when the gateway starts: the gateway serves the other one, says so in
+    one log line, and keeps trying in the background. A call to the missing member's tool is refused at once with
+    an error saying it is unavailable. When the member comes up, the client hears that the tools changed (a
+    handshake-era session by notification, a 2026-07-28 client on its listen stream) and calls its tools. When
+    it dies again (and cannot be started), its calls fail clearly and the other member's still work."""
+    a, _, _ = _ticking(tmp_path, "a")
+    b, b_down, b_pids = _ticking(tmp_path, "b")
+    b_down.touch()
+    gateway = mcpkit.proxy(
+        {"a": a, "b": b},
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    caplog.set_level(logging.WARNING, "mcpkit.proxy")
+    async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
+        missing = [r.getMessage() for r in caplog.records if "gateway member 'b'" in r.getMessage()]
+        assert len(missing) == 1 and "cannot be reached" in missing[0], missing
+        assert await _tool_names(client) == {"a_process", "a_crash"}
+        with pytest.raises(MCPError) as error:
+            await client.call_tool("b_process", {}, timeout=10)
+        assert error.value.code == -32603 and "is unavailable" in error.value.message
+        a_pid = (await client.call_tool("a_process", {})).data
+
+        b_down.unlink()  # the member comes up: the gateway connects (it gave up after no number of attempts)
+        method, _ = await watch.next(timeout=15)
+        assert method == "notifications/tools/list_changed"
+        assert await _tool_names(client) == {"a_process", "a_crash", "b_process", "b_crash"}
+        b_pid = (await client.call_tool("b_process", {})).data
+        assert isinstance(b_pid, int) and b_pid != a_pid
+        assert [r for r in caplog.records if "gateway member 'b'" in r.getMessage() and "connected" in r.getMessage()]
+
+        b_down.touch()  # the member dies and cannot start again
+        _kill(b_pids)
+        loop = asyncio.get_running_loop()
+        for _ in range(3):
+            start = loop.time()
+            with pytest.raises(MCPError) as error:
+                await client.call_tool("b_process", {}, timeout=10)
+            assert error.value.code == -32603 and "is unavailable" in error.value.message
+            assert loop.time() - start < 5
+            assert (await client.call_tool("a_process", {})).data == a_pid
+
+
+async def test_a_gateway_keeps_trying_a_member_it_never_reached_no_faster_than_its_longest_delay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member that was never reached is tried again without end (no request would ever start a new round: its
+    tools are not listed), the first attempts backing off from ``reconnect_delay`` and then one at most every
+    ``reconnect_max_delay`` seconds: the bound on the rate at which a gateway starts a server that is down."""
+    a, _, _ = _ticking(tmp_path, "a")
+    with socket.socket() as closed:  # (a port nothing listens on: each attempt is refused at once)
+        closed.bind(("127.0.0.1", 0))
+        b = f"http://127.0.0.1:{closed.getsockname()[1]}/mcp"
+    gateway = mcpkit.proxy({"a": a, "b": b}, reconnect_attempts=2, reconnect_delay=0.1, reconnect_max_delay=0.4)
+    caplog.set_level(logging.DEBUG, "mcpkit.proxy")
+    async with serve_http(gateway) as url, Client(url) as client:
+        start = asyncio.get_running_loop().time()
+        await asyncio.sleep(3)
+        elapsed = asyncio.get_running_loop().time() - start
+        attempts = [r for r in caplog.records if "gateway member 'b'" in r.getMessage() and "attempt" in r.getMessage()]
+        # the delays: 0.1, 0.2, 0.4, 0.4... (80-100 % of each): at most 3 + elapsed / (0.8 x 0.4 s), and more than
+        # the two of a reconnection round
+        assert 4 <= len(attempts) <= 3 + elapsed / 0.32, [r.getMessage() for r in attempts]
+        assert all(r.levelno < logging.WARNING for r in attempts)  # (one warning line at startup, not one a try)
+        assert await _tool_names(client) == {"a_process", "a_crash"}
+
+
+async def test_a_gateway_that_requires_all_its_members_does_not_start_without_one_and_leaves_no_process(
+    tmp_path: Path,
+) -> None:
+    """``require_all=True``: the old fail-fast behaviour; the member that was reached is closed again."""
+    a, _, a_pids = _ticking(tmp_path, "a")
+    b, b_down, _ = _ticking(tmp_path, "b")
+    b_down.touch()
+    gateway = mcpkit.proxy({"a": a, "b": b}, require_all=True)
+    with pytest.raises(ServerStartError, match="refusing to start"):
+        await gateway.startup()
+    for _ in range(50):  # (the reached member's process exits once its pipe closes)
+        alive = [p for p in a_pids.iterdir() if _running(int(p.name))]
+        if not alive:
+            break
+        await asyncio.sleep(0.1)
+    assert not alive
+
+
+async def test_a_single_target_proxy_still_fails_at_startup_when_its_upstream_cannot_be_reached(
+    tmp_path: Path,
+) -> None:
+    """A plain proxy has nothing else to serve: its upstream down at startup is an error at once, as before."""
+    b, b_down, _ = _ticking(tmp_path, "b")
+    b_down.touch()
+    with pytest.raises(ServerStartError, match="refusing to start"):
+        await mcpkit.proxy(b).startup()
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        return done == 0
+    return True

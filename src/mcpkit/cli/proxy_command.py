@@ -98,6 +98,12 @@ def register(cli: click.Group) -> None:
         help="The longest wait between two attempts, in seconds (at least --reconnect-delay).",
     )
     @click.option(
+        "--require-all",
+        is_flag=True,
+        help="A gateway: refuse to start unless every member answers (by default it starts with those that do, "
+        "logs one line per missing member and connects it in the background).",
+    )
+    @click.option(
         "--log-level", type=LOG_LEVEL, default="warning", show_default=True, help="The proxy's own logging (stderr)."
     )
     def proxy_command(
@@ -114,6 +120,7 @@ def register(cli: click.Group) -> None:
         reconnect_attempts: int,
         reconnect_delay: float,
         reconnect_max_delay: float,
+        require_all: bool,
         log_level: str,
     ) -> None:
         """Serve TARGETS (commands, URLs, mcp.json entries; PREFIX=TARGET for several) through one MCP endpoint.
@@ -150,6 +157,7 @@ def register(cli: click.Group) -> None:
                 reconnect_attempts=reconnect_attempts,
                 reconnect_delay=reconnect_delay,
                 reconnect_max_delay=reconnect_max_delay,
+                require_all=require_all,
                 client_options=client_options,
             )
         except TargetError as exc:  # no such file or command, a bad mcp.json entry: as the client commands say it
