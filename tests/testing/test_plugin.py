@@ -450,3 +450,40 @@ def test_the_summary_counts_a_run_that_failed_its_setup_or_teardown_as_an_error_
             "  memory  2025-11-25 1/4  2026-07-28 1/4",
         ]
     )
+
+
+def test_a_plain_def_tool_that_never_returns_fails_its_test_and_does_not_hang_the_run(project: pytest.Pytester) -> None:
+    # the server runs in the test's event loop (memory, http): the loop's close used to wait for the tool's
+    # worker thread for ever; now the run goes on, and the leak check names the tool still running
+    project.makepyfile(
+        stuck_server=textwrap.dedent(
+            '''
+            import time
+
+            from mcpkit import MCPKit
+
+            app = MCPKit("stuck")
+
+
+            @app.tool
+            def stuck() -> str:
+                """Never returns."""
+                time.sleep(3600)
+                return "never"
+            '''
+        ),
+        test_user_stuck=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(server="stuck_server.py:app", client={"timeout": 1})
+            async def test_stuck(mcp_client):
+                await mcp_client.call_tool("stuck")
+            """
+        ),
+    )
+    result = project.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--mcp-transports=memory,http", "--mcp-eras=handshake", timeout=120
+    )
+    result.assert_outcomes(failed=2, errors=2)
+    result.stdout.fnmatch_lines(["*left behind:*", "*a worker thread still running tool 'stuck'*"])

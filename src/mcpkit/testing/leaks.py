@@ -1,5 +1,6 @@
-"""What a test leaves behind: asyncio tasks still running, child processes still alive (or never reaped), sockets
-still listening. Take a :class:`LeakProbe` before, check it after::
+"""What a test leaves behind: asyncio tasks still running, calls still running on worker threads (a plain ``def``
+tool that never returned), child processes still alive (or never reaped), sockets still listening. Take a
+:class:`LeakProbe` before, check it after::
 
     probe = LeakProbe.take()
     ... start and stop servers and clients ...
@@ -10,6 +11,11 @@ Child processes and listening sockets are read from ``/proc`` (Linux); elsewhere
 loop lives as long as that loop (it ends when the loop is gone), so it is not counted. :func:`running_functions`
 tells whether some function is still suspended in a task of the loop (that a cancelled tool really stopped, for
 instance).
+
+A probe taken in an event loop makes that loop's default executor (where servers run plain ``def`` tools on worker
+threads) mcpkit's worker pool, whose threads the loop's close waits for at most a second: a tool that never returns
+then fails the check, naming it, instead of hanging the loop's close (``asyncio.run`` and pytest-asyncio wait for
+the default executor's threads without a limit).
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from .._runtime.workers import WorkerPool, describe
 
 _PROC = "/proc"
 # mcpkit's helper that watches an event loop's inline sync calls (server/loop_handoff.py): it ends with its loop
@@ -111,6 +120,22 @@ def listening_ports() -> set[int]:
     return ports
 
 
+# the worker pool a probe made the default executor of its loop, one per loop (a second probe reuses it)
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WorkerPool] = weakref.WeakKeyDictionary()
+
+
+def _loop_pool() -> WorkerPool | None:
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    pool = _POOLS.get(loop)
+    if pool is None:
+        pool = _POOLS[loop] = WorkerPool()
+        loop.set_default_executor(pool)
+    return pool
+
+
 @dataclass
 class Leaks:
     """What was left: tasks (a line each), child processes (pid -> what it is), listening ports."""
@@ -118,33 +143,45 @@ class Leaks:
     tasks: list[str] = field(default_factory=list)
     processes: dict[int, str] = field(default_factory=dict)
     ports: set[int] = field(default_factory=set)
+    threads: list[str] = field(default_factory=list)  # what worker threads still run (``tool 'slow'``)
 
     def __bool__(self) -> bool:
-        return bool(self.tasks or self.processes or self.ports)
+        return bool(self.tasks or self.processes or self.ports or self.threads)
 
     def __str__(self) -> str:
         lines = [*self.tasks]
+        lines += [f"a worker thread still running {what}" for what in self.threads]
         lines += [f"child process {pid} {what}" for pid, what in sorted(self.processes.items())]
         lines += [f"a socket still listening on port {port}" for port in sorted(self.ports)]
         return "\n".join(lines)
 
 
 class LeakProbe:
-    """A picture of the running tasks, child processes and listening ports, to compare with later ones."""
+    """A picture of the running tasks, worker-thread calls, child processes and listening ports, to compare with
+    later ones."""
 
-    def __init__(self, tasks: set[asyncio.Task[Any]], processes: dict[int, str], ports: set[int]) -> None:
+    def __init__(
+        self,
+        tasks: set[asyncio.Task[Any]],
+        processes: dict[int, str],
+        ports: set[int],
+        pool: WorkerPool | None = None,
+    ) -> None:
         self.tasks = tasks
         self.processes = processes
         self.ports = ports
+        self.pool = pool
+        self.calls: list[Callable[..., Any]] = pool.running() if pool is not None else []
 
     @classmethod
     def take(cls) -> LeakProbe:
-        """The picture now (the tasks of the running loop, if there is one)."""
+        """The picture now (the tasks of the running loop, if there is one, whose default executor becomes
+        mcpkit's worker pool: see the module's text)."""
         try:
             tasks = set(asyncio.all_tasks())
         except RuntimeError:
             tasks = set()
-        return cls(tasks, child_processes(), listening_ports())
+        return cls(tasks, child_processes(), listening_ports(), _loop_pool())
 
     @property
     def sees_processes(self) -> bool:
@@ -160,7 +197,9 @@ class LeakProbe:
             now = set()
         tasks = [_task_line(t) for t in now - self.tasks]
         processes = {pid: what for pid, what in child_processes().items() if pid not in self.processes}
-        return Leaks(sorted(tasks), processes, listening_ports() - self.ports)
+        running = self.pool.running() if self.pool is not None else []
+        threads = sorted(describe(fn) for fn in running if not any(fn is before for before in self.calls))
+        return Leaks(sorted(tasks), processes, listening_ports() - self.ports, threads)
 
     async def assert_clean(self, timeout: float = 5.0) -> None:
         """Wait up to ``timeout`` seconds for what is still ending (a task's last step, a process being reaped),
