@@ -4,12 +4,15 @@ calls of one by one."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
 
-from mcpkit import MCPKit, Tool
+from mcpkit import Client, Context, MCPKit, Tool
+from mcpkit.protocol.errors import ConnectionClosed
 
 SAFE = 2**53 - 1
 
@@ -103,3 +106,60 @@ def test_a_decorated_tool_with_a_number_header_parameter_is_refused_at_registrat
         @app.tool
         def dropped(n: Annotated[float, Field(json_schema_extra={"x-mcp-header": "N"})]) -> float:
             return n
+
+
+async def test_a_tool_waiting_on_the_client_when_its_session_ends_is_not_an_internal_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A session that ends while a tool awaits the client (here ``ctx.sample``: the client goes away) is normal:
+    the tool's ``ConnectionClosed`` is logged at INFO, with no traceback and no ERROR (before: ``ERROR tool 'ask'
+    failed`` with a traceback, and "an internal error occurred" to whoever could still read the answer). A
+    ``ConnectionClosed`` of a connection the tool opened itself (its own Client, closed) is still
+    the tool's failure: logged as an error, an ``isError`` result."""
+    app = MCPKit("asks")
+    asked = asyncio.Event()
+    seen: list[BaseException] = []
+
+    @app.tool
+    async def ask(ctx: Context) -> str:
+        try:
+            await ctx.sample("anyone there?")
+        except BaseException as exc:
+            seen.append(exc)
+            raise
+        return "answered"
+
+    other = MCPKit("other")
+    other.tool(lambda: "pong", name="ping")
+
+    @app.tool
+    async def relay() -> str:
+        own = Client(other)
+        async with own:
+            pass
+        await own.call_tool("ping", {})  # its own connection, closed: ConnectionClosed
+        return "unreachable"
+
+    async def never_answer(params: Any) -> str:
+        asked.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    caplog.set_level(logging.DEBUG, logger="mcpkit")
+    async with Client(app, sampling_handler=never_answer, protocol_version="2025-11-25") as client:
+        relayed = await asyncio.wait_for(client.call_tool("relay", {}), 30)
+        assert relayed.is_error and "internal error" in relayed.text
+        assert any(r.levelno == logging.ERROR and "relay" in r.getMessage() for r in caplog.records)
+        caplog.clear()
+        call = asyncio.create_task(client.call_tool("ask", {}))
+        await asyncio.wait_for(asked.wait(), 10)
+    call.cancel()  # (the client is closed: what its call gets is not the point here)
+    await asyncio.gather(call, return_exceptions=True)
+    for _ in range(100):  # (the server side finishes the tool after the client is gone: bounded wait)
+        if any("ask" in r.getMessage() and "session" in r.getMessage() for r in caplog.records):
+            break
+        await asyncio.sleep(0.05)
+    assert seen and isinstance(seen[0], ConnectionClosed)
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    ended = [r for r in caplog.records if "ask" in r.getMessage() and "session" in r.getMessage()]
+    assert ended and ended[0].levelno == logging.INFO and ended[0].exc_info is None, caplog.records

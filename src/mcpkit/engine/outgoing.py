@@ -161,7 +161,7 @@ class Requests:
     async def notify(self, method: str, params: JSONDict | None = None, *, out: Outbox | None = None) -> None:
         """Send a notification."""
         if self._closed is not None:
-            raise ConnectionClosed(f"{self.name}: connection closed")
+            raise _of(ConnectionClosed(f"{self.name}: connection closed"), self)
         msg = messages.notification(method, params)
         if self.tap is not None:
             self._tapped(OUT, msg)
@@ -189,7 +189,7 @@ class Requests:
         (never for ``initialize``).
         """
         if self._stopped is not None:
-            raise ConnectionClosed(self._stopped)
+            raise _of(ConnectionClosed(self._stopped), self)
         rid = request_id if request_id is not None else self.next_id()
         if rid in self._pending:
             raise ValueError(f"request id {rid!r} is already in flight")
@@ -242,9 +242,11 @@ class Requests:
             if fut.cancelled() or not fut.done():
                 self._send_cancel(rid, method, "cancelled by the caller", out)
             raise
-        except Exception:
+        except Exception as exc:
             if fut.done() and not fut.cancelled():
                 fut.exception()  # (the send failed after the timeout fired: its TimeoutError is not an error to log)
+            if isinstance(exc, ConnectionClosed) and exc.connection is None and not isinstance(exc, MessageTooLarge):
+                exc.connection = self  # this connection ended (or its channel for this request did)
             raise
         finally:
             if pending.timer is not None:
@@ -412,3 +414,9 @@ class Requests:
         if self._pending:
             self._fail_pending(exc)
             await asyncio.sleep(0)
+
+
+def _of(exc: ConnectionClosed, connection: object) -> ConnectionClosed:
+    """``exc``, saying which connection ended (see :attr:`ConnectionClosed.connection`)."""
+    exc.connection = connection
+    return exc

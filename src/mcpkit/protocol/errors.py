@@ -187,7 +187,13 @@ class RequestTimeout(TimeoutError):
 
 
 class ConnectionClosed(ConnectionError):
-    """Local error: the connection closed before the response arrived."""
+    """Local error: the connection closed before the response arrived.
+
+    ``connection`` is the connection (the engine's peer) that ended, when it is what raised the error (a request
+    or notification it could not complete): a server's handler compares it with its own request's connection to
+    tell its session ending (normal) from a connection it opened itself failing. None when unknown."""
+
+    connection: object | None = None
 
 
 class SessionExpired(ConnectionClosed):

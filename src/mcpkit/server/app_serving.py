@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, Self
 
 from .._aio import running_loop
 from ..engine import RequestContext
-from ..protocol.errors import InternalError, InvalidParams, MCPError, ResourceNotFound, UnknownPrompt, UnknownTool
+from ..protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    MCPError,
+    ResourceNotFound,
+    UnknownPrompt,
+    UnknownTool,
+)
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import Features
 from . import compose
@@ -28,7 +36,7 @@ from .context import Context
 from .lowlevel import InputRequired, Server, ServerRequestContext, ServerSession
 from .pagination import list_result
 from .resources import Resource, ResourceTemplate
-from .tools import ToolError, internal_error_message
+from .tools import ToolError, internal_error_message, session_ended
 from .visibility import everything
 
 if TYPE_CHECKING:
@@ -147,7 +155,7 @@ class AppServing(Server):
         except ToolError as exc:
             raise InternalError(str(exc)) from None
         except Exception as exc:
-            raise InternalError(internal_error_message(f"resource {uri!r}", exc, self.debug)) from None
+            raise self._failure(f"resource {uri!r}", exc, caller) from None
         raise ResourceNotFound(uri)
 
     def _list_prompts(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -168,7 +176,15 @@ class AppServing(Server):
         except (MCPError, InputRequired):
             raise
         except Exception as exc:
-            raise InternalError(internal_error_message(f"prompt {name!r}", exc, self.debug)) from None
+            raise self._failure(f"prompt {name!r}", exc, ctx) from None
+
+    def _failure(self, what: str, exc: Exception, request: ServerRequestContext | None) -> InternalError:
+        """The error answer of ``what`` that raised ``exc``: an internal error, logged; or, when ``exc`` is the end
+        of the request's own session (it waited on the client), a plain one logged at INFO (nobody may read it)."""
+        if isinstance(exc, ConnectionClosed) and request is not None and session_ended(exc, request):
+            logger.info("%s stopped: its session ended while it waited on the client (%s)", what, exc)
+            return InternalError(f"{what} stopped: the session ended while it waited on the client")
+        return InternalError(internal_error_message(what, exc, self.debug))
 
     async def _complete(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         return await complete(self, ctx, params, internal_error_message, compose.mounted_completion)

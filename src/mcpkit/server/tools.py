@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 from ..protocol.errors import (
     CapabilityNotSupported,
+    ConnectionClosed,
     MCPError,
     MissingRequiredClientCapability,
     TaskFailed,
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
     from ..protocol import types as t
     from .context import Context
+    from .request_context import ServerRequestContext
 
 logger: logging.Logger = logging.getLogger("mcpkit.server.tools")
 _UNSTRUCTURED = ReturnInfo(inspect.Signature.empty)
@@ -279,17 +281,19 @@ class Tool(Listed):
                 kwargs[info.context_param] = ctx
             sync = self.sync
             if sync is None:
-                return self._finish(self.fn(**kwargs), feats)
+                return self._finish(self.fn(**kwargs), feats, None, ctx)
             value = sync.try_inline((), kwargs)  # inline (timed, guarded), or not called
             if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
-                return self._finish(value, feats, kwargs)
+                return self._finish(value, feats, kwargs, ctx)
         except Exception as exc:
-            return self._failed(exc, feats)
+            return self._failed(exc, feats, ctx)
         if type(value) is str and (returns := self._returns) is not None and not returns.structured:
             return text_result(value)  # self.result's first case
         return self.result(value, feats)
 
-    async def _finish(self, value: Any, feats: Features, kwargs: JSONDict | None = None) -> JSONDict:
+    async def _finish(
+        self, value: Any, feats: Features, kwargs: JSONDict | None = None, ctx: Context | None = None
+    ) -> JSONDict:
         """The rest of a call that does not end at once: await the ``async def``'s coroutine (or what a sync
         function returned), or run a sync function where its policy says (``value`` is the policy's ON_THREAD or
         EAGER: it was not called; :meth:`SyncPolicy.__call__` yields out of an eager step and asks again)."""
@@ -300,7 +304,7 @@ class Tool(Listed):
             else:  # an async function's coroutine, or an awaitable a sync function returned
                 value = await value
         except Exception as exc:
-            return self._failed(exc, feats)
+            return self._failed(exc, feats, ctx)
         return self.result(value, feats)
 
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
@@ -314,8 +318,9 @@ class Tool(Listed):
             return validation_problems(exc)
         return []
 
-    def _failed(self, exc: Exception, feats: Features) -> JSONDict:
-        """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again)."""
+    def _failed(self, exc: Exception, feats: Features, ctx: Context | None = None) -> JSONDict:
+        """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again); ``ctx``: the
+        call's Context, if it has one (a tool without one cannot wait on its session)."""
         if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed)):
             raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's JSON-RPC error, not tool failures
         if isinstance(exc, URLElicitationRequired) and feats.url_elicitation_required:
@@ -328,6 +333,9 @@ class Tool(Listed):
             return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
         if isinstance(exc, _validation_error()):
             return error_result(format_validation_error(exc, f"tool {self.name!r}"))
+        if isinstance(exc, ConnectionClosed) and ctx is not None and session_ended(exc, ctx.request_context):
+            logger.info("tool %r stopped: its session ended while it waited on the client (%s)", self.name, exc)
+            return error_result(f"Tool {self.name!r} stopped: the session ended while it waited on the client")
         return error_result(internal_error_message(f"tool {self.name!r}", exc, self.debug))
 
     def result(self, value: Any, feats: Features) -> JSONDict:
@@ -433,15 +441,15 @@ class SchemaTool(Tool):
         try:
             running = self.caller(arguments, ctx)  # type: ignore[arg-type]
         except Exception as exc:
-            return self._failed(exc, feats)
-        return self._finish(running, feats)
+            return self._failed(exc, feats, ctx)
+        return self._finish(running, feats, None, ctx)
 
     async def _call_sync(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
         assert self.sync is not None
         try:
             value = await self.sync(arguments, ctx)
         except Exception as exc:
-            return self._failed(exc, feats)
+            return self._failed(exc, feats, ctx)
         return self.result(value, feats)
 
     def result(self, value: Any, feats: Features) -> JSONDict:
@@ -511,6 +519,12 @@ def text_result(text: str) -> JSONDict:
 def error_result(message: str) -> JSONDict:
     """An ``isError`` ``CallToolResult`` saying ``message``."""
     return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def session_ended(exc: ConnectionClosed, request: ServerRequestContext) -> bool:
+    """Whether ``exc`` is the end of the session serving ``request`` (normal: no error to log), not a connection
+    the handler opened itself failing: told by the connection that raised it, never by its message."""
+    return exc.connection is not None and exc.connection is request.rc.peer
 
 
 def internal_error_message(what: str, exc: BaseException, debug: bool = False) -> str:

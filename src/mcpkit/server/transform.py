@@ -289,7 +289,7 @@ class TransformedTool(Tool):
             finally:
                 _current.reset(token)
         except Exception as exc:
-            return self._failed(exc, feats)
+            return self._failed(exc, feats, ctx)
         return self.result(value, feats)
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
