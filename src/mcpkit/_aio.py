@@ -88,7 +88,7 @@ class SizedQueue(asyncio.Queue[_T]):
             raise ValueError(f"max_bytes must be at least 1, not {max_bytes}")
         super().__init__(maxsize)
         self.max_bytes = max_bytes
-        self.queued_bytes = 0
+        self.queued_bytes: int = 0
         self._size = size
 
     def full(self) -> bool:

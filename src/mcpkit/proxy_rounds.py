@@ -61,8 +61,8 @@ class ProgressRelay:
         self.target = target
         self.queue: asyncio.Queue[tuple[float, float | None, str | None]] = asyncio.Queue(self.MAX_QUEUED)
         self.task: asyncio.Task[None] | None = None
-        self.dropped = 0
-        self.closed = False
+        self.dropped: int = 0
+        self.closed: bool = False
         self._open = asyncio.Event()
         self._open.set()
 

@@ -45,7 +45,7 @@ class Upstream:
         self.capabilities: JSONDict = {}
         self.info: JSONDict | None = None
         self.instructions: str | None = None
-        self.modern = False
+        self.modern: bool = False
         self._idle: dict[str, list[_Conn]] = {}  # by the client capabilities a connection declares (caps_key)
         self._pool_count = 0
         self._pool_free = asyncio.Condition()

@@ -449,7 +449,7 @@ class _PeerTracer:
 
     def __init__(self, owner: Telemetry, version: Callable[[], str | None], session: str | None) -> None:
         self.owner: Telemetry = owner
-        self.version = version
+        self.version: Callable[[], str | None] = version
         self.session: str | None = session
         self.network: str | None = None  # (network.transport: "pipe", "tcp"; None in memory)
 

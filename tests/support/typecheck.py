@@ -28,18 +28,29 @@ def revealed_types(report: str) -> list[str]:
     return [line.split('Revealed type is "', 1)[1].rstrip('"') for line in report.splitlines() if "Revealed" in line]
 
 
-def pyright_strict(program: Path, workdir: Path, node: Path, pyright_js: Path) -> dict[str, Any]:
-    """pyright's strict mode (what Pylance users see) on ``program`` (a file or a folder), with the pinned
-    ``pyright`` of tests/node_modules run by ``node``, resolving imports with this interpreter (bounded: 300 s);
-    returns its JSON report (``generalDiagnostics``, ``summary``)."""
+def pyright_strict(
+    program: Path,
+    workdir: Path,
+    node: Path,
+    pyright_js: Path,
+    mode: str = "strict",
+    search: Path | None = None,
+    timeout: float = 300,
+) -> dict[str, Any]:
+    """pyright's strict mode (what Pylance users see; ``mode`` "standard" for pyright's default) on ``program`` (a
+    file or a folder), with the pinned ``pyright`` of tests/node_modules run by ``node``, resolving imports in
+    ``search`` first, then with this interpreter (bounded: ``timeout`` s); returns its JSON report
+    (``generalDiagnostics``, ``summary``)."""
     config = workdir / "pyrightconfig.json"
-    settings = {"include": [os.path.relpath(program, workdir)], "typeCheckingMode": "strict"}
+    settings: dict[str, Any] = {"include": [os.path.relpath(program, workdir)], "typeCheckingMode": mode}
+    if search is not None:
+        settings["extraPaths"] = [str(search)]
     config.write_text(json.dumps(settings), encoding="utf-8")
     proc = subprocess.run(
         [str(node), str(pyright_js), "--pythonpath", sys.executable, "--project", str(config), "--outputjson"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout,
         cwd=workdir,
     )
     report: dict[str, Any] = json.loads(proc.stdout)

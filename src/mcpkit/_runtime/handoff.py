@@ -254,7 +254,7 @@ class LoopHandoff:
         # whether the call's thread goes on running the loop or the stand-in takes it over. No lock.
         self._slot: list[int] = []
         #: True from a hand-over until the loop's thread has taken the loop back.
-        self.lost = False
+        self.lost: bool = False
         self._reclaim = False  # the call's thread wants the loop back: the stand-in stops after its turn
         self._sleeping = True  # the watchdog sleeps (or is not started yet) until the next inline call wakes it
         # the cell the helper process watches (see .loop_watch): the number of the inline call under way, negated

@@ -125,7 +125,8 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
     def __init__(self, rule: _AddressRule, resolve: Resolver) -> None:
         self._rule = rule
         self._resolve = resolve
-        self._inner = httpcore.AnyIOBackend()
+        # (pyright reads httpcore's stand-in for a missing anyio, not the backend; mypy reads the backend)
+        self._inner: httpcore.AsyncNetworkBackend = httpcore.AnyIOBackend()  # pyright: ignore[reportAttributeAccessIssue]
 
     async def connect_tcp(
         self,

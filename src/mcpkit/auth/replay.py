@@ -40,8 +40,8 @@ class InMemoryReplayCache:
         self.max_entries = max_entries
         self.clock = clock
         self._entries: dict[str, tuple[float, float]] = {}  # key -> (issued_at, expires_at), oldest first
-        self.floor = float("-inf")  # JWTs issued at or before this time are refused (see the class docstring)
-        self.evicted = 0  # live entries dropped to stay within max_entries (observability, tests)
+        self.floor: float = float("-inf")  # JWTs issued at or before this time are refused (see the class docstring)
+        self.evicted: int = 0  # live entries dropped to stay within max_entries (observability, tests)
 
     def __len__(self) -> int:
         return len(self._entries)

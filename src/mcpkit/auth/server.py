@@ -241,7 +241,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
             )
         if not is_secure_url(issuer):
             raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
-        self.issuer = issuer.rstrip("/")
+        self.issuer: str = issuer.rstrip("/")
         parts = urlsplit(self.issuer)
         self.origin: str = f"{parts.scheme}://{parts.netloc}"
         self.base_path: str = parts.path.rstrip("/")
@@ -297,7 +297,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app
         self.clock = clock
-        self.key = signing_key or ec.generate_private_key(ec.SECP256R1())
+        self.key: Any = signing_key or ec.generate_private_key(ec.SECP256R1())
         if not isinstance(self.key, ec.EllipticCurvePrivateKey) or not isinstance(self.key.curve, ec.SECP256R1):
             raise TypeError("signing_key must be an EC P-256 private key (tokens are signed with ES256)")
         numbers = self.key.public_key().public_numbers()

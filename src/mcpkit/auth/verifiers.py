@@ -194,7 +194,7 @@ class JWTVerifier:
         self._last_attempt = float("-inf")
         self._fetch_error: str | None = None  # why the last JWKS fetch failed (None: it did not)
         self._lock = asyncio.Lock()
-        self.fetches = 0  # how many times the JWKS was fetched (observability, tests)
+        self.fetches: int = 0  # how many times the JWKS was fetched (observability, tests)
 
     @staticmethod
     def _load(key: Any) -> Any:

@@ -89,11 +89,11 @@ class Wire:
         self._next_id = 0
         self.protocol_version: str | None = None
         self.client_handlers: dict[str, ClientHandler] = {}
-        self.closed = asyncio.Event()  # set when the peer is gone (stdio EOF)
+        self.closed: asyncio.Event = asyncio.Event()  # set when the peer is gone (stdio EOF)
         self.modern_meta: JSON | None = None  # set for a stateless (2026-07-28) session
         self.initialized_at: float | None = None  # when notifications/initialized was sent
         self.cancelled: set[str] = set()  # keys of the requests we cancelled
-        self.dropped = 0  # payloads past MAX_RECORDED, not kept
+        self.dropped: int = 0  # payloads past MAX_RECORDED, not kept
 
     def with_meta(self, params: JSON | None) -> JSON | None:
         """Stateless era (2026-07-28): every request carries the per-request ``_meta`` (explicit keys win)."""
@@ -320,8 +320,8 @@ class StdioWire(ConnectionWire):
     def __init__(self, command: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None):
         from ..transports.stdio import StdioClientTransport, StdioServer
 
-        self.stderr_not_utf8 = 0  # stderr lines that were not UTF-8 (A004 says UTF-8)
-        self.stderr_bytes = 0
+        self.stderr_not_utf8: int = 0  # stderr lines that were not UTF-8 (A004 says UTF-8)
+        self.stderr_bytes: int = 0
         server = StdioServer(
             list(command),
             env=dict(env or {}),

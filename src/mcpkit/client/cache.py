@@ -42,8 +42,8 @@ class ResponseCache:
         self.identity = identity
         self._entries: OrderedDict[tuple[str, str, str], tuple[float, int, JSONDict]] = OrderedDict()
         self._bytes = 0
-        self.hits = 0
-        self.misses = 0
+        self.hits: int = 0
+        self.misses: int = 0
 
     @staticmethod
     def _params_key(params: JSONDict | None) -> str:

@@ -358,7 +358,7 @@ class Client(SkillMethods, ToolMethods):
 
     async def set_logging_level(self, level: LogLevel) -> None:
         """Ask for log messages at ``level`` and above (``logging/setLevel``, or ``_meta`` in 2026-07-28)."""
-        self.log_level = level
+        self.log_level: LogLevel | None = level
         await self._call("logging/setLevel", lambda s: s.set_logging_level(level))
 
     async def set_roots(self, roots: RootsProvider) -> None:

@@ -294,7 +294,7 @@ class LoggingHandler(Protocol):
 
 #: Where the server's log messages go when the client has no logging handler (Python's ``logging``, at the
 #: message's level; the message names the server's own logger, if it gave one).
-server_logger = logging.getLogger("mcpkit.client.server_log")
+server_logger: logging.Logger = logging.getLogger("mcpkit.client.server_log")
 _PY_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

@@ -41,8 +41,8 @@ class HandlerQueue:
         self._queue: asyncio.Queue[tuple[str, JSONDict | None]] | None = None
         self._task: asyncio.Task[None] | None = None
         self._event: asyncio.Event | None = None
-        self.received = 0  # notifications put in the queue
-        self.handled = 0  # ... and handled (the session compares the two before it waits in catch_up)
+        self.received: int = 0  # notifications put in the queue
+        self.handled: int = 0  # ... and handled (the session compares the two before it waits in catch_up)
 
     async def put(self, method: str, params: JSONDict | None) -> None:
         """Queue one notification for the handlers (waits only when they are MAX_QUEUED_NOTIFICATIONS behind)."""

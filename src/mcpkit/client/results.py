@@ -207,7 +207,7 @@ class ToolResult(Generic[T]):
         self.content: list[ContentBlock] = raw.content
         self.structured: Any = raw.structured_content
         self.is_error: bool = raw.is_error
-        self.meta = raw.meta
+        self.meta: dict[str, Any] | None = raw.meta
         self.tool: Tool | None = tool
         self.validated: bool = validated
 

@@ -207,7 +207,7 @@ class TaskHandle(Generic[T]):
     ) -> None:
         self._session = session
         self._trail = trail  # (telemetry: the call that made the task, which the handle's requests continue)
-        self.task = task
+        self.task: Task = task
         self.modern = modern
         self.on_progress = on_progress
         self.on_status = on_status

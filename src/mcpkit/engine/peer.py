@@ -116,7 +116,7 @@ class Peer(Requests):
     ) -> None:
         self.outbox = outbox
         self.tap = tap
-        self.channel = next(_channels)
+        self.channel: int = next(_channels)
         self.request_handler = request_handler
         self.notification_handler = notification_handler
         self.batch_policy = batch_policy

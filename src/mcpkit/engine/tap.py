@@ -195,9 +195,9 @@ class QueuedTap:
         self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._busy = False
-        self.seen = 0
+        self.seen: int = 0
         """Events shown to this tap."""
-        self.dropped = 0
+        self.dropped: int = 0
         """Events dropped (the oldest waiting) because the observer was ``max_queued`` behind."""
 
     def __call__(self, event: TapEvent) -> None:
@@ -273,9 +273,9 @@ class TapRecorder:
         self.max_bytes = max_bytes
         self._events: deque[TapEvent] = deque()
         self._bytes = 0
-        self.dropped = 0
+        self.dropped: int = 0
         """Events let go to stay within the bounds."""
-        self.dropped_bytes = 0
+        self.dropped_bytes: int = 0
         """Bytes of messages too large to keep on their own (their events are kept without them)."""
 
     def __call__(self, event: TapEvent) -> None:

@@ -81,7 +81,7 @@ class DevLoop:
         self.paths: list[Path] = [p.resolve() for p in paths]
         self.shown = shown
         self.debounce_ms = debounce_ms
-        self.reloads = 0
+        self.reloads: int = 0
         self.last_reload: float | None = None
         self.error: str | None = None
         self._stop = asyncio.Event()

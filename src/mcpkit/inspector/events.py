@@ -48,7 +48,7 @@ class Subscriber:
     def __init__(self, hub: EventHub, queue_size: int, queue_bytes: int = DEFAULT_EVENT_BYTES) -> None:
         self._hub = hub
         self._queue: SizedQueue[bytes] = SizedQueue(queue_size, queue_bytes, len)
-        self.overflowed = 0
+        self.overflowed: int = 0
 
     def offer(self, data: bytes) -> None:
         try:

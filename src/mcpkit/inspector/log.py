@@ -123,7 +123,7 @@ class MessageLog:
         self._seq = 0
         self._start = time.monotonic()
         self._pending: OrderedDict[tuple[int, str, Any], tuple[float, str]] = OrderedDict()
-        self.dropped = 0  # entries pushed out by the bounds
+        self.dropped: int = 0  # entries pushed out by the bounds
 
     @property
     def held_bytes(self) -> int:

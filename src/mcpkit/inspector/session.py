@@ -110,7 +110,7 @@ class Inspector(CallsAndAsks):
             self._target.stdio.on_stderr = self._on_stderr
         self._extra_extensions = options.pop("extensions", None) or {}
         self.client_options = options
-        self.mode = mode
+        self.mode: str = mode
         self.protocol_version = protocol_version
         self.timeout = timeout
         self.connect_timeout = connect_timeout
@@ -122,7 +122,7 @@ class Inspector(CallsAndAsks):
         self.max_pending_requests = max_pending_requests
         self.max_kept_results = max_kept_results
         self.max_kept_result_bytes = max_kept_result_bytes
-        self.status = "disconnected"
+        self.status: str = "disconnected"
         self.error: dict[str, Any] | None = None
         self.log_level: str | None = None
         self.extra: dict[str, Any] = {}  # what a host of the inspector adds to its state (``mcpkit dev``)

@@ -71,7 +71,7 @@ class Extensions(MutableMapping[str, JSONDict]):
     def __init__(self, on_change: Callable[[], None] | None = None) -> None:
         self._entries: dict[str, tuple[JSONDict, frozenset[str] | None]] = {}
         self._by_version: dict[str, JSONDict | None] = {}
-        self.on_change = on_change
+        self.on_change: Callable[[], None] | None = on_change
 
     def declare(
         self, extension_id: str, settings: Mapping[str, Any] | None = None, *, versions: Iterable[str] | None = None

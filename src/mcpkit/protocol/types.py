@@ -8,7 +8,7 @@ the wire for that revision. Attribute names are snake_case; the wire names (came
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, ClassVar, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
@@ -22,7 +22,9 @@ from .versions import LogLevel as LoggingLevel  # noqa: E402
 class MCPModel(BaseModel):
     """Base of every MCP type: camelCase on the wire, snake_case in Python, unknown fields preserved."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="allow", serialize_by_alias=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="allow", serialize_by_alias=True
+    )
 
     def dump(self) -> dict[str, Any]:
         """The wire form: camelCase keys, None fields omitted."""

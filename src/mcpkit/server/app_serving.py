@@ -295,7 +295,9 @@ class AppServing(Server):
 
 # the key of an item of each list (its cursor position)
 _name, _uri, _template_uri = (operator.attrgetter(key) for key in ("name", "uri", "uri_template"))
-LIST_KEYS = dict(zip(LIST_KINDS, (_name, _uri, _template_uri, _name), strict=True))  # (what items are keyed by)
+LIST_KEYS: dict[str, Callable[[Any], Any]] = dict(
+    zip(LIST_KINDS, (_name, _uri, _template_uri, _name), strict=True)
+)  # (what items are keyed by)
 
 
 __all__ = ["LIST_KEYS", "LIST_KINDS", "AppServing"]

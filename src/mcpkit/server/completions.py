@@ -164,6 +164,7 @@ async def complete(
     context_args = _context_arguments(params.get("context"))
     kind = ref.get("type")
     completer: Completer | None
+    item: Any  # the prompt or the resource template completed
     if kind == "ref/prompt":
         name = ref.get("name")
         prompt = app._prompts.get(name) if isinstance(name, str) else None
@@ -172,6 +173,7 @@ async def complete(
         if arg_name not in {p.name for p in prompt.info.params}:
             raise InvalidParams(f"prompt {name!r} has no argument {arg_name!r}")
         completer = app._completers.get((kind, prompt.name, arg_name)) or prompt.completions.get(arg_name)
+        item = prompt
     elif kind == "ref/resource":
         uri = ref.get("uri")
         if not isinstance(uri, str):
@@ -186,9 +188,10 @@ async def complete(
         if arg_name not in template.template.variables:
             raise InvalidParams(f"resource template {uri!r} has no variable {arg_name!r}")
         completer = app._completers.get((kind, uri, arg_name)) or template.completions.get(arg_name)
+        item = template
     else:
         raise InvalidParams(f"unknown completion reference type {kind!r}")
-    routed = through(prompt if kind == "ref/prompt" else template, params, ctx) if through is not None else None
+    routed = through(item, params, ctx) if through is not None else None
     if routed is not None:
         return await routed
     if completer is None:

@@ -24,10 +24,10 @@ class LifespanHolder:
     def __init__(self, app: Any, lifespan: Lifespan | None) -> None:
         self._app = app
         self._lifespan = lifespan
-        self.configured = lifespan is not None  # (an attribute, not a property: read on every request)
+        self.configured: bool = lifespan is not None  # (an attribute, not a property: read on every request)
         self.children: list[Any] = []  # mounted apps, entered and left with this lifespan
         self.state: Any = None
-        self.users = 0
+        self.users: int = 0
         self._cm: contextlib.AbstractAsyncContextManager[Any] | None = None
         self._entered: list[Any] = []
         self._lock: asyncio.Lock | None = None

@@ -166,7 +166,7 @@ class Server(Runnable):
         self.experimental: JSONDict = {}
         self.resource_subscriptions = True
         self._handlers: dict[str, Handler] = {}
-        self.handlers_version = 0  # counts set_handler/remove_handler calls (transports cache implements())
+        self.handlers_version: int = 0  # counts set_handler/remove_handler calls (transports cache implements())
         self._modern_for: tuple[str, ...] | None = None  # the modern_versions _modern_features was built for
         self._modern_features: dict[str, Features] = {}
         self._notification_handlers: dict[str, Callable[[ServerSession, JSONDict | None], Awaitable[None]]] = {}

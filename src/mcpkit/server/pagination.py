@@ -69,7 +69,7 @@ class ListCache:
 
     def __init__(self, max_bytes: int = MAX_LIST_CACHE_BYTES) -> None:
         self.max_bytes: int = max_bytes
-        self.used = 0
+        self.used: int = 0
 
     def take(self, size: int) -> bool:
         """Charge ``size`` bytes if they fit under the bound; False (nothing charged) if they do not."""

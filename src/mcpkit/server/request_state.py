@@ -65,8 +65,8 @@ class RequestStateSealer:
     """
 
     def __init__(self, keys: list[bytes] | None = None, *, ttl: float = 600.0, max_size: int = 256 * 1024) -> None:
-        self.keys = _checked(keys) if keys else [os.urandom(32)]
-        self.generated = not keys  # a random key of this process: shared keys may replace it (adopt)
+        self.keys: list[bytes] = _checked(keys) if keys else [os.urandom(32)]
+        self.generated: bool = not keys  # a random key of this process: shared keys may replace it (adopt)
         self.ttl = ttl
         self.max_size = max_size
 

@@ -285,7 +285,7 @@ def fast_validate(plan: FastPlan, arguments: JSONDict) -> dict[str, Any] | None:
         if vt is not tp:
             if value is None and nullable:
                 pass
-            elif tp is float and vt is int and -_MAX_EXACT_FLOAT_INT <= value <= _MAX_EXACT_FLOAT_INT:
+            elif tp is float and type(value) is int and -_MAX_EXACT_FLOAT_INT <= value <= _MAX_EXACT_FLOAT_INT:
                 value = float(value)
             else:
                 return None
@@ -370,7 +370,7 @@ class ReturnInfo:
 
     def __init__(self, annotation: Any, *, structured: bool | None = None) -> None:
         self.annotation = annotation
-        self.wrap = False
+        self.wrap: bool = False
         self.adapter: TypeAdapter[Any] | None = None
         self._scalar: type | None = None  # -> int / float / bool: schema and values without pydantic
         if structured is not False:

@@ -75,7 +75,7 @@ class ServerSession:
         self.features: Features | None = None
         self.client_capabilities: JSONDict = {}
         self.client_info: JSONDict | None = None
-        self.initialized = False
+        self.initialized: bool = False
         self._initialized_event: asyncio.Event | None = None
         # notifications/initialized read while initialize was taken but not yet run (a client that writes both at
         # once: requests run as tasks, notifications at once): it counts once initialize has chosen the revision

@@ -185,24 +185,24 @@ class SyncPolicy:
         long_ms: float = DEFAULT_LONG_MS,
         learn_calls: int = DEFAULT_LEARN_CALLS,
     ) -> None:
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn
         self.what: str = what
         self.declared: bool = thread is False
         if thread is False:
-            self.mode = INLINE
+            self.mode: int = INLINE
             hook_gc()
         elif thread is None and learnable:
             self.mode = LEARNING
         else:
             self.mode = THREAD
         self._fast = 0
-        self.exact = 0  # inline calls still to be timed with the thread's usage counters too (see ran_long)
+        self.exact: int = 0  # inline calls still to be timed with the thread's usage counters too (see ran_long)
         self._window = 0  # the length of the last window of exactly timed calls (0: none yet)
         self._maybe = 0
         self._maybe_at = 0.0
-        self.long_s = 0.0
+        self.long_s: float = 0.0
         self._fast_s = 0.0
-        self.learn_calls = 0
+        self.learn_calls: int = 0
         self.configure(long_ms, learn_calls)
         name_work(fn, what)  # (a call still running at shutdown is named: "tool 'slow'")
         name_work(self, what)  # (a learning call runs self._measured)
@@ -301,6 +301,7 @@ class SyncPolicy:
     def on_thread(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> asyncio.Future[Any]:
         """Call on a worker thread (the loop's default executor, this task's contextvars)."""
         ctx = contextvars.copy_context()
+        call: functools.partial[Any]
         if self.mode == LEARNING:
             call = functools.partial(ctx.run, self._measured, args, kwargs)
         else:

@@ -121,7 +121,7 @@ class Tool(Listed):
         thread: bool | None = None,
         task: bool | str | None = None,
     ) -> None:
-        self.name = name or function_name(fn)
+        self.name: str = name or function_name(fn)
         self.task_support, thread = task_and_thread(task, thread)
         # Where a sync function runs (see sync_exec): thread=True always on a worker thread, False always inline,
         # None (default) learned: inline once its calls prove fast and non-blocking, back to the thread for good
@@ -130,15 +130,15 @@ class Tool(Listed):
         if not self.name:
             raise ValueError("a tool needs a name")
         self.fn = fn
-        self.info = FunctionInfo(fn, name=self.name)
+        self.info: FunctionInfo = FunctionInfo(fn, name=self.name)
         self.sync: SyncPolicy | None = None
         if not self.info.is_async:
             learnable = self.info.context_param is None
             self.sync = SyncPolicy(fn, f"tool {self.name!r}", thread, learnable=learnable)
         self.title = title
-        self.description = description if description is not None else (self.info.description or "")
-        self.annotations = _dump_annotations(annotations)
-        self.icons = [dump_model(i) for i in icons] if icons else None
+        self.description: str = description if description is not None else (self.info.description or "")
+        self.annotations: JSONDict | None = _dump_annotations(annotations)
+        self.icons: list[Any] | None = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         self._structured_output = structured_output
         self._returns: ReturnInfo | None = None
@@ -405,15 +405,17 @@ class SchemaTool(Tool):
         is_async = inspect.iscoroutinefunction(caller) or inspect.iscoroutinefunction(
             getattr(caller, "__call__", None)  # noqa: B004 - an instance whose __call__ is async
         )
-        self.sync = None if is_async else SyncPolicy(caller, f"tool {name!r}", self.thread, learnable=False)
+        self.sync: SyncPolicy | None = (
+            None if is_async else SyncPolicy(caller, f"tool {name!r}", self.thread, learnable=False)
+        )
         self.title = title
-        self.description = description or ""
-        self.annotations = _dump_annotations(annotations)
-        self.icons = [dump_model(i) for i in icons] if icons else None
+        self.description: str = description or ""
+        self.annotations: JSONDict | None = _dump_annotations(annotations)
+        self.icons: list[Any] | None = [dump_model(i) for i in icons] if icons else None
         self.meta = meta
         self._structured_output = None
         self._returns = _UNSTRUCTURED
-        self.info = SchemaInfo(input_schema, self.description, is_async)  # type: ignore[assignment]
+        self.info: SchemaInfo = SchemaInfo(input_schema, self.description, is_async)  # type: ignore[assignment]
         Listed.__init__(self)
         self._check_param_headers()
 
@@ -498,10 +500,11 @@ def _declares_param_header(info: FunctionInfo) -> bool:
     return False
 
 
-def tool_param_headers(app: Any, name: str) -> Mapping[str, Sequence[str]] | None:
-    """``MCPKit.tool_param_headers``: the ``Mcp-Param-*`` headers of the tool ``app.get_tool(name)`` (None: none, or
-    no such tool), which the Streamable HTTP endpoint checks on 2026-07-28 calls."""
-    tool = app.get_tool(name)
+def tool_param_headers(self: Any, name: str) -> Mapping[str, Sequence[str]] | None:
+    """``MCPKit.tool_param_headers`` (the method, defined here): the ``Mcp-Param-*`` headers of the tool
+    ``self.get_tool(name)`` (None: none, or no such tool), which the Streamable HTTP endpoint checks on 2026-07-28
+    calls."""
+    tool = self.get_tool(name)
     return tool.param_headers if tool is not None else None
 
 

@@ -152,7 +152,7 @@ class UriTemplate:
                 continue
             if op == "" or op == "+":
                 char = "[^?#]" if op == "+" else "[^/?#,]"
-                if op == "+" and len(names) > 1:
+                if op == "+" and len(part.names) > 1:
                     char = "[^?#,]"
                 # before a "{.ext}" the shortest value: the last dot starts the extension ("report.v2.pdf" is
                 # name "report.v2", ext "pdf"), where the longest would take the whole and leave ext out

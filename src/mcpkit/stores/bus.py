@@ -93,7 +93,7 @@ class QueueSubscription:
         self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(max(1, maxsize))
         self._on_close: Callable[[QueueSubscription], None] | None = on_close
         self._ended = False
-        self.dropped = 0
+        self.dropped: int = 0
 
     def put(self, data: bytes | None) -> None:
         """Called by the bus (``None`` ends the subscription)."""
@@ -192,8 +192,8 @@ class BusFanout:
         self.bus = bus
         self.channel = channel
         self.origin: str = secrets.token_hex(8)
-        self.published = 0
-        self.received = 0  # events from other workers delivered here
+        self.published: int = 0
+        self.received: int = 0  # events from other workers delivered here
         self.server: FanoutTarget | None = None
         self._sub: Subscription | None = None
         self._reader: asyncio.Task[None] | None = None

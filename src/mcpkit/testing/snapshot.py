@@ -96,7 +96,7 @@ class SurfaceSnapshot:
         self.update = update
         self.update_hint = update_hint
         #: whether the last check wrote the file
-        self.written = False
+        self.written: bool = False
 
     def read(self) -> dict[str, Any] | None:
         """The recorded surface, or None when there is none yet."""

@@ -42,7 +42,7 @@ class StdioHost:
         self.token: str = secrets.token_urlsafe(24)
         self._srv: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
-        self.port = 0
+        self.port: int = 0
 
     async def start(self) -> None:
         self._srv = await asyncio.start_server(self._serve, "127.0.0.1", 0, limit=RELAY_FRAME)
@@ -140,7 +140,7 @@ class HttpHost:
 
         self.server = server
         self.requested_port = port
-        self.url = ""
+        self.url: str = ""
         self.policy = make_request_check(None, None)  # localhost names and origins only
         self.sessions: dict[str, _Session] = {}
         self.loose: Conn | None = None  # requests that came without a session id

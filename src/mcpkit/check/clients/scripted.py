@@ -136,7 +136,7 @@ class Conn:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.closed_at: float | None = None
-        self.dropped = 0  # entries past MAX_ENTRIES, not kept
+        self.dropped: int = 0  # entries past MAX_ENTRIES, not kept
         self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
 
     def keep(self, entry: Entry) -> None:
@@ -166,7 +166,7 @@ class ScriptedServer:
         self.cursor: str = "opaque-" + secrets.token_urlsafe(12)
         self.states: dict[str, JSON] = {}  # requestState issued -> what it asked
         self.started: float = time.monotonic()
-        self.activity = asyncio.Event()  # set on every message (the --url mode waits on it)
+        self.activity: asyncio.Event = asyncio.Event()  # set on every message (the --url mode waits on it)
         self.started_client = False  # the runner started the client command (M012 needs to know it ran)
         self.http_log: list[JSON] = []  # auth scenario: every HTTP request (method, path, query, headers, status)
 

@@ -78,8 +78,8 @@ class ResponseCache(Middleware):
         self.max_ttl_ms = max_ttl_ms
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._bytes = 0
-        self.hits = 0
-        self.misses = 0
+        self.hits: int = 0
+        self.misses: int = 0
 
     @property
     def methods(self) -> frozenset[str]:

@@ -28,7 +28,7 @@ from ..interceptors import Call, CallNext
 from .base import Middleware, session_label, target_of
 
 JSONDict = dict[str, Any]
-request_logger = logging.getLogger("mcpkit.requests")
+request_logger: logging.Logger = logging.getLogger("mcpkit.requests")
 
 DEFAULT_MAX_TIMING_ENTRIES = 1_000
 """How many method/tool labels :class:`Timing` keeps (least recently used dropped)."""
@@ -67,7 +67,7 @@ class RequestLogging(Middleware):
         super().__init__()
         self.level = level
         self.error_level = error_level
-        self.logger = logger or request_logger
+        self.logger: logging.Logger = logger or request_logger
         self.as_json = as_json
         self.sink = sink
         self.include_arguments = include_arguments

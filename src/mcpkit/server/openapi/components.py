@@ -194,7 +194,7 @@ class OpenAPITemplate(ResourceTemplate):
     def __init__(self, op: Operation, caller: Caller, uri_template: str, variables: dict[str, str]) -> None:
         self.operation = op
         self.caller = caller
-        self.template = UriTemplate(uri_template)
+        self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.variables = variables  # template variable -> argument
         self.fn = None  # type: ignore[assignment]

@@ -37,6 +37,7 @@ class RedisBus:
     def __init__(
         self, redis: str | RedisClient | RedisConnection, *, prefix: str = "mcpkit:", queue_size: int = 1024
     ) -> None:
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix)
         self._redis: Any = self.conn.client
         self.prefix: str = self.conn.prefix
@@ -66,13 +67,14 @@ class RedisBus:
                 subs.add(sub)
                 return sub
             self._subs[name] = {sub}
-            if self._pubsub is None:
-                self._pubsub = self._redis.pubsub()
+            pubsub = self._pubsub
+            if pubsub is None:
+                pubsub = self._pubsub = self._redis.pubsub()
             confirmed = asyncio.get_running_loop().create_future()
             self._pending[name] = confirmed
-            await self._pubsub.subscribe(name)
+            await pubsub.subscribe(name)
             if self._reader is None:
-                self._reader = asyncio.get_running_loop().create_task(self._read(self._pubsub))
+                self._reader = asyncio.get_running_loop().create_task(self._read(pubsub))
         try:
             await asyncio.wait_for(asyncio.shield(confirmed), 10.0)
         except BaseException:
@@ -113,7 +115,7 @@ class RedisBus:
             if msg is None:
                 continue
             kind = msg.get("type")
-            name = msg.get("channel")
+            name: Any = msg.get("channel")  # (bytes, as redis-py gives it: one not subscribed to matches nothing)
             if kind == "message":
                 for sub in list(self._subs.get(name, ())):
                     sub.put(msg["data"])

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from redis.asyncio.cluster import RedisCluster
 
     #: A Redis client the stores accept: a single Redis (or a primary) or a Redis Cluster.
-    RedisClient = Redis | RedisCluster
+    RedisClient: TypeAlias = Redis | RedisCluster
 
 #: Default seconds to connect to Redis and to get an answer to one command.
 DEFAULT_TIMEOUT = 1.0
@@ -166,9 +166,11 @@ class RedisConnection:
         self.timeout = timeout
         self.breaker: float = timeout if breaker is None else breaker
         self.errors: tuple[type[BaseException], ...] = _redis_errors()
-        self.failed_at = 0.0  # monotonic time of the last failure (0: none since the last success)
-        self.last_failed_at = float("-inf")  # monotonic time of the last failure ever (successes do not reset it)
-        self.last_error = ""
+        self.failed_at: float = 0.0  # monotonic time of the last failure (0: none since the last success)
+        self.last_failed_at: float = float(
+            "-inf"
+        )  # monotonic time of the last failure ever (successes do not reset it)
+        self.last_error: str = ""
         self._url: str | None
         if isinstance(redis, str):
             self._url = redis

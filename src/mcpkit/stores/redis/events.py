@@ -141,6 +141,7 @@ class RedisEventStore(OnConnection):
             raise ValueError("max_streams_per_session must be at least 1")
         if ttl is not None and ttl <= 0:
             raise ValueError("ttl must be positive (or None)")
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self.max_events_per_stream = max_events_per_stream
         self.max_streams_per_session = max_streams_per_session

@@ -114,6 +114,7 @@ class RedisFanout:
             raise ValueError("max_log and max_inbox must be at least 100, max_messages_per_session at least 1")
         if heartbeat <= 0 or message_ttl <= 0:
             raise ValueError("heartbeat and message_ttl must be positive")
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         keys = self.conn.keys
         self.channel = channel
@@ -127,10 +128,10 @@ class RedisFanout:
         self.max_unsent = max_unsent
         self.origin: str = secrets.token_hex(8)
         self._origin = self.origin.encode()
-        self.published = 0
-        self.received = 0  # events from other workers delivered here
-        self.missed = 0  # gaps found (the log was trimmed past this worker's position while it was cut off)
-        self.forwarded = 0  # messages put into other workers' inboxes
+        self.published: int = 0
+        self.received: int = 0  # events from other workers delivered here
+        self.missed: int = 0  # gaps found (the log was trimmed past this worker's position while it was cut off)
+        self.forwarded: int = 0  # messages put into other workers' inboxes
         self.server: FanoutTarget | None = None
         self._worker = 0
         self._position: str | None = None

@@ -66,6 +66,7 @@ class RedisBuckets:
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._take = self.conn.client.register_script(_TAKE)
 

@@ -54,6 +54,7 @@ class RedisSessionStore(BaseSessionStore, OnConnection):
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._touches: list[tuple[str, float | None, asyncio.Future[Any]]] = []  # waiting for this loop turn's batch
         self._tasks: set[asyncio.Task[None]] = set()

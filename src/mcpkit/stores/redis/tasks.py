@@ -229,6 +229,7 @@ class RedisTaskStore(OnConnection):
             raise ValueError("max_records_per_owner and max_bytes_per_owner must be positive")
         self.max_records_per_owner = max_records_per_owner
         self.max_bytes_per_owner = max_bytes_per_owner
+        self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self._create = self.conn.client.register_script(_CREATE)
         self._ended = self.conn.client.register_script(_ENDED)

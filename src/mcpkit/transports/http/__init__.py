@@ -118,6 +118,7 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
     max_header_bytes = guard_options.get("max_header_bytes") or DEFAULT_MAX_HEADER_BYTES
     uv.setdefault("h11_max_incomplete_event_size", max_header_bytes)
     guard: ConnectionGuard | None = None
+    backlog = DEFAULT_BACKLOG  # the kernel's accept queue, which a guarded server sets itself
     if header_timeout is not None:
         base = resolve_protocol(uv.get("http", "auto"))
         if base is not None:

@@ -92,12 +92,12 @@ class Answerer:
     def __init__(self, sse: SSEPump, max_requests_per_session: int) -> None:
         self.sse = sse
         self.max_requests_per_session = max_requests_per_session
-        self.closing = False  # the endpoint shuts down
+        self.closing: bool = False  # the endpoint shuts down
         # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
         # if they have one); and the disconnect watchers of slow ones without a stream (see tick)
         self.slow: dict[RequestContext, tuple[int, Receive, Stream | None]] = {}
         self.watchers: dict[RequestContext, asyncio.Task[None]] = {}
-        self.slow_gen = 0
+        self.slow_gen: int = 0
         self.slow_timer: asyncio.TimerHandle | None = None
 
     def close(self) -> None:

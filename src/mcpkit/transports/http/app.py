@@ -49,7 +49,7 @@ class MCPApp:
         self.sse: Any = None
         self.ws: Any = None
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
-        self.draining = False
+        self.draining: bool = False
         self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
         probes: list[str] = []
         if health_path:

@@ -189,7 +189,7 @@ class HTTPEngine:
         self.url: str = url
         self.max_message_size: int = max_message_size
         self.pool: LitePool | None = None
-        self.target = ""
+        self.target: str = ""
         self.client: httpx.AsyncClient | None = None
         self.own_client: bool = client is None
         if fast_path:
@@ -358,8 +358,8 @@ class StandaloneStream:
         self.engine: HTTPEngine = engine
         self.backoff: Backoff = backoff
         self.max_reconnects: int = max_reconnects
-        self.headers = headers
-        self.deliver = deliver
+        self.headers: Callable[[str], dict[str, str] | None] = headers
+        self.deliver: Callable[[bytes], Awaitable[None]] = deliver
 
     async def run(self) -> None:
         """Read the stream until the session ends, the server offers none, or the reconnections run out."""

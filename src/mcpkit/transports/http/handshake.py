@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from ...stores import EventStore, SessionStore
     from ...stores.log import LogEntry
 
-logger = logging.getLogger("mcpkit.http")
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 _NOT_FOUND = error_body(None, INVALID_REQUEST, "Session not found")
 _SESSION_ID_REQUIRED = error_body(None, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required")
@@ -83,8 +83,8 @@ class StatelessCalls:
     def __init__(self, limit: int = MAX_STATELESS_CALLS) -> None:
         # a call's context, or a batch's peer (which cancels the member by id); a list: several calls under one key
         self._calls: dict[tuple[Any, RequestId], RequestContext | Peer | list[RequestContext | Peer]] = {}
-        self.count = 0  # calls kept (those sharing a key included)
-        self.limit = limit
+        self.count: int = 0  # calls kept (those sharing a key included)
+        self.limit: int = limit
         self.fanout: Fanout | None = None  # the fan-out whose logged cancellations this table follows
         self._logged: dict[Any, tuple[int, int]] = {}  # principal -> (second, cancellations logged in it)
 
@@ -224,7 +224,7 @@ class HandshakeRoutes:
         self.peer_options = peer_options
         self.draining = False  # this worker stops: new GET streams are refused (MCPApp.drain)
         self.stateless_sessions: dict[str, HostedSession] = {}
-        self.stateless_calls = StatelessCalls()
+        self.stateless_calls: StatelessCalls = StatelessCalls()
 
     # ------------------------------------------------------------------ a session's POST
 

@@ -93,7 +93,7 @@ class ConnectionGuard:
         self.send_timeout = send_timeout
         self.max_connections: int = max_connections or default_max_connections()
         self.max_header_bytes = max_header_bytes
-        self.connections = 0
+        self.connections: int = 0
         # protocol -> monotonic time since which it waits for the rest of a request head (a new connection, or a
         # kept-alive one that started its next request); insertion order = oldest first, as in the next two
         self.waiting: dict[Any, float] = {}
@@ -107,11 +107,11 @@ class ConnectionGuard:
         self._tables: tuple[dict[Any, float], ...] = ({}, self.waiting, self.receiving, self.idle)  # by state
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at = 0.0
-        self.closed_slow = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
+        self.closed_slow: int = 0  # connections closed by header_timeout or body_timeout (diagnostics and tests)
         self.closed_large = 0  # connections closed by max_header_bytes
-        self.aborted_stalled = 0  # connections aborted by send_timeout
-        self.evicted = 0  # connections closed to make room (max_connections)
-        self.refused = 0  # new connections closed because every connection was busy
+        self.aborted_stalled: int = 0  # connections aborted by send_timeout
+        self.evicted: int = 0  # connections closed to make room (max_connections)
+        self.refused: int = 0  # new connections closed because every connection was busy
         self._refused_logged = -10.0
 
     # A connection's state (``proto._mcpkit_state``) says which table holds it: 0 none (serving a request, or no
@@ -262,6 +262,9 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
     limit = guard.max_header_bytes
 
     class Guarded(base):  # type: ignore[valid-type,misc]
+        # what uvicorn's HTTP/1.1 protocols (h11, httptools, zttp) set, beyond the asyncio.Protocol they share
+        transport: asyncio.Transport
+        cycle: Any  # the request's cycle: None before the first request head
         _mcpkit_state = 0  # which of the guard's tables holds it (see ConnectionGuard)
         _mcpkit_head = 0  # bytes received while waiting for the head
 
@@ -305,7 +308,7 @@ def guarded_protocol(base: type[asyncio.Protocol], guard: ConnectionGuard) -> ty
             guard.write_resumed(self)
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
+            super().on_response_complete()  # pyright: ignore[reportAttributeAccessIssue]  # (each of uvicorn's has it)
             if not self.transport.is_closing():
                 cycle = self.cycle
                 if cycle is None or cycle.response_complete:  # (not a pipelined request already running)

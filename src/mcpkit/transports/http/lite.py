@@ -100,21 +100,21 @@ class _Exchange:
     def __init__(self, max_header_bytes: int, skip_body: bool) -> None:
         self.max_header_bytes: int = max_header_bytes
         self.skip_body: bool = skip_body  # a HEAD request: the response has no body whatever it declares
-        self.headers = LiteHeaders()
-        self.fields = 0
-        self.head_size = 0  # bytes of the current head's fields (checked as each field completes)
+        self.headers: LiteHeaders = LiteHeaders()
+        self.fields: int = 0
+        self.head_size: int = 0  # bytes of the current head's fields (checked as each field completes)
         self.head_bytes: int = 0  # bytes fed while the final head was incomplete (bounds a field still growing)
-        self.head_done = False
-        self.interim = 0
-        self.status = 0
-        self.chunked = False
-        self.close_delimited = False
+        self.head_done: bool = False
+        self.interim: int = 0
+        self.status: int = 0
+        self.chunked: bool = False
+        self.close_delimited: bool = False
         self.body: list[bytes] = []
-        self.body_size = 0
+        self.body_size: int = 0
         self.stall: int = 0  # bytes fed since the last piece of body (chunk-size lines, extensions, trailers)
-        self.done = False
-        self.keep_alive = False
-        self.trailing = False
+        self.done: bool = False
+        self.keep_alive: bool = False
+        self.trailing: bool = False
         self.error: LiteHTTPError | None = None
         self.parser = httptools.HttpResponseParser(self)
 
@@ -216,8 +216,8 @@ class _Conn:
     __slots__ = ("reader", "reused", "writer")
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+        self.reader: asyncio.StreamReader = reader
+        self.writer: asyncio.StreamWriter = writer
         self.reused: bool = False
 
     def usable(self) -> bool:
@@ -250,7 +250,7 @@ class LitePool:
         self._idle: list[_Conn] = []
         self._slots = asyncio.Semaphore(max_connections)
         self._closed = False
-        self.connects = 0  # connections opened (tests and diagnostics)
+        self.connects: int = 0  # connections opened (tests and diagnostics)
 
     @classmethod
     def for_url(cls, url: str, **options: object) -> tuple[LitePool, str]:

@@ -117,7 +117,7 @@ class ModernValidator:
             if self._known_stamp is not server.modern_versions or self._known_handlers != server.handlers_version:
                 self._forget_known()
             field = NAME_FIELD.get(method)
-            version = meta.get(META_PROTOCOL_VERSION)
+            version: Any = meta.get(META_PROTOCOL_VERSION)  # (unchecked JSON: a version served is a str key below)
             if (
                 self._known_versions.get(h.get(b"mcp-protocol-version"), MISSING) == version
                 and self._known_methods.get(h.get(b"mcp-method")) == method

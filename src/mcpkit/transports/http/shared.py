@@ -23,14 +23,14 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from ..._asgi import Receive, Send
 from ...engine import NULL_OUTBOX, Outgoing
 from ...engine import messages as engine_messages
 from ...protocol import jsonrpc
 from ...protocol.errors import INTERNAL_ERROR, INVALID_REQUEST, ConnectionClosed
-from ...protocol.jsonrpc import Batch, ErrorResponse, Notification, Response
+from ...protocol.jsonrpc import Batch, ErrorResponse, Message, Notification, Parsed, Response
 from ...server.request_context import at_token_expiry
 from ...stores import FollowableEventStore, RequestEventStore
 from ...stores.log import ID_SHIFT, LOG_POSITION, LogEntry, SharedFanout, is_number, position_order, worker_of
@@ -110,7 +110,7 @@ class SharedSessions:
         self.table = table  # the endpoint's sessions (SessionManager.table)
         self.fanout = fanout
         self.max_followers = max_followers
-        self.followers = 0
+        self.followers: int = 0
         self._cancels: dict[str, tuple[float, int]] = {}  # session -> (second, cancellations logged in it)
         fanout.on_session_event(self._on_event)
 
@@ -136,18 +136,17 @@ class SharedSessions:
                 raise ConnectionClosed(f"the session's stream cannot be reached: {exc}") from exc
             logger.warning("session %s: a message for its GET stream was lost: %s", hs.id[:8], exc)
 
-    async def receive(self, hs: HTTPSession, msg: Any, body: bytes) -> None:
+    async def receive(self, hs: HTTPSession, msg: Parsed | Batch, body: bytes) -> None:
         """A POST's notifications and answers: each goes to the worker that waits for it (see the module
         docstring). Raises ``ConnectionError`` when one cannot be passed on (the client may post it again)."""
         peer = hs.session.peer
         me = self.fanout.worker
-        whole = type(msg) is not Batch
-        for item in msg if not whole else (msg,):
-            t = type(item)
+        whole = not isinstance(msg, Batch)
+        for item in (msg,) if not isinstance(msg, Batch) else msg:
             target: int | None = None
-            if t is Response or t is ErrorResponse:
+            if isinstance(item, (Response, ErrorResponse)):
                 target = worker_of(item.id)
-            elif t is Notification and item.params:
+            elif isinstance(item, Notification) and item.params:
                 if item.method == "notifications/progress":
                     target = worker_of(item.params.get("progressToken"))
                 elif item.method == "notifications/cancelled" and not peer.is_running(item.params.get("requestId")):
@@ -155,8 +154,9 @@ class SharedSessions:
                         with contextlib.suppress(ValueError):  # (an oversized one is only delivered here)
                             await self.fanout.post(hs.id, "cancel", body if whole else jsonrpc.encode(item))
                     continue
-            if target is not None and target != me:
-                if not await self.fanout.forward(target, hs.id, body if whole else jsonrpc.encode(item)):
+            if target is not None and target != me:  # (an answer or a progress notification: a Message)
+                data = body if whole else jsonrpc.encode(cast("Message", item))
+                if not await self.fanout.forward(target, hs.id, data):
                     logger.info("session %s: an answer for worker %d, which is gone", hs.id[:8], target)
                 continue
             await peer.receive_parsed(item, NULL_OUTBOX)

@@ -100,8 +100,8 @@ class BoundedOutbox:
     ) -> None:
         self.queue: SizedQueue[bytes] = SizedQueue(maxsize, max_bytes, len)
         self.stall_timeout: float = stall_timeout
-        self.on_stall = on_stall
-        self.closed = False
+        self.on_stall: Callable[[], None] = on_stall
+        self.closed: bool = False
 
     async def send(self, data: bytes, msg: Outgoing | None = None) -> None:
         if self.closed:
@@ -192,7 +192,7 @@ class LegacySSEEndpoint:
         self.check_request: RequestCheck = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._streams: dict[str, _SSEStream] = {}
-        self.draining = False  # drain() began: a new stream gets 503 (it would outlive the drain)
+        self.draining: bool = False  # drain() began: a new stream gets 503 (it would outlive the drain)
         # several workers behind a balancer: a POST that reaches another worker is forwarded to this one's inbox
         fanout = server.fanout
         self.shared: SharedFanout | None = fanout if isinstance(fanout, SharedFanout) else None

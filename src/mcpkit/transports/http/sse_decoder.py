@@ -66,7 +66,7 @@ class SSEDecoder:
 
     def __init__(self, max_event_size: int) -> None:
         self.max_event_size: int = max_event_size
-        self.last_event_id = ""
+        self.last_event_id: str = ""
         self.retry: int | None = None
         self._id = ""
         self.new_stream()

@@ -84,8 +84,8 @@ class Conn:
 
     def __init__(self, maxsize: int, max_bytes: int = DEFAULT_QUEUE_BYTES) -> None:
         self.queue: SizedQueue[tuple[int, bytes] | None] = SizedQueue(maxsize, max_bytes, _frame_size)
-        self.ended = False
-        self.aborted = False
+        self.ended: bool = False
+        self.aborted: bool = False
         self.last_seq: int = 0
 
     def end(self) -> None:
@@ -164,9 +164,9 @@ class Stream:
         # sent from another task than the handler's cannot overtake the one before it while the store is written.
         self.order: asyncio.Lock | None = None
         self.watcher: asyncio.Task[None] | None = None
-        self.seq = 0
+        self.seq: int = 0
         self.resumable: bool = hs is not None and sse.event_store is not None
-        self.finished = False
+        self.finished: bool = False
 
     def finish(self) -> None:
         """The request is answered: end the open connection after what is queued."""
@@ -317,15 +317,15 @@ class HTTPSession:
         self.id: str = sid
         self.client: Any = client  # who opened it (see _client_key), for max_sessions_per_client
         self.session: ServerSession = None  # type: ignore[assignment]
-        self.last_seen = time.monotonic()
+        self.last_seen: float = time.monotonic()
         self.standalone: Stream | None = None
         self.live: dict[int, Stream] | None = None  # POST streams still running, by number (for resumption)
         self.next_no: int = 0
         self.base: int = 0  # this worker's standalone stream number; POST streams count up from it
-        self.busy = 0
+        self.busy: int = 0
         # POSTs waiting for the session to drop below max_requests_per_session: (turn, weight, body size)
         self.queue: deque[tuple[asyncio.Future[None], int, int]] | None = None
-        self.queued_bytes = 0
+        self.queued_bytes: int = 0
         self.stored: int = 0  # what the session store holds: 0 nothing, 1 negotiated, 2 initialized
         self.renewed: float = 0.0  # when the stored record's TTL was last renewed (monotonic)
         self.saving: asyncio.Lock | None = None  # one save at a time, each writing the state as it is then
@@ -446,7 +446,7 @@ class SSEPump:
         self.keepalive: float = keepalive
         self.queue_size: int = queue_size
         self.queue_bytes: int = queue_bytes
-        self.sync = sync
+        self.sync: Callable[[HTTPSession], Awaitable[None]] = sync
         self._store_warned = float("-inf")
 
     def store_failed(self, seq: int, key: str, exc: Exception) -> None:

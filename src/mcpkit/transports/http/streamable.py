@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from ...engine import Peer
     from ...hosting import HostedServer as Server
     from ...stores import EventStore, SessionStore
+    from .shared import SharedSessions
 
 logger: logging.Logger = logging.getLogger("mcpkit.http")
 
@@ -189,7 +190,7 @@ class StreamableHTTPEndpoint:
             queue_bytes=queue_bytes,
             sync=self.sessions.sync,  # a session's changed state is saved before a message leaves
         )
-        self.shared = self.sessions.share(self.sse)  # (see .shared)
+        self.shared: SharedSessions | None = self.sessions.share(self.sse)  # (see .shared)
         self.answers: Answerer = Answerer(self.sse, max_requests_per_session)
         self.handshake: HandshakeRoutes = HandshakeRoutes(
             server,

@@ -129,7 +129,7 @@ class WebSocketEndpoint:
         self.max_sessions = max_sessions
         self.max_sessions_per_client = max_sessions_per_client
         self._per_client: dict[Any, int] = {}  # client key -> open connections (only keys with at least one)
-        self.draining = False  # drain() began: a new connection gets 503 (it would outlive the drain)
+        self.draining: bool = False  # drain() began: a new connection gets 503 (it would outlive the drain)
         self.check_request: RequestCheck = check_request or make_request_check(allowed_origins, allowed_hosts)
         self.peer_options = peer_options
         self._connections: set[_Connection] = set()
