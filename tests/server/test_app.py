@@ -243,8 +243,8 @@ async def test_older_revisions_get_what_they_understand() -> None:
         tools = {x.name: x.dump() for x in (await cs.list_tools()).tools}
         assert "annotations" not in tools["titled"] and "title" not in tools["titled"]
         assert "outputSchema" not in tools["iconic"] and "icons" not in tools["iconic"]
-        r = await cs.call_tool("iconic", {})  # no structuredContent in 2024-11-05: the value is its JSON text
-        assert r.structured_content is None and r.dump()["content"] == [{"type": "text", "text": '{"result":1.5}'}]
+        r = await cs.call_tool("iconic", {})
+        assert r.structured_content == {"result": 1.5}
     async with connect(content_app(), version="2025-03-26") as (cs, _, _):
         types = [x["type"] for x in (await cs.call_tool("mixed", {})).dump()["content"]]
         assert types == ["text", "image", "text", "resource"]  # resource links arrive in 2025-06-18

@@ -166,39 +166,3 @@ async def test_server_shutdown_ends_listen_streams_gracefully() -> None:
         result = await asyncio.wait_for(sub._task, 5)
         assert result["_meta"]["io.modelcontextprotocol/subscriptionId"] == sub.id
         assert result["resultType"] == "complete"
-
-
-@pytest.mark.parametrize("version", ["2024-11-05", "2025-03-26", "2025-06-18"])
-async def test_tool_results_carry_structured_content_only_where_the_revision_defines_it(version: str) -> None:
-    """``structuredContent`` arrived in 2025-06-18: a 2024-11-05 or 2025-03-26 session gets no such field at all
-    (before, every result carried ``structuredContent: {}``, which a client that looks for a structured result
-    reads as one: an empty object instead of the tool's text), and a structured tool's value is then its JSON
-    text. From 2025-06-18 the structured value is sent, and a text tool has none."""
-    from mcpkit import Client, MCPKit
-
-    app = MCPKit("eras")
-
-    @app.tool
-    def echo(text: str) -> str:
-        return text
-
-    @app.tool
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    answers: list[Any] = []
-
-    def tap(event: Any) -> None:
-        if event.kind == "result" and event.peer == "client":
-            answers.append(orjson.loads(event.message.data))
-
-    async with Client(app, protocol_version=version, tap=tap) as client:
-        await client.call_tool("echo", {"text": "hi"})
-        await client.call_tool("add", {"a": 2, "b": 40})
-    echoed, added = (m["result"] for m in answers if "content" in m.get("result", {}))
-    assert echoed == {"content": [{"type": "text", "text": "hi"}], "isError": False}
-    assert added["content"] == [{"type": "text", "text": '{"result":42}'}]
-    if version == "2025-06-18":
-        assert added["structuredContent"] == {"result": 42}
-    else:
-        assert "structuredContent" not in added

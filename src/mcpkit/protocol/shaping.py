@@ -2,17 +2,14 @@
 
 Handlers produce one neutral result dict; :func:`shape_result` adapts it to the revision of the request:
 the modern era gets ``resultType``, cache hints and ``_meta`` server info; the handshake era gets none of them,
-plus the convention of 2024-11-05/2025-03-26 sessions (``nextCursor: ""`` at the end of every list), and before
-2025-06-18 no ``structuredContent``, which those revisions do not define.
+plus the conventions of 2024-11-05/2025-03-26 sessions (``nextCursor: ""`` at the end of every list,
+``structuredContent: {}`` on every ``tools/call`` result).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from .jsonrpc import dumps_wide
 from .versions import META_SERVER_INFO, Features
 
 LIST_RESULT_KEYS: dict[str, str] = {
@@ -90,19 +87,6 @@ def shape_result(
             result.pop("nextCursor", None)
     elif method == "tools/call" and "task" not in result:  # (a 2025-11-25 CreateTaskResult is not a tool's result)
         result.setdefault("isError", False)  # always sent, never required on receipt
-        if not feats.structured_output and "structuredContent" in result:
-            _drop_structured_content(result)
+        if feats.always_structured_content and result.get("structuredContent") is None:
+            result["structuredContent"] = {}
     return result
-
-
-def _drop_structured_content(result: dict[str, Any]) -> None:
-    """Take ``structuredContent`` out of a ``tools/call`` result for a revision that does not define it (a client
-    that looks for one would read anything sent there as the result). A tool's structured value is also its JSON
-    text in ``content`` (the spec's SHOULD, what mcpkit's tools send); a result that has no content gets it."""
-    structured = result.pop("structuredContent")
-    if structured is not None and not result.get("content"):
-        try:
-            text = orjson.dumps(structured).decode()
-        except TypeError as exc:  # (an integer beyond 64 bits)
-            text = dumps_wide(structured, exc).decode()
-        result["content"] = [{"type": "text", "text": text}]

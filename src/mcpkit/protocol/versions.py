@@ -103,8 +103,9 @@ class Features:
     sse_polling: bool  # priming events / retry (SEP-1699)
     tasks: bool  # the experimental tasks utility of 2025-11-25 (params.task, tasks/get|result|list|cancel)
     streamable_http: bool
-    # a convention of 2024-11-05/2025-03-26 sessions (from 2025-06-18 on, the official spec's behaviour)
+    # conventions of 2024-11-05/2025-03-26 sessions (from 2025-06-18 on, the official spec's behaviour)
     always_next_cursor: bool  # nextCursor "" at the end of every list
+    always_structured_content: bool  # structuredContent {} on every tools/call result
     # modern era
     result_type: bool
     cacheable_results: bool
@@ -149,6 +150,7 @@ def _make(version: str) -> Features:
         tasks=version == V2025_11_25,
         streamable_http=at_least(V2025_03_26),
         always_next_cursor=version in (V2024_11_05, V2025_03_26),
+        always_structured_content=version in (V2024_11_05, V2025_03_26),
         result_type=modern,
         cacheable_results=modern,
         input_required=modern,
