@@ -144,3 +144,46 @@ async def test_forcing_2026_07_28_on_a_handshake_only_server_says_it_does_not_sp
         async with Client(target) as client:  # auto: probes, falls back to initialize
             assert client.protocol_version == "2025-11-25"
             assert (await client.call_tool("add", {"a": 2, "b": 3})).data == 5
+
+
+@contextlib.asynccontextmanager
+async def _database_down(app: mcpkit.MCPKit) -> Any:
+    raise RuntimeError("the database is down")
+    yield  # (never reached: the startup fails)
+
+
+def _unstartable(kind: str) -> Any:
+    """An in-process server whose startup fails: an app whose lifespan raises, or a proxy whose one upstream is
+    a real process that exits at once."""
+    if kind == "app":
+        return mcpkit.MCPKit("unstartable", lifespan=_database_down)
+    return mcpkit.proxy([sys.executable, "-c", "import sys; sys.exit('down')"])
+
+
+@pytest.mark.parametrize("mode", ["auto", "handshake", "modern"])
+@pytest.mark.parametrize("kind", ["app", "proxy"])
+async def test_an_in_process_server_whose_startup_fails_fails_the_connect_at_once_with_its_error(
+    kind: str, mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``Client(server)`` serves the server in this loop: when its startup (lifespan) raises, the connect fails
+    at once with ServerStartError naming that error, kept as its cause, instead of waiting out the connect
+    timeout for an answer that cannot come (a bare TimeoutError, the cause only in the log)."""
+    import time
+
+    server = _unstartable(kind)
+    started = time.monotonic()
+    with pytest.raises(ServerStartError) as caught:
+        async with Client(server, mode=mode, connect_timeout=20):  # type: ignore[arg-type]
+            pass
+    assert time.monotonic() - started < 10
+    error = caught.value
+    if kind == "app":
+        assert str(error) == (
+            "the in-process server 'unstartable' failed to start: RuntimeError: the database is down"
+        ), str(error)
+        assert isinstance(error.__cause__, RuntimeError) and str(error.__cause__) == "the database is down"
+    else:
+        assert str(error).startswith("the in-process server "), str(error)
+        assert "failed to start: ServerStartError: " in str(error) and "exit code 1" in str(error), str(error)
+        assert isinstance(error.__cause__, ServerStartError)
+    assert "never retrieved" not in caplog.text

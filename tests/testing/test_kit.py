@@ -251,6 +251,33 @@ async def test_the_http_server_has_the_default_host_and_origin_policy() -> None:
             await http.get(served.url)  # stopped: its port closed
 
 
+@contextlib.asynccontextmanager
+async def _database_down(app: MCPKit) -> Any:
+    raise RuntimeError("the database is down")
+    yield  # (never reached: the startup fails)
+
+
+@pytest.mark.parametrize("transport", ["memory", "http", "sse", "ws"])
+async def test_a_server_whose_startup_fails_fails_connect_at_once_with_its_error(transport: str) -> None:
+    """A server whose lifespan raises: ``connect`` fails at once with an error that names the startup's, kept
+    as its cause (in memory it waited out the connect timeout for a bare TimeoutError; over HTTP uvicorn's
+    ``sys.exit(3)`` escaped from its task and broke the test's event loop), and nothing is left behind."""
+    import time
+
+    probe = LeakProbe.take()
+    started = time.monotonic()
+    with pytest.raises(Exception, match="failed to start: RuntimeError: the database is down") as caught:
+        async with connect(MCPKit("unstartable", lifespan=_database_down), transport, connect_timeout=20):
+            pass
+    assert time.monotonic() - started < 10
+    cause = caught.value.__cause__
+    assert isinstance(cause, RuntimeError) and str(cause) == "the database is down"
+    await asyncio.sleep(0.05)  # the loop goes on: a working server still serves in it
+    async with connect(KIT_SERVER, transport) as client:
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).data == 2
+    await probe.assert_clean()
+
+
 async def test_stdio_runs_a_module_level_server_object_and_reaps_its_process() -> None:
     app = load_server(KIT_SERVER)  # (an object: the kit finds the file that defines it)
     probe = LeakProbe.take()

@@ -349,8 +349,12 @@ class ClientConnection(SelfHealing):
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 await session.aclose()
+            failed = await opened.server_error() if isinstance(exc, ConnectionClosed) else None
             error = await self._explain_start_failure(opened, exc)
             await opened.aclose()
+            if failed is not None:  # an in-process server that could not start: its own error, as the cause
+                reason = f"{type(failed).__name__}: {failed}".splitlines()[0]
+                raise ServerStartError(f"the {opened.target.description} failed to start: {reason}") from failed
             if error is not None:
                 # one short line; the cause kept is the deepest OSError (the socket's own, without the frames of
                 # asyncio's connect), not each layer's restatement of it (the transport's, the engine's)

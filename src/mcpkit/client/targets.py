@@ -315,6 +315,19 @@ class OpenedTarget:
                 await asyncio.wait_for(proc.wait(), wait)
         return proc.returncode is not None
 
+    async def server_error(self, wait: float = 1.0) -> BaseException | None:
+        """The exception an in-process server's serving ended with (its startup's, as a rule), waiting up to
+        ``wait`` seconds for it to end; None when it goes on, ended without one, or the target is not in-process.
+        """
+        task = self.server_task
+        if task is None:
+            return None
+        if not task.done():
+            await asyncio.wait({task}, timeout=wait)
+        if not task.done() or task.cancelled():
+            return None
+        return task.exception()
+
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             await self.conn.close()
@@ -395,13 +408,23 @@ async def open_target(target: Target, **transport_options: Any) -> OpenedTarget:
         from ..transports.memory import create_memory_pair
 
         client_end, server_end = create_memory_pair(tap=options.get("tap"))
-        task = asyncio.get_running_loop().create_task(target.server.serve(server_end))
+        task = asyncio.get_running_loop().create_task(_serve_in_process(target.server, server_end))
         return OpenedTarget(target, client_end, server_task=task)
     if target.kind == CONNECTION:
         return OpenedTarget(target, target.connection)
     if target.kind in (HTTP, SSE, WS):
         return await _open_network(target, options)
     raise TargetError(f"unknown target kind {target.kind!r}")
+
+
+async def _serve_in_process(server: Any, conn: Any) -> None:
+    """Serve ``conn`` (the server's end of an in-memory pair) with ``server``, then close it: a server that
+    failed before it served (its lifespan raised) never touched the connection, and the client would wait for
+    an answer that cannot come; the client now sees the end at once (and :meth:`OpenedTarget.server_error` why)."""
+    try:
+        await server.serve(conn)
+    finally:
+        await conn.close()
 
 
 _TRANSPORT_CLASSES = {

@@ -17,14 +17,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..client.client import Client
 from ..protocol.versions import LATEST_HANDSHAKE
 from ._eras import ERA_ALIASES, ERAS, TRANSPORTS, check_transport, era_revision
 from ._load import load_server, stdio_command, subprocess_env
+
+if TYPE_CHECKING:
+    from ..transports.http.app import MCPApp
 
 HTTP_PATHS: Final = {"http": "/mcp", "sse": "/sse", "ws": "/ws"}
 """Where :func:`~mcpkit.transports.http.create_app` serves each network transport."""
@@ -67,15 +70,36 @@ class Served:
         return Client(url, **options)
 
 
-async def _start(uv: Any, what: str, sockets: list[socket.socket] | None = None) -> asyncio.Task[Any]:
-    """Start a built ``uvicorn.Server`` in this loop (without taking the process's signal handlers) and return
-    once it listens; raise why it did not."""
+class _StartupFailed(Exception):
+    """uvicorn exited because the app's lifespan startup failed (its ``sys.exit(3)``, caught in the task)."""
+
+
+async def _serving(uv: Any, sockets: list[socket.socket] | None) -> None:
     serving = getattr(uv, "_serve", None) or uv.serve
-    task: asyncio.Task[Any] = asyncio.ensure_future(serving(sockets=sockets))
+    try:
+        await serving(sockets=sockets)
+    except SystemExit as exc:
+        # uvicorn's exit when the app's startup failed: raised in a task, it would escape the test's event loop
+        raise _StartupFailed(exc.code) from None
+
+
+async def _start(
+    uv: Any,
+    what: str,
+    sockets: list[socket.socket] | None = None,
+    startup_error: Callable[[], BaseException | None] = lambda: None,
+) -> asyncio.Task[Any]:
+    """Start a built ``uvicorn.Server`` in this loop (without taking the process's signal handlers) and return
+    once it listens; raise why it did not (when its startup failed, ``startup_error()`` as the cause)."""
+    task: asyncio.Task[Any] = asyncio.ensure_future(_serving(uv, sockets))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + START_TIMEOUT
     while not uv.started:
         if task.done():
+            if isinstance(task.exception(), _StartupFailed):
+                error = startup_error()
+                reason = f"{type(error).__name__}: {error}".splitlines()[0] if error is not None else "see its log"
+                raise RuntimeError(f"{what} failed to start: {reason}") from error
             task.result()
             raise RuntimeError(f"{what} stopped before it listened")
         if loop.time() > deadline:
@@ -119,7 +143,8 @@ async def serve(server: Any, transport: str = "http", **options: Any) -> AsyncIt
         raise ValueError(f"serve() runs a network transport: one of {', '.join(HTTP_PATHS)}, not {transport!r}")
     options.setdefault("log_level", "warning")
     uv = build_server(load_server(server), transport, "127.0.0.1", 0, **options)  # type: ignore[arg-type]
-    task = await _start(uv, f"the {transport} server")
+    app: MCPApp = uv.config.app
+    task = await _start(uv, f"the {transport} server", startup_error=lambda: app.startup_error)
     port = _port(uv)
     scheme = "ws" if transport == "ws" else "http"
     try:

@@ -51,6 +51,8 @@ class MCPApp:
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining: bool = False
         self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
+        #: why the ASGI lifespan's startup failed (the server's fan-out or lifespan raised), else None
+        self.startup_error: Exception | None = None
         probes: list[str] = []
         if health_path:
             probes.append("/" + health_path.strip("/"))
@@ -63,8 +65,12 @@ class MCPApp:
 
     async def _startup(self) -> None:
         if self.server is not None:
-            await self.server.start_fanout()
-            await self.server.startup()  # the server's lifespan, held until shutdown
+            try:
+                await self.server.start_fanout()
+                await self.server.startup()  # the server's lifespan, held until shutdown
+            except Exception as exc:
+                self.startup_error = exc  # (uvicorn logs it and exits: a caller that started it can say why)
+                raise
             self._started = True
 
     async def _shutdown(self) -> None:
