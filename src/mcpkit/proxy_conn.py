@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from .client.client import Client
@@ -29,6 +30,9 @@ class ProxyHost(Protocol):
     reconnect_delay: float
     reconnect_max_delay: float
     _background: set[asyncio.Task[None]]
+
+    @property
+    def upstreams(self) -> Sequence[object]: ...  # (more than one: a gateway)
 
     def offer_listeners(
         self, method: str, params: JSONDict, *, kind: str | None = None, uri: str | None = None

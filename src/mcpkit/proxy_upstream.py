@@ -65,6 +65,7 @@ class Upstream:
         self._attempt: asyncio.Future[None] | None = None
         self._retry_at = 0.0
         self._closing = False
+        self._gone_told = False  # (a gateway member) its clients were told its items left the lists
         # (handshake-era upstream) what each client session subscribed to on its upstream session, re-made on the
         # new one when that ended (at most the proxy's max_subscriptions each), and the sessions being revived
         self._session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]] = weakref.WeakKeyDictionary()
@@ -202,6 +203,7 @@ class Upstream:
                 except Exception as exc:
                     self.down = f"could not connect again: {exc}"
                     logger.warning("%s: attempt %d of %d: %s", self.target.description, attempt, attempts, self.down)
+                    await self._announce_gone()
                 else:
                     self.down = None
                     logger.warning("the upstream %s is connected again", self.target.description)
@@ -239,9 +241,12 @@ class Upstream:
                 self._resource_watch = None
         await self.watch_resources(set(watched), strict=True)
         proxy = self.proxy
+        back, self._gone_told = self._gone_told, False
+        if back:  # (a gateway told its clients this member's items were gone: they are back, in every list)
+            await self._announce_lists()
         for kind in ("tools", "prompts", "resources"):
             declared = self.capabilities.get(kind)
-            if isinstance(declared, dict) and declared.get("listChanged"):
+            if not back and isinstance(declared, dict) and declared.get("listChanged"):
                 if self.modern:
                     await proxy.notify_list_changed(kind)
                 else:  # (the handshake-era sessions hear it from their own upstream sessions)
@@ -252,6 +257,24 @@ class Upstream:
                 await proxy.notify_resource_updated(outer)
             else:
                 proxy.offer_listeners("notifications/resources/updated", {"uri": outer}, uri=outer)
+
+    async def _announce_gone(self) -> None:
+        """(a gateway member that was up) Its connection ended and could not be made again at once: from now on
+        the gateway's lists leave its items out, so its clients are told those lists changed (once, until it is
+        back: :meth:`_replace_primary` tells them again then)."""
+        if len(self.proxy.upstreams) > 1 and not self._gone_told:
+            self._gone_told = True
+            await self._announce_lists()
+
+    async def _announce_lists(self) -> None:
+        """list_changed for each list this member has items in (whatever it declares itself), to handshake-era
+        sessions and 2026-07-28 listen streams alike; a failure to tell is logged, never raised."""
+        for kind in ("tools", "prompts", "resources"):
+            if isinstance(self.capabilities.get(kind), dict):
+                try:
+                    await self.proxy.notify_list_changed(kind)
+                except Exception as exc:
+                    logger.warning("gateway member %r: could not send %s list_changed: %s", self.prefix, kind, exc)
 
     async def _usable(self) -> None:
         """Before a request: the upstream is up, or it is being connected again and this request waits for the

@@ -181,6 +181,45 @@ async def test_a_gateway_starts_without_a_member_that_is_down_and_adds_it_when_i
             assert (await client.call_tool("a_process", {})).data == a_pid
 
 
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+async def test_a_gateway_tells_its_clients_when_a_member_goes_down_and_when_it_is_back(
+    mode: str, upstream_mode: str, tmp_path: Path
+) -> None:
+    """A member that was up dies and cannot start again: its tools leave the gateway's list, and the clients are
+    told so (``tools/list_changed``: a handshake-era session by notification, a 2026-07-28 client on its listen
+    stream), as they are when it joins; before, they heard nothing until it came back. Back again (the list that
+    follows starts a new round), they are told again."""
+    a, _, _ = _ticking(tmp_path, "a")
+    b, b_down, b_pids = _ticking(tmp_path, "b")
+    gateway = mcpkit.proxy(
+        {"a": a, "b": b},
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
+        everything = {"a_process", "a_crash", "b_process", "b_crash"}
+        assert await _tool_names(client) == everything
+        b_down.touch()  # the member dies and cannot start again
+        _kill(b_pids)
+        method, _ = await watch.next(timeout=15)
+        assert method == "notifications/tools/list_changed"
+        assert await _tool_names(client) == {"a_process", "a_crash"}
+        with contextlib.suppress(TimeoutError):  # (one announcement while it stays down; drained)
+            while True:
+                await watch.next(timeout=1)
+        b_down.unlink()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while await _tool_names(client) != everything:  # (each list tries it again, after the round gave up)
+            assert loop.time() < deadline, "the member did not come back"
+            await asyncio.sleep(0.2)
+        method, _ = await watch.next(timeout=15)
+        assert method == "notifications/tools/list_changed"
+
+
 async def test_a_gateway_keeps_trying_a_member_it_never_reached_no_faster_than_its_longest_delay(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
