@@ -47,9 +47,15 @@ class StdioOptions(TypedDict, total=False):
     worker_grace: float
     """Seconds the sync functions still running on worker threads get once serving has ended (SIGTERM, the end
     of stdin), before the process exits without waiting for them (default 1; see the transports guide)."""
+    drain_timeout: float
+    """Seconds the requests already received get to finish and be answered once stdin ends, before they are
+    cancelled (default 30; SIGTERM cancels them at once; see the transports guide)."""
 
 
 _STDIO_KEYS = StdioOptions.__optional_keys__
+DEFAULT_STDIO_DRAIN = 30.0
+"""Seconds the requests in flight when stdin ends get to be answered (``drain_timeout``; a patient client that
+closed stdin gets its answers, and a client that follows the spec sends SIGTERM 2 s later, which cuts it short)."""
 _HTTP_ONLY_HINT = "an option of the HTTP transports (app.run('http', {name}=...)), not of stdio"
 
 
@@ -60,19 +66,23 @@ async def run_stdio_async(server: HostedServer, **transport_options: Unpack[Stdi
 
     ``worker_grace=``: make a :class:`~mcpkit._runtime.WorkerPool` with that grace the running loop's default
     executor (``run()`` always does, with 1 s by default): at the end of ``asyncio.run`` the sync functions still
-    running on worker threads are waited for that long at most, instead of until they return."""
+    running on worker threads are waited for that long at most, instead of until they return.
+    ``drain_timeout=``: seconds the requests in flight when stdin ends get to be answered (30 by default)."""
     from .transports.stdio import StdioServerTransport
 
     check_options("the stdio transport", transport_options, _STDIO_KEYS, _stdio_hints(transport_options))
     options: dict[str, Any] = dict(transport_options)
     grace = options.pop("worker_grace", None)
+    drain = options.pop("drain_timeout", DEFAULT_STDIO_DRAIN)
+    if not isinstance(drain, (int, float)) or isinstance(drain, bool) or not drain >= 0:
+        raise ValueError(f"drain_timeout must be a number of seconds, 0 or more, not {drain!r}")
     if grace is not None:
         install_pool(grace)
     transport = StdioServerTransport(**options)
     await transport.start()
     terminated = _TerminateOnSigterm()
     try:
-        await server.serve(transport)
+        await server.serve(transport, drain_timeout=float(drain))
     except asyncio.CancelledError:
         if not terminated.stopped():  # (a cancellation of our own caller's: it goes on)
             raise

@@ -182,3 +182,60 @@ async def test_the_stdio_clients_close_ends_a_server_busy_in_a_sync_tool_before_
     assert transport.process.returncode == 0, transport.stderr_text  # (not -9: SIGTERM ended it)
     assert Path(f"{marks}.atexit").exists(), transport.stderr_text
     assert took < 2.0 + 2.0, took
+
+
+def _end_stdin(launch: str, tmp_path: Path, seconds: float, drain: float) -> tuple[subprocess.Popen[bytes], float, str]:
+    """Call ``nap(seconds)`` over stdio, close stdin once it runs (no signal: the first step of the spec's
+    shutdown), and wait for the exit; the drain is set as each launch takes it."""
+    argv, call = LAUNCHES[launch]
+    marks = tmp_path / "marks"
+    env = {**os.environ, "SLEEPER_MARKS": str(marks), "SLEEPER_DRAIN": str(drain)}
+    if argv[: len(MCPKIT)] == MCPKIT:
+        argv = [*argv, "--drain-timeout", str(drain)]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        call(proc, seconds)
+        _wait_for(Path(f"{marks}.started"), proc)
+        t0 = time.monotonic()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        out = proc.stdout.read()
+        proc.wait(timeout=drain + 20)
+        took = time.monotonic() - t0
+        assert proc.stderr is not None
+        return proc, took, out.decode() + proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.parametrize("launch", ["app.run() stdio", "mcpkit run stdio"])
+def test_the_end_of_stdin_waits_for_requests_in_flight_no_longer_than_the_drain_timeout(
+    launch: str, tmp_path: Path
+) -> None:
+    """stdin ends while a 30 s call runs: the server waits ``drain_timeout`` for it (30 s by default, not
+    configurable before), then the worker grace (1 s), and exits cleanly."""
+    proc, took, out = _end_stdin(launch, tmp_path, 30, 1.0)
+    assert took < 1.0 + 1.0 + MARGIN, (took, out)
+    assert proc.returncode == 0, out
+    assert "tool 'nap'" in out  # (the worker grace's warning: the thread was given up on)
+
+
+@pytest.mark.parametrize("launch", ["app.run() stdio", "mcpkit run stdio"])
+def test_a_request_that_ends_within_the_drain_timeout_is_answered_after_the_end_of_stdin(
+    launch: str, tmp_path: Path
+) -> None:
+    proc, took, out = _end_stdin(launch, tmp_path, 1.5, 10.0)
+    answers = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [a["result"]["content"][0]["text"] for a in answers if a.get("id") == 1] == ["rested"], out
+    assert took < 10.0 and proc.returncode == 0, (took, out)
+
+
+@pytest.mark.parametrize("value", [-1, float("nan"), "5", True])
+async def test_a_drain_timeout_that_is_not_seconds_is_refused_before_serving(value: object) -> None:
+    from mcpkit import MCPKit
+    from mcpkit.run import run_stdio_async
+
+    with pytest.raises(ValueError, match="drain_timeout must be a number of seconds"):
+        await run_stdio_async(MCPKit("x"), drain_timeout=value)  # type: ignore[arg-type]

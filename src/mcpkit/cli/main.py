@@ -158,7 +158,10 @@ def cli() -> None:
     help="HTTP: balancer addresses whose X-Forwarded-For/-Proto are trusted (comma-separated).",
 )
 @click.option(
-    "--drain-timeout", type=SECONDS_OR_ZERO, default=None, help="HTTP: seconds requests in flight get at shutdown [5]."
+    "--drain-timeout",
+    type=SECONDS_OR_ZERO,
+    default=None,
+    help="Seconds requests in flight get at shutdown: HTTP [5]; stdio, once stdin ends [30].",
 )
 @click.option(
     "--worker-grace",
@@ -248,6 +251,8 @@ def run(
     if worker_grace is not None:
         options["worker_grace"] = worker_grace
     if transport == "stdio":
+        if drain_timeout is not None:
+            options["drain_timeout"] = drain_timeout
         server.run(**options)
         return
     if path:

@@ -665,14 +665,14 @@ class Server(Runnable):
         """A session for one connection; feed it with ``session.peer`` (``run`` or ``handle``)."""
         return ServerSession(self, outbox, **peer_options)
 
-    async def serve(self, conn: Connection, **peer_options: Any) -> None:
-        """Serve one connection until its input ends."""
+    async def serve(self, conn: Connection, *, drain_timeout: float = 30.0, **peer_options: Any) -> None:
+        """Serve one connection until its input ends, then its requests in flight for ``drain_timeout`` s at most."""
         session = self.create_session(conn, **peer_options)
         if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
             conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
         session.peer.on_input_end = functools.partial(self._end_listeners, session)
         try:
-            await session.peer.run(conn.receive)
+            await session.peer.run(conn.receive, drain_timeout=drain_timeout)
         finally:
             session.closed = True
             await conn.close()

@@ -3,7 +3,8 @@
 ``nap(seconds)`` writes ``<MARKS>.started``, sleeps, then writes ``<MARKS>.tool``. The file's ``atexit`` handler
 writes ``<MARKS>.atexit``; run as a script (``python sync_sleeper_server.py [http]``), the code after
 ``app.run()`` writes ``<MARKS>.after``. ``MARKS`` comes from the environment variable ``SLEEPER_MARKS``;
-``SLEEPER_GRACE`` (seconds), when set, is passed to ``app.run()`` as ``worker_grace``.
+``SLEEPER_GRACE`` (seconds), when set, is passed to ``app.run()`` as ``worker_grace``; ``SLEEPER_DRAIN`` as
+``drain_timeout``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ def nap(seconds: float) -> str:
 
 if __name__ == "__main__":
     grace = {"worker_grace": float(os.environ["SLEEPER_GRACE"])} if os.environ.get("SLEEPER_GRACE") else {}
+    if os.environ.get("SLEEPER_DRAIN"):
+        grace["drain_timeout"] = float(os.environ["SLEEPER_DRAIN"])
     if sys.argv[1:] == ["http"]:
         app.run("http", port=0, **grace)
     else:
