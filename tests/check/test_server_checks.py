@@ -112,6 +112,51 @@ async def test_a_tool_without_a_description_is_a_warning_not_a_failure_as_the_sc
     assert report.exit_code("may") == 0, report.render_text()
 
 
+ANNOTATED_SERVER = '''
+from pathlib import Path
+
+from mcpkit import MCPKit
+
+app = MCPKit("annotated")
+MARKS = Path(__file__).with_name("called")
+
+
+def mark(name: str) -> str:
+    with MARKS.open("a") as f:
+        f.write(name + "\\n")
+    return name
+
+
+@app.tool(annotations={"destructiveHint": True})
+def archive(key: str) -> str:
+    """Archive a record."""
+    return mark("archive")
+
+
+@app.tool(annotations={"readOnlyHint": False})
+def publish(key: str) -> str:
+    """Publish a record."""
+    return mark("publish")
+
+
+@app.tool(annotations={"readOnlyHint": True})
+def lookup(key: str) -> str:
+    """Look a record up."""
+    return mark("lookup")
+'''
+
+
+async def test_the_check_never_calls_a_tool_whose_annotations_say_it_changes_things(tmp_path: Path) -> None:
+    """mcpkit check calls the tools that look free of side effects, black-box; a tool declared destructive
+    (``destructiveHint: true``) or not read-only (``readOnlyHint: false``) is never called, whatever its name, while
+    one declared read-only is."""
+    server = tmp_path / "annotated.py"
+    server.write_text(ANNOTATED_SERVER)
+    report = await run_checks([PY, "-m", "mcpkit.cli.main", "run", str(server)], cwd=str(tmp_path), timeout=10.0)
+    assert "M068" not in report.failed_musts(), report.render_text()
+    assert set((tmp_path / "called").read_text().split()) == {"lookup"}
+
+
 @pytest.mark.req("S022")
 async def test_resource_contents_without_a_mime_type_are_a_warning_as_the_schema_makes_it_optional(
     tmp_path: Path,

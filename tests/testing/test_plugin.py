@@ -487,3 +487,39 @@ def test_a_plain_def_tool_that_never_returns_fails_its_test_and_does_not_hang_th
     )
     result.assert_outcomes(failed=2, errors=2)
     result.stdout.fnmatch_lines(["*left behind:*", "*a worker thread still running tool 'stuck'*"])
+
+
+def test_a_conformance_check_that_meets_a_tool_that_never_returns_ends_and_names_it(project: pytest.Pytester) -> None:
+    # mcpkit check calls the tools that look safe; one that never returns (a plain def, on a worker thread) used to
+    # hold the test's event loop at its close for ever, as with the client fixtures
+    project.makepyfile(
+        stuck_server=textwrap.dedent(
+            '''
+            import time
+
+            from mcpkit import MCPKit
+
+            app = MCPKit("stuck")
+
+
+            @app.tool
+            def lookup(key: str) -> str:
+                """Never returns."""
+                time.sleep(3600)
+                return key
+            '''
+        ),
+        test_user_stuck=textwrap.dedent(
+            """
+            import pytest
+
+            @pytest.mark.mcp(server="stuck_server.py:app")
+            async def test_conformant(mcp_conformance):
+                await mcp_conformance(timeout=1)
+            """
+        ),
+    )
+    result = project.runpytest_subprocess("-p", "no:cacheprovider", timeout=150)
+    result.assert_outcomes(failed=1, errors=1)
+    result.stdout.fnmatch_lines(["*a worker thread still running tool 'lookup'*"])
+    result.stdout.fnmatch_lines(["*M068 (MUST)*", "*tools/call lookup*no response within*"])

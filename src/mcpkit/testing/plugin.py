@@ -483,10 +483,11 @@ def mcp_snapshot(request: pytest.FixtureRequest) -> McpSnapshot:
 
 
 @pytest.fixture
-def mcp_conformance(request: pytest.FixtureRequest) -> McpConformance:
+def mcp_conformance(request: pytest.FixtureRequest, mcp_leaks: Any) -> McpConformance:
     """``await mcp_conformance(server=None, *, fail_on="must", transport="http", ...)``: run ``mcpkit check``
     against the server (default: ``mcp_server``) and fail the test on the requirements it breaks, naming them
-    with their evidence (:func:`~mcpkit.testing.assert_conformant`); returns the report."""
+    with their evidence (:func:`~mcpkit.testing.assert_conformant`); returns the report. What the served server
+    leaves behind is checked by ``mcp_leaks``, as for the client fixtures."""
     from .conformance import McpConformance
 
     return McpConformance(lambda: request.getfixturevalue("mcp_server"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..wire import Incoming, Wire
 from ._base import (
     _UNSAFE_TOOL,
@@ -64,11 +66,7 @@ class ToolChecks(CheckerBase):
             r.skip("A020", "no tool carries annotations (optional)", "tools/list")
         await self.check_invalid_cursor(wire, "tools/list")
         # call the tools that look side-effect free and whose required arguments we can fill in
-        candidates = [
-            t
-            for t in tools
-            if isinstance(t, dict) and isinstance(t.get("name"), str) and not _UNSAFE_TOOL.search(t["name"])
-        ]
+        candidates = [t for t in tools if isinstance(t, dict) and _looks_safe(t)]
         candidates.sort(key=lambda t: "progress" not in t["name"].lower())  # stable: progress reporters first
         candidates = candidates[:8]
         if not candidates:
@@ -117,3 +115,16 @@ class ToolChecks(CheckerBase):
         else:
             r.ok("M068", f"{label}: content[{len(content)}] and isError={res['isError']}", "tools/call")
         self.judge_content("M069", label, content, allow_link=self.feats.resource_links)
+
+
+def _looks_safe(tool: dict[str, Any]) -> bool:
+    """Whether a black-box check may call this tool: its name suggests no side effect (nor a request to the client,
+    nor a long wait), and its annotations do not say it changes things: a tool declared destructive
+    (``destructiveHint: true``) or not read-only (``readOnlyHint: false``) is never called, whatever its name."""
+    name = tool.get("name")
+    if not isinstance(name, str) or _UNSAFE_TOOL.search(name):
+        return False
+    hints = tool.get("annotations")
+    if not isinstance(hints, dict):
+        return True
+    return hints.get("destructiveHint") is not True and hints.get("readOnlyHint") is not False
