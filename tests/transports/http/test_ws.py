@@ -511,25 +511,27 @@ async def test_pings_are_answered_and_a_silent_peer_is_dropped() -> None:
         raw.close()
 
 
+async def accept_upgrade(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Play a WebSocket server's side of the opening handshake on a raw socket (subprotocol ``mcp``), for tests of
+    servers that then misbehave."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    key = next(
+        line.split(b":", 1)[1].strip() for line in head.split(b"\r\n") if line.lower().startswith(b"sec-websocket-key")
+    )
+    accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
+    writer.write(
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
+    )
+
+
 async def test_client_transport_keepalive_detects_a_dead_server() -> None:
     """The client pings; a server that stops answering (frozen event loop simulated by a raw socket server that
     completes the handshake then goes silent) is detected within ping_interval + ping_timeout."""
     accepted: list[asyncio.StreamWriter] = []
 
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        key = next(
-            line.split(b":", 1)[1].strip()
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"sec-websocket-key")
-        )
-        import hashlib
-
-        accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
-        )
+        await accept_upgrade(reader, writer)
         accepted.append(writer)
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.sleep(30)
@@ -561,17 +563,7 @@ async def test_client_transport_cuts_off_a_server_that_floods_pings_and_never_re
     accepted: list[asyncio.StreamWriter] = []
 
     async def flooding(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        key = next(
-            line.split(b":", 1)[1].strip()
-            for line in head.split(b"\r\n")
-            if line.lower().startswith(b"sec-websocket-key")
-        )
-        accept = base64.b64encode(hashlib.sha1(key + b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest())
-        writer.write(
-            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-            b"Sec-WebSocket-Accept: " + accept + b"\r\nSec-WebSocket-Protocol: mcp\r\n\r\n"
-        )
+        await accept_upgrade(reader, writer)
         accepted.append(writer)
         chunk = (struct.pack("!BB", 0x89, 125) + b"p" * 125) * 2000  # 254 KB of pings
         with contextlib.suppress(ConnectionError, TimeoutError, asyncio.CancelledError):
