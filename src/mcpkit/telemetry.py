@@ -60,6 +60,7 @@ from .server.middleware.base import Middleware, session_label
 if TYPE_CHECKING:
     import asyncio
 
+    from .client.lowlevel import ClientSession
     from .engine.tap import TapEvent
     from .protocol.jsonrpc import JSONDict, RequestId
 
@@ -198,7 +199,7 @@ class Telemetry(Middleware):
 
     async def on_request(self, call: Call, call_next: CallNext) -> Any:
         session = call.session
-        if session is not None and getattr(session.peer, "tracer", None) is None:
+        if session is not None and session.peer.tracer is None:
             label = session_label(call)
             session.peer.tracer = _PeerTracer(self, lambda: session.version, label)  # server->client requests
         parent, links = self._remote(call.params)
@@ -261,10 +262,15 @@ class Telemetry(Middleware):
 
     # ------------------------------------------------------------------ client
 
-    def client_tracer(self, session: Any, transport: str | None = None) -> _PeerTracer:
+    def client_tracer(self, session: ClientSession, transport: str | None = None) -> _PeerTracer:
         """The tracer of a client session's outgoing requests (``Client(telemetry=...)`` installs it); ``transport``:
         the kind of the client's target ("stdio", "http", ...: its ``network.transport``)."""
-        tracer = _PeerTracer(self, lambda: getattr(session.features, "version", None), secrets.token_hex(6))
+
+        def version() -> str | None:  # (None until the session has negotiated one)
+            features = session.features
+            return features.version if features is not None else None
+
+        tracer = _PeerTracer(self, version, secrets.token_hex(6))
         tracer.network = NETWORK_TRANSPORT.get(transport) if transport is not None else None
         self._peers[session.peer.channel] = tracer
         return tracer

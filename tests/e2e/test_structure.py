@@ -589,6 +589,18 @@ def test_transports_find_no_capability_with_getattr() -> None:
     assert calls == _DATA_GETATTRS
 
 
+def test_telemetry_finds_nothing_with_getattr() -> None:
+    """Telemetry reads the declared attributes of the typed objects it is given (a session's features, a peer's
+    tracer), never probes them with getattr or hasattr."""
+    source = (SRC / "telemetry.py").read_text()
+    calls = [
+        ast.unparse(node)
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+    ]
+    assert calls == []
+
+
 def test_optional_capabilities_have_defaults_and_old_objects_still_work() -> None:
     """A connection or session store that only has the required methods (not derived from the base classes) is
     still served; one that derives from the base class gets the optional methods' defaults."""
