@@ -89,6 +89,7 @@ class Features:
     resource_links: bool
     elicitation: bool
     titles: bool
+    annotations_last_modified: bool  # Annotations.lastModified (2025-06-18 on)
     completion_context: bool
     protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
     resource_indicators: bool  # OAuth: the client MUST name the server (RFC 8707 resource) to the authorization server
@@ -137,6 +138,7 @@ def _make(version: str) -> Features:
         resource_links=at_least(V2025_06_18),
         elicitation=at_least(V2025_06_18),
         titles=at_least(V2025_06_18),
+        annotations_last_modified=at_least(V2025_06_18),
         completion_context=at_least(V2025_06_18),
         protocol_version_header=at_least(V2025_06_18),
         resource_indicators=at_least(V2025_06_18),

@@ -205,9 +205,18 @@ def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDic
     return [{"type": "text", "text": _json_text(value)}]
 
 
+def annotations_for(annotations: Any, feats: Features) -> Any:
+    """``annotations`` as the revision ``feats`` defines them: without ``lastModified`` before 2025-06-18 (a copy;
+    the object itself when nothing is taken out)."""
+    if feats.annotations_last_modified or not isinstance(annotations, dict) or "lastModified" not in annotations:
+        return annotations
+    return {k: v for k, v in annotations.items() if k != "lastModified"}
+
+
 def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]:
-    """Replace content a revision does not know (audio before 2025-03-26, resource links before 2025-06-18)."""
-    if feats.audio and feats.resource_links:
+    """Replace content a revision does not know (audio before 2025-03-26, resource links before 2025-06-18) and
+    take out the annotation it does not define (``lastModified`` before 2025-06-18)."""
+    if feats.audio and feats.resource_links and feats.annotations_last_modified:
         return blocks
     out: list[JSONDict] = []
     for b in blocks:
@@ -219,13 +228,16 @@ def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]
         elif kind == "resource_link" and not feats.resource_links:
             out.append({"type": "text", "text": f"Resource: {b.get('uri')} ({b.get('name')})"})
         else:
-            out.append(b)
+            annotations = b.get("annotations")
+            shaped = annotations_for(annotations, feats)
+            out.append(b if shaped is annotations else {**b, "annotations": shaped})
     return out
 
 
 __all__ = [
     "Audio",
     "Image",
+    "annotations_for",
     "downgrade_content",
     "dump_model",
     "is_content_value",

@@ -18,7 +18,7 @@ from .._options import check_choice
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .completions import Completer, gather_completions
-from .content import _json_text, _resource_contents_models, dump_model, is_model
+from .content import _json_text, _resource_contents_models, annotations_for, dump_model, is_model
 from .pagination import Listed
 from .schema import FunctionInfo, function_name, unwrap_optional
 from .sync_exec import SyncPolicy
@@ -146,7 +146,7 @@ class _ResourceBase(Listed):
         if self.mime_type:
             d["mimeType"] = self.mime_type
         if self.annotations:
-            d["annotations"] = self.annotations
+            d["annotations"] = annotations_for(self.annotations, feats)
         if self.icons and feats.icons:
             d["icons"] = self.icons
         if self.meta:  # (every revision: no schema forbids a member it does not name)
