@@ -289,6 +289,42 @@ async def test_a_slow_observer_behind_a_queued_tap_neither_blocks_the_server_nor
     assert [e.direction for e in seen] and {e.kind for e in seen} <= {"request", "result", "notification"}
 
 
+async def test_a_queued_tap_holds_at_most_its_byte_budget_of_large_messages_for_a_slow_observer() -> None:
+    # (bounded by count alone, 1,000 waiting events of up to a whole message each could hold gigabytes)
+    release = asyncio.Event()
+    seen: list[int] = []
+
+    async def observe(event: TapEvent) -> None:
+        await release.wait()  # (stuck until the calls are over: everything waits in the queue)
+        seen.append(len(event.data))
+
+    budget = 1024 * 1024
+    queued = QueuedTap(observe, max_bytes=budget)
+    assert queued.max_queued == 1000 and queued.max_bytes == budget
+    app = MCPKit("t")
+    app.tool(lambda n: "x" * n, name="big")
+    app.add_tap(queued)
+    largest = 0
+    async with Client(app) as client:
+        for _ in range(20):  # (about 200 KiB each way: 20 calls make 8 MiB of message bytes)
+            await client.call_tool("big", {"n": 200_000})
+            largest = max(largest, queued.size)
+            assert queued.size == sum(len(e.data) for e in queued._queue)
+    assert 0 < largest <= budget
+    assert queued.dropped > 0 and len(queued) + queued.dropped + (1 if queued._busy else 0) == queued.seen
+    release.set()
+    await asyncio.wait_for(queued.drain(), 5)
+    assert queued.size == 0 and len(seen) == queued.seen - queued.dropped
+    # a message larger than the whole budget is dropped on its own, counted with the others
+    alone = QueuedTap(observe, max_bytes=10)
+    app.add_tap(alone)
+    async with Client(app) as client:
+        await client.call_tool("big", {"n": 100})
+    assert alone.seen > 0 and alone.dropped == alone.seen and alone.size == 0 and len(alone) == 0
+    with pytest.raises(ValueError):
+        QueuedTap(observe, max_bytes=0)
+
+
 async def test_a_queued_tap_observer_that_fails_is_logged_and_the_next_events_still_reach_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -5,9 +5,9 @@ directions, on every transport: the peer calls it where the message enters it (p
 bytes) and where it leaves (written to an outbox, or returned to a request-scoped transport as a POST's answer).
 It must not block: it runs on the event loop, inside the message's path (an ``async def`` tap is refused where it
 is added: nothing would await it). An observer that is slow or must await something goes behind a
-:class:`QueuedTap`, which hands the events to it on a task of its own through a bounded queue (the oldest dropped
-and counted when it falls behind). An exception in a tap is logged and never breaks the peer. A peer without a tap
-pays one attribute test per message.
+:class:`QueuedTap`, which hands the events to it on a task of its own through a queue bounded in events and in
+bytes (the oldest dropped and counted when it falls behind). An exception in a tap is logged and never breaks the
+peer. A peer without a tap pays one attribute test per message.
 
 Taps are installed on a server with ``Server.add_tap(fn)`` (every peer of that server: its sessions, the stateless
 peer of 2026-07-28 requests) and on a client with ``Client(..., tap=fn)`` or ``ClientSession(..., tap=fn)``.
@@ -35,6 +35,10 @@ IN: Final = "in"
 """A message the peer received."""
 OUT: Final = "out"
 """A message the peer sent (or returned as a request-scoped transport's answer)."""
+
+DEFAULT_QUEUED_BYTES: Final = 16 * 1024 * 1024
+"""Message bytes a :class:`QueuedTap` holds for its observer at most, by default (four messages of the largest size
+the transports read by default)."""
 
 _KIND_NAMES = {REQUEST: "request", NOTIFICATION: "notification", RESULT: "result", ERROR: "error", BATCH: "batch"}
 
@@ -173,9 +177,10 @@ def hub_of(fn: Tap | None) -> TapHub | None:
 class QueuedTap:
     """A tap for an observer that is slow or must await (write to a socket, a database): the events go into a
     bounded queue and ``fn(event)`` (``async def`` or plain) runs on a task of its own, one event at a time, in
-    order, so the peer never waits for it. When the observer falls behind by ``max_queued`` events the oldest
-    waiting one is dropped (counted in :attr:`dropped`): memory stays bounded and the server's pace is its own. What
-    ``fn`` raises is logged and the next event still reaches it::
+    order, so the peer never waits for it. When the observer falls behind by ``max_queued`` events, or the events
+    waiting hold ``max_bytes`` of messages, the oldest waiting ones are dropped (counted in :attr:`dropped`): memory
+    stays bounded and the server's pace is its own. What ``fn`` raises is logged and the next event still reaches
+    it::
 
         async def ship(event): await sink.send(event.data)
         app.add_tap(QueuedTap(ship, max_queued=1_000))
@@ -183,13 +188,23 @@ class QueuedTap:
     Args:
         fn: the observer, called with each :class:`TapEvent`.
         max_queued: events waiting for it at most (default 1,000).
+        max_bytes: message bytes (``len(event.data)``, the bytes the message came or went as) waiting for it at
+            most, summed over the events waiting (default 16 MiB); an event larger than that on its own is dropped
+            (counted in :attr:`dropped`), the ones waiting are kept.
     """
 
-    def __init__(self, fn: Callable[[TapEvent], Awaitable[None] | None], max_queued: int = 1000) -> None:
-        if max_queued < 1:
-            raise ValueError("max_queued must be at least 1")
+    def __init__(
+        self,
+        fn: Callable[[TapEvent], Awaitable[None] | None],
+        max_queued: int = 1000,
+        max_bytes: int = DEFAULT_QUEUED_BYTES,
+    ) -> None:
+        if max_queued < 1 or max_bytes < 1:
+            raise ValueError("max_queued and max_bytes must be at least 1")
         self.fn = fn
         self.max_queued = max_queued
+        self.max_bytes = max_bytes
+        self._bytes = 0
         self._queue: deque[TapEvent] = deque()
         self._ready: asyncio.Event | None = None
         self._worker: asyncio.Task[None] | None = None
@@ -198,15 +213,21 @@ class QueuedTap:
         self.seen: int = 0
         """Events shown to this tap."""
         self.dropped: int = 0
-        """Events dropped (the oldest waiting) because the observer was ``max_queued`` behind."""
+        """Events dropped (the oldest waiting) because the observer was ``max_queued`` events or ``max_bytes``
+        behind, and events larger than ``max_bytes`` on their own."""
 
     def __call__(self, event: TapEvent) -> None:
         self.seen += 1
+        size = len(event.message.data)  # (the bytes the event holds, known already: nothing is encoded for this)
+        if size > self.max_bytes:
+            self.dropped += 1
+            return
         queue = self._queue
-        if len(queue) >= self.max_queued:
-            queue.popleft()
+        while queue and (len(queue) >= self.max_queued or self._bytes + size > self.max_bytes):
+            self._bytes -= len(queue.popleft().message.data)
             self.dropped += 1
         queue.append(event)
+        self._bytes += size
         loop = asyncio.get_running_loop()
         if self._worker is None or self._worker.done() or self._loop is not loop:
             self._loop = loop
@@ -219,6 +240,11 @@ class QueuedTap:
         """Events waiting for the observer."""
         return len(self._queue)
 
+    @property
+    def size(self) -> int:
+        """Message bytes waiting for the observer."""
+        return self._bytes
+
     async def _run(self) -> None:
         ready = self._ready
         assert ready is not None
@@ -226,6 +252,7 @@ class QueuedTap:
         while True:
             while queue:
                 event = queue.popleft()
+                self._bytes -= len(event.message.data)
                 self._busy = True
                 try:
                     pending = self.fn(event)
@@ -249,6 +276,7 @@ class QueuedTap:
             self._worker.cancel()
             self._worker = None
         self._queue.clear()
+        self._bytes = 0
 
 
 class TapRecorder:
@@ -327,4 +355,15 @@ class TapRecorder:
         ]
 
 
-__all__ = ["IN", "OUT", "QueuedTap", "Tap", "TapEvent", "TapHub", "TapRecorder", "described", "hub_of"]
+__all__ = [
+    "DEFAULT_QUEUED_BYTES",
+    "IN",
+    "OUT",
+    "QueuedTap",
+    "Tap",
+    "TapEvent",
+    "TapHub",
+    "TapRecorder",
+    "described",
+    "hub_of",
+]
