@@ -477,3 +477,74 @@ async def test_redis_keeps_a_callers_results_within_its_byte_budget_and_counts_a
     finally:
         await client.aclose()
         await store.aclose()
+
+
+async def test_a_client_opening_session_after_session_cannot_grow_redis_past_the_stores_total(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """An unauthenticated client on a stateful endpoint gets a new owner with every handshake session, and the tasks
+    of ended sessions are kept to their TTL: session after session of instant tasks (24 h TTL) stays within the
+    store's total (max_records), the globally oldest finished results going first, the newest kept. Redis used to
+    keep 1,000 records (32 MiB) per session ever opened, for a day."""
+    from support.mcp_http import running
+
+    store = RedisTaskStore(redis_url, prefix="xw-total:", max_records=30, max_records_per_owner=20)
+    app, _ = make_app(engine=TaskEngine(store))
+    day = 86_400_000
+    try:
+        async with running(app) as (base, _):
+            firsts: list[str] = []
+            for _ in range(4):
+                async with Client(base + "/mcp", protocol_version=LEGACY) as churner:
+                    for i in range(15):
+                        handle = await churner.call_tool_as_task("big", {"size": 1000}, ttl=day)
+                        await handle.result(timeout=10)
+                        if i == 0:
+                            firsts.append(handle.task_id)
+                    last = handle
+                    assert (await (await churner.task(last.task_id)).result(timeout=10)).text == "x" * 1000
+                assert await _task_records(redis_url, "xw-total:") <= 30
+            assert await store.get(firsts[0]) is None and await store.get(last.task_id) is not None
+    finally:
+        await app.tasks.engine.aclose()
+
+
+async def test_redis_keeps_all_callers_results_within_the_stores_byte_total_and_refuses_when_none_finished(
+    redis_url: str,  # noqa: F811
+) -> None:
+    """max_bytes: past the store's total the globally oldest finished records go (deleted from Redis, whoever
+    made them; never the one that just ended); at max_records with none finished a new task is refused with the
+    error of the per-caller bound; a task that ends frees the place."""
+    import redis.asyncio as redis
+
+    store = RedisTaskStore(redis_url, prefix="xw-gbytes:", max_records=4, max_bytes=70_000)
+    client = redis.from_url(redis_url)
+
+    async def finished(owner: str, size: int) -> str:
+        record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=86_400_000, poll_ms=100)
+        await store.create(record, max_live=100, max_live_per_owner=100)
+        result = {"content": [{"type": "text", "text": "r" * size}]}
+        await store.update(record["id"], lambda r: r.update(status="completed", result=result) is None)
+        return record["id"]
+
+    try:
+        ids = [await finished(f"s:session-{i}", 20_000) for i in range(5)]
+        assert [await store.get(t) is not None for t in ids] == [False, False, True, True, True]  # 3 x 20 kB fit
+        assert await client.exists(f"xw-gbytes:{{{ids[0]}}}:task") == 0  # (deleted, not left to its ttl)
+        huge = await finished("s:another", 100_000)  # (alone past the total: kept, every other one goes)
+        assert await store.get(huge) is not None and all([await store.get(t) is None for t in ids])
+        busy = []
+        for i in range(4):
+            running = new_record(owner=f"s:busy-{i}", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+            await store.create(running, max_live=100, max_live_per_owner=100)
+            busy.append(running)
+        assert await store.get(huge) is None  # (the one finished record went for the fourth task in progress)
+        extra = new_record(owner="s:late", method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+        with pytest.raises(TaskLimitReached, match="max_records"):
+            await store.create(extra, max_live=100, max_live_per_owner=100)
+        await store.update(busy[0]["id"], lambda r: r.update(status="completed", result={}) is None)
+        await store.create(extra, max_live=100, max_live_per_owner=100)  # (the finished one makes room)
+        assert await store.get(busy[0]["id"]) is None and await store.get(extra["id"]) is not None
+    finally:
+        await client.aclose()
+        await store.aclose()

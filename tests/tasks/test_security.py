@@ -428,3 +428,32 @@ async def test_a_caller_whose_kept_tasks_are_all_in_progress_is_refused_a_new_on
         assert refused["error"]["code"] == -32600 and "max_records_per_owner" in refused["error"]["message"]
         assert probe.calls["hold"] == 3
         probe.release.set()
+
+
+async def test_a_client_opening_session_after_session_stays_within_the_in_memory_stores_total() -> None:
+    """An unauthenticated client gets a new owner with every handshake session: session after session of instant
+    tasks stays within max_records (the oldest finished results of all go first, the newest are kept); with the
+    store at max_records and none finished, a new task is refused with the error of the per-caller bound (the
+    store used to take it past its bound)."""
+    store = InMemoryTaskStore(max_records=30, max_records_per_owner=20)
+    app, probe = make_app()
+    app.enable_tasks(store)
+    async with running(app) as (base, _):
+        for _ in range(4):
+            async with Client(base + "/mcp", protocol_version=LEGACY) as churner:
+                for _ in range(15):
+                    last = await churner.call_tool_as_task("big", {"size": 100})
+                    await last.result(timeout=10)
+                assert (await (await churner.task(last.task_id)).result(timeout=10)).text == "x" * 100
+            assert len(store) <= 30
+    full = InMemoryTaskStore(max_records=3)
+    app.enable_tasks(full)
+    async with raw(app, "alice") as alice, raw(app, "bob") as bob:
+        await alice.initialize(LEGACY)
+        await bob.initialize(LEGACY)
+        for i in range(3):
+            assert "result" in await call(alice, i, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        refused = await call(bob, 9, "tools/call", {"name": "hold", "arguments": {}, "task": {}})
+        assert refused["error"]["code"] == -32600 and "max_records" in refused["error"]["message"]
+        assert probe.calls["hold"] == 3 and len(full) == 3
+        probe.release.set()

@@ -97,6 +97,11 @@ def _size(record: TaskRecord) -> int:
 #: either loses its own oldest finished task, never another caller's
 MAX_RECORDS_PER_OWNER = 1_000
 MAX_BYTES_PER_OWNER = 32 * 1024 * 1024
+#: the tasks a store keeps, all callers together, and their bytes: past either the oldest finished tasks go,
+#: whoever made them (a backstop for callers the bound per caller cannot tell apart: a client that opens
+#: session after session gets a new count with each)
+MAX_RECORDS = 10_000
+MAX_BYTES = 256 * 1024 * 1024
 
 
 def kept_refused(max_records_per_owner: int) -> TaskLimitReached:
@@ -107,13 +112,22 @@ def kept_refused(max_records_per_owner: int) -> TaskLimitReached:
     )
 
 
+def total_refused(max_records: int) -> TaskLimitReached:
+    """The error of a task refused because the store keeps ``max_records`` tasks and none has finished."""
+    return TaskLimitReached(
+        f"the server keeps {max_records} tasks, as many as it keeps in all (max_records), and none has finished: "
+        "retry later"
+    )
+
+
 class InMemoryTaskStore:
     """A :class:`TaskStore` in this process (the default): bounded per caller and in total, in records and bytes.
 
     Args:
         max_records: records kept, whatever their status (default 10,000); beyond it the oldest finished tasks
-            are dropped first (a task in progress is never dropped: the caps on tasks in progress keep their
-            number below this). A backstop: the bounds per caller are reached first.
+            are dropped first, whoever made them (a task in progress is never dropped: with none finished a new
+            task is refused, :class:`~mcpkit.protocol.errors.TaskLimitReached`). A backstop for the callers the
+            bounds per caller cannot tell apart (a client opening handshake session after session).
         max_bytes: the bytes of results, errors and input requests kept (default 256 MiB, estimated from their
             JSON); beyond it the oldest finished tasks are dropped, so a result may go before its time to live
             when the budget is tight.
@@ -133,8 +147,8 @@ class InMemoryTaskStore:
     def __init__(
         self,
         *,
-        max_records: int = 10_000,
-        max_bytes: int = 256 * 1024 * 1024,
+        max_records: int = MAX_RECORDS,
+        max_bytes: int = MAX_BYTES,
         max_records_per_owner: int = MAX_RECORDS_PER_OWNER,
         max_bytes_per_owner: int = MAX_BYTES_PER_OWNER,
     ) -> None:
@@ -185,6 +199,10 @@ class InMemoryTaskStore:
             self._forget_expired(set(owned))
             if len(owned) >= self.max_records_per_owner and not self._drop_oldest_finished(owner):
                 raise kept_refused(self.max_records_per_owner)
+        if len(self._records) >= self.max_records:
+            self._sweep(force=True)  # (expired records first)
+            if len(self._records) >= self.max_records and not self._drop_oldest_finished(None, everyone=True):
+                raise total_refused(self.max_records)
         task_id = record["id"]
         kept = orjson.loads(orjson.dumps(record))
         self._records[task_id] = kept
@@ -336,10 +354,10 @@ class InMemoryTaskStore:
         if not is_terminal(record):
             self._end_live(owner, task_id)
 
-    def _drop_oldest_finished(self, owner: str | None, *, but: str | None = None) -> bool:
-        """Drop ``owner``'s oldest finished task (not ``but``); False when it has none. Its tasks in progress are
-        skipped: at most ``max_live_per_owner`` of them."""
-        for task_id in self._owned.get(owner, ()):
+    def _drop_oldest_finished(self, owner: str | None, *, but: str | None = None, everyone: bool = False) -> bool:
+        """Drop ``owner``'s oldest finished task (``everyone``: the oldest of all; not ``but``); False when there
+        is none. Tasks in progress are skipped: at most the cap on them."""
+        for task_id in self._records if everyone else self._owned.get(owner, ()):
             if task_id != but and is_terminal(self._records[task_id]):
                 self._drop(task_id)
                 self._changed(task_id)

@@ -17,16 +17,22 @@ key                                   holds
                                       the last record it lists (anonymous tasks: one owner, ``-``, listed to nobody)
 ``<prefix>{tasks}:kept:<owner>``      one owner's tasks kept (score: when the record goes): its count, bounded
 ``<prefix>{tasks}:size:<owner>``      the bytes of each of them (a hash; field ``*``: their sum), bounded
+``<prefix>{tasks}:all``               every task kept, all owners (score: creation time), the order the store's
+                                      oldest finished task is found in
+``<prefix>{tasks}:ends``              every task kept (score: when the record goes): their count, bounded
+``<prefix>{tasks}:sizes``             the bytes and owner of each (a hash; field ``*``: the bytes' sum), bounded
 ``<prefix>{tasks}:changes``           a Redis stream: the id of each task that changed (capped, ~10,000 entries)
 ``<prefix>{tasks}:runner:<runner>``   one per worker that created tasks, renewed while it lives (expires
                                       ``runner_timeout`` after its last beat); each record names its runner
 ====================================  ========================================================================
 
 Creating a task is one script on the ``{tasks}`` keys (the caps on tasks in progress are checked and the place
-reserved atomically; the owner's tasks kept are counted, its oldest finished one evicted past the bound), then the
-record's ``SET``: both before the task id is returned, so a ``tasks/get`` on any worker finds it. A task that
-ends is weighed by another script (its record's bytes; past the owner's byte budget its oldest finished tasks are
-evicted); an evicted record is deleted at once and reads as unknown, as an expired one does. A change is an
+reserved atomically; the owner's tasks kept are counted, its oldest finished one evicted past the bound, then the
+store's, its oldest finished one evicted past the store's total), then the record's ``SET``: both before the task
+id is returned, so a ``tasks/get`` on any worker finds it. A task that ends is weighed by another script (its
+record's bytes; past the owner's byte budget its oldest finished tasks are evicted, then past the store's the
+oldest finished of all); an evicted record is deleted at once and reads as unknown, as an expired one does. The
+scripts are in :mod:`.task_scripts`. A change is an
 optimistic transaction (``WATCH`` the record, ``SET ... KEEPTTL``), retried on a conflict, then an ``XADD`` to the
 change stream, which every worker's store follows (``XREAD BLOCK``) to wake what waits on that task (a runner
 waiting for an answer, a ``tasks/result`` waiting for the end, a cancellation reaching the worker that runs the
@@ -55,8 +61,19 @@ import orjson
 
 from ...protocol.errors import INTERNAL_ERROR, TaskLimitReached
 from ...tasks.model import FAILED, TaskRecord, after_cursor, expires_at, is_terminal, kept_until, now_ms
-from ...tasks.store import MAX_BYTES_PER_OWNER, MAX_RECORDS_PER_OWNER, Change, Listener, Listeners, kept_refused
+from ...tasks.store import (
+    MAX_BYTES,
+    MAX_BYTES_PER_OWNER,
+    MAX_RECORDS,
+    MAX_RECORDS_PER_OWNER,
+    Change,
+    Listener,
+    Listeners,
+    kept_refused,
+    total_refused,
+)
 from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connection_for
+from .task_scripts import CREATE, ENDED, FORGET
 
 if TYPE_CHECKING:
     from .connection import RedisClient
@@ -71,124 +88,6 @@ FEED_LENGTH = 10_000  # entries the change stream keeps (approximately: MAXLEN ~
 #: killer: nothing recorded) read ``failed`` on the other workers after it
 RUNNER_TIMEOUT = 10.0
 GONE = "the worker running the task is gone"
-
-# Shared by the scripts on one owner's keys: KEYS[3] its index (by creation), KEYS[4] its kept set (by end),
-# KEYS[5] its sizes, KEYS[2] its tasks in progress.
-_OWNER_LIB = """
-local function forget(id)
-  redis.call('ZREM', KEYS[4], id)
-  redis.call('ZREM', KEYS[3], id)
-  local size = redis.call('HGET', KEYS[5], id)
-  if size then
-    redis.call('HDEL', KEYS[5], id)
-    redis.call('HINCRBY', KEYS[5], '*', -tonumber(size))
-  end
-end
-local function forget_ended(now)
-  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '-inf', now)) do forget(id) end
-end
--- the owner's oldest finished task kept (not `but`), by creation; its tasks in progress are skipped (at most the
--- cap on them), and index entries of records no longer kept are dropped on the way
-local function oldest_finished(but)
-  local start = 0
-  while true do
-    local ids = redis.call('ZRANGE', KEYS[3], start, start + 63)
-    if #ids == 0 then return nil end
-    for _, id in ipairs(ids) do
-      if not redis.call('ZSCORE', KEYS[4], id) then
-        redis.call('ZREM', KEYS[3], id)
-        start = start - 1
-      elseif id ~= but and not redis.call('ZSCORE', KEYS[2], id) then
-        return id
-      end
-    end
-    start = start + #ids
-  end
-end
-local function over_budget(budget, but, evicted)
-  while (tonumber(redis.call('HGET', KEYS[5], '*')) or 0) > budget do
-    local id = oldest_finished(but)
-    if not id then return end
-    forget(id)
-    table.insert(evicted, id)
-  end
-end
-local function keep_keys(ttl)
-  for i = 3, 5 do
-    if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
-  end
-end
-"""
-
-# KEYS: live (all), live (owner), index, kept, sizes (owner). ARGV: now, max live, max live per owner, id, expiry,
-# created, index floor (entries older than this are expired whatever they were), live sets' ttl ms, the owner's
-# keys' ttl ms (as long as the record may be kept), when the record goes, its bytes, max kept per owner, max bytes
-# per owner. Returns {0, evicted ids...}, or {1} / {2}: a cap on tasks in progress, {3}: the owner's kept tasks at
-# the bound, none finished.
-_CREATE = (
-    _OWNER_LIB
-    + """
-local now = tonumber(ARGV[1])
-local id = ARGV[4]
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[2]) then return {1} end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return {2} end
-forget_ended(now)
-local evicted = {0}
-if redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[12]) then
-  local oldest = oldest_finished(nil)
-  if not oldest then return {3} end
-  forget(oldest)
-  table.insert(evicted, oldest)
-end
-redis.call('ZADD', KEYS[1], ARGV[5], id)
-redis.call('ZADD', KEYS[2], ARGV[5], id)
-redis.call('PEXPIRE', KEYS[1], ARGV[8])
-redis.call('PEXPIRE', KEYS[2], ARGV[8])
-redis.call('ZADD', KEYS[3], ARGV[6], id)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[7])
-redis.call('ZADD', KEYS[4], ARGV[10], id)
-redis.call('HSET', KEYS[5], id, ARGV[11])
-redis.call('HINCRBY', KEYS[5], '*', tonumber(ARGV[11]))
-over_budget(tonumber(ARGV[13]), id, evicted)
-keep_keys(tonumber(ARGV[9]))
-return evicted
-"""
-)
-
-# A task ended. KEYS: as _CREATE's. ARGV: id, when the record goes now, its bytes now, max bytes per owner, the
-# owner's keys' ttl ms, now. Returns the ids evicted.
-_ENDED = (
-    _OWNER_LIB
-    + """
-local id = ARGV[1]
-redis.call('ZREM', KEYS[1], id)
-redis.call('ZREM', KEYS[2], id)
-if redis.call('ZSCORE', KEYS[4], id) then
-  redis.call('ZADD', KEYS[4], ARGV[2], id)
-  local before = tonumber(redis.call('HGET', KEYS[5], id)) or 0
-  redis.call('HSET', KEYS[5], id, ARGV[3])
-  redis.call('HINCRBY', KEYS[5], '*', tonumber(ARGV[3]) - before)
-end
-forget_ended(tonumber(ARGV[6]))
-local evicted = {}
-over_budget(tonumber(ARGV[4]), id, evicted)
-keep_keys(tonumber(ARGV[5]))
-return evicted
-"""
-)
-
-# A task deleted. KEYS: as _CREATE's. ARGV: id.
-_FORGET = (
-    _OWNER_LIB
-    + """
-redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('ZREM', KEYS[2], ARGV[1])
-forget(ARGV[1])
-return 0
-"""
-)
 
 
 class RedisTaskStore(OnConnection):
@@ -207,6 +106,11 @@ class RedisTaskStore(OnConnection):
         max_bytes_per_owner: the bytes of one caller's records (default 32 MiB, weighed when a task is created and
             when it ends): past it that caller's oldest finished tasks are evicted (never the one that just
             ended). So one caller fills at most this much of Redis, for no longer than its tasks' time to live.
+        max_records, max_bytes: tasks kept by the whole store, all callers together (default 10,000 and 256 MiB,
+            as the in-memory store): past either the oldest finished tasks go, whoever made them (never one in
+            progress, nor the one that just ended); at ``max_records`` with none finished a new task is refused
+            (:class:`~mcpkit.protocol.errors.TaskLimitReached`). The bound for callers the one per caller cannot
+            tell apart: an unauthenticated client gets a new count with every handshake session it opens.
 
     ``app.enable_tasks(RedisTaskStore(url))`` on every worker. Built from a URL or a client it owns its connection:
     the engine's ``aclose()`` closes it.
@@ -222,18 +126,22 @@ class RedisTaskStore(OnConnection):
         runner_timeout: float = RUNNER_TIMEOUT,
         max_records_per_owner: int = MAX_RECORDS_PER_OWNER,
         max_bytes_per_owner: int = MAX_BYTES_PER_OWNER,
+        max_records: int = MAX_RECORDS,
+        max_bytes: int = MAX_BYTES,
     ) -> None:
         if runner_timeout <= 0:
             raise ValueError("runner_timeout must be positive")
-        if min(max_records_per_owner, max_bytes_per_owner) < 1:
-            raise ValueError("max_records_per_owner and max_bytes_per_owner must be positive")
+        if min(max_records_per_owner, max_bytes_per_owner, max_records, max_bytes) < 1:
+            raise ValueError("max_records, max_bytes and their per-owner bounds must be positive")
         self.max_records_per_owner = max_records_per_owner
         self.max_bytes_per_owner = max_bytes_per_owner
+        self.max_records = max_records
+        self.max_bytes = max_bytes
         self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
-        self._create = self.conn.client.register_script(_CREATE)
-        self._ended = self.conn.client.register_script(_ENDED)
-        self._forget = self.conn.client.register_script(_FORGET)
+        self._create = self.conn.client.register_script(CREATE)
+        self._ended = self.conn.client.register_script(ENDED)
+        self._forget = self.conn.client.register_script(FORGET)
         self._listeners = Listeners()
         self._reader: asyncio.Task[None] | None = None
         self._closed = False
@@ -255,7 +163,8 @@ class RedisTaskStore(OnConnection):
         return self.conn.keys.key("tasks", "own", _owner_key(owner))
 
     def _owner_keys(self, owner: str | None) -> list[str]:
-        """The keys of ``owner``'s scripts: tasks in progress (all, its own), its index, kept set and sizes."""
+        """The keys of the scripts on ``owner``'s task (:mod:`.task_scripts`): tasks in progress (all, its own), its
+        index, kept set and sizes, then the store's index, kept set and sizes."""
         part = _owner_key(owner)
         keys = self.conn.keys
         return [
@@ -264,7 +173,15 @@ class RedisTaskStore(OnConnection):
             self._index(owner),
             keys.key("tasks", "kept", part),
             keys.key("tasks", "size", part),
+            keys.key("tasks", "all"),
+            keys.key("tasks", "ends"),
+            keys.key("tasks", "sizes"),
         ]
+
+    @property
+    def _base(self) -> str:
+        """``<prefix>{tasks}:``: the scripts make another owner's keys from it (same slot)."""
+        return self.conn.keys.key("tasks", "")
 
     def _runner(self, runner: str) -> str:
         return self.conn.keys.key("tasks", "runner", runner)
@@ -286,6 +203,7 @@ class RedisTaskStore(OnConnection):
         data = orjson.dumps(record)
         ttl = _ttl(record, now)
         args = [
+            self._base,
             now,
             max_live,
             max_live_per_owner,
@@ -299,6 +217,9 @@ class RedisTaskStore(OnConnection):
             len(data),
             self.max_records_per_owner,
             self.max_bytes_per_owner,
+            _owner_key(owner),
+            self.max_records,
+            self.max_bytes,
         ]
         async with self.conn.guard("task store"):
             reply = await self._create(keys=self._owner_keys(owner), args=args)
@@ -318,6 +239,8 @@ class RedisTaskStore(OnConnection):
             )
         if refused == 3:
             raise kept_refused(self.max_records_per_owner)
+        if refused == 4:
+            raise total_refused(self.max_records)
         await self._evicted(reply[1:])
         await self._changed(task_id)
 
@@ -330,7 +253,7 @@ class RedisTaskStore(OnConnection):
             for task_id in names:  # (records of several slots: one UNLINK each)
                 await self.conn.client.unlink(self._record(task_id))
         for task_id in names:
-            logger.info("task %s evicted: its owner's tasks kept are past the store's bounds", task_id[:8])
+            logger.info("task %s evicted: the tasks kept are past the store's bounds", task_id[:8])
             await self._changed(task_id)
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -412,9 +335,20 @@ class RedisTaskStore(OnConnection):
             if is_terminal(draft) and not is_terminal(before):
                 now = now_ms()
                 keep = _ttl(draft, now)  # (a record kept longer than granted: its owner's keys last as long)
-                args = [task_id, now + keep, len(orjson.dumps(draft)), self.max_bytes_per_owner, keep, now]
+                owner = draft.get("owner")
+                args = [
+                    self._base,
+                    task_id,
+                    now + keep,
+                    len(orjson.dumps(draft)),
+                    self.max_bytes_per_owner,
+                    keep,
+                    now,
+                    _owner_key(owner),
+                    self.max_bytes,
+                ]
                 async with self.conn.guard("task store"):
-                    evicted = await self._ended(keys=self._owner_keys(draft.get("owner")), args=args)
+                    evicted = await self._ended(keys=self._owner_keys(owner), args=args)
                 await self._evicted(evicted)
             await self._changed(task_id)
             return draft
@@ -425,7 +359,7 @@ class RedisTaskStore(OnConnection):
         async with self.conn.guard("task store"):
             await self.conn.client.unlink(self._record(task_id))
             if record is not None:
-                await self._forget(keys=self._owner_keys(record.get("owner")), args=[task_id])
+                await self._forget(keys=self._owner_keys(record.get("owner")), args=[self._base, task_id])
         await self._changed(task_id)
 
     async def list(self, owner: str | None, after: tuple[int, str] | None, limit: int) -> list[TaskRecord]:
