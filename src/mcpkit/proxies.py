@@ -49,6 +49,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .client.targets import TargetError
+from .protocol.apps import relinked_tool_meta
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
@@ -676,6 +677,8 @@ def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats
             annotations.setdefault("title", title)
             out["annotations"] = annotations
     if method == "tools/list":
+        if prefix is not None and "_meta" in out:  # (the member's view is served under the prefix: linked there)
+            out["_meta"] = relinked_tool_meta(out["_meta"], lambda uri: prefixed_uri(prefix, uri))
         if not feats.structured_output:
             out.pop("outputSchema", None)
         if not feats.tool_annotations:

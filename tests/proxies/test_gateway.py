@@ -104,6 +104,33 @@ async def test_resource_uris_in_a_members_results_are_the_gateways_and_read_back
         assert prompt.messages[0].content.resource.uri == "books://lib/shelf/dune"
 
 
+def _dice() -> MCPKit:
+    app = MCPKit("dice")
+    app.add_view("ui://dice/board", html="<!doctype html><html><body>board</body></html>")
+
+    @app.tool(ui="ui://dice/board")
+    def roll() -> int:
+        return 4
+
+    return app
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_members_tool_links_to_its_view_under_the_gateways_uri(mode: str) -> None:
+    """A member's MCP Apps tool kept the member's view URI in ``_meta.ui.resourceUri`` (and the flat
+    ``ui/resourceUri``) while the gateway served the view under its prefix: a host reading the linked view got
+    "Resource not found", so no member's view could be shown through a gateway."""
+    gateway = mcpkit.proxy({"games": _dice(), "other": _member("other", "x")})
+    async with serve_http(gateway) as url, Client(url, mode=mode) as client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        meta = tools["games_roll"].meta
+        assert meta is not None and meta["ui"] == {"resourceUri": "ui://games/dice/board"}
+        assert meta["ui/resourceUri"] == "ui://games/dice/board"
+        assert tools["other_x"].meta is None
+        view = await client.read_view(tools["games_roll"])
+        assert view.uri == "ui://games/dice/board" and "board" in view.html
+
+
 # ---------------------------------------------------------------------------------------------- a member that is down
 
 

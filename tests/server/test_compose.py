@@ -501,3 +501,39 @@ async def test_a_server_mounted_twice_keeps_its_lifespan_when_one_of_its_mounts_
     async with Client(parent, mode="handshake"):
         pass
     assert runs == ["enter", "exit", "enter", "exit"]  # (no mount left: its lifespan no longer runs)
+
+
+def _apps_child() -> MCPKit:
+    child = MCPKit("dice")
+    child.add_view("ui://dice/board", html="<!doctype html><html><body>board</body></html>")
+
+    @child.tool(ui="ui://dice/board")
+    def roll() -> int:
+        return 4
+
+    @child.tool(meta={"ui/resourceUri": "ui://dice/board"})  # (the deprecated flat key alone)
+    def legacy_roll() -> int:
+        return 4
+
+    return child
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("how", ["mount", "import_server"])
+async def test_a_mounted_tools_view_link_names_the_view_where_the_parent_serves_it(mode: str, how: str) -> None:
+    """An MCP Apps tool mounted under a prefix kept its own server's view URI in ``_meta.ui.resourceUri`` (and the
+    flat ``ui/resourceUri``) while the parent served the view at the prefixed URI: every host that rendered it
+    read ``ui://dice/board`` and got "Resource not found"."""
+    parent = MCPKit("parent")
+    getattr(parent, how)(_apps_child(), "games")
+    async with Client(parent, mode=mode) as client:
+        tools = {t.name: t for t in await client.list_tools()}
+        roll, legacy = tools["games_roll"], tools["games_legacy_roll"]
+        assert roll.meta is not None and roll.meta["ui"]["resourceUri"] == "ui://games/dice/board"
+        assert roll.meta["ui/resourceUri"] == "ui://games/dice/board"
+        assert legacy.meta == {"ui/resourceUri": "ui://games/dice/board"}
+        for tool in (roll, legacy):
+            view = await client.read_view(tool)
+            assert view.uri == "ui://games/dice/board" and "board" in view.html
+    child_tool = _apps_child()._tools["roll"]  # (the mounted server's own definition is not touched)
+    assert child_tool.meta["ui"]["resourceUri"] == "ui://dice/board"

@@ -20,7 +20,7 @@ Each list keeps at most :data:`MAX_CSP_SOURCES` entries.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 JSONDict = dict[str, Any]
@@ -174,6 +174,25 @@ def tool_ui(meta: object) -> JSONDict | None:
     return out or None
 
 
+def relinked_tool_meta(meta: Any, relink: Callable[[str], str]) -> Any:
+    """A tool's ``_meta`` whose view link (``ui.resourceUri``, and the deprecated flat ``ui/resourceUri``) is
+    ``relink(uri)``: what a server serving another server's tools and resources under URIs of its own (a mount's or
+    a gateway's prefix) sends, so that the link names the view where it is served. ``meta`` itself (not copied)
+    when it links to no view."""
+    if not isinstance(meta, Mapping):
+        return meta
+    out: JSONDict | None = None
+    ui = meta.get("ui")
+    if isinstance(ui, Mapping) and isinstance(ui.get("resourceUri"), str):
+        out = dict(meta)
+        out["ui"] = {**ui, "resourceUri": relink(ui["resourceUri"])}
+    legacy = meta.get(LEGACY_RESOURCE_URI_KEY)
+    if isinstance(legacy, str):
+        out = dict(meta) if out is None else out
+        out[LEGACY_RESOURCE_URI_KEY] = relink(legacy)
+    return meta if out is None else out
+
+
 def visible_to(meta: object, who: str) -> bool:
     """Whether a tool with this ``_meta`` may be used by ``who`` (``"model"`` or ``"app"``); both by default."""
     ui = tool_ui(meta)
@@ -221,6 +240,7 @@ __all__ = [
     "csp_source_problem",
     "is_view_uri",
     "permission_policy",
+    "relinked_tool_meta",
     "tool_ui",
     "visible_to",
 ]

@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from ..protocol.apps import relinked_tool_meta
 from ..protocol.errors import ResourceNotFound
 from ..protocol.versions import Features
 from .context import Context
@@ -254,6 +255,8 @@ class MountedTool(Tool):
         _wrap(self, inner, mount)
         self.name = name
         self.info: _MountedInfo = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
+        if mount.prefix is not None:  # (its view is served under the prefix too: the link names it there)
+            self.meta = relinked_tool_meta(inner.meta, lambda uri: prefixed_uri(mount.prefix, uri))
 
     @property
     def returns(self) -> Any:
@@ -262,7 +265,10 @@ class MountedTool(Tool):
     def definition(self, feats: Features) -> JSONDict:
         cached = self._defs.get(feats.version)
         if cached is None:
-            cached = self._defs[feats.version] = {**self.inner.definition(feats), "name": self.name}
+            cached = {**self.inner.definition(feats), "name": self.name}
+            if self.meta is not self.inner.meta:
+                cached["_meta"] = self.meta
+            self._defs[feats.version] = cached
         return cached
 
     def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
