@@ -451,6 +451,40 @@ async def test_a_sessions_streams_are_bounded_the_oldest_going_with_its_request_
         await store.aclose()
 
 
+async def test_a_sessions_stored_events_stay_within_its_byte_budget_the_oldest_streams_going_first(
+    url_and_cluster: tuple[str, bool],
+) -> None:
+    # The count of streams alone let one session keep 1,000 streams of up to 1,000 events each, whatever their size
+    # (large tool results streamed as SSE): Redis grew by gigabytes for one session. Past its byte budget the
+    # streams it wrote least recently go first (as past the count), then the oldest events of the one written now
+    # (never the event just kept); events trimmed by max_events_per_stream leave the count; another session's stay.
+    url, cluster = url_and_cluster
+    prefix = f"t{secrets.token_hex(4)}:"
+    store = RedisEventStore(url, prefix=prefix, cluster=cluster, max_bytes_per_session=1000, max_events_per_stream=2)
+    event = b"e" * 400
+    try:
+        await store.append("other/1", 1, event)
+        for n in range(1, 4):
+            await store.append_first(f"sid/{n}", 1, event, n)
+        assert await store.replay("sid/1", 0) is None and await store.request_of("sid/1") is None
+        assert await store.replay("sid/2", 0) == [(1, event)] and await store.replay("sid/3", 0) == [(1, event)]
+        for seq in range(2, 12):  # (trimmed to 2 events by max_events_per_stream: 800 bytes counted, not 4,400)
+            await store.append("sid/3", seq, event)
+        assert await store.replay("sid/3", 9) == [(10, event), (11, event)]
+        assert await store.replay("sid/2", 0) is None  # (sid/2 and two events of sid/3 > 1,000: sid/2 went)
+        await store.append("sid/3", 12, b"b" * 2000)  # alone past the budget: its own older events go, not this one
+        assert await store.replay("sid/3", 11) == [(12, b"b" * 2000)] and await store.replay("sid/3", 10) is None
+        await store.append_first("sid/4", 1, event, 4)
+        assert await store.replay("sid/3", 11) is None and await store.replay("sid/4", 0) == [(1, event)]
+        assert await store.replay("other/1", 0) == [(1, event)]
+        await store.forget("sid/")
+        keys = store.conn.keys
+        for key in (keys.key("sid", "ev", "4"), keys.key("sid", "evo"), keys.key("sid", "evb")):
+            assert not await store.conn.client.exists(key), key
+    finally:
+        await store.aclose()
+
+
 async def test_one_sessions_keys_share_a_cluster_slot(redis_cluster_url: str) -> None:  # noqa: F811
     from redis.asyncio.cluster import RedisCluster
 

@@ -4,7 +4,9 @@ Each stream is a Redis stream whose entry ids ARE the event numbers (``<seq>-0``
 grow (so two writers can never interleave one stream) and ``XRANGE`` from ``after + 1`` is the replay; the first
 remaining entry tells whether a replay would have a hole. Each append and each replay is ONE command: a small Lua
 script (EVALSHA) that does XADD with MAXLEN + PEXPIRE + ZADD/PEXPIRE of the session's streams (a sorted set, the
-least recently written first: beyond ``max_streams_per_session`` that one is deleted in the same script), or reads
+least recently written first: beyond ``max_streams_per_session`` that one is deleted in the same script; the
+bytes of the session's events are counted in ``<prefix>{<session>}:evb``, and beyond ``max_bytes_per_session`` the
+streams written least recently go, then the oldest events of the one written now), or reads
 the first entry, checks for a gap and returns the range (renewing the TTL: a client still resuming keeps its
 stream alive).
 
@@ -34,11 +36,34 @@ from .connection import DEFAULT_TIMEOUT, OnConnection, RedisConnection, connecti
 if TYPE_CHECKING:
     from .connection import RedisClient
 
-# KEYS: stream, the session's streams (sorted set, the least recently written first), request ids. ARGV: entry id,
-# data, maxlen, ttl ms ('' = none), stream name (member), last ('1'/''), the id of the request the stream answers
-# (JSON; '' = none), the most streams a session keeps, the key of the session's streams without the part after '/'
-# (to delete the one that goes).
+# KEYS: stream, the session's streams (sorted set, the least recently written first), request ids, bytes (a hash:
+# stream name -> the bytes of its events kept; field '*': their sum). ARGV: entry id, data, maxlen, ttl ms ('' =
+# none), stream name (member), last ('1'/''), the id of the request the stream answers (JSON; '' = none), the most
+# streams a session keeps, the key of the session's streams without the part after '/' (to delete one that goes),
+# the most bytes a session keeps.
 _APPEND = """
+local function weigh(stream, bytes)
+  redis.call('HINCRBY', KEYS[4], stream, bytes)
+  return redis.call('HINCRBY', KEYS[4], '*', bytes)
+end
+local function drop(stream)
+  local at = string.find(stream, '/', 1, true)
+  redis.call('DEL', ARGV[9] .. (at and string.sub(stream, at + 1) or ''))
+  redis.call('HDEL', KEYS[3], stream)
+  local bytes = tonumber(redis.call('HGET', KEYS[4], stream))
+  if bytes then
+    redis.call('HDEL', KEYS[4], stream)
+    redis.call('HINCRBY', KEYS[4], '*', -bytes)
+  end
+end
+-- the events MAXLEN is about to trim leave the count of bytes
+local freed = 0
+local over = redis.call('XLEN', KEYS[1]) - tonumber(ARGV[3]) + 1
+if over > 0 then
+  for _, entry in ipairs(redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', over)) do
+    freed = freed + string.len(entry[2][2])
+  end
+end
 if ARGV[6] == '1' then
   redis.call('XADD', KEYS[1], 'MAXLEN', ARGV[3], ARGV[1], 'd', ARGV[2], 'f', '1')
 else
@@ -53,14 +78,30 @@ if #top == 0 or top[1] ~= ARGV[5] then
   local extra = added == 1 and redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[8]) or 0
   if extra > 0 then
     local old = redis.call('ZPOPMIN', KEYS[2], extra)
-    for i = 1, #old, 2 do
-      local at = string.find(old[i], '/', 1, true)
-      redis.call('DEL', ARGV[9] .. (at and string.sub(old[i], at + 1) or ''))
-      redis.call('HDEL', KEYS[3], old[i])
-    end
+    for i = 1, #old, 2 do drop(old[i]) end
   end
 end
-if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+-- past the byte budget: the streams written least recently go, then the oldest events of this one (never the
+-- event just kept)
+local budget = tonumber(ARGV[10])
+local total = weigh(ARGV[5], string.len(ARGV[2]) - freed)
+while total > budget do
+  local oldest = redis.call('ZRANGE', KEYS[2], 0, 0)
+  if #oldest == 0 or oldest[1] == ARGV[5] then break end
+  redis.call('ZREM', KEYS[2], oldest[1])
+  drop(oldest[1])
+  total = tonumber(redis.call('HGET', KEYS[4], '*')) or 0
+end
+while total > budget do
+  local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+  if #first == 0 or first[1][1] == ARGV[1] then break end
+  redis.call('XDEL', KEYS[1], first[1][1])
+  total = weigh(ARGV[5], -string.len(first[1][2][2]))
+end
+if ARGV[4] ~= '' then
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  redis.call('PEXPIRE', KEYS[4], ARGV[4])
+end
 if ARGV[7] ~= '' then
   redis.call('HSET', KEYS[3], ARGV[5], ARGV[7])
   if ARGV[4] ~= '' then redis.call('PEXPIRE', KEYS[3], ARGV[4]) end
@@ -82,6 +123,8 @@ return redis.call('XRANGE', KEYS[1], ARGV[1] .. '-0', '+')
 """
 #: Streams one session keeps by default (see ``RedisEventStore(max_streams_per_session=)``).
 MAX_STREAMS_PER_SESSION = 1000
+#: Bytes of events one session keeps by default (see ``RedisEventStore(max_bytes_per_session=)``).
+MAX_BYTES_PER_SESSION = 16 * 1024 * 1024
 _GLOB_SPECIAL = frozenset("*?[]\\")
 
 __all__ = ["RedisEventStore"]
@@ -121,6 +164,10 @@ class RedisEventStore(OnConnection):
             :meth:`forget` (not advised: a client that never ends its session would leak them).
         max_streams_per_session: streams kept per session (each answer streamed as SSE is one, about 5 KB in
             Redis); beyond, the one the session wrote to least recently is deleted (a resume of it gets None).
+        max_bytes_per_session: bytes of events kept per session (default 16 MiB, the events' data; events trimmed
+            by ``max_events_per_stream`` leave the count): beyond, the streams the session wrote to least recently
+            are deleted, then the oldest events of the stream written now (never the event just kept): so a
+            session's events take at most this much of Redis, or one event if it is larger.
         cluster, timeout: for a URL (see :class:`~mcpkit.stores.redis.RedisConnection`).
     """
 
@@ -132,19 +179,21 @@ class RedisEventStore(OnConnection):
         max_events_per_stream: int = 1000,
         ttl: float | None = 3600.0,
         max_streams_per_session: int = MAX_STREAMS_PER_SESSION,
+        max_bytes_per_session: int = MAX_BYTES_PER_SESSION,
         cluster: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         if max_events_per_stream < 1:
             raise ValueError("max_events_per_stream must be at least 1")
-        if max_streams_per_session < 1:
-            raise ValueError("max_streams_per_session must be at least 1")
+        if min(max_streams_per_session, max_bytes_per_session) < 1:
+            raise ValueError("max_streams_per_session and max_bytes_per_session must be at least 1")
         if ttl is not None and ttl <= 0:
             raise ValueError("ttl must be positive (or None)")
         self.conn: RedisConnection
         self.conn, self._owns = connection_for(redis, prefix=prefix, cluster=cluster, timeout=timeout)
         self.max_events_per_stream = max_events_per_stream
         self.max_streams_per_session = max_streams_per_session
+        self.max_bytes_per_session = max_bytes_per_session
         self.ttl = ttl
         self._ttl_arg = str(_ms(ttl)) if ttl is not None else ""
         client = self.conn.client
@@ -161,6 +210,9 @@ class RedisEventStore(OnConnection):
 
     def _requests_key(self, stream: str) -> str:
         return self.conn.keys.key(stream.partition("/")[0], "evr")
+
+    def _bytes_key(self, stream: str) -> str:
+        return self.conn.keys.key(stream.partition("/")[0], "evb")
 
     async def append(self, stream: str, seq: int, data: bytes) -> None:
         """Keep event ``seq``. Raises ``redis.ResponseError`` when ``seq`` is not above the stream's last number:
@@ -193,10 +245,11 @@ class RedisEventStore(OnConnection):
 
     async def _add(self, stream: str, seq: int, data: bytes, last: str, request_id: bytes = b"") -> None:
         tag = stream.partition("/")[0]
-        keys = [self.key(stream), self._group_key(stream), self._requests_key(stream)]
+        keys = [self.key(stream), self._group_key(stream), self._requests_key(stream), self._bytes_key(stream)]
         base = self.conn.keys.key(tag, "ev", "")
         cap = self.max_streams_per_session
         args = [f"{seq}-0", data, self.max_events_per_stream, self._ttl_arg, stream, last, request_id, cap, base]
+        args.append(self.max_bytes_per_session)
         async with self.conn.guard("event store"):
             await self._append(keys=keys, args=args)
 
@@ -235,14 +288,14 @@ class RedisEventStore(OnConnection):
                 group_key, older = keys.key(tag, "evo"), keys.key(tag, "evs")  # (evs: a set, before the cap)
                 members = [*await client.zrange(group_key, 0, -1), *await client.smembers(older)]
                 names = [self.key(m.decode() if isinstance(m, bytes) else m) for m in members]
-                await client.unlink(group_key, older, keys.key(tag, "evr"), *names)
+                await client.unlink(group_key, older, keys.key(tag, "evr"), keys.key(tag, "evb"), *names)
                 return
             # Any other prefix: SCAN for the streams (and the session sets whose streams all start with it).
             if slash:
                 patterns = [_glob_escape(keys.key(tag, "ev", rest)) + "*"]
             else:
                 start = _glob_escape(f"{keys.prefix}{{{prefix}")
-                patterns = [start + "*}:ev:*", start + "*}:evo", start + "*}:evs", start + "*}:evr"]
+                patterns = [start + "*}:ev:*", start + "*}:evo", start + "*}:evs", start + "*}:evr", start + "*}:evb"]
             batch: list[Any] = []
             for pattern in patterns:
                 async for key in client.scan_iter(match=pattern, count=1000):
