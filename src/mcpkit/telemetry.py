@@ -16,10 +16,10 @@ raises :class:`~mcpkit.protocol.errors.UnknownName`, so a caller cannot make spa
 ``mcp.method.name``, ``mcp.protocol.version``, ``mcp.session.id`` (a label made for the session in this process:
 never the HTTP session id), ``jsonrpc.request.id``, ``gen_ai.tool.name`` and ``gen_ai.operation.name``
 (``execute_tool``) for a tool call, ``gen_ai.prompt.name``, ``mcp.resource.uri``, and ``mcpkit.era``
-(``handshake`` or ``modern``); the client's also ``network.transport`` (``pipe``: stdio; ``tcp``: HTTP, SSE,
-WebSocket). A request that fails is an error span: ``error.type`` and ``rpc.response.status_code`` are the JSON-RPC
-error code, or ``tool_error`` for a tool's ``isError`` result, or the exception's type (recorded on the span); the
-status description is the error's message.
+(``handshake`` or ``modern``), and ``network.transport`` (``pipe``: stdio; ``tcp``: HTTP, SSE, WebSocket; ``unix``:
+HTTP on a Unix domain socket; none in memory). A request that fails is an error span: ``error.type`` and
+``rpc.response.status_code`` are the JSON-RPC error code, or ``tool_error`` for a tool's ``isError`` result, or the
+exception's type (recorded on the span); the status description is the error's message.
 
 Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
 your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
@@ -205,9 +205,11 @@ class Telemetry(Middleware):
         parent, links = self._remote(call.params)
         trace = self._trace
         method = call.method
-        attrs = request_attributes(
-            method, call.params, call.request_id, call.context.features.version, session_label(call)
-        )
+        context = call.context
+        attrs = request_attributes(method, call.params, call.request_id, context.features.version, session_label(call))
+        network = context.rc.peer.network  # (the peer it came on: a session's, or the stateless one of 2026-07-28)
+        if network is not None:
+            attrs["network.transport"] = network
         span = self.tracer.start_span(
             span_name(method, call.params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links
         )

@@ -166,6 +166,10 @@ class BaseConnection:
     :class:`Connection` protocol: a transport written before these existed) is served the same way, with the
     defaults."""
 
+    #: the transport it is, as OpenTelemetry's ``network.transport`` names it ("pipe", "tcp", "unix"; None: not
+    #: known, in memory): ``Server.serve`` gives it to the session's peer (``Peer.network``)
+    network: str | None = None
+
     def receive(self) -> Coroutine[Any, Any, bytes | None]:
         """One framed payload, or None at the end of input (an ``async def receive`` overrides it; a transport
         may also hand out another coroutine, as stdio does, to save a frame per message)."""

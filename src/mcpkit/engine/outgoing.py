@@ -140,6 +140,9 @@ class Requests:
     channel: int
     #: watches every request this peer sends (None: nothing is done, one attribute test per request)
     tracer: RequestTracer | None = None
+    #: the transport its messages travel over, as OpenTelemetry's ``network.transport`` names it ("pipe": stdio;
+    #: "tcp"; "unix": a Unix domain socket), set by whoever made the peer for a connection; None: not known, in memory
+    network: str | None = None
 
     def _tapped(self, direction: str, msg: Outgoing) -> None:
         """Show ``msg`` to the tap (called only when there is one)."""

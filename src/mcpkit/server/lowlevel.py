@@ -670,6 +670,7 @@ class Server(Runnable):
         session = self.create_session(conn, **peer_options)
         if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
             conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
+            session.peer.network = conn.network
         session.peer.on_input_end = functools.partial(self._end_listeners, session)
         try:
             await session.peer.run(conn.receive, drain_timeout=drain_timeout)

@@ -135,6 +135,8 @@ class StdioServerTransport(BaseConnection):
         guard_stdout: redirect fd 1 to stderr after taking a private copy for the protocol (recommended).
     """
 
+    network = "pipe"
+
     def __init__(
         self,
         *,

@@ -27,7 +27,7 @@ from ...protocol import jsonrpc, versions
 from ...protocol.errors import INVALID_REQUEST
 from ...protocol.jsonrpc import Batch, Notification, Request, RequestId
 from .answer import Answerer
-from .sessions import SessionManager, client_key, owned_by
+from .sessions import SessionManager, client_key, network_of, owned_by
 from .shared import MAX_LOGGED_CANCELS, unavailable
 from .stream import JSON_MODE, SSE_MODE, UNDECIDED, HTTPSession, SSEPump, Stream
 from .wire import (
@@ -249,7 +249,7 @@ class HandshakeRoutes:
     ) -> Any:
         """:meth:`post` for a session this worker does not hold, or with a session store (which is the truth)."""
         try:
-            hs = await self.sessions.find(sid)
+            hs = await self.sessions.find(sid, network_of(scope))
         except ConnectionError as exc:  # the store cannot be reached: say so (the session may be fine)
             await respond(send, 503, unavailable(exc), extra=RETRY_AFTER_1)
             return None
@@ -352,6 +352,7 @@ class HandshakeRoutes:
             await respond(send, refused[0], refused[1], extra=[(b"retry-after", b"5")])
             return
         hs = self.sessions.create(client)
+        hs.session.peer.network = network_of(scope)
         hs.busy += 1
         extra: Sequence[tuple[bytes, bytes]] = ((b"mcp-session-id", hs.id.encode()),)
         stream = self.session_stream(hs)
@@ -392,8 +393,9 @@ class HandshakeRoutes:
         if t is Request and msg.method == "initialize":
             session = server.create_session(NULL_OUTBOX, **self.peer_options)  # answers initialize, then forgotten
             session.stateless = True  # (it stands for nobody either: what it declares is what every request gets)
+            session.peer.network = network_of(scope)
         else:
-            session = self._stateless_session(version)
+            session = self._stateless_session(version, scope)
         if not has_requests(msg):
             if scope.get("auth") is not None:  # (the shared peer knows no detached request)
                 await self.stateless_calls.cancel_anywhere(client_key(scope), msg, server.fanout)
@@ -417,7 +419,7 @@ class HandshakeRoutes:
                         self.stateless_calls.discard(key, ctx)
                     return
         else:
-            peer = self._preinitialized(version).peer
+            peer = self._preinitialized(version, scope).peer
             runner = peer.answer(msg, stream, body)
             if t is Batch and scope.get("auth") is not None:
                 await self._serve_batch(scope, msg, peer, stream, runner, receive, send)
@@ -448,18 +450,19 @@ class HandshakeRoutes:
             for key in kept:
                 calls.discard(key, peer)
 
-    def _preinitialized(self, version: str) -> HostedSession:
+    def _preinitialized(self, version: str, scope: Scope) -> HostedSession:
         session = self.server.create_session(NULL_OUTBOX, **self.peer_options)
+        session.peer.network = network_of(scope)
         session.version = version
         session.features = versions.features(version)
         session.initialized = True
         session.stateless = True  # every client's requests run on it: they keep nothing in it
         return session
 
-    def _stateless_session(self, version: str) -> HostedSession:
+    def _stateless_session(self, version: str, scope: Scope) -> HostedSession:
         session = self.stateless_sessions.get(version)
         if session is None:
-            session = self.stateless_sessions[version] = self._preinitialized(version)
+            session = self.stateless_sessions[version] = self._preinitialized(version, scope)
         return session
 
     # ------------------------------------------------------------------ GET and DELETE
@@ -477,7 +480,7 @@ class HandshakeRoutes:
         if sid is None:
             return 400, _SESSION_ID_REQUIRED
         try:
-            hs = await self.sessions.find(sid)
+            hs = await self.sessions.find(sid, network_of(scope))
         except ConnectionError as exc:
             return 503, unavailable(exc)
         if hs is None or not owned_by(hs, scope):

@@ -110,13 +110,14 @@ class SessionManager:
         else:
             await self.shared.receive(hs, msg, body)
 
-    async def find(self, sid: str | None) -> HTTPSession | None:
+    async def find(self, sid: str | None, network: str | None = None) -> HTTPSession | None:
         """The session ``sid`` as this worker serves it: its copy (refreshed against the store), or restored from
-        the store; None when unknown or ended. Raises ``ConnectionError`` when the store cannot be reached."""
+        the store (``network``: the transport it is restored for, see :func:`network_of`); None when unknown or
+        ended. Raises ``ConnectionError`` when the store cannot be reached."""
         hs = self.table.get(sid)  # type: ignore[arg-type]
         if self.session_store is not None:
             if hs is None:
-                return await self.restore(sid) if sid is not None else None
+                return await self.restore(sid, network) if sid is not None else None
             if not await self.refresh(hs):
                 return None  # ended on another worker (or expired in the store)
         return hs
@@ -131,7 +132,7 @@ class SessionManager:
             if stream is not None and stream.conn is not None and not stream.close_connection(retry_ms):
                 stream.conn.end()
 
-    async def restore(self, sid: str) -> HTTPSession | None:
+    async def restore(self, sid: str, network: str | None = None) -> HTTPSession | None:
         """The session ``sid`` as the session store records it, now held by this worker too; None when the store
         does not know it (or serves another era), or every session here is busy and the table is full. Raises
         ``ConnectionError`` when the store cannot be reached (the request gets 503, not 404)."""
@@ -155,6 +156,7 @@ class SessionManager:
         client = tuple(owner) if isinstance(owner, list) and len(owner) == 3 and owner[0] == "principal" else None
         hs = self.session_class(sid, client)
         session = hs.session = self.server.create_session(hs, **self.peer_options)
+        session.peer.network = network
         session.state[SESSION_BINDING] = _binding(sid)  # (the name every worker gives it: its tasks are found)
         session.version = state["version"]
         session.features = versions.features(state["version"])
@@ -449,6 +451,14 @@ def client_key(scope: Scope) -> tuple[Any, ...] | None:
         )
     client = scope.get("client")
     return ("address", client[0]) if client else None  # (no address known: only max_sessions applies)
+
+
+def network_of(scope: Scope) -> str:
+    """The transport an ASGI connection came over, as OpenTelemetry's ``network.transport`` names it (what the
+    sessions made for it say, ``Peer.network``): "unix" when the server's address has no port (a Unix domain
+    socket: uvicorn's ``--uds`` gives ``(path, None)``), else "tcp"."""
+    server = scope.get("server")
+    return "unix" if server is not None and server[1] is None else "tcp"
 
 
 def owned_by(hs: HTTPSession, scope: Scope) -> bool:

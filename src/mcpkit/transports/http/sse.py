@@ -65,7 +65,7 @@ from ...server.request_context import at_token_expiry
 from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
-from .sessions import client_key, owner_matches
+from .sessions import client_key, network_of, owner_matches
 from .wire import TEXT_TYPE, declared_too_large, respond, wait_disconnect
 
 if TYPE_CHECKING:
@@ -267,6 +267,7 @@ class LegacySSEEndpoint:
         outbox = BoundedOutbox(self.queue_size, self.stall_timeout, lambda: stream.abort(), self.queue_bytes)
         stream = _SSEStream(sid, outbox, client)
         session = self.server.create_session(stream.outbox, **self.peer_options)
+        session.peer.network = network_of(scope)
         stream.session = session
         self._streams[sid] = stream
         self._per_client[client] = self._per_client.get(client, 0) + 1

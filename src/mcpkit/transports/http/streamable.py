@@ -47,7 +47,7 @@ from .handshake import HandshakeRoutes
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernValidator, Refused, ToolHeaders
 from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
-from .sessions import SessionManager
+from .sessions import SessionManager, network_of
 from .stream import UNDECIDED, SSEPump, Stream, close_sse_stream
 from .wire import (
     CONTENT_TYPE_JSON,
@@ -427,6 +427,7 @@ class StreamableHTTPEndpoint:
                 peer = self._modern_peer
                 if peer is None:
                     peer = self._modern_peer = self.server.stateless_peer()  # runs dispatch_modern(rc)
+                    peer.network = network_of(scope)  # (one endpoint, one listener: its first request's says)
                 if self.json_response and m.method != "subscriptions/listen":
                     # answered with application/json, nothing before it: what the handler sends first (progress,
                     # log messages) has nowhere to go, so its outbox drops it

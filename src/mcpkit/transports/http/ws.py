@@ -52,7 +52,7 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ...server.request_context import TOKEN_EXPIRED, at_token_expiry
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
 from .security import RequestCheck, make_request_check
-from .sessions import client_key
+from .sessions import client_key, network_of
 from .sse import BoundedOutbox, finish_all_after_answers
 from .wire import TEXT_TYPE, respond
 
@@ -219,6 +219,7 @@ class WebSocketEndpoint:
         conn = _Connection(BoundedOutbox(self.queue_size, self.stall_timeout, lambda: None, self.queue_bytes))
         conn.outbox.on_stall = lambda: conn.abort(CLOSE_POLICY_VIOLATION, "client is not reading")
         session = self.server.create_session(conn.outbox, **self.peer_options)
+        session.peer.network = network_of(scope)
         conn.session = session
         self._connections.add(conn)
         self._per_client[client] = self._per_client.get(client, 0) + 1
