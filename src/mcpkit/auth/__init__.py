@@ -21,6 +21,7 @@ from .._lazy import lazy_getattr
 if TYPE_CHECKING:
     from .client import (
         AssertionRequest,
+        AuthorizationServerUnavailable,
         FileTokenStorage,
         HeadlessBrowser,
         IdJagExchange,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "AssertionRequest": ".client",
+    "AuthorizationServerUnavailable": ".client",
     "IdJagExchange": ".client",
     "DPoPVerifier": ".dpop",
     "NonceSource": ".dpop",
@@ -88,6 +90,7 @@ if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled n
 
 __all__ = [
     "AssertionRequest",
+    "AuthorizationServerUnavailable",
     "DPoPVerifier",
     "IdJagExchange",
     "InMemoryReplayCache",

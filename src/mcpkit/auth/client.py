@@ -64,7 +64,7 @@ from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
 from ._util import pkce_pair
 from .challenges import parse_challenges
 from .client_discovery import _Discovery
-from .client_errors import InvalidClientError, OAuthFlowError
+from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest, IdJagExchange
 from .client_loopback import HeadlessBrowser, LoopbackCallback
 from .client_token_endpoint import TokenEndpointMixin
@@ -73,6 +73,7 @@ from .keys import SigningKey
 
 __all__ = [
     "AssertionRequest",
+    "AuthorizationServerUnavailable",
     "FileTokenStorage",
     "HeadlessBrowser",
     "IdJagExchange",
@@ -329,6 +330,11 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             form["resource"] = tokens.resource
         try:
             fresh = await self._token_request(self._discovery, client, form, tokens.resource)
+        except AuthorizationServerUnavailable as exc:
+            # not a verdict on the refresh token: keep it for the next call rather than send the user to sign in
+            # again (which an unavailable authorization server could not serve either)
+            self.log.append(f"refresh failed for now: {exc}")
+            raise AuthorizationServerUnavailable(f"{exc}; the refresh token is kept: try again later") from None
         except OAuthFlowError as exc:
             self.log.append(f"refresh failed: {exc}")
             await self.storage.set_tokens(self.issuer, None, self.resource)

@@ -18,3 +18,8 @@ class OAuthFlowError(MCPError):
 
 class InvalidClientError(OAuthFlowError):
     """The token endpoint does not accept the client's credentials (``invalid_client``)."""
+
+
+class AuthorizationServerUnavailable(OAuthFlowError):
+    """The token endpoint could not answer now (unreachable, timed out, HTTP 5xx or 429, ``temporarily_unavailable``):
+    worth trying again later. A refresh that fails this way keeps the refresh token."""

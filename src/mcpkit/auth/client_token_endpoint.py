@@ -14,6 +14,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Mapping
+from types import NoneType
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -23,7 +24,7 @@ import orjson
 from ._util import DocumentTooLarge, fetch_capped_response
 from .challenges import parse_challenges
 from .client_discovery import DiscoveryMixin, _Discovery
-from .client_errors import InvalidClientError, OAuthFlowError
+from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest
 from .client_tokens import TokenSet
 from .dpop import make_proof
@@ -139,7 +140,7 @@ class TokenEndpointMixin(DiscoveryMixin):
         try:
             return await self._token_request(discovery, client, form, discovery.resource)
         except OAuthFlowError as exc:
-            if exc.oauth_error not in (None, "use_dpop_nonce", "temporarily_unavailable"):
+            if not isinstance(exc, AuthorizationServerUnavailable) and exc.oauth_error not in (None, "use_dpop_nonce"):
                 self._refused.append(digest)
             raise
 
@@ -158,7 +159,8 @@ class TokenEndpointMixin(DiscoveryMixin):
             data = None
         if status != 200 or not isinstance(data, dict):
             error = data.get("error") if isinstance(data, dict) else None
-            refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {raw[:300].decode('utf-8', 'replace')}")
+            shown = _redacted(data) if isinstance(data, dict) else raw[:300].decode("utf-8", "replace")
+            refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
         return data
@@ -184,7 +186,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             except DocumentTooLarge as exc:
                 raise OAuthFlowError(f"{exc}; refusing to read it (OAuthClient(max_document_size=...))") from None
             except httpx.HTTPError as exc:
-                raise OAuthFlowError(f"token request failed: {exc}") from exc
+                raise AuthorizationServerUnavailable(f"token request failed: {exc}") from exc
             fresh_nonce = self._remember_nonce(endpoint, answer_headers) if key is not None else None
             try:
                 data = orjson.loads(raw)
@@ -196,20 +198,31 @@ class TokenEndpointMixin(DiscoveryMixin):
                 continue
             break
         if status != 200 or not isinstance(data, dict) or not data.get("access_token"):
-            kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
-            refused = kind(f"token request refused: HTTP {status} {data}")
+            if status >= 500 or status == 429 or error == "temporarily_unavailable":
+                kind: type[OAuthFlowError] = AuthorizationServerUnavailable
+            else:
+                kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
+            refused = kind(f"token request refused: HTTP {status} {_redacted(data)}")
             refused.oauth_error = str(error) if error else None
             raise refused
         token_type = str(data.get("token_type", "")).lower()
         if token_type not in ("bearer", "dpop") or (token_type == "dpop" and key is None):
             raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
-        expires_in = data.get("expires_in")
+        access, refresh, scope = data["access_token"], data.get("refresh_token"), data.get("scope")
+        try:
+            expires_in = _seconds(data.get("expires_in"))
+            well_formed = isinstance(access, str) and isinstance(refresh, (str, NoneType))
+        except ValueError:
+            expires_in, well_formed = None, False
+        if not well_formed or not isinstance(scope, (str, NoneType)):
+            # RFC 6749 §5.1: strings, and a number of seconds; stored as is, another shape breaks a later step
+            raise OAuthFlowError(f"malformed token response (RFC 6749 §5.1): {_redacted(data)}")
         return TokenSet(
-            access_token=str(data["access_token"]),
+            access_token=str(access),
             token_type="DPoP" if token_type == "dpop" else "Bearer",
-            refresh_token=data.get("refresh_token"),
-            expires_at=time.time() + float(expires_in) if isinstance(expires_in, (int, float)) else None,
-            scope=data.get("scope") or form.get("scope"),
+            refresh_token=refresh or None,
+            expires_at=time.time() + expires_in if expires_in is not None else None,
+            scope=scope or form.get("scope"),
             resource=resource,
             dpop_jkt=key.thumbprint if token_type == "dpop" and key is not None else None,
         )
@@ -245,6 +258,28 @@ class TokenEndpointMixin(DiscoveryMixin):
             if method == "client_secret_post" and secret:
                 body["client_secret"] = str(secret)
         return body, headers
+
+
+#: members of a token endpoint's answer that are credentials: never shown in an error or a log line
+_SECRET_MEMBERS = frozenset({"access_token", "refresh_token", "id_token", "issued_token", "client_secret"})
+
+
+def _redacted(data: Any) -> Any:
+    """A token endpoint's answer as an error may show it: credentials replaced by ``'…'``."""
+    if not isinstance(data, dict):
+        return data
+    return {k: "…" if k in _SECRET_MEMBERS else v for k, v in data.items()}
+
+
+def _seconds(value: Any) -> float | None:
+    """``expires_in`` in seconds: a number, or a numeric string (some authorization servers quote it); None when
+    absent. Anything else raises ValueError (a malformed answer)."""
+    if value is None:
+        return None
+    number = float(value) if isinstance(value, str) else value
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or number != number:  # (NaN)
+        raise ValueError(f"expires_in {value!r} is not a number of seconds")
+    return float(number)
 
 
 def _origin(url: str) -> str:

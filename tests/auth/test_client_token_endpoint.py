@@ -1,0 +1,146 @@
+"""The OAuth client's token requests against a scripted authorization server that answers oddly: malformed token
+responses, tokens in a refused answer, an authorization server that cannot refresh for a while."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpkit.auth import InMemoryTokenStorage, OAuthFlowError
+from support.scripted_oauth import client_for, scripted
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"access_token": "AT-1", "token_type": "Bearer", "scope": ["read"]},
+        {"access_token": "AT-1", "token_type": "Bearer", "refresh_token": 5},
+        {"access_token": {"nested": "AT-1"}, "token_type": "Bearer"},
+        {"access_token": "AT-1", "token_type": "Bearer", "expires_in": [3600]},
+    ],
+    ids=["scope-list", "refresh-number", "token-object", "expires-list"],
+)
+async def test_a_token_response_of_the_wrong_shape_fails_the_flow_with_an_oauth_flow_error(answer: Any) -> None:
+    """RFC 6749 §5.1 makes the token, the refresh token and the scope strings and ``expires_in`` a number (a
+    numeric string is read as one, as some authorization servers send it): anything else is refused at once with an
+    OAuthFlowError, rather than stored and crashing a later step (a list scope raised AttributeError at the next
+    step-up)."""
+    async with scripted() as s:
+
+        async def shaped(form: dict[str, str]) -> tuple[int, Any]:
+            return 200, answer
+
+        s.token_hook = shaped
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match="token response"):
+                await http.get(s.mcp_url)
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage) and storage.tokens == {}
+        await client.aclose()
+
+
+async def test_an_expires_in_sent_as_a_numeric_string_still_expires_the_token() -> None:
+    """``"expires_in": "3600"`` (some authorization servers quote it) is read as 3600 s: the token is refreshed
+    when due instead of being taken for one that never expires."""
+    async with scripted() as s:
+
+        async def quoted(form: dict[str, str]) -> tuple[int, Any]:
+            s.codes.pop(form.get("code", ""), None)
+            s.tokens["AT-quoted"] = {"read"}
+            return 200, {"access_token": "AT-quoted", "token_type": "Bearer", "expires_in": "3600"}
+
+        s.token_hook = quoted
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        expires_at = storage.tokens[(s.base, s.mcp_url)].expires_at
+        assert expires_at is not None and abs(expires_at - time.time() - 3600) < 60
+        await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "status, answer",
+    [
+        (201, {"access_token": "AT-SECRET", "refresh_token": "RT-SECRET", "token_type": "Bearer"}),
+        (200, {"refresh_token": "RT-SECRET", "id_token": "ID-SECRET", "token_type": "Bearer"}),
+        (400, {"error": "invalid_request", "access_token": "AT-SECRET"}),
+    ],
+    ids=["created", "no-access-token", "error-with-token"],
+)
+async def test_a_refused_token_response_never_shows_its_tokens_in_the_error_or_the_log(
+    status: int, answer: dict[str, Any]
+) -> None:
+    """An answer the client refuses may still hold tokens (a 201, a 200 without access_token): the error and the
+    flow's log name the status and the OAuth error, never a token value."""
+    async with scripted() as s:
+
+        async def leaky(form: dict[str, str]) -> tuple[int, Any]:
+            return status, answer
+
+        s.token_hook = leaky
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError) as caught:
+                await http.get(s.mcp_url)
+        said = str(caught.value) + "\n".join(client.log)
+        assert f"HTTP {status}" in str(caught.value)
+        assert "SECRET" not in said, said
+        await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "outage",
+    [(503, {"error": "temporarily_unavailable"}), (500, b"<html>oops</html>"), (429, {"error": "slow_down"})],
+    ids=["503", "500-html", "429"],
+)
+async def test_a_refresh_the_authorization_server_cannot_answer_now_keeps_the_refresh_token(outage: Any) -> None:
+    """A refresh refused for the moment (5xx, 429) fails the call with an OAuthFlowError and keeps the refresh
+    token: once the authorization server is back, the next call refreshes with it, and the user is never sent
+    through the browser again for an outage (the refresh token was dropped, and the call started a new
+    authorization)."""
+    async with scripted() as s:
+        client, browser = client_for(s)
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        key = (s.base, s.mcp_url)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            before = storage.tokens[key]
+            before.expires_at = time.time()  # due for a refresh
+
+            async def down(form: dict[str, str]) -> tuple[int, Any] | None:
+                return outage if form["grant_type"] == "refresh_token" else None
+
+            s.token_hook = down
+            with pytest.raises(OAuthFlowError, match="refresh token is kept"):
+                await http.get(s.mcp_url)
+            assert storage.tokens[key].refresh_token == before.refresh_token
+            s.token_hook = None  # back
+            assert (await http.get(s.mcp_url)).status_code == 200
+            assert storage.tokens[key].access_token != before.access_token
+        assert len(browser.visited) == 1
+        refreshes = [f for f in s.requests_to("/token") if f["grant_type"] == "refresh_token"]
+        assert len(refreshes) == 2 and {f["refresh_token"] for f in refreshes} == {before.refresh_token}
+        await client.aclose()
+
+
+async def test_a_refresh_token_the_authorization_server_refuses_is_dropped_and_the_user_authorizes_again() -> None:
+    """``invalid_grant`` (revoked, expired) is final: the refresh token goes and the flow authorizes afresh."""
+    async with scripted() as s:
+        client, browser = client_for(s)
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            token = storage.tokens[(s.base, s.mcp_url)]
+            s.refresh_tokens.clear()  # revoked at the authorization server
+            token.expires_at = time.time()
+            assert (await http.get(s.mcp_url)).status_code == 200
+        assert len(browser.visited) == 2
+        await client.aclose()
