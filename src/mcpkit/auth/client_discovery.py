@@ -457,12 +457,13 @@ class DiscoveryMixin:
     def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
         if metadata.get("token_endpoint") is None:
             raise OAuthFlowError("the authorization server metadata names no token_endpoint (RFC 8414 requires it)")
+        # every authorization endpoint is https (plain http only on a loopback host), in every revision
+        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
+            url = metadata.get(key)
+            if url is not None and (not isinstance(url, str) or not is_secure_url(url)):
+                raise OAuthFlowError(f"{key} must be an https URL: {url!r}")
         methods = metadata.get("code_challenge_methods_supported")
         if methods is None and legacy:
             return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
         if not isinstance(methods, list) or "S256" not in methods:
             raise OAuthFlowError("the authorization server does not advertise PKCE S256; refusing to proceed")
-        for key in ("authorization_endpoint", "token_endpoint", "registration_endpoint"):
-            url = metadata.get(key)
-            if url is not None and (not isinstance(url, str) or not is_secure_url(url)):
-                raise OAuthFlowError(f"{key} must be an https URL: {url!r}")
