@@ -252,8 +252,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         response = yield request
         self._remember_nonce(request.url, response)
         nonce_retried = False
-        authorized = False
-        attempt = 0
+        authorized = False  # this request led to an authorization (a 401's or a step-up's): a 401 now is final
+        step_ups = 0  # the 403 insufficient_scope re-authorizations it led to (at most max_step_up)
         while True:
             if response.status_code == 401 and self._wants_nonce(response, tokens):
                 if nonce_retried:
@@ -268,16 +268,16 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
                 challenge = self._challenge(response)
                 async with self._lock:
                     await self._authorize(request, challenge, stale=tokens)
-            elif response.status_code == 403 and attempt < self.max_step_up:
+            elif response.status_code == 403 and step_ups < self.max_step_up:
                 challenge = self._challenge(response)
                 if challenge.get("error") != "insufficient_scope":
                     return
+                step_ups += 1
                 async with self._lock:
                     await self._authorize(request, challenge, stale=tokens, step_up=True)
             else:
                 return  # done, or a fresh token refused again: do not loop
             authorized = True
-            attempt += 1
             tokens = await self._usable_tokens()
             if tokens is None:
                 return
@@ -373,11 +373,14 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
     async def _authorize(
         self, request: httpx.Request, challenge: Mapping[str, str], *, stale: TokenSet | None, step_up: bool = False
     ) -> None:
-        # another request may have re-authorized while we waited for the lock
-        if self.issuer is not None and not step_up:
+        # another request may have re-authorized while we waited for the lock (for a step-up: with the scopes this
+        # challenge asks for, or scopes it cannot tell; a token that still lacks them is met by the bounded retry)
+        if self.issuer is not None:
             current = await self.storage.get_tokens(self.issuer, self.resource)
             if current is not None and (stale is None or current.access_token != stale.access_token):
-                return
+                wanted = set(challenge.get("scope", "").split())
+                if not step_up or current.scope is None or wanted <= set(current.scope.split()):
+                    return
         version = self._version_for(request)
         discovery = await self._discover(challenge, version)
         same = self.issuer is not None and (self.issuer, self.resource) == (discovery.issuer, discovery.resource)

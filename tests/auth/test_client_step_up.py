@@ -1,0 +1,64 @@
+"""Step-up authorization (403 ``insufficient_scope``) of the OAuth client against a scripted server: one
+re-authorization for many calls refused at once, and the first 401 of a request not counted as a step-up."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from support.scripted_oauth import client_for, scripted
+
+
+@pytest.mark.req("M031")
+async def test_concurrent_calls_refused_for_the_same_missing_scope_share_one_re_authorization() -> None:
+    """Five calls refused at once for the scope ``write`` lead to one step-up authorization, not five (the user
+    was sent through the browser once per call), and every call succeeds with the token it obtained."""
+    async with scripted() as s:
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            s.token_delay = 0.2  # the step-up takes a moment: the other calls are refused meanwhile
+            answers = await asyncio.gather(*(http.get(s.mcp_url, headers={"x-need": "write"}) for _ in range(5)))
+        assert [a.status_code for a in answers] == [200] * 5
+        assert all(a.json()["scopes"] == ["read", "write"] for a in answers)
+        assert len(browser.visited) == 2
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_request_authorized_on_its_first_401_may_still_step_up() -> None:
+    """A request sent without a token gets 401 (authorized with the challenge's scope ``read``), then 403
+    ``insufficient_scope`` for ``write``: that is the request's first step-up, allowed by ``max_step_up=1`` (the
+    401's authorization used the step-up allowance, and the call failed with 403)."""
+    async with scripted() as s:
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            answer = await http.get(s.mcp_url, headers={"x-need": "write"})
+        assert answer.status_code == 200 and answer.json()["scopes"] == ["read", "write"]
+        assert len(browser.visited) == 2
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_server_that_never_accepts_the_stepped_up_token_gets_a_bounded_number_of_authorizations() -> None:
+    """An authorization server that never grants the scope asked for, and a server that keeps refusing: one
+    authorization for the 401, ``max_step_up`` for the 403s, then the 403 is the answer (no loop)."""
+    async with scripted() as s:
+
+        async def read_only(form: dict[str, str]) -> tuple[int, Any] | None:
+            if form["grant_type"] != "authorization_code":
+                return None
+            s.codes.pop(form["code"], None)
+            s.tokens[token := f"AT-{len(s.tokens)}"] = {"read"}
+            return 200, {"access_token": token, "token_type": "Bearer", "scope": "read"}
+
+        s.token_hook = read_only
+        client, browser = client_for(s, max_step_up=2)
+        async with httpx.AsyncClient(auth=client) as http:
+            answer = await http.get(s.mcp_url, headers={"x-need": "write"})
+        assert answer.status_code == 403
+        assert len(browser.visited) == 3
+        await client.aclose()
