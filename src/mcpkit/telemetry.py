@@ -278,9 +278,12 @@ class Telemetry(Middleware):
         return tracer
 
     @contextlib.contextmanager
-    def serve_input(self, method: str, params: JSONDict, key: str, version: str | None) -> Iterator[None]:
+    def serve_input(
+        self, method: str, params: JSONDict, key: str, version: str | None, channel: int | None = None
+    ) -> Iterator[None]:
         """A SERVER span around the client's handler of one input request of a 2026-07-28 ``InputRequiredResult``
-        (``key``: its key there), current while the handler runs, continuing the trace whose context the server put
+        (``key``: its key there; ``channel``: the client session's peer, whose label and transport it carries),
+        current while the handler runs, continuing the trace whose context the server put
         in its ``_meta`` (checked like any incoming context; without one, a child of the call's first round, as a
         task's input requests read with ``tasks/get`` are); an error span when the handler fails."""
         trace = self._trace
@@ -288,7 +291,10 @@ class Telemetry(Middleware):
         first = _ROUNDS.get()
         if parent is None and not links and first:
             parent = trace.set_span_in_context(_span_of(first[0]))
-        attrs = request_attributes(method, params, None, version, None)
+        peer = self._peers.get(channel) if channel is not None else None
+        attrs = request_attributes(method, params, None, version, peer.session if peer is not None else None)
+        if peer is not None and peer.network is not None:
+            attrs["network.transport"] = peer.network
         attrs["mcpkit.input.key"] = key[:128]
         span = self.tracer.start_span(
             span_name(method, params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links

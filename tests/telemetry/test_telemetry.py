@@ -419,6 +419,24 @@ async def test_the_clients_spans_for_a_server_request_carry_its_session_transpor
     assert answered.status.description == "no model here" and asked["attributes"]["error.type"] == "-32602"
 
 
+@BOTH
+async def test_the_clients_spans_for_2026_input_requests_carry_its_session_and_transport(transport: str) -> None:
+    # (the SERVER span around the client's handler of an InputRequiredResult's input request had neither: it was
+    # made with no peer in hand)
+    provider, exporter = recorder()
+    async with connect(
+        transport, "modern", telemetry=Telemetry(tracer_provider=provider), sampling_handler=lambda p: "hi"
+    ) as client:
+        await client.call_tool("ask", {})
+    mine = {s.name: s for s in exporter.get_finished_spans()}
+    called, answered = mine["tools/call ask"], mine["sampling/createMessage"]
+    assert answered.kind.name == "SERVER" and answered.attributes is not None and called.attributes is not None
+    assert "mcpkit.input.key" in answered.attributes
+    assert answered.attributes["mcp.session.id"] == called.attributes["mcp.session.id"]
+    network = {"stdio": "pipe", "http": "tcp"}[transport]
+    assert answered.attributes["network.transport"] == called.attributes["network.transport"] == network
+
+
 async def test_a_client_in_memory_names_no_network_transport() -> None:
     provider, exporter = recorder()
     app = MCPKit("t")

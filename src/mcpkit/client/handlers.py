@@ -254,9 +254,10 @@ class InputTracer(Protocol):
     ``InputRequiredResult`` results, and the rounds of one request (:class:`mcpkit.telemetry.Telemetry`)."""
 
     def serve_input(
-        self, method: str, params: JSONDict, key: str, version: str | None
+        self, method: str, params: JSONDict, key: str, version: str | None, channel: int
     ) -> contextlib.AbstractContextManager[None]:
-        """A context manager around the handler of input request ``key`` (its ``method`` and ``params``)."""
+        """A context manager around the handler of input request ``key`` (its ``method`` and ``params``) of the
+        session whose peer is ``channel``."""
         ...
 
     def serve_request(

@@ -443,7 +443,11 @@ class ClientSession:
             tracer, version = self.input_tracer, self.features.version if self.features else None
             async with self.peer.slot():  # the same bound as server->client requests
                 try:  # (a handler that raises: no error form for an input response, the call fails; its span says why)
-                    with tracer.serve_input(method, params, key, version) if tracer else contextlib.nullcontext():
+                    with (
+                        tracer.serve_input(method, params, key, version, self.peer.channel)
+                        if tracer
+                        else contextlib.nullcontext()
+                    ):
                         result = await self._serve_client_request(method, params)
                 except Exception as exc:
                     raise InputHandlerError(method, call, about, exc) from exc
