@@ -159,3 +159,72 @@ async def test_a_server_whose_stdin_ends_ends_its_listen_streams_and_exits_at_on
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_a_connection_full_of_listen_streams_still_reads_its_client_and_ends_with_its_stdin() -> None:
+    """Each ``subscriptions/listen`` holds one of the connection's request slots for as long as it is open. With
+    one per slot (256), the server stopped reading stdin for good: no request was answered, a cancellation of one
+    of the streams was never read, and closing stdin no longer ended the process. The listen streams one connection
+    may hold are now bounded well below its slots; one past the bound is refused."""
+    from mcpkit.server.builtins import MAX_LISTENS_PER_CONNECTION
+
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+
+    def listen(rid: str) -> bytes:
+        body = {"notifications": {"toolsListChanged": True}, "_meta": meta}
+        return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": body}).encode()
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcpkit.cli.main",
+        "run",
+        str(Path(__file__).parents[2] / "examples" / "everything.py"),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    stdout = proc.stdout
+
+    async def until(pred: Any) -> dict[str, Any]:
+        while True:
+            msg = json.loads(await asyncio.wait_for(stdout.readline(), 30))
+            if pred(msg):
+                return msg  # type: ignore[no-any-return]
+
+    try:
+        count = 256 + 1  # (every request slot of the connection, and one more)
+        proc.stdin.write(b"\n".join(listen(f"L{i}") for i in range(count)) + b"\n")
+        ping = {"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": meta}}
+        proc.stdin.write(json.dumps(ping).encode() + b"\n")
+        await proc.stdin.drain()
+        refused = await until(lambda m: m.get("id") == f"L{MAX_LISTENS_PER_CONNECTION}")
+        assert refused["error"]["code"] == -32600
+        assert str(MAX_LISTENS_PER_CONNECTION) in refused["error"]["message"]
+        assert "tools" in (await until(lambda m: m.get("id") == "list"))["result"]
+        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L0", "_meta": meta}}
+        proc.stdin.write(json.dumps(cancel).encode() + b"\n" + listen("again") + b"\n")
+        await proc.stdin.drain()
+        ack = await until(
+            lambda m: (
+                m.get("method") == "notifications/subscriptions/acknowledged"
+                and m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "again"
+            )
+        )
+        assert ack["params"]["notifications"] == {"toolsListChanged": True}
+        proc.stdin.close()
+        t0 = time.monotonic()
+        rest = await asyncio.wait_for(stdout.read(), 30)
+        await asyncio.wait_for(proc.wait(), 30)
+        assert time.monotonic() - t0 < 5
+        ended = {m.get("id") for m in map(json.loads, rest.splitlines()) if "result" in m}
+        assert {f"L{i}" for i in range(1, MAX_LISTENS_PER_CONNECTION)} | {"again"} <= ended
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

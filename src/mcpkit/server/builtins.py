@@ -17,6 +17,12 @@ from .request_context import ServerRequestContext, at_token_expiry
 
 logger: logging.Logger = logging.getLogger("mcpkit.server")
 
+#: ``subscriptions/listen`` streams one connection (stdio, WebSocket) may hold open at once. Each holds one of the
+#: connection's request slots (``Peer(max_concurrency=)``, 256) for as long as it is open; with every slot taken
+#: by a stream that never ends by itself, the server stopped reading the connection for good (no request
+#: answered, no cancellation read, the end of stdin never seen). Well below the slots, so requests still flow.
+MAX_LISTENS_PER_CONNECTION = 64
+
 
 class _Listener:
     """One ``subscriptions/listen`` stream (modern era)."""
@@ -132,6 +138,11 @@ async def _discover(server: _Host, ctx: ServerRequestContext, params: JSONDict) 
     return result
 
 
+def _held(server: _Host, connection: object) -> int:
+    """How many ``subscriptions/listen`` streams ``connection`` holds open."""
+    return sum(1 for listener in server._listeners if listener.session is connection)
+
+
 async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
     requested = params.get("notifications", {})
     if not isinstance(requested, dict):
@@ -162,10 +173,17 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
     if not server.fanout.running:
         await server.start_fanout()  # changes made on other workers reach this stream from its acknowledgement on
     listener = _Listener(agreed, sub_id, server.listen_queue_size)
-    listener.session = ctx.session
+    listener.session = connection = ctx.session  # (None over HTTP: there a stream is an HTTP request of its own)
     if task_ids is not None and tasks is not None:
         agreed["taskIds"] = await tasks.listen_for(ctx, task_ids, listener)
-    server._listeners.add(listener)
+    if connection is not None and _held(server, connection) >= MAX_LISTENS_PER_CONNECTION:
+        for remove in listener.removers:
+            remove()
+        raise InvalidRequest(
+            f"too many subscriptions/listen streams open on this connection (max {MAX_LISTENS_PER_CONNECTION}): "
+            "cancel one first, or ask for several notification types on one stream"
+        )
+    server._listeners.add(listener)  # (no await since the count: concurrent listens cannot all pass it)
     expiry = at_token_expiry(listener.end)  # (it ends with the token it was opened with)
     try:
         await ctx.rc.notify(
