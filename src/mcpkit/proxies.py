@@ -49,17 +49,17 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .client.targets import TargetError
-from .protocol.apps import relinked_tool_meta
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
+from .protocol.extensions import SKILLS_EXTENSION, UI_EXTENSION, declared_settings
 from .protocol.jsonrpc import JSONDict
-from .protocol.versions import META_LOG_LEVEL, META_SERVER_INFO, Features
+from .protocol.versions import META_LOG_LEVEL
 from .proxy_conn import _ASKING
 from .proxy_rounds import ProgressRelay, _Exchange
+from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_upstream import MAX_WATCHED, Upstream, _one_line
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
-from .server.compose import check_prefix, prefixed_content, prefixed_name, prefixed_uri, unprefixed_uri
-from .server.content import downgrade_content
+from .server.compose import check_prefix, unprefixed_uri
 from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
 from .server.pagination import Paginator
 
@@ -67,13 +67,6 @@ logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
 __all__ = ["ProxyServer", "proxy"]
 
-#: list methods and the key of their items
-_LISTS = {
-    "tools/list": ("tools", "name"),
-    "resources/list": ("resources", "uri"),
-    "resources/templates/list": ("resourceTemplates", "uriTemplate"),
-    "prompts/list": ("prompts", "name"),
-}
 _CAPABILITY = {
     "tools/list": "tools",
     "tools/call": "tools",
@@ -84,6 +77,14 @@ _CAPABILITY = {
     "prompts/get": "prompts",
     "completion/complete": "completions",
 }
+#: The extensions a proxy relays, with the requests of each it forwards as they are: their server side is in what it
+#: relays anyway (tools' ``_meta``, resources) and in those requests. A gateway relays only those without requests
+#: (it would have to merge its members' skill entries and put its prefixes in them).
+_RELAYED_EXTENSIONS: dict[str, tuple[str, ...]] = {
+    UI_EXTENSION: (),
+    SKILLS_EXTENSION: ("skills/list", "skills/get", "resources/directory/read"),
+}
+_EXTENSION_METHODS = frozenset(m for methods in _RELAYED_EXTENSIONS.values() for m in methods)
 _MAX_UPSTREAM_CURSOR = 600  # characters of an upstream cursor a gateway cursor can carry (within 1024)
 
 
@@ -190,7 +191,7 @@ class ProxyServer(MCPKit):
         self._exchanges: dict[str, _Exchange] = {}
         self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
         self._ids = itertools.count(1)
-        for method in (*_LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
+        for method in (*LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
             self.set_handler(method, self._handle)
         self.set_handler("resources/subscribe", self._subscribe)
         self.set_handler("resources/unsubscribe", self._subscribe)
@@ -243,7 +244,24 @@ class ProxyServer(MCPKit):
         ):
             self.resource_subscriptions = False
         self.logging_enabled: bool = missing or any("logging" in u.capabilities for u in self.upstreams)
+        self._relay_extensions()
         self._caps_cache.clear()
+
+    def _relay_extensions(self) -> None:
+        """Declare what this proxy can carry of the extensions its upstreams declare (:data:`_RELAYED_EXTENSIONS`,
+        with the first declaring upstream's settings) and forward their requests."""
+        plain = self.upstreams[0].prefix is None
+        for extension, methods in _RELAYED_EXTENSIONS.items():
+            found = (declared_settings(u.capabilities, extension) for u in self.upstreams)
+            settings = next((s for s in found if s is not None), None) if plain or not methods else None
+            if settings is None:
+                self.extensions.pop(extension, None)
+                for method in methods:
+                    self.remove_handler(method)
+                continue
+            self.extensions.declare(extension, settings)
+            for method in methods:
+                self.set_handler(method, self._handle)
 
     async def _stop(self) -> None:
         for ex in list(self._exchanges.values()):
@@ -283,9 +301,9 @@ class ProxyServer(MCPKit):
 
     async def _handle(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         method = sctx.method
-        if method in _LISTS:
+        if method in LISTS:
             return await self._list(sctx, method, params)
-        out = _upstream_params(params, sctx)
+        out = upstream_params(params, sctx)
         if method in ("tools/call", "prompts/get"):
             name = params.get("name")
             if not isinstance(name, str):
@@ -296,6 +314,8 @@ class ProxyServer(MCPKit):
             if not isinstance(uri, str):
                 raise InvalidParams("resources/read: uri must be a string")
             upstream, out["uri"] = self._route_uri(uri)
+        elif method in _EXTENSION_METHODS:  # (a plain proxy's only: forwarded as they are)
+            upstream = self.upstreams[0]
         else:  # completion/complete
             ref = params.get("ref")
             if not isinstance(ref, dict):
@@ -309,17 +329,17 @@ class ProxyServer(MCPKit):
                 raise InvalidParams("completion/complete: ref needs a name or a uri")
             out["ref"] = ref
         result = await self._forward(sctx, upstream, method, out)
-        return self._shape(method, result, sctx.features, upstream)
+        return shape_result(method, result, sctx.features, upstream.prefix)
 
     async def _list(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> JSONDict:
-        field, _ = _LISTS[method]
+        field, _ = LISTS[method]
         cap = _CAPABILITY[method]
         cursor = params.get("cursor")
         if len(self.upstreams) == 1:  # a plain proxy: the upstream's own cursors
             upstream = self.upstreams[0]
-            out = _upstream_params(params, sctx)
+            out = upstream_params(params, sctx)
             result = await self._forward(sctx, upstream, method, out)
-            return self._shape(method, result, sctx.features, upstream)
+            return shape_result(method, result, sctx.features, upstream.prefix)
         # a gateway: one member's page per request, the member and its cursor sealed in ours
         kind = f"gateway:{method}"
         seg, inner = (0, "") if cursor is None else self._cursors.decode(kind, cursor)
@@ -330,7 +350,7 @@ class ProxyServer(MCPKit):
             seg, inner = seg + 1, ""
         else:
             return {field: []}
-        out = _upstream_params({k: v for k, v in params.items() if k != "cursor"}, sctx)
+        out = upstream_params({k: v for k, v in params.items() if k != "cursor"}, sctx)
         if inner:
             out["cursor"] = inner
         try:
@@ -338,7 +358,7 @@ class ProxyServer(MCPKit):
         except MCPError as exc:  # one member failing leaves the others listed
             logger.warning("gateway member %r failed %s: %s", upstream.prefix, method, exc)
             result = {field: []}
-        shaped = self._shape(method, result, sctx.features, upstream)
+        shaped = shape_result(method, result, sctx.features, upstream.prefix)
         nxt = result.get("nextCursor")
         shaped.pop("nextCursor", None)
         if isinstance(nxt, str) and nxt:
@@ -505,55 +525,6 @@ class ProxyServer(MCPKit):
             self._background.add(task)
             task.add_done_callback(self._background.discard)
 
-    # ------------------------------------------------------------------ shaping for the client's revision
-
-    def _shape(self, method: str, result: JSONDict, feats: Features, upstream: Upstream) -> JSONDict:
-        result = dict(result)
-        meta = result.get("_meta")
-        if isinstance(meta, dict) and META_SERVER_INFO in meta:
-            rest = {k: v for k, v in meta.items() if k != META_SERVER_INFO}
-            if rest:
-                result["_meta"] = rest
-            else:
-                result.pop("_meta")
-        if result.get("resultType") == "complete" and not feats.modern:
-            result.pop("resultType")
-        if method in _LISTS:
-            field, key = _LISTS[method]
-            items = result.get(field)
-            result[field] = (
-                [_shape_item(method, item, key, upstream.prefix, feats) for item in items if isinstance(item, dict)]
-                if isinstance(items, list)
-                else []
-            )
-        elif method == "tools/call":
-            content = result.get("content")
-            blocks = (
-                [prefixed_content(c, upstream.prefix) for c in content if isinstance(c, dict)]
-                if isinstance(content, list)
-                else []
-            )
-            result["content"] = downgrade_content(blocks, feats)
-        elif method == "prompts/get":
-            messages = result.get("messages")
-            if isinstance(messages, list):
-                for m in messages:
-                    if isinstance(m, dict) and isinstance(m.get("content"), dict):
-                        m["content"] = downgrade_content([prefixed_content(m["content"], upstream.prefix)], feats)[0]
-        elif method == "resources/read" and upstream.prefix is not None:
-            contents = result.get("contents")
-            if isinstance(contents, list):
-                result["contents"] = [
-                    {**c, "uri": prefixed_uri(upstream.prefix, c["uri"])}
-                    if isinstance(c, dict) and isinstance(c.get("uri"), str)
-                    else c
-                    for c in contents
-                ]
-        if not feats.modern:
-            result.pop("ttlMs", None)
-            result.pop("cacheScope", None)
-        return result
-
     # ------------------------------------------------------------------ subscriptions, listen, roots
 
     async def _subscribe(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
@@ -574,10 +545,10 @@ class ProxyServer(MCPKit):
         subscribing = sctx.method == "resources/subscribe"
         if subscribing:
             upstream.check_subscription(sctx.session, inner)  # type: ignore[arg-type]
-        out = {**_upstream_params(params, sctx), "uri": inner}
+        out = {**upstream_params(params, sctx), "uri": inner}
         result = await self._forward(sctx, upstream, sctx.method, out)
         upstream.subscribed(sctx.session, inner, subscribing)  # type: ignore[arg-type]
-        return self._shape(sctx.method, result, sctx.features, upstream)
+        return shape_result(sctx.method, result, sctx.features, upstream.prefix)
 
     async def _listen(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         """``subscriptions/listen``: list changes and resource updates relayed by each target's primary connection
@@ -649,40 +620,3 @@ async def _lifespan(app: Any) -> AsyncIterator[None]:
         yield None
     finally:
         await proxy_server._stop()
-
-
-def _upstream_params(params: JSONDict, sctx: ServerRequestContext) -> JSONDict:
-    """The params to send upstream: the client's own, less what belongs to this hop (the era's ``_meta`` keys, the
-    progress token, the input rounds' answers and state)."""
-    out = {k: v for k, v in params.items() if k not in ("_meta", "requestState", "inputResponses")}
-    meta = params.get("_meta")
-    if isinstance(meta, dict):
-        kept = {k: v for k, v in meta.items() if k != "progressToken" and not k.startswith("io.modelcontextprotocol/")}
-        if kept:
-            out["_meta"] = kept
-    return out
-
-
-def _shape_item(method: str, item: JSONDict, key: str, prefix: str | None, feats: Features) -> JSONDict:
-    """An upstream list item for the client's revision, under its prefixed name or URI."""
-    out = dict(item)
-    value = out.get(key)
-    if isinstance(value, str) and prefix is not None:
-        out[key] = prefixed_name(prefix, value) if key == "name" else prefixed_uri(prefix, value)
-    out.pop("execution", None)  # (tasks: not relayed)
-    if not feats.titles:
-        title = out.pop("title", None)
-        if method == "tools/list" and title is not None and feats.tool_annotations:
-            annotations = dict(out.get("annotations") or {})
-            annotations.setdefault("title", title)
-            out["annotations"] = annotations
-    if method == "tools/list":
-        if prefix is not None and "_meta" in out:  # (the member's view is served under the prefix: linked there)
-            out["_meta"] = relinked_tool_meta(out["_meta"], lambda uri: prefixed_uri(prefix, uri))
-        if not feats.structured_output:
-            out.pop("outputSchema", None)
-        if not feats.tool_annotations:
-            out.pop("annotations", None)
-    if not feats.icons:
-        out.pop("icons", None)
-    return out
