@@ -60,7 +60,8 @@ class LoopbackCallback:
         auth = OAuthClient(url, client_metadata={"client_name": "my-app", "redirect_uris": [cb.redirect_uri]},
                            redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
 
-    The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds). The
+    The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds); a
+    request to it whose ``state`` is not the authorization request's is discarded (400) and the listener waits on. The
     port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
     §7.3 accepts any loopback port anyway)."""
 
@@ -81,6 +82,7 @@ class LoopbackCallback:
         self.open_url = open_url
         self.success_page = success_page
         self._result: asyncio.Future[dict[str, str]] | None = None
+        self._state: str | None = None  # the state of the pending authorization request
         self._server: asyncio.base_events.Server | None = None
 
     @staticmethod
@@ -95,12 +97,17 @@ class LoopbackCallback:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
             target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
             parts = urlsplit(target)
+            query = dict(parse_qsl(parts.query))
             if parts.path != self.path:
                 body, status = b"Not Found", b"404 Not Found"
+            elif self._state is not None and query.get("state") != self._state:
+                # not the answer to the pending request (a stray or forged request to the port): discarded, the
+                # listener waits on for the real one
+                body, status = b"This is not the answer to the pending authorization request.", b"400 Bad Request"
             else:
                 body, status = self.success_page.encode(), b"200 OK"
                 if self._result is not None and not self._result.done():
-                    self._result.set_result(dict(parse_qsl(parts.query)))
+                    self._result.set_result(query)
             writer.write(
                 b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
                 b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
@@ -114,6 +121,7 @@ class LoopbackCallback:
     async def redirect_handler(self, url: str) -> None:
         loop = asyncio.get_running_loop()
         self._result = loop.create_future()
+        self._state = dict(parse_qsl(urlsplit(url).query)).get("state")
         if self._server is None:
             sock = self._sock or self._bind(self.port)  # again after an earlier callback: the same redirect URI
             self._sock = None
