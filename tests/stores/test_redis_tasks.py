@@ -548,3 +548,32 @@ async def test_redis_keeps_all_callers_results_within_the_stores_byte_total_and_
     finally:
         await client.aclose()
         await store.aclose()
+
+
+async def test_two_tasks_result_on_two_workers_ask_the_client_one_question_once(redis_url: str) -> None:  # noqa: F811
+    """Two 2025-11-25 tasks/result on one input_required task, on two workers sharing Redis (a client that retried
+    on another worker after its stream dropped): the newer one asks, the copy the older one sent is withdrawn
+    (notifications/cancelled), as on one worker, and both get the task's result. Each worker used to keep its own
+    table of what it was asking, so both prompted the user for the one question."""
+    async with two_apps(redis_url, "xw-ask:") as (app_a, app_b, _), raw(app_a, "alice") as a, raw(app_b, "alice") as b:
+        await a.initialize(LEGACY, {"elicitation": {"form": {}}})
+        await b.initialize(LEGACY, {"elicitation": {"form": {}}})
+        created = await call(a, 1, "tools/call", {"name": "confirm", "arguments": {"what": "z"}, "task": {}})
+        task_id = created["result"]["task"]["taskId"]
+        await _until(a, task_id, "input_required")
+        await a.send({"jsonrpc": "2.0", "id": 2, "method": "tasks/result", "params": {"taskId": task_id}})
+        first = await a.recv(timeout=10)
+        assert first["method"] == "elicitation/create"
+        await b.send({"jsonrpc": "2.0", "id": 3, "method": "tasks/result", "params": {"taskId": task_id}})
+        second = await b.recv(timeout=10)
+        assert second["method"] == "elicitation/create"
+        withdrawn, _ = await a.recv_until(lambda m: m.get("method") == "notifications/cancelled", timeout=5)
+        assert withdrawn["params"]["requestId"] == first["id"]
+        await b.send({"jsonrpc": "2.0", "id": second["id"], "result": {"action": "accept", "content": {"ok": True}}})
+        for peer, rid in ((b, 3), (a, 2)):
+            result, seen = await peer.recv_until(
+                lambda m, rid=rid: m.get("id") == rid and "method" not in m, timeout=10
+            )
+            assert result["result"]["content"][0]["text"] == "deleted z"
+            assert not [m for m in seen if m.get("method") == "elicitation/create"], seen
+        assert app_a.tasks.asking == 0 and app_b.tasks.asking == 0

@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -58,6 +59,7 @@ from ..tasks.model import (
     legacy_status,
     legacy_task,
     list_cursor,
+    now_ms,
     read_cursor,
 )
 from .request_context import ServerRequestContext, session_binding
@@ -79,6 +81,9 @@ class Tool(Protocol):
 logger: logging.Logger = logging.getLogger("mcpkit.server.tasks")
 
 LIST_PAGE_SIZE = 50
+#: how long a ``tasks/result``'s claim to be the one asking an input request lasts unless renewed (milliseconds):
+#: renewed while it asks; a claim whose worker died lapses after it, and another waiter asks
+ASK_LEASE_MS = 10_000
 TASK_NOT_FOUND = "Failed to retrieve task: Task not found"
 _REQUIRED: JSONDict = {"extensions": {TASKS_EXTENSION: {}}}
 _LEGACY_CAPABILITY: JSONDict = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
@@ -354,7 +359,7 @@ class ServerTasks:
         record = await self._find(sctx, params)
         task_id = record["id"]
         engine = self.engine
-        delivering: dict[str, asyncio.Task[None]] = {}
+        delivering: dict[str, tuple[str, asyncio.Task[None]]] = {}  # key -> (this waiter's claim, its forward)
         try:
             while True:
                 fut = engine.watch(task_id)  # (before the read: no change is missed between the two)
@@ -365,17 +370,15 @@ class ServerTasks:
                     record = fresh
                     if record["status"] in TERMINAL:
                         break
+                    claims = record.get("asking") or {}
                     for key, request in (record.get("requests") or {}).items():
-                        mine = delivering.get(key)
-                        # (asked here first; or again when a newer waiter took it over, then went away unanswered)
-                        if mine is None or (mine.cancelled() and (task_id, key) not in self._asking):
-                            delivering[key] = self._ask_client(sctx, task_id, key, request)
+                        await self._deliver(sctx, task_id, key, request, claims.get(key), delivering)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(asyncio.shield(fut), FALLBACK_POLL)
                 finally:
                     engine.unwatch(task_id, fut)
         finally:
-            for task in delivering.values():
+            for _, task in delivering.values():
                 task.cancel()
         related = {META_RELATED_TASK: {"taskId": task_id}}
         error = record.get("error")
@@ -388,16 +391,80 @@ class ServerTasks:
         result["_meta"] = {**meta, **related} if isinstance(meta, dict) else related
         return shape_result("tools/call", result, sctx.features)
 
-    def _ask_client(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict) -> asyncio.Task[None]:
-        """Forward one input request of the task on this ``tasks/result``. A copy another ``tasks/result`` (of this
-        worker) is still waiting on is withdrawn first (cancelled: the client gets ``notifications/cancelled``):
-        the newest waiter is the one the client listens to (it retried after its stream dropped, say), and a user
-        is never left with two live prompts for one question."""
+    async def _deliver(
+        self,
+        sctx: ServerRequestContext,
+        task_id: str,
+        key: str,
+        request: JSONDict,
+        claim: Any,
+        delivering: dict[str, tuple[str, asyncio.Task[None]]],
+    ) -> None:
+        """One waiter's part in asking input request ``key``, whatever the worker: the request is claimed in the
+        task's record (``asking``: the asker's token and the end of its lease, renewed while it asks), so every
+        worker's waiters see who asks. A waiter asks when it first sees the request (taking it over: the newest
+        is the one the client listens to); it withdraws its copy once another waiter has claimed it; it asks
+        again when the claim is gone (that waiter went away unanswered) or lapsed (its worker died)."""
+        mine = delivering.get(key)
+        by, until = (claim.get("by"), claim.get("until")) if isinstance(claim, dict) else (None, 0)
+        now = now_ms()
+        if mine is None or (mine[1].cancelled() and (by is None or not isinstance(until, int) or until <= now)):
+            claimed = await self._claim(task_id, key)
+            if claimed is not None:
+                delivering[key] = (claimed, self._ask_client(sctx, task_id, key, request, claimed))
+        elif not mine[1].done():
+            if by != mine[0]:  # a newer waiter (here or on another worker) asks it now
+                mine[1].cancel()
+            elif isinstance(until, int) and until - now < ASK_LEASE_MS // 2:
+                await self._claim(task_id, key, mine[0])
+
+    async def _claim(self, task_id: str, key: str, token: str | None = None) -> str | None:
+        """Record that a waiter asks input request ``key`` now (a new claim, or ``token``'s renewed); the claim's
+        token, None when the request is no longer outstanding."""
+        renew = token is not None
+        token = token or secrets.token_hex(8)
+
+        def claim(r: TaskRecord) -> bool:
+            if r["status"] in TERMINAL or key not in (r.get("requests") or {}):
+                return False
+            asking = r.get("asking")
+            if not isinstance(asking, dict):
+                r["asking"] = asking = {}
+            if renew and (asking.get(key) or {}).get("by") != token:
+                return False  # (taken over meanwhile: the next look withdraws this copy)
+            asking[key] = {"by": token, "until": now_ms() + ASK_LEASE_MS}
+            return True
+
+        after = await self.engine.store.update(task_id, claim)
+        if after is None or key not in (after.get("requests") or {}):
+            return None
+        return token
+
+    async def _release(self, task_id: str, key: str, token: str) -> None:
+        """Drop ``token``'s claim on input request ``key`` (its waiter went away unanswered): another waiter asks."""
+
+        def release(r: TaskRecord) -> bool:
+            asking = r.get("asking")
+            if not isinstance(asking, dict) or (asking.get(key) or {}).get("by") != token:
+                return False
+            del asking[key]
+            return True
+
+        await self.engine.store.update(task_id, release)
+
+    def _ask_client(
+        self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict, token: str
+    ) -> asyncio.Task[None]:
+        """Forward one input request of the task on this ``tasks/result``. A copy another ``tasks/result`` of this
+        worker is still waiting on is withdrawn at once (cancelled: the client gets ``notifications/cancelled``;
+        one on another worker withdraws its copy when it sees the claim): the newest waiter is the one the client
+        listens to (it retried after its stream dropped, say), and a user is never left with two live prompts for
+        one question."""
         slot = (task_id, key)
         older = self._asking.get(slot)
         if older is not None:
             older.cancel()
-        forward = asyncio.get_running_loop().create_task(self._forward(sctx, task_id, key, request))
+        forward = asyncio.get_running_loop().create_task(self._forward(sctx, task_id, key, request, token))
         self._asking[slot] = forward
 
         def release(done: asyncio.Task[None]) -> None:
@@ -407,9 +474,17 @@ class ServerTasks:
         forward.add_done_callback(release)
         return forward
 
-    async def _forward(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict) -> None:
+    async def _forward(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict, token: str) -> None:
         """Send one of the task's input requests to the client on this request's channel; its answer (or error)
-        goes to the task."""
+        goes to the task. Unanswered (withdrawn, its waiter gone), its claim is released."""
+        try:
+            await self._ask_and_answer(sctx, task_id, key, request)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._release(task_id, key, token))
+            raise
+
+    async def _ask_and_answer(self, sctx: ServerRequestContext, task_id: str, key: str, request: JSONDict) -> None:
         method = request.get("method")
         params = dict(request.get("params") or {})
         meta = params.get("_meta")

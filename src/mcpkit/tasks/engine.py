@@ -354,6 +354,7 @@ class TaskEngine:
                     r["message"] = str(error.get("message") or "")
             r["requests"] = {}
             r["answers"] = {}
+            r.pop("asking", None)
             r["updated"] = now_ms()
             if keep_ms is not None and r.get("ttl") is not None:
                 r["ttl"] = max(int(r["ttl"]), r["updated"] - int(r["created"]) + keep_ms)
@@ -397,6 +398,7 @@ class TaskEngine:
             r["message"] = "The task was cancelled by request."
             r["requests"] = {}
             r["answers"] = {}
+            r.pop("asking", None)
             r["updated"] = now_ms()
             return True
 
@@ -417,9 +419,11 @@ class TaskEngine:
             if is_terminal(r):
                 return False
             requests = r.get("requests") or {}
+            asking = r.get("asking") or {}
             for key, value in answers.items():
                 if key in requests:
                     del requests[key]
+                    asking.pop(key, None)
                     r.setdefault("answers", {})[key] = value
                     taken.append(key)
             if not taken:

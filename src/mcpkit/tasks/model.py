@@ -20,6 +20,8 @@ error    the JSON-RPC error object (``failed``)
 requests the input requests outstanding, ``{key: {"method", "params"}}``
 answers  answers delivered and not yet taken by the runner, ``{key: {"result": ...} | {"error": ...}}``
 asked    how many input requests it made (their keys are never reused)
+asking   which 2025-11-25 ``tasks/result`` asks each outstanding request now, ``{key: {"by", "until"}}`` (a token
+         and the end of its lease, in milliseconds): one asker across workers
 progress the last progress report ``{"progress", "total"?, "message"?}``, or None
 ======== =========================================================================================
 
