@@ -268,6 +268,23 @@ def test_unreachable_url() -> None:
     assert proc.returncode == 1 and f"cannot connect to http://127.0.0.1:{port}/mcp" in proc.stderr
 
 
+@pytest.mark.parametrize(("scheme", "path", "transport"), [("http", "sse", "sse"), ("ws", "ws", None)])
+def test_a_url_that_accepts_but_never_answers_ends_at_the_timeout_in_one_line(
+    scheme: str, path: str, transport: str | None
+) -> None:
+    import socket
+    import time
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # accepts (the backlog), never answers
+        url = f"{scheme}://127.0.0.1:{listener.getsockname()[1]}/{path}"
+        started = time.monotonic()
+        proc = mcpkit("ping", url, "--timeout", "2", *(["--transport", transport] if transport else []), timeout=30)
+        elapsed = time.monotonic() - started
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == f"error: {url} did not answer within 2.0s"
+    assert elapsed < 15  # (the legacy SSE stream waited for ever; a WebSocket handshake 10 s whatever --timeout)
+
+
 def test_a_file_that_defines_no_server_is_named_as_the_cause(tmp_path: Path) -> None:
     """A .py target with no server object runs as a script (it may start its own server); one that serves nothing
     ends at once, and the error says the file defines no mcpkit server, not only that the server exited."""

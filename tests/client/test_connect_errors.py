@@ -3,6 +3,7 @@ its cause (not four chained restatements of it); the error is exported and docum
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import socket
@@ -187,3 +188,28 @@ async def test_an_in_process_server_whose_startup_fails_fails_the_connect_at_onc
         assert "failed to start: ServerStartError: " in str(error) and "exit code 1" in str(error), str(error)
         assert isinstance(error.__cause__, ServerStartError)
     assert "never retrieved" not in caplog.text
+
+
+@contextlib.contextmanager
+def _listener_that_never_answers() -> Any:
+    """A TCP port that accepts connections and then says nothing (a hung server, a firewall that swallows)."""
+    with socket.create_server(("127.0.0.1", 0)) as sock:
+        sock.listen(16)
+        yield sock.getsockname()[1]
+
+
+@pytest.mark.parametrize(("scheme", "transport", "path"), [("http", "sse", "sse"), ("ws", None, "ws")])
+async def test_a_server_that_accepts_but_never_answers_is_given_up_on_after_the_connect_timeout(
+    scheme: str, transport: str | None, path: str
+) -> None:
+    pytest.importorskip("httpx")
+    with _listener_that_never_answers() as port:
+        url = f"{scheme}://127.0.0.1:{port}/{path}"
+        options: dict[str, Any] = {"transport": transport} if transport else {}
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(ServerStartError) as caught:
+            async with Client(url, connect_timeout=1.0, **options):
+                pass
+        elapsed = asyncio.get_running_loop().time() - started
+    assert str(caught.value) == f"{url} did not answer within 1.0s"
+    assert elapsed < 4.0  # (the legacy SSE stream waited for ever; the WebSocket handshake 10 s)

@@ -337,11 +337,15 @@ class ClientConnection(SelfHealing):
         if self._auth == "oauth" and self._own_oauth is None:
             # made once: a re-initialization (or a second connect) keeps its registration and tokens
             self._own_oauth = self.transport_options["auth"] = self._oauth_flow()
-        opened = await open_target(self.target, **self.transport_options)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        opened = await self._open_target()
         session = self._new_session(opened.conn)
         try:
             if self.connect_timeout is not None:
-                await asyncio.wait_for(session.__aenter__(), self.connect_timeout)
+                # (one bound for the whole connect: what opening the socket took is not given again)
+                left = max(self.connect_timeout - (loop.time() - started), 0.0)
+                await asyncio.wait_for(session.__aenter__(), left)
             else:
                 await session.__aenter__()
             if self.log_level is not None and _may_ask_for_logs(session):
@@ -362,6 +366,17 @@ class ClientConnection(SelfHealing):
                 raise error from (root.with_traceback(None) if root is not None else exc)
             raise
         return session, opened
+
+    async def _open_target(self) -> OpenedTarget:
+        """:func:`open_target`, bounded by ``connect_timeout`` for a server on the network: a peer that accepts the
+        connection and then says nothing (a hung server, a proxy that swallows) would otherwise hold the legacy
+        SSE stream's wait for its headers for ever and a WebSocket handshake for its own 10 s."""
+        if self.connect_timeout is None or self.target.url is None:
+            return await open_target(self.target, **self.transport_options)
+        try:
+            return await asyncio.wait_for(open_target(self.target, **self.transport_options), self.connect_timeout)
+        except TimeoutError:
+            raise ServerStartError(f"{self.target.url} did not answer within {self.connect_timeout}s") from None
 
     async def _explain_start_failure(self, opened: OpenedTarget, exc: BaseException) -> BaseException | None:
         if not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
