@@ -343,8 +343,10 @@ class ClientConnection(SelfHealing):
         session = self._new_session(opened.conn)
         try:
             if self.connect_timeout is not None:
-                # (one bound for the whole connect: what opening the socket took is not given again)
-                left = max(self.connect_timeout - (loop.time() - started), 0.0)
+                # (one bound for the whole connect to a network server: what opening the socket took is not given
+                # again; a stdio server's spawn is not counted, its interpreter's start is in the handshake's time)
+                spent = loop.time() - started if self.target.url is not None else 0.0
+                left = max(self.connect_timeout - spent, 0.0)
                 await asyncio.wait_for(session.__aenter__(), left)
             else:
                 await session.__aenter__()
