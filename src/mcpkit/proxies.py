@@ -26,8 +26,9 @@ How upstream connections are used:
   one listen stream naming the URIs the clients subscribed to (sessions' ``resources/subscribe`` and listen
   streams together, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED`);
 - a connection whose upstream ended is noticed at once: the primary one, and a handshake-era client session's, are
-  opened again in the background (bounded attempts, backing off), with what they held for the listeners; while
-  the upstream is down, requests are refused at once with an error saying so;
+  opened again in the background (a round of attempts backing off, then one every ``reconnect_max_delay``
+  seconds at most until it is back), with what they held for the listeners; while the upstream is down,
+  requests are refused at once with an error saying so;
 - a gateway member that cannot be reached when the gateway starts is left out (one warning line) and connected
   in the background until it answers (at most one attempt every ``reconnect_max_delay`` seconds); then its
   lists are added and the clients told they changed. ``require_all=True`` refuses to start instead.
@@ -131,7 +132,8 @@ class ProxyServer(MCPKit):
         max_suspended: upstream requests of 2026-07-28 clients waiting on input at once (default 256).
         suspended_timeout: seconds such a request waits for its client's answer (default 300).
         reconnect_attempts: attempts to connect again to an upstream whose connection ended, in one round
-            (default 10; the first at once); after the last, the next request starts a new round.
+            (default 10; the first at once); after the last, one every ``reconnect_max_delay`` seconds in the
+            background until it is back, and a request starts a new round.
         reconnect_delay: seconds before the second attempt (default 0.5), doubling after each failed one...
         reconnect_max_delay: ...up to this many seconds (default 30).
         require_all: (a gateway) refuse to start unless every member is reached; by default a gateway starts

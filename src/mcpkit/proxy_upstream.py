@@ -64,12 +64,14 @@ class Upstream:
         self._reconnecting: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[None] | None = None
         self._retry_at = 0.0
+        self._wake: asyncio.Future[None] | None = None  # (past a round of attempts) a request starts a new one
         self._closing = False
         self._gone_told = False  # (a gateway member) its clients were told its items left the lists
         # (handshake-era upstream) what each client session subscribed to on its upstream session, re-made on the
         # new one when that ended (at most the proxy's max_subscriptions each), and the sessions being revived
         self._session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]] = weakref.WeakKeyDictionary()
         self._revivals: dict[int, asyncio.Task[None]] = {}
+        self._stranded: weakref.WeakSet[ServerSession] = weakref.WeakSet()  # (their revival gave up)
 
     async def start(self) -> None:
         """Connect: the target's SSRF check, then the primary connection (the upstream's info and capabilities,
@@ -186,23 +188,42 @@ class Upstream:
         self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect())
 
     async def _reconnect(self) -> None:
-        """Replace the primary connection: at most ``reconnect_attempts`` attempts, the first at once, then after
-        ``reconnect_delay`` seconds doubling up to ``reconnect_max_delay`` (with jitter). After the last one it
-        gives up; the next request starts a new round."""
+        """Replace the primary connection: a round of ``reconnect_attempts`` attempts, the first at once, then
+        after ``reconnect_delay`` seconds doubling up to ``reconnect_max_delay`` (with jitter), each failure logged
+        as a warning. After the round it goes on in the background, quietly, once every ``reconnect_max_delay``
+        seconds at most, until the upstream is back or the proxy stops: a client that only listens (list changes,
+        resource updates) sends no request that would try again. A request arriving then starts a new round at
+        once (it waits for its first attempt): :meth:`_usable`."""
         proxy = self.proxy
         loop = asyncio.get_running_loop()
         delay = proxy.reconnect_delay
         attempts = max(1, proxy.reconnect_attempts)
+        attempt = 0
         try:
-            for attempt in range(1, attempts + 1):
+            while True:
+                attempt += 1
                 if self._attempt is None or self._attempt.done():
                     self._attempt = loop.create_future()
                 future = self._attempt
                 try:
                     await self._replace_primary()
                 except Exception as exc:
-                    self.down = f"could not connect again: {exc}"
-                    logger.warning("%s: attempt %d of %d: %s", self.target.description, attempt, attempts, self.down)
+                    self.down = f"could not connect again: {_one_line(exc)}"
+                    if attempt >= attempts:
+                        self.down += f" ({attempts} attempts in a row failed)"
+                    if attempt < attempts:
+                        where = self.target.description
+                        logger.warning("%s: attempt %d of %d: %s", where, attempt, attempts, self.down)
+                    elif attempt == attempts:
+                        logger.error(
+                            "the upstream %s: %s: trying again in the background, once every %g s at most "
+                            "(reconnect_max_delay), and at the next request",
+                            self.target.description,
+                            self.down,
+                            proxy.reconnect_max_delay,
+                        )
+                    else:
+                        logger.debug("%s: attempt %d: %s", self.target.description, attempt, self.down)
                     await self._announce_gone()
                 else:
                     self.down = None
@@ -211,16 +232,20 @@ class Upstream:
                 finally:
                     if not future.done():
                         future.set_result(None)
-                if attempt == attempts:
-                    break
                 wait = delay * random.uniform(0.8, 1.0)
                 self._retry_at = loop.time() + wait
-                await asyncio.sleep(wait)
                 delay = min(delay * 2, proxy.reconnect_max_delay)
-            self.down = f"{self.down}; gave up after {attempts} attempts (the next request tries again)"
-            logger.error("the upstream %s: %s", self.target.description, self.down)
+                if attempt < attempts:
+                    await asyncio.sleep(wait)
+                    continue
+                wake = self._wake = loop.create_future()  # (past the round: a request may start a new one)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(asyncio.shield(wake), wait)
+                self._wake = None
+                if wake.done():
+                    attempt, delay = 0, proxy.reconnect_delay
         finally:
-            self._reconnecting = None
+            self._reconnecting = self._wake = None
 
     async def _replace_primary(self) -> None:
         """A new primary connection for the one that ended, with what it held for the proxy's listeners: the
@@ -257,6 +282,10 @@ class Upstream:
                 await proxy.notify_resource_updated(outer)
             else:
                 proxy.offer_listeners("notifications/resources/updated", {"uri": outer}, uri=outer)
+        stranded, self._stranded = list(self._stranded), weakref.WeakSet()
+        for session in stranded:  # (client sessions whose upstream session could not be opened again meanwhile)
+            if not session.closed and session not in self._sessions:
+                self._revive(session, "the upstream is back")
 
     async def _announce_gone(self) -> None:
         """(a gateway member that was up) Its connection ended and could not be made again at once: from now on
@@ -279,10 +308,14 @@ class Upstream:
     async def _usable(self) -> None:
         """Before a request: the upstream is up, or it is being connected again and this request waits for the
         attempt in progress; while it is down (an attempt failed, the next is not due yet) the request is refused at
-        once with the reason. An end not noticed yet, or a reconnection that gave up, starts a new round."""
+        once with the reason. An end not noticed yet starts a round of attempts, and so does a request past a round
+        (it wakes the background attempts: :meth:`_reconnect`)."""
         primary = self.primary
         if self._reconnecting is None and (self.down is not None or (primary is not None and not _alive(primary))):
             self._lost(self.down or "its connection ended")
+        elif (wake := self._wake) is not None and not wake.done():  # (the round is over: a new one starts now)
+            self._attempt = asyncio.get_running_loop().create_future()
+            wake.set_result(None)
         attempt = self._attempt
         if self._reconnecting is not None and attempt is not None and not attempt.done():
             await asyncio.shield(attempt)
@@ -337,7 +370,13 @@ class Upstream:
             if attempt < attempts:
                 await asyncio.sleep(delay * random.uniform(0.8, 1.0))
                 delay = min(delay * 2, proxy.reconnect_max_delay)
-        logger.error("gave up opening an upstream session again after %d attempts", attempts)
+        if not session.closed and not self._closing:
+            self._stranded.add(session)  # (opened again when the primary connection is back: _replace_primary)
+            logger.error(
+                "gave up opening an upstream session again after %d attempts (again when the upstream is back, or "
+                "at the session's next request)",
+                attempts,
+            )
 
     def subscribed(self, session: ServerSession, uri: str, subscribing: bool) -> None:
         """(handshake-era upstream) ``session`` subscribed to (or unsubscribed from) ``uri`` on its upstream

@@ -21,6 +21,7 @@ from mcpkit import Client, MCPKit
 from mcpkit.client.targets import ServerStartError
 from mcpkit.protocol import types as t
 from mcpkit.protocol.errors import MCPError
+from mcpkit.testing import LeakProbe
 from support.toolkit import APPS_FILE, ERAS, serve_http
 
 pytestmark = pytest.mark.timeout(60)
@@ -240,7 +241,7 @@ async def test_a_gateway_tells_its_clients_when_a_member_goes_down_and_when_it_i
         b_down.unlink()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 15
-        while await _tool_names(client) != everything:  # (each list tries it again, after the round gave up)
+        while await _tool_names(client) != everything:  # (the background attempts, or a list, connect it again)
             assert loop.time() < deadline, "the member did not come back"
             await asyncio.sleep(0.2)
         method, _ = await watch.next(timeout=15)
@@ -308,3 +309,45 @@ def _running(pid: int) -> bool:
         done, _ = os.waitpid(pid, os.WNOHANG)
         return done == 0
     return True
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+async def test_a_member_whose_reconnection_gave_up_is_tried_in_the_background_and_its_listeners_hear_it_back(
+    mode: str, upstream_mode: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A member dies and stays down past its round of ``reconnect_attempts``: the gateway keeps trying it in the
+    background (no request comes: the client only listens), and when it is back the client hears
+    ``tools/list_changed`` and lists its tools again. Before, only a request started a new round, so a client
+    that only waited for list changes never saw the member come back. Nothing is left running afterwards."""
+    probe = LeakProbe.take()
+    a, _, _ = _ticking(tmp_path, "a")
+    b, b_down, b_pids = _ticking(tmp_path, "b")
+    gateway = mcpkit.proxy(
+        {"a": a, "b": b},
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    caplog.set_level(logging.WARNING, "mcpkit.proxy")
+    async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
+        everything = {"a_process", "a_crash", "b_process", "b_crash"}
+        assert await _tool_names(client) == everything
+        b_down.touch()  # the member dies and cannot start again
+        _kill(b_pids)
+        method, _ = await watch.next(timeout=15)  # (its tools left the list)
+        assert method == "notifications/tools/list_changed"
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while not [r for r in caplog.records if r.levelno >= logging.ERROR and "attempts" in r.getMessage()]:
+            assert loop.time() < deadline, "the round of attempts never ended"
+            await asyncio.sleep(0.05)
+        with contextlib.suppress(TimeoutError):  # (drained: what was said while it was down)
+            while True:
+                await watch.next(timeout=0.5)
+        b_down.unlink()  # back, and no request of the client from here until it heard so
+        method, _ = await watch.next(timeout=15)
+        assert method == "notifications/tools/list_changed"
+        assert await _tool_names(client) == everything
+    await probe.assert_clean()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import re
 import signal
@@ -339,8 +340,9 @@ async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once
     upstream_mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the upstream cannot be reached (its server does not start), a request is refused at once with an
-    error saying so (no hang); the proxy tries again a bounded number of times, backing off, and after it gave up
-    the next request makes it try once more: once the server starts again, requests and listeners are served."""
+    error saying so (no hang); the proxy tries again a bounded number of times, backing off, then more slowly in the
+    background, and a request past that round makes it try at once: once the server starts again, requests and
+    listeners are served."""
     down = tmp_path / "down"
     pids = tmp_path / "pids"
     pids.mkdir()
@@ -368,15 +370,86 @@ async def test_while_the_upstream_cannot_be_reached_requests_are_refused_at_once
                 await client.call_tool("process", {}, timeout=10)
             assert loop.time() - start < 5
             assert error.value.code == -32603 and "is unavailable" in error.value.message
-            if "gave up" in error.value.message:
+            if "attempts in a row failed" in error.value.message:
                 break
             await asyncio.sleep(0.1)
         else:
-            pytest.fail("the proxy never gave up")
+            pytest.fail("the round of attempts never ended")
         down.unlink()
         second = (await client.call_tool("process", {}, timeout=10)).data  # (it tries once more, and succeeds)
         assert isinstance(second, int) and second not in killed
         assert (await _next_after_reconnect(watch))["uri"] == "data://tick"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+async def test_a_client_that_only_listens_hears_the_upstream_again_when_it_is_back_after_the_round_gave_up(
+    upstream_mode: str, mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upstream stays down past the proxy's round of ``reconnect_attempts``: the proxy keeps trying in the
+    background, so a client that sends no request (it only listens) hears the new server's resource updates once
+    it is back. Before, the round gave up and only a request started a new one: the listener heard nothing."""
+    down, pids = tmp_path / "down", tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
+    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
+    app = mcpkit.proxy(
+        _upstream("ticking"),
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    caplog.set_level(logging.WARNING, "mcpkit.proxy")
+    async with serve_http(app) as url, Client(url, mode=mode) as client:
+        await client.call_tool("process", {})
+        async with client.watch(tools=True, resource_uris=["data://tick"]) as watch:
+            method, params = await watch.next(timeout=10)
+            assert method == "notifications/resources/updated" and params["uri"] == "data://tick"
+            down.touch()
+            killed = _kill_upstreams(pids)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 15
+            # (a handshake-era session's own upstream session on a handshake-era upstream gives up too)
+            rounds = 2 if mode == upstream_mode == "handshake" else 1
+            while len([r for r in caplog.records if r.levelno >= logging.ERROR]) < rounds:
+                assert loop.time() < deadline, "the round of attempts never ended"
+                await asyncio.sleep(0.05)
+            down.unlink()  # back: no request from here on until the new server was heard
+            assert (await _next_after_reconnect(watch))["uri"] == "data://tick"
+        assert int(await client.read_text("data://tick")) not in killed
+
+
+async def test_past_its_round_the_proxy_tries_an_upstream_that_is_down_no_faster_than_its_longest_delay(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The bound on the background attempts after a round gave up: one at most every ``reconnect_max_delay``
+    seconds (80-100 % of it), logged below WARNING (one ERROR line said the round gave up), without end."""
+    down, pids = tmp_path / "down", tmp_path / "pids"
+    pids.mkdir()
+    monkeypatch.setenv("TOOLKIT_PID_DIR", str(pids))
+    monkeypatch.setenv("TOOLKIT_REFUSE_IF", str(down))
+    app = mcpkit.proxy(_upstream("ticking"), reconnect_attempts=2, reconnect_delay=0.05, reconnect_max_delay=0.4)
+    caplog.set_level(logging.DEBUG, "mcpkit.proxy")
+    async with serve_http(app) as url, Client(url, mode="modern") as client:
+        await client.call_tool("process", {})
+        down.touch()
+        _kill_upstreams(pids)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 15
+        while not (gave_up := [r for r in caplog.records if r.levelno >= logging.ERROR]):
+            assert loop.time() < deadline, "the round of attempts never ended"
+            await asyncio.sleep(0.05)
+        start = loop.time()
+        await asyncio.sleep(3)
+        elapsed = loop.time() - start
+        after = caplog.records[caplog.records.index(gave_up[0]) + 1 :]
+        attempts = [r for r in after if "attempt" in r.getMessage()]
+        # the delays after the round: 0.2, 0.4, 0.4... (80-100 % of each): at most 2 + elapsed / (0.8 x 0.4 s); at
+        # least two (each attempt starts a Python process that refuses to start: slow on a loaded machine)
+        assert 2 <= len(attempts) <= 2 + elapsed / 0.32, [r.getMessage() for r in attempts]
+        assert all(r.levelno < logging.WARNING for r in attempts)
+        assert len([r for r in caplog.records if r.levelno >= logging.ERROR]) == 1
 
 
 async def test_the_subscriptions_a_session_keeps_through_a_proxy_to_make_them_again_are_bounded() -> None:

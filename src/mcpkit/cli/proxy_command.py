@@ -81,7 +81,8 @@ def register(cli: click.Group) -> None:
         default=10,
         show_default=True,
         help="Attempts to connect again to an upstream whose connection ended, in one round (the first at once; "
-        "after the last, the next request starts a new round).",
+        "after the last, one every --reconnect-max-delay seconds in the background, and a request starts a new "
+        "round).",
     )
     @click.option(
         "--reconnect-delay",
