@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import IO, TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack, overload
 
 from ._options import check_choice, check_options
-from ._runtime import DEFAULT_WORKER_GRACE, install_pool
+from ._runtime import DEFAULT_WORKER_GRACE, install_pool, pool_of
 
 if TYPE_CHECKING:
     from .hosting import HostedServer
@@ -45,11 +45,12 @@ class StdioOptions(TypedDict, total=False):
     stdout: IO[bytes] | None
     """Write to this binary stream instead of the process's stdout."""
     worker_grace: float
-    """Seconds the sync functions still running on worker threads get once serving has ended (SIGTERM, the end
-    of stdin), before the process exits without waiting for them (default 1; see the transports guide)."""
+    """Seconds the calls in flight get at SIGTERM to finish and be answered, and the sync functions still running
+    on worker threads once serving has ended (one span, begun at the SIGTERM), before the process exits without
+    waiting for them (default 1; see the transports guide)."""
     drain_timeout: float
     """Seconds the requests already received get to finish and be answered once stdin ends, before they are
-    cancelled (default 30; SIGTERM cancels them at once; see the transports guide)."""
+    cancelled (default 30; a SIGTERM meanwhile leaves them ``worker_grace`` from then; see the transports guide)."""
 
 
 _STDIO_KEYS = StdioOptions.__optional_keys__
@@ -78,11 +79,12 @@ async def run_stdio_async(server: HostedServer, **transport_options: Unpack[Stdi
         raise ValueError(f"drain_timeout must be a number of seconds, 0 or more, not {drain!r}")
     if grace is not None:
         install_pool(grace)
+    stop_grace = DEFAULT_WORKER_GRACE if grace is None else float(grace)
     transport = StdioServerTransport(**options)
     await transport.start()
     terminated = _TerminateOnSigterm()
     try:
-        await server.serve(transport, drain_timeout=float(drain))
+        await server.serve(transport, drain_timeout=float(drain), stop_grace=stop_grace)
     except asyncio.CancelledError:
         if not terminated.stopped():  # (a cancellation of our own caller's: it goes on)
             raise
@@ -93,10 +95,12 @@ async def run_stdio_async(server: HostedServer, **transport_options: Unpack[Stdi
 
 class _TerminateOnSigterm:
     """SIGTERM, the step after closing stdin in the stdio shutdown sequence (and what process managers send), ends
-    serving at once: the serving task is cancelled, so the server's lifespan is left as at the end of the input
-    (its cleanup runs), running calls included. Installed only where it can be (the main thread of a POSIX
-    process) and only over the default disposition (a handler of the program's own is left alone); a second
-    SIGTERM while the first is being handled kills the process as usual."""
+    serving: the serving task is cancelled, the calls in flight get the worker grace to finish and be answered
+    (the grace starts now, for the worker threads too: :meth:`~mcpkit._runtime.WorkerPool.begin_grace`), then
+    those still running are cancelled and the server's lifespan is left as at the end of the input (its cleanup
+    runs). Installed only where it can be (the main thread of a POSIX process) and only over the default
+    disposition (a handler of the program's own is left alone); a second SIGTERM while the first is being
+    handled kills the process as usual."""
 
     def __init__(self) -> None:
         import signal
@@ -118,7 +122,11 @@ class _TerminateOnSigterm:
 
     def _terminate(self) -> None:
         self._signalled = True
+        loop = self._loop
         self.remove()  # the next SIGTERM is the default one: the process ends on the spot
+        pool = pool_of(loop) if loop is not None else None
+        if pool is not None:
+            pool.begin_grace()
         assert self._task is not None
         self._task.cancel()
 
@@ -156,10 +164,11 @@ def run(server: HostedServer, transport: TransportName = "stdio", **options: Any
     :class:`~mcpkit.transports.http.options.RunHTTPOptions`), checked before anything is served.
 
     Ctrl-C ends serving (the server's lifespan is left, its cleanup runs) and the program with exit code 130, as a
-    shell reports an interrupted program, without a traceback (``SystemExit(130)``). SIGTERM ends serving the
-    same way and ``run`` returns (the code after it and the ``atexit`` handlers run). Either way the sync
-    functions still running on worker threads get ``worker_grace`` seconds (1 by default) to finish; the
-    process then exits without waiting for them, with one warning naming them."""
+    shell reports an interrupted program, without a traceback (``SystemExit(130)``). SIGTERM ends serving and
+    ``run`` returns (the code after it and the ``atexit`` handlers run); on stdio the calls in flight get
+    ``worker_grace`` seconds (1 by default) to finish and be answered first. Either way the lifespan's cleanup
+    waits for the sync functions still running on worker threads within that grace, and the process then exits
+    without waiting for them, with one warning naming them."""
     try:
         _run(server, transport, **options)
     except KeyboardInterrupt:

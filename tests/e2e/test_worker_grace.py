@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import httpx
 import pytest
@@ -61,19 +62,22 @@ def _start(argv: list[str], marks: Path, grace: float | None) -> subprocess.Pope
     return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
 
-def _call_over_stdio(proc: subprocess.Popen[bytes], seconds: float) -> None:
+def _call_over_stdio(proc: subprocess.Popen[bytes], seconds: float, tool: str = "nap") -> list[object]:
+    """Call ``tool`` over stdio; its answer, if any, is read from stdout once the process ended (none here)."""
     assert proc.stdin is not None and proc.stdout is not None
     for m in (
         _msg("initialize", INIT, 0),
         _msg("notifications/initialized"),
-        _msg("tools/call", {"name": "nap", "arguments": {"seconds": seconds}}, 1),
+        _msg("tools/call", {"name": tool, "arguments": {"seconds": seconds}}, 1),
     ):
         proc.stdin.write(json.dumps(m).encode() + b"\n")
         proc.stdin.flush()
     assert json.loads(proc.stdout.readline())["id"] == 0
+    return []
 
 
-def _call_over_http(proc: subprocess.Popen[bytes], seconds: float) -> None:
+def _call_over_http(proc: subprocess.Popen[bytes], seconds: float, tool: str = "nap") -> list[object]:
+    """Call ``tool`` over HTTP from a thread; the list gets ``(status, body)`` of its answer, or the error."""
     assert proc.stderr is not None
     line = proc.stderr.readline().decode()
     found = re.search(r"serving http on (\S+)", line)
@@ -86,16 +90,20 @@ def _call_over_http(proc: subprocess.Popen[bytes], seconds: float) -> None:
             headers["mcp-session-id"] = sid
         client.post(url, json=_msg("notifications/initialized"), headers=headers)
 
+    answers: list[object] = []
+
     def call() -> None:  # (its answer is not awaited: the server is stopped while it runs)
         try:
             with httpx.Client(timeout=seconds + 10) as c:
-                c.post(
-                    url, json=_msg("tools/call", {"name": "nap", "arguments": {"seconds": seconds}}, 1), headers=headers
+                r = c.post(
+                    url, json=_msg("tools/call", {"name": tool, "arguments": {"seconds": seconds}}, 1), headers=headers
                 )
-        except httpx.HTTPError:
-            pass
+                answers.append((r.status_code, r.text))
+        except httpx.HTTPError as exc:
+            answers.append(exc)
 
     threading.Thread(target=call, daemon=True).start()
+    return answers
 
 
 LAUNCHES = {
@@ -106,23 +114,35 @@ LAUNCHES = {
 }
 
 
-def _stop_with_sigterm(
-    launch: str, tmp_path: Path, seconds: float, grace: float | None
-) -> tuple[subprocess.Popen[bytes], float, str, Path]:
+class Stopped(NamedTuple):
+    proc: subprocess.Popen[bytes]
+    took: float  # seconds from the SIGTERM to the exit
+    err: str
+    marks: Path
+    answers: list[object]  # the tool call's answers: JSON-RPC messages (stdio), (status, body) or an error (HTTP)
+
+
+def _stop_with_sigterm(launch: str, tmp_path: Path, seconds: float, grace: float | None, tool: str = "nap") -> Stopped:
     argv, call = LAUNCHES[launch]
     marks = tmp_path / "marks"
     proc = _start(argv, marks, grace)
     try:
-        call(proc, seconds)
+        answers = call(proc, seconds, tool)
         _wait_for(Path(f"{marks}.started"), proc)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         try:
-            _, err = proc.communicate(timeout=(grace or 1.0) + 20)
+            out, err = proc.communicate(timeout=(grace or 1.0) + 20)
         except subprocess.TimeoutExpired:
             proc.kill()
             raise
-        return proc, time.monotonic() - t0, err.decode(), marks
+        took = time.monotonic() - t0
+        answers += [m for m in map(json.loads, out.decode().splitlines()) if m.get("id") == 1]
+        for _ in range(500):  # (the HTTP call's thread: its answer, or the error of its connection)
+            if answers or "http" not in launch:
+                break
+            time.sleep(0.01)
+        return Stopped(proc, took, err.decode(), marks, answers)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -131,7 +151,7 @@ def _stop_with_sigterm(
 
 @pytest.mark.parametrize("launch", list(LAUNCHES))
 def test_sigterm_does_not_wait_for_a_long_sync_tool_past_the_grace(launch: str, tmp_path: Path) -> None:
-    proc, took, err, marks = _stop_with_sigterm(launch, tmp_path, 30, None)
+    proc, took, err, marks, _ = _stop_with_sigterm(launch, tmp_path, 30, None)
     drain = 0.5 if "--drain-timeout" in LAUNCHES[launch][0] else 5.0 if "http" in launch else 0.0
     assert took < drain + 1.0 + MARGIN, (took, err)
     assert proc.returncode == 0, err
@@ -146,12 +166,103 @@ def test_sigterm_does_not_wait_for_a_long_sync_tool_past_the_grace(launch: str, 
 
 @pytest.mark.parametrize("launch", ["app.run() stdio", "mcpkit run stdio", "mcpkit run -t http"])
 def test_a_sync_tool_that_ends_within_the_grace_finishes_its_work(launch: str, tmp_path: Path) -> None:
-    proc, took, err, marks = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0)
+    proc, took, err, marks, _ = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0)
     assert Path(f"{marks}.tool").read_text() == "nap done", err
     assert took < 10.0 + MARGIN, (took, err)
     assert proc.returncode == 0, err
     assert Path(f"{marks}.atexit").exists(), err
     assert "still running on worker threads" not in err, err
+
+
+def _result_text(answer: object) -> str:
+    """The text of a tools/call answer: a JSON-RPC message (stdio) or an HTTP answer's (status, body)."""
+    if isinstance(answer, tuple):
+        status, body = answer
+        assert status == 200, answer
+        if body.startswith(("event:", "data:", "id:")):  # (an SSE answer: its last data line)
+            body = [line[5:] for line in body.splitlines() if line.startswith("data:")][-1]
+        answer = json.loads(body)
+    assert isinstance(answer, dict), answer
+    return str(answer["result"]["content"][0]["text"])
+
+
+STDIO = ["app.run() stdio", "mcpkit run stdio"]
+
+
+@pytest.mark.parametrize("launch", [*STDIO, "app.run('http')"])
+def test_a_sync_tool_that_ends_within_the_grace_is_answered_after_sigterm(launch: str, tmp_path: Path) -> None:
+    """SIGTERM while a ``def`` tool runs that ends within the grace: its answer is written before the exit (over
+    HTTP, the requests in flight get the drain timeout, 5 s by default)."""
+    stopped = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0)
+    assert [_result_text(a) for a in stopped.answers] == ["rested"], stopped
+    assert stopped.proc.returncode == 0 and stopped.took < 1.5 + MARGIN, stopped
+
+
+@pytest.mark.parametrize("launch", STDIO)
+def test_an_async_tool_that_ends_within_the_grace_is_answered_after_sigterm(launch: str, tmp_path: Path) -> None:
+    stopped = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0, tool="anap")
+    assert Path(f"{stopped.marks}.atool").exists(), stopped.err
+    assert [_result_text(a) for a in stopped.answers] == ["rested"], stopped
+    assert stopped.proc.returncode == 0 and stopped.took < 1.5 + MARGIN, stopped
+
+
+@pytest.mark.parametrize("launch", STDIO)
+def test_an_async_tool_still_running_at_the_end_of_the_grace_is_cancelled_unanswered(
+    launch: str, tmp_path: Path
+) -> None:
+    stopped = _stop_with_sigterm(launch, tmp_path, 30, 1.0, tool="anap")
+    assert stopped.took < 1.0 + MARGIN, stopped
+    assert stopped.proc.returncode == 0, stopped.err
+    assert stopped.answers == [] and not Path(f"{stopped.marks}.atool").exists(), stopped
+    assert Path(f"{stopped.marks}.atexit").exists(), stopped.err
+
+
+@pytest.mark.parametrize("launch", STDIO)
+@pytest.mark.parametrize("seconds", [1.5, 30])
+def test_sigterm_during_the_drain_after_the_end_of_stdin_gives_the_calls_the_grace(
+    launch: str, seconds: float, tmp_path: Path
+) -> None:
+    """The spec's sequence: stdin closed (the drain begins, 30 s by default), then SIGTERM. From the SIGTERM the
+    call has the grace (3 s here): one that ends within it is answered, one that does not is given up on."""
+    argv, call = LAUNCHES[launch]
+    marks = tmp_path / "marks"
+    proc = _start(argv, marks, 3.0)
+    try:
+        call(proc, seconds)
+        _wait_for(Path(f"{marks}.started"), proc)
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()
+        proc.stdin = None  # (closed: communicate() below has nothing to send)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    answers = [m for m in map(json.loads, out.decode().splitlines()) if m.get("id") == 1]
+    assert proc.returncode == 0, err
+    if seconds < 3:
+        assert [_result_text(a) for a in answers] == ["rested"], (out, err)
+        assert took < seconds + MARGIN
+    else:
+        assert answers == [] and took < 3.0 + MARGIN, (took, out, err)
+        assert b"tool 'nap'" in err
+
+
+@pytest.mark.parametrize("launch", list(LAUNCHES))
+def test_a_sync_tool_running_at_sigterm_finds_the_lifespans_resources_still_open(launch: str, tmp_path: Path) -> None:
+    """The lifespan's cleanup (here: closing a database) waits for the calls in flight, bounded by the grace: a
+    ``def`` tool that sleeps, then writes to the database, succeeds (it used to find the database closed)."""
+    stopped = _stop_with_sigterm(launch, tmp_path, 1.5, 10.0, tool="nap_then_write")
+    failed = Path(f"{stopped.marks}.write-failed")
+    assert not failed.exists(), failed.read_text()
+    assert Path(f"{stopped.marks}.wrote").exists(), stopped.err
+    assert stopped.proc.returncode == 0, stopped.err
+    if "--drain-timeout" not in LAUNCHES[launch][0]:  # (over HTTP, cut by a 0.5 s drain)
+        assert [_result_text(a) for a in stopped.answers] == ["written"], stopped
 
 
 async def test_the_stdio_clients_close_ends_a_server_busy_in_a_sync_tool_before_sigkill(tmp_path: Path) -> None:

@@ -112,3 +112,47 @@ async def test_run_in_executor_uses_the_installed_pool() -> None:
     name = await asyncio.get_running_loop().run_in_executor(None, lambda: threading.current_thread().name)
     assert name.startswith("mcpkit-worker-")
     assert pool.running() == []
+
+
+async def test_settle_waits_for_work_in_flight_without_blocking_the_loop_and_no_longer_than_the_grace() -> None:
+    pool = WorkerPool(grace=0.4)
+    try:
+        pool.submit(time.sleep, 0.15)
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticker = asyncio.ensure_future(tick())
+        t0 = time.monotonic()
+        assert await pool.settle() is True
+        assert 0.1 < time.monotonic() - t0 < 0.4 and ticks >= 5  # (the loop ran meanwhile)
+        release = threading.Event()
+        pool.submit(release.wait, 10)
+        t0 = time.monotonic()
+        assert await pool.settle() is False  # (a grace of its own: the first one ended unspent)
+        assert 0.35 < time.monotonic() - t0 < 1.5
+        ticker.cancel()
+        t0 = time.monotonic()
+        pool.shutdown(wait=True)  # the grace was spent in settle: nothing more is waited for
+        assert time.monotonic() - t0 < 0.2
+        release.set()
+    finally:
+        pool.shutdown(wait=False)
+
+
+def test_a_grace_begun_at_sigterm_bounds_the_shutdown_from_then() -> None:
+    pool = WorkerPool(grace=0.5)
+    release = threading.Event()
+    pool.submit(release.wait, 10)
+    end = pool.begin_grace()
+    assert pool.begin_grace() == end  # (begun once)
+    time.sleep(0.3)
+    t0 = time.monotonic()
+    pool.shutdown(wait=True)
+    assert time.monotonic() - t0 < 0.4  # what was left of the grace, not all of it again
+    assert time.monotonic() >= end - 0.01
+    release.set()

@@ -12,7 +12,8 @@ What the rest of mcpkit asks of the runtime, and nothing else:
 * :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
   :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
 * :class:`WorkerPool` is the default executor of the event loops ``mcpkit.run`` creates: daemon threads, and a
-  shutdown that waits a bounded grace for the work in flight (:func:`name_work` names it in the warning).
+  shutdown that waits a bounded grace for the work in flight (:func:`name_work` names it in the warning);
+  :func:`pool_of` gives a loop's, whose ``settle()`` the server's lifespan awaits before its cleanup.
 * :func:`read_in_chunks` sets how much an asyncio read-pipe transport reads at once (the stdio transports).
 
 How: :mod:`.handoff` (the guard: CPython 3.11-3.13 asyncio loops; it sets the running loop's thread id and
@@ -37,7 +38,7 @@ from .handoff import (
     running_guard,
 )
 from .usage import Usage, clock, gc_time, hook_gc, thread_usage
-from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work
+from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work, pool_of
 
 __all__ = [
     "DEFAULT_WORKER_GRACE",
@@ -57,6 +58,7 @@ __all__ = [
     "in_eager_step",
     "install_pool",
     "name_work",
+    "pool_of",
     "read_in_chunks",
     "run_inline",
     "running_guard",

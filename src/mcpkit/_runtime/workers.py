@@ -24,6 +24,7 @@ import logging
 import os
 import queue
 import threading
+import time
 import types
 import weakref
 from collections.abc import Callable
@@ -112,6 +113,7 @@ class WorkerPool(ThreadPoolExecutor):
         self._pending = 0  # submitted, not finished (running or queued)
         self._running: dict[int, Callable[..., Any]] = {}  # thread id -> what it runs now
         self._closed = False
+        self._deadline: float | None = None  # (monotonic) the end of the grace, once it began
 
     def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
         future: Future[T] = Future()
@@ -155,9 +157,39 @@ class WorkerPool(ThreadPoolExecutor):
         """What the worker threads run now."""
         return list(self._running.values())
 
+    def begin_grace(self) -> float:
+        """Serving is ending (SIGTERM): the grace starts now, if it has not yet. Returns its end (``time.monotonic``):
+        :meth:`settle` and :meth:`shutdown` wait no later than that."""
+        with self._mutex:
+            if self._deadline is None:
+                self._deadline = time.monotonic() + self.grace
+            return self._deadline
+
+    async def settle(self) -> bool:
+        """Wait, without blocking the event loop, for the work submitted so far, until the end of the grace at most
+        (the grace begins now if it has not: :meth:`begin_grace`). True when none is left. The server's lifespan
+        waits here before its cleanup, so that a sync call still running finds what the lifespan opened still
+        open. When the work ends within a grace this call began, the grace is left unspent (a later shutdown gets
+        all of it); one begun before (SIGTERM) runs on."""
+        if not self._pending:
+            return True
+        began = self._deadline is None
+        deadline = self.begin_grace()
+        while self._pending:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            await asyncio.sleep(min(0.01, left))  # (shutdown only: a short poll, no thread to wake the loop)
+        if began:
+            with self._mutex:
+                if self._deadline == deadline:
+                    self._deadline = None
+        return True
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        """Take no more work; with ``wait``, wait up to :attr:`grace` for the work submitted before (then log one
-        warning naming what still runs, and return: the daemon threads do not hold up the process's exit)."""
+        """Take no more work; with ``wait``, wait up to :attr:`grace` (or what is left of it, once it began:
+        :meth:`begin_grace`) for the work submitted before (then log one warning naming what still runs, and
+        return: the daemon threads do not hold up the process's exit)."""
         with self._mutex:
             first = not self._closed
             self._closed = True
@@ -173,7 +205,8 @@ class WorkerPool(ThreadPoolExecutor):
             if first or cancel_futures:
                 for _ in range(self._started):
                     self._jobs.put(None)  # (after the work queued: each thread ends once it finds one)
-            if not wait or self._finished.wait_for(lambda: not self._pending, timeout=self.grace):
+            timeout = self.grace if self._deadline is None else max(0.0, self._deadline - time.monotonic())
+            if not wait or self._finished.wait_for(lambda: not self._pending, timeout=timeout):
                 return
             left = self.running()
             queued = self._pending - len(left)
@@ -189,12 +222,23 @@ class WorkerPool(ThreadPoolExecutor):
         )
 
 
+#: The pool :func:`install_pool` made each event loop's default executor (weak keys: gone with their loops).
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, WorkerPool] = weakref.WeakKeyDictionary()
+
+
 def install_pool(grace: float = DEFAULT_WORKER_GRACE) -> WorkerPool:
     """Make a new :class:`WorkerPool` the running event loop's default executor and return it (first thing in a
     loop of one's own: an executor the loop already had is replaced, not shut down)."""
     pool = WorkerPool(grace=grace)
-    asyncio.get_running_loop().set_default_executor(pool)
+    loop = asyncio.get_running_loop()
+    loop.set_default_executor(pool)
+    _POOLS[loop] = pool
     return pool
 
 
-__all__ = ["DEFAULT_WORKER_GRACE", "WorkerPool", "describe", "install_pool", "name_work"]
+def pool_of(loop: asyncio.AbstractEventLoop) -> WorkerPool | None:
+    """The :class:`WorkerPool` :func:`install_pool` gave ``loop``, if it did (None: asyncio's own executor)."""
+    return _POOLS.get(loop)
+
+
+__all__ = ["DEFAULT_WORKER_GRACE", "WorkerPool", "describe", "install_pool", "name_work", "pool_of"]

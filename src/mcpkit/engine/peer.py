@@ -54,7 +54,7 @@ from .messages import (
     _new,
 )
 from .outgoing import Requests, _Pending
-from .runner import RequestRunner, finish_batch, start_request_task
+from .runner import RequestRunner, drain, finish_batch, start_request_task
 from .tap import IN, OUT, TapHub, described
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
@@ -144,13 +144,15 @@ class Peer(Requests):
 
     # ------------------------------------------------------------------ incoming
 
-    async def run(self, receive: Callable[[], Awaitable[bytes | None]], *, drain_timeout: float = 30.0) -> None:
+    async def run(
+        self, receive: Callable[[], Awaitable[bytes | None]], *, drain_timeout: float = 30.0, stop_grace: float = 0.0
+    ) -> None:
         """Read and dispatch messages until ``receive`` returns None (end of input) or raises ConnectionClosed (the
         end of input, saying why: its message becomes the reason every request then fails with).
 
         At end of input, outgoing requests fail (no response can arrive any more), then every request already
         received is finished and answered (bounded by ``drain_timeout``) before returning. When the task running
-        it is cancelled, those requests are cancelled at once instead.
+        it is cancelled (SIGTERM), they get ``stop_grace`` seconds instead (then are cancelled, unanswered).
         """
         out = self.outbox
         parse = jsonrpc.parse
@@ -180,7 +182,7 @@ class Peer(Requests):
                     self._tapped(IN, described(msg, data))
                 if not self._take(msg, out):  # the common cases without a coroutine hop
                     await self._receive(msg, out)
-        except asyncio.CancelledError:  # serving itself is stopped (e.g. SIGTERM): its requests stop too, at once
+        except asyncio.CancelledError:  # serving itself is stopped (e.g. SIGTERM): its requests get stop_grace
             cancelled = True
             raise
         finally:
@@ -190,7 +192,7 @@ class Peer(Requests):
             self._fail_pending(ConnectionClosed(self._stopped))
             if self.on_input_end is not None:
                 self.on_input_end()
-            await self.drain(0.0 if cancelled else drain_timeout)
+            await self.drain(stop_grace if cancelled else drain_timeout, stop_grace)
 
     def _running_tasks(self) -> list[asyncio.Task[Any]]:
         tasks = {t for t in self._tasks if not t.done()}
@@ -199,20 +201,10 @@ class Peer(Requests):
                 tasks.add(ctx.task)
         return list(tasks)
 
-    async def drain(self, timeout: float = 30.0) -> None:
-        """Wait for running incoming requests to finish (then cancel what is left)."""
-        loop = _running_loop()
-        deadline = loop.time() + timeout
-        while True:  # (again: a request the runner was still to run may have moved to a task of its own meanwhile)
-            tasks = self._running_tasks()
-            if not tasks:
-                return
-            _, left = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
-            if left:
-                for t in left:
-                    t.cancel()
-                await asyncio.wait(left, timeout=5.0)
-                return
+    async def drain(self, timeout: float = 30.0, stop_grace: float = 0.0) -> None:
+        """Wait for running incoming requests to finish (then cancel what is left); cancelled meanwhile (SIGTERM
+        after the end of input), wait ``stop_grace`` seconds at most from then (see :func:`.runner.drain`)."""
+        await drain(self._running_tasks, timeout, stop_grace)
 
     def feed(self, data: bytes) -> bool:
         """Synchronous fast path for a transport that frames input in a protocol callback.

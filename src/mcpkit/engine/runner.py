@@ -14,6 +14,8 @@ own if the runner is still inside that handler then (on the stand-in).
 
 Bounds: every queued request holds one of the peer's ``max_concurrency`` slots, taken before it is queued, so the
 queue is never longer than that (the reader waits for a slot: backpressure).
+
+:func:`drain` is the end of a peer's requests when its input ends or serving stops: bounded waits, then cancellation.
 """
 
 from __future__ import annotations
@@ -182,7 +184,37 @@ class RequestRunner:
             ctx.task = task
 
 
-__all__ = ["RequestRunner", "RunnerHost", "start_request_task"]
+__all__ = ["RequestRunner", "RunnerHost", "drain", "start_request_task"]
+
+
+async def drain(running: Callable[[], list[asyncio.Task[Any]]], timeout: float, stop_grace: float = 0.0) -> None:
+    """Wait for the requests ``running()`` gives (asked again until none is left: one the runner was still to run
+    may have moved to a task of its own meanwhile) for ``timeout`` seconds at most, then cancel what is left.
+
+    Cancelled while it waits (SIGTERM during the drain at the end of the input), it waits ``stop_grace`` seconds
+    at most from then (never past ``timeout``), cancels what is left and raises the cancellation; cancelled again,
+    it cancels what is left at once."""
+    loop = _running_loop()
+    deadline = loop.time() + timeout
+    stopped: asyncio.CancelledError | None = None
+    while tasks := running():
+        try:
+            _, left = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
+        except asyncio.CancelledError as exc:
+            if stopped is not None:
+                for t in tasks:
+                    t.cancel()
+                raise
+            stopped = exc
+            deadline = min(deadline, loop.time() + stop_grace)
+            continue
+        if left:
+            for t in left:
+                t.cancel()
+            await asyncio.wait(left, timeout=5.0)
+            break
+    if stopped is not None:
+        raise stopped
 
 
 async def finish_batch(tasks: list[asyncio.Task[Any]], responses: bytearray) -> Outgoing | None:

@@ -5,6 +5,10 @@ transport that never said it was starting) runs the lifespan's entry, the last o
 re-created per event loop, so an app can be served by successive ``asyncio.run`` calls (tests do). The apps
 mounted into this one (``app.mount``) are its children: their ``startup()`` runs after this lifespan's entry, their
 ``shutdown()`` before its exit.
+
+The last one out first waits for the sync calls still running on the loop's worker threads, bounded by the
+worker grace (:meth:`mcpkit._runtime.WorkerPool.settle`, where ``mcpkit.run`` installed the pool): a ``def``
+tool still running when serving stopped finds what the lifespan opened still open.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+
+from .._runtime import pool_of
 
 Lifespan = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]] | Callable[[Any], AsyncIterator[Any]]
 
@@ -108,6 +114,10 @@ class LifespanHolder:
                 return
             self.users -= 1
             if self.users == 0:
+                if self._cm is not None or self._entered:  # (something to clean up: not under a call in flight)
+                    pool = pool_of(asyncio.get_running_loop())
+                    if pool is not None:
+                        await pool.settle()
                 entered, self._entered = self._entered, []
                 try:
                     for child in reversed(entered):

@@ -665,15 +665,18 @@ class Server(Runnable):
         """A session for one connection; feed it with ``session.peer`` (``run`` or ``handle``)."""
         return ServerSession(self, outbox, **peer_options)
 
-    async def serve(self, conn: Connection, *, drain_timeout: float = 30.0, **peer_options: Any) -> None:
-        """Serve one connection until its input ends, then its requests in flight for ``drain_timeout`` s at most."""
+    async def serve(
+        self, conn: Connection, *, drain_timeout: float = 30.0, stop_grace: float = 0.0, **peer_options: Any
+    ) -> None:
+        """Serve one connection until its input ends, then its requests in flight for ``drain_timeout`` s at most
+        (``stop_grace`` s when serving is cancelled, SIGTERM: see :meth:`mcpkit.engine.Peer.run`)."""
         session = self.create_session(conn, **peer_options)
         if isinstance(conn, BaseConnection):  # (its optional capabilities, declared)
             conn.set_fast_path(session.peer.feed, session.peer.inflight_count)
             session.peer.network = conn.network
         session.peer.on_input_end = functools.partial(self._end_listeners, session)
         try:
-            await session.peer.run(conn.receive, drain_timeout=drain_timeout)
+            await session.peer.run(conn.receive, drain_timeout=drain_timeout, stop_grace=stop_grace)
         finally:
             session.closed = True
             await conn.close()
