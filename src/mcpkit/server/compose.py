@@ -77,6 +77,8 @@ class Composable(Protocol):
 
     def _serve_lists(self, kinds: Iterable[str]) -> None: ...
 
+    def _refresh_skills(self) -> None: ...
+
 
 def check_prefix(prefix: str) -> None:
     """Refuse (``ValueError``) a prefix that names and URIs cannot carry: 1-64 characters of A-Z a-z 0-9 _ . -,
@@ -490,6 +492,8 @@ def attach(
         child._mounted_in.append((parent, mount))
         parent._lifespan.add_child(child)
     parent._serve_lists(kind for kind, items in wanted.items() if items or live)
+    if live:
+        parent._refresh_skills()  # (its skills, served as skills under the prefix)
     for kind in ("tools", "resources", "prompts"):
         parent._changed(kind)
     return mount
@@ -506,6 +510,7 @@ def detach(parent: Composable, prefix: str | None) -> None:
         for key in keys:
             registry.pop(key, None)
         keys.clear()
+    parent._refresh_skills()
     for kind in ("tools", "resources", "prompts"):
         parent._changed(kind)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import mimetypes
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ from ..protocol.skills import (
     parse_frontmatter,
     path_segment,
 )
+from .compose import prefixed_uri, unprefixed_uri
 
 JSONDict = dict[str, Any]
 
@@ -61,8 +62,12 @@ class _File:
     data: bytes
     mime: str
 
+    def __post_init__(self) -> None:
+        # (hashed once: every skills/list and skills/get hashed every file of every entry again, 16 MiB a skill)
+        self._manifest = {"uri": self.uri, "digest": digest(self.data), "size": len(self.data)}
+
     def manifest(self) -> JSONDict:
-        return {"uri": self.uri, "digest": digest(self.data), "size": len(self.data)}
+        return dict(self._manifest)
 
 
 @dataclass
@@ -84,8 +89,9 @@ class SkillsCatalog:
     """The skills one server publishes, and the handlers of ``skills/list``, ``skills/get`` and
     ``resources/directory/read`` (see the module docstring)."""
 
-    def __init__(self, paginate: Callable[..., tuple[list[Any], str | None]], page_size: int) -> None:
+    def __init__(self, paginate: Callable[..., tuple[list[Any], str | None]], page_size: int, app: Any = None) -> None:
         self._paginate = paginate
+        self._app = app  # (whose mounted servers' skills are served too: see served_catalogs)
         self.page_size = page_size
         self.skills: dict[str, _Skill] = {}
         self.directories: dict[str, dict[str, JSONDict]] = {}  # directory URI -> {child URI: Resource}
@@ -96,10 +102,22 @@ class SkillsCatalog:
     def _cache(self) -> JSONDict:
         return {"ttlMs": self.ttl_ms, "cacheScope": self.cache_scope}
 
+    def _catalogs(self) -> list[tuple[Callable[[str], str], Callable[[str], str | None], SkillsCatalog]]:
+        return list(served_catalogs(self._app)) if self._app is not None else [(_same, _same, self)]
+
+    def entries(self) -> list[JSONDict]:
+        """Every skill served: this catalog's, then those of the servers mounted in its app, by the app's URIs."""
+        out: dict[str, JSONDict] = {}
+        for outer, _, catalog in self._catalogs():
+            for skill in catalog.skills.values():
+                entry = _relinked(skill.entry(), outer)
+                out.setdefault(entry["uri"], entry)
+        return list(out.values())
+
     async def list_skills(self, ctx: Any, params: JSONDict) -> JSONDict:
-        skills = list(self.skills.values())
-        page, cursor = self._paginate("skills", skills, params, self.page_size, lambda s: s.uri)
-        result: JSONDict = {"skills": [s.entry() for s in page], **self._cache()}
+        skills = self.entries()
+        page, cursor = self._paginate("skills", skills, params, self.page_size, lambda e: e["uri"])
+        result: JSONDict = {"skills": page, **self._cache()}
         if cursor is not None:
             result["nextCursor"] = cursor
         return result
@@ -108,19 +126,27 @@ class SkillsCatalog:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise InvalidParams("skills/get: uri must be a string")
-        skill = self.skills.get(uri)
-        if skill is None:
-            raise InvalidParams(f"No skill is served at {uri[:300]}", {"uri": uri[:300]})
-        return {"skill": skill.entry(), **self._cache()}
+        for outer, inner, catalog in self._catalogs():
+            own = inner(uri)
+            skill = catalog.skills.get(own) if own is not None else None
+            if skill is not None:
+                return {"skill": _relinked(skill.entry(), outer), **self._cache()}
+        raise InvalidParams(f"No skill is served at {uri[:300]}", {"uri": uri[:300]})
 
     async def read_directory(self, ctx: Any, params: JSONDict) -> JSONDict:
         uri = params.get("uri")
         if not isinstance(uri, str):
             raise InvalidParams("resources/directory/read: uri must be a string")
-        children = self.directories.get(uri.rstrip("/") if uri.endswith("/") and "://" in uri[:-1] else uri)
-        if children is None:
+        asked = uri.rstrip("/") if uri.endswith("/") and "://" in uri[:-1] else uri
+        items: list[JSONDict] | None = None
+        for outer, inner, catalog in self._catalogs():
+            own = inner(asked)
+            children = catalog.directories.get(own) if own is not None and catalog.directory_read else None
+            if children is not None:
+                items = [{**child, "uri": outer(child["uri"])} for child in children.values()]
+                break
+        if items is None:
             raise InvalidParams(f"{uri[:300]} is not a directory resource", {"uri": uri[:300]})
-        items = list(children.values())
         page, cursor = self._paginate("dir:" + uri, items, params, self.page_size, lambda r: r["uri"])
         result: JSONDict = {"resources": page}
         if cursor is not None:
@@ -142,13 +168,51 @@ class SkillsCatalog:
                 self.directories.setdefault(child, {})
 
 
+def _same(uri: str) -> str:
+    return uri
+
+
+def _relinked(entry: JSONDict, outer: Callable[[str], str]) -> JSONDict:
+    """A skill's entry by the serving app's URIs (``outer``: a mount's prefix put in)."""
+    if outer is _same:
+        return entry
+    resources = [{**item, "uri": outer(item["uri"])} for item in entry["resources"]]
+    return {**entry, "uri": outer(entry["uri"]), "resources": resources}
+
+
+def served_catalogs(
+    app: Any,
+) -> Iterator[tuple[Callable[[str], str], Callable[[str], str | None], SkillsCatalog]]:
+    """Every skills catalog ``app`` serves, each with how its URIs become ``app``'s and back (None: not one of
+    its URIs): ``app``'s own, then those of the servers mounted in it, at any depth, under their prefixes."""
+    own: SkillsCatalog | None = app._skills
+    if own is not None:
+        yield _same, _same, own
+    for prefix, mount in list(app._mounts.items()):
+        for outer, inner, catalog in served_catalogs(mount.child):
+            if prefix is None:
+                yield outer, inner, catalog
+                continue
+
+            def up(uri: str, outer: Callable[[str], str] = outer, prefix: str = prefix) -> str:
+                return prefixed_uri(prefix, outer(uri))
+
+            def down(uri: str, inner: Callable[[str], str | None] = inner, prefix: str = prefix) -> str | None:
+                mine = unprefixed_uri(prefix, uri)
+                return inner(mine) if mine is not None else None
+
+            yield up, down, catalog
+
+
 class Skills:
     """``add_skills`` for :class:`~mcpkit.server.app.MCPKit` (see the module docstring)."""
 
     extensions: Any
     add_resource: Callable[..., Any]
     set_handler: Callable[..., None]
+    remove_handler: Callable[[str], None]
     _paginator: Any
+    _mounted_in: list[tuple[Any, Any]]
     _skills: SkillsCatalog | None = None
 
     def add_skills(
@@ -180,11 +244,7 @@ class Skills:
         skill_dirs = sorted(d for d, files in found.items() if SKILL_FILE in files)
         if not skill_dirs:
             raise ValueError(f"no SKILL.md under {str(root)!r}: a skill is a directory with a SKILL.md")
-        catalog = self._skills
-        if catalog is None:
-            catalog = self._skills = SkillsCatalog(self._paginator.page, page_size)
-            self.set_handler("skills/list", catalog.list_skills)
-            self.set_handler("skills/get", catalog.get_skill)
+        catalog = self._skills_catalog()
         catalog.page_size = page_size
         catalog.ttl_ms, catalog.cache_scope = ttl_ms, cache_scope
         top = root.resolve()
@@ -260,16 +320,38 @@ class Skills:
             }
         for skill in new:
             catalog.skills[skill.uri] = skill
-        if directory_read and not catalog.directory_read:
-            catalog.directory_read = True
-            self.set_handler("resources/directory/read", catalog.read_directory)
-        self.extensions.declare(SKILLS_EXTENSION, {"directoryRead": True} if catalog.directory_read else {})
+        catalog.directory_read = catalog.directory_read or directory_read
+        self._refresh_skills()
         return [s.entry() for s in new]
+
+    def _skills_catalog(self) -> SkillsCatalog:
+        if self._skills is None:
+            self._skills = SkillsCatalog(self._paginator.page, 50, self)
+        return self._skills
+
+    def _refresh_skills(self) -> None:
+        """Serve ``skills/*`` and declare the extension while this app or a server mounted in it has skills (again
+        up the apps this one is mounted into): called when skills are added and when servers are (un)mounted."""
+        catalogs = [catalog for _, _, catalog in served_catalogs(self) if catalog.skills]
+        if catalogs:
+            catalog = self._skills_catalog()
+            self.set_handler("skills/list", catalog.list_skills)
+            self.set_handler("skills/get", catalog.get_skill)
+            directory_read = any(c.directory_read for c in catalogs)
+            if directory_read:
+                self.set_handler("resources/directory/read", catalog.read_directory)
+            self.extensions.declare(SKILLS_EXTENSION, {"directoryRead": True} if directory_read else {})
+        elif self._skills is not None:
+            for method in ("skills/list", "skills/get", "resources/directory/read"):
+                self.remove_handler(method)
+            self.extensions.pop(SKILLS_EXTENSION, None)
+        for parent, _ in list(self._mounted_in):
+            parent._refresh_skills()
 
     @property
     def skills(self) -> list[JSONDict]:
-        """The entries of the published skills (what ``skills/list`` returns)."""
-        return [s.entry() for s in self._skills.skills.values()] if self._skills is not None else []
+        """The entries of the published skills (what ``skills/list`` returns), those of mounted servers too."""
+        return self._skills.entries() if self._skills is not None else []
 
 
 def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, int]]:
