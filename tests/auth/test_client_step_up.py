@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.scripted_oauth import client_for, scripted
+from support.scripted_oauth import ScriptedOAuth, client_for, scripted
 
 
 @pytest.mark.req("M031")
@@ -42,23 +42,65 @@ async def test_a_request_authorized_on_its_first_401_may_still_step_up() -> None
         await client.aclose()
 
 
+def granting_read_only(s: ScriptedOAuth, *, say_so: bool) -> Any:
+    """A token endpoint hook: whatever is asked, the token carries ``read`` only, and the answer says so
+    (``say_so``) or names no scope (RFC 6749 §5.1: the client then takes the scopes it asked for)."""
+
+    async def hook(form: dict[str, str]) -> tuple[int, Any] | None:
+        if form["grant_type"] != "authorization_code":
+            return None
+        s.codes.pop(form["code"], None)
+        s.tokens[token := f"AT-{len(s.tokens)}"] = {"read"}
+        return 200, {"access_token": token, "token_type": "Bearer", **({"scope": "read"} if say_so else {})}
+
+    return hook
+
+
 @pytest.mark.req("M031")
 async def test_a_server_that_never_accepts_the_stepped_up_token_gets_a_bounded_number_of_authorizations() -> None:
-    """An authorization server that never grants the scope asked for, and a server that keeps refusing: one
-    authorization for the 401, ``max_step_up`` for the 403s, then the 403 is the answer (no loop)."""
+    """An authorization server that never grants the scope asked for (without saying so), and a server that keeps
+    refusing: one authorization for the 401, ``max_step_up`` for the 403s, then the 403 is the answer (no loop)."""
     async with scripted() as s:
-
-        async def read_only(form: dict[str, str]) -> tuple[int, Any] | None:
-            if form["grant_type"] != "authorization_code":
-                return None
-            s.codes.pop(form["code"], None)
-            s.tokens[token := f"AT-{len(s.tokens)}"] = {"read"}
-            return 200, {"access_token": token, "token_type": "Bearer", "scope": "read"}
-
-        s.token_hook = read_only
+        s.token_hook = granting_read_only(s, say_so=False)
         client, browser = client_for(s, max_step_up=2)
         async with httpx.AsyncClient(auth=client) as http:
             answer = await http.get(s.mcp_url, headers={"x-need": "write"})
         assert answer.status_code == 403
         assert len(browser.visited) == 3
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_scopes_the_authorization_server_declined_are_not_asked_for_again_on_every_call() -> None:
+    """The authorization server granted ``read`` when asked for ``read write``: later calls refused for ``write``
+    get their 403 at once instead of sending the user through the same authorization on every call (they did: one
+    browser round per call), as the spec asks clients to track scope upgrade attempts; calls that need ``read``
+    only go on with the token."""
+    async with scripted() as s:
+        s.token_hook = granting_read_only(s, say_so=True)
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            statuses = [(await http.get(s.mcp_url, headers={"x-need": "write"})).status_code for _ in range(3)]
+            assert statuses == [403, 403, 403]
+            assert (await http.get(s.mcp_url)).status_code == 200
+        assert len(browser.visited) == 2  # the first sign-in and the one step-up the server declined
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_scope_left_out_of_the_first_authorization_is_still_asked_for_once_when_a_call_needs_it() -> None:
+    """The first authorization asked for ``read write`` (the 401's scope) and got ``read`` (a user may untick a
+    scope): the first call that needs ``write`` steps up once, since the user may grant it now; once that
+    step-up was declined too, later calls get their 403 at once."""
+    async with scripted() as s:
+        s.challenge_scope = "read write"
+        s.token_hook = granting_read_only(s, say_so=True)
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            assert len(browser.visited) == 1
+            statuses = [(await http.get(s.mcp_url, headers={"x-need": "write"})).status_code for _ in range(3)]
+        assert statuses == [403, 403, 403]
+        assert len(browser.visited) == 2
         await client.aclose()

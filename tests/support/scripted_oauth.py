@@ -9,9 +9,9 @@ plain attribute a test sets, so a test plays a quirky or hostile server without 
         async with httpx.AsyncClient(auth=client) as http:
             await http.get(s.mcp_url)
 
-``/mcp`` answers 401 with ``resource_metadata`` and ``scope="read"`` without a token it issued, 403
-``insufficient_scope`` (naming every scope wanted) when the token lacks one of ``need`` or of the request's
-``x-need`` header, else 200 with the token's scopes. Every request is recorded in ``log``.
+``/mcp`` answers 401 with ``resource_metadata`` and ``scope`` (``challenge_scope``, ``read``) without a token it
+issued, 403 ``insufficient_scope`` (naming every scope wanted) when the token lacks one of ``need`` or of the
+request's ``x-need`` header, else 200 with the token's scopes. Every request is recorded in ``log``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ class ScriptedOAuth:
         self.codes: dict[str, str] = {}
         self.log: list[tuple[str, str, dict[str, str]]] = []  # (method, path?query, form)
         self.need: set[str] = {"read"}
+        self.challenge_scope = "read"  # the scope= of the 401 challenge
         self.token_hook: TokenHook | None = None
         self.token_delay = 0.0
         self.as_metadata: dict[str, Any] | None = None  # None: the default document
@@ -136,7 +137,8 @@ class ScriptedOAuth:
         credentials = headers.get("authorization", "")
         token = credentials.split(" ", 1)[1] if " " in credentials else None
         if token not in self.tokens:
-            return 401, {}, [(b"www-authenticate", f'Bearer {metadata}, scope="read"'.encode())]
+            challenge = f'Bearer {metadata}, scope="{self.challenge_scope}"'
+            return 401, {}, [(b"www-authenticate", challenge.encode())]
         need = self.need | set(headers.get("x-need", "").split())
         if not need <= self.tokens[token]:
             challenge = f'Bearer error="insufficient_scope", scope="{" ".join(sorted(need))}", {metadata}'

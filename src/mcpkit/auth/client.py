@@ -239,6 +239,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self._discovery: _Discovery | None = None
         self.offline_access = offline_access
         self._requested: dict[str, list[str]] = {}  # issuer -> scopes last requested there
+        self._stepped_up: dict[str, set[str]] = {}  # issuer -> scopes a 403 insufficient_scope made us ask for
         self.log: list[str] = []  # every URL the flow requested, in order (observability, tests)
 
     # ------------------------------------------------------------------ httpx.Auth
@@ -270,7 +271,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
                     await self._authorize(request, challenge, stale=tokens)
             elif response.status_code == 403 and step_ups < self.max_step_up:
                 challenge = self._challenge(response)
-                if challenge.get("error") != "insufficient_scope":
+                if challenge.get("error") != "insufficient_scope" or self._declined(tokens, challenge):
                     return
                 step_ups += 1
                 async with self._lock:
@@ -285,6 +286,20 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             nonce_retried = False
             response = yield request
             self._remember_nonce(request.url, response)
+
+    def _declined(self, tokens: TokenSet | None, challenge: Mapping[str, str]) -> bool:
+        """Whether the authorization server already declined the scopes ``challenge`` asks for: a step-up asked for
+        them all, and ``tokens`` came back without some of them. Asking again would send the user through the same
+        authorization for the same answer on every call (the spec: track scope upgrade attempts to avoid repeated
+        failures); the 403 is the answer. Scopes left out of a first, broader authorization are still asked for
+        once, when an operation needs them (a user may have unticked them at first)."""
+        wanted = set(challenge.get("scope", "").split())
+        if tokens is None or tokens.scope is None or self.issuer is None or not wanted:
+            return False
+        if wanted <= set(tokens.scope.split()) or not wanted <= self._stepped_up.get(self.issuer, set()):
+            return False
+        self.log.append(f"not stepping up again: {self.issuer} declined {' '.join(sorted(wanted))} before")
+        return True
 
     def sync_auth_flow(self, request: httpx.Request) -> Any:
         raise RuntimeError("OAuthClient works with httpx.AsyncClient only")
@@ -409,6 +424,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self._use(discovery)
         client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
+        if step_up:
+            self._stepped_up.setdefault(discovery.issuer, set()).update(challenge.get("scope", "").split())
         if step_up and scopes is not None:
             # SEP-2350: keep what was granted before, add what the challenge asks for
             earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
