@@ -6,6 +6,7 @@ refused on every route, the event stream included."""
 from __future__ import annotations
 
 import http.server
+import json
 import sys
 import threading
 from collections.abc import Iterator
@@ -218,3 +219,43 @@ def test_hostile_names_descriptions_and_results_render_as_text_and_run_nothing(
         assert page.locator("img[src='x']").count() == 0
         assert not dialogs and not popups
         context.close()
+
+
+# ---------------------------------------------------------------------------------------------- a flooding server
+
+FLOOD = f"{sys.executable} {ROOT / 'tests' / 'support' / 'servers' / 'flood_inspector_server.py'}"
+
+
+def test_a_flood_of_log_messages_and_list_changes_leaves_the_page_bounded() -> None:
+    proc = InspectorProcess("inspect", FLOOD, "--mode", "handshake")
+    try:
+        with chromium() as browser:
+            page = browser.new_context(bypass_csp=True).new_page()
+            page.goto(proc.url)
+            page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+            page.locator("#tools-list button").first.wait_for(timeout=20_000)
+
+            def call(name: str, n: int | None = None) -> Any:
+                page.click(f"#tools-list button[data-key='{name}']")
+                if n is not None:
+                    page.fill("#tool-form [name='n']", str(n))
+                before = page.locator(".call").count()
+                page.click("#call-button")
+                page.wait_for_function(f"document.querySelectorAll('.call').length > {before}")
+                box = page.locator(".call").first
+                box.locator("xpath=self::*[@data-status='done']").wait_for(timeout=30_000)
+                return box
+
+            for _ in range(3):  # (300 at a time: the page keeps up, no resync redraws the list from its bound)
+                call("logs", 300)
+                page.wait_for_function("document.body.textContent.includes('line 299')", timeout=10_000)
+            rows = page.locator("#server-log li")
+            assert rows.count() == 500  # the last 500 shown, as kept; it grew by every message it was sent
+            assert rows.last.text_content().endswith("line 299")
+            # a changed list is asked for again, but not once per notification: 200 of each cost a few
+            call("list_changed", 200)
+            page.wait_for_timeout(1_000)
+            counts = call("counts").locator("pre.text").first.text_content()
+            assert json.loads(counts)["tools/list"] < 20, counts
+    finally:
+        proc.stop()

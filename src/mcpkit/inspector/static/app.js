@@ -6,6 +6,7 @@ import { blocksView, contentsView, messagesView } from "./render.js";
 import { closeView, closeViews, showCallView, viewProgress } from "./apps.js";
 
 const MAX_LOG_ROWS = 2000;
+const MAX_SERVER_LINES = 500; // the server's log messages and stderr lines shown (as the inspector keeps its stderr)
 
 const $ = (id) => document.getElementById(id);
 
@@ -786,14 +787,19 @@ function onEvent(ev) {
     case "notification":
       onNotification(ev.method, ev.params || {});
       break;
-    case "serverlog":
+    case "serverlog": {
       S.serverLog.push(ev.params || {});
-      if (S.serverLog.length > 500) S.serverLog.shift();
-      if ($("server-log")) $("server-log").append(serverLogRow(ev.params || {}));
+      if (S.serverLog.length > MAX_SERVER_LINES) S.serverLog.shift();
+      const rows = $("server-log");
+      if (rows) {
+        rows.append(serverLogRow(ev.params || {}));
+        while (rows.children.length > MAX_SERVER_LINES) rows.removeChild(rows.firstChild);
+      }
       break;
+    }
     case "stderr":
       S.stderr.push(ev.line);
-      if (S.stderr.length > 500) S.stderr.shift();
+      if (S.stderr.length > MAX_SERVER_LINES) S.stderr.shift();
       if ($("stderr")) $("stderr").textContent = S.stderr.join("\n");
       break;
     case "roots":
@@ -811,12 +817,31 @@ function onEvent(ev) {
   }
 }
 
+// A list the server says changed is asked for again, once at a time: notifications that come while it is asked
+// for cost one more asking, not one each (a server sending thousands would have the page list thousands of times).
+const RELISTING = new Map();
+
+async function relist(kind) {
+  if (RELISTING.has(kind)) {
+    RELISTING.set(kind, true);
+    return;
+  }
+  try {
+    do {
+      RELISTING.set(kind, false);
+      await loadList(kind);
+    } while (RELISTING.get(kind));
+  } finally {
+    RELISTING.delete(kind);
+  }
+}
+
 function onNotification(method, params) {
-  if (method === "notifications/tools/list_changed") loadList("tools");
-  else if (method === "notifications/prompts/list_changed") loadList("prompts");
+  if (method === "notifications/tools/list_changed") relist("tools");
+  else if (method === "notifications/prompts/list_changed") relist("prompts");
   else if (method === "notifications/resources/list_changed") {
-    loadList("resources");
-    loadList("templates");
+    relist("resources");
+    relist("templates");
   } else if (method === "notifications/resources/updated" && typeof params.uri === "string") {
     S.updated.set(params.uri, new Date().toLocaleTimeString());
     announce(`${params.uri} was updated`);
@@ -831,7 +856,7 @@ function applyState(state, initial) {
   const wasVersion = S.state ? S.state.protocolVersion : null;
   const wasGeneration = S.state ? S.state.generation : null;
   S.state = state;
-  S.stderr = (state.stderr || []).slice(-500);
+  S.stderr = (state.stderr || []).slice(-MAX_SERVER_LINES);
   renderHeader();
   renderServer();
   if (initial) {
