@@ -3,13 +3,14 @@ responses, tokens in a refused answer, an authorization server that cannot refre
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import httpx
 import pytest
 
-from mcpkit.auth import InMemoryTokenStorage, OAuthFlowError
+from mcpkit.auth import AuthorizationServerUnavailable, InMemoryTokenStorage, OAuthFlowError
 from support.scripted_oauth import client_for, scripted
 
 
@@ -143,4 +144,32 @@ async def test_a_refresh_token_the_authorization_server_refuses_is_dropped_and_t
             token.expires_at = time.time()
             assert (await http.get(s.mcp_url)).status_code == 200
         assert len(browser.visited) == 2
+        await client.aclose()
+
+
+async def test_calls_waiting_on_a_refresh_that_could_not_be_made_share_its_failure() -> None:
+    """Ten calls find the token due while the authorization server is down: one refresh request is made and all
+    ten fail with its AuthorizationServerUnavailable (each queued call made its own attempt after the one before it
+    failed, so the last waited for ten timeouts in a row); the next call, the server back, refreshes."""
+    async with scripted() as s:
+        client, browser = client_for(s)
+        storage = client.storage
+        assert isinstance(storage, InMemoryTokenStorage)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            storage.tokens[(s.base, s.mcp_url)].expires_at = time.time()
+
+            async def down(form: dict[str, str]) -> tuple[int, Any] | None:
+                if form["grant_type"] != "refresh_token":
+                    return None
+                await asyncio.sleep(0.3)
+                return 503, {"error": "temporarily_unavailable"}
+
+            s.token_hook = down
+            answers = await asyncio.gather(*(http.get(s.mcp_url) for _ in range(10)), return_exceptions=True)
+            assert all(isinstance(a, AuthorizationServerUnavailable) for a in answers), answers
+            assert len([f for f in s.requests_to("/token") if f["grant_type"] == "refresh_token"]) == 1
+            s.token_hook = None
+            assert (await http.get(s.mcp_url)).status_code == 200
+        assert len(browser.visited) == 1
         await client.aclose()

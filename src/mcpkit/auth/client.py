@@ -239,6 +239,8 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         self._discovery: _Discovery | None = None
         self.offline_access = offline_access
         self._requested: dict[str, list[str]] = {}  # issuer -> scopes last requested there
+        self._outages = 0  # refreshes that failed for now (AuthorizationServerUnavailable), the latest in _outage
+        self._outage: str | None = None
         self._stepped_up: dict[str, set[str]] = {}  # issuer -> scopes a 403 insufficient_scope made us ask for
         self.log: list[str] = []  # every URL the flow requested, in order (observability, tests)
 
@@ -315,6 +317,7 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
     async def _usable_tokens(self) -> TokenSet | None:
         if self.issuer is None:
             return None
+        outages = self._outages  # refreshes that failed for now before this call waited for the lock
         async with self._lock:
             tokens = await self.storage.get_tokens(self.issuer, self.resource)
             if tokens is None:
@@ -325,6 +328,9 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
                 )  # bound to a key this client does not have
                 return None
             if tokens.expired():
+                if self._outages != outages and self._outage is not None:
+                    # it failed while this call waited: one attempt for every call waiting
+                    raise AuthorizationServerUnavailable(self._outage)
                 tokens = await self._refresh(tokens)
             return tokens
 
@@ -349,7 +355,9 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
             # not a verdict on the refresh token: keep it for the next call rather than send the user to sign in
             # again (which an unavailable authorization server could not serve either)
             self.log.append(f"refresh failed for now: {exc}")
-            raise AuthorizationServerUnavailable(f"{exc}; the refresh token is kept: try again later") from None
+            self._outages += 1
+            self._outage = f"{exc}; the refresh token is kept: try again later"
+            raise AuthorizationServerUnavailable(self._outage) from None
         except OAuthFlowError as exc:
             self.log.append(f"refresh failed: {exc}")
             await self.storage.set_tokens(self.issuer, None, self.resource)
