@@ -42,6 +42,7 @@ from ..protocol.jsonrpc import (
     Response,
 )
 from . import messages
+from .batches import on_batch
 from .context import RequestContext
 from .messages import (
     DEFAULT_MAX_BATCH_SIZE,
@@ -54,7 +55,7 @@ from .messages import (
     _new,
 )
 from .outgoing import Requests, _Pending
-from .runner import RequestRunner, drain, finish_batch, start_request_task
+from .runner import RequestRunner, drain, start_request_task
 from .tap import IN, OUT, TapHub, described
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
@@ -257,7 +258,7 @@ class Peer(Requests):
         elif t is Notification:
             await self._on_notification(msg)  # type: ignore[arg-type]
         elif t is Batch:
-            await self._on_batch(msg, out)  # type: ignore[arg-type]
+            await on_batch(self, msg, out)  # type: ignore[arg-type]
         else:
             inv: Invalid = msg  # type: ignore[assignment]
             if not inv.is_response:
@@ -288,7 +289,7 @@ class Peer(Requests):
                     return None  # dropped by the request policy
                 return await self._run_request(ctx, True)
         elif t is Batch:
-            return await self._on_batch(msg, out, keep=True)  # type: ignore[arg-type]
+            return await on_batch(self, msg, out, keep=True)  # type: ignore[arg-type]
         elif t is Invalid and not (inv := msg).is_response:  # type: ignore[union-attr]
             answer = messages.error(inv.id, inv.error())  # type: ignore[union-attr,operator]
         else:
@@ -568,87 +569,6 @@ class Peer(Requests):
             await self.notification_handler(method, params)
         except Exception:
             logger.exception("%s: notification handler for %r failed", self.name, method)
-
-    async def _on_batch(self, batch: Batch, out: Outbox, keep: bool = False) -> Outgoing | None:
-        """Answer a batch: each request in it runs as its own task holding a concurrency slot, exactly like a single
-        request (the reader waits for a free slot), and the responses leave as one array when all have ended (with
-        ``keep``: are returned, see :meth:`handle`). A batch longer than ``max_batch_size`` is refused whole with
-        one -32600 error."""
-        answer: Outgoing | None
-        accepted = self.batch_policy is not None and self.batch_policy()
-        refusal = messages.batch_refusal(batch, accepted, self.batch_refusal, self.max_batch_size)
-        if refusal is not None:
-            return await self._batch_answer(messages.error(None, InvalidRequest(refusal).to_error()), out, keep)
-        responses = bytearray()
-        tasks: list[asyncio.Task[Any]] = []
-        encode_error = jsonrpc.encode_error
-        for item in batch:
-            t = type(item)
-            if t is Request:
-                req: Request = item  # type: ignore[assignment]
-                if req.method == "initialize":
-                    err = InvalidRequest("initialize MUST NOT be part of a batch")
-                    responses += encode_error(req.id, err.to_error()) + b","
-                    continue
-                if req.id in self._inflight:  # (refused inside the batch's answer, which is bounded)
-                    responses += encode_error(req.id, self._duplicate(req.id)) + b","
-                    continue
-                ctx = self._admit(req, out)
-                if ctx is None:
-                    continue  # dropped by the request policy
-                ctx.sink = responses
-                if self._active >= self._max_concurrency:
-                    try:
-                        await self._wait_slot()
-                    except BaseException:
-                        self._finished(ctx)
-                        for running in tasks:
-                            running.cancel()
-                        raise
-                started = self._launch(ctx)
-                if started is not None:
-                    tasks.append(started)
-            elif t is Invalid:
-                inv: Invalid = item  # type: ignore[assignment]
-                if not inv.is_response:
-                    responses += encode_error(inv.id, inv.error()) + b","
-                else:
-                    self._on_invalid_response(inv.id, inv.reason)
-            else:
-                await self._receive(item, out)
-        if not tasks:
-            answer = messages.batch(responses)
-        elif keep:
-            answer = await finish_batch(tasks, responses)
-        else:
-            # The task that sends the batch's answer holds a slot of its own until the answer is written: a peer
-            # that floods batches and never reads its answers stops being read once the slots are taken.
-            if self._active >= self._max_concurrency:
-                await self._wait_slot()
-            self._active += 1
-            self._spawn(self._send_batch(tasks, responses, out))
-            return None
-        if answer is None:
-            return None
-        return await self._batch_answer(answer, out, keep)
-
-    async def _batch_answer(self, answer: Outgoing, out: Outbox, keep: bool) -> Outgoing | None:
-        """A batch's answer: returned when ``keep`` (a request-scoped transport sends it), else sent to ``out``."""
-        if keep:
-            if self.tap is not None:
-                self._tapped(OUT, answer)
-            return answer
-        await self._send(answer, out)
-        return None
-
-    async def _send_batch(self, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox) -> None:
-        """Send the batch's answer once its requests ended, then give back the slot this task holds."""
-        try:
-            answer = await finish_batch(tasks, responses)
-            if answer is not None:
-                await self._send(answer, out)
-        finally:
-            self._release()
 
     # ------------------------------------------------------------------ shutdown
 
