@@ -57,6 +57,7 @@ from .messages import (
 from .outgoing import Requests, _Pending
 from .runner import RequestRunner, drain, start_request_task
 from .tap import IN, OUT, TapHub, described
+from .waiting import DEFAULT_MAX_WAITING_BYTES, WaitingLine
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
@@ -91,8 +92,11 @@ class Peer(Requests):
         max_timeout: the hard cap on a request that opted into ``reset_timeout_on_progress`` (None: no cap).
         cancel_timeout: how long the background send of ``notifications/cancelled`` after a timeout or a
             cancellation may take before it is given up (the caller never waits for it).
-        max_concurrency: bound on concurrently running incoming requests, batch items included (backpressure on
-            the reader).
+        max_concurrency: bound on concurrently running incoming requests, batch items included.
+        max_waiting: requests that may wait for a slot while all are taken (default: ``max_concurrency``); the
+            reader goes on reading meanwhile (cancellations, answers to this peer's requests), and waits only when
+            the line is full (backpressure). 0: no line, the reader waits for a slot.
+        max_waiting_bytes: bound on the bytes of the frames of those waiting requests (default 16 MiB).
         max_batch_size: longest incoming JSON-RPC batch accepted (messages in it); a longer one is answered with
             one -32600 error and none of it runs.
         tap: the message tap (:class:`~mcpkit.engine.tap.TapHub`) shown every message received and sent (None:
@@ -110,6 +114,8 @@ class Peer(Requests):
         default_timeout: float | None = 60.0,
         max_timeout: float | None = 600.0,
         max_concurrency: int = 256,
+        max_waiting: int | None = None,
+        max_waiting_bytes: int = DEFAULT_MAX_WAITING_BYTES,
         max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
         name: str = "peer",
         cancel_timeout: float = 5.0,
@@ -135,6 +141,8 @@ class Peer(Requests):
         self.batch_refusal = "batches are not supported in this protocol revision"
         self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        # requests that wait for a slot while the reader goes on (see mcpkit.engine.waiting); empty while one is free
+        self._waiting = WaitingLine(max_concurrency if max_waiting is None else max_waiting, max_waiting_bytes)
         self._closed: BaseException | None = None
         self._stopped: str | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -182,7 +190,7 @@ class Peer(Requests):
                 if self.tap is not None:
                     self._tapped(IN, described(msg, data))
                 if not self._take(msg, out):  # the common cases without a coroutine hop
-                    await self._receive(msg, out)
+                    await self._receive(msg, out, len(data))
         except asyncio.CancelledError:  # serving itself is stopped (e.g. SIGTERM): its requests get stop_grace
             cancelled = True
             raise
@@ -204,8 +212,10 @@ class Peer(Requests):
 
     async def drain(self, timeout: float = 30.0, stop_grace: float = 0.0) -> None:
         """Wait for running incoming requests to finish (then cancel what is left); cancelled meanwhile (SIGTERM
-        after the end of input), wait ``stop_grace`` seconds at most from then (see :func:`.runner.drain`)."""
-        await drain(self._running_tasks, timeout, stop_grace)
+        after the end of input), wait ``stop_grace`` seconds at most from then (see :func:`.runner.drain`). The
+        requests still waiting for a slot when it gives up are dropped unanswered, before the cancellations free
+        slots for them."""
+        await drain(self._running_tasks, timeout, stop_grace, self._drop_waiting)
 
     def feed(self, data: bytes) -> bool:
         """Synchronous fast path for a transport that frames input in a protocol callback.
@@ -244,15 +254,17 @@ class Peer(Requests):
 
     async def receive_parsed(self, msg: jsonrpc.Parsed | Batch, out: Outbox, data: bytes | None = None) -> None:
         """Dispatch one message a transport parsed (``data``: its bytes, for the tap). Requests are started as
-        tasks; the call returns without awaiting them (it waits for a concurrency slot when none is free)."""
+        tasks; the call returns without awaiting them (while no concurrency slot is free, a request waits in the
+        peer's waiting line; the call waits only when that line is full)."""
         if self.tap is not None:
             self._tapped(IN, described(msg, data))
-        await self._receive(msg, out)
+        await self._receive(msg, out, 0 if data is None else len(data))
 
-    async def _receive(self, msg: jsonrpc.Parsed | Batch, out: Outbox) -> None:
+    async def _receive(self, msg: jsonrpc.Parsed | Batch, out: Outbox, size: int = 0) -> None:
+        """Dispatch one message (``size``: the bytes of its frame, 0 when not known)."""
         t = type(msg)
         if t is Request:
-            await self._start_request(msg, out)  # type: ignore[arg-type]
+            await self._start_request(msg, out, size)  # type: ignore[arg-type]
         elif t is Response or t is ErrorResponse:
             self._on_response(msg)  # type: ignore[arg-type]
         elif t is Notification:
@@ -405,13 +417,23 @@ class Peer(Requests):
         finally:
             self._release()
 
-    async def _start_request(self, req: Request, out: Outbox) -> None:
+    async def _start_request(self, req: Request, out: Outbox, size: int = 0) -> None:
         ctx = self._admit(req, out)
         if ctx is None:
             return
         if self._active >= self._max_concurrency:
+            line = self._waiting
             try:
-                await self._wait_slot()
+                if line.max_count <= 0:
+                    await self._wait_slot()
+                else:
+                    if not size:  # (the frame's bytes, when the transport did not give them)
+                        size = len(jsonrpc.encode_request(req.id, req.method, req.params))
+                    while not line.fits(size):  # the line is full: the reader waits (backpressure)
+                        await line.room()
+                    if self._active >= self._max_concurrency or line.items:
+                        line.push(ctx, size)  # started by _release, in arrival order
+                        return
             except BaseException:
                 self._finished(ctx)  # (it holds no slot yet)
                 raise
@@ -467,8 +489,29 @@ class Peer(Requests):
 
     def _release(self) -> None:
         self._active -= 1
-        if self._slot_waiters:  # (none waits, the usual case: no call)
+        if self._waiting.items:  # (none waits, the usual case: no call)
+            self._from_line()
+        elif self._slot_waiters:
             self._wake_one()
+
+    def _from_line(self) -> None:
+        """Start the requests waiting in line while slots are free, longest waiting first."""
+        line = self._waiting
+        if line.starting:  # (a request started here ended at once: the loop below goes on)
+            return
+        line.starting = True
+        try:
+            while line.items and self._active < self._max_concurrency:
+                self._queue(line.pop())
+        finally:
+            line.starting = False
+        if self._slot_waiters and self._active < self._max_concurrency:
+            self._wake_one()
+
+    def _drop_waiting(self) -> None:
+        """The peer stops: the requests still waiting for a slot will not run (no answer; their ids are freed)."""
+        for ctx in self._waiting.clear():
+            self._finished(ctx)
 
     def _wake_one(self) -> None:
         waiters = self._slot_waiters
@@ -553,6 +596,8 @@ class Peer(Requests):
                 if ctx.task is not None:
                     ctx.task.cancel()
                     ctx.task.add_done_callback(functools.partial(self._finished, ctx))
+                elif not ctx._slot and self._waiting.items and self._waiting.remove(ctx):
+                    self._finished(ctx)  # waiting for a slot: out of the line, its id free again
             # unknown or finished requests: ignored (spec allows it)
             if self.notification_handler is not None:
                 await self._notify_handler(method, params)
@@ -578,6 +623,7 @@ class Peer(Requests):
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._stopped = f"{self.name}: connection closed"
+        self._drop_waiting()
         await self._fail_waiting(self._closed)
         if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
             await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)

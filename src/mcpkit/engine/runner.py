@@ -13,7 +13,8 @@ wait behind the one it runs, the runner leaves a callback for the loop's next pa
 own if the runner is still inside that handler then (on the stand-in).
 
 Bounds: every queued request holds one of the peer's ``max_concurrency`` slots, taken before it is queued, so the
-queue is never longer than that (the reader waits for a slot: backpressure).
+queue is never longer than that (beyond, requests wait for a slot in the peer's bounded line:
+:mod:`mcpkit.engine.waiting`).
 
 :func:`drain` is the end of a peer's requests when its input ends or serving stops: bounded waits, then cancellation.
 """
@@ -187,9 +188,15 @@ class RequestRunner:
 __all__ = ["RequestRunner", "RunnerHost", "drain", "start_request_task"]
 
 
-async def drain(running: Callable[[], list[asyncio.Task[Any]]], timeout: float, stop_grace: float = 0.0) -> None:
+async def drain(
+    running: Callable[[], list[asyncio.Task[Any]]],
+    timeout: float,
+    stop_grace: float = 0.0,
+    giving_up: Callable[[], None] | None = None,
+) -> None:
     """Wait for the requests ``running()`` gives (asked again until none is left: one the runner was still to run
-    may have moved to a task of its own meanwhile) for ``timeout`` seconds at most, then cancel what is left.
+    may have moved to a task of its own meanwhile) for ``timeout`` seconds at most, then cancel what is left
+    (``giving_up`` is called first: the peer drops the requests that wait for a slot).
 
     Cancelled while it waits (SIGTERM during the drain at the end of the input), it waits ``stop_grace`` seconds
     at most from then (never past ``timeout``), cancels what is left and raises the cancellation; cancelled again,
@@ -202,6 +209,8 @@ async def drain(running: Callable[[], list[asyncio.Task[Any]]], timeout: float, 
             _, left = await asyncio.wait(tasks, timeout=max(0.0, deadline - loop.time()))
         except asyncio.CancelledError as exc:
             if stopped is not None:
+                if giving_up is not None:
+                    giving_up()
                 for t in tasks:
                     t.cancel()
                 raise
@@ -209,6 +218,8 @@ async def drain(running: Callable[[], list[asyncio.Task[Any]]], timeout: float, 
             deadline = min(deadline, loop.time() + stop_grace)
             continue
         if left:
+            if giving_up is not None:
+                giving_up()
             for t in left:
                 t.cancel()
             await asyncio.wait(left, timeout=5.0)

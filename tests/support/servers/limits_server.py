@@ -1,5 +1,6 @@
 """A low-level mcpkit server for the limits tests (issues 12.3, 12.12, 16): a slow tool that counts how many of its
-calls run at once, and a tool that reports the peak and the process's memory.
+calls run at once, a tool that asks the client for its roots (handshake era), and a tool that reports the peak and
+the process's memory.
 
     python limits_server.py stdio [server options as k=v ...]
     python limits_server.py http [endpoint options as k=v ...]   (prints "PORT <n>" once listening on 127.0.0.1)
@@ -33,7 +34,7 @@ def build(modern_only: bool) -> Server:
 
     @server.handler("tools/list")
     async def list_tools(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("slow", "stats")]}
+        return {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in ("slow", "ask", "stats")]}
 
     @server.handler("tools/call")
     async def call_tool(ctx: ServerRequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +52,9 @@ def build(modern_only: bool) -> Server:
             finally:
                 state["now"] -= 1
             return {"content": [{"type": "text", "text": "ok"}]}
+        if name == "ask":  # the client's roots, asked while the call runs (a request from the server)
+            roots = await ctx.ask("roots/list", {}, timeout=float(args.get("timeout", 30)))
+            return {"content": [{"type": "text", "text": str(len(roots.get("roots", [])))}]}
         if name == "stats":
             out = {**state, "rss_kb": rss_kb()}
             if args.get("reset"):

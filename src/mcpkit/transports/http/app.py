@@ -195,7 +195,15 @@ async def _probe_answer(scope: Scope, send: Send, status: int, body: dict[str, A
 
 
 # Options of every session's engine (mcpkit.engine.Peer), passed to the legacy SSE and WebSocket endpoints too.
-_ENGINE_OPTIONS = ("max_concurrency", "max_batch_size", "default_timeout", "max_timeout", "cancel_timeout")
+_ENGINE_OPTIONS = (
+    "max_concurrency",
+    "max_waiting",
+    "max_waiting_bytes",
+    "max_batch_size",
+    "default_timeout",
+    "max_timeout",
+    "cancel_timeout",
+)
 _ENDPOINT_KEYS = keys(EndpointOptions)
 
 

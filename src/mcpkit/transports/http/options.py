@@ -35,6 +35,11 @@ class EngineOptions(TypedDict, total=False):
 
     max_concurrency: int
     """Requests of one session handled at once (default 256)."""
+    max_waiting: int
+    """Requests of one session (a WebSocket connection, a legacy SSE stream) that wait for a slot while all are
+    taken, the connection still read meanwhile (default: ``max_concurrency``)."""
+    max_waiting_bytes: int
+    """Bytes of the frames of those waiting requests (default 16 MiB)."""
     max_batch_size: int
     """Longest JSON-RPC batch accepted (2025-03-26 sessions; default 100)."""
     default_timeout: float | None

@@ -1,0 +1,95 @@
+"""The line of incoming requests that wait for one of a peer's request slots.
+
+While every one of its ``max_concurrency`` slots is taken, a :class:`~mcpkit.engine.peer.Peer` goes on reading its
+input: notifications (``notifications/cancelled``, progress, ...) and the answers to its own requests are handled at
+once, and a request enters this line, to be started in arrival order as slots free. Without it the reader would
+wait for a slot, and so would a cancellation that would free one, or the client's answer a running request is
+waiting for (a server whose running tools all ask the client something would stop until those requests timed out).
+
+A request in the line is in the peer's in-flight table (its id is taken; a cancellation takes it out of the line,
+unanswered). The line is bounded in requests and in the bytes of their frames; when it is full the reader waits
+for room (backpressure, as it waits for a slot when there is no line).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from .._aio import running_loop as _running_loop
+from .context import RequestContext
+
+#: Bytes of the frames of the requests one peer holds waiting for a slot (Peer(max_waiting_bytes=...)).
+DEFAULT_MAX_WAITING_BYTES = 16 * 1024 * 1024
+
+
+class WaitingLine:
+    """Requests waiting for a request slot, in arrival order, bounded by ``max_count`` requests and ``max_bytes``
+    bytes of their frames (a request always fits an empty line, whatever its size: the transport bounds a frame).
+    The peer keeps the rule that the line is empty while a slot is free."""
+
+    __slots__ = ("_room", "items", "max_bytes", "max_count", "size", "starting")
+
+    def __init__(self, max_count: int, max_bytes: int) -> None:
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.items: deque[tuple[RequestContext, int]] = deque()
+        self.size = 0  # bytes of the frames in the line
+        self.starting = False  # the peer is starting requests from the line (a request ending meanwhile: no re-entry)
+        self._room: list[asyncio.Future[None]] = []  # readers waiting for room
+
+    def fits(self, size: int) -> bool:
+        """Whether a request of ``size`` bytes may enter now."""
+        n = len(self.items)
+        return n < self.max_count and (n == 0 or self.size + size <= self.max_bytes)
+
+    def push(self, ctx: RequestContext, size: int) -> None:
+        self.items.append((ctx, size))
+        self.size += size
+
+    def pop(self) -> RequestContext:
+        """The request waiting longest, out of the line."""
+        ctx, size = self.items.popleft()
+        self.size -= size
+        self._left()
+        return ctx
+
+    def remove(self, ctx: RequestContext) -> bool:
+        """Take ``ctx`` out of the line (it was cancelled); False when it is not in it."""
+        items = self.items
+        for i, (waiting, size) in enumerate(items):
+            if waiting is ctx:
+                del items[i]
+                self.size -= size
+                self._left()
+                return True
+        return False
+
+    def clear(self) -> list[RequestContext]:
+        """Empty the line (the peer closes); the requests that were in it."""
+        out = [ctx for ctx, _ in self.items]
+        self.items.clear()
+        self.size = 0
+        self._left()
+        return out
+
+    async def room(self) -> None:
+        """Wait until a request leaves the line."""
+        waiter: asyncio.Future[None] = _running_loop().create_future()
+        self._room.append(waiter)
+        try:
+            await waiter
+        finally:
+            if waiter in self._room:
+                self._room.remove(waiter)
+
+    def _left(self) -> None:
+        room = self._room
+        if room:
+            for waiter in room:
+                if not waiter.done():
+                    waiter.set_result(None)
+            room.clear()
+
+
+__all__ = ["DEFAULT_MAX_WAITING_BYTES", "WaitingLine"]
