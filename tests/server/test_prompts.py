@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from mcpkit import Client, MCPKit
+from mcpkit.protocol import versions
 from mcpkit.protocol.errors import MCPError
+from support.everything import connect
+from support.wire_recorder import WireRecorder
 
 
 class _Window(BaseModel):
@@ -44,3 +49,34 @@ async def test_a_structured_prompt_argument_that_does_not_fit_is_invalid_params(
         with pytest.raises(MCPError) as caught:
             await client.get_prompt("digest", arguments)
         assert caught.value.code == -32602
+
+
+def _titled_app() -> MCPKit:
+    app = MCPKit("prompts")
+
+    @app.prompt
+    def review(
+        code: Annotated[str, Field(title="The code", description="what to review")],
+        style: str = Field("pep8", title="Style guide"),
+        depth: str = "short",
+    ) -> str:
+        return f"{code} {style} {depth}"
+
+    return app
+
+
+@pytest.mark.parametrize("revision", versions.ALL_VERSIONS)
+async def test_prompt_arguments_carry_their_title_to_revisions_that_define_it(revision: str) -> None:
+    """From 2025-06-18 on a PromptArgument is BaseMetadata (``name``, ``title``): the title given with
+    ``Field(title=...)`` (in ``Annotated`` or as the default) is listed; 2024-11-05 and 2025-03-26 define no
+    title on an argument, and get none."""
+    titled = versions.features(revision).titles
+    rec = WireRecorder()
+    async with connect(_titled_app(), version=revision, traffic=rec) as (cs, _, _):
+        listed = (await cs.list_prompts()).dump()["prompts"][0]["arguments"]
+    by_name = {a["name"]: a for a in listed}
+    assert by_name["code"]["description"] == "what to review"
+    assert [by_name[n].get("title") for n in ("code", "style", "depth")] == (
+        ["The code", "Style guide", None] if titled else [None, None, None]
+    )
+    rec.validate(revision)

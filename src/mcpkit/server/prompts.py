@@ -22,6 +22,7 @@ from .content import downgrade_content, dump_model, loaded_types, to_content
 from .pagination import Listed
 from .schema import FunctionInfo, format_validation_error, function_name
 from .sync_exec import SyncPolicy
+from .typehints import title_of
 
 if TYPE_CHECKING:
     from ..protocol import types as t
@@ -120,6 +121,8 @@ class Prompt(Listed):
         args: list[JSONDict] = []
         for p in self.info.params:
             a: JSONDict = {"name": p.name, "required": p.required}
+            if feats.titles and (title := title_of(p.annotation) or (p.field and p.field.title)):
+                a["title"] = title  # (PromptArgument is BaseMetadata from 2025-06-18 on)
             if p.description:
                 a["description"] = p.description
             args.append(a)

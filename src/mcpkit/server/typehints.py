@@ -234,6 +234,16 @@ def description_of(annotation: Any) -> str | None:
     return None
 
 
+def title_of(annotation: Any) -> str | None:
+    """The ``title`` an ``Annotated[..., Field(title=...)]`` gives (None: none)."""
+    if get_origin(annotation) is typing.Annotated:
+        for meta in get_args(annotation)[1:]:
+            title = getattr(meta, "title", None)
+            if isinstance(title, str) and title:
+                return title
+    return None
+
+
 def has_description(annotation: Any) -> bool:
     return description_of(annotation) is not None
 
@@ -248,6 +258,7 @@ __all__ = [
     "json_schema_of",
     "literal_choices",
     "portable_type",
+    "title_of",
     "type_hints",
     "type_name",
     "unwrap_optional",
