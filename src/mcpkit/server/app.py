@@ -51,6 +51,7 @@ from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, cache_hints
 from .skills import Skills
 from .sync_exec import DEFAULT_LEARN_CALLS, DEFAULT_LONG_MS, SyncPolicy, check_sync_limits
+from .tool_search import Searching
 from .tools import Tool, ToolError, tool_param_headers
 from .uri_template import UriTemplate
 from .visibility import Rules, Visibility, pop_labels
@@ -66,7 +67,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-class MCPKit(AppServing, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
+class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, OpenAPIImport):
     """A high-level MCP server.
 
     Args:
@@ -149,7 +150,7 @@ class MCPKit(AppServing, compose.Mounting, Rules, Apps, Skills, OpenAPIImport):
         # ordered list views for paging, rebuilt once per change (per-page cost independent of registry size); what
         # they and the per-principal views keep is bounded in bytes by one ListCache (pagination.py)
         self._list_caches = ListCache()
-        self._registries: dict[str, dict[str, Any]] = dict(
+        self._registries: dict[str, Mapping[str, Any]] = dict(
             zip(LIST_KINDS, (self._tools, self._resources, self._templates, self._prompts), strict=True)
         )
         self._snapshots: dict[str, Snapshot[Any]] = {

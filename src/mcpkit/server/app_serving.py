@@ -14,7 +14,7 @@ import contextlib
 import logging
 import operator
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from .._aio import running_loop
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .lifespan import LifespanHolder
     from .pagination import ListCache, Paginator, Snapshot
     from .prompts import Prompt
+    from .tool_search import ToolSearch
     from .tools import Tool
     from .visibility import Visibility
 
@@ -64,7 +65,7 @@ class AppServing(Server):
         _templates: dict[str, ResourceTemplate]
         _prompts: dict[str, Prompt]
         _list_caches: ListCache
-        _registries: dict[str, dict[str, Any]]
+        _registries: dict[str, Mapping[str, Any]]
         _snapshots: dict[str, Snapshot[Any]]
         _paginator: Paginator
         _list_cache: JSONDict
@@ -75,6 +76,7 @@ class AppServing(Server):
         _background: set[asyncio.Task[None]]
         _mounted_in: list[tuple[Any, compose.Mount]]
         _visibility: Visibility | None
+        _tool_search: ToolSearch | None
 
         def _visible(self, kind: str, key: str, item: Any, ctx: Any) -> bool: ...
 
@@ -208,6 +210,8 @@ class AppServing(Server):
                 snapshot.invalidate()  # the next page rebuilds it (before telling anyone)
         if self._visibility is not None:
             self._visibility.invalidate(names)
+        if kind == "tools" and self._tool_search is not None:
+            self._tool_search.catalog_changed()  # (the next search indexes the catalog again)
         for parent, mount in self._mounted_in:  # apps this one is mounted into show the change too
             compose.refresh(parent, mount, kind)
             parent._changed(kind)

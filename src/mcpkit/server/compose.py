@@ -289,6 +289,9 @@ class MountedTool(Tool):
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         return self.inner.argument_problems(arguments)
 
+    def needed_scopes(self, arguments: Any) -> tuple[str, ...]:
+        return tuple(dict.fromkeys((*self.scopes, *self.inner.needed_scopes(arguments))))
+
 
 def _contents(result: JSONDict) -> list[JSONDict]:
     """The ``contents`` of a ``resources/read`` result the mounted server's chain returned."""

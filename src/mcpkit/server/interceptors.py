@@ -246,13 +246,17 @@ class Interceptors:
         self.entries: tuple[tuple[Interceptor, frozenset[str] | None, bool], ...] = ()
 
     def add(
-        self, fn: Interceptor, methods: Iterable[str] | str | None = None, notifications: bool = False
+        self,
+        fn: Interceptor,
+        methods: Iterable[str] | str | None = None,
+        notifications: bool = False,
+        outermost: bool = False,
     ) -> Callable[[], None]:
-        """Add ``fn`` innermost; returns the function that removes it."""
+        """Add ``fn`` innermost (``outermost=True``: before every other); returns the function that removes it."""
         if isinstance(methods, str):
             methods = (methods,)
         entry = (fn, frozenset(methods) if methods is not None else None, notifications)
-        self.entries = (*self.entries, entry)
+        self.entries = (entry, *self.entries) if outermost else (*self.entries, entry)
 
         def remove() -> None:
             self.entries = tuple(e for e in self.entries if e is not entry)

@@ -307,6 +307,12 @@ class Tool(Listed):
             return self._failed(exc, feats, ctx)
         return self.result(value, feats)
 
+    def needed_scopes(self, arguments: Any) -> tuple[str, ...]:
+        """The OAuth scopes a call of it with ``arguments`` needs (:attr:`MCPKit.scope_rule
+        <mcpkit.server.visibility.Rules.scope_rule>`): its ``scopes``; a tool that runs another (a mounted one, tool
+        search's caller tool) adds that one's."""
+        return self.scopes
+
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         """What is wrong with ``arguments`` for this tool (empty: nothing), as :meth:`call` would refuse them, for
         a tool derived from this one to say in its own names (not used by :meth:`call` itself). A tool made

@@ -250,8 +250,9 @@ class Rules:
         def rule(method: str, params: Mapping[str, Any]) -> list[str]:
             item: Any = None
             if method == "tools/call":
-                item = self._tools.get(str(params.get("name")))
-            elif method == "prompts/get":
+                tool = self._tools.get(str(params.get("name")))
+                return list(tool.needed_scopes(params.get("arguments"))) if tool is not None else []
+            if method == "prompts/get":
                 item = self._prompts.get(str(params.get("name")))
             elif method == "resources/read":
                 uri = str(params.get("uri"))

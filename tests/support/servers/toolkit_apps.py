@@ -9,7 +9,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from mcpkit import Context, MCPKit
 from mcpkit.server.transform import ArgTransform, forward, transform_tool
@@ -254,6 +256,54 @@ def per_principal_app() -> MCPKit:
     return app
 
 
+def tool_search_app() -> MCPKit:
+    """``per_principal``'s tools and rules behind tool search (``forecast`` always listed), tools to find, one that
+    adds a tool, and ``recorded``: the tool of every ``tools/call`` an interceptor saw."""
+    app = per_principal_app()
+    seen: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        seen.append(call.params.get("name"))
+        return await call_next(call)
+
+    app.add_interceptor(record, methods="tools/call")
+    for i in range(40):
+        app.add_tool(lambda i=i: f"metric {i}", name=f"metric_{i}", description=f"Reports fleet metric number {i}.")
+
+    @app.tool
+    def send_email(to: str, subject: str) -> str:
+        """Send an email message."""
+        return f"sent {subject!r} to {to}"
+
+    @app.tool
+    def archive(folder: Annotated[str, Field(description="The email folder to archive")]) -> str:
+        """Archive a folder."""
+        return f"archived {folder}"
+
+    @app.tool(scopes=["files:admin"])
+    def purge(path: str) -> str:
+        """Purge a path for good."""
+        return f"purged {path}"
+
+    @app.tool
+    async def forecast(city: str, ctx: Context) -> str:
+        """The weather forecast of a city."""
+        await ctx.report_progress(1, 2, "looking at the sky")
+        return f"{city}: sunny"
+
+    @app.tool
+    def add_tool_named(name: str, description: str) -> str:
+        app.add_tool(lambda: name, name=name, description=description)
+        return "added"
+
+    @app.tool
+    def recorded() -> list[str]:
+        return list(seen)
+
+    app.add_tool_search(always_visible=["forecast"])
+    return app
+
+
 def legacy_app(version: str) -> MCPKit:
     """A server speaking one handshake-era revision only, which asks its client things mid-call."""
     app = MCPKit(f"legacy-{version}", versions=[version])
@@ -435,6 +485,7 @@ APPS = {
     "transform": transform_app,
     "visibility": visibility_app,
     "per_principal": per_principal_app,
+    "tool_search": tool_search_app,
 }
 
 

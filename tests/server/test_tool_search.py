@@ -1,0 +1,349 @@
+"""Tool search: tools/list shows a search tool, a caller tool and the pinned tools; search finds what the caller
+may see, as tools/list would show it; call_tool is a direct call of the tool it names (the same rules, errors,
+interceptors, progress). Both eras, stdio and HTTP (the app is tests/support/servers/toolkit_apps.py's
+``tool_search``), a real protected HTTP server for scopes, and the TypeScript SDK's client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, Context, MCPKit
+from mcpkit.protocol.errors import MCPError
+from mcpkit.server.tool_search import MAX_QUERY_CHARS, MAX_RESULTS
+from support.paths import REPO
+from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, build, serve_http, toolkit_client
+
+pytestmark = pytest.mark.timeout(90)
+BOTH = pytest.mark.parametrize("mode", ERAS)
+EVERYWHERE = pytest.mark.parametrize("transport", TRANSPORTS)
+
+
+async def _refused(coro: Any) -> MCPError:
+    with pytest.raises(MCPError) as info:
+        await coro
+    return info.value
+
+
+async def _found(client: Client, query: str, **more: Any) -> list[str]:
+    result = await client.call_tool("search_tools", {"query": query, **more})
+    assert not result.is_error, result.text
+    names = [tool["name"] for tool in json.loads(result.text)["tools"]]  # (the text: every revision has it)
+    if result.structured is not None:
+        assert [tool["name"] for tool in result.structured["tools"]] == names
+    return names
+
+
+@BOTH
+@EVERYWHERE
+async def test_the_list_shows_the_search_and_caller_tools_and_the_pinned_one(transport: str, mode: str) -> None:
+    async with toolkit_client("tool_search", transport, mode) as client:
+        listed = await client.list_tools()
+        assert [t.name for t in listed] == ["search_tools", "call_tool", "forecast"]
+        search = listed[0]
+        assert search.input_schema["properties"]["query"]["maxLength"] == MAX_QUERY_CHARS
+        if client.protocol_version != "2024-11-05" and client.protocol_version != "2025-03-26":
+            assert search.output_schema is not None and search.output_schema["required"] == ["tools"]
+        # every tool stays callable by its own name: search is discovery, not access control
+        assert (await client.call_tool("send_email", {"to": "ann", "subject": "hi"})).text == "sent 'hi' to ann"
+
+
+@BOTH
+@EVERYWHERE
+async def test_search_ranks_by_name_description_and_parameters_and_answers_listed_definitions(
+    transport: str, mode: str
+) -> None:
+    async with toolkit_client("tool_search", transport, mode) as client:
+        found = await _found(client, "email")
+        assert found[:2] == ["send_email", "archive"]  # (archive: by its parameter's description)
+        assert (await _found(client, "weather forecast for a city"))[0] == "forecast"
+        assert len(await _found(client, "fleet metric")) == 10  # max_results
+        assert len(await _found(client, "fleet metric", limit=3)) == 3
+        # the definition is the one tools/list gives this revision (forecast is listed: compare them)
+        result = await client.call_tool("search_tools", {"query": "forecast", "limit": 1})
+        (searched,) = json.loads(result.text)["tools"]
+        listed = next(t for t in await client.list_tools() if t.name == "forecast")
+        assert searched == listed.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+@pytest.mark.parametrize("version", ["2024-11-05", "2025-06-18", "2026-07-28"])
+async def test_search_answers_each_revision_the_definition_its_list_shows(version: str) -> None:
+    app = MCPKit("revisions")
+
+    @app.tool(title="Weather report", annotations={"readOnlyHint": True})
+    def report(city: str) -> dict[str, int]:
+        """The temperature of a city."""
+        return {"celsius": 20}
+
+    app.add_tool_search(always_visible=["report"])
+    async with Client(app, protocol_version=version) as client:
+        result = await client.call_tool("search_tools", {"query": "weather"})
+        (searched,) = json.loads(result.text)["tools"]
+        (listed,) = [t for t in await client.list_tools() if t.name == "report"]
+        assert searched == listed.model_dump(by_alias=True, exclude_none=True, mode="json")
+        assert ("outputSchema" in searched, "title" in searched) == (
+            (False, False) if version == "2024-11-05" else (True, True)
+        )
+
+
+@BOTH
+@EVERYWHERE
+async def test_call_tool_is_the_direct_call_interceptors_progress_and_errors_alike(transport: str, mode: str) -> None:
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        progress.append((value, message))
+
+    async with toolkit_client("tool_search", transport, mode) as client:
+        result = await client.call_tool(
+            "call_tool", {"name": "forecast", "arguments": {"city": "Oslo"}}, on_progress=on_progress
+        )
+        assert result.text == "Oslo: sunny"
+        assert progress == [(1, "looking at the sky")]
+        # the app's interceptors saw the real tool's call, not the caller tool's
+        recorded = json.loads((await client.call_tool("recorded", {})).text)["result"]
+        assert recorded[-2:] == ["forecast", "recorded"]
+        for name, arguments in (("no_such_tool", {}), ("forecast", {"city": 3}), ("send_email", {"to": "ann"})):
+            direct = await _outcome(client.call_tool(name, arguments))
+            through = await _outcome(client.call_tool("call_tool", {"name": name, "arguments": arguments}))
+            assert through == direct
+        for synthetic in ("call_tool", "search_tools"):
+            refused = await _refused(client.call_tool("call_tool", {"name": synthetic, "arguments": {}}))
+            assert refused.code == -32602 and "call it directly" in refused.message
+        bad = await client.call_tool("call_tool", {"arguments": {}})  # (no name: the caller tool's own input check)
+        assert bad.is_error and "name" in bad.text
+
+
+@BOTH
+async def test_call_tool_asks_the_user_and_is_cancelled_as_the_direct_call(mode: str) -> None:
+    app = MCPKit("rounds")
+    cancelled = asyncio.Event()
+    started = asyncio.Event()
+
+    @app.tool
+    async def greet(ctx: Context) -> str:
+        answer = await ctx.elicit("Your name?", str)
+        return f"hello {answer.data}"
+
+    @app.tool
+    async def hang() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    app.add_tool_search()
+    async with Client(app, mode=mode, elicitation_handler=lambda params: {"value": "Ada"}) as client:
+        assert (await client.call_tool("call_tool", {"name": "greet"})).text == "hello Ada"  # (2026: an input round)
+        call = asyncio.ensure_future(client.call_tool("call_tool", {"name": "hang"}))
+        await asyncio.wait_for(started.wait(), 10)
+        call.cancel()  # (the client sends notifications/cancelled)
+        await asyncio.wait_for(cancelled.wait(), 10)
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+async def test_call_tool_runs_the_inner_tool_as_a_task(version: str) -> None:
+    app = MCPKit("tasks")
+
+    @app.tool(task=True)
+    async def scan(depth: int) -> str:
+        return f"scanned to {depth}"
+
+    app.add_tool_search()
+    async with Client(app, protocol_version=version) as client:
+        handle = await client.call_tool_as_task("call_tool", {"name": "scan", "arguments": {"depth": 2}})
+        assert (await handle.result()).text == "scanned to 2"
+
+
+async def _outcome(call: Any) -> tuple[Any, ...]:
+    try:
+        result = await call
+    except MCPError as exc:
+        return ("error", exc.code, exc.message)
+    return ("result", result.is_error, result.text)
+
+
+@BOTH
+@EVERYWHERE
+async def test_hidden_tools_are_never_found_and_refused_through_call_tool_as_directly(
+    transport: str, mode: str
+) -> None:
+    async with toolkit_client("tool_search", transport, mode) as client:
+        # wipe: admin-tagged, only alice sees it; debug_dump: excluded by tag; beta: disabled at registration
+        for hidden, query in (("wipe", "wipe"), ("debug_dump", "debug dump"), ("beta", "beta")):
+            assert hidden not in await _found(client, query)
+            direct = await _refused(client.call_tool(hidden, {}))
+            through = await _refused(client.call_tool("call_tool", {"name": hidden, "arguments": {}}))
+            assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
+
+
+@BOTH
+async def test_search_and_call_tool_follow_each_principals_view(mode: str) -> None:
+    app = build("tool_search")
+    async with (
+        serve_http(app) as url,
+        Client(url, mode=mode, headers={"X-User": "alice"}) as alice,
+        Client(url, mode=mode, headers={"X-User": "bob"}) as bob,
+    ):
+        assert await _found(alice, "wipe") == ["wipe"]
+        assert (await alice.call_tool("call_tool", {"name": "wipe"})).text == "wiped"
+        assert await _found(bob, "wipe") == []
+        refused = await _refused(bob.call_tool("call_tool", {"name": "wipe"}))
+        assert refused.message == "Unknown tool: 'wipe'"
+
+
+@BOTH
+@EVERYWHERE
+async def test_search_follows_the_catalog_as_it_changes(transport: str, mode: str) -> None:
+    async with toolkit_client("tool_search", transport, mode) as client:
+        assert "beta" not in await _found(client, "beta")
+        await client.call_tool("set_beta", {"on": True})
+        assert "beta" in await _found(client, "beta")
+        assert (await client.call_tool("call_tool", {"name": "beta"})).text == "beta"
+        await client.call_tool("set_beta", {"on": False})
+        assert "beta" not in await _found(client, "beta")
+        assert await _found(client, "zeppelin") == []
+        await client.call_tool("add_tool_named", {"name": "fly", "description": "Fly a zeppelin."})
+        assert await _found(client, "zeppelin") == ["fly"]
+        assert [t.name for t in await client.list_tools()] == ["search_tools", "call_tool", "forecast"]
+
+
+@BOTH
+async def test_keyword_search_needs_every_word_and_takes_no_pattern(mode: str) -> None:
+    app = MCPKit("kw")
+    app.add_tool(lambda: "a", name="send_email", description="Send an Email message.")
+    app.add_tool(lambda: "b", name="read_email", description="Read an email message.")
+    app.add_tool(lambda: "c", name="ping", description="Are you there? (a+)+$")
+    app.add_tool_search("keyword")
+    async with Client(app, mode=mode) as client:
+        assert await _found(client, "EMAIL message") == ["send_email", "read_email"]
+        assert await _found(client, "email send") == ["send_email"]
+        assert await _found(client, "(a+)+$") == ["ping"]  # a literal string, never a pattern
+        assert await _found(client, ".*") == []
+
+
+@BOTH
+async def test_query_and_limit_are_bounded(mode: str) -> None:
+    app = build("tool_search")
+    async with Client(app, mode=mode) as client:
+        too_long = await client.call_tool("search_tools", {"query": "e" * (MAX_QUERY_CHARS + 1)})
+        assert too_long.is_error and "query" in too_long.text
+        assert not (await client.call_tool("search_tools", {"query": "e" * MAX_QUERY_CHARS})).is_error
+        for limit in (0, 11):
+            refused = await client.call_tool("search_tools", {"query": "metric", "limit": limit})
+            assert refused.is_error and "limit" in refused.text
+
+
+def test_add_tool_search_refuses_bad_settings() -> None:
+    app = MCPKit("settings")
+    with pytest.raises(ValueError, match="max_results"):
+        app.add_tool_search(max_results=MAX_RESULTS + 1)
+    with pytest.raises(ValueError, match="strategy"):
+        app.add_tool_search("regex")  # type: ignore[arg-type]
+    app.add_tool(lambda: "", name="find")
+    with pytest.raises(ValueError):
+        app.add_tool_search(search_tool_name="find")
+    assert [t.name for t in app.tools] == ["find"]
+    app.add_tool_search()
+    with pytest.raises(ValueError, match="already"):
+        app.add_tool_search()
+
+
+def test_the_scope_rule_asks_for_the_inner_tools_scopes_mounted_too() -> None:
+    app = build("tool_search")
+    rule = app.scope_rule
+    assert rule("tools/call", {"name": "purge"}) == ["files:admin"]
+    assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "purge", "arguments": {}}}) == ["files:admin"]
+    assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "forecast"}}) == []
+    assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "call_tool"}}) == []
+    assert rule("tools/call", {"name": "call_tool", "arguments": "purge"}) == []
+    parent = MCPKit("parent")
+    parent.mount(app, prefix="ops")
+    assert parent.scope_rule("tools/call", {"name": "ops_call_tool", "arguments": {"name": "purge"}}) == ["files:admin"]
+
+
+@BOTH
+@pytest.mark.parametrize("rule", ["app", "own"])
+async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scopes(mode: str, rule: str) -> None:
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    app = build("tool_search")
+    resource = "http://mcp.test/mcp"
+    verifier = StaticTokenVerifier.simple({"reader": [], "admin": ["files:admin"]}, audience=resource)
+
+    def own_rule(method: str, params: Any) -> list[str]:  # (an installer's rule that knows nothing of call_tool)
+        return ["files:admin"] if method == "tools/call" and params.get("name") == "purge" else []
+
+    scope_rule = app.scope_rule if rule == "app" else own_rule
+    asgi = protect(create_app(app), resource=resource, verifier=verifier, scope_rule=scope_rule)
+    async with serve_asgi(asgi) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
+            direct = await _refused(reader.call_tool("purge", {"path": "/x"}))
+            through = await _refused(reader.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}}))
+            if rule == "app":  # the same refusal (HTTP 403 with the step-up challenge, as the client reports it)
+                assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
+            else:  # the installer's rule asked again with the inner tool's name: refused by the dispatcher
+                assert through.code == -32003 and through.data["scopes"] == ["files:admin"]
+            assert "files:admin" in through.message
+            assert "purge" in await _found(reader, "purge")  # (scopes guard calls; search shows the view)
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer admin"}) as admin:
+            done = await admin.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}})
+            assert done.text == "purged /x"
+
+
+# ---------------------------------------------------------------------------------------- the TypeScript client
+
+
+async def _ts_client(node: Path, negotiation: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    proc = await asyncio.create_subprocess_exec(
+        str(node),
+        str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
+        "--negotiation",
+        negotiation,
+        "--stdio",
+        shlex.join([sys.executable, str(APPS_FILE), "tool_search"]),
+        "--script",
+        json.dumps(steps),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(REPO / "tests"),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("negotiation", ["legacy", "2026-07-28"])
+async def test_the_typescript_client_searches_and_calls_through_call_tool(node_bin: Path, negotiation: str) -> None:
+    steps = [
+        {"op": "listTools"},
+        {"op": "callTool", "name": "search_tools", "arguments": {"query": "send an email", "limit": 2}},
+        {
+            "op": "callTool",
+            "name": "call_tool",
+            "arguments": {"name": "send_email", "arguments": {"to": "a", "subject": "b"}},
+        },
+        {"op": "callTool", "name": "call_tool", "arguments": {"name": "wipe"}},
+    ]
+    out = await _ts_client(node_bin, negotiation, steps)
+    assert out["protocolVersion"] == ("2025-11-25" if negotiation == "legacy" else "2026-07-28")
+    listed, searched, called, hidden = out["results"]
+    assert [t["name"] for t in listed["tools"]] == ["search_tools", "call_tool", "forecast"]
+    assert [t["name"] for t in searched["structuredContent"]["tools"]] == ["send_email", "archive"]
+    assert searched["structuredContent"]["tools"][0]["inputSchema"]["required"] == ["to", "subject"]
+    assert called["content"][0]["text"] == "sent 'b' to a"
+    assert hidden["error"]["code"] == -32602 and "Unknown tool" in hidden["error"]["message"]
