@@ -164,6 +164,22 @@ async def test_call_tool_runs_the_inner_tool_as_a_task(version: str) -> None:
         assert (await handle.result()).text == "scanned to 2"
 
 
+async def test_call_tool_run_by_other_means_obeys_the_same_rules() -> None:
+    from mcpkit.server.transform import transform_tool
+
+    app = build("tool_search")
+    caller = app.get_tool("call_tool")
+    assert caller is not None
+    app.add_tool(transform_tool(caller, name="run"))  # (its calls reach call_tool's own function, not the rewrite)
+    async with Client(app) as client:
+        assert (await client.call_tool("run", {"name": "send_email", "arguments": {"to": "a", "subject": "b"}})).text
+        hidden = await client.call_tool("run", {"name": "wipe"})
+        direct = await _refused(client.call_tool("wipe", {}))
+        assert hidden.is_error and direct.message in hidden.text
+        refused = await client.call_tool("run", {"name": "call_tool"})
+        assert refused.is_error and "call it directly" in refused.text
+
+
 async def _outcome(call: Any) -> tuple[Any, ...]:
     try:
         result = await call
