@@ -67,6 +67,7 @@ class Upstream:
         self._wake: asyncio.Future[None] | None = None  # (past a round of attempts) a request starts a new one
         self._closing = False
         self._gone_told = False  # (a gateway member) its clients were told its items left the lists
+        self._told_back = 0  # (a gateway member) how many times they were told its items are back
         # (handshake-era upstream) what each client session subscribed to on its upstream session, re-made on the
         # new one when that ended (at most the proxy's max_subscriptions each), and the sessions being revived
         self._session_subs: weakref.WeakKeyDictionary[ServerSession, set[str]] = weakref.WeakKeyDictionary()
@@ -268,6 +269,7 @@ class Upstream:
         proxy = self.proxy
         back, self._gone_told = self._gone_told, False
         if back:  # (a gateway told its clients this member's items were gone: they are back, in every list)
+            self._told_back += 1
             await self._announce_lists()
         for kind in ("tools", "prompts", "resources"):
             declared = self.capabilities.get(kind)
@@ -285,7 +287,7 @@ class Upstream:
         stranded, self._stranded = list(self._stranded), weakref.WeakSet()
         for session in stranded:  # (client sessions whose upstream session could not be opened again meanwhile)
             if not session.closed and session not in self._sessions:
-                self._revive(session, "the upstream is back")
+                self._revive(session, "the upstream is back", told=back)
 
     async def _announce_gone(self) -> None:
         """(a gateway member that was up) Its connection ended and could not be made again at once: from now on
@@ -332,19 +334,23 @@ class Upstream:
             {"retryAfterMs": math.ceil(wait * 1000)},
         )
 
-    def _revive(self, session: ServerSession, reason: str) -> None:
+    def _revive(self, session: ServerSession, reason: str, *, told: bool = False) -> None:
         """(handshake-era upstream) The upstream session of a client session that is still open ended: open a new
         one in the background, with the subscriptions the old one had (bounded attempts, backing off)."""
         key = id(session)
         if key in self._revivals:
             return
         logger.warning("the upstream session of a client session ended (%s): opening a new one", reason)
-        task = asyncio.get_running_loop().create_task(self._revive_session(session))
+        task = asyncio.get_running_loop().create_task(self._revive_session(session, told))
         self._revivals[key] = task
         task.add_done_callback(lambda _: self._revivals.pop(key, None))
 
-    async def _revive_session(self, session: ServerSession) -> None:
+    async def _revive_session(self, session: ServerSession, told: bool) -> None:
+        """(see :meth:`_revive`) Once open, the session is told its lists may have changed, unless it was told
+        already (``told``, or the gateway told every client this member is back meanwhile): one event, one
+        ``list_changed`` per list."""
         proxy = self.proxy
+        epoch = self._told_back
         delay = proxy.reconnect_delay
         attempts = max(1, proxy.reconnect_attempts)
         for attempt in range(1, attempts + 1):
@@ -355,9 +361,10 @@ class Upstream:
             except Exception as exc:
                 logger.warning("attempt %d of %d to open an upstream session again failed: %s", attempt, attempts, exc)
             else:
+                told = told or self._told_back != epoch
                 for kind in ("tools", "prompts", "resources"):  # (what the new session lists may differ)
                     declared = self.capabilities.get(kind)
-                    if isinstance(declared, dict) and declared.get("listChanged") and not session.closed:
+                    if not told and isinstance(declared, dict) and declared.get("listChanged") and not session.closed:
                         with contextlib.suppress(Exception):
                             await session.notify(f"notifications/{kind}/list_changed", None)
                 for uri in sorted(self._session_subs.get(session, ())):

@@ -351,3 +351,54 @@ async def test_a_member_whose_reconnection_gave_up_is_tried_in_the_background_an
         assert method == "notifications/tools/list_changed"
         assert await _tool_names(client) == everything
     await probe.assert_clean()
+
+
+async def _heard(watch: Any, quiet: float = 1.5) -> dict[str, int]:
+    """The notifications ``watch`` gets from the next one until none came for ``quiet`` seconds, counted by
+    method (at most 15 s for the first)."""
+    method, _ = await watch.next(timeout=15)
+    counts = {method: 1}
+    with contextlib.suppress(TimeoutError):
+        while True:
+            method, _ = await watch.next(timeout=quiet)
+            counts[method] = counts.get(method, 0) + 1
+    return counts
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ["handshake", "modern"])
+@pytest.mark.parametrize("outage", ["restarts at once", "stays down a while"])
+async def test_a_client_of_a_gateway_hears_one_list_changed_per_list_for_each_event_of_a_member(
+    outage: str, mode: str, upstream_mode: str, tmp_path: Path
+) -> None:
+    """A member that dies and is connected again at once is one event; one that goes down for a while is two (gone,
+    back). For each, a client hears one ``list_changed`` for each list the member has items in (tools, resources:
+    the ticking app has no prompts). Before, a handshake-era session heard the member's return twice: from the
+    gateway, and from its own upstream session opened again."""
+    a, _, _ = _ticking(tmp_path, "a")
+    b, b_down, b_pids = _ticking(tmp_path, "b")
+    gateway = mcpkit.proxy(
+        {"a": a, "b": b},
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    expected = {"notifications/tools/list_changed": 1, "notifications/resources/list_changed": 1}
+    async with (
+        serve_http(gateway) as url,
+        Client(url, mode=mode) as client,
+        client.watch(tools=True, prompts=True, resources=True) as watch,
+    ):
+        assert "b_process" in await _tool_names(client)  # (the session's upstream sessions are open)
+        if outage == "restarts at once":
+            _kill(b_pids)
+            assert [await _heard(watch)] == [expected]
+        else:
+            b_down.touch()
+            _kill(b_pids)
+            heard = [await _heard(watch)]
+            b_down.unlink()
+            heard.append(await _heard(watch))
+            assert heard == [expected, expected]
+        assert await _tool_names(client) == {"a_process", "a_crash", "b_process", "b_crash"}
