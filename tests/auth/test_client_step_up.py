@@ -104,3 +104,20 @@ async def test_a_scope_left_out_of_the_first_authorization_is_still_asked_for_on
         assert statuses == [403, 403, 403]
         assert len(browser.visited) == 2
         await client.aclose()
+
+
+async def test_the_scopes_remembered_from_step_ups_are_bounded() -> None:
+    """A server whose every 403 names new scopes (granted without them each time) makes the client remember at most
+    ``MAX_STEPPED_UP_SCOPES`` of them per authorization server."""
+    from mcpkit.auth.client import MAX_STEPPED_UP_SCOPES
+
+    async with scripted() as s:
+        s.token_hook = granting_read_only(s, say_so=True)
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            for call in range(6):
+                fresh = " ".join(f"scope-{call}-{i}" for i in range(100))
+                assert (await http.get(s.mcp_url, headers={"x-need": fresh})).status_code == 403
+        assert len(browser.visited) == 7  # each call's new scopes got their one step-up
+        assert 0 < len(client._stepped_up[s.base]) <= MAX_STEPPED_UP_SCOPES
+        await client.aclose()

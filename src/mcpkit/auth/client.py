@@ -94,6 +94,9 @@ _GRANTS = {
     JWT_BEARER_GRANT: "jwt_bearer",
 }
 
+#: scopes per authorization server the client remembers its step-ups asked for (see ``OAuthClient._declined``)
+MAX_STEPPED_UP_SCOPES = 256
+
 RedirectHandler = Callable[[str], Awaitable[None]]
 CallbackHandler = Callable[[], Awaitable[Mapping[str, str]]]
 
@@ -433,7 +436,11 @@ class OAuthClient(TokenEndpointMixin, httpx.Auth):
         client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
         if step_up:
-            self._stepped_up.setdefault(discovery.issuer, set()).update(challenge.get("scope", "").split())
+            asked = self._stepped_up.setdefault(discovery.issuer, set())
+            named = challenge.get("scope", "").split()
+            if len(asked) + len(named) > MAX_STEPPED_UP_SCOPES:
+                asked.clear()  # a server naming ever new scopes: forget the oldest (at worst, one more step-up)
+            asked.update(named[:MAX_STEPPED_UP_SCOPES])
         if step_up and scopes is not None:
             # SEP-2350: keep what was granted before, add what the challenge asks for
             earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
