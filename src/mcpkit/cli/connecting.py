@@ -19,6 +19,7 @@ from .client_io import CLIError, _Answers, _stderr, ask_user, parse_pairs
 
 if TYPE_CHECKING:
     from ..client.client import Client
+    from ..client.targets import ServerStartError
 
 T = TypeVar("T")
 
@@ -117,6 +118,16 @@ def client_options(ctx_obj: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
+def start_failure(exc: ServerStartError) -> str:
+    """One line for a server that could not be started or reached. When ``--timeout`` ended the wait, the line
+    says so first and names the option that gives a slow server longer."""
+    message = exc.message
+    if exc.timeout is not None:
+        what = message.removesuffix(f" within {exc.timeout}s")
+        message = f"timed out after {exc.timeout}s: {what} (a larger --timeout gives it longer)"
+    return message + (f" (exit code {exc.returncode})" if exc.returncode is not None else "")
+
+
 def cli_target(target: str, stderr_sink: Callable[[str], Any] | None) -> Any:
     """The target the CLI connects to: a ``file.py[:object]`` runs as ``mcpkit run file.py[:object]`` (so a file
     without ``app.run()`` works, with the caller's Python), and ``--stderr`` gets the server's stderr lines."""
@@ -181,9 +192,7 @@ def run_client(opts: dict[str, Any], target: str, body: Callable[[Client], Await
     except ServerNotFound as exc:
         raise CLIError(str(exc), code=2) from None
     except ServerStartError as exc:
-        raise CLIError(
-            exc.message + (f" (exit code {exc.returncode})" if exc.returncode is not None else ""), detail=exc.stderr
-        ) from None
+        raise CLIError(start_failure(exc), detail=exc.stderr) from None
     except TargetError as exc:
         raise CLIError(str(exc), code=2) from None
     except (RequestTimeout, TimeoutError) as exc:

@@ -378,7 +378,9 @@ class ClientConnection(SelfHealing):
         try:
             return await asyncio.wait_for(open_target(self.target, **self.transport_options), self.connect_timeout)
         except TimeoutError:
-            raise ServerStartError(f"{self.target.url} did not answer within {self.connect_timeout}s") from None
+            raise ServerStartError(
+                f"{self.target.url} did not answer within {self.connect_timeout}s", timeout=self.connect_timeout
+            ) from None
 
     async def _explain_start_failure(self, opened: OpenedTarget, exc: BaseException) -> BaseException | None:
         if not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
@@ -387,7 +389,9 @@ class ClientConnection(SelfHealing):
             if opened.target.url is None:
                 return None
             if isinstance(exc, (TimeoutError, RequestTimeout)):
-                return ServerStartError(f"{opened.target.url} did not answer within {self.connect_timeout}s")
+                return ServerStartError(
+                    f"{opened.target.url} did not answer within {self.connect_timeout}s", timeout=self.connect_timeout
+                )
             return ServerStartError(f"cannot connect to {opened.target.url}: {connect_reason(exc)}")
         if isinstance(exc, (TimeoutError, RequestTimeout)):
             # (closing the session has already stopped the process: its exit code would be our own signal)
@@ -395,6 +399,7 @@ class ClientConnection(SelfHealing):
                 f"the server {opened.target.description!r} did not complete initialization within "
                 f"{self.connect_timeout}s",
                 stderr=opened.stderr,
+                timeout=self.connect_timeout,
             )
         if await opened.process_exited(wait=1.0):
             return ServerStartError(

@@ -76,12 +76,16 @@ class ServerNotFound(TargetError):
 class ServerStartError(ConnectionError):
     """The server could not be started or died before the connection was established.
 
-    ``stderr`` holds the last lines the process wrote to its stderr (stdio targets), ``returncode`` its exit code.
+    ``stderr`` holds the last lines the process wrote to its stderr (stdio targets), ``returncode`` its exit code,
+    ``timeout`` the connect timeout (seconds) when that is what ended the start (None otherwise).
     """
 
-    def __init__(self, message: str, *, stderr: str = "", returncode: int | None = None) -> None:
+    def __init__(
+        self, message: str, *, stderr: str = "", returncode: int | None = None, timeout: float | None = None
+    ) -> None:
         self.stderr = stderr
         self.returncode = returncode
+        self.timeout = timeout
         full = message
         if returncode is not None:
             full += f" (exit code {returncode})"
