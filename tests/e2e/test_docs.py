@@ -26,6 +26,7 @@ PUBLIC_PACKAGES = (
     "mcpkit.stores.redis",
     "mcpkit.tasks",
     "mcpkit.testing",
+    "mcpkit.testing.stores",
     "mcpkit.transports",
     "mcpkit.transports.http",
 )
