@@ -78,9 +78,15 @@ local function fit(but, evicted, max_owner_bytes, max_bytes)
   over_budget(max_owner_bytes, KEYS[5], KEYS[3], KEYS[4], KEYS[2], but, evicted)
   over_budget(max_bytes, KEYS[8], KEYS[6], KEYS[7], KEYS[1], but, evicted)
 end
-local function keep_keys(ttl)
-  for i = 3, 8 do
-    if redis.call('PTTL', KEYS[i]) < ttl then redis.call('PEXPIRE', KEYS[i], ttl) end
+-- the owner's keys last as long as the record they count that goes last, the store's likewise (and at least
+-- `ttl`): a task in progress keeps them past its time to live (it is still listed when its engine records it
+-- stopped), and once every task has ended they go with the last record
+local function keep_keys(now, ttl)
+  for _, keys in ipairs({{4, 3, 5}, {7, 6, 8}}) do
+    local last = redis.call('ZRANGE', KEYS[keys[1]], -1, -1, 'WITHSCORES')
+    local keep = ttl
+    if #last > 0 then keep = math.max(ttl, tonumber(last[2]) - now) end
+    for i = keys[2], keys[3] do redis.call('PEXPIRE', KEYS[i], keep) end
   end
 end
 """
@@ -127,7 +133,7 @@ redis.call('ZREMRANGEBYSCORE', KEYS[6], '-inf', ARGV[8])
 redis.call('ZADD', KEYS[7], ARGV[11], id)
 weigh(id, ARGV[12], ARGV[15])
 fit(id, evicted, tonumber(ARGV[14]), tonumber(ARGV[17]))
-keep_keys(tonumber(ARGV[10]))
+keep_keys(now, tonumber(ARGV[10]))
 return evicted
 """
 )
@@ -153,7 +159,7 @@ end
 forget_ended(tonumber(ARGV[7]))
 local evicted = {}
 fit(id, evicted, tonumber(ARGV[5]), tonumber(ARGV[9]))
-keep_keys(tonumber(ARGV[6]))
+keep_keys(tonumber(ARGV[7]), tonumber(ARGV[6]))
 return evicted
 """
 )

@@ -40,9 +40,10 @@ task). A worker cut off from Redis meanwhile reads every record it waits on agai
 is back (waiters read again every few seconds anyway).
 
 The ``{tasks}`` keys share one Redis Cluster slot (one node holds them; the records spread over all). Every key
-expires: records at their TTL, the sets with the longest TTL granted; entries of a worker that died mid-task leave
-the sets when their score passes, and the task itself reads ``failed`` ("the worker running the task is gone") on
-any other worker once that worker's runner mark has expired. Every command goes through the connection's guard:
+expires: records at their TTL, the sets with the last of the records they count (a task in progress past its TTL
+included); entries of a worker that died mid-task leave the sets when their score passes, and the task itself
+reads ``failed`` ("the worker running the task is gone") on any other worker once that worker's runner mark has
+expired. Every command goes through the connection's guard:
 an unreachable Redis raises :class:`~mcpkit.stores.redis.StoreUnavailable` at once instead of hanging.
 """
 
@@ -212,7 +213,7 @@ class RedisTaskStore(OnConnection):
             int(record["created"]),
             now - MAX_TTL_MS,
             MAX_TTL_MS,
-            _ttl(record, now, granted=True),  # (the owner's keys: as long as the last record they list)
+            ttl,  # (the owner's keys: as long as the records they list, in progress ones past their TTL included)
             now + ttl,
             len(data),
             self.max_records_per_owner,
@@ -476,10 +477,9 @@ def _owner_key(owner: str | None) -> str:
     return hashlib.sha256(("" if owner is None else owner).encode()).hexdigest()[:32] if owner is not None else "-"
 
 
-def _ttl(record: TaskRecord, now: int, *, granted: bool = False) -> int:
-    """Milliseconds from ``now`` until the record may go (:func:`~mcpkit.tasks.model.kept_until`; ``granted``: the
-    end of its time to live), within bounds."""
-    end = expires_at(record) if granted else kept_until(record)
+def _ttl(record: TaskRecord, now: int) -> int:
+    """Milliseconds from ``now`` until the record may go (:func:`~mcpkit.tasks.model.kept_until`), within bounds."""
+    end = kept_until(record)
     return max(1, min(MAX_TTL_MS, (end - now) if end is not None else MAX_TTL_MS))
 
 
