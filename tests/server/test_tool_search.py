@@ -180,6 +180,29 @@ async def test_call_tool_run_by_other_means_obeys_the_same_rules() -> None:
         assert refused.is_error and "call it directly" in refused.text
 
 
+async def test_a_search_runs_off_the_event_loop() -> None:
+    """Building the index of a large catalog takes a while (a second for 10,000 tools): never on the event loop.
+    The view filter, which a search asks about every tool, says where the search ran."""
+    import threading
+
+    app = MCPKit("large")
+    for i in range(200):
+        app.add_tool(lambda: "", name=f"tool_{i}", description=f"Reports metric {i}.")
+    asked_on: set[int] = set()
+
+    def view(component: Any, principal: str | None) -> bool:
+        if component.name.startswith("tool_"):  # (not the search tool, which its own call asks about)
+            asked_on.add(threading.get_ident())
+        return True
+
+    app.add_tool_search()
+    app.set_view_filter(view)
+    async with Client(app) as client:
+        found = await client.call_tool("search_tools", {"query": "metric"})
+    assert len(json.loads(found.text)["tools"]) == 10
+    assert asked_on and threading.get_ident() not in asked_on
+
+
 async def _outcome(call: Any) -> tuple[Any, ...]:
     try:
         result = await call

@@ -23,11 +23,13 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
 
 An app without tool search pays nothing: ``tools/call`` runs as before (the interceptor exists only once
 ``add_tool_search`` was called). The index (:class:`~mcpkit.server.search_index.SearchIndex`) is built at the
-first search and again after the catalog changed (a tool added, removed or replaced, a mount's change).
+first search and again after the catalog changed (a tool added, removed or replaced, a mount's change); a search
+runs on a worker thread, so building the index of a large catalog never holds up the event loop.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -89,18 +91,29 @@ class ToolSearch:
         self.synthetic = frozenset((search_name, call_name))
         self.pinned = pinned
         self._index: SearchIndex | None = None
+        # searches run on worker threads, catalog changes on the event loop: an index built from a catalog that
+        # changed meanwhile answers its own search but is not kept (the generation tells)
+        self._generation = 0
+        self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the catalog
 
     def catalog_changed(self) -> None:
         """Forget the index (the next search builds it again)."""
-        self._index = None
+        with self._lock:
+            self._generation += 1
+            self._index = None
 
     def index(self) -> SearchIndex:
+        """The index of the catalog as it is now (built here when there is none)."""
         index = self._index
         if index is None:
-            found = (tool for name, tool in self.app._tools.items() if name not in self.synthetic)
-            index = self._index = SearchIndex(found, self.keyword)
+            generation = self._generation
+            registered = list(self.app._tools.items())  # (a copy in one step: the loop may register meanwhile)
+            index = SearchIndex((tool for name, tool in registered if name not in self.synthetic), self.keyword)
+            with self._lock:
+                if self._generation == generation:
+                    self._index = index
         return index
 
     # ------------------------------------------------------------------ the search tool
@@ -223,7 +236,7 @@ def _search_tool(search: ToolSearch) -> Tool:
             f"that match {how}. Call one with {search.call_name} (or by its name)."
         ),
         annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False},
-        thread=False,
+        thread=True,  # (building the index of a large catalog takes a while: never on the event loop)
         validate_output=False,
     )
 
