@@ -182,6 +182,11 @@ class HostedServer(FanoutTarget, Protocol):
         None when it has none or is unknown (``Server``: None; ``MCPKit``: from the tool's input schema)."""
         ...
 
+    def component_names(self) -> list[str]:
+        """The names of the tools, the URIs of the resources (and templates) and the names of the prompts it
+        serves (``Server``: none; ``MCPKit``: its registries): the app's fingerprint under a shared Redis prefix."""
+        ...
+
     def modern_context(self, meta: JSONDict | None) -> ModernContext:
         """Validate a modern request's ``_meta`` (raises the error the request gets)."""
         ...

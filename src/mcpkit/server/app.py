@@ -271,6 +271,12 @@ class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, OpenA
         """The registered tools, in registration order."""
         return list(self._tools.values())
 
+    def component_names(self) -> list[str]:
+        """The names of its tools and prompts and the URIs of its resources and templates, each with its kind (the
+        app's fingerprint under a shared Redis prefix: :mod:`mcpkit.stores.redis.fingerprint`)."""
+        names = [f"tool:{name}" for name in self._tools] + [f"prompt:{name}" for name in self._prompts]
+        return names + [f"resource:{uri}" for uri in self._resources] + [f"template:{uri}" for uri in self._templates]
+
     # ================================================================== resources
 
     def resource(

@@ -21,6 +21,12 @@ __all__ = ["Runnable"]
 class Runnable:
     """What serves a server by transport name (a base of ``Server``)."""
 
+    def component_names(self) -> list[str]:
+        """What it serves, by name, for the app's fingerprint under a shared Redis prefix (see
+        :class:`~mcpkit.hosting.HostedServer`): none here (a low-level server's components are its handlers');
+        ``MCPKit`` lists its registries."""
+        return []
+
     async def run_stdio_async(self: HostedServer, **transport_options: Unpack[StdioOptions]) -> None:
         """Serve stdin/stdout until the input ends (``transport_options`` go to the stdio transport)."""
         from ..run import run_stdio_async  # the face that owns the transports: server/ imports none of them

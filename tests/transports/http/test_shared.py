@@ -194,3 +194,50 @@ async def test_a_request_refused_while_redis_is_unavailable_says_so_once() -> No
     for message in messages:
         assert message.startswith("Service Unavailable: session store: Redis is unavailable (ConnectionError: ")
         assert message.endswith("; retry shortly") and message.count("retr") == 1, message
+
+
+async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about_and_still_starts(
+    redis_url: str,  # noqa: F811
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Two apps sharing one Redis key prefix act as one (sessions, notifications, task caps). Each app leaves its
+    fingerprint under the prefix when it starts (its name and a digest of its tool, resource and prompt names:
+    one key, with a TTL); a worker of another app starting there logs one WARNING naming both and the option that
+    gives each its own prefix, and starts all the same (a rolling deploy that changed the tools is one app).
+    Another worker of the same app says nothing."""
+    import logging
+
+    import redis.asyncio as aioredis
+
+    from mcpkit.stores.redis.fingerprint import FINGERPRINT_TTL
+
+    def app(name: str, tool: str) -> MCPKit:
+        server = MCPKit(name)
+        server.tool(name=tool)(lambda: tool)
+        return server
+
+    prefix = f"sh{secrets.token_hex(4)}:"
+    config = ScaleConfig(redis_url=redis_url, redis_prefix=prefix, state_keys=(b"k" * 32,))
+    caplog.set_level(logging.WARNING, "mcpkit")
+
+    def warnings() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and prefix in r.getMessage()]
+
+    async with running(app("alpha", "a"), config=config):
+        async with running(app("alpha", "a"), config=config):  # (the same app's second worker)
+            pass
+        assert warnings() == []
+        async with running(app("beta", "b"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(base + "/mcp", json=initialize_body(), headers=handshake_headers())
+            assert r.status_code == 200  # (it started and serves)
+    [said] = warnings()
+    assert "'alpha'" in said and "'beta'" in said and "MCPKIT_REDIS_PREFIX" in said and "rolling" in said, said
+    client = aioredis.from_url(redis_url)
+    try:
+        keys = [k async for k in client.scan_iter(match=f"{prefix}*")]
+        fingerprints = [k for k in keys if k.endswith(b":fingerprint")]
+        assert len(fingerprints) == 1, keys
+        assert 0 < await client.ttl(fingerprints[0]) <= FINGERPRINT_TTL  # (the bound)
+        assert b"beta" in await client.get(fingerprints[0])  # (the last app to start holds it)
+    finally:
+        await client.aclose()

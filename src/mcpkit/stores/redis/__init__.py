@@ -11,6 +11,7 @@ import redis, building a backend does).
   worker reads, worker numbers and inboxes; nothing lost while a worker is cut off).
 * :class:`RedisBus`: Redis pub/sub as a :class:`~mcpkit.stores.bus.Bus` (at most once; one Redis).
 * :class:`RedisTaskStore` (:mod:`.tasks`): tasks every worker serves (``app.enable_tasks(RedisTaskStore(url))``).
+* :mod:`.fingerprint`: which app a key prefix serves (a warning when two apps share one).
 
 Each takes a URL, a ``redis.asyncio`` client (``Redis`` or ``RedisCluster``, bytes responses) or a shared
 :class:`RedisConnection`; one built from a URL or a client owns what it made (``await store.aclose()``).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Unpack
 
@@ -20,6 +21,8 @@ from ..base import DEFAULT_MAX_MESSAGE_SIZE
 from .options import EndpointOptions, keys
 from .security import make_request_check
 from .streamable import StreamableHTTPEndpoint
+
+logger: logging.Logger = logging.getLogger("mcpkit.http")
 
 if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
@@ -72,6 +75,19 @@ class MCPApp:
                 self.startup_error = exc  # (uvicorn logs it and exits: a caller that started it can say why)
                 raise
             self._started = True
+            if self.shared is not None:
+                await self._claim_prefix(self.shared, self.server)
+
+    @staticmethod
+    async def _claim_prefix(shared: SharedStores, server: HostedServer) -> None:
+        """Leave this app's fingerprint under the Redis prefix, warning when another app's was there
+        (:mod:`mcpkit.stores.redis.fingerprint`); Redis being away only skips it."""
+        from ...stores.redis.fingerprint import claim_prefix, fingerprint
+
+        try:
+            await claim_prefix(shared.connection, fingerprint(server.name, server.component_names()))
+        except Exception as exc:  # (the worker serves without it: the fan-out says Redis is away, readyz too)
+            logger.debug("could not check which app uses the Redis prefix: %s", exc)
 
     async def _shutdown(self) -> None:
         try:
