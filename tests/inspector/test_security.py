@@ -259,3 +259,60 @@ def test_a_flood_of_log_messages_and_list_changes_leaves_the_page_bounded() -> N
             assert json.loads(counts)["tools/list"] < 20, counts
     finally:
         proc.stop()
+
+
+def test_the_servers_log_messages_are_still_shown_after_the_page_reloads() -> None:
+    """The Server tab's log messages are part of the inspector's state, as its stderr is: a page reloaded (or one
+    that fell behind and redraws from the state) shows them again; they used to reach a page only as events, so a
+    reload left the tab empty."""
+    proc = InspectorProcess("inspect", FLOOD, "--mode", "handshake")
+    try:
+        with chromium() as browser:
+            page = browser.new_context(bypass_csp=True).new_page()  # (for wait_for_function)
+            page.goto(proc.url)
+            page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+            page.click("#tools-list button[data-key='logs']")
+            page.fill("#tool-form [name='n']", "300")
+            page.click("#call-button")
+            page.locator(".call[data-status='done']").wait_for(timeout=30_000)
+            page.wait_for_function("document.querySelectorAll('#server-log li').length === 300", timeout=10_000)
+            page.reload()
+            page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+            page.wait_for_function("document.querySelectorAll('#server-log li').length > 0", timeout=10_000)
+            rows = page.locator("#server-log li")
+            assert rows.count() == 300
+            assert (rows.first.text_content() or "").endswith("line 0")
+            assert (rows.last.text_content() or "").endswith("line 299")
+    finally:
+        proc.stop()
+
+
+def test_the_servers_log_messages_kept_are_bounded_in_count_and_bytes_and_a_long_one_is_cut_saying_so() -> None:
+    """The inspector keeps the last 500 log messages and at most 4 MiB of them; one message longer than 64 KiB is
+    kept (and shown) cut, with its size, so that 4 MiB messages cannot make the state hold 500 x 4 MiB."""
+    from inspector.test_transports import api, until
+
+    proc = InspectorProcess("inspect", FLOOD, "--mode", "handshake")
+    try:
+        until(proc, lambda s: s["status"] == "connected")
+
+        def call(name: str, **arguments: int) -> None:
+            call_id = api(proc, "call", {"name": name, "arguments": arguments})["id"]
+            until(proc, lambda s: any(c["id"] == call_id and c["status"] == "done" for c in s["calls"]), 60)
+
+        call("logs", n=600)
+        kept = api(proc, "state")["serverLog"]
+        assert len(kept) == 500  # the count bound: the oldest went first
+        assert kept[0]["data"] == "line 100" and kept[-1]["data"] == "line 599"
+        call("big_logs", n=100, size=60_000)  # 6 MB of messages, each under the one-message bound
+        kept = api(proc, "state")["serverLog"]
+        held = sum(len(json.dumps(p)) for p in kept)
+        assert held <= 4 * 1024 * 1024, held
+        assert kept[-1]["data"].startswith("99:") and len(kept[-1]["data"]) == 60_000
+        assert 60 <= len(kept) < 100  # the byte bound, not the count, decided
+        call("big_logs", n=2, size=1_000_000)  # one message alone over the bound: kept cut, saying so
+        last = api(proc, "state")["serverLog"][-1]
+        assert last["data"].startswith("1:") and len(last["data"]) <= 64 * 1024
+        assert last["cut"] > 1_000_000 and last["level"] == "info" and last["logger"] == "flood"
+    finally:
+        proc.stop()

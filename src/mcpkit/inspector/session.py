@@ -11,8 +11,9 @@ JSON-RPC message goes to its :class:`~.log.MessageLog` (see :mod:`.tap`).
 Every table here is bounded: calls running at once (``max_running_calls``), finished results kept for a page
 that reconnects (``max_kept_results`` and ``max_kept_result_bytes``), requests waiting for the person
 (``max_pending_requests``: one more is declined at once), resource subscriptions (``MAX_SUBSCRIPTIONS``), roots
-(``asks.MAX_ROOTS``), server stderr lines (``MAX_STDERR_LINES``). The client's own limits (message sizes, list walks,
-concurrency) apply to everything the server sends.
+(``asks.MAX_ROOTS``), server stderr lines (``MAX_STDERR_LINES``), the server's log messages (``MAX_SERVER_LOG`` of
+them and ``MAX_SERVER_LOG_BYTES`` in all; one longer than ``MAX_SERVER_LOG_ENTRY_BYTES`` is kept cut, saying so).
+The client's own limits (message sizes, list walks, concurrency) apply to everything the server sends.
 
 Extension points (for what later issues add on this page): :meth:`Inspector.request` sends any request through
 the client (a caller that forwards requests on behalf of something else, an interactive view for example, checks
@@ -29,6 +30,8 @@ import logging
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
+
+import orjson
 
 from ..client.apps import UI_HOST_SETTINGS
 from ..client.display import display_name, segments, shown_description
@@ -58,6 +61,28 @@ __all__ = ["Inspector", "InspectorError"]
 
 MAX_SUBSCRIPTIONS = 256
 MAX_STDERR_LINES = 500
+MAX_SERVER_LOG = 500
+MAX_SERVER_LOG_BYTES = 4 * 1024 * 1024
+MAX_SERVER_LOG_ENTRY_BYTES = 64 * 1024
+
+
+def _kept_log_message(params: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """A ``notifications/message``'s params as the inspector keeps and shows them, and their encoded size: one over
+    ``MAX_SERVER_LOG_ENTRY_BYTES`` keeps its level, its logger and the start of its data (as text), with ``cut``
+    holding its whole size (a message may be as long as the client's message bound)."""
+    size = len(orjson.dumps(params))
+    if size <= MAX_SERVER_LOG_ENTRY_BYTES:
+        return params, size
+    data = params.get("data")
+    text = data if isinstance(data, str) else orjson.dumps(data).decode()
+    level, name = params.get("level"), params.get("logger")
+    kept = {
+        "level": str(level)[:32] if level is not None else "",
+        "logger": name[:256] if isinstance(name, str) else None,
+        "data": text[: MAX_SERVER_LOG_ENTRY_BYTES // 4],  # (a character is at most 4 bytes of UTF-8)
+        "cut": size,
+    }
+    return kept, len(orjson.dumps(kept))
 
 
 def _displayed(item: dict[str, Any]) -> dict[str, Any]:
@@ -136,6 +161,8 @@ class Inspector(CallsAndAsks):
         self._subscriptions: set[str] = set()
         self._no_completions = False  # a server of a revision without the capability flag said -32601
         self._stderr: deque[str] = deque(maxlen=MAX_STDERR_LINES)
+        self._server_log: deque[tuple[dict[str, Any], int]] = deque()  # (params as kept, their encoded size)
+        self._server_log_bytes = 0
         self._watch_task: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
@@ -181,6 +208,8 @@ class Inspector(CallsAndAsks):
             "extra": self.extra,
             "apps": {"sandbox": self.views.sandbox_origin, "views": self.views.views()},
         }
+        if whole:
+            out["serverLog"] = [params for params, _ in self._server_log]
         if client is not None:
             out.update(
                 {
@@ -529,7 +558,12 @@ class Inspector(CallsAndAsks):
         self.hub.publish("notification", method=method, params=params or {})
 
     async def _on_log_message(self, params: dict[str, Any]) -> None:
-        self.hub.publish("serverlog", params=params)
+        kept, size = _kept_log_message(params)
+        self._server_log.append((kept, size))
+        self._server_log_bytes += size
+        while len(self._server_log) > MAX_SERVER_LOG or self._server_log_bytes > MAX_SERVER_LOG_BYTES:
+            self._server_log_bytes -= self._server_log.popleft()[1]
+        self.hub.publish("serverlog", params=kept)
 
     def _on_stderr(self, line: str) -> None:
         self._stderr.append(line)

@@ -2,7 +2,8 @@
 
 Tools: ``logs`` sends ``n`` ``notifications/message`` before it answers; ``list_changed`` sends ``n``
 ``notifications/tools/list_changed`` (and as many ``resources/list_changed``); ``counts`` answers how many
-``tools/list`` and ``resources/list`` requests the server has been sent so far (as JSON text).
+``tools/list`` and ``resources/list`` requests the server has been sent so far (as JSON text); ``big_logs`` sends
+``n`` ``notifications/message`` whose ``data`` is ``size`` characters (``"<i>:xxx…"``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ N = {"type": "object", "properties": {"n": {"type": "integer", "default": 1000}}
 TOOLS = [
     {"name": "logs", "description": "sends n log messages", "inputSchema": N},
     {"name": "list_changed", "description": "sends n list_changed notifications", "inputSchema": N},
+    {
+        "name": "big_logs",
+        "description": "sends n log messages of size characters",
+        "inputSchema": {"type": "object", "properties": {"n": {"type": "integer"}, "size": {"type": "integer"}}},
+    },
     {"name": "counts", "description": "how many lists were asked for", "inputSchema": {"type": "object"}},
 ]
 
@@ -61,6 +67,11 @@ def handle(msg: dict[str, Any]) -> None:
         if name == "logs":
             for i in range(n):
                 notify("notifications/message", {"level": "info", "logger": "flood", "data": f"line {i}"})
+        elif name == "big_logs":
+            size = int((params.get("arguments") or {}).get("size", 1024))
+            for i in range(n):
+                data = f"{i}:".ljust(size, "x")
+                notify("notifications/message", {"level": "info", "logger": "flood", "data": data})
         elif name == "list_changed":
             for _ in range(n):
                 notify("notifications/tools/list_changed")

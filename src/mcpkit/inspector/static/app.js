@@ -617,7 +617,8 @@ function renderServer() {
 
 function serverLogRow(p) {
   return h("li", {}, h("span", { class: "badge", text: String(p.level || "") }), " ", p.logger ? h("code", { text: String(p.logger) }) : null, " ",
-    typeof p.data === "string" ? p.data : JSON.stringify(p.data));
+    typeof p.data === "string" ? p.data : JSON.stringify(p.data),
+    p.cut ? h("span", { class: "muted", text: ` … (cut: the message was ${p.cut} bytes; the Messages tab keeps more of it)` }) : null);
 }
 
 // ---------------------------------------------------------------------------------------------- the server's requests
@@ -857,6 +858,7 @@ function applyState(state, initial) {
   const wasGeneration = S.state ? S.state.generation : null;
   S.state = state;
   S.stderr = (state.stderr || []).slice(-MAX_SERVER_LINES);
+  if (Array.isArray(state.serverLog)) S.serverLog = state.serverLog.slice(-MAX_SERVER_LINES); // (the whole state only)
   renderHeader();
   renderServer();
   if (initial) {
