@@ -4,13 +4,13 @@ server/discover, subscriptions/listen (2026-07-28)."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..hosting import HostedServer
-from ..protocol.errors import InvalidParams, InvalidRequest, MethodNotFound
+from ..protocol.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
 from .request_context import ServerRequestContext, at_token_expiry
@@ -19,34 +19,110 @@ logger: logging.Logger = logging.getLogger("mcpkit.server")
 
 #: ``subscriptions/listen`` streams one connection (stdio, WebSocket) may hold open at once. Each holds one of the
 #: connection's request slots (``Peer(max_concurrency=)``, 256) for as long as it is open; with every slot taken
-#: by a stream that never ends by itself, the server stopped reading the connection for good (no request
-#: answered, no cancellation read, the end of stdin never seen). Well below the slots, so requests still flow.
+#: by a stream that never ends by itself, no other request of the connection would run: they would wait in its
+#: waiting line, and once that is full the reader would wait too (no cancellation read, the end of stdin never
+#: seen). Well below the slots, so requests still flow.
 MAX_LISTENS_PER_CONNECTION = 64
 
 
 class _Listener:
-    """One ``subscriptions/listen`` stream (modern era)."""
+    """One ``subscriptions/listen`` stream (modern era): the notifications waiting to be written to it.
 
-    __slots__ = ("filter", "queue", "removers", "session", "sub_id", "uris")
+    A stream that falls behind (a client reading slowly, a burst of changes) gets each change once: a notification
+    equal to one still waiting (a list's ``list_changed``, ``resources/updated`` of the same URI) is not queued
+    again, since the client re-reads the list or the resource anyway. When distinct notifications overflow the
+    queue (``listen_queue_size``), some would be lost: the stream ends at once with an error instead, so the client
+    knows to listen again and re-read what it watches."""
+
+    __slots__ = (
+        "_keys",
+        "_waiter",
+        "ended",
+        "filter",
+        "items",
+        "maxsize",
+        "overflowed",
+        "removers",
+        "session",
+        "sub_id",
+        "uris",
+    )
 
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
         self.filter: JSONDict = agreed
         self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
-        self.queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
+        self.items: deque[tuple[str, JSONDict, object]] = deque()  # (method, params, coalescing key or None)
+        self._keys: set[object] = set()  # the keys of the waiting notifications that coalesce
+        self.maxsize = maxsize
+        self.ended = False  # end once what waits is written
+        self.overflowed = False  # end now, with an error
+        self._waiter: asyncio.Future[None] | None = None
         self.sub_id: str | int = sub_id
         self.removers: list[Callable[[], None]] = []  # what to undo when the stream ends (task watchers)
         self.session: object = None  # the connection's session it runs on (stdio, WebSocket), None over HTTP
 
     def end(self) -> None:
-        """End the stream after what is queued (its result goes out): the token it was opened with expired."""
-        with contextlib.suppress(asyncio.QueueFull):
-            self.queue.put_nowait(None)
+        """End the stream after what is queued (its result goes out): the token it was opened with expired, or
+        the connection's input ended. Nothing is queued after it."""
+        self.ended = True
+        self._wake()
 
     def offer(self, method: str, params: JSONDict) -> None:
-        try:
-            self.queue.put_nowait((method, params))
-        except asyncio.QueueFull:
-            logger.warning("subscription %r: slow listener, dropped %s", self.sub_id, method)
+        if self.ended or self.overflowed:
+            return
+        key = _coalescing_key(method, params)
+        if key is not None and key in self._keys:
+            return  # the same change waits already: the client re-reads once for both
+        if len(self.items) >= self.maxsize:
+            logger.warning(
+                "subscription %r: slow listener, %d notifications waiting; ending it", self.sub_id, len(self.items)
+            )
+            self.overflowed = True
+            self.items.clear()
+            self._keys.clear()
+        else:
+            self.items.append((method, params, key))
+            if key is not None:
+                self._keys.add(key)
+        self._wake()
+
+    async def next(self) -> tuple[str, JSONDict] | None:
+        """The next notification to write; None once the stream ends; raises when it fell behind (overflow)."""
+        while True:
+            if self.overflowed:
+                raise InternalError(
+                    f"subscription {self.sub_id!r} fell behind: more than {self.maxsize} distinct notifications "
+                    "waited to be written (the server's listen_queue_size), so some were lost; listen again, then "
+                    "list again and read again what it watches"
+                )
+            if self.items:
+                method, params, key = self.items.popleft()
+                if key is not None:
+                    self._keys.discard(key)
+                return method, params
+            if self.ended:
+                return None
+            waiter = self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await waiter
+            finally:
+                self._waiter = None
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+def _coalescing_key(method: str, params: JSONDict) -> object:
+    """What makes two notifications of a listen stream the same change (None: each counts): a list's
+    ``list_changed``, or ``resources/updated`` of one URI."""
+    if method == "notifications/resources/updated":
+        uri = params.get("uri")
+        return (method, uri) if isinstance(uri, str) else None
+    if method.endswith("/list_changed"):
+        return method
+    return None
 
 
 class _Host(HostedServer, Protocol):
@@ -190,10 +266,7 @@ async def _listen(server: _Host, ctx: ServerRequestContext, params: JSONDict) ->
             "notifications/subscriptions/acknowledged",
             {"_meta": {META_SUBSCRIPTION_ID: sub_id}, "notifications": agreed},
         )
-        while True:
-            item = await listener.queue.get()
-            if item is None:
-                break
+        while (item := await listener.next()) is not None:
             method, nparams = item
             await ctx.rc.notify(method, {**nparams, "_meta": {META_SUBSCRIPTION_ID: sub_id}})
     finally:

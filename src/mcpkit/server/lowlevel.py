@@ -94,7 +94,7 @@ class Server(Runnable):
         versions: protocol revisions served (default: all five).
         request_state_keys: HMAC keys for ``requestState`` (share them between workers).
         request_timeout: default timeout for server→client requests (handshake era).
-        listen_queue_size: bound of each ``subscriptions/listen`` stream's queue.
+        listen_queue_size: distinct notifications waiting for one ``subscriptions/listen`` stream (beyond: -32603).
         logging_enabled: declare the ``logging`` capability (default True).
 
     A misspelled option is a ``TypeError`` naming the closest one.
@@ -643,8 +643,7 @@ class Server(Runnable):
     async def close_listeners(self) -> None:
         """End every ``subscriptions/listen`` stream gracefully, drain the tasks running here (server shutdown)."""
         for listener in list(self._listeners):
-            with contextlib.suppress(asyncio.QueueFull):
-                listener.queue.put_nowait(None)
+            listener.end()
         if self.tasks is not None:
             await self.tasks.engine.drain()
 
