@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
+from mcpkit.auth import OAuthFlowError
 from support.scripted_oauth import ScriptedOAuth, client_for, scripted
 
 
@@ -106,18 +108,43 @@ async def test_a_scope_left_out_of_the_first_authorization_is_still_asked_for_on
         await client.aclose()
 
 
-async def test_the_scopes_remembered_from_step_ups_are_bounded() -> None:
-    """A server whose every 403 names new scopes (granted without them each time) makes the client remember at most
-    ``MAX_STEPPED_UP_SCOPES`` of them per authorization server."""
+@pytest.mark.req("M031")
+async def test_a_step_up_that_would_ask_for_more_scopes_than_the_bound_is_refused_naming_it() -> None:
+    """A server whose every 403 names new scopes (granted without them each time): each step-up asks for every scope
+    asked for before, so the authorization request grew by one challenge per step-up without end (automatic with
+    ``client_credentials``). Past ``MAX_STEPPED_UP_SCOPES`` scopes the step-up is refused with an
+    :class:`OAuthFlowError` naming the bound, no authorization ever asked for more, the scopes remembered stay
+    bounded, and calls the token serves go on."""
     from mcpkit.auth.client import MAX_STEPPED_UP_SCOPES
 
     async with scripted() as s:
         s.token_hook = granting_read_only(s, say_so=True)
         client, browser = client_for(s)
         async with httpx.AsyncClient(auth=client) as http:
-            for call in range(6):
+            for call in range(2):
                 fresh = " ".join(f"scope-{call}-{i}" for i in range(100))
                 assert (await http.get(s.mcp_url, headers={"x-need": fresh})).status_code == 403
-        assert len(browser.visited) == 7  # each call's new scopes got their one step-up
+            with pytest.raises(OAuthFlowError, match=f"{MAX_STEPPED_UP_SCOPES} scopes"):
+                await http.get(s.mcp_url, headers={"x-need": " ".join(f"scope-2-{i}" for i in range(100))})
+            assert (await http.get(s.mcp_url)).status_code == 200
+        asked = [parse_qs(urlsplit(url).query)["scope"][0].split() for url in browser.visited]
+        assert [len(a) for a in asked] == [1, 101, 201]  # the first sign-in and two step-ups, then the refusal
         assert 0 < len(client._stepped_up[s.base]) <= MAX_STEPPED_UP_SCOPES
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_step_up_whose_scope_string_would_pass_its_length_bound_is_refused_naming_it() -> None:
+    """Few scopes, but long ones: the scope string of a step-up is bounded too (``MAX_SCOPE_STRING`` characters), so
+    the authorization URL and the token form stay of a size every server takes."""
+    from mcpkit.auth.client import MAX_SCOPE_STRING
+
+    async with scripted() as s:
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            long = " ".join(f"{i}-" + "x" * 1000 for i in range(9))
+            with pytest.raises(OAuthFlowError, match=f"{MAX_SCOPE_STRING} characters"):
+                await http.get(s.mcp_url, headers={"x-need": long})
+            assert (await http.get(s.mcp_url)).status_code == 200
+        assert len(browser.visited) == 1  # the first sign-in only
         await client.aclose()

@@ -94,8 +94,11 @@ _GRANTS = {
     JWT_BEARER_GRANT: "jwt_bearer",
 }
 
-#: scopes per authorization server the client remembers its step-ups asked for (see ``OAuthClient._declined``)
+#: scopes per authorization server the client remembers its step-ups asked for (see ``OAuthClient._declined``), and
+#: the most scopes one step-up asks for (the scopes asked for before and the challenge's, together)
 MAX_STEPPED_UP_SCOPES = 256
+#: the longest scope string (space-separated) a step-up asks for
+MAX_SCOPE_STRING = 8 * 1024
 
 RedirectHandler = Callable[[str], Awaitable[None]]
 CallbackHandler = Callable[[], Awaitable[Mapping[str, str]]]
@@ -435,17 +438,18 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         self._use(discovery)
         client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
+        if step_up and scopes is not None:
+            # SEP-2350: keep what was granted before, add what the challenge asks for
+            earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
+            earlier |= set(self._requested.get(discovery.issuer, ()))
+            scopes = sorted(earlier | set(scopes))
+            _check_scope_bounds(scopes)
         if step_up:
             asked = self._stepped_up.setdefault(discovery.issuer, set())
             named = challenge.get("scope", "").split()
             if len(asked) + len(named) > MAX_STEPPED_UP_SCOPES:
                 asked.clear()  # a server naming ever new scopes: forget the oldest (at worst, one more step-up)
             asked.update(named[:MAX_STEPPED_UP_SCOPES])
-        if step_up and scopes is not None:
-            # SEP-2350: keep what was granted before, add what the challenge asks for
-            earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
-            earlier |= set(self._requested.get(discovery.issuer, ()))
-            scopes = sorted(earlier | set(scopes))
         supported = discovery.metadata.get("scopes_supported")
         wants_refresh = self.offline_access and self.grant_type == "authorization_code"
         if (
@@ -557,3 +561,19 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         if tokens.scope is None and scopes:
             tokens.scope = " ".join(scopes)  # the AS granted what was asked (RFC 6749 §5.1)
         return tokens
+
+
+def _check_scope_bounds(scopes: list[str]) -> None:
+    """Refuse a step-up whose scopes (every scope asked for before, and the challenge's) pass a bound: a server
+    naming new scopes on every 403 would otherwise grow the authorization request without end."""
+    if len(scopes) > MAX_STEPPED_UP_SCOPES:
+        raise OAuthFlowError(
+            f"step-up refused: it would ask for {len(scopes)} scopes, more than the {MAX_STEPPED_UP_SCOPES} scopes "
+            "a step-up may ask for (the server keeps naming new scopes)"
+        )
+    length = len(" ".join(scopes))
+    if length > MAX_SCOPE_STRING:
+        raise OAuthFlowError(
+            f"step-up refused: its scope string would be {length} characters, more than the {MAX_SCOPE_STRING} "
+            "characters a step-up may ask for"
+        )
