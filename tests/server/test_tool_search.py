@@ -297,7 +297,7 @@ def test_add_tool_search_refuses_bad_settings() -> None:
         app.add_tool_search()
 
 
-def test_the_scope_rule_asks_for_the_inner_tools_scopes_mounted_too() -> None:
+def test_the_scope_rule_asks_for_the_inner_tools_scopes() -> None:
     app = build("tool_search")
     rule = app.scope_rule
     assert rule("tools/call", {"name": "purge"}) == ["files:admin"]
@@ -305,9 +305,63 @@ def test_the_scope_rule_asks_for_the_inner_tools_scopes_mounted_too() -> None:
     assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "forecast"}}) == []
     assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "call_tool"}}) == []
     assert rule("tools/call", {"name": "call_tool", "arguments": "purge"}) == []
+
+
+def test_an_app_with_tool_search_is_neither_mounted_nor_imported() -> None:
+    """A mounted caller tool would run the child's tools past the parent's own rules (its scope rule names the
+    parent's tools): refused, whichever comes first, the mount or the search; the parent gets nothing of it."""
+    child = build("tool_search")
     parent = MCPKit("parent")
-    parent.mount(app, prefix="ops")
-    assert parent.scope_rule("tools/call", {"name": "ops_call_tool", "arguments": {"name": "purge"}}) == ["files:admin"]
+    for attach in (parent.mount, parent.import_server):
+        with pytest.raises(ValueError, match="add tool search on the parent instead"):
+            attach(child, prefix="ops")
+    assert parent.tools == [] and child._mounted_in == []
+    later = MCPKit("later")
+    later.add_tool(lambda: "", name="purge", scopes=["files:admin"])
+    parent.mount(later, prefix="ops")
+    with pytest.raises(ValueError, match="add tool search on the parent instead"):
+        later.add_tool_search()
+    assert [t.name for t in parent.tools] == ["ops_purge"] and later.get_tool("call_tool") is None
+    grandparent = MCPKit("grandparent")
+    grandparent.mount(parent, prefix="g")
+    with pytest.raises(ValueError, match="add tool search on the parent instead"):
+        parent.add_tool_search()  # (mounted itself: the grandparent's rules would be passed by just the same)
+
+
+@BOTH
+async def test_a_parent_with_tool_search_asks_its_own_scope_rule_for_a_mounted_tool(mode: str) -> None:
+    """The supported way: tool search on the parent, whose own scope rule names the mounted tool as the parent
+    serves it (``ops_purge``); a call through ``call_tool`` is refused as the direct call is."""
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    child = MCPKit("child")
+
+    @child.tool()
+    def purge(path: str) -> str:
+        return f"purged {path}"
+
+    parent = MCPKit("parent")
+    parent.mount(child, prefix="ops")
+    parent.add_tool_search()
+    resource = "http://mcp.test/mcp"
+    verifier = StaticTokenVerifier.simple({"reader": [], "admin": ["files:admin"]}, audience=resource)
+
+    def own_rule(method: str, params: Any) -> list[str]:
+        return ["files:admin"] if method == "tools/call" and params.get("name") == "ops_purge" else []
+
+    asgi = protect(create_app(parent), resource=resource, verifier=verifier, scope_rule=own_rule)
+    async with serve_asgi(asgi) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
+            direct = await _refused(reader.call_tool("ops_purge", {"path": "/x"}))
+            through = await _refused(reader.call_tool("call_tool", {"name": "ops_purge", "arguments": {"path": "/x"}}))
+            assert "files:admin" in direct.message and "files:admin" in through.message
+            assert through.data["scopes"] == ["files:admin"]
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer admin"}) as admin:
+            done = await admin.call_tool("call_tool", {"name": "ops_purge", "arguments": {"path": "/x"}})
+            assert done.text == "purged /x"
 
 
 @BOTH

@@ -67,6 +67,7 @@ class Composable(Protocol):
     _visibility: Any
     _lifespan: Any
     _intercepting: Any
+    _tool_search: Any
     tasks: Any
 
     def enable_tasks(self) -> Any: ...
@@ -451,6 +452,14 @@ def _ancestors(app: Any) -> set[int]:
     return seen
 
 
+#: why an app with tool search is neither mounted nor imported: its caller tool would run its tools under the
+#: parent's name of the caller tool, past the parent's own rules for them (a scope rule naming ``<prefix>_<tool>``)
+UNMOUNTABLE_SEARCH = (
+    "{!r} has tool search: mounting or importing it would let its call_tool pass the parent's rules for its tools; "
+    "add tool search on the parent instead"
+)
+
+
 def attach(
     parent: Composable, child: Composable, prefix: str | None, *, live: bool, tags: Iterable[str] | None = None
 ) -> Mount:
@@ -459,6 +468,8 @@ def attach(
         raise TypeError(f"only an MCPKit app can be mounted or imported, not {type(child).__name__}")
     if child._not_mountable is not None:
         raise TypeError(child._not_mountable)
+    if child._tool_search is not None:
+        raise ValueError(UNMOUNTABLE_SEARCH.format(child.name))
     if prefix is not None:
         check_prefix(prefix)
     if child is parent or id(child) in _ancestors(parent):
@@ -627,6 +638,7 @@ __all__ = [
     "Composable",
     "Mounting",
     "Mount",
+    "UNMOUNTABLE_SEARCH",
     "MountedPrompt",
     "MountedResource",
     "MountedTemplate",

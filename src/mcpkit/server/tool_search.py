@@ -20,6 +20,9 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
   the app's other interceptors, its middleware and telemetry, and its task support see the real tool's call, and
   the call runs on the same request (progress, cancellation, logging, input rounds as for a direct call).
   ``call_tool`` cannot call the search or caller tool.
+- an app with tool search is never mounted nor imported (nor gets tool search once mounted): its caller tool would
+  run its tools under the parent's name of the caller tool, past the parent's own rules for them. Tool search goes
+  on the app served, where ``call_tool`` names each tool as that app serves it.
 
 An app without tool search pays nothing: ``tools/call`` runs as before (the interceptor exists only once
 ``add_tool_search`` was called). The index (:class:`~mcpkit.server.search_index.SearchIndex`) is built at the
@@ -37,6 +40,7 @@ import orjson
 
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONDict
+from .compose import UNMOUNTABLE_SEARCH
 from .interceptors import Call, CallNext
 from .pagination import Snapshot
 from .request_context import CURRENT_AUTHORIZATION
@@ -150,7 +154,7 @@ class ToolSearch:
         # the request's other params stay (its _meta: progress token, trace context; a 2025-11-25 task)
         inner: JSONDict = {**params, "name": name, "arguments": arguments.get("arguments", {})}
         authz = CURRENT_AUTHORIZATION.get()
-        if authz is not None and sctx.server is self.app:  # (mounted: the parent's rule names its own tools)
+        if authz is not None:  # (the app serves its tools under these names: it is never mounted, see compose)
             authz.check("tools/call", inner)
         return inner
 
@@ -246,7 +250,9 @@ class Searching:
 
     _tool_search: ToolSearch | None = None
     if TYPE_CHECKING:
+        name: str
         _tools: dict[str, Tool]
+        _mounted_in: list[Any]
         _registries: dict[str, Mapping[str, Any]]
         _snapshots: dict[str, Snapshot[Any]]
         _list_caches: ListCache
@@ -284,6 +290,8 @@ class Searching:
         """
         if self._tool_search is not None:
             raise ValueError("this app has tool search already")
+        if self._mounted_in:  # (its call_tool would show in the parent, past the parent's rules for its tools)
+            raise ValueError(UNMOUNTABLE_SEARCH.format(self.name))
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         if type(max_results) is not int or not 1 <= max_results <= MAX_RESULTS:
