@@ -335,7 +335,14 @@ def _run_workers(
 
 
 def _register_optional() -> None:
-    for module in ("client_commands", "skills_command", "check_command", "inspector_command", "proxy_command"):
+    for module in (
+        "client_commands",
+        "codegen_command",
+        "skills_command",
+        "check_command",
+        "inspector_command",
+        "proxy_command",
+    ):
         try:
             mod = importlib.import_module(f"{__package__}.{module}")
         except ModuleNotFoundError as exc:
