@@ -7,6 +7,7 @@ uvicorn nor httpx.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import socket
 import sys
@@ -41,6 +42,7 @@ _SERVE_KEYS = keys(ServeOptions)
 HTTPTransport: TypeAlias = Literal["http", "streamable-http", "sse", "ws"]
 HTTP_TRANSPORTS: tuple[str, ...] = ("http", "streamable-http", "sse", "ws")
 _SEE = "mcpkit.transports.http.options"
+_CUT_SEND = 1  # seconds the answers of the requests cut off at the end of the graceful shutdown get to go out (x2)
 
 
 if not TYPE_CHECKING:  # (a type checker reads the imports above: a misspelled name is an error there)
@@ -136,18 +138,48 @@ def build_asgi_server(app: Any, host: str = "127.0.0.1", port: int = 8000, **opt
     config = uvicorn.Config(app, host=host, port=port, **uv)
     from .app import MCPApp
 
-    drain = app.drain if isinstance(app, MCPApp) else None
+    mcp = app if isinstance(app, MCPApp) else None
 
     class DrainingServer(uvicorn.Server):
         async def shutdown(self, sockets: Any = None) -> None:
-            # Graceful: stop accepting, end the SSE streams with a retry hint (clients resume elsewhere), then
-            # uvicorn waits for the requests in flight (timeout_graceful_shutdown) and runs the lifespan's end.
+            # Graceful: stop accepting, end the SSE streams with a retry hint (clients resume elsewhere), wait for
+            # the requests in flight (timeout_graceful_shutdown), answer those still running with an error naming
+            # the shutdown, then uvicorn runs the lifespan's end.
             for listening in self.servers:  # (uvicorn shuts down only a server that started)
                 listening.close()
-            if drain is not None:
+            grace = self.config.timeout_graceful_shutdown
+            if mcp is not None:
                 with contextlib.suppress(Exception):
-                    await drain(timeout=self.config.timeout_graceful_shutdown)
-            await super().shutdown(sockets)
+                    await mcp.drain(timeout=grace)
+                if grace is not None and await self.cut_after(grace):
+                    self.config.timeout_graceful_shutdown = _CUT_SEND  # (their answers' time to go out)
+            try:
+                await super().shutdown(sockets)
+            finally:
+                self.config.timeout_graceful_shutdown = grace
+
+        async def cut_after(self, grace: float) -> bool:
+            """Wait ``grace`` seconds at most for the requests in flight; cancel those still running, the app told
+            first (:meth:`MCPApp.cut`), so that each is answered (uvicorn would cancel them under the app: a bare
+            500 each, and an ERROR with a traceback in the log). Whether any was."""
+            assert mcp is not None
+            state = self.server_state
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + grace
+            while state.tasks and not self.force_exit and loop.time() < deadline:
+                await asyncio.sleep(0.05)
+            if not state.tasks or self.force_exit:
+                return False
+            mcp.cut()
+            cut = list(state.tasks)
+            for task in cut:
+                task.cancel(msg="mcpkit: the server is shutting down")
+            await asyncio.wait(cut, timeout=_CUT_SEND)
+            for connection in list(state.connections):  # (uvicorn would wait on them, then log an ERROR)
+                transport = connection.transport
+                if transport is not None and transport.get_write_buffer_size():
+                    transport.abort()  # a client that took nothing of what it was sent for that long
+            return True
 
     if guard is None:
         return DrainingServer(config)
@@ -187,8 +219,6 @@ def serve(
     seconds (1 by default) before the process exits without waiting for them (one warning names them), and
     ``serve`` returns (after SIGTERM too: the code after it and the ``atexit`` handlers run). ``Server.run`` and
     ``mcpkit run`` come here, through a server class's own ``run()`` override too."""
-    import asyncio
-
     from ..._runtime import install_pool
 
     path = options.get("path")

@@ -50,32 +50,46 @@ _SLOW_AFTER = 0.05  # seconds: a modern request still running after one or two t
 MODERN_400 = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
 
-_ENDED = "Session ended"
+_ENDED = (INVALID_REQUEST, "Session ended")
+#: what a request still running when the server stops serving is answered (HTTP 503 or its SSE stream's last event)
+SHUTTING_DOWN = (INTERNAL_ERROR, "Service Unavailable: the server is shutting down")
 
 
-def _session_ended(stream: Stream) -> bytes:
-    """The answer of a POST whose session ended under it (spec: HTTP 404 for a terminated session): the error
-    with the id of each request it carried (a batch's answer for several), so the client's requests fail at once;
-    ``id: null`` when none is known."""
+def _cut_ids(stream: Stream, ctx: RequestContext | None, by_task: bool) -> list[Any] | None:
+    """The ids of the requests a POST carried that were cut off under it: a session's (recorded when it ended, or
+    when the server stopped serving: ``hs.orphans``), or the one request of a 2026-07-28 POST; None when unknown
+    (a stateless handshake-era POST)."""
     hs = stream.hs
-    ids = None
     if hs is not None and hs.orphans:
-        ids = hs.orphans.pop(stream, None) or hs.orphans.pop(_current_task(), None)
+        ids = hs.orphans.pop(stream, None) or (hs.orphans.pop(_current_task(), None) if by_task else None)
+        if ids:
+            return ids
+    return [ctx.id] if ctx is not None else None
+
+
+def _cut_answer(stream: Stream, ctx: RequestContext | None, why: tuple[int, str]) -> bytes:
+    """The answer of a POST cut off under its requests (its session ended: spec, HTTP 404 for a terminated session;
+    or the server stops serving: 503): the error with the id of each request it carried (a batch's answer for
+    several), so the client's requests fail at once; ``id: null`` when none is known."""
+    ids = _cut_ids(stream, ctx, True)
     if not ids:
-        return bad(INVALID_REQUEST, _ENDED)
-    errors = [error_body(rid, INVALID_REQUEST, _ENDED) for rid in ids]
+        return bad(*why)
+    errors = [error_body(rid, *why) for rid in ids]
     return errors[0] if len(errors) == 1 else b"[" + b",".join(errors) + b"]"
 
 
-async def _tell_orphans(stream: Stream) -> None:
-    """An SSE answer whose session ended under it: its last event is the error of each request it carried (not
-    kept in the event store, whose events of the session are forgotten)."""
-    hs = stream.hs
-    ids = hs.orphans.pop(stream, None) if hs is not None and hs.orphans else None
+async def _tell_orphans(stream: Stream, ctx: RequestContext | None, why: tuple[int, str]) -> None:
+    """An SSE answer cut off under its requests (as for :func:`_cut_answer`): its last event is the error of each
+    request it carried (not kept in the event store: the session's events are forgotten, or the server stops)."""
+    ids = _cut_ids(stream, ctx, False)
     conn = stream.conn
-    if ids and conn is not None and not conn.ended:
+    if conn is None or conn.ended:
+        return
+    if ids:
         for rid in ids:
-            await conn.queue.put((0, sse_frame(error_body(rid, INVALID_REQUEST, _ENDED), None)))
+            await conn.queue.put((0, sse_frame(error_body(rid, *why), None)))
+    elif why is SHUTTING_DOWN:  # (a stateless handshake-era POST: its request's id is not known here)
+        await conn.queue.put((0, sse_frame(bad(*why), None)))
 
 
 class Answerer:
@@ -92,7 +106,7 @@ class Answerer:
     def __init__(self, sse: SSEPump, max_requests_per_session: int) -> None:
         self.sse = sse
         self.max_requests_per_session = max_requests_per_session
-        self.closing: bool = False  # the endpoint shuts down
+        self.closing: bool = False  # the endpoint shuts down: a request cancelled now is answered SHUTTING_DOWN
         # modern requests in progress -> (the watch tick at which they were seen first, their receive, their stream
         # if they have one); and the disconnect watchers of slow ones without a stream (see tick)
         self.slow: dict[RequestContext, tuple[int, Receive, Stream | None]] = {}
@@ -101,7 +115,8 @@ class Answerer:
         self.slow_timer: asyncio.TimerHandle | None = None
 
     def close(self) -> None:
-        """The endpoint shuts down: requests cancelled under it end cleanly, and the watch timer stops."""
+        """The endpoint shuts down: requests cancelled under it from now on are answered with an error naming the
+        shutdown (:data:`SHUTTING_DOWN`), and the watch timer stops."""
         self.closing = True
         if self.slow_timer is not None:
             self.slow_timer.cancel()
@@ -171,8 +186,8 @@ class Answerer:
             if task is not None and task.cancelling():
                 task.uncancel()
         if stream.mode == SSE_MODE:
-            if ended:
-                await _tell_orphans(stream)
+            if ended or (answer is None and self.closing):  # (the engine may take the shutdown's cancellation)
+                await _tell_orphans(stream, ctx, SHUTTING_DOWN if self.closing else _ENDED)
             stream.finish()
             if stream.pump_task is not None:
                 await stream.pump_task
@@ -186,9 +201,10 @@ class Answerer:
             await respond(send, 503, _UNRECORDED, extra=RETRY_AFTER_1)
             return 503
         if answer is None or ended:
-            if ended:
-                await respond(send, 404, _session_ended(stream))
-                return 404
+            if ended or self.closing:  # (the engine may take the shutdown's cancellation as the request's)
+                status = 503 if self.closing else 404
+                await respond(send, status, _cut_answer(stream, ctx, SHUTTING_DOWN if self.closing else _ENDED))
+                return status
             await respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202
         status = 200
@@ -235,8 +251,8 @@ class Answerer:
                     return None  # the client left: the request was cancelled and gets no answer
                 watcher.cancel()
         if answer is None:
-            if ended:
-                await respond(send, 503, bad(INVALID_REQUEST, "Service Unavailable: the server is shutting down"))
+            if ended or self.closing:  # (the engine may take the shutdown's cancellation as the request's)
+                await respond(send, 503, error_body(ctx.id, *SHUTTING_DOWN))
             else:
                 await respond(send, 202)  # nothing to answer (a cancelled request)
         return answer

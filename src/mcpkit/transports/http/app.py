@@ -125,6 +125,16 @@ class MCPApp:
         if ends:
             await asyncio.gather(*ends, return_exceptions=True)
 
+    def cut(self) -> None:
+        """Graceful shutdown, last step, when the requests in flight had their time (``mcpkit run`` and
+        :func:`~mcpkit.transports.http.serve` call it once ``timeout_graceful_shutdown`` is over, then cancel the
+        requests still running): each request cancelled from then on is answered with a JSON-RPC error naming the
+        shutdown, with its id (HTTP 503, or the last event of its SSE stream), instead of a bare 500. Under another
+        process manager, call it just before the requests in flight are cancelled."""
+        self.draining = True
+        if self.streamable is not None:
+            self.streamable.cut()
+
     async def not_ready(self) -> str | None:
         """Why this worker should get no traffic (None: ready): draining, or the shared fan-out's Redis is
         unreachable."""

@@ -398,14 +398,7 @@ class SessionManager:
                 del self._clients[hs.client]
         session = hs.session
         session.closed = True
-        # the requests still running: each POST's answer says the session ended, with the request's id
-        orphans: dict[object, list[RequestId]] = {}
-        for ctx in session.peer.requests_in_progress():
-            out = ctx.out
-            key = out if isinstance(out, Stream) and out.hs is hs else ctx.task if out is hs else None
-            if key is not None:
-                orphans.setdefault(key, []).append(ctx.id)
-        hs.orphans = orphans
+        orphans = record_orphans(hs)  # (each POST's answer says the session ended, with the request's id)
         if hs.standalone is not None and hs.standalone.conn is not None:
             hs.standalone.conn.end()
             hs.standalone.conn = None
@@ -434,6 +427,19 @@ class SessionManager:
         shared = self.session_store is not None
         for hs in list(self.table.values()):
             await self.end(hs, forget=not shared)
+
+
+def record_orphans(hs: HTTPSession) -> dict[object, list[RequestId]]:
+    """Record the requests of ``hs`` still running (``hs.orphans``: each POST's stream, or task, to the ids it
+    carries), so that the answer of a POST cut off under them (the session ends, the server stops) names each."""
+    orphans: dict[object, list[RequestId]] = {}
+    for ctx in hs.session.peer.requests_in_progress():
+        out = ctx.out
+        key = out if isinstance(out, Stream) and out.hs is hs else ctx.task if out is hs else None
+        if key is not None:
+            orphans.setdefault(key, []).append(ctx.id)
+    hs.orphans = orphans
+    return orphans
 
 
 def _last_seen(hs: HTTPSession) -> float:

@@ -47,7 +47,7 @@ from .handshake import HandshakeRoutes
 from .headers import decode_header_value, encode_header_value, header_text, param_headers_from_schema
 from .modern import ModernValidator, Refused, ToolHeaders
 from .security import MISSING, RequestCheck, RequestPolicy, make_request_check
-from .sessions import SessionManager, network_of
+from .sessions import SessionManager, network_of, record_orphans
 from .stream import UNDECIDED, SSEPump, Stream, close_sse_stream
 from .wire import (
     CONTENT_TYPE_JSON,
@@ -287,6 +287,13 @@ class StreamableHTTPEndpoint:
         await self.sessions.close()
         with contextlib.suppress(Exception):
             await self.server.close_listeners()
+
+    def cut(self) -> None:
+        """The server stops serving while requests still run here (their grace is over, they are cancelled next):
+        each is answered with an error naming the shutdown, with its id (each session's are recorded for that)."""
+        self.answers.close()
+        for hs in self._sessions.values():
+            record_orphans(hs)
 
     async def expire_idle(self) -> int:
         """Reclaim sessions idle longer than ``session_idle_timeout``; returns how many (see

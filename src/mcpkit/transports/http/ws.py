@@ -260,8 +260,13 @@ class WebSocketEndpoint:
             conn.session = None
             if not peer_closed:
                 code, reason = conn.closing or (CLOSE_NORMAL, "")
-                with contextlib.suppress(Exception):
+                try:
                     await send({"type": "websocket.close", "code": code, "reason": reason})
+                except asyncio.CancelledError:
+                    if not self.draining:
+                        raise  # (at shutdown: a client that reads nothing is given up on, quietly)
+                except Exception:
+                    pass
 
     async def _read(self, conn: _Connection, receive: Receive, peer: Any) -> None:
         limit = self.max_message
