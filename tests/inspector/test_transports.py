@@ -4,6 +4,7 @@ API: connected in the expected era, tools listed, a call made and its outcome re
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -95,3 +96,48 @@ def test_inspect_over_every_transport(
         assert any(e["method"] == "tools/call" and e["dir"] == "in" and e["kind"] == "result" for e in log)
     finally:
         inspector.stop()
+
+
+def test_the_page_shows_an_http_server_that_died_and_its_recovery_without_an_action() -> None:
+    """Over HTTP nothing tells the inspector that the server went away until a request fails, so the page said
+    "connected" for a dead server. While the page is shown and idle it has the inspector ping the server (at most
+    every 5 s): a dead server shows as not answering within seconds, and the same server started again shows as
+    connected, its tools listed again, without the person doing anything."""
+    from support.browser import chromium
+
+    port = _free_port()
+    command = [sys.executable, "-m", "mcpkit.cli.main", "run", EVERYTHING, "-t", "http", "--port", str(port)]
+    server = subprocess.Popen(command, stderr=subprocess.PIPE)
+    inspector: InspectorProcess | None = None
+    try:
+        wait_listening(port, server)
+        inspector = InspectorProcess("inspect", f"http://127.0.0.1:{port}/mcp", "--mode", "handshake")
+        with chromium() as browser:
+            page = browser.new_context().new_page()
+            page.goto(inspector.url)
+            page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+            page.locator("#tools-list button[data-key='echo']").wait_for(timeout=20_000)
+            time.sleep(11)  # idle: a ping at most every 5 s (each one logged both ways)
+            pings = [e for e in api(inspector, "log", {"since": 0})["entries"] if e["method"] == "ping"]
+            assert 1 <= len([e for e in pings if e["kind"] == "request"]) <= 3, pings
+            stop(server)
+            page.locator("#status-text", has_text="not answering").wait_for(timeout=15_000)
+            assert page.locator("#status-dot.unreachable").count() == 1
+            assert "not answering" in (page.locator("#banner").text_content() or "")
+            assert api(inspector, "state")["status"] == "unreachable"
+            server = subprocess.Popen(command, stderr=subprocess.PIPE)
+            wait_listening(port, server)
+            page.locator("#status-text", has_text=re.compile("^connected$")).wait_for(timeout=20_000)
+            assert page.locator("#banner").is_hidden()
+            page.locator("#tools-list button[data-key='echo']").wait_for(timeout=20_000)
+            # however many pages ask, the inspector pings at most once per 2 s
+            count = len([e for e in api(inspector, "log", {"since": 0})["entries"] if e["method"] == "ping"])
+            started = time.monotonic()
+            for _ in range(10):
+                assert api(inspector, "probe")["status"] == "connected"
+            asked = len([e for e in api(inspector, "log", {"since": 0})["entries"] if e["method"] == "ping"]) - count
+            assert asked <= 2 * (1 + int((time.monotonic() - started) / 2)), asked  # (a request and its answer)
+    finally:
+        if inspector is not None:
+            inspector.stop()
+        stop(server)

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -35,9 +36,9 @@ import orjson
 
 from ..client.apps import UI_HOST_SETTINGS
 from ..client.display import display_name, segments, shown_description
-from ..client.targets import parse_target
+from ..client.targets import connect_reason, parse_target, root_os_error
 from ..protocol import versions
-from ..protocol.errors import CapabilityNotSupported, MCPError, MethodNotFound
+from ..protocol.errors import CapabilityNotSupported, ConnectionClosed, MCPError, MethodNotFound, RequestTimeout
 from ..protocol.extensions import UI_EXTENSION
 from .asks import (
     InspectorError,
@@ -64,6 +65,8 @@ MAX_STDERR_LINES = 500
 MAX_SERVER_LOG = 500
 MAX_SERVER_LOG_BYTES = 4 * 1024 * 1024
 MAX_SERVER_LOG_ENTRY_BYTES = 64 * 1024
+PROBE_MIN_INTERVAL = 2.0  # one ping per this many seconds, however many pages ask (see Inspector.probe)
+PROBE_TIMEOUT = 5.0
 
 
 def _kept_log_message(params: dict[str, Any]) -> tuple[dict[str, Any], int]:
@@ -166,6 +169,7 @@ class Inspector(CallsAndAsks):
         self._watch_task: asyncio.Task[None] | None = None
         self._attempt: asyncio.Future[None] | None = None  # the connection being opened (see abandon_connect)
         self._alive_task: asyncio.Task[None] | None = None
+        self._probed_at = -PROBE_MIN_INTERVAL
         self._generation = 0
         self._connections = 0
         self.views: ViewTable = ViewTable(self)  # MCP Apps views shown by the page (views.py)
@@ -194,6 +198,7 @@ class Inspector(CallsAndAsks):
         out: dict[str, Any] = {
             "status": self.status,
             "error": self.error,
+            "probe": self._target.kind in ("http", "sse"),  # (see probe: nothing else says an HTTP server died)
             "generation": self._generation,
             "target": self.target_description,
             "mode": self.mode,
@@ -375,6 +380,33 @@ class Inspector(CallsAndAsks):
                         await self._close_client("lost")
                         self._set_status("disconnected", {"message": reason})
                 return
+
+    async def probe(self) -> str:
+        """Whether the server still answers; the status after asking. Over HTTP nothing tells the inspector that
+        the server went away (stdio sees the process exit, a WebSocket its close) until a request fails, so a page
+        that is shown and idle asks for this every few seconds: a ``ping`` (bounded by ``PROBE_TIMEOUT``) that
+        cannot reach the server sets the status ``unreachable`` (the connection is kept: the client tries again
+        with its next request), and one answered sets it back to ``connected``. At most one ping is sent per
+        ``PROBE_MIN_INTERVAL`` seconds, however many pages ask."""
+        client = self._client
+        now = time.monotonic()
+        if client is None or now - self._probed_at < PROBE_MIN_INTERVAL:
+            return self.status
+        self._probed_at = now
+        failure: dict[str, Any] | None = None
+        try:
+            await asyncio.wait_for(client.ping(), PROBE_TIMEOUT)
+        except MCPError:
+            pass  # it answered, with an error: it is there
+        except (ConnectionClosed, RequestTimeout, TimeoutError, OSError) as exc:
+            reason = connect_reason(exc) if root_os_error(exc) is not None else str(exc) or type(exc).__name__
+            failure = {"message": f"{reason}. Asked again every few seconds while the page is shown."}
+        if self._client is client:
+            if failure is not None and self.status in ("connected", "unreachable"):
+                self._set_status("unreachable", failure)
+            elif failure is None and self.status == "unreachable":
+                self._set_status("connected")
+        return self.status
 
     def _extensions(self) -> dict[str, Any]:
         """The extensions the inspector's client declares: it hosts MCP Apps views (and what the caller adds)."""

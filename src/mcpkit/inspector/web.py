@@ -144,6 +144,7 @@ class InspectorApp:
             "roots": self._roots,
             "log-level": self._log_level,
             "ping": self._ping,
+            "probe": self._probe,
             "tasks": self._tasks,
             "log": self._log,
             "log-entry": self._log_entry,
@@ -408,6 +409,9 @@ class InspectorApp:
 
     async def _ping(self, body: dict[str, Any]) -> Any:
         return {"seconds": await self.inspector.ping()}
+
+    async def _probe(self, body: dict[str, Any]) -> Any:
+        return {"status": await self.inspector.probe()}
 
     async def _tasks(self, body: dict[str, Any]) -> Any:
         task_id = body.get("taskId")

@@ -90,7 +90,7 @@ function renderHeader() {
   const st = S.state || {};
   const dot = $("status-dot");
   dot.className = `dot ${st.status || ""}`;
-  const words = { connected: "connected", connecting: "connecting…", disconnected: "disconnected", failed: "failed to connect" };
+  const words = { connected: "connected", connecting: "connecting…", disconnected: "disconnected", failed: "failed to connect", unreachable: "not answering: retrying…" };
   $("status-text").textContent = words[st.status] || st.status || "";
   const info = st.serverInfo || {};
   $("server-name").textContent = st.serverInfo ? `${info.title || info.name || "?"} ${info.version || ""}`.trim() : st.target || "";
@@ -102,7 +102,8 @@ function renderHeader() {
   clear(banner);
   if (st.error && st.status !== "connected") {
     banner.hidden = false;
-    banner.append(h("strong", { text: st.status === "failed" ? "Could not connect: " : "Connection ended: " }), errorText(st.error));
+    const lead = { failed: "Could not connect: ", unreachable: "The server is not answering: " }[st.status] || "Connection ended: ";
+    banner.append(h("strong", { text: lead }), errorText(st.error));
     if (st.error.stderr) banner.append(h("pre", { text: st.error.stderr }));
   } else banner.hidden = true;
   renderDev();
@@ -756,7 +757,28 @@ function renderLog() {
 
 // ---------------------------------------------------------------------------------------------- events
 
+// Over HTTP nothing tells the inspector that the server went away until a request fails: while this page is shown
+// and nothing has come for PROBE_IDLE_MS, it has the inspector ping the server (the inspector pings at most once per
+// 2 s, however many pages ask), which shows "not answering" and, once the server answers again, "connected".
+const PROBE_IDLE_MS = 5000;
+let lastEventAt = Date.now();
+let probing = false;
+
+async function probeWhenIdle() {
+  const st = S.state;
+  if (!st || !st.probe || (st.status !== "connected" && st.status !== "unreachable")) return;
+  if (document.visibilityState !== "visible" || probing || Date.now() - lastEventAt < PROBE_IDLE_MS) return;
+  probing = true;
+  try {
+    await api("probe");
+  } finally {
+    probing = false;
+    lastEventAt = Date.now();
+  }
+}
+
 function onEvent(ev) {
+  lastEventAt = Date.now();
   switch (ev.type) {
     case "hello":
       S.log = ev.log || [];
@@ -884,7 +906,7 @@ function applyState(state, initial) {
     renderRoots();
     reloadAll();
   }
-  if (state.status !== "connected" && was === "connected") {
+  if (state.status !== "connected" && state.status !== "unreachable" && was === "connected") {
     clear($("asks"));
     S.asks.clear();
   }
@@ -1018,7 +1040,10 @@ function setup() {
     renderLog();
   });
   if (!TOKEN) fatal("This page has no token. Open the URL that mcpkit inspect printed (it ends with #token=…).");
-  else stream();
+  else {
+    stream();
+    setInterval(probeWhenIdle, 1000);
+  }
 }
 
 setup();
