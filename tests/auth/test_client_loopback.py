@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import httpx
 
 from mcpkit.auth import LoopbackCallback, OAuthClient
@@ -34,4 +37,88 @@ async def test_a_callback_with_another_state_is_discarded_and_the_real_one_still
             assert (await http.get(s.mcp_url)).status_code == 200
         assert answers == [400, 400, 400, 200]
         assert [f["code"] for f in s.requests_to("/token")] != ["forged"]
+        await client.aclose()
+
+
+async def _held(port: int, count: int, head: bytes) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """``count`` connections to the listener, each having sent ``head`` (an unfinished request) and holding on."""
+    held = []
+    for _ in range(count):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(head)
+        await writer.drain()
+        held.append((reader, writer))
+    return held
+
+
+async def _closed_by_listener(reader: asyncio.StreamReader) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1), 0.05) == b""
+    except TimeoutError:
+        return False
+    except ConnectionError:
+        return True
+
+
+def _client_of(s: Any, callback: LoopbackCallback) -> OAuthClient:
+    return OAuthClient(
+        s.mcp_url,
+        client_metadata={"redirect_uris": [callback.redirect_uri]},
+        redirect_handler=callback.redirect_handler,
+        callback_handler=callback.callback_handler,
+    )
+
+
+async def test_connections_that_never_finish_their_request_cannot_keep_the_real_redirect_out() -> None:
+    """A local process opens 64 connections to the listener and never finishes a request on any: the listener holds
+    at most ``max_connections`` (16) of them, closing the oldest for each new one (before, it held every one, each
+    for 10 s), and the browser's redirect arriving after them is still served and completes the sign-in."""
+    open_after_flood: list[int] = []
+    held: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+
+    async def browser(url: str) -> None:
+        held.extend(await _held(callback.port, 64, b"GET /callback?code=x&state="))
+        await asyncio.sleep(0.3)  # the listener accepts them all
+        open_after_flood.append(sum([not await _closed_by_listener(r) for r, _ in held]))
+        async with httpx.AsyncClient(follow_redirects=True, timeout=5) as http:
+            assert (await http.get(url)).status_code == 200
+
+    async with scripted() as s:
+        callback = LoopbackCallback(open_url=browser, timeout=10)
+        assert callback.max_connections == 16
+        client = _client_of(s, callback)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await asyncio.wait_for(http.get(s.mcp_url), 10)).status_code == 200
+        assert open_after_flood and open_after_flood[0] <= callback.max_connections
+        for _, writer in held:
+            writer.close()
+        await client.aclose()
+
+
+async def test_a_request_slower_than_the_time_bound_or_larger_than_the_size_bound_is_cut_off() -> None:
+    """A connection that does not finish its request within ``request_timeout`` is closed (it was held 10 s
+    whatever the setting), and a request head over ``max_request_size`` is answered 431 at once (one under 64 KiB
+    was waited for until the timeout); the real redirect is still served after both."""
+    seen: dict[str, Any] = {}
+
+    async def browser(url: str) -> None:
+        [(slow, slow_writer)] = await _held(callback.port, 1, b"GET /callback?code=x")
+        [(large, large_writer)] = await _held(callback.port, 1, b"GET /callback?pad=" + b"a" * (40 * 1024))
+        seen["large"] = await asyncio.wait_for(large.read(), 2)
+        await asyncio.sleep(callback.request_timeout + 0.3)
+        seen["slow_closed"] = await _closed_by_listener(slow)
+        for writer in (slow_writer, large_writer):
+            writer.close()
+        async with httpx.AsyncClient(follow_redirects=True, timeout=5) as http:
+            assert (await http.get(url)).status_code == 200
+
+    async with scripted() as s:
+        callback = LoopbackCallback(open_url=browser, timeout=10)
+        assert (callback.request_timeout, callback.max_request_size) == (10.0, 32 * 1024)
+        callback.request_timeout = 0.5
+        client = _client_of(s, callback)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await asyncio.wait_for(http.get(s.mcp_url), 10)).status_code == 200
+        assert seen["large"].startswith(b"HTTP/1.1 431 ")
+        assert seen["slow_closed"]
         await client.aclose()

@@ -63,7 +63,19 @@ class LoopbackCallback:
     The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds); a
     request to it whose ``state`` is not the authorization request's is discarded (400) and the listener waits on. The
     port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
-    §7.3 accepts any loopback port anyway)."""
+    §7.3 accepts any loopback port anyway).
+
+    Anything on the machine can connect to the port, so the listener is bounded: it serves ``max_connections``
+    connections at once (a new one past it closes the oldest, so idle or slow connections cannot keep the browser's
+    redirect out), each must send its request within ``request_timeout`` seconds and its request head may be
+    ``max_request_size`` bytes (431 beyond). Set them on the instance before :meth:`redirect_handler` runs."""
+
+    #: connections served at once; past it, the oldest open one is closed for the new one
+    max_connections: int = 16
+    #: seconds a connection has to send its request and take the answer
+    request_timeout: float = 10.0
+    #: the largest request head read (request line and headers: a browser's cookies for 127.0.0.1 included)
+    max_request_size: int = 32 * 1024
 
     def __init__(
         self,
@@ -84,6 +96,7 @@ class LoopbackCallback:
         self._result: asyncio.Future[dict[str, str]] | None = None
         self._state: str | None = None  # the state of the pending authorization request
         self._server: asyncio.base_events.Server | None = None
+        self._open: dict[asyncio.StreamWriter, None] = {}  # the connections being served, oldest first
 
     @staticmethod
     def _bind(port: int) -> socket.socket:
@@ -93,30 +106,45 @@ class LoopbackCallback:
         return sock
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if len(self._open) >= self.max_connections:
+            oldest = next(iter(self._open))
+            del self._open[oldest]
+            oldest.transport.abort()  # its handler's read ends at once
+        self._open[writer] = None
         try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
-            parts = urlsplit(target)
-            query = dict(parse_qsl(parts.query))
-            if parts.path != self.path:
-                body, status = b"Not Found", b"404 Not Found"
-            elif self._state is not None and query.get("state") != self._state:
-                # not the answer to the pending request (a stray or forged request to the port): discarded, the
-                # listener waits on for the real one
-                body, status = b"This is not the answer to the pending authorization request.", b"400 Bad Request"
-            else:
-                body, status = self.success_page.encode(), b"200 OK"
-                if self._result is not None and not self._result.done():
-                    self._result.set_result(query)
-            writer.write(
-                b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
-                b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
-            )
-            await writer.drain()
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, IndexError, ConnectionError):
+            async with asyncio.timeout(self.request_timeout):
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.LimitOverrunError:
+                    body, status = b"Request too large.", b"431 Request Header Fields Too Large"
+                else:
+                    body, status = self._answer(head)
+                writer.write(
+                    b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
+                    b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
+                )
+                await writer.drain()
+        except (TimeoutError, asyncio.IncompleteReadError, IndexError, ConnectionError):
             pass
         finally:
+            self._open.pop(writer, None)
             writer.close()
+
+    def _answer(self, head: bytes) -> tuple[bytes, bytes]:
+        """The body and status of the answer to a request whose head is ``head``; completes the callback when it is
+        the pending authorization request's redirect."""
+        target = head.split(b"\r\n", 1)[0].split(b" ")[1].decode("latin-1")
+        parts = urlsplit(target)
+        query = dict(parse_qsl(parts.query))
+        if parts.path != self.path:
+            return b"Not Found", b"404 Not Found"
+        if self._state is not None and query.get("state") != self._state:
+            # not the answer to the pending request (a stray or forged request to the port): discarded, the
+            # listener waits on for the real one
+            return b"This is not the answer to the pending authorization request.", b"400 Bad Request"
+        if self._result is not None and not self._result.done():
+            self._result.set_result(query)
+        return self.success_page.encode(), b"200 OK"
 
     async def redirect_handler(self, url: str) -> None:
         loop = asyncio.get_running_loop()
@@ -126,7 +154,7 @@ class LoopbackCallback:
             sock = self._sock or self._bind(self.port)  # again after an earlier callback: the same redirect URI
             self._sock = None
             sock.listen(8)
-            self._server = await asyncio.start_server(self._handle, sock=sock)
+            self._server = await asyncio.start_server(self._handle, sock=sock, limit=self.max_request_size)
         if self.open_url is not None:
             opened = self.open_url(url)
             if asyncio.iscoroutine(opened):
@@ -148,6 +176,9 @@ class LoopbackCallback:
             await self.aclose()
 
     async def aclose(self) -> None:
+        """Stop listening, and close the connections still open (their handlers end by themselves)."""
+        for writer in list(self._open):
+            writer.transport.abort()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
