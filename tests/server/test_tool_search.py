@@ -164,20 +164,28 @@ async def test_call_tool_runs_the_inner_tool_as_a_task(version: str) -> None:
         assert (await handle.result()).text == "scanned to 2"
 
 
-async def test_call_tool_run_by_other_means_obeys_the_same_rules() -> None:
+@BOTH
+async def test_call_tool_run_by_other_means_obeys_the_same_rules_and_errors(mode: str) -> None:
+    """A tool derived from call_tool (its calls reach call_tool's own function through ``forward()``, not the
+    rewrite) refuses a hidden tool, or a synthetic one, with the JSON-RPC error of the direct call, not an isError
+    result."""
     from mcpkit.server.transform import transform_tool
 
     app = build("tool_search")
     caller = app.get_tool("call_tool")
     assert caller is not None
-    app.add_tool(transform_tool(caller, name="run"))  # (its calls reach call_tool's own function, not the rewrite)
-    async with Client(app) as client:
+    app.add_tool(transform_tool(caller, name="run"))
+    async with serve_http(app) as url, Client(url, mode=mode) as client:
         assert (await client.call_tool("run", {"name": "send_email", "arguments": {"to": "a", "subject": "b"}})).text
-        hidden = await client.call_tool("run", {"name": "wipe"})
+        hidden = await _refused(client.call_tool("run", {"name": "wipe"}))
         direct = await _refused(client.call_tool("wipe", {}))
-        assert hidden.is_error and direct.message in hidden.text
-        refused = await client.call_tool("run", {"name": "call_tool"})
-        assert refused.is_error and "call it directly" in refused.text
+        assert (hidden.code, hidden.message, hidden.data) == (direct.code, direct.message, direct.data)
+        refused = await _refused(client.call_tool("run", {"name": "call_tool"}))
+        rewritten = await _refused(client.call_tool("call_tool", {"name": "call_tool"}))
+        assert refused.code == -32602 and (refused.message, refused.data) == (rewritten.message, rewritten.data)
+        assert "call it directly" in refused.message
+        bad = await _outcome(client.call_tool("run", {"name": "send_email", "arguments": {"to": "a"}}))
+        assert bad == await _outcome(client.call_tool("send_email", {"to": "a"}))  # (bad arguments: as directly)
 
 
 async def test_a_search_runs_off_the_event_loop() -> None:

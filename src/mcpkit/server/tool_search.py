@@ -38,14 +38,20 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
-from ..protocol.errors import InvalidParams
+from ..protocol.errors import (
+    InvalidParams,
+    MCPError,
+    MissingRequiredClientCapability,
+    TaskFailed,
+    URLElicitationRequired,
+)
 from ..protocol.jsonrpc import JSONDict
 from .compose import UNMOUNTABLE_SEARCH
 from .interceptors import Call, CallNext
 from .pagination import Snapshot
 from .request_context import CURRENT_AUTHORIZATION
 from .search_index import SearchIndex
-from .tools import SchemaTool, Tool
+from .tools import CallRefused, SchemaTool, Tool
 
 if TYPE_CHECKING:
     from .context import Context
@@ -171,10 +177,15 @@ class ToolSearch:
         """``call_tool`` reached without the interceptor (the tool run by other means, e.g. ``forward()`` of a tool
         derived from it): the inner call under the same rules, without the chain."""
         sctx = ctx.request_context
-        inner = self.inner({"name": self.call_name, "arguments": arguments}, sctx)
-        assert inner is not None  # (its input check passed: name is a string)
-        result = self.app._call_tool(sctx, inner)
-        return result if type(result) is dict else await result
+        try:
+            inner = self.inner({"name": self.call_name, "arguments": arguments}, sctx)
+            assert inner is not None  # (its input check passed: name is a string)
+            result = self.app._call_tool(sctx, inner)
+            return result if type(result) is dict else await result
+        except (MissingRequiredClientCapability, TaskFailed, URLElicitationRequired, CallRefused):
+            raise  # (protocol signals: the tool running this one answers them as it answers its own)
+        except MCPError as exc:  # the refusal of the call (unknown, hidden, synthetic, a scope): as when direct
+            raise CallRefused(exc) from None
 
     def scopes_for(self, arguments: Any) -> tuple[str, ...]:
         """The scopes a ``call_tool`` call with ``arguments`` needs: those of the tool it names."""

@@ -73,6 +73,15 @@ class ToolError(Exception):
     """Raise it in a tool to return ``isError: true`` with this message, sent to the client verbatim."""
 
 
+class CallRefused(MCPError):
+    """The dispatcher's refusal of a tool call (an unknown or hidden tool, a missing scope) met by a tool that runs
+    another one (tool search's caller tool run through ``forward()``): answered as the JSON-RPC error the direct
+    call gets, never as an ``isError`` result."""
+
+    def __init__(self, refusal: MCPError) -> None:
+        super().__init__(refusal.message, refusal.data, code=refusal.code)
+
+
 def _dump_annotations(value: JSONDict | BaseModel | None) -> JSONDict | None:
     if value is None:
         return None
@@ -327,8 +336,8 @@ class Tool(Listed):
     def _failed(self, exc: Exception, feats: Features, ctx: Context | None = None) -> JSONDict:
         """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again); ``ctx``: the
         call's Context, if it has one (a tool without one cannot wait on its session)."""
-        if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed)):
-            raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's JSON-RPC error, not tool failures
+        if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed, CallRefused)):
+            raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's / a refused call's JSON-RPC error
         if isinstance(exc, URLElicitationRequired) and feats.url_elicitation_required:
             raise exc  # -32042: the client has the user finish the URL elicitations it lists, then retries
         if isinstance(exc, ToolError):
