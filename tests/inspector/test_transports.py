@@ -141,3 +141,23 @@ def test_the_page_shows_an_http_server_that_died_and_its_recovery_without_an_act
         if inspector is not None:
             inspector.stop()
         stop(server)
+
+
+def test_a_hidden_page_has_the_inspector_send_no_pings(http_server: int) -> None:
+    """The idle probe of an HTTP server is off while the page is hidden (a background tab pings nobody)."""
+    from support.browser import chromium
+
+    inspector = InspectorProcess("inspect", f"http://127.0.0.1:{http_server}/mcp", "--mode", "handshake")
+    try:
+        with chromium() as browser:
+            context = browser.new_context()
+            context.add_init_script("Object.defineProperty(document, 'visibilityState', { get: () => 'hidden' })")
+            page = context.new_page()
+            page.goto(inspector.url)
+            page.locator("#status-text", has_text="connected").wait_for(timeout=20_000)
+            page.locator("#tools-list button[data-key='echo']").wait_for(timeout=20_000)
+            time.sleep(11)
+            pings = [e for e in api(inspector, "log", {"since": 0})["entries"] if e["method"] == "ping"]
+            assert pings == []
+    finally:
+        inspector.stop()
