@@ -313,6 +313,14 @@ def test_the_scope_rule_asks_for_the_inner_tools_scopes() -> None:
     assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "forecast"}}) == []
     assert rule("tools/call", {"name": "call_tool", "arguments": {"name": "call_tool"}}) == []
     assert rule("tools/call", {"name": "call_tool", "arguments": "purge"}) == []
+    search = app.tool_search
+    assert search is not None
+    own = search.scope_rule(lambda method, params: ["files:admin"] if params.get("name") == "purge" else ["read"])
+    assert own("tools/call", {"name": "purge"}) == ["files:admin"]
+    assert own("tools/call", {"name": "call_tool", "arguments": {"name": "purge"}}) == ["read", "files:admin"]
+    assert own("tools/call", {"name": "call_tool", "arguments": {"name": "call_tool"}}) == ["read"]
+    assert own("tools/call", {"name": "call_tool", "arguments": ["purge"]}) == ["read"]
+    assert own("prompts/get", {"name": "call_tool", "arguments": {"name": "purge"}}) == ["read"]
 
 
 def test_an_app_with_tool_search_is_neither_mounted_nor_imported() -> None:
@@ -373,7 +381,7 @@ async def test_a_parent_with_tool_search_asks_its_own_scope_rule_for_a_mounted_t
 
 
 @BOTH
-@pytest.mark.parametrize("rule", ["app", "own"])
+@pytest.mark.parametrize("rule", ["app", "own", "own_for_search"])
 async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scopes(mode: str, rule: str) -> None:
     from mcpkit.auth import StaticTokenVerifier, protect
     from mcpkit.transports.http import create_app
@@ -386,14 +394,17 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
     def own_rule(method: str, params: Any) -> list[str]:  # (an installer's rule that knows nothing of call_tool)
         return ["files:admin"] if method == "tools/call" and params.get("name") == "purge" else []
 
-    scope_rule = app.scope_rule if rule == "app" else own_rule
+    search = app.tool_search
+    assert search is not None
+    scope_rule = {"app": app.scope_rule, "own": own_rule, "own_for_search": search.scope_rule(own_rule)}[rule]
     asgi = protect(create_app(app), resource=resource, verifier=verifier, scope_rule=scope_rule)
     async with serve_asgi(asgi) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
             direct = await _refused(reader.call_tool("purge", {"path": "/x"}))
             through = await _refused(reader.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}}))
-            if rule == "app":  # the same refusal (HTTP 403 with the step-up challenge, as the client reports it)
+            if rule != "own":  # the same refusal (HTTP 403 with the step-up challenge, as the client reports it)
+                assert direct.code != -32003, direct
                 assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
             else:  # the installer's rule asked again with the inner tool's name: refused by the dispatcher
                 assert through.code == -32003 and through.data["scopes"] == ["files:admin"]

@@ -33,7 +33,7 @@ runs on a worker thread, so building the index of a large catalog never holds up
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -63,6 +63,8 @@ MAX_RESULTS = 100
 #: the longest query, in characters (a longer one is refused as an invalid argument)
 MAX_QUERY_CHARS = 1024
 STRATEGIES = ("bm25", "keyword")
+#: a scope rule: ``(method, params) -> scopes needed`` (what :func:`mcpkit.auth.protect` takes as ``scope_rule``)
+ScopeRuleFn = Callable[[str, Mapping[str, Any]], list[str]]
 
 
 class _Listed(Mapping[str, Tool]):
@@ -187,6 +189,25 @@ class ToolSearch:
         except MCPError as exc:  # the refusal of the call (unknown, hidden, synthetic, a scope): as when direct
             raise CallRefused(exc) from None
 
+    def scope_rule(self, rule: Callable[[str, Mapping[str, Any]], Iterable[str]]) -> ScopeRuleFn:
+        """A scope rule of your own (``(method, params) -> scopes``, naming the tools as called directly) that
+        also asks ``rule`` about the tool a ``call_tool`` call names, for :func:`mcpkit.auth.protect`: its early
+        look at an HTTP POST then answers 403 with the step-up challenge for ``call_tool(purge)`` exactly as for
+        ``purge`` called directly. (Unwrapped, ``rule`` is asked about the inner tool by the dispatcher only: the
+        refusal is JSON-RPC -32003, since ``protect`` runs before any server and knows nothing of ``call_tool``.)"""
+
+        def wrapped(method: str, params: Mapping[str, Any]) -> list[str]:
+            needed = list(dict.fromkeys(rule(method, params)))
+            if method == "tools/call" and params.get("name") == self.call_name:
+                arguments = params.get("arguments")
+                name = arguments.get("name") if type(arguments) is dict else None
+                if type(name) is str and name not in self.synthetic:
+                    inner = {**params, "name": name, "arguments": arguments.get("arguments", {})}  # type: ignore[union-attr]
+                    needed.extend(s for s in rule(method, inner) if s not in needed)
+            return needed
+
+        return wrapped
+
     def scopes_for(self, arguments: Any) -> tuple[str, ...]:
         """The scopes a ``call_tool`` call with ``arguments`` needs: those of the tool it names."""
         name = arguments.get("name") if type(arguments) is dict else None
@@ -274,6 +295,11 @@ class Searching:
         def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool: ...
 
         def _changed(self, kind: str) -> None: ...
+
+    @property
+    def tool_search(self) -> ToolSearch | None:
+        """The app's tool search (None until :meth:`add_tool_search`)."""
+        return self._tool_search
 
     def add_tool_search(
         self,
