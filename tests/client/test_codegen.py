@@ -185,6 +185,28 @@ def test_refs_become_named_typed_dicts_and_cycles_forward_references(tmp_path: P
     assert set(module.Node.__annotations__) == {"value", "children"}
 
 
+def test_blank_descriptions_and_anchor_refs_neither_crash_nor_mistype() -> None:
+    """A description of blanks only (on a tool, an object, a property) gives no docstring of its own, and a
+    ``#name`` anchor reference (not a JSON pointer) is Any, not the whole schema."""
+    tool = _tool(
+        "blank",
+        {
+            "obj": {
+                "type": "object",
+                "description": " \n\t ",
+                "properties": {"a": {"type": "string", "description": " "}},
+            },
+            "anchored": {"$ref": "#node"},
+        },
+        description="  \n  ",
+    )
+    tool["inputSchema"]["description"] = "\n"
+    source = generate([tool])
+    assert "anchored: NotRequired[Any]" in source
+    assert '"""Call the tool blank."""' in source
+    ast.parse(source)
+
+
 def test_hostile_names_and_descriptions_never_become_code(tmp_path: Path) -> None:
     """Quotes, triple quotes, backslashes, newlines, NUL, bidi and line-separator characters in a tool's name,
     description, parameter names and descriptions, enum values and the server's name: the module parses to the

@@ -207,8 +207,9 @@ def _record(record: Record) -> list[str]:
     blocked = {"NotRequired", record.name}.union(*(_names_in(f.type) for f in record.fields))
     if all(_class_key(f.key, blocked) for f in record.fields):
         lines = [f"class {record.name}(TypedDict):"]
-        if record.description:
-            lines += _doc_block(docstring(record.description, _INDENT), _INDENT)
+        doc = docstring(record.description or "", _INDENT)
+        if doc:
+            lines += _doc_block(doc, _INDENT)
             if record.fields:
                 lines.append("")
         lines += [
@@ -273,7 +274,7 @@ def _method_source(method: _Method) -> list[str]:
     inner = _INDENT * 2
     text = tool.description or tool.title or f"Call the tool {tool.name}."
     doc = docstring(text, inner) or docstring(f"Call the tool {tool.name}.", inner)
-    described = [p for p in method.params if p.field.description]
+    described = [p for p in method.params if (p.field.description or "").strip()]
     if described:
         doc += ["", f"{inner}Args:"]
         for p in described:

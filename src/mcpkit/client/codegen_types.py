@@ -232,9 +232,9 @@ class Types:
     def _ref(self, ref: str, root: Any, depth: int) -> str:
         """A local ``$ref`` (``#``, ``#/$defs/Name``, any JSON pointer into the root): an object with properties
         is a TypedDict named after the pointer's last part, written once; another schema is read inline (a cycle
-        through such schemas only is ``Any``). A remote reference is ``Any``."""
-        if not ref.startswith("#"):
-            return self._any()
+        through such schemas only is ``Any``). A remote reference or an anchor is ``Any``."""
+        if ref != "#" and not ref.startswith("#/"):
+            return self._any()  # (a remote document, or a "#name" anchor)
         key = (ref, self._identity(root))
         if key in self._named:
             return self._named[key]
