@@ -47,6 +47,7 @@ class ScriptedOAuth:
         self.token_delay = 0.0
         self.as_metadata: dict[str, Any] | None = None  # None: the default document
         self.prm: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
+        self.registration_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: a registration
 
     @property
     def mcp_url(self) -> str:
@@ -95,6 +96,8 @@ class ScriptedOAuth:
             }
             return 200, default if self.as_metadata is None else self.as_metadata, []
         if path == "/register":
+            if self.registration_answer is not None:
+                return *self.registration_answer, []
             return 201, {"client_id": "client-" + secrets.token_hex(4), "token_endpoint_auth_method": "none"}, []
         if path == "/authorize":
             q = dict(parse_qsl(query))

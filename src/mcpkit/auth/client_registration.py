@@ -14,7 +14,7 @@ import orjson
 
 from .client_discovery import _Discovery
 from .client_errors import OAuthFlowError
-from .client_token_endpoint import TokenEndpointMixin
+from .client_token_endpoint import TokenEndpointMixin, _excerpt
 from .client_tokens import TokenStorage
 
 
@@ -74,7 +74,7 @@ class RegistrationMixin(TokenEndpointMixin):
         except httpx.HTTPError as exc:
             raise OAuthFlowError(f"registration failed: {exc}") from exc
         if status not in (200, 201):
-            raise OAuthFlowError(f"registration failed: HTTP {status} {raw[:200].decode('utf-8', 'replace')}")
+            raise OAuthFlowError(f"registration failed: HTTP {status} {_excerpt(raw)}")
         try:
             info = orjson.loads(raw)
         except orjson.JSONDecodeError:

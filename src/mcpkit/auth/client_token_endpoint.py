@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 import secrets
 import time
 from collections import deque
@@ -159,7 +160,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             data = None
         if status != 200 or not isinstance(data, dict):
             error = data.get("error") if isinstance(data, dict) else None
-            shown = _redacted(data) if isinstance(data, dict) else raw[:300].decode("utf-8", "replace")
+            shown = _redacted(data) if isinstance(data, dict) else _excerpt(raw)
             refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
@@ -260,8 +261,17 @@ class TokenEndpointMixin(DiscoveryMixin):
         return body, headers
 
 
-#: members of a token endpoint's answer that are credentials: never shown in an error or a log line
-_SECRET_MEMBERS = frozenset({"access_token", "refresh_token", "id_token", "issued_token", "client_secret"})
+#: members of a token endpoint's (or a registration's) answer that are credentials: never shown in an error or a log
+_SECRET_MEMBERS = frozenset(
+    {"access_token", "refresh_token", "id_token", "issued_token", "client_secret", "registration_access_token"}
+)
+#: a credential in a text answer: ``name=value``, ``"name": "value"``, or an ``Authorization`` scheme's credentials
+_SECRET_NAMES = "|".join(sorted(_SECRET_MEMBERS))
+_SECRET_IN_TEXT = re.compile(
+    rf"""(?i)((?:{_SECRET_NAMES})["']?\s*[:=]\s*["']?|\b(?:bearer|basic|dpop)\s+)"""  # the name, or the scheme
+    r"""[^\s"'&,;}]+"""  # the credential
+)
+_EXCERPT = 200  # characters of an answer's text an error shows
 
 
 def _redacted(data: Any) -> Any:
@@ -269,6 +279,24 @@ def _redacted(data: Any) -> Any:
     if not isinstance(data, dict):
         return data
     return {k: "…" if k in _SECRET_MEMBERS else v for k, v in data.items()}
+
+
+def _excerpt(raw: bytes) -> str:
+    """What an error may show of an authorization server's refusal: the ``error`` and ``error_description`` of a
+    JSON object, else about 200 characters of the text; control characters escaped (no terminal escape sequence or
+    forged log line) and anything that looks like a credential replaced by ``…``."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        data = None
+    if isinstance(data, dict):
+        parts = [str(data[k]) for k in ("error", "error_description") if isinstance(data.get(k), (str, int, float))]
+        text = ": ".join(parts) if parts else "(no error in the answer)"
+    else:
+        text = raw[: _EXCERPT * 4].decode("utf-8", "replace")
+    text = _SECRET_IN_TEXT.sub(lambda m: m.group(1) + "…", text)
+    text = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
 
 
 def _seconds(value: Any) -> float | None:
