@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import sys
 import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,7 +26,8 @@ from mcpkit.client.skills import SkillError, SkillVerificationError, check_entry
 from mcpkit.protocol.errors import CapabilityNotSupported, MCPError
 from mcpkit.protocol.extensions import SKILLS_EXTENSION
 from mcpkit.protocol.skills import frontmatter_problems, parse_frontmatter
-from support.paths import REPO
+from mcpkit.transports.stdio import StdioServer
+from support.paths import REPO, SERVERS
 
 EXAMPLES = REPO / "examples" / "skills"
 ERAS = ["handshake", "modern"]
@@ -201,6 +203,70 @@ def test_a_skill_without_frontmatter_or_beyond_the_limits_is_refused(tmp_path: P
         MCPKit("x").add_skills(tmp_path / "empty")
 
 
+MiB = 1024 * 1024
+SKILLS_DIR_SERVER = str(SERVERS / "skills_dir_server.py")
+
+
+def largest_accepted_text(tmp_path: Path, limit: int | None = None) -> int:
+    """The size of the largest plain ASCII file ``add_skills`` accepts (found from the limit down)."""
+    skill = write_skill(tmp_path / "probe", "p", ok_frontmatter("p"))
+    options = {} if limit is None else {"max_file_bytes": limit}
+    for size in range(limit or 4 * MiB, 0, -64):
+        (skill / "edge.txt").write_bytes(b"a" * size)
+        try:
+            MCPKit("x").add_skills(tmp_path / "probe", **options)  # type: ignore[arg-type]
+        except ValueError:
+            continue
+        return size
+    raise AssertionError("no size accepted")
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_every_file_add_skills_accepts_is_read_by_a_client_with_the_default_message_size(
+    mode: str, tmp_path: Path
+) -> None:
+    """The largest file ``add_skills`` accepts by default is read whole by a real client over stdio with the default
+    ``max_message_size`` (4 MiB): a file that passed the old 16 MiB check failed every such client at read time."""
+    size = largest_accepted_text(tmp_path)
+    assert 4 * MiB - 2048 < size <= 4 * MiB, size  # (only the envelope is kept back)
+    write_skill(tmp_path / "skills", "big", ok_frontmatter("big"), {"edge.txt": b"a" * size})
+    server = StdioServer([sys.executable, SKILLS_DIR_SERVER], env={"SKILLS_DIR": str(tmp_path / "skills")})
+    async with Client(server, mode=mode, cache=False, timeout=30) as client:
+        (skill,) = await client.list_skills()
+        assert await client.read_skill_file(skill, skill.resolve("edge.txt")) == b"a" * size
+
+
+def test_a_file_whose_read_answer_would_not_fit_a_clients_message_is_refused_when_added(tmp_path: Path) -> None:
+    """Measured as sent, not as stored: text whose JSON escaping doubles it, or bytes that are not UTF-8 (base64,
+    4/3), are refused below 4 MiB on disk; the error names the file, its size and the option to raise."""
+    cases = {
+        "quoted.txt": b'"\n' * (MiB),  # 3 MiB on disk, 6 MiB escaped
+        "blob.bin": bytes(range(128, 256)) * (3 * MiB // 128 + 1024),  # 3.1 MiB on disk, 4.1 MiB in base64
+        "data.txt": b"x" * 5_200_000,  # over the limit on disk: refused before it is read
+    }
+    for name, data in cases.items():
+        root = tmp_path / name
+        write_skill(root, "big", ok_frontmatter("big"), {name: data})
+        with pytest.raises(ValueError) as refused:
+            MCPKit("x").add_skills(root)
+        message = str(refused.value)
+        assert f"big/{name}" in message and f"{len(data)} bytes" in message, message
+        assert "max_file_bytes=4194304" in message and "max_message_size" in message, message
+
+
+async def test_a_raised_max_file_bytes_serves_a_file_that_a_client_with_a_raised_message_size_reads(
+    tmp_path: Path,
+) -> None:
+    data = b'"\n' * MiB  # a 6 MiB answer
+    write_skill(tmp_path, "big", ok_frontmatter("big"), {"quoted.txt": data})
+    env = {"SKILLS_DIR": str(tmp_path), "SKILLS_MAX_FILE_BYTES": str(8 * MiB)}
+    server = StdioServer([sys.executable, SKILLS_DIR_SERVER], env=env)
+    options = {"max_message_size": 8 * MiB}
+    async with Client(server, cache=False, timeout=30, transport_options=options) as client:
+        (skill,) = await client.list_skills()
+        assert await client.read_skill_file(skill, skill.resolve("quoted.txt")) == data
+
+
 def test_a_skill_md_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
     (tmp_path / "latin").mkdir()
     (tmp_path / "latin" / "SKILL.md").write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\nBody.\n")
@@ -246,7 +312,7 @@ def sparse_file(path: Path, size: int) -> None:
 
 def test_a_file_in_no_skill_is_never_read_whatever_its_size(tmp_path: Path) -> None:
     write_skill(tmp_path, "s", ok_frontmatter("s"), {"ok.md": "fine"})
-    sparse_file(tmp_path / "disk.img", 8 << 30)  # over max_file_bytes (16 MiB), in no skill
+    sparse_file(tmp_path / "disk.img", 8 << 30)  # over max_file_bytes (4 MiB), in no skill
     sparse_file(tmp_path / "logs" / "app.log", 64 << 20)
     with most_bytes_held() as peak:
         entries = MCPKit("x").add_skills(tmp_path, max_file_bytes=1 << 30)  # (app.log is within this limit)

@@ -20,6 +20,7 @@ from .context import RequestContext
 from .messages import (
     BATCH,
     DEFAULT_MAX_BATCH_SIZE,
+    DEFAULT_MAX_MESSAGE_SIZE,
     ERROR,
     MODERN_BATCH_REFUSAL,
     NOTIFICATION,
@@ -42,6 +43,7 @@ from .tap import IN, OUT, Tap, TapEvent, TapHub, TapRecorder, hub_of
 __all__ = [
     "BATCH",
     "DEFAULT_MAX_BATCH_SIZE",
+    "DEFAULT_MAX_MESSAGE_SIZE",
     "ERROR",
     "IN",
     "MODERN_BATCH_REFUSAL",

@@ -25,6 +25,9 @@ ERROR: Final = 4
 BATCH: Final = 5  # the answer to a batch: an array of results and errors
 UNKNOWN: Final = 0  # bytes that were not valid JSON-RPC (see describe)
 
+#: The largest message every transport reads by default (a stdio line, an HTTP body or SSE event, a WebSocket
+#: message), on both sides: ``max_message_size`` (``create_app(max_body=)``) changes it.
+DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 DEFAULT_MAX_BATCH_SIZE = 100  # messages in one incoming JSON-RPC batch (Peer(max_batch_size=...))
 MODERN_BATCH_REFUSAL = "batches do not exist in 2026-07-28: send each request on its own"
 

@@ -12,11 +12,12 @@ when it is UTF-8, else a base64 blob, its bytes exactly those the manifest's dig
 (``{"directoryRead": true}`` when enabled).
 
 What is checked when the skills are added, so nothing wrong is ever served: each ``SKILL.md``'s frontmatter (YAML,
-the Agent Skills rules, ``name`` equal to its directory), the per-skill limits (512 files, 16 MiB), each file's size
-(``max_file_bytes``), and that nothing is read outside ``path``: symbolic links are refused, and so are hidden
-files (names starting with a dot), which are skipped. A ``ValueError`` names the file and the problem. Sizes and
-counts come from ``stat`` before anything is read, and only the files of a skill are read: a file in no skill is
-neither read nor counted.
+the Agent Skills rules, ``name`` equal to its directory), the per-skill limits (512 files, 16 MiB), each file's
+``resources/read`` answer (``max_file_bytes``, 4 MiB by default: the largest message a client reads by default, so
+any client can read every file served), and that nothing is read outside ``path``: symbolic links are refused, and
+so are hidden files (names starting with a dot), which are skipped. A ``ValueError`` names the file and the
+problem. Sizes and counts come from ``stat`` before anything is read, and only the files of a skill are read: a file
+in no skill is neither read nor counted.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import orjson
+
+from ..engine import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.errors import InvalidParams
 from ..protocol.extensions import SKILLS_EXTENSION
 from ..protocol.skills import (
@@ -47,9 +51,13 @@ from .compose import prefixed_uri, unprefixed_uri
 
 JSONDict = dict[str, Any]
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "Skills", "SkillsCatalog"]
+__all__ = ["ANSWER_ENVELOPE", "DEFAULT_MAX_FILE_BYTES", "Skills", "SkillsCatalog"]
 
-DEFAULT_MAX_FILE_BYTES = MAX_SKILL_BYTES
+#: The largest ``resources/read`` answer of one file: the largest message every transport's client reads by default.
+DEFAULT_MAX_FILE_BYTES = DEFAULT_MAX_MESSAGE_SIZE
+#: What a file's ``resources/read`` answer holds beside its content and URI: the JSON-RPC envelope, the request's
+#: id, a ``_meta``, an SSE event's framing.
+ANSWER_ENVELOPE = 1024
 #: Most files in skills one ``add_skills`` takes (every skill together; files in no skill are not counted).
 MAX_TREE_FILES = 10_000
 _MIME = {".md": SKILL_MIME_TYPE, ".markdown": SKILL_MIME_TYPE, ".py": "text/x-python", ".sh": "text/x-shellscript"}
@@ -230,7 +238,13 @@ class Skills:
         max_skill_bytes: int = MAX_SKILL_BYTES,
     ) -> list[JSONDict]:
         """Publish the skills under ``path`` (see the module docstring); returns their entries. ``prefix``: skill
-        path segments before each skill's own (``"acme/billing"``); ``scheme``: the URI scheme (``skill``)."""
+        path segments before each skill's own (``"acme/billing"``); ``scheme``: the URI scheme (``skill``).
+
+        ``max_file_bytes`` bounds what reading one file sends: its ``resources/read`` answer (the text JSON-escaped,
+        or the bytes in base64 when they are not UTF-8, with the envelope). The default, 4 MiB, is the largest
+        message a client of any transport reads by default (``max_message_size``): a file whose answer would not fit
+        is refused here, naming it, rather than failing every client at read time. Raise it with the clients'
+        ``max_message_size``."""
         root = Path(path)
         if not root.is_dir():
             raise ValueError(f"skills directory {str(root)!r} not found")
@@ -251,6 +265,7 @@ class Skills:
         base = top.parent if SKILL_FILE in found.get(top, {}) else top  # (path itself a skill: its name leads)
         new: list[_Skill] = []
         files: dict[str, _File] = {}
+        measured: set[str] = set()  # (the files whose resources/read answer was measured)
         for skill_dir in skill_dirs:
             rel = skill_dir.relative_to(base).parts
             skill_path = "/".join(path_segment(p) for p in (*base_parts, *rel))
@@ -292,6 +307,9 @@ class Skills:
             members: list[_File] = []
             for uri, name, file_path, size in paths:  # (within the limits: now read, each file once)
                 item = files.get(uri) or _File(uri, name, _read(file_path, size), _mime(file_path))
+                if uri not in measured:
+                    _check_answer(item, file_path, max_file_bytes)
+                    measured.add(uri)
                 files[uri] = item
                 members.append(item)
             members.sort(key=lambda f: (f.uri != skill_md, f.uri))
@@ -386,11 +404,34 @@ def _walk(root: Path, max_file_bytes: int) -> dict[Path, dict[str, int]]:
                 raise ValueError(f"more than {MAX_TREE_FILES} files in the skills under {str(root)!r}")
             size = path.stat().st_size
             if size > max_file_bytes:
-                raise ValueError(f"{str(path)!r} is {size} bytes, more than max_file_bytes={max_file_bytes}")
+                raise ValueError(f"{str(path)!r} is {size} bytes, more than max_file_bytes={max_file_bytes}{_RAISE}")
             files[name] = size
         if files:
             out[here] = files
     return out
+
+
+_RAISE = (
+    f" (by default {DEFAULT_MAX_MESSAGE_SIZE} bytes, the largest message a client reads by default, so that every"
+    " client can read every file): raise add_skills(max_file_bytes=) and, on the clients that read it, max_message_size"
+)
+
+
+def _check_answer(item: _File, path: Path, max_file_bytes: int) -> None:
+    """Refuse a file whose ``resources/read`` answer would be larger than ``max_file_bytes``: its content as sent
+    (UTF-8 text JSON-escaped, other bytes in base64), its URI and MIME type, and :data:`ANSWER_ENVELOPE`."""
+    try:
+        text = item.data.decode("utf-8")
+    except UnicodeDecodeError:
+        kind, content = "not UTF-8: sent in base64", 4 * ((len(item.data) + 2) // 3)
+    else:
+        kind, content = "text", len(orjson.dumps(text))
+    answer = content + len(orjson.dumps(item.uri)) + len(orjson.dumps(item.mime)) + ANSWER_ENVELOPE
+    if answer > max_file_bytes:
+        raise ValueError(
+            f"{str(path)!r} is {len(item.data)} bytes ({kind}); its resources/read answer would be {answer} bytes, "
+            f"more than max_file_bytes={max_file_bytes}{_RAISE}"
+        )
 
 
 def _read(path: Path, size: int) -> bytes:
