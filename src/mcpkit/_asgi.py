@@ -10,7 +10,7 @@ authorization server).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 Scope: TypeAlias = MutableMapping[str, Any]
@@ -26,6 +26,17 @@ class HasProbes(Protocol):
     wrapper that guards the app (``protect``) lets a GET of them through."""
 
     probe_paths: frozenset[str]
+
+
+@runtime_checkable
+class AsksAuthorization(Protocol):
+    """An app (or its server) that asks the authorization about other requests too for some requests (tool
+    search's ``call_tool``: the call of the tool it names): a wrapper that authorizes a request early
+    (``protect``'s look at a POST body, for its HTTP 403 step-up challenge) asks about those as well."""
+
+    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+        """The params of ``method`` the authorization is asked about too for a request of ``params``."""
+        ...
 
 
 async def lifespan(

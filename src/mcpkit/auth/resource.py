@@ -17,7 +17,9 @@
   :class:`~mcpkit.server.request_context.ScopeAuthorization` (principal, granted scopes, ``scope_rule``, expiry)
   that the dispatcher applies to every JSON-RPC request it runs, whatever carried it (POST /mcp, /messages, /ws) and
   each item of a batch; a refused request gets JSON-RPC error -32003 naming the missing scopes. HTTP POSTs are also
-  looked at early to answer the spec's 403 ``insufficient_scope`` step-up challenge; a body larger than ``max_body``
+  looked at early to answer the spec's 403 ``insufficient_scope`` step-up challenge (asking the rule too about the
+  requests the wrapped app's server runs for them: tool search's ``call_tool`` is the call of the tool it names,
+  :class:`~mcpkit._asgi.AsksAuthorization`); a body larger than ``max_body``
   (default 4 MiB) cannot be looked at and is refused with 413, never passed. A WebSocket stops running requests
   when the token it was opened with expires. The authenticated principal also binds a modern ``requestState``.
 - Any error of the verifier (not only :class:`InvalidToken`) is a 401, never a 500.
@@ -52,7 +54,17 @@ from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
-from .._asgi import ASGIApp, BodyTooLarge, Disconnected, HasProbes, Receive, Scope, Send, read_body
+from .._asgi import (
+    ASGIApp,
+    AsksAuthorization,
+    BodyTooLarge,
+    Disconnected,
+    HasProbes,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+)
 from ..server.request_context import CURRENT_AUTHORIZATION, ScopeAuthorization, authorize_as
 from ._util import (
     COLOCATED_ISSUER,
@@ -132,6 +144,8 @@ class BearerAuthMiddleware:
         self.app = app
         # the wrapped app's health and readiness probes: a GET of them needs no token (orchestrators carry none)
         self.probe_paths: frozenset[str] = app.probe_paths if isinstance(app, HasProbes) else frozenset()
+        # what the wrapped server asks the authorization about too (tool search's call_tool: the tool it names)
+        self._asked_too = app.asked_too if isinstance(app, AsksAuthorization) else None
         if dpop is True or (dpop_required and dpop is None):
             from .dpop import DPoPVerifier
 
@@ -452,10 +466,13 @@ class BearerAuthMiddleware:
             parsed = None
         for msg in parsed if isinstance(parsed, list) else [parsed]:
             if isinstance(msg, dict) and isinstance(msg.get("method"), str):
-                params = msg.get("params")
-                for s in authz.missing(msg["method"], params if isinstance(params, dict) else {}):
-                    if s not in extra:
-                        extra.append(s)
+                method, params = msg["method"], msg.get("params")
+                params = params if isinstance(params, dict) else {}
+                asked = (params, *self._asked_too(method, params)) if self._asked_too is not None else (params,)
+                for one in asked:
+                    for s in authz.missing(method, one):
+                        if s not in extra:
+                            extra.append(s)
         pending = list(messages)
 
         async def replay() -> Any:

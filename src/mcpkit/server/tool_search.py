@@ -15,7 +15,8 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
   (a hidden or unknown tool is refused exactly as ``tools/call`` of it is);
 - the OAuth scopes of the tool called: :attr:`MCPKit.scope_rule <mcpkit.server.visibility.Rules.scope_rule>` asks
   for the inner tool's (so :func:`mcpkit.auth.protect` refuses, or answers HTTP 403 with a step-up challenge,
-  as for the tool called directly), and a rule of the installer's own is asked again with the inner tool's name;
+  as for the tool called directly), and a rule of the installer's own is asked again with the inner tool's name
+  (by ``protect`` too, through :meth:`Searching.asked_too`, for the same 403);
 - ``call_tool`` is rewritten into ``tools/call`` of the inner tool by an interceptor that runs first (outermost):
   the app's other interceptors, its middleware and telemetry, and its task support see the real tool's call, and
   the call runs on the same request (progress, cancellation, logging, input rounds as for a direct call).
@@ -198,15 +199,22 @@ class ToolSearch:
 
         def wrapped(method: str, params: Mapping[str, Any]) -> list[str]:
             needed = list(dict.fromkeys(rule(method, params)))
-            if method == "tools/call" and params.get("name") == self.call_name:
-                arguments = params.get("arguments")
-                name = arguments.get("name") if type(arguments) is dict else None
-                if type(name) is str and name not in self.synthetic:
-                    inner = {**params, "name": name, "arguments": arguments.get("arguments", {})}  # type: ignore[union-attr]
-                    needed.extend(s for s in rule(method, inner) if s not in needed)
+            inner = self.inner_params(params) if method == "tools/call" else None
+            if inner is not None:
+                needed.extend(s for s in rule(method, inner) if s not in needed)
             return needed
 
         return wrapped
+
+    def inner_params(self, params: Mapping[str, Any]) -> JSONDict | None:
+        """The ``tools/call`` params of the tool a call of the caller tool names (None: ``params`` call another
+        tool, or name no tool, or a synthetic one)."""
+        if params.get("name") != self.call_name:
+            return None
+        arguments = params.get("arguments")
+        if type(arguments) is not dict or type(name := arguments.get("name")) is not str or name in self.synthetic:
+            return None
+        return {**params, "name": name, "arguments": arguments.get("arguments", {})}
 
     def scopes_for(self, arguments: Any) -> tuple[str, ...]:
         """The scopes a ``call_tool`` call with ``arguments`` needs: those of the tool it names."""
@@ -295,6 +303,14 @@ class Searching:
         def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool: ...
 
         def _changed(self, kind: str) -> None: ...
+
+    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[JSONDict, ...]:
+        """What the authorization is asked about too for a request (:class:`mcpkit._asgi.AsksAuthorization`): a
+        ``call_tool`` call is the call of the tool it names, so :func:`mcpkit.auth.protect`'s early look at a POST
+        asks its scope rule about that call as well (HTTP 403 with the step-up challenge, as for a direct call)."""
+        search = self._tool_search
+        inner = search.inner_params(params) if search is not None and method == "tools/call" else None
+        return () if inner is None else (inner,)
 
     @property
     def tool_search(self) -> ToolSearch | None:

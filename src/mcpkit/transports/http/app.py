@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
 import orjson
 
-from ..._asgi import ASGIApp, Receive, Scope, Send, lifespan
+from ..._asgi import ASGIApp, AsksAuthorization, Receive, Scope, Send, lifespan
 from ..._options import check_options
 from ...hosting import HTTP_REQUEST_HEADERS
 from ...stores.config import ScaleConfig
@@ -65,6 +65,12 @@ class MCPApp:
             routes[probes[-1]] = self._readiness
         #: the probe paths (:class:`~mcpkit._asgi.HasProbes`): ``protect`` lets a GET of them through
         self.probe_paths: frozenset[str] = frozenset(probes)
+        self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
+
+    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+        """What the server's authorization is asked about too for this request (:class:`~mcpkit._asgi.
+        AsksAuthorization`: tool search's ``call_tool`` is the call of the tool it names), for ``protect``."""
+        return () if self._asked_too is None else self._asked_too(method, params)
 
     async def _startup(self) -> None:
         if self.server is not None:
