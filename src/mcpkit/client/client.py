@@ -295,18 +295,23 @@ class Client(SkillMethods, ToolMethods):
 
         2026-07-28: one ``subscriptions/listen`` stream with that filter. Handshake era: ``resources/subscribe``
         for each URI (on exit unsubscribed unless still wanted) and the session's notifications, filtered.
+
+        ``maxsize``: how many distinct changes may wait unread. Equal ones coalesce (a list's change, an update of
+        one URI: the application re-reads once); when distinct ones overflow it, the watch ends with
+        :class:`~mcpkit.client.changes.WatchFellBehind` once what it holds is read (never a silent loss): watch
+        again, then list again and read again what it watches.
         """
         uris = tuple(dict.fromkeys(resource_uris))
         if self.modern:
             async with self.session.listen(
                 tools=tools, prompts=prompts, resources=resources, resource_uris=uris, maxsize=maxsize
             ) as sub:
-                yield Watch(asyncio.Queue(1), frozenset(), frozenset(uris), sub)
+                yield Watch(1, frozenset(), frozenset(uris), sub)
             return
         methods = frozenset(
             m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts, "resources": resources}[kind]
         )
-        w = Watch(asyncio.Queue(maxsize), methods, frozenset(uris))
+        w = Watch(maxsize, methods, frozenset(uris))
         self._watches.add(w)
         subscribed: list[str] = []
         try:

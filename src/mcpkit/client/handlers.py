@@ -12,7 +12,6 @@ the wire form (``params["requestedSchema"]``, JSON encoding, ``isinstance(params
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
 import inspect
@@ -39,6 +38,7 @@ from ..protocol.types import (
     Tool,
 )
 from ..protocol.versions import LOG_LEVELS, Features, LogLevel, is_modern, is_supported
+from .changes import ChangeQueue
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -474,62 +474,45 @@ class Watch:
     """Server change notifications, the same way in both eras (see :meth:`Client.watch`).
 
     ``async for method, params in watch`` or ``await watch.next(timeout)``; ``method`` is one of
-    ``notifications/{tools,prompts,resources}/list_changed`` or ``notifications/resources/updated``.
+    ``notifications/{tools,prompts,resources}/list_changed`` or ``notifications/resources/updated``. Changes wait
+    unread in a queue of ``maxsize``: equal ones coalesce (a list's change, an update of one URI: each arrives
+    once), and when distinct ones overflow it the watch ends with :class:`~mcpkit.client.changes.WatchFellBehind`
+    once what it holds is read, rather than lose some.
     """
 
     def __init__(
         self,
-        queue: asyncio.Queue[tuple[str, JSONDict] | None],
+        maxsize: int,
         methods: frozenset[str],
         uris: frozenset[str],
         subscription: Subscription | None = None,
     ) -> None:
-        self._queue = queue
+        self._changes = ChangeQueue(maxsize)
         self.methods = methods
         self.uris = uris
         self.subscription = subscription
-        self._error: BaseException | None = None
 
     def fail(self, exc: BaseException) -> None:
         """The connection ended: once the changes already received are read, the watch raises ``exc``."""
-        if self._error is not None:
-            return
-        self._error = exc
-        if self._queue.full():
-            self._queue.get_nowait()  # (one change dropped to make room for the end)
-        self._queue.put_nowait(None)
+        self._changes.end(exc)
 
     def offer(self, method: str, params: JSONDict | None) -> None:
         if method in self.methods or (
             method == "notifications/resources/updated" and isinstance(params, dict) and params.get("uri") in self.uris
         ):
-            if self._error is not None:
-                return
-            try:
-                self._queue.put_nowait((method, params or {}))
-            except asyncio.QueueFull:
-                logger.warning("watch: slow consumer, dropped %s", method)
+            self._changes.offer(method, params or {})
 
     async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
         """The next change ``(method, params)``; ``timeout`` in seconds (``TimeoutError`` when it passes)."""
         if self.subscription is not None:
             return await self.subscription.next(timeout)
-        return self._item(await asyncio.wait_for(self._queue.get(), timeout))
-
-    def _item(self, item: tuple[str, JSONDict] | None) -> tuple[str, JSONDict]:
-        if item is None:
-            self._queue.put_nowait(None)  # (stays at its end)
-            assert self._error is not None
-            raise self._error
-        return item
+        return await self._changes.get(timeout)
 
     def __aiter__(self) -> Watch:
         return self
 
     async def __anext__(self) -> tuple[str, JSONDict]:
-        if self.subscription is not None:
-            return await self.subscription.__anext__()
-        return self._item(await self._queue.get())
+        return await self.next()
 
 
 def request_policy(features: Callable[[], Features | None]) -> Callable[[str], bool]:

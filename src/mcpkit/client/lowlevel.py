@@ -61,6 +61,7 @@ from ..protocol.versions import (
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
+from .changes import ChangeQueue
 from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
 from .negotiation import negotiate
@@ -207,7 +208,7 @@ class ClientSession:
         self.on_end: Callable[[str], None] | None = None
         self._meta_cache: tuple[tuple[str, str | None, bool], JSONDict] | None = None
         self._python_log_level: str | None = None
-        self._listen_queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]] = {}
+        self._listen_queues: dict[str | int, ChangeQueue] = {}
         self.tasks = tasks
         self._tasks = ClientTasks(task_engine)
         self._notes = HandlerQueue(self._deliver)  # the logging and notification handlers' task (see .notes)
@@ -513,8 +514,7 @@ class ClientSession:
             if type(sid) is str or type(sid) is int:  # (a listen's request id; nothing else names a stream of ours)
                 queue = self._listen_queues.get(sid)
                 if queue is not None:
-                    with contextlib.suppress(asyncio.QueueFull):
-                        queue.put_nowait((method, params))
+                    queue.offer(method, params)  # (equal changes coalesce; an overflow ends the stream, loudly)
                     return
         if self.logging_handler is None and self.notification_handler is None:
             await self._deliver(method, params)  # (to Python's logging: no code of the user's runs)

@@ -16,6 +16,7 @@ from ..protocol.errors import (
     RequestTimeout,
 )
 from ..protocol.jsonrpc import JSONDict
+from .changes import ChangeQueue
 
 if TYPE_CHECKING:
     from ..engine import Peer
@@ -40,25 +41,35 @@ def listen_filter(
 
 
 class Subscription:
-    """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``."""
+    """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``.
 
-    def __init__(self, sub_id: int, queue: asyncio.Queue[tuple[str, JSONDict] | None], task: asyncio.Task[JSONDict]):
+    Its notifications wait in a :class:`~mcpkit.client.changes.ChangeQueue` (``listen(maxsize=)``): equal changes
+    waiting unread coalesce, and when distinct ones overflow it the stream is cancelled and, once what it holds is
+    read, iterating raises :class:`~mcpkit.client.changes.WatchFellBehind`."""
+
+    def __init__(self, sub_id: int, changes: ChangeQueue, task: asyncio.Task[JSONDict]):
         self.id = sub_id
-        self._queue = queue
+        self._changes = changes
         self._task = task
         self.acknowledged: JSONDict = {}
 
+    async def _until_ready(self, timeout: float | None) -> None:
+        """Return once a notification waits, the queue ended or the request ended (or ``timeout`` passed)."""
+        ready = asyncio.ensure_future(self._changes.wait())
+        try:
+            await asyncio.wait({ready, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+
     async def _wait_ack(self, timeout: float = 30.0) -> None:
-        get = asyncio.ensure_future(self._queue.get())
-        done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        if get in done:
-            item = get.result()
-            if item is not None and item[0] == "notifications/subscriptions/acknowledged":
+        await self._until_ready(timeout)
+        item = self._changes.pop()
+        if item is not None:
+            if item[0] == "notifications/subscriptions/acknowledged":
                 self.acknowledged = item[1].get("notifications") or {}
                 return
             raise MCPError(f"expected notifications/subscriptions/acknowledged first, got {item!r}")
-        get.cancel()
-        if self._task in done:
+        if self._task.done():
             self._task.result()  # raises the server's error
             raise MCPError("the subscription ended before it was acknowledged")
         raise RequestTimeout("subscriptions/listen", timeout)
@@ -66,21 +77,16 @@ class Subscription:
     async def next(self, timeout: float | None = None) -> tuple[str, JSONDict]:
         """The next notification on this stream (``TimeoutError`` after ``timeout`` seconds); StopAsyncIteration
         once the server ended the subscription, the error that ended it otherwise (ConnectionClosed when the
-        connection did)."""
-        if not self._queue.empty() or not self._task.done():
-            get = asyncio.ensure_future(self._queue.get())
-            try:
-                done, _ = await asyncio.wait({get, self._task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                if not get.done():
-                    get.cancel()
-            if get in done:
-                item = get.result()
+        connection did, WatchFellBehind when more distinct notifications waited unread than ``maxsize``)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                item = self._changes.pop()  # (raises once the queue ended and what it held is read)
                 if item is not None:
                     return item
-            elif not done:
-                raise TimeoutError
-        if self._task.done() and not self._task.cancelled() and self._task.exception() is not None:
+                if self._task.done():
+                    break
+                await self._until_ready(None)
+        if not self._task.cancelled() and self._task.exception() is not None:
             raise self._task.exception()  # type: ignore[misc]
         raise StopAsyncIteration  # the server ended the subscription
 
@@ -94,20 +100,26 @@ class Subscription:
 @contextlib.asynccontextmanager
 async def open_subscription(
     peer: Peer,
-    queues: dict[str | int, asyncio.Queue[tuple[str, JSONDict] | None]],
+    queues: dict[str | int, ChangeQueue],
     params: JSONDict,
     maxsize: int,
 ) -> AsyncIterator[Subscription]:
     """Send ``subscriptions/listen`` with ``params`` on ``peer`` and yield its :class:`Subscription` once
-    acknowledged; its notifications arrive through ``queues`` (keyed by the request id, bounded by ``maxsize``).
+    acknowledged; its notifications arrive through ``queues`` (keyed by the request id, bounded by ``maxsize``:
+    when distinct ones overflow it, the request is cancelled and the subscription raises WatchFellBehind).
     Leaving the block cancels the request (``notifications/cancelled``)."""
     rid = peer.next_id()
-    queue: asyncio.Queue[tuple[str, JSONDict] | None] = asyncio.Queue(maxsize)
-    queues[rid] = queue
+    changes = ChangeQueue(maxsize, f"subscription {rid!r}")
+    queues[rid] = changes
     task = asyncio.get_running_loop().create_task(
         peer.request("subscriptions/listen", params, timeout=None, request_id=rid)
     )
-    sub = Subscription(rid, queue, task)
+
+    def stop() -> None:
+        task.cancel()  # (sends notifications/cancelled: the server stops sending)
+
+    changes.on_overflow = stop
+    sub = Subscription(rid, changes, task)
     try:
         await sub._wait_ack()
         yield sub

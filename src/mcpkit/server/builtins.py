@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ..hosting import HostedServer
 from ..protocol.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import change_key
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
 from .request_context import ServerRequestContext, at_token_expiry
 
@@ -70,7 +71,7 @@ class _Listener:
     def offer(self, method: str, params: JSONDict) -> None:
         if self.ended or self.overflowed:
             return
-        key = _coalescing_key(method, params)
+        key = change_key(method, params)
         if key is not None and key in self._keys:
             return  # the same change waits already: the client re-reads once for both
         if len(self.items) >= self.maxsize:
@@ -112,17 +113,6 @@ class _Listener:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
-
-
-def _coalescing_key(method: str, params: JSONDict) -> object:
-    """What makes two notifications of a listen stream the same change (None: each counts): a list's
-    ``list_changed``, or ``resources/updated`` of one URI."""
-    if method == "notifications/resources/updated":
-        uri = params.get("uri")
-        return (method, uri) if isinstance(uri, str) else None
-    if method.endswith("/list_changed"):
-        return method
-    return None
 
 
 class _Host(HostedServer, Protocol):

@@ -1,0 +1,117 @@
+"""The changes a watch has received and its application has not read yet (:class:`ChangeQueue`), for both eras: a
+2026-07-28 ``subscriptions/listen`` stream (:class:`~mcpkit.client.subscription.Subscription`) and a handshake-era
+:class:`~mcpkit.client.handlers.Watch`.
+
+An application that reads slower than the server sends (a burst of changes) gets each change once: one equal to a
+change still waiting (a list's ``list_changed``, ``resources/updated`` of the same URI) is not queued again, since
+the application re-reads the list or the resource once for both. When more distinct changes wait than the queue's
+``maxsize``, some would be lost: the queue ends with :class:`WatchFellBehind` instead, once what it holds is read,
+so the application knows to watch again and re-read what it watches. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Callable
+
+from ..protocol.errors import MCPError
+from ..protocol.jsonrpc import JSONDict
+from ..protocol.types import change_key
+
+logger: logging.Logger = logging.getLogger("mcpkit.client")
+
+Change = tuple[str, JSONDict]
+
+
+class WatchFellBehind(MCPError):
+    """A watch (or listen stream) whose application read its changes slower than they came: more distinct changes
+    waited unread than its ``maxsize``, so it ended rather than lose some. Raise ``maxsize`` or read faster; watch
+    again, then list again and read again what it watches (changes made meanwhile are not replayed)."""
+
+
+class ChangeQueue:
+    """A bounded queue of changes ``(method, params)`` for one reader, coalescing equal ones.
+
+    ``offer`` never blocks (it runs in the connection's reader). ``pop``/``get`` return the changes in the order
+    they first came, then raise the queue's end (:meth:`end`, or :class:`WatchFellBehind` after an overflow).
+    ``on_overflow`` (optional) is called once when distinct changes overflow ``maxsize`` (to stop the stream)."""
+
+    __slots__ = ("_end", "_items", "_keys", "_ready", "maxsize", "on_overflow", "what")
+
+    def __init__(self, maxsize: int, what: str = "watch") -> None:
+        if maxsize < 1:
+            raise ValueError(f"maxsize must be at least 1, not {maxsize}")
+        self.maxsize = maxsize
+        self.what = what  # (what the error names: "watch", "subscription 3")
+        self.on_overflow: Callable[[], None] | None = None
+        self._items: deque[tuple[str, JSONDict, object]] = deque()  # (method, params, coalescing key or None)
+        self._keys: set[object] = set()  # the keys of the waiting changes that coalesce
+        self._end: BaseException | None = None
+        self._ready = asyncio.Event()  # set while a change waits or the queue ended
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def ended(self) -> bool:
+        """Whether the queue takes no more changes (it raises its end once what it holds is read)."""
+        return self._end is not None
+
+    def offer(self, method: str, params: JSONDict) -> None:
+        """Queue a change (never blocks); ignored once the queue ended."""
+        if self._end is not None:
+            return
+        key = change_key(method, params)
+        if key is not None and key in self._keys:
+            return  # the same change waits already: the application re-reads once for both
+        if len(self._items) >= self.maxsize:
+            logger.warning("%s: slow reader, %d changes waiting unread; ending it", self.what, len(self._items))
+            self.end(
+                WatchFellBehind(
+                    f"{self.what} fell behind: more than {self.maxsize} distinct changes waited unread (its "
+                    f"maxsize={self.maxsize}), so it ended rather than lose some; raise maxsize (watch(maxsize=), "
+                    "listen(maxsize=)) or read faster, then watch again and list again or read again what it watches"
+                )
+            )
+            if self.on_overflow is not None:
+                self.on_overflow()
+            return
+        self._items.append((method, params, key))
+        if key is not None:
+            self._keys.add(key)
+        self._ready.set()
+
+    def end(self, exc: BaseException) -> None:
+        """Take no more changes: once those waiting are read, :meth:`pop` raises ``exc`` (the first end stays)."""
+        if self._end is None:
+            self._end = exc
+            self._ready.set()
+
+    def pop(self) -> Change | None:
+        """The next change, or None when none waits; raises the queue's end once nothing waits."""
+        if self._items:
+            method, params, key = self._items.popleft()
+            if key is not None:
+                self._keys.discard(key)
+            if not self._items and self._end is None:
+                self._ready.clear()
+            return method, params
+        if self._end is not None:
+            raise self._end
+        return None
+
+    async def wait(self) -> None:
+        """Return once a change waits or the queue ended."""
+        await self._ready.wait()
+
+    async def get(self, timeout: float | None = None) -> Change:
+        """The next change (``TimeoutError`` after ``timeout`` seconds); raises the queue's end once nothing
+        waits."""
+        async with asyncio.timeout(timeout):
+            while True:
+                item = self.pop()
+                if item is not None:
+                    return item
+                await self._ready.wait()
