@@ -113,3 +113,53 @@ async def test_answers_to_the_servers_requests_are_read_while_every_slot_is_take
             asyncio.gather(*(client.call_tool("ask", {"timeout": 30}) for _ in range(3))), 10
         )
     assert [r.content[0].text for r in results] == ["2", "2", "2"]  # type: ignore[union-attr]
+
+
+async def test_a_batch_sent_while_every_slot_waits_on_the_client_is_answered_once_the_client_answers() -> None:
+    """Handshake era (2025-03-26, which has batches): two calls take both slots, each asking the client for its
+    roots; a batch with a third such call comes next. The client answers every roots request it gets: all three
+    calls are answered within seconds, the third in the batch's array (the batch's item used to wait for a slot
+    inside the reader, which then read no answer: all stopped until the server's requests timed out)."""
+    from support.limits import INITIALIZED, initialize
+
+    async with raw_peer("stdio", "max_concurrency=2", handshake=False) as peer:
+        init = initialize()
+        init["params"]["capabilities"] = {"roots": {"listChanged": False}}
+        await peer.send(init)
+        assert "result" in await peer.recv()
+        await peer.send(INITIALIZED)
+        await peer.send(call(1, "ask", timeout=30))
+        await peer.send(call(2, "ask", timeout=30))
+        await peer.send([call(3, "ask", timeout=30)])
+        answered: dict[int, Any] = {}
+
+        async def serve() -> None:
+            while len(answered) < 3:
+                msg = await peer.recv()
+                if isinstance(msg, list):
+                    for item in msg:
+                        answered[item["id"]] = item
+                elif msg.get("method") == "roots/list":
+                    await peer.send({"jsonrpc": "2.0", "id": msg["id"], "result": {"roots": [{"uri": "file:///a"}]}})
+                elif "id" in msg and "method" not in msg:
+                    answered[msg["id"]] = msg
+
+        await asyncio.wait_for(serve(), 10)
+        assert sorted(answered) == [1, 2, 3]
+        assert all(a["result"]["content"][0]["text"] == "1" for a in answered.values())
+
+
+async def test_a_batch_item_cancelled_while_it_waits_for_a_slot_never_runs_and_its_batch_answers_without_it() -> None:
+    """Two calls take both slots for a minute; a batch of two short calls waits for slots, and the cancellation of
+    its first item, sent after it, is read at once (the reader used to wait for a slot inside the batch). Once a
+    running call is cancelled, the other item runs, and the batch's array holds its answer alone."""
+    async with raw_peer("stdio", "max_concurrency=2") as peer:
+        await peer.send(call(1, "slow", ms=60_000))
+        await peer.send(call(2, "slow", ms=60_000))
+        await asyncio.sleep(0.5)  # (both running)
+        await peer.send([call(3, "slow", ms=10), call(4, "slow", ms=10)])
+        await peer.send(cancel(3))
+        await peer.send(cancel(1))
+        answer = await asyncio.wait_for(peer.recv(), 10)
+        assert isinstance(answer, list) and [a["id"] for a in answer] == [4]
+        assert answer[0]["result"]["content"][0]["text"] == "ok"

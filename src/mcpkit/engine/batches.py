@@ -5,6 +5,8 @@ as one array. Used by :class:`~mcpkit.engine.peer.Peer` for every batch it recei
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -16,6 +18,7 @@ from .context import RequestContext
 from .messages import Outbox, Outgoing
 from .runner import finish_batch
 from .tap import OUT, TapHub
+from .waiting import WaitingLine
 
 
 class BatchHost(Protocol):
@@ -26,6 +29,7 @@ class BatchHost(Protocol):
     max_batch_size: int
     tap: TapHub | None
     _inflight: dict[RequestId, RequestContext]
+    _waiting: WaitingLine
     _active: int
     _max_concurrency: int
 
@@ -34,13 +38,15 @@ class BatchHost(Protocol):
 
     def _admit(self, req: Request, out: Outbox) -> RequestContext | None: ...
 
-    async def _wait_slot(self) -> None: ...
+    _batch_answers: PendingAnswers
+
+    async def _enter_line(
+        self, ctx: RequestContext, req: Request, size: int = 0, ended: asyncio.Future[None] | None = None
+    ) -> bool: ...
 
     def _launch(self, ctx: RequestContext) -> asyncio.Task[Any] | None: ...
 
     def _finished(self, ctx: RequestContext, _: object = None) -> None: ...
-
-    def _release(self) -> None: ...
 
     def _on_invalid_response(self, rid: RequestId | None, reason: str) -> None: ...
 
@@ -55,8 +61,9 @@ class BatchHost(Protocol):
 
 async def on_batch(peer: BatchHost, batch: Batch, out: Outbox, keep: bool = False) -> Outgoing | None:
     """Answer a batch: each request in it runs as its own task holding a concurrency slot, exactly like a single
-    request (the reader waits for a free slot), and the responses leave as one array when all have ended (with
-    ``keep``: are returned, see :meth:`Peer.handle <mcpkit.engine.peer.Peer.handle>`). A batch longer than
+    request (with no free slot, it waits in the peer's waiting line), and the responses leave as one array when
+    all have ended (with ``keep``: are returned, see :meth:`Peer.handle <mcpkit.engine.peer.Peer.handle>`). A
+    batch longer than
     ``max_batch_size`` is refused whole with one -32600 error."""
     answer: Outgoing | None
     accepted = peer.batch_policy is not None and peer.batch_policy()
@@ -64,7 +71,7 @@ async def on_batch(peer: BatchHost, batch: Batch, out: Outbox, keep: bool = Fals
     if refusal is not None:
         return await _batch_answer(peer, messages.error(None, InvalidRequest(refusal).to_error()), out, keep)
     responses = bytearray()
-    tasks: list[asyncio.Task[Any]] = []
+    tasks: list[asyncio.Future[Any]] = []  # (its items' tasks, and the futures of those waiting in line)
     encode_error = jsonrpc.encode_error
     for item in batch:
         t = type(item)
@@ -81,14 +88,18 @@ async def on_batch(peer: BatchHost, batch: Batch, out: Outbox, keep: bool = Fals
             if ctx is None:
                 continue  # dropped by the request policy
             ctx.sink = responses
-            if peer._active >= peer._max_concurrency:
+            if peer._active >= peer._max_concurrency:  # into the peer's waiting line, like a single request
+                ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 try:
-                    await peer._wait_slot()
+                    waiting = await peer._enter_line(ctx, req, 0, ended)
                 except BaseException:
-                    peer._finished(ctx)
                     for running in tasks:
                         running.cancel()
                     raise
+                if waiting:
+                    ended.add_done_callback(functools.partial(_gave_up, peer, ctx))
+                    tasks.append(ended)
+                    continue
             started = peer._launch(ctx)
             if started is not None:
                 tasks.append(started)
@@ -105,11 +116,11 @@ async def on_batch(peer: BatchHost, batch: Batch, out: Outbox, keep: bool = Fals
     elif keep:
         answer = await finish_batch(tasks, responses)
     else:
-        # The task that sends the batch's answer holds a slot of its own until the answer is written: a peer
-        # that floods batches and never reads its answers stops being read once the slots are taken.
-        if peer._active >= peer._max_concurrency:
-            await peer._wait_slot()
-        peer._active += 1
+        # The task that sends the batch's answer counts among the peer's pending batch answers until the answer is
+        # written: a peer that floods batches and never reads their answers stops being read once that bound is
+        # reached. (It holds no request slot: its items may wait in line for the slots, and the answers those
+        # slots' requests wait for must still be read.)
+        await peer._batch_answers.enter()
         peer._spawn(_send_batch(peer, tasks, responses, out))
         return None
     if answer is None:
@@ -127,11 +138,53 @@ async def _batch_answer(peer: BatchHost, answer: Outgoing, out: Outbox, keep: bo
     return None
 
 
-async def _send_batch(peer: BatchHost, tasks: list[asyncio.Task[Any]], responses: bytearray, out: Outbox) -> None:
-    """Send the batch's answer once its requests ended, then give back the slot this task holds."""
+async def _send_batch(peer: BatchHost, tasks: list[asyncio.Future[Any]], responses: bytearray, out: Outbox) -> None:
+    """Send the batch's answer once its requests ended, then leave the peer's pending batch answers."""
     try:
         answer = await finish_batch(tasks, responses)
         if answer is not None:
             await peer._send(answer, out)
     finally:
-        peer._release()
+        peer._batch_answers.leave()
+
+
+def _gave_up(peer: BatchHost, ctx: RequestContext, ended: asyncio.Future[None]) -> None:
+    """A batch item's future was cancelled (its batch gave up: the peer closes): its request is cancelled, or
+    taken out of the waiting line unrun."""
+    if not ended.cancelled():
+        return
+    if ctx.task is not None:
+        ctx.task.cancel()
+    elif peer._waiting.remove(ctx):
+        peer._finished(ctx)
+
+
+class PendingAnswers:
+    """The batches of one peer whose answer array is not sent yet (their items run or wait for a slot), bounded
+    by ``limit``: beyond, the reader waits until one is sent (backpressure)."""
+
+    __slots__ = ("_room", "count", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.count = 0
+        self._room: deque[asyncio.Future[None]] = deque()
+
+    async def enter(self) -> None:
+        while self.count >= self.limit:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._room.append(waiter)
+            try:
+                await waiter
+            finally:
+                if waiter in self._room:
+                    self._room.remove(waiter)
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        while self._room:
+            waiter = self._room.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                break

@@ -42,7 +42,7 @@ from ..protocol.jsonrpc import (
     Response,
 )
 from . import messages
-from .batches import on_batch
+from .batches import PendingAnswers, on_batch
 from .context import RequestContext
 from .messages import (
     DEFAULT_MAX_BATCH_SIZE,
@@ -141,6 +141,7 @@ class Peer(Requests):
         self.batch_refusal = "batches are not supported in this protocol revision"
         self._active = 0  # running request tasks started by the reader (bounded by max_concurrency)
         self._slot_waiters: deque[asyncio.Future[None]] = deque()
+        self._batch_answers = PendingAnswers(max_concurrency)  # batches whose answer is not sent yet
         # requests that wait for a slot while the reader goes on (see mcpkit.engine.waiting); empty while one is free
         self._waiting = WaitingLine(max_concurrency if max_waiting is None else max_waiting, max_waiting_bytes)
         self._closed: BaseException | None = None
@@ -421,27 +422,37 @@ class Peer(Requests):
         ctx = self._admit(req, out)
         if ctx is None:
             return
-        if self._active >= self._max_concurrency:
-            line = self._waiting
-            try:
-                if line.max_count <= 0:
-                    await self._wait_slot()
-                else:
-                    if not size:  # (the frame's bytes, when the transport did not give them)
-                        size = len(jsonrpc.encode_request(req.id, req.method, req.params))
-                    while not line.fits(size):  # the line is full: the reader waits (backpressure)
-                        await line.room()
-                    if self._active >= self._max_concurrency or line.items:
-                        line.push(ctx, size)  # started by _release, in arrival order
-                        return
-            except BaseException:
-                self._finished(ctx)  # (it holds no slot yet)
-                raise
+        if self._active >= self._max_concurrency and await self._enter_line(ctx, req, size):
+            return  # started by _release, in arrival order
         self._queue(ctx)
+
+    async def _enter_line(
+        self, ctx: RequestContext, req: Request, size: int = 0, ended: asyncio.Future[None] | None = None
+    ) -> bool:
+        """No slot is free: put ``ctx`` into the waiting line (True; the reader waits only while the line is full),
+        or, with no line (``max_waiting=0``) or a slot freed meanwhile, wait for a slot (False: start it now).
+        ``ended``: a batch item's future, resolved when it ends."""
+        line = self._waiting
+        try:
+            if line.max_count <= 0:
+                await self._wait_slot()
+                return False
+            if not size:  # (the frame's bytes, when the transport did not give them)
+                size = len(jsonrpc.encode_request(req.id, req.method, req.params))
+            while not line.fits(size):  # the line is full: the reader waits (backpressure)
+                await line.room()
+            if self._active >= self._max_concurrency or line.items:
+                line.push(ctx, size, ended)
+                return True
+            return False
+        except BaseException:
+            self._finished(ctx)  # (it holds no slot yet)
+            raise
 
     async def _wait_slot(self) -> None:
         """Wait until one of the ``max_concurrency`` slots is free. Backpressure: the reader waits here, so the
-        transport stops being read while the peer is saturated (single requests and batch items alike)."""
+        transport stops being read while the peer is saturated: with no waiting line (``max_waiting=0``), for
+        single requests and batch items alike, and for :meth:`slot`."""
         while self._active >= self._max_concurrency:
             waiter: asyncio.Future[None] = _running_loop().create_future()
             self._slot_waiters.append(waiter)
@@ -502,7 +513,17 @@ class Peer(Requests):
         line.starting = True
         try:
             while line.items and self._active < self._max_concurrency:
-                self._queue(line.pop())
+                ctx, ended = line.pop()
+                if ended is None:
+                    self._queue(ctx)
+                elif ended.done():  # (its batch gave up on it)
+                    self._finished(ctx)
+                else:
+                    task = self._launch(ctx)
+                    if task is None:
+                        ended.set_result(None)
+                    else:
+                        task.add_done_callback(functools.partial(_item_ended, ended))
         finally:
             line.starting = False
         if self._slot_waiters and self._active < self._max_concurrency:
@@ -648,3 +669,9 @@ class Peer(Requests):
     def is_running_method(self, method: str) -> bool:
         """Whether a request of the other side for ``method`` is in progress here (taken, not answered yet)."""
         return any(ctx.method == method for ctx in self._inflight.values())
+
+
+def _item_ended(ended: asyncio.Future[None], _: object) -> None:
+    """A batch item started from the waiting line ended: its batch stops waiting for it."""
+    if not ended.done():
+        ended.set_result(None)

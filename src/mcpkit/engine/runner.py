@@ -228,7 +228,7 @@ async def drain(
         raise stopped
 
 
-async def finish_batch(tasks: list[asyncio.Task[Any]], responses: bytearray) -> Outgoing | None:
+async def finish_batch(tasks: list[asyncio.Future[Any]], responses: bytearray) -> Outgoing | None:
     """Wait for a batch's requests (``tasks``, cancelled if this is); their answers (gathered in ``responses``) as
     one array, None when none was answered."""
     try:
