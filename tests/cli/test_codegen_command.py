@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from support.paths import REPO, SERVERS, TESTS
-from support.typecheck import mypy_strict
+from support.typecheck import mypy_strict, ruff_problems
 
 EVERYTHING = TESTS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 SHAPES = str(SERVERS / "codegen_server.py")
@@ -28,21 +28,6 @@ def run(program: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, str(program)], capture_output=True, text=True, timeout=60, cwd=program.parent
     )
-
-
-def lint(path: Path) -> list[str]:
-    """What ``ruff check`` and ``ruff format --check`` say with the repository's settings (nothing: clean)."""
-    problems = []
-    for command in (["check"], ["format", "--check"]):
-        proc = subprocess.run(
-            [sys.executable, "-m", "ruff", *command, "--no-cache", "--config", str(REPO / "pyproject.toml"), str(path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if proc.returncode != 0:
-            problems.append(proc.stdout + proc.stderr)
-    return problems
 
 
 def test_codegen_of_an_mcpkit_server_is_typed_clean_and_calls_its_tools(tmp_path: Path) -> None:
@@ -83,7 +68,7 @@ asyncio.run(main())
     )
     report = mypy_strict(tmp_path, tmp_path)
     assert report.returncode == 0, report.stdout
-    assert lint(tmp_path / "shapes_client.py") == []
+    assert ruff_problems(tmp_path / "shapes_client.py", REPO / "pyproject.toml") == []
     ran = run(program)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["3 A None", "C None", "10 ['b', 'c'] 4.0 HI HI"]
@@ -121,7 +106,7 @@ asyncio.run(main())
     )
     report = mypy_strict(tmp_path, tmp_path)
     assert report.returncode == 0, report.stdout
-    assert lint(tmp_path / "hostile_client.py") == []
+    assert ruff_problems(tmp_path / "hostile_client.py", REPO / "pyproject.toml") == []
     ran = run(program)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == [
@@ -177,7 +162,7 @@ asyncio.run(main())
     )
     report = mypy_strict(tmp_path, tmp_path)
     assert report.returncode == 0, report.stdout
-    assert lint(tmp_path / "everything_client.py") == []
+    assert ruff_problems(tmp_path / "everything_client.py", REPO / "pyproject.toml") == []
     ran = run(program)
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.splitlines()

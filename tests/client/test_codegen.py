@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ import pytest
 
 from mcpkit.client.codegen import CodegenError, generate
 from support.paths import REPO
-from support.typecheck import mypy_strict
+from support.typecheck import mypy_strict, ruff_problems
 
 INJECTION = '"""; import os; os._exit(7); """'
 HOSTILE_TEXT = f'{INJECTION}\n\\\n\'\'\' "" " \\x00 \x00 \u202e\u2028 end"\\'
@@ -44,22 +43,6 @@ def _load(source: str, tmp_path: Path, name: str = "generated_client") -> Module
     finally:
         del sys.modules[name]
     return module
-
-
-def _lint(path: Path) -> list[str]:
-    """Problems ``ruff check`` and ``ruff format --check`` find with the repository's own settings."""
-    config = str(REPO / "pyproject.toml")
-    problems = []
-    for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
-        proc = subprocess.run(
-            [sys.executable, "-m", "ruff", *command, "--config", config, str(path)],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if proc.returncode != 0:
-            problems.append(proc.stdout + proc.stderr)
-    return problems
 
 
 def _quoted_types(node: ast.AST) -> list[ast.AST]:
@@ -254,7 +237,7 @@ def test_hostile_names_and_descriptions_never_become_code(tmp_path: Path) -> Non
     }
     assert literal_values == {INJECTION, "it's", "\\", 'a "b"', HOSTILE_TEXT}
     (tmp_path / "hostile_client.py").write_text(source, encoding="utf-8")
-    assert _lint(tmp_path / "hostile_client.py") == []
+    assert ruff_problems(tmp_path / "hostile_client.py", REPO / "pyproject.toml") == []
 
 
 def test_names_are_python_identifiers_that_never_collide() -> None:
@@ -401,4 +384,4 @@ def test_the_module_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
     report = mypy_strict(tmp_path, tmp_path).stdout
     assert report.count("error:") == 1, report
     assert 'use.py:11: error: Argument "query" to "search" of "SearchTools" has incompatible type "int"' in report
-    assert _lint(tmp_path / "search_client.py") == []
+    assert ruff_problems(tmp_path / "search_client.py", REPO / "pyproject.toml") == []

@@ -23,6 +23,22 @@ def mypy_strict(program: Path, workdir: Path) -> subprocess.CompletedProcess[str
     )
 
 
+def ruff_problems(path: Path, config: Path) -> list[str]:
+    """What ``ruff check`` and ``ruff format --check`` find in ``path`` with the settings of ``config`` (a
+    pyproject.toml), as a user's CI would lint a generated file; empty when both accept it (each bounded: 60 s)."""
+    problems = []
+    for command in (["check", "--no-cache"], ["format", "--check", "--no-cache"]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, "--config", str(config), str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if proc.returncode != 0:
+            problems.append(proc.stdout + proc.stderr)
+    return problems
+
+
 def revealed_types(report: str) -> list[str]:
     """The types mypy's report gives for the program's ``reveal_type(...)`` calls, in order."""
     return [line.split('Revealed type is "', 1)[1].rstrip('"') for line in report.splitlines() if "Revealed" in line]
