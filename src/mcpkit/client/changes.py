@@ -16,9 +16,9 @@ import logging
 from collections import deque
 from collections.abc import Callable
 
+from ..protocol.changes import change_key
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.types import change_key
 
 logger: logging.Logger = logging.getLogger("mcpkit.client")
 

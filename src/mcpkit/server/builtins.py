@@ -10,9 +10,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..hosting import HostedServer
+from ..protocol.changes import change_key
 from ..protocol.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
-from ..protocol.types import change_key
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
 from .request_context import ServerRequestContext, at_token_expiry
 
