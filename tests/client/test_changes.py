@@ -102,3 +102,20 @@ async def test_a_watch_whose_distinct_changes_overflow_ends_with_an_error_naming
     ):
         await _burst(client, arrivals, NOTES[:1])  # (a new watch after it works)
         assert (await watch.next(5))[1]["uri"] == NOTES[0]
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_watch_with_room_gets_every_change_even_repeats(mode: str) -> None:
+    """While its queue has room, a watch read late gets every change, repeats of one resource included (a count of
+    updates stays exact): equal changes are merged only when the queue is full."""
+    arrivals = _Arrivals()
+    async with (
+        Client([sys.executable, str(LISTEN_SERVER)], mode=mode, tap=arrivals, timeout=20) as client,
+        client.watch(resource_uris=NOTES[:1], maxsize=10) as watch,
+    ):
+        await client.call_tool("burst", {"uris": [NOTES[0]] * 4, "pause": 0.05})
+        await arrivals.until(lambda: arrivals.count >= 4, client)
+        got = [await watch.next(5) for _ in range(4)]
+        assert [(m, p.get("uri")) for m, p in got] == [(UPDATED, NOTES[0])] * 4
+        with pytest.raises(TimeoutError):
+            await watch.next(0.3)

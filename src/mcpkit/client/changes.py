@@ -43,11 +43,11 @@ class ChangeQueue:
     def __init__(self, maxsize: int, what: str = "watch") -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be at least 1, not {maxsize}")
-        self.maxsize = maxsize
-        self.what = what  # (what the error names: "watch", "subscription 3")
+        self.maxsize: int = maxsize
+        self.what: str = what  # (what the error names: "watch", "subscription 3")
         self.on_overflow: Callable[[], None] | None = None
         self._items: deque[tuple[str, JSONDict, object]] = deque()  # (method, params, coalescing key or None)
-        self._keys: set[object] = set()  # the keys of the waiting changes that coalesce
+        self._keys: dict[object, int] = {}  # the keys of the waiting changes that coalesce, and how many wait
         self._end: BaseException | None = None
         self._ready = asyncio.Event()  # set while a change waits or the queue ended
 
@@ -60,12 +60,16 @@ class ChangeQueue:
         return self._end is not None
 
     def offer(self, method: str, params: JSONDict) -> None:
-        """Queue a change (never blocks); ignored once the queue ended."""
+        """Queue a change (never blocks); ignored once the queue ended. Every change is kept while there is room;
+        with ``maxsize`` waiting, a change equal to one that waits is merged into it (the application re-reads once
+        for both), and the equal ones waiting are merged to make room; only distinct changes overflow."""
         if self._end is not None:
             return
         key = change_key(method, params)
-        if key is not None and key in self._keys:
-            return  # the same change waits already: the application re-reads once for both
+        if len(self._items) >= self.maxsize:
+            if key is not None and key in self._keys:
+                return  # the same change waits already
+            self._merge_waiting()
         if len(self._items) >= self.maxsize:
             logger.warning("%s: slow reader, %d changes waiting unread; ending it", self.what, len(self._items))
             self.end(
@@ -80,8 +84,23 @@ class ChangeQueue:
             return
         self._items.append((method, params, key))
         if key is not None:
-            self._keys.add(key)
+            self._keys[key] = self._keys.get(key, 0) + 1
         self._ready.set()
+
+    def _merge_waiting(self) -> None:
+        # a full queue: keep the first of each set of equal waiting changes (in their order), the others merged
+        if len(self._keys) == sum(self._keys.values()):
+            return  # no two equal ones wait
+        kept: deque[tuple[str, JSONDict, object]] = deque()
+        seen: dict[object, int] = {}
+        for item in self._items:
+            key = item[2]
+            if key is None or key not in seen:
+                kept.append(item)
+                if key is not None:
+                    seen[key] = 1
+        self._items = kept
+        self._keys = seen
 
     def end(self, exc: BaseException) -> None:
         """Take no more changes: once those waiting are read, :meth:`pop` raises ``exc`` (the first end stays)."""
@@ -94,7 +113,9 @@ class ChangeQueue:
         if self._items:
             method, params, key = self._items.popleft()
             if key is not None:
-                self._keys.discard(key)
+                left = self._keys.pop(key) - 1
+                if left:
+                    self._keys[key] = left
             if not self._items and self._end is None:
                 self._ready.clear()
             return method, params
