@@ -110,7 +110,15 @@ def test_every_endpoint_option_is_declared_for_create_app() -> None:
 
     endpoint = set(inspect.signature(StreamableHTTPEndpoint.__init__).parameters) - {"self", "server", "peer_options"}
     named = set(inspect.signature(create_app).parameters) - {"server", "options"}
-    engine = {"max_concurrency", "max_batch_size", "default_timeout", "max_timeout", "cancel_timeout"}
+    engine = {
+        "max_concurrency",
+        "max_waiting",
+        "max_waiting_bytes",
+        "max_batch_size",
+        "default_timeout",
+        "max_timeout",
+        "cancel_timeout",
+    }
     assert keys(EndpointOptions) == (endpoint - named - {"check_request"}) | engine
     assert keys(AppOptions) == keys(EndpointOptions) | named
 
