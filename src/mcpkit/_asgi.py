@@ -34,7 +34,7 @@ class AsksAuthorization(Protocol):
     search's ``call_tool``: the call of the tool it names): a wrapper that authorizes a request early
     (``protect``'s look at a POST body, for its HTTP 403 step-up challenge) asks about those as well."""
 
-    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """The params of ``method`` the authorization is asked about too for a request of ``params``."""
         ...
 

@@ -77,7 +77,7 @@ class Types:
         self.taken = taken  # every module-level name, shared with the module writer
         self.defs: list[Record | Alias] = []
         self.typing: set[str] = set()
-        self.nodes = 0
+        self.nodes: int = 0
         self._named: dict[tuple[str, str], str] = {}  # (pointer, root identity) -> the TypedDict made for it
         self._inline: dict[tuple[str, str], str] = {}  # the same, for a definition that is no object
         self._resolving: set[tuple[str, str]] = set()

@@ -166,8 +166,8 @@ class PendingAnswers:
     __slots__ = ("_room", "count", "limit")
 
     def __init__(self, limit: int) -> None:
-        self.limit = max(1, limit)
-        self.count = 0
+        self.limit: int = max(1, limit)
+        self.count: int = 0
         self._room: deque[asyncio.Future[None]] = deque()
 
     async def enter(self) -> None:

@@ -34,12 +34,12 @@ class WaitingLine:
     __slots__ = ("_room", "items", "max_bytes", "max_count", "size", "starting")
 
     def __init__(self, max_count: int, max_bytes: int) -> None:
-        self.max_count = max_count
-        self.max_bytes = max_bytes
+        self.max_count: int = max_count
+        self.max_bytes: int = max_bytes
         # (request, frame bytes, a batch item's future: resolved when it ends, its batch waits for it)
         self.items: deque[tuple[RequestContext, int, asyncio.Future[None] | None]] = deque()
-        self.size = 0  # bytes of the frames in the line
-        self.starting = False  # the peer is starting requests from the line (a request ending meanwhile: no re-entry)
+        self.size: int = 0  # bytes of the frames in the line
+        self.starting: bool = False  # the peer starts requests from the line (one ending meanwhile: no re-entry)
         self._room: list[asyncio.Future[None]] = []  # readers waiting for room
 
     def fits(self, size: int) -> bool:

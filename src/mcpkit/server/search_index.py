@@ -80,7 +80,7 @@ class SearchIndex:
     __slots__ = ("_lengths", "_postings", "_texts", "_total", "keyword", "tools")
 
     def __init__(self, tools: Iterable[Any], keyword: bool) -> None:
-        self.keyword = keyword
+        self.keyword: bool = keyword
         self.tools: list[Any] = list(tools)
         self._texts: list[str] = []  # keyword: each tool's text, lowercased
         self._lengths: list[int] = []  # bm25: each tool's weighted term count

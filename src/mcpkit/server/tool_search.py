@@ -97,11 +97,11 @@ class ToolSearch:
         self, app: Any, strategy: str, max_results: int, search_name: str, call_name: str, pinned: tuple[str, ...]
     ) -> None:
         self.app = app
-        self.keyword = strategy == "keyword"
+        self.keyword: bool = strategy == "keyword"
         self.max_results = max_results
         self.search_name = search_name
         self.call_name = call_name
-        self.synthetic = frozenset((search_name, call_name))
+        self.synthetic: frozenset[str] = frozenset((search_name, call_name))
         self.pinned = pinned
         self._index: SearchIndex | None = None
         # searches run on worker threads, catalog changes on the event loop: an index built from a catalog that
@@ -137,13 +137,15 @@ class ToolSearch:
         limit = arguments.get("limit")
         limit = self.max_results if limit is None else min(int(limit), self.max_results)
         app = self.app
-        visible = None
+        visible: Callable[[Tool], bool] | None = None
         if app._visibility is not None:
             rules: Visibility = app._visibility
             principal = sctx.principal
 
-            def visible(tool: Tool) -> bool:
+            def shown(tool: Tool) -> bool:
                 return rules.allows("tools", tool.name, tool, principal)
+
+            visible = shown
 
         feats = sctx.features
         found = self.index().search(str(arguments["query"]), limit, visible)

@@ -55,7 +55,7 @@ class BusContract:
     only your subclass.
     """
 
-    pytestmark = [pytest.mark.asyncio]
+    pytestmark: list[pytest.MarkDecorator] = [pytest.mark.asyncio]
 
     #: the most messages a subscriber's queue holds (build the bus with it); None: the test of the bound is
     #: skipped (then the bus must be bounded some other way)

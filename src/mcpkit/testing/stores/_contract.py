@@ -30,7 +30,7 @@ class Contract(Generic[T]):
     The class name does not start with ``Test``, so pytest collects only your subclass; its async tests carry
     the ``asyncio`` marker, so they run whether pytest-asyncio is in ``auto`` or ``strict`` mode."""
 
-    pytestmark = [pytest.mark.asyncio]
+    pytestmark: list[pytest.MarkDecorator] = [pytest.mark.asyncio]
 
     async def make_store(self) -> T:
         """A fresh, empty backend for one test (override it). Build it with the bounds this class declares (the

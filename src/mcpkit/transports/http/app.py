@@ -67,7 +67,7 @@ class MCPApp:
         self.probe_paths: frozenset[str] = frozenset(probes)
         self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
 
-    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """What the server's authorization is asked about too for this request (:class:`~mcpkit._asgi.
         AsksAuthorization`: tool search's ``call_tool`` is the call of the tool it names), for ``protect``."""
         return () if self._asked_too is None else self._asked_too(method, params)
