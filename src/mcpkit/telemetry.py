@@ -24,7 +24,8 @@ exception's type (recorded on the span); the status description is the error's m
 Where they come from: on the server, the interceptor chain (the span is current while the handler runs, so spans
 your tools make are its children), and the session's outgoing requests (sampling, elicitation, roots: CLIENT
 spans, children of the tool's span); on the client, the requests its session sends (CLIENT spans) and, from its
-message tap, the requests the server sends it (SERVER spans). In 2026-07-28 a server asks for input inside its
+message tap, the requests the server sends it (SERVER spans; around the handler, for a request a 2025-03-26
+server sent inside a batch, which the tap shows as one message). In 2026-07-28 a server asks for input inside its
 result (``InputRequiredResult``) instead: the server makes a CLIENT span for each input request it lists (a child of
 the request's span, its context in the input request's ``_meta``), and the client a SERVER span around its handler
 for each one it answers (current while the handler runs), so the trace has the same shape in both eras.
@@ -277,30 +278,55 @@ class Telemetry(Middleware):
         self._peers[session.peer.channel] = tracer
         return tracer
 
-    @contextlib.contextmanager
     def serve_input(
         self, method: str, params: JSONDict, key: str, version: str | None, channel: int | None = None
-    ) -> Iterator[None]:
+    ) -> contextlib.AbstractContextManager[None]:
         """A SERVER span around the client's handler of one input request of a 2026-07-28 ``InputRequiredResult``
         (``key``: its key there; ``channel``: the client session's peer, whose label and transport it carries),
         current while the handler runs, continuing the trace whose context the server put
         in its ``_meta`` (checked like any incoming context; without one, a child of the call's first round, as a
         task's input requests read with ``tasks/get`` are); an error span when the handler fails."""
+        first = _ROUNDS.get()
+        fallback = _span_of(first[0]) if first else None
+        return self._serving(method, params, None, version, channel, fallback, {"mcpkit.input.key": key[:128]})
+
+    def serve_member(
+        self, channel: int, request_id: Any, method: str, params: JSONDict, version: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A SERVER span around the client's handler of a request the server sent inside a JSON-RPC batch
+        (2025-03-26): the tap sees the batch as one message and the members' answers leave together in one array,
+        so the span is made here, from the request (``channel``: the session's peer, as in :meth:`serve_input`),
+        and ends with its handler; an error span when the handler fails."""
+        return self._serving(method, params, request_id, version, channel, None, None)
+
+    @contextlib.contextmanager
+    def _serving(
+        self,
+        method: str,
+        params: JSONDict,
+        request_id: Any,
+        version: str | None,
+        channel: int | None,
+        fallback: Any,
+        extra: JSONDict | None,
+    ) -> Iterator[None]:
+        """A SERVER span around one handler of the client's, current while it runs: its parent the context in
+        ``params._meta`` (checked), else ``fallback`` (a span) if any; an error span when the handler fails."""
         trace = self._trace
         parent, links = self._remote(params)
-        first = _ROUNDS.get()
-        if parent is None and not links and first:
-            parent = trace.set_span_in_context(_span_of(first[0]))
+        if parent is None and not links and fallback is not None:
+            parent = trace.set_span_in_context(fallback)
         peer = self._peers.get(channel) if channel is not None else None
-        attrs = request_attributes(method, params, None, version, peer.session if peer is not None else None)
+        attrs = request_attributes(method, params, request_id, version, peer.session if peer is not None else None)
         if peer is not None and peer.network is not None:
             attrs["network.transport"] = peer.network
-        attrs["mcpkit.input.key"] = key[:128]
+        if extra:
+            attrs.update(extra)
         span = self.tracer.start_span(
             span_name(method, params), context=parent, kind=trace.SpanKind.SERVER, attributes=attrs, links=links
         )
         token = self._context.attach(trace.set_span_in_context(span))
-        rounds = _ROUNDS.set(None)  # (a request the handler sends is the handler's child, not a round of the call)
+        rounds = _ROUNDS.set(None)  # (a request the handler sends is the handler's child, not a round of a call)
         try:
             yield
         except BaseException as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -435,6 +436,39 @@ async def test_the_clients_spans_for_2026_input_requests_carry_its_session_and_t
     assert answered.attributes["mcp.session.id"] == called.attributes["mcp.session.id"]
     network = {"stdio": "pipe", "http": "tcp"}[transport]
     assert answered.attributes["network.transport"] == called.attributes["network.transport"] == network
+
+
+async def test_the_client_makes_a_server_span_for_each_request_of_a_batch_the_server_sends() -> None:
+    # A 2025-03-26 server may send its requests in a JSON-RPC batch: the client's tap sees the batch as one message
+    # and its members' answers leave together, so no member got a span; each now gets one around its handler, in the
+    # trace its _meta names, with the session's attributes, an error span when its handler refuses it.
+    provider, exporter = recorder()
+    handler_tracer = provider.get_tracer("handler")
+
+    def sample(params: Any) -> str:
+        with handler_tracer.start_as_current_span("inside the handler"):
+            return "hi"
+
+    server = [sys.executable, str(SERVERS / "hostile_server.py"), "batch-traced"]
+    async with Client(server, telemetry=Telemetry(tracer_provider=provider), sampling_handler=sample) as client:
+        answers = json.loads((await client.call_tool("go", {})).text)
+    assert sorted(a["id"] for a in answers) == ["b0", "b1", "b2"]
+    mine = exporter.get_finished_spans()
+    members = {str((s.attributes or {}).get("jsonrpc.request.id")): s for s in mine if s.kind.name == "SERVER"}
+    assert sorted(members) == ["b0", "b1", "b2"]
+    called = next(s for s in mine if s.name == "tools/call go")
+    for rid, name in (("b0", "sampling/createMessage"), ("b1", "roots/list"), ("b2", "sampling/createMessage")):
+        span = members[rid]
+        assert span.name == name and span.attributes is not None and called.attributes is not None
+        assert span.attributes["mcp.protocol.version"] == "2025-03-26" and span.attributes["mcpkit.era"] == "handshake"
+        assert span.attributes["mcp.session.id"] == called.attributes["mcp.session.id"]
+        assert span.attributes["network.transport"] == "pipe"
+    assert format(members["b0"].context.trace_id, "032x") == VALID.split("-")[1]  # (its _meta's trace context)
+    assert members["b1"].status.status_code.name == "ERROR" and members["b1"].attributes["error.type"] == "-32601"
+    inside = [s for s in mine if s.name == "inside the handler"]
+    assert sorted(s.parent.span_id for s in inside if s.parent) == sorted(
+        members[rid].context.span_id for rid in ("b0", "b2")
+    )
 
 
 async def test_a_client_in_memory_names_no_network_transport() -> None:

@@ -267,6 +267,13 @@ class InputTracer(Protocol):
         session's revision ``version``)."""
         ...
 
+    def serve_member(
+        self, channel: int, request_id: Any, method: str, params: JSONDict, version: str | None
+    ) -> contextlib.AbstractContextManager[None]:
+        """A context manager around the handler of the request ``request_id`` (``method``, ``params``) the server
+        sent on ``channel`` inside a JSON-RPC batch (2025-03-26), which the tap does not show one by one."""
+        ...
+
     def rounds(self, trail: Any = None) -> contextlib.AbstractContextManager[Any]:
         """A context manager around every round of one call, yielding its trail; ``trail``: that of a call made
         earlier, to continue it (a task handle's later requests)."""

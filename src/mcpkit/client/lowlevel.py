@@ -501,7 +501,12 @@ class ClientSession:
             return await self._tasks.answer(method, params, self._serve_client_request)
         tracer = self.input_tracer
         if tracer is not None:  # (its span current: the handler's spans are in the server's trace)
-            with tracer.serve_request(self.peer.channel, rc.id, self.features.version if self.features else None):
+            channel, version = self.peer.channel, self.features.version if self.features else None
+            with (
+                tracer.serve_request(channel, rc.id, version)
+                if rc.sink is None  # (a batch's member: the tap showed the batch, not the request)
+                else tracer.serve_member(channel, rc.id, method, params, version)
+            ):
                 return await self._serve_client_request(method, params)
         return await self._serve_client_request(method, params)
 

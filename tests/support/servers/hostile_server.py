@@ -7,6 +7,9 @@ Modes (what the server does when the client calls any tool):
                   and never reads again (the client's answers fill the pipe).
   batch-flood     handshake era: sends 20 batches of 100 ``sampling/createMessage`` requests and one batch of 101,
                   reads every answer, then answers the call with {"answered", "long_batch_error"} as text.
+  batch-traced    handshake era: sends one batch of ``sampling/createMessage`` (the first with a ``traceparent`` in
+                  its ``_meta``), ``roots/list`` and ``sampling/createMessage`` requests, reads its answer, then
+                  answers the call with that answer array as text.
   progress-flood  handshake era: sends 20,000 ``notifications/progress`` for the call, then answers it.
   oversize        handshake era: answers the call with one 5 MiB line (over the client's 4 MiB limit).
   many-inputs     2026-07-28: answers the call with an InputRequiredResult listing 5,000 sampling requests.
@@ -63,6 +66,20 @@ def batch_flood(call_id: object) -> None:
     send({"jsonrpc": "2.0", "id": call_id, "result": text(json.dumps({"answered": answered, "long": long_error}))})
 
 
+TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def batch_traced(call_id: object) -> None:
+    first = sampling("b0")
+    first["params"]["_meta"] = {"traceparent": TRACEPARENT}  # type: ignore[index]
+    send([first, {"jsonrpc": "2.0", "id": "b1", "method": "roots/list"}, sampling("b2")])
+    for line in inp:
+        msg = json.loads(line)
+        if isinstance(msg, list):
+            send({"jsonrpc": "2.0", "id": call_id, "result": text(json.dumps(msg))})
+            return
+
+
 def main() -> None:
     for line in inp:
         msg = json.loads(line)
@@ -92,6 +109,8 @@ def main() -> None:
         elif method == "tools/call":
             if MODE == "batch-flood":
                 batch_flood(rid)
+            elif MODE == "batch-traced":
+                batch_traced(rid)
             elif MODE == "progress-flood":
                 token = (params.get("_meta") or {}).get("progressToken")
                 for i in range(20_000):
