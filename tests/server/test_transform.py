@@ -281,3 +281,78 @@ def test_transform_refuses_what_cannot_work() -> None:
 async def test_forward_outside_a_transformed_tool_is_an_error() -> None:
     with pytest.raises(RuntimeError, match="only available"):
         await forward(x=1)
+
+
+def _wrapped_search() -> MCPKit:
+    """``search(query, limit=10, api_key="")`` and two wrappers of it: ``first(q, limit)``, whose ``limit`` (the
+    derived default 3) has no default of its own, and ``loud(q)``, which does not take ``limit`` at all."""
+    app = MCPKit("wrapped")
+
+    @app.tool
+    def search(query: str, limit: int = 10, api_key: str = "") -> dict[str, Any]:
+        return {"query": query, "limit": limit}
+
+    original = app.get_tool("search")
+    assert original is not None
+
+    async def first(q: str, limit: int) -> str:
+        result = await forward(q=q, limit=limit)
+        return f"{q} limit={limit} original={result['structuredContent']['limit']}"
+
+    async def loud(q: str) -> str:
+        found = (await forward(q=q.upper()))["structuredContent"]
+        return f"{found['query']} {found['limit']}"
+
+    hidden = {"api_key": ArgTransform(hide=True, default="k")}
+    renamed = {"query": ArgTransform(name="q"), **hidden}
+    app.add_tool(transform_tool(original, name="first", args={**renamed, "limit": ArgTransform(default=3)}, fn=first))
+    app.add_tool(transform_tool(original, name="loud", args=renamed, fn=loud))
+    return app
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_wrapper_gets_the_advertised_default_of_an_argument_the_client_leaves_out(mode: str) -> None:
+    """The derived schema says ``limit`` is optional (default 3); a wrapper taking ``limit`` without a default of
+    its own gets 3 when the client leaves it out, as the schema promised, instead of refusing the call for a
+    missing argument the client was told it need not send."""
+    async with toolkit_client("wrapped", "http", mode, app=_wrapped_search()) as client:
+        first = next(t for t in await client.list_tools() if t.name == "first")
+        assert first.input_schema["required"] == ["q"]
+        assert first.input_schema["properties"]["limit"]["default"] == 3
+        result = await client.call_tool("first", {"q": "cats"})
+        assert not result.is_error, result.text
+        assert result.text == "cats limit=3 original=3"
+        assert (await client.call_tool("first", {"q": "cats", "limit": 5})).text == "cats limit=5 original=5"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_argument_the_wrapper_does_not_take_still_reaches_the_original(mode: str) -> None:
+    """``loud(q)`` offers ``limit`` (the original's, in the derived schema) without taking it: a value the client
+    sends for it reaches the original through ``forward()`` instead of being dropped without a word; what the
+    wrapper passes itself wins, and leaving it out still means the default."""
+    async with toolkit_client("wrapped", "http", mode, app=_wrapped_search()) as client:
+        loud = next(t for t in await client.list_tools() if t.name == "loud")
+        assert set(loud.input_schema["properties"]) == {"q", "limit"}
+        assert (await client.call_tool("loud", {"q": "cats", "limit": 7})).text == "CATS 7"
+        assert (await client.call_tool("loud", {"q": "cats"})).text == "CATS 10"
+        refused = await client.call_tool("loud", {"q": "cats", "limit": "many"})
+        assert refused.is_error and "Invalid arguments for tool 'loud'" in refused.text and "limit" in refused.text
+
+
+async def test_a_derived_default_the_original_rejects_is_an_internal_error_not_the_clients() -> None:
+    """A default the server gave (visible, so the client may leave it out) that the original rejects is the
+    server's mistake, as a hidden value is: a client that did not send it is not told its arguments are invalid."""
+    catalog = _catalog()
+    original = catalog.get_tool("search")
+    assert original is not None
+    app = MCPKit("front")
+    app.add_tool(transform_tool(original, name="find", args={"limit": ArgTransform(default="ten")}))
+    app.add_tool(transform_tool(original, name="keyed", args={"api_key": ArgTransform(default=None)}))
+    async with Client(app) as client:
+        for name in ("find", "keyed"):
+            refused = await client.call_tool(name, {"query": "cats"})
+            assert refused.is_error and "internal error" in refused.text, refused.text
+            assert "Invalid arguments" not in refused.text
+        sent = await client.call_tool("find", {"query": "cats", "limit": "many"})  # (sent by the client: its own)
+        assert sent.is_error and "Invalid arguments for tool 'find'" in sent.text and "limit" in sent.text
+        assert (await client.call_tool("find", {"query": "cats", "limit": 2})).text == "cats 2"

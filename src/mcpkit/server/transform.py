@@ -22,7 +22,9 @@ tool runs as a task when the original may (it keeps the original's task support)
 ``fn=`` wraps the original: an ``async def`` taking the derived arguments (and optionally a ``Context``) that
 calls :func:`forward` (derived names) or :func:`forward_raw` (the original's names) to run the original and gets
 its ``CallToolResult`` as a dict; what ``fn`` returns is the derived tool's result (its return annotation, if any,
-gives the output schema; a returned ``CallToolResult`` dict is sent as it is). Any :class:`Tool` can be the
+gives the output schema; a returned ``CallToolResult`` dict is sent as it is). ``fn`` gets what the derived schema
+promises: a default it shows for an argument the client left out, and what the client sent for a derived argument
+``fn`` does not take goes on with :func:`forward`. Any :class:`Tool` can be the
 original: a function tool, a mounted tool, a proxied one.
 """
 
@@ -63,12 +65,13 @@ class ArgTransform:
 
 
 class _Forwarding:
-    __slots__ = ("ctx", "feats", "tool")
+    __slots__ = ("ctx", "feats", "passed", "tool")
 
-    def __init__(self, tool: TransformedTool, ctx: Context | None, feats: Features) -> None:
+    def __init__(self, tool: TransformedTool, ctx: Context | None, feats: Features, passed: JSONDict) -> None:
         self.tool = tool
         self.ctx = ctx
         self.feats = feats
+        self.passed = passed  # what the client sent for derived arguments fn does not take
 
 
 _current: contextvars.ContextVar[_Forwarding | None] = contextvars.ContextVar("mcpkit_forwarding", default=None)
@@ -76,11 +79,12 @@ _current: contextvars.ContextVar[_Forwarding | None] = contextvars.ContextVar("m
 
 async def forward(**arguments: Any) -> JSONDict:
     """Inside a transformed tool's ``fn``: run the original with these (derived) arguments; its
-    ``CallToolResult`` as a dict (``content``, ``structuredContent``, ``isError``)."""
+    ``CallToolResult`` as a dict (``content``, ``structuredContent``, ``isError``). What the client sent for a
+    derived argument ``fn`` does not take goes too (``fn`` never saw it: dropping it would ignore the client)."""
     current = _current.get()
     if current is None:
         raise RuntimeError("forward() is only available inside the fn of a transformed tool")
-    mapped = current.tool.checked(arguments)
+    mapped = current.tool.checked({**current.passed, **arguments} if current.passed else arguments)
     if isinstance(mapped, str):
         return error_result(mapped)
     return await current.tool.run_original(mapped, current.ctx, current.feats)
@@ -164,6 +168,9 @@ class TransformedTool(Tool):
             renamed[new] = prop
             self._to_original[new] = arg
         schema["properties"] = renamed
+        # the defaults the derived schema shows (a wrapper taking such an argument gets it when the client leaves
+        # it out, as the schema promised)
+        self._defaults: JSONDict = {n: p["default"] for n, p in renamed.items() if "default" in p}
         new_required = [n for n, o in self._to_original.items() if o in required and o not in self._fixed]
         self._required = new_required
         if new_required:
@@ -246,12 +253,20 @@ class TransformedTool(Tool):
         problems = self.original.argument_problems(mapped)
         if not problems:
             return mapped
-        visible = set(self._to_original.values())
-        if any(path and path[0] not in visible for path, _, _ in problems):  # a hidden value the server set is wrong
+        sent = {self._to_original[name] for name in arguments}
+        if any(path and path[0] not in sent for path, _, _ in problems):
+            # a value the server set (hidden, or a default the client left out) is wrong: the server's mistake
             wrong = "; ".join(f"{'.'.join(map(str, p)) or '(arguments)'}: {d or k}" for p, k, d in problems)
             error = ValueError(f"its fixed arguments are invalid: {wrong}")
             return internal_error_message(f"tool {self.name!r}", error, self.debug)
         return format_argument_problems(self._derived_problems(problems), f"tool {self.name!r}")
+
+    def _refusal_of(self, passed: JSONDict) -> str | None:
+        """The refusal of the values the client sent for arguments the wrapper does not take (None: they are
+        valid), in this tool's names."""
+        mapped = {self._to_original[name]: value for name, value in passed.items()}
+        wrong = [p for p in self.original.argument_problems(mapped) if p[0] and p[0][0] in mapped]
+        return format_argument_problems(self._derived_problems(wrong), f"tool {self.name!r}") if wrong else None
 
     async def run_original(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
         """Call the original tool with its own arguments; its ``CallToolResult``."""
@@ -274,13 +289,20 @@ class TransformedTool(Tool):
         unknown = [k for k in arguments if k not in self._to_original]
         if unknown:
             return error_result(f"tool {self.name!r} has no argument {unknown[0]!r}")
+        taken: JSONDict = {}
+        for param in wrapper.params:
+            if param.name in arguments:
+                taken[param.name] = arguments[param.name]
+            elif (default := self._defaults.get(param.name, _MISSING)) is not _MISSING:
+                taken[param.name] = default  # (the default the derived schema shows the client)
+        passed = {k: v for k, v in arguments.items() if k not in taken}
+        if passed and (refusal := self._refusal_of(passed)) is not None:  # (before fn runs, as for its own)
+            return error_result(refusal)
         try:
-            kwargs = wrapper.validate_model(
-                {k: v for k, v in arguments.items() if k in {p.name for p in wrapper.params}}
-            )
+            kwargs = wrapper.validate_model(taken)
             if wrapper.context_param is not None:
                 kwargs[wrapper.context_param] = ctx
-            token = _current.set(_Forwarding(self, ctx, feats))
+            token = _current.set(_Forwarding(self, ctx, feats, passed))
             try:
                 if wrapper.is_async:
                     value = await self.fn(**kwargs)
