@@ -162,3 +162,46 @@ async def test_a_call_times_out_while_a_server_that_stopped_reading_blocks_its_s
     finally:
         await asyncio.wait_for(client.__aexit__(None, None, None), 15)
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.parametrize(("kind", "calls_back"), [("list_changed", True), ("message", True), ("message", False)])
+async def test_a_handler_that_calls_the_client_back_survives_a_notification_storm(
+    kind: str, calls_back: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server sends 3,000 notifications (``tools/list_changed``, or distinct log messages) before its answer, and
+    the handler of each calls the client back (re-lists the tools, pings). More notifications waited than the
+    handlers' queue holds (1,024), so the reader stopped reading while the handler waited for an answer only the
+    reader could read: the session hung for good, the call timed out and nothing answered again. Now equal
+    changes waiting merge (the handler re-lists once for them), and a distinct notification that finds the queue
+    full while a handler waits on the client is dropped with a warning: the call ends, the session goes on. A
+    handler that does not call back still gets every one (the reader waits for room: nothing is dropped)."""
+    seen: list[str] = []
+    holder: list[Client] = []
+
+    async def on_change(method: str, params: Any) -> None:
+        seen.append(method)
+        await holder[0].list_tools()
+
+    async def on_log(message: Any) -> None:
+        seen.append(message.data)
+        if calls_back:
+            await holder[0].ping()
+        else:
+            await asyncio.sleep(0)
+
+    handlers: dict[str, Any] = {"on_notification": on_change} if kind == "list_changed" else {"logging_handler": on_log}
+    target = [sys.executable, HOSTILE, "storm", "3000"]
+    async with Client(target, mode="handshake", timeout=30, **handlers) as client:
+        holder.append(client)
+        result = await asyncio.wait_for(client.call_tool(kind, {}), 60)
+        assert result.text == "stormed"
+        assert await asyncio.wait_for(client.ping(), 10) >= 0  # the session goes on
+    assert seen and len(seen) <= 3000
+    if kind == "list_changed":
+        assert "dropped" not in caplog.text  # equal changes merge: nothing is lost
+    elif not calls_back:
+        assert seen == [f"log {i}" for i in range(3000)] and "dropped" not in caplog.text
+    else:
+        assert seen[:1] == ["log 0"] and len(set(seen)) == len(seen)  # in order, none twice
+        if len(seen) < 3000:
+            assert "dropped" in caplog.text and "notifications/message" in caplog.text

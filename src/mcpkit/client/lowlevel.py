@@ -392,7 +392,25 @@ class ClientSession:
         ``reset_timeout_on_progress`` each progress notification restarts it, up to the peer's ``max_timeout`` in
         all. ``answer_input=False``: one round only, an ``InputRequiredResult`` is returned as it is (``params`` may
         then carry ``inputResponses`` and ``requestState`` of a later round: a proxy relays them)."""
-        reset = reset_timeout_on_progress
+        if self._notes.from_handler():  # (a handler calling back: the reader must not wait on the handlers)
+            with self._notes.calling_back():
+                return await self._request(
+                    method, params, timeout, on_progress, reset_timeout_on_progress, answer_input, raw_task
+                )
+        return await self._request(
+            method, params, timeout, on_progress, reset_timeout_on_progress, answer_input, raw_task
+        )
+
+    async def _request(
+        self,
+        method: str,
+        params: JSONDict | None,
+        timeout: float | EllipsisType | None,
+        on_progress: ProgressCallback | None,
+        reset: bool,
+        answer_input: bool,
+        raw_task: bool,
+    ) -> JSONDict:
         if self.features is None:
             raise ConnectionClosed("not connected")
         self._check_capability(method)
@@ -539,8 +557,12 @@ class ClientSession:
         if self.features is not None and self.features.modern:
             await self.request("server/discover", {}, timeout=timeout)
             return
-        await self.peer.request("ping", None, timeout=timeout)
         notes = self._notes
+        if notes.from_handler():
+            with notes.calling_back():
+                await self.peer.request("ping", None, timeout=timeout)
+            return
+        await self.peer.request("ping", None, timeout=timeout)
         if notes.received != notes.handled:
             await notes.catch_up()
 

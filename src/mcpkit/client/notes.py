@@ -5,22 +5,29 @@ The handlers run in one task of their own, in order, apart from the reader: a ha
 returns once the notifications that arrived before its answer are handled (:meth:`HandlerQueue.catch_up`), unless
 it is made from a handler itself (it would wait for itself).
 
-Bounds: at most :data:`MAX_QUEUED_NOTIFICATIONS` wait; beyond, the session stops reading until one is handled.
+Bounds: at most :data:`MAX_QUEUED_NOTIFICATIONS` wait. With the queue full, a change equal to one still waiting (a
+list's ``list_changed``, ``resources/updated`` of the same URI) merges into it (the handler re-reads once for
+both); any other notification makes the session stop reading until one is handled -- unless a handler is waiting
+for an answer of the session, which only the reader can read: then the notification is dropped, with a warning,
+rather than the session hang for good.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterator
 
+from ..protocol.changes import change_key
 from ..protocol.jsonrpc import JSONDict
 
 logger: logging.Logger = logging.getLogger("mcpkit.client")
 
-#: notifications waiting for the logging and notification handlers; beyond it the session stops reading until one
-#: is handled
+#: notifications waiting for the logging and notification handlers; beyond it equal changes merge, and the session
+#: stops reading until one is handled (or drops the notification while a handler waits for an answer of it)
 MAX_QUEUED_NOTIFICATIONS = 1024
 
 # the queue whose handlers run in this task (and the tasks they start): their calls back into its session do not
@@ -34,31 +41,84 @@ class HandlerQueue:
     """One session's notifications on their way to its handlers (see the module docs); ``deliver(method, params)``
     runs the handlers of one. The task starts with the first notification."""
 
-    __slots__ = ("_deliver", "_event", "_queue", "_task", "handled", "received")
+    __slots__ = (
+        "_calling",
+        "_closed",
+        "_deliver",
+        "_event",
+        "_items",
+        "_keys",
+        "_ready",
+        "_room",
+        "_task",
+        "_warned",
+        "dropped",
+        "handled",
+        "received",
+    )
 
     def __init__(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._queue: asyncio.Queue[tuple[str, JSONDict | None]] | None = None
+        self._items: deque[tuple[str, JSONDict | None, object]] = deque()  # (method, params, coalescing key)
+        self._keys: dict[object, int] = {}  # the keys of the waiting changes that coalesce, and how many wait
         self._task: asyncio.Task[None] | None = None
-        self._event: asyncio.Event | None = None
+        self._event: asyncio.Event | None = None  # set as each one is handled (catch_up)
+        self._ready = asyncio.Event()  # set while one waits
+        self._room = asyncio.Event()  # set when one leaves a full queue, or a handler starts waiting on the session
+        self._calling = 0  # calls of the handlers into their session waiting for an answer
+        self._closed = False
+        self._warned = False
         self.received: int = 0  # notifications put in the queue
         self.handled: int = 0  # ... and handled (the session compares the two before it waits in catch_up)
+        self.dropped: int = 0  # notifications dropped: the queue was full while a handler waited on the session
 
     async def put(self, method: str, params: JSONDict | None) -> None:
-        """Queue one notification for the handlers (waits only when they are MAX_QUEUED_NOTIFICATIONS behind)."""
-        queue = self._queue
-        if queue is None:
-            queue = self._queue = asyncio.Queue(MAX_QUEUED_NOTIFICATIONS)
+        """Queue one notification for the handlers (see the module docs for what happens when the queue is
+        full)."""
+        if self._task is None:
             self._event = asyncio.Event()
-            self._task = asyncio.get_running_loop().create_task(self._run(queue, self._event))
+            self._task = asyncio.get_running_loop().create_task(self._run(self._event))
+        items = self._items
+        key = change_key(method, params) if params is not None else change_key(method, {})
+        while len(items) >= MAX_QUEUED_NOTIFICATIONS and not self._closed:
+            if key is not None and key in self._keys:
+                return  # the same change waits already: the handler reads once for both
+            if self._calling:
+                self.dropped += 1
+                if not self._warned:
+                    self._warned = True
+                    logger.warning(
+                        "%d notifications wait for the client's handlers while a handler waits for an answer of the "
+                        "client: a %s notification was dropped, and others may be, rather than stop reading the "
+                        "answer it waits for (a handler that calls the client back: keep it quick)",
+                        len(items),
+                        method,
+                    )
+                return
+            self._room.clear()
+            await self._room.wait()
+        self._warned = False
         self.received += 1
-        await queue.put((method, params))
+        items.append((method, params, key))
+        if key is not None:
+            self._keys[key] = self._keys.get(key, 0) + 1
+        self._ready.set()
 
-    async def _run(self, queue: asyncio.Queue[tuple[str, JSONDict | None]], event: asyncio.Event) -> None:
+    async def _run(self, event: asyncio.Event) -> None:
         """Run the handlers, one notification after the other."""
         _HANDLING.set(self)
+        items, ready = self._items, self._ready
         while True:
-            method, params = await queue.get()
+            if not items:
+                ready.clear()
+                await ready.wait()
+                continue
+            method, params, key = items.popleft()
+            if key is not None:
+                left = self._keys.pop(key) - 1
+                if left:
+                    self._keys[key] = left
+            self._room.set()
             try:
                 await self._deliver(method, params)
             except Exception:
@@ -66,6 +126,20 @@ class HandlerQueue:
             finally:
                 self.handled += 1
                 event.set()
+
+    def from_handler(self) -> bool:
+        """Whether the caller runs in a handler of this queue (or a task one started)."""
+        return _HANDLING.get() is self
+
+    @contextlib.contextmanager
+    def calling_back(self) -> Iterator[None]:
+        """Around a handler's call into its session: while it waits, a full queue does not stop the reader."""
+        self._calling += 1
+        self._room.set()  # (a reader waiting for room looks again)
+        try:
+            yield
+        finally:
+            self._calling -= 1
 
     async def catch_up(self) -> None:
         """Wait until the handlers have seen every notification received so far, unless called from a handler."""
@@ -78,6 +152,8 @@ class HandlerQueue:
 
     def close(self) -> None:
         """Stop the handlers' task (what waits is not handled)."""
+        self._closed = True
+        self._room.set()
         if self._task is not None:
             self._task.cancel()
 

@@ -26,6 +26,8 @@ Behaviours (each otherwise answers initialize/ping/tools/resources/prompts corre
   that is not a request or notification (``got {...}``); any other name is answered correctly;
 - ``invalid-initialize``: answers initialize with ``capabilities`` that are not an object and no ``serverInfo``,
   and server/discover (2026-07-28) with ``supportedVersions: ["2026-07-28"]`` and ``capabilities`` not an object;
+- ``storm N``: tools/call named ``list_changed`` sends N ``notifications/tools/list_changed`` before its answer, named
+  ``message`` N distinct log messages (``notifications/message``, data ``log I``);
 - ``deaf``: once initialized, stops reading its stdin for good (a server stuck in a loop): what the client writes
   fills the pipe.
 """
@@ -169,6 +171,14 @@ def call_tool(rid: Any, params: dict[str, Any]) -> None:
             }
         )
         PENDING[("elicit-1")] = rid
+    elif BEHAVIOUR == "storm":
+        for i in range(int(ARG or 3000)):
+            if params.get("name") == "message":
+                note = {"method": "notifications/message", "params": {"level": "info", "data": f"log {i}"}}
+            else:
+                note = {"method": "notifications/tools/list_changed"}
+            send({"jsonrpc": "2.0", **note})
+        result(rid, {"content": [{"type": "text", "text": "stormed"}]})
     elif BEHAVIOUR == "structured":
         result(rid, {"content": [{"type": "text", "text": '{"sum": 5}'}], "structuredContent": {"sum": 5}})
     else:
