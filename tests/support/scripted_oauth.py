@@ -45,7 +45,7 @@ class ScriptedOAuth:
         self.challenge_scope = "read"  # the scope= of the 401 challenge
         self.token_hook: TokenHook | None = None
         self.token_delay = 0.0
-        self.as_metadata: dict[str, Any] | None = None  # None: the default document
+        self.as_metadata: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
         self.prm: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
         self.registration_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: a registration
 
@@ -94,7 +94,8 @@ class ScriptedOAuth:
                 "registration_endpoint": base + "/register",
                 "code_challenge_methods_supported": ["S256"],
             }
-            return 200, default if self.as_metadata is None else self.as_metadata, []
+            document = default if self.as_metadata is None else self.as_metadata
+            return (200, document, []) if document else (404, {}, [])
         if path == "/register":
             if self.registration_answer is not None:
                 return *self.registration_answer, []

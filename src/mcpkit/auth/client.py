@@ -60,7 +60,7 @@ from urllib.parse import urlencode, urlsplit
 import httpx
 import orjson
 
-from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION
+from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION, features, is_supported
 from ._util import pkce_pair
 from .challenges import parse_challenges
 from .client_discovery import _Discovery
@@ -148,6 +148,11 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         allow_private_network: fetch metadata/endpoints on private or link-local addresses even when the MCP server
             is not on such an address itself (default False: SSRF protection).
         max_document_size: the largest metadata, registration or token response read, in bytes (default 256 KiB).
+        require_advertised_pkce: refuse every authorization server whose metadata does not list
+            ``code_challenge_methods_supported`` with ``S256`` (or that has no metadata at all). By default this
+            holds wherever the client knows the server speaks 2025-11-25 or later (the spec's "MUST refuse to
+            proceed"); a server without resource metadata met at the first 401 of negotiation, whose revision is
+            not known yet, may still be a 2025-03-26 one, whose metadata need not list the field. True: always.
         http_client: the httpx client of the flow's own requests (discovery, registration, tokens). By default one
             whose transport applies the address rule where it connects
             (:class:`~mcpkit.auth.client_discovery.CheckedAddressTransport`: no DNS rebinding) and that honours the
@@ -184,8 +189,11 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         timeout: float = 30.0,
         allow_private_network: bool = False,
         max_document_size: int = 256 * 1024,
+        require_advertised_pkce: bool = False,
     ) -> None:
         self.server_url = server_url
+        self.require_advertised_pkce = require_advertised_pkce
+        self._negotiated: str | None = None  # the revision the server is known to speak (see _version_of)
         self.allow_private_network = allow_private_network
         self.max_document_size = max_document_size
         if grant_type not in _GRANTS:
@@ -256,6 +264,8 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         if (request.url.scheme, request.url.host, request.url.port) != (server.scheme, server.host, server.port):
             yield request  # the token is for the MCP server only: never hand it to another origin
             return
+        if (version := request.headers.get("mcp-protocol-version")) and version != self._negotiated:
+            self._learn_version(request, version)
         tokens = await self._usable_tokens()
         self._present(request, tokens)
         response = yield request
@@ -382,22 +392,31 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
             await self._http.aclose()
             self._http = None
 
-    def _version_for(self, request: httpx.Request) -> str:
+    def _version_of(self, request: httpx.Request) -> tuple[str, bool]:
+        """The revision to discover with, and whether the server is known to speak it: a request's
+        ``MCP-Protocol-Version`` is the negotiated one, except on the ``initialize`` or ``server/discover`` that
+        opens a session, where it (or the body's version) is only proposed; a revision seen negotiated before
+        stays known (a later ``server/discover``, the 2026-07-28 ping)."""
+        body = _body(request)
         version = request.headers.get("mcp-protocol-version")
         if version:
-            return str(version)
-        try:
-            body = orjson.loads(request.content) if request.content else None
-        except (orjson.JSONDecodeError, httpx.RequestNotRead):
-            body = None
+            version = str(version)
+            return version, version == self._negotiated or not _opens_session(body)
         if isinstance(body, dict) and isinstance(body.get("params"), dict):
             params = body["params"]
             if isinstance(params.get("protocolVersion"), str):
-                return str(params["protocolVersion"])
+                return str(params["protocolVersion"]), False
             meta = params.get("_meta")
             if isinstance(meta, dict) and isinstance(meta.get(META_PROTOCOL_VERSION), str):
-                return str(meta[META_PROTOCOL_VERSION])
-        return self.protocol_version
+                version = str(meta[META_PROTOCOL_VERSION])
+                return version, version == self._negotiated
+        return self.protocol_version, False
+
+    def _learn_version(self, request: httpx.Request, version: str) -> None:
+        """A request other than the one opening a session carries the negotiated revision (the transport sends the
+        header only once it is settled): remember it. Read until one such request went through, then never."""
+        if not _opens_session(_body(request)):
+            self._negotiated = version
 
     async def _authorize(
         self, request: httpx.Request, challenge: Mapping[str, str], *, stale: TokenSet | None, step_up: bool = False
@@ -410,8 +429,9 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
                 wanted = set(challenge.get("scope", "").split())
                 if not step_up or current.scope is None or wanted <= set(current.scope.split()):
                     return
-        version = self._version_for(request)
-        discovery = await self._discover(challenge, version)
+        version, known = self._version_of(request)
+        strict = self.require_advertised_pkce or (known and is_supported(version) and features(version).pkce_advertised)
+        discovery = await self._discover(challenge, version, strict_pkce=strict)
         same = self.issuer is not None and (self.issuer, self.resource) == (discovery.issuer, discovery.resource)
         if not step_up and not same:
             # tokens this storage already holds for that issuer and resource (an earlier run): use them
@@ -577,3 +597,17 @@ def _check_scope_bounds(scopes: list[str]) -> None:
             f"step-up refused: its scope string would be {length} characters, more than the {MAX_SCOPE_STRING} "
             "characters a step-up may ask for"
         )
+
+
+def _body(request: httpx.Request) -> Any:
+    """The JSON body of an MCP request (None when it has none, or none read yet)."""
+    try:
+        return orjson.loads(request.content) if request.content else None
+    except (orjson.JSONDecodeError, httpx.RequestNotRead):
+        return None
+
+
+def _opens_session(body: Any) -> bool:
+    """The request opens a session (``initialize``, or the 2026-07-28 ``server/discover``): its revision is a
+    proposal the server has not answered yet."""
+    return isinstance(body, dict) and body.get("method") in ("initialize", "server/discover")

@@ -346,7 +346,10 @@ class DiscoveryMixin:
         if refusal is not None:
             raise OAuthFlowError(refusal)
 
-    async def _discover(self, challenge: Mapping[str, str], version: str) -> _Discovery:
+    async def _discover(self, challenge: Mapping[str, str], version: str, *, strict_pkce: bool = True) -> _Discovery:
+        """The resource metadata and its authorization server's, else (a 2025-03-26 server) the metadata at the
+        authorization base URL, else its default endpoints. ``strict_pkce``: the server is held to the 2025-11-25 rule
+        (an authorization server advertising no PKCE method is refused), which 2025-03-26 discovery does not know."""
         server = urlsplit(self.server_url)
         origin = f"{server.scheme}://{server.netloc}"
         path = server.path.rstrip("/")
@@ -387,7 +390,7 @@ class DiscoveryMixin:
             if metadata.get("issuer") != issuer:
                 raise OAuthFlowError(f"the metadata issuer {metadata.get('issuer')!r} is not {issuer!r}")
             scopes = prm.get("scopes_supported")
-            self._check_metadata(metadata)
+            self._check_metadata(metadata, version=version)
             return _Discovery(
                 issuer, metadata, resource, [str(s) for s in scopes] if isinstance(scopes, list) else None, prm
             )
@@ -400,9 +403,14 @@ class DiscoveryMixin:
             parts = urlsplit(str(issuer))
             if f"{parts.scheme}://{parts.netloc}" != origin:
                 raise OAuthFlowError(f"the metadata issuer {issuer!r} is not on {origin!r}")
-            self._check_metadata(metadata, legacy=True)
+            self._check_metadata(metadata, legacy=not strict_pkce, version=version)
             return _Discovery(
                 str(issuer).rstrip("/"), metadata, self._legacy_resource(version), None, None, legacy=True
+            )
+        if strict_pkce:
+            raise OAuthFlowError(
+                f"neither resource nor authorization server metadata at {origin}: the authorization server does not "
+                f"advertise PKCE S256{_pkce_rule(version)}; refusing to proceed"
             )
         self.log.append("no metadata: default endpoints")
         defaults = {
@@ -454,7 +462,7 @@ class DiscoveryMixin:
         return None
 
     @staticmethod
-    def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False) -> None:
+    def _check_metadata(metadata: Mapping[str, Any], legacy: bool = False, version: str | None = None) -> None:
         if metadata.get("token_endpoint") is None:
             raise OAuthFlowError("the authorization server metadata names no token_endpoint (RFC 8414 requires it)")
         # every authorization endpoint is https (plain http only on a loopback host), in every revision
@@ -465,5 +473,19 @@ class DiscoveryMixin:
         methods = metadata.get("code_challenge_methods_supported")
         if methods is None and legacy:
             return  # 2025-03-26 metadata need not advertise it; PKCE S256 is used regardless
+        if methods is None:
+            raise OAuthFlowError(
+                "the authorization server does not advertise PKCE S256 (its metadata has no "
+                f"code_challenge_methods_supported){_pkce_rule(version)}; refusing to proceed"
+            )
         if not isinstance(methods, list) or "S256" not in methods:
             raise OAuthFlowError("the authorization server does not advertise PKCE S256; refusing to proceed")
+
+
+def _pkce_rule(version: str | None) -> str:
+    """Where the rule an authorization server failed comes from, for its error."""
+    session = f"protocol {version}; " if version else ""
+    return (
+        f" ({session}from protocol 2025-11-25 on the client MUST refuse to proceed, and "
+        "OAuthClient(require_advertised_pkce=True) holds every server to it)"
+    )

@@ -93,6 +93,7 @@ class Features:
     completion_context: bool
     protocol_version_header: bool  # MCP-Protocol-Version MUST be sent on HTTP
     resource_indicators: bool  # OAuth: the client MUST name the server (RFC 8707 resource) to the authorization server
+    pkce_advertised: bool  # OAuth: an authorization server whose metadata lists no PKCE method MUST be refused
     icons: bool
     implementation_details: bool  # Implementation.description and websiteUrl (serverInfo; 2025-11-25 on)
     url_elicitation: bool
@@ -142,6 +143,7 @@ def _make(version: str) -> Features:
         completion_context=at_least(V2025_06_18),
         protocol_version_header=at_least(V2025_06_18),
         resource_indicators=at_least(V2025_06_18),
+        pkce_advertised=at_least(V2025_11_25),
         icons=at_least(V2025_11_25),
         implementation_details=at_least(V2025_11_25),
         url_elicitation=at_least(V2025_11_25),
