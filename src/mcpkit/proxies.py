@@ -116,6 +116,16 @@ def _check_prefixes(prefixes: list[str]) -> None:
                 )
 
 
+def _refused_name(name: str, exc: InvalidParams) -> UnknownName:
+    """The upstream's -32602 to a ``tools/call`` or ``prompts/get`` of ``name``, relayed as it came (message and
+    data), as an :class:`UnknownName`: the name is the caller's word, which the upstream did not take (telemetry
+    names the span after the method alone). A refusal of the arguments of a name the upstream has is -32602 too: its
+    span loses the name from its name only (``gen_ai.tool.name`` keeps it)."""
+    refused = UnknownName(name, exc.message)
+    refused.data = exc.data
+    return refused
+
+
 # ---------------------------------------------------------------------------------------------- the server
 
 
@@ -330,7 +340,12 @@ class ProxyServer(MCPKit):
             else:
                 raise InvalidParams("completion/complete: ref needs a name or a uri")
             out["ref"] = ref
-        result = await self._forward(sctx, upstream, method, out)
+        try:
+            result = await self._forward(sctx, upstream, method, out)
+        except InvalidParams as exc:
+            if method in ("tools/call", "prompts/get") and not isinstance(exc, UnknownName):
+                raise _refused_name(params["name"], exc) from None
+            raise
         return shape_result(method, result, sctx.features, upstream.prefix)
 
     async def _list(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> JSONDict:
