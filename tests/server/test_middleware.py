@@ -203,6 +203,22 @@ async def test_unexpected_exceptions_are_masked_behind_an_error_id(transport: st
     assert counts["tools/call RuntimeError"] == 1 and counts["tools/call isError"] == 1
 
 
+@BOTH
+@ERA
+async def test_a_request_ended_by_a_cancelled_error_of_its_own_is_answered_not_left_hanging(
+    transport: str, mode: str
+) -> None:
+    """A handler or middleware that ends in a ``CancelledError`` nobody asked for (it awaited a future other code
+    cancelled) gets an error answer, -32603: the client did not cancel, so leaving the request unanswered (as a
+    cancelled one is) left the caller waiting until its own timeout, and the session goes on."""
+    async with connect("stray", transport, mode) as client:
+        for tool in ("orphan", "dropped"):
+            with pytest.raises(MCPError) as refused:
+                await asyncio.wait_for(client.call_tool(tool, {}), 20)
+            assert refused.value.code == -32603, refused.value
+        assert (await client.call_tool("ok", {})).text == "ok"
+
+
 # ---------------------------------------------------------------------------------------------- rate limiting
 
 

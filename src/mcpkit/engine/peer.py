@@ -382,7 +382,7 @@ class Peer(Requests):
             self._tapped(OUT, answer)
         return answer  # (a detached context is in no table and holds no slot: nothing to leave)
 
-    def _failed(self, ctx: RequestContext, exc: Exception) -> Outgoing:
+    def _failed(self, ctx: RequestContext, exc: BaseException) -> Outgoing:
         """The error answer of a request whose handler raised ``exc`` (logged unless it is a protocol error)."""
         ctx.done = True
         if isinstance(exc, MCPError):
@@ -554,10 +554,12 @@ class Peer(Requests):
                 result = self.request_handler(ctx) if pending is None else pending
                 if not isinstance(result, dict):  # (a handler may answer at once: no coroutine to await then)
                     result = await result
-            except asyncio.CancelledError:
+            except asyncio.CancelledError as exc:
                 if ctx.cancelled:
                     return None  # cancelled by the requester: no response (spec)
-                raise
+                if _being_cancelled():
+                    raise  # (the server stops, or the request's HTTP exchange ended)
+                answer = self._failed(ctx, exc)  # the handler's own (it awaited what other code cancelled)
             except Exception as exc:
                 answer = self._failed(ctx, exc)
             else:
@@ -675,3 +677,11 @@ def _item_ended(ended: asyncio.Future[None], _: object) -> None:
     """A batch item started from the waiting line ended: its batch stops waiting for it."""
     if not ended.done():
         ended.set_result(None)
+
+
+def _being_cancelled() -> bool:
+    """Is the running task being cancelled (``Task.cancel()`` asked of it, not taken back)? A ``CancelledError``
+    that reaches a request's handler otherwise came out of something it awaited (a future or task other code
+    cancelled): the handler failed, and its request still gets an answer."""
+    task = _current_task()
+    return task is None or task.cancelling() > 0

@@ -193,7 +193,46 @@ def guarded_app() -> MCPKit:
     return app
 
 
-APPS = {"observed": observed_app, "limited": limited_app, "cached": cached_app, "guarded": guarded_app}
+class Abandons(Middleware):
+    """A middleware whose call of ``dropped`` ends in a ``CancelledError`` that is no cancellation of the request
+    (what awaiting a task or future that other code cancelled gives)."""
+
+    async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+        if call.name == "dropped":
+            raise asyncio.CancelledError()
+        return await call_next(call)
+
+
+def stray_app() -> MCPKit:
+    """Requests whose handlers end in a ``CancelledError`` of their own: ``orphan`` awaits a future other code
+    cancelled, ``dropped`` is ended so by a middleware; ``ok`` answers."""
+    app = MCPKit("stray")
+    app.add_middleware(Abandons())
+
+    @app.tool
+    async def orphan() -> str:
+        shared: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        shared.cancel()  # (the other code that owned it gave up)
+        return await shared
+
+    @app.tool
+    def dropped() -> str:
+        return "never"
+
+    @app.tool
+    def ok() -> str:
+        return "ok"
+
+    return app
+
+
+APPS = {
+    "observed": observed_app,
+    "limited": limited_app,
+    "cached": cached_app,
+    "guarded": guarded_app,
+    "stray": stray_app,
+}
 
 
 def build(name: str) -> MCPKit:
