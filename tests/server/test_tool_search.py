@@ -17,6 +17,7 @@ import pytest
 from mcpkit import Client, Context, MCPKit
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server.tool_search import MAX_QUERY_CHARS, MAX_RESULTS
+from mcpkit.server.transform import transform_tool
 from support.paths import REPO
 from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, build, serve_http, toolkit_client
 
@@ -323,25 +324,127 @@ def test_the_scope_rule_asks_for_the_inner_tools_scopes() -> None:
     assert own("prompts/get", {"name": "call_tool", "arguments": {"name": "purge"}}) == ["read"]
 
 
-def test_an_app_with_tool_search_is_neither_mounted_nor_imported() -> None:
-    """A mounted caller tool would run the child's tools past the parent's own rules (its scope rule names the
-    parent's tools): refused, whichever comes first, the mount or the search; the parent gets nothing of it."""
-    child = build("tool_search")
+def _searching_child() -> MCPKit:
+    child = MCPKit("child")
+
+    @child.tool()
+    def purge(path: str) -> str:
+        """Purge a path for good."""
+        return f"purged {path}"
+
+    @child.tool()
+    def secret_purge(path: str) -> str:
+        """Purge a secret path."""
+        return f"secretly purged {path}"
+
+    @child.tool()
+    def forecast(city: str) -> str:
+        """The weather forecast of a city."""
+        return f"{city}: sunny"
+
+    child.add_tool_search()
+    return child
+
+
+@BOTH
+async def test_a_mounted_app_with_tool_search_calls_its_tools_as_the_parents_own_calls(mode: str) -> None:
+    """A parent that mounts an app with tool search: ``c_search_tools`` finds what the parent serves this caller
+    of the mounted tools, under the parent's names, and ``c_call_tool`` of one is the parent's own call of it (its
+    scope rule, its view, its interceptors): refused, or run, exactly as the direct call."""
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
     parent = MCPKit("parent")
-    for attach in (parent.mount, parent.import_server):
-        with pytest.raises(ValueError, match="add tool search on the parent instead"):
-            attach(child, prefix="ops")
-    assert parent.tools == [] and child._mounted_in == []
-    later = MCPKit("later")
-    later.add_tool(lambda: "", name="purge", scopes=["files:admin"])
-    parent.mount(later, prefix="ops")
-    with pytest.raises(ValueError, match="add tool search on the parent instead"):
-        later.add_tool_search()
-    assert [t.name for t in parent.tools] == ["ops_purge"] and later.get_tool("call_tool") is None
-    grandparent = MCPKit("grandparent")
-    grandparent.mount(parent, prefix="g")
-    with pytest.raises(ValueError, match="add tool search on the parent instead"):
-        parent.add_tool_search()  # (mounted itself: the grandparent's rules would be passed by just the same)
+    seen: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        seen.append(call.params.get("name"))
+        return await call_next(call)
+
+    parent.add_interceptor(record, methods="tools/call")
+    parent.mount(_searching_child(), prefix="c")
+    parent.disable("c_secret_purge")
+    resource = "http://mcp.test/mcp"
+    verifier = StaticTokenVerifier.simple({"reader": [], "admin": ["files:admin"]}, audience=resource)
+
+    def own_rule(method: str, params: Any) -> list[str]:  # (the parent's rule names the tools as it serves them)
+        return ["files:admin"] if method == "tools/call" and params.get("name") == "c_purge" else []
+
+    asgi = protect(create_app(parent), resource=resource, verifier=verifier, scope_rule=own_rule)
+    async with serve_asgi(asgi) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
+            found = await reader.call_tool("c_search_tools", {"query": "purge"})
+            assert [t["name"] for t in json.loads(found.text)["tools"]] == ["c_purge"]  # (c_secret_purge: hidden)
+            direct = await _refused(reader.call_tool("c_purge", {"path": "/x"}))
+            through = await _refused(reader.call_tool("c_call_tool", {"name": "c_purge", "arguments": {"path": "/x"}}))
+            assert direct.code != -32003 and "files:admin" in direct.message  # (the HTTP 403 step-up)
+            assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
+            for name in ("c_secret_purge", "purge", "forecast"):  # hidden in the parent; the child's own names
+                direct = await _refused(reader.call_tool(name, {"path": "/x"}))
+                through = await _refused(reader.call_tool("c_call_tool", {"name": name, "arguments": {"path": "/x"}}))
+                assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
+            for synthetic in ("c_call_tool", "c_search_tools"):
+                refused = await _refused(reader.call_tool("c_call_tool", {"name": synthetic}))
+                assert refused.code == -32602 and "call it directly" in refused.message
+            seen.clear()
+            done = await reader.call_tool("c_call_tool", {"name": "c_forecast", "arguments": {"city": "Oslo"}})
+            assert done.text == "Oslo: sunny" and seen == ["c_forecast"]  # (the parent's interceptor saw the call)
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer admin"}) as admin:
+            done = await admin.call_tool("c_call_tool", {"name": "c_purge", "arguments": {"path": "/x"}})
+            assert done.text == "purged /x"
+
+
+async def test_search_through_a_grandparent_an_import_or_added_once_mounted_names_tools_as_the_serving_app() -> None:
+    child = MCPKit("child")
+    child.add_tool(lambda path: f"purged {path}", name="purge", description="Purge a path.")
+    parent, grandparent, importer = MCPKit("parent"), MCPKit("grandparent"), MCPKit("importer")
+    parent.mount(child, prefix="c")
+    grandparent.mount(parent, prefix="p")
+    child.add_tool_search()  # (once mounted: the parent and the grandparent route its calls from now on)
+    importer.import_server(child, prefix="i")
+    for app, prefix in ((parent, "c_"), (grandparent, "p_c_"), (importer, "i_")):
+        async with Client(app) as client:
+            found = await client.call_tool(f"{prefix}search_tools", {"query": "purge"})
+            assert [t["name"] for t in json.loads(found.text)["tools"]] == [f"{prefix}purge"]
+            done = await client.call_tool(f"{prefix}call_tool", {"name": f"{prefix}purge", "arguments": {"path": "/"}})
+            assert done.text == "purged /"
+            app.disable(f"{prefix}purge")
+            assert json.loads((await client.call_tool(f"{prefix}search_tools", {"query": "purge"})).text) == {
+                "tools": []
+            }
+            direct = await _refused(client.call_tool(f"{prefix}purge", {"path": "/"}))
+            through = await _refused(client.call_tool(f"{prefix}call_tool", {"name": f"{prefix}purge"}))
+            assert (through.code, through.message) == (direct.code, direct.message)
+            app.enable(f"{prefix}purge")
+
+
+async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serves() -> None:
+    """Derived from ``c_call_tool`` (mapping its arguments, or forwarding from a function of its own), a tool
+    calls the tools by the parent's names, under the parent's view, with the direct call's refusals."""
+    from mcpkit.server.transform import forward
+
+    parent = MCPKit("parent")
+    parent.mount(_searching_child(), prefix="c")
+    caller = parent.get_tool("c_call_tool")
+    assert caller is not None
+
+    async def forwarding(name: str) -> Any:
+        return await forward(name=name, arguments={"path": "/"})
+
+    parent.add_tool(transform_tool(caller, name="run"))
+    parent.add_tool(transform_tool(caller, name="run_fn", fn=forwarding))
+    async with Client(parent) as client:
+        for tool in ("run", "run_fn"):
+            done = await client.call_tool(tool, {"name": "c_purge", "arguments": {"path": "/"}})
+            assert done.text == "purged /"
+            parent.disable("c_purge")
+            direct = await _refused(client.call_tool("c_purge", {"path": "/"}))
+            for name in ("c_purge", "purge"):
+                through = await _refused(client.call_tool(tool, {"name": name, "arguments": {"path": "/"}}))
+                assert (through.code, through.message) == (direct.code, direct.message.replace("c_purge", name))
+            parent.enable("c_purge")
 
 
 @BOTH
@@ -395,7 +498,9 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
         return ["files:admin"] if method == "tools/call" and params.get("name") == "purge" else []
 
     search = app.tool_search
-    assert search is not None
+    caller = app.get_tool("call_tool")
+    assert search is not None and caller is not None
+    app.add_tool(transform_tool(caller, name="run"))  # (a tool derived from call_tool: refused alike)
     scope_rule = (
         app.scope_rule if rule == "app" else search.scope_rule(own_rule) if rule == "own_for_search" else own_rule
     )
@@ -411,9 +516,11 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
         async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
             direct = await _refused(reader.call_tool("purge", {"path": "/x"}))
             through = await _refused(reader.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}}))
+            derived = await _refused(reader.call_tool("run", {"name": "purge", "arguments": {"path": "/x"}}))
             if rule != "own_behind_another_app":  # the same refusal (HTTP 403 with the step-up challenge)
                 assert direct.code != -32003, direct
                 assert (through.code, through.message, through.data) == (direct.code, direct.message, direct.data)
+                assert (derived.code, derived.message, derived.data) == (direct.code, direct.message, direct.data)
             else:  # protect knows no server: the rule is asked about the inner tool by the dispatcher only
                 assert through.code == -32003 and through.data["scopes"] == ["files:admin"]
             assert "files:admin" in through.message

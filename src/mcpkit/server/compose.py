@@ -68,7 +68,10 @@ class Composable(Protocol):
     _lifespan: Any
     _intercepting: Any
     _tool_search: Any
+    _routing: Any
     tasks: Any
+
+    def _route_calls(self) -> None: ...
 
     def enable_tasks(self) -> Any: ...
 
@@ -452,14 +455,6 @@ def _ancestors(app: Any) -> set[int]:
     return seen
 
 
-#: why an app with tool search is neither mounted nor imported: its caller tool would run its tools under the
-#: parent's name of the caller tool, past the parent's own rules for them (a scope rule naming ``<prefix>_<tool>``)
-UNMOUNTABLE_SEARCH = (
-    "{!r} has tool search: mounting or importing it would let its call_tool pass the parent's rules for its tools; "
-    "add tool search on the parent instead"
-)
-
-
 def attach(
     parent: Composable, child: Composable, prefix: str | None, *, live: bool, tags: Iterable[str] | None = None
 ) -> Mount:
@@ -468,8 +463,6 @@ def attach(
         raise TypeError(f"only an MCPKit app can be mounted or imported, not {type(child).__name__}")
     if child._not_mountable is not None:
         raise TypeError(child._not_mountable)
-    if child._tool_search is not None:
-        raise ValueError(UNMOUNTABLE_SEARCH.format(child.name))
     if prefix is not None:
         check_prefix(prefix)
     if child is parent or id(child) in _ancestors(parent):
@@ -501,6 +494,8 @@ def attach(
     if any(isinstance(t, completing) and t.completions for items in wanted.values() for t in items.values()):
         parent._enable_completion()
     _enable_tasks(parent, wanted["tools"].values())
+    if child._routing is not None:  # it serves a caller tool: the parent routes its calls (tool_search.py)
+        parent._route_calls()
     if live:
         parent._mounts[prefix] = mount
         child._mounted_in.append((parent, mount))
@@ -551,6 +546,8 @@ def refresh(parent: Composable, mount: Mount, kind: str) -> None:
         mount.owned[k] = kept
         if k == "tools":
             _enable_tasks(parent, (registry[key] for key in kept))
+            if mount.child._routing is not None:  # (tool search added once mounted: the parent routes its calls)
+                parent._route_calls()
         elif any(
             isinstance(registry[key], (MountedPrompt, MountedTemplate)) and registry[key].completions for key in kept
         ):
@@ -638,7 +635,6 @@ __all__ = [
     "Composable",
     "Mounting",
     "Mount",
-    "UNMOUNTABLE_SEARCH",
     "MountedPrompt",
     "MountedResource",
     "MountedTemplate",

@@ -21,9 +21,12 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
   the app's other interceptors, its middleware and telemetry, and its task support see the real tool's call, and
   the call runs on the same request (progress, cancellation, logging, input rounds as for a direct call).
   ``call_tool`` cannot call the search or caller tool.
-- an app with tool search is never mounted nor imported (nor gets tool search once mounted): its caller tool would
-  run its tools under the parent's name of the caller tool, past the parent's own rules for them. Tool search goes
-  on the app served, where ``call_tool`` names each tool as that app serves it.
+- an app with tool search may be mounted or imported: the app serving the request routes a call of the mounted
+  caller tool (``ops_call_tool``) before its own chain (:class:`CallRouting`), into its own ``tools/call`` of the
+  tool named as it serves it (``ops_purge``), so its scope rule, view and interceptors are asked about that tool;
+  the mounted search tool finds what that app shows the caller, under its names. Every app that serves a caller
+  tool, its own or a mounted one, has the routing interceptor; in a mounted app's chain it does nothing (the
+  call was routed at the top, or came by other means and the caller tool's own function routes it).
 
 An app without tool search pays nothing: ``tools/call`` runs as before (the interceptor exists only once
 ``add_tool_search`` was called). The index (:class:`~mcpkit.server.search_index.SearchIndex`) is built at the
@@ -44,15 +47,17 @@ from ..protocol.errors import (
     MCPError,
     MissingRequiredClientCapability,
     TaskFailed,
+    UnknownTool,
     URLElicitationRequired,
 )
 from ..protocol.jsonrpc import JSONDict
-from .compose import UNMOUNTABLE_SEARCH
+from .compose import Mount, MountedTool, prefixed_name
 from .interceptors import Call, CallNext
 from .pagination import Snapshot
 from .request_context import CURRENT_AUTHORIZATION
 from .search_index import SearchIndex
 from .tools import CallRefused, SchemaTool, Tool
+from .transform import TransformedTool
 
 if TYPE_CHECKING:
     from .context import Context
@@ -108,6 +113,8 @@ class ToolSearch:
         # changed meanwhile answers its own search but is not kept (the generation tells)
         self._generation = 0
         self._lock = threading.Lock()
+        self.search_tool: Tool = _search_tool(self)
+        self.caller_tool: Tool = _CallerTool(self)
 
     # ------------------------------------------------------------------ the catalog
 
@@ -132,10 +139,18 @@ class ToolSearch:
     # ------------------------------------------------------------------ the search tool
 
     def search(self, arguments: JSONDict, ctx: Context) -> JSONDict:
-        """``search_tools``: the definitions of the tools matching ``query`` that the caller may see."""
+        """``search_tools``: the definitions of the tools matching ``query`` that the caller may see (of the app
+        serving the request: when this app is mounted, the tools as the parent serves them to this caller)."""
         sctx = ctx.request_context
         limit = arguments.get("limit")
         limit = self.max_results if limit is None else min(int(limit), self.max_results)
+        feats = sctx.features
+        top: Any = sctx.server
+        if top is not self.app:  # mounted (or imported): the parent's names, the parent's view
+            mounts = self._mounts_in(top, sctx, self.search_tool)
+            served = _Served(top, mounts, sctx)
+            found = self.index().search(str(arguments["query"]), limit, served.shown)
+            return {"tools": [orjson.loads(served.tool(tool).listed(feats)) for tool in found]}
         app = self.app
         visible: Callable[[Tool], bool] | None = None
         if app._visibility is not None:
@@ -147,45 +162,40 @@ class ToolSearch:
 
             visible = shown
 
-        feats = sctx.features
         found = self.index().search(str(arguments["query"]), limit, visible)
         return {"tools": [orjson.loads(tool.listed(feats)) for tool in found]}
 
+    def _mounts_in(self, top: Any, sctx: Any, synthetic: Tool) -> tuple[Mount, ...]:
+        """The mounts through which ``top`` (the app serving the request) serves ``synthetic`` (this app's search
+        or caller tool) for the request: through the tool the request names, else the one way ``top`` serves it
+        (a refusal when there are several: which prefix the names take is not known)."""
+        name = (sctx.rc.params or {}).get("name")
+        path = _path(top._tools.get(name) if type(name) is str else None, synthetic)
+        if path is not None:
+            return path
+        paths = {p for tool in list(top._tools.values()) if (p := _path(tool, synthetic)) is not None}
+        if len(paths) == 1:
+            return paths.pop()
+        raise InvalidParams(
+            f"{synthetic.name!r} of {self.app.name!r} is served more than once by {top.name!r}, under different "
+            "names: call it by the name the server lists it under"
+        )
+
     # ------------------------------------------------------------------ the caller tool
 
-    def inner(self, params: JSONDict, sctx: Any) -> JSONDict | None:
-        """The ``tools/call`` params of the tool a ``call_tool`` call names (None: the call's arguments are not of
-        the caller tool's form; its own input check refuses them). Refuses a call of a synthetic tool, and asks the
-        installed authorization (a scope rule of its own) about the inner call."""
-        arguments = params.get("arguments")
-        if type(arguments) is not dict or type(name := arguments.get("name")) is not str:
-            return None
-        if name in self.synthetic:
-            raise InvalidParams(f"{self.call_name} cannot call {name!r}: call it directly")
-        # the request's other params stay (its _meta: progress token, trace context; a 2025-11-25 task)
-        inner: JSONDict = {**params, "name": name, "arguments": arguments.get("arguments", {})}
-        authz = CURRENT_AUTHORIZATION.get()
-        if authz is not None:  # (the app serves its tools under these names: it is never mounted, see compose)
-            authz.check("tools/call", inner)
-        return inner
-
-    async def intercept(self, call: Call, call_next: CallNext) -> Any:
-        """The outermost interceptor of ``tools/call``: a call of the caller tool becomes the inner tool's call."""
-        params = call.params
-        if params.get("name") == self.call_name:
-            inner = self.inner(params, call.context)
-            if inner is not None:
-                call = call.replace(params=inner)
-        return await call_next(call)
-
     async def call(self, arguments: JSONDict, ctx: Context) -> Any:
-        """``call_tool`` reached without the interceptor (the tool run by other means, e.g. ``forward()`` of a tool
-        derived from it): the inner call under the same rules, without the chain."""
+        """``call_tool`` reached without the rewrite (the tool run by other means, e.g. ``forward()`` of a tool
+        derived from it): the inner call under the same rules, without the chain, as the app serving the request
+        runs it."""
         sctx = ctx.request_context
+        top: Any = sctx.server
         try:
-            inner = self.inner({"name": self.call_name, "arguments": arguments}, sctx)
-            assert inner is not None  # (its input check passed: name is a string)
-            result = self.app._call_tool(sctx, inner)
+            mounts = () if top is self.app else self._mounts_in(top, sctx, self.caller_tool)
+            inner = routed_params(top, self, mounts, arguments, {"name": self.call_name, "arguments": arguments})
+            authz = CURRENT_AUTHORIZATION.get()
+            if authz is not None:
+                authz.check("tools/call", inner)
+            result = top._call_tool(sctx, inner)
             return result if type(result) is dict else await result
         except (MissingRequiredClientCapability, TaskFailed, URLElicitationRequired, CallRefused):
             raise  # (protocol signals: the tool running this one answers them as it answers its own)
@@ -194,39 +204,147 @@ class ToolSearch:
 
     def scope_rule(self, rule: Callable[[str, Mapping[str, Any]], Iterable[str]]) -> ScopeRuleFn:
         """A scope rule of your own (``(method, params) -> scopes``, naming the tools as called directly) that
-        also asks ``rule`` about the tool a ``call_tool`` call names, for :func:`mcpkit.auth.protect`: its early
-        look at an HTTP POST then answers 403 with the step-up challenge for ``call_tool(purge)`` exactly as for
-        ``purge`` called directly. (Unwrapped, ``rule`` is asked about the inner tool by the dispatcher only: the
-        refusal is JSON-RPC -32003, since ``protect`` runs before any server and knows nothing of ``call_tool``.)"""
+        also asks ``rule`` about the tool a ``call_tool`` call names (or a call of a tool derived from it), for
+        :func:`mcpkit.auth.protect`: its early look at an HTTP POST then answers 403 with the step-up challenge
+        for ``call_tool(purge)`` exactly as for ``purge`` called directly. (Unwrapped, ``rule`` is asked about
+        the inner tool by the dispatcher only: the refusal is JSON-RPC -32003, since ``protect`` runs before any
+        server and knows nothing of ``call_tool``.) It asks this app about the call: wrap the rule of the app
+        you serve (``protect(create_app(app), ...)`` does this for you)."""
+        asked_too = self.app.asked_too
 
         def wrapped(method: str, params: Mapping[str, Any]) -> list[str]:
             needed = list(dict.fromkeys(rule(method, params)))
-            inner = self.inner_params(params) if method == "tools/call" else None
-            if inner is not None:
+            for inner in asked_too(method, params):
                 needed.extend(s for s in rule(method, inner) if s not in needed)
             return needed
 
         return wrapped
 
     def inner_params(self, params: Mapping[str, Any]) -> JSONDict | None:
-        """The ``tools/call`` params of the tool a call of the caller tool names (None: ``params`` call another
-        tool, or name no tool, or a synthetic one)."""
-        if params.get("name") != self.call_name:
-            return None
-        arguments = params.get("arguments")
-        if type(arguments) is not dict or type(name := arguments.get("name")) is not str or name in self.synthetic:
-            return None
-        return {**params, "name": name, "arguments": arguments.get("arguments", {})}
+        """The ``tools/call`` params of the tool a call of the caller tool (or of a tool derived from it) names
+        (None: ``params`` call another tool, or name no tool this search may call)."""
+        inner = self.app.asked_too("tools/call", params)
+        return inner[0] if inner else None
 
-    def scopes_for(self, arguments: Any) -> tuple[str, ...]:
-        """The scopes a ``call_tool`` call with ``arguments`` needs: those of the tool it names."""
-        name = arguments.get("name") if type(arguments) is dict else None
-        tool = self.app._tools.get(name) if type(name) is str and name not in self.synthetic else None
-        return tool.needed_scopes(arguments.get("arguments")) if tool is not None else ()  # type: ignore[union-attr]
+
+# ---------------------------------------------------------------------------------------------- routing
+
+
+def _path(tool: Tool | None, target: Tool) -> tuple[Mount, ...] | None:
+    """The mounts through which ``tool`` (an app's entry) runs ``target`` (None: it does not run it)."""
+    mounts: list[Mount] = []
+    while tool is not None and tool is not target:
+        if isinstance(tool, MountedTool):
+            mounts.append(tool.mount)
+            tool = tool.inner
+        else:
+            tool = tool.original if isinstance(tool, TransformedTool) else None
+    return None if tool is None else tuple(mounts)
+
+
+def _route(app: Any, params: Mapping[str, Any], derived: bool) -> tuple[ToolSearch, tuple[Mount, ...], JSONDict] | None:
+    """Whether ``params`` (of a ``tools/call`` that ``app`` serves) call a caller tool, through the mounts (and,
+    ``derived``, tools derived from it that only map their arguments): its search, the mounts, and the caller
+    tool's own arguments, when they name a tool (None: another tool; or its own input check refuses them)."""
+    name = params.get("name")
+    tool = app._tools.get(name) if type(name) is str else None
+    arguments = params.get("arguments")
+    mounts: list[Mount] = []
+    while tool is not None:
+        if isinstance(tool, MountedTool):
+            mounts.append(tool.mount)
+            tool = tool.inner
+        elif isinstance(tool, _CallerTool):
+            if type(arguments) is not dict or type(arguments.get("name")) is not str:
+                return None
+            return tool.search, tuple(mounts), arguments
+        elif derived and isinstance(tool, TransformedTool):
+            arguments = tool.original_arguments(arguments)
+            tool = tool.original if arguments is not None else None
+        else:
+            return None
+    return None
+
+
+def routed_params(
+    app: Any, search: ToolSearch, mounts: tuple[Mount, ...], arguments: JSONDict, params: Mapping[str, Any]
+) -> JSONDict:
+    """The ``tools/call`` params of the call ``app`` serves for a call of ``search``'s caller tool (reached through
+    ``mounts``) with ``arguments``: the tool they name, as ``app`` serves it. Refuses a tool of another catalog
+    as one that does not exist (``UnknownTool``, as its direct call is refused when it does not exist), and a
+    synthetic tool (``InvalidParams``)."""
+    name: str = arguments["name"]
+    tool: Any = app._tools.get(name)
+    for mount in mounts:
+        tool = tool.inner if isinstance(tool, MountedTool) and tool.mount is mount else None
+    if tool is None or search.app._tools.get(tool.name) is not tool:
+        raise UnknownTool(name)
+    if tool.name in search.synthetic:
+        caller = search.call_name
+        for mount in reversed(mounts):
+            caller = prefixed_name(mount.prefix, caller)
+        raise InvalidParams(f"{caller} cannot call {name!r}: call it directly")
+    # the request's other params stay (its _meta: progress token, trace context; a 2025-11-25 task)
+    return {**params, "name": name, "arguments": arguments.get("arguments", {})}
+
+
+class _Served:
+    """The tools of a mounted search's catalog as ``top`` (the app serving the request) serves them through
+    ``mounts`` to the request's caller."""
+
+    __slots__ = ("_mounts", "_sctx", "_top")
+
+    def __init__(self, top: Any, mounts: tuple[Mount, ...], sctx: Any) -> None:
+        self._top = top
+        self._mounts = mounts
+        self._sctx = sctx
+
+    def tool(self, tool: Tool) -> Tool:
+        """``top``'s entry for ``tool`` (the search's own tool: found, so shown)."""
+        name = tool.name
+        for mount in reversed(self._mounts):
+            name = prefixed_name(mount.prefix, name)
+        served: Tool = self._top._tools[name]
+        return served
+
+    def shown(self, tool: Tool) -> bool:
+        """Whether ``top`` serves ``tool`` (not one of its own that took the name) and the caller may see it."""
+        name = tool.name
+        for mount in reversed(self._mounts):
+            name = prefixed_name(mount.prefix, name)
+        served = entry = self._top._tools.get(name)
+        for mount in self._mounts:
+            entry = entry.inner if isinstance(entry, MountedTool) and entry.mount is mount else None
+        return entry is tool and bool(self._top._visible("tools", name, served, self._sctx))
+
+
+class CallRouting:
+    """The outermost ``tools/call`` interceptor of an app that serves a caller tool (its own, or a mounted app's):
+    the call of a caller tool becomes the call of the tool it names, as this app serves it, so this app's rules
+    (scope rule, view, interceptors, middleware, telemetry, tasks) apply to the real tool's call. Only the app
+    serving the request routes: in a mounted app's chain the call was routed already (or comes by other means,
+    e.g. a derived tool: the caller tool's own function routes it then, see :meth:`ToolSearch.call`)."""
+
+    __slots__ = ("app",)
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, call: Call, call_next: CallNext) -> Any:
+        if call.context.server is self.app:
+            params = call.params
+            routed = _route(self.app, params, False)
+            if routed is not None:
+                inner = routed_params(self.app, *routed, params)
+                authz = CURRENT_AUTHORIZATION.get()
+                if authz is not None:  # (asked already about the caller tool's call, now about the inner one's)
+                    authz.check("tools/call", inner)
+                call = call.replace(params=inner)
+        return await call_next(call)
 
 
 class _CallerTool(SchemaTool):
-    """The ``call_tool`` tool: its scopes are the inner tool's too (see :meth:`Tool.needed_scopes`)."""
+    """The ``call_tool`` tool (a call of it needs the inner tool's scopes too: :meth:`Searching.asked_too`)."""
 
     def __init__(self, search: ToolSearch) -> None:
         super().__init__(
@@ -243,9 +361,6 @@ class _CallerTool(SchemaTool):
             description=f"Call a tool found with {search.search_name}, by its name, with its arguments.",
         )
         self.search = search
-
-    def needed_scopes(self, arguments: Any) -> tuple[str, ...]:
-        return tuple(dict.fromkeys((*self.scopes, *self.search.scopes_for(arguments))))
 
 
 def _search_tool(search: ToolSearch) -> Tool:
@@ -291,6 +406,7 @@ class Searching:
     """The tool-search API of :class:`~mcpkit.server.app.MCPKit` (a base class of it)."""
 
     _tool_search: ToolSearch | None = None
+    _routing: CallRouting | None = None
     if TYPE_CHECKING:
         name: str
         _tools: dict[str, Tool]
@@ -308,11 +424,26 @@ class Searching:
 
     def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[JSONDict, ...]:
         """What the authorization is asked about too for a request (:class:`mcpkit._asgi.AsksAuthorization`): a
-        ``call_tool`` call is the call of the tool it names, so :func:`mcpkit.auth.protect`'s early look at a POST
-        asks its scope rule about that call as well (HTTP 403 with the step-up challenge, as for a direct call)."""
-        search = self._tool_search
-        inner = search.inner_params(params) if search is not None and method == "tools/call" else None
-        return () if inner is None else (inner,)
+        call of a caller tool (this app's ``call_tool``, a mounted app's ``<prefix>_call_tool``, or a tool derived
+        from one that only maps its arguments) is the call of the tool it names, as this app serves it; so
+        :func:`mcpkit.auth.protect`'s early look at a POST asks its scope rule about that call as well (HTTP 403
+        with the step-up challenge, as for a direct call), and :attr:`scope_rule` asks for its scopes."""
+        if self._routing is None or method != "tools/call":
+            return ()
+        routed = _route(self, params, True)
+        if routed is None:
+            return ()
+        try:
+            return (routed_params(self, *routed, params),)
+        except MCPError:  # (refused before anything runs: nothing to ask about)
+            return ()
+
+    def _route_calls(self) -> None:
+        """Route the calls of caller tools this app serves (its own, or a mounted app's), once."""
+        if self._routing is None:
+            self._routing = CallRouting(self)
+            self._interceptors.add(self._routing, ("tools/call",), outermost=True)
+            self._intercepting = self._interceptors
 
     @property
     def tool_search(self) -> ToolSearch | None:
@@ -345,8 +476,6 @@ class Searching:
         """
         if self._tool_search is not None:
             raise ValueError("this app has tool search already")
-        if self._mounted_in:  # (its call_tool would show in the parent, past the parent's rules for its tools)
-            raise ValueError(UNMOUNTABLE_SEARCH.format(self.name))
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
         if type(max_results) is not int or not 1 <= max_results <= MAX_RESULTS:
@@ -355,9 +484,9 @@ class Searching:
             raise ValueError("the search tool and the caller tool need different names")
         pinned = tuple(dict.fromkeys(n for n in always_visible if n not in (search_tool_name, call_tool_name)))
         search = ToolSearch(self, strategy, max_results, search_tool_name, call_tool_name, pinned)
-        self.add_tool(_search_tool(search), tags=tags, scopes=scopes)
+        self.add_tool(search.search_tool, tags=tags, scopes=scopes)
         try:
-            self.add_tool(_CallerTool(search), tags=tags, scopes=scopes)
+            self.add_tool(search.caller_tool, tags=tags, scopes=scopes)
         except ValueError:
             del self._tools[search_tool_name]
             raise
@@ -368,9 +497,8 @@ class Searching:
         self._snapshots["tools"] = Snapshot(listed, self._list_caches, key=_name)
         if self._visibility is not None:
             self._visibility.invalidate(("tools",))
-        self._interceptors.add(search.intercept, ("tools/call",), outermost=True)
-        self._intercepting = self._interceptors
-        self._changed("tools")
+        self._route_calls()
+        self._changed("tools")  # (the apps it is mounted into route its calls from now on: compose.refresh)
         return search
 
 

@@ -226,6 +226,14 @@ class TransformedTool(Tool):
                 out[original] = value
         return out
 
+    def original_arguments(self, arguments: Any) -> JSONDict | None:
+        """The original's arguments a call with ``arguments`` runs it with, when that is known before the call
+        (None: ``fn`` decides what it forwards, or the arguments are refused)."""
+        if self._wrapper is not None or not isinstance(arguments, dict | None):
+            return None
+        mapped = self.to_original(arguments or {})
+        return None if isinstance(mapped, str) else mapped
+
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         mapped = self.to_original(arguments)
         if isinstance(mapped, str):  # (a derived tool of this one maps to valid names: only its own values are wrong)

@@ -174,6 +174,8 @@ class Rules:
 
         def _changed(self, kind: str) -> None: ...
 
+        def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], ...]: ...
+
     def disable(self, *keys: str, tags: Iterable[str] | str | None = None, kinds: Iterable[str] = KINDS) -> None:
         """Hide components at run time: by key (a tool's or prompt's name, a resource's URI, a template's URI
         template) and/or by tag, in ``kinds`` (default all: tools, resources, resource_templates, prompts). A
@@ -251,7 +253,12 @@ class Rules:
             item: Any = None
             if method == "tools/call":
                 tool = self._tools.get(str(params.get("name")))
-                return list(tool.needed_scopes(params.get("arguments"))) if tool is not None else []
+                needed = list(tool.needed_scopes(params.get("arguments"))) if tool is not None else []
+                for inner in self.asked_too(method, params):  # (a caller tool's call: the inner tool's too)
+                    called = self._tools.get(inner["name"])
+                    if called is not None:
+                        needed.extend(s for s in called.needed_scopes(inner["arguments"]) if s not in needed)
+                return needed
             if method == "prompts/get":
                 item = self._prompts.get(str(params.get("name")))
             elif method == "resources/read":
