@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..._asgi import Scope
+from ..._asgi import AsksAuthorization, Scope
 from ...engine import MODERN_BATCH_REFUSAL, batch_too_long
 from ...protocol import versions
 from ...protocol.errors import HEADER_MISMATCH, INVALID_PARAMS, METHOD_NOT_FOUND, MCPError, UnsupportedProtocolVersion
@@ -74,6 +74,7 @@ class ModernValidator:
     ``max_batch_size``."""
 
     __slots__ = (
+        "_asked_too",
         "_known_feats",
         "_known_handlers",
         "_known_methods",
@@ -89,6 +90,8 @@ class ModernValidator:
         self.server: HostedServer = server
         self.tool_headers: ToolHeaders | None = tool_headers
         self.max_batch: int = max_batch
+        # a call the server runs as the call of another tool (tool search's call_tool): that tool's headers apply
+        self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
         # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
         # (each bounded; started afresh when the server's versions or handlers change)
         self._known_stamp: Any = None
@@ -149,7 +152,29 @@ class ModernValidator:
                     problem = check_param_headers(spec, params.get("arguments"), _param_headers(scope))  # type: ignore[union-attr]
                     if problem is not None:
                         return _mismatch(problem)
+                if self._asked_too is not None and (inner := self._asked_too(method, params)):  # type: ignore[arg-type]
+                    refused = self._inner_headers(scope, name, inner[0])
+                    if refused is not None:
+                        return refused
         return read
+
+    def _inner_headers(self, scope: Scope, name: str, inner: JSONDict) -> Refused | None:
+        """The header check of the tool a call of ``name`` runs instead (tool search's ``call_tool``): the
+        ``Mcp-Param-*`` headers that tool declares are required and must match its arguments, as on its direct
+        call, so that what runs is what an intermediary read in the headers. (``Mcp-Name`` is the body's
+        ``params.name``: the caller tool's, checked above.)"""
+        assert self.tool_headers is not None
+        called: str = inner["name"]
+        spec = self.tool_headers(called)
+        if not spec:
+            return None
+        problem = check_param_headers(spec, inner["arguments"], _param_headers(scope))
+        if problem is None:
+            return None
+        return _mismatch(
+            f"{problem}, for tool {called!r}, which {name!r} calls: send the header, or call {called!r} by its name "
+            "(its definition declares the header)"
+        )
 
     def _forget_known(self) -> None:
         """Start the quick test's tables afresh (the server's versions or handlers changed)."""

@@ -1,0 +1,126 @@
+"""The 2026-07-28 request checks of the Streamable HTTP endpoint (transports/http/modern.py) for a call that the
+server rewrites: tool search's ``call_tool`` (and a mounted app's ``<prefix>_call_tool``). ``Mcp-Name`` mirrors
+the body's ``params.name`` (the caller tool), and the ``Mcp-Param-*`` headers that the inner tool's definition
+declares (``x-mcp-header``) are required and checked as on the direct call: the body value that runs is the one an
+intermediary saw in a header. A real uvicorn server, raw requests (to choose each header), and the TypeScript SDK
+v2 client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import orjson
+import pytest
+from pydantic import Field
+
+from mcpkit import MCPKit
+from support.mcp_http import modern_body, modern_headers
+from support.paths import REPO
+from support.toolkit import serve_http
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _regional() -> MCPKit:
+    app = MCPKit("regional")
+
+    @app.tool
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})], q: str = "") -> str:
+        """Run a query in a region."""
+        return f"ran {q!r} in {region}"
+
+    @app.tool
+    def plain(q: str) -> str:
+        """Echo a query."""
+        return q
+
+    app.add_tool_search()
+    return app
+
+
+def _call(caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    return modern_body("tools/call", {"name": caller, "arguments": {"name": name, "arguments": arguments}})
+
+
+@pytest.mark.parametrize("mounted", [False, True])
+async def test_a_rewritten_call_is_named_by_its_caller_tool_and_keeps_the_inner_tools_header_rules(
+    mounted: bool,
+) -> None:
+    app = _regional()
+    if mounted:
+        served = MCPKit("parent")
+        served.mount(app, prefix="c")
+    else:
+        served = app
+    p = "c_" if mounted else ""
+    caller = f"{p}call_tool"
+    async with serve_http(served) as url, httpx.AsyncClient(timeout=30) as http:
+
+        async def post(body: dict[str, Any], name: str, **params: str) -> tuple[int, Any]:
+            r = await http.post(url, json=body, headers=modern_headers("tools/call", name, **params))
+            return r.status_code, orjson.loads(r.content)
+
+        # Mcp-Name mirrors params.name: the caller tool's (an Mcp-Name of the inner tool does not match the body)
+        status, answer = await post(_call(caller, f"{p}plain", {"q": "x"}), f"{p}plain")
+        assert status == 400 and answer["error"]["code"] == -32020 and "Mcp-Name" in answer["error"]["message"]
+        status, answer = await post(_call(caller, f"{p}plain", {"q": "x"}), caller)
+        assert status == 200 and answer["result"]["content"][0]["text"] == "x"
+        # the inner tool's Mcp-Param-Region: required when the region is in the body, and must match it
+        direct_status, direct = await post(
+            modern_body("tools/call", {"name": f"{p}where", "arguments": {"region": "eu"}}), f"{p}where"
+        )
+        status, answer = await post(_call(caller, f"{p}where", {"region": "eu"}), caller)
+        assert (status, answer["error"]["code"]) == (direct_status, direct["error"]["code"]) == (400, -32020)
+        message = answer["error"]["message"]
+        assert "mcp-param-region" in message.lower() and f"{p}where" in message and "by its name" in message
+        status, answer = await post(_call(caller, f"{p}where", {"region": "eu"}), caller, **{"Mcp-Param-Region": "us"})
+        assert status == 400 and "does not match" in answer["error"]["message"]
+        status, answer = await post(
+            _call(caller, f"{p}where", {"region": "eu", "q": "1"}), caller, **{"Mcp-Param-Region": "eu"}
+        )
+        assert status == 200 and answer["result"]["content"][0]["text"] == "ran '1' in eu"
+        # no region in the body: no header expected (the inner tool's default rules, as directly)
+        status, answer = await post(_call(caller, f"{p}where", {}), caller)
+        assert status == 200 and answer["result"]["isError"] is True
+
+
+@pytest.mark.npm
+async def test_the_typescript_client_calls_a_header_tool_found_by_search_by_its_name(node_bin: Path) -> None:
+    """The TypeScript SDK v2 client over HTTP (2026-07-28) mirrors a tool's x-mcp-header parameters from the
+    definitions it listed: call_tool of the header tool is refused with HeaderMismatch (it cannot know the inner
+    tool's headers), naming what to do; the tool pinned in the list is called by its name with its header."""
+    app = _regional()
+    pinned = MCPKit("pinned")
+    pinned.mount(app)  # (a parent with tool search that lists the header tool)
+    pinned.add_tool_search(search_tool_name="find", call_tool_name="run", always_visible=["where"])
+    steps = [
+        {"op": "listTools"},
+        {"op": "callTool", "name": "run", "arguments": {"name": "where", "arguments": {"region": "eu"}}},
+        {"op": "callTool", "name": "where", "arguments": {"region": "eu", "q": "1"}},
+    ]
+    async with serve_http(pinned) as url:
+        proc = await asyncio.create_subprocess_exec(
+            str(node_bin),
+            str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
+            "--negotiation",
+            "2026-07-28",
+            "--http",
+            url,
+            "--script",
+            json.dumps(steps),
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=str(REPO / "tests"),
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
+    result = json.loads(out)
+    assert result["protocolVersion"] == "2026-07-28"
+    listed, through, direct = result["results"]
+    assert [t["name"] for t in listed["tools"]] == ["find", "run", "where"]
+    assert through["error"]["code"] == -32020 and "by its name" in through["error"]["message"]
+    assert direct["content"][0]["text"] == "ran '1' in eu"
