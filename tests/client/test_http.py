@@ -327,6 +327,50 @@ async def test_self_healing_over_websocket_and_legacy_sse_after_a_server_restart
         await client.aclose()
 
 
+@pytest.mark.parametrize("kind", ["ws", "sse"])
+async def test_a_client_whose_server_is_down_while_it_reconnects_connects_again_once_it_is_back(kind: str) -> None:
+    """A WebSocket or legacy SSE client whose server is restarting: the call made while it is down fails with
+    ConnectionClosed saying the re-initialization failed and why (legacy SSE raised httpx.ConnectError, an
+    exception of a library the user never called), and once the server is back the next call connects again.
+    Before, the client stayed dead for good: every later call said "the client is not connected (use `async with
+    Client(...)`)", inside that very ``async with``."""
+    from mcpkit.protocol.errors import ConnectionClosed
+    from mcpkit.transports.http import create_app
+
+    sock = _bound()
+    port = sock.getsockname()[1]
+
+    def counting() -> Any:
+        app = MCPKit("counting", "1.0.0")
+        counted = {"n": 0}
+
+        @app.tool
+        def counter() -> str:
+            """Counts."""
+            counted["n"] += 1
+            return str(counted["n"])
+
+        return app
+
+    url = f"ws://127.0.0.1:{port}/ws" if kind == "ws" else f"http://127.0.0.1:{port}/sse"
+    client = Client(url, mode="handshake", transport=kind, backoff_initial=0.01)  # type: ignore[arg-type]
+    try:
+        async with serve_asgi(create_app(counting(), sse=True, ws=True), sock=sock):
+            await client.connect()
+            assert (await client.call_tool("counter")).text == "1"
+        await _ended(client)
+        for _ in range(2):  # (the server is down: each call tries again, and says why it failed)
+            with pytest.raises(ConnectionClosed) as info:
+                await client.call_tool("counter")
+            message = str(info.value)
+            assert "could not re-initialize" in message and "connection refused" in message, message
+        async with serve_asgi(create_app(counting(), sse=True, ws=True), sock=_bound(port)):
+            assert (await client.call_tool("counter")).text == "1"  # (a new server: its own count)
+            assert client.connected
+    finally:
+        await client.aclose()
+
+
 async def _end_all(app: Any) -> None:
     await app.ws.aclose()
     await app.sse.aclose()

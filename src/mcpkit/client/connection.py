@@ -237,6 +237,7 @@ class ClientConnection(SelfHealing):
             self.transport_options["auth"] = auth
         self._opened: OpenedTarget | None = None
         self._session: ClientSession | None = None
+        self._lost: str | None = None  # why the last re-initialization failed (the next call tries again)
         self._tools: dict[str, Tool] = {}
         self._tools_complete = False
         self._listing: asyncio.Future[list[Tool]] | None = None  # the tools/list lookups share (Client.get_tool)
@@ -266,11 +267,13 @@ class ClientConnection(SelfHealing):
         if self._session is not None:
             return
         self._session, self._opened = await self._open()
+        self._lost = None
 
     async def aclose(self) -> None:
         """Close the session and the transport (stdio: close stdin, then signal; HTTP: DELETE the session)."""
         session, opened = self._session, self._opened
         self._session = self._opened = None
+        self._lost = None
         self._end_watches(ConnectionClosed("the client was closed"))
         if session is not None:
             with contextlib.suppress(Exception):
@@ -475,6 +478,8 @@ class ClientConnection(SelfHealing):
     def session(self) -> ClientSession:
         """The live low-level session (raises when not connected)."""
         if self._session is None:
+            if self._lost is not None:
+                raise ConnectionClosed(self._lost + " (the next call tries again)")
             raise ConnectionClosed("the client is not connected (use `async with Client(...)`)")
         return self._session
 

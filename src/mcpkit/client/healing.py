@@ -70,6 +70,7 @@ class SelfHealing:
         url_elicitation_wait: float
         max_url_elicitations: int
         _session: ClientSession | None
+        _lost: str | None
         _opened: OpenedTarget | None
         _lock: asyncio.Lock
         _tools_complete: bool
@@ -104,6 +105,8 @@ class SelfHealing:
         return result
 
     async def _call_once(self, method: str, op: Callable[[ClientSession], Awaitable[T]], safe: bool | None) -> T:
+        if self._session is None and self._lost is not None:  # (a re-initialization failed: try again)
+            await self._reinitialize(None)
         session = self.session
         if session.ended and self.reconnect_enabled and self.target.kind in (WS, SSE):  # (this call is not sent yet)
             await self._reinitialize(session)
@@ -131,14 +134,17 @@ class SelfHealing:
             raise expired from failed
         return await op(self.session)
 
-    async def _reinitialize(self, stale: ClientSession) -> None:
+    async def _reinitialize(self, stale: ClientSession | None) -> None:
+        """Open a new session in place of ``stale`` (None: the one a failed re-initialization left; none then),
+        with bounded backoff; raises ConnectionClosed when every attempt failed: the next call tries again."""
         async with self._lock:
-            if self._session is not stale:
-                return  # another task already replaced the session
+            if self._session is not stale or (stale is None and self._lost is None):
+                return  # another task already replaced the session (or the client was closed)
             old_opened = self._opened
             self._session = None
-            with contextlib.suppress(Exception):
-                await stale.aclose()
+            if stale is not None:
+                with contextlib.suppress(Exception):
+                    await stale.aclose()
             if old_opened is not None:
                 with contextlib.suppress(Exception):
                     await old_opened.aclose()
@@ -151,6 +157,7 @@ class SelfHealing:
                     delay = min(delay * 2, self.backoff_max)
                 try:
                     self._session, self._opened = await self._open()
+                    self._lost = None
                     self.reconnects += 1
                     self._tools_complete = False
                     logger.info("re-initialized the session with %s", self.target.description)
@@ -158,7 +165,11 @@ class SelfHealing:
                     return
                 except (OSError, MCPError, TimeoutError, RequestTimeout) as exc:
                     last = exc
-            raise ConnectionClosed(f"could not re-initialize the session with {self.target.description}: {last}")
+            self._lost = (
+                f"could not re-initialize the session with {self.target.description} after "
+                f"{self.max_reconnect_attempts} attempts: {last}"
+            )
+            raise ConnectionClosed(self._lost + " (the next call tries again)")
 
     async def _subscribe(self, uri: str) -> None:
         """``resources/subscribe``, remembered to be made again on a new session."""

@@ -469,12 +469,7 @@ async def _open_network(target: Target, options: dict[str, Any]) -> OpenedTarget
         except ConnectionClosed:
             raise
         except OSError as exc:
-            reason = (
-                "connection refused (is the server running, and on that port?)"
-                if isinstance(exc, ConnectionRefusedError)
-                else (exc.strerror or str(exc))
-            )
-            raise ServerStartError(f"cannot connect to {target.url}: {reason}") from exc
+            raise ServerStartError(f"cannot connect to {target.url}: {connect_reason(exc)}") from exc
     return OpenedTarget(target, transport)
 
 

@@ -116,8 +116,10 @@ class SSEClientTransport(BaseConnection):
         )
         try:
             response = await client.send(request, stream=True, auth=self.auth)
-        except BaseException:
+        except BaseException as exc:
             await self.close()
+            if isinstance(exc, httpx.TransportError):  # (an OSError, as the other transports raise: httpx's own
+                raise ConnectionError(f"cannot open the SSE stream at {self.url}: {exc}") from exc  # is not one)
             raise
         self._response = response
         try:
