@@ -6,9 +6,10 @@ import asyncio
 from typing import Any
 
 import httpx
+import pytest
 
-from mcpkit.auth import LoopbackCallback, OAuthClient
-from support.scripted_oauth import scripted
+from mcpkit.auth import LoopbackCallback, OAuthClient, OAuthFlowError
+from support.scripted_oauth import client_for, scripted
 
 
 async def test_a_callback_with_another_state_is_discarded_and_the_real_one_still_completes_the_flow() -> None:
@@ -121,4 +122,30 @@ async def test_a_request_slower_than_the_time_bound_or_larger_than_the_size_boun
             assert (await asyncio.wait_for(http.get(s.mcp_url), 10)).status_code == 200
         assert seen["large"].startswith(b"HTTP/1.1 431 ")
         assert seen["slow_closed"]
+        await client.aclose()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        (200, b"<html>\x1b]0;pwned\x07\x1b[2J sign in" + b"x" * 100_000 + b"</html>"),
+        (500, b'{"error": "' + b"\x1b[31m" * 500 + b'"}'),
+    ],
+    ids=["page", "error"],
+)
+async def test_headless_browser_shows_an_authorization_endpoint_that_does_not_redirect_bounded_and_escaped(
+    answer: tuple[int, object],
+) -> None:
+    """An authorization endpoint that answers without redirecting: its answer was shown as its first 200 characters
+    as they came, terminal escape sequences included. Now bounded, with its control characters escaped."""
+    async with scripted() as s:
+        s.authorize_answer = answer
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match=f"HTTP {answer[0]} without a redirect") as caught:
+                await http.get(s.mcp_url)
+        message = str(caught.value)
+        assert len(message) < 400, len(message)
+        assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in message), message
+        assert "\\x1b" in message
         await client.aclose()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
@@ -172,4 +173,75 @@ async def test_calls_waiting_on_a_refresh_that_could_not_be_made_share_its_failu
             s.token_hook = None
             assert (await http.get(s.mcp_url)).status_code == 200
         assert len(browser.visited) == 1
+        await client.aclose()
+
+
+HOSTILE = "bad\x1b[31m\r\nforged log line access_token=AT-SECRET Bearer BEARER-SECRET\x07"
+
+
+def _clean(message: str) -> None:
+    """What every refusal the client shows must be: bounded, no control character, no credential."""
+    assert len(message) < 700, len(message)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in message), message
+    assert "SECRET" not in message, message
+
+
+@pytest.mark.parametrize(
+    "status, answer",
+    [
+        (400, {"error": "invalid_grant", "error_description": HOSTILE, "pad": "a" * 200_000}),
+        (400, {"pad": "p" * 200_000, "error": "invalid_grant", "error_description": HOSTILE}),
+        (400, HOSTILE.encode() + b"x" * 200_000),
+        (200, {"access_token": "AT-SECRET", "token_type": "Bearer", "scope": ["read"], "note": HOSTILE * 2000}),
+    ],
+    ids=["json-error-first", "json-error-last", "text", "malformed-200"],
+)
+async def test_a_refused_token_answer_is_shown_bounded_escaped_and_without_credentials(
+    status: int, answer: Any
+) -> None:
+    """A token endpoint's refusal was shown whole (up to max_document_size: 200 KB in an error message) with its
+    control characters as they came (a terminal escape sequence, a forged log line) and credentials inside its
+    description. It is now shown as the registration refusal is: bounded, control characters escaped, credentials
+    replaced by ``…``; the OAuth ``error`` and its description come first."""
+    async with scripted() as s:
+
+        async def hostile(form: dict[str, str]) -> tuple[int, Any]:
+            return status, answer
+
+        s.token_hook = hostile
+        client, _ = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError) as caught:
+                await http.get(s.mcp_url)
+        message = str(caught.value)
+        _clean(message)
+        assert (f"HTTP {status}" if status != 200 else "malformed token response") in message
+        if isinstance(answer, dict) and "error" in answer:
+            assert "invalid_grant" in message and "bad\\x1b[31m\\r\\nforged" in message
+            assert caught.value.oauth_error == "invalid_grant"
+        for line in client.log:
+            _clean(line)
+        await client.aclose()
+
+
+async def test_an_authorization_error_from_the_redirect_is_shown_bounded_and_escaped() -> None:
+    """The ``error`` and ``error_description`` of the authorization response come from the redirect's query, which
+    the authorization server (or whoever forged the redirect) writes: shown bounded and escaped."""
+    async with scripted() as s:
+        seen: list[str] = []
+
+        async def redirect(url: str) -> None:
+            seen.append(url)
+
+        async def callback() -> dict[str, str]:
+            state = dict(parse_qsl(urlsplit(seen[-1]).query))["state"]
+            return {"state": state, "error": "access_denied\x1b[2J", "error_description": HOSTILE * 3000}
+
+        client, _ = client_for(s)
+        client.redirect_handler, client.callback_handler = redirect, callback
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match="authorization refused") as caught:
+                await http.get(s.mcp_url)
+        _clean(str(caught.value))
+        assert "access_denied\\x1b[2J" in str(caught.value)
         await client.aclose()

@@ -48,6 +48,7 @@ class ScriptedOAuth:
         self.as_metadata: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
         self.prm: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
         self.registration_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: a registration
+        self.authorize_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: the redirect
 
     @property
     def mcp_url(self) -> str:
@@ -101,6 +102,8 @@ class ScriptedOAuth:
                 return *self.registration_answer, []
             return 201, {"client_id": "client-" + secrets.token_hex(4), "token_endpoint_auth_method": "none"}, []
         if path == "/authorize":
+            if self.authorize_answer is not None:
+                return *self.authorize_answer, []
             q = dict(parse_qsl(query))
             code = secrets.token_hex(8)
             self.codes[code] = q.get("scope", "")

@@ -64,7 +64,7 @@ from ..protocol.versions import LATEST_HANDSHAKE, META_PROTOCOL_VERSION, feature
 from ._util import pkce_pair
 from .challenges import parse_challenges
 from .client_discovery import _Discovery
-from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError
+from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError, _shown
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest, IdJagExchange
 from .client_loopback import HeadlessBrowser, LoopbackCallback
 from .client_registration import RegistrationMixin
@@ -565,7 +565,8 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         elif discovery.metadata.get("authorization_response_iss_parameter_supported") is True:
             raise OAuthFlowError("the authorization server promised an iss parameter and sent none")
         if "error" in answer:
-            raise OAuthFlowError(f"authorization refused: {answer.get('error')} {answer.get('error_description', '')}")
+            said = f"{answer.get('error')} {answer.get('error_description', '')}".rstrip()
+            raise OAuthFlowError(f"authorization refused: {_shown(said, 300)}")
         code = answer.get("code")
         if not code:
             raise OAuthFlowError("the authorization response has no code")

@@ -1,8 +1,32 @@
-"""The errors of the OAuth client flow."""
+"""The errors of the OAuth client flow, and how they show what a server answered (bounded, escaped, redacted)."""
 
 from __future__ import annotations
 
+import re
+
 from ..protocol.errors import MCPError
+
+#: members of a token endpoint's (or a registration's) answer that are credentials: never shown in an error or a log
+_SECRET_MEMBERS = frozenset(
+    {"access_token", "refresh_token", "id_token", "issued_token", "client_secret", "registration_access_token"}
+)
+#: a credential in a text answer: ``name=value``, ``"name": "value"``, or an ``Authorization`` scheme's credentials
+_SECRET_NAMES = "|".join(sorted(_SECRET_MEMBERS))
+_SECRET_IN_TEXT = re.compile(
+    rf"""(?i)((?:{_SECRET_NAMES})["']?\s*[:=]\s*["']?|\b(?:bearer|basic|dpop)\s+)"""  # the name, or the scheme
+    r"""[^\s"'&,;}]+"""  # the credential
+)
+_EXCERPT = 200  # characters of an answer's text an error shows
+
+
+def _shown(text: str, limit: int = _EXCERPT) -> str:
+    """``text`` (something a server or a redirect wrote) as an error or a log line may show it: anything that looks
+    like a credential replaced by ``…``, control characters escaped as ``\\xNN`` (no terminal escape sequence, no
+    forged log line), at most ``limit`` characters (then ``…``)."""
+    text = text[: limit * 4]
+    text = _SECRET_IN_TEXT.sub(lambda m: m.group(1) + "…", text)
+    text = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class OAuthFlowError(MCPError):

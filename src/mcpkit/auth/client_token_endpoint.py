@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import secrets
 import time
 from collections import deque
@@ -25,7 +24,14 @@ import orjson
 from ._util import DocumentTooLarge, fetch_capped_response
 from .challenges import parse_challenges
 from .client_discovery import DiscoveryMixin, _Discovery
-from .client_errors import AuthorizationServerUnavailable, InvalidClientError, OAuthFlowError
+from .client_errors import (
+    _EXCERPT,
+    _SECRET_MEMBERS,
+    AuthorizationServerUnavailable,
+    InvalidClientError,
+    OAuthFlowError,
+    _shown,
+)
 from .client_grants import JWT_BEARER_GRANT, AssertionProvider, AssertionRequest
 from .client_tokens import TokenSet
 from .dpop import make_proof
@@ -160,7 +166,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             data = None
         if status != 200 or not isinstance(data, dict):
             error = data.get("error") if isinstance(data, dict) else None
-            shown = _redacted(data) if isinstance(data, dict) else _excerpt(raw)
+            shown = _answer_shown(data) if isinstance(data, dict) else _excerpt(raw)
             refused = OAuthFlowError(f"{url} refused the request: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
@@ -192,7 +198,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             try:
                 data = orjson.loads(raw)
             except orjson.JSONDecodeError:
-                data = {}
+                data = None
             error = data.get("error") if isinstance(data, dict) else None
             if error == "use_dpop_nonce" and fresh_nonce is not None and attempt == 0:
                 self.log.append("the authorization server asked for a DPoP nonce: retrying with it")
@@ -203,12 +209,13 @@ class TokenEndpointMixin(DiscoveryMixin):
                 kind: type[OAuthFlowError] = AuthorizationServerUnavailable
             else:
                 kind = InvalidClientError if error == "invalid_client" else OAuthFlowError
-            refused = kind(f"token request refused: HTTP {status} {_redacted(data)}")
+            shown = _answer_shown(data) if isinstance(data, dict) else _excerpt(raw)
+            refused = kind(f"token request refused: HTTP {status} {shown}")
             refused.oauth_error = str(error) if error else None
             raise refused
         token_type = str(data.get("token_type", "")).lower()
         if token_type not in ("bearer", "dpop") or (token_type == "dpop" and key is None):
-            raise OAuthFlowError(f"unsupported token_type {data.get('token_type')!r}")
+            raise OAuthFlowError(f"unsupported token_type {_shown(repr(data.get('token_type')), 100)}")
         access, refresh, scope = data["access_token"], data.get("refresh_token"), data.get("scope")
         try:
             expires_in = _seconds(data.get("expires_in"))
@@ -217,7 +224,7 @@ class TokenEndpointMixin(DiscoveryMixin):
             expires_in, well_formed = None, False
         if not well_formed or not isinstance(scope, (str, NoneType)):
             # RFC 6749 §5.1: strings, and a number of seconds; stored as is, another shape breaks a later step
-            raise OAuthFlowError(f"malformed token response (RFC 6749 §5.1): {_redacted(data)}")
+            raise OAuthFlowError(f"malformed token response (RFC 6749 §5.1): {_answer_shown(data)}")
         return TokenSet(
             access_token=str(access),
             token_type="DPoP" if token_type == "dpop" else "Bearer",
@@ -261,24 +268,22 @@ class TokenEndpointMixin(DiscoveryMixin):
         return body, headers
 
 
-#: members of a token endpoint's (or a registration's) answer that are credentials: never shown in an error or a log
-_SECRET_MEMBERS = frozenset(
-    {"access_token", "refresh_token", "id_token", "issued_token", "client_secret", "registration_access_token"}
-)
-#: a credential in a text answer: ``name=value``, ``"name": "value"``, or an ``Authorization`` scheme's credentials
-_SECRET_NAMES = "|".join(sorted(_SECRET_MEMBERS))
-_SECRET_IN_TEXT = re.compile(
-    rf"""(?i)((?:{_SECRET_NAMES})["']?\s*[:=]\s*["']?|\b(?:bearer|basic|dpop)\s+)"""  # the name, or the scheme
-    r"""[^\s"'&,;}]+"""  # the credential
-)
-_EXCERPT = 200  # characters of an answer's text an error shows
+_ANSWER_SHOWN = 300  # characters of a refused token answer an error shows
 
 
 def _redacted(data: Any) -> Any:
-    """A token endpoint's answer as an error may show it: credentials replaced by ``'…'``."""
+    """A token endpoint's answer with its credentials replaced by ``'…'``."""
     if not isinstance(data, dict):
         return data
     return {k: "…" if k in _SECRET_MEMBERS else v for k, v in data.items()}
+
+
+def _answer_shown(data: dict[str, Any]) -> str:
+    """A refused JSON answer as an error may show it: the OAuth ``error`` and ``error_description`` first, then the
+    other members, credentials redacted, bounded and escaped (:func:`~.client_errors._shown`)."""
+    first: dict[str, Any] = {k: data[k] for k in ("error", "error_description") if k in data}
+    ordered: dict[str, Any] = {**first, **{k: v for k, v in data.items() if k not in first}}
+    return _shown(repr(_redacted(ordered)), _ANSWER_SHOWN)
 
 
 def _excerpt(raw: bytes) -> str:
@@ -291,12 +296,8 @@ def _excerpt(raw: bytes) -> str:
         data = None
     if isinstance(data, dict):
         parts = [str(data[k]) for k in ("error", "error_description") if isinstance(data.get(k), (str, int, float))]
-        text = ": ".join(parts) if parts else "(no error in the answer)"
-    else:
-        text = raw[: _EXCERPT * 4].decode("utf-8", "replace")
-    text = _SECRET_IN_TEXT.sub(lambda m: m.group(1) + "…", text)
-    text = "".join(f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text)
-    return text if len(text) <= _EXCERPT else text[:_EXCERPT] + "…"
+        return _shown(": ".join(parts) if parts else "(no error in the answer)")
+    return _shown(raw[: _EXCERPT * 4].decode("utf-8", "replace"))
 
 
 def _seconds(value: Any) -> float | None:
