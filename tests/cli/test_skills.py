@@ -68,3 +68,20 @@ def test_a_binary_file_in_json_is_its_exact_bytes_in_base64(tmp_path: Path) -> N
     assert "text" not in out and base64.b64decode(out["blob"]) == data
     text = json.loads(mcpkit("skills", str(server), "pics", "--json").stdout)
     assert text["text"].startswith("---\nname: pics") and "blob" not in text
+
+
+def test_a_file_over_the_default_message_size_is_read_with_max_message_size(tmp_path: Path) -> None:
+    """A server that raised ``max_file_bytes`` serves a file whose answer is over 4 MiB: the command says which
+    option reads it, and reads it whole with that option."""
+    skill = tmp_path / "big"
+    skill.mkdir()
+    (skill / "SKILL.md").write_text("---\nname: big\ndescription: Big.\n---\nBody.\n")
+    data = b'"' * (3 << 20)  # (6 MiB once JSON-escaped)
+    (skill / "quoted.txt").write_bytes(data)
+    server = f"{sys.executable} {REPO / 'tests' / 'support' / 'servers' / 'skills_dir_server.py'}"
+    env = ("-e", f"SKILLS_DIR={tmp_path}", "-e", f"SKILLS_MAX_FILE_BYTES={8 << 20}")
+    refused = mcpkit("skills", server, *env, "big", "--file", "quoted.txt")
+    assert refused.returncode == 1 and "--max-message-size" in refused.stderr, refused.stderr
+    read = [sys.executable, "-m", "mcpkit.cli.main", "skills", server, *env, "big", "--file", "quoted.txt"]
+    run = subprocess.run([*read, "--max-message-size", str(8 << 20)], capture_output=True, timeout=60, cwd=REPO)
+    assert run.returncode == 0 and run.stdout == data, run.stderr

@@ -267,6 +267,27 @@ async def test_a_raised_max_file_bytes_serves_a_file_that_a_client_with_a_raised
         assert await client.read_skill_file(skill, skill.resolve("quoted.txt")) == data
 
 
+def test_a_raised_max_file_bytes_warns_once_for_each_file_a_default_client_cannot_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With ``max_file_bytes`` raised, a file whose answer is over the default message size is served, and the log
+    says, once for that file, that a client with the default ``max_message_size`` will not read it; a file within it,
+    or a skill added with the default limit, says nothing."""
+    big = {"quoted.txt": b'"\n' * MiB, "blob.bin": bytes(range(128, 256)) * (3 * MiB // 128 + 1024)}
+    write_skill(tmp_path / "raised", "big", ok_frontmatter("big"), {**big, "small.txt": b"fine"})
+    write_skill(tmp_path / "raised", "big/inner", ok_frontmatter("inner"))  # (nested: its files are big's too)
+    write_skill(tmp_path / "default", "plain", ok_frontmatter("plain"), {"small.txt": b"x" * MiB})
+    caplog.set_level("WARNING", logger="mcpkit.server.skills")
+    app = MCPKit("x")
+    app.add_skills(tmp_path / "default")
+    assert not caplog.records
+    app.add_skills(tmp_path / "raised", max_file_bytes=8 * MiB)
+    warned = [r.getMessage() for r in caplog.records]
+    assert len(warned) == 2, warned
+    for name, message in zip(sorted(big), sorted(warned, key=lambda m: "quoted" in m), strict=True):
+        assert f"big/{name}" in message and "4194304" in message and "max_message_size" in message, message
+
+
 def test_a_skill_md_that_is_not_utf8_is_refused_naming_the_file(tmp_path: Path) -> None:
     (tmp_path / "latin").mkdir()
     (tmp_path / "latin" / "SKILL.md").write_bytes(b"---\nname: latin\ndescription: caf\xe9\n---\nBody.\n")

@@ -22,6 +22,7 @@ in no skill is neither read nor counted.
 
 from __future__ import annotations
 
+import logging
 import mimetypes
 import os
 from collections.abc import Callable, Iterator
@@ -50,6 +51,7 @@ from ..protocol.skills import (
 from .compose import prefixed_uri, unprefixed_uri
 
 JSONDict = dict[str, Any]
+logger: logging.Logger = logging.getLogger("mcpkit.server.skills")
 
 __all__ = ["ANSWER_ENVELOPE", "DEFAULT_MAX_FILE_BYTES", "Skills", "SkillsCatalog"]
 
@@ -266,6 +268,7 @@ class Skills:
         new: list[_Skill] = []
         files: dict[str, _File] = {}
         measured: set[str] = set()  # (the files whose resources/read answer was measured)
+        unreadable: list[tuple[Path, int]] = []  # (file, answer): over what a client reads by default
         for skill_dir in skill_dirs:
             rel = skill_dir.relative_to(base).parts
             skill_path = "/".join(path_segment(p) for p in (*base_parts, *rel))
@@ -308,7 +311,9 @@ class Skills:
             for uri, name, file_path, size in paths:  # (within the limits: now read, each file once)
                 item = files.get(uri) or _File(uri, name, _read(file_path, size), _mime(file_path))
                 if uri not in measured:
-                    _check_answer(item, file_path, max_file_bytes)
+                    answer = _check_answer(item, file_path, max_file_bytes)
+                    if answer > DEFAULT_MAX_MESSAGE_SIZE:  # (max_file_bytes raised)
+                        unreadable.append((file_path, answer))
                     measured.add(uri)
                 files[uri] = item
                 members.append(item)
@@ -340,6 +345,14 @@ class Skills:
             catalog.skills[skill.uri] = skill
         catalog.directory_read = catalog.directory_read or directory_read
         self._refresh_skills()
+        for file_path, answer in unreadable:  # (served, as asked: said once for each file, here)
+            logger.warning(
+                "%r: its resources/read answer is %d bytes, more than the %d bytes a client reads by default: "
+                "a client reads it only with max_message_size raised (mcpkit skills: --max-message-size)",
+                str(file_path),
+                answer,
+                DEFAULT_MAX_MESSAGE_SIZE,
+            )
         return [s.entry() for s in new]
 
     def _skills_catalog(self) -> SkillsCatalog:
@@ -417,9 +430,10 @@ _RAISE = (
 )
 
 
-def _check_answer(item: _File, path: Path, max_file_bytes: int) -> None:
-    """Refuse a file whose ``resources/read`` answer would be larger than ``max_file_bytes``: its content as sent
-    (UTF-8 text JSON-escaped, other bytes in base64), its URI and MIME type, and :data:`ANSWER_ENVELOPE`."""
+def _check_answer(item: _File, path: Path, max_file_bytes: int) -> int:
+    """The size of a file's ``resources/read`` answer: its content as sent (UTF-8 text JSON-escaped, other bytes in
+    base64), its URI and MIME type, and :data:`ANSWER_ENVELOPE`; the file refused when that is more than
+    ``max_file_bytes``."""
     try:
         text = item.data.decode("utf-8")
     except UnicodeDecodeError:
@@ -432,6 +446,7 @@ def _check_answer(item: _File, path: Path, max_file_bytes: int) -> None:
             f"{str(path)!r} is {len(item.data)} bytes ({kind}); its resources/read answer would be {answer} bytes, "
             f"more than max_file_bytes={max_file_bytes}{_RAISE}"
         )
+    return answer
 
 
 def _read(path: Path, size: int) -> bytes:
