@@ -151,8 +151,9 @@ async def test_call_tool_asks_the_user_and_is_cancelled_as_the_direct_call(mode:
         await asyncio.wait_for(cancelled.wait(), 10)
 
 
+@pytest.mark.parametrize("mounted", [False, True])
 @pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
-async def test_call_tool_runs_the_inner_tool_as_a_task(version: str) -> None:
+async def test_call_tool_runs_the_inner_tool_as_a_task(version: str, mounted: bool) -> None:
     app = MCPKit("tasks")
 
     @app.tool(task=True)
@@ -160,8 +161,12 @@ async def test_call_tool_runs_the_inner_tool_as_a_task(version: str) -> None:
         return f"scanned to {depth}"
 
     app.add_tool_search()
-    async with Client(app, protocol_version=version) as client:
-        handle = await client.call_tool_as_task("call_tool", {"name": "scan", "arguments": {"depth": 2}})
+    served, p = app, ""
+    if mounted:  # (the parent's task support runs c_scan, as for its direct call)
+        served, p = MCPKit("parent"), "c_"
+        served.mount(app, prefix="c")
+    async with Client(served, protocol_version=version) as client:
+        handle = await client.call_tool_as_task(f"{p}call_tool", {"name": f"{p}scan", "arguments": {"depth": 2}})
         assert (await handle.result()).text == "scanned to 2"
 
 
