@@ -15,6 +15,10 @@ extra      brings                                      for
 ``skills`` pyyaml                                      Skills: ``add_skills``, reading and checking skills
 ``otel``   opentelemetry-api, opentelemetry-sdk        ``mcpkit.telemetry`` (OpenTelemetry spans)
 ``all``    all of the above
+``openai`` openai                                      :class:`~mcpkit.client.sampling.OpenAISampler` made
+                                                       without a client
+``anthropic`` anthropic                                :class:`~mcpkit.client.sampling.AnthropicSampler`
+                                                       made without a client
 =========  ==========================================  ====================================================
 
 The ``testing`` extra (pytest, pytest-asyncio and the ``http`` extra; not in ``all``) is for test suites: the
@@ -46,6 +50,8 @@ EXTRA_OF: dict[str, str] = {
     "opentelemetry": "otel",
     "pytest": "testing",
     "pytest_asyncio": "testing",
+    "openai": "openai",
+    "anthropic": "anthropic",
 }
 
 
