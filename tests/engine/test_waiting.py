@@ -6,14 +6,27 @@ slots (``max_concurrency=2``)."""
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 import time
 from typing import Any
 
 import orjson
 import pytest
+import websockets
 
-from support.limits import ENV, LIMITS_SERVER, raw_peer, stats, stats_of
+from support.limits import (
+    ENV,
+    INITIALIZED,
+    LIMITS_SERVER,
+    WsPeer,
+    initialize,
+    raw_peer,
+    server_process,
+    stats,
+    stats_of,
+)
 
 
 def call(rid: int, name: str, **args: Any) -> dict[str, Any]:
@@ -163,3 +176,64 @@ async def test_a_batch_item_cancelled_while_it_waits_for_a_slot_never_runs_and_i
         answer = await asyncio.wait_for(peer.recv(), 10)
         assert isinstance(answer, list) and [a["id"] for a in answer] == [4]
         assert answer[0]["result"]["content"][0]["text"] == "ok"
+
+
+async def test_a_request_still_waiting_when_the_drain_gives_up_is_answered_that_it_never_ran() -> None:
+    """Stdin closes while two calls run for a minute and a third waits for a slot; the drain gives up after its
+    second: the running calls are cancelled unanswered (as before), the waiting one is answered with an error
+    saying it never ran (it was dropped silently), and it never runs once the cancellations free the slots."""
+    async with raw_peer("stdio", "max_concurrency=2", "drain_timeout=1") as peer:
+        await peer.send(call(1, "slow", ms=60_000))
+        await peer.send(call(2, "slow", ms=60_000))
+        await peer.send(call(3, "slow", ms=10))
+        await peer.send(call(4, "slow", ms=10))
+        await peer.send(cancel(4))  # cancelled while it waits: left unanswered (spec)
+        peer.proc.stdin.close()
+        rest = await asyncio.wait_for(peer.proc.stdout.read(), 20)
+        answers = [orjson.loads(line) for line in rest.splitlines()]
+        assert [a["id"] for a in answers] == [3], answers
+        assert answers[0]["error"]["code"] == -32603 and "never ran" in answers[0]["error"]["message"]
+        assert await asyncio.wait_for(peer.proc.wait(), 20) == 0
+
+
+async def test_requests_running_or_waiting_when_the_graceful_shutdown_ends_are_answered_with_its_error() -> None:
+    """A WebSocket server gets SIGTERM while two calls run for a minute, a third waits for a slot and a fourth,
+    waiting too, was cancelled: once ``timeout_graceful_shutdown`` is over, the three are answered with the error
+    naming the shutdown before the socket closes; the cancelled one gets nothing."""
+    async with raw_peer("ws", "max_concurrency=2", "timeout_graceful_shutdown=1") as peer:
+        for rid in (1, 2, 3, 4):
+            await peer.send(call(rid, "slow", ms=60_000))
+        await peer.send(cancel(4))
+        await asyncio.sleep(0.5)  # (every message read: the reader is never held up here)
+        os.kill(peer.pid, signal.SIGTERM)
+        got: dict[int, dict[str, Any]] = {}
+        with pytest.raises(websockets.ConnectionClosed):
+            while True:
+                msg = await peer.recv()
+                got[msg["id"]] = msg
+        assert sorted(got) == [1, 2, 3], got
+        for rid in (1, 2, 3):
+            assert "shutting down" in got[rid]["error"]["message"], got[rid]
+
+
+async def test_a_request_waiting_when_its_connection_closes_never_runs() -> None:
+    """A WebSocket closes while two calls run for a minute and a third waits: the third is not started in the
+    slots the closing frees (the server's call count, read over another connection afterwards, says two)."""
+    async with server_process("http", "max_concurrency=2") as (_, port):
+        url = f"ws://127.0.0.1:{port}/ws"
+        async with websockets.connect(url, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
+            peer = WsPeer(ws, 0)
+            await peer.send(initialize())
+            await peer.recv()
+            await peer.send(INITIALIZED)
+            for rid in (1, 2, 3):
+                await peer.send(call(rid, "slow", ms=60_000))
+            await asyncio.sleep(0.5)  # (all three read: two run, one waits)
+        await asyncio.sleep(0.5)  # (the server closed that session)
+        async with websockets.connect(url, subprotocols=["mcp"]) as ws:  # type: ignore[list-item]
+            peer = WsPeer(ws, 0)
+            await peer.send(initialize())
+            await peer.recv()
+            await peer.send(INITIALIZED)
+            await peer.send(stats(1))
+            assert stats_of(await peer.recv())["calls"] == 2

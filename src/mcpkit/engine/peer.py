@@ -57,7 +57,7 @@ from .messages import (
 from .outgoing import Requests, _Pending
 from .runner import RequestRunner, drain, start_request_task
 from .tap import IN, OUT, TapHub, described
-from .waiting import DEFAULT_MAX_WAITING_BYTES, WaitingLine
+from .waiting import DEFAULT_MAX_WAITING_BYTES, WaitingLine, enter_line, from_line, give_up
 
 logger: logging.Logger = logging.getLogger("mcpkit.engine")
 
@@ -211,12 +211,13 @@ class Peer(Requests):
                 tasks.add(ctx.task)
         return list(tasks)
 
-    async def drain(self, timeout: float = 30.0, stop_grace: float = 0.0) -> None:
+    async def drain(self, timeout: float = 30.0, stop_grace: float = 0.0, cut: JSONDict | None = None) -> None:
         """Wait for running incoming requests to finish (then cancel what is left); cancelled meanwhile (SIGTERM
-        after the end of input), wait ``stop_grace`` seconds at most from then (see :func:`.runner.drain`). The
-        requests still waiting for a slot when it gives up are dropped unanswered, before the cancellations free
-        slots for them."""
-        await drain(self._running_tasks, timeout, stop_grace, self._drop_waiting)
+        after the end of input), wait ``stop_grace`` seconds at most from then (see :func:`.runner.drain`). When
+        it gives up, the requests still waiting for a slot are answered with an error (``cut``, or one saying they
+        never ran), before the cancellations free slots for them; with ``cut`` (a JSON-RPC error object), so is
+        each request still running, instead of being cancelled unanswered (see :func:`.waiting.give_up`)."""
+        await drain(self._running_tasks, timeout, stop_grace, functools.partial(give_up, self, cut))
 
     def feed(self, data: bytes) -> bool:
         """Synchronous fast path for a transport that frames input in a protocol callback.
@@ -429,25 +430,8 @@ class Peer(Requests):
     async def _enter_line(
         self, ctx: RequestContext, req: Request, size: int = 0, ended: asyncio.Future[None] | None = None
     ) -> bool:
-        """No slot is free: put ``ctx`` into the waiting line (True; the reader waits only while the line is full),
-        or, with no line (``max_waiting=0``) or a slot freed meanwhile, wait for a slot (False: start it now).
-        ``ended``: a batch item's future, resolved when it ends."""
-        line = self._waiting
-        try:
-            if line.max_count <= 0:
-                await self._wait_slot()
-                return False
-            if not size:  # (the frame's bytes, when the transport did not give them)
-                size = len(jsonrpc.encode_request(req.id, req.method, req.params))
-            while not line.fits(size):  # the line is full: the reader waits (backpressure)
-                await line.room()
-            if self._active >= self._max_concurrency or line.items:
-                line.push(ctx, size, ended)
-                return True
-            return False
-        except BaseException:
-            self._finished(ctx)  # (it holds no slot yet)
-            raise
+        """See :func:`.waiting.enter_line` (batch items come here too)."""
+        return await enter_line(self, ctx, req, size, ended)
 
     async def _wait_slot(self) -> None:
         """Wait until one of the ``max_concurrency`` slots is free. Backpressure: the reader waits here, so the
@@ -501,38 +485,9 @@ class Peer(Requests):
     def _release(self) -> None:
         self._active -= 1
         if self._waiting.items:  # (none waits, the usual case: no call)
-            self._from_line()
+            from_line(self)
         elif self._slot_waiters:
             self._wake_one()
-
-    def _from_line(self) -> None:
-        """Start the requests waiting in line while slots are free, longest waiting first."""
-        line = self._waiting
-        if line.starting:  # (a request started here ended at once: the loop below goes on)
-            return
-        line.starting = True
-        try:
-            while line.items and self._active < self._max_concurrency:
-                ctx, ended = line.pop()
-                if ended is None:
-                    self._queue(ctx)
-                elif ended.done():  # (its batch gave up on it)
-                    self._finished(ctx)
-                else:
-                    task = self._launch(ctx)
-                    if task is None:
-                        ended.set_result(None)
-                    else:
-                        task.add_done_callback(functools.partial(_item_ended, ended))
-        finally:
-            line.starting = False
-        if self._slot_waiters and self._active < self._max_concurrency:
-            self._wake_one()
-
-    def _drop_waiting(self) -> None:
-        """The peer stops: the requests still waiting for a slot will not run (no answer; their ids are freed)."""
-        for ctx in self._waiting.clear():
-            self._finished(ctx)
 
     def _wake_one(self) -> None:
         waiters = self._slot_waiters
@@ -646,15 +601,17 @@ class Peer(Requests):
             return
         self._closed = ConnectionClosed(f"{self.name}: {reason}")
         self._stopped = f"{self.name}: connection closed"
-        self._drop_waiting()
+        answering = give_up(self)  # (the requests still waiting for a slot: answered that they never ran)
         await self._fail_waiting(self._closed)
         if self._cancel_sends:  # let the peer learn of the cancellations it was sent (each is bounded)
             await asyncio.wait(list(self._cancel_sends), timeout=self.cancel_timeout)
         tasks = self._running_tasks()
         for t in tasks:
             t.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=5.0)
+        if tasks or answering:
+            await asyncio.wait([*tasks, *answering], timeout=5.0)
+        for t in answering:
+            t.cancel()  # (a peer that reads nothing any more: the answers are given up on)
 
     def inflight_count(self) -> int:
         return len(self._inflight)
@@ -671,12 +628,6 @@ class Peer(Requests):
     def is_running_method(self, method: str) -> bool:
         """Whether a request of the other side for ``method`` is in progress here (taken, not answered yet)."""
         return any(ctx.method == method for ctx in self._inflight.values())
-
-
-def _item_ended(ended: asyncio.Future[None], _: object) -> None:
-    """A batch item started from the waiting line ended: its batch stops waiting for it."""
-    if not ended.done():
-        ended.set_result(None)
 
 
 def _being_cancelled() -> bool:

@@ -192,11 +192,12 @@ async def drain(
     running: Callable[[], list[asyncio.Task[Any]]],
     timeout: float,
     stop_grace: float = 0.0,
-    giving_up: Callable[[], None] | None = None,
+    giving_up: Callable[[], list[asyncio.Task[None]]] | None = None,
 ) -> None:
     """Wait for the requests ``running()`` gives (asked again until none is left: one the runner was still to run
     may have moved to a task of its own meanwhile) for ``timeout`` seconds at most, then cancel what is left
-    (``giving_up`` is called first: the peer drops the requests that wait for a slot).
+    (``giving_up`` is called first: the peer answers the requests that wait for a slot, and those it is told to
+    answer; the tasks it returns, sending those answers, are waited for with the cancelled ones, bounded).
 
     Cancelled while it waits (SIGTERM during the drain at the end of the input), it waits ``stop_grace`` seconds
     at most from then (never past ``timeout``), cancels what is left and raises the cancellation; cancelled again,
@@ -218,11 +219,10 @@ async def drain(
             deadline = min(deadline, loop.time() + stop_grace)
             continue
         if left:
-            if giving_up is not None:
-                giving_up()
+            answering = giving_up() if giving_up is not None else []
             for t in left:
                 t.cancel()
-            await asyncio.wait(left, timeout=5.0)
+            await asyncio.wait([*left, *answering], timeout=5.0)
             break
     if stopped is not None:
         raise stopped

@@ -613,6 +613,38 @@ async def test_shutdown_answers_the_requests_in_flight_then_ends_every_stream_cl
     assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
 
 
+async def test_a_call_still_running_when_the_drain_ends_is_answered_with_an_error_naming_the_shutdown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A call still running when the graceful shutdown's time is over is cancelled; its stream carries, before it
+    ends, the JSON-RPC error naming the shutdown with the call's id (as Streamable HTTP answers it), not nothing."""
+    caplog.set_level("WARNING")
+    async with (
+        built_server(grace=1) as (userver, base, task),
+        httpx.AsyncClient(timeout=10) as client,
+        raw_stream(client, base + "/sse") as (busy, endpoint),
+    ):
+        post = base + endpoint
+        assert (await client.post(post, json=INIT)).status_code == 202
+        assert (await busy.next_message())["id"] == 1
+        await client.post(post, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "slow", "arguments": {"steps": 60, "delay": 0.5}, "_meta": {"progressToken": "p"}}
+        r = await client.post(post, json={"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        assert r.status_code == 202
+        assert (await busy.next_message())["method"] == "notifications/progress"
+        started = asyncio.get_running_loop().time()
+        userver.should_exit = True  # what SIGTERM does
+        seen = []
+        with pytest.raises(EOFError):  # the stream still ends cleanly
+            while True:
+                seen.append(await busy.next_message(timeout=8))
+        last = seen[-1]
+        assert last["id"] == 2 and "shutting down" in last["error"]["message"], seen
+        await asyncio.wait_for(task, 8)
+        assert asyncio.get_running_loop().time() - started < 1 + 3  # the grace, then the answer's bounded send
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text
+
+
 async def test_a_stream_opened_while_draining_is_refused_with_503() -> None:
     """Once the drain has begun (its streams were taken then), a new stream (an EventSource that reconnects over a
     kept-alive connection) would be held open until the grace period ended and then cut: it gets 503 and

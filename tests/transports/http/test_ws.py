@@ -645,6 +645,42 @@ async def test_shutdown_answers_the_requests_in_flight_then_closes_with_1001() -
             await asyncio.wait_for(task, 20)
 
 
+async def test_a_call_still_running_when_the_drain_ends_is_answered_with_an_error_naming_the_shutdown() -> None:
+    """A call still running when the graceful shutdown's time is over is cancelled; the socket carries, before its
+    1001 close, the JSON-RPC error naming the shutdown with the call's id (as Streamable HTTP answers it)."""
+    from mcpkit.transports.http import build_server
+
+    userver = build_server(make_server(), "http", "127.0.0.1", 0, timeout_graceful_shutdown=1)
+    task = asyncio.get_running_loop().create_task(userver.serve())
+    try:
+        await eventually(lambda: userver.started)
+        url = f"ws://127.0.0.1:{userver.servers[0].sockets[0].getsockname()[1]}/ws"
+        async with connect(url, subprotocols=["mcp"]) as busy:  # type: ignore[list-item]
+            await busy.send(orjson.dumps(INIT), text=True)
+            assert (await recv_json(busy))["id"] == 1
+            await busy.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', text=True)
+            call = {"name": "slow", "arguments": {"steps": 60, "delay": 0.5}, "_meta": {"progressToken": "p"}}
+            await busy.send(
+                orjson.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call}), text=True
+            )
+            assert (await recv_json(busy))["method"] == "notifications/progress"
+            started = asyncio.get_running_loop().time()
+            userver.should_exit = True  # what SIGTERM does
+            seen = []
+            with pytest.raises(WSClosed):
+                while True:
+                    seen.append(await recv_json(busy, 8))
+            last = seen[-1]
+            assert last["id"] == 2 and "shutting down" in last["error"]["message"], seen
+            assert busy.close_code == 1001
+            await asyncio.wait_for(task, 8)
+            assert asyncio.get_running_loop().time() - started < 1 + 3  # the grace, then the answer's bounded send
+    finally:
+        userver.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 20)
+
+
 async def test_shutdown_does_not_wait_on_a_client_that_does_not_read(caplog: pytest.LogCaptureFixture) -> None:
     """A connection whose reader is stuck (its outgoing queue full) holds its answers: the shutdown closes it when
     the grace period ends, not after the much longer ``stall_timeout``, quietly (no ERROR in the log)."""

@@ -41,7 +41,8 @@ Wire rules (the 2024-11-05 transport page; the POST path is ``/messages``, also 
 
 Shutdown: uvicorn waits for open streaming responses (until ``timeout_graceful_shutdown``, then it cuts them);
 ``await sse.drain(timeout)`` (what ``MCPApp.drain`` does) ends each stream once its requests in flight are
-answered, ``await sse.aclose()`` ends every stream at once.
+answered (those still running after ``timeout`` are answered with the JSON-RPC error naming the shutdown, then the
+stream ends), ``await sse.aclose()`` ends every stream at once.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from ...protocol.errors import ConnectionClosed, ParseError
 from ...server.request_context import at_token_expiry
 from ...stores.log import LogEntry, SharedFanout
 from ..base import DEFAULT_MAX_MESSAGE_SIZE, DEFAULT_QUEUE_BYTES
+from .answer import SHUTTING_DOWN
 from .security import RequestCheck, make_request_check
 from .sessions import client_key, network_of, owner_matches
 from .wire import TEXT_TYPE, declared_too_large, respond, wait_disconnect
@@ -72,6 +74,7 @@ if TYPE_CHECKING:
     from ...hosting import HostedServer, HostedSession
 
 logger: logging.Logger = logging.getLogger("mcpkit.sse")
+_SHUTTING_DOWN = {"code": SHUTTING_DOWN[0], "message": SHUTTING_DOWN[1]}  # (the JSON-RPC error object)
 
 
 # ---------------------------------------------------------------- the body of a POST
@@ -234,11 +237,13 @@ class LegacySSEEndpoint:
     async def drain(self, timeout: float | None = None) -> None:
         """Graceful shutdown (:meth:`MCPApp.drain <mcpkit.transports.http.MCPApp.drain>` calls it): each open stream
         ends, cleanly, once the requests in flight on its session are answered (their answers still go out on it);
-        an idle stream ends at once. After ``timeout`` seconds (None: no bound) what is left is ended as
+        an idle stream ends at once. After ``timeout`` seconds (None: no bound) each request still running or
+        waiting for a slot is answered with -32603 "Service Unavailable: the server is shutting down" and
+        cancelled, and its stream ends once those answers are out (1 s at most); what is left then is ended as
         :meth:`aclose` does. Without it, uvicorn keeps every stream open until its grace period runs out, then
         cuts it."""
         self.draining = True
-        await finish_all_after_answers([(s.session, s.outbox) for s in self._streams.values()], timeout)
+        await finish_all_after_answers([(s.session, s.outbox, s.task) for s in self._streams.values()], timeout)
         await self.aclose()
 
     # ------------------------------------------------------------------ GET: the stream
@@ -417,25 +422,35 @@ def _noop() -> None:
     pass
 
 
+#: seconds the answers of the calls cut off at the end of a drain (and the stream's end) get to go out
+_CUT_SEND = 1.0
+
+
 async def finish_all_after_answers(
-    ends: list[tuple[HostedSession | None, BoundedOutbox]], timeout: float | None
+    ends: list[tuple[HostedSession | None, BoundedOutbox, asyncio.Task[Any] | None]], timeout: float | None
 ) -> None:
-    """:func:`finish_after_answers` for each ``(session, outbox)`` at once, all within ``timeout`` s (None: no
-    bound); what is not finished by then is given up (e.g. a reader that does not read: its queue is full)."""
+    """:func:`finish_after_answers` for each ``(session, outbox, writer)`` at once, all within ``timeout`` s (None:
+    no bound) and :data:`_CUT_SEND` s more for the last answers to go out; what is not finished by then is given
+    up (e.g. a reader that does not read: its queue is full)."""
     if ends:
-        finishing = [asyncio.ensure_future(finish_after_answers(s, o, timeout)) for s, o in ends]
-        _, late = await asyncio.wait(finishing, timeout=timeout)
+        finishing = [asyncio.ensure_future(finish_after_answers(s, o, w, timeout)) for s, o, w in ends]
+        _, late = await asyncio.wait(finishing, timeout=None if timeout is None else timeout + _CUT_SEND)
         for end in late:
             end.cancel()
 
 
-async def finish_after_answers(session: HostedSession | None, outbox: BoundedOutbox, timeout: float | None) -> None:
-    """Let the requests in flight on ``session`` finish (at most ``timeout`` s: then they are cancelled), then
-    close ``outbox`` and queue the end marker (an empty message) after what it holds, for the writer to stop at."""
+async def finish_after_answers(
+    session: HostedSession | None, outbox: BoundedOutbox, writer: asyncio.Task[Any] | None, timeout: float | None
+) -> None:
+    """Let the requests in flight on ``session`` finish (at most ``timeout`` s: then each still running is answered
+    with the error naming the shutdown, as Streamable HTTP answers it, and cancelled), then close ``outbox``,
+    queue the end marker (an empty message) after what it holds, and wait for the ``writer`` to stop at it."""
     if session is not None and not outbox.closed:
-        await session.peer.drain(86_400.0 if timeout is None else timeout)
+        await session.peer.drain(86_400.0 if timeout is None else timeout, cut=_SHUTTING_DOWN)
     if outbox.closed:
         return
     outbox.closed = True
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(outbox.queue.put(b""), outbox.stall_timeout)
+    if writer is not None:
+        await asyncio.wait((writer,))  # (never cancels it: the caller's bound gives it up)

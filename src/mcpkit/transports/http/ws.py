@@ -165,12 +165,14 @@ class WebSocketEndpoint:
         """Graceful shutdown (:meth:`MCPApp.drain <mcpkit.transports.http.MCPApp.drain>` calls it, before uvicorn
         closes every WebSocket with 1012): each connection is closed with 1001 once the requests in flight on it
         are answered (the answers are sent first); an idle one at once. After ``timeout`` seconds (None: no bound)
-        what is left is closed as :meth:`aclose` does."""
+        each request still running or waiting for a slot is answered with -32603 "Service Unavailable: the server
+        is shutting down" and cancelled, and the connection closes once those answers are out (1 s at most); what
+        is left then is closed as :meth:`aclose` does."""
         self.draining = True
         conns = list(self._connections)
         for conn in conns:
             conn.closing = conn.closing or (CLOSE_GOING_AWAY, "server shutting down")
-        await finish_all_after_answers([(c.session, c.outbox) for c in conns], timeout)
+        await finish_all_after_answers([(c.session, c.outbox, c.writer) for c in conns], timeout)
         await self.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
