@@ -55,40 +55,49 @@ _ENDED = (INVALID_REQUEST, "Session ended")
 SHUTTING_DOWN = (INTERNAL_ERROR, "Service Unavailable: the server is shutting down")
 
 
-def _cut_ids(stream: Stream, ctx: RequestContext | None, by_task: bool) -> list[Any] | None:
+def _cut_ids(
+    stream: Stream, ctx: RequestContext | None, by_task: bool, carried: Sequence[Any] | None = None
+) -> Sequence[Any] | None:
     """The ids of the requests a POST carried that were cut off under it: a session's (recorded when it ended, or
-    when the server stopped serving: ``hs.orphans``), or the one request of a 2026-07-28 POST; None when unknown
-    (a stateless handshake-era POST)."""
+    when the server stopped serving: ``hs.orphans``), the one request of a 2026-07-28 POST, or those a stateless
+    handshake-era POST ``carried`` (its request's, or each of a batch's: none of its answer has gone out); None
+    when unknown."""
     hs = stream.hs
     if hs is not None and hs.orphans:
         ids = hs.orphans.pop(stream, None) or (hs.orphans.pop(_current_task(), None) if by_task else None)
         if ids:
             return ids
-    return [ctx.id] if ctx is not None else None
+    if ctx is not None:
+        return [ctx.id]
+    return carried or None
 
 
-def _cut_answer(stream: Stream, ctx: RequestContext | None, why: tuple[int, str]) -> bytes:
+def _cut_answer(
+    stream: Stream, ctx: RequestContext | None, why: tuple[int, str], carried: Sequence[Any] | None = None
+) -> bytes:
     """The answer of a POST cut off under its requests (its session ended: spec, HTTP 404 for a terminated session;
     or the server stops serving: 503): the error with the id of each request it carried (a batch's answer for
     several), so the client's requests fail at once; ``id: null`` when none is known."""
-    ids = _cut_ids(stream, ctx, True)
+    ids = _cut_ids(stream, ctx, True, carried)
     if not ids:
         return bad(*why)
     errors = [error_body(rid, *why) for rid in ids]
     return errors[0] if len(errors) == 1 else b"[" + b",".join(errors) + b"]"
 
 
-async def _tell_orphans(stream: Stream, ctx: RequestContext | None, why: tuple[int, str]) -> None:
+async def _tell_orphans(
+    stream: Stream, ctx: RequestContext | None, why: tuple[int, str], carried: Sequence[Any] | None
+) -> None:
     """An SSE answer cut off under its requests (as for :func:`_cut_answer`): its last event is the error of each
     request it carried (not kept in the event store: the session's events are forgotten, or the server stops)."""
-    ids = _cut_ids(stream, ctx, False)
+    ids = _cut_ids(stream, ctx, False, carried)
     conn = stream.conn
     if conn is None or conn.ended:
         return
     if ids:
         for rid in ids:
             await conn.queue.put((0, sse_frame(error_body(rid, *why), None)))
-    elif why is SHUTTING_DOWN:  # (a stateless handshake-era POST: its request's id is not known here)
+    elif why is SHUTTING_DOWN:  # (no id known)
         await conn.queue.put((0, sse_frame(bad(*why), None)))
 
 
@@ -132,6 +141,7 @@ class Answerer:
         extra: Sequence[tuple[bytes, bytes]],
         *,
         new_session: bool = False,
+        carried: Sequence[Any] | None = None,
     ) -> int:
         """Run the request inline and answer with JSON or an SSE stream.
 
@@ -140,7 +150,8 @@ class Answerer:
         answer into an SSE stream as soon as the handler sends anything first (its pump then runs in its own task).
         ``ctx`` is set for modern requests: the client leaving cancels them (see :meth:`tick`). For a session's
         POST (``stream.hs``) the session's request count and stream table are released when the handler returns.
-        ``runner`` may be the answer itself (the handler answered at once: ``Peer.run_detached``).
+        ``runner`` may be the answer itself (the handler answered at once: ``Peer.run_detached``). ``carried``: the
+        request ids of a stateless handshake-era POST, which its answer names if it is cut off.
         """
         task: asyncio.Task[Any] | None = None
         if ctx is not None:
@@ -187,7 +198,7 @@ class Answerer:
                 task.uncancel()
         if stream.mode == SSE_MODE:
             if ended or (answer is None and self.closing):  # (the engine may take the shutdown's cancellation)
-                await _tell_orphans(stream, ctx, SHUTTING_DOWN if self.closing else _ENDED)
+                await _tell_orphans(stream, ctx, SHUTTING_DOWN if self.closing else _ENDED, carried)
             stream.finish()
             if stream.pump_task is not None:
                 await stream.pump_task
@@ -203,7 +214,8 @@ class Answerer:
         if answer is None or ended:
             if ended or self.closing:  # (the engine may take the shutdown's cancellation as the request's)
                 status = 503 if self.closing else 404
-                await respond(send, status, _cut_answer(stream, ctx, SHUTTING_DOWN if self.closing else _ENDED))
+                why = SHUTTING_DOWN if self.closing else _ENDED
+                await respond(send, status, _cut_answer(stream, ctx, why, carried))
                 return status
             await respond(send, 202, b"", None, extra)  # nothing to answer (a cancelled request)
             return 202

@@ -414,7 +414,7 @@ class HandshakeRoutes:
                     if self.stateless_calls.fanout is not server.fanout:
                         self.stateless_calls.follow(server.fanout)
                     try:
-                        await self.answers.serve(stream, runner, None, receive, send, ())
+                        await self.answers.serve(stream, runner, None, receive, send, (), carried=(msg.id,))
                     finally:
                         self.stateless_calls.discard(key, ctx)
                     return
@@ -424,7 +424,9 @@ class HandshakeRoutes:
             if t is Batch and scope.get("auth") is not None:
                 await self._serve_batch(scope, msg, peer, stream, runner, receive, send)
                 return
-        await self.answers.serve(stream, runner, None, receive, send, ())
+        # (the ids its answer names if it is cut off at shutdown)
+        carried = (msg.id,) if t is Request else [m.id for m in msg if type(m) is Request] if t is Batch else None
+        await self.answers.serve(stream, runner, None, receive, send, (), carried=carried)
 
     async def _serve_batch(
         self,
@@ -445,7 +447,8 @@ class HandshakeRoutes:
         if kept and calls.fanout is not self.server.fanout:
             calls.follow(self.server.fanout)
         try:
-            await self.answers.serve(stream, runner, None, receive, send, ())
+            carried = [item.id for item in batch if type(item) is Request]  # (named if it is cut off at shutdown)
+            await self.answers.serve(stream, runner, None, receive, send, (), carried=carried)
         finally:
             for key in kept:
                 calls.discard(key, peer)
