@@ -1,6 +1,7 @@
 """A ``subscriptions/listen`` stream that falls behind (2026-07-28): changes come faster than the stream writes
 them (tests/support/servers/listen_server.py, over stdio, reports them in bursts; the client reads only after the
-burst). It gets each change once, and when distinct changes overflow its queue it ends with an error rather than
+burst). It gets every change while its queue has room, each change once when it is full (equal ones merged, the
+rule a client's watch follows too), and when distinct changes overflow its queue it ends with an error rather than
 losing some silently."""
 
 from __future__ import annotations
@@ -102,6 +103,20 @@ async def test_a_listen_stream_that_falls_behind_gets_each_change_once() -> None
         seen = before + seen
         assert changes(seen) == [NOTES[0], NOTES[1], NOTES[2], "notifications/tools/list_changed"]
         assert all(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L" for m in seen)
+        assert "result" in final
+
+
+async def test_a_listen_stream_with_room_gets_every_change_even_repeats() -> None:
+    """Four updates of one resource in one burst on a stream whose queue holds 10: the client gets all four (a
+    count of updates stays exact), as a client's own watch does; equal changes are merged only when the queue is
+    full (it used to merge them always, so the client got one)."""
+    async with listen_server(10) as raw:
+        await raw.listen("L")
+        await raw.burst(1, [NOTES[0]] * 4)
+        before, _ = await raw.until(1)
+        raw.proc.stdin.close()  # type: ignore[union-attr]
+        seen, final = await raw.until("L")
+        assert changes(before + seen) == [NOTES[0]] * 4 + ["notifications/tools/list_changed"]
         assert "result" in final
 
 

@@ -2,21 +2,22 @@
 2026-07-28 ``subscriptions/listen`` stream (:class:`~mcpkit.client.subscription.Subscription`) and a handshake-era
 :class:`~mcpkit.client.handlers.Watch`.
 
-An application that reads slower than the server sends (a burst of changes) gets each change once: one equal to a
-change still waiting (a list's ``list_changed``, ``resources/updated`` of the same URI) is not queued again, since
-the application re-reads the list or the resource once for both. When more distinct changes wait than the queue's
-``maxsize``, some would be lost: the queue ends with :class:`WatchFellBehind` instead, once what it holds is read,
-so the application knows to watch again and re-read what it watches. Nothing is dropped silently.
+An application that reads slower than the server sends (a burst of changes) gets every change while the queue has
+room; once ``maxsize`` wait, one equal to a change still waiting (a list's ``list_changed``, ``resources/updated``
+of the same URI) is merged into it, since the application re-reads the list or the resource once for both (the
+rule of :class:`~mcpkit.protocol.changes.PendingChanges`, the server's listen stream's too). When more distinct
+changes wait than the queue's ``maxsize``, some would be lost: the queue ends with :class:`WatchFellBehind`
+instead, once what it holds is read, so the application knows to watch again and re-read what it watches.
+Nothing is dropped silently.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Callable
 
-from ..protocol.changes import change_key
+from ..protocol.changes import PendingChanges
 from ..protocol.errors import MCPError
 from ..protocol.jsonrpc import JSONDict
 
@@ -38,21 +39,18 @@ class ChangeQueue:
     they first came, then raise the queue's end (:meth:`end`, or :class:`WatchFellBehind` after an overflow).
     ``on_overflow`` (optional) is called once when distinct changes overflow ``maxsize`` (to stop the stream)."""
 
-    __slots__ = ("_end", "_items", "_keys", "_ready", "maxsize", "on_overflow", "what")
+    __slots__ = ("_changes", "_end", "_ready", "maxsize", "on_overflow", "what")
 
     def __init__(self, maxsize: int, what: str = "watch") -> None:
-        if maxsize < 1:
-            raise ValueError(f"maxsize must be at least 1, not {maxsize}")
+        self._changes = PendingChanges(maxsize)  # (raises ValueError below 1)
         self.maxsize: int = maxsize
         self.what: str = what  # (what the error names: "watch", "subscription 3")
         self.on_overflow: Callable[[], None] | None = None
-        self._items: deque[tuple[str, JSONDict, object]] = deque()  # (method, params, coalescing key or None)
-        self._keys: dict[object, int] = {}  # the keys of the waiting changes that coalesce, and how many wait
         self._end: BaseException | None = None
         self._ready = asyncio.Event()  # set while a change waits or the queue ended
 
     def __len__(self) -> int:
-        return len(self._items)
+        return len(self._changes)
 
     @property
     def ended(self) -> bool:
@@ -60,18 +58,14 @@ class ChangeQueue:
         return self._end is not None
 
     def offer(self, method: str, params: JSONDict) -> None:
-        """Queue a change (never blocks); ignored once the queue ended. Every change is kept while there is room;
-        with ``maxsize`` waiting, a change equal to one that waits is merged into it (the application re-reads once
-        for both), and the equal ones waiting are merged to make room; only distinct changes overflow."""
+        """Queue a change (never blocks); ignored once the queue ended. The rule of
+        :class:`~mcpkit.protocol.changes.PendingChanges`: every change is kept while there is room; with ``maxsize``
+        waiting, a change equal to one that waits is merged into it (the application re-reads once for both), and
+        the equal ones waiting are merged to make room; only distinct changes overflow (the queue then ends)."""
         if self._end is not None:
             return
-        key = change_key(method, params)
-        if len(self._items) >= self.maxsize:
-            if key is not None and key in self._keys:
-                return  # the same change waits already
-            self._merge_waiting()
-        if len(self._items) >= self.maxsize:
-            logger.warning("%s: slow reader, %d changes waiting unread; ending it", self.what, len(self._items))
+        if not self._changes.add(method, params):
+            logger.warning("%s: slow reader, %d changes waiting unread; ending it", self.what, len(self._changes))
             self.end(
                 WatchFellBehind(
                     f"{self.what} fell behind: more than {self.maxsize} distinct changes waited unread (its "
@@ -82,25 +76,7 @@ class ChangeQueue:
             if self.on_overflow is not None:
                 self.on_overflow()
             return
-        self._items.append((method, params, key))
-        if key is not None:
-            self._keys[key] = self._keys.get(key, 0) + 1
         self._ready.set()
-
-    def _merge_waiting(self) -> None:
-        # a full queue: keep the first of each set of equal waiting changes (in their order), the others merged
-        if len(self._keys) == sum(self._keys.values()):
-            return  # no two equal ones wait
-        kept: deque[tuple[str, JSONDict, object]] = deque()
-        seen: dict[object, int] = {}
-        for item in self._items:
-            key = item[2]
-            if key is None or key not in seen:
-                kept.append(item)
-                if key is not None:
-                    seen[key] = 1
-        self._items = kept
-        self._keys = seen
 
     def end(self, exc: BaseException) -> None:
         """Take no more changes: once those waiting are read, :meth:`pop` raises ``exc`` (the first end stays)."""
@@ -110,15 +86,11 @@ class ChangeQueue:
 
     def pop(self) -> Change | None:
         """The next change, or None when none waits; raises the queue's end once nothing waits."""
-        if self._items:
-            method, params, key = self._items.popleft()
-            if key is not None:
-                left = self._keys.pop(key) - 1
-                if left:
-                    self._keys[key] = left
-            if not self._items and self._end is None:
+        change = self._changes.pop()
+        if change is not None:
+            if not self._changes and self._end is None:
                 self._ready.clear()
-            return method, params
+            return change
         if self._end is not None:
             raise self._end
         return None

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from ..hosting import HostedServer
-from ..protocol.changes import change_key
+from ..protocol.changes import PendingChanges
 from ..protocol.errors import InternalError, InvalidParams, InvalidRequest, MethodNotFound
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.versions import LOG_LEVELS, META_SUBSCRIPTION_ID
@@ -26,17 +25,24 @@ logger: logging.Logger = logging.getLogger("mcpkit.server")
 MAX_LISTENS_PER_CONNECTION = 64
 
 
+def checked_queue_size(listen_queue_size: int) -> int:
+    """``listen_queue_size`` once checked (a ``Server``'s): at least 1, else ValueError."""
+    if listen_queue_size < 1:
+        raise ValueError(f"listen_queue_size must be at least 1, not {listen_queue_size}")
+    return listen_queue_size
+
+
 class _Listener:
     """One ``subscriptions/listen`` stream (modern era): the notifications waiting to be written to it.
 
-    A stream that falls behind (a client reading slowly, a burst of changes) gets each change once: a notification
-    equal to one still waiting (a list's ``list_changed``, ``resources/updated`` of the same URI) is not queued
-    again, since the client re-reads the list or the resource anyway. When distinct notifications overflow the
-    queue (``listen_queue_size``), some would be lost: the stream ends at once with an error instead, so the client
-    knows to listen again and re-read what it watches."""
+    A stream that falls behind (a client reading slowly, a burst of changes) follows the rule a client's watch
+    follows (:class:`~mcpkit.protocol.changes.PendingChanges`): every notification is kept while the queue
+    (``listen_queue_size``) has room; once it is full, one equal to a notification still waiting (a list's
+    ``list_changed``, ``resources/updated`` of the same URI) is merged into it, since the client re-reads the list
+    or the resource once for both. When distinct notifications overflow the queue, some would be lost: the stream
+    ends at once with an error instead, so the client knows to listen again and re-read what it watches."""
 
     __slots__ = (
-        "_keys",
         "_waiter",
         "ended",
         "filter",
@@ -52,8 +58,7 @@ class _Listener:
     def __init__(self, agreed: JSONDict, sub_id: str | int, maxsize: int) -> None:
         self.filter: JSONDict = agreed
         self.uris = frozenset(agreed.get("resourceSubscriptions") or ())
-        self.items: deque[tuple[str, JSONDict, object]] = deque()  # (method, params, coalescing key or None)
-        self._keys: set[object] = set()  # the keys of the waiting notifications that coalesce
+        self.items = PendingChanges(maxsize)
         self.maxsize = maxsize
         self.ended = False  # end once what waits is written
         self.overflowed = False  # end now, with an error
@@ -71,20 +76,12 @@ class _Listener:
     def offer(self, method: str, params: JSONDict) -> None:
         if self.ended or self.overflowed:
             return
-        key = change_key(method, params)
-        if key is not None and key in self._keys:
-            return  # the same change waits already: the client re-reads once for both
-        if len(self.items) >= self.maxsize:
+        if not self.items.add(method, params):
             logger.warning(
                 "subscription %r: slow listener, %d notifications waiting; ending it", self.sub_id, len(self.items)
             )
             self.overflowed = True
             self.items.clear()
-            self._keys.clear()
-        else:
-            self.items.append((method, params, key))
-            if key is not None:
-                self._keys.add(key)
         self._wake()
 
     async def next(self) -> tuple[str, JSONDict] | None:
@@ -96,11 +93,9 @@ class _Listener:
                     "waited to be written (the server's listen_queue_size), so some were lost; listen again, then "
                     "list again and read again what it watches"
                 )
-            if self.items:
-                method, params, key = self.items.popleft()
-                if key is not None:
-                    self._keys.discard(key)
-                return method, params
+            change = self.items.pop()
+            if change is not None:
+                return change
             if self.ended:
                 return None
             waiter = self._waiter = asyncio.get_running_loop().create_future()

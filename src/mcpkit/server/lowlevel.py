@@ -50,7 +50,7 @@ from ..protocol.versions import (
     Features,
 )
 from .builtins import _BUILTINS as _BUILTINS
-from .builtins import _LIST_CHANGED_FILTER, _Listener
+from .builtins import _LIST_CHANGED_FILTER, _Listener, checked_queue_size
 from .fanout import Fanout, LocalFanout, deliver_missed
 from .interceptors import Call, Interceptor, Interceptors, call_for, run_chain
 from .request_context import (
@@ -94,7 +94,7 @@ class Server(Runnable):
         versions: protocol revisions served (default: all five).
         request_state_keys: HMAC keys for ``requestState`` (share them between workers).
         request_timeout: default timeout for server→client requests (handshake era).
-        listen_queue_size: distinct notifications waiting for one ``subscriptions/listen`` stream (beyond: -32603).
+        listen_queue_size: notifications waiting for one ``subscriptions/listen`` stream, >= 1 (full: equal ones merge).
         logging_enabled: declare the ``logging`` capability (default True).
 
     A misspelled option is a ``TypeError`` naming the closest one.
@@ -157,7 +157,7 @@ class Server(Runnable):
         self.modern_versions: tuple[str, ...] = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
         self.request_state: RequestStateSealer = RequestStateSealer(request_state_keys)
         self.request_timeout = request_timeout
-        self.listen_queue_size = listen_queue_size
+        self.listen_queue_size = checked_queue_size(listen_queue_size)
         self.logging_enabled = logging_enabled
         self.fanout_timeout: float = 5.0
         self.fanout: Fanout = LocalFanout(self)  # how changes reach this worker's and other workers' clients
