@@ -192,7 +192,8 @@ async def test_batch_flood_from_a_server_that_never_reads_is_bounded() -> None:
         async with PeakRSS(os.getpid()) as rss:
             await asyncio.sleep(4)
         handled = gauge.calls
-        assert cs.peer.inflight_count() <= 256
+        # 256 running and at most 256 waiting for a slot (the waiting line: batch items wait in it since 2e3ca44)
+        assert cs.peer.inflight_count() <= 256 + 256
     print(f"client: {handled} sampling requests handled while the server does not read, RSS +{rss.growth_mb:.1f} MB")
     assert handled < 50_000, handled
     assert rss.growth_mb < 60, rss.growth_mb
