@@ -223,6 +223,9 @@ async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about
     def warnings() -> list[str]:
         return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING and prefix in r.getMessage()]
 
+    def claims() -> list[asyncio.Task[object]]:
+        return [t for t in asyncio.all_tasks() if t.get_name() == "mcpkit-prefix-claim"]
+
     async with running(app("alpha", "a"), config=config):
         async with running(app("alpha", "a"), config=config):  # (the same app's second worker)
             pass
@@ -230,6 +233,8 @@ async def test_a_different_app_starting_on_a_redis_prefix_in_use_is_warned_about
         async with running(app("beta", "b"), config=config) as (base, _), httpx.AsyncClient(timeout=10) as http:
             r = await http.post(base + "/mcp", json=initialize_body(), headers=handshake_headers())
             assert r.status_code == 200  # (it started and serves)
+            assert len(claims()) == 2  # (each running worker keeps its fingerprint written: alpha's and beta's)
+    assert claims() == []  # (stopped with the worker)
     [said] = warnings()
     assert "'alpha'" in said and "'beta'" in said and "MCPKIT_REDIS_PREFIX" in said and "rolling" in said, said
     client = aioredis.from_url(redis_url)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from ...hosting import Fanout, HostedServer
     from ...stores import EventStore, SessionStore
     from ...stores.config import SharedStores
+    from ...stores.redis.fingerprint import PrefixClaim
 
 
 class MCPApp:
@@ -54,6 +55,7 @@ class MCPApp:
         self.shared = shared  # the Redis pieces built from the configuration (closed after the fan-out)
         self.draining: bool = False
         self._started = False  # the ASGI lifespan entered the server's (startup), to leave at shutdown
+        self._claim: PrefixClaim | None = None  # this worker's fingerprint under the Redis prefix, while it runs
         #: why the ASGI lifespan's startup failed (the server's fan-out or lifespan raised), else None
         self.startup_error: Exception | None = None
         probes: list[str] = []
@@ -82,18 +84,13 @@ class MCPApp:
                 raise
             self._started = True
             if self.shared is not None:
-                await self._claim_prefix(self.shared, self.server)
+                # this app's fingerprint under the Redis prefix, warning when another app's was there, written
+                # again while the worker runs (mcpkit.stores.redis.fingerprint); Redis being away only skips it
+                from ...stores.redis.fingerprint import PrefixClaim, fingerprint
 
-    @staticmethod
-    async def _claim_prefix(shared: SharedStores, server: HostedServer) -> None:
-        """Leave this app's fingerprint under the Redis prefix, warning when another app's was there
-        (:mod:`mcpkit.stores.redis.fingerprint`); Redis being away only skips it."""
-        from ...stores.redis.fingerprint import claim_prefix, fingerprint
-
-        try:
-            await claim_prefix(shared.connection, fingerprint(server.name, server.component_names()))
-        except Exception as exc:  # (the worker serves without it: the fan-out says Redis is away, readyz too)
-            logger.debug("could not check which app uses the Redis prefix: %s", exc)
+                mine = fingerprint(self.server.name, self.server.component_names())
+                self._claim = PrefixClaim(self.shared.connection, mine)
+                await self._claim.start()
 
     async def _shutdown(self) -> None:
         try:
@@ -107,6 +104,9 @@ class MCPApp:
                 with contextlib.suppress(Exception):
                     await self.server.fanout.aclose()
             if self.shared is not None:
+                if self._claim is not None:
+                    await self._claim.aclose()
+                    self._claim = None
                 with contextlib.suppress(Exception):
                     await self.shared.aclose()
 
