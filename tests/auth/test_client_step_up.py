@@ -148,3 +148,51 @@ async def test_a_step_up_whose_scope_string_would_pass_its_length_bound_is_refus
             assert (await http.get(s.mcp_url)).status_code == 200
         assert len(browser.visited) == 1  # the first sign-in only
         await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_a_first_authorization_whose_challenge_names_more_scopes_than_the_bound_is_refused_naming_it() -> None:
+    """The bound on the scopes an authorization asks for held for step-ups only: a first ``401`` naming 300 scopes
+    sent them all to the authorization server and remembered them for every later step-up. It is refused like a
+    step-up past the bound, before the browser is sent anywhere."""
+    from mcpkit.auth.client import MAX_STEPPED_UP_SCOPES
+
+    async with scripted() as s:
+        s.challenge_scope = " ".join(f"scope-{i}" for i in range(MAX_STEPPED_UP_SCOPES + 44))
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match=f"{MAX_STEPPED_UP_SCOPES} scopes"):
+                await http.get(s.mcp_url)
+        assert browser.visited == []
+        assert client._requested == {}
+        await client.aclose()
+
+
+@pytest.mark.req("M031")
+async def test_offline_access_is_asked_for_only_while_the_scopes_stay_within_their_bound() -> None:
+    """``offline_access`` (SEP-2207) was added after the bound was checked: an authorization at the bound asked for
+    one scope more. It is now left out when it would pass the bound; the authorization goes on without it."""
+    from mcpkit.auth.client import MAX_STEPPED_UP_SCOPES
+
+    async with scripted() as s:
+        s.as_metadata = {
+            "issuer": s.base,
+            "authorization_endpoint": s.base + "/authorize",
+            "token_endpoint": s.base + "/token",
+            "registration_endpoint": s.base + "/register",
+            "code_challenge_methods_supported": ["S256"],
+            "scopes_supported": ["read", "offline_access"],
+        }
+        s.challenge_scope = " ".join(["read", *(f"scope-{i}" for i in range(MAX_STEPPED_UP_SCOPES - 1))])
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+            s.challenge_scope = "read"
+            other, other_browser = client_for(s)
+            async with httpx.AsyncClient(auth=other) as http2:
+                assert (await http2.get(s.mcp_url)).status_code == 200
+            await other.aclose()
+        asked = parse_qs(urlsplit(browser.visited[0]).query)["scope"][0].split()
+        assert len(asked) == MAX_STEPPED_UP_SCOPES and "offline_access" not in asked
+        assert "offline_access" in parse_qs(urlsplit(other_browser.visited[0]).query)["scope"][0].split()
+        await client.aclose()

@@ -455,15 +455,16 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
                 self._discovery = discovery
                 if await self._refresh(current) is not None:
                     return
-        self._use(discovery)
-        client = await self._registration(discovery, version)
         scopes = self._select_scopes(challenge, discovery)
         if step_up and scopes is not None:
             # SEP-2350: keep what was granted before, add what the challenge asks for
             earlier = set(stale.scope.split()) if stale is not None and stale.scope else set()
             earlier |= set(self._requested.get(discovery.issuer, ()))
             scopes = sorted(earlier | set(scopes))
-            _check_scope_bounds(scopes)
+        if scopes is not None:
+            _check_scope_bounds(scopes, "step-up" if step_up else "authorization")
+        self._use(discovery)
+        client = await self._registration(discovery, version)
         if step_up:
             asked = self._stepped_up.setdefault(discovery.issuer, set())
             named = challenge.get("scope", "").split()
@@ -478,6 +479,7 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
             and isinstance(supported, list)
             and "offline_access" in supported
             and "offline_access" not in scopes
+            and _scope_bound_passed([*scopes, "offline_access"]) is None
         ):
             scopes = [*scopes, "offline_access"]  # SEP-2207: ask for a refresh token where the AS supports it
         if scopes is not None:
@@ -584,19 +586,24 @@ class OAuthClient(RegistrationMixin, httpx.Auth):
         return tokens
 
 
-def _check_scope_bounds(scopes: list[str]) -> None:
-    """Refuse a step-up whose scopes (every scope asked for before, and the challenge's) pass a bound: a server
-    naming new scopes on every 403 would otherwise grow the authorization request without end."""
+def _scope_bound_passed(scopes: list[str]) -> str | None:
+    """Which bound an authorization asking for ``scopes`` would pass (None: none)."""
     if len(scopes) > MAX_STEPPED_UP_SCOPES:
-        raise OAuthFlowError(
-            f"step-up refused: it would ask for {len(scopes)} scopes, more than the {MAX_STEPPED_UP_SCOPES} scopes "
-            "a step-up may ask for (the server keeps naming new scopes)"
-        )
+        return f"it would ask for {len(scopes)} scopes, more than the {MAX_STEPPED_UP_SCOPES} scopes"
     length = len(" ".join(scopes))
     if length > MAX_SCOPE_STRING:
+        return f"its scope string would be {length} characters, more than the {MAX_SCOPE_STRING} characters"
+    return None
+
+
+def _check_scope_bounds(scopes: list[str], what: str) -> None:
+    """Refuse an authorization (``what``: a first one or a step-up) whose scopes pass a bound: a server naming
+    new scopes on every 403 (a step-up asks for every scope asked for before, and the challenge's), or too many at
+    once, would otherwise grow the authorization request without end."""
+    passed = _scope_bound_passed(scopes)
+    if passed is not None:
         raise OAuthFlowError(
-            f"step-up refused: its scope string would be {length} characters, more than the {MAX_SCOPE_STRING} "
-            "characters a step-up may ask for"
+            f"{what} refused: {passed} an authorization may ask for (the server names too many scopes)"
         )
 
 
