@@ -358,3 +358,28 @@ async def test_an_empty_chain_after_removal_is_the_plain_path() -> None:
     assert app._intercepting is None
     async with Client(app) as client:
         assert (await client.call_tool("echo", {"text": "x"})).content[0].text == "x"  # type: ignore[union-attr]
+
+
+def test_a_misspelled_method_name_is_refused_instead_of_never_running() -> None:
+    """``methods="tool/call"`` matched no request, so the interceptor silently never ran: a name close to one of
+    MCP's methods that is not one is refused, naming the method meant; a method of the server's own, and any
+    other name (a method it may serve later), are taken as they are."""
+    app = MCPKit("typos")
+    app.tool(lambda: "x", name="x")
+
+    async def passing(call: Call, call_next: CallNext) -> Any:
+        return await call_next(call)
+
+    for wrong, meant in (
+        ("tool/call", "tools/call"),
+        ("resource/read", "resources/read"),
+        ("prompt/list", "prompts/list"),
+    ):
+        with pytest.raises(ValueError, match=f"did you mean '{meant}'"):
+            app.add_interceptor(passing, methods=wrong)
+        with pytest.raises(ValueError, match=f"did you mean '{meant}'"):
+            app.add_interceptor(passing, methods=["ping", wrong])
+    with pytest.raises(ValueError, match="did you mean 'notifications/initialized'"):
+        app.add_interceptor(passing, methods="notification/initialized", notifications=True)
+    assert app._intercepting is None  # (nothing was added)
+    app.add_interceptor(passing, methods=["tools/call", "skills/list", "tasks/get", "acme/reindex"])

@@ -401,3 +401,41 @@ async def test_structured_logging_as_json_and_to_a_sink(caplog: pytest.LogCaptur
     calls = [r for r in logged if r["method"] == "tools/call"]
     assert calls and calls[0]["target"] == "x" and calls[0]["outcome"] == "ok"
     assert any(r["method"] == "tools/call" for r in records)
+
+
+def test_a_middleware_hook_of_a_name_that_is_no_hook_is_refused_instead_of_never_running() -> None:
+    """``on_tool_call`` (for ``on_call_tool``), or ``on_message`` of another library, was never installed for any
+    method, so the middleware silently did nothing: a method that takes a call and ``call_next`` under an ``on_``
+    name that is no hook is a ``TypeError`` when the middleware is made, naming the hook meant. Helpers of other
+    shapes are left alone, and a subclass that did not call ``Middleware.__init__`` is told so when installed."""
+
+    class Misspelled(Middleware):
+        async def on_tool_call(self, call: Any, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    class Ported(Middleware):
+        async def on_message(self, call: Any, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    class WithHelper(Middleware):
+        def on_refusal(self, reason: str) -> None:  # (one argument: a helper, not a hook)
+            self.reason = reason
+
+        async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    class NoInit(Middleware):
+        def __init__(self) -> None:  # (forgets super().__init__())
+            self.count = 0
+
+        async def on_call_tool(self, call: ToolCall, call_next: CallNext) -> Any:
+            return await call_next(call)
+
+    with pytest.raises(TypeError, match=r"on_tool_call is no middleware hook.*did you mean on_call_tool"):
+        Misspelled()
+    with pytest.raises(TypeError, match=r"on_message is no middleware hook.*on_request"):
+        Ported()
+    app = MCPKit("hooks")
+    assert WithHelper().methods == frozenset({"tools/call"})
+    with pytest.raises(TypeError, match=r"NoInit\.__init__ must call super\(\).__init__\(\)"):
+        app.add_middleware(NoInit())

@@ -30,6 +30,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
+from ..protocol.versions import HANDSHAKE_ONLY, MODERN_ONLY, SERVER_CAPABILITY_FOR
+
 if TYPE_CHECKING:
     from ..hosting import HostedSession
     from ..protocol.jsonrpc import JSONDict
@@ -44,6 +46,20 @@ TOOL_METHODS: Final = frozenset(("tools/call",))
 RESOURCE_READ_METHODS: Final = frozenset(("resources/read",))
 PROMPT_METHODS: Final = frozenset(("prompts/get",))
 LIST_METHODS: Final = frozenset(("tools/list", "resources/list", "resources/templates/list", "prompts/list"))
+
+#: every method of MCP a server receives (every revision, and the extensions mcpkit serves): a name in ``methods``
+#: close to one of these that is none of them is a typo (:meth:`Interceptors.add` refuses it)
+MCP_METHODS: Final = frozenset(
+    (
+        *SERVER_CAPABILITY_FOR,
+        *HANDSHAKE_ONLY,
+        *MODERN_ONLY,
+        *("tasks/get", "tasks/cancel", "tasks/list", "tasks/result", "tasks/update"),
+        *("skills/list", "skills/get", "resources/directory/read"),
+        *("notifications/initialized", "notifications/cancelled", "notifications/progress"),
+        "notifications/roots/list_changed",
+    )
+)
 
 
 class Call:
@@ -251,10 +267,18 @@ class Interceptors:
         methods: Iterable[str] | str | None = None,
         notifications: bool = False,
         outermost: bool = False,
+        served: Callable[[str], bool] = lambda name: False,
     ) -> Callable[[], None]:
-        """Add ``fn`` innermost (``outermost=True``: before every other); returns the function that removes it."""
+        """Add ``fn`` innermost (``outermost=True``: before every other); returns the function that removes it.
+        ``served``: is a method one of the server's own? (A name in ``methods`` that is neither that nor one of MCP's
+        but is close to one of MCP's is refused: a typo, and the interceptor would never run.)"""
         if isinstance(methods, str):
             methods = (methods,)
+        if methods is not None:
+            methods = tuple(methods)
+            for name in methods:
+                if name not in MCP_METHODS and not served(name):
+                    _refuse_typo(name)
         entry = (fn, frozenset(methods) if methods is not None else None, notifications)
         self.entries = (entry, *self.entries) if outermost else (*self.entries, entry)
 
@@ -269,6 +293,17 @@ class Interceptors:
             fn
             for fn, methods, notes in self.entries
             if (methods is None or method in methods) and (notes if notification else True)
+        )
+
+
+def _refuse_typo(name: str) -> None:
+    import difflib  # (only for a name that is no method of MCP: never on the path of a correct call)
+
+    close = difflib.get_close_matches(name, sorted(MCP_METHODS), n=1, cutoff=0.8)
+    if close:
+        raise ValueError(
+            f"interceptor methods: {name!r} is no method of MCP, so the interceptor would never run for it; "
+            f"did you mean {close[0]!r}?"
         )
 
 
@@ -289,6 +324,7 @@ def _link(fn: Interceptor, after: CallNext) -> CallNext:
 
 __all__ = [
     "LIST_METHODS",
+    "MCP_METHODS",
     "NOTIFICATION",
     "PROMPT_METHODS",
     "REQUEST",

@@ -198,7 +198,7 @@ class Server(Runnable):
         ``notifications=True``: around the client's notifications too). The first added is the outermost.
         Returns a function that removes it. See :mod:`mcpkit.server.interceptors` for what ``call`` holds and
         what the chain sees (results before they are shaped for the request's revision)."""
-        remove = self._interceptors.add(fn, methods, notifications)
+        remove = self._interceptors.add(fn, methods, notifications, served=self.has_handler)
         self._intercepting = self._interceptors
 
         def remover() -> None:

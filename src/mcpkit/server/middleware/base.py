@@ -23,7 +23,9 @@ every revision) or raises an ``MCPError``. :meth:`Middleware.context` gives an `
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import inspect
 import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -57,6 +59,39 @@ def _overridden(obj: Middleware, name: str) -> bool:
     return getattr(type(obj), name) is not getattr(Middleware, name)
 
 
+def _words(name: str) -> frozenset[str]:
+    return frozenset(word.removesuffix("s") for word in name.split("_"))
+
+
+def _meant_hook(name: str, hooks: list[str]) -> str | None:
+    """The hook ``name`` was meant to be: the same words in another order or number (``on_tool_call``), else a
+    close spelling."""
+    same = [hook for hook in hooks if _words(hook) == _words(name)]
+    close = same or difflib.get_close_matches(name, hooks, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _misnamed_hooks(cls: type) -> str | None:
+    """Why ``cls`` has a method that looks like a hook (an ``on_`` name taking a call and ``call_next``) under a
+    name that is none, so that it would never run (None: it has none)."""
+    hooks = sorted({*HOOKS.values(), "on_request", "on_notification"})
+    for klass in cls.__mro__:
+        if klass is Middleware:
+            return None
+        for name, value in vars(klass).items():
+            if not name.startswith("on_") or name in hooks or not inspect.isfunction(value):
+                continue
+            params = list(inspect.signature(value).parameters.values())
+            if len(params) != 3 or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+                continue  # (not (self, call, call_next): a helper of its own)
+            meant = _meant_hook(name, hooks)
+            why = f"did you mean {meant}?" if meant else "every request is on_request, notifications on_notification"
+            return (
+                f"{cls.__name__}.{name} is no middleware hook, so it would never run: {why} (hooks: {', '.join(hooks)})"
+            )
+    return None
+
+
 class Middleware:
     """Override the hooks you need; every hook's default passes the call on unchanged."""
 
@@ -64,6 +99,8 @@ class Middleware:
     name: ClassVar[str] = ""
 
     def __init__(self) -> None:
+        if (misnamed := _misnamed_hooks(type(self))) is not None:
+            raise TypeError(misnamed)
         hooks = {method: getattr(self, hook) for method, hook in HOOKS.items() if _overridden(self, hook)}
         self._hooks: dict[str, Callable[[Any, CallNext], Any]] = hooks
         self._wraps_all = _overridden(self, "on_request")
@@ -77,6 +114,8 @@ class Middleware:
     def install(self, server: Any) -> Callable[[], None]:
         """Add it to ``server``'s interceptors for :attr:`methods` (what ``server.add_middleware`` does); returns
         the function that removes it."""
+        if "_hooks" not in vars(self):
+            raise TypeError(f"{type(self).__name__}.__init__ must call super().__init__() (it finds the hooks)")
         # a middleware with only on_request is installed as that method itself (one call frame less per request)
         fn = self.on_request if self._wraps_all and not self._hooks and not self.notifications else self
         remove: Callable[[], None] = server.add_interceptor(fn, methods=self.methods, notifications=self.notifications)
