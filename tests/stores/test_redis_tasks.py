@@ -242,11 +242,17 @@ async def test_a_task_stopped_at_its_ttl_is_read_failed_on_another_worker_for_th
                 break
             await asyncio.sleep(0.05)
         assert seen is not None and seen["status"] == "failed" and "time to live" in seen["error"]["message"]
-        failed_at = now_ms()
-        assert seen["created"] + seen["ttl"] >= failed_at + 2500  # its new ttl covers the grace (3 s from the stop)
+        # stopped at its ttl, and its new ttl covers the grace, 3 s from the stop (measured on the record: the time
+        # this loop took to see it, long on a loaded machine, is not the engine's)
+        assert seen["updated"] >= seen["created"] + 1000
+        assert seen["created"] + seen["ttl"] == seen["updated"] + 3000, seen
         assert [r["id"] for r in await engine_b.list("p:bob", None, 10)] == [record["id"]]  # listed as long
-        await asyncio.sleep((seen["created"] + seen["ttl"] - now_ms()) / 1000 + 0.2)
-        assert await engine_b.get(record["id"], "p:bob") is None  # bounded: gone at that ttl
+        await asyncio.sleep((seen["created"] + seen["ttl"] - now_ms()) / 1000)
+        # bounded: gone at that ttl (Redis counts it from when the stop was written, a moment later under load)
+        deadline = asyncio.get_running_loop().time() + 2
+        while (left := await engine_b.get(record["id"], "p:bob")) is not None:
+            assert asyncio.get_running_loop().time() < deadline, left
+            await asyncio.sleep(0.05)
     finally:
         await engine_a.aclose()
         await engine_b.aclose()
