@@ -34,6 +34,7 @@ from mcpkit.auth.challenges import parse_challenges
 from mcpkit.auth.client import InvalidClientError
 from mcpkit.auth.dpop import DPoPError, access_token_hash, make_proof
 from mcpkit.auth.keys import jwk_thumbprint
+from support.asgi import read_body
 from support.mcp_http import initialize_body
 from support.oauth import REDIRECT, _forge, oauth, serve, stack, whoami
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
@@ -594,12 +595,7 @@ def _idp(key: SigningKey, client_id_for_jag: str) -> Callable[[str], Any]:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             if scope["type"] != "http":
                 return
-            body = b""
-            while True:
-                message = await receive()
-                body += message.get("body", b"")
-                if not message.get("more_body"):
-                    break
+            body = await read_body(receive)
             form = dict(parse_qsl(body.decode()))
             status, answer = 400, {"error": "invalid_request"}
             try:

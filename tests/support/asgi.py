@@ -3,6 +3,7 @@ mcpkit's connection guard, 127.0.0.1, port 0 or a socket bound beforehand), yiel
 
     async with serve_asgi(app) as port: ...             # inside the test's event loop
     with serve_asgi_in_thread(app) as port: ...         # for synchronous tests (a CLI subprocess, ...)
+    body = await read_body(receive)                      # in a test's own ASGI app: the request's whole body
 
 Both wait until uvicorn listens (a start failure is raised, not hung on) and stop it on exit within the kit's
 bounds.
@@ -21,6 +22,17 @@ from mcpkit.testing import serve_asgi as kit_serve_asgi
 
 START_TIMEOUT = 10.0  # seconds the thread's server may take to listen
 STOP_TIMEOUT = 15.0  # seconds the thread may take to end after it was told to stop
+
+
+async def read_body(receive: Any) -> bytes:
+    """The whole body of the HTTP request an ASGI app is answering: every ``http.request`` message's ``body``
+    until one says there is no more (or the client went: ``http.disconnect``)."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 @contextlib.asynccontextmanager

@@ -26,7 +26,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from mcpkit.auth import HeadlessBrowser, OAuthClient
-from support.asgi import serve_asgi
+from support.asgi import read_body, serve_asgi
 
 TokenHook = Callable[[dict[str, str]], Awaitable[tuple[int, Any] | None]]
 Answer = tuple[int, Any, list[tuple[bytes, bytes]]]
@@ -61,12 +61,7 @@ class ScriptedOAuth:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         query = scope["query_string"].decode()
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         form = dict(parse_qsl(body.decode())) if body else {}

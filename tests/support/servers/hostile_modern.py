@@ -9,6 +9,8 @@ from typing import Any
 
 import orjson
 
+from support.asgi import read_body
+
 INFO = {"io.modelcontextprotocol/serverInfo": {"name": "hostile-modern", "version": "1"}}
 ASK = {
     "ask": {
@@ -60,12 +62,7 @@ def create(*, list_asks: bool = False) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        raw = b""
-        while True:
-            message = await receive()
-            raw += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        raw = await read_body(receive)
         body = orjson.loads(raw) if raw else None
         received.append(body)
         if not isinstance(body, dict) or "method" not in body:  # a response POSTed (spec: the client MUST NOT)

@@ -19,6 +19,7 @@ from mcpkit.client.lowlevel import ClientSession
 from mcpkit.protocol.errors import ConnectionClosed
 from mcpkit.transports.http.sse import LegacySSEEndpoint, sse_event
 from mcpkit.transports.http.sse_client import SSEClientTransport
+from support.asgi import read_body
 from support.sse import client_handlers, eventually, make_server, serve
 
 INIT = {
@@ -398,12 +399,7 @@ class FakeSSEServer:
             )
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
-        body = b""
-        while True:
-            m = await receive()
-            body += m.get("body", b"")
-            if not m.get("more_body"):
-                break
+        body = await read_body(receive)
         self.posts.append((scope["path"] + "?" + scope["query_string"].decode(), body))
         await self.queue.put(body)
         await send({"type": "http.response.start", "status": 202, "headers": []})
