@@ -5,7 +5,6 @@ from the pinned ``@modelcontextprotocol/ext-apps`` package."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 import subprocess
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from support.paths import REPO
+from support.ts_peers import run_ts_client
 
 SERVER = REPO / "examples" / "apps" / "server.py"
 APP_MIME = "text/html;profile=mcp-app"
@@ -34,23 +34,8 @@ async def run_ts_v2(node: Path, steps: list[dict[str, Any]], negotiation: str) -
         "options": {"capabilities": {"extensions": {"io.modelcontextprotocol/ui": {"mimeTypes": [APP_MIME]}}}},
         "steps": steps,
     }
-    proc = await asyncio.create_subprocess_exec(
-        str(node),
-        str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
-        "--negotiation",
-        negotiation,
-        "--stdio",
-        shlex.join([sys.executable, str(SERVER)]),
-        "--script",
-        json.dumps(script),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(REPO / "tests"),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
-    result: dict[str, Any] = json.loads(out)
-    return result
+    command = shlex.join([sys.executable, str(SERVER)])
+    return await run_ts_client(node, "ts_client_v2.mjs", ["--stdio", command], script, "--negotiation", negotiation)
 
 
 @pytest.mark.parametrize("negotiation", ["legacy", "2026-07-28"])

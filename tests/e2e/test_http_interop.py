@@ -19,6 +19,7 @@ from mcpkit.transports.http import StreamableHTTPClientTransport, create_app
 from support.asgi import serve_asgi
 from support.mcp_http import make_server, running
 from support.paths import INTEROP, TESTS
+from support.ts_peers import run_ts_client
 
 OPTIONS = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}}
 STEPS = [
@@ -30,30 +31,16 @@ STEPS = [
 ]
 
 
-async def run_ts_client(
+async def run_http_client(
     node: Path,
-    script: str,
+    client: str,
     url: str,
     *extra: str,
     options: dict[str, Any] | None = None,
     steps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        str(node),
-        str(INTEROP / script),
-        *extra,
-        "--http",
-        url,
-        "--script",
-        json.dumps({"options": {**OPTIONS, **(options or {})}, "steps": steps or STEPS}),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(TESTS),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
-    result: dict[str, Any] = json.loads(out)
-    return result
+    script = {"options": {**OPTIONS, **(options or {})}, "steps": steps or STEPS}
+    return await run_ts_client(node, client, ["--http", url], script, *extra)
 
 
 def texts(out: dict[str, Any]) -> list[str]:
@@ -72,7 +59,7 @@ async def eventually(pred: Any, timeout: float = 5.0) -> None:
 @pytest.mark.req("M019", "M020", "M029", "S007", "A005", "A007")
 async def test_typescript_sdk_v1_client(node_bin: Path) -> None:
     async with running(make_server()) as (base, app):
-        out = await run_ts_client(node_bin, "ts_client.mjs", base + "/mcp", options={"terminateSession": True})
+        out = await run_http_client(node_bin, "ts_client.mjs", base + "/mcp", options={"terminateSession": True})
         assert out["era"] == "legacy" and out["protocolVersion"] == "2025-11-25"
         assert "echo" in [t["name"] for t in out["results"][0]["tools"]]
         assert texts(out) == ["hi", "done 2", "accept:Ada", "Zürich/2"]
@@ -84,7 +71,7 @@ async def test_typescript_sdk_v1_client(node_bin: Path) -> None:
 @pytest.mark.parametrize("negotiation", ["legacy", "auto"])
 async def test_typescript_sdk_v2_client(node_bin: Path, negotiation: str) -> None:
     async with running(make_server()) as (base, _):
-        out = await run_ts_client(node_bin, "ts_client_v2.mjs", base + "/mcp", "--negotiation", negotiation)
+        out = await run_http_client(node_bin, "ts_client_v2.mjs", base + "/mcp", "--negotiation", negotiation)
         assert out["era"] == ("legacy" if negotiation == "legacy" else "modern")
         if negotiation == "auto":
             assert out["protocolVersion"] == "2026-07-28"

@@ -13,6 +13,7 @@ import pytest
 from mcpkit.transports.http.sse import LegacySSEEndpoint
 from support.paths import INTEROP, TESTS
 from support.sse import eventually, make_server, serve
+from support.ts_peers import run_ts_client
 
 OPTIONS = {"elicitation": {"action": "accept", "content": {"name": "Ada"}}, "sampling": {"text": "4"}}
 STEPS = [
@@ -23,23 +24,8 @@ STEPS = [
 ]
 
 
-async def run_ts_client(node: Path, script: str, url: str, *extra: str) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        str(node),
-        str(INTEROP / script),
-        *extra,
-        "--sse",
-        url,
-        "--script",
-        json.dumps({"options": OPTIONS, "steps": STEPS}),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(TESTS),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, (out.decode()[-2000:], err.decode()[-2000:])
-    result: dict[str, Any] = json.loads(out)
-    return result
+async def run_sse_client(node: Path, client: str, url: str, *extra: str) -> dict[str, Any]:
+    return await run_ts_client(node, client, ["--sse", url], {"options": OPTIONS, "steps": STEPS}, *extra)
 
 
 def texts(result: dict[str, Any]) -> list[str]:
@@ -51,7 +37,7 @@ def texts(result: dict[str, Any]) -> list[str]:
 async def test_typescript_sdk_v1_sse_client(node_bin: Path) -> None:
     endpoint = LegacySSEEndpoint(make_server())
     async with serve(endpoint) as port:
-        out = await run_ts_client(node_bin, "ts_client.mjs", f"http://127.0.0.1:{port}/sse")
+        out = await run_sse_client(node_bin, "ts_client.mjs", f"http://127.0.0.1:{port}/sse")
         assert out["era"] == "legacy" and out["protocolVersion"] == "2025-11-25"
         assert out["serverInfo"]["name"] == "transport-test"
         assert [t["name"] for t in out["results"][0]["tools"]] == ["echo", "slow", "ask", "big", "notify"]
@@ -69,7 +55,7 @@ async def test_typescript_sdk_v2_sse_client(node_bin: Path, negotiation: str) ->
     answered (the session's peer serves both eras), so it runs 2026-07-28 over the SSE stream."""
     endpoint = LegacySSEEndpoint(make_server())
     async with serve(endpoint) as port:
-        out = await run_ts_client(
+        out = await run_sse_client(
             node_bin, "ts_client_v2.mjs", f"http://127.0.0.1:{port}/sse", "--negotiation", negotiation
         )
         assert out["era"] == ("legacy" if negotiation == "legacy" else "modern")

@@ -18,8 +18,8 @@ from mcpkit import Client, Context, MCPKit
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server.tool_search import MAX_QUERY_CHARS, MAX_RESULTS
 from mcpkit.server.transform import transform_tool
-from support.paths import REPO
 from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, build, serve_http, toolkit_client
+from support.ts_peers import run_ts_client
 
 pytestmark = pytest.mark.timeout(90)
 BOTH = pytest.mark.parametrize("mode", ERAS)
@@ -539,23 +539,8 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
 
 
 async def _ts_client(node: Path, negotiation: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    proc = await asyncio.create_subprocess_exec(
-        str(node),
-        str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
-        "--negotiation",
-        negotiation,
-        "--stdio",
-        shlex.join([sys.executable, str(APPS_FILE), "tool_search"]),
-        "--script",
-        json.dumps(steps),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        cwd=str(REPO / "tests"),
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
-    result: dict[str, Any] = json.loads(out)
-    return result
+    command = shlex.join([sys.executable, str(APPS_FILE), "tool_search"])
+    return await run_ts_client(node, "ts_client_v2.mjs", ["--stdio", command], steps, "--negotiation", negotiation)
 
 
 @pytest.mark.npm
