@@ -11,6 +11,7 @@ from ._version import __version__
 _LAZY: dict[str, str] = {
     "MCPKit": "server.app",
     "Context": "server.context",
+    "Depends": "server.dependencies",
     "ToolError": "server.app",
     "Server": "server.lowlevel",
     "Client": "client.client",
@@ -90,6 +91,7 @@ if TYPE_CHECKING:
     from .server.app import MCPKit, ToolError
     from .server.content import Audio, Image
     from .server.context import Context
+    from .server.dependencies import Depends
     from .server.elicitation import (
         AcceptedElicitation,
         CancelledElicitation,
@@ -117,6 +119,7 @@ __all__ = [
     "ClientSession",
     "Context",
     "DeclinedElicitation",
+    "Depends",
     "ElicitationHandler",
     "ElicitationParams",
     "ElicitationResult",

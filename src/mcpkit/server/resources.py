@@ -184,6 +184,7 @@ class Resource(_ResourceBase):
         self.sync: SyncPolicy | None = None
         if fn is not None:
             self.info = FunctionInfo(fn, name=name or function_name(fn, uri))
+            self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
             self.sync = _sync_policy(self.info, fn, f"resource {uri!r}", thread)
             required = [p.name for p in self.info.params if p.required]
             if required:
@@ -254,8 +255,8 @@ class ResourceTemplate(_ResourceBase):
     ) -> None:
         self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
-        self.fn = fn
         self.info: FunctionInfo = FunctionInfo(fn, name=name or function_name(fn, uri_template))
+        self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
         self.sync: SyncPolicy | None = _sync_policy(self.info, fn, f"resource template {uri_template!r}", thread)
         variables = set(self.template.variables)
         params = {p.name for p in self.info.params}

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 # pydantic is imported on first use (schemas are built lazily), so a server answers initialize without it.
 
+from .dependencies import Depends, dependency_of, with_dependencies
 from .docstrings import Docstring as Docstring  # (its import path since the parser moved to .docstrings)
 from .docstrings import parse_docstring
 from .typehints import describable as _describable
@@ -87,6 +88,7 @@ class FunctionInfo:
         self.doc: Docstring = parse_docstring(inspect.getdoc(described))
         self.context_param: str | None = None
         self.params: list[Param] = []
+        deps: dict[str, Depends] = {}
         for p in sig.parameters.values():
             if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 continue
@@ -98,6 +100,10 @@ class FunctionInfo:
             ann = hints.get(p.name, Any)
             if ann is inspect.Parameter.empty:
                 ann = Any
+            dep = dependency_of(p.default, ann, f"{name}: parameter {p.name!r}")
+            if dep is not None:  # (not an argument: filled in on each call, see dependencies)
+                deps[p.name] = dep
+                continue
             if _is_context(ann):
                 self.context_param = p.name
                 continue
@@ -110,6 +116,10 @@ class FunctionInfo:
                 default = inspect.Parameter.empty if required else field.get_default(call_default_factory=True)
             description = self.doc.params.get(p.name) or _description_of(ann) or (field and field.description)
             self.params.append(Param(p.name, ann, default, description or None, field))
+        if deps:  # the function to call becomes one that fills them in (it takes the Context when they need it)
+            self.fn, self.context_param, self.is_async = with_dependencies(
+                fn, deps, self.context_param, self.is_async, name
+            )
         ret = hints.get("return", sig.return_annotation)
         self.return_annotation: Any = inspect.Signature.empty if ret is inspect.Parameter.empty else ret
         # plain-scalar parameters: validated by fast_validate(fast_plan, arguments) without pydantic (else None)

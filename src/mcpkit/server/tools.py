@@ -138,8 +138,8 @@ class Tool(Listed):
         self.thread = thread
         if not self.name:
             raise ValueError("a tool needs a name")
-        self.fn = fn
         self.info: FunctionInfo = FunctionInfo(fn, name=self.name)
+        self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
         self.sync: SyncPolicy | None = None
         if not self.info.is_async:
             learnable = self.info.context_param is None

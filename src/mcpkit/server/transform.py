@@ -312,10 +312,10 @@ class TransformedTool(Tool):
                 kwargs[wrapper.context_param] = ctx
             token = _current.set(_Forwarding(self, ctx, feats, passed))
             try:
-                if wrapper.is_async:
-                    value = await self.fn(**kwargs)
+                if wrapper.is_async:  # (wrapper.fn: fn, or what fills in fn's dependencies)
+                    value = await wrapper.fn(**kwargs)
                 else:
-                    value = await asyncio.to_thread(self.fn, **kwargs)  # (to_thread carries the context)
+                    value = await asyncio.to_thread(wrapper.fn, **kwargs)  # (to_thread carries the context)
             finally:
                 _current.reset(token)
         except Exception as exc:
