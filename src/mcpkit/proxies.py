@@ -57,6 +57,7 @@ from .protocol.versions import META_LOG_LEVEL
 from .proxy_conn import _ASKING
 from .proxy_rounds import ProgressRelay, _Exchange
 from .proxy_shaping import LISTS, shape_result, upstream_params
+from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
 from .proxy_upstream import MAX_WATCHED, Upstream, _one_line
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
@@ -79,8 +80,8 @@ _CAPABILITY = {
     "completion/complete": "completions",
 }
 #: The extensions a proxy relays, with the requests of each it forwards as they are: their server side is in what it
-#: relays anyway (tools' ``_meta``, resources) and in those requests. A gateway relays only those without requests
-#: (it would have to merge its members' skill entries and put its prefixes in them).
+#: relays anyway (tools' ``_meta``, resources) and in those requests. A gateway merges its members' skill lists and
+#: routes the other Skills requests by the prefix of the URI (:mod:`mcpkit.proxy_skills`).
 _RELAYED_EXTENSIONS: dict[str, tuple[str, ...]] = {
     UI_EXTENSION: (),
     SKILLS_EXTENSION: ("skills/list", "skills/get", "resources/directory/read"),
@@ -264,8 +265,11 @@ class ProxyServer(MCPKit):
         with the first declaring upstream's settings) and forward their requests."""
         plain = self.upstreams[0].prefix is None
         for extension, methods in _RELAYED_EXTENSIONS.items():
-            found = (declared_settings(u.capabilities, extension) for u in self.upstreams)
-            settings = next((s for s in found if s is not None), None) if plain or not methods else None
+            if plain or not methods:
+                found = (declared_settings(u.capabilities, extension) for u in self.upstreams)
+                settings = next((s for s in found if s is not None), None)
+            else:  # (a gateway: its members' Skills, merged)
+                settings = gateway_settings(u.capabilities for u in self.upstreams)
             if settings is None:
                 self.extensions.pop(extension, None)
                 for method in methods:
@@ -313,7 +317,8 @@ class ProxyServer(MCPKit):
 
     async def _handle(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         method = sctx.method
-        if method in LISTS:
+        gateway = self.upstreams[0].prefix is not None
+        if method in LISTS or (gateway and method == "skills/list"):
             return await self._list(sctx, method, params)
         out = upstream_params(params, sctx)
         if method in ("tools/call", "prompts/get"):
@@ -326,8 +331,15 @@ class ProxyServer(MCPKit):
             if not isinstance(uri, str):
                 raise InvalidParams("resources/read: uri must be a string")
             upstream, out["uri"] = self._route_uri(uri)
-        elif method in _EXTENSION_METHODS:  # (a plain proxy's only: forwarded as they are)
+        elif method in _EXTENSION_METHODS:  # (a plain proxy's: forwarded as they are; a gateway's: by their URI)
             upstream = self.upstreams[0]
+            if gateway:
+                uri = params.get("uri")
+                if not isinstance(uri, str):
+                    raise InvalidParams(f"{method}: uri must be a string")
+                upstream, out["uri"] = self._route_uri(uri)
+                if not serves_skills(upstream.capabilities):
+                    raise InvalidParams(f"No skill is served at {uri[:300]}", {"uri": uri[:300]})
         else:  # completion/complete
             ref = params.get("ref")
             if not isinstance(ref, dict):
@@ -346,23 +358,28 @@ class ProxyServer(MCPKit):
             if method in ("tools/call", "prompts/get") and not isinstance(exc, UnknownName):
                 raise _refused_name(params["name"], exc) from None
             raise
-        return shape_result(method, result, sctx.features, upstream.prefix)
+        shaped = shape_result(method, result, sctx.features, upstream.prefix)
+        if gateway and upstream.prefix is not None and method in SKILLS_METHODS:
+            shaped = prefixed_skills_result(method, shaped, upstream.prefix)
+        return shaped
 
     async def _list(self, sctx: ServerRequestContext, method: str, params: JSONDict) -> JSONDict:
-        field, _ = LISTS[method]
-        cap = _CAPABILITY[method]
+        skills = method == "skills/list"  # (a gateway's: its members that declare the extension)
+        field = "skills" if skills else LISTS[method][0]
+        cap = _CAPABILITY.get(method, "")
         cursor = params.get("cursor")
         if len(self.upstreams) == 1:  # a plain proxy: the upstream's own cursors
             upstream = self.upstreams[0]
             out = upstream_params(params, sctx)
             result = await self._forward(sctx, upstream, method, out)
-            return shape_result(method, result, sctx.features, upstream.prefix)
+            shaped = shape_result(method, result, sctx.features, upstream.prefix)
+            return prefixed_skills_result(method, shaped, upstream.prefix) if skills and upstream.prefix else shaped
         # a gateway: one member's page per request, the member and its cursor sealed in ours
         kind = f"gateway:{method}"
         seg, inner = (0, "") if cursor is None else self._cursors.decode(kind, cursor)
         while seg < len(self.upstreams):
             upstream = self.upstreams[seg]
-            if isinstance(upstream.capabilities.get(cap), dict):
+            if serves_skills(upstream.capabilities) if skills else isinstance(upstream.capabilities.get(cap), dict):
                 break
             seg, inner = seg + 1, ""
         else:
@@ -376,6 +393,8 @@ class ProxyServer(MCPKit):
             logger.warning("gateway member %r failed %s: %s", upstream.prefix, method, exc)
             result = {field: []}
         shaped = shape_result(method, result, sctx.features, upstream.prefix)
+        if skills and upstream.prefix is not None:
+            shaped = prefixed_skills_result(method, shaped, upstream.prefix)
         nxt = result.get("nextCursor")
         shaped.pop("nextCursor", None)
         if isinstance(nxt, str) and nxt:

@@ -512,7 +512,7 @@ def test_one_asgi_lifespan_answerer() -> None:
 #: ``mcpkit.run`` through an import inside the method (server/running.py).
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
 _ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
-_ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping")
+_ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills")
 _ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
@@ -653,6 +653,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "proxy_conn",
         "proxy_rounds",
         "proxy_shaping",
+        "proxy_skills",
         "inspector",
         "testing",
         "cli",
