@@ -237,3 +237,19 @@ async def test_a_request_waiting_when_its_connection_closes_never_runs() -> None
             await peer.send(INITIALIZED)
             await peer.send(stats(1))
             assert stats_of(await peer.recv())["calls"] == 2
+
+
+async def test_a_batch_cut_off_at_the_end_of_the_graceful_shutdown_is_answered_as_one_array() -> None:
+    """A 2025-03-26 batch over a WebSocket whose items run (two) or wait for a slot (one) when the graceful shutdown
+    ends: its answer is still one array (JSON-RPC), every item in it answered with the error naming the shutdown."""
+    async with raw_peer("ws", "max_concurrency=2", "timeout_graceful_shutdown=1") as peer:
+        await peer.send([call(rid, "slow", ms=60_000) for rid in (1, 2, 3)])
+        await asyncio.sleep(0.5)  # (all read: two run, one waits)
+        os.kill(peer.pid, signal.SIGTERM)
+        got = []
+        with pytest.raises(websockets.ConnectionClosed):
+            while True:
+                got.append(await peer.recv())
+        assert len(got) == 1 and isinstance(got[0], list), got
+        assert sorted(a["id"] for a in got[0]) == [1, 2, 3], got
+        assert all("shutting down" in a["error"]["message"] for a in got[0]), got

@@ -141,7 +141,13 @@ async def _batch_answer(peer: BatchHost, answer: Outgoing, out: Outbox, keep: bo
 async def _send_batch(peer: BatchHost, tasks: list[asyncio.Future[Any]], responses: bytearray, out: Outbox) -> None:
     """Send the batch's answer once its requests ended, then leave the peer's pending batch answers."""
     try:
-        answer = await finish_batch(tasks, responses)
+        try:
+            answer = await finish_batch(tasks, responses)
+        except asyncio.CancelledError:
+            if not peer._waiting.cutting:
+                raise
+            # the peer gave up on its requests, answering them: the items it cut have their errors in the array
+            answer = messages.batch(responses)
         if answer is not None:
             await peer._send(answer, out)
     finally:

@@ -41,7 +41,7 @@ class WaitingLine:
     bytes of their frames (a request always fits an empty line, whatever its size: the transport bounds a frame).
     The peer keeps the rule that the line is empty while a slot is free."""
 
-    __slots__ = ("_room", "items", "max_bytes", "max_count", "size", "starting")
+    __slots__ = ("_room", "cutting", "items", "max_bytes", "max_count", "size", "starting")
 
     def __init__(self, max_count: int, max_bytes: int) -> None:
         self.max_count: int = max_count
@@ -50,6 +50,9 @@ class WaitingLine:
         self.items: deque[tuple[RequestContext, int, asyncio.Future[None] | None]] = deque()
         self.size: int = 0  # bytes of the frames in the line
         self.starting: bool = False  # the peer starts requests from the line (one ending meanwhile: no re-entry)
+        # the peer gave up on its requests, answering them (give_up with a cut): a batch whose sender is cancelled
+        # now still sends its array, its cut items' errors in it
+        self.cutting: bool = False
         self._room: list[asyncio.Future[None]] = []  # readers waiting for room
 
     def fits(self, size: int) -> bool:
@@ -191,23 +194,38 @@ def give_up(peer: LineHost, cut: JSONDict | None = None) -> list[asyncio.Task[No
     still running. Each request still in the line leaves it (its id is freed) and is answered with ``cut``, or
     with -32603 :data:`NEVER_RAN` when ``cut`` is None. With ``cut``, each request still running is answered with
     it too, and counts as cancelled from now on (its cancellation sends nothing more); without, it is left to
-    its cancellation, unanswered. Returns the task that sends those answers (none: an empty list), for the
-    caller to wait for, bounded."""
+    its cancellation, unanswered. With ``cut``, a batch item's error goes into its batch's array, which its sender
+    still sends. Returns the task that sends the other answers (none: an empty list), for the caller to wait for,
+    bounded."""
     answers: list[tuple[RequestContext, JSONDict]] = []
-    waiting = peer._waiting.clear()
+    line = peer._waiting
+    if cut is not None:
+        line.cutting = True
+    waiting = line.clear()
     if waiting:
         never = cut if cut is not None else InternalError(NEVER_RAN).to_error()
         for ctx in waiting:
             peer._finished(ctx)
-            answers.append((ctx, never))
+            _cut(ctx, never, cut is not None, answers)
     if cut is not None:
         for ctx in list(peer._inflight.values()):
             if not ctx.done and not ctx.cancelled:  # (done: its answer is made, and on its way)
                 ctx.cancelled = True
-                answers.append((ctx, cut))
+                _cut(ctx, cut, True, answers)
     if not answers:
         return []
     return [_running_loop().create_task(_answer(peer, answers))]
+
+
+def _cut(ctx: RequestContext, error: JSONDict, in_batch: bool, answers: list[tuple[RequestContext, JSONDict]]) -> None:
+    """Answer ``ctx`` with ``error``: into its batch's array (``in_batch``: its sender sends the array even though
+    it is cancelled, see :attr:`WaitingLine.cutting`), or on its own."""
+    sink = ctx.sink
+    if in_batch and sink is not None:
+        sink += jsonrpc.encode_error(ctx.id, error)
+        sink += b","
+    else:
+        answers.append((ctx, error))
 
 
 async def _answer(peer: LineHost, answers: list[tuple[RequestContext, JSONDict]]) -> None:
