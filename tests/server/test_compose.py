@@ -537,3 +537,43 @@ async def test_a_mounted_tools_view_link_names_the_view_where_the_parent_serves_
             assert view.uri == "ui://games/dice/board" and "board" in view.html
     child_tool = _apps_child()._tools["roll"]  # (the mounted server's own definition is not touched)
     assert child_tool.meta["ui"]["resourceUri"] == "ui://dice/board"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("guarded", [False, True])
+async def test_a_uri_with_a_colon_but_no_scheme_is_mounted_under_the_prefix_and_read_back(
+    mode: str, guarded: bool
+) -> None:
+    """``notes/q1:summary`` and ``{+path}`` have no scheme (a scheme has no ``/``): the part before the first colon
+    was taken for one, so a read of ``n/file:///etc/x`` through ``{+path}`` mounted as ``n/{+path}`` reached the
+    mounted server's own chain (``guarded``: it has middleware) as ``n/file:///etc/x``, its prefix still on, and
+    ``path`` was wrong. Either way, over HTTP, the mounted server gets its own URIs and the client the parent's."""
+    child = MCPKit("notes")
+
+    @child.resource("notes/q1:summary")
+    def summary() -> str:
+        return "q1 went well"
+
+    @child.resource("{+path}")
+    def anything(path: str) -> str:
+        return f"path={path}"
+
+    if guarded:
+        seen: list[str] = []
+
+        async def record(call: Any, call_next: Any) -> Any:
+            seen.append(call.params["uri"])
+            return await call_next(call)
+
+        child.add_interceptor(record, methods="resources/read")
+    app = MCPKit("main")
+    app.mount(child, prefix="n")
+    async with serve_http(app) as url, Client(url, mode=mode) as client:
+        assert [r.uri for r in await client.list_resources()] == ["n/notes/q1:summary"]
+        assert [t.uri_template for t in await client.list_resource_templates()] == ["n/{+path}"]
+        read = await client.read_resource("n/notes/q1:summary")
+        assert [(c.uri, c.text) for c in read.contents] == [("n/notes/q1:summary", "q1 went well")]  # type: ignore[union-attr]
+        read = await client.read_resource("n/file:///etc/x")
+        assert [(c.uri, c.text) for c in read.contents] == [("n/file:///etc/x", "path=file:///etc/x")]  # type: ignore[union-attr]
+    if guarded:
+        assert seen == ["notes/q1:summary", "file:///etc/x"]

@@ -15,7 +15,8 @@ then the mounted server's own (all but its task entry) around its own handler, a
 (:meth:`Mount.run`); a mounted server without interceptors costs one attribute test per call.
 A component hidden in the mounted server (``other.disable(...)``, its tag rules) is not mounted.
 
-Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``). A name the
+Names: ``<prefix>_<name>``; URIs: ``scheme://<prefix>/rest`` (``scheme:<prefix>/rest`` without ``//``,
+``<prefix>/rest`` without a scheme). A name the
 parent already has is refused when mounting (``ValueError``); one that appears later in the mounted server and
 collides is left out, with a warning in the log.
 """
@@ -47,6 +48,9 @@ logger: logging.Logger = logging.getLogger("mcpkit.server.compose")
 JSONDict = dict[str, Any]
 
 _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# a URI's scheme (RFC 3986 3.1): what comes before the first colon is one only if it looks like this (``notes/q1:x``
+# and ``{+path}`` have none)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
 # registries of an app, by list name; templates live in "resource_templates"
 _REGISTRY = {"tools": "_tools", "resources": "_resources", "resource_templates": "_templates", "prompts": "_prompts"}
 
@@ -101,7 +105,7 @@ def prefixed_uri(prefix: str | None, uri: str) -> str:
     if prefix is None:
         return uri
     scheme, colon, rest = uri.partition(":")
-    if not colon:
+    if not colon or not _SCHEME.match(scheme):
         return f"{prefix}/{uri}"
     if rest.startswith("//"):
         return f"{scheme}://{prefix}/{rest[2:]}"
@@ -113,7 +117,7 @@ def unprefixed_uri(prefix: str | None, uri: str) -> str | None:
     if prefix is None:
         return uri
     scheme, colon, rest = uri.partition(":")
-    if not colon:
+    if not colon or not _SCHEME.match(scheme):
         head = f"{prefix}/"
         return uri[len(head) :] if uri.startswith(head) else None
     if rest.startswith("//"):
