@@ -30,6 +30,9 @@ CASES = {
     ("cursor", "project"): ("project", ".cursor/mcp.json", ("mcpServers",)),
     ("vscode", "user"): ("home", ".config/Code/User/mcp.json", ("servers",)),
     ("vscode", "project"): ("project", ".vscode/mcp.json", ("servers",)),
+    ("gemini-cli", "user"): ("home", ".gemini/settings.json", ("mcpServers",)),
+    ("gemini-cli", "project"): ("project", ".gemini/settings.json", ("mcpServers",)),
+    ("windsurf", "user"): ("home", ".codeium/windsurf/mcp_config.json", ("mcpServers",)),
 }
 
 

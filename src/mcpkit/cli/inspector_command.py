@@ -15,6 +15,7 @@ from ..protocol.versions import ALL_VERSIONS
 from ._errors import CommandError, LoadError
 from ._params import PORT, SECONDS
 from .client_io import CLIError
+from .install import HOSTS
 
 INSPECT_TARGET_HELP = (
     "TARGET is what the other client commands take: a .py file (run with this Python), a command line in quotes, "
@@ -244,11 +245,13 @@ RESTART = {
     "claude-code": "Claude Code loads it in its next session (`/mcp` lists it).",
     "cursor": "Cursor lists it under Settings > MCP (reload the window if it does not).",
     "vscode": "VS Code lists it in the MCP servers view (Start it from there or from mcp.json).",
+    "gemini-cli": "Gemini CLI loads it when it starts next (`/mcp` lists it).",
+    "windsurf": "Windsurf loads it after a refresh of the MCP servers in Cascade's settings.",
 }
 
 
 @click.command("install")
-@click.argument("host", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "mcp-json"]))
+@click.argument("host", type=click.Choice([*HOSTS, "mcp-json"]))
 @click.argument("server", metavar="SERVER.py[:OBJECT]")
 @click.option("--name", "-n", default=None, help="The server's name in the host (default: the server's own name).")
 @click.option(
@@ -256,7 +259,7 @@ RESTART = {
     type=click.Choice(["user", "project", "local"]),
     default="user",
     show_default=True,
-    help="user: every project; project: a file in the current directory (Claude Code, Cursor, VS Code); "
+    help="user: every project; project: a file in the current directory (Claude Code, Cursor, VS Code, Gemini CLI); "
     "local: Claude Code, this directory only.",
 )
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="Write this file instead.")

@@ -16,6 +16,9 @@ cursor         project      ``.cursor/mcp.json`` in the current directory       
 vscode         user         the user profile's ``mcp.json`` (``Code/User/mcp.json`` in the         ``servers``
                             configuration folder of the OS, as for Claude Desktop)
 vscode         project      ``.vscode/mcp.json`` in the current directory                          ``servers``
+gemini-cli     user         ``~/.gemini/settings.json``                                            ``mcpServers``
+gemini-cli     project      ``.gemini/settings.json`` in the current directory                     ``mcpServers``
+windsurf       user         ``~/.codeium/windsurf/mcp_config.json``                                ``mcpServers``
 ============== ============ ====================================================================== ==============
 
 The entry runs the server with the Python that runs ``mcpkit install`` (so it finds the same packages):
@@ -44,12 +47,14 @@ from typing import Any
 
 __all__ = ["HOSTS", "InstallError", "Installed", "config_path", "install", "server_entry"]
 
-HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "windsurf")
 SCOPES: dict[str, tuple[str, ...]] = {
     "claude-desktop": ("user",),
     "claude-code": ("user", "project", "local"),
     "cursor": ("user", "project"),
     "vscode": ("user", "project"),
+    "gemini-cli": ("user", "project"),
+    "windsurf": ("user",),
 }
 
 
@@ -87,6 +92,10 @@ def config_path(host: str, scope: str = "user", *, home: Path | None = None, cwd
         return cwd / ".mcp.json" if scope == "project" else home / ".claude.json"
     if host == "cursor":
         return cwd / ".cursor" / "mcp.json" if scope == "project" else home / ".cursor" / "mcp.json"
+    if host == "gemini-cli":
+        return (cwd if scope == "project" else home) / ".gemini" / "settings.json"
+    if host == "windsurf":
+        return home / ".codeium" / "windsurf" / "mcp_config.json"
     return cwd / ".vscode" / "mcp.json" if scope == "project" else _config_home(home) / "Code" / "User" / "mcp.json"
 
 
