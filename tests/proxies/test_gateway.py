@@ -148,6 +148,24 @@ def _ticking(tmp_path: Path, name: str) -> tuple[dict[str, Any], Path, Path]:
     return entry, down, pids
 
 
+def _gateway(tmp_path: Path, upstream_mode: str, *, b_down_at_start: bool = False) -> tuple[MCPKit, Path, Path]:
+    """A gateway of two ticking members, ``a`` and ``b`` (see :func:`_ticking`), reached in ``upstream_mode``, that
+    tries a member again quickly (2 attempts a round, 0.05 s doubling up to 0.2 s). ``b_down_at_start``: ``b``
+    cannot start when the gateway does. The gateway, ``b``'s down file and its pids folder."""
+    a, _, _ = _ticking(tmp_path, "a")
+    b, b_down, b_pids = _ticking(tmp_path, "b")
+    if b_down_at_start:
+        b_down.touch()
+    gateway = mcpkit.proxy(
+        {"a": a, "b": b},
+        client_options={"mode": upstream_mode},
+        reconnect_attempts=2,
+        reconnect_delay=0.05,
+        reconnect_max_delay=0.2,
+    )
+    return gateway, b_down, b_pids
+
+
 def _kill(pids: Path) -> None:
     for entry in pids.iterdir():
         with contextlib.suppress(ProcessLookupError):
@@ -169,16 +187,7 @@ async def test_a_gateway_starts_without_a_member_that_is_down_and_adds_it_when_i
     an error saying it is unavailable. When the member comes up, the client hears that the tools changed (a
     handshake-era session by notification, a 2026-07-28 client on its listen stream) and calls its tools. When
     it dies again (and cannot be started), its calls fail clearly and the other member's still work."""
-    a, _, _ = _ticking(tmp_path, "a")
-    b, b_down, b_pids = _ticking(tmp_path, "b")
-    b_down.touch()
-    gateway = mcpkit.proxy(
-        {"a": a, "b": b},
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.2,
-    )
+    gateway, b_down, b_pids = _gateway(tmp_path, upstream_mode, b_down_at_start=True)
     caplog.set_level(logging.WARNING, "mcpkit.proxy")
     async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
         missing = [r.getMessage() for r in caplog.records if "gateway member 'b'" in r.getMessage()]
@@ -218,15 +227,7 @@ async def test_a_gateway_tells_its_clients_when_a_member_goes_down_and_when_it_i
     told so (``tools/list_changed``: a handshake-era session by notification, a 2026-07-28 client on its listen
     stream), as they are when it joins; before, they heard nothing until it came back. Back again (the list that
     follows starts a new round), they are told again."""
-    a, _, _ = _ticking(tmp_path, "a")
-    b, b_down, b_pids = _ticking(tmp_path, "b")
-    gateway = mcpkit.proxy(
-        {"a": a, "b": b},
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.2,
-    )
+    gateway, b_down, b_pids = _gateway(tmp_path, upstream_mode)
     async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
         everything = {"a_process", "a_crash", "b_process", "b_crash"}
         assert await _tool_names(client) == everything
@@ -321,15 +322,7 @@ async def test_a_member_whose_reconnection_gave_up_is_tried_in_the_background_an
     ``tools/list_changed`` and lists its tools again. Before, only a request started a new round, so a client
     that only waited for list changes never saw the member come back. Nothing is left running afterwards."""
     probe = LeakProbe.take()
-    a, _, _ = _ticking(tmp_path, "a")
-    b, b_down, b_pids = _ticking(tmp_path, "b")
-    gateway = mcpkit.proxy(
-        {"a": a, "b": b},
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.2,
-    )
+    gateway, b_down, b_pids = _gateway(tmp_path, upstream_mode)
     caplog.set_level(logging.WARNING, "mcpkit.proxy")
     async with serve_http(gateway) as url, Client(url, mode=mode) as client, client.watch(tools=True) as watch:
         everything = {"a_process", "a_crash", "b_process", "b_crash"}
@@ -375,15 +368,7 @@ async def test_a_client_of_a_gateway_hears_one_list_changed_per_list_for_each_ev
     back). For each, a client hears one ``list_changed`` for each list the member has items in (tools, resources:
     the ticking app has no prompts). Before, a handshake-era session heard the member's return twice: from the
     gateway, and from its own upstream session opened again."""
-    a, _, _ = _ticking(tmp_path, "a")
-    b, b_down, b_pids = _ticking(tmp_path, "b")
-    gateway = mcpkit.proxy(
-        {"a": a, "b": b},
-        client_options={"mode": upstream_mode},
-        reconnect_attempts=2,
-        reconnect_delay=0.05,
-        reconnect_max_delay=0.2,
-    )
+    gateway, b_down, b_pids = _gateway(tmp_path, upstream_mode)
     expected = {"notifications/tools/list_changed": 1, "notifications/resources/list_changed": 1}
     async with (
         serve_http(gateway) as url,
