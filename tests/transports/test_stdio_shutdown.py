@@ -4,11 +4,13 @@ SIGTERM, SIGKILL)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -116,21 +118,22 @@ async def test_the_server_inherits_the_environment_unless_told_to_get_only_the_s
     assert os.environ.get("HOME") is None or safe["HOME"] == os.environ["HOME"]
 
 
-async def test_a_server_whose_stdin_ends_ends_its_listen_streams_and_exits_at_once() -> None:
-    """A 2026-07-28 ``subscriptions/listen`` never ends by itself: at the end of stdin (the client closed it, or died:
-    ``mcpkit dev`` killed by SIGHUP) the server waited out its 30 s drain for it before exiting. It now ends the
-    connection's listen streams gracefully (their result is written) and exits as soon as real work is done."""
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    }
-    listen = {
-        "jsonrpc": "2.0",
-        "id": 7,
-        "method": "subscriptions/listen",
-        "params": {"notifications": {"toolsListChanged": True}, "_meta": meta},
-    }
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+}
+
+
+def _listen(rid: str | int) -> bytes:
+    """A 2026-07-28 ``subscriptions/listen`` request for tool list changes, as one line's JSON."""
+    params = {"notifications": {"toolsListChanged": True}, "_meta": MODERN_META}
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": params}).encode()
+
+
+@contextlib.asynccontextmanager
+async def _everything_over_stdio() -> AsyncIterator[asyncio.subprocess.Process]:
+    """``mcpkit run examples/everything.py`` with its stdin and stdout piped to the test (killed if still running)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -141,24 +144,39 @@ async def test_a_server_whose_stdin_ends_ends_its_listen_streams_and_exits_at_on
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
-    assert proc.stdin is not None and proc.stdout is not None
     try:
-        proc.stdin.write(json.dumps(listen).encode() + b"\n")
-        await proc.stdin.drain()
-        ack = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
-        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
-        proc.stdin.close()
-        t0 = time.monotonic()
-        rest = await asyncio.wait_for(proc.stdout.read(), 30)
-        await asyncio.wait_for(proc.wait(), 30)
-        took = time.monotonic() - t0
-        assert took < 5, f"the server took {took:.1f}s to exit"
-        final = [json.loads(line) for line in rest.splitlines() if line.strip()]
-        assert any(m.get("id") == 7 and "result" in m for m in final), final
+        yield proc
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def _close_stdin_and_read_to_the_end(proc: asyncio.subprocess.Process) -> list[dict[str, Any]]:
+    """Close the server's stdin (the client is gone) and read what it writes until it exits: within 5 s (30 s at
+    most to see it fail). The messages it wrote."""
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.close()
+    t0 = time.monotonic()
+    rest = await asyncio.wait_for(proc.stdout.read(), 30)
+    await asyncio.wait_for(proc.wait(), 30)
+    took = time.monotonic() - t0
+    assert took < 5, f"the server took {took:.1f}s to exit"
+    return [json.loads(line) for line in rest.splitlines() if line.strip()]
+
+
+async def test_a_server_whose_stdin_ends_ends_its_listen_streams_and_exits_at_once() -> None:
+    """A 2026-07-28 ``subscriptions/listen`` never ends by itself: at the end of stdin (the client closed it, or died:
+    ``mcpkit dev`` killed by SIGHUP) the server waited out its 30 s drain for it before exiting. It now ends the
+    connection's listen streams gracefully (their result is written) and exits as soon as real work is done."""
+    async with _everything_over_stdio() as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(_listen(7) + b"\n")
+        await proc.stdin.drain()
+        ack = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+        final = await _close_stdin_and_read_to_the_end(proc)
+        assert any(m.get("id") == 7 and "result" in m for m in final), final
 
 
 async def test_a_connection_full_of_listen_streams_still_reads_its_client_and_ends_with_its_stdin() -> None:
@@ -168,47 +186,31 @@ async def test_a_connection_full_of_listen_streams_still_reads_its_client_and_en
     may hold are now bounded well below its slots; one past the bound is refused."""
     from mcpkit.server.builtins import MAX_LISTENS_PER_CONNECTION
 
-    meta = {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-    }
+    async with _everything_over_stdio() as proc:
+        assert proc.stdin is not None and proc.stdout is not None
+        stdout = proc.stdout
 
-    def listen(rid: str) -> bytes:
-        body = {"notifications": {"toolsListChanged": True}, "_meta": meta}
-        return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "subscriptions/listen", "params": body}).encode()
+        async def until(pred: Any) -> dict[str, Any]:
+            while True:
+                msg = json.loads(await asyncio.wait_for(stdout.readline(), 30))
+                if pred(msg):
+                    return msg  # type: ignore[no-any-return]
 
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "mcpkit.cli.main",
-        "run",
-        str(Path(__file__).parents[2] / "examples" / "everything.py"),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    stdout = proc.stdout
-
-    async def until(pred: Any) -> dict[str, Any]:
-        while True:
-            msg = json.loads(await asyncio.wait_for(stdout.readline(), 30))
-            if pred(msg):
-                return msg  # type: ignore[no-any-return]
-
-    try:
         count = 256 + 1  # (every request slot of the connection, and one more)
-        proc.stdin.write(b"\n".join(listen(f"L{i}") for i in range(count)) + b"\n")
-        ping = {"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": meta}}
+        proc.stdin.write(b"\n".join(_listen(f"L{i}") for i in range(count)) + b"\n")
+        ping = {"jsonrpc": "2.0", "id": "list", "method": "tools/list", "params": {"_meta": MODERN_META}}
         proc.stdin.write(json.dumps(ping).encode() + b"\n")
         await proc.stdin.drain()
         refused = await until(lambda m: m.get("id") == f"L{MAX_LISTENS_PER_CONNECTION}")
         assert refused["error"]["code"] == -32600
         assert str(MAX_LISTENS_PER_CONNECTION) in refused["error"]["message"]
         assert "tools" in (await until(lambda m: m.get("id") == "list"))["result"]
-        cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "L0", "_meta": meta}}
-        proc.stdin.write(json.dumps(cancel).encode() + b"\n" + listen("again") + b"\n")
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": "L0", "_meta": MODERN_META},
+        }
+        proc.stdin.write(json.dumps(cancel).encode() + b"\n" + _listen("again") + b"\n")
         await proc.stdin.drain()
         ack = await until(
             lambda m: (
@@ -217,14 +219,5 @@ async def test_a_connection_full_of_listen_streams_still_reads_its_client_and_en
             )
         )
         assert ack["params"]["notifications"] == {"toolsListChanged": True}
-        proc.stdin.close()
-        t0 = time.monotonic()
-        rest = await asyncio.wait_for(stdout.read(), 30)
-        await asyncio.wait_for(proc.wait(), 30)
-        assert time.monotonic() - t0 < 5
-        ended = {m.get("id") for m in map(json.loads, rest.splitlines()) if "result" in m}
+        ended = {m.get("id") for m in await _close_stdin_and_read_to_the_end(proc) if "result" in m}
         assert {f"L{i}" for i in range(1, MAX_LISTENS_PER_CONNECTION)} | {"again"} <= ended
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
