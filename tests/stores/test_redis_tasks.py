@@ -444,6 +444,16 @@ async def test_one_callers_finished_tasks_in_redis_are_bounded_and_never_push_ou
         await app.tasks.engine.aclose()
 
 
+async def _finished(store: RedisTaskStore, owner: str | None, size: int) -> str:
+    """A task of ``owner`` created in ``store`` (24 h TTL) and completed with a result of ``size`` characters of
+    text; its id."""
+    record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=86_400_000, poll_ms=100)
+    await store.create(record, max_live=100, max_live_per_owner=100)
+    result = {"content": [{"type": "text", "text": "r" * size}]}
+    await store.update(record["id"], lambda r: r.update(status="completed", result=result) is None)
+    return record["id"]
+
+
 async def test_redis_keeps_a_callers_results_within_its_byte_budget_and_counts_anonymous_callers_together(
     redis_url: str,  # noqa: F811
 ) -> None:
@@ -455,22 +465,15 @@ async def test_redis_keeps_a_callers_results_within_its_byte_budget_and_counts_a
     store = RedisTaskStore(redis_url, prefix="xw-bytes:", max_records_per_owner=5, max_bytes_per_owner=60_000)
     client = redis.from_url(redis_url)
 
-    async def finished(owner: str | None, size: int) -> str:
-        record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=86_400_000, poll_ms=100)
-        await store.create(record, max_live=100, max_live_per_owner=100)
-        result = {"content": [{"type": "text", "text": "r" * size}]}
-        await store.update(record["id"], lambda r: r.update(status="completed", result=result) is None)
-        return record["id"]
-
     try:
-        bobs = await finished("p:bob", 20_000)
-        alices = [await finished("p:alice", 20_000) for _ in range(4)]
+        bobs = await _finished(store, "p:bob", 20_000)
+        alices = [await _finished(store, "p:alice", 20_000) for _ in range(4)]
         assert [await store.get(t) is not None for t in alices] == [False, False, True, True]  # 2 x 20 kB fit
         assert await client.exists(f"xw-bytes:{{{alices[0]}}}:task") == 0  # (deleted, not left to its ttl)
-        huge = await finished("p:alice", 100_000)
+        huge = await _finished(store, "p:alice", 100_000)
         assert await store.get(huge) is not None and all([await store.get(t) is None for t in alices])
         assert await store.get(bobs) is not None
-        anonymous = [await finished(None, 10) for _ in range(8)]
+        anonymous = [await _finished(store, None, 10) for _ in range(8)]
         assert [await store.get(t) is not None for t in anonymous] == [False] * 3 + [True] * 5
         assert await store.list(None, None, 10) == []  # (indexed for the bound, listed to nobody)
         for _ in range(5):
@@ -526,18 +529,11 @@ async def test_redis_keeps_all_callers_results_within_the_stores_byte_total_and_
     store = RedisTaskStore(redis_url, prefix="xw-gbytes:", max_records=4, max_bytes=70_000)
     client = redis.from_url(redis_url)
 
-    async def finished(owner: str, size: int) -> str:
-        record = new_record(owner=owner, method="tools/call", name="t", ttl_ms=86_400_000, poll_ms=100)
-        await store.create(record, max_live=100, max_live_per_owner=100)
-        result = {"content": [{"type": "text", "text": "r" * size}]}
-        await store.update(record["id"], lambda r: r.update(status="completed", result=result) is None)
-        return record["id"]
-
     try:
-        ids = [await finished(f"s:session-{i}", 20_000) for i in range(5)]
+        ids = [await _finished(store, f"s:session-{i}", 20_000) for i in range(5)]
         assert [await store.get(t) is not None for t in ids] == [False, False, True, True, True]  # 3 x 20 kB fit
         assert await client.exists(f"xw-gbytes:{{{ids[0]}}}:task") == 0  # (deleted, not left to its ttl)
-        huge = await finished("s:another", 100_000)  # (alone past the total: kept, every other one goes)
+        huge = await _finished(store, "s:another", 100_000)  # (alone past the total: kept, every other one goes)
         assert await store.get(huge) is not None and all([await store.get(t) is None for t in ids])
         busy = []
         for i in range(4):
