@@ -18,7 +18,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from support.asgi import serve_asgi
+from support.asgi import read_body, serve_asgi
 
 Reply = tuple[int, Any]
 
@@ -87,14 +87,8 @@ class ScriptedLLM:
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            event = await receive()
-            chunks.append(event.get("body", b""))
-            if not event.get("more_body"):
-                break
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        body = json.loads(b"".join(chunks) or b"null")
+        body = json.loads(await read_body(receive) or b"null")
         path = scope["path"]
         self.requests.append((path, headers, body))
         if self.replies:
