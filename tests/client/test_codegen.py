@@ -385,3 +385,27 @@ def test_the_module_passes_mypy_strict_and_ruff(tmp_path: Path) -> None:
     assert report.count("error:") == 1, report
     assert 'use.py:11: error: Argument "query" to "search" of "SearchTools" has incompatible type "int"' in report
     assert ruff_problems(tmp_path / "search_client.py", REPO / "pyproject.toml") == []
+
+
+def test_very_long_property_and_tool_names_keep_the_module_within_the_line_length(tmp_path: Path) -> None:
+    """Keys are the server's own words, of any length: a key of 150 characters made lines of up to 300 (a field, the
+    arguments dict, the key set when sent) and so did the names of nested types built from it, which ruff refuses.
+    Long keys are split over lines (their value unchanged), type names are cut like every name made."""
+    long_key = "Kx" * 75
+    nested = {"type": "object", "properties": {long_key: {"type": "array", "items": {"type": "string"}}}}
+    tools = [
+        _tool("t" * 100, {"k" * 150: {"type": "string"}, f"a-{'b' * 150}": {"type": "integer"}}, required=["k" * 150]),
+        _tool(
+            "nested", {long_key: {"type": "object", "properties": {long_key: nested}}, "o" * 150: {"type": "string"}}
+        ),
+        {"name": "out", "inputSchema": {"type": "object"}, "outputSchema": nested},
+    ]
+    source = generate(tools)
+    path = tmp_path / "long_client.py"
+    path.write_text(source, encoding="utf-8")
+    assert [line for line in source.splitlines() if len(line) > 120] == []
+    assert ruff_problems(path, REPO / "pyproject.toml") == []
+    module = _load(source, tmp_path, "long_client")
+    kept = [set(getattr(v, "__annotations__", {})) for v in vars(module).values() if isinstance(v, type)]
+    assert {"k" * 150, f"a-{'b' * 150}"} in kept and {"o" * 150, long_key} in kept  # (the keys as the server wrote)
+    assert [name for name in vars(module) if len(name) > 66] == []  # (64, and a suffix that keeps it unique)

@@ -15,12 +15,12 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..protocol.types import Tool
 from .codegen_text import AMBIGUOUS, LINE_LENGTH, docstring, pascal, py_str, snake, unique
-from .codegen_types import Alias, Field, Record, Types
+from .codegen_types import Alias, Field, Record, Types, split_union
 from .results import _is_wrapped
 
 __all__ = ["MAX_TOOLS", "CodegenError", "generate"]
@@ -99,6 +99,10 @@ def _method(tool: Tool, types: Types, method_names: set[str]) -> _Method:
     param_names = set(_PARAM_RESERVED)
     ordered = [f for f in record.fields if f.required] + [f for f in record.fields if not f.required]
     params = [_Param(_claim(snake(f.key, "arg"), param_names, _PARAM_RESERVED), f) for f in ordered]
+    for i, p in enumerate(params):  # (a type too long beside its name is named: at most _PARAM_TYPE_NAME)
+        if len(_param_text(p)) + 9 > LINE_LENGTH and len(p.field.type) > _PARAM_TYPE_NAME:
+            alias = types.named(p.field.type, f"{base}{pascal(p.field.key, 'Arg')}"[:_PARAM_TYPE_NAME], force=True)
+            params[i] = _Param(p.name, replace(p.field, type=alias))
     returns: str | None = None
     schema = tool.output_schema
     if isinstance(schema, dict):
@@ -113,6 +117,30 @@ def _method(tool: Tool, types: Types, method_names: set[str]) -> _Method:
         else:
             returns = types.named(types.expr(schema, schema, f"{base}Output"), f"{base}Output")
     return _Method(_claim(snake(tool.name, "tool"), method_names, _METHOD_RESERVED), tool, params, returns)
+
+
+_PARAM_TYPE_NAME = 40  # (a parameter's name, 64 at most, its type's name and the indent fit one line)
+
+
+def _param_text(p: _Param) -> str:
+    """A parameter as the method's signature writes it."""
+    if p.field.required:
+        return f"{p.name}: {p.field.type}"
+    return f"{p.name}: {_or_not_sent(p.field.type)} = NOT_SENT"
+
+
+def _param_lines(p: _Param, indent: str) -> list[str]:
+    """A parameter on its line of a signature written one per line; too long, its union split at each ``|``, one
+    member a line, as ``ruff format`` writes it."""
+    line = f"{indent}{_param_text(p)},"
+    if len(line) <= LINE_LENGTH:
+        return [line]
+    typed = p.field.type if p.field.required else _or_not_sent(p.field.type)
+    first, *rest = split_union(typed)
+    tail = "," if p.field.required else " = NOT_SENT,"
+    if not rest:
+        return [line]
+    return [f"{indent}{p.name}: {first}", *[f"{indent}| {m}" for m in rest[:-1]], f"{indent}| {rest[-1]}{tail}"]
 
 
 def _claim(wanted: str, taken: set[str], reserved: frozenset[str]) -> str:
@@ -205,7 +233,8 @@ def _record(record: Record) -> list[str]:
         return f.type if f.required else f"NotRequired[{f.type}]"
 
     blocked = {"NotRequired", record.name}.union(*(_names_in(f.type) for f in record.fields))
-    if all(_class_key(f.key, blocked) for f in record.fields):
+    fits = all(len(f"{_INDENT}{f.key}: {typed(f)}") <= LINE_LENGTH for f in record.fields)
+    if fits and all(_class_key(f.key, blocked) for f in record.fields):
         lines = [f"class {record.name}(TypedDict):"]
         doc = docstring(record.description or "", _INDENT)
         if doc:
@@ -218,9 +247,28 @@ def _record(record: Record) -> list[str]:
         if len(lines) == 1:
             lines.append(f"{_INDENT}pass")
         return lines
-    lines = [f"{record.name} = TypedDict(", f"{_INDENT}{py_str(record.name)},", f"{_INDENT}{{"]
-    lines += [f"{_INDENT * 2}{py_str(f.key)}: {py_str(typed(f))}," for f in record.fields]
+    noqa = "  # noqa: UP013" if not fits and all(_class_key(f.key, blocked) for f in record.fields) else ""
+    lines = [f"{record.name} = TypedDict({noqa}", f"{_INDENT}{py_str(record.name)},", f"{_INDENT}{{"]
+    for f in record.fields:
+        lines += _keyed(f.key, f": {py_str(typed(f))},", _INDENT * 2)
     return [*lines, f"{_INDENT}}},", ")"]
+
+
+def _keyed(key: str, rest: str, indent: str, lead: str = "") -> list[str]:
+    """``<lead>"key"<rest>`` at ``indent``; a key too long for the line is split over lines (implicit concatenation:
+    the same string) in parentheses, or in the brackets of a subscript (``lead`` ``arguments``), as ``ruff format``
+    leaves it."""
+    flat = f"{indent}{lead}[{py_str(key)}]{rest}" if lead else f"{indent}{py_str(key)}{rest}"
+    if len(flat) <= LINE_LENGTH:
+        return [flat]
+    inner = indent + _INDENT
+    chunks = [""]
+    for ch in key:
+        if chunks[-1] and len(inner) + len(py_str(chunks[-1] + ch)) > LINE_LENGTH:
+            chunks.append("")
+        chunks[-1] += ch
+    opener, closer = ("[", "]") if lead else ("(", ")")
+    return [f"{indent}{lead}{opener}", *[f"{inner}{py_str(c)}" for c in chunks], f"{indent}{closer}{rest}"]
 
 
 def _doc_block(doc: list[str], indent: str) -> list[str]:
@@ -261,16 +309,16 @@ def _or_not_sent(expr: str) -> str:
 def _method_source(method: _Method) -> list[str]:
     tool = method.tool
     returns = method.returns or "ToolResult[Any]"
-    params = [
-        f"{p.name}: {p.field.type}" if p.field.required else f"{p.name}: {_or_not_sent(p.field.type)} = NOT_SENT"
-        for p in method.params
-    ]
+    params = [_param_text(p) for p in method.params]
     head = f"{_INDENT}async def {method.name}("
     flat = head + ", ".join(["self", *(["*"] if params else []), *params]) + f") -> {returns}:"
     if len(flat) <= LINE_LENGTH:
         lines = [flat]
     else:
-        lines = [head] + [f"{_INDENT * 2}{p}," for p in ["self", "*", *params]] + [f"{_INDENT}) -> {returns}:"]
+        lines = [head, f"{_INDENT * 2}self,", *([f"{_INDENT * 2}*,"] if params else [])]
+        for p in method.params:
+            lines += _param_lines(p, _INDENT * 2)
+        lines.append(f"{_INDENT}) -> {returns}:")
     inner = _INDENT * 2
     text = tool.description or tool.title or f"Call the tool {tool.name}."
     doc = docstring(text, inner) or docstring(f"Call the tool {tool.name}.", inner)
@@ -287,16 +335,15 @@ def _method_source(method: _Method) -> list[str]:
         lines.append(flat_dict)
     elif required:
         lines.append(f"{inner}arguments: dict[str, Any] = {{")
-        lines += [f"{inner}{_INDENT}{entry}," for entry in entries]
+        for p in required:
+            lines += _keyed(p.field.key, f": {p.name},", inner + _INDENT)
         lines.append(f"{inner}}}")
     elif method.params:
         lines.append(f"{inner}arguments: dict[str, Any] = {{}}")
     for p in method.params:
         if not p.field.required:
-            lines += [
-                f"{inner}if {p.name} is not NOT_SENT:",
-                f"{inner}{_INDENT}arguments[{py_str(p.field.key)}] = {p.name}",
-            ]
+            lines.append(f"{inner}if {p.name} is not NOT_SENT:")
+            lines += _keyed(p.field.key, f" = {p.name}", inner + _INDENT, "arguments")
     args = "arguments" if method.params else "{}"
     call = f"self.client.call_tool({py_str(tool.name)}, {args}, raise_on_error=True)"
     statement = f"{inner}{'return' if method.returns is None else 'result ='} await {call}"

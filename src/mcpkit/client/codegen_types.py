@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
-from .codegen_text import pascal, py_str, unique
+from .codegen_text import MAX_NAME_LENGTH, pascal, py_str, unique
 
 MAX_SCHEMA_DEPTH = 32
 """Subschemas nested deeper than this (``properties``, ``items``, ``anyOf`` ... each a level) are typed ``Any``."""
@@ -133,7 +133,7 @@ class Types:
         """``a | b``, each once, ``None`` last; ``Any`` when one of them is."""
         members: dict[str, None] = {}
         for part in parts:
-            members.update(dict.fromkeys(_split_union(part)))
+            members.update(dict.fromkeys(split_union(part)))
         seen = list(members)
         if "Any" in members:
             return "Any"
@@ -141,12 +141,12 @@ class Types:
             seen = [p for p in seen if p != "None"] + ["None"]
         return " | ".join(seen)
 
-    def named(self, expr: str, hint: str) -> str:
-        """``expr``, or the name of a new alias of it when it is too long to read inline."""
-        if len(expr) <= ALIAS_OVER or len(self.defs) >= MAX_NAMED_TYPES:
+    def named(self, expr: str, hint: str, force: bool = False) -> str:
+        """``expr``, or the name of a new alias of it when it is too long to read inline (``force``: in any case)."""
+        if (len(expr) <= ALIAS_OVER and not force) or len(self.defs) >= MAX_NAMED_TYPES:
             return expr
         self.typing.add("TypeAlias")
-        name = unique(hint, self.taken)
+        name = unique(hint[:MAX_NAME_LENGTH], self.taken)
         self.defs.append(Alias(name, expr))
         return name
 
@@ -199,7 +199,7 @@ class Types:
 
     def _typed_dict(self, schema: dict[str, Any], root: Any, hint: str, depth: int, key: tuple[str, str] | None) -> str:
         self.typing.add("TypedDict")
-        name = unique(hint, self.taken)
+        name = unique(hint[:MAX_NAME_LENGTH], self.taken)  # (a nested type's name grows with each level)
         if key is not None:
             self._named[key] = name
         description = schema.get("description")
@@ -264,7 +264,7 @@ class Types:
         return expr
 
 
-def _split_union(expr: str) -> list[str]:
+def split_union(expr: str) -> list[str]:
     """The top-level members of ``a | b`` (a ``|`` inside brackets or a string literal belongs to its member)."""
     parts: list[str] = []
     level, start, quoted, escaped = 0, 0, False, False
