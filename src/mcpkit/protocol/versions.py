@@ -103,6 +103,7 @@ class Features:
     elicitation_choices: bool  # titled and multi-select enums, a default on every field (2025-11-25 on)
     sampling_tools: bool
     sse_polling: bool  # priming events / retry (SEP-1699)
+    error_id_optional: bool  # JSONRPCErrorResponse.id is optional (2025-11-25 on); JSON-RPC 2.0 requires it
     tasks: bool  # the experimental tasks utility of 2025-11-25 (params.task, tasks/get|result|list|cancel)
     streamable_http: bool
     # conventions of 2024-11-05/2025-03-26 sessions (from 2025-06-18 on, the official spec's behaviour)
@@ -151,6 +152,7 @@ def _make(version: str) -> Features:
         elicitation_choices=at_least(V2025_11_25),
         sampling_tools=at_least(V2025_11_25),
         sse_polling=at_least(V2025_11_25),
+        error_id_optional=at_least(V2025_11_25),
         tasks=version == V2025_11_25,
         streamable_http=at_least(V2025_03_26),
         always_next_cursor=version in (V2024_11_05, V2025_03_26),

@@ -166,6 +166,12 @@ class CheckerBase:
         #: the server refused initialize as a 2026-07-28-only server does: no handshake session to judge HTTP in
         self.modern_only = False
 
+    @property
+    def first_message_timeout(self) -> float:
+        """How long the first message of a session waits for its answer: a new stdio server may still be starting
+        (importing a large framework on a busy machine), so twice the per-response timeout."""
+        return self.timeout * 2
+
     async def open_wire(self) -> Wire:
         """A new connection to the target (a new process for stdio), started; OSError/ValueError when it fails."""
         wire: Wire
@@ -203,7 +209,7 @@ class CheckerBase:
             wire.client_handlers["elicitation/create"] = lambda _params: {"action": "decline"}
         self.declared_capabilities[id(wire)] = caps
         params = {"protocolVersion": version, "capabilities": caps, "clientInfo": CLIENT_INFO}
-        resp = await wire.request("initialize", params, timeout=self.timeout * 2)
+        resp = await wire.request("initialize", params, timeout=self.first_message_timeout)
         res = _res(resp)
         if res is not None and isinstance(res.get("protocolVersion"), str):
             self.answered_versions[version] = res["protocolVersion"]

@@ -358,9 +358,10 @@ class LifecycleChecks(CheckerBase):
             elif replies:
                 r.warn("S021", f"invalid JSON line answered with {replies[0].short()} (expected -32700)")
         probe = "server/discover" if self.feats.modern else "ping"  # ping does not exist at 2026-07-28
-        resp = await wire.request(probe, None, timeout=self.timeout)
+        resp = await self.call(wire, probe)
         if resp is None or _res(resp) is None:
-            r.fail("S021", f"the server stopped answering ({probe}) after a malformed message", "malformed JSON")
+            gone = "" if wire.alive else " (it ended the session: the connection is closed)"
+            r.fail("S021", f"the server stopped answering ({probe}) after a malformed message{gone}", "malformed JSON")
             return
         rid = wire.new_id()
         if isinstance(wire, HttpWire):

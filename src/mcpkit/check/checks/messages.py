@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ...protocol.versions import features, is_supported
 from ..jsonrpc_rules import judge_envelope, judge_error
 from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, Incoming, Wire
 from ..wire_http import HttpWire
@@ -113,5 +114,14 @@ class MessageChecks(CheckerBase):
         if not judge_envelope(r, msg, shown, seen_ids, wire.key, scope):
             return
         if "id" not in msg:
-            r.fail("M001", f"a response without an id: {shown}", "messages")
+            version = wire.protocol_version or self.version
+            if "error" in msg and is_supported(version) and features(version).error_id_optional:
+                r.warn(
+                    "M001",
+                    f"an error response without an id: {shown} (JSON-RPC 2.0 requires the id, null when the "
+                    f"request's is unknown; the {version} schema makes it optional on an error response)",
+                    "messages",
+                )
+            else:
+                r.fail("M001", f"a response without an id: {shown}", "messages")
         judge_error(r, msg, shown)

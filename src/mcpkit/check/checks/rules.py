@@ -42,9 +42,16 @@ class RuleChecks(CheckerBase):
         if wire is None:
             return
         try:
-            resp = await self.call(wire, "tools/list", {})
+            # the first message a freshly started server reads: it gets the startup allowance initialize gets
+            wait = self.first_message_timeout
+            resp = await self.call(wire, "tools/list", {}, timeout=wait)
             if resp is None:
-                r.fail("S021", "tools/list sent before initialize got no answer", "before initialize")
+                r.fail(
+                    "S021",
+                    f"tools/list sent before initialize got no answer within {wait:g}s (JSON-RPC answers every "
+                    "request; an error such as -32600 would do)",
+                    "before initialize",
+                )
                 return
             init = await self.initialize(wire, self.version)
             if _res(init) is None:

@@ -15,7 +15,7 @@ from ...protocol.versions import (
     features,
 )
 from ..report import Report
-from ..wire import Wire, server_argv
+from ..wire import Wire, WireClosed, server_argv
 from ..wire_http import HttpWire
 from ._base import (
     CLIENT_INFO,
@@ -91,10 +91,7 @@ class Checker(
             try:
                 ok = await self.check_handshake(wire)
                 if ok:
-                    for _area, check in SESSION_CHECKS:
-                        pending = check(self, wire)
-                        if pending is not None:
-                            await pending
+                    await self.run_session_checks(wire, SESSION_CHECKS)
             finally:
                 await asyncio.sleep(0.2)
                 await wire.close()
@@ -116,6 +113,33 @@ class Checker(
         finally:
             r.finish()
         return r
+
+    async def run_session_checks(self, wire: Wire, checks: Sequence[tuple[str, SessionCheck]]) -> None:
+        """Run ``checks`` in order on ``wire``. A server that ends the session part-way (its process exits on
+        malformed input, its connection drops) ends the checks that need it, not the run: the checks that judge
+        what was recorded still run, the report says where the session ended, and the later sessions go on."""
+        ended_in: str | None = None
+        previous = "handshake"
+        skipped: list[str] = []
+        for area, check in checks:
+            if ended_in is None and not wire.alive:
+                ended_in = previous
+            if ended_in is not None and area not in RECORDED_ONLY:
+                skipped.append(area)  # its silence would be judged as the server's answer to each request
+                continue
+            try:
+                pending = check(self, wire)
+                if pending is not None:
+                    await pending
+            except WireClosed:
+                ended_in = area
+            previous = area
+        if ended_in is not None:
+            self.report.info.setdefault(
+                "session closed",
+                f"{self.report.prefix}the server ended the session during the {ended_in} checks; the checks of that "
+                f"session after them ({', '.join(skipped) or 'none'}) did not run",
+            )
 
     async def check_with_client(self) -> None:
         """Where no wire control is needed: connect with mcpkit's own high-level client (era negotiation, typed
@@ -185,10 +209,7 @@ class Checker(
                 r.ok("S021", "unknown method -> -32601 Method not found", "unknown method")
             else:
                 r.fail("S021", f"unknown method not answered with -32601: {resp.short() if resp else 'no response'}")
-            for _area, check in MODERN_CHECKS:
-                pending = check(self, wire)
-                if pending is not None:
-                    await pending
+            await self.run_session_checks(wire, MODERN_CHECKS)
             if self.modern_only and isinstance(wire, HttpWire):  # (else the handshake session judged them)
                 await self.check_stateless_http(wire)
         finally:
@@ -214,6 +235,9 @@ SESSION_CHECKS: tuple[tuple[str, SessionCheck], ...] = (
     ("progress", UtilityChecks.check_progress),
     ("list_changed", UtilityChecks.check_list_changed),
 )
+
+#: The areas that only judge what the session recorded: they still run after the server ended the session.
+RECORDED_ONLY = frozenset(("progress", "list_changed"))
 
 #: The feature checks run again in a stateless (2026-07-28) session when the server offers that era.
 MODERN_CHECKS: tuple[tuple[str, SessionCheck], ...] = (

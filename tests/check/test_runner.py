@@ -1,0 +1,88 @@
+"""``mcpkit check`` against frail non-mcpkit peers: a server that dies on malformed input, one slow to start, one
+whose errors carry no id. The run always ends in a report (never a traceback of the checker), and each verdict is
+what the spec's words for the negotiated revision say. Every server is a real subprocess."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from mcpkit.check import FAIL, PASS, run_checks
+from support.paths import REPO
+
+PY = sys.executable
+FRAGILE = [PY, str(REPO / "tests" / "support" / "servers" / "fragile_server.py")]
+
+pytestmark = pytest.mark.timeout(300)
+
+
+async def test_a_server_that_exits_on_malformed_json_fails_s021_and_the_run_ends_in_a_report() -> None:
+    """A stdio server that exits when it reads a line that is not JSON closed the session under the malformed-input
+    check: the checker's WireClosed escaped, and ``mcpkit check`` ended in a traceback with no report. Now the
+    server fails S021 (it was not prepared for a protocol error), the evidence says it ended the session, and
+    the checks of the later sessions still run."""
+    report = await run_checks([*FRAGILE, "--exit-on-bad-json"], timeout=5.0, modern=False)
+    assert report.status("S021") == FAIL, report.render_text(verbose=True)
+    s021 = [f.evidence for f in report.requirements["S021"].findings if f.status == FAIL]
+    assert any("after a malformed message" in e and "ended the session" in e for e in s021), s021
+    assert "during the malformed checks" in str(report.info.get("session closed")), report.info
+    # what the session proved before it ended, and the sessions after it, are still judged
+    assert report.status("M079") == PASS and report.status("M045") == PASS, report.render_text()
+    assert report.failed_musts() == [], report.render_text()
+
+
+async def test_a_session_the_server_ended_is_not_judged_by_its_silence() -> None:
+    """A server that exits on a request for an unknown method ended the session in the basic checks; every later
+    request of that session then went unanswered, and its silence was judged as the server's answer: "tools/list
+    got no response" failed M065 (and M048, M058, M087), MUSTs about declaring capabilities, each after a full
+    timeout. Now the checks of the ended session stop there (the report says where), S021 says what happened,
+    and what the session recorded, and the later sessions, are still judged."""
+    report = await run_checks([*FRAGILE, "--exit-on-unknown-method"], timeout=3.0, modern=False)
+    assert report.failed_musts() == [], report.render_text(verbose=True)
+    assert report.status("S021") == FAIL
+    closed = str(report.info.get("session closed"))
+    assert "during the basics checks" in closed and "tools" in closed, report.info
+    assert report.status("M079") == PASS and report.status("M045") == PASS, report.render_text()
+
+
+def test_the_cli_reports_a_server_that_exits_on_malformed_json_with_exit_1_not_a_traceback() -> None:
+    cli = [PY, "-m", "mcpkit.cli.main", "check", "--timeout", "5", "--no-stateless", "--fail-on", "should", "--"]
+    proc = subprocess.run(
+        [*cli, *FRAGILE, "--exit-on-bad-json"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=REPO,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 1, (proc.stdout[-3000:], proc.stderr[-3000:])
+    assert "S021" in proc.stdout and "ended the session" in proc.stdout, proc.stdout[-3000:]
+
+
+@pytest.mark.req("S021")
+async def test_a_request_before_initialize_gets_the_startup_allowance_initialize_gets() -> None:
+    """The request before ``initialize`` is the first message a freshly started server reads. A server slow to
+    start (FastMCP takes 6 s to answer it alone on a busy machine) failed S021 with "got no answer" after the
+    plain per-response timeout, while ``initialize``, also a first message, is given twice that. Here the server
+    answers it after 1.2 x the timeout: within the allowance, so it is not a protocol error left unanswered."""
+    timeout = 3.0
+    report = await run_checks([*FRAGILE, "--slow-first-request", str(timeout * 1.2)], timeout=timeout, modern=False)
+    before = [f for f in report.requirements["S021"].findings if "before initialize" in f.evidence]
+    assert before and all(f.status == PASS for f in before), report.render_text(verbose=True)
+
+
+async def test_an_error_without_an_id_fails_m001_only_where_the_schema_requires_the_id() -> None:
+    """JSON-RPC 2.0 and the schemas up to 2025-06-18 require ``id`` on every response (null when unknown); the
+    2025-11-25 schema makes it optional on an error response (``JSONRPCErrorResponse.id?``). A server that
+    omits it at 2025-11-25 was failed on M001, a MUST, for what the official schema allows: it is a warning
+    there, and still a failure at 2025-06-18."""
+    current = await run_checks([*FRAGILE, "--error-without-id"], timeout=5.0, modern=False)
+    m001 = current.requirements["M001"]
+    assert m001.status == "warn", current.render_text(verbose=True)
+    assert "2025-11-25" in m001.evidence and "optional" in m001.evidence, m001.evidence
+    assert "M001" not in current.failed_musts()
+    older = await run_checks([*FRAGILE, "--error-without-id"], protocol_version="2025-06-18", timeout=5.0, modern=False)
+    assert older.status("M001") == FAIL, older.render_text(verbose=True)
+    assert "without an id" in older.requirements["M001"].evidence
