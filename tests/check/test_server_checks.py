@@ -575,6 +575,7 @@ async def test_server_everything_over_streamable_http_a_replayed_request_is_not_
     finally:
         stop(proc)
     assert report.status("A012") == FAIL and "another stream" in report.requirements["A012"].evidence
+    assert report.status("MX06") == FAIL and "MX06" in report.failed_musts()  # (a MUST NOT of resumption)
     assert report.status("M001") == FAIL and "{}" in report.requirements["M001"].evidence
     assert report.status("M004") == PASS, report.render_text(verbose=True)
 

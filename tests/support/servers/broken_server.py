@@ -96,7 +96,7 @@ HTTP_FAULTS: dict[str, set[str]] = {
     "sse-cut": {"S002", "S003"},  # slow's stream ends before its response (no event id, no retry)
     "foreign-progress": {"S004", "M086"},  # slow's stream carries progress for a token of another request
     "repeated-event-ids": {"A011"},  # every stream numbers its events from 1
-    "replay-other-stream": {"A012"},  # Last-Event-ID replays another stream's events
+    "replay-other-stream": {"A012", "MX06"},  # Last-Event-ID replays another stream's events (a MUST NOT)
     "modern-unknown-200": {"MX04"},  # 2026-07-28: an unknown method answered 200
     "modern-no-header-check": {"MX05"},  # 2026-07-28: Mcp-Method is not compared with the body
     "accept-crash": {"S021"},  # a POST whose Accept lacks application/json gets 500

@@ -205,37 +205,45 @@ class HttpChecks(CheckerBase):
 
     async def judge_resumption(self, wire: HttpWire) -> None:
         """A012: resume a finished POST stream from its first event id; what comes back must be that stream's later
-        messages (M026 allows the response on a GET only then), never another stream's."""
+        messages (M026 allows the response on a GET only then). MX06: never another stream's (a MUST NOT of the
+        resumption rules, which A012, a MAY, cannot carry: a server replaying every stream failed only a MAY)."""
         r = self.report
+
+        def skip(why: str) -> None:
+            for req in ("A012", "MX06"):
+                r.skip(req, why)
+
         candidates = [
             e
             for e in wire.exchanges
             if _is_request_post(e) and e.is_sse and _answers(e) and any(ev.id for ev in e.events)
         ]
         if not candidates:
-            r.skip("A012", "no SSE stream with event ids to resume")
+            skip("no SSE stream with event ids to resume")
             return
         e = max(candidates, key=lambda x: len(x.messages))
         at = next(i for i, ev in enumerate(e.events) if ev.id)
         first = e.events[at]
         later = {k for ev in e.events[at + 1 :] if ev.data.strip() for k in [_msg_key(_decoded(ev.data))] if k}
         if not later:
-            r.skip("A012", f"the stream of {e.sent.get('method')} has no message after its first event id to replay")
+            skip(f"the stream of {e.sent.get('method')} has no message after its first event id to replay")
             return
         ex = await wire.get(headers={"Last-Event-ID": first.id}, read_for=2.0)
         if ex.status != 200 or not ex.is_sse:
-            r.skip("A012", f"GET with Last-Event-ID {first.id!r} -> {ex.brief(100)}: the server does not replay")
+            skip(f"GET with Last-Event-ID {first.id!r} -> {ex.brief(100)}: the server does not replay")
             return
         replayed = {_msg_key(m) for m in ex.messages if _msg_key(m)}
         foreign = replayed - later - {None}
         if foreign:
-            r.fail(
-                "A012",
-                f"resuming the stream of {e.sent.get('method')} from {first.id!r} replayed messages of another "
-                f"stream: {sorted(k for k in foreign if k)[:3]}",
-                "http resume",
+            what = (
+                f"resuming the stream of {e.sent.get('method')} from {first.id!r} (GET with Last-Event-ID) replayed "
+                f"messages of another stream: {sorted(k for k in foreign if k)[:3]}"
             )
-        elif replayed >= later:
+            r.fail("A012", what, "http resume")
+            r.fail("MX06", what, "http resume")
+            return
+        r.ok("MX06", f"GET with Last-Event-ID {first.id!r} replayed only messages of the stream it resumed", "http")
+        if replayed >= later:
             r.ok("A012", f"GET with Last-Event-ID {first.id!r} replayed the {len(later)} later message(s)", "http")
             r.ok("M026", "a response on a GET stream only when resuming (Last-Event-ID)", "http resume")
         else:
