@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 
 import pytest
 
-from mcpkit.check import FAIL, run_checks
+from mcpkit.check import FAIL, PASS, run_checks
 from support.paths import REPO
 
 BROKEN = [sys.executable, str(REPO / "tests" / "support" / "servers" / "broken_server.py")]
@@ -35,3 +36,20 @@ async def test_a_replay_of_another_streams_messages_fails_the_must_not_and_the_e
     evidence = report.requirements["MX06"].evidence
     assert "Last-Event-ID" in evidence and "another stream" in evidence, evidence
     assert "MX06" in report.failed_musts() and report.exit_code() == 1
+
+
+async def test_a_server_that_never_ends_its_sse_streams_does_not_hold_the_check() -> None:
+    """A server that answers each request on an SSE stream and then keeps the stream open (a comment every half
+    second, so no read times out) held ``mcpkit check --timeout 2`` for over ten minutes without a report: every
+    HTTP-level check read its POST's answer to the end. Now an answered stream is read a second longer, and none
+    past the wire's timeout; the run ends with its verdicts."""
+    from support.asgi import serve_asgi
+    from support.servers.open_streams import app
+
+    t0 = time.monotonic()
+    async with serve_asgi(app) as port:
+        async with asyncio.timeout(240):
+            report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=2.0, modern=False)
+    assert report.status("M042") == PASS and report.status("M079") == PASS, report.render_text(verbose=True)
+    assert report.status("S002") == PASS, report.render_text(verbose=True)
+    assert time.monotonic() - t0 < 200

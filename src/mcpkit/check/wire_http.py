@@ -26,11 +26,12 @@ from .._extras import require
 from ..protocol.versions import META_PROTOCOL_VERSION, features, is_supported
 from ..transports.http.headers import NAME_FIELD, encode_header_value
 from ..transports.http.sse_decoder import SSEDecoder, SSEEventTooLarge
-from .wire import JSON, MAX_MESSAGE, OVERSIZED, Incoming, Wire, decode
+from .wire import JSON, MAX_MESSAGE, OVERSIZED, Incoming, Wire, decode, is_request
 
 if TYPE_CHECKING:
     import httpx  # (imported when an HttpWire is made: checking a stdio server needs only the cli extra)
 
+STREAM_GRACE = 1.0  # seconds an SSE answer is read on once it carried every response it owes (servers close it)
 EVIDENCE_BODY = 64 * 1024  # the part of a body kept as evidence (the whole body is read, bounded, for its messages)
 
 
@@ -113,6 +114,7 @@ class HttpWire(Wire):
         self.client: Any = httpx.AsyncClient(
             timeout=httpx.Timeout(timeout, connect=10.0), follow_redirects=False, auth=auth
         )
+        self.stream_timeout = timeout  # no SSE answer is read longer than this (a stream never ended holds nothing)
         self.session_id: str | None = None
         self.exchanges: list[HttpExchange] = []
         self._tasks: set[asyncio.Task[HttpExchange]] = set()
@@ -227,14 +229,46 @@ class HttpWire(Wire):
             if sid and isinstance(obj, dict) and obj.get("method") == "initialize" and self.track_session:
                 self.session_id = sid
             if ex.is_sse:
-                reading = self._read_sse(resp, ex, chan)
-                if read_for is None:
-                    await reading
-                else:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(reading, read_for)
+                reading = asyncio.ensure_future(self._read_sse(resp, ex, chan))
+                try:
+                    if read_for is None:
+                        await self._read_until_answered(reading, ex, obj)
+                    else:
+                        await asyncio.wait({reading}, timeout=read_for)
+                finally:
+                    if not reading.done():
+                        reading.cancel()
+                        with contextlib.suppress(asyncio.CancelledError):
+                            await reading
+                if not reading.cancelled():
+                    reading.result()
             else:
                 await self._read_body(resp, ex)
+
+    async def _read_until_answered(self, reading: asyncio.Future[None], ex: HttpExchange, obj: Any) -> None:
+        """Read an SSE answer until it ends. Once it carried every response it owes it is read for STREAM_GRACE
+        more seconds (a server closes it then), and none is read past the wire's timeout: a server that keeps the
+        stream open forever (comments, pings) must not hold the checker. A stream so cut is not ``ended``."""
+        owed = {self.key(m["id"]) for m in (obj if isinstance(obj, list) else [obj]) if is_request(m)}
+        deadline = time.monotonic() + self.stream_timeout
+        answered_at: float | None = None
+        while not reading.done():
+            now = time.monotonic()
+            if answered_at is None and owed <= self._answered(ex):
+                answered_at = now
+            limit = deadline if answered_at is None else min(deadline, answered_at + STREAM_GRACE)
+            if now >= limit:
+                return
+            await asyncio.wait({reading}, timeout=min(0.1, limit - now))
+
+    def _answered(self, ex: HttpExchange) -> set[str]:
+        """The keys of the ids the responses on ``ex`` so far answer."""
+        keys = set()
+        for inc in ex.messages:
+            for m in inc.data if isinstance(inc.data, list) else [inc.data]:
+                if isinstance(m, dict) and "id" in m and ("result" in m or "error" in m):
+                    keys.add(self.key(m["id"]))
+        return keys
 
     async def _read_body(self, resp: httpx.Response, ex: HttpExchange) -> None:
         from ..transports.http.client_support import ResponseTooLarge, read_capped
