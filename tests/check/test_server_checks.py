@@ -559,7 +559,7 @@ async def test_server_everything_over_streamable_http_a_replayed_request_is_not_
     npm_bin_dir: Path, node_bin: Path, free_port: Callable[[], int]
 ) -> None:
     """server-everything over Streamable HTTP answers a ``Last-Event-ID`` GET with the events of other streams
-    (A012 fails) and with ``{}`` for its priming events (M001, M007). The requests it so delivers again are the
+    (A012 and MX06 fail) and with ``{}`` for its priming events (M001). The requests it so delivers again are the
     same messages, not new requests reusing an id: M004 holds (it used to fail with "request id 2 used twice")."""
     entry = npm_bin_dir.parent / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
     port = free_port()
@@ -577,6 +577,10 @@ async def test_server_everything_over_streamable_http_a_replayed_request_is_not_
     assert report.status("A012") == FAIL and "another stream" in report.requirements["A012"].evidence
     assert report.status("MX06") == FAIL and "MX06" in report.failed_musts()  # (a MUST NOT of resumption)
     assert report.status("M001") == FAIL and "{}" in report.requirements["M001"].evidence
+    # a {} is no answer: M001 says so once, it is not also "an answer with neither result and error" (M007) nor
+    # "a response id None matches no request" (M006)
+    assert "not a JSON-RPC message" in report.requirements["M001"].evidence
+    assert report.status("M007") == PASS and report.status("M006") == PASS, report.render_text(verbose=True)
     assert report.status("M004") == PASS, report.render_text(verbose=True)
 
 

@@ -21,6 +21,9 @@ def judge_envelope(r: Report, msg: Any, shown: str, seen: set[str], key: Callabl
     if not isinstance(msg, dict):
         r.fail("M001", f"not a JSON object: {shown}", "messages")
         return False
+    if not any(k in msg for k in ("method", "id", "result", "error")):  # e.g. {}: neither a request nor an answer
+        r.fail("M001", f"not a JSON-RPC message (no method, id, result or error): {shown}", "messages")
+        return False
     if msg.get("jsonrpc") != "2.0":
         r.fail("M001", f'jsonrpc is {msg.get("jsonrpc")!r}, not "2.0": {shown}', "messages")
     if "method" in msg:

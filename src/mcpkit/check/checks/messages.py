@@ -53,6 +53,8 @@ class MessageChecks(CheckerBase):
                         delivered.add(canonical)
                     self.judge_message(msg, inc, seen, wire)
             for stray in wire.strays:
+                if isinstance(stray.data, dict) and "result" not in stray.data and "error" not in stray.data:
+                    continue  # no answer at all (e.g. {}): M001 judged its shape
                 if isinstance(stray.data, dict) and stray.data.get("id") is None and "error" in stray.data:
                     continue  # a parse-error reply (id null) to our malformed input
                 sent = [m.get("id") for m in wire.sent if isinstance(m, dict) and "id" in m and "method" in m]
