@@ -430,3 +430,64 @@ def test_an_httpx_async_client_is_the_client_mypy_strict_accepts(tmp_path: Path)
     )
     proc = mypy_strict(program, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_schema_that_is_only_a_reference_to_itself_leaves_its_operation_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``A: {$ref: B}``, ``B: {$ref: A}`` describe nothing: the tool was served with ``$defs`` that loop without
+    end (any client resolving them spins), and every value passed. The operations that need it are left out with
+    the reason in the log, as for a ``$ref`` chain that loops; a recursive schema that says something stays."""
+    spec = {
+        "openapi": "3.1.0",
+        "info": {"title": "loops", "version": "1"},
+        "components": {
+            "schemas": {
+                "A": {"$ref": "#/components/schemas/B"},
+                "B": {"$ref": "#/components/schemas/A"},
+                "Node": {
+                    "type": "object",
+                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/components/schemas/Node"}}},
+                },
+            }
+        },
+        "paths": {
+            "/a": {
+                "post": {
+                    "operationId": "postA",
+                    "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/A"}}}},
+                    "responses": {},
+                }
+            },
+            "/b": {
+                "get": {
+                    "operationId": "getB",
+                    "parameters": [{"name": "b", "in": "query", "schema": {"$ref": "#/components/schemas/B"}}],
+                    "responses": {},
+                }
+            },
+            "/node": {
+                "post": {
+                    "operationId": "postNode",
+                    "requestBody": {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Node"}}}},
+                    "responses": {},
+                }
+            },
+        },
+    }
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.openapi"):
+        app = MCPKit.from_openapi(spec, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"))
+    assert [t.name for t in app.tools] == ["postNode"]
+    assert caplog.text.count("only a reference") == 2, caplog.text
+
+
+def test_names_that_give_two_operations_one_name_are_refused_naming_them() -> None:
+    """``names={"a": "x", "b": "x"}`` failed with the app's ``a tool named 'x' is already registered; pass
+    replace=True``, which ``from_openapi`` has no way to pass: the refusal names the operations and the option."""
+    spec = {
+        "openapi": "3.1.0",
+        "info": {"title": "dup", "version": "1"},
+        "paths": {"/a": {"get": {"operationId": "a", "responses": {}}, "post": {"operationId": "b", "responses": {}}}},
+    }
+    with pytest.raises(OpenAPIError, match=r"names= calls POST /a 'x', the name of GET /a"):
+        MCPKit.from_openapi(spec, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"), names={"a": "x", "b": "x"})

@@ -60,6 +60,7 @@ def populate(
     used: set[str] = set(app._tools) | set(app._resources) | set(app._templates)
     uri_root = (uri_base or f"openapi://{_slug(app.name)}").rstrip("/")
     done: list[Operation] = []
+    owners: dict[str, str] = {}  # name -> the operation it was given to
     for method, path, op_doc, item in doc.operations():
         route = route_for(routes, method, path, op_doc)
         if route.kind == "exclude":
@@ -70,7 +71,11 @@ def populate(
         except UnsupportedOperation as exc:
             logger.warning("openapi: %s; left out", exc)
             continue
+        if op.name in used:  # (only a rename can do it: a default name is made unique)
+            owner = owners.get(op.name, "one of the app's own components")
+            raise OpenAPIError(f"names= calls {op.label} {op.name!r}, the name of {owner}: give each its own")
         used.add(op.name)
+        owners[op.name] = op.label
         tags = frozenset(op.tags) | route.labels
         if route.kind == "resource" and _resource_fits(op):
             _add_resource(app, op, caller, uri_root, tags)

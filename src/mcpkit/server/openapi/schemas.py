@@ -67,6 +67,8 @@ class SchemaConverter:
                 continue
             out[name] = self._component(name, where)
             todo.extend(n for n in self._uses[name] if n not in out)
+        for name in out:
+            _refuse_reference_loop(name, out, where)
         return dict(sorted(out.items()))
 
     def _component(self, name: str, where: str) -> JSONDict:
@@ -137,6 +139,22 @@ class SchemaConverter:
             raise UnsupportedOperation(f"{where}: {ref!r} refers to itself outside components/schemas")
         target = self.doc.resolve({"$ref": ref}, where)
         return self._convert(target, where, used, depth + 1, (*seen, ref))
+
+
+def _refuse_reference_loop(name: str, defs: JSONDict, where: str) -> None:
+    """Refuse (:class:`UnsupportedOperation`) a component schema that is only a reference to one that is only a
+    reference ... back to it: it describes nothing, and a client resolving it would never stop."""
+    chain = [name]
+    schema = defs[name]
+    while isinstance(schema, dict) and len(schema) == 1 and isinstance(ref := schema.get("$ref"), str):
+        target = ref.removeprefix("#/$defs/").replace("~1", "/").replace("~0", "~")
+        if target in chain:
+            loop = " -> ".join([*chain[chain.index(target) :], target])
+            raise UnsupportedOperation(
+                f"{where}: the component schema {target!r} is only a reference to itself ({loop})"
+            )
+        chain.append(target)
+        schema = defs.get(target)
 
 
 def _from_30(schema: JSONDict, out: JSONDict) -> None:
