@@ -425,6 +425,27 @@ async def test_search_through_a_grandparent_an_import_or_added_once_mounted_name
             app.enable(f"{prefix}purge")
 
 
+async def test_call_tool_of_an_import_runs_the_imported_copy_as_the_direct_call_after_the_child_replaces_it() -> None:
+    """An import copies the child's tools: once the child replaces one, the importer still serves its copy, by its
+    name and through ``i_call_tool`` alike (the call of the caller tool is the direct call)."""
+    child = MCPKit("child")
+    child.add_tool(lambda path: f"purged {path}", name="purge", description="Purge a path.")
+    child.add_tool_search()
+    importer = MCPKit("importer")
+    importer.import_server(child, prefix="i")
+    child.add_tool(lambda path: f"new purge of {path}", name="purge", description="Purge a path.", replace=True)
+    async with Client(importer) as client:
+        direct = await client.call_tool("i_purge", {"path": "/"})
+        through = await client.call_tool("i_call_tool", {"name": "i_purge", "arguments": {"path": "/"}})
+        assert (through.text, through.is_error) == (direct.text, direct.is_error) == ("purged /", False)
+        found = json.loads((await client.call_tool("i_search_tools", {"query": "purge"})).text)["tools"]
+        assert [t["name"] for t in found] == ["i_purge"]  # (the importer's entry, as it serves it)
+        for name in ("purge", "i_nothing"):  # (the child's own name; a name nobody serves)
+            refused = await _refused(client.call_tool(name, {"path": "/"}))
+            through_refused = await _refused(client.call_tool("i_call_tool", {"name": name}))
+            assert (through_refused.code, through_refused.message) == (refused.code, refused.message)
+
+
 async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serves() -> None:
     """Derived from ``c_call_tool`` (mapping its arguments, or forwarding from a function of its own), a tool
     calls the tools by the parent's names, under the parent's view, with the direct call's refusals."""

@@ -271,13 +271,14 @@ def routed_params(
 ) -> JSONDict:
     """The ``tools/call`` params of the call ``app`` serves for a call of ``search``'s caller tool (reached through
     ``mounts``) with ``arguments``: the tool they name, as ``app`` serves it. Refuses a tool of another catalog
-    as one that does not exist (``UnknownTool``, as its direct call is refused when it does not exist), and a
-    synthetic tool (``InvalidParams``)."""
+    (a name ``app`` serves not through ``mounts``) as one that does not exist (``UnknownTool``, as its direct call
+    is refused when it does not exist), and a synthetic tool (``InvalidParams``). The entry reached is the one
+    ``app`` serves: for an import, the copy taken then, even once the imported app replaced or removed it."""
     name: str = arguments["name"]
     tool: Any = app._tools.get(name)
     for mount in mounts:
         tool = tool.inner if isinstance(tool, MountedTool) and tool.mount is mount else None
-    if tool is None or search.app._tools.get(tool.name) is not tool:
+    if tool is None:
         raise UnknownTool(name)
     if tool.name in search.synthetic:
         caller = search.call_name
@@ -308,14 +309,15 @@ class _Served:
         return served
 
     def shown(self, tool: Tool) -> bool:
-        """Whether ``top`` serves ``tool`` (not one of its own that took the name) and the caller may see it."""
+        """Whether ``top`` serves ``tool``'s name through the mounts (not one of its own that took the name; for
+        an import, maybe the copy taken then) and the caller may see it."""
         name = tool.name
         for mount in reversed(self._mounts):
             name = prefixed_name(mount.prefix, name)
         served = entry = self._top._tools.get(name)
         for mount in self._mounts:
             entry = entry.inner if isinstance(entry, MountedTool) and entry.mount is mount else None
-        return entry is tool and bool(self._top._visible("tools", name, served, self._sctx))
+        return entry is not None and bool(self._top._visible("tools", name, served, self._sctx))
 
 
 class CallRouting:
