@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlsplit
+
 import httpx
 import orjson
 import pytest
@@ -145,4 +147,42 @@ async def test_require_advertised_pkce_refuses_an_as_advertising_no_pkce_whateve
             with pytest.raises(OAuthFlowError, match="does not advertise PKCE S256"):
                 await http.post(s.mcp_url, content=_rpc("initialize", "2025-11-25", protocolVersion="2025-11-25"))
         assert browser.visited == []
+        await client.aclose()
+
+
+@pytest.mark.req("M032")
+async def test_resource_metadata_naming_a_parent_of_the_server_at_the_servers_own_metadata_url_is_refused() -> None:
+    """RFC 9728 §3.3: the ``resource`` of a metadata document "MUST be identical" to the resource identifier its
+    well-known URL was made from, and to the URL of the request when the challenge named the document; otherwise it
+    "MUST NOT be used". The document at ``/.well-known/oauth-protected-resource/mcp`` (the one the challenge names)
+    naming the origin was taken as a parent, and the origin sent as ``resource``: it is refused now, saying why."""
+    async with scripted() as s:
+        s.prm = {"resource": s.base, "authorization_servers": [s.base]}
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match=r"RFC 9728 §3\.3") as refused:
+                await http.get(s.mcp_url)
+        assert s.base in str(refused.value) and s.mcp_url in str(refused.value)
+        assert browser.visited == []
+        await client.aclose()
+
+
+@pytest.mark.req("M032")
+@pytest.mark.parametrize("names", ["the origin", "the server"])
+async def test_the_root_resource_metadata_may_name_the_origin_or_the_server_and_that_resource_is_sent(
+    names: str,
+) -> None:
+    """The spec's fallback to ``/.well-known/oauth-protected-resource`` at the root: its resource identifier is the
+    origin (RFC 9728 §3.3 identity), and the spec hosts the MCP endpoint's metadata there too. Either is accepted,
+    and the ``resource`` sent to the authorization server is the one the metadata names, the identifier the
+    server checks its tokens' audience against."""
+    async with scripted() as s:
+        s.prm = {}  # nothing at the server's own metadata URL: the root document
+        resource = s.base if names == "the origin" else s.mcp_url
+        s.root_prm = {"resource": resource, "authorization_servers": [s.base]}
+        client, browser = client_for(s)
+        async with httpx.AsyncClient(auth=client) as http:
+            assert (await http.get(s.mcp_url)).status_code == 200
+        assert parse_qs(urlsplit(browser.visited[0]).query)["resource"] == [resource]
+        assert [form["resource"] for form in s.requests_to("/token")] == [resource]
         await client.aclose()

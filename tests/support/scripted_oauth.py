@@ -47,6 +47,7 @@ class ScriptedOAuth:
         self.token_delay = 0.0
         self.as_metadata: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
         self.prm: dict[str, Any] | None = None  # None: the default document; {} serves none (404)
+        self.root_prm: dict[str, Any] | None = None  # at /.well-known/oauth-protected-resource (None: 404)
         self.registration_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: a registration
         self.authorize_answer: tuple[int, Any] | None = None  # (status, JSON or raw bytes); None: the redirect
 
@@ -82,6 +83,8 @@ class ScriptedOAuth:
         if path == "/.well-known/oauth-protected-resource/mcp":
             prm = {"resource": self.mcp_url, "authorization_servers": [base]} if self.prm is None else self.prm
             return (200, prm, []) if prm else (404, {}, [])
+        if path == "/.well-known/oauth-protected-resource":
+            return (200, self.root_prm, []) if self.root_prm else (404, {}, [])
         if path == "/.well-known/oauth-authorization-server":
             default = {
                 "issuer": base,

@@ -6,7 +6,8 @@ client). On a 401 (or a 403 ``insufficient_scope``) it:
 
 1. discovers the Protected Resource Metadata (RFC 9728): the ``resource_metadata`` of the ``WWW-Authenticate``
    challenge, else ``/.well-known/oauth-protected-resource/<mcp-path>``, else ``/.well-known/oauth-protected-resource``
-   (2025-11-25), and checks its ``resource`` matches the server URL;
+   (2025-11-25), and checks its ``resource`` is the server URL, or the identifier of the well-known URL it came
+   from when that contains the server (RFC 9728 §3.3: the root document may name the origin);
 2. discovers the authorization server metadata: RFC 8414 and OpenID Connect discovery, with the path-insertion
    variants for an issuer with a path; checks the document's ``issuer`` equals the one it was looked up for, and
    that S256 PKCE is advertised. Without PRM (a 2025-03-26 server) the authorization base URL is the server URL with

@@ -32,7 +32,7 @@ from ._util import (
     fetch_capped,
     is_secure_url,
 )
-from .client_errors import OAuthFlowError
+from .client_errors import OAuthFlowError, _shown
 
 _SPECIAL_V4 = ipaddress.ip_network("100.64.0.0/10")  # shared address space (carrier-grade NAT)
 
@@ -369,15 +369,18 @@ class DiscoveryMixin:
         if path:
             candidates.append(origin + "/.well-known/oauth-protected-resource" + path)
         candidates.append(origin + "/.well-known/oauth-protected-resource")
-        for url in candidates:
-            prm = await self._get_json(url, version)
+        fetched = ""
+        for fetched in candidates:
+            prm = await self._get_json(fetched, version)
             if prm is not None:
                 break
         if prm is not None:
             resource = prm.get("resource")
-            if not isinstance(resource, str) or not self._resource_matches(resource):
+            if not isinstance(resource, str) or not self._resource_matches(resource, fetched):
                 raise OAuthFlowError(
-                    f"the protected resource metadata names resource {resource!r}, which is not {self.server_url}"
+                    f"the protected resource metadata at {fetched} names resource {_shown(repr(resource), 200)}, "
+                    f"which is not {self.server_url}: RFC 9728 §3.3 wants the resource identical to the MCP server's "
+                    "URL, or to the resource identifier the well-known URL was made from (at the root: the origin)"
                 )
             servers = prm.get("authorization_servers")
             if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
@@ -430,16 +433,25 @@ class DiscoveryMixin:
             return canonical_resource(self.server_url)
         return None
 
-    def _resource_matches(self, resource: str) -> bool:
-        mine = urlsplit(canonical_resource(self.server_url))
+    def _resource_matches(self, resource: str, fetched: str) -> bool:
+        """RFC 9728 §3.3: the metadata's ``resource`` is identical to the URL of the request (the MCP server) or to
+        the resource identifier whose well-known URL ``fetched`` is (``/.well-known/oauth-protected-resource`` at
+        the root: the origin, which the spec's fallback hosts the MCP server's metadata at), and that identifier
+        contains the server (a path prefix on its origin). Compared in canonical form (case of scheme and host,
+        default port, trailing slash)."""
+        mine = canonical_resource(self.server_url)
         try:
-            theirs = urlsplit(canonical_resource(resource))
+            theirs = canonical_resource(resource)
+            named = _identifier_of(fetched)
         except ValueError:  # not a URL
             return False
-        if (mine.scheme, mine.netloc) != (theirs.scheme, theirs.netloc):
+        if theirs == mine:
+            return True
+        if theirs != named:
             return False
-        base = theirs.path.rstrip("/")
-        return mine.path == base or mine.path.startswith(base + "/") or not base
+        m, t = urlsplit(mine), urlsplit(theirs)
+        base = t.path.rstrip("/")
+        return (m.scheme, m.netloc) == (t.scheme, t.netloc) and (m.path.startswith(base + "/") or not base)
 
     async def _as_metadata(self, issuer: str, version: str, *, legacy: bool = False) -> dict[str, Any] | None:
         parts = urlsplit(issuer)
@@ -489,3 +501,15 @@ def _pkce_rule(version: str | None) -> str:
         f" ({session}from protocol 2025-11-25 on the client MUST refuse to proceed, and "
         "OAuthClient(require_advertised_pkce=True) holds every server to it)"
     )
+
+
+_PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+def _identifier_of(url: str) -> str | None:
+    """The resource identifier whose RFC 9728 well-known URL ``url`` is (the suffix taken out of its path), in
+    canonical form; None when ``url`` is no such URL (a ``resource_metadata`` of the challenge elsewhere)."""
+    parts = urlsplit(url)
+    if parts.path != _PRM_WELL_KNOWN and not parts.path.startswith(_PRM_WELL_KNOWN + "/"):
+        return None
+    return canonical_resource(f"{parts.scheme}://{parts.netloc}{parts.path[len(_PRM_WELL_KNOWN) :]}")
