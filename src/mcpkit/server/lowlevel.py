@@ -12,7 +12,6 @@ connection (``initialize`` first).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import inspect
 import logging
@@ -50,8 +49,8 @@ from ..protocol.versions import (
     Features,
 )
 from .builtins import _BUILTINS as _BUILTINS
-from .builtins import _LIST_CHANGED_FILTER, _Listener, checked_queue_size
-from .fanout import Fanout, LocalFanout, deliver_missed
+from .builtins import _Listener, checked_queue_size
+from .fanout import ChangeFanout, Fanout, LocalFanout
 from .interceptors import Call, Interceptor, Interceptors, call_for, run_chain
 from .request_context import (
     CURRENT_AUTHORIZATION,
@@ -85,7 +84,7 @@ _current_authorization = CURRENT_AUTHORIZATION.get  # (bound once: the dispatche
 MAX_INPUT_ROUNDS_STATE = 64  # bound on answers carried in one requestState
 
 
-class Server(Runnable):
+class Server(ChangeFanout, Runnable):
     """A low-level MCP server: register handlers per method, serve any transport, both eras.
 
     Args:
@@ -543,26 +542,7 @@ class Server(Runnable):
         feats, caps, info, level = read if read is not None else self.modern_context(meta or rc.meta)
         return self.dispatch(rc, session, feats, caps, info, level)
 
-    # ------------------------------------------------------------------ notification fan-out
-
-    def register_session(self, session: ServerSession) -> None:
-        self._sessions.add(session)
-        if not self.fanout.running and self._fanout_start is None:
-            with contextlib.suppress(RuntimeError):  # no running loop: a later session or listen starts it
-                task = asyncio.get_running_loop().create_task(self.start_fanout())
-                self._fanout_start = task
-                task.add_done_callback(self._fanout_started)
-
-    def _fanout_started(self, task: asyncio.Task[None]) -> None:
-        if self._fanout_start is task:
-            self._fanout_start = None
-
-    def set_fanout(self, fanout: Fanout) -> None:
-        """Make this server's change notifications reach the clients of every worker sharing ``fanout`` (e.g.
-        :class:`~mcpkit.stores.redis.RedisFanout`); the server owns it from now on. ``create_app(server,
-        fanout=...)`` calls this and starts/stops it with the app's lifespan."""
-        fanout.bind(self)
-        self.fanout = fanout
+    # ------------------------------------------------------------------ serving
 
     async def startup(self) -> None:
         """Enter what serving needs, for a transport that serves without :meth:`serve` (an ASGI app's lifespan
@@ -570,84 +550,6 @@ class Server(Runnable):
 
     async def shutdown(self) -> None:
         """Leave what :meth:`startup` entered (an ASGI app's lifespan calls it at shutdown)."""
-
-    async def start_fanout(self) -> None:
-        """Start receiving other workers' events (idempotent; a failure is logged and retried later)."""
-        try:
-            await self.fanout.start()
-        except Exception as exc:  # (one line per 10 s: every new session tries again while Redis is away)
-            now = asyncio.get_running_loop().time()
-            if now - self._fanout_warned >= 10.0:
-                self._fanout_warned = now
-                logger.warning("fan-out did not start (it is retried with the next session or listen): %s", exc)
-
-    @property
-    def sessions(self) -> list[ServerSession]:
-        return list(self._sessions)
-
-    async def notify_list_changed(self, kind: str) -> None:
-        """Tell every client that the ``kind`` list ("tools", "resources", "prompts") changed, in both eras, on
-        this worker and (through :attr:`fanout`) on every other."""
-        await self.fanout.publish("list_changed", kind)  # (here too: the fan-out delivers in its own order)
-
-    async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the subscribers of ``uri`` that it changed, in both eras, on this worker and every other."""
-        await self.fanout.publish("resource_updated", uri)
-
-    async def deliver_list_changed(self, kind: str) -> None:
-        """``notify_list_changed`` for this worker's clients only (what a fan-out calls for a change elsewhere)."""
-        for observe in self.change_observers:
-            observe("list_changed", kind)
-        method = f"notifications/{kind}/list_changed"
-        told = [s for s in list(self._sessions) if s.initialized and not s.closed and s.declared_list_changed(kind)]
-        await self._fan_out(told, method, None)
-        key = _LIST_CHANGED_FILTER[kind]
-        for listener in list(self._listeners):
-            if listener.filter.get(key):
-                listener.offer(method, {})
-
-    async def deliver_resource_updated(self, uri: str) -> None:
-        """``notify_resource_updated`` for this worker's clients only."""
-        for observe in self.change_observers:
-            observe("resource_updated", uri)
-        subscribers = [s for s in list(self._sessions) if uri in s.subscriptions and not s.closed]
-        await self._fan_out(subscribers, "notifications/resources/updated", {"uri": uri})
-        for listener in list(self._listeners):
-            if uri in listener.uris:
-                listener.offer("notifications/resources/updated", {"uri": uri})
-
-    deliver_missed = deliver_missed  # a fan-out gap: every list changed, every watched resource updated (fanout.py)
-
-    async def _fan_out(self, sessions: list[ServerSession], method: str, params: JSONDict | None) -> None:
-        """Send to every session concurrently; a slow or dead one is given up on after ``fanout_timeout``
-        seconds and never holds up the others."""
-        if not sessions:
-            return
-
-        async def one(session: ServerSession) -> None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(session.notify(method, params), self.fanout_timeout)
-
-        if len(sessions) == 1:
-            await one(sessions[0])
-        else:
-            await asyncio.gather(*(one(s) for s in sessions))
-
-    def _end_listeners(self, session: ServerSession) -> None:
-        """End the ``subscriptions/listen`` streams of ``session``'s connection gracefully: its input ended, and a
-        listen stream never ends by itself (the connection's drain would wait its whole timeout for it)."""
-        for listener in list(self._listeners):
-            if listener.session is session:
-                listener.end()
-
-    async def close_listeners(self) -> None:
-        """End every ``subscriptions/listen`` stream gracefully, drain the tasks running here (server shutdown)."""
-        for listener in list(self._listeners):
-            listener.end()
-        if self.tasks is not None:
-            await self.tasks.engine.drain()
-
-    # ------------------------------------------------------------------ serving
 
     def stateless_peer(self) -> Peer:
         """The one engine peer that runs this server's stateless 2026-07-28 requests for request-scoped transports
