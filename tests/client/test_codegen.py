@@ -409,3 +409,62 @@ def test_very_long_property_and_tool_names_keep_the_module_within_the_line_lengt
     kept = [set(getattr(v, "__annotations__", {})) for v in vars(module).values() if isinstance(v, type)]
     assert {"k" * 150, f"a-{'b' * 150}"} in kept and {"o" * 150, long_key} in kept  # (the keys as the server wrote)
     assert [name for name in vars(module) if len(name) > 66] == []  # (64, and a suffix that keeps it unique)
+
+
+def test_all_of_object_schemas_merge_into_one_typed_dict_and_prefix_items_become_tuples(tmp_path: Path) -> None:
+    """``allOf`` of object schemas (a model extending another, as pydantic and OpenAPI write it) was ``Any``; it is
+    one TypedDict with every part's properties (a key two parts type differently is ``Any``) and every part's
+    ``required``. ``prefixItems`` (and draft-07 ``items`` as a list) of a fixed length was ``list[Any]``; it is a
+    tuple, and a list of the union of its types when the length may vary."""
+    defs = {"Base": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}}
+    properties = {
+        "pet": {
+            "allOf": [
+                {"$ref": "#/$defs/Base"},
+                {"type": "object", "properties": {"name": {"type": "string"}, "id": {"type": "integer"}}},
+                {"required": ["name"]},
+            ],
+        },
+        "clash": {"allOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"a": {"type": "integer"}}}]},
+        "mixed": {"allOf": [{"type": "integer"}, {"type": "object", "properties": {"x": {"type": "string"}}}]},
+        "pair": {
+            "type": "array",
+            "prefixItems": [{"type": "string"}, {"type": "integer"}],
+            "minItems": 2,
+            "maxItems": 2,
+        },
+        "closed": {"type": "array", "items": [{"type": "boolean"}], "additionalItems": False, "minItems": 1},
+        "opening": {"type": "array", "prefixItems": [{"type": "string"}], "items": {"type": "number"}},
+        "shorter": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "null"}], "items": False},
+    }
+    top = {
+        "name": "derived",
+        "inputSchema": {
+            "allOf": [{"$ref": "#/$defs/Base"}, {"properties": {"extra": {"type": "boolean"}}}],
+            "$defs": defs,
+        },
+    }
+    source = generate([_tool("zoo", properties, required=["pet"], defs=defs), top])
+    lines = _field_lines(source)
+    expected = {
+        "pet: ZooInputPet",
+        "class ZooInputPet(TypedDict):",
+        "id: int",
+        "name: str",
+        "clash: NotRequired[ZooInputClash]",
+        "a: NotRequired[Any]",
+        "mixed: NotRequired[Any]",
+        "pair: NotRequired[tuple[str, int]]",
+        "closed: NotRequired[tuple[bool]]",
+        "opening: NotRequired[list[str | float]]",
+        "shorter: NotRequired[list[str | None]]",
+        "class DerivedInput(TypedDict):",
+        "extra: NotRequired[bool]",
+    }
+    assert expected - lines == set(), source
+    derived = source[source.index("class DerivedInput") :]
+    assert derived.split("\n\n\n")[0].splitlines()[1:] == ["    id: int", "    extra: NotRequired[bool]"]
+    path = tmp_path / "zoo_client.py"
+    path.write_text(source, encoding="utf-8")
+    assert ruff_problems(path, REPO / "pyproject.toml") == []
+    assert "async def derived(self, *, id: int, extra: bool | NotSent = NOT_SENT)" in source

@@ -3,7 +3,9 @@
 :class:`Types` turns the schemas of a server's tools into type expressions (``str``, ``list[int]``,
 ``Literal["a", "b"] | None``) and the named types they need: a ``TypedDict`` for each object with properties (an
 object reached through ``$ref`` is named after its definition and written once, so a recursive schema refers to
-its own name), a quoted ``TypeAlias`` for an expression too long for a line. What it does not understand is
+its own name; an ``allOf`` of object schemas is one of every part's properties), a ``tuple[...]`` for an array
+of fixed length whose items each have a schema (``prefixItems``), a quoted ``TypeAlias`` for an expression too long
+for a line. What it does not understand is
 ``Any``; a schema deeper than :data:`MAX_SCHEMA_DEPTH` or a server whose schemas hold more than
 :data:`MAX_SCHEMA_NODES` subschemas in all gets ``Any`` for the rest, and beyond :data:`MAX_NAMED_TYPES` named
 types an object is a ``dict[str, Any]`` (nothing is ever refused).
@@ -89,6 +91,8 @@ class Types:
         """The TypedDict for an object schema (a tool's input or output), named ``hint`` (made unique): its
         properties, even when it has none."""
         root = schema if root is None else root
+        if isinstance(schema, dict) and isinstance(schema.get("allOf"), list):
+            schema = self._merged(schema, root, 0) or schema  # (a model extending another: their properties)
         name = self._typed_dict(schema if isinstance(schema, dict) else {}, root, hint, 0, ("#", self._identity(root)))
         found = next(d for d in self.defs if isinstance(d, Record) and d.name == name)
         return found
@@ -120,7 +124,10 @@ class Types:
         if isinstance(every, list) and len(every) == 1:
             return self._nullable(schema, self.expr(every[0], root, hint, depth + 1))
         if isinstance(every, list) and every:
-            return self._any()  # (an intersection has no Python type)
+            merged = self._merged(schema, root, depth)  # (objects: one TypedDict of every part's properties)
+            if merged is None or len(self.defs) >= MAX_NAMED_TYPES:
+                return self._any()  # (another intersection has no Python type)
+            return self._nullable(schema, self._typed_dict(merged, root, hint, depth, None))
         kind = schema.get("type")
         if isinstance(kind, list):
             kinds = [k for k in kind if isinstance(k, str)]
@@ -164,6 +171,11 @@ class Types:
             return _SCALARS[kind]
         if kind == "array":
             items = schema.get("items")
+            prefix = schema.get("prefixItems")
+            if prefix is None and isinstance(items, list):  # (draft-07 and before: items as a list)
+                prefix, items = items, schema.get("additionalItems")
+            if isinstance(prefix, list) and prefix:
+                return self._tuple(schema, prefix, items, root, hint, depth)
             inner = self.expr(items, root, f"{hint}Item", depth + 1) if isinstance(items, dict) else self._any()
             return f"list[{inner}]"
         if kind == "object":
@@ -174,6 +186,58 @@ class Types:
             value = self.expr(extra, root, f"{hint}Value", depth + 1) if isinstance(extra, dict) else self._any()
             return f"dict[str, {value}]"
         return self._any()
+
+    def _tuple(self, schema: dict[str, Any], prefix: list[Any], rest: Any, root: Any, hint: str, depth: int) -> str:
+        """An array whose first items have their own schemas: a ``tuple[...]`` when its length is exactly theirs,
+        else a list of the union of every item's type (``Any`` for the items after them, when any may follow)."""
+        parts = [self.expr(s, root, f"{hint}{i + 1}", depth + 1) for i, s in enumerate(prefix)]
+        low, high = schema.get("minItems"), schema.get("maxItems")
+        closed = rest is False or (type(high) is int and high <= len(prefix))
+        if closed and type(low) is int and low >= len(prefix):
+            return f"tuple[{', '.join(parts)}]"
+        if not closed:
+            parts.append(self.expr(rest, root, f"{hint}Item", depth + 1) if isinstance(rest, dict) else self._any())
+        return f"list[{self.union(parts)}]"
+
+    def _merged(self, schema: dict[str, Any], root: Any, depth: int) -> dict[str, Any] | None:
+        """One object schema of ``schema`` and the parts of its ``allOf`` (at any depth, through local ``$ref``):
+        every part's properties (a key that parts type differently: any value) and ``required``. None when a part
+        is not an object schema (a type, an ``anyOf``, an enum...): that intersection has no Python type."""
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        pending: list[tuple[Any, int]] = [(schema, depth)]
+        seen: set[int] = set()
+        while pending:
+            part, level = pending.pop(0)
+            self.nodes += 1
+            if level > MAX_SCHEMA_DEPTH or self.nodes > MAX_SCHEMA_NODES or not isinstance(part, dict):
+                return None
+            ref = part.get("$ref")
+            if isinstance(ref, str):
+                target = self._target(ref, root)
+                if not isinstance(target, dict) or len(part) > 1:
+                    return None  # (a remote reference, or one with siblings: not followed)
+                if id(target) in seen:
+                    continue  # (reached again: a diamond, or a cycle; its properties are in already)
+                seen.add(id(target))
+                pending.insert(0, (target, level + 1))  # (in place: the parts' properties in their order)
+                continue
+            if part.get("type", "object") != "object" or any(k in part for k in _NOT_AN_OBJECT):
+                return None
+            every = part.get("allOf")
+            if isinstance(every, list):
+                pending[0:0] = [(p, level + 1) for p in every]
+            own = part.get("properties")
+            for key, sub in own.items() if isinstance(own, dict) else ():
+                properties[key] = sub if properties.get(key, sub) == sub else True
+            needed = part.get("required")
+            required += [r for r in needed if isinstance(r, str)] if isinstance(needed, list) else []
+        if not properties:
+            return None
+        merged: dict[str, Any] = {"type": "object", "properties": properties, "required": list(dict.fromkeys(required))}
+        if isinstance(schema.get("description"), str):
+            merged["description"] = schema["description"]
+        return merged
 
     def _literal(self, values: list[Any]) -> str | None:
         if not values or len(values) > MAX_LITERAL_VALUES:
@@ -229,6 +293,22 @@ class Types:
             known = self._roots[id(root)] = (root, text)
         return known[1]
 
+    @staticmethod
+    def _target(ref: str, root: Any) -> Any:
+        """What a local ``$ref`` (``#``, a JSON pointer into ``root``) points at; None for anything else."""
+        if ref != "#" and not ref.startswith("#/"):
+            return None
+        target: Any = root
+        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+            part = unquote(part).replace("~1", "/").replace("~0", "~")
+            if isinstance(target, dict) and part in target:
+                target = target[part]
+            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+                target = target[int(part)]
+            else:
+                return None
+        return target
+
     def _ref(self, ref: str, root: Any, depth: int) -> str:
         """A local ``$ref`` (``#``, ``#/$defs/Name``, any JSON pointer into the root): an object with properties
         is a TypedDict named after the pointer's last part, written once; another schema is read inline (a cycle
@@ -240,15 +320,9 @@ class Types:
             return self._named[key]
         if key in self._inline:
             return self._inline[key]
-        target: Any = root
-        for part in ref[1:].split("/")[1:] if ref != "#" else []:
-            part = unquote(part).replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                return self._any()
+        target = self._target(ref, root)
+        if target is None:
+            return self._any()
         hint = pascal(ref.rsplit("/", 1)[-1], "Model")
         properties = target.get("properties") if isinstance(target, dict) else None
         is_object = isinstance(properties, dict) and properties and target.get("type", "object") == "object"
@@ -262,6 +336,9 @@ class Types:
         finally:
             self._resolving.discard(key)
         return expr
+
+
+_NOT_AN_OBJECT = ("anyOf", "oneOf", "enum", "const", "items", "prefixItems", "not")
 
 
 def split_union(expr: str) -> list[str]:
