@@ -10,9 +10,10 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
+from pydantic import Field
 
 from mcpkit import Client, Context, MCPKit
 from mcpkit.protocol.errors import MCPError
@@ -53,6 +54,35 @@ async def test_the_list_shows_the_search_and_caller_tools_and_the_pinned_one(tra
             assert search.output_schema is not None and search.output_schema["required"] == ["tools"]
         # every tool stays callable by its own name: search is discovery, not access control
         assert (await client.call_tool("send_email", {"to": "ann", "subject": "hi"})).text == "sent 'hi' to ann"
+
+
+@BOTH
+async def test_a_tool_with_header_parameters_is_listed_beside_the_search_tools_in_every_revision(mode: str) -> None:
+    """A client learns the Mcp-Param-* headers a tool needs from tools/list only: a tool declaring x-mcp-header
+    parameters is listed as if pinned (registered before or after the search), whatever the revision or the
+    transport; the other tools are not."""
+    app = MCPKit("regional")
+
+    @app.tool
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Run in a region."""
+        return f"in {region}"
+
+    app.add_tool(lambda q: q, name="plain", description="Echo a query.")
+    app.add_tool_search(always_visible=["plain"])
+
+    @app.tool
+    def zoned(zone: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Zone"})]) -> str:
+        """Run in a zone."""
+        return f"in {zone}"
+
+    app.add_tool(lambda q: q, name="hidden_plain", description="Echo again.")
+    expected = ["search_tools", "call_tool", "plain", "where", "zoned"]
+    async with serve_http(app) as url, Client(url, mode=mode) as client:
+        assert [t.name for t in await client.list_tools()] == expected
+        assert (await client.call_tool("where", {"region": "eu"})).text == "in eu"
+    async with Client(app, mode=mode) as client:  # (in memory: the same list)
+        assert [t.name for t in await client.list_tools()] == expected
 
 
 @BOTH

@@ -2,7 +2,9 @@
 on demand.
 
 ``app.add_tool_search()`` makes ``tools/list`` show a search tool (``search_tools``), a caller tool
-(``call_tool``) and the tools named ``always_visible``. ``search_tools(query, limit?)`` answers the definitions of
+(``call_tool``), the tools named ``always_visible`` and the tools that declare ``x-mcp-header`` parameters (a
+2026-07-28 HTTP client learns the headers a tool needs only from the list, so these are listed as if pinned, in
+every revision). ``search_tools(query, limit?)`` answers the definitions of
 the tools that match, exactly as ``tools/list`` would show them to this caller in its revision (the same text),
 as structured content and as text; ``call_tool(name, arguments)`` runs one of them. Every tool stays callable by
 its own name too: search is discovery, not access control (hide a tool with the visibility rules, protect it with
@@ -74,8 +76,11 @@ ScopeRuleFn = Callable[[str, Mapping[str, Any]], list[str]]
 
 
 class _Listed(Mapping[str, Tool]):
-    """What ``tools/list`` shows under tool search: the registered tools among ``names``, in that order (a live
-    view of the registry: a name registered later shows then)."""
+    """What ``tools/list`` shows under tool search: the registered tools among ``names``, in that order, then every
+    other tool whose definition declares ``x-mcp-header`` parameters, in registration order (a live view of the
+    registry: a tool registered later shows then). A client learns the ``Mcp-Param-*`` headers a tool needs only
+    from the definitions it listed (2026-07-28 HTTP), so such a tool is listed as if pinned, in every revision and
+    on every transport alike (the list never depends on how it is served)."""
 
     __slots__ = ("_names", "_tools")
 
@@ -84,15 +89,19 @@ class _Listed(Mapping[str, Tool]):
         self._names = names
 
     def __getitem__(self, key: str) -> Tool:
-        if key not in self._names:
+        tool = self._tools[key]
+        if key not in self._names and tool.param_headers is None:
             raise KeyError(key)
-        return self._tools[key]
+        return tool
 
     def __iter__(self) -> Iterator[str]:
-        return (name for name in self._names if name in self._tools)
+        names, tools = self._names, self._tools
+        yield from (name for name in names if name in tools)
+        registered = list(tools.items())  # (a copy in one step: a sync tool may register meanwhile)
+        yield from (name for name, tool in registered if name not in names and tool.param_headers is not None)
 
     def __len__(self) -> int:
-        return sum(1 for name in self._names if name in self._tools)
+        return sum(1 for _ in self)
 
 
 class ToolSearch:
@@ -469,7 +478,9 @@ class Searching:
             strategy: ``"bm25"`` (ranked by relevance) or ``"keyword"`` (every word of the query must appear,
                 case-insensitive; registration order).
             max_results: the most tools one search answers (its default ``limit``; at most 100).
-            always_visible: names of tools listed as well (those registered, now or later).
+            always_visible: names of tools listed as well (those registered, now or later). A tool whose
+                definition declares ``x-mcp-header`` parameters is listed too without being named here (clients
+                learn the headers it needs only from the list).
             search_tool_name, call_tool_name: the two tools' names.
             tags, scopes: labels of the two tools (visibility, OAuth scopes), as for ``add_tool``; a call through
                 ``call_tool`` needs the inner tool's scopes too.

@@ -88,6 +88,40 @@ async def test_a_rewritten_call_is_named_by_its_caller_tool_and_keeps_the_inner_
         assert status == 200 and answer["result"]["isError"] is True
 
 
+async def _ts_v2(node_bin: Path, url: str, steps: list[dict[str, Any]]) -> list[Any]:
+    """The TypeScript SDK v2 client's answers to ``steps`` over HTTP in 2026-07-28."""
+    proc = await asyncio.create_subprocess_exec(
+        str(node_bin),
+        str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
+        "--negotiation",
+        "2026-07-28",
+        "--http",
+        url,
+        "--script",
+        json.dumps(steps),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=str(REPO / "tests"),
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 90)
+    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
+    result = json.loads(out)
+    assert result["protocolVersion"] == "2026-07-28"
+    answers: list[Any] = result["results"]
+    return answers
+
+
+@pytest.mark.npm
+async def test_the_typescript_client_calls_a_header_tool_of_an_app_with_tool_search_by_its_name(node_bin: Path) -> None:
+    """Not pinned, the tool with x-mcp-header parameters is listed beside the search and caller tools (the client
+    learns its headers from the list only), so the TypeScript SDK v2 client calls it by its name with its header."""
+    steps = [{"op": "listTools"}, {"op": "callTool", "name": "where", "arguments": {"region": "eu", "q": "1"}}]
+    async with serve_http(_regional()) as url:
+        listed, direct = await _ts_v2(node_bin, url, steps)
+    assert [t["name"] for t in listed["tools"]] == ["search_tools", "call_tool", "where"]
+    assert direct["content"][0]["text"] == "ran '1' in eu"
+
+
 @pytest.mark.npm
 async def test_the_typescript_client_calls_a_header_tool_found_by_search_by_its_name(node_bin: Path) -> None:
     """The TypeScript SDK v2 client over HTTP (2026-07-28) mirrors a tool's x-mcp-header parameters from the
@@ -103,24 +137,7 @@ async def test_the_typescript_client_calls_a_header_tool_found_by_search_by_its_
         {"op": "callTool", "name": "where", "arguments": {"region": "eu", "q": "1"}},
     ]
     async with serve_http(pinned) as url:
-        proc = await asyncio.create_subprocess_exec(
-            str(node_bin),
-            str(REPO / "tests" / "support" / "interop" / "ts_client_v2.mjs"),
-            "--negotiation",
-            "2026-07-28",
-            "--http",
-            url,
-            "--script",
-            json.dumps(steps),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=str(REPO / "tests"),
-        )
-        out, err = await asyncio.wait_for(proc.communicate(), 90)
-    assert proc.returncode == 0, (out.decode()[-3000:], err.decode()[-2000:])
-    result = json.loads(out)
-    assert result["protocolVersion"] == "2026-07-28"
-    listed, through, direct = result["results"]
+        listed, through, direct = await _ts_v2(node_bin, url, steps)
     assert [t["name"] for t in listed["tools"]] == ["find", "run", "where"]
     assert through["error"]["code"] == -32020 and "by its name" in through["error"]["message"]
     assert direct["content"][0]["text"] == "ran '1' in eu"
