@@ -580,6 +580,7 @@ async def test_server_everything_over_streamable_http_a_replayed_request_is_not_
     # a {} is no answer: M001 says so once, it is not also "an answer with neither result and error" (M007) nor
     # "a response id None matches no request" (M006)
     assert "not a JSON-RPC message" in report.requirements["M001"].evidence
+    assert "a GET with Last-Event-ID replayed" in report.requirements["M001"].evidence  # where to find it again
     assert report.status("M007") == PASS and report.status("M006") == PASS, report.render_text(verbose=True)
     assert report.status("M004") == PASS, report.render_text(verbose=True)
 

@@ -14,6 +14,12 @@ from ._base import (
     _short,
 )
 
+#: the channels whose messages came unasked, and how evidence names them
+_WHERE = {
+    "http-replay": "on the stream a GET with Last-Event-ID replayed",
+    "http-get": "on the standalone GET stream",
+}
+
 
 class MessageChecks(CheckerBase):
     """Every message of every session: JSON-RPC shape, ids, result xor error."""
@@ -109,6 +115,8 @@ class MessageChecks(CheckerBase):
     def judge_message(self, msg: Any, inc: Incoming, seen_ids: set[str], wire: Wire) -> None:
         r = self.report
         shown = _short(msg, 160) if isinstance(msg, dict) else inc.short(160)
+        if inc.channel in _WHERE:  # where a message no request of ours asked for came from, to find it again
+            shown += f" ({_WHERE[inc.channel]})"
         scope = "in one session"
         if isinstance(wire, HttpWire) and wire.session_id is None and wire.modern_meta is None:
             # the MCP session is the client's from its initialize on, with or without a session id
