@@ -5,6 +5,7 @@ bound."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 import time
@@ -205,3 +206,24 @@ async def test_a_handler_that_calls_the_client_back_survives_a_notification_stor
         assert seen[:1] == ["log 0"] and len(set(seen)) == len(seen)  # in order, none twice
         if len(seen) < 3000:
             assert "dropped" in caplog.text and "notifications/message" in caplog.text
+
+
+async def test_an_elicitation_answer_holds_only_the_values_an_elicit_result_may_carry() -> None:
+    """An elicitation answer's content holds strings, numbers, booleans and lists of strings (schema.ts,
+    ElicitResult). A handler's answer with an object or a list of numbers under a key the requested schema does not
+    constrain passed the schema check and went to the server, which (the TypeScript SDK) refuses the whole result;
+    the client now refuses it as it refuses content that does not match the schema, naming the key. A list of
+    strings still goes."""
+    answers: list[dict[str, Any]] = [
+        {"name": "Ada", "extra": {"deep": 1}},
+        {"name": "Ada", "tags": [1, 2]},
+        {"name": "Ada", "tags": ["a", "b"], "age": 36, "ok": True},
+    ]
+    async with Client(
+        [sys.executable, HOSTILE, "elicit"], mode="handshake", elicitation_handler=lambda p: answers.pop(0), timeout=20
+    ) as client:
+        for key in ("extra", "tags"):
+            sent = json.loads((await client.call_tool("ask", {})).text)
+            assert sent.get("code") == -32603 and f"at {key}" in sent["message"], sent
+        sent = json.loads((await client.call_tool("ask", {})).text)
+        assert sent == {"action": "accept", "content": {"name": "Ada", "tags": ["a", "b"], "age": 36, "ok": True}}

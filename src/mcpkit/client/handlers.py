@@ -466,6 +466,13 @@ def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSO
             raise ElicitationContentError(
                 f"elicitation content does not match the requested schema at {where}: {e.message}"
             )
+    for key, value in (content or {}).items():  # (a value the schema left open must still be one ElicitResult holds)
+        if isinstance(value, dict) or (isinstance(value, list) and not all(isinstance(v, str) for v in value)):
+            what = "list of other than strings" if isinstance(value, list) else "object"
+            raise ElicitationContentError(
+                f"elicitation content at {key}: a {what} is not a value an elicitation answer may hold (a string, "
+                "number, boolean or list of strings)"
+            )
     result["content"] = content
     return result
 
