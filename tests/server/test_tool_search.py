@@ -33,8 +33,8 @@ async def _refused(coro: Any) -> MCPError:
     return info.value
 
 
-async def _found(client: Client, query: str, **more: Any) -> list[str]:
-    result = await client.call_tool("search_tools", {"query": query, **more})
+async def _found(client: Client, query: str, prefixed: str = "", **more: Any) -> list[str]:
+    result = await client.call_tool(f"{prefixed}search_tools", {"query": query, **more})
     assert not result.is_error, result.text
     names = [tool["name"] for tool in json.loads(result.text)["tools"]]  # (the text: every revision has it)
     if result.structured is not None:
@@ -474,6 +474,51 @@ async def test_call_tool_of_an_import_runs_the_imported_copy_as_the_direct_call_
             refused = await _refused(client.call_tool(name, {"path": "/"}))
             through_refused = await _refused(client.call_tool("i_call_tool", {"name": name}))
             assert (through_refused.code, through_refused.message) == (refused.code, refused.message)
+
+
+async def test_a_parent_lists_of_a_mounted_or_imported_app_with_tool_search_what_that_app_lists() -> None:
+    """The parent's tools/list shows, of an app with tool search, what the app shows on its own (its search and
+    caller tools and its pinned tools, prefixed, in its order; a pinned tool registered later too); the others
+    stay callable by their prefixed names and found by its search tool. Through a grandparent, and imported."""
+    child = MCPKit("child")
+    child.add_tool(lambda path: f"purged {path}", name="purge", description="Purge a path.")
+    child.add_tool(lambda city: f"{city}: sunny", name="forecast", description="The weather of a city.")
+    child.add_tool_search(always_visible=["forecast", "late"])
+    parent, grandparent, importer = MCPKit("parent"), MCPKit("grandparent"), MCPKit("importer")
+    for app in (parent, grandparent, importer):
+        app.add_tool(lambda: "mine", name="own", description="A tool of its own.")
+    parent.mount(child, prefix="c")
+    grandparent.mount(parent, prefix="p")
+    importer.import_server(child, prefix="i")
+    async with Client(child) as client:
+        assert [t.name for t in await client.list_tools()] == ["search_tools", "call_tool", "forecast"]
+    shown = ["search_tools", "call_tool", "forecast"]
+    for app, prefix, own in (
+        (parent, "c_", ["own"]),
+        (grandparent, "p_c_", ["own", "p_own"]),
+        (importer, "i_", ["own"]),
+    ):
+        async with Client(app) as client:
+            assert [t.name for t in await client.list_tools()] == own + [prefix + name for name in shown]
+            assert (await client.call_tool(f"{prefix}purge", {"path": "/"})).text == "purged /"
+            assert await _found(client, "purge", prefixed=prefix) == [f"{prefix}purge"]
+            through = await client.call_tool(
+                f"{prefix}call_tool", {"name": f"{prefix}purge", "arguments": {"path": "/"}}
+            )
+            assert through.text == "purged /"
+    child.add_tool(lambda: "late", name="late", description="Pinned, registered once mounted.")
+    child.add_tool(lambda: "later", name="later", description="Not pinned, registered once mounted.")
+    async with Client(parent) as client:
+        assert [t.name for t in await client.list_tools()] == [
+            "own",
+            "c_search_tools",
+            "c_call_tool",
+            "c_forecast",
+            "c_late",
+        ]
+        assert (await client.call_tool("c_later", {})).text == "later"
+    async with Client(grandparent) as client:
+        assert [t.name for t in await client.list_tools()][-1] == "p_c_late"
 
 
 async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serves() -> None:

@@ -27,7 +27,7 @@ import asyncio
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -73,6 +73,7 @@ class Composable(Protocol):
     _intercepting: Any
     _tool_search: Any
     _routing: Any
+    _registries: dict[str, Mapping[str, Any]]
     tasks: Any
 
     def _route_calls(self) -> None: ...
@@ -256,14 +257,17 @@ def _wrap(wrapper: Any, inner: Listed, mount: Mount) -> None:
 
 
 class MountedTool(Tool):
-    """A tool of a mounted server, under its prefixed name (calls go to the original, which is not touched)."""
+    """A tool of a mounted server, under its prefixed name (calls go to the original, which is not touched).
+    ``unlisted``: the mounted server does not list it (it has tool search: the parent lists what it lists, the
+    others stay callable and found by its search tool)."""
 
     inner: Tool
     mount: Mount
 
-    def __init__(self, inner: Tool, name: str, mount: Mount) -> None:
+    def __init__(self, inner: Tool, name: str, mount: Mount, unlisted: bool = False) -> None:
         _wrap(self, inner, mount)
         self.name = name
+        self.unlisted = unlisted
         self.info: _MountedInfo = _MountedInfo(inner.info, mount)  # type: ignore[assignment]
         if mount.prefix is not None:  # (its view is served under the prefix too: the link names it there)
             self.meta = relinked_tool_meta(inner.meta, lambda uri: prefixed_uri(mount.prefix, uri))
@@ -421,12 +425,17 @@ def _wrapped(mount: Mount, kind: str) -> dict[str, Listed]:
     registry: dict[str, Any] = getattr(child, _REGISTRY[kind])
     visibility = child._visibility
     out: dict[str, Listed] = {}
-    for key, item in list(registry.items()):
+    items = list(registry.items())
+    listed: Mapping[str, Any] = child._registries[kind]
+    if listed is not registry:  # (tool search: what it lists first, in its order, as the parent lists it)
+        shown = dict.fromkeys(listed)
+        items = [(key, registry[key]) for key in shown] + [(k, v) for k, v in items if k not in shown]
+    for key, item in items:
         if visibility is not None and not visibility.shown(kind, key, item):
             continue  # hidden in the mounted server: not mounted
         if kind == "tools":
             name = prefixed_name(mount.prefix, key)
-            out[name] = MountedTool(item, name, mount)
+            out[name] = MountedTool(item, name, mount, listed is not registry and key not in listed)
         elif kind == "prompts":
             name = prefixed_name(mount.prefix, key)
             completions = dict(item.completions)

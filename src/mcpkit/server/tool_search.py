@@ -26,9 +26,11 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
 - an app with tool search may be mounted or imported: the app serving the request routes a call of the mounted
   caller tool (``ops_call_tool``) before its own chain (:class:`CallRouting`), into its own ``tools/call`` of the
   tool named as it serves it (``ops_purge``), so its scope rule, view and interceptors are asked about that tool;
-  the mounted search tool finds what that app shows the caller, under its names. Every app that serves a caller
-  tool, its own or a mounted one, has the routing interceptor; in a mounted app's chain it does nothing (the
-  call was routed at the top, or came by other means and the caller tool's own function routes it).
+  the mounted search tool finds what that app shows the caller, under its names; that app's ``tools/list`` shows
+  what the mounted app lists (its two tools and pinned tools, prefixed), the others stay callable by their names.
+  Every app that serves a caller tool, its own or a mounted one, has the routing interceptor; in a mounted app's
+  chain it does nothing (the call was routed at the top, or came by other means and the caller tool's own
+  function routes it).
 
 An app without tool search pays nothing: ``tools/call`` runs as before (the interceptor exists only once
 ``add_tool_search`` was called). The index (:class:`~mcpkit.server.search_index.SearchIndex`) is built at the
@@ -99,6 +101,31 @@ class _Listed(Mapping[str, Tool]):
         yield from (name for name in names if name in tools)
         registered = list(tools.items())  # (a copy in one step: a sync tool may register meanwhile)
         yield from (name for name, tool in registered if name not in names and tool.param_headers is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class _MountedListed(Mapping[str, Tool]):
+    """What ``tools/list`` shows of an app that serves a mounted (or imported) app with tool search: its tools but
+    those the mounted app does not list (:attr:`MountedTool.unlisted <mcpkit.server.compose.MountedTool>`): it
+    shows what that app shows on its own, under the prefix; the others stay callable by their names and found by
+    its search tool. A live view of the registry."""
+
+    __slots__ = ("_tools",)
+
+    def __init__(self, tools: dict[str, Tool]) -> None:
+        self._tools = tools
+
+    def __getitem__(self, key: str) -> Tool:
+        tool = self._tools[key]
+        if isinstance(tool, MountedTool) and tool.unlisted:
+            raise KeyError(key)
+        return tool
+
+    def __iter__(self) -> Iterator[str]:
+        registered = list(self._tools.items())  # (a copy in one step: a sync tool may register meanwhile)
+        return (name for name, tool in registered if not (isinstance(tool, MountedTool) and tool.unlisted))
 
     def __len__(self) -> int:
         return sum(1 for _ in self)
@@ -455,6 +482,16 @@ class Searching:
             self._routing = CallRouting(self)
             self._interceptors.add(self._routing, ("tools/call",), outermost=True)
             self._intercepting = self._interceptors
+        if self._registries["tools"] is self._tools:  # (a mounted app with tool search: list what it lists)
+            self._list_tools_of(_MountedListed(self._tools))
+
+    def _list_tools_of(self, listed: Mapping[str, Tool]) -> None:
+        """Make ``tools/list`` show ``listed`` (a view of the registry)."""
+        self._registries["tools"] = listed
+        self._snapshots["tools"].invalidate()
+        self._snapshots["tools"] = Snapshot(listed, self._list_caches, key=_name)
+        if self._visibility is not None:
+            self._visibility.invalidate(("tools",))
 
     @property
     def tool_search(self) -> ToolSearch | None:
@@ -504,12 +541,7 @@ class Searching:
             del self._tools[search_tool_name]
             raise
         self._tool_search = search
-        listed = _Listed(self._tools, (search_tool_name, call_tool_name, *pinned))
-        self._registries["tools"] = listed
-        self._snapshots["tools"].invalidate()
-        self._snapshots["tools"] = Snapshot(listed, self._list_caches, key=_name)
-        if self._visibility is not None:
-            self._visibility.invalidate(("tools",))
+        self._list_tools_of(_Listed(self._tools, (search_tool_name, call_tool_name, *pinned)))
         self._route_calls()
         self._changed("tools")  # (the apps it is mounted into route its calls from now on: compose.refresh)
         return search

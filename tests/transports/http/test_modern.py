@@ -112,13 +112,22 @@ async def _ts_v2(node_bin: Path, url: str, steps: list[dict[str, Any]]) -> list[
 
 
 @pytest.mark.npm
-async def test_the_typescript_client_calls_a_header_tool_of_an_app_with_tool_search_by_its_name(node_bin: Path) -> None:
+@pytest.mark.parametrize("mounted", [False, True])
+async def test_the_typescript_client_calls_a_header_tool_of_an_app_with_tool_search_by_its_name(
+    node_bin: Path, mounted: bool
+) -> None:
     """Not pinned, the tool with x-mcp-header parameters is listed beside the search and caller tools (the client
-    learns its headers from the list only), so the TypeScript SDK v2 client calls it by its name with its header."""
-    steps = [{"op": "listTools"}, {"op": "callTool", "name": "where", "arguments": {"region": "eu", "q": "1"}}]
-    async with serve_http(_regional()) as url:
+    learns its headers from the list only), so the TypeScript SDK v2 client calls it by its name with its header;
+    mounted, the parent lists what the app lists, under the prefix."""
+    served = app = _regional()
+    if mounted:
+        served = MCPKit("parent")
+        served.mount(app, prefix="c")
+    p = "c_" if mounted else ""
+    steps = [{"op": "listTools"}, {"op": "callTool", "name": f"{p}where", "arguments": {"region": "eu", "q": "1"}}]
+    async with serve_http(served) as url:
         listed, direct = await _ts_v2(node_bin, url, steps)
-    assert [t["name"] for t in listed["tools"]] == ["search_tools", "call_tool", "where"]
+    assert [t["name"] for t in listed["tools"]] == [f"{p}search_tools", f"{p}call_tool", f"{p}where"]
     assert direct["content"][0]["text"] == "ran '1' in eu"
 
 
