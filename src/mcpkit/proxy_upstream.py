@@ -1,6 +1,7 @@
 """The upstream side of :mod:`mcpkit.proxies`: one target and the connections a proxy holds to it (the primary,
 the pool that 2026-07-28 requests lease, one per handshake-era client session; each a
-:class:`~mcpkit.proxy_conn._Conn`), its end noticed and connected again, and the resources watched on it."""
+:class:`~mcpkit.proxy_conn._Conn`), its end noticed and connected again; what is watched on it (list changes,
+resources, sessions' subscriptions) is its base class :class:`~mcpkit.proxy_watch.UpstreamWatch`."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from urllib.parse import urlsplit
 
 from .client.client import Client
 from .client.targets import Target, TargetError, parse_target
-from .protocol.errors import InvalidRequest, MCPError
+from .protocol.errors import MCPError
 from .protocol.jsonrpc import JSONDict
 from .proxy_conn import ProxyHost, _alive, _Conn, _opened, caps_key
 from .proxy_rounds import ProgressRelay, _Lease
+from .proxy_watch import UpstreamWatch
 from .server.compose import prefixed_uri
 from .server.lowlevel import ServerRequestContext, ServerSession
 
@@ -33,7 +35,7 @@ for there, together (the default ``max_subscriptions`` of one listen stream of a
 # ---------------------------------------------------------------------------------------------- one target
 
 
-class Upstream:
+class Upstream(UpstreamWatch):
     """One forwarded-to server: its target, its primary connection, its pool and its per-session connections."""
 
     def __init__(self, proxy: ProxyHost, prefix: str | None, target: Any, client_options: dict[str, Any]) -> None:
@@ -384,95 +386,6 @@ class Upstream:
                 "at the session's next request)",
                 attempts,
             )
-
-    def subscribed(self, session: ServerSession, uri: str, subscribing: bool) -> None:
-        """(handshake-era upstream) ``session`` subscribed to (or unsubscribed from) ``uri`` on its upstream
-        session: re-made on the next one if that one ends."""
-        subs = self._session_subs.setdefault(session, set())
-        (subs.add if subscribing else subs.discard)(uri)
-
-    def check_subscription(self, session: ServerSession, uri: str) -> None:
-        """Refuse a subscription beyond the proxy's ``max_subscriptions`` per client session (-32600)."""
-        subs = self._session_subs.get(session, set())
-        bound = self.proxy.max_subscriptions
-        if len(subs) >= bound and uri not in subs:
-            raise InvalidRequest(
-                f"too many subscriptions on this session (max_subscriptions={bound}): unsubscribe from some first"
-            )
-
-    async def _relay_changes(self, client: Client, kinds: dict[str, bool]) -> None:
-        try:
-            async with client.watch(
-                tools=kinds["tools"], prompts=kinds["prompts"], resources=kinds["resources"]
-            ) as watch:
-                async for method, _ in watch:
-                    if method.endswith("/list_changed"):
-                        await self.proxy.notify_list_changed(method.split("/")[1])
-        except Exception as exc:
-            logger.warning("no longer relaying list changes of %s: %s", self.target.description, exc)
-            if self.primary is not None and self.primary.client is client:
-                self._lost(f"its list-change stream broke: {exc}")
-
-    async def watch_resources(self, uris: set[str], *, strict: bool = False) -> None:
-        """Have the primary connection watch ``uris`` (the upstream's own URIs: what the proxy's clients listen
-        for there) and relay their updates to the proxy's subscribers. A 2026-07-28 upstream: one listen stream
-        naming them; a new set replaces the stream (the new one is open before the old one closes), an empty one
-        closes it, and this returns once the stream is open. A handshake-era one: ``resources/subscribe`` (and
-        ``unsubscribe``) on the primary session for what changed. A refusal is logged; ``strict``: a failure to
-        reach the upstream raises (else it is logged too)."""
-        async with self._rewatching:
-            wanted = frozenset(uris)
-            if wanted == self.watched:
-                return
-            primary = self.primary
-            client = primary.client if primary is not None else None
-            if not self.modern:
-                added, removed = wanted - self.watched, self.watched - wanted
-                self.watched = wanted
-                if client is None:
-                    return
-                for uri in sorted(added):
-                    try:
-                        await client.subscribe_resource(uri)
-                    except Exception as exc:
-                        if strict and not isinstance(exc, MCPError):
-                            raise
-                        logger.warning("could not subscribe to %s of %s: %s", uri, self.target.description, exc)
-                for uri in sorted(removed):
-                    with contextlib.suppress(Exception):
-                        await client.unsubscribe_resource(uri)
-                return
-            old, self._resource_watch = self._resource_watch, None
-            self.watched = wanted
-            if wanted and client is not None:
-                opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-                self._resource_watch = asyncio.get_running_loop().create_task(
-                    self._relay_updates(client, sorted(wanted), opened)
-                )
-                try:
-                    await asyncio.wait_for(asyncio.shield(opened), self.proxy.lease_timeout)
-                except Exception as exc:
-                    if strict and not isinstance(exc, MCPError):
-                        raise
-                    logger.warning("could not watch resources of %s: %s", self.target.description, exc)
-            if old is not None:
-                old.cancel()
-
-    async def _relay_updates(self, client: Client, uris: list[str], opened: asyncio.Future[None]) -> None:
-        try:
-            async with client.watch(resource_uris=uris) as watch:
-                opened.set_result(None)
-                async for method, params in watch:
-                    uri = params.get("uri") if isinstance(params, dict) else None
-                    if method == "notifications/resources/updated" and isinstance(uri, str):
-                        await self.proxy.notify_resource_updated(prefixed_uri(self.prefix, uri))
-        except Exception as exc:
-            if not opened.done():
-                opened.set_exception(exc)
-            else:
-                logger.warning("no longer relaying resource updates of %s: %s", self.target.description, exc)
-                if self.primary is not None and self.primary.client is client:
-                    self._lost(f"its resource-update stream broke: {exc}")
 
     async def check_target(self) -> None:
         """The SSRF rule for URL targets: no private, link-local or reserved address unless allowed."""

@@ -512,7 +512,7 @@ def test_one_asgi_lifespan_answerer() -> None:
 #: ``mcpkit.run`` through an import inside the method (server/running.py).
 _ABOVE_SERVER = ("mcpkit.transports", "mcpkit.client", "mcpkit.stores", "mcpkit.auth", "mcpkit.cli", "mcpkit.check")
 _ABOVE_SERVER += ("mcpkit.inspector", "mcpkit.proxies", "mcpkit.proxy_upstream", "mcpkit.proxy_conn")
-_ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills")
+_ABOVE_SERVER += ("mcpkit.proxy_rounds", "mcpkit.proxy_shaping", "mcpkit.proxy_skills", "mcpkit.proxy_watch")
 _ABOVE_SERVER += ("mcpkit.telemetry", "mcpkit.run")
 
 
@@ -654,6 +654,7 @@ _LAYERS: tuple[tuple[str, ...], ...] = (
         "proxy_rounds",
         "proxy_shaping",
         "proxy_skills",
+        "proxy_watch",
         "inspector",
         "testing",
         "cli",
