@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import shlex
 import sys
 from pathlib import Path
@@ -660,3 +661,24 @@ async def test_the_typescript_client_searches_and_calls_through_call_tool(node_b
     assert searched["structuredContent"]["tools"][0]["inputSchema"]["required"] == ["to", "subject"]
     assert called["content"][0]["text"] == "sent 'b' to a"
     assert hidden["error"]["code"] == -32602 and "Unknown tool" in hidden["error"]["message"]
+
+
+def test_importing_an_app_with_tool_search_warns_only_of_interceptors_of_its_own(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Tool search's routing is no interceptor of the user's: the importer routes the calls itself, so importing an
+    app with tool search and nothing else in its chain says nothing; one with an interceptor of its own is warned."""
+    child = MCPKit("child")
+    child.add_tool(lambda path: f"purged {path}", name="purge", description="Purge a path.")
+    child.add_tool_search()
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        MCPKit("importer").import_server(child, prefix="i")
+    assert caplog.text == ""
+
+    async def own(call: Any, call_next: Any) -> Any:
+        return await call_next(call)
+
+    child.add_interceptor(own)
+    with caplog.at_level(logging.WARNING, logger="mcpkit.server.compose"):
+        MCPKit("importer").import_server(child, prefix="i")
+    assert "'child' has interceptors or middleware of its own" in caplog.text

@@ -482,7 +482,8 @@ def attach(
         raise ValueError(f"cannot mount {child.name!r} into itself or into a server mounted in it")
     if live and prefix in parent._mounts:
         raise ValueError(f"a server is already mounted with prefix {prefix!r}; unmount it first")
-    if not live and child._intercepting is not None:
+    chain = child._intercepting  # (tool search's routing is none of the user's: the importer routes the calls)
+    if not live and chain is not None and any(fn is not child._routing for fn, *_ in chain.entries):
         logger.warning(
             "%r has interceptors or middleware of its own: importing copies its components only, so they do not "
             "run for the requests %r serves of them; mount it instead (its chain then runs inside %r's), or "
