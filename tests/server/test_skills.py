@@ -526,3 +526,36 @@ async def test_a_dynamic_skill_is_read_only_when_allowed_and_never_without_the_d
     async with Client(plain) as client:
         with pytest.raises(CapabilityNotSupported):
             await client.list_skills()
+
+
+@pytest.mark.parametrize("cursors", ["same", "endless"])
+async def test_the_clients_skill_list_says_when_it_stopped_before_the_end(cursors: str) -> None:
+    """A server whose skills/list repeats a cursor, or never ends: ``list_skills`` returned what it had collected
+    as if it were the whole list, where every other list walk of the client raises. Now a repeated cursor raises
+    MCPError naming it, and a walk past ``max_pages`` raises PaginationLimitExceeded holding what was collected."""
+    from mcpkit.client.client import PaginationLimitExceeded
+
+    app, _ = tampered_app("digest")
+    pages = {"n": 0}
+
+    async def looping(ctx: Any, params: dict[str, Any]) -> dict[str, Any]:
+        pages["n"] += 1
+        name, uri = f"s{pages['n']}", f"skill://s{pages['n']}/SKILL.md"
+        entry = {
+            "uri": uri,
+            "frontmatter": {"name": name, "description": "d"},
+            "resources": [{"uri": uri, "digest": "sha256:" + "0" * 64, "size": 10}],
+        }
+        nxt = "same" if cursors == "same" else f"c{pages['n']}"
+        return {"skills": [entry], "nextCursor": nxt, "ttlMs": 0}
+
+    app.set_handler("skills/list", looping)
+    async with Client(app, cache=False) as client:
+        if cursors == "same":
+            with pytest.raises(MCPError, match="'same' twice"):
+                await client.list_skills()
+            assert pages["n"] == 2
+        else:
+            with pytest.raises(PaginationLimitExceeded, match="more than 5 pages") as info:
+                await client.list_skills(max_pages=5)
+            assert [s.name for s in info.value.items] == ["s1", "s2", "s3", "s4", "s5"]

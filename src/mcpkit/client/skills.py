@@ -23,7 +23,7 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..protocol.errors import CapabilityNotSupported
+from ..protocol.errors import CapabilityNotSupported, MCPError
 from ..protocol.extensions import SKILLS_EXTENSION
 from ..protocol.skills import (
     MAX_SKILL_BYTES,
@@ -36,6 +36,7 @@ from ..protocol.skills import (
     path_segment,
     skill_root,
 )
+from .results import PaginationLimitExceeded
 
 JSONDict = dict[str, Any]
 
@@ -177,7 +178,9 @@ class SkillsClient:
         return entries, nxt if isinstance(nxt, str) and nxt else None
 
     async def list_skills(self, *, max_pages: int = MAX_SKILL_PAGES) -> list[Skill]:
-        """Every skill the server lists, checked; an invalid entry is skipped (``skipped`` has why)."""
+        """Every skill the server lists, checked; an invalid entry is skipped (``skipped`` has why). A cursor the
+        server returns twice raises :class:`~mcpkit.protocol.errors.MCPError`; more than ``max_pages`` pages raise
+        :class:`~mcpkit.client.results.PaginationLimitExceeded` (``items``: the skills collected)."""
         out: list[Skill] = []
         self.skipped: list[str] = []
         cursor: str | None = None
@@ -189,10 +192,12 @@ class SkillsClient:
                     out.append(check_entry(raw))
                 except SkillError as exc:
                     self.skipped.append(str(exc))
-            if cursor is None or cursor in seen:
+            if cursor is None:
                 return out
+            if cursor in seen:
+                raise MCPError(f"skills/list: the server returned the cursor {cursor!r} twice (pagination loop)")
             seen.add(cursor)
-        return out
+        raise PaginationLimitExceeded(f"skills/list: more than {max_pages} pages", out)
 
     async def get_skill(self, uri: str) -> Skill:
         """``skills/get``: the skill whose ``SKILL.md`` is at ``uri``, checked (a server answers -32602 for a URI
@@ -265,9 +270,10 @@ class SkillMethods:
     """The skill methods of :class:`~mcpkit.client.client.Client` (``client.list_skills()`` and the others; each
     is the :class:`SkillsClient` operation of the same name)."""
 
-    async def list_skills(self: _Requester) -> list[Skill]:
-        """Every skill the server lists (``skills/list``, all pages), each entry checked; nothing is read."""
-        return await SkillsClient(self).list_skills()
+    async def list_skills(self: _Requester, *, max_pages: int = MAX_SKILL_PAGES) -> list[Skill]:
+        """Every skill the server lists (``skills/list``, all pages, at most ``max_pages``), each entry checked;
+        nothing is read."""
+        return await SkillsClient(self).list_skills(max_pages=max_pages)
 
     async def get_skill(self: _Requester, uri: str) -> Skill:
         """``skills/get``: the checked entry of the skill whose ``SKILL.md`` is at ``uri``."""
