@@ -30,13 +30,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import re
 import secrets
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
@@ -46,16 +44,15 @@ from ._util import (
     _OAuthError,
     canonical_resource,
     header,
-    is_loopback_host,
     is_secure_url,
     send_json,
     send_preflight,
-    valid_redirect_uri,
 )
 from .keys import ASYMMETRIC_ALGORITHMS
 from .registration import ClientRegistration
 from .replay import InMemoryReplayCache, ReplayCache
 from .server_assertions import ID_JAG_PROFILE, JWT_BEARER_GRANT, AssertionChecks
+from .server_authorize import Approver, AuthorizeEndpoint
 from .server_documents import ClientDocuments
 from .storage import (
     AuthorizationRequest,
@@ -66,7 +63,6 @@ from .storage import (
     KeyBoundRefreshStorage,
     LedgerRevocation,
     RevocationLedger,
-    _Code,
 )
 
 if TYPE_CHECKING:
@@ -86,33 +82,6 @@ __all__ = [
 ]
 
 
-Approver = Callable[[AuthorizationRequest], Awaitable[str | None]]
-
-
-def _redirect_registered(uri: str, registered: list[str]) -> bool:
-    """Exact match, except that a loopback redirect URI matches on any port (RFC 8252 §7.3: native apps bind an
-    ephemeral port at run time, so the port cannot be registered in advance)."""
-    if uri in registered:
-        return True
-    try:
-        asked = urlsplit(uri)
-        if asked.scheme != "http" or not is_loopback_host(asked.hostname):
-            return False
-        for candidate in registered:
-            reg = urlsplit(candidate)
-            if (reg.scheme, reg.hostname, reg.path, reg.query) == (
-                asked.scheme,
-                asked.hostname,
-                asked.path,
-                asked.query,
-            ):
-                return True
-    except ValueError:
-        return False
-    return False
-
-
-_S256_CHALLENGE = re.compile(r"[A-Za-z0-9_-]{43}")
 _GRANTS = frozenset({"authorization_code", "refresh_token", "client_credentials"})  # besides jwt-bearer
 #: what each endpoint's 405 names in ``Allow`` (RFC 9110 §15.5.6)
 #: (also the methods a CORS preflight is told); the metadata and the JWKS are read-only documents
@@ -124,7 +93,7 @@ def _b64url(n: int, size: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes(size, "big")).rstrip(b"=").decode("ascii")
 
 
-class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
+class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, AuthorizeEndpoint):
     """The ASGI authorization server. ``app`` (optional) receives every request this server does not route, so one
     origin can host both the AS and the MCP endpoint (the 2025-03-26 layout).
 
@@ -467,114 +436,10 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments):
     async def _jwks(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send_json(send, 200, self.jwks(), [(b"access-control-allow-origin", b"*")])
 
-    async def _authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("method") not in ("GET", "POST"):
-            raise _OAuthError("invalid_request", "use GET", 405)
-        pairs = parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1"))
-        if scope.get("method") == "POST":
-            pairs += parse_qsl((await self._body(receive, self.max_form, "max_form")).decode("utf-8", "replace"))
-        q: dict[str, str] = dict(pairs)
-        # RFC 6749 §3.1: no parameter more than once (§4.1.2.1: invalid_request)
-        repeated = sorted(k for k, n in Counter(k for k, _ in pairs).items() if n > 1) if len(q) != len(pairs) else []
-        if "client_id" in repeated or "redirect_uri" in repeated:
-            raise _OAuthError("invalid_request", "repeated parameter: " + " ".join(repeated))
-        client = await self._client(q.get("client_id", ""))
-        if client is None:
-            raise _OAuthError("invalid_client", "unknown client_id")
-        redirect_uri = q.get("redirect_uri")
-        if redirect_uri is None:
-            if len(client.redirect_uris) != 1:
-                raise _OAuthError("invalid_request", "redirect_uri is required")
-            redirect_uri = client.redirect_uris[0]
-        if not _redirect_registered(redirect_uri, client.redirect_uris) or not valid_redirect_uri(redirect_uri):
-            # never redirect to an unregistered URI (open redirector)
-            raise _OAuthError("invalid_request", "redirect_uri is not registered for this client")
-        state = q.get("state")
-
-        async def fail(error: str, description: str) -> None:
-            params = {"error": error, "error_description": description, "iss": self.issuer}
-            if state is not None:
-                params["state"] = state
-            await self._redirect(send, redirect_uri, params)
-
-        if repeated == ["resource"]:
-            # RFC 8707 §2 lets a client name several resources; a token here is for one (its audience)
-            await fail("invalid_target", "one resource per authorization request")
-            return
-        if repeated:
-            await fail("invalid_request", "repeated parameter: " + " ".join(repeated))
-            return
-        if q.get("response_type") != "code":
-            await fail("unsupported_response_type", "only response_type=code")
-            return
-        if "authorization_code" not in client.grant_types:
-            await fail("unauthorized_client", "this client may not use the authorization code grant")
-            return
-        challenge = q.get("code_challenge")
-        if not challenge:
-            await fail("invalid_request", "PKCE is required: code_challenge missing")
-            return
-        if q.get("code_challenge_method") != "S256":
-            await fail("invalid_request", "PKCE code_challenge_method must be S256")
-            return
-        if not _S256_CHALLENGE.fullmatch(challenge):
-            # RFC 7636 §4.2: BASE64URL(SHA256(verifier)), 43 characters without padding; nothing else can match
-            await fail("invalid_request", "code_challenge is not an S256 value (43 base64url characters)")
-            return
-        try:
-            scopes = self._scopes(q.get("scope"), client)
-            resource = self._resource(q.get("resource"))
-        except _OAuthError as exc:
-            await fail(exc.error, exc.description)
-            return
-        subject = (
-            await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state))
-            if self.approver is not None
-            else None
-        )
-        if subject is None:
-            await fail("access_denied", "the resource owner denied the request")
-            return
-        code = secrets.token_urlsafe(32)
-        await self.storage.save_code(
-            code,
-            _Code(
-                client.client_id,
-                redirect_uri,
-                challenge,
-                scopes,
-                resource,
-                subject,
-                self.clock() + self.code_ttl,
-                redirect_uri_given="redirect_uri" in q,
-            ),
-        )
-        await self._used(client)
-        params = {"code": code, "iss": self.issuer}
-        if state is not None:
-            params["state"] = state
-        await self._redirect(send, redirect_uri, params)
-
     async def _used(self, client: ClientRecord | None) -> None:
         """A self-registered client got a code or a token: the storage's budget evicts it last."""
         if client is not None and client.dynamic and self._uses is not None:
             await self._uses.client_used(client.client_id)
-
-    async def _redirect(self, send: Send, uri: str, params: Mapping[str, str]) -> None:
-        sep = "&" if urlsplit(uri).query else "?"
-        location = uri + sep + urlencode(params)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 302,
-                "headers": [
-                    (b"location", location.encode()),
-                    (b"cache-control", b"no-store"),
-                    (b"content-length", b"0"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": b""})
 
     def _scopes(self, requested: str | None, client: ClientRecord) -> list[str]:
         if requested:
