@@ -205,6 +205,12 @@ def test_feature_gates_per_revision() -> None:
 
 
 @pytest.mark.req("M045", "M046", "S016")
+def test_the_latest_known_revision_is_picked_by_the_sdks_order_not_by_the_strings() -> None:
+    assert versions.latest_of(["2025-06-18", "2026-07-28", "2024-11-05"]) == "2026-07-28"
+    assert versions.latest_of(["2025-03-26", "9999-99-99", 7]) == "2025-03-26"  # (what it does not know is ignored)
+    assert versions.latest_of([]) is None and versions.latest_of(["draft"]) is None
+
+
 def test_handshake_negotiation_echoes_or_answers_latest() -> None:
     for v in versions.HANDSHAKE_VERSIONS:
         assert versions.negotiate_handshake(v) == v

@@ -107,9 +107,9 @@ async def _negotiate_modern(session: ClientSession) -> bool:
         except MCPError as exc:
             if exc.code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(exc.data, dict):
                 supported = exc.data.get("supported") or []
-                mine = [v for v in supported if v in versions.MODERN_VERSIONS]
-                if mine:
-                    await session._use_modern(await session._discover(max(mine), timeout=None), max(mine))
+                mine = versions.latest_of(v for v in supported if v in versions.MODERN_VERSIONS)
+                if mine is not None:
+                    await session._use_modern(await session._discover(mine, timeout=None), mine)
                     return True
             if session.mode == "modern" and refuses_the_modern_era(exc):
                 raise ModernEraRefused(exc, pinned=session.pinned_version is not None) from exc

@@ -6,6 +6,7 @@ strings, so adding a revision means editing this file only.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Literal, TypeAlias, TypeGuard
@@ -183,6 +184,13 @@ def is_supported(version: object) -> TypeGuard[str]:
 
 def is_modern(version: str) -> bool:
     return version in MODERN_VERSIONS
+
+
+def latest_of(candidates: Iterable[object]) -> str | None:
+    """The newest revision among ``candidates`` that this SDK knows (None when none), by the order of
+    :data:`ALL_VERSIONS`, not by comparing the strings."""
+    known = set(candidates)
+    return next((v for v in reversed(ALL_VERSIONS) if v in known), None)
 
 
 def negotiate_handshake(requested: str, supported: tuple[str, ...] = HANDSHAKE_VERSIONS) -> str:
