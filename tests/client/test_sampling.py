@@ -94,6 +94,22 @@ async def call(mode: str, handler: Any, tool: str, args: dict[str, Any], **kw: A
     return result
 
 
+async def tool_loop(sampler: Any, use_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The spec's tool loop (2025-11-25): the server asks with its tools, the model asks for ``weather``
+    (``stopReason: "toolUse"``), and the server asks again with the tool's result for ``use_id``. Both answers."""
+    first_turn = [{"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}}]
+    first = await call("handshake", sampler, "weather_loop", {"messages": first_turn}, sampling_tools=True)
+    assert first["stopReason"] == "toolUse"
+    result = {"type": "tool_result", "toolUseId": use_id, "content": [{"type": "text", "text": "sunny"}]}
+    second_turn = [
+        *first_turn,
+        {"role": "assistant", "content": first["content"]},
+        {"role": "user", "content": [result]},
+    ]
+    second = await call("handshake", sampler, "weather_loop", {"messages": second_turn}, sampling_tools=True)
+    return first, second
+
+
 # ---------------------------------------------------------------------------------------------- OpenAI
 
 
@@ -146,18 +162,8 @@ async def test_openai_tool_use_round_trip_follows_the_specs_tool_loop() -> None:
     async with scripted_llm() as llm:
         llm.replies.append(openai_tool_calls([("call_1", "weather", {"city": "Paris"})]))
         llm.replies.append(openai_text("Sunny in Paris"))
-        sampler = OpenAISampler(openai_client(llm), model="m")
-        first_turn = [{"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}}]
-        first = await call("handshake", sampler, "weather_loop", {"messages": first_turn}, sampling_tools=True)
-        assert first["stopReason"] == "toolUse"
-        assert first["content"] == [{"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}}]
-        tool_result = {"type": "tool_result", "toolUseId": "call_1", "content": [{"type": "text", "text": "sunny"}]}
-        second_turn = [
-            *first_turn,
-            {"role": "assistant", "content": first["content"]},
-            {"role": "user", "content": [tool_result]},
-        ]
-        second = await call("handshake", sampler, "weather_loop", {"messages": second_turn}, sampling_tools=True)
+        first, second = await tool_loop(OpenAISampler(openai_client(llm), model="m"), "call_1")
+    assert first["content"] == [{"type": "tool_use", "id": "call_1", "name": "weather", "input": {"city": "Paris"}}]
     assert second["content"] == {"type": "text", "text": "Sunny in Paris"}
     asked = llm.bodies[0]
     assert asked["tools"] == [
@@ -227,21 +233,11 @@ async def test_anthropic_tool_use_round_trip_follows_the_specs_tool_loop() -> No
             )
         )
         llm.replies.append(anthropic_text("Sunny"))
-        sampler = AnthropicSampler(anthropic_client(llm), model="m")
-        first_turn = [{"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}}]
-        first = await call("handshake", sampler, "weather_loop", {"messages": first_turn}, sampling_tools=True)
-        assert first["stopReason"] == "toolUse"
-        assert first["content"] == [
-            {"type": "text", "text": "Let me look."},
-            {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}},
-        ]
-        result = {"type": "tool_result", "toolUseId": "toolu_1", "content": [{"type": "text", "text": "sunny"}]}
-        second_turn = [
-            *first_turn,
-            {"role": "assistant", "content": first["content"]},
-            {"role": "user", "content": [result]},
-        ]
-        second = await call("handshake", sampler, "weather_loop", {"messages": second_turn}, sampling_tools=True)
+        first, second = await tool_loop(AnthropicSampler(anthropic_client(llm), model="m"), "toolu_1")
+    assert first["content"] == [
+        {"type": "text", "text": "Let me look."},
+        {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Paris"}},
+    ]
     assert second["content"] == {"type": "text", "text": "Sunny"}
     assert llm.bodies[0]["tools"] == [
         {"name": "weather", "description": "The weather in a city", "input_schema": WEATHER["inputSchema"]}

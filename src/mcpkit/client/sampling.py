@@ -73,17 +73,37 @@ def choose_model(preferences: Mapping[str, Any] | None, default: str, models: Se
 
 
 class _Sampler:
-    """What both providers' handlers share: the approval, the checks, the model and token choice."""
+    """What both providers' handlers share: the approval, the checks, the model and token choice.
+
+    Args:
+        client: the provider SDK's async client; None makes one from the environment (the provider's extra).
+        model: the model used when no hint of the server names one of ``models``.
+        models: the models a server's hints may pick (see :func:`choose_model`).
+        max_tokens: the most tokens any request may use, whatever the server asks.
+        approve: ``(params) -> bool`` (sync or async), asked before each request; False refuses it (``-1``).
+    """
 
     provider: ClassVar[str] = ""
 
-    def __init__(self, *, model: str, models: Sequence[str], max_tokens: int | None, approve: Approve | None) -> None:
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        model: str,
+        models: Sequence[str] = (),
+        max_tokens: int | None = None,
+        approve: Approve | None = None,
+    ) -> None:
         if max_tokens is not None and max_tokens < 1:
             raise ValueError("max_tokens must be at least 1")
+        self.client: Any = client if client is not None else self._default_client()
         self.model: str = model
         self.models: tuple[str, ...] = tuple(models)
         self.max_tokens: int | None = max_tokens
         self.approve: Approve | None = approve
+
+    def _default_client(self) -> Any:
+        raise NotImplementedError
 
     async def __call__(self, params: Any) -> JSONDict:
         """Answer one ``sampling/createMessage`` (``params``: its params, a dict or :class:`.SamplingParams`)."""
@@ -123,32 +143,19 @@ class _Sampler:
 
 
 class OpenAISampler(_Sampler):
-    """A sampling handler that asks an OpenAI Chat Completions model (``client.chat.completions.create``).
+    """A sampling handler that asks an OpenAI Chat Completions model (``client.chat.completions.create``):
+    ``OpenAISampler(client=None, *, model, models=(), max_tokens=None, approve=None)``.
 
-    Args:
-        client: an ``openai.AsyncOpenAI`` (or a compatible client: Azure, a local server with the same API); None
-            makes ``AsyncOpenAI()`` from the environment (the ``openai`` extra).
-        model: the model used when no hint of the server names one of ``models``.
-        models: the models a server's hints may pick (see :func:`choose_model`).
-        max_tokens: the most tokens any request may use, whatever the server asks.
-        approve: ``(params) -> bool`` (sync or async), asked before each request; False refuses it (``-1``).
-    """
+    ``client``: an ``openai.AsyncOpenAI`` (or a compatible client: Azure, a local server with the same API); None
+    makes ``AsyncOpenAI()`` from the environment (the ``openai`` extra). ``model``: the model used when no hint of
+    the server names one of ``models``, the models a server's hints may pick (:func:`choose_model`).
+    ``max_tokens``: the most tokens any request may use, whatever the server asks. ``approve``: ``(params) ->
+    bool`` (sync or async), asked before each request; False refuses it (``-1``)."""
 
     provider: ClassVar[str] = "OpenAI"
 
-    def __init__(
-        self,
-        client: Any = None,
-        *,
-        model: str,
-        models: Sequence[str] = (),
-        max_tokens: int | None = None,
-        approve: Approve | None = None,
-    ) -> None:
-        super().__init__(model=model, models=models, max_tokens=max_tokens, approve=approve)
-        if client is None:
-            client = require("openai", "OpenAISampler without a client").AsyncOpenAI()
-        self.client: Any = client
+    def _default_client(self) -> Any:
+        return require("openai", "OpenAISampler without a client").AsyncOpenAI()
 
     def _request(self, params: Any, turns: list[tuple[str, list[JSONDict]]], model: str, tokens: int) -> JSONDict:
         messages: list[JSONDict] = []
@@ -196,32 +203,17 @@ class OpenAISampler(_Sampler):
 
 
 class AnthropicSampler(_Sampler):
-    """A sampling handler that asks an Anthropic model (``client.messages.create``).
+    """A sampling handler that asks an Anthropic model (``client.messages.create``):
+    ``AnthropicSampler(client=None, *, model, models=(), max_tokens=None, approve=None)``.
 
-    Args:
-        client: an ``anthropic.AsyncAnthropic`` (or ``AsyncAnthropicBedrock``/``AsyncAnthropicVertex``); None makes
-            ``AsyncAnthropic()`` from the environment (the ``anthropic`` extra).
-        model: the model used when no hint of the server names one of ``models``.
-        models: the models a server's hints may pick (see :func:`choose_model`).
-        max_tokens: the most tokens any request may use, whatever the server asks.
-        approve: ``(params) -> bool`` (sync or async), asked before each request; False refuses it (``-1``).
-    """
+    ``client``: an ``anthropic.AsyncAnthropic`` (or ``AsyncAnthropicBedrock``, ``AsyncAnthropicVertex``); None
+    makes ``AsyncAnthropic()`` from the environment (the ``anthropic`` extra). The other arguments are
+    :class:`OpenAISampler`'s."""
 
     provider: ClassVar[str] = "Anthropic"
 
-    def __init__(
-        self,
-        client: Any = None,
-        *,
-        model: str,
-        models: Sequence[str] = (),
-        max_tokens: int | None = None,
-        approve: Approve | None = None,
-    ) -> None:
-        super().__init__(model=model, models=models, max_tokens=max_tokens, approve=approve)
-        if client is None:
-            client = require("anthropic", "AnthropicSampler without a client").AsyncAnthropic()
-        self.client: Any = client
+    def _default_client(self) -> Any:
+        return require("anthropic", "AnthropicSampler without a client").AsyncAnthropic()
 
     def _request(self, params: Any, turns: list[tuple[str, list[JSONDict]]], model: str, tokens: int) -> JSONDict:
         messages = [{"role": role, "content": [_anthropic_block(b) for b in blocks]} for role, blocks in turns]
