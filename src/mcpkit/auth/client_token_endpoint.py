@@ -180,7 +180,7 @@ class TokenEndpointMixin(DiscoveryMixin):
         endpoint = str(discovery.metadata["token_endpoint"])
         await self._check_target(endpoint, "token endpoint")
         key = self._dpop_for(discovery)
-        status, data, error = 0, None, None  # (bound for a checker that cannot see the loop runs)
+        status, data, error, raw = 0, None, None, b""  # (bound for a checker that cannot see the loop runs)
         for attempt in range(2):
             body, headers = self._authenticated(discovery, client, form)
             if key is not None:

@@ -81,7 +81,7 @@ def dependency_of(default: Any, annotation: Any, where: str = "") -> Depends | N
             "not found): define the dependency at module level, or write the parameter as `x: T = Depends(fn)`"
         )
     if typing.get_origin(annotation) is typing.Annotated:
-        for meta in annotation.__metadata__:
+        for meta in typing.get_args(annotation)[1:]:
             if type(meta) is Depends:
                 return meta
     return None

@@ -156,7 +156,7 @@ class Server(ChangeFanout, Runnable):
         self.modern_versions: tuple[str, ...] = tuple(v for v in vs if v in versions_mod().MODERN_VERSIONS)
         self.request_state: RequestStateSealer = RequestStateSealer(request_state_keys)
         self.request_timeout = request_timeout
-        self.listen_queue_size = checked_queue_size(listen_queue_size)
+        self.listen_queue_size: int = checked_queue_size(listen_queue_size)
         self.logging_enabled = logging_enabled
         self.fanout_timeout: float = 5.0
         self.fanout: Fanout = LocalFanout(self)  # how changes reach this worker's and other workers' clients

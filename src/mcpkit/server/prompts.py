@@ -95,7 +95,8 @@ class Prompt(Listed):
     ) -> None:
         self.name: str = name or function_name(fn, kind="prompt")
         self.info: FunctionInfo = FunctionInfo(fn, name=self.name)
-        self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
+        self.fn: Callable[..., Any] = self.info.fn  # (what fills in its dependencies, when it declares any)
+        fn = self.fn
         # where a sync prompt function runs (see sync_exec): learned by default, thread=True/False to declare
         self.sync: SyncPolicy | None = None
         if not self.info.is_async:

@@ -178,7 +178,7 @@ class Resource(_ResourceBase):
         if (fn is None) == (content is None):
             raise ValueError("a resource needs exactly one of a function or content")
         self.uri = uri
-        self.fn = fn
+        self.fn: Callable[..., Any] | None = fn
         self.content = content
         self.info: FunctionInfo | None = None
         self.sync: SyncPolicy | None = None
@@ -256,7 +256,8 @@ class ResourceTemplate(_ResourceBase):
         self.template: UriTemplate = UriTemplate(uri_template)
         self.uri_template = uri_template
         self.info: FunctionInfo = FunctionInfo(fn, name=name or function_name(fn, uri_template))
-        self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
+        self.fn: Callable[..., Any] = self.info.fn  # (what fills in its dependencies, when it declares any)
+        fn = self.fn
         self.sync: SyncPolicy | None = _sync_policy(self.info, fn, f"resource template {uri_template!r}", thread)
         variables = set(self.template.variables)
         params = {p.name for p in self.info.params}

@@ -70,7 +70,7 @@ class FunctionInfo:
     """What a decorated function takes: its parameters (minus the injected Context) and their schema."""
 
     def __init__(self, fn: Callable[..., Any], *, name: str) -> None:
-        self.fn = fn
+        self.fn: Callable[..., Any] = fn  # (what to call: fn, or what fills in its dependencies)
         self.name = name
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004

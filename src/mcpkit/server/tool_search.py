@@ -456,7 +456,9 @@ class Searching:
         _interceptors: Any
         _intercepting: Any
 
-        def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool: ...
+        def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool:
+            """:meth:`MCPKit.add_tool <mcpkit.server.app.MCPKit.add_tool>`."""
+            ...
 
         def _changed(self, kind: str) -> None: ...
 

@@ -139,7 +139,8 @@ class Tool(Listed):
         if not self.name:
             raise ValueError("a tool needs a name")
         self.info: FunctionInfo = FunctionInfo(fn, name=self.name)
-        self.fn = fn = self.info.fn  # (what fills in its dependencies, when it declares any)
+        self.fn: Callable[..., Any] = self.info.fn  # (what fills in its dependencies, when it declares any)
+        fn = self.fn
         self.sync: SyncPolicy | None = None
         if not self.info.is_async:
             learnable = self.info.context_param is None
