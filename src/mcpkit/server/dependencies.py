@@ -42,7 +42,7 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
-from .typehints import is_context, type_hints
+from .typehints import is_async_callable, is_context, type_hints
 
 __all__ = ["MAX_DEPTH", "Depends"]
 
@@ -103,7 +103,7 @@ class _Plan:
             self.kind = "agen"
         elif inspect.isgeneratorfunction(fn):
             self.kind = "gen"
-        elif inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None)):  # noqa: B004
+        elif is_async_callable(fn):
             self.kind = "async"
         else:
             self.kind = "sync"

@@ -39,6 +39,7 @@ from .docstrings import parse_docstring
 from .typehints import describable as _describable
 from .typehints import description_of as _description_of
 from .typehints import has_description as _has_description
+from .typehints import is_async_callable
 from .typehints import is_context as _is_context
 from .typehints import is_field_info as _is_field_info
 from .typehints import is_model_class as _is_model_class
@@ -72,9 +73,7 @@ class FunctionInfo:
     def __init__(self, fn: Callable[..., Any], *, name: str) -> None:
         self.fn: Callable[..., Any] = fn  # (what to call: fn, or what fills in its dependencies)
         self.name = name
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)  # noqa: B004
-        )
+        self.is_async = is_async_callable(fn)
         sig = inspect.signature(fn)
         hints = _type_hints(fn, sig)
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):

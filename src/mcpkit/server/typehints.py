@@ -105,6 +105,11 @@ def json_schema_of(adapter: TypeAdapter[Any] | type[BaseModel], mode: JsonSchema
     return adapter.model_json_schema(schema_generator=_schema_generator(), mode=mode)
 
 
+def is_async_callable(fn: Any) -> bool:
+    """Whether calling ``fn`` gives a coroutine: an ``async def``, or an object whose ``__call__`` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
 def is_field_info(value: Any) -> bool:
     fields = sys.modules.get("pydantic.fields")
     return fields is not None and isinstance(value, fields.FieldInfo)

@@ -23,7 +23,6 @@ every revision) or raises an ``MCPError``. :meth:`Middleware.context` gives an `
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import inspect
 import secrets
@@ -66,6 +65,8 @@ def _words(name: str) -> frozenset[str]:
 def _meant_hook(name: str, hooks: list[str]) -> str | None:
     """The hook ``name`` was meant to be: the same words in another order or number (``on_tool_call``), else a
     close spelling."""
+    import difflib  # (only for a class that names a hook wrongly: never on the path of a correct one)
+
     same = [hook for hook in hooks if _words(hook) == _words(name)]
     close = same or difflib.get_close_matches(name, hooks, n=1, cutoff=0.75)
     return close[0] if close else None
