@@ -73,7 +73,7 @@ class FunctionInfo:
     def __init__(self, fn: Callable[..., Any], *, name: str) -> None:
         self.fn: Callable[..., Any] = fn  # (what to call: fn, or what fills in its dependencies)
         self.name = name
-        self.is_async = is_async_callable(fn)
+        self.is_async: bool = is_async_callable(fn)
         sig = inspect.signature(fn)
         hints = _type_hints(fn, sig)
         if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
