@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from mcpkit import Client, Context, MCPKit, Tool
 from mcpkit.engine.tap import OUT
@@ -356,3 +357,84 @@ async def test_a_derived_default_the_original_rejects_is_an_internal_error_not_t
         sent = await client.call_tool("find", {"query": "cats", "limit": "many"})  # (sent by the client: its own)
         assert sent.is_error and "Invalid arguments for tool 'find'" in sent.text and "limit" in sent.text
         assert (await client.call_tool("find", {"query": "cats", "limit": 2})).text == "cats 2"
+
+
+class _Window(BaseModel):
+    start: int
+    end: int
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_wrapper_of_another_type_lists_the_type_it_validates(mode: str) -> None:
+    """``page(q: int, window: _Window)`` over ``search(query: str, limit: int)``: the derived schema shows what the
+    wrapper takes (``q`` an integer, ``window`` the model, through ``$defs``), so the listed schema and the
+    validation agree: a client following the schema is accepted, one sending the original's type is refused in
+    the wrapper's words; the original's description and a derived default still show."""
+    app = MCPKit("typed")
+
+    @app.tool
+    def search(query: str, limit: int = 10) -> dict[str, Any]:
+        """Search.
+
+        Args:
+            query: What to look for.
+        """
+        return {"query": query, "limit": limit}
+
+    original = app.get_tool("search")
+    assert original is not None
+
+    async def page(q: int, window: _Window) -> str:
+        result = await forward_raw(query=str(q), limit=window.end - window.start)
+        return f"{result['structuredContent']['query']} {result['structuredContent']['limit']}"
+
+    app.add_tool(
+        transform_tool(
+            original,
+            name="page",
+            args={
+                "query": ArgTransform(name="q"),
+                "limit": ArgTransform(name="window", default={"start": 0, "end": 4}),
+            },
+            fn=page,
+        )
+    )
+    async with toolkit_client("typed", "http", mode, app=app) as client:
+        listed = next(t for t in await client.list_tools() if t.name == "page").input_schema
+        assert listed["properties"]["q"] == {"type": "integer", "description": "What to look for."}
+        window = listed["properties"]["window"]
+        assert window["default"] == {"start": 0, "end": 4}
+        defined = listed["$defs"][window["$ref"].rpartition("/")[2]]
+        assert {key: value["type"] for key, value in defined["properties"].items()} == {
+            "start": "integer",
+            "end": "integer",
+        }
+        assert listed["required"] == ["q"]
+        assert (await client.call_tool("page", {"q": 5})).text == "5 4"
+        assert (await client.call_tool("page", {"q": 5, "window": {"start": 1, "end": 3}})).text == "5 2"
+        refused = await client.call_tool("page", {"q": "cats"})
+        assert refused.is_error and "Invalid arguments for tool 'page': q:" in refused.text
+
+
+class _Elsewhere:
+    class _Window(BaseModel):  # (another type of the same name)
+        other: str
+
+
+def test_a_wrapper_whose_definitions_clash_with_the_originals_is_refused() -> None:
+    """``fn``'s type and the original's have one name in ``$defs``: refused when the tool is made, not served
+    with a reference that means one of them to the client and the other to the validation."""
+    app = MCPKit("clash")
+
+    @app.tool
+    def search(query: str, window: _Window) -> str:
+        return query
+
+    original = app.get_tool("search")
+    assert original is not None
+
+    async def page(query: str, window: _Elsewhere._Window) -> str:
+        return query
+
+    with pytest.raises(ValueError, match="_Window"):
+        transform_tool(original, name="page", fn=page)

@@ -24,7 +24,8 @@ calls :func:`forward` (derived names) or :func:`forward_raw` (the original's nam
 its ``CallToolResult`` as a dict; what ``fn`` returns is the derived tool's result (its return annotation, if any,
 gives the output schema; a returned ``CallToolResult`` dict is sent as it is). ``fn`` gets what the derived schema
 promises: a default it shows for an argument the client left out, and what the client sent for a derived argument
-``fn`` does not take goes on with :func:`forward`. Any :class:`Tool` can be the
+``fn`` does not take goes on with :func:`forward`. A parameter ``fn`` annotates is listed with ``fn``'s type (the
+schema shown is the one the call is checked against). Any :class:`Tool` can be the
 original: a function tool, a mounted tool, a proxied one.
 """
 
@@ -110,6 +111,35 @@ class _Info:
         self.params: list[Any] = []
 
 
+def _typed_by(wrapper: FunctionInfo, schema: JSONDict, original: str) -> None:
+    """Give each property of the derived ``schema`` that ``fn`` annotates the type ``fn`` validates (its schema,
+    with the definitions it refers to), keeping the description and default the derived schema shows (the
+    original's, or the transform's), else ``fn``'s: what a client is shown is what the call is checked against."""
+    annotated = [p.name for p in wrapper.params if p.annotation is not Any]
+    if not annotated:
+        return
+    own = wrapper.input_schema
+    properties: dict[str, Any] = schema["properties"]
+    for name in annotated:
+        derived = properties[name]
+        typed = {k: v for k, v in own["properties"][name].items() if k not in ("description", "default", "title")}
+        for key in ("description", "default"):
+            if key in derived:
+                typed[key] = derived[key]
+            elif key in own["properties"][name]:
+                typed[key] = own["properties"][name][key]
+        properties[name] = typed
+    definitions: JSONDict = own.get("$defs", {})
+    if definitions:
+        merged: JSONDict = schema.setdefault("$defs", {})
+        for key, value in definitions.items():
+            if merged.setdefault(key, value) != value:
+                raise ValueError(
+                    f"transform of tool {original!r}: fn's type {key!r} is not the original's type of that name; "
+                    "rename one of them"
+                )
+
+
 class TransformedTool(Tool):
     """A tool derived from ``original`` by :func:`transform_tool` (see the module docstring)."""
 
@@ -186,6 +216,8 @@ class TransformedTool(Tool):
             extra = [p.name for p in self._wrapper.params if p.name not in self._to_original]
             if extra:
                 raise ValueError(f"transformed tool {self.name!r}: fn takes {extra}, which the derived tool does not")
+            _typed_by(self._wrapper, schema, original.name)
+            self._defaults = {n: p["default"] for n, p in renamed.items() if "default" in p}
             context_param = "ctx"  # (forward() needs the request's Context, whether fn takes one or not)
             is_async = True
             annotation = self._wrapper.return_annotation
