@@ -6,6 +6,7 @@ memory, framed as JSON, in both eras; and a stdio subprocess).
 ``Annotated[T, Depends(local_function)]`` annotation kept as text could not be resolved; that case has its own
 test, which checks the error that says so.)"""
 
+import asyncio
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -154,6 +155,54 @@ async def test_where_sync_functions_and_their_dependencies_run() -> None:
         assert dep_thread == tool_thread
         # a plain def with an async def dependency: the dependency on the loop, the function on a worker thread
         assert (await c.call_tool("sync_with_async_dep", {})).data == ["made on the loop", "False"]
+
+
+async def test_a_cancelled_sync_tool_keeps_its_dependencies_until_its_thread_is_done() -> None:
+    # a plain def tool with an async def dependency runs on a worker thread, which a cancellation cannot stop: the
+    # dependency's cleanup (closing a connection) must wait until the function no longer uses what it was given
+    app = MCPKit("cancelled")
+    log: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    async def connection() -> AsyncIterator[dict[str, bool]]:
+        conn = {"open": True}
+        try:
+            yield conn
+        except BaseException as exc:
+            log.append(f"saw {type(exc).__name__}")
+            raise
+        finally:
+            conn["open"] = False
+            log.append("close")
+
+    @app.tool
+    def blocking(conn: dict[str, bool] = Depends(connection)) -> str:
+        started.set()
+        release.wait(10)
+        log.append(f"tool done, connection open: {conn['open']}")
+        return "done"
+
+    @app.tool
+    def ping() -> str:
+        return "pong"
+
+    async with Client(app) as c:
+        call = asyncio.create_task(c.call_tool("blocking", {}))
+        assert await asyncio.to_thread(started.wait, 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        for _ in range(100):  # (the server takes the cancellation; a cleanup that did not wait would run now)
+            if log:
+                break
+            await asyncio.sleep(0.01)
+        release.set()
+        for _ in range(1000):
+            if len(log) == 3:
+                break
+            await asyncio.sleep(0.01)
+        assert log == ["tool done, connection open: True", "saw CancelledError", "close"]
+        assert (await c.call_tool("ping", {})).text == "pong"  # the session goes on
 
 
 @pytest.mark.parametrize("mode", ERAS)

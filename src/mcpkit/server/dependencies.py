@@ -31,15 +31,17 @@ tool). What is wrong with a declaration (a parameter a dependency cannot be give
 Where they run: an ``async def`` function's dependencies run on the event loop (a plain ``def`` dependency too:
 make one that waits on I/O ``async def``); a plain ``def`` function whose dependencies are all plain ``def`` runs
 with them where the function's ``thread=`` policy says; a plain ``def`` function with an ``async def`` dependency
-runs on a worker thread after its dependencies ran on the loop.
+runs on a worker thread after its dependencies ran on the loop (cancelled, the call's cleanup of its dependencies
+waits for the thread, which cannot be stopped, to return).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .typehints import is_async_callable, is_context, type_hints
@@ -185,10 +187,28 @@ def with_dependencies(
             for name, plan in plans.items():
                 kwargs[name] = await _make(plan, ctx, made, stack)
             if worker is not None:
-                return await worker(**kwargs)
+                return await _until_thread_done(worker(**kwargs))
             return await fn(**kwargs)
 
     return _named(call_async, fn), ctx_name, True
+
+
+async def _until_thread_done(call: Awaitable[Any]) -> Any:
+    """What a plain function returned on its worker thread. A cancellation of the call cannot stop the thread, which
+    still uses the dependencies it was given: the cancellation waits for it to end before it goes on to their
+    cleanup (which sees it); a second cancellation (the server's shutdown, after its drain) goes on at once."""
+    task = asyncio.ensure_future(call)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        task.add_done_callback(_outcome_dropped)
+        await asyncio.wait((task,))
+        raise
+
+
+def _outcome_dropped(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # (retrieved: the call was cancelled, what it returned or raised goes nowhere)
 
 
 def _named(wrapper: Callable[..., Any], fn: Callable[..., Any]) -> Callable[..., Any]:
