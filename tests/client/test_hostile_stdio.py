@@ -208,6 +208,36 @@ async def test_a_handler_that_calls_the_client_back_survives_a_notification_stor
             assert "dropped" in caplog.text and "notifications/message" in caplog.text
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+async def test_notifications_waiting_for_a_slow_handler_are_bounded_in_bytes() -> None:
+    """A server sends 48 log messages of 2 MiB each (96 MiB, each under the 4 MiB message limit) to a handler that
+    takes its time. The handlers' queue was bounded by count only (1,024 entries, up to 4 GiB), so the client read
+    them all and held them: its memory grew by the whole storm. Now at most 16 MiB of them wait
+    (``MAX_QUEUED_NOTIFICATION_BYTES``), at most 8 MiB of lines wait unparsed on the pipe, and the client stops
+    reading until the handler catches up: its memory stays within +56 MiB (36 measured), and the handler still gets
+    every message, in order."""
+    seen: list[str] = []
+    holder: list[Client] = []
+
+    async def on_log(message: Any) -> None:
+        if not seen:  # slow at first: the server sends everything it can meanwhile
+            deadline = time.monotonic() + 3
+            while "storm sent" not in holder[0].stderr and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+        seen.append(message.data.rstrip())
+
+    async with Client(
+        [sys.executable, HOSTILE, "storm", "48"], mode="handshake", timeout=60, logging_handler=on_log
+    ) as client:
+        holder.append(client)
+        async with PeakRSS() as mem:
+            result = await asyncio.wait_for(client.call_tool("big", {}), 120)
+        assert result.text == "stormed"
+        assert await asyncio.wait_for(client.ping(), 10) >= 0  # the session goes on
+    assert seen == [f"log {i}" for i in range(48)]
+    assert mem.growth < 56 * MiB, f"client grew by {mem.growth / MiB:.1f} MiB"  # (about 125 MiB before)
+
+
 async def test_an_elicitation_answer_holds_only_the_values_an_elicit_result_may_carry() -> None:
     """An elicitation answer's content holds strings, numbers, booleans and lists of strings (schema.ts,
     ElicitResult). A handler's answer with an object or a list of numbers under a key the requested schema does not

@@ -13,7 +13,7 @@ import pytest
 
 from mcpkit.engine import Peer, RequestContext
 from mcpkit.protocol.errors import FrameTooLarge
-from mcpkit.transports.stdio_lines import MAX_QUEUED_FRAMES, LineReader
+from mcpkit.transports.stdio_lines import MAX_QUEUED_FRAME_BYTES, MAX_QUEUED_FRAMES, LineReader
 
 
 class _FakePipe:
@@ -132,6 +132,28 @@ async def test_reading_pauses_while_lines_pile_up_and_resumes_when_they_are_cons
     assert taken > 0 and len(reader.frames) < MAX_QUEUED_FRAMES // 4
     reader.eof_received()
     assert len(await _drain(reader)) == MAX_QUEUED_FRAMES + 10 - taken
+
+
+async def test_reading_pauses_while_large_lines_pile_up_in_bytes_not_only_in_count() -> None:
+    """Lines waited by count only (512), each up to the 4 MiB message limit: 2 GiB could wait unread. Now reading
+    also pauses once ``MAX_QUEUED_FRAME_BYTES`` wait, and resumes once a quarter of them is left."""
+    line = b'"' + b"x" * (1024 * 1024) + b'"\n'
+    reader = LineReader(4 * 1024 * 1024)
+    pipe = _FakePipe()
+    reader.connection_made(pipe)  # type: ignore[arg-type]
+    count = 0
+    while not pipe.paused:
+        reader.data_received(line)
+        count += 1
+        assert count <= MAX_QUEUED_FRAME_BYTES // len(line) + 1
+    assert count < MAX_QUEUED_FRAMES and pipe.resumed == 0
+    taken = 0
+    while pipe.resumed == 0:
+        assert len(await reader.receive() or b"") == len(line) - 1
+        taken += 1
+    assert 0 < taken < count and (count - taken) * len(line) < MAX_QUEUED_FRAME_BYTES // 4
+    reader.eof_received()
+    assert len(await _drain(reader)) == count - taken
 
 
 async def test_the_fast_path_takes_a_line_only_when_nothing_is_ahead_of_it() -> None:

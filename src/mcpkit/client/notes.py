@@ -5,11 +5,13 @@ The handlers run in one task of their own, in order, apart from the reader: a ha
 returns once the notifications that arrived before its answer are handled (:meth:`HandlerQueue.catch_up`), unless
 it is made from a handler itself (it would wait for itself).
 
-Bounds: at most :data:`MAX_QUEUED_NOTIFICATIONS` wait. With the queue full, a change equal to one still waiting (a
-list's ``list_changed``, ``resources/updated`` of the same URI) merges into it (the handler re-reads once for
-both); any other notification makes the session stop reading until one is handled -- unless a handler is waiting
-for an answer of the session, which only the reader can read: then the notification is dropped, with a warning,
-rather than the session hang for good.
+Bounds: at most :data:`MAX_QUEUED_NOTIFICATIONS` wait, and at most :data:`MAX_QUEUED_NOTIFICATION_BYTES` of them
+(each counted as its parameters encoded as JSON: a server may send notifications up to the message limit, 4 MiB,
+each). With the queue full (either bound), a change equal to one still waiting (a list's ``list_changed``,
+``resources/updated`` of the same URI) merges into it (the handler re-reads once for both); any other notification
+makes the session stop reading until one is handled -- unless a handler is waiting for an answer of the session,
+which only the reader can read: then the notification is dropped, with a warning, rather than the session hang for
+good.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 
+import orjson
+
 from ..protocol.changes import change_key
 from ..protocol.jsonrpc import JSONDict
 
@@ -29,6 +33,9 @@ logger: logging.Logger = logging.getLogger("mcpkit.client")
 #: notifications waiting for the logging and notification handlers; beyond it equal changes merge, and the session
 #: stops reading until one is handled (or drops the notification while a handler waits for an answer of it)
 MAX_QUEUED_NOTIFICATIONS = 1024
+#: bytes of the notifications waiting for the handlers (their parameters as JSON); beyond it, as beyond the count (a
+#: notification larger than it still goes when none waits)
+MAX_QUEUED_NOTIFICATION_BYTES = 16 * 1024 * 1024
 
 # the queue whose handlers run in this task (and the tasks they start): their calls back into its session do not
 # wait for the handlers to catch up (they are the handlers)
@@ -50,6 +57,7 @@ class HandlerQueue:
         "_keys",
         "_ready",
         "_room",
+        "_size",
         "_task",
         "_warned",
         "dropped",
@@ -59,7 +67,8 @@ class HandlerQueue:
 
     def __init__(self, deliver: Deliver) -> None:
         self._deliver = deliver
-        self._items: deque[tuple[str, JSONDict | None, object]] = deque()  # (method, params, coalescing key)
+        self._items: deque[tuple[str, JSONDict | None, object, int]] = deque()  # (method, params, key, size)
+        self._size = 0  # the sizes of the waiting ones
         self._keys: dict[object, int] = {}  # the keys of the waiting changes that coalesce, and how many wait
         self._task: asyncio.Task[None] | None = None
         self._event: asyncio.Event | None = None  # set as each one is handled (catch_up)
@@ -79,8 +88,13 @@ class HandlerQueue:
             self._event = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run(self._event))
         items = self._items
-        key = change_key(method, params) if params is not None else change_key(method, {})
-        while len(items) >= MAX_QUEUED_NOTIFICATIONS and not self._closed:
+        if params is None:
+            key, size = change_key(method, {}), len(method)
+        else:
+            key, size = change_key(method, params), len(method) + len(orjson.dumps(params))
+        while (
+            len(items) >= MAX_QUEUED_NOTIFICATIONS or (items and self._size + size > MAX_QUEUED_NOTIFICATION_BYTES)
+        ) and not self._closed:
             if key is not None and key in self._keys:
                 return  # the same change waits already: the handler reads once for both
             if self._calling:
@@ -88,10 +102,11 @@ class HandlerQueue:
                 if not self._warned:
                     self._warned = True
                     logger.warning(
-                        "%d notifications wait for the client's handlers while a handler waits for an answer of the "
-                        "client: a %s notification was dropped, and others may be, rather than stop reading the "
-                        "answer it waits for (a handler that calls the client back: keep it quick)",
+                        "%d notifications (%d bytes) wait for the client's handlers while a handler waits for an "
+                        "answer of the client: a %s notification was dropped, and others may be, rather than stop "
+                        "reading the answer it waits for (a handler that calls the client back: keep it quick)",
                         len(items),
+                        self._size,
                         method,
                     )
                 return
@@ -99,7 +114,8 @@ class HandlerQueue:
             await self._room.wait()
         self._warned = False
         self.received += 1
-        items.append((method, params, key))
+        items.append((method, params, key, size))
+        self._size += size
         if key is not None:
             self._keys[key] = self._keys.get(key, 0) + 1
         self._ready.set()
@@ -113,7 +129,8 @@ class HandlerQueue:
                 ready.clear()
                 await ready.wait()
                 continue
-            method, params, key = items.popleft()
+            method, params, key, size = items.popleft()
+            self._size -= size
             if key is not None:
                 left = self._keys.pop(key) - 1
                 if left:
@@ -158,4 +175,4 @@ class HandlerQueue:
             self._task.cancel()
 
 
-__all__ = ["MAX_QUEUED_NOTIFICATIONS", "HandlerQueue"]
+__all__ = ["MAX_QUEUED_NOTIFICATION_BYTES", "MAX_QUEUED_NOTIFICATIONS", "HandlerQueue"]

@@ -29,17 +29,20 @@ class _TooLarge:
 _TOO_LARGE = _TooLarge()
 _BOM = b"\xef\xbb\xbf"
 MAX_QUEUED_FRAMES = 512  # past this many parsed-but-unread lines, stop reading the pipe until the peer catches up
+MAX_QUEUED_FRAME_BYTES = 8 * 1024 * 1024  # ... or this many bytes of them (lines may be 4 MiB each)
 
 
 class LineReader(asyncio.Protocol):
     """Newline framing done where the bytes arrive: every complete line of a chunk is queued at once, so a burst of
     requests costs one wake-up, not one per line. Memory is bounded: an over-long line is discarded as it streams
     (only a marker is queued once the line ends, with the request id a :class:`RequestIdScanner` found in it as it
-    streamed, to answer the request with its id) and reading pauses while too many lines wait to be consumed."""
+    streamed, to answer the request with its id) and reading pauses while too many lines, or too many bytes of them,
+    wait to be consumed."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.frames: deque[bytes | _TooLarge] = deque()
+        self._queued = 0  # the bytes of the lines in ``frames``
         self._parts: list[bytes] = []  # the unfinished line, in chunks (no quadratic re-copying)
         self._partial = 0
         self._skipping = False  # inside an over-long line: drop bytes until its newline
@@ -95,7 +98,11 @@ class LineReader(asyncio.Protocol):
                     self._parts.append(rest)
         if frames:
             self._wake()
-            if len(frames) >= MAX_QUEUED_FRAMES and not self._paused and self._transport is not None:
+            if (
+                (len(frames) >= MAX_QUEUED_FRAMES or self._queued >= MAX_QUEUED_FRAME_BYTES)
+                and not self._paused
+                and self._transport is not None
+            ):
                 self._paused = True
                 self._transport.pause_reading()
 
@@ -132,6 +139,7 @@ class LineReader(asyncio.Protocol):
             except Exception:
                 logger.exception("stdio: fast path failed; the line goes the usual way")
         self.frames.append(line)
+        self._queued += len(line)
 
     def eof_received(self) -> bool | None:
         self._finish()
@@ -150,6 +158,7 @@ class LineReader(asyncio.Protocol):
             rest = b"".join(self._parts).strip()  # a last line without its newline still counts
             if rest:
                 self.frames.append(rest)
+                self._queued += len(rest)
         self._parts.clear()
         self._eof = True
         self._wake()
@@ -180,7 +189,14 @@ class LineReader(asyncio.Protocol):
                 self._waiter = None
         item = frames.popleft()
         self._consumer_busy = True
-        if self._paused and len(frames) < MAX_QUEUED_FRAMES // 4 and self._transport is not None:
+        if item is not _TOO_LARGE:
+            self._queued -= len(item)  # type: ignore[arg-type]
+        if (
+            self._paused
+            and len(frames) < MAX_QUEUED_FRAMES // 4
+            and self._queued < MAX_QUEUED_FRAME_BYTES // 4
+            and self._transport is not None
+        ):
             self._paused = False
             self._transport.resume_reading()
         if item is _TOO_LARGE:

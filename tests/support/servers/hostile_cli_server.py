@@ -27,7 +27,8 @@ Behaviours (each otherwise answers initialize/ping/tools/resources/prompts corre
 - ``invalid-initialize``: answers initialize with ``capabilities`` that are not an object and no ``serverInfo``,
   and server/discover (2026-07-28) with ``supportedVersions: ["2026-07-28"]`` and ``capabilities`` not an object;
 - ``storm N``: tools/call named ``list_changed`` sends N ``notifications/tools/list_changed`` before its answer, named
-  ``message`` N distinct log messages (``notifications/message``, data ``log I``);
+  ``message`` N distinct log messages (``notifications/message``, data ``log I``), named ``big`` N log messages of
+  2 MiB each (data ``log I`` and spaces), then writes ``storm sent`` to stderr;
 - ``deaf``: once initialized, stops reading its stdin for good (a server stuck in a loop): what the client writes
   fills the pipe.
 """
@@ -175,9 +176,13 @@ def call_tool(rid: Any, params: dict[str, Any]) -> None:
         for i in range(int(ARG or 3000)):
             if params.get("name") == "message":
                 note = {"method": "notifications/message", "params": {"level": "info", "data": f"log {i}"}}
+            elif params.get("name") == "big":
+                data = f"log {i}".ljust(2 * 1024 * 1024)
+                note = {"method": "notifications/message", "params": {"level": "info", "data": data}}
             else:
                 note = {"method": "notifications/tools/list_changed"}
             send({"jsonrpc": "2.0", **note})
+        print("storm sent", file=sys.stderr, flush=True)
         result(rid, {"content": [{"type": "text", "text": "stormed"}]})
     elif BEHAVIOUR == "structured":
         result(rid, {"content": [{"type": "text", "text": '{"sum": 5}'}], "structuredContent": {"sum": 5}})
