@@ -477,6 +477,47 @@ async def test_call_tool_of_an_import_runs_the_imported_copy_as_the_direct_call_
             assert (through_refused.code, through_refused.message) == (refused.code, refused.message)
 
 
+async def test_the_search_of_an_import_finds_and_shows_the_copies_it_serves_after_the_child_changes() -> None:
+    """An import is a snapshot: once the child replaces or removes a tool, the importer's search ranks on the text
+    of the copies the importer serves (not the child's new text), shows those copies, and still finds a copy the
+    child removed, as the direct call and ``i_call_tool`` still run it; through a live mount of the importer too.
+    A copy the importer itself removes is no longer found."""
+    child = MCPKit("child")
+    child.add_tool(lambda path: f"purged {path}", name="purge", description="Purge a path for good.")
+    child.add_tool(lambda city: f"{city}: sunny", name="forecast", description="The weather of a city.")
+    child.add_tool_search(strategy="keyword")
+    importer, top = MCPKit("importer"), MCPKit("top")
+    importer.import_server(child, prefix="i")
+    top.mount(importer, prefix="t")
+    child.add_tool(lambda path: f"archived {path}", name="purge", description="Archive a folder.", replace=True)
+    child.remove_tool("forecast")
+    for app, prefix in ((importer, "i_"), (top, "t_i_")):
+        async with Client(app) as client:
+            assert await _found(client, "archive", prefixed=prefix) == []  # (the child's new text: not served)
+            found = await client.call_tool(f"{prefix}search_tools", {"query": "purge"})
+            assert [(t["name"], t["description"]) for t in json.loads(found.text)["tools"]] == [
+                (f"{prefix}purge", "Purge a path for good.")
+            ]
+            assert await _found(client, "weather", prefixed=prefix) == [f"{prefix}forecast"]
+            direct = await client.call_tool(f"{prefix}forecast", {"city": "Oslo"})
+            through = await client.call_tool(
+                f"{prefix}call_tool", {"name": f"{prefix}forecast", "arguments": {"city": "Oslo"}}
+            )
+            assert (through.text, through.is_error) == (direct.text, direct.is_error) == ("Oslo: sunny", False)
+    importer.remove_tool("i_forecast")
+    later = MCPKit("later")
+    later.import_server(child, prefix="l")  # (its copy is the replacement: each import searched as it serves)
+    for app, prefix, (text, other) in (
+        (importer, "i_", ("good", "archive")),
+        (later, "l_", ("archive", "good")),
+        (top, "t_i_", ("good", "archive")),
+    ):
+        async with Client(app) as client:
+            assert await _found(client, "weather", prefixed=prefix) == []
+            assert await _found(client, text, prefixed=prefix) == [f"{prefix}purge"]
+            assert await _found(client, other, prefixed=prefix) == []
+
+
 async def test_a_parent_lists_of_a_mounted_or_imported_app_with_tool_search_what_that_app_lists() -> None:
     """The parent's tools/list shows, of an app with tool search, what the app shows on its own (its search and
     caller tools and its pinned tools, prefixed, in its order; a pinned tool registered later too); the others

@@ -26,7 +26,8 @@ Both obey the rules a direct call obeys, because a ``call_tool`` *is* the direct
 - an app with tool search may be mounted or imported: the app serving the request routes a call of the mounted
   caller tool (``ops_call_tool``) before its own chain (:class:`CallRouting`), into its own ``tools/call`` of the
   tool named as it serves it (``ops_purge``), so its scope rule, view and interceptors are asked about that tool;
-  the mounted search tool finds what that app shows the caller, under its names; that app's ``tools/list`` shows
+  the mounted search tool finds what that app shows the caller, under its names (of an import, the copies it
+  took, as they were: an import is a snapshot, searched as it is served); that app's ``tools/list`` shows
   what the mounted app lists (its two tools and pinned tools, prefixed), the others stay callable by their names.
   Every app that serves a caller tool, its own or a mounted one, has the routing interceptor; in a mounted app's
   chain it does nothing (the call was routed at the top, or came by other means and the caller tool's own
@@ -40,6 +41,7 @@ runs on a worker thread, so building the index of a large catalog never holds up
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -149,6 +151,8 @@ class ToolSearch:
         # changed meanwhile answers its own search but is not kept (the generation tells)
         self._generation = 0
         self._lock = threading.Lock()
+        # the index of what an importer serves of this catalog (ToolSearch._copies_index), with those tools
+        self._copies: tuple[tuple[Tool, ...], SearchIndex] | None = None
         self.search_tool: Tool = _search_tool(self)
         self.caller_tool: Tool = _CallerTool(self)
 
@@ -172,6 +176,18 @@ class ToolSearch:
                     self._index = index
         return index
 
+    def _copies_index(self, served: _Served) -> SearchIndex:
+        """The index of the tools of this catalog that ``served``'s app serves through an import (the copies it
+        took then, which the child may have replaced or removed since): kept while it serves the same ones (one
+        such index at a time, like the catalog's own)."""
+        copies = served.copies(self.synthetic)
+        kept = self._copies
+        if kept is not None and len(kept[0]) == len(copies) and all(map(operator.is_, kept[0], copies)):
+            return kept[1]
+        index = SearchIndex(copies, self.keyword)
+        self._copies = (copies, index)
+        return index
+
     # ------------------------------------------------------------------ the search tool
 
     def search(self, arguments: JSONDict, ctx: Context) -> JSONDict:
@@ -185,7 +201,9 @@ class ToolSearch:
         if top is not self.app:  # mounted (or imported): the parent's names, the parent's view
             mounts = self._mounts_in(top, sctx, self.search_tool)
             served = _Served(top, mounts, sctx)
-            found = self.index().search(str(arguments["query"]), limit, served.shown)
+            # live mounts serve this catalog as it is now; an import serves the copies it took (a snapshot)
+            index = self.index() if all(mount.live for mount in mounts) else self._copies_index(served)
+            found = index.search(str(arguments["query"]), limit, served.shown)
             return {"tools": [orjson.loads(served.tool(tool).listed(feats)) for tool in found]}
         app = self.app
         visible: Callable[[Tool], bool] | None = None
@@ -343,6 +361,17 @@ class _Served:
             name = prefixed_name(mount.prefix, name)
         served: Tool = self._top._tools[name]
         return served
+
+    def copies(self, synthetic: frozenset[str]) -> tuple[Tool, ...]:
+        """The search's tools ``top`` serves through the mounts (but the ``synthetic`` ones), in its order: for an
+        import, the copies taken then."""
+        out: list[Tool] = []
+        for entry in list(self._top._tools.values()):  # (a copy in one step: the loop may register meanwhile)
+            for mount in self._mounts:
+                entry = entry.inner if isinstance(entry, MountedTool) and entry.mount is mount else None
+            if entry is not None and entry.name not in synthetic:
+                out.append(entry)
+        return tuple(out)
 
     def shown(self, tool: Tool) -> bool:
         """Whether ``top`` serves ``tool``'s name through the mounts (not one of its own that took the name; for
