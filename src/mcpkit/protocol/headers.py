@@ -180,10 +180,14 @@ def _same_number(text: str, value: float) -> bool:
         return False
 
 
-def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str]) -> str | None:
+def check_param_headers(
+    spec: Mapping[str, Sequence[str]], arguments: Any, given: Mapping[str, str], *, required: bool = True
+) -> str | None:
     """What is wrong with the ``Mcp-Param-*`` headers ``given`` (lower-cased names) of a call with ``arguments``,
     for a tool whose annotations are ``spec``; None when they mirror the body. An integer argument outside
-    ±(2^53-1) is wrong whatever its header says (the spec forbids mirroring it)."""
+    ±(2^53-1) is wrong whatever its header says (the spec forbids mirroring it). ``required=False``: a header
+    not sent is no problem (the tool is called through another whose definition declares none, so a client
+    mirrors nothing), one sent must still match."""
     for name, path in spec.items():
         key = name.lower()
         value = _dig(arguments, path)
@@ -191,6 +195,8 @@ def check_param_headers(spec: Mapping[str, Sequence[str]], arguments: Any, given
         if value is None:
             if raw is not None:
                 return f"Mcp-Param-{name} header sent but the argument is absent"
+            continue
+        if raw is None and not required:
             continue
         if _unsafe_integer(value):
             return f"Mcp-Param-{name}: argument {'.'.join(path)!r} is outside the integer range ±(2^53-1)"

@@ -1,9 +1,9 @@
 """The 2026-07-28 request checks of the Streamable HTTP endpoint (transports/http/modern.py) for a call that the
 server rewrites: tool search's ``call_tool`` (and a mounted app's ``<prefix>_call_tool``). ``Mcp-Name`` mirrors
-the body's ``params.name`` (the caller tool), and the ``Mcp-Param-*`` headers that the inner tool's definition
-declares (``x-mcp-header``) are required and checked as on the direct call: the body value that runs is the one an
-intermediary saw in a header. A real uvicorn server, raw requests (to choose each header), and the TypeScript SDK
-v2 client."""
+the body's ``params.name`` (the caller tool). A client mirrors the ``x-mcp-header`` parameters of the tool it
+calls, ``call_tool``, which declares none: the inner tool's ``Mcp-Param-*`` headers are not required (its values
+travel in the arguments), but one that is sent must match the inner arguments, as on the direct call. A real
+uvicorn server, raw requests (to choose each header), our own client and the TypeScript SDK v2 client."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import orjson
 import pytest
 from pydantic import Field
 
-from mcpkit import MCPKit
+from mcpkit import Client, MCPKit
 from support.mcp_http import modern_body, modern_headers
 from support.paths import REPO
 from support.toolkit import serve_http
@@ -47,7 +47,7 @@ def _call(caller: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("mounted", [False, True])
-async def test_a_rewritten_call_is_named_by_its_caller_tool_and_keeps_the_inner_tools_header_rules(
+async def test_a_rewritten_call_is_named_by_its_caller_tool_and_checks_the_inner_tools_headers_sent(
     mounted: bool,
 ) -> None:
     app = _regional()
@@ -69,16 +69,20 @@ async def test_a_rewritten_call_is_named_by_its_caller_tool_and_keeps_the_inner_
         assert status == 400 and answer["error"]["code"] == -32020 and "Mcp-Name" in answer["error"]["message"]
         status, answer = await post(_call(caller, f"{p}plain", {"q": "x"}), caller)
         assert status == 200 and answer["result"]["content"][0]["text"] == "x"
-        # the inner tool's Mcp-Param-Region: required when the region is in the body, and must match it
+        # the direct call needs Mcp-Param-Region; call_tool declares no header, so a client sends none for it
         direct_status, direct = await post(
             modern_body("tools/call", {"name": f"{p}where", "arguments": {"region": "eu"}}), f"{p}where"
         )
-        status, answer = await post(_call(caller, f"{p}where", {"region": "eu"}), caller)
-        assert (status, answer["error"]["code"]) == (direct_status, direct["error"]["code"]) == (400, -32020)
-        message = answer["error"]["message"]
-        assert "mcp-param-region" in message.lower() and f"{p}where" in message and "by its name" in message
+        assert (direct_status, direct["error"]["code"]) == (400, -32020)
+        status, answer = await post(_call(caller, f"{p}where", {"region": "eu", "q": "0"}), caller)
+        assert status == 200 and answer["result"]["content"][0]["text"] == "ran '0' in eu"
+        # an inner header that is sent must match the inner arguments (what an intermediary read is what runs)
         status, answer = await post(_call(caller, f"{p}where", {"region": "eu"}), caller, **{"Mcp-Param-Region": "us"})
-        assert status == 400 and "does not match" in answer["error"]["message"]
+        message = answer["error"]["message"]
+        assert status == 400 and answer["error"]["code"] == -32020
+        assert "does not match" in message and f"{p}where" in message
+        status, answer = await post(_call(caller, f"{p}where", {}), caller, **{"Mcp-Param-Region": "eu"})
+        assert status == 400 and "argument is absent" in answer["error"]["message"]
         status, answer = await post(
             _call(caller, f"{p}where", {"region": "eu", "q": "1"}), caller, **{"Mcp-Param-Region": "eu"}
         )
@@ -86,6 +90,9 @@ async def test_a_rewritten_call_is_named_by_its_caller_tool_and_keeps_the_inner_
         # no region in the body: no header expected (the inner tool's default rules, as directly)
         status, answer = await post(_call(caller, f"{p}where", {}), caller)
         assert status == 200 and answer["result"]["isError"] is True
+        async with Client(url, mode="modern") as client:  # (our own client: it mirrors call_tool's headers, none)
+            done = await client.call_tool(caller, {"name": f"{p}where", "arguments": {"region": "eu", "q": "2"}})
+            assert done.text == "ran '2' in eu"
 
 
 async def _ts_v2(node_bin: Path, url: str, steps: list[dict[str, Any]]) -> list[Any]:
@@ -133,20 +140,20 @@ async def test_the_typescript_client_calls_a_header_tool_of_an_app_with_tool_sea
 
 @pytest.mark.npm
 async def test_the_typescript_client_calls_a_header_tool_found_by_search_by_its_name(node_bin: Path) -> None:
-    """The TypeScript SDK v2 client over HTTP (2026-07-28) mirrors a tool's x-mcp-header parameters from the
-    definitions it listed: call_tool of the header tool is refused with HeaderMismatch (it cannot know the inner
-    tool's headers), naming what to do; the tool pinned in the list is called by its name with its header."""
+    """The TypeScript SDK v2 client over HTTP (2026-07-28) mirrors the x-mcp-header parameters of the tool it
+    calls: call_tool of the header tool (call_tool declares none) runs, the inner values travel in its arguments;
+    the tool pinned in the list is called by its name with its header."""
     app = _regional()
     pinned = MCPKit("pinned")
     pinned.mount(app)  # (a parent with tool search that lists the header tool)
     pinned.add_tool_search(search_tool_name="find", call_tool_name="run", always_visible=["where"])
     steps = [
         {"op": "listTools"},
-        {"op": "callTool", "name": "run", "arguments": {"name": "where", "arguments": {"region": "eu"}}},
+        {"op": "callTool", "name": "run", "arguments": {"name": "where", "arguments": {"region": "eu", "q": "0"}}},
         {"op": "callTool", "name": "where", "arguments": {"region": "eu", "q": "1"}},
     ]
     async with serve_http(pinned) as url:
         listed, through, direct = await _ts_v2(node_bin, url, steps)
     assert [t["name"] for t in listed["tools"]] == ["find", "run", "where"]
-    assert through["error"]["code"] == -32020 and "by its name" in through["error"]["message"]
+    assert through["content"][0]["text"] == "ran '0' in eu"
     assert direct["content"][0]["text"] == "ran '1' in eu"

@@ -90,7 +90,8 @@ class ModernValidator:
         self.server: HostedServer = server
         self.tool_headers: ToolHeaders | None = tool_headers
         self.max_batch: int = max_batch
-        # a call the server runs as the call of another tool (tool search's call_tool): that tool's headers apply
+        # a call the server runs as the call of another tool (tool search's call_tool): that tool's headers sent
+        # must match
         self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
         # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
         # (each bounded; started afresh when the server's versions or handlers change)
@@ -159,22 +160,20 @@ class ModernValidator:
         return read
 
     def _inner_headers(self, scope: Scope, name: str, inner: JSONDict) -> Refused | None:
-        """The header check of the tool a call of ``name`` runs instead (tool search's ``call_tool``): the
-        ``Mcp-Param-*`` headers that tool declares are required and must match its arguments, as on its direct
-        call, so that what runs is what an intermediary read in the headers. (``Mcp-Name`` is the body's
-        ``params.name``: the caller tool's, checked above.)"""
+        """The header check of the tool a call of ``name`` runs instead (tool search's ``call_tool``). A client
+        mirrors the ``x-mcp-header`` parameters of the tool it calls, ``name``, whose definition declares none:
+        the inner tool's ``Mcp-Param-*`` headers are not required (its values travel in the arguments), but one
+        that is sent must match the inner arguments, so that what runs is what an intermediary read in it.
+        (``Mcp-Name`` is the body's ``params.name``: the caller tool's, checked above.)"""
         assert self.tool_headers is not None
         called: str = inner["name"]
         spec = self.tool_headers(called)
         if not spec:
             return None
-        problem = check_param_headers(spec, inner["arguments"], _param_headers(scope))
+        problem = check_param_headers(spec, inner["arguments"], _param_headers(scope), required=False)
         if problem is None:
             return None
-        return _mismatch(
-            f"{problem}, for tool {called!r}, which {name!r} calls: send the header, or call {called!r} by its name "
-            "(its definition declares the header)"
-        )
+        return _mismatch(f"{problem}, for tool {called!r}, which {name!r} calls")
 
     def _forget_known(self) -> None:
         """Start the quick test's tables afresh (the server's versions or handlers changed)."""
