@@ -379,3 +379,72 @@ async def test_a_long_provider_error_reaches_the_server_as_one_bounded_line() ->
     prefix = "the Anthropic request failed: "
     assert result["error"].startswith(prefix) and len(result["error"]) <= len(prefix) + MAX_ERROR_CHARS
     assert "\n" not in result["error"] and "\x1b" not in result["error"]
+
+
+@pytest.mark.parametrize("sampler", ["openai", "anthropic"])
+async def test_a_key_the_provider_echoes_in_its_error_is_not_passed_on(sampler: str) -> None:
+    # a proxy or compatible server may say which key it refused: the server asking for the sample never reads it
+    async with scripted_llm() as llm:
+        handler: Any
+        if sampler == "openai":
+            handler = OpenAISampler(openai_client(llm), model="m")
+            key = "sk-test"
+        else:
+            handler = AnthropicSampler(anthropic_client(llm), model="m")
+            key = "sk-ant-test"
+        llm.replies.append((401, {"error": {"message": f"Invalid API key: Bearer {key}", "type": "auth"}}))
+        result = await call("handshake", handler, "ask", {"question": "q"})
+    assert result["code"] == -32603 and "401" in result["error"] and "Invalid API key" in result["error"]
+    assert key not in result["error"]
+
+
+async def test_openai_tool_arguments_that_are_not_an_object_fail_with_a_clear_error() -> None:
+    # the spec's tool_use input is an object: a model's '[1, 2]' is the provider's fault, said as such
+    async with scripted_llm() as llm:
+        calls = openai_tool_calls([("call_1", "weather", {})])
+        calls[1]["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = "[1, 2]"
+        llm.replies.append(calls)
+        turn = [{"role": "user", "content": {"type": "text", "text": "Weather?"}}]
+        sampler = OpenAISampler(openai_client(llm), model="m")
+        result = await call("handshake", sampler, "weather_loop", {"messages": turn}, sampling_tools=True)
+    assert result["code"] == -32603
+    assert "the model called 'weather' with arguments that are not a JSON object" in result["error"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_openai_refusal_reaches_the_server_as_its_text(mode: str) -> None:
+    async with scripted_llm() as llm:
+        status, body = openai_text("")
+        body["choices"][0]["message"] = {"role": "assistant", "content": None, "refusal": "I cannot help with that."}
+        llm.replies.append((status, body))
+        result = await call(mode, OpenAISampler(openai_client(llm), model="m"), "ask", {"question": "q"})
+    assert result["content"] == {"type": "text", "text": "I cannot help with that."}
+    assert result["stopReason"] == "refusal"  # (Anthropic's own stop reason for the same, passed on as it is)
+
+
+@pytest.mark.parametrize(
+    ("sampler", "block", "named"),
+    [
+        ("openai", {"type": "image", "data": PNG, "mimeType": "image/png"}, "image"),
+        ("anthropic", {"type": "audio", "data": PNG, "mimeType": "audio/wav"}, "audio"),
+        ("anthropic", {"type": "resource_link", "uri": "file:///x", "name": "x"}, "resource_link"),
+    ],
+)
+async def test_tool_result_content_a_provider_cannot_take_is_refused_not_dropped(
+    sampler: str, block: dict[str, Any], named: str
+) -> None:
+    # the model would otherwise see the tool's answer without what the server put in it, and answer from less
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "weather", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "toolUseId": "t1", "content": [block]}]},
+    ]
+    async with scripted_llm() as llm:
+        handler = (
+            OpenAISampler(openai_client(llm), model="m")
+            if sampler == "openai"
+            else AnthropicSampler(anthropic_client(llm), model="m")
+        )
+        result = await call("handshake", handler, "weather_loop", {"messages": messages}, sampling_tools=True)
+    assert result["code"] == -32602 and named in result["error"] and "tool result" in result["error"]
+    assert llm.requests == []

@@ -21,9 +21,11 @@ What the handlers do with the server's request, in the words of the specificatio
   server's ``tool_result`` blocks go back as the provider's tool results. A conversation that breaks the tool loop
   is refused ``-32602`` before anything is sent, as the specification asks: a ``tool_use`` with no matching
   ``tool_result`` ("Tool result missing in request"), or a message with tool results "mixed with other content".
-- **Content** the provider cannot take (audio for Anthropic, images in an assistant turn for OpenAI) is refused
-  ``-32602`` naming it, before anything is sent; a provider's failure (rate limit, bad key, outage) is a
-  ``-32603`` whose message carries the provider's status and message (never the key).
+- **Content** the provider cannot take (audio for Anthropic, images in an assistant turn for OpenAI, anything but
+  text in a tool result for OpenAI, anything but text and images there for Anthropic) is refused ``-32602``
+  naming it, before anything is sent; a provider's failure (rate limit, bad key, outage) is a ``-32603`` whose
+  message carries the provider's status and message (never the key: the SDK client's ``api_key`` /
+  ``auth_token`` is cut out of it, even when the provider or a proxy quotes it back).
 
 The SDKs are the user's: pass a configured client (``AsyncOpenAI(...)``, ``AsyncAnthropic(...)``: keys, base URL,
 retries and timeouts are set there), or none to have one made from the environment (``OPENAI_API_KEY``,
@@ -127,10 +129,19 @@ class _Sampler:
         try:
             answer = await self._send(request)
         except Exception as exc:
-            said = "".join(c if c.isprintable() else " " for c in f"{type(exc).__name__}: {exc}"[: MAX_ERROR_CHARS * 2])
+            said = f"{type(exc).__name__}: {exc}"
+            for secret in self._secrets():  # (before cutting: a cut could keep half of one)
+                said = said.replace(secret, "[the key]")
+            said = "".join(c if c.isprintable() else " " for c in said[: MAX_ERROR_CHARS * 2])
             text = " ".join(said.split())  # (one line, no control characters)
             raise InternalError(f"the {self.provider} request failed: {text[:MAX_ERROR_CHARS]}") from None
         return self._result(answer, model)
+
+    def _secrets(self) -> list[str]:
+        """The credentials the SDK client sends, which a provider's (or a proxy's) error may quote back: never
+        passed on to the server. (Read as the SDKs name them; a client without them has none to hide.)"""
+        found = (getattr(self.client, name, None) for name in ("api_key", "auth_token"))
+        return [v for v in found if isinstance(v, str) and len(v) >= 4]
 
     def _request(self, params: Any, turns: list[tuple[str, list[JSONDict]]], model: str, tokens: int) -> JSONDict:
         raise NotImplementedError
@@ -188,18 +199,26 @@ class OpenAISampler(_Sampler):
         message = choices[0].get("message") or {}
         blocks: list[JSONDict] = []
         text = message.get("content")
+        refusal = message.get("refusal")
         if isinstance(text, str) and text:
             blocks.append({"type": "text", "text": text})
+        elif isinstance(refusal, str) and refusal:  # (the model declined: its words, not an empty answer)
+            blocks.append({"type": "text", "text": refusal})
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
             try:
                 arguments = json.loads(function.get("arguments") or "{}")
             except ValueError:
+                arguments = None
+            if not isinstance(arguments, dict):  # (a tool_use input is an object)
                 name = function.get("name")
-                raise InternalError(f"the model called {name!r} with arguments that are not JSON") from None
+                raise InternalError(f"the model called {name!r} with arguments that are not a JSON object")
             blocks.append({"type": "tool_use", "id": call.get("id"), "name": function.get("name"), "input": arguments})
         reason = choices[0].get("finish_reason")
-        return _answer(blocks, answer.get("model") or model, _OPENAI_STOPS.get(reason, reason) if reason else None)
+        stop = _OPENAI_STOPS.get(reason, reason) if reason else None
+        if refusal and not text and not blocks[1:]:
+            stop = "refusal"  # (Anthropic's stop reason for the same, which its handler passes on as it is)
+        return _answer(blocks, answer.get("model") or model, stop)
 
 
 class AnthropicSampler(_Sampler):
@@ -333,10 +352,13 @@ def _answer(blocks: list[JSONDict], model: str, stop: Any) -> JSONDict:
 
 
 def _result_text(block: Mapping[str, Any]) -> str:
-    """A ``tool_result``'s content as text (its text blocks; its structured content when it has no text)."""
-    parts = [
-        c.get("text", "") for c in block.get("content") or [] if isinstance(c, Mapping) and c.get("type") == "text"
-    ]
+    """A ``tool_result``'s content as text (its text blocks; its structured content when it has no text): any
+    other content is refused (OpenAI's tool messages hold text only), not dropped unseen."""
+    content = [c for c in block.get("content") or [] if isinstance(c, Mapping)]
+    for c in content:
+        if c.get("type") != "text":
+            raise InvalidParams(f"OpenAI takes only text in a tool result, not {c.get('type')} content")
+    parts = [c.get("text", "") for c in content]
     if not parts and block.get("structuredContent") is not None:
         parts = [json.dumps(block["structuredContent"])]
     return "\n".join(parts)
@@ -399,11 +421,13 @@ def _anthropic_block(block: JSONDict) -> JSONDict:
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.get("id"), "name": block.get("name"), "input": block.get("input") or {}}
     if kind == "tool_result":
-        content = [
-            _anthropic_block(dict(c))
-            for c in block.get("content") or []
-            if isinstance(c, Mapping) and c.get("type") in ("text", "image")
-        ]
+        content = []
+        for c in block.get("content") or []:
+            if not isinstance(c, Mapping):
+                continue
+            if c.get("type") not in ("text", "image"):  # (refused, not dropped unseen)
+                raise InvalidParams(f"Anthropic takes text and images in a tool result, not {c.get('type')} content")
+            content.append(_anthropic_block(dict(c)))
         if not content and block.get("structuredContent") is not None:
             content = [{"type": "text", "text": json.dumps(block["structuredContent"])}]
         out: JSONDict = {"type": "tool_result", "tool_use_id": block.get("toolUseId"), "content": content}
