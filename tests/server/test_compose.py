@@ -577,3 +577,71 @@ async def test_a_uri_with_a_colon_but_no_scheme_is_mounted_under_the_prefix_and_
         assert [(c.uri, c.text) for c in read.contents] == [("n/file:///etc/x", "path=file:///etc/x")]  # type: ignore[union-attr]
     if guarded:
         assert seen == ["notes/q1:summary", "file:///etc/x"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("guarded", [False, True])
+async def test_a_mounted_template_read_is_answered_by_the_template_the_parent_matched(mode: str, guarded: bool) -> None:
+    """The mounted server's templates ``{+anything}`` (registered first) and ``mem://{key}`` overlap: under prefix
+    ``a`` the parent matches ``mem://a/k1`` to ``mem://a/{key}``. The answer is that template's, whether or not the
+    mounted server has middleware (``guarded``), which sees the read with its own URI; with middleware it used to
+    match the URI again in its own order and answer ``{+anything}``'s."""
+    child = MCPKit("overlap")
+
+    @child.resource("{+anything}")
+    def anything(anything: str) -> str:
+        return f"any {anything}"
+
+    @child.resource("mem://{key}")
+    def memory(key: str) -> str:
+        return f"mem {key}"
+
+    seen: list[str] = []
+    if guarded:
+
+        async def record(call: Any, call_next: Any) -> Any:
+            seen.append(call.params["uri"])
+            return await call_next(call)
+
+        child.add_interceptor(record, methods="resources/read")
+    app = MCPKit("main")
+    app.mount(child, prefix="a")
+    async with serve_http(app) as url, Client(url, mode=mode) as client:
+        assert await client.read_text("mem://a/k1") == "mem k1"
+        assert await client.read_text("a/notes/x") == "any notes/x"
+    assert seen == (["mem://k1", "notes/x"] if guarded else [])
+
+
+async def test_a_mounted_servers_middleware_sees_the_answers_of_an_input_round_as_when_served_alone() -> None:
+    """A 2026-07-28 client answers a mounted tool's elicitation and sends the call again with ``inputResponses``
+    and ``requestState``: the mounted server's middleware sees them in the retried call, as it does when that
+    server is served alone (it saw only ``name`` and ``arguments`` before)."""
+
+    def child_app(seen: list[dict[str, Any]]) -> MCPKit:
+        child = MCPKit("asker")
+
+        @child.tool
+        async def ask(ctx: Context) -> str:
+            answer = await ctx.elicit("Which city?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            return f"you chose {answer.content['name'] if answer.content else answer.action}"
+
+        async def record(call: Any, call_next: Any) -> Any:
+            seen.append(dict(call.params))
+            return await call_next(call)
+
+        child.add_interceptor(record, methods="tools/call")
+        return child
+
+    alone: list[dict[str, Any]] = []
+    mounted: list[dict[str, Any]] = []
+    app = MCPKit("main")
+    app.mount(child_app(mounted), prefix="c")
+    for served, name, seen in ((child_app(alone), "ask", alone), (app, "c_ask", mounted)):
+        async with serve_http(served) as url, Client(url, mode="modern", **HANDLERS) as client:
+            assert (await client.call_tool(name, {})).text == "you chose Oslo"
+        assert [sorted(key for key in params if key != "_meta") for params in seen] == [
+            ["arguments", "name"],
+            ["arguments", "inputResponses", "name", "requestState"],
+        ], seen
+        assert list(seen[1]["inputResponses"].values()) == [{"action": "accept", "content": {"name": "Oslo"}}]
+    assert mounted[1]["inputResponses"] == alone[1]["inputResponses"]

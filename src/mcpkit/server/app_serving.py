@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import operator
 import threading
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Self
 
 from .._aio import running_loop
@@ -124,11 +125,14 @@ class AppServing(Server):
     def _list_templates(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         return self._list_page("resource_templates", "resourceTemplates", _template_uri, ctx, params)
 
-    async def _read_resource(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
+    async def _read_resource(
+        self, ctx: ServerRequestContext, params: JSONDict, first: ResourceTemplate | None = None
+    ) -> JSONDict:
+        # first: the template to try before the others (the one a parent matched to a mounted template of this app)
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri:
             raise InvalidParams("resources/read: uri must be a non-empty string")
-        item, contents = await self._read(uri, Context(self, ctx), ctx)
+        item, contents = await self._read(uri, Context(self, ctx), ctx, first)
         result: JSONDict = {"contents": contents}
         result.update(item.cache_hints)  # modern era only: shaping drops them for handshake sessions
         return result
@@ -140,7 +144,11 @@ class AppServing(Server):
         return (await self._read(uri, ctx, ctx.request_context if ctx is not None else None))[1]
 
     async def _read(
-        self, uri: str, ctx: Context | None, caller: ServerRequestContext | None = None
+        self,
+        uri: str,
+        ctx: Context | None,
+        caller: ServerRequestContext | None = None,
+        first: ResourceTemplate | None = None,
     ) -> tuple[Resource | ResourceTemplate, list[JSONDict]]:
         # caller: the request whose visibility applies (None: the app itself reads, everything is there)
         shown = self._visible if caller is not None else everything
@@ -148,7 +156,10 @@ class AppServing(Server):
             static = self._resources.get(uri)
             if static is not None and shown("resources", uri, static, caller):
                 return static, await static.read(ctx)
-            for key, template in self._templates.items():
+            templates: Iterable[tuple[str, ResourceTemplate]] = self._templates.items()
+            if first is not None:
+                templates = itertools.chain(((first.uri_template, first),), templates)
+            for key, template in templates:
                 variables = template.match(uri)
                 if variables is not None and shown("resource_templates", key, template, caller):
                     return template, await template.read(uri, variables, ctx)

@@ -51,6 +51,8 @@ _PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # a URI's scheme (RFC 3986 3.1): what comes before the first colon is one only if it looks like this (``notes/q1:x``
 # and ``{+path}`` have none)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
+# what a mounted server's interceptors get of the parent's request besides the component's own names
+_PASSED_ON = ("_meta", "inputResponses", "requestState")
 # registries of an app, by list name; templates live in "resource_templates"
 _REGISTRY = {"tools": "_tools", "resources": "_resources", "resource_templates": "_templates", "prompts": "_prompts"}
 
@@ -185,23 +187,36 @@ class Mount:
             chain = tuple(fn for fn in chain if fn != tasks.intercept)
         return chain
 
-    async def run(self, chain: tuple[Interceptor, ...], method: str, params: JSONDict, ctx: Context) -> JSONDict:
+    async def run(
+        self,
+        chain: tuple[Interceptor, ...],
+        method: str,
+        params: JSONDict,
+        ctx: Context,
+        template: ResourceTemplate | None = None,
+    ) -> JSONDict:
         """A request for one of the mounted server's components through its own interceptors (``chain``), as if
         it served the request alone: ``params`` name the component as it knows it, and the innermost step is its
-        own handler of ``method``. What the chain returns is the handler's unshaped result; the parent shapes it.
+        own handler of ``method``; a read of ``template`` (the one the parent matched) tries it first, so the
+        answer is the one the parent's match gives without interceptors, not the first of the mounted server's
+        overlapping templates. What the chain returns is the handler's unshaped result; the parent shapes it.
         An ``InputRequired`` the component raised is the ``input_required`` result inside the chain (as the
         dispatcher makes it), raised again after it so that the parent answers it as its own."""
         sctx = ctx.request_context
         sent = sctx.rc.params or {}
-        meta = sent.get("_meta")
-        if meta is not None:
-            params["_meta"] = meta
+        for key in _PASSED_ON:  # (the request as the client sent it: its answers of an input round too)
+            value = sent.get(key)
+            if value is not None:
+                params[key] = value
         parent: Any = sctx.server  # (the dispatching server: it seals the requestState of an input round)
         asked: list[InputRequired] = []
 
         async def handle(call: Call) -> JSONDict:
             try:
-                pending = self.child._call_handler(sctx, call.method, call.params, sctx.features)
+                if template is not None and call.method == "resources/read" and self._reads_registries():
+                    pending = self.child._read_resource(sctx, call.params, template)
+                else:
+                    pending = self.child._call_handler(sctx, call.method, call.params, sctx.features)
                 result = await pending if inspect.isawaitable(pending) else pending
             except (InputRequired, ResourceNotFound) as exc:
                 if isinstance(exc, InputRequired):
@@ -218,6 +233,11 @@ class Mount:
         if asked and result.get("resultType") == "input_required":
             raise asked[0]
         return result
+
+    def _reads_registries(self) -> bool:
+        """The mounted server answers ``resources/read`` from its registries (not with a handler of its own)."""
+        child = self.child
+        return bool(child._handlers.get("resources/read") == child._read_resource)
 
 
 class _MountedInfo:
@@ -357,7 +377,7 @@ class MountedTemplate(ResourceTemplate):
             inner_uri = uri
         mount = self.mount
         if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("resources/read")):
-            contents = _contents(await mount.run(chain, "resources/read", {"uri": inner_uri}, ctx))
+            contents = _contents(await mount.run(chain, "resources/read", {"uri": inner_uri}, ctx, self.inner))
         else:
             contents = await self.inner.read(inner_uri, variables, mount.context(ctx))
         return _renamed(contents, inner_uri, uri)
