@@ -61,9 +61,9 @@ from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_resu
 from .proxy_upstream import MAX_WATCHED, Upstream, _one_line
 from .server.app import MCPKit
 from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
-from .server.compose import check_prefix, unprefixed_uri
 from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
 from .server.pagination import Paginator
+from .server.prefixes import check_prefix, unprefixed_uri
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 

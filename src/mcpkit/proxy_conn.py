@@ -14,8 +14,8 @@ from .client.client import Client
 from .protocol.errors import MCPError, MethodNotFound
 from .protocol.jsonrpc import JSONDict
 from .proxy_rounds import _Lease
-from .server.compose import prefixed_uri
 from .server.lowlevel import ServerRequestContext, ServerSession
+from .server.prefixes import prefixed_uri
 
 
 class ProxyHost(Protocol):

@@ -7,9 +7,9 @@ from __future__ import annotations
 from .protocol.apps import relinked_tool_meta
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_SERVER_INFO, Features
-from .server.compose import prefixed_content, prefixed_name, prefixed_uri
 from .server.content import downgrade_content
 from .server.lowlevel import ServerRequestContext
+from .server.prefixes import prefixed_content, prefixed_name, prefixed_uri
 
 __all__ = ["LISTS", "shape_item", "shape_result", "upstream_params"]
 

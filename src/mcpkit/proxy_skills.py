@@ -11,7 +11,7 @@ from typing import Any
 
 from .protocol.extensions import SKILLS_EXTENSION, declared_settings
 from .protocol.jsonrpc import JSONDict
-from .server.compose import prefixed_uri
+from .server.prefixes import prefixed_uri
 
 __all__ = ["SKILLS_METHODS", "gateway_settings", "prefixed_skills_result", "serves_skills"]
 

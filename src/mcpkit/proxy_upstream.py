@@ -23,8 +23,8 @@ from .protocol.jsonrpc import JSONDict
 from .proxy_conn import ProxyHost, _alive, _Conn, _opened, caps_key
 from .proxy_rounds import ProgressRelay, _Lease
 from .proxy_watch import UpstreamWatch
-from .server.compose import prefixed_uri
 from .server.lowlevel import ServerRequestContext, ServerSession
+from .server.prefixes import prefixed_uri
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 

@@ -15,8 +15,8 @@ from .client.client import Client
 from .client.targets import Target
 from .protocol.errors import InvalidRequest, MCPError
 from .proxy_conn import ProxyHost, _Conn
-from .server.compose import prefixed_uri
 from .server.lowlevel import ServerSession
+from .server.prefixes import prefixed_uri
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 

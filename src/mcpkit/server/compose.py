@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import re
 from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -38,6 +37,7 @@ from .context import Context
 from .interceptors import Call, Interceptor, call_for, run_chain
 from .lowlevel import InputRequired, ServerRequestContext
 from .pagination import Listed
+from .prefixes import check_prefix, prefixed_content, prefixed_name, prefixed_uri, unprefixed_uri
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .schema import ArgumentProblem
@@ -47,10 +47,6 @@ from .uri_template import UriTemplate
 logger: logging.Logger = logging.getLogger("mcpkit.server.compose")
 JSONDict = dict[str, Any]
 
-_PREFIX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-# a URI's scheme (RFC 3986 3.1): what comes before the first colon is one only if it looks like this (``notes/q1:x``
-# and ``{+path}`` have none)
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*$")
 # what a mounted server's interceptors get of the parent's request besides the component's own names
 _PASSED_ON = ("_meta", "inputResponses", "requestState")
 # registries of an app, by list name; templates live in "resource_templates"
@@ -89,60 +85,6 @@ class Composable(Protocol):
     def _serve_lists(self, kinds: Iterable[str]) -> None: ...
 
     def _refresh_skills(self) -> None: ...
-
-
-def check_prefix(prefix: str) -> None:
-    """Refuse (``ValueError``) a prefix that names and URIs cannot carry: 1-64 characters of A-Z a-z 0-9 _ . -,
-    starting with a letter or digit."""
-    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
-        raise ValueError(f"prefix {prefix!r}: 1-64 characters of A-Z a-z 0-9 _ . -, starting with a letter or digit")
-
-
-def prefixed_name(prefix: str | None, name: str) -> str:
-    """A mounted tool's or prompt's name: ``<prefix>_<name>``."""
-    return name if prefix is None else f"{prefix}_{name}"
-
-
-def prefixed_uri(prefix: str | None, uri: str) -> str:
-    """A mounted resource's URI (or URI template): ``scheme://<prefix>/rest``, ``scheme:<prefix>/rest``."""
-    if prefix is None:
-        return uri
-    scheme, colon, rest = uri.partition(":")
-    if not colon or not _SCHEME.match(scheme):
-        return f"{prefix}/{uri}"
-    if rest.startswith("//"):
-        return f"{scheme}://{prefix}/{rest[2:]}"
-    return f"{scheme}:{prefix}/{rest}"
-
-
-def unprefixed_uri(prefix: str | None, uri: str) -> str | None:
-    """The mounted server's URI for the parent's ``uri`` (None when ``uri`` does not carry ``prefix``)."""
-    if prefix is None:
-        return uri
-    scheme, colon, rest = uri.partition(":")
-    if not colon or not _SCHEME.match(scheme):
-        head = f"{prefix}/"
-        return uri[len(head) :] if uri.startswith(head) else None
-    if rest.startswith("//"):
-        head = f"//{prefix}/"
-        return f"{scheme}://{rest[len(head) :]}" if rest.startswith(head) else None
-    head = f"{prefix}/"
-    return f"{scheme}:{rest[len(head) :]}" if rest.startswith(head) else None
-
-
-def prefixed_content(block: JSONDict, prefix: str | None) -> JSONDict:
-    """A content block of a mounted (or proxied) server's result naming a resource by the parent's URI: a resource
-    link's ``uri``, an embedded resource's ``resource.uri`` (so the client reads it back through the parent, as
-    the parent lists it); any other block as it is."""
-    if prefix is None:
-        return block
-    kind = block.get("type")
-    if kind == "resource_link" and isinstance(block.get("uri"), str):
-        return {**block, "uri": prefixed_uri(prefix, block["uri"])}
-    resource = block.get("resource")
-    if kind == "resource" and isinstance(resource, dict) and isinstance(resource.get("uri"), str):
-        return {**block, "resource": {**resource, "uri": prefixed_uri(prefix, resource["uri"])}}
-    return block
 
 
 def _prefixed_result(result: JSONDict, prefix: str) -> JSONDict:

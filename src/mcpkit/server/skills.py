@@ -48,7 +48,7 @@ from ..protocol.skills import (
     parse_frontmatter,
     path_segment,
 )
-from .compose import prefixed_uri, unprefixed_uri
+from .prefixes import prefixed_uri, unprefixed_uri
 
 JSONDict = dict[str, Any]
 logger: logging.Logger = logging.getLogger("mcpkit.server.skills")
