@@ -43,6 +43,7 @@ from .apps import Apps, check_ui_resource
 from .completions import Completer, completer_plan
 from .context import Context
 from .decorators import bare_or_configured, check_duplicate, checked_resource_uri
+from .files import Files
 from .lifespan import Lifespan, LifespanHolder
 from .lowlevel import ServerRequestContext
 from .openapi import OpenAPIImport
@@ -67,7 +68,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, OpenAPIImport):
+class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, Files, OpenAPIImport):
     """A high-level MCP server.
 
     Args:
@@ -334,14 +335,15 @@ class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, OpenA
     def add_resource(
         self,
         uri: str,
-        source: Callable[..., Any] | str | bytes,
+        source: Callable[..., Any] | str | bytes | Resource,
         *,
         completions: dict[str, Completer] | None = None,
         size: int | None = None,
         replace: bool = False,
         **options: Any,
     ) -> Resource | ResourceTemplate:
-        """Register a resource at any time: ``source`` is a function, or fixed text/bytes for a static URI.
+        """Register a resource at any time: ``source`` is a function, fixed text/bytes for a static URI, or a
+        :class:`~mcpkit.server.resources.Resource` made already (e.g. a :class:`~mcpkit.server.files.FileResource`).
         Connected clients get ``resources/list_changed``. A second resource (or template) with the same URI is
         a ``ValueError`` unless ``replace=True``."""
         item: Resource | ResourceTemplate
@@ -362,7 +364,11 @@ class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, OpenA
         else:
             if completions:
                 raise ValueError(f"static resource {uri!r} has no arguments to complete")
-            if callable(source):
+            if isinstance(source, Resource):  # (made already, e.g. a FileResource: add_file, add_directory)
+                if options or size is not None or source.uri != uri:
+                    raise TypeError(f"resource {uri!r}: a Resource object takes no options and keeps its own URI")
+                item = source
+            elif callable(source):
                 item = Resource(uri, source, size=size, **options)
                 self._tune(item.sync)
             else:
