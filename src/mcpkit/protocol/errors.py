@@ -22,8 +22,22 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022  # 2026-07-28
 MODERN_ERROR_CODES = frozenset((HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION))
 
 
+#: characters of an error's message its exception's text (``str()``, hence tracebacks and logs) and ``repr()`` show;
+#: the message itself is kept whole (``MCPError.message``, ``to_error()``: what a proxy relays)
+MAX_ERROR_TEXT = 1000
+
+
+def _bounded_text(message: str) -> str:
+    if len(message) <= MAX_ERROR_TEXT:
+        return message
+    return f"{message[:MAX_ERROR_TEXT]}... ({len(message) - MAX_ERROR_TEXT:,} more characters)"
+
+
 class MCPError(Exception):
-    """An error that travels as a JSON-RPC error object: ``code``, ``message`` and optional ``data``."""
+    """An error that travels as a JSON-RPC error object: ``code``, ``message`` and optional ``data``.
+
+    Its text (``str()``) shows at most :data:`MAX_ERROR_TEXT` characters of the message (a peer may send a long
+    one); ``message`` and :meth:`to_error` hold it whole."""
 
     code: ClassVar[int] = INTERNAL_ERROR
     default_message: ClassVar[str] = "Internal error"
@@ -42,8 +56,12 @@ class MCPError(Exception):
             err["data"] = self.data
         return err
 
+    def __str__(self) -> str:
+        return _bounded_text(self.message)
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(code={self.code}, message={self.message!r}, data={self.data!r})"
+        message, data = _bounded_text(self.message), _bounded_text(repr(self.data))
+        return f"{type(self).__name__}(code={self.code}, message={message!r}, data={data})"
 
 
 class ParseError(MCPError):
