@@ -38,6 +38,12 @@ class AsksAuthorization(Protocol):
         """The params of ``method`` the authorization is asked about too for a request of ``params``."""
         ...
 
+    @property
+    def asks_too(self) -> bool:
+        """Whether :meth:`asked_too` may name any request now (False: it answers ``()`` to every one, so a caller
+        on a hot path need not ask it). A server whose answer changes counts that in its ``handlers_version``."""
+        ...
+
 
 async def lifespan(
     receive: Receive,

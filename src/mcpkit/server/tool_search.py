@@ -482,6 +482,7 @@ class Searching:
         _snapshots: dict[str, Snapshot[Any]]
         _list_caches: ListCache
         _visibility: Visibility | None
+        handlers_version: int
         _interceptors: Any
         _intercepting: Any
 
@@ -507,12 +508,20 @@ class Searching:
         except MCPError:  # (refused before anything runs: nothing to ask about)
             return ()
 
+    @property
+    def asks_too(self) -> bool:
+        """Whether :meth:`asked_too` may name a call: this app serves a caller tool (its own or a mounted app's).
+        Until then the HTTP endpoint skips the check of the inner tool's headers (it reads this again when
+        ``handlers_version`` changes)."""
+        return self._routing is not None
+
     def _route_calls(self) -> None:
         """Route the calls of caller tools this app serves (its own, or a mounted app's), once."""
         if self._routing is None:
             self._routing = CallRouting(self)
             self._interceptors.add(self._routing, ("tools/call",), outermost=True)
             self._intercepting = self._interceptors
+            self.handlers_version += 1  # (the transports read asks_too again)
         if self._registries["tools"] is self._tools:  # (a mounted app with tool search: list what it lists)
             self._list_tools_of(_MountedListed(self._tools))
 

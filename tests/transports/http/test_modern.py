@@ -95,6 +95,41 @@ async def test_a_rewritten_call_is_named_by_its_caller_tool_and_checks_the_inner
             assert done.text == "ran '2' in eu"
 
 
+async def test_tool_search_added_while_serving_gets_the_inner_header_check() -> None:
+    """The endpoint skips the inner tool's header check while the app serves no caller tool, and does it once tool
+    search is added (or a mounted app with tool search routes through it) while it serves."""
+    app = MCPKit("late")
+
+    @app.tool
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Run in a region."""
+        return f"ran in {region}"
+
+    parent = MCPKit("parent")
+    parent.add_tool(lambda: "mine", name="own", description="A tool of its own.")
+    async with serve_http(app) as url, serve_http(parent) as parent_url, httpx.AsyncClient(timeout=30) as http:
+
+        async def post(at: str, body: dict[str, Any], name: str, **params: str) -> tuple[int, Any]:
+            r = await http.post(at, json=body, headers=modern_headers("tools/call", name, **params))
+            return r.status_code, orjson.loads(r.content)
+
+        direct = modern_body("tools/call", {"name": "where", "arguments": {"region": "eu"}})
+        assert (await post(url, direct, "where", **{"Mcp-Param-Region": "eu"}))[0] == 200
+        own = await post(parent_url, modern_body("tools/call", {"name": "own", "arguments": {}}), "own")
+        assert own[0] == 200
+        app.add_tool_search()
+        status, answer = await post(url, _call("call_tool", "where", {"region": "eu"}), "call_tool")
+        assert status == 200 and answer["result"]["content"][0]["text"] == "ran in eu"
+        wrong = {"Mcp-Param-Region": "us"}
+        status, answer = await post(url, _call("call_tool", "where", {"region": "eu"}), "call_tool", **wrong)
+        assert status == 400 and "does not match" in answer["error"]["message"]
+        parent.mount(app, prefix="c")  # (the parent served a call already: it routes from now on)
+        status, answer = await post(
+            parent_url, _call("c_call_tool", "c_where", {"region": "eu"}), "c_call_tool", **wrong
+        )
+        assert status == 400 and "does not match" in answer["error"]["message"]
+
+
 async def _ts_v2(node_bin: Path, url: str, steps: list[dict[str, Any]]) -> list[Any]:
     """The TypeScript SDK v2 client's answers to ``steps`` over HTTP in 2026-07-28."""
     proc = await asyncio.create_subprocess_exec(

@@ -67,7 +67,13 @@ class MCPApp:
             routes[probes[-1]] = self._readiness
         #: the probe paths (:class:`~mcpkit._asgi.HasProbes`): ``protect`` lets a GET of them through
         self.probe_paths: frozenset[str] = frozenset(probes)
+        self._asks: AsksAuthorization | None = server if isinstance(server, AsksAuthorization) else None
         self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
+
+    @property
+    def asks_too(self) -> bool:
+        """Whether :meth:`asked_too` may name any request now (the server's answer)."""
+        return self._asks is not None and self._asks.asks_too
 
     def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
         """What the server's authorization is asked about too for this request (:class:`~mcpkit._asgi.

@@ -75,6 +75,7 @@ class ModernValidator:
 
     __slots__ = (
         "_asked_too",
+        "_asks",
         "_known_feats",
         "_known_handlers",
         "_known_methods",
@@ -91,8 +92,9 @@ class ModernValidator:
         self.tool_headers: ToolHeaders | None = tool_headers
         self.max_batch: int = max_batch
         # a call the server runs as the call of another tool (tool search's call_tool): that tool's headers sent
-        # must match
-        self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
+        # must match. Read while the server serves a caller tool only (_forget_known: when its handlers change)
+        self._asks = server if isinstance(server, AsksAuthorization) else None
+        self._asked_too: Callable[[str, Any], tuple[JSONDict, ...]] | None = None
         # the quick test of validate: header values (bytes) that diagnose found good, by what they stand for
         # (each bounded; started afresh when the server's versions or handlers change)
         self._known_stamp: Any = None
@@ -180,6 +182,8 @@ class ModernValidator:
         server = self.server
         self._known_stamp = server.modern_versions
         self._known_handlers = server.handlers_version
+        asks = self._asks
+        self._asked_too = asks.asked_too if asks is not None and asks.asks_too else None
         self._known_versions = {}
         self._known_feats = {}
         self._known_methods = {}
