@@ -23,6 +23,7 @@ _LAZY: dict[str, str] = {
     # what servers and examples use most, so nobody has to know the module layout
     "Image": "server.content",
     "Audio": "server.content",
+    "File": "server.content",
     "Tool": "server.tools",
     "Message": "server.prompts",
     "InputRequired": "server.lowlevel",
@@ -89,7 +90,7 @@ if TYPE_CHECKING:
     from .protocol.types import ResourceLink
     from .proxies import ProxyServer, proxy
     from .server.app import MCPKit, ToolError
-    from .server.content import Audio, Image
+    from .server.content import Audio, File, Image
     from .server.context import Context
     from .server.dependencies import Depends
     from .server.elicitation import (
@@ -123,6 +124,7 @@ __all__ = [
     "ElicitationHandler",
     "ElicitationParams",
     "ElicitationResult",
+    "File",
     "Image",
     "InputHandlerError",
     "InputRequired",

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from mcpkit import MCPKit
+from mcpkit import File, MCPKit
 from mcpkit.client.lowlevel import ClientSession
+from mcpkit.protocol import versions
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server import files
+from mcpkit.server.prompts import Message
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from support.everything import MODES, connect
 from support.mcp_http import running
@@ -310,3 +312,59 @@ async def test_add_file_serves_one_file_under_the_uri_given(tmp_path: Path, mode
         with pytest.raises(MCPError) as exc:
             await cs.read_resource("reports://latest")
         assert exc.value.code == NOT_FOUND[mode]
+
+
+def _file_app(tmp_path: Path) -> MCPKit:
+    (tmp_path / "report.pdf").write_bytes(b"%PDF-1.7 \x00\xff")
+    (tmp_path / "notes.md").write_text("# Notes ü")
+    (tmp_path / "big.bin").write_bytes(b"x" * 101)
+    app = MCPKit("file results")
+
+    @app.tool
+    def report() -> File:
+        return File(path=tmp_path / "report.pdf")
+
+    @app.tool
+    def notes() -> list[File]:
+        return [File(path=tmp_path / "notes.md"), File("made here", name="made.txt", uri="notes://made")]
+
+    @app.tool
+    def big() -> File:
+        return File(path=tmp_path / "big.bin", max_bytes=100)
+
+    @app.prompt
+    def review() -> list[Message]:
+        return [Message.user("Review this:"), Message.user(File(path=tmp_path / "notes.md"))]
+
+    return app
+
+
+@pytest.mark.req("M069", "M063")
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_file_returned_by_a_tool_or_a_prompt_is_embedded_as_text_or_base64(tmp_path: Path, mode: str) -> None:
+    app = _file_app(tmp_path)
+    assert "outputSchema" not in app.get_tool("report").definition(versions.features(versions.LATEST_HANDSHAKE))
+    async with connect(app, mode=mode) as (cs, _, _):
+        [pdf] = (await cs.call_tool("report", {})).dump()["content"]
+        assert pdf["type"] == "resource"
+        assert pdf["resource"]["uri"] == "file:///report.pdf"  # (the name only: not the server's path)
+        assert pdf["resource"]["mimeType"] == "application/pdf"
+        assert base64.b64decode(pdf["resource"]["blob"]) == b"%PDF-1.7 \x00\xff"
+        md, made = (await cs.call_tool("notes", {})).dump()["content"]
+        assert md["resource"] == {"uri": "file:///notes.md", "mimeType": "text/markdown", "text": "# Notes ü"}
+        assert made["resource"] == {"uri": "notes://made", "mimeType": "text/plain", "text": "made here"}
+        failed = await cs.call_tool("big", {})
+        assert failed.is_error  # (more than max_bytes: the tool fails, and says nothing of the server's files)
+        messages = (await cs.get_prompt("review", {})).dump()["messages"]
+        assert messages[1]["content"]["resource"]["text"] == "# Notes ü"
+
+
+def test_file_takes_data_or_a_path_and_bounds_what_it_reads(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="exactly one of"):
+        File()
+    (tmp_path / "x.bin").write_bytes(b"1234")
+    with pytest.raises(ValueError, match="more than 3 bytes"):
+        File(path=tmp_path / "x.bin", max_bytes=3)
+    assert File(b"\x89PNG\r\n\x1a\n....").mime_type == "image/png"  # (sniffed)
+    assert File(b"\x00\x01").to_content()["resource"]["blob"] == "AAE="
+    assert File(b"not utf-8 \xff", name="a.txt").to_content()["resource"]["blob"]  # (text type, bytes not UTF-8)

@@ -6,7 +6,8 @@ each other.
 
 Return values (see :func:`to_content`): ``str`` → text; ``bytes`` → an image/audio block when the bytes say so,
 else an embedded blob; :class:`Image`/:class:`Audio` helpers; MCP content models or dicts; resource contents
-(embedded); :class:`ResourceLink`; a list of any of these; anything else → its JSON as text.
+(embedded); :class:`File` (a file's bytes or text, embedded); :class:`ResourceLink`; a list of any of these;
+anything else → its JSON as text.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import mimetypes
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import orjson
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 JSONDict = dict[str, Any]
 
 _CONTENT_TYPES = frozenset(("text", "image", "audio", "resource", "resource_link"))
+DEFAULT_FILE_BYTES = 2 * 1024 * 1024
 
 
 # pydantic and the protocol models are imported only when needed, so a stdio server answers initialize before
@@ -112,6 +115,104 @@ class Audio(_Media):
     default_mime = "audio/wav"
 
 
+class File:
+    """A file to return from a tool or a prompt, embedded as a resource: ``File(path="report.pdf")`` or
+    ``File(data, name="notes.md")``. Text (a text MIME type whose bytes are UTF-8) is sent as ``text``, anything
+    else as a base64 ``blob``. ``mime_type``: by default from the name, else from the bytes (``sniff_mime``), else
+    ``application/octet-stream``. ``uri``: by default ``file:///<name>`` (the name only: the server's own path is
+    not told). A ``path`` is read at once, at most ``max_bytes`` (2 MiB by default, so the base64 of a binary file
+    fits a client's default 4 MiB message; a larger file is a ``ValueError`` naming its size)."""
+
+    def __init__(
+        self,
+        data: bytes | str | None = None,
+        *,
+        path: str | Path | None = None,
+        name: str | None = None,
+        mime_type: str | None = None,
+        uri: str | None = None,
+        annotations: JSONDict | t.Annotations | None = None,
+        max_bytes: int = DEFAULT_FILE_BYTES,
+    ) -> None:
+        if (data is None) == (path is None):
+            raise ValueError("File: give exactly one of data= or path=")
+        if path is not None:
+            p = Path(path)
+            with p.open("rb") as f:
+                raw = f.read(max_bytes + 1)
+            if len(raw) > max_bytes:
+                raise ValueError(f"File: {p.name} has more than {max_bytes} bytes (max_bytes={max_bytes})")
+            name = name or p.name
+        else:
+            assert data is not None
+            raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+            if mime_type is None and isinstance(data, str) and (name is None or mime_by_name(name) is None):
+                mime_type = "text/plain"
+        self.data: bytes = raw
+        self.name: str | None = name
+        self.mime_type: str = (
+            mime_type or (mime_by_name(name) if name else None) or sniff_mime(raw) or "application/octet-stream"
+        )
+        self.uri: str = uri or ("file:///" + quote(name) if name else "mcpkit://file")
+        self.annotations = annotations
+
+    def to_content(self) -> JSONDict:
+        """The ``resource`` content block (an embedded resource)."""
+        resource: JSONDict = {"uri": self.uri, "mimeType": self.mime_type}
+        text = None
+        if is_text_type(self.mime_type):
+            try:
+                text = self.data.decode("utf-8")
+            except UnicodeDecodeError:
+                text = None
+        if text is not None:
+            resource["text"] = text
+        else:
+            resource["blob"] = base64.b64encode(self.data).decode("ascii")
+        block: JSONDict = {"type": "resource", "resource": resource}
+        if self.annotations is not None:
+            block["annotations"] = dump_model(self.annotations)
+        return block
+
+
+# MIME types outside text/* whose content is text (sent as text, not base64)
+_TEXT_TYPES = frozenset(
+    {
+        "application/json",
+        "application/xml",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "application/yaml",
+        "application/x-yaml",
+        "application/toml",
+        "application/x-sh",
+        "application/sql",
+        "application/graphql",
+        "image/svg+xml",
+    }
+)
+# names the mimetypes module of some platforms does not know
+_EXTRA_TYPES = {
+    ".md": "text/markdown",
+    ".toml": "application/toml",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+}
+
+
+def is_text_type(mime: str) -> bool:
+    """Whether content of this MIME type is text (sent as ``text``, not a base64 ``blob``)."""
+    return mime.startswith("text/") or mime in _TEXT_TYPES or mime.endswith(("+json", "+xml"))
+
+
+def mime_by_name(name: str) -> str | None:
+    """The MIME type a file name implies (None when it says nothing)."""
+    dot = name.rfind(".")
+    extra = _EXTRA_TYPES.get(name[dot:].lower()) if dot >= 0 else None
+    return extra or mimetypes.guess_type(name, strict=False)[0]
+
+
 def sniff_mime(data: bytes) -> str | None:
     """The MIME type of common image/audio formats from their magic bytes."""
     head = data[:16]
@@ -154,7 +255,7 @@ def _default(obj: Any) -> Any:
 
 
 def _is_content_like(value: Any) -> bool:
-    if isinstance(value, (str, bytes, _Media, *_content_models(), *_resource_contents_models())):
+    if isinstance(value, (str, bytes, _Media, File, *_content_models(), *_resource_contents_models())):
         return True
     return isinstance(value, dict) and value.get("type") in _CONTENT_TYPES
 
@@ -188,7 +289,7 @@ def to_content(value: Any, *, blob_uri: str = "mcpkit://result") -> list[JSONDic
                 },
             }
         ]
-    if isinstance(value, _Media):
+    if isinstance(value, (_Media, File)):
         return [value.to_content()]
     if is_model(value):
         if isinstance(value, _content_models()):
@@ -235,9 +336,13 @@ def downgrade_content(blocks: list[JSONDict], feats: Features) -> list[JSONDict]
 
 
 __all__ = [
+    "DEFAULT_FILE_BYTES",
     "Audio",
+    "File",
     "Image",
     "annotations_for",
+    "is_text_type",
+    "mime_by_name",
     "downgrade_content",
     "dump_model",
     "is_content_value",

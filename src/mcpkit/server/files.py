@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import fnmatch
 import logging
-import mimetypes
 import os
 import stat
 from collections.abc import Iterable, Sequence
@@ -33,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..protocol.errors import InternalError, ResourceNotFound
+from .content import DEFAULT_FILE_BYTES, is_text_type, mime_by_name
 from .resources import Resource, ResourceTemplate, _ResourceBase, to_contents
 
 if TYPE_CHECKING:
@@ -43,46 +43,17 @@ JSONDict = dict[str, Any]
 logger = logging.getLogger("mcpkit.server.files")
 
 DEFAULT_MAX_FILES = 10_000
-DEFAULT_MAX_FILE_SIZE = 2 * 1024 * 1024
+DEFAULT_MAX_FILE_SIZE = DEFAULT_FILE_BYTES
 MAX_SCANNED = 200_000
 MAX_DEPTH = 32
 SNIFF_BYTES = 1024
 MIN_POLL_S = 0.5
 
-# MIME types outside text/* whose content is text (read as UTF-8 text, not base64)
-_TEXT_TYPES = frozenset(
-    {
-        "application/json",
-        "application/xml",
-        "application/javascript",
-        "application/x-javascript",
-        "application/ecmascript",
-        "application/yaml",
-        "application/x-yaml",
-        "application/toml",
-        "application/x-sh",
-        "application/sql",
-        "application/graphql",
-        "image/svg+xml",
-    }
-)
-_EXTRA_TYPES = {
-    ".md": "text/markdown",
-    ".toml": "application/toml",
-    ".yaml": "application/yaml",
-    ".yml": "application/yaml",
-}
-
-
-def is_text_type(mime: str) -> bool:
-    """Whether content of this MIME type is text (sent as ``text``, not a base64 ``blob``)."""
-    return mime.startswith("text/") or mime in _TEXT_TYPES or mime.endswith(("+json", "+xml"))
-
 
 def guess_mime(path: Path, head: bytes | None) -> str:
     """The MIME type of a file: by its name, else ``text/plain`` when its first bytes are UTF-8 without NUL (``head``;
     None: not read), else ``application/octet-stream``."""
-    mime = _EXTRA_TYPES.get(path.suffix.lower()) or mimetypes.guess_type(path.name, strict=False)[0]
+    mime = mime_by_name(path.name)
     if mime is not None:
         return mime
     if head is not None and b"\x00" not in head:
@@ -99,7 +70,7 @@ def mime_of(path: str | os.PathLike[str], follow_symlinks: bool = False) -> str:
     """:func:`guess_mime` of the file at ``path``, reading its first ``SNIFF_BYTES`` only when its name says
     nothing."""
     p = Path(path)
-    if _EXTRA_TYPES.get(p.suffix.lower()) or mimetypes.guess_type(p.name, strict=False)[0]:
+    if mime_by_name(p.name) is not None:
         return guess_mime(p, None)
     head = None
     with contextlib.suppress(OSError):

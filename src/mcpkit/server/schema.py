@@ -456,9 +456,9 @@ def _is_unstructured(annotation: Any) -> bool:
     if tp in (str, bytes):
         return True
     from ..protocol import types as t  # (only now: the common answers above need no pydantic)
-    from .content import Audio, Image
+    from .content import Audio, File, Image
 
-    content = (Image, Audio, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
+    content = (Image, Audio, File, t.TextContent, t.ImageContent, t.AudioContent, t.EmbeddedResource, t.ResourceLink)
     if isinstance(tp, type) and issubclass(tp, t.CallToolResult):
         return True
     return _names_content(tp, (*content, t.TextResourceContents, t.BlobResourceContents), in_list=False)
