@@ -39,6 +39,7 @@ from ..protocol.types import (
 )
 from ..protocol.versions import LOG_LEVELS, Features, LogLevel, is_modern, is_supported
 from .changes import ChangeQueue
+from .forms import without_nulls
 from .results import (
     ElicitationContentError,
     SchemaError,
@@ -453,7 +454,7 @@ def _elicitation_result(value: Any, params: ElicitationParams | JSONDict) -> JSO
     schema = params.get("requestedSchema")
     given = result.get("content")
     content = apply_schema_defaults(
-        schema if isinstance(schema, dict) else None, given if isinstance(given, dict) else None
+        schema if isinstance(schema, dict) else None, without_nulls(given, schema) if isinstance(given, dict) else None
     )
     if isinstance(schema, dict):
         full = {"type": "object", **schema}

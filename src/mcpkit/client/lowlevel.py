@@ -62,6 +62,7 @@ from ..protocol.versions import (
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .changes import ChangeQueue
+from .forms import check_form
 from .handlers import _as_dict, _maybe_await, _validated
 from .keepalive import keep_alive
 from .negotiation import negotiate
@@ -501,6 +502,8 @@ class ClientSession:
             mode = params.get("mode", "form")
             if mode == "url" and not self.elicitation_url:
                 raise InvalidParams("URL-mode elicitation is not supported by this client")
+            if mode != "url" and not self.relay_answers and "requestedSchema" in params:
+                check_form(params["requestedSchema"])  # (-32602 naming the field: never shown to the handler)
             wanted: Any = params if self.relay_answers else h.ElicitationParams.from_wire(params)
             result = _as_dict(await _maybe_await(self.elicitation_handler(wanted)))
             checked = _validated(ElicitResult, result, "elicitation")
