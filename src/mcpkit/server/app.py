@@ -40,6 +40,7 @@ from ..protocol.versions import ALL_VERSIONS
 from . import compose
 from .app_serving import LIST_KEYS, LIST_KINDS, AppServing
 from .apps import Apps, check_ui_resource
+from .as_tools import AsTools
 from .completions import Completer, completer_plan
 from .context import Context
 from .decorators import bare_or_configured, check_duplicate, checked_resource_uri
@@ -68,7 +69,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
 
 
-class MCPKit(AppServing, compose.Mounting, Rules, Searching, Apps, Skills, Files, OpenAPIImport):
+class MCPKit(AppServing, compose.Mounting, Rules, Searching, AsTools, Apps, Skills, Files, OpenAPIImport):
     """A high-level MCP server.
 
     Args:

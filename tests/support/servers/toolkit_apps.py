@@ -473,6 +473,56 @@ def flaky_app() -> MCPKit:
     return app
 
 
+def as_tools_app() -> MCPKit:
+    """``per_principal``'s rules (``secret://plan`` and ``admin_prompt`` for alice only) with resources and prompts
+    as tools (pages of 3 over the app's pages of 2): text, binary and templated resources, one needing scope
+    ``files:admin``, a tool that adds a resource, and ``recorded``: every request an interceptor saw."""
+    app = per_principal_app()
+    seen: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        seen.append(f"{call.method} {call.params.get('uri') or call.params.get('name') or ''}".strip())
+        return await call_next(call)
+
+    app.add_interceptor(record)
+
+    @app.resource("docs://readme")
+    def readme() -> str:
+        """The readme."""
+        return "read me first"
+
+    @app.resource("docs://logo", mime_type="image/png")
+    def logo() -> bytes:
+        return b"\x89PNG\r\n\x1a\nlogo"
+
+    @app.resource("docs://pages/{name}")
+    def page(name: str) -> str:
+        """A page by name."""
+        return f"page {name}"
+
+    @app.resource("secret://keys", scopes=["files:admin"])
+    def keys() -> str:
+        return "the keys"
+
+    @app.prompt
+    def summarize(topic: str, style: str = "short") -> str:
+        """Summarize a topic."""
+        return f"Summarize {topic}, {style}."
+
+    @app.tool
+    def add_resource_named(uri: str) -> str:
+        app.add_resource(uri, f"new {uri}")
+        return "added"
+
+    @app.tool
+    def recorded() -> list[str]:
+        return list(seen)
+
+    app.add_resources_as_tools(page_size=3)
+    app.add_prompts_as_tools()
+    return app
+
+
 APPS = {
     "cached": cached_app,
     "flaky": flaky_app,
@@ -486,6 +536,7 @@ APPS = {
     "visibility": visibility_app,
     "per_principal": per_principal_app,
     "tool_search": tool_search_app,
+    "as_tools": as_tools_app,
 }
 
 

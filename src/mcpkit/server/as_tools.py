@@ -1,0 +1,491 @@
+"""Resources and prompts as tools, for clients that speak tools only.
+
+Many MCP clients (most agent hosts) call tools and nothing else: a server's resources and prompts are invisible
+to them. ``app.add_resources_as_tools()`` adds two tools, ``list_resources`` (the resources and resource templates
+the caller may see, a page at a time) and ``read_resource(uri)`` (the contents as tool content: text as text
+blocks, binary contents as embedded resources); ``app.add_prompts_as_tools()`` adds ``list_prompts`` (the prompts
+and their arguments, a page at a time) and ``get_prompt(name, arguments)`` (the rendered messages). The names are
+yours to choose, and a ``prefix`` puts them apart (``docs_list_resources``).
+
+Each call of these tools *is* a request of the app serving it, made for the same caller on the same request:
+
+- the authorization installed for the request (:func:`mcpkit.auth.protect`'s, or any) is asked about the inner
+  request (``resources/read`` of the URI, ``prompts/get`` of the name, the lists): a scope rule on a resource
+  holds through ``read_resource`` exactly as for a direct read, and its refusal is the same JSON-RPC error;
+- the inner request runs the app's interceptors and middleware for its own method (a ``ResourceRead`` call an
+  interceptor sees, ``on_read_resource`` of a middleware), then the app's handler, so its views (tags,
+  ``disable``, the view filter per principal) decide what is listed and what may be read, as they do directly;
+- the lists are the app's own pages (its cursors, bound to the caller's view), cut to ``page_size`` entries per
+  call: what a listing tool answers is bounded whatever the catalog's size, and live (a resource added later is
+  listed at the next call, as ``resources/list`` would).
+
+What the inner request refuses (an unknown URI or prompt, bad arguments, a bad cursor) is the tool's ``isError``
+result, for the model to read; a refusal of the authorization is the JSON-RPC error of the direct request (the
+client may step up and retry). An input round a resource or prompt asks for (2026-07-28 ``InputRequiredResult``)
+is the tool call's own.
+
+An app with these tools may be mounted or imported: the parent serves them under its prefix and they list and
+read, with the parent's rules, what the parent serves *through that mount*, by the names and URIs the parent
+gives them (so the parent's scope rule and view are asked about the names they know). Served behind a proxy, they
+are tools like any other.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import inspect
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..protocol.errors import InvalidParams, MCPError, MethodNotFound
+from ..protocol.jsonrpc import JSONDict
+from .compose import MountedPrompt, MountedResource, MountedTemplate, MountedTool
+from .interceptors import Call, call_for, run_chain
+from .prefixes import check_prefix, prefixed_name
+from .request_context import CURRENT_AUTHORIZATION
+from .tools import CallRefused, Tool
+from .transform import TransformedTool
+
+if TYPE_CHECKING:
+    from .compose import Mount
+    from .context import Context
+    from .lowlevel import ServerRequestContext
+
+#: entries one call of a listing tool answers by default, and at most (``page_size=``)
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 500
+#: the longest cursor a listing tool takes, in characters (a longer one is refused as an invalid argument)
+MAX_CURSOR_CHARS = 4096
+_READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
+
+
+# ---------------------------------------------------------------------------------------------- the inner request
+
+
+async def inner_request(sctx: ServerRequestContext, method: str, params: JSONDict) -> JSONDict:
+    """Run ``method`` with ``params`` on the app serving the request ``sctx`` (its handler, inside its
+    interceptors for ``method``), for the same caller: the installed authorization is asked about it first. The
+    result is the handler's, not shaped for a revision (a tool's content is shaped as the tool result)."""
+    top: Any = sctx.server
+    authz = CURRENT_AUTHORIZATION.get()
+    if authz is not None:
+        try:
+            authz.check(method, params)
+        except MCPError as exc:  # (the direct request's refusal, as the JSON-RPC error: the client may step up)
+            raise CallRefused(exc) from None
+    feats = sctx.features
+
+    async def handle(call: Call) -> JSONDict:
+        pending = top._call_handler(sctx, call.method, call.params, feats)
+        result = await pending if inspect.isawaitable(pending) else pending
+        if not isinstance(result, dict):  # (a pydantic model: a low-level handler's)
+            result = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        return result  # type: ignore[no-any-return]
+
+    call = call_for(method, params, sctx)
+    intercepting = top._intercepting
+    chain = intercepting.chain(method) if intercepting is not None else ()
+    if not chain:
+        return await handle(call)
+    result = await run_chain(chain, call, handle)
+    if not isinstance(result, dict):
+        raise TypeError(f"an interceptor of {method!r} returned {type(result).__name__}, not a result dict")
+    return result
+
+
+def _refused(exc: MCPError) -> JSONDict:
+    """The ``isError`` result of an inner request's refusal (an authorization refusal is raised as the direct
+    request's JSON-RPC error instead)."""
+    if isinstance(exc, CallRefused):
+        raise exc
+    return {"content": [{"type": "text", "text": exc.message}], "isError": True}
+
+
+# ---------------------------------------------------------------------------------------------- mounts
+
+
+def _path(tool: Any, target: Tool) -> tuple[Mount, ...] | None:
+    """The mounts through which ``tool`` (an entry of the serving app) runs ``target`` (None: it does not)."""
+    mounts: list[Mount] = []
+    while tool is not None and tool is not target:
+        if isinstance(tool, MountedTool):
+            mounts.append(tool.mount)
+            tool = tool.inner
+        else:
+            tool = tool.original if isinstance(tool, TransformedTool) else None
+    return None if tool is None else tuple(mounts)
+
+
+def _served_through(sctx: ServerRequestContext, target: Tool, installer: Any) -> tuple[Mount, ...]:
+    """The mounts through which the app serving ``sctx`` serves ``target`` (one of ``installer``'s tools): empty
+    when the installer serves the request itself."""
+    top: Any = sctx.server
+    if top is installer:
+        return ()
+    name = (sctx.rc.params or {}).get("name")
+    path = _path(top._tools.get(name) if type(name) is str else None, target)
+    if path is not None:
+        return path
+    paths = {p for tool in list(top._tools.values()) if (p := _path(tool, target)) is not None}
+    if len(paths) == 1:
+        return paths.pop()
+    raise InvalidParams(f"{target.name!r} is served more than once here: call it by the name the server lists")
+
+
+def _reaches(entry: Any, mounts: tuple[Mount, ...], wrapper: type[Any]) -> bool:
+    """Whether ``entry`` (of the serving app) is a component the installer serves, through ``mounts``."""
+    for mount in mounts:
+        if not (isinstance(entry, wrapper) and entry.mount is mount):
+            return False
+        entry = entry.inner
+    return entry is not None
+
+
+def _resource_reached(sctx: ServerRequestContext, uri: str, mounts: tuple[Mount, ...]) -> bool:
+    """Whether the component the serving app reads ``uri`` from for this caller (its static resource, else its
+    first template that matches, among those the caller may see) is the installer's, through ``mounts``."""
+    top: Any = sctx.server
+    static = top._resources.get(uri)
+    if static is not None and top._visible("resources", uri, static, sctx):
+        return _reaches(static, mounts, MountedResource)
+    for key, template in list(top._templates.items()):
+        if template.match(uri) is not None and top._visible("resource_templates", key, template, sctx):
+            return _reaches(template, mounts, MountedTemplate)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------- paging
+
+
+def _cursor_in(arguments: JSONDict) -> tuple[int, str | None, int]:
+    """A listing tool's cursor: the list (0 or 1), the app's own cursor in it, the entries of that page taken."""
+    cursor = arguments.get("cursor")
+    if cursor is None:
+        return 0, None, 0
+    try:
+        phase, inner, skip = orjson.loads(base64.urlsafe_b64decode(str(cursor).encode()))
+        if phase in (0, 1) and (inner is None or type(inner) is str) and type(skip) is int and skip >= 0:
+            return phase, inner, skip
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        pass
+    raise InvalidParams("invalid cursor: pass the nextCursor of the previous call as it is")
+
+
+def _cursor_out(phase: int, inner: str | None, skip: int) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([phase, inner, skip])).decode()
+
+
+async def _page(
+    sctx: ServerRequestContext,
+    lists: tuple[tuple[str, str], ...],
+    arguments: JSONDict,
+    page_size: int,
+    kept: Any,
+) -> JSONDict:
+    """One page of a listing tool: the entries of the app's lists ``lists`` (``(method, field)``, walked in
+    turn) from the cursor on, ``page_size`` at most, those ``kept(field, entry)`` approves. At most one request
+    of each list per call (a page may hold fewer entries; ``nextCursor`` says there are more)."""
+    phase, inner, skip = _cursor_in(arguments)
+    out: JSONDict = {field: [] for _, field in lists}
+    room = page_size
+    while phase < len(lists):
+        method, field = lists[phase]
+        try:
+            page = await inner_request(sctx, method, {"cursor": inner} if inner is not None else {})
+        except MethodNotFound:  # (the app serves no such list: it has none of these)
+            page = {}
+        # (a page's items are ready JSON texts: read back, the page only, a bounded one)
+        items = orjson.loads(orjson.dumps(page.get(field) or []))
+        taken = items[skip : skip + room]
+        out[field].extend(item for item in taken if kept(field, item))
+        room -= len(taken)
+        if skip + len(taken) < len(items):  # (the page did not fit)
+            out["nextCursor"] = _cursor_out(phase, inner, skip + len(taken))
+            return out
+        following = page.get("nextCursor")
+        if type(following) is str:
+            out["nextCursor"] = _cursor_out(phase, following, 0)
+            return out
+        phase, inner, skip = phase + 1, None, 0
+        if room == 0 and phase < len(lists):
+            out["nextCursor"] = _cursor_out(phase, None, 0)
+            return out
+    return out
+
+
+def _cursor_schema() -> JSONDict:
+    return {
+        "type": "string",
+        "maxLength": MAX_CURSOR_CHARS,
+        "description": "The nextCursor of the previous call, for the next page (none: the first page).",
+    }
+
+
+def _listing_output(*fields: str) -> JSONDict:
+    properties: JSONDict = {field: {"type": "array", "items": {"type": "object"}} for field in fields}
+    properties["nextCursor"] = {"type": "string"}
+    return {"type": "object", "properties": properties, "required": list(fields)}
+
+
+# ---------------------------------------------------------------------------------------------- resources
+
+
+def _as_content(contents: list[JSONDict]) -> list[JSONDict]:
+    """Resource contents as tool content: text as text blocks, binary contents as embedded resources."""
+    blocks: list[JSONDict] = []
+    for item in contents:
+        if isinstance(item.get("text"), str):
+            blocks.append({"type": "text", "text": item["text"]})
+        else:
+            blocks.append({"type": "resource", "resource": item})
+    return blocks
+
+
+class ResourcesAsTools:
+    """The two tools :meth:`AsTools.add_resources_as_tools` installs (``list_tool``, ``read_tool``)."""
+
+    def __init__(self, app: Any, list_name: str, read_name: str, page_size: int) -> None:
+        self.app = app
+        self.page_size = page_size
+        self.list_tool: Tool = Tool.from_schema(
+            list_name,
+            {"type": "object", "properties": {"cursor": _cursor_schema()}},
+            self.list,
+            output_schema=_listing_output("resources", "resourceTemplates"),
+            description=(
+                f"List this server's resources (read one with {read_name} by its uri) and resource templates "
+                f"(fill in a template's variables to make a uri for {read_name}). At most {page_size} entries "
+                "per call: when the answer has a nextCursor, call again with it for more."
+            ),
+            annotations=_READ_ONLY,
+            validate_output=False,
+        )
+        self.read_tool: Tool = Tool.from_schema(
+            read_name,
+            {
+                "type": "object",
+                "properties": {
+                    "uri": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": f"The resource's uri, as {list_name} gave it (or made from a template).",
+                    }
+                },
+                "required": ["uri"],
+            },
+            self.read,
+            description=f"Read one of this server's resources by its uri (find them with {list_name}).",
+            annotations=_READ_ONLY,
+        )
+
+    async def list(self, arguments: JSONDict, ctx: Context) -> JSONDict:
+        """``list_resources``: a page of the resources, then of the templates, the caller may see."""
+        sctx = ctx.request_context
+        top: Any = sctx.server
+        mounts = _served_through(sctx, self.list_tool, self.app)
+
+        def kept(field: str, item: Any) -> bool:
+            if not mounts:
+                return True
+            if field == "resources":
+                return _reaches(top._resources.get(item.get("uri")), mounts, MountedResource)
+            return _reaches(top._templates.get(item.get("uriTemplate")), mounts, MountedTemplate)
+
+        lists = (("resources/list", "resources"), ("resources/templates/list", "resourceTemplates"))
+        try:
+            return await _page(sctx, lists, arguments, self.page_size, kept)
+        except MCPError as exc:
+            return _refused(exc)
+
+    async def read(self, arguments: JSONDict, ctx: Context) -> JSONDict:
+        """``read_resource``: the contents of ``uri`` as tool content."""
+        sctx = ctx.request_context
+        uri: str = arguments["uri"]
+        try:
+            mounts = _served_through(sctx, self.read_tool, self.app)
+            if mounts and not _resource_reached(sctx, uri, mounts):
+                raise InvalidParams(f"Resource not found: {uri[:300]}")
+            result = await inner_request(sctx, "resources/read", {"uri": uri})
+        except MCPError as exc:
+            return _refused(exc)
+        return {"content": _as_content(result.get("contents") or []), "isError": False}
+
+
+# ---------------------------------------------------------------------------------------------- prompts
+
+
+class PromptsAsTools:
+    """The two tools :meth:`AsTools.add_prompts_as_tools` installs (``list_tool``, ``get_tool``)."""
+
+    def __init__(self, app: Any, list_name: str, get_name: str, page_size: int) -> None:
+        self.app = app
+        self.page_size = page_size
+        self.list_tool: Tool = Tool.from_schema(
+            list_name,
+            {"type": "object", "properties": {"cursor": _cursor_schema()}},
+            self.list,
+            output_schema=_listing_output("prompts"),
+            description=(
+                f"List this server's prompts and their arguments (get one with {get_name}). At most {page_size} "
+                "per call: when the answer has a nextCursor, call again with it for more."
+            ),
+            annotations=_READ_ONLY,
+            validate_output=False,
+        )
+        self.get_tool: Tool = Tool.from_schema(
+            get_name,
+            {
+                "type": "object",
+                "properties": {
+                    "name": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": f"The prompt's name, as {list_name} gave it.",
+                    },
+                    "arguments": {
+                        "type": "object",
+                        "additionalProperties": {"type": "string"},
+                        "description": "The prompt's arguments, by name (strings).",
+                    },
+                },
+                "required": ["name"],
+            },
+            self.get,
+            output_schema={
+                "type": "object",
+                "properties": {"description": {"type": "string"}, "messages": {"type": "array"}},
+                "required": ["messages"],
+            },
+            description="Get one of this server's prompts, by its name, with its arguments: its messages.",
+            annotations=_READ_ONLY,
+            validate_output=False,
+        )
+
+    async def list(self, arguments: JSONDict, ctx: Context) -> JSONDict:
+        """``list_prompts``: a page of the prompts the caller may see."""
+        sctx = ctx.request_context
+        top: Any = sctx.server
+        mounts = _served_through(sctx, self.list_tool, self.app)
+
+        def kept(field: str, item: Any) -> bool:
+            return not mounts or _reaches(top._prompts.get(item.get("name")), mounts, MountedPrompt)
+
+        try:
+            return await _page(sctx, (("prompts/list", "prompts"),), arguments, self.page_size, kept)
+        except MCPError as exc:
+            return _refused(exc)
+
+    async def get(self, arguments: JSONDict, ctx: Context) -> JSONDict:
+        """``get_prompt``: the prompt's messages (and description)."""
+        sctx = ctx.request_context
+        name: str = arguments["name"]
+        params: JSONDict = {"name": name, "arguments": arguments.get("arguments") or {}}
+        try:
+            mounts = _served_through(sctx, self.get_tool, self.app)
+            top: Any = sctx.server
+            if mounts and not _reaches(top._prompts.get(name), mounts, MountedPrompt):
+                raise InvalidParams(f"Unknown prompt: {name[:300]}")
+            result = await inner_request(sctx, "prompts/get", params)
+        except MCPError as exc:
+            return _refused(exc)
+        out: JSONDict = {"messages": result.get("messages") or []}
+        if isinstance(result.get("description"), str):
+            out["description"] = result["description"]
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- the API
+
+
+class AsTools:
+    """The resources-as-tools and prompts-as-tools API of :class:`~mcpkit.server.app.MCPKit` (a base class)."""
+
+    if TYPE_CHECKING:
+
+        def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool:
+            """:meth:`MCPKit.add_tool <mcpkit.server.app.MCPKit.add_tool>`."""
+            ...
+
+        def remove_tool(self, name: str) -> None:
+            """:meth:`MCPKit.remove_tool <mcpkit.server.app.MCPKit.remove_tool>`."""
+            ...
+
+    def add_resources_as_tools(
+        self,
+        *,
+        list_name: str = "list_resources",
+        read_name: str = "read_resource",
+        prefix: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> ResourcesAsTools:
+        """Add a listing tool and a reading tool that serve this app's resources to clients that call tools
+        only (see :mod:`mcpkit.server.as_tools`).
+
+        Args:
+            list_name, read_name: the two tools' names (``prefix``, if given, goes before each: ``docs_`` ...).
+            page_size: the most entries one call of the listing tool answers (1 to 500; default 50).
+            tags, scopes: labels of the two tools (visibility, OAuth scopes), as for ``add_tool``; a call needs
+                the scopes of what it reads or lists too, as the direct request does.
+
+        Returns the installed tools. A name taken already is a ``ValueError`` (nothing is added then).
+        """
+        names = _names(prefix, list_name, read_name)
+        made = ResourcesAsTools(self, *names, _checked_page_size(page_size))
+        self._add_pair(made.list_tool, made.read_tool, tags, scopes)
+        return made
+
+    def add_prompts_as_tools(
+        self,
+        *,
+        list_name: str = "list_prompts",
+        get_name: str = "get_prompt",
+        prefix: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        tags: Iterable[str] | None = None,
+        scopes: Iterable[str] | None = None,
+    ) -> PromptsAsTools:
+        """Add a listing tool and a getting tool that serve this app's prompts to clients that call tools only
+        (see :mod:`mcpkit.server.as_tools`). Arguments as for :meth:`add_resources_as_tools`."""
+        names = _names(prefix, list_name, get_name)
+        made = PromptsAsTools(self, *names, _checked_page_size(page_size))
+        self._add_pair(made.list_tool, made.get_tool, tags, scopes)
+        return made
+
+    def _add_pair(self, first: Tool, second: Tool, tags: Iterable[str] | None, scopes: Iterable[str] | None) -> None:
+        self.add_tool(first, tags=tags, scopes=scopes)
+        try:
+            self.add_tool(second, tags=tags, scopes=scopes)
+        except ValueError:
+            self.remove_tool(first.name)
+            raise
+
+
+def _names(prefix: str | None, first: str, second: str) -> tuple[str, str]:
+    if prefix is not None:
+        check_prefix(prefix)
+    names = prefixed_name(prefix, first), prefixed_name(prefix, second)
+    if names[0] == names[1]:
+        raise ValueError("the two tools need different names")
+    return names
+
+
+def _checked_page_size(page_size: int) -> int:
+    if type(page_size) is not int or not 1 <= page_size <= MAX_PAGE_SIZE:
+        raise ValueError(f"page_size must be an integer from 1 to {MAX_PAGE_SIZE}")
+    return page_size
+
+
+__all__ = [
+    "DEFAULT_PAGE_SIZE",
+    "MAX_CURSOR_CHARS",
+    "MAX_PAGE_SIZE",
+    "AsTools",
+    "PromptsAsTools",
+    "ResourcesAsTools",
+    "inner_request",
+]

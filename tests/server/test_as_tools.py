@@ -1,0 +1,329 @@
+"""Resources and prompts as tools (``mcpkit.server.as_tools``), with real clients: ours over stdio and HTTP in
+both eras (the app ``as_tools`` of ``tests/support/servers/toolkit_apps.py``), the official schemas of each
+revision for what goes on the wire, a protected HTTP server for scopes, mounted, imported and proxied apps, and the
+TypeScript SDK's client."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpkit import Client, MCPKit
+from mcpkit.protocol.errors import MCPError
+from mcpkit.server.as_tools import MAX_PAGE_SIZE
+from mcpkit.testing import Traffic
+from support.oracle import REVISIONS, validate_message
+from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, UserHeader, build, toolkit_client
+from support.ts_peers import run_ts_client
+
+pytestmark = pytest.mark.timeout(90)
+BOTH = pytest.mark.parametrize("mode", ERAS)
+EVERYWHERE = pytest.mark.parametrize("transport", TRANSPORTS)
+LOGO = b"\x89PNG\r\n\x1a\nlogo"
+
+
+def _wire(result: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = result.raw.model_dump(by_alias=True, exclude_none=True, mode="json")
+    return dumped
+
+
+async def _walk(client: Client, tool: str, *fields: str) -> tuple[dict[str, list[Any]], int]:
+    """Every entry a listing tool answers, following its cursors (and how many calls it took)."""
+    found: dict[str, list[Any]] = {field: [] for field in fields}
+    cursor: str | None = None
+    for calls in range(1, 50):
+        result = await client.call_tool(tool, {"cursor": cursor} if cursor is not None else {})
+        assert not result.is_error, result.text
+        page = result.structured if result.structured is not None else json.loads(result.text)
+        assert sum(len(page[field]) for field in fields) <= 3  # (the page_size the app chose)
+        for field in fields:
+            found[field].extend(page[field])
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return found, calls
+    raise AssertionError("the listing never ended")
+
+
+@BOTH
+@EVERYWHERE
+async def test_resources_are_listed_and_read_through_tools_as_directly(transport: str, mode: str) -> None:
+    async with toolkit_client("as_tools", transport, mode) as client:
+        names = [t.name for t in await client.list_tools()]
+        assert {"list_resources", "read_resource", "list_prompts", "get_prompt"} <= set(names)
+        found, calls = await _walk(client, "list_resources", "resources", "resourceTemplates")
+        direct = [r.model_dump(by_alias=True, exclude_none=True, mode="json") for r in await client.list_resources()]
+        templates = await client.list_resource_templates()
+        assert found["resources"] == direct  # (the caller's view: secret://plan is alice's only)
+        assert [r["uri"] for r in direct] == ["docs://readme", "docs://logo", "secret://keys"]
+        assert found["resourceTemplates"] == [
+            t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in templates
+        ]
+        assert calls >= 2  # (4 entries, pages of 3)
+
+        text = await client.call_tool("read_resource", {"uri": "docs://readme"})
+        assert not text.is_error and _wire(text)["content"] == [{"type": "text", "text": "read me first"}]
+        blob = await client.call_tool("read_resource", {"uri": "docs://logo"})
+        (block,) = _wire(blob)["content"]
+        assert block["type"] == "resource" and block["resource"]["uri"] == "docs://logo"
+        assert block["resource"]["mimeType"] == "image/png"
+        assert base64.b64decode(block["resource"]["blob"]) == LOGO
+        templated = await client.call_tool("read_resource", {"uri": "docs://pages/intro"})
+        assert templated.text == "page intro"
+        for unknown in ("docs://nothing", "secret://plan"):  # (the caller may not see the plan: not there)
+            missing = await client.call_tool("read_resource", {"uri": unknown})
+            assert missing.is_error and unknown in missing.text
+
+
+@BOTH
+@EVERYWHERE
+async def test_prompts_are_listed_and_got_through_tools_as_directly(transport: str, mode: str) -> None:
+    async with toolkit_client("as_tools", transport, mode) as client:
+        found, _ = await _walk(client, "list_prompts", "prompts")
+        direct = [p.model_dump(by_alias=True, exclude_none=True, mode="json") for p in await client.list_prompts()]
+        assert found["prompts"] == direct and [p["name"] for p in direct] == ["summarize"]
+        assert [a["name"] for a in direct[0]["arguments"]] == ["topic", "style"]
+        got = await client.call_tool("get_prompt", {"name": "summarize", "arguments": {"topic": "MCP"}})
+        expected = (await client.get_prompt("summarize", {"topic": "MCP"})).model_dump(
+            by_alias=True, exclude_none=True, mode="json"
+        )
+        page = got.structured if got.structured is not None else json.loads(got.text)
+        assert page["messages"] == expected["messages"] and page["description"] == "Summarize a topic."
+        assert page["messages"][0]["content"]["text"] == "Summarize MCP, short."
+        missing = await client.call_tool("get_prompt", {"name": "summarize"})  # (a required argument is missing)
+        assert missing.is_error and "topic" in missing.text
+        unknown = await client.call_tool("get_prompt", {"name": "admin_prompt"})  # (alice's only)
+        assert unknown.is_error and "admin_prompt" in unknown.text
+
+
+@BOTH
+async def test_the_inner_requests_run_the_apps_interceptors_and_follow_each_principals_view(mode: str) -> None:
+    async with toolkit_client("as_tools", "http", mode, user="alice") as alice:
+        await alice.call_tool("recorded")
+        found, _ = await _walk(alice, "list_resources", "resources", "resourceTemplates")
+        assert "secret://plan" in [r["uri"] for r in found["resources"]]
+        assert (await alice.call_tool("read_resource", {"uri": "secret://plan"})).text == "the plan"
+        got = await alice.call_tool("get_prompt", {"name": "admin_prompt", "arguments": {"topic": "mine"}})
+        assert not got.is_error
+        seen = (await alice.call_tool("recorded")).structured["result"]
+        inner = [s for s in seen if s.startswith(("resources/", "prompts/"))]
+        assert inner[0] == "resources/list" and "resources/templates/list" in inner
+        assert inner[-2:] == ["resources/read secret://plan", "prompts/get admin_prompt"]
+
+
+@BOTH
+async def test_a_scope_rule_on_a_resource_holds_through_the_tool(mode: str) -> None:
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    app = build("as_tools")
+    async with serve_asgi(UserHeader(create_app(app), app.scope_rule)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"X-User": "bob"}) as bob:
+            with pytest.raises(MCPError) as direct:
+                await bob.read_resource("secret://keys")
+            with pytest.raises(MCPError) as through:
+                await bob.call_tool("read_resource", {"uri": "secret://keys"})
+            assert (through.value.code, through.value.message, through.value.data) == (
+                direct.value.code,
+                direct.value.message,
+                direct.value.data,
+            )
+            assert through.value.data["scopes"] == ["files:admin"]
+            assert (await bob.call_tool("read_resource", {"uri": "docs://readme"})).text == "read me first"
+        async with Client(url, mode=mode, headers={"X-User": "bob", "X-Scopes": "files:admin"}) as admin:
+            assert (await admin.call_tool("read_resource", {"uri": "secret://keys"})).text == "the keys"
+
+
+@BOTH
+@EVERYWHERE
+async def test_the_listing_tool_follows_the_catalog_as_it_changes(transport: str, mode: str) -> None:
+    async with toolkit_client("as_tools", transport, mode) as client:
+        assert (await client.call_tool("add_resource_named", {"uri": "docs://late"})).text == "added"
+        found, _ = await _walk(client, "list_resources", "resources", "resourceTemplates")
+        assert "docs://late" in [r["uri"] for r in found["resources"]]
+        assert (await client.call_tool("read_resource", {"uri": "docs://late"})).text == "new docs://late"
+
+
+@BOTH
+async def test_a_listing_page_is_bounded_and_a_bad_cursor_is_the_tools_error(mode: str) -> None:
+    app = MCPKit("many")
+    for i in range(30):
+        app.add_resource(f"data://item/{i}", f"item {i}")
+    app.add_resources_as_tools(page_size=7)
+    async with Client(app, mode=mode) as client:
+        seen: list[str] = []
+        cursor: str | None = None
+        for _ in range(10):
+            result = await client.call_tool("list_resources", {"cursor": cursor} if cursor else {})
+            page = result.structured if result.structured is not None else json.loads(result.text)
+            assert len(page["resources"]) <= 7
+            seen += [r["uri"] for r in page["resources"]]
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        assert seen == [f"data://item/{i}" for i in range(30)]
+        for bad in ("nonsense", base64.urlsafe_b64encode(b'[0, "forged", 0]').decode()):
+            refused = await client.call_tool("list_resources", {"cursor": bad})
+            assert refused.is_error and "cursor" in refused.text.lower()
+        too_long = await client.call_tool("list_resources", {"cursor": "x" * 5000})
+        assert too_long.is_error
+
+
+def test_the_adders_refuse_bad_settings_and_taken_names() -> None:
+    app = MCPKit("settings")
+    for bad in (0, MAX_PAGE_SIZE + 1, 2.5):
+        with pytest.raises(ValueError, match="page_size"):
+            app.add_resources_as_tools(page_size=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefix"):
+        app.add_prompts_as_tools(prefix="bad prefix")
+    with pytest.raises(ValueError, match="different names"):
+        app.add_prompts_as_tools(list_name="same", get_name="same")
+
+    @app.tool
+    def read_resource() -> str:
+        return "mine"
+
+    with pytest.raises(ValueError):
+        app.add_resources_as_tools()
+    assert app.get_tool("list_resources") is None  # (nothing added)
+    made = app.add_resources_as_tools(prefix="docs", list_name="ls", read_name="cat")
+    assert (made.list_tool.name, made.read_tool.name) == ("docs_ls", "docs_cat")
+
+
+@pytest.mark.parametrize("version", REVISIONS)
+async def test_what_the_tools_answer_is_valid_for_each_revisions_official_schema(version: str) -> None:
+    app = build("as_tools")
+    traffic = Traffic()
+    remove = app.add_tap(traffic)
+    try:
+        async with Client(app, protocol_version=version) as client:
+            await client.call_tool("list_resources")
+            await client.call_tool("read_resource", {"uri": "docs://logo"})
+            await client.call_tool("read_resource", {"uri": "docs://readme"})
+            await client.call_tool("list_prompts")
+            await client.call_tool("get_prompt", {"name": "summarize", "arguments": {"topic": "x"}})
+    finally:
+        remove()
+    calls = traffic.requests("tools/call", "in")
+    assert len(calls) == 5
+    for request in calls:
+        answer = traffic.answer_to(request)
+        assert answer is not None and "result" in answer, answer
+        validate_message(answer, version, sender="server", request_method="tools/call")
+
+
+# ---------------------------------------------------------------------------------------- composition, proxy
+
+
+def _child() -> MCPKit:
+    child = MCPKit("child")
+
+    @child.resource("docs://readme", scopes=["docs:read"])
+    def readme() -> str:
+        return "child readme"
+
+    @child.resource("docs://pages/{name}")
+    def page(name: str) -> str:
+        return f"child page {name}"
+
+    @child.prompt
+    def hello(who: str) -> str:
+        return f"hello {who}"
+
+    child.add_resources_as_tools()
+    child.add_prompts_as_tools()
+    return child
+
+
+@BOTH
+@pytest.mark.parametrize("how", ["mount", "import"])
+async def test_a_mounted_or_imported_app_lists_and_reads_what_the_parent_serves_through_it(mode: str, how: str) -> None:
+    """The parent's ``c_list_resources`` lists what the parent serves of the child, by the parent's URIs (not the
+    parent's own resources); ``c_read_resource`` reads them with the parent's rules (its scope rule, by the URI it
+    knows, and its interceptors), and refuses a URI the parent serves from elsewhere as one that is not there."""
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    parent = MCPKit("parent")
+    seen: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        seen.append(f"{call.method} {call.params.get('uri') or call.params.get('name') or ''}".strip())
+        return await call_next(call)
+
+    parent.add_interceptor(record)
+
+    @parent.resource("own://note")
+    def note() -> str:
+        return "the parent's own"
+
+    (parent.mount if how == "mount" else parent.import_server)(_child(), prefix="c")
+    async with serve_asgi(UserHeader(create_app(parent), parent.scope_rule)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"X-User": "bob"}) as bob:
+            listed = await bob.call_tool("c_list_resources")
+            assert [r["uri"] for r in listed.structured["resources"]] == ["docs://c/readme"]
+            assert [t["uriTemplate"] for t in listed.structured["resourceTemplates"]] == ["docs://c/pages/{name}"]
+            assert (await bob.call_tool("c_read_resource", {"uri": "docs://c/pages/a"})).text == "child page a"
+            with pytest.raises(MCPError) as refused:  # (the parent's scope rule, by the URI the parent knows)
+                await bob.call_tool("c_read_resource", {"uri": "docs://c/readme"})
+            assert refused.value.data["scopes"] == ["docs:read"]
+            for elsewhere in ("own://note", "docs://readme"):
+                missing = await bob.call_tool("c_read_resource", {"uri": elsewhere})
+                assert missing.is_error and elsewhere in missing.text
+            prompts = await bob.call_tool("c_list_prompts")
+            assert [p["name"] for p in prompts.structured["prompts"]] == ["c_hello"]
+            seen.clear()
+            got = await bob.call_tool("c_get_prompt", {"name": "c_hello", "arguments": {"who": "ann"}})
+            assert got.structured["messages"][0]["content"]["text"] == "hello ann"
+            assert "prompts/get c_hello" in seen  # (the parent's interceptors saw the inner request)
+            assert (await bob.call_tool("c_get_prompt", {"name": "hello", "arguments": {"who": "x"}})).is_error
+        async with Client(url, mode=mode, headers={"X-User": "bob", "X-Scopes": "docs:read"}) as reader:
+            assert (await reader.call_tool("c_read_resource", {"uri": "docs://c/readme"})).text == "child readme"
+
+
+@BOTH
+async def test_the_tools_of_an_app_served_behind_a_proxy_read_and_get_through_it(mode: str) -> None:
+    import mcpkit
+
+    proxy = mcpkit.proxy(build("as_tools"))
+    async with Client(proxy, mode=mode) as client:
+        assert (await client.call_tool("read_resource", {"uri": "docs://pages/p"})).text == "page p"
+        got = await client.call_tool("get_prompt", {"name": "summarize", "arguments": {"topic": "t"}})
+        assert got.structured["messages"][0]["content"]["text"] == "Summarize t, short."
+
+
+# ---------------------------------------------------------------------------------------- the TypeScript client
+
+
+@pytest.mark.npm
+@pytest.mark.parametrize("negotiation", ["legacy", "2026-07-28"])
+async def test_the_typescript_client_reads_resources_and_gets_prompts_through_tools(
+    node_bin: Path, negotiation: str
+) -> None:
+    command = shlex.join([sys.executable, str(APPS_FILE), "as_tools"])
+    steps = [
+        {"op": "listTools"},
+        {"op": "callTool", "name": "list_resources", "arguments": {}},
+        {"op": "callTool", "name": "read_resource", "arguments": {"uri": "docs://logo"}},
+        {"op": "callTool", "name": "read_resource", "arguments": {"uri": "docs://pages/ts"}},
+        {"op": "callTool", "name": "get_prompt", "arguments": {"name": "summarize", "arguments": {"topic": "ts"}}},
+        {"op": "callTool", "name": "read_resource", "arguments": {"uri": "docs://nothing"}},
+    ]
+    out = await run_ts_client(node_bin, "ts_client_v2.mjs", ["--stdio", command], steps, "--negotiation", negotiation)
+    assert out["protocolVersion"] == ("2025-11-25" if negotiation == "legacy" else "2026-07-28")
+    listed, page, logo, text, prompt, missing = out["results"]
+    assert {"list_resources", "read_resource", "list_prompts", "get_prompt"} <= {t["name"] for t in listed["tools"]}
+    first = page["structuredContent"]  # (the app's first page: 2 resources; more with the cursor)
+    assert [r["uri"] for r in first["resources"]] == ["docs://readme", "docs://logo"] and "nextCursor" in first
+    (block,) = logo["content"]
+    assert block["type"] == "resource" and base64.b64decode(block["resource"]["blob"]) == LOGO
+    assert text["content"] == [{"type": "text", "text": "page ts"}]
+    assert prompt["structuredContent"]["messages"][0]["content"]["text"] == "Summarize ts, short."
+    assert missing["isError"] is True
