@@ -29,6 +29,7 @@ from support.toolkit import ERAS, TRANSPORTS, serve_http
 sys.path.insert(0, str(SERVERS))
 
 import openapi_api
+import petstore_api
 
 from support.typecheck import mypy_strict
 
@@ -491,3 +492,39 @@ def test_names_that_give_two_operations_one_name_are_refused_naming_them() -> No
     }
     with pytest.raises(OpenAPIError, match=r"names= calls POST /a 'x', the name of GET /a"):
         MCPKit.from_openapi(spec, client=httpx.AsyncClient(base_url="http://127.0.0.1:9"), names={"a": "x", "b": "x"})
+
+
+@ERA
+async def test_an_api_documented_as_xml_and_json_is_asked_for_json_under_its_relative_server_url(mode: str) -> None:
+    """A Petstore 3 shaped document: ``servers: [{url: /v3}]`` and answers documented as XML and JSON. The
+    relative server URL is joined to the client's ``base_url`` (requests go to ``/v3/pet/10``, not ``/pet/10``);
+    JSON is asked for (``Accept``), so its schema is promised as the output schema and the answer is structured;
+    an API that answers XML all the same gives an error result saying so."""
+    pets = petstore_api.build_api()
+    async with serve_asgi(pets) as port, httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        app = MCPKit.from_openapi(petstore_api.DOCUMENT, client=http, name="petstore", timeout=5)
+        async with serve_http(app) as url, Client(url, mode=mode) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            for name in ("getPetById", "findPetsByStatus", "getInventory"):
+                assert tools[name].output_schema is not None, name
+            pet = await client.call_tool("getPetById", {"petId": 10})
+            assert not pet.is_error, pet.text
+            assert pet.structured == petstore_api.PETS[10]
+            assert (await client.call_tool("getInventory", {})).structured == {"available": 1}
+            missing = await client.call_tool("getPetById", {"petId": 99})
+            assert missing.is_error and "404" in missing.text
+            stubborn = await client.call_tool("findPetsByStatus", {"status": "available"})
+            assert stubborn.is_error
+            assert "application/xml where JSON was documented" in stubborn.text, stubborn.text
+    assert pets.state.accepts == ["application/json"] * 4
+
+
+async def test_a_relative_server_url_is_joined_to_the_clients_base_url_and_an_explicit_one_wins() -> None:
+    pets = petstore_api.build_api()
+    async with serve_asgi(pets) as port:
+        root = f"http://127.0.0.1:{port}"
+        for client_base, base_url in ((root, None), (root + "/v3", None), ("http://127.0.0.1:1", root + "/v3")):
+            async with httpx.AsyncClient(base_url=client_base) as http:
+                app = MCPKit.from_openapi(petstore_api.DOCUMENT, client=http, base_url=base_url, timeout=5)
+                async with Client(app) as client:
+                    assert (await client.call_tool("getInventory", {})).structured == {"available": 1}

@@ -72,7 +72,8 @@ class OpenAPIImport:
             routes: :class:`~mcpkit.server.openapi.routes.Route` rules, first match wins; by default every
                 operation is a tool.
             names: new names by operationId (or by default name).
-            base_url: where the API is (default: the client's ``base_url``, else the document's first server).
+            base_url: where the API is (default: the client's ``base_url``, with the document's first server
+                resolved against it when that is relative, ``/v3``; else the document's first server).
             allowed_origins: other origins (``https://host:port``) requests may go to; the base URL's always.
             timeout: seconds one exchange may take, connecting to last byte.
             max_response_bytes: the largest answer read (decompressed).

@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 from ..uri_template import UriTemplate
 from .components import OpenAPIResource, OpenAPITemplate, OpenAPITool
@@ -18,6 +19,19 @@ from .routes import Route, route_for
 logger: logging.Logger = logging.getLogger("mcpkit.server.openapi")
 JSONDict = dict[str, Any]
 _VAR = re.compile(r"[^A-Za-z0-9_]+")
+
+
+def _joined(client_base: str, server: str | None) -> str:
+    """The client's base URL with the document's server URL resolved against it when that is a relative one
+    (``/v3``: OpenAPI reads it relative to where the document is; here, the API the client is given); the
+    client's as it is otherwise, or when it already ends with that path (``https://host/v3``)."""
+    if not client_base or server is None:
+        return client_base
+    parts = urlsplit(server)
+    path = parts.path.rstrip("/")
+    if parts.scheme or parts.netloc or not path or urlsplit(client_base).path.rstrip("/").endswith(path):
+        return client_base
+    return urljoin(client_base.rstrip("/") + "/", server)
 
 
 def populate(
@@ -39,7 +53,7 @@ def populate(
     """Register on ``app`` a component per operation of ``spec`` that the route rules expose; the operations
     registered (see ``MCPKit.from_openapi`` for the options)."""
     doc = document if document is not None else Document(load(spec))
-    base = base_url or str(getattr(client, "base_url", "") or "") or doc.server_url()
+    base = base_url or _joined(str(getattr(client, "base_url", "") or ""), doc.server_url()) or doc.server_url()
     if not base:
         raise OpenAPIError("no base URL: give base_url=, a client with base_url=, or a document with 'servers'")
     try:

@@ -131,6 +131,8 @@ class Caller:
     async def call(self, op: Operation, arguments: JSONDict) -> Answer:
         """Send ``op`` with ``arguments`` (already checked against its input schema) and read the answer."""
         url, query, headers, body = build_request(op, arguments, self.base_url)
+        if op.accept is not None and self.client.headers.get("accept") in (None, "*/*"):
+            headers["Accept"] = op.accept  # (JSON, documented for the answer: a client's own Accept stands)
         request = self.client.build_request(
             op.method.upper(), url, params=query or None, headers=headers or None, timeout=self.timeout, **body
         )

@@ -78,7 +78,8 @@ class Operation:
     output_schema: JSONDict | None
     wrap_result: bool  # the API's answer is not an object: structuredContent is {"result": answer}
     deprecated: bool
-    media: str | None = None  # the media type of its first documented success answer
+    media: str | None = None  # the media type of its first documented success answer (JSON when among them)
+    accept: str | None = None  # what the request asks for (``Accept``): that answer's JSON media type, if any
 
     @property
     def has_arguments(self) -> bool:
@@ -194,6 +195,7 @@ class Reader:
         if defs:
             input_schema["$defs"] = defs
         output_schema, wrap = self._output(op.get("responses"), where) if self.output_schemas else (None, False)
+        media = self._media(op.get("responses"), where)
         summary = op.get("summary")
         description = op.get("description")
         tags = tuple(t for t in op.get("tags") or () if isinstance(t, str))
@@ -211,7 +213,8 @@ class Reader:
             output_schema=output_schema,
             wrap_result=wrap,
             deprecated=op.get("deprecated") is True,
-            media=self._media(op.get("responses"), where),
+            media=media,
+            accept=media if media is not None and is_json(media) else None,
         )
 
     def _parameters(self, shared: Any, own: Any, where: str) -> list[JSONDict]:
@@ -266,7 +269,8 @@ class Reader:
         return Body(media, body_required, arg="body"), {"body": schema}, ["body"] if body_required else [], defs
 
     def _media(self, responses: Any, where: str) -> str | None:
-        """The media type of the first documented success answer."""
+        """The media type of the first documented success answer: its JSON one when it documents several (the
+        request asks for it)."""
         if not isinstance(responses, dict):
             return None
         responses = {str(k): v for k, v in responses.items()}  # (YAML reads 200 as a number)
@@ -276,7 +280,8 @@ class Reader:
             response = self.doc.resolve(responses[code], where)
             content = response.get("content") if isinstance(response, dict) else None
             if isinstance(content, dict) and content:
-                return str(next(iter(content))).split(";")[0].strip()
+                chosen = next((m for m in content if is_json(str(m))), next(iter(content)))
+                return str(chosen).split(";")[0].strip()
         return None
 
     def _output(self, responses: Any, where: str) -> tuple[JSONDict | None, bool]:
@@ -295,8 +300,9 @@ class Reader:
             media = next((m for m in content if is_json(m)), None)
             if media is None or not isinstance(content[media], dict) or "schema" not in content[media]:
                 continue
-            if not all(is_json(m) for m in content) or content[media]["schema"] in ({}, True):
-                return None, False  # (other media types too, or any JSON at all: nothing to promise)
+            if content[media]["schema"] in ({}, True):
+                return None, False  # (any JSON at all: nothing to promise; with other media types documented too,
+                # the request asks for JSON, and an answer of another type is an error result, see components.py)
             schema, defs = self.outputs.convert(content[media]["schema"], where)
             if schema.get("type") == "object" and "$ref" not in schema:
                 return ({**schema, "$defs": {**schema.get("$defs", {}), **defs}} if defs else schema), False
