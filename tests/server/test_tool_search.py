@@ -19,7 +19,7 @@ from pydantic import Field
 from mcpkit import Client, Context, MCPKit
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server.tool_search import MAX_QUERY_CHARS, MAX_RESULTS
-from mcpkit.server.transform import transform_tool
+from mcpkit.server.transform import forward, transform_tool
 from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, build, serve_http, toolkit_client
 from support.ts_peers import run_ts_client
 
@@ -566,7 +566,6 @@ async def test_a_parent_lists_of_a_mounted_or_imported_app_with_tool_search_what
 async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serves() -> None:
     """Derived from ``c_call_tool`` (mapping its arguments, or forwarding from a function of its own), a tool
     calls the tools by the parent's names, under the parent's view, with the direct call's refusals."""
-    from mcpkit.server.transform import forward
 
     parent = MCPKit("parent")
     parent.mount(_searching_child(), prefix="c")
@@ -644,6 +643,11 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
     caller = app.get_tool("call_tool")
     assert search is not None and caller is not None
     app.add_tool(transform_tool(caller, name="run"))  # (a tool derived from call_tool: refused alike)
+
+    async def forwarding(name: str, arguments: dict[str, Any]) -> Any:
+        return await forward(name=name, arguments=arguments)
+
+    app.add_tool(transform_tool(caller, name="run_fn", fn=forwarding))  # (what it calls is known once it runs)
     scope_rule = (
         app.scope_rule if rule == "app" else search.scope_rule(own_rule) if rule == "own_for_search" else own_rule
     )
@@ -667,6 +671,15 @@ async def test_a_protected_server_refuses_call_tool_without_the_inner_tools_scop
             else:  # protect knows no server: the rule is asked about the inner tool by the dispatcher only
                 assert through.code == -32003 and through.data["scopes"] == ["files:admin"]
             assert "files:admin" in through.message
+            # fn= forwards from inside its run: refused there (-32003), naming the tool it called and why
+            forwarded = await _refused(reader.call_tool("run_fn", {"name": "purge", "arguments": {"path": "/x"}}))
+            assert forwarded.code == -32003 and forwarded.data == {
+                "error": "insufficient_scope",
+                "scopes": ["files:admin"],
+                "tool": "purge",
+            }
+            message = forwarded.message
+            assert "'run_fn' called 'purge'" in message and "files:admin" in message and "while it runs" in message
             assert "purge" in await _found(reader, "purge")  # (scopes guard calls; search shows the view)
         async with Client(url, mode=mode, headers={"Authorization": "Bearer admin"}) as admin:
             done = await admin.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}})

@@ -60,7 +60,7 @@ from ..protocol.jsonrpc import JSONDict
 from .compose import Mount, MountedTool, prefixed_name
 from .interceptors import Call, CallNext
 from .pagination import Snapshot
-from .request_context import CURRENT_AUTHORIZATION
+from .request_context import CURRENT_AUTHORIZATION, Forbidden
 from .search_index import SearchIndex
 from .tools import CallRefused, SchemaTool, Tool
 from .transform import TransformedTool
@@ -248,7 +248,10 @@ class ToolSearch:
             inner = routed_params(top, self, mounts, arguments, {"name": self.call_name, "arguments": arguments})
             authz = CURRENT_AUTHORIZATION.get()
             if authz is not None:
-                authz.check("tools/call", inner)
+                try:
+                    authz.check("tools/call", inner)
+                except Forbidden as exc:
+                    raise _forbidden_inside(exc, sctx, inner["name"]) from None
             result = top._call_tool(sctx, inner)
             return result if type(result) is dict else await result
         except (MissingRequiredClientCapability, TaskFailed, URLElicitationRequired, CallRefused):
@@ -279,6 +282,26 @@ class ToolSearch:
         (None: ``params`` call another tool, or name no tool this search may call)."""
         inner = self.app.asked_too("tools/call", params)
         return inner[0] if inner else None
+
+
+def _forbidden_inside(exc: Forbidden, sctx: Any, called: str) -> Forbidden:
+    """The refusal of the inner call ``called`` that a running tool made (``forward()`` of a tool derived with
+    ``fn=``, code calling the caller tool): nothing could know that tool before this one ran, so no HTTP 403
+    step-up challenge was possible; the error says which tool was refused, why, and how to get the challenge."""
+    requested = (sctx.rc.params or {}).get("name")
+    who = repr(requested) if type(requested) is str else "the tool"
+    data = exc.data
+    scopes = data.get("scopes") if isinstance(data, dict) else None
+    if isinstance(scopes, list) and scopes:
+        why = f"which needs scope {' '.join(map(str, scopes))}: obtain a token that grants it and retry"
+    else:
+        why = f"refused: {exc.message}"
+    return Forbidden(
+        f"{who} called {called!r} while it ran, {why}. What a tool derived with fn= calls is known only while it "
+        f"runs, so the server could not answer HTTP 403 with the step-up challenge first; call {called!r} directly, "
+        "or through the caller tool, for it",
+        {**data, "tool": called} if isinstance(data, dict) else data,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- routing
