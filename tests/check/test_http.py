@@ -53,3 +53,28 @@ async def test_a_server_that_never_ends_its_sse_streams_does_not_hold_the_check(
     assert report.status("M042") == PASS and report.status("M079") == PASS, report.render_text(verbose=True)
     assert report.status("S002") == PASS, report.render_text(verbose=True)
     assert time.monotonic() - t0 < 200
+    # and keeping them open is judged: after the response the server SHOULD close the stream (SX13)
+    assert report.status("SX13") == FAIL, report.render_text(verbose=True)
+    evidence = report.requirements["SX13"].evidence
+    assert "left open" in evidence and "still open 1.0s after its response" in evidence, evidence
+
+
+async def test_a_server_that_closes_each_sse_stream_after_its_response_passes_sx13() -> None:
+    """mcpkit's own server answers a request with progress on an SSE stream and ends it with the response: every
+    stream the run saw is judged closed (no false SX13 from a stream the checker was still reading)."""
+    from mcpkit import Context, MCPKit
+    from support.mcp_http import running
+
+    app = MCPKit("closes-streams")
+
+    @app.tool
+    async def count(ctx: Context, n: int = 2) -> str:
+        """Report progress n times, then answer."""
+        for i in range(n):
+            await ctx.report_progress(i + 1, n)
+        return "done"
+
+    async with running(app) as (base, _):
+        report = await run_checks(base + "/mcp", timeout=10.0, modern=False)
+    assert report.status("SX13") == PASS, report.render_text(verbose=True)
+    assert "every SSE stream was closed after its response" in report.requirements["SX13"].evidence

@@ -95,6 +95,7 @@ SCOPES: dict[str, tuple[str, str]] = {
     "A021": ("client", "any"),
     **{i: ("server", "http") for i in ("MX01", "MX02", "MX03", "MX04", "MX05", "MX06")},
     "SX12": ("server", "any"),
+    "SX13": ("server", "http"),
     **{i: ("client", "http") for i in ("MX10", "MX11", "SX11", "MX12", "MX14")},
     **{i: ("client", "any") for i in ("MX13", "MX15", "MX16", "MX17", "MX18", "MX19")},
 }

@@ -59,6 +59,7 @@ class HttpExchange:
     retry: int | None = None  # the last ``retry:`` of the stream, in ms
     error: str | None = None  # a transport failure, or a body/event over the bound
     ended: bool = False  # the body or stream was read to its end (not cut by us)
+    held_open: float | None = None  # an SSE answer still open this many seconds after its last owed response: cut
     request_headers: dict[str, str] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)
     finished: float | None = None
@@ -248,7 +249,8 @@ class HttpWire(Wire):
     async def _read_until_answered(self, reading: asyncio.Future[None], ex: HttpExchange, obj: Any) -> None:
         """Read an SSE answer until it ends. Once it carried every response it owes it is read for STREAM_GRACE
         more seconds (a server closes it then), and none is read past the wire's timeout: a server that keeps the
-        stream open forever (comments, pings) must not hold the checker. A stream so cut is not ``ended``."""
+        stream open forever (comments, pings) must not hold the checker. A stream so cut is not ``ended``; one cut
+        after its responses records how long it was held open past them (``held_open``)."""
         owed = {self.key(m["id"]) for m in (obj if isinstance(obj, list) else [obj]) if is_request(m)}
         deadline = time.monotonic() + self.stream_timeout
         answered_at: float | None = None
@@ -258,6 +260,8 @@ class HttpWire(Wire):
                 answered_at = now
             limit = deadline if answered_at is None else min(deadline, answered_at + STREAM_GRACE)
             if now >= limit:
+                if answered_at is not None:
+                    ex.held_open = now - answered_at
                 return
             await asyncio.wait({reading}, timeout=min(0.1, limit - now))
 
@@ -352,6 +356,12 @@ class HttpWire(Wire):
         if headers:
             h.update(headers)
         return await self.exchange("DELETE", h)
+
+    async def settle(self) -> None:
+        """Wait (at most :data:`STREAM_GRACE` and a little) for the streams still being read to end or be cut, so
+        what the SSE checks judge is each stream's end, not how far it was read when they looked."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=STREAM_GRACE + 0.5)
 
     async def close(self) -> None:
         for task in list(self._tasks):

@@ -67,6 +67,7 @@ class HttpChecks(CheckerBase):
             r.ok("M018", f"one endpoint {wire.url}: POST works, GET -> {get.status}", "http")
         elif init is not None:
             r.fail("M018", f"POST initialize -> {init.status}, GET -> {get.status if get else 'not tried'}", "http")
+        await wire.settle()
         self.judge_sse_streams(wire)
         self.judge_event_ids(wire)
         await self.judge_resumption(wire)
@@ -88,6 +89,7 @@ class HttpChecks(CheckerBase):
         else:
             r.fail("MX01", f"server/discover with Origin: {BAD_ORIGIN} -> {ex.brief(120)} (must be 403)", "http")
         self.judge_content_types(wire)
+        await wire.settle()
         self.judge_sse_streams(wire)
         self.judge_one_stream_per_message(wire)
         await self.judge_http_errors(wire)
@@ -177,9 +179,30 @@ class HttpChecks(CheckerBase):
                 r.ok("A005", f"{method}: {before[0].short(120)} came before the response", "http SSE")
             if e.ended:
                 r.ok("A008", f"the server closed the SSE stream of {method} after {len(e.events)} event(s)", "http SSE")
+        self.judge_streams_closed(streams)
         if streams and not any(isinstance(m.data, dict) and "method" in m.data for e in streams for m in e.messages):
             r.skip("S004", "no message came before a response on any SSE stream")
             r.skip("A005", "no message came before a response on any SSE stream")
+
+    def judge_streams_closed(self, streams: list[HttpExchange]) -> None:
+        """SX13: once a POST's SSE stream has carried the response it owes, the server closes it (every Streamable
+        HTTP revision: "after the JSON-RPC response has been sent, the server SHOULD close/terminate the SSE
+        stream"). A stream still open :data:`~..wire_http.STREAM_GRACE` after its response fails; the long-lived
+        answer of ``subscriptions/listen`` (2026-07-28) is meant to stay open and is not judged."""
+        r = self.report
+        judged = [e for e in streams if e.sent.get("method") != "subscriptions/listen"]
+        held = [e for e in judged if e.held_open is not None]
+        closed = [e for e in judged if e.ended and _answers(e)]
+        if held:
+            e = held[0]
+            r.fail(
+                "SX13",
+                f"{len(held)} of {len(judged)} answered SSE stream(s) left open: the stream of {e.sent.get('method')} "
+                f"was still open {e.held_open or 0:.1f}s after its response (the checker hung up)",
+                "http SSE",
+            )
+        elif closed:
+            r.ok("SX13", f"every SSE stream was closed after its response ({len(closed)} stream(s))", "http SSE")
 
     def judge_event_ids(self, wire: HttpWire) -> None:
         """A011: SSE event ids, when the server puts them, unique across the session's streams."""
