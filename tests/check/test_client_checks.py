@@ -395,3 +395,29 @@ def test_what_a_flooding_client_sends_is_bounded(monkeypatch: pytest.MonkeyPatch
     server.connect("http")
     with pytest.raises(scripted.TooMany):
         server.connect("stdio")
+
+
+async def test_a_client_flooding_requests_it_never_reads_holds_a_bounded_number_of_answers(tmp_path: Path) -> None:
+    """A stdio client that sends 1,500 ``check_ask`` calls (each one keeps the scripted server waiting on the
+    client's answer) and reads nothing: the scripted server answers at most MAX_IN_FLIGHT of a connection's
+    messages at once and records the rest, and the report says how many went unanswered. It used to start a task
+    per message, without a bound, for as long as the client kept writing."""
+    from mcpkit.check.clients.scripted import MAX_IN_FLIGHT
+
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, shlex, subprocess, sys, time\n"
+        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)\n"
+        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
+        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
+        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
+        "for n in range(1, 1501):\n"
+        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'tools/call', 'params': {'name': 'check_ask'}})\n"
+        "p.stdin.flush()\n"
+        "time.sleep(60)\n"
+    )
+    report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=8)
+    note = str(report.info.get("handshake: not answered"))
+    assert f"past the {MAX_IN_FLIGHT} a connection answers at once" in note, report.info
+    assert 400 <= int(note.split()[0]) <= 501, note
+    assert "still running after 8s: stopped" in str(report.info["handshake: client"])

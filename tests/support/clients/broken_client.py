@@ -76,6 +76,14 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     "sampling-html": ({"M078"}, "stdio", ("handshake",)),
     "string-params": ({"A001"}, "stdio", ("handshake",)),  # a request whose params is a string
     "string-notification-params": ({"A002"}, "stdio", ("handshake",)),
+    # a notification nested 100,000 levels deep (valid JSON no parser of the checker reads): a warning that says
+    # so, and the scripted server goes on serving the client (it used to drop the connection, or answer 500)
+    "deeply-nested": ({"M017"}, "stdio", ("handshake",)),
+    "deeply-nested-http": ({"M021"}, "http", ("handshake",)),
+    "never-initialize": ({"M039"}, "stdio", ("handshake",)),  # asks tools/list and never initializes
+    # not a fault of any rule: a second initialize once initialized is answered and judged by the first (it used to
+    # fail M043 and S013, the second answer's time taken for the first's)
+    "initialize-twice": (set(), "stdio", ("handshake",)),
     "auth-token-in-query": ({"M037"}, "http", ("auth",)),
     "auth-forgets-header": ({"M036"}, "http", ("auth",)),
     "auth-no-version-header": ({"S012"}, "http", ("auth",)),
@@ -209,6 +217,9 @@ class Client:
         found = await self.request("server/discover", {"_meta": self.discover_meta()})
         if isinstance(found, dict) and MODERN in ((found.get("result") or {}).get("supportedVersions") or []):
             self.modern = True
+        elif self.has("never-initialize"):
+            await self.request("tools/list")
+            return
         elif not await self.initialize():
             return
         if self.has("call-undeclared"):
@@ -282,6 +293,11 @@ class Client:
             await self.send_raw(json.dumps({"jsonrpc": "2.0", "id": 995, "method": "ping"}, indent=1).encode() + b"\n")
         if self.has("stdin-junk"):
             await self.send_raw(b"this is not JSON\n")
+        if self.has("initialize-twice"):
+            await self.request("initialize", params)
+        if self.has("deeply-nested") or self.has("deeply-nested-http"):
+            deep = b'{"a":' * 100_000 + b"1" + b"}" * 100_000
+            await self.send_raw(b'{"jsonrpc":"2.0","method":"notifications/mcpkit/deep","params":' + deep + b"}\n")
         return True
 
     async def send_raw(self, data: bytes) -> None:

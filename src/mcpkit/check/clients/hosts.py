@@ -24,7 +24,7 @@ from typing import Any
 
 from ...transports.http.headers import decode_header_value
 from ..wire import MAX_MESSAGE
-from .scripted import Conn, Entry, ScriptedServer, TooMany
+from .scripted import MAX_IN_FLIGHT, Conn, Entry, ScriptedServer, TooMany, parse
 
 RELAY = Path(__file__).with_name("relay.py")
 RELAY_FRAME = 8 * MAX_MESSAGE  # a relay frame: one line of the client, JSON-escaped (latin-1: up to 6 bytes a byte)
@@ -74,8 +74,10 @@ class StdioHost:
         async def emit(msg: Any) -> None:
             raw = self.server.record_out(conn, msg)
             async with lock:
-                writer.write(raw.encode() + b"\n")
+                if writer.is_closing():  # (the relay is gone: nothing more reaches the client)
+                    return
                 with contextlib.suppress(ConnectionError):
+                    writer.write(raw.encode() + b"\n")
                     await writer.drain()
 
         try:
@@ -84,6 +86,8 @@ class StdioHost:
                     line = await reader.readline()
                 except (ValueError, asyncio.LimitOverrunError):
                     continue
+                except ConnectionError:  # the relay died (killed, or exited with our answers unread)
+                    break
                 if not line:
                     break
                 try:
@@ -96,19 +100,27 @@ class StdioHost:
                     continue
                 raw = str(event.get("d", "")).encode("latin-1", "replace").decode("utf-8", "replace")
                 entry = self.server.record_in(conn, raw)
-                if entry.data is not None:
-                    task = asyncio.get_running_loop().create_task(self._answer(conn, entry.data, emit))
-                    self._tasks.add(task)
-                    task.add_done_callback(self._tasks.discard)
+                if entry.data is None:
+                    continue
+                if conn.in_flight >= MAX_IN_FLIGHT:  # a flood the client does not read: recorded, not answered
+                    conn.unanswered += 1
+                    continue
+                conn.in_flight += 1
+                task = asyncio.get_running_loop().create_task(self._answer(conn, entry.data, emit))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
         finally:
             conn.closed_at = time.monotonic()
             conn.keep(Entry("event", "closed"))
             writer.close()
 
     async def _answer(self, conn: Conn, msg: Any, emit: Any) -> None:
-        answer = await self.server.handle(conn, msg, emit)
-        if answer is not None:
-            await emit(answer)
+        try:
+            answer = await self.server.handle(conn, msg, emit)
+            if answer is not None:
+                await emit(answer)
+        finally:
+            conn.in_flight -= 1
 
     async def stop(self) -> None:
         if self._srv is not None:
@@ -300,10 +312,7 @@ class HttpHost:
             await _respond(send, 413, b"", "text/plain")
             return
         text = body.decode("utf-8", "replace")
-        try:
-            msg = json.loads(text)
-        except ValueError:
-            msg = None
+        msg = parse(text)[0]
         meta = (msg.get("params") or {}).get("_meta") if isinstance(msg, dict) else None
         modern = isinstance(meta, dict) and "io.modelcontextprotocol/protocolVersion" in meta
         if modern and self.server.scenario.modern:

@@ -49,12 +49,17 @@ class ClientJudge:
             rules.stdio()
         else:
             rules.http()
+        first_init = min(
+            (e.at for c in self.conns for e, m in requests_of(c) if m.get("method") == "initialize"), default=None
+        )
         for conn in self.conns:
             if conn.era == "handshake":
                 self.lifecycle(conn)
                 self.answers(conn)
             elif conn.era == "modern":
                 rules.modern(conn)
+            else:
+                self.uninitialized(conn, first_init)
         self.requests()
         self.pagination()
         self.cancellation()
@@ -216,6 +221,20 @@ class ClientJudge:
             r.fail("M082", "the client cancelled its initialize request", "lifecycle")
         elif answered is not None:
             r.ok("M082", "initialize was not cancelled", "lifecycle")
+
+    def uninitialized(self, conn: Conn, first_init: float | None) -> None:
+        """M039 for a connection that never initialized: a handshake-era request on it (not a 2026-07-28 one, nor
+        the ``server/discover`` probe of a dual-era client) sent before any ``initialize`` of the run."""
+        early = [
+            m
+            for e, m in requests_of(conn)
+            if m.get("method") not in ("initialize", "server/discover")
+            and not is_modern(m)
+            and (first_init is None or e.at < first_init)
+        ]
+        if early:
+            when = "and no initialize at all" if first_init is None else "before any initialize"
+            self.r.fail("M039", f"connection {conn.no}: {short(early[0])} sent {when}", "lifecycle")
 
     # ------------------------------------------------------------------------------- answers to the server
 

@@ -43,6 +43,8 @@ UNKNOWN_VERSION = "1999-01-01"
 PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
 MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of a client may open
 MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
+TOO_DEEP = "JSON nested deeper than the checker parses"  # the error of such a message: not judged, said
+MAX_IN_FLIGHT = 1_000  # a stdio connection's messages being answered at once (past it: recorded, not answered)
 ECHO: dict[str, Any] = {
     "name": "check_echo",
     "description": "Answers at once (with progress notifications first when asked for progress).",
@@ -138,6 +140,8 @@ class Conn:
         self.closed_at: float | None = None
         self.dropped: int = 0  # entries past MAX_ENTRIES, not kept
         self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
+        self.in_flight: int = 0  # messages being answered now (stdio: the client may not read its answers)
+        self.unanswered: int = 0  # messages past MAX_IN_FLIGHT: recorded, not answered
 
     def keep(self, entry: Entry) -> None:
         """Log ``entry`` unless the connection's log is full (then it is counted in ``dropped``)."""
@@ -180,10 +184,8 @@ class ScriptedServer:
 
     def record_in(self, conn: Conn, raw: str, http: JSON | None = None) -> Entry:
         """Record what the client sent (kept up to :data:`MAX_ENTRIES` a connection; the rest is counted)."""
-        try:
-            entry = Entry("in", raw, json.loads(raw), http=http)
-        except ValueError as exc:
-            entry = Entry("in", raw, None, f"not JSON: {exc}", http=http)
+        data, error = parse(raw)
+        entry = Entry("in", raw, data, error, http=http)
         conn.keep(entry)
         self.activity.set()
         return entry
@@ -250,10 +252,6 @@ class ScriptedServer:
         return _error(rid, -32601, f"Method not found: {method}")
 
     async def initialize(self, conn: Conn, rid: Any, params: JSON) -> JSON:
-        conn.era = "handshake"
-        conn.init_request = rid
-        caps = params.get("capabilities")
-        conn.client_caps = caps if isinstance(caps, dict) else {}
         asked = params.get("protocolVersion")
         if self.scenario.answer_version == "x":
             version = UNKNOWN_VERSION
@@ -261,9 +259,16 @@ class ScriptedServer:
             version = V2025_03_26
         else:
             version = asked if asked in HANDSHAKE_VERSIONS else LATEST_HANDSHAKE
-        conn.version = version
+        again = conn.init_request is not None  # (a second initialize on the connection: answered, the first kept)
+        if not again:
+            conn.era = "handshake"
+            conn.init_request = rid
+            caps = params.get("capabilities")
+            conn.client_caps = caps if isinstance(caps, dict) else {}
+            conn.version = version
         await asyncio.sleep(INIT_DELAY)
-        conn.init_answered = time.monotonic()
+        if not again:
+            conn.init_answered = time.monotonic()
         return _result(rid, {"protocolVersion": version, "capabilities": CAPABILITIES, "serverInfo": SERVER_INFO})
 
     async def echo(self, conn: Conn, rid: Any, params: JSON, emit: Emit, modern: bool) -> JSON:
@@ -344,6 +349,17 @@ class ScriptedServer:
         if asks:
             result["inputRequests"] = asks
         return _result(rid, {**_info(True), **result})
+
+
+def parse(raw: str) -> tuple[Any, str | None]:
+    """A message the client sent, parsed: (data, None), or (None, why it is no JSON). JSON nested deeper than
+    Python's parser goes is said so (it raised RecursionError, which ended the host's connection)."""
+    try:
+        return json.loads(raw), None
+    except ValueError as exc:
+        return None, f"not JSON: {exc}"
+    except RecursionError:
+        return None, TOO_DEEP
 
 
 def _obj(value: Any) -> JSON:
