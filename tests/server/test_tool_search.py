@@ -563,6 +563,50 @@ async def test_a_parent_lists_of_a_mounted_or_imported_app_with_tool_search_what
         assert [t.name for t in await client.list_tools()][-1] == "p_c_late"
 
 
+@BOTH
+async def test_a_parents_list_pages_follow_what_a_mounted_app_with_tool_search_lists(mode: str) -> None:
+    """Over HTTP, in both eras, page by page (two tools a page): the parent lists its own tools and, of the mounted
+    app with tool search, what that app lists (its two tools, the pinned one, the one with a header parameter);
+    a page never holds an unlisted tool, and each of those is callable by its prefixed name."""
+    child = MCPKit("child")
+    for i in range(5):
+        child.add_tool(lambda i=i: f"hidden {i}", name=f"hidden{i}", description=f"Unlisted tool {i}.")
+    child.add_tool(lambda: "pinned", name="pinned", description="Pinned.")
+
+    @child.tool
+    def where(region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})]) -> str:
+        """Run in a region."""
+        return f"ran in {region}"
+
+    child.add_tool_search(always_visible=["pinned"])
+    parent = MCPKit("parent", page_size=2)
+    parent.add_tool(lambda: "mine", name="own", description="A tool of its own.")
+    parent.mount(child, prefix="c")
+    parent.add_tool(lambda: "later", name="own_later", description="Registered once mounted.")
+    async with serve_http(parent) as url, Client(url, mode=mode) as client:
+        pages: list[list[str]] = []
+        cursor: str | None = None
+        while True:
+            page, cursor = await client.list_tools_page(cursor)
+            pages.append([tool.name for tool in page])
+            if cursor is None:
+                break
+            assert len(pages) < 10
+        assert all(len(page) == 2 for page in pages[:-1]) and 1 <= len(pages[-1]) <= 2
+        assert [name for page in pages for name in page] == [
+            "own",
+            "c_search_tools",
+            "c_call_tool",
+            "c_pinned",
+            "c_where",
+            "own_later",
+        ]
+        assert [t.name for t in await client.list_tools()] == [name for page in pages for name in page]
+        for i in range(5):
+            assert (await client.call_tool(f"c_hidden{i}", {})).text == f"hidden {i}"
+        assert (await _found(client, "unlisted tool 3", prefixed="c_"))[0] == "c_hidden3"
+
+
 async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serves() -> None:
     """Derived from ``c_call_tool`` (mapping its arguments, or forwarding from a function of its own), a tool
     calls the tools by the parent's names, under the parent's view, with the direct call's refusals."""
