@@ -7,8 +7,9 @@ What the rest of mcpkit asks of the runtime, and nothing else:
   function's :class:`InlinePolicy`, or says it cannot run it (:data:`ON_THREAD`: run it on a worker thread;
   :data:`EAGER`: yield one loop turn first). The server's sync policy (``mcpkit.server.sync_exec.SyncPolicy``)
   is its one caller, and judges what it is told.
-* What a call cost its thread (:mod:`.usage`): :data:`clock`, :func:`thread_usage` (``getrusage``), the time of
-  garbage collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
+* What a call cost its thread (:mod:`.usage`): :data:`clock`, :func:`thread_usage` (``getrusage``),
+  :func:`run_delay` (the thread's time on the scheduler's run queue, where Linux says), the time of garbage
+  collections (:data:`gc_time`, counted once :func:`hook_gc` ran).
 * :data:`TICKS` counts the watchdog's wakes (a short GIL wait that overlaps one is not the function's fault);
   :func:`running_guard` / :func:`handoff_for` give the guard of a loop, for diagnostics and tests.
 * :class:`WorkerPool` is the default executor of the event loops ``mcpkit.run`` creates: daemon threads, and a
@@ -37,7 +38,7 @@ from .handoff import (
     run_inline,
     running_guard,
 )
-from .usage import Usage, clock, gc_time, hook_gc, thread_usage
+from .usage import Usage, clock, gc_time, hook_gc, run_delay, thread_usage
 from .workers import DEFAULT_WORKER_GRACE, WorkerPool, install_pool, name_work, pool_of
 
 __all__ = [
@@ -60,6 +61,7 @@ __all__ = [
     "name_work",
     "pool_of",
     "read_in_chunks",
+    "run_delay",
     "run_inline",
     "running_guard",
     "thread_usage",

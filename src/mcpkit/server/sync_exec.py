@@ -25,7 +25,17 @@ block, though, and for those that cost is pure waste. So every sync function get
   (it pauses the loop wherever the function runs) is not held against a call (CPU time counts beyond
   ``long_ms`` + 10 ms: ``getrusage`` is tick-grained), and a short wait (under
   ``long_ms`` + two switch intervals, 12 ms by default: perhaps for the GIL, held by another thread) is
-  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other. A
+  forgiven unless it happens ``MAYBE_STRIKES`` (3) times within ``MAYBE_WINDOW_S`` (10 s) of each other.
+  Such a wait is wall time less CPU time, which also holds any time the OS kept the thread off the CPU: a call
+  preempted for 30 ms whose thread handed the GIL over once meanwhile (to the thread that takes over the loop)
+  has "waited" 30 ms. So where the scheduler tells a thread's run-queue time (Linux, ``/proc``), a wait that
+  would demote the function makes it *suspect* instead: its next :data:`SUSPECT_CALLS` (1,000) inline calls also
+  read the thread's CPU time and run-queue time around the call (two system calls more, 10-40 µs), and the next
+  of them that runs long is judged by the time it was neither running nor runnable (asleep: on I/O, a lock, the
+  GIL): a wait past ``long_ms`` + two switch intervals (or the short ones three times) demotes it, being
+  preempted does not. A suspicion no long call confirms clears after its calls; the next one is twice as long
+  (up to :data:`SUSPECT_CALLS_MAX`), or 1,000 again once a measured call showed the OS to blame. A call with no
+  suspicion costs nothing more: the scheduler is read only around a suspect function's calls. A
   learning call that waits or computes longer than ``long_ms`` ends the learning at once (it stays on the
   thread). Functions that take a :class:`~mcpkit.server.context.Context`
   are never learned inline (``ctx.run()`` needs a worker thread). Whatever a sync function returns that is
@@ -35,15 +45,20 @@ Guarantee and worst case: a function on a worker thread never stalls other reque
 interval for CPU-bound code, 5 ms by default). An inline call runs under the loop's hand-off guard
 (:mod:`mcpkit._runtime.handoff`): when it runs for two watchdog ticks (10-20 ms), a stand-in thread takes over
 running the event loop until the call returns, so a learned-inline function that suddenly blocks stalls other
-requests for at most 10-20 ms per long call, and twice when it blocks again within 10,000 calls: its first long call
-makes its calls exactly timed, the second demotes it to the worker thread for good (a wait or computation past
-``long_ms`` + 10 ms; shorter waits, 12 ms at most by default, are forgiven while they are rarer than three within
-10 s). One that blocks less often, once every ``n`` calls, is demoted by its ``2 + log2(n / 10,000)``-th long call
-(rounded up) at the latest, since each window is twice the one before. Where the loop cannot be
-handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker thread; a
-declared ``thread=False`` function runs inline there, unguarded. While the loop is handed over, inline
-functions run on worker threads. Declare ``thread=True`` for a function that can ever
-block; ``thread=False`` declares one that never blocks (always inline, never timed, never demoted).
+requests for at most 10-20 ms per long call, and three times when it blocks again within 1,000 calls: its first
+long call makes its calls exactly timed, the second makes it suspect, the third demotes it to the worker thread
+for good (a wait past ``long_ms`` + two switch intervals; a computation past ``long_ms`` + 10 ms, which the OS
+cannot feign, demotes it at the second; shorter waits, 12 ms at most by default, are forgiven while they are
+rarer than three within 10 s). Where the run-queue time cannot
+be read, the second long call demotes it. One that blocks less often, once every ``n`` calls, is demoted by its
+``3 + log2(n / 10,000) + log2(n / 1,000)``-th long call (each term rounded up, and only when positive; without
+the run-queue time ``2 + log2(n / 10,000)``) at the latest, since each window is twice the one before; on a
+busy machine, where measured calls show the OS preempting it, each suspicion starts again at 1,000 calls, so
+one that blocks less often may go on being handed over (10-20 ms each time) rather than be demoted. Where the
+loop cannot be handed over (uvloop, a Python other than CPython 3.11-3.13), learned functions stay on the worker
+thread; a declared ``thread=False`` function runs inline there, unguarded. While the loop is handed over, inline
+functions run on worker threads. Declare ``thread=True`` for a function that can ever block; ``thread=False``
+declares one that never blocks (always inline, never timed, never demoted).
 
 Limits (``MCPKit(sync_long_ms=..., sync_learn_calls=...)``; module defaults :data:`DEFAULT_LONG_MS`,
 :data:`DEFAULT_LEARN_CALLS`): ``long_ms`` (default 2 ms) bounds an inline call; ``learn_calls`` (default 20)
@@ -58,6 +73,7 @@ import functools
 import inspect
 import logging
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -69,6 +85,7 @@ from .._runtime import (
     clock,
     hook_gc,
     name_work,
+    run_delay,
     run_inline,
     running_guard,
     thread_usage,
@@ -86,6 +103,12 @@ WAIT_SLACK_S = 50e-6
 EXACT_CALLS = 10_000
 #: The longest window of exactly timed calls (a function that keeps running long stays exactly timed).
 EXACT_CALLS_MAX = EXACT_CALLS << 10
+#: Inline calls of a suspect function (one whose wait, by wall time less CPU time, would have demoted it) measured
+#: with the scheduler's run-queue time too (the first suspicion; each later one is twice as long, back to this
+#: when a measured call shows the OS was to blame). The suspicion clears unconfirmed after them.
+SUSPECT_CALLS = 1_000
+#: The longest window of a suspicion.
+SUSPECT_CALLS_MAX = SUSPECT_CALLS << 10
 
 THREAD = 0
 LEARNING = 1
@@ -109,7 +132,7 @@ _UNGUARDED = _Unguarded()
 _TICK_S = 0.010  # CPU times from getrusage can lag by a scheduler tick
 
 
-NOT, MAYBE, YES = 0, 1, 2  # verdicts of _by_itself
+NOT, MAYBE, WAITED, YES = 0, 1, 2, 3  # verdicts of _by_itself (WAITED: by wall time less CPU time, not exact)
 #: Short waits (under long_ms + two switch intervals) that may have been for the GIL: this many within
 #: MAYBE_WINDOW_S seconds of each other demote a function, fewer are forgiven.
 MAYBE_STRIKES = 3
@@ -118,19 +141,35 @@ MAYBE_WINDOW_S = 10.0
 
 def _by_itself(u0: Any, u1: Any, wall: float, long_s: float) -> int:
     """Whether a call that took ``wall`` (more than ``long_s``) took it by itself: YES when it computed that
-    long or waited (slept, blocked on I/O or a lock) past ``long_s`` + two switch intervals; MAYBE for a
-    shorter wait, which may have been for the GIL held by another thread; NOT when the OS merely preempted
-    it (a busy machine, a CPU quota)."""
+    long; WAITED when it waited (slept, blocked on I/O or a lock) and took longer than ``long_s`` + two switch
+    intervals, which may also be the OS preempting it, so :func:`_by_sched` has the last word where it can;
+    MAYBE for a shorter wait, which may have been for the GIL held by another thread; NOT when the OS merely
+    preempted it (a busy machine, a CPU quota)."""
     cpu: float = (u1.ru_utime + u1.ru_stime) - (u0.ru_utime + u0.ru_stime)
     if u0.ru_nvcsw < 0:  # no switch counts: precise CPU time, and any wait counts
         return YES if cpu > long_s or wall - cpu > WAIT_SLACK_S else NOT
     if cpu > long_s + _TICK_S:
         return YES  # computed that long, preempted or not
     if u1.ru_nvcsw > u0.ru_nvcsw:
-        # it waited: for the GIL, another thread holds it at most a switch interval (5 ms) before it must
-        # hand it over, so a longer wait is the function's own
-        return YES if wall > long_s + 2 * sys.getswitchinterval() else MAYBE
+        # it waited: for the GIL, another thread holds it at most a switch interval (5 ms) before it must hand it
+        # over, so a longer wait is the function's own; but the wall time also holds any time the OS kept it off
+        # the CPU meanwhile (one GIL hand-over to the watchdog in a preempted call is a wait)
+        return WAITED if wall > long_s + 2 * sys.getswitchinterval() else MAYBE
     return YES if u1.ru_nivcsw == u0.ru_nivcsw else NOT  # never preempted, never waited: it computed
+
+
+def _by_sched(span: tuple[float, float], took: float, own: float, long_s: float) -> int:
+    """:func:`_by_itself` for a call measured exactly (``span``: the thread's CPU seconds and run-queue seconds
+    during the call): YES when it computed past ``long_s`` (outside garbage collection, ``took - own``) or waited
+    past ``long_s`` + two switch intervals, MAYBE for a wait past ``long_s`` only (perhaps for the GIL), NOT when
+    the rest of the time it was preempted."""
+    cpu, queued = span
+    if cpu - (took - own) > long_s:
+        return YES
+    waited = took - cpu - queued  # neither running nor runnable: asleep, on I/O, a lock or the GIL
+    if waited > long_s + 2 * sys.getswitchinterval():
+        return YES
+    return MAYBE if waited > long_s else NOT
 
 
 def _blocked(u0: Any, u1: Any, wall: float) -> bool:
@@ -161,10 +200,14 @@ class SyncPolicy:
 
     __slots__ = (
         "__weakref__",  # (named in the shutdown warning of the worker pool: name_work)
+        "_call",
         "_fast",
         "_fast_s",
         "_maybe",
         "_maybe_at",
+        "_span",
+        "_suspect",
+        "_suspect_window",
         "_window",
         "declared",
         "exact",
@@ -186,6 +229,7 @@ class SyncPolicy:
         learn_calls: int = DEFAULT_LEARN_CALLS,
     ) -> None:
         self.fn: Callable[..., Any] = fn
+        self._call = fn  # what an inline call calls: fn, or _watched while the function is suspect
         self.what: str = what
         self.declared: bool = thread is False
         if thread is False:
@@ -200,6 +244,9 @@ class SyncPolicy:
         self._window = 0  # the length of the last window of exactly timed calls (0: none yet)
         self._maybe = 0
         self._maybe_at = 0.0
+        self._suspect = 0  # inline calls still to measure with the scheduler's times (see ran_long)
+        self._suspect_window = 0  # the length of the last suspicion (0: none yet)
+        self._span: tuple[float, float] | None = None  # what _watched measured of the call that just ended
         self.long_s: float = 0.0
         self._fast_s = 0.0
         self.learn_calls: int = 0
@@ -233,7 +280,7 @@ class SyncPolicy:
         long without an explanation."""
         if self.mode != INLINE:
             return ON_THREAD
-        return run_inline(self.fn, args, kwargs, self)
+        return run_inline(self._call, args, kwargs, self)
 
     def ran_long(self, took: float, own: float, u0: Any, k0: int = -1) -> None:
         """``took`` seconds, of which ``own`` outside garbage collection (which would pause the loop anyway);
@@ -242,7 +289,11 @@ class SyncPolicy:
         is forgiven)."""
         if self.mode != INLINE or self.declared or own <= self.long_s:
             return
-        if u0 is None:
+        span = self._span
+        if span is not None:  # measured exactly (the function is suspect): the scheduler has the last word
+            self._span = None
+            verdict = _by_sched(span, took, own, self.long_s)
+        elif u0 is None:
             # The clock alone cannot tell the function's own wait or computation from the OS running something
             # else meanwhile (a busy machine, a CPU quota): its next calls are timed exactly, and the next one that
             # runs long among them is judged. (The loop's hand-over kept other requests served meanwhile.) Each
@@ -251,9 +302,12 @@ class SyncPolicy:
             self._window = self.exact = window
             logger.debug("%s ran %.1f ms inline: its next %d calls are timed exactly", self.what, took * 1000, window)
             return
-        verdict = _by_itself(u0, thread_usage(), own, self.long_s)
+        else:
+            verdict = _by_itself(u0, thread_usage(), own, self.long_s)
         if verdict == NOT:
             self.exact = self._window  # the OS ran something else meanwhile: the machine is busy, the window restarts
+            if span is not None:
+                self._suspect_window = 0  # (and a suspicion was the OS's doing: the next one starts short again)
             return
         if verdict == MAYBE:
             self.exact = self._window
@@ -264,6 +318,10 @@ class SyncPolicy:
             self._maybe_at = now
             if self._maybe < MAYBE_STRIKES:
                 return  # perhaps a GIL wait (another thread ran Python): forgiven unless it keeps happening
+        if span is None and verdict != YES and run_delay() is not None:
+            self._suspect_begins()  # a wait by the wall time only: the OS may have kept it off the CPU meanwhile
+            return
+        self._suspicion_ends()
         self.mode = THREAD
         logger.warning(
             "%s ran %.1f ms inline on the event loop (more than sync_long_ms=%g), holding up other requests "
@@ -273,6 +331,44 @@ class SyncPolicy:
             took * 1000,
             self.long_s * 1000,
         )
+
+    def _suspect_begins(self) -> None:
+        """A wait by wall time less CPU time would demote the function, but the wall time also holds the time the
+        OS kept the thread off the CPU (a busy machine preempts it; its one GIL hand-over then counts as a wait).
+        Rather than demote it, measure its next inline calls with the scheduler's run-queue time too: the next
+        one that runs long is judged by :func:`_by_sched`. A window twice the last one (so a function that blocks
+        now and then is confirmed all the same), back to :data:`SUSPECT_CALLS` once the OS was seen to blame."""
+        window = self._suspect_window
+        window = min(window * 2, SUSPECT_CALLS_MAX) if window else SUSPECT_CALLS
+        self._suspect_window = self._suspect = window
+        self.exact = max(self.exact, self._window)
+        self._maybe = 0  # (short waits count again once measured exactly)
+        self._call = self._watched
+        logger.debug("%s waited inline: its next %d calls are measured with the scheduler's times", self.what, window)
+
+    def _suspicion_ends(self) -> None:
+        self._suspect = 0
+        self._span = None
+        self._call = self.fn
+
+    def _watched(self, *args: Any, **kwargs: Any) -> Any:
+        """A suspect function's inline call: the thread's CPU time and run-queue time read around it (for
+        :meth:`ran_long`, which judges the call if it runs long). Once the suspicion has run out unconfirmed, the
+        function is called plainly again."""
+        if self._suspect <= 0:
+            self._suspicion_ends()
+            return self.fn(*args, **kwargs)
+        self._suspect -= 1
+        self._span = None
+        q0 = run_delay()
+        c0 = time.thread_time()
+        try:
+            return self.fn(*args, **kwargs)
+        finally:
+            c1 = time.thread_time()
+            q1 = run_delay()
+            if q0 is not None and q1 is not None:
+                self._span = (c1 - c0, q1 - q0)
 
     # ------------------------------------------------------------------ worker thread
 
