@@ -125,6 +125,61 @@ async def test_a_request_slower_than_the_time_bound_or_larger_than_the_size_boun
         await client.aclose()
 
 
+async def test_a_flood_of_requests_that_are_not_the_answer_ends_the_listener_at_its_bound() -> None:
+    """A local process floods the listener with requests that are not the answer (a wrong ``state``, another path):
+    each was answered and the listener waited on for as long as the sign-in's ``timeout`` (300 s by default),
+    however many came. Past ``max_requests`` of them (1,000) it now stops: the sign-in fails saying so, and the
+    port is closed."""
+    sent: list[int] = []
+
+    async def flood(port: int) -> None:
+        async with httpx.AsyncClient(timeout=5) as http:
+            for i in range(300):
+                try:
+                    r = await http.get(f"http://127.0.0.1:{port}/callback?code=forged&state=wrong{i}")
+                except httpx.TransportError:
+                    return  # the listener stopped
+                sent.append(r.status_code)
+
+    async def browser(url: str) -> None:
+        await asyncio.gather(*(flood(callback.port) for _ in range(4)))
+
+    async with scripted() as s:
+        callback = LoopbackCallback(open_url=browser, timeout=60)
+        assert callback.max_requests == 1000
+        callback.max_requests = 100
+        client = _client_of(s, callback)
+        async with httpx.AsyncClient(auth=client) as http:
+            with pytest.raises(OAuthFlowError, match="max_requests"):
+                await asyncio.wait_for(http.get(s.mcp_url), 30)
+        assert set(sent) == {400} and len(sent) <= 100
+        with pytest.raises(OSError):
+            await asyncio.open_connection("127.0.0.1", callback.port)
+        await client.aclose()
+
+
+async def test_a_listener_whose_callback_is_never_awaited_stops_at_its_time_limit() -> None:
+    """The listener starts when the browser is sent to the authorization page; when the caller never waits for the
+    callback (its flow failed in between), the listener stayed open for good. It now stops ``timeout`` seconds
+    after it started, and at once when opening the browser fails."""
+    callback = LoopbackCallback(open_url=lambda url: None, timeout=0.5)
+    await callback.redirect_handler("http://127.0.0.1:9/authorize?state=s")
+    _, writer = await asyncio.open_connection("127.0.0.1", callback.port)  # listening
+    writer.close()
+    await asyncio.sleep(1.0)
+    with pytest.raises(OSError):
+        await asyncio.open_connection("127.0.0.1", callback.port)
+
+    def broken(url: str) -> None:
+        raise RuntimeError("no browser")
+
+    callback = LoopbackCallback(open_url=broken, timeout=60)
+    with pytest.raises(RuntimeError):
+        await callback.redirect_handler("http://127.0.0.1:9/authorize?state=s")
+    with pytest.raises(OSError):
+        await asyncio.open_connection("127.0.0.1", callback.port)
+
+
 @pytest.mark.parametrize(
     "answer",
     [

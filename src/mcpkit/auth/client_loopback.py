@@ -60,15 +60,18 @@ class LoopbackCallback:
         auth = OAuthClient(url, client_metadata={"client_name": "my-app", "redirect_uris": [cb.redirect_uri]},
                            redirect_handler=cb.redirect_handler, callback_handler=cb.callback_handler)
 
-    The listener starts in :meth:`redirect_handler` and stops after one callback (or ``timeout`` seconds); a
-    request to it whose ``state`` is not the authorization request's is discarded (400) and the listener waits on. The
+    The listener starts in :meth:`redirect_handler` and stops after one callback, ``timeout`` seconds after it started
+    (whether or not :meth:`callback_handler` waits for it), or at once when opening the browser fails; a request to
+    it whose ``state`` is not the authorization request's is discarded (400) and the listener waits on. The
     port is reserved at construction, so the redirect URI is known before registration (an AS following RFC 8252
     §7.3 accepts any loopback port anyway).
 
     Anything on the machine can connect to the port, so the listener is bounded: it serves ``max_connections``
     connections at once (a new one past it closes the oldest, so idle or slow connections cannot keep the browser's
     redirect out), each must send its request within ``request_timeout`` seconds and its request head may be
-    ``max_request_size`` bytes (431 beyond). Set them on the instance before :meth:`redirect_handler` runs."""
+    ``max_request_size`` bytes (431 beyond); past ``max_requests`` requests that were not the answer (stray, forged,
+    a browser's favicon) it stops, and the sign-in fails saying so. Set them on the instance before
+    :meth:`redirect_handler` runs."""
 
     #: connections served at once; past it, the oldest open one is closed for the new one
     max_connections: int = 16
@@ -76,6 +79,8 @@ class LoopbackCallback:
     request_timeout: float = 10.0
     #: the largest request head read (request line and headers: a browser's cookies for 127.0.0.1 included)
     max_request_size: int = 32 * 1024
+    #: requests answered without completing the sign-in (a wrong state, another path) before the listener gives up
+    max_requests: int = 1000
 
     def __init__(
         self,
@@ -96,7 +101,10 @@ class LoopbackCallback:
         self._result: asyncio.Future[dict[str, str]] | None = None
         self._state: str | None = None  # the state of the pending authorization request
         self._server: asyncio.base_events.Server | None = None
+        self._stopped: asyncio.base_events.Server | None = None  # closed by a bound, not yet waited for
         self._open: dict[asyncio.StreamWriter, None] = {}  # the connections being served, oldest first
+        self._requests = 0  # requests answered that were not the answer, since the listener started
+        self._expiry: asyncio.TimerHandle | None = None  # stops the listener ``timeout`` seconds after it started
 
     @staticmethod
     def _bind(port: int) -> socket.socket:
@@ -119,6 +127,14 @@ class LoopbackCallback:
                     body, status = b"Request too large.", b"431 Request Header Fields Too Large"
                 else:
                     body, status = self._answer(head)
+                if self._result is None or not self._result.done():
+                    self._requests += 1
+                    if self._requests >= self.max_requests:
+                        self._stop(
+                            f"the loopback listener received {self._requests} requests that were not the "
+                            f"authorization response (LoopbackCallback.max_requests): another process on this "
+                            "machine may be flooding it"
+                        )
                 writer.write(
                     b"HTTP/1.1 " + status + b"\r\ncontent-type: text/plain; charset=utf-8\r\n"
                     b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body
@@ -146,24 +162,43 @@ class LoopbackCallback:
             self._result.set_result(query)
         return self.success_page.encode(), b"200 OK"
 
+    def _stop(self, reason: str) -> None:
+        """Stop listening at once (a bound was reached) and fail the pending callback with ``reason``."""
+        if self._result is not None and not self._result.done():
+            self._result.set_exception(OAuthFlowError(reason))
+            self._result.exception()  # (retrieved: no warning when no callback_handler waits for it)
+        if self._server is not None:
+            self._server.close()  # (not listening from here on; a later redirect_handler listens again)
+            self._stopped, self._server = self._server, None
+        for writer in list(self._open):
+            writer.transport.abort()
+
     async def redirect_handler(self, url: str) -> None:
         loop = asyncio.get_running_loop()
         self._result = loop.create_future()
         self._state = dict(parse_qsl(urlsplit(url).query)).get("state")
+        self._requests = 0
         if self._server is None:
             sock = self._sock or self._bind(self.port)  # again after an earlier callback: the same redirect URI
             self._sock = None
             sock.listen(8)
             self._server = await asyncio.start_server(self._handle, sock=sock, limit=self.max_request_size)
-        if self.open_url is not None:
-            opened = self.open_url(url)
-            if asyncio.iscoroutine(opened):
-                await opened
-        else:
-            import webbrowser
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = loop.call_later(self.timeout, self._stop, "no authorization response within the time limit")
+        try:
+            if self.open_url is not None:
+                opened = self.open_url(url)
+                if asyncio.iscoroutine(opened):
+                    await opened
+            else:
+                import webbrowser
 
-            if not await asyncio.to_thread(webbrowser.open, url):
-                print(f"Open this URL to authorize: {url}")
+                if not await asyncio.to_thread(webbrowser.open, url):
+                    print(f"Open this URL to authorize: {url}")
+        except BaseException:
+            await self.aclose()  # (no callback will be awaited)
+            raise
 
     async def callback_handler(self) -> dict[str, str]:
         if self._result is None:
@@ -177,12 +212,16 @@ class LoopbackCallback:
 
     async def aclose(self) -> None:
         """Stop listening, and close the connections still open (their handlers end by themselves)."""
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
         for writer in list(self._open):
             writer.transport.abort()
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        for server in (self._server, self._stopped):
+            if server is not None:
+                server.close()
+                await server.wait_closed()
+        self._server = self._stopped = None
         if self._sock is not None:
             self._sock.close()
             self._sock = None
