@@ -235,3 +235,35 @@ def test_a_config_file_that_cannot_be_read_or_written_is_one_line_not_a_tracebac
     proc = mcpkit("cursor", WEATHER, "--config", str(blocker / "mcp.json"), home=tmp_path, cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"cannot write {blocker / 'mcp.json'}" in proc.stderr, proc.stderr
+
+
+def test_installing_the_same_entry_again_writes_nothing_and_makes_no_backup(tmp_path: Path) -> None:
+    """A setup script run twice (or a README's command pasted again) said 'replaced' and left one more backup each
+    time, for a file that did not change."""
+    first = mcpkit("gemini-cli", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    file = tmp_path / ".gemini" / "settings.json"
+    written, mtime = file.read_bytes(), file.stat().st_mtime_ns
+    again = mcpkit("gemini-cli", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "'weather' is already in" in again.stdout and "unchanged" in again.stdout
+    assert file.read_bytes() == written and file.stat().st_mtime_ns == mtime
+    assert not list(file.parent.glob("*.bak"))
+    changed = mcpkit("gemini-cli", WEATHER, "-e", "REGION=eu", home=tmp_path, cwd=tmp_path)
+    assert changed.returncode == 0 and "replaced 'weather'" in changed.stdout  # (a different entry is written)
+    assert len(list(file.parent.glob("*.bak"))) == 1
+
+
+def test_the_entry_to_add_by_hand_keeps_its_characters(tmp_path: Path) -> None:
+    # (a name or path outside ASCII was printed as \\u escapes, which the user then pasted into the file)
+    project = tmp_path / "mes serveurs"
+    project.mkdir()
+    server = project / "météo.py"
+    server.write_text("from mcpkit import MCPKit\n\napp = MCPKit('météo')\n", encoding="utf-8")
+    file = tmp_path / ".gemini" / "settings.json"
+    file.parent.mkdir()
+    file.write_text('{\n  // mine\n  "theme": "dark"\n}\n')
+    proc = mcpkit("gemini-cli", str(server), home=tmp_path, cwd=tmp_path, env={"PYTHONIOENCODING": "utf-8"})
+    assert proc.returncode != 0 and "not plain JSON" in proc.stderr
+    assert '"météo": {' in proc.stderr and str(server) in proc.stderr
+    assert file.read_text() == '{\n  // mine\n  "theme": "dark"\n}\n'

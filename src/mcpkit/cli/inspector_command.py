@@ -306,6 +306,9 @@ def install_command(
         done = install(host, name, entry, scope=scope, path=Path(config_file) if config_file else None, dry_run=dry_run)
     except InstallError as exc:
         raise (LoadError if exc.usage else CommandError)(str(exc)) from None
+    if done.unchanged:
+        click.echo(f"{name!r} is already in {done.path}, unchanged: nothing was written")
+        return
     if dry_run:
         click.echo(f"would write {done.path}:")
         click.echo(json.dumps(done.document, indent=2, ensure_ascii=False))

@@ -28,10 +28,11 @@ there without installing them into the environment. ``--env KEY=VALUE`` and ``--
 environment.
 
 The file is merged, never replaced: the other servers and every other key stay as they were; an existing entry of
-the same name is replaced (and said so). The original is copied next to it first (``<file>.<time>.bak``, never
-over an earlier backup), the new file is written whole and then moved into place (a symbolic link stays one: the
-file it points to is updated). A file that is not plain JSON (comments, trailing commas) is left
-alone: the command prints the entry to add by hand instead. ``--dry-run`` shows what would be written.
+the same name is replaced (and said so); the same entry again changes nothing (no write, no backup). The original
+is copied next to it first (``<file>.<time>.bak``, never over an earlier backup), the new file is written whole and
+then moved into place (a symbolic link stays one: the file it points to is updated). A file that is not plain JSON
+(comments, trailing commas) is left alone: the command prints the entry to add by hand instead. ``--dry-run``
+shows what would be written.
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ class Installed:
     replaced: bool
     backup: Path | None
     written: bool
+    unchanged: bool = False  # the file already held this entry as it is: nothing was written
 
 
 def _servers_of(document: dict[str, Any], host: str, scope: str, cwd: Path) -> dict[str, Any]:
@@ -216,10 +218,11 @@ def install(
             except ValueError:
                 raise InstallError(
                     f"{file} is not plain JSON (comments or trailing commas?): it was left as it is. Add this entry "
-                    f"to it by hand:\n{json.dumps({name: entry}, indent=2)}"
+                    f"to it by hand:\n{json.dumps({name: entry}, indent=2, ensure_ascii=False)}"
                 ) from None
         if not isinstance(document, dict):
             raise InstallError(f"{file} does not hold a JSON object: it was left as it is")
+    before = json.dumps(document) if original is not None else None
     try:
         servers = _servers_of(document, host, scope, cwd)
     except InstallError as exc:
@@ -228,6 +231,8 @@ def install(
     servers[name] = entry
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
+    if json.dumps(document) == before:  # (the same entry again: nothing to write, no backup to keep)
+        return Installed(file, name, entry, document, replaced, None, False, unchanged=True)
     if dry_run:
         return Installed(file, name, entry, document, replaced, None, False)
     real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
