@@ -80,6 +80,7 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     # so, and the scripted server goes on serving the client (it used to drop the connection, or answer 500)
     "deeply-nested": ({"M017"}, "stdio", ("handshake",)),
     "deeply-nested-http": ({"M021"}, "http", ("handshake",)),
+    "ignore-sampling": ({"M076"}, "stdio", ("handshake",)),  # declares sampling, never answers createMessage
     "never-initialize": ({"M039"}, "stdio", ("handshake",)),  # asks tools/list and never initializes
     # not a fault of any rule: a second initialize once initialized is answered and judged by the first (it used to
     # fail M043 and S013, the second answer's time taken for the first's)
@@ -196,6 +197,8 @@ class Client:
             root = {"name": "project"} if self.has("root-without-uri") else {"uri": "file:///tmp/p", "name": "p"}
             result = {"items": [root]} if self.has("roots-without-array") else {"roots": [root]}
         elif method == "sampling/createMessage":
+            if self.has("ignore-sampling"):
+                return None
             if self.has("refuse-sampling"):
                 return {"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": "no sampling"}}
             content = (

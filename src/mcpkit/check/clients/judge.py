@@ -17,6 +17,12 @@ from .judge_transport import TransportRules
 from .scripted import ASK_TIMEOUT, Conn, ScriptedServer
 from .traffic import JSON, is_modern, items, notifications_of, obj, requests_of, short
 
+# a request the client declared it serves -> (the rule its answer proves, the capability): left unanswered, it fails
+DECLARED = {
+    "roots/list": ("M071", "roots"),
+    "sampling/createMessage": ("M076", "sampling"),
+    "elicitation/create": ("S018", "elicitation"),
+}
 PROMPT = 2.0  # seconds within which a ping is answered "promptly" (M079)
 SERVER_METHODS = {  # a server capability -> the client methods it makes available (S018)
     "prompts": ("prompts/",),
@@ -255,6 +261,8 @@ class ClientJudge:
             if isinstance(m, dict) and "method" not in m
         }
         caps = conn.client_caps
+        # answers under an id the server never used (M006): a request "unanswered" may have been answered so
+        strays = set(replies) - {json.dumps(m.get("id")) for _, m in out}
         if conn.probe is None:
             r.fail("S021", "after a notification of an unknown method and a stray answer the client stopped answering")
         elif conn.probe != "not sent":
@@ -270,6 +278,13 @@ class ClientJudge:
             if got is None:
                 if method == "ping":
                     r.fail("M079", f"ping {req['id']!r} got no answer within {ASK_TIMEOUT:.0f}s", "ping")
+                elif (
+                    method in DECLARED
+                    and not strays
+                    and (conn.closed_at is None or conn.closed_at - sent_entry.at >= ASK_TIMEOUT)
+                ):
+                    rid, cap = DECLARED[method]
+                    r.fail(rid, f"{cap} declared but {method} {req['id']!r} got no answer within {ASK_TIMEOUT:.0f}s")
                 continue
             entry, reply = got
             result = reply.get("result")
