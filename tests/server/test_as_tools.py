@@ -141,6 +141,49 @@ async def test_a_scope_rule_on_a_resource_holds_through_the_tool(mode: str) -> N
 
 
 @BOTH
+@pytest.mark.parametrize("how", ["own", "mounted"])
+async def test_a_protected_server_refuses_read_resource_and_get_prompt_as_the_direct_request(
+    mode: str, how: str
+) -> None:
+    """Under ``protect(..., scope_rule=app.scope_rule)`` the read of a resource needing a scope is refused with the
+    HTTP 403 step-up challenge, and so is ``read_resource`` of it (and ``get_prompt`` of such a prompt): the rule
+    asks for the inner request's scopes, by the names the serving app gives (a mounted app's tools too)."""
+    from mcpkit.auth import StaticTokenVerifier, protect
+    from mcpkit.transports.http import create_app
+    from support.asgi import serve_asgi
+
+    app = _child() if how == "own" else MCPKit("parent")
+    if how == "mounted":
+        app.mount(_child(), prefix="c")
+    p = "" if how == "own" else "c_"
+    readme = "docs://readme" if how == "own" else "docs://c/readme"
+    resource = "http://mcp.test/mcp"
+    verifier = StaticTokenVerifier.simple({"reader": [], "docs": ["docs:read"]}, audience=resource)
+    asgi = protect(create_app(app), resource=resource, verifier=verifier, scope_rule=app.scope_rule)
+    async with serve_asgi(asgi) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
+            with pytest.raises(MCPError) as direct:
+                await reader.read_resource(readme)
+            with pytest.raises(MCPError) as through:
+                await reader.call_tool(f"{p}read_resource", {"uri": readme})
+            assert direct.value.code != -32003 and "docs:read" in direct.value.message  # (the HTTP 403 step-up)
+            assert (through.value.code, through.value.message) == (direct.value.code, direct.value.message)
+            with pytest.raises(MCPError) as direct:
+                await reader.get_prompt(f"{p}secret", {"who": "x"})
+            with pytest.raises(MCPError) as through:
+                await reader.call_tool(f"{p}get_prompt", {"name": f"{p}secret", "arguments": {"who": "x"}})
+            assert direct.value.code != -32003 and "docs:read" in direct.value.message
+            assert (through.value.code, through.value.message) == (direct.value.code, direct.value.message)
+            page = await reader.call_tool(f"{p}read_resource", {"uri": readme.replace("readme", "pages/a")})
+            assert page.text == "child page a"  # (a resource that needs no scope)
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer docs"}) as docs:
+            assert (await docs.call_tool(f"{p}read_resource", {"uri": readme})).text == "child readme"
+            got = await docs.call_tool(f"{p}get_prompt", {"name": f"{p}secret", "arguments": {"who": "ann"}})
+            assert got.structured["messages"][0]["content"]["text"] == "secret for ann"
+
+
+@BOTH
 @EVERYWHERE
 async def test_the_listing_tool_follows_the_catalog_as_it_changes(transport: str, mode: str) -> None:
     async with toolkit_client("as_tools", transport, mode) as client:
@@ -236,6 +279,10 @@ def _child() -> MCPKit:
     def hello(who: str) -> str:
         return f"hello {who}"
 
+    @child.prompt(scopes=["docs:read"])
+    def secret(who: str) -> str:
+        return f"secret for {who}"
+
     child.add_resources_as_tools()
     child.add_prompts_as_tools()
     return child
@@ -278,7 +325,7 @@ async def test_a_mounted_or_imported_app_lists_and_reads_what_the_parent_serves_
                 missing = await bob.call_tool("c_read_resource", {"uri": elsewhere})
                 assert missing.is_error and elsewhere in missing.text
             prompts = await bob.call_tool("c_list_prompts")
-            assert [p["name"] for p in prompts.structured["prompts"]] == ["c_hello"]
+            assert [p["name"] for p in prompts.structured["prompts"]] == ["c_hello", "c_secret"]
             seen.clear()
             got = await bob.call_tool("c_get_prompt", {"name": "c_hello", "arguments": {"who": "ann"}})
             assert got.structured["messages"][0]["content"]["text"] == "hello ann"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -46,7 +46,7 @@ from .compose import MountedPrompt, MountedResource, MountedTemplate, MountedToo
 from .interceptors import Call, call_for, run_chain
 from .prefixes import check_prefix, prefixed_name
 from .request_context import CURRENT_AUTHORIZATION
-from .tools import CallRefused, Tool
+from .tools import CallRefused, SchemaTool, Tool
 from .transform import TransformedTool
 
 if TYPE_CHECKING:
@@ -230,6 +230,27 @@ def _listing_output(*fields: str) -> JSONDict:
     return {"type": "object", "properties": properties, "required": list(fields)}
 
 
+class _InnerTool(SchemaTool):
+    """The reading or getting tool (``read_resource``, ``get_prompt``): a call of it is a request of the app
+    serving it, which :attr:`MCPKit.scope_rule <mcpkit.server.visibility.Rules.scope_rule>` asks about too."""
+
+    def __init__(self, name: str, input_schema: JSONDict, caller: Any, method: str, **options: Any) -> None:
+        super().__init__(name, input_schema, caller, **options)
+        self.method: str = method
+
+    def inner_params(self, arguments: Any) -> JSONDict | None:
+        """The params of the request a call with ``arguments`` makes (None: arguments it refuses anyway)."""
+        if type(arguments) is not dict:
+            return None
+        if self.method == "resources/read":
+            uri = arguments.get("uri")
+            return {"uri": uri} if type(uri) is str else None
+        name, args = arguments.get("name"), arguments.get("arguments")
+        if type(name) is not str:
+            return None
+        return {"name": name, "arguments": args if type(args) is dict else {}}
+
+
 # ---------------------------------------------------------------------------------------------- resources
 
 
@@ -263,7 +284,7 @@ class ResourcesAsTools:
             annotations=_READ_ONLY,
             validate_output=False,
         )
-        self.read_tool: Tool = Tool.from_schema(
+        self.read_tool: Tool = _InnerTool(
             read_name,
             {
                 "type": "object",
@@ -277,6 +298,7 @@ class ResourcesAsTools:
                 "required": ["uri"],
             },
             self.read,
+            "resources/read",
             description=f"Read one of this server's resources by its uri (find them with {list_name}).",
             annotations=_READ_ONLY,
         )
@@ -335,7 +357,7 @@ class PromptsAsTools:
             annotations=_READ_ONLY,
             validate_output=False,
         )
-        self.get_tool: Tool = Tool.from_schema(
+        self.get_tool: Tool = _InnerTool(
             get_name,
             {
                 "type": "object",
@@ -354,6 +376,7 @@ class PromptsAsTools:
                 "required": ["name"],
             },
             self.get,
+            "prompts/get",
             output_schema={
                 "type": "object",
                 "properties": {"description": {"type": "string"}, "messages": {"type": "array"}},
@@ -404,6 +427,7 @@ class AsTools:
     """The resources-as-tools and prompts-as-tools API of :class:`~mcpkit.server.app.MCPKit` (a base class)."""
 
     if TYPE_CHECKING:
+        _tools: dict[str, Tool]
 
         def add_tool(self, fn: Any, *, replace: bool = False, **options: Any) -> Tool:
             """:meth:`MCPKit.add_tool <mcpkit.server.app.MCPKit.add_tool>`."""
@@ -412,6 +436,23 @@ class AsTools:
         def remove_tool(self, name: str) -> None:
             """:meth:`MCPKit.remove_tool <mcpkit.server.app.MCPKit.remove_tool>`."""
             ...
+
+    def inner_requests(self, method: str, params: Mapping[str, Any]) -> tuple[tuple[str, JSONDict], ...]:
+        """The request of this app a request makes too: a ``tools/call`` of a reading or getting tool (this app's,
+        or a mounted one's under its prefix) is the ``resources/read`` or ``prompts/get`` it makes, by the URI or
+        name the caller gave, which names them as this app serves them (what :attr:`scope_rule` asks about too,
+        so :func:`mcpkit.auth.protect`'s early look answers HTTP 403 with the step-up challenge, as for the
+        direct request)."""
+        if method != "tools/call":
+            return ()
+        name = params.get("name")
+        tool: Any = self._tools.get(name) if type(name) is str else None
+        while isinstance(tool, MountedTool):
+            tool = tool.inner
+        if not isinstance(tool, _InnerTool):
+            return ()
+        inner = tool.inner_params(params.get("arguments"))
+        return () if inner is None else ((tool.method, inner),)
 
     def add_resources_as_tools(
         self,

@@ -176,6 +176,8 @@ class Rules:
 
         def asked_too(self, method: str, params: Mapping[str, Any]) -> tuple[dict[str, Any], ...]: ...
 
+        def inner_requests(self, method: str, params: Mapping[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]: ...
+
     def disable(self, *keys: str, tags: Iterable[str] | str | None = None, kinds: Iterable[str] = KINDS) -> None:
         """Hide components at run time: by key (a tool's or prompt's name, a resource's URI, a template's URI
         template) and/or by tag, in ``kinds`` (default all: tools, resources, resource_templates, prompts). A
@@ -246,8 +248,9 @@ class Rules:
     @property
     def scope_rule(self) -> Callable[[str, Mapping[str, Any]], list[str]]:
         """The OAuth scopes each request needs by the ``scopes=`` of what it calls, reads or gets (mounted
-        components included, under their prefixed names): give it to :func:`mcpkit.auth.protect` as
-        ``scope_rule=app.scope_rule``."""
+        components included, under their prefixed names; a call of tool search's ``call_tool``, or of
+        ``read_resource``/``get_prompt`` of resources and prompts as tools, needs those of what it calls, reads
+        or gets too): give it to :func:`mcpkit.auth.protect` as ``scope_rule=app.scope_rule``."""
 
         def rule(method: str, params: Mapping[str, Any]) -> list[str]:
             item: Any = None
@@ -258,6 +261,8 @@ class Rules:
                     called = self._tools.get(inner["name"])
                     if called is not None:
                         needed.extend(s for s in called.needed_scopes(inner["arguments"]) if s not in needed)
+                for inner_method, inner_params in self.inner_requests(method, params):  # (read_resource's read)
+                    needed.extend(s for s in rule(inner_method, inner_params) if s not in needed)
                 return needed
             if method == "prompts/get":
                 item = self._prompts.get(str(params.get("name")))
