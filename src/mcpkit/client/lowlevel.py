@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from .._options import check_choice, named_options
 from .._version import __version__
 from ..engine import DEFAULT_MAX_BATCH_SIZE, MODERN_BATCH_REFUSAL, BaseConnection, Peer, RequestContext, Tap, hub_of
@@ -27,18 +25,14 @@ from ..protocol import versions
 from ..protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
-    InvalidParams,
     MCPError,
-    MethodNotFound,
 )
 from ..protocol.extensions import Extensions, as_extensions, declared_settings
 from ..protocol.jsonrpc import JSONDict
 from ..protocol.types import (
     CallToolResult,
     CompleteResult,
-    CreateMessageResult,
     DiscoverResult,
-    ElicitResult,
     GetPromptResult,
     InitializeResult,
     ListPromptsResult,
@@ -46,7 +40,6 @@ from ..protocol.types import (
     ListResourceTemplatesResult,
     ListToolsResult,
     ReadResourceResult,
-    Root,
 )
 from ..protocol.versions import (
     LOG_LEVELS,
@@ -61,13 +54,14 @@ from ..protocol.versions import (
 )
 from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
+from .answering import RequestAnswering
+from .answering import RootsProvider as RootsProvider
 from .changes import ChangeQueue
-from .forms import check_form
-from .handlers import _as_dict, _maybe_await, _validated
+from .handlers import _maybe_await
 from .keepalive import keep_alive
 from .negotiation import negotiate
 from .notes import HandlerQueue
-from .results import InputHandlerError, checked
+from .results import checked
 from .rounds import input_rounds
 from .subscription import Subscription as Subscription
 from .subscription import listen_filter, open_subscription
@@ -79,13 +73,12 @@ if TYPE_CHECKING:
 
 logger: logging.Logger = logging.getLogger("mcpkit.client")
 
-RootsProvider = Sequence[Root | JSONDict | str] | Callable[[], Any]
 NotificationCallback = Callable[[str, JSONDict | None], Any]
 
 DEFAULT_MAX_INPUT_REQUESTS = 32  # input requests in one InputRequiredResult (ClientSession(max_input_requests=...))
 
 
-class ClientSession:
+class ClientSession(RequestAnswering):
     """One MCP client connection over any :class:`~mcpkit.transports.base.Connection`.
 
     Use as an async context manager: entering starts the reader and negotiates the era and version.
@@ -445,70 +438,6 @@ class ClientSession:
         if notes.received != notes.handled:
             await notes.catch_up()
         return answer
-
-    async def _answer_input_requests(self, requests: JSONDict, call: str, about: JSONDict | None) -> JSONDict:
-        if len(requests) > self.max_input_requests:
-            raise MCPError(
-                f"the server asked for {len(requests)} inputs in one round, more than the limit of "
-                f"{self.max_input_requests} (the max_input_requests option of the client session)"
-            )
-        limit = self.max_input_reply_size
-        size = 0
-
-        async def answer(key: str, req: Any) -> tuple[str, JSONDict]:
-            nonlocal size
-            if not isinstance(req, dict) or not isinstance(req.get("method"), str):
-                raise MCPError(f"malformed input request {key!r}")
-            method, params = req["method"], req.get("params") or {}
-            tracer, version = self.input_tracer, self.features.version if self.features else None
-            async with self.peer.slot():  # the same bound as server->client requests
-                try:  # (a handler that raises: no error form for an input response, the call fails; its span says why)
-                    with (
-                        tracer.serve_input(method, params, key, version, self.peer.channel)
-                        if tracer
-                        else contextlib.nullcontext()
-                    ):
-                        result = await self._serve_client_request(method, params)
-                except Exception as exc:
-                    raise InputHandlerError(method, call, about, exc) from exc
-            size += len(key) + len(orjson.dumps(result))
-            if size > limit:
-                raise MCPError(
-                    f"the answers to one round of input requests exceed the limit of {limit} bytes "
-                    "(the max_input_reply_size option of the client session)"
-                )
-            return key, result
-
-        pairs = await asyncio.gather(*(answer(k, v) for k, v in requests.items()))
-        return dict(pairs)
-
-    async def _serve_client_request(self, method: str, params: JSONDict) -> JSONDict:
-        if method == "roots/list":
-            if self._roots is None:
-                raise MethodNotFound("Method not found: roots/list (this client has no roots)")
-            return {"roots": await h.roots_list(self._roots)}
-        if method == "sampling/createMessage":
-            if self.sampling_handler is None:
-                raise MethodNotFound("Method not found: sampling/createMessage (sampling not supported)")
-            if ("tools" in params or "toolChoice" in params) and not self.sampling_tools:
-                raise InvalidParams("sampling with tools was requested, but this client did not declare sampling.tools")
-            asked: Any = params if self.relay_answers else h.SamplingParams.from_wire(params)
-            result = _as_dict(await _maybe_await(self.sampling_handler(asked)))
-            checked = _validated(CreateMessageResult, result, "sampling")
-            return result if self.relay_answers else checked
-        if method == "elicitation/create":
-            if self.elicitation_handler is None:
-                raise MethodNotFound("Method not found: elicitation/create (elicitation not supported)")
-            mode = params.get("mode", "form")
-            if mode == "url" and not self.elicitation_url:
-                raise InvalidParams("URL-mode elicitation is not supported by this client")
-            if mode != "url" and not self.relay_answers and "requestedSchema" in params:
-                check_form(params["requestedSchema"])  # (-32602 naming the field: never shown to the handler)
-            wanted: Any = params if self.relay_answers else h.ElicitationParams.from_wire(params)
-            result = _as_dict(await _maybe_await(self.elicitation_handler(wanted)))
-            checked = _validated(ElicitResult, result, "elicitation")
-            return result if self.relay_answers else checked
-        raise MethodNotFound(f"Method not found: {method}")
 
     def _batch_policy(self) -> bool:  # batches from the server: handshake era only (bounded by max_batch_size)
         return self.features is None or not self.features.modern
