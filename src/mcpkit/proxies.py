@@ -50,20 +50,20 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .client.targets import TargetError
-from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
+from .protocol.errors import InvalidParams, MCPError, UnknownName
 from .protocol.extensions import SKILLS_EXTENSION, UI_EXTENSION, declared_settings
 from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL
 from .proxy_conn import _ASKING
+from .proxy_listen import ClientWatches
 from .proxy_rounds import ProgressRelay, _Exchange
 from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
-from .proxy_upstream import MAX_WATCHED, Upstream, _one_line
-from .server.app import MCPKit
-from .server.builtins import _BUILTINS, _LIST_CHANGED_FILTER
-from .server.lowlevel import InputRequired, ServerRequestContext, ServerSession
+from .proxy_upstream import Upstream, _one_line
+from .server.builtins import _LIST_CHANGED_FILTER
+from .server.lowlevel import InputRequired, ServerRequestContext
 from .server.pagination import Paginator
-from .server.prefixes import check_prefix, unprefixed_uri
+from .server.prefixes import check_prefix
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
@@ -130,7 +130,7 @@ def _refused_name(name: str, exc: InvalidParams) -> UnknownName:
 # ---------------------------------------------------------------------------------------------- the server
 
 
-class ProxyServer(MCPKit):
+class ProxyServer(ClientWatches):
     """A server forwarding to one or several upstream servers (see the module docstring).
 
     Args:
@@ -294,24 +294,6 @@ class ProxyServer(MCPKit):
         for listener in list(self._listeners):
             if (key is not None and listener.filter.get(key)) or (uri is not None and uri in listener.uris):
                 listener.offer(method, params)
-
-    # ------------------------------------------------------------------ routing
-
-    def _route_name(self, name: str) -> tuple[Upstream, str]:
-        for u in self.upstreams:
-            if u.prefix is None:
-                return u, name
-            head = f"{u.prefix}_"
-            if name.startswith(head):
-                return u, name[len(head) :]
-        raise UnknownName(name)
-
-    def _route_uri(self, uri: str) -> tuple[Upstream, str]:
-        for u in self.upstreams:
-            inner = unprefixed_uri(u.prefix, uri)
-            if inner is not None:
-                return u, inner
-        raise InvalidParams(f"Unknown resource: {uri!r}", {"uri": uri})
 
     # ------------------------------------------------------------------ handlers
 
@@ -560,92 +542,6 @@ class ProxyServer(MCPKit):
             task = asyncio.get_running_loop().create_task(upstream.release(exchange.lease))
             self._background.add(task)
             task.add_done_callback(self._background.discard)
-
-    # ------------------------------------------------------------------ subscriptions, listen, roots
-
-    async def _subscribe(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        uri = params.get("uri")
-        if not isinstance(uri, str) or sctx.session is None:
-            raise InvalidParams("uri must be a string")
-        if len(uri) > self.max_subscription_uri:
-            raise InvalidParams(f"subscription URI longer than {self.max_subscription_uri} characters")
-        upstream, inner = self._route_uri(uri)
-        if upstream.modern:  # no resources/subscribe in 2026-07-28: the session's subscription, one upstream watch
-            subscribing = sctx.method == "resources/subscribe"
-            if subscribing:
-                self._check_watch(upstream, {inner})
-            builtin: Any = _BUILTINS[sctx.method]
-            result: JSONDict = await builtin(self, sctx, params)
-            await upstream.watch_resources(self._watched_by_clients(upstream))
-            return result
-        subscribing = sctx.method == "resources/subscribe"
-        if subscribing:
-            upstream.check_subscription(sctx.session, inner)  # type: ignore[arg-type]
-        out = {**upstream_params(params, sctx), "uri": inner}
-        result = await self._forward(sctx, upstream, sctx.method, out)
-        upstream.subscribed(sctx.session, inner, subscribing)  # type: ignore[arg-type]
-        return shape_result(sctx.method, result, sctx.features, upstream.prefix)
-
-    async def _listen(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        """``subscriptions/listen``: list changes and resource updates relayed by each target's primary connection
-        (subscribed upstream to the URIs listened to, for as long as a stream wants them)."""
-        requested = params.get("notifications")
-        uris = requested.get("resourceSubscriptions") if isinstance(requested, dict) else None
-        watching: dict[Upstream, set[str]] = {}  # the URIs this stream adds to each upstream's watch
-        if isinstance(uris, list):
-            for uri in uris[: self.max_subscriptions]:
-                if not isinstance(uri, str):
-                    continue
-                with contextlib.suppress(MCPError):
-                    upstream, inner = self._route_uri(uri)
-                    watching.setdefault(upstream, set()).add(inner)
-        key = object()
-        try:
-            for upstream, inner_uris in watching.items():
-                self._check_watch(upstream, inner_uris)
-            if watching:
-                self._listening[key] = watching
-            for upstream in watching:
-                await upstream.watch_resources(self._watched_by_clients(upstream))
-            builtin: Any = _BUILTINS["subscriptions/listen"]
-            result: JSONDict = await builtin(self, sctx, params)
-            return result
-        finally:
-            if self._listening.pop(key, None) is not None:
-                for upstream in watching:
-                    with contextlib.suppress(Exception):
-                        await upstream.watch_resources(self._watched_by_clients(upstream))
-
-    def _watched_by_clients(self, upstream: Upstream) -> set[str]:
-        """The URIs of ``upstream`` its primary connection watches for this proxy's clients: the listen streams'
-        resource subscriptions routed to it and (a 2026-07-28 upstream, which has no ``resources/subscribe``) the
-        handshake-era sessions' subscriptions (a handshake-era upstream has them on the sessions' own)."""
-        wanted: set[str] = set()
-        for session in list(self._sessions):
-            if session.closed:
-                continue
-            for uri in session.subscriptions:
-                with contextlib.suppress(MCPError):
-                    routed, inner = self._route_uri(uri)
-                    if routed is upstream:
-                        wanted.add(inner)
-        for watching in self._listening.values():
-            wanted |= watching.get(upstream, set())
-        return wanted
-
-    def _check_watch(self, upstream: Upstream, more: set[str]) -> None:
-        if len(self._watched_by_clients(upstream) | more) > MAX_WATCHED:
-            raise InvalidRequest(
-                f"the proxy watches {MAX_WATCHED} resources of this server for its clients already: "
-                "unsubscribe from some first"
-            )
-
-    async def _roots_changed(self, session: ServerSession, params: JSONDict | None) -> None:
-        for upstream in self.upstreams:
-            conn = upstream._sessions.get(session)
-            if conn is not None and conn.client is not None:
-                with contextlib.suppress(Exception):
-                    await conn.client.session.send_roots_list_changed()
 
 
 @contextlib.asynccontextmanager

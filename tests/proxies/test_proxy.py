@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 import mcpkit
-from mcpkit import Client, Context, MCPKit
+from mcpkit import Client, Context, MCPKit, proxy_listen
 from mcpkit.engine.tap import IN, TapEvent
 from mcpkit.protocol.errors import MCPError
 from support.asgi import serve_asgi
@@ -201,7 +201,7 @@ async def test_the_upstream_resource_watch_follows_the_subscriptions_and_is_boun
 ) -> None:
     """The URIs watched on a 2026-07-28 upstream are the union of what the clients want, at most MAX_WATCHED (a
     subscription beyond is refused with -32600); they go when the subscriptions end."""
-    monkeypatch.setattr(mcpkit.proxies, "MAX_WATCHED", 3)
+    monkeypatch.setattr(proxy_listen, "MAX_WATCHED", 3)  # (where the watches are counted)
     app = mcpkit.proxy(_upstream("cached"), client_options={"mode": "modern"})
     async with serve_http(app) as url, Client(url, mode="handshake") as first, Client(url, mode="handshake") as other:
         upstream = app.upstreams[0]
