@@ -421,3 +421,21 @@ async def test_a_client_flooding_requests_it_never_reads_holds_a_bounded_number_
     assert f"past the {MAX_IN_FLIGHT} a connection answers at once" in note, report.info
     assert 400 <= int(note.split()[0]) <= 501, note
     assert "still running after 8s: stopped" in str(report.info["handshake: client"])
+
+
+def test_the_search_for_a_message_split_across_lines_is_bounded() -> None:
+    """M015 fails only when lines that are no JSON join into one message again; the search is bounded (10 starting
+    lines of a run, 200 lines and MAX_MESSAGE characters a stretch), so 20,000 junk lines judge in moments."""
+    import time
+
+    from mcpkit.check.clients.judge import ClientJudge
+
+    server = ScriptedServer(SCENARIOS["handshake"])
+    conn = server.connect("stdio")
+    for _ in range(20_000):
+        server.record_in(conn, '{"jsonrpc": "2.0", "x": "' + "a" * 100)
+    report = Report("junk", "stdio", "client")
+    t0 = time.monotonic()
+    ClientJudge(report, server, "stdio").judge()
+    assert time.monotonic() - t0 < 10
+    assert report.status("M017") == FAIL and report.status("M015") != FAIL, render(report, "text", verbose=True)

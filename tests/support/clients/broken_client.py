@@ -81,6 +81,7 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     "deeply-nested": ({"M017"}, "stdio", ("handshake",)),
     "deeply-nested-http": ({"M021"}, "http", ("handshake",)),
     "ignore-sampling": ({"M076"}, "stdio", ("handshake",)),  # declares sampling, never answers createMessage
+    "truncated-line": ({"M014", "M017"}, "stdio", ("handshake",)),  # half a message, then a newline: no M015
     "never-initialize": ({"M039"}, "stdio", ("handshake",)),  # asks tools/list and never initializes
     # not a fault of any rule: a second initialize once initialized is answered and judged by the first (it used to
     # fail M043 and S013, the second answer's time taken for the first's)
@@ -296,6 +297,8 @@ class Client:
             await self.send_raw(json.dumps({"jsonrpc": "2.0", "id": 995, "method": "ping"}, indent=1).encode() + b"\n")
         if self.has("stdin-junk"):
             await self.send_raw(b"this is not JSON\n")
+        if self.has("truncated-line"):
+            await self.send_raw(b'{"jsonrpc": "2.0", "id": 994,\n')
         if self.has("initialize-twice"):
             await self.request("initialize", params)
         if self.has("deeply-nested") or self.has("deeply-nested-http"):

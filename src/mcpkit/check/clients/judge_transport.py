@@ -10,6 +10,7 @@ from urllib.parse import parse_qs
 
 from ...protocol.versions import features, is_supported
 from ..report import Report
+from ..wire import MAX_MESSAGE
 from .scripted import TOO_DEEP, Conn, Entry, ScriptedServer
 from .traffic import (
     JSON,
@@ -45,8 +46,10 @@ class TransportRules:
         self.too_deep("M017", "stdin line")
         if bad:
             r.fail("M017", f"{len(bad)} of {lines} stdin line(s) are not MCP messages: {short(bad[0].raw, 160)!r}")
-            if any(e.raw.lstrip().startswith(("{", "[")) or e.raw.rstrip().endswith(("}", "]")) for e in bad):
-                r.fail("M015", f"a message split across lines (an embedded newline?): {short(bad[0].raw, 160)!r}")
+            split = next((run for c in self.conns for run in _bad_runs(c) if _joins(run)), None)
+            if split is not None:
+                joined = " / ".join(e.raw for e in split)
+                r.fail("M015", f"one message split across {len(split)} lines: {short(joined, 160)!r}", "stdio")
             r.fail("M014", f"{len(bad)} of {lines} stdin lines are not one message each", "stdio")
         elif lines:
             r.ok("M017", f"all {lines} stdin line(s) are MCP messages", "stdio")
@@ -318,3 +321,31 @@ class TransportRules:
             r.fail("M037", f"a token in the query string: {in_query[0]['method']} {in_query[0]['path']}", "oauth")
         elif later:
             r.ok("M037", "no token in any query string", "oauth")
+
+
+def _bad_runs(conn: Conn) -> list[list[Entry]]:
+    """The runs of consecutive stdin lines of ``conn`` that are no JSON (two or more lines each)."""
+    runs: list[list[Entry]] = [[]]
+    for e in conn.incoming():
+        if e.error is not None and e.error != TOO_DEEP:
+            runs[-1].append(e)
+        elif runs[-1]:
+            runs.append([])
+    return [run for run in runs if len(run) > 1]
+
+
+def _joins(run: list[Entry]) -> bool:
+    """Some stretch of ``run`` (two lines or more) is one JSON message once its lines are joined again. Bounded: a
+    stretch starts at one of the first 10 lines, spans at most 200 and at most MAX_MESSAGE characters."""
+    for i in range(min(len(run), 10)):
+        size = len(run[i].raw)
+        for j in range(i + 1, min(len(run), i + 200)):
+            size += len(run[j].raw) + 1
+            if size > MAX_MESSAGE:
+                break
+            try:
+                json.loads("\n".join(e.raw for e in run[i : j + 1]))
+            except (ValueError, RecursionError):
+                continue
+            return True
+    return False
