@@ -261,6 +261,25 @@ async def test_input_round_reply_is_bounded_in_size() -> None:
         assert result.content[0].text == "answered"  # type: ignore[union-attr]
 
 
+async def test_an_oversize_answer_to_a_servers_own_request_fails_it_at_once() -> None:
+    """The other direction: a stdio server's tool asks the client to sample (a request sent for the tool's call),
+    and the client's answer is one 5 MiB line, over the server's 4 MiB limit. The server dropped the line and
+    answered it -32600, but its ctx.sample waited out its timeout (none by default: the tool hung) since only
+    requests sent outside a call were failed; it fails at once now (with MessageTooLarge, naming the option)."""
+    from mcpkit.client.client import Client
+
+    async def huge(params: Any) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "x" * (5 * 1024 * 1024)}, "model": "m"}
+
+    server = [sys.executable, str(SERVERS / "client_server.py")]
+    async with Client(server, mode="handshake", sampling_handler=huge) as client:
+        t0 = time.monotonic()
+        with pytest.raises(MCPError, match="Internal error"):  # (the tool let ctx.sample's error go: -32603)
+            await asyncio.wait_for(client.call_tool("sample", {"prompt": "q"}), 30)
+        assert _elapsed(t0) < 15
+        assert (await client.call_tool("echo", {"text": "still here"})).text == "still here"
+
+
 async def test_oversize_stdio_line_fails_the_pending_request() -> None:
     """Issue 15.6 (first bullet): the answer to a call is one 5 MiB line, over the client's 4 MiB limit: the call
     fails at once with MessageTooLarge naming the limit and the max_message_size option (on 91956f7 the line was

@@ -393,8 +393,9 @@ class Requests:
 
     def _fail_oversize(self, exc: FrameTooLarge) -> None:
         """A message that came in on the default channel was too large and is dropped. It may have been the answer
-        to any request waiting there, which would otherwise wait out its timeout: fail them all, saying why (not
-        when the transport could tell it was a request of the peer's)."""
+        to any request waiting there (sent on that channel: a server's ``ctx.sample`` for a call over stdio too),
+        which would otherwise wait out its timeout: fail them all, saying why (not when the transport could tell it
+        was a request of the peer's)."""
         if not self._pending or exc.request_id is not None:
             return
         reason = (
@@ -402,7 +403,7 @@ class Requests:
             "(it may have been this request's answer); raise the transport's max_message_size option to accept it"
         )
         for pending in list(self._pending.values()):
-            if pending.out is None and not pending.future.done():
+            if (pending.out is None or pending.out is self.outbox) and not pending.future.done():
                 pending.future.set_exception(MessageTooLarge(reason, exc.limit))
 
     def _fail_pending(self, exc: BaseException) -> None:
