@@ -29,6 +29,17 @@ class HasProbes(Protocol):
 
 
 @runtime_checkable
+class MakesInnerRequests(Protocol):
+    """An app (or its server) whose requests make requests of other methods of it for the same caller (resources
+    as tools: a ``tools/call`` of ``read_resource`` is a ``resources/read``): a wrapper that authorizes a request
+    early (``protect``'s look at a POST body, for its HTTP 403 step-up challenge) asks about those as well."""
+
+    def inner_requests(self, method: str, params: Mapping[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The ``(method, params)`` of the requests a request of ``method`` with ``params`` makes."""
+        ...
+
+
+@runtime_checkable
 class AsksAuthorization(Protocol):
     """An app (or its server) that asks the authorization about other requests too for some requests (tool
     search's ``call_tool``: the call of the tool it names): a wrapper that authorizes a request early

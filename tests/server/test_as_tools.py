@@ -141,25 +141,34 @@ async def test_a_scope_rule_on_a_resource_holds_through_the_tool(mode: str) -> N
 
 
 @BOTH
-@pytest.mark.parametrize("how", ["own", "mounted"])
+@pytest.mark.parametrize("how", ["own", "mounted", "installers_rule"])
 async def test_a_protected_server_refuses_read_resource_and_get_prompt_as_the_direct_request(
     mode: str, how: str
 ) -> None:
     """Under ``protect(..., scope_rule=app.scope_rule)`` the read of a resource needing a scope is refused with the
     HTTP 403 step-up challenge, and so is ``read_resource`` of it (and ``get_prompt`` of such a prompt): the rule
-    asks for the inner request's scopes, by the names the serving app gives (a mounted app's tools too)."""
+    asks for the inner request's scopes, by the names the serving app gives (a mounted app's tools too). A rule of
+    the installer's own, which knows nothing of these tools, is asked about the inner request by ``protect``'s early
+    look at the body, for the same 403."""
     from mcpkit.auth import StaticTokenVerifier, protect
     from mcpkit.transports.http import create_app
     from support.asgi import serve_asgi
 
-    app = _child() if how == "own" else MCPKit("parent")
+    app = MCPKit("parent") if how == "mounted" else _child()
     if how == "mounted":
         app.mount(_child(), prefix="c")
-    p = "" if how == "own" else "c_"
-    readme = "docs://readme" if how == "own" else "docs://c/readme"
+    p = "c_" if how == "mounted" else ""
+    readme = "docs://c/readme" if how == "mounted" else "docs://readme"
+
+    def installers_rule(method: str, params: Any) -> list[str]:
+        if (method, params.get("uri") or params.get("name")) in (("resources/read", readme), ("prompts/get", "secret")):
+            return ["docs:read"]
+        return []
+
+    rule = installers_rule if how == "installers_rule" else app.scope_rule
     resource = "http://mcp.test/mcp"
     verifier = StaticTokenVerifier.simple({"reader": [], "docs": ["docs:read"]}, audience=resource)
-    asgi = protect(create_app(app), resource=resource, verifier=verifier, scope_rule=app.scope_rule)
+    asgi = protect(create_app(app), resource=resource, verifier=verifier, scope_rule=rule)
     async with serve_asgi(asgi) as port:
         url = f"http://127.0.0.1:{port}/mcp"
         async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:

@@ -60,6 +60,7 @@ from .._asgi import (
     BodyTooLarge,
     Disconnected,
     HasProbes,
+    MakesInnerRequests,
     Receive,
     Scope,
     Send,
@@ -146,6 +147,8 @@ class BearerAuthMiddleware:
         self.probe_paths: frozenset[str] = app.probe_paths if isinstance(app, HasProbes) else frozenset()
         # what the wrapped server asks the authorization about too (tool search's call_tool: the tool it names)
         self._asked_too = app.asked_too if isinstance(app, AsksAuthorization) else None
+        # the requests of other methods it makes for a request (resources as tools: read_resource's resources/read)
+        self._inner_requests = app.inner_requests if isinstance(app, MakesInnerRequests) else None
         if dpop is True or (dpop_required and dpop is None):
             from .dpop import DPoPVerifier
 
@@ -469,8 +472,9 @@ class BearerAuthMiddleware:
                 method, params = msg["method"], msg.get("params")
                 params = params if isinstance(params, dict) else {}
                 asked = (params, *self._asked_too(method, params)) if self._asked_too is not None else (params,)
-                for one in asked:
-                    for s in authz.missing(method, one):
+                inner = self._inner_requests(method, params) if self._inner_requests is not None else ()
+                for one_method, one in (*((method, p) for p in asked), *inner):
+                    for s in authz.missing(one_method, one):
                         if s not in extra:
                             extra.append(s)
         pending = list(messages)

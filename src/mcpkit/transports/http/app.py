@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 import orjson
 
-from ..._asgi import ASGIApp, AsksAuthorization, Receive, Scope, Send, lifespan
+from ..._asgi import ASGIApp, AsksAuthorization, MakesInnerRequests, Receive, Scope, Send, lifespan
 from ..._options import check_options
 from ...hosting import HTTP_REQUEST_HEADERS
 from ...stores.config import ScaleConfig
@@ -69,6 +69,7 @@ class MCPApp:
         self.probe_paths: frozenset[str] = frozenset(probes)
         self._asks: AsksAuthorization | None = server if isinstance(server, AsksAuthorization) else None
         self._asked_too = server.asked_too if isinstance(server, AsksAuthorization) else None
+        self._inner_requests = server.inner_requests if isinstance(server, MakesInnerRequests) else None
 
     @property
     def asks_too(self) -> bool:
@@ -79,6 +80,11 @@ class MCPApp:
         """What the server's authorization is asked about too for this request (:class:`~mcpkit._asgi.
         AsksAuthorization`: tool search's ``call_tool`` is the call of the tool it names), for ``protect``."""
         return () if self._asked_too is None else self._asked_too(method, params)
+
+    def inner_requests(self, method: str, params: Mapping[str, Any]) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """The requests of other methods the server makes for this request (:class:`~mcpkit._asgi.
+        MakesInnerRequests`: ``read_resource`` of resources as tools is a ``resources/read``), for ``protect``."""
+        return () if self._inner_requests is None else self._inner_requests(method, params)
 
     async def _startup(self) -> None:
         if self.server is not None:
