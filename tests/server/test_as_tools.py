@@ -193,6 +193,34 @@ async def test_a_protected_server_refuses_read_resource_and_get_prompt_as_the_di
 
 
 @BOTH
+async def test_a_resource_that_asks_the_user_and_a_middleware_work_through_read_resource(mode: str) -> None:
+    """The inner read is the app's own: a middleware's ``on_read_resource`` runs around it, and a resource that asks
+    the user (a server request in the handshake era, an input round of the tool call in 2026-07-28) is answered."""
+    from mcpkit import Context
+    from mcpkit.server.middleware import Middleware
+
+    app = MCPKit("asking")
+    seen: list[str] = []
+
+    class Reads(Middleware):
+        async def on_read_resource(self, call: Any, call_next: Any) -> Any:
+            seen.append(call.uri)
+            return await call_next(call)
+
+    app.add_middleware(Reads())
+
+    @app.resource("ask://{what}")
+    async def ask(what: str, ctx: Context) -> str:
+        answer = await ctx.elicit(f"Which {what}?", str)
+        return f"{what}: {answer.data}" if answer.accepted else f"{what}: none"
+
+    app.add_resources_as_tools()
+    async with Client(app, mode=mode, elicitation_handler=lambda params: {"value": "blue"}) as client:
+        assert (await client.call_tool("read_resource", {"uri": "ask://colour"})).text == "colour: blue"
+    assert seen == ["ask://colour"] * len(seen) and seen
+
+
+@BOTH
 @EVERYWHERE
 async def test_the_listing_tool_follows_the_catalog_as_it_changes(transport: str, mode: str) -> None:
     async with toolkit_client("as_tools", transport, mode) as client:
