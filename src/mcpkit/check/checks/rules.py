@@ -8,7 +8,7 @@ import asyncio
 import re
 
 from ...protocol.versions import META_CLIENT_CAPABILITIES, V2025_03_26
-from ..wire import Wire, WireClosed
+from ..wire import Incoming, Wire, WireClosed
 from ._base import JSON, CheckerBase, _res, _short, sample_arguments
 
 # tools whose names say they ask the client for something (an LLM, the user, its roots)
@@ -101,21 +101,25 @@ class RuleChecks(CheckerBase):
         try:
             rid = wire.new_id()
             fut = wire.expect(rid)
+            # a batch refused whole is answered by one error whose id is null (JSON-RPC 2.0): the first message of
+            # the session, so nothing else it could answer; it ends the wait as the member's answer does
+            whole = wire.expect(None)
             params = {"protocolVersion": V2025_03_26, "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
             refused = ""
+            reply: Incoming | None = None
             try:
                 await wire.send([{"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": params}])
             except WireClosed as exc:
                 if not wire.alive:  # (the server hung up)
                     raise
-                wire.forget(rid)  # the transport refused the message (a POST answered 400), the session stays
-                refused = f"refused ({_short(str(exc), 100)})"
-                reply = None
+                refused = f"refused ({_short(str(exc), 100)})"  # (a POST answered 400): the session stays
             else:
-                try:
-                    reply = await asyncio.wait_for(fut, min(self.timeout, 5.0))
-                except TimeoutError:
-                    reply = None
+                answered = {fut, whole}
+                await asyncio.wait(answered, timeout=min(self.timeout, 5.0), return_when=asyncio.FIRST_COMPLETED)
+                reply = next((f.result() for f in (fut, whole) if f.done() and not f.cancelled()), None)
+            finally:
+                wire.forget(rid)
+                wire.forget(None)
             after = await self.initialize(wire, V2025_03_26)
             if _res(after) is not None or reply is not None:
                 what = reply.short(100) if reply is not None else refused or "no answer"
