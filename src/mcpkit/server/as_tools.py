@@ -46,8 +46,8 @@ from .compose import MountedPrompt, MountedResource, MountedTemplate, MountedToo
 from .interceptors import Call, call_for, run_chain
 from .prefixes import check_prefix, prefixed_name
 from .request_context import CURRENT_AUTHORIZATION
+from .tool_search import mounts_serving
 from .tools import CallRefused, SchemaTool, Tool
-from .transform import TransformedTool
 
 if TYPE_CHECKING:
     from .compose import Mount
@@ -107,32 +107,15 @@ def _refused(exc: MCPError) -> JSONDict:
 # ---------------------------------------------------------------------------------------------- mounts
 
 
-def _path(tool: Any, target: Tool) -> tuple[Mount, ...] | None:
-    """The mounts through which ``tool`` (an entry of the serving app) runs ``target`` (None: it does not)."""
-    mounts: list[Mount] = []
-    while tool is not None and tool is not target:
-        if isinstance(tool, MountedTool):
-            mounts.append(tool.mount)
-            tool = tool.inner
-        else:
-            tool = tool.original if isinstance(tool, TransformedTool) else None
-    return None if tool is None else tuple(mounts)
-
-
 def _served_through(sctx: ServerRequestContext, target: Tool, installer: Any) -> tuple[Mount, ...]:
     """The mounts through which the app serving ``sctx`` serves ``target`` (one of ``installer``'s tools): empty
     when the installer serves the request itself."""
     top: Any = sctx.server
     if top is installer:
         return ()
-    name = (sctx.rc.params or {}).get("name")
-    path = _path(top._tools.get(name) if type(name) is str else None, target)
-    if path is not None:
-        return path
-    paths = {p for tool in list(top._tools.values()) if (p := _path(tool, target)) is not None}
-    if len(paths) == 1:
-        return paths.pop()
-    raise InvalidParams(f"{target.name!r} is served more than once here: call it by the name the server lists")
+    return mounts_serving(
+        top, sctx, target, f"{target.name!r} is served more than once here: call it by the name the server lists"
+    )
 
 
 def _reaches(entry: Any, mounts: tuple[Mount, ...], wrapper: type[Any]) -> bool:

@@ -221,18 +221,13 @@ class ToolSearch:
 
     def _mounts_in(self, top: Any, sctx: Any, synthetic: Tool) -> tuple[Mount, ...]:
         """The mounts through which ``top`` (the app serving the request) serves ``synthetic`` (this app's search
-        or caller tool) for the request: through the tool the request names, else the one way ``top`` serves it
-        (a refusal when there are several: which prefix the names take is not known)."""
-        name = (sctx.rc.params or {}).get("name")
-        path = _path(top._tools.get(name) if type(name) is str else None, synthetic)
-        if path is not None:
-            return path
-        paths = {p for tool in list(top._tools.values()) if (p := _path(tool, synthetic)) is not None}
-        if len(paths) == 1:
-            return paths.pop()
-        raise InvalidParams(
+        or caller tool) for the request (see :func:`mounts_serving`)."""
+        return mounts_serving(
+            top,
+            sctx,
+            synthetic,
             f"{synthetic.name!r} of {self.app.name!r} is served more than once by {top.name!r}, under different "
-            "names: call it by the name the server lists it under"
+            "names: call it by the name the server lists it under",
         )
 
     # ------------------------------------------------------------------ the caller tool
@@ -317,6 +312,20 @@ def _path(tool: Tool | None, target: Tool) -> tuple[Mount, ...] | None:
         else:
             tool = tool.original if isinstance(tool, TransformedTool) else None
     return None if tool is None else tuple(mounts)
+
+
+def mounts_serving(top: Any, sctx: Any, target: Tool, refusal: str) -> tuple[Mount, ...]:
+    """The mounts through which ``top`` (the app serving the request ``sctx``) serves ``target`` (a tool of an app
+    it mounts, or its own: empty): through the tool the request names, else the one way ``top`` serves it;
+    ``InvalidParams(refusal)`` when there are several (which prefix the names take is not known)."""
+    name = (sctx.rc.params or {}).get("name")
+    path = _path(top._tools.get(name) if type(name) is str else None, target)
+    if path is not None:
+        return path
+    paths = {p for tool in list(top._tools.values()) if (p := _path(tool, target)) is not None}
+    if len(paths) == 1:
+        return paths.pop()
+    raise InvalidParams(refusal)
 
 
 def _route(app: Any, params: Mapping[str, Any], derived: bool) -> tuple[ToolSearch, tuple[Mount, ...], JSONDict] | None:
