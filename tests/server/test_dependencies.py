@@ -278,6 +278,14 @@ def test_a_declaration_that_cannot_work_is_refused_where_it_is_registered() -> N
         def t3(x: str = Depends(chain)) -> str:
             return x
 
+    exactly: Any = lambda: "end"  # noqa: E731
+    for _ in range(MAX_DEPTH - 1):  # (with `exactly` itself: MAX_DEPTH levels)
+        exactly = (lambda dep: lambda v=Depends(dep): v)(exactly)
+
+    @app.tool
+    def deepest(x: str = Depends(exactly)) -> str:
+        return x
+
     local = wants_an_argument
     with pytest.raises(TypeError, match=r"t4: parameter 'x'.*cannot be resolved.*define the dependency at module"):
 
@@ -288,6 +296,49 @@ def test_a_declaration_that_cannot_work_is_refused_where_it_is_registered() -> N
     with pytest.raises(TypeError, match="takes a function"):
         Depends("not callable")  # type: ignore[arg-type]
     assert all(app.get_tool(name) is None for name in ("t1", "t2", "t3", "t4"))
+    assert app.get_tool("deepest") is not None
+
+
+def diamonds(levels: int, calls: list[str]) -> Any:
+    """A dependency ``levels + 2`` deep: one on top, then ``levels`` levels of two functions that each take both of
+    the level below, then one at the bottom (planned naively, each level doubles the work)."""
+    bottom: Any = lambda: calls.append("bottom") or 0  # noqa: E731
+    pair = [bottom, bottom]
+    for _ in range(levels):
+        pair = [(lambda a, b: lambda x=Depends(a), y=Depends(b): max(x, y) + 1)(*pair) for _ in range(2)]
+    return (lambda a, b: lambda x=Depends(a), y=Depends(b): max(x, y))(*pair)
+
+
+async def test_diamonds_of_dependencies_are_planned_once_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcpkit.server import dependencies
+
+    planned = 0
+    plan = dependencies._plan
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal planned
+        planned += 1
+        if planned > 10_000:
+            raise AssertionError("planning walks the shared parts of the graph again and again")
+        return plan(*args, **kwargs)
+
+    monkeypatch.setattr(dependencies, "_plan", counted)
+    app = MCPKit("diamonds")
+    calls: list[str] = []
+
+    @app.tool
+    def tall(v: int = Depends(diamonds(MAX_DEPTH - 2, calls))) -> int:  # (exactly MAX_DEPTH deep)
+        return v
+
+    assert planned <= 4 * MAX_DEPTH  # (one plan per edge of the graph, at most)
+    async with Client(app) as c:
+        r = await c.call_tool("tall", {})
+    assert r.structured == {"result": MAX_DEPTH - 2} and calls == ["bottom"]
+
+    planned = 0
+    with pytest.raises(TypeError, match=f"more than {MAX_DEPTH} deep"):
+        app.add_tool(lambda v=Depends(diamonds(MAX_DEPTH - 1, [])): v, name="taller")
+    assert planned <= 4 * MAX_DEPTH and app.get_tool("taller") is None
 
 
 @pytest.mark.parametrize("mode", ERAS)

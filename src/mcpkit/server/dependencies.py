@@ -91,9 +91,9 @@ def dependency_of(default: Any, annotation: Any, where: str = "") -> Depends | N
 
 class _Plan:
     """How to make one dependency's value: its function and, for each of its parameters, the Context or another
-    dependency's plan."""
+    dependency's plan (shared by every plan that takes the same dependency)."""
 
-    __slots__ = ("cache", "context", "fn", "kind", "needs")
+    __slots__ = ("cache", "context", "fn", "is_sync", "kind", "needs", "wants_context")
 
     def __init__(self, dep: Depends, context: str | None, needs: list[tuple[str, _Plan]]) -> None:
         self.fn = dep.fn
@@ -109,20 +109,33 @@ class _Plan:
             self.kind = "async"
         else:
             self.kind = "sync"
-
-    def is_sync(self) -> bool:
-        return self.kind in ("sync", "gen") and all(p.is_sync() for _, p in self.needs)
-
-    def wants_context(self) -> bool:
-        return self.context is not None or any(p.wants_context() for _, p in self.needs)
+        # (known from the plans it needs, which are complete: asking them again would walk a diamond once per path)
+        self.is_sync: bool = self.kind in ("sync", "gen") and all(p.is_sync for _, p in needs)
+        self.wants_context: bool = context is not None or any(p.wants_context for _, p in needs)
 
 
-def _plan(dep: Depends, what: str, path: tuple[Callable[..., Any], ...]) -> _Plan:
+_Planned = dict[tuple[Callable[..., Any], bool], tuple[_Plan, int]]
+
+
+def _plan(dep: Depends, what: str, path: tuple[Callable[..., Any], ...], planned: _Planned) -> tuple[_Plan, int]:
+    """``dep``'s plan and its height (1 for a dependency that takes no other), reached through ``path``. A function
+    is planned once per registration (``planned``), however many others take it: its height then tells whether it
+    still fits under :data:`MAX_DEPTH` here, and a cycle through it was found when it was first planned."""
     fn = dep.fn
-    label = getattr(fn, "__qualname__", repr(fn))
     if fn in path:
         chain = " -> ".join(getattr(f, "__qualname__", repr(f)) for f in (*path, fn))
         raise TypeError(f"{what}: its dependencies form a cycle ({chain})")
+    done = planned.get((fn, dep.cache))
+    if done is None:
+        done = planned[fn, dep.cache] = _plan_new(dep, what, path, planned)
+    if len(path) + done[1] > MAX_DEPTH:
+        raise TypeError(f"{what}: its dependencies are more than {MAX_DEPTH} deep")
+    return done
+
+
+def _plan_new(dep: Depends, what: str, path: tuple[Callable[..., Any], ...], planned: _Planned) -> tuple[_Plan, int]:
+    fn = dep.fn
+    label = getattr(fn, "__qualname__", repr(fn))
     if len(path) >= MAX_DEPTH:
         raise TypeError(f"{what}: its dependencies are more than {MAX_DEPTH} deep")
     try:
@@ -132,11 +145,14 @@ def _plan(dep: Depends, what: str, path: tuple[Callable[..., Any], ...]) -> _Pla
     hints = type_hints(fn, sig)
     context: str | None = None
     needs: list[tuple[str, _Plan]] = []
+    height = 1
     for p in sig.parameters.values():
         ann = hints.get(p.name, p.annotation)
         sub = dependency_of(p.default, ann, f"{what}: dependency {label}, parameter {p.name!r}")
         if sub is not None:
-            needs.append((p.name, _plan(sub, what, (*path, fn))))
+            plan, below = _plan(sub, what, (*path, fn), planned)
+            needs.append((p.name, plan))
+            height = max(height, below + 1)
         elif is_context(ann):
             context = p.name
         elif p.default is inspect.Parameter.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -146,7 +162,7 @@ def _plan(dep: Depends, what: str, path: tuple[Callable[..., Any], ...]) -> _Pla
             )
         elif p.kind is p.POSITIONAL_ONLY:
             raise TypeError(f"{what}: dependency {label} takes {p.name!r} positional-only; dependencies get names")
-    return _Plan(dep, context, needs)
+    return _Plan(dep, context, needs), height
 
 
 def with_dependencies(
@@ -155,12 +171,13 @@ def with_dependencies(
     """``fn`` wrapped so its dependency parameters ``deps`` are filled in on each call: (the wrapper, the name of
     the wrapper's Context parameter or None, whether the wrapper is async). The wrapper takes ``fn``'s other
     parameters by name, plus the Context when ``fn`` or a dependency wants it."""
-    plans = {name: _plan(dep, what, ()) for name, dep in deps.items()}
-    wants_context = context_param is not None or any(p.wants_context() for p in plans.values())
+    planned: _Planned = {}  # (each function planned once, however many others take it)
+    plans = {name: _plan(dep, what, (), planned)[0] for name, dep in deps.items()}
+    wants_context = context_param is not None or any(p.wants_context for p in plans.values())
     ctx_name = (context_param or _CTX) if wants_context else None
     own_context = context_param  # fn's own Context parameter, passed through
 
-    if not is_async and all(p.is_sync() for p in plans.values()):
+    if not is_async and all(p.is_sync for p in plans.values()):
 
         def call_sync(**kwargs: Any) -> Any:
             ctx = kwargs.pop(_CTX) if ctx_name == _CTX else kwargs.get(ctx_name) if ctx_name else None
