@@ -1,11 +1,12 @@
 """A client's ``watch`` that falls behind (the application reads its changes slower than the server sends them):
-it gets each change once, and when distinct changes overflow its ``maxsize`` it ends with an error the application's
-loop sees, instead of losing changes silently. Both eras: a 2026-07-28 listen stream (the session's queue for it)
-and a handshake-era watch (resource subscriptions and the session's notifications).
+it gets each change once, and when distinct changes overflow its ``maxsize`` (or ``maxbytes``) it ends with an
+error the application's loop sees, instead of losing changes silently. Both eras: a 2026-07-28 listen stream (the
+session's queue for it) and a handshake-era watch (resource subscriptions and the session's notifications).
 
 The server is tests/support/servers/listen_server.py over stdio (its own listen queue large enough: only the
-client's overflows); the tap tells when every notification of a burst has been received, so the test reads only
-after the burst, as a slow application would."""
+client's overflows), or big_changes_server.py for updates of megabytes each (the byte bound); the tap tells when
+every notification of a burst has been received, so the test reads only after the burst, as a slow application
+would."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from mcpkit.engine.tap import IN, TapEvent
 from mcpkit.protocol.errors import MCPError
 
 LISTEN_SERVER = Path(__file__).resolve().parent.parent / "support" / "servers" / "listen_server.py"
+BIG_CHANGES_SERVER = LISTEN_SERVER.with_name("big_changes_server.py")
 NOTES = [f"note://{n}" for n in range(10)]
 UPDATED = "notifications/resources/updated"
 TOOLS_CHANGED = "notifications/tools/list_changed"
@@ -119,3 +121,57 @@ async def test_a_watch_with_room_gets_every_change_even_repeats(mode: str) -> No
         assert [(m, p.get("uri")) for m, p in got] == [(UPDATED, NOTES[0])] * 4
         with pytest.raises(TimeoutError):
             await watch.next(0.3)
+
+
+MIB = 1024 * 1024
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_watch_whose_large_changes_overflow_its_default_byte_bound_ends_naming_it(mode: str) -> None:
+    """Ten distinct updates of 2 MiB each (the server may send up to 4 MiB each) at an application that does not
+    read: the watch holds 16 MiB of them at most (seven), then ends naming ``maxbytes``, well within its count
+    bound of 1,024 (it used to hold all of them: with the count bound only, 1,024 of 4 MiB, 4 GiB)."""
+    arrivals = _Arrivals()
+    uris = [f"note://{n}" for n in range(10)]
+    async with (
+        Client([sys.executable, str(BIG_CHANGES_SERVER)], mode=mode, tap=arrivals, timeout=30) as client,
+        client.watch(resource_uris=uris) as watch,
+    ):
+        assert (await client.call_tool("burst", {"uris": uris, "size": 2 * MIB})).text == "sent 10"
+        await arrivals.until(lambda: arrivals.count >= 10, client)
+        got: list[str] = []
+        with pytest.raises(MCPError, match="fell behind") as caught:
+            async with asyncio.timeout(10):
+                async for _, params in watch:
+                    got.append(params["uri"])
+                    assert len(params["_meta"]["example.com/pad"]) == 2 * MIB
+        assert got == uris[:7]  # (16 MiB hold seven updates of 2 MiB and their URIs, not eight)
+        assert f"maxbytes={16 * MIB}" in str(caught.value), str(caught.value)
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_a_watch_full_by_its_byte_bound_merges_an_equal_change_and_ends_on_a_distinct_one(mode: str) -> None:
+    """The byte bound acts as the count bound does (``watch(maxbytes=)``): with the queue full by bytes, an update
+    of a URI still waiting is merged into it (nothing ends); one change larger than the bound still goes when
+    nothing waits; a distinct change finding no room ends the watch, naming the bound."""
+    arrivals = _Arrivals()
+    async with (
+        Client([sys.executable, str(BIG_CHANGES_SERVER)], mode=mode, tap=arrivals, timeout=30) as client,
+        client.watch(resource_uris=NOTES, maxbytes=MIB) as watch,
+    ):
+        size = 300 * 1024
+        await client.call_tool("burst", {"uris": [NOTES[0], NOTES[1], NOTES[2], NOTES[0]], "size": size})
+        await arrivals.until(lambda: arrivals.count >= 4, client)
+        got = [(await watch.next(5))[1]["uri"] for _ in range(3)]
+        assert got == NOTES[:3]
+        with pytest.raises(TimeoutError):  # (the repeat of note://0 was merged into the first)
+            await watch.next(0.3)
+        await client.call_tool("burst", {"uris": [NOTES[3]], "size": 2 * MIB})  # (larger than the bound, alone)
+        await arrivals.until(lambda: arrivals.count >= 5, client)
+        assert (await watch.next(5))[1]["uri"] == NOTES[3]
+        await client.call_tool("burst", {"uris": [NOTES[4], NOTES[5]], "size": 700 * 1024})
+        await arrivals.until(lambda: arrivals.count >= 7, client)
+        assert (await watch.next(5))[1]["uri"] == NOTES[4]
+        with pytest.raises(MCPError, match="fell behind") as caught:
+            await watch.next(5)
+        assert f"maxbytes={MIB}" in str(caught.value), str(caught.value)

@@ -48,3 +48,23 @@ def test_a_queue_size_below_one_is_refused_when_the_server_is_made() -> None:
         Server("s", "1", listen_queue_size=0)
     with pytest.raises(ValueError, match="maxsize"):
         PendingChanges(0)
+
+
+def test_a_queue_full_by_bytes_merges_equal_changes_and_counts_the_bytes_it_keeps() -> None:
+    """The byte bound (a client's watch) acts as the count bound: merging the equal ones waiting frees their bytes,
+    one change larger than the bound waits alone, and what is popped or cleared no longer counts."""
+    changes = PendingChanges(10, maxbytes=100)
+    for uri in ("a", "a", "b"):
+        assert changes.add(UPDATED, {"uri": uri}, 30)
+    assert changes.add(UPDATED, {"uri": "c"}, 30)  # 120 > 100: the second "a" is merged into the first to make room
+    assert changes.size == 90 and len(changes) == 3
+    assert changes.add(UPDATED, {"uri": "b"}, 30)  # equal to one waiting: merged, no bytes added
+    assert not changes.add(TOOLS, {}, 11)  # 101 bytes of distinct changes: it cannot be kept
+    assert changes.size == 90
+    assert drained(changes) == ["a", "b", "c"] and changes.size == 0
+    assert changes.add(UPDATED, {"uri": "big"}, 500)  # nothing waits: it goes alone
+    assert not changes.add(UPDATED, {"uri": "d"}, 1)
+    changes.clear()
+    assert changes.size == 0 and changes.add(UPDATED, {"uri": "d"}, 100)
+    with pytest.raises(ValueError, match="maxbytes"):
+        PendingChanges(1, maxbytes=0)

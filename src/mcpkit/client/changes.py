@@ -3,12 +3,13 @@
 :class:`~mcpkit.client.handlers.Watch`.
 
 An application that reads slower than the server sends (a burst of changes) gets every change while the queue has
-room; once ``maxsize`` wait, one equal to a change still waiting (a list's ``list_changed``, ``resources/updated``
-of the same URI) is merged into it, since the application re-reads the list or the resource once for both (the
-rule of :class:`~mcpkit.protocol.changes.PendingChanges`, the server's listen stream's too). When more distinct
-changes wait than the queue's ``maxsize``, some would be lost: the queue ends with :class:`WatchFellBehind`
-instead, once what it holds is read, so the application knows to watch again and re-read what it watches.
-Nothing is dropped silently.
+room; once it is full (``maxsize`` changes wait, or ``maxbytes`` of them: each counts as its parameters encoded as
+JSON, since a server may send ``resources/updated`` with up to the message limit, 4 MiB, of ``_meta``), one equal
+to a change still waiting (a list's ``list_changed``, ``resources/updated`` of the same URI) is merged into it,
+since the application re-reads the list or the resource once for both (the rule of
+:class:`~mcpkit.protocol.changes.PendingChanges`, the server's listen stream's too). When distinct changes overflow
+the queue's bounds, some would be lost: the queue ends with :class:`WatchFellBehind` instead, once what it holds is
+read, so the application knows to watch again and re-read what it watches. Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+
+import orjson
 
 from ..protocol.changes import PendingChanges
 from ..protocol.errors import MCPError
@@ -25,11 +28,16 @@ logger: logging.Logger = logging.getLogger("mcpkit.client")
 
 Change = tuple[str, JSONDict]
 
+#: bytes of the changes waiting unread in one watch or listen stream (each its parameters as JSON), by default;
+#: beyond it, as beyond its ``maxsize`` (one change larger than it still waits alone)
+MAX_WAITING_CHANGE_BYTES: int = 16 * 1024 * 1024
+
 
 class WatchFellBehind(MCPError):
     """A watch (or listen stream) whose application read its changes slower than they came: more distinct changes
-    waited unread than its ``maxsize``, so it ended rather than lose some. Raise ``maxsize`` or read faster; watch
-    again, then list again and read again what it watches (changes made meanwhile are not replayed)."""
+    waited unread than its ``maxsize`` or ``maxbytes`` allow, so it ended rather than lose some. Raise the bound or
+    read faster; watch again, then list again and read again what it watches (changes made meanwhile are not
+    replayed)."""
 
 
 class ChangeQueue:
@@ -37,13 +45,15 @@ class ChangeQueue:
 
     ``offer`` never blocks (it runs in the connection's reader). ``pop``/``get`` return the changes in the order
     they first came, then raise the queue's end (:meth:`end`, or :class:`WatchFellBehind` after an overflow).
-    ``on_overflow`` (optional) is called once when distinct changes overflow ``maxsize`` (to stop the stream)."""
+    ``on_overflow`` (optional) is called once when distinct changes overflow ``maxsize`` or ``maxbytes`` (to stop
+    the stream)."""
 
-    __slots__ = ("_changes", "_end", "_ready", "maxsize", "on_overflow", "what")
+    __slots__ = ("_changes", "_end", "_ready", "maxbytes", "maxsize", "on_overflow", "what")
 
-    def __init__(self, maxsize: int, what: str = "watch") -> None:
-        self._changes = PendingChanges(maxsize)  # (raises ValueError below 1)
+    def __init__(self, maxsize: int, what: str = "watch", maxbytes: int = MAX_WAITING_CHANGE_BYTES) -> None:
+        self._changes = PendingChanges(maxsize, maxbytes)  # (raises ValueError below 1)
         self.maxsize: int = maxsize
+        self.maxbytes: int = maxbytes
         self.what: str = what  # (what the error names: "watch", "subscription 3")
         self.on_overflow: Callable[[], None] | None = None
         self._end: BaseException | None = None
@@ -59,18 +69,29 @@ class ChangeQueue:
 
     def offer(self, method: str, params: JSONDict) -> None:
         """Queue a change (never blocks); ignored once the queue ended. The rule of
-        :class:`~mcpkit.protocol.changes.PendingChanges`: every change is kept while there is room; with ``maxsize``
-        waiting, a change equal to one that waits is merged into it (the application re-reads once for both), and
-        the equal ones waiting are merged to make room; only distinct changes overflow (the queue then ends)."""
+        :class:`~mcpkit.protocol.changes.PendingChanges`: every change is kept while there is room; with the queue
+        full (``maxsize`` waiting, or ``maxbytes`` of them), a change equal to one that waits is merged into it (the
+        application re-reads once for both), and the equal ones waiting are merged to make room; only distinct
+        changes overflow (the queue then ends)."""
         if self._end is not None:
             return
-        if not self._changes.add(method, params):
-            logger.warning("%s: slow reader, %d changes waiting unread; ending it", self.what, len(self._changes))
+        changes = self._changes
+        if not changes.add(method, params, len(method) + len(orjson.dumps(params))):
+            logger.warning(
+                "%s: slow reader, %d changes (%d bytes) waiting unread; ending it",
+                self.what,
+                len(changes),
+                changes.size,
+            )
+            if len(changes) >= self.maxsize:
+                over, bound = f"more than {self.maxsize} distinct changes", f"maxsize={self.maxsize}"
+            else:
+                over, bound = f"more than {self.maxbytes} bytes of distinct changes", f"maxbytes={self.maxbytes}"
             self.end(
                 WatchFellBehind(
-                    f"{self.what} fell behind: more than {self.maxsize} distinct changes waited unread (its "
-                    f"maxsize={self.maxsize}), so it ended rather than lose some; raise maxsize (watch(maxsize=), "
-                    "listen(maxsize=)) or read faster, then watch again and list again or read again what it watches"
+                    f"{self.what} fell behind: {over} waited unread (its {bound}), so it ended rather than lose some; "
+                    "raise it (watch(maxsize=, maxbytes=), listen(maxsize=, maxbytes=)) or read faster, then watch "
+                    "again and list again or read again what it watches"
                 )
             )
             if self.on_overflow is not None:

@@ -45,6 +45,7 @@ from ..protocol.types import (
 )
 from ..protocol.versions import LogLevel
 from .apps import DEFAULT_MAX_VIEW_BYTES, AppView, read_view
+from .changes import MAX_WAITING_CHANGE_BYTES
 from .connection import DEFAULT_MAX_LIST_BYTES as DEFAULT_MAX_LIST_BYTES
 from .connection import DEFAULT_MAX_URL_ELICITATIONS as DEFAULT_MAX_URL_ELICITATIONS
 from .connection import SAFE_METHODS as SAFE_METHODS
@@ -290,28 +291,36 @@ class Client(SkillMethods, ToolMethods):
         resources: bool = False,
         resource_uris: Sequence[str] = (),
         maxsize: int = 1024,
+        maxbytes: int = MAX_WAITING_CHANGE_BYTES,
     ) -> AsyncIterator[Watch]:
         """Watch list changes and resource updates with one API in both eras.
 
         2026-07-28: one ``subscriptions/listen`` stream with that filter. Handshake era: ``resources/subscribe``
         for each URI (on exit unsubscribed unless still wanted) and the session's notifications, filtered.
 
-        ``maxsize``: how many distinct changes may wait unread. Equal ones coalesce (a list's change, an update of
-        one URI: the application re-reads once); when distinct ones overflow it, the watch ends with
+        ``maxsize``: how many distinct changes may wait unread; ``maxbytes``: how many bytes of them (each counted
+        as its parameters encoded as JSON: a server may send an update with megabytes of ``_meta``; one larger
+        than it still waits alone). Equal ones coalesce (a list's change, an update of one URI: the application
+        re-reads once); when distinct ones overflow either bound, the watch ends with
         :class:`~mcpkit.client.changes.WatchFellBehind` once what it holds is read (never a silent loss): watch
         again, then list again and read again what it watches.
         """
         uris = tuple(dict.fromkeys(resource_uris))
         if self.modern:
             async with self.session.listen(
-                tools=tools, prompts=prompts, resources=resources, resource_uris=uris, maxsize=maxsize
+                tools=tools,
+                prompts=prompts,
+                resources=resources,
+                resource_uris=uris,
+                maxsize=maxsize,
+                maxbytes=maxbytes,
             ) as sub:
                 yield Watch(1, frozenset(), frozenset(uris), sub)
             return
         methods = frozenset(
             m for kind, m in _LIST_CHANGED.items() if {"tools": tools, "prompts": prompts, "resources": resources}[kind]
         )
-        w = Watch(maxsize, methods, frozenset(uris))
+        w = Watch(maxsize, methods, frozenset(uris), maxbytes=maxbytes)
         self._watches.add(w)
         subscribed: list[str] = []
         try:

@@ -38,7 +38,7 @@ from ..protocol.types import (
     Tool,
 )
 from ..protocol.versions import LOG_LEVELS, Features, LogLevel, is_modern, is_supported
-from .changes import ChangeQueue
+from .changes import MAX_WAITING_CHANGE_BYTES, ChangeQueue
 from .forms import without_nulls
 from .results import (
     ElicitationContentError,
@@ -490,9 +490,9 @@ class Watch:
 
     ``async for method, params in watch`` or ``await watch.next(timeout)``; ``method`` is one of
     ``notifications/{tools,prompts,resources}/list_changed`` or ``notifications/resources/updated``. Changes wait
-    unread in a queue of ``maxsize``: equal ones coalesce (a list's change, an update of one URI: each arrives
-    once), and when distinct ones overflow it the watch ends with :class:`~mcpkit.client.changes.WatchFellBehind`
-    once what it holds is read, rather than lose some.
+    unread in a queue of ``maxsize`` changes and ``maxbytes`` bytes: equal ones coalesce (a list's change, an update
+    of one URI: each arrives once), and when distinct ones overflow it the watch ends with
+    :class:`~mcpkit.client.changes.WatchFellBehind` once what it holds is read, rather than lose some.
     """
 
     def __init__(
@@ -501,8 +501,9 @@ class Watch:
         methods: frozenset[str],
         uris: frozenset[str],
         subscription: Subscription | None = None,
+        maxbytes: int = MAX_WAITING_CHANGE_BYTES,
     ) -> None:
-        self._changes = ChangeQueue(maxsize)
+        self._changes = ChangeQueue(maxsize, maxbytes=maxbytes)
         self.methods = methods
         self.uris = uris
         self.subscription = subscription

@@ -56,7 +56,7 @@ from ..transports.base import DEFAULT_MAX_MESSAGE_SIZE
 from . import handlers as h  # the handlers' types, their params, log delivery
 from .answering import RequestAnswering
 from .answering import RootsProvider as RootsProvider
-from .changes import ChangeQueue
+from .changes import MAX_WAITING_CHANGE_BYTES, ChangeQueue
 from .handlers import _maybe_await
 from .keepalive import keep_alive
 from .negotiation import negotiate
@@ -601,13 +601,17 @@ class ClientSession(RequestAnswering):
         resources: bool = False,
         resource_uris: Sequence[str] = (),
         maxsize: int = 1024,
+        maxbytes: int = MAX_WAITING_CHANGE_BYTES,
     ) -> AsyncIterator[Subscription]:
-        """``subscriptions/listen`` (2026-07-28): yields a :class:`Subscription` to iterate notifications."""
+        """``subscriptions/listen`` (2026-07-28): yields a :class:`Subscription` to iterate notifications.
+
+        At most ``maxsize`` notifications, and ``maxbytes`` of them (each its parameters as JSON), wait unread: see
+        :class:`~mcpkit.client.changes.ChangeQueue`."""
         if self.features is None or not self.features.modern:
             raise CapabilityNotSupported("subscriptions/listen exists only in protocol 2026-07-28")
         filt = listen_filter(tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris)
         params = {"notifications": filt, "_meta": self._modern_meta(self.features.version)}
-        async with open_subscription(self.peer, self._listen_queues, params, maxsize) as sub:
+        async with open_subscription(self.peer, self._listen_queues, params, maxsize, maxbytes) as sub:
             yield sub
 
 

@@ -16,7 +16,7 @@ from ..protocol.errors import (
     RequestTimeout,
 )
 from ..protocol.jsonrpc import JSONDict
-from .changes import ChangeQueue
+from .changes import MAX_WAITING_CHANGE_BYTES, ChangeQueue
 
 if TYPE_CHECKING:
     from ..engine import Peer
@@ -43,9 +43,9 @@ def listen_filter(
 class Subscription:
     """An open ``subscriptions/listen`` stream: ``acknowledged`` filter, then ``async for (method, params)``.
 
-    Its notifications wait in a :class:`~mcpkit.client.changes.ChangeQueue` (``listen(maxsize=)``): equal changes
-    waiting unread coalesce, and when distinct ones overflow it the stream is cancelled and, once what it holds is
-    read, iterating raises :class:`~mcpkit.client.changes.WatchFellBehind`."""
+    Its notifications wait in a :class:`~mcpkit.client.changes.ChangeQueue` (``listen(maxsize=, maxbytes=)``):
+    equal changes waiting unread coalesce, and when distinct ones overflow it the stream is cancelled and, once what
+    it holds is read, iterating raises :class:`~mcpkit.client.changes.WatchFellBehind`."""
 
     def __init__(self, sub_id: int, changes: ChangeQueue, task: asyncio.Task[JSONDict]):
         self.id = sub_id
@@ -103,13 +103,14 @@ async def open_subscription(
     queues: dict[str | int, ChangeQueue],
     params: JSONDict,
     maxsize: int,
+    maxbytes: int = MAX_WAITING_CHANGE_BYTES,
 ) -> AsyncIterator[Subscription]:
     """Send ``subscriptions/listen`` with ``params`` on ``peer`` and yield its :class:`Subscription` once
-    acknowledged; its notifications arrive through ``queues`` (keyed by the request id, bounded by ``maxsize``:
-    when distinct ones overflow it, the request is cancelled and the subscription raises WatchFellBehind).
-    Leaving the block cancels the request (``notifications/cancelled``)."""
+    acknowledged; its notifications arrive through ``queues`` (keyed by the request id, bounded by ``maxsize`` and
+    ``maxbytes``: when distinct ones overflow them, the request is cancelled and the subscription raises
+    WatchFellBehind). Leaving the block cancels the request (``notifications/cancelled``)."""
     rid = peer.next_id()
-    changes = ChangeQueue(maxsize, f"subscription {rid!r}")
+    changes = ChangeQueue(maxsize, f"subscription {rid!r}", maxbytes)
     queues[rid] = changes
     task = asyncio.get_running_loop().create_task(
         peer.request("subscriptions/listen", params, timeout=None, request_id=rid)
