@@ -98,8 +98,11 @@ class AppServing(Server):
     def _list_tools(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict:
         return self._list_page("tools", "tools", _name, ctx, params)
 
-    def _call_tool(self, ctx: ServerRequestContext, params: JSONDict) -> JSONDict | Coroutine[Any, Any, JSONDict]:
+    def _call_tool(
+        self, ctx: ServerRequestContext, params: JSONDict, served: str | None = None
+    ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
         # Checks raise when called (the dispatcher treats it like a raise on await); an inline result comes back itself.
+        # served: the tool's name where the client called it (a parent's, for a tool of a mounted server of it)
         name = params.get("name")
         if not isinstance(name, str):
             raise InvalidParams("tools/call: name must be a string")
@@ -113,7 +116,7 @@ class AppServing(Server):
             raise InvalidParams("tools/call: arguments must be an object")
         # a Context is built only for a tool that takes one (nothing else sees it)
         context = Context(self, ctx) if tool.info.context_param is not None else None
-        result = tool.call(arguments, context, ctx.features)
+        result = tool.call(arguments, context, ctx.features, served)
         if type(result) is not dict and not tool.info.is_async:
             # a sync tool on a worker thread: its add_tool() reaches the serving loop through this
             self._serving_loop = running_loop()

@@ -136,12 +136,15 @@ class Mount:
         params: JSONDict,
         ctx: Context,
         template: ResourceTemplate | None = None,
+        served: str | None = None,
     ) -> JSONDict:
         """A request for one of the mounted server's components through its own interceptors (``chain``), as if
         it served the request alone: ``params`` name the component as it knows it, and the innermost step is its
         own handler of ``method``; a read of ``template`` (the one the parent matched) tries it first, so the
         answer is the one the parent's match gives without interceptors, not the first of the mounted server's
-        overlapping templates. What the chain returns is the handler's unshaped result; the parent shapes it.
+        overlapping templates; a call of a tool the client called ``served`` (its name in the parent) names it so
+        in its refusals, when the chain calls that tool. What the chain returns is the handler's unshaped result;
+        the parent shapes it.
         An ``InputRequired`` the component raised is the ``input_required`` result inside the chain (as the
         dispatcher makes it), raised again after it so that the parent answers it as its own."""
         sctx = ctx.request_context
@@ -151,12 +154,15 @@ class Mount:
             if value is not None:
                 params[key] = value
         parent: Any = sctx.server  # (the dispatching server: it seals the requestState of an input round)
+        called = params.get("name")  # (the tool ``served`` names, unless an interceptor calls another)
         asked: list[InputRequired] = []
 
         async def handle(call: Call) -> JSONDict:
             try:
                 if template is not None and call.method == "resources/read" and self._reads_registries():
                     pending = self.child._read_resource(sctx, call.params, template)
+                elif served is not None and call.params.get("name") == called and self._calls_registry():
+                    pending = self.child._call_tool(sctx, call.params, served)
                 else:
                     pending = self.child._call_handler(sctx, call.method, call.params, sctx.features)
                 result = await pending if inspect.isawaitable(pending) else pending
@@ -175,6 +181,11 @@ class Mount:
         if asked and result.get("resultType") == "input_required":
             raise asked[0]
         return result
+
+    def _calls_registry(self) -> bool:
+        """The mounted server answers ``tools/call`` from its registry (not with a handler of its own)."""
+        child = self.child
+        return bool(child._handlers.get("tools/call") == child._call_tool)
 
     def _reads_registries(self) -> bool:
         """The mounted server answers ``resources/read`` from its registries (not with a handler of its own)."""
@@ -247,12 +258,15 @@ class MountedTool(Tool):
             self._defs[feats.version] = cached
         return cached
 
-    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None) -> Any:
+        # name: what the client called it (this name, or a parent's for it): what the original's refusals say
         mount = self.mount
+        name = name or self.name
         if ctx is not None and mount.child._intercepting is not None and (chain := mount.chain("tools/call")):
-            pending: Any = mount.run(chain, "tools/call", {"name": self.inner.name, "arguments": arguments}, ctx)
+            params = {"name": self.inner.name, "arguments": arguments}
+            pending: Any = mount.run(chain, "tools/call", params, ctx, served=name)
         else:
-            pending = self.inner.call(arguments, mount.context(ctx), feats)
+            pending = self.inner.call(arguments, mount.context(ctx), feats, name)
         prefix = mount.prefix
         if prefix is None:
             return pending

@@ -273,9 +273,10 @@ class Tool(Listed):
         return d
 
     def call(
-        self, arguments: JSONDict, ctx: Context | None, feats: Features
+        self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None
     ) -> JSONDict | Coroutine[Any, Any, JSONDict]:
-        """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results.
+        """Run the tool and build its ``CallToolResult`` (wire form); failures become ``isError`` results, naming
+        the tool ``name``: the name the client called it by, when that is not its own (a mounted server's tool).
 
         Returns the result itself when the call is over at once (a plain ``def`` that runs inline, arguments that
         do not validate), otherwise the coroutine that finishes it (an ``async def``, a worker-thread call): no
@@ -291,18 +292,23 @@ class Tool(Listed):
                 kwargs[info.context_param] = ctx
             sync = self.sync
             if sync is None:
-                return self._finish(self.fn(**kwargs), feats, None, ctx)
+                return self._finish(self.fn(**kwargs), feats, None, ctx, name)
             value = sync.try_inline((), kwargs)  # inline (timed, guarded), or not called
             if value is ON_THREAD or value is EAGER or (type(value) not in PLAIN_TYPES and inspect.isawaitable(value)):
-                return self._finish(value, feats, kwargs, ctx)
+                return self._finish(value, feats, kwargs, ctx, name)
         except Exception as exc:
-            return self._failed(exc, feats, ctx)
+            return self._failed(exc, feats, ctx, name)
         if type(value) is str and (returns := self._returns) is not None and not returns.structured:
             return text_result(value)  # self.result's first case
         return self.result(value, feats)
 
     async def _finish(
-        self, value: Any, feats: Features, kwargs: JSONDict | None = None, ctx: Context | None = None
+        self,
+        value: Any,
+        feats: Features,
+        kwargs: JSONDict | None = None,
+        ctx: Context | None = None,
+        name: str | None = None,
     ) -> JSONDict:
         """The rest of a call that does not end at once: await the ``async def``'s coroutine (or what a sync
         function returned), or run a sync function where its policy says (``value`` is the policy's ON_THREAD or
@@ -314,7 +320,7 @@ class Tool(Listed):
             else:  # an async function's coroutine, or an awaitable a sync function returned
                 value = await value
         except Exception as exc:
-            return self._failed(exc, feats, ctx)
+            return self._failed(exc, feats, ctx, name)
         return self.result(value, feats)
 
     def needed_scopes(self, arguments: Any) -> tuple[str, ...]:
@@ -334,9 +340,10 @@ class Tool(Listed):
             return validation_problems(exc)
         return []
 
-    def _failed(self, exc: Exception, feats: Features, ctx: Context | None = None) -> JSONDict:
+    def _failed(self, exc: Exception, feats: Features, ctx: Context | None = None, name: str | None = None) -> JSONDict:
         """The ``isError`` result of a call that raised ``exc`` (protocol signals are raised again); ``ctx``: the
-        call's Context, if it has one (a tool without one cannot wait on its session)."""
+        call's Context, if it has one (a tool without one cannot wait on its session); ``name``: the tool's name
+        as the client called it (None: its own)."""
         if isinstance(exc, (InputRequired, MissingRequiredClientCapability, TaskFailed, CallRefused)):
             raise exc  # protocol signals: an InputRequiredResult / -32021 / a task's / a refused call's JSON-RPC error
         if isinstance(exc, URLElicitationRequired) and feats.url_elicitation_required:
@@ -345,14 +352,15 @@ class Tool(Listed):
             return error_result(str(exc))
         if isinstance(exc, MCPError):
             return error_result(exc.message)
+        name = name or self.name
         if isinstance(exc, CapabilityNotSupported):  # the client cannot do what the tool asked (sampling, roots...)
-            return error_result(f"Tool {self.name!r} needs something this client does not support: {exc}")
+            return error_result(f"Tool {name!r} needs something this client does not support: {exc}")
         if isinstance(exc, _validation_error()):
-            return error_result(format_validation_error(exc, f"tool {self.name!r}"))
+            return error_result(format_validation_error(exc, f"tool {name!r}"))
         if isinstance(exc, ConnectionClosed) and ctx is not None and session_ended(exc, ctx.request_context):
-            logger.info("tool %r stopped: its session ended while it waited on the client (%s)", self.name, exc)
-            return error_result(f"Tool {self.name!r} stopped: the session ended while it waited on the client")
-        return error_result(internal_error_message(f"tool {self.name!r}", exc, self.debug))
+            logger.info("tool %r stopped: its session ended while it waited on the client (%s)", name, exc)
+            return error_result(f"Tool {name!r} stopped: the session ended while it waited on the client")
+        return error_result(internal_error_message(f"tool {name!r}", exc, self.debug))
 
     def result(self, value: Any, feats: Features) -> JSONDict:
         """The ``CallToolResult`` of a return value; a failing conversion becomes an ``isError`` result."""
@@ -450,24 +458,26 @@ class SchemaTool(Tool):
     def argument_problems(self, arguments: JSONDict) -> list[ArgumentProblem]:
         return schema_problems(self._inputs, arguments)
 
-    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None) -> Any:
         if not self._inputs.is_valid(arguments):
             problems = schema_problems(self._inputs, arguments)
-            return error_result(format_argument_problems(problems, f"tool {self.name!r}"))
+            return error_result(format_argument_problems(problems, f"tool {name or self.name!r}"))
         if self.sync is not None:
-            return self._call_sync(arguments, ctx, feats)
+            return self._call_sync(arguments, ctx, feats, name)
         try:
             running = self.caller(arguments, ctx)  # type: ignore[arg-type]
         except Exception as exc:
-            return self._failed(exc, feats, ctx)
-        return self._finish(running, feats, None, ctx)
+            return self._failed(exc, feats, ctx, name)
+        return self._finish(running, feats, None, ctx, name)
 
-    async def _call_sync(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+    async def _call_sync(
+        self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None
+    ) -> JSONDict:
         assert self.sync is not None
         try:
             value = await self.sync(arguments, ctx)
         except Exception as exc:
-            return self._failed(exc, feats, ctx)
+            return self._failed(exc, feats, ctx, name)
         return self.result(value, feats)
 
     def result(self, value: Any, feats: Features) -> JSONDict:

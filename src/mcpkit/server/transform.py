@@ -66,13 +66,16 @@ class ArgTransform:
 
 
 class _Forwarding:
-    __slots__ = ("ctx", "feats", "passed", "tool")
+    __slots__ = ("ctx", "feats", "name", "passed", "tool")
 
-    def __init__(self, tool: TransformedTool, ctx: Context | None, feats: Features, passed: JSONDict) -> None:
+    def __init__(
+        self, tool: TransformedTool, ctx: Context | None, feats: Features, passed: JSONDict, name: str
+    ) -> None:
         self.tool = tool
         self.ctx = ctx
         self.feats = feats
         self.passed = passed  # what the client sent for derived arguments fn does not take
+        self.name = name  # the tool's name as the client called it
 
 
 _current: contextvars.ContextVar[_Forwarding | None] = contextvars.ContextVar("mcpkit_forwarding", default=None)
@@ -85,10 +88,10 @@ async def forward(**arguments: Any) -> JSONDict:
     current = _current.get()
     if current is None:
         raise RuntimeError("forward() is only available inside the fn of a transformed tool")
-    mapped = current.tool.checked({**current.passed, **arguments} if current.passed else arguments)
+    mapped = current.tool.checked({**current.passed, **arguments} if current.passed else arguments, current.name)
     if isinstance(mapped, str):
         return error_result(mapped)
-    return await current.tool.run_original(mapped, current.ctx, current.feats)
+    return await current.tool.run_original(mapped, current.ctx, current.feats, current.name)
 
 
 async def forward_raw(**arguments: Any) -> JSONDict:
@@ -96,7 +99,7 @@ async def forward_raw(**arguments: Any) -> JSONDict:
     current = _current.get()
     if current is None:
         raise RuntimeError("forward_raw() is only available inside the fn of a transformed tool")
-    return await current.tool.run_original(dict(arguments), current.ctx, current.feats)
+    return await current.tool.run_original(dict(arguments), current.ctx, current.feats, current.name)
 
 
 class _Info:
@@ -240,19 +243,21 @@ class TransformedTool(Tool):
         # operation's tool, has one without a ReturnInfo)
         return self._returns.output_schema if self._returns is not None else self.original.output_schema
 
-    def to_original(self, arguments: Mapping[str, Any]) -> JSONDict | str:
+    def to_original(self, arguments: Mapping[str, Any], name: str | None = None) -> JSONDict | str:
         """The original's arguments for these derived ones (defaults and hidden values filled in), or the message
-        of the refusal when a name is not one of the derived tool's arguments."""
+        of the refusal when a name is not one of the derived tool's arguments (naming the tool ``name``, the name
+        the client called it by; None: its own)."""
+        name = name or self.name
         out: JSONDict = {}
         for key, value in arguments.items():
             original = self._to_original.get(key)
             if original is None:
-                return f"tool {self.name!r} has no argument {key!r}"
+                return f"tool {name!r} has no argument {key!r}"
             out[original] = value
-        missing = [name for name in self._required if name not in arguments]
+        missing = [arg for arg in self._required if arg not in arguments]
         if missing:  # (said here, in the names the client knows: the original would name its own)
-            problems = "; ".join(f"missing required argument {name!r}" for name in missing)
-            return f"Invalid arguments for tool {self.name!r}: {problems}"
+            problems = "; ".join(f"missing required argument {arg!r}" for arg in missing)
+            return f"Invalid arguments for tool {name!r}: {problems}"
         for original, value in self._fixed.items():
             if original in self._hidden or original not in out:
                 out[original] = value
@@ -283,11 +288,13 @@ class TransformedTool(Tool):
             out.append((path, kind, detail))
         return out
 
-    def checked(self, arguments: JSONDict) -> JSONDict | str:
+    def checked(self, arguments: JSONDict, name: str | None = None) -> JSONDict | str:
         """The original's arguments for these derived ones, or the refusal to send the client, naming this tool
-        and its arguments as the client knows them (the original's own refusal would name the original and its
-        arguments: a tool the client may not see, and names it is refused for when it sends them)."""
-        mapped = self.to_original(arguments)
+        (``name``: as the client called it, when that is not its own name) and its arguments as the client knows
+        them (the original's own refusal would name the original and its arguments: a tool the client may not see,
+        and names it is refused for when it sends them)."""
+        name = name or self.name
+        mapped = self.to_original(arguments, name)
         if isinstance(mapped, str):
             return mapped
         problems = self.original.argument_problems(mapped)
@@ -298,37 +305,41 @@ class TransformedTool(Tool):
             # a value the server set (hidden, or a default the client left out) is wrong: the server's mistake
             wrong = "; ".join(f"{'.'.join(map(str, p)) or '(arguments)'}: {d or k}" for p, k, d in problems)
             error = ValueError(f"its fixed arguments are invalid: {wrong}")
-            return internal_error_message(f"tool {self.name!r}", error, self.debug)
-        return format_argument_problems(self._derived_problems(problems), f"tool {self.name!r}")
+            return internal_error_message(f"tool {name!r}", error, self.debug)
+        return format_argument_problems(self._derived_problems(problems), f"tool {name!r}")
 
-    def _refusal_of(self, passed: JSONDict) -> str | None:
+    def _refusal_of(self, passed: JSONDict, name: str) -> str | None:
         """The refusal of the values the client sent for arguments the wrapper does not take (None: they are
-        valid), in this tool's names."""
-        mapped = {self._to_original[name]: value for name, value in passed.items()}
+        valid), in this tool's names (``name``: the tool's)."""
+        mapped = {self._to_original[arg]: value for arg, value in passed.items()}
         wrong = [p for p in self.original.argument_problems(mapped) if p[0] and p[0][0] in mapped]
-        return format_argument_problems(self._derived_problems(wrong), f"tool {self.name!r}") if wrong else None
+        return format_argument_problems(self._derived_problems(wrong), f"tool {name!r}") if wrong else None
 
-    async def run_original(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
-        """Call the original tool with its own arguments; its ``CallToolResult``."""
+    async def run_original(
+        self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None
+    ) -> JSONDict:
+        """Call the original tool with its own arguments; its ``CallToolResult`` (a refusal or failure naming
+        the tool ``name``, the one the client called: None, this one's own name)."""
         original_ctx = ctx if self.original.info.context_param is not None else None
-        result = self.original.call(arguments, original_ctx, feats)
+        result = self.original.call(arguments, original_ctx, feats, name or self.name)
         return result if type(result) is dict else await result  # type: ignore[misc]
 
-    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> Any:
+    def call(self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str | None = None) -> Any:
+        name = name or self.name
         if self._wrapper is None:
-            mapped = self.checked(arguments)
+            mapped = self.checked(arguments, name)
             if isinstance(mapped, str):
                 return error_result(mapped)
             original_ctx = ctx if self.original.info.context_param is not None else None
-            return self.original.call(mapped, original_ctx, feats)
-        return self._call_wrapper(arguments, ctx, feats)
+            return self.original.call(mapped, original_ctx, feats, name)
+        return self._call_wrapper(arguments, ctx, feats, name)
 
-    async def _call_wrapper(self, arguments: JSONDict, ctx: Context | None, feats: Features) -> JSONDict:
+    async def _call_wrapper(self, arguments: JSONDict, ctx: Context | None, feats: Features, name: str) -> JSONDict:
         wrapper = self._wrapper
         assert wrapper is not None
         unknown = [k for k in arguments if k not in self._to_original]
         if unknown:
-            return error_result(f"tool {self.name!r} has no argument {unknown[0]!r}")
+            return error_result(f"tool {name!r} has no argument {unknown[0]!r}")
         taken: JSONDict = {}
         for param in wrapper.params:
             if param.name in arguments:
@@ -336,13 +347,13 @@ class TransformedTool(Tool):
             elif (default := self._defaults.get(param.name, _MISSING)) is not _MISSING:
                 taken[param.name] = default  # (the default the derived schema shows the client)
         passed = {k: v for k, v in arguments.items() if k not in taken}
-        if passed and (refusal := self._refusal_of(passed)) is not None:  # (before fn runs, as for its own)
+        if passed and (refusal := self._refusal_of(passed, name)) is not None:  # (before fn runs, as for its own)
             return error_result(refusal)
         try:
             kwargs = wrapper.validate_model(taken)
             if wrapper.context_param is not None:
                 kwargs[wrapper.context_param] = ctx
-            token = _current.set(_Forwarding(self, ctx, feats, passed))
+            token = _current.set(_Forwarding(self, ctx, feats, passed, name))
             try:
                 if wrapper.is_async:  # (wrapper.fn: fn, or what fills in fn's dependencies)
                     value = await wrapper.fn(**kwargs)
@@ -351,7 +362,7 @@ class TransformedTool(Tool):
             finally:
                 _current.reset(token)
         except Exception as exc:
-            return self._failed(exc, feats, ctx)
+            return self._failed(exc, feats, ctx, name)
         return self.result(value, feats)
 
     def build_result(self, value: Any, feats: Features) -> JSONDict:
