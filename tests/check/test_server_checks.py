@@ -645,7 +645,9 @@ async def test_a_stateless_server_reusing_request_ids_across_posts_fails_m004_an
     its initialize on, with or without an Mcp-Session-Id (2025-11-25 transports, Session Management; its event ids
     are likewise unique "across all streams with that specific client, if session management is not in use"), so
     the reused id fails M004, saying the server assigned no session id. It is not also a message broadcast on two
-    streams (M027): the two streams were never open at the same time, so those are two messages."""
+    streams (M027): the two streams were never open at the same time, so those are two messages. Its tool calls
+    that ask the client never complete (the answer goes in another POST, which it cannot tie to the call): each is
+    given up after the run's timeout, the S018 probe's after half of it, and the report says so."""
     script = ROOT / "tests" / "support" / "interop" / "ts_server.mjs"
     port = free_port()
     proc = subprocess.Popen(
@@ -655,13 +657,15 @@ async def test_a_stateless_server_reusing_request_ids_across_posts_fails_m004_an
     )
     try:
         await asyncio.to_thread(wait_listening, port, proc, 60)
-        report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=10.0)
+        report = await run_checks(f"http://127.0.0.1:{port}/mcp", timeout=5.0)
     finally:
         stop(proc)
     evidence = report.requirements["M004"].evidence
     assert report.status("M004") == FAIL and "request id 0 used twice" in evidence, evidence
     assert "no Mcp-Session-Id" in evidence, evidence
     assert report.status("M027") == PASS, report.requirements["M027"].evidence
+    assert "no answer within 5s (the run's timeout)" in report.info["asking tools unanswered (handshake)"], report.info
+    assert "each call waited at most 2.5s" in report.info["S018 probe"], report.info
 
 
 def modern_only_server() -> Any:

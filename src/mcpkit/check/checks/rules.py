@@ -15,6 +15,11 @@ from ._base import JSON, CheckerBase, _res, _short, sample_arguments
 _ASKS_CLIENT = re.compile(r"sampl|elicit|ask|roots|confirm|prompt_user|input", re.I)
 _HARMFUL = re.compile(r"delete|remove|destroy|kill|shutdown|exit|write|crash", re.I)
 EARLY_WAIT = 1.0  # seconds the checker stays quiet between the initialize response and notifications/initialized
+# The share of the run's --timeout a tool call that asks the client gets: the whole of it where the client answers
+# what the server asks (the call's answer is what is judged), half of it in the S018 probe, where only the requests
+# the server sends are judged and a server that waits for an answer its client cannot give may never answer.
+ASKING_CALL_WAIT = 1.0
+PROBE_CALL_WAIT = 0.5
 CAPABILITY_FOR = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation", "roots/list": "roots"}
 
 
@@ -145,10 +150,15 @@ class RuleChecks(CheckerBase):
     async def check_client_requests(self, wire: Wire) -> None:
         """Call the asking tools in a session whose client declared roots, sampling and elicitation (each answered),
         so the server's own requests show (M002-M005, M079 from its side, S018). In a stateless session
-        (2026-07-28, no capability declared) the answers must not ask for an undeclared capability (S018)."""
+        (2026-07-28, no capability declared) the answers must not ask for an undeclared capability (S018). Each call
+        waits :data:`ASKING_CALL_WAIT` of the run's timeout; the calls left unanswered are noted in the report."""
+        wait = self.timeout * ASKING_CALL_WAIT
+        unanswered: list[str] = []
         for tool in self.asking_tools():
             args = sample_arguments(tool.get("inputSchema"))
-            resp = await self.call(wire, "tools/call", {"name": tool["name"], "arguments": args}, timeout=10.0)
+            resp = await self.call(wire, "tools/call", {"name": tool["name"], "arguments": args}, timeout=wait)
+            if resp is None:
+                unanswered.append(str(tool["name"]))
             res = _res(resp)
             if wire.modern_meta is None or res is None or res.get("resultType") != "input_required":
                 continue
@@ -167,11 +177,17 @@ class RuleChecks(CheckerBase):
                     break
             else:
                 self.report.ok("S018", f"tools/call {tool['name']}: input_required without undeclared requests")
+        if unanswered:
+            era = "2026-07-28" if wire.modern_meta is not None else "handshake"
+            self.report.info[f"asking tools unanswered ({era})"] = (
+                f"tools/call {', '.join(unanswered)}: no answer within {wait:g}s (the run's timeout)"
+            )
 
     async def check_capabilities_respected(self) -> None:
         """S018: in a session whose client declares no capability, call the tools whose names say they ask the
         client for something; the server must not send sampling, elicitation or roots requests to it. (The other
-        sessions are judged too: a request for a capability their client did not declare fails S018.)"""
+        sessions are judged too: a request for a capability their client did not declare fails S018.) Each call
+        waits :data:`PROBE_CALL_WAIT` of the run's timeout."""
         r = self.report
         asking = self.asking_tools()
         if not asking:
@@ -183,11 +199,14 @@ class RuleChecks(CheckerBase):
             resp = await self.initialize(wire, self.version, capabilities={})
             if _res(resp) is None:
                 return
+            wait = self.timeout * PROBE_CALL_WAIT
             for tool in asking:
                 args = sample_arguments(tool.get("inputSchema"))
-                await self.call(wire, "tools/call", {"name": tool["name"], "arguments": args}, timeout=5.0)
+                await self.call(wire, "tools/call", {"name": tool["name"], "arguments": args}, timeout=wait)
             names = ", ".join(t["name"] for t in asking)
-            r.info["S018 probe"] = f"called {names} in a session declaring no client capability"
+            r.info["S018 probe"] = (
+                f"called {names} in a session declaring no client capability (each call waited at most {wait:g}s)"
+            )
         finally:
             await wire.close()
 
