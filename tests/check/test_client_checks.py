@@ -124,6 +124,71 @@ def test_real_clients_pass_but_for_their_known_faults(
     assert len(report.not_checkable()) < 20
 
 
+# ------------------------------------------------------------------------------ a cancellation from the server
+
+SLOW_SCRIPT = json.dumps(
+    {
+        "options": {"terminateSession": True, "samplingDelayMs": 3000},
+        "steps": [{"op": "listTools", "all": True}, {"op": "callTool", "name": "check_ask", "arguments": {}}],
+    }
+)
+
+
+def slow_command(client: str, transport: str) -> list[str]:
+    """A client whose sampling takes longer than the cancel scenario waits (its SDK decides what is sent after)."""
+    where = "{url}" if transport == "http" else "{server}"
+    if client in ("mcpkit", "sdk"):
+        return [PY, str(ROOT / "tests" / "support" / "clients" / f"{client}_client.py"), where, "--slow-sampling"]
+    script = {"ts1": "ts_client.mjs", "ts2": "ts_client_v2.mjs"}[client]
+    flag = "--http" if transport == "http" else "--stdio"
+    return [str(NODE), str(ROOT / "tests" / "support" / "interop" / script), flag, where, "--script", SLOW_SCRIPT]
+
+
+CANCELLING = [("mcpkit", "stdio"), ("mcpkit", "http"), ("sdk", "stdio"), ("ts1", "stdio"), ("ts2", "http")]
+
+
+@pytest.fixture(scope="module")
+def cancel_reports() -> dict[tuple[str, str], Report]:
+    if not NODE.exists():
+        pytest.skip("npm peers not installed (tests/node_modules)")
+    jobs = {
+        f"{c}:{t}": (
+            lambda c=c, t=t: run_client_checks(slow_command(c, t), transport=t, scenarios=["cancel"], timeout=60)
+        )
+        for c, t in CANCELLING
+    }
+    got = asyncio.run(_limited(jobs))
+    return {tuple(k.split(":")): v for k, v in got.items()}  # type: ignore[misc]
+
+
+@pytest.mark.req("S027")
+@pytest.mark.parametrize("client,transport", CANCELLING)
+def test_a_client_that_drops_a_request_the_server_cancelled_passes(
+    client: str, transport: str, cancel_reports: dict[tuple[str, str], Report]
+) -> None:
+    """mcpkit's client, the official Python SDK's and both TypeScript SDK clients, each with a sampling handler
+    slower than the scripted server waits: the server cancels the request, no answer to it comes, and the client goes
+    on answering pings (S027, SX12). Before the cancel scenario nothing exercised the client's side of a cancellation
+    at all."""
+    report = cancel_reports[(client, transport)]
+    assert not bad_ids(report), render(report, "text", verbose=True)
+    for rid in ("S027", "SX12"):
+        assert report.status(rid) == PASS, render(report, "text", verbose=True)
+    assert "cancelled: no answer in the" in report.requirements["S027"].evidence
+    assert "M076" not in report.requirements  # (the cancelled request is not "declared but unanswered")
+
+
+def test_a_client_that_answers_at_once_leaves_the_cancellation_not_observable() -> None:
+    """A client that answers the server's request within the wait gets no cancellation: S027 and SX12 are listed
+    as not checkable from outside, with why (not failed, and not "not exercised")."""
+    report = asyncio.run(run_client_checks(command("mcpkit", "stdio"), scenarios=["cancel"], timeout=60))
+    assert not bad_ids(report), render(report, "text", verbose=True)
+    unjudged = {n.req.id: n for n in report.not_judged()}
+    for rid in ("S027", "SX12"):
+        assert unjudged[rid].category == "not-observable", unjudged[rid]
+        assert "longer than 0.5s" in unjudged[rid].reason
+
+
 # ------------------------------------------------------------------------------------------ the broken client
 
 

@@ -94,13 +94,17 @@ SCOPES: dict[str, tuple[str, str]] = {
     "A016": ("server", "auth"),
     "A021": ("client", "any"),
     **{i: ("server", "http") for i in ("MX01", "MX02", "MX03", "MX04", "MX05", "MX06")},
-    "SX12": ("server", "any"),
+    **{i: ("both", "any") for i in ("S027", "SX12")},
     "SX13": ("server", "http"),
     **{i: ("client", "http") for i in ("MX10", "MX11", "SX11", "MX12", "MX14")},
     **{i: ("client", "any") for i in ("MX13", "MX15", "MX16", "MX17", "MX18", "MX19")},
 }
 
 _NO_CHANGE = "a checker cannot make the server change it; judged only when a change happens during the run"
+_FAST = (
+    "judged in the cancel scenario when the client declares sampling, elicitation or roots and takes longer than "
+    "0.5s to answer the server's request for it (one answered at once leaves nothing to cancel)"
+)
 _OWN_REQUESTS = "a server cancels only its own requests to the client, which a checker cannot make it send and abandon"
 
 #: side -> ID -> why a black box on that side cannot see the rule (when the run gave it no finding).
@@ -132,6 +136,8 @@ UNOBSERVABLE: dict[str, dict[str, str]] = {
         "S026": "periodic pings follow the client's own schedule, longer than a check runs",
         "A022": "hanging up after an unanswered ping is the client's choice on its own schedule",
         "S028": "ignoring a late answer needs the client to cancel a request first; judged when it does",
+        "S027": _FAST,
+        "SX12": _FAST,
         "M080": "judged when the client cancels a request (it decides when)",
         "M081": "judged when the client cancels a request (it decides when)",
         "A023": "judged when the client cancels a request (it decides when)",

@@ -221,7 +221,7 @@ def _names_a_server(spec: str | list[str], transport: str | None) -> None:
     "scenarios",
     multiple=True,
     help="Run only these scenarios (repeatable; default: every scenario of the transport but auth, which runs only "
-    "by name: handshake, modern, version, batch; over HTTP also expiry, resume, auth).",
+    "by name: handshake, modern, version, batch, cancel; over HTTP also expiry, resume, auth).",
 )
 @click.option("--timeout", type=SECONDS, default=30.0, show_default=True, help="Seconds each run of the client gets.")
 @click.option("--verbose", "-v", is_flag=True, help="Show every finding, not only the deciding one.")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 import sys
 from typing import Any
@@ -83,6 +84,9 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     "ignore-sampling": ({"M076"}, "stdio", ("handshake",)),  # declares sampling, never answers createMessage
     "truncated-line": ({"M014", "M017"}, "stdio", ("handshake",)),  # half a message, then a newline: no M015
     "never-initialize": ({"M039"}, "stdio", ("handshake",)),  # asks tools/list and never initializes
+    # in the cancel scenario its sampling is slow; this one answers it anyway, 1.5 s after the server cancelled it
+    "answer-cancelled": ({"S027", "SX12"}, "stdio", ("cancel",)),
+    "answer-cancelled-http": ({"S027", "SX12"}, "http", ("cancel",)),
     # not a fault of any rule: a second initialize once initialized is answered and judged by the first (it used to
     # fail M043 and S013, the second answer's time taken for the first's)
     "initialize-twice": (set(), "stdio", ("handshake",)),
@@ -110,6 +114,9 @@ class Client:
         self.version = LATEST
         self.stopped = False
         self.tasks: set[asyncio.Future[Any]] = set()
+        self.cancelled: dict[str, asyncio.Event] = {}  # a slow request of the server -> set when it is cancelled
+        # the cancel scenario: sampling is slow (a model thinking), so the server cancels it
+        self.slow_sampling = os.environ.get("MCPKIT_CHECK_SCENARIO") == "cancel"
 
     def spawn(self, coro: Any) -> None:
         """Run ``coro`` on its own, keeping a reference until it ends."""
@@ -171,16 +178,34 @@ class Client:
         if not isinstance(msg, dict):
             return
         if "method" in msg and "id" in msg:
+            if msg["method"] == "sampling/createMessage" and self.slow_sampling and not await self.think(msg):
+                return  # cancelled: no answer
             answer = self.answer(msg)
             if answer is not None:
                 await self.send(answer)
         elif "method" in msg:
+            if msg["method"] == "notifications/cancelled":
+                rid = json.dumps((msg.get("params") or {}).get("requestId"))
+                self.cancelled.setdefault(rid, asyncio.Event()).set()
             if msg["method"].startswith("notifications/mcpkit-check") and self.has("crash-on-unknown"):
                 self.stopped = True
         else:
             fut = self.pending.pop(json.dumps(msg.get("id")), None)
             if fut is not None and not fut.done():
                 fut.set_result(msg)
+
+    async def think(self, msg: dict[str, Any]) -> bool:
+        """A slow sampling request: True when it is to be answered (it was not cancelled within 30 s, or the fault
+        answers a cancelled one 1.5 s after the cancellation)."""
+        event = self.cancelled.setdefault(json.dumps(msg.get("id")), asyncio.Event())
+        try:
+            await asyncio.wait_for(event.wait(), 30)
+        except TimeoutError:
+            return True
+        if self.has("answer-cancelled") or self.has("answer-cancelled-http"):
+            await asyncio.sleep(1.5)
+            return True
+        return False
 
     def answer(self, msg: dict[str, Any]) -> dict[str, Any] | None:
         if self.stopped:
@@ -534,7 +559,10 @@ class HttpClient(Client):
                     answered = answered or (
                         isinstance(data, dict) and data.get("id") == msg.get("id") and "method" not in data
                     )
-                    await self.receive(data)
+                    if isinstance(data, dict) and "method" in data and "id" in data:
+                        self.spawn(self.receive(data))  # a request of the server: the stream reads on meanwhile
+                    else:
+                        await self.receive(data)
                 event = {}
                 continue
             field, _, value = line.partition(":")

@@ -4,6 +4,7 @@ page), call each one (asking for progress), close. It declares roots, sampling a
     python tests/support/clients/mcpkit_client.py "<server command line>" | http://127.0.0.1:PORT/mcp [--oauth]
 
 With ``--oauth`` it authorizes with mcpkit's OAuth client (a headless browser follows the authorization page).
+With ``--slow-sampling`` its sampling handler takes 60 s (a cancellation from the server ends it).
 """
 
 from __future__ import annotations
@@ -13,8 +14,12 @@ import sys
 
 from mcpkit import Client
 
+SLOW = "--slow-sampling" in sys.argv
+
 
 async def sample(params: dict) -> dict:
+    if SLOW:
+        await asyncio.sleep(60)
     return {"role": "assistant", "content": {"type": "text", "text": "hello"}, "model": "test", "stopReason": "endTurn"}
 
 

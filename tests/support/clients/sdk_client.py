@@ -2,7 +2,9 @@
 connect (``mode="auto"``: it probes ``server/discover`` first), list the tools page by page, call each one (asking
 for progress), close. It declares roots, sampling and elicitation and answers them.
 
-    python tests/support/clients/sdk_client.py "<server command line>" | http://127.0.0.1:PORT/mcp
+    python tests/support/clients/sdk_client.py "<server command line>" | http://127.0.0.1:PORT/mcp [--slow-sampling]
+
+With ``--slow-sampling`` its sampling callback takes 60 s (what a cancellation from the server does is the SDK's).
 """
 
 from __future__ import annotations
@@ -14,8 +16,12 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters, types
 
+SLOW = "--slow-sampling" in sys.argv
+
 
 async def sampling(ctx: Any, params: Any) -> types.CreateMessageResult:
+    if SLOW:
+        await anyio.sleep(60)
     text = types.TextContent(type="text", text="hello")
     return types.CreateMessageResult(role="assistant", model="test", content=text, stop_reason="endTurn")
 

@@ -91,13 +91,15 @@ if (capabilities.roots) {
     );
 }
 if (capabilities.sampling) {
-    client.setRequestHandler(CreateMessageRequestSchema, async (req) =>
-        answer('sampling/createMessage', req, () => {
+    client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+        // options.samplingDelayMs: a slow model (the wait ignores the abort signal: the SDK decides what is sent)
+        if (options.samplingDelayMs) await new Promise((r) => setTimeout(r, Number(options.samplingDelayMs)));
+        return answer('sampling/createMessage', req, () => {
             const spec = cannedAnswer(options.sampling, 'sampling', counters);
             maybeError(spec);
             return samplingReply(spec);
-        })
-    );
+        });
+    });
 }
 if (capabilities.elicitation) {
     client.setRequestHandler(ElicitRequestSchema, async (req) =>

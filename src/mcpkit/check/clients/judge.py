@@ -24,6 +24,7 @@ DECLARED = {
     "elicitation/create": ("S018", "elicitation"),
 }
 PROMPT = 2.0  # seconds within which a ping is answered "promptly" (M079)
+CANCEL_SLACK = 1.0  # an answer this long after the server's cancellation was made after the client read it
 SERVER_METHODS = {  # a server capability -> the client methods it makes available (S018)
     "prompts": ("prompts/",),
     "resources": ("resources/",),
@@ -62,6 +63,7 @@ class ClientJudge:
             if conn.era == "handshake":
                 self.lifecycle(conn)
                 self.answers(conn)
+                self.cancelled_by_server(conn)
             elif conn.era == "modern":
                 rules.modern(conn)
             else:
@@ -270,11 +272,14 @@ class ClientJudge:
         batched = {
             json.dumps(m.get("id")) for e in conn.log if e.dir == "out" and isinstance(e.data, list) for m in e.data
         }
+        cancelled = {json.dumps(c[1]) for c in _cancels(conn)}
         for sent_entry, req in out:
             method = req["method"]
             if json.dumps(req["id"]) in batched or str(req["id"]).endswith("-probe"):
                 continue  # judged by M011 and S021
             got = replies.get(json.dumps(req["id"]))
+            if json.dumps(req["id"]) in cancelled and (got is None or "result" not in got[1]):
+                continue  # the server cancelled it: no answer (or an error) is what it asked for (S027, SX12)
             if got is None:
                 if method == "ping":
                     r.fail("M079", f"ping {req['id']!r} got no answer within {ASK_TIMEOUT:.0f}s", "ping")
@@ -313,6 +318,47 @@ class ClientJudge:
                 r.ok("M074", "the client said its roots changed", "roots")
             else:
                 r.fail("M075", f"notifications/roots/list_changed without roots.listChanged declared: {short(note)}")
+
+    def cancelled_by_server(self, conn: Conn) -> None:
+        """S027 and SX12 (the cancel scenario): a request the server cancelled gets no answer, and the client goes
+        on answering. An answer that came after the ping sent after the cancellation was answered (or
+        :data:`CANCEL_SLACK` after the cancellation) was made after the client read it; one before may have
+        crossed it (not judged)."""
+        r = self.r
+        for at, rid, index in _cancels(conn):
+            sent = next((m for e in conn.log if e.dir == "out" for m in items(e) if _is_request(m, rid)), None)
+            what = f"{sent.get('method') if sent else 'request'} {rid!r}"
+            probe = next(
+                (m.get("id") for e in conn.log[index + 1 :] if e.dir == "out" for m in items(e) if _is_ping(m)), None
+            )
+            reply_at = next((i for i, e in enumerate(conn.log) if e.dir == "in" and _answers(e, rid)), None)
+            probe_at = next((i for i, e in enumerate(conn.log) if e.dir == "in" and _answers(e, probe)), None)
+            if probe is not None and probe_at is None:
+                r.fail("S027", f"the client stopped answering pings after the server cancelled {what}", "cancellation")
+            if reply_at is None:
+                end = conn.closed_at if conn.closed_at is not None else conn.log[-1].at
+                watched = max(0.0, end - at)
+                r.ok("S027", f"{what} cancelled: no answer in the {watched:.1f}s watched after it", "cancellation")
+                r.ok("SX12", f"no response to the cancelled {what}", "cancellation")
+                continue
+            entry = conn.log[reply_at]
+            reply = next(m for m in items(entry) if isinstance(m, dict) and m.get("id") == rid)
+            after = entry.at - at
+            late = (probe_at is not None and reply_at > probe_at) or after > CANCEL_SLACK
+            if not late:
+                r.skip("S027", f"{what} was answered {after:.2f}s after its cancellation: the two crossed")
+                r.skip("SX12", f"{what} was answered {after:.2f}s after its cancellation: the two crossed")
+                continue
+            if "result" in reply:
+                r.fail(
+                    "S027",
+                    f"{what} answered with its result {after:.1f}s after notifications/cancelled (it kept processing):"
+                    f" {short(reply, 160)}",
+                    "cancellation",
+                )
+            else:
+                r.ok("S027", f"{what} stopped when cancelled (it answered an error {after:.1f}s later)", "cancellation")
+            r.fail("SX12", f"the cancelled {what} was answered: {short(reply, 160)}", "cancellation")
 
     def _answered(self, reply: JSON, declared: bool, req: str, area: str, method: str) -> JSON | None:
         """The result of a request the client declared it answers (``req``: a declared capability is answered),
@@ -465,6 +511,31 @@ class ClientJudge:
             r.skip("A003", "the client sends no batches (optional)", "envelope")
 
     # ---------------------------------------------------------------------------------------- 2026-07-28
+
+
+def _cancels(conn: Conn) -> list[tuple[float, Any, int]]:
+    """(when, request id, log index) of every ``notifications/cancelled`` the server sent on ``conn``."""
+    return [
+        (e.at, m["params"].get("requestId"), i)
+        for i, e in enumerate(conn.log)
+        if e.dir == "out"
+        for m in items(e)
+        if isinstance(m, dict) and m.get("method") == "notifications/cancelled" and isinstance(m.get("params"), dict)
+    ]
+
+
+def _is_request(msg: Any, rid: Any) -> bool:
+    return isinstance(msg, dict) and "method" in msg and msg.get("id") == rid
+
+
+def _is_ping(msg: Any) -> bool:
+    return isinstance(msg, dict) and msg.get("method") == "ping" and "id" in msg
+
+
+def _answers(entry: Any, rid: Any) -> bool:
+    return rid is not None and any(
+        isinstance(m, dict) and "method" not in m and m.get("id") == rid for m in items(entry)
+    )
 
 
 def _id_key(rid: Any) -> str:

@@ -80,10 +80,10 @@ async def run_client_checks(
     server over ``transport`` (``stdio`` or ``http``); returns the report (``Report.side == "client"``).
 
     ``scenarios`` picks some by name (default: every scenario the transport has: ``handshake``, ``modern``,
-    ``version``, ``batch``, and over HTTP ``expiry`` and ``resume``; ``auth``, for a client set up to authorize,
-    only by name). Each run of the client gets ``timeout``
-    seconds. With ``command=None`` and ``transport="http"`` one scripted server is served on 127.0.0.1:``port``
-    (its URL given to ``announce``) until a client has come and gone quiet, or ``timeout`` passes.
+    ``version``, ``batch``, ``cancel``, and over HTTP ``expiry`` and ``resume``; ``auth``, for a client set up to
+    authorize, only by name). Each run of the client gets ``timeout`` seconds. With ``command=None`` and
+    ``transport="http"`` one scripted server is served on 127.0.0.1:``port`` (its URL given to ``announce``) until
+    a client has come and gone quiet, or ``timeout`` passes.
 
     Raises ``ValueError`` for arguments it cannot run with: an unknown transport or scenario, no command over
     stdio, a ``port`` it cannot listen on, a command that cannot be started."""

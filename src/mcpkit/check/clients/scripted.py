@@ -7,7 +7,9 @@ opaque and random, so a client that follows the pages shows it):
 * ``check_echo`` answers at once (with two progress notifications first when the call asks for progress);
 * ``check_ask`` asks the client for what it declared: a ``ping``, then ``roots/list``, ``sampling/createMessage``
   and ``elicitation/create`` for each capability the client declared (in the handshake era, as requests; in
-  2026-07-28, as the ``inputRequests`` of an ``input_required`` result with a random ``requestState``).
+  2026-07-28, as the ``inputRequests`` of an ``input_required`` result with a random ``requestState``); in the
+  ``cancel`` scenario it asks for one of them only and cancels it (``notifications/cancelled``) when no answer came
+  within :data:`CANCEL_AFTER`, then pings and watches for an answer to the cancelled request.
 
 The expected client: connect, list the tools (following the pages), call each tool, close.
 """
@@ -15,6 +17,7 @@ The expected client: connect, list the tools (following the pages), call each to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -45,6 +48,7 @@ MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of 
 MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
 TOO_DEEP = "JSON nested deeper than the checker parses"  # the error of such a message: not judged, said
 MAX_IN_FLIGHT = 1_000  # a stdio connection's messages being answered at once (past it: recorded, not answered)
+CANCEL_AFTER = 0.5  # the cancel scenario: a request to the client unanswered this long is cancelled
 ECHO: dict[str, Any] = {
     "name": "check_echo",
     "description": "Answers at once (with progress notifications first when asked for progress).",
@@ -84,6 +88,7 @@ class Scenario:
     resume: bool = False  # HTTP: check_echo's stream is cut after a priming event with ``retry``
     retry_ms: int = 300
     auth: bool = False  # HTTP: the endpoint needs an OAuth token (mcpkit's development authorization server)
+    cancel: bool = False  # check_ask cancels its request to the client when no answer came within CANCEL_AFTER
     optional: bool = False  # run only when asked for by name (the client needs something set up for it)
 
 
@@ -94,6 +99,11 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("modern", "a dual-era server that offers 2026-07-28: input_required results", modern=True),
         Scenario("version", f"initialize answered with an unknown version ({UNKNOWN_VERSION})", answer_version="x"),
         Scenario("batch", "2025-03-26 negotiated; a JSON-RPC batch of requests to the client", batch=True),
+        Scenario(
+            "cancel",
+            f"a request to the client (sampling, elicitation or roots) cancelled when unanswered after {CANCEL_AFTER}s",
+            cancel=True,
+        ),
         Scenario("expiry", "the session ends after initialization (404 for its id)", frozenset({"http"}), expire=True),
         Scenario(
             "resume", "check_echo's SSE stream is cut after an event id and retry", frozenset({"http"}), resume=True
@@ -281,17 +291,24 @@ class ScriptedServer:
         text = str((params.get("arguments") or {}).get("text", "echo"))
         return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False, **_info(modern)})
 
-    async def ask_client(self, conn: Conn, method: str, params: JSON | None, emit: Emit, probe: bool = False) -> Any:
-        """Send one request to the client and wait for its answer (None when none comes). ``probe``: the ping
-        after the protocol errors (judged by S021, not M079)."""
+    async def send_request(
+        self, conn: Conn, method: str, params: JSON | None, emit: Emit, suffix: str = ""
+    ) -> tuple[str, asyncio.Future[Any]]:
+        """Send one request to the client; (its id, the future of its answer). The caller pops ``conn.pending``."""
         conn.next_id += 1
-        rid = f"srv-{conn.no}-{conn.next_id}" + ("-probe" if probe else "")
+        rid = f"srv-{conn.no}-{conn.next_id}{suffix}"
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         conn.pending[_key(rid)] = fut
         msg: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             msg["params"] = params
         await emit(msg)
+        return rid, fut
+
+    async def ask_client(self, conn: Conn, method: str, params: JSON | None, emit: Emit, probe: bool = False) -> Any:
+        """Send one request to the client and wait for its answer (None when none comes). ``probe``: the ping
+        after the protocol errors (judged by S021, not M079)."""
+        rid, fut = await self.send_request(conn, method, params, emit, "-probe" if probe else "")
         try:
             return await asyncio.wait_for(fut, ASK_TIMEOUT)
         except TimeoutError:
@@ -299,9 +316,42 @@ class ScriptedServer:
         finally:
             conn.pending.pop(_key(rid), None)
 
+    async def ask_and_cancel(self, conn: Conn, emit: Emit) -> list[Any]:
+        """The cancel scenario: one request the client declared it serves (sampling first: the slowest to answer),
+        cancelled when unanswered after :data:`CANCEL_AFTER`; then a ping (answered after the client read the
+        cancellation: an answer to the cancelled request that comes after it was made after that too), and a watch
+        for that answer until :data:`ASK_TIMEOUT` from the request."""
+        feats = features(conn.version) if conn.version in ALL_VERSIONS else None
+        order = ("sampling", "elicitation", "roots")
+        cap = next(
+            (c for c in order if c in conn.client_caps and (c != "elicitation" or (feats and feats.elicitation))), None
+        )
+        if cap is None:
+            return []
+        method = ASKS[cap]
+        rid, fut = await self.send_request(conn, method, _ask_params(method), emit)
+        start = time.monotonic()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(fut), CANCEL_AFTER)
+            if fut.done():
+                return [fut.result()]
+            note = {"requestId": rid, "reason": "mcpkit check-client: cancellation test"}
+            await emit({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": note})
+            probe = await self.ask_client(conn, "ping", None, emit)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(fut, max(0.0, ASK_TIMEOUT - (time.monotonic() - start)))
+            return [probe]
+        finally:
+            conn.pending.pop(_key(rid), None)
+
     async def ask(self, conn: Conn, rid: Any, emit: Emit) -> JSON:
         feats = features(conn.version) if conn.version in ALL_VERSIONS else None
         answers = [await self.ask_client(conn, "ping", None, emit)]
+        if self.scenario.cancel:
+            answers += await self.ask_and_cancel(conn, emit)
+            got = sum(1 for a in answers if isinstance(a, dict) and "result" in a)
+            return _result(rid, {"content": [{"type": "text", "text": f"{got} answered"}], "isError": False})
         for cap, method in ASKS.items():
             if cap == "elicitation" and (feats is None or not feats.elicitation):
                 continue  # no elicitation before 2025-06-18
