@@ -350,6 +350,54 @@ async def test_a_private_cache_entry_is_never_served_to_another_principal(mode: 
                 assert one != await anon.read_text("data://me")  # stateless and anonymous: never kept
 
 
+@ERA
+async def test_a_result_computed_before_a_change_is_not_kept_after_it(mode: str) -> None:
+    """A read (or a list page) still running when its resource is updated (or its list changes) answers with what
+    it saw, but is not kept: the client told of the change and reading again gets the new value, not the old one
+    for the entry's whole ttlMs."""
+    app = MCPKit("racy", list_ttl_ms=60_000, list_cache_scope="public")
+    app.add_middleware(ResponseCache())
+    value = {"now": "old"}
+    reading, release = asyncio.Event(), asyncio.Event()
+
+    @app.resource("data://value", ttl_ms=60_000, cache_scope="public")
+    async def current() -> str:
+        seen = value["now"]
+        reading.set()
+        await release.wait()
+        return seen
+
+    async with Client(app, mode=mode, cache=False) as client:
+        in_flight = asyncio.create_task(client.read_text("data://value"))
+        await asyncio.wait_for(reading.wait(), 10)
+        value["now"] = "new"
+        await app.notify_resource_updated("data://value")
+        release.set()
+        assert await asyncio.wait_for(in_flight, 10) == "old"  # (it read before the change)
+        assert await client.read_text("data://value") == "new"
+
+    lists = MCPKit("racy lists", list_ttl_ms=60_000, list_cache_scope="public")
+    listing, go_on = asyncio.Event(), asyncio.Event()
+
+    class SlowLists(Middleware):  # an inner middleware that awaits (a lookup) while the page is being made
+        async def on_list_tools(self, call: Any, call_next: CallNext) -> Any:
+            result = await call_next(call)
+            listing.set()
+            await go_on.wait()
+            return result
+
+    lists.add_middleware(ResponseCache(), SlowLists())
+    lists.tool(lambda: 1, name="first")
+    async with Client(lists, mode=mode, cache=False) as client:
+        in_flight = asyncio.create_task(client.list_tools())
+        await asyncio.wait_for(listing.wait(), 10)
+        lists.tool(lambda: 2, name="second")
+        await lists.notify_list_changed("tools")
+        go_on.set()
+        assert [t.name for t in await asyncio.wait_for(in_flight, 10)] == ["first"]
+        assert {t.name for t in await client.list_tools()} == {"first", "second"}
+
+
 def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
     cache = ResponseCache(max_entries=10, max_bytes=2_000, max_entry_bytes=500)
     now = 0.0

@@ -11,7 +11,8 @@ result never kept.
 Entries go when their time is up, when the server delivers a change of the list or an update of the resource
 (every change, whether a client listens or not, on every worker the server's fan-out reaches:
 :meth:`ResponseCache.install` watches ``server.change_observers``), or when :meth:`ResponseCache.clear` is
-called. The table is bounded: ``max_entries`` entries and ``max_bytes`` of results (their JSON size), least
+called; a result still being made when such a change arrives answers its request but is not kept (it may
+predate the change). The table is bounded: ``max_entries`` entries and ``max_bytes`` of results (their JSON size), least
 recently used dropped first; a result larger than ``max_entry_bytes`` is not kept.
 """
 
@@ -78,6 +79,7 @@ class ResponseCache(Middleware):
         self.max_ttl_ms = max_ttl_ms
         self._entries: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
         self._bytes = 0
+        self._generation = 0  # (one more at each invalidation: a result made across one is not kept)
         self.hits: int = 0
         self.misses: int = 0
 
@@ -129,8 +131,10 @@ class ResponseCache(Middleware):
                     return entry.result
                 self._drop(key)
         self.misses += 1
+        generation = self._generation
         result = await call_next(call)
-        self._keep(result, public, private, now)
+        if generation == self._generation:  # (else what it read may be what a change since then made stale)
+            self._keep(result, public, private, now)
         return result
 
     @staticmethod
@@ -167,6 +171,7 @@ class ResponseCache(Middleware):
     def invalidate(self, method: str | None = None, uri: str | None = None) -> None:
         """Drop the entries of ``method`` (a list method, or ``resources/read`` of ``uri``); everything without
         arguments."""
+        self._generation += 1
         if method is None:
             self.clear()
             return
@@ -175,6 +180,7 @@ class ResponseCache(Middleware):
 
     def clear(self) -> None:
         """Drop every entry."""
+        self._generation += 1
         self._entries.clear()
         self._bytes = 0
 
