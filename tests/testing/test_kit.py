@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import MCPError, MCPKit
+from mcpkit import Context, MCPError, MCPKit
 from mcpkit.testing import (
     ERAS,
     TRANSPORTS,
@@ -145,6 +145,34 @@ async def test_a_server_tap_records_what_every_client_sent() -> None:
     assert len(traffic.requests("tools/call", "in")) == 2
     assert all(event.peer.startswith("server") for event in traffic)
     traffic.assert_no_errors()
+
+
+async def test_the_answer_to_a_request_is_found_in_the_other_direction_only() -> None:
+    """Each side numbers its own requests: the client's answer to the server's sampling request #3 carries the id
+    of the client's tools/call #3 too. ``answer_to`` is the answer from the other side, on a client's tap and on a
+    server's."""
+    app = MCPKit("asks often")
+
+    @app.tool
+    async def ask(times: int, ctx: Context) -> int:
+        for _ in range(times):
+            await ctx.sample("again?")
+        return times
+
+    server_side = Traffic()
+    remove = app.add_tap(server_side)
+    try:
+        client_side = Traffic()
+        script = Scripted(sampling="yes")
+        async with connect(app, "memory", "2025-11-25", tap=client_side, **script.client_options()) as client:
+            assert (await client.call_tool("ask", {"times": 12})).data == 12
+    finally:
+        remove()
+    for traffic in (client_side, server_side):
+        (call,) = traffic.requests("tools/call")
+        assert call["id"] in {r["id"] for r in traffic.requests("sampling/createMessage")}  # (the ids do meet)
+        answer = traffic.answer_to(call)
+        assert answer is not None and answer["result"]["structuredContent"] == {"result": 12}, answer
 
 
 # ---------------------------------------------------------------------------------------------- the surface snapshot

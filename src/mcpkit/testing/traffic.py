@@ -117,14 +117,15 @@ class Traffic(TapRecorder):
         """The response (result or error) to ``request`` (a request as :meth:`requests` returns it): the first
         later message in the other direction carrying its id."""
         rid = request.get("id")
-        seen = False
+        sent_by: str | None = None  # (each side numbers its own requests: the other side's may carry this id too)
         for event in self:
             for item in _items(_loads(event)):
                 if not isinstance(item, dict):
                     continue
-                if item is request or (not seen and item == request):
-                    seen = True
-                elif seen and "method" not in item and item.get("id") == rid:
+                if sent_by is None:
+                    if item == request:
+                        sent_by = event.direction
+                elif event.direction != sent_by and "method" not in item and item.get("id") == rid:
                     return item
         return None
 
@@ -171,7 +172,6 @@ class Traffic(TapRecorder):
 
     def assert_not_sent(self, method: str) -> None:
         """Fail when the tapped side sent a request or notification of ``method``."""
-        __tracebackhide__ = True  # (pytest shows the test's line, not this one)
         __tracebackhide__ = True  # (pytest shows the test's line, not this one)
         if self.requests(method, OUT) or self.notifications(method, OUT):
             raise self._fail(f"{method} was sent")
