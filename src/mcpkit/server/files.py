@@ -34,6 +34,7 @@ from urllib.parse import quote
 from ..protocol.errors import InternalError, ResourceNotFound
 from .content import DEFAULT_FILE_BYTES, is_text_type, mime_by_name
 from .resources import Resource, ResourceTemplate, _ResourceBase, to_contents
+from .visibility import pop_labels
 
 if TYPE_CHECKING:
     from .context import Context
@@ -182,6 +183,12 @@ class FileResource(Resource):
             except UnicodeDecodeError:
                 value = data  # (named as text, but not UTF-8: sent as the bytes it is)
         return self._with_meta(to_contents(value, self.uri, mime))
+
+
+def _serve(app: Any, item: FileResource, replace: bool, labels: tuple[Any, Any, bool]) -> None:
+    """Register ``item`` with the labels :func:`~mcpkit.server.visibility.pop_labels` took out of its options."""
+    tags, scopes, enabled = labels
+    app.add_resource(item.uri, item, replace=replace, tags=tags, scopes=scopes, enabled=enabled)
 
 
 @dataclass(frozen=True)
@@ -335,8 +342,7 @@ class Directory:
         real = os.path.realpath(path)
         return real.startswith(self._real_root + os.sep)
 
-    def _resource(self, uri: str, seen: _Seen) -> FileResource:
-        opts = {k: v for k, v in self.options.items() if k not in ("tags", "scopes", "enabled")}
+    def _resource(self, uri: str, seen: _Seen, options: JSONDict) -> FileResource:
         return FileResource(
             uri,
             seen.path,
@@ -346,16 +352,15 @@ class Directory:
             max_file_size=self.max_file_size,
             root=self._real_root,
             follow_symlinks=self.follow_symlinks,
-            **opts,
+            **options,
         )
-
-    def _labels(self) -> JSONDict:
-        return {k: self.options[k] for k in ("tags", "scopes", "enabled") if k in self.options}
 
     def apply(self, found: dict[str, _Seen]) -> DirectoryChanges:
         """Serve what :meth:`scan` found instead of what was served (the app's own registry: no I/O)."""
         changes = DirectoryChanges()
         registry: dict[str, Resource] = self.app._resources
+        options = dict(self.options)  # (what builds each file: the options less the labels)
+        labels = pop_labels(options)
         for uri in [u for u in self._seen if u not in found]:
             if isinstance(registry.get(uri), FileResource):
                 self.app.remove_resource(uri)
@@ -373,7 +378,7 @@ class Directory:
                 continue
             if old is not None:
                 changes.changed.append(uri)
-            self.app.add_resource(uri, self._resource(uri, seen), replace=old is not None, **self._labels())
+            _serve(self.app, self._resource(uri, seen, options), old is not None, labels)
         self._seen = served
         return changes
 
@@ -441,7 +446,7 @@ class Files:
         p = Path(path).resolve()
         if not p.is_file():
             raise ValueError(f"add_file: {str(path)!r} is not a file")
-        labels = {k: options.pop(k) for k in ("tags", "scopes", "enabled") if k in options}
+        labels = pop_labels(options)
         item = FileResource(
             uri or p.as_uri(),
             p,
@@ -450,7 +455,7 @@ class Files:
             max_file_size=max_file_size,
             **options,
         )
-        self.add_resource(item.uri, item, replace=replace, **labels)
+        _serve(self, item, replace, labels)
         return item
 
     def add_directory(
