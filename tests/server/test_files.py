@@ -17,6 +17,7 @@ from mcpkit.protocol import versions
 from mcpkit.protocol.errors import MCPError
 from mcpkit.server import files
 from mcpkit.server.prompts import Message
+from mcpkit.server.resources import Resource
 from mcpkit.transports.http import StreamableHTTPClientTransport
 from support.everything import MODES, connect
 from support.mcp_http import running
@@ -312,6 +313,43 @@ async def test_add_file_serves_one_file_under_the_uri_given(tmp_path: Path, mode
         with pytest.raises(MCPError) as exc:
             await cs.read_resource("reports://latest")
         assert exc.value.code == NOT_FOUND[mode]
+
+
+async def test_the_labels_of_add_directory_and_add_file_go_to_every_file_they_serve(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "site")
+    app = MCPKit("labelled")
+    d = app.add_directory(root, tags={"docs"}, scopes="read:docs", description="From the site")
+    hidden = app.add_file(root / "README.md", "notes://readme", tags=["notes"], enabled=False)
+    readme = d.uri_of("README.md")
+    assert app.scope_rule("resources/read", {"uri": readme}) == ["read:docs"]
+    assert app._resources[readme].tags == frozenset({"docs"})
+    assert hidden.tags == frozenset({"notes"})
+    async with connect(app, mode="handshake") as (cs, _, _):
+        listed = {r["uri"]: r for r in await _all_resources(cs)}
+        assert "notes://readme" not in listed  # (enabled=False: served, not shown)
+        assert listed[readme]["description"] == "From the site"
+        (root / "new.txt").write_text("new")
+        assert (await d.refresh()).added == [d.uri_of("new.txt")]
+        assert app._resources[d.uri_of("new.txt")].tags == frozenset({"docs"})  # (a file found later too)
+        assert app.scope_rule("resources/read", {"uri": d.uri_of("new.txt")}) == ["read:docs"]
+        app.disable(tags="docs")
+        assert await _all_resources(cs) == []
+
+
+def test_a_file_resource_has_every_attribute_a_resource_has(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    plain = {**vars(Resource("x://c", content="c")), **vars(Resource("x://f", lambda: "f"))}
+    made = files.FileResource("x://a", tmp_path / "a.txt")
+    assert set(plain) <= set(vars(made)), set(plain) - set(vars(made))
+    added = MCPKit("one").add_file(tmp_path / "a.txt", ttl_ms=5, cache_scope="public", meta={"k": 1})
+    assert set(plain) <= set(vars(added))
+    assert (added.cache_hints, added.meta, added.size, added.fn, added.content) == (
+        {"ttlMs": 5, "cacheScope": "public"},
+        {"k": 1},
+        1,
+        None,
+        None,
+    )
 
 
 def _file_app(tmp_path: Path) -> MCPKit:

@@ -28,12 +28,12 @@ import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
 from ..protocol.errors import InternalError, ResourceNotFound
 from .content import DEFAULT_FILE_BYTES, is_text_type, mime_by_name
-from .resources import Resource, ResourceTemplate, _ResourceBase, to_contents
+from .resources import Resource, ResourceTemplate, to_contents
 from .visibility import pop_labels
 
 if TYPE_CHECKING:
@@ -127,6 +127,8 @@ class FileResource(Resource):
     module docs for the checks). ``root``: the real path of the folder the file must stay in (None: no such
     check, a file added by itself)."""
 
+    reads_itself: ClassVar[bool] = True
+
     def __init__(
         self,
         uri: str,
@@ -149,27 +151,22 @@ class FileResource(Resource):
         if not isinstance(max_file_size, int) or max_file_size < 1:
             raise ValueError("max_file_size must be an integer >= 1")
         self.path: Path = Path(path)
-        self.uri = uri
-        self.fn = None
-        self.content = None
-        self.info = None
-        self.sync = None
         self.max_file_size: int = max_file_size
         self.root: str | None = root
         self.follow_symlinks: bool = follow_symlinks
-        _ResourceBase.__init__(
-            self,
+        super().__init__(
+            uri,
             name=name or self.path.name,
             title=title,
             description=description,
             mime_type=mime_type or guess_mime(self.path, None),
+            size=size,
             annotations=annotations,
             icons=icons,
             meta=meta,
             ttl_ms=ttl_ms,
             cache_scope=cache_scope,
         )
-        self.size = size
 
     async def read(self, ctx: Context | None) -> list[JSONDict]:
         data = await asyncio.to_thread(

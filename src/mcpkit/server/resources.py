@@ -12,7 +12,7 @@ import base64
 import inspect
 import types
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Union, get_origin
+from typing import TYPE_CHECKING, Any, ClassVar, Union, get_origin
 
 from .._options import check_choice
 from ..protocol.errors import ResourceNotFound
@@ -155,7 +155,14 @@ class _ResourceBase(Listed):
 
 
 class Resource(_ResourceBase):
-    """A static resource: one URI, read by calling ``fn`` (or serving fixed ``content``)."""
+    """A static resource: one URI, read by calling ``fn`` (or serving fixed ``content``).
+
+    A subclass that reads for itself (overrides :meth:`read`, e.g. :class:`~mcpkit.server.files.FileResource`) sets
+    :attr:`reads_itself` and passes neither ``fn`` nor ``content``: it is built by this same constructor, so it has
+    every field a resource has."""
+
+    #: the class overrides :meth:`read`: its resources take neither ``fn`` nor ``content``
+    reads_itself: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -175,7 +182,10 @@ class Resource(_ResourceBase):
         cache_scope: str | None = None,
         thread: bool | None = None,
     ) -> None:
-        if (fn is None) == (content is None):
+        if self.reads_itself:
+            if fn is not None or content is not None:
+                raise ValueError(f"{type(self).__name__} reads for itself: it takes no function or content")
+        elif (fn is None) == (content is None):
             raise ValueError("a resource needs exactly one of a function or content")
         self.uri = uri
         self.fn: Callable[..., Any] | None = fn
@@ -193,8 +203,7 @@ class Resource(_ResourceBase):
                 mime_type = mime_for_annotation(self.info.return_annotation)
             if description is None:
                 description = self.info.description
-        else:
-            assert content is not None
+        elif content is not None:
             if mime_type is None:
                 mime_type = "text/plain" if isinstance(content, str) else "application/octet-stream"
             if size is None:
