@@ -35,8 +35,9 @@ from __future__ import annotations
 import base64
 import binascii
 import inspect
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 
@@ -248,26 +249,89 @@ def _as_content(contents: list[JSONDict]) -> list[JSONDict]:
     return blocks
 
 
-class ResourcesAsTools:
-    """The two tools :meth:`AsTools.add_resources_as_tools` installs (``list_tool``, ``read_tool``)."""
+class _AsToolsPair(ABC):
+    """What a listing tool and its reading or getting tool share: the listing tool (a page of the app's ``lists``
+    at a time, cut to what the installer serves through the mounts of the call) and the call of the second tool
+    (the app's ``method`` request, refused as not there when the serving app reads it from elsewhere). A subclass
+    states what differs: the names, the lists, the second tool, what it reaches through a mount and the result."""
 
-    def __init__(self, app: Any, list_name: str, read_name: str, page_size: int) -> None:
-        self.app = app
-        self.page_size = page_size
+    #: the app's lists the listing tool walks in turn: ``(method, field of the entries)``
+    lists: ClassVar[tuple[tuple[str, str], ...]]
+    _second: _InnerTool  # (the reading or getting tool)
+
+    def __init__(self, app: Any, list_name: str, page_size: int, description: str) -> None:
+        self.app: Any = app
+        self.page_size: int = page_size
         self.list_tool: Tool = Tool.from_schema(
             list_name,
             {"type": "object", "properties": {"cursor": _cursor_schema()}},
             self.list,
-            output_schema=_listing_output("resources", "resourceTemplates"),
-            description=(
-                f"List this server's resources (read one with {read_name} by its uri) and resource templates "
-                f"(fill in a template's variables to make a uri for {read_name}). At most {page_size} entries "
-                "per call: when the answer has a nextCursor, call again with it for more."
-            ),
+            output_schema=_listing_output(*(field for _, field in self.lists)),
+            description=description,
             annotations=_READ_ONLY,
             validate_output=False,
         )
-        self.read_tool: Tool = _InnerTool(
+
+    @abstractmethod
+    def _listed_through(self, top: Any, field: str, item: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        """Whether the serving app's entry ``item`` of ``field`` is the installer's, through ``mounts``."""
+
+    @abstractmethod
+    def _reached(self, sctx: ServerRequestContext, params: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        """Whether what the inner request ``params`` reads or gets is the installer's, through ``mounts``."""
+
+    @abstractmethod
+    def _shaped(self, result: JSONDict) -> JSONDict:
+        """The second tool's result, from the inner request's."""
+
+    async def list(self, arguments: JSONDict, ctx: Context) -> JSONDict:
+        """The listing tool: a page of the entries of the app's lists the caller may see."""
+        sctx = ctx.request_context
+        top: Any = sctx.server
+        mounts = _served_through(sctx, self.list_tool, self.app)
+
+        def kept(field: str, item: Any) -> bool:
+            return not mounts or self._listed_through(top, field, item, mounts)
+
+        try:
+            return await _page(sctx, self.lists, arguments, self.page_size, kept)
+        except MCPError as exc:
+            return _refused(exc)
+
+    async def _call(self, arguments: JSONDict, ctx: Context, not_there: str) -> JSONDict:
+        """The second tool: the app's own request, as :meth:`_shaped` answers it (``not_there``: the refusal of
+        what the serving app reads or gets from elsewhere)."""
+        sctx, tool = ctx.request_context, self._second
+        params = tool.inner_params(arguments)
+        assert params is not None  # (arguments the tool's input schema checked)
+        try:
+            mounts = _served_through(sctx, tool, self.app)
+            if mounts and not self._reached(sctx, params, mounts):
+                raise InvalidParams(not_there)
+            result = await inner_request(sctx, tool.method, params)
+        except MCPError as exc:
+            return _refused(exc)
+        return self._shaped(result)
+
+
+class ResourcesAsTools(_AsToolsPair):
+    """The two tools :meth:`AsTools.add_resources_as_tools` installs (``list_tool``, ``read_tool``)."""
+
+    lists: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+    )
+
+    def __init__(self, app: Any, list_name: str, read_name: str, page_size: int) -> None:
+        super().__init__(
+            app,
+            list_name,
+            page_size,
+            f"List this server's resources (read one with {read_name} by its uri) and resource templates "
+            f"(fill in a template's variables to make a uri for {read_name}). At most {page_size} entries "
+            "per call: when the answer has a nextCursor, call again with it for more.",
+        )
+        self._second = _InnerTool(
             read_name,
             {
                 "type": "object",
@@ -285,62 +349,41 @@ class ResourcesAsTools:
             description=f"Read one of this server's resources by its uri (find them with {list_name}).",
             annotations=_READ_ONLY,
         )
-
-    async def list(self, arguments: JSONDict, ctx: Context) -> JSONDict:
-        """``list_resources``: a page of the resources, then of the templates, the caller may see."""
-        sctx = ctx.request_context
-        top: Any = sctx.server
-        mounts = _served_through(sctx, self.list_tool, self.app)
-
-        def kept(field: str, item: Any) -> bool:
-            if not mounts:
-                return True
-            if field == "resources":
-                return _reaches(top._resources.get(item.get("uri")), mounts, MountedResource)
-            return _reaches(top._templates.get(item.get("uriTemplate")), mounts, MountedTemplate)
-
-        lists = (("resources/list", "resources"), ("resources/templates/list", "resourceTemplates"))
-        try:
-            return await _page(sctx, lists, arguments, self.page_size, kept)
-        except MCPError as exc:
-            return _refused(exc)
+        self.read_tool: Tool = self._second
 
     async def read(self, arguments: JSONDict, ctx: Context) -> JSONDict:
         """``read_resource``: the contents of ``uri`` as tool content."""
-        sctx = ctx.request_context
-        uri: str = arguments["uri"]
-        try:
-            mounts = _served_through(sctx, self.read_tool, self.app)
-            if mounts and not _resource_reached(sctx, uri, mounts):
-                raise InvalidParams(f"Resource not found: {uri[:300]}")
-            result = await inner_request(sctx, "resources/read", {"uri": uri})
-        except MCPError as exc:
-            return _refused(exc)
+        return await self._call(arguments, ctx, f"Resource not found: {arguments['uri'][:300]}")
+
+    def _listed_through(self, top: Any, field: str, item: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        if field == "resources":
+            return _reaches(top._resources.get(item.get("uri")), mounts, MountedResource)
+        return _reaches(top._templates.get(item.get("uriTemplate")), mounts, MountedTemplate)
+
+    def _reached(self, sctx: ServerRequestContext, params: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        return _resource_reached(sctx, params["uri"], mounts)
+
+    def _shaped(self, result: JSONDict) -> JSONDict:
         return {"content": _as_content(result.get("contents") or []), "isError": False}
 
 
 # ---------------------------------------------------------------------------------------------- prompts
 
 
-class PromptsAsTools:
+class PromptsAsTools(_AsToolsPair):
     """The two tools :meth:`AsTools.add_prompts_as_tools` installs (``list_tool``, ``get_tool``)."""
 
+    lists: ClassVar[tuple[tuple[str, str], ...]] = (("prompts/list", "prompts"),)
+
     def __init__(self, app: Any, list_name: str, get_name: str, page_size: int) -> None:
-        self.app = app
-        self.page_size = page_size
-        self.list_tool: Tool = Tool.from_schema(
+        super().__init__(
+            app,
             list_name,
-            {"type": "object", "properties": {"cursor": _cursor_schema()}},
-            self.list,
-            output_schema=_listing_output("prompts"),
-            description=(
-                f"List this server's prompts and their arguments (get one with {get_name}). At most {page_size} "
-                "per call: when the answer has a nextCursor, call again with it for more."
-            ),
-            annotations=_READ_ONLY,
-            validate_output=False,
+            page_size,
+            f"List this server's prompts and their arguments (get one with {get_name}). At most {page_size} "
+            "per call: when the answer has a nextCursor, call again with it for more.",
         )
-        self.get_tool: Tool = _InnerTool(
+        self._second = _InnerTool(
             get_name,
             {
                 "type": "object",
@@ -369,34 +412,20 @@ class PromptsAsTools:
             annotations=_READ_ONLY,
             validate_output=False,
         )
-
-    async def list(self, arguments: JSONDict, ctx: Context) -> JSONDict:
-        """``list_prompts``: a page of the prompts the caller may see."""
-        sctx = ctx.request_context
-        top: Any = sctx.server
-        mounts = _served_through(sctx, self.list_tool, self.app)
-
-        def kept(field: str, item: Any) -> bool:
-            return not mounts or _reaches(top._prompts.get(item.get("name")), mounts, MountedPrompt)
-
-        try:
-            return await _page(sctx, (("prompts/list", "prompts"),), arguments, self.page_size, kept)
-        except MCPError as exc:
-            return _refused(exc)
+        self.get_tool: Tool = self._second
 
     async def get(self, arguments: JSONDict, ctx: Context) -> JSONDict:
         """``get_prompt``: the prompt's messages (and description)."""
-        sctx = ctx.request_context
-        name: str = arguments["name"]
-        params: JSONDict = {"name": name, "arguments": arguments.get("arguments") or {}}
-        try:
-            mounts = _served_through(sctx, self.get_tool, self.app)
-            top: Any = sctx.server
-            if mounts and not _reaches(top._prompts.get(name), mounts, MountedPrompt):
-                raise InvalidParams(f"Unknown prompt: {name[:300]}")
-            result = await inner_request(sctx, "prompts/get", params)
-        except MCPError as exc:
-            return _refused(exc)
+        return await self._call(arguments, ctx, f"Unknown prompt: {arguments['name'][:300]}")
+
+    def _listed_through(self, top: Any, field: str, item: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        return _reaches(top._prompts.get(item.get("name")), mounts, MountedPrompt)
+
+    def _reached(self, sctx: ServerRequestContext, params: JSONDict, mounts: tuple[Mount, ...]) -> bool:
+        top: Any = sctx.server
+        return _reaches(top._prompts.get(params["name"]), mounts, MountedPrompt)
+
+    def _shaped(self, result: JSONDict) -> JSONDict:
         out: JSONDict = {"messages": result.get("messages") or []}
         if isinstance(result.get("description"), str):
             out["description"] = result["description"]
