@@ -16,7 +16,7 @@ import pytest
 
 from mcpkit import Client, MCPKit
 from mcpkit.protocol.errors import MCPError
-from mcpkit.server.as_tools import MAX_PAGE_SIZE
+from mcpkit.server.as_tools import MAX_INNER_PAGES, MAX_PAGE_SIZE
 from mcpkit.testing import Traffic
 from support.oracle import REVISIONS, validate_message
 from support.toolkit import APPS_FILE, ERAS, TRANSPORTS, UserHeader, build, toolkit_client
@@ -255,6 +255,80 @@ async def test_a_listing_page_is_bounded_and_a_bad_cursor_is_the_tools_error(mod
         assert too_long.is_error
 
 
+@BOTH
+async def test_a_listing_page_is_filled_from_the_apps_smaller_pages_and_resumes_where_it_stopped(mode: str) -> None:
+    app = MCPKit("small pages", page_size=2)
+    for i in range(11):
+        app.add_resource(f"data://item/{i:02}", f"item {i}")
+
+    def echo(name: str) -> str:
+        return name
+
+    for i in range(3):
+        app.add_resource(f"data://tpl/{i}/{{name}}", echo)
+
+    @app.prompt
+    def only() -> str:
+        return "hi"
+
+    inner: list[str] = []
+
+    async def count(call: Any, call_next: Any) -> Any:
+        inner.append(call.method)
+        return await call_next(call)
+
+    app.add_interceptor(count, methods=["resources/list", "resources/templates/list"])
+    app.add_resources_as_tools(page_size=5)
+    app.add_prompts_as_tools(page_size=5)
+    async with Client(app, mode=mode) as client:
+        pages: list[list[str]] = []
+        cursor: str | None = None
+        for _ in range(10):
+            result = await client.call_tool("list_resources", {"cursor": cursor} if cursor else {})
+            page = result.structured if result.structured is not None else json.loads(result.text)
+            pages.append([r["uri"] for r in page["resources"]] + [t["uriTemplate"] for t in page["resourceTemplates"]])
+            cursor = page.get("nextCursor")
+            if cursor is None:
+                break
+        resources = [f"data://item/{i:02}" for i in range(11)]
+        templates = [f"data://tpl/{i}/{{name}}" for i in range(3)]
+        assert pages == [resources[0:5], resources[5:10], [resources[10], *templates[0:3]]]
+        # (the app's 6 + 2 pages, the one cut between two calls asked for again)
+        assert inner == ["resources/list"] * 7 + ["resources/templates/list"] * 2
+        prompts = await client.call_tool("list_prompts", {})
+        assert [p["name"] for p in prompts.structured["prompts"]] == ["only"]
+        a_second_list = base64.urlsafe_b64encode(b"[1, null, 0]").decode()  # (prompts have one list)
+        assert (await client.call_tool("list_prompts", {"cursor": a_second_list})).is_error
+
+
+@BOTH
+async def test_a_listing_call_asks_for_a_bounded_number_of_the_apps_pages(mode: str) -> None:
+    app = MCPKit("one a page", page_size=1)
+    for i in range(25):
+        app.add_resource(f"data://item/{i:02}", f"item {i}")
+    app.add_resources_as_tools(page_size=50)
+    asked: list[int] = []
+
+    async def count(call: Any, call_next: Any) -> Any:
+        asked[-1] += 1
+        return await call_next(call)
+
+    app.add_interceptor(count, methods=["resources/list", "resources/templates/list"])
+    async with Client(app, mode=mode) as client:
+        seen: list[str] = []
+        cursor: str | None = None
+        for _ in range(10):
+            asked.append(0)
+            result = await client.call_tool("list_resources", {"cursor": cursor} if cursor else {})
+            seen += [r["uri"] for r in result.structured["resources"]]
+            cursor = result.structured.get("nextCursor")
+            if cursor is None:
+                break
+        assert seen == [f"data://item/{i:02}" for i in range(25)]
+        assert asked[:2] == [MAX_INNER_PAGES, MAX_INNER_PAGES]  # (10 entries of the 50 asked for, then a cursor)
+        assert max(asked) <= MAX_INNER_PAGES
+
+
 def test_the_adders_refuse_bad_settings_and_taken_names() -> None:
     app = MCPKit("settings")
     for bad in (0, MAX_PAGE_SIZE + 1, 2.5):
@@ -404,8 +478,9 @@ async def test_the_typescript_client_reads_resources_and_gets_prompts_through_to
     assert out["protocolVersion"] == ("2025-11-25" if negotiation == "legacy" else "2026-07-28")
     listed, page, logo, text, prompt, missing = out["results"]
     assert {"list_resources", "read_resource", "list_prompts", "get_prompt"} <= {t["name"] for t in listed["tools"]}
-    first = page["structuredContent"]  # (the app's first page: 2 resources; more with the cursor)
-    assert [r["uri"] for r in first["resources"]] == ["docs://readme", "docs://logo"] and "nextCursor" in first
+    first = page["structuredContent"]  # (3 entries, filled from the app's pages of 2; more with the cursor)
+    assert [r["uri"] for r in first["resources"]] == ["docs://readme", "docs://logo", "secret://keys"]
+    assert "nextCursor" in first
     (block,) = logo["content"]
     assert block["type"] == "resource" and base64.b64decode(block["resource"]["blob"]) == LOGO
     assert text["content"] == [{"type": "text", "text": "page ts"}]

@@ -58,6 +58,8 @@ if TYPE_CHECKING:
 #: entries one call of a listing tool answers by default, and at most (``page_size=``)
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+#: the app's own list pages one call of a listing tool asks for at most, to fill its page
+MAX_INNER_PAGES = 10
 #: the longest cursor a listing tool takes, in characters (a longer one is refused as an invalid argument)
 MAX_CURSOR_CHARS = 4096
 _READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
@@ -144,14 +146,16 @@ def _resource_reached(sctx: ServerRequestContext, uri: str, mounts: tuple[Mount,
 # ---------------------------------------------------------------------------------------------- paging
 
 
-def _cursor_in(arguments: JSONDict) -> tuple[int, str | None, int]:
-    """A listing tool's cursor: the list (0 or 1), the app's own cursor in it, the entries of that page taken."""
+def _cursor_in(arguments: JSONDict, lists: int) -> tuple[int, str | None, int]:
+    """A listing tool's cursor: the list (of ``lists``), the app's own cursor in it, the entries of that page
+    taken."""
     cursor = arguments.get("cursor")
     if cursor is None:
         return 0, None, 0
     try:
         phase, inner, skip = orjson.loads(base64.urlsafe_b64decode(str(cursor).encode()))
-        if phase in (0, 1) and (inner is None or type(inner) is str) and type(skip) is int and skip >= 0:
+        well_formed = type(phase) is int and (inner is None or type(inner) is str) and type(skip) is int
+        if well_formed and 0 <= phase < lists and skip >= 0:
             return phase, inner, skip
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         pass
@@ -170,12 +174,13 @@ async def _page(
     kept: Any,
 ) -> JSONDict:
     """One page of a listing tool: the entries of the app's lists ``lists`` (``(method, field)``, walked in
-    turn) from the cursor on, ``page_size`` at most, those ``kept(field, entry)`` approves. At most one request
-    of each list per call (a page may hold fewer entries; ``nextCursor`` says there are more)."""
-    phase, inner, skip = _cursor_in(arguments)
+    turn) from the cursor on, ``page_size`` at most, those ``kept(field, entry)`` approves. The app's own pages
+    are asked for one after another until ``page_size`` entries are taken or the lists end, at most
+    :data:`MAX_INNER_PAGES` of them per call (past it the page holds fewer; ``nextCursor`` says there are more)."""
+    phase, inner, skip = _cursor_in(arguments, len(lists))
     out: JSONDict = {field: [] for _, field in lists}
     room = page_size
-    while phase < len(lists):
+    for _ in range(MAX_INNER_PAGES):
         method, field = lists[phase]
         try:
             page = await inner_request(sctx, method, {"cursor": inner} if inner is not None else {})
@@ -191,12 +196,14 @@ async def _page(
             return out
         following = page.get("nextCursor")
         if type(following) is str:
-            out["nextCursor"] = _cursor_out(phase, following, 0)
-            return out
-        phase, inner, skip = phase + 1, None, 0
-        if room == 0 and phase < len(lists):
-            out["nextCursor"] = _cursor_out(phase, None, 0)
-            return out
+            inner, skip = following, 0
+        elif phase + 1 < len(lists):
+            phase, inner, skip = phase + 1, None, 0
+        else:
+            return out  # (the end of the last list)
+        if room == 0:
+            break
+    out["nextCursor"] = _cursor_out(phase, inner, skip)
     return out
 
 
@@ -536,6 +543,7 @@ def _checked_page_size(page_size: int) -> int:
 __all__ = [
     "DEFAULT_PAGE_SIZE",
     "MAX_CURSOR_CHARS",
+    "MAX_INNER_PAGES",
     "MAX_PAGE_SIZE",
     "AsTools",
     "PromptsAsTools",
