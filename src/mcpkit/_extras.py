@@ -9,7 +9,8 @@ extra      brings                                      for
 =========  ==========================================  ====================================================
 ``http``   uvicorn, httpx, websockets, sniffio,        ``app.run("http"|"sse"|"ws")`` (uvicorn), HTTP and
            httptools                                   WebSocket client targets
-``cli``    click, rich, watchfiles                     the ``mcpkit`` command (watchfiles: ``mcpkit dev``)
+``cli``    click, rich, watchfiles, pyyaml             the ``mcpkit`` command (watchfiles: ``mcpkit dev``,
+                                                       pyyaml: ``mcpkit install goose``)
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
 ``skills`` pyyaml                                      Skills: ``add_skills``, reading and checking skills

@@ -247,6 +247,8 @@ RESTART = {
     "vscode": "VS Code lists it in the MCP servers view (Start it from there or from mcp.json).",
     "gemini-cli": "Gemini CLI loads it when it starts next (`/mcp` lists it).",
     "windsurf": "Windsurf loads it after a refresh of the MCP servers in Cascade's settings.",
+    "codex": "Codex starts it in its next session (`codex mcp list` lists it, `/mcp` inside Codex).",
+    "goose": "goose loads it in its next session (`goose configure` lists it under extensions).",
 }
 
 
@@ -259,7 +261,8 @@ RESTART = {
     type=click.Choice(["user", "project", "local"]),
     default="user",
     show_default=True,
-    help="user: every project; project: a file in the current directory (Claude Code, Cursor, VS Code, Gemini CLI); "
+    help="user: every project; project: a file in the current directory (Claude Code, Cursor, VS Code, Gemini CLI, "
+    "Codex); "
     "local: Claude Code, this directory only.",
 )
 @click.option("--config", "config_file", default=None, type=click.Path(dir_okay=False), help="Write this file instead.")
@@ -311,7 +314,7 @@ def install_command(
         return
     if dry_run:
         click.echo(f"would write {done.path}:")
-        click.echo(json.dumps(done.document, indent=2, ensure_ascii=False))
+        click.echo(done.text, nl=False)
         return
     verb = "replaced" if done.replaced else "added"
     click.echo(f"{verb} {name!r} in {done.path}" + (f" (the previous file is {done.backup})" if done.backup else ""))

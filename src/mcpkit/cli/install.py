@@ -19,6 +19,10 @@ vscode         project      ``.vscode/mcp.json`` in the current directory       
 gemini-cli     user         ``~/.gemini/settings.json``                                            ``mcpServers``
 gemini-cli     project      ``.gemini/settings.json`` in the current directory                     ``mcpServers``
 windsurf       user         ``~/.codeium/windsurf/mcp_config.json``                                ``mcpServers``
+codex          user         ``$CODEX_HOME/config.toml`` (``~/.codex``), TOML                       ``mcp_servers``
+codex          project      ``.codex/config.toml`` in the current directory (a trusted project)    ``mcp_servers``
+goose          (one)        ``$XDG_CONFIG_HOME/goose/config.yaml`` (``~/.config``, macOS too);     ``extensions``
+                            Windows ``%APPDATA%\\Block\\goose\\config\\config.yaml``; YAML
 ============== ============ ====================================================================== ==============
 
 The entry runs the server with the Python that runs ``mcpkit install`` (so it finds the same packages):
@@ -32,12 +36,13 @@ the same name is replaced (and said so); the same entry again changes nothing (n
 is copied next to it first (``<file>.<time>.bak``, never over an earlier backup), the new file is written whole and
 then moved into place (a symbolic link stays one: the file it points to is updated). A file that is not plain JSON
 (comments, trailing commas) is left alone: the command prints the entry to add by hand instead. ``--dry-run``
-shows what would be written.
+shows what would be written. Codex's TOML is edited in place, its comments kept; goose's YAML is written whole
+(:mod:`mcpkit.cli.install_formats`).
 """
 
 from __future__ import annotations
 
-import json
+import copy
 import os
 import shutil
 import sys
@@ -46,9 +51,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .install_formats import FORMATS, FileFormat
+
 __all__ = ["HOSTS", "InstallError", "Installed", "config_path", "install", "server_entry"]
 
-HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "windsurf")
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "windsurf", "codex", "goose")
 SCOPES: dict[str, tuple[str, ...]] = {
     "claude-desktop": ("user",),
     "claude-code": ("user", "project", "local"),
@@ -56,7 +63,12 @@ SCOPES: dict[str, tuple[str, ...]] = {
     "vscode": ("user", "project"),
     "gemini-cli": ("user", "project"),
     "windsurf": ("user",),
+    "codex": ("user", "project"),
+    "goose": ("user",),
 }
+#: where each host keeps its servers in its file (``mcpServers`` when not named)
+SERVERS_KEY = {"vscode": "servers", "codex": "mcp_servers", "goose": "extensions"}
+_JSON = FileFormat()
 
 
 class InstallError(Exception):
@@ -97,6 +109,16 @@ def config_path(host: str, scope: str = "user", *, home: Path | None = None, cwd
         return (cwd if scope == "project" else home) / ".gemini" / "settings.json"
     if host == "windsurf":
         return home / ".codeium" / "windsurf" / "mcp_config.json"
+    if host == "codex":
+        if scope == "project":
+            return cwd / ".codex" / "config.toml"
+        codex_home = os.environ.get("CODEX_HOME")
+        return (Path(codex_home) if codex_home else home / ".codex") / "config.toml"
+    if host == "goose":
+        if sys.platform == "win32":
+            return _config_home(home) / "Block" / "goose" / "config" / "config.yaml"
+        xdg = os.environ.get("XDG_CONFIG_HOME")  # (goose keeps to XDG on macOS too)
+        return (Path(xdg) if xdg else home / ".config") / "goose" / "config.yaml"
     return cwd / ".vscode" / "mcp.json" if scope == "project" else _config_home(home) / "Code" / "User" / "mcp.json"
 
 
@@ -131,6 +153,16 @@ def server_entry(
         command, args = uv, [*args, "python", *run]
     else:
         command, args = interpreter, run
+    if host == "goose":  # (install() adds the name: goose repeats it in the entry)
+        return {
+            "enabled": True,
+            "type": "stdio",
+            "cmd": command,
+            "args": args,
+            "envs": dict(env or {}),
+            "timeout": 300,
+            "description": f"{Path(path).stem} (mcpkit)",
+        }
     entry: dict[str, Any] = {"command": command, "args": args}
     if host in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
@@ -174,6 +206,7 @@ class Installed:
     backup: Path | None
     written: bool
     unchanged: bool = False  # the file already held this entry as it is: nothing was written
+    text: str = ""  # the file as written (or, with ``dry_run``, as it would be)
 
 
 def _servers_of(document: dict[str, Any], host: str, scope: str, cwd: Path) -> dict[str, Any]:
@@ -185,7 +218,7 @@ def _servers_of(document: dict[str, Any], host: str, scope: str, cwd: Path) -> d
         holder = projects.setdefault(str(cwd.resolve()), {})
         if not isinstance(holder, dict):
             raise InstallError(f"its project entry for {cwd} is not an object")
-    key = "servers" if host == "vscode" else "mcpServers"
+    key = SERVERS_KEY.get(host, "mcpServers")
     servers = holder.setdefault(key, {})
     if not isinstance(servers, dict):
         raise InstallError(f"its {key!r} is not an object")
@@ -205,7 +238,11 @@ def install(
     """Merge ``{name: entry}`` into ``host``'s configuration (see the module docstring)."""
     cwd = cwd or Path.cwd()
     file = path or config_path(host, scope, cwd=cwd)
-    document: dict[str, Any] = {}
+    fmt = FORMATS.get(host, _JSON)
+    if host == "goose":
+        entry = {**entry, "name": name}
+    by_hand = f"Add this entry to it by hand:\n{fmt.show({SERVERS_KEY.get(host, 'mcpServers'): {name: entry}})}"
+    document: Any = {}
     original: bytes | None = None
     if file.exists():
         try:
@@ -214,15 +251,15 @@ def install(
             raise InstallError(f"cannot read {file}: {exc.strerror or exc}") from None
         if original.strip():
             try:
-                document = json.loads(original)
+                document = fmt.load(original)
             except ValueError:
-                raise InstallError(
-                    f"{file} is not plain JSON (comments or trailing commas?): it was left as it is. Add this entry "
-                    f"to it by hand:\n{json.dumps({name: entry}, indent=2, ensure_ascii=False)}"
-                ) from None
+                hint = " (comments or trailing commas?)" if fmt is _JSON else ""
+                raise InstallError(f"{file} is not plain {fmt.name}{hint}: it was left as it is. {by_hand}") from None
+        if document is None and fmt is not _JSON:  # (a YAML file of comments only)
+            document = {}
         if not isinstance(document, dict):
-            raise InstallError(f"{file} does not hold a JSON object: it was left as it is")
-    before = json.dumps(document) if original is not None else None
+            raise InstallError(f"{file} does not hold a {fmt.name} object (a mapping): it was left as it is")
+    before = copy.deepcopy(document) if original is not None else None
     try:
         servers = _servers_of(document, host, scope, cwd)
     except InstallError as exc:
@@ -231,23 +268,27 @@ def install(
     servers[name] = entry
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
-    if json.dumps(document) == before:  # (the same entry again: nothing to write, no backup to keep)
+    if document == before:  # (the same entry again: nothing to write, no backup to keep)
         return Installed(file, name, entry, document, replaced, None, False, unchanged=True)
+    try:
+        text = fmt.dump(document, original, (SERVERS_KEY.get(host, "mcpServers"), name)).decode("utf-8")
+    except ValueError as exc:
+        raise InstallError(f"{file} cannot be edited safely ({exc}): it was left as it is. {by_hand}") from None
     if dry_run:
-        return Installed(file, name, entry, document, replaced, None, False)
+        return Installed(file, name, entry, document, replaced, None, False, text=text)
     real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
     try:
-        return _write(real, document, original, Installed(file, name, entry, document, replaced, None, True))
+        return _write(real, original, Installed(file, name, entry, document, replaced, None, True, text=text))
     except OSError as exc:
         raise InstallError(f"cannot write {file}: {exc.strerror or exc}: it was left as it is") from None
 
 
-def _write(real: Path, document: dict[str, Any], original: bytes | None, done: Installed) -> Installed:
-    """Back up ``real`` (when it existed) and replace it with ``document``, written whole then moved in place."""
+def _write(real: Path, original: bytes | None, done: Installed) -> Installed:
+    """Back up ``real`` (when it existed) and replace it with ``done.text``, written whole then moved in place."""
     real.parent.mkdir(parents=True, exist_ok=True)
     if original is not None:
         done.backup = _backup(real, original)
-    data = (json.dumps(document, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    data = done.text.encode("utf-8")
     tmp = real.with_name(f".{real.name}.mcpkit-tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

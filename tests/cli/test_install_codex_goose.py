@@ -1,0 +1,192 @@
+"""``mcpkit install codex|goose``: the two hosts whose files are not JSON. Codex's ``config.toml`` is edited in place
+(the user's comments and layout stay, an entry written in a form the edit cannot replace is refused, never
+guessed); goose's ``config.yaml`` is rewritten with its other settings kept. Each written entry starts the server
+(the real command it names, asked for its tools)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mcpkit import Client, StdioServer
+from mcpkit.cli.install_formats import TOMLFormat
+from support.paths import REPO
+
+WEATHER = str(REPO / "examples" / "weather.py")
+
+CODEX_BEFORE = """\
+# my Codex settings
+model = "o3"  # the model I like
+
+[mcp_servers.other]
+command = "node"
+args = ["/opt/other/server.js"]
+
+[mcp_servers.other.env]
+TOKEN = "keep-me"
+
+[[profiles.fast]]
+model = "o4-mini"
+"""
+
+GOOSE_BEFORE = """\
+GOOSE_PROVIDER: anthropic
+GOOSE_MODEL: claude-sonnet-4
+extensions:
+  developer:
+    enabled: true
+    type: builtin
+    name: developer
+    timeout: 300
+"""
+
+
+def mcpkit(*args: str, home: Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k not in ("XDG_CONFIG_HOME", "APPDATA", "CODEX_HOME")}
+    environ.update({"HOME": str(home), **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "mcpkit.cli.main", "install", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=environ,
+    )
+
+
+async def tools_of(command: str, args: list[str], env: dict[str, str] | None) -> list[str]:
+    async with Client(StdioServer([command, *args], env=env or None), mode="handshake") as client:
+        return [t.name for t in await client.list_tools()]
+
+
+async def test_codex_config_is_edited_in_place_and_its_entry_starts_the_server(tmp_path: Path) -> None:
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    file = codex_home / "config.toml"
+    file.write_text(CODEX_BEFORE)
+    proc = mcpkit(
+        "codex", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env={"CODEX_HOME": str(codex_home)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"added 'weather' in {file}" in proc.stdout and "codex mcp list" in proc.stdout
+    text = file.read_text()
+    assert text.startswith(CODEX_BEFORE)  # comments, layout and the other tables as they were
+    document = tomllib.loads(text)
+    before = tomllib.loads(CODEX_BEFORE)
+    entry = document["mcp_servers"].pop("weather")
+    assert document == before
+    assert entry["env"] == {"UNITS": "metric"} and entry["args"][-1] == str(Path(WEATHER).resolve())
+    assert "get_weather" in await tools_of(entry["command"], entry["args"], entry["env"])
+    (backup,) = codex_home.glob("config.toml.*.bak")
+    assert backup.read_text() == CODEX_BEFORE
+
+    again = mcpkit(
+        "codex", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env={"CODEX_HOME": str(codex_home)}
+    )
+    assert again.returncode == 0 and "unchanged" in again.stdout
+    assert file.read_text() == text and len(list(codex_home.glob("*.bak"))) == 1
+
+    # a changed entry replaces its tables where they stood; what follows them stays after them
+    file.write_text(text + '\n[mcp_servers.last]\ncommand = "z"\n')
+    changed = mcpkit(
+        "codex", WEATHER, "-e", "UNITS=imperial", home=tmp_path, cwd=tmp_path, env={"CODEX_HOME": str(codex_home)}
+    )
+    assert changed.returncode == 0 and "replaced 'weather'" in changed.stdout, changed.stderr
+    document = tomllib.loads(file.read_text())
+    assert document["mcp_servers"]["weather"]["env"] == {"UNITS": "imperial"}
+    assert list(document["mcp_servers"]) == ["other", "weather", "last"]
+    assert file.read_text().startswith(CODEX_BEFORE)
+
+
+def test_codex_project_scope_creates_a_private_file_and_dry_run_shows_the_toml(tmp_path: Path) -> None:
+    dry = mcpkit("codex", WEATHER, "--scope", "project", "--dry-run", home=tmp_path, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    assert "[mcp_servers.weather]" in dry.stdout and not (tmp_path / ".codex").exists()
+    proc = mcpkit("codex", WEATHER, "--scope", "project", home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    file = tmp_path / ".codex" / "config.toml"
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    assert list(tomllib.loads(file.read_text())["mcp_servers"]) == ["weather"]
+    assert file.read_text().startswith("[mcp_servers.weather]\n")
+
+
+@pytest.mark.parametrize(
+    "written",
+    [
+        '[mcp_servers]\nweather = { command = "old" }\n',  # an inline table
+        'mcp_servers.weather.command = "old"\n',  # dotted keys at the top
+        'model = "o3\nbroken',  # not TOML at all
+    ],
+)
+def test_codex_entries_the_edit_cannot_replace_are_refused_and_the_file_is_left_alone(
+    written: str, tmp_path: Path
+) -> None:
+    file = tmp_path / ".codex" / "config.toml"
+    file.parent.mkdir()
+    file.write_text(written)
+    proc = mcpkit("codex", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert proc.returncode != 0
+    assert "it was left as it is" in proc.stderr and "[mcp_servers.weather]" in proc.stderr  # the entry, by hand
+    assert file.read_text() == written and not list(file.parent.glob("*.bak"))
+
+
+async def test_goose_config_keeps_its_settings_and_its_extension_starts_the_server(tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    file = xdg / "goose" / "config.yaml"
+    file.parent.mkdir(parents=True)
+    file.write_text(GOOSE_BEFORE)
+    proc = mcpkit(
+        "goose", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env={"XDG_CONFIG_HOME": str(xdg)}
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"added 'weather' in {file}" in proc.stdout
+    document = yaml.safe_load(file.read_text())
+    entry = document["extensions"].pop("weather")
+    assert document == yaml.safe_load(GOOSE_BEFORE)
+    assert entry["type"] == "stdio" and entry["enabled"] is True and entry["name"] == "weather"
+    assert entry["envs"] == {"UNITS": "metric"} and entry["timeout"] > 0
+    assert "get_weather" in await tools_of(entry["cmd"], entry["args"], entry["envs"])
+    again = mcpkit(
+        "goose", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env={"XDG_CONFIG_HOME": str(xdg)}
+    )
+    assert again.returncode == 0 and "unchanged" in again.stdout
+
+
+def test_goose_default_path_is_under_dot_config_and_a_non_mapping_file_is_refused(tmp_path: Path) -> None:
+    proc = mcpkit("goose", WEATHER, home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert list(yaml.safe_load((tmp_path / ".config" / "goose" / "config.yaml").read_text())["extensions"]) == [
+        "weather"
+    ]
+    bad = tmp_path / "list.yaml"
+    bad.write_text("- a\n- b\n")
+    refused = mcpkit("goose", WEATHER, "--config", str(bad), home=tmp_path, cwd=tmp_path)
+    assert refused.returncode != 0 and "it was left as it is" in refused.stderr
+    assert bad.read_text() == "- a\n- b\n"
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "py", "args": ["-m", "x"], "env": {"A B": 'quote " and \\ back', "NL": "a\nb\tc\x01"}},
+        {"command": "ünïcode ☃", "args": [], "env": {}},
+        {"command": "x", "startup_timeout_sec": 30, "tool_timeout_sec": 1.5, "enabled": False},
+        {"command": "x", "nested": {"deeper": {"k": [1, 2]}, "flat": "v"}},
+    ],
+)
+def test_the_toml_edit_round_trips_any_entry(entry: dict[str, Any]) -> None:
+    fmt = TOMLFormat()
+    for original in (b"", CODEX_BEFORE.encode()):
+        document = fmt.load(original) if original else {}
+        document.setdefault("mcp_servers", {})["my server.v2"] = entry
+        text = fmt.dump(document, original or None, ("mcp_servers", "my server.v2"))
+        assert tomllib.loads(text.decode()) == document
+        assert text.decode().startswith(original.decode())
