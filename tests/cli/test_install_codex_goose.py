@@ -176,7 +176,7 @@ def test_goose_default_path_is_under_dot_config_and_a_non_mapping_file_is_refuse
 @pytest.mark.parametrize(
     "entry",
     [
-        {"command": "py", "args": ["-m", "x"], "env": {"A B": 'quote " and \\ back', "NL": "a\nb\tc\x01"}},
+        {"command": "py", "args": ["-m", "x"], "env": {"A B": 'quote " and \\ back', "NL": "a\nb\tc\x01\x7f"}},
         {"command": "ünïcode ☃", "args": [], "env": {}},
         {"command": "x", "startup_timeout_sec": 30, "tool_timeout_sec": 1.5, "enabled": False},
         {"command": "x", "nested": {"deeper": {"k": [1, 2]}, "flat": "v"}},

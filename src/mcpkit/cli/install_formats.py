@@ -75,22 +75,8 @@ def _toml_key(key: str) -> str:
 
 
 def _toml_string(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
+    # JSON's escapes are TOML's (\" \\ \b \f \n \r \t \uXXXX), but for DEL, which TOML wants escaped too
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _toml_value(value: Any) -> str:
