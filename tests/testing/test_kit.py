@@ -306,6 +306,42 @@ async def test_a_server_whose_startup_fails_fails_connect_at_once_with_its_error
     await probe.assert_clean()
 
 
+@contextlib.asynccontextmanager
+async def _waits_for_ever(app: MCPKit) -> Any:
+    ended.append("entered")
+    try:
+        await asyncio.Event().wait()  # (a database that never answers)
+        yield
+    finally:
+        ended.append("cleaned up")
+
+
+ended: list[str] = []
+
+
+async def test_a_server_whose_startup_never_ends_fails_serve_at_its_bound_leaving_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server whose lifespan never finishes starting: ``serve`` fails once the start bound is up, saying it is
+    the startup that did not finish, and stops it (its lifespan cancelled, its cleanup run): the test is not
+    failed again for uvicorn's lifespan task left waiting, and the stop does not wait out the graceful bound
+    for a server that never listened."""
+    import time
+
+    from mcpkit.testing import serving
+
+    monkeypatch.setattr(serving, "START_TIMEOUT", 1.0)
+    ended.clear()
+    probe = LeakProbe.take()
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"the http server did not start within 1 s: its startup .*lifespan"):
+        async with serve(MCPKit("stuck", lifespan=_waits_for_ever)):
+            pass
+    assert time.monotonic() - started < serving.STOP_TIMEOUT  # (the graceful bound is not waited out)
+    await probe.assert_clean()
+    assert ended == ["entered", "cleaned up"]
+
+
 async def test_stdio_runs_a_module_level_server_object_and_reaps_its_process() -> None:
     app = load_server(KIT_SERVER)  # (an object: the kit finds the file that defines it)
     probe = LeakProbe.take()

@@ -91,6 +91,7 @@ async def _start(
 ) -> asyncio.Task[Any]:
     """Start a built ``uvicorn.Server`` in this loop (without taking the process's signal handlers) and return
     once it listens; raise why it did not (when its startup failed, ``startup_error()`` as the cause)."""
+    before = asyncio.all_tasks()
     task: asyncio.Task[Any] = asyncio.ensure_future(_serving(uv, sockets))
     loop = asyncio.get_running_loop()
     deadline = loop.time() + START_TIMEOUT
@@ -103,11 +104,27 @@ async def _start(
             task.result()
             raise RuntimeError(f"{what} stopped before it listened")
         if loop.time() > deadline:
-            uv.should_exit = True
-            await _stop(uv, task)
-            raise RuntimeError(f"{what} did not listen within {START_TIMEOUT:g} s")
+            starting = await _abandon(uv, task, before)
+            why = "its startup (the app's lifespan) did not finish" if starting else "it did not listen"
+            raise RuntimeError(f"{what} did not start within {START_TIMEOUT:g} s: {why}")
         await asyncio.wait({task}, timeout=0.01)
     return task
+
+
+async def _abandon(uv: Any, task: asyncio.Task[Any], before: set[asyncio.Task[Any]]) -> bool:
+    """Stop a server that never listened (no connection to let finish: nothing is waited for) and its lifespan,
+    still starting, cancelled (its cleanup runs), instead of left waiting in the test's loop; True when there was
+    such a lifespan."""
+    uv.should_exit = uv.force_exit = True
+    starting = [t for t in asyncio.all_tasks() - before if _runs(t, "LifespanOn.main")]  # (uvicorn's, unnamed)
+    for stuck in (task, *starting):
+        stuck.cancel()
+    await asyncio.wait({task, *starting}, timeout=STOP_TIMEOUT)
+    return bool(starting)
+
+
+def _runs(task: asyncio.Task[Any], qualname: str) -> bool:
+    return getattr(task.get_coro(), "__qualname__", None) == qualname
 
 
 async def _stop(uv: Any, task: asyncio.Task[Any]) -> None:
