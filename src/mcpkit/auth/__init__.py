@@ -3,8 +3,9 @@
 Server side: :func:`protect` wraps an ASGI app (``create_app(server)``) as an OAuth resource server with a
 :class:`JWTVerifier`, :class:`IntrospectionVerifier` or :class:`StaticTokenVerifier`; handlers read the caller's
 token with :func:`current_access_token`. :class:`AuthorizationServer` is a small ASGI authorization server for
-development and tests. Client side: :class:`OAuthClient` is an ``httpx.Auth`` for
-``StreamableHTTPClientTransport(url, auth=...)``.
+development and tests; with ``upstream=UpstreamLogin(UpstreamProvider.github(...))`` it is an OAuth proxy logging
+users in at an identity provider without Dynamic Client Registration (GitHub, Google, any OpenID provider). Client
+side: :class:`OAuthClient` is an ``httpx.Auth`` for ``StreamableHTTPClientTransport(url, auth=...)``.
 
 Authorization applies to HTTP transports (POST /mcp, /messages and /ws alike: :func:`protect` installs one decision
 that the dispatcher applies to every request); a stdio server takes its credentials from the environment (an
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from .replay import InMemoryReplayCache, ReplayCache
     from .resource import BearerAuthMiddleware, current_access_token, protect, tool_scopes
     from .server import AuthorizationServer, AuthStorage, InMemoryAuthStorage
+    from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
+    from .upstream_login import UpstreamLogin
     from .verifiers import (
         AccessToken,
         IntrospectionVerifier,
@@ -75,6 +78,11 @@ _LAZY = {
     "AuthorizationServer": ".server",
     "AuthStorage": ".server",
     "InMemoryAuthStorage": ".server",
+    "UpstreamError": ".upstream",
+    "UpstreamIdentity": ".upstream",
+    "UpstreamProvider": ".upstream",
+    "UpstreamTokens": ".upstream",
+    "UpstreamLogin": ".upstream_login",
     "AccessToken": ".verifiers",
     "IntrospectionVerifier": ".verifiers",
     "InvalidToken": ".verifiers",
@@ -118,6 +126,11 @@ __all__ = [
     "TokenRevocation",
     "TokenSet",
     "TokenStorage",
+    "UpstreamError",
+    "UpstreamIdentity",
+    "UpstreamLogin",
+    "UpstreamProvider",
+    "UpstreamTokens",
     "current_access_token",
     "protect",
     "tool_scopes",

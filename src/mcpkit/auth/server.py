@@ -67,6 +67,7 @@ from .storage import (
 
 if TYPE_CHECKING:
     from .dpop import DPoPVerifier
+    from .upstream_login import UpstreamLogin
     from .verifiers import JWTVerifier
 
 __all__ = [
@@ -85,7 +86,12 @@ __all__ = [
 _GRANTS = frozenset({"authorization_code", "refresh_token", "client_credentials"})  # besides jwt-bearer
 #: what each endpoint's 405 names in ``Allow`` (RFC 9110 §15.5.6)
 #: (also the methods a CORS preflight is told); the metadata and the JWKS are read-only documents
-_ALLOW = {"authorize": b"GET, POST, OPTIONS", "metadata": b"GET, HEAD, OPTIONS", "jwks": b"GET, HEAD, OPTIONS"}
+_ALLOW = {
+    "authorize": b"GET, POST, OPTIONS",
+    "metadata": b"GET, HEAD, OPTIONS",
+    "jwks": b"GET, HEAD, OPTIONS",
+    "callback": b"GET",
+}
 _READ_ONLY = frozenset({"metadata", "jwks"})
 
 
@@ -149,6 +155,9 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             resolved documents (and failures) are cached (default 1,000).
         client_document_timeout: the longest a document fetch may take as a whole, connecting to the last byte
             (seconds; default 5).
+        upstream: an :class:`~mcpkit.auth.upstream_login.UpstreamLogin`: an OAuth proxy, logging users in at an
+            upstream identity provider (GitHub, Google, any OpenID provider) after a consent page, instead of asking
+            the approver (served: ``/consent`` and ``/upstream/callback``).
 
     Grants: the approver decides every grant, ``client_credentials`` included (it sees an
     :class:`AuthorizationRequest` with ``grant_type="client_credentials"``; None denies). A replayed authorization
@@ -194,6 +203,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         max_client_document: int = 5 * 1024,
         max_client_documents: int = 1_000,
         client_document_timeout: float = 5.0,
+        upstream: UpstreamLogin | None = None,
         app: ASGIApp | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -266,6 +276,9 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         self.issue_refresh_tokens = issue_refresh_tokens
         self.app = app
         self.clock = clock
+        self.upstream: UpstreamLogin | None = upstream
+        if upstream is not None:
+            upstream.bind(self)
         self.key: Any = signing_key or ec.generate_private_key(ec.SECP256R1())
         if not isinstance(self.key, ec.EllipticCurvePrivateKey) or not isinstance(self.key.curve, ec.SECP256R1):
             raise TypeError("signing_key must be an EC P-256 private key (tokens are signed with ES256)")
@@ -401,6 +414,8 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
             route = self._introspect
         elif path == b + "/jwks":
             route = self._jwks
+        elif self.upstream is not None and path in (b + "/consent", b + "/upstream/callback"):
+            route = self._consent if path.endswith("/consent") else self._callback
         if route is None:
             if self.app is not None:
                 scope[COLOCATED_ISSUER] = self.issuer  # the default authorization server of a protected app
@@ -411,7 +426,7 @@ class AuthorizationServer(ClientRegistration, AssertionChecks, ClientDocuments, 
         name = route.__name__.lstrip("_")
         self.counts[name] = self.counts.get(name, 0) + 1
         allow = _ALLOW.get(name, b"POST, OPTIONS")
-        if method == "OPTIONS":
+        if method == "OPTIONS" and name not in ("consent", "callback"):  # (pages of a browser, not of scripts)
             await send_preflight(send, allow, b"*")
             return
         try:

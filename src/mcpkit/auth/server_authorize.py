@@ -10,11 +10,15 @@ import re
 import secrets
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .._asgi import Receive, Scope, Send
 from ._util import _OAuthError, is_loopback_host, valid_redirect_uri
 from .storage import AuthorizationRequest, AuthStorage, ClientRecord, _Code
+
+if TYPE_CHECKING:
+    from .upstream_login import UpstreamLogin
 
 __all__ = ["Approver", "AuthorizeEndpoint"]
 
@@ -58,6 +62,7 @@ class AuthorizeEndpoint:
     code_ttl: float
     max_form: int
     approver: Approver | None
+    upstream: UpstreamLogin | None
 
     @staticmethod
     async def _body(receive: Receive, limit: int, option: str) -> bytes:
@@ -135,6 +140,10 @@ class AuthorizeEndpoint:
         except _OAuthError as exc:
             await fail(exc.error, exc.description)
             return
+        if self.upstream is not None:  # an OAuth proxy: consent, then the login at the upstream provider
+            request = AuthorizationRequest(client, redirect_uri, scopes, resource, state)
+            await self.upstream.begin(scope, send, request, challenge, "redirect_uri" in q)
+            return
         subject = (
             await self.approver(AuthorizationRequest(client, redirect_uri, scopes, resource, state))
             if self.approver is not None
@@ -143,27 +152,60 @@ class AuthorizeEndpoint:
         if subject is None:
             await fail("access_denied", "the resource owner denied the request")
             return
+        await self._issue_code(
+            send,
+            AuthorizationRequest(client, redirect_uri, scopes, resource, state),
+            challenge,
+            subject,
+            "redirect_uri" in q,
+        )
+
+    async def _issue_code(
+        self,
+        send: Send,
+        request: AuthorizationRequest,
+        challenge: str,
+        subject: str,
+        redirect_uri_given: bool,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        """The authorization request was granted to ``subject``: its code (single use, bound to the PKCE
+        challenge) sent to the client's redirect URI."""
+        client = request.client
+        assert client is not None
         code = secrets.token_urlsafe(32)
         await self.storage.save_code(
             code,
             _Code(
                 client.client_id,
-                redirect_uri,
+                request.redirect_uri,
                 challenge,
-                scopes,
-                resource,
+                request.scopes,
+                request.resource,
                 subject,
                 self.clock() + self.code_ttl,
-                redirect_uri_given="redirect_uri" in q,
+                redirect_uri_given=redirect_uri_given,
             ),
         )
         await self._used(client)
         params = {"code": code, "iss": self.issuer}
-        if state is not None:
-            params["state"] = state
-        await self._redirect(send, redirect_uri, params)
+        if request.state is not None:
+            params["state"] = request.state
+        await self._redirect(send, request.redirect_uri, params, extra)
 
-    async def _redirect(self, send: Send, uri: str, params: Mapping[str, str]) -> None:
+    async def _consent(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.upstream is None:  # pragma: no cover - routed only with an upstream login
+            raise _OAuthError("invalid_request", "no consent here", 404)
+        await self.upstream.consent(scope, receive, send)
+
+    async def _callback(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.upstream is None:  # pragma: no cover - routed only with an upstream login
+            raise _OAuthError("invalid_request", "no callback here", 404)
+        await self.upstream.callback(scope, receive, send)
+
+    async def _redirect(
+        self, send: Send, uri: str, params: Mapping[str, str], extra: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
         sep = "&" if urlsplit(uri).query else "?"
         location = uri + sep + urlencode(params)
         await send(
@@ -174,6 +216,7 @@ class AuthorizeEndpoint:
                     (b"location", location.encode()),
                     (b"cache-control", b"no-store"),
                     (b"content-length", b"0"),
+                    *(extra or ()),
                 ],
             }
         )

@@ -1,0 +1,314 @@
+"""The upstream identity provider of an OAuth proxy (:mod:`mcpkit.auth.upstream_login`): where its endpoints are,
+the client mcpkit's authorization server is registered as there, and the three HTTP exchanges made with it (the
+code exchanged for tokens, a refresh, the user identified by a verified OIDC ``id_token`` or a userinfo endpoint).
+
+Most identity providers (GitHub, Google, Azure, ...) have no Dynamic Client Registration: an MCP client cannot
+register with them, and the MCP specification forbids passing their tokens through to it. The proxy is registered
+once with the provider (a fixed ``client_id`` and secret, its own callback URL), logs the user in there, and issues
+tokens of its own, audience-bound to the MCP server; the provider's tokens stay on the server.
+
+Every answer of the provider is read bounded in size and time (``max_response`` bytes, ``timeout`` seconds for the
+whole exchange); every endpoint must be https (plain http only on a loopback host, for tests).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import quote, urlencode
+
+import orjson
+
+from ._util import DocumentTooLarge, fetch_capped, is_secure_url
+
+__all__ = ["UpstreamError", "UpstreamIdentity", "UpstreamProvider", "UpstreamTokens"]
+
+_ERROR_CODE = re.compile(r"[a-z_]{1,64}")
+
+
+class UpstreamError(Exception):
+    """The identity provider refused, failed or answered something unusable. ``error`` is its OAuth error code when
+    it gave a well-formed one (``access_denied``...), else ``server_error``; the message never holds a credential."""
+
+    def __init__(self, error: str, description: str) -> None:
+        super().__init__(description)
+        self.error: str = error if _ERROR_CODE.fullmatch(error) else "server_error"
+        self.description: str = description
+
+
+@dataclass(frozen=True)
+class UpstreamTokens:
+    """The provider's token answer, kept on the server (never shown to the MCP client)."""
+
+    access_token: str
+    refresh_token: str | None = None
+    expires_at: float | None = None  # epoch seconds (``expires_in`` from the answer), None: not said
+    id_token: str | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class UpstreamIdentity:
+    """Who logged in at the provider: ``subject`` (the id_token's ``sub``, or the userinfo member named by
+    :attr:`UpstreamProvider.subject_claim`) and every claim the provider told."""
+
+    subject: str
+    claims: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class UpstreamProvider:
+    """An OAuth 2 / OpenID Connect identity provider the proxy logs users in at, with the confidential client it is
+    registered as there (register ``<issuer>/upstream/callback`` of the proxy as that client's redirect URI).
+
+    Build one with :meth:`github`, :meth:`google` or :meth:`oidc` (discovery from the issuer), or give the endpoints.
+
+    Args:
+        authorize_url / token_url: the provider's endpoints.
+        client_id / client_secret: the proxy's registration there.
+        scopes: the scopes asked of the provider (what a tool may then do with the user's upstream token).
+        userinfo_url: where the user is identified when the token answer has no ``id_token`` to verify.
+        issuer / jwks_url: an OpenID provider's issuer and keys: an ``id_token`` is verified against them (its
+            ``iss``, ``aud`` = ``client_id``, expiry and the login's ``nonce``), and an ``iss`` in the callback (RFC
+            9207) must be this issuer.
+        token_auth: how the proxy authenticates at the token endpoint (``client_secret_basic`` or ``_post``).
+        subject_claim: the userinfo member that identifies the user (``sub``; GitHub's is ``id``).
+        name: how the consent page names the provider ("GitHub").
+        authorize_params: extra parameters of the authorization request (``{"prompt": "consent"}``...).
+        userinfo_headers: extra headers of the userinfo request (GitHub's API wants a ``user-agent``).
+        timeout / max_response: the longest an exchange with the provider may take as a whole (seconds) and the
+            largest answer read (bytes).
+    """
+
+    authorize_url: str
+    token_url: str
+    client_id: str
+    client_secret: str
+    scopes: tuple[str, ...] = ()
+    userinfo_url: str | None = None
+    issuer: str | None = None
+    jwks_url: str | None = None
+    token_auth: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    subject_claim: str = "sub"
+    name: str = "the identity provider"
+    authorize_params: Mapping[str, str] = field(default_factory=dict)
+    userinfo_headers: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
+    max_response: int = 64 * 1024
+
+    def __post_init__(self) -> None:
+        for url in (self.authorize_url, self.token_url, self.userinfo_url, self.jwks_url):
+            if url is not None and not is_secure_url(url):
+                raise ValueError(f"an upstream endpoint must be https (plain http only on a loopback host): {url}")
+        if not self.userinfo_url and not self.jwks_url:
+            raise ValueError("the user is identified by a userinfo_url or by id_tokens verified with a jwks_url")
+        if self.jwks_url and not self.issuer:
+            raise ValueError("verifying id_tokens needs the provider's issuer")
+        if self.token_auth not in ("client_secret_basic", "client_secret_post"):
+            raise ValueError("token_auth is client_secret_basic or client_secret_post")
+
+    @property
+    def openid(self) -> bool:
+        """Whether the login asks for an ``id_token`` (the ``openid`` scope, and keys to verify it with)."""
+        return "openid" in self.scopes and self.jwks_url is not None
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def github(
+        cls, client_id: str, client_secret: str, *, scopes: tuple[str, ...] = ("read:user",)
+    ) -> UpstreamProvider:
+        """GitHub (an OAuth App or a GitHub App's user authorization; no OpenID Connect): the user is ``/user``'s
+        numeric ``id``, the upstream token calls the GitHub API."""
+        return cls(
+            authorize_url="https://github.com/login/oauth/authorize",
+            token_url="https://github.com/login/oauth/access_token",
+            userinfo_url="https://api.github.com/user",
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=scopes,
+            token_auth="client_secret_post",
+            subject_claim="id",
+            name="GitHub",
+            userinfo_headers={"accept": "application/vnd.github+json", "user-agent": "mcpkit-oauth-proxy"},
+        )
+
+    @classmethod
+    async def google(
+        cls, client_id: str, client_secret: str, *, scopes: tuple[str, ...] = ("openid", "email", "profile")
+    ) -> UpstreamProvider:
+        """Google, from its OpenID Connect discovery document (``accounts.google.com``). Add
+        ``authorize_params={"access_type": "offline", "prompt": "consent"}`` with :func:`dataclasses.replace` for
+        a refresh token."""
+        return await cls.oidc("https://accounts.google.com", client_id, client_secret, scopes=scopes, name="Google")
+
+    @classmethod
+    async def oidc(
+        cls,
+        issuer: str,
+        client_id: str,
+        client_secret: str,
+        *,
+        scopes: tuple[str, ...] = ("openid", "email", "profile"),
+        name: str | None = None,
+        timeout: float = 10.0,
+        max_response: int = 64 * 1024,
+        **options: Any,
+    ) -> UpstreamProvider:
+        """Any OpenID provider, from ``<issuer>/.well-known/openid-configuration`` (read once, bounded, https only
+        but on loopback; the document must name the same issuer). ``options`` are the other fields."""
+        import httpx
+
+        issuer = issuer.rstrip("/")
+        if not is_secure_url(issuer):
+            raise ValueError("the issuer must be an https URL (plain http only on a loopback host)")
+        url = issuer + "/.well-known/openid-configuration"
+        try:
+            async with httpx.AsyncClient(timeout=timeout, follow_redirects=False) as http:
+                status, body = await fetch_capped(http, "GET", url, max_response, deadline=timeout)
+        except (httpx.HTTPError, DocumentTooLarge) as exc:
+            raise UpstreamError("server_error", f"could not read {url}: {type(exc).__name__}") from None
+        doc = _json_object(body) if status == 200 else None
+        if doc is None:
+            raise UpstreamError("server_error", f"{url} answered HTTP {status} without a JSON document")
+        if doc.get("issuer") != issuer:
+            raise UpstreamError("server_error", f"{url} names another issuer")  # (OpenID Discovery §4.3)
+        endpoints = {k: doc.get(k) for k in ("authorization_endpoint", "token_endpoint", "jwks_uri")}
+        if not all(isinstance(v, str) for v in endpoints.values()):
+            raise UpstreamError("server_error", f"{url} lacks an authorization, token or jwks endpoint")
+        userinfo = doc.get("userinfo_endpoint")
+        methods = doc.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        token_auth = "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post"
+        fields: dict[str, Any] = {
+            "authorize_url": endpoints["authorization_endpoint"],
+            "token_url": endpoints["token_endpoint"],
+            "jwks_url": endpoints["jwks_uri"],
+            "userinfo_url": userinfo if isinstance(userinfo, str) else None,
+            "issuer": issuer,
+            "client_id": client_id,
+            "client_secret": client_secret,
+            "scopes": scopes,
+            "token_auth": token_auth,
+            "name": name or issuer,
+            "timeout": timeout,
+            "max_response": max_response,
+        }
+        fields.update(options)
+        return cls(**fields)
+
+    # ------------------------------------------------------------------ exchanges
+    async def _post_token(self, form: dict[str, str]) -> dict[str, Any]:
+        import httpx
+
+        headers = {"accept": "application/json", "content-type": "application/x-www-form-urlencoded"}
+        if self.token_auth == "client_secret_basic":  # RFC 6749 §2.3.1: each form-urlencoded, then Basic
+            pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+        else:
+            form = {**form, "client_id": self.client_id, "client_secret": self.client_secret}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
+                status, body = await fetch_capped(
+                    http,
+                    "POST",
+                    self.token_url,
+                    self.max_response,
+                    deadline=self.timeout,
+                    content=urlencode(form).encode(),
+                    headers=headers,
+                )
+        except (httpx.HTTPError, DocumentTooLarge) as exc:
+            raise UpstreamError("server_error", f"the token endpoint could not be read: {type(exc).__name__}") from None
+        doc = _json_object(body)
+        if doc is None:
+            raise UpstreamError("server_error", f"the token endpoint answered HTTP {status} without JSON")
+        if status != 200 or "error" in doc:  # (GitHub answers its errors with 200)
+            raise UpstreamError(str(doc.get("error", "server_error")), f"the token endpoint refused (HTTP {status})")
+        return doc
+
+    async def exchange_code(self, code: str, redirect_uri: str, verifier: str, now: float) -> UpstreamTokens:
+        """The provider's tokens for an authorization code of the proxy's login (PKCE ``verifier``)."""
+        doc = await self._post_token(
+            {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri, "code_verifier": verifier}
+        )
+        return _tokens(doc, now, None)
+
+    async def refresh(self, tokens: UpstreamTokens, now: float) -> UpstreamTokens:
+        """New tokens for ``tokens.refresh_token`` (a provider that does not rotate it keeps the old one)."""
+        if not tokens.refresh_token:
+            raise UpstreamError("invalid_grant", "no upstream refresh token")
+        doc = await self._post_token({"grant_type": "refresh_token", "refresh_token": tokens.refresh_token})
+        return _tokens(doc, now, tokens.refresh_token)
+
+    async def identify(self, tokens: UpstreamTokens, nonce: str | None) -> UpstreamIdentity:
+        """Who logged in: the ``id_token`` verified against the provider's keys when there is one to verify (and
+        then ``nonce`` must match), else the userinfo endpoint read with the access token."""
+        if self.jwks_url and tokens.id_token:
+            from .verifiers import InvalidToken, JWTVerifier
+
+            verifier = JWTVerifier(
+                issuer=self.issuer,
+                audience=self.client_id,
+                jwks_url=self.jwks_url,
+                http_timeout=self.timeout,
+                max_document_size=self.max_response,
+            )
+            try:
+                claims = (await verifier.verify(tokens.id_token)).claims
+            except InvalidToken as exc:
+                raise UpstreamError("server_error", f"the id_token was refused: {exc}") from None
+            if nonce is not None and claims.get("nonce") != nonce:
+                raise UpstreamError("server_error", "the id_token is not this login's (nonce)")
+            return _identity(claims, "sub")
+        if not self.userinfo_url:
+            raise UpstreamError("server_error", "the provider gave no id_token and has no userinfo endpoint")
+        import httpx
+
+        headers = {"accept": "application/json", **self.userinfo_headers}
+        headers["authorization"] = "Bearer " + tokens.access_token
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, follow_redirects=False) as http:
+                status, body = await fetch_capped(
+                    http, "GET", self.userinfo_url, self.max_response, deadline=self.timeout, headers=headers
+                )
+        except (httpx.HTTPError, DocumentTooLarge) as exc:
+            raise UpstreamError("server_error", f"userinfo could not be read: {type(exc).__name__}") from None
+        doc = _json_object(body) if status == 200 else None
+        if doc is None:
+            raise UpstreamError("server_error", f"userinfo answered HTTP {status} without a JSON object")
+        return _identity(doc, self.subject_claim)
+
+
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _identity(claims: Mapping[str, Any], member: str) -> UpstreamIdentity:
+    subject = claims.get(member)
+    if isinstance(subject, bool) or not isinstance(subject, (str, int)) or subject == "":
+        raise UpstreamError("server_error", f"the provider named no user ({member!r})")
+    return UpstreamIdentity(str(subject), dict(claims))
+
+
+def _tokens(doc: Mapping[str, Any], now: float, old_refresh: str | None) -> UpstreamTokens:
+    access = doc.get("access_token")
+    if not isinstance(access, str) or not access:
+        raise UpstreamError("server_error", "the token endpoint gave no access_token")
+    expires_in = doc.get("expires_in")
+    expires_at = now + float(expires_in) if isinstance(expires_in, (int, float)) and expires_in > 0 else None
+    refresh = doc.get("refresh_token")
+    id_token = doc.get("id_token")
+    scope = doc.get("scope")
+    return UpstreamTokens(
+        access,
+        refresh if isinstance(refresh, str) and refresh else old_refresh,
+        expires_at,
+        id_token if isinstance(id_token, str) else None,
+        scope if isinstance(scope, str) else None,
+    )

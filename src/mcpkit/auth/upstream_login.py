@@ -1,0 +1,437 @@
+"""An OAuth proxy: :class:`~mcpkit.auth.server.AuthorizationServer` logging its users in at an upstream identity
+provider that has no Dynamic Client Registration (GitHub, Google, any OpenID provider; see
+:class:`~mcpkit.auth.upstream.UpstreamProvider`).
+
+    login = UpstreamLogin(UpstreamProvider.github(CLIENT_ID, CLIENT_SECRET))
+    authz = AuthorizationServer("https://mcp.example.com", resources=["https://mcp.example.com/mcp"],
+                                upstream=login, app=protect(create_app(server), ...))
+
+The flow (MCP security best practices, "Confused Deputy Problem"; MCP authorization, "Token Passthrough"):
+
+1. ``/authorize`` checks the MCP client's request as always (client, redirect URI, PKCE, scopes, resource).
+2. Consent: the client registered itself, so nobody vouches for it. Unless this browser approved this client and
+   redirect URI before (a signed, ``HttpOnly``, ``SameSite=Lax`` cookie, ``__Host-`` on https, remembering at
+   most ``max_remembered_consents`` of them for ``consent_ttl`` seconds), a consent page names the client, its
+   redirect URI and what it asks; the form is bound to this browser (a cookie and a field of the page, checked
+   against the pending request) and the page cannot be framed. ``consent=`` replaces the page with a hook of
+   your own.
+3. Only then a login is pending: a fresh ``state``, PKCE S256 and (OpenID) ``nonce`` of the proxy's own, the
+   ``state`` also set in a cookie of this browser; the browser goes to the provider with the proxy's fixed
+   ``client_id`` and its own callback URL.
+4. ``/upstream/callback`` takes the pending login by its ``state`` (single use, ``pending_ttl`` seconds, the
+   cookie must name the same ``state``), exchanges the code (client secret, PKCE verifier), identifies the user
+   (a verified ``id_token`` or the userinfo endpoint) and sends the MCP client its own authorization code, as
+   ``/authorize`` does without a proxy. The proxy's tokens are audience-bound to the MCP resource as always.
+5. The provider's tokens never reach the client: they stay here, per user and client (at most ``max_tokens``,
+   each for ``token_ttl`` seconds after the login), refreshed with the provider's refresh token when expired.
+   A tool reads them with :meth:`UpstreamLogin.upstream_token` to call the provider's API for the user.
+
+Pending logins and upstream tokens live in this process (run one replica, or route a login's requests to one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import html
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, urlencode
+
+import orjson
+
+from .._asgi import Receive, Scope, Send
+from ._util import _OAuthError, header, pkce_pair
+from .storage import AuthorizationRequest
+from .upstream import UpstreamError, UpstreamIdentity, UpstreamProvider, UpstreamTokens
+
+if TYPE_CHECKING:
+    from .verifiers import AccessToken
+
+__all__ = ["ConsentHook", "UpstreamLogin", "UserHook"]
+
+#: decides, instead of the consent page, whether a client's request may go on to the provider
+ConsentHook = Callable[[AuthorizationRequest], Awaitable[bool]]
+#: maps the user the provider identified to the subject of the proxy's tokens (None denies)
+UserHook = Callable[[UpstreamIdentity, AuthorizationRequest], Awaitable[str | None]]
+
+_FRAME_HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'"),
+    (b"cache-control", b"no-store"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+class _Host(Protocol):
+    """What the login needs of its :class:`~mcpkit.auth.server.AuthorizationServer` (typed here, so this module
+    does not import the server that imports it)."""
+
+    issuer: str
+    clock: Callable[[], float]
+
+    async def _form(self, scope: Scope, receive: Receive) -> dict[str, str]: ...
+
+    async def _issue_code(
+        self,
+        send: Send,
+        request: AuthorizationRequest,
+        challenge: str,
+        subject: str,
+        redirect_uri_given: bool,
+        extra: list[tuple[bytes, bytes]] | None = None,
+    ) -> None: ...
+
+
+@dataclass
+class _Pending:
+    """An MCP client's authorization request waiting for consent (keyed by its form's id) or for the provider
+    (keyed by the upstream ``state``)."""
+
+    request: AuthorizationRequest
+    challenge: str
+    redirect_uri_given: bool
+    expires_at: float
+    csrf: str = ""
+    verifier: str = ""  # the upstream PKCE verifier (after consent)
+    nonce: str | None = None
+    upstream: bool = False  # consent given, waiting for the provider's callback
+
+
+@dataclass
+class _Stored:
+    tokens: UpstreamTokens
+    kept_until: float
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class UpstreamLogin:
+    """The upstream login of an :class:`~mcpkit.auth.server.AuthorizationServer` (its ``upstream=``). See the
+    module docstring for the flow.
+
+    Args:
+        provider: the identity provider and the proxy's registration there.
+        consent: a hook deciding each request instead of the consent page (True lets it go on to the provider).
+            The page is the default: a client that registered itself must never get a silent grant.
+        authorize_user: maps the identified user to the subject of the proxy's tokens, or None to deny (default:
+            the provider's subject as is).
+        secret: the key signing the remembered-consent cookie (default: a new one per process; give every
+            replica the same).
+        pending_ttl / max_pending: how long a pending consent or login lives (seconds) and how many are kept at
+            once (past it a new request is refused with ``temporarily_unavailable``).
+        max_tokens / token_ttl: how many users' upstream tokens are kept (past it the least recently used go) and
+            for how long after their login or last refresh (seconds).
+        max_remembered_consents / consent_ttl: how many client approvals one browser's cookie remembers (the
+            oldest go first) and for how long (seconds).
+        clock: the time source of these lifetimes (default: the authorization server's).
+    """
+
+    def __init__(
+        self,
+        provider: UpstreamProvider,
+        *,
+        consent: ConsentHook | None = None,
+        authorize_user: UserHook | None = None,
+        secret: bytes | None = None,
+        pending_ttl: float = 600.0,
+        max_pending: int = 1_000,
+        max_tokens: int = 10_000,
+        token_ttl: float = 30 * 86400.0,
+        max_remembered_consents: int = 20,
+        consent_ttl: float = 30 * 86400.0,
+        clock: Callable[[], float] | None = None,
+    ) -> None:
+        self.provider: UpstreamProvider = provider
+        self.consent_hook: ConsentHook | None = consent
+        self.authorize_user: UserHook | None = authorize_user
+        self.secret: bytes = secret or secrets.token_bytes(32)
+        self.pending_ttl: float = pending_ttl
+        self.max_pending: int = max_pending
+        self.max_tokens: int = max_tokens
+        self.token_ttl: float = token_ttl
+        self.max_remembered_consents: int = max_remembered_consents
+        self.consent_ttl: float = consent_ttl
+        self._pending: dict[str, _Pending] = {}
+        self._tokens: OrderedDict[tuple[str, str], _Stored] = OrderedDict()
+        self._server: _Host | None = None
+        self._own_clock = clock is not None
+        self.clock: Callable[[], float] = clock or time.time
+
+    # ------------------------------------------------------------------ wiring
+    def bind(self, server: _Host) -> None:
+        """Called by the authorization server this login belongs to."""
+        if self._server is not None and self._server is not server:
+            raise ValueError("an UpstreamLogin belongs to one AuthorizationServer")
+        self._server = server
+        if not self._own_clock:
+            self.clock = server.clock
+
+    @property
+    def server(self) -> _Host:
+        if self._server is None:
+            raise RuntimeError("this UpstreamLogin is not the upstream= of an AuthorizationServer")
+        return self._server
+
+    @property
+    def callback_url(self) -> str:
+        """The redirect URI to register with the provider: ``<issuer>/upstream/callback``."""
+        return self.server.issuer + "/upstream/callback"
+
+    def _cookie(self, name: str) -> str:
+        return ("__Host-" if self.server.issuer.startswith("https:") else "") + "mcpkit-" + name
+
+    def _set_cookie(self, name: str, value: str, max_age: float) -> tuple[bytes, bytes]:
+        attrs = f"{self._cookie(name)}={value}; Path=/; Max-Age={int(max_age)}; HttpOnly; SameSite=Lax"
+        if self.server.issuer.startswith("https:"):
+            attrs += "; Secure"
+        return (b"set-cookie", attrs.encode())
+
+    def _cookies(self, scope: Scope) -> dict[str, str]:
+        found: dict[str, str] = {}
+        for part in (header(scope, b"cookie") or "").split(";"):
+            name, sep, value = part.strip().partition("=")
+            if sep:
+                found.setdefault(name, value)
+        return found
+
+    # ------------------------------------------------------------------ remembered consent
+    def _consent_key(self, request: AuthorizationRequest) -> str:
+        assert request.client is not None
+        raw = request.client.client_id + "\0" + request.redirect_uri
+        return base64.urlsafe_b64encode(hashlib.sha256(raw.encode()).digest()[:16]).rstrip(b"=").decode()
+
+    def _sign(self, payload: bytes) -> str:
+        return base64.urlsafe_b64encode(hmac.new(self.secret, payload, hashlib.sha256).digest()).rstrip(b"=").decode()
+
+    def _remembered(self, scope: Scope) -> list[list[Any]]:
+        """The approvals this browser's cookie holds that are still valid: ``[key, expiry]`` each."""
+        value = self._cookies(scope).get(self._cookie("consent"), "")
+        body, _, mac = value.partition(".")
+        try:
+            payload = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+            if not hmac.compare_digest(mac, self._sign(payload)):
+                return []
+            entries = orjson.loads(payload)
+        except (ValueError, orjson.JSONDecodeError):
+            return []
+        now = self.clock()
+        if not isinstance(entries, list):
+            return []
+        return [e for e in entries if isinstance(e, list) and len(e) == 2 and isinstance(e[1], int) and e[1] > now]
+
+    def _remember(self, scope: Scope, request: AuthorizationRequest) -> tuple[bytes, bytes]:
+        key = self._consent_key(request)
+        entries = [e for e in self._remembered(scope) if e[0] != key]
+        entries.append([key, int(self.clock() + self.consent_ttl)])
+        entries = entries[-self.max_remembered_consents :]
+        payload = orjson.dumps(entries)
+        value = base64.urlsafe_b64encode(payload).rstrip(b"=").decode() + "." + self._sign(payload)
+        return self._set_cookie("consent", value, self.consent_ttl)
+
+    # ------------------------------------------------------------------ /authorize
+    def _sweep(self) -> None:
+        now = self.clock()
+        for key in [k for k, p in self._pending.items() if p.expires_at < now]:
+            del self._pending[key]
+
+    async def begin(
+        self, scope: Scope, send: Send, request: AuthorizationRequest, challenge: str, redirect_uri_given: bool
+    ) -> None:
+        """``/authorize`` checked the MCP client's request: ask for consent, or go on to the provider."""
+        self._sweep()
+        if len(self._pending) >= self.max_pending:
+            await self._fail(send, request, "temporarily_unavailable", "too many sign-ins in progress; retry later")
+            return
+        pending = _Pending(request, challenge, redirect_uri_given, self.clock() + self.pending_ttl)
+        if self.consent_hook is not None:
+            if not await self.consent_hook(request):
+                await self._fail(send, request, "access_denied", "consent was not given")
+                return
+            await self._to_provider(send, pending, [])
+            return
+        key = self._consent_key(request)
+        if any(e[0] == key for e in self._remembered(scope)):
+            await self._to_provider(send, pending, [])
+            return
+        txn, pending.csrf = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+        self._pending[txn] = pending
+        page = self._consent_page(request, txn, pending.csrf).encode()
+        headers = [
+            (b"content-type", b"text/html; charset=utf-8"),
+            (b"content-length", str(len(page)).encode()),
+            *_FRAME_HEADERS,
+            self._set_cookie("csrf", pending.csrf, self.pending_ttl),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": page})
+
+    def _consent_page(self, request: AuthorizationRequest, txn: str, csrf: str) -> str:
+        assert request.client is not None
+        e = html.escape
+        name = request.client.metadata.get("client_name")
+        who = e(str(name)) if isinstance(name, str) and name else "An unnamed application"
+        upstream = ", ".join(self.provider.scopes) or "(none)"
+        return (
+            "<!doctype html><html><head><meta charset='utf-8'><title>Authorize an application</title></head>"
+            "<body style='font-family:sans-serif;max-width:40em;margin:2em auto'>"
+            f"<h1>Allow {who} to act for you?</h1>"
+            f"<p><b>{who}</b> (client id <code>{e(request.client.client_id)}</code>) asks to sign you in with "
+            f"{e(self.provider.name)} and use this server as you"
+            f" (scopes: <code>{e(' '.join(request.scopes) or '(default)')}</code>;"
+            f" at {e(self.provider.name)}: <code>{e(upstream)}</code>).</p>"
+            f"<p>Its tokens will be sent to <code>{e(request.redirect_uri)}</code>. Approve only if you started "
+            "this sign-in from that application.</p>"
+            f"<form method='post' action='{e(self.server.issuer)}/consent'>"
+            f"<input type='hidden' name='txn' value='{e(txn)}'><input type='hidden' name='csrf' value='{e(csrf)}'>"
+            "<button name='action' value='approve'>Approve</button> "
+            "<button name='action' value='deny'>Deny</button></form></body></html>"
+        )
+
+    async def consent(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``POST /consent``: the consent page's answer (bound to the browser it was shown to)."""
+        form = await self.server._form(scope, receive)
+        pending = self._pending.get(form.get("txn", ""))
+        if pending is None or pending.upstream or pending.expires_at < self.clock():
+            raise _OAuthError("invalid_request", "this consent request is unknown, expired or already answered")
+        cookie = self._cookies(scope).get(self._cookie("csrf"), "")
+        if not (hmac.compare_digest(form.get("csrf", ""), pending.csrf) and hmac.compare_digest(cookie, pending.csrf)):
+            raise _OAuthError("invalid_request", "this consent form was not shown to this browser", 403)
+        del self._pending[form["txn"]]
+        clear = self._set_cookie("csrf", "", 0)
+        if form.get("action") != "approve":
+            await self._fail(send, pending.request, "access_denied", "the user denied the request", [clear])
+            return
+        await self._to_provider(send, pending, [clear, self._remember(scope, pending.request)])
+
+    async def _to_provider(self, send: Send, pending: _Pending, cookies: list[tuple[bytes, bytes]]) -> None:
+        """Consent given: a login of the proxy's own at the provider (state, PKCE, nonce), bound to this browser."""
+        state = secrets.token_urlsafe(32)
+        pending.verifier, challenge = pkce_pair()
+        pending.upstream = True
+        pending.expires_at = self.clock() + self.pending_ttl
+        p = self.provider
+        params = {
+            "response_type": "code",
+            "client_id": p.client_id,
+            "redirect_uri": self.callback_url,
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+        }
+        if p.scopes:
+            params["scope"] = " ".join(p.scopes)
+        if p.openid:
+            pending.nonce = params["nonce"] = secrets.token_urlsafe(24)
+        params.update(p.authorize_params)
+        self._pending[state] = pending
+        sep = "&" if "?" in p.authorize_url else "?"
+        await self._redirect(send, p.authorize_url + sep + urlencode(params), [*cookies, self._login_cookie(state)])
+
+    def _login_cookie(self, state: str, max_age: float | None = None) -> tuple[bytes, bytes]:
+        return self._set_cookie("login", state, self.pending_ttl if max_age is None else max_age)
+
+    # ------------------------------------------------------------------ /upstream/callback
+    async def callback(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """``GET /upstream/callback``: the provider's answer to the proxy's login."""
+        if scope.get("method") != "GET":
+            raise _OAuthError("invalid_request", "use GET", 405)
+        q = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+        state = q.get("state", "")
+        pending = self._pending.get(state) if state else None
+        if pending is None or not pending.upstream:
+            raise _OAuthError("invalid_request", "unknown, expired or already used state")
+        del self._pending[state]  # single use, whatever follows
+        if pending.expires_at < self.clock():
+            raise _OAuthError("invalid_request", "unknown, expired or already used state")
+        if not hmac.compare_digest(self._cookies(scope).get(self._cookie("login"), ""), state):
+            raise _OAuthError("invalid_request", "this sign-in was not started in this browser", 403)
+        clear = [self._login_cookie("", 0)]
+        request = pending.request
+        if "error" in q:
+            error = UpstreamError(q["error"], "")
+            code = "access_denied" if error.error == "access_denied" else "server_error"
+            await self._fail(send, request, code, f"{self.provider.name} answered {error.error}", clear)
+            return
+        if self.provider.issuer and "iss" in q and q["iss"] != self.provider.issuer:  # RFC 9207 (mix-up)
+            await self._fail(send, request, "server_error", "the answer came from another issuer", clear)
+            return
+        now = self.clock()
+        try:
+            tokens = await self.provider.exchange_code(q.get("code", ""), self.callback_url, pending.verifier, now)
+            identity = await self.provider.identify(tokens, pending.nonce)
+        except UpstreamError as exc:
+            await self._fail(send, request, "server_error", f"{self.provider.name}: {exc.description}", clear)
+            return
+        subject = await self.authorize_user(identity, request) if self.authorize_user is not None else identity.subject
+        if subject is None:
+            await self._fail(send, request, "access_denied", "this user may not use this server", clear)
+            return
+        assert request.client is not None
+        self._keep(subject, request.client.client_id, tokens)
+        await self.server._issue_code(send, request, pending.challenge, subject, pending.redirect_uri_given, clear)
+
+    # ------------------------------------------------------------------ upstream tokens
+    def _keep(self, subject: str, client_id: str, tokens: UpstreamTokens) -> None:
+        key = (subject, client_id)
+        self._tokens.pop(key, None)
+        self._tokens[key] = _Stored(tokens, self.clock() + self.token_ttl)
+        while len(self._tokens) > self.max_tokens:
+            self._tokens.popitem(last=False)
+
+    async def upstream_token(self, token: AccessToken | None = None) -> str | None:
+        """The provider's access token of the user (and client) the request being served speaks for, refreshed
+        when it expired; None when there is none (no login through this proxy, forgotten, or refused at refresh:
+        the user signs in again). ``token`` defaults to :func:`~mcpkit.auth.current_access_token`."""
+        if token is None:
+            from .resource import current_access_token
+
+            token = current_access_token()
+        if token is None or token.issuer != self.server.issuer or not token.subject:
+            return None
+        key = (token.subject, token.client_id or "")
+        stored = self._tokens.get(key)
+        now = self.clock()
+        if stored is None:
+            return None
+        if stored.kept_until < now:
+            del self._tokens[key]
+            return None
+        self._tokens.move_to_end(key)
+        async with stored.lock:  # one refresh at a time per user
+            tokens = stored.tokens
+            if tokens.expires_at is not None and tokens.expires_at - 30 <= now:
+                try:
+                    tokens = await self.provider.refresh(tokens, now)
+                except UpstreamError:
+                    if self._tokens.get(key) is stored:
+                        del self._tokens[key]
+                    return None
+                stored.tokens, stored.kept_until = tokens, now + self.token_ttl
+            return tokens.access_token
+
+    # ------------------------------------------------------------------ answers
+    async def _fail(
+        self,
+        send: Send,
+        request: AuthorizationRequest,
+        error: str,
+        description: str,
+        cookies: list[tuple[bytes, bytes]] | None = None,
+    ) -> None:
+        params = {"error": error, "error_description": description, "iss": self.server.issuer}
+        if request.state is not None:
+            params["state"] = request.state
+        sep = "&" if "?" in request.redirect_uri else "?"
+        await self._redirect(send, request.redirect_uri + sep + urlencode(params), cookies or [])
+
+    @staticmethod
+    async def _redirect(send: Send, location: str, extra: list[tuple[bytes, bytes]]) -> None:
+        headers = [(b"location", location.encode()), (b"cache-control", b"no-store"), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 302, "headers": [*headers, *extra]})
+        await send({"type": "http.response.body", "body": b""})

@@ -1,0 +1,227 @@
+"""The OAuth proxy (``AuthorizationServer(upstream=UpstreamLogin(...))``) end to end with real parts: the upstream
+identity provider is a second mcpkit authorization server on uvicorn (no DCR, the proxy pre-registered as a
+confidential client, a ``/userinfo`` route), the proxy hosts the protected MCP server, :class:`OAuthClient` signs in
+through its loopback listener while a browser (httpx, cookies, the consent form posted) walks the redirects."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import jwt
+import pytest
+
+from support.mcp_http import initialize_body
+from support.oauth import serve
+from support.upstream_idp import (
+    MCP_HEADERS,
+    REDIRECT,
+    Browser,
+    authorize_url,
+    call,
+    oauth_client,
+    proxy_stack,
+    query,
+    upstream_tokens,
+)
+
+
+# ------------------------------------------------------------------------------------------- end to end
+@pytest.mark.req("M036")
+async def test_a_user_signs_in_at_the_upstream_provider_and_a_tool_calls_its_api_with_the_upstream_token() -> None:
+    """DCR at the proxy, the consent page approved, the login at the IdP with the proxy's own client, PKCE and
+    state, the proxy's code to the client's loopback listener; the tool reads the upstream token server-side and
+    calls the IdP's API with it. The proxy's token is its own (issuer, audience = the MCP resource); the upstream
+    tokens never appear in any response the proxy sent."""
+    async with proxy_stack() as s:
+        browser = Browser()
+        client, _ = oauth_client(s, browser)
+        assert await call(s["mcp_url"], client) == "login-of-alice|alice"
+        assert browser.consent_pages == 1
+        # the IdP saw the proxy's own client, callback, PKCE S256 and state; never the MCP client's
+        to_idp = [path for m, path, _ in s["idp_log"].requests if path.startswith("/authorize")]
+        assert len(to_idp) == 1
+        upstream = dict(httpx.QueryParams(to_idp[0].split("?", 1)[1]))
+        assert upstream["client_id"] == "mcp-proxy" and upstream["redirect_uri"] == s["login"].callback_url
+        assert upstream["code_challenge_method"] == "S256" and len(upstream["state"]) >= 32
+        token_request = [h for m, path, h in s["idp_log"].requests if path == "/token"]
+        assert token_request and token_request[0]["authorization"].startswith("Basic ")
+        # the client holds the proxy's token, bound to the MCP resource
+        assert client.issuer is not None
+        ours = await client.storage.get_tokens(client.issuer, client.resource)
+        assert ours is not None
+        claims = jwt.decode(ours.access_token, options={"verify_signature": False})
+        assert claims["iss"] == s["proxy_url"] and claims["aud"] == s["mcp_url"] and claims["sub"] == "alice"
+        # the upstream tokens exist, were used, and never left the server
+        issued = upstream_tokens(s)
+        assert issued
+        seen = s["proxy_recorded"].everything()
+        seen += b"".join(r.content + repr(r.headers).encode() for r in browser.seen)
+        assert all(t.encode() not in seen for t in issued)
+        assert ours.access_token not in issued and ours.refresh_token not in issued
+        await client.aclose()
+        await browser.aclose()
+
+
+# ------------------------------------------------------------------------------------------- refusals
+async def test_the_upstream_state_is_single_use_and_bound_to_the_browser_that_started_the_login() -> None:
+    async with proxy_stack() as s:
+        browser = Browser()
+        at_callback = await browser.open(await authorize_url(s), stop_at=s["login"].callback_url)
+        callback = str(at_callback.url.join(at_callback.headers["location"]))
+        state = query(at_callback)["state"]
+        async with httpx.AsyncClient() as stranger:
+            wrong = await stranger.get(callback.replace(state, "x" * len(state)))
+            assert wrong.status_code == 400 and "state" in wrong.json()["error_description"]
+        done = await browser.open(callback, stop_at=REDIRECT)
+        got = query(done)
+        assert got["state"] == "client-state" and got["iss"] == s["proxy_url"] and "code" in got
+        again = await browser.http.get(callback)  # replayed
+        assert again.status_code == 400 and "already used" in again.json()["error_description"]
+        # another browser holding the callback URL (a stolen code and state) cannot finish the login, and burns it
+        other = Browser()
+        at_callback = await other.open(await authorize_url(s), stop_at=s["login"].callback_url)
+        callback = str(at_callback.url.join(at_callback.headers["location"]))
+        async with httpx.AsyncClient() as thief:
+            stolen = await thief.get(callback)
+            assert stolen.status_code == 403 and "not started in this browser" in stolen.json()["error_description"]
+        assert (await other.http.get(callback)).status_code == 400
+        await browser.aclose()
+        await other.aclose()
+
+
+async def test_consent_is_asked_per_client_and_redirect_uri_denial_and_a_forged_form_never_reach_the_provider() -> None:
+    async with proxy_stack() as s:
+        idp_authorizations = lambda: [p for _, p, _ in s["idp_log"].requests if p.startswith("/authorize")]  # noqa: E731
+        page = await Browser(decision=None).open(await authorize_url(s))
+        assert page.status_code == 200 and "Test IdP" in page.text and REDIRECT in page.text
+        assert (
+            page.headers["x-frame-options"] == "DENY"
+            and "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        )
+        # the form posted by a page of another origin (no cookie of this browser) is refused
+        fields = dict(
+            httpx.QueryParams(
+                "&".join(f"{k}={v}" for k, v in __import__("re").findall(r"name='(\w+)' value='([^']*)'", page.text))
+            )
+        )
+        async with httpx.AsyncClient() as forger:
+            r = await forger.post(s["proxy_url"] + "/consent", data={**fields, "action": "approve"})
+            assert r.status_code == 403
+        # denied: the client is told, the provider never asked
+        denied = await Browser(decision="deny").open(await authorize_url(s), stop_at=REDIRECT)
+        assert query(denied)["error"] == "access_denied" and query(denied)["state"] == "client-state"
+        assert idp_authorizations() == []
+        # approved once: the same client and redirect URI skip the page in this browser, another redirect URI not
+        browser = Browser()
+        url = await authorize_url(s)
+        await browser.open(url, stop_at=REDIRECT)
+        assert browser.consent_pages == 1
+        await browser.open(url, stop_at=REDIRECT)
+        assert browser.consent_pages == 1
+        await browser.open(url.replace("%2Fcallback", "%2Fother"), stop_at="http://127.0.0.1:9/")
+        assert browser.consent_pages == 2
+        # an unregistered redirect URI gets no redirect at all, and no login upstream
+        before = len(idp_authorizations())
+        r = await browser.http.get(url.replace("%2Fcallback", "%2Fevil"))
+        assert r.status_code == 400 and "location" not in r.headers and len(idp_authorizations()) == before
+        await browser.aclose()
+
+
+async def test_an_upstream_refusal_or_failure_reaches_the_client_as_an_oauth_error_without_its_details() -> None:
+    users: list[str | None] = [None]
+    async with proxy_stack(user=lambda: users[0]) as s:
+        denied = await Browser().open(await authorize_url(s), stop_at=REDIRECT)
+        assert query(denied)["error"] == "access_denied" and query(denied)["state"] == "client-state"
+    async with proxy_stack(secret="not-the-registered-secret") as s:  # the IdP refuses the code exchange
+        failed = await Browser().open(await authorize_url(s), stop_at=REDIRECT)
+        got = query(failed)
+        assert got["error"] == "server_error" and "code" not in got and "secret" not in got["error_description"]
+
+
+async def test_a_token_of_the_proxy_for_another_audience_is_refused_by_the_mcp_server() -> None:
+    async with proxy_stack() as s:
+        proxy = s["proxy"]
+        other = proxy.issue_access_token(
+            subject="alice", client_id="c", scopes=[], resource="https://other.example/mcp"
+        )
+        mine = proxy.issue_access_token(subject="alice", client_id="c", scopes=[], resource=s["mcp_url"])
+        async with httpx.AsyncClient() as http:
+            body = initialize_body("2025-06-18")
+            r = await http.post(s["mcp_url"], json=body, headers={**MCP_HEADERS, "authorization": f"Bearer {other}"})
+            assert r.status_code == 401
+            r = await http.post(s["mcp_url"], json=body, headers={**MCP_HEADERS, "authorization": f"Bearer {mine}"})
+            assert r.status_code == 200
+
+
+# ------------------------------------------------------------------------------------------- bounds
+async def test_pending_logins_are_bounded_in_count_and_time() -> None:
+    now = [1_000_000.0]
+    options = {"clock": lambda: now[0]}
+    async with proxy_stack(login_options={"max_pending": 2, "pending_ttl": 60}, proxy_options=options) as s:
+        browsers = [Browser(decision=None) for _ in range(3)]
+        pages = [await b.open(await authorize_url(s)) for b in browsers[:2]]
+        assert all(p.status_code == 200 for p in pages)
+        full = await browsers[2].open(await authorize_url(s), stop_at=REDIRECT)
+        assert query(full)["error"] == "temporarily_unavailable"
+        now[0] += 61  # both expired: the page's form is refused, and there is room again
+        r = await browsers[0].answer(pages[0], "approve")
+        assert r.status_code == 400 and "expired" in r.json()["error_description"]
+        assert (await browsers[2].open(await authorize_url(s))).status_code == 200
+        # a login past its time at the provider is refused at the callback
+        browser = Browser()
+        at_callback = await browser.open(await authorize_url(s), stop_at=s["login"].callback_url)
+        now[0] += 61
+        late = await browser.http.get(str(at_callback.url.join(at_callback.headers["location"])))
+        assert late.status_code == 400
+        for b in [*browsers, browser]:
+            await b.aclose()
+
+
+async def test_stored_upstream_tokens_are_bounded_in_count_and_time_and_refreshed_when_expired() -> None:
+    now = [__import__("time").time()]
+    login_options = {"max_tokens": 1, "token_ttl": 3600, "clock": lambda: now[0]}
+    async with proxy_stack(login_options=login_options) as s:
+        s["idp"].access_token_ttl = 60.0
+        users = iter(["alice", "bob"])
+        s["idp"].approver = lambda request: asyncio.sleep(0, next(users))
+        alice_browser, bob_browser = Browser(), Browser()
+        alice, _ = oauth_client(s, alice_browser)
+        assert await call(s["mcp_url"], alice) == "login-of-alice|alice"
+        first = upstream_tokens(s)[0]
+        now[0] += 120  # alice's upstream token expired: refreshed with the upstream refresh token
+        assert await call(s["mcp_url"], alice) == "login-of-alice|alice"
+        refreshes = [b for b in s["idp_recorded"].bodies("/token")]
+        assert len(refreshes) == 2 and refreshes[1]["access_token"] != first
+        bob, _ = oauth_client(s, bob_browser)
+        assert await call(s["mcp_url"], bob) == "login-of-bob|bob"
+        assert await call(s["mcp_url"], alice) == "no upstream token"  # one kept: alice's went
+        now[0] += 3601  # past token_ttl: bob's is forgotten too
+        assert await call(s["mcp_url"], bob) == "no upstream token"
+        for c in (alice, bob):
+            await c.aclose()
+        await alice_browser.aclose()
+        await bob_browser.aclose()
+
+
+async def test_upstream_answers_are_read_bounded_in_size_and_time() -> None:
+    async with proxy_stack(provider_options={"max_response": 64}) as s:  # a token answer is larger
+        got = query(await Browser().open(await authorize_url(s), stop_at=REDIRECT))
+        assert got["error"] == "server_error" and "token endpoint" in got["error_description"]
+    release = asyncio.Event()
+
+    def stalled_endpoint(base: str) -> Any:
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # a token endpoint that never answers
+            if scope["type"] == "http":
+                await asyncio.wait_for(release.wait(), 30)
+
+        return app
+
+    async with serve(stalled_endpoint) as (stalled_url, _):
+        async with proxy_stack(provider_options={"timeout": 0.5, "token_url": stalled_url + "/token"}) as s:
+            started = asyncio.get_running_loop().time()
+            got = query(await Browser().open(await authorize_url(s), stop_at=REDIRECT))
+            assert got["error"] == "server_error" and "ReadTimeout" in got["error_description"]
+            assert asyncio.get_running_loop().time() - started < 10
+        release.set()

@@ -1,0 +1,277 @@
+"""An OAuth proxy stack for the upstream-login tests, all real and on 127.0.0.1: the upstream identity provider is a
+second mcpkit :class:`AuthorizationServer` (no Dynamic Client Registration, the proxy pre-registered as a
+confidential client) with a small ``/userinfo`` route; the proxy is an :class:`AuthorizationServer` with an
+:class:`UpstreamLogin`, hosting the protected MCP server; :class:`Browser` is the user's browser (httpx following
+redirects, keeping cookies, posting the consent form)."""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+import jwt
+import orjson
+
+from mcpkit import MCPKit
+from mcpkit._asgi import lifespan
+from mcpkit.auth import AuthorizationServer, JWTVerifier, LoopbackCallback, OAuthClient, current_access_token, protect
+from mcpkit.auth._util import pkce_pair
+from mcpkit.auth.storage import AuthorizationRequest
+from mcpkit.auth.upstream import UpstreamProvider
+from mcpkit.auth.upstream_login import UpstreamLogin
+from mcpkit.client.lowlevel import ClientSession
+from mcpkit.transports.http import create_app
+from mcpkit.transports.http.streamable_client import StreamableHTTPClientTransport
+from support.oauth import serve
+
+REDIRECT = "http://127.0.0.1:9/callback"  # never contacted: the browser stops at the redirect to it
+MCP_HEADERS = {"accept": "application/json, text/event-stream", "mcp-protocol-version": "2025-06-18"}
+
+
+async def call(url: str, auth: OAuthClient) -> str:
+    """The ``upstream_whoami`` tool's answer, signed in with ``auth``."""
+    async with StreamableHTTPClientTransport(url, auth=auth) as conn, ClientSession(conn) as session:
+        result = await session.call_tool("upstream_whoami", {})
+        return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+def oauth_client(s: dict[str, Any], browser: Browser) -> tuple[OAuthClient, LoopbackCallback]:
+    """An :class:`OAuthClient` for the stack's MCP server, its loopback listener opened by ``browser``."""
+    callback = LoopbackCallback(open_url=browser.open, timeout=60)
+    client = OAuthClient(
+        s["mcp_url"],
+        client_metadata={"client_name": "Proxy Test Client", "redirect_uris": [callback.redirect_uri]},
+        redirect_handler=callback.redirect_handler,
+        callback_handler=callback.callback_handler,
+    )
+    return client, callback
+
+
+async def authorize_url(s: dict[str, Any], state: str = "client-state", redirect: str = REDIRECT) -> str:
+    """An authorization request of a new client of the proxy (two redirect URIs registered)."""
+    client = await s["proxy"].register_client(redirect_uris=[REDIRECT, "http://127.0.0.1:9/other"])
+    _, challenge = pkce_pair()
+    params = httpx.QueryParams(
+        response_type="code",
+        client_id=client.client_id,
+        redirect_uri=redirect,
+        state=state,
+        code_challenge=challenge,
+        code_challenge_method="S256",
+        resource=s["mcp_url"],
+    )
+    return f"{s['proxy_url']}/authorize?{params}"
+
+
+def upstream_tokens(s: dict[str, Any]) -> list[str]:
+    """Every access and refresh token the IdP's token endpoint answered."""
+    found = []
+    for body in s["idp_recorded"].bodies("/token"):
+        found += [body[k] for k in ("access_token", "refresh_token") if k in body]
+    return found
+
+
+PROXY_CLIENT_ID = "mcp-proxy"
+PROXY_CLIENT_SECRET = "proxy-secret-at-the-idp"
+
+
+class Recorded:
+    """Every response an app sent: status, headers and body (what a client of it could ever see)."""
+
+    def __init__(self) -> None:
+        self.responses: list[tuple[str, int, list[tuple[bytes, bytes]], bytes]] = []
+
+    def wrap(self, app: Any) -> Any:
+        async def recorded(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            entry: list[Any] = [scope["path"], 0, [], b""]
+
+            async def capture(message: Any) -> None:
+                if message["type"] == "http.response.start":
+                    entry[1], entry[2] = message["status"], list(message.get("headers", []))
+                elif message["type"] == "http.response.body":
+                    entry[3] += message.get("body", b"")
+                    if not message.get("more_body"):
+                        self.responses.append((entry[0], entry[1], entry[2], entry[3]))
+                await send(message)
+
+            await app(scope, receive, capture)
+
+        return recorded
+
+    def everything(self) -> bytes:
+        return b"\n".join(b"%d %s %s" % (s, repr(h).encode(), b) for _, s, h, b in self.responses)
+
+    def bodies(self, path_end: str) -> list[dict[str, Any]]:
+        return [orjson.loads(b) for p, s, _, b in self.responses if p.endswith(path_end) and s == 200 and b]
+
+
+def identity_provider(base: str, users: Callable[[], str | None]) -> AuthorizationServer:
+    """The upstream IdP at ``base``: its ``/userinfo`` answers the user of a valid token of its own."""
+
+    async def userinfo(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await lifespan(receive, send)
+            return
+        if scope["type"] != "http" or scope["path"] != "/userinfo":
+            await send({"type": "http.response.start", "status": 404, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        auth = dict(scope["headers"]).get(b"authorization", b"").decode()
+        status, body = 401, {"error": "invalid_token"}
+        if auth.startswith("Bearer "):
+            try:
+                claims = jwt.decode(auth[7:], idp.key.public_key(), algorithms=["ES256"], options={"verify_aud": False})
+            except jwt.InvalidTokenError:
+                pass
+            else:
+                status, body = 200, {"sub": claims["sub"], "login": "login-of-" + claims["sub"]}
+        data = orjson.dumps(body)
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+        )
+        await send({"type": "http.response.body", "body": data})
+
+    async def approver(request: AuthorizationRequest) -> str | None:
+        return users()
+
+    idp = AuthorizationServer(base, registration=False, approver=approver, app=userinfo)
+    return idp
+
+
+def proxied_server(login: UpstreamLogin, idp_url: str) -> MCPKit:
+    app = MCPKit("proxied", version="1.0.0")
+
+    @app.tool
+    async def upstream_whoami() -> str:
+        """Calls the upstream API (its userinfo) with the user's upstream token."""
+        token = await login.upstream_token()
+        if token is None:
+            return "no upstream token"
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.get(idp_url + "/userinfo", headers={"authorization": "Bearer " + token})
+        ours = current_access_token()
+        assert ours is not None
+        return f"{r.json().get('login')}|{ours.subject}"
+
+    return app
+
+
+@contextlib.asynccontextmanager
+async def proxy_stack(
+    *,
+    user: Callable[[], str | None] = lambda: "alice",
+    provider_options: dict[str, Any] | None = None,
+    login_options: dict[str, Any] | None = None,
+    proxy_options: dict[str, Any] | None = None,
+    idp_options: Callable[[AuthorizationServer], Awaitable[None]] | None = None,
+    secret: str = PROXY_CLIENT_SECRET,
+) -> AsyncIterator[dict[str, Any]]:
+    """The IdP, then the proxy hosting the MCP server at ``<proxy>/mcp``; the proxy registered at the IdP."""
+    s: dict[str, Any] = {"idp_recorded": Recorded(), "proxy_recorded": Recorded()}
+
+    def make_idp(base: str) -> Any:
+        s["idp"] = identity_provider(base, user)
+        return s["idp_recorded"].wrap(s["idp"])
+
+    async with serve(make_idp) as (idp_url, idp_log):
+
+        def make_proxy(base: str) -> Any:
+            fields: dict[str, Any] = {
+                "authorize_url": idp_url + "/authorize",
+                "token_url": idp_url + "/token",
+                "userinfo_url": idp_url + "/userinfo",
+                "client_id": PROXY_CLIENT_ID,
+                "client_secret": secret,
+                "scopes": ("profile",),
+                "name": "Test IdP",
+            }
+            provider = UpstreamProvider(**{**fields, **(provider_options or {})})
+            login = UpstreamLogin(provider, **(login_options or {}))
+            resource = base + "/mcp"
+            verifier = JWTVerifier(issuer=base, audience=resource, jwks_url=base + "/jwks")
+            mcp = protect(
+                create_app(proxied_server(login, idp_url)),
+                resource=resource,
+                verifier=verifier,
+                authorization_servers=[base],
+            )
+            s["proxy"] = AuthorizationServer(
+                base,
+                resources=[resource, "https://other.example/mcp"],
+                upstream=login,
+                app=mcp,
+                **(proxy_options or {}),
+            )
+            s.update(login=login, mcp_url=resource)
+            return s["proxy_recorded"].wrap(s["proxy"])
+
+        async with serve(make_proxy) as (proxy_url, proxy_log):
+            await s["idp"].register_client(
+                client_id=PROXY_CLIENT_ID,
+                client_secret=PROXY_CLIENT_SECRET,
+                redirect_uris=[s["login"].callback_url],
+                token_endpoint_auth_method=s["login"].provider.token_auth,
+            )
+            if idp_options is not None:
+                await idp_options(s["idp"])
+            s.update(idp_url=idp_url, idp_log=idp_log, proxy_url=proxy_url, proxy_log=proxy_log)
+            yield s
+
+
+_INPUT = re.compile(r"<input type='hidden' name='(\w+)' value='([^']*)'>")
+_ACTION = re.compile(r"<form method='post' action='([^']*)'>")
+
+
+class Browser:
+    """The user's browser: follows redirects (at most ``max_hops``), keeps cookies, and answers a consent page with
+    ``decision`` (``approve`` or ``deny``; None: stops at the page). ``seen`` is every response it got."""
+
+    def __init__(self, decision: str | None = "approve", *, max_hops: int = 12) -> None:
+        self.http = httpx.AsyncClient(follow_redirects=False, timeout=20)
+        self.decision = decision
+        self.max_hops = max_hops
+        self.seen: list[httpx.Response] = []
+        self.consent_pages = 0
+
+    async def open(self, url: str, *, stop_at: str | None = None) -> httpx.Response:
+        """Go to ``url`` and on until a page that is not a redirect, or a redirect to a URL starting with
+        ``stop_at`` (its response is returned, not followed)."""
+        resp = await self.http.get(url)
+        for _ in range(self.max_hops):
+            self.seen.append(resp)
+            if resp.status_code == 200 and "<form method='post'" in resp.text:
+                self.consent_pages += 1
+                if self.decision is None:
+                    return resp
+                resp = await self.answer(resp, self.decision)
+                continue
+            location = resp.headers.get("location")
+            if resp.status_code not in (302, 303) or not location:
+                return resp
+            target = str(resp.url.join(location))
+            if stop_at is not None and target.startswith(stop_at):
+                return resp
+            resp = await self.http.get(target)
+        raise AssertionError("too many redirects")
+
+    async def answer(self, page: httpx.Response, decision: str) -> httpx.Response:
+        fields = dict(_INPUT.findall(page.text))
+        action = _ACTION.search(page.text)
+        assert action is not None
+        return await self.http.post(html.unescape(action.group(1)), data={**fields, "action": decision})
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+
+def query(resp: httpx.Response) -> dict[str, str]:
+    """The query parameters of a redirect's target."""
+    return dict(parse_qsl(urlsplit(resp.headers["location"]).query))
