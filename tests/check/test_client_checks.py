@@ -488,6 +488,39 @@ async def test_a_client_flooding_requests_it_never_reads_holds_a_bounded_number_
     assert "still running after 8s: stopped" in str(report.info["handshake: client"])
 
 
+async def test_past_a_full_log_a_client_is_counted_unread_and_its_shutdown_still_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a connection's log holds MAX_ENTRIES, what the client writes is counted without being parsed (nor
+    answered): a flood left in the relay's socket after the client was stopped used to be parsed in full. The relay's
+    events still land, so S001 is judged from how the client ended the server (it used to be "not exercised")."""
+    from mcpkit.check.clients import scripted
+
+    monkeypatch.setattr(scripted, "MAX_ENTRIES", 100)
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, shlex, subprocess, sys, threading, time\n"
+        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "got = []\n"
+        "threading.Thread(target=lambda: [got.append(line) for line in p.stdout], daemon=True).start()\n"
+        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
+        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
+        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
+        "p.stdin.flush(); time.sleep(1)\n"
+        "send({'jsonrpc': '2.0', 'method': 'notifications/initialized'})\n"
+        "for n in range(1, 301):\n"
+        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'ping'})\n"
+        "p.stdin.flush(); time.sleep(2)\n"
+        "p.stdin.close(); p.wait(10)\n"
+        f"open({str(tmp_path / 'answers')!r}, 'w').write(str(len(got)))\n"
+    )
+    report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=30)
+    answers = int((tmp_path / "answers").read_text())
+    assert answers <= 100, answers  # (all 301 were answered when every line was parsed)
+    assert "counted, not read nor answered" in str(report.info.get("handshake: not kept")), report.info
+    assert report.status("S001") == PASS, render(report, "text", verbose=True)
+
+
 def test_the_search_for_a_message_split_across_lines_is_bounded() -> None:
     """M015 fails only when lines that are no JSON join into one message again; the search is bounded (10 starting
     lines of a run, 200 lines and MAX_MESSAGE characters a stretch), so 20,000 junk lines judge in moments."""

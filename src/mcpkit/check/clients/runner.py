@@ -159,7 +159,10 @@ async def _one(
     report.info[f"{name}: connections"] = len(connections)
     dropped = sum(c.dropped for c in server.conns)
     if dropped:
-        report.info[f"{name}: not kept"] = f"{dropped} message(s) past the {MAX_ENTRIES} a connection keeps"
+        report.info[f"{name}: not kept"] = (
+            f"{dropped} message(s) past the {MAX_ENTRIES} a connection keeps (past it, what the client sends over "
+            "stdio is counted, not read nor answered)"
+        )
     unanswered = sum(c.unanswered for c in server.conns)
     if unanswered:
         report.info[f"{name}: not answered"] = (

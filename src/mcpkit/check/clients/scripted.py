@@ -46,6 +46,7 @@ UNKNOWN_VERSION = "1999-01-01"
 PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
 MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of a client may open
 MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
+MAX_LATE_EVENTS = 64  # relay events (stdin closed, a signal, the end) a full log still keeps: S001 is judged by them
 TOO_DEEP = "JSON nested deeper than the checker parses"  # the error of such a message: not judged, said
 MAX_IN_FLIGHT = 1_000  # a stdio connection's messages being answered at once (past it: recorded, not answered)
 CANCEL_AFTER = 0.5  # the cancel scenario: a request to the client unanswered this long is cancelled
@@ -153,9 +154,15 @@ class Conn:
         self.in_flight: int = 0  # messages being answered now (stdio: the client may not read its answers)
         self.unanswered: int = 0  # messages past MAX_IN_FLIGHT: recorded, not answered
 
+    @property
+    def full(self) -> bool:
+        """The log holds :data:`MAX_ENTRIES`: what the client sends now is counted, not read."""
+        return len(self.log) >= MAX_ENTRIES
+
     def keep(self, entry: Entry) -> None:
-        """Log ``entry`` unless the connection's log is full (then it is counted in ``dropped``)."""
-        if len(self.log) < MAX_ENTRIES:
+        """Log ``entry`` unless the connection's log is full (then it is counted in ``dropped``); a relay event
+        is still kept, up to :data:`MAX_LATE_EVENTS` past the bound (how the client ended its server)."""
+        if len(self.log) < MAX_ENTRIES or (entry.dir == "event" and len(self.log) < MAX_ENTRIES + MAX_LATE_EVENTS):
             self.log.append(entry)
         else:
             self.dropped += 1
