@@ -190,6 +190,24 @@ async def test_an_in_process_server_whose_startup_fails_fails_the_connect_at_onc
     assert "never retrieved" not in caplog.text
 
 
+@contextlib.asynccontextmanager
+async def _never_starts(app: Any) -> Any:
+    await asyncio.Event().wait()  # (a database that never answers)
+    yield
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_an_in_process_server_whose_startup_never_ends_fails_the_connect_saying_so(mode: str) -> None:
+    """``Client(server)`` whose lifespan never finishes starting: the connect fails at its bound with a
+    ServerStartError naming the server and the bound, as for a stdio or network server, not a bare TimeoutError
+    with no message."""
+    with pytest.raises(ServerStartError) as caught:
+        async with Client(mcpkit.MCPKit("stuck", lifespan=_never_starts), mode=mode, connect_timeout=1):
+            pass
+    assert str(caught.value) == "the in-process server 'stuck' did not complete initialization within 1s"
+    assert caught.value.timeout == 1
+
+
 @contextlib.contextmanager
 def _listener_that_never_answers() -> Any:
     """A TCP port that accepts connections and then says nothing (a hung server, a firewall that swallows)."""

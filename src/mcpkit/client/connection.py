@@ -389,7 +389,13 @@ class ClientConnection(SelfHealing):
         if not isinstance(exc, (ConnectionClosed, TimeoutError, RequestTimeout, OSError)):
             return None
         if opened.stdio is None:
-            if opened.target.url is None:
+            if opened.target.url is None:  # in process: its own error is the cause when it failed; a hang is told
+                if isinstance(exc, (TimeoutError, RequestTimeout)):
+                    return ServerStartError(
+                        f"the {opened.target.description} did not complete initialization within "
+                        f"{self.connect_timeout}s",
+                        timeout=self.connect_timeout,
+                    )
                 return None
             if isinstance(exc, (TimeoutError, RequestTimeout)):
                 return ServerStartError(
