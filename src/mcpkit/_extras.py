@@ -12,6 +12,7 @@ extra      brings                                      for
 ``cli``    click, rich, watchfiles, pyyaml             the ``mcpkit`` command (watchfiles: ``mcpkit dev``,
                                                        pyyaml: ``mcpkit install goose``)
 ``redis``  redis                                       ``mcpkit.stores.redis`` (several workers)
+``postgres`` asyncpg                                   ``mcpkit.stores.postgres`` (several workers)
 ``auth``   pyjwt[crypto] (+ the ``http`` extra)        ``mcpkit.auth`` (OAuth 2.1)
 ``skills`` pyyaml                                      Skills: ``add_skills``, reading and checking skills
 ``otel``   opentelemetry-api, opentelemetry-sdk        ``mcpkit.telemetry`` (OpenTelemetry spans)
@@ -45,6 +46,7 @@ EXTRA_OF: dict[str, str] = {
     "rich": "cli",
     "watchfiles": "cli",
     "redis": "redis",
+    "asyncpg": "postgres",
     "jwt": "auth",
     "cryptography": "auth",
     "yaml": "skills",
