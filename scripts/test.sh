@@ -29,11 +29,15 @@ PY="$ROOT/.venv/bin/python"
 "$PY" --version
 elapsed
 
-section "redis-server, nginx, haproxy"
+section "redis-server, PostgreSQL, nginx, haproxy"
 # The Redis store tests need redis-server and redis-cli (a single Redis and a three-primary Redis Cluster), the
-# scale-out tests a real load balancer: nginx and HAProxy run the configurations shipped in deploy/. Installed
-# only when missing; the daemons the packages would start are not used (the tests start their own on free ports).
+# PostgreSQL store tests initdb and postgres (tests/support/postgres_server.py finds them on PATH or in
+# /usr/lib/postgresql/*/bin), the scale-out tests a real load balancer: nginx and HAProxy run the configurations
+# shipped in deploy/. Installed only when missing; the daemons the packages would start are not used (the tests
+# start their own on free ports).
+pg_bin() { command -v "$1" >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/"$1" >/dev/null 2>&1; }
 MISSING_PKGS=()
+{ pg_bin initdb && pg_bin postgres; } || MISSING_PKGS+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || MISSING_PKGS+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || MISSING_PKGS+=(redis-tools)
 { command -v nginx || [ -x /usr/sbin/nginx ]; } >/dev/null 2>&1 || MISSING_PKGS+=(nginx)
@@ -46,6 +50,8 @@ if [ "${#MISSING_PKGS[@]}" -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${MISSING_PKGS[@]}" >/dev/null
 fi
 redis-server --version
+{ pg_bin initdb && pg_bin postgres; } || { echo "initdb/postgres still missing after installing postgresql" >&2; exit 1; }
+"$(command -v postgres || ls -d /usr/lib/postgresql/*/bin/postgres | sort -V | tail -n 1)" --version
 PATH="$PATH:/usr/sbin" nginx -v 2>&1
 PATH="$PATH:/usr/sbin" haproxy -v 2>&1 | sed -n 1p
 elapsed

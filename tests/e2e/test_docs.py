@@ -23,6 +23,7 @@ PUBLIC_PACKAGES = (
     "mcpkit.server.middleware",
     "mcpkit.server.openapi",
     "mcpkit.stores",
+    "mcpkit.stores.postgres",
     "mcpkit.stores.redis",
     "mcpkit.tasks",
     "mcpkit.testing",

@@ -75,7 +75,7 @@ def test_the_environment_configures_every_setting_and_flags_its_mistakes(tmp_pat
     config = ScaleConfig.from_env(env)
     assert config == ScaleConfig("redis://r:6379/2", True, "app1:", 0.25, (KEY_A, KEY_B))  # (each key once)
     assert ScaleConfig.from_env(config.to_env()) == config  # what --workers hands its workers
-    assert "k" not in repr(config).lower().replace("keys", "")  # the keys are not in the repr
+    assert KEY_A.decode() not in repr(config) and KEY_B.decode() not in repr(config)  # the keys are not in the repr
     for bad, message in (
         ({"MCPKIT_REDIS_CLUSTER": "maybe"}, "MCPKIT_REDIS_CLUSTER"),
         ({"MCPKIT_REDIS_TIMEOUT": "soon"}, "MCPKIT_REDIS_TIMEOUT"),

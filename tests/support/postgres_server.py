@@ -167,3 +167,47 @@ def postgres_url() -> Iterator[str]:
             server.stop()
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------- a worker process
+#
+# `python tests/support/postgres_server.py worker POSTGRES_URL PORT NAME` serves one MCP endpoint worker on
+# 127.0.0.1:PORT with the PostgreSQL stores given explicitly to create_app (tables under $WORKER_PREFIX); start
+# several on one PostgreSQL and they behave as one endpoint (tests/e2e/test_postgres_workers.py).
+
+
+def _worker_main(argv: list[str]) -> None:
+    import uvicorn
+
+    from mcpkit.stores.postgres import PostgresEventStore, PostgresFanout, PostgresSessionStore
+    from mcpkit.transports.http import create_app
+    from support.redis_server import worker_app
+
+    url, port, name = argv[0], int(argv[1]), argv[2]
+    prefix = os.environ.get("WORKER_PREFIX", "e2e_")
+    endpoint = create_app(
+        worker_app(name),
+        fanout=PostgresFanout(url, prefix=prefix),
+        event_store=PostgresEventStore(url, prefix=prefix),
+        session_store=PostgresSessionStore(url, prefix=prefix),
+        sse=False,
+        ws=False,
+    )
+    uvicorn.run(
+        endpoint,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",  # type: ignore[arg-type]
+        timeout_graceful_shutdown=2,
+    )
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if len(sys.argv) >= 5 and sys.argv[1] == "worker":
+        _worker_main(sys.argv[2:])
+    else:
+        sys.exit("usage: python tests/support/postgres_server.py worker POSTGRES_URL PORT NAME")

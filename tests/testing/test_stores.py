@@ -1,8 +1,8 @@
 """The store contract kit (:mod:`mcpkit.testing.stores`) applied the way a user applies it: subclassed for the
 in-memory stores, the Redis stores (a real redis-server on 127.0.0.1, and a real three-primary Redis Cluster for the
-session and event stores), and shown to catch the deliberately broken stores of tests/support/broken_stores.py
-(a kit test that cannot fail proves nothing). The guide's example runs as a user's project, in pytest-asyncio's
-strict mode."""
+session and event stores) and the PostgreSQL session and event stores (a real PostgreSQL: initdb + postgres on
+127.0.0.1), and shown to catch the deliberately broken stores of tests/support/broken_stores.py (a kit test that
+cannot fail proves nothing). The guide's example runs as a user's project, in pytest-asyncio's strict mode."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from support.broken_stores import (
     UndeadSessionStore,
 )
 from support.paths import REPO
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.redis_server import redis_cluster_url, redis_url  # noqa: F401  (the session fixtures)
 
 # ---------------------------------------------------------------------------------------------- in memory
@@ -137,6 +138,43 @@ class TestRedisBus(OnRedis, BusContract):
         from mcpkit.stores.redis import RedisBus
 
         return RedisBus(self.url, prefix=self.prefix, queue_size=self.queue_size or 1024)
+
+
+# ---------------------------------------------------------------------------------------------- PostgreSQL
+
+
+class OnPostgres:
+    """Tables of a fresh prefix on the session's PostgreSQL for each test (what a user does with a DSN fixture)."""
+
+    url: str
+    prefix: str
+
+    @pytest.fixture(autouse=True)
+    def _on_postgres(self, postgres_url: str) -> None:  # noqa: F811
+        self.url, self.prefix = postgres_url, f"contract{secrets.token_hex(4)}_"
+
+
+class TestPostgresSessionStore(OnPostgres, SessionStoreContract):
+    async def make_store(self) -> SessionStore:
+        from mcpkit.stores.postgres import PostgresSessionStore
+
+        return PostgresSessionStore(self.url, prefix=self.prefix)
+
+
+class TestPostgresEventStore(OnPostgres, EventStoreContract):
+    max_streams_per_session = 4
+    ttl = 1.0
+
+    async def make_store(self) -> EventStore:
+        from mcpkit.stores.postgres import PostgresEventStore
+
+        return PostgresEventStore(
+            self.url,
+            prefix=self.prefix,
+            max_events_per_stream=self.max_events_per_stream,
+            max_streams_per_session=self.max_streams_per_session or 1000,
+            ttl=self.ttl,
+        )
 
 
 # ---------------------------------------------------------------------------------------------- the kit catches bugs

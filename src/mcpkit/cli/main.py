@@ -132,7 +132,7 @@ def cli() -> None:
     default=1,
     show_default=True,
     envvar="MCPKIT_WORKERS",
-    help="HTTP: worker processes sharing the port (more than 1 needs --redis).",
+    help="HTTP: worker processes sharing the port (more than 1 needs --redis or --postgres).",
 )
 @click.option(
     "--redis", "redis_url", default=None, envvar="MCPKIT_REDIS_URL", help="HTTP: Redis URL the workers share."
@@ -143,6 +143,23 @@ def cli() -> None:
 @click.option("--redis-prefix", default=None, envvar="MCPKIT_REDIS_PREFIX", help="HTTP: Redis key prefix [mcpkit:].")
 @click.option(
     "--redis-timeout", type=SECONDS, default=None, envvar="MCPKIT_REDIS_TIMEOUT", help="HTTP: Redis timeout [1]."
+)
+@click.option(
+    "--postgres",
+    "postgres_url",
+    default=None,
+    envvar="MCPKIT_POSTGRES_URL",
+    help="HTTP: PostgreSQL URL the workers share (instead of --redis).",
+)
+@click.option(
+    "--postgres-prefix", default=None, envvar="MCPKIT_POSTGRES_PREFIX", help="HTTP: PostgreSQL table prefix [mcpkit_]."
+)
+@click.option(
+    "--postgres-timeout",
+    type=SECONDS,
+    default=None,
+    envvar="MCPKIT_POSTGRES_TIMEOUT",
+    help="HTTP: PostgreSQL timeout [5].",
 )
 @click.option(
     "--state-keys-file",
@@ -192,6 +209,9 @@ def run(
     redis_cluster: bool,
     redis_prefix: str | None,
     redis_timeout: float | None,
+    postgres_url: str | None,
+    postgres_prefix: str | None,
+    postgres_timeout: float | None,
     state_keys_file: str | None,
     forwarded_allow_ips: str | None,
     drain_timeout: float | None,
@@ -205,22 +225,30 @@ def run(
     environment variable MCPKIT_DEBUG=1 before the server is imported (MCPKit apps then show tool exceptions to
     the client instead of masking them) and logs at debug level: never use it in production.
 
-    Several workers: --redis URL (or MCPKIT_REDIS_URL) makes the workers of one deployment share sessions, SSE
-    events and notifications, on one host (--workers N) or on several behind a load balancer; they also share the
-    key ring that seals requestState and list cursors (MCPKIT_STATE_KEYS or --state-keys-file; --workers N on one
-    host generates one when none is given). --workers, the --redis options, --state-keys-file and
-    --forwarded-allow-ips also come from their MCPKIT_* environment variables (MCPKIT_WORKERS, ...)."""
+    Several workers: --redis URL (or MCPKIT_REDIS_URL), or --postgres URL (or MCPKIT_POSTGRES_URL), makes the
+    workers of one deployment share sessions, SSE events and notifications, on one host (--workers N) or on
+    several behind a load balancer; they also share the key ring that seals requestState and list cursors
+    (MCPKIT_STATE_KEYS or --state-keys-file; --workers N on one host generates one when none is given).
+    --workers, the --redis and --postgres options, --state-keys-file and --forwarded-allow-ips also come from
+    their MCPKIT_* environment variables (MCPKIT_WORKERS, ...)."""
     import logging
     import os
 
-    scale = _scale_config(redis_url, redis_cluster, redis_prefix, redis_timeout, state_keys_file)
+    postgres = (postgres_url, postgres_prefix, postgres_timeout)
+    scale = _scale_config(redis_url, redis_cluster, redis_prefix, redis_timeout, state_keys_file, postgres)
     if transport == "stdio":
-        source = click.get_current_context().get_parameter_source("redis_url")
-        if workers > 1 or (redis_url and source == click.core.ParameterSource.COMMANDLINE):
-            raise click.UsageError("--workers and --redis are for the HTTP transports (-t http, sse or ws)")
+        ctx = click.get_current_context()
+        given = [
+            name
+            for name in ("redis_url", "postgres_url")
+            if ctx.params.get(name) and ctx.get_parameter_source(name) == click.core.ParameterSource.COMMANDLINE
+        ]
+        if workers > 1 or given:
+            raise click.UsageError("--workers, --redis and --postgres are for the HTTP transports (-t http, sse or ws)")
     if workers > 1 and not scale.shared:
         raise click.UsageError(
-            "--workers N shares sessions and notifications through Redis: give --redis URL (or MCPKIT_REDIS_URL)"
+            "--workers N shares sessions and notifications through Redis or PostgreSQL: give --redis URL (or "
+            "MCPKIT_REDIS_URL) or --postgres URL (or MCPKIT_POSTGRES_URL)"
         )
 
     if dev:
@@ -281,22 +309,36 @@ def run(
 
 
 def _scale_config(
-    url: str | None, cluster: bool, prefix: str | None, timeout: float | None, keys_file: str | None
+    url: str | None,
+    cluster: bool,
+    prefix: str | None,
+    timeout: float | None,
+    keys_file: str | None,
+    postgres: tuple[str | None, str | None, float | None] = (None, None, None),
 ) -> Any:
     """The shared configuration: the MCPKIT_* environment, overridden by the flags."""
     from ..stores.config import ENV, ScaleConfig
 
     env = dict(os.environ)
+    pg_url, pg_prefix, pg_timeout = postgres
     given = {"redis_url": url, "redis_prefix": prefix, "state_keys_file": keys_file}
+    given |= {"postgres_url": pg_url, "postgres_prefix": pg_prefix}
     env.update({ENV[name]: value for name, value in given.items() if value})
     if timeout is not None:
         env[ENV["redis_timeout"]] = str(timeout)
+    if pg_timeout is not None:
+        env[ENV["postgres_timeout"]] = str(pg_timeout)
     if cluster:
         env[ENV["redis_cluster"]] = "1"
     try:
         return ScaleConfig.from_env(env)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+_SHARED_OPTIONS = frozenset(
+    ("redis_url", "redis_cluster", "redis_prefix", "redis_timeout", "state_keys_file", "postgres_url")
+) | {"postgres_prefix", "postgres_timeout"}
 
 
 def _run_workers(
@@ -323,10 +365,8 @@ def _run_workers(
         if name in ("workers", "worker_fd", "script_fallback") or not isinstance(param, click.Option):
             continue
         value = ctx.params.get(name)
-        if value is None or value is False or name in ("redis_url", "redis_cluster", "redis_prefix", "state_keys_file"):
+        if value is None or value is False or name in _SHARED_OPTIONS:
             continue  # (the shared configuration goes through the environment)
-        if name == "redis_timeout":
-            continue
         flag = param.opts[0] if param.opts[0].startswith("--") else param.opts[-1]
         command += [flag] if value is True else [flag, str(bound[1]) if name == "port" else str(value)]
     command.insert(len(python_command()) + 1, ctx.params["target"])

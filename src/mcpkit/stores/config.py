@@ -8,6 +8,10 @@ setting            environment variable           ``mcpkit run``                
 ``redis_cluster``  ``MCPKIT_REDIS_CLUSTER=1``     ``--redis-cluster``           off (the URL names one Redis)
 ``redis_prefix``   ``MCPKIT_REDIS_PREFIX``        ``--redis-prefix``            ``mcpkit:``
 ``redis_timeout``  ``MCPKIT_REDIS_TIMEOUT``       ``--redis-timeout``           1 s (connect, and each answer)
+``postgres_url``   ``MCPKIT_POSTGRES_URL``        ``--postgres URL``            none (not with a Redis URL)
+``postgres_prefix`` ``MCPKIT_POSTGRES_PREFIX``    ``--postgres-prefix``         ``mcpkit_`` (table names)
+``postgres_timeout`` ``MCPKIT_POSTGRES_TIMEOUT``  ``--postgres-timeout``        5 s (connect, pool, statement)
+``postgres_pool_size`` ``MCPKIT_POSTGRES_POOL_SIZE`` (environment only)         10 connections per worker (<= 100)
 ``state_keys``     ``MCPKIT_STATE_KEYS`` (comma-  ``--state-keys-file PATH``    a random key per process
                    separated) or                  (one key a line)
                    ``MCPKIT_STATE_KEYS_FILE``
@@ -20,6 +24,13 @@ store of its own; the state keys (a key ring: the first signs, every one verifie
 cursors on every worker alike, so they are required with a Redis URL (``mcpkit run --workers N`` on one host generates
 one for its workers). Without a URL nothing changes: in-memory stores, the zero-configuration default.
 
+With a PostgreSQL URL instead (``postgresql://user:password@host:port/db``), ``create_app`` builds one
+:class:`~mcpkit.stores.postgres.PostgresConnection` (a bounded pool) and on it the session store, the event store and
+the fan-out (:class:`~mcpkit.stores.postgres.PostgresFanout`), with the same requirement of shared state keys. There
+is no PostgreSQL task store yet: tasks stay on the worker that runs them unless ``enable_tasks`` is given a store
+every worker shares (``create_app`` logs a warning saying so). A Redis URL and a PostgreSQL URL together are refused:
+one deployment keeps its shared state in one place.
+
 Keys are text of at least 32 characters (their UTF-8 bytes are the key), e.g. ``python -c "import secrets;
 print(secrets.token_urlsafe(32))"``. Rotation: add the new key last everywhere (it verifies), then move it first (it
 signs), then drop the old one once what it sealed has expired (``requestState``: 10 minutes; a list cursor sealed
@@ -28,6 +39,7 @@ with a dropped key is refused and the client lists again from the start).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 from collections.abc import Mapping, Sequence
@@ -39,6 +51,7 @@ from urllib.parse import urlsplit
 from ..hosting import MAX_KEYS, check_key_ring
 
 if TYPE_CHECKING:
+    from .postgres import PostgresConnection, PostgresEventStore, PostgresFanout, PostgresSessionStore
     from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
 
 __all__ = ["ENV", "MIN_KEY_CHARS", "ScaleConfig", "SharedStores", "generate_key", "parse_keys", "read_keys_file"]
@@ -49,6 +62,10 @@ ENV = {
     "redis_cluster": "MCPKIT_REDIS_CLUSTER",
     "redis_prefix": "MCPKIT_REDIS_PREFIX",
     "redis_timeout": "MCPKIT_REDIS_TIMEOUT",
+    "postgres_url": "MCPKIT_POSTGRES_URL",
+    "postgres_prefix": "MCPKIT_POSTGRES_PREFIX",
+    "postgres_timeout": "MCPKIT_POSTGRES_TIMEOUT",
+    "postgres_pool_size": "MCPKIT_POSTGRES_POOL_SIZE",
     "state_keys": "MCPKIT_STATE_KEYS",
     "state_keys_file": "MCPKIT_STATE_KEYS_FILE",
 }
@@ -130,18 +147,36 @@ class ScaleConfig:
     redis_prefix: str = "mcpkit:"
     redis_timeout: float = 1.0
     state_keys: tuple[bytes, ...] = field(default=(), repr=False)
+    postgres_url: str | None = None
+    postgres_prefix: str = "mcpkit_"
+    postgres_timeout: float = 5.0
+    postgres_pool_size: int = 10
 
     def __post_init__(self) -> None:
         if self.redis_timeout <= 0:
             raise ValueError("redis_timeout must be positive")
+        if self.postgres_timeout <= 0:
+            raise ValueError("postgres_timeout must be positive")
         if self.redis_url is not None:
             _check_redis_url(self.redis_url)
+        if self.postgres_url is not None:
+            from .postgres.connection import MAX_POOL_SIZE, check_url
+
+            check_url(self.postgres_url)
+            if self.redis_url is not None:
+                raise ValueError(
+                    f"both a Redis URL ({_without_password(self.redis_url)}) and a PostgreSQL URL "
+                    f"({_without_password(self.postgres_url)}) are configured: the workers of one deployment share "
+                    "their state in one place; give one of them"
+                )
+            if not 1 <= self.postgres_pool_size <= MAX_POOL_SIZE:
+                raise ValueError(f"postgres_pool_size must be between 1 and {MAX_POOL_SIZE}")
         object.__setattr__(self, "state_keys", tuple(check_key_ring(self.state_keys, source="state_keys")))
 
     @property
     def shared(self) -> bool:
-        """True when the workers share state through Redis."""
-        return bool(self.redis_url)
+        """True when the workers share state (through Redis or PostgreSQL)."""
+        return bool(self.redis_url or self.postgres_url)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ScaleConfig:
@@ -161,6 +196,18 @@ class ScaleConfig:
                 options["redis_timeout"] = float(env[ENV["redis_timeout"]])
             except ValueError:
                 raise ValueError(f"{ENV['redis_timeout']}: not a number of seconds") from None
+        url = env.get(ENV["postgres_url"], "").strip()
+        if url:
+            options["postgres_url"] = url
+        if env.get(ENV["postgres_prefix"]):
+            options["postgres_prefix"] = env[ENV["postgres_prefix"]]
+        for name, kind in (("postgres_timeout", float), ("postgres_pool_size", int)):
+            if env.get(ENV[name]):
+                try:
+                    options[name] = kind(env[ENV[name]])
+                except ValueError:
+                    what = "a number of seconds" if kind is float else "a whole number"
+                    raise ValueError(f"{ENV[name]}: not {what}") from None
         keys = parse_keys(env.get(ENV["state_keys"], ""))
         path = env.get(ENV["state_keys_file"], "").strip()
         if path:
@@ -176,13 +223,18 @@ class ScaleConfig:
         if self.redis_url:
             env[ENV["redis_url"]] = self.redis_url
         env[ENV["redis_cluster"]] = "1" if self.redis_cluster else "0"
+        if self.postgres_url:
+            env[ENV["postgres_url"]] = self.postgres_url
+        env[ENV["postgres_prefix"]] = self.postgres_prefix
+        env[ENV["postgres_timeout"]] = repr(self.postgres_timeout)
+        env[ENV["postgres_pool_size"]] = str(self.postgres_pool_size)
         if self.state_keys:
             env[ENV["state_keys"]] = ",".join(k.decode() for k in self.state_keys)
         return env
 
     def with_keys(self, keys: Sequence[bytes]) -> ScaleConfig:
         """This configuration with another key ring."""
-        return ScaleConfig(self.redis_url, self.redis_cluster, self.redis_prefix, self.redis_timeout, tuple(keys))
+        return dataclasses.replace(self, state_keys=tuple(keys))
 
     def connect(self) -> RedisConnection:
         """A connection to the configured Redis (needs ``mcpkit[redis]``)."""
@@ -194,9 +246,33 @@ class ScaleConfig:
             self.redis_url, cluster=self.redis_cluster, prefix=self.redis_prefix, timeout=self.redis_timeout
         )
 
+    def connect_postgres(self) -> PostgresConnection:
+        """A connection (a bounded pool) to the configured PostgreSQL (needs ``mcpkit[postgres]``)."""
+        if not self.postgres_url:
+            raise ValueError("no PostgreSQL URL is configured")
+        from .postgres import PostgresConnection
+
+        return PostgresConnection(
+            self.postgres_url,
+            prefix=self.postgres_prefix,
+            timeout=self.postgres_timeout,
+            pool_size=self.postgres_pool_size,
+        )
+
     def build(self, *, session_store: Any = None, event_store: Any = None, fanout: Any = None) -> SharedStores | None:
-        """The Redis pieces on one connection, for those not given, and the task store (None without a Redis
-        URL)."""
+        """The shared pieces on one connection, for those not given, and the task store (Redis only); None
+        without a URL."""
+        if self.postgres_url:
+            from .postgres import PostgresEventStore, PostgresFanout, PostgresSessionStore
+
+            pg = self.connect_postgres()
+            return SharedStores(
+                pg,
+                session_store if session_store is not None else PostgresSessionStore(pg),
+                event_store if event_store is not None else PostgresEventStore(pg),
+                fanout if fanout is not None else PostgresFanout(pg),
+                None,
+            )
         if not self.redis_url:
             return None
         from .redis import RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
@@ -225,18 +301,20 @@ def read_keys_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
 
 @dataclass
 class SharedStores:
-    """The Redis pieces ``create_app`` built from a :class:`ScaleConfig`, on one connection."""
+    """The shared pieces ``create_app`` built from a :class:`ScaleConfig`, on one connection (Redis or
+    PostgreSQL); ``task_store`` is None with PostgreSQL (no PostgreSQL task store yet)."""
 
-    connection: RedisConnection
-    session_store: RedisSessionStore
-    event_store: RedisEventStore
-    fanout: RedisFanout
-    task_store: RedisTaskStore
+    connection: RedisConnection | PostgresConnection
+    session_store: RedisSessionStore | PostgresSessionStore
+    event_store: RedisEventStore | PostgresEventStore
+    fanout: RedisFanout | PostgresFanout
+    task_store: RedisTaskStore | None
 
     async def aclose(self) -> None:
         """Stop the task store's change reader and close the connection (the fan-out is closed by the app's
         lifespan first)."""
         try:
-            await self.task_store.aclose()
+            if self.task_store is not None:
+                await self.task_store.aclose()
         finally:
             await self.connection.aclose()

@@ -279,7 +279,8 @@ class PostgresFanout:
         if old is not None:
             old.terminate()
         async with self.conn.guard("fan-out"):
-            listener = await asyncpg.connect(self.conn.url, timeout=self.conn.timeout)
+            # (asyncpg's annotation says int; it takes seconds as a float, as its pool does)
+            listener = await asyncpg.connect(self.conn.url, timeout=self.conn.timeout)  # pyright: ignore[reportArgumentType]
             try:
                 await listener.add_listener(self.channel, self._on_log)
                 await listener.add_listener(self._inbox_channel, self._on_inbox)

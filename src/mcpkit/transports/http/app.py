@@ -95,7 +95,9 @@ class MCPApp:
                 self.startup_error = exc  # (uvicorn logs it and exits: a caller that started it can say why)
                 raise
             self._started = True
-            if self.shared is not None:
+            from ...stores.redis.connection import RedisConnection
+
+            if self.shared is not None and isinstance(self.shared.connection, RedisConnection):
                 # this app's fingerprint under the Redis prefix, warning when another app's was there, written
                 # again while the worker runs (mcpkit.stores.redis.fingerprint); Redis being away only skips it
                 from ...stores.redis.fingerprint import PrefixClaim, fingerprint
@@ -308,7 +310,7 @@ def create_app(
     if config.shared:
         if server.request_state.generated:
             raise ValueError(
-                "a Redis URL is configured (several workers share this endpoint) but no shared keys seal "
+                "a Redis or PostgreSQL URL is configured (several workers share this endpoint) but no shared keys seal "
                 "requestState and list cursors: set MCPKIT_STATE_KEYS (or MCPKIT_STATE_KEYS_FILE, mcpkit run "
                 "--state-keys-file), or build the server with request_state_keys"
             )
@@ -317,7 +319,13 @@ def create_app(
         shared = config.build(session_store=session_store, event_store=event_store, fanout=fanout)
         assert shared is not None
         session_store, event_store, fanout = shared.session_store, shared.event_store, shared.fanout
-        server.use_task_store(shared.task_store)
+        if shared.task_store is not None:
+            server.use_task_store(shared.task_store)
+        else:
+            logger.warning(
+                "PostgreSQL stores keep no tasks yet: a task stays on the worker that runs it (tasks/get on another "
+                "worker does not find it) unless enable_tasks is given a store every worker shares"
+            )
     if fanout is not None:
         server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)

@@ -1,0 +1,168 @@
+"""Two worker PROCESSES, one PostgreSQL, one MCP endpoint: a handshake session created on worker A is used on
+worker B, a change made through one reaches the clients held by the other (both eras), and a standalone SSE stream
+resumes with ``Last-Event-ID`` on the other worker.
+
+Workers are launched two ways: ``python tests/support/postgres_server.py worker <url> <port> <name>`` (uvicorn +
+``create_app`` given a PostgresFanout, a PostgresEventStore and a PostgresSessionStore) and ``mcpkit run <file>
+--transport http --postgres <url>`` (the stores built by ``create_app`` from the configuration).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from mcpkit.stores.log import position_order
+from support.paths import TESTS
+from support.postgres_server import _free_port, postgres_url  # noqa: F401  (the session fixture)
+
+from .test_stores_workers import _events, _initialize, _modern, _rpc, _text, _tool_text, _wait_port
+
+pytestmark = pytest.mark.postgres
+
+WORKER = [sys.executable, str(TESTS / "support" / "postgres_server.py"), "worker"]
+
+RUN_SERVER = f"""
+import os
+import sys
+
+sys.path.insert(0, {str(TESTS)!r})
+from support.redis_server import worker_app
+
+app = worker_app(os.environ["WORKER_NAME"])
+"""
+
+
+@contextlib.contextmanager
+def _workers(style: str, url: str, tmp: Path) -> Iterator[dict[str, str]]:
+    """Two worker processes on one PostgreSQL (tables of a fresh prefix): ``{"A": url, "B": url}``."""
+    prefix = f"e2e{secrets.token_hex(3)}_"
+    server = tmp / "pg_server.py"
+    server.write_text(RUN_SERVER, encoding="utf-8")
+    procs: dict[str, tuple[subprocess.Popen[bytes], int]] = {}
+    try:
+        for name in ("A", "B"):
+            port = _free_port()
+            if style == "uvicorn":
+                cmd = [*WORKER, url, str(port), name]
+            else:
+                cmd = [sys.executable, "-m", "mcpkit.cli.main", "run", str(server), "-t", "http", "--port", str(port)]
+                cmd += ["--postgres", url, "--postgres-prefix", prefix]
+            env = {**os.environ, "WORKER_NAME": name, "WORKER_PREFIX": prefix}
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env
+            )
+            procs[name] = (proc, port)
+        for proc, port in procs.values():
+            _wait_port(port, proc, timeout=60)
+        yield {name: f"http://127.0.0.1:{port}/mcp" for name, (_, port) in procs.items()}
+    finally:
+        for proc, _ in procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+        for proc, _ in procs.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+@pytest.fixture(scope="module", params=["uvicorn", "mcpkit-run"])
+def workers(
+    request: pytest.FixtureRequest,
+    postgres_url: str,  # noqa: F811
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, str]]:
+    with _workers(request.param, postgres_url, tmp_path_factory.mktemp("pg-workers")) as urls:
+        yield urls
+
+
+@pytest.mark.req("S025")
+async def test_a_handshake_session_created_on_a_is_used_on_b_and_deleted_everywhere(workers: dict[str, str]) -> None:
+    a, b = workers["A"], workers["B"]
+    async with httpx.AsyncClient(timeout=20) as http:
+        headers = await _initialize(http, a)
+        assert _tool_text(await _rpc(http, b, headers, "tools/call", {"name": "whoami"})) == "B"
+        assert (await _rpc(http, b, headers, "logging/setLevel", {"level": "debug"})).status_code == 200
+        assert _tool_text(await _rpc(http, a, headers, "tools/call", {"name": "whoami"})) == "A"
+        assert (await http.delete(a, headers=headers)).status_code == 200
+        assert (await _rpc(http, b, headers, "tools/call", {"name": "whoami"})).status_code == 404
+
+
+@pytest.mark.req("S025")
+async def test_a_notification_from_one_worker_reaches_the_get_stream_on_the_other(workers: dict[str, str]) -> None:
+    a, b = workers["A"], workers["B"]
+    async with httpx.AsyncClient(timeout=20) as http:
+        headers = await _initialize(http, a)
+        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            assert stream.status_code == 200  # B holds the GET stream of a session A created
+            lines = stream.aiter_lines()
+            await asyncio.wait_for(_events(lines, 1), 20)  # priming
+            assert (await _rpc(http, a, headers, "resources/subscribe", {"uri": "mcpkit://doc"})).status_code == 200
+            _tool_text(
+                await _rpc(http, a, headers, "tools/call", {"name": "touch", "arguments": {"uri": "mcpkit://doc"}})
+            )
+            ((_, data),) = await asyncio.wait_for(_events(lines, 1), 20)
+            assert orjson.loads(data) == {
+                "jsonrpc": "2.0",
+                "method": "notifications/resources/updated",
+                "params": {"uri": "mcpkit://doc"},
+            }
+        await http.delete(a, headers=headers)
+
+
+@pytest.mark.req("S025", "M055")
+async def test_a_change_on_one_worker_reaches_a_listen_stream_on_the_other(workers: dict[str, str]) -> None:
+    async with (
+        _modern(workers["B"]) as cs_b,
+        cs_b.listen(tools=True, resource_uris=["mcpkit://doc"]) as sub,
+        _modern(workers["A"]) as cs_a,
+    ):
+        assert _text(await cs_a.call_tool("whoami", {})) == "A"
+        assert _text(await cs_a.call_tool("add_tool", {"tool_name": "pg1"})) == "added pg1 on A"
+        method, _ = await sub.next(timeout=20)
+        assert method == "notifications/tools/list_changed"
+        await cs_a.call_tool("touch", {"uri": "mcpkit://doc"})
+        method, params = await sub.next(timeout=20)
+        assert method == "notifications/resources/updated" and params["uri"] == "mcpkit://doc"
+        with pytest.raises(asyncio.TimeoutError):
+            await sub.next(timeout=0.5)  # nothing arrived twice
+
+
+@pytest.mark.req("A011", "A012")
+async def test_a_standalone_stream_resumes_on_the_other_worker_with_what_it_missed(workers: dict[str, str]) -> None:
+    a, b = workers["A"], workers["B"]
+    async with httpx.AsyncClient(timeout=20) as http:
+        headers = await _initialize(http, a)
+        async with http.stream("GET", b, headers={**headers, "accept": "text/event-stream"}) as stream:
+            lines = stream.aiter_lines()
+            await asyncio.wait_for(_events(lines, 1), 20)  # priming
+            _tool_text(
+                await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "pr1"}})
+            )
+            ((first_id, _),) = await asyncio.wait_for(_events(lines, 1), 20)
+        # the connection is gone; changes happen meanwhile, on both workers
+        _tool_text(await _rpc(http, b, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "pr2"}}))
+        _tool_text(await _rpc(http, a, headers, "tools/call", {"name": "add_tool", "arguments": {"tool_name": "pr3"}}))
+        resume = {**headers, "accept": "text/event-stream", "last-event-id": str(first_id)}
+        async with http.stream("GET", a, headers=resume) as stream:  # reconnecting to the OTHER worker
+            assert stream.status_code == 200
+            missed = await asyncio.wait_for(_events(stream.aiter_lines(), 2), 20)
+        assert [orjson.loads(d)["method"] for _, d in missed] == ["notifications/tools/list_changed"] * 2
+        ids = [str(first_id)] + [str(i) for i, _ in missed]
+        assert len(set(ids)) == 3 and all(i.startswith("g") for i in ids)  # log positions, in order
+        assert [position_order(i[1:]) for i in ids] == sorted(position_order(i[1:]) for i in ids)
+        await http.delete(a, headers=headers)
