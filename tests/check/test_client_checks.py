@@ -521,6 +521,36 @@ async def test_past_a_full_log_a_client_is_counted_unread_and_its_shutdown_still
     assert report.status("S001") == PASS, render(report, "text", verbose=True)
 
 
+async def test_a_client_flooding_large_requests_it_never_reads_holds_a_bounded_number_of_bytes(tmp_path: Path) -> None:
+    """A stdio client that sends 16 ``check_ask`` calls of 2 MiB each (each keeps the scripted server waiting on the
+    client's answer for longer than the run) and reads nothing: the scripted server answers at most
+    MAX_IN_FLIGHT_BYTES of a connection's messages at once (7 of these), records the rest and the report says how
+    many went unanswered. It used to answer all of them: the count bound (1,000) let 4 GiB of 4 MiB messages in."""
+    from mcpkit.check.clients.scripted import MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES
+
+    size = 2 * 1024 * 1024
+    admitted = MAX_IN_FLIGHT_BYTES // (size + 100)  # (each message: the padding and its JSON-RPC envelope)
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, shlex, subprocess, sys, time\n"
+        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n')\n"
+        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
+        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
+        f"pad = 'x' * {size}\n"
+        "for n in range(1, 17):\n"
+        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'tools/call',\n"
+        "          'params': {'name': 'check_ask', 'arguments': {'pad': pad}}})\n"
+        "p.stdin.flush()\n"
+        "time.sleep(60)  # (its stdout is never read)\n"
+    )
+    report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=8)
+    note = str(report.info.get("handshake: not answered"))
+    assert f"past the {MAX_IN_FLIGHT} a connection answers at once, or past 16 MiB of them" in note, report.info
+    # (16 - 7 when every message came within the run; fewer only when a loaded machine was slower than that)
+    assert 1 <= int(note.split()[0]) <= 16 - admitted, note
+
+
 def test_the_search_for_a_message_split_across_lines_is_bounded() -> None:
     """M015 fails only when lines that are no JSON join into one message again; the search is bounded (10 starting
     lines of a run, 200 lines and MAX_MESSAGE characters a stretch), so 20,000 junk lines judge in moments."""

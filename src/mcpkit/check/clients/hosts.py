@@ -24,7 +24,7 @@ from typing import Any
 
 from ...transports.http.headers import decode_header_value
 from ..wire import MAX_MESSAGE
-from .scripted import MAX_IN_FLIGHT, Conn, Entry, ScriptedServer, TooMany, parse
+from .scripted import Conn, Entry, ScriptedServer, TooMany, parse
 
 RELAY = Path(__file__).with_name("relay.py")
 RELAY_FRAME = 8 * MAX_MESSAGE  # a relay frame: one line of the client, JSON-escaped (latin-1: up to 6 bytes a byte)
@@ -106,11 +106,10 @@ class StdioHost:
                 entry = self.server.record_in(conn, raw)
                 if entry.data is None:
                     continue
-                if conn.in_flight >= MAX_IN_FLIGHT:  # a flood the client does not read: recorded, not answered
-                    conn.unanswered += 1
+                size = len(raw)
+                if not conn.admit(size):  # a flood the client does not read: recorded, not answered
                     continue
-                conn.in_flight += 1
-                task = asyncio.get_running_loop().create_task(self._answer(conn, entry.data, emit))
+                task = asyncio.get_running_loop().create_task(self._answer(conn, entry.data, size, emit))
                 self._tasks.add(task)
                 task.add_done_callback(self._tasks.discard)
         finally:
@@ -118,13 +117,13 @@ class StdioHost:
             conn.keep(Entry("event", "closed"))
             writer.close()
 
-    async def _answer(self, conn: Conn, msg: Any, emit: Any) -> None:
+    async def _answer(self, conn: Conn, msg: Any, size: int, emit: Any) -> None:
         try:
             answer = await self.server.handle(conn, msg, emit)
             if answer is not None:
                 await emit(answer)
         finally:
-            conn.in_flight -= 1
+            conn.answered(size)
 
     async def stop(self) -> None:
         if self._srv is not None:

@@ -20,7 +20,7 @@ from ..report import Report
 from ..wire import split_command
 from .hosts import HttpHost, StdioHost
 from .judge import ClientJudge
-from .scripted import MAX_ENTRIES, MAX_IN_FLIGHT, SCENARIOS, ScriptedServer
+from .scripted import MAX_ENTRIES, MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, SCENARIOS, ScriptedServer
 
 SETTLE = 0.5  # seconds given after the client exits for its last messages (a DELETE, a relay's EOF) to land
 URL_IDLE = 10.0  # --url without a command: the run ends this long after the client's last message
@@ -166,8 +166,8 @@ async def _one(
     unanswered = sum(c.unanswered for c in server.conns)
     if unanswered:
         report.info[f"{name}: not answered"] = (
-            f"{unanswered} message(s) past the {MAX_IN_FLIGHT} a connection answers at once (the client did not "
-            "read its answers)"
+            f"{unanswered} message(s) past the {MAX_IN_FLIGHT} a connection answers at once, or past "
+            f"{MAX_IN_FLIGHT_BYTES // (1024 * 1024)} MiB of them (the client did not read its answers)"
         )
     if not connections:
         report.info[f"{name}: note"] = "the client never spoke to the scripted server"

@@ -49,6 +49,7 @@ MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's r
 MAX_LATE_EVENTS = 64  # relay events (stdin closed, a signal, the end) a full log still keeps: S001 is judged by them
 TOO_DEEP = "JSON nested deeper than the checker parses"  # the error of such a message: not judged, said
 MAX_IN_FLIGHT = 1_000  # a stdio connection's messages being answered at once (past it: recorded, not answered)
+MAX_IN_FLIGHT_BYTES = 16 * 1024 * 1024  # and the sum of their sizes (one message alone is always answered)
 CANCEL_AFTER = 0.5  # the cancel scenario: a request to the client unanswered this long is cancelled
 ECHO: dict[str, Any] = {
     "name": "check_echo",
@@ -152,7 +153,8 @@ class Conn:
         self.dropped: int = 0  # entries past MAX_ENTRIES, not kept
         self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
         self.in_flight: int = 0  # messages being answered now (stdio: the client may not read its answers)
-        self.unanswered: int = 0  # messages past MAX_IN_FLIGHT: recorded, not answered
+        self.in_flight_bytes: int = 0  # the sum of their sizes (characters of each raw message)
+        self.unanswered: int = 0  # messages past MAX_IN_FLIGHT or MAX_IN_FLIGHT_BYTES: recorded, not answered
 
     @property
     def full(self) -> bool:
@@ -166,6 +168,22 @@ class Conn:
             self.log.append(entry)
         else:
             self.dropped += 1
+
+    def admit(self, size: int) -> bool:
+        """Whether a message of ``size`` characters is answered now (then :meth:`answered` is owed when it is): not
+        past :data:`MAX_IN_FLIGHT` messages or :data:`MAX_IN_FLIGHT_BYTES` in flight, else it is counted in
+        ``unanswered``."""
+        if self.in_flight >= MAX_IN_FLIGHT or (self.in_flight and self.in_flight_bytes + size > MAX_IN_FLIGHT_BYTES):
+            self.unanswered += 1
+            return False
+        self.in_flight += 1
+        self.in_flight_bytes += size
+        return True
+
+    def answered(self, size: int) -> None:
+        """A message :meth:`admit` let in is answered (or given up)."""
+        self.in_flight -= 1
+        self.in_flight_bytes -= size
 
     def incoming(self) -> list[Entry]:
         return [e for e in self.log if e.dir == "in"]
