@@ -398,6 +398,36 @@ async def test_a_result_computed_before_a_change_is_not_kept_after_it(mode: str)
         assert {t.name for t in await client.list_tools()} == {"first", "second"}
 
 
+@ERA
+async def test_a_cached_read_is_never_served_to_a_caller_who_may_not_read_it(mode: str) -> None:
+    """A resource marked ``public`` for caching, hidden from some principals by a view filter: the cache does
+    not hand what alice read to mallory, who may not see it (the read is private while lists and reads differ
+    per principal, as the lists are). A resource disabled (or removed) after it was read is not read from the
+    cache either."""
+    app = MCPKit("payroll")
+    app.add_middleware(ResponseCache())
+
+    @app.resource("data://payroll", ttl_ms=60_000, cache_scope="public", tags=["hr"])
+    def payroll() -> str:
+        return "salaries"
+
+    @app.resource("data://menu", ttl_ms=60_000, cache_scope="public")
+    def menu() -> str:
+        return "soup"
+
+    app.set_view_filter(lambda item, principal: principal == "alice" or "hr" not in item.tags)
+    async with serve_http(app) as url, Client(url, mode=mode, headers={"X-User": "alice"}, cache=False) as alice:
+        assert await alice.read_text("data://payroll") == "salaries"
+        assert await alice.read_text("data://menu") == "soup"
+        async with Client(url, mode=mode, headers={"X-User": "mallory"}, cache=False) as mallory:
+            with pytest.raises(MCPError, match="not found"):
+                await mallory.read_text("data://payroll")
+        app.disable("data://menu")
+        await asyncio.sleep(0.2)  # (the change is announced on the next turn of the loop)
+        with pytest.raises(MCPError, match="not found"):
+            await alice.read_text("data://menu")
+
+
 def test_the_cache_is_bounded_in_entries_and_bytes() -> None:
     cache = ResponseCache(max_entries=10, max_bytes=2_000, max_entry_bytes=500)
     now = 0.0

@@ -138,6 +138,9 @@ class AppServing(Server):
         item, contents = await self._read(uri, Context(self, ctx), ctx, first)
         result: JSONDict = {"contents": contents}
         result.update(item.cache_hints)  # modern era only: shaping drops them for handshake sessions
+        visibility = self._visibility
+        if visibility is not None and visibility.per_principal and result.get("cacheScope") == "public":
+            result["cacheScope"] = "private"  # (who may read it differs per principal, as the lists do)
         return result
 
     async def read_resource_contents(self, uri: str, ctx: Context | None = None) -> list[JSONDict]:

@@ -216,7 +216,8 @@ class Rules:
         """Filter per principal: ``fn(component, principal) -> bool`` (``principal``: the caller's, as the installed
         authorization names it, e.g. :func:`mcpkit.auth.protect`'s; None when unauthenticated). Its answer is
         cached per principal, so it must depend on the principal and the component only. Lists then differ per
-        principal: their cursors are bound to it and their cache scope is ``private``. None removes it."""
+        principal: their cursors are bound to it and their cache scope is ``private`` (a read's too). None removes
+        it."""
         rules = self._rules()
         rules.view_filter = fn
         rules.invalidate(KINDS)

@@ -8,12 +8,13 @@ principal the same handshake-era session, and is never kept for a stateless requ
 request with ``requestState`` or ``inputResponses`` is never answered from the cache, and an ``input_required``
 result never kept.
 
-Entries go when their time is up, when the server delivers a change of the list or an update of the resource
-(every change, whether a client listens or not, on every worker the server's fan-out reaches:
-:meth:`ResponseCache.install` watches ``server.change_observers``), or when :meth:`ResponseCache.clear` is
-called; a result still being made when such a change arrives answers its request but is not kept (it may
-predate the change). The table is bounded: ``max_entries`` entries and ``max_bytes`` of results (their JSON size), least
-recently used dropped first; a result larger than ``max_entry_bytes`` is not kept.
+Entries go when their time is up, when the server delivers a change of the list (of the resource list: the reads
+too, as a resource removed or disabled must not be read from here) or an update of the resource (every change,
+whether a client listens or not, on every worker the server's fan-out reaches: :meth:`ResponseCache.install`
+watches ``server.change_observers``), or when :meth:`ResponseCache.clear` is called; a result still being made
+when such a change arrives answers its request but is not kept (it may predate the change). The table is bounded:
+``max_entries`` entries and ``max_bytes`` of results (their JSON size), least recently used dropped first; a
+result larger than ``max_entry_bytes`` is not kept.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ _METHODS = frozenset((*LIST_METHODS, "resources/read"))
 _LIST_OF = {
     "tools": ("tools/list",),
     "prompts": ("prompts/list",),
-    "resources": ("resources/list", "resources/templates/list"),
+    # (a resource removed, disabled or hidden changes its list: a read kept of it must not outlive that)
+    "resources": ("resources/list", "resources/templates/list", "resources/read"),
 }
 
 
