@@ -225,3 +225,26 @@ async def test_upstream_answers_are_read_bounded_in_size_and_time() -> None:
             assert got["error"] == "server_error" and "ReadTimeout" in got["error_description"]
             assert asyncio.get_running_loop().time() - started < 10
         release.set()
+
+
+async def test_remembered_consents_are_bounded_in_count_and_time() -> None:
+    """One browser's cookie remembers ``max_remembered_consents`` approvals, the oldest going first, each for
+    ``consent_ttl`` seconds: past either, the consent page is shown again."""
+    now = [__import__("time").time()]
+    options = {"max_remembered_consents": 2, "consent_ttl": 600, "clock": lambda: now[0]}
+    async with proxy_stack(login_options=options) as s:
+        browser = Browser()
+        first, second, third = [await authorize_url(s) for _ in range(3)]  # three clients
+        for url in (first, second, first):
+            await browser.open(url, stop_at=REDIRECT)
+        assert browser.consent_pages == 2  # the first client's approval was remembered
+        await browser.open(third, stop_at=REDIRECT)  # a third approval: the oldest (the first's) goes
+        assert browser.consent_pages == 3
+        await browser.open(second, stop_at=REDIRECT)
+        assert browser.consent_pages == 3
+        await browser.open(first, stop_at=REDIRECT)
+        assert browser.consent_pages == 4
+        now[0] += 601  # every approval expired
+        await browser.open(first, stop_at=REDIRECT)
+        assert browser.consent_pages == 5
+        await browser.aclose()
