@@ -394,6 +394,17 @@ def test_a_batch_refused_whole_is_the_answer_to_an_initialize_inside_it(broken_r
     assert all("-32600" in f.evidence and "no answer" not in f.evidence for f in findings), findings
 
 
+async def test_a_message_nested_deeper_than_the_checker_parses_is_said_and_the_session_goes_on() -> None:
+    """A server that writes a notification nested 100,000 deep (valid JSON, past Python's parser) gets a warning on
+    M016 saying it was not judged, and nothing else: the RecursionError used to end the checker's reader, so every
+    later request "got no response" (M048, M058, M065, M087 failed) and S021 said the server stopped answering."""
+    report = await run_checks([*BROKEN, "--fault", "deeply-nested"], timeout=10.0)
+    assert bad_ids(report) == {"M016"}, report.render_text(verbose=True)
+    assert report.status("M016") == "warn"
+    assert "JSON nested deeper than the checker parses, not judged" in report.requirements["M016"].evidence
+    assert report.status("M065") == PASS
+
+
 def test_oversized_messages_are_refused_at_the_clients_bound(broken_reports: dict[str, Report]) -> None:
     """The checker reads like mcpkit's client: a 5 MiB line or body is not buffered, it is a recorded fault."""
     assert "over 4194304 bytes" in broken_reports["stdio:oversized"].info["messages not read"]

@@ -63,11 +63,14 @@ def is_notification(msg: Any) -> bool:
 
 
 def decode(text: str, channel: str) -> Incoming:
-    """One received payload as an :class:`Incoming`, parsed when it is JSON."""
+    """One received payload as an :class:`Incoming`, parsed when it is JSON. JSON nested deeper than Python's
+    parser goes is valid JSON the checker cannot read: recorded as :data:`TOO_DEEP` (it used to end the reader)."""
     try:
         return Incoming(text, json.loads(text), None, channel=channel)
     except ValueError as exc:
         return Incoming(text, None, f"not JSON: {exc}", channel=channel)
+    except RecursionError:
+        return Incoming(text, None, TOO_DEEP, channel=channel)
 
 
 ClientHandler = Callable[[JSON], Any]
@@ -233,6 +236,7 @@ class Wire:
         return True
 
 
+TOO_DEEP = "JSON nested deeper than the checker parses"  # valid JSON, not judged (nor routed to its request)
 OVERSIZED = "over the size bound"  # the error of a message the checker did not read (larger than MAX_MESSAGE)
 
 

@@ -296,7 +296,7 @@ class HttpWire(Wire):
         # an error status: its body MAY be a JSON-RPC error (even without the right content type), or anything else
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return
         if isinstance(data, dict) and "jsonrpc" in data:
             self._feed(text, ex, "http-json")

@@ -112,7 +112,11 @@ AUTH_FAULTS: dict[str, set[str]] = {
     "auth-any-token": {"M038"},  # any bearer token is accepted
     "auth-query-token": {"M037"},  # a token in the query string is accepted
 }
-FAULTS = {**STDIO_FAULTS, **HTTP_FAULTS, **AUTH_FAULTS}
+# faults whose rule can only warn (the checker cannot judge what they send): tested on their own
+WARN_FAULTS: dict[str, set[str]] = {
+    "deeply-nested": {"M016"},  # a notification nested 100,000 deep: valid JSON past Python's parser, said not judged
+}
+FAULTS = {**STDIO_FAULTS, **HTTP_FAULTS, **AUTH_FAULTS, **WARN_FAULTS}
 VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN = "2026-07-28"
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
@@ -466,6 +470,10 @@ async def serve_stdio(server: Server) -> None:
             if replies:
                 await write(replies)
             return
+        if server.has("deeply-nested") and isinstance(msg, dict) and msg.get("method") == "notifications/initialized":
+            deep = '{"a":' * 100_000 + "1" + "}" * 100_000  # valid JSON, deeper than Python's parser goes
+            sys.stdout.write('{"jsonrpc":"2.0","method":"notifications/mcpkit/deep","params":' + deep + "}\n")
+            sys.stdout.flush()
         if isinstance(msg, dict) and msg.get("method") == "tools/call":  # may wait for the client: run aside
             asyncio.get_running_loop().create_task(answer(msg))
             return

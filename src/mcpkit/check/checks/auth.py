@@ -75,7 +75,7 @@ class AuthChecks(CheckerBase):
             return None, f"{type(exc).__name__}: {exc}"
         try:
             doc = json.loads(body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None, "not JSON"
         return (doc, "") if isinstance(doc, dict) else (None, "not a JSON object")
 

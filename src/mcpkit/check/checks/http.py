@@ -36,7 +36,7 @@ def _msg_key(inc: Incoming) -> str | None:
 def _decoded(text: str) -> Incoming:
     try:
         return Incoming(text, json.loads(text))
-    except ValueError:
+    except (ValueError, RecursionError):
         return Incoming(text, None, "not JSON")
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...protocol.versions import features, is_supported
 from ..jsonrpc_rules import judge_envelope, judge_error
-from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, Incoming, Wire
+from ..wire import MAX_MESSAGE, MAX_RECORDED, OVERSIZED, TOO_DEEP, Incoming, Wire
 from ..wire_http import HttpWire
 from ._base import (
     CheckerBase,
@@ -27,12 +27,16 @@ class MessageChecks(CheckerBase):
     def check_messages(self) -> None:
         r = self.report
         lines = bad_lines = total = oversized = 0
+        deep: list[Incoming] = []
         for wire in self.wires:
             seen_ids: set[str] = set()
             delivered: set[str] = set()  # the requests received, as JSON with sorted keys
             for inc in wire.incoming:
                 if inc.error == OVERSIZED:
                     oversized += 1
+                    continue
+                if inc.error == TOO_DEEP:  # valid JSON the checker cannot read: said, not judged
+                    deep.append(inc)
                     continue
                 lines += 1
                 if inc.error is not None:
@@ -78,6 +82,13 @@ class MessageChecks(CheckerBase):
             r.info["messages not kept"] = f"{dropped} past the {MAX_RECORDED} a session keeps (not judged)"
         if oversized:
             r.info["messages not read"] = f"{oversized} over {MAX_MESSAGE} bytes (the bound of mcpkit's client)"
+        if deep:
+            r.warn(
+                "M016" if deep[0].channel == "stdout" else "M001",
+                f"{len(deep)} message(s) with {TOO_DEEP}, not judged (a request such a message answered counts as "
+                f"unanswered): {deep[0].short(120)!r}",
+                "messages",
+            )
         if self.transport == "stdio":
             if lines and not bad_lines:
                 r.ok("M016", f"all {lines} stdout lines of {len(self.wires)} session(s) are JSON-RPC messages")
