@@ -481,6 +481,28 @@ async def test_structured_logging_as_json_and_to_a_sink(caplog: pytest.LogCaptur
     assert any(r["method"] == "tools/call" for r in records)
 
 
+async def test_a_client_chosen_target_cannot_forge_log_lines_or_flood_the_log(caplog: pytest.LogCaptureFixture) -> None:
+    """A tool name or URI is the client's: one holding a line break wrote a second, forged line into the text
+    log, and one of megabytes went into every record. The line shows it escaped and cut; the record keeps it cut
+    too (a sink or JSON handler gets no more than the bound)."""
+    records: list[dict[str, Any]] = []
+    app = MCPKit("logged")
+    app.add_middleware(RequestLogging(sink=records.append))
+    app.tool(lambda: "x", name="x")
+    forged = "x ok 0.1 ms\nmcpkit.requests INFO tools/call delete_everything ok 0.1 ms"
+    with caplog.at_level(logging.INFO, logger="mcpkit.requests"):
+        async with Client(app, mode="handshake") as client:
+            for name in (forged, "y" * 100_000):
+                with pytest.raises(MCPError):
+                    await client.session.request("tools/call", {"name": name, "arguments": {}})
+    lines = [r.getMessage() for r in caplog.records if r.name == "mcpkit.requests" and "tools/call" in r.getMessage()]
+    assert len(lines) == 2 and not any("\n" in line or "\r" in line for line in lines), lines
+    assert "\\n" in lines[0]  # (escaped, still readable)
+    assert all(len(line) < 600 for line in lines)
+    targets = [r["target"] for r in records if r["method"] == "tools/call"]
+    assert all(len(t) <= 300 and "\n" not in t for t in targets), [len(t) for t in targets]
+
+
 def test_a_middleware_hook_of_a_name_that_is_no_hook_is_refused_instead_of_never_running() -> None:
     """``on_tool_call`` (for ``on_call_tool``), or ``on_message`` of another library, was never installed for any
     method, so the middleware silently did nothing: a method that takes a call and ``call_next`` under an ``on_``

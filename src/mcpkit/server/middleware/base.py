@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import re
 import secrets
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -201,15 +202,32 @@ class Middleware:
 
 
 def target_of(call: Call) -> str | None:
-    """What a request is about: the tool's or prompt's name, the resource's URI (None for the others)."""
+    """What a request is about: the tool's or prompt's name, the resource's URI (None for the others), as
+    :func:`shown` makes it fit for a log (the client chose it)."""
     params = call.params
     if call.method in ("tools/call", "prompts/get"):
         name = params.get("name")
-        return name if type(name) is str else None
+        return shown(name) if type(name) is str else None
     if call.method in ("resources/read", "resources/subscribe", "resources/unsubscribe"):
         uri = params.get("uri")
-        return uri if type(uri) is str else None
+        return shown(uri) if type(uri) is str else None
     return None
+
+
+SHOWN_LIMIT = 200
+"""Characters of a client-chosen name or URI a log record keeps."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def shown(text: str, limit: int = SHOWN_LIMIT) -> str:
+    """``text`` (a name or URI a client chose) fit for a log: control characters (line breaks) escaped, so that
+    it cannot forge a line of its own, and cut to ``limit`` characters (then ``...``), so that it cannot flood."""
+    cut = text[:limit]
+    if _CONTROL.search(cut) is not None:
+        cut = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), cut)
+    if len(cut) > limit or len(text) > limit:
+        cut = cut[:limit] + "..."
+    return cut
 
 
 _SESSION_KEY = "mcpkit.middleware.session"
@@ -232,4 +250,4 @@ def principal_label(principal: str) -> str:
     return hashlib.sha256(principal.encode()).hexdigest()[:24]
 
 
-__all__ = ["HOOKS", "Middleware", "principal_label", "session_label", "target_of"]
+__all__ = ["HOOKS", "SHOWN_LIMIT", "Middleware", "principal_label", "session_label", "shown", "target_of"]

@@ -25,7 +25,7 @@ import orjson
 
 from ...protocol.errors import MCPError
 from ..interceptors import Call, CallNext
-from .base import Middleware, session_label, target_of
+from .base import Middleware, session_label, shown, target_of
 
 JSONDict = dict[str, Any]
 request_logger: logging.Logger = logging.getLogger("mcpkit.requests")
@@ -209,7 +209,7 @@ class Timing(Middleware):
             table.move_to_end(label)
         stats.add(ms, failed)
         if self.slow_ms is not None and ms > self.slow_ms:
-            request_logger.warning("slow request: %s took %.1f ms", label, ms)
+            request_logger.warning("slow request: %s took %.1f ms", shown(label), ms)
 
     def stats(self) -> dict[str, JSONDict]:
         """Per label (``tools/list``, ``tools/call <name>``, ...): count, errors, mean/max/p50/p95/p99 in ms."""
