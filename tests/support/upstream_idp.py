@@ -223,8 +223,14 @@ async def proxy_stack(
             if idp_options is not None:
                 await idp_options(s["idp"])
             s.update(idp_url=idp_url, idp_log=idp_log, proxy_url=proxy_url, proxy_log=proxy_log)
-            yield s
+            try:
+                yield s
+            finally:
+                while _BROWSERS:
+                    await _BROWSERS.pop().aclose()
 
+
+_BROWSERS: list[Browser] = []
 
 _INPUT = re.compile(r"<input type='hidden' name='(\w+)' value='([^']*)'>")
 _ACTION = re.compile(r"<form method='post' action='([^']*)'>")
@@ -240,6 +246,7 @@ class Browser:
         self.max_hops = max_hops
         self.seen: list[httpx.Response] = []
         self.consent_pages = 0
+        _BROWSERS.append(self)  # closed when the proxy_stack it was used in ends
 
     async def open(self, url: str, *, stop_at: str | None = None) -> httpx.Response:
         """Go to ``url`` and on until a page that is not a redirect, or a redirect to a URL starting with
