@@ -87,6 +87,7 @@ FAULTS: dict[str, tuple[set[str], str, tuple[str, ...]]] = {
     # in the cancel scenario its sampling is slow; this one answers it anyway, 1.5 s after the server cancelled it
     "answer-cancelled": ({"S027", "SX12"}, "stdio", ("cancel",)),
     "answer-cancelled-http": ({"S027", "SX12"}, "http", ("cancel",)),
+    "error-cancelled": ({"SX12"}, "stdio", ("cancel",)),  # answers the cancellation with an error at once
     # not a fault of any rule: a second initialize once initialized is answered and judged by the first (it used to
     # fail M043 and S013, the second answer's time taken for the first's)
     "initialize-twice": (set(), "stdio", ("handshake",)),
@@ -205,6 +206,8 @@ class Client:
         if self.has("answer-cancelled") or self.has("answer-cancelled-http"):
             await asyncio.sleep(1.5)
             return True
+        if self.has("error-cancelled"):
+            await self.send({"jsonrpc": "2.0", "id": msg.get("id"), "error": {"code": -32800, "message": "cancelled"}})
         return False
 
     def answer(self, msg: dict[str, Any]) -> dict[str, Any] | None:

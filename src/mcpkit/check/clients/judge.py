@@ -322,8 +322,8 @@ class ClientJudge:
     def cancelled_by_server(self, conn: Conn) -> None:
         """S027 and SX12 (the cancel scenario): a request the server cancelled gets no answer, and the client goes
         on answering. An answer that came after the ping sent after the cancellation was answered (or
-        :data:`CANCEL_SLACK` after the cancellation) was made after the client read it; one before may have
-        crossed it (not judged)."""
+        :data:`CANCEL_SLACK` after the cancellation) was made after the client read it; a result before may have
+        crossed it (not judged). An error after the cancellation is its answer (the work was not failing before)."""
         r = self.r
         for at, rid, index in _cancels(conn):
             sent = next((m for e in conn.log if e.dir == "out" for m in items(e) if _is_request(m, rid)), None)
@@ -344,7 +344,7 @@ class ClientJudge:
             entry = conn.log[reply_at]
             reply = next(m for m in items(entry) if isinstance(m, dict) and m.get("id") == rid)
             after = entry.at - at
-            late = (probe_at is not None and reply_at > probe_at) or after > CANCEL_SLACK
+            late = (probe_at is not None and reply_at > probe_at) or after > CANCEL_SLACK or "result" not in reply
             if not late:
                 r.skip("S027", f"{what} was answered {after:.2f}s after its cancellation: the two crossed")
                 r.skip("SX12", f"{what} was answered {after:.2f}s after its cancellation: the two crossed")
