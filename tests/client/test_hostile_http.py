@@ -160,6 +160,15 @@ async def test_legacy_sse_timeout_holds_when_the_post_is_never_answered(hostile:
     await asyncio.wait_for(run(), 20)
 
 
+async def test_legacy_sse_a_post_that_times_out_says_why(hostile: str) -> None:
+    """Legacy HTTP+SSE: a POST that fails with an HTTP client error of no text of its own (a read timeout) named
+    nothing ('POST to ... failed: '); the error names its kind."""
+    stall = orjson.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "stall"}})
+    async with SSEClientTransport(hostile + "/sse-stall", timeout=0.5) as conn:
+        with pytest.raises(ConnectionClosed, match=r"failed: ReadTimeout$"):
+            await asyncio.wait_for(conn.send(stall), 20)  # (no Outgoing: send waits for the POST itself)
+
+
 @pytest.mark.parametrize("fast", ENGINES)
 async def test_close_does_not_wait_for_an_unanswered_delete(hostile: str, fast: bool) -> None:
     """Closing a handshake-era session sends DELETE; a server that never answers it does not make close() hang:

@@ -244,7 +244,7 @@ class SSEClientTransport(BaseConnection):
             finally:
                 await response.aclose()
         except httpx.HTTPError as exc:
-            raise ConnectionClosed(f"POST to {self.endpoint} failed: {exc or type(exc).__name__}") from exc
+            raise ConnectionClosed(f"POST to {self.endpoint} failed: {str(exc) or type(exc).__name__}") from exc
         text = head[:200].decode("utf-8", "replace")
         raise ConnectionClosed(f"POST to {self.endpoint} answered HTTP {response.status_code}: {text}")
 
