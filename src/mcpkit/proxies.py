@@ -44,9 +44,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import itertools
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from .client.targets import TargetError
@@ -56,6 +57,7 @@ from .protocol.jsonrpc import JSONDict
 from .protocol.versions import META_LOG_LEVEL
 from .proxy_conn import _ASKING
 from .proxy_listen import ClientWatches
+from .proxy_local import OWN_KINDS, drop_shadowed, own_handler, own_kinds_of
 from .proxy_rounds import ProgressRelay, _Exchange
 from .proxy_shaping import LISTS, shape_result, upstream_params
 from .proxy_skills import SKILLS_METHODS, gateway_settings, prefixed_skills_result, serves_skills
@@ -204,8 +206,9 @@ class ProxyServer(ClientWatches):
         self._exchanges: dict[str, _Exchange] = {}
         self._listening: dict[object, dict[Upstream, set[str]]] = {}  # listen streams' URIs on 2026-07-28 upstreams
         self._ids = itertools.count(1)
+        self._shadowed: set[tuple[str, str]] = set()  # upstream names the proxy's own shadow, told of once each
         for method in (*LISTS, "tools/call", "resources/read", "prompts/get", "completion/complete"):
-            self.set_handler(method, self._handle)
+            self.set_handler(method, self._handler(method))
         self.set_handler("resources/subscribe", self._subscribe)
         self.set_handler("resources/unsubscribe", self._subscribe)
         self.set_handler("subscriptions/listen", self._listen)
@@ -242,7 +245,7 @@ class ProxyServer(ClientWatches):
                 self.info: dict[str, Any] = {**upstream.info}
                 self.name: str = str(upstream.info.get("name", self.name))
             self.instructions: str | None = self.instructions or upstream.instructions
-        caps: set[str] = {"tools", "resources", "prompts", "completions"} if missing else set()
+        caps: set[str] = {"tools", "resources", "prompts", "completions"} if missing else own_kinds_of(self)
         for u in self.upstreams:
             caps.update(
                 k for k in ("tools", "resources", "prompts", "completions") if isinstance(u.capabilities.get(k), dict)
@@ -277,7 +280,7 @@ class ProxyServer(ClientWatches):
                 continue
             self.extensions.declare(extension, settings)
             for method in methods:
-                self.set_handler(method, self._handle)
+                self.set_handler(method, self._handler(method))
 
     async def _stop(self) -> None:
         for ex in list(self._exchanges.values()):
@@ -297,11 +300,23 @@ class ProxyServer(ClientWatches):
 
     # ------------------------------------------------------------------ handlers
 
-    async def _handle(self, sctx: ServerRequestContext, params: JSONDict) -> JSONDict:
-        method = sctx.method
+    def _handler(self, method: str) -> Callable[[ServerRequestContext, JSONDict], Awaitable[JSONDict]]:
+        """The handler of ``method``: it knows its method, since a request the proxy makes of itself (a
+        ``read_resource`` tool's ``resources/read``) runs inside the request that made it."""
+
+        def handle(sctx: ServerRequestContext, params: JSONDict) -> Awaitable[JSONDict]:
+            return self._handle(sctx, params, method)
+
+        return handle
+
+    async def _handle(self, sctx: ServerRequestContext, params: JSONDict, method: str) -> JSONDict:
         gateway = self.upstreams[0].prefix is not None
         if method in LISTS or (gateway and method == "skills/list"):
             return await self._list(sctx, method, params)
+        own = own_handler(self, method, params)
+        if own is not None:  # (one of the proxy's own components: its registries answer)
+            answered = own(sctx, params)
+            return await answered if inspect.isawaitable(answered) else answered  # type: ignore[no-any-return]
         out = upstream_params(params, sctx)
         if method in ("tools/call", "prompts/get"):
             name = params.get("name")
@@ -350,18 +365,36 @@ class ProxyServer(ClientWatches):
         field = "skills" if skills else LISTS[method][0]
         cap = _CAPABILITY.get(method, "")
         cursor = params.get("cursor")
-        if len(self.upstreams) == 1:  # a plain proxy: the upstream's own cursors
+        own_kind = OWN_KINDS.get(method)
+        own = own_kind is not None and len(self._registries[own_kind]) > 0
+        if len(self.upstreams) == 1 and not own:  # a plain proxy: the upstream's own cursors
             upstream = self.upstreams[0]
             out = upstream_params(params, sctx)
             result = await self._forward(sctx, upstream, method, out)
             shaped = shape_result(method, result, sctx.features, upstream.prefix)
             return prefixed_skills_result(method, shaped, upstream.prefix) if skills and upstream.prefix else shaped
-        # a gateway: one member's page per request, the member and its cursor sealed in ours
+        # a gateway, or a proxy with components of its own: one page per request, of the proxy's own list (segment
+        # 0) or of one member's (segment i + 1: upstream i), the segment and its cursor sealed in ours
         kind = f"gateway:{method}"
         seg, inner = (0, "") if cursor is None else self._cursors.decode(kind, cursor)
-        while seg < len(self.upstreams):
-            upstream = self.upstreams[seg]
-            if serves_skills(upstream.capabilities) if skills else isinstance(upstream.capabilities.get(cap), dict):
+
+        def serves(i: int) -> bool:
+            u = self.upstreams[i]
+            return serves_skills(u.capabilities) if skills else isinstance(u.capabilities.get(cap), dict)
+
+        if seg == 0:
+            if own and own_kind is not None:
+                page = dict(self._own_page(sctx, own_kind, {**params, "cursor": inner} if inner else params))
+                nxt = page.pop("nextCursor", None)
+                if isinstance(nxt, str) and nxt:
+                    page["nextCursor"] = self._cursors.encode(kind, 0, nxt)
+                elif any(serves(i) for i in range(len(self.upstreams))):
+                    page["nextCursor"] = self._cursors.encode(kind, 1, "")
+                return page
+            seg, inner = 1, ""
+        while seg - 1 < len(self.upstreams):
+            if serves(seg - 1):
+                upstream = self.upstreams[seg - 1]
                 break
             seg, inner = seg + 1, ""
         else:
@@ -371,21 +404,51 @@ class ProxyServer(ClientWatches):
             out["cursor"] = inner
         try:
             result = await self._forward(sctx, upstream, method, out)
-        except MCPError as exc:  # one member failing leaves the others listed
+        except MCPError as exc:  # one member failing leaves the others listed (a plain proxy's fails the page)
+            if upstream.prefix is None:
+                raise
             logger.warning("gateway member %r failed %s: %s", upstream.prefix, method, exc)
             result = {field: []}
         shaped = shape_result(method, result, sctx.features, upstream.prefix)
         if skills and upstream.prefix is not None:
             shaped = prefixed_skills_result(method, shaped, upstream.prefix)
+        if own_kind is not None and isinstance(shaped.get(field), list):
+            shaped[field] = drop_shadowed(self, own_kind, shaped[field], LISTS[method][1], self._shadowed)
         nxt = result.get("nextCursor")
         shaped.pop("nextCursor", None)
         if isinstance(nxt, str) and nxt:
             if len(nxt) > _MAX_UPSTREAM_CURSOR:
-                raise MCPError(f"gateway member {upstream.prefix!r} sent a cursor longer than {_MAX_UPSTREAM_CURSOR}")
+                who = "the upstream" if upstream.prefix is None else f"gateway member {upstream.prefix!r}"
+                raise MCPError(f"{who} sent a cursor longer than {_MAX_UPSTREAM_CURSOR} characters")
             shaped["nextCursor"] = self._cursors.encode(kind, seg, nxt)
-        elif seg + 1 < len(self.upstreams):
+        elif any(serves(i) for i in range(seg, len(self.upstreams))):
             shaped["nextCursor"] = self._cursors.encode(kind, seg + 1, "")
         return shaped
+
+    def _own_page(self, sctx: ServerRequestContext, kind: str, params: JSONDict) -> JSONDict:
+        """A page of the proxy's own list ``kind`` (its registry's pages, with its own cursors)."""
+        lists = {
+            "tools": self._list_tools,
+            "resources": self._list_resources,
+            "resource_templates": self._list_templates,
+            "prompts": self._list_prompts,
+        }
+        return lists[kind](sctx, params)
+
+    def _serve_lists(self, kinds: Iterable[str]) -> None:
+        """A component of the proxy's own, of a kind its upstreams do not serve, added: serve its methods (the
+        proxy's own answer them, the rest goes upstream as ever)."""
+        wanted = {"resource_templates": "resources"}
+        caps = {wanted.get(kind, kind) for kind in kinds}
+        if caps & {"prompts", "resources"}:
+            caps.add("completions")
+        added = False
+        for method, cap in _CAPABILITY.items():
+            if cap in caps and not self.has_handler(method):
+                self.set_handler(method, self._handler(method))
+                added = True
+        if added:
+            self._caps_cache.clear()
 
     async def _forward(self, sctx: ServerRequestContext, upstream: Upstream, method: str, params: JSONDict) -> JSONDict:
         """One request upstream for ``sctx``: on the client session's own upstream session (handshake era), or on a

@@ -523,6 +523,28 @@ def as_tools_app() -> MCPKit:
     return app
 
 
+def paged_upstream_app() -> MCPKit:
+    """An upstream for a proxy with tools of its own: 7 tools in pages of 2 (``up0``..``up5`` and ``clash``),
+    a resource and a prompt named as the proxy's own are named (``clash``, ``data://clash``)."""
+    app = MCPKit("paged-upstream", page_size=2)
+    for i in range(6):
+        app.add_tool(lambda i=i: f"upstream {i}", name=f"up{i}")
+    app.add_tool(lambda: "the upstream's clash", name="clash")
+    app.add_resource("data://up", "upstream data")
+    app.add_resource("data://clash", "the upstream's clash data")
+    app.add_prompt(lambda: "the upstream's prompt", name="up_prompt")
+    return app
+
+
+def resources_only_app() -> MCPKit:
+    """An upstream with resources, a template and a prompt, and no tools."""
+    app = MCPKit("resources-only")
+    app.add_resource("notes://today", "today's notes")
+    app.add_resource("notes://day/{day}", lambda day: f"notes of {day}")
+    app.add_prompt(lambda topic: f"talk about {topic}", name="talk")
+    return app
+
+
 APPS = {
     "cached": cached_app,
     "flaky": flaky_app,
@@ -537,6 +559,8 @@ APPS = {
     "per_principal": per_principal_app,
     "tool_search": tool_search_app,
     "as_tools": as_tools_app,
+    "paged_upstream": paged_upstream_app,
+    "resources_only": resources_only_app,
 }
 
 

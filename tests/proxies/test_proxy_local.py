@@ -1,0 +1,143 @@
+"""A proxy's own tools, resources and prompts (``p.add_tool(...)``, ``p.add_resources_as_tools()``,
+``p.add_tool_search()``) are served beside the upstream's: listed first, called through the proxy's own dispatch,
+advertised even when the upstream has none of them; a name both have is the proxy's (with a warning). The upstream
+is a real stdio subprocess, the client ours, in both eras."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+import pytest
+
+import mcpkit
+from mcpkit import Client
+from support.toolkit import APPS_FILE, ERAS
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _upstream(name: str) -> list[str]:
+    return [sys.executable, str(APPS_FILE), name]
+
+
+async def _pages(client: Client, method: str, field: str) -> list[list[str]]:
+    """Every page of ``method``, walked by its cursors: the names (or URIs) of each page's items."""
+    key = {"tools": "name", "prompts": "name", "resources": "uri"}[field]
+    pages: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        page = await client.session.request(method, {"cursor": cursor} if cursor else {})
+        pages.append([item[key] for item in page[field]])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return pages
+        assert len(pages) < 20, pages
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_proxys_own_tools_resources_and_prompts_are_served_first_beside_the_upstreams(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    p = mcpkit.proxy(_upstream("paged_upstream"), page_size=2)
+    p.add_tool(lambda: "the proxy's own", name="own")
+    p.add_tool(lambda: "the proxy's clash", name="clash")
+    p.add_tool(lambda: "one more", name="own2")
+    p.add_resource("data://clash", "the proxy's clash data")
+    p.add_prompt(lambda: "the proxy's prompt", name="own_prompt")
+    called: list[str] = []
+
+    async def record(call: Any, call_next: Any) -> Any:
+        if call.method == "tools/call":
+            called.append(call.params["name"])
+        return await call_next(call)
+
+    p.add_interceptor(record)
+    with caplog.at_level(logging.WARNING, logger="mcpkit.proxy"):
+        async with Client(p, mode=mode) as client:
+            pages = await _pages(client, "tools/list", "tools")
+            walked = [name for page in pages for name in page]
+            # the proxy's own first (its own pages), then the upstream's pages, "clash" only once: the proxy's
+            assert walked == ["own", "clash", "own2", "up0", "up1", "up2", "up3", "up4", "up5"], pages
+            assert all(len(page) <= 2 for page in pages)
+            assert [t.name for t in await client.list_tools()] == walked
+            for name, text in [("own", "the proxy's own"), ("clash", "the proxy's clash"), ("up3", "upstream 3")]:
+                assert (await client.call_tool(name, {})).text == text
+            assert called == ["own", "clash", "up3"]  # (the proxy's interceptor saw each, its own tools too)
+            resources = [r.uri for r in await client.list_resources()]
+            assert [str(u) for u in resources] == ["data://clash", "data://up"]
+            assert await client.read_text("data://clash") == "the proxy's clash data"
+            assert await client.read_text("data://up") == "upstream data"
+            assert [pr.name for pr in await client.list_prompts()] == ["own_prompt", "up_prompt"]
+            got = await client.get_prompt("own_prompt")
+            assert got.messages[0].content.text == "the proxy's prompt"  # type: ignore[union-attr]
+            got = await client.get_prompt("up_prompt")
+            assert got.messages[0].content.text == "the upstream's prompt"  # type: ignore[union-attr]
+    warned = [r.getMessage() for r in caplog.records if "clash" in r.getMessage()]
+    assert any("tool 'clash'" in w for w in warned) and any("'data://clash'" in w for w in warned), warned
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_resources_and_prompts_as_tools_on_a_proxy_of_an_upstream_without_tools(mode: str) -> None:
+    p = mcpkit.proxy(_upstream("resources_only"))
+    p.add_resources_as_tools()
+    p.add_prompts_as_tools()
+    async with Client(p, mode=mode) as client:
+        assert "tools" in client.server_capabilities
+        names = [t.name for t in await client.list_tools()]
+        assert names == ["list_resources", "read_resource", "list_prompts", "get_prompt"]
+        listed = await client.call_tool("list_resources", {})
+        assert "notes://today" in listed.text and "notes://day/{day}" in listed.text
+        assert (await client.call_tool("read_resource", {"uri": "notes://day/mon"})).text == "notes of mon"
+        got = await client.call_tool("get_prompt", {"name": "talk", "arguments": {"topic": "rain"}})
+        assert "talk about rain" in got.text
+        assert await client.read_text("notes://today") == "today's notes"  # (the upstream's, directly too)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_tool_search_on_a_proxy_finds_and_calls_its_own_tools(mode: str) -> None:
+    p = mcpkit.proxy(_upstream("resources_only"))
+
+    @p.tool
+    def weather_report(city: str) -> str:
+        """The weather report of a city."""
+        return f"rain in {city}"
+
+    p.add_tool_search()
+    async with Client(p, mode=mode) as client:
+        assert [t.name for t in await client.list_tools()] == ["search_tools", "call_tool"]
+        found = await client.call_tool("search_tools", {"query": "weather"})
+        assert "weather_report" in found.text
+        called = await client.call_tool("call_tool", {"name": "weather_report", "arguments": {"city": "Oslo"}})
+        assert called.text == "rain in Oslo"
+        assert (await client.call_tool("weather_report", {"city": "Rome"})).text == "rain in Rome"
+
+
+async def test_an_upstream_cursor_a_proxy_with_its_own_tools_would_carry_is_bounded() -> None:
+    from mcpkit import MCPKit
+    from mcpkit.protocol.errors import MCPError
+
+    long_cursor = "c" * 700  # (over the 600 characters the proxy's sealed cursor carries)
+    up = MCPKit("long-cursors")
+    up.set_handler("tools/list", lambda sctx, params: {"tools": [], "nextCursor": long_cursor})
+    plain = mcpkit.proxy(up)
+    async with Client(plain) as client:  # (a proxy without tools of its own relays the upstream's cursor)
+        assert (await client.session.request("tools/list", {}))["nextCursor"] == long_cursor
+    p = mcpkit.proxy(up)
+    p.add_tool(lambda: "own", name="own")
+    async with Client(p) as client:
+        first = await client.session.request("tools/list", {})
+        assert [t["name"] for t in first["tools"]] == ["own"]
+        with pytest.raises(MCPError, match="the upstream sent a cursor longer than 600 characters"):
+            await client.session.request("tools/list", {"cursor": first["nextCursor"]})
+        assert (await client.call_tool("own", {})).text == "own"  # (the session goes on)
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_proxys_own_prompt_arguments_are_completed_by_the_proxy(mode: str) -> None:
+    p = mcpkit.proxy(_upstream("resources_only"))  # (an upstream that completes nothing)
+    p.add_prompt(lambda style: f"in a {style} style", name="styled", completions={"style": ["formal", "casual"]})
+    async with Client(p, mode=mode) as client:
+        assert (await client.complete("styled", "style", "f")).completion.values == ["formal"]
+        assert [pr.name for pr in await client.list_prompts()] == ["styled", "talk"]
