@@ -756,6 +756,7 @@ _LAZY_PACKAGES = (
 )
 
 
+@pytest.mark.timeout(360)  # (mypy --strict over the whole package, cold: 30-40 s alone, past 120 s on a busy machine)
 def test_a_misspelled_import_from_a_lazy_package_is_a_type_error(tmp_path: Path) -> None:
     """A module ``__getattr__`` returning ``Any`` tells a type checker that every name exists: ``from mcpkit
     import Clinet`` passed ``mypy --strict`` (typed ``Any``). The lazy packages hide it from type checkers, so
