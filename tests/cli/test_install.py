@@ -101,9 +101,10 @@ async def test_the_config_file_parses_keeps_other_entries_and_starts_the_server(
     assert json.loads(backup.read_text()) == before
     assert "get_weather" in await tools_of(entry)
 
-    again = mcpkit(host, WEATHER, "--scope", scope, home=home, cwd=project)
+    again = mcpkit(host, WEATHER, "--scope", scope, "-e", "WEATHER_UNITS=imperial", home=home, cwd=project)
     assert again.returncode == 0 and "replaced 'weather'" in again.stdout
-    assert dig(json.loads(file.read_text()), keys, project)["other"] == OTHER
+    servers = dig(json.loads(file.read_text()), keys, project)
+    assert servers["other"] == OTHER and servers["weather"]["env"] == {"WEATHER_UNITS": "imperial"}
 
 
 def test_a_new_config_file_is_created_private(tmp_path: Path) -> None:
@@ -267,3 +268,85 @@ def test_the_entry_to_add_by_hand_keeps_its_characters(tmp_path: Path) -> None:
     assert proc.returncode != 0 and "not plain JSON" in proc.stderr
     assert '"météo": {' in proc.stderr and str(server) in proc.stderr
     assert file.read_text() == '{\n  // mine\n  "theme": "dark"\n}\n'
+
+
+# a same-name entry as the user left it, per host: keys the host reads that mcpkit does not write, then its own
+USER_KEYS: dict[str, dict[str, Any]] = {
+    "claude-desktop": {"cwd": "/srv/weather"},
+    "claude-code": {"disabled": True},
+    "cursor": {"envFile": "/srv/weather/.env"},
+    "vscode": {"dev": {"watch": "**/*.py"}, "envFile": "${workspaceFolder}/.env"},
+    "gemini-cli": {"trust": True, "timeout": 30000, "includeTools": ["get_weather"]},
+    "windsurf": {"disabled": False, "disabledTools": ["get_alerts"]},
+}
+SAME_NAME_CASES = [(host, "user") for host in USER_KEYS] + [("claude-code", "local")]
+
+
+@pytest.mark.parametrize(("host", "scope"), SAME_NAME_CASES)
+def test_installing_over_an_entry_of_the_same_name_keeps_the_keys_the_user_added(
+    host: str, scope: str, tmp_path: Path
+) -> None:
+    """Installing a server again (a new path, a new Python) replaced its entry whole: the keys the user had added
+    to it (Gemini's trust and timeout, a disabled flag, an env file) were lost, kept only in the backup. Now the
+    keys mcpkit writes are replaced and the others stay where they were; the same install again writes nothing."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    where, rel, keys = CASES[(host, scope)]
+    file = (home if where == "home" else project) / rel
+    file.parent.mkdir(parents=True, exist_ok=True)
+    user = USER_KEYS[host]
+    old = {**user, "command": "/old/python", "args": ["/old/weather.py"], "env": {"OLD": "1"}}
+    document: dict[str, Any] = {"theme": "dark"}
+    holder = document
+    for key in keys:
+        holder = holder.setdefault(str(project.resolve()) if key == "<project>" else key, {})
+    holder.update({"weather": old, "other": OTHER})
+    file.write_text(json.dumps(document, indent=2))
+
+    proc = mcpkit(host, WEATHER, "--scope", scope, "-e", "WEATHER_UNITS=metric", home=home, cwd=project)
+    assert proc.returncode == 0, proc.stderr
+    assert f"replaced 'weather' in {file}" in proc.stdout, proc.stdout
+    assert f"keeping its {', '.join(user)}" in proc.stdout, proc.stdout
+    servers = dig(json.loads(file.read_text()), keys, project)
+    entry = servers["weather"]
+    assert servers["other"] == OTHER
+    assert {k: entry[k] for k in user} == user
+    assert list(entry)[: len(user)] == list(user)  # (in their place)
+    assert entry["env"] == {"WEATHER_UNITS": "metric"}  # (what mcpkit writes is replaced, not merged)
+    assert Path(entry["command"]).is_absolute() and entry["command"] != "/old/python"
+    assert entry["args"][-1] == str(Path(WEATHER).resolve())
+    assert set(entry) == {*user, "command", "args", "env"} | ({"type"} if host in ("claude-code", "vscode") else set())
+    written, backups = file.read_bytes(), sorted(file.parent.glob(file.name + ".*.bak"))
+    assert len(backups) == 1
+
+    for args in (["-e", "WEATHER_UNITS=metric"], []):  # (again; and without --env, which writes no env)
+        again = mcpkit(host, WEATHER, "--scope", scope, *args, home=home, cwd=project)
+        assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout + again.stderr
+        assert file.read_bytes() == written
+        assert sorted(file.parent.glob(file.name + ".*.bak")) == backups
+
+
+@pytest.mark.parametrize("host", ["claude-code", "gemini-cli", "windsurf"])
+def test_installing_over_a_remote_entry_of_the_same_name_drops_what_pointed_at_its_url(
+    host: str, tmp_path: Path
+) -> None:
+    """An entry of the same name that reached the server over HTTP: its URL, headers and transport type would
+    contradict the command mcpkit writes (a host could connect to the old URL), so they go; the user's other keys
+    stay."""
+    remote = {
+        "claude-code": {"type": "http", "url": "https://mcp.example/mcp", "headers": {"Authorization": "Bearer t"}},
+        "gemini-cli": {"httpUrl": "https://mcp.example/mcp", "headers": {"X-Key": "k"}, "trust": True},
+        "windsurf": {"serverUrl": "https://mcp.example/mcp", "disabled": False},
+    }[host]
+    _, rel, _ = CASES[(host, "user")]
+    file = tmp_path / rel
+    file.parent.mkdir(parents=True, exist_ok=True)
+    file.write_text(json.dumps({"mcpServers": {"weather": remote}}))
+    proc = mcpkit(host, WEATHER, home=tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    entry = json.loads(file.read_text())["mcpServers"]["weather"]
+    kept = {k: v for k, v in remote.items() if k in ("trust", "disabled")}
+    assert {k: entry[k] for k in kept} == kept
+    assert not {"url", "httpUrl", "serverUrl", "headers"} & set(entry)
+    assert entry.get("type", "stdio") == "stdio" and "command" in entry

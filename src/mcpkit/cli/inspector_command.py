@@ -317,7 +317,9 @@ def install_command(
         click.echo(done.text, nl=False)
         return
     verb = "replaced" if done.replaced else "added"
-    click.echo(f"{verb} {name!r} in {done.path}" + (f" (the previous file is {done.backup})" if done.backup else ""))
+    keeping = f", keeping its {', '.join(done.kept)}" if done.kept else ""
+    backup = f" (the previous file is {done.backup})" if done.backup else ""
+    click.echo(f"{verb} {name!r} in {done.path}{keeping}{backup}")
     click.echo(RESTART[host])
 
 

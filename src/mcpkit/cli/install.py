@@ -31,8 +31,12 @@ The entry runs the server with the Python that runs ``mcpkit install`` (so it fi
 there without installing them into the environment. ``--env KEY=VALUE`` and ``--env-file`` set the server's
 environment.
 
-The file is merged, never replaced: the other servers and every other key stay as they were; an existing entry of
-the same name is replaced (and said so); the same entry again changes nothing (no write, no backup). The original
+The file is merged, never replaced: the other servers and every other key stay as they were. An existing entry of
+the same name is updated (and said so): the keys mcpkit writes (``command``, ``args``, ``type``, ``env`` when given;
+goose's ``cmd``, ``envs``, ``enabled``...) are replaced, the keys the user added to it (Gemini CLI's ``trust`` or
+``timeout``, a ``disabled`` flag, an ``envFile``, Codex's ``tool_timeout_sec``...) stay where they were, and the
+keys that reached it over HTTP (:data:`REMOTE_KEYS`, a ``type`` other than ``stdio``), which would contradict the
+command, go. The same entry again changes nothing (no write, no backup). The original
 is copied next to it first (``<file>.<time>.bak``, never over an earlier backup), the new file is written whole and
 then moved into place (a symbolic link stays one: the file it points to is updated). A file that is not plain JSON
 (comments, trailing commas) is left alone: the command prints the entry to add by hand instead. ``--dry-run``
@@ -56,6 +60,13 @@ from .install_formats import FORMATS, FileFormat
 __all__ = ["HOSTS", "InstallError", "Installed", "config_path", "install", "server_entry"]
 
 HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "windsurf", "codex", "goose")
+
+#: keys of an entry that reach its server over HTTP (JSON hosts, Codex's, goose's): the entry mcpkit writes runs a
+#: command, so an old entry's would contradict it (a host could still connect to the old URL); they go with it (so
+#: does a ``type`` other than ``stdio``)
+REMOTE_KEYS: frozenset[str] = frozenset(
+    {"url", "httpUrl", "serverUrl", "uri", "headers", "http_headers", "env_http_headers", "bearer_token_env_var"}
+)
 SCOPES: dict[str, tuple[str, ...]] = {
     "claude-desktop": ("user",),
     "claude-code": ("user", "project", "local"),
@@ -207,6 +218,21 @@ class Installed:
     written: bool
     unchanged: bool = False  # the file already held this entry as it is: nothing was written
     text: str = ""  # the file as written (or, with ``dry_run``, as it would be)
+    kept: tuple[str, ...] = ()  # the keys the replaced entry had that mcpkit does not write: kept in ``entry``
+
+
+def _merged(old: object, entry: dict[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The entry that replaces ``old`` (of the same name), and the keys of the user's it keeps: ``entry``'s keys
+    replace the old ones, the old entry's other keys stay where they were, but those that reached the server over
+    HTTP (:data:`REMOTE_KEYS`, a ``type`` other than ``stdio``) go. An environment the command gives none for
+    (goose's empty ``envs``) keeps the old one."""
+    if not isinstance(old, dict):
+        return entry, ()
+    merged = {k: v for k, v in old.items() if k not in REMOTE_KEYS and (k != "type" or v == "stdio" or "type" in entry)}
+    written = {k: v for k, v in entry.items() if not (k in ("env", "envs") and not v and merged.get(k))}
+    kept = tuple(k for k in merged if k not in written)
+    merged.update(written)
+    return merged, kept
 
 
 def _servers_of(document: dict[str, Any], host: str, scope: str, cwd: Path) -> dict[str, Any]:
@@ -265,20 +291,22 @@ def install(
     except InstallError as exc:
         raise InstallError(f"{file}: {exc}: it was left as it is") from None
     replaced = name in servers
+    entry, kept = _merged(servers.get(name), entry)
     servers[name] = entry
     if host == "vscode" and "inputs" not in document:
         document["inputs"] = []
     if document == before:  # (the same entry again: nothing to write, no backup to keep)
-        return Installed(file, name, entry, document, replaced, None, False, unchanged=True)
+        return Installed(file, name, entry, document, replaced, None, False, unchanged=True, kept=kept)
     try:
         text = fmt.dump(document, original, (SERVERS_KEY.get(host, "mcpServers"), name)).decode("utf-8")
     except ValueError as exc:
         raise InstallError(f"{file} cannot be edited safely ({exc}): it was left as it is. {by_hand}") from None
     if dry_run:
-        return Installed(file, name, entry, document, replaced, None, False, text=text)
+        return Installed(file, name, entry, document, replaced, None, False, text=text, kept=kept)
     real = file.resolve() if file.is_symlink() else file  # a linked file (dotfiles) is written where it points
     try:
-        return _write(real, original, Installed(file, name, entry, document, replaced, None, True, text=text))
+        done = Installed(file, name, entry, document, replaced, None, True, text=text, kept=kept)
+        return _write(real, original, done)
     except OSError as exc:
         raise InstallError(f"cannot write {file}: {exc.strerror or exc}: it was left as it is") from None
 
