@@ -13,6 +13,7 @@ import httpx
 import jwt
 import pytest
 
+from mcpkit import Client
 from mcpkit.auth import (
     AccessToken,
     AuthorizationServer,
@@ -24,6 +25,7 @@ from mcpkit.auth import (
     protect,
 )
 from mcpkit.auth.challenges import parse_www_authenticate
+from mcpkit.protocol.errors import MCPError
 from mcpkit.transports.http import create_app
 from support.mcp_http import initialize_body
 from support.oauth import _forge, mcp_server, serve, stack
@@ -598,3 +600,48 @@ async def test_without_an_authorization_server_there_is_no_resource_metadata_onl
         r = await http.post(base + "/mcp", json=initialize_body("2025-11-25"))
         params = parse_www_authenticate(r.headers["www-authenticate"])[1]
         assert params["resource_metadata"] == base + "/.well-known/oauth-protected-resource/mcp"
+
+
+@pytest.mark.parametrize("mode", ["handshake", "modern"])
+async def test_protect_asks_the_app_what_a_call_asks_about_too_only_once_it_serves_a_caller_tool(mode: str) -> None:
+    """``protect``'s early look at a POST asked the app, for every request, what else the authorization is asked
+    about (tool search's ``call_tool``: the tool it names), though an app without tool search never names any. It
+    now reads the app's ``asks_too`` first, as the dispatcher does: nothing is asked until tool search is added
+    (while serving here), and from then on ``call_tool`` gets the direct call's refusal."""
+    from mcpkit import MCPKit
+    from support.asgi import serve_asgi
+
+    class CountingApp(MCPKit):
+        asked: int = 0
+
+        def asked_too(self, method: str, params: Any) -> tuple[dict[str, Any], ...]:
+            self.asked += 1
+            return super().asked_too(method, params)
+
+    app = CountingApp("counting")
+
+    @app.tool()
+    def purge(path: str) -> str:
+        return f"purged {path}"
+
+    resource = "http://mcp.test/mcp"
+    verifier = StaticTokenVerifier.simple({"reader": [], "admin": ["files:admin"]}, audience=resource)
+
+    def rule(method: str, params: Any) -> list[str]:
+        return ["files:admin"] if method == "tools/call" and params.get("name") == "purge" else []
+
+    async with serve_asgi(protect(create_app(app), resource=resource, verifier=verifier, scope_rule=rule)) as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer admin"}) as admin:
+            assert [t.name for t in await admin.list_tools()] == ["purge"]
+            assert (await admin.call_tool("purge", {"path": "/x"})).text == "purged /x"
+        async with Client(url, mode=mode, headers={"Authorization": "Bearer reader"}) as reader:
+            with pytest.raises(MCPError) as direct:
+                await reader.call_tool("purge", {"path": "/x"})
+            assert app.asked == 0  # (no caller tool: nothing to ask, on no POST)
+            app.add_tool_search()
+            with pytest.raises(MCPError) as through:
+                await reader.call_tool("call_tool", {"name": "purge", "arguments": {"path": "/x"}})
+            assert (through.value.code, through.value.message) == (direct.value.code, direct.value.message)
+            assert direct.value.code != -32003  # (HTTP 403 with the step-up challenge, before any server)
+            assert app.asked > 0

@@ -145,8 +145,9 @@ class BearerAuthMiddleware:
         self.app = app
         # the wrapped app's health and readiness probes: a GET of them needs no token (orchestrators carry none)
         self.probe_paths: frozenset[str] = app.probe_paths if isinstance(app, HasProbes) else frozenset()
-        # what the wrapped server asks the authorization about too (tool search's call_tool: the tool it names)
-        self._asked_too = app.asked_too if isinstance(app, AsksAuthorization) else None
+        # what the wrapped server asks the authorization about too (tool search's call_tool: the tool it names); read
+        # only while it says it may name any (asks_too: an app without tool search pays nothing)
+        self._asks: AsksAuthorization | None = app if isinstance(app, AsksAuthorization) else None
         # the requests of other methods it makes for a request (resources as tools: read_resource's resources/read)
         self._inner_requests = app.inner_requests if isinstance(app, MakesInnerRequests) else None
         if dpop is True or (dpop_required and dpop is None):
@@ -463,6 +464,8 @@ class BearerAuthMiddleware:
         else:
             messages = [{"type": "http.request", "body": body, "more_body": False}]
         extra: list[str] = []
+        asks = self._asks
+        asked_too = asks.asked_too if asks is not None and asks.asks_too else None
         try:
             parsed = orjson.loads(body) if body else None
         except orjson.JSONDecodeError:
@@ -471,7 +474,7 @@ class BearerAuthMiddleware:
             if isinstance(msg, dict) and isinstance(msg.get("method"), str):
                 method, params = msg["method"], msg.get("params")
                 params = params if isinstance(params, dict) else {}
-                asked = (params, *self._asked_too(method, params)) if self._asked_too is not None else (params,)
+                asked = (params, *asked_too(method, params)) if asked_too is not None else (params,)
                 inner = self._inner_requests(method, params) if self._inner_requests is not None else ()
                 for one_method, one in (*((method, p) for p in asked), *inner):
                     for s in authz.missing(one_method, one):
