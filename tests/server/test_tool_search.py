@@ -634,6 +634,63 @@ async def test_a_tool_derived_from_a_mounted_call_tool_calls_as_the_parent_serve
 
 
 @BOTH
+async def test_search_and_call_tool_run_by_hand_of_a_child_mounted_twice_are_refused_naming_why(mode: str) -> None:
+    """A child with tool search mounted under two prefixes serves its tools twice, under two names each. Its
+    ``call_tool`` and ``search_tools`` run by a request that names neither (a parent's tool calling them by hand)
+    cannot tell which prefix the names take: refused, saying so and what to do, rather than guess. The tools each
+    prefix serves work, and a child mounted once is found by hand too."""
+
+    def child() -> MCPKit:
+        app = MCPKit("child")
+
+        @app.tool()
+        def forecast(city: str) -> str:
+            return f"sunny in {city}"
+
+        app.add_tool_search()
+        return app
+
+    def parent_of(kid: MCPKit, prefixes: tuple[str, ...]) -> MCPKit:
+        parent = MCPKit("parent")
+        for prefix in prefixes:
+            parent.mount(kid, prefix=prefix)
+
+        @parent.tool()
+        async def by_hand(ctx: Context, which: str) -> Any:  # (runs the child's tool itself, as code could)
+            tool = kid.get_tool(which)
+            assert tool is not None
+            args = (
+                {"name": "a_forecast", "arguments": {"city": "Oslo"}} if which == "call_tool" else {"query": "forecast"}
+            )
+            result = tool.call(args, ctx, ctx.request_context.features)
+            return json.dumps(result if isinstance(result, dict) else await result)
+
+        return parent
+
+    twice = child()
+    async with Client(parent_of(twice, ("a", "b")), mode=mode) as client:
+        assert (await client.call_tool("a_call_tool", {"name": "a_forecast", "arguments": {"city": "Oslo"}})).text == (
+            "sunny in Oslo"
+        )
+        assert await _found(client, "forecast", "b_") == ["b_forecast"]
+        refused = await _refused(client.call_tool("by_hand", {"which": "call_tool"}))
+        assert refused.code == -32602
+        assert refused.message == (
+            "'call_tool' of 'child' is served more than once by 'parent', under different names: call it by the "
+            "name the server lists it under"
+        )
+        searched = json.loads((await client.call_tool("by_hand", {"which": "search_tools"})).text)
+        assert searched["isError"] is True
+        assert searched["content"][0]["text"] == (
+            "'search_tools' of 'child' is served more than once by 'parent', under different names: call it by the "
+            "name the server lists it under"
+        )
+    async with Client(parent_of(child(), ("a",)), mode=mode) as client:  # (one way to serve it: no doubt)
+        assert "sunny in Oslo" in (await client.call_tool("by_hand", {"which": "call_tool"})).text
+        assert "a_forecast" in (await client.call_tool("by_hand", {"which": "search_tools"})).text
+
+
+@BOTH
 async def test_a_parent_with_tool_search_asks_its_own_scope_rule_for_a_mounted_tool(mode: str) -> None:
     """The supported way: tool search on the parent, whose own scope rule names the mounted tool as the parent
     serves it (``ops_purge``); a call through ``call_tool`` is refused as the direct call is."""
