@@ -190,3 +190,81 @@ def test_the_toml_edit_round_trips_any_entry(entry: dict[str, Any]) -> None:
         text = fmt.dump(document, original or None, ("mcp_servers", "my server.v2"))
         assert tomllib.loads(text.decode()) == document
         assert text.decode().startswith(original.decode())
+
+
+def test_codex_over_an_entry_of_the_same_name_keeps_the_keys_the_user_added_and_drops_its_url(tmp_path: Path) -> None:
+    """Reinstalling into Codex kept none of the entry's other keys (its timeouts, the tools it enables); and an
+    entry that reached the server over HTTP kept its URL and headers beside the new command. Now the keys the user
+    added stay, those of an HTTP server go, the file's comments stay, and the same install again writes nothing."""
+    codex_home = tmp_path / "codex-home"
+    codex_home.mkdir()
+    file = codex_home / "config.toml"
+    old = (
+        '[mcp_servers.weather]\nurl = "https://mcp.example/mcp"\nbearer_token_env_var = "WX_TOKEN"\n'
+        'startup_timeout_sec = 20\ntool_timeout_sec = 90.5\nenabled_tools = ["get_weather"]\n\n'
+        '[mcp_servers.weather.http_headers]\nX-Region = "eu"\n\n[mcp_servers.weather.env]\nOLD = "1"\n'
+    )
+    file.write_text(CODEX_BEFORE + "\n" + old)
+    env = {"CODEX_HOME": str(codex_home)}
+    proc = mcpkit("codex", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "replaced 'weather'" in proc.stdout, proc.stdout
+    assert "keeping its startup_timeout_sec, tool_timeout_sec, enabled_tools" in proc.stdout, proc.stdout
+    text = file.read_text()
+    assert text.startswith(CODEX_BEFORE)
+    entry = tomllib.loads(text)["mcp_servers"]["weather"]
+    assert set(entry) == {"startup_timeout_sec", "tool_timeout_sec", "enabled_tools", "command", "args", "env"}
+    assert (entry["startup_timeout_sec"], entry["tool_timeout_sec"], entry["enabled_tools"]) == (
+        20,
+        90.5,
+        ["get_weather"],
+    )
+    assert entry["env"] == {"UNITS": "metric"} and entry["args"][-1] == str(Path(WEATHER).resolve())
+    for args in (["-e", "UNITS=metric"], []):  # (again; and without --env, which writes no env)
+        again = mcpkit("codex", WEATHER, *args, home=tmp_path, cwd=tmp_path, env=env)
+        assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout + again.stderr
+        assert file.read_text() == text and len(list(codex_home.glob("*.bak"))) == 1
+
+
+def test_goose_over_an_extension_of_the_same_name_keeps_the_keys_the_user_added(tmp_path: Path) -> None:
+    """goose: the keys mcpkit writes (cmd, args, envs, enabled, timeout...) are replaced, the user's others stay
+    (``env_keys``, ``available_tools``), an SSE extension's ``uri`` and ``headers`` go, and its ``envs`` stay when
+    the command gives none."""
+    xdg = tmp_path / "xdg"
+    file = xdg / "goose" / "config.yaml"
+    file.parent.mkdir(parents=True)
+    old = {
+        "enabled": False,
+        "type": "sse",
+        "name": "weather",
+        "uri": "https://mcp.example/sse",
+        "headers": {"X-Key": "k"},
+        "envs": {"KEEP": "1"},
+        "env_keys": ["WX_TOKEN"],
+        "available_tools": ["get_weather"],
+        "timeout": 60,
+    }
+    file.write_text(
+        GOOSE_BEFORE + yaml.safe_dump({"extensions": {"weather": old}}, sort_keys=False)[len("extensions:\n") :]
+    )
+    env = {"XDG_CONFIG_HOME": str(xdg)}
+    proc = mcpkit("goose", WEATHER, home=tmp_path, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "keeping its envs, env_keys, available_tools" in proc.stdout, proc.stdout
+    document = yaml.safe_load(file.read_text())
+    entry = document["extensions"]["weather"]
+    assert "developer" in document["extensions"]
+    assert not {"uri", "headers"} & set(entry)
+    assert entry["type"] == "stdio" and entry["enabled"] is True and entry["timeout"] == 300
+    assert (entry["envs"], entry["env_keys"], entry["available_tools"]) == (
+        {"KEEP": "1"},
+        ["WX_TOKEN"],
+        ["get_weather"],
+    )
+    written = file.read_text()
+    again = mcpkit("goose", WEATHER, home=tmp_path, cwd=tmp_path, env=env)
+    assert again.returncode == 0 and "unchanged" in again.stdout, again.stdout + again.stderr
+    assert file.read_text() == written
+    given = mcpkit("goose", WEATHER, "-e", "UNITS=metric", home=tmp_path, cwd=tmp_path, env=env)
+    assert given.returncode == 0 and "replaced 'weather'" in given.stdout, given.stderr
+    assert yaml.safe_load(file.read_text())["extensions"]["weather"]["envs"] == {"UNITS": "metric"}
