@@ -1,10 +1,9 @@
 """A PostgreSQL configuration (ScaleConfig: MCPKIT_POSTGRES_* variables, ``mcpkit run --postgres``, code): URLs
 checked where they are given and shown without their password, Redis and PostgreSQL never both, and what
-``create_app`` builds from it on a real PostgreSQL."""
+``create_app`` builds from it on a real PostgreSQL (every store, the task store too, on one pool)."""
 
 from __future__ import annotations
 
-import logging
 import subprocess
 import sys
 
@@ -77,24 +76,26 @@ def test_mcpkit_run_takes_postgres_for_http_only_and_refuses_it_with_redis() -> 
     assert alone.returncode == 2 and "--postgres URL" in alone.stderr, alone.stderr
 
 
-async def test_create_app_builds_the_postgres_stores_on_one_pool_and_says_tasks_are_not_shared(
-    postgres_url: str,  # noqa: F811
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    from mcpkit.stores.postgres import PostgresConnection, PostgresEventStore, PostgresFanout, PostgresSessionStore
+async def test_create_app_builds_every_postgres_store_on_one_pool(postgres_url: str) -> None:  # noqa: F811
+    from mcpkit.stores.postgres import (
+        PostgresConnection,
+        PostgresEventStore,
+        PostgresFanout,
+        PostgresSessionStore,
+        PostgresTaskStore,
+    )
 
     with pytest.raises(ValueError, match="MCPKIT_STATE_KEYS"):
         create_app(MCPKit("x"), config=ScaleConfig(postgres_url=postgres_url))
     app = MCPKit("x")
-    with caplog.at_level(logging.WARNING, logger="mcpkit.http"):
-        built = create_app(app, config=ScaleConfig(postgres_url=postgres_url, state_keys=(KEY,)))
-    assert "keep no tasks" in caplog.text
+    built = create_app(app, config=ScaleConfig(postgres_url=postgres_url, state_keys=(KEY,)))
     shared = built.shared
     assert shared is not None and isinstance(shared.connection, PostgresConnection)
     assert isinstance(shared.session_store, PostgresSessionStore) and shared.session_store.conn is shared.connection
     assert isinstance(shared.event_store, PostgresEventStore) and shared.event_store.conn is shared.connection
     assert isinstance(shared.fanout, PostgresFanout) and app.fanout is shared.fanout
-    assert shared.task_store is None and app.task_store is None
+    assert isinstance(shared.task_store, PostgresTaskStore) and shared.task_store.conn is shared.connection
+    assert app.task_store is shared.task_store  # tasks every worker serves
     assert built.streamable is not None and built.streamable.shared is not None  # any worker serves any request
     await shared.fanout.start()
     assert await built.not_ready() is None

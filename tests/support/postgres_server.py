@@ -88,6 +88,23 @@ def _accepts(port: int) -> bool:
         return False
 
 
+def _answers(url: str) -> bool:
+    """Whether PostgreSQL takes a session (not "the database system is starting up")."""
+    import asyncio
+
+    import asyncpg
+
+    async def attempt() -> None:
+        conn = await asyncpg.connect(url, timeout=2)
+        await conn.close()
+
+    try:
+        asyncio.run(attempt())
+        return True
+    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+        return False
+
+
 class PostgresServer:
     """One ``postgres`` subprocess on 127.0.0.1, its cluster made by ``initdb`` in ``directory``."""
 
@@ -124,7 +141,7 @@ class PostgresServer:
             env=env,
         )
         deadline = time.monotonic() + 60
-        while not _accepts(self.port):
+        while not (_accepts(self.port) and _answers(self.url)):  # (it listens before it is ready: "starting up")
             if self.proc.poll() is not None:
                 out = self.proc.stdout.read().decode(errors="replace") if self.proc.stdout else ""
                 raise RuntimeError(f"postgres exited with {self.proc.returncode}: {out[-2000:]}")

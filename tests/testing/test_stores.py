@@ -177,6 +177,18 @@ class TestPostgresEventStore(OnPostgres, EventStoreContract):
         )
 
 
+class TestPostgresTaskStore(OnPostgres, TaskStoreContract):
+    async def make_store(self) -> TaskStore:
+        from mcpkit.stores.postgres import PostgresTaskStore
+
+        return PostgresTaskStore(
+            self.url,
+            prefix=self.prefix,
+            max_records_per_owner=self.max_records_per_owner,
+            max_records=self.max_records,
+        )
+
+
 # ---------------------------------------------------------------------------------------------- the kit catches bugs
 
 

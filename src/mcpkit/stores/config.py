@@ -26,10 +26,9 @@ one for its workers). Without a URL nothing changes: in-memory stores, the zero-
 
 With a PostgreSQL URL instead (``postgresql://user:password@host:port/db``), ``create_app`` builds one
 :class:`~mcpkit.stores.postgres.PostgresConnection` (a bounded pool) and on it the session store, the event store and
-the fan-out (:class:`~mcpkit.stores.postgres.PostgresFanout`), with the same requirement of shared state keys. There
-is no PostgreSQL task store yet: tasks stay on the worker that runs them unless ``enable_tasks`` is given a store
-every worker shares (``create_app`` logs a warning saying so). A Redis URL and a PostgreSQL URL together are refused:
-one deployment keeps its shared state in one place.
+the fan-out (:class:`~mcpkit.stores.postgres.PostgresFanout`), and the task store
+(:class:`~mcpkit.stores.postgres.PostgresTaskStore`), with the same requirement of shared state keys. A Redis URL and
+a PostgreSQL URL together are refused: one deployment keeps its shared state in one place.
 
 Keys are text of at least 32 characters (their UTF-8 bytes are the key), e.g. ``python -c "import secrets;
 print(secrets.token_urlsafe(32))"``. Rotation: add the new key last everywhere (it verifies), then move it first (it
@@ -51,7 +50,13 @@ from urllib.parse import urlsplit
 from ..hosting import MAX_KEYS, check_key_ring
 
 if TYPE_CHECKING:
-    from .postgres import PostgresConnection, PostgresEventStore, PostgresFanout, PostgresSessionStore
+    from .postgres import (
+        PostgresConnection,
+        PostgresEventStore,
+        PostgresFanout,
+        PostgresSessionStore,
+        PostgresTaskStore,
+    )
     from .redis import RedisConnection, RedisEventStore, RedisFanout, RedisSessionStore, RedisTaskStore
 
 __all__ = ["ENV", "MIN_KEY_CHARS", "ScaleConfig", "SharedStores", "generate_key", "parse_keys", "read_keys_file"]
@@ -260,10 +265,9 @@ class ScaleConfig:
         )
 
     def build(self, *, session_store: Any = None, event_store: Any = None, fanout: Any = None) -> SharedStores | None:
-        """The shared pieces on one connection, for those not given, and the task store (Redis only); None
-        without a URL."""
+        """The shared pieces on one connection, for those not given, and the task store; None without a URL."""
         if self.postgres_url:
-            from .postgres import PostgresEventStore, PostgresFanout, PostgresSessionStore
+            from .postgres import PostgresEventStore, PostgresFanout, PostgresSessionStore, PostgresTaskStore
 
             pg = self.connect_postgres()
             return SharedStores(
@@ -271,7 +275,7 @@ class ScaleConfig:
                 session_store if session_store is not None else PostgresSessionStore(pg),
                 event_store if event_store is not None else PostgresEventStore(pg),
                 fanout if fanout is not None else PostgresFanout(pg),
-                None,
+                PostgresTaskStore(pg),
             )
         if not self.redis_url:
             return None
@@ -302,19 +306,18 @@ def read_keys_file(path: str | os.PathLike[str]) -> tuple[bytes, ...]:
 @dataclass
 class SharedStores:
     """The shared pieces ``create_app`` built from a :class:`ScaleConfig`, on one connection (Redis or
-    PostgreSQL); ``task_store`` is None with PostgreSQL (no PostgreSQL task store yet)."""
+    PostgreSQL)."""
 
     connection: RedisConnection | PostgresConnection
     session_store: RedisSessionStore | PostgresSessionStore
     event_store: RedisEventStore | PostgresEventStore
     fanout: RedisFanout | PostgresFanout
-    task_store: RedisTaskStore | None
+    task_store: RedisTaskStore | PostgresTaskStore
 
     async def aclose(self) -> None:
         """Stop the task store's change reader and close the connection (the fan-out is closed by the app's
         lifespan first)."""
         try:
-            if self.task_store is not None:
-                await self.task_store.aclose()
+            await self.task_store.aclose()
         finally:
             await self.connection.aclose()

@@ -9,10 +9,10 @@ not import asyncpg, building a backend does).
 * :class:`PostgresFanout`: change notifications and cross-worker messages: an ordered log table every worker reads,
   woken by ``LISTEN``/``NOTIFY`` (the notification carries a position, never the message), worker numbers and
   inboxes.
+* :class:`PostgresTaskStore` (:mod:`.tasks`): tasks every worker serves (the caps and bounds in one transaction).
 
 Each takes a URL or a shared :class:`PostgresConnection`; one built from a URL owns what it made
-(``await store.aclose()``). Tasks are not kept here yet: with a PostgreSQL configuration, a server that enables
-tasks must be given a shared task store of its own (see :mod:`mcpkit.stores.config`).
+(``await store.aclose()``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from .connection import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT, MAX_POOL_SIZE, SCHEM
 from .events import PostgresEventStore
 from .fanout import PostgresFanout
 from .sessions import PostgresSessionStore
+from .tasks import PostgresTaskStore
 
 __all__ = [
     "DEFAULT_POOL_SIZE",
@@ -31,4 +32,5 @@ __all__ = [
     "PostgresEventStore",
     "PostgresFanout",
     "PostgresSessionStore",
+    "PostgresTaskStore",
 ]

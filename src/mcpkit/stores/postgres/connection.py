@@ -94,6 +94,9 @@ def _ddl(t: dict[str, str]) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS {t['inbox']} (id bigserial PRIMARY KEY, worker integer NOT NULL, session text "
         "NOT NULL, kind text NOT NULL, data bytea NOT NULL, owner text, expires_at timestamptz NOT NULL)",
         f"CREATE INDEX IF NOT EXISTS {t['inbox_w']} ON {t['inbox']} (worker, id)",
+        f"CREATE TABLE IF NOT EXISTS {t['tasks']} (id text PRIMARY KEY, owner text, created bigint NOT NULL, record "
+        "bytea NOT NULL, size integer NOT NULL, live boolean NOT NULL, kept_until bigint)",
+        f"CREATE INDEX IF NOT EXISTS {t['tasks_o']} ON {t['tasks']} (owner, created, id)",
     ]
 
 
@@ -181,7 +184,7 @@ class PostgresConnection:
         self.last_error: str = ""
         where = f'"{schema}".' if schema else ""
         names = ["meta", "sessions", "sessions_x", "streams", "streams_s", "streams_x", "events", "log", "log_id"]
-        names += ["worker_seq", "workers", "inbox", "inbox_w"]
+        names += ["worker_seq", "workers", "inbox", "inbox_w", "tasks", "tasks_o"]
         #: The qualified name of each table, index and sequence.
         self.tables: dict[str, str] = {name: f"{where}{prefix}{name}" for name in names}
         self._pool: Any = None

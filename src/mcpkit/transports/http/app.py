@@ -319,13 +319,7 @@ def create_app(
         shared = config.build(session_store=session_store, event_store=event_store, fanout=fanout)
         assert shared is not None
         session_store, event_store, fanout = shared.session_store, shared.event_store, shared.fanout
-        if shared.task_store is not None:
-            server.use_task_store(shared.task_store)
-        else:
-            logger.warning(
-                "PostgreSQL stores keep no tasks yet: a task stays on the worker that runs it (tasks/get on another "
-                "worker does not find it) unless enable_tasks is given a store every worker shares"
-            )
+        server.use_task_store(shared.task_store)
     if fanout is not None:
         server.set_fanout(fanout)
     check = make_request_check(allowed_origins, allowed_hosts)

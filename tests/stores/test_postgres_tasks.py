@@ -1,0 +1,71 @@
+"""PostgresTaskStore shared by two workers (two stores, two pools, one PostgreSQL): a change made through one is
+heard by the other's listeners (LISTEN/NOTIFY) and read there, and the caps on tasks in progress hold for both
+together when they create at the same moment. (The store kit's task contract runs in
+tests/testing/test_stores.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+import pytest
+
+from mcpkit.protocol.errors import TaskLimitReached
+from mcpkit.stores.postgres import PostgresTaskStore
+from mcpkit.tasks.model import TaskRecord, new_record
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
+
+pytestmark = pytest.mark.postgres
+
+
+@contextlib.asynccontextmanager
+async def two_workers(url: str, **options: int) -> AsyncIterator[tuple[PostgresTaskStore, PostgresTaskStore]]:
+    prefix = f"t{secrets.token_hex(4)}_"
+    a, b = PostgresTaskStore(url, prefix=prefix, **options), PostgresTaskStore(url, prefix=prefix, **options)
+    try:
+        yield a, b
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+def _task(owner: str) -> TaskRecord:
+    return new_record(owner=owner, method="tools/call", name="t", ttl_ms=60_000, poll_ms=100)
+
+
+async def test_a_change_made_on_one_worker_is_heard_and_read_on_the_other(postgres_url: str) -> None:  # noqa: F811
+    async with two_workers(postgres_url) as (a, b):
+        heard: list[str] = []
+        b.subscribe(heard.append)
+        await asyncio.sleep(0.5)  # (B's LISTEN connection opens)
+        record = _task("p:alice")
+        await a.create(record, max_live=10, max_live_per_owner=10)
+
+        def finish(r: TaskRecord) -> bool:
+            r["status"] = "completed"
+            r["result"] = {"content": [{"type": "text", "text": "done"}]}
+            return True
+
+        await a.update(record["id"], finish)
+        deadline = time.monotonic() + 10
+        while heard.count(record["id"]) < 2:  # the creation and the change, told to B by PostgreSQL
+            assert time.monotonic() < deadline, heard
+            await asyncio.sleep(0.05)
+        got = await b.get(record["id"])
+        assert got is not None and got["status"] == "completed" and got["result"]["content"][0]["text"] == "done"
+        assert [r["id"] for r in await b.list("p:alice", None, 10)] == [record["id"]]
+
+
+async def test_the_caps_on_tasks_in_progress_hold_across_workers(postgres_url: str) -> None:  # noqa: F811
+    async with two_workers(postgres_url) as (a, b):
+        tasks = [_task(f"p:caller-{n % 3}") for n in range(20)]
+        results = await asyncio.gather(
+            *((a if n % 2 else b).create(record, max_live=5, max_live_per_owner=100) for n, record in enumerate(tasks)),
+            return_exceptions=True,
+        )
+        made = [r for r in results if r is None]
+        refused = [r for r in results if isinstance(r, TaskLimitReached)]
+        assert len(made) == 5 and len(refused) == 15, results  # five in progress, whichever worker took them
