@@ -521,6 +521,43 @@ async def test_past_a_full_log_a_client_is_counted_unread_and_its_shutdown_still
     assert report.status("S001") == PASS, render(report, "text", verbose=True)
 
 
+async def test_past_a_log_of_max_log_bytes_large_messages_are_counted_not_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection's log is bounded in size too, not only in count: a stdio client sending 1 MiB messages has the
+    ones past MAX_LOG_BYTES (4 MiB here) counted without being kept, parsed or answered, and the report says so.
+    The log used to keep up to MAX_ENTRIES (20,000) messages of up to 4 MiB each, whatever their size."""
+    from mcpkit.check.clients import scripted
+
+    monkeypatch.setattr(scripted, "MAX_LOG_BYTES", 4 * 1024 * 1024)
+    flood = tmp_path / "flood.py"
+    flood.write_text(
+        "import json, shlex, subprocess, sys, threading, time\n"
+        "p = subprocess.Popen(shlex.split(sys.argv[1]), stdin=subprocess.PIPE, stdout=subprocess.PIPE)\n"
+        "got = []\n"
+        "threading.Thread(target=lambda: [got.append(line) for line in p.stdout], daemon=True).start()\n"
+        "def send(m): p.stdin.write(json.dumps(m).encode() + b'\\n'); p.stdin.flush()\n"
+        "send({'jsonrpc': '2.0', 'id': 0, 'method': 'initialize', 'params': {'protocolVersion': '2025-11-25',\n"
+        "      'capabilities': {}, 'clientInfo': {'name': 'flood', 'version': '1'}}})\n"
+        "time.sleep(1)\n"
+        "send({'jsonrpc': '2.0', 'method': 'notifications/initialized'})\n"
+        "pad = 'x' * (1024 * 1024)\n"
+        "for n in range(1, 13):\n"
+        "    send({'jsonrpc': '2.0', 'id': n, 'method': 'ping', 'params': {'_meta': {'pad': pad}}})\n"
+        "time.sleep(2)\n"
+        "p.stdin.close(); p.wait(10)\n"
+        f"open({str(tmp_path / 'answers')!r}, 'w').write(str(len(got)))\n"
+    )
+    report = await run_client_checks([PY, str(flood), "{server}"], scenarios=["handshake"], timeout=30)
+    answers = int((tmp_path / "answers").read_text())
+    # the initialize answer and the pings that fit in 4 MiB (4: the last one kept may go past it by its own size)
+    assert 2 <= answers <= 5, answers  # (all 13 were answered when the log was bounded by count only)
+    note = str(report.info.get("handshake: not kept"))
+    assert "counted, not read nor answered" in note, report.info
+    assert int(note.split()[0]) >= 12 - 4, note
+    assert report.status("S001") == PASS, render(report, "text", verbose=True)
+
+
 async def test_a_client_flooding_large_requests_it_never_reads_holds_a_bounded_number_of_bytes(tmp_path: Path) -> None:
     """A stdio client that sends 16 ``check_ask`` calls of 2 MiB each (each keeps the scripted server waiting on the
     client's answer for longer than the run) and reads nothing: the scripted server answers at most

@@ -20,7 +20,7 @@ from ..report import Report
 from ..wire import split_command
 from .hosts import HttpHost, StdioHost
 from .judge import ClientJudge
-from .scripted import MAX_ENTRIES, MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, SCENARIOS, ScriptedServer
+from .scripted import MAX_ENTRIES, MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES, MAX_LOG_BYTES, SCENARIOS, ScriptedServer
 
 SETTLE = 0.5  # seconds given after the client exits for its last messages (a DELETE, a relay's EOF) to land
 URL_IDLE = 10.0  # --url without a command: the run ends this long after the client's last message
@@ -160,7 +160,8 @@ async def _one(
     dropped = sum(c.dropped for c in server.conns)
     if dropped:
         report.info[f"{name}: not kept"] = (
-            f"{dropped} message(s) past the {MAX_ENTRIES} a connection keeps (past it, what the client sends over "
+            f"{dropped} message(s) past the {MAX_ENTRIES} messages or {MAX_LOG_BYTES // (1024 * 1024)} MiB a "
+            "connection keeps (past it, what the client sends over "
             "stdio is counted, not read nor answered)"
         )
     unanswered = sum(c.unanswered for c in server.conns)

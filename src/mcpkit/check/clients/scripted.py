@@ -46,6 +46,7 @@ UNKNOWN_VERSION = "1999-01-01"
 PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
 MAX_CONNECTIONS = 64  # connections (relay processes, HTTP sessions) one run of a client may open
 MAX_ENTRIES = 20_000  # messages a connection's log keeps (a flooding client's rest is counted, not kept)
+MAX_LOG_BYTES = 64 * 1024 * 1024  # and their size (characters of each raw message); past it too: counted, not kept
 MAX_LATE_EVENTS = 64  # relay events (stdin closed, a signal, the end) a full log still keeps: S001 is judged by them
 TOO_DEEP = "JSON nested deeper than the checker parses"  # the error of such a message: not judged, said
 MAX_IN_FLIGHT = 1_000  # a stdio connection's messages being answered at once (past it: recorded, not answered)
@@ -150,7 +151,8 @@ class Conn:
         self.pending: dict[str, asyncio.Future[Any]] = {}
         self.next_id = 0
         self.closed_at: float | None = None
-        self.dropped: int = 0  # entries past MAX_ENTRIES, not kept
+        self.dropped: int = 0  # entries past MAX_ENTRIES or MAX_LOG_BYTES, not kept
+        self.kept_bytes: int = 0  # the size of the log's entries (characters of each raw message)
         self.probe: Any = "not sent"  # the answer to the ping after the protocol errors of check_ask (None: none)
         self.in_flight: int = 0  # messages being answered now (stdio: the client may not read its answers)
         self.in_flight_bytes: int = 0  # the sum of their sizes (characters of each raw message)
@@ -158,14 +160,17 @@ class Conn:
 
     @property
     def full(self) -> bool:
-        """The log holds :data:`MAX_ENTRIES`: what the client sends now is counted, not read."""
-        return len(self.log) >= MAX_ENTRIES
+        """The log holds :data:`MAX_ENTRIES` messages or :data:`MAX_LOG_BYTES`: what the client sends now is
+        counted, not read."""
+        return len(self.log) >= MAX_ENTRIES or self.kept_bytes >= MAX_LOG_BYTES
 
     def keep(self, entry: Entry) -> None:
         """Log ``entry`` unless the connection's log is full (then it is counted in ``dropped``); a relay event
-        is still kept, up to :data:`MAX_LATE_EVENTS` past the bound (how the client ended its server)."""
-        if len(self.log) < MAX_ENTRIES or (entry.dir == "event" and len(self.log) < MAX_ENTRIES + MAX_LATE_EVENTS):
+        is still kept, up to :data:`MAX_LATE_EVENTS` past the count (how the client ended its server). The last
+        message kept may take the log past :data:`MAX_LOG_BYTES` by its own size (at most a message's bound)."""
+        if not self.full or (entry.dir == "event" and len(self.log) < MAX_ENTRIES + MAX_LATE_EVENTS):
             self.log.append(entry)
+            self.kept_bytes += len(entry.raw)
         else:
             self.dropped += 1
 
@@ -218,7 +223,8 @@ class ScriptedServer:
         return conn
 
     def record_in(self, conn: Conn, raw: str, http: JSON | None = None) -> Entry:
-        """Record what the client sent (kept up to :data:`MAX_ENTRIES` a connection; the rest is counted)."""
+        """Record what the client sent (kept up to :data:`MAX_ENTRIES` or :data:`MAX_LOG_BYTES` a connection; the
+        rest is counted)."""
         data, error = parse(raw)
         entry = Entry("in", raw, data, error, http=http)
         conn.keep(entry)
