@@ -19,6 +19,7 @@ from mcpkit.check import FAIL, PASS, Report, render, run_client_checks
 from mcpkit.check.clients.hosts import HttpHost, StdioHost
 from mcpkit.check.clients.scripted import SCENARIOS, ScriptedServer
 from support.clients.broken_client import FAULTS
+from support.gather import gather_limited
 from support.paths import REPO
 
 ROOT = REPO
@@ -38,6 +39,7 @@ SCRIPT = json.dumps(
 )
 
 pytestmark = pytest.mark.timeout(600)
+FIXTURE_WITHIN = 540.0  # the module fixtures' gathers end within this, inside the event loop (see support.gather)
 JSON_TYPE = {"Content-Type": "application/json"}
 
 
@@ -54,16 +56,6 @@ def command(client: str, transport: str) -> list[str]:
 
 def bad_ids(report: Report) -> set[str]:
     return {r.req for r in report.sorted() if r.status in (FAIL, "warn")}
-
-
-async def _limited(jobs: dict[str, Callable[[], Any]], limit: int = 4) -> dict[str, Any]:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(name: str, job: Callable[[], Any]) -> tuple[str, Any]:
-        async with sem:
-            return name, await job()
-
-    return dict(await asyncio.gather(*(one(n, j) for n, j in jobs.items())))
 
 
 # ------------------------------------------------------------------------------------------ real clients
@@ -99,7 +91,7 @@ def client_reports() -> dict[tuple[str, str], Report]:
         f"{c}:{t}": (lambda c=c, t=t: run_client_checks(command(c, t), transport=t, timeout=60))
         for c, t in KNOWN_FAULTS
     }
-    got = asyncio.run(_limited(jobs))
+    got = asyncio.run(gather_limited(jobs, limit=4, within=FIXTURE_WITHIN))
     return {tuple(k.split(":")): v for k, v in got.items()}  # type: ignore[misc]
 
 
@@ -157,7 +149,7 @@ def cancel_reports() -> dict[tuple[str, str], Report]:
         )
         for c, t in CANCELLING
     }
-    got = asyncio.run(_limited(jobs))
+    got = asyncio.run(gather_limited(jobs, limit=4, within=FIXTURE_WITHIN))
     return {tuple(k.split(":")): v for k, v in got.items()}  # type: ignore[misc]
 
 
@@ -202,7 +194,7 @@ def broken_client_reports() -> dict[str, Report]:
     jobs = {"none:stdio": job(None, "stdio", None), "none:http": job(None, "http", None)}
     jobs["none:auth"] = job(None, "http", ("auth",))
     jobs.update({f: job(f, t, s) for f, (_, t, s) in FAULTS.items()})
-    return asyncio.run(_limited(jobs, limit=6))
+    return asyncio.run(gather_limited(jobs, limit=6, within=FIXTURE_WITHIN))
 
 
 def test_broken_client_without_faults_passes(broken_client_reports: dict[str, Report]) -> None:

@@ -5,12 +5,18 @@ what the spec's words for the negotiated revision say. Every server is a real su
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from mcpkit.check import FAIL, PASS, run_checks
+from support.gather import gather_limited
 from support.paths import REPO
 
 PY = sys.executable
@@ -90,3 +96,40 @@ async def test_an_error_without_an_id_fails_m001_only_where_the_schema_requires_
     assert "M001" not in current.failed_musts()
     assert older.status("M001") == FAIL, older.render_text(verbose=True)
     assert "without an id" in older.requirements["M001"].evidence
+
+
+def _children() -> set[str]:
+    """This process's child process ids (Linux: /proc/<pid>/task/<tid>/children)."""
+    tasks = Path(f"/proc/{os.getpid()}/task")
+    return {pid for task in tasks.iterdir() for pid in (task / "children").read_text().split()}
+
+
+async def test_the_fixtures_gather_ends_its_runs_inside_the_loop_past_its_deadline_or_on_a_failure() -> None:
+    """The check fixtures judge dozens of servers in one event loop (support.gather). Past the gather's deadline
+    the runs still going are cancelled inside the loop, each reaping its server, and the error names them; a run
+    that fails has the others cancelled the same way before its error propagates. Before, an exception that left
+    ``asyncio.run`` with runs going (the pytest timeout, raised into the loop under heavy load) made it cancel every
+    task in one sweep, and a server start caught in it with its own pipe-connecting task never ended on CPython
+    3.11 (python/cpython#125502): the worker hung, idle, with nothing reported."""
+    before = _children()
+    silent = [PY, "-c", "import sys; sys.stdin.read()"]  # never answers initialize: a run waits 2 x 30 s for it
+    jobs: dict[str, Callable[[], Awaitable[Any]]] = {
+        f"silent-{i}": (lambda: run_checks(silent, timeout=30.0, modern=False)) for i in range(3)
+    }
+    jobs["quick"] = lambda: asyncio.sleep(0, "done")
+    t0 = time.monotonic()
+    with pytest.raises(AssertionError, match=r"3 of 4 jobs not done within 2s: \['silent-0', 'silent-1', 'silent-2'\]"):
+        await gather_limited(jobs, limit=4, within=2.0)
+    assert time.monotonic() - t0 < 30
+    assert _children() <= before
+
+    async def broken() -> None:
+        await asyncio.sleep(1.0)
+        raise ValueError("this run broke")
+
+    t0 = time.monotonic()
+    with pytest.raises(ExceptionGroup) as raised:
+        await gather_limited({"silent": jobs["silent-0"], "broken": broken}, limit=2, within=500.0)
+    assert [type(e) for e in raised.value.exceptions] == [ValueError], raised.value.exceptions
+    assert time.monotonic() - t0 < 30
+    assert _children() <= before
