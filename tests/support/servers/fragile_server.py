@@ -5,7 +5,9 @@ each turned on by a flag, for ``mcpkit check``'s tests:
 * ``--slow-first-request SECONDS``: a request before ``initialize`` is answered only after SECONDS (a server slow
   to start, as a large Python server is on a busy machine);
 * ``--error-without-id``: error responses carry no ``id`` (the 2025-11-25 schema makes it optional on errors);
-* ``--exit-on-unknown-method``: a request for a method it does not know ends the process.
+* ``--exit-on-unknown-method``: a request for a method it does not know ends the process;
+* ``--stall-on-batch SECONDS``: a batch of two requests or more stalls the server SECONDS before it answers it, and
+  what follows waits too (a server descheduled on a busy machine).
 
 Otherwise it is correct: one tool, ping, batches at 2025-03-26, -32601 for an unknown method, -32700 for bad JSON.
 """
@@ -32,6 +34,7 @@ def main() -> None:
     ap.add_argument("--slow-first-request", type=float, default=0.0)
     ap.add_argument("--error-without-id", action="store_true")
     ap.add_argument("--exit-on-unknown-method", action="store_true")
+    ap.add_argument("--stall-on-batch", type=float, default=0.0)
     opts = ap.parse_args()
     initialized = False
 
@@ -89,6 +92,8 @@ def main() -> None:
             out: Any = error(None, -32700, "Parse error")
         else:
             if isinstance(msg, list):
+                if sum(isinstance(m, dict) and "id" in m for m in msg) >= 2:
+                    time.sleep(opts.stall_on_batch)
                 out = [a for a in (answer(m) for m in msg) if a is not None] or None
             else:
                 out = answer(msg)
