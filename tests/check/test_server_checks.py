@@ -305,6 +305,17 @@ def test_broken_server_without_faults_passes(broken_reports: dict[str, Report]) 
     assert every_fault <= judged, every_fault - judged  # each rule a fault breaks passes when it is not broken
 
 
+@pytest.mark.req("S027")
+def test_a_cancelled_request_whose_stream_closes_ends_the_watch_early(broken_reports: dict[str, Report]) -> None:
+    """Over HTTP the server closes a cancelled request's stream: nothing more of that request can come (its progress
+    goes on that stream only), so the checker stops watching then, not after the whole CANCEL_WATCH (2.5 s); over
+    stdio the whole watch runs."""
+    http = broken_reports["http:none"].requirements["S027"].evidence
+    assert broken_reports["http:none"].status("S027") == PASS and "until its response stream was closed" in http
+    stdio = broken_reports["stdio:none"].requirements["S027"].evidence
+    assert broken_reports["stdio:none"].status("S027") == PASS and "in the next 2.5s" in stdio, stdio
+
+
 @pytest.mark.parametrize("fault", sorted(f"stdio:{f}" for f in STDIO_FAULTS))
 def test_broken_stdio_server_fails_the_right_ids(fault: str, broken_reports: dict[str, Report]) -> None:
     _assert_fault(broken_reports[fault], STDIO_FAULTS[fault.split(":", 1)[1]])
