@@ -218,6 +218,18 @@ def test_broken_client_fails_the_rule_it_breaks(fault: str, broken_client_report
         assert all(f.evidence.startswith("[") for f in report.requirements[rid].findings), rid
 
 
+@pytest.mark.req("M011")
+def test_a_client_ignoring_the_batch_is_judged_at_its_pace_not_held_the_whole_ask_timeout(
+    broken_client_reports: dict[str, Report],
+) -> None:
+    """The scripted server sends a ping just after its batch; a client that answers that ping and not the batch is
+    given up on after a few seconds (it held the run ASK_TIMEOUT, 10 s, before), and the evidence says the client
+    was answering."""
+    evidence = broken_client_reports["ignore-batch"].requirements["M011"].evidence
+    assert "0 of 2 answered; the ping sent just after it was answered" in evidence, evidence
+    assert broken_client_reports["none:stdio"].status("M011") == PASS
+
+
 # ------------------------------------------------------------------------------------------ the command and hosts
 
 

@@ -151,8 +151,10 @@ class ClientJudge:
             }
             if ids <= answered:
                 self.r.ok("M011", "a batch of two pings from the server: both answered", "batch")
-            else:
-                self.r.fail("M011", f"a batch of two pings from the server: {len(ids & answered)} of 2 answered")
+                continue
+            pace = [json.dumps(m.get("id")) for e in conn.log if e.dir == "out" for m in items(e) if _is_pace(m)]
+            alive = "; the ping sent just after it was answered" if set(pace) & answered else ""
+            self.r.fail("M011", f"a batch of two pings from the server: {len(ids & answered)} of 2 answered{alive}")
 
     # ----------------------------------------------------------------------------------------------- stdio
 
@@ -275,8 +277,8 @@ class ClientJudge:
         cancelled = {json.dumps(c[1]) for c in _cancels(conn)}
         for sent_entry, req in out:
             method = req["method"]
-            if json.dumps(req["id"]) in batched or str(req["id"]).endswith("-probe"):
-                continue  # judged by M011 and S021
+            if json.dumps(req["id"]) in batched or str(req["id"]).endswith(("-probe", "-pace")):
+                continue  # judged by M011 and S021 (-pace: the batch's pace, see ScriptedServer.ask_batch)
             got = replies.get(json.dumps(req["id"]))
             if json.dumps(req["id"]) in cancelled and (got is None or "result" not in got[1]):
                 continue  # the server cancelled it: no answer (or an error) is what it asked for (S027, SX12)
@@ -526,6 +528,11 @@ def _cancels(conn: Conn) -> list[tuple[float, Any, int]]:
 
 def _is_request(msg: Any, rid: Any) -> bool:
     return isinstance(msg, dict) and "method" in msg and msg.get("id") == rid
+
+
+def _is_pace(m: Any) -> bool:
+    """The ping the server sends just after its batch (ScriptedServer.ask_batch)."""
+    return isinstance(m, dict) and m.get("method") == "ping" and str(m.get("id")).endswith("-pace")
 
 
 def _is_ping(msg: Any) -> bool:

@@ -41,6 +41,8 @@ Emit = Callable[[Any], Awaitable[None]]
 SERVER_INFO = {"name": "mcpkit-check-client", "version": "1"}
 CAPABILITIES: JSON = {"tools": {"listChanged": False}}
 ASK_TIMEOUT = 10.0  # how long the server waits for the client's answer to one of its requests
+BATCH_WAIT = 3.0  # seconds a batch of two pings gets, stretched to BATCH_PACE times a ping sent just after it took
+BATCH_PACE = 2.0
 INIT_DELAY = 0.3  # the initialize response waits this long: requests sent meanwhile are judged (S013)
 UNKNOWN_VERSION = "1999-01-01"
 PROGRESS_STEP = 0.1  # seconds between the progress notifications of check_echo
@@ -401,6 +403,10 @@ class ScriptedServer:
         return _result(rid, {"content": [{"type": "text", "text": text}], "isError": False})
 
     async def ask_batch(self, conn: Conn, emit: Emit) -> list[Any]:
+        """A batch of two pings (M011), answered quick or never, "quick" at the client's own pace: a ping sent just
+        after the batch (its id ends ``-pace``: not judged by M079) stretches the first :data:`BATCH_WAIT` to
+        :data:`BATCH_PACE` times its answer's time, never past :data:`ASK_TIMEOUT`. A client that never answers
+        batches no longer holds the run ASK_TIMEOUT; an answer that comes later still counts (M011 reads the log)."""
         futs, batch = [], []
         for _ in range(2):
             conn.next_id += 1
@@ -410,7 +416,20 @@ class ScriptedServer:
             futs.append(fut)
             batch.append({"jsonrpc": "2.0", "id": rid, "method": "ping"})
         await emit(batch)
-        done, _ = await asyncio.wait(futs, timeout=ASK_TIMEOUT)
+        t0 = time.monotonic()
+        pace: list[float] = []
+        pid, answer = await self.send_request(conn, "ping", None, emit, "-pace")
+        answer.add_done_callback(lambda _: pace.append(time.monotonic() - t0))
+        try:
+            window = BATCH_WAIT
+            done, _ = await asyncio.wait(futs, timeout=window)
+            if len(done) < 2:
+                await asyncio.wait({answer}, timeout=max(0.0, ASK_TIMEOUT - (time.monotonic() - t0)))
+                window = min(ASK_TIMEOUT, max(window, BATCH_PACE * pace[0] if pace else 0.0))
+                if (rest := window - (time.monotonic() - t0)) > 0:
+                    done, _ = await asyncio.wait(futs, timeout=rest)
+        finally:
+            conn.pending.pop(_key(pid), None)
         return [f.result() for f in futs if f in done]
 
     def ask_modern(self, conn: Conn, rid: Any, params: JSON) -> JSON:
