@@ -4,16 +4,22 @@ checked where they are given and shown without their password, Redis and Postgre
 
 from __future__ import annotations
 
+import contextlib
+import secrets
 import subprocess
 import sys
 
+import httpx
 import pytest
 
 from mcpkit import MCPKit
 from mcpkit.stores.config import ScaleConfig
 from mcpkit.transports.http import create_app
+from support.asgi import serve_asgi
 from support.paths import REPO
 from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
+
+from .test_config import _stream_then_resume, _worker_app
 
 KEY = b"p" * 32
 
@@ -101,3 +107,19 @@ async def test_create_app_builds_every_postgres_store_on_one_pool(postgres_url: 
     assert await built.not_ready() is None
     await shared.fanout.aclose()
     await shared.aclose()
+
+
+@pytest.mark.req("A012")
+async def test_a_requests_stream_resumed_on_another_worker_is_followed_to_its_answer(postgres_url: str) -> None:  # noqa: F811
+    # two workers in one process on one PostgreSQL: A runs the call and writes its stream, the client drops it and
+    # resumes on B, which follows A's stream in the event store up to the answer
+    config = ScaleConfig(postgres_url=postgres_url, postgres_prefix=f"t{secrets.token_hex(4)}_", state_keys=(KEY,))
+    apps = [create_app(_worker_app(), config=config, sse=False, ws=False) for _ in range(2)]
+    async with contextlib.AsyncExitStack() as stack:
+        ports = [await stack.enter_async_context(serve_asgi(app)) for app in apps]
+        a, b = (f"http://127.0.0.1:{port}/mcp" for port in ports)
+        async with httpx.AsyncClient(timeout=20) as http:
+            first, resumed = await _stream_then_resume(http, a, b)
+    progress = [m["params"]["progress"] for _, m in first + resumed if m.get("method") == "notifications/progress"]
+    assert progress == [1, 2, 3, 4, 5, 6, 7, 8]  # nothing lost, nothing twice, though A wrote and B sent
+    assert resumed[-1][1]["id"] == 4 and resumed[-1][1]["result"]["content"][0]["text"] == "done after 8 steps"
