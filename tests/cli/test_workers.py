@@ -21,6 +21,7 @@ import pytest
 
 from mcpkit import Client
 from support.paths import SERVERS
+from support.postgres_server import postgres_url  # noqa: F401  (the session fixture)
 from support.procs import stop
 from support.redis_server import redis_url  # noqa: F401  (the session fixture)
 from support.scale import EVERYTHING, REPO
@@ -157,13 +158,19 @@ def test_a_second_deployment_cannot_join_the_port_of_a_running_one(redis_url: st
         stop(first)
 
 
-async def test_a_task_started_through_one_worker_is_read_through_the_other(redis_url: str) -> None:  # noqa: F811
+@pytest.mark.parametrize("backend", ["redis", "postgres"])
+async def test_a_task_started_through_one_worker_is_read_through_the_other(
+    backend: str, request: pytest.FixtureRequest
+) -> None:
     """The task store is one of what the configured workers share: the server enables tasks without naming a
-    store, and ``--redis`` keeps them in Redis, not in each worker's memory."""
-    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-tasks:"}
+    store, and ``--redis`` (or ``--postgres``) keeps them there, not in each worker's memory."""
+    env = {**os.environ, "MCPKIT_REDIS_PREFIX": "cli-tasks:", "MCPKIT_POSTGRES_PREFIX": "cli_tasks_"}
     env.pop("MCPKIT_STATE_KEYS", None)
+    shared = ["--redis", request.getfixturevalue("redis_url")]
+    if backend == "postgres":
+        shared = ["--postgres", request.getfixturevalue("postgres_url")]
     proc = subprocess.Popen(
-        [*MCPKIT, "run", str(SCALE_SERVER), "-t", "http", "--workers", "2", "--redis", redis_url, "--port", "0"],
+        [*MCPKIT, "run", str(SCALE_SERVER), "-t", "http", "--workers", "2", *shared, "--port", "0"],
         cwd=REPO,
         env=env,
         stdin=subprocess.DEVNULL,

@@ -11,6 +11,7 @@ server runs as the ``postgres`` user (or ``nobody``), which owns the data direct
 
 from __future__ import annotations
 
+import concurrent.futures
 import glob
 import os
 import pwd
@@ -98,11 +99,13 @@ def _answers(url: str) -> bool:
         conn = await asyncpg.connect(url, timeout=2)
         await conn.close()
 
-    try:
-        asyncio.run(attempt())
-        return True
-    except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-        return False
+    # (in a thread of its own: the fixture may be first asked for inside a running event loop)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        try:
+            pool.submit(asyncio.run, attempt()).result(timeout=10)
+            return True
+        except (TimeoutError, OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return False
 
 
 class PostgresServer:
