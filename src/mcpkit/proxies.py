@@ -253,10 +253,14 @@ class ProxyServer(ClientWatches):
         for method, cap in _CAPABILITY.items():
             if cap not in caps:
                 self.remove_handler(method)
-        if not missing and not any(
-            isinstance((u.capabilities.get("resources") or {}), dict)
-            and (u.capabilities.get("resources") or {}).get("subscribe")
-            for u in self.upstreams
+        if (
+            not missing
+            and "resources" not in own_kinds_of(self)  # (its own resources can be subscribed to)
+            and not any(
+                isinstance((u.capabilities.get("resources") or {}), dict)
+                and (u.capabilities.get("resources") or {}).get("subscribe")
+                for u in self.upstreams
+            )
         ):
             self.resource_subscriptions = False
         self.logging_enabled: bool = missing or any("logging" in u.capabilities for u in self.upstreams)

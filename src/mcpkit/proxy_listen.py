@@ -1,7 +1,8 @@
 """What a proxy's clients name and watch: the routing of a tool, prompt or resource name to the upstream that
 serves it (a gateway's prefixes), and the resources its clients watch (``resources/subscribe``, the URIs of
 ``subscriptions/listen`` streams, at most :data:`~mcpkit.proxy_upstream.MAX_WATCHED` per upstream) with the roots
-changes relayed; in :class:`ClientWatches`, the base class of :class:`~mcpkit.proxies.ProxyServer`."""
+changes relayed (a resource the proxy serves itself is watched as any server's: its own subscriptions and
+updates); in :class:`ClientWatches`, the base class of :class:`~mcpkit.proxies.ProxyServer`."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from .protocol.errors import InvalidParams, InvalidRequest, MCPError, UnknownName
 from .protocol.jsonrpc import JSONDict
+from .proxy_local import owns_uri
 from .proxy_shaping import shape_result, upstream_params
 from .proxy_upstream import MAX_WATCHED, Upstream
 from .server.app import MCPKit
@@ -55,12 +57,15 @@ class ClientWatches(MCPKit):
             raise InvalidParams("uri must be a string")
         if len(uri) > self.max_subscription_uri:
             raise InvalidParams(f"subscription URI longer than {self.max_subscription_uri} characters")
+        builtin: Any = _BUILTINS[sctx.method]
+        if owns_uri(self, uri):  # one of the proxy's own resources: its own subscription, as any server's
+            own: JSONDict = await builtin(self, sctx, params)
+            return own
         upstream, inner = self._route_uri(uri)
         if upstream.modern:  # no resources/subscribe in 2026-07-28: the session's subscription, one upstream watch
             subscribing = sctx.method == "resources/subscribe"
             if subscribing:
                 self._check_watch(upstream, {inner})
-            builtin: Any = _BUILTINS[sctx.method]
             result: JSONDict = await builtin(self, sctx, params)
             await upstream.watch_resources(self._watched_by_clients(upstream))
             return result
@@ -80,7 +85,7 @@ class ClientWatches(MCPKit):
         watching: dict[Upstream, set[str]] = {}  # the URIs this stream adds to each upstream's watch
         if isinstance(uris, list):
             for uri in uris[: self.max_subscriptions]:
-                if not isinstance(uri, str):
+                if not isinstance(uri, str) or owns_uri(self, uri):  # (the proxy's own: its updates, not watched)
                     continue
                 with contextlib.suppress(MCPError):
                     upstream, inner = self._route_uri(uri)
@@ -111,6 +116,8 @@ class ClientWatches(MCPKit):
             if session.closed:
                 continue
             for uri in session.subscriptions:
+                if owns_uri(self, uri):  # (the proxy's own resource: not the upstream's to watch)
+                    continue
                 with contextlib.suppress(MCPError):
                     routed, inner = self._route_uri(uri)
                     if routed is upstream:

@@ -21,7 +21,7 @@ from .protocol.jsonrpc import JSONDict
 
 logger: logging.Logger = logging.getLogger("mcpkit.proxy")
 
-__all__ = ["OWN_KINDS", "drop_shadowed", "own_handler", "own_kinds_of"]
+__all__ = ["OWN_KINDS", "drop_shadowed", "own_handler", "own_kinds_of", "owns_uri"]
 
 #: the list methods and the registry of the proxy's own items each lists
 OWN_KINDS = {
@@ -33,7 +33,9 @@ OWN_KINDS = {
 _WORD = {"tools": "tool", "resources": "resource", "resource_templates": "resource template", "prompts": "prompt"}
 
 
-def _owns_uri(app: Any, uri: Any) -> bool:
+def owns_uri(app: Any, uri: Any) -> bool:
+    """Whether the proxy serves ``uri`` itself: one of its own resources, or a URI one of its own templates
+    matches (its reads, subscriptions and updates are the proxy's, not the upstream's)."""
     if not isinstance(uri, str):
         return False
     return uri in app._resources or any(t.match(uri) is not None for t in list(app._templates.values()))
@@ -47,7 +49,7 @@ def own_handler(app: Any, method: str, params: JSONDict) -> Callable[..., Any] |
     if method == "prompts/get":
         return app._get_prompt if params.get("name") in app._prompts else None
     if method == "resources/read":
-        return app._read_resource if _owns_uri(app, params.get("uri")) else None
+        return app._read_resource if owns_uri(app, params.get("uri")) else None
     if method == "completion/complete":
         ref = params.get("ref")
         if isinstance(ref, dict) and (ref.get("name") in app._prompts or ref.get("uri") in app._templates):

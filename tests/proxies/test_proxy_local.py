@@ -141,3 +141,57 @@ async def test_a_proxys_own_prompt_arguments_are_completed_by_the_proxy(mode: st
     async with Client(p, mode=mode) as client:
         assert (await client.complete("styled", "style", "f")).completion.values == ["formal"]
         assert [pr.name for pr in await client.list_prompts()] == ["styled", "talk"]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+@pytest.mark.parametrize("upstream_mode", ERAS)
+async def test_subscribers_of_a_proxys_own_resources_get_its_updates_and_the_upstreams_still_its_own(
+    mode: str, upstream_mode: str
+) -> None:
+    """A subscription (``resources/subscribe``, or a 2026-07-28 ``subscriptions/listen`` stream) to a resource the
+    proxy serves itself, or a URI one of its own templates matches, is the proxy's own: ``p.notify_resource_updated``
+    reaches it, and the upstream is not asked to watch it. The upstream's resources are still watched upstream and
+    their updates relayed. It used to go upstream, and the proxy's own updates never reached the subscriber."""
+    p = mcpkit.proxy(_upstream("cached"), client_options={"mode": upstream_mode})
+    p.add_resource("mem://x", "x")
+    p.add_resource("mem://day/{day}", lambda day: f"the day {day}")
+    async with Client(p, mode=mode) as client:
+        assert client.server_capabilities["resources"].get("subscribe") is True
+        async with client.watch(resource_uris=["mem://x", "mem://day/mon", "data://clock"]) as watch:
+            assert not any(uri.startswith("mem://") for uri in p.upstreams[0].watched), p.upstreams[0].watched
+            for uri in ("mem://x", "mem://day/mon"):
+                await p.notify_resource_updated(uri)
+                method, params = await watch.next(timeout=10)
+                assert (method, params["uri"]) == ("notifications/resources/updated", uri)
+            await p.notify_resource_updated("mem://day/tue")  # (not subscribed to)
+            if mode == "handshake" or upstream_mode == "modern":
+                # (a 2026-07-28 client of a handshake-era stdio upstream: the call runs in a pooled upstream
+                # process, the watch on the primary's, so the primary's process never sees its own clock change)
+                await client.call_tool("touch", {})  # the upstream's data://clock changes
+                method, params = await watch.next(timeout=10)
+                assert (method, params["uri"]) == ("notifications/resources/updated", "data://clock")
+            with pytest.raises(TimeoutError):
+                await watch.next(timeout=0.5)  # (each update once, nothing of mem://day/tue)
+        if mode == "handshake":  # (unsubscribed on the way out of the watch: updates no longer come)
+            await p.notify_resource_updated("mem://x")
+            assert await client.read_text("mem://x") == "x"
+
+
+async def test_a_proxy_with_resources_of_its_own_declares_subscriptions_its_upstream_lacks() -> None:
+    """An upstream without ``resources.subscribe``: the proxy used to declare none either; with resources of its
+    own it declares them, and a subscriber of its own resource gets its updates."""
+    from mcpkit import MCPKit
+
+    up = MCPKit("no-subscriptions")
+    up.resource_subscriptions = False
+    up.add_resource("data://up", "upstream data")
+    plain = mcpkit.proxy(up)
+    async with Client(plain) as client:
+        assert not client.server_capabilities["resources"].get("subscribe")
+    p = mcpkit.proxy(up)
+    p.add_resource("mem://x", "x")
+    async with Client(p, mode="handshake") as client, client.watch(resource_uris=["mem://x"]) as watch:
+        assert client.server_capabilities["resources"].get("subscribe") is True
+        await p.notify_resource_updated("mem://x")
+        method, params = await watch.next(timeout=10)
+        assert (method, params["uri"]) == ("notifications/resources/updated", "mem://x")
