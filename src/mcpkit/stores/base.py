@@ -1,8 +1,15 @@
-"""The optional capabilities of a session store, declared with their defaults: :class:`BaseSessionStore`."""
+"""The optional capabilities of a session store, declared with their defaults (:class:`BaseSessionStore`), and the
+error every shared store raises when its backend cannot be reached (:class:`StoreUnavailable`)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+
+class StoreUnavailable(ConnectionError):
+    """A shared store's backend (Redis, PostgreSQL) could not be reached in time, or failed less than its breaker's
+    window ago. The HTTP endpoint answers a request that needs the store with 503 and this message. Importable as
+    ``mcpkit.stores.redis.StoreUnavailable`` and ``mcpkit.stores.postgres.StoreUnavailable`` too (one class)."""
 
 
 class BaseSessionStore:

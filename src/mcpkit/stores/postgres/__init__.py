@@ -3,7 +3,7 @@ not import asyncpg, building a backend does).
 
 * :class:`PostgresConnection` (:mod:`.connection`): the one bounded pool of a worker's stores (timeouts, the
   breaker that makes an unreachable or stalled database fail fast with
-  :class:`~mcpkit.stores.redis.StoreUnavailable`), the table names and the tables, made on first use.
+  :class:`~mcpkit.stores.base.StoreUnavailable`), the table names and the tables, made on first use.
 * :class:`PostgresSessionStore`: handshake-era session records (one row per session, TTL renewed by activity).
 * :class:`PostgresEventStore`: SSE events of resumable streams, followable across workers.
 * :class:`PostgresFanout`: change notifications and cross-worker messages: an ordered log table every worker reads,
@@ -17,7 +17,14 @@ Each takes a URL or a shared :class:`PostgresConnection`; one built from a URL o
 
 from __future__ import annotations
 
-from .connection import DEFAULT_POOL_SIZE, DEFAULT_TIMEOUT, MAX_POOL_SIZE, SCHEMA_VERSION, PostgresConnection
+from .connection import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_TIMEOUT,
+    MAX_POOL_SIZE,
+    SCHEMA_VERSION,
+    PostgresConnection,
+    StoreUnavailable,
+)
 from .events import PostgresEventStore
 from .fanout import PostgresFanout
 from .sessions import PostgresSessionStore
@@ -33,4 +40,5 @@ __all__ = [
     "PostgresFanout",
     "PostgresSessionStore",
     "PostgresTaskStore",
+    "StoreUnavailable",
 ]

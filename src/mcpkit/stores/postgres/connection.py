@@ -7,7 +7,7 @@ configuration and hands it to each store; a store built from a URL makes its own
 * **Bounded pool, bounded waits.** At most ``pool_size`` connections per worker; connecting, waiting for a free
   connection and each statement are bounded by ``timeout`` seconds. A statement that fails for want of the
   database (refused, reset, timed out, too many connections) raises
-  :class:`~mcpkit.stores.redis.StoreUnavailable` (the HTTP endpoint answers 503), and for ``breaker`` seconds
+  :class:`~mcpkit.stores.base.StoreUnavailable` (the HTTP endpoint answers 503), and for ``breaker`` seconds
   afterwards every guarded statement raises it at once without waiting again.
 * **Tables made on first use.** ``CREATE TABLE IF NOT EXISTS`` of every table (under a transaction-level advisory
   lock, so workers starting together do not race), once per connection. The layout is versioned by
@@ -27,7 +27,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ..redis.connection import StoreUnavailable
+from ..base import StoreUnavailable
 
 if TYPE_CHECKING:
     from types import TracebackType

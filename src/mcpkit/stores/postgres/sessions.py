@@ -33,7 +33,7 @@ class PostgresSessionStore(BaseSessionStore):
     expiry is never read (every read checks it); expired rows are deleted by a clean-up that runs at most every
     ``sweep_every`` seconds per worker and deletes at most :data:`MAX_SWEEP` of them. :meth:`touch` reads and
     renews in one ``UPDATE ... RETURNING``. Every call is bounded by the connection's timeout and raises
-    :class:`~mcpkit.stores.redis.StoreUnavailable` when PostgreSQL cannot be reached.
+    :class:`~mcpkit.stores.base.StoreUnavailable` when PostgreSQL cannot be reached.
 
     Args:
         postgres: a URL or a shared :class:`~mcpkit.stores.postgres.PostgresConnection`.

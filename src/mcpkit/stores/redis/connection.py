@@ -29,6 +29,8 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from ..base import StoreUnavailable
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -53,11 +55,6 @@ __all__ = [
     "StoreUnavailable",
     "connection_for",
 ]
-
-
-class StoreUnavailable(ConnectionError):
-    """Redis could not be reached in time, or failed less than ``breaker`` seconds ago (see
-    :class:`RedisConnection`). The HTTP endpoint answers a request that needs the store with 503 and this message."""
 
 
 class KeyScheme:

@@ -9,7 +9,7 @@ A :class:`RedisBuckets` keeps each bucket in one small hash (``<prefix>{rl:<dige
 updated by one script (refill by Redis' own clock, then take), so concurrent requests on several workers share it
 exactly. Each key expires once its bucket would be full again: the table is bounded by time (callers active in the
 last ``burst / rate`` seconds), each key about 100 bytes. Commands run under the connection's guard: when Redis is
-unreachable :class:`~mcpkit.stores.redis.connection.StoreUnavailable` is raised at once, and ``RateLimit`` lets the
+unreachable :class:`~mcpkit.stores.redis.StoreUnavailable` is raised at once, and ``RateLimit`` lets the
 request through or refuses it (``fail_open``).
 
 :func:`buckets_from_env` is Redis-backed exactly when the stores are: when ``MCPKIT_REDIS_URL`` (the setting
